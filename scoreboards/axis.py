@@ -1,0 +1,130 @@
+"""AXI4-Stream components on the cocotb-bus bases.
+
+Signals are found by prefix: ``<prefix>_tdata``, ``_tvalid``, ``_tready`` and, when
+present, ``_tlast``.  Transactions are ``(tdata:int, tlast:int)`` tuples.
+"""
+from __future__ import annotations
+
+import cocotb
+from cocotb.triggers import ReadOnly, RisingEdge
+from cocotb_bus.drivers import Driver
+from cocotb_bus.monitors import Monitor
+
+from .gates import Gate, always
+
+
+def _opt(dut, name):
+    return getattr(dut, name) if hasattr(dut, name) else None
+
+
+class AxisSource(Driver):
+    """Drives a stream; inserts bubbles from ``gate``; holds data while ``tready`` is low."""
+
+    def __init__(self, dut, prefix: str, clk, gate: Gate | None = None):
+        self.clk = clk
+        self.prefix = prefix
+        self.tdata = getattr(dut, f"{prefix}_tdata")
+        self.tvalid = getattr(dut, f"{prefix}_tvalid")
+        self.tready = getattr(dut, f"{prefix}_tready")
+        self.tlast = _opt(dut, f"{prefix}_tlast")
+        self.gate = gate or always()
+        self.sent = 0
+        self.tvalid.value = 0
+        super().__init__()
+
+    async def _driver_send(self, transaction, sync: bool = True, **kwargs):
+        data, last = transaction if isinstance(transaction, tuple) else (transaction, 0)
+        while not self.gate.next():
+            self.tvalid.value = 0
+            await RisingEdge(self.clk)
+        self.tdata.value = int(data)
+        if self.tlast is not None:
+            self.tlast.value = int(last)
+        self.tvalid.value = 1
+        while True:
+            await RisingEdge(self.clk)
+            if int(self.tready.value):
+                break
+        self.tvalid.value = 0
+        self.sent += 1
+
+    async def drain(self):
+        """Wait until everything queued has been handed over."""
+        while self._sendQ or self.busy_sending():
+            await RisingEdge(self.clk)
+
+    def busy_sending(self) -> bool:
+        return bool(int(self.tvalid.value))
+
+
+class AxisSink:
+    """Drives ``tready`` from a gate (random backpressure)."""
+
+    def __init__(self, dut, prefix: str, clk, gate: Gate | None = None):
+        self.clk = clk
+        self.tready = getattr(dut, f"{prefix}_tready")
+        self.gate = gate or always()
+        self.tready.value = 0
+        self._task = cocotb.start_soon(self._run())
+
+    async def _run(self):
+        while True:
+            self.tready.value = 1 if self.gate.next() else 0
+            await RisingEdge(self.clk)
+
+    def stop(self):
+        self._task.cancel()
+        self.tready.value = 0
+
+
+class AxisMonitor(Monitor):
+    """Records every handshake (tvalid & tready at a rising edge).
+
+    Also checks the AXI4-Stream hold rule: once ``tvalid`` is high, ``tvalid`` and
+    ``tdata`` must not change until the handshake (reset excepted); violations are
+    counted in ``protocol_errors``."""
+
+    def __init__(self, dut, prefix: str, clk, callback=None, reset=None):
+        self.clk = clk
+        self.reset = reset
+        self.name = prefix
+        self.tdata = getattr(dut, f"{prefix}_tdata")
+        self.tvalid = getattr(dut, f"{prefix}_tvalid")
+        self.tready = getattr(dut, f"{prefix}_tready")
+        self.tlast = _opt(dut, f"{prefix}_tlast")
+        self.protocol_errors = 0
+        self.cycles = 0
+        self.times = []  # cycle index of every handshake (for throughput measurements)
+        super().__init__(callback=callback)
+
+    def __str__(self):
+        return self.name
+
+    async def _monitor_recv(self):
+        pending = None
+        while True:
+            await RisingEdge(self.clk)
+            await ReadOnly()
+            self.cycles += 1
+            if self.reset is not None and int(self.reset.value):
+                pending = None  # reset may drop tvalid: exempt from the hold rule
+                continue
+            v = self.tvalid.value
+            if not v.is_resolvable:
+                continue
+            valid = int(v)
+            if pending is not None:
+                if not valid or int(self.tdata.value) != pending:
+                    self.protocol_errors += 1
+                    self.log.error("%s: tvalid/tdata changed before the handshake", self.name)
+            if valid:
+                data = int(self.tdata.value)
+                if int(self.tready.value):
+                    last = int(self.tlast.value) if self.tlast is not None else 0
+                    self.times.append(self.cycles)
+                    self._recv((data, last))
+                    pending = None
+                else:
+                    pending = data
+            else:
+                pending = None

@@ -1,0 +1,1 @@
+"""cocotb testbenches (one folder per core) and the regression driver."""

@@ -1,0 +1,181 @@
+"""Shared cocotb testbench for the PipeArch subroutine cores.
+
+One :class:`SubroutineTB` per test: clock, reset, AXI4-Stream sources with seeded
+random bubbles, a sink with seeded random backpressure, a monitor per output stream,
+and a :class:`~scoreboards.checker.FixedScoreboard` fed by the golden model.
+"""
+from __future__ import annotations
+
+import os
+import random
+
+import cocotb
+import numpy as np
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+
+from golden.fixedpoint import QFormat
+from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
+from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
+from scoreboards.gates import Gate
+from verif.harness import CLOCK_NS, dut_params
+
+
+def test_seed() -> int:
+    """The test's random seed: cocotb's seed (logged by cocotb, settable with
+    COCOTB_RANDOM_SEED), so a failing run can be repeated exactly."""
+    return int(cocotb.RANDOM_SEED)
+
+
+def rand_words(rng: np.random.Generator, shape, fmt: QFormat, extreme: float = 0.1,
+               scale: float | None = None):
+    """Random fixed-point words: mostly moderate values, a fraction at or near the rails."""
+    scale = scale if scale is not None else 4.0
+    lim = min(fmt.max_int, int(scale * fmt.one))
+    v = rng.integers(-lim, lim + 1, size=shape, dtype=np.int64)
+    if extreme > 0:
+        m = rng.random(shape) < extreme
+        rails = rng.choice(np.array([fmt.min_int, fmt.max_int, fmt.min_int + 1, fmt.max_int - 1, 0, -1, 1]),
+                           size=shape)
+        v = np.where(m, rails, v)
+    return v
+
+
+class SubroutineTB:
+    def __init__(self, dut, inputs: list[str], outputs: dict[str, StreamSpec],
+                 src_p: float = 1.0, sink_p: float = 1.0, seed: int | None = None):
+        self.dut = dut
+        self.p = dut_params()
+        self.fmt = QFormat(self.p["W"], self.p["F"])
+        self.seed = test_seed() if seed is None else seed
+        self.rng = np.random.default_rng(self.seed)
+        dut._log.info("seed=%d params=%s", self.seed, self.p)
+        self.clk = dut.clk
+        cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
+        self.inputs = list(inputs)
+        self.src_p = src_p
+        self._make_sources()
+        self.sb = FixedScoreboard(dut)
+        self.mon = {}
+        self.exp = {}
+        self.sinks = {}
+        for i, (n, spec) in enumerate(outputs.items()):
+            self.sinks[n] = AxisSink(dut, n, dut.clk, Gate(self.seed * 13 + i + 101, sink_p))
+            self.mon[n] = AxisMonitor(dut, n, dut.clk, reset=dut.rst)
+            self.exp[n] = self.sb.add_stream(self.mon[n], spec)
+        dut.start.value = 0
+        self.done_count = 0
+        cocotb.start_soon(self._count_done())
+
+    async def _count_done(self):
+        while True:
+            await RisingEdge(self.clk)
+            await ReadOnly()
+            if self.dut.done.value.is_resolvable and int(self.dut.done.value):
+                self.done_count += 1
+
+    def _make_sources(self, salt: int = 0):
+        self.src = {n: AxisSource(self.dut, n, self.dut.clk, Gate(self.seed * 7 + i + 1 + salt, self.src_p))
+                    for i, n in enumerate(self.inputs)}
+
+    async def abort_and_reset(self):
+        """Reset in the middle of work: drop queued stimulus and pending expectations,
+        restart the drivers, pulse reset.  Anything the DUT emits afterwards must come
+        from new work."""
+        for s in self.src.values():
+            s.kill()
+            s.tvalid.value = 0
+        await self.reset()
+        self._make_sources(salt=1000)
+        for q in self.exp.values():
+            q.clear()
+        self.done_count = 0
+
+    async def reset(self, cycles: int = 3):
+        self.dut.rst.value = 1
+        await ClockCycles(self.clk, cycles)
+        self.dut.rst.value = 0
+        await RisingEdge(self.clk)
+
+    def lanes(self) -> int:
+        return self.p["LANES"]
+
+    def send_lines(self, name: str, lines, last_every: int | None = None):
+        for k, line in enumerate(lines):
+            last = 1 if last_every and (k + 1) % last_every == 0 else 0
+            self.src[name].append((pack_lanes(line, self.p["W"]), last))
+
+    def send_words(self, name: str, words):
+        for w_ in words:
+            self.src[name].append((int(w_) & ((1 << self.p["W"]) - 1), 0))
+
+    def expect_lines(self, name: str, lines, dimension: int):
+        for k, line in enumerate(lines):
+            self.exp[name].append((pack_lanes(line, self.p["W"]), 1 if (k + 1) % dimension == 0 else 0))
+
+    def expect_words(self, name: str, words, lasts=None):
+        w = self.p["W"]
+        for k, v in enumerate(words):
+            self.exp[name].append((int(v) & ((1 << w) - 1), 1 if lasts is None else lasts[k]))
+
+    async def initiate(self, **fields):
+        """Wait until not busy, then pulse start with the given cfg_* fields."""
+        while int(self.dut.busy.value):
+            await RisingEdge(self.clk)
+        for k, v in fields.items():
+            getattr(self.dut, f"cfg_{k}").value = int(v) & ((1 << len(getattr(self.dut, f"cfg_{k}"))) - 1)
+        self.dut.start.value = 1
+        await RisingEdge(self.clk)
+        self.dut.start.value = 0
+
+    async def wait_done(self, count: int, timeout: int = 200000) -> int:
+        """Wait until ``count`` done pulses in total; returns cycles waited."""
+        for c in range(timeout):
+            if self.done_count >= count:
+                return c
+            await RisingEdge(self.clk)
+        raise AssertionError(f"timeout: {self.done_count} of {count} done pulses after {timeout} cycles")
+
+    async def finish(self, settle: int = 20):
+        """Let late (extra) outputs show up, then check protocol and the scoreboard."""
+        await ClockCycles(self.clk, settle)
+        for n, m in self.mon.items():
+            assert m.protocol_errors == 0, f"{n}: {m.protocol_errors} AXI4-Stream hold violations"
+        self.sb.check()
+
+
+def line_spec(name: str, p: dict) -> StreamSpec:
+    return StreamSpec(name, [(name, p["LANES"], p["W"], p["F"])])
+
+
+def word_spec(name: str, p: dict, fields=("y",)) -> StreamSpec:
+    return StreamSpec(name, [(f, 1, p["W"], p["F"]) for f in fields])
+
+
+def rng_py(seed: int) -> random.Random:
+    return random.Random(seed)
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0")
+
+
+def record_bench(name: str, **metrics):
+    """Write one benchmark record (read by ``make bench``) into the build directory.
+
+    Only ``bench_*`` cocotb tests call this; it reports, it does not assert timing."""
+    import json
+    from pathlib import Path
+    out = Path(os.environ.get("BENCH_DIR", "build/bench"))
+    out.mkdir(parents=True, exist_ok=True)
+    rec = {"core": name, "cfg": os.environ.get("DUT_CFG", "?"), "sim": os.environ.get("DUT_SIM", "?"),
+           **metrics}
+    (out / f"{name}-{rec['cfg']}-{rec['sim']}.json").write_text(json.dumps(rec, indent=1))
+    return rec
+
+
+def steady_cycles_per_beat(times: list[int]) -> float:
+    """Cycles per output beat between the first and the last beat (1.0 = one per cycle)."""
+    if len(times) < 2:
+        raise ValueError("need at least two beats to measure throughput")
+    return (times[-1] - times[0]) / (len(times) - 1)
