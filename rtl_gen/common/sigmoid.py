@@ -22,7 +22,9 @@ def sigmoid_pipe(clk, rst, en, z, y, table: SigmoidTable):
     ib = table.index_bits
     base_rom = tuple(table.base)
     slope_rom = tuple(table.slope)
-    u = sig_u(W)            # zc + R, non-negative, < 2R
+    ub = sh + ib            # 2R == 2**(shift + index_bits)
+    assert (1 << ub) == 2 * r
+    u = sig_u(ub)           # zc + R, non-negative, < 2R
     zr = sig_s(W + 1)
     idx1 = sig_u(ib)
     off1 = sig_u(sh) if sh > 0 else sig_u(1)
@@ -47,7 +49,7 @@ def sigmoid_pipe(clk, rst, en, z, y, table: SigmoidTable):
         elif z < -r:
             u.next = 0
         else:
-            u.next = zr[W:]
+            u.next = zr[ub:]
 
     @always_seq(clk.posedge, reset=rst)
     def st1():

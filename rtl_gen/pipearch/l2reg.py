@@ -12,7 +12,7 @@ from .subroutine import make_params
 KIND = "l2reg"
 
 
-def build(p):
+def block_fn(p):
     core, _ = build_lanewise(p, KIND)
 
     @block
@@ -26,8 +26,12 @@ def build(p):
                     None, None, None,
                     m_axis_y_tdata, m_axis_y_tvalid, m_axis_y_tready, m_axis_y_tlast)
 
+    return l2reg
+
+
+def build(p):
     ports = lanewise_ports(p, KIND)
-    return make_factory(l2reg, ports), ports
+    return make_factory(block_fn(p), ports), ports
 
 
 def datasheet(p):

@@ -79,7 +79,6 @@ def lane_sig_delta(clk, rst, en, z_u, b_u, use_sig, y, table):
     W = len(y)
     L = SIGMOID_LATENCY
     z = sig_s(W)
-    b = sig_s(W)
     s = sig_s(W)
     zb = sig_u(2 * W)
     zbd = sig_u(2 * W)
@@ -89,7 +88,6 @@ def lane_sig_delta(clk, rst, en, z_u, b_u, use_sig, y, table):
     @always_comb
     def cast():
         z.next = z_u.signed()
-        b.next = b_u.signed()
         zb.next = concat(z_u, b_u)
 
     sg = sigmoid_pipe(clk, rst, en, z, s, table)

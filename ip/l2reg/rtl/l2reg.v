@@ -88,6 +88,8 @@ reg signed [31:0] top0_lane_sub_mul0_x1;
 reg signed [31:0] top0_lane_sub_mul0_yr;
 reg signed [31:0] top0_lane_sub_mul0_yc;
 wire signed [64:0] top0_lane_sub_mul0_round_sat0_r;
+wire signed [64:0] top0_lane_sub_mul0_round_sat0_rb;
+wire signed [64:0] top0_lane_sub_mul0_round_sat0_t;
 wire [30:0] top0_lane_sub_mul0_round_sat0_sat0_fill;
 wire [33:0] top0_lane_sub_mul0_round_sat0_sat0_hi;
 wire [33:0] top0_lane_sub_mul0_round_sat0_sat0_hin;
@@ -107,6 +109,8 @@ reg signed [31:0] top0_lane_sub_mul1_x1;
 reg signed [31:0] top0_lane_sub_mul1_yr;
 reg signed [31:0] top0_lane_sub_mul1_yc;
 wire signed [64:0] top0_lane_sub_mul1_round_sat1_r;
+wire signed [64:0] top0_lane_sub_mul1_round_sat1_rb;
+wire signed [64:0] top0_lane_sub_mul1_round_sat1_t;
 wire [30:0] top0_lane_sub_mul1_round_sat1_sat2_fill;
 wire [33:0] top0_lane_sub_mul1_round_sat1_sat2_hi;
 wire [33:0] top0_lane_sub_mul1_round_sat1_sat2_hin;
@@ -126,6 +130,8 @@ reg signed [31:0] top0_lane_sub_mul2_x1;
 reg signed [31:0] top0_lane_sub_mul2_yr;
 reg signed [31:0] top0_lane_sub_mul2_yc;
 wire signed [64:0] top0_lane_sub_mul2_round_sat2_r;
+wire signed [64:0] top0_lane_sub_mul2_round_sat2_rb;
+wire signed [64:0] top0_lane_sub_mul2_round_sat2_t;
 wire [30:0] top0_lane_sub_mul2_round_sat2_sat4_fill;
 wire [33:0] top0_lane_sub_mul2_round_sat2_sat4_hi;
 wire [33:0] top0_lane_sub_mul2_round_sat2_sat4_hin;
@@ -145,6 +151,8 @@ reg signed [31:0] top0_lane_sub_mul3_x1;
 reg signed [31:0] top0_lane_sub_mul3_yr;
 reg signed [31:0] top0_lane_sub_mul3_yc;
 wire signed [64:0] top0_lane_sub_mul3_round_sat3_r;
+wire signed [64:0] top0_lane_sub_mul3_round_sat3_rb;
+wire signed [64:0] top0_lane_sub_mul3_round_sat3_t;
 wire [30:0] top0_lane_sub_mul3_round_sat3_sat6_fill;
 wire [33:0] top0_lane_sub_mul3_round_sat3_sat6_hi;
 wire [33:0] top0_lane_sub_mul3_round_sat3_sat6_hin;
@@ -164,6 +172,8 @@ reg signed [31:0] top0_lane_sub_mul4_x1;
 reg signed [31:0] top0_lane_sub_mul4_yr;
 reg signed [31:0] top0_lane_sub_mul4_yc;
 wire signed [64:0] top0_lane_sub_mul4_round_sat4_r;
+wire signed [64:0] top0_lane_sub_mul4_round_sat4_rb;
+wire signed [64:0] top0_lane_sub_mul4_round_sat4_t;
 wire [30:0] top0_lane_sub_mul4_round_sat4_sat8_fill;
 wire [33:0] top0_lane_sub_mul4_round_sat4_sat8_hi;
 wire [33:0] top0_lane_sub_mul4_round_sat4_sat8_hin;
@@ -183,6 +193,8 @@ reg signed [31:0] top0_lane_sub_mul5_x1;
 reg signed [31:0] top0_lane_sub_mul5_yr;
 reg signed [31:0] top0_lane_sub_mul5_yc;
 wire signed [64:0] top0_lane_sub_mul5_round_sat5_r;
+wire signed [64:0] top0_lane_sub_mul5_round_sat5_rb;
+wire signed [64:0] top0_lane_sub_mul5_round_sat5_t;
 wire [30:0] top0_lane_sub_mul5_round_sat5_sat10_fill;
 wire [33:0] top0_lane_sub_mul5_round_sat5_sat10_hi;
 wire [33:0] top0_lane_sub_mul5_round_sat5_sat10_hin;
@@ -202,6 +214,8 @@ reg signed [31:0] top0_lane_sub_mul6_x1;
 reg signed [31:0] top0_lane_sub_mul6_yr;
 reg signed [31:0] top0_lane_sub_mul6_yc;
 wire signed [64:0] top0_lane_sub_mul6_round_sat6_r;
+wire signed [64:0] top0_lane_sub_mul6_round_sat6_rb;
+wire signed [64:0] top0_lane_sub_mul6_round_sat6_t;
 wire [30:0] top0_lane_sub_mul6_round_sat6_sat12_fill;
 wire [33:0] top0_lane_sub_mul6_round_sat6_sat12_hi;
 wire [33:0] top0_lane_sub_mul6_round_sat6_sat12_hin;
@@ -221,6 +235,8 @@ reg signed [31:0] top0_lane_sub_mul7_x1;
 reg signed [31:0] top0_lane_sub_mul7_yr;
 reg signed [31:0] top0_lane_sub_mul7_yc;
 wire signed [64:0] top0_lane_sub_mul7_round_sat7_r;
+wire signed [64:0] top0_lane_sub_mul7_round_sat7_rb;
+wire signed [64:0] top0_lane_sub_mul7_round_sat7_t;
 wire [30:0] top0_lane_sub_mul7_round_sat7_sat14_fill;
 wire [33:0] top0_lane_sub_mul7_round_sat7_sat14_hi;
 wire [33:0] top0_lane_sub_mul7_round_sat7_sat14_hin;
@@ -240,6 +256,8 @@ reg signed [31:0] top0_lane_sub_mul8_x1;
 reg signed [31:0] top0_lane_sub_mul8_yr;
 reg signed [31:0] top0_lane_sub_mul8_yc;
 wire signed [64:0] top0_lane_sub_mul8_round_sat8_r;
+wire signed [64:0] top0_lane_sub_mul8_round_sat8_rb;
+wire signed [64:0] top0_lane_sub_mul8_round_sat8_t;
 wire [30:0] top0_lane_sub_mul8_round_sat8_sat16_fill;
 wire [33:0] top0_lane_sub_mul8_round_sat8_sat16_hi;
 wire [33:0] top0_lane_sub_mul8_round_sat8_sat16_hin;
@@ -259,6 +277,8 @@ reg signed [31:0] top0_lane_sub_mul9_x1;
 reg signed [31:0] top0_lane_sub_mul9_yr;
 reg signed [31:0] top0_lane_sub_mul9_yc;
 wire signed [64:0] top0_lane_sub_mul9_round_sat9_r;
+wire signed [64:0] top0_lane_sub_mul9_round_sat9_rb;
+wire signed [64:0] top0_lane_sub_mul9_round_sat9_t;
 wire [30:0] top0_lane_sub_mul9_round_sat9_sat18_fill;
 wire [33:0] top0_lane_sub_mul9_round_sat9_sat18_hi;
 wire [33:0] top0_lane_sub_mul9_round_sat9_sat18_hin;
@@ -278,6 +298,8 @@ reg signed [31:0] top0_lane_sub_mul10_x1;
 reg signed [31:0] top0_lane_sub_mul10_yr;
 reg signed [31:0] top0_lane_sub_mul10_yc;
 wire signed [64:0] top0_lane_sub_mul10_round_sat10_r;
+wire signed [64:0] top0_lane_sub_mul10_round_sat10_rb;
+wire signed [64:0] top0_lane_sub_mul10_round_sat10_t;
 wire [30:0] top0_lane_sub_mul10_round_sat10_sat20_fill;
 wire [33:0] top0_lane_sub_mul10_round_sat10_sat20_hi;
 wire [33:0] top0_lane_sub_mul10_round_sat10_sat20_hin;
@@ -297,6 +319,8 @@ reg signed [31:0] top0_lane_sub_mul11_x1;
 reg signed [31:0] top0_lane_sub_mul11_yr;
 reg signed [31:0] top0_lane_sub_mul11_yc;
 wire signed [64:0] top0_lane_sub_mul11_round_sat11_r;
+wire signed [64:0] top0_lane_sub_mul11_round_sat11_rb;
+wire signed [64:0] top0_lane_sub_mul11_round_sat11_t;
 wire [30:0] top0_lane_sub_mul11_round_sat11_sat22_fill;
 wire [33:0] top0_lane_sub_mul11_round_sat11_sat22_hi;
 wire [33:0] top0_lane_sub_mul11_round_sat11_sat22_hin;
@@ -316,6 +340,8 @@ reg signed [31:0] top0_lane_sub_mul12_x1;
 reg signed [31:0] top0_lane_sub_mul12_yr;
 reg signed [31:0] top0_lane_sub_mul12_yc;
 wire signed [64:0] top0_lane_sub_mul12_round_sat12_r;
+wire signed [64:0] top0_lane_sub_mul12_round_sat12_rb;
+wire signed [64:0] top0_lane_sub_mul12_round_sat12_t;
 wire [30:0] top0_lane_sub_mul12_round_sat12_sat24_fill;
 wire [33:0] top0_lane_sub_mul12_round_sat12_sat24_hi;
 wire [33:0] top0_lane_sub_mul12_round_sat12_sat24_hin;
@@ -335,6 +361,8 @@ reg signed [31:0] top0_lane_sub_mul13_x1;
 reg signed [31:0] top0_lane_sub_mul13_yr;
 reg signed [31:0] top0_lane_sub_mul13_yc;
 wire signed [64:0] top0_lane_sub_mul13_round_sat13_r;
+wire signed [64:0] top0_lane_sub_mul13_round_sat13_rb;
+wire signed [64:0] top0_lane_sub_mul13_round_sat13_t;
 wire [30:0] top0_lane_sub_mul13_round_sat13_sat26_fill;
 wire [33:0] top0_lane_sub_mul13_round_sat13_sat26_hi;
 wire [33:0] top0_lane_sub_mul13_round_sat13_sat26_hin;
@@ -354,6 +382,8 @@ reg signed [31:0] top0_lane_sub_mul14_x1;
 reg signed [31:0] top0_lane_sub_mul14_yr;
 reg signed [31:0] top0_lane_sub_mul14_yc;
 wire signed [64:0] top0_lane_sub_mul14_round_sat14_r;
+wire signed [64:0] top0_lane_sub_mul14_round_sat14_rb;
+wire signed [64:0] top0_lane_sub_mul14_round_sat14_t;
 wire [30:0] top0_lane_sub_mul14_round_sat14_sat28_fill;
 wire [33:0] top0_lane_sub_mul14_round_sat14_sat28_hi;
 wire [33:0] top0_lane_sub_mul14_round_sat14_sat28_hin;
@@ -373,6 +403,8 @@ reg signed [31:0] top0_lane_sub_mul15_x1;
 reg signed [31:0] top0_lane_sub_mul15_yr;
 reg signed [31:0] top0_lane_sub_mul15_yc;
 wire signed [64:0] top0_lane_sub_mul15_round_sat15_r;
+wire signed [64:0] top0_lane_sub_mul15_round_sat15_rb;
+wire signed [64:0] top0_lane_sub_mul15_round_sat15_t;
 wire [30:0] top0_lane_sub_mul15_round_sat15_sat30_fill;
 wire [33:0] top0_lane_sub_mul15_round_sat15_sat30_hi;
 wire [33:0] top0_lane_sub_mul15_round_sat15_sat30_hin;
@@ -1406,13 +1438,13 @@ assign top0_final = (($signed({1'b0, top0_control0_lcnt}) == ($signed({1'b0, top
 
 always @(posedge clk) begin: top0_control0_seq
     if (rst == 1) begin
-        top0_control0_icnt <= 0;
+        top0_running <= 0;
+        busy <= 0;
+        done <= 0;
         cfg_err <= 0;
         top0_control0_dim_r <= 0;
         top0_control0_it_r <= 0;
-        done <= 0;
-        busy <= 0;
-        top0_running <= 0;
+        top0_control0_icnt <= 0;
         top0_control0_lcnt <= 0;
     end
     else begin
@@ -1463,8 +1495,8 @@ assign s_axis_xold_tready = (top0_running && top0_en && s_axis_x_tvalid);
 
 always @(posedge clk) begin: top0_inreg
     if (rst == 1) begin
-        top0_v0 <= 0;
         top0_br <= 0;
+        top0_v0 <= 0;
         top0_ar <= 0;
     end
     else begin
@@ -1518,8 +1550,8 @@ assign top0_lane_sub_mul0_p_c = (top0_kr * top0_lane_sub_mul0_v);
 
 always @(posedge clk) begin: top0_lane_sub_mul0_s1
     if (rst == 1) begin
-        top0_lane_sub_mul0_p1 <= 0;
         top0_lane_sub_mul0_x1 <= 0;
+        top0_lane_sub_mul0_p1 <= 0;
     end
     else begin
         if (top0_en) begin
@@ -1531,7 +1563,12 @@ end
 
 
 
-assign top0_lane_sub_mul0_round_sat0_r = $signed((top0_lane_sub_mul0_p1 + 32768) >>> 16);
+assign top0_lane_sub_mul0_round_sat0_t = $signed(top0_lane_sub_mul0_p1 >>> 16);
+assign top0_lane_sub_mul0_round_sat0_rb = $signed({64'h0, top0_lane_sub_mul0_p1[(16 - 1)]});
+
+
+
+assign top0_lane_sub_mul0_round_sat0_r = (top0_lane_sub_mul0_round_sat0_t + top0_lane_sub_mul0_round_sat0_rb);
 
 
 
@@ -1546,7 +1583,7 @@ assign top0_lane_sub_mul0_round_sat0_sat0_hin = (~top0_lane_sub_mul0_round_sat0_
 assign top0_lane_sub_mul0_round_sat0_sat0_nsign = (!top0_lane_sub_mul0_round_sat0_r[(65 - 1)]);
 
 
-always @(top0_lane_sub_mul0_round_sat0_sat0_hi, top0_lane_sub_mul0_round_sat0_r, top0_lane_sub_mul0_round_sat0_sat0_fill, top0_lane_sub_mul0_round_sat0_sat0_hin) begin: top0_lane_sub_mul0_round_sat0_sat0_clamp
+always @(top0_lane_sub_mul0_round_sat0_r, top0_lane_sub_mul0_round_sat0_sat0_fill, top0_lane_sub_mul0_round_sat0_sat0_hin, top0_lane_sub_mul0_round_sat0_sat0_hi) begin: top0_lane_sub_mul0_round_sat0_sat0_clamp
     if (((top0_lane_sub_mul0_round_sat0_sat0_hi == 0) || (top0_lane_sub_mul0_round_sat0_sat0_hin == 0))) begin
         top0_lane_sub_mul0_kv = $signed(top0_lane_sub_mul0_round_sat0_r[32-1:0]);
     end
@@ -1572,7 +1609,7 @@ assign top0_lane_sub_mul0_sat1_hin = (~top0_lane_sub_mul0_sat1_hi);
 assign top0_lane_sub_mul0_sat1_nsign = (!top0_lane_sub_mul0_d[(33 - 1)]);
 
 
-always @(top0_lane_sub_mul0_sat1_hi, top0_lane_sub_mul0_d, top0_lane_sub_mul0_sat1_fill, top0_lane_sub_mul0_sat1_hin) begin: top0_lane_sub_mul0_sat1_clamp
+always @(top0_lane_sub_mul0_d, top0_lane_sub_mul0_sat1_fill, top0_lane_sub_mul0_sat1_hin, top0_lane_sub_mul0_sat1_hi) begin: top0_lane_sub_mul0_sat1_clamp
     if (((top0_lane_sub_mul0_sat1_hi == 0) || (top0_lane_sub_mul0_sat1_hin == 0))) begin
         top0_lane_sub_mul0_yc = $signed(top0_lane_sub_mul0_d[32-1:0]);
     end
@@ -1609,8 +1646,8 @@ assign top0_lane_sub_mul1_p_c = (top0_kr * top0_lane_sub_mul1_v);
 
 always @(posedge clk) begin: top0_lane_sub_mul1_s1
     if (rst == 1) begin
-        top0_lane_sub_mul1_p1 <= 0;
         top0_lane_sub_mul1_x1 <= 0;
+        top0_lane_sub_mul1_p1 <= 0;
     end
     else begin
         if (top0_en) begin
@@ -1622,7 +1659,12 @@ end
 
 
 
-assign top0_lane_sub_mul1_round_sat1_r = $signed((top0_lane_sub_mul1_p1 + 32768) >>> 16);
+assign top0_lane_sub_mul1_round_sat1_t = $signed(top0_lane_sub_mul1_p1 >>> 16);
+assign top0_lane_sub_mul1_round_sat1_rb = $signed({64'h0, top0_lane_sub_mul1_p1[(16 - 1)]});
+
+
+
+assign top0_lane_sub_mul1_round_sat1_r = (top0_lane_sub_mul1_round_sat1_t + top0_lane_sub_mul1_round_sat1_rb);
 
 
 
@@ -1637,7 +1679,7 @@ assign top0_lane_sub_mul1_round_sat1_sat2_hin = (~top0_lane_sub_mul1_round_sat1_
 assign top0_lane_sub_mul1_round_sat1_sat2_nsign = (!top0_lane_sub_mul1_round_sat1_r[(65 - 1)]);
 
 
-always @(top0_lane_sub_mul1_round_sat1_sat2_hi, top0_lane_sub_mul1_round_sat1_r, top0_lane_sub_mul1_round_sat1_sat2_fill, top0_lane_sub_mul1_round_sat1_sat2_hin) begin: top0_lane_sub_mul1_round_sat1_sat2_clamp
+always @(top0_lane_sub_mul1_round_sat1_r, top0_lane_sub_mul1_round_sat1_sat2_fill, top0_lane_sub_mul1_round_sat1_sat2_hin, top0_lane_sub_mul1_round_sat1_sat2_hi) begin: top0_lane_sub_mul1_round_sat1_sat2_clamp
     if (((top0_lane_sub_mul1_round_sat1_sat2_hi == 0) || (top0_lane_sub_mul1_round_sat1_sat2_hin == 0))) begin
         top0_lane_sub_mul1_kv = $signed(top0_lane_sub_mul1_round_sat1_r[32-1:0]);
     end
@@ -1663,7 +1705,7 @@ assign top0_lane_sub_mul1_sat3_hin = (~top0_lane_sub_mul1_sat3_hi);
 assign top0_lane_sub_mul1_sat3_nsign = (!top0_lane_sub_mul1_d[(33 - 1)]);
 
 
-always @(top0_lane_sub_mul1_sat3_hi, top0_lane_sub_mul1_d, top0_lane_sub_mul1_sat3_fill, top0_lane_sub_mul1_sat3_hin) begin: top0_lane_sub_mul1_sat3_clamp
+always @(top0_lane_sub_mul1_d, top0_lane_sub_mul1_sat3_fill, top0_lane_sub_mul1_sat3_hin, top0_lane_sub_mul1_sat3_hi) begin: top0_lane_sub_mul1_sat3_clamp
     if (((top0_lane_sub_mul1_sat3_hi == 0) || (top0_lane_sub_mul1_sat3_hin == 0))) begin
         top0_lane_sub_mul1_yc = $signed(top0_lane_sub_mul1_d[32-1:0]);
     end
@@ -1700,8 +1742,8 @@ assign top0_lane_sub_mul2_p_c = (top0_kr * top0_lane_sub_mul2_v);
 
 always @(posedge clk) begin: top0_lane_sub_mul2_s1
     if (rst == 1) begin
-        top0_lane_sub_mul2_p1 <= 0;
         top0_lane_sub_mul2_x1 <= 0;
+        top0_lane_sub_mul2_p1 <= 0;
     end
     else begin
         if (top0_en) begin
@@ -1713,7 +1755,12 @@ end
 
 
 
-assign top0_lane_sub_mul2_round_sat2_r = $signed((top0_lane_sub_mul2_p1 + 32768) >>> 16);
+assign top0_lane_sub_mul2_round_sat2_t = $signed(top0_lane_sub_mul2_p1 >>> 16);
+assign top0_lane_sub_mul2_round_sat2_rb = $signed({64'h0, top0_lane_sub_mul2_p1[(16 - 1)]});
+
+
+
+assign top0_lane_sub_mul2_round_sat2_r = (top0_lane_sub_mul2_round_sat2_t + top0_lane_sub_mul2_round_sat2_rb);
 
 
 
@@ -1728,7 +1775,7 @@ assign top0_lane_sub_mul2_round_sat2_sat4_hin = (~top0_lane_sub_mul2_round_sat2_
 assign top0_lane_sub_mul2_round_sat2_sat4_nsign = (!top0_lane_sub_mul2_round_sat2_r[(65 - 1)]);
 
 
-always @(top0_lane_sub_mul2_round_sat2_sat4_hi, top0_lane_sub_mul2_round_sat2_r, top0_lane_sub_mul2_round_sat2_sat4_fill, top0_lane_sub_mul2_round_sat2_sat4_hin) begin: top0_lane_sub_mul2_round_sat2_sat4_clamp
+always @(top0_lane_sub_mul2_round_sat2_r, top0_lane_sub_mul2_round_sat2_sat4_fill, top0_lane_sub_mul2_round_sat2_sat4_hin, top0_lane_sub_mul2_round_sat2_sat4_hi) begin: top0_lane_sub_mul2_round_sat2_sat4_clamp
     if (((top0_lane_sub_mul2_round_sat2_sat4_hi == 0) || (top0_lane_sub_mul2_round_sat2_sat4_hin == 0))) begin
         top0_lane_sub_mul2_kv = $signed(top0_lane_sub_mul2_round_sat2_r[32-1:0]);
     end
@@ -1754,7 +1801,7 @@ assign top0_lane_sub_mul2_sat5_hin = (~top0_lane_sub_mul2_sat5_hi);
 assign top0_lane_sub_mul2_sat5_nsign = (!top0_lane_sub_mul2_d[(33 - 1)]);
 
 
-always @(top0_lane_sub_mul2_sat5_hi, top0_lane_sub_mul2_d, top0_lane_sub_mul2_sat5_fill, top0_lane_sub_mul2_sat5_hin) begin: top0_lane_sub_mul2_sat5_clamp
+always @(top0_lane_sub_mul2_d, top0_lane_sub_mul2_sat5_fill, top0_lane_sub_mul2_sat5_hin, top0_lane_sub_mul2_sat5_hi) begin: top0_lane_sub_mul2_sat5_clamp
     if (((top0_lane_sub_mul2_sat5_hi == 0) || (top0_lane_sub_mul2_sat5_hin == 0))) begin
         top0_lane_sub_mul2_yc = $signed(top0_lane_sub_mul2_d[32-1:0]);
     end
@@ -1791,8 +1838,8 @@ assign top0_lane_sub_mul3_p_c = (top0_kr * top0_lane_sub_mul3_v);
 
 always @(posedge clk) begin: top0_lane_sub_mul3_s1
     if (rst == 1) begin
-        top0_lane_sub_mul3_p1 <= 0;
         top0_lane_sub_mul3_x1 <= 0;
+        top0_lane_sub_mul3_p1 <= 0;
     end
     else begin
         if (top0_en) begin
@@ -1804,7 +1851,12 @@ end
 
 
 
-assign top0_lane_sub_mul3_round_sat3_r = $signed((top0_lane_sub_mul3_p1 + 32768) >>> 16);
+assign top0_lane_sub_mul3_round_sat3_t = $signed(top0_lane_sub_mul3_p1 >>> 16);
+assign top0_lane_sub_mul3_round_sat3_rb = $signed({64'h0, top0_lane_sub_mul3_p1[(16 - 1)]});
+
+
+
+assign top0_lane_sub_mul3_round_sat3_r = (top0_lane_sub_mul3_round_sat3_t + top0_lane_sub_mul3_round_sat3_rb);
 
 
 
@@ -1819,7 +1871,7 @@ assign top0_lane_sub_mul3_round_sat3_sat6_hin = (~top0_lane_sub_mul3_round_sat3_
 assign top0_lane_sub_mul3_round_sat3_sat6_nsign = (!top0_lane_sub_mul3_round_sat3_r[(65 - 1)]);
 
 
-always @(top0_lane_sub_mul3_round_sat3_sat6_hi, top0_lane_sub_mul3_round_sat3_r, top0_lane_sub_mul3_round_sat3_sat6_fill, top0_lane_sub_mul3_round_sat3_sat6_hin) begin: top0_lane_sub_mul3_round_sat3_sat6_clamp
+always @(top0_lane_sub_mul3_round_sat3_r, top0_lane_sub_mul3_round_sat3_sat6_fill, top0_lane_sub_mul3_round_sat3_sat6_hin, top0_lane_sub_mul3_round_sat3_sat6_hi) begin: top0_lane_sub_mul3_round_sat3_sat6_clamp
     if (((top0_lane_sub_mul3_round_sat3_sat6_hi == 0) || (top0_lane_sub_mul3_round_sat3_sat6_hin == 0))) begin
         top0_lane_sub_mul3_kv = $signed(top0_lane_sub_mul3_round_sat3_r[32-1:0]);
     end
@@ -1845,7 +1897,7 @@ assign top0_lane_sub_mul3_sat7_hin = (~top0_lane_sub_mul3_sat7_hi);
 assign top0_lane_sub_mul3_sat7_nsign = (!top0_lane_sub_mul3_d[(33 - 1)]);
 
 
-always @(top0_lane_sub_mul3_sat7_hi, top0_lane_sub_mul3_d, top0_lane_sub_mul3_sat7_fill, top0_lane_sub_mul3_sat7_hin) begin: top0_lane_sub_mul3_sat7_clamp
+always @(top0_lane_sub_mul3_d, top0_lane_sub_mul3_sat7_fill, top0_lane_sub_mul3_sat7_hin, top0_lane_sub_mul3_sat7_hi) begin: top0_lane_sub_mul3_sat7_clamp
     if (((top0_lane_sub_mul3_sat7_hi == 0) || (top0_lane_sub_mul3_sat7_hin == 0))) begin
         top0_lane_sub_mul3_yc = $signed(top0_lane_sub_mul3_d[32-1:0]);
     end
@@ -1882,8 +1934,8 @@ assign top0_lane_sub_mul4_p_c = (top0_kr * top0_lane_sub_mul4_v);
 
 always @(posedge clk) begin: top0_lane_sub_mul4_s1
     if (rst == 1) begin
-        top0_lane_sub_mul4_p1 <= 0;
         top0_lane_sub_mul4_x1 <= 0;
+        top0_lane_sub_mul4_p1 <= 0;
     end
     else begin
         if (top0_en) begin
@@ -1895,7 +1947,12 @@ end
 
 
 
-assign top0_lane_sub_mul4_round_sat4_r = $signed((top0_lane_sub_mul4_p1 + 32768) >>> 16);
+assign top0_lane_sub_mul4_round_sat4_t = $signed(top0_lane_sub_mul4_p1 >>> 16);
+assign top0_lane_sub_mul4_round_sat4_rb = $signed({64'h0, top0_lane_sub_mul4_p1[(16 - 1)]});
+
+
+
+assign top0_lane_sub_mul4_round_sat4_r = (top0_lane_sub_mul4_round_sat4_t + top0_lane_sub_mul4_round_sat4_rb);
 
 
 
@@ -1910,7 +1967,7 @@ assign top0_lane_sub_mul4_round_sat4_sat8_hin = (~top0_lane_sub_mul4_round_sat4_
 assign top0_lane_sub_mul4_round_sat4_sat8_nsign = (!top0_lane_sub_mul4_round_sat4_r[(65 - 1)]);
 
 
-always @(top0_lane_sub_mul4_round_sat4_sat8_hi, top0_lane_sub_mul4_round_sat4_r, top0_lane_sub_mul4_round_sat4_sat8_fill, top0_lane_sub_mul4_round_sat4_sat8_hin) begin: top0_lane_sub_mul4_round_sat4_sat8_clamp
+always @(top0_lane_sub_mul4_round_sat4_r, top0_lane_sub_mul4_round_sat4_sat8_fill, top0_lane_sub_mul4_round_sat4_sat8_hin, top0_lane_sub_mul4_round_sat4_sat8_hi) begin: top0_lane_sub_mul4_round_sat4_sat8_clamp
     if (((top0_lane_sub_mul4_round_sat4_sat8_hi == 0) || (top0_lane_sub_mul4_round_sat4_sat8_hin == 0))) begin
         top0_lane_sub_mul4_kv = $signed(top0_lane_sub_mul4_round_sat4_r[32-1:0]);
     end
@@ -1936,7 +1993,7 @@ assign top0_lane_sub_mul4_sat9_hin = (~top0_lane_sub_mul4_sat9_hi);
 assign top0_lane_sub_mul4_sat9_nsign = (!top0_lane_sub_mul4_d[(33 - 1)]);
 
 
-always @(top0_lane_sub_mul4_sat9_hi, top0_lane_sub_mul4_d, top0_lane_sub_mul4_sat9_fill, top0_lane_sub_mul4_sat9_hin) begin: top0_lane_sub_mul4_sat9_clamp
+always @(top0_lane_sub_mul4_d, top0_lane_sub_mul4_sat9_fill, top0_lane_sub_mul4_sat9_hin, top0_lane_sub_mul4_sat9_hi) begin: top0_lane_sub_mul4_sat9_clamp
     if (((top0_lane_sub_mul4_sat9_hi == 0) || (top0_lane_sub_mul4_sat9_hin == 0))) begin
         top0_lane_sub_mul4_yc = $signed(top0_lane_sub_mul4_d[32-1:0]);
     end
@@ -1973,8 +2030,8 @@ assign top0_lane_sub_mul5_p_c = (top0_kr * top0_lane_sub_mul5_v);
 
 always @(posedge clk) begin: top0_lane_sub_mul5_s1
     if (rst == 1) begin
-        top0_lane_sub_mul5_p1 <= 0;
         top0_lane_sub_mul5_x1 <= 0;
+        top0_lane_sub_mul5_p1 <= 0;
     end
     else begin
         if (top0_en) begin
@@ -1986,7 +2043,12 @@ end
 
 
 
-assign top0_lane_sub_mul5_round_sat5_r = $signed((top0_lane_sub_mul5_p1 + 32768) >>> 16);
+assign top0_lane_sub_mul5_round_sat5_t = $signed(top0_lane_sub_mul5_p1 >>> 16);
+assign top0_lane_sub_mul5_round_sat5_rb = $signed({64'h0, top0_lane_sub_mul5_p1[(16 - 1)]});
+
+
+
+assign top0_lane_sub_mul5_round_sat5_r = (top0_lane_sub_mul5_round_sat5_t + top0_lane_sub_mul5_round_sat5_rb);
 
 
 
@@ -2001,7 +2063,7 @@ assign top0_lane_sub_mul5_round_sat5_sat10_hin = (~top0_lane_sub_mul5_round_sat5
 assign top0_lane_sub_mul5_round_sat5_sat10_nsign = (!top0_lane_sub_mul5_round_sat5_r[(65 - 1)]);
 
 
-always @(top0_lane_sub_mul5_round_sat5_sat10_hi, top0_lane_sub_mul5_round_sat5_r, top0_lane_sub_mul5_round_sat5_sat10_fill, top0_lane_sub_mul5_round_sat5_sat10_hin) begin: top0_lane_sub_mul5_round_sat5_sat10_clamp
+always @(top0_lane_sub_mul5_round_sat5_r, top0_lane_sub_mul5_round_sat5_sat10_fill, top0_lane_sub_mul5_round_sat5_sat10_hin, top0_lane_sub_mul5_round_sat5_sat10_hi) begin: top0_lane_sub_mul5_round_sat5_sat10_clamp
     if (((top0_lane_sub_mul5_round_sat5_sat10_hi == 0) || (top0_lane_sub_mul5_round_sat5_sat10_hin == 0))) begin
         top0_lane_sub_mul5_kv = $signed(top0_lane_sub_mul5_round_sat5_r[32-1:0]);
     end
@@ -2027,7 +2089,7 @@ assign top0_lane_sub_mul5_sat11_hin = (~top0_lane_sub_mul5_sat11_hi);
 assign top0_lane_sub_mul5_sat11_nsign = (!top0_lane_sub_mul5_d[(33 - 1)]);
 
 
-always @(top0_lane_sub_mul5_sat11_hi, top0_lane_sub_mul5_d, top0_lane_sub_mul5_sat11_fill, top0_lane_sub_mul5_sat11_hin) begin: top0_lane_sub_mul5_sat11_clamp
+always @(top0_lane_sub_mul5_d, top0_lane_sub_mul5_sat11_fill, top0_lane_sub_mul5_sat11_hin, top0_lane_sub_mul5_sat11_hi) begin: top0_lane_sub_mul5_sat11_clamp
     if (((top0_lane_sub_mul5_sat11_hi == 0) || (top0_lane_sub_mul5_sat11_hin == 0))) begin
         top0_lane_sub_mul5_yc = $signed(top0_lane_sub_mul5_d[32-1:0]);
     end
@@ -2064,8 +2126,8 @@ assign top0_lane_sub_mul6_p_c = (top0_kr * top0_lane_sub_mul6_v);
 
 always @(posedge clk) begin: top0_lane_sub_mul6_s1
     if (rst == 1) begin
-        top0_lane_sub_mul6_p1 <= 0;
         top0_lane_sub_mul6_x1 <= 0;
+        top0_lane_sub_mul6_p1 <= 0;
     end
     else begin
         if (top0_en) begin
@@ -2077,7 +2139,12 @@ end
 
 
 
-assign top0_lane_sub_mul6_round_sat6_r = $signed((top0_lane_sub_mul6_p1 + 32768) >>> 16);
+assign top0_lane_sub_mul6_round_sat6_t = $signed(top0_lane_sub_mul6_p1 >>> 16);
+assign top0_lane_sub_mul6_round_sat6_rb = $signed({64'h0, top0_lane_sub_mul6_p1[(16 - 1)]});
+
+
+
+assign top0_lane_sub_mul6_round_sat6_r = (top0_lane_sub_mul6_round_sat6_t + top0_lane_sub_mul6_round_sat6_rb);
 
 
 
@@ -2092,7 +2159,7 @@ assign top0_lane_sub_mul6_round_sat6_sat12_hin = (~top0_lane_sub_mul6_round_sat6
 assign top0_lane_sub_mul6_round_sat6_sat12_nsign = (!top0_lane_sub_mul6_round_sat6_r[(65 - 1)]);
 
 
-always @(top0_lane_sub_mul6_round_sat6_sat12_hi, top0_lane_sub_mul6_round_sat6_r, top0_lane_sub_mul6_round_sat6_sat12_fill, top0_lane_sub_mul6_round_sat6_sat12_hin) begin: top0_lane_sub_mul6_round_sat6_sat12_clamp
+always @(top0_lane_sub_mul6_round_sat6_r, top0_lane_sub_mul6_round_sat6_sat12_fill, top0_lane_sub_mul6_round_sat6_sat12_hin, top0_lane_sub_mul6_round_sat6_sat12_hi) begin: top0_lane_sub_mul6_round_sat6_sat12_clamp
     if (((top0_lane_sub_mul6_round_sat6_sat12_hi == 0) || (top0_lane_sub_mul6_round_sat6_sat12_hin == 0))) begin
         top0_lane_sub_mul6_kv = $signed(top0_lane_sub_mul6_round_sat6_r[32-1:0]);
     end
@@ -2118,7 +2185,7 @@ assign top0_lane_sub_mul6_sat13_hin = (~top0_lane_sub_mul6_sat13_hi);
 assign top0_lane_sub_mul6_sat13_nsign = (!top0_lane_sub_mul6_d[(33 - 1)]);
 
 
-always @(top0_lane_sub_mul6_sat13_hi, top0_lane_sub_mul6_d, top0_lane_sub_mul6_sat13_fill, top0_lane_sub_mul6_sat13_hin) begin: top0_lane_sub_mul6_sat13_clamp
+always @(top0_lane_sub_mul6_d, top0_lane_sub_mul6_sat13_fill, top0_lane_sub_mul6_sat13_hin, top0_lane_sub_mul6_sat13_hi) begin: top0_lane_sub_mul6_sat13_clamp
     if (((top0_lane_sub_mul6_sat13_hi == 0) || (top0_lane_sub_mul6_sat13_hin == 0))) begin
         top0_lane_sub_mul6_yc = $signed(top0_lane_sub_mul6_d[32-1:0]);
     end
@@ -2155,8 +2222,8 @@ assign top0_lane_sub_mul7_p_c = (top0_kr * top0_lane_sub_mul7_v);
 
 always @(posedge clk) begin: top0_lane_sub_mul7_s1
     if (rst == 1) begin
-        top0_lane_sub_mul7_p1 <= 0;
         top0_lane_sub_mul7_x1 <= 0;
+        top0_lane_sub_mul7_p1 <= 0;
     end
     else begin
         if (top0_en) begin
@@ -2168,7 +2235,12 @@ end
 
 
 
-assign top0_lane_sub_mul7_round_sat7_r = $signed((top0_lane_sub_mul7_p1 + 32768) >>> 16);
+assign top0_lane_sub_mul7_round_sat7_t = $signed(top0_lane_sub_mul7_p1 >>> 16);
+assign top0_lane_sub_mul7_round_sat7_rb = $signed({64'h0, top0_lane_sub_mul7_p1[(16 - 1)]});
+
+
+
+assign top0_lane_sub_mul7_round_sat7_r = (top0_lane_sub_mul7_round_sat7_t + top0_lane_sub_mul7_round_sat7_rb);
 
 
 
@@ -2183,7 +2255,7 @@ assign top0_lane_sub_mul7_round_sat7_sat14_hin = (~top0_lane_sub_mul7_round_sat7
 assign top0_lane_sub_mul7_round_sat7_sat14_nsign = (!top0_lane_sub_mul7_round_sat7_r[(65 - 1)]);
 
 
-always @(top0_lane_sub_mul7_round_sat7_sat14_hi, top0_lane_sub_mul7_round_sat7_r, top0_lane_sub_mul7_round_sat7_sat14_fill, top0_lane_sub_mul7_round_sat7_sat14_hin) begin: top0_lane_sub_mul7_round_sat7_sat14_clamp
+always @(top0_lane_sub_mul7_round_sat7_r, top0_lane_sub_mul7_round_sat7_sat14_fill, top0_lane_sub_mul7_round_sat7_sat14_hin, top0_lane_sub_mul7_round_sat7_sat14_hi) begin: top0_lane_sub_mul7_round_sat7_sat14_clamp
     if (((top0_lane_sub_mul7_round_sat7_sat14_hi == 0) || (top0_lane_sub_mul7_round_sat7_sat14_hin == 0))) begin
         top0_lane_sub_mul7_kv = $signed(top0_lane_sub_mul7_round_sat7_r[32-1:0]);
     end
@@ -2209,7 +2281,7 @@ assign top0_lane_sub_mul7_sat15_hin = (~top0_lane_sub_mul7_sat15_hi);
 assign top0_lane_sub_mul7_sat15_nsign = (!top0_lane_sub_mul7_d[(33 - 1)]);
 
 
-always @(top0_lane_sub_mul7_sat15_hi, top0_lane_sub_mul7_d, top0_lane_sub_mul7_sat15_fill, top0_lane_sub_mul7_sat15_hin) begin: top0_lane_sub_mul7_sat15_clamp
+always @(top0_lane_sub_mul7_d, top0_lane_sub_mul7_sat15_fill, top0_lane_sub_mul7_sat15_hin, top0_lane_sub_mul7_sat15_hi) begin: top0_lane_sub_mul7_sat15_clamp
     if (((top0_lane_sub_mul7_sat15_hi == 0) || (top0_lane_sub_mul7_sat15_hin == 0))) begin
         top0_lane_sub_mul7_yc = $signed(top0_lane_sub_mul7_d[32-1:0]);
     end
@@ -2246,8 +2318,8 @@ assign top0_lane_sub_mul8_p_c = (top0_kr * top0_lane_sub_mul8_v);
 
 always @(posedge clk) begin: top0_lane_sub_mul8_s1
     if (rst == 1) begin
-        top0_lane_sub_mul8_p1 <= 0;
         top0_lane_sub_mul8_x1 <= 0;
+        top0_lane_sub_mul8_p1 <= 0;
     end
     else begin
         if (top0_en) begin
@@ -2259,7 +2331,12 @@ end
 
 
 
-assign top0_lane_sub_mul8_round_sat8_r = $signed((top0_lane_sub_mul8_p1 + 32768) >>> 16);
+assign top0_lane_sub_mul8_round_sat8_t = $signed(top0_lane_sub_mul8_p1 >>> 16);
+assign top0_lane_sub_mul8_round_sat8_rb = $signed({64'h0, top0_lane_sub_mul8_p1[(16 - 1)]});
+
+
+
+assign top0_lane_sub_mul8_round_sat8_r = (top0_lane_sub_mul8_round_sat8_t + top0_lane_sub_mul8_round_sat8_rb);
 
 
 
@@ -2274,7 +2351,7 @@ assign top0_lane_sub_mul8_round_sat8_sat16_hin = (~top0_lane_sub_mul8_round_sat8
 assign top0_lane_sub_mul8_round_sat8_sat16_nsign = (!top0_lane_sub_mul8_round_sat8_r[(65 - 1)]);
 
 
-always @(top0_lane_sub_mul8_round_sat8_sat16_hi, top0_lane_sub_mul8_round_sat8_r, top0_lane_sub_mul8_round_sat8_sat16_fill, top0_lane_sub_mul8_round_sat8_sat16_hin) begin: top0_lane_sub_mul8_round_sat8_sat16_clamp
+always @(top0_lane_sub_mul8_round_sat8_r, top0_lane_sub_mul8_round_sat8_sat16_fill, top0_lane_sub_mul8_round_sat8_sat16_hin, top0_lane_sub_mul8_round_sat8_sat16_hi) begin: top0_lane_sub_mul8_round_sat8_sat16_clamp
     if (((top0_lane_sub_mul8_round_sat8_sat16_hi == 0) || (top0_lane_sub_mul8_round_sat8_sat16_hin == 0))) begin
         top0_lane_sub_mul8_kv = $signed(top0_lane_sub_mul8_round_sat8_r[32-1:0]);
     end
@@ -2300,7 +2377,7 @@ assign top0_lane_sub_mul8_sat17_hin = (~top0_lane_sub_mul8_sat17_hi);
 assign top0_lane_sub_mul8_sat17_nsign = (!top0_lane_sub_mul8_d[(33 - 1)]);
 
 
-always @(top0_lane_sub_mul8_sat17_hi, top0_lane_sub_mul8_d, top0_lane_sub_mul8_sat17_fill, top0_lane_sub_mul8_sat17_hin) begin: top0_lane_sub_mul8_sat17_clamp
+always @(top0_lane_sub_mul8_d, top0_lane_sub_mul8_sat17_fill, top0_lane_sub_mul8_sat17_hin, top0_lane_sub_mul8_sat17_hi) begin: top0_lane_sub_mul8_sat17_clamp
     if (((top0_lane_sub_mul8_sat17_hi == 0) || (top0_lane_sub_mul8_sat17_hin == 0))) begin
         top0_lane_sub_mul8_yc = $signed(top0_lane_sub_mul8_d[32-1:0]);
     end
@@ -2337,8 +2414,8 @@ assign top0_lane_sub_mul9_p_c = (top0_kr * top0_lane_sub_mul9_v);
 
 always @(posedge clk) begin: top0_lane_sub_mul9_s1
     if (rst == 1) begin
-        top0_lane_sub_mul9_p1 <= 0;
         top0_lane_sub_mul9_x1 <= 0;
+        top0_lane_sub_mul9_p1 <= 0;
     end
     else begin
         if (top0_en) begin
@@ -2350,7 +2427,12 @@ end
 
 
 
-assign top0_lane_sub_mul9_round_sat9_r = $signed((top0_lane_sub_mul9_p1 + 32768) >>> 16);
+assign top0_lane_sub_mul9_round_sat9_t = $signed(top0_lane_sub_mul9_p1 >>> 16);
+assign top0_lane_sub_mul9_round_sat9_rb = $signed({64'h0, top0_lane_sub_mul9_p1[(16 - 1)]});
+
+
+
+assign top0_lane_sub_mul9_round_sat9_r = (top0_lane_sub_mul9_round_sat9_t + top0_lane_sub_mul9_round_sat9_rb);
 
 
 
@@ -2365,7 +2447,7 @@ assign top0_lane_sub_mul9_round_sat9_sat18_hin = (~top0_lane_sub_mul9_round_sat9
 assign top0_lane_sub_mul9_round_sat9_sat18_nsign = (!top0_lane_sub_mul9_round_sat9_r[(65 - 1)]);
 
 
-always @(top0_lane_sub_mul9_round_sat9_sat18_hi, top0_lane_sub_mul9_round_sat9_r, top0_lane_sub_mul9_round_sat9_sat18_fill, top0_lane_sub_mul9_round_sat9_sat18_hin) begin: top0_lane_sub_mul9_round_sat9_sat18_clamp
+always @(top0_lane_sub_mul9_round_sat9_r, top0_lane_sub_mul9_round_sat9_sat18_fill, top0_lane_sub_mul9_round_sat9_sat18_hin, top0_lane_sub_mul9_round_sat9_sat18_hi) begin: top0_lane_sub_mul9_round_sat9_sat18_clamp
     if (((top0_lane_sub_mul9_round_sat9_sat18_hi == 0) || (top0_lane_sub_mul9_round_sat9_sat18_hin == 0))) begin
         top0_lane_sub_mul9_kv = $signed(top0_lane_sub_mul9_round_sat9_r[32-1:0]);
     end
@@ -2391,7 +2473,7 @@ assign top0_lane_sub_mul9_sat19_hin = (~top0_lane_sub_mul9_sat19_hi);
 assign top0_lane_sub_mul9_sat19_nsign = (!top0_lane_sub_mul9_d[(33 - 1)]);
 
 
-always @(top0_lane_sub_mul9_sat19_hi, top0_lane_sub_mul9_d, top0_lane_sub_mul9_sat19_fill, top0_lane_sub_mul9_sat19_hin) begin: top0_lane_sub_mul9_sat19_clamp
+always @(top0_lane_sub_mul9_d, top0_lane_sub_mul9_sat19_fill, top0_lane_sub_mul9_sat19_hin, top0_lane_sub_mul9_sat19_hi) begin: top0_lane_sub_mul9_sat19_clamp
     if (((top0_lane_sub_mul9_sat19_hi == 0) || (top0_lane_sub_mul9_sat19_hin == 0))) begin
         top0_lane_sub_mul9_yc = $signed(top0_lane_sub_mul9_d[32-1:0]);
     end
@@ -2428,8 +2510,8 @@ assign top0_lane_sub_mul10_p_c = (top0_kr * top0_lane_sub_mul10_v);
 
 always @(posedge clk) begin: top0_lane_sub_mul10_s1
     if (rst == 1) begin
-        top0_lane_sub_mul10_p1 <= 0;
         top0_lane_sub_mul10_x1 <= 0;
+        top0_lane_sub_mul10_p1 <= 0;
     end
     else begin
         if (top0_en) begin
@@ -2441,7 +2523,12 @@ end
 
 
 
-assign top0_lane_sub_mul10_round_sat10_r = $signed((top0_lane_sub_mul10_p1 + 32768) >>> 16);
+assign top0_lane_sub_mul10_round_sat10_t = $signed(top0_lane_sub_mul10_p1 >>> 16);
+assign top0_lane_sub_mul10_round_sat10_rb = $signed({64'h0, top0_lane_sub_mul10_p1[(16 - 1)]});
+
+
+
+assign top0_lane_sub_mul10_round_sat10_r = (top0_lane_sub_mul10_round_sat10_t + top0_lane_sub_mul10_round_sat10_rb);
 
 
 
@@ -2456,7 +2543,7 @@ assign top0_lane_sub_mul10_round_sat10_sat20_hin = (~top0_lane_sub_mul10_round_s
 assign top0_lane_sub_mul10_round_sat10_sat20_nsign = (!top0_lane_sub_mul10_round_sat10_r[(65 - 1)]);
 
 
-always @(top0_lane_sub_mul10_round_sat10_sat20_hi, top0_lane_sub_mul10_round_sat10_r, top0_lane_sub_mul10_round_sat10_sat20_fill, top0_lane_sub_mul10_round_sat10_sat20_hin) begin: top0_lane_sub_mul10_round_sat10_sat20_clamp
+always @(top0_lane_sub_mul10_round_sat10_r, top0_lane_sub_mul10_round_sat10_sat20_fill, top0_lane_sub_mul10_round_sat10_sat20_hin, top0_lane_sub_mul10_round_sat10_sat20_hi) begin: top0_lane_sub_mul10_round_sat10_sat20_clamp
     if (((top0_lane_sub_mul10_round_sat10_sat20_hi == 0) || (top0_lane_sub_mul10_round_sat10_sat20_hin == 0))) begin
         top0_lane_sub_mul10_kv = $signed(top0_lane_sub_mul10_round_sat10_r[32-1:0]);
     end
@@ -2482,7 +2569,7 @@ assign top0_lane_sub_mul10_sat21_hin = (~top0_lane_sub_mul10_sat21_hi);
 assign top0_lane_sub_mul10_sat21_nsign = (!top0_lane_sub_mul10_d[(33 - 1)]);
 
 
-always @(top0_lane_sub_mul10_sat21_hi, top0_lane_sub_mul10_d, top0_lane_sub_mul10_sat21_fill, top0_lane_sub_mul10_sat21_hin) begin: top0_lane_sub_mul10_sat21_clamp
+always @(top0_lane_sub_mul10_d, top0_lane_sub_mul10_sat21_fill, top0_lane_sub_mul10_sat21_hin, top0_lane_sub_mul10_sat21_hi) begin: top0_lane_sub_mul10_sat21_clamp
     if (((top0_lane_sub_mul10_sat21_hi == 0) || (top0_lane_sub_mul10_sat21_hin == 0))) begin
         top0_lane_sub_mul10_yc = $signed(top0_lane_sub_mul10_d[32-1:0]);
     end
@@ -2519,8 +2606,8 @@ assign top0_lane_sub_mul11_p_c = (top0_kr * top0_lane_sub_mul11_v);
 
 always @(posedge clk) begin: top0_lane_sub_mul11_s1
     if (rst == 1) begin
-        top0_lane_sub_mul11_p1 <= 0;
         top0_lane_sub_mul11_x1 <= 0;
+        top0_lane_sub_mul11_p1 <= 0;
     end
     else begin
         if (top0_en) begin
@@ -2532,7 +2619,12 @@ end
 
 
 
-assign top0_lane_sub_mul11_round_sat11_r = $signed((top0_lane_sub_mul11_p1 + 32768) >>> 16);
+assign top0_lane_sub_mul11_round_sat11_t = $signed(top0_lane_sub_mul11_p1 >>> 16);
+assign top0_lane_sub_mul11_round_sat11_rb = $signed({64'h0, top0_lane_sub_mul11_p1[(16 - 1)]});
+
+
+
+assign top0_lane_sub_mul11_round_sat11_r = (top0_lane_sub_mul11_round_sat11_t + top0_lane_sub_mul11_round_sat11_rb);
 
 
 
@@ -2547,7 +2639,7 @@ assign top0_lane_sub_mul11_round_sat11_sat22_hin = (~top0_lane_sub_mul11_round_s
 assign top0_lane_sub_mul11_round_sat11_sat22_nsign = (!top0_lane_sub_mul11_round_sat11_r[(65 - 1)]);
 
 
-always @(top0_lane_sub_mul11_round_sat11_sat22_hi, top0_lane_sub_mul11_round_sat11_r, top0_lane_sub_mul11_round_sat11_sat22_fill, top0_lane_sub_mul11_round_sat11_sat22_hin) begin: top0_lane_sub_mul11_round_sat11_sat22_clamp
+always @(top0_lane_sub_mul11_round_sat11_r, top0_lane_sub_mul11_round_sat11_sat22_fill, top0_lane_sub_mul11_round_sat11_sat22_hin, top0_lane_sub_mul11_round_sat11_sat22_hi) begin: top0_lane_sub_mul11_round_sat11_sat22_clamp
     if (((top0_lane_sub_mul11_round_sat11_sat22_hi == 0) || (top0_lane_sub_mul11_round_sat11_sat22_hin == 0))) begin
         top0_lane_sub_mul11_kv = $signed(top0_lane_sub_mul11_round_sat11_r[32-1:0]);
     end
@@ -2573,7 +2665,7 @@ assign top0_lane_sub_mul11_sat23_hin = (~top0_lane_sub_mul11_sat23_hi);
 assign top0_lane_sub_mul11_sat23_nsign = (!top0_lane_sub_mul11_d[(33 - 1)]);
 
 
-always @(top0_lane_sub_mul11_sat23_hi, top0_lane_sub_mul11_d, top0_lane_sub_mul11_sat23_fill, top0_lane_sub_mul11_sat23_hin) begin: top0_lane_sub_mul11_sat23_clamp
+always @(top0_lane_sub_mul11_d, top0_lane_sub_mul11_sat23_fill, top0_lane_sub_mul11_sat23_hin, top0_lane_sub_mul11_sat23_hi) begin: top0_lane_sub_mul11_sat23_clamp
     if (((top0_lane_sub_mul11_sat23_hi == 0) || (top0_lane_sub_mul11_sat23_hin == 0))) begin
         top0_lane_sub_mul11_yc = $signed(top0_lane_sub_mul11_d[32-1:0]);
     end
@@ -2610,8 +2702,8 @@ assign top0_lane_sub_mul12_p_c = (top0_kr * top0_lane_sub_mul12_v);
 
 always @(posedge clk) begin: top0_lane_sub_mul12_s1
     if (rst == 1) begin
-        top0_lane_sub_mul12_p1 <= 0;
         top0_lane_sub_mul12_x1 <= 0;
+        top0_lane_sub_mul12_p1 <= 0;
     end
     else begin
         if (top0_en) begin
@@ -2623,7 +2715,12 @@ end
 
 
 
-assign top0_lane_sub_mul12_round_sat12_r = $signed((top0_lane_sub_mul12_p1 + 32768) >>> 16);
+assign top0_lane_sub_mul12_round_sat12_t = $signed(top0_lane_sub_mul12_p1 >>> 16);
+assign top0_lane_sub_mul12_round_sat12_rb = $signed({64'h0, top0_lane_sub_mul12_p1[(16 - 1)]});
+
+
+
+assign top0_lane_sub_mul12_round_sat12_r = (top0_lane_sub_mul12_round_sat12_t + top0_lane_sub_mul12_round_sat12_rb);
 
 
 
@@ -2638,7 +2735,7 @@ assign top0_lane_sub_mul12_round_sat12_sat24_hin = (~top0_lane_sub_mul12_round_s
 assign top0_lane_sub_mul12_round_sat12_sat24_nsign = (!top0_lane_sub_mul12_round_sat12_r[(65 - 1)]);
 
 
-always @(top0_lane_sub_mul12_round_sat12_sat24_hi, top0_lane_sub_mul12_round_sat12_r, top0_lane_sub_mul12_round_sat12_sat24_fill, top0_lane_sub_mul12_round_sat12_sat24_hin) begin: top0_lane_sub_mul12_round_sat12_sat24_clamp
+always @(top0_lane_sub_mul12_round_sat12_r, top0_lane_sub_mul12_round_sat12_sat24_fill, top0_lane_sub_mul12_round_sat12_sat24_hin, top0_lane_sub_mul12_round_sat12_sat24_hi) begin: top0_lane_sub_mul12_round_sat12_sat24_clamp
     if (((top0_lane_sub_mul12_round_sat12_sat24_hi == 0) || (top0_lane_sub_mul12_round_sat12_sat24_hin == 0))) begin
         top0_lane_sub_mul12_kv = $signed(top0_lane_sub_mul12_round_sat12_r[32-1:0]);
     end
@@ -2664,7 +2761,7 @@ assign top0_lane_sub_mul12_sat25_hin = (~top0_lane_sub_mul12_sat25_hi);
 assign top0_lane_sub_mul12_sat25_nsign = (!top0_lane_sub_mul12_d[(33 - 1)]);
 
 
-always @(top0_lane_sub_mul12_sat25_hi, top0_lane_sub_mul12_d, top0_lane_sub_mul12_sat25_fill, top0_lane_sub_mul12_sat25_hin) begin: top0_lane_sub_mul12_sat25_clamp
+always @(top0_lane_sub_mul12_d, top0_lane_sub_mul12_sat25_fill, top0_lane_sub_mul12_sat25_hin, top0_lane_sub_mul12_sat25_hi) begin: top0_lane_sub_mul12_sat25_clamp
     if (((top0_lane_sub_mul12_sat25_hi == 0) || (top0_lane_sub_mul12_sat25_hin == 0))) begin
         top0_lane_sub_mul12_yc = $signed(top0_lane_sub_mul12_d[32-1:0]);
     end
@@ -2701,8 +2798,8 @@ assign top0_lane_sub_mul13_p_c = (top0_kr * top0_lane_sub_mul13_v);
 
 always @(posedge clk) begin: top0_lane_sub_mul13_s1
     if (rst == 1) begin
-        top0_lane_sub_mul13_p1 <= 0;
         top0_lane_sub_mul13_x1 <= 0;
+        top0_lane_sub_mul13_p1 <= 0;
     end
     else begin
         if (top0_en) begin
@@ -2714,7 +2811,12 @@ end
 
 
 
-assign top0_lane_sub_mul13_round_sat13_r = $signed((top0_lane_sub_mul13_p1 + 32768) >>> 16);
+assign top0_lane_sub_mul13_round_sat13_t = $signed(top0_lane_sub_mul13_p1 >>> 16);
+assign top0_lane_sub_mul13_round_sat13_rb = $signed({64'h0, top0_lane_sub_mul13_p1[(16 - 1)]});
+
+
+
+assign top0_lane_sub_mul13_round_sat13_r = (top0_lane_sub_mul13_round_sat13_t + top0_lane_sub_mul13_round_sat13_rb);
 
 
 
@@ -2729,7 +2831,7 @@ assign top0_lane_sub_mul13_round_sat13_sat26_hin = (~top0_lane_sub_mul13_round_s
 assign top0_lane_sub_mul13_round_sat13_sat26_nsign = (!top0_lane_sub_mul13_round_sat13_r[(65 - 1)]);
 
 
-always @(top0_lane_sub_mul13_round_sat13_sat26_hi, top0_lane_sub_mul13_round_sat13_r, top0_lane_sub_mul13_round_sat13_sat26_fill, top0_lane_sub_mul13_round_sat13_sat26_hin) begin: top0_lane_sub_mul13_round_sat13_sat26_clamp
+always @(top0_lane_sub_mul13_round_sat13_r, top0_lane_sub_mul13_round_sat13_sat26_fill, top0_lane_sub_mul13_round_sat13_sat26_hin, top0_lane_sub_mul13_round_sat13_sat26_hi) begin: top0_lane_sub_mul13_round_sat13_sat26_clamp
     if (((top0_lane_sub_mul13_round_sat13_sat26_hi == 0) || (top0_lane_sub_mul13_round_sat13_sat26_hin == 0))) begin
         top0_lane_sub_mul13_kv = $signed(top0_lane_sub_mul13_round_sat13_r[32-1:0]);
     end
@@ -2755,7 +2857,7 @@ assign top0_lane_sub_mul13_sat27_hin = (~top0_lane_sub_mul13_sat27_hi);
 assign top0_lane_sub_mul13_sat27_nsign = (!top0_lane_sub_mul13_d[(33 - 1)]);
 
 
-always @(top0_lane_sub_mul13_sat27_hi, top0_lane_sub_mul13_d, top0_lane_sub_mul13_sat27_fill, top0_lane_sub_mul13_sat27_hin) begin: top0_lane_sub_mul13_sat27_clamp
+always @(top0_lane_sub_mul13_d, top0_lane_sub_mul13_sat27_fill, top0_lane_sub_mul13_sat27_hin, top0_lane_sub_mul13_sat27_hi) begin: top0_lane_sub_mul13_sat27_clamp
     if (((top0_lane_sub_mul13_sat27_hi == 0) || (top0_lane_sub_mul13_sat27_hin == 0))) begin
         top0_lane_sub_mul13_yc = $signed(top0_lane_sub_mul13_d[32-1:0]);
     end
@@ -2792,8 +2894,8 @@ assign top0_lane_sub_mul14_p_c = (top0_kr * top0_lane_sub_mul14_v);
 
 always @(posedge clk) begin: top0_lane_sub_mul14_s1
     if (rst == 1) begin
-        top0_lane_sub_mul14_p1 <= 0;
         top0_lane_sub_mul14_x1 <= 0;
+        top0_lane_sub_mul14_p1 <= 0;
     end
     else begin
         if (top0_en) begin
@@ -2805,7 +2907,12 @@ end
 
 
 
-assign top0_lane_sub_mul14_round_sat14_r = $signed((top0_lane_sub_mul14_p1 + 32768) >>> 16);
+assign top0_lane_sub_mul14_round_sat14_t = $signed(top0_lane_sub_mul14_p1 >>> 16);
+assign top0_lane_sub_mul14_round_sat14_rb = $signed({64'h0, top0_lane_sub_mul14_p1[(16 - 1)]});
+
+
+
+assign top0_lane_sub_mul14_round_sat14_r = (top0_lane_sub_mul14_round_sat14_t + top0_lane_sub_mul14_round_sat14_rb);
 
 
 
@@ -2820,7 +2927,7 @@ assign top0_lane_sub_mul14_round_sat14_sat28_hin = (~top0_lane_sub_mul14_round_s
 assign top0_lane_sub_mul14_round_sat14_sat28_nsign = (!top0_lane_sub_mul14_round_sat14_r[(65 - 1)]);
 
 
-always @(top0_lane_sub_mul14_round_sat14_sat28_hi, top0_lane_sub_mul14_round_sat14_r, top0_lane_sub_mul14_round_sat14_sat28_fill, top0_lane_sub_mul14_round_sat14_sat28_hin) begin: top0_lane_sub_mul14_round_sat14_sat28_clamp
+always @(top0_lane_sub_mul14_round_sat14_r, top0_lane_sub_mul14_round_sat14_sat28_fill, top0_lane_sub_mul14_round_sat14_sat28_hin, top0_lane_sub_mul14_round_sat14_sat28_hi) begin: top0_lane_sub_mul14_round_sat14_sat28_clamp
     if (((top0_lane_sub_mul14_round_sat14_sat28_hi == 0) || (top0_lane_sub_mul14_round_sat14_sat28_hin == 0))) begin
         top0_lane_sub_mul14_kv = $signed(top0_lane_sub_mul14_round_sat14_r[32-1:0]);
     end
@@ -2846,7 +2953,7 @@ assign top0_lane_sub_mul14_sat29_hin = (~top0_lane_sub_mul14_sat29_hi);
 assign top0_lane_sub_mul14_sat29_nsign = (!top0_lane_sub_mul14_d[(33 - 1)]);
 
 
-always @(top0_lane_sub_mul14_sat29_hi, top0_lane_sub_mul14_d, top0_lane_sub_mul14_sat29_fill, top0_lane_sub_mul14_sat29_hin) begin: top0_lane_sub_mul14_sat29_clamp
+always @(top0_lane_sub_mul14_d, top0_lane_sub_mul14_sat29_fill, top0_lane_sub_mul14_sat29_hin, top0_lane_sub_mul14_sat29_hi) begin: top0_lane_sub_mul14_sat29_clamp
     if (((top0_lane_sub_mul14_sat29_hi == 0) || (top0_lane_sub_mul14_sat29_hin == 0))) begin
         top0_lane_sub_mul14_yc = $signed(top0_lane_sub_mul14_d[32-1:0]);
     end
@@ -2883,8 +2990,8 @@ assign top0_lane_sub_mul15_p_c = (top0_kr * top0_lane_sub_mul15_v);
 
 always @(posedge clk) begin: top0_lane_sub_mul15_s1
     if (rst == 1) begin
-        top0_lane_sub_mul15_p1 <= 0;
         top0_lane_sub_mul15_x1 <= 0;
+        top0_lane_sub_mul15_p1 <= 0;
     end
     else begin
         if (top0_en) begin
@@ -2896,7 +3003,12 @@ end
 
 
 
-assign top0_lane_sub_mul15_round_sat15_r = $signed((top0_lane_sub_mul15_p1 + 32768) >>> 16);
+assign top0_lane_sub_mul15_round_sat15_t = $signed(top0_lane_sub_mul15_p1 >>> 16);
+assign top0_lane_sub_mul15_round_sat15_rb = $signed({64'h0, top0_lane_sub_mul15_p1[(16 - 1)]});
+
+
+
+assign top0_lane_sub_mul15_round_sat15_r = (top0_lane_sub_mul15_round_sat15_t + top0_lane_sub_mul15_round_sat15_rb);
 
 
 
@@ -2911,7 +3023,7 @@ assign top0_lane_sub_mul15_round_sat15_sat30_hin = (~top0_lane_sub_mul15_round_s
 assign top0_lane_sub_mul15_round_sat15_sat30_nsign = (!top0_lane_sub_mul15_round_sat15_r[(65 - 1)]);
 
 
-always @(top0_lane_sub_mul15_round_sat15_sat30_hi, top0_lane_sub_mul15_round_sat15_r, top0_lane_sub_mul15_round_sat15_sat30_fill, top0_lane_sub_mul15_round_sat15_sat30_hin) begin: top0_lane_sub_mul15_round_sat15_sat30_clamp
+always @(top0_lane_sub_mul15_round_sat15_r, top0_lane_sub_mul15_round_sat15_sat30_fill, top0_lane_sub_mul15_round_sat15_sat30_hin, top0_lane_sub_mul15_round_sat15_sat30_hi) begin: top0_lane_sub_mul15_round_sat15_sat30_clamp
     if (((top0_lane_sub_mul15_round_sat15_sat30_hi == 0) || (top0_lane_sub_mul15_round_sat15_sat30_hin == 0))) begin
         top0_lane_sub_mul15_kv = $signed(top0_lane_sub_mul15_round_sat15_r[32-1:0]);
     end
@@ -2937,7 +3049,7 @@ assign top0_lane_sub_mul15_sat31_hin = (~top0_lane_sub_mul15_sat31_hi);
 assign top0_lane_sub_mul15_sat31_nsign = (!top0_lane_sub_mul15_d[(33 - 1)]);
 
 
-always @(top0_lane_sub_mul15_sat31_hi, top0_lane_sub_mul15_d, top0_lane_sub_mul15_sat31_fill, top0_lane_sub_mul15_sat31_hin) begin: top0_lane_sub_mul15_sat31_clamp
+always @(top0_lane_sub_mul15_d, top0_lane_sub_mul15_sat31_fill, top0_lane_sub_mul15_sat31_hin, top0_lane_sub_mul15_sat31_hi) begin: top0_lane_sub_mul15_sat31_clamp
     if (((top0_lane_sub_mul15_sat31_hi == 0) || (top0_lane_sub_mul15_sat31_hin == 0))) begin
         top0_lane_sub_mul15_yc = $signed(top0_lane_sub_mul15_d[32-1:0]);
     end
@@ -2973,14 +3085,14 @@ assign top0_out_final_pop = (m_axis_y_tvalid && m_axis_y_tready && top0_mfin[0])
 always @(posedge clk) begin: top0_out_fifo20_seq
     reg pop;
     if (rst == 1) begin
-        top0_out_fifo20_u0 <= 0;
-        top0_en <= 1;
-        top0_out_fifo20_l0 <= 0;
-        top0_out_fifo20_l1 <= 0;
-        top0_out_fifo20_u1 <= 0;
-        top0_out_fifo20_d0 <= 0;
-        top0_out_fifo20_d1 <= 0;
         top0_out_fifo20_cnt <= 0;
+        top0_out_fifo20_u0 <= 0;
+        top0_out_fifo20_d0 <= 0;
+        top0_out_fifo20_u1 <= 0;
+        top0_en <= 1;
+        top0_out_fifo20_l1 <= 0;
+        top0_out_fifo20_l0 <= 0;
+        top0_out_fifo20_d1 <= 0;
     end
     else begin
         pop = ((top0_out_fifo20_cnt != 0) && m_axis_y_tready);

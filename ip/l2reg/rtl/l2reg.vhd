@@ -77,6 +77,8 @@ signal top0_0_lane_sub_mul0_0_x1: signed (31 downto 0);
 signal top0_0_lane_sub_mul0_0_yr: signed (31 downto 0);
 signal top0_0_lane_sub_mul0_0_yc: signed (31 downto 0);
 signal top0_0_lane_sub_mul0_0_round_sat0_0_r: signed (64 downto 0);
+signal top0_0_lane_sub_mul0_0_round_sat0_0_rb: signed (64 downto 0);
+signal top0_0_lane_sub_mul0_0_round_sat0_0_t: signed (64 downto 0);
 signal top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill: unsigned(30 downto 0);
 signal top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_hi: unsigned(33 downto 0);
 signal top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_hin: unsigned(33 downto 0);
@@ -96,6 +98,8 @@ signal top0_0_lane_sub_mul1_0_x1: signed (31 downto 0);
 signal top0_0_lane_sub_mul1_0_yr: signed (31 downto 0);
 signal top0_0_lane_sub_mul1_0_yc: signed (31 downto 0);
 signal top0_0_lane_sub_mul1_0_round_sat1_0_r: signed (64 downto 0);
+signal top0_0_lane_sub_mul1_0_round_sat1_0_rb: signed (64 downto 0);
+signal top0_0_lane_sub_mul1_0_round_sat1_0_t: signed (64 downto 0);
 signal top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill: unsigned(30 downto 0);
 signal top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_hi: unsigned(33 downto 0);
 signal top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_hin: unsigned(33 downto 0);
@@ -115,6 +119,8 @@ signal top0_0_lane_sub_mul2_0_x1: signed (31 downto 0);
 signal top0_0_lane_sub_mul2_0_yr: signed (31 downto 0);
 signal top0_0_lane_sub_mul2_0_yc: signed (31 downto 0);
 signal top0_0_lane_sub_mul2_0_round_sat2_0_r: signed (64 downto 0);
+signal top0_0_lane_sub_mul2_0_round_sat2_0_rb: signed (64 downto 0);
+signal top0_0_lane_sub_mul2_0_round_sat2_0_t: signed (64 downto 0);
 signal top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill: unsigned(30 downto 0);
 signal top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_hi: unsigned(33 downto 0);
 signal top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_hin: unsigned(33 downto 0);
@@ -134,6 +140,8 @@ signal top0_0_lane_sub_mul3_0_x1: signed (31 downto 0);
 signal top0_0_lane_sub_mul3_0_yr: signed (31 downto 0);
 signal top0_0_lane_sub_mul3_0_yc: signed (31 downto 0);
 signal top0_0_lane_sub_mul3_0_round_sat3_0_r: signed (64 downto 0);
+signal top0_0_lane_sub_mul3_0_round_sat3_0_rb: signed (64 downto 0);
+signal top0_0_lane_sub_mul3_0_round_sat3_0_t: signed (64 downto 0);
 signal top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill: unsigned(30 downto 0);
 signal top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_hi: unsigned(33 downto 0);
 signal top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_hin: unsigned(33 downto 0);
@@ -153,6 +161,8 @@ signal top0_0_lane_sub_mul4_0_x1: signed (31 downto 0);
 signal top0_0_lane_sub_mul4_0_yr: signed (31 downto 0);
 signal top0_0_lane_sub_mul4_0_yc: signed (31 downto 0);
 signal top0_0_lane_sub_mul4_0_round_sat4_0_r: signed (64 downto 0);
+signal top0_0_lane_sub_mul4_0_round_sat4_0_rb: signed (64 downto 0);
+signal top0_0_lane_sub_mul4_0_round_sat4_0_t: signed (64 downto 0);
 signal top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill: unsigned(30 downto 0);
 signal top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_hi: unsigned(33 downto 0);
 signal top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_hin: unsigned(33 downto 0);
@@ -172,6 +182,8 @@ signal top0_0_lane_sub_mul5_0_x1: signed (31 downto 0);
 signal top0_0_lane_sub_mul5_0_yr: signed (31 downto 0);
 signal top0_0_lane_sub_mul5_0_yc: signed (31 downto 0);
 signal top0_0_lane_sub_mul5_0_round_sat5_0_r: signed (64 downto 0);
+signal top0_0_lane_sub_mul5_0_round_sat5_0_rb: signed (64 downto 0);
+signal top0_0_lane_sub_mul5_0_round_sat5_0_t: signed (64 downto 0);
 signal top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill: unsigned(30 downto 0);
 signal top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_hi: unsigned(33 downto 0);
 signal top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_hin: unsigned(33 downto 0);
@@ -191,6 +203,8 @@ signal top0_0_lane_sub_mul6_0_x1: signed (31 downto 0);
 signal top0_0_lane_sub_mul6_0_yr: signed (31 downto 0);
 signal top0_0_lane_sub_mul6_0_yc: signed (31 downto 0);
 signal top0_0_lane_sub_mul6_0_round_sat6_0_r: signed (64 downto 0);
+signal top0_0_lane_sub_mul6_0_round_sat6_0_rb: signed (64 downto 0);
+signal top0_0_lane_sub_mul6_0_round_sat6_0_t: signed (64 downto 0);
 signal top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill: unsigned(30 downto 0);
 signal top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_hi: unsigned(33 downto 0);
 signal top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_hin: unsigned(33 downto 0);
@@ -210,6 +224,8 @@ signal top0_0_lane_sub_mul7_0_x1: signed (31 downto 0);
 signal top0_0_lane_sub_mul7_0_yr: signed (31 downto 0);
 signal top0_0_lane_sub_mul7_0_yc: signed (31 downto 0);
 signal top0_0_lane_sub_mul7_0_round_sat7_0_r: signed (64 downto 0);
+signal top0_0_lane_sub_mul7_0_round_sat7_0_rb: signed (64 downto 0);
+signal top0_0_lane_sub_mul7_0_round_sat7_0_t: signed (64 downto 0);
 signal top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill: unsigned(30 downto 0);
 signal top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_hi: unsigned(33 downto 0);
 signal top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_hin: unsigned(33 downto 0);
@@ -229,6 +245,8 @@ signal top0_0_lane_sub_mul8_0_x1: signed (31 downto 0);
 signal top0_0_lane_sub_mul8_0_yr: signed (31 downto 0);
 signal top0_0_lane_sub_mul8_0_yc: signed (31 downto 0);
 signal top0_0_lane_sub_mul8_0_round_sat8_0_r: signed (64 downto 0);
+signal top0_0_lane_sub_mul8_0_round_sat8_0_rb: signed (64 downto 0);
+signal top0_0_lane_sub_mul8_0_round_sat8_0_t: signed (64 downto 0);
 signal top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill: unsigned(30 downto 0);
 signal top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_hi: unsigned(33 downto 0);
 signal top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_hin: unsigned(33 downto 0);
@@ -248,6 +266,8 @@ signal top0_0_lane_sub_mul9_0_x1: signed (31 downto 0);
 signal top0_0_lane_sub_mul9_0_yr: signed (31 downto 0);
 signal top0_0_lane_sub_mul9_0_yc: signed (31 downto 0);
 signal top0_0_lane_sub_mul9_0_round_sat9_0_r: signed (64 downto 0);
+signal top0_0_lane_sub_mul9_0_round_sat9_0_rb: signed (64 downto 0);
+signal top0_0_lane_sub_mul9_0_round_sat9_0_t: signed (64 downto 0);
 signal top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill: unsigned(30 downto 0);
 signal top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_hi: unsigned(33 downto 0);
 signal top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_hin: unsigned(33 downto 0);
@@ -267,6 +287,8 @@ signal top0_0_lane_sub_mul10_0_x1: signed (31 downto 0);
 signal top0_0_lane_sub_mul10_0_yr: signed (31 downto 0);
 signal top0_0_lane_sub_mul10_0_yc: signed (31 downto 0);
 signal top0_0_lane_sub_mul10_0_round_sat10_0_r: signed (64 downto 0);
+signal top0_0_lane_sub_mul10_0_round_sat10_0_rb: signed (64 downto 0);
+signal top0_0_lane_sub_mul10_0_round_sat10_0_t: signed (64 downto 0);
 signal top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill: unsigned(30 downto 0);
 signal top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_hi: unsigned(33 downto 0);
 signal top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_hin: unsigned(33 downto 0);
@@ -286,6 +308,8 @@ signal top0_0_lane_sub_mul11_0_x1: signed (31 downto 0);
 signal top0_0_lane_sub_mul11_0_yr: signed (31 downto 0);
 signal top0_0_lane_sub_mul11_0_yc: signed (31 downto 0);
 signal top0_0_lane_sub_mul11_0_round_sat11_0_r: signed (64 downto 0);
+signal top0_0_lane_sub_mul11_0_round_sat11_0_rb: signed (64 downto 0);
+signal top0_0_lane_sub_mul11_0_round_sat11_0_t: signed (64 downto 0);
 signal top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill: unsigned(30 downto 0);
 signal top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_hi: unsigned(33 downto 0);
 signal top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_hin: unsigned(33 downto 0);
@@ -305,6 +329,8 @@ signal top0_0_lane_sub_mul12_0_x1: signed (31 downto 0);
 signal top0_0_lane_sub_mul12_0_yr: signed (31 downto 0);
 signal top0_0_lane_sub_mul12_0_yc: signed (31 downto 0);
 signal top0_0_lane_sub_mul12_0_round_sat12_0_r: signed (64 downto 0);
+signal top0_0_lane_sub_mul12_0_round_sat12_0_rb: signed (64 downto 0);
+signal top0_0_lane_sub_mul12_0_round_sat12_0_t: signed (64 downto 0);
 signal top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill: unsigned(30 downto 0);
 signal top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_hi: unsigned(33 downto 0);
 signal top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_hin: unsigned(33 downto 0);
@@ -324,6 +350,8 @@ signal top0_0_lane_sub_mul13_0_x1: signed (31 downto 0);
 signal top0_0_lane_sub_mul13_0_yr: signed (31 downto 0);
 signal top0_0_lane_sub_mul13_0_yc: signed (31 downto 0);
 signal top0_0_lane_sub_mul13_0_round_sat13_0_r: signed (64 downto 0);
+signal top0_0_lane_sub_mul13_0_round_sat13_0_rb: signed (64 downto 0);
+signal top0_0_lane_sub_mul13_0_round_sat13_0_t: signed (64 downto 0);
 signal top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill: unsigned(30 downto 0);
 signal top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_hi: unsigned(33 downto 0);
 signal top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_hin: unsigned(33 downto 0);
@@ -343,6 +371,8 @@ signal top0_0_lane_sub_mul14_0_x1: signed (31 downto 0);
 signal top0_0_lane_sub_mul14_0_yr: signed (31 downto 0);
 signal top0_0_lane_sub_mul14_0_yc: signed (31 downto 0);
 signal top0_0_lane_sub_mul14_0_round_sat14_0_r: signed (64 downto 0);
+signal top0_0_lane_sub_mul14_0_round_sat14_0_rb: signed (64 downto 0);
+signal top0_0_lane_sub_mul14_0_round_sat14_0_t: signed (64 downto 0);
 signal top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill: unsigned(30 downto 0);
 signal top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_hi: unsigned(33 downto 0);
 signal top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_hin: unsigned(33 downto 0);
@@ -362,6 +392,8 @@ signal top0_0_lane_sub_mul15_0_x1: signed (31 downto 0);
 signal top0_0_lane_sub_mul15_0_yr: signed (31 downto 0);
 signal top0_0_lane_sub_mul15_0_yc: signed (31 downto 0);
 signal top0_0_lane_sub_mul15_0_round_sat15_0_r: signed (64 downto 0);
+signal top0_0_lane_sub_mul15_0_round_sat15_0_rb: signed (64 downto 0);
+signal top0_0_lane_sub_mul15_0_round_sat15_0_t: signed (64 downto 0);
 signal top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill: unsigned(30 downto 0);
 signal top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_hi: unsigned(33 downto 0);
 signal top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_hin: unsigned(33 downto 0);
@@ -1405,13 +1437,13 @@ top0_0_control0_0_seq: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_control0_0_icnt <= to_unsigned(0, 13);
+            top0_0_running <= '0';
+            busy <= '0';
+            done <= '0';
             cfg_err <= '0';
             top0_0_control0_0_dim_r <= to_unsigned(0, 11);
             top0_0_control0_0_it_r <= to_unsigned(0, 13);
-            done <= '0';
-            busy <= '0';
-            top0_0_running <= '0';
+            top0_0_control0_0_icnt <= to_unsigned(0, 13);
             top0_0_control0_0_lcnt <= to_unsigned(0, 11);
         else
             done <= '0';
@@ -1459,8 +1491,8 @@ top0_0_inreg: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_v0 <= to_unsigned(0, 3);
             top0_0_br <= to_unsigned(0, 512);
+            top0_0_v0 <= to_unsigned(0, 3);
             top0_0_ar <= to_unsigned(0, 512);
         else
             if bool(top0_0_en) then
@@ -1514,8 +1546,8 @@ top0_0_lane_sub_mul0_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul0_0_p1 <= to_signed(0, 65);
             top0_0_lane_sub_mul0_0_x1 <= to_signed(0, 32);
+            top0_0_lane_sub_mul0_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_en) then
                 top0_0_lane_sub_mul0_0_p1 <= top0_0_lane_sub_mul0_0_p_c;
@@ -1526,7 +1558,11 @@ begin
 end process top0_0_lane_sub_mul0_0_s1;
 
 
-top0_0_lane_sub_mul0_0_round_sat0_0_r <= shift_right((top0_0_lane_sub_mul0_0_p1 + 32768), 16);
+top0_0_lane_sub_mul0_0_round_sat0_0_t <= shift_right(top0_0_lane_sub_mul0_0_p1, 16);
+top0_0_lane_sub_mul0_0_round_sat0_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul0_0_p1((16 - 1))));
+
+
+top0_0_lane_sub_mul0_0_round_sat0_0_r <= (top0_0_lane_sub_mul0_0_round_sat0_0_t + top0_0_lane_sub_mul0_0_round_sat0_0_rb);
 
 
 top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_hi <= unsigned(top0_0_lane_sub_mul0_0_round_sat0_0_r(65-1 downto (32 - 1)));
@@ -1537,7 +1573,7 @@ top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_hin <= (not top0_0_lane_sub_mul0_0_ro
 
 top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign <= stdl((not bool(top0_0_lane_sub_mul0_0_round_sat0_0_r((65 - 1)))));
 
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_clamp: process (top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_hi, top0_0_lane_sub_mul0_0_round_sat0_0_r, top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill, top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_hin) is
+top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_clamp: process (top0_0_lane_sub_mul0_0_round_sat0_0_r, top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill, top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_hin, top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_hi) is
 begin
     if ((top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_hi = 0) or (top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_hin = 0)) then
         top0_0_lane_sub_mul0_0_kv <= signed(unsigned(top0_0_lane_sub_mul0_0_round_sat0_0_r(32-1 downto 0)));
@@ -1558,7 +1594,7 @@ top0_0_lane_sub_mul0_0_sat1_0_hin <= (not top0_0_lane_sub_mul0_0_sat1_0_hi);
 
 top0_0_lane_sub_mul0_0_sat1_0_nsign <= stdl((not bool(top0_0_lane_sub_mul0_0_d((33 - 1)))));
 
-top0_0_lane_sub_mul0_0_sat1_0_clamp: process (top0_0_lane_sub_mul0_0_sat1_0_hi, top0_0_lane_sub_mul0_0_d, top0_0_lane_sub_mul0_0_sat1_0_fill, top0_0_lane_sub_mul0_0_sat1_0_hin) is
+top0_0_lane_sub_mul0_0_sat1_0_clamp: process (top0_0_lane_sub_mul0_0_d, top0_0_lane_sub_mul0_0_sat1_0_fill, top0_0_lane_sub_mul0_0_sat1_0_hin, top0_0_lane_sub_mul0_0_sat1_0_hi) is
 begin
     if ((top0_0_lane_sub_mul0_0_sat1_0_hi = 0) or (top0_0_lane_sub_mul0_0_sat1_0_hin = 0)) then
         top0_0_lane_sub_mul0_0_yc <= signed(unsigned(top0_0_lane_sub_mul0_0_d(32-1 downto 0)));
@@ -1594,8 +1630,8 @@ top0_0_lane_sub_mul1_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul1_0_p1 <= to_signed(0, 65);
             top0_0_lane_sub_mul1_0_x1 <= to_signed(0, 32);
+            top0_0_lane_sub_mul1_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_en) then
                 top0_0_lane_sub_mul1_0_p1 <= top0_0_lane_sub_mul1_0_p_c;
@@ -1606,7 +1642,11 @@ begin
 end process top0_0_lane_sub_mul1_0_s1;
 
 
-top0_0_lane_sub_mul1_0_round_sat1_0_r <= shift_right((top0_0_lane_sub_mul1_0_p1 + 32768), 16);
+top0_0_lane_sub_mul1_0_round_sat1_0_t <= shift_right(top0_0_lane_sub_mul1_0_p1, 16);
+top0_0_lane_sub_mul1_0_round_sat1_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul1_0_p1((16 - 1))));
+
+
+top0_0_lane_sub_mul1_0_round_sat1_0_r <= (top0_0_lane_sub_mul1_0_round_sat1_0_t + top0_0_lane_sub_mul1_0_round_sat1_0_rb);
 
 
 top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_hi <= unsigned(top0_0_lane_sub_mul1_0_round_sat1_0_r(65-1 downto (32 - 1)));
@@ -1617,7 +1657,7 @@ top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_hin <= (not top0_0_lane_sub_mul1_0_ro
 
 top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign <= stdl((not bool(top0_0_lane_sub_mul1_0_round_sat1_0_r((65 - 1)))));
 
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_clamp: process (top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_hi, top0_0_lane_sub_mul1_0_round_sat1_0_r, top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill, top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_hin) is
+top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_clamp: process (top0_0_lane_sub_mul1_0_round_sat1_0_r, top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill, top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_hin, top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_hi) is
 begin
     if ((top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_hi = 0) or (top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_hin = 0)) then
         top0_0_lane_sub_mul1_0_kv <= signed(unsigned(top0_0_lane_sub_mul1_0_round_sat1_0_r(32-1 downto 0)));
@@ -1638,7 +1678,7 @@ top0_0_lane_sub_mul1_0_sat3_0_hin <= (not top0_0_lane_sub_mul1_0_sat3_0_hi);
 
 top0_0_lane_sub_mul1_0_sat3_0_nsign <= stdl((not bool(top0_0_lane_sub_mul1_0_d((33 - 1)))));
 
-top0_0_lane_sub_mul1_0_sat3_0_clamp: process (top0_0_lane_sub_mul1_0_sat3_0_hi, top0_0_lane_sub_mul1_0_d, top0_0_lane_sub_mul1_0_sat3_0_fill, top0_0_lane_sub_mul1_0_sat3_0_hin) is
+top0_0_lane_sub_mul1_0_sat3_0_clamp: process (top0_0_lane_sub_mul1_0_d, top0_0_lane_sub_mul1_0_sat3_0_fill, top0_0_lane_sub_mul1_0_sat3_0_hin, top0_0_lane_sub_mul1_0_sat3_0_hi) is
 begin
     if ((top0_0_lane_sub_mul1_0_sat3_0_hi = 0) or (top0_0_lane_sub_mul1_0_sat3_0_hin = 0)) then
         top0_0_lane_sub_mul1_0_yc <= signed(unsigned(top0_0_lane_sub_mul1_0_d(32-1 downto 0)));
@@ -1674,8 +1714,8 @@ top0_0_lane_sub_mul2_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul2_0_p1 <= to_signed(0, 65);
             top0_0_lane_sub_mul2_0_x1 <= to_signed(0, 32);
+            top0_0_lane_sub_mul2_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_en) then
                 top0_0_lane_sub_mul2_0_p1 <= top0_0_lane_sub_mul2_0_p_c;
@@ -1686,7 +1726,11 @@ begin
 end process top0_0_lane_sub_mul2_0_s1;
 
 
-top0_0_lane_sub_mul2_0_round_sat2_0_r <= shift_right((top0_0_lane_sub_mul2_0_p1 + 32768), 16);
+top0_0_lane_sub_mul2_0_round_sat2_0_t <= shift_right(top0_0_lane_sub_mul2_0_p1, 16);
+top0_0_lane_sub_mul2_0_round_sat2_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul2_0_p1((16 - 1))));
+
+
+top0_0_lane_sub_mul2_0_round_sat2_0_r <= (top0_0_lane_sub_mul2_0_round_sat2_0_t + top0_0_lane_sub_mul2_0_round_sat2_0_rb);
 
 
 top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_hi <= unsigned(top0_0_lane_sub_mul2_0_round_sat2_0_r(65-1 downto (32 - 1)));
@@ -1697,7 +1741,7 @@ top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_hin <= (not top0_0_lane_sub_mul2_0_ro
 
 top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign <= stdl((not bool(top0_0_lane_sub_mul2_0_round_sat2_0_r((65 - 1)))));
 
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_clamp: process (top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_hi, top0_0_lane_sub_mul2_0_round_sat2_0_r, top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill, top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_hin) is
+top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_clamp: process (top0_0_lane_sub_mul2_0_round_sat2_0_r, top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill, top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_hin, top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_hi) is
 begin
     if ((top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_hi = 0) or (top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_hin = 0)) then
         top0_0_lane_sub_mul2_0_kv <= signed(unsigned(top0_0_lane_sub_mul2_0_round_sat2_0_r(32-1 downto 0)));
@@ -1718,7 +1762,7 @@ top0_0_lane_sub_mul2_0_sat5_0_hin <= (not top0_0_lane_sub_mul2_0_sat5_0_hi);
 
 top0_0_lane_sub_mul2_0_sat5_0_nsign <= stdl((not bool(top0_0_lane_sub_mul2_0_d((33 - 1)))));
 
-top0_0_lane_sub_mul2_0_sat5_0_clamp: process (top0_0_lane_sub_mul2_0_sat5_0_hi, top0_0_lane_sub_mul2_0_d, top0_0_lane_sub_mul2_0_sat5_0_fill, top0_0_lane_sub_mul2_0_sat5_0_hin) is
+top0_0_lane_sub_mul2_0_sat5_0_clamp: process (top0_0_lane_sub_mul2_0_d, top0_0_lane_sub_mul2_0_sat5_0_fill, top0_0_lane_sub_mul2_0_sat5_0_hin, top0_0_lane_sub_mul2_0_sat5_0_hi) is
 begin
     if ((top0_0_lane_sub_mul2_0_sat5_0_hi = 0) or (top0_0_lane_sub_mul2_0_sat5_0_hin = 0)) then
         top0_0_lane_sub_mul2_0_yc <= signed(unsigned(top0_0_lane_sub_mul2_0_d(32-1 downto 0)));
@@ -1754,8 +1798,8 @@ top0_0_lane_sub_mul3_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul3_0_p1 <= to_signed(0, 65);
             top0_0_lane_sub_mul3_0_x1 <= to_signed(0, 32);
+            top0_0_lane_sub_mul3_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_en) then
                 top0_0_lane_sub_mul3_0_p1 <= top0_0_lane_sub_mul3_0_p_c;
@@ -1766,7 +1810,11 @@ begin
 end process top0_0_lane_sub_mul3_0_s1;
 
 
-top0_0_lane_sub_mul3_0_round_sat3_0_r <= shift_right((top0_0_lane_sub_mul3_0_p1 + 32768), 16);
+top0_0_lane_sub_mul3_0_round_sat3_0_t <= shift_right(top0_0_lane_sub_mul3_0_p1, 16);
+top0_0_lane_sub_mul3_0_round_sat3_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul3_0_p1((16 - 1))));
+
+
+top0_0_lane_sub_mul3_0_round_sat3_0_r <= (top0_0_lane_sub_mul3_0_round_sat3_0_t + top0_0_lane_sub_mul3_0_round_sat3_0_rb);
 
 
 top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_hi <= unsigned(top0_0_lane_sub_mul3_0_round_sat3_0_r(65-1 downto (32 - 1)));
@@ -1777,7 +1825,7 @@ top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_hin <= (not top0_0_lane_sub_mul3_0_ro
 
 top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign <= stdl((not bool(top0_0_lane_sub_mul3_0_round_sat3_0_r((65 - 1)))));
 
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_clamp: process (top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_hi, top0_0_lane_sub_mul3_0_round_sat3_0_r, top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill, top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_hin) is
+top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_clamp: process (top0_0_lane_sub_mul3_0_round_sat3_0_r, top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill, top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_hin, top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_hi) is
 begin
     if ((top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_hi = 0) or (top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_hin = 0)) then
         top0_0_lane_sub_mul3_0_kv <= signed(unsigned(top0_0_lane_sub_mul3_0_round_sat3_0_r(32-1 downto 0)));
@@ -1798,7 +1846,7 @@ top0_0_lane_sub_mul3_0_sat7_0_hin <= (not top0_0_lane_sub_mul3_0_sat7_0_hi);
 
 top0_0_lane_sub_mul3_0_sat7_0_nsign <= stdl((not bool(top0_0_lane_sub_mul3_0_d((33 - 1)))));
 
-top0_0_lane_sub_mul3_0_sat7_0_clamp: process (top0_0_lane_sub_mul3_0_sat7_0_hi, top0_0_lane_sub_mul3_0_d, top0_0_lane_sub_mul3_0_sat7_0_fill, top0_0_lane_sub_mul3_0_sat7_0_hin) is
+top0_0_lane_sub_mul3_0_sat7_0_clamp: process (top0_0_lane_sub_mul3_0_d, top0_0_lane_sub_mul3_0_sat7_0_fill, top0_0_lane_sub_mul3_0_sat7_0_hin, top0_0_lane_sub_mul3_0_sat7_0_hi) is
 begin
     if ((top0_0_lane_sub_mul3_0_sat7_0_hi = 0) or (top0_0_lane_sub_mul3_0_sat7_0_hin = 0)) then
         top0_0_lane_sub_mul3_0_yc <= signed(unsigned(top0_0_lane_sub_mul3_0_d(32-1 downto 0)));
@@ -1834,8 +1882,8 @@ top0_0_lane_sub_mul4_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul4_0_p1 <= to_signed(0, 65);
             top0_0_lane_sub_mul4_0_x1 <= to_signed(0, 32);
+            top0_0_lane_sub_mul4_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_en) then
                 top0_0_lane_sub_mul4_0_p1 <= top0_0_lane_sub_mul4_0_p_c;
@@ -1846,7 +1894,11 @@ begin
 end process top0_0_lane_sub_mul4_0_s1;
 
 
-top0_0_lane_sub_mul4_0_round_sat4_0_r <= shift_right((top0_0_lane_sub_mul4_0_p1 + 32768), 16);
+top0_0_lane_sub_mul4_0_round_sat4_0_t <= shift_right(top0_0_lane_sub_mul4_0_p1, 16);
+top0_0_lane_sub_mul4_0_round_sat4_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul4_0_p1((16 - 1))));
+
+
+top0_0_lane_sub_mul4_0_round_sat4_0_r <= (top0_0_lane_sub_mul4_0_round_sat4_0_t + top0_0_lane_sub_mul4_0_round_sat4_0_rb);
 
 
 top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_hi <= unsigned(top0_0_lane_sub_mul4_0_round_sat4_0_r(65-1 downto (32 - 1)));
@@ -1857,7 +1909,7 @@ top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_hin <= (not top0_0_lane_sub_mul4_0_ro
 
 top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign <= stdl((not bool(top0_0_lane_sub_mul4_0_round_sat4_0_r((65 - 1)))));
 
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_clamp: process (top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_hi, top0_0_lane_sub_mul4_0_round_sat4_0_r, top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill, top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_hin) is
+top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_clamp: process (top0_0_lane_sub_mul4_0_round_sat4_0_r, top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill, top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_hin, top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_hi) is
 begin
     if ((top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_hi = 0) or (top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_hin = 0)) then
         top0_0_lane_sub_mul4_0_kv <= signed(unsigned(top0_0_lane_sub_mul4_0_round_sat4_0_r(32-1 downto 0)));
@@ -1878,7 +1930,7 @@ top0_0_lane_sub_mul4_0_sat9_0_hin <= (not top0_0_lane_sub_mul4_0_sat9_0_hi);
 
 top0_0_lane_sub_mul4_0_sat9_0_nsign <= stdl((not bool(top0_0_lane_sub_mul4_0_d((33 - 1)))));
 
-top0_0_lane_sub_mul4_0_sat9_0_clamp: process (top0_0_lane_sub_mul4_0_sat9_0_hi, top0_0_lane_sub_mul4_0_d, top0_0_lane_sub_mul4_0_sat9_0_fill, top0_0_lane_sub_mul4_0_sat9_0_hin) is
+top0_0_lane_sub_mul4_0_sat9_0_clamp: process (top0_0_lane_sub_mul4_0_d, top0_0_lane_sub_mul4_0_sat9_0_fill, top0_0_lane_sub_mul4_0_sat9_0_hin, top0_0_lane_sub_mul4_0_sat9_0_hi) is
 begin
     if ((top0_0_lane_sub_mul4_0_sat9_0_hi = 0) or (top0_0_lane_sub_mul4_0_sat9_0_hin = 0)) then
         top0_0_lane_sub_mul4_0_yc <= signed(unsigned(top0_0_lane_sub_mul4_0_d(32-1 downto 0)));
@@ -1914,8 +1966,8 @@ top0_0_lane_sub_mul5_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul5_0_p1 <= to_signed(0, 65);
             top0_0_lane_sub_mul5_0_x1 <= to_signed(0, 32);
+            top0_0_lane_sub_mul5_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_en) then
                 top0_0_lane_sub_mul5_0_p1 <= top0_0_lane_sub_mul5_0_p_c;
@@ -1926,7 +1978,11 @@ begin
 end process top0_0_lane_sub_mul5_0_s1;
 
 
-top0_0_lane_sub_mul5_0_round_sat5_0_r <= shift_right((top0_0_lane_sub_mul5_0_p1 + 32768), 16);
+top0_0_lane_sub_mul5_0_round_sat5_0_t <= shift_right(top0_0_lane_sub_mul5_0_p1, 16);
+top0_0_lane_sub_mul5_0_round_sat5_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul5_0_p1((16 - 1))));
+
+
+top0_0_lane_sub_mul5_0_round_sat5_0_r <= (top0_0_lane_sub_mul5_0_round_sat5_0_t + top0_0_lane_sub_mul5_0_round_sat5_0_rb);
 
 
 top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_hi <= unsigned(top0_0_lane_sub_mul5_0_round_sat5_0_r(65-1 downto (32 - 1)));
@@ -1937,7 +1993,7 @@ top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_hin <= (not top0_0_lane_sub_mul5_0_r
 
 top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign <= stdl((not bool(top0_0_lane_sub_mul5_0_round_sat5_0_r((65 - 1)))));
 
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_clamp: process (top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_hi, top0_0_lane_sub_mul5_0_round_sat5_0_r, top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill, top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_hin) is
+top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_clamp: process (top0_0_lane_sub_mul5_0_round_sat5_0_r, top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill, top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_hin, top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_hi) is
 begin
     if ((top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_hi = 0) or (top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_hin = 0)) then
         top0_0_lane_sub_mul5_0_kv <= signed(unsigned(top0_0_lane_sub_mul5_0_round_sat5_0_r(32-1 downto 0)));
@@ -1958,7 +2014,7 @@ top0_0_lane_sub_mul5_0_sat11_0_hin <= (not top0_0_lane_sub_mul5_0_sat11_0_hi);
 
 top0_0_lane_sub_mul5_0_sat11_0_nsign <= stdl((not bool(top0_0_lane_sub_mul5_0_d((33 - 1)))));
 
-top0_0_lane_sub_mul5_0_sat11_0_clamp: process (top0_0_lane_sub_mul5_0_sat11_0_hi, top0_0_lane_sub_mul5_0_d, top0_0_lane_sub_mul5_0_sat11_0_fill, top0_0_lane_sub_mul5_0_sat11_0_hin) is
+top0_0_lane_sub_mul5_0_sat11_0_clamp: process (top0_0_lane_sub_mul5_0_d, top0_0_lane_sub_mul5_0_sat11_0_fill, top0_0_lane_sub_mul5_0_sat11_0_hin, top0_0_lane_sub_mul5_0_sat11_0_hi) is
 begin
     if ((top0_0_lane_sub_mul5_0_sat11_0_hi = 0) or (top0_0_lane_sub_mul5_0_sat11_0_hin = 0)) then
         top0_0_lane_sub_mul5_0_yc <= signed(unsigned(top0_0_lane_sub_mul5_0_d(32-1 downto 0)));
@@ -1994,8 +2050,8 @@ top0_0_lane_sub_mul6_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul6_0_p1 <= to_signed(0, 65);
             top0_0_lane_sub_mul6_0_x1 <= to_signed(0, 32);
+            top0_0_lane_sub_mul6_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_en) then
                 top0_0_lane_sub_mul6_0_p1 <= top0_0_lane_sub_mul6_0_p_c;
@@ -2006,7 +2062,11 @@ begin
 end process top0_0_lane_sub_mul6_0_s1;
 
 
-top0_0_lane_sub_mul6_0_round_sat6_0_r <= shift_right((top0_0_lane_sub_mul6_0_p1 + 32768), 16);
+top0_0_lane_sub_mul6_0_round_sat6_0_t <= shift_right(top0_0_lane_sub_mul6_0_p1, 16);
+top0_0_lane_sub_mul6_0_round_sat6_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul6_0_p1((16 - 1))));
+
+
+top0_0_lane_sub_mul6_0_round_sat6_0_r <= (top0_0_lane_sub_mul6_0_round_sat6_0_t + top0_0_lane_sub_mul6_0_round_sat6_0_rb);
 
 
 top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_hi <= unsigned(top0_0_lane_sub_mul6_0_round_sat6_0_r(65-1 downto (32 - 1)));
@@ -2017,7 +2077,7 @@ top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_hin <= (not top0_0_lane_sub_mul6_0_r
 
 top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign <= stdl((not bool(top0_0_lane_sub_mul6_0_round_sat6_0_r((65 - 1)))));
 
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_clamp: process (top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_hi, top0_0_lane_sub_mul6_0_round_sat6_0_r, top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill, top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_hin) is
+top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_clamp: process (top0_0_lane_sub_mul6_0_round_sat6_0_r, top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill, top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_hin, top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_hi) is
 begin
     if ((top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_hi = 0) or (top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_hin = 0)) then
         top0_0_lane_sub_mul6_0_kv <= signed(unsigned(top0_0_lane_sub_mul6_0_round_sat6_0_r(32-1 downto 0)));
@@ -2038,7 +2098,7 @@ top0_0_lane_sub_mul6_0_sat13_0_hin <= (not top0_0_lane_sub_mul6_0_sat13_0_hi);
 
 top0_0_lane_sub_mul6_0_sat13_0_nsign <= stdl((not bool(top0_0_lane_sub_mul6_0_d((33 - 1)))));
 
-top0_0_lane_sub_mul6_0_sat13_0_clamp: process (top0_0_lane_sub_mul6_0_sat13_0_hi, top0_0_lane_sub_mul6_0_d, top0_0_lane_sub_mul6_0_sat13_0_fill, top0_0_lane_sub_mul6_0_sat13_0_hin) is
+top0_0_lane_sub_mul6_0_sat13_0_clamp: process (top0_0_lane_sub_mul6_0_d, top0_0_lane_sub_mul6_0_sat13_0_fill, top0_0_lane_sub_mul6_0_sat13_0_hin, top0_0_lane_sub_mul6_0_sat13_0_hi) is
 begin
     if ((top0_0_lane_sub_mul6_0_sat13_0_hi = 0) or (top0_0_lane_sub_mul6_0_sat13_0_hin = 0)) then
         top0_0_lane_sub_mul6_0_yc <= signed(unsigned(top0_0_lane_sub_mul6_0_d(32-1 downto 0)));
@@ -2074,8 +2134,8 @@ top0_0_lane_sub_mul7_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul7_0_p1 <= to_signed(0, 65);
             top0_0_lane_sub_mul7_0_x1 <= to_signed(0, 32);
+            top0_0_lane_sub_mul7_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_en) then
                 top0_0_lane_sub_mul7_0_p1 <= top0_0_lane_sub_mul7_0_p_c;
@@ -2086,7 +2146,11 @@ begin
 end process top0_0_lane_sub_mul7_0_s1;
 
 
-top0_0_lane_sub_mul7_0_round_sat7_0_r <= shift_right((top0_0_lane_sub_mul7_0_p1 + 32768), 16);
+top0_0_lane_sub_mul7_0_round_sat7_0_t <= shift_right(top0_0_lane_sub_mul7_0_p1, 16);
+top0_0_lane_sub_mul7_0_round_sat7_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul7_0_p1((16 - 1))));
+
+
+top0_0_lane_sub_mul7_0_round_sat7_0_r <= (top0_0_lane_sub_mul7_0_round_sat7_0_t + top0_0_lane_sub_mul7_0_round_sat7_0_rb);
 
 
 top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_hi <= unsigned(top0_0_lane_sub_mul7_0_round_sat7_0_r(65-1 downto (32 - 1)));
@@ -2097,7 +2161,7 @@ top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_hin <= (not top0_0_lane_sub_mul7_0_r
 
 top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign <= stdl((not bool(top0_0_lane_sub_mul7_0_round_sat7_0_r((65 - 1)))));
 
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_clamp: process (top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_hi, top0_0_lane_sub_mul7_0_round_sat7_0_r, top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill, top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_hin) is
+top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_clamp: process (top0_0_lane_sub_mul7_0_round_sat7_0_r, top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill, top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_hin, top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_hi) is
 begin
     if ((top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_hi = 0) or (top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_hin = 0)) then
         top0_0_lane_sub_mul7_0_kv <= signed(unsigned(top0_0_lane_sub_mul7_0_round_sat7_0_r(32-1 downto 0)));
@@ -2118,7 +2182,7 @@ top0_0_lane_sub_mul7_0_sat15_0_hin <= (not top0_0_lane_sub_mul7_0_sat15_0_hi);
 
 top0_0_lane_sub_mul7_0_sat15_0_nsign <= stdl((not bool(top0_0_lane_sub_mul7_0_d((33 - 1)))));
 
-top0_0_lane_sub_mul7_0_sat15_0_clamp: process (top0_0_lane_sub_mul7_0_sat15_0_hi, top0_0_lane_sub_mul7_0_d, top0_0_lane_sub_mul7_0_sat15_0_fill, top0_0_lane_sub_mul7_0_sat15_0_hin) is
+top0_0_lane_sub_mul7_0_sat15_0_clamp: process (top0_0_lane_sub_mul7_0_d, top0_0_lane_sub_mul7_0_sat15_0_fill, top0_0_lane_sub_mul7_0_sat15_0_hin, top0_0_lane_sub_mul7_0_sat15_0_hi) is
 begin
     if ((top0_0_lane_sub_mul7_0_sat15_0_hi = 0) or (top0_0_lane_sub_mul7_0_sat15_0_hin = 0)) then
         top0_0_lane_sub_mul7_0_yc <= signed(unsigned(top0_0_lane_sub_mul7_0_d(32-1 downto 0)));
@@ -2154,8 +2218,8 @@ top0_0_lane_sub_mul8_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul8_0_p1 <= to_signed(0, 65);
             top0_0_lane_sub_mul8_0_x1 <= to_signed(0, 32);
+            top0_0_lane_sub_mul8_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_en) then
                 top0_0_lane_sub_mul8_0_p1 <= top0_0_lane_sub_mul8_0_p_c;
@@ -2166,7 +2230,11 @@ begin
 end process top0_0_lane_sub_mul8_0_s1;
 
 
-top0_0_lane_sub_mul8_0_round_sat8_0_r <= shift_right((top0_0_lane_sub_mul8_0_p1 + 32768), 16);
+top0_0_lane_sub_mul8_0_round_sat8_0_t <= shift_right(top0_0_lane_sub_mul8_0_p1, 16);
+top0_0_lane_sub_mul8_0_round_sat8_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul8_0_p1((16 - 1))));
+
+
+top0_0_lane_sub_mul8_0_round_sat8_0_r <= (top0_0_lane_sub_mul8_0_round_sat8_0_t + top0_0_lane_sub_mul8_0_round_sat8_0_rb);
 
 
 top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_hi <= unsigned(top0_0_lane_sub_mul8_0_round_sat8_0_r(65-1 downto (32 - 1)));
@@ -2177,7 +2245,7 @@ top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_hin <= (not top0_0_lane_sub_mul8_0_r
 
 top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign <= stdl((not bool(top0_0_lane_sub_mul8_0_round_sat8_0_r((65 - 1)))));
 
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_clamp: process (top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_hi, top0_0_lane_sub_mul8_0_round_sat8_0_r, top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill, top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_hin) is
+top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_clamp: process (top0_0_lane_sub_mul8_0_round_sat8_0_r, top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill, top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_hin, top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_hi) is
 begin
     if ((top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_hi = 0) or (top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_hin = 0)) then
         top0_0_lane_sub_mul8_0_kv <= signed(unsigned(top0_0_lane_sub_mul8_0_round_sat8_0_r(32-1 downto 0)));
@@ -2198,7 +2266,7 @@ top0_0_lane_sub_mul8_0_sat17_0_hin <= (not top0_0_lane_sub_mul8_0_sat17_0_hi);
 
 top0_0_lane_sub_mul8_0_sat17_0_nsign <= stdl((not bool(top0_0_lane_sub_mul8_0_d((33 - 1)))));
 
-top0_0_lane_sub_mul8_0_sat17_0_clamp: process (top0_0_lane_sub_mul8_0_sat17_0_hi, top0_0_lane_sub_mul8_0_d, top0_0_lane_sub_mul8_0_sat17_0_fill, top0_0_lane_sub_mul8_0_sat17_0_hin) is
+top0_0_lane_sub_mul8_0_sat17_0_clamp: process (top0_0_lane_sub_mul8_0_d, top0_0_lane_sub_mul8_0_sat17_0_fill, top0_0_lane_sub_mul8_0_sat17_0_hin, top0_0_lane_sub_mul8_0_sat17_0_hi) is
 begin
     if ((top0_0_lane_sub_mul8_0_sat17_0_hi = 0) or (top0_0_lane_sub_mul8_0_sat17_0_hin = 0)) then
         top0_0_lane_sub_mul8_0_yc <= signed(unsigned(top0_0_lane_sub_mul8_0_d(32-1 downto 0)));
@@ -2234,8 +2302,8 @@ top0_0_lane_sub_mul9_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul9_0_p1 <= to_signed(0, 65);
             top0_0_lane_sub_mul9_0_x1 <= to_signed(0, 32);
+            top0_0_lane_sub_mul9_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_en) then
                 top0_0_lane_sub_mul9_0_p1 <= top0_0_lane_sub_mul9_0_p_c;
@@ -2246,7 +2314,11 @@ begin
 end process top0_0_lane_sub_mul9_0_s1;
 
 
-top0_0_lane_sub_mul9_0_round_sat9_0_r <= shift_right((top0_0_lane_sub_mul9_0_p1 + 32768), 16);
+top0_0_lane_sub_mul9_0_round_sat9_0_t <= shift_right(top0_0_lane_sub_mul9_0_p1, 16);
+top0_0_lane_sub_mul9_0_round_sat9_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul9_0_p1((16 - 1))));
+
+
+top0_0_lane_sub_mul9_0_round_sat9_0_r <= (top0_0_lane_sub_mul9_0_round_sat9_0_t + top0_0_lane_sub_mul9_0_round_sat9_0_rb);
 
 
 top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_hi <= unsigned(top0_0_lane_sub_mul9_0_round_sat9_0_r(65-1 downto (32 - 1)));
@@ -2257,7 +2329,7 @@ top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_hin <= (not top0_0_lane_sub_mul9_0_r
 
 top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign <= stdl((not bool(top0_0_lane_sub_mul9_0_round_sat9_0_r((65 - 1)))));
 
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_clamp: process (top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_hi, top0_0_lane_sub_mul9_0_round_sat9_0_r, top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill, top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_hin) is
+top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_clamp: process (top0_0_lane_sub_mul9_0_round_sat9_0_r, top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill, top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_hin, top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_hi) is
 begin
     if ((top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_hi = 0) or (top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_hin = 0)) then
         top0_0_lane_sub_mul9_0_kv <= signed(unsigned(top0_0_lane_sub_mul9_0_round_sat9_0_r(32-1 downto 0)));
@@ -2278,7 +2350,7 @@ top0_0_lane_sub_mul9_0_sat19_0_hin <= (not top0_0_lane_sub_mul9_0_sat19_0_hi);
 
 top0_0_lane_sub_mul9_0_sat19_0_nsign <= stdl((not bool(top0_0_lane_sub_mul9_0_d((33 - 1)))));
 
-top0_0_lane_sub_mul9_0_sat19_0_clamp: process (top0_0_lane_sub_mul9_0_sat19_0_hi, top0_0_lane_sub_mul9_0_d, top0_0_lane_sub_mul9_0_sat19_0_fill, top0_0_lane_sub_mul9_0_sat19_0_hin) is
+top0_0_lane_sub_mul9_0_sat19_0_clamp: process (top0_0_lane_sub_mul9_0_d, top0_0_lane_sub_mul9_0_sat19_0_fill, top0_0_lane_sub_mul9_0_sat19_0_hin, top0_0_lane_sub_mul9_0_sat19_0_hi) is
 begin
     if ((top0_0_lane_sub_mul9_0_sat19_0_hi = 0) or (top0_0_lane_sub_mul9_0_sat19_0_hin = 0)) then
         top0_0_lane_sub_mul9_0_yc <= signed(unsigned(top0_0_lane_sub_mul9_0_d(32-1 downto 0)));
@@ -2314,8 +2386,8 @@ top0_0_lane_sub_mul10_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul10_0_p1 <= to_signed(0, 65);
             top0_0_lane_sub_mul10_0_x1 <= to_signed(0, 32);
+            top0_0_lane_sub_mul10_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_en) then
                 top0_0_lane_sub_mul10_0_p1 <= top0_0_lane_sub_mul10_0_p_c;
@@ -2326,7 +2398,11 @@ begin
 end process top0_0_lane_sub_mul10_0_s1;
 
 
-top0_0_lane_sub_mul10_0_round_sat10_0_r <= shift_right((top0_0_lane_sub_mul10_0_p1 + 32768), 16);
+top0_0_lane_sub_mul10_0_round_sat10_0_t <= shift_right(top0_0_lane_sub_mul10_0_p1, 16);
+top0_0_lane_sub_mul10_0_round_sat10_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul10_0_p1((16 - 1))));
+
+
+top0_0_lane_sub_mul10_0_round_sat10_0_r <= (top0_0_lane_sub_mul10_0_round_sat10_0_t + top0_0_lane_sub_mul10_0_round_sat10_0_rb);
 
 
 top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_hi <= unsigned(top0_0_lane_sub_mul10_0_round_sat10_0_r(65-1 downto (32 - 1)));
@@ -2337,7 +2413,7 @@ top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_hin <= (not top0_0_lane_sub_mul10_
 
 top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign <= stdl((not bool(top0_0_lane_sub_mul10_0_round_sat10_0_r((65 - 1)))));
 
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_clamp: process (top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_hi, top0_0_lane_sub_mul10_0_round_sat10_0_r, top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill, top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_hin) is
+top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_clamp: process (top0_0_lane_sub_mul10_0_round_sat10_0_r, top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill, top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_hin, top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_hi) is
 begin
     if ((top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_hi = 0) or (top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_hin = 0)) then
         top0_0_lane_sub_mul10_0_kv <= signed(unsigned(top0_0_lane_sub_mul10_0_round_sat10_0_r(32-1 downto 0)));
@@ -2358,7 +2434,7 @@ top0_0_lane_sub_mul10_0_sat21_0_hin <= (not top0_0_lane_sub_mul10_0_sat21_0_hi);
 
 top0_0_lane_sub_mul10_0_sat21_0_nsign <= stdl((not bool(top0_0_lane_sub_mul10_0_d((33 - 1)))));
 
-top0_0_lane_sub_mul10_0_sat21_0_clamp: process (top0_0_lane_sub_mul10_0_sat21_0_hi, top0_0_lane_sub_mul10_0_d, top0_0_lane_sub_mul10_0_sat21_0_fill, top0_0_lane_sub_mul10_0_sat21_0_hin) is
+top0_0_lane_sub_mul10_0_sat21_0_clamp: process (top0_0_lane_sub_mul10_0_d, top0_0_lane_sub_mul10_0_sat21_0_fill, top0_0_lane_sub_mul10_0_sat21_0_hin, top0_0_lane_sub_mul10_0_sat21_0_hi) is
 begin
     if ((top0_0_lane_sub_mul10_0_sat21_0_hi = 0) or (top0_0_lane_sub_mul10_0_sat21_0_hin = 0)) then
         top0_0_lane_sub_mul10_0_yc <= signed(unsigned(top0_0_lane_sub_mul10_0_d(32-1 downto 0)));
@@ -2394,8 +2470,8 @@ top0_0_lane_sub_mul11_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul11_0_p1 <= to_signed(0, 65);
             top0_0_lane_sub_mul11_0_x1 <= to_signed(0, 32);
+            top0_0_lane_sub_mul11_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_en) then
                 top0_0_lane_sub_mul11_0_p1 <= top0_0_lane_sub_mul11_0_p_c;
@@ -2406,7 +2482,11 @@ begin
 end process top0_0_lane_sub_mul11_0_s1;
 
 
-top0_0_lane_sub_mul11_0_round_sat11_0_r <= shift_right((top0_0_lane_sub_mul11_0_p1 + 32768), 16);
+top0_0_lane_sub_mul11_0_round_sat11_0_t <= shift_right(top0_0_lane_sub_mul11_0_p1, 16);
+top0_0_lane_sub_mul11_0_round_sat11_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul11_0_p1((16 - 1))));
+
+
+top0_0_lane_sub_mul11_0_round_sat11_0_r <= (top0_0_lane_sub_mul11_0_round_sat11_0_t + top0_0_lane_sub_mul11_0_round_sat11_0_rb);
 
 
 top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_hi <= unsigned(top0_0_lane_sub_mul11_0_round_sat11_0_r(65-1 downto (32 - 1)));
@@ -2417,7 +2497,7 @@ top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_hin <= (not top0_0_lane_sub_mul11_
 
 top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign <= stdl((not bool(top0_0_lane_sub_mul11_0_round_sat11_0_r((65 - 1)))));
 
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_clamp: process (top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_hi, top0_0_lane_sub_mul11_0_round_sat11_0_r, top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill, top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_hin) is
+top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_clamp: process (top0_0_lane_sub_mul11_0_round_sat11_0_r, top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill, top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_hin, top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_hi) is
 begin
     if ((top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_hi = 0) or (top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_hin = 0)) then
         top0_0_lane_sub_mul11_0_kv <= signed(unsigned(top0_0_lane_sub_mul11_0_round_sat11_0_r(32-1 downto 0)));
@@ -2438,7 +2518,7 @@ top0_0_lane_sub_mul11_0_sat23_0_hin <= (not top0_0_lane_sub_mul11_0_sat23_0_hi);
 
 top0_0_lane_sub_mul11_0_sat23_0_nsign <= stdl((not bool(top0_0_lane_sub_mul11_0_d((33 - 1)))));
 
-top0_0_lane_sub_mul11_0_sat23_0_clamp: process (top0_0_lane_sub_mul11_0_sat23_0_hi, top0_0_lane_sub_mul11_0_d, top0_0_lane_sub_mul11_0_sat23_0_fill, top0_0_lane_sub_mul11_0_sat23_0_hin) is
+top0_0_lane_sub_mul11_0_sat23_0_clamp: process (top0_0_lane_sub_mul11_0_d, top0_0_lane_sub_mul11_0_sat23_0_fill, top0_0_lane_sub_mul11_0_sat23_0_hin, top0_0_lane_sub_mul11_0_sat23_0_hi) is
 begin
     if ((top0_0_lane_sub_mul11_0_sat23_0_hi = 0) or (top0_0_lane_sub_mul11_0_sat23_0_hin = 0)) then
         top0_0_lane_sub_mul11_0_yc <= signed(unsigned(top0_0_lane_sub_mul11_0_d(32-1 downto 0)));
@@ -2474,8 +2554,8 @@ top0_0_lane_sub_mul12_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul12_0_p1 <= to_signed(0, 65);
             top0_0_lane_sub_mul12_0_x1 <= to_signed(0, 32);
+            top0_0_lane_sub_mul12_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_en) then
                 top0_0_lane_sub_mul12_0_p1 <= top0_0_lane_sub_mul12_0_p_c;
@@ -2486,7 +2566,11 @@ begin
 end process top0_0_lane_sub_mul12_0_s1;
 
 
-top0_0_lane_sub_mul12_0_round_sat12_0_r <= shift_right((top0_0_lane_sub_mul12_0_p1 + 32768), 16);
+top0_0_lane_sub_mul12_0_round_sat12_0_t <= shift_right(top0_0_lane_sub_mul12_0_p1, 16);
+top0_0_lane_sub_mul12_0_round_sat12_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul12_0_p1((16 - 1))));
+
+
+top0_0_lane_sub_mul12_0_round_sat12_0_r <= (top0_0_lane_sub_mul12_0_round_sat12_0_t + top0_0_lane_sub_mul12_0_round_sat12_0_rb);
 
 
 top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_hi <= unsigned(top0_0_lane_sub_mul12_0_round_sat12_0_r(65-1 downto (32 - 1)));
@@ -2497,7 +2581,7 @@ top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_hin <= (not top0_0_lane_sub_mul12_
 
 top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign <= stdl((not bool(top0_0_lane_sub_mul12_0_round_sat12_0_r((65 - 1)))));
 
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_clamp: process (top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_hi, top0_0_lane_sub_mul12_0_round_sat12_0_r, top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill, top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_hin) is
+top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_clamp: process (top0_0_lane_sub_mul12_0_round_sat12_0_r, top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill, top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_hin, top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_hi) is
 begin
     if ((top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_hi = 0) or (top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_hin = 0)) then
         top0_0_lane_sub_mul12_0_kv <= signed(unsigned(top0_0_lane_sub_mul12_0_round_sat12_0_r(32-1 downto 0)));
@@ -2518,7 +2602,7 @@ top0_0_lane_sub_mul12_0_sat25_0_hin <= (not top0_0_lane_sub_mul12_0_sat25_0_hi);
 
 top0_0_lane_sub_mul12_0_sat25_0_nsign <= stdl((not bool(top0_0_lane_sub_mul12_0_d((33 - 1)))));
 
-top0_0_lane_sub_mul12_0_sat25_0_clamp: process (top0_0_lane_sub_mul12_0_sat25_0_hi, top0_0_lane_sub_mul12_0_d, top0_0_lane_sub_mul12_0_sat25_0_fill, top0_0_lane_sub_mul12_0_sat25_0_hin) is
+top0_0_lane_sub_mul12_0_sat25_0_clamp: process (top0_0_lane_sub_mul12_0_d, top0_0_lane_sub_mul12_0_sat25_0_fill, top0_0_lane_sub_mul12_0_sat25_0_hin, top0_0_lane_sub_mul12_0_sat25_0_hi) is
 begin
     if ((top0_0_lane_sub_mul12_0_sat25_0_hi = 0) or (top0_0_lane_sub_mul12_0_sat25_0_hin = 0)) then
         top0_0_lane_sub_mul12_0_yc <= signed(unsigned(top0_0_lane_sub_mul12_0_d(32-1 downto 0)));
@@ -2554,8 +2638,8 @@ top0_0_lane_sub_mul13_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul13_0_p1 <= to_signed(0, 65);
             top0_0_lane_sub_mul13_0_x1 <= to_signed(0, 32);
+            top0_0_lane_sub_mul13_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_en) then
                 top0_0_lane_sub_mul13_0_p1 <= top0_0_lane_sub_mul13_0_p_c;
@@ -2566,7 +2650,11 @@ begin
 end process top0_0_lane_sub_mul13_0_s1;
 
 
-top0_0_lane_sub_mul13_0_round_sat13_0_r <= shift_right((top0_0_lane_sub_mul13_0_p1 + 32768), 16);
+top0_0_lane_sub_mul13_0_round_sat13_0_t <= shift_right(top0_0_lane_sub_mul13_0_p1, 16);
+top0_0_lane_sub_mul13_0_round_sat13_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul13_0_p1((16 - 1))));
+
+
+top0_0_lane_sub_mul13_0_round_sat13_0_r <= (top0_0_lane_sub_mul13_0_round_sat13_0_t + top0_0_lane_sub_mul13_0_round_sat13_0_rb);
 
 
 top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_hi <= unsigned(top0_0_lane_sub_mul13_0_round_sat13_0_r(65-1 downto (32 - 1)));
@@ -2577,7 +2665,7 @@ top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_hin <= (not top0_0_lane_sub_mul13_
 
 top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign <= stdl((not bool(top0_0_lane_sub_mul13_0_round_sat13_0_r((65 - 1)))));
 
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_clamp: process (top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_hi, top0_0_lane_sub_mul13_0_round_sat13_0_r, top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill, top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_hin) is
+top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_clamp: process (top0_0_lane_sub_mul13_0_round_sat13_0_r, top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill, top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_hin, top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_hi) is
 begin
     if ((top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_hi = 0) or (top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_hin = 0)) then
         top0_0_lane_sub_mul13_0_kv <= signed(unsigned(top0_0_lane_sub_mul13_0_round_sat13_0_r(32-1 downto 0)));
@@ -2598,7 +2686,7 @@ top0_0_lane_sub_mul13_0_sat27_0_hin <= (not top0_0_lane_sub_mul13_0_sat27_0_hi);
 
 top0_0_lane_sub_mul13_0_sat27_0_nsign <= stdl((not bool(top0_0_lane_sub_mul13_0_d((33 - 1)))));
 
-top0_0_lane_sub_mul13_0_sat27_0_clamp: process (top0_0_lane_sub_mul13_0_sat27_0_hi, top0_0_lane_sub_mul13_0_d, top0_0_lane_sub_mul13_0_sat27_0_fill, top0_0_lane_sub_mul13_0_sat27_0_hin) is
+top0_0_lane_sub_mul13_0_sat27_0_clamp: process (top0_0_lane_sub_mul13_0_d, top0_0_lane_sub_mul13_0_sat27_0_fill, top0_0_lane_sub_mul13_0_sat27_0_hin, top0_0_lane_sub_mul13_0_sat27_0_hi) is
 begin
     if ((top0_0_lane_sub_mul13_0_sat27_0_hi = 0) or (top0_0_lane_sub_mul13_0_sat27_0_hin = 0)) then
         top0_0_lane_sub_mul13_0_yc <= signed(unsigned(top0_0_lane_sub_mul13_0_d(32-1 downto 0)));
@@ -2634,8 +2722,8 @@ top0_0_lane_sub_mul14_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul14_0_p1 <= to_signed(0, 65);
             top0_0_lane_sub_mul14_0_x1 <= to_signed(0, 32);
+            top0_0_lane_sub_mul14_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_en) then
                 top0_0_lane_sub_mul14_0_p1 <= top0_0_lane_sub_mul14_0_p_c;
@@ -2646,7 +2734,11 @@ begin
 end process top0_0_lane_sub_mul14_0_s1;
 
 
-top0_0_lane_sub_mul14_0_round_sat14_0_r <= shift_right((top0_0_lane_sub_mul14_0_p1 + 32768), 16);
+top0_0_lane_sub_mul14_0_round_sat14_0_t <= shift_right(top0_0_lane_sub_mul14_0_p1, 16);
+top0_0_lane_sub_mul14_0_round_sat14_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul14_0_p1((16 - 1))));
+
+
+top0_0_lane_sub_mul14_0_round_sat14_0_r <= (top0_0_lane_sub_mul14_0_round_sat14_0_t + top0_0_lane_sub_mul14_0_round_sat14_0_rb);
 
 
 top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_hi <= unsigned(top0_0_lane_sub_mul14_0_round_sat14_0_r(65-1 downto (32 - 1)));
@@ -2657,7 +2749,7 @@ top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_hin <= (not top0_0_lane_sub_mul14_
 
 top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign <= stdl((not bool(top0_0_lane_sub_mul14_0_round_sat14_0_r((65 - 1)))));
 
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_clamp: process (top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_hi, top0_0_lane_sub_mul14_0_round_sat14_0_r, top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill, top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_hin) is
+top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_clamp: process (top0_0_lane_sub_mul14_0_round_sat14_0_r, top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill, top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_hin, top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_hi) is
 begin
     if ((top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_hi = 0) or (top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_hin = 0)) then
         top0_0_lane_sub_mul14_0_kv <= signed(unsigned(top0_0_lane_sub_mul14_0_round_sat14_0_r(32-1 downto 0)));
@@ -2678,7 +2770,7 @@ top0_0_lane_sub_mul14_0_sat29_0_hin <= (not top0_0_lane_sub_mul14_0_sat29_0_hi);
 
 top0_0_lane_sub_mul14_0_sat29_0_nsign <= stdl((not bool(top0_0_lane_sub_mul14_0_d((33 - 1)))));
 
-top0_0_lane_sub_mul14_0_sat29_0_clamp: process (top0_0_lane_sub_mul14_0_sat29_0_hi, top0_0_lane_sub_mul14_0_d, top0_0_lane_sub_mul14_0_sat29_0_fill, top0_0_lane_sub_mul14_0_sat29_0_hin) is
+top0_0_lane_sub_mul14_0_sat29_0_clamp: process (top0_0_lane_sub_mul14_0_d, top0_0_lane_sub_mul14_0_sat29_0_fill, top0_0_lane_sub_mul14_0_sat29_0_hin, top0_0_lane_sub_mul14_0_sat29_0_hi) is
 begin
     if ((top0_0_lane_sub_mul14_0_sat29_0_hi = 0) or (top0_0_lane_sub_mul14_0_sat29_0_hin = 0)) then
         top0_0_lane_sub_mul14_0_yc <= signed(unsigned(top0_0_lane_sub_mul14_0_d(32-1 downto 0)));
@@ -2714,8 +2806,8 @@ top0_0_lane_sub_mul15_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul15_0_p1 <= to_signed(0, 65);
             top0_0_lane_sub_mul15_0_x1 <= to_signed(0, 32);
+            top0_0_lane_sub_mul15_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_en) then
                 top0_0_lane_sub_mul15_0_p1 <= top0_0_lane_sub_mul15_0_p_c;
@@ -2726,7 +2818,11 @@ begin
 end process top0_0_lane_sub_mul15_0_s1;
 
 
-top0_0_lane_sub_mul15_0_round_sat15_0_r <= shift_right((top0_0_lane_sub_mul15_0_p1 + 32768), 16);
+top0_0_lane_sub_mul15_0_round_sat15_0_t <= shift_right(top0_0_lane_sub_mul15_0_p1, 16);
+top0_0_lane_sub_mul15_0_round_sat15_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul15_0_p1((16 - 1))));
+
+
+top0_0_lane_sub_mul15_0_round_sat15_0_r <= (top0_0_lane_sub_mul15_0_round_sat15_0_t + top0_0_lane_sub_mul15_0_round_sat15_0_rb);
 
 
 top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_hi <= unsigned(top0_0_lane_sub_mul15_0_round_sat15_0_r(65-1 downto (32 - 1)));
@@ -2737,7 +2833,7 @@ top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_hin <= (not top0_0_lane_sub_mul15_
 
 top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign <= stdl((not bool(top0_0_lane_sub_mul15_0_round_sat15_0_r((65 - 1)))));
 
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_clamp: process (top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_hi, top0_0_lane_sub_mul15_0_round_sat15_0_r, top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill, top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_hin) is
+top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_clamp: process (top0_0_lane_sub_mul15_0_round_sat15_0_r, top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill, top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_hin, top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_hi) is
 begin
     if ((top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_hi = 0) or (top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_hin = 0)) then
         top0_0_lane_sub_mul15_0_kv <= signed(unsigned(top0_0_lane_sub_mul15_0_round_sat15_0_r(32-1 downto 0)));
@@ -2758,7 +2854,7 @@ top0_0_lane_sub_mul15_0_sat31_0_hin <= (not top0_0_lane_sub_mul15_0_sat31_0_hi);
 
 top0_0_lane_sub_mul15_0_sat31_0_nsign <= stdl((not bool(top0_0_lane_sub_mul15_0_d((33 - 1)))));
 
-top0_0_lane_sub_mul15_0_sat31_0_clamp: process (top0_0_lane_sub_mul15_0_sat31_0_hi, top0_0_lane_sub_mul15_0_d, top0_0_lane_sub_mul15_0_sat31_0_fill, top0_0_lane_sub_mul15_0_sat31_0_hin) is
+top0_0_lane_sub_mul15_0_sat31_0_clamp: process (top0_0_lane_sub_mul15_0_d, top0_0_lane_sub_mul15_0_sat31_0_fill, top0_0_lane_sub_mul15_0_sat31_0_hin, top0_0_lane_sub_mul15_0_sat31_0_hi) is
 begin
     if ((top0_0_lane_sub_mul15_0_sat31_0_hi = 0) or (top0_0_lane_sub_mul15_0_sat31_0_hin = 0)) then
         top0_0_lane_sub_mul15_0_yc <= signed(unsigned(top0_0_lane_sub_mul15_0_d(32-1 downto 0)));
@@ -2794,14 +2890,14 @@ top0_0_out_fifo20_0_seq: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_out_fifo20_0_u0 <= to_unsigned(0, 1);
-            top0_0_en <= '1';
-            top0_0_out_fifo20_0_l0 <= '0';
-            top0_0_out_fifo20_0_l1 <= '0';
-            top0_0_out_fifo20_0_u1 <= to_unsigned(0, 1);
-            top0_0_out_fifo20_0_d0 <= to_unsigned(0, 512);
-            top0_0_out_fifo20_0_d1 <= to_unsigned(0, 512);
             top0_0_out_fifo20_0_cnt <= to_unsigned(0, 2);
+            top0_0_out_fifo20_0_u0 <= to_unsigned(0, 1);
+            top0_0_out_fifo20_0_d0 <= to_unsigned(0, 512);
+            top0_0_out_fifo20_0_u1 <= to_unsigned(0, 1);
+            top0_0_en <= '1';
+            top0_0_out_fifo20_0_l1 <= '0';
+            top0_0_out_fifo20_0_l0 <= '0';
+            top0_0_out_fifo20_0_d1 <= to_unsigned(0, 512);
         else
             pop := stdl((top0_0_out_fifo20_0_cnt /= 0) and bool(m_axis_y_tready));
             if bool(pop) then

@@ -1,0 +1,27 @@
+"""multiply_subtract: per lane y = sat(x - sat(round(s * a))), one s per iteration from
+s_axis_s, against golden.pipearch_ops.multiply_subtract.
+
+The cocotb tests come from verif/lanewise_suite.py; the pytest launchers are below."""
+from __future__ import annotations
+
+import pytest
+
+from golden import pipearch_ops as ops
+from verif.harness import matrix, run_core
+from verif.lanewise_suite import Adapter, make_tests
+
+CORE = "multiply_subtract"
+ADAPTER = Adapter(
+    core=CORE, inputs=("s_axis_x", "s_axis_a"), knob="scalar",
+    golden=lambda fmt, x, a, s: ops.multiply_subtract(fmt, x, s, a),
+    rails_knobs=lambda fmt: [fmt.max_int, fmt.min_int, -1, 1])
+globals().update(make_tests(ADAPTER))
+
+
+@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus")]))
+def test_multiply_subtract(cfg, sim):
+    run_core(CORE, cfg, sim)
+
+
+def test_multiply_subtract_vhdl_smoke():
+    run_core(CORE, "small", "ghdl", testcase="random_jobs")
