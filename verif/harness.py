@@ -73,7 +73,12 @@ def read_results(xml_path: Path) -> dict:
         tests += 1
         failed = tc.find("failure") is not None or tc.find("error") is not None
         fails += failed
-        sim_ns += float(tc.get("sim_time_ns", 0.0))
+        props = {p.get("name"): p.get("value") for p in tc.iter("property")}
+        if "sim_time_stop" in props:
+            unit = {"fs": 1e-6, "ps": 1e-3, "ns": 1.0, "us": 1e3, "ms": 1e6}.get(props.get("sim_time_unit", "ns"), 1.0)
+            sim_ns += (float(props["sim_time_stop"]) - float(props.get("sim_time_start", 0.0))) * unit
+        else:
+            sim_ns += float(tc.get("sim_time_ns", 0.0))
         names.append((tc.get("name"), not failed))
     return {"tests": tests, "failures": fails, "sim_ns": sim_ns, "cases": names}
 

@@ -56,7 +56,7 @@ def convert(factory, name: str, outdir: Path, generator: str, params: dict) -> l
         pkg = Path(tmp, VHDL_PKG).read_text()
     v2, n1 = _V_HDR.subn(_header("//", generator, params), v)
     vhd2, n2 = _VHD_HDR.subn(_header("--", generator, params), vhd)
-    pkg2 = re.sub(r"^-- Date: .*\n", "", pkg, flags=re.M)
+    pkg2 = re.sub(r"^-- (File|Date): .*\n", "", pkg, flags=re.M)
     if n1 != 1 or n2 != 1:
         raise RuntimeError("MyHDL header format changed; update rtl_gen/common/hdl.py")
     out = [outdir / f"{name}.v", outdir / f"{name}.vhd", outdir / VHDL_PKG]

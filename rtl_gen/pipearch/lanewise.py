@@ -17,7 +17,7 @@ from rtl_gen.common.core import Datasheet, Port
 from rtl_gen.common.hdl import new_reset, sig_b, sig_s, sig_u
 from rtl_gen.common.sigmoid import SIGMOID_LATENCY, sigmoid_pipe
 
-from .subroutine import bits_for, control, delay_flags
+from .subroutine import control, delay_flags, field_bits
 
 SUB_MUL_LATENCY = 2
 
@@ -126,7 +126,7 @@ def lane_sig_delta(clk, rst, en, z_u, b_u, use_sig, y, table):
 
 def lanewise_ports(p: dict, kind: str) -> list[Port]:
     L, W = p["LANES"], p["W"]
-    dw, iw = bits_for(p["MAX_DIM"]), bits_for(p["MAX_ITER"])
+    dw, iw = field_bits(p["MAX_DIM"]), field_bits(p["MAX_ITER"])
     names = {"l2reg": ("x", "xold"), "multiply_subtract": ("x", "a"), "sigmoid_delta": ("z", "b")}[kind]
     ports = [
         Port("clk", "in", 1, "clock, rising edge"),
@@ -160,7 +160,7 @@ def lanewise_ports(p: dict, kind: str) -> list[Port]:
 
 def build_lanewise(p: dict, kind: str):
     L, W, F = p["LANES"], p["W"], p["F"]
-    dw, iw = bits_for(p["MAX_DIM"]), bits_for(p["MAX_ITER"])
+    dw, iw = field_bits(p["MAX_DIM"]), field_bits(p["MAX_ITER"])
     table = sigmoid_table(QFormat(W, F)) if kind == "sigmoid_delta" else None
     lat = SUB_MUL_LATENCY if kind != "sigmoid_delta" else SIGMOID_LATENCY + 1
     lane_sub_mul.F = F
@@ -257,8 +257,8 @@ def build_lanewise(p: dict, kind: str):
 
 
 def datasheet_lanewise(p: dict, kind: str, lat: int, summary: str) -> Datasheet:
-    fields = [("cfg_dimension", str(bits_for(p["MAX_DIM"])), "lines per iteration"),
-              ("cfg_iterations", str(bits_for(p["MAX_ITER"])), "iterations")]
+    fields = [("cfg_dimension", str(field_bits(p["MAX_DIM"])), "lines per iteration"),
+              ("cfg_iterations", str(field_bits(p["MAX_ITER"])), "iterations")]
     if kind == "l2reg":
         fields.append(("cfg_reg", str(p["W"]), "2*alpha*lambda2, signed Q(W,F)"))
     if kind == "sigmoid_delta":

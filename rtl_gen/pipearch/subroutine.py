@@ -56,6 +56,12 @@ def bits_for(n: int) -> int:
     return max(1, int(n).bit_length())
 
 
+def field_bits(max_value: int) -> int:
+    """Width of an initiation field: it can also hold ``max_value + 1``, so an over-range
+    value is representable and the range check is never a constant comparison."""
+    return bits_for(max_value + 1)
+
+
 @block
 def control(clk, rst, start, cfg_dimension, cfg_iterations, busy, done, cfg_err,
             fire, line_last, iter_last, final, out_final_pop, running, max_dim, max_iter):

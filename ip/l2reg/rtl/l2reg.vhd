@@ -45,370 +45,370 @@ signal cfg_reg_num: unsigned(31 downto 0);
 signal s_axis_x_tdata_num: unsigned(511 downto 0);
 signal s_axis_xold_tdata_num: unsigned(511 downto 0);
 signal m_axis_y_tdata_num: unsigned(511 downto 0);
-signal top0_0_en: std_logic;
-signal top0_0_final: std_logic;
-signal top0_0_fire: std_logic;
-signal top0_0_line_last: std_logic;
-signal top0_0_out_final_pop: std_logic;
-signal top0_0_running: std_logic;
-signal top0_0_ar: unsigned(511 downto 0);
-signal top0_0_br: unsigned(511 downto 0);
-signal top0_0_v0: unsigned(2 downto 0);
-signal top0_0_kr: signed (31 downto 0);
-signal top0_0_ybits: unsigned(511 downto 0);
-signal top0_0_ycat: unsigned(511 downto 0);
-signal top0_0_push: std_logic;
-signal top0_0_vout: unsigned(2 downto 0);
-signal top0_0_fin_u: unsigned(0 downto 0);
-signal top0_0_mfin: unsigned(0 downto 0);
-signal top0_0_control0_0_dim_r: unsigned(10 downto 0);
-signal top0_0_control0_0_icnt: unsigned(12 downto 0);
-signal top0_0_control0_0_it_r: unsigned(12 downto 0);
-signal top0_0_control0_0_lcnt: unsigned(10 downto 0);
-signal top0_0_delay_flags0_0_sr: unsigned(5 downto 0);
-signal top0_0_lane_sub_mul0_0_y: unsigned(31 downto 0);
-signal top0_0_lane_sub_mul0_0_d: signed (32 downto 0);
-signal top0_0_lane_sub_mul0_0_kv: signed (31 downto 0);
-signal top0_0_lane_sub_mul0_0_p1: signed (64 downto 0);
-signal top0_0_lane_sub_mul0_0_p_c: signed (64 downto 0);
-signal top0_0_lane_sub_mul0_0_v: signed (31 downto 0);
-signal top0_0_lane_sub_mul0_0_x: signed (31 downto 0);
-signal top0_0_lane_sub_mul0_0_x1: signed (31 downto 0);
-signal top0_0_lane_sub_mul0_0_yr: signed (31 downto 0);
-signal top0_0_lane_sub_mul0_0_yc: signed (31 downto 0);
-signal top0_0_lane_sub_mul0_0_round_sat0_0_r: signed (64 downto 0);
-signal top0_0_lane_sub_mul0_0_round_sat0_0_rb: signed (64 downto 0);
-signal top0_0_lane_sub_mul0_0_round_sat0_0_t: signed (64 downto 0);
-signal top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_hi: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_hin: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign: std_logic;
-signal top0_0_lane_sub_mul0_0_sat1_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul0_0_sat1_0_hi: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul0_0_sat1_0_hin: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul0_0_sat1_0_nsign: std_logic;
-signal top0_0_lane_sub_mul1_0_y: unsigned(31 downto 0);
-signal top0_0_lane_sub_mul1_0_d: signed (32 downto 0);
-signal top0_0_lane_sub_mul1_0_kv: signed (31 downto 0);
-signal top0_0_lane_sub_mul1_0_p1: signed (64 downto 0);
-signal top0_0_lane_sub_mul1_0_p_c: signed (64 downto 0);
-signal top0_0_lane_sub_mul1_0_v: signed (31 downto 0);
-signal top0_0_lane_sub_mul1_0_x: signed (31 downto 0);
-signal top0_0_lane_sub_mul1_0_x1: signed (31 downto 0);
-signal top0_0_lane_sub_mul1_0_yr: signed (31 downto 0);
-signal top0_0_lane_sub_mul1_0_yc: signed (31 downto 0);
-signal top0_0_lane_sub_mul1_0_round_sat1_0_r: signed (64 downto 0);
-signal top0_0_lane_sub_mul1_0_round_sat1_0_rb: signed (64 downto 0);
-signal top0_0_lane_sub_mul1_0_round_sat1_0_t: signed (64 downto 0);
-signal top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_hi: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_hin: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign: std_logic;
-signal top0_0_lane_sub_mul1_0_sat3_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul1_0_sat3_0_hi: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul1_0_sat3_0_hin: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul1_0_sat3_0_nsign: std_logic;
-signal top0_0_lane_sub_mul2_0_y: unsigned(31 downto 0);
-signal top0_0_lane_sub_mul2_0_d: signed (32 downto 0);
-signal top0_0_lane_sub_mul2_0_kv: signed (31 downto 0);
-signal top0_0_lane_sub_mul2_0_p1: signed (64 downto 0);
-signal top0_0_lane_sub_mul2_0_p_c: signed (64 downto 0);
-signal top0_0_lane_sub_mul2_0_v: signed (31 downto 0);
-signal top0_0_lane_sub_mul2_0_x: signed (31 downto 0);
-signal top0_0_lane_sub_mul2_0_x1: signed (31 downto 0);
-signal top0_0_lane_sub_mul2_0_yr: signed (31 downto 0);
-signal top0_0_lane_sub_mul2_0_yc: signed (31 downto 0);
-signal top0_0_lane_sub_mul2_0_round_sat2_0_r: signed (64 downto 0);
-signal top0_0_lane_sub_mul2_0_round_sat2_0_rb: signed (64 downto 0);
-signal top0_0_lane_sub_mul2_0_round_sat2_0_t: signed (64 downto 0);
-signal top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_hi: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_hin: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign: std_logic;
-signal top0_0_lane_sub_mul2_0_sat5_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul2_0_sat5_0_hi: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul2_0_sat5_0_hin: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul2_0_sat5_0_nsign: std_logic;
-signal top0_0_lane_sub_mul3_0_y: unsigned(31 downto 0);
-signal top0_0_lane_sub_mul3_0_d: signed (32 downto 0);
-signal top0_0_lane_sub_mul3_0_kv: signed (31 downto 0);
-signal top0_0_lane_sub_mul3_0_p1: signed (64 downto 0);
-signal top0_0_lane_sub_mul3_0_p_c: signed (64 downto 0);
-signal top0_0_lane_sub_mul3_0_v: signed (31 downto 0);
-signal top0_0_lane_sub_mul3_0_x: signed (31 downto 0);
-signal top0_0_lane_sub_mul3_0_x1: signed (31 downto 0);
-signal top0_0_lane_sub_mul3_0_yr: signed (31 downto 0);
-signal top0_0_lane_sub_mul3_0_yc: signed (31 downto 0);
-signal top0_0_lane_sub_mul3_0_round_sat3_0_r: signed (64 downto 0);
-signal top0_0_lane_sub_mul3_0_round_sat3_0_rb: signed (64 downto 0);
-signal top0_0_lane_sub_mul3_0_round_sat3_0_t: signed (64 downto 0);
-signal top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_hi: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_hin: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign: std_logic;
-signal top0_0_lane_sub_mul3_0_sat7_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul3_0_sat7_0_hi: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul3_0_sat7_0_hin: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul3_0_sat7_0_nsign: std_logic;
-signal top0_0_lane_sub_mul4_0_y: unsigned(31 downto 0);
-signal top0_0_lane_sub_mul4_0_d: signed (32 downto 0);
-signal top0_0_lane_sub_mul4_0_kv: signed (31 downto 0);
-signal top0_0_lane_sub_mul4_0_p1: signed (64 downto 0);
-signal top0_0_lane_sub_mul4_0_p_c: signed (64 downto 0);
-signal top0_0_lane_sub_mul4_0_v: signed (31 downto 0);
-signal top0_0_lane_sub_mul4_0_x: signed (31 downto 0);
-signal top0_0_lane_sub_mul4_0_x1: signed (31 downto 0);
-signal top0_0_lane_sub_mul4_0_yr: signed (31 downto 0);
-signal top0_0_lane_sub_mul4_0_yc: signed (31 downto 0);
-signal top0_0_lane_sub_mul4_0_round_sat4_0_r: signed (64 downto 0);
-signal top0_0_lane_sub_mul4_0_round_sat4_0_rb: signed (64 downto 0);
-signal top0_0_lane_sub_mul4_0_round_sat4_0_t: signed (64 downto 0);
-signal top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_hi: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_hin: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign: std_logic;
-signal top0_0_lane_sub_mul4_0_sat9_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul4_0_sat9_0_hi: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul4_0_sat9_0_hin: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul4_0_sat9_0_nsign: std_logic;
-signal top0_0_lane_sub_mul5_0_y: unsigned(31 downto 0);
-signal top0_0_lane_sub_mul5_0_d: signed (32 downto 0);
-signal top0_0_lane_sub_mul5_0_kv: signed (31 downto 0);
-signal top0_0_lane_sub_mul5_0_p1: signed (64 downto 0);
-signal top0_0_lane_sub_mul5_0_p_c: signed (64 downto 0);
-signal top0_0_lane_sub_mul5_0_v: signed (31 downto 0);
-signal top0_0_lane_sub_mul5_0_x: signed (31 downto 0);
-signal top0_0_lane_sub_mul5_0_x1: signed (31 downto 0);
-signal top0_0_lane_sub_mul5_0_yr: signed (31 downto 0);
-signal top0_0_lane_sub_mul5_0_yc: signed (31 downto 0);
-signal top0_0_lane_sub_mul5_0_round_sat5_0_r: signed (64 downto 0);
-signal top0_0_lane_sub_mul5_0_round_sat5_0_rb: signed (64 downto 0);
-signal top0_0_lane_sub_mul5_0_round_sat5_0_t: signed (64 downto 0);
-signal top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_hi: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_hin: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign: std_logic;
-signal top0_0_lane_sub_mul5_0_sat11_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul5_0_sat11_0_hi: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul5_0_sat11_0_hin: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul5_0_sat11_0_nsign: std_logic;
-signal top0_0_lane_sub_mul6_0_y: unsigned(31 downto 0);
-signal top0_0_lane_sub_mul6_0_d: signed (32 downto 0);
-signal top0_0_lane_sub_mul6_0_kv: signed (31 downto 0);
-signal top0_0_lane_sub_mul6_0_p1: signed (64 downto 0);
-signal top0_0_lane_sub_mul6_0_p_c: signed (64 downto 0);
-signal top0_0_lane_sub_mul6_0_v: signed (31 downto 0);
-signal top0_0_lane_sub_mul6_0_x: signed (31 downto 0);
-signal top0_0_lane_sub_mul6_0_x1: signed (31 downto 0);
-signal top0_0_lane_sub_mul6_0_yr: signed (31 downto 0);
-signal top0_0_lane_sub_mul6_0_yc: signed (31 downto 0);
-signal top0_0_lane_sub_mul6_0_round_sat6_0_r: signed (64 downto 0);
-signal top0_0_lane_sub_mul6_0_round_sat6_0_rb: signed (64 downto 0);
-signal top0_0_lane_sub_mul6_0_round_sat6_0_t: signed (64 downto 0);
-signal top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_hi: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_hin: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign: std_logic;
-signal top0_0_lane_sub_mul6_0_sat13_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul6_0_sat13_0_hi: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul6_0_sat13_0_hin: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul6_0_sat13_0_nsign: std_logic;
-signal top0_0_lane_sub_mul7_0_y: unsigned(31 downto 0);
-signal top0_0_lane_sub_mul7_0_d: signed (32 downto 0);
-signal top0_0_lane_sub_mul7_0_kv: signed (31 downto 0);
-signal top0_0_lane_sub_mul7_0_p1: signed (64 downto 0);
-signal top0_0_lane_sub_mul7_0_p_c: signed (64 downto 0);
-signal top0_0_lane_sub_mul7_0_v: signed (31 downto 0);
-signal top0_0_lane_sub_mul7_0_x: signed (31 downto 0);
-signal top0_0_lane_sub_mul7_0_x1: signed (31 downto 0);
-signal top0_0_lane_sub_mul7_0_yr: signed (31 downto 0);
-signal top0_0_lane_sub_mul7_0_yc: signed (31 downto 0);
-signal top0_0_lane_sub_mul7_0_round_sat7_0_r: signed (64 downto 0);
-signal top0_0_lane_sub_mul7_0_round_sat7_0_rb: signed (64 downto 0);
-signal top0_0_lane_sub_mul7_0_round_sat7_0_t: signed (64 downto 0);
-signal top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_hi: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_hin: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign: std_logic;
-signal top0_0_lane_sub_mul7_0_sat15_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul7_0_sat15_0_hi: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul7_0_sat15_0_hin: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul7_0_sat15_0_nsign: std_logic;
-signal top0_0_lane_sub_mul8_0_y: unsigned(31 downto 0);
-signal top0_0_lane_sub_mul8_0_d: signed (32 downto 0);
-signal top0_0_lane_sub_mul8_0_kv: signed (31 downto 0);
-signal top0_0_lane_sub_mul8_0_p1: signed (64 downto 0);
-signal top0_0_lane_sub_mul8_0_p_c: signed (64 downto 0);
-signal top0_0_lane_sub_mul8_0_v: signed (31 downto 0);
-signal top0_0_lane_sub_mul8_0_x: signed (31 downto 0);
-signal top0_0_lane_sub_mul8_0_x1: signed (31 downto 0);
-signal top0_0_lane_sub_mul8_0_yr: signed (31 downto 0);
-signal top0_0_lane_sub_mul8_0_yc: signed (31 downto 0);
-signal top0_0_lane_sub_mul8_0_round_sat8_0_r: signed (64 downto 0);
-signal top0_0_lane_sub_mul8_0_round_sat8_0_rb: signed (64 downto 0);
-signal top0_0_lane_sub_mul8_0_round_sat8_0_t: signed (64 downto 0);
-signal top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_hi: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_hin: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign: std_logic;
-signal top0_0_lane_sub_mul8_0_sat17_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul8_0_sat17_0_hi: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul8_0_sat17_0_hin: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul8_0_sat17_0_nsign: std_logic;
-signal top0_0_lane_sub_mul9_0_y: unsigned(31 downto 0);
-signal top0_0_lane_sub_mul9_0_d: signed (32 downto 0);
-signal top0_0_lane_sub_mul9_0_kv: signed (31 downto 0);
-signal top0_0_lane_sub_mul9_0_p1: signed (64 downto 0);
-signal top0_0_lane_sub_mul9_0_p_c: signed (64 downto 0);
-signal top0_0_lane_sub_mul9_0_v: signed (31 downto 0);
-signal top0_0_lane_sub_mul9_0_x: signed (31 downto 0);
-signal top0_0_lane_sub_mul9_0_x1: signed (31 downto 0);
-signal top0_0_lane_sub_mul9_0_yr: signed (31 downto 0);
-signal top0_0_lane_sub_mul9_0_yc: signed (31 downto 0);
-signal top0_0_lane_sub_mul9_0_round_sat9_0_r: signed (64 downto 0);
-signal top0_0_lane_sub_mul9_0_round_sat9_0_rb: signed (64 downto 0);
-signal top0_0_lane_sub_mul9_0_round_sat9_0_t: signed (64 downto 0);
-signal top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_hi: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_hin: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign: std_logic;
-signal top0_0_lane_sub_mul9_0_sat19_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul9_0_sat19_0_hi: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul9_0_sat19_0_hin: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul9_0_sat19_0_nsign: std_logic;
-signal top0_0_lane_sub_mul10_0_y: unsigned(31 downto 0);
-signal top0_0_lane_sub_mul10_0_d: signed (32 downto 0);
-signal top0_0_lane_sub_mul10_0_kv: signed (31 downto 0);
-signal top0_0_lane_sub_mul10_0_p1: signed (64 downto 0);
-signal top0_0_lane_sub_mul10_0_p_c: signed (64 downto 0);
-signal top0_0_lane_sub_mul10_0_v: signed (31 downto 0);
-signal top0_0_lane_sub_mul10_0_x: signed (31 downto 0);
-signal top0_0_lane_sub_mul10_0_x1: signed (31 downto 0);
-signal top0_0_lane_sub_mul10_0_yr: signed (31 downto 0);
-signal top0_0_lane_sub_mul10_0_yc: signed (31 downto 0);
-signal top0_0_lane_sub_mul10_0_round_sat10_0_r: signed (64 downto 0);
-signal top0_0_lane_sub_mul10_0_round_sat10_0_rb: signed (64 downto 0);
-signal top0_0_lane_sub_mul10_0_round_sat10_0_t: signed (64 downto 0);
-signal top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_hi: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_hin: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign: std_logic;
-signal top0_0_lane_sub_mul10_0_sat21_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul10_0_sat21_0_hi: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul10_0_sat21_0_hin: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul10_0_sat21_0_nsign: std_logic;
-signal top0_0_lane_sub_mul11_0_y: unsigned(31 downto 0);
-signal top0_0_lane_sub_mul11_0_d: signed (32 downto 0);
-signal top0_0_lane_sub_mul11_0_kv: signed (31 downto 0);
-signal top0_0_lane_sub_mul11_0_p1: signed (64 downto 0);
-signal top0_0_lane_sub_mul11_0_p_c: signed (64 downto 0);
-signal top0_0_lane_sub_mul11_0_v: signed (31 downto 0);
-signal top0_0_lane_sub_mul11_0_x: signed (31 downto 0);
-signal top0_0_lane_sub_mul11_0_x1: signed (31 downto 0);
-signal top0_0_lane_sub_mul11_0_yr: signed (31 downto 0);
-signal top0_0_lane_sub_mul11_0_yc: signed (31 downto 0);
-signal top0_0_lane_sub_mul11_0_round_sat11_0_r: signed (64 downto 0);
-signal top0_0_lane_sub_mul11_0_round_sat11_0_rb: signed (64 downto 0);
-signal top0_0_lane_sub_mul11_0_round_sat11_0_t: signed (64 downto 0);
-signal top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_hi: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_hin: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign: std_logic;
-signal top0_0_lane_sub_mul11_0_sat23_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul11_0_sat23_0_hi: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul11_0_sat23_0_hin: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul11_0_sat23_0_nsign: std_logic;
-signal top0_0_lane_sub_mul12_0_y: unsigned(31 downto 0);
-signal top0_0_lane_sub_mul12_0_d: signed (32 downto 0);
-signal top0_0_lane_sub_mul12_0_kv: signed (31 downto 0);
-signal top0_0_lane_sub_mul12_0_p1: signed (64 downto 0);
-signal top0_0_lane_sub_mul12_0_p_c: signed (64 downto 0);
-signal top0_0_lane_sub_mul12_0_v: signed (31 downto 0);
-signal top0_0_lane_sub_mul12_0_x: signed (31 downto 0);
-signal top0_0_lane_sub_mul12_0_x1: signed (31 downto 0);
-signal top0_0_lane_sub_mul12_0_yr: signed (31 downto 0);
-signal top0_0_lane_sub_mul12_0_yc: signed (31 downto 0);
-signal top0_0_lane_sub_mul12_0_round_sat12_0_r: signed (64 downto 0);
-signal top0_0_lane_sub_mul12_0_round_sat12_0_rb: signed (64 downto 0);
-signal top0_0_lane_sub_mul12_0_round_sat12_0_t: signed (64 downto 0);
-signal top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_hi: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_hin: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign: std_logic;
-signal top0_0_lane_sub_mul12_0_sat25_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul12_0_sat25_0_hi: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul12_0_sat25_0_hin: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul12_0_sat25_0_nsign: std_logic;
-signal top0_0_lane_sub_mul13_0_y: unsigned(31 downto 0);
-signal top0_0_lane_sub_mul13_0_d: signed (32 downto 0);
-signal top0_0_lane_sub_mul13_0_kv: signed (31 downto 0);
-signal top0_0_lane_sub_mul13_0_p1: signed (64 downto 0);
-signal top0_0_lane_sub_mul13_0_p_c: signed (64 downto 0);
-signal top0_0_lane_sub_mul13_0_v: signed (31 downto 0);
-signal top0_0_lane_sub_mul13_0_x: signed (31 downto 0);
-signal top0_0_lane_sub_mul13_0_x1: signed (31 downto 0);
-signal top0_0_lane_sub_mul13_0_yr: signed (31 downto 0);
-signal top0_0_lane_sub_mul13_0_yc: signed (31 downto 0);
-signal top0_0_lane_sub_mul13_0_round_sat13_0_r: signed (64 downto 0);
-signal top0_0_lane_sub_mul13_0_round_sat13_0_rb: signed (64 downto 0);
-signal top0_0_lane_sub_mul13_0_round_sat13_0_t: signed (64 downto 0);
-signal top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_hi: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_hin: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign: std_logic;
-signal top0_0_lane_sub_mul13_0_sat27_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul13_0_sat27_0_hi: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul13_0_sat27_0_hin: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul13_0_sat27_0_nsign: std_logic;
-signal top0_0_lane_sub_mul14_0_y: unsigned(31 downto 0);
-signal top0_0_lane_sub_mul14_0_d: signed (32 downto 0);
-signal top0_0_lane_sub_mul14_0_kv: signed (31 downto 0);
-signal top0_0_lane_sub_mul14_0_p1: signed (64 downto 0);
-signal top0_0_lane_sub_mul14_0_p_c: signed (64 downto 0);
-signal top0_0_lane_sub_mul14_0_v: signed (31 downto 0);
-signal top0_0_lane_sub_mul14_0_x: signed (31 downto 0);
-signal top0_0_lane_sub_mul14_0_x1: signed (31 downto 0);
-signal top0_0_lane_sub_mul14_0_yr: signed (31 downto 0);
-signal top0_0_lane_sub_mul14_0_yc: signed (31 downto 0);
-signal top0_0_lane_sub_mul14_0_round_sat14_0_r: signed (64 downto 0);
-signal top0_0_lane_sub_mul14_0_round_sat14_0_rb: signed (64 downto 0);
-signal top0_0_lane_sub_mul14_0_round_sat14_0_t: signed (64 downto 0);
-signal top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_hi: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_hin: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign: std_logic;
-signal top0_0_lane_sub_mul14_0_sat29_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul14_0_sat29_0_hi: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul14_0_sat29_0_hin: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul14_0_sat29_0_nsign: std_logic;
-signal top0_0_lane_sub_mul15_0_y: unsigned(31 downto 0);
-signal top0_0_lane_sub_mul15_0_d: signed (32 downto 0);
-signal top0_0_lane_sub_mul15_0_kv: signed (31 downto 0);
-signal top0_0_lane_sub_mul15_0_p1: signed (64 downto 0);
-signal top0_0_lane_sub_mul15_0_p_c: signed (64 downto 0);
-signal top0_0_lane_sub_mul15_0_v: signed (31 downto 0);
-signal top0_0_lane_sub_mul15_0_x: signed (31 downto 0);
-signal top0_0_lane_sub_mul15_0_x1: signed (31 downto 0);
-signal top0_0_lane_sub_mul15_0_yr: signed (31 downto 0);
-signal top0_0_lane_sub_mul15_0_yc: signed (31 downto 0);
-signal top0_0_lane_sub_mul15_0_round_sat15_0_r: signed (64 downto 0);
-signal top0_0_lane_sub_mul15_0_round_sat15_0_rb: signed (64 downto 0);
-signal top0_0_lane_sub_mul15_0_round_sat15_0_t: signed (64 downto 0);
-signal top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_hi: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_hin: unsigned(33 downto 0);
-signal top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign: std_logic;
-signal top0_0_lane_sub_mul15_0_sat31_0_fill: unsigned(30 downto 0);
-signal top0_0_lane_sub_mul15_0_sat31_0_hi: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul15_0_sat31_0_hin: unsigned(1 downto 0);
-signal top0_0_lane_sub_mul15_0_sat31_0_nsign: std_logic;
-signal top0_0_out_fifo20_0_cnt: unsigned(1 downto 0);
-signal top0_0_out_fifo20_0_d0: unsigned(511 downto 0);
-signal top0_0_out_fifo20_0_d1: unsigned(511 downto 0);
-signal top0_0_out_fifo20_0_l0: std_logic;
-signal top0_0_out_fifo20_0_l1: std_logic;
-signal top0_0_out_fifo20_0_u0: unsigned(0 downto 0);
-signal top0_0_out_fifo20_0_u1: unsigned(0 downto 0);
+signal top0_0_1_2_3_4_en: std_logic;
+signal top0_0_1_2_3_4_final: std_logic;
+signal top0_0_1_2_3_4_fire: std_logic;
+signal top0_0_1_2_3_4_line_last: std_logic;
+signal top0_0_1_2_3_4_out_final_pop: std_logic;
+signal top0_0_1_2_3_4_running: std_logic;
+signal top0_0_1_2_3_4_ar: unsigned(511 downto 0);
+signal top0_0_1_2_3_4_br: unsigned(511 downto 0);
+signal top0_0_1_2_3_4_v0: unsigned(2 downto 0);
+signal top0_0_1_2_3_4_kr: signed (31 downto 0);
+signal top0_0_1_2_3_4_ybits: unsigned(511 downto 0);
+signal top0_0_1_2_3_4_ycat: unsigned(511 downto 0);
+signal top0_0_1_2_3_4_push: std_logic;
+signal top0_0_1_2_3_4_vout: unsigned(2 downto 0);
+signal top0_0_1_2_3_4_fin_u: unsigned(0 downto 0);
+signal top0_0_1_2_3_4_mfin: unsigned(0 downto 0);
+signal top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_dim_r: unsigned(10 downto 0);
+signal top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_icnt: unsigned(12 downto 0);
+signal top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_it_r: unsigned(12 downto 0);
+signal top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_lcnt: unsigned(10 downto 0);
+signal top0_0_1_2_3_4_delay_flags0_0_1_2_3_4_5_6_sr: unsigned(5 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul0_0_1_2_y: unsigned(31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul0_0_1_2_d: signed (32 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul0_0_1_2_kv: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul0_0_1_2_p1: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul0_0_1_2_p_c: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul0_0_1_2_v: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul0_0_1_2_x: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul0_0_1_2_x1: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul0_0_1_2_yr: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul0_0_1_2_yc: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_r: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_rb: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_t: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_hi: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_hin: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_hi: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_hin: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul1_0_1_2_y: unsigned(31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul1_0_1_2_d: signed (32 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul1_0_1_2_kv: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul1_0_1_2_p1: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul1_0_1_2_p_c: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul1_0_1_2_v: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul1_0_1_2_x: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul1_0_1_2_x1: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul1_0_1_2_yr: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul1_0_1_2_yc: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_r: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_rb: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_t: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_hi: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_hin: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_hi: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_hin: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul2_0_1_2_y: unsigned(31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul2_0_1_2_d: signed (32 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul2_0_1_2_kv: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul2_0_1_2_p1: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul2_0_1_2_p_c: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul2_0_1_2_v: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul2_0_1_2_x: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul2_0_1_2_x1: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul2_0_1_2_yr: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul2_0_1_2_yc: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_r: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_rb: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_t: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_hi: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_hin: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_hi: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_hin: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul3_0_1_2_y: unsigned(31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul3_0_1_2_d: signed (32 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul3_0_1_2_kv: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul3_0_1_2_p1: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul3_0_1_2_p_c: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul3_0_1_2_v: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul3_0_1_2_x: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul3_0_1_2_x1: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul3_0_1_2_yr: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul3_0_1_2_yc: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_r: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_rb: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_t: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_hi: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_hin: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_hi: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_hin: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul4_0_1_2_y: unsigned(31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul4_0_1_2_d: signed (32 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul4_0_1_2_kv: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul4_0_1_2_p1: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul4_0_1_2_p_c: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul4_0_1_2_v: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul4_0_1_2_x: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul4_0_1_2_x1: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul4_0_1_2_yr: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul4_0_1_2_yc: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_r: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_rb: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_t: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_hi: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_hin: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_hi: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_hin: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul5_0_1_2_y: unsigned(31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul5_0_1_2_d: signed (32 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul5_0_1_2_kv: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul5_0_1_2_p1: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul5_0_1_2_p_c: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul5_0_1_2_v: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul5_0_1_2_x: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul5_0_1_2_x1: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul5_0_1_2_yr: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul5_0_1_2_yc: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_r: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_rb: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_t: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_hi: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_hin: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_hi: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_hin: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul6_0_1_2_y: unsigned(31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul6_0_1_2_d: signed (32 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul6_0_1_2_kv: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul6_0_1_2_p1: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul6_0_1_2_p_c: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul6_0_1_2_v: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul6_0_1_2_x: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul6_0_1_2_x1: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul6_0_1_2_yr: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul6_0_1_2_yc: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_r: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_rb: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_t: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_hi: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_hin: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_hi: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_hin: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul7_0_1_2_y: unsigned(31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul7_0_1_2_d: signed (32 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul7_0_1_2_kv: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul7_0_1_2_p1: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul7_0_1_2_p_c: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul7_0_1_2_v: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul7_0_1_2_x: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul7_0_1_2_x1: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul7_0_1_2_yr: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul7_0_1_2_yc: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_r: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_rb: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_t: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_hi: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_hin: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_hi: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_hin: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul8_0_1_2_y: unsigned(31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul8_0_1_2_d: signed (32 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul8_0_1_2_kv: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul8_0_1_2_p1: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul8_0_1_2_p_c: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul8_0_1_2_v: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul8_0_1_2_x: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul8_0_1_2_x1: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul8_0_1_2_yr: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul8_0_1_2_yc: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_r: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_rb: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_t: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_hi: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_hin: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_hi: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_hin: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul9_0_1_2_y: unsigned(31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul9_0_1_2_d: signed (32 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul9_0_1_2_kv: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul9_0_1_2_p1: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul9_0_1_2_p_c: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul9_0_1_2_v: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul9_0_1_2_x: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul9_0_1_2_x1: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul9_0_1_2_yr: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul9_0_1_2_yc: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_r: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_rb: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_t: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_hi: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_hin: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_hi: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_hin: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul10_0_1_2_y: unsigned(31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul10_0_1_2_d: signed (32 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul10_0_1_2_kv: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul10_0_1_2_p1: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul10_0_1_2_p_c: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul10_0_1_2_v: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul10_0_1_2_x: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul10_0_1_2_x1: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul10_0_1_2_yr: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul10_0_1_2_yc: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_r: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_rb: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_t: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_hi: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_hin: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_hi: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_hin: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul11_0_1_2_y: unsigned(31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul11_0_1_2_d: signed (32 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul11_0_1_2_kv: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul11_0_1_2_p1: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul11_0_1_2_p_c: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul11_0_1_2_v: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul11_0_1_2_x: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul11_0_1_2_x1: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul11_0_1_2_yr: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul11_0_1_2_yc: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_r: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_rb: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_t: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_hi: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_hin: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_hi: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_hin: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul12_0_1_2_y: unsigned(31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul12_0_1_2_d: signed (32 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul12_0_1_2_kv: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul12_0_1_2_p1: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul12_0_1_2_p_c: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul12_0_1_2_v: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul12_0_1_2_x: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul12_0_1_2_x1: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul12_0_1_2_yr: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul12_0_1_2_yc: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_r: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_rb: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_t: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_hi: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_hin: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_hi: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_hin: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul13_0_1_2_y: unsigned(31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul13_0_1_2_d: signed (32 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul13_0_1_2_kv: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul13_0_1_2_p1: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul13_0_1_2_p_c: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul13_0_1_2_v: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul13_0_1_2_x: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul13_0_1_2_x1: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul13_0_1_2_yr: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul13_0_1_2_yc: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_r: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_rb: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_t: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_hi: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_hin: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_hi: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_hin: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul14_0_1_2_y: unsigned(31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul14_0_1_2_d: signed (32 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul14_0_1_2_kv: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul14_0_1_2_p1: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul14_0_1_2_p_c: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul14_0_1_2_v: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul14_0_1_2_x: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul14_0_1_2_x1: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul14_0_1_2_yr: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul14_0_1_2_yc: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_r: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_rb: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_t: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_hi: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_hin: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_hi: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_hin: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul15_0_1_2_y: unsigned(31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul15_0_1_2_d: signed (32 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul15_0_1_2_kv: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul15_0_1_2_p1: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul15_0_1_2_p_c: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul15_0_1_2_v: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul15_0_1_2_x: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul15_0_1_2_x1: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul15_0_1_2_yr: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul15_0_1_2_yc: signed (31 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_r: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_rb: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_t: signed (64 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_hi: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_hin: unsigned(33 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_hi: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_hin: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_cnt: unsigned(1 downto 0);
+signal top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_d0: unsigned(511 downto 0);
+signal top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_d1: unsigned(511 downto 0);
+signal top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_l0: std_logic;
+signal top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_l1: std_logic;
+signal top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_u0: unsigned(0 downto 0);
+signal top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_u1: unsigned(0 downto 0);
 
 begin
 
@@ -420,1031 +420,1031 @@ s_axis_xold_tdata_num <= unsigned(s_axis_xold_tdata);
 m_axis_y_tdata <= std_logic_vector(m_axis_y_tdata_num);
 
 
-top0_0_ycat(512-1 downto 480) <= top0_0_lane_sub_mul15_0_y;
-top0_0_ycat(480-1 downto 448) <= top0_0_lane_sub_mul14_0_y;
-top0_0_ycat(448-1 downto 416) <= top0_0_lane_sub_mul13_0_y;
-top0_0_ycat(416-1 downto 384) <= top0_0_lane_sub_mul12_0_y;
-top0_0_ycat(384-1 downto 352) <= top0_0_lane_sub_mul11_0_y;
-top0_0_ycat(352-1 downto 320) <= top0_0_lane_sub_mul10_0_y;
-top0_0_ycat(320-1 downto 288) <= top0_0_lane_sub_mul9_0_y;
-top0_0_ycat(288-1 downto 256) <= top0_0_lane_sub_mul8_0_y;
-top0_0_ycat(256-1 downto 224) <= top0_0_lane_sub_mul7_0_y;
-top0_0_ycat(224-1 downto 192) <= top0_0_lane_sub_mul6_0_y;
-top0_0_ycat(192-1 downto 160) <= top0_0_lane_sub_mul5_0_y;
-top0_0_ycat(160-1 downto 128) <= top0_0_lane_sub_mul4_0_y;
-top0_0_ycat(128-1 downto 96) <= top0_0_lane_sub_mul3_0_y;
-top0_0_ycat(96-1 downto 64) <= top0_0_lane_sub_mul2_0_y;
-top0_0_ycat(64-1 downto 32) <= top0_0_lane_sub_mul1_0_y;
-top0_0_ycat(32-1 downto 0) <= top0_0_lane_sub_mul0_0_y;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(30) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(29) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(28) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(27) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(26) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(25) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(24) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(23) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(22) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(21) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(20) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(19) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(18) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(17) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(16) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(15) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(14) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(13) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(12) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(11) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(10) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(9) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(8) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(7) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(6) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(5) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(4) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(3) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(2) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(1) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill(0) <= top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(30) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(29) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(28) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(27) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(26) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(25) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(24) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(23) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(22) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(21) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(20) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(19) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(18) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(17) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(16) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(15) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(14) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(13) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(12) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(11) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(10) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(9) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(8) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(7) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(6) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(5) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(4) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(3) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(2) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(1) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul0_0_sat1_0_fill(0) <= top0_0_lane_sub_mul0_0_sat1_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(30) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(29) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(28) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(27) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(26) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(25) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(24) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(23) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(22) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(21) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(20) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(19) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(18) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(17) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(16) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(15) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(14) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(13) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(12) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(11) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(10) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(9) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(8) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(7) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(6) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(5) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(4) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(3) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(2) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(1) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill(0) <= top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(30) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(29) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(28) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(27) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(26) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(25) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(24) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(23) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(22) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(21) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(20) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(19) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(18) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(17) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(16) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(15) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(14) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(13) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(12) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(11) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(10) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(9) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(8) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(7) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(6) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(5) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(4) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(3) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(2) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(1) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul1_0_sat3_0_fill(0) <= top0_0_lane_sub_mul1_0_sat3_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(30) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(29) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(28) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(27) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(26) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(25) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(24) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(23) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(22) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(21) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(20) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(19) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(18) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(17) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(16) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(15) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(14) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(13) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(12) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(11) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(10) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(9) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(8) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(7) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(6) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(5) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(4) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(3) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(2) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(1) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill(0) <= top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(30) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(29) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(28) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(27) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(26) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(25) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(24) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(23) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(22) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(21) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(20) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(19) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(18) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(17) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(16) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(15) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(14) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(13) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(12) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(11) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(10) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(9) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(8) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(7) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(6) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(5) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(4) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(3) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(2) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(1) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul2_0_sat5_0_fill(0) <= top0_0_lane_sub_mul2_0_sat5_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(30) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(29) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(28) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(27) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(26) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(25) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(24) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(23) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(22) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(21) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(20) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(19) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(18) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(17) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(16) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(15) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(14) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(13) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(12) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(11) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(10) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(9) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(8) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(7) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(6) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(5) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(4) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(3) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(2) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(1) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill(0) <= top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(30) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(29) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(28) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(27) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(26) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(25) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(24) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(23) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(22) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(21) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(20) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(19) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(18) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(17) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(16) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(15) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(14) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(13) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(12) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(11) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(10) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(9) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(8) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(7) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(6) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(5) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(4) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(3) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(2) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(1) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul3_0_sat7_0_fill(0) <= top0_0_lane_sub_mul3_0_sat7_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(30) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(29) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(28) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(27) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(26) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(25) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(24) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(23) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(22) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(21) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(20) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(19) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(18) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(17) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(16) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(15) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(14) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(13) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(12) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(11) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(10) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(9) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(8) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(7) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(6) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(5) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(4) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(3) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(2) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(1) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill(0) <= top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(30) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(29) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(28) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(27) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(26) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(25) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(24) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(23) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(22) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(21) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(20) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(19) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(18) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(17) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(16) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(15) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(14) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(13) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(12) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(11) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(10) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(9) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(8) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(7) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(6) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(5) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(4) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(3) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(2) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(1) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul4_0_sat9_0_fill(0) <= top0_0_lane_sub_mul4_0_sat9_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(30) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(29) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(28) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(27) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(26) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(25) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(24) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(23) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(22) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(21) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(20) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(19) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(18) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(17) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(16) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(15) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(14) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(13) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(12) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(11) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(10) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(9) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(8) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(7) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(6) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(5) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(4) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(3) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(2) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(1) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill(0) <= top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(30) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(29) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(28) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(27) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(26) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(25) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(24) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(23) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(22) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(21) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(20) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(19) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(18) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(17) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(16) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(15) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(14) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(13) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(12) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(11) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(10) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(9) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(8) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(7) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(6) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(5) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(4) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(3) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(2) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(1) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul5_0_sat11_0_fill(0) <= top0_0_lane_sub_mul5_0_sat11_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(30) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(29) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(28) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(27) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(26) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(25) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(24) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(23) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(22) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(21) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(20) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(19) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(18) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(17) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(16) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(15) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(14) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(13) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(12) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(11) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(10) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(9) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(8) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(7) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(6) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(5) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(4) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(3) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(2) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(1) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill(0) <= top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(30) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(29) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(28) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(27) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(26) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(25) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(24) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(23) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(22) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(21) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(20) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(19) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(18) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(17) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(16) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(15) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(14) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(13) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(12) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(11) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(10) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(9) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(8) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(7) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(6) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(5) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(4) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(3) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(2) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(1) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul6_0_sat13_0_fill(0) <= top0_0_lane_sub_mul6_0_sat13_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(30) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(29) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(28) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(27) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(26) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(25) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(24) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(23) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(22) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(21) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(20) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(19) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(18) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(17) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(16) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(15) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(14) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(13) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(12) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(11) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(10) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(9) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(8) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(7) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(6) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(5) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(4) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(3) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(2) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(1) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill(0) <= top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(30) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(29) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(28) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(27) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(26) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(25) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(24) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(23) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(22) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(21) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(20) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(19) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(18) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(17) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(16) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(15) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(14) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(13) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(12) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(11) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(10) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(9) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(8) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(7) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(6) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(5) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(4) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(3) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(2) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(1) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul7_0_sat15_0_fill(0) <= top0_0_lane_sub_mul7_0_sat15_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(30) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(29) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(28) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(27) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(26) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(25) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(24) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(23) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(22) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(21) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(20) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(19) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(18) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(17) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(16) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(15) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(14) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(13) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(12) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(11) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(10) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(9) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(8) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(7) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(6) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(5) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(4) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(3) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(2) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(1) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill(0) <= top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(30) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(29) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(28) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(27) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(26) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(25) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(24) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(23) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(22) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(21) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(20) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(19) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(18) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(17) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(16) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(15) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(14) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(13) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(12) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(11) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(10) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(9) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(8) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(7) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(6) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(5) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(4) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(3) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(2) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(1) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul8_0_sat17_0_fill(0) <= top0_0_lane_sub_mul8_0_sat17_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(30) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(29) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(28) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(27) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(26) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(25) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(24) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(23) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(22) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(21) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(20) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(19) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(18) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(17) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(16) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(15) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(14) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(13) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(12) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(11) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(10) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(9) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(8) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(7) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(6) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(5) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(4) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(3) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(2) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(1) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill(0) <= top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(30) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(29) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(28) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(27) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(26) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(25) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(24) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(23) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(22) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(21) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(20) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(19) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(18) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(17) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(16) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(15) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(14) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(13) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(12) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(11) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(10) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(9) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(8) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(7) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(6) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(5) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(4) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(3) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(2) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(1) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul9_0_sat19_0_fill(0) <= top0_0_lane_sub_mul9_0_sat19_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(30) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(29) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(28) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(27) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(26) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(25) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(24) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(23) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(22) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(21) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(20) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(19) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(18) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(17) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(16) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(15) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(14) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(13) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(12) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(11) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(10) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(9) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(8) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(7) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(6) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(5) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(4) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(3) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(2) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(1) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill(0) <= top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(30) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(29) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(28) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(27) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(26) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(25) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(24) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(23) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(22) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(21) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(20) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(19) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(18) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(17) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(16) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(15) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(14) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(13) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(12) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(11) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(10) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(9) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(8) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(7) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(6) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(5) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(4) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(3) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(2) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(1) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul10_0_sat21_0_fill(0) <= top0_0_lane_sub_mul10_0_sat21_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(30) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(29) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(28) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(27) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(26) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(25) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(24) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(23) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(22) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(21) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(20) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(19) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(18) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(17) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(16) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(15) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(14) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(13) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(12) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(11) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(10) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(9) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(8) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(7) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(6) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(5) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(4) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(3) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(2) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(1) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill(0) <= top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(30) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(29) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(28) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(27) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(26) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(25) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(24) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(23) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(22) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(21) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(20) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(19) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(18) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(17) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(16) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(15) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(14) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(13) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(12) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(11) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(10) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(9) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(8) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(7) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(6) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(5) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(4) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(3) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(2) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(1) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul11_0_sat23_0_fill(0) <= top0_0_lane_sub_mul11_0_sat23_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(30) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(29) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(28) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(27) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(26) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(25) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(24) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(23) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(22) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(21) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(20) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(19) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(18) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(17) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(16) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(15) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(14) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(13) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(12) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(11) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(10) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(9) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(8) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(7) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(6) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(5) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(4) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(3) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(2) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(1) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill(0) <= top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(30) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(29) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(28) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(27) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(26) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(25) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(24) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(23) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(22) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(21) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(20) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(19) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(18) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(17) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(16) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(15) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(14) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(13) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(12) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(11) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(10) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(9) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(8) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(7) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(6) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(5) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(4) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(3) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(2) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(1) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul12_0_sat25_0_fill(0) <= top0_0_lane_sub_mul12_0_sat25_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(30) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(29) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(28) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(27) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(26) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(25) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(24) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(23) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(22) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(21) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(20) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(19) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(18) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(17) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(16) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(15) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(14) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(13) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(12) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(11) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(10) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(9) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(8) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(7) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(6) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(5) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(4) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(3) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(2) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(1) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill(0) <= top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(30) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(29) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(28) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(27) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(26) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(25) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(24) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(23) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(22) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(21) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(20) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(19) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(18) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(17) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(16) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(15) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(14) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(13) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(12) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(11) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(10) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(9) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(8) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(7) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(6) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(5) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(4) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(3) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(2) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(1) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul13_0_sat27_0_fill(0) <= top0_0_lane_sub_mul13_0_sat27_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(30) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(29) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(28) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(27) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(26) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(25) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(24) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(23) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(22) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(21) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(20) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(19) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(18) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(17) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(16) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(15) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(14) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(13) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(12) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(11) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(10) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(9) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(8) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(7) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(6) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(5) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(4) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(3) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(2) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(1) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill(0) <= top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(30) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(29) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(28) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(27) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(26) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(25) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(24) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(23) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(22) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(21) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(20) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(19) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(18) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(17) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(16) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(15) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(14) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(13) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(12) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(11) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(10) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(9) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(8) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(7) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(6) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(5) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(4) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(3) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(2) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(1) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul14_0_sat29_0_fill(0) <= top0_0_lane_sub_mul14_0_sat29_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(30) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(29) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(28) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(27) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(26) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(25) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(24) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(23) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(22) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(21) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(20) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(19) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(18) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(17) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(16) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(15) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(14) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(13) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(12) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(11) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(10) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(9) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(8) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(7) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(6) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(5) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(4) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(3) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(2) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(1) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill(0) <= top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(30) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(29) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(28) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(27) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(26) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(25) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(24) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(23) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(22) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(21) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(20) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(19) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(18) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(17) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(16) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(15) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(14) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(13) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(12) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(11) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(10) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(9) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(8) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(7) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(6) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(5) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(4) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(3) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(2) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(1) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
-top0_0_lane_sub_mul15_0_sat31_0_fill(0) <= top0_0_lane_sub_mul15_0_sat31_0_nsign;
+top0_0_1_2_3_4_ycat(512-1 downto 480) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_y;
+top0_0_1_2_3_4_ycat(480-1 downto 448) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_y;
+top0_0_1_2_3_4_ycat(448-1 downto 416) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_y;
+top0_0_1_2_3_4_ycat(416-1 downto 384) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_y;
+top0_0_1_2_3_4_ycat(384-1 downto 352) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_y;
+top0_0_1_2_3_4_ycat(352-1 downto 320) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_y;
+top0_0_1_2_3_4_ycat(320-1 downto 288) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_y;
+top0_0_1_2_3_4_ycat(288-1 downto 256) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_y;
+top0_0_1_2_3_4_ycat(256-1 downto 224) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_y;
+top0_0_1_2_3_4_ycat(224-1 downto 192) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_y;
+top0_0_1_2_3_4_ycat(192-1 downto 160) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_y;
+top0_0_1_2_3_4_ycat(160-1 downto 128) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_y;
+top0_0_1_2_3_4_ycat(128-1 downto 96) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_y;
+top0_0_1_2_3_4_ycat(96-1 downto 64) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_y;
+top0_0_1_2_3_4_ycat(64-1 downto 32) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_y;
+top0_0_1_2_3_4_ycat(32-1 downto 0) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_y;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(30) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(29) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(28) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(27) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(26) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(25) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(24) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(23) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(22) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(21) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(20) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(19) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(18) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(17) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(16) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(15) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(14) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(13) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(12) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(11) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(10) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(9) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(8) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(7) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(6) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(5) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(4) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(3) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(2) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(1) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill(0) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(30) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(29) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(28) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(27) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(26) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(25) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(24) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(23) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(22) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(21) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(20) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(19) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(18) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(17) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(16) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(15) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(14) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(13) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(12) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(11) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(10) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(9) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(8) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(7) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(6) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(5) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(4) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(3) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(2) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(1) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill(0) <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(30) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(29) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(28) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(27) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(26) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(25) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(24) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(23) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(22) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(21) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(20) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(19) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(18) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(17) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(16) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(15) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(14) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(13) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(12) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(11) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(10) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(9) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(8) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(7) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(6) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(5) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(4) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(3) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(2) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(1) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill(0) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(30) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(29) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(28) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(27) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(26) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(25) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(24) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(23) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(22) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(21) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(20) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(19) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(18) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(17) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(16) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(15) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(14) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(13) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(12) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(11) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(10) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(9) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(8) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(7) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(6) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(5) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(4) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(3) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(2) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(1) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill(0) <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(30) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(29) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(28) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(27) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(26) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(25) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(24) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(23) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(22) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(21) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(20) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(19) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(18) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(17) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(16) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(15) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(14) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(13) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(12) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(11) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(10) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(9) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(8) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(7) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(6) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(5) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(4) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(3) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(2) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(1) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill(0) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(30) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(29) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(28) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(27) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(26) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(25) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(24) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(23) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(22) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(21) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(20) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(19) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(18) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(17) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(16) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(15) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(14) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(13) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(12) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(11) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(10) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(9) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(8) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(7) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(6) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(5) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(4) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(3) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(2) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(1) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill(0) <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(30) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(29) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(28) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(27) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(26) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(25) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(24) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(23) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(22) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(21) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(20) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(19) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(18) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(17) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(16) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(15) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(14) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(13) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(12) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(11) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(10) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(9) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(8) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(7) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(6) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(5) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(4) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(3) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(2) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(1) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill(0) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(30) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(29) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(28) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(27) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(26) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(25) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(24) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(23) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(22) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(21) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(20) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(19) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(18) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(17) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(16) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(15) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(14) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(13) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(12) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(11) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(10) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(9) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(8) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(7) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(6) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(5) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(4) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(3) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(2) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(1) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill(0) <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(30) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(29) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(28) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(27) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(26) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(25) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(24) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(23) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(22) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(21) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(20) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(19) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(18) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(17) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(16) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(15) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(14) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(13) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(12) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(11) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(10) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(9) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(8) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(7) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(6) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(5) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(4) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(3) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(2) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(1) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill(0) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(30) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(29) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(28) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(27) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(26) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(25) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(24) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(23) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(22) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(21) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(20) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(19) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(18) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(17) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(16) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(15) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(14) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(13) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(12) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(11) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(10) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(9) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(8) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(7) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(6) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(5) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(4) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(3) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(2) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(1) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill(0) <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(30) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(29) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(28) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(27) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(26) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(25) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(24) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(23) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(22) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(21) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(20) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(19) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(18) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(17) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(16) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(15) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(14) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(13) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(12) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(11) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(10) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(9) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(8) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(7) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(6) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(5) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(4) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(3) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(2) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(1) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill(0) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(30) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(29) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(28) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(27) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(26) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(25) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(24) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(23) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(22) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(21) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(20) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(19) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(18) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(17) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(16) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(15) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(14) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(13) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(12) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(11) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(10) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(9) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(8) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(7) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(6) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(5) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(4) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(3) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(2) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(1) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill(0) <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(30) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(29) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(28) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(27) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(26) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(25) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(24) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(23) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(22) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(21) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(20) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(19) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(18) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(17) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(16) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(15) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(14) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(13) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(12) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(11) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(10) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(9) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(8) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(7) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(6) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(5) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(4) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(3) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(2) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(1) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill(0) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(30) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(29) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(28) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(27) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(26) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(25) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(24) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(23) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(22) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(21) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(20) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(19) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(18) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(17) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(16) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(15) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(14) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(13) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(12) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(11) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(10) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(9) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(8) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(7) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(6) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(5) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(4) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(3) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(2) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(1) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill(0) <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(30) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(29) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(28) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(27) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(26) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(25) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(24) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(23) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(22) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(21) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(20) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(19) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(18) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(17) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(16) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(15) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(14) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(13) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(12) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(11) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(10) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(9) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(8) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(7) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(6) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(5) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(4) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(3) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(2) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(1) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill(0) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(30) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(29) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(28) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(27) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(26) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(25) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(24) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(23) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(22) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(21) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(20) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(19) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(18) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(17) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(16) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(15) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(14) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(13) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(12) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(11) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(10) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(9) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(8) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(7) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(6) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(5) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(4) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(3) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(2) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(1) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill(0) <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(30) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(29) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(28) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(27) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(26) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(25) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(24) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(23) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(22) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(21) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(20) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(19) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(18) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(17) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(16) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(15) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(14) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(13) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(12) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(11) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(10) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(9) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(8) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(7) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(6) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(5) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(4) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(3) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(2) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(1) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill(0) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(30) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(29) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(28) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(27) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(26) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(25) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(24) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(23) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(22) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(21) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(20) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(19) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(18) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(17) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(16) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(15) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(14) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(13) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(12) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(11) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(10) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(9) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(8) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(7) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(6) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(5) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(4) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(3) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(2) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(1) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill(0) <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(30) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(29) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(28) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(27) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(26) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(25) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(24) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(23) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(22) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(21) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(20) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(19) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(18) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(17) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(16) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(15) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(14) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(13) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(12) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(11) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(10) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(9) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(8) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(7) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(6) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(5) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(4) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(3) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(2) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(1) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill(0) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(30) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(29) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(28) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(27) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(26) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(25) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(24) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(23) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(22) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(21) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(20) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(19) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(18) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(17) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(16) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(15) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(14) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(13) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(12) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(11) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(10) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(9) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(8) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(7) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(6) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(5) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(4) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(3) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(2) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(1) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill(0) <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(30) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(29) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(28) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(27) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(26) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(25) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(24) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(23) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(22) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(21) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(20) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(19) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(18) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(17) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(16) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(15) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(14) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(13) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(12) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(11) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(10) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(9) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(8) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(7) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(6) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(5) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(4) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(3) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(2) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(1) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill(0) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(30) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(29) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(28) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(27) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(26) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(25) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(24) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(23) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(22) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(21) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(20) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(19) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(18) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(17) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(16) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(15) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(14) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(13) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(12) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(11) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(10) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(9) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(8) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(7) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(6) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(5) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(4) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(3) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(2) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(1) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill(0) <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(30) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(29) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(28) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(27) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(26) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(25) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(24) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(23) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(22) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(21) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(20) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(19) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(18) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(17) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(16) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(15) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(14) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(13) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(12) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(11) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(10) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(9) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(8) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(7) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(6) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(5) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(4) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(3) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(2) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(1) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill(0) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(30) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(29) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(28) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(27) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(26) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(25) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(24) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(23) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(22) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(21) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(20) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(19) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(18) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(17) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(16) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(15) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(14) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(13) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(12) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(11) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(10) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(9) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(8) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(7) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(6) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(5) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(4) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(3) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(2) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(1) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill(0) <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(30) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(29) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(28) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(27) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(26) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(25) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(24) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(23) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(22) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(21) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(20) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(19) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(18) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(17) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(16) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(15) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(14) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(13) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(12) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(11) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(10) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(9) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(8) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(7) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(6) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(5) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(4) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(3) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(2) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(1) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill(0) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(30) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(29) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(28) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(27) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(26) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(25) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(24) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(23) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(22) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(21) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(20) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(19) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(18) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(17) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(16) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(15) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(14) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(13) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(12) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(11) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(10) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(9) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(8) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(7) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(6) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(5) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(4) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(3) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(2) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(1) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill(0) <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(30) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(29) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(28) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(27) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(26) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(25) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(24) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(23) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(22) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(21) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(20) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(19) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(18) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(17) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(16) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(15) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(14) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(13) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(12) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(11) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(10) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(9) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(8) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(7) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(6) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(5) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(4) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(3) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(2) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(1) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill(0) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(30) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(29) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(28) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(27) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(26) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(25) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(24) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(23) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(22) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(21) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(20) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(19) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(18) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(17) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(16) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(15) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(14) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(13) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(12) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(11) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(10) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(9) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(8) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(7) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(6) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(5) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(4) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(3) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(2) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(1) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill(0) <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(30) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(29) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(28) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(27) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(26) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(25) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(24) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(23) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(22) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(21) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(20) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(19) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(18) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(17) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(16) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(15) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(14) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(13) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(12) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(11) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(10) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(9) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(8) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(7) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(6) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(5) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(4) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(3) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(2) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(1) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill(0) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(30) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(29) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(28) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(27) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(26) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(25) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(24) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(23) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(22) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(21) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(20) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(19) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(18) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(17) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(16) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(15) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(14) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(13) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(12) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(11) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(10) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(9) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(8) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(7) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(6) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(5) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(4) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(3) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(2) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(1) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill(0) <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(30) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(29) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(28) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(27) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(26) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(25) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(24) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(23) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(22) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(21) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(20) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(19) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(18) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(17) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(16) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(15) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(14) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(13) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(12) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(11) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(10) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(9) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(8) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(7) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(6) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(5) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(4) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(3) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(2) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(1) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill(0) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(30) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(29) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(28) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(27) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(26) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(25) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(24) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(23) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(22) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(21) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(20) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(19) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(18) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(17) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(16) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(15) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(14) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(13) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(12) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(11) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(10) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(9) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(8) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(7) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(6) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(5) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(4) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(3) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(2) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(1) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill(0) <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign;
 
 
-top0_0_line_last <= stdl(signed(resize(top0_0_control0_0_lcnt, 12)) = (signed(resize(top0_0_control0_0_dim_r, 12)) - 1));
-top0_0_final <= stdl((signed(resize(top0_0_control0_0_lcnt, 12)) = (signed(resize(top0_0_control0_0_dim_r, 12)) - 1)) and (signed(resize(top0_0_control0_0_icnt, 14)) = (signed(resize(top0_0_control0_0_it_r, 14)) - 1)));
+top0_0_1_2_3_4_line_last <= stdl(signed(resize(top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_lcnt, 12)) = (signed(resize(top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_dim_r, 12)) - 1));
+top0_0_1_2_3_4_final <= stdl((signed(resize(top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_lcnt, 12)) = (signed(resize(top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_dim_r, 12)) - 1)) and (signed(resize(top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_icnt, 14)) = (signed(resize(top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_it_r, 14)) - 1)));
 
-top0_0_control0_0_seq: process (clk) is
+top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_seq: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_running <= '0';
-            busy <= '0';
+            top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_dim_r <= to_unsigned(0, 11);
             done <= '0';
             cfg_err <= '0';
-            top0_0_control0_0_dim_r <= to_unsigned(0, 11);
-            top0_0_control0_0_it_r <= to_unsigned(0, 13);
-            top0_0_control0_0_icnt <= to_unsigned(0, 13);
-            top0_0_control0_0_lcnt <= to_unsigned(0, 11);
+            top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_icnt <= to_unsigned(0, 13);
+            busy <= '0';
+            top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_it_r <= to_unsigned(0, 13);
+            top0_0_1_2_3_4_running <= '0';
+            top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_lcnt <= to_unsigned(0, 11);
         else
             done <= '0';
             if (bool(start) and (not bool(busy))) then
@@ -1454,1485 +1454,1485 @@ begin
                 else
                     cfg_err <= '0';
                     busy <= '1';
-                    top0_0_running <= '1';
-                    top0_0_control0_0_dim_r <= cfg_dimension_num;
-                    top0_0_control0_0_it_r <= cfg_iterations_num;
-                    top0_0_control0_0_lcnt <= to_unsigned(0, 11);
-                    top0_0_control0_0_icnt <= to_unsigned(0, 13);
+                    top0_0_1_2_3_4_running <= '1';
+                    top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_dim_r <= cfg_dimension_num;
+                    top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_it_r <= cfg_iterations_num;
+                    top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_lcnt <= to_unsigned(0, 11);
+                    top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_icnt <= to_unsigned(0, 13);
                 end if;
             end if;
-            if bool(top0_0_fire) then
-                if (signed(resize(top0_0_control0_0_lcnt, 12)) = (signed(resize(top0_0_control0_0_dim_r, 12)) - 1)) then
-                    top0_0_control0_0_lcnt <= to_unsigned(0, 11);
-                    if (signed(resize(top0_0_control0_0_icnt, 14)) = (signed(resize(top0_0_control0_0_it_r, 14)) - 1)) then
-                        top0_0_control0_0_icnt <= to_unsigned(0, 13);
-                        top0_0_running <= '0';
+            if bool(top0_0_1_2_3_4_fire) then
+                if (signed(resize(top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_lcnt, 12)) = (signed(resize(top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_dim_r, 12)) - 1)) then
+                    top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_lcnt <= to_unsigned(0, 11);
+                    if (signed(resize(top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_icnt, 14)) = (signed(resize(top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_it_r, 14)) - 1)) then
+                        top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_icnt <= to_unsigned(0, 13);
+                        top0_0_1_2_3_4_running <= '0';
                     else
-                        top0_0_control0_0_icnt <= (top0_0_control0_0_icnt + 1);
+                        top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_icnt <= (top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_icnt + 1);
                     end if;
                 else
-                    top0_0_control0_0_lcnt <= (top0_0_control0_0_lcnt + 1);
+                    top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_lcnt <= (top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_lcnt + 1);
                 end if;
             end if;
-            if bool(top0_0_out_final_pop) then
+            if bool(top0_0_1_2_3_4_out_final_pop) then
                 busy <= '0';
                 done <= '1';
             end if;
         end if;
     end if;
-end process top0_0_control0_0_seq;
+end process top0_0_1_2_3_4_control0_0_1_2_3_4_5_6_seq;
 
 
-top0_0_fire <= stdl(bool(top0_0_running) and bool(top0_0_en) and bool(s_axis_x_tvalid) and bool(s_axis_xold_tvalid));
-s_axis_x_tready <= stdl(bool(top0_0_running) and bool(top0_0_en) and bool(s_axis_xold_tvalid));
-s_axis_xold_tready <= stdl(bool(top0_0_running) and bool(top0_0_en) and bool(s_axis_x_tvalid));
+top0_0_1_2_3_4_fire <= stdl(bool(top0_0_1_2_3_4_running) and bool(top0_0_1_2_3_4_en) and bool(s_axis_x_tvalid) and bool(s_axis_xold_tvalid));
+s_axis_x_tready <= stdl(bool(top0_0_1_2_3_4_running) and bool(top0_0_1_2_3_4_en) and bool(s_axis_xold_tvalid));
+s_axis_xold_tready <= stdl(bool(top0_0_1_2_3_4_running) and bool(top0_0_1_2_3_4_en) and bool(s_axis_x_tvalid));
 
-top0_0_inreg: process (clk) is
+top0_0_1_2_3_4_inreg: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_br <= to_unsigned(0, 512);
-            top0_0_v0 <= to_unsigned(0, 3);
-            top0_0_ar <= to_unsigned(0, 512);
+            top0_0_1_2_3_4_ar <= to_unsigned(0, 512);
+            top0_0_1_2_3_4_v0 <= to_unsigned(0, 3);
+            top0_0_1_2_3_4_br <= to_unsigned(0, 512);
         else
-            if bool(top0_0_en) then
-                if bool(top0_0_fire) then
-                    top0_0_ar <= s_axis_x_tdata_num;
-                    top0_0_br <= s_axis_xold_tdata_num;
+            if bool(top0_0_1_2_3_4_en) then
+                if bool(top0_0_1_2_3_4_fire) then
+                    top0_0_1_2_3_4_ar <= s_axis_x_tdata_num;
+                    top0_0_1_2_3_4_br <= s_axis_xold_tdata_num;
                 end if;
-                top0_0_v0 <= unsigned'(top0_0_final & top0_0_line_last & top0_0_fire);
+                top0_0_1_2_3_4_v0 <= unsigned'(top0_0_1_2_3_4_final & top0_0_1_2_3_4_line_last & top0_0_1_2_3_4_fire);
             end if;
         end if;
     end if;
-end process top0_0_inreg;
+end process top0_0_1_2_3_4_inreg;
 
-top0_0_kreg: process (clk) is
+top0_0_1_2_3_4_kreg: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_kr <= to_signed(0, 32);
+            top0_0_1_2_3_4_kr <= to_signed(0, 32);
         else
             if (bool(start) and (not bool(busy))) then
-                top0_0_kr <= signed(cfg_reg_num);
+                top0_0_1_2_3_4_kr <= signed(cfg_reg_num);
             end if;
         end if;
     end if;
-end process top0_0_kreg;
+end process top0_0_1_2_3_4_kreg;
 
-top0_0_delay_flags0_0_sh: process (clk) is
+top0_0_1_2_3_4_delay_flags0_0_1_2_3_4_5_6_sh: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_delay_flags0_0_sr <= to_unsigned(0, 6);
+            top0_0_1_2_3_4_delay_flags0_0_1_2_3_4_5_6_sr <= to_unsigned(0, 6);
         else
-            if bool(top0_0_en) then
-                top0_0_delay_flags0_0_sr <= unsigned'(top0_0_delay_flags0_0_sr((3 * (2 - 1))-1 downto 0) & top0_0_v0);
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_delay_flags0_0_1_2_3_4_5_6_sr <= unsigned'(top0_0_1_2_3_4_delay_flags0_0_1_2_3_4_5_6_sr((3 * (2 - 1))-1 downto 0) & top0_0_1_2_3_4_v0);
             end if;
         end if;
     end if;
-end process top0_0_delay_flags0_0_sh;
+end process top0_0_1_2_3_4_delay_flags0_0_1_2_3_4_5_6_sh;
 
 
-top0_0_vout <= top0_0_delay_flags0_0_sr((3 * 2)-1 downto (3 * (2 - 1)));
+top0_0_1_2_3_4_vout <= top0_0_1_2_3_4_delay_flags0_0_1_2_3_4_5_6_sr((3 * 2)-1 downto (3 * (2 - 1)));
 
 
-top0_0_lane_sub_mul0_0_x <= signed(top0_0_ar(32-1 downto 0));
-top0_0_lane_sub_mul0_0_v <= signed(top0_0_br(32-1 downto 0));
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_x <= signed(top0_0_1_2_3_4_ar(32-1 downto 0));
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_v <= signed(top0_0_1_2_3_4_br(32-1 downto 0));
 
 
-top0_0_lane_sub_mul0_0_p_c <= (resize(top0_0_kr, 33) * top0_0_lane_sub_mul0_0_v);
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_p_c <= (resize(top0_0_1_2_3_4_kr, 33) * top0_0_1_2_3_4_lane_sub_mul0_0_1_2_v);
 
-top0_0_lane_sub_mul0_0_s1: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul0_0_x1 <= to_signed(0, 32);
-            top0_0_lane_sub_mul0_0_p1 <= to_signed(0, 65);
+            top0_0_1_2_3_4_lane_sub_mul0_0_1_2_x1 <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul0_0_1_2_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul0_0_p1 <= top0_0_lane_sub_mul0_0_p_c;
-                top0_0_lane_sub_mul0_0_x1 <= top0_0_lane_sub_mul0_0_x;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul0_0_1_2_p1 <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_p_c;
+                top0_0_1_2_3_4_lane_sub_mul0_0_1_2_x1 <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_x;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul0_0_s1;
+end process top0_0_1_2_3_4_lane_sub_mul0_0_1_2_s1;
 
 
-top0_0_lane_sub_mul0_0_round_sat0_0_t <= shift_right(top0_0_lane_sub_mul0_0_p1, 16);
-top0_0_lane_sub_mul0_0_round_sat0_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul0_0_p1((16 - 1))));
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_t <= shift_right(top0_0_1_2_3_4_lane_sub_mul0_0_1_2_p1, 16);
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_3_4_lane_sub_mul0_0_1_2_p1((16 - 1))));
 
 
-top0_0_lane_sub_mul0_0_round_sat0_0_r <= (top0_0_lane_sub_mul0_0_round_sat0_0_t + top0_0_lane_sub_mul0_0_round_sat0_0_rb);
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_r <= (top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_t + top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_rb);
 
 
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_hi <= unsigned(top0_0_lane_sub_mul0_0_round_sat0_0_r(65-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_r(65-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_hin <= (not top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_hi);
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_hin <= (not top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_hi);
 
 
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_nsign <= stdl((not bool(top0_0_lane_sub_mul0_0_round_sat0_0_r((65 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_r((65 - 1)))));
 
-top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_clamp: process (top0_0_lane_sub_mul0_0_round_sat0_0_r, top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill, top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_hin, top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_clamp: process (top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill, top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_hi, top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_r, top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_hin) is
 begin
-    if ((top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_hi = 0) or (top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_hin = 0)) then
-        top0_0_lane_sub_mul0_0_kv <= signed(unsigned(top0_0_lane_sub_mul0_0_round_sat0_0_r(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul0_0_1_2_kv <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_r(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul0_0_kv <= signed(unsigned'(top0_0_lane_sub_mul0_0_round_sat0_0_r((65 - 1)) & top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul0_0_1_2_kv <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_r((65 - 1)) & top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_fill));
     end if;
-end process top0_0_lane_sub_mul0_0_round_sat0_0_sat0_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul0_0_1_2_round_sat0_0_1_2_3_4_5_6_7_8_sat0_0_1_2_3_4_5_6_7_8_clamp;
 
 
-top0_0_lane_sub_mul0_0_d <= (resize(top0_0_lane_sub_mul0_0_x1, 33) - top0_0_lane_sub_mul0_0_kv);
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_d <= (resize(top0_0_1_2_3_4_lane_sub_mul0_0_1_2_x1, 33) - top0_0_1_2_3_4_lane_sub_mul0_0_1_2_kv);
 
 
-top0_0_lane_sub_mul0_0_sat1_0_hi <= unsigned(top0_0_lane_sub_mul0_0_d(33-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul0_0_1_2_d(33-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul0_0_sat1_0_hin <= (not top0_0_lane_sub_mul0_0_sat1_0_hi);
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_hin <= (not top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_hi);
 
 
-top0_0_lane_sub_mul0_0_sat1_0_nsign <= stdl((not bool(top0_0_lane_sub_mul0_0_d((33 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul0_0_1_2_d((33 - 1)))));
 
-top0_0_lane_sub_mul0_0_sat1_0_clamp: process (top0_0_lane_sub_mul0_0_d, top0_0_lane_sub_mul0_0_sat1_0_fill, top0_0_lane_sub_mul0_0_sat1_0_hin, top0_0_lane_sub_mul0_0_sat1_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_clamp: process (top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill, top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_hi, top0_0_1_2_3_4_lane_sub_mul0_0_1_2_d, top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_hin) is
 begin
-    if ((top0_0_lane_sub_mul0_0_sat1_0_hi = 0) or (top0_0_lane_sub_mul0_0_sat1_0_hin = 0)) then
-        top0_0_lane_sub_mul0_0_yc <= signed(unsigned(top0_0_lane_sub_mul0_0_d(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul0_0_1_2_yc <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul0_0_1_2_d(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul0_0_yc <= signed(unsigned'(top0_0_lane_sub_mul0_0_d((33 - 1)) & top0_0_lane_sub_mul0_0_sat1_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul0_0_1_2_yc <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul0_0_1_2_d((33 - 1)) & top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_fill));
     end if;
-end process top0_0_lane_sub_mul0_0_sat1_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul0_0_1_2_sat1_0_1_2_3_4_5_6_7_8_clamp;
 
-top0_0_lane_sub_mul0_0_s2: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul0_0_yr <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul0_0_1_2_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul0_0_yr <= top0_0_lane_sub_mul0_0_yc;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul0_0_1_2_yr <= top0_0_1_2_3_4_lane_sub_mul0_0_1_2_yc;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul0_0_s2;
+end process top0_0_1_2_3_4_lane_sub_mul0_0_1_2_s2;
 
 
-top0_0_lane_sub_mul0_0_y <= unsigned(top0_0_lane_sub_mul0_0_yr);
+top0_0_1_2_3_4_lane_sub_mul0_0_1_2_y <= unsigned(top0_0_1_2_3_4_lane_sub_mul0_0_1_2_yr);
 
 
-top0_0_lane_sub_mul1_0_x <= signed(top0_0_ar(64-1 downto 32));
-top0_0_lane_sub_mul1_0_v <= signed(top0_0_br(64-1 downto 32));
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_x <= signed(top0_0_1_2_3_4_ar(64-1 downto 32));
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_v <= signed(top0_0_1_2_3_4_br(64-1 downto 32));
 
 
-top0_0_lane_sub_mul1_0_p_c <= (resize(top0_0_kr, 33) * top0_0_lane_sub_mul1_0_v);
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_p_c <= (resize(top0_0_1_2_3_4_kr, 33) * top0_0_1_2_3_4_lane_sub_mul1_0_1_2_v);
 
-top0_0_lane_sub_mul1_0_s1: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul1_0_x1 <= to_signed(0, 32);
-            top0_0_lane_sub_mul1_0_p1 <= to_signed(0, 65);
+            top0_0_1_2_3_4_lane_sub_mul1_0_1_2_x1 <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul1_0_1_2_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul1_0_p1 <= top0_0_lane_sub_mul1_0_p_c;
-                top0_0_lane_sub_mul1_0_x1 <= top0_0_lane_sub_mul1_0_x;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul1_0_1_2_p1 <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_p_c;
+                top0_0_1_2_3_4_lane_sub_mul1_0_1_2_x1 <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_x;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul1_0_s1;
+end process top0_0_1_2_3_4_lane_sub_mul1_0_1_2_s1;
 
 
-top0_0_lane_sub_mul1_0_round_sat1_0_t <= shift_right(top0_0_lane_sub_mul1_0_p1, 16);
-top0_0_lane_sub_mul1_0_round_sat1_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul1_0_p1((16 - 1))));
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_t <= shift_right(top0_0_1_2_3_4_lane_sub_mul1_0_1_2_p1, 16);
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_3_4_lane_sub_mul1_0_1_2_p1((16 - 1))));
 
 
-top0_0_lane_sub_mul1_0_round_sat1_0_r <= (top0_0_lane_sub_mul1_0_round_sat1_0_t + top0_0_lane_sub_mul1_0_round_sat1_0_rb);
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_r <= (top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_t + top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_rb);
 
 
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_hi <= unsigned(top0_0_lane_sub_mul1_0_round_sat1_0_r(65-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_r(65-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_hin <= (not top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_hi);
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_hin <= (not top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_hi);
 
 
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_nsign <= stdl((not bool(top0_0_lane_sub_mul1_0_round_sat1_0_r((65 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_r((65 - 1)))));
 
-top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_clamp: process (top0_0_lane_sub_mul1_0_round_sat1_0_r, top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill, top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_hin, top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_clamp: process (top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill, top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_hi, top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_r, top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_hin) is
 begin
-    if ((top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_hi = 0) or (top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_hin = 0)) then
-        top0_0_lane_sub_mul1_0_kv <= signed(unsigned(top0_0_lane_sub_mul1_0_round_sat1_0_r(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul1_0_1_2_kv <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_r(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul1_0_kv <= signed(unsigned'(top0_0_lane_sub_mul1_0_round_sat1_0_r((65 - 1)) & top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul1_0_1_2_kv <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_r((65 - 1)) & top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_fill));
     end if;
-end process top0_0_lane_sub_mul1_0_round_sat1_0_sat2_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul1_0_1_2_round_sat1_0_1_2_3_4_5_6_7_8_sat2_0_1_2_3_4_5_6_7_8_clamp;
 
 
-top0_0_lane_sub_mul1_0_d <= (resize(top0_0_lane_sub_mul1_0_x1, 33) - top0_0_lane_sub_mul1_0_kv);
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_d <= (resize(top0_0_1_2_3_4_lane_sub_mul1_0_1_2_x1, 33) - top0_0_1_2_3_4_lane_sub_mul1_0_1_2_kv);
 
 
-top0_0_lane_sub_mul1_0_sat3_0_hi <= unsigned(top0_0_lane_sub_mul1_0_d(33-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul1_0_1_2_d(33-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul1_0_sat3_0_hin <= (not top0_0_lane_sub_mul1_0_sat3_0_hi);
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_hin <= (not top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_hi);
 
 
-top0_0_lane_sub_mul1_0_sat3_0_nsign <= stdl((not bool(top0_0_lane_sub_mul1_0_d((33 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul1_0_1_2_d((33 - 1)))));
 
-top0_0_lane_sub_mul1_0_sat3_0_clamp: process (top0_0_lane_sub_mul1_0_d, top0_0_lane_sub_mul1_0_sat3_0_fill, top0_0_lane_sub_mul1_0_sat3_0_hin, top0_0_lane_sub_mul1_0_sat3_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_clamp: process (top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill, top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_hi, top0_0_1_2_3_4_lane_sub_mul1_0_1_2_d, top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_hin) is
 begin
-    if ((top0_0_lane_sub_mul1_0_sat3_0_hi = 0) or (top0_0_lane_sub_mul1_0_sat3_0_hin = 0)) then
-        top0_0_lane_sub_mul1_0_yc <= signed(unsigned(top0_0_lane_sub_mul1_0_d(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul1_0_1_2_yc <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul1_0_1_2_d(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul1_0_yc <= signed(unsigned'(top0_0_lane_sub_mul1_0_d((33 - 1)) & top0_0_lane_sub_mul1_0_sat3_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul1_0_1_2_yc <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul1_0_1_2_d((33 - 1)) & top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_fill));
     end if;
-end process top0_0_lane_sub_mul1_0_sat3_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul1_0_1_2_sat3_0_1_2_3_4_5_6_7_8_clamp;
 
-top0_0_lane_sub_mul1_0_s2: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul1_0_yr <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul1_0_1_2_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul1_0_yr <= top0_0_lane_sub_mul1_0_yc;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul1_0_1_2_yr <= top0_0_1_2_3_4_lane_sub_mul1_0_1_2_yc;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul1_0_s2;
+end process top0_0_1_2_3_4_lane_sub_mul1_0_1_2_s2;
 
 
-top0_0_lane_sub_mul1_0_y <= unsigned(top0_0_lane_sub_mul1_0_yr);
+top0_0_1_2_3_4_lane_sub_mul1_0_1_2_y <= unsigned(top0_0_1_2_3_4_lane_sub_mul1_0_1_2_yr);
 
 
-top0_0_lane_sub_mul2_0_x <= signed(top0_0_ar(96-1 downto 64));
-top0_0_lane_sub_mul2_0_v <= signed(top0_0_br(96-1 downto 64));
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_x <= signed(top0_0_1_2_3_4_ar(96-1 downto 64));
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_v <= signed(top0_0_1_2_3_4_br(96-1 downto 64));
 
 
-top0_0_lane_sub_mul2_0_p_c <= (resize(top0_0_kr, 33) * top0_0_lane_sub_mul2_0_v);
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_p_c <= (resize(top0_0_1_2_3_4_kr, 33) * top0_0_1_2_3_4_lane_sub_mul2_0_1_2_v);
 
-top0_0_lane_sub_mul2_0_s1: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul2_0_x1 <= to_signed(0, 32);
-            top0_0_lane_sub_mul2_0_p1 <= to_signed(0, 65);
+            top0_0_1_2_3_4_lane_sub_mul2_0_1_2_x1 <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul2_0_1_2_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul2_0_p1 <= top0_0_lane_sub_mul2_0_p_c;
-                top0_0_lane_sub_mul2_0_x1 <= top0_0_lane_sub_mul2_0_x;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul2_0_1_2_p1 <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_p_c;
+                top0_0_1_2_3_4_lane_sub_mul2_0_1_2_x1 <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_x;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul2_0_s1;
+end process top0_0_1_2_3_4_lane_sub_mul2_0_1_2_s1;
 
 
-top0_0_lane_sub_mul2_0_round_sat2_0_t <= shift_right(top0_0_lane_sub_mul2_0_p1, 16);
-top0_0_lane_sub_mul2_0_round_sat2_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul2_0_p1((16 - 1))));
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_t <= shift_right(top0_0_1_2_3_4_lane_sub_mul2_0_1_2_p1, 16);
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_3_4_lane_sub_mul2_0_1_2_p1((16 - 1))));
 
 
-top0_0_lane_sub_mul2_0_round_sat2_0_r <= (top0_0_lane_sub_mul2_0_round_sat2_0_t + top0_0_lane_sub_mul2_0_round_sat2_0_rb);
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_r <= (top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_t + top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_rb);
 
 
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_hi <= unsigned(top0_0_lane_sub_mul2_0_round_sat2_0_r(65-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_r(65-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_hin <= (not top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_hi);
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_hin <= (not top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_hi);
 
 
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_nsign <= stdl((not bool(top0_0_lane_sub_mul2_0_round_sat2_0_r((65 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_r((65 - 1)))));
 
-top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_clamp: process (top0_0_lane_sub_mul2_0_round_sat2_0_r, top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill, top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_hin, top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_clamp: process (top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill, top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_hi, top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_r, top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_hin) is
 begin
-    if ((top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_hi = 0) or (top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_hin = 0)) then
-        top0_0_lane_sub_mul2_0_kv <= signed(unsigned(top0_0_lane_sub_mul2_0_round_sat2_0_r(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul2_0_1_2_kv <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_r(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul2_0_kv <= signed(unsigned'(top0_0_lane_sub_mul2_0_round_sat2_0_r((65 - 1)) & top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul2_0_1_2_kv <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_r((65 - 1)) & top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_fill));
     end if;
-end process top0_0_lane_sub_mul2_0_round_sat2_0_sat4_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul2_0_1_2_round_sat2_0_1_2_3_4_5_6_sat4_0_1_2_3_4_5_6_clamp;
 
 
-top0_0_lane_sub_mul2_0_d <= (resize(top0_0_lane_sub_mul2_0_x1, 33) - top0_0_lane_sub_mul2_0_kv);
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_d <= (resize(top0_0_1_2_3_4_lane_sub_mul2_0_1_2_x1, 33) - top0_0_1_2_3_4_lane_sub_mul2_0_1_2_kv);
 
 
-top0_0_lane_sub_mul2_0_sat5_0_hi <= unsigned(top0_0_lane_sub_mul2_0_d(33-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul2_0_1_2_d(33-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul2_0_sat5_0_hin <= (not top0_0_lane_sub_mul2_0_sat5_0_hi);
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_hin <= (not top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_hi);
 
 
-top0_0_lane_sub_mul2_0_sat5_0_nsign <= stdl((not bool(top0_0_lane_sub_mul2_0_d((33 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul2_0_1_2_d((33 - 1)))));
 
-top0_0_lane_sub_mul2_0_sat5_0_clamp: process (top0_0_lane_sub_mul2_0_d, top0_0_lane_sub_mul2_0_sat5_0_fill, top0_0_lane_sub_mul2_0_sat5_0_hin, top0_0_lane_sub_mul2_0_sat5_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_clamp: process (top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill, top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_hi, top0_0_1_2_3_4_lane_sub_mul2_0_1_2_d, top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_hin) is
 begin
-    if ((top0_0_lane_sub_mul2_0_sat5_0_hi = 0) or (top0_0_lane_sub_mul2_0_sat5_0_hin = 0)) then
-        top0_0_lane_sub_mul2_0_yc <= signed(unsigned(top0_0_lane_sub_mul2_0_d(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul2_0_1_2_yc <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul2_0_1_2_d(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul2_0_yc <= signed(unsigned'(top0_0_lane_sub_mul2_0_d((33 - 1)) & top0_0_lane_sub_mul2_0_sat5_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul2_0_1_2_yc <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul2_0_1_2_d((33 - 1)) & top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_fill));
     end if;
-end process top0_0_lane_sub_mul2_0_sat5_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul2_0_1_2_sat5_0_1_2_3_4_5_6_clamp;
 
-top0_0_lane_sub_mul2_0_s2: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul2_0_yr <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul2_0_1_2_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul2_0_yr <= top0_0_lane_sub_mul2_0_yc;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul2_0_1_2_yr <= top0_0_1_2_3_4_lane_sub_mul2_0_1_2_yc;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul2_0_s2;
+end process top0_0_1_2_3_4_lane_sub_mul2_0_1_2_s2;
 
 
-top0_0_lane_sub_mul2_0_y <= unsigned(top0_0_lane_sub_mul2_0_yr);
+top0_0_1_2_3_4_lane_sub_mul2_0_1_2_y <= unsigned(top0_0_1_2_3_4_lane_sub_mul2_0_1_2_yr);
 
 
-top0_0_lane_sub_mul3_0_x <= signed(top0_0_ar(128-1 downto 96));
-top0_0_lane_sub_mul3_0_v <= signed(top0_0_br(128-1 downto 96));
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_x <= signed(top0_0_1_2_3_4_ar(128-1 downto 96));
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_v <= signed(top0_0_1_2_3_4_br(128-1 downto 96));
 
 
-top0_0_lane_sub_mul3_0_p_c <= (resize(top0_0_kr, 33) * top0_0_lane_sub_mul3_0_v);
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_p_c <= (resize(top0_0_1_2_3_4_kr, 33) * top0_0_1_2_3_4_lane_sub_mul3_0_1_2_v);
 
-top0_0_lane_sub_mul3_0_s1: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul3_0_x1 <= to_signed(0, 32);
-            top0_0_lane_sub_mul3_0_p1 <= to_signed(0, 65);
+            top0_0_1_2_3_4_lane_sub_mul3_0_1_2_x1 <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul3_0_1_2_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul3_0_p1 <= top0_0_lane_sub_mul3_0_p_c;
-                top0_0_lane_sub_mul3_0_x1 <= top0_0_lane_sub_mul3_0_x;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul3_0_1_2_p1 <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_p_c;
+                top0_0_1_2_3_4_lane_sub_mul3_0_1_2_x1 <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_x;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul3_0_s1;
+end process top0_0_1_2_3_4_lane_sub_mul3_0_1_2_s1;
 
 
-top0_0_lane_sub_mul3_0_round_sat3_0_t <= shift_right(top0_0_lane_sub_mul3_0_p1, 16);
-top0_0_lane_sub_mul3_0_round_sat3_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul3_0_p1((16 - 1))));
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_t <= shift_right(top0_0_1_2_3_4_lane_sub_mul3_0_1_2_p1, 16);
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_3_4_lane_sub_mul3_0_1_2_p1((16 - 1))));
 
 
-top0_0_lane_sub_mul3_0_round_sat3_0_r <= (top0_0_lane_sub_mul3_0_round_sat3_0_t + top0_0_lane_sub_mul3_0_round_sat3_0_rb);
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_r <= (top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_t + top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_rb);
 
 
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_hi <= unsigned(top0_0_lane_sub_mul3_0_round_sat3_0_r(65-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_r(65-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_hin <= (not top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_hi);
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_hin <= (not top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_hi);
 
 
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_nsign <= stdl((not bool(top0_0_lane_sub_mul3_0_round_sat3_0_r((65 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_r((65 - 1)))));
 
-top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_clamp: process (top0_0_lane_sub_mul3_0_round_sat3_0_r, top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill, top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_hin, top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_clamp: process (top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill, top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_hi, top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_r, top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_hin) is
 begin
-    if ((top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_hi = 0) or (top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_hin = 0)) then
-        top0_0_lane_sub_mul3_0_kv <= signed(unsigned(top0_0_lane_sub_mul3_0_round_sat3_0_r(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul3_0_1_2_kv <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_r(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul3_0_kv <= signed(unsigned'(top0_0_lane_sub_mul3_0_round_sat3_0_r((65 - 1)) & top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul3_0_1_2_kv <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_r((65 - 1)) & top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_fill));
     end if;
-end process top0_0_lane_sub_mul3_0_round_sat3_0_sat6_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul3_0_1_2_round_sat3_0_1_2_3_4_5_6_sat6_0_1_2_3_4_5_6_clamp;
 
 
-top0_0_lane_sub_mul3_0_d <= (resize(top0_0_lane_sub_mul3_0_x1, 33) - top0_0_lane_sub_mul3_0_kv);
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_d <= (resize(top0_0_1_2_3_4_lane_sub_mul3_0_1_2_x1, 33) - top0_0_1_2_3_4_lane_sub_mul3_0_1_2_kv);
 
 
-top0_0_lane_sub_mul3_0_sat7_0_hi <= unsigned(top0_0_lane_sub_mul3_0_d(33-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul3_0_1_2_d(33-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul3_0_sat7_0_hin <= (not top0_0_lane_sub_mul3_0_sat7_0_hi);
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_hin <= (not top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_hi);
 
 
-top0_0_lane_sub_mul3_0_sat7_0_nsign <= stdl((not bool(top0_0_lane_sub_mul3_0_d((33 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul3_0_1_2_d((33 - 1)))));
 
-top0_0_lane_sub_mul3_0_sat7_0_clamp: process (top0_0_lane_sub_mul3_0_d, top0_0_lane_sub_mul3_0_sat7_0_fill, top0_0_lane_sub_mul3_0_sat7_0_hin, top0_0_lane_sub_mul3_0_sat7_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_clamp: process (top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill, top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_hi, top0_0_1_2_3_4_lane_sub_mul3_0_1_2_d, top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_hin) is
 begin
-    if ((top0_0_lane_sub_mul3_0_sat7_0_hi = 0) or (top0_0_lane_sub_mul3_0_sat7_0_hin = 0)) then
-        top0_0_lane_sub_mul3_0_yc <= signed(unsigned(top0_0_lane_sub_mul3_0_d(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul3_0_1_2_yc <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul3_0_1_2_d(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul3_0_yc <= signed(unsigned'(top0_0_lane_sub_mul3_0_d((33 - 1)) & top0_0_lane_sub_mul3_0_sat7_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul3_0_1_2_yc <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul3_0_1_2_d((33 - 1)) & top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_fill));
     end if;
-end process top0_0_lane_sub_mul3_0_sat7_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul3_0_1_2_sat7_0_1_2_3_4_5_6_clamp;
 
-top0_0_lane_sub_mul3_0_s2: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul3_0_yr <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul3_0_1_2_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul3_0_yr <= top0_0_lane_sub_mul3_0_yc;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul3_0_1_2_yr <= top0_0_1_2_3_4_lane_sub_mul3_0_1_2_yc;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul3_0_s2;
+end process top0_0_1_2_3_4_lane_sub_mul3_0_1_2_s2;
 
 
-top0_0_lane_sub_mul3_0_y <= unsigned(top0_0_lane_sub_mul3_0_yr);
+top0_0_1_2_3_4_lane_sub_mul3_0_1_2_y <= unsigned(top0_0_1_2_3_4_lane_sub_mul3_0_1_2_yr);
 
 
-top0_0_lane_sub_mul4_0_x <= signed(top0_0_ar(160-1 downto 128));
-top0_0_lane_sub_mul4_0_v <= signed(top0_0_br(160-1 downto 128));
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_x <= signed(top0_0_1_2_3_4_ar(160-1 downto 128));
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_v <= signed(top0_0_1_2_3_4_br(160-1 downto 128));
 
 
-top0_0_lane_sub_mul4_0_p_c <= (resize(top0_0_kr, 33) * top0_0_lane_sub_mul4_0_v);
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_p_c <= (resize(top0_0_1_2_3_4_kr, 33) * top0_0_1_2_3_4_lane_sub_mul4_0_1_2_v);
 
-top0_0_lane_sub_mul4_0_s1: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul4_0_x1 <= to_signed(0, 32);
-            top0_0_lane_sub_mul4_0_p1 <= to_signed(0, 65);
+            top0_0_1_2_3_4_lane_sub_mul4_0_1_2_x1 <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul4_0_1_2_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul4_0_p1 <= top0_0_lane_sub_mul4_0_p_c;
-                top0_0_lane_sub_mul4_0_x1 <= top0_0_lane_sub_mul4_0_x;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul4_0_1_2_p1 <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_p_c;
+                top0_0_1_2_3_4_lane_sub_mul4_0_1_2_x1 <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_x;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul4_0_s1;
+end process top0_0_1_2_3_4_lane_sub_mul4_0_1_2_s1;
 
 
-top0_0_lane_sub_mul4_0_round_sat4_0_t <= shift_right(top0_0_lane_sub_mul4_0_p1, 16);
-top0_0_lane_sub_mul4_0_round_sat4_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul4_0_p1((16 - 1))));
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_t <= shift_right(top0_0_1_2_3_4_lane_sub_mul4_0_1_2_p1, 16);
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_3_4_lane_sub_mul4_0_1_2_p1((16 - 1))));
 
 
-top0_0_lane_sub_mul4_0_round_sat4_0_r <= (top0_0_lane_sub_mul4_0_round_sat4_0_t + top0_0_lane_sub_mul4_0_round_sat4_0_rb);
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_r <= (top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_t + top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_rb);
 
 
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_hi <= unsigned(top0_0_lane_sub_mul4_0_round_sat4_0_r(65-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_r(65-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_hin <= (not top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_hi);
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_hin <= (not top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_hi);
 
 
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_nsign <= stdl((not bool(top0_0_lane_sub_mul4_0_round_sat4_0_r((65 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_r((65 - 1)))));
 
-top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_clamp: process (top0_0_lane_sub_mul4_0_round_sat4_0_r, top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill, top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_hin, top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_clamp: process (top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill, top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_hi, top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_r, top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_hin) is
 begin
-    if ((top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_hi = 0) or (top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_hin = 0)) then
-        top0_0_lane_sub_mul4_0_kv <= signed(unsigned(top0_0_lane_sub_mul4_0_round_sat4_0_r(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul4_0_1_2_kv <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_r(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul4_0_kv <= signed(unsigned'(top0_0_lane_sub_mul4_0_round_sat4_0_r((65 - 1)) & top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul4_0_1_2_kv <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_r((65 - 1)) & top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_fill));
     end if;
-end process top0_0_lane_sub_mul4_0_round_sat4_0_sat8_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul4_0_1_2_round_sat4_0_1_2_3_4_sat8_0_1_2_3_4_5_6_clamp;
 
 
-top0_0_lane_sub_mul4_0_d <= (resize(top0_0_lane_sub_mul4_0_x1, 33) - top0_0_lane_sub_mul4_0_kv);
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_d <= (resize(top0_0_1_2_3_4_lane_sub_mul4_0_1_2_x1, 33) - top0_0_1_2_3_4_lane_sub_mul4_0_1_2_kv);
 
 
-top0_0_lane_sub_mul4_0_sat9_0_hi <= unsigned(top0_0_lane_sub_mul4_0_d(33-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul4_0_1_2_d(33-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul4_0_sat9_0_hin <= (not top0_0_lane_sub_mul4_0_sat9_0_hi);
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_hin <= (not top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_hi);
 
 
-top0_0_lane_sub_mul4_0_sat9_0_nsign <= stdl((not bool(top0_0_lane_sub_mul4_0_d((33 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul4_0_1_2_d((33 - 1)))));
 
-top0_0_lane_sub_mul4_0_sat9_0_clamp: process (top0_0_lane_sub_mul4_0_d, top0_0_lane_sub_mul4_0_sat9_0_fill, top0_0_lane_sub_mul4_0_sat9_0_hin, top0_0_lane_sub_mul4_0_sat9_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_clamp: process (top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill, top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_hi, top0_0_1_2_3_4_lane_sub_mul4_0_1_2_d, top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_hin) is
 begin
-    if ((top0_0_lane_sub_mul4_0_sat9_0_hi = 0) or (top0_0_lane_sub_mul4_0_sat9_0_hin = 0)) then
-        top0_0_lane_sub_mul4_0_yc <= signed(unsigned(top0_0_lane_sub_mul4_0_d(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul4_0_1_2_yc <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul4_0_1_2_d(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul4_0_yc <= signed(unsigned'(top0_0_lane_sub_mul4_0_d((33 - 1)) & top0_0_lane_sub_mul4_0_sat9_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul4_0_1_2_yc <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul4_0_1_2_d((33 - 1)) & top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_fill));
     end if;
-end process top0_0_lane_sub_mul4_0_sat9_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul4_0_1_2_sat9_0_1_2_3_4_5_6_clamp;
 
-top0_0_lane_sub_mul4_0_s2: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul4_0_yr <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul4_0_1_2_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul4_0_yr <= top0_0_lane_sub_mul4_0_yc;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul4_0_1_2_yr <= top0_0_1_2_3_4_lane_sub_mul4_0_1_2_yc;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul4_0_s2;
+end process top0_0_1_2_3_4_lane_sub_mul4_0_1_2_s2;
 
 
-top0_0_lane_sub_mul4_0_y <= unsigned(top0_0_lane_sub_mul4_0_yr);
+top0_0_1_2_3_4_lane_sub_mul4_0_1_2_y <= unsigned(top0_0_1_2_3_4_lane_sub_mul4_0_1_2_yr);
 
 
-top0_0_lane_sub_mul5_0_x <= signed(top0_0_ar(192-1 downto 160));
-top0_0_lane_sub_mul5_0_v <= signed(top0_0_br(192-1 downto 160));
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_x <= signed(top0_0_1_2_3_4_ar(192-1 downto 160));
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_v <= signed(top0_0_1_2_3_4_br(192-1 downto 160));
 
 
-top0_0_lane_sub_mul5_0_p_c <= (resize(top0_0_kr, 33) * top0_0_lane_sub_mul5_0_v);
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_p_c <= (resize(top0_0_1_2_3_4_kr, 33) * top0_0_1_2_3_4_lane_sub_mul5_0_1_2_v);
 
-top0_0_lane_sub_mul5_0_s1: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul5_0_x1 <= to_signed(0, 32);
-            top0_0_lane_sub_mul5_0_p1 <= to_signed(0, 65);
+            top0_0_1_2_3_4_lane_sub_mul5_0_1_2_x1 <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul5_0_1_2_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul5_0_p1 <= top0_0_lane_sub_mul5_0_p_c;
-                top0_0_lane_sub_mul5_0_x1 <= top0_0_lane_sub_mul5_0_x;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul5_0_1_2_p1 <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_p_c;
+                top0_0_1_2_3_4_lane_sub_mul5_0_1_2_x1 <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_x;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul5_0_s1;
+end process top0_0_1_2_3_4_lane_sub_mul5_0_1_2_s1;
 
 
-top0_0_lane_sub_mul5_0_round_sat5_0_t <= shift_right(top0_0_lane_sub_mul5_0_p1, 16);
-top0_0_lane_sub_mul5_0_round_sat5_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul5_0_p1((16 - 1))));
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_t <= shift_right(top0_0_1_2_3_4_lane_sub_mul5_0_1_2_p1, 16);
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_3_4_lane_sub_mul5_0_1_2_p1((16 - 1))));
 
 
-top0_0_lane_sub_mul5_0_round_sat5_0_r <= (top0_0_lane_sub_mul5_0_round_sat5_0_t + top0_0_lane_sub_mul5_0_round_sat5_0_rb);
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_r <= (top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_t + top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_rb);
 
 
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_hi <= unsigned(top0_0_lane_sub_mul5_0_round_sat5_0_r(65-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_r(65-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_hin <= (not top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_hi);
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_hin <= (not top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_hi);
 
 
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_nsign <= stdl((not bool(top0_0_lane_sub_mul5_0_round_sat5_0_r((65 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_r((65 - 1)))));
 
-top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_clamp: process (top0_0_lane_sub_mul5_0_round_sat5_0_r, top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill, top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_hin, top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_clamp: process (top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill, top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_hi, top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_r, top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_hin) is
 begin
-    if ((top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_hi = 0) or (top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_hin = 0)) then
-        top0_0_lane_sub_mul5_0_kv <= signed(unsigned(top0_0_lane_sub_mul5_0_round_sat5_0_r(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul5_0_1_2_kv <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_r(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul5_0_kv <= signed(unsigned'(top0_0_lane_sub_mul5_0_round_sat5_0_r((65 - 1)) & top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul5_0_1_2_kv <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_r((65 - 1)) & top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_fill));
     end if;
-end process top0_0_lane_sub_mul5_0_round_sat5_0_sat10_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul5_0_1_2_round_sat5_0_1_2_3_4_sat10_0_1_2_3_4_5_6_clamp;
 
 
-top0_0_lane_sub_mul5_0_d <= (resize(top0_0_lane_sub_mul5_0_x1, 33) - top0_0_lane_sub_mul5_0_kv);
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_d <= (resize(top0_0_1_2_3_4_lane_sub_mul5_0_1_2_x1, 33) - top0_0_1_2_3_4_lane_sub_mul5_0_1_2_kv);
 
 
-top0_0_lane_sub_mul5_0_sat11_0_hi <= unsigned(top0_0_lane_sub_mul5_0_d(33-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul5_0_1_2_d(33-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul5_0_sat11_0_hin <= (not top0_0_lane_sub_mul5_0_sat11_0_hi);
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_hin <= (not top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_hi);
 
 
-top0_0_lane_sub_mul5_0_sat11_0_nsign <= stdl((not bool(top0_0_lane_sub_mul5_0_d((33 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul5_0_1_2_d((33 - 1)))));
 
-top0_0_lane_sub_mul5_0_sat11_0_clamp: process (top0_0_lane_sub_mul5_0_d, top0_0_lane_sub_mul5_0_sat11_0_fill, top0_0_lane_sub_mul5_0_sat11_0_hin, top0_0_lane_sub_mul5_0_sat11_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_clamp: process (top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill, top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_hi, top0_0_1_2_3_4_lane_sub_mul5_0_1_2_d, top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_hin) is
 begin
-    if ((top0_0_lane_sub_mul5_0_sat11_0_hi = 0) or (top0_0_lane_sub_mul5_0_sat11_0_hin = 0)) then
-        top0_0_lane_sub_mul5_0_yc <= signed(unsigned(top0_0_lane_sub_mul5_0_d(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul5_0_1_2_yc <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul5_0_1_2_d(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul5_0_yc <= signed(unsigned'(top0_0_lane_sub_mul5_0_d((33 - 1)) & top0_0_lane_sub_mul5_0_sat11_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul5_0_1_2_yc <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul5_0_1_2_d((33 - 1)) & top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_fill));
     end if;
-end process top0_0_lane_sub_mul5_0_sat11_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul5_0_1_2_sat11_0_1_2_3_4_5_6_clamp;
 
-top0_0_lane_sub_mul5_0_s2: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul5_0_yr <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul5_0_1_2_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul5_0_yr <= top0_0_lane_sub_mul5_0_yc;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul5_0_1_2_yr <= top0_0_1_2_3_4_lane_sub_mul5_0_1_2_yc;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul5_0_s2;
+end process top0_0_1_2_3_4_lane_sub_mul5_0_1_2_s2;
 
 
-top0_0_lane_sub_mul5_0_y <= unsigned(top0_0_lane_sub_mul5_0_yr);
+top0_0_1_2_3_4_lane_sub_mul5_0_1_2_y <= unsigned(top0_0_1_2_3_4_lane_sub_mul5_0_1_2_yr);
 
 
-top0_0_lane_sub_mul6_0_x <= signed(top0_0_ar(224-1 downto 192));
-top0_0_lane_sub_mul6_0_v <= signed(top0_0_br(224-1 downto 192));
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_x <= signed(top0_0_1_2_3_4_ar(224-1 downto 192));
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_v <= signed(top0_0_1_2_3_4_br(224-1 downto 192));
 
 
-top0_0_lane_sub_mul6_0_p_c <= (resize(top0_0_kr, 33) * top0_0_lane_sub_mul6_0_v);
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_p_c <= (resize(top0_0_1_2_3_4_kr, 33) * top0_0_1_2_3_4_lane_sub_mul6_0_1_2_v);
 
-top0_0_lane_sub_mul6_0_s1: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul6_0_x1 <= to_signed(0, 32);
-            top0_0_lane_sub_mul6_0_p1 <= to_signed(0, 65);
+            top0_0_1_2_3_4_lane_sub_mul6_0_1_2_x1 <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul6_0_1_2_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul6_0_p1 <= top0_0_lane_sub_mul6_0_p_c;
-                top0_0_lane_sub_mul6_0_x1 <= top0_0_lane_sub_mul6_0_x;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul6_0_1_2_p1 <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_p_c;
+                top0_0_1_2_3_4_lane_sub_mul6_0_1_2_x1 <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_x;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul6_0_s1;
+end process top0_0_1_2_3_4_lane_sub_mul6_0_1_2_s1;
 
 
-top0_0_lane_sub_mul6_0_round_sat6_0_t <= shift_right(top0_0_lane_sub_mul6_0_p1, 16);
-top0_0_lane_sub_mul6_0_round_sat6_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul6_0_p1((16 - 1))));
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_t <= shift_right(top0_0_1_2_3_4_lane_sub_mul6_0_1_2_p1, 16);
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_3_4_lane_sub_mul6_0_1_2_p1((16 - 1))));
 
 
-top0_0_lane_sub_mul6_0_round_sat6_0_r <= (top0_0_lane_sub_mul6_0_round_sat6_0_t + top0_0_lane_sub_mul6_0_round_sat6_0_rb);
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_r <= (top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_t + top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_rb);
 
 
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_hi <= unsigned(top0_0_lane_sub_mul6_0_round_sat6_0_r(65-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_r(65-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_hin <= (not top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_hi);
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_hin <= (not top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_hi);
 
 
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_nsign <= stdl((not bool(top0_0_lane_sub_mul6_0_round_sat6_0_r((65 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_r((65 - 1)))));
 
-top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_clamp: process (top0_0_lane_sub_mul6_0_round_sat6_0_r, top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill, top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_hin, top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_clamp: process (top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill, top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_hi, top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_r, top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_hi = 0) or (top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_hin = 0)) then
-        top0_0_lane_sub_mul6_0_kv <= signed(unsigned(top0_0_lane_sub_mul6_0_round_sat6_0_r(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul6_0_1_2_kv <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_r(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul6_0_kv <= signed(unsigned'(top0_0_lane_sub_mul6_0_round_sat6_0_r((65 - 1)) & top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul6_0_1_2_kv <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_r((65 - 1)) & top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_fill));
     end if;
-end process top0_0_lane_sub_mul6_0_round_sat6_0_sat12_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul6_0_1_2_round_sat6_0_1_2_3_4_sat12_0_1_2_3_4_clamp;
 
 
-top0_0_lane_sub_mul6_0_d <= (resize(top0_0_lane_sub_mul6_0_x1, 33) - top0_0_lane_sub_mul6_0_kv);
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_d <= (resize(top0_0_1_2_3_4_lane_sub_mul6_0_1_2_x1, 33) - top0_0_1_2_3_4_lane_sub_mul6_0_1_2_kv);
 
 
-top0_0_lane_sub_mul6_0_sat13_0_hi <= unsigned(top0_0_lane_sub_mul6_0_d(33-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul6_0_1_2_d(33-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul6_0_sat13_0_hin <= (not top0_0_lane_sub_mul6_0_sat13_0_hi);
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_hin <= (not top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_hi);
 
 
-top0_0_lane_sub_mul6_0_sat13_0_nsign <= stdl((not bool(top0_0_lane_sub_mul6_0_d((33 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul6_0_1_2_d((33 - 1)))));
 
-top0_0_lane_sub_mul6_0_sat13_0_clamp: process (top0_0_lane_sub_mul6_0_d, top0_0_lane_sub_mul6_0_sat13_0_fill, top0_0_lane_sub_mul6_0_sat13_0_hin, top0_0_lane_sub_mul6_0_sat13_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_clamp: process (top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill, top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_hi, top0_0_1_2_3_4_lane_sub_mul6_0_1_2_d, top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_lane_sub_mul6_0_sat13_0_hi = 0) or (top0_0_lane_sub_mul6_0_sat13_0_hin = 0)) then
-        top0_0_lane_sub_mul6_0_yc <= signed(unsigned(top0_0_lane_sub_mul6_0_d(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul6_0_1_2_yc <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul6_0_1_2_d(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul6_0_yc <= signed(unsigned'(top0_0_lane_sub_mul6_0_d((33 - 1)) & top0_0_lane_sub_mul6_0_sat13_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul6_0_1_2_yc <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul6_0_1_2_d((33 - 1)) & top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_fill));
     end if;
-end process top0_0_lane_sub_mul6_0_sat13_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul6_0_1_2_sat13_0_1_2_3_4_clamp;
 
-top0_0_lane_sub_mul6_0_s2: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul6_0_yr <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul6_0_1_2_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul6_0_yr <= top0_0_lane_sub_mul6_0_yc;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul6_0_1_2_yr <= top0_0_1_2_3_4_lane_sub_mul6_0_1_2_yc;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul6_0_s2;
+end process top0_0_1_2_3_4_lane_sub_mul6_0_1_2_s2;
 
 
-top0_0_lane_sub_mul6_0_y <= unsigned(top0_0_lane_sub_mul6_0_yr);
+top0_0_1_2_3_4_lane_sub_mul6_0_1_2_y <= unsigned(top0_0_1_2_3_4_lane_sub_mul6_0_1_2_yr);
 
 
-top0_0_lane_sub_mul7_0_x <= signed(top0_0_ar(256-1 downto 224));
-top0_0_lane_sub_mul7_0_v <= signed(top0_0_br(256-1 downto 224));
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_x <= signed(top0_0_1_2_3_4_ar(256-1 downto 224));
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_v <= signed(top0_0_1_2_3_4_br(256-1 downto 224));
 
 
-top0_0_lane_sub_mul7_0_p_c <= (resize(top0_0_kr, 33) * top0_0_lane_sub_mul7_0_v);
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_p_c <= (resize(top0_0_1_2_3_4_kr, 33) * top0_0_1_2_3_4_lane_sub_mul7_0_1_2_v);
 
-top0_0_lane_sub_mul7_0_s1: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul7_0_x1 <= to_signed(0, 32);
-            top0_0_lane_sub_mul7_0_p1 <= to_signed(0, 65);
+            top0_0_1_2_3_4_lane_sub_mul7_0_1_2_x1 <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul7_0_1_2_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul7_0_p1 <= top0_0_lane_sub_mul7_0_p_c;
-                top0_0_lane_sub_mul7_0_x1 <= top0_0_lane_sub_mul7_0_x;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul7_0_1_2_p1 <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_p_c;
+                top0_0_1_2_3_4_lane_sub_mul7_0_1_2_x1 <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_x;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul7_0_s1;
+end process top0_0_1_2_3_4_lane_sub_mul7_0_1_2_s1;
 
 
-top0_0_lane_sub_mul7_0_round_sat7_0_t <= shift_right(top0_0_lane_sub_mul7_0_p1, 16);
-top0_0_lane_sub_mul7_0_round_sat7_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul7_0_p1((16 - 1))));
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_t <= shift_right(top0_0_1_2_3_4_lane_sub_mul7_0_1_2_p1, 16);
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_3_4_lane_sub_mul7_0_1_2_p1((16 - 1))));
 
 
-top0_0_lane_sub_mul7_0_round_sat7_0_r <= (top0_0_lane_sub_mul7_0_round_sat7_0_t + top0_0_lane_sub_mul7_0_round_sat7_0_rb);
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_r <= (top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_t + top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_rb);
 
 
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_hi <= unsigned(top0_0_lane_sub_mul7_0_round_sat7_0_r(65-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_r(65-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_hin <= (not top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_hi);
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_hin <= (not top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_hi);
 
 
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_nsign <= stdl((not bool(top0_0_lane_sub_mul7_0_round_sat7_0_r((65 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_r((65 - 1)))));
 
-top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_clamp: process (top0_0_lane_sub_mul7_0_round_sat7_0_r, top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill, top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_hin, top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_clamp: process (top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill, top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_hi, top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_r, top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_hi = 0) or (top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_hin = 0)) then
-        top0_0_lane_sub_mul7_0_kv <= signed(unsigned(top0_0_lane_sub_mul7_0_round_sat7_0_r(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul7_0_1_2_kv <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_r(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul7_0_kv <= signed(unsigned'(top0_0_lane_sub_mul7_0_round_sat7_0_r((65 - 1)) & top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul7_0_1_2_kv <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_r((65 - 1)) & top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_fill));
     end if;
-end process top0_0_lane_sub_mul7_0_round_sat7_0_sat14_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul7_0_1_2_round_sat7_0_1_2_3_4_sat14_0_1_2_3_4_clamp;
 
 
-top0_0_lane_sub_mul7_0_d <= (resize(top0_0_lane_sub_mul7_0_x1, 33) - top0_0_lane_sub_mul7_0_kv);
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_d <= (resize(top0_0_1_2_3_4_lane_sub_mul7_0_1_2_x1, 33) - top0_0_1_2_3_4_lane_sub_mul7_0_1_2_kv);
 
 
-top0_0_lane_sub_mul7_0_sat15_0_hi <= unsigned(top0_0_lane_sub_mul7_0_d(33-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul7_0_1_2_d(33-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul7_0_sat15_0_hin <= (not top0_0_lane_sub_mul7_0_sat15_0_hi);
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_hin <= (not top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_hi);
 
 
-top0_0_lane_sub_mul7_0_sat15_0_nsign <= stdl((not bool(top0_0_lane_sub_mul7_0_d((33 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul7_0_1_2_d((33 - 1)))));
 
-top0_0_lane_sub_mul7_0_sat15_0_clamp: process (top0_0_lane_sub_mul7_0_d, top0_0_lane_sub_mul7_0_sat15_0_fill, top0_0_lane_sub_mul7_0_sat15_0_hin, top0_0_lane_sub_mul7_0_sat15_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_clamp: process (top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill, top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_hi, top0_0_1_2_3_4_lane_sub_mul7_0_1_2_d, top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_lane_sub_mul7_0_sat15_0_hi = 0) or (top0_0_lane_sub_mul7_0_sat15_0_hin = 0)) then
-        top0_0_lane_sub_mul7_0_yc <= signed(unsigned(top0_0_lane_sub_mul7_0_d(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul7_0_1_2_yc <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul7_0_1_2_d(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul7_0_yc <= signed(unsigned'(top0_0_lane_sub_mul7_0_d((33 - 1)) & top0_0_lane_sub_mul7_0_sat15_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul7_0_1_2_yc <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul7_0_1_2_d((33 - 1)) & top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_fill));
     end if;
-end process top0_0_lane_sub_mul7_0_sat15_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul7_0_1_2_sat15_0_1_2_3_4_clamp;
 
-top0_0_lane_sub_mul7_0_s2: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul7_0_yr <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul7_0_1_2_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul7_0_yr <= top0_0_lane_sub_mul7_0_yc;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul7_0_1_2_yr <= top0_0_1_2_3_4_lane_sub_mul7_0_1_2_yc;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul7_0_s2;
+end process top0_0_1_2_3_4_lane_sub_mul7_0_1_2_s2;
 
 
-top0_0_lane_sub_mul7_0_y <= unsigned(top0_0_lane_sub_mul7_0_yr);
+top0_0_1_2_3_4_lane_sub_mul7_0_1_2_y <= unsigned(top0_0_1_2_3_4_lane_sub_mul7_0_1_2_yr);
 
 
-top0_0_lane_sub_mul8_0_x <= signed(top0_0_ar(288-1 downto 256));
-top0_0_lane_sub_mul8_0_v <= signed(top0_0_br(288-1 downto 256));
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_x <= signed(top0_0_1_2_3_4_ar(288-1 downto 256));
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_v <= signed(top0_0_1_2_3_4_br(288-1 downto 256));
 
 
-top0_0_lane_sub_mul8_0_p_c <= (resize(top0_0_kr, 33) * top0_0_lane_sub_mul8_0_v);
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_p_c <= (resize(top0_0_1_2_3_4_kr, 33) * top0_0_1_2_3_4_lane_sub_mul8_0_1_2_v);
 
-top0_0_lane_sub_mul8_0_s1: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul8_0_x1 <= to_signed(0, 32);
-            top0_0_lane_sub_mul8_0_p1 <= to_signed(0, 65);
+            top0_0_1_2_3_4_lane_sub_mul8_0_1_2_x1 <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul8_0_1_2_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul8_0_p1 <= top0_0_lane_sub_mul8_0_p_c;
-                top0_0_lane_sub_mul8_0_x1 <= top0_0_lane_sub_mul8_0_x;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul8_0_1_2_p1 <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_p_c;
+                top0_0_1_2_3_4_lane_sub_mul8_0_1_2_x1 <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_x;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul8_0_s1;
+end process top0_0_1_2_3_4_lane_sub_mul8_0_1_2_s1;
 
 
-top0_0_lane_sub_mul8_0_round_sat8_0_t <= shift_right(top0_0_lane_sub_mul8_0_p1, 16);
-top0_0_lane_sub_mul8_0_round_sat8_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul8_0_p1((16 - 1))));
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_t <= shift_right(top0_0_1_2_3_4_lane_sub_mul8_0_1_2_p1, 16);
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_3_4_lane_sub_mul8_0_1_2_p1((16 - 1))));
 
 
-top0_0_lane_sub_mul8_0_round_sat8_0_r <= (top0_0_lane_sub_mul8_0_round_sat8_0_t + top0_0_lane_sub_mul8_0_round_sat8_0_rb);
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_r <= (top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_t + top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_rb);
 
 
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_hi <= unsigned(top0_0_lane_sub_mul8_0_round_sat8_0_r(65-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_r(65-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_hin <= (not top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_hi);
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_hin <= (not top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_hi);
 
 
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_nsign <= stdl((not bool(top0_0_lane_sub_mul8_0_round_sat8_0_r((65 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_r((65 - 1)))));
 
-top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_clamp: process (top0_0_lane_sub_mul8_0_round_sat8_0_r, top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill, top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_hin, top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_clamp: process (top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill, top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_hi, top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_r, top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_hi = 0) or (top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_hin = 0)) then
-        top0_0_lane_sub_mul8_0_kv <= signed(unsigned(top0_0_lane_sub_mul8_0_round_sat8_0_r(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul8_0_1_2_kv <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_r(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul8_0_kv <= signed(unsigned'(top0_0_lane_sub_mul8_0_round_sat8_0_r((65 - 1)) & top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul8_0_1_2_kv <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_r((65 - 1)) & top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_fill));
     end if;
-end process top0_0_lane_sub_mul8_0_round_sat8_0_sat16_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul8_0_1_2_round_sat8_0_1_2_3_4_sat16_0_1_2_3_4_clamp;
 
 
-top0_0_lane_sub_mul8_0_d <= (resize(top0_0_lane_sub_mul8_0_x1, 33) - top0_0_lane_sub_mul8_0_kv);
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_d <= (resize(top0_0_1_2_3_4_lane_sub_mul8_0_1_2_x1, 33) - top0_0_1_2_3_4_lane_sub_mul8_0_1_2_kv);
 
 
-top0_0_lane_sub_mul8_0_sat17_0_hi <= unsigned(top0_0_lane_sub_mul8_0_d(33-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul8_0_1_2_d(33-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul8_0_sat17_0_hin <= (not top0_0_lane_sub_mul8_0_sat17_0_hi);
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_hin <= (not top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_hi);
 
 
-top0_0_lane_sub_mul8_0_sat17_0_nsign <= stdl((not bool(top0_0_lane_sub_mul8_0_d((33 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul8_0_1_2_d((33 - 1)))));
 
-top0_0_lane_sub_mul8_0_sat17_0_clamp: process (top0_0_lane_sub_mul8_0_d, top0_0_lane_sub_mul8_0_sat17_0_fill, top0_0_lane_sub_mul8_0_sat17_0_hin, top0_0_lane_sub_mul8_0_sat17_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_clamp: process (top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill, top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_hi, top0_0_1_2_3_4_lane_sub_mul8_0_1_2_d, top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_lane_sub_mul8_0_sat17_0_hi = 0) or (top0_0_lane_sub_mul8_0_sat17_0_hin = 0)) then
-        top0_0_lane_sub_mul8_0_yc <= signed(unsigned(top0_0_lane_sub_mul8_0_d(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul8_0_1_2_yc <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul8_0_1_2_d(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul8_0_yc <= signed(unsigned'(top0_0_lane_sub_mul8_0_d((33 - 1)) & top0_0_lane_sub_mul8_0_sat17_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul8_0_1_2_yc <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul8_0_1_2_d((33 - 1)) & top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_fill));
     end if;
-end process top0_0_lane_sub_mul8_0_sat17_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul8_0_1_2_sat17_0_1_2_3_4_clamp;
 
-top0_0_lane_sub_mul8_0_s2: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul8_0_yr <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul8_0_1_2_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul8_0_yr <= top0_0_lane_sub_mul8_0_yc;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul8_0_1_2_yr <= top0_0_1_2_3_4_lane_sub_mul8_0_1_2_yc;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul8_0_s2;
+end process top0_0_1_2_3_4_lane_sub_mul8_0_1_2_s2;
 
 
-top0_0_lane_sub_mul8_0_y <= unsigned(top0_0_lane_sub_mul8_0_yr);
+top0_0_1_2_3_4_lane_sub_mul8_0_1_2_y <= unsigned(top0_0_1_2_3_4_lane_sub_mul8_0_1_2_yr);
 
 
-top0_0_lane_sub_mul9_0_x <= signed(top0_0_ar(320-1 downto 288));
-top0_0_lane_sub_mul9_0_v <= signed(top0_0_br(320-1 downto 288));
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_x <= signed(top0_0_1_2_3_4_ar(320-1 downto 288));
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_v <= signed(top0_0_1_2_3_4_br(320-1 downto 288));
 
 
-top0_0_lane_sub_mul9_0_p_c <= (resize(top0_0_kr, 33) * top0_0_lane_sub_mul9_0_v);
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_p_c <= (resize(top0_0_1_2_3_4_kr, 33) * top0_0_1_2_3_4_lane_sub_mul9_0_1_2_v);
 
-top0_0_lane_sub_mul9_0_s1: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul9_0_x1 <= to_signed(0, 32);
-            top0_0_lane_sub_mul9_0_p1 <= to_signed(0, 65);
+            top0_0_1_2_3_4_lane_sub_mul9_0_1_2_x1 <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul9_0_1_2_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul9_0_p1 <= top0_0_lane_sub_mul9_0_p_c;
-                top0_0_lane_sub_mul9_0_x1 <= top0_0_lane_sub_mul9_0_x;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul9_0_1_2_p1 <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_p_c;
+                top0_0_1_2_3_4_lane_sub_mul9_0_1_2_x1 <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_x;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul9_0_s1;
+end process top0_0_1_2_3_4_lane_sub_mul9_0_1_2_s1;
 
 
-top0_0_lane_sub_mul9_0_round_sat9_0_t <= shift_right(top0_0_lane_sub_mul9_0_p1, 16);
-top0_0_lane_sub_mul9_0_round_sat9_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul9_0_p1((16 - 1))));
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_t <= shift_right(top0_0_1_2_3_4_lane_sub_mul9_0_1_2_p1, 16);
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_3_4_lane_sub_mul9_0_1_2_p1((16 - 1))));
 
 
-top0_0_lane_sub_mul9_0_round_sat9_0_r <= (top0_0_lane_sub_mul9_0_round_sat9_0_t + top0_0_lane_sub_mul9_0_round_sat9_0_rb);
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_r <= (top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_t + top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_rb);
 
 
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_hi <= unsigned(top0_0_lane_sub_mul9_0_round_sat9_0_r(65-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_r(65-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_hin <= (not top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_hi);
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_hin <= (not top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_hi);
 
 
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_nsign <= stdl((not bool(top0_0_lane_sub_mul9_0_round_sat9_0_r((65 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_r((65 - 1)))));
 
-top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_clamp: process (top0_0_lane_sub_mul9_0_round_sat9_0_r, top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill, top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_hin, top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_clamp: process (top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill, top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_hi, top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_r, top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_hi = 0) or (top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_hin = 0)) then
-        top0_0_lane_sub_mul9_0_kv <= signed(unsigned(top0_0_lane_sub_mul9_0_round_sat9_0_r(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul9_0_1_2_kv <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_r(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul9_0_kv <= signed(unsigned'(top0_0_lane_sub_mul9_0_round_sat9_0_r((65 - 1)) & top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul9_0_1_2_kv <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_r((65 - 1)) & top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_fill));
     end if;
-end process top0_0_lane_sub_mul9_0_round_sat9_0_sat18_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul9_0_1_2_round_sat9_0_1_2_3_4_sat18_0_1_2_3_4_clamp;
 
 
-top0_0_lane_sub_mul9_0_d <= (resize(top0_0_lane_sub_mul9_0_x1, 33) - top0_0_lane_sub_mul9_0_kv);
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_d <= (resize(top0_0_1_2_3_4_lane_sub_mul9_0_1_2_x1, 33) - top0_0_1_2_3_4_lane_sub_mul9_0_1_2_kv);
 
 
-top0_0_lane_sub_mul9_0_sat19_0_hi <= unsigned(top0_0_lane_sub_mul9_0_d(33-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul9_0_1_2_d(33-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul9_0_sat19_0_hin <= (not top0_0_lane_sub_mul9_0_sat19_0_hi);
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_hin <= (not top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_hi);
 
 
-top0_0_lane_sub_mul9_0_sat19_0_nsign <= stdl((not bool(top0_0_lane_sub_mul9_0_d((33 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul9_0_1_2_d((33 - 1)))));
 
-top0_0_lane_sub_mul9_0_sat19_0_clamp: process (top0_0_lane_sub_mul9_0_d, top0_0_lane_sub_mul9_0_sat19_0_fill, top0_0_lane_sub_mul9_0_sat19_0_hin, top0_0_lane_sub_mul9_0_sat19_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_clamp: process (top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill, top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_hi, top0_0_1_2_3_4_lane_sub_mul9_0_1_2_d, top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_lane_sub_mul9_0_sat19_0_hi = 0) or (top0_0_lane_sub_mul9_0_sat19_0_hin = 0)) then
-        top0_0_lane_sub_mul9_0_yc <= signed(unsigned(top0_0_lane_sub_mul9_0_d(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul9_0_1_2_yc <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul9_0_1_2_d(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul9_0_yc <= signed(unsigned'(top0_0_lane_sub_mul9_0_d((33 - 1)) & top0_0_lane_sub_mul9_0_sat19_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul9_0_1_2_yc <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul9_0_1_2_d((33 - 1)) & top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_fill));
     end if;
-end process top0_0_lane_sub_mul9_0_sat19_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul9_0_1_2_sat19_0_1_2_3_4_clamp;
 
-top0_0_lane_sub_mul9_0_s2: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul9_0_yr <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul9_0_1_2_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul9_0_yr <= top0_0_lane_sub_mul9_0_yc;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul9_0_1_2_yr <= top0_0_1_2_3_4_lane_sub_mul9_0_1_2_yc;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul9_0_s2;
+end process top0_0_1_2_3_4_lane_sub_mul9_0_1_2_s2;
 
 
-top0_0_lane_sub_mul9_0_y <= unsigned(top0_0_lane_sub_mul9_0_yr);
+top0_0_1_2_3_4_lane_sub_mul9_0_1_2_y <= unsigned(top0_0_1_2_3_4_lane_sub_mul9_0_1_2_yr);
 
 
-top0_0_lane_sub_mul10_0_x <= signed(top0_0_ar(352-1 downto 320));
-top0_0_lane_sub_mul10_0_v <= signed(top0_0_br(352-1 downto 320));
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_x <= signed(top0_0_1_2_3_4_ar(352-1 downto 320));
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_v <= signed(top0_0_1_2_3_4_br(352-1 downto 320));
 
 
-top0_0_lane_sub_mul10_0_p_c <= (resize(top0_0_kr, 33) * top0_0_lane_sub_mul10_0_v);
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_p_c <= (resize(top0_0_1_2_3_4_kr, 33) * top0_0_1_2_3_4_lane_sub_mul10_0_1_2_v);
 
-top0_0_lane_sub_mul10_0_s1: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul10_0_x1 <= to_signed(0, 32);
-            top0_0_lane_sub_mul10_0_p1 <= to_signed(0, 65);
+            top0_0_1_2_3_4_lane_sub_mul10_0_1_2_x1 <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul10_0_1_2_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul10_0_p1 <= top0_0_lane_sub_mul10_0_p_c;
-                top0_0_lane_sub_mul10_0_x1 <= top0_0_lane_sub_mul10_0_x;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul10_0_1_2_p1 <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_p_c;
+                top0_0_1_2_3_4_lane_sub_mul10_0_1_2_x1 <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_x;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul10_0_s1;
+end process top0_0_1_2_3_4_lane_sub_mul10_0_1_2_s1;
 
 
-top0_0_lane_sub_mul10_0_round_sat10_0_t <= shift_right(top0_0_lane_sub_mul10_0_p1, 16);
-top0_0_lane_sub_mul10_0_round_sat10_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul10_0_p1((16 - 1))));
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_t <= shift_right(top0_0_1_2_3_4_lane_sub_mul10_0_1_2_p1, 16);
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_3_4_lane_sub_mul10_0_1_2_p1((16 - 1))));
 
 
-top0_0_lane_sub_mul10_0_round_sat10_0_r <= (top0_0_lane_sub_mul10_0_round_sat10_0_t + top0_0_lane_sub_mul10_0_round_sat10_0_rb);
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_r <= (top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_t + top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_rb);
 
 
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_hi <= unsigned(top0_0_lane_sub_mul10_0_round_sat10_0_r(65-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_r(65-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_hin <= (not top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_hi);
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_hin <= (not top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_hi);
 
 
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_nsign <= stdl((not bool(top0_0_lane_sub_mul10_0_round_sat10_0_r((65 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_r((65 - 1)))));
 
-top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_clamp: process (top0_0_lane_sub_mul10_0_round_sat10_0_r, top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill, top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_hin, top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_clamp: process (top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill, top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_hi, top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_r, top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_hi = 0) or (top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_hin = 0)) then
-        top0_0_lane_sub_mul10_0_kv <= signed(unsigned(top0_0_lane_sub_mul10_0_round_sat10_0_r(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul10_0_1_2_kv <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_r(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul10_0_kv <= signed(unsigned'(top0_0_lane_sub_mul10_0_round_sat10_0_r((65 - 1)) & top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul10_0_1_2_kv <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_r((65 - 1)) & top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_fill));
     end if;
-end process top0_0_lane_sub_mul10_0_round_sat10_0_sat20_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul10_0_1_2_round_sat10_0_1_2_3_4_sat20_0_1_2_3_4_clamp;
 
 
-top0_0_lane_sub_mul10_0_d <= (resize(top0_0_lane_sub_mul10_0_x1, 33) - top0_0_lane_sub_mul10_0_kv);
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_d <= (resize(top0_0_1_2_3_4_lane_sub_mul10_0_1_2_x1, 33) - top0_0_1_2_3_4_lane_sub_mul10_0_1_2_kv);
 
 
-top0_0_lane_sub_mul10_0_sat21_0_hi <= unsigned(top0_0_lane_sub_mul10_0_d(33-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul10_0_1_2_d(33-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul10_0_sat21_0_hin <= (not top0_0_lane_sub_mul10_0_sat21_0_hi);
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_hin <= (not top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_hi);
 
 
-top0_0_lane_sub_mul10_0_sat21_0_nsign <= stdl((not bool(top0_0_lane_sub_mul10_0_d((33 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul10_0_1_2_d((33 - 1)))));
 
-top0_0_lane_sub_mul10_0_sat21_0_clamp: process (top0_0_lane_sub_mul10_0_d, top0_0_lane_sub_mul10_0_sat21_0_fill, top0_0_lane_sub_mul10_0_sat21_0_hin, top0_0_lane_sub_mul10_0_sat21_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_clamp: process (top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill, top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_hi, top0_0_1_2_3_4_lane_sub_mul10_0_1_2_d, top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_lane_sub_mul10_0_sat21_0_hi = 0) or (top0_0_lane_sub_mul10_0_sat21_0_hin = 0)) then
-        top0_0_lane_sub_mul10_0_yc <= signed(unsigned(top0_0_lane_sub_mul10_0_d(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul10_0_1_2_yc <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul10_0_1_2_d(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul10_0_yc <= signed(unsigned'(top0_0_lane_sub_mul10_0_d((33 - 1)) & top0_0_lane_sub_mul10_0_sat21_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul10_0_1_2_yc <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul10_0_1_2_d((33 - 1)) & top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_fill));
     end if;
-end process top0_0_lane_sub_mul10_0_sat21_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul10_0_1_2_sat21_0_1_2_3_4_clamp;
 
-top0_0_lane_sub_mul10_0_s2: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul10_0_yr <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul10_0_1_2_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul10_0_yr <= top0_0_lane_sub_mul10_0_yc;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul10_0_1_2_yr <= top0_0_1_2_3_4_lane_sub_mul10_0_1_2_yc;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul10_0_s2;
+end process top0_0_1_2_3_4_lane_sub_mul10_0_1_2_s2;
 
 
-top0_0_lane_sub_mul10_0_y <= unsigned(top0_0_lane_sub_mul10_0_yr);
+top0_0_1_2_3_4_lane_sub_mul10_0_1_2_y <= unsigned(top0_0_1_2_3_4_lane_sub_mul10_0_1_2_yr);
 
 
-top0_0_lane_sub_mul11_0_x <= signed(top0_0_ar(384-1 downto 352));
-top0_0_lane_sub_mul11_0_v <= signed(top0_0_br(384-1 downto 352));
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_x <= signed(top0_0_1_2_3_4_ar(384-1 downto 352));
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_v <= signed(top0_0_1_2_3_4_br(384-1 downto 352));
 
 
-top0_0_lane_sub_mul11_0_p_c <= (resize(top0_0_kr, 33) * top0_0_lane_sub_mul11_0_v);
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_p_c <= (resize(top0_0_1_2_3_4_kr, 33) * top0_0_1_2_3_4_lane_sub_mul11_0_1_2_v);
 
-top0_0_lane_sub_mul11_0_s1: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul11_0_x1 <= to_signed(0, 32);
-            top0_0_lane_sub_mul11_0_p1 <= to_signed(0, 65);
+            top0_0_1_2_3_4_lane_sub_mul11_0_1_2_x1 <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul11_0_1_2_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul11_0_p1 <= top0_0_lane_sub_mul11_0_p_c;
-                top0_0_lane_sub_mul11_0_x1 <= top0_0_lane_sub_mul11_0_x;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul11_0_1_2_p1 <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_p_c;
+                top0_0_1_2_3_4_lane_sub_mul11_0_1_2_x1 <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_x;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul11_0_s1;
+end process top0_0_1_2_3_4_lane_sub_mul11_0_1_2_s1;
 
 
-top0_0_lane_sub_mul11_0_round_sat11_0_t <= shift_right(top0_0_lane_sub_mul11_0_p1, 16);
-top0_0_lane_sub_mul11_0_round_sat11_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul11_0_p1((16 - 1))));
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_t <= shift_right(top0_0_1_2_3_4_lane_sub_mul11_0_1_2_p1, 16);
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_3_4_lane_sub_mul11_0_1_2_p1((16 - 1))));
 
 
-top0_0_lane_sub_mul11_0_round_sat11_0_r <= (top0_0_lane_sub_mul11_0_round_sat11_0_t + top0_0_lane_sub_mul11_0_round_sat11_0_rb);
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_r <= (top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_t + top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_rb);
 
 
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_hi <= unsigned(top0_0_lane_sub_mul11_0_round_sat11_0_r(65-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_r(65-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_hin <= (not top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_hi);
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_hin <= (not top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_hi);
 
 
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_nsign <= stdl((not bool(top0_0_lane_sub_mul11_0_round_sat11_0_r((65 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_r((65 - 1)))));
 
-top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_clamp: process (top0_0_lane_sub_mul11_0_round_sat11_0_r, top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill, top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_hin, top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_clamp: process (top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill, top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_hi, top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_r, top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_hi = 0) or (top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_hin = 0)) then
-        top0_0_lane_sub_mul11_0_kv <= signed(unsigned(top0_0_lane_sub_mul11_0_round_sat11_0_r(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul11_0_1_2_kv <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_r(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul11_0_kv <= signed(unsigned'(top0_0_lane_sub_mul11_0_round_sat11_0_r((65 - 1)) & top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul11_0_1_2_kv <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_r((65 - 1)) & top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_fill));
     end if;
-end process top0_0_lane_sub_mul11_0_round_sat11_0_sat22_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul11_0_1_2_round_sat11_0_1_2_3_4_sat22_0_1_2_3_4_clamp;
 
 
-top0_0_lane_sub_mul11_0_d <= (resize(top0_0_lane_sub_mul11_0_x1, 33) - top0_0_lane_sub_mul11_0_kv);
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_d <= (resize(top0_0_1_2_3_4_lane_sub_mul11_0_1_2_x1, 33) - top0_0_1_2_3_4_lane_sub_mul11_0_1_2_kv);
 
 
-top0_0_lane_sub_mul11_0_sat23_0_hi <= unsigned(top0_0_lane_sub_mul11_0_d(33-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul11_0_1_2_d(33-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul11_0_sat23_0_hin <= (not top0_0_lane_sub_mul11_0_sat23_0_hi);
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_hin <= (not top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_hi);
 
 
-top0_0_lane_sub_mul11_0_sat23_0_nsign <= stdl((not bool(top0_0_lane_sub_mul11_0_d((33 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul11_0_1_2_d((33 - 1)))));
 
-top0_0_lane_sub_mul11_0_sat23_0_clamp: process (top0_0_lane_sub_mul11_0_d, top0_0_lane_sub_mul11_0_sat23_0_fill, top0_0_lane_sub_mul11_0_sat23_0_hin, top0_0_lane_sub_mul11_0_sat23_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_clamp: process (top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill, top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_hi, top0_0_1_2_3_4_lane_sub_mul11_0_1_2_d, top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_lane_sub_mul11_0_sat23_0_hi = 0) or (top0_0_lane_sub_mul11_0_sat23_0_hin = 0)) then
-        top0_0_lane_sub_mul11_0_yc <= signed(unsigned(top0_0_lane_sub_mul11_0_d(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul11_0_1_2_yc <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul11_0_1_2_d(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul11_0_yc <= signed(unsigned'(top0_0_lane_sub_mul11_0_d((33 - 1)) & top0_0_lane_sub_mul11_0_sat23_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul11_0_1_2_yc <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul11_0_1_2_d((33 - 1)) & top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_fill));
     end if;
-end process top0_0_lane_sub_mul11_0_sat23_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul11_0_1_2_sat23_0_1_2_3_4_clamp;
 
-top0_0_lane_sub_mul11_0_s2: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul11_0_yr <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul11_0_1_2_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul11_0_yr <= top0_0_lane_sub_mul11_0_yc;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul11_0_1_2_yr <= top0_0_1_2_3_4_lane_sub_mul11_0_1_2_yc;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul11_0_s2;
+end process top0_0_1_2_3_4_lane_sub_mul11_0_1_2_s2;
 
 
-top0_0_lane_sub_mul11_0_y <= unsigned(top0_0_lane_sub_mul11_0_yr);
+top0_0_1_2_3_4_lane_sub_mul11_0_1_2_y <= unsigned(top0_0_1_2_3_4_lane_sub_mul11_0_1_2_yr);
 
 
-top0_0_lane_sub_mul12_0_x <= signed(top0_0_ar(416-1 downto 384));
-top0_0_lane_sub_mul12_0_v <= signed(top0_0_br(416-1 downto 384));
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_x <= signed(top0_0_1_2_3_4_ar(416-1 downto 384));
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_v <= signed(top0_0_1_2_3_4_br(416-1 downto 384));
 
 
-top0_0_lane_sub_mul12_0_p_c <= (resize(top0_0_kr, 33) * top0_0_lane_sub_mul12_0_v);
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_p_c <= (resize(top0_0_1_2_3_4_kr, 33) * top0_0_1_2_3_4_lane_sub_mul12_0_1_2_v);
 
-top0_0_lane_sub_mul12_0_s1: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul12_0_x1 <= to_signed(0, 32);
-            top0_0_lane_sub_mul12_0_p1 <= to_signed(0, 65);
+            top0_0_1_2_3_4_lane_sub_mul12_0_1_2_x1 <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul12_0_1_2_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul12_0_p1 <= top0_0_lane_sub_mul12_0_p_c;
-                top0_0_lane_sub_mul12_0_x1 <= top0_0_lane_sub_mul12_0_x;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul12_0_1_2_p1 <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_p_c;
+                top0_0_1_2_3_4_lane_sub_mul12_0_1_2_x1 <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_x;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul12_0_s1;
+end process top0_0_1_2_3_4_lane_sub_mul12_0_1_2_s1;
 
 
-top0_0_lane_sub_mul12_0_round_sat12_0_t <= shift_right(top0_0_lane_sub_mul12_0_p1, 16);
-top0_0_lane_sub_mul12_0_round_sat12_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul12_0_p1((16 - 1))));
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_t <= shift_right(top0_0_1_2_3_4_lane_sub_mul12_0_1_2_p1, 16);
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_3_4_lane_sub_mul12_0_1_2_p1((16 - 1))));
 
 
-top0_0_lane_sub_mul12_0_round_sat12_0_r <= (top0_0_lane_sub_mul12_0_round_sat12_0_t + top0_0_lane_sub_mul12_0_round_sat12_0_rb);
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_r <= (top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_t + top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_rb);
 
 
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_hi <= unsigned(top0_0_lane_sub_mul12_0_round_sat12_0_r(65-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_r(65-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_hin <= (not top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_hi);
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_hin <= (not top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_hi);
 
 
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_nsign <= stdl((not bool(top0_0_lane_sub_mul12_0_round_sat12_0_r((65 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_r((65 - 1)))));
 
-top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_clamp: process (top0_0_lane_sub_mul12_0_round_sat12_0_r, top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill, top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_hin, top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_clamp: process (top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill, top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_hi, top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_r, top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_hi = 0) or (top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_hin = 0)) then
-        top0_0_lane_sub_mul12_0_kv <= signed(unsigned(top0_0_lane_sub_mul12_0_round_sat12_0_r(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul12_0_1_2_kv <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_r(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul12_0_kv <= signed(unsigned'(top0_0_lane_sub_mul12_0_round_sat12_0_r((65 - 1)) & top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul12_0_1_2_kv <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_r((65 - 1)) & top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_fill));
     end if;
-end process top0_0_lane_sub_mul12_0_round_sat12_0_sat24_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul12_0_1_2_round_sat12_0_1_2_3_4_sat24_0_1_2_3_4_clamp;
 
 
-top0_0_lane_sub_mul12_0_d <= (resize(top0_0_lane_sub_mul12_0_x1, 33) - top0_0_lane_sub_mul12_0_kv);
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_d <= (resize(top0_0_1_2_3_4_lane_sub_mul12_0_1_2_x1, 33) - top0_0_1_2_3_4_lane_sub_mul12_0_1_2_kv);
 
 
-top0_0_lane_sub_mul12_0_sat25_0_hi <= unsigned(top0_0_lane_sub_mul12_0_d(33-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul12_0_1_2_d(33-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul12_0_sat25_0_hin <= (not top0_0_lane_sub_mul12_0_sat25_0_hi);
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_hin <= (not top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_hi);
 
 
-top0_0_lane_sub_mul12_0_sat25_0_nsign <= stdl((not bool(top0_0_lane_sub_mul12_0_d((33 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul12_0_1_2_d((33 - 1)))));
 
-top0_0_lane_sub_mul12_0_sat25_0_clamp: process (top0_0_lane_sub_mul12_0_d, top0_0_lane_sub_mul12_0_sat25_0_fill, top0_0_lane_sub_mul12_0_sat25_0_hin, top0_0_lane_sub_mul12_0_sat25_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_clamp: process (top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill, top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_hi, top0_0_1_2_3_4_lane_sub_mul12_0_1_2_d, top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_lane_sub_mul12_0_sat25_0_hi = 0) or (top0_0_lane_sub_mul12_0_sat25_0_hin = 0)) then
-        top0_0_lane_sub_mul12_0_yc <= signed(unsigned(top0_0_lane_sub_mul12_0_d(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul12_0_1_2_yc <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul12_0_1_2_d(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul12_0_yc <= signed(unsigned'(top0_0_lane_sub_mul12_0_d((33 - 1)) & top0_0_lane_sub_mul12_0_sat25_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul12_0_1_2_yc <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul12_0_1_2_d((33 - 1)) & top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_fill));
     end if;
-end process top0_0_lane_sub_mul12_0_sat25_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul12_0_1_2_sat25_0_1_2_3_4_clamp;
 
-top0_0_lane_sub_mul12_0_s2: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul12_0_yr <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul12_0_1_2_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul12_0_yr <= top0_0_lane_sub_mul12_0_yc;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul12_0_1_2_yr <= top0_0_1_2_3_4_lane_sub_mul12_0_1_2_yc;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul12_0_s2;
+end process top0_0_1_2_3_4_lane_sub_mul12_0_1_2_s2;
 
 
-top0_0_lane_sub_mul12_0_y <= unsigned(top0_0_lane_sub_mul12_0_yr);
+top0_0_1_2_3_4_lane_sub_mul12_0_1_2_y <= unsigned(top0_0_1_2_3_4_lane_sub_mul12_0_1_2_yr);
 
 
-top0_0_lane_sub_mul13_0_x <= signed(top0_0_ar(448-1 downto 416));
-top0_0_lane_sub_mul13_0_v <= signed(top0_0_br(448-1 downto 416));
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_x <= signed(top0_0_1_2_3_4_ar(448-1 downto 416));
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_v <= signed(top0_0_1_2_3_4_br(448-1 downto 416));
 
 
-top0_0_lane_sub_mul13_0_p_c <= (resize(top0_0_kr, 33) * top0_0_lane_sub_mul13_0_v);
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_p_c <= (resize(top0_0_1_2_3_4_kr, 33) * top0_0_1_2_3_4_lane_sub_mul13_0_1_2_v);
 
-top0_0_lane_sub_mul13_0_s1: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul13_0_x1 <= to_signed(0, 32);
-            top0_0_lane_sub_mul13_0_p1 <= to_signed(0, 65);
+            top0_0_1_2_3_4_lane_sub_mul13_0_1_2_x1 <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul13_0_1_2_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul13_0_p1 <= top0_0_lane_sub_mul13_0_p_c;
-                top0_0_lane_sub_mul13_0_x1 <= top0_0_lane_sub_mul13_0_x;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul13_0_1_2_p1 <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_p_c;
+                top0_0_1_2_3_4_lane_sub_mul13_0_1_2_x1 <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_x;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul13_0_s1;
+end process top0_0_1_2_3_4_lane_sub_mul13_0_1_2_s1;
 
 
-top0_0_lane_sub_mul13_0_round_sat13_0_t <= shift_right(top0_0_lane_sub_mul13_0_p1, 16);
-top0_0_lane_sub_mul13_0_round_sat13_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul13_0_p1((16 - 1))));
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_t <= shift_right(top0_0_1_2_3_4_lane_sub_mul13_0_1_2_p1, 16);
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_3_4_lane_sub_mul13_0_1_2_p1((16 - 1))));
 
 
-top0_0_lane_sub_mul13_0_round_sat13_0_r <= (top0_0_lane_sub_mul13_0_round_sat13_0_t + top0_0_lane_sub_mul13_0_round_sat13_0_rb);
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_r <= (top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_t + top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_rb);
 
 
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_hi <= unsigned(top0_0_lane_sub_mul13_0_round_sat13_0_r(65-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_r(65-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_hin <= (not top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_hi);
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_hin <= (not top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_hi);
 
 
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_nsign <= stdl((not bool(top0_0_lane_sub_mul13_0_round_sat13_0_r((65 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_r((65 - 1)))));
 
-top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_clamp: process (top0_0_lane_sub_mul13_0_round_sat13_0_r, top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill, top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_hin, top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_clamp: process (top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill, top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_hi, top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_r, top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_hi = 0) or (top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_hin = 0)) then
-        top0_0_lane_sub_mul13_0_kv <= signed(unsigned(top0_0_lane_sub_mul13_0_round_sat13_0_r(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul13_0_1_2_kv <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_r(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul13_0_kv <= signed(unsigned'(top0_0_lane_sub_mul13_0_round_sat13_0_r((65 - 1)) & top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul13_0_1_2_kv <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_r((65 - 1)) & top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_fill));
     end if;
-end process top0_0_lane_sub_mul13_0_round_sat13_0_sat26_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul13_0_1_2_round_sat13_0_1_2_3_4_sat26_0_1_2_3_4_clamp;
 
 
-top0_0_lane_sub_mul13_0_d <= (resize(top0_0_lane_sub_mul13_0_x1, 33) - top0_0_lane_sub_mul13_0_kv);
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_d <= (resize(top0_0_1_2_3_4_lane_sub_mul13_0_1_2_x1, 33) - top0_0_1_2_3_4_lane_sub_mul13_0_1_2_kv);
 
 
-top0_0_lane_sub_mul13_0_sat27_0_hi <= unsigned(top0_0_lane_sub_mul13_0_d(33-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul13_0_1_2_d(33-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul13_0_sat27_0_hin <= (not top0_0_lane_sub_mul13_0_sat27_0_hi);
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_hin <= (not top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_hi);
 
 
-top0_0_lane_sub_mul13_0_sat27_0_nsign <= stdl((not bool(top0_0_lane_sub_mul13_0_d((33 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul13_0_1_2_d((33 - 1)))));
 
-top0_0_lane_sub_mul13_0_sat27_0_clamp: process (top0_0_lane_sub_mul13_0_d, top0_0_lane_sub_mul13_0_sat27_0_fill, top0_0_lane_sub_mul13_0_sat27_0_hin, top0_0_lane_sub_mul13_0_sat27_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_clamp: process (top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill, top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_hi, top0_0_1_2_3_4_lane_sub_mul13_0_1_2_d, top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_lane_sub_mul13_0_sat27_0_hi = 0) or (top0_0_lane_sub_mul13_0_sat27_0_hin = 0)) then
-        top0_0_lane_sub_mul13_0_yc <= signed(unsigned(top0_0_lane_sub_mul13_0_d(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul13_0_1_2_yc <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul13_0_1_2_d(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul13_0_yc <= signed(unsigned'(top0_0_lane_sub_mul13_0_d((33 - 1)) & top0_0_lane_sub_mul13_0_sat27_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul13_0_1_2_yc <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul13_0_1_2_d((33 - 1)) & top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_fill));
     end if;
-end process top0_0_lane_sub_mul13_0_sat27_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul13_0_1_2_sat27_0_1_2_3_4_clamp;
 
-top0_0_lane_sub_mul13_0_s2: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul13_0_yr <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul13_0_1_2_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul13_0_yr <= top0_0_lane_sub_mul13_0_yc;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul13_0_1_2_yr <= top0_0_1_2_3_4_lane_sub_mul13_0_1_2_yc;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul13_0_s2;
+end process top0_0_1_2_3_4_lane_sub_mul13_0_1_2_s2;
 
 
-top0_0_lane_sub_mul13_0_y <= unsigned(top0_0_lane_sub_mul13_0_yr);
+top0_0_1_2_3_4_lane_sub_mul13_0_1_2_y <= unsigned(top0_0_1_2_3_4_lane_sub_mul13_0_1_2_yr);
 
 
-top0_0_lane_sub_mul14_0_x <= signed(top0_0_ar(480-1 downto 448));
-top0_0_lane_sub_mul14_0_v <= signed(top0_0_br(480-1 downto 448));
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_x <= signed(top0_0_1_2_3_4_ar(480-1 downto 448));
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_v <= signed(top0_0_1_2_3_4_br(480-1 downto 448));
 
 
-top0_0_lane_sub_mul14_0_p_c <= (resize(top0_0_kr, 33) * top0_0_lane_sub_mul14_0_v);
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_p_c <= (resize(top0_0_1_2_3_4_kr, 33) * top0_0_1_2_3_4_lane_sub_mul14_0_1_2_v);
 
-top0_0_lane_sub_mul14_0_s1: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul14_0_x1 <= to_signed(0, 32);
-            top0_0_lane_sub_mul14_0_p1 <= to_signed(0, 65);
+            top0_0_1_2_3_4_lane_sub_mul14_0_1_2_x1 <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul14_0_1_2_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul14_0_p1 <= top0_0_lane_sub_mul14_0_p_c;
-                top0_0_lane_sub_mul14_0_x1 <= top0_0_lane_sub_mul14_0_x;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul14_0_1_2_p1 <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_p_c;
+                top0_0_1_2_3_4_lane_sub_mul14_0_1_2_x1 <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_x;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul14_0_s1;
+end process top0_0_1_2_3_4_lane_sub_mul14_0_1_2_s1;
 
 
-top0_0_lane_sub_mul14_0_round_sat14_0_t <= shift_right(top0_0_lane_sub_mul14_0_p1, 16);
-top0_0_lane_sub_mul14_0_round_sat14_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul14_0_p1((16 - 1))));
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_t <= shift_right(top0_0_1_2_3_4_lane_sub_mul14_0_1_2_p1, 16);
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_3_4_lane_sub_mul14_0_1_2_p1((16 - 1))));
 
 
-top0_0_lane_sub_mul14_0_round_sat14_0_r <= (top0_0_lane_sub_mul14_0_round_sat14_0_t + top0_0_lane_sub_mul14_0_round_sat14_0_rb);
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_r <= (top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_t + top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_rb);
 
 
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_hi <= unsigned(top0_0_lane_sub_mul14_0_round_sat14_0_r(65-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_r(65-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_hin <= (not top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_hi);
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_hin <= (not top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_hi);
 
 
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_nsign <= stdl((not bool(top0_0_lane_sub_mul14_0_round_sat14_0_r((65 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_r((65 - 1)))));
 
-top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_clamp: process (top0_0_lane_sub_mul14_0_round_sat14_0_r, top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill, top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_hin, top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_clamp: process (top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill, top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_hi, top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_r, top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_hi = 0) or (top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_hin = 0)) then
-        top0_0_lane_sub_mul14_0_kv <= signed(unsigned(top0_0_lane_sub_mul14_0_round_sat14_0_r(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul14_0_1_2_kv <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_r(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul14_0_kv <= signed(unsigned'(top0_0_lane_sub_mul14_0_round_sat14_0_r((65 - 1)) & top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul14_0_1_2_kv <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_r((65 - 1)) & top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_fill));
     end if;
-end process top0_0_lane_sub_mul14_0_round_sat14_0_sat28_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul14_0_1_2_round_sat14_0_1_2_3_4_sat28_0_1_2_3_4_clamp;
 
 
-top0_0_lane_sub_mul14_0_d <= (resize(top0_0_lane_sub_mul14_0_x1, 33) - top0_0_lane_sub_mul14_0_kv);
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_d <= (resize(top0_0_1_2_3_4_lane_sub_mul14_0_1_2_x1, 33) - top0_0_1_2_3_4_lane_sub_mul14_0_1_2_kv);
 
 
-top0_0_lane_sub_mul14_0_sat29_0_hi <= unsigned(top0_0_lane_sub_mul14_0_d(33-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul14_0_1_2_d(33-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul14_0_sat29_0_hin <= (not top0_0_lane_sub_mul14_0_sat29_0_hi);
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_hin <= (not top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_hi);
 
 
-top0_0_lane_sub_mul14_0_sat29_0_nsign <= stdl((not bool(top0_0_lane_sub_mul14_0_d((33 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul14_0_1_2_d((33 - 1)))));
 
-top0_0_lane_sub_mul14_0_sat29_0_clamp: process (top0_0_lane_sub_mul14_0_d, top0_0_lane_sub_mul14_0_sat29_0_fill, top0_0_lane_sub_mul14_0_sat29_0_hin, top0_0_lane_sub_mul14_0_sat29_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_clamp: process (top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill, top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_hi, top0_0_1_2_3_4_lane_sub_mul14_0_1_2_d, top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_lane_sub_mul14_0_sat29_0_hi = 0) or (top0_0_lane_sub_mul14_0_sat29_0_hin = 0)) then
-        top0_0_lane_sub_mul14_0_yc <= signed(unsigned(top0_0_lane_sub_mul14_0_d(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul14_0_1_2_yc <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul14_0_1_2_d(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul14_0_yc <= signed(unsigned'(top0_0_lane_sub_mul14_0_d((33 - 1)) & top0_0_lane_sub_mul14_0_sat29_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul14_0_1_2_yc <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul14_0_1_2_d((33 - 1)) & top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_fill));
     end if;
-end process top0_0_lane_sub_mul14_0_sat29_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul14_0_1_2_sat29_0_1_2_3_4_clamp;
 
-top0_0_lane_sub_mul14_0_s2: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul14_0_yr <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul14_0_1_2_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul14_0_yr <= top0_0_lane_sub_mul14_0_yc;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul14_0_1_2_yr <= top0_0_1_2_3_4_lane_sub_mul14_0_1_2_yc;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul14_0_s2;
+end process top0_0_1_2_3_4_lane_sub_mul14_0_1_2_s2;
 
 
-top0_0_lane_sub_mul14_0_y <= unsigned(top0_0_lane_sub_mul14_0_yr);
+top0_0_1_2_3_4_lane_sub_mul14_0_1_2_y <= unsigned(top0_0_1_2_3_4_lane_sub_mul14_0_1_2_yr);
 
 
-top0_0_lane_sub_mul15_0_x <= signed(top0_0_ar(512-1 downto 480));
-top0_0_lane_sub_mul15_0_v <= signed(top0_0_br(512-1 downto 480));
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_x <= signed(top0_0_1_2_3_4_ar(512-1 downto 480));
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_v <= signed(top0_0_1_2_3_4_br(512-1 downto 480));
 
 
-top0_0_lane_sub_mul15_0_p_c <= (resize(top0_0_kr, 33) * top0_0_lane_sub_mul15_0_v);
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_p_c <= (resize(top0_0_1_2_3_4_kr, 33) * top0_0_1_2_3_4_lane_sub_mul15_0_1_2_v);
 
-top0_0_lane_sub_mul15_0_s1: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul15_0_x1 <= to_signed(0, 32);
-            top0_0_lane_sub_mul15_0_p1 <= to_signed(0, 65);
+            top0_0_1_2_3_4_lane_sub_mul15_0_1_2_x1 <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul15_0_1_2_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul15_0_p1 <= top0_0_lane_sub_mul15_0_p_c;
-                top0_0_lane_sub_mul15_0_x1 <= top0_0_lane_sub_mul15_0_x;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul15_0_1_2_p1 <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_p_c;
+                top0_0_1_2_3_4_lane_sub_mul15_0_1_2_x1 <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_x;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul15_0_s1;
+end process top0_0_1_2_3_4_lane_sub_mul15_0_1_2_s1;
 
 
-top0_0_lane_sub_mul15_0_round_sat15_0_t <= shift_right(top0_0_lane_sub_mul15_0_p1, 16);
-top0_0_lane_sub_mul15_0_round_sat15_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_lane_sub_mul15_0_p1((16 - 1))));
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_t <= shift_right(top0_0_1_2_3_4_lane_sub_mul15_0_1_2_p1, 16);
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_3_4_lane_sub_mul15_0_1_2_p1((16 - 1))));
 
 
-top0_0_lane_sub_mul15_0_round_sat15_0_r <= (top0_0_lane_sub_mul15_0_round_sat15_0_t + top0_0_lane_sub_mul15_0_round_sat15_0_rb);
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_r <= (top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_t + top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_rb);
 
 
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_hi <= unsigned(top0_0_lane_sub_mul15_0_round_sat15_0_r(65-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_r(65-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_hin <= (not top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_hi);
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_hin <= (not top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_hi);
 
 
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_nsign <= stdl((not bool(top0_0_lane_sub_mul15_0_round_sat15_0_r((65 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_r((65 - 1)))));
 
-top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_clamp: process (top0_0_lane_sub_mul15_0_round_sat15_0_r, top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill, top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_hin, top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_clamp: process (top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill, top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_hi, top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_r, top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_hi = 0) or (top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_hin = 0)) then
-        top0_0_lane_sub_mul15_0_kv <= signed(unsigned(top0_0_lane_sub_mul15_0_round_sat15_0_r(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul15_0_1_2_kv <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_r(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul15_0_kv <= signed(unsigned'(top0_0_lane_sub_mul15_0_round_sat15_0_r((65 - 1)) & top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul15_0_1_2_kv <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_r((65 - 1)) & top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_fill));
     end if;
-end process top0_0_lane_sub_mul15_0_round_sat15_0_sat30_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul15_0_1_2_round_sat15_0_1_2_3_4_sat30_0_1_2_3_4_clamp;
 
 
-top0_0_lane_sub_mul15_0_d <= (resize(top0_0_lane_sub_mul15_0_x1, 33) - top0_0_lane_sub_mul15_0_kv);
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_d <= (resize(top0_0_1_2_3_4_lane_sub_mul15_0_1_2_x1, 33) - top0_0_1_2_3_4_lane_sub_mul15_0_1_2_kv);
 
 
-top0_0_lane_sub_mul15_0_sat31_0_hi <= unsigned(top0_0_lane_sub_mul15_0_d(33-1 downto (32 - 1)));
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_hi <= unsigned(top0_0_1_2_3_4_lane_sub_mul15_0_1_2_d(33-1 downto (32 - 1)));
 
 
-top0_0_lane_sub_mul15_0_sat31_0_hin <= (not top0_0_lane_sub_mul15_0_sat31_0_hi);
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_hin <= (not top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_hi);
 
 
-top0_0_lane_sub_mul15_0_sat31_0_nsign <= stdl((not bool(top0_0_lane_sub_mul15_0_d((33 - 1)))));
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_3_4_lane_sub_mul15_0_1_2_d((33 - 1)))));
 
-top0_0_lane_sub_mul15_0_sat31_0_clamp: process (top0_0_lane_sub_mul15_0_d, top0_0_lane_sub_mul15_0_sat31_0_fill, top0_0_lane_sub_mul15_0_sat31_0_hin, top0_0_lane_sub_mul15_0_sat31_0_hi) is
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_clamp: process (top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill, top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_hi, top0_0_1_2_3_4_lane_sub_mul15_0_1_2_d, top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_lane_sub_mul15_0_sat31_0_hi = 0) or (top0_0_lane_sub_mul15_0_sat31_0_hin = 0)) then
-        top0_0_lane_sub_mul15_0_yc <= signed(unsigned(top0_0_lane_sub_mul15_0_d(32-1 downto 0)));
+    if ((top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_hi = 0) or (top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_3_4_lane_sub_mul15_0_1_2_yc <= signed(unsigned(top0_0_1_2_3_4_lane_sub_mul15_0_1_2_d(32-1 downto 0)));
     else
-        top0_0_lane_sub_mul15_0_yc <= signed(unsigned'(top0_0_lane_sub_mul15_0_d((33 - 1)) & top0_0_lane_sub_mul15_0_sat31_0_fill));
+        top0_0_1_2_3_4_lane_sub_mul15_0_1_2_yc <= signed(unsigned'(top0_0_1_2_3_4_lane_sub_mul15_0_1_2_d((33 - 1)) & top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_fill));
     end if;
-end process top0_0_lane_sub_mul15_0_sat31_0_clamp;
+end process top0_0_1_2_3_4_lane_sub_mul15_0_1_2_sat31_0_1_2_3_4_clamp;
 
-top0_0_lane_sub_mul15_0_s2: process (clk) is
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_lane_sub_mul15_0_yr <= to_signed(0, 32);
+            top0_0_1_2_3_4_lane_sub_mul15_0_1_2_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_en) then
-                top0_0_lane_sub_mul15_0_yr <= top0_0_lane_sub_mul15_0_yc;
+            if bool(top0_0_1_2_3_4_en) then
+                top0_0_1_2_3_4_lane_sub_mul15_0_1_2_yr <= top0_0_1_2_3_4_lane_sub_mul15_0_1_2_yc;
             end if;
         end if;
     end if;
-end process top0_0_lane_sub_mul15_0_s2;
+end process top0_0_1_2_3_4_lane_sub_mul15_0_1_2_s2;
 
 
-top0_0_lane_sub_mul15_0_y <= unsigned(top0_0_lane_sub_mul15_0_yr);
+top0_0_1_2_3_4_lane_sub_mul15_0_1_2_y <= unsigned(top0_0_1_2_3_4_lane_sub_mul15_0_1_2_yr);
 
 
-top0_0_ybits <= top0_0_ycat((16 * 32)-1 downto 0);
-top0_0_push <= stdl(bool(top0_0_en) and bool(top0_0_vout(0)));
-top0_0_fin_u <= to_unsigned(top0_0_vout(2), 1);
-top0_0_out_final_pop <= stdl(bool(m_axis_y_tvalid) and bool(m_axis_y_tready) and bool(top0_0_mfin(0)));
+top0_0_1_2_3_4_ybits <= top0_0_1_2_3_4_ycat((16 * 32)-1 downto 0);
+top0_0_1_2_3_4_push <= stdl(bool(top0_0_1_2_3_4_en) and bool(top0_0_1_2_3_4_vout(0)));
+top0_0_1_2_3_4_fin_u <= to_unsigned(top0_0_1_2_3_4_vout(2), 1);
+top0_0_1_2_3_4_out_final_pop <= stdl(bool(m_axis_y_tvalid) and bool(m_axis_y_tready) and bool(top0_0_1_2_3_4_mfin(0)));
 
-top0_0_out_fifo20_0_seq: process (clk) is
+top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_seq: process (clk) is
     variable pop: std_logic;
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_out_fifo20_0_cnt <= to_unsigned(0, 2);
-            top0_0_out_fifo20_0_u0 <= to_unsigned(0, 1);
-            top0_0_out_fifo20_0_d0 <= to_unsigned(0, 512);
-            top0_0_out_fifo20_0_u1 <= to_unsigned(0, 1);
-            top0_0_en <= '1';
-            top0_0_out_fifo20_0_l1 <= '0';
-            top0_0_out_fifo20_0_l0 <= '0';
-            top0_0_out_fifo20_0_d1 <= to_unsigned(0, 512);
+            top0_0_1_2_3_4_en <= '1';
+            top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_d0 <= to_unsigned(0, 512);
+            top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_l0 <= '0';
+            top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_l1 <= '0';
+            top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_d1 <= to_unsigned(0, 512);
+            top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_u0 <= to_unsigned(0, 1);
+            top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_cnt <= to_unsigned(0, 2);
+            top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_u1 <= to_unsigned(0, 1);
         else
-            pop := stdl((top0_0_out_fifo20_0_cnt /= 0) and bool(m_axis_y_tready));
+            pop := stdl((top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_cnt /= 0) and bool(m_axis_y_tready));
             if bool(pop) then
-                top0_0_out_fifo20_0_d0 <= top0_0_out_fifo20_0_d1;
-                top0_0_out_fifo20_0_l0 <= top0_0_out_fifo20_0_l1;
-                top0_0_out_fifo20_0_u0 <= top0_0_out_fifo20_0_u1;
+                top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_d0 <= top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_d1;
+                top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_l0 <= top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_l1;
+                top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_u0 <= top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_u1;
             end if;
-            if bool(top0_0_push) then
-                if ((top0_0_out_fifo20_0_cnt = 0) or ((top0_0_out_fifo20_0_cnt = 1) and bool(pop))) then
-                    top0_0_out_fifo20_0_d0 <= top0_0_ybits;
-                    top0_0_out_fifo20_0_l0 <= top0_0_vout(1);
-                    top0_0_out_fifo20_0_u0 <= top0_0_fin_u;
+            if bool(top0_0_1_2_3_4_push) then
+                if ((top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_cnt = 0) or ((top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_cnt = 1) and bool(pop))) then
+                    top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_d0 <= top0_0_1_2_3_4_ybits;
+                    top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_l0 <= top0_0_1_2_3_4_vout(1);
+                    top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_u0 <= top0_0_1_2_3_4_fin_u;
                 else
-                    top0_0_out_fifo20_0_d1 <= top0_0_ybits;
-                    top0_0_out_fifo20_0_l1 <= top0_0_vout(1);
-                    top0_0_out_fifo20_0_u1 <= top0_0_fin_u;
+                    top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_d1 <= top0_0_1_2_3_4_ybits;
+                    top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_l1 <= top0_0_1_2_3_4_vout(1);
+                    top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_u1 <= top0_0_1_2_3_4_fin_u;
                 end if;
             end if;
-            if (bool(top0_0_push) and (not bool(pop))) then
-                top0_0_out_fifo20_0_cnt <= (top0_0_out_fifo20_0_cnt + 1);
-                top0_0_en <= stdl(top0_0_out_fifo20_0_cnt = 0);
-            elsif (bool(pop) and (not bool(top0_0_push))) then
-                top0_0_out_fifo20_0_cnt <= (top0_0_out_fifo20_0_cnt - 1);
-                top0_0_en <= '1';
+            if (bool(top0_0_1_2_3_4_push) and (not bool(pop))) then
+                top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_cnt <= (top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_cnt + 1);
+                top0_0_1_2_3_4_en <= stdl(top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_cnt = 0);
+            elsif (bool(pop) and (not bool(top0_0_1_2_3_4_push))) then
+                top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_cnt <= (top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_cnt - 1);
+                top0_0_1_2_3_4_en <= '1';
             else
-                top0_0_en <= stdl(top0_0_out_fifo20_0_cnt /= 2);
+                top0_0_1_2_3_4_en <= stdl(top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_cnt /= 2);
             end if;
         end if;
     end if;
-end process top0_0_out_fifo20_0_seq;
+end process top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_seq;
 
 
-m_axis_y_tdata_num <= top0_0_out_fifo20_0_d0;
-m_axis_y_tlast <= top0_0_out_fifo20_0_l0;
-top0_0_mfin <= top0_0_out_fifo20_0_u0;
-m_axis_y_tvalid <= stdl(top0_0_out_fifo20_0_cnt /= 0);
+m_axis_y_tdata_num <= top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_d0;
+m_axis_y_tlast <= top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_l0;
+top0_0_1_2_3_4_mfin <= top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_u0;
+m_axis_y_tvalid <= stdl(top0_0_1_2_3_4_out_fifo20_0_1_2_3_4_5_6_7_8_cnt /= 0);
 
 end architecture MyHDL;

@@ -77,1380 +77,1380 @@ wire top0_0_1_push;
 wire [2:0] top0_0_1_vout;
 wire [0:0] top0_0_1_fin_u;
 wire [0:0] top0_0_1_mfin;
-reg [10:0] top0_0_1_control0_0_1_dim_r;
-reg [12:0] top0_0_1_control0_0_1_icnt;
-reg [12:0] top0_0_1_control0_0_1_it_r;
-reg [10:0] top0_0_1_control0_0_1_lcnt;
-reg [5:0] top0_0_1_delay_flags0_0_1_sr;
-wire [31:0] top0_0_1_lane_sub_mul0_0_1_y;
-wire signed [32:0] top0_0_1_lane_sub_mul0_0_1_d;
-reg signed [31:0] top0_0_1_lane_sub_mul0_0_1_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul0_0_1_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul0_0_1_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul0_0_1_v;
-wire signed [31:0] top0_0_1_lane_sub_mul0_0_1_x;
-reg signed [31:0] top0_0_1_lane_sub_mul0_0_1_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul0_0_1_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul0_0_1_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_hin;
-wire top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul0_0_1_sat1_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul0_0_1_sat1_0_1_hin;
-wire top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-wire [31:0] top0_0_1_lane_sub_mul1_0_1_y;
-wire signed [32:0] top0_0_1_lane_sub_mul1_0_1_d;
-reg signed [31:0] top0_0_1_lane_sub_mul1_0_1_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul1_0_1_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul1_0_1_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul1_0_1_v;
-wire signed [31:0] top0_0_1_lane_sub_mul1_0_1_x;
-reg signed [31:0] top0_0_1_lane_sub_mul1_0_1_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul1_0_1_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul1_0_1_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_hin;
-wire top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul1_0_1_sat3_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul1_0_1_sat3_0_1_hin;
-wire top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-wire [31:0] top0_0_1_lane_sub_mul2_0_1_y;
-wire signed [32:0] top0_0_1_lane_sub_mul2_0_1_d;
-reg signed [31:0] top0_0_1_lane_sub_mul2_0_1_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul2_0_1_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul2_0_1_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul2_0_1_v;
-wire signed [31:0] top0_0_1_lane_sub_mul2_0_1_x;
-reg signed [31:0] top0_0_1_lane_sub_mul2_0_1_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul2_0_1_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul2_0_1_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_hin;
-wire top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul2_0_1_sat5_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul2_0_1_sat5_0_1_hin;
-wire top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-wire [31:0] top0_0_1_lane_sub_mul3_0_1_y;
-wire signed [32:0] top0_0_1_lane_sub_mul3_0_1_d;
-reg signed [31:0] top0_0_1_lane_sub_mul3_0_1_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul3_0_1_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul3_0_1_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul3_0_1_v;
-wire signed [31:0] top0_0_1_lane_sub_mul3_0_1_x;
-reg signed [31:0] top0_0_1_lane_sub_mul3_0_1_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul3_0_1_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul3_0_1_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_hin;
-wire top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul3_0_1_sat7_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul3_0_1_sat7_0_1_hin;
-wire top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-wire [31:0] top0_0_1_lane_sub_mul4_0_1_y;
-wire signed [32:0] top0_0_1_lane_sub_mul4_0_1_d;
-reg signed [31:0] top0_0_1_lane_sub_mul4_0_1_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul4_0_1_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul4_0_1_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul4_0_1_v;
-wire signed [31:0] top0_0_1_lane_sub_mul4_0_1_x;
-reg signed [31:0] top0_0_1_lane_sub_mul4_0_1_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul4_0_1_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul4_0_1_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_hin;
-wire top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul4_0_1_sat9_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul4_0_1_sat9_0_1_hin;
-wire top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-wire [31:0] top0_0_1_lane_sub_mul5_0_1_y;
-wire signed [32:0] top0_0_1_lane_sub_mul5_0_1_d;
-reg signed [31:0] top0_0_1_lane_sub_mul5_0_1_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul5_0_1_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul5_0_1_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul5_0_1_v;
-wire signed [31:0] top0_0_1_lane_sub_mul5_0_1_x;
-reg signed [31:0] top0_0_1_lane_sub_mul5_0_1_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul5_0_1_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul5_0_1_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_hin;
-wire top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul5_0_1_sat11_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul5_0_1_sat11_0_1_hin;
-wire top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-wire [31:0] top0_0_1_lane_sub_mul6_0_1_y;
-wire signed [32:0] top0_0_1_lane_sub_mul6_0_1_d;
-reg signed [31:0] top0_0_1_lane_sub_mul6_0_1_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul6_0_1_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul6_0_1_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul6_0_1_v;
-wire signed [31:0] top0_0_1_lane_sub_mul6_0_1_x;
-reg signed [31:0] top0_0_1_lane_sub_mul6_0_1_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul6_0_1_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul6_0_1_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_hin;
-wire top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul6_0_1_sat13_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul6_0_1_sat13_0_1_hin;
-wire top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-wire [31:0] top0_0_1_lane_sub_mul7_0_1_y;
-wire signed [32:0] top0_0_1_lane_sub_mul7_0_1_d;
-reg signed [31:0] top0_0_1_lane_sub_mul7_0_1_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul7_0_1_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul7_0_1_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul7_0_1_v;
-wire signed [31:0] top0_0_1_lane_sub_mul7_0_1_x;
-reg signed [31:0] top0_0_1_lane_sub_mul7_0_1_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul7_0_1_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul7_0_1_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_hin;
-wire top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul7_0_1_sat15_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul7_0_1_sat15_0_1_hin;
-wire top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-wire [31:0] top0_0_1_lane_sub_mul8_0_1_y;
-wire signed [32:0] top0_0_1_lane_sub_mul8_0_1_d;
-reg signed [31:0] top0_0_1_lane_sub_mul8_0_1_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul8_0_1_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul8_0_1_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul8_0_1_v;
-wire signed [31:0] top0_0_1_lane_sub_mul8_0_1_x;
-reg signed [31:0] top0_0_1_lane_sub_mul8_0_1_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul8_0_1_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul8_0_1_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_hin;
-wire top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul8_0_1_sat17_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul8_0_1_sat17_0_1_hin;
-wire top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-wire [31:0] top0_0_1_lane_sub_mul9_0_1_y;
-wire signed [32:0] top0_0_1_lane_sub_mul9_0_1_d;
-reg signed [31:0] top0_0_1_lane_sub_mul9_0_1_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul9_0_1_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul9_0_1_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul9_0_1_v;
-wire signed [31:0] top0_0_1_lane_sub_mul9_0_1_x;
-reg signed [31:0] top0_0_1_lane_sub_mul9_0_1_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul9_0_1_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul9_0_1_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_hin;
-wire top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul9_0_1_sat19_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul9_0_1_sat19_0_1_hin;
-wire top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-wire [31:0] top0_0_1_lane_sub_mul10_0_1_y;
-wire signed [32:0] top0_0_1_lane_sub_mul10_0_1_d;
-reg signed [31:0] top0_0_1_lane_sub_mul10_0_1_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul10_0_1_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul10_0_1_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul10_0_1_v;
-wire signed [31:0] top0_0_1_lane_sub_mul10_0_1_x;
-reg signed [31:0] top0_0_1_lane_sub_mul10_0_1_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul10_0_1_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul10_0_1_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_hin;
-wire top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul10_0_1_sat21_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul10_0_1_sat21_0_1_hin;
-wire top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-wire [31:0] top0_0_1_lane_sub_mul11_0_1_y;
-wire signed [32:0] top0_0_1_lane_sub_mul11_0_1_d;
-reg signed [31:0] top0_0_1_lane_sub_mul11_0_1_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul11_0_1_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul11_0_1_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul11_0_1_v;
-wire signed [31:0] top0_0_1_lane_sub_mul11_0_1_x;
-reg signed [31:0] top0_0_1_lane_sub_mul11_0_1_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul11_0_1_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul11_0_1_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_hin;
-wire top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul11_0_1_sat23_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul11_0_1_sat23_0_1_hin;
-wire top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-wire [31:0] top0_0_1_lane_sub_mul12_0_1_y;
-wire signed [32:0] top0_0_1_lane_sub_mul12_0_1_d;
-reg signed [31:0] top0_0_1_lane_sub_mul12_0_1_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul12_0_1_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul12_0_1_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul12_0_1_v;
-wire signed [31:0] top0_0_1_lane_sub_mul12_0_1_x;
-reg signed [31:0] top0_0_1_lane_sub_mul12_0_1_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul12_0_1_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul12_0_1_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_hin;
-wire top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul12_0_1_sat25_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul12_0_1_sat25_0_1_hin;
-wire top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-wire [31:0] top0_0_1_lane_sub_mul13_0_1_y;
-wire signed [32:0] top0_0_1_lane_sub_mul13_0_1_d;
-reg signed [31:0] top0_0_1_lane_sub_mul13_0_1_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul13_0_1_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul13_0_1_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul13_0_1_v;
-wire signed [31:0] top0_0_1_lane_sub_mul13_0_1_x;
-reg signed [31:0] top0_0_1_lane_sub_mul13_0_1_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul13_0_1_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul13_0_1_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_hin;
-wire top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul13_0_1_sat27_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul13_0_1_sat27_0_1_hin;
-wire top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-wire [31:0] top0_0_1_lane_sub_mul14_0_1_y;
-wire signed [32:0] top0_0_1_lane_sub_mul14_0_1_d;
-reg signed [31:0] top0_0_1_lane_sub_mul14_0_1_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul14_0_1_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul14_0_1_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul14_0_1_v;
-wire signed [31:0] top0_0_1_lane_sub_mul14_0_1_x;
-reg signed [31:0] top0_0_1_lane_sub_mul14_0_1_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul14_0_1_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul14_0_1_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_hin;
-wire top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul14_0_1_sat29_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul14_0_1_sat29_0_1_hin;
-wire top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-wire [31:0] top0_0_1_lane_sub_mul15_0_1_y;
-wire signed [32:0] top0_0_1_lane_sub_mul15_0_1_d;
-reg signed [31:0] top0_0_1_lane_sub_mul15_0_1_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul15_0_1_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul15_0_1_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul15_0_1_v;
-wire signed [31:0] top0_0_1_lane_sub_mul15_0_1_x;
-reg signed [31:0] top0_0_1_lane_sub_mul15_0_1_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul15_0_1_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul15_0_1_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_hin;
-wire top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul15_0_1_sat31_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul15_0_1_sat31_0_1_hin;
-wire top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-reg [1:0] top0_0_1_out_fifo20_0_1_cnt;
-reg [511:0] top0_0_1_out_fifo20_0_1_d0;
-reg [511:0] top0_0_1_out_fifo20_0_1_d1;
-reg top0_0_1_out_fifo20_0_1_l0;
-reg top0_0_1_out_fifo20_0_1_l1;
-reg [0:0] top0_0_1_out_fifo20_0_1_u0;
-reg [0:0] top0_0_1_out_fifo20_0_1_u1;
+reg [10:0] top0_0_1_control0_0_1_2_3_dim_r;
+reg [12:0] top0_0_1_control0_0_1_2_3_icnt;
+reg [12:0] top0_0_1_control0_0_1_2_3_it_r;
+reg [10:0] top0_0_1_control0_0_1_2_3_lcnt;
+reg [5:0] top0_0_1_delay_flags0_0_1_2_3_sr;
+wire [31:0] top0_0_1_lane_sub_mul0_y;
+wire signed [32:0] top0_0_1_lane_sub_mul0_d;
+reg signed [31:0] top0_0_1_lane_sub_mul0_kv;
+reg signed [64:0] top0_0_1_lane_sub_mul0_p1;
+wire signed [64:0] top0_0_1_lane_sub_mul0_p_c;
+wire signed [31:0] top0_0_1_lane_sub_mul0_v;
+wire signed [31:0] top0_0_1_lane_sub_mul0_x;
+reg signed [31:0] top0_0_1_lane_sub_mul0_x1;
+reg signed [31:0] top0_0_1_lane_sub_mul0_yr;
+reg signed [31:0] top0_0_1_lane_sub_mul0_yc;
+wire signed [64:0] top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_r;
+wire signed [64:0] top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_rb;
+wire signed [64:0] top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_t;
+wire [30:0] top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill;
+wire [33:0] top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_hi;
+wire [33:0] top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_hin;
+wire top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+wire [30:0] top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill;
+wire [1:0] top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_hi;
+wire [1:0] top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_hin;
+wire top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+wire [31:0] top0_0_1_lane_sub_mul1_y;
+wire signed [32:0] top0_0_1_lane_sub_mul1_d;
+reg signed [31:0] top0_0_1_lane_sub_mul1_kv;
+reg signed [64:0] top0_0_1_lane_sub_mul1_p1;
+wire signed [64:0] top0_0_1_lane_sub_mul1_p_c;
+wire signed [31:0] top0_0_1_lane_sub_mul1_v;
+wire signed [31:0] top0_0_1_lane_sub_mul1_x;
+reg signed [31:0] top0_0_1_lane_sub_mul1_x1;
+reg signed [31:0] top0_0_1_lane_sub_mul1_yr;
+reg signed [31:0] top0_0_1_lane_sub_mul1_yc;
+wire signed [64:0] top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_r;
+wire signed [64:0] top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_rb;
+wire signed [64:0] top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_t;
+wire [30:0] top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill;
+wire [33:0] top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_hi;
+wire [33:0] top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_hin;
+wire top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+wire [30:0] top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill;
+wire [1:0] top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_hi;
+wire [1:0] top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_hin;
+wire top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+wire [31:0] top0_0_1_lane_sub_mul2_y;
+wire signed [32:0] top0_0_1_lane_sub_mul2_d;
+reg signed [31:0] top0_0_1_lane_sub_mul2_kv;
+reg signed [64:0] top0_0_1_lane_sub_mul2_p1;
+wire signed [64:0] top0_0_1_lane_sub_mul2_p_c;
+wire signed [31:0] top0_0_1_lane_sub_mul2_v;
+wire signed [31:0] top0_0_1_lane_sub_mul2_x;
+reg signed [31:0] top0_0_1_lane_sub_mul2_x1;
+reg signed [31:0] top0_0_1_lane_sub_mul2_yr;
+reg signed [31:0] top0_0_1_lane_sub_mul2_yc;
+wire signed [64:0] top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_r;
+wire signed [64:0] top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_rb;
+wire signed [64:0] top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_t;
+wire [30:0] top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill;
+wire [33:0] top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_hi;
+wire [33:0] top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_hin;
+wire top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+wire [30:0] top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill;
+wire [1:0] top0_0_1_lane_sub_mul2_sat5_0_1_2_3_hi;
+wire [1:0] top0_0_1_lane_sub_mul2_sat5_0_1_2_3_hin;
+wire top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+wire [31:0] top0_0_1_lane_sub_mul3_y;
+wire signed [32:0] top0_0_1_lane_sub_mul3_d;
+reg signed [31:0] top0_0_1_lane_sub_mul3_kv;
+reg signed [64:0] top0_0_1_lane_sub_mul3_p1;
+wire signed [64:0] top0_0_1_lane_sub_mul3_p_c;
+wire signed [31:0] top0_0_1_lane_sub_mul3_v;
+wire signed [31:0] top0_0_1_lane_sub_mul3_x;
+reg signed [31:0] top0_0_1_lane_sub_mul3_x1;
+reg signed [31:0] top0_0_1_lane_sub_mul3_yr;
+reg signed [31:0] top0_0_1_lane_sub_mul3_yc;
+wire signed [64:0] top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_r;
+wire signed [64:0] top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_rb;
+wire signed [64:0] top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_t;
+wire [30:0] top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill;
+wire [33:0] top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_hi;
+wire [33:0] top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_hin;
+wire top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+wire [30:0] top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill;
+wire [1:0] top0_0_1_lane_sub_mul3_sat7_0_1_2_3_hi;
+wire [1:0] top0_0_1_lane_sub_mul3_sat7_0_1_2_3_hin;
+wire top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+wire [31:0] top0_0_1_lane_sub_mul4_y;
+wire signed [32:0] top0_0_1_lane_sub_mul4_d;
+reg signed [31:0] top0_0_1_lane_sub_mul4_kv;
+reg signed [64:0] top0_0_1_lane_sub_mul4_p1;
+wire signed [64:0] top0_0_1_lane_sub_mul4_p_c;
+wire signed [31:0] top0_0_1_lane_sub_mul4_v;
+wire signed [31:0] top0_0_1_lane_sub_mul4_x;
+reg signed [31:0] top0_0_1_lane_sub_mul4_x1;
+reg signed [31:0] top0_0_1_lane_sub_mul4_yr;
+reg signed [31:0] top0_0_1_lane_sub_mul4_yc;
+wire signed [64:0] top0_0_1_lane_sub_mul4_round_sat4_0_1_r;
+wire signed [64:0] top0_0_1_lane_sub_mul4_round_sat4_0_1_rb;
+wire signed [64:0] top0_0_1_lane_sub_mul4_round_sat4_0_1_t;
+wire [30:0] top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill;
+wire [33:0] top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_hi;
+wire [33:0] top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_hin;
+wire top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+wire [30:0] top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill;
+wire [1:0] top0_0_1_lane_sub_mul4_sat9_0_1_2_3_hi;
+wire [1:0] top0_0_1_lane_sub_mul4_sat9_0_1_2_3_hin;
+wire top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+wire [31:0] top0_0_1_lane_sub_mul5_y;
+wire signed [32:0] top0_0_1_lane_sub_mul5_d;
+reg signed [31:0] top0_0_1_lane_sub_mul5_kv;
+reg signed [64:0] top0_0_1_lane_sub_mul5_p1;
+wire signed [64:0] top0_0_1_lane_sub_mul5_p_c;
+wire signed [31:0] top0_0_1_lane_sub_mul5_v;
+wire signed [31:0] top0_0_1_lane_sub_mul5_x;
+reg signed [31:0] top0_0_1_lane_sub_mul5_x1;
+reg signed [31:0] top0_0_1_lane_sub_mul5_yr;
+reg signed [31:0] top0_0_1_lane_sub_mul5_yc;
+wire signed [64:0] top0_0_1_lane_sub_mul5_round_sat5_0_1_r;
+wire signed [64:0] top0_0_1_lane_sub_mul5_round_sat5_0_1_rb;
+wire signed [64:0] top0_0_1_lane_sub_mul5_round_sat5_0_1_t;
+wire [30:0] top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill;
+wire [33:0] top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_hi;
+wire [33:0] top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_hin;
+wire top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+wire [30:0] top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill;
+wire [1:0] top0_0_1_lane_sub_mul5_sat11_0_1_2_3_hi;
+wire [1:0] top0_0_1_lane_sub_mul5_sat11_0_1_2_3_hin;
+wire top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+wire [31:0] top0_0_1_lane_sub_mul6_y;
+wire signed [32:0] top0_0_1_lane_sub_mul6_d;
+reg signed [31:0] top0_0_1_lane_sub_mul6_kv;
+reg signed [64:0] top0_0_1_lane_sub_mul6_p1;
+wire signed [64:0] top0_0_1_lane_sub_mul6_p_c;
+wire signed [31:0] top0_0_1_lane_sub_mul6_v;
+wire signed [31:0] top0_0_1_lane_sub_mul6_x;
+reg signed [31:0] top0_0_1_lane_sub_mul6_x1;
+reg signed [31:0] top0_0_1_lane_sub_mul6_yr;
+reg signed [31:0] top0_0_1_lane_sub_mul6_yc;
+wire signed [64:0] top0_0_1_lane_sub_mul6_round_sat6_0_1_r;
+wire signed [64:0] top0_0_1_lane_sub_mul6_round_sat6_0_1_rb;
+wire signed [64:0] top0_0_1_lane_sub_mul6_round_sat6_0_1_t;
+wire [30:0] top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill;
+wire [33:0] top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_hi;
+wire [33:0] top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_hin;
+wire top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+wire [30:0] top0_0_1_lane_sub_mul6_sat13_0_1_fill;
+wire [1:0] top0_0_1_lane_sub_mul6_sat13_0_1_hi;
+wire [1:0] top0_0_1_lane_sub_mul6_sat13_0_1_hin;
+wire top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+wire [31:0] top0_0_1_lane_sub_mul7_y;
+wire signed [32:0] top0_0_1_lane_sub_mul7_d;
+reg signed [31:0] top0_0_1_lane_sub_mul7_kv;
+reg signed [64:0] top0_0_1_lane_sub_mul7_p1;
+wire signed [64:0] top0_0_1_lane_sub_mul7_p_c;
+wire signed [31:0] top0_0_1_lane_sub_mul7_v;
+wire signed [31:0] top0_0_1_lane_sub_mul7_x;
+reg signed [31:0] top0_0_1_lane_sub_mul7_x1;
+reg signed [31:0] top0_0_1_lane_sub_mul7_yr;
+reg signed [31:0] top0_0_1_lane_sub_mul7_yc;
+wire signed [64:0] top0_0_1_lane_sub_mul7_round_sat7_0_1_r;
+wire signed [64:0] top0_0_1_lane_sub_mul7_round_sat7_0_1_rb;
+wire signed [64:0] top0_0_1_lane_sub_mul7_round_sat7_0_1_t;
+wire [30:0] top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill;
+wire [33:0] top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_hi;
+wire [33:0] top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_hin;
+wire top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+wire [30:0] top0_0_1_lane_sub_mul7_sat15_0_1_fill;
+wire [1:0] top0_0_1_lane_sub_mul7_sat15_0_1_hi;
+wire [1:0] top0_0_1_lane_sub_mul7_sat15_0_1_hin;
+wire top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+wire [31:0] top0_0_1_lane_sub_mul8_y;
+wire signed [32:0] top0_0_1_lane_sub_mul8_d;
+reg signed [31:0] top0_0_1_lane_sub_mul8_kv;
+reg signed [64:0] top0_0_1_lane_sub_mul8_p1;
+wire signed [64:0] top0_0_1_lane_sub_mul8_p_c;
+wire signed [31:0] top0_0_1_lane_sub_mul8_v;
+wire signed [31:0] top0_0_1_lane_sub_mul8_x;
+reg signed [31:0] top0_0_1_lane_sub_mul8_x1;
+reg signed [31:0] top0_0_1_lane_sub_mul8_yr;
+reg signed [31:0] top0_0_1_lane_sub_mul8_yc;
+wire signed [64:0] top0_0_1_lane_sub_mul8_round_sat8_0_1_r;
+wire signed [64:0] top0_0_1_lane_sub_mul8_round_sat8_0_1_rb;
+wire signed [64:0] top0_0_1_lane_sub_mul8_round_sat8_0_1_t;
+wire [30:0] top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill;
+wire [33:0] top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_hi;
+wire [33:0] top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_hin;
+wire top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+wire [30:0] top0_0_1_lane_sub_mul8_sat17_0_1_fill;
+wire [1:0] top0_0_1_lane_sub_mul8_sat17_0_1_hi;
+wire [1:0] top0_0_1_lane_sub_mul8_sat17_0_1_hin;
+wire top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+wire [31:0] top0_0_1_lane_sub_mul9_y;
+wire signed [32:0] top0_0_1_lane_sub_mul9_d;
+reg signed [31:0] top0_0_1_lane_sub_mul9_kv;
+reg signed [64:0] top0_0_1_lane_sub_mul9_p1;
+wire signed [64:0] top0_0_1_lane_sub_mul9_p_c;
+wire signed [31:0] top0_0_1_lane_sub_mul9_v;
+wire signed [31:0] top0_0_1_lane_sub_mul9_x;
+reg signed [31:0] top0_0_1_lane_sub_mul9_x1;
+reg signed [31:0] top0_0_1_lane_sub_mul9_yr;
+reg signed [31:0] top0_0_1_lane_sub_mul9_yc;
+wire signed [64:0] top0_0_1_lane_sub_mul9_round_sat9_0_1_r;
+wire signed [64:0] top0_0_1_lane_sub_mul9_round_sat9_0_1_rb;
+wire signed [64:0] top0_0_1_lane_sub_mul9_round_sat9_0_1_t;
+wire [30:0] top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill;
+wire [33:0] top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_hi;
+wire [33:0] top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_hin;
+wire top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+wire [30:0] top0_0_1_lane_sub_mul9_sat19_0_1_fill;
+wire [1:0] top0_0_1_lane_sub_mul9_sat19_0_1_hi;
+wire [1:0] top0_0_1_lane_sub_mul9_sat19_0_1_hin;
+wire top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+wire [31:0] top0_0_1_lane_sub_mul10_y;
+wire signed [32:0] top0_0_1_lane_sub_mul10_d;
+reg signed [31:0] top0_0_1_lane_sub_mul10_kv;
+reg signed [64:0] top0_0_1_lane_sub_mul10_p1;
+wire signed [64:0] top0_0_1_lane_sub_mul10_p_c;
+wire signed [31:0] top0_0_1_lane_sub_mul10_v;
+wire signed [31:0] top0_0_1_lane_sub_mul10_x;
+reg signed [31:0] top0_0_1_lane_sub_mul10_x1;
+reg signed [31:0] top0_0_1_lane_sub_mul10_yr;
+reg signed [31:0] top0_0_1_lane_sub_mul10_yc;
+wire signed [64:0] top0_0_1_lane_sub_mul10_round_sat10_0_1_r;
+wire signed [64:0] top0_0_1_lane_sub_mul10_round_sat10_0_1_rb;
+wire signed [64:0] top0_0_1_lane_sub_mul10_round_sat10_0_1_t;
+wire [30:0] top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill;
+wire [33:0] top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_hi;
+wire [33:0] top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_hin;
+wire top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+wire [30:0] top0_0_1_lane_sub_mul10_sat21_0_1_fill;
+wire [1:0] top0_0_1_lane_sub_mul10_sat21_0_1_hi;
+wire [1:0] top0_0_1_lane_sub_mul10_sat21_0_1_hin;
+wire top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+wire [31:0] top0_0_1_lane_sub_mul11_y;
+wire signed [32:0] top0_0_1_lane_sub_mul11_d;
+reg signed [31:0] top0_0_1_lane_sub_mul11_kv;
+reg signed [64:0] top0_0_1_lane_sub_mul11_p1;
+wire signed [64:0] top0_0_1_lane_sub_mul11_p_c;
+wire signed [31:0] top0_0_1_lane_sub_mul11_v;
+wire signed [31:0] top0_0_1_lane_sub_mul11_x;
+reg signed [31:0] top0_0_1_lane_sub_mul11_x1;
+reg signed [31:0] top0_0_1_lane_sub_mul11_yr;
+reg signed [31:0] top0_0_1_lane_sub_mul11_yc;
+wire signed [64:0] top0_0_1_lane_sub_mul11_round_sat11_0_1_r;
+wire signed [64:0] top0_0_1_lane_sub_mul11_round_sat11_0_1_rb;
+wire signed [64:0] top0_0_1_lane_sub_mul11_round_sat11_0_1_t;
+wire [30:0] top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill;
+wire [33:0] top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_hi;
+wire [33:0] top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_hin;
+wire top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+wire [30:0] top0_0_1_lane_sub_mul11_sat23_0_1_fill;
+wire [1:0] top0_0_1_lane_sub_mul11_sat23_0_1_hi;
+wire [1:0] top0_0_1_lane_sub_mul11_sat23_0_1_hin;
+wire top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+wire [31:0] top0_0_1_lane_sub_mul12_y;
+wire signed [32:0] top0_0_1_lane_sub_mul12_d;
+reg signed [31:0] top0_0_1_lane_sub_mul12_kv;
+reg signed [64:0] top0_0_1_lane_sub_mul12_p1;
+wire signed [64:0] top0_0_1_lane_sub_mul12_p_c;
+wire signed [31:0] top0_0_1_lane_sub_mul12_v;
+wire signed [31:0] top0_0_1_lane_sub_mul12_x;
+reg signed [31:0] top0_0_1_lane_sub_mul12_x1;
+reg signed [31:0] top0_0_1_lane_sub_mul12_yr;
+reg signed [31:0] top0_0_1_lane_sub_mul12_yc;
+wire signed [64:0] top0_0_1_lane_sub_mul12_round_sat12_0_1_r;
+wire signed [64:0] top0_0_1_lane_sub_mul12_round_sat12_0_1_rb;
+wire signed [64:0] top0_0_1_lane_sub_mul12_round_sat12_0_1_t;
+wire [30:0] top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill;
+wire [33:0] top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_hi;
+wire [33:0] top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_hin;
+wire top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+wire [30:0] top0_0_1_lane_sub_mul12_sat25_0_1_fill;
+wire [1:0] top0_0_1_lane_sub_mul12_sat25_0_1_hi;
+wire [1:0] top0_0_1_lane_sub_mul12_sat25_0_1_hin;
+wire top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+wire [31:0] top0_0_1_lane_sub_mul13_y;
+wire signed [32:0] top0_0_1_lane_sub_mul13_d;
+reg signed [31:0] top0_0_1_lane_sub_mul13_kv;
+reg signed [64:0] top0_0_1_lane_sub_mul13_p1;
+wire signed [64:0] top0_0_1_lane_sub_mul13_p_c;
+wire signed [31:0] top0_0_1_lane_sub_mul13_v;
+wire signed [31:0] top0_0_1_lane_sub_mul13_x;
+reg signed [31:0] top0_0_1_lane_sub_mul13_x1;
+reg signed [31:0] top0_0_1_lane_sub_mul13_yr;
+reg signed [31:0] top0_0_1_lane_sub_mul13_yc;
+wire signed [64:0] top0_0_1_lane_sub_mul13_round_sat13_0_1_r;
+wire signed [64:0] top0_0_1_lane_sub_mul13_round_sat13_0_1_rb;
+wire signed [64:0] top0_0_1_lane_sub_mul13_round_sat13_0_1_t;
+wire [30:0] top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill;
+wire [33:0] top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_hi;
+wire [33:0] top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_hin;
+wire top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+wire [30:0] top0_0_1_lane_sub_mul13_sat27_0_1_fill;
+wire [1:0] top0_0_1_lane_sub_mul13_sat27_0_1_hi;
+wire [1:0] top0_0_1_lane_sub_mul13_sat27_0_1_hin;
+wire top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+wire [31:0] top0_0_1_lane_sub_mul14_y;
+wire signed [32:0] top0_0_1_lane_sub_mul14_d;
+reg signed [31:0] top0_0_1_lane_sub_mul14_kv;
+reg signed [64:0] top0_0_1_lane_sub_mul14_p1;
+wire signed [64:0] top0_0_1_lane_sub_mul14_p_c;
+wire signed [31:0] top0_0_1_lane_sub_mul14_v;
+wire signed [31:0] top0_0_1_lane_sub_mul14_x;
+reg signed [31:0] top0_0_1_lane_sub_mul14_x1;
+reg signed [31:0] top0_0_1_lane_sub_mul14_yr;
+reg signed [31:0] top0_0_1_lane_sub_mul14_yc;
+wire signed [64:0] top0_0_1_lane_sub_mul14_round_sat14_0_1_r;
+wire signed [64:0] top0_0_1_lane_sub_mul14_round_sat14_0_1_rb;
+wire signed [64:0] top0_0_1_lane_sub_mul14_round_sat14_0_1_t;
+wire [30:0] top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill;
+wire [33:0] top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_hi;
+wire [33:0] top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_hin;
+wire top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+wire [30:0] top0_0_1_lane_sub_mul14_sat29_0_1_fill;
+wire [1:0] top0_0_1_lane_sub_mul14_sat29_0_1_hi;
+wire [1:0] top0_0_1_lane_sub_mul14_sat29_0_1_hin;
+wire top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+wire [31:0] top0_0_1_lane_sub_mul15_y;
+wire signed [32:0] top0_0_1_lane_sub_mul15_d;
+reg signed [31:0] top0_0_1_lane_sub_mul15_kv;
+reg signed [64:0] top0_0_1_lane_sub_mul15_p1;
+wire signed [64:0] top0_0_1_lane_sub_mul15_p_c;
+wire signed [31:0] top0_0_1_lane_sub_mul15_v;
+wire signed [31:0] top0_0_1_lane_sub_mul15_x;
+reg signed [31:0] top0_0_1_lane_sub_mul15_x1;
+reg signed [31:0] top0_0_1_lane_sub_mul15_yr;
+reg signed [31:0] top0_0_1_lane_sub_mul15_yc;
+wire signed [64:0] top0_0_1_lane_sub_mul15_round_sat15_0_1_r;
+wire signed [64:0] top0_0_1_lane_sub_mul15_round_sat15_0_1_rb;
+wire signed [64:0] top0_0_1_lane_sub_mul15_round_sat15_0_1_t;
+wire [30:0] top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill;
+wire [33:0] top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_hi;
+wire [33:0] top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_hin;
+wire top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+wire [30:0] top0_0_1_lane_sub_mul15_sat31_0_1_fill;
+wire [1:0] top0_0_1_lane_sub_mul15_sat31_0_1_hi;
+wire [1:0] top0_0_1_lane_sub_mul15_sat31_0_1_hin;
+wire top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+reg [1:0] top0_0_1_out_fifo20_0_1_2_3_4_5_cnt;
+reg [511:0] top0_0_1_out_fifo20_0_1_2_3_4_5_d0;
+reg [511:0] top0_0_1_out_fifo20_0_1_2_3_4_5_d1;
+reg top0_0_1_out_fifo20_0_1_2_3_4_5_l0;
+reg top0_0_1_out_fifo20_0_1_2_3_4_5_l1;
+reg [0:0] top0_0_1_out_fifo20_0_1_2_3_4_5_u0;
+reg [0:0] top0_0_1_out_fifo20_0_1_2_3_4_5_u1;
 
-assign top0_0_1_ycat[512-1:480] = top0_0_1_lane_sub_mul15_0_1_y;
-assign top0_0_1_ycat[480-1:448] = top0_0_1_lane_sub_mul14_0_1_y;
-assign top0_0_1_ycat[448-1:416] = top0_0_1_lane_sub_mul13_0_1_y;
-assign top0_0_1_ycat[416-1:384] = top0_0_1_lane_sub_mul12_0_1_y;
-assign top0_0_1_ycat[384-1:352] = top0_0_1_lane_sub_mul11_0_1_y;
-assign top0_0_1_ycat[352-1:320] = top0_0_1_lane_sub_mul10_0_1_y;
-assign top0_0_1_ycat[320-1:288] = top0_0_1_lane_sub_mul9_0_1_y;
-assign top0_0_1_ycat[288-1:256] = top0_0_1_lane_sub_mul8_0_1_y;
-assign top0_0_1_ycat[256-1:224] = top0_0_1_lane_sub_mul7_0_1_y;
-assign top0_0_1_ycat[224-1:192] = top0_0_1_lane_sub_mul6_0_1_y;
-assign top0_0_1_ycat[192-1:160] = top0_0_1_lane_sub_mul5_0_1_y;
-assign top0_0_1_ycat[160-1:128] = top0_0_1_lane_sub_mul4_0_1_y;
-assign top0_0_1_ycat[128-1:96] = top0_0_1_lane_sub_mul3_0_1_y;
-assign top0_0_1_ycat[96-1:64] = top0_0_1_lane_sub_mul2_0_1_y;
-assign top0_0_1_ycat[64-1:32] = top0_0_1_lane_sub_mul1_0_1_y;
-assign top0_0_1_ycat[32-1:0] = top0_0_1_lane_sub_mul0_0_1_y;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[30] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[29] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[28] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[27] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[26] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[25] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[24] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[23] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[22] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[21] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[20] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[19] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[18] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[17] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[16] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[15] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[14] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[13] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[12] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[11] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[10] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[9] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[8] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[7] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[6] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[5] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[4] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[3] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[2] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[1] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill[0] = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[30] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[29] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[28] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[27] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[26] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[25] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[24] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[23] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[22] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[21] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[20] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[19] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[18] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[17] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[16] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[15] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[14] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[13] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[12] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[11] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[10] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[9] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[8] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[7] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[6] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[5] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[4] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[3] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[2] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[1] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill[0] = top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[30] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[29] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[28] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[27] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[26] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[25] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[24] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[23] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[22] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[21] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[20] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[19] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[18] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[17] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[16] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[15] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[14] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[13] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[12] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[11] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[10] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[9] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[8] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[7] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[6] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[5] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[4] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[3] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[2] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[1] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill[0] = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[30] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[29] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[28] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[27] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[26] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[25] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[24] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[23] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[22] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[21] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[20] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[19] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[18] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[17] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[16] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[15] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[14] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[13] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[12] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[11] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[10] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[9] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[8] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[7] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[6] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[5] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[4] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[3] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[2] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[1] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill[0] = top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[30] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[29] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[28] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[27] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[26] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[25] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[24] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[23] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[22] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[21] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[20] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[19] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[18] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[17] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[16] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[15] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[14] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[13] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[12] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[11] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[10] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[9] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[8] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[7] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[6] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[5] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[4] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[3] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[2] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[1] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill[0] = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[30] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[29] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[28] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[27] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[26] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[25] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[24] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[23] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[22] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[21] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[20] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[19] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[18] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[17] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[16] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[15] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[14] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[13] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[12] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[11] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[10] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[9] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[8] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[7] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[6] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[5] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[4] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[3] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[2] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[1] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill[0] = top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[30] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[29] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[28] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[27] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[26] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[25] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[24] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[23] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[22] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[21] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[20] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[19] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[18] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[17] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[16] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[15] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[14] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[13] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[12] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[11] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[10] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[9] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[8] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[7] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[6] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[5] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[4] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[3] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[2] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[1] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill[0] = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[30] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[29] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[28] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[27] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[26] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[25] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[24] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[23] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[22] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[21] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[20] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[19] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[18] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[17] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[16] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[15] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[14] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[13] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[12] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[11] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[10] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[9] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[8] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[7] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[6] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[5] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[4] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[3] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[2] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[1] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill[0] = top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[30] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[29] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[28] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[27] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[26] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[25] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[24] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[23] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[22] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[21] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[20] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[19] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[18] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[17] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[16] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[15] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[14] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[13] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[12] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[11] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[10] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[9] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[8] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[7] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[6] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[5] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[4] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[3] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[2] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[1] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill[0] = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[30] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[29] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[28] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[27] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[26] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[25] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[24] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[23] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[22] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[21] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[20] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[19] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[18] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[17] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[16] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[15] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[14] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[13] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[12] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[11] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[10] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[9] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[8] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[7] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[6] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[5] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[4] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[3] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[2] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[1] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill[0] = top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[30] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[29] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[28] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[27] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[26] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[25] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[24] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[23] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[22] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[21] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[20] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[19] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[18] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[17] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[16] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[15] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[14] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[13] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[12] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[11] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[10] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[9] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[8] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[7] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[6] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[5] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[4] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[3] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[2] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[1] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill[0] = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[30] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[29] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[28] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[27] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[26] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[25] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[24] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[23] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[22] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[21] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[20] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[19] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[18] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[17] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[16] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[15] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[14] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[13] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[12] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[11] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[10] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[9] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[8] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[7] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[6] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[5] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[4] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[3] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[2] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[1] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill[0] = top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[30] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[29] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[28] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[27] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[26] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[25] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[24] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[23] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[22] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[21] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[20] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[19] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[18] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[17] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[16] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[15] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[14] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[13] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[12] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[11] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[10] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[9] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[8] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[7] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[6] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[5] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[4] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[3] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[2] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[1] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill[0] = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[30] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[29] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[28] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[27] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[26] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[25] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[24] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[23] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[22] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[21] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[20] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[19] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[18] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[17] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[16] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[15] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[14] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[13] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[12] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[11] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[10] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[9] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[8] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[7] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[6] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[5] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[4] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[3] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[2] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[1] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill[0] = top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[30] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[29] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[28] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[27] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[26] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[25] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[24] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[23] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[22] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[21] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[20] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[19] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[18] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[17] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[16] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[15] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[14] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[13] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[12] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[11] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[10] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[9] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[8] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[7] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[6] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[5] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[4] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[3] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[2] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[1] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill[0] = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[30] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[29] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[28] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[27] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[26] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[25] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[24] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[23] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[22] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[21] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[20] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[19] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[18] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[17] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[16] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[15] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[14] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[13] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[12] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[11] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[10] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[9] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[8] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[7] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[6] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[5] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[4] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[3] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[2] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[1] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill[0] = top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[30] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[29] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[28] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[27] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[26] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[25] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[24] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[23] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[22] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[21] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[20] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[19] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[18] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[17] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[16] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[15] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[14] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[13] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[12] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[11] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[10] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[9] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[8] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[7] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[6] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[5] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[4] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[3] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[2] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[1] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill[0] = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[30] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[29] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[28] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[27] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[26] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[25] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[24] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[23] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[22] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[21] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[20] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[19] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[18] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[17] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[16] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[15] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[14] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[13] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[12] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[11] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[10] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[9] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[8] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[7] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[6] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[5] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[4] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[3] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[2] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[1] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill[0] = top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[30] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[29] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[28] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[27] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[26] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[25] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[24] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[23] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[22] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[21] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[20] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[19] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[18] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[17] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[16] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[15] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[14] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[13] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[12] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[11] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[10] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[9] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[8] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[7] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[6] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[5] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[4] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[3] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[2] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[1] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill[0] = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[30] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[29] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[28] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[27] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[26] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[25] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[24] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[23] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[22] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[21] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[20] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[19] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[18] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[17] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[16] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[15] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[14] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[13] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[12] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[11] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[10] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[9] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[8] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[7] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[6] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[5] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[4] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[3] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[2] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[1] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill[0] = top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[30] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[29] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[28] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[27] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[26] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[25] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[24] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[23] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[22] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[21] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[20] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[19] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[18] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[17] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[16] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[15] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[14] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[13] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[12] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[11] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[10] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[9] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[8] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[7] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[6] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[5] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[4] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[3] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[2] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[1] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill[0] = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[30] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[29] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[28] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[27] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[26] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[25] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[24] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[23] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[22] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[21] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[20] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[19] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[18] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[17] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[16] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[15] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[14] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[13] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[12] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[11] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[10] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[9] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[8] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[7] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[6] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[5] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[4] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[3] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[2] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[1] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill[0] = top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[30] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[29] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[28] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[27] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[26] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[25] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[24] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[23] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[22] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[21] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[20] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[19] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[18] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[17] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[16] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[15] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[14] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[13] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[12] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[11] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[10] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[9] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[8] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[7] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[6] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[5] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[4] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[3] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[2] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[1] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill[0] = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[30] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[29] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[28] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[27] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[26] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[25] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[24] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[23] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[22] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[21] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[20] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[19] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[18] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[17] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[16] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[15] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[14] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[13] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[12] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[11] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[10] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[9] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[8] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[7] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[6] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[5] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[4] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[3] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[2] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[1] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill[0] = top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[30] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[29] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[28] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[27] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[26] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[25] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[24] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[23] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[22] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[21] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[20] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[19] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[18] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[17] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[16] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[15] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[14] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[13] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[12] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[11] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[10] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[9] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[8] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[7] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[6] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[5] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[4] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[3] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[2] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[1] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill[0] = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[30] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[29] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[28] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[27] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[26] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[25] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[24] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[23] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[22] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[21] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[20] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[19] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[18] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[17] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[16] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[15] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[14] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[13] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[12] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[11] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[10] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[9] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[8] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[7] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[6] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[5] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[4] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[3] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[2] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[1] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill[0] = top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[30] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[29] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[28] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[27] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[26] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[25] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[24] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[23] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[22] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[21] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[20] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[19] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[18] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[17] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[16] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[15] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[14] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[13] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[12] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[11] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[10] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[9] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[8] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[7] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[6] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[5] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[4] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[3] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[2] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[1] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill[0] = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[30] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[29] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[28] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[27] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[26] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[25] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[24] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[23] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[22] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[21] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[20] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[19] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[18] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[17] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[16] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[15] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[14] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[13] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[12] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[11] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[10] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[9] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[8] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[7] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[6] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[5] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[4] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[3] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[2] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[1] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill[0] = top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[30] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[29] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[28] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[27] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[26] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[25] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[24] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[23] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[22] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[21] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[20] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[19] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[18] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[17] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[16] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[15] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[14] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[13] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[12] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[11] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[10] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[9] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[8] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[7] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[6] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[5] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[4] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[3] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[2] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[1] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill[0] = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[30] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[29] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[28] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[27] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[26] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[25] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[24] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[23] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[22] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[21] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[20] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[19] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[18] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[17] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[16] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[15] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[14] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[13] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[12] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[11] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[10] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[9] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[8] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[7] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[6] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[5] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[4] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[3] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[2] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[1] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill[0] = top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[30] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[29] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[28] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[27] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[26] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[25] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[24] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[23] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[22] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[21] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[20] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[19] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[18] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[17] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[16] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[15] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[14] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[13] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[12] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[11] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[10] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[9] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[8] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[7] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[6] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[5] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[4] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[3] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[2] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[1] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill[0] = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[30] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[29] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[28] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[27] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[26] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[25] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[24] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[23] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[22] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[21] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[20] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[19] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[18] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[17] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[16] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[15] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[14] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[13] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[12] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[11] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[10] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[9] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[8] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[7] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[6] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[5] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[4] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[3] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[2] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[1] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill[0] = top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign;
-
-
-
-assign top0_0_1_line_last = ($signed({1'b0, top0_0_1_control0_0_1_lcnt}) == ($signed({1'b0, top0_0_1_control0_0_1_dim_r}) - 1));
-assign top0_0_1_final = (($signed({1'b0, top0_0_1_control0_0_1_lcnt}) == ($signed({1'b0, top0_0_1_control0_0_1_dim_r}) - 1)) && ($signed({1'b0, top0_0_1_control0_0_1_icnt}) == ($signed({1'b0, top0_0_1_control0_0_1_it_r}) - 1)));
+assign top0_0_1_ycat[512-1:480] = top0_0_1_lane_sub_mul15_y;
+assign top0_0_1_ycat[480-1:448] = top0_0_1_lane_sub_mul14_y;
+assign top0_0_1_ycat[448-1:416] = top0_0_1_lane_sub_mul13_y;
+assign top0_0_1_ycat[416-1:384] = top0_0_1_lane_sub_mul12_y;
+assign top0_0_1_ycat[384-1:352] = top0_0_1_lane_sub_mul11_y;
+assign top0_0_1_ycat[352-1:320] = top0_0_1_lane_sub_mul10_y;
+assign top0_0_1_ycat[320-1:288] = top0_0_1_lane_sub_mul9_y;
+assign top0_0_1_ycat[288-1:256] = top0_0_1_lane_sub_mul8_y;
+assign top0_0_1_ycat[256-1:224] = top0_0_1_lane_sub_mul7_y;
+assign top0_0_1_ycat[224-1:192] = top0_0_1_lane_sub_mul6_y;
+assign top0_0_1_ycat[192-1:160] = top0_0_1_lane_sub_mul5_y;
+assign top0_0_1_ycat[160-1:128] = top0_0_1_lane_sub_mul4_y;
+assign top0_0_1_ycat[128-1:96] = top0_0_1_lane_sub_mul3_y;
+assign top0_0_1_ycat[96-1:64] = top0_0_1_lane_sub_mul2_y;
+assign top0_0_1_ycat[64-1:32] = top0_0_1_lane_sub_mul1_y;
+assign top0_0_1_ycat[32-1:0] = top0_0_1_lane_sub_mul0_y;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[30] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[29] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[28] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[27] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[26] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[25] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[24] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[23] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[22] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[21] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[20] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[19] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[18] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[17] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[16] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[15] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[14] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[13] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[12] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[11] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[10] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[9] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[8] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[7] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[6] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[5] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[4] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[3] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[2] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[1] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[0] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[30] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[29] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[28] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[27] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[26] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[25] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[24] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[23] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[22] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[21] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[20] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[19] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[18] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[17] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[16] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[15] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[14] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[13] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[12] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[11] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[10] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[9] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[8] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[7] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[6] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[5] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[4] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[3] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[2] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[1] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[0] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[30] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[29] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[28] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[27] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[26] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[25] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[24] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[23] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[22] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[21] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[20] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[19] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[18] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[17] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[16] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[15] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[14] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[13] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[12] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[11] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[10] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[9] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[8] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[7] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[6] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[5] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[4] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[3] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[2] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[1] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[0] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[30] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[29] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[28] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[27] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[26] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[25] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[24] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[23] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[22] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[21] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[20] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[19] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[18] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[17] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[16] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[15] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[14] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[13] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[12] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[11] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[10] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[9] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[8] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[7] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[6] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[5] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[4] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[3] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[2] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[1] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[0] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[30] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[29] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[28] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[27] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[26] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[25] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[24] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[23] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[22] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[21] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[20] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[19] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[18] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[17] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[16] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[15] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[14] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[13] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[12] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[11] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[10] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[9] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[8] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[7] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[6] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[5] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[4] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[3] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[2] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[1] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[0] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[30] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[29] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[28] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[27] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[26] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[25] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[24] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[23] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[22] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[21] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[20] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[19] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[18] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[17] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[16] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[15] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[14] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[13] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[12] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[11] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[10] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[9] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[8] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[7] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[6] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[5] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[4] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[3] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[2] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[1] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[0] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[30] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[29] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[28] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[27] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[26] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[25] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[24] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[23] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[22] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[21] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[20] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[19] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[18] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[17] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[16] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[15] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[14] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[13] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[12] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[11] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[10] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[9] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[8] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[7] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[6] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[5] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[4] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[3] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[2] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[1] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[0] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[30] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[29] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[28] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[27] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[26] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[25] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[24] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[23] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[22] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[21] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[20] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[19] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[18] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[17] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[16] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[15] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[14] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[13] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[12] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[11] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[10] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[9] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[8] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[7] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[6] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[5] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[4] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[3] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[2] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[1] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[0] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[30] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[29] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[28] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[27] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[26] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[25] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[24] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[23] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[22] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[21] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[20] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[19] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[18] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[17] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[16] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[15] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[14] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[13] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[12] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[11] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[10] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[9] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[8] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[7] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[6] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[5] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[4] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[3] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[2] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[1] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[0] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[30] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[29] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[28] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[27] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[26] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[25] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[24] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[23] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[22] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[21] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[20] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[19] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[18] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[17] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[16] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[15] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[14] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[13] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[12] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[11] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[10] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[9] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[8] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[7] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[6] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[5] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[4] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[3] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[2] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[1] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[0] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[30] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[29] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[28] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[27] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[26] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[25] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[24] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[23] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[22] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[21] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[20] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[19] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[18] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[17] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[16] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[15] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[14] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[13] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[12] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[11] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[10] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[9] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[8] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[7] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[6] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[5] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[4] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[3] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[2] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[1] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[0] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[30] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[29] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[28] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[27] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[26] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[25] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[24] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[23] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[22] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[21] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[20] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[19] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[18] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[17] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[16] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[15] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[14] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[13] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[12] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[11] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[10] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[9] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[8] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[7] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[6] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[5] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[4] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[3] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[2] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[1] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[0] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[30] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[29] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[28] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[27] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[26] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[25] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[24] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[23] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[22] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[21] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[20] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[19] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[18] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[17] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[16] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[15] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[14] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[13] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[12] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[11] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[10] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[9] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[8] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[7] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[6] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[5] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[4] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[3] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[2] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[1] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[0] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[30] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[29] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[28] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[27] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[26] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[25] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[24] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[23] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[22] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[21] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[20] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[19] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[18] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[17] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[16] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[15] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[14] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[13] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[12] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[11] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[10] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[9] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[8] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[7] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[6] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[5] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[4] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[3] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[2] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[1] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[0] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[30] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[29] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[28] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[27] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[26] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[25] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[24] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[23] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[22] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[21] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[20] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[19] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[18] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[17] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[16] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[15] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[14] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[13] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[12] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[11] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[10] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[9] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[8] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[7] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[6] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[5] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[4] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[3] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[2] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[1] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[0] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[30] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[29] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[28] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[27] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[26] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[25] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[24] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[23] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[22] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[21] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[20] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[19] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[18] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[17] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[16] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[15] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[14] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[13] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[12] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[11] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[10] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[9] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[8] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[7] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[6] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[5] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[4] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[3] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[2] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[1] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[0] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[30] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[29] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[28] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[27] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[26] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[25] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[24] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[23] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[22] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[21] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[20] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[19] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[18] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[17] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[16] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[15] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[14] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[13] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[12] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[11] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[10] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[9] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[8] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[7] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[6] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[5] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[4] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[3] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[2] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[1] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[0] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[30] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[29] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[28] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[27] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[26] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[25] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[24] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[23] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[22] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[21] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[20] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[19] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[18] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[17] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[16] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[15] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[14] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[13] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[12] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[11] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[10] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[9] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[8] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[7] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[6] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[5] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[4] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[3] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[2] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[1] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[0] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[30] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[29] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[28] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[27] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[26] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[25] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[24] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[23] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[22] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[21] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[20] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[19] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[18] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[17] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[16] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[15] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[14] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[13] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[12] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[11] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[10] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[9] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[8] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[7] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[6] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[5] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[4] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[3] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[2] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[1] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[0] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[30] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[29] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[28] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[27] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[26] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[25] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[24] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[23] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[22] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[21] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[20] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[19] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[18] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[17] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[16] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[15] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[14] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[13] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[12] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[11] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[10] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[9] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[8] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[7] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[6] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[5] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[4] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[3] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[2] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[1] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[0] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[30] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[29] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[28] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[27] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[26] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[25] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[24] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[23] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[22] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[21] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[20] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[19] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[18] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[17] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[16] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[15] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[14] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[13] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[12] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[11] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[10] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[9] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[8] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[7] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[6] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[5] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[4] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[3] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[2] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[1] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[0] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[30] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[29] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[28] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[27] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[26] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[25] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[24] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[23] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[22] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[21] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[20] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[19] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[18] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[17] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[16] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[15] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[14] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[13] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[12] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[11] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[10] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[9] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[8] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[7] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[6] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[5] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[4] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[3] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[2] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[1] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[0] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[30] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[29] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[28] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[27] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[26] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[25] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[24] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[23] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[22] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[21] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[20] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[19] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[18] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[17] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[16] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[15] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[14] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[13] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[12] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[11] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[10] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[9] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[8] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[7] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[6] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[5] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[4] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[3] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[2] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[1] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[0] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[30] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[29] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[28] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[27] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[26] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[25] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[24] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[23] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[22] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[21] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[20] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[19] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[18] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[17] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[16] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[15] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[14] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[13] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[12] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[11] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[10] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[9] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[8] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[7] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[6] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[5] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[4] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[3] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[2] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[1] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[0] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[30] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[29] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[28] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[27] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[26] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[25] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[24] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[23] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[22] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[21] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[20] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[19] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[18] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[17] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[16] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[15] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[14] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[13] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[12] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[11] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[10] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[9] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[8] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[7] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[6] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[5] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[4] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[3] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[2] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[1] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[0] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[30] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[29] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[28] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[27] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[26] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[25] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[24] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[23] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[22] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[21] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[20] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[19] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[18] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[17] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[16] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[15] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[14] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[13] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[12] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[11] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[10] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[9] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[8] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[7] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[6] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[5] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[4] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[3] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[2] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[1] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[0] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[30] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[29] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[28] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[27] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[26] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[25] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[24] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[23] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[22] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[21] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[20] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[19] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[18] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[17] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[16] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[15] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[14] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[13] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[12] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[11] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[10] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[9] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[8] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[7] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[6] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[5] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[4] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[3] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[2] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[1] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[0] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[30] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[29] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[28] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[27] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[26] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[25] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[24] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[23] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[22] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[21] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[20] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[19] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[18] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[17] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[16] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[15] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[14] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[13] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[12] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[11] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[10] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[9] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[8] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[7] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[6] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[5] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[4] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[3] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[2] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[1] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[0] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[30] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[29] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[28] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[27] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[26] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[25] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[24] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[23] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[22] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[21] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[20] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[19] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[18] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[17] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[16] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[15] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[14] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[13] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[12] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[11] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[10] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[9] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[8] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[7] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[6] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[5] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[4] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[3] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[2] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[1] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[0] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[30] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[29] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[28] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[27] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[26] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[25] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[24] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[23] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[22] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[21] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[20] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[19] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[18] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[17] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[16] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[15] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[14] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[13] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[12] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[11] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[10] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[9] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[8] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[7] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[6] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[5] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[4] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[3] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[2] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[1] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[0] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[30] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[29] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[28] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[27] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[26] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[25] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[24] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[23] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[22] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[21] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[20] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[19] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[18] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[17] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[16] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[15] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[14] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[13] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[12] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[11] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[10] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[9] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[8] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[7] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[6] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[5] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[4] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[3] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[2] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[1] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[0] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[30] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[29] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[28] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[27] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[26] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[25] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[24] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[23] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[22] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[21] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[20] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[19] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[18] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[17] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[16] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[15] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[14] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[13] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[12] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[11] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[10] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[9] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[8] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[7] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[6] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[5] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[4] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[3] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[2] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[1] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
+assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[0] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
 
 
-always @(posedge clk) begin: top0_0_1_control0_0_1_seq
+
+assign top0_0_1_line_last = ($signed({1'b0, top0_0_1_control0_0_1_2_3_lcnt}) == ($signed({1'b0, top0_0_1_control0_0_1_2_3_dim_r}) - 1));
+assign top0_0_1_final = (($signed({1'b0, top0_0_1_control0_0_1_2_3_lcnt}) == ($signed({1'b0, top0_0_1_control0_0_1_2_3_dim_r}) - 1)) && ($signed({1'b0, top0_0_1_control0_0_1_2_3_icnt}) == ($signed({1'b0, top0_0_1_control0_0_1_2_3_it_r}) - 1)));
+
+
+always @(posedge clk) begin: top0_0_1_control0_0_1_2_3_seq
     if (rst == 1) begin
-        top0_0_1_running <= 0;
-        busy <= 0;
+        top0_0_1_control0_0_1_2_3_dim_r <= 0;
         done <= 0;
         cfg_err <= 0;
-        top0_0_1_control0_0_1_dim_r <= 0;
-        top0_0_1_control0_0_1_it_r <= 0;
-        top0_0_1_control0_0_1_icnt <= 0;
-        top0_0_1_control0_0_1_lcnt <= 0;
+        top0_0_1_control0_0_1_2_3_icnt <= 0;
+        busy <= 0;
+        top0_0_1_control0_0_1_2_3_it_r <= 0;
+        top0_0_1_running <= 0;
+        top0_0_1_control0_0_1_2_3_lcnt <= 0;
     end
     else begin
         done <= 1'b0;
@@ -1463,25 +1463,25 @@ always @(posedge clk) begin: top0_0_1_control0_0_1_seq
                 cfg_err <= 1'b0;
                 busy <= 1'b1;
                 top0_0_1_running <= 1'b1;
-                top0_0_1_control0_0_1_dim_r <= cfg_dimension;
-                top0_0_1_control0_0_1_it_r <= cfg_iterations;
-                top0_0_1_control0_0_1_lcnt <= 0;
-                top0_0_1_control0_0_1_icnt <= 0;
+                top0_0_1_control0_0_1_2_3_dim_r <= cfg_dimension;
+                top0_0_1_control0_0_1_2_3_it_r <= cfg_iterations;
+                top0_0_1_control0_0_1_2_3_lcnt <= 0;
+                top0_0_1_control0_0_1_2_3_icnt <= 0;
             end
         end
         if (top0_0_1_fire) begin
-            if (($signed({1'b0, top0_0_1_control0_0_1_lcnt}) == ($signed({1'b0, top0_0_1_control0_0_1_dim_r}) - 1))) begin
-                top0_0_1_control0_0_1_lcnt <= 0;
-                if (($signed({1'b0, top0_0_1_control0_0_1_icnt}) == ($signed({1'b0, top0_0_1_control0_0_1_it_r}) - 1))) begin
-                    top0_0_1_control0_0_1_icnt <= 0;
+            if (($signed({1'b0, top0_0_1_control0_0_1_2_3_lcnt}) == ($signed({1'b0, top0_0_1_control0_0_1_2_3_dim_r}) - 1))) begin
+                top0_0_1_control0_0_1_2_3_lcnt <= 0;
+                if (($signed({1'b0, top0_0_1_control0_0_1_2_3_icnt}) == ($signed({1'b0, top0_0_1_control0_0_1_2_3_it_r}) - 1))) begin
+                    top0_0_1_control0_0_1_2_3_icnt <= 0;
                     top0_0_1_running <= 1'b0;
                 end
                 else begin
-                    top0_0_1_control0_0_1_icnt <= (top0_0_1_control0_0_1_icnt + 1);
+                    top0_0_1_control0_0_1_2_3_icnt <= (top0_0_1_control0_0_1_2_3_icnt + 1);
                 end
             end
             else begin
-                top0_0_1_control0_0_1_lcnt <= (top0_0_1_control0_0_1_lcnt + 1);
+                top0_0_1_control0_0_1_2_3_lcnt <= (top0_0_1_control0_0_1_2_3_lcnt + 1);
             end
         end
         if (top0_0_1_out_final_pop) begin
@@ -1501,9 +1501,9 @@ assign s_axis_s_tready = (top0_0_1_running && top0_0_1_en && s_axis_x_tvalid && 
 
 always @(posedge clk) begin: top0_0_1_inreg
     if (rst == 1) begin
-        top0_0_1_br <= 0;
-        top0_0_1_v0 <= 0;
         top0_0_1_ar <= 0;
+        top0_0_1_v0 <= 0;
+        top0_0_1_br <= 0;
     end
     else begin
         if (top0_0_1_en) begin
@@ -1529,1556 +1529,1556 @@ always @(posedge clk) begin: top0_0_1_kreg
 end
 
 
-always @(posedge clk) begin: top0_0_1_delay_flags0_0_1_sh
+always @(posedge clk) begin: top0_0_1_delay_flags0_0_1_2_3_sh
     if (rst == 1) begin
-        top0_0_1_delay_flags0_0_1_sr <= 0;
+        top0_0_1_delay_flags0_0_1_2_3_sr <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_delay_flags0_0_1_sr <= {top0_0_1_delay_flags0_0_1_sr[(3 * (2 - 1))-1:0], top0_0_1_v0};
+            top0_0_1_delay_flags0_0_1_2_3_sr <= {top0_0_1_delay_flags0_0_1_2_3_sr[(3 * (2 - 1))-1:0], top0_0_1_v0};
         end
     end
 end
 
 
 
-assign top0_0_1_vout = top0_0_1_delay_flags0_0_1_sr[(3 * 2)-1:(3 * (2 - 1))];
+assign top0_0_1_vout = top0_0_1_delay_flags0_0_1_2_3_sr[(3 * 2)-1:(3 * (2 - 1))];
 
 
 
-assign top0_0_1_lane_sub_mul0_0_1_x = $signed(top0_0_1_ar[32-1:0]);
-assign top0_0_1_lane_sub_mul0_0_1_v = $signed(top0_0_1_br[32-1:0]);
+assign top0_0_1_lane_sub_mul0_x = $signed(top0_0_1_ar[32-1:0]);
+assign top0_0_1_lane_sub_mul0_v = $signed(top0_0_1_br[32-1:0]);
 
 
 
-assign top0_0_1_lane_sub_mul0_0_1_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul0_0_1_v);
+assign top0_0_1_lane_sub_mul0_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul0_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul0_0_1_s1
+always @(posedge clk) begin: top0_0_1_lane_sub_mul0_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul0_0_1_x1 <= 0;
-        top0_0_1_lane_sub_mul0_0_1_p1 <= 0;
+        top0_0_1_lane_sub_mul0_x1 <= 0;
+        top0_0_1_lane_sub_mul0_p1 <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul0_0_1_p1 <= top0_0_1_lane_sub_mul0_0_1_p_c;
-            top0_0_1_lane_sub_mul0_0_1_x1 <= top0_0_1_lane_sub_mul0_0_1_x;
+            top0_0_1_lane_sub_mul0_p1 <= top0_0_1_lane_sub_mul0_p_c;
+            top0_0_1_lane_sub_mul0_x1 <= top0_0_1_lane_sub_mul0_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_t = $signed(top0_0_1_lane_sub_mul0_0_1_p1 >>> 16);
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul0_0_1_p1[(16 - 1)]});
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_t = $signed(top0_0_1_lane_sub_mul0_p1 >>> 16);
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_rb = $signed({64'h0, top0_0_1_lane_sub_mul0_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_r = (top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_t + top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_rb);
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_r = (top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_t + top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_rb);
 
 
 
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_hi = top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_r[65-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_hi = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_hin = (~top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_hi);
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_hin = (~top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_hi);
 
 
 
-assign top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_nsign = (!top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_r[(65 - 1)]);
+assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign = (!top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_r, top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill, top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_hin, top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_hi) begin: top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_clamp
-    if (((top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_hi == 0) || (top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul0_0_1_kv = $signed(top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_r[32-1:0]);
+always @(top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill, top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_hi, top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_r, top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_hin) begin: top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_clamp
+    if (((top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_hi == 0) || (top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_hin == 0))) begin
+        top0_0_1_lane_sub_mul0_kv = $signed(top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul0_0_1_kv = $signed({top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul0_0_1_round_sat0_0_1_sat0_0_1_fill});
+        top0_0_1_lane_sub_mul0_kv = $signed({top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_r[(65 - 1)], top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul0_0_1_d = (top0_0_1_lane_sub_mul0_0_1_x1 - top0_0_1_lane_sub_mul0_0_1_kv);
+assign top0_0_1_lane_sub_mul0_d = (top0_0_1_lane_sub_mul0_x1 - top0_0_1_lane_sub_mul0_kv);
 
 
 
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_hi = top0_0_1_lane_sub_mul0_0_1_d[33-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_hi = top0_0_1_lane_sub_mul0_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_hin = (~top0_0_1_lane_sub_mul0_0_1_sat1_0_1_hi);
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_hin = (~top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_hi);
 
 
 
-assign top0_0_1_lane_sub_mul0_0_1_sat1_0_1_nsign = (!top0_0_1_lane_sub_mul0_0_1_d[(33 - 1)]);
+assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign = (!top0_0_1_lane_sub_mul0_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul0_0_1_d, top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill, top0_0_1_lane_sub_mul0_0_1_sat1_0_1_hin, top0_0_1_lane_sub_mul0_0_1_sat1_0_1_hi) begin: top0_0_1_lane_sub_mul0_0_1_sat1_0_1_clamp
-    if (((top0_0_1_lane_sub_mul0_0_1_sat1_0_1_hi == 0) || (top0_0_1_lane_sub_mul0_0_1_sat1_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul0_0_1_yc = $signed(top0_0_1_lane_sub_mul0_0_1_d[32-1:0]);
+always @(top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill, top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_hi, top0_0_1_lane_sub_mul0_d, top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_hin) begin: top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_clamp
+    if (((top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_hi == 0) || (top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_hin == 0))) begin
+        top0_0_1_lane_sub_mul0_yc = $signed(top0_0_1_lane_sub_mul0_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul0_0_1_yc = $signed({top0_0_1_lane_sub_mul0_0_1_d[(33 - 1)], top0_0_1_lane_sub_mul0_0_1_sat1_0_1_fill});
+        top0_0_1_lane_sub_mul0_yc = $signed({top0_0_1_lane_sub_mul0_d[(33 - 1)], top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul0_0_1_s2
+always @(posedge clk) begin: top0_0_1_lane_sub_mul0_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul0_0_1_yr <= 0;
+        top0_0_1_lane_sub_mul0_yr <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul0_0_1_yr <= top0_0_1_lane_sub_mul0_0_1_yc;
+            top0_0_1_lane_sub_mul0_yr <= top0_0_1_lane_sub_mul0_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul0_0_1_y = top0_0_1_lane_sub_mul0_0_1_yr;
+assign top0_0_1_lane_sub_mul0_y = top0_0_1_lane_sub_mul0_yr;
 
 
 
-assign top0_0_1_lane_sub_mul1_0_1_x = $signed(top0_0_1_ar[64-1:32]);
-assign top0_0_1_lane_sub_mul1_0_1_v = $signed(top0_0_1_br[64-1:32]);
+assign top0_0_1_lane_sub_mul1_x = $signed(top0_0_1_ar[64-1:32]);
+assign top0_0_1_lane_sub_mul1_v = $signed(top0_0_1_br[64-1:32]);
 
 
 
-assign top0_0_1_lane_sub_mul1_0_1_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul1_0_1_v);
+assign top0_0_1_lane_sub_mul1_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul1_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul1_0_1_s1
+always @(posedge clk) begin: top0_0_1_lane_sub_mul1_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul1_0_1_x1 <= 0;
-        top0_0_1_lane_sub_mul1_0_1_p1 <= 0;
+        top0_0_1_lane_sub_mul1_x1 <= 0;
+        top0_0_1_lane_sub_mul1_p1 <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul1_0_1_p1 <= top0_0_1_lane_sub_mul1_0_1_p_c;
-            top0_0_1_lane_sub_mul1_0_1_x1 <= top0_0_1_lane_sub_mul1_0_1_x;
+            top0_0_1_lane_sub_mul1_p1 <= top0_0_1_lane_sub_mul1_p_c;
+            top0_0_1_lane_sub_mul1_x1 <= top0_0_1_lane_sub_mul1_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_t = $signed(top0_0_1_lane_sub_mul1_0_1_p1 >>> 16);
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul1_0_1_p1[(16 - 1)]});
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_t = $signed(top0_0_1_lane_sub_mul1_p1 >>> 16);
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_rb = $signed({64'h0, top0_0_1_lane_sub_mul1_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_r = (top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_t + top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_rb);
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_r = (top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_t + top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_rb);
 
 
 
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_hi = top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_r[65-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_hi = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_hin = (~top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_hi);
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_hin = (~top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_hi);
 
 
 
-assign top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_nsign = (!top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_r[(65 - 1)]);
+assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign = (!top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_r, top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill, top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_hin, top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_hi) begin: top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_clamp
-    if (((top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_hi == 0) || (top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul1_0_1_kv = $signed(top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_r[32-1:0]);
+always @(top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill, top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_hi, top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_r, top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_hin) begin: top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_clamp
+    if (((top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_hi == 0) || (top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_hin == 0))) begin
+        top0_0_1_lane_sub_mul1_kv = $signed(top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul1_0_1_kv = $signed({top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul1_0_1_round_sat1_0_1_sat2_0_1_fill});
+        top0_0_1_lane_sub_mul1_kv = $signed({top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_r[(65 - 1)], top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul1_0_1_d = (top0_0_1_lane_sub_mul1_0_1_x1 - top0_0_1_lane_sub_mul1_0_1_kv);
+assign top0_0_1_lane_sub_mul1_d = (top0_0_1_lane_sub_mul1_x1 - top0_0_1_lane_sub_mul1_kv);
 
 
 
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_hi = top0_0_1_lane_sub_mul1_0_1_d[33-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_hi = top0_0_1_lane_sub_mul1_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_hin = (~top0_0_1_lane_sub_mul1_0_1_sat3_0_1_hi);
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_hin = (~top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_hi);
 
 
 
-assign top0_0_1_lane_sub_mul1_0_1_sat3_0_1_nsign = (!top0_0_1_lane_sub_mul1_0_1_d[(33 - 1)]);
+assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign = (!top0_0_1_lane_sub_mul1_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul1_0_1_d, top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill, top0_0_1_lane_sub_mul1_0_1_sat3_0_1_hin, top0_0_1_lane_sub_mul1_0_1_sat3_0_1_hi) begin: top0_0_1_lane_sub_mul1_0_1_sat3_0_1_clamp
-    if (((top0_0_1_lane_sub_mul1_0_1_sat3_0_1_hi == 0) || (top0_0_1_lane_sub_mul1_0_1_sat3_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul1_0_1_yc = $signed(top0_0_1_lane_sub_mul1_0_1_d[32-1:0]);
+always @(top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill, top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_hi, top0_0_1_lane_sub_mul1_d, top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_hin) begin: top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_clamp
+    if (((top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_hi == 0) || (top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_hin == 0))) begin
+        top0_0_1_lane_sub_mul1_yc = $signed(top0_0_1_lane_sub_mul1_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul1_0_1_yc = $signed({top0_0_1_lane_sub_mul1_0_1_d[(33 - 1)], top0_0_1_lane_sub_mul1_0_1_sat3_0_1_fill});
+        top0_0_1_lane_sub_mul1_yc = $signed({top0_0_1_lane_sub_mul1_d[(33 - 1)], top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul1_0_1_s2
+always @(posedge clk) begin: top0_0_1_lane_sub_mul1_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul1_0_1_yr <= 0;
+        top0_0_1_lane_sub_mul1_yr <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul1_0_1_yr <= top0_0_1_lane_sub_mul1_0_1_yc;
+            top0_0_1_lane_sub_mul1_yr <= top0_0_1_lane_sub_mul1_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul1_0_1_y = top0_0_1_lane_sub_mul1_0_1_yr;
+assign top0_0_1_lane_sub_mul1_y = top0_0_1_lane_sub_mul1_yr;
 
 
 
-assign top0_0_1_lane_sub_mul2_0_1_x = $signed(top0_0_1_ar[96-1:64]);
-assign top0_0_1_lane_sub_mul2_0_1_v = $signed(top0_0_1_br[96-1:64]);
+assign top0_0_1_lane_sub_mul2_x = $signed(top0_0_1_ar[96-1:64]);
+assign top0_0_1_lane_sub_mul2_v = $signed(top0_0_1_br[96-1:64]);
 
 
 
-assign top0_0_1_lane_sub_mul2_0_1_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul2_0_1_v);
+assign top0_0_1_lane_sub_mul2_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul2_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul2_0_1_s1
+always @(posedge clk) begin: top0_0_1_lane_sub_mul2_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul2_0_1_x1 <= 0;
-        top0_0_1_lane_sub_mul2_0_1_p1 <= 0;
+        top0_0_1_lane_sub_mul2_x1 <= 0;
+        top0_0_1_lane_sub_mul2_p1 <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul2_0_1_p1 <= top0_0_1_lane_sub_mul2_0_1_p_c;
-            top0_0_1_lane_sub_mul2_0_1_x1 <= top0_0_1_lane_sub_mul2_0_1_x;
+            top0_0_1_lane_sub_mul2_p1 <= top0_0_1_lane_sub_mul2_p_c;
+            top0_0_1_lane_sub_mul2_x1 <= top0_0_1_lane_sub_mul2_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_t = $signed(top0_0_1_lane_sub_mul2_0_1_p1 >>> 16);
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul2_0_1_p1[(16 - 1)]});
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_t = $signed(top0_0_1_lane_sub_mul2_p1 >>> 16);
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_rb = $signed({64'h0, top0_0_1_lane_sub_mul2_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_r = (top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_t + top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_rb);
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_r = (top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_t + top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_rb);
 
 
 
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_hi = top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_r[65-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_hi = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_hin = (~top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_hi);
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_hin = (~top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_hi);
 
 
 
-assign top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_nsign = (!top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_r[(65 - 1)]);
+assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign = (!top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_r, top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill, top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_hin, top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_hi) begin: top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_clamp
-    if (((top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_hi == 0) || (top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul2_0_1_kv = $signed(top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_r[32-1:0]);
+always @(top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill, top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_hi, top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_r, top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_hin) begin: top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_clamp
+    if (((top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_hi == 0) || (top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_hin == 0))) begin
+        top0_0_1_lane_sub_mul2_kv = $signed(top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul2_0_1_kv = $signed({top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul2_0_1_round_sat2_0_1_sat4_0_1_fill});
+        top0_0_1_lane_sub_mul2_kv = $signed({top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_r[(65 - 1)], top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul2_0_1_d = (top0_0_1_lane_sub_mul2_0_1_x1 - top0_0_1_lane_sub_mul2_0_1_kv);
+assign top0_0_1_lane_sub_mul2_d = (top0_0_1_lane_sub_mul2_x1 - top0_0_1_lane_sub_mul2_kv);
 
 
 
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_hi = top0_0_1_lane_sub_mul2_0_1_d[33-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_hi = top0_0_1_lane_sub_mul2_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_hin = (~top0_0_1_lane_sub_mul2_0_1_sat5_0_1_hi);
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_hin = (~top0_0_1_lane_sub_mul2_sat5_0_1_2_3_hi);
 
 
 
-assign top0_0_1_lane_sub_mul2_0_1_sat5_0_1_nsign = (!top0_0_1_lane_sub_mul2_0_1_d[(33 - 1)]);
+assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign = (!top0_0_1_lane_sub_mul2_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul2_0_1_d, top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill, top0_0_1_lane_sub_mul2_0_1_sat5_0_1_hin, top0_0_1_lane_sub_mul2_0_1_sat5_0_1_hi) begin: top0_0_1_lane_sub_mul2_0_1_sat5_0_1_clamp
-    if (((top0_0_1_lane_sub_mul2_0_1_sat5_0_1_hi == 0) || (top0_0_1_lane_sub_mul2_0_1_sat5_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul2_0_1_yc = $signed(top0_0_1_lane_sub_mul2_0_1_d[32-1:0]);
+always @(top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill, top0_0_1_lane_sub_mul2_sat5_0_1_2_3_hi, top0_0_1_lane_sub_mul2_d, top0_0_1_lane_sub_mul2_sat5_0_1_2_3_hin) begin: top0_0_1_lane_sub_mul2_sat5_0_1_2_3_clamp
+    if (((top0_0_1_lane_sub_mul2_sat5_0_1_2_3_hi == 0) || (top0_0_1_lane_sub_mul2_sat5_0_1_2_3_hin == 0))) begin
+        top0_0_1_lane_sub_mul2_yc = $signed(top0_0_1_lane_sub_mul2_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul2_0_1_yc = $signed({top0_0_1_lane_sub_mul2_0_1_d[(33 - 1)], top0_0_1_lane_sub_mul2_0_1_sat5_0_1_fill});
+        top0_0_1_lane_sub_mul2_yc = $signed({top0_0_1_lane_sub_mul2_d[(33 - 1)], top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul2_0_1_s2
+always @(posedge clk) begin: top0_0_1_lane_sub_mul2_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul2_0_1_yr <= 0;
+        top0_0_1_lane_sub_mul2_yr <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul2_0_1_yr <= top0_0_1_lane_sub_mul2_0_1_yc;
+            top0_0_1_lane_sub_mul2_yr <= top0_0_1_lane_sub_mul2_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul2_0_1_y = top0_0_1_lane_sub_mul2_0_1_yr;
+assign top0_0_1_lane_sub_mul2_y = top0_0_1_lane_sub_mul2_yr;
 
 
 
-assign top0_0_1_lane_sub_mul3_0_1_x = $signed(top0_0_1_ar[128-1:96]);
-assign top0_0_1_lane_sub_mul3_0_1_v = $signed(top0_0_1_br[128-1:96]);
+assign top0_0_1_lane_sub_mul3_x = $signed(top0_0_1_ar[128-1:96]);
+assign top0_0_1_lane_sub_mul3_v = $signed(top0_0_1_br[128-1:96]);
 
 
 
-assign top0_0_1_lane_sub_mul3_0_1_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul3_0_1_v);
+assign top0_0_1_lane_sub_mul3_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul3_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul3_0_1_s1
+always @(posedge clk) begin: top0_0_1_lane_sub_mul3_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul3_0_1_x1 <= 0;
-        top0_0_1_lane_sub_mul3_0_1_p1 <= 0;
+        top0_0_1_lane_sub_mul3_x1 <= 0;
+        top0_0_1_lane_sub_mul3_p1 <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul3_0_1_p1 <= top0_0_1_lane_sub_mul3_0_1_p_c;
-            top0_0_1_lane_sub_mul3_0_1_x1 <= top0_0_1_lane_sub_mul3_0_1_x;
+            top0_0_1_lane_sub_mul3_p1 <= top0_0_1_lane_sub_mul3_p_c;
+            top0_0_1_lane_sub_mul3_x1 <= top0_0_1_lane_sub_mul3_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_t = $signed(top0_0_1_lane_sub_mul3_0_1_p1 >>> 16);
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul3_0_1_p1[(16 - 1)]});
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_t = $signed(top0_0_1_lane_sub_mul3_p1 >>> 16);
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_rb = $signed({64'h0, top0_0_1_lane_sub_mul3_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_r = (top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_t + top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_rb);
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_r = (top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_t + top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_rb);
 
 
 
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_hi = top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_r[65-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_hi = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_hin = (~top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_hi);
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_hin = (~top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_hi);
 
 
 
-assign top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_nsign = (!top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_r[(65 - 1)]);
+assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign = (!top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_r, top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill, top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_hin, top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_hi) begin: top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_clamp
-    if (((top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_hi == 0) || (top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul3_0_1_kv = $signed(top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_r[32-1:0]);
+always @(top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill, top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_hi, top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_r, top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_hin) begin: top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_clamp
+    if (((top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_hi == 0) || (top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_hin == 0))) begin
+        top0_0_1_lane_sub_mul3_kv = $signed(top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul3_0_1_kv = $signed({top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul3_0_1_round_sat3_0_1_sat6_0_1_fill});
+        top0_0_1_lane_sub_mul3_kv = $signed({top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_r[(65 - 1)], top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul3_0_1_d = (top0_0_1_lane_sub_mul3_0_1_x1 - top0_0_1_lane_sub_mul3_0_1_kv);
+assign top0_0_1_lane_sub_mul3_d = (top0_0_1_lane_sub_mul3_x1 - top0_0_1_lane_sub_mul3_kv);
 
 
 
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_hi = top0_0_1_lane_sub_mul3_0_1_d[33-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_hi = top0_0_1_lane_sub_mul3_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_hin = (~top0_0_1_lane_sub_mul3_0_1_sat7_0_1_hi);
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_hin = (~top0_0_1_lane_sub_mul3_sat7_0_1_2_3_hi);
 
 
 
-assign top0_0_1_lane_sub_mul3_0_1_sat7_0_1_nsign = (!top0_0_1_lane_sub_mul3_0_1_d[(33 - 1)]);
+assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign = (!top0_0_1_lane_sub_mul3_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul3_0_1_d, top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill, top0_0_1_lane_sub_mul3_0_1_sat7_0_1_hin, top0_0_1_lane_sub_mul3_0_1_sat7_0_1_hi) begin: top0_0_1_lane_sub_mul3_0_1_sat7_0_1_clamp
-    if (((top0_0_1_lane_sub_mul3_0_1_sat7_0_1_hi == 0) || (top0_0_1_lane_sub_mul3_0_1_sat7_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul3_0_1_yc = $signed(top0_0_1_lane_sub_mul3_0_1_d[32-1:0]);
+always @(top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill, top0_0_1_lane_sub_mul3_sat7_0_1_2_3_hi, top0_0_1_lane_sub_mul3_d, top0_0_1_lane_sub_mul3_sat7_0_1_2_3_hin) begin: top0_0_1_lane_sub_mul3_sat7_0_1_2_3_clamp
+    if (((top0_0_1_lane_sub_mul3_sat7_0_1_2_3_hi == 0) || (top0_0_1_lane_sub_mul3_sat7_0_1_2_3_hin == 0))) begin
+        top0_0_1_lane_sub_mul3_yc = $signed(top0_0_1_lane_sub_mul3_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul3_0_1_yc = $signed({top0_0_1_lane_sub_mul3_0_1_d[(33 - 1)], top0_0_1_lane_sub_mul3_0_1_sat7_0_1_fill});
+        top0_0_1_lane_sub_mul3_yc = $signed({top0_0_1_lane_sub_mul3_d[(33 - 1)], top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul3_0_1_s2
+always @(posedge clk) begin: top0_0_1_lane_sub_mul3_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul3_0_1_yr <= 0;
+        top0_0_1_lane_sub_mul3_yr <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul3_0_1_yr <= top0_0_1_lane_sub_mul3_0_1_yc;
+            top0_0_1_lane_sub_mul3_yr <= top0_0_1_lane_sub_mul3_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul3_0_1_y = top0_0_1_lane_sub_mul3_0_1_yr;
+assign top0_0_1_lane_sub_mul3_y = top0_0_1_lane_sub_mul3_yr;
 
 
 
-assign top0_0_1_lane_sub_mul4_0_1_x = $signed(top0_0_1_ar[160-1:128]);
-assign top0_0_1_lane_sub_mul4_0_1_v = $signed(top0_0_1_br[160-1:128]);
+assign top0_0_1_lane_sub_mul4_x = $signed(top0_0_1_ar[160-1:128]);
+assign top0_0_1_lane_sub_mul4_v = $signed(top0_0_1_br[160-1:128]);
 
 
 
-assign top0_0_1_lane_sub_mul4_0_1_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul4_0_1_v);
+assign top0_0_1_lane_sub_mul4_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul4_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul4_0_1_s1
+always @(posedge clk) begin: top0_0_1_lane_sub_mul4_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul4_0_1_x1 <= 0;
-        top0_0_1_lane_sub_mul4_0_1_p1 <= 0;
+        top0_0_1_lane_sub_mul4_x1 <= 0;
+        top0_0_1_lane_sub_mul4_p1 <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul4_0_1_p1 <= top0_0_1_lane_sub_mul4_0_1_p_c;
-            top0_0_1_lane_sub_mul4_0_1_x1 <= top0_0_1_lane_sub_mul4_0_1_x;
+            top0_0_1_lane_sub_mul4_p1 <= top0_0_1_lane_sub_mul4_p_c;
+            top0_0_1_lane_sub_mul4_x1 <= top0_0_1_lane_sub_mul4_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_t = $signed(top0_0_1_lane_sub_mul4_0_1_p1 >>> 16);
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul4_0_1_p1[(16 - 1)]});
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_t = $signed(top0_0_1_lane_sub_mul4_p1 >>> 16);
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul4_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_r = (top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_t + top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_rb);
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_r = (top0_0_1_lane_sub_mul4_round_sat4_0_1_t + top0_0_1_lane_sub_mul4_round_sat4_0_1_rb);
 
 
 
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_hi = top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_r[65-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_hi = top0_0_1_lane_sub_mul4_round_sat4_0_1_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_hin = (~top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_hi);
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_hin = (~top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_hi);
 
 
 
-assign top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_nsign = (!top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_r[(65 - 1)]);
+assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign = (!top0_0_1_lane_sub_mul4_round_sat4_0_1_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_r, top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill, top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_hin, top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_hi) begin: top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_clamp
-    if (((top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_hi == 0) || (top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul4_0_1_kv = $signed(top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_r[32-1:0]);
+always @(top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill, top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_hi, top0_0_1_lane_sub_mul4_round_sat4_0_1_r, top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_hin) begin: top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_clamp
+    if (((top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_hi == 0) || (top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_hin == 0))) begin
+        top0_0_1_lane_sub_mul4_kv = $signed(top0_0_1_lane_sub_mul4_round_sat4_0_1_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul4_0_1_kv = $signed({top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul4_0_1_round_sat4_0_1_sat8_0_1_fill});
+        top0_0_1_lane_sub_mul4_kv = $signed({top0_0_1_lane_sub_mul4_round_sat4_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul4_0_1_d = (top0_0_1_lane_sub_mul4_0_1_x1 - top0_0_1_lane_sub_mul4_0_1_kv);
+assign top0_0_1_lane_sub_mul4_d = (top0_0_1_lane_sub_mul4_x1 - top0_0_1_lane_sub_mul4_kv);
 
 
 
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_hi = top0_0_1_lane_sub_mul4_0_1_d[33-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_hi = top0_0_1_lane_sub_mul4_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_hin = (~top0_0_1_lane_sub_mul4_0_1_sat9_0_1_hi);
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_hin = (~top0_0_1_lane_sub_mul4_sat9_0_1_2_3_hi);
 
 
 
-assign top0_0_1_lane_sub_mul4_0_1_sat9_0_1_nsign = (!top0_0_1_lane_sub_mul4_0_1_d[(33 - 1)]);
+assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign = (!top0_0_1_lane_sub_mul4_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul4_0_1_d, top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill, top0_0_1_lane_sub_mul4_0_1_sat9_0_1_hin, top0_0_1_lane_sub_mul4_0_1_sat9_0_1_hi) begin: top0_0_1_lane_sub_mul4_0_1_sat9_0_1_clamp
-    if (((top0_0_1_lane_sub_mul4_0_1_sat9_0_1_hi == 0) || (top0_0_1_lane_sub_mul4_0_1_sat9_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul4_0_1_yc = $signed(top0_0_1_lane_sub_mul4_0_1_d[32-1:0]);
+always @(top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill, top0_0_1_lane_sub_mul4_sat9_0_1_2_3_hi, top0_0_1_lane_sub_mul4_d, top0_0_1_lane_sub_mul4_sat9_0_1_2_3_hin) begin: top0_0_1_lane_sub_mul4_sat9_0_1_2_3_clamp
+    if (((top0_0_1_lane_sub_mul4_sat9_0_1_2_3_hi == 0) || (top0_0_1_lane_sub_mul4_sat9_0_1_2_3_hin == 0))) begin
+        top0_0_1_lane_sub_mul4_yc = $signed(top0_0_1_lane_sub_mul4_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul4_0_1_yc = $signed({top0_0_1_lane_sub_mul4_0_1_d[(33 - 1)], top0_0_1_lane_sub_mul4_0_1_sat9_0_1_fill});
+        top0_0_1_lane_sub_mul4_yc = $signed({top0_0_1_lane_sub_mul4_d[(33 - 1)], top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul4_0_1_s2
+always @(posedge clk) begin: top0_0_1_lane_sub_mul4_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul4_0_1_yr <= 0;
+        top0_0_1_lane_sub_mul4_yr <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul4_0_1_yr <= top0_0_1_lane_sub_mul4_0_1_yc;
+            top0_0_1_lane_sub_mul4_yr <= top0_0_1_lane_sub_mul4_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul4_0_1_y = top0_0_1_lane_sub_mul4_0_1_yr;
+assign top0_0_1_lane_sub_mul4_y = top0_0_1_lane_sub_mul4_yr;
 
 
 
-assign top0_0_1_lane_sub_mul5_0_1_x = $signed(top0_0_1_ar[192-1:160]);
-assign top0_0_1_lane_sub_mul5_0_1_v = $signed(top0_0_1_br[192-1:160]);
+assign top0_0_1_lane_sub_mul5_x = $signed(top0_0_1_ar[192-1:160]);
+assign top0_0_1_lane_sub_mul5_v = $signed(top0_0_1_br[192-1:160]);
 
 
 
-assign top0_0_1_lane_sub_mul5_0_1_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul5_0_1_v);
+assign top0_0_1_lane_sub_mul5_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul5_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul5_0_1_s1
+always @(posedge clk) begin: top0_0_1_lane_sub_mul5_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul5_0_1_x1 <= 0;
-        top0_0_1_lane_sub_mul5_0_1_p1 <= 0;
+        top0_0_1_lane_sub_mul5_x1 <= 0;
+        top0_0_1_lane_sub_mul5_p1 <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul5_0_1_p1 <= top0_0_1_lane_sub_mul5_0_1_p_c;
-            top0_0_1_lane_sub_mul5_0_1_x1 <= top0_0_1_lane_sub_mul5_0_1_x;
+            top0_0_1_lane_sub_mul5_p1 <= top0_0_1_lane_sub_mul5_p_c;
+            top0_0_1_lane_sub_mul5_x1 <= top0_0_1_lane_sub_mul5_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_t = $signed(top0_0_1_lane_sub_mul5_0_1_p1 >>> 16);
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul5_0_1_p1[(16 - 1)]});
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_t = $signed(top0_0_1_lane_sub_mul5_p1 >>> 16);
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul5_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_r = (top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_t + top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_rb);
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_r = (top0_0_1_lane_sub_mul5_round_sat5_0_1_t + top0_0_1_lane_sub_mul5_round_sat5_0_1_rb);
 
 
 
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_hi = top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_r[65-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_hi = top0_0_1_lane_sub_mul5_round_sat5_0_1_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_hin = (~top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_hi);
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_hin = (~top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_hi);
 
 
 
-assign top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_nsign = (!top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_r[(65 - 1)]);
+assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign = (!top0_0_1_lane_sub_mul5_round_sat5_0_1_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_r, top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill, top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_hin, top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_hi) begin: top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_clamp
-    if (((top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_hi == 0) || (top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul5_0_1_kv = $signed(top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_r[32-1:0]);
+always @(top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill, top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_hi, top0_0_1_lane_sub_mul5_round_sat5_0_1_r, top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_hin) begin: top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_clamp
+    if (((top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_hi == 0) || (top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_hin == 0))) begin
+        top0_0_1_lane_sub_mul5_kv = $signed(top0_0_1_lane_sub_mul5_round_sat5_0_1_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul5_0_1_kv = $signed({top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul5_0_1_round_sat5_0_1_sat10_0_1_fill});
+        top0_0_1_lane_sub_mul5_kv = $signed({top0_0_1_lane_sub_mul5_round_sat5_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul5_0_1_d = (top0_0_1_lane_sub_mul5_0_1_x1 - top0_0_1_lane_sub_mul5_0_1_kv);
+assign top0_0_1_lane_sub_mul5_d = (top0_0_1_lane_sub_mul5_x1 - top0_0_1_lane_sub_mul5_kv);
 
 
 
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_hi = top0_0_1_lane_sub_mul5_0_1_d[33-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_hi = top0_0_1_lane_sub_mul5_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_hin = (~top0_0_1_lane_sub_mul5_0_1_sat11_0_1_hi);
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_hin = (~top0_0_1_lane_sub_mul5_sat11_0_1_2_3_hi);
 
 
 
-assign top0_0_1_lane_sub_mul5_0_1_sat11_0_1_nsign = (!top0_0_1_lane_sub_mul5_0_1_d[(33 - 1)]);
+assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign = (!top0_0_1_lane_sub_mul5_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul5_0_1_d, top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill, top0_0_1_lane_sub_mul5_0_1_sat11_0_1_hin, top0_0_1_lane_sub_mul5_0_1_sat11_0_1_hi) begin: top0_0_1_lane_sub_mul5_0_1_sat11_0_1_clamp
-    if (((top0_0_1_lane_sub_mul5_0_1_sat11_0_1_hi == 0) || (top0_0_1_lane_sub_mul5_0_1_sat11_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul5_0_1_yc = $signed(top0_0_1_lane_sub_mul5_0_1_d[32-1:0]);
+always @(top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill, top0_0_1_lane_sub_mul5_sat11_0_1_2_3_hi, top0_0_1_lane_sub_mul5_d, top0_0_1_lane_sub_mul5_sat11_0_1_2_3_hin) begin: top0_0_1_lane_sub_mul5_sat11_0_1_2_3_clamp
+    if (((top0_0_1_lane_sub_mul5_sat11_0_1_2_3_hi == 0) || (top0_0_1_lane_sub_mul5_sat11_0_1_2_3_hin == 0))) begin
+        top0_0_1_lane_sub_mul5_yc = $signed(top0_0_1_lane_sub_mul5_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul5_0_1_yc = $signed({top0_0_1_lane_sub_mul5_0_1_d[(33 - 1)], top0_0_1_lane_sub_mul5_0_1_sat11_0_1_fill});
+        top0_0_1_lane_sub_mul5_yc = $signed({top0_0_1_lane_sub_mul5_d[(33 - 1)], top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul5_0_1_s2
+always @(posedge clk) begin: top0_0_1_lane_sub_mul5_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul5_0_1_yr <= 0;
+        top0_0_1_lane_sub_mul5_yr <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul5_0_1_yr <= top0_0_1_lane_sub_mul5_0_1_yc;
+            top0_0_1_lane_sub_mul5_yr <= top0_0_1_lane_sub_mul5_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul5_0_1_y = top0_0_1_lane_sub_mul5_0_1_yr;
+assign top0_0_1_lane_sub_mul5_y = top0_0_1_lane_sub_mul5_yr;
 
 
 
-assign top0_0_1_lane_sub_mul6_0_1_x = $signed(top0_0_1_ar[224-1:192]);
-assign top0_0_1_lane_sub_mul6_0_1_v = $signed(top0_0_1_br[224-1:192]);
+assign top0_0_1_lane_sub_mul6_x = $signed(top0_0_1_ar[224-1:192]);
+assign top0_0_1_lane_sub_mul6_v = $signed(top0_0_1_br[224-1:192]);
 
 
 
-assign top0_0_1_lane_sub_mul6_0_1_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul6_0_1_v);
+assign top0_0_1_lane_sub_mul6_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul6_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul6_0_1_s1
+always @(posedge clk) begin: top0_0_1_lane_sub_mul6_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul6_0_1_x1 <= 0;
-        top0_0_1_lane_sub_mul6_0_1_p1 <= 0;
+        top0_0_1_lane_sub_mul6_x1 <= 0;
+        top0_0_1_lane_sub_mul6_p1 <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul6_0_1_p1 <= top0_0_1_lane_sub_mul6_0_1_p_c;
-            top0_0_1_lane_sub_mul6_0_1_x1 <= top0_0_1_lane_sub_mul6_0_1_x;
+            top0_0_1_lane_sub_mul6_p1 <= top0_0_1_lane_sub_mul6_p_c;
+            top0_0_1_lane_sub_mul6_x1 <= top0_0_1_lane_sub_mul6_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_t = $signed(top0_0_1_lane_sub_mul6_0_1_p1 >>> 16);
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul6_0_1_p1[(16 - 1)]});
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_t = $signed(top0_0_1_lane_sub_mul6_p1 >>> 16);
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul6_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_r = (top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_t + top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_rb);
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_r = (top0_0_1_lane_sub_mul6_round_sat6_0_1_t + top0_0_1_lane_sub_mul6_round_sat6_0_1_rb);
 
 
 
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_hi = top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_r[65-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_hi = top0_0_1_lane_sub_mul6_round_sat6_0_1_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_hin = (~top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_hi);
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_hin = (~top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_hi);
 
 
 
-assign top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_nsign = (!top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_r[(65 - 1)]);
+assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign = (!top0_0_1_lane_sub_mul6_round_sat6_0_1_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_r, top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill, top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_hin, top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_hi) begin: top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_clamp
-    if (((top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_hi == 0) || (top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul6_0_1_kv = $signed(top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_r[32-1:0]);
+always @(top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill, top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_hi, top0_0_1_lane_sub_mul6_round_sat6_0_1_r, top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_hin) begin: top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_clamp
+    if (((top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_hi == 0) || (top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_hin == 0))) begin
+        top0_0_1_lane_sub_mul6_kv = $signed(top0_0_1_lane_sub_mul6_round_sat6_0_1_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul6_0_1_kv = $signed({top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul6_0_1_round_sat6_0_1_sat12_0_1_fill});
+        top0_0_1_lane_sub_mul6_kv = $signed({top0_0_1_lane_sub_mul6_round_sat6_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul6_0_1_d = (top0_0_1_lane_sub_mul6_0_1_x1 - top0_0_1_lane_sub_mul6_0_1_kv);
+assign top0_0_1_lane_sub_mul6_d = (top0_0_1_lane_sub_mul6_x1 - top0_0_1_lane_sub_mul6_kv);
 
 
 
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_hi = top0_0_1_lane_sub_mul6_0_1_d[33-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul6_sat13_0_1_hi = top0_0_1_lane_sub_mul6_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_hin = (~top0_0_1_lane_sub_mul6_0_1_sat13_0_1_hi);
+assign top0_0_1_lane_sub_mul6_sat13_0_1_hin = (~top0_0_1_lane_sub_mul6_sat13_0_1_hi);
 
 
 
-assign top0_0_1_lane_sub_mul6_0_1_sat13_0_1_nsign = (!top0_0_1_lane_sub_mul6_0_1_d[(33 - 1)]);
+assign top0_0_1_lane_sub_mul6_sat13_0_1_nsign = (!top0_0_1_lane_sub_mul6_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul6_0_1_d, top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill, top0_0_1_lane_sub_mul6_0_1_sat13_0_1_hin, top0_0_1_lane_sub_mul6_0_1_sat13_0_1_hi) begin: top0_0_1_lane_sub_mul6_0_1_sat13_0_1_clamp
-    if (((top0_0_1_lane_sub_mul6_0_1_sat13_0_1_hi == 0) || (top0_0_1_lane_sub_mul6_0_1_sat13_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul6_0_1_yc = $signed(top0_0_1_lane_sub_mul6_0_1_d[32-1:0]);
+always @(top0_0_1_lane_sub_mul6_sat13_0_1_fill, top0_0_1_lane_sub_mul6_sat13_0_1_hi, top0_0_1_lane_sub_mul6_d, top0_0_1_lane_sub_mul6_sat13_0_1_hin) begin: top0_0_1_lane_sub_mul6_sat13_0_1_clamp
+    if (((top0_0_1_lane_sub_mul6_sat13_0_1_hi == 0) || (top0_0_1_lane_sub_mul6_sat13_0_1_hin == 0))) begin
+        top0_0_1_lane_sub_mul6_yc = $signed(top0_0_1_lane_sub_mul6_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul6_0_1_yc = $signed({top0_0_1_lane_sub_mul6_0_1_d[(33 - 1)], top0_0_1_lane_sub_mul6_0_1_sat13_0_1_fill});
+        top0_0_1_lane_sub_mul6_yc = $signed({top0_0_1_lane_sub_mul6_d[(33 - 1)], top0_0_1_lane_sub_mul6_sat13_0_1_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul6_0_1_s2
+always @(posedge clk) begin: top0_0_1_lane_sub_mul6_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul6_0_1_yr <= 0;
+        top0_0_1_lane_sub_mul6_yr <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul6_0_1_yr <= top0_0_1_lane_sub_mul6_0_1_yc;
+            top0_0_1_lane_sub_mul6_yr <= top0_0_1_lane_sub_mul6_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul6_0_1_y = top0_0_1_lane_sub_mul6_0_1_yr;
+assign top0_0_1_lane_sub_mul6_y = top0_0_1_lane_sub_mul6_yr;
 
 
 
-assign top0_0_1_lane_sub_mul7_0_1_x = $signed(top0_0_1_ar[256-1:224]);
-assign top0_0_1_lane_sub_mul7_0_1_v = $signed(top0_0_1_br[256-1:224]);
+assign top0_0_1_lane_sub_mul7_x = $signed(top0_0_1_ar[256-1:224]);
+assign top0_0_1_lane_sub_mul7_v = $signed(top0_0_1_br[256-1:224]);
 
 
 
-assign top0_0_1_lane_sub_mul7_0_1_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul7_0_1_v);
+assign top0_0_1_lane_sub_mul7_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul7_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul7_0_1_s1
+always @(posedge clk) begin: top0_0_1_lane_sub_mul7_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul7_0_1_x1 <= 0;
-        top0_0_1_lane_sub_mul7_0_1_p1 <= 0;
+        top0_0_1_lane_sub_mul7_x1 <= 0;
+        top0_0_1_lane_sub_mul7_p1 <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul7_0_1_p1 <= top0_0_1_lane_sub_mul7_0_1_p_c;
-            top0_0_1_lane_sub_mul7_0_1_x1 <= top0_0_1_lane_sub_mul7_0_1_x;
+            top0_0_1_lane_sub_mul7_p1 <= top0_0_1_lane_sub_mul7_p_c;
+            top0_0_1_lane_sub_mul7_x1 <= top0_0_1_lane_sub_mul7_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_t = $signed(top0_0_1_lane_sub_mul7_0_1_p1 >>> 16);
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul7_0_1_p1[(16 - 1)]});
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_t = $signed(top0_0_1_lane_sub_mul7_p1 >>> 16);
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul7_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_r = (top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_t + top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_rb);
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_r = (top0_0_1_lane_sub_mul7_round_sat7_0_1_t + top0_0_1_lane_sub_mul7_round_sat7_0_1_rb);
 
 
 
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_hi = top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_r[65-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_hi = top0_0_1_lane_sub_mul7_round_sat7_0_1_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_hin = (~top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_hi);
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_hin = (~top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_hi);
 
 
 
-assign top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_nsign = (!top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_r[(65 - 1)]);
+assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign = (!top0_0_1_lane_sub_mul7_round_sat7_0_1_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_r, top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill, top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_hin, top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_hi) begin: top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_clamp
-    if (((top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_hi == 0) || (top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul7_0_1_kv = $signed(top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_r[32-1:0]);
+always @(top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill, top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_hi, top0_0_1_lane_sub_mul7_round_sat7_0_1_r, top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_hin) begin: top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_clamp
+    if (((top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_hi == 0) || (top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_hin == 0))) begin
+        top0_0_1_lane_sub_mul7_kv = $signed(top0_0_1_lane_sub_mul7_round_sat7_0_1_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul7_0_1_kv = $signed({top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul7_0_1_round_sat7_0_1_sat14_0_1_fill});
+        top0_0_1_lane_sub_mul7_kv = $signed({top0_0_1_lane_sub_mul7_round_sat7_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul7_0_1_d = (top0_0_1_lane_sub_mul7_0_1_x1 - top0_0_1_lane_sub_mul7_0_1_kv);
+assign top0_0_1_lane_sub_mul7_d = (top0_0_1_lane_sub_mul7_x1 - top0_0_1_lane_sub_mul7_kv);
 
 
 
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_hi = top0_0_1_lane_sub_mul7_0_1_d[33-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul7_sat15_0_1_hi = top0_0_1_lane_sub_mul7_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_hin = (~top0_0_1_lane_sub_mul7_0_1_sat15_0_1_hi);
+assign top0_0_1_lane_sub_mul7_sat15_0_1_hin = (~top0_0_1_lane_sub_mul7_sat15_0_1_hi);
 
 
 
-assign top0_0_1_lane_sub_mul7_0_1_sat15_0_1_nsign = (!top0_0_1_lane_sub_mul7_0_1_d[(33 - 1)]);
+assign top0_0_1_lane_sub_mul7_sat15_0_1_nsign = (!top0_0_1_lane_sub_mul7_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul7_0_1_d, top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill, top0_0_1_lane_sub_mul7_0_1_sat15_0_1_hin, top0_0_1_lane_sub_mul7_0_1_sat15_0_1_hi) begin: top0_0_1_lane_sub_mul7_0_1_sat15_0_1_clamp
-    if (((top0_0_1_lane_sub_mul7_0_1_sat15_0_1_hi == 0) || (top0_0_1_lane_sub_mul7_0_1_sat15_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul7_0_1_yc = $signed(top0_0_1_lane_sub_mul7_0_1_d[32-1:0]);
+always @(top0_0_1_lane_sub_mul7_sat15_0_1_fill, top0_0_1_lane_sub_mul7_sat15_0_1_hi, top0_0_1_lane_sub_mul7_d, top0_0_1_lane_sub_mul7_sat15_0_1_hin) begin: top0_0_1_lane_sub_mul7_sat15_0_1_clamp
+    if (((top0_0_1_lane_sub_mul7_sat15_0_1_hi == 0) || (top0_0_1_lane_sub_mul7_sat15_0_1_hin == 0))) begin
+        top0_0_1_lane_sub_mul7_yc = $signed(top0_0_1_lane_sub_mul7_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul7_0_1_yc = $signed({top0_0_1_lane_sub_mul7_0_1_d[(33 - 1)], top0_0_1_lane_sub_mul7_0_1_sat15_0_1_fill});
+        top0_0_1_lane_sub_mul7_yc = $signed({top0_0_1_lane_sub_mul7_d[(33 - 1)], top0_0_1_lane_sub_mul7_sat15_0_1_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul7_0_1_s2
+always @(posedge clk) begin: top0_0_1_lane_sub_mul7_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul7_0_1_yr <= 0;
+        top0_0_1_lane_sub_mul7_yr <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul7_0_1_yr <= top0_0_1_lane_sub_mul7_0_1_yc;
+            top0_0_1_lane_sub_mul7_yr <= top0_0_1_lane_sub_mul7_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul7_0_1_y = top0_0_1_lane_sub_mul7_0_1_yr;
+assign top0_0_1_lane_sub_mul7_y = top0_0_1_lane_sub_mul7_yr;
 
 
 
-assign top0_0_1_lane_sub_mul8_0_1_x = $signed(top0_0_1_ar[288-1:256]);
-assign top0_0_1_lane_sub_mul8_0_1_v = $signed(top0_0_1_br[288-1:256]);
+assign top0_0_1_lane_sub_mul8_x = $signed(top0_0_1_ar[288-1:256]);
+assign top0_0_1_lane_sub_mul8_v = $signed(top0_0_1_br[288-1:256]);
 
 
 
-assign top0_0_1_lane_sub_mul8_0_1_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul8_0_1_v);
+assign top0_0_1_lane_sub_mul8_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul8_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul8_0_1_s1
+always @(posedge clk) begin: top0_0_1_lane_sub_mul8_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul8_0_1_x1 <= 0;
-        top0_0_1_lane_sub_mul8_0_1_p1 <= 0;
+        top0_0_1_lane_sub_mul8_x1 <= 0;
+        top0_0_1_lane_sub_mul8_p1 <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul8_0_1_p1 <= top0_0_1_lane_sub_mul8_0_1_p_c;
-            top0_0_1_lane_sub_mul8_0_1_x1 <= top0_0_1_lane_sub_mul8_0_1_x;
+            top0_0_1_lane_sub_mul8_p1 <= top0_0_1_lane_sub_mul8_p_c;
+            top0_0_1_lane_sub_mul8_x1 <= top0_0_1_lane_sub_mul8_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_t = $signed(top0_0_1_lane_sub_mul8_0_1_p1 >>> 16);
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul8_0_1_p1[(16 - 1)]});
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_t = $signed(top0_0_1_lane_sub_mul8_p1 >>> 16);
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul8_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_r = (top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_t + top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_rb);
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_r = (top0_0_1_lane_sub_mul8_round_sat8_0_1_t + top0_0_1_lane_sub_mul8_round_sat8_0_1_rb);
 
 
 
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_hi = top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_r[65-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_hi = top0_0_1_lane_sub_mul8_round_sat8_0_1_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_hin = (~top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_hi);
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_hin = (~top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_hi);
 
 
 
-assign top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_nsign = (!top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_r[(65 - 1)]);
+assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign = (!top0_0_1_lane_sub_mul8_round_sat8_0_1_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_r, top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill, top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_hin, top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_hi) begin: top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_clamp
-    if (((top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_hi == 0) || (top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul8_0_1_kv = $signed(top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_r[32-1:0]);
+always @(top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill, top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_hi, top0_0_1_lane_sub_mul8_round_sat8_0_1_r, top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_hin) begin: top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_clamp
+    if (((top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_hi == 0) || (top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_hin == 0))) begin
+        top0_0_1_lane_sub_mul8_kv = $signed(top0_0_1_lane_sub_mul8_round_sat8_0_1_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul8_0_1_kv = $signed({top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul8_0_1_round_sat8_0_1_sat16_0_1_fill});
+        top0_0_1_lane_sub_mul8_kv = $signed({top0_0_1_lane_sub_mul8_round_sat8_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul8_0_1_d = (top0_0_1_lane_sub_mul8_0_1_x1 - top0_0_1_lane_sub_mul8_0_1_kv);
+assign top0_0_1_lane_sub_mul8_d = (top0_0_1_lane_sub_mul8_x1 - top0_0_1_lane_sub_mul8_kv);
 
 
 
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_hi = top0_0_1_lane_sub_mul8_0_1_d[33-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul8_sat17_0_1_hi = top0_0_1_lane_sub_mul8_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_hin = (~top0_0_1_lane_sub_mul8_0_1_sat17_0_1_hi);
+assign top0_0_1_lane_sub_mul8_sat17_0_1_hin = (~top0_0_1_lane_sub_mul8_sat17_0_1_hi);
 
 
 
-assign top0_0_1_lane_sub_mul8_0_1_sat17_0_1_nsign = (!top0_0_1_lane_sub_mul8_0_1_d[(33 - 1)]);
+assign top0_0_1_lane_sub_mul8_sat17_0_1_nsign = (!top0_0_1_lane_sub_mul8_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul8_0_1_d, top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill, top0_0_1_lane_sub_mul8_0_1_sat17_0_1_hin, top0_0_1_lane_sub_mul8_0_1_sat17_0_1_hi) begin: top0_0_1_lane_sub_mul8_0_1_sat17_0_1_clamp
-    if (((top0_0_1_lane_sub_mul8_0_1_sat17_0_1_hi == 0) || (top0_0_1_lane_sub_mul8_0_1_sat17_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul8_0_1_yc = $signed(top0_0_1_lane_sub_mul8_0_1_d[32-1:0]);
+always @(top0_0_1_lane_sub_mul8_sat17_0_1_fill, top0_0_1_lane_sub_mul8_sat17_0_1_hi, top0_0_1_lane_sub_mul8_d, top0_0_1_lane_sub_mul8_sat17_0_1_hin) begin: top0_0_1_lane_sub_mul8_sat17_0_1_clamp
+    if (((top0_0_1_lane_sub_mul8_sat17_0_1_hi == 0) || (top0_0_1_lane_sub_mul8_sat17_0_1_hin == 0))) begin
+        top0_0_1_lane_sub_mul8_yc = $signed(top0_0_1_lane_sub_mul8_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul8_0_1_yc = $signed({top0_0_1_lane_sub_mul8_0_1_d[(33 - 1)], top0_0_1_lane_sub_mul8_0_1_sat17_0_1_fill});
+        top0_0_1_lane_sub_mul8_yc = $signed({top0_0_1_lane_sub_mul8_d[(33 - 1)], top0_0_1_lane_sub_mul8_sat17_0_1_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul8_0_1_s2
+always @(posedge clk) begin: top0_0_1_lane_sub_mul8_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul8_0_1_yr <= 0;
+        top0_0_1_lane_sub_mul8_yr <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul8_0_1_yr <= top0_0_1_lane_sub_mul8_0_1_yc;
+            top0_0_1_lane_sub_mul8_yr <= top0_0_1_lane_sub_mul8_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul8_0_1_y = top0_0_1_lane_sub_mul8_0_1_yr;
+assign top0_0_1_lane_sub_mul8_y = top0_0_1_lane_sub_mul8_yr;
 
 
 
-assign top0_0_1_lane_sub_mul9_0_1_x = $signed(top0_0_1_ar[320-1:288]);
-assign top0_0_1_lane_sub_mul9_0_1_v = $signed(top0_0_1_br[320-1:288]);
+assign top0_0_1_lane_sub_mul9_x = $signed(top0_0_1_ar[320-1:288]);
+assign top0_0_1_lane_sub_mul9_v = $signed(top0_0_1_br[320-1:288]);
 
 
 
-assign top0_0_1_lane_sub_mul9_0_1_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul9_0_1_v);
+assign top0_0_1_lane_sub_mul9_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul9_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul9_0_1_s1
+always @(posedge clk) begin: top0_0_1_lane_sub_mul9_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul9_0_1_x1 <= 0;
-        top0_0_1_lane_sub_mul9_0_1_p1 <= 0;
+        top0_0_1_lane_sub_mul9_x1 <= 0;
+        top0_0_1_lane_sub_mul9_p1 <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul9_0_1_p1 <= top0_0_1_lane_sub_mul9_0_1_p_c;
-            top0_0_1_lane_sub_mul9_0_1_x1 <= top0_0_1_lane_sub_mul9_0_1_x;
+            top0_0_1_lane_sub_mul9_p1 <= top0_0_1_lane_sub_mul9_p_c;
+            top0_0_1_lane_sub_mul9_x1 <= top0_0_1_lane_sub_mul9_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_t = $signed(top0_0_1_lane_sub_mul9_0_1_p1 >>> 16);
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul9_0_1_p1[(16 - 1)]});
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_t = $signed(top0_0_1_lane_sub_mul9_p1 >>> 16);
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul9_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_r = (top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_t + top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_rb);
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_r = (top0_0_1_lane_sub_mul9_round_sat9_0_1_t + top0_0_1_lane_sub_mul9_round_sat9_0_1_rb);
 
 
 
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_hi = top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_r[65-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_hi = top0_0_1_lane_sub_mul9_round_sat9_0_1_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_hin = (~top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_hi);
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_hin = (~top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_hi);
 
 
 
-assign top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_nsign = (!top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_r[(65 - 1)]);
+assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign = (!top0_0_1_lane_sub_mul9_round_sat9_0_1_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_r, top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill, top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_hin, top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_hi) begin: top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_clamp
-    if (((top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_hi == 0) || (top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul9_0_1_kv = $signed(top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_r[32-1:0]);
+always @(top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill, top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_hi, top0_0_1_lane_sub_mul9_round_sat9_0_1_r, top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_hin) begin: top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_clamp
+    if (((top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_hi == 0) || (top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_hin == 0))) begin
+        top0_0_1_lane_sub_mul9_kv = $signed(top0_0_1_lane_sub_mul9_round_sat9_0_1_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul9_0_1_kv = $signed({top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul9_0_1_round_sat9_0_1_sat18_0_1_fill});
+        top0_0_1_lane_sub_mul9_kv = $signed({top0_0_1_lane_sub_mul9_round_sat9_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul9_0_1_d = (top0_0_1_lane_sub_mul9_0_1_x1 - top0_0_1_lane_sub_mul9_0_1_kv);
+assign top0_0_1_lane_sub_mul9_d = (top0_0_1_lane_sub_mul9_x1 - top0_0_1_lane_sub_mul9_kv);
 
 
 
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_hi = top0_0_1_lane_sub_mul9_0_1_d[33-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul9_sat19_0_1_hi = top0_0_1_lane_sub_mul9_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_hin = (~top0_0_1_lane_sub_mul9_0_1_sat19_0_1_hi);
+assign top0_0_1_lane_sub_mul9_sat19_0_1_hin = (~top0_0_1_lane_sub_mul9_sat19_0_1_hi);
 
 
 
-assign top0_0_1_lane_sub_mul9_0_1_sat19_0_1_nsign = (!top0_0_1_lane_sub_mul9_0_1_d[(33 - 1)]);
+assign top0_0_1_lane_sub_mul9_sat19_0_1_nsign = (!top0_0_1_lane_sub_mul9_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul9_0_1_d, top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill, top0_0_1_lane_sub_mul9_0_1_sat19_0_1_hin, top0_0_1_lane_sub_mul9_0_1_sat19_0_1_hi) begin: top0_0_1_lane_sub_mul9_0_1_sat19_0_1_clamp
-    if (((top0_0_1_lane_sub_mul9_0_1_sat19_0_1_hi == 0) || (top0_0_1_lane_sub_mul9_0_1_sat19_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul9_0_1_yc = $signed(top0_0_1_lane_sub_mul9_0_1_d[32-1:0]);
+always @(top0_0_1_lane_sub_mul9_sat19_0_1_fill, top0_0_1_lane_sub_mul9_sat19_0_1_hi, top0_0_1_lane_sub_mul9_d, top0_0_1_lane_sub_mul9_sat19_0_1_hin) begin: top0_0_1_lane_sub_mul9_sat19_0_1_clamp
+    if (((top0_0_1_lane_sub_mul9_sat19_0_1_hi == 0) || (top0_0_1_lane_sub_mul9_sat19_0_1_hin == 0))) begin
+        top0_0_1_lane_sub_mul9_yc = $signed(top0_0_1_lane_sub_mul9_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul9_0_1_yc = $signed({top0_0_1_lane_sub_mul9_0_1_d[(33 - 1)], top0_0_1_lane_sub_mul9_0_1_sat19_0_1_fill});
+        top0_0_1_lane_sub_mul9_yc = $signed({top0_0_1_lane_sub_mul9_d[(33 - 1)], top0_0_1_lane_sub_mul9_sat19_0_1_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul9_0_1_s2
+always @(posedge clk) begin: top0_0_1_lane_sub_mul9_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul9_0_1_yr <= 0;
+        top0_0_1_lane_sub_mul9_yr <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul9_0_1_yr <= top0_0_1_lane_sub_mul9_0_1_yc;
+            top0_0_1_lane_sub_mul9_yr <= top0_0_1_lane_sub_mul9_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul9_0_1_y = top0_0_1_lane_sub_mul9_0_1_yr;
+assign top0_0_1_lane_sub_mul9_y = top0_0_1_lane_sub_mul9_yr;
 
 
 
-assign top0_0_1_lane_sub_mul10_0_1_x = $signed(top0_0_1_ar[352-1:320]);
-assign top0_0_1_lane_sub_mul10_0_1_v = $signed(top0_0_1_br[352-1:320]);
+assign top0_0_1_lane_sub_mul10_x = $signed(top0_0_1_ar[352-1:320]);
+assign top0_0_1_lane_sub_mul10_v = $signed(top0_0_1_br[352-1:320]);
 
 
 
-assign top0_0_1_lane_sub_mul10_0_1_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul10_0_1_v);
+assign top0_0_1_lane_sub_mul10_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul10_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul10_0_1_s1
+always @(posedge clk) begin: top0_0_1_lane_sub_mul10_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul10_0_1_x1 <= 0;
-        top0_0_1_lane_sub_mul10_0_1_p1 <= 0;
+        top0_0_1_lane_sub_mul10_x1 <= 0;
+        top0_0_1_lane_sub_mul10_p1 <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul10_0_1_p1 <= top0_0_1_lane_sub_mul10_0_1_p_c;
-            top0_0_1_lane_sub_mul10_0_1_x1 <= top0_0_1_lane_sub_mul10_0_1_x;
+            top0_0_1_lane_sub_mul10_p1 <= top0_0_1_lane_sub_mul10_p_c;
+            top0_0_1_lane_sub_mul10_x1 <= top0_0_1_lane_sub_mul10_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_t = $signed(top0_0_1_lane_sub_mul10_0_1_p1 >>> 16);
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul10_0_1_p1[(16 - 1)]});
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_t = $signed(top0_0_1_lane_sub_mul10_p1 >>> 16);
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul10_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_r = (top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_t + top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_rb);
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_r = (top0_0_1_lane_sub_mul10_round_sat10_0_1_t + top0_0_1_lane_sub_mul10_round_sat10_0_1_rb);
 
 
 
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_hi = top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_r[65-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_hi = top0_0_1_lane_sub_mul10_round_sat10_0_1_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_hin = (~top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_hi);
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_hin = (~top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_hi);
 
 
 
-assign top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_nsign = (!top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_r[(65 - 1)]);
+assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign = (!top0_0_1_lane_sub_mul10_round_sat10_0_1_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_r, top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill, top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_hin, top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_hi) begin: top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_clamp
-    if (((top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_hi == 0) || (top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul10_0_1_kv = $signed(top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_r[32-1:0]);
+always @(top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill, top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_hi, top0_0_1_lane_sub_mul10_round_sat10_0_1_r, top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_hin) begin: top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_clamp
+    if (((top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_hi == 0) || (top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_hin == 0))) begin
+        top0_0_1_lane_sub_mul10_kv = $signed(top0_0_1_lane_sub_mul10_round_sat10_0_1_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul10_0_1_kv = $signed({top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul10_0_1_round_sat10_0_1_sat20_0_1_fill});
+        top0_0_1_lane_sub_mul10_kv = $signed({top0_0_1_lane_sub_mul10_round_sat10_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul10_0_1_d = (top0_0_1_lane_sub_mul10_0_1_x1 - top0_0_1_lane_sub_mul10_0_1_kv);
+assign top0_0_1_lane_sub_mul10_d = (top0_0_1_lane_sub_mul10_x1 - top0_0_1_lane_sub_mul10_kv);
 
 
 
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_hi = top0_0_1_lane_sub_mul10_0_1_d[33-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul10_sat21_0_1_hi = top0_0_1_lane_sub_mul10_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_hin = (~top0_0_1_lane_sub_mul10_0_1_sat21_0_1_hi);
+assign top0_0_1_lane_sub_mul10_sat21_0_1_hin = (~top0_0_1_lane_sub_mul10_sat21_0_1_hi);
 
 
 
-assign top0_0_1_lane_sub_mul10_0_1_sat21_0_1_nsign = (!top0_0_1_lane_sub_mul10_0_1_d[(33 - 1)]);
+assign top0_0_1_lane_sub_mul10_sat21_0_1_nsign = (!top0_0_1_lane_sub_mul10_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul10_0_1_d, top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill, top0_0_1_lane_sub_mul10_0_1_sat21_0_1_hin, top0_0_1_lane_sub_mul10_0_1_sat21_0_1_hi) begin: top0_0_1_lane_sub_mul10_0_1_sat21_0_1_clamp
-    if (((top0_0_1_lane_sub_mul10_0_1_sat21_0_1_hi == 0) || (top0_0_1_lane_sub_mul10_0_1_sat21_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul10_0_1_yc = $signed(top0_0_1_lane_sub_mul10_0_1_d[32-1:0]);
+always @(top0_0_1_lane_sub_mul10_sat21_0_1_fill, top0_0_1_lane_sub_mul10_sat21_0_1_hi, top0_0_1_lane_sub_mul10_d, top0_0_1_lane_sub_mul10_sat21_0_1_hin) begin: top0_0_1_lane_sub_mul10_sat21_0_1_clamp
+    if (((top0_0_1_lane_sub_mul10_sat21_0_1_hi == 0) || (top0_0_1_lane_sub_mul10_sat21_0_1_hin == 0))) begin
+        top0_0_1_lane_sub_mul10_yc = $signed(top0_0_1_lane_sub_mul10_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul10_0_1_yc = $signed({top0_0_1_lane_sub_mul10_0_1_d[(33 - 1)], top0_0_1_lane_sub_mul10_0_1_sat21_0_1_fill});
+        top0_0_1_lane_sub_mul10_yc = $signed({top0_0_1_lane_sub_mul10_d[(33 - 1)], top0_0_1_lane_sub_mul10_sat21_0_1_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul10_0_1_s2
+always @(posedge clk) begin: top0_0_1_lane_sub_mul10_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul10_0_1_yr <= 0;
+        top0_0_1_lane_sub_mul10_yr <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul10_0_1_yr <= top0_0_1_lane_sub_mul10_0_1_yc;
+            top0_0_1_lane_sub_mul10_yr <= top0_0_1_lane_sub_mul10_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul10_0_1_y = top0_0_1_lane_sub_mul10_0_1_yr;
+assign top0_0_1_lane_sub_mul10_y = top0_0_1_lane_sub_mul10_yr;
 
 
 
-assign top0_0_1_lane_sub_mul11_0_1_x = $signed(top0_0_1_ar[384-1:352]);
-assign top0_0_1_lane_sub_mul11_0_1_v = $signed(top0_0_1_br[384-1:352]);
+assign top0_0_1_lane_sub_mul11_x = $signed(top0_0_1_ar[384-1:352]);
+assign top0_0_1_lane_sub_mul11_v = $signed(top0_0_1_br[384-1:352]);
 
 
 
-assign top0_0_1_lane_sub_mul11_0_1_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul11_0_1_v);
+assign top0_0_1_lane_sub_mul11_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul11_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul11_0_1_s1
+always @(posedge clk) begin: top0_0_1_lane_sub_mul11_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul11_0_1_x1 <= 0;
-        top0_0_1_lane_sub_mul11_0_1_p1 <= 0;
+        top0_0_1_lane_sub_mul11_x1 <= 0;
+        top0_0_1_lane_sub_mul11_p1 <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul11_0_1_p1 <= top0_0_1_lane_sub_mul11_0_1_p_c;
-            top0_0_1_lane_sub_mul11_0_1_x1 <= top0_0_1_lane_sub_mul11_0_1_x;
+            top0_0_1_lane_sub_mul11_p1 <= top0_0_1_lane_sub_mul11_p_c;
+            top0_0_1_lane_sub_mul11_x1 <= top0_0_1_lane_sub_mul11_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_t = $signed(top0_0_1_lane_sub_mul11_0_1_p1 >>> 16);
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul11_0_1_p1[(16 - 1)]});
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_t = $signed(top0_0_1_lane_sub_mul11_p1 >>> 16);
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul11_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_r = (top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_t + top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_rb);
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_r = (top0_0_1_lane_sub_mul11_round_sat11_0_1_t + top0_0_1_lane_sub_mul11_round_sat11_0_1_rb);
 
 
 
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_hi = top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_r[65-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_hi = top0_0_1_lane_sub_mul11_round_sat11_0_1_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_hin = (~top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_hi);
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_hin = (~top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_hi);
 
 
 
-assign top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_nsign = (!top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_r[(65 - 1)]);
+assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign = (!top0_0_1_lane_sub_mul11_round_sat11_0_1_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_r, top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill, top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_hin, top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_hi) begin: top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_clamp
-    if (((top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_hi == 0) || (top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul11_0_1_kv = $signed(top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_r[32-1:0]);
+always @(top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill, top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_hi, top0_0_1_lane_sub_mul11_round_sat11_0_1_r, top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_hin) begin: top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_clamp
+    if (((top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_hi == 0) || (top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_hin == 0))) begin
+        top0_0_1_lane_sub_mul11_kv = $signed(top0_0_1_lane_sub_mul11_round_sat11_0_1_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul11_0_1_kv = $signed({top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul11_0_1_round_sat11_0_1_sat22_0_1_fill});
+        top0_0_1_lane_sub_mul11_kv = $signed({top0_0_1_lane_sub_mul11_round_sat11_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul11_0_1_d = (top0_0_1_lane_sub_mul11_0_1_x1 - top0_0_1_lane_sub_mul11_0_1_kv);
+assign top0_0_1_lane_sub_mul11_d = (top0_0_1_lane_sub_mul11_x1 - top0_0_1_lane_sub_mul11_kv);
 
 
 
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_hi = top0_0_1_lane_sub_mul11_0_1_d[33-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul11_sat23_0_1_hi = top0_0_1_lane_sub_mul11_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_hin = (~top0_0_1_lane_sub_mul11_0_1_sat23_0_1_hi);
+assign top0_0_1_lane_sub_mul11_sat23_0_1_hin = (~top0_0_1_lane_sub_mul11_sat23_0_1_hi);
 
 
 
-assign top0_0_1_lane_sub_mul11_0_1_sat23_0_1_nsign = (!top0_0_1_lane_sub_mul11_0_1_d[(33 - 1)]);
+assign top0_0_1_lane_sub_mul11_sat23_0_1_nsign = (!top0_0_1_lane_sub_mul11_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul11_0_1_d, top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill, top0_0_1_lane_sub_mul11_0_1_sat23_0_1_hin, top0_0_1_lane_sub_mul11_0_1_sat23_0_1_hi) begin: top0_0_1_lane_sub_mul11_0_1_sat23_0_1_clamp
-    if (((top0_0_1_lane_sub_mul11_0_1_sat23_0_1_hi == 0) || (top0_0_1_lane_sub_mul11_0_1_sat23_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul11_0_1_yc = $signed(top0_0_1_lane_sub_mul11_0_1_d[32-1:0]);
+always @(top0_0_1_lane_sub_mul11_sat23_0_1_fill, top0_0_1_lane_sub_mul11_sat23_0_1_hi, top0_0_1_lane_sub_mul11_d, top0_0_1_lane_sub_mul11_sat23_0_1_hin) begin: top0_0_1_lane_sub_mul11_sat23_0_1_clamp
+    if (((top0_0_1_lane_sub_mul11_sat23_0_1_hi == 0) || (top0_0_1_lane_sub_mul11_sat23_0_1_hin == 0))) begin
+        top0_0_1_lane_sub_mul11_yc = $signed(top0_0_1_lane_sub_mul11_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul11_0_1_yc = $signed({top0_0_1_lane_sub_mul11_0_1_d[(33 - 1)], top0_0_1_lane_sub_mul11_0_1_sat23_0_1_fill});
+        top0_0_1_lane_sub_mul11_yc = $signed({top0_0_1_lane_sub_mul11_d[(33 - 1)], top0_0_1_lane_sub_mul11_sat23_0_1_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul11_0_1_s2
+always @(posedge clk) begin: top0_0_1_lane_sub_mul11_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul11_0_1_yr <= 0;
+        top0_0_1_lane_sub_mul11_yr <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul11_0_1_yr <= top0_0_1_lane_sub_mul11_0_1_yc;
+            top0_0_1_lane_sub_mul11_yr <= top0_0_1_lane_sub_mul11_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul11_0_1_y = top0_0_1_lane_sub_mul11_0_1_yr;
+assign top0_0_1_lane_sub_mul11_y = top0_0_1_lane_sub_mul11_yr;
 
 
 
-assign top0_0_1_lane_sub_mul12_0_1_x = $signed(top0_0_1_ar[416-1:384]);
-assign top0_0_1_lane_sub_mul12_0_1_v = $signed(top0_0_1_br[416-1:384]);
+assign top0_0_1_lane_sub_mul12_x = $signed(top0_0_1_ar[416-1:384]);
+assign top0_0_1_lane_sub_mul12_v = $signed(top0_0_1_br[416-1:384]);
 
 
 
-assign top0_0_1_lane_sub_mul12_0_1_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul12_0_1_v);
+assign top0_0_1_lane_sub_mul12_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul12_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul12_0_1_s1
+always @(posedge clk) begin: top0_0_1_lane_sub_mul12_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul12_0_1_x1 <= 0;
-        top0_0_1_lane_sub_mul12_0_1_p1 <= 0;
+        top0_0_1_lane_sub_mul12_x1 <= 0;
+        top0_0_1_lane_sub_mul12_p1 <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul12_0_1_p1 <= top0_0_1_lane_sub_mul12_0_1_p_c;
-            top0_0_1_lane_sub_mul12_0_1_x1 <= top0_0_1_lane_sub_mul12_0_1_x;
+            top0_0_1_lane_sub_mul12_p1 <= top0_0_1_lane_sub_mul12_p_c;
+            top0_0_1_lane_sub_mul12_x1 <= top0_0_1_lane_sub_mul12_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_t = $signed(top0_0_1_lane_sub_mul12_0_1_p1 >>> 16);
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul12_0_1_p1[(16 - 1)]});
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_t = $signed(top0_0_1_lane_sub_mul12_p1 >>> 16);
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul12_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_r = (top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_t + top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_rb);
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_r = (top0_0_1_lane_sub_mul12_round_sat12_0_1_t + top0_0_1_lane_sub_mul12_round_sat12_0_1_rb);
 
 
 
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_hi = top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_r[65-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_hi = top0_0_1_lane_sub_mul12_round_sat12_0_1_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_hin = (~top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_hi);
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_hin = (~top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_hi);
 
 
 
-assign top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_nsign = (!top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_r[(65 - 1)]);
+assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign = (!top0_0_1_lane_sub_mul12_round_sat12_0_1_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_r, top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill, top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_hin, top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_hi) begin: top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_clamp
-    if (((top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_hi == 0) || (top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul12_0_1_kv = $signed(top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_r[32-1:0]);
+always @(top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill, top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_hi, top0_0_1_lane_sub_mul12_round_sat12_0_1_r, top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_hin) begin: top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_clamp
+    if (((top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_hi == 0) || (top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_hin == 0))) begin
+        top0_0_1_lane_sub_mul12_kv = $signed(top0_0_1_lane_sub_mul12_round_sat12_0_1_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul12_0_1_kv = $signed({top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul12_0_1_round_sat12_0_1_sat24_0_1_fill});
+        top0_0_1_lane_sub_mul12_kv = $signed({top0_0_1_lane_sub_mul12_round_sat12_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul12_0_1_d = (top0_0_1_lane_sub_mul12_0_1_x1 - top0_0_1_lane_sub_mul12_0_1_kv);
+assign top0_0_1_lane_sub_mul12_d = (top0_0_1_lane_sub_mul12_x1 - top0_0_1_lane_sub_mul12_kv);
 
 
 
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_hi = top0_0_1_lane_sub_mul12_0_1_d[33-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul12_sat25_0_1_hi = top0_0_1_lane_sub_mul12_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_hin = (~top0_0_1_lane_sub_mul12_0_1_sat25_0_1_hi);
+assign top0_0_1_lane_sub_mul12_sat25_0_1_hin = (~top0_0_1_lane_sub_mul12_sat25_0_1_hi);
 
 
 
-assign top0_0_1_lane_sub_mul12_0_1_sat25_0_1_nsign = (!top0_0_1_lane_sub_mul12_0_1_d[(33 - 1)]);
+assign top0_0_1_lane_sub_mul12_sat25_0_1_nsign = (!top0_0_1_lane_sub_mul12_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul12_0_1_d, top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill, top0_0_1_lane_sub_mul12_0_1_sat25_0_1_hin, top0_0_1_lane_sub_mul12_0_1_sat25_0_1_hi) begin: top0_0_1_lane_sub_mul12_0_1_sat25_0_1_clamp
-    if (((top0_0_1_lane_sub_mul12_0_1_sat25_0_1_hi == 0) || (top0_0_1_lane_sub_mul12_0_1_sat25_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul12_0_1_yc = $signed(top0_0_1_lane_sub_mul12_0_1_d[32-1:0]);
+always @(top0_0_1_lane_sub_mul12_sat25_0_1_fill, top0_0_1_lane_sub_mul12_sat25_0_1_hi, top0_0_1_lane_sub_mul12_d, top0_0_1_lane_sub_mul12_sat25_0_1_hin) begin: top0_0_1_lane_sub_mul12_sat25_0_1_clamp
+    if (((top0_0_1_lane_sub_mul12_sat25_0_1_hi == 0) || (top0_0_1_lane_sub_mul12_sat25_0_1_hin == 0))) begin
+        top0_0_1_lane_sub_mul12_yc = $signed(top0_0_1_lane_sub_mul12_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul12_0_1_yc = $signed({top0_0_1_lane_sub_mul12_0_1_d[(33 - 1)], top0_0_1_lane_sub_mul12_0_1_sat25_0_1_fill});
+        top0_0_1_lane_sub_mul12_yc = $signed({top0_0_1_lane_sub_mul12_d[(33 - 1)], top0_0_1_lane_sub_mul12_sat25_0_1_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul12_0_1_s2
+always @(posedge clk) begin: top0_0_1_lane_sub_mul12_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul12_0_1_yr <= 0;
+        top0_0_1_lane_sub_mul12_yr <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul12_0_1_yr <= top0_0_1_lane_sub_mul12_0_1_yc;
+            top0_0_1_lane_sub_mul12_yr <= top0_0_1_lane_sub_mul12_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul12_0_1_y = top0_0_1_lane_sub_mul12_0_1_yr;
+assign top0_0_1_lane_sub_mul12_y = top0_0_1_lane_sub_mul12_yr;
 
 
 
-assign top0_0_1_lane_sub_mul13_0_1_x = $signed(top0_0_1_ar[448-1:416]);
-assign top0_0_1_lane_sub_mul13_0_1_v = $signed(top0_0_1_br[448-1:416]);
+assign top0_0_1_lane_sub_mul13_x = $signed(top0_0_1_ar[448-1:416]);
+assign top0_0_1_lane_sub_mul13_v = $signed(top0_0_1_br[448-1:416]);
 
 
 
-assign top0_0_1_lane_sub_mul13_0_1_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul13_0_1_v);
+assign top0_0_1_lane_sub_mul13_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul13_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul13_0_1_s1
+always @(posedge clk) begin: top0_0_1_lane_sub_mul13_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul13_0_1_x1 <= 0;
-        top0_0_1_lane_sub_mul13_0_1_p1 <= 0;
+        top0_0_1_lane_sub_mul13_x1 <= 0;
+        top0_0_1_lane_sub_mul13_p1 <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul13_0_1_p1 <= top0_0_1_lane_sub_mul13_0_1_p_c;
-            top0_0_1_lane_sub_mul13_0_1_x1 <= top0_0_1_lane_sub_mul13_0_1_x;
+            top0_0_1_lane_sub_mul13_p1 <= top0_0_1_lane_sub_mul13_p_c;
+            top0_0_1_lane_sub_mul13_x1 <= top0_0_1_lane_sub_mul13_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_t = $signed(top0_0_1_lane_sub_mul13_0_1_p1 >>> 16);
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul13_0_1_p1[(16 - 1)]});
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_t = $signed(top0_0_1_lane_sub_mul13_p1 >>> 16);
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul13_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_r = (top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_t + top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_rb);
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_r = (top0_0_1_lane_sub_mul13_round_sat13_0_1_t + top0_0_1_lane_sub_mul13_round_sat13_0_1_rb);
 
 
 
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_hi = top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_r[65-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_hi = top0_0_1_lane_sub_mul13_round_sat13_0_1_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_hin = (~top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_hi);
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_hin = (~top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_hi);
 
 
 
-assign top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_nsign = (!top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_r[(65 - 1)]);
+assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign = (!top0_0_1_lane_sub_mul13_round_sat13_0_1_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_r, top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill, top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_hin, top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_hi) begin: top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_clamp
-    if (((top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_hi == 0) || (top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul13_0_1_kv = $signed(top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_r[32-1:0]);
+always @(top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill, top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_hi, top0_0_1_lane_sub_mul13_round_sat13_0_1_r, top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_hin) begin: top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_clamp
+    if (((top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_hi == 0) || (top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_hin == 0))) begin
+        top0_0_1_lane_sub_mul13_kv = $signed(top0_0_1_lane_sub_mul13_round_sat13_0_1_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul13_0_1_kv = $signed({top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul13_0_1_round_sat13_0_1_sat26_0_1_fill});
+        top0_0_1_lane_sub_mul13_kv = $signed({top0_0_1_lane_sub_mul13_round_sat13_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul13_0_1_d = (top0_0_1_lane_sub_mul13_0_1_x1 - top0_0_1_lane_sub_mul13_0_1_kv);
+assign top0_0_1_lane_sub_mul13_d = (top0_0_1_lane_sub_mul13_x1 - top0_0_1_lane_sub_mul13_kv);
 
 
 
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_hi = top0_0_1_lane_sub_mul13_0_1_d[33-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul13_sat27_0_1_hi = top0_0_1_lane_sub_mul13_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_hin = (~top0_0_1_lane_sub_mul13_0_1_sat27_0_1_hi);
+assign top0_0_1_lane_sub_mul13_sat27_0_1_hin = (~top0_0_1_lane_sub_mul13_sat27_0_1_hi);
 
 
 
-assign top0_0_1_lane_sub_mul13_0_1_sat27_0_1_nsign = (!top0_0_1_lane_sub_mul13_0_1_d[(33 - 1)]);
+assign top0_0_1_lane_sub_mul13_sat27_0_1_nsign = (!top0_0_1_lane_sub_mul13_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul13_0_1_d, top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill, top0_0_1_lane_sub_mul13_0_1_sat27_0_1_hin, top0_0_1_lane_sub_mul13_0_1_sat27_0_1_hi) begin: top0_0_1_lane_sub_mul13_0_1_sat27_0_1_clamp
-    if (((top0_0_1_lane_sub_mul13_0_1_sat27_0_1_hi == 0) || (top0_0_1_lane_sub_mul13_0_1_sat27_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul13_0_1_yc = $signed(top0_0_1_lane_sub_mul13_0_1_d[32-1:0]);
+always @(top0_0_1_lane_sub_mul13_sat27_0_1_fill, top0_0_1_lane_sub_mul13_sat27_0_1_hi, top0_0_1_lane_sub_mul13_d, top0_0_1_lane_sub_mul13_sat27_0_1_hin) begin: top0_0_1_lane_sub_mul13_sat27_0_1_clamp
+    if (((top0_0_1_lane_sub_mul13_sat27_0_1_hi == 0) || (top0_0_1_lane_sub_mul13_sat27_0_1_hin == 0))) begin
+        top0_0_1_lane_sub_mul13_yc = $signed(top0_0_1_lane_sub_mul13_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul13_0_1_yc = $signed({top0_0_1_lane_sub_mul13_0_1_d[(33 - 1)], top0_0_1_lane_sub_mul13_0_1_sat27_0_1_fill});
+        top0_0_1_lane_sub_mul13_yc = $signed({top0_0_1_lane_sub_mul13_d[(33 - 1)], top0_0_1_lane_sub_mul13_sat27_0_1_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul13_0_1_s2
+always @(posedge clk) begin: top0_0_1_lane_sub_mul13_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul13_0_1_yr <= 0;
+        top0_0_1_lane_sub_mul13_yr <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul13_0_1_yr <= top0_0_1_lane_sub_mul13_0_1_yc;
+            top0_0_1_lane_sub_mul13_yr <= top0_0_1_lane_sub_mul13_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul13_0_1_y = top0_0_1_lane_sub_mul13_0_1_yr;
+assign top0_0_1_lane_sub_mul13_y = top0_0_1_lane_sub_mul13_yr;
 
 
 
-assign top0_0_1_lane_sub_mul14_0_1_x = $signed(top0_0_1_ar[480-1:448]);
-assign top0_0_1_lane_sub_mul14_0_1_v = $signed(top0_0_1_br[480-1:448]);
+assign top0_0_1_lane_sub_mul14_x = $signed(top0_0_1_ar[480-1:448]);
+assign top0_0_1_lane_sub_mul14_v = $signed(top0_0_1_br[480-1:448]);
 
 
 
-assign top0_0_1_lane_sub_mul14_0_1_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul14_0_1_v);
+assign top0_0_1_lane_sub_mul14_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul14_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul14_0_1_s1
+always @(posedge clk) begin: top0_0_1_lane_sub_mul14_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul14_0_1_x1 <= 0;
-        top0_0_1_lane_sub_mul14_0_1_p1 <= 0;
+        top0_0_1_lane_sub_mul14_x1 <= 0;
+        top0_0_1_lane_sub_mul14_p1 <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul14_0_1_p1 <= top0_0_1_lane_sub_mul14_0_1_p_c;
-            top0_0_1_lane_sub_mul14_0_1_x1 <= top0_0_1_lane_sub_mul14_0_1_x;
+            top0_0_1_lane_sub_mul14_p1 <= top0_0_1_lane_sub_mul14_p_c;
+            top0_0_1_lane_sub_mul14_x1 <= top0_0_1_lane_sub_mul14_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_t = $signed(top0_0_1_lane_sub_mul14_0_1_p1 >>> 16);
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul14_0_1_p1[(16 - 1)]});
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_t = $signed(top0_0_1_lane_sub_mul14_p1 >>> 16);
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul14_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_r = (top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_t + top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_rb);
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_r = (top0_0_1_lane_sub_mul14_round_sat14_0_1_t + top0_0_1_lane_sub_mul14_round_sat14_0_1_rb);
 
 
 
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_hi = top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_r[65-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_hi = top0_0_1_lane_sub_mul14_round_sat14_0_1_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_hin = (~top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_hi);
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_hin = (~top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_hi);
 
 
 
-assign top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_nsign = (!top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_r[(65 - 1)]);
+assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign = (!top0_0_1_lane_sub_mul14_round_sat14_0_1_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_r, top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill, top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_hin, top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_hi) begin: top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_clamp
-    if (((top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_hi == 0) || (top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul14_0_1_kv = $signed(top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_r[32-1:0]);
+always @(top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill, top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_hi, top0_0_1_lane_sub_mul14_round_sat14_0_1_r, top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_hin) begin: top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_clamp
+    if (((top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_hi == 0) || (top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_hin == 0))) begin
+        top0_0_1_lane_sub_mul14_kv = $signed(top0_0_1_lane_sub_mul14_round_sat14_0_1_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul14_0_1_kv = $signed({top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul14_0_1_round_sat14_0_1_sat28_0_1_fill});
+        top0_0_1_lane_sub_mul14_kv = $signed({top0_0_1_lane_sub_mul14_round_sat14_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul14_0_1_d = (top0_0_1_lane_sub_mul14_0_1_x1 - top0_0_1_lane_sub_mul14_0_1_kv);
+assign top0_0_1_lane_sub_mul14_d = (top0_0_1_lane_sub_mul14_x1 - top0_0_1_lane_sub_mul14_kv);
 
 
 
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_hi = top0_0_1_lane_sub_mul14_0_1_d[33-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul14_sat29_0_1_hi = top0_0_1_lane_sub_mul14_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_hin = (~top0_0_1_lane_sub_mul14_0_1_sat29_0_1_hi);
+assign top0_0_1_lane_sub_mul14_sat29_0_1_hin = (~top0_0_1_lane_sub_mul14_sat29_0_1_hi);
 
 
 
-assign top0_0_1_lane_sub_mul14_0_1_sat29_0_1_nsign = (!top0_0_1_lane_sub_mul14_0_1_d[(33 - 1)]);
+assign top0_0_1_lane_sub_mul14_sat29_0_1_nsign = (!top0_0_1_lane_sub_mul14_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul14_0_1_d, top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill, top0_0_1_lane_sub_mul14_0_1_sat29_0_1_hin, top0_0_1_lane_sub_mul14_0_1_sat29_0_1_hi) begin: top0_0_1_lane_sub_mul14_0_1_sat29_0_1_clamp
-    if (((top0_0_1_lane_sub_mul14_0_1_sat29_0_1_hi == 0) || (top0_0_1_lane_sub_mul14_0_1_sat29_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul14_0_1_yc = $signed(top0_0_1_lane_sub_mul14_0_1_d[32-1:0]);
+always @(top0_0_1_lane_sub_mul14_sat29_0_1_fill, top0_0_1_lane_sub_mul14_sat29_0_1_hi, top0_0_1_lane_sub_mul14_d, top0_0_1_lane_sub_mul14_sat29_0_1_hin) begin: top0_0_1_lane_sub_mul14_sat29_0_1_clamp
+    if (((top0_0_1_lane_sub_mul14_sat29_0_1_hi == 0) || (top0_0_1_lane_sub_mul14_sat29_0_1_hin == 0))) begin
+        top0_0_1_lane_sub_mul14_yc = $signed(top0_0_1_lane_sub_mul14_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul14_0_1_yc = $signed({top0_0_1_lane_sub_mul14_0_1_d[(33 - 1)], top0_0_1_lane_sub_mul14_0_1_sat29_0_1_fill});
+        top0_0_1_lane_sub_mul14_yc = $signed({top0_0_1_lane_sub_mul14_d[(33 - 1)], top0_0_1_lane_sub_mul14_sat29_0_1_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul14_0_1_s2
+always @(posedge clk) begin: top0_0_1_lane_sub_mul14_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul14_0_1_yr <= 0;
+        top0_0_1_lane_sub_mul14_yr <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul14_0_1_yr <= top0_0_1_lane_sub_mul14_0_1_yc;
+            top0_0_1_lane_sub_mul14_yr <= top0_0_1_lane_sub_mul14_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul14_0_1_y = top0_0_1_lane_sub_mul14_0_1_yr;
+assign top0_0_1_lane_sub_mul14_y = top0_0_1_lane_sub_mul14_yr;
 
 
 
-assign top0_0_1_lane_sub_mul15_0_1_x = $signed(top0_0_1_ar[512-1:480]);
-assign top0_0_1_lane_sub_mul15_0_1_v = $signed(top0_0_1_br[512-1:480]);
+assign top0_0_1_lane_sub_mul15_x = $signed(top0_0_1_ar[512-1:480]);
+assign top0_0_1_lane_sub_mul15_v = $signed(top0_0_1_br[512-1:480]);
 
 
 
-assign top0_0_1_lane_sub_mul15_0_1_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul15_0_1_v);
+assign top0_0_1_lane_sub_mul15_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul15_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul15_0_1_s1
+always @(posedge clk) begin: top0_0_1_lane_sub_mul15_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul15_0_1_x1 <= 0;
-        top0_0_1_lane_sub_mul15_0_1_p1 <= 0;
+        top0_0_1_lane_sub_mul15_x1 <= 0;
+        top0_0_1_lane_sub_mul15_p1 <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul15_0_1_p1 <= top0_0_1_lane_sub_mul15_0_1_p_c;
-            top0_0_1_lane_sub_mul15_0_1_x1 <= top0_0_1_lane_sub_mul15_0_1_x;
+            top0_0_1_lane_sub_mul15_p1 <= top0_0_1_lane_sub_mul15_p_c;
+            top0_0_1_lane_sub_mul15_x1 <= top0_0_1_lane_sub_mul15_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_t = $signed(top0_0_1_lane_sub_mul15_0_1_p1 >>> 16);
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul15_0_1_p1[(16 - 1)]});
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_t = $signed(top0_0_1_lane_sub_mul15_p1 >>> 16);
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul15_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_r = (top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_t + top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_rb);
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_r = (top0_0_1_lane_sub_mul15_round_sat15_0_1_t + top0_0_1_lane_sub_mul15_round_sat15_0_1_rb);
 
 
 
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_hi = top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_r[65-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_hi = top0_0_1_lane_sub_mul15_round_sat15_0_1_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_hin = (~top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_hi);
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_hin = (~top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_hi);
 
 
 
-assign top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_nsign = (!top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_r[(65 - 1)]);
+assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign = (!top0_0_1_lane_sub_mul15_round_sat15_0_1_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_r, top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill, top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_hin, top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_hi) begin: top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_clamp
-    if (((top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_hi == 0) || (top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul15_0_1_kv = $signed(top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_r[32-1:0]);
+always @(top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill, top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_hi, top0_0_1_lane_sub_mul15_round_sat15_0_1_r, top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_hin) begin: top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_clamp
+    if (((top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_hi == 0) || (top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_hin == 0))) begin
+        top0_0_1_lane_sub_mul15_kv = $signed(top0_0_1_lane_sub_mul15_round_sat15_0_1_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul15_0_1_kv = $signed({top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul15_0_1_round_sat15_0_1_sat30_0_1_fill});
+        top0_0_1_lane_sub_mul15_kv = $signed({top0_0_1_lane_sub_mul15_round_sat15_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul15_0_1_d = (top0_0_1_lane_sub_mul15_0_1_x1 - top0_0_1_lane_sub_mul15_0_1_kv);
+assign top0_0_1_lane_sub_mul15_d = (top0_0_1_lane_sub_mul15_x1 - top0_0_1_lane_sub_mul15_kv);
 
 
 
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_hi = top0_0_1_lane_sub_mul15_0_1_d[33-1:(32 - 1)];
+assign top0_0_1_lane_sub_mul15_sat31_0_1_hi = top0_0_1_lane_sub_mul15_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_hin = (~top0_0_1_lane_sub_mul15_0_1_sat31_0_1_hi);
+assign top0_0_1_lane_sub_mul15_sat31_0_1_hin = (~top0_0_1_lane_sub_mul15_sat31_0_1_hi);
 
 
 
-assign top0_0_1_lane_sub_mul15_0_1_sat31_0_1_nsign = (!top0_0_1_lane_sub_mul15_0_1_d[(33 - 1)]);
+assign top0_0_1_lane_sub_mul15_sat31_0_1_nsign = (!top0_0_1_lane_sub_mul15_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul15_0_1_d, top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill, top0_0_1_lane_sub_mul15_0_1_sat31_0_1_hin, top0_0_1_lane_sub_mul15_0_1_sat31_0_1_hi) begin: top0_0_1_lane_sub_mul15_0_1_sat31_0_1_clamp
-    if (((top0_0_1_lane_sub_mul15_0_1_sat31_0_1_hi == 0) || (top0_0_1_lane_sub_mul15_0_1_sat31_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul15_0_1_yc = $signed(top0_0_1_lane_sub_mul15_0_1_d[32-1:0]);
+always @(top0_0_1_lane_sub_mul15_sat31_0_1_fill, top0_0_1_lane_sub_mul15_sat31_0_1_hi, top0_0_1_lane_sub_mul15_d, top0_0_1_lane_sub_mul15_sat31_0_1_hin) begin: top0_0_1_lane_sub_mul15_sat31_0_1_clamp
+    if (((top0_0_1_lane_sub_mul15_sat31_0_1_hi == 0) || (top0_0_1_lane_sub_mul15_sat31_0_1_hin == 0))) begin
+        top0_0_1_lane_sub_mul15_yc = $signed(top0_0_1_lane_sub_mul15_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul15_0_1_yc = $signed({top0_0_1_lane_sub_mul15_0_1_d[(33 - 1)], top0_0_1_lane_sub_mul15_0_1_sat31_0_1_fill});
+        top0_0_1_lane_sub_mul15_yc = $signed({top0_0_1_lane_sub_mul15_d[(33 - 1)], top0_0_1_lane_sub_mul15_sat31_0_1_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul15_0_1_s2
+always @(posedge clk) begin: top0_0_1_lane_sub_mul15_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul15_0_1_yr <= 0;
+        top0_0_1_lane_sub_mul15_yr <= 0;
     end
     else begin
         if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul15_0_1_yr <= top0_0_1_lane_sub_mul15_0_1_yc;
+            top0_0_1_lane_sub_mul15_yr <= top0_0_1_lane_sub_mul15_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul15_0_1_y = top0_0_1_lane_sub_mul15_0_1_yr;
+assign top0_0_1_lane_sub_mul15_y = top0_0_1_lane_sub_mul15_yr;
 
 
 
@@ -3088,56 +3088,56 @@ assign top0_0_1_fin_u = top0_0_1_vout[2];
 assign top0_0_1_out_final_pop = (m_axis_y_tvalid && m_axis_y_tready && top0_0_1_mfin[0]);
 
 
-always @(posedge clk) begin: top0_0_1_out_fifo20_0_1_seq
+always @(posedge clk) begin: top0_0_1_out_fifo20_0_1_2_3_4_5_seq
     reg pop;
     if (rst == 1) begin
-        top0_0_1_out_fifo20_0_1_cnt <= 0;
-        top0_0_1_out_fifo20_0_1_u0 <= 0;
-        top0_0_1_out_fifo20_0_1_d0 <= 0;
-        top0_0_1_out_fifo20_0_1_u1 <= 0;
         top0_0_1_en <= 1;
-        top0_0_1_out_fifo20_0_1_l1 <= 0;
-        top0_0_1_out_fifo20_0_1_l0 <= 0;
-        top0_0_1_out_fifo20_0_1_d1 <= 0;
+        top0_0_1_out_fifo20_0_1_2_3_4_5_d0 <= 0;
+        top0_0_1_out_fifo20_0_1_2_3_4_5_l0 <= 0;
+        top0_0_1_out_fifo20_0_1_2_3_4_5_l1 <= 0;
+        top0_0_1_out_fifo20_0_1_2_3_4_5_d1 <= 0;
+        top0_0_1_out_fifo20_0_1_2_3_4_5_u0 <= 0;
+        top0_0_1_out_fifo20_0_1_2_3_4_5_cnt <= 0;
+        top0_0_1_out_fifo20_0_1_2_3_4_5_u1 <= 0;
     end
     else begin
-        pop = ((top0_0_1_out_fifo20_0_1_cnt != 0) && m_axis_y_tready);
+        pop = ((top0_0_1_out_fifo20_0_1_2_3_4_5_cnt != 0) && m_axis_y_tready);
         if (pop) begin
-            top0_0_1_out_fifo20_0_1_d0 <= top0_0_1_out_fifo20_0_1_d1;
-            top0_0_1_out_fifo20_0_1_l0 <= top0_0_1_out_fifo20_0_1_l1;
-            top0_0_1_out_fifo20_0_1_u0 <= top0_0_1_out_fifo20_0_1_u1;
+            top0_0_1_out_fifo20_0_1_2_3_4_5_d0 <= top0_0_1_out_fifo20_0_1_2_3_4_5_d1;
+            top0_0_1_out_fifo20_0_1_2_3_4_5_l0 <= top0_0_1_out_fifo20_0_1_2_3_4_5_l1;
+            top0_0_1_out_fifo20_0_1_2_3_4_5_u0 <= top0_0_1_out_fifo20_0_1_2_3_4_5_u1;
         end
         if (top0_0_1_push) begin
-            if (((top0_0_1_out_fifo20_0_1_cnt == 0) || ((top0_0_1_out_fifo20_0_1_cnt == 1) && pop))) begin
-                top0_0_1_out_fifo20_0_1_d0 <= top0_0_1_ybits;
-                top0_0_1_out_fifo20_0_1_l0 <= top0_0_1_vout[1];
-                top0_0_1_out_fifo20_0_1_u0 <= top0_0_1_fin_u;
+            if (((top0_0_1_out_fifo20_0_1_2_3_4_5_cnt == 0) || ((top0_0_1_out_fifo20_0_1_2_3_4_5_cnt == 1) && pop))) begin
+                top0_0_1_out_fifo20_0_1_2_3_4_5_d0 <= top0_0_1_ybits;
+                top0_0_1_out_fifo20_0_1_2_3_4_5_l0 <= top0_0_1_vout[1];
+                top0_0_1_out_fifo20_0_1_2_3_4_5_u0 <= top0_0_1_fin_u;
             end
             else begin
-                top0_0_1_out_fifo20_0_1_d1 <= top0_0_1_ybits;
-                top0_0_1_out_fifo20_0_1_l1 <= top0_0_1_vout[1];
-                top0_0_1_out_fifo20_0_1_u1 <= top0_0_1_fin_u;
+                top0_0_1_out_fifo20_0_1_2_3_4_5_d1 <= top0_0_1_ybits;
+                top0_0_1_out_fifo20_0_1_2_3_4_5_l1 <= top0_0_1_vout[1];
+                top0_0_1_out_fifo20_0_1_2_3_4_5_u1 <= top0_0_1_fin_u;
             end
         end
         if ((top0_0_1_push && (!pop))) begin
-            top0_0_1_out_fifo20_0_1_cnt <= (top0_0_1_out_fifo20_0_1_cnt + 1);
-            top0_0_1_en <= (top0_0_1_out_fifo20_0_1_cnt == 0);
+            top0_0_1_out_fifo20_0_1_2_3_4_5_cnt <= (top0_0_1_out_fifo20_0_1_2_3_4_5_cnt + 1);
+            top0_0_1_en <= (top0_0_1_out_fifo20_0_1_2_3_4_5_cnt == 0);
         end
         else if ((pop && (!top0_0_1_push))) begin
-            top0_0_1_out_fifo20_0_1_cnt <= (top0_0_1_out_fifo20_0_1_cnt - 1);
+            top0_0_1_out_fifo20_0_1_2_3_4_5_cnt <= (top0_0_1_out_fifo20_0_1_2_3_4_5_cnt - 1);
             top0_0_1_en <= 1'b1;
         end
         else begin
-            top0_0_1_en <= (top0_0_1_out_fifo20_0_1_cnt != 2);
+            top0_0_1_en <= (top0_0_1_out_fifo20_0_1_2_3_4_5_cnt != 2);
         end
     end
 end
 
 
 
-assign m_axis_y_tdata = top0_0_1_out_fifo20_0_1_d0;
-assign m_axis_y_tlast = top0_0_1_out_fifo20_0_1_l0;
-assign top0_0_1_mfin = top0_0_1_out_fifo20_0_1_u0;
-assign m_axis_y_tvalid = (top0_0_1_out_fifo20_0_1_cnt != 0);
+assign m_axis_y_tdata = top0_0_1_out_fifo20_0_1_2_3_4_5_d0;
+assign m_axis_y_tlast = top0_0_1_out_fifo20_0_1_2_3_4_5_l0;
+assign top0_0_1_mfin = top0_0_1_out_fifo20_0_1_2_3_4_5_u0;
+assign m_axis_y_tvalid = (top0_0_1_out_fifo20_0_1_2_3_4_5_cnt != 0);
 
 endmodule

@@ -63,354 +63,354 @@ signal top0_0_1_2_push: std_logic;
 signal top0_0_1_2_vout: unsigned(2 downto 0);
 signal top0_0_1_2_fin_u: unsigned(0 downto 0);
 signal top0_0_1_2_mfin: unsigned(0 downto 0);
-signal top0_0_1_2_control0_0_1_2_dim_r: unsigned(10 downto 0);
-signal top0_0_1_2_control0_0_1_2_icnt: unsigned(12 downto 0);
-signal top0_0_1_2_control0_0_1_2_it_r: unsigned(12 downto 0);
-signal top0_0_1_2_control0_0_1_2_lcnt: unsigned(10 downto 0);
-signal top0_0_1_2_delay_flags0_0_1_2_sr: unsigned(5 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_1_2_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_1_2_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_1_2_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_1_2_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_1_2_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_1_2_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_1_2_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_1_2_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_1_2_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_1_2_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul1_0_1_2_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_1_2_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_1_2_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_1_2_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_1_2_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_1_2_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_1_2_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_1_2_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_1_2_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_1_2_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul2_0_1_2_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_1_2_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_1_2_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_1_2_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_1_2_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_1_2_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_1_2_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_1_2_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_1_2_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_1_2_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul3_0_1_2_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_1_2_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_1_2_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_1_2_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_1_2_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_1_2_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_1_2_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_1_2_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_1_2_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_1_2_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul4_0_1_2_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_1_2_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_1_2_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_1_2_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_1_2_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_1_2_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_1_2_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_1_2_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_1_2_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_1_2_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul5_0_1_2_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_1_2_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_1_2_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_1_2_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_1_2_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_1_2_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_1_2_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_1_2_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_1_2_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_1_2_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul6_0_1_2_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_1_2_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_1_2_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_1_2_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_1_2_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_1_2_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_1_2_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_1_2_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_1_2_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_1_2_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul7_0_1_2_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_1_2_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_1_2_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_1_2_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_1_2_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_1_2_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_1_2_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_1_2_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_1_2_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_1_2_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul8_0_1_2_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_1_2_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_1_2_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_1_2_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_1_2_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_1_2_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_1_2_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_1_2_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_1_2_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_1_2_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul9_0_1_2_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_1_2_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_1_2_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_1_2_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_1_2_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_1_2_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_1_2_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_1_2_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_1_2_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_1_2_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul10_0_1_2_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_1_2_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_1_2_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_1_2_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_1_2_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_1_2_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_1_2_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_1_2_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_1_2_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_1_2_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul11_0_1_2_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_1_2_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_1_2_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_1_2_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_1_2_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_1_2_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_1_2_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_1_2_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_1_2_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_1_2_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul12_0_1_2_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_1_2_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_1_2_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_1_2_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_1_2_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_1_2_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_1_2_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_1_2_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_1_2_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_1_2_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul13_0_1_2_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_1_2_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_1_2_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_1_2_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_1_2_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_1_2_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_1_2_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_1_2_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_1_2_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_1_2_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul14_0_1_2_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_1_2_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_1_2_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_1_2_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_1_2_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_1_2_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_1_2_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_1_2_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_1_2_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_1_2_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul15_0_1_2_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_1_2_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_1_2_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_1_2_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_1_2_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_1_2_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_1_2_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_1_2_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_1_2_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_1_2_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign: std_logic;
-signal top0_0_1_2_out_fifo20_0_1_2_cnt: unsigned(1 downto 0);
-signal top0_0_1_2_out_fifo20_0_1_2_d0: unsigned(511 downto 0);
-signal top0_0_1_2_out_fifo20_0_1_2_d1: unsigned(511 downto 0);
-signal top0_0_1_2_out_fifo20_0_1_2_l0: std_logic;
-signal top0_0_1_2_out_fifo20_0_1_2_l1: std_logic;
-signal top0_0_1_2_out_fifo20_0_1_2_u0: unsigned(0 downto 0);
-signal top0_0_1_2_out_fifo20_0_1_2_u1: unsigned(0 downto 0);
+signal top0_0_1_2_control0_0_1_2_3_4_dim_r: unsigned(10 downto 0);
+signal top0_0_1_2_control0_0_1_2_3_4_icnt: unsigned(12 downto 0);
+signal top0_0_1_2_control0_0_1_2_3_4_it_r: unsigned(12 downto 0);
+signal top0_0_1_2_control0_0_1_2_3_4_lcnt: unsigned(10 downto 0);
+signal top0_0_1_2_delay_flags0_0_1_2_3_4_sr: unsigned(5 downto 0);
+signal top0_0_1_2_lane_sub_mul0_0_y: unsigned(31 downto 0);
+signal top0_0_1_2_lane_sub_mul0_0_d: signed (32 downto 0);
+signal top0_0_1_2_lane_sub_mul0_0_kv: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul0_0_p1: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul0_0_p_c: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul0_0_v: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul0_0_x: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul0_0_x1: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul0_0_yr: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul0_0_yc: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_r: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_rb: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_t: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_hi: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_hin: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_hi: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_hin: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul1_0_y: unsigned(31 downto 0);
+signal top0_0_1_2_lane_sub_mul1_0_d: signed (32 downto 0);
+signal top0_0_1_2_lane_sub_mul1_0_kv: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul1_0_p1: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul1_0_p_c: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul1_0_v: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul1_0_x: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul1_0_x1: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul1_0_yr: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul1_0_yc: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_r: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_rb: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_t: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_hi: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_hin: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_hi: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_hin: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul2_0_y: unsigned(31 downto 0);
+signal top0_0_1_2_lane_sub_mul2_0_d: signed (32 downto 0);
+signal top0_0_1_2_lane_sub_mul2_0_kv: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul2_0_p1: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul2_0_p_c: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul2_0_v: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul2_0_x: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul2_0_x1: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul2_0_yr: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul2_0_yc: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_r: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_rb: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_t: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_hi: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_hin: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_hi: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_hin: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul3_0_y: unsigned(31 downto 0);
+signal top0_0_1_2_lane_sub_mul3_0_d: signed (32 downto 0);
+signal top0_0_1_2_lane_sub_mul3_0_kv: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul3_0_p1: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul3_0_p_c: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul3_0_v: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul3_0_x: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul3_0_x1: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul3_0_yr: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul3_0_yc: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_r: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_rb: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_t: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_hi: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_hin: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_hi: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_hin: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul4_0_y: unsigned(31 downto 0);
+signal top0_0_1_2_lane_sub_mul4_0_d: signed (32 downto 0);
+signal top0_0_1_2_lane_sub_mul4_0_kv: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul4_0_p1: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul4_0_p_c: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul4_0_v: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul4_0_x: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul4_0_x1: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul4_0_yr: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul4_0_yc: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_r: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_rb: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_t: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_hi: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_hin: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_hi: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_hin: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul5_0_y: unsigned(31 downto 0);
+signal top0_0_1_2_lane_sub_mul5_0_d: signed (32 downto 0);
+signal top0_0_1_2_lane_sub_mul5_0_kv: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul5_0_p1: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul5_0_p_c: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul5_0_v: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul5_0_x: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul5_0_x1: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul5_0_yr: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul5_0_yc: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_r: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_rb: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_t: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_hi: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_hin: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_hi: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_hin: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul6_0_y: unsigned(31 downto 0);
+signal top0_0_1_2_lane_sub_mul6_0_d: signed (32 downto 0);
+signal top0_0_1_2_lane_sub_mul6_0_kv: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul6_0_p1: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul6_0_p_c: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul6_0_v: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul6_0_x: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul6_0_x1: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul6_0_yr: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul6_0_yc: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_r: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_rb: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_t: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_hi: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_hin: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_hi: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_hin: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul7_0_y: unsigned(31 downto 0);
+signal top0_0_1_2_lane_sub_mul7_0_d: signed (32 downto 0);
+signal top0_0_1_2_lane_sub_mul7_0_kv: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul7_0_p1: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul7_0_p_c: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul7_0_v: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul7_0_x: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul7_0_x1: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul7_0_yr: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul7_0_yc: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_r: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_rb: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_t: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_hi: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_hin: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_hi: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_hin: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul8_0_y: unsigned(31 downto 0);
+signal top0_0_1_2_lane_sub_mul8_0_d: signed (32 downto 0);
+signal top0_0_1_2_lane_sub_mul8_0_kv: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul8_0_p1: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul8_0_p_c: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul8_0_v: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul8_0_x: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul8_0_x1: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul8_0_yr: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul8_0_yc: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_r: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_rb: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_t: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_hi: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_hin: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_hi: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_hin: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul9_0_y: unsigned(31 downto 0);
+signal top0_0_1_2_lane_sub_mul9_0_d: signed (32 downto 0);
+signal top0_0_1_2_lane_sub_mul9_0_kv: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul9_0_p1: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul9_0_p_c: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul9_0_v: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul9_0_x: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul9_0_x1: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul9_0_yr: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul9_0_yc: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_r: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_rb: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_t: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_hi: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_hin: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_hi: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_hin: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul10_0_y: unsigned(31 downto 0);
+signal top0_0_1_2_lane_sub_mul10_0_d: signed (32 downto 0);
+signal top0_0_1_2_lane_sub_mul10_0_kv: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul10_0_p1: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul10_0_p_c: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul10_0_v: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul10_0_x: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul10_0_x1: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul10_0_yr: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul10_0_yc: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_r: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_rb: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_t: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_hi: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_hin: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_hi: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_hin: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul11_0_y: unsigned(31 downto 0);
+signal top0_0_1_2_lane_sub_mul11_0_d: signed (32 downto 0);
+signal top0_0_1_2_lane_sub_mul11_0_kv: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul11_0_p1: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul11_0_p_c: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul11_0_v: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul11_0_x: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul11_0_x1: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul11_0_yr: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul11_0_yc: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_r: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_rb: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_t: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_hi: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_hin: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_hi: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_hin: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul12_0_y: unsigned(31 downto 0);
+signal top0_0_1_2_lane_sub_mul12_0_d: signed (32 downto 0);
+signal top0_0_1_2_lane_sub_mul12_0_kv: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul12_0_p1: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul12_0_p_c: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul12_0_v: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul12_0_x: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul12_0_x1: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul12_0_yr: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul12_0_yc: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_r: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_rb: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_t: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_hi: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_hin: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_hi: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_hin: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul13_0_y: unsigned(31 downto 0);
+signal top0_0_1_2_lane_sub_mul13_0_d: signed (32 downto 0);
+signal top0_0_1_2_lane_sub_mul13_0_kv: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul13_0_p1: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul13_0_p_c: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul13_0_v: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul13_0_x: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul13_0_x1: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul13_0_yr: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul13_0_yc: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_r: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_rb: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_t: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_hi: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_hin: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_hi: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_hin: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul14_0_y: unsigned(31 downto 0);
+signal top0_0_1_2_lane_sub_mul14_0_d: signed (32 downto 0);
+signal top0_0_1_2_lane_sub_mul14_0_kv: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul14_0_p1: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul14_0_p_c: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul14_0_v: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul14_0_x: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul14_0_x1: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul14_0_yr: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul14_0_yc: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_r: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_rb: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_t: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_hi: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_hin: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_hi: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_hin: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul15_0_y: unsigned(31 downto 0);
+signal top0_0_1_2_lane_sub_mul15_0_d: signed (32 downto 0);
+signal top0_0_1_2_lane_sub_mul15_0_kv: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul15_0_p1: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul15_0_p_c: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul15_0_v: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul15_0_x: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul15_0_x1: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul15_0_yr: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul15_0_yc: signed (31 downto 0);
+signal top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_r: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_rb: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_t: signed (64 downto 0);
+signal top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_hi: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_hin: unsigned(33 downto 0);
+signal top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign: std_logic;
+signal top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill: unsigned(30 downto 0);
+signal top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_hi: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_hin: unsigned(1 downto 0);
+signal top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign: std_logic;
+signal top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_cnt: unsigned(1 downto 0);
+signal top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_d0: unsigned(511 downto 0);
+signal top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_d1: unsigned(511 downto 0);
+signal top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_l0: std_logic;
+signal top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_l1: std_logic;
+signal top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_u0: unsigned(0 downto 0);
+signal top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_u1: unsigned(0 downto 0);
 
 begin
 
@@ -422,1031 +422,1031 @@ s_axis_s_tdata_num <= unsigned(s_axis_s_tdata);
 m_axis_y_tdata <= std_logic_vector(m_axis_y_tdata_num);
 
 
-top0_0_1_2_ycat(512-1 downto 480) <= top0_0_1_2_lane_sub_mul15_0_1_2_y;
-top0_0_1_2_ycat(480-1 downto 448) <= top0_0_1_2_lane_sub_mul14_0_1_2_y;
-top0_0_1_2_ycat(448-1 downto 416) <= top0_0_1_2_lane_sub_mul13_0_1_2_y;
-top0_0_1_2_ycat(416-1 downto 384) <= top0_0_1_2_lane_sub_mul12_0_1_2_y;
-top0_0_1_2_ycat(384-1 downto 352) <= top0_0_1_2_lane_sub_mul11_0_1_2_y;
-top0_0_1_2_ycat(352-1 downto 320) <= top0_0_1_2_lane_sub_mul10_0_1_2_y;
-top0_0_1_2_ycat(320-1 downto 288) <= top0_0_1_2_lane_sub_mul9_0_1_2_y;
-top0_0_1_2_ycat(288-1 downto 256) <= top0_0_1_2_lane_sub_mul8_0_1_2_y;
-top0_0_1_2_ycat(256-1 downto 224) <= top0_0_1_2_lane_sub_mul7_0_1_2_y;
-top0_0_1_2_ycat(224-1 downto 192) <= top0_0_1_2_lane_sub_mul6_0_1_2_y;
-top0_0_1_2_ycat(192-1 downto 160) <= top0_0_1_2_lane_sub_mul5_0_1_2_y;
-top0_0_1_2_ycat(160-1 downto 128) <= top0_0_1_2_lane_sub_mul4_0_1_2_y;
-top0_0_1_2_ycat(128-1 downto 96) <= top0_0_1_2_lane_sub_mul3_0_1_2_y;
-top0_0_1_2_ycat(96-1 downto 64) <= top0_0_1_2_lane_sub_mul2_0_1_2_y;
-top0_0_1_2_ycat(64-1 downto 32) <= top0_0_1_2_lane_sub_mul1_0_1_2_y;
-top0_0_1_2_ycat(32-1 downto 0) <= top0_0_1_2_lane_sub_mul0_0_1_2_y;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign;
+top0_0_1_2_ycat(512-1 downto 480) <= top0_0_1_2_lane_sub_mul15_0_y;
+top0_0_1_2_ycat(480-1 downto 448) <= top0_0_1_2_lane_sub_mul14_0_y;
+top0_0_1_2_ycat(448-1 downto 416) <= top0_0_1_2_lane_sub_mul13_0_y;
+top0_0_1_2_ycat(416-1 downto 384) <= top0_0_1_2_lane_sub_mul12_0_y;
+top0_0_1_2_ycat(384-1 downto 352) <= top0_0_1_2_lane_sub_mul11_0_y;
+top0_0_1_2_ycat(352-1 downto 320) <= top0_0_1_2_lane_sub_mul10_0_y;
+top0_0_1_2_ycat(320-1 downto 288) <= top0_0_1_2_lane_sub_mul9_0_y;
+top0_0_1_2_ycat(288-1 downto 256) <= top0_0_1_2_lane_sub_mul8_0_y;
+top0_0_1_2_ycat(256-1 downto 224) <= top0_0_1_2_lane_sub_mul7_0_y;
+top0_0_1_2_ycat(224-1 downto 192) <= top0_0_1_2_lane_sub_mul6_0_y;
+top0_0_1_2_ycat(192-1 downto 160) <= top0_0_1_2_lane_sub_mul5_0_y;
+top0_0_1_2_ycat(160-1 downto 128) <= top0_0_1_2_lane_sub_mul4_0_y;
+top0_0_1_2_ycat(128-1 downto 96) <= top0_0_1_2_lane_sub_mul3_0_y;
+top0_0_1_2_ycat(96-1 downto 64) <= top0_0_1_2_lane_sub_mul2_0_y;
+top0_0_1_2_ycat(64-1 downto 32) <= top0_0_1_2_lane_sub_mul1_0_y;
+top0_0_1_2_ycat(32-1 downto 0) <= top0_0_1_2_lane_sub_mul0_0_y;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(30) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(29) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(28) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(27) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(26) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(25) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(24) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(23) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(22) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(21) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(20) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(19) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(18) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(17) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(16) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(15) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(14) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(13) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(12) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(11) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(10) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(9) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(8) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(7) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(6) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(5) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(4) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(3) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(2) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(1) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(0) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(30) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(29) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(28) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(27) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(26) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(25) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(24) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(23) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(22) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(21) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(20) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(19) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(18) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(17) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(16) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(15) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(14) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(13) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(12) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(11) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(10) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(9) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(8) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(7) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(6) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(5) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(4) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(3) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(2) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(1) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(0) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(30) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(29) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(28) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(27) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(26) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(25) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(24) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(23) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(22) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(21) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(20) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(19) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(18) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(17) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(16) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(15) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(14) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(13) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(12) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(11) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(10) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(9) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(8) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(7) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(6) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(5) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(4) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(3) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(2) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(1) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(0) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(30) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(29) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(28) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(27) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(26) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(25) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(24) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(23) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(22) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(21) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(20) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(19) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(18) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(17) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(16) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(15) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(14) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(13) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(12) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(11) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(10) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(9) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(8) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(7) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(6) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(5) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(4) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(3) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(2) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(1) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(0) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(30) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(29) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(28) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(27) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(26) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(25) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(24) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(23) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(22) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(21) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(20) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(19) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(18) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(17) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(16) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(15) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(14) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(13) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(12) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(11) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(10) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(9) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(8) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(7) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(6) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(5) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(4) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(3) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(2) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(1) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(0) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(30) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(29) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(28) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(27) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(26) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(25) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(24) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(23) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(22) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(21) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(20) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(19) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(18) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(17) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(16) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(15) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(14) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(13) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(12) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(11) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(10) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(9) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(8) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(7) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(6) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(5) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(4) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(3) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(2) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(1) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(0) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(30) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(29) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(28) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(27) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(26) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(25) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(24) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(23) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(22) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(21) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(20) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(19) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(18) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(17) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(16) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(15) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(14) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(13) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(12) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(11) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(10) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(9) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(8) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(7) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(6) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(5) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(4) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(3) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(2) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(1) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(0) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(30) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(29) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(28) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(27) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(26) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(25) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(24) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(23) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(22) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(21) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(20) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(19) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(18) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(17) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(16) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(15) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(14) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(13) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(12) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(11) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(10) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(9) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(8) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(7) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(6) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(5) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(4) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(3) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(2) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(1) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(0) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(30) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(29) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(28) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(27) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(26) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(25) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(24) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(23) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(22) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(21) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(20) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(19) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(18) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(17) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(16) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(15) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(14) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(13) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(12) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(11) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(10) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(9) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(8) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(7) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(6) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(5) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(4) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(3) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(2) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(1) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(0) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(30) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(29) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(28) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(27) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(26) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(25) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(24) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(23) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(22) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(21) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(20) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(19) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(18) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(17) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(16) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(15) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(14) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(13) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(12) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(11) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(10) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(9) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(8) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(7) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(6) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(5) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(4) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(3) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(2) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(1) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(0) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(30) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(29) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(28) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(27) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(26) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(25) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(24) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(23) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(22) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(21) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(20) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(19) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(18) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(17) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(16) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(15) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(14) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(13) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(12) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(11) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(10) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(9) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(8) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(7) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(6) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(5) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(4) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(3) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(2) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(1) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(0) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(30) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(29) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(28) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(27) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(26) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(25) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(24) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(23) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(22) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(21) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(20) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(19) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(18) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(17) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(16) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(15) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(14) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(13) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(12) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(11) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(10) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(9) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(8) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(7) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(6) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(5) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(4) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(3) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(2) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(1) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(0) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
 
 
-top0_0_1_2_line_last <= stdl(signed(resize(top0_0_1_2_control0_0_1_2_lcnt, 12)) = (signed(resize(top0_0_1_2_control0_0_1_2_dim_r, 12)) - 1));
-top0_0_1_2_final <= stdl((signed(resize(top0_0_1_2_control0_0_1_2_lcnt, 12)) = (signed(resize(top0_0_1_2_control0_0_1_2_dim_r, 12)) - 1)) and (signed(resize(top0_0_1_2_control0_0_1_2_icnt, 14)) = (signed(resize(top0_0_1_2_control0_0_1_2_it_r, 14)) - 1)));
+top0_0_1_2_line_last <= stdl(signed(resize(top0_0_1_2_control0_0_1_2_3_4_lcnt, 12)) = (signed(resize(top0_0_1_2_control0_0_1_2_3_4_dim_r, 12)) - 1));
+top0_0_1_2_final <= stdl((signed(resize(top0_0_1_2_control0_0_1_2_3_4_lcnt, 12)) = (signed(resize(top0_0_1_2_control0_0_1_2_3_4_dim_r, 12)) - 1)) and (signed(resize(top0_0_1_2_control0_0_1_2_3_4_icnt, 14)) = (signed(resize(top0_0_1_2_control0_0_1_2_3_4_it_r, 14)) - 1)));
 
-top0_0_1_2_control0_0_1_2_seq: process (clk) is
+top0_0_1_2_control0_0_1_2_3_4_seq: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_running <= '0';
-            busy <= '0';
+            top0_0_1_2_control0_0_1_2_3_4_dim_r <= to_unsigned(0, 11);
             done <= '0';
             cfg_err <= '0';
-            top0_0_1_2_control0_0_1_2_dim_r <= to_unsigned(0, 11);
-            top0_0_1_2_control0_0_1_2_it_r <= to_unsigned(0, 13);
-            top0_0_1_2_control0_0_1_2_icnt <= to_unsigned(0, 13);
-            top0_0_1_2_control0_0_1_2_lcnt <= to_unsigned(0, 11);
+            top0_0_1_2_control0_0_1_2_3_4_icnt <= to_unsigned(0, 13);
+            busy <= '0';
+            top0_0_1_2_control0_0_1_2_3_4_it_r <= to_unsigned(0, 13);
+            top0_0_1_2_running <= '0';
+            top0_0_1_2_control0_0_1_2_3_4_lcnt <= to_unsigned(0, 11);
         else
             done <= '0';
             if (bool(start) and (not bool(busy))) then
@@ -1457,23 +1457,23 @@ begin
                     cfg_err <= '0';
                     busy <= '1';
                     top0_0_1_2_running <= '1';
-                    top0_0_1_2_control0_0_1_2_dim_r <= cfg_dimension_num;
-                    top0_0_1_2_control0_0_1_2_it_r <= cfg_iterations_num;
-                    top0_0_1_2_control0_0_1_2_lcnt <= to_unsigned(0, 11);
-                    top0_0_1_2_control0_0_1_2_icnt <= to_unsigned(0, 13);
+                    top0_0_1_2_control0_0_1_2_3_4_dim_r <= cfg_dimension_num;
+                    top0_0_1_2_control0_0_1_2_3_4_it_r <= cfg_iterations_num;
+                    top0_0_1_2_control0_0_1_2_3_4_lcnt <= to_unsigned(0, 11);
+                    top0_0_1_2_control0_0_1_2_3_4_icnt <= to_unsigned(0, 13);
                 end if;
             end if;
             if bool(top0_0_1_2_fire) then
-                if (signed(resize(top0_0_1_2_control0_0_1_2_lcnt, 12)) = (signed(resize(top0_0_1_2_control0_0_1_2_dim_r, 12)) - 1)) then
-                    top0_0_1_2_control0_0_1_2_lcnt <= to_unsigned(0, 11);
-                    if (signed(resize(top0_0_1_2_control0_0_1_2_icnt, 14)) = (signed(resize(top0_0_1_2_control0_0_1_2_it_r, 14)) - 1)) then
-                        top0_0_1_2_control0_0_1_2_icnt <= to_unsigned(0, 13);
+                if (signed(resize(top0_0_1_2_control0_0_1_2_3_4_lcnt, 12)) = (signed(resize(top0_0_1_2_control0_0_1_2_3_4_dim_r, 12)) - 1)) then
+                    top0_0_1_2_control0_0_1_2_3_4_lcnt <= to_unsigned(0, 11);
+                    if (signed(resize(top0_0_1_2_control0_0_1_2_3_4_icnt, 14)) = (signed(resize(top0_0_1_2_control0_0_1_2_3_4_it_r, 14)) - 1)) then
+                        top0_0_1_2_control0_0_1_2_3_4_icnt <= to_unsigned(0, 13);
                         top0_0_1_2_running <= '0';
                     else
-                        top0_0_1_2_control0_0_1_2_icnt <= (top0_0_1_2_control0_0_1_2_icnt + 1);
+                        top0_0_1_2_control0_0_1_2_3_4_icnt <= (top0_0_1_2_control0_0_1_2_3_4_icnt + 1);
                     end if;
                 else
-                    top0_0_1_2_control0_0_1_2_lcnt <= (top0_0_1_2_control0_0_1_2_lcnt + 1);
+                    top0_0_1_2_control0_0_1_2_3_4_lcnt <= (top0_0_1_2_control0_0_1_2_3_4_lcnt + 1);
                 end if;
             end if;
             if bool(top0_0_1_2_out_final_pop) then
@@ -1482,7 +1482,7 @@ begin
             end if;
         end if;
     end if;
-end process top0_0_1_2_control0_0_1_2_seq;
+end process top0_0_1_2_control0_0_1_2_3_4_seq;
 
 
 top0_0_1_2_fire <= stdl(bool(top0_0_1_2_running) and bool(top0_0_1_2_en) and bool(s_axis_x_tvalid) and bool(s_axis_a_tvalid) and bool(s_axis_s_tvalid));
@@ -1494,9 +1494,9 @@ top0_0_1_2_inreg: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_br <= to_unsigned(0, 512);
-            top0_0_1_2_v0 <= to_unsigned(0, 3);
             top0_0_1_2_ar <= to_unsigned(0, 512);
+            top0_0_1_2_v0 <= to_unsigned(0, 3);
+            top0_0_1_2_br <= to_unsigned(0, 512);
         else
             if bool(top0_0_1_2_en) then
                 if bool(top0_0_1_2_fire) then
@@ -1522,1365 +1522,1365 @@ begin
     end if;
 end process top0_0_1_2_kreg;
 
-top0_0_1_2_delay_flags0_0_1_2_sh: process (clk) is
+top0_0_1_2_delay_flags0_0_1_2_3_4_sh: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_delay_flags0_0_1_2_sr <= to_unsigned(0, 6);
+            top0_0_1_2_delay_flags0_0_1_2_3_4_sr <= to_unsigned(0, 6);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_delay_flags0_0_1_2_sr <= unsigned'(top0_0_1_2_delay_flags0_0_1_2_sr((3 * (2 - 1))-1 downto 0) & top0_0_1_2_v0);
+                top0_0_1_2_delay_flags0_0_1_2_3_4_sr <= unsigned'(top0_0_1_2_delay_flags0_0_1_2_3_4_sr((3 * (2 - 1))-1 downto 0) & top0_0_1_2_v0);
             end if;
         end if;
     end if;
-end process top0_0_1_2_delay_flags0_0_1_2_sh;
+end process top0_0_1_2_delay_flags0_0_1_2_3_4_sh;
 
 
-top0_0_1_2_vout <= top0_0_1_2_delay_flags0_0_1_2_sr((3 * 2)-1 downto (3 * (2 - 1)));
+top0_0_1_2_vout <= top0_0_1_2_delay_flags0_0_1_2_3_4_sr((3 * 2)-1 downto (3 * (2 - 1)));
 
 
-top0_0_1_2_lane_sub_mul0_0_1_2_x <= signed(top0_0_1_2_ar(32-1 downto 0));
-top0_0_1_2_lane_sub_mul0_0_1_2_v <= signed(top0_0_1_2_br(32-1 downto 0));
+top0_0_1_2_lane_sub_mul0_0_x <= signed(top0_0_1_2_ar(32-1 downto 0));
+top0_0_1_2_lane_sub_mul0_0_v <= signed(top0_0_1_2_br(32-1 downto 0));
 
 
-top0_0_1_2_lane_sub_mul0_0_1_2_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul0_0_1_2_v);
+top0_0_1_2_lane_sub_mul0_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul0_0_v);
 
-top0_0_1_2_lane_sub_mul0_0_1_2_s1: process (clk) is
+top0_0_1_2_lane_sub_mul0_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul0_0_1_2_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul0_0_1_2_p1 <= to_signed(0, 65);
+            top0_0_1_2_lane_sub_mul0_0_x1 <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul0_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul0_0_1_2_p1 <= top0_0_1_2_lane_sub_mul0_0_1_2_p_c;
-                top0_0_1_2_lane_sub_mul0_0_1_2_x1 <= top0_0_1_2_lane_sub_mul0_0_1_2_x;
+                top0_0_1_2_lane_sub_mul0_0_p1 <= top0_0_1_2_lane_sub_mul0_0_p_c;
+                top0_0_1_2_lane_sub_mul0_0_x1 <= top0_0_1_2_lane_sub_mul0_0_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul0_0_1_2_s1;
+end process top0_0_1_2_lane_sub_mul0_0_s1;
 
 
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul0_0_1_2_p1, 16);
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul0_0_1_2_p1((16 - 1))));
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_t <= shift_right(top0_0_1_2_lane_sub_mul0_0_p1, 16);
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul0_0_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_r <= (top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_t + top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_rb);
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_r <= (top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_t + top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_rb);
 
 
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_r(65-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_hi <= unsigned(top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_hi);
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_hin <= (not top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_hi);
 
 
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_r((65 - 1)))));
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_r, top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill, top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_hin, top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_clamp: process (top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill, top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_hi, top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_r, top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul0_0_1_2_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_r(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_hi = 0) or (top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_hin = 0)) then
+        top0_0_1_2_lane_sub_mul0_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul0_0_1_2_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul0_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_r((65 - 1)) & top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul0_0_1_2_round_sat0_0_1_2_sat0_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_clamp;
 
 
-top0_0_1_2_lane_sub_mul0_0_1_2_d <= (resize(top0_0_1_2_lane_sub_mul0_0_1_2_x1, 33) - top0_0_1_2_lane_sub_mul0_0_1_2_kv);
+top0_0_1_2_lane_sub_mul0_0_d <= (resize(top0_0_1_2_lane_sub_mul0_0_x1, 33) - top0_0_1_2_lane_sub_mul0_0_kv);
 
 
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul0_0_1_2_d(33-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_hi <= unsigned(top0_0_1_2_lane_sub_mul0_0_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_hi);
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_hin <= (not top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_hi);
 
 
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul0_0_1_2_d((33 - 1)))));
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul0_0_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul0_0_1_2_d, top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill, top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_hin, top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_clamp: process (top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill, top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_hi, top0_0_1_2_lane_sub_mul0_0_d, top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul0_0_1_2_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul0_0_1_2_d(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_hi = 0) or (top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_hin = 0)) then
+        top0_0_1_2_lane_sub_mul0_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul0_0_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul0_0_1_2_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul0_0_1_2_d((33 - 1)) & top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul0_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul0_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul0_0_1_2_sat1_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_clamp;
 
-top0_0_1_2_lane_sub_mul0_0_1_2_s2: process (clk) is
+top0_0_1_2_lane_sub_mul0_0_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul0_0_1_2_yr <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul0_0_yr <= to_signed(0, 32);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul0_0_1_2_yr <= top0_0_1_2_lane_sub_mul0_0_1_2_yc;
+                top0_0_1_2_lane_sub_mul0_0_yr <= top0_0_1_2_lane_sub_mul0_0_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul0_0_1_2_s2;
+end process top0_0_1_2_lane_sub_mul0_0_s2;
 
 
-top0_0_1_2_lane_sub_mul0_0_1_2_y <= unsigned(top0_0_1_2_lane_sub_mul0_0_1_2_yr);
+top0_0_1_2_lane_sub_mul0_0_y <= unsigned(top0_0_1_2_lane_sub_mul0_0_yr);
 
 
-top0_0_1_2_lane_sub_mul1_0_1_2_x <= signed(top0_0_1_2_ar(64-1 downto 32));
-top0_0_1_2_lane_sub_mul1_0_1_2_v <= signed(top0_0_1_2_br(64-1 downto 32));
+top0_0_1_2_lane_sub_mul1_0_x <= signed(top0_0_1_2_ar(64-1 downto 32));
+top0_0_1_2_lane_sub_mul1_0_v <= signed(top0_0_1_2_br(64-1 downto 32));
 
 
-top0_0_1_2_lane_sub_mul1_0_1_2_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul1_0_1_2_v);
+top0_0_1_2_lane_sub_mul1_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul1_0_v);
 
-top0_0_1_2_lane_sub_mul1_0_1_2_s1: process (clk) is
+top0_0_1_2_lane_sub_mul1_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul1_0_1_2_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul1_0_1_2_p1 <= to_signed(0, 65);
+            top0_0_1_2_lane_sub_mul1_0_x1 <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul1_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul1_0_1_2_p1 <= top0_0_1_2_lane_sub_mul1_0_1_2_p_c;
-                top0_0_1_2_lane_sub_mul1_0_1_2_x1 <= top0_0_1_2_lane_sub_mul1_0_1_2_x;
+                top0_0_1_2_lane_sub_mul1_0_p1 <= top0_0_1_2_lane_sub_mul1_0_p_c;
+                top0_0_1_2_lane_sub_mul1_0_x1 <= top0_0_1_2_lane_sub_mul1_0_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul1_0_1_2_s1;
+end process top0_0_1_2_lane_sub_mul1_0_s1;
 
 
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul1_0_1_2_p1, 16);
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul1_0_1_2_p1((16 - 1))));
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_t <= shift_right(top0_0_1_2_lane_sub_mul1_0_p1, 16);
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul1_0_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_r <= (top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_t + top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_rb);
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_r <= (top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_t + top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_rb);
 
 
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_r(65-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_hi <= unsigned(top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_hi);
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_hin <= (not top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_hi);
 
 
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_r((65 - 1)))));
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_r, top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill, top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_hin, top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_clamp: process (top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill, top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_hi, top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_r, top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul1_0_1_2_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_r(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_hi = 0) or (top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_hin = 0)) then
+        top0_0_1_2_lane_sub_mul1_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul1_0_1_2_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul1_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_r((65 - 1)) & top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul1_0_1_2_round_sat1_0_1_2_sat2_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_clamp;
 
 
-top0_0_1_2_lane_sub_mul1_0_1_2_d <= (resize(top0_0_1_2_lane_sub_mul1_0_1_2_x1, 33) - top0_0_1_2_lane_sub_mul1_0_1_2_kv);
+top0_0_1_2_lane_sub_mul1_0_d <= (resize(top0_0_1_2_lane_sub_mul1_0_x1, 33) - top0_0_1_2_lane_sub_mul1_0_kv);
 
 
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul1_0_1_2_d(33-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_hi <= unsigned(top0_0_1_2_lane_sub_mul1_0_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_hi);
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_hin <= (not top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_hi);
 
 
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul1_0_1_2_d((33 - 1)))));
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul1_0_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul1_0_1_2_d, top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill, top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_hin, top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_clamp: process (top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill, top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_hi, top0_0_1_2_lane_sub_mul1_0_d, top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul1_0_1_2_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul1_0_1_2_d(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_hi = 0) or (top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_hin = 0)) then
+        top0_0_1_2_lane_sub_mul1_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul1_0_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul1_0_1_2_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul1_0_1_2_d((33 - 1)) & top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul1_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul1_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul1_0_1_2_sat3_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_clamp;
 
-top0_0_1_2_lane_sub_mul1_0_1_2_s2: process (clk) is
+top0_0_1_2_lane_sub_mul1_0_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul1_0_1_2_yr <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul1_0_yr <= to_signed(0, 32);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul1_0_1_2_yr <= top0_0_1_2_lane_sub_mul1_0_1_2_yc;
+                top0_0_1_2_lane_sub_mul1_0_yr <= top0_0_1_2_lane_sub_mul1_0_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul1_0_1_2_s2;
+end process top0_0_1_2_lane_sub_mul1_0_s2;
 
 
-top0_0_1_2_lane_sub_mul1_0_1_2_y <= unsigned(top0_0_1_2_lane_sub_mul1_0_1_2_yr);
+top0_0_1_2_lane_sub_mul1_0_y <= unsigned(top0_0_1_2_lane_sub_mul1_0_yr);
 
 
-top0_0_1_2_lane_sub_mul2_0_1_2_x <= signed(top0_0_1_2_ar(96-1 downto 64));
-top0_0_1_2_lane_sub_mul2_0_1_2_v <= signed(top0_0_1_2_br(96-1 downto 64));
+top0_0_1_2_lane_sub_mul2_0_x <= signed(top0_0_1_2_ar(96-1 downto 64));
+top0_0_1_2_lane_sub_mul2_0_v <= signed(top0_0_1_2_br(96-1 downto 64));
 
 
-top0_0_1_2_lane_sub_mul2_0_1_2_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul2_0_1_2_v);
+top0_0_1_2_lane_sub_mul2_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul2_0_v);
 
-top0_0_1_2_lane_sub_mul2_0_1_2_s1: process (clk) is
+top0_0_1_2_lane_sub_mul2_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul2_0_1_2_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul2_0_1_2_p1 <= to_signed(0, 65);
+            top0_0_1_2_lane_sub_mul2_0_x1 <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul2_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul2_0_1_2_p1 <= top0_0_1_2_lane_sub_mul2_0_1_2_p_c;
-                top0_0_1_2_lane_sub_mul2_0_1_2_x1 <= top0_0_1_2_lane_sub_mul2_0_1_2_x;
+                top0_0_1_2_lane_sub_mul2_0_p1 <= top0_0_1_2_lane_sub_mul2_0_p_c;
+                top0_0_1_2_lane_sub_mul2_0_x1 <= top0_0_1_2_lane_sub_mul2_0_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul2_0_1_2_s1;
+end process top0_0_1_2_lane_sub_mul2_0_s1;
 
 
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul2_0_1_2_p1, 16);
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul2_0_1_2_p1((16 - 1))));
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_t <= shift_right(top0_0_1_2_lane_sub_mul2_0_p1, 16);
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul2_0_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_r <= (top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_t + top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_rb);
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_r <= (top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_t + top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_rb);
 
 
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_r(65-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_hi <= unsigned(top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_hi);
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_hin <= (not top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_hi);
 
 
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_r((65 - 1)))));
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_r, top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill, top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_hin, top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_clamp: process (top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill, top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_hi, top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_r, top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul2_0_1_2_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_r(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_hi = 0) or (top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_lane_sub_mul2_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul2_0_1_2_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul2_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_r((65 - 1)) & top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul2_0_1_2_round_sat2_0_1_2_sat4_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_clamp;
 
 
-top0_0_1_2_lane_sub_mul2_0_1_2_d <= (resize(top0_0_1_2_lane_sub_mul2_0_1_2_x1, 33) - top0_0_1_2_lane_sub_mul2_0_1_2_kv);
+top0_0_1_2_lane_sub_mul2_0_d <= (resize(top0_0_1_2_lane_sub_mul2_0_x1, 33) - top0_0_1_2_lane_sub_mul2_0_kv);
 
 
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul2_0_1_2_d(33-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_hi <= unsigned(top0_0_1_2_lane_sub_mul2_0_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_hi);
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_hin <= (not top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_hi);
 
 
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul2_0_1_2_d((33 - 1)))));
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul2_0_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul2_0_1_2_d, top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill, top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_hin, top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_clamp: process (top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill, top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_hi, top0_0_1_2_lane_sub_mul2_0_d, top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul2_0_1_2_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul2_0_1_2_d(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_hi = 0) or (top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_lane_sub_mul2_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul2_0_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul2_0_1_2_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul2_0_1_2_d((33 - 1)) & top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul2_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul2_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul2_0_1_2_sat5_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_clamp;
 
-top0_0_1_2_lane_sub_mul2_0_1_2_s2: process (clk) is
+top0_0_1_2_lane_sub_mul2_0_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul2_0_1_2_yr <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul2_0_yr <= to_signed(0, 32);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul2_0_1_2_yr <= top0_0_1_2_lane_sub_mul2_0_1_2_yc;
+                top0_0_1_2_lane_sub_mul2_0_yr <= top0_0_1_2_lane_sub_mul2_0_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul2_0_1_2_s2;
+end process top0_0_1_2_lane_sub_mul2_0_s2;
 
 
-top0_0_1_2_lane_sub_mul2_0_1_2_y <= unsigned(top0_0_1_2_lane_sub_mul2_0_1_2_yr);
+top0_0_1_2_lane_sub_mul2_0_y <= unsigned(top0_0_1_2_lane_sub_mul2_0_yr);
 
 
-top0_0_1_2_lane_sub_mul3_0_1_2_x <= signed(top0_0_1_2_ar(128-1 downto 96));
-top0_0_1_2_lane_sub_mul3_0_1_2_v <= signed(top0_0_1_2_br(128-1 downto 96));
+top0_0_1_2_lane_sub_mul3_0_x <= signed(top0_0_1_2_ar(128-1 downto 96));
+top0_0_1_2_lane_sub_mul3_0_v <= signed(top0_0_1_2_br(128-1 downto 96));
 
 
-top0_0_1_2_lane_sub_mul3_0_1_2_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul3_0_1_2_v);
+top0_0_1_2_lane_sub_mul3_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul3_0_v);
 
-top0_0_1_2_lane_sub_mul3_0_1_2_s1: process (clk) is
+top0_0_1_2_lane_sub_mul3_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul3_0_1_2_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul3_0_1_2_p1 <= to_signed(0, 65);
+            top0_0_1_2_lane_sub_mul3_0_x1 <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul3_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul3_0_1_2_p1 <= top0_0_1_2_lane_sub_mul3_0_1_2_p_c;
-                top0_0_1_2_lane_sub_mul3_0_1_2_x1 <= top0_0_1_2_lane_sub_mul3_0_1_2_x;
+                top0_0_1_2_lane_sub_mul3_0_p1 <= top0_0_1_2_lane_sub_mul3_0_p_c;
+                top0_0_1_2_lane_sub_mul3_0_x1 <= top0_0_1_2_lane_sub_mul3_0_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul3_0_1_2_s1;
+end process top0_0_1_2_lane_sub_mul3_0_s1;
 
 
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul3_0_1_2_p1, 16);
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul3_0_1_2_p1((16 - 1))));
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_t <= shift_right(top0_0_1_2_lane_sub_mul3_0_p1, 16);
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul3_0_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_r <= (top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_t + top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_rb);
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_r <= (top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_t + top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_rb);
 
 
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_r(65-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_hi <= unsigned(top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_hi);
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_hin <= (not top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_hi);
 
 
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_r((65 - 1)))));
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_r, top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill, top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_hin, top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_clamp: process (top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill, top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_hi, top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_r, top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul3_0_1_2_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_r(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_hi = 0) or (top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_lane_sub_mul3_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul3_0_1_2_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul3_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_r((65 - 1)) & top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul3_0_1_2_round_sat3_0_1_2_sat6_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_clamp;
 
 
-top0_0_1_2_lane_sub_mul3_0_1_2_d <= (resize(top0_0_1_2_lane_sub_mul3_0_1_2_x1, 33) - top0_0_1_2_lane_sub_mul3_0_1_2_kv);
+top0_0_1_2_lane_sub_mul3_0_d <= (resize(top0_0_1_2_lane_sub_mul3_0_x1, 33) - top0_0_1_2_lane_sub_mul3_0_kv);
 
 
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul3_0_1_2_d(33-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_hi <= unsigned(top0_0_1_2_lane_sub_mul3_0_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_hi);
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_hin <= (not top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_hi);
 
 
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul3_0_1_2_d((33 - 1)))));
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul3_0_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul3_0_1_2_d, top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill, top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_hin, top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_clamp: process (top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill, top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_hi, top0_0_1_2_lane_sub_mul3_0_d, top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul3_0_1_2_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul3_0_1_2_d(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_hi = 0) or (top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_lane_sub_mul3_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul3_0_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul3_0_1_2_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul3_0_1_2_d((33 - 1)) & top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul3_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul3_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul3_0_1_2_sat7_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_clamp;
 
-top0_0_1_2_lane_sub_mul3_0_1_2_s2: process (clk) is
+top0_0_1_2_lane_sub_mul3_0_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul3_0_1_2_yr <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul3_0_yr <= to_signed(0, 32);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul3_0_1_2_yr <= top0_0_1_2_lane_sub_mul3_0_1_2_yc;
+                top0_0_1_2_lane_sub_mul3_0_yr <= top0_0_1_2_lane_sub_mul3_0_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul3_0_1_2_s2;
+end process top0_0_1_2_lane_sub_mul3_0_s2;
 
 
-top0_0_1_2_lane_sub_mul3_0_1_2_y <= unsigned(top0_0_1_2_lane_sub_mul3_0_1_2_yr);
+top0_0_1_2_lane_sub_mul3_0_y <= unsigned(top0_0_1_2_lane_sub_mul3_0_yr);
 
 
-top0_0_1_2_lane_sub_mul4_0_1_2_x <= signed(top0_0_1_2_ar(160-1 downto 128));
-top0_0_1_2_lane_sub_mul4_0_1_2_v <= signed(top0_0_1_2_br(160-1 downto 128));
+top0_0_1_2_lane_sub_mul4_0_x <= signed(top0_0_1_2_ar(160-1 downto 128));
+top0_0_1_2_lane_sub_mul4_0_v <= signed(top0_0_1_2_br(160-1 downto 128));
 
 
-top0_0_1_2_lane_sub_mul4_0_1_2_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul4_0_1_2_v);
+top0_0_1_2_lane_sub_mul4_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul4_0_v);
 
-top0_0_1_2_lane_sub_mul4_0_1_2_s1: process (clk) is
+top0_0_1_2_lane_sub_mul4_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul4_0_1_2_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul4_0_1_2_p1 <= to_signed(0, 65);
+            top0_0_1_2_lane_sub_mul4_0_x1 <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul4_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul4_0_1_2_p1 <= top0_0_1_2_lane_sub_mul4_0_1_2_p_c;
-                top0_0_1_2_lane_sub_mul4_0_1_2_x1 <= top0_0_1_2_lane_sub_mul4_0_1_2_x;
+                top0_0_1_2_lane_sub_mul4_0_p1 <= top0_0_1_2_lane_sub_mul4_0_p_c;
+                top0_0_1_2_lane_sub_mul4_0_x1 <= top0_0_1_2_lane_sub_mul4_0_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul4_0_1_2_s1;
+end process top0_0_1_2_lane_sub_mul4_0_s1;
 
 
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul4_0_1_2_p1, 16);
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul4_0_1_2_p1((16 - 1))));
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul4_0_p1, 16);
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul4_0_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_r <= (top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_t + top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_rb);
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_r <= (top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_t + top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_rb);
 
 
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_r(65-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_hi <= unsigned(top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_hi);
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_hin <= (not top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_hi);
 
 
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_r((65 - 1)))));
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_r, top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill, top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_hin, top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_clamp: process (top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill, top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_hi, top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_r, top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul4_0_1_2_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_r(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_hi = 0) or (top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_lane_sub_mul4_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul4_0_1_2_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul4_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul4_0_1_2_round_sat4_0_1_2_sat8_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_clamp;
 
 
-top0_0_1_2_lane_sub_mul4_0_1_2_d <= (resize(top0_0_1_2_lane_sub_mul4_0_1_2_x1, 33) - top0_0_1_2_lane_sub_mul4_0_1_2_kv);
+top0_0_1_2_lane_sub_mul4_0_d <= (resize(top0_0_1_2_lane_sub_mul4_0_x1, 33) - top0_0_1_2_lane_sub_mul4_0_kv);
 
 
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul4_0_1_2_d(33-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_hi <= unsigned(top0_0_1_2_lane_sub_mul4_0_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_hi);
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_hin <= (not top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_hi);
 
 
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul4_0_1_2_d((33 - 1)))));
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul4_0_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul4_0_1_2_d, top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill, top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_hin, top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_clamp: process (top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill, top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_hi, top0_0_1_2_lane_sub_mul4_0_d, top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul4_0_1_2_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul4_0_1_2_d(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_hi = 0) or (top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_lane_sub_mul4_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul4_0_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul4_0_1_2_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul4_0_1_2_d((33 - 1)) & top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul4_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul4_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul4_0_1_2_sat9_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_clamp;
 
-top0_0_1_2_lane_sub_mul4_0_1_2_s2: process (clk) is
+top0_0_1_2_lane_sub_mul4_0_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul4_0_1_2_yr <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul4_0_yr <= to_signed(0, 32);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul4_0_1_2_yr <= top0_0_1_2_lane_sub_mul4_0_1_2_yc;
+                top0_0_1_2_lane_sub_mul4_0_yr <= top0_0_1_2_lane_sub_mul4_0_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul4_0_1_2_s2;
+end process top0_0_1_2_lane_sub_mul4_0_s2;
 
 
-top0_0_1_2_lane_sub_mul4_0_1_2_y <= unsigned(top0_0_1_2_lane_sub_mul4_0_1_2_yr);
+top0_0_1_2_lane_sub_mul4_0_y <= unsigned(top0_0_1_2_lane_sub_mul4_0_yr);
 
 
-top0_0_1_2_lane_sub_mul5_0_1_2_x <= signed(top0_0_1_2_ar(192-1 downto 160));
-top0_0_1_2_lane_sub_mul5_0_1_2_v <= signed(top0_0_1_2_br(192-1 downto 160));
+top0_0_1_2_lane_sub_mul5_0_x <= signed(top0_0_1_2_ar(192-1 downto 160));
+top0_0_1_2_lane_sub_mul5_0_v <= signed(top0_0_1_2_br(192-1 downto 160));
 
 
-top0_0_1_2_lane_sub_mul5_0_1_2_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul5_0_1_2_v);
+top0_0_1_2_lane_sub_mul5_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul5_0_v);
 
-top0_0_1_2_lane_sub_mul5_0_1_2_s1: process (clk) is
+top0_0_1_2_lane_sub_mul5_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul5_0_1_2_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul5_0_1_2_p1 <= to_signed(0, 65);
+            top0_0_1_2_lane_sub_mul5_0_x1 <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul5_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul5_0_1_2_p1 <= top0_0_1_2_lane_sub_mul5_0_1_2_p_c;
-                top0_0_1_2_lane_sub_mul5_0_1_2_x1 <= top0_0_1_2_lane_sub_mul5_0_1_2_x;
+                top0_0_1_2_lane_sub_mul5_0_p1 <= top0_0_1_2_lane_sub_mul5_0_p_c;
+                top0_0_1_2_lane_sub_mul5_0_x1 <= top0_0_1_2_lane_sub_mul5_0_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul5_0_1_2_s1;
+end process top0_0_1_2_lane_sub_mul5_0_s1;
 
 
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul5_0_1_2_p1, 16);
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul5_0_1_2_p1((16 - 1))));
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul5_0_p1, 16);
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul5_0_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_r <= (top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_t + top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_rb);
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_r <= (top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_t + top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_rb);
 
 
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_r(65-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_hi <= unsigned(top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_hi);
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_hin <= (not top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_hi);
 
 
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_r((65 - 1)))));
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_r, top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill, top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_hin, top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_clamp: process (top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill, top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_hi, top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_r, top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul5_0_1_2_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_r(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_hi = 0) or (top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_lane_sub_mul5_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul5_0_1_2_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul5_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul5_0_1_2_round_sat5_0_1_2_sat10_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_clamp;
 
 
-top0_0_1_2_lane_sub_mul5_0_1_2_d <= (resize(top0_0_1_2_lane_sub_mul5_0_1_2_x1, 33) - top0_0_1_2_lane_sub_mul5_0_1_2_kv);
+top0_0_1_2_lane_sub_mul5_0_d <= (resize(top0_0_1_2_lane_sub_mul5_0_x1, 33) - top0_0_1_2_lane_sub_mul5_0_kv);
 
 
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul5_0_1_2_d(33-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_hi <= unsigned(top0_0_1_2_lane_sub_mul5_0_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_hi);
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_hin <= (not top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_hi);
 
 
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul5_0_1_2_d((33 - 1)))));
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul5_0_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul5_0_1_2_d, top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill, top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_hin, top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_clamp: process (top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill, top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_hi, top0_0_1_2_lane_sub_mul5_0_d, top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul5_0_1_2_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul5_0_1_2_d(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_hi = 0) or (top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_hin = 0)) then
+        top0_0_1_2_lane_sub_mul5_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul5_0_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul5_0_1_2_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul5_0_1_2_d((33 - 1)) & top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul5_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul5_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul5_0_1_2_sat11_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_clamp;
 
-top0_0_1_2_lane_sub_mul5_0_1_2_s2: process (clk) is
+top0_0_1_2_lane_sub_mul5_0_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul5_0_1_2_yr <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul5_0_yr <= to_signed(0, 32);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul5_0_1_2_yr <= top0_0_1_2_lane_sub_mul5_0_1_2_yc;
+                top0_0_1_2_lane_sub_mul5_0_yr <= top0_0_1_2_lane_sub_mul5_0_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul5_0_1_2_s2;
+end process top0_0_1_2_lane_sub_mul5_0_s2;
 
 
-top0_0_1_2_lane_sub_mul5_0_1_2_y <= unsigned(top0_0_1_2_lane_sub_mul5_0_1_2_yr);
+top0_0_1_2_lane_sub_mul5_0_y <= unsigned(top0_0_1_2_lane_sub_mul5_0_yr);
 
 
-top0_0_1_2_lane_sub_mul6_0_1_2_x <= signed(top0_0_1_2_ar(224-1 downto 192));
-top0_0_1_2_lane_sub_mul6_0_1_2_v <= signed(top0_0_1_2_br(224-1 downto 192));
+top0_0_1_2_lane_sub_mul6_0_x <= signed(top0_0_1_2_ar(224-1 downto 192));
+top0_0_1_2_lane_sub_mul6_0_v <= signed(top0_0_1_2_br(224-1 downto 192));
 
 
-top0_0_1_2_lane_sub_mul6_0_1_2_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul6_0_1_2_v);
+top0_0_1_2_lane_sub_mul6_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul6_0_v);
 
-top0_0_1_2_lane_sub_mul6_0_1_2_s1: process (clk) is
+top0_0_1_2_lane_sub_mul6_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul6_0_1_2_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul6_0_1_2_p1 <= to_signed(0, 65);
+            top0_0_1_2_lane_sub_mul6_0_x1 <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul6_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul6_0_1_2_p1 <= top0_0_1_2_lane_sub_mul6_0_1_2_p_c;
-                top0_0_1_2_lane_sub_mul6_0_1_2_x1 <= top0_0_1_2_lane_sub_mul6_0_1_2_x;
+                top0_0_1_2_lane_sub_mul6_0_p1 <= top0_0_1_2_lane_sub_mul6_0_p_c;
+                top0_0_1_2_lane_sub_mul6_0_x1 <= top0_0_1_2_lane_sub_mul6_0_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul6_0_1_2_s1;
+end process top0_0_1_2_lane_sub_mul6_0_s1;
 
 
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul6_0_1_2_p1, 16);
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul6_0_1_2_p1((16 - 1))));
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul6_0_p1, 16);
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul6_0_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_r <= (top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_t + top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_rb);
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_r <= (top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_t + top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_rb);
 
 
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_r(65-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_hi);
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_hi);
 
 
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_r((65 - 1)))));
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_r, top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill, top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_hin, top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill, top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_hi, top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_r, top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul6_0_1_2_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_r(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_hin = 0)) then
+        top0_0_1_2_lane_sub_mul6_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul6_0_1_2_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul6_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul6_0_1_2_round_sat6_0_1_2_sat12_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_clamp;
 
 
-top0_0_1_2_lane_sub_mul6_0_1_2_d <= (resize(top0_0_1_2_lane_sub_mul6_0_1_2_x1, 33) - top0_0_1_2_lane_sub_mul6_0_1_2_kv);
+top0_0_1_2_lane_sub_mul6_0_d <= (resize(top0_0_1_2_lane_sub_mul6_0_x1, 33) - top0_0_1_2_lane_sub_mul6_0_kv);
 
 
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul6_0_1_2_d(33-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul6_0_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_hi);
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_hi);
 
 
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul6_0_1_2_d((33 - 1)))));
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul6_0_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul6_0_1_2_d, top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill, top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_hin, top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill, top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_hi, top0_0_1_2_lane_sub_mul6_0_d, top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul6_0_1_2_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul6_0_1_2_d(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_hin = 0)) then
+        top0_0_1_2_lane_sub_mul6_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul6_0_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul6_0_1_2_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul6_0_1_2_d((33 - 1)) & top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul6_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul6_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul6_0_1_2_sat13_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_clamp;
 
-top0_0_1_2_lane_sub_mul6_0_1_2_s2: process (clk) is
+top0_0_1_2_lane_sub_mul6_0_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul6_0_1_2_yr <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul6_0_yr <= to_signed(0, 32);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul6_0_1_2_yr <= top0_0_1_2_lane_sub_mul6_0_1_2_yc;
+                top0_0_1_2_lane_sub_mul6_0_yr <= top0_0_1_2_lane_sub_mul6_0_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul6_0_1_2_s2;
+end process top0_0_1_2_lane_sub_mul6_0_s2;
 
 
-top0_0_1_2_lane_sub_mul6_0_1_2_y <= unsigned(top0_0_1_2_lane_sub_mul6_0_1_2_yr);
+top0_0_1_2_lane_sub_mul6_0_y <= unsigned(top0_0_1_2_lane_sub_mul6_0_yr);
 
 
-top0_0_1_2_lane_sub_mul7_0_1_2_x <= signed(top0_0_1_2_ar(256-1 downto 224));
-top0_0_1_2_lane_sub_mul7_0_1_2_v <= signed(top0_0_1_2_br(256-1 downto 224));
+top0_0_1_2_lane_sub_mul7_0_x <= signed(top0_0_1_2_ar(256-1 downto 224));
+top0_0_1_2_lane_sub_mul7_0_v <= signed(top0_0_1_2_br(256-1 downto 224));
 
 
-top0_0_1_2_lane_sub_mul7_0_1_2_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul7_0_1_2_v);
+top0_0_1_2_lane_sub_mul7_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul7_0_v);
 
-top0_0_1_2_lane_sub_mul7_0_1_2_s1: process (clk) is
+top0_0_1_2_lane_sub_mul7_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul7_0_1_2_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul7_0_1_2_p1 <= to_signed(0, 65);
+            top0_0_1_2_lane_sub_mul7_0_x1 <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul7_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul7_0_1_2_p1 <= top0_0_1_2_lane_sub_mul7_0_1_2_p_c;
-                top0_0_1_2_lane_sub_mul7_0_1_2_x1 <= top0_0_1_2_lane_sub_mul7_0_1_2_x;
+                top0_0_1_2_lane_sub_mul7_0_p1 <= top0_0_1_2_lane_sub_mul7_0_p_c;
+                top0_0_1_2_lane_sub_mul7_0_x1 <= top0_0_1_2_lane_sub_mul7_0_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul7_0_1_2_s1;
+end process top0_0_1_2_lane_sub_mul7_0_s1;
 
 
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul7_0_1_2_p1, 16);
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul7_0_1_2_p1((16 - 1))));
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul7_0_p1, 16);
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul7_0_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_r <= (top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_t + top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_rb);
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_r <= (top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_t + top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_rb);
 
 
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_r(65-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_hi);
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_hi);
 
 
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_r((65 - 1)))));
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_r, top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill, top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_hin, top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill, top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_hi, top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_r, top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul7_0_1_2_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_r(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_hin = 0)) then
+        top0_0_1_2_lane_sub_mul7_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul7_0_1_2_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul7_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul7_0_1_2_round_sat7_0_1_2_sat14_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_clamp;
 
 
-top0_0_1_2_lane_sub_mul7_0_1_2_d <= (resize(top0_0_1_2_lane_sub_mul7_0_1_2_x1, 33) - top0_0_1_2_lane_sub_mul7_0_1_2_kv);
+top0_0_1_2_lane_sub_mul7_0_d <= (resize(top0_0_1_2_lane_sub_mul7_0_x1, 33) - top0_0_1_2_lane_sub_mul7_0_kv);
 
 
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul7_0_1_2_d(33-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul7_0_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_hi);
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_hi);
 
 
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul7_0_1_2_d((33 - 1)))));
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul7_0_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul7_0_1_2_d, top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill, top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_hin, top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill, top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_hi, top0_0_1_2_lane_sub_mul7_0_d, top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul7_0_1_2_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul7_0_1_2_d(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_hin = 0)) then
+        top0_0_1_2_lane_sub_mul7_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul7_0_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul7_0_1_2_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul7_0_1_2_d((33 - 1)) & top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul7_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul7_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul7_0_1_2_sat15_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_clamp;
 
-top0_0_1_2_lane_sub_mul7_0_1_2_s2: process (clk) is
+top0_0_1_2_lane_sub_mul7_0_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul7_0_1_2_yr <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul7_0_yr <= to_signed(0, 32);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul7_0_1_2_yr <= top0_0_1_2_lane_sub_mul7_0_1_2_yc;
+                top0_0_1_2_lane_sub_mul7_0_yr <= top0_0_1_2_lane_sub_mul7_0_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul7_0_1_2_s2;
+end process top0_0_1_2_lane_sub_mul7_0_s2;
 
 
-top0_0_1_2_lane_sub_mul7_0_1_2_y <= unsigned(top0_0_1_2_lane_sub_mul7_0_1_2_yr);
+top0_0_1_2_lane_sub_mul7_0_y <= unsigned(top0_0_1_2_lane_sub_mul7_0_yr);
 
 
-top0_0_1_2_lane_sub_mul8_0_1_2_x <= signed(top0_0_1_2_ar(288-1 downto 256));
-top0_0_1_2_lane_sub_mul8_0_1_2_v <= signed(top0_0_1_2_br(288-1 downto 256));
+top0_0_1_2_lane_sub_mul8_0_x <= signed(top0_0_1_2_ar(288-1 downto 256));
+top0_0_1_2_lane_sub_mul8_0_v <= signed(top0_0_1_2_br(288-1 downto 256));
 
 
-top0_0_1_2_lane_sub_mul8_0_1_2_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul8_0_1_2_v);
+top0_0_1_2_lane_sub_mul8_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul8_0_v);
 
-top0_0_1_2_lane_sub_mul8_0_1_2_s1: process (clk) is
+top0_0_1_2_lane_sub_mul8_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul8_0_1_2_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul8_0_1_2_p1 <= to_signed(0, 65);
+            top0_0_1_2_lane_sub_mul8_0_x1 <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul8_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul8_0_1_2_p1 <= top0_0_1_2_lane_sub_mul8_0_1_2_p_c;
-                top0_0_1_2_lane_sub_mul8_0_1_2_x1 <= top0_0_1_2_lane_sub_mul8_0_1_2_x;
+                top0_0_1_2_lane_sub_mul8_0_p1 <= top0_0_1_2_lane_sub_mul8_0_p_c;
+                top0_0_1_2_lane_sub_mul8_0_x1 <= top0_0_1_2_lane_sub_mul8_0_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul8_0_1_2_s1;
+end process top0_0_1_2_lane_sub_mul8_0_s1;
 
 
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul8_0_1_2_p1, 16);
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul8_0_1_2_p1((16 - 1))));
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul8_0_p1, 16);
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul8_0_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_r <= (top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_t + top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_rb);
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_r <= (top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_t + top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_rb);
 
 
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_r(65-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_hi);
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_hi);
 
 
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_r((65 - 1)))));
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_r, top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill, top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_hin, top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill, top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_hi, top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_r, top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul8_0_1_2_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_r(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_hin = 0)) then
+        top0_0_1_2_lane_sub_mul8_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul8_0_1_2_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul8_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul8_0_1_2_round_sat8_0_1_2_sat16_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_clamp;
 
 
-top0_0_1_2_lane_sub_mul8_0_1_2_d <= (resize(top0_0_1_2_lane_sub_mul8_0_1_2_x1, 33) - top0_0_1_2_lane_sub_mul8_0_1_2_kv);
+top0_0_1_2_lane_sub_mul8_0_d <= (resize(top0_0_1_2_lane_sub_mul8_0_x1, 33) - top0_0_1_2_lane_sub_mul8_0_kv);
 
 
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul8_0_1_2_d(33-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul8_0_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_hi);
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_hi);
 
 
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul8_0_1_2_d((33 - 1)))));
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul8_0_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul8_0_1_2_d, top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill, top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_hin, top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill, top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_hi, top0_0_1_2_lane_sub_mul8_0_d, top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul8_0_1_2_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul8_0_1_2_d(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_hin = 0)) then
+        top0_0_1_2_lane_sub_mul8_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul8_0_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul8_0_1_2_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul8_0_1_2_d((33 - 1)) & top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul8_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul8_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul8_0_1_2_sat17_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_clamp;
 
-top0_0_1_2_lane_sub_mul8_0_1_2_s2: process (clk) is
+top0_0_1_2_lane_sub_mul8_0_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul8_0_1_2_yr <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul8_0_yr <= to_signed(0, 32);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul8_0_1_2_yr <= top0_0_1_2_lane_sub_mul8_0_1_2_yc;
+                top0_0_1_2_lane_sub_mul8_0_yr <= top0_0_1_2_lane_sub_mul8_0_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul8_0_1_2_s2;
+end process top0_0_1_2_lane_sub_mul8_0_s2;
 
 
-top0_0_1_2_lane_sub_mul8_0_1_2_y <= unsigned(top0_0_1_2_lane_sub_mul8_0_1_2_yr);
+top0_0_1_2_lane_sub_mul8_0_y <= unsigned(top0_0_1_2_lane_sub_mul8_0_yr);
 
 
-top0_0_1_2_lane_sub_mul9_0_1_2_x <= signed(top0_0_1_2_ar(320-1 downto 288));
-top0_0_1_2_lane_sub_mul9_0_1_2_v <= signed(top0_0_1_2_br(320-1 downto 288));
+top0_0_1_2_lane_sub_mul9_0_x <= signed(top0_0_1_2_ar(320-1 downto 288));
+top0_0_1_2_lane_sub_mul9_0_v <= signed(top0_0_1_2_br(320-1 downto 288));
 
 
-top0_0_1_2_lane_sub_mul9_0_1_2_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul9_0_1_2_v);
+top0_0_1_2_lane_sub_mul9_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul9_0_v);
 
-top0_0_1_2_lane_sub_mul9_0_1_2_s1: process (clk) is
+top0_0_1_2_lane_sub_mul9_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul9_0_1_2_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul9_0_1_2_p1 <= to_signed(0, 65);
+            top0_0_1_2_lane_sub_mul9_0_x1 <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul9_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul9_0_1_2_p1 <= top0_0_1_2_lane_sub_mul9_0_1_2_p_c;
-                top0_0_1_2_lane_sub_mul9_0_1_2_x1 <= top0_0_1_2_lane_sub_mul9_0_1_2_x;
+                top0_0_1_2_lane_sub_mul9_0_p1 <= top0_0_1_2_lane_sub_mul9_0_p_c;
+                top0_0_1_2_lane_sub_mul9_0_x1 <= top0_0_1_2_lane_sub_mul9_0_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul9_0_1_2_s1;
+end process top0_0_1_2_lane_sub_mul9_0_s1;
 
 
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul9_0_1_2_p1, 16);
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul9_0_1_2_p1((16 - 1))));
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul9_0_p1, 16);
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul9_0_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_r <= (top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_t + top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_rb);
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_r <= (top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_t + top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_rb);
 
 
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_r(65-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_hi);
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_hi);
 
 
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_r((65 - 1)))));
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_r, top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill, top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_hin, top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill, top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_hi, top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_r, top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul9_0_1_2_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_r(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_hin = 0)) then
+        top0_0_1_2_lane_sub_mul9_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul9_0_1_2_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul9_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul9_0_1_2_round_sat9_0_1_2_sat18_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_clamp;
 
 
-top0_0_1_2_lane_sub_mul9_0_1_2_d <= (resize(top0_0_1_2_lane_sub_mul9_0_1_2_x1, 33) - top0_0_1_2_lane_sub_mul9_0_1_2_kv);
+top0_0_1_2_lane_sub_mul9_0_d <= (resize(top0_0_1_2_lane_sub_mul9_0_x1, 33) - top0_0_1_2_lane_sub_mul9_0_kv);
 
 
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul9_0_1_2_d(33-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul9_0_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_hi);
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_hi);
 
 
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul9_0_1_2_d((33 - 1)))));
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul9_0_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul9_0_1_2_d, top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill, top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_hin, top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill, top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_hi, top0_0_1_2_lane_sub_mul9_0_d, top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul9_0_1_2_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul9_0_1_2_d(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_hin = 0)) then
+        top0_0_1_2_lane_sub_mul9_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul9_0_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul9_0_1_2_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul9_0_1_2_d((33 - 1)) & top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul9_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul9_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul9_0_1_2_sat19_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_clamp;
 
-top0_0_1_2_lane_sub_mul9_0_1_2_s2: process (clk) is
+top0_0_1_2_lane_sub_mul9_0_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul9_0_1_2_yr <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul9_0_yr <= to_signed(0, 32);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul9_0_1_2_yr <= top0_0_1_2_lane_sub_mul9_0_1_2_yc;
+                top0_0_1_2_lane_sub_mul9_0_yr <= top0_0_1_2_lane_sub_mul9_0_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul9_0_1_2_s2;
+end process top0_0_1_2_lane_sub_mul9_0_s2;
 
 
-top0_0_1_2_lane_sub_mul9_0_1_2_y <= unsigned(top0_0_1_2_lane_sub_mul9_0_1_2_yr);
+top0_0_1_2_lane_sub_mul9_0_y <= unsigned(top0_0_1_2_lane_sub_mul9_0_yr);
 
 
-top0_0_1_2_lane_sub_mul10_0_1_2_x <= signed(top0_0_1_2_ar(352-1 downto 320));
-top0_0_1_2_lane_sub_mul10_0_1_2_v <= signed(top0_0_1_2_br(352-1 downto 320));
+top0_0_1_2_lane_sub_mul10_0_x <= signed(top0_0_1_2_ar(352-1 downto 320));
+top0_0_1_2_lane_sub_mul10_0_v <= signed(top0_0_1_2_br(352-1 downto 320));
 
 
-top0_0_1_2_lane_sub_mul10_0_1_2_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul10_0_1_2_v);
+top0_0_1_2_lane_sub_mul10_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul10_0_v);
 
-top0_0_1_2_lane_sub_mul10_0_1_2_s1: process (clk) is
+top0_0_1_2_lane_sub_mul10_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul10_0_1_2_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul10_0_1_2_p1 <= to_signed(0, 65);
+            top0_0_1_2_lane_sub_mul10_0_x1 <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul10_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul10_0_1_2_p1 <= top0_0_1_2_lane_sub_mul10_0_1_2_p_c;
-                top0_0_1_2_lane_sub_mul10_0_1_2_x1 <= top0_0_1_2_lane_sub_mul10_0_1_2_x;
+                top0_0_1_2_lane_sub_mul10_0_p1 <= top0_0_1_2_lane_sub_mul10_0_p_c;
+                top0_0_1_2_lane_sub_mul10_0_x1 <= top0_0_1_2_lane_sub_mul10_0_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul10_0_1_2_s1;
+end process top0_0_1_2_lane_sub_mul10_0_s1;
 
 
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul10_0_1_2_p1, 16);
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul10_0_1_2_p1((16 - 1))));
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul10_0_p1, 16);
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul10_0_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_r <= (top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_t + top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_rb);
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_r <= (top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_t + top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_rb);
 
 
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_r(65-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_hi);
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_hi);
 
 
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_r((65 - 1)))));
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_r, top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill, top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_hin, top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill, top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_hi, top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_r, top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul10_0_1_2_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_r(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_hin = 0)) then
+        top0_0_1_2_lane_sub_mul10_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul10_0_1_2_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul10_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul10_0_1_2_round_sat10_0_1_2_sat20_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_clamp;
 
 
-top0_0_1_2_lane_sub_mul10_0_1_2_d <= (resize(top0_0_1_2_lane_sub_mul10_0_1_2_x1, 33) - top0_0_1_2_lane_sub_mul10_0_1_2_kv);
+top0_0_1_2_lane_sub_mul10_0_d <= (resize(top0_0_1_2_lane_sub_mul10_0_x1, 33) - top0_0_1_2_lane_sub_mul10_0_kv);
 
 
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul10_0_1_2_d(33-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul10_0_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_hi);
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_hi);
 
 
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul10_0_1_2_d((33 - 1)))));
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul10_0_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul10_0_1_2_d, top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill, top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_hin, top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill, top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_hi, top0_0_1_2_lane_sub_mul10_0_d, top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul10_0_1_2_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul10_0_1_2_d(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_hin = 0)) then
+        top0_0_1_2_lane_sub_mul10_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul10_0_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul10_0_1_2_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul10_0_1_2_d((33 - 1)) & top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul10_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul10_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul10_0_1_2_sat21_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_clamp;
 
-top0_0_1_2_lane_sub_mul10_0_1_2_s2: process (clk) is
+top0_0_1_2_lane_sub_mul10_0_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul10_0_1_2_yr <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul10_0_yr <= to_signed(0, 32);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul10_0_1_2_yr <= top0_0_1_2_lane_sub_mul10_0_1_2_yc;
+                top0_0_1_2_lane_sub_mul10_0_yr <= top0_0_1_2_lane_sub_mul10_0_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul10_0_1_2_s2;
+end process top0_0_1_2_lane_sub_mul10_0_s2;
 
 
-top0_0_1_2_lane_sub_mul10_0_1_2_y <= unsigned(top0_0_1_2_lane_sub_mul10_0_1_2_yr);
+top0_0_1_2_lane_sub_mul10_0_y <= unsigned(top0_0_1_2_lane_sub_mul10_0_yr);
 
 
-top0_0_1_2_lane_sub_mul11_0_1_2_x <= signed(top0_0_1_2_ar(384-1 downto 352));
-top0_0_1_2_lane_sub_mul11_0_1_2_v <= signed(top0_0_1_2_br(384-1 downto 352));
+top0_0_1_2_lane_sub_mul11_0_x <= signed(top0_0_1_2_ar(384-1 downto 352));
+top0_0_1_2_lane_sub_mul11_0_v <= signed(top0_0_1_2_br(384-1 downto 352));
 
 
-top0_0_1_2_lane_sub_mul11_0_1_2_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul11_0_1_2_v);
+top0_0_1_2_lane_sub_mul11_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul11_0_v);
 
-top0_0_1_2_lane_sub_mul11_0_1_2_s1: process (clk) is
+top0_0_1_2_lane_sub_mul11_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul11_0_1_2_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul11_0_1_2_p1 <= to_signed(0, 65);
+            top0_0_1_2_lane_sub_mul11_0_x1 <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul11_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul11_0_1_2_p1 <= top0_0_1_2_lane_sub_mul11_0_1_2_p_c;
-                top0_0_1_2_lane_sub_mul11_0_1_2_x1 <= top0_0_1_2_lane_sub_mul11_0_1_2_x;
+                top0_0_1_2_lane_sub_mul11_0_p1 <= top0_0_1_2_lane_sub_mul11_0_p_c;
+                top0_0_1_2_lane_sub_mul11_0_x1 <= top0_0_1_2_lane_sub_mul11_0_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul11_0_1_2_s1;
+end process top0_0_1_2_lane_sub_mul11_0_s1;
 
 
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul11_0_1_2_p1, 16);
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul11_0_1_2_p1((16 - 1))));
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul11_0_p1, 16);
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul11_0_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_r <= (top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_t + top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_rb);
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_r <= (top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_t + top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_rb);
 
 
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_r(65-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_hi);
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_hi);
 
 
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_r((65 - 1)))));
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_r, top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill, top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_hin, top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill, top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_hi, top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_r, top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul11_0_1_2_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_r(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_hin = 0)) then
+        top0_0_1_2_lane_sub_mul11_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul11_0_1_2_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul11_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul11_0_1_2_round_sat11_0_1_2_sat22_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_clamp;
 
 
-top0_0_1_2_lane_sub_mul11_0_1_2_d <= (resize(top0_0_1_2_lane_sub_mul11_0_1_2_x1, 33) - top0_0_1_2_lane_sub_mul11_0_1_2_kv);
+top0_0_1_2_lane_sub_mul11_0_d <= (resize(top0_0_1_2_lane_sub_mul11_0_x1, 33) - top0_0_1_2_lane_sub_mul11_0_kv);
 
 
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul11_0_1_2_d(33-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul11_0_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_hi);
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_hi);
 
 
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul11_0_1_2_d((33 - 1)))));
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul11_0_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul11_0_1_2_d, top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill, top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_hin, top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill, top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_hi, top0_0_1_2_lane_sub_mul11_0_d, top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul11_0_1_2_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul11_0_1_2_d(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_hin = 0)) then
+        top0_0_1_2_lane_sub_mul11_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul11_0_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul11_0_1_2_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul11_0_1_2_d((33 - 1)) & top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul11_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul11_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul11_0_1_2_sat23_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_clamp;
 
-top0_0_1_2_lane_sub_mul11_0_1_2_s2: process (clk) is
+top0_0_1_2_lane_sub_mul11_0_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul11_0_1_2_yr <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul11_0_yr <= to_signed(0, 32);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul11_0_1_2_yr <= top0_0_1_2_lane_sub_mul11_0_1_2_yc;
+                top0_0_1_2_lane_sub_mul11_0_yr <= top0_0_1_2_lane_sub_mul11_0_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul11_0_1_2_s2;
+end process top0_0_1_2_lane_sub_mul11_0_s2;
 
 
-top0_0_1_2_lane_sub_mul11_0_1_2_y <= unsigned(top0_0_1_2_lane_sub_mul11_0_1_2_yr);
+top0_0_1_2_lane_sub_mul11_0_y <= unsigned(top0_0_1_2_lane_sub_mul11_0_yr);
 
 
-top0_0_1_2_lane_sub_mul12_0_1_2_x <= signed(top0_0_1_2_ar(416-1 downto 384));
-top0_0_1_2_lane_sub_mul12_0_1_2_v <= signed(top0_0_1_2_br(416-1 downto 384));
+top0_0_1_2_lane_sub_mul12_0_x <= signed(top0_0_1_2_ar(416-1 downto 384));
+top0_0_1_2_lane_sub_mul12_0_v <= signed(top0_0_1_2_br(416-1 downto 384));
 
 
-top0_0_1_2_lane_sub_mul12_0_1_2_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul12_0_1_2_v);
+top0_0_1_2_lane_sub_mul12_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul12_0_v);
 
-top0_0_1_2_lane_sub_mul12_0_1_2_s1: process (clk) is
+top0_0_1_2_lane_sub_mul12_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul12_0_1_2_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul12_0_1_2_p1 <= to_signed(0, 65);
+            top0_0_1_2_lane_sub_mul12_0_x1 <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul12_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul12_0_1_2_p1 <= top0_0_1_2_lane_sub_mul12_0_1_2_p_c;
-                top0_0_1_2_lane_sub_mul12_0_1_2_x1 <= top0_0_1_2_lane_sub_mul12_0_1_2_x;
+                top0_0_1_2_lane_sub_mul12_0_p1 <= top0_0_1_2_lane_sub_mul12_0_p_c;
+                top0_0_1_2_lane_sub_mul12_0_x1 <= top0_0_1_2_lane_sub_mul12_0_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul12_0_1_2_s1;
+end process top0_0_1_2_lane_sub_mul12_0_s1;
 
 
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul12_0_1_2_p1, 16);
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul12_0_1_2_p1((16 - 1))));
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul12_0_p1, 16);
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul12_0_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_r <= (top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_t + top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_rb);
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_r <= (top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_t + top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_rb);
 
 
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_r(65-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_hi);
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_hi);
 
 
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_r((65 - 1)))));
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_r, top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill, top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_hin, top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill, top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_hi, top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_r, top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul12_0_1_2_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_r(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_hin = 0)) then
+        top0_0_1_2_lane_sub_mul12_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul12_0_1_2_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul12_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul12_0_1_2_round_sat12_0_1_2_sat24_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_clamp;
 
 
-top0_0_1_2_lane_sub_mul12_0_1_2_d <= (resize(top0_0_1_2_lane_sub_mul12_0_1_2_x1, 33) - top0_0_1_2_lane_sub_mul12_0_1_2_kv);
+top0_0_1_2_lane_sub_mul12_0_d <= (resize(top0_0_1_2_lane_sub_mul12_0_x1, 33) - top0_0_1_2_lane_sub_mul12_0_kv);
 
 
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul12_0_1_2_d(33-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul12_0_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_hi);
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_hi);
 
 
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul12_0_1_2_d((33 - 1)))));
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul12_0_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul12_0_1_2_d, top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill, top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_hin, top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill, top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_hi, top0_0_1_2_lane_sub_mul12_0_d, top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul12_0_1_2_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul12_0_1_2_d(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_hin = 0)) then
+        top0_0_1_2_lane_sub_mul12_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul12_0_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul12_0_1_2_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul12_0_1_2_d((33 - 1)) & top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul12_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul12_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul12_0_1_2_sat25_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_clamp;
 
-top0_0_1_2_lane_sub_mul12_0_1_2_s2: process (clk) is
+top0_0_1_2_lane_sub_mul12_0_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul12_0_1_2_yr <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul12_0_yr <= to_signed(0, 32);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul12_0_1_2_yr <= top0_0_1_2_lane_sub_mul12_0_1_2_yc;
+                top0_0_1_2_lane_sub_mul12_0_yr <= top0_0_1_2_lane_sub_mul12_0_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul12_0_1_2_s2;
+end process top0_0_1_2_lane_sub_mul12_0_s2;
 
 
-top0_0_1_2_lane_sub_mul12_0_1_2_y <= unsigned(top0_0_1_2_lane_sub_mul12_0_1_2_yr);
+top0_0_1_2_lane_sub_mul12_0_y <= unsigned(top0_0_1_2_lane_sub_mul12_0_yr);
 
 
-top0_0_1_2_lane_sub_mul13_0_1_2_x <= signed(top0_0_1_2_ar(448-1 downto 416));
-top0_0_1_2_lane_sub_mul13_0_1_2_v <= signed(top0_0_1_2_br(448-1 downto 416));
+top0_0_1_2_lane_sub_mul13_0_x <= signed(top0_0_1_2_ar(448-1 downto 416));
+top0_0_1_2_lane_sub_mul13_0_v <= signed(top0_0_1_2_br(448-1 downto 416));
 
 
-top0_0_1_2_lane_sub_mul13_0_1_2_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul13_0_1_2_v);
+top0_0_1_2_lane_sub_mul13_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul13_0_v);
 
-top0_0_1_2_lane_sub_mul13_0_1_2_s1: process (clk) is
+top0_0_1_2_lane_sub_mul13_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul13_0_1_2_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul13_0_1_2_p1 <= to_signed(0, 65);
+            top0_0_1_2_lane_sub_mul13_0_x1 <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul13_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul13_0_1_2_p1 <= top0_0_1_2_lane_sub_mul13_0_1_2_p_c;
-                top0_0_1_2_lane_sub_mul13_0_1_2_x1 <= top0_0_1_2_lane_sub_mul13_0_1_2_x;
+                top0_0_1_2_lane_sub_mul13_0_p1 <= top0_0_1_2_lane_sub_mul13_0_p_c;
+                top0_0_1_2_lane_sub_mul13_0_x1 <= top0_0_1_2_lane_sub_mul13_0_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul13_0_1_2_s1;
+end process top0_0_1_2_lane_sub_mul13_0_s1;
 
 
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul13_0_1_2_p1, 16);
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul13_0_1_2_p1((16 - 1))));
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul13_0_p1, 16);
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul13_0_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_r <= (top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_t + top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_rb);
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_r <= (top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_t + top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_rb);
 
 
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_r(65-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_hi);
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_hi);
 
 
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_r((65 - 1)))));
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_r, top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill, top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_hin, top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill, top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_hi, top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_r, top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul13_0_1_2_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_r(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_hin = 0)) then
+        top0_0_1_2_lane_sub_mul13_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul13_0_1_2_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul13_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul13_0_1_2_round_sat13_0_1_2_sat26_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_clamp;
 
 
-top0_0_1_2_lane_sub_mul13_0_1_2_d <= (resize(top0_0_1_2_lane_sub_mul13_0_1_2_x1, 33) - top0_0_1_2_lane_sub_mul13_0_1_2_kv);
+top0_0_1_2_lane_sub_mul13_0_d <= (resize(top0_0_1_2_lane_sub_mul13_0_x1, 33) - top0_0_1_2_lane_sub_mul13_0_kv);
 
 
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul13_0_1_2_d(33-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul13_0_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_hi);
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_hi);
 
 
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul13_0_1_2_d((33 - 1)))));
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul13_0_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul13_0_1_2_d, top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill, top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_hin, top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill, top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_hi, top0_0_1_2_lane_sub_mul13_0_d, top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul13_0_1_2_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul13_0_1_2_d(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_hin = 0)) then
+        top0_0_1_2_lane_sub_mul13_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul13_0_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul13_0_1_2_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul13_0_1_2_d((33 - 1)) & top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul13_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul13_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul13_0_1_2_sat27_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_clamp;
 
-top0_0_1_2_lane_sub_mul13_0_1_2_s2: process (clk) is
+top0_0_1_2_lane_sub_mul13_0_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul13_0_1_2_yr <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul13_0_yr <= to_signed(0, 32);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul13_0_1_2_yr <= top0_0_1_2_lane_sub_mul13_0_1_2_yc;
+                top0_0_1_2_lane_sub_mul13_0_yr <= top0_0_1_2_lane_sub_mul13_0_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul13_0_1_2_s2;
+end process top0_0_1_2_lane_sub_mul13_0_s2;
 
 
-top0_0_1_2_lane_sub_mul13_0_1_2_y <= unsigned(top0_0_1_2_lane_sub_mul13_0_1_2_yr);
+top0_0_1_2_lane_sub_mul13_0_y <= unsigned(top0_0_1_2_lane_sub_mul13_0_yr);
 
 
-top0_0_1_2_lane_sub_mul14_0_1_2_x <= signed(top0_0_1_2_ar(480-1 downto 448));
-top0_0_1_2_lane_sub_mul14_0_1_2_v <= signed(top0_0_1_2_br(480-1 downto 448));
+top0_0_1_2_lane_sub_mul14_0_x <= signed(top0_0_1_2_ar(480-1 downto 448));
+top0_0_1_2_lane_sub_mul14_0_v <= signed(top0_0_1_2_br(480-1 downto 448));
 
 
-top0_0_1_2_lane_sub_mul14_0_1_2_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul14_0_1_2_v);
+top0_0_1_2_lane_sub_mul14_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul14_0_v);
 
-top0_0_1_2_lane_sub_mul14_0_1_2_s1: process (clk) is
+top0_0_1_2_lane_sub_mul14_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul14_0_1_2_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul14_0_1_2_p1 <= to_signed(0, 65);
+            top0_0_1_2_lane_sub_mul14_0_x1 <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul14_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul14_0_1_2_p1 <= top0_0_1_2_lane_sub_mul14_0_1_2_p_c;
-                top0_0_1_2_lane_sub_mul14_0_1_2_x1 <= top0_0_1_2_lane_sub_mul14_0_1_2_x;
+                top0_0_1_2_lane_sub_mul14_0_p1 <= top0_0_1_2_lane_sub_mul14_0_p_c;
+                top0_0_1_2_lane_sub_mul14_0_x1 <= top0_0_1_2_lane_sub_mul14_0_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul14_0_1_2_s1;
+end process top0_0_1_2_lane_sub_mul14_0_s1;
 
 
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul14_0_1_2_p1, 16);
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul14_0_1_2_p1((16 - 1))));
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul14_0_p1, 16);
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul14_0_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_r <= (top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_t + top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_rb);
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_r <= (top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_t + top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_rb);
 
 
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_r(65-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_hi);
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_hi);
 
 
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_r((65 - 1)))));
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_r, top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill, top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_hin, top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill, top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_hi, top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_r, top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul14_0_1_2_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_r(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_hin = 0)) then
+        top0_0_1_2_lane_sub_mul14_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul14_0_1_2_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul14_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul14_0_1_2_round_sat14_0_1_2_sat28_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_clamp;
 
 
-top0_0_1_2_lane_sub_mul14_0_1_2_d <= (resize(top0_0_1_2_lane_sub_mul14_0_1_2_x1, 33) - top0_0_1_2_lane_sub_mul14_0_1_2_kv);
+top0_0_1_2_lane_sub_mul14_0_d <= (resize(top0_0_1_2_lane_sub_mul14_0_x1, 33) - top0_0_1_2_lane_sub_mul14_0_kv);
 
 
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul14_0_1_2_d(33-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul14_0_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_hi);
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_hi);
 
 
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul14_0_1_2_d((33 - 1)))));
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul14_0_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul14_0_1_2_d, top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill, top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_hin, top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill, top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_hi, top0_0_1_2_lane_sub_mul14_0_d, top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul14_0_1_2_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul14_0_1_2_d(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_hin = 0)) then
+        top0_0_1_2_lane_sub_mul14_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul14_0_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul14_0_1_2_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul14_0_1_2_d((33 - 1)) & top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul14_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul14_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul14_0_1_2_sat29_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_clamp;
 
-top0_0_1_2_lane_sub_mul14_0_1_2_s2: process (clk) is
+top0_0_1_2_lane_sub_mul14_0_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul14_0_1_2_yr <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul14_0_yr <= to_signed(0, 32);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul14_0_1_2_yr <= top0_0_1_2_lane_sub_mul14_0_1_2_yc;
+                top0_0_1_2_lane_sub_mul14_0_yr <= top0_0_1_2_lane_sub_mul14_0_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul14_0_1_2_s2;
+end process top0_0_1_2_lane_sub_mul14_0_s2;
 
 
-top0_0_1_2_lane_sub_mul14_0_1_2_y <= unsigned(top0_0_1_2_lane_sub_mul14_0_1_2_yr);
+top0_0_1_2_lane_sub_mul14_0_y <= unsigned(top0_0_1_2_lane_sub_mul14_0_yr);
 
 
-top0_0_1_2_lane_sub_mul15_0_1_2_x <= signed(top0_0_1_2_ar(512-1 downto 480));
-top0_0_1_2_lane_sub_mul15_0_1_2_v <= signed(top0_0_1_2_br(512-1 downto 480));
+top0_0_1_2_lane_sub_mul15_0_x <= signed(top0_0_1_2_ar(512-1 downto 480));
+top0_0_1_2_lane_sub_mul15_0_v <= signed(top0_0_1_2_br(512-1 downto 480));
 
 
-top0_0_1_2_lane_sub_mul15_0_1_2_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul15_0_1_2_v);
+top0_0_1_2_lane_sub_mul15_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul15_0_v);
 
-top0_0_1_2_lane_sub_mul15_0_1_2_s1: process (clk) is
+top0_0_1_2_lane_sub_mul15_0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul15_0_1_2_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul15_0_1_2_p1 <= to_signed(0, 65);
+            top0_0_1_2_lane_sub_mul15_0_x1 <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul15_0_p1 <= to_signed(0, 65);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul15_0_1_2_p1 <= top0_0_1_2_lane_sub_mul15_0_1_2_p_c;
-                top0_0_1_2_lane_sub_mul15_0_1_2_x1 <= top0_0_1_2_lane_sub_mul15_0_1_2_x;
+                top0_0_1_2_lane_sub_mul15_0_p1 <= top0_0_1_2_lane_sub_mul15_0_p_c;
+                top0_0_1_2_lane_sub_mul15_0_x1 <= top0_0_1_2_lane_sub_mul15_0_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul15_0_1_2_s1;
+end process top0_0_1_2_lane_sub_mul15_0_s1;
 
 
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul15_0_1_2_p1, 16);
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul15_0_1_2_p1((16 - 1))));
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul15_0_p1, 16);
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul15_0_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_r <= (top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_t + top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_rb);
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_r <= (top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_t + top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_rb);
 
 
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_r(65-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_hi);
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_hi);
 
 
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_r((65 - 1)))));
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_r, top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill, top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_hin, top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill, top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_hi, top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_r, top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul15_0_1_2_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_r(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_hin = 0)) then
+        top0_0_1_2_lane_sub_mul15_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul15_0_1_2_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul15_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul15_0_1_2_round_sat15_0_1_2_sat30_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_clamp;
 
 
-top0_0_1_2_lane_sub_mul15_0_1_2_d <= (resize(top0_0_1_2_lane_sub_mul15_0_1_2_x1, 33) - top0_0_1_2_lane_sub_mul15_0_1_2_kv);
+top0_0_1_2_lane_sub_mul15_0_d <= (resize(top0_0_1_2_lane_sub_mul15_0_x1, 33) - top0_0_1_2_lane_sub_mul15_0_kv);
 
 
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul15_0_1_2_d(33-1 downto (32 - 1)));
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul15_0_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_hi);
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_hi);
 
 
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul15_0_1_2_d((33 - 1)))));
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul15_0_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul15_0_1_2_d, top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill, top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_hin, top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_hi) is
+top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill, top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_hi, top0_0_1_2_lane_sub_mul15_0_d, top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul15_0_1_2_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul15_0_1_2_d(32-1 downto 0)));
+    if ((top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_hin = 0)) then
+        top0_0_1_2_lane_sub_mul15_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul15_0_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul15_0_1_2_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul15_0_1_2_d((33 - 1)) & top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_fill));
+        top0_0_1_2_lane_sub_mul15_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul15_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul15_0_1_2_sat31_0_1_2_clamp;
+end process top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_clamp;
 
-top0_0_1_2_lane_sub_mul15_0_1_2_s2: process (clk) is
+top0_0_1_2_lane_sub_mul15_0_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul15_0_1_2_yr <= to_signed(0, 32);
+            top0_0_1_2_lane_sub_mul15_0_yr <= to_signed(0, 32);
         else
             if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul15_0_1_2_yr <= top0_0_1_2_lane_sub_mul15_0_1_2_yc;
+                top0_0_1_2_lane_sub_mul15_0_yr <= top0_0_1_2_lane_sub_mul15_0_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul15_0_1_2_s2;
+end process top0_0_1_2_lane_sub_mul15_0_s2;
 
 
-top0_0_1_2_lane_sub_mul15_0_1_2_y <= unsigned(top0_0_1_2_lane_sub_mul15_0_1_2_yr);
+top0_0_1_2_lane_sub_mul15_0_y <= unsigned(top0_0_1_2_lane_sub_mul15_0_yr);
 
 
 top0_0_1_2_ybits <= top0_0_1_2_ycat((16 * 32)-1 downto 0);
@@ -2888,54 +2888,54 @@ top0_0_1_2_push <= stdl(bool(top0_0_1_2_en) and bool(top0_0_1_2_vout(0)));
 top0_0_1_2_fin_u <= to_unsigned(top0_0_1_2_vout(2), 1);
 top0_0_1_2_out_final_pop <= stdl(bool(m_axis_y_tvalid) and bool(m_axis_y_tready) and bool(top0_0_1_2_mfin(0)));
 
-top0_0_1_2_out_fifo20_0_1_2_seq: process (clk) is
+top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_seq: process (clk) is
     variable pop: std_logic;
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_out_fifo20_0_1_2_cnt <= to_unsigned(0, 2);
-            top0_0_1_2_out_fifo20_0_1_2_u0 <= to_unsigned(0, 1);
-            top0_0_1_2_out_fifo20_0_1_2_d0 <= to_unsigned(0, 512);
-            top0_0_1_2_out_fifo20_0_1_2_u1 <= to_unsigned(0, 1);
             top0_0_1_2_en <= '1';
-            top0_0_1_2_out_fifo20_0_1_2_l1 <= '0';
-            top0_0_1_2_out_fifo20_0_1_2_l0 <= '0';
-            top0_0_1_2_out_fifo20_0_1_2_d1 <= to_unsigned(0, 512);
+            top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_d0 <= to_unsigned(0, 512);
+            top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_l0 <= '0';
+            top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_l1 <= '0';
+            top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_d1 <= to_unsigned(0, 512);
+            top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_u0 <= to_unsigned(0, 1);
+            top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_cnt <= to_unsigned(0, 2);
+            top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_u1 <= to_unsigned(0, 1);
         else
-            pop := stdl((top0_0_1_2_out_fifo20_0_1_2_cnt /= 0) and bool(m_axis_y_tready));
+            pop := stdl((top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_cnt /= 0) and bool(m_axis_y_tready));
             if bool(pop) then
-                top0_0_1_2_out_fifo20_0_1_2_d0 <= top0_0_1_2_out_fifo20_0_1_2_d1;
-                top0_0_1_2_out_fifo20_0_1_2_l0 <= top0_0_1_2_out_fifo20_0_1_2_l1;
-                top0_0_1_2_out_fifo20_0_1_2_u0 <= top0_0_1_2_out_fifo20_0_1_2_u1;
+                top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_d0 <= top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_d1;
+                top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_l0 <= top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_l1;
+                top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_u0 <= top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_u1;
             end if;
             if bool(top0_0_1_2_push) then
-                if ((top0_0_1_2_out_fifo20_0_1_2_cnt = 0) or ((top0_0_1_2_out_fifo20_0_1_2_cnt = 1) and bool(pop))) then
-                    top0_0_1_2_out_fifo20_0_1_2_d0 <= top0_0_1_2_ybits;
-                    top0_0_1_2_out_fifo20_0_1_2_l0 <= top0_0_1_2_vout(1);
-                    top0_0_1_2_out_fifo20_0_1_2_u0 <= top0_0_1_2_fin_u;
+                if ((top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_cnt = 0) or ((top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_cnt = 1) and bool(pop))) then
+                    top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_d0 <= top0_0_1_2_ybits;
+                    top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_l0 <= top0_0_1_2_vout(1);
+                    top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_u0 <= top0_0_1_2_fin_u;
                 else
-                    top0_0_1_2_out_fifo20_0_1_2_d1 <= top0_0_1_2_ybits;
-                    top0_0_1_2_out_fifo20_0_1_2_l1 <= top0_0_1_2_vout(1);
-                    top0_0_1_2_out_fifo20_0_1_2_u1 <= top0_0_1_2_fin_u;
+                    top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_d1 <= top0_0_1_2_ybits;
+                    top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_l1 <= top0_0_1_2_vout(1);
+                    top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_u1 <= top0_0_1_2_fin_u;
                 end if;
             end if;
             if (bool(top0_0_1_2_push) and (not bool(pop))) then
-                top0_0_1_2_out_fifo20_0_1_2_cnt <= (top0_0_1_2_out_fifo20_0_1_2_cnt + 1);
-                top0_0_1_2_en <= stdl(top0_0_1_2_out_fifo20_0_1_2_cnt = 0);
+                top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_cnt <= (top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_cnt + 1);
+                top0_0_1_2_en <= stdl(top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_cnt = 0);
             elsif (bool(pop) and (not bool(top0_0_1_2_push))) then
-                top0_0_1_2_out_fifo20_0_1_2_cnt <= (top0_0_1_2_out_fifo20_0_1_2_cnt - 1);
+                top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_cnt <= (top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_cnt - 1);
                 top0_0_1_2_en <= '1';
             else
-                top0_0_1_2_en <= stdl(top0_0_1_2_out_fifo20_0_1_2_cnt /= 2);
+                top0_0_1_2_en <= stdl(top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_cnt /= 2);
             end if;
         end if;
     end if;
-end process top0_0_1_2_out_fifo20_0_1_2_seq;
+end process top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_seq;
 
 
-m_axis_y_tdata_num <= top0_0_1_2_out_fifo20_0_1_2_d0;
-m_axis_y_tlast <= top0_0_1_2_out_fifo20_0_1_2_l0;
-top0_0_1_2_mfin <= top0_0_1_2_out_fifo20_0_1_2_u0;
-m_axis_y_tvalid <= stdl(top0_0_1_2_out_fifo20_0_1_2_cnt /= 0);
+m_axis_y_tdata_num <= top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_d0;
+m_axis_y_tlast <= top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_l0;
+top0_0_1_2_mfin <= top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_u0;
+m_axis_y_tvalid <= stdl(top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_cnt /= 0);
 
 end architecture MyHDL;

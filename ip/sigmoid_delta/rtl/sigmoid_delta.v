@@ -56,1620 +56,1620 @@ input m_axis_y_tready;
 output m_axis_y_tlast;
 wire m_axis_y_tlast;
 
-reg top0_0_1_2_3_en;
-wire top0_0_1_2_3_final;
-wire top0_0_1_2_3_fire;
-wire top0_0_1_2_3_line_last;
-wire top0_0_1_2_3_out_final_pop;
-reg top0_0_1_2_3_running;
-reg [511:0] top0_0_1_2_3_ar;
-reg [511:0] top0_0_1_2_3_br;
-reg [2:0] top0_0_1_2_3_v0;
-reg top0_0_1_2_3_use_sig;
-wire [511:0] top0_0_1_2_3_ybits;
-wire [511:0] top0_0_1_2_3_ycat;
-wire top0_0_1_2_3_push;
-wire [2:0] top0_0_1_2_3_vout;
-wire [0:0] top0_0_1_2_3_fin_u;
-wire [0:0] top0_0_1_2_3_mfin;
-reg [10:0] top0_0_1_2_3_control0_0_1_2_3_dim_r;
-reg [12:0] top0_0_1_2_3_control0_0_1_2_3_icnt;
-reg [12:0] top0_0_1_2_3_control0_0_1_2_3_it_r;
-reg [10:0] top0_0_1_2_3_control0_0_1_2_3_lcnt;
-reg [14:0] top0_0_1_2_3_delay_flags0_0_1_2_3_sr;
-wire [31:0] top0_0_1_2_3_lane_sig_delta0_y;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta0_bd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta0_s;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta0_z;
-wire [63:0] top0_0_1_2_3_lane_sig_delta0_zb;
-wire [63:0] top0_0_1_2_3_lane_sig_delta0_zbd;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta0_zd;
-reg signed [32:0] top0_0_1_2_3_lane_sig_delta0_d;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta0_yr;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta0_yc;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base3;
-reg [5:0] top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_idx1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_off1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_off2;
-wire signed [14:0] top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_offs;
-reg signed [46:0] top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_prod3;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_prod_c;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_rnd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_sumv;
-reg [19:0] top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_u;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_zr;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_r;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_rb;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_t;
-wire [30:0] top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill;
-wire [15:0] top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_hi;
-wire [15:0] top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-reg [255:0] top0_0_1_2_3_lane_sig_delta0_delay_flags1_0_1_2_3_sr;
-wire [30:0] top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill;
-wire [1:0] top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_hi;
-wire [1:0] top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-wire [31:0] top0_0_1_2_3_lane_sig_delta1_y;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta1_bd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta1_s;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta1_z;
-wire [63:0] top0_0_1_2_3_lane_sig_delta1_zb;
-wire [63:0] top0_0_1_2_3_lane_sig_delta1_zbd;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta1_zd;
-reg signed [32:0] top0_0_1_2_3_lane_sig_delta1_d;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta1_yr;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta1_yc;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base3;
-reg [5:0] top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_idx1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_off1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_off2;
-wire signed [14:0] top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_offs;
-reg signed [46:0] top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_prod3;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_prod_c;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_rnd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_sumv;
-reg [19:0] top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_u;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_zr;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_r;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_rb;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_t;
-wire [30:0] top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill;
-wire [15:0] top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_hi;
-wire [15:0] top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-reg [255:0] top0_0_1_2_3_lane_sig_delta1_delay_flags2_sr;
-wire [30:0] top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill;
-wire [1:0] top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_hi;
-wire [1:0] top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-wire [31:0] top0_0_1_2_3_lane_sig_delta2_y;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta2_bd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta2_s;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta2_z;
-wire [63:0] top0_0_1_2_3_lane_sig_delta2_zb;
-wire [63:0] top0_0_1_2_3_lane_sig_delta2_zbd;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta2_zd;
-reg signed [32:0] top0_0_1_2_3_lane_sig_delta2_d;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta2_yr;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta2_yc;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base3;
-reg [5:0] top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_idx1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_off1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_off2;
-wire signed [14:0] top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_offs;
-reg signed [46:0] top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_prod3;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_prod_c;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_rnd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_sumv;
-reg [19:0] top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_u;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_zr;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_r;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_rb;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_t;
-wire [30:0] top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill;
-wire [15:0] top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_hi;
-wire [15:0] top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-reg [255:0] top0_0_1_2_3_lane_sig_delta2_delay_flags3_sr;
-wire [30:0] top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill;
-wire [1:0] top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_hi;
-wire [1:0] top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-wire [31:0] top0_0_1_2_3_lane_sig_delta3_y;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta3_bd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta3_s;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta3_z;
-wire [63:0] top0_0_1_2_3_lane_sig_delta3_zb;
-wire [63:0] top0_0_1_2_3_lane_sig_delta3_zbd;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta3_zd;
-reg signed [32:0] top0_0_1_2_3_lane_sig_delta3_d;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta3_yr;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta3_yc;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base3;
-reg [5:0] top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_idx1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_off1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_off2;
-wire signed [14:0] top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_offs;
-reg signed [46:0] top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_prod3;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_prod_c;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_rnd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_sumv;
-reg [19:0] top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_u;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_zr;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_r;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_rb;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_t;
-wire [30:0] top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill;
-wire [15:0] top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_hi;
-wire [15:0] top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-reg [255:0] top0_0_1_2_3_lane_sig_delta3_delay_flags4_sr;
-wire [30:0] top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill;
-wire [1:0] top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_hi;
-wire [1:0] top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-wire [31:0] top0_0_1_2_3_lane_sig_delta4_y;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta4_bd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta4_s;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta4_z;
-wire [63:0] top0_0_1_2_3_lane_sig_delta4_zb;
-wire [63:0] top0_0_1_2_3_lane_sig_delta4_zbd;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta4_zd;
-reg signed [32:0] top0_0_1_2_3_lane_sig_delta4_d;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta4_yr;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta4_yc;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base3;
-reg [5:0] top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_idx1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_off1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_off2;
-wire signed [14:0] top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_offs;
-reg signed [46:0] top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_prod3;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_prod_c;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_rnd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_sumv;
-reg [19:0] top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_u;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_zr;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_r;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_rb;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_t;
-wire [30:0] top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill;
-wire [15:0] top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_hi;
-wire [15:0] top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-reg [255:0] top0_0_1_2_3_lane_sig_delta4_delay_flags5_sr;
-wire [30:0] top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill;
-wire [1:0] top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_hi;
-wire [1:0] top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-wire [31:0] top0_0_1_2_3_lane_sig_delta5_y;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta5_bd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta5_s;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta5_z;
-wire [63:0] top0_0_1_2_3_lane_sig_delta5_zb;
-wire [63:0] top0_0_1_2_3_lane_sig_delta5_zbd;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta5_zd;
-reg signed [32:0] top0_0_1_2_3_lane_sig_delta5_d;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta5_yr;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta5_yc;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base3;
-reg [5:0] top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_idx1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_off1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_off2;
-wire signed [14:0] top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_offs;
-reg signed [46:0] top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_prod3;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_prod_c;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_rnd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_sumv;
-reg [19:0] top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_u;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_zr;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_r;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_rb;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_t;
-wire [30:0] top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill;
-wire [15:0] top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_hi;
-wire [15:0] top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-reg [255:0] top0_0_1_2_3_lane_sig_delta5_delay_flags6_sr;
-wire [30:0] top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill;
-wire [1:0] top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_hi;
-wire [1:0] top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-wire [31:0] top0_0_1_2_3_lane_sig_delta6_y;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta6_bd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta6_s;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta6_z;
-wire [63:0] top0_0_1_2_3_lane_sig_delta6_zb;
-wire [63:0] top0_0_1_2_3_lane_sig_delta6_zbd;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta6_zd;
-reg signed [32:0] top0_0_1_2_3_lane_sig_delta6_d;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta6_yr;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta6_yc;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base3;
-reg [5:0] top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_idx1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_off1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_off2;
-wire signed [14:0] top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_offs;
-reg signed [46:0] top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_prod3;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_prod_c;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_rnd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_sumv;
-reg [19:0] top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_u;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_zr;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_r;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_rb;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_t;
-wire [30:0] top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill;
-wire [15:0] top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_hi;
-wire [15:0] top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-reg [255:0] top0_0_1_2_3_lane_sig_delta6_delay_flags7_sr;
-wire [30:0] top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill;
-wire [1:0] top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_hi;
-wire [1:0] top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-wire [31:0] top0_0_1_2_3_lane_sig_delta7_y;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta7_bd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta7_s;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta7_z;
-wire [63:0] top0_0_1_2_3_lane_sig_delta7_zb;
-wire [63:0] top0_0_1_2_3_lane_sig_delta7_zbd;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta7_zd;
-reg signed [32:0] top0_0_1_2_3_lane_sig_delta7_d;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta7_yr;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta7_yc;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base3;
-reg [5:0] top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_idx1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_off1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_off2;
-wire signed [14:0] top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_offs;
-reg signed [46:0] top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_prod3;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_prod_c;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_rnd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_sumv;
-reg [19:0] top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_u;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_zr;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_r;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_rb;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_t;
-wire [30:0] top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill;
-wire [15:0] top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_hi;
-wire [15:0] top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-reg [255:0] top0_0_1_2_3_lane_sig_delta7_delay_flags8_sr;
-wire [30:0] top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill;
-wire [1:0] top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_hi;
-wire [1:0] top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-wire [31:0] top0_0_1_2_3_lane_sig_delta8_y;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta8_bd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta8_s;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta8_z;
-wire [63:0] top0_0_1_2_3_lane_sig_delta8_zb;
-wire [63:0] top0_0_1_2_3_lane_sig_delta8_zbd;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta8_zd;
-reg signed [32:0] top0_0_1_2_3_lane_sig_delta8_d;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta8_yr;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta8_yc;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base3;
-reg [5:0] top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_idx1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_off1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_off2;
-wire signed [14:0] top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_offs;
-reg signed [46:0] top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_prod3;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_prod_c;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_rnd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_sumv;
-reg [19:0] top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_u;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_zr;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_r;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_rb;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_t;
-wire [30:0] top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill;
-wire [15:0] top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_hi;
-wire [15:0] top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-reg [255:0] top0_0_1_2_3_lane_sig_delta8_delay_flags9_sr;
-wire [30:0] top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill;
-wire [1:0] top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_hi;
-wire [1:0] top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-wire [31:0] top0_0_1_2_3_lane_sig_delta9_y;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta9_bd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta9_s;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta9_z;
-wire [63:0] top0_0_1_2_3_lane_sig_delta9_zb;
-wire [63:0] top0_0_1_2_3_lane_sig_delta9_zbd;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta9_zd;
-reg signed [32:0] top0_0_1_2_3_lane_sig_delta9_d;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta9_yr;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta9_yc;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base3;
-reg [5:0] top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_idx1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_off1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_off2;
-wire signed [14:0] top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_offs;
-reg signed [46:0] top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_prod3;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_prod_c;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_rnd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_sumv;
-reg [19:0] top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_u;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_zr;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_r;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_rb;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_t;
-wire [30:0] top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill;
-wire [15:0] top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_hi;
-wire [15:0] top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-reg [255:0] top0_0_1_2_3_lane_sig_delta9_delay_flags10_sr;
-wire [30:0] top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill;
-wire [1:0] top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_hi;
-wire [1:0] top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-wire [31:0] top0_0_1_2_3_lane_sig_delta10_y;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta10_bd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta10_s;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta10_z;
-wire [63:0] top0_0_1_2_3_lane_sig_delta10_zb;
-wire [63:0] top0_0_1_2_3_lane_sig_delta10_zbd;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta10_zd;
-reg signed [32:0] top0_0_1_2_3_lane_sig_delta10_d;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta10_yr;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta10_yc;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base3;
-reg [5:0] top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_idx1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_off1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_off2;
-wire signed [14:0] top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_offs;
-reg signed [46:0] top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_prod3;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_prod_c;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_rnd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_sumv;
-reg [19:0] top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_u;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_zr;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_r;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_rb;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_t;
-wire [30:0] top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill;
-wire [15:0] top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_hi;
-wire [15:0] top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-reg [255:0] top0_0_1_2_3_lane_sig_delta10_delay_flags11_sr;
-wire [30:0] top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill;
-wire [1:0] top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_hi;
-wire [1:0] top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-wire [31:0] top0_0_1_2_3_lane_sig_delta11_y;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta11_bd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta11_s;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta11_z;
-wire [63:0] top0_0_1_2_3_lane_sig_delta11_zb;
-wire [63:0] top0_0_1_2_3_lane_sig_delta11_zbd;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta11_zd;
-reg signed [32:0] top0_0_1_2_3_lane_sig_delta11_d;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta11_yr;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta11_yc;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base3;
-reg [5:0] top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_idx1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_off1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_off2;
-wire signed [14:0] top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_offs;
-reg signed [46:0] top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_prod3;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_prod_c;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_rnd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_sumv;
-reg [19:0] top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_u;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_zr;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_r;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_rb;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_t;
-wire [30:0] top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill;
-wire [15:0] top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_hi;
-wire [15:0] top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-reg [255:0] top0_0_1_2_3_lane_sig_delta11_delay_flags12_sr;
-wire [30:0] top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill;
-wire [1:0] top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_hi;
-wire [1:0] top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-wire [31:0] top0_0_1_2_3_lane_sig_delta12_y;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta12_bd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta12_s;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta12_z;
-wire [63:0] top0_0_1_2_3_lane_sig_delta12_zb;
-wire [63:0] top0_0_1_2_3_lane_sig_delta12_zbd;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta12_zd;
-reg signed [32:0] top0_0_1_2_3_lane_sig_delta12_d;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta12_yr;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta12_yc;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base3;
-reg [5:0] top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_idx1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_off1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_off2;
-wire signed [14:0] top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_offs;
-reg signed [46:0] top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_prod3;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_prod_c;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_rnd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_sumv;
-reg [19:0] top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_u;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_zr;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_r;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_rb;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_t;
-wire [30:0] top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill;
-wire [15:0] top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_hi;
-wire [15:0] top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-reg [255:0] top0_0_1_2_3_lane_sig_delta12_delay_flags13_sr;
-wire [30:0] top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill;
-wire [1:0] top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_hi;
-wire [1:0] top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-wire [31:0] top0_0_1_2_3_lane_sig_delta13_y;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta13_bd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta13_s;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta13_z;
-wire [63:0] top0_0_1_2_3_lane_sig_delta13_zb;
-wire [63:0] top0_0_1_2_3_lane_sig_delta13_zbd;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta13_zd;
-reg signed [32:0] top0_0_1_2_3_lane_sig_delta13_d;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta13_yr;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta13_yc;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base3;
-reg [5:0] top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_idx1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_off1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_off2;
-wire signed [14:0] top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_offs;
-reg signed [46:0] top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_prod3;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_prod_c;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_rnd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_sumv;
-reg [19:0] top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_u;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_zr;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_r;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_rb;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_t;
-wire [30:0] top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill;
-wire [15:0] top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_hi;
-wire [15:0] top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-reg [255:0] top0_0_1_2_3_lane_sig_delta13_delay_flags14_sr;
-wire [30:0] top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill;
-wire [1:0] top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_hi;
-wire [1:0] top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-wire [31:0] top0_0_1_2_3_lane_sig_delta14_y;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta14_bd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta14_s;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta14_z;
-wire [63:0] top0_0_1_2_3_lane_sig_delta14_zb;
-wire [63:0] top0_0_1_2_3_lane_sig_delta14_zbd;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta14_zd;
-reg signed [32:0] top0_0_1_2_3_lane_sig_delta14_d;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta14_yr;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta14_yc;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base3;
-reg [5:0] top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_idx1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_off1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_off2;
-wire signed [14:0] top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_offs;
-reg signed [46:0] top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_prod3;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_prod_c;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_rnd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_sumv;
-reg [19:0] top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_u;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_zr;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_r;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_rb;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_t;
-wire [30:0] top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill;
-wire [15:0] top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_hi;
-wire [15:0] top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-reg [255:0] top0_0_1_2_3_lane_sig_delta14_delay_flags15_sr;
-wire [30:0] top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill;
-wire [1:0] top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_hi;
-wire [1:0] top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-wire [31:0] top0_0_1_2_3_lane_sig_delta15_y;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta15_bd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta15_s;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta15_z;
-wire [63:0] top0_0_1_2_3_lane_sig_delta15_zb;
-wire [63:0] top0_0_1_2_3_lane_sig_delta15_zbd;
-wire signed [31:0] top0_0_1_2_3_lane_sig_delta15_zd;
-reg signed [32:0] top0_0_1_2_3_lane_sig_delta15_d;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta15_yr;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta15_yc;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base3;
-reg [5:0] top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_idx1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_off1;
-reg [13:0] top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_off2;
-wire signed [14:0] top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_offs;
-reg signed [46:0] top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_prod3;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_prod_c;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_rnd;
-reg signed [31:0] top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_sumv;
-reg [19:0] top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_u;
-wire signed [32:0] top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_zr;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_r;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_rb;
-wire signed [46:0] top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_t;
-wire [30:0] top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill;
-wire [15:0] top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_hi;
-wire [15:0] top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-reg [255:0] top0_0_1_2_3_lane_sig_delta15_delay_flags16_sr;
-wire [30:0] top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill;
-wire [1:0] top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_hi;
-wire [1:0] top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_hin;
-wire top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-reg [1:0] top0_0_1_2_3_out_fifo20_0_1_2_3_cnt;
-reg [511:0] top0_0_1_2_3_out_fifo20_0_1_2_3_d0;
-reg [511:0] top0_0_1_2_3_out_fifo20_0_1_2_3_d1;
-reg top0_0_1_2_3_out_fifo20_0_1_2_3_l0;
-reg top0_0_1_2_3_out_fifo20_0_1_2_3_l1;
-reg [0:0] top0_0_1_2_3_out_fifo20_0_1_2_3_u0;
-reg [0:0] top0_0_1_2_3_out_fifo20_0_1_2_3_u1;
+reg top0_en;
+wire top0_final;
+wire top0_fire;
+wire top0_line_last;
+wire top0_out_final_pop;
+reg top0_running;
+reg [511:0] top0_ar;
+reg [511:0] top0_br;
+reg [2:0] top0_v0;
+reg top0_use_sig;
+wire [511:0] top0_ybits;
+wire [511:0] top0_ycat;
+wire top0_push;
+wire [2:0] top0_vout;
+wire [0:0] top0_fin_u;
+wire [0:0] top0_mfin;
+reg [10:0] top0_control0_0_1_dim_r;
+reg [12:0] top0_control0_0_1_icnt;
+reg [12:0] top0_control0_0_1_it_r;
+reg [10:0] top0_control0_0_1_lcnt;
+reg [14:0] top0_delay_flags0_0_1_sr;
+wire [31:0] top0_lane_sig_delta0_y;
+wire signed [31:0] top0_lane_sig_delta0_bd;
+reg signed [31:0] top0_lane_sig_delta0_s;
+wire signed [31:0] top0_lane_sig_delta0_z;
+wire [63:0] top0_lane_sig_delta0_zb;
+wire [63:0] top0_lane_sig_delta0_zbd;
+wire signed [31:0] top0_lane_sig_delta0_zd;
+reg signed [32:0] top0_lane_sig_delta0_d;
+reg signed [31:0] top0_lane_sig_delta0_yr;
+reg signed [31:0] top0_lane_sig_delta0_yc;
+reg signed [31:0] top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2;
+reg signed [31:0] top0_lane_sig_delta0_sigmoid_pipe0_0_1_base3;
+reg [5:0] top0_lane_sig_delta0_sigmoid_pipe0_0_1_idx1;
+reg [13:0] top0_lane_sig_delta0_sigmoid_pipe0_0_1_off1;
+reg [13:0] top0_lane_sig_delta0_sigmoid_pipe0_0_1_off2;
+wire signed [14:0] top0_lane_sig_delta0_sigmoid_pipe0_0_1_offs;
+reg signed [46:0] top0_lane_sig_delta0_sigmoid_pipe0_0_1_prod3;
+wire signed [46:0] top0_lane_sig_delta0_sigmoid_pipe0_0_1_prod_c;
+reg signed [31:0] top0_lane_sig_delta0_sigmoid_pipe0_0_1_rnd;
+reg signed [31:0] top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2;
+wire signed [32:0] top0_lane_sig_delta0_sigmoid_pipe0_0_1_sumv;
+reg [19:0] top0_lane_sig_delta0_sigmoid_pipe0_0_1_u;
+wire signed [32:0] top0_lane_sig_delta0_sigmoid_pipe0_0_1_zr;
+wire signed [46:0] top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_r;
+wire signed [46:0] top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_rb;
+wire signed [46:0] top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_t;
+wire [30:0] top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill;
+wire [15:0] top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_hi;
+wire [15:0] top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_hin;
+wire top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+reg [255:0] top0_lane_sig_delta0_delay_flags1_0_1_sr;
+wire [30:0] top0_lane_sig_delta0_sat1_0_1_fill;
+wire [1:0] top0_lane_sig_delta0_sat1_0_1_hi;
+wire [1:0] top0_lane_sig_delta0_sat1_0_1_hin;
+wire top0_lane_sig_delta0_sat1_0_1_nsign;
+wire [31:0] top0_lane_sig_delta1_y;
+wire signed [31:0] top0_lane_sig_delta1_bd;
+reg signed [31:0] top0_lane_sig_delta1_s;
+wire signed [31:0] top0_lane_sig_delta1_z;
+wire [63:0] top0_lane_sig_delta1_zb;
+wire [63:0] top0_lane_sig_delta1_zbd;
+wire signed [31:0] top0_lane_sig_delta1_zd;
+reg signed [32:0] top0_lane_sig_delta1_d;
+reg signed [31:0] top0_lane_sig_delta1_yr;
+reg signed [31:0] top0_lane_sig_delta1_yc;
+reg signed [31:0] top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2;
+reg signed [31:0] top0_lane_sig_delta1_sigmoid_pipe1_0_1_base3;
+reg [5:0] top0_lane_sig_delta1_sigmoid_pipe1_0_1_idx1;
+reg [13:0] top0_lane_sig_delta1_sigmoid_pipe1_0_1_off1;
+reg [13:0] top0_lane_sig_delta1_sigmoid_pipe1_0_1_off2;
+wire signed [14:0] top0_lane_sig_delta1_sigmoid_pipe1_0_1_offs;
+reg signed [46:0] top0_lane_sig_delta1_sigmoid_pipe1_0_1_prod3;
+wire signed [46:0] top0_lane_sig_delta1_sigmoid_pipe1_0_1_prod_c;
+reg signed [31:0] top0_lane_sig_delta1_sigmoid_pipe1_0_1_rnd;
+reg signed [31:0] top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2;
+wire signed [32:0] top0_lane_sig_delta1_sigmoid_pipe1_0_1_sumv;
+reg [19:0] top0_lane_sig_delta1_sigmoid_pipe1_0_1_u;
+wire signed [32:0] top0_lane_sig_delta1_sigmoid_pipe1_0_1_zr;
+wire signed [46:0] top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_r;
+wire signed [46:0] top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_rb;
+wire signed [46:0] top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_t;
+wire [30:0] top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill;
+wire [15:0] top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_hi;
+wire [15:0] top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_hin;
+wire top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+reg [255:0] top0_lane_sig_delta1_delay_flags2_0_1_sr;
+wire [30:0] top0_lane_sig_delta1_sat3_0_1_fill;
+wire [1:0] top0_lane_sig_delta1_sat3_0_1_hi;
+wire [1:0] top0_lane_sig_delta1_sat3_0_1_hin;
+wire top0_lane_sig_delta1_sat3_0_1_nsign;
+wire [31:0] top0_lane_sig_delta2_y;
+wire signed [31:0] top0_lane_sig_delta2_bd;
+reg signed [31:0] top0_lane_sig_delta2_s;
+wire signed [31:0] top0_lane_sig_delta2_z;
+wire [63:0] top0_lane_sig_delta2_zb;
+wire [63:0] top0_lane_sig_delta2_zbd;
+wire signed [31:0] top0_lane_sig_delta2_zd;
+reg signed [32:0] top0_lane_sig_delta2_d;
+reg signed [31:0] top0_lane_sig_delta2_yr;
+reg signed [31:0] top0_lane_sig_delta2_yc;
+reg signed [31:0] top0_lane_sig_delta2_sigmoid_pipe2_base2;
+reg signed [31:0] top0_lane_sig_delta2_sigmoid_pipe2_base3;
+reg [5:0] top0_lane_sig_delta2_sigmoid_pipe2_idx1;
+reg [13:0] top0_lane_sig_delta2_sigmoid_pipe2_off1;
+reg [13:0] top0_lane_sig_delta2_sigmoid_pipe2_off2;
+wire signed [14:0] top0_lane_sig_delta2_sigmoid_pipe2_offs;
+reg signed [46:0] top0_lane_sig_delta2_sigmoid_pipe2_prod3;
+wire signed [46:0] top0_lane_sig_delta2_sigmoid_pipe2_prod_c;
+reg signed [31:0] top0_lane_sig_delta2_sigmoid_pipe2_rnd;
+reg signed [31:0] top0_lane_sig_delta2_sigmoid_pipe2_slope2;
+wire signed [32:0] top0_lane_sig_delta2_sigmoid_pipe2_sumv;
+reg [19:0] top0_lane_sig_delta2_sigmoid_pipe2_u;
+wire signed [32:0] top0_lane_sig_delta2_sigmoid_pipe2_zr;
+wire signed [46:0] top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_r;
+wire signed [46:0] top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_rb;
+wire signed [46:0] top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_t;
+wire [30:0] top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill;
+wire [15:0] top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_hi;
+wire [15:0] top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_hin;
+wire top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+reg [255:0] top0_lane_sig_delta2_delay_flags3_0_1_sr;
+wire [30:0] top0_lane_sig_delta2_sat5_fill;
+wire [1:0] top0_lane_sig_delta2_sat5_hi;
+wire [1:0] top0_lane_sig_delta2_sat5_hin;
+wire top0_lane_sig_delta2_sat5_nsign;
+wire [31:0] top0_lane_sig_delta3_y;
+wire signed [31:0] top0_lane_sig_delta3_bd;
+reg signed [31:0] top0_lane_sig_delta3_s;
+wire signed [31:0] top0_lane_sig_delta3_z;
+wire [63:0] top0_lane_sig_delta3_zb;
+wire [63:0] top0_lane_sig_delta3_zbd;
+wire signed [31:0] top0_lane_sig_delta3_zd;
+reg signed [32:0] top0_lane_sig_delta3_d;
+reg signed [31:0] top0_lane_sig_delta3_yr;
+reg signed [31:0] top0_lane_sig_delta3_yc;
+reg signed [31:0] top0_lane_sig_delta3_sigmoid_pipe3_base2;
+reg signed [31:0] top0_lane_sig_delta3_sigmoid_pipe3_base3;
+reg [5:0] top0_lane_sig_delta3_sigmoid_pipe3_idx1;
+reg [13:0] top0_lane_sig_delta3_sigmoid_pipe3_off1;
+reg [13:0] top0_lane_sig_delta3_sigmoid_pipe3_off2;
+wire signed [14:0] top0_lane_sig_delta3_sigmoid_pipe3_offs;
+reg signed [46:0] top0_lane_sig_delta3_sigmoid_pipe3_prod3;
+wire signed [46:0] top0_lane_sig_delta3_sigmoid_pipe3_prod_c;
+reg signed [31:0] top0_lane_sig_delta3_sigmoid_pipe3_rnd;
+reg signed [31:0] top0_lane_sig_delta3_sigmoid_pipe3_slope2;
+wire signed [32:0] top0_lane_sig_delta3_sigmoid_pipe3_sumv;
+reg [19:0] top0_lane_sig_delta3_sigmoid_pipe3_u;
+wire signed [32:0] top0_lane_sig_delta3_sigmoid_pipe3_zr;
+wire signed [46:0] top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_r;
+wire signed [46:0] top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_rb;
+wire signed [46:0] top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_t;
+wire [30:0] top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill;
+wire [15:0] top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_hi;
+wire [15:0] top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_hin;
+wire top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+reg [255:0] top0_lane_sig_delta3_delay_flags4_sr;
+wire [30:0] top0_lane_sig_delta3_sat7_fill;
+wire [1:0] top0_lane_sig_delta3_sat7_hi;
+wire [1:0] top0_lane_sig_delta3_sat7_hin;
+wire top0_lane_sig_delta3_sat7_nsign;
+wire [31:0] top0_lane_sig_delta4_y;
+wire signed [31:0] top0_lane_sig_delta4_bd;
+reg signed [31:0] top0_lane_sig_delta4_s;
+wire signed [31:0] top0_lane_sig_delta4_z;
+wire [63:0] top0_lane_sig_delta4_zb;
+wire [63:0] top0_lane_sig_delta4_zbd;
+wire signed [31:0] top0_lane_sig_delta4_zd;
+reg signed [32:0] top0_lane_sig_delta4_d;
+reg signed [31:0] top0_lane_sig_delta4_yr;
+reg signed [31:0] top0_lane_sig_delta4_yc;
+reg signed [31:0] top0_lane_sig_delta4_sigmoid_pipe4_base2;
+reg signed [31:0] top0_lane_sig_delta4_sigmoid_pipe4_base3;
+reg [5:0] top0_lane_sig_delta4_sigmoid_pipe4_idx1;
+reg [13:0] top0_lane_sig_delta4_sigmoid_pipe4_off1;
+reg [13:0] top0_lane_sig_delta4_sigmoid_pipe4_off2;
+wire signed [14:0] top0_lane_sig_delta4_sigmoid_pipe4_offs;
+reg signed [46:0] top0_lane_sig_delta4_sigmoid_pipe4_prod3;
+wire signed [46:0] top0_lane_sig_delta4_sigmoid_pipe4_prod_c;
+reg signed [31:0] top0_lane_sig_delta4_sigmoid_pipe4_rnd;
+reg signed [31:0] top0_lane_sig_delta4_sigmoid_pipe4_slope2;
+wire signed [32:0] top0_lane_sig_delta4_sigmoid_pipe4_sumv;
+reg [19:0] top0_lane_sig_delta4_sigmoid_pipe4_u;
+wire signed [32:0] top0_lane_sig_delta4_sigmoid_pipe4_zr;
+wire signed [46:0] top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_r;
+wire signed [46:0] top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_rb;
+wire signed [46:0] top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_t;
+wire [30:0] top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill;
+wire [15:0] top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_hi;
+wire [15:0] top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_hin;
+wire top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+reg [255:0] top0_lane_sig_delta4_delay_flags5_sr;
+wire [30:0] top0_lane_sig_delta4_sat9_fill;
+wire [1:0] top0_lane_sig_delta4_sat9_hi;
+wire [1:0] top0_lane_sig_delta4_sat9_hin;
+wire top0_lane_sig_delta4_sat9_nsign;
+wire [31:0] top0_lane_sig_delta5_y;
+wire signed [31:0] top0_lane_sig_delta5_bd;
+reg signed [31:0] top0_lane_sig_delta5_s;
+wire signed [31:0] top0_lane_sig_delta5_z;
+wire [63:0] top0_lane_sig_delta5_zb;
+wire [63:0] top0_lane_sig_delta5_zbd;
+wire signed [31:0] top0_lane_sig_delta5_zd;
+reg signed [32:0] top0_lane_sig_delta5_d;
+reg signed [31:0] top0_lane_sig_delta5_yr;
+reg signed [31:0] top0_lane_sig_delta5_yc;
+reg signed [31:0] top0_lane_sig_delta5_sigmoid_pipe5_base2;
+reg signed [31:0] top0_lane_sig_delta5_sigmoid_pipe5_base3;
+reg [5:0] top0_lane_sig_delta5_sigmoid_pipe5_idx1;
+reg [13:0] top0_lane_sig_delta5_sigmoid_pipe5_off1;
+reg [13:0] top0_lane_sig_delta5_sigmoid_pipe5_off2;
+wire signed [14:0] top0_lane_sig_delta5_sigmoid_pipe5_offs;
+reg signed [46:0] top0_lane_sig_delta5_sigmoid_pipe5_prod3;
+wire signed [46:0] top0_lane_sig_delta5_sigmoid_pipe5_prod_c;
+reg signed [31:0] top0_lane_sig_delta5_sigmoid_pipe5_rnd;
+reg signed [31:0] top0_lane_sig_delta5_sigmoid_pipe5_slope2;
+wire signed [32:0] top0_lane_sig_delta5_sigmoid_pipe5_sumv;
+reg [19:0] top0_lane_sig_delta5_sigmoid_pipe5_u;
+wire signed [32:0] top0_lane_sig_delta5_sigmoid_pipe5_zr;
+wire signed [46:0] top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_r;
+wire signed [46:0] top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_rb;
+wire signed [46:0] top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_t;
+wire [30:0] top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill;
+wire [15:0] top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_hi;
+wire [15:0] top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_hin;
+wire top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+reg [255:0] top0_lane_sig_delta5_delay_flags6_sr;
+wire [30:0] top0_lane_sig_delta5_sat11_fill;
+wire [1:0] top0_lane_sig_delta5_sat11_hi;
+wire [1:0] top0_lane_sig_delta5_sat11_hin;
+wire top0_lane_sig_delta5_sat11_nsign;
+wire [31:0] top0_lane_sig_delta6_y;
+wire signed [31:0] top0_lane_sig_delta6_bd;
+reg signed [31:0] top0_lane_sig_delta6_s;
+wire signed [31:0] top0_lane_sig_delta6_z;
+wire [63:0] top0_lane_sig_delta6_zb;
+wire [63:0] top0_lane_sig_delta6_zbd;
+wire signed [31:0] top0_lane_sig_delta6_zd;
+reg signed [32:0] top0_lane_sig_delta6_d;
+reg signed [31:0] top0_lane_sig_delta6_yr;
+reg signed [31:0] top0_lane_sig_delta6_yc;
+reg signed [31:0] top0_lane_sig_delta6_sigmoid_pipe6_base2;
+reg signed [31:0] top0_lane_sig_delta6_sigmoid_pipe6_base3;
+reg [5:0] top0_lane_sig_delta6_sigmoid_pipe6_idx1;
+reg [13:0] top0_lane_sig_delta6_sigmoid_pipe6_off1;
+reg [13:0] top0_lane_sig_delta6_sigmoid_pipe6_off2;
+wire signed [14:0] top0_lane_sig_delta6_sigmoid_pipe6_offs;
+reg signed [46:0] top0_lane_sig_delta6_sigmoid_pipe6_prod3;
+wire signed [46:0] top0_lane_sig_delta6_sigmoid_pipe6_prod_c;
+reg signed [31:0] top0_lane_sig_delta6_sigmoid_pipe6_rnd;
+reg signed [31:0] top0_lane_sig_delta6_sigmoid_pipe6_slope2;
+wire signed [32:0] top0_lane_sig_delta6_sigmoid_pipe6_sumv;
+reg [19:0] top0_lane_sig_delta6_sigmoid_pipe6_u;
+wire signed [32:0] top0_lane_sig_delta6_sigmoid_pipe6_zr;
+wire signed [46:0] top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_r;
+wire signed [46:0] top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_rb;
+wire signed [46:0] top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_t;
+wire [30:0] top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill;
+wire [15:0] top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_hi;
+wire [15:0] top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_hin;
+wire top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+reg [255:0] top0_lane_sig_delta6_delay_flags7_sr;
+wire [30:0] top0_lane_sig_delta6_sat13_fill;
+wire [1:0] top0_lane_sig_delta6_sat13_hi;
+wire [1:0] top0_lane_sig_delta6_sat13_hin;
+wire top0_lane_sig_delta6_sat13_nsign;
+wire [31:0] top0_lane_sig_delta7_y;
+wire signed [31:0] top0_lane_sig_delta7_bd;
+reg signed [31:0] top0_lane_sig_delta7_s;
+wire signed [31:0] top0_lane_sig_delta7_z;
+wire [63:0] top0_lane_sig_delta7_zb;
+wire [63:0] top0_lane_sig_delta7_zbd;
+wire signed [31:0] top0_lane_sig_delta7_zd;
+reg signed [32:0] top0_lane_sig_delta7_d;
+reg signed [31:0] top0_lane_sig_delta7_yr;
+reg signed [31:0] top0_lane_sig_delta7_yc;
+reg signed [31:0] top0_lane_sig_delta7_sigmoid_pipe7_base2;
+reg signed [31:0] top0_lane_sig_delta7_sigmoid_pipe7_base3;
+reg [5:0] top0_lane_sig_delta7_sigmoid_pipe7_idx1;
+reg [13:0] top0_lane_sig_delta7_sigmoid_pipe7_off1;
+reg [13:0] top0_lane_sig_delta7_sigmoid_pipe7_off2;
+wire signed [14:0] top0_lane_sig_delta7_sigmoid_pipe7_offs;
+reg signed [46:0] top0_lane_sig_delta7_sigmoid_pipe7_prod3;
+wire signed [46:0] top0_lane_sig_delta7_sigmoid_pipe7_prod_c;
+reg signed [31:0] top0_lane_sig_delta7_sigmoid_pipe7_rnd;
+reg signed [31:0] top0_lane_sig_delta7_sigmoid_pipe7_slope2;
+wire signed [32:0] top0_lane_sig_delta7_sigmoid_pipe7_sumv;
+reg [19:0] top0_lane_sig_delta7_sigmoid_pipe7_u;
+wire signed [32:0] top0_lane_sig_delta7_sigmoid_pipe7_zr;
+wire signed [46:0] top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_r;
+wire signed [46:0] top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_rb;
+wire signed [46:0] top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_t;
+wire [30:0] top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill;
+wire [15:0] top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_hi;
+wire [15:0] top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_hin;
+wire top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+reg [255:0] top0_lane_sig_delta7_delay_flags8_sr;
+wire [30:0] top0_lane_sig_delta7_sat15_fill;
+wire [1:0] top0_lane_sig_delta7_sat15_hi;
+wire [1:0] top0_lane_sig_delta7_sat15_hin;
+wire top0_lane_sig_delta7_sat15_nsign;
+wire [31:0] top0_lane_sig_delta8_y;
+wire signed [31:0] top0_lane_sig_delta8_bd;
+reg signed [31:0] top0_lane_sig_delta8_s;
+wire signed [31:0] top0_lane_sig_delta8_z;
+wire [63:0] top0_lane_sig_delta8_zb;
+wire [63:0] top0_lane_sig_delta8_zbd;
+wire signed [31:0] top0_lane_sig_delta8_zd;
+reg signed [32:0] top0_lane_sig_delta8_d;
+reg signed [31:0] top0_lane_sig_delta8_yr;
+reg signed [31:0] top0_lane_sig_delta8_yc;
+reg signed [31:0] top0_lane_sig_delta8_sigmoid_pipe8_base2;
+reg signed [31:0] top0_lane_sig_delta8_sigmoid_pipe8_base3;
+reg [5:0] top0_lane_sig_delta8_sigmoid_pipe8_idx1;
+reg [13:0] top0_lane_sig_delta8_sigmoid_pipe8_off1;
+reg [13:0] top0_lane_sig_delta8_sigmoid_pipe8_off2;
+wire signed [14:0] top0_lane_sig_delta8_sigmoid_pipe8_offs;
+reg signed [46:0] top0_lane_sig_delta8_sigmoid_pipe8_prod3;
+wire signed [46:0] top0_lane_sig_delta8_sigmoid_pipe8_prod_c;
+reg signed [31:0] top0_lane_sig_delta8_sigmoid_pipe8_rnd;
+reg signed [31:0] top0_lane_sig_delta8_sigmoid_pipe8_slope2;
+wire signed [32:0] top0_lane_sig_delta8_sigmoid_pipe8_sumv;
+reg [19:0] top0_lane_sig_delta8_sigmoid_pipe8_u;
+wire signed [32:0] top0_lane_sig_delta8_sigmoid_pipe8_zr;
+wire signed [46:0] top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_r;
+wire signed [46:0] top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_rb;
+wire signed [46:0] top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_t;
+wire [30:0] top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill;
+wire [15:0] top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_hi;
+wire [15:0] top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_hin;
+wire top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+reg [255:0] top0_lane_sig_delta8_delay_flags9_sr;
+wire [30:0] top0_lane_sig_delta8_sat17_fill;
+wire [1:0] top0_lane_sig_delta8_sat17_hi;
+wire [1:0] top0_lane_sig_delta8_sat17_hin;
+wire top0_lane_sig_delta8_sat17_nsign;
+wire [31:0] top0_lane_sig_delta9_y;
+wire signed [31:0] top0_lane_sig_delta9_bd;
+reg signed [31:0] top0_lane_sig_delta9_s;
+wire signed [31:0] top0_lane_sig_delta9_z;
+wire [63:0] top0_lane_sig_delta9_zb;
+wire [63:0] top0_lane_sig_delta9_zbd;
+wire signed [31:0] top0_lane_sig_delta9_zd;
+reg signed [32:0] top0_lane_sig_delta9_d;
+reg signed [31:0] top0_lane_sig_delta9_yr;
+reg signed [31:0] top0_lane_sig_delta9_yc;
+reg signed [31:0] top0_lane_sig_delta9_sigmoid_pipe9_base2;
+reg signed [31:0] top0_lane_sig_delta9_sigmoid_pipe9_base3;
+reg [5:0] top0_lane_sig_delta9_sigmoid_pipe9_idx1;
+reg [13:0] top0_lane_sig_delta9_sigmoid_pipe9_off1;
+reg [13:0] top0_lane_sig_delta9_sigmoid_pipe9_off2;
+wire signed [14:0] top0_lane_sig_delta9_sigmoid_pipe9_offs;
+reg signed [46:0] top0_lane_sig_delta9_sigmoid_pipe9_prod3;
+wire signed [46:0] top0_lane_sig_delta9_sigmoid_pipe9_prod_c;
+reg signed [31:0] top0_lane_sig_delta9_sigmoid_pipe9_rnd;
+reg signed [31:0] top0_lane_sig_delta9_sigmoid_pipe9_slope2;
+wire signed [32:0] top0_lane_sig_delta9_sigmoid_pipe9_sumv;
+reg [19:0] top0_lane_sig_delta9_sigmoid_pipe9_u;
+wire signed [32:0] top0_lane_sig_delta9_sigmoid_pipe9_zr;
+wire signed [46:0] top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_r;
+wire signed [46:0] top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_rb;
+wire signed [46:0] top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_t;
+wire [30:0] top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill;
+wire [15:0] top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_hi;
+wire [15:0] top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_hin;
+wire top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+reg [255:0] top0_lane_sig_delta9_delay_flags10_sr;
+wire [30:0] top0_lane_sig_delta9_sat19_fill;
+wire [1:0] top0_lane_sig_delta9_sat19_hi;
+wire [1:0] top0_lane_sig_delta9_sat19_hin;
+wire top0_lane_sig_delta9_sat19_nsign;
+wire [31:0] top0_lane_sig_delta10_y;
+wire signed [31:0] top0_lane_sig_delta10_bd;
+reg signed [31:0] top0_lane_sig_delta10_s;
+wire signed [31:0] top0_lane_sig_delta10_z;
+wire [63:0] top0_lane_sig_delta10_zb;
+wire [63:0] top0_lane_sig_delta10_zbd;
+wire signed [31:0] top0_lane_sig_delta10_zd;
+reg signed [32:0] top0_lane_sig_delta10_d;
+reg signed [31:0] top0_lane_sig_delta10_yr;
+reg signed [31:0] top0_lane_sig_delta10_yc;
+reg signed [31:0] top0_lane_sig_delta10_sigmoid_pipe10_base2;
+reg signed [31:0] top0_lane_sig_delta10_sigmoid_pipe10_base3;
+reg [5:0] top0_lane_sig_delta10_sigmoid_pipe10_idx1;
+reg [13:0] top0_lane_sig_delta10_sigmoid_pipe10_off1;
+reg [13:0] top0_lane_sig_delta10_sigmoid_pipe10_off2;
+wire signed [14:0] top0_lane_sig_delta10_sigmoid_pipe10_offs;
+reg signed [46:0] top0_lane_sig_delta10_sigmoid_pipe10_prod3;
+wire signed [46:0] top0_lane_sig_delta10_sigmoid_pipe10_prod_c;
+reg signed [31:0] top0_lane_sig_delta10_sigmoid_pipe10_rnd;
+reg signed [31:0] top0_lane_sig_delta10_sigmoid_pipe10_slope2;
+wire signed [32:0] top0_lane_sig_delta10_sigmoid_pipe10_sumv;
+reg [19:0] top0_lane_sig_delta10_sigmoid_pipe10_u;
+wire signed [32:0] top0_lane_sig_delta10_sigmoid_pipe10_zr;
+wire signed [46:0] top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_r;
+wire signed [46:0] top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_rb;
+wire signed [46:0] top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_t;
+wire [30:0] top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill;
+wire [15:0] top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_hi;
+wire [15:0] top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_hin;
+wire top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+reg [255:0] top0_lane_sig_delta10_delay_flags11_sr;
+wire [30:0] top0_lane_sig_delta10_sat21_fill;
+wire [1:0] top0_lane_sig_delta10_sat21_hi;
+wire [1:0] top0_lane_sig_delta10_sat21_hin;
+wire top0_lane_sig_delta10_sat21_nsign;
+wire [31:0] top0_lane_sig_delta11_y;
+wire signed [31:0] top0_lane_sig_delta11_bd;
+reg signed [31:0] top0_lane_sig_delta11_s;
+wire signed [31:0] top0_lane_sig_delta11_z;
+wire [63:0] top0_lane_sig_delta11_zb;
+wire [63:0] top0_lane_sig_delta11_zbd;
+wire signed [31:0] top0_lane_sig_delta11_zd;
+reg signed [32:0] top0_lane_sig_delta11_d;
+reg signed [31:0] top0_lane_sig_delta11_yr;
+reg signed [31:0] top0_lane_sig_delta11_yc;
+reg signed [31:0] top0_lane_sig_delta11_sigmoid_pipe11_base2;
+reg signed [31:0] top0_lane_sig_delta11_sigmoid_pipe11_base3;
+reg [5:0] top0_lane_sig_delta11_sigmoid_pipe11_idx1;
+reg [13:0] top0_lane_sig_delta11_sigmoid_pipe11_off1;
+reg [13:0] top0_lane_sig_delta11_sigmoid_pipe11_off2;
+wire signed [14:0] top0_lane_sig_delta11_sigmoid_pipe11_offs;
+reg signed [46:0] top0_lane_sig_delta11_sigmoid_pipe11_prod3;
+wire signed [46:0] top0_lane_sig_delta11_sigmoid_pipe11_prod_c;
+reg signed [31:0] top0_lane_sig_delta11_sigmoid_pipe11_rnd;
+reg signed [31:0] top0_lane_sig_delta11_sigmoid_pipe11_slope2;
+wire signed [32:0] top0_lane_sig_delta11_sigmoid_pipe11_sumv;
+reg [19:0] top0_lane_sig_delta11_sigmoid_pipe11_u;
+wire signed [32:0] top0_lane_sig_delta11_sigmoid_pipe11_zr;
+wire signed [46:0] top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_r;
+wire signed [46:0] top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_rb;
+wire signed [46:0] top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_t;
+wire [30:0] top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill;
+wire [15:0] top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_hi;
+wire [15:0] top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_hin;
+wire top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+reg [255:0] top0_lane_sig_delta11_delay_flags12_sr;
+wire [30:0] top0_lane_sig_delta11_sat23_fill;
+wire [1:0] top0_lane_sig_delta11_sat23_hi;
+wire [1:0] top0_lane_sig_delta11_sat23_hin;
+wire top0_lane_sig_delta11_sat23_nsign;
+wire [31:0] top0_lane_sig_delta12_y;
+wire signed [31:0] top0_lane_sig_delta12_bd;
+reg signed [31:0] top0_lane_sig_delta12_s;
+wire signed [31:0] top0_lane_sig_delta12_z;
+wire [63:0] top0_lane_sig_delta12_zb;
+wire [63:0] top0_lane_sig_delta12_zbd;
+wire signed [31:0] top0_lane_sig_delta12_zd;
+reg signed [32:0] top0_lane_sig_delta12_d;
+reg signed [31:0] top0_lane_sig_delta12_yr;
+reg signed [31:0] top0_lane_sig_delta12_yc;
+reg signed [31:0] top0_lane_sig_delta12_sigmoid_pipe12_base2;
+reg signed [31:0] top0_lane_sig_delta12_sigmoid_pipe12_base3;
+reg [5:0] top0_lane_sig_delta12_sigmoid_pipe12_idx1;
+reg [13:0] top0_lane_sig_delta12_sigmoid_pipe12_off1;
+reg [13:0] top0_lane_sig_delta12_sigmoid_pipe12_off2;
+wire signed [14:0] top0_lane_sig_delta12_sigmoid_pipe12_offs;
+reg signed [46:0] top0_lane_sig_delta12_sigmoid_pipe12_prod3;
+wire signed [46:0] top0_lane_sig_delta12_sigmoid_pipe12_prod_c;
+reg signed [31:0] top0_lane_sig_delta12_sigmoid_pipe12_rnd;
+reg signed [31:0] top0_lane_sig_delta12_sigmoid_pipe12_slope2;
+wire signed [32:0] top0_lane_sig_delta12_sigmoid_pipe12_sumv;
+reg [19:0] top0_lane_sig_delta12_sigmoid_pipe12_u;
+wire signed [32:0] top0_lane_sig_delta12_sigmoid_pipe12_zr;
+wire signed [46:0] top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_r;
+wire signed [46:0] top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_rb;
+wire signed [46:0] top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_t;
+wire [30:0] top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill;
+wire [15:0] top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_hi;
+wire [15:0] top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_hin;
+wire top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+reg [255:0] top0_lane_sig_delta12_delay_flags13_sr;
+wire [30:0] top0_lane_sig_delta12_sat25_fill;
+wire [1:0] top0_lane_sig_delta12_sat25_hi;
+wire [1:0] top0_lane_sig_delta12_sat25_hin;
+wire top0_lane_sig_delta12_sat25_nsign;
+wire [31:0] top0_lane_sig_delta13_y;
+wire signed [31:0] top0_lane_sig_delta13_bd;
+reg signed [31:0] top0_lane_sig_delta13_s;
+wire signed [31:0] top0_lane_sig_delta13_z;
+wire [63:0] top0_lane_sig_delta13_zb;
+wire [63:0] top0_lane_sig_delta13_zbd;
+wire signed [31:0] top0_lane_sig_delta13_zd;
+reg signed [32:0] top0_lane_sig_delta13_d;
+reg signed [31:0] top0_lane_sig_delta13_yr;
+reg signed [31:0] top0_lane_sig_delta13_yc;
+reg signed [31:0] top0_lane_sig_delta13_sigmoid_pipe13_base2;
+reg signed [31:0] top0_lane_sig_delta13_sigmoid_pipe13_base3;
+reg [5:0] top0_lane_sig_delta13_sigmoid_pipe13_idx1;
+reg [13:0] top0_lane_sig_delta13_sigmoid_pipe13_off1;
+reg [13:0] top0_lane_sig_delta13_sigmoid_pipe13_off2;
+wire signed [14:0] top0_lane_sig_delta13_sigmoid_pipe13_offs;
+reg signed [46:0] top0_lane_sig_delta13_sigmoid_pipe13_prod3;
+wire signed [46:0] top0_lane_sig_delta13_sigmoid_pipe13_prod_c;
+reg signed [31:0] top0_lane_sig_delta13_sigmoid_pipe13_rnd;
+reg signed [31:0] top0_lane_sig_delta13_sigmoid_pipe13_slope2;
+wire signed [32:0] top0_lane_sig_delta13_sigmoid_pipe13_sumv;
+reg [19:0] top0_lane_sig_delta13_sigmoid_pipe13_u;
+wire signed [32:0] top0_lane_sig_delta13_sigmoid_pipe13_zr;
+wire signed [46:0] top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_r;
+wire signed [46:0] top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_rb;
+wire signed [46:0] top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_t;
+wire [30:0] top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill;
+wire [15:0] top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_hi;
+wire [15:0] top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_hin;
+wire top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+reg [255:0] top0_lane_sig_delta13_delay_flags14_sr;
+wire [30:0] top0_lane_sig_delta13_sat27_fill;
+wire [1:0] top0_lane_sig_delta13_sat27_hi;
+wire [1:0] top0_lane_sig_delta13_sat27_hin;
+wire top0_lane_sig_delta13_sat27_nsign;
+wire [31:0] top0_lane_sig_delta14_y;
+wire signed [31:0] top0_lane_sig_delta14_bd;
+reg signed [31:0] top0_lane_sig_delta14_s;
+wire signed [31:0] top0_lane_sig_delta14_z;
+wire [63:0] top0_lane_sig_delta14_zb;
+wire [63:0] top0_lane_sig_delta14_zbd;
+wire signed [31:0] top0_lane_sig_delta14_zd;
+reg signed [32:0] top0_lane_sig_delta14_d;
+reg signed [31:0] top0_lane_sig_delta14_yr;
+reg signed [31:0] top0_lane_sig_delta14_yc;
+reg signed [31:0] top0_lane_sig_delta14_sigmoid_pipe14_base2;
+reg signed [31:0] top0_lane_sig_delta14_sigmoid_pipe14_base3;
+reg [5:0] top0_lane_sig_delta14_sigmoid_pipe14_idx1;
+reg [13:0] top0_lane_sig_delta14_sigmoid_pipe14_off1;
+reg [13:0] top0_lane_sig_delta14_sigmoid_pipe14_off2;
+wire signed [14:0] top0_lane_sig_delta14_sigmoid_pipe14_offs;
+reg signed [46:0] top0_lane_sig_delta14_sigmoid_pipe14_prod3;
+wire signed [46:0] top0_lane_sig_delta14_sigmoid_pipe14_prod_c;
+reg signed [31:0] top0_lane_sig_delta14_sigmoid_pipe14_rnd;
+reg signed [31:0] top0_lane_sig_delta14_sigmoid_pipe14_slope2;
+wire signed [32:0] top0_lane_sig_delta14_sigmoid_pipe14_sumv;
+reg [19:0] top0_lane_sig_delta14_sigmoid_pipe14_u;
+wire signed [32:0] top0_lane_sig_delta14_sigmoid_pipe14_zr;
+wire signed [46:0] top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_r;
+wire signed [46:0] top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_rb;
+wire signed [46:0] top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_t;
+wire [30:0] top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill;
+wire [15:0] top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_hi;
+wire [15:0] top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_hin;
+wire top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+reg [255:0] top0_lane_sig_delta14_delay_flags15_sr;
+wire [30:0] top0_lane_sig_delta14_sat29_fill;
+wire [1:0] top0_lane_sig_delta14_sat29_hi;
+wire [1:0] top0_lane_sig_delta14_sat29_hin;
+wire top0_lane_sig_delta14_sat29_nsign;
+wire [31:0] top0_lane_sig_delta15_y;
+wire signed [31:0] top0_lane_sig_delta15_bd;
+reg signed [31:0] top0_lane_sig_delta15_s;
+wire signed [31:0] top0_lane_sig_delta15_z;
+wire [63:0] top0_lane_sig_delta15_zb;
+wire [63:0] top0_lane_sig_delta15_zbd;
+wire signed [31:0] top0_lane_sig_delta15_zd;
+reg signed [32:0] top0_lane_sig_delta15_d;
+reg signed [31:0] top0_lane_sig_delta15_yr;
+reg signed [31:0] top0_lane_sig_delta15_yc;
+reg signed [31:0] top0_lane_sig_delta15_sigmoid_pipe15_base2;
+reg signed [31:0] top0_lane_sig_delta15_sigmoid_pipe15_base3;
+reg [5:0] top0_lane_sig_delta15_sigmoid_pipe15_idx1;
+reg [13:0] top0_lane_sig_delta15_sigmoid_pipe15_off1;
+reg [13:0] top0_lane_sig_delta15_sigmoid_pipe15_off2;
+wire signed [14:0] top0_lane_sig_delta15_sigmoid_pipe15_offs;
+reg signed [46:0] top0_lane_sig_delta15_sigmoid_pipe15_prod3;
+wire signed [46:0] top0_lane_sig_delta15_sigmoid_pipe15_prod_c;
+reg signed [31:0] top0_lane_sig_delta15_sigmoid_pipe15_rnd;
+reg signed [31:0] top0_lane_sig_delta15_sigmoid_pipe15_slope2;
+wire signed [32:0] top0_lane_sig_delta15_sigmoid_pipe15_sumv;
+reg [19:0] top0_lane_sig_delta15_sigmoid_pipe15_u;
+wire signed [32:0] top0_lane_sig_delta15_sigmoid_pipe15_zr;
+wire signed [46:0] top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_r;
+wire signed [46:0] top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_rb;
+wire signed [46:0] top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_t;
+wire [30:0] top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill;
+wire [15:0] top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_hi;
+wire [15:0] top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_hin;
+wire top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+reg [255:0] top0_lane_sig_delta15_delay_flags16_sr;
+wire [30:0] top0_lane_sig_delta15_sat31_fill;
+wire [1:0] top0_lane_sig_delta15_sat31_hi;
+wire [1:0] top0_lane_sig_delta15_sat31_hin;
+wire top0_lane_sig_delta15_sat31_nsign;
+reg [1:0] top0_out_fifo20_0_1_cnt;
+reg [511:0] top0_out_fifo20_0_1_d0;
+reg [511:0] top0_out_fifo20_0_1_d1;
+reg top0_out_fifo20_0_1_l0;
+reg top0_out_fifo20_0_1_l1;
+reg [0:0] top0_out_fifo20_0_1_u0;
+reg [0:0] top0_out_fifo20_0_1_u1;
 
-assign top0_0_1_2_3_ycat[512-1:480] = top0_0_1_2_3_lane_sig_delta15_y;
-assign top0_0_1_2_3_ycat[480-1:448] = top0_0_1_2_3_lane_sig_delta14_y;
-assign top0_0_1_2_3_ycat[448-1:416] = top0_0_1_2_3_lane_sig_delta13_y;
-assign top0_0_1_2_3_ycat[416-1:384] = top0_0_1_2_3_lane_sig_delta12_y;
-assign top0_0_1_2_3_ycat[384-1:352] = top0_0_1_2_3_lane_sig_delta11_y;
-assign top0_0_1_2_3_ycat[352-1:320] = top0_0_1_2_3_lane_sig_delta10_y;
-assign top0_0_1_2_3_ycat[320-1:288] = top0_0_1_2_3_lane_sig_delta9_y;
-assign top0_0_1_2_3_ycat[288-1:256] = top0_0_1_2_3_lane_sig_delta8_y;
-assign top0_0_1_2_3_ycat[256-1:224] = top0_0_1_2_3_lane_sig_delta7_y;
-assign top0_0_1_2_3_ycat[224-1:192] = top0_0_1_2_3_lane_sig_delta6_y;
-assign top0_0_1_2_3_ycat[192-1:160] = top0_0_1_2_3_lane_sig_delta5_y;
-assign top0_0_1_2_3_ycat[160-1:128] = top0_0_1_2_3_lane_sig_delta4_y;
-assign top0_0_1_2_3_ycat[128-1:96] = top0_0_1_2_3_lane_sig_delta3_y;
-assign top0_0_1_2_3_ycat[96-1:64] = top0_0_1_2_3_lane_sig_delta2_y;
-assign top0_0_1_2_3_ycat[64-1:32] = top0_0_1_2_3_lane_sig_delta1_y;
-assign top0_0_1_2_3_ycat[32-1:0] = top0_0_1_2_3_lane_sig_delta0_y;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[30] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[29] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[28] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[27] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[26] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[25] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[24] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[23] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[22] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[21] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[20] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[19] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[18] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[17] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[16] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[15] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[14] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[13] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[12] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[11] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[10] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[9] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[8] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[7] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[6] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[5] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[4] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[3] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[2] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[1] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill[0] = top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign;
-
-
-
-assign top0_0_1_2_3_line_last = ($signed({1'b0, top0_0_1_2_3_control0_0_1_2_3_lcnt}) == ($signed({1'b0, top0_0_1_2_3_control0_0_1_2_3_dim_r}) - 1));
-assign top0_0_1_2_3_final = (($signed({1'b0, top0_0_1_2_3_control0_0_1_2_3_lcnt}) == ($signed({1'b0, top0_0_1_2_3_control0_0_1_2_3_dim_r}) - 1)) && ($signed({1'b0, top0_0_1_2_3_control0_0_1_2_3_icnt}) == ($signed({1'b0, top0_0_1_2_3_control0_0_1_2_3_it_r}) - 1)));
+assign top0_ycat[512-1:480] = top0_lane_sig_delta15_y;
+assign top0_ycat[480-1:448] = top0_lane_sig_delta14_y;
+assign top0_ycat[448-1:416] = top0_lane_sig_delta13_y;
+assign top0_ycat[416-1:384] = top0_lane_sig_delta12_y;
+assign top0_ycat[384-1:352] = top0_lane_sig_delta11_y;
+assign top0_ycat[352-1:320] = top0_lane_sig_delta10_y;
+assign top0_ycat[320-1:288] = top0_lane_sig_delta9_y;
+assign top0_ycat[288-1:256] = top0_lane_sig_delta8_y;
+assign top0_ycat[256-1:224] = top0_lane_sig_delta7_y;
+assign top0_ycat[224-1:192] = top0_lane_sig_delta6_y;
+assign top0_ycat[192-1:160] = top0_lane_sig_delta5_y;
+assign top0_ycat[160-1:128] = top0_lane_sig_delta4_y;
+assign top0_ycat[128-1:96] = top0_lane_sig_delta3_y;
+assign top0_ycat[96-1:64] = top0_lane_sig_delta2_y;
+assign top0_ycat[64-1:32] = top0_lane_sig_delta1_y;
+assign top0_ycat[32-1:0] = top0_lane_sig_delta0_y;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[30] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[29] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[28] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[27] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[26] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[25] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[24] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[23] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[22] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[21] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[20] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[19] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[18] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[17] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[16] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[15] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[14] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[13] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[12] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[11] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[10] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[9] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[8] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[7] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[6] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[5] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[4] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[3] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[2] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[1] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill[0] = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[30] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[29] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[28] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[27] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[26] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[25] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[24] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[23] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[22] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[21] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[20] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[19] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[18] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[17] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[16] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[15] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[14] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[13] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[12] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[11] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[10] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[9] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[8] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[7] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[6] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[5] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[4] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[3] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[2] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[1] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta0_sat1_0_1_fill[0] = top0_lane_sig_delta0_sat1_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[30] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[29] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[28] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[27] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[26] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[25] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[24] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[23] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[22] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[21] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[20] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[19] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[18] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[17] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[16] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[15] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[14] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[13] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[12] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[11] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[10] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[9] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[8] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[7] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[6] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[5] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[4] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[3] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[2] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[1] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill[0] = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[30] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[29] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[28] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[27] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[26] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[25] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[24] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[23] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[22] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[21] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[20] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[19] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[18] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[17] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[16] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[15] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[14] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[13] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[12] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[11] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[10] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[9] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[8] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[7] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[6] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[5] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[4] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[3] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[2] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[1] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta1_sat3_0_1_fill[0] = top0_lane_sig_delta1_sat3_0_1_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[30] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[29] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[28] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[27] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[26] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[25] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[24] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[23] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[22] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[21] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[20] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[19] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[18] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[17] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[16] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[15] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[14] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[13] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[12] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[11] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[10] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[9] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[8] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[7] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[6] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[5] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[4] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[3] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[2] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[1] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill[0] = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign;
+assign top0_lane_sig_delta2_sat5_fill[30] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[29] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[28] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[27] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[26] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[25] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[24] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[23] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[22] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[21] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[20] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[19] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[18] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[17] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[16] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[15] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[14] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[13] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[12] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[11] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[10] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[9] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[8] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[7] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[6] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[5] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[4] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[3] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[2] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[1] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta2_sat5_fill[0] = top0_lane_sig_delta2_sat5_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[30] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[29] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[28] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[27] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[26] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[25] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[24] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[23] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[22] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[21] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[20] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[19] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[18] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[17] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[16] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[15] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[14] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[13] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[12] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[11] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[10] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[9] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[8] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[7] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[6] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[5] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[4] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[3] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[2] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[1] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill[0] = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign;
+assign top0_lane_sig_delta3_sat7_fill[30] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[29] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[28] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[27] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[26] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[25] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[24] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[23] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[22] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[21] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[20] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[19] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[18] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[17] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[16] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[15] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[14] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[13] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[12] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[11] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[10] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[9] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[8] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[7] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[6] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[5] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[4] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[3] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[2] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[1] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta3_sat7_fill[0] = top0_lane_sig_delta3_sat7_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[30] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[29] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[28] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[27] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[26] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[25] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[24] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[23] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[22] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[21] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[20] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[19] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[18] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[17] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[16] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[15] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[14] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[13] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[12] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[11] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[10] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[9] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[8] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[7] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[6] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[5] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[4] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[3] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[2] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[1] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill[0] = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign;
+assign top0_lane_sig_delta4_sat9_fill[30] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[29] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[28] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[27] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[26] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[25] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[24] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[23] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[22] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[21] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[20] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[19] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[18] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[17] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[16] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[15] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[14] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[13] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[12] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[11] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[10] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[9] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[8] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[7] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[6] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[5] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[4] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[3] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[2] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[1] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta4_sat9_fill[0] = top0_lane_sig_delta4_sat9_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[30] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[29] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[28] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[27] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[26] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[25] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[24] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[23] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[22] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[21] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[20] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[19] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[18] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[17] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[16] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[15] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[14] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[13] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[12] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[11] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[10] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[9] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[8] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[7] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[6] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[5] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[4] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[3] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[2] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[1] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill[0] = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign;
+assign top0_lane_sig_delta5_sat11_fill[30] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[29] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[28] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[27] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[26] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[25] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[24] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[23] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[22] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[21] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[20] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[19] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[18] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[17] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[16] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[15] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[14] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[13] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[12] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[11] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[10] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[9] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[8] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[7] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[6] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[5] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[4] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[3] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[2] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[1] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta5_sat11_fill[0] = top0_lane_sig_delta5_sat11_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[30] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[29] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[28] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[27] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[26] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[25] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[24] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[23] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[22] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[21] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[20] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[19] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[18] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[17] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[16] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[15] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[14] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[13] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[12] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[11] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[10] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[9] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[8] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[7] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[6] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[5] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[4] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[3] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[2] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[1] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill[0] = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign;
+assign top0_lane_sig_delta6_sat13_fill[30] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[29] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[28] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[27] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[26] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[25] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[24] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[23] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[22] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[21] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[20] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[19] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[18] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[17] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[16] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[15] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[14] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[13] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[12] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[11] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[10] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[9] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[8] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[7] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[6] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[5] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[4] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[3] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[2] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[1] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta6_sat13_fill[0] = top0_lane_sig_delta6_sat13_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[30] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[29] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[28] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[27] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[26] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[25] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[24] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[23] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[22] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[21] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[20] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[19] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[18] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[17] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[16] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[15] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[14] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[13] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[12] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[11] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[10] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[9] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[8] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[7] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[6] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[5] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[4] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[3] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[2] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[1] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill[0] = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign;
+assign top0_lane_sig_delta7_sat15_fill[30] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[29] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[28] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[27] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[26] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[25] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[24] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[23] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[22] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[21] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[20] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[19] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[18] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[17] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[16] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[15] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[14] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[13] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[12] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[11] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[10] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[9] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[8] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[7] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[6] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[5] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[4] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[3] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[2] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[1] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta7_sat15_fill[0] = top0_lane_sig_delta7_sat15_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[30] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[29] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[28] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[27] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[26] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[25] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[24] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[23] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[22] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[21] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[20] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[19] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[18] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[17] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[16] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[15] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[14] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[13] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[12] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[11] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[10] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[9] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[8] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[7] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[6] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[5] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[4] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[3] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[2] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[1] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill[0] = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign;
+assign top0_lane_sig_delta8_sat17_fill[30] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[29] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[28] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[27] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[26] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[25] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[24] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[23] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[22] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[21] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[20] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[19] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[18] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[17] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[16] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[15] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[14] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[13] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[12] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[11] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[10] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[9] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[8] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[7] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[6] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[5] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[4] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[3] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[2] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[1] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta8_sat17_fill[0] = top0_lane_sig_delta8_sat17_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[30] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[29] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[28] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[27] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[26] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[25] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[24] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[23] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[22] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[21] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[20] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[19] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[18] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[17] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[16] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[15] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[14] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[13] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[12] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[11] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[10] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[9] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[8] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[7] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[6] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[5] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[4] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[3] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[2] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[1] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill[0] = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign;
+assign top0_lane_sig_delta9_sat19_fill[30] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[29] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[28] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[27] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[26] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[25] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[24] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[23] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[22] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[21] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[20] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[19] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[18] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[17] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[16] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[15] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[14] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[13] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[12] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[11] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[10] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[9] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[8] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[7] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[6] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[5] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[4] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[3] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[2] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[1] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta9_sat19_fill[0] = top0_lane_sig_delta9_sat19_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[30] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[29] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[28] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[27] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[26] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[25] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[24] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[23] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[22] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[21] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[20] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[19] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[18] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[17] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[16] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[15] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[14] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[13] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[12] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[11] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[10] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[9] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[8] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[7] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[6] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[5] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[4] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[3] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[2] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[1] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill[0] = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign;
+assign top0_lane_sig_delta10_sat21_fill[30] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[29] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[28] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[27] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[26] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[25] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[24] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[23] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[22] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[21] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[20] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[19] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[18] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[17] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[16] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[15] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[14] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[13] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[12] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[11] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[10] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[9] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[8] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[7] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[6] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[5] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[4] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[3] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[2] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[1] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta10_sat21_fill[0] = top0_lane_sig_delta10_sat21_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[30] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[29] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[28] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[27] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[26] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[25] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[24] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[23] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[22] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[21] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[20] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[19] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[18] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[17] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[16] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[15] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[14] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[13] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[12] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[11] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[10] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[9] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[8] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[7] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[6] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[5] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[4] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[3] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[2] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[1] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill[0] = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign;
+assign top0_lane_sig_delta11_sat23_fill[30] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[29] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[28] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[27] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[26] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[25] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[24] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[23] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[22] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[21] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[20] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[19] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[18] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[17] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[16] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[15] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[14] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[13] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[12] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[11] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[10] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[9] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[8] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[7] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[6] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[5] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[4] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[3] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[2] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[1] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta11_sat23_fill[0] = top0_lane_sig_delta11_sat23_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[30] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[29] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[28] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[27] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[26] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[25] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[24] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[23] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[22] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[21] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[20] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[19] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[18] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[17] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[16] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[15] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[14] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[13] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[12] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[11] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[10] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[9] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[8] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[7] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[6] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[5] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[4] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[3] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[2] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[1] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill[0] = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign;
+assign top0_lane_sig_delta12_sat25_fill[30] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[29] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[28] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[27] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[26] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[25] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[24] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[23] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[22] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[21] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[20] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[19] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[18] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[17] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[16] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[15] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[14] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[13] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[12] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[11] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[10] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[9] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[8] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[7] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[6] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[5] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[4] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[3] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[2] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[1] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta12_sat25_fill[0] = top0_lane_sig_delta12_sat25_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[30] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[29] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[28] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[27] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[26] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[25] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[24] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[23] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[22] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[21] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[20] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[19] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[18] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[17] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[16] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[15] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[14] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[13] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[12] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[11] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[10] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[9] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[8] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[7] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[6] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[5] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[4] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[3] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[2] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[1] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill[0] = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign;
+assign top0_lane_sig_delta13_sat27_fill[30] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[29] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[28] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[27] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[26] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[25] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[24] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[23] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[22] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[21] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[20] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[19] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[18] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[17] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[16] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[15] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[14] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[13] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[12] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[11] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[10] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[9] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[8] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[7] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[6] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[5] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[4] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[3] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[2] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[1] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta13_sat27_fill[0] = top0_lane_sig_delta13_sat27_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[30] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[29] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[28] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[27] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[26] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[25] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[24] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[23] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[22] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[21] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[20] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[19] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[18] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[17] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[16] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[15] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[14] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[13] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[12] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[11] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[10] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[9] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[8] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[7] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[6] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[5] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[4] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[3] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[2] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[1] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill[0] = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign;
+assign top0_lane_sig_delta14_sat29_fill[30] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[29] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[28] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[27] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[26] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[25] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[24] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[23] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[22] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[21] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[20] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[19] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[18] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[17] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[16] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[15] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[14] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[13] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[12] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[11] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[10] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[9] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[8] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[7] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[6] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[5] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[4] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[3] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[2] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[1] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta14_sat29_fill[0] = top0_lane_sig_delta14_sat29_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[30] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[29] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[28] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[27] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[26] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[25] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[24] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[23] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[22] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[21] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[20] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[19] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[18] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[17] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[16] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[15] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[14] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[13] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[12] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[11] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[10] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[9] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[8] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[7] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[6] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[5] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[4] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[3] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[2] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[1] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill[0] = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign;
+assign top0_lane_sig_delta15_sat31_fill[30] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[29] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[28] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[27] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[26] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[25] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[24] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[23] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[22] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[21] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[20] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[19] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[18] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[17] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[16] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[15] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[14] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[13] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[12] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[11] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[10] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[9] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[8] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[7] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[6] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[5] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[4] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[3] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[2] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[1] = top0_lane_sig_delta15_sat31_nsign;
+assign top0_lane_sig_delta15_sat31_fill[0] = top0_lane_sig_delta15_sat31_nsign;
 
 
-always @(posedge clk) begin: top0_0_1_2_3_control0_0_1_2_3_seq
+
+assign top0_line_last = ($signed({1'b0, top0_control0_0_1_lcnt}) == ($signed({1'b0, top0_control0_0_1_dim_r}) - 1));
+assign top0_final = (($signed({1'b0, top0_control0_0_1_lcnt}) == ($signed({1'b0, top0_control0_0_1_dim_r}) - 1)) && ($signed({1'b0, top0_control0_0_1_icnt}) == ($signed({1'b0, top0_control0_0_1_it_r}) - 1)));
+
+
+always @(posedge clk) begin: top0_control0_0_1_seq
     if (rst == 1) begin
-        top0_0_1_2_3_running <= 0;
-        busy <= 0;
+        top0_control0_0_1_dim_r <= 0;
         done <= 0;
         cfg_err <= 0;
-        top0_0_1_2_3_control0_0_1_2_3_dim_r <= 0;
-        top0_0_1_2_3_control0_0_1_2_3_it_r <= 0;
-        top0_0_1_2_3_control0_0_1_2_3_icnt <= 0;
-        top0_0_1_2_3_control0_0_1_2_3_lcnt <= 0;
+        top0_control0_0_1_icnt <= 0;
+        busy <= 0;
+        top0_control0_0_1_it_r <= 0;
+        top0_running <= 0;
+        top0_control0_0_1_lcnt <= 0;
     end
     else begin
         done <= 1'b0;
@@ -1681,29 +1681,29 @@ always @(posedge clk) begin: top0_0_1_2_3_control0_0_1_2_3_seq
             else begin
                 cfg_err <= 1'b0;
                 busy <= 1'b1;
-                top0_0_1_2_3_running <= 1'b1;
-                top0_0_1_2_3_control0_0_1_2_3_dim_r <= cfg_dimension;
-                top0_0_1_2_3_control0_0_1_2_3_it_r <= cfg_iterations;
-                top0_0_1_2_3_control0_0_1_2_3_lcnt <= 0;
-                top0_0_1_2_3_control0_0_1_2_3_icnt <= 0;
+                top0_running <= 1'b1;
+                top0_control0_0_1_dim_r <= cfg_dimension;
+                top0_control0_0_1_it_r <= cfg_iterations;
+                top0_control0_0_1_lcnt <= 0;
+                top0_control0_0_1_icnt <= 0;
             end
         end
-        if (top0_0_1_2_3_fire) begin
-            if (($signed({1'b0, top0_0_1_2_3_control0_0_1_2_3_lcnt}) == ($signed({1'b0, top0_0_1_2_3_control0_0_1_2_3_dim_r}) - 1))) begin
-                top0_0_1_2_3_control0_0_1_2_3_lcnt <= 0;
-                if (($signed({1'b0, top0_0_1_2_3_control0_0_1_2_3_icnt}) == ($signed({1'b0, top0_0_1_2_3_control0_0_1_2_3_it_r}) - 1))) begin
-                    top0_0_1_2_3_control0_0_1_2_3_icnt <= 0;
-                    top0_0_1_2_3_running <= 1'b0;
+        if (top0_fire) begin
+            if (($signed({1'b0, top0_control0_0_1_lcnt}) == ($signed({1'b0, top0_control0_0_1_dim_r}) - 1))) begin
+                top0_control0_0_1_lcnt <= 0;
+                if (($signed({1'b0, top0_control0_0_1_icnt}) == ($signed({1'b0, top0_control0_0_1_it_r}) - 1))) begin
+                    top0_control0_0_1_icnt <= 0;
+                    top0_running <= 1'b0;
                 end
                 else begin
-                    top0_0_1_2_3_control0_0_1_2_3_icnt <= (top0_0_1_2_3_control0_0_1_2_3_icnt + 1);
+                    top0_control0_0_1_icnt <= (top0_control0_0_1_icnt + 1);
                 end
             end
             else begin
-                top0_0_1_2_3_control0_0_1_2_3_lcnt <= (top0_0_1_2_3_control0_0_1_2_3_lcnt + 1);
+                top0_control0_0_1_lcnt <= (top0_control0_0_1_lcnt + 1);
             end
         end
-        if (top0_0_1_2_3_out_final_pop) begin
+        if (top0_out_final_pop) begin
             busy <= 1'b0;
             done <= 1'b1;
         end
@@ -1712,5442 +1712,5442 @@ end
 
 
 
-assign top0_0_1_2_3_fire = (top0_0_1_2_3_running && top0_0_1_2_3_en && s_axis_z_tvalid && s_axis_b_tvalid);
-assign s_axis_z_tready = (top0_0_1_2_3_running && top0_0_1_2_3_en && s_axis_b_tvalid);
-assign s_axis_b_tready = (top0_0_1_2_3_running && top0_0_1_2_3_en && s_axis_z_tvalid);
+assign top0_fire = (top0_running && top0_en && s_axis_z_tvalid && s_axis_b_tvalid);
+assign s_axis_z_tready = (top0_running && top0_en && s_axis_b_tvalid);
+assign s_axis_b_tready = (top0_running && top0_en && s_axis_z_tvalid);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_inreg
+always @(posedge clk) begin: top0_inreg
     if (rst == 1) begin
-        top0_0_1_2_3_br <= 0;
-        top0_0_1_2_3_v0 <= 0;
-        top0_0_1_2_3_ar <= 0;
+        top0_ar <= 0;
+        top0_v0 <= 0;
+        top0_br <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            if (top0_0_1_2_3_fire) begin
-                top0_0_1_2_3_ar <= s_axis_z_tdata;
-                top0_0_1_2_3_br <= s_axis_b_tdata;
+        if (top0_en) begin
+            if (top0_fire) begin
+                top0_ar <= s_axis_z_tdata;
+                top0_br <= s_axis_b_tdata;
             end
-            top0_0_1_2_3_v0 <= {top0_0_1_2_3_final, top0_0_1_2_3_line_last, top0_0_1_2_3_fire};
+            top0_v0 <= {top0_final, top0_line_last, top0_fire};
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_kreg
+always @(posedge clk) begin: top0_kreg
     if (rst == 1) begin
-        top0_0_1_2_3_use_sig <= 0;
+        top0_use_sig <= 0;
     end
     else begin
         if ((start && (!busy))) begin
-            top0_0_1_2_3_use_sig <= cfg_sigmoid;
+            top0_use_sig <= cfg_sigmoid;
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_delay_flags0_0_1_2_3_sh
+always @(posedge clk) begin: top0_delay_flags0_0_1_sh
     if (rst == 1) begin
-        top0_0_1_2_3_delay_flags0_0_1_2_3_sr <= 0;
+        top0_delay_flags0_0_1_sr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_delay_flags0_0_1_2_3_sr <= {top0_0_1_2_3_delay_flags0_0_1_2_3_sr[(3 * (5 - 1))-1:0], top0_0_1_2_3_v0};
+        if (top0_en) begin
+            top0_delay_flags0_0_1_sr <= {top0_delay_flags0_0_1_sr[(3 * (5 - 1))-1:0], top0_v0};
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_vout = top0_0_1_2_3_delay_flags0_0_1_2_3_sr[(3 * 5)-1:(3 * (5 - 1))];
+assign top0_vout = top0_delay_flags0_0_1_sr[(3 * 5)-1:(3 * (5 - 1))];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta0_z = $signed(top0_0_1_2_3_ar[32-1:0]);
-assign top0_0_1_2_3_lane_sig_delta0_zb = {top0_0_1_2_3_ar[32-1:0], top0_0_1_2_3_br[32-1:0]};
+assign top0_lane_sig_delta0_z = $signed(top0_ar[32-1:0]);
+assign top0_lane_sig_delta0_zb = {top0_ar[32-1:0], top0_br[32-1:0]};
 
 
 
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_zr = (top0_0_1_2_3_lane_sig_delta0_z + 524288);
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_zr = (top0_lane_sig_delta0_z + 524288);
 
 
-always @(top0_0_1_2_3_lane_sig_delta0_z, top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_zr) begin: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_clampz
-    if ((top0_0_1_2_3_lane_sig_delta0_z >= 524288)) begin
-        top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_u = ((2 * 524288) - 1);
+always @(top0_lane_sig_delta0_sigmoid_pipe0_0_1_zr, top0_lane_sig_delta0_z) begin: top0_lane_sig_delta0_sigmoid_pipe0_0_1_clampz
+    if ((top0_lane_sig_delta0_z >= 524288)) begin
+        top0_lane_sig_delta0_sigmoid_pipe0_0_1_u = ((2 * 524288) - 1);
     end
-    else if ((top0_0_1_2_3_lane_sig_delta0_z < (-524288))) begin
-        top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_u = 0;
+    else if ((top0_lane_sig_delta0_z < (-524288))) begin
+        top0_lane_sig_delta0_sigmoid_pipe0_0_1_u = 0;
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_u = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_zr[20-1:0];
+        top0_lane_sig_delta0_sigmoid_pipe0_0_1_u = top0_lane_sig_delta0_sigmoid_pipe0_0_1_zr[20-1:0];
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_st1
+always @(posedge clk) begin: top0_lane_sig_delta0_sigmoid_pipe0_0_1_st1
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_idx1 <= 0;
-        top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_off1 <= 0;
+        top0_lane_sig_delta0_sigmoid_pipe0_0_1_idx1 <= 0;
+        top0_lane_sig_delta0_sigmoid_pipe0_0_1_off1 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_idx1 <= top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_u[14+:6];
+        if (top0_en) begin
+            top0_lane_sig_delta0_sigmoid_pipe0_0_1_idx1 <= top0_lane_sig_delta0_sigmoid_pipe0_0_1_u[14+:6];
             if ((14 > 0)) begin
-                top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_off1 <= top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_u[14-1:0];
+                top0_lane_sig_delta0_sigmoid_pipe0_0_1_off1 <= top0_lane_sig_delta0_sigmoid_pipe0_0_1_u[14-1:0];
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_off1 <= 0;
+                top0_lane_sig_delta0_sigmoid_pipe0_0_1_off1 <= 0;
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_st2
+always @(posedge clk) begin: top0_lane_sig_delta0_sigmoid_pipe0_0_1_st2
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 0;
-        top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 0;
-        top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_off2 <= 0;
+        top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 0;
+        top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 0;
+        top0_lane_sig_delta0_sigmoid_pipe0_0_1_off2 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            case (top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_idx1)
-                0: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 22;
-                1: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 28;
-                2: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 36;
-                3: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 47;
-                4: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 60;
-                5: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 77;
-                6: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 98;
-                7: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 126;
-                8: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 162;
-                9: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 208;
-                10: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 267;
-                11: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 342;
-                12: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 439;
-                13: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 562;
-                14: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 720;
-                15: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 922;
-                16: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 1179;
-                17: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 1506;
-                18: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 1921;
-                19: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 2446;
-                20: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 3108;
-                21: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 3938;
-                22: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 4971;
-                23: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 6249;
-                24: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 7812;
-                25: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 9702;
-                26: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 11955;
-                27: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 14595;
-                28: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 17625;
-                29: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 21025;
-                30: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 24743;
-                31: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 28693;
-                32: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 32768;
-                33: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 36843;
-                34: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 40793;
-                35: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 44511;
-                36: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 47911;
-                37: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 50941;
-                38: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 53581;
-                39: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 55834;
-                40: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 57724;
-                41: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 59287;
-                42: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 60565;
-                43: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 61598;
-                44: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 62428;
-                45: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 63090;
-                46: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 63615;
-                47: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 64030;
-                48: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 64357;
-                49: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 64614;
-                50: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 64816;
-                51: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 64974;
-                52: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 65097;
-                53: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 65194;
-                54: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 65269;
-                55: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 65328;
-                56: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 65374;
-                57: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 65410;
-                58: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 65438;
-                59: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 65459;
-                60: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 65476;
-                61: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 65489;
-                62: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 65500;
-                default: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2 <= 65508;
+        if (top0_en) begin
+            case (top0_lane_sig_delta0_sigmoid_pipe0_0_1_idx1)
+                0: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 22;
+                1: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 28;
+                2: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 36;
+                3: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 47;
+                4: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 60;
+                5: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 77;
+                6: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 98;
+                7: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 126;
+                8: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 162;
+                9: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 208;
+                10: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 267;
+                11: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 342;
+                12: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 439;
+                13: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 562;
+                14: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 720;
+                15: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 922;
+                16: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 1179;
+                17: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 1506;
+                18: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 1921;
+                19: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 2446;
+                20: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 3108;
+                21: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 3938;
+                22: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 4971;
+                23: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 6249;
+                24: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 7812;
+                25: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 9702;
+                26: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 11955;
+                27: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 14595;
+                28: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 17625;
+                29: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 21025;
+                30: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 24743;
+                31: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 28693;
+                32: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 32768;
+                33: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 36843;
+                34: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 40793;
+                35: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 44511;
+                36: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 47911;
+                37: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 50941;
+                38: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 53581;
+                39: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 55834;
+                40: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 57724;
+                41: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 59287;
+                42: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 60565;
+                43: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 61598;
+                44: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 62428;
+                45: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 63090;
+                46: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 63615;
+                47: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 64030;
+                48: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 64357;
+                49: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 64614;
+                50: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 64816;
+                51: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 64974;
+                52: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 65097;
+                53: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 65194;
+                54: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 65269;
+                55: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 65328;
+                56: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 65374;
+                57: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 65410;
+                58: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 65438;
+                59: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 65459;
+                60: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 65476;
+                61: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 65489;
+                62: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 65500;
+                default: top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2 <= 65508;
             endcase
-            case (top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_idx1)
-                0: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 25;
-                1: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 32;
-                2: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 41;
-                3: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 53;
-                4: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 68;
-                5: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 87;
-                6: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 112;
-                7: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 143;
-                8: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 184;
-                9: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 235;
-                10: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 301;
-                11: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 386;
-                12: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 494;
-                13: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 632;
-                14: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 807;
-                15: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 1028;
-                16: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 1308;
-                17: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 1661;
-                18: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 2101;
-                19: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 2647;
-                20: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 3319;
-                21: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 4134;
-                22: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 5110;
-                23: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 6253;
-                24: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 7561;
-                25: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 9012;
-                26: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 10558;
-                27: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 12122;
-                28: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 13600;
-                29: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 14869;
-                30: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 15803;
-                31: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 16299;
-                32: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 16299;
-                33: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 15803;
-                34: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 14869;
-                35: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 13600;
-                36: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 12122;
-                37: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 10558;
-                38: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 9012;
-                39: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 7561;
-                40: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 6253;
-                41: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 5110;
-                42: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 4134;
-                43: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 3319;
-                44: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 2647;
-                45: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 2101;
-                46: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 1661;
-                47: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 1308;
-                48: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 1028;
-                49: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 807;
-                50: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 632;
-                51: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 494;
-                52: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 386;
-                53: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 301;
-                54: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 235;
-                55: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 184;
-                56: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 143;
-                57: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 112;
-                58: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 87;
-                59: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 68;
-                60: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 53;
-                61: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 41;
-                62: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 32;
-                default: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 <= 25;
+            case (top0_lane_sig_delta0_sigmoid_pipe0_0_1_idx1)
+                0: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 25;
+                1: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 32;
+                2: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 41;
+                3: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 53;
+                4: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 68;
+                5: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 87;
+                6: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 112;
+                7: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 143;
+                8: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 184;
+                9: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 235;
+                10: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 301;
+                11: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 386;
+                12: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 494;
+                13: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 632;
+                14: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 807;
+                15: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 1028;
+                16: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 1308;
+                17: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 1661;
+                18: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 2101;
+                19: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 2647;
+                20: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 3319;
+                21: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 4134;
+                22: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 5110;
+                23: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 6253;
+                24: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 7561;
+                25: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 9012;
+                26: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 10558;
+                27: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 12122;
+                28: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 13600;
+                29: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 14869;
+                30: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 15803;
+                31: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 16299;
+                32: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 16299;
+                33: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 15803;
+                34: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 14869;
+                35: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 13600;
+                36: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 12122;
+                37: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 10558;
+                38: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 9012;
+                39: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 7561;
+                40: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 6253;
+                41: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 5110;
+                42: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 4134;
+                43: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 3319;
+                44: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 2647;
+                45: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 2101;
+                46: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 1661;
+                47: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 1308;
+                48: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 1028;
+                49: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 807;
+                50: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 632;
+                51: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 494;
+                52: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 386;
+                53: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 301;
+                54: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 235;
+                55: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 184;
+                56: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 143;
+                57: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 112;
+                58: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 87;
+                59: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 68;
+                60: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 53;
+                61: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 41;
+                62: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 32;
+                default: top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 <= 25;
             endcase
-            top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_off2 <= top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_off1;
+            top0_lane_sig_delta0_sigmoid_pipe0_0_1_off2 <= top0_lane_sig_delta0_sigmoid_pipe0_0_1_off1;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_offs = $signed({1'h0, top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_off2});
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_offs = $signed({1'h0, top0_lane_sig_delta0_sigmoid_pipe0_0_1_off2});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_prod_c = (top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_slope2 * top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_offs);
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_prod_c = (top0_lane_sig_delta0_sigmoid_pipe0_0_1_slope2 * top0_lane_sig_delta0_sigmoid_pipe0_0_1_offs);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_st3
+always @(posedge clk) begin: top0_lane_sig_delta0_sigmoid_pipe0_0_1_st3
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base3 <= 0;
-        top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_prod3 <= 0;
+        top0_lane_sig_delta0_sigmoid_pipe0_0_1_base3 <= 0;
+        top0_lane_sig_delta0_sigmoid_pipe0_0_1_prod3 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base3 <= top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base2;
-            top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_prod3 <= top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_prod_c;
+        if (top0_en) begin
+            top0_lane_sig_delta0_sigmoid_pipe0_0_1_base3 <= top0_lane_sig_delta0_sigmoid_pipe0_0_1_base2;
+            top0_lane_sig_delta0_sigmoid_pipe0_0_1_prod3 <= top0_lane_sig_delta0_sigmoid_pipe0_0_1_prod_c;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_t = $signed(top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_prod3 >>> 16);
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_rb = $signed({46'h0, top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_prod3[(16 - 1)]});
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_t = $signed(top0_lane_sig_delta0_sigmoid_pipe0_0_1_prod3 >>> 16);
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_rb = $signed({46'h0, top0_lane_sig_delta0_sigmoid_pipe0_0_1_prod3[(16 - 1)]});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_r = (top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_t + top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_rb);
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_r = (top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_t + top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_rb);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_r[47-1:(32 - 1)];
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_hi = top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_r[47-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_hi);
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_hin = (~top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_r[(47 - 1)]);
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_nsign = (!top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_r[(47 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_r, top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_rnd = $signed(top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_r[32-1:0]);
+always @(top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill, top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_hi, top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_r, top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_hin) begin: top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_clamp
+    if (((top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_hi == 0) || (top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_hin == 0))) begin
+        top0_lane_sig_delta0_sigmoid_pipe0_0_1_rnd = $signed(top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_r[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_rnd = $signed({top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_r[(47 - 1)], top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_round_sat0_0_1_2_3_sat0_0_1_2_3_fill});
+        top0_lane_sig_delta0_sigmoid_pipe0_0_1_rnd = $signed({top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_r[(47 - 1)], top0_lane_sig_delta0_sigmoid_pipe0_0_1_round_sat0_0_1_sat0_0_1_fill});
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_sumv = (top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_base3 + top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_rnd);
+assign top0_lane_sig_delta0_sigmoid_pipe0_0_1_sumv = (top0_lane_sig_delta0_sigmoid_pipe0_0_1_base3 + top0_lane_sig_delta0_sigmoid_pipe0_0_1_rnd);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_st4
+always @(posedge clk) begin: top0_lane_sig_delta0_sigmoid_pipe0_0_1_st4
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta0_s <= 0;
+        top0_lane_sig_delta0_s <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            if ((top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_sumv > 65536)) begin
-                top0_0_1_2_3_lane_sig_delta0_s <= 65536;
+        if (top0_en) begin
+            if ((top0_lane_sig_delta0_sigmoid_pipe0_0_1_sumv > 65536)) begin
+                top0_lane_sig_delta0_s <= 65536;
             end
-            else if ((top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_sumv < 0)) begin
-                top0_0_1_2_3_lane_sig_delta0_s <= 0;
+            else if ((top0_lane_sig_delta0_sigmoid_pipe0_0_1_sumv < 0)) begin
+                top0_lane_sig_delta0_s <= 0;
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta0_s <= $signed(top0_0_1_2_3_lane_sig_delta0_sigmoid_pipe0_sumv[32-1:0]);
+                top0_lane_sig_delta0_s <= $signed(top0_lane_sig_delta0_sigmoid_pipe0_0_1_sumv[32-1:0]);
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta0_delay_flags1_0_1_2_3_sh
+always @(posedge clk) begin: top0_lane_sig_delta0_delay_flags1_0_1_sh
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta0_delay_flags1_0_1_2_3_sr <= 0;
+        top0_lane_sig_delta0_delay_flags1_0_1_sr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta0_delay_flags1_0_1_2_3_sr <= {top0_0_1_2_3_lane_sig_delta0_delay_flags1_0_1_2_3_sr[(64 * (4 - 1))-1:0], top0_0_1_2_3_lane_sig_delta0_zb};
+        if (top0_en) begin
+            top0_lane_sig_delta0_delay_flags1_0_1_sr <= {top0_lane_sig_delta0_delay_flags1_0_1_sr[(64 * (4 - 1))-1:0], top0_lane_sig_delta0_zb};
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta0_zbd = top0_0_1_2_3_lane_sig_delta0_delay_flags1_0_1_2_3_sr[(64 * 4)-1:(64 * (4 - 1))];
+assign top0_lane_sig_delta0_zbd = top0_lane_sig_delta0_delay_flags1_0_1_sr[(64 * 4)-1:(64 * (4 - 1))];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta0_zd = $signed(top0_0_1_2_3_lane_sig_delta0_zbd[(2 * 32)-1:32]);
-assign top0_0_1_2_3_lane_sig_delta0_bd = $signed(top0_0_1_2_3_lane_sig_delta0_zbd[32-1:0]);
+assign top0_lane_sig_delta0_zd = $signed(top0_lane_sig_delta0_zbd[(2 * 32)-1:32]);
+assign top0_lane_sig_delta0_bd = $signed(top0_lane_sig_delta0_zbd[32-1:0]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta0_zd, top0_0_1_2_3_lane_sig_delta0_s, top0_0_1_2_3_lane_sig_delta0_bd, top0_0_1_2_3_use_sig) begin: top0_0_1_2_3_lane_sig_delta0_subc
-    if (top0_0_1_2_3_use_sig) begin
-        top0_0_1_2_3_lane_sig_delta0_d = (top0_0_1_2_3_lane_sig_delta0_s - top0_0_1_2_3_lane_sig_delta0_bd);
+always @(top0_lane_sig_delta0_bd, top0_use_sig, top0_lane_sig_delta0_zd, top0_lane_sig_delta0_s) begin: top0_lane_sig_delta0_subc
+    if (top0_use_sig) begin
+        top0_lane_sig_delta0_d = (top0_lane_sig_delta0_s - top0_lane_sig_delta0_bd);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta0_d = (top0_0_1_2_3_lane_sig_delta0_zd - top0_0_1_2_3_lane_sig_delta0_bd);
+        top0_lane_sig_delta0_d = (top0_lane_sig_delta0_zd - top0_lane_sig_delta0_bd);
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta0_d[33-1:(32 - 1)];
+assign top0_lane_sig_delta0_sat1_0_1_hi = top0_lane_sig_delta0_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_hi);
+assign top0_lane_sig_delta0_sat1_0_1_hin = (~top0_lane_sig_delta0_sat1_0_1_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta0_d[(33 - 1)]);
+assign top0_lane_sig_delta0_sat1_0_1_nsign = (!top0_lane_sig_delta0_d[(33 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta0_d, top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta0_yc = $signed(top0_0_1_2_3_lane_sig_delta0_d[32-1:0]);
+always @(top0_lane_sig_delta0_sat1_0_1_fill, top0_lane_sig_delta0_sat1_0_1_hi, top0_lane_sig_delta0_d, top0_lane_sig_delta0_sat1_0_1_hin) begin: top0_lane_sig_delta0_sat1_0_1_clamp
+    if (((top0_lane_sig_delta0_sat1_0_1_hi == 0) || (top0_lane_sig_delta0_sat1_0_1_hin == 0))) begin
+        top0_lane_sig_delta0_yc = $signed(top0_lane_sig_delta0_d[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta0_yc = $signed({top0_0_1_2_3_lane_sig_delta0_d[(33 - 1)], top0_0_1_2_3_lane_sig_delta0_sat1_0_1_2_3_fill});
+        top0_lane_sig_delta0_yc = $signed({top0_lane_sig_delta0_d[(33 - 1)], top0_lane_sig_delta0_sat1_0_1_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta0_out
+always @(posedge clk) begin: top0_lane_sig_delta0_out
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta0_yr <= 0;
+        top0_lane_sig_delta0_yr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta0_yr <= top0_0_1_2_3_lane_sig_delta0_yc;
+        if (top0_en) begin
+            top0_lane_sig_delta0_yr <= top0_lane_sig_delta0_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta0_y = top0_0_1_2_3_lane_sig_delta0_yr;
+assign top0_lane_sig_delta0_y = top0_lane_sig_delta0_yr;
 
 
 
-assign top0_0_1_2_3_lane_sig_delta1_z = $signed(top0_0_1_2_3_ar[64-1:32]);
-assign top0_0_1_2_3_lane_sig_delta1_zb = {top0_0_1_2_3_ar[64-1:32], top0_0_1_2_3_br[64-1:32]};
+assign top0_lane_sig_delta1_z = $signed(top0_ar[64-1:32]);
+assign top0_lane_sig_delta1_zb = {top0_ar[64-1:32], top0_br[64-1:32]};
 
 
 
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_zr = (top0_0_1_2_3_lane_sig_delta1_z + 524288);
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_zr = (top0_lane_sig_delta1_z + 524288);
 
 
-always @(top0_0_1_2_3_lane_sig_delta1_z, top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_zr) begin: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_clampz
-    if ((top0_0_1_2_3_lane_sig_delta1_z >= 524288)) begin
-        top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_u = ((2 * 524288) - 1);
+always @(top0_lane_sig_delta1_sigmoid_pipe1_0_1_zr, top0_lane_sig_delta1_z) begin: top0_lane_sig_delta1_sigmoid_pipe1_0_1_clampz
+    if ((top0_lane_sig_delta1_z >= 524288)) begin
+        top0_lane_sig_delta1_sigmoid_pipe1_0_1_u = ((2 * 524288) - 1);
     end
-    else if ((top0_0_1_2_3_lane_sig_delta1_z < (-524288))) begin
-        top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_u = 0;
+    else if ((top0_lane_sig_delta1_z < (-524288))) begin
+        top0_lane_sig_delta1_sigmoid_pipe1_0_1_u = 0;
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_u = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_zr[20-1:0];
+        top0_lane_sig_delta1_sigmoid_pipe1_0_1_u = top0_lane_sig_delta1_sigmoid_pipe1_0_1_zr[20-1:0];
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_st1
+always @(posedge clk) begin: top0_lane_sig_delta1_sigmoid_pipe1_0_1_st1
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_idx1 <= 0;
-        top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_off1 <= 0;
+        top0_lane_sig_delta1_sigmoid_pipe1_0_1_idx1 <= 0;
+        top0_lane_sig_delta1_sigmoid_pipe1_0_1_off1 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_idx1 <= top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_u[14+:6];
+        if (top0_en) begin
+            top0_lane_sig_delta1_sigmoid_pipe1_0_1_idx1 <= top0_lane_sig_delta1_sigmoid_pipe1_0_1_u[14+:6];
             if ((14 > 0)) begin
-                top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_off1 <= top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_u[14-1:0];
+                top0_lane_sig_delta1_sigmoid_pipe1_0_1_off1 <= top0_lane_sig_delta1_sigmoid_pipe1_0_1_u[14-1:0];
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_off1 <= 0;
+                top0_lane_sig_delta1_sigmoid_pipe1_0_1_off1 <= 0;
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_st2
+always @(posedge clk) begin: top0_lane_sig_delta1_sigmoid_pipe1_0_1_st2
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 0;
-        top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 0;
-        top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_off2 <= 0;
+        top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 0;
+        top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 0;
+        top0_lane_sig_delta1_sigmoid_pipe1_0_1_off2 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            case (top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_idx1)
-                0: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 22;
-                1: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 28;
-                2: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 36;
-                3: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 47;
-                4: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 60;
-                5: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 77;
-                6: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 98;
-                7: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 126;
-                8: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 162;
-                9: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 208;
-                10: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 267;
-                11: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 342;
-                12: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 439;
-                13: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 562;
-                14: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 720;
-                15: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 922;
-                16: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 1179;
-                17: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 1506;
-                18: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 1921;
-                19: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 2446;
-                20: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 3108;
-                21: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 3938;
-                22: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 4971;
-                23: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 6249;
-                24: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 7812;
-                25: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 9702;
-                26: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 11955;
-                27: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 14595;
-                28: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 17625;
-                29: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 21025;
-                30: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 24743;
-                31: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 28693;
-                32: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 32768;
-                33: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 36843;
-                34: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 40793;
-                35: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 44511;
-                36: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 47911;
-                37: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 50941;
-                38: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 53581;
-                39: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 55834;
-                40: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 57724;
-                41: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 59287;
-                42: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 60565;
-                43: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 61598;
-                44: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 62428;
-                45: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 63090;
-                46: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 63615;
-                47: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 64030;
-                48: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 64357;
-                49: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 64614;
-                50: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 64816;
-                51: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 64974;
-                52: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 65097;
-                53: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 65194;
-                54: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 65269;
-                55: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 65328;
-                56: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 65374;
-                57: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 65410;
-                58: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 65438;
-                59: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 65459;
-                60: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 65476;
-                61: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 65489;
-                62: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 65500;
-                default: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2 <= 65508;
+        if (top0_en) begin
+            case (top0_lane_sig_delta1_sigmoid_pipe1_0_1_idx1)
+                0: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 22;
+                1: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 28;
+                2: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 36;
+                3: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 47;
+                4: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 60;
+                5: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 77;
+                6: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 98;
+                7: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 126;
+                8: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 162;
+                9: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 208;
+                10: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 267;
+                11: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 342;
+                12: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 439;
+                13: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 562;
+                14: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 720;
+                15: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 922;
+                16: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 1179;
+                17: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 1506;
+                18: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 1921;
+                19: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 2446;
+                20: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 3108;
+                21: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 3938;
+                22: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 4971;
+                23: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 6249;
+                24: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 7812;
+                25: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 9702;
+                26: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 11955;
+                27: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 14595;
+                28: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 17625;
+                29: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 21025;
+                30: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 24743;
+                31: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 28693;
+                32: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 32768;
+                33: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 36843;
+                34: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 40793;
+                35: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 44511;
+                36: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 47911;
+                37: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 50941;
+                38: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 53581;
+                39: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 55834;
+                40: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 57724;
+                41: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 59287;
+                42: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 60565;
+                43: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 61598;
+                44: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 62428;
+                45: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 63090;
+                46: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 63615;
+                47: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 64030;
+                48: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 64357;
+                49: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 64614;
+                50: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 64816;
+                51: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 64974;
+                52: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 65097;
+                53: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 65194;
+                54: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 65269;
+                55: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 65328;
+                56: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 65374;
+                57: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 65410;
+                58: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 65438;
+                59: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 65459;
+                60: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 65476;
+                61: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 65489;
+                62: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 65500;
+                default: top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2 <= 65508;
             endcase
-            case (top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_idx1)
-                0: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 25;
-                1: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 32;
-                2: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 41;
-                3: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 53;
-                4: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 68;
-                5: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 87;
-                6: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 112;
-                7: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 143;
-                8: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 184;
-                9: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 235;
-                10: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 301;
-                11: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 386;
-                12: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 494;
-                13: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 632;
-                14: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 807;
-                15: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 1028;
-                16: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 1308;
-                17: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 1661;
-                18: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 2101;
-                19: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 2647;
-                20: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 3319;
-                21: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 4134;
-                22: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 5110;
-                23: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 6253;
-                24: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 7561;
-                25: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 9012;
-                26: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 10558;
-                27: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 12122;
-                28: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 13600;
-                29: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 14869;
-                30: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 15803;
-                31: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 16299;
-                32: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 16299;
-                33: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 15803;
-                34: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 14869;
-                35: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 13600;
-                36: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 12122;
-                37: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 10558;
-                38: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 9012;
-                39: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 7561;
-                40: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 6253;
-                41: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 5110;
-                42: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 4134;
-                43: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 3319;
-                44: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 2647;
-                45: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 2101;
-                46: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 1661;
-                47: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 1308;
-                48: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 1028;
-                49: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 807;
-                50: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 632;
-                51: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 494;
-                52: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 386;
-                53: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 301;
-                54: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 235;
-                55: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 184;
-                56: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 143;
-                57: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 112;
-                58: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 87;
-                59: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 68;
-                60: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 53;
-                61: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 41;
-                62: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 32;
-                default: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 <= 25;
+            case (top0_lane_sig_delta1_sigmoid_pipe1_0_1_idx1)
+                0: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 25;
+                1: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 32;
+                2: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 41;
+                3: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 53;
+                4: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 68;
+                5: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 87;
+                6: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 112;
+                7: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 143;
+                8: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 184;
+                9: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 235;
+                10: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 301;
+                11: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 386;
+                12: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 494;
+                13: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 632;
+                14: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 807;
+                15: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 1028;
+                16: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 1308;
+                17: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 1661;
+                18: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 2101;
+                19: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 2647;
+                20: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 3319;
+                21: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 4134;
+                22: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 5110;
+                23: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 6253;
+                24: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 7561;
+                25: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 9012;
+                26: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 10558;
+                27: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 12122;
+                28: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 13600;
+                29: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 14869;
+                30: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 15803;
+                31: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 16299;
+                32: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 16299;
+                33: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 15803;
+                34: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 14869;
+                35: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 13600;
+                36: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 12122;
+                37: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 10558;
+                38: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 9012;
+                39: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 7561;
+                40: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 6253;
+                41: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 5110;
+                42: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 4134;
+                43: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 3319;
+                44: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 2647;
+                45: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 2101;
+                46: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 1661;
+                47: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 1308;
+                48: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 1028;
+                49: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 807;
+                50: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 632;
+                51: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 494;
+                52: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 386;
+                53: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 301;
+                54: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 235;
+                55: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 184;
+                56: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 143;
+                57: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 112;
+                58: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 87;
+                59: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 68;
+                60: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 53;
+                61: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 41;
+                62: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 32;
+                default: top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 <= 25;
             endcase
-            top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_off2 <= top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_off1;
+            top0_lane_sig_delta1_sigmoid_pipe1_0_1_off2 <= top0_lane_sig_delta1_sigmoid_pipe1_0_1_off1;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_offs = $signed({1'h0, top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_off2});
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_offs = $signed({1'h0, top0_lane_sig_delta1_sigmoid_pipe1_0_1_off2});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_prod_c = (top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_slope2 * top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_offs);
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_prod_c = (top0_lane_sig_delta1_sigmoid_pipe1_0_1_slope2 * top0_lane_sig_delta1_sigmoid_pipe1_0_1_offs);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_st3
+always @(posedge clk) begin: top0_lane_sig_delta1_sigmoid_pipe1_0_1_st3
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base3 <= 0;
-        top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_prod3 <= 0;
+        top0_lane_sig_delta1_sigmoid_pipe1_0_1_base3 <= 0;
+        top0_lane_sig_delta1_sigmoid_pipe1_0_1_prod3 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base3 <= top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base2;
-            top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_prod3 <= top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_prod_c;
+        if (top0_en) begin
+            top0_lane_sig_delta1_sigmoid_pipe1_0_1_base3 <= top0_lane_sig_delta1_sigmoid_pipe1_0_1_base2;
+            top0_lane_sig_delta1_sigmoid_pipe1_0_1_prod3 <= top0_lane_sig_delta1_sigmoid_pipe1_0_1_prod_c;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_t = $signed(top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_prod3 >>> 16);
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_rb = $signed({46'h0, top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_prod3[(16 - 1)]});
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_t = $signed(top0_lane_sig_delta1_sigmoid_pipe1_0_1_prod3 >>> 16);
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_rb = $signed({46'h0, top0_lane_sig_delta1_sigmoid_pipe1_0_1_prod3[(16 - 1)]});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_r = (top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_t + top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_rb);
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_r = (top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_t + top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_rb);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_r[47-1:(32 - 1)];
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_hi = top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_r[47-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_hi);
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_hin = (~top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_r[(47 - 1)]);
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_nsign = (!top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_r[(47 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_r, top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_rnd = $signed(top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_r[32-1:0]);
+always @(top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill, top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_hi, top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_r, top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_hin) begin: top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_clamp
+    if (((top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_hi == 0) || (top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_hin == 0))) begin
+        top0_lane_sig_delta1_sigmoid_pipe1_0_1_rnd = $signed(top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_r[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_rnd = $signed({top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_r[(47 - 1)], top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_round_sat1_0_1_2_3_sat2_0_1_2_3_fill});
+        top0_lane_sig_delta1_sigmoid_pipe1_0_1_rnd = $signed({top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_r[(47 - 1)], top0_lane_sig_delta1_sigmoid_pipe1_0_1_round_sat1_0_1_sat2_0_1_fill});
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_sumv = (top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_base3 + top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_rnd);
+assign top0_lane_sig_delta1_sigmoid_pipe1_0_1_sumv = (top0_lane_sig_delta1_sigmoid_pipe1_0_1_base3 + top0_lane_sig_delta1_sigmoid_pipe1_0_1_rnd);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_st4
+always @(posedge clk) begin: top0_lane_sig_delta1_sigmoid_pipe1_0_1_st4
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta1_s <= 0;
+        top0_lane_sig_delta1_s <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            if ((top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_sumv > 65536)) begin
-                top0_0_1_2_3_lane_sig_delta1_s <= 65536;
+        if (top0_en) begin
+            if ((top0_lane_sig_delta1_sigmoid_pipe1_0_1_sumv > 65536)) begin
+                top0_lane_sig_delta1_s <= 65536;
             end
-            else if ((top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_sumv < 0)) begin
-                top0_0_1_2_3_lane_sig_delta1_s <= 0;
+            else if ((top0_lane_sig_delta1_sigmoid_pipe1_0_1_sumv < 0)) begin
+                top0_lane_sig_delta1_s <= 0;
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta1_s <= $signed(top0_0_1_2_3_lane_sig_delta1_sigmoid_pipe1_sumv[32-1:0]);
+                top0_lane_sig_delta1_s <= $signed(top0_lane_sig_delta1_sigmoid_pipe1_0_1_sumv[32-1:0]);
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta1_delay_flags2_sh
+always @(posedge clk) begin: top0_lane_sig_delta1_delay_flags2_0_1_sh
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta1_delay_flags2_sr <= 0;
+        top0_lane_sig_delta1_delay_flags2_0_1_sr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta1_delay_flags2_sr <= {top0_0_1_2_3_lane_sig_delta1_delay_flags2_sr[(64 * (4 - 1))-1:0], top0_0_1_2_3_lane_sig_delta1_zb};
+        if (top0_en) begin
+            top0_lane_sig_delta1_delay_flags2_0_1_sr <= {top0_lane_sig_delta1_delay_flags2_0_1_sr[(64 * (4 - 1))-1:0], top0_lane_sig_delta1_zb};
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta1_zbd = top0_0_1_2_3_lane_sig_delta1_delay_flags2_sr[(64 * 4)-1:(64 * (4 - 1))];
+assign top0_lane_sig_delta1_zbd = top0_lane_sig_delta1_delay_flags2_0_1_sr[(64 * 4)-1:(64 * (4 - 1))];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta1_zd = $signed(top0_0_1_2_3_lane_sig_delta1_zbd[(2 * 32)-1:32]);
-assign top0_0_1_2_3_lane_sig_delta1_bd = $signed(top0_0_1_2_3_lane_sig_delta1_zbd[32-1:0]);
+assign top0_lane_sig_delta1_zd = $signed(top0_lane_sig_delta1_zbd[(2 * 32)-1:32]);
+assign top0_lane_sig_delta1_bd = $signed(top0_lane_sig_delta1_zbd[32-1:0]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta1_zd, top0_0_1_2_3_lane_sig_delta1_s, top0_0_1_2_3_lane_sig_delta1_bd, top0_0_1_2_3_use_sig) begin: top0_0_1_2_3_lane_sig_delta1_subc
-    if (top0_0_1_2_3_use_sig) begin
-        top0_0_1_2_3_lane_sig_delta1_d = (top0_0_1_2_3_lane_sig_delta1_s - top0_0_1_2_3_lane_sig_delta1_bd);
+always @(top0_lane_sig_delta1_bd, top0_use_sig, top0_lane_sig_delta1_zd, top0_lane_sig_delta1_s) begin: top0_lane_sig_delta1_subc
+    if (top0_use_sig) begin
+        top0_lane_sig_delta1_d = (top0_lane_sig_delta1_s - top0_lane_sig_delta1_bd);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta1_d = (top0_0_1_2_3_lane_sig_delta1_zd - top0_0_1_2_3_lane_sig_delta1_bd);
+        top0_lane_sig_delta1_d = (top0_lane_sig_delta1_zd - top0_lane_sig_delta1_bd);
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta1_d[33-1:(32 - 1)];
+assign top0_lane_sig_delta1_sat3_0_1_hi = top0_lane_sig_delta1_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_hi);
+assign top0_lane_sig_delta1_sat3_0_1_hin = (~top0_lane_sig_delta1_sat3_0_1_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta1_d[(33 - 1)]);
+assign top0_lane_sig_delta1_sat3_0_1_nsign = (!top0_lane_sig_delta1_d[(33 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta1_d, top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta1_yc = $signed(top0_0_1_2_3_lane_sig_delta1_d[32-1:0]);
+always @(top0_lane_sig_delta1_sat3_0_1_fill, top0_lane_sig_delta1_sat3_0_1_hi, top0_lane_sig_delta1_d, top0_lane_sig_delta1_sat3_0_1_hin) begin: top0_lane_sig_delta1_sat3_0_1_clamp
+    if (((top0_lane_sig_delta1_sat3_0_1_hi == 0) || (top0_lane_sig_delta1_sat3_0_1_hin == 0))) begin
+        top0_lane_sig_delta1_yc = $signed(top0_lane_sig_delta1_d[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta1_yc = $signed({top0_0_1_2_3_lane_sig_delta1_d[(33 - 1)], top0_0_1_2_3_lane_sig_delta1_sat3_0_1_2_3_fill});
+        top0_lane_sig_delta1_yc = $signed({top0_lane_sig_delta1_d[(33 - 1)], top0_lane_sig_delta1_sat3_0_1_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta1_out
+always @(posedge clk) begin: top0_lane_sig_delta1_out
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta1_yr <= 0;
+        top0_lane_sig_delta1_yr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta1_yr <= top0_0_1_2_3_lane_sig_delta1_yc;
+        if (top0_en) begin
+            top0_lane_sig_delta1_yr <= top0_lane_sig_delta1_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta1_y = top0_0_1_2_3_lane_sig_delta1_yr;
+assign top0_lane_sig_delta1_y = top0_lane_sig_delta1_yr;
 
 
 
-assign top0_0_1_2_3_lane_sig_delta2_z = $signed(top0_0_1_2_3_ar[96-1:64]);
-assign top0_0_1_2_3_lane_sig_delta2_zb = {top0_0_1_2_3_ar[96-1:64], top0_0_1_2_3_br[96-1:64]};
+assign top0_lane_sig_delta2_z = $signed(top0_ar[96-1:64]);
+assign top0_lane_sig_delta2_zb = {top0_ar[96-1:64], top0_br[96-1:64]};
 
 
 
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_zr = (top0_0_1_2_3_lane_sig_delta2_z + 524288);
+assign top0_lane_sig_delta2_sigmoid_pipe2_zr = (top0_lane_sig_delta2_z + 524288);
 
 
-always @(top0_0_1_2_3_lane_sig_delta2_z, top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_zr) begin: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_clampz
-    if ((top0_0_1_2_3_lane_sig_delta2_z >= 524288)) begin
-        top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_u = ((2 * 524288) - 1);
+always @(top0_lane_sig_delta2_sigmoid_pipe2_zr, top0_lane_sig_delta2_z) begin: top0_lane_sig_delta2_sigmoid_pipe2_clampz
+    if ((top0_lane_sig_delta2_z >= 524288)) begin
+        top0_lane_sig_delta2_sigmoid_pipe2_u = ((2 * 524288) - 1);
     end
-    else if ((top0_0_1_2_3_lane_sig_delta2_z < (-524288))) begin
-        top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_u = 0;
+    else if ((top0_lane_sig_delta2_z < (-524288))) begin
+        top0_lane_sig_delta2_sigmoid_pipe2_u = 0;
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_u = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_zr[20-1:0];
+        top0_lane_sig_delta2_sigmoid_pipe2_u = top0_lane_sig_delta2_sigmoid_pipe2_zr[20-1:0];
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_st1
+always @(posedge clk) begin: top0_lane_sig_delta2_sigmoid_pipe2_st1
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_idx1 <= 0;
-        top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_off1 <= 0;
+        top0_lane_sig_delta2_sigmoid_pipe2_idx1 <= 0;
+        top0_lane_sig_delta2_sigmoid_pipe2_off1 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_idx1 <= top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_u[14+:6];
+        if (top0_en) begin
+            top0_lane_sig_delta2_sigmoid_pipe2_idx1 <= top0_lane_sig_delta2_sigmoid_pipe2_u[14+:6];
             if ((14 > 0)) begin
-                top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_off1 <= top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_u[14-1:0];
+                top0_lane_sig_delta2_sigmoid_pipe2_off1 <= top0_lane_sig_delta2_sigmoid_pipe2_u[14-1:0];
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_off1 <= 0;
+                top0_lane_sig_delta2_sigmoid_pipe2_off1 <= 0;
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_st2
+always @(posedge clk) begin: top0_lane_sig_delta2_sigmoid_pipe2_st2
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 0;
-        top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 0;
-        top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_off2 <= 0;
+        top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 0;
+        top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 0;
+        top0_lane_sig_delta2_sigmoid_pipe2_off2 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            case (top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_idx1)
-                0: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 22;
-                1: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 28;
-                2: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 36;
-                3: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 47;
-                4: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 60;
-                5: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 77;
-                6: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 98;
-                7: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 126;
-                8: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 162;
-                9: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 208;
-                10: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 267;
-                11: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 342;
-                12: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 439;
-                13: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 562;
-                14: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 720;
-                15: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 922;
-                16: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 1179;
-                17: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 1506;
-                18: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 1921;
-                19: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 2446;
-                20: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 3108;
-                21: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 3938;
-                22: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 4971;
-                23: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 6249;
-                24: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 7812;
-                25: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 9702;
-                26: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 11955;
-                27: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 14595;
-                28: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 17625;
-                29: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 21025;
-                30: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 24743;
-                31: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 28693;
-                32: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 32768;
-                33: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 36843;
-                34: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 40793;
-                35: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 44511;
-                36: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 47911;
-                37: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 50941;
-                38: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 53581;
-                39: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 55834;
-                40: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 57724;
-                41: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 59287;
-                42: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 60565;
-                43: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 61598;
-                44: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 62428;
-                45: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 63090;
-                46: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 63615;
-                47: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 64030;
-                48: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 64357;
-                49: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 64614;
-                50: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 64816;
-                51: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 64974;
-                52: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 65097;
-                53: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 65194;
-                54: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 65269;
-                55: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 65328;
-                56: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 65374;
-                57: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 65410;
-                58: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 65438;
-                59: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 65459;
-                60: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 65476;
-                61: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 65489;
-                62: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 65500;
-                default: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2 <= 65508;
+        if (top0_en) begin
+            case (top0_lane_sig_delta2_sigmoid_pipe2_idx1)
+                0: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 22;
+                1: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 28;
+                2: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 36;
+                3: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 47;
+                4: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 60;
+                5: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 77;
+                6: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 98;
+                7: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 126;
+                8: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 162;
+                9: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 208;
+                10: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 267;
+                11: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 342;
+                12: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 439;
+                13: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 562;
+                14: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 720;
+                15: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 922;
+                16: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 1179;
+                17: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 1506;
+                18: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 1921;
+                19: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 2446;
+                20: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 3108;
+                21: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 3938;
+                22: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 4971;
+                23: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 6249;
+                24: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 7812;
+                25: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 9702;
+                26: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 11955;
+                27: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 14595;
+                28: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 17625;
+                29: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 21025;
+                30: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 24743;
+                31: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 28693;
+                32: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 32768;
+                33: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 36843;
+                34: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 40793;
+                35: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 44511;
+                36: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 47911;
+                37: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 50941;
+                38: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 53581;
+                39: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 55834;
+                40: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 57724;
+                41: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 59287;
+                42: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 60565;
+                43: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 61598;
+                44: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 62428;
+                45: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 63090;
+                46: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 63615;
+                47: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 64030;
+                48: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 64357;
+                49: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 64614;
+                50: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 64816;
+                51: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 64974;
+                52: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 65097;
+                53: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 65194;
+                54: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 65269;
+                55: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 65328;
+                56: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 65374;
+                57: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 65410;
+                58: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 65438;
+                59: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 65459;
+                60: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 65476;
+                61: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 65489;
+                62: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 65500;
+                default: top0_lane_sig_delta2_sigmoid_pipe2_base2 <= 65508;
             endcase
-            case (top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_idx1)
-                0: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 25;
-                1: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 32;
-                2: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 41;
-                3: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 53;
-                4: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 68;
-                5: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 87;
-                6: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 112;
-                7: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 143;
-                8: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 184;
-                9: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 235;
-                10: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 301;
-                11: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 386;
-                12: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 494;
-                13: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 632;
-                14: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 807;
-                15: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 1028;
-                16: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 1308;
-                17: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 1661;
-                18: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 2101;
-                19: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 2647;
-                20: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 3319;
-                21: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 4134;
-                22: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 5110;
-                23: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 6253;
-                24: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 7561;
-                25: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 9012;
-                26: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 10558;
-                27: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 12122;
-                28: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 13600;
-                29: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 14869;
-                30: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 15803;
-                31: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 16299;
-                32: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 16299;
-                33: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 15803;
-                34: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 14869;
-                35: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 13600;
-                36: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 12122;
-                37: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 10558;
-                38: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 9012;
-                39: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 7561;
-                40: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 6253;
-                41: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 5110;
-                42: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 4134;
-                43: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 3319;
-                44: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 2647;
-                45: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 2101;
-                46: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 1661;
-                47: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 1308;
-                48: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 1028;
-                49: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 807;
-                50: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 632;
-                51: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 494;
-                52: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 386;
-                53: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 301;
-                54: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 235;
-                55: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 184;
-                56: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 143;
-                57: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 112;
-                58: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 87;
-                59: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 68;
-                60: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 53;
-                61: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 41;
-                62: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 32;
-                default: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 <= 25;
+            case (top0_lane_sig_delta2_sigmoid_pipe2_idx1)
+                0: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 25;
+                1: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 32;
+                2: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 41;
+                3: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 53;
+                4: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 68;
+                5: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 87;
+                6: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 112;
+                7: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 143;
+                8: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 184;
+                9: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 235;
+                10: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 301;
+                11: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 386;
+                12: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 494;
+                13: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 632;
+                14: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 807;
+                15: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 1028;
+                16: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 1308;
+                17: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 1661;
+                18: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 2101;
+                19: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 2647;
+                20: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 3319;
+                21: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 4134;
+                22: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 5110;
+                23: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 6253;
+                24: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 7561;
+                25: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 9012;
+                26: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 10558;
+                27: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 12122;
+                28: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 13600;
+                29: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 14869;
+                30: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 15803;
+                31: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 16299;
+                32: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 16299;
+                33: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 15803;
+                34: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 14869;
+                35: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 13600;
+                36: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 12122;
+                37: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 10558;
+                38: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 9012;
+                39: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 7561;
+                40: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 6253;
+                41: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 5110;
+                42: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 4134;
+                43: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 3319;
+                44: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 2647;
+                45: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 2101;
+                46: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 1661;
+                47: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 1308;
+                48: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 1028;
+                49: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 807;
+                50: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 632;
+                51: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 494;
+                52: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 386;
+                53: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 301;
+                54: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 235;
+                55: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 184;
+                56: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 143;
+                57: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 112;
+                58: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 87;
+                59: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 68;
+                60: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 53;
+                61: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 41;
+                62: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 32;
+                default: top0_lane_sig_delta2_sigmoid_pipe2_slope2 <= 25;
             endcase
-            top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_off2 <= top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_off1;
+            top0_lane_sig_delta2_sigmoid_pipe2_off2 <= top0_lane_sig_delta2_sigmoid_pipe2_off1;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_offs = $signed({1'h0, top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_off2});
+assign top0_lane_sig_delta2_sigmoid_pipe2_offs = $signed({1'h0, top0_lane_sig_delta2_sigmoid_pipe2_off2});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_prod_c = (top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_slope2 * top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_offs);
+assign top0_lane_sig_delta2_sigmoid_pipe2_prod_c = (top0_lane_sig_delta2_sigmoid_pipe2_slope2 * top0_lane_sig_delta2_sigmoid_pipe2_offs);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_st3
+always @(posedge clk) begin: top0_lane_sig_delta2_sigmoid_pipe2_st3
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base3 <= 0;
-        top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_prod3 <= 0;
+        top0_lane_sig_delta2_sigmoid_pipe2_base3 <= 0;
+        top0_lane_sig_delta2_sigmoid_pipe2_prod3 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base3 <= top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base2;
-            top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_prod3 <= top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_prod_c;
+        if (top0_en) begin
+            top0_lane_sig_delta2_sigmoid_pipe2_base3 <= top0_lane_sig_delta2_sigmoid_pipe2_base2;
+            top0_lane_sig_delta2_sigmoid_pipe2_prod3 <= top0_lane_sig_delta2_sigmoid_pipe2_prod_c;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_t = $signed(top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_prod3 >>> 16);
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_rb = $signed({46'h0, top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_prod3[(16 - 1)]});
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_t = $signed(top0_lane_sig_delta2_sigmoid_pipe2_prod3 >>> 16);
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_rb = $signed({46'h0, top0_lane_sig_delta2_sigmoid_pipe2_prod3[(16 - 1)]});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_r = (top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_t + top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_rb);
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_r = (top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_t + top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_rb);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_r[47-1:(32 - 1)];
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_hi = top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_r[47-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_hi);
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_hin = (~top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_r[(47 - 1)]);
+assign top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_nsign = (!top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_r[(47 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_r, top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_rnd = $signed(top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_r[32-1:0]);
+always @(top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill, top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_hi, top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_r, top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_hin) begin: top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_clamp
+    if (((top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_hi == 0) || (top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_hin == 0))) begin
+        top0_lane_sig_delta2_sigmoid_pipe2_rnd = $signed(top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_r[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_rnd = $signed({top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_r[(47 - 1)], top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill});
+        top0_lane_sig_delta2_sigmoid_pipe2_rnd = $signed({top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_r[(47 - 1)], top0_lane_sig_delta2_sigmoid_pipe2_round_sat2_0_1_sat4_fill});
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_sumv = (top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_base3 + top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_rnd);
+assign top0_lane_sig_delta2_sigmoid_pipe2_sumv = (top0_lane_sig_delta2_sigmoid_pipe2_base3 + top0_lane_sig_delta2_sigmoid_pipe2_rnd);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_st4
+always @(posedge clk) begin: top0_lane_sig_delta2_sigmoid_pipe2_st4
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta2_s <= 0;
+        top0_lane_sig_delta2_s <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            if ((top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_sumv > 65536)) begin
-                top0_0_1_2_3_lane_sig_delta2_s <= 65536;
+        if (top0_en) begin
+            if ((top0_lane_sig_delta2_sigmoid_pipe2_sumv > 65536)) begin
+                top0_lane_sig_delta2_s <= 65536;
             end
-            else if ((top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_sumv < 0)) begin
-                top0_0_1_2_3_lane_sig_delta2_s <= 0;
+            else if ((top0_lane_sig_delta2_sigmoid_pipe2_sumv < 0)) begin
+                top0_lane_sig_delta2_s <= 0;
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta2_s <= $signed(top0_0_1_2_3_lane_sig_delta2_sigmoid_pipe2_sumv[32-1:0]);
+                top0_lane_sig_delta2_s <= $signed(top0_lane_sig_delta2_sigmoid_pipe2_sumv[32-1:0]);
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta2_delay_flags3_sh
+always @(posedge clk) begin: top0_lane_sig_delta2_delay_flags3_0_1_sh
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta2_delay_flags3_sr <= 0;
+        top0_lane_sig_delta2_delay_flags3_0_1_sr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta2_delay_flags3_sr <= {top0_0_1_2_3_lane_sig_delta2_delay_flags3_sr[(64 * (4 - 1))-1:0], top0_0_1_2_3_lane_sig_delta2_zb};
+        if (top0_en) begin
+            top0_lane_sig_delta2_delay_flags3_0_1_sr <= {top0_lane_sig_delta2_delay_flags3_0_1_sr[(64 * (4 - 1))-1:0], top0_lane_sig_delta2_zb};
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta2_zbd = top0_0_1_2_3_lane_sig_delta2_delay_flags3_sr[(64 * 4)-1:(64 * (4 - 1))];
+assign top0_lane_sig_delta2_zbd = top0_lane_sig_delta2_delay_flags3_0_1_sr[(64 * 4)-1:(64 * (4 - 1))];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta2_zd = $signed(top0_0_1_2_3_lane_sig_delta2_zbd[(2 * 32)-1:32]);
-assign top0_0_1_2_3_lane_sig_delta2_bd = $signed(top0_0_1_2_3_lane_sig_delta2_zbd[32-1:0]);
+assign top0_lane_sig_delta2_zd = $signed(top0_lane_sig_delta2_zbd[(2 * 32)-1:32]);
+assign top0_lane_sig_delta2_bd = $signed(top0_lane_sig_delta2_zbd[32-1:0]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta2_zd, top0_0_1_2_3_lane_sig_delta2_s, top0_0_1_2_3_lane_sig_delta2_bd, top0_0_1_2_3_use_sig) begin: top0_0_1_2_3_lane_sig_delta2_subc
-    if (top0_0_1_2_3_use_sig) begin
-        top0_0_1_2_3_lane_sig_delta2_d = (top0_0_1_2_3_lane_sig_delta2_s - top0_0_1_2_3_lane_sig_delta2_bd);
+always @(top0_lane_sig_delta2_bd, top0_use_sig, top0_lane_sig_delta2_zd, top0_lane_sig_delta2_s) begin: top0_lane_sig_delta2_subc
+    if (top0_use_sig) begin
+        top0_lane_sig_delta2_d = (top0_lane_sig_delta2_s - top0_lane_sig_delta2_bd);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta2_d = (top0_0_1_2_3_lane_sig_delta2_zd - top0_0_1_2_3_lane_sig_delta2_bd);
+        top0_lane_sig_delta2_d = (top0_lane_sig_delta2_zd - top0_lane_sig_delta2_bd);
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta2_d[33-1:(32 - 1)];
+assign top0_lane_sig_delta2_sat5_hi = top0_lane_sig_delta2_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_hi);
+assign top0_lane_sig_delta2_sat5_hin = (~top0_lane_sig_delta2_sat5_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta2_d[(33 - 1)]);
+assign top0_lane_sig_delta2_sat5_nsign = (!top0_lane_sig_delta2_d[(33 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta2_d, top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta2_yc = $signed(top0_0_1_2_3_lane_sig_delta2_d[32-1:0]);
+always @(top0_lane_sig_delta2_sat5_fill, top0_lane_sig_delta2_sat5_hi, top0_lane_sig_delta2_d, top0_lane_sig_delta2_sat5_hin) begin: top0_lane_sig_delta2_sat5_clamp
+    if (((top0_lane_sig_delta2_sat5_hi == 0) || (top0_lane_sig_delta2_sat5_hin == 0))) begin
+        top0_lane_sig_delta2_yc = $signed(top0_lane_sig_delta2_d[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta2_yc = $signed({top0_0_1_2_3_lane_sig_delta2_d[(33 - 1)], top0_0_1_2_3_lane_sig_delta2_sat5_0_1_2_3_fill});
+        top0_lane_sig_delta2_yc = $signed({top0_lane_sig_delta2_d[(33 - 1)], top0_lane_sig_delta2_sat5_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta2_out
+always @(posedge clk) begin: top0_lane_sig_delta2_out
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta2_yr <= 0;
+        top0_lane_sig_delta2_yr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta2_yr <= top0_0_1_2_3_lane_sig_delta2_yc;
+        if (top0_en) begin
+            top0_lane_sig_delta2_yr <= top0_lane_sig_delta2_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta2_y = top0_0_1_2_3_lane_sig_delta2_yr;
+assign top0_lane_sig_delta2_y = top0_lane_sig_delta2_yr;
 
 
 
-assign top0_0_1_2_3_lane_sig_delta3_z = $signed(top0_0_1_2_3_ar[128-1:96]);
-assign top0_0_1_2_3_lane_sig_delta3_zb = {top0_0_1_2_3_ar[128-1:96], top0_0_1_2_3_br[128-1:96]};
+assign top0_lane_sig_delta3_z = $signed(top0_ar[128-1:96]);
+assign top0_lane_sig_delta3_zb = {top0_ar[128-1:96], top0_br[128-1:96]};
 
 
 
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_zr = (top0_0_1_2_3_lane_sig_delta3_z + 524288);
+assign top0_lane_sig_delta3_sigmoid_pipe3_zr = (top0_lane_sig_delta3_z + 524288);
 
 
-always @(top0_0_1_2_3_lane_sig_delta3_z, top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_zr) begin: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_clampz
-    if ((top0_0_1_2_3_lane_sig_delta3_z >= 524288)) begin
-        top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_u = ((2 * 524288) - 1);
+always @(top0_lane_sig_delta3_sigmoid_pipe3_zr, top0_lane_sig_delta3_z) begin: top0_lane_sig_delta3_sigmoid_pipe3_clampz
+    if ((top0_lane_sig_delta3_z >= 524288)) begin
+        top0_lane_sig_delta3_sigmoid_pipe3_u = ((2 * 524288) - 1);
     end
-    else if ((top0_0_1_2_3_lane_sig_delta3_z < (-524288))) begin
-        top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_u = 0;
+    else if ((top0_lane_sig_delta3_z < (-524288))) begin
+        top0_lane_sig_delta3_sigmoid_pipe3_u = 0;
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_u = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_zr[20-1:0];
+        top0_lane_sig_delta3_sigmoid_pipe3_u = top0_lane_sig_delta3_sigmoid_pipe3_zr[20-1:0];
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_st1
+always @(posedge clk) begin: top0_lane_sig_delta3_sigmoid_pipe3_st1
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_idx1 <= 0;
-        top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_off1 <= 0;
+        top0_lane_sig_delta3_sigmoid_pipe3_idx1 <= 0;
+        top0_lane_sig_delta3_sigmoid_pipe3_off1 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_idx1 <= top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_u[14+:6];
+        if (top0_en) begin
+            top0_lane_sig_delta3_sigmoid_pipe3_idx1 <= top0_lane_sig_delta3_sigmoid_pipe3_u[14+:6];
             if ((14 > 0)) begin
-                top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_off1 <= top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_u[14-1:0];
+                top0_lane_sig_delta3_sigmoid_pipe3_off1 <= top0_lane_sig_delta3_sigmoid_pipe3_u[14-1:0];
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_off1 <= 0;
+                top0_lane_sig_delta3_sigmoid_pipe3_off1 <= 0;
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_st2
+always @(posedge clk) begin: top0_lane_sig_delta3_sigmoid_pipe3_st2
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 0;
-        top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 0;
-        top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_off2 <= 0;
+        top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 0;
+        top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 0;
+        top0_lane_sig_delta3_sigmoid_pipe3_off2 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            case (top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_idx1)
-                0: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 22;
-                1: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 28;
-                2: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 36;
-                3: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 47;
-                4: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 60;
-                5: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 77;
-                6: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 98;
-                7: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 126;
-                8: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 162;
-                9: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 208;
-                10: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 267;
-                11: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 342;
-                12: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 439;
-                13: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 562;
-                14: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 720;
-                15: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 922;
-                16: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 1179;
-                17: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 1506;
-                18: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 1921;
-                19: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 2446;
-                20: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 3108;
-                21: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 3938;
-                22: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 4971;
-                23: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 6249;
-                24: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 7812;
-                25: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 9702;
-                26: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 11955;
-                27: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 14595;
-                28: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 17625;
-                29: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 21025;
-                30: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 24743;
-                31: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 28693;
-                32: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 32768;
-                33: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 36843;
-                34: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 40793;
-                35: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 44511;
-                36: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 47911;
-                37: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 50941;
-                38: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 53581;
-                39: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 55834;
-                40: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 57724;
-                41: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 59287;
-                42: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 60565;
-                43: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 61598;
-                44: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 62428;
-                45: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 63090;
-                46: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 63615;
-                47: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 64030;
-                48: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 64357;
-                49: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 64614;
-                50: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 64816;
-                51: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 64974;
-                52: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 65097;
-                53: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 65194;
-                54: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 65269;
-                55: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 65328;
-                56: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 65374;
-                57: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 65410;
-                58: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 65438;
-                59: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 65459;
-                60: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 65476;
-                61: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 65489;
-                62: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 65500;
-                default: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2 <= 65508;
+        if (top0_en) begin
+            case (top0_lane_sig_delta3_sigmoid_pipe3_idx1)
+                0: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 22;
+                1: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 28;
+                2: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 36;
+                3: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 47;
+                4: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 60;
+                5: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 77;
+                6: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 98;
+                7: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 126;
+                8: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 162;
+                9: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 208;
+                10: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 267;
+                11: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 342;
+                12: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 439;
+                13: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 562;
+                14: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 720;
+                15: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 922;
+                16: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 1179;
+                17: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 1506;
+                18: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 1921;
+                19: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 2446;
+                20: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 3108;
+                21: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 3938;
+                22: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 4971;
+                23: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 6249;
+                24: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 7812;
+                25: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 9702;
+                26: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 11955;
+                27: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 14595;
+                28: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 17625;
+                29: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 21025;
+                30: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 24743;
+                31: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 28693;
+                32: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 32768;
+                33: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 36843;
+                34: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 40793;
+                35: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 44511;
+                36: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 47911;
+                37: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 50941;
+                38: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 53581;
+                39: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 55834;
+                40: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 57724;
+                41: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 59287;
+                42: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 60565;
+                43: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 61598;
+                44: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 62428;
+                45: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 63090;
+                46: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 63615;
+                47: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 64030;
+                48: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 64357;
+                49: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 64614;
+                50: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 64816;
+                51: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 64974;
+                52: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 65097;
+                53: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 65194;
+                54: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 65269;
+                55: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 65328;
+                56: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 65374;
+                57: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 65410;
+                58: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 65438;
+                59: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 65459;
+                60: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 65476;
+                61: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 65489;
+                62: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 65500;
+                default: top0_lane_sig_delta3_sigmoid_pipe3_base2 <= 65508;
             endcase
-            case (top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_idx1)
-                0: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 25;
-                1: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 32;
-                2: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 41;
-                3: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 53;
-                4: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 68;
-                5: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 87;
-                6: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 112;
-                7: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 143;
-                8: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 184;
-                9: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 235;
-                10: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 301;
-                11: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 386;
-                12: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 494;
-                13: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 632;
-                14: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 807;
-                15: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 1028;
-                16: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 1308;
-                17: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 1661;
-                18: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 2101;
-                19: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 2647;
-                20: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 3319;
-                21: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 4134;
-                22: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 5110;
-                23: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 6253;
-                24: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 7561;
-                25: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 9012;
-                26: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 10558;
-                27: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 12122;
-                28: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 13600;
-                29: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 14869;
-                30: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 15803;
-                31: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 16299;
-                32: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 16299;
-                33: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 15803;
-                34: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 14869;
-                35: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 13600;
-                36: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 12122;
-                37: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 10558;
-                38: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 9012;
-                39: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 7561;
-                40: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 6253;
-                41: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 5110;
-                42: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 4134;
-                43: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 3319;
-                44: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 2647;
-                45: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 2101;
-                46: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 1661;
-                47: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 1308;
-                48: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 1028;
-                49: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 807;
-                50: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 632;
-                51: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 494;
-                52: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 386;
-                53: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 301;
-                54: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 235;
-                55: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 184;
-                56: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 143;
-                57: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 112;
-                58: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 87;
-                59: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 68;
-                60: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 53;
-                61: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 41;
-                62: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 32;
-                default: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 <= 25;
+            case (top0_lane_sig_delta3_sigmoid_pipe3_idx1)
+                0: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 25;
+                1: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 32;
+                2: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 41;
+                3: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 53;
+                4: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 68;
+                5: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 87;
+                6: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 112;
+                7: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 143;
+                8: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 184;
+                9: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 235;
+                10: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 301;
+                11: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 386;
+                12: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 494;
+                13: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 632;
+                14: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 807;
+                15: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 1028;
+                16: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 1308;
+                17: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 1661;
+                18: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 2101;
+                19: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 2647;
+                20: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 3319;
+                21: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 4134;
+                22: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 5110;
+                23: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 6253;
+                24: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 7561;
+                25: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 9012;
+                26: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 10558;
+                27: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 12122;
+                28: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 13600;
+                29: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 14869;
+                30: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 15803;
+                31: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 16299;
+                32: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 16299;
+                33: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 15803;
+                34: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 14869;
+                35: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 13600;
+                36: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 12122;
+                37: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 10558;
+                38: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 9012;
+                39: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 7561;
+                40: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 6253;
+                41: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 5110;
+                42: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 4134;
+                43: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 3319;
+                44: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 2647;
+                45: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 2101;
+                46: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 1661;
+                47: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 1308;
+                48: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 1028;
+                49: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 807;
+                50: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 632;
+                51: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 494;
+                52: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 386;
+                53: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 301;
+                54: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 235;
+                55: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 184;
+                56: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 143;
+                57: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 112;
+                58: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 87;
+                59: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 68;
+                60: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 53;
+                61: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 41;
+                62: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 32;
+                default: top0_lane_sig_delta3_sigmoid_pipe3_slope2 <= 25;
             endcase
-            top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_off2 <= top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_off1;
+            top0_lane_sig_delta3_sigmoid_pipe3_off2 <= top0_lane_sig_delta3_sigmoid_pipe3_off1;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_offs = $signed({1'h0, top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_off2});
+assign top0_lane_sig_delta3_sigmoid_pipe3_offs = $signed({1'h0, top0_lane_sig_delta3_sigmoid_pipe3_off2});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_prod_c = (top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_slope2 * top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_offs);
+assign top0_lane_sig_delta3_sigmoid_pipe3_prod_c = (top0_lane_sig_delta3_sigmoid_pipe3_slope2 * top0_lane_sig_delta3_sigmoid_pipe3_offs);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_st3
+always @(posedge clk) begin: top0_lane_sig_delta3_sigmoid_pipe3_st3
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base3 <= 0;
-        top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_prod3 <= 0;
+        top0_lane_sig_delta3_sigmoid_pipe3_base3 <= 0;
+        top0_lane_sig_delta3_sigmoid_pipe3_prod3 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base3 <= top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base2;
-            top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_prod3 <= top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_prod_c;
+        if (top0_en) begin
+            top0_lane_sig_delta3_sigmoid_pipe3_base3 <= top0_lane_sig_delta3_sigmoid_pipe3_base2;
+            top0_lane_sig_delta3_sigmoid_pipe3_prod3 <= top0_lane_sig_delta3_sigmoid_pipe3_prod_c;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_t = $signed(top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_prod3 >>> 16);
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_rb = $signed({46'h0, top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_prod3[(16 - 1)]});
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_t = $signed(top0_lane_sig_delta3_sigmoid_pipe3_prod3 >>> 16);
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_rb = $signed({46'h0, top0_lane_sig_delta3_sigmoid_pipe3_prod3[(16 - 1)]});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_r = (top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_t + top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_rb);
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_r = (top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_t + top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_rb);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_r[47-1:(32 - 1)];
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_hi = top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_r[47-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_hi);
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_hin = (~top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_r[(47 - 1)]);
+assign top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_nsign = (!top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_r[(47 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_r, top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_rnd = $signed(top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_r[32-1:0]);
+always @(top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill, top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_hi, top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_r, top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_hin) begin: top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_clamp
+    if (((top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_hi == 0) || (top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_hin == 0))) begin
+        top0_lane_sig_delta3_sigmoid_pipe3_rnd = $signed(top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_r[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_rnd = $signed({top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_r[(47 - 1)], top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill});
+        top0_lane_sig_delta3_sigmoid_pipe3_rnd = $signed({top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_r[(47 - 1)], top0_lane_sig_delta3_sigmoid_pipe3_round_sat3_0_1_sat6_fill});
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_sumv = (top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_base3 + top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_rnd);
+assign top0_lane_sig_delta3_sigmoid_pipe3_sumv = (top0_lane_sig_delta3_sigmoid_pipe3_base3 + top0_lane_sig_delta3_sigmoid_pipe3_rnd);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_st4
+always @(posedge clk) begin: top0_lane_sig_delta3_sigmoid_pipe3_st4
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta3_s <= 0;
+        top0_lane_sig_delta3_s <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            if ((top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_sumv > 65536)) begin
-                top0_0_1_2_3_lane_sig_delta3_s <= 65536;
+        if (top0_en) begin
+            if ((top0_lane_sig_delta3_sigmoid_pipe3_sumv > 65536)) begin
+                top0_lane_sig_delta3_s <= 65536;
             end
-            else if ((top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_sumv < 0)) begin
-                top0_0_1_2_3_lane_sig_delta3_s <= 0;
+            else if ((top0_lane_sig_delta3_sigmoid_pipe3_sumv < 0)) begin
+                top0_lane_sig_delta3_s <= 0;
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta3_s <= $signed(top0_0_1_2_3_lane_sig_delta3_sigmoid_pipe3_sumv[32-1:0]);
+                top0_lane_sig_delta3_s <= $signed(top0_lane_sig_delta3_sigmoid_pipe3_sumv[32-1:0]);
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta3_delay_flags4_sh
+always @(posedge clk) begin: top0_lane_sig_delta3_delay_flags4_sh
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta3_delay_flags4_sr <= 0;
+        top0_lane_sig_delta3_delay_flags4_sr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta3_delay_flags4_sr <= {top0_0_1_2_3_lane_sig_delta3_delay_flags4_sr[(64 * (4 - 1))-1:0], top0_0_1_2_3_lane_sig_delta3_zb};
+        if (top0_en) begin
+            top0_lane_sig_delta3_delay_flags4_sr <= {top0_lane_sig_delta3_delay_flags4_sr[(64 * (4 - 1))-1:0], top0_lane_sig_delta3_zb};
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta3_zbd = top0_0_1_2_3_lane_sig_delta3_delay_flags4_sr[(64 * 4)-1:(64 * (4 - 1))];
+assign top0_lane_sig_delta3_zbd = top0_lane_sig_delta3_delay_flags4_sr[(64 * 4)-1:(64 * (4 - 1))];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta3_zd = $signed(top0_0_1_2_3_lane_sig_delta3_zbd[(2 * 32)-1:32]);
-assign top0_0_1_2_3_lane_sig_delta3_bd = $signed(top0_0_1_2_3_lane_sig_delta3_zbd[32-1:0]);
+assign top0_lane_sig_delta3_zd = $signed(top0_lane_sig_delta3_zbd[(2 * 32)-1:32]);
+assign top0_lane_sig_delta3_bd = $signed(top0_lane_sig_delta3_zbd[32-1:0]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta3_zd, top0_0_1_2_3_lane_sig_delta3_s, top0_0_1_2_3_lane_sig_delta3_bd, top0_0_1_2_3_use_sig) begin: top0_0_1_2_3_lane_sig_delta3_subc
-    if (top0_0_1_2_3_use_sig) begin
-        top0_0_1_2_3_lane_sig_delta3_d = (top0_0_1_2_3_lane_sig_delta3_s - top0_0_1_2_3_lane_sig_delta3_bd);
+always @(top0_lane_sig_delta3_bd, top0_use_sig, top0_lane_sig_delta3_zd, top0_lane_sig_delta3_s) begin: top0_lane_sig_delta3_subc
+    if (top0_use_sig) begin
+        top0_lane_sig_delta3_d = (top0_lane_sig_delta3_s - top0_lane_sig_delta3_bd);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta3_d = (top0_0_1_2_3_lane_sig_delta3_zd - top0_0_1_2_3_lane_sig_delta3_bd);
+        top0_lane_sig_delta3_d = (top0_lane_sig_delta3_zd - top0_lane_sig_delta3_bd);
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta3_d[33-1:(32 - 1)];
+assign top0_lane_sig_delta3_sat7_hi = top0_lane_sig_delta3_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_hi);
+assign top0_lane_sig_delta3_sat7_hin = (~top0_lane_sig_delta3_sat7_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta3_d[(33 - 1)]);
+assign top0_lane_sig_delta3_sat7_nsign = (!top0_lane_sig_delta3_d[(33 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta3_d, top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta3_yc = $signed(top0_0_1_2_3_lane_sig_delta3_d[32-1:0]);
+always @(top0_lane_sig_delta3_sat7_fill, top0_lane_sig_delta3_sat7_hi, top0_lane_sig_delta3_d, top0_lane_sig_delta3_sat7_hin) begin: top0_lane_sig_delta3_sat7_clamp
+    if (((top0_lane_sig_delta3_sat7_hi == 0) || (top0_lane_sig_delta3_sat7_hin == 0))) begin
+        top0_lane_sig_delta3_yc = $signed(top0_lane_sig_delta3_d[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta3_yc = $signed({top0_0_1_2_3_lane_sig_delta3_d[(33 - 1)], top0_0_1_2_3_lane_sig_delta3_sat7_0_1_2_3_fill});
+        top0_lane_sig_delta3_yc = $signed({top0_lane_sig_delta3_d[(33 - 1)], top0_lane_sig_delta3_sat7_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta3_out
+always @(posedge clk) begin: top0_lane_sig_delta3_out
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta3_yr <= 0;
+        top0_lane_sig_delta3_yr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta3_yr <= top0_0_1_2_3_lane_sig_delta3_yc;
+        if (top0_en) begin
+            top0_lane_sig_delta3_yr <= top0_lane_sig_delta3_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta3_y = top0_0_1_2_3_lane_sig_delta3_yr;
+assign top0_lane_sig_delta3_y = top0_lane_sig_delta3_yr;
 
 
 
-assign top0_0_1_2_3_lane_sig_delta4_z = $signed(top0_0_1_2_3_ar[160-1:128]);
-assign top0_0_1_2_3_lane_sig_delta4_zb = {top0_0_1_2_3_ar[160-1:128], top0_0_1_2_3_br[160-1:128]};
+assign top0_lane_sig_delta4_z = $signed(top0_ar[160-1:128]);
+assign top0_lane_sig_delta4_zb = {top0_ar[160-1:128], top0_br[160-1:128]};
 
 
 
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_zr = (top0_0_1_2_3_lane_sig_delta4_z + 524288);
+assign top0_lane_sig_delta4_sigmoid_pipe4_zr = (top0_lane_sig_delta4_z + 524288);
 
 
-always @(top0_0_1_2_3_lane_sig_delta4_z, top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_zr) begin: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_clampz
-    if ((top0_0_1_2_3_lane_sig_delta4_z >= 524288)) begin
-        top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_u = ((2 * 524288) - 1);
+always @(top0_lane_sig_delta4_sigmoid_pipe4_zr, top0_lane_sig_delta4_z) begin: top0_lane_sig_delta4_sigmoid_pipe4_clampz
+    if ((top0_lane_sig_delta4_z >= 524288)) begin
+        top0_lane_sig_delta4_sigmoid_pipe4_u = ((2 * 524288) - 1);
     end
-    else if ((top0_0_1_2_3_lane_sig_delta4_z < (-524288))) begin
-        top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_u = 0;
+    else if ((top0_lane_sig_delta4_z < (-524288))) begin
+        top0_lane_sig_delta4_sigmoid_pipe4_u = 0;
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_u = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_zr[20-1:0];
+        top0_lane_sig_delta4_sigmoid_pipe4_u = top0_lane_sig_delta4_sigmoid_pipe4_zr[20-1:0];
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_st1
+always @(posedge clk) begin: top0_lane_sig_delta4_sigmoid_pipe4_st1
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_idx1 <= 0;
-        top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_off1 <= 0;
+        top0_lane_sig_delta4_sigmoid_pipe4_idx1 <= 0;
+        top0_lane_sig_delta4_sigmoid_pipe4_off1 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_idx1 <= top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_u[14+:6];
+        if (top0_en) begin
+            top0_lane_sig_delta4_sigmoid_pipe4_idx1 <= top0_lane_sig_delta4_sigmoid_pipe4_u[14+:6];
             if ((14 > 0)) begin
-                top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_off1 <= top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_u[14-1:0];
+                top0_lane_sig_delta4_sigmoid_pipe4_off1 <= top0_lane_sig_delta4_sigmoid_pipe4_u[14-1:0];
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_off1 <= 0;
+                top0_lane_sig_delta4_sigmoid_pipe4_off1 <= 0;
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_st2
+always @(posedge clk) begin: top0_lane_sig_delta4_sigmoid_pipe4_st2
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 0;
-        top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 0;
-        top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_off2 <= 0;
+        top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 0;
+        top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 0;
+        top0_lane_sig_delta4_sigmoid_pipe4_off2 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            case (top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_idx1)
-                0: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 22;
-                1: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 28;
-                2: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 36;
-                3: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 47;
-                4: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 60;
-                5: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 77;
-                6: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 98;
-                7: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 126;
-                8: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 162;
-                9: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 208;
-                10: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 267;
-                11: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 342;
-                12: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 439;
-                13: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 562;
-                14: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 720;
-                15: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 922;
-                16: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 1179;
-                17: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 1506;
-                18: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 1921;
-                19: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 2446;
-                20: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 3108;
-                21: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 3938;
-                22: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 4971;
-                23: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 6249;
-                24: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 7812;
-                25: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 9702;
-                26: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 11955;
-                27: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 14595;
-                28: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 17625;
-                29: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 21025;
-                30: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 24743;
-                31: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 28693;
-                32: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 32768;
-                33: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 36843;
-                34: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 40793;
-                35: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 44511;
-                36: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 47911;
-                37: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 50941;
-                38: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 53581;
-                39: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 55834;
-                40: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 57724;
-                41: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 59287;
-                42: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 60565;
-                43: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 61598;
-                44: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 62428;
-                45: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 63090;
-                46: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 63615;
-                47: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 64030;
-                48: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 64357;
-                49: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 64614;
-                50: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 64816;
-                51: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 64974;
-                52: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 65097;
-                53: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 65194;
-                54: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 65269;
-                55: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 65328;
-                56: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 65374;
-                57: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 65410;
-                58: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 65438;
-                59: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 65459;
-                60: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 65476;
-                61: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 65489;
-                62: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 65500;
-                default: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2 <= 65508;
+        if (top0_en) begin
+            case (top0_lane_sig_delta4_sigmoid_pipe4_idx1)
+                0: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 22;
+                1: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 28;
+                2: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 36;
+                3: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 47;
+                4: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 60;
+                5: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 77;
+                6: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 98;
+                7: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 126;
+                8: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 162;
+                9: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 208;
+                10: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 267;
+                11: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 342;
+                12: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 439;
+                13: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 562;
+                14: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 720;
+                15: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 922;
+                16: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 1179;
+                17: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 1506;
+                18: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 1921;
+                19: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 2446;
+                20: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 3108;
+                21: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 3938;
+                22: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 4971;
+                23: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 6249;
+                24: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 7812;
+                25: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 9702;
+                26: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 11955;
+                27: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 14595;
+                28: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 17625;
+                29: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 21025;
+                30: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 24743;
+                31: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 28693;
+                32: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 32768;
+                33: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 36843;
+                34: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 40793;
+                35: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 44511;
+                36: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 47911;
+                37: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 50941;
+                38: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 53581;
+                39: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 55834;
+                40: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 57724;
+                41: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 59287;
+                42: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 60565;
+                43: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 61598;
+                44: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 62428;
+                45: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 63090;
+                46: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 63615;
+                47: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 64030;
+                48: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 64357;
+                49: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 64614;
+                50: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 64816;
+                51: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 64974;
+                52: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 65097;
+                53: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 65194;
+                54: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 65269;
+                55: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 65328;
+                56: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 65374;
+                57: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 65410;
+                58: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 65438;
+                59: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 65459;
+                60: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 65476;
+                61: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 65489;
+                62: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 65500;
+                default: top0_lane_sig_delta4_sigmoid_pipe4_base2 <= 65508;
             endcase
-            case (top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_idx1)
-                0: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 25;
-                1: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 32;
-                2: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 41;
-                3: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 53;
-                4: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 68;
-                5: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 87;
-                6: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 112;
-                7: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 143;
-                8: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 184;
-                9: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 235;
-                10: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 301;
-                11: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 386;
-                12: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 494;
-                13: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 632;
-                14: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 807;
-                15: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 1028;
-                16: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 1308;
-                17: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 1661;
-                18: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 2101;
-                19: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 2647;
-                20: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 3319;
-                21: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 4134;
-                22: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 5110;
-                23: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 6253;
-                24: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 7561;
-                25: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 9012;
-                26: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 10558;
-                27: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 12122;
-                28: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 13600;
-                29: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 14869;
-                30: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 15803;
-                31: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 16299;
-                32: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 16299;
-                33: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 15803;
-                34: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 14869;
-                35: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 13600;
-                36: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 12122;
-                37: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 10558;
-                38: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 9012;
-                39: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 7561;
-                40: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 6253;
-                41: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 5110;
-                42: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 4134;
-                43: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 3319;
-                44: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 2647;
-                45: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 2101;
-                46: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 1661;
-                47: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 1308;
-                48: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 1028;
-                49: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 807;
-                50: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 632;
-                51: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 494;
-                52: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 386;
-                53: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 301;
-                54: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 235;
-                55: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 184;
-                56: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 143;
-                57: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 112;
-                58: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 87;
-                59: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 68;
-                60: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 53;
-                61: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 41;
-                62: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 32;
-                default: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 <= 25;
+            case (top0_lane_sig_delta4_sigmoid_pipe4_idx1)
+                0: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 25;
+                1: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 32;
+                2: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 41;
+                3: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 53;
+                4: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 68;
+                5: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 87;
+                6: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 112;
+                7: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 143;
+                8: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 184;
+                9: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 235;
+                10: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 301;
+                11: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 386;
+                12: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 494;
+                13: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 632;
+                14: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 807;
+                15: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 1028;
+                16: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 1308;
+                17: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 1661;
+                18: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 2101;
+                19: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 2647;
+                20: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 3319;
+                21: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 4134;
+                22: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 5110;
+                23: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 6253;
+                24: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 7561;
+                25: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 9012;
+                26: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 10558;
+                27: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 12122;
+                28: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 13600;
+                29: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 14869;
+                30: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 15803;
+                31: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 16299;
+                32: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 16299;
+                33: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 15803;
+                34: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 14869;
+                35: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 13600;
+                36: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 12122;
+                37: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 10558;
+                38: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 9012;
+                39: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 7561;
+                40: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 6253;
+                41: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 5110;
+                42: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 4134;
+                43: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 3319;
+                44: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 2647;
+                45: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 2101;
+                46: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 1661;
+                47: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 1308;
+                48: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 1028;
+                49: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 807;
+                50: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 632;
+                51: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 494;
+                52: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 386;
+                53: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 301;
+                54: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 235;
+                55: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 184;
+                56: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 143;
+                57: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 112;
+                58: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 87;
+                59: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 68;
+                60: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 53;
+                61: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 41;
+                62: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 32;
+                default: top0_lane_sig_delta4_sigmoid_pipe4_slope2 <= 25;
             endcase
-            top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_off2 <= top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_off1;
+            top0_lane_sig_delta4_sigmoid_pipe4_off2 <= top0_lane_sig_delta4_sigmoid_pipe4_off1;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_offs = $signed({1'h0, top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_off2});
+assign top0_lane_sig_delta4_sigmoid_pipe4_offs = $signed({1'h0, top0_lane_sig_delta4_sigmoid_pipe4_off2});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_prod_c = (top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_slope2 * top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_offs);
+assign top0_lane_sig_delta4_sigmoid_pipe4_prod_c = (top0_lane_sig_delta4_sigmoid_pipe4_slope2 * top0_lane_sig_delta4_sigmoid_pipe4_offs);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_st3
+always @(posedge clk) begin: top0_lane_sig_delta4_sigmoid_pipe4_st3
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base3 <= 0;
-        top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_prod3 <= 0;
+        top0_lane_sig_delta4_sigmoid_pipe4_base3 <= 0;
+        top0_lane_sig_delta4_sigmoid_pipe4_prod3 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base3 <= top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base2;
-            top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_prod3 <= top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_prod_c;
+        if (top0_en) begin
+            top0_lane_sig_delta4_sigmoid_pipe4_base3 <= top0_lane_sig_delta4_sigmoid_pipe4_base2;
+            top0_lane_sig_delta4_sigmoid_pipe4_prod3 <= top0_lane_sig_delta4_sigmoid_pipe4_prod_c;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_t = $signed(top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_prod3 >>> 16);
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_rb = $signed({46'h0, top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_prod3[(16 - 1)]});
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_t = $signed(top0_lane_sig_delta4_sigmoid_pipe4_prod3 >>> 16);
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_rb = $signed({46'h0, top0_lane_sig_delta4_sigmoid_pipe4_prod3[(16 - 1)]});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_r = (top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_t + top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_rb);
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_r = (top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_t + top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_rb);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_r[47-1:(32 - 1)];
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_hi = top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_r[47-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_hi);
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_hin = (~top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_r[(47 - 1)]);
+assign top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_nsign = (!top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_r[(47 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_r, top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_rnd = $signed(top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_r[32-1:0]);
+always @(top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill, top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_hi, top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_r, top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_hin) begin: top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_clamp
+    if (((top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_hi == 0) || (top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_hin == 0))) begin
+        top0_lane_sig_delta4_sigmoid_pipe4_rnd = $signed(top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_r[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_rnd = $signed({top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_r[(47 - 1)], top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_round_sat4_0_1_2_3_sat8_0_1_2_3_fill});
+        top0_lane_sig_delta4_sigmoid_pipe4_rnd = $signed({top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_r[(47 - 1)], top0_lane_sig_delta4_sigmoid_pipe4_round_sat4_sat8_fill});
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_sumv = (top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_base3 + top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_rnd);
+assign top0_lane_sig_delta4_sigmoid_pipe4_sumv = (top0_lane_sig_delta4_sigmoid_pipe4_base3 + top0_lane_sig_delta4_sigmoid_pipe4_rnd);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_st4
+always @(posedge clk) begin: top0_lane_sig_delta4_sigmoid_pipe4_st4
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta4_s <= 0;
+        top0_lane_sig_delta4_s <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            if ((top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_sumv > 65536)) begin
-                top0_0_1_2_3_lane_sig_delta4_s <= 65536;
+        if (top0_en) begin
+            if ((top0_lane_sig_delta4_sigmoid_pipe4_sumv > 65536)) begin
+                top0_lane_sig_delta4_s <= 65536;
             end
-            else if ((top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_sumv < 0)) begin
-                top0_0_1_2_3_lane_sig_delta4_s <= 0;
+            else if ((top0_lane_sig_delta4_sigmoid_pipe4_sumv < 0)) begin
+                top0_lane_sig_delta4_s <= 0;
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta4_s <= $signed(top0_0_1_2_3_lane_sig_delta4_sigmoid_pipe4_sumv[32-1:0]);
+                top0_lane_sig_delta4_s <= $signed(top0_lane_sig_delta4_sigmoid_pipe4_sumv[32-1:0]);
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta4_delay_flags5_sh
+always @(posedge clk) begin: top0_lane_sig_delta4_delay_flags5_sh
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta4_delay_flags5_sr <= 0;
+        top0_lane_sig_delta4_delay_flags5_sr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta4_delay_flags5_sr <= {top0_0_1_2_3_lane_sig_delta4_delay_flags5_sr[(64 * (4 - 1))-1:0], top0_0_1_2_3_lane_sig_delta4_zb};
+        if (top0_en) begin
+            top0_lane_sig_delta4_delay_flags5_sr <= {top0_lane_sig_delta4_delay_flags5_sr[(64 * (4 - 1))-1:0], top0_lane_sig_delta4_zb};
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta4_zbd = top0_0_1_2_3_lane_sig_delta4_delay_flags5_sr[(64 * 4)-1:(64 * (4 - 1))];
+assign top0_lane_sig_delta4_zbd = top0_lane_sig_delta4_delay_flags5_sr[(64 * 4)-1:(64 * (4 - 1))];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta4_zd = $signed(top0_0_1_2_3_lane_sig_delta4_zbd[(2 * 32)-1:32]);
-assign top0_0_1_2_3_lane_sig_delta4_bd = $signed(top0_0_1_2_3_lane_sig_delta4_zbd[32-1:0]);
+assign top0_lane_sig_delta4_zd = $signed(top0_lane_sig_delta4_zbd[(2 * 32)-1:32]);
+assign top0_lane_sig_delta4_bd = $signed(top0_lane_sig_delta4_zbd[32-1:0]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta4_zd, top0_0_1_2_3_lane_sig_delta4_s, top0_0_1_2_3_lane_sig_delta4_bd, top0_0_1_2_3_use_sig) begin: top0_0_1_2_3_lane_sig_delta4_subc
-    if (top0_0_1_2_3_use_sig) begin
-        top0_0_1_2_3_lane_sig_delta4_d = (top0_0_1_2_3_lane_sig_delta4_s - top0_0_1_2_3_lane_sig_delta4_bd);
+always @(top0_lane_sig_delta4_bd, top0_use_sig, top0_lane_sig_delta4_zd, top0_lane_sig_delta4_s) begin: top0_lane_sig_delta4_subc
+    if (top0_use_sig) begin
+        top0_lane_sig_delta4_d = (top0_lane_sig_delta4_s - top0_lane_sig_delta4_bd);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta4_d = (top0_0_1_2_3_lane_sig_delta4_zd - top0_0_1_2_3_lane_sig_delta4_bd);
+        top0_lane_sig_delta4_d = (top0_lane_sig_delta4_zd - top0_lane_sig_delta4_bd);
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta4_d[33-1:(32 - 1)];
+assign top0_lane_sig_delta4_sat9_hi = top0_lane_sig_delta4_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_hi);
+assign top0_lane_sig_delta4_sat9_hin = (~top0_lane_sig_delta4_sat9_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta4_d[(33 - 1)]);
+assign top0_lane_sig_delta4_sat9_nsign = (!top0_lane_sig_delta4_d[(33 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta4_d, top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta4_yc = $signed(top0_0_1_2_3_lane_sig_delta4_d[32-1:0]);
+always @(top0_lane_sig_delta4_sat9_fill, top0_lane_sig_delta4_sat9_hi, top0_lane_sig_delta4_d, top0_lane_sig_delta4_sat9_hin) begin: top0_lane_sig_delta4_sat9_clamp
+    if (((top0_lane_sig_delta4_sat9_hi == 0) || (top0_lane_sig_delta4_sat9_hin == 0))) begin
+        top0_lane_sig_delta4_yc = $signed(top0_lane_sig_delta4_d[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta4_yc = $signed({top0_0_1_2_3_lane_sig_delta4_d[(33 - 1)], top0_0_1_2_3_lane_sig_delta4_sat9_0_1_2_3_fill});
+        top0_lane_sig_delta4_yc = $signed({top0_lane_sig_delta4_d[(33 - 1)], top0_lane_sig_delta4_sat9_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta4_out
+always @(posedge clk) begin: top0_lane_sig_delta4_out
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta4_yr <= 0;
+        top0_lane_sig_delta4_yr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta4_yr <= top0_0_1_2_3_lane_sig_delta4_yc;
+        if (top0_en) begin
+            top0_lane_sig_delta4_yr <= top0_lane_sig_delta4_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta4_y = top0_0_1_2_3_lane_sig_delta4_yr;
+assign top0_lane_sig_delta4_y = top0_lane_sig_delta4_yr;
 
 
 
-assign top0_0_1_2_3_lane_sig_delta5_z = $signed(top0_0_1_2_3_ar[192-1:160]);
-assign top0_0_1_2_3_lane_sig_delta5_zb = {top0_0_1_2_3_ar[192-1:160], top0_0_1_2_3_br[192-1:160]};
+assign top0_lane_sig_delta5_z = $signed(top0_ar[192-1:160]);
+assign top0_lane_sig_delta5_zb = {top0_ar[192-1:160], top0_br[192-1:160]};
 
 
 
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_zr = (top0_0_1_2_3_lane_sig_delta5_z + 524288);
+assign top0_lane_sig_delta5_sigmoid_pipe5_zr = (top0_lane_sig_delta5_z + 524288);
 
 
-always @(top0_0_1_2_3_lane_sig_delta5_z, top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_zr) begin: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_clampz
-    if ((top0_0_1_2_3_lane_sig_delta5_z >= 524288)) begin
-        top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_u = ((2 * 524288) - 1);
+always @(top0_lane_sig_delta5_sigmoid_pipe5_zr, top0_lane_sig_delta5_z) begin: top0_lane_sig_delta5_sigmoid_pipe5_clampz
+    if ((top0_lane_sig_delta5_z >= 524288)) begin
+        top0_lane_sig_delta5_sigmoid_pipe5_u = ((2 * 524288) - 1);
     end
-    else if ((top0_0_1_2_3_lane_sig_delta5_z < (-524288))) begin
-        top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_u = 0;
+    else if ((top0_lane_sig_delta5_z < (-524288))) begin
+        top0_lane_sig_delta5_sigmoid_pipe5_u = 0;
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_u = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_zr[20-1:0];
+        top0_lane_sig_delta5_sigmoid_pipe5_u = top0_lane_sig_delta5_sigmoid_pipe5_zr[20-1:0];
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_st1
+always @(posedge clk) begin: top0_lane_sig_delta5_sigmoid_pipe5_st1
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_idx1 <= 0;
-        top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_off1 <= 0;
+        top0_lane_sig_delta5_sigmoid_pipe5_idx1 <= 0;
+        top0_lane_sig_delta5_sigmoid_pipe5_off1 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_idx1 <= top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_u[14+:6];
+        if (top0_en) begin
+            top0_lane_sig_delta5_sigmoid_pipe5_idx1 <= top0_lane_sig_delta5_sigmoid_pipe5_u[14+:6];
             if ((14 > 0)) begin
-                top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_off1 <= top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_u[14-1:0];
+                top0_lane_sig_delta5_sigmoid_pipe5_off1 <= top0_lane_sig_delta5_sigmoid_pipe5_u[14-1:0];
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_off1 <= 0;
+                top0_lane_sig_delta5_sigmoid_pipe5_off1 <= 0;
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_st2
+always @(posedge clk) begin: top0_lane_sig_delta5_sigmoid_pipe5_st2
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 0;
-        top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 0;
-        top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_off2 <= 0;
+        top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 0;
+        top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 0;
+        top0_lane_sig_delta5_sigmoid_pipe5_off2 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            case (top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_idx1)
-                0: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 22;
-                1: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 28;
-                2: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 36;
-                3: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 47;
-                4: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 60;
-                5: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 77;
-                6: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 98;
-                7: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 126;
-                8: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 162;
-                9: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 208;
-                10: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 267;
-                11: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 342;
-                12: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 439;
-                13: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 562;
-                14: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 720;
-                15: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 922;
-                16: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 1179;
-                17: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 1506;
-                18: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 1921;
-                19: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 2446;
-                20: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 3108;
-                21: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 3938;
-                22: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 4971;
-                23: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 6249;
-                24: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 7812;
-                25: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 9702;
-                26: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 11955;
-                27: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 14595;
-                28: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 17625;
-                29: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 21025;
-                30: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 24743;
-                31: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 28693;
-                32: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 32768;
-                33: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 36843;
-                34: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 40793;
-                35: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 44511;
-                36: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 47911;
-                37: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 50941;
-                38: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 53581;
-                39: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 55834;
-                40: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 57724;
-                41: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 59287;
-                42: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 60565;
-                43: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 61598;
-                44: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 62428;
-                45: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 63090;
-                46: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 63615;
-                47: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 64030;
-                48: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 64357;
-                49: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 64614;
-                50: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 64816;
-                51: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 64974;
-                52: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 65097;
-                53: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 65194;
-                54: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 65269;
-                55: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 65328;
-                56: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 65374;
-                57: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 65410;
-                58: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 65438;
-                59: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 65459;
-                60: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 65476;
-                61: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 65489;
-                62: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 65500;
-                default: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2 <= 65508;
+        if (top0_en) begin
+            case (top0_lane_sig_delta5_sigmoid_pipe5_idx1)
+                0: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 22;
+                1: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 28;
+                2: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 36;
+                3: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 47;
+                4: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 60;
+                5: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 77;
+                6: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 98;
+                7: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 126;
+                8: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 162;
+                9: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 208;
+                10: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 267;
+                11: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 342;
+                12: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 439;
+                13: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 562;
+                14: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 720;
+                15: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 922;
+                16: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 1179;
+                17: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 1506;
+                18: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 1921;
+                19: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 2446;
+                20: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 3108;
+                21: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 3938;
+                22: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 4971;
+                23: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 6249;
+                24: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 7812;
+                25: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 9702;
+                26: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 11955;
+                27: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 14595;
+                28: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 17625;
+                29: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 21025;
+                30: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 24743;
+                31: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 28693;
+                32: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 32768;
+                33: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 36843;
+                34: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 40793;
+                35: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 44511;
+                36: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 47911;
+                37: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 50941;
+                38: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 53581;
+                39: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 55834;
+                40: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 57724;
+                41: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 59287;
+                42: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 60565;
+                43: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 61598;
+                44: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 62428;
+                45: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 63090;
+                46: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 63615;
+                47: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 64030;
+                48: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 64357;
+                49: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 64614;
+                50: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 64816;
+                51: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 64974;
+                52: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 65097;
+                53: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 65194;
+                54: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 65269;
+                55: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 65328;
+                56: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 65374;
+                57: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 65410;
+                58: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 65438;
+                59: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 65459;
+                60: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 65476;
+                61: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 65489;
+                62: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 65500;
+                default: top0_lane_sig_delta5_sigmoid_pipe5_base2 <= 65508;
             endcase
-            case (top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_idx1)
-                0: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 25;
-                1: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 32;
-                2: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 41;
-                3: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 53;
-                4: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 68;
-                5: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 87;
-                6: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 112;
-                7: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 143;
-                8: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 184;
-                9: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 235;
-                10: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 301;
-                11: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 386;
-                12: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 494;
-                13: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 632;
-                14: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 807;
-                15: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 1028;
-                16: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 1308;
-                17: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 1661;
-                18: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 2101;
-                19: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 2647;
-                20: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 3319;
-                21: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 4134;
-                22: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 5110;
-                23: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 6253;
-                24: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 7561;
-                25: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 9012;
-                26: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 10558;
-                27: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 12122;
-                28: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 13600;
-                29: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 14869;
-                30: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 15803;
-                31: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 16299;
-                32: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 16299;
-                33: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 15803;
-                34: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 14869;
-                35: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 13600;
-                36: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 12122;
-                37: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 10558;
-                38: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 9012;
-                39: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 7561;
-                40: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 6253;
-                41: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 5110;
-                42: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 4134;
-                43: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 3319;
-                44: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 2647;
-                45: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 2101;
-                46: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 1661;
-                47: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 1308;
-                48: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 1028;
-                49: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 807;
-                50: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 632;
-                51: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 494;
-                52: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 386;
-                53: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 301;
-                54: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 235;
-                55: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 184;
-                56: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 143;
-                57: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 112;
-                58: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 87;
-                59: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 68;
-                60: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 53;
-                61: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 41;
-                62: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 32;
-                default: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 <= 25;
+            case (top0_lane_sig_delta5_sigmoid_pipe5_idx1)
+                0: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 25;
+                1: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 32;
+                2: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 41;
+                3: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 53;
+                4: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 68;
+                5: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 87;
+                6: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 112;
+                7: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 143;
+                8: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 184;
+                9: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 235;
+                10: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 301;
+                11: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 386;
+                12: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 494;
+                13: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 632;
+                14: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 807;
+                15: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 1028;
+                16: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 1308;
+                17: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 1661;
+                18: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 2101;
+                19: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 2647;
+                20: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 3319;
+                21: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 4134;
+                22: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 5110;
+                23: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 6253;
+                24: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 7561;
+                25: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 9012;
+                26: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 10558;
+                27: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 12122;
+                28: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 13600;
+                29: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 14869;
+                30: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 15803;
+                31: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 16299;
+                32: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 16299;
+                33: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 15803;
+                34: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 14869;
+                35: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 13600;
+                36: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 12122;
+                37: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 10558;
+                38: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 9012;
+                39: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 7561;
+                40: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 6253;
+                41: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 5110;
+                42: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 4134;
+                43: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 3319;
+                44: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 2647;
+                45: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 2101;
+                46: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 1661;
+                47: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 1308;
+                48: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 1028;
+                49: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 807;
+                50: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 632;
+                51: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 494;
+                52: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 386;
+                53: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 301;
+                54: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 235;
+                55: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 184;
+                56: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 143;
+                57: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 112;
+                58: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 87;
+                59: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 68;
+                60: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 53;
+                61: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 41;
+                62: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 32;
+                default: top0_lane_sig_delta5_sigmoid_pipe5_slope2 <= 25;
             endcase
-            top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_off2 <= top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_off1;
+            top0_lane_sig_delta5_sigmoid_pipe5_off2 <= top0_lane_sig_delta5_sigmoid_pipe5_off1;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_offs = $signed({1'h0, top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_off2});
+assign top0_lane_sig_delta5_sigmoid_pipe5_offs = $signed({1'h0, top0_lane_sig_delta5_sigmoid_pipe5_off2});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_prod_c = (top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_slope2 * top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_offs);
+assign top0_lane_sig_delta5_sigmoid_pipe5_prod_c = (top0_lane_sig_delta5_sigmoid_pipe5_slope2 * top0_lane_sig_delta5_sigmoid_pipe5_offs);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_st3
+always @(posedge clk) begin: top0_lane_sig_delta5_sigmoid_pipe5_st3
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base3 <= 0;
-        top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_prod3 <= 0;
+        top0_lane_sig_delta5_sigmoid_pipe5_base3 <= 0;
+        top0_lane_sig_delta5_sigmoid_pipe5_prod3 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base3 <= top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base2;
-            top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_prod3 <= top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_prod_c;
+        if (top0_en) begin
+            top0_lane_sig_delta5_sigmoid_pipe5_base3 <= top0_lane_sig_delta5_sigmoid_pipe5_base2;
+            top0_lane_sig_delta5_sigmoid_pipe5_prod3 <= top0_lane_sig_delta5_sigmoid_pipe5_prod_c;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_t = $signed(top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_prod3 >>> 16);
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_rb = $signed({46'h0, top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_prod3[(16 - 1)]});
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_t = $signed(top0_lane_sig_delta5_sigmoid_pipe5_prod3 >>> 16);
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_rb = $signed({46'h0, top0_lane_sig_delta5_sigmoid_pipe5_prod3[(16 - 1)]});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_r = (top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_t + top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_rb);
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_r = (top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_t + top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_rb);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_r[47-1:(32 - 1)];
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_hi = top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_r[47-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_hi);
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_hin = (~top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_r[(47 - 1)]);
+assign top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_nsign = (!top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_r[(47 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_r, top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_rnd = $signed(top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_r[32-1:0]);
+always @(top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill, top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_hi, top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_r, top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_hin) begin: top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_clamp
+    if (((top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_hi == 0) || (top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_hin == 0))) begin
+        top0_lane_sig_delta5_sigmoid_pipe5_rnd = $signed(top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_r[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_rnd = $signed({top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_r[(47 - 1)], top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_round_sat5_0_1_2_3_sat10_0_1_2_3_fill});
+        top0_lane_sig_delta5_sigmoid_pipe5_rnd = $signed({top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_r[(47 - 1)], top0_lane_sig_delta5_sigmoid_pipe5_round_sat5_sat10_fill});
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_sumv = (top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_base3 + top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_rnd);
+assign top0_lane_sig_delta5_sigmoid_pipe5_sumv = (top0_lane_sig_delta5_sigmoid_pipe5_base3 + top0_lane_sig_delta5_sigmoid_pipe5_rnd);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_st4
+always @(posedge clk) begin: top0_lane_sig_delta5_sigmoid_pipe5_st4
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta5_s <= 0;
+        top0_lane_sig_delta5_s <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            if ((top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_sumv > 65536)) begin
-                top0_0_1_2_3_lane_sig_delta5_s <= 65536;
+        if (top0_en) begin
+            if ((top0_lane_sig_delta5_sigmoid_pipe5_sumv > 65536)) begin
+                top0_lane_sig_delta5_s <= 65536;
             end
-            else if ((top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_sumv < 0)) begin
-                top0_0_1_2_3_lane_sig_delta5_s <= 0;
+            else if ((top0_lane_sig_delta5_sigmoid_pipe5_sumv < 0)) begin
+                top0_lane_sig_delta5_s <= 0;
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta5_s <= $signed(top0_0_1_2_3_lane_sig_delta5_sigmoid_pipe5_sumv[32-1:0]);
+                top0_lane_sig_delta5_s <= $signed(top0_lane_sig_delta5_sigmoid_pipe5_sumv[32-1:0]);
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta5_delay_flags6_sh
+always @(posedge clk) begin: top0_lane_sig_delta5_delay_flags6_sh
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta5_delay_flags6_sr <= 0;
+        top0_lane_sig_delta5_delay_flags6_sr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta5_delay_flags6_sr <= {top0_0_1_2_3_lane_sig_delta5_delay_flags6_sr[(64 * (4 - 1))-1:0], top0_0_1_2_3_lane_sig_delta5_zb};
+        if (top0_en) begin
+            top0_lane_sig_delta5_delay_flags6_sr <= {top0_lane_sig_delta5_delay_flags6_sr[(64 * (4 - 1))-1:0], top0_lane_sig_delta5_zb};
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta5_zbd = top0_0_1_2_3_lane_sig_delta5_delay_flags6_sr[(64 * 4)-1:(64 * (4 - 1))];
+assign top0_lane_sig_delta5_zbd = top0_lane_sig_delta5_delay_flags6_sr[(64 * 4)-1:(64 * (4 - 1))];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta5_zd = $signed(top0_0_1_2_3_lane_sig_delta5_zbd[(2 * 32)-1:32]);
-assign top0_0_1_2_3_lane_sig_delta5_bd = $signed(top0_0_1_2_3_lane_sig_delta5_zbd[32-1:0]);
+assign top0_lane_sig_delta5_zd = $signed(top0_lane_sig_delta5_zbd[(2 * 32)-1:32]);
+assign top0_lane_sig_delta5_bd = $signed(top0_lane_sig_delta5_zbd[32-1:0]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta5_zd, top0_0_1_2_3_lane_sig_delta5_s, top0_0_1_2_3_lane_sig_delta5_bd, top0_0_1_2_3_use_sig) begin: top0_0_1_2_3_lane_sig_delta5_subc
-    if (top0_0_1_2_3_use_sig) begin
-        top0_0_1_2_3_lane_sig_delta5_d = (top0_0_1_2_3_lane_sig_delta5_s - top0_0_1_2_3_lane_sig_delta5_bd);
+always @(top0_lane_sig_delta5_bd, top0_use_sig, top0_lane_sig_delta5_zd, top0_lane_sig_delta5_s) begin: top0_lane_sig_delta5_subc
+    if (top0_use_sig) begin
+        top0_lane_sig_delta5_d = (top0_lane_sig_delta5_s - top0_lane_sig_delta5_bd);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta5_d = (top0_0_1_2_3_lane_sig_delta5_zd - top0_0_1_2_3_lane_sig_delta5_bd);
+        top0_lane_sig_delta5_d = (top0_lane_sig_delta5_zd - top0_lane_sig_delta5_bd);
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta5_d[33-1:(32 - 1)];
+assign top0_lane_sig_delta5_sat11_hi = top0_lane_sig_delta5_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_hi);
+assign top0_lane_sig_delta5_sat11_hin = (~top0_lane_sig_delta5_sat11_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta5_d[(33 - 1)]);
+assign top0_lane_sig_delta5_sat11_nsign = (!top0_lane_sig_delta5_d[(33 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta5_d, top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta5_yc = $signed(top0_0_1_2_3_lane_sig_delta5_d[32-1:0]);
+always @(top0_lane_sig_delta5_sat11_fill, top0_lane_sig_delta5_sat11_hi, top0_lane_sig_delta5_d, top0_lane_sig_delta5_sat11_hin) begin: top0_lane_sig_delta5_sat11_clamp
+    if (((top0_lane_sig_delta5_sat11_hi == 0) || (top0_lane_sig_delta5_sat11_hin == 0))) begin
+        top0_lane_sig_delta5_yc = $signed(top0_lane_sig_delta5_d[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta5_yc = $signed({top0_0_1_2_3_lane_sig_delta5_d[(33 - 1)], top0_0_1_2_3_lane_sig_delta5_sat11_0_1_2_3_fill});
+        top0_lane_sig_delta5_yc = $signed({top0_lane_sig_delta5_d[(33 - 1)], top0_lane_sig_delta5_sat11_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta5_out
+always @(posedge clk) begin: top0_lane_sig_delta5_out
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta5_yr <= 0;
+        top0_lane_sig_delta5_yr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta5_yr <= top0_0_1_2_3_lane_sig_delta5_yc;
+        if (top0_en) begin
+            top0_lane_sig_delta5_yr <= top0_lane_sig_delta5_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta5_y = top0_0_1_2_3_lane_sig_delta5_yr;
+assign top0_lane_sig_delta5_y = top0_lane_sig_delta5_yr;
 
 
 
-assign top0_0_1_2_3_lane_sig_delta6_z = $signed(top0_0_1_2_3_ar[224-1:192]);
-assign top0_0_1_2_3_lane_sig_delta6_zb = {top0_0_1_2_3_ar[224-1:192], top0_0_1_2_3_br[224-1:192]};
+assign top0_lane_sig_delta6_z = $signed(top0_ar[224-1:192]);
+assign top0_lane_sig_delta6_zb = {top0_ar[224-1:192], top0_br[224-1:192]};
 
 
 
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_zr = (top0_0_1_2_3_lane_sig_delta6_z + 524288);
+assign top0_lane_sig_delta6_sigmoid_pipe6_zr = (top0_lane_sig_delta6_z + 524288);
 
 
-always @(top0_0_1_2_3_lane_sig_delta6_z, top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_zr) begin: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_clampz
-    if ((top0_0_1_2_3_lane_sig_delta6_z >= 524288)) begin
-        top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_u = ((2 * 524288) - 1);
+always @(top0_lane_sig_delta6_sigmoid_pipe6_zr, top0_lane_sig_delta6_z) begin: top0_lane_sig_delta6_sigmoid_pipe6_clampz
+    if ((top0_lane_sig_delta6_z >= 524288)) begin
+        top0_lane_sig_delta6_sigmoid_pipe6_u = ((2 * 524288) - 1);
     end
-    else if ((top0_0_1_2_3_lane_sig_delta6_z < (-524288))) begin
-        top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_u = 0;
+    else if ((top0_lane_sig_delta6_z < (-524288))) begin
+        top0_lane_sig_delta6_sigmoid_pipe6_u = 0;
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_u = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_zr[20-1:0];
+        top0_lane_sig_delta6_sigmoid_pipe6_u = top0_lane_sig_delta6_sigmoid_pipe6_zr[20-1:0];
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_st1
+always @(posedge clk) begin: top0_lane_sig_delta6_sigmoid_pipe6_st1
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_idx1 <= 0;
-        top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_off1 <= 0;
+        top0_lane_sig_delta6_sigmoid_pipe6_idx1 <= 0;
+        top0_lane_sig_delta6_sigmoid_pipe6_off1 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_idx1 <= top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_u[14+:6];
+        if (top0_en) begin
+            top0_lane_sig_delta6_sigmoid_pipe6_idx1 <= top0_lane_sig_delta6_sigmoid_pipe6_u[14+:6];
             if ((14 > 0)) begin
-                top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_off1 <= top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_u[14-1:0];
+                top0_lane_sig_delta6_sigmoid_pipe6_off1 <= top0_lane_sig_delta6_sigmoid_pipe6_u[14-1:0];
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_off1 <= 0;
+                top0_lane_sig_delta6_sigmoid_pipe6_off1 <= 0;
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_st2
+always @(posedge clk) begin: top0_lane_sig_delta6_sigmoid_pipe6_st2
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 0;
-        top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 0;
-        top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_off2 <= 0;
+        top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 0;
+        top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 0;
+        top0_lane_sig_delta6_sigmoid_pipe6_off2 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            case (top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_idx1)
-                0: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 22;
-                1: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 28;
-                2: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 36;
-                3: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 47;
-                4: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 60;
-                5: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 77;
-                6: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 98;
-                7: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 126;
-                8: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 162;
-                9: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 208;
-                10: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 267;
-                11: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 342;
-                12: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 439;
-                13: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 562;
-                14: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 720;
-                15: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 922;
-                16: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 1179;
-                17: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 1506;
-                18: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 1921;
-                19: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 2446;
-                20: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 3108;
-                21: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 3938;
-                22: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 4971;
-                23: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 6249;
-                24: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 7812;
-                25: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 9702;
-                26: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 11955;
-                27: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 14595;
-                28: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 17625;
-                29: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 21025;
-                30: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 24743;
-                31: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 28693;
-                32: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 32768;
-                33: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 36843;
-                34: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 40793;
-                35: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 44511;
-                36: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 47911;
-                37: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 50941;
-                38: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 53581;
-                39: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 55834;
-                40: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 57724;
-                41: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 59287;
-                42: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 60565;
-                43: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 61598;
-                44: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 62428;
-                45: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 63090;
-                46: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 63615;
-                47: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 64030;
-                48: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 64357;
-                49: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 64614;
-                50: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 64816;
-                51: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 64974;
-                52: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 65097;
-                53: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 65194;
-                54: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 65269;
-                55: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 65328;
-                56: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 65374;
-                57: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 65410;
-                58: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 65438;
-                59: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 65459;
-                60: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 65476;
-                61: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 65489;
-                62: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 65500;
-                default: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2 <= 65508;
+        if (top0_en) begin
+            case (top0_lane_sig_delta6_sigmoid_pipe6_idx1)
+                0: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 22;
+                1: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 28;
+                2: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 36;
+                3: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 47;
+                4: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 60;
+                5: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 77;
+                6: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 98;
+                7: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 126;
+                8: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 162;
+                9: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 208;
+                10: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 267;
+                11: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 342;
+                12: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 439;
+                13: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 562;
+                14: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 720;
+                15: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 922;
+                16: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 1179;
+                17: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 1506;
+                18: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 1921;
+                19: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 2446;
+                20: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 3108;
+                21: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 3938;
+                22: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 4971;
+                23: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 6249;
+                24: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 7812;
+                25: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 9702;
+                26: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 11955;
+                27: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 14595;
+                28: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 17625;
+                29: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 21025;
+                30: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 24743;
+                31: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 28693;
+                32: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 32768;
+                33: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 36843;
+                34: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 40793;
+                35: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 44511;
+                36: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 47911;
+                37: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 50941;
+                38: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 53581;
+                39: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 55834;
+                40: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 57724;
+                41: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 59287;
+                42: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 60565;
+                43: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 61598;
+                44: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 62428;
+                45: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 63090;
+                46: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 63615;
+                47: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 64030;
+                48: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 64357;
+                49: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 64614;
+                50: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 64816;
+                51: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 64974;
+                52: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 65097;
+                53: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 65194;
+                54: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 65269;
+                55: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 65328;
+                56: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 65374;
+                57: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 65410;
+                58: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 65438;
+                59: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 65459;
+                60: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 65476;
+                61: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 65489;
+                62: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 65500;
+                default: top0_lane_sig_delta6_sigmoid_pipe6_base2 <= 65508;
             endcase
-            case (top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_idx1)
-                0: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 25;
-                1: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 32;
-                2: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 41;
-                3: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 53;
-                4: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 68;
-                5: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 87;
-                6: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 112;
-                7: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 143;
-                8: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 184;
-                9: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 235;
-                10: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 301;
-                11: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 386;
-                12: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 494;
-                13: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 632;
-                14: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 807;
-                15: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 1028;
-                16: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 1308;
-                17: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 1661;
-                18: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 2101;
-                19: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 2647;
-                20: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 3319;
-                21: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 4134;
-                22: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 5110;
-                23: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 6253;
-                24: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 7561;
-                25: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 9012;
-                26: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 10558;
-                27: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 12122;
-                28: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 13600;
-                29: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 14869;
-                30: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 15803;
-                31: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 16299;
-                32: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 16299;
-                33: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 15803;
-                34: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 14869;
-                35: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 13600;
-                36: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 12122;
-                37: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 10558;
-                38: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 9012;
-                39: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 7561;
-                40: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 6253;
-                41: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 5110;
-                42: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 4134;
-                43: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 3319;
-                44: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 2647;
-                45: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 2101;
-                46: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 1661;
-                47: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 1308;
-                48: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 1028;
-                49: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 807;
-                50: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 632;
-                51: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 494;
-                52: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 386;
-                53: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 301;
-                54: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 235;
-                55: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 184;
-                56: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 143;
-                57: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 112;
-                58: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 87;
-                59: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 68;
-                60: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 53;
-                61: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 41;
-                62: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 32;
-                default: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 <= 25;
+            case (top0_lane_sig_delta6_sigmoid_pipe6_idx1)
+                0: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 25;
+                1: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 32;
+                2: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 41;
+                3: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 53;
+                4: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 68;
+                5: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 87;
+                6: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 112;
+                7: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 143;
+                8: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 184;
+                9: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 235;
+                10: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 301;
+                11: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 386;
+                12: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 494;
+                13: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 632;
+                14: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 807;
+                15: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 1028;
+                16: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 1308;
+                17: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 1661;
+                18: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 2101;
+                19: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 2647;
+                20: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 3319;
+                21: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 4134;
+                22: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 5110;
+                23: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 6253;
+                24: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 7561;
+                25: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 9012;
+                26: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 10558;
+                27: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 12122;
+                28: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 13600;
+                29: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 14869;
+                30: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 15803;
+                31: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 16299;
+                32: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 16299;
+                33: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 15803;
+                34: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 14869;
+                35: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 13600;
+                36: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 12122;
+                37: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 10558;
+                38: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 9012;
+                39: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 7561;
+                40: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 6253;
+                41: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 5110;
+                42: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 4134;
+                43: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 3319;
+                44: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 2647;
+                45: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 2101;
+                46: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 1661;
+                47: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 1308;
+                48: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 1028;
+                49: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 807;
+                50: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 632;
+                51: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 494;
+                52: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 386;
+                53: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 301;
+                54: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 235;
+                55: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 184;
+                56: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 143;
+                57: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 112;
+                58: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 87;
+                59: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 68;
+                60: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 53;
+                61: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 41;
+                62: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 32;
+                default: top0_lane_sig_delta6_sigmoid_pipe6_slope2 <= 25;
             endcase
-            top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_off2 <= top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_off1;
+            top0_lane_sig_delta6_sigmoid_pipe6_off2 <= top0_lane_sig_delta6_sigmoid_pipe6_off1;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_offs = $signed({1'h0, top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_off2});
+assign top0_lane_sig_delta6_sigmoid_pipe6_offs = $signed({1'h0, top0_lane_sig_delta6_sigmoid_pipe6_off2});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_prod_c = (top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_slope2 * top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_offs);
+assign top0_lane_sig_delta6_sigmoid_pipe6_prod_c = (top0_lane_sig_delta6_sigmoid_pipe6_slope2 * top0_lane_sig_delta6_sigmoid_pipe6_offs);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_st3
+always @(posedge clk) begin: top0_lane_sig_delta6_sigmoid_pipe6_st3
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base3 <= 0;
-        top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_prod3 <= 0;
+        top0_lane_sig_delta6_sigmoid_pipe6_base3 <= 0;
+        top0_lane_sig_delta6_sigmoid_pipe6_prod3 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base3 <= top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base2;
-            top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_prod3 <= top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_prod_c;
+        if (top0_en) begin
+            top0_lane_sig_delta6_sigmoid_pipe6_base3 <= top0_lane_sig_delta6_sigmoid_pipe6_base2;
+            top0_lane_sig_delta6_sigmoid_pipe6_prod3 <= top0_lane_sig_delta6_sigmoid_pipe6_prod_c;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_t = $signed(top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_prod3 >>> 16);
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_rb = $signed({46'h0, top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_prod3[(16 - 1)]});
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_t = $signed(top0_lane_sig_delta6_sigmoid_pipe6_prod3 >>> 16);
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_rb = $signed({46'h0, top0_lane_sig_delta6_sigmoid_pipe6_prod3[(16 - 1)]});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_r = (top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_t + top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_rb);
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_r = (top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_t + top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_rb);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_r[47-1:(32 - 1)];
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_hi = top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_r[47-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_hi);
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_hin = (~top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_r[(47 - 1)]);
+assign top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_nsign = (!top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_r[(47 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_r, top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_rnd = $signed(top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_r[32-1:0]);
+always @(top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill, top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_hi, top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_r, top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_hin) begin: top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_clamp
+    if (((top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_hi == 0) || (top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_hin == 0))) begin
+        top0_lane_sig_delta6_sigmoid_pipe6_rnd = $signed(top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_r[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_rnd = $signed({top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_r[(47 - 1)], top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_round_sat6_0_1_2_3_sat12_0_1_2_3_fill});
+        top0_lane_sig_delta6_sigmoid_pipe6_rnd = $signed({top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_r[(47 - 1)], top0_lane_sig_delta6_sigmoid_pipe6_round_sat6_sat12_fill});
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_sumv = (top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_base3 + top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_rnd);
+assign top0_lane_sig_delta6_sigmoid_pipe6_sumv = (top0_lane_sig_delta6_sigmoid_pipe6_base3 + top0_lane_sig_delta6_sigmoid_pipe6_rnd);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_st4
+always @(posedge clk) begin: top0_lane_sig_delta6_sigmoid_pipe6_st4
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta6_s <= 0;
+        top0_lane_sig_delta6_s <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            if ((top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_sumv > 65536)) begin
-                top0_0_1_2_3_lane_sig_delta6_s <= 65536;
+        if (top0_en) begin
+            if ((top0_lane_sig_delta6_sigmoid_pipe6_sumv > 65536)) begin
+                top0_lane_sig_delta6_s <= 65536;
             end
-            else if ((top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_sumv < 0)) begin
-                top0_0_1_2_3_lane_sig_delta6_s <= 0;
+            else if ((top0_lane_sig_delta6_sigmoid_pipe6_sumv < 0)) begin
+                top0_lane_sig_delta6_s <= 0;
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta6_s <= $signed(top0_0_1_2_3_lane_sig_delta6_sigmoid_pipe6_sumv[32-1:0]);
+                top0_lane_sig_delta6_s <= $signed(top0_lane_sig_delta6_sigmoid_pipe6_sumv[32-1:0]);
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta6_delay_flags7_sh
+always @(posedge clk) begin: top0_lane_sig_delta6_delay_flags7_sh
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta6_delay_flags7_sr <= 0;
+        top0_lane_sig_delta6_delay_flags7_sr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta6_delay_flags7_sr <= {top0_0_1_2_3_lane_sig_delta6_delay_flags7_sr[(64 * (4 - 1))-1:0], top0_0_1_2_3_lane_sig_delta6_zb};
+        if (top0_en) begin
+            top0_lane_sig_delta6_delay_flags7_sr <= {top0_lane_sig_delta6_delay_flags7_sr[(64 * (4 - 1))-1:0], top0_lane_sig_delta6_zb};
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta6_zbd = top0_0_1_2_3_lane_sig_delta6_delay_flags7_sr[(64 * 4)-1:(64 * (4 - 1))];
+assign top0_lane_sig_delta6_zbd = top0_lane_sig_delta6_delay_flags7_sr[(64 * 4)-1:(64 * (4 - 1))];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta6_zd = $signed(top0_0_1_2_3_lane_sig_delta6_zbd[(2 * 32)-1:32]);
-assign top0_0_1_2_3_lane_sig_delta6_bd = $signed(top0_0_1_2_3_lane_sig_delta6_zbd[32-1:0]);
+assign top0_lane_sig_delta6_zd = $signed(top0_lane_sig_delta6_zbd[(2 * 32)-1:32]);
+assign top0_lane_sig_delta6_bd = $signed(top0_lane_sig_delta6_zbd[32-1:0]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta6_zd, top0_0_1_2_3_lane_sig_delta6_s, top0_0_1_2_3_lane_sig_delta6_bd, top0_0_1_2_3_use_sig) begin: top0_0_1_2_3_lane_sig_delta6_subc
-    if (top0_0_1_2_3_use_sig) begin
-        top0_0_1_2_3_lane_sig_delta6_d = (top0_0_1_2_3_lane_sig_delta6_s - top0_0_1_2_3_lane_sig_delta6_bd);
+always @(top0_lane_sig_delta6_bd, top0_use_sig, top0_lane_sig_delta6_zd, top0_lane_sig_delta6_s) begin: top0_lane_sig_delta6_subc
+    if (top0_use_sig) begin
+        top0_lane_sig_delta6_d = (top0_lane_sig_delta6_s - top0_lane_sig_delta6_bd);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta6_d = (top0_0_1_2_3_lane_sig_delta6_zd - top0_0_1_2_3_lane_sig_delta6_bd);
+        top0_lane_sig_delta6_d = (top0_lane_sig_delta6_zd - top0_lane_sig_delta6_bd);
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta6_d[33-1:(32 - 1)];
+assign top0_lane_sig_delta6_sat13_hi = top0_lane_sig_delta6_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_hi);
+assign top0_lane_sig_delta6_sat13_hin = (~top0_lane_sig_delta6_sat13_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta6_d[(33 - 1)]);
+assign top0_lane_sig_delta6_sat13_nsign = (!top0_lane_sig_delta6_d[(33 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta6_d, top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta6_yc = $signed(top0_0_1_2_3_lane_sig_delta6_d[32-1:0]);
+always @(top0_lane_sig_delta6_sat13_fill, top0_lane_sig_delta6_sat13_hi, top0_lane_sig_delta6_d, top0_lane_sig_delta6_sat13_hin) begin: top0_lane_sig_delta6_sat13_clamp
+    if (((top0_lane_sig_delta6_sat13_hi == 0) || (top0_lane_sig_delta6_sat13_hin == 0))) begin
+        top0_lane_sig_delta6_yc = $signed(top0_lane_sig_delta6_d[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta6_yc = $signed({top0_0_1_2_3_lane_sig_delta6_d[(33 - 1)], top0_0_1_2_3_lane_sig_delta6_sat13_0_1_2_3_fill});
+        top0_lane_sig_delta6_yc = $signed({top0_lane_sig_delta6_d[(33 - 1)], top0_lane_sig_delta6_sat13_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta6_out
+always @(posedge clk) begin: top0_lane_sig_delta6_out
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta6_yr <= 0;
+        top0_lane_sig_delta6_yr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta6_yr <= top0_0_1_2_3_lane_sig_delta6_yc;
+        if (top0_en) begin
+            top0_lane_sig_delta6_yr <= top0_lane_sig_delta6_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta6_y = top0_0_1_2_3_lane_sig_delta6_yr;
+assign top0_lane_sig_delta6_y = top0_lane_sig_delta6_yr;
 
 
 
-assign top0_0_1_2_3_lane_sig_delta7_z = $signed(top0_0_1_2_3_ar[256-1:224]);
-assign top0_0_1_2_3_lane_sig_delta7_zb = {top0_0_1_2_3_ar[256-1:224], top0_0_1_2_3_br[256-1:224]};
+assign top0_lane_sig_delta7_z = $signed(top0_ar[256-1:224]);
+assign top0_lane_sig_delta7_zb = {top0_ar[256-1:224], top0_br[256-1:224]};
 
 
 
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_zr = (top0_0_1_2_3_lane_sig_delta7_z + 524288);
+assign top0_lane_sig_delta7_sigmoid_pipe7_zr = (top0_lane_sig_delta7_z + 524288);
 
 
-always @(top0_0_1_2_3_lane_sig_delta7_z, top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_zr) begin: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_clampz
-    if ((top0_0_1_2_3_lane_sig_delta7_z >= 524288)) begin
-        top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_u = ((2 * 524288) - 1);
+always @(top0_lane_sig_delta7_sigmoid_pipe7_zr, top0_lane_sig_delta7_z) begin: top0_lane_sig_delta7_sigmoid_pipe7_clampz
+    if ((top0_lane_sig_delta7_z >= 524288)) begin
+        top0_lane_sig_delta7_sigmoid_pipe7_u = ((2 * 524288) - 1);
     end
-    else if ((top0_0_1_2_3_lane_sig_delta7_z < (-524288))) begin
-        top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_u = 0;
+    else if ((top0_lane_sig_delta7_z < (-524288))) begin
+        top0_lane_sig_delta7_sigmoid_pipe7_u = 0;
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_u = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_zr[20-1:0];
+        top0_lane_sig_delta7_sigmoid_pipe7_u = top0_lane_sig_delta7_sigmoid_pipe7_zr[20-1:0];
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_st1
+always @(posedge clk) begin: top0_lane_sig_delta7_sigmoid_pipe7_st1
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_idx1 <= 0;
-        top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_off1 <= 0;
+        top0_lane_sig_delta7_sigmoid_pipe7_idx1 <= 0;
+        top0_lane_sig_delta7_sigmoid_pipe7_off1 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_idx1 <= top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_u[14+:6];
+        if (top0_en) begin
+            top0_lane_sig_delta7_sigmoid_pipe7_idx1 <= top0_lane_sig_delta7_sigmoid_pipe7_u[14+:6];
             if ((14 > 0)) begin
-                top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_off1 <= top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_u[14-1:0];
+                top0_lane_sig_delta7_sigmoid_pipe7_off1 <= top0_lane_sig_delta7_sigmoid_pipe7_u[14-1:0];
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_off1 <= 0;
+                top0_lane_sig_delta7_sigmoid_pipe7_off1 <= 0;
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_st2
+always @(posedge clk) begin: top0_lane_sig_delta7_sigmoid_pipe7_st2
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 0;
-        top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 0;
-        top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_off2 <= 0;
+        top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 0;
+        top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 0;
+        top0_lane_sig_delta7_sigmoid_pipe7_off2 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            case (top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_idx1)
-                0: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 22;
-                1: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 28;
-                2: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 36;
-                3: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 47;
-                4: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 60;
-                5: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 77;
-                6: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 98;
-                7: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 126;
-                8: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 162;
-                9: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 208;
-                10: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 267;
-                11: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 342;
-                12: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 439;
-                13: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 562;
-                14: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 720;
-                15: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 922;
-                16: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 1179;
-                17: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 1506;
-                18: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 1921;
-                19: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 2446;
-                20: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 3108;
-                21: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 3938;
-                22: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 4971;
-                23: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 6249;
-                24: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 7812;
-                25: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 9702;
-                26: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 11955;
-                27: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 14595;
-                28: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 17625;
-                29: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 21025;
-                30: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 24743;
-                31: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 28693;
-                32: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 32768;
-                33: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 36843;
-                34: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 40793;
-                35: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 44511;
-                36: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 47911;
-                37: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 50941;
-                38: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 53581;
-                39: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 55834;
-                40: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 57724;
-                41: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 59287;
-                42: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 60565;
-                43: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 61598;
-                44: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 62428;
-                45: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 63090;
-                46: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 63615;
-                47: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 64030;
-                48: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 64357;
-                49: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 64614;
-                50: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 64816;
-                51: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 64974;
-                52: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 65097;
-                53: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 65194;
-                54: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 65269;
-                55: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 65328;
-                56: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 65374;
-                57: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 65410;
-                58: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 65438;
-                59: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 65459;
-                60: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 65476;
-                61: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 65489;
-                62: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 65500;
-                default: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2 <= 65508;
+        if (top0_en) begin
+            case (top0_lane_sig_delta7_sigmoid_pipe7_idx1)
+                0: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 22;
+                1: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 28;
+                2: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 36;
+                3: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 47;
+                4: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 60;
+                5: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 77;
+                6: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 98;
+                7: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 126;
+                8: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 162;
+                9: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 208;
+                10: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 267;
+                11: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 342;
+                12: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 439;
+                13: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 562;
+                14: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 720;
+                15: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 922;
+                16: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 1179;
+                17: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 1506;
+                18: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 1921;
+                19: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 2446;
+                20: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 3108;
+                21: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 3938;
+                22: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 4971;
+                23: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 6249;
+                24: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 7812;
+                25: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 9702;
+                26: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 11955;
+                27: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 14595;
+                28: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 17625;
+                29: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 21025;
+                30: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 24743;
+                31: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 28693;
+                32: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 32768;
+                33: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 36843;
+                34: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 40793;
+                35: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 44511;
+                36: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 47911;
+                37: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 50941;
+                38: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 53581;
+                39: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 55834;
+                40: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 57724;
+                41: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 59287;
+                42: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 60565;
+                43: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 61598;
+                44: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 62428;
+                45: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 63090;
+                46: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 63615;
+                47: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 64030;
+                48: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 64357;
+                49: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 64614;
+                50: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 64816;
+                51: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 64974;
+                52: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 65097;
+                53: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 65194;
+                54: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 65269;
+                55: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 65328;
+                56: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 65374;
+                57: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 65410;
+                58: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 65438;
+                59: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 65459;
+                60: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 65476;
+                61: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 65489;
+                62: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 65500;
+                default: top0_lane_sig_delta7_sigmoid_pipe7_base2 <= 65508;
             endcase
-            case (top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_idx1)
-                0: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 25;
-                1: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 32;
-                2: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 41;
-                3: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 53;
-                4: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 68;
-                5: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 87;
-                6: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 112;
-                7: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 143;
-                8: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 184;
-                9: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 235;
-                10: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 301;
-                11: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 386;
-                12: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 494;
-                13: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 632;
-                14: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 807;
-                15: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 1028;
-                16: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 1308;
-                17: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 1661;
-                18: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 2101;
-                19: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 2647;
-                20: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 3319;
-                21: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 4134;
-                22: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 5110;
-                23: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 6253;
-                24: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 7561;
-                25: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 9012;
-                26: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 10558;
-                27: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 12122;
-                28: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 13600;
-                29: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 14869;
-                30: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 15803;
-                31: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 16299;
-                32: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 16299;
-                33: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 15803;
-                34: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 14869;
-                35: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 13600;
-                36: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 12122;
-                37: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 10558;
-                38: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 9012;
-                39: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 7561;
-                40: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 6253;
-                41: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 5110;
-                42: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 4134;
-                43: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 3319;
-                44: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 2647;
-                45: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 2101;
-                46: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 1661;
-                47: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 1308;
-                48: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 1028;
-                49: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 807;
-                50: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 632;
-                51: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 494;
-                52: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 386;
-                53: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 301;
-                54: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 235;
-                55: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 184;
-                56: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 143;
-                57: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 112;
-                58: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 87;
-                59: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 68;
-                60: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 53;
-                61: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 41;
-                62: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 32;
-                default: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 <= 25;
+            case (top0_lane_sig_delta7_sigmoid_pipe7_idx1)
+                0: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 25;
+                1: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 32;
+                2: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 41;
+                3: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 53;
+                4: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 68;
+                5: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 87;
+                6: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 112;
+                7: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 143;
+                8: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 184;
+                9: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 235;
+                10: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 301;
+                11: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 386;
+                12: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 494;
+                13: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 632;
+                14: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 807;
+                15: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 1028;
+                16: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 1308;
+                17: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 1661;
+                18: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 2101;
+                19: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 2647;
+                20: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 3319;
+                21: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 4134;
+                22: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 5110;
+                23: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 6253;
+                24: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 7561;
+                25: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 9012;
+                26: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 10558;
+                27: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 12122;
+                28: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 13600;
+                29: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 14869;
+                30: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 15803;
+                31: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 16299;
+                32: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 16299;
+                33: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 15803;
+                34: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 14869;
+                35: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 13600;
+                36: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 12122;
+                37: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 10558;
+                38: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 9012;
+                39: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 7561;
+                40: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 6253;
+                41: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 5110;
+                42: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 4134;
+                43: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 3319;
+                44: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 2647;
+                45: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 2101;
+                46: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 1661;
+                47: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 1308;
+                48: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 1028;
+                49: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 807;
+                50: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 632;
+                51: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 494;
+                52: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 386;
+                53: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 301;
+                54: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 235;
+                55: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 184;
+                56: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 143;
+                57: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 112;
+                58: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 87;
+                59: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 68;
+                60: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 53;
+                61: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 41;
+                62: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 32;
+                default: top0_lane_sig_delta7_sigmoid_pipe7_slope2 <= 25;
             endcase
-            top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_off2 <= top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_off1;
+            top0_lane_sig_delta7_sigmoid_pipe7_off2 <= top0_lane_sig_delta7_sigmoid_pipe7_off1;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_offs = $signed({1'h0, top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_off2});
+assign top0_lane_sig_delta7_sigmoid_pipe7_offs = $signed({1'h0, top0_lane_sig_delta7_sigmoid_pipe7_off2});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_prod_c = (top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_slope2 * top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_offs);
+assign top0_lane_sig_delta7_sigmoid_pipe7_prod_c = (top0_lane_sig_delta7_sigmoid_pipe7_slope2 * top0_lane_sig_delta7_sigmoid_pipe7_offs);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_st3
+always @(posedge clk) begin: top0_lane_sig_delta7_sigmoid_pipe7_st3
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base3 <= 0;
-        top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_prod3 <= 0;
+        top0_lane_sig_delta7_sigmoid_pipe7_base3 <= 0;
+        top0_lane_sig_delta7_sigmoid_pipe7_prod3 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base3 <= top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base2;
-            top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_prod3 <= top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_prod_c;
+        if (top0_en) begin
+            top0_lane_sig_delta7_sigmoid_pipe7_base3 <= top0_lane_sig_delta7_sigmoid_pipe7_base2;
+            top0_lane_sig_delta7_sigmoid_pipe7_prod3 <= top0_lane_sig_delta7_sigmoid_pipe7_prod_c;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_t = $signed(top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_prod3 >>> 16);
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_rb = $signed({46'h0, top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_prod3[(16 - 1)]});
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_t = $signed(top0_lane_sig_delta7_sigmoid_pipe7_prod3 >>> 16);
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_rb = $signed({46'h0, top0_lane_sig_delta7_sigmoid_pipe7_prod3[(16 - 1)]});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_r = (top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_t + top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_rb);
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_r = (top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_t + top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_rb);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_r[47-1:(32 - 1)];
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_hi = top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_r[47-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_hi);
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_hin = (~top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_r[(47 - 1)]);
+assign top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_nsign = (!top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_r[(47 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_r, top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_rnd = $signed(top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_r[32-1:0]);
+always @(top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill, top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_hi, top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_r, top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_hin) begin: top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_clamp
+    if (((top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_hi == 0) || (top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_hin == 0))) begin
+        top0_lane_sig_delta7_sigmoid_pipe7_rnd = $signed(top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_r[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_rnd = $signed({top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_r[(47 - 1)], top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_round_sat7_0_1_2_3_sat14_0_1_2_3_fill});
+        top0_lane_sig_delta7_sigmoid_pipe7_rnd = $signed({top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_r[(47 - 1)], top0_lane_sig_delta7_sigmoid_pipe7_round_sat7_sat14_fill});
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_sumv = (top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_base3 + top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_rnd);
+assign top0_lane_sig_delta7_sigmoid_pipe7_sumv = (top0_lane_sig_delta7_sigmoid_pipe7_base3 + top0_lane_sig_delta7_sigmoid_pipe7_rnd);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_st4
+always @(posedge clk) begin: top0_lane_sig_delta7_sigmoid_pipe7_st4
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta7_s <= 0;
+        top0_lane_sig_delta7_s <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            if ((top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_sumv > 65536)) begin
-                top0_0_1_2_3_lane_sig_delta7_s <= 65536;
+        if (top0_en) begin
+            if ((top0_lane_sig_delta7_sigmoid_pipe7_sumv > 65536)) begin
+                top0_lane_sig_delta7_s <= 65536;
             end
-            else if ((top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_sumv < 0)) begin
-                top0_0_1_2_3_lane_sig_delta7_s <= 0;
+            else if ((top0_lane_sig_delta7_sigmoid_pipe7_sumv < 0)) begin
+                top0_lane_sig_delta7_s <= 0;
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta7_s <= $signed(top0_0_1_2_3_lane_sig_delta7_sigmoid_pipe7_sumv[32-1:0]);
+                top0_lane_sig_delta7_s <= $signed(top0_lane_sig_delta7_sigmoid_pipe7_sumv[32-1:0]);
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta7_delay_flags8_sh
+always @(posedge clk) begin: top0_lane_sig_delta7_delay_flags8_sh
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta7_delay_flags8_sr <= 0;
+        top0_lane_sig_delta7_delay_flags8_sr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta7_delay_flags8_sr <= {top0_0_1_2_3_lane_sig_delta7_delay_flags8_sr[(64 * (4 - 1))-1:0], top0_0_1_2_3_lane_sig_delta7_zb};
+        if (top0_en) begin
+            top0_lane_sig_delta7_delay_flags8_sr <= {top0_lane_sig_delta7_delay_flags8_sr[(64 * (4 - 1))-1:0], top0_lane_sig_delta7_zb};
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta7_zbd = top0_0_1_2_3_lane_sig_delta7_delay_flags8_sr[(64 * 4)-1:(64 * (4 - 1))];
+assign top0_lane_sig_delta7_zbd = top0_lane_sig_delta7_delay_flags8_sr[(64 * 4)-1:(64 * (4 - 1))];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta7_zd = $signed(top0_0_1_2_3_lane_sig_delta7_zbd[(2 * 32)-1:32]);
-assign top0_0_1_2_3_lane_sig_delta7_bd = $signed(top0_0_1_2_3_lane_sig_delta7_zbd[32-1:0]);
+assign top0_lane_sig_delta7_zd = $signed(top0_lane_sig_delta7_zbd[(2 * 32)-1:32]);
+assign top0_lane_sig_delta7_bd = $signed(top0_lane_sig_delta7_zbd[32-1:0]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta7_zd, top0_0_1_2_3_lane_sig_delta7_s, top0_0_1_2_3_lane_sig_delta7_bd, top0_0_1_2_3_use_sig) begin: top0_0_1_2_3_lane_sig_delta7_subc
-    if (top0_0_1_2_3_use_sig) begin
-        top0_0_1_2_3_lane_sig_delta7_d = (top0_0_1_2_3_lane_sig_delta7_s - top0_0_1_2_3_lane_sig_delta7_bd);
+always @(top0_lane_sig_delta7_bd, top0_use_sig, top0_lane_sig_delta7_zd, top0_lane_sig_delta7_s) begin: top0_lane_sig_delta7_subc
+    if (top0_use_sig) begin
+        top0_lane_sig_delta7_d = (top0_lane_sig_delta7_s - top0_lane_sig_delta7_bd);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta7_d = (top0_0_1_2_3_lane_sig_delta7_zd - top0_0_1_2_3_lane_sig_delta7_bd);
+        top0_lane_sig_delta7_d = (top0_lane_sig_delta7_zd - top0_lane_sig_delta7_bd);
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta7_d[33-1:(32 - 1)];
+assign top0_lane_sig_delta7_sat15_hi = top0_lane_sig_delta7_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_hi);
+assign top0_lane_sig_delta7_sat15_hin = (~top0_lane_sig_delta7_sat15_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta7_d[(33 - 1)]);
+assign top0_lane_sig_delta7_sat15_nsign = (!top0_lane_sig_delta7_d[(33 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta7_d, top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta7_yc = $signed(top0_0_1_2_3_lane_sig_delta7_d[32-1:0]);
+always @(top0_lane_sig_delta7_sat15_fill, top0_lane_sig_delta7_sat15_hi, top0_lane_sig_delta7_d, top0_lane_sig_delta7_sat15_hin) begin: top0_lane_sig_delta7_sat15_clamp
+    if (((top0_lane_sig_delta7_sat15_hi == 0) || (top0_lane_sig_delta7_sat15_hin == 0))) begin
+        top0_lane_sig_delta7_yc = $signed(top0_lane_sig_delta7_d[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta7_yc = $signed({top0_0_1_2_3_lane_sig_delta7_d[(33 - 1)], top0_0_1_2_3_lane_sig_delta7_sat15_0_1_2_3_fill});
+        top0_lane_sig_delta7_yc = $signed({top0_lane_sig_delta7_d[(33 - 1)], top0_lane_sig_delta7_sat15_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta7_out
+always @(posedge clk) begin: top0_lane_sig_delta7_out
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta7_yr <= 0;
+        top0_lane_sig_delta7_yr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta7_yr <= top0_0_1_2_3_lane_sig_delta7_yc;
+        if (top0_en) begin
+            top0_lane_sig_delta7_yr <= top0_lane_sig_delta7_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta7_y = top0_0_1_2_3_lane_sig_delta7_yr;
+assign top0_lane_sig_delta7_y = top0_lane_sig_delta7_yr;
 
 
 
-assign top0_0_1_2_3_lane_sig_delta8_z = $signed(top0_0_1_2_3_ar[288-1:256]);
-assign top0_0_1_2_3_lane_sig_delta8_zb = {top0_0_1_2_3_ar[288-1:256], top0_0_1_2_3_br[288-1:256]};
+assign top0_lane_sig_delta8_z = $signed(top0_ar[288-1:256]);
+assign top0_lane_sig_delta8_zb = {top0_ar[288-1:256], top0_br[288-1:256]};
 
 
 
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_zr = (top0_0_1_2_3_lane_sig_delta8_z + 524288);
+assign top0_lane_sig_delta8_sigmoid_pipe8_zr = (top0_lane_sig_delta8_z + 524288);
 
 
-always @(top0_0_1_2_3_lane_sig_delta8_z, top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_zr) begin: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_clampz
-    if ((top0_0_1_2_3_lane_sig_delta8_z >= 524288)) begin
-        top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_u = ((2 * 524288) - 1);
+always @(top0_lane_sig_delta8_sigmoid_pipe8_zr, top0_lane_sig_delta8_z) begin: top0_lane_sig_delta8_sigmoid_pipe8_clampz
+    if ((top0_lane_sig_delta8_z >= 524288)) begin
+        top0_lane_sig_delta8_sigmoid_pipe8_u = ((2 * 524288) - 1);
     end
-    else if ((top0_0_1_2_3_lane_sig_delta8_z < (-524288))) begin
-        top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_u = 0;
+    else if ((top0_lane_sig_delta8_z < (-524288))) begin
+        top0_lane_sig_delta8_sigmoid_pipe8_u = 0;
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_u = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_zr[20-1:0];
+        top0_lane_sig_delta8_sigmoid_pipe8_u = top0_lane_sig_delta8_sigmoid_pipe8_zr[20-1:0];
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_st1
+always @(posedge clk) begin: top0_lane_sig_delta8_sigmoid_pipe8_st1
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_idx1 <= 0;
-        top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_off1 <= 0;
+        top0_lane_sig_delta8_sigmoid_pipe8_idx1 <= 0;
+        top0_lane_sig_delta8_sigmoid_pipe8_off1 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_idx1 <= top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_u[14+:6];
+        if (top0_en) begin
+            top0_lane_sig_delta8_sigmoid_pipe8_idx1 <= top0_lane_sig_delta8_sigmoid_pipe8_u[14+:6];
             if ((14 > 0)) begin
-                top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_off1 <= top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_u[14-1:0];
+                top0_lane_sig_delta8_sigmoid_pipe8_off1 <= top0_lane_sig_delta8_sigmoid_pipe8_u[14-1:0];
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_off1 <= 0;
+                top0_lane_sig_delta8_sigmoid_pipe8_off1 <= 0;
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_st2
+always @(posedge clk) begin: top0_lane_sig_delta8_sigmoid_pipe8_st2
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 0;
-        top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 0;
-        top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_off2 <= 0;
+        top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 0;
+        top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 0;
+        top0_lane_sig_delta8_sigmoid_pipe8_off2 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            case (top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_idx1)
-                0: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 22;
-                1: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 28;
-                2: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 36;
-                3: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 47;
-                4: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 60;
-                5: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 77;
-                6: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 98;
-                7: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 126;
-                8: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 162;
-                9: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 208;
-                10: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 267;
-                11: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 342;
-                12: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 439;
-                13: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 562;
-                14: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 720;
-                15: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 922;
-                16: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 1179;
-                17: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 1506;
-                18: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 1921;
-                19: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 2446;
-                20: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 3108;
-                21: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 3938;
-                22: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 4971;
-                23: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 6249;
-                24: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 7812;
-                25: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 9702;
-                26: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 11955;
-                27: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 14595;
-                28: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 17625;
-                29: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 21025;
-                30: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 24743;
-                31: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 28693;
-                32: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 32768;
-                33: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 36843;
-                34: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 40793;
-                35: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 44511;
-                36: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 47911;
-                37: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 50941;
-                38: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 53581;
-                39: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 55834;
-                40: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 57724;
-                41: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 59287;
-                42: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 60565;
-                43: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 61598;
-                44: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 62428;
-                45: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 63090;
-                46: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 63615;
-                47: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 64030;
-                48: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 64357;
-                49: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 64614;
-                50: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 64816;
-                51: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 64974;
-                52: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 65097;
-                53: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 65194;
-                54: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 65269;
-                55: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 65328;
-                56: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 65374;
-                57: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 65410;
-                58: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 65438;
-                59: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 65459;
-                60: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 65476;
-                61: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 65489;
-                62: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 65500;
-                default: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2 <= 65508;
+        if (top0_en) begin
+            case (top0_lane_sig_delta8_sigmoid_pipe8_idx1)
+                0: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 22;
+                1: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 28;
+                2: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 36;
+                3: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 47;
+                4: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 60;
+                5: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 77;
+                6: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 98;
+                7: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 126;
+                8: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 162;
+                9: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 208;
+                10: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 267;
+                11: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 342;
+                12: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 439;
+                13: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 562;
+                14: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 720;
+                15: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 922;
+                16: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 1179;
+                17: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 1506;
+                18: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 1921;
+                19: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 2446;
+                20: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 3108;
+                21: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 3938;
+                22: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 4971;
+                23: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 6249;
+                24: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 7812;
+                25: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 9702;
+                26: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 11955;
+                27: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 14595;
+                28: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 17625;
+                29: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 21025;
+                30: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 24743;
+                31: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 28693;
+                32: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 32768;
+                33: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 36843;
+                34: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 40793;
+                35: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 44511;
+                36: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 47911;
+                37: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 50941;
+                38: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 53581;
+                39: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 55834;
+                40: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 57724;
+                41: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 59287;
+                42: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 60565;
+                43: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 61598;
+                44: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 62428;
+                45: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 63090;
+                46: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 63615;
+                47: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 64030;
+                48: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 64357;
+                49: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 64614;
+                50: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 64816;
+                51: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 64974;
+                52: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 65097;
+                53: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 65194;
+                54: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 65269;
+                55: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 65328;
+                56: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 65374;
+                57: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 65410;
+                58: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 65438;
+                59: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 65459;
+                60: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 65476;
+                61: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 65489;
+                62: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 65500;
+                default: top0_lane_sig_delta8_sigmoid_pipe8_base2 <= 65508;
             endcase
-            case (top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_idx1)
-                0: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 25;
-                1: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 32;
-                2: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 41;
-                3: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 53;
-                4: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 68;
-                5: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 87;
-                6: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 112;
-                7: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 143;
-                8: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 184;
-                9: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 235;
-                10: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 301;
-                11: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 386;
-                12: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 494;
-                13: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 632;
-                14: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 807;
-                15: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 1028;
-                16: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 1308;
-                17: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 1661;
-                18: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 2101;
-                19: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 2647;
-                20: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 3319;
-                21: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 4134;
-                22: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 5110;
-                23: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 6253;
-                24: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 7561;
-                25: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 9012;
-                26: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 10558;
-                27: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 12122;
-                28: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 13600;
-                29: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 14869;
-                30: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 15803;
-                31: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 16299;
-                32: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 16299;
-                33: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 15803;
-                34: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 14869;
-                35: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 13600;
-                36: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 12122;
-                37: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 10558;
-                38: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 9012;
-                39: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 7561;
-                40: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 6253;
-                41: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 5110;
-                42: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 4134;
-                43: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 3319;
-                44: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 2647;
-                45: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 2101;
-                46: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 1661;
-                47: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 1308;
-                48: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 1028;
-                49: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 807;
-                50: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 632;
-                51: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 494;
-                52: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 386;
-                53: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 301;
-                54: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 235;
-                55: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 184;
-                56: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 143;
-                57: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 112;
-                58: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 87;
-                59: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 68;
-                60: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 53;
-                61: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 41;
-                62: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 32;
-                default: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 <= 25;
+            case (top0_lane_sig_delta8_sigmoid_pipe8_idx1)
+                0: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 25;
+                1: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 32;
+                2: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 41;
+                3: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 53;
+                4: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 68;
+                5: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 87;
+                6: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 112;
+                7: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 143;
+                8: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 184;
+                9: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 235;
+                10: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 301;
+                11: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 386;
+                12: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 494;
+                13: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 632;
+                14: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 807;
+                15: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 1028;
+                16: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 1308;
+                17: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 1661;
+                18: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 2101;
+                19: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 2647;
+                20: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 3319;
+                21: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 4134;
+                22: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 5110;
+                23: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 6253;
+                24: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 7561;
+                25: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 9012;
+                26: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 10558;
+                27: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 12122;
+                28: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 13600;
+                29: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 14869;
+                30: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 15803;
+                31: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 16299;
+                32: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 16299;
+                33: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 15803;
+                34: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 14869;
+                35: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 13600;
+                36: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 12122;
+                37: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 10558;
+                38: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 9012;
+                39: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 7561;
+                40: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 6253;
+                41: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 5110;
+                42: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 4134;
+                43: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 3319;
+                44: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 2647;
+                45: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 2101;
+                46: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 1661;
+                47: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 1308;
+                48: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 1028;
+                49: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 807;
+                50: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 632;
+                51: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 494;
+                52: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 386;
+                53: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 301;
+                54: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 235;
+                55: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 184;
+                56: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 143;
+                57: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 112;
+                58: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 87;
+                59: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 68;
+                60: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 53;
+                61: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 41;
+                62: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 32;
+                default: top0_lane_sig_delta8_sigmoid_pipe8_slope2 <= 25;
             endcase
-            top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_off2 <= top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_off1;
+            top0_lane_sig_delta8_sigmoid_pipe8_off2 <= top0_lane_sig_delta8_sigmoid_pipe8_off1;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_offs = $signed({1'h0, top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_off2});
+assign top0_lane_sig_delta8_sigmoid_pipe8_offs = $signed({1'h0, top0_lane_sig_delta8_sigmoid_pipe8_off2});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_prod_c = (top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_slope2 * top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_offs);
+assign top0_lane_sig_delta8_sigmoid_pipe8_prod_c = (top0_lane_sig_delta8_sigmoid_pipe8_slope2 * top0_lane_sig_delta8_sigmoid_pipe8_offs);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_st3
+always @(posedge clk) begin: top0_lane_sig_delta8_sigmoid_pipe8_st3
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base3 <= 0;
-        top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_prod3 <= 0;
+        top0_lane_sig_delta8_sigmoid_pipe8_base3 <= 0;
+        top0_lane_sig_delta8_sigmoid_pipe8_prod3 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base3 <= top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base2;
-            top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_prod3 <= top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_prod_c;
+        if (top0_en) begin
+            top0_lane_sig_delta8_sigmoid_pipe8_base3 <= top0_lane_sig_delta8_sigmoid_pipe8_base2;
+            top0_lane_sig_delta8_sigmoid_pipe8_prod3 <= top0_lane_sig_delta8_sigmoid_pipe8_prod_c;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_t = $signed(top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_prod3 >>> 16);
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_rb = $signed({46'h0, top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_prod3[(16 - 1)]});
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_t = $signed(top0_lane_sig_delta8_sigmoid_pipe8_prod3 >>> 16);
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_rb = $signed({46'h0, top0_lane_sig_delta8_sigmoid_pipe8_prod3[(16 - 1)]});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_r = (top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_t + top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_rb);
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_r = (top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_t + top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_rb);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_r[47-1:(32 - 1)];
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_hi = top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_r[47-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_hi);
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_hin = (~top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_r[(47 - 1)]);
+assign top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_nsign = (!top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_r[(47 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_r, top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_rnd = $signed(top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_r[32-1:0]);
+always @(top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill, top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_hi, top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_r, top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_hin) begin: top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_clamp
+    if (((top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_hi == 0) || (top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_hin == 0))) begin
+        top0_lane_sig_delta8_sigmoid_pipe8_rnd = $signed(top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_r[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_rnd = $signed({top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_r[(47 - 1)], top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_round_sat8_0_1_2_3_sat16_0_1_2_3_fill});
+        top0_lane_sig_delta8_sigmoid_pipe8_rnd = $signed({top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_r[(47 - 1)], top0_lane_sig_delta8_sigmoid_pipe8_round_sat8_sat16_fill});
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_sumv = (top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_base3 + top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_rnd);
+assign top0_lane_sig_delta8_sigmoid_pipe8_sumv = (top0_lane_sig_delta8_sigmoid_pipe8_base3 + top0_lane_sig_delta8_sigmoid_pipe8_rnd);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_st4
+always @(posedge clk) begin: top0_lane_sig_delta8_sigmoid_pipe8_st4
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta8_s <= 0;
+        top0_lane_sig_delta8_s <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            if ((top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_sumv > 65536)) begin
-                top0_0_1_2_3_lane_sig_delta8_s <= 65536;
+        if (top0_en) begin
+            if ((top0_lane_sig_delta8_sigmoid_pipe8_sumv > 65536)) begin
+                top0_lane_sig_delta8_s <= 65536;
             end
-            else if ((top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_sumv < 0)) begin
-                top0_0_1_2_3_lane_sig_delta8_s <= 0;
+            else if ((top0_lane_sig_delta8_sigmoid_pipe8_sumv < 0)) begin
+                top0_lane_sig_delta8_s <= 0;
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta8_s <= $signed(top0_0_1_2_3_lane_sig_delta8_sigmoid_pipe8_sumv[32-1:0]);
+                top0_lane_sig_delta8_s <= $signed(top0_lane_sig_delta8_sigmoid_pipe8_sumv[32-1:0]);
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta8_delay_flags9_sh
+always @(posedge clk) begin: top0_lane_sig_delta8_delay_flags9_sh
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta8_delay_flags9_sr <= 0;
+        top0_lane_sig_delta8_delay_flags9_sr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta8_delay_flags9_sr <= {top0_0_1_2_3_lane_sig_delta8_delay_flags9_sr[(64 * (4 - 1))-1:0], top0_0_1_2_3_lane_sig_delta8_zb};
+        if (top0_en) begin
+            top0_lane_sig_delta8_delay_flags9_sr <= {top0_lane_sig_delta8_delay_flags9_sr[(64 * (4 - 1))-1:0], top0_lane_sig_delta8_zb};
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta8_zbd = top0_0_1_2_3_lane_sig_delta8_delay_flags9_sr[(64 * 4)-1:(64 * (4 - 1))];
+assign top0_lane_sig_delta8_zbd = top0_lane_sig_delta8_delay_flags9_sr[(64 * 4)-1:(64 * (4 - 1))];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta8_zd = $signed(top0_0_1_2_3_lane_sig_delta8_zbd[(2 * 32)-1:32]);
-assign top0_0_1_2_3_lane_sig_delta8_bd = $signed(top0_0_1_2_3_lane_sig_delta8_zbd[32-1:0]);
+assign top0_lane_sig_delta8_zd = $signed(top0_lane_sig_delta8_zbd[(2 * 32)-1:32]);
+assign top0_lane_sig_delta8_bd = $signed(top0_lane_sig_delta8_zbd[32-1:0]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta8_zd, top0_0_1_2_3_lane_sig_delta8_s, top0_0_1_2_3_lane_sig_delta8_bd, top0_0_1_2_3_use_sig) begin: top0_0_1_2_3_lane_sig_delta8_subc
-    if (top0_0_1_2_3_use_sig) begin
-        top0_0_1_2_3_lane_sig_delta8_d = (top0_0_1_2_3_lane_sig_delta8_s - top0_0_1_2_3_lane_sig_delta8_bd);
+always @(top0_lane_sig_delta8_bd, top0_use_sig, top0_lane_sig_delta8_zd, top0_lane_sig_delta8_s) begin: top0_lane_sig_delta8_subc
+    if (top0_use_sig) begin
+        top0_lane_sig_delta8_d = (top0_lane_sig_delta8_s - top0_lane_sig_delta8_bd);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta8_d = (top0_0_1_2_3_lane_sig_delta8_zd - top0_0_1_2_3_lane_sig_delta8_bd);
+        top0_lane_sig_delta8_d = (top0_lane_sig_delta8_zd - top0_lane_sig_delta8_bd);
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta8_d[33-1:(32 - 1)];
+assign top0_lane_sig_delta8_sat17_hi = top0_lane_sig_delta8_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_hi);
+assign top0_lane_sig_delta8_sat17_hin = (~top0_lane_sig_delta8_sat17_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta8_d[(33 - 1)]);
+assign top0_lane_sig_delta8_sat17_nsign = (!top0_lane_sig_delta8_d[(33 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta8_d, top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta8_yc = $signed(top0_0_1_2_3_lane_sig_delta8_d[32-1:0]);
+always @(top0_lane_sig_delta8_sat17_fill, top0_lane_sig_delta8_sat17_hi, top0_lane_sig_delta8_d, top0_lane_sig_delta8_sat17_hin) begin: top0_lane_sig_delta8_sat17_clamp
+    if (((top0_lane_sig_delta8_sat17_hi == 0) || (top0_lane_sig_delta8_sat17_hin == 0))) begin
+        top0_lane_sig_delta8_yc = $signed(top0_lane_sig_delta8_d[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta8_yc = $signed({top0_0_1_2_3_lane_sig_delta8_d[(33 - 1)], top0_0_1_2_3_lane_sig_delta8_sat17_0_1_2_3_fill});
+        top0_lane_sig_delta8_yc = $signed({top0_lane_sig_delta8_d[(33 - 1)], top0_lane_sig_delta8_sat17_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta8_out
+always @(posedge clk) begin: top0_lane_sig_delta8_out
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta8_yr <= 0;
+        top0_lane_sig_delta8_yr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta8_yr <= top0_0_1_2_3_lane_sig_delta8_yc;
+        if (top0_en) begin
+            top0_lane_sig_delta8_yr <= top0_lane_sig_delta8_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta8_y = top0_0_1_2_3_lane_sig_delta8_yr;
+assign top0_lane_sig_delta8_y = top0_lane_sig_delta8_yr;
 
 
 
-assign top0_0_1_2_3_lane_sig_delta9_z = $signed(top0_0_1_2_3_ar[320-1:288]);
-assign top0_0_1_2_3_lane_sig_delta9_zb = {top0_0_1_2_3_ar[320-1:288], top0_0_1_2_3_br[320-1:288]};
+assign top0_lane_sig_delta9_z = $signed(top0_ar[320-1:288]);
+assign top0_lane_sig_delta9_zb = {top0_ar[320-1:288], top0_br[320-1:288]};
 
 
 
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_zr = (top0_0_1_2_3_lane_sig_delta9_z + 524288);
+assign top0_lane_sig_delta9_sigmoid_pipe9_zr = (top0_lane_sig_delta9_z + 524288);
 
 
-always @(top0_0_1_2_3_lane_sig_delta9_z, top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_zr) begin: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_clampz
-    if ((top0_0_1_2_3_lane_sig_delta9_z >= 524288)) begin
-        top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_u = ((2 * 524288) - 1);
+always @(top0_lane_sig_delta9_sigmoid_pipe9_zr, top0_lane_sig_delta9_z) begin: top0_lane_sig_delta9_sigmoid_pipe9_clampz
+    if ((top0_lane_sig_delta9_z >= 524288)) begin
+        top0_lane_sig_delta9_sigmoid_pipe9_u = ((2 * 524288) - 1);
     end
-    else if ((top0_0_1_2_3_lane_sig_delta9_z < (-524288))) begin
-        top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_u = 0;
+    else if ((top0_lane_sig_delta9_z < (-524288))) begin
+        top0_lane_sig_delta9_sigmoid_pipe9_u = 0;
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_u = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_zr[20-1:0];
+        top0_lane_sig_delta9_sigmoid_pipe9_u = top0_lane_sig_delta9_sigmoid_pipe9_zr[20-1:0];
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_st1
+always @(posedge clk) begin: top0_lane_sig_delta9_sigmoid_pipe9_st1
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_idx1 <= 0;
-        top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_off1 <= 0;
+        top0_lane_sig_delta9_sigmoid_pipe9_idx1 <= 0;
+        top0_lane_sig_delta9_sigmoid_pipe9_off1 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_idx1 <= top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_u[14+:6];
+        if (top0_en) begin
+            top0_lane_sig_delta9_sigmoid_pipe9_idx1 <= top0_lane_sig_delta9_sigmoid_pipe9_u[14+:6];
             if ((14 > 0)) begin
-                top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_off1 <= top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_u[14-1:0];
+                top0_lane_sig_delta9_sigmoid_pipe9_off1 <= top0_lane_sig_delta9_sigmoid_pipe9_u[14-1:0];
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_off1 <= 0;
+                top0_lane_sig_delta9_sigmoid_pipe9_off1 <= 0;
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_st2
+always @(posedge clk) begin: top0_lane_sig_delta9_sigmoid_pipe9_st2
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 0;
-        top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 0;
-        top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_off2 <= 0;
+        top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 0;
+        top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 0;
+        top0_lane_sig_delta9_sigmoid_pipe9_off2 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            case (top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_idx1)
-                0: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 22;
-                1: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 28;
-                2: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 36;
-                3: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 47;
-                4: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 60;
-                5: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 77;
-                6: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 98;
-                7: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 126;
-                8: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 162;
-                9: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 208;
-                10: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 267;
-                11: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 342;
-                12: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 439;
-                13: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 562;
-                14: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 720;
-                15: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 922;
-                16: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 1179;
-                17: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 1506;
-                18: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 1921;
-                19: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 2446;
-                20: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 3108;
-                21: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 3938;
-                22: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 4971;
-                23: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 6249;
-                24: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 7812;
-                25: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 9702;
-                26: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 11955;
-                27: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 14595;
-                28: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 17625;
-                29: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 21025;
-                30: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 24743;
-                31: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 28693;
-                32: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 32768;
-                33: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 36843;
-                34: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 40793;
-                35: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 44511;
-                36: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 47911;
-                37: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 50941;
-                38: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 53581;
-                39: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 55834;
-                40: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 57724;
-                41: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 59287;
-                42: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 60565;
-                43: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 61598;
-                44: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 62428;
-                45: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 63090;
-                46: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 63615;
-                47: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 64030;
-                48: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 64357;
-                49: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 64614;
-                50: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 64816;
-                51: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 64974;
-                52: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 65097;
-                53: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 65194;
-                54: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 65269;
-                55: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 65328;
-                56: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 65374;
-                57: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 65410;
-                58: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 65438;
-                59: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 65459;
-                60: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 65476;
-                61: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 65489;
-                62: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 65500;
-                default: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2 <= 65508;
+        if (top0_en) begin
+            case (top0_lane_sig_delta9_sigmoid_pipe9_idx1)
+                0: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 22;
+                1: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 28;
+                2: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 36;
+                3: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 47;
+                4: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 60;
+                5: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 77;
+                6: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 98;
+                7: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 126;
+                8: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 162;
+                9: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 208;
+                10: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 267;
+                11: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 342;
+                12: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 439;
+                13: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 562;
+                14: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 720;
+                15: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 922;
+                16: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 1179;
+                17: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 1506;
+                18: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 1921;
+                19: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 2446;
+                20: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 3108;
+                21: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 3938;
+                22: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 4971;
+                23: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 6249;
+                24: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 7812;
+                25: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 9702;
+                26: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 11955;
+                27: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 14595;
+                28: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 17625;
+                29: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 21025;
+                30: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 24743;
+                31: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 28693;
+                32: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 32768;
+                33: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 36843;
+                34: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 40793;
+                35: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 44511;
+                36: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 47911;
+                37: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 50941;
+                38: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 53581;
+                39: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 55834;
+                40: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 57724;
+                41: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 59287;
+                42: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 60565;
+                43: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 61598;
+                44: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 62428;
+                45: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 63090;
+                46: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 63615;
+                47: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 64030;
+                48: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 64357;
+                49: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 64614;
+                50: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 64816;
+                51: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 64974;
+                52: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 65097;
+                53: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 65194;
+                54: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 65269;
+                55: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 65328;
+                56: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 65374;
+                57: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 65410;
+                58: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 65438;
+                59: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 65459;
+                60: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 65476;
+                61: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 65489;
+                62: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 65500;
+                default: top0_lane_sig_delta9_sigmoid_pipe9_base2 <= 65508;
             endcase
-            case (top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_idx1)
-                0: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 25;
-                1: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 32;
-                2: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 41;
-                3: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 53;
-                4: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 68;
-                5: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 87;
-                6: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 112;
-                7: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 143;
-                8: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 184;
-                9: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 235;
-                10: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 301;
-                11: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 386;
-                12: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 494;
-                13: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 632;
-                14: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 807;
-                15: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 1028;
-                16: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 1308;
-                17: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 1661;
-                18: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 2101;
-                19: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 2647;
-                20: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 3319;
-                21: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 4134;
-                22: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 5110;
-                23: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 6253;
-                24: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 7561;
-                25: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 9012;
-                26: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 10558;
-                27: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 12122;
-                28: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 13600;
-                29: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 14869;
-                30: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 15803;
-                31: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 16299;
-                32: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 16299;
-                33: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 15803;
-                34: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 14869;
-                35: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 13600;
-                36: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 12122;
-                37: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 10558;
-                38: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 9012;
-                39: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 7561;
-                40: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 6253;
-                41: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 5110;
-                42: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 4134;
-                43: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 3319;
-                44: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 2647;
-                45: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 2101;
-                46: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 1661;
-                47: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 1308;
-                48: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 1028;
-                49: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 807;
-                50: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 632;
-                51: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 494;
-                52: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 386;
-                53: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 301;
-                54: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 235;
-                55: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 184;
-                56: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 143;
-                57: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 112;
-                58: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 87;
-                59: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 68;
-                60: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 53;
-                61: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 41;
-                62: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 32;
-                default: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 <= 25;
+            case (top0_lane_sig_delta9_sigmoid_pipe9_idx1)
+                0: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 25;
+                1: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 32;
+                2: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 41;
+                3: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 53;
+                4: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 68;
+                5: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 87;
+                6: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 112;
+                7: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 143;
+                8: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 184;
+                9: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 235;
+                10: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 301;
+                11: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 386;
+                12: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 494;
+                13: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 632;
+                14: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 807;
+                15: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 1028;
+                16: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 1308;
+                17: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 1661;
+                18: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 2101;
+                19: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 2647;
+                20: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 3319;
+                21: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 4134;
+                22: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 5110;
+                23: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 6253;
+                24: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 7561;
+                25: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 9012;
+                26: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 10558;
+                27: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 12122;
+                28: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 13600;
+                29: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 14869;
+                30: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 15803;
+                31: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 16299;
+                32: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 16299;
+                33: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 15803;
+                34: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 14869;
+                35: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 13600;
+                36: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 12122;
+                37: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 10558;
+                38: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 9012;
+                39: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 7561;
+                40: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 6253;
+                41: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 5110;
+                42: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 4134;
+                43: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 3319;
+                44: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 2647;
+                45: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 2101;
+                46: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 1661;
+                47: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 1308;
+                48: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 1028;
+                49: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 807;
+                50: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 632;
+                51: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 494;
+                52: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 386;
+                53: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 301;
+                54: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 235;
+                55: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 184;
+                56: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 143;
+                57: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 112;
+                58: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 87;
+                59: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 68;
+                60: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 53;
+                61: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 41;
+                62: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 32;
+                default: top0_lane_sig_delta9_sigmoid_pipe9_slope2 <= 25;
             endcase
-            top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_off2 <= top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_off1;
+            top0_lane_sig_delta9_sigmoid_pipe9_off2 <= top0_lane_sig_delta9_sigmoid_pipe9_off1;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_offs = $signed({1'h0, top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_off2});
+assign top0_lane_sig_delta9_sigmoid_pipe9_offs = $signed({1'h0, top0_lane_sig_delta9_sigmoid_pipe9_off2});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_prod_c = (top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_slope2 * top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_offs);
+assign top0_lane_sig_delta9_sigmoid_pipe9_prod_c = (top0_lane_sig_delta9_sigmoid_pipe9_slope2 * top0_lane_sig_delta9_sigmoid_pipe9_offs);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_st3
+always @(posedge clk) begin: top0_lane_sig_delta9_sigmoid_pipe9_st3
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base3 <= 0;
-        top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_prod3 <= 0;
+        top0_lane_sig_delta9_sigmoid_pipe9_base3 <= 0;
+        top0_lane_sig_delta9_sigmoid_pipe9_prod3 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base3 <= top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base2;
-            top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_prod3 <= top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_prod_c;
+        if (top0_en) begin
+            top0_lane_sig_delta9_sigmoid_pipe9_base3 <= top0_lane_sig_delta9_sigmoid_pipe9_base2;
+            top0_lane_sig_delta9_sigmoid_pipe9_prod3 <= top0_lane_sig_delta9_sigmoid_pipe9_prod_c;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_t = $signed(top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_prod3 >>> 16);
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_rb = $signed({46'h0, top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_prod3[(16 - 1)]});
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_t = $signed(top0_lane_sig_delta9_sigmoid_pipe9_prod3 >>> 16);
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_rb = $signed({46'h0, top0_lane_sig_delta9_sigmoid_pipe9_prod3[(16 - 1)]});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_r = (top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_t + top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_rb);
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_r = (top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_t + top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_rb);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_r[47-1:(32 - 1)];
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_hi = top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_r[47-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_hi);
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_hin = (~top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_r[(47 - 1)]);
+assign top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_nsign = (!top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_r[(47 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_r, top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_rnd = $signed(top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_r[32-1:0]);
+always @(top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill, top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_hi, top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_r, top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_hin) begin: top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_clamp
+    if (((top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_hi == 0) || (top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_hin == 0))) begin
+        top0_lane_sig_delta9_sigmoid_pipe9_rnd = $signed(top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_r[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_rnd = $signed({top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_r[(47 - 1)], top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_round_sat9_0_1_2_3_sat18_0_1_2_3_fill});
+        top0_lane_sig_delta9_sigmoid_pipe9_rnd = $signed({top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_r[(47 - 1)], top0_lane_sig_delta9_sigmoid_pipe9_round_sat9_sat18_fill});
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_sumv = (top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_base3 + top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_rnd);
+assign top0_lane_sig_delta9_sigmoid_pipe9_sumv = (top0_lane_sig_delta9_sigmoid_pipe9_base3 + top0_lane_sig_delta9_sigmoid_pipe9_rnd);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_st4
+always @(posedge clk) begin: top0_lane_sig_delta9_sigmoid_pipe9_st4
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta9_s <= 0;
+        top0_lane_sig_delta9_s <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            if ((top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_sumv > 65536)) begin
-                top0_0_1_2_3_lane_sig_delta9_s <= 65536;
+        if (top0_en) begin
+            if ((top0_lane_sig_delta9_sigmoid_pipe9_sumv > 65536)) begin
+                top0_lane_sig_delta9_s <= 65536;
             end
-            else if ((top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_sumv < 0)) begin
-                top0_0_1_2_3_lane_sig_delta9_s <= 0;
+            else if ((top0_lane_sig_delta9_sigmoid_pipe9_sumv < 0)) begin
+                top0_lane_sig_delta9_s <= 0;
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta9_s <= $signed(top0_0_1_2_3_lane_sig_delta9_sigmoid_pipe9_sumv[32-1:0]);
+                top0_lane_sig_delta9_s <= $signed(top0_lane_sig_delta9_sigmoid_pipe9_sumv[32-1:0]);
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta9_delay_flags10_sh
+always @(posedge clk) begin: top0_lane_sig_delta9_delay_flags10_sh
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta9_delay_flags10_sr <= 0;
+        top0_lane_sig_delta9_delay_flags10_sr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta9_delay_flags10_sr <= {top0_0_1_2_3_lane_sig_delta9_delay_flags10_sr[(64 * (4 - 1))-1:0], top0_0_1_2_3_lane_sig_delta9_zb};
+        if (top0_en) begin
+            top0_lane_sig_delta9_delay_flags10_sr <= {top0_lane_sig_delta9_delay_flags10_sr[(64 * (4 - 1))-1:0], top0_lane_sig_delta9_zb};
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta9_zbd = top0_0_1_2_3_lane_sig_delta9_delay_flags10_sr[(64 * 4)-1:(64 * (4 - 1))];
+assign top0_lane_sig_delta9_zbd = top0_lane_sig_delta9_delay_flags10_sr[(64 * 4)-1:(64 * (4 - 1))];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta9_zd = $signed(top0_0_1_2_3_lane_sig_delta9_zbd[(2 * 32)-1:32]);
-assign top0_0_1_2_3_lane_sig_delta9_bd = $signed(top0_0_1_2_3_lane_sig_delta9_zbd[32-1:0]);
+assign top0_lane_sig_delta9_zd = $signed(top0_lane_sig_delta9_zbd[(2 * 32)-1:32]);
+assign top0_lane_sig_delta9_bd = $signed(top0_lane_sig_delta9_zbd[32-1:0]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta9_zd, top0_0_1_2_3_lane_sig_delta9_s, top0_0_1_2_3_lane_sig_delta9_bd, top0_0_1_2_3_use_sig) begin: top0_0_1_2_3_lane_sig_delta9_subc
-    if (top0_0_1_2_3_use_sig) begin
-        top0_0_1_2_3_lane_sig_delta9_d = (top0_0_1_2_3_lane_sig_delta9_s - top0_0_1_2_3_lane_sig_delta9_bd);
+always @(top0_lane_sig_delta9_bd, top0_use_sig, top0_lane_sig_delta9_zd, top0_lane_sig_delta9_s) begin: top0_lane_sig_delta9_subc
+    if (top0_use_sig) begin
+        top0_lane_sig_delta9_d = (top0_lane_sig_delta9_s - top0_lane_sig_delta9_bd);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta9_d = (top0_0_1_2_3_lane_sig_delta9_zd - top0_0_1_2_3_lane_sig_delta9_bd);
+        top0_lane_sig_delta9_d = (top0_lane_sig_delta9_zd - top0_lane_sig_delta9_bd);
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta9_d[33-1:(32 - 1)];
+assign top0_lane_sig_delta9_sat19_hi = top0_lane_sig_delta9_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_hi);
+assign top0_lane_sig_delta9_sat19_hin = (~top0_lane_sig_delta9_sat19_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta9_d[(33 - 1)]);
+assign top0_lane_sig_delta9_sat19_nsign = (!top0_lane_sig_delta9_d[(33 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta9_d, top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta9_yc = $signed(top0_0_1_2_3_lane_sig_delta9_d[32-1:0]);
+always @(top0_lane_sig_delta9_sat19_fill, top0_lane_sig_delta9_sat19_hi, top0_lane_sig_delta9_d, top0_lane_sig_delta9_sat19_hin) begin: top0_lane_sig_delta9_sat19_clamp
+    if (((top0_lane_sig_delta9_sat19_hi == 0) || (top0_lane_sig_delta9_sat19_hin == 0))) begin
+        top0_lane_sig_delta9_yc = $signed(top0_lane_sig_delta9_d[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta9_yc = $signed({top0_0_1_2_3_lane_sig_delta9_d[(33 - 1)], top0_0_1_2_3_lane_sig_delta9_sat19_0_1_2_3_fill});
+        top0_lane_sig_delta9_yc = $signed({top0_lane_sig_delta9_d[(33 - 1)], top0_lane_sig_delta9_sat19_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta9_out
+always @(posedge clk) begin: top0_lane_sig_delta9_out
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta9_yr <= 0;
+        top0_lane_sig_delta9_yr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta9_yr <= top0_0_1_2_3_lane_sig_delta9_yc;
+        if (top0_en) begin
+            top0_lane_sig_delta9_yr <= top0_lane_sig_delta9_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta9_y = top0_0_1_2_3_lane_sig_delta9_yr;
+assign top0_lane_sig_delta9_y = top0_lane_sig_delta9_yr;
 
 
 
-assign top0_0_1_2_3_lane_sig_delta10_z = $signed(top0_0_1_2_3_ar[352-1:320]);
-assign top0_0_1_2_3_lane_sig_delta10_zb = {top0_0_1_2_3_ar[352-1:320], top0_0_1_2_3_br[352-1:320]};
+assign top0_lane_sig_delta10_z = $signed(top0_ar[352-1:320]);
+assign top0_lane_sig_delta10_zb = {top0_ar[352-1:320], top0_br[352-1:320]};
 
 
 
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_zr = (top0_0_1_2_3_lane_sig_delta10_z + 524288);
+assign top0_lane_sig_delta10_sigmoid_pipe10_zr = (top0_lane_sig_delta10_z + 524288);
 
 
-always @(top0_0_1_2_3_lane_sig_delta10_z, top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_zr) begin: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_clampz
-    if ((top0_0_1_2_3_lane_sig_delta10_z >= 524288)) begin
-        top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_u = ((2 * 524288) - 1);
+always @(top0_lane_sig_delta10_sigmoid_pipe10_zr, top0_lane_sig_delta10_z) begin: top0_lane_sig_delta10_sigmoid_pipe10_clampz
+    if ((top0_lane_sig_delta10_z >= 524288)) begin
+        top0_lane_sig_delta10_sigmoid_pipe10_u = ((2 * 524288) - 1);
     end
-    else if ((top0_0_1_2_3_lane_sig_delta10_z < (-524288))) begin
-        top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_u = 0;
+    else if ((top0_lane_sig_delta10_z < (-524288))) begin
+        top0_lane_sig_delta10_sigmoid_pipe10_u = 0;
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_u = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_zr[20-1:0];
+        top0_lane_sig_delta10_sigmoid_pipe10_u = top0_lane_sig_delta10_sigmoid_pipe10_zr[20-1:0];
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_st1
+always @(posedge clk) begin: top0_lane_sig_delta10_sigmoid_pipe10_st1
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_idx1 <= 0;
-        top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_off1 <= 0;
+        top0_lane_sig_delta10_sigmoid_pipe10_idx1 <= 0;
+        top0_lane_sig_delta10_sigmoid_pipe10_off1 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_idx1 <= top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_u[14+:6];
+        if (top0_en) begin
+            top0_lane_sig_delta10_sigmoid_pipe10_idx1 <= top0_lane_sig_delta10_sigmoid_pipe10_u[14+:6];
             if ((14 > 0)) begin
-                top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_off1 <= top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_u[14-1:0];
+                top0_lane_sig_delta10_sigmoid_pipe10_off1 <= top0_lane_sig_delta10_sigmoid_pipe10_u[14-1:0];
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_off1 <= 0;
+                top0_lane_sig_delta10_sigmoid_pipe10_off1 <= 0;
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_st2
+always @(posedge clk) begin: top0_lane_sig_delta10_sigmoid_pipe10_st2
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 0;
-        top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 0;
-        top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_off2 <= 0;
+        top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 0;
+        top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 0;
+        top0_lane_sig_delta10_sigmoid_pipe10_off2 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            case (top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_idx1)
-                0: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 22;
-                1: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 28;
-                2: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 36;
-                3: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 47;
-                4: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 60;
-                5: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 77;
-                6: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 98;
-                7: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 126;
-                8: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 162;
-                9: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 208;
-                10: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 267;
-                11: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 342;
-                12: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 439;
-                13: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 562;
-                14: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 720;
-                15: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 922;
-                16: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 1179;
-                17: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 1506;
-                18: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 1921;
-                19: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 2446;
-                20: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 3108;
-                21: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 3938;
-                22: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 4971;
-                23: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 6249;
-                24: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 7812;
-                25: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 9702;
-                26: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 11955;
-                27: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 14595;
-                28: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 17625;
-                29: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 21025;
-                30: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 24743;
-                31: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 28693;
-                32: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 32768;
-                33: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 36843;
-                34: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 40793;
-                35: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 44511;
-                36: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 47911;
-                37: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 50941;
-                38: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 53581;
-                39: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 55834;
-                40: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 57724;
-                41: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 59287;
-                42: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 60565;
-                43: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 61598;
-                44: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 62428;
-                45: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 63090;
-                46: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 63615;
-                47: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 64030;
-                48: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 64357;
-                49: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 64614;
-                50: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 64816;
-                51: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 64974;
-                52: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 65097;
-                53: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 65194;
-                54: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 65269;
-                55: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 65328;
-                56: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 65374;
-                57: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 65410;
-                58: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 65438;
-                59: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 65459;
-                60: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 65476;
-                61: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 65489;
-                62: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 65500;
-                default: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2 <= 65508;
+        if (top0_en) begin
+            case (top0_lane_sig_delta10_sigmoid_pipe10_idx1)
+                0: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 22;
+                1: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 28;
+                2: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 36;
+                3: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 47;
+                4: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 60;
+                5: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 77;
+                6: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 98;
+                7: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 126;
+                8: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 162;
+                9: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 208;
+                10: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 267;
+                11: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 342;
+                12: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 439;
+                13: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 562;
+                14: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 720;
+                15: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 922;
+                16: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 1179;
+                17: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 1506;
+                18: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 1921;
+                19: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 2446;
+                20: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 3108;
+                21: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 3938;
+                22: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 4971;
+                23: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 6249;
+                24: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 7812;
+                25: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 9702;
+                26: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 11955;
+                27: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 14595;
+                28: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 17625;
+                29: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 21025;
+                30: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 24743;
+                31: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 28693;
+                32: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 32768;
+                33: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 36843;
+                34: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 40793;
+                35: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 44511;
+                36: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 47911;
+                37: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 50941;
+                38: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 53581;
+                39: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 55834;
+                40: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 57724;
+                41: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 59287;
+                42: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 60565;
+                43: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 61598;
+                44: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 62428;
+                45: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 63090;
+                46: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 63615;
+                47: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 64030;
+                48: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 64357;
+                49: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 64614;
+                50: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 64816;
+                51: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 64974;
+                52: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 65097;
+                53: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 65194;
+                54: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 65269;
+                55: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 65328;
+                56: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 65374;
+                57: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 65410;
+                58: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 65438;
+                59: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 65459;
+                60: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 65476;
+                61: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 65489;
+                62: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 65500;
+                default: top0_lane_sig_delta10_sigmoid_pipe10_base2 <= 65508;
             endcase
-            case (top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_idx1)
-                0: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 25;
-                1: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 32;
-                2: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 41;
-                3: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 53;
-                4: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 68;
-                5: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 87;
-                6: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 112;
-                7: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 143;
-                8: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 184;
-                9: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 235;
-                10: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 301;
-                11: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 386;
-                12: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 494;
-                13: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 632;
-                14: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 807;
-                15: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 1028;
-                16: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 1308;
-                17: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 1661;
-                18: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 2101;
-                19: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 2647;
-                20: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 3319;
-                21: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 4134;
-                22: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 5110;
-                23: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 6253;
-                24: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 7561;
-                25: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 9012;
-                26: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 10558;
-                27: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 12122;
-                28: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 13600;
-                29: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 14869;
-                30: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 15803;
-                31: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 16299;
-                32: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 16299;
-                33: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 15803;
-                34: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 14869;
-                35: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 13600;
-                36: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 12122;
-                37: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 10558;
-                38: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 9012;
-                39: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 7561;
-                40: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 6253;
-                41: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 5110;
-                42: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 4134;
-                43: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 3319;
-                44: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 2647;
-                45: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 2101;
-                46: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 1661;
-                47: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 1308;
-                48: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 1028;
-                49: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 807;
-                50: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 632;
-                51: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 494;
-                52: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 386;
-                53: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 301;
-                54: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 235;
-                55: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 184;
-                56: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 143;
-                57: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 112;
-                58: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 87;
-                59: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 68;
-                60: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 53;
-                61: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 41;
-                62: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 32;
-                default: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 <= 25;
+            case (top0_lane_sig_delta10_sigmoid_pipe10_idx1)
+                0: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 25;
+                1: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 32;
+                2: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 41;
+                3: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 53;
+                4: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 68;
+                5: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 87;
+                6: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 112;
+                7: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 143;
+                8: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 184;
+                9: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 235;
+                10: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 301;
+                11: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 386;
+                12: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 494;
+                13: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 632;
+                14: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 807;
+                15: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 1028;
+                16: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 1308;
+                17: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 1661;
+                18: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 2101;
+                19: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 2647;
+                20: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 3319;
+                21: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 4134;
+                22: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 5110;
+                23: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 6253;
+                24: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 7561;
+                25: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 9012;
+                26: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 10558;
+                27: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 12122;
+                28: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 13600;
+                29: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 14869;
+                30: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 15803;
+                31: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 16299;
+                32: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 16299;
+                33: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 15803;
+                34: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 14869;
+                35: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 13600;
+                36: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 12122;
+                37: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 10558;
+                38: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 9012;
+                39: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 7561;
+                40: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 6253;
+                41: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 5110;
+                42: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 4134;
+                43: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 3319;
+                44: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 2647;
+                45: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 2101;
+                46: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 1661;
+                47: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 1308;
+                48: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 1028;
+                49: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 807;
+                50: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 632;
+                51: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 494;
+                52: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 386;
+                53: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 301;
+                54: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 235;
+                55: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 184;
+                56: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 143;
+                57: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 112;
+                58: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 87;
+                59: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 68;
+                60: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 53;
+                61: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 41;
+                62: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 32;
+                default: top0_lane_sig_delta10_sigmoid_pipe10_slope2 <= 25;
             endcase
-            top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_off2 <= top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_off1;
+            top0_lane_sig_delta10_sigmoid_pipe10_off2 <= top0_lane_sig_delta10_sigmoid_pipe10_off1;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_offs = $signed({1'h0, top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_off2});
+assign top0_lane_sig_delta10_sigmoid_pipe10_offs = $signed({1'h0, top0_lane_sig_delta10_sigmoid_pipe10_off2});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_prod_c = (top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_slope2 * top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_offs);
+assign top0_lane_sig_delta10_sigmoid_pipe10_prod_c = (top0_lane_sig_delta10_sigmoid_pipe10_slope2 * top0_lane_sig_delta10_sigmoid_pipe10_offs);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_st3
+always @(posedge clk) begin: top0_lane_sig_delta10_sigmoid_pipe10_st3
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base3 <= 0;
-        top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_prod3 <= 0;
+        top0_lane_sig_delta10_sigmoid_pipe10_base3 <= 0;
+        top0_lane_sig_delta10_sigmoid_pipe10_prod3 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base3 <= top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base2;
-            top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_prod3 <= top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_prod_c;
+        if (top0_en) begin
+            top0_lane_sig_delta10_sigmoid_pipe10_base3 <= top0_lane_sig_delta10_sigmoid_pipe10_base2;
+            top0_lane_sig_delta10_sigmoid_pipe10_prod3 <= top0_lane_sig_delta10_sigmoid_pipe10_prod_c;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_t = $signed(top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_prod3 >>> 16);
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_rb = $signed({46'h0, top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_prod3[(16 - 1)]});
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_t = $signed(top0_lane_sig_delta10_sigmoid_pipe10_prod3 >>> 16);
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_rb = $signed({46'h0, top0_lane_sig_delta10_sigmoid_pipe10_prod3[(16 - 1)]});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_r = (top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_t + top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_rb);
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_r = (top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_t + top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_rb);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_r[47-1:(32 - 1)];
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_hi = top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_r[47-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_hi);
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_hin = (~top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_r[(47 - 1)]);
+assign top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_nsign = (!top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_r[(47 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_r, top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_rnd = $signed(top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_r[32-1:0]);
+always @(top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill, top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_hi, top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_r, top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_hin) begin: top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_clamp
+    if (((top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_hi == 0) || (top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_hin == 0))) begin
+        top0_lane_sig_delta10_sigmoid_pipe10_rnd = $signed(top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_r[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_rnd = $signed({top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_r[(47 - 1)], top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_round_sat10_0_1_2_3_sat20_0_1_2_3_fill});
+        top0_lane_sig_delta10_sigmoid_pipe10_rnd = $signed({top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_r[(47 - 1)], top0_lane_sig_delta10_sigmoid_pipe10_round_sat10_sat20_fill});
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_sumv = (top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_base3 + top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_rnd);
+assign top0_lane_sig_delta10_sigmoid_pipe10_sumv = (top0_lane_sig_delta10_sigmoid_pipe10_base3 + top0_lane_sig_delta10_sigmoid_pipe10_rnd);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_st4
+always @(posedge clk) begin: top0_lane_sig_delta10_sigmoid_pipe10_st4
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta10_s <= 0;
+        top0_lane_sig_delta10_s <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            if ((top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_sumv > 65536)) begin
-                top0_0_1_2_3_lane_sig_delta10_s <= 65536;
+        if (top0_en) begin
+            if ((top0_lane_sig_delta10_sigmoid_pipe10_sumv > 65536)) begin
+                top0_lane_sig_delta10_s <= 65536;
             end
-            else if ((top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_sumv < 0)) begin
-                top0_0_1_2_3_lane_sig_delta10_s <= 0;
+            else if ((top0_lane_sig_delta10_sigmoid_pipe10_sumv < 0)) begin
+                top0_lane_sig_delta10_s <= 0;
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta10_s <= $signed(top0_0_1_2_3_lane_sig_delta10_sigmoid_pipe10_sumv[32-1:0]);
+                top0_lane_sig_delta10_s <= $signed(top0_lane_sig_delta10_sigmoid_pipe10_sumv[32-1:0]);
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta10_delay_flags11_sh
+always @(posedge clk) begin: top0_lane_sig_delta10_delay_flags11_sh
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta10_delay_flags11_sr <= 0;
+        top0_lane_sig_delta10_delay_flags11_sr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta10_delay_flags11_sr <= {top0_0_1_2_3_lane_sig_delta10_delay_flags11_sr[(64 * (4 - 1))-1:0], top0_0_1_2_3_lane_sig_delta10_zb};
+        if (top0_en) begin
+            top0_lane_sig_delta10_delay_flags11_sr <= {top0_lane_sig_delta10_delay_flags11_sr[(64 * (4 - 1))-1:0], top0_lane_sig_delta10_zb};
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta10_zbd = top0_0_1_2_3_lane_sig_delta10_delay_flags11_sr[(64 * 4)-1:(64 * (4 - 1))];
+assign top0_lane_sig_delta10_zbd = top0_lane_sig_delta10_delay_flags11_sr[(64 * 4)-1:(64 * (4 - 1))];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta10_zd = $signed(top0_0_1_2_3_lane_sig_delta10_zbd[(2 * 32)-1:32]);
-assign top0_0_1_2_3_lane_sig_delta10_bd = $signed(top0_0_1_2_3_lane_sig_delta10_zbd[32-1:0]);
+assign top0_lane_sig_delta10_zd = $signed(top0_lane_sig_delta10_zbd[(2 * 32)-1:32]);
+assign top0_lane_sig_delta10_bd = $signed(top0_lane_sig_delta10_zbd[32-1:0]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta10_zd, top0_0_1_2_3_lane_sig_delta10_s, top0_0_1_2_3_lane_sig_delta10_bd, top0_0_1_2_3_use_sig) begin: top0_0_1_2_3_lane_sig_delta10_subc
-    if (top0_0_1_2_3_use_sig) begin
-        top0_0_1_2_3_lane_sig_delta10_d = (top0_0_1_2_3_lane_sig_delta10_s - top0_0_1_2_3_lane_sig_delta10_bd);
+always @(top0_lane_sig_delta10_bd, top0_use_sig, top0_lane_sig_delta10_zd, top0_lane_sig_delta10_s) begin: top0_lane_sig_delta10_subc
+    if (top0_use_sig) begin
+        top0_lane_sig_delta10_d = (top0_lane_sig_delta10_s - top0_lane_sig_delta10_bd);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta10_d = (top0_0_1_2_3_lane_sig_delta10_zd - top0_0_1_2_3_lane_sig_delta10_bd);
+        top0_lane_sig_delta10_d = (top0_lane_sig_delta10_zd - top0_lane_sig_delta10_bd);
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta10_d[33-1:(32 - 1)];
+assign top0_lane_sig_delta10_sat21_hi = top0_lane_sig_delta10_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_hi);
+assign top0_lane_sig_delta10_sat21_hin = (~top0_lane_sig_delta10_sat21_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta10_d[(33 - 1)]);
+assign top0_lane_sig_delta10_sat21_nsign = (!top0_lane_sig_delta10_d[(33 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta10_d, top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta10_yc = $signed(top0_0_1_2_3_lane_sig_delta10_d[32-1:0]);
+always @(top0_lane_sig_delta10_sat21_fill, top0_lane_sig_delta10_sat21_hi, top0_lane_sig_delta10_d, top0_lane_sig_delta10_sat21_hin) begin: top0_lane_sig_delta10_sat21_clamp
+    if (((top0_lane_sig_delta10_sat21_hi == 0) || (top0_lane_sig_delta10_sat21_hin == 0))) begin
+        top0_lane_sig_delta10_yc = $signed(top0_lane_sig_delta10_d[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta10_yc = $signed({top0_0_1_2_3_lane_sig_delta10_d[(33 - 1)], top0_0_1_2_3_lane_sig_delta10_sat21_0_1_2_3_fill});
+        top0_lane_sig_delta10_yc = $signed({top0_lane_sig_delta10_d[(33 - 1)], top0_lane_sig_delta10_sat21_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta10_out
+always @(posedge clk) begin: top0_lane_sig_delta10_out
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta10_yr <= 0;
+        top0_lane_sig_delta10_yr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta10_yr <= top0_0_1_2_3_lane_sig_delta10_yc;
+        if (top0_en) begin
+            top0_lane_sig_delta10_yr <= top0_lane_sig_delta10_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta10_y = top0_0_1_2_3_lane_sig_delta10_yr;
+assign top0_lane_sig_delta10_y = top0_lane_sig_delta10_yr;
 
 
 
-assign top0_0_1_2_3_lane_sig_delta11_z = $signed(top0_0_1_2_3_ar[384-1:352]);
-assign top0_0_1_2_3_lane_sig_delta11_zb = {top0_0_1_2_3_ar[384-1:352], top0_0_1_2_3_br[384-1:352]};
+assign top0_lane_sig_delta11_z = $signed(top0_ar[384-1:352]);
+assign top0_lane_sig_delta11_zb = {top0_ar[384-1:352], top0_br[384-1:352]};
 
 
 
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_zr = (top0_0_1_2_3_lane_sig_delta11_z + 524288);
+assign top0_lane_sig_delta11_sigmoid_pipe11_zr = (top0_lane_sig_delta11_z + 524288);
 
 
-always @(top0_0_1_2_3_lane_sig_delta11_z, top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_zr) begin: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_clampz
-    if ((top0_0_1_2_3_lane_sig_delta11_z >= 524288)) begin
-        top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_u = ((2 * 524288) - 1);
+always @(top0_lane_sig_delta11_sigmoid_pipe11_zr, top0_lane_sig_delta11_z) begin: top0_lane_sig_delta11_sigmoid_pipe11_clampz
+    if ((top0_lane_sig_delta11_z >= 524288)) begin
+        top0_lane_sig_delta11_sigmoid_pipe11_u = ((2 * 524288) - 1);
     end
-    else if ((top0_0_1_2_3_lane_sig_delta11_z < (-524288))) begin
-        top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_u = 0;
+    else if ((top0_lane_sig_delta11_z < (-524288))) begin
+        top0_lane_sig_delta11_sigmoid_pipe11_u = 0;
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_u = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_zr[20-1:0];
+        top0_lane_sig_delta11_sigmoid_pipe11_u = top0_lane_sig_delta11_sigmoid_pipe11_zr[20-1:0];
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_st1
+always @(posedge clk) begin: top0_lane_sig_delta11_sigmoid_pipe11_st1
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_idx1 <= 0;
-        top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_off1 <= 0;
+        top0_lane_sig_delta11_sigmoid_pipe11_idx1 <= 0;
+        top0_lane_sig_delta11_sigmoid_pipe11_off1 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_idx1 <= top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_u[14+:6];
+        if (top0_en) begin
+            top0_lane_sig_delta11_sigmoid_pipe11_idx1 <= top0_lane_sig_delta11_sigmoid_pipe11_u[14+:6];
             if ((14 > 0)) begin
-                top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_off1 <= top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_u[14-1:0];
+                top0_lane_sig_delta11_sigmoid_pipe11_off1 <= top0_lane_sig_delta11_sigmoid_pipe11_u[14-1:0];
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_off1 <= 0;
+                top0_lane_sig_delta11_sigmoid_pipe11_off1 <= 0;
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_st2
+always @(posedge clk) begin: top0_lane_sig_delta11_sigmoid_pipe11_st2
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 0;
-        top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 0;
-        top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_off2 <= 0;
+        top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 0;
+        top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 0;
+        top0_lane_sig_delta11_sigmoid_pipe11_off2 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            case (top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_idx1)
-                0: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 22;
-                1: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 28;
-                2: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 36;
-                3: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 47;
-                4: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 60;
-                5: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 77;
-                6: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 98;
-                7: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 126;
-                8: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 162;
-                9: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 208;
-                10: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 267;
-                11: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 342;
-                12: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 439;
-                13: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 562;
-                14: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 720;
-                15: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 922;
-                16: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 1179;
-                17: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 1506;
-                18: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 1921;
-                19: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 2446;
-                20: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 3108;
-                21: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 3938;
-                22: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 4971;
-                23: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 6249;
-                24: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 7812;
-                25: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 9702;
-                26: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 11955;
-                27: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 14595;
-                28: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 17625;
-                29: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 21025;
-                30: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 24743;
-                31: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 28693;
-                32: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 32768;
-                33: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 36843;
-                34: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 40793;
-                35: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 44511;
-                36: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 47911;
-                37: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 50941;
-                38: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 53581;
-                39: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 55834;
-                40: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 57724;
-                41: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 59287;
-                42: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 60565;
-                43: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 61598;
-                44: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 62428;
-                45: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 63090;
-                46: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 63615;
-                47: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 64030;
-                48: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 64357;
-                49: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 64614;
-                50: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 64816;
-                51: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 64974;
-                52: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 65097;
-                53: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 65194;
-                54: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 65269;
-                55: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 65328;
-                56: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 65374;
-                57: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 65410;
-                58: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 65438;
-                59: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 65459;
-                60: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 65476;
-                61: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 65489;
-                62: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 65500;
-                default: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2 <= 65508;
+        if (top0_en) begin
+            case (top0_lane_sig_delta11_sigmoid_pipe11_idx1)
+                0: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 22;
+                1: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 28;
+                2: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 36;
+                3: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 47;
+                4: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 60;
+                5: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 77;
+                6: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 98;
+                7: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 126;
+                8: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 162;
+                9: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 208;
+                10: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 267;
+                11: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 342;
+                12: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 439;
+                13: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 562;
+                14: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 720;
+                15: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 922;
+                16: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 1179;
+                17: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 1506;
+                18: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 1921;
+                19: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 2446;
+                20: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 3108;
+                21: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 3938;
+                22: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 4971;
+                23: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 6249;
+                24: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 7812;
+                25: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 9702;
+                26: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 11955;
+                27: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 14595;
+                28: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 17625;
+                29: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 21025;
+                30: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 24743;
+                31: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 28693;
+                32: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 32768;
+                33: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 36843;
+                34: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 40793;
+                35: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 44511;
+                36: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 47911;
+                37: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 50941;
+                38: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 53581;
+                39: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 55834;
+                40: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 57724;
+                41: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 59287;
+                42: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 60565;
+                43: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 61598;
+                44: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 62428;
+                45: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 63090;
+                46: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 63615;
+                47: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 64030;
+                48: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 64357;
+                49: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 64614;
+                50: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 64816;
+                51: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 64974;
+                52: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 65097;
+                53: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 65194;
+                54: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 65269;
+                55: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 65328;
+                56: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 65374;
+                57: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 65410;
+                58: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 65438;
+                59: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 65459;
+                60: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 65476;
+                61: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 65489;
+                62: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 65500;
+                default: top0_lane_sig_delta11_sigmoid_pipe11_base2 <= 65508;
             endcase
-            case (top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_idx1)
-                0: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 25;
-                1: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 32;
-                2: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 41;
-                3: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 53;
-                4: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 68;
-                5: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 87;
-                6: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 112;
-                7: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 143;
-                8: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 184;
-                9: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 235;
-                10: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 301;
-                11: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 386;
-                12: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 494;
-                13: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 632;
-                14: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 807;
-                15: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 1028;
-                16: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 1308;
-                17: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 1661;
-                18: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 2101;
-                19: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 2647;
-                20: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 3319;
-                21: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 4134;
-                22: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 5110;
-                23: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 6253;
-                24: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 7561;
-                25: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 9012;
-                26: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 10558;
-                27: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 12122;
-                28: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 13600;
-                29: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 14869;
-                30: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 15803;
-                31: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 16299;
-                32: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 16299;
-                33: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 15803;
-                34: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 14869;
-                35: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 13600;
-                36: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 12122;
-                37: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 10558;
-                38: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 9012;
-                39: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 7561;
-                40: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 6253;
-                41: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 5110;
-                42: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 4134;
-                43: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 3319;
-                44: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 2647;
-                45: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 2101;
-                46: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 1661;
-                47: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 1308;
-                48: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 1028;
-                49: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 807;
-                50: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 632;
-                51: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 494;
-                52: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 386;
-                53: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 301;
-                54: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 235;
-                55: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 184;
-                56: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 143;
-                57: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 112;
-                58: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 87;
-                59: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 68;
-                60: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 53;
-                61: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 41;
-                62: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 32;
-                default: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 <= 25;
+            case (top0_lane_sig_delta11_sigmoid_pipe11_idx1)
+                0: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 25;
+                1: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 32;
+                2: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 41;
+                3: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 53;
+                4: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 68;
+                5: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 87;
+                6: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 112;
+                7: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 143;
+                8: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 184;
+                9: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 235;
+                10: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 301;
+                11: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 386;
+                12: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 494;
+                13: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 632;
+                14: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 807;
+                15: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 1028;
+                16: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 1308;
+                17: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 1661;
+                18: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 2101;
+                19: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 2647;
+                20: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 3319;
+                21: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 4134;
+                22: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 5110;
+                23: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 6253;
+                24: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 7561;
+                25: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 9012;
+                26: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 10558;
+                27: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 12122;
+                28: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 13600;
+                29: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 14869;
+                30: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 15803;
+                31: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 16299;
+                32: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 16299;
+                33: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 15803;
+                34: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 14869;
+                35: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 13600;
+                36: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 12122;
+                37: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 10558;
+                38: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 9012;
+                39: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 7561;
+                40: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 6253;
+                41: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 5110;
+                42: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 4134;
+                43: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 3319;
+                44: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 2647;
+                45: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 2101;
+                46: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 1661;
+                47: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 1308;
+                48: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 1028;
+                49: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 807;
+                50: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 632;
+                51: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 494;
+                52: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 386;
+                53: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 301;
+                54: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 235;
+                55: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 184;
+                56: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 143;
+                57: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 112;
+                58: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 87;
+                59: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 68;
+                60: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 53;
+                61: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 41;
+                62: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 32;
+                default: top0_lane_sig_delta11_sigmoid_pipe11_slope2 <= 25;
             endcase
-            top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_off2 <= top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_off1;
+            top0_lane_sig_delta11_sigmoid_pipe11_off2 <= top0_lane_sig_delta11_sigmoid_pipe11_off1;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_offs = $signed({1'h0, top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_off2});
+assign top0_lane_sig_delta11_sigmoid_pipe11_offs = $signed({1'h0, top0_lane_sig_delta11_sigmoid_pipe11_off2});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_prod_c = (top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_slope2 * top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_offs);
+assign top0_lane_sig_delta11_sigmoid_pipe11_prod_c = (top0_lane_sig_delta11_sigmoid_pipe11_slope2 * top0_lane_sig_delta11_sigmoid_pipe11_offs);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_st3
+always @(posedge clk) begin: top0_lane_sig_delta11_sigmoid_pipe11_st3
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base3 <= 0;
-        top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_prod3 <= 0;
+        top0_lane_sig_delta11_sigmoid_pipe11_base3 <= 0;
+        top0_lane_sig_delta11_sigmoid_pipe11_prod3 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base3 <= top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base2;
-            top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_prod3 <= top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_prod_c;
+        if (top0_en) begin
+            top0_lane_sig_delta11_sigmoid_pipe11_base3 <= top0_lane_sig_delta11_sigmoid_pipe11_base2;
+            top0_lane_sig_delta11_sigmoid_pipe11_prod3 <= top0_lane_sig_delta11_sigmoid_pipe11_prod_c;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_t = $signed(top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_prod3 >>> 16);
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_rb = $signed({46'h0, top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_prod3[(16 - 1)]});
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_t = $signed(top0_lane_sig_delta11_sigmoid_pipe11_prod3 >>> 16);
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_rb = $signed({46'h0, top0_lane_sig_delta11_sigmoid_pipe11_prod3[(16 - 1)]});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_r = (top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_t + top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_rb);
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_r = (top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_t + top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_rb);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_r[47-1:(32 - 1)];
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_hi = top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_r[47-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_hi);
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_hin = (~top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_r[(47 - 1)]);
+assign top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_nsign = (!top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_r[(47 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_r, top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_rnd = $signed(top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_r[32-1:0]);
+always @(top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill, top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_hi, top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_r, top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_hin) begin: top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_clamp
+    if (((top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_hi == 0) || (top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_hin == 0))) begin
+        top0_lane_sig_delta11_sigmoid_pipe11_rnd = $signed(top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_r[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_rnd = $signed({top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_r[(47 - 1)], top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_round_sat11_0_1_2_3_sat22_0_1_2_3_fill});
+        top0_lane_sig_delta11_sigmoid_pipe11_rnd = $signed({top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_r[(47 - 1)], top0_lane_sig_delta11_sigmoid_pipe11_round_sat11_sat22_fill});
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_sumv = (top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_base3 + top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_rnd);
+assign top0_lane_sig_delta11_sigmoid_pipe11_sumv = (top0_lane_sig_delta11_sigmoid_pipe11_base3 + top0_lane_sig_delta11_sigmoid_pipe11_rnd);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_st4
+always @(posedge clk) begin: top0_lane_sig_delta11_sigmoid_pipe11_st4
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta11_s <= 0;
+        top0_lane_sig_delta11_s <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            if ((top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_sumv > 65536)) begin
-                top0_0_1_2_3_lane_sig_delta11_s <= 65536;
+        if (top0_en) begin
+            if ((top0_lane_sig_delta11_sigmoid_pipe11_sumv > 65536)) begin
+                top0_lane_sig_delta11_s <= 65536;
             end
-            else if ((top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_sumv < 0)) begin
-                top0_0_1_2_3_lane_sig_delta11_s <= 0;
+            else if ((top0_lane_sig_delta11_sigmoid_pipe11_sumv < 0)) begin
+                top0_lane_sig_delta11_s <= 0;
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta11_s <= $signed(top0_0_1_2_3_lane_sig_delta11_sigmoid_pipe11_sumv[32-1:0]);
+                top0_lane_sig_delta11_s <= $signed(top0_lane_sig_delta11_sigmoid_pipe11_sumv[32-1:0]);
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta11_delay_flags12_sh
+always @(posedge clk) begin: top0_lane_sig_delta11_delay_flags12_sh
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta11_delay_flags12_sr <= 0;
+        top0_lane_sig_delta11_delay_flags12_sr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta11_delay_flags12_sr <= {top0_0_1_2_3_lane_sig_delta11_delay_flags12_sr[(64 * (4 - 1))-1:0], top0_0_1_2_3_lane_sig_delta11_zb};
+        if (top0_en) begin
+            top0_lane_sig_delta11_delay_flags12_sr <= {top0_lane_sig_delta11_delay_flags12_sr[(64 * (4 - 1))-1:0], top0_lane_sig_delta11_zb};
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta11_zbd = top0_0_1_2_3_lane_sig_delta11_delay_flags12_sr[(64 * 4)-1:(64 * (4 - 1))];
+assign top0_lane_sig_delta11_zbd = top0_lane_sig_delta11_delay_flags12_sr[(64 * 4)-1:(64 * (4 - 1))];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta11_zd = $signed(top0_0_1_2_3_lane_sig_delta11_zbd[(2 * 32)-1:32]);
-assign top0_0_1_2_3_lane_sig_delta11_bd = $signed(top0_0_1_2_3_lane_sig_delta11_zbd[32-1:0]);
+assign top0_lane_sig_delta11_zd = $signed(top0_lane_sig_delta11_zbd[(2 * 32)-1:32]);
+assign top0_lane_sig_delta11_bd = $signed(top0_lane_sig_delta11_zbd[32-1:0]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta11_zd, top0_0_1_2_3_lane_sig_delta11_s, top0_0_1_2_3_lane_sig_delta11_bd, top0_0_1_2_3_use_sig) begin: top0_0_1_2_3_lane_sig_delta11_subc
-    if (top0_0_1_2_3_use_sig) begin
-        top0_0_1_2_3_lane_sig_delta11_d = (top0_0_1_2_3_lane_sig_delta11_s - top0_0_1_2_3_lane_sig_delta11_bd);
+always @(top0_lane_sig_delta11_bd, top0_use_sig, top0_lane_sig_delta11_zd, top0_lane_sig_delta11_s) begin: top0_lane_sig_delta11_subc
+    if (top0_use_sig) begin
+        top0_lane_sig_delta11_d = (top0_lane_sig_delta11_s - top0_lane_sig_delta11_bd);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta11_d = (top0_0_1_2_3_lane_sig_delta11_zd - top0_0_1_2_3_lane_sig_delta11_bd);
+        top0_lane_sig_delta11_d = (top0_lane_sig_delta11_zd - top0_lane_sig_delta11_bd);
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta11_d[33-1:(32 - 1)];
+assign top0_lane_sig_delta11_sat23_hi = top0_lane_sig_delta11_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_hi);
+assign top0_lane_sig_delta11_sat23_hin = (~top0_lane_sig_delta11_sat23_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta11_d[(33 - 1)]);
+assign top0_lane_sig_delta11_sat23_nsign = (!top0_lane_sig_delta11_d[(33 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta11_d, top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta11_yc = $signed(top0_0_1_2_3_lane_sig_delta11_d[32-1:0]);
+always @(top0_lane_sig_delta11_sat23_fill, top0_lane_sig_delta11_sat23_hi, top0_lane_sig_delta11_d, top0_lane_sig_delta11_sat23_hin) begin: top0_lane_sig_delta11_sat23_clamp
+    if (((top0_lane_sig_delta11_sat23_hi == 0) || (top0_lane_sig_delta11_sat23_hin == 0))) begin
+        top0_lane_sig_delta11_yc = $signed(top0_lane_sig_delta11_d[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta11_yc = $signed({top0_0_1_2_3_lane_sig_delta11_d[(33 - 1)], top0_0_1_2_3_lane_sig_delta11_sat23_0_1_2_3_fill});
+        top0_lane_sig_delta11_yc = $signed({top0_lane_sig_delta11_d[(33 - 1)], top0_lane_sig_delta11_sat23_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta11_out
+always @(posedge clk) begin: top0_lane_sig_delta11_out
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta11_yr <= 0;
+        top0_lane_sig_delta11_yr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta11_yr <= top0_0_1_2_3_lane_sig_delta11_yc;
+        if (top0_en) begin
+            top0_lane_sig_delta11_yr <= top0_lane_sig_delta11_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta11_y = top0_0_1_2_3_lane_sig_delta11_yr;
+assign top0_lane_sig_delta11_y = top0_lane_sig_delta11_yr;
 
 
 
-assign top0_0_1_2_3_lane_sig_delta12_z = $signed(top0_0_1_2_3_ar[416-1:384]);
-assign top0_0_1_2_3_lane_sig_delta12_zb = {top0_0_1_2_3_ar[416-1:384], top0_0_1_2_3_br[416-1:384]};
+assign top0_lane_sig_delta12_z = $signed(top0_ar[416-1:384]);
+assign top0_lane_sig_delta12_zb = {top0_ar[416-1:384], top0_br[416-1:384]};
 
 
 
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_zr = (top0_0_1_2_3_lane_sig_delta12_z + 524288);
+assign top0_lane_sig_delta12_sigmoid_pipe12_zr = (top0_lane_sig_delta12_z + 524288);
 
 
-always @(top0_0_1_2_3_lane_sig_delta12_z, top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_zr) begin: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_clampz
-    if ((top0_0_1_2_3_lane_sig_delta12_z >= 524288)) begin
-        top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_u = ((2 * 524288) - 1);
+always @(top0_lane_sig_delta12_sigmoid_pipe12_zr, top0_lane_sig_delta12_z) begin: top0_lane_sig_delta12_sigmoid_pipe12_clampz
+    if ((top0_lane_sig_delta12_z >= 524288)) begin
+        top0_lane_sig_delta12_sigmoid_pipe12_u = ((2 * 524288) - 1);
     end
-    else if ((top0_0_1_2_3_lane_sig_delta12_z < (-524288))) begin
-        top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_u = 0;
+    else if ((top0_lane_sig_delta12_z < (-524288))) begin
+        top0_lane_sig_delta12_sigmoid_pipe12_u = 0;
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_u = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_zr[20-1:0];
+        top0_lane_sig_delta12_sigmoid_pipe12_u = top0_lane_sig_delta12_sigmoid_pipe12_zr[20-1:0];
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_st1
+always @(posedge clk) begin: top0_lane_sig_delta12_sigmoid_pipe12_st1
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_idx1 <= 0;
-        top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_off1 <= 0;
+        top0_lane_sig_delta12_sigmoid_pipe12_idx1 <= 0;
+        top0_lane_sig_delta12_sigmoid_pipe12_off1 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_idx1 <= top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_u[14+:6];
+        if (top0_en) begin
+            top0_lane_sig_delta12_sigmoid_pipe12_idx1 <= top0_lane_sig_delta12_sigmoid_pipe12_u[14+:6];
             if ((14 > 0)) begin
-                top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_off1 <= top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_u[14-1:0];
+                top0_lane_sig_delta12_sigmoid_pipe12_off1 <= top0_lane_sig_delta12_sigmoid_pipe12_u[14-1:0];
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_off1 <= 0;
+                top0_lane_sig_delta12_sigmoid_pipe12_off1 <= 0;
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_st2
+always @(posedge clk) begin: top0_lane_sig_delta12_sigmoid_pipe12_st2
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 0;
-        top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 0;
-        top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_off2 <= 0;
+        top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 0;
+        top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 0;
+        top0_lane_sig_delta12_sigmoid_pipe12_off2 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            case (top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_idx1)
-                0: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 22;
-                1: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 28;
-                2: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 36;
-                3: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 47;
-                4: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 60;
-                5: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 77;
-                6: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 98;
-                7: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 126;
-                8: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 162;
-                9: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 208;
-                10: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 267;
-                11: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 342;
-                12: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 439;
-                13: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 562;
-                14: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 720;
-                15: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 922;
-                16: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 1179;
-                17: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 1506;
-                18: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 1921;
-                19: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 2446;
-                20: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 3108;
-                21: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 3938;
-                22: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 4971;
-                23: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 6249;
-                24: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 7812;
-                25: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 9702;
-                26: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 11955;
-                27: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 14595;
-                28: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 17625;
-                29: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 21025;
-                30: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 24743;
-                31: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 28693;
-                32: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 32768;
-                33: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 36843;
-                34: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 40793;
-                35: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 44511;
-                36: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 47911;
-                37: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 50941;
-                38: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 53581;
-                39: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 55834;
-                40: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 57724;
-                41: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 59287;
-                42: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 60565;
-                43: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 61598;
-                44: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 62428;
-                45: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 63090;
-                46: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 63615;
-                47: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 64030;
-                48: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 64357;
-                49: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 64614;
-                50: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 64816;
-                51: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 64974;
-                52: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 65097;
-                53: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 65194;
-                54: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 65269;
-                55: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 65328;
-                56: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 65374;
-                57: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 65410;
-                58: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 65438;
-                59: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 65459;
-                60: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 65476;
-                61: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 65489;
-                62: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 65500;
-                default: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2 <= 65508;
+        if (top0_en) begin
+            case (top0_lane_sig_delta12_sigmoid_pipe12_idx1)
+                0: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 22;
+                1: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 28;
+                2: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 36;
+                3: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 47;
+                4: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 60;
+                5: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 77;
+                6: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 98;
+                7: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 126;
+                8: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 162;
+                9: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 208;
+                10: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 267;
+                11: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 342;
+                12: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 439;
+                13: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 562;
+                14: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 720;
+                15: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 922;
+                16: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 1179;
+                17: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 1506;
+                18: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 1921;
+                19: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 2446;
+                20: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 3108;
+                21: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 3938;
+                22: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 4971;
+                23: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 6249;
+                24: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 7812;
+                25: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 9702;
+                26: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 11955;
+                27: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 14595;
+                28: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 17625;
+                29: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 21025;
+                30: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 24743;
+                31: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 28693;
+                32: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 32768;
+                33: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 36843;
+                34: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 40793;
+                35: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 44511;
+                36: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 47911;
+                37: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 50941;
+                38: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 53581;
+                39: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 55834;
+                40: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 57724;
+                41: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 59287;
+                42: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 60565;
+                43: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 61598;
+                44: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 62428;
+                45: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 63090;
+                46: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 63615;
+                47: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 64030;
+                48: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 64357;
+                49: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 64614;
+                50: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 64816;
+                51: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 64974;
+                52: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 65097;
+                53: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 65194;
+                54: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 65269;
+                55: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 65328;
+                56: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 65374;
+                57: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 65410;
+                58: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 65438;
+                59: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 65459;
+                60: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 65476;
+                61: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 65489;
+                62: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 65500;
+                default: top0_lane_sig_delta12_sigmoid_pipe12_base2 <= 65508;
             endcase
-            case (top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_idx1)
-                0: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 25;
-                1: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 32;
-                2: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 41;
-                3: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 53;
-                4: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 68;
-                5: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 87;
-                6: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 112;
-                7: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 143;
-                8: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 184;
-                9: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 235;
-                10: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 301;
-                11: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 386;
-                12: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 494;
-                13: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 632;
-                14: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 807;
-                15: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 1028;
-                16: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 1308;
-                17: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 1661;
-                18: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 2101;
-                19: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 2647;
-                20: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 3319;
-                21: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 4134;
-                22: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 5110;
-                23: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 6253;
-                24: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 7561;
-                25: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 9012;
-                26: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 10558;
-                27: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 12122;
-                28: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 13600;
-                29: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 14869;
-                30: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 15803;
-                31: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 16299;
-                32: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 16299;
-                33: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 15803;
-                34: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 14869;
-                35: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 13600;
-                36: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 12122;
-                37: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 10558;
-                38: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 9012;
-                39: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 7561;
-                40: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 6253;
-                41: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 5110;
-                42: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 4134;
-                43: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 3319;
-                44: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 2647;
-                45: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 2101;
-                46: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 1661;
-                47: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 1308;
-                48: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 1028;
-                49: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 807;
-                50: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 632;
-                51: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 494;
-                52: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 386;
-                53: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 301;
-                54: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 235;
-                55: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 184;
-                56: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 143;
-                57: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 112;
-                58: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 87;
-                59: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 68;
-                60: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 53;
-                61: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 41;
-                62: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 32;
-                default: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 <= 25;
+            case (top0_lane_sig_delta12_sigmoid_pipe12_idx1)
+                0: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 25;
+                1: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 32;
+                2: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 41;
+                3: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 53;
+                4: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 68;
+                5: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 87;
+                6: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 112;
+                7: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 143;
+                8: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 184;
+                9: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 235;
+                10: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 301;
+                11: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 386;
+                12: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 494;
+                13: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 632;
+                14: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 807;
+                15: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 1028;
+                16: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 1308;
+                17: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 1661;
+                18: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 2101;
+                19: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 2647;
+                20: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 3319;
+                21: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 4134;
+                22: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 5110;
+                23: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 6253;
+                24: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 7561;
+                25: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 9012;
+                26: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 10558;
+                27: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 12122;
+                28: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 13600;
+                29: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 14869;
+                30: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 15803;
+                31: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 16299;
+                32: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 16299;
+                33: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 15803;
+                34: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 14869;
+                35: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 13600;
+                36: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 12122;
+                37: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 10558;
+                38: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 9012;
+                39: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 7561;
+                40: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 6253;
+                41: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 5110;
+                42: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 4134;
+                43: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 3319;
+                44: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 2647;
+                45: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 2101;
+                46: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 1661;
+                47: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 1308;
+                48: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 1028;
+                49: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 807;
+                50: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 632;
+                51: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 494;
+                52: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 386;
+                53: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 301;
+                54: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 235;
+                55: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 184;
+                56: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 143;
+                57: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 112;
+                58: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 87;
+                59: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 68;
+                60: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 53;
+                61: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 41;
+                62: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 32;
+                default: top0_lane_sig_delta12_sigmoid_pipe12_slope2 <= 25;
             endcase
-            top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_off2 <= top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_off1;
+            top0_lane_sig_delta12_sigmoid_pipe12_off2 <= top0_lane_sig_delta12_sigmoid_pipe12_off1;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_offs = $signed({1'h0, top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_off2});
+assign top0_lane_sig_delta12_sigmoid_pipe12_offs = $signed({1'h0, top0_lane_sig_delta12_sigmoid_pipe12_off2});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_prod_c = (top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_slope2 * top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_offs);
+assign top0_lane_sig_delta12_sigmoid_pipe12_prod_c = (top0_lane_sig_delta12_sigmoid_pipe12_slope2 * top0_lane_sig_delta12_sigmoid_pipe12_offs);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_st3
+always @(posedge clk) begin: top0_lane_sig_delta12_sigmoid_pipe12_st3
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base3 <= 0;
-        top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_prod3 <= 0;
+        top0_lane_sig_delta12_sigmoid_pipe12_base3 <= 0;
+        top0_lane_sig_delta12_sigmoid_pipe12_prod3 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base3 <= top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base2;
-            top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_prod3 <= top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_prod_c;
+        if (top0_en) begin
+            top0_lane_sig_delta12_sigmoid_pipe12_base3 <= top0_lane_sig_delta12_sigmoid_pipe12_base2;
+            top0_lane_sig_delta12_sigmoid_pipe12_prod3 <= top0_lane_sig_delta12_sigmoid_pipe12_prod_c;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_t = $signed(top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_prod3 >>> 16);
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_rb = $signed({46'h0, top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_prod3[(16 - 1)]});
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_t = $signed(top0_lane_sig_delta12_sigmoid_pipe12_prod3 >>> 16);
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_rb = $signed({46'h0, top0_lane_sig_delta12_sigmoid_pipe12_prod3[(16 - 1)]});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_r = (top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_t + top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_rb);
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_r = (top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_t + top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_rb);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_r[47-1:(32 - 1)];
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_hi = top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_r[47-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_hi);
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_hin = (~top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_r[(47 - 1)]);
+assign top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_nsign = (!top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_r[(47 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_r, top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_rnd = $signed(top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_r[32-1:0]);
+always @(top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill, top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_hi, top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_r, top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_hin) begin: top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_clamp
+    if (((top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_hi == 0) || (top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_hin == 0))) begin
+        top0_lane_sig_delta12_sigmoid_pipe12_rnd = $signed(top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_r[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_rnd = $signed({top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_r[(47 - 1)], top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_round_sat12_0_1_2_3_sat24_0_1_2_3_fill});
+        top0_lane_sig_delta12_sigmoid_pipe12_rnd = $signed({top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_r[(47 - 1)], top0_lane_sig_delta12_sigmoid_pipe12_round_sat12_sat24_fill});
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_sumv = (top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_base3 + top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_rnd);
+assign top0_lane_sig_delta12_sigmoid_pipe12_sumv = (top0_lane_sig_delta12_sigmoid_pipe12_base3 + top0_lane_sig_delta12_sigmoid_pipe12_rnd);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_st4
+always @(posedge clk) begin: top0_lane_sig_delta12_sigmoid_pipe12_st4
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta12_s <= 0;
+        top0_lane_sig_delta12_s <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            if ((top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_sumv > 65536)) begin
-                top0_0_1_2_3_lane_sig_delta12_s <= 65536;
+        if (top0_en) begin
+            if ((top0_lane_sig_delta12_sigmoid_pipe12_sumv > 65536)) begin
+                top0_lane_sig_delta12_s <= 65536;
             end
-            else if ((top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_sumv < 0)) begin
-                top0_0_1_2_3_lane_sig_delta12_s <= 0;
+            else if ((top0_lane_sig_delta12_sigmoid_pipe12_sumv < 0)) begin
+                top0_lane_sig_delta12_s <= 0;
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta12_s <= $signed(top0_0_1_2_3_lane_sig_delta12_sigmoid_pipe12_sumv[32-1:0]);
+                top0_lane_sig_delta12_s <= $signed(top0_lane_sig_delta12_sigmoid_pipe12_sumv[32-1:0]);
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta12_delay_flags13_sh
+always @(posedge clk) begin: top0_lane_sig_delta12_delay_flags13_sh
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta12_delay_flags13_sr <= 0;
+        top0_lane_sig_delta12_delay_flags13_sr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta12_delay_flags13_sr <= {top0_0_1_2_3_lane_sig_delta12_delay_flags13_sr[(64 * (4 - 1))-1:0], top0_0_1_2_3_lane_sig_delta12_zb};
+        if (top0_en) begin
+            top0_lane_sig_delta12_delay_flags13_sr <= {top0_lane_sig_delta12_delay_flags13_sr[(64 * (4 - 1))-1:0], top0_lane_sig_delta12_zb};
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta12_zbd = top0_0_1_2_3_lane_sig_delta12_delay_flags13_sr[(64 * 4)-1:(64 * (4 - 1))];
+assign top0_lane_sig_delta12_zbd = top0_lane_sig_delta12_delay_flags13_sr[(64 * 4)-1:(64 * (4 - 1))];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta12_zd = $signed(top0_0_1_2_3_lane_sig_delta12_zbd[(2 * 32)-1:32]);
-assign top0_0_1_2_3_lane_sig_delta12_bd = $signed(top0_0_1_2_3_lane_sig_delta12_zbd[32-1:0]);
+assign top0_lane_sig_delta12_zd = $signed(top0_lane_sig_delta12_zbd[(2 * 32)-1:32]);
+assign top0_lane_sig_delta12_bd = $signed(top0_lane_sig_delta12_zbd[32-1:0]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta12_zd, top0_0_1_2_3_lane_sig_delta12_s, top0_0_1_2_3_lane_sig_delta12_bd, top0_0_1_2_3_use_sig) begin: top0_0_1_2_3_lane_sig_delta12_subc
-    if (top0_0_1_2_3_use_sig) begin
-        top0_0_1_2_3_lane_sig_delta12_d = (top0_0_1_2_3_lane_sig_delta12_s - top0_0_1_2_3_lane_sig_delta12_bd);
+always @(top0_lane_sig_delta12_bd, top0_use_sig, top0_lane_sig_delta12_zd, top0_lane_sig_delta12_s) begin: top0_lane_sig_delta12_subc
+    if (top0_use_sig) begin
+        top0_lane_sig_delta12_d = (top0_lane_sig_delta12_s - top0_lane_sig_delta12_bd);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta12_d = (top0_0_1_2_3_lane_sig_delta12_zd - top0_0_1_2_3_lane_sig_delta12_bd);
+        top0_lane_sig_delta12_d = (top0_lane_sig_delta12_zd - top0_lane_sig_delta12_bd);
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta12_d[33-1:(32 - 1)];
+assign top0_lane_sig_delta12_sat25_hi = top0_lane_sig_delta12_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_hi);
+assign top0_lane_sig_delta12_sat25_hin = (~top0_lane_sig_delta12_sat25_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta12_d[(33 - 1)]);
+assign top0_lane_sig_delta12_sat25_nsign = (!top0_lane_sig_delta12_d[(33 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta12_d, top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta12_yc = $signed(top0_0_1_2_3_lane_sig_delta12_d[32-1:0]);
+always @(top0_lane_sig_delta12_sat25_fill, top0_lane_sig_delta12_sat25_hi, top0_lane_sig_delta12_d, top0_lane_sig_delta12_sat25_hin) begin: top0_lane_sig_delta12_sat25_clamp
+    if (((top0_lane_sig_delta12_sat25_hi == 0) || (top0_lane_sig_delta12_sat25_hin == 0))) begin
+        top0_lane_sig_delta12_yc = $signed(top0_lane_sig_delta12_d[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta12_yc = $signed({top0_0_1_2_3_lane_sig_delta12_d[(33 - 1)], top0_0_1_2_3_lane_sig_delta12_sat25_0_1_2_3_fill});
+        top0_lane_sig_delta12_yc = $signed({top0_lane_sig_delta12_d[(33 - 1)], top0_lane_sig_delta12_sat25_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta12_out
+always @(posedge clk) begin: top0_lane_sig_delta12_out
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta12_yr <= 0;
+        top0_lane_sig_delta12_yr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta12_yr <= top0_0_1_2_3_lane_sig_delta12_yc;
+        if (top0_en) begin
+            top0_lane_sig_delta12_yr <= top0_lane_sig_delta12_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta12_y = top0_0_1_2_3_lane_sig_delta12_yr;
+assign top0_lane_sig_delta12_y = top0_lane_sig_delta12_yr;
 
 
 
-assign top0_0_1_2_3_lane_sig_delta13_z = $signed(top0_0_1_2_3_ar[448-1:416]);
-assign top0_0_1_2_3_lane_sig_delta13_zb = {top0_0_1_2_3_ar[448-1:416], top0_0_1_2_3_br[448-1:416]};
+assign top0_lane_sig_delta13_z = $signed(top0_ar[448-1:416]);
+assign top0_lane_sig_delta13_zb = {top0_ar[448-1:416], top0_br[448-1:416]};
 
 
 
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_zr = (top0_0_1_2_3_lane_sig_delta13_z + 524288);
+assign top0_lane_sig_delta13_sigmoid_pipe13_zr = (top0_lane_sig_delta13_z + 524288);
 
 
-always @(top0_0_1_2_3_lane_sig_delta13_z, top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_zr) begin: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_clampz
-    if ((top0_0_1_2_3_lane_sig_delta13_z >= 524288)) begin
-        top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_u = ((2 * 524288) - 1);
+always @(top0_lane_sig_delta13_sigmoid_pipe13_zr, top0_lane_sig_delta13_z) begin: top0_lane_sig_delta13_sigmoid_pipe13_clampz
+    if ((top0_lane_sig_delta13_z >= 524288)) begin
+        top0_lane_sig_delta13_sigmoid_pipe13_u = ((2 * 524288) - 1);
     end
-    else if ((top0_0_1_2_3_lane_sig_delta13_z < (-524288))) begin
-        top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_u = 0;
+    else if ((top0_lane_sig_delta13_z < (-524288))) begin
+        top0_lane_sig_delta13_sigmoid_pipe13_u = 0;
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_u = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_zr[20-1:0];
+        top0_lane_sig_delta13_sigmoid_pipe13_u = top0_lane_sig_delta13_sigmoid_pipe13_zr[20-1:0];
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_st1
+always @(posedge clk) begin: top0_lane_sig_delta13_sigmoid_pipe13_st1
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_idx1 <= 0;
-        top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_off1 <= 0;
+        top0_lane_sig_delta13_sigmoid_pipe13_idx1 <= 0;
+        top0_lane_sig_delta13_sigmoid_pipe13_off1 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_idx1 <= top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_u[14+:6];
+        if (top0_en) begin
+            top0_lane_sig_delta13_sigmoid_pipe13_idx1 <= top0_lane_sig_delta13_sigmoid_pipe13_u[14+:6];
             if ((14 > 0)) begin
-                top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_off1 <= top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_u[14-1:0];
+                top0_lane_sig_delta13_sigmoid_pipe13_off1 <= top0_lane_sig_delta13_sigmoid_pipe13_u[14-1:0];
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_off1 <= 0;
+                top0_lane_sig_delta13_sigmoid_pipe13_off1 <= 0;
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_st2
+always @(posedge clk) begin: top0_lane_sig_delta13_sigmoid_pipe13_st2
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 0;
-        top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 0;
-        top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_off2 <= 0;
+        top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 0;
+        top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 0;
+        top0_lane_sig_delta13_sigmoid_pipe13_off2 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            case (top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_idx1)
-                0: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 22;
-                1: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 28;
-                2: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 36;
-                3: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 47;
-                4: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 60;
-                5: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 77;
-                6: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 98;
-                7: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 126;
-                8: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 162;
-                9: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 208;
-                10: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 267;
-                11: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 342;
-                12: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 439;
-                13: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 562;
-                14: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 720;
-                15: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 922;
-                16: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 1179;
-                17: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 1506;
-                18: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 1921;
-                19: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 2446;
-                20: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 3108;
-                21: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 3938;
-                22: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 4971;
-                23: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 6249;
-                24: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 7812;
-                25: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 9702;
-                26: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 11955;
-                27: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 14595;
-                28: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 17625;
-                29: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 21025;
-                30: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 24743;
-                31: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 28693;
-                32: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 32768;
-                33: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 36843;
-                34: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 40793;
-                35: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 44511;
-                36: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 47911;
-                37: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 50941;
-                38: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 53581;
-                39: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 55834;
-                40: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 57724;
-                41: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 59287;
-                42: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 60565;
-                43: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 61598;
-                44: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 62428;
-                45: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 63090;
-                46: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 63615;
-                47: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 64030;
-                48: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 64357;
-                49: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 64614;
-                50: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 64816;
-                51: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 64974;
-                52: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 65097;
-                53: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 65194;
-                54: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 65269;
-                55: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 65328;
-                56: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 65374;
-                57: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 65410;
-                58: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 65438;
-                59: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 65459;
-                60: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 65476;
-                61: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 65489;
-                62: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 65500;
-                default: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2 <= 65508;
+        if (top0_en) begin
+            case (top0_lane_sig_delta13_sigmoid_pipe13_idx1)
+                0: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 22;
+                1: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 28;
+                2: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 36;
+                3: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 47;
+                4: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 60;
+                5: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 77;
+                6: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 98;
+                7: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 126;
+                8: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 162;
+                9: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 208;
+                10: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 267;
+                11: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 342;
+                12: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 439;
+                13: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 562;
+                14: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 720;
+                15: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 922;
+                16: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 1179;
+                17: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 1506;
+                18: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 1921;
+                19: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 2446;
+                20: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 3108;
+                21: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 3938;
+                22: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 4971;
+                23: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 6249;
+                24: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 7812;
+                25: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 9702;
+                26: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 11955;
+                27: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 14595;
+                28: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 17625;
+                29: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 21025;
+                30: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 24743;
+                31: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 28693;
+                32: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 32768;
+                33: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 36843;
+                34: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 40793;
+                35: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 44511;
+                36: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 47911;
+                37: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 50941;
+                38: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 53581;
+                39: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 55834;
+                40: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 57724;
+                41: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 59287;
+                42: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 60565;
+                43: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 61598;
+                44: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 62428;
+                45: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 63090;
+                46: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 63615;
+                47: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 64030;
+                48: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 64357;
+                49: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 64614;
+                50: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 64816;
+                51: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 64974;
+                52: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 65097;
+                53: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 65194;
+                54: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 65269;
+                55: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 65328;
+                56: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 65374;
+                57: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 65410;
+                58: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 65438;
+                59: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 65459;
+                60: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 65476;
+                61: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 65489;
+                62: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 65500;
+                default: top0_lane_sig_delta13_sigmoid_pipe13_base2 <= 65508;
             endcase
-            case (top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_idx1)
-                0: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 25;
-                1: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 32;
-                2: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 41;
-                3: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 53;
-                4: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 68;
-                5: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 87;
-                6: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 112;
-                7: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 143;
-                8: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 184;
-                9: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 235;
-                10: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 301;
-                11: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 386;
-                12: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 494;
-                13: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 632;
-                14: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 807;
-                15: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 1028;
-                16: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 1308;
-                17: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 1661;
-                18: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 2101;
-                19: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 2647;
-                20: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 3319;
-                21: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 4134;
-                22: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 5110;
-                23: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 6253;
-                24: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 7561;
-                25: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 9012;
-                26: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 10558;
-                27: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 12122;
-                28: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 13600;
-                29: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 14869;
-                30: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 15803;
-                31: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 16299;
-                32: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 16299;
-                33: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 15803;
-                34: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 14869;
-                35: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 13600;
-                36: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 12122;
-                37: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 10558;
-                38: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 9012;
-                39: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 7561;
-                40: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 6253;
-                41: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 5110;
-                42: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 4134;
-                43: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 3319;
-                44: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 2647;
-                45: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 2101;
-                46: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 1661;
-                47: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 1308;
-                48: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 1028;
-                49: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 807;
-                50: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 632;
-                51: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 494;
-                52: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 386;
-                53: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 301;
-                54: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 235;
-                55: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 184;
-                56: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 143;
-                57: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 112;
-                58: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 87;
-                59: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 68;
-                60: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 53;
-                61: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 41;
-                62: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 32;
-                default: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 <= 25;
+            case (top0_lane_sig_delta13_sigmoid_pipe13_idx1)
+                0: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 25;
+                1: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 32;
+                2: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 41;
+                3: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 53;
+                4: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 68;
+                5: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 87;
+                6: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 112;
+                7: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 143;
+                8: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 184;
+                9: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 235;
+                10: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 301;
+                11: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 386;
+                12: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 494;
+                13: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 632;
+                14: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 807;
+                15: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 1028;
+                16: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 1308;
+                17: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 1661;
+                18: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 2101;
+                19: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 2647;
+                20: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 3319;
+                21: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 4134;
+                22: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 5110;
+                23: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 6253;
+                24: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 7561;
+                25: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 9012;
+                26: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 10558;
+                27: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 12122;
+                28: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 13600;
+                29: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 14869;
+                30: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 15803;
+                31: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 16299;
+                32: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 16299;
+                33: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 15803;
+                34: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 14869;
+                35: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 13600;
+                36: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 12122;
+                37: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 10558;
+                38: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 9012;
+                39: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 7561;
+                40: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 6253;
+                41: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 5110;
+                42: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 4134;
+                43: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 3319;
+                44: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 2647;
+                45: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 2101;
+                46: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 1661;
+                47: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 1308;
+                48: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 1028;
+                49: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 807;
+                50: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 632;
+                51: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 494;
+                52: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 386;
+                53: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 301;
+                54: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 235;
+                55: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 184;
+                56: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 143;
+                57: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 112;
+                58: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 87;
+                59: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 68;
+                60: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 53;
+                61: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 41;
+                62: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 32;
+                default: top0_lane_sig_delta13_sigmoid_pipe13_slope2 <= 25;
             endcase
-            top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_off2 <= top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_off1;
+            top0_lane_sig_delta13_sigmoid_pipe13_off2 <= top0_lane_sig_delta13_sigmoid_pipe13_off1;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_offs = $signed({1'h0, top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_off2});
+assign top0_lane_sig_delta13_sigmoid_pipe13_offs = $signed({1'h0, top0_lane_sig_delta13_sigmoid_pipe13_off2});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_prod_c = (top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_slope2 * top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_offs);
+assign top0_lane_sig_delta13_sigmoid_pipe13_prod_c = (top0_lane_sig_delta13_sigmoid_pipe13_slope2 * top0_lane_sig_delta13_sigmoid_pipe13_offs);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_st3
+always @(posedge clk) begin: top0_lane_sig_delta13_sigmoid_pipe13_st3
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base3 <= 0;
-        top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_prod3 <= 0;
+        top0_lane_sig_delta13_sigmoid_pipe13_base3 <= 0;
+        top0_lane_sig_delta13_sigmoid_pipe13_prod3 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base3 <= top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base2;
-            top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_prod3 <= top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_prod_c;
+        if (top0_en) begin
+            top0_lane_sig_delta13_sigmoid_pipe13_base3 <= top0_lane_sig_delta13_sigmoid_pipe13_base2;
+            top0_lane_sig_delta13_sigmoid_pipe13_prod3 <= top0_lane_sig_delta13_sigmoid_pipe13_prod_c;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_t = $signed(top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_prod3 >>> 16);
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_rb = $signed({46'h0, top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_prod3[(16 - 1)]});
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_t = $signed(top0_lane_sig_delta13_sigmoid_pipe13_prod3 >>> 16);
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_rb = $signed({46'h0, top0_lane_sig_delta13_sigmoid_pipe13_prod3[(16 - 1)]});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_r = (top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_t + top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_rb);
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_r = (top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_t + top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_rb);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_r[47-1:(32 - 1)];
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_hi = top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_r[47-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_hi);
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_hin = (~top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_r[(47 - 1)]);
+assign top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_nsign = (!top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_r[(47 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_r, top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_rnd = $signed(top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_r[32-1:0]);
+always @(top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill, top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_hi, top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_r, top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_hin) begin: top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_clamp
+    if (((top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_hi == 0) || (top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_hin == 0))) begin
+        top0_lane_sig_delta13_sigmoid_pipe13_rnd = $signed(top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_r[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_rnd = $signed({top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_r[(47 - 1)], top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_round_sat13_0_1_2_3_sat26_0_1_2_3_fill});
+        top0_lane_sig_delta13_sigmoid_pipe13_rnd = $signed({top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_r[(47 - 1)], top0_lane_sig_delta13_sigmoid_pipe13_round_sat13_sat26_fill});
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_sumv = (top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_base3 + top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_rnd);
+assign top0_lane_sig_delta13_sigmoid_pipe13_sumv = (top0_lane_sig_delta13_sigmoid_pipe13_base3 + top0_lane_sig_delta13_sigmoid_pipe13_rnd);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_st4
+always @(posedge clk) begin: top0_lane_sig_delta13_sigmoid_pipe13_st4
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta13_s <= 0;
+        top0_lane_sig_delta13_s <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            if ((top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_sumv > 65536)) begin
-                top0_0_1_2_3_lane_sig_delta13_s <= 65536;
+        if (top0_en) begin
+            if ((top0_lane_sig_delta13_sigmoid_pipe13_sumv > 65536)) begin
+                top0_lane_sig_delta13_s <= 65536;
             end
-            else if ((top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_sumv < 0)) begin
-                top0_0_1_2_3_lane_sig_delta13_s <= 0;
+            else if ((top0_lane_sig_delta13_sigmoid_pipe13_sumv < 0)) begin
+                top0_lane_sig_delta13_s <= 0;
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta13_s <= $signed(top0_0_1_2_3_lane_sig_delta13_sigmoid_pipe13_sumv[32-1:0]);
+                top0_lane_sig_delta13_s <= $signed(top0_lane_sig_delta13_sigmoid_pipe13_sumv[32-1:0]);
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta13_delay_flags14_sh
+always @(posedge clk) begin: top0_lane_sig_delta13_delay_flags14_sh
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta13_delay_flags14_sr <= 0;
+        top0_lane_sig_delta13_delay_flags14_sr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta13_delay_flags14_sr <= {top0_0_1_2_3_lane_sig_delta13_delay_flags14_sr[(64 * (4 - 1))-1:0], top0_0_1_2_3_lane_sig_delta13_zb};
+        if (top0_en) begin
+            top0_lane_sig_delta13_delay_flags14_sr <= {top0_lane_sig_delta13_delay_flags14_sr[(64 * (4 - 1))-1:0], top0_lane_sig_delta13_zb};
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta13_zbd = top0_0_1_2_3_lane_sig_delta13_delay_flags14_sr[(64 * 4)-1:(64 * (4 - 1))];
+assign top0_lane_sig_delta13_zbd = top0_lane_sig_delta13_delay_flags14_sr[(64 * 4)-1:(64 * (4 - 1))];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta13_zd = $signed(top0_0_1_2_3_lane_sig_delta13_zbd[(2 * 32)-1:32]);
-assign top0_0_1_2_3_lane_sig_delta13_bd = $signed(top0_0_1_2_3_lane_sig_delta13_zbd[32-1:0]);
+assign top0_lane_sig_delta13_zd = $signed(top0_lane_sig_delta13_zbd[(2 * 32)-1:32]);
+assign top0_lane_sig_delta13_bd = $signed(top0_lane_sig_delta13_zbd[32-1:0]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta13_zd, top0_0_1_2_3_lane_sig_delta13_s, top0_0_1_2_3_lane_sig_delta13_bd, top0_0_1_2_3_use_sig) begin: top0_0_1_2_3_lane_sig_delta13_subc
-    if (top0_0_1_2_3_use_sig) begin
-        top0_0_1_2_3_lane_sig_delta13_d = (top0_0_1_2_3_lane_sig_delta13_s - top0_0_1_2_3_lane_sig_delta13_bd);
+always @(top0_lane_sig_delta13_bd, top0_use_sig, top0_lane_sig_delta13_zd, top0_lane_sig_delta13_s) begin: top0_lane_sig_delta13_subc
+    if (top0_use_sig) begin
+        top0_lane_sig_delta13_d = (top0_lane_sig_delta13_s - top0_lane_sig_delta13_bd);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta13_d = (top0_0_1_2_3_lane_sig_delta13_zd - top0_0_1_2_3_lane_sig_delta13_bd);
+        top0_lane_sig_delta13_d = (top0_lane_sig_delta13_zd - top0_lane_sig_delta13_bd);
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta13_d[33-1:(32 - 1)];
+assign top0_lane_sig_delta13_sat27_hi = top0_lane_sig_delta13_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_hi);
+assign top0_lane_sig_delta13_sat27_hin = (~top0_lane_sig_delta13_sat27_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta13_d[(33 - 1)]);
+assign top0_lane_sig_delta13_sat27_nsign = (!top0_lane_sig_delta13_d[(33 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta13_d, top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta13_yc = $signed(top0_0_1_2_3_lane_sig_delta13_d[32-1:0]);
+always @(top0_lane_sig_delta13_sat27_fill, top0_lane_sig_delta13_sat27_hi, top0_lane_sig_delta13_d, top0_lane_sig_delta13_sat27_hin) begin: top0_lane_sig_delta13_sat27_clamp
+    if (((top0_lane_sig_delta13_sat27_hi == 0) || (top0_lane_sig_delta13_sat27_hin == 0))) begin
+        top0_lane_sig_delta13_yc = $signed(top0_lane_sig_delta13_d[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta13_yc = $signed({top0_0_1_2_3_lane_sig_delta13_d[(33 - 1)], top0_0_1_2_3_lane_sig_delta13_sat27_0_1_2_3_fill});
+        top0_lane_sig_delta13_yc = $signed({top0_lane_sig_delta13_d[(33 - 1)], top0_lane_sig_delta13_sat27_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta13_out
+always @(posedge clk) begin: top0_lane_sig_delta13_out
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta13_yr <= 0;
+        top0_lane_sig_delta13_yr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta13_yr <= top0_0_1_2_3_lane_sig_delta13_yc;
+        if (top0_en) begin
+            top0_lane_sig_delta13_yr <= top0_lane_sig_delta13_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta13_y = top0_0_1_2_3_lane_sig_delta13_yr;
+assign top0_lane_sig_delta13_y = top0_lane_sig_delta13_yr;
 
 
 
-assign top0_0_1_2_3_lane_sig_delta14_z = $signed(top0_0_1_2_3_ar[480-1:448]);
-assign top0_0_1_2_3_lane_sig_delta14_zb = {top0_0_1_2_3_ar[480-1:448], top0_0_1_2_3_br[480-1:448]};
+assign top0_lane_sig_delta14_z = $signed(top0_ar[480-1:448]);
+assign top0_lane_sig_delta14_zb = {top0_ar[480-1:448], top0_br[480-1:448]};
 
 
 
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_zr = (top0_0_1_2_3_lane_sig_delta14_z + 524288);
+assign top0_lane_sig_delta14_sigmoid_pipe14_zr = (top0_lane_sig_delta14_z + 524288);
 
 
-always @(top0_0_1_2_3_lane_sig_delta14_z, top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_zr) begin: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_clampz
-    if ((top0_0_1_2_3_lane_sig_delta14_z >= 524288)) begin
-        top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_u = ((2 * 524288) - 1);
+always @(top0_lane_sig_delta14_sigmoid_pipe14_zr, top0_lane_sig_delta14_z) begin: top0_lane_sig_delta14_sigmoid_pipe14_clampz
+    if ((top0_lane_sig_delta14_z >= 524288)) begin
+        top0_lane_sig_delta14_sigmoid_pipe14_u = ((2 * 524288) - 1);
     end
-    else if ((top0_0_1_2_3_lane_sig_delta14_z < (-524288))) begin
-        top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_u = 0;
+    else if ((top0_lane_sig_delta14_z < (-524288))) begin
+        top0_lane_sig_delta14_sigmoid_pipe14_u = 0;
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_u = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_zr[20-1:0];
+        top0_lane_sig_delta14_sigmoid_pipe14_u = top0_lane_sig_delta14_sigmoid_pipe14_zr[20-1:0];
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_st1
+always @(posedge clk) begin: top0_lane_sig_delta14_sigmoid_pipe14_st1
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_idx1 <= 0;
-        top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_off1 <= 0;
+        top0_lane_sig_delta14_sigmoid_pipe14_idx1 <= 0;
+        top0_lane_sig_delta14_sigmoid_pipe14_off1 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_idx1 <= top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_u[14+:6];
+        if (top0_en) begin
+            top0_lane_sig_delta14_sigmoid_pipe14_idx1 <= top0_lane_sig_delta14_sigmoid_pipe14_u[14+:6];
             if ((14 > 0)) begin
-                top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_off1 <= top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_u[14-1:0];
+                top0_lane_sig_delta14_sigmoid_pipe14_off1 <= top0_lane_sig_delta14_sigmoid_pipe14_u[14-1:0];
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_off1 <= 0;
+                top0_lane_sig_delta14_sigmoid_pipe14_off1 <= 0;
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_st2
+always @(posedge clk) begin: top0_lane_sig_delta14_sigmoid_pipe14_st2
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 0;
-        top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 0;
-        top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_off2 <= 0;
+        top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 0;
+        top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 0;
+        top0_lane_sig_delta14_sigmoid_pipe14_off2 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            case (top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_idx1)
-                0: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 22;
-                1: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 28;
-                2: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 36;
-                3: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 47;
-                4: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 60;
-                5: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 77;
-                6: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 98;
-                7: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 126;
-                8: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 162;
-                9: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 208;
-                10: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 267;
-                11: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 342;
-                12: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 439;
-                13: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 562;
-                14: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 720;
-                15: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 922;
-                16: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 1179;
-                17: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 1506;
-                18: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 1921;
-                19: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 2446;
-                20: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 3108;
-                21: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 3938;
-                22: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 4971;
-                23: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 6249;
-                24: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 7812;
-                25: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 9702;
-                26: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 11955;
-                27: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 14595;
-                28: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 17625;
-                29: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 21025;
-                30: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 24743;
-                31: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 28693;
-                32: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 32768;
-                33: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 36843;
-                34: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 40793;
-                35: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 44511;
-                36: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 47911;
-                37: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 50941;
-                38: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 53581;
-                39: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 55834;
-                40: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 57724;
-                41: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 59287;
-                42: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 60565;
-                43: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 61598;
-                44: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 62428;
-                45: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 63090;
-                46: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 63615;
-                47: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 64030;
-                48: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 64357;
-                49: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 64614;
-                50: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 64816;
-                51: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 64974;
-                52: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 65097;
-                53: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 65194;
-                54: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 65269;
-                55: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 65328;
-                56: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 65374;
-                57: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 65410;
-                58: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 65438;
-                59: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 65459;
-                60: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 65476;
-                61: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 65489;
-                62: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 65500;
-                default: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2 <= 65508;
+        if (top0_en) begin
+            case (top0_lane_sig_delta14_sigmoid_pipe14_idx1)
+                0: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 22;
+                1: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 28;
+                2: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 36;
+                3: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 47;
+                4: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 60;
+                5: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 77;
+                6: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 98;
+                7: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 126;
+                8: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 162;
+                9: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 208;
+                10: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 267;
+                11: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 342;
+                12: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 439;
+                13: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 562;
+                14: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 720;
+                15: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 922;
+                16: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 1179;
+                17: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 1506;
+                18: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 1921;
+                19: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 2446;
+                20: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 3108;
+                21: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 3938;
+                22: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 4971;
+                23: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 6249;
+                24: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 7812;
+                25: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 9702;
+                26: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 11955;
+                27: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 14595;
+                28: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 17625;
+                29: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 21025;
+                30: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 24743;
+                31: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 28693;
+                32: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 32768;
+                33: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 36843;
+                34: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 40793;
+                35: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 44511;
+                36: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 47911;
+                37: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 50941;
+                38: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 53581;
+                39: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 55834;
+                40: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 57724;
+                41: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 59287;
+                42: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 60565;
+                43: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 61598;
+                44: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 62428;
+                45: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 63090;
+                46: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 63615;
+                47: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 64030;
+                48: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 64357;
+                49: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 64614;
+                50: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 64816;
+                51: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 64974;
+                52: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 65097;
+                53: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 65194;
+                54: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 65269;
+                55: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 65328;
+                56: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 65374;
+                57: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 65410;
+                58: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 65438;
+                59: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 65459;
+                60: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 65476;
+                61: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 65489;
+                62: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 65500;
+                default: top0_lane_sig_delta14_sigmoid_pipe14_base2 <= 65508;
             endcase
-            case (top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_idx1)
-                0: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 25;
-                1: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 32;
-                2: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 41;
-                3: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 53;
-                4: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 68;
-                5: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 87;
-                6: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 112;
-                7: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 143;
-                8: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 184;
-                9: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 235;
-                10: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 301;
-                11: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 386;
-                12: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 494;
-                13: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 632;
-                14: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 807;
-                15: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 1028;
-                16: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 1308;
-                17: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 1661;
-                18: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 2101;
-                19: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 2647;
-                20: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 3319;
-                21: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 4134;
-                22: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 5110;
-                23: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 6253;
-                24: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 7561;
-                25: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 9012;
-                26: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 10558;
-                27: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 12122;
-                28: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 13600;
-                29: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 14869;
-                30: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 15803;
-                31: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 16299;
-                32: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 16299;
-                33: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 15803;
-                34: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 14869;
-                35: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 13600;
-                36: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 12122;
-                37: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 10558;
-                38: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 9012;
-                39: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 7561;
-                40: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 6253;
-                41: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 5110;
-                42: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 4134;
-                43: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 3319;
-                44: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 2647;
-                45: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 2101;
-                46: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 1661;
-                47: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 1308;
-                48: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 1028;
-                49: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 807;
-                50: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 632;
-                51: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 494;
-                52: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 386;
-                53: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 301;
-                54: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 235;
-                55: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 184;
-                56: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 143;
-                57: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 112;
-                58: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 87;
-                59: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 68;
-                60: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 53;
-                61: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 41;
-                62: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 32;
-                default: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 <= 25;
+            case (top0_lane_sig_delta14_sigmoid_pipe14_idx1)
+                0: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 25;
+                1: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 32;
+                2: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 41;
+                3: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 53;
+                4: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 68;
+                5: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 87;
+                6: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 112;
+                7: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 143;
+                8: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 184;
+                9: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 235;
+                10: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 301;
+                11: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 386;
+                12: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 494;
+                13: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 632;
+                14: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 807;
+                15: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 1028;
+                16: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 1308;
+                17: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 1661;
+                18: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 2101;
+                19: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 2647;
+                20: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 3319;
+                21: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 4134;
+                22: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 5110;
+                23: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 6253;
+                24: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 7561;
+                25: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 9012;
+                26: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 10558;
+                27: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 12122;
+                28: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 13600;
+                29: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 14869;
+                30: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 15803;
+                31: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 16299;
+                32: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 16299;
+                33: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 15803;
+                34: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 14869;
+                35: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 13600;
+                36: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 12122;
+                37: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 10558;
+                38: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 9012;
+                39: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 7561;
+                40: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 6253;
+                41: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 5110;
+                42: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 4134;
+                43: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 3319;
+                44: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 2647;
+                45: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 2101;
+                46: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 1661;
+                47: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 1308;
+                48: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 1028;
+                49: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 807;
+                50: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 632;
+                51: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 494;
+                52: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 386;
+                53: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 301;
+                54: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 235;
+                55: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 184;
+                56: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 143;
+                57: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 112;
+                58: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 87;
+                59: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 68;
+                60: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 53;
+                61: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 41;
+                62: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 32;
+                default: top0_lane_sig_delta14_sigmoid_pipe14_slope2 <= 25;
             endcase
-            top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_off2 <= top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_off1;
+            top0_lane_sig_delta14_sigmoid_pipe14_off2 <= top0_lane_sig_delta14_sigmoid_pipe14_off1;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_offs = $signed({1'h0, top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_off2});
+assign top0_lane_sig_delta14_sigmoid_pipe14_offs = $signed({1'h0, top0_lane_sig_delta14_sigmoid_pipe14_off2});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_prod_c = (top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_slope2 * top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_offs);
+assign top0_lane_sig_delta14_sigmoid_pipe14_prod_c = (top0_lane_sig_delta14_sigmoid_pipe14_slope2 * top0_lane_sig_delta14_sigmoid_pipe14_offs);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_st3
+always @(posedge clk) begin: top0_lane_sig_delta14_sigmoid_pipe14_st3
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base3 <= 0;
-        top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_prod3 <= 0;
+        top0_lane_sig_delta14_sigmoid_pipe14_base3 <= 0;
+        top0_lane_sig_delta14_sigmoid_pipe14_prod3 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base3 <= top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base2;
-            top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_prod3 <= top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_prod_c;
+        if (top0_en) begin
+            top0_lane_sig_delta14_sigmoid_pipe14_base3 <= top0_lane_sig_delta14_sigmoid_pipe14_base2;
+            top0_lane_sig_delta14_sigmoid_pipe14_prod3 <= top0_lane_sig_delta14_sigmoid_pipe14_prod_c;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_t = $signed(top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_prod3 >>> 16);
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_rb = $signed({46'h0, top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_prod3[(16 - 1)]});
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_t = $signed(top0_lane_sig_delta14_sigmoid_pipe14_prod3 >>> 16);
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_rb = $signed({46'h0, top0_lane_sig_delta14_sigmoid_pipe14_prod3[(16 - 1)]});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_r = (top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_t + top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_rb);
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_r = (top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_t + top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_rb);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_r[47-1:(32 - 1)];
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_hi = top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_r[47-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_hi);
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_hin = (~top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_r[(47 - 1)]);
+assign top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_nsign = (!top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_r[(47 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_r, top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_rnd = $signed(top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_r[32-1:0]);
+always @(top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill, top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_hi, top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_r, top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_hin) begin: top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_clamp
+    if (((top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_hi == 0) || (top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_hin == 0))) begin
+        top0_lane_sig_delta14_sigmoid_pipe14_rnd = $signed(top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_r[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_rnd = $signed({top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_r[(47 - 1)], top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_round_sat14_0_1_2_3_sat28_0_1_2_3_fill});
+        top0_lane_sig_delta14_sigmoid_pipe14_rnd = $signed({top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_r[(47 - 1)], top0_lane_sig_delta14_sigmoid_pipe14_round_sat14_sat28_fill});
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_sumv = (top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_base3 + top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_rnd);
+assign top0_lane_sig_delta14_sigmoid_pipe14_sumv = (top0_lane_sig_delta14_sigmoid_pipe14_base3 + top0_lane_sig_delta14_sigmoid_pipe14_rnd);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_st4
+always @(posedge clk) begin: top0_lane_sig_delta14_sigmoid_pipe14_st4
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta14_s <= 0;
+        top0_lane_sig_delta14_s <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            if ((top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_sumv > 65536)) begin
-                top0_0_1_2_3_lane_sig_delta14_s <= 65536;
+        if (top0_en) begin
+            if ((top0_lane_sig_delta14_sigmoid_pipe14_sumv > 65536)) begin
+                top0_lane_sig_delta14_s <= 65536;
             end
-            else if ((top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_sumv < 0)) begin
-                top0_0_1_2_3_lane_sig_delta14_s <= 0;
+            else if ((top0_lane_sig_delta14_sigmoid_pipe14_sumv < 0)) begin
+                top0_lane_sig_delta14_s <= 0;
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta14_s <= $signed(top0_0_1_2_3_lane_sig_delta14_sigmoid_pipe14_sumv[32-1:0]);
+                top0_lane_sig_delta14_s <= $signed(top0_lane_sig_delta14_sigmoid_pipe14_sumv[32-1:0]);
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta14_delay_flags15_sh
+always @(posedge clk) begin: top0_lane_sig_delta14_delay_flags15_sh
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta14_delay_flags15_sr <= 0;
+        top0_lane_sig_delta14_delay_flags15_sr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta14_delay_flags15_sr <= {top0_0_1_2_3_lane_sig_delta14_delay_flags15_sr[(64 * (4 - 1))-1:0], top0_0_1_2_3_lane_sig_delta14_zb};
+        if (top0_en) begin
+            top0_lane_sig_delta14_delay_flags15_sr <= {top0_lane_sig_delta14_delay_flags15_sr[(64 * (4 - 1))-1:0], top0_lane_sig_delta14_zb};
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta14_zbd = top0_0_1_2_3_lane_sig_delta14_delay_flags15_sr[(64 * 4)-1:(64 * (4 - 1))];
+assign top0_lane_sig_delta14_zbd = top0_lane_sig_delta14_delay_flags15_sr[(64 * 4)-1:(64 * (4 - 1))];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta14_zd = $signed(top0_0_1_2_3_lane_sig_delta14_zbd[(2 * 32)-1:32]);
-assign top0_0_1_2_3_lane_sig_delta14_bd = $signed(top0_0_1_2_3_lane_sig_delta14_zbd[32-1:0]);
+assign top0_lane_sig_delta14_zd = $signed(top0_lane_sig_delta14_zbd[(2 * 32)-1:32]);
+assign top0_lane_sig_delta14_bd = $signed(top0_lane_sig_delta14_zbd[32-1:0]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta14_zd, top0_0_1_2_3_lane_sig_delta14_s, top0_0_1_2_3_lane_sig_delta14_bd, top0_0_1_2_3_use_sig) begin: top0_0_1_2_3_lane_sig_delta14_subc
-    if (top0_0_1_2_3_use_sig) begin
-        top0_0_1_2_3_lane_sig_delta14_d = (top0_0_1_2_3_lane_sig_delta14_s - top0_0_1_2_3_lane_sig_delta14_bd);
+always @(top0_lane_sig_delta14_bd, top0_use_sig, top0_lane_sig_delta14_zd, top0_lane_sig_delta14_s) begin: top0_lane_sig_delta14_subc
+    if (top0_use_sig) begin
+        top0_lane_sig_delta14_d = (top0_lane_sig_delta14_s - top0_lane_sig_delta14_bd);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta14_d = (top0_0_1_2_3_lane_sig_delta14_zd - top0_0_1_2_3_lane_sig_delta14_bd);
+        top0_lane_sig_delta14_d = (top0_lane_sig_delta14_zd - top0_lane_sig_delta14_bd);
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta14_d[33-1:(32 - 1)];
+assign top0_lane_sig_delta14_sat29_hi = top0_lane_sig_delta14_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_hi);
+assign top0_lane_sig_delta14_sat29_hin = (~top0_lane_sig_delta14_sat29_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta14_d[(33 - 1)]);
+assign top0_lane_sig_delta14_sat29_nsign = (!top0_lane_sig_delta14_d[(33 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta14_d, top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta14_yc = $signed(top0_0_1_2_3_lane_sig_delta14_d[32-1:0]);
+always @(top0_lane_sig_delta14_sat29_fill, top0_lane_sig_delta14_sat29_hi, top0_lane_sig_delta14_d, top0_lane_sig_delta14_sat29_hin) begin: top0_lane_sig_delta14_sat29_clamp
+    if (((top0_lane_sig_delta14_sat29_hi == 0) || (top0_lane_sig_delta14_sat29_hin == 0))) begin
+        top0_lane_sig_delta14_yc = $signed(top0_lane_sig_delta14_d[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta14_yc = $signed({top0_0_1_2_3_lane_sig_delta14_d[(33 - 1)], top0_0_1_2_3_lane_sig_delta14_sat29_0_1_2_3_fill});
+        top0_lane_sig_delta14_yc = $signed({top0_lane_sig_delta14_d[(33 - 1)], top0_lane_sig_delta14_sat29_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta14_out
+always @(posedge clk) begin: top0_lane_sig_delta14_out
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta14_yr <= 0;
+        top0_lane_sig_delta14_yr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta14_yr <= top0_0_1_2_3_lane_sig_delta14_yc;
+        if (top0_en) begin
+            top0_lane_sig_delta14_yr <= top0_lane_sig_delta14_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta14_y = top0_0_1_2_3_lane_sig_delta14_yr;
+assign top0_lane_sig_delta14_y = top0_lane_sig_delta14_yr;
 
 
 
-assign top0_0_1_2_3_lane_sig_delta15_z = $signed(top0_0_1_2_3_ar[512-1:480]);
-assign top0_0_1_2_3_lane_sig_delta15_zb = {top0_0_1_2_3_ar[512-1:480], top0_0_1_2_3_br[512-1:480]};
+assign top0_lane_sig_delta15_z = $signed(top0_ar[512-1:480]);
+assign top0_lane_sig_delta15_zb = {top0_ar[512-1:480], top0_br[512-1:480]};
 
 
 
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_zr = (top0_0_1_2_3_lane_sig_delta15_z + 524288);
+assign top0_lane_sig_delta15_sigmoid_pipe15_zr = (top0_lane_sig_delta15_z + 524288);
 
 
-always @(top0_0_1_2_3_lane_sig_delta15_z, top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_zr) begin: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_clampz
-    if ((top0_0_1_2_3_lane_sig_delta15_z >= 524288)) begin
-        top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_u = ((2 * 524288) - 1);
+always @(top0_lane_sig_delta15_sigmoid_pipe15_zr, top0_lane_sig_delta15_z) begin: top0_lane_sig_delta15_sigmoid_pipe15_clampz
+    if ((top0_lane_sig_delta15_z >= 524288)) begin
+        top0_lane_sig_delta15_sigmoid_pipe15_u = ((2 * 524288) - 1);
     end
-    else if ((top0_0_1_2_3_lane_sig_delta15_z < (-524288))) begin
-        top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_u = 0;
+    else if ((top0_lane_sig_delta15_z < (-524288))) begin
+        top0_lane_sig_delta15_sigmoid_pipe15_u = 0;
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_u = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_zr[20-1:0];
+        top0_lane_sig_delta15_sigmoid_pipe15_u = top0_lane_sig_delta15_sigmoid_pipe15_zr[20-1:0];
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_st1
+always @(posedge clk) begin: top0_lane_sig_delta15_sigmoid_pipe15_st1
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_idx1 <= 0;
-        top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_off1 <= 0;
+        top0_lane_sig_delta15_sigmoid_pipe15_idx1 <= 0;
+        top0_lane_sig_delta15_sigmoid_pipe15_off1 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_idx1 <= top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_u[14+:6];
+        if (top0_en) begin
+            top0_lane_sig_delta15_sigmoid_pipe15_idx1 <= top0_lane_sig_delta15_sigmoid_pipe15_u[14+:6];
             if ((14 > 0)) begin
-                top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_off1 <= top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_u[14-1:0];
+                top0_lane_sig_delta15_sigmoid_pipe15_off1 <= top0_lane_sig_delta15_sigmoid_pipe15_u[14-1:0];
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_off1 <= 0;
+                top0_lane_sig_delta15_sigmoid_pipe15_off1 <= 0;
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_st2
+always @(posedge clk) begin: top0_lane_sig_delta15_sigmoid_pipe15_st2
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 0;
-        top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 0;
-        top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_off2 <= 0;
+        top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 0;
+        top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 0;
+        top0_lane_sig_delta15_sigmoid_pipe15_off2 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            case (top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_idx1)
-                0: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 22;
-                1: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 28;
-                2: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 36;
-                3: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 47;
-                4: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 60;
-                5: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 77;
-                6: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 98;
-                7: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 126;
-                8: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 162;
-                9: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 208;
-                10: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 267;
-                11: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 342;
-                12: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 439;
-                13: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 562;
-                14: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 720;
-                15: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 922;
-                16: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 1179;
-                17: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 1506;
-                18: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 1921;
-                19: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 2446;
-                20: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 3108;
-                21: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 3938;
-                22: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 4971;
-                23: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 6249;
-                24: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 7812;
-                25: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 9702;
-                26: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 11955;
-                27: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 14595;
-                28: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 17625;
-                29: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 21025;
-                30: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 24743;
-                31: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 28693;
-                32: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 32768;
-                33: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 36843;
-                34: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 40793;
-                35: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 44511;
-                36: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 47911;
-                37: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 50941;
-                38: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 53581;
-                39: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 55834;
-                40: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 57724;
-                41: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 59287;
-                42: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 60565;
-                43: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 61598;
-                44: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 62428;
-                45: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 63090;
-                46: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 63615;
-                47: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 64030;
-                48: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 64357;
-                49: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 64614;
-                50: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 64816;
-                51: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 64974;
-                52: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 65097;
-                53: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 65194;
-                54: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 65269;
-                55: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 65328;
-                56: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 65374;
-                57: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 65410;
-                58: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 65438;
-                59: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 65459;
-                60: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 65476;
-                61: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 65489;
-                62: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 65500;
-                default: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2 <= 65508;
+        if (top0_en) begin
+            case (top0_lane_sig_delta15_sigmoid_pipe15_idx1)
+                0: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 22;
+                1: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 28;
+                2: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 36;
+                3: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 47;
+                4: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 60;
+                5: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 77;
+                6: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 98;
+                7: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 126;
+                8: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 162;
+                9: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 208;
+                10: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 267;
+                11: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 342;
+                12: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 439;
+                13: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 562;
+                14: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 720;
+                15: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 922;
+                16: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 1179;
+                17: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 1506;
+                18: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 1921;
+                19: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 2446;
+                20: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 3108;
+                21: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 3938;
+                22: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 4971;
+                23: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 6249;
+                24: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 7812;
+                25: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 9702;
+                26: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 11955;
+                27: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 14595;
+                28: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 17625;
+                29: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 21025;
+                30: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 24743;
+                31: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 28693;
+                32: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 32768;
+                33: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 36843;
+                34: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 40793;
+                35: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 44511;
+                36: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 47911;
+                37: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 50941;
+                38: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 53581;
+                39: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 55834;
+                40: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 57724;
+                41: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 59287;
+                42: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 60565;
+                43: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 61598;
+                44: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 62428;
+                45: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 63090;
+                46: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 63615;
+                47: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 64030;
+                48: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 64357;
+                49: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 64614;
+                50: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 64816;
+                51: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 64974;
+                52: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 65097;
+                53: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 65194;
+                54: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 65269;
+                55: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 65328;
+                56: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 65374;
+                57: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 65410;
+                58: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 65438;
+                59: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 65459;
+                60: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 65476;
+                61: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 65489;
+                62: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 65500;
+                default: top0_lane_sig_delta15_sigmoid_pipe15_base2 <= 65508;
             endcase
-            case (top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_idx1)
-                0: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 25;
-                1: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 32;
-                2: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 41;
-                3: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 53;
-                4: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 68;
-                5: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 87;
-                6: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 112;
-                7: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 143;
-                8: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 184;
-                9: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 235;
-                10: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 301;
-                11: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 386;
-                12: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 494;
-                13: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 632;
-                14: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 807;
-                15: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 1028;
-                16: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 1308;
-                17: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 1661;
-                18: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 2101;
-                19: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 2647;
-                20: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 3319;
-                21: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 4134;
-                22: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 5110;
-                23: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 6253;
-                24: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 7561;
-                25: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 9012;
-                26: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 10558;
-                27: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 12122;
-                28: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 13600;
-                29: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 14869;
-                30: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 15803;
-                31: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 16299;
-                32: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 16299;
-                33: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 15803;
-                34: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 14869;
-                35: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 13600;
-                36: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 12122;
-                37: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 10558;
-                38: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 9012;
-                39: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 7561;
-                40: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 6253;
-                41: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 5110;
-                42: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 4134;
-                43: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 3319;
-                44: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 2647;
-                45: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 2101;
-                46: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 1661;
-                47: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 1308;
-                48: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 1028;
-                49: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 807;
-                50: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 632;
-                51: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 494;
-                52: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 386;
-                53: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 301;
-                54: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 235;
-                55: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 184;
-                56: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 143;
-                57: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 112;
-                58: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 87;
-                59: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 68;
-                60: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 53;
-                61: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 41;
-                62: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 32;
-                default: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 <= 25;
+            case (top0_lane_sig_delta15_sigmoid_pipe15_idx1)
+                0: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 25;
+                1: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 32;
+                2: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 41;
+                3: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 53;
+                4: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 68;
+                5: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 87;
+                6: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 112;
+                7: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 143;
+                8: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 184;
+                9: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 235;
+                10: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 301;
+                11: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 386;
+                12: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 494;
+                13: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 632;
+                14: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 807;
+                15: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 1028;
+                16: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 1308;
+                17: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 1661;
+                18: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 2101;
+                19: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 2647;
+                20: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 3319;
+                21: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 4134;
+                22: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 5110;
+                23: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 6253;
+                24: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 7561;
+                25: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 9012;
+                26: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 10558;
+                27: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 12122;
+                28: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 13600;
+                29: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 14869;
+                30: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 15803;
+                31: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 16299;
+                32: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 16299;
+                33: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 15803;
+                34: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 14869;
+                35: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 13600;
+                36: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 12122;
+                37: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 10558;
+                38: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 9012;
+                39: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 7561;
+                40: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 6253;
+                41: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 5110;
+                42: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 4134;
+                43: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 3319;
+                44: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 2647;
+                45: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 2101;
+                46: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 1661;
+                47: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 1308;
+                48: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 1028;
+                49: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 807;
+                50: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 632;
+                51: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 494;
+                52: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 386;
+                53: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 301;
+                54: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 235;
+                55: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 184;
+                56: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 143;
+                57: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 112;
+                58: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 87;
+                59: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 68;
+                60: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 53;
+                61: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 41;
+                62: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 32;
+                default: top0_lane_sig_delta15_sigmoid_pipe15_slope2 <= 25;
             endcase
-            top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_off2 <= top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_off1;
+            top0_lane_sig_delta15_sigmoid_pipe15_off2 <= top0_lane_sig_delta15_sigmoid_pipe15_off1;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_offs = $signed({1'h0, top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_off2});
+assign top0_lane_sig_delta15_sigmoid_pipe15_offs = $signed({1'h0, top0_lane_sig_delta15_sigmoid_pipe15_off2});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_prod_c = (top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_slope2 * top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_offs);
+assign top0_lane_sig_delta15_sigmoid_pipe15_prod_c = (top0_lane_sig_delta15_sigmoid_pipe15_slope2 * top0_lane_sig_delta15_sigmoid_pipe15_offs);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_st3
+always @(posedge clk) begin: top0_lane_sig_delta15_sigmoid_pipe15_st3
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base3 <= 0;
-        top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_prod3 <= 0;
+        top0_lane_sig_delta15_sigmoid_pipe15_base3 <= 0;
+        top0_lane_sig_delta15_sigmoid_pipe15_prod3 <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base3 <= top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base2;
-            top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_prod3 <= top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_prod_c;
+        if (top0_en) begin
+            top0_lane_sig_delta15_sigmoid_pipe15_base3 <= top0_lane_sig_delta15_sigmoid_pipe15_base2;
+            top0_lane_sig_delta15_sigmoid_pipe15_prod3 <= top0_lane_sig_delta15_sigmoid_pipe15_prod_c;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_t = $signed(top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_prod3 >>> 16);
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_rb = $signed({46'h0, top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_prod3[(16 - 1)]});
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_t = $signed(top0_lane_sig_delta15_sigmoid_pipe15_prod3 >>> 16);
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_rb = $signed({46'h0, top0_lane_sig_delta15_sigmoid_pipe15_prod3[(16 - 1)]});
 
 
 
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_r = (top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_t + top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_rb);
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_r = (top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_t + top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_rb);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_r[47-1:(32 - 1)];
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_hi = top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_r[47-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_hi);
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_hin = (~top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_r[(47 - 1)]);
+assign top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_nsign = (!top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_r[(47 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_r, top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_rnd = $signed(top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_r[32-1:0]);
+always @(top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill, top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_hi, top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_r, top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_hin) begin: top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_clamp
+    if (((top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_hi == 0) || (top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_hin == 0))) begin
+        top0_lane_sig_delta15_sigmoid_pipe15_rnd = $signed(top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_r[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_rnd = $signed({top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_r[(47 - 1)], top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_round_sat15_0_1_2_3_sat30_0_1_2_3_fill});
+        top0_lane_sig_delta15_sigmoid_pipe15_rnd = $signed({top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_r[(47 - 1)], top0_lane_sig_delta15_sigmoid_pipe15_round_sat15_sat30_fill});
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_sumv = (top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_base3 + top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_rnd);
+assign top0_lane_sig_delta15_sigmoid_pipe15_sumv = (top0_lane_sig_delta15_sigmoid_pipe15_base3 + top0_lane_sig_delta15_sigmoid_pipe15_rnd);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_st4
+always @(posedge clk) begin: top0_lane_sig_delta15_sigmoid_pipe15_st4
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta15_s <= 0;
+        top0_lane_sig_delta15_s <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            if ((top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_sumv > 65536)) begin
-                top0_0_1_2_3_lane_sig_delta15_s <= 65536;
+        if (top0_en) begin
+            if ((top0_lane_sig_delta15_sigmoid_pipe15_sumv > 65536)) begin
+                top0_lane_sig_delta15_s <= 65536;
             end
-            else if ((top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_sumv < 0)) begin
-                top0_0_1_2_3_lane_sig_delta15_s <= 0;
+            else if ((top0_lane_sig_delta15_sigmoid_pipe15_sumv < 0)) begin
+                top0_lane_sig_delta15_s <= 0;
             end
             else begin
-                top0_0_1_2_3_lane_sig_delta15_s <= $signed(top0_0_1_2_3_lane_sig_delta15_sigmoid_pipe15_sumv[32-1:0]);
+                top0_lane_sig_delta15_s <= $signed(top0_lane_sig_delta15_sigmoid_pipe15_sumv[32-1:0]);
             end
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta15_delay_flags16_sh
+always @(posedge clk) begin: top0_lane_sig_delta15_delay_flags16_sh
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta15_delay_flags16_sr <= 0;
+        top0_lane_sig_delta15_delay_flags16_sr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta15_delay_flags16_sr <= {top0_0_1_2_3_lane_sig_delta15_delay_flags16_sr[(64 * (4 - 1))-1:0], top0_0_1_2_3_lane_sig_delta15_zb};
+        if (top0_en) begin
+            top0_lane_sig_delta15_delay_flags16_sr <= {top0_lane_sig_delta15_delay_flags16_sr[(64 * (4 - 1))-1:0], top0_lane_sig_delta15_zb};
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta15_zbd = top0_0_1_2_3_lane_sig_delta15_delay_flags16_sr[(64 * 4)-1:(64 * (4 - 1))];
+assign top0_lane_sig_delta15_zbd = top0_lane_sig_delta15_delay_flags16_sr[(64 * 4)-1:(64 * (4 - 1))];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta15_zd = $signed(top0_0_1_2_3_lane_sig_delta15_zbd[(2 * 32)-1:32]);
-assign top0_0_1_2_3_lane_sig_delta15_bd = $signed(top0_0_1_2_3_lane_sig_delta15_zbd[32-1:0]);
+assign top0_lane_sig_delta15_zd = $signed(top0_lane_sig_delta15_zbd[(2 * 32)-1:32]);
+assign top0_lane_sig_delta15_bd = $signed(top0_lane_sig_delta15_zbd[32-1:0]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta15_zd, top0_0_1_2_3_lane_sig_delta15_s, top0_0_1_2_3_lane_sig_delta15_bd, top0_0_1_2_3_use_sig) begin: top0_0_1_2_3_lane_sig_delta15_subc
-    if (top0_0_1_2_3_use_sig) begin
-        top0_0_1_2_3_lane_sig_delta15_d = (top0_0_1_2_3_lane_sig_delta15_s - top0_0_1_2_3_lane_sig_delta15_bd);
+always @(top0_lane_sig_delta15_bd, top0_use_sig, top0_lane_sig_delta15_zd, top0_lane_sig_delta15_s) begin: top0_lane_sig_delta15_subc
+    if (top0_use_sig) begin
+        top0_lane_sig_delta15_d = (top0_lane_sig_delta15_s - top0_lane_sig_delta15_bd);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta15_d = (top0_0_1_2_3_lane_sig_delta15_zd - top0_0_1_2_3_lane_sig_delta15_bd);
+        top0_lane_sig_delta15_d = (top0_lane_sig_delta15_zd - top0_lane_sig_delta15_bd);
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_hi = top0_0_1_2_3_lane_sig_delta15_d[33-1:(32 - 1)];
+assign top0_lane_sig_delta15_sat31_hi = top0_lane_sig_delta15_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_hin = (~top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_hi);
+assign top0_lane_sig_delta15_sat31_hin = (~top0_lane_sig_delta15_sat31_hi);
 
 
 
-assign top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_nsign = (!top0_0_1_2_3_lane_sig_delta15_d[(33 - 1)]);
+assign top0_lane_sig_delta15_sat31_nsign = (!top0_lane_sig_delta15_d[(33 - 1)]);
 
 
-always @(top0_0_1_2_3_lane_sig_delta15_d, top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill, top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_hin, top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_hi) begin: top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_clamp
-    if (((top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_hi == 0) || (top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_hin == 0))) begin
-        top0_0_1_2_3_lane_sig_delta15_yc = $signed(top0_0_1_2_3_lane_sig_delta15_d[32-1:0]);
+always @(top0_lane_sig_delta15_sat31_fill, top0_lane_sig_delta15_sat31_hi, top0_lane_sig_delta15_d, top0_lane_sig_delta15_sat31_hin) begin: top0_lane_sig_delta15_sat31_clamp
+    if (((top0_lane_sig_delta15_sat31_hi == 0) || (top0_lane_sig_delta15_sat31_hin == 0))) begin
+        top0_lane_sig_delta15_yc = $signed(top0_lane_sig_delta15_d[32-1:0]);
     end
     else begin
-        top0_0_1_2_3_lane_sig_delta15_yc = $signed({top0_0_1_2_3_lane_sig_delta15_d[(33 - 1)], top0_0_1_2_3_lane_sig_delta15_sat31_0_1_2_3_fill});
+        top0_lane_sig_delta15_yc = $signed({top0_lane_sig_delta15_d[(33 - 1)], top0_lane_sig_delta15_sat31_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_2_3_lane_sig_delta15_out
+always @(posedge clk) begin: top0_lane_sig_delta15_out
     if (rst == 1) begin
-        top0_0_1_2_3_lane_sig_delta15_yr <= 0;
+        top0_lane_sig_delta15_yr <= 0;
     end
     else begin
-        if (top0_0_1_2_3_en) begin
-            top0_0_1_2_3_lane_sig_delta15_yr <= top0_0_1_2_3_lane_sig_delta15_yc;
+        if (top0_en) begin
+            top0_lane_sig_delta15_yr <= top0_lane_sig_delta15_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_2_3_lane_sig_delta15_y = top0_0_1_2_3_lane_sig_delta15_yr;
+assign top0_lane_sig_delta15_y = top0_lane_sig_delta15_yr;
 
 
 
-assign top0_0_1_2_3_ybits = top0_0_1_2_3_ycat[(16 * 32)-1:0];
-assign top0_0_1_2_3_push = (top0_0_1_2_3_en && top0_0_1_2_3_vout[0]);
-assign top0_0_1_2_3_fin_u = top0_0_1_2_3_vout[2];
-assign top0_0_1_2_3_out_final_pop = (m_axis_y_tvalid && m_axis_y_tready && top0_0_1_2_3_mfin[0]);
+assign top0_ybits = top0_ycat[(16 * 32)-1:0];
+assign top0_push = (top0_en && top0_vout[0]);
+assign top0_fin_u = top0_vout[2];
+assign top0_out_final_pop = (m_axis_y_tvalid && m_axis_y_tready && top0_mfin[0]);
 
 
-always @(posedge clk) begin: top0_0_1_2_3_out_fifo20_0_1_2_3_seq
+always @(posedge clk) begin: top0_out_fifo20_0_1_seq
     reg pop;
     if (rst == 1) begin
-        top0_0_1_2_3_out_fifo20_0_1_2_3_cnt <= 0;
-        top0_0_1_2_3_out_fifo20_0_1_2_3_u0 <= 0;
-        top0_0_1_2_3_out_fifo20_0_1_2_3_d0 <= 0;
-        top0_0_1_2_3_out_fifo20_0_1_2_3_u1 <= 0;
-        top0_0_1_2_3_en <= 1;
-        top0_0_1_2_3_out_fifo20_0_1_2_3_l1 <= 0;
-        top0_0_1_2_3_out_fifo20_0_1_2_3_l0 <= 0;
-        top0_0_1_2_3_out_fifo20_0_1_2_3_d1 <= 0;
+        top0_en <= 1;
+        top0_out_fifo20_0_1_d0 <= 0;
+        top0_out_fifo20_0_1_l0 <= 0;
+        top0_out_fifo20_0_1_l1 <= 0;
+        top0_out_fifo20_0_1_d1 <= 0;
+        top0_out_fifo20_0_1_u0 <= 0;
+        top0_out_fifo20_0_1_cnt <= 0;
+        top0_out_fifo20_0_1_u1 <= 0;
     end
     else begin
-        pop = ((top0_0_1_2_3_out_fifo20_0_1_2_3_cnt != 0) && m_axis_y_tready);
+        pop = ((top0_out_fifo20_0_1_cnt != 0) && m_axis_y_tready);
         if (pop) begin
-            top0_0_1_2_3_out_fifo20_0_1_2_3_d0 <= top0_0_1_2_3_out_fifo20_0_1_2_3_d1;
-            top0_0_1_2_3_out_fifo20_0_1_2_3_l0 <= top0_0_1_2_3_out_fifo20_0_1_2_3_l1;
-            top0_0_1_2_3_out_fifo20_0_1_2_3_u0 <= top0_0_1_2_3_out_fifo20_0_1_2_3_u1;
+            top0_out_fifo20_0_1_d0 <= top0_out_fifo20_0_1_d1;
+            top0_out_fifo20_0_1_l0 <= top0_out_fifo20_0_1_l1;
+            top0_out_fifo20_0_1_u0 <= top0_out_fifo20_0_1_u1;
         end
-        if (top0_0_1_2_3_push) begin
-            if (((top0_0_1_2_3_out_fifo20_0_1_2_3_cnt == 0) || ((top0_0_1_2_3_out_fifo20_0_1_2_3_cnt == 1) && pop))) begin
-                top0_0_1_2_3_out_fifo20_0_1_2_3_d0 <= top0_0_1_2_3_ybits;
-                top0_0_1_2_3_out_fifo20_0_1_2_3_l0 <= top0_0_1_2_3_vout[1];
-                top0_0_1_2_3_out_fifo20_0_1_2_3_u0 <= top0_0_1_2_3_fin_u;
+        if (top0_push) begin
+            if (((top0_out_fifo20_0_1_cnt == 0) || ((top0_out_fifo20_0_1_cnt == 1) && pop))) begin
+                top0_out_fifo20_0_1_d0 <= top0_ybits;
+                top0_out_fifo20_0_1_l0 <= top0_vout[1];
+                top0_out_fifo20_0_1_u0 <= top0_fin_u;
             end
             else begin
-                top0_0_1_2_3_out_fifo20_0_1_2_3_d1 <= top0_0_1_2_3_ybits;
-                top0_0_1_2_3_out_fifo20_0_1_2_3_l1 <= top0_0_1_2_3_vout[1];
-                top0_0_1_2_3_out_fifo20_0_1_2_3_u1 <= top0_0_1_2_3_fin_u;
+                top0_out_fifo20_0_1_d1 <= top0_ybits;
+                top0_out_fifo20_0_1_l1 <= top0_vout[1];
+                top0_out_fifo20_0_1_u1 <= top0_fin_u;
             end
         end
-        if ((top0_0_1_2_3_push && (!pop))) begin
-            top0_0_1_2_3_out_fifo20_0_1_2_3_cnt <= (top0_0_1_2_3_out_fifo20_0_1_2_3_cnt + 1);
-            top0_0_1_2_3_en <= (top0_0_1_2_3_out_fifo20_0_1_2_3_cnt == 0);
+        if ((top0_push && (!pop))) begin
+            top0_out_fifo20_0_1_cnt <= (top0_out_fifo20_0_1_cnt + 1);
+            top0_en <= (top0_out_fifo20_0_1_cnt == 0);
         end
-        else if ((pop && (!top0_0_1_2_3_push))) begin
-            top0_0_1_2_3_out_fifo20_0_1_2_3_cnt <= (top0_0_1_2_3_out_fifo20_0_1_2_3_cnt - 1);
-            top0_0_1_2_3_en <= 1'b1;
+        else if ((pop && (!top0_push))) begin
+            top0_out_fifo20_0_1_cnt <= (top0_out_fifo20_0_1_cnt - 1);
+            top0_en <= 1'b1;
         end
         else begin
-            top0_0_1_2_3_en <= (top0_0_1_2_3_out_fifo20_0_1_2_3_cnt != 2);
+            top0_en <= (top0_out_fifo20_0_1_cnt != 2);
         end
     end
 end
 
 
 
-assign m_axis_y_tdata = top0_0_1_2_3_out_fifo20_0_1_2_3_d0;
-assign m_axis_y_tlast = top0_0_1_2_3_out_fifo20_0_1_2_3_l0;
-assign top0_0_1_2_3_mfin = top0_0_1_2_3_out_fifo20_0_1_2_3_u0;
-assign m_axis_y_tvalid = (top0_0_1_2_3_out_fifo20_0_1_2_3_cnt != 0);
+assign m_axis_y_tdata = top0_out_fifo20_0_1_d0;
+assign m_axis_y_tlast = top0_out_fifo20_0_1_l0;
+assign top0_mfin = top0_out_fifo20_0_1_u0;
+assign m_axis_y_tvalid = (top0_out_fifo20_0_1_cnt != 0);
 
 endmodule

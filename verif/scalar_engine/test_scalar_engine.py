@@ -1,0 +1,273 @@
+"""scalar_engine: SGD step alpha*(a-b) and SCD soft threshold, against
+golden.pipearch_ops.scalar_sgd / scalar_scd.
+
+cocotb tests (run inside the simulator) and, at the bottom, the pytest launchers.
+"""
+from __future__ import annotations
+
+import cocotb
+import numpy as np
+import pytest
+from cocotb.triggers import ClockCycles, RisingEdge
+
+from golden import pipearch_ops as ops
+from scoreboards.axis import AxisMonitor
+from scoreboards.checker import pack_lanes
+from verif.harness import dut_params, matrix, run_core
+from verif.tb_common import SubroutineTB, rand_words, record_bench, steady_cycles_per_beat, word_spec
+
+CORE = "scalar_engine"
+OUT = "m_axis_res"
+SGD, SCD = ops.SGD_MODE, ops.SCD_MODE
+
+
+def make_tb(dut, src_p=1.0, sink_p=1.0):
+    p = dut_params()
+    return SubroutineTB(dut, ["s_axis_a", "s_axis_b"], {OUT: word_spec(OUT, p, fields=("step_mu", "x_new"))},
+                        src_p=src_p, sink_p=sink_p)
+
+
+def model(fmt, mode, a, b, alpha, al):
+    """Expected (low word, high word) per pair."""
+    if mode == SGD:
+        return ops.scalar_sgd(fmt, a, b, alpha), np.zeros(len(a), dtype=np.int64)
+    return ops.scalar_scd(fmt, a, b, alpha, al)
+
+
+def branches(fmt, a, b, alpha, al):
+    """Which soft-threshold branch each SCD pair takes (0: d > al, 1: d < -al, 2: else)."""
+    ag = fmt.mul(alpha, np.asarray(a, dtype=np.int64))
+    d = fmt.sub(b, ag)
+    return np.where(d > al, 0, np.where(d < -al, 1, 2))
+
+
+def queue(tb, mode, a, b, alpha, al):
+    """Queue given pairs and their expected results; returns the cfg fields."""
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    tb.send_words("s_axis_a", a)
+    tb.send_words("s_axis_b", b)
+    lo, hi = model(tb.fmt, mode, a, b, alpha, al)
+    n = len(a)
+    for k in range(n):
+        tb.exp[OUT].append((pack_lanes([lo[k], hi[k]], tb.p["W"]), 1 if k == n - 1 else 0))
+    return dict(iterations=n, mode=mode, alpha=alpha, alpha_lambda=al)
+
+
+def job(tb, iters, mode=None, alpha=None, al=None, extreme=0.1, scale=None):
+    """Queue one initiation's random data and expectations; returns the cfg fields."""
+    fmt = tb.fmt
+    if mode is None:
+        mode = int(tb.rng.integers(0, 2))
+    if alpha is None:
+        alpha = int(rand_words(tb.rng, (), fmt, 0.1, 1.0))
+    if al is None:
+        al = int(abs(rand_words(tb.rng, (), fmt, 0.0, 0.5)))
+    a = rand_words(tb.rng, (iters,), fmt, extreme, scale)
+    b = rand_words(tb.rng, (iters,), fmt, extreme, scale)
+    return queue(tb, mode, a, b, alpha, al)
+
+
+@cocotb.test()
+async def random_jobs(dut):
+    """Random modes, step sizes, thresholds, iterations and data; bubbles and backpressure."""
+    tb = make_tb(dut, src_p=0.7, sink_p=0.6)
+    await tb.reset()
+    for k in range(8):
+        f = job(tb, int(tb.rng.integers(1, min(tb.p["MAX_ITER"], 20) + 1)), mode=k % 2)
+        await tb.initiate(**f)
+        await tb.wait_done(k + 1)
+    await tb.finish()
+
+
+@cocotb.test()
+async def sgd_corners(dut):
+    """SGD with operands and alpha at the rails: a - b and the product saturate, never wrap."""
+    tb = make_tb(dut, sink_p=0.7)
+    await tb.reset()
+    fmt = tb.fmt
+    rails = [fmt.min_int, fmt.max_int, fmt.min_int + 1, fmt.max_int - 1, 0, 1, -1, fmt.one, -fmt.one]
+    a = np.array([x for x in rails for _ in rails], dtype=np.int64)
+    b = np.array([y for _ in rails for y in rails], dtype=np.int64)
+    mi = tb.p["MAX_ITER"]
+    k = 0
+    for alpha in (fmt.max_int, fmt.min_int, fmt.one, -1, 1, 0):
+        for s in range(0, len(a), mi):
+            await tb.initiate(**queue(tb, SGD, a[s:s + mi], b[s:s + mi], alpha, 0))
+            k += 1
+            await tb.wait_done(k)
+    await tb.finish()
+
+
+@cocotb.test()
+async def scd_branches(dut):
+    """SCD: all three soft-threshold branches (asserted covered), the boundaries d = +-al,
+    al = 0 and al at the rails, and saturation of alpha*g, x - alpha*g, ag +- al and x - mu."""
+    tb = make_tb(dut, src_p=0.8, sink_p=0.7)
+    await tb.reset()
+    fmt = tb.fmt
+    one = fmt.one
+    mi = tb.p["MAX_ITER"]
+    seen = np.zeros(3, dtype=np.int64)
+    k = 0
+
+    async def run(a, b, alpha, al):
+        nonlocal k
+        a = np.asarray(a, dtype=np.int64)
+        b = np.asarray(b, dtype=np.int64)
+        np.add.at(seen, branches(fmt, a, b, alpha, al), 1)
+        for s in range(0, len(a), mi):
+            await tb.initiate(**queue(tb, SCD, a[s:s + mi], b[s:s + mi], alpha, al))
+            k += 1
+            await tb.wait_done(k)
+
+    # directed: alpha = 1.0 so ag = g and d = x - g
+    al = one // 4
+    g = np.array([0, 0, 0, 0, 0, one, -one, 0, 0], dtype=np.int64)
+    x = np.array([al + 1, -al - 1, al, -al, 0, 0, 0, one, -one], dtype=np.int64)
+    await run(g, x, one, al)
+    # al = 0: only the exact d == 0 case keeps x
+    await run([0, 1, -1, one, 5], [0, 0, 0, one, 7], one, 0)
+    # rails: saturation everywhere, al at both rails
+    rails = np.array([fmt.min_int, fmt.max_int, 0, 1, -1, one, -one], dtype=np.int64)
+    ga = np.repeat(rails, len(rails))
+    xa = np.tile(rails, len(rails))
+    for alpha in (fmt.max_int, fmt.min_int, one):
+        for al in (fmt.max_int, fmt.min_int, 0, one):
+            await run(ga, xa, alpha, al)
+    # random with a small threshold and small step
+    n = min(mi, 40)
+    await run(rand_words(tb.rng, (n,), fmt, 0.1, 2.0), rand_words(tb.rng, (n,), fmt, 0.1, 2.0), one // 2, one // 8)
+    assert np.all(seen > 0), f"soft-threshold branches not all covered: {seen.tolist()}"
+    dut._log.info("soft-threshold branch counts (d>al, d<-al, else): %s", seen.tolist())
+    await tb.finish()
+
+
+@cocotb.test()
+async def iteration_edges(dut):
+    """Iterations 1 and MAX_ITER in both modes."""
+    tb = make_tb(dut, src_p=0.8, sink_p=0.8)
+    await tb.reset()
+    jobs = [(1, SGD), (1, SCD), (tb.p["MAX_ITER"], SGD), (tb.p["MAX_ITER"], SCD), (2, SCD)]
+    for k, (i, m) in enumerate(jobs):
+        await tb.initiate(**job(tb, i, m))
+        await tb.wait_done(k + 1)
+    await tb.finish()
+
+
+@cocotb.test()
+async def back_to_back(dut):
+    """Start again in the cycle done is seen; no bubbles, sink always ready; mode toggles."""
+    tb = make_tb(dut)
+    await tb.reset()
+    fields = [job(tb, n, k % 2) for k, n in enumerate([7, 1, 16, 3, 1])]
+    await tb.initiate(**fields[0])
+    for k in range(1, len(fields)):
+        await tb.wait_done(k)
+        await tb.initiate(**fields[k])
+    await tb.wait_done(len(fields))
+    await tb.finish()
+
+
+@cocotb.test()
+async def invalid_initiation(dut):
+    """iterations 0 and above MAX_ITER: cfg_err, done, nothing consumed."""
+    tb = make_tb(dut)
+    await tb.reset()
+    bad = [dict(iterations=0, mode=SGD, alpha=1, alpha_lambda=0)]
+    if tb.p["MAX_ITER"] + 1 < (1 << len(dut.cfg_iterations)):
+        bad.append(dict(iterations=tb.p["MAX_ITER"] + 1, mode=SCD, alpha=1, alpha_lambda=0))
+    tb.send_words("s_axis_a", [3])
+    tb.send_words("s_axis_b", [5])
+    for k, f in enumerate(bad):
+        await tb.initiate(**f)
+        await tb.wait_done(k + 1, timeout=10)
+        assert int(dut.cfg_err.value) == 1, f"cfg_err not set for {f}"
+        assert int(dut.busy.value) == 0
+    await ClockCycles(dut.clk, 5)
+    assert tb.src["s_axis_a"].sent == 0, "an invalid initiation consumed input"
+    assert int(dut.m_axis_res_tvalid.value) == 0
+    alpha = tb.fmt.one
+    lo, hi = model(tb.fmt, SCD, np.array([3]), np.array([5]), alpha, 1)
+    tb.exp[OUT].append((pack_lanes([lo[0], hi[0]], tb.p["W"]), 1))
+    await tb.initiate(iterations=1, mode=SCD, alpha=alpha, alpha_lambda=1)
+    await RisingEdge(dut.clk)
+    assert int(dut.cfg_err.value) == 0
+    await tb.wait_done(len(bad) + 1)
+    await tb.finish()
+
+
+@cocotb.test()
+async def reset_mid_stream(dut):
+    """Reset in the middle of a job: the core returns to idle and the next jobs are exact."""
+    tb = make_tb(dut, src_p=0.9, sink_p=0.5)
+    await tb.reset()
+    await tb.initiate(**job(tb, min(40, tb.p["MAX_ITER"]), SCD))
+    await ClockCycles(dut.clk, 12)
+    assert int(dut.busy.value) == 1
+    await tb.abort_and_reset()
+    assert int(dut.busy.value) == 0 and int(dut.m_axis_res_tvalid.value) == 0
+    await tb.initiate(**job(tb, 5, SGD))
+    await tb.wait_done(1)
+    await tb.initiate(**job(tb, 4, SCD))
+    await tb.wait_done(2)
+    await tb.finish()
+
+
+@cocotb.test()
+async def checker_catches_corruption(dut):
+    """Negative test: a corrupted expectation (in the upper word), a missing expectation
+    (extra output) and an unmet expectation (dropped output) must each fail the scoreboard."""
+    tb = make_tb(dut)
+    await tb.reset()
+    f = job(tb, 4, SCD)
+    q = tb.exp[OUT]
+    d, last = q[2]
+    q[2] = (d ^ (1 << tb.p["W"]), last)   # corrupt the LSB of x_new
+    await tb.initiate(**f)
+    await tb.wait_done(1)
+    await ClockCycles(dut.clk, 5)
+    assert tb.sb.mismatches == 1, f"corruption not detected ({tb.sb.mismatches} mismatches)"
+    with pytest.raises(AssertionError):
+        tb.sb.check()
+    tb.sb.errors = tb.sb.mismatches = 0
+    f = job(tb, 3, SGD)
+    q.pop()
+    await tb.initiate(**f)
+    await tb.wait_done(2)
+    await ClockCycles(dut.clk, 5)
+    assert tb.sb.errors == 1, "extra output not detected"
+    tb.sb.errors = 0
+    q.append((123, 1))
+    with pytest.raises(AssertionError, match="never received"):
+        tb.sb.check()
+
+
+@cocotb.test()
+async def bench_throughput(dut):
+    """Benchmark (reported by `make bench`, not asserted): cycles per input pair with no
+    source bubbles and an always-ready sink; ideal is 1.0.  Also records the latency."""
+    tb = make_tb(dut)
+    inmon = AxisMonitor(dut, "s_axis_a", dut.clk)  # created with tb's monitors: same cycle count
+    await tb.reset()
+    n = min(256, tb.p["MAX_ITER"])
+    await tb.initiate(**job(tb, n, SCD, extreme=0.0))
+    await tb.wait_done(1)
+    await tb.finish()
+    t_in = inmon.times
+    t_out = tb.mon[OUT].times
+    assert len(t_in) == n
+    rec = record_bench(CORE, pairs=n, cycles_per_pair=steady_cycles_per_beat(t_in), ideal=1.0,
+                       out_cycles_per_result=steady_cycles_per_beat(t_out),
+                       latency_cycles=t_out[-1] - t_in[-1])
+    dut._log.info("bench: %s", rec)
+
+
+# ---------------------------------------------------------------- pytest launchers
+@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus")]))
+def test_scalar_engine(cfg, sim):
+    run_core(CORE, cfg, sim)
+
+
+def test_scalar_engine_vhdl_smoke():
+    run_core(CORE, "small", "ghdl", testcase="random_jobs")
