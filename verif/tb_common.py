@@ -21,7 +21,7 @@ from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params
 
 
-def test_seed() -> int:
+def sim_seed() -> int:
     """The test's random seed: cocotb's seed (logged by cocotb, settable with
     COCOTB_RANDOM_SEED), so a failing run can be repeated exactly."""
     return int(cocotb.RANDOM_SEED)
@@ -47,7 +47,7 @@ class SubroutineTB:
         self.dut = dut
         self.p = dut_params()
         self.fmt = QFormat(self.p["W"], self.p["F"])
-        self.seed = test_seed() if seed is None else seed
+        self.seed = sim_seed() if seed is None else seed
         self.rng = np.random.default_rng(self.seed)
         dut._log.info("seed=%d params=%s", self.seed, self.p)
         self.clk = dut.clk

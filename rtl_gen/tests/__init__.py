@@ -1,0 +1,1 @@
+"""Plain pytest tests of the MyHDL generators and the committed ip/ packages."""

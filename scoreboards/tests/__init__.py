@@ -1,0 +1,1 @@
+"""Plain pytest tests of the pure scoreboard helpers (no simulator)."""
