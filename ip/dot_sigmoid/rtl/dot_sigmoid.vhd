@@ -72,110 +72,110 @@ signal push: std_logic;
 signal last_in: std_logic;
 signal fin_u: unsigned(0 downto 0);
 signal mfin: unsigned(0 downto 0);
-signal control0_0_dim_r: unsigned(10 downto 0);
-signal control0_0_icnt: unsigned(12 downto 0);
-signal control0_0_it_r: unsigned(12 downto 0);
-signal control0_0_lcnt: unsigned(10 downto 0);
-signal mul_reg0_0_p: signed (63 downto 0);
-signal mul_reg0_0_a: signed (31 downto 0);
-signal mul_reg0_0_b: signed (31 downto 0);
-signal mul_reg1_0_p: signed (63 downto 0);
-signal mul_reg1_0_a: signed (31 downto 0);
-signal mul_reg1_0_b: signed (31 downto 0);
-signal mul_reg2_0_p: signed (63 downto 0);
-signal mul_reg2_0_a: signed (31 downto 0);
-signal mul_reg2_0_b: signed (31 downto 0);
-signal mul_reg3_0_p: signed (63 downto 0);
-signal mul_reg3_0_a: signed (31 downto 0);
-signal mul_reg3_0_b: signed (31 downto 0);
-signal mul_reg4_0_p: signed (63 downto 0);
-signal mul_reg4_0_a: signed (31 downto 0);
-signal mul_reg4_0_b: signed (31 downto 0);
-signal mul_reg5_0_p: signed (63 downto 0);
-signal mul_reg5_0_a: signed (31 downto 0);
-signal mul_reg5_0_b: signed (31 downto 0);
-signal mul_reg6_0_p: signed (63 downto 0);
-signal mul_reg6_0_a: signed (31 downto 0);
-signal mul_reg6_0_b: signed (31 downto 0);
-signal mul_reg7_0_p: signed (63 downto 0);
-signal mul_reg7_0_a: signed (31 downto 0);
-signal mul_reg7_0_b: signed (31 downto 0);
-signal mul_reg8_0_p: signed (63 downto 0);
-signal mul_reg8_0_a: signed (31 downto 0);
-signal mul_reg8_0_b: signed (31 downto 0);
-signal mul_reg9_0_p: signed (63 downto 0);
-signal mul_reg9_0_a: signed (31 downto 0);
-signal mul_reg9_0_b: signed (31 downto 0);
-signal mul_reg10_0_p: signed (63 downto 0);
-signal mul_reg10_0_a: signed (31 downto 0);
-signal mul_reg10_0_b: signed (31 downto 0);
-signal mul_reg11_0_p: signed (63 downto 0);
-signal mul_reg11_0_a: signed (31 downto 0);
-signal mul_reg11_0_b: signed (31 downto 0);
-signal mul_reg12_0_p: signed (63 downto 0);
-signal mul_reg12_0_a: signed (31 downto 0);
-signal mul_reg12_0_b: signed (31 downto 0);
-signal mul_reg13_0_p: signed (63 downto 0);
-signal mul_reg13_0_a: signed (31 downto 0);
-signal mul_reg13_0_b: signed (31 downto 0);
-signal mul_reg14_0_p: signed (63 downto 0);
-signal mul_reg14_0_a: signed (31 downto 0);
-signal mul_reg14_0_b: signed (31 downto 0);
-signal mul_reg15_0_p: signed (63 downto 0);
-signal mul_reg15_0_a: signed (31 downto 0);
-signal mul_reg15_0_b: signed (31 downto 0);
-signal add_reg0_0_y: signed (64 downto 0);
-signal add_reg1_0_y: signed (64 downto 0);
-signal add_reg2_0_y: signed (64 downto 0);
-signal add_reg3_0_y: signed (64 downto 0);
-signal add_reg4_0_y: signed (64 downto 0);
-signal add_reg5_0_y: signed (64 downto 0);
-signal add_reg6_0_y: signed (64 downto 0);
-signal add_reg7_0_y: signed (64 downto 0);
-signal add_reg8_0_y: signed (65 downto 0);
-signal add_reg9_0_y: signed (65 downto 0);
-signal add_reg10_0_y: signed (65 downto 0);
-signal add_reg11_0_y: signed (65 downto 0);
-signal add_reg12_0_y: signed (66 downto 0);
-signal add_reg13_0_y: signed (66 downto 0);
-signal add_reg14_0_y: signed (67 downto 0);
-signal delay_flags0_0_sr: unsigned(14 downto 0);
-signal sext0_0_sgn: unsigned(11 downto 0);
-signal round_sat0_0_r: signed (79 downto 0);
-signal round_sat0_0_rb: signed (79 downto 0);
-signal round_sat0_0_t: signed (79 downto 0);
-signal round_sat0_0_sat0_0_fill: unsigned(30 downto 0);
-signal round_sat0_0_sat0_0_hi: unsigned(48 downto 0);
-signal round_sat0_0_sat0_0_hin: unsigned(48 downto 0);
-signal round_sat0_0_sat0_0_nsign: std_logic;
-signal sigmoid_pipe0_0_base2: signed (31 downto 0);
-signal sigmoid_pipe0_0_base3: signed (31 downto 0);
-signal sigmoid_pipe0_0_idx1: unsigned(5 downto 0);
-signal sigmoid_pipe0_0_off1: unsigned(13 downto 0);
-signal sigmoid_pipe0_0_off2: unsigned(13 downto 0);
-signal sigmoid_pipe0_0_offs: signed (14 downto 0);
-signal sigmoid_pipe0_0_prod3: signed (46 downto 0);
-signal sigmoid_pipe0_0_prod_c: signed (46 downto 0);
-signal sigmoid_pipe0_0_rnd: signed (31 downto 0);
-signal sigmoid_pipe0_0_slope2: signed (31 downto 0);
-signal sigmoid_pipe0_0_sumv: signed (32 downto 0);
-signal sigmoid_pipe0_0_u: unsigned(19 downto 0);
-signal sigmoid_pipe0_0_zr: signed (32 downto 0);
-signal sigmoid_pipe0_0_round_sat1_0_r: signed (46 downto 0);
-signal sigmoid_pipe0_0_round_sat1_0_rb: signed (46 downto 0);
-signal sigmoid_pipe0_0_round_sat1_0_t: signed (46 downto 0);
-signal sigmoid_pipe0_0_round_sat1_0_sat1_0_fill: unsigned(30 downto 0);
-signal sigmoid_pipe0_0_round_sat1_0_sat1_0_hi: unsigned(15 downto 0);
-signal sigmoid_pipe0_0_round_sat1_0_sat1_0_hin: unsigned(15 downto 0);
-signal sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign: std_logic;
-signal delay_flags1_0_sr: unsigned(135 downto 0);
-signal out_fifo20_0_cnt: unsigned(1 downto 0);
-signal out_fifo20_0_d0: unsigned(31 downto 0);
-signal out_fifo20_0_d1: unsigned(31 downto 0);
-signal out_fifo20_0_l0: std_logic;
-signal out_fifo20_0_l1: std_logic;
-signal out_fifo20_0_u0: unsigned(0 downto 0);
-signal out_fifo20_0_u1: unsigned(0 downto 0);
+signal control0_dim_r: unsigned(10 downto 0);
+signal control0_icnt: unsigned(12 downto 0);
+signal control0_it_r: unsigned(12 downto 0);
+signal control0_lcnt: unsigned(10 downto 0);
+signal mul_reg0_p: signed (63 downto 0);
+signal mul_reg0_a: signed (31 downto 0);
+signal mul_reg0_b: signed (31 downto 0);
+signal mul_reg1_p: signed (63 downto 0);
+signal mul_reg1_a: signed (31 downto 0);
+signal mul_reg1_b: signed (31 downto 0);
+signal mul_reg2_p: signed (63 downto 0);
+signal mul_reg2_a: signed (31 downto 0);
+signal mul_reg2_b: signed (31 downto 0);
+signal mul_reg3_p: signed (63 downto 0);
+signal mul_reg3_a: signed (31 downto 0);
+signal mul_reg3_b: signed (31 downto 0);
+signal mul_reg4_p: signed (63 downto 0);
+signal mul_reg4_a: signed (31 downto 0);
+signal mul_reg4_b: signed (31 downto 0);
+signal mul_reg5_p: signed (63 downto 0);
+signal mul_reg5_a: signed (31 downto 0);
+signal mul_reg5_b: signed (31 downto 0);
+signal mul_reg6_p: signed (63 downto 0);
+signal mul_reg6_a: signed (31 downto 0);
+signal mul_reg6_b: signed (31 downto 0);
+signal mul_reg7_p: signed (63 downto 0);
+signal mul_reg7_a: signed (31 downto 0);
+signal mul_reg7_b: signed (31 downto 0);
+signal mul_reg8_p: signed (63 downto 0);
+signal mul_reg8_a: signed (31 downto 0);
+signal mul_reg8_b: signed (31 downto 0);
+signal mul_reg9_p: signed (63 downto 0);
+signal mul_reg9_a: signed (31 downto 0);
+signal mul_reg9_b: signed (31 downto 0);
+signal mul_reg10_p: signed (63 downto 0);
+signal mul_reg10_a: signed (31 downto 0);
+signal mul_reg10_b: signed (31 downto 0);
+signal mul_reg11_p: signed (63 downto 0);
+signal mul_reg11_a: signed (31 downto 0);
+signal mul_reg11_b: signed (31 downto 0);
+signal mul_reg12_p: signed (63 downto 0);
+signal mul_reg12_a: signed (31 downto 0);
+signal mul_reg12_b: signed (31 downto 0);
+signal mul_reg13_p: signed (63 downto 0);
+signal mul_reg13_a: signed (31 downto 0);
+signal mul_reg13_b: signed (31 downto 0);
+signal mul_reg14_p: signed (63 downto 0);
+signal mul_reg14_a: signed (31 downto 0);
+signal mul_reg14_b: signed (31 downto 0);
+signal mul_reg15_p: signed (63 downto 0);
+signal mul_reg15_a: signed (31 downto 0);
+signal mul_reg15_b: signed (31 downto 0);
+signal add_reg0_y: signed (64 downto 0);
+signal add_reg1_y: signed (64 downto 0);
+signal add_reg2_y: signed (64 downto 0);
+signal add_reg3_y: signed (64 downto 0);
+signal add_reg4_y: signed (64 downto 0);
+signal add_reg5_y: signed (64 downto 0);
+signal add_reg6_y: signed (64 downto 0);
+signal add_reg7_y: signed (64 downto 0);
+signal add_reg8_y: signed (65 downto 0);
+signal add_reg9_y: signed (65 downto 0);
+signal add_reg10_y: signed (65 downto 0);
+signal add_reg11_y: signed (65 downto 0);
+signal add_reg12_y: signed (66 downto 0);
+signal add_reg13_y: signed (66 downto 0);
+signal add_reg14_y: signed (67 downto 0);
+signal delay_flags0_sr: unsigned(14 downto 0);
+signal sext0_sgn: unsigned(11 downto 0);
+signal round_sat0_r: signed (79 downto 0);
+signal round_sat0_rb: signed (79 downto 0);
+signal round_sat0_t: signed (79 downto 0);
+signal round_sat0_sat0_fill: unsigned(30 downto 0);
+signal round_sat0_sat0_hi: unsigned(48 downto 0);
+signal round_sat0_sat0_hin: unsigned(48 downto 0);
+signal round_sat0_sat0_nsign: std_logic;
+signal sigmoid_pipe0_base2: signed (31 downto 0);
+signal sigmoid_pipe0_base3: signed (31 downto 0);
+signal sigmoid_pipe0_idx1: unsigned(5 downto 0);
+signal sigmoid_pipe0_off1: unsigned(13 downto 0);
+signal sigmoid_pipe0_off2: unsigned(13 downto 0);
+signal sigmoid_pipe0_offs: signed (14 downto 0);
+signal sigmoid_pipe0_prod3: signed (46 downto 0);
+signal sigmoid_pipe0_prod_c: signed (46 downto 0);
+signal sigmoid_pipe0_rnd: signed (31 downto 0);
+signal sigmoid_pipe0_slope2: signed (31 downto 0);
+signal sigmoid_pipe0_sumv: signed (32 downto 0);
+signal sigmoid_pipe0_u: unsigned(19 downto 0);
+signal sigmoid_pipe0_zr: signed (32 downto 0);
+signal sigmoid_pipe0_round_sat1_r: signed (46 downto 0);
+signal sigmoid_pipe0_round_sat1_rb: signed (46 downto 0);
+signal sigmoid_pipe0_round_sat1_t: signed (46 downto 0);
+signal sigmoid_pipe0_round_sat1_sat1_fill: unsigned(30 downto 0);
+signal sigmoid_pipe0_round_sat1_sat1_hi: unsigned(15 downto 0);
+signal sigmoid_pipe0_round_sat1_sat1_hin: unsigned(15 downto 0);
+signal sigmoid_pipe0_round_sat1_sat1_nsign: std_logic;
+signal delay_flags1_sr: unsigned(135 downto 0);
+signal out_fifo20_cnt: unsigned(1 downto 0);
+signal out_fifo20_d0: unsigned(31 downto 0);
+signal out_fifo20_d1: unsigned(31 downto 0);
+signal out_fifo20_l0: std_logic;
+signal out_fifo20_l1: std_logic;
+signal out_fifo20_u0: unsigned(0 downto 0);
+signal out_fifo20_u1: unsigned(0 downto 0);
 
 begin
 
@@ -186,85 +186,85 @@ s_axis_b_tdata_num <= unsigned(s_axis_b_tdata);
 m_axis_res_tdata <= std_logic_vector(m_axis_res_tdata_num);
 
 
-round_sat0_0_sat0_0_fill(30) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(29) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(28) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(27) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(26) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(25) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(24) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(23) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(22) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(21) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(20) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(19) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(18) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(17) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(16) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(15) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(14) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(13) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(12) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(11) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(10) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(9) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(8) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(7) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(6) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(5) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(4) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(3) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(2) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(1) <= round_sat0_0_sat0_0_nsign;
-round_sat0_0_sat0_0_fill(0) <= round_sat0_0_sat0_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(30) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(29) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(28) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(27) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(26) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(25) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(24) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(23) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(22) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(21) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(20) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(19) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(18) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(17) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(16) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(15) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(14) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(13) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(12) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(11) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(10) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(9) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(8) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(7) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(6) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(5) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(4) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(3) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(2) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(1) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
-sigmoid_pipe0_0_round_sat1_0_sat1_0_fill(0) <= sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign;
+round_sat0_sat0_fill(30) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(29) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(28) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(27) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(26) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(25) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(24) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(23) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(22) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(21) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(20) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(19) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(18) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(17) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(16) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(15) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(14) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(13) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(12) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(11) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(10) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(9) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(8) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(7) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(6) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(5) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(4) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(3) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(2) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(1) <= round_sat0_sat0_nsign;
+round_sat0_sat0_fill(0) <= round_sat0_sat0_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(30) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(29) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(28) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(27) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(26) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(25) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(24) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(23) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(22) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(21) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(20) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(19) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(18) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(17) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(16) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(15) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(14) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(13) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(12) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(11) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(10) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(9) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(8) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(7) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(6) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(5) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(4) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(3) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(2) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(1) <= sigmoid_pipe0_round_sat1_sat1_nsign;
+sigmoid_pipe0_round_sat1_sat1_fill(0) <= sigmoid_pipe0_round_sat1_sat1_nsign;
 
 
-line_last <= stdl(signed(resize(control0_0_lcnt, 12)) = (signed(resize(control0_0_dim_r, 12)) - 1));
-is_final <= stdl((signed(resize(control0_0_lcnt, 12)) = (signed(resize(control0_0_dim_r, 12)) - 1)) and (signed(resize(control0_0_icnt, 14)) = (signed(resize(control0_0_it_r, 14)) - 1)));
+line_last <= stdl(signed(resize(control0_lcnt, 12)) = (signed(resize(control0_dim_r, 12)) - 1));
+is_final <= stdl((signed(resize(control0_lcnt, 12)) = (signed(resize(control0_dim_r, 12)) - 1)) and (signed(resize(control0_icnt, 14)) = (signed(resize(control0_it_r, 14)) - 1)));
 
-control0_0_seq: process (clk) is
+control0_seq: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            control0_0_dim_r <= to_unsigned(0, 11);
+            control0_dim_r <= to_unsigned(0, 11);
             done <= '0';
             cfg_err <= '0';
-            control0_0_icnt <= to_unsigned(0, 13);
+            control0_icnt <= to_unsigned(0, 13);
             busy <= '0';
-            control0_0_it_r <= to_unsigned(0, 13);
+            control0_it_r <= to_unsigned(0, 13);
             running <= '0';
-            control0_0_lcnt <= to_unsigned(0, 11);
+            control0_lcnt <= to_unsigned(0, 11);
         else
             done <= '0';
             if (bool(start) and (not bool(busy))) then
@@ -275,23 +275,23 @@ begin
                     cfg_err <= '0';
                     busy <= '1';
                     running <= '1';
-                    control0_0_dim_r <= cfg_dimension_num;
-                    control0_0_it_r <= cfg_iterations_num;
-                    control0_0_lcnt <= to_unsigned(0, 11);
-                    control0_0_icnt <= to_unsigned(0, 13);
+                    control0_dim_r <= cfg_dimension_num;
+                    control0_it_r <= cfg_iterations_num;
+                    control0_lcnt <= to_unsigned(0, 11);
+                    control0_icnt <= to_unsigned(0, 13);
                 end if;
             end if;
             if bool(fire) then
-                if (signed(resize(control0_0_lcnt, 12)) = (signed(resize(control0_0_dim_r, 12)) - 1)) then
-                    control0_0_lcnt <= to_unsigned(0, 11);
-                    if (signed(resize(control0_0_icnt, 14)) = (signed(resize(control0_0_it_r, 14)) - 1)) then
-                        control0_0_icnt <= to_unsigned(0, 13);
+                if (signed(resize(control0_lcnt, 12)) = (signed(resize(control0_dim_r, 12)) - 1)) then
+                    control0_lcnt <= to_unsigned(0, 11);
+                    if (signed(resize(control0_icnt, 14)) = (signed(resize(control0_it_r, 14)) - 1)) then
+                        control0_icnt <= to_unsigned(0, 13);
                         running <= '0';
                     else
-                        control0_0_icnt <= (control0_0_icnt + 1);
+                        control0_icnt <= (control0_icnt + 1);
                     end if;
                 else
-                    control0_0_lcnt <= (control0_0_lcnt + 1);
+                    control0_lcnt <= (control0_lcnt + 1);
                 end if;
             end if;
             if bool(out_final_pop) then
@@ -300,7 +300,7 @@ begin
             end if;
         end if;
     end if;
-end process control0_0_seq;
+end process control0_seq;
 
 
 fire <= stdl(bool(running) and bool(en) and bool(s_axis_a_tvalid) and bool(s_axis_b_tvalid));
@@ -340,499 +340,499 @@ begin
 end process cfgreg;
 
 
-mul_reg0_0_a <= signed(ar(32-1 downto 0));
-mul_reg0_0_b <= signed(br(32-1 downto 0));
+mul_reg0_a <= signed(ar(32-1 downto 0));
+mul_reg0_b <= signed(br(32-1 downto 0));
 
-mul_reg0_0_st: process (clk) is
+mul_reg0_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg0_0_p <= to_signed(0, 64);
+            mul_reg0_p <= to_signed(0, 64);
         else
             if bool(en) then
-                mul_reg0_0_p <= (mul_reg0_0_a * mul_reg0_0_b);
+                mul_reg0_p <= (mul_reg0_a * mul_reg0_b);
             end if;
         end if;
     end if;
-end process mul_reg0_0_st;
+end process mul_reg0_st;
 
 
-mul_reg1_0_a <= signed(ar(64-1 downto 32));
-mul_reg1_0_b <= signed(br(64-1 downto 32));
+mul_reg1_a <= signed(ar(64-1 downto 32));
+mul_reg1_b <= signed(br(64-1 downto 32));
 
-mul_reg1_0_st: process (clk) is
+mul_reg1_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg1_0_p <= to_signed(0, 64);
+            mul_reg1_p <= to_signed(0, 64);
         else
             if bool(en) then
-                mul_reg1_0_p <= (mul_reg1_0_a * mul_reg1_0_b);
+                mul_reg1_p <= (mul_reg1_a * mul_reg1_b);
             end if;
         end if;
     end if;
-end process mul_reg1_0_st;
+end process mul_reg1_st;
 
 
-mul_reg2_0_a <= signed(ar(96-1 downto 64));
-mul_reg2_0_b <= signed(br(96-1 downto 64));
+mul_reg2_a <= signed(ar(96-1 downto 64));
+mul_reg2_b <= signed(br(96-1 downto 64));
 
-mul_reg2_0_st: process (clk) is
+mul_reg2_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg2_0_p <= to_signed(0, 64);
+            mul_reg2_p <= to_signed(0, 64);
         else
             if bool(en) then
-                mul_reg2_0_p <= (mul_reg2_0_a * mul_reg2_0_b);
+                mul_reg2_p <= (mul_reg2_a * mul_reg2_b);
             end if;
         end if;
     end if;
-end process mul_reg2_0_st;
+end process mul_reg2_st;
 
 
-mul_reg3_0_a <= signed(ar(128-1 downto 96));
-mul_reg3_0_b <= signed(br(128-1 downto 96));
+mul_reg3_a <= signed(ar(128-1 downto 96));
+mul_reg3_b <= signed(br(128-1 downto 96));
 
-mul_reg3_0_st: process (clk) is
+mul_reg3_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg3_0_p <= to_signed(0, 64);
+            mul_reg3_p <= to_signed(0, 64);
         else
             if bool(en) then
-                mul_reg3_0_p <= (mul_reg3_0_a * mul_reg3_0_b);
+                mul_reg3_p <= (mul_reg3_a * mul_reg3_b);
             end if;
         end if;
     end if;
-end process mul_reg3_0_st;
+end process mul_reg3_st;
 
 
-mul_reg4_0_a <= signed(ar(160-1 downto 128));
-mul_reg4_0_b <= signed(br(160-1 downto 128));
+mul_reg4_a <= signed(ar(160-1 downto 128));
+mul_reg4_b <= signed(br(160-1 downto 128));
 
-mul_reg4_0_st: process (clk) is
+mul_reg4_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg4_0_p <= to_signed(0, 64);
+            mul_reg4_p <= to_signed(0, 64);
         else
             if bool(en) then
-                mul_reg4_0_p <= (mul_reg4_0_a * mul_reg4_0_b);
+                mul_reg4_p <= (mul_reg4_a * mul_reg4_b);
             end if;
         end if;
     end if;
-end process mul_reg4_0_st;
+end process mul_reg4_st;
 
 
-mul_reg5_0_a <= signed(ar(192-1 downto 160));
-mul_reg5_0_b <= signed(br(192-1 downto 160));
+mul_reg5_a <= signed(ar(192-1 downto 160));
+mul_reg5_b <= signed(br(192-1 downto 160));
 
-mul_reg5_0_st: process (clk) is
+mul_reg5_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg5_0_p <= to_signed(0, 64);
+            mul_reg5_p <= to_signed(0, 64);
         else
             if bool(en) then
-                mul_reg5_0_p <= (mul_reg5_0_a * mul_reg5_0_b);
+                mul_reg5_p <= (mul_reg5_a * mul_reg5_b);
             end if;
         end if;
     end if;
-end process mul_reg5_0_st;
+end process mul_reg5_st;
 
 
-mul_reg6_0_a <= signed(ar(224-1 downto 192));
-mul_reg6_0_b <= signed(br(224-1 downto 192));
+mul_reg6_a <= signed(ar(224-1 downto 192));
+mul_reg6_b <= signed(br(224-1 downto 192));
 
-mul_reg6_0_st: process (clk) is
+mul_reg6_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg6_0_p <= to_signed(0, 64);
+            mul_reg6_p <= to_signed(0, 64);
         else
             if bool(en) then
-                mul_reg6_0_p <= (mul_reg6_0_a * mul_reg6_0_b);
+                mul_reg6_p <= (mul_reg6_a * mul_reg6_b);
             end if;
         end if;
     end if;
-end process mul_reg6_0_st;
+end process mul_reg6_st;
 
 
-mul_reg7_0_a <= signed(ar(256-1 downto 224));
-mul_reg7_0_b <= signed(br(256-1 downto 224));
+mul_reg7_a <= signed(ar(256-1 downto 224));
+mul_reg7_b <= signed(br(256-1 downto 224));
 
-mul_reg7_0_st: process (clk) is
+mul_reg7_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg7_0_p <= to_signed(0, 64);
+            mul_reg7_p <= to_signed(0, 64);
         else
             if bool(en) then
-                mul_reg7_0_p <= (mul_reg7_0_a * mul_reg7_0_b);
+                mul_reg7_p <= (mul_reg7_a * mul_reg7_b);
             end if;
         end if;
     end if;
-end process mul_reg7_0_st;
+end process mul_reg7_st;
 
 
-mul_reg8_0_a <= signed(ar(288-1 downto 256));
-mul_reg8_0_b <= signed(br(288-1 downto 256));
+mul_reg8_a <= signed(ar(288-1 downto 256));
+mul_reg8_b <= signed(br(288-1 downto 256));
 
-mul_reg8_0_st: process (clk) is
+mul_reg8_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg8_0_p <= to_signed(0, 64);
+            mul_reg8_p <= to_signed(0, 64);
         else
             if bool(en) then
-                mul_reg8_0_p <= (mul_reg8_0_a * mul_reg8_0_b);
+                mul_reg8_p <= (mul_reg8_a * mul_reg8_b);
             end if;
         end if;
     end if;
-end process mul_reg8_0_st;
+end process mul_reg8_st;
 
 
-mul_reg9_0_a <= signed(ar(320-1 downto 288));
-mul_reg9_0_b <= signed(br(320-1 downto 288));
+mul_reg9_a <= signed(ar(320-1 downto 288));
+mul_reg9_b <= signed(br(320-1 downto 288));
 
-mul_reg9_0_st: process (clk) is
+mul_reg9_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg9_0_p <= to_signed(0, 64);
+            mul_reg9_p <= to_signed(0, 64);
         else
             if bool(en) then
-                mul_reg9_0_p <= (mul_reg9_0_a * mul_reg9_0_b);
+                mul_reg9_p <= (mul_reg9_a * mul_reg9_b);
             end if;
         end if;
     end if;
-end process mul_reg9_0_st;
+end process mul_reg9_st;
 
 
-mul_reg10_0_a <= signed(ar(352-1 downto 320));
-mul_reg10_0_b <= signed(br(352-1 downto 320));
+mul_reg10_a <= signed(ar(352-1 downto 320));
+mul_reg10_b <= signed(br(352-1 downto 320));
 
-mul_reg10_0_st: process (clk) is
+mul_reg10_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg10_0_p <= to_signed(0, 64);
+            mul_reg10_p <= to_signed(0, 64);
         else
             if bool(en) then
-                mul_reg10_0_p <= (mul_reg10_0_a * mul_reg10_0_b);
+                mul_reg10_p <= (mul_reg10_a * mul_reg10_b);
             end if;
         end if;
     end if;
-end process mul_reg10_0_st;
+end process mul_reg10_st;
 
 
-mul_reg11_0_a <= signed(ar(384-1 downto 352));
-mul_reg11_0_b <= signed(br(384-1 downto 352));
+mul_reg11_a <= signed(ar(384-1 downto 352));
+mul_reg11_b <= signed(br(384-1 downto 352));
 
-mul_reg11_0_st: process (clk) is
+mul_reg11_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg11_0_p <= to_signed(0, 64);
+            mul_reg11_p <= to_signed(0, 64);
         else
             if bool(en) then
-                mul_reg11_0_p <= (mul_reg11_0_a * mul_reg11_0_b);
+                mul_reg11_p <= (mul_reg11_a * mul_reg11_b);
             end if;
         end if;
     end if;
-end process mul_reg11_0_st;
+end process mul_reg11_st;
 
 
-mul_reg12_0_a <= signed(ar(416-1 downto 384));
-mul_reg12_0_b <= signed(br(416-1 downto 384));
+mul_reg12_a <= signed(ar(416-1 downto 384));
+mul_reg12_b <= signed(br(416-1 downto 384));
 
-mul_reg12_0_st: process (clk) is
+mul_reg12_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg12_0_p <= to_signed(0, 64);
+            mul_reg12_p <= to_signed(0, 64);
         else
             if bool(en) then
-                mul_reg12_0_p <= (mul_reg12_0_a * mul_reg12_0_b);
+                mul_reg12_p <= (mul_reg12_a * mul_reg12_b);
             end if;
         end if;
     end if;
-end process mul_reg12_0_st;
+end process mul_reg12_st;
 
 
-mul_reg13_0_a <= signed(ar(448-1 downto 416));
-mul_reg13_0_b <= signed(br(448-1 downto 416));
+mul_reg13_a <= signed(ar(448-1 downto 416));
+mul_reg13_b <= signed(br(448-1 downto 416));
 
-mul_reg13_0_st: process (clk) is
+mul_reg13_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg13_0_p <= to_signed(0, 64);
+            mul_reg13_p <= to_signed(0, 64);
         else
             if bool(en) then
-                mul_reg13_0_p <= (mul_reg13_0_a * mul_reg13_0_b);
+                mul_reg13_p <= (mul_reg13_a * mul_reg13_b);
             end if;
         end if;
     end if;
-end process mul_reg13_0_st;
+end process mul_reg13_st;
 
 
-mul_reg14_0_a <= signed(ar(480-1 downto 448));
-mul_reg14_0_b <= signed(br(480-1 downto 448));
+mul_reg14_a <= signed(ar(480-1 downto 448));
+mul_reg14_b <= signed(br(480-1 downto 448));
 
-mul_reg14_0_st: process (clk) is
+mul_reg14_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg14_0_p <= to_signed(0, 64);
+            mul_reg14_p <= to_signed(0, 64);
         else
             if bool(en) then
-                mul_reg14_0_p <= (mul_reg14_0_a * mul_reg14_0_b);
+                mul_reg14_p <= (mul_reg14_a * mul_reg14_b);
             end if;
         end if;
     end if;
-end process mul_reg14_0_st;
+end process mul_reg14_st;
 
 
-mul_reg15_0_a <= signed(ar(512-1 downto 480));
-mul_reg15_0_b <= signed(br(512-1 downto 480));
+mul_reg15_a <= signed(ar(512-1 downto 480));
+mul_reg15_b <= signed(br(512-1 downto 480));
 
-mul_reg15_0_st: process (clk) is
+mul_reg15_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            mul_reg15_0_p <= to_signed(0, 64);
+            mul_reg15_p <= to_signed(0, 64);
         else
             if bool(en) then
-                mul_reg15_0_p <= (mul_reg15_0_a * mul_reg15_0_b);
+                mul_reg15_p <= (mul_reg15_a * mul_reg15_b);
             end if;
         end if;
     end if;
-end process mul_reg15_0_st;
+end process mul_reg15_st;
 
-add_reg0_0_st: process (clk) is
+add_reg0_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            add_reg0_0_y <= to_signed(0, 65);
+            add_reg0_y <= to_signed(0, 65);
         else
             if bool(en) then
-                add_reg0_0_y <= (resize(mul_reg0_0_p, 65) + mul_reg1_0_p);
+                add_reg0_y <= (resize(mul_reg0_p, 65) + mul_reg1_p);
             end if;
         end if;
     end if;
-end process add_reg0_0_st;
+end process add_reg0_st;
 
-add_reg1_0_st: process (clk) is
+add_reg1_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            add_reg1_0_y <= to_signed(0, 65);
+            add_reg1_y <= to_signed(0, 65);
         else
             if bool(en) then
-                add_reg1_0_y <= (resize(mul_reg2_0_p, 65) + mul_reg3_0_p);
+                add_reg1_y <= (resize(mul_reg2_p, 65) + mul_reg3_p);
             end if;
         end if;
     end if;
-end process add_reg1_0_st;
+end process add_reg1_st;
 
-add_reg2_0_st: process (clk) is
+add_reg2_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            add_reg2_0_y <= to_signed(0, 65);
+            add_reg2_y <= to_signed(0, 65);
         else
             if bool(en) then
-                add_reg2_0_y <= (resize(mul_reg4_0_p, 65) + mul_reg5_0_p);
+                add_reg2_y <= (resize(mul_reg4_p, 65) + mul_reg5_p);
             end if;
         end if;
     end if;
-end process add_reg2_0_st;
+end process add_reg2_st;
 
-add_reg3_0_st: process (clk) is
+add_reg3_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            add_reg3_0_y <= to_signed(0, 65);
+            add_reg3_y <= to_signed(0, 65);
         else
             if bool(en) then
-                add_reg3_0_y <= (resize(mul_reg6_0_p, 65) + mul_reg7_0_p);
+                add_reg3_y <= (resize(mul_reg6_p, 65) + mul_reg7_p);
             end if;
         end if;
     end if;
-end process add_reg3_0_st;
+end process add_reg3_st;
 
-add_reg4_0_st: process (clk) is
+add_reg4_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            add_reg4_0_y <= to_signed(0, 65);
+            add_reg4_y <= to_signed(0, 65);
         else
             if bool(en) then
-                add_reg4_0_y <= (resize(mul_reg8_0_p, 65) + mul_reg9_0_p);
+                add_reg4_y <= (resize(mul_reg8_p, 65) + mul_reg9_p);
             end if;
         end if;
     end if;
-end process add_reg4_0_st;
+end process add_reg4_st;
 
-add_reg5_0_st: process (clk) is
+add_reg5_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            add_reg5_0_y <= to_signed(0, 65);
+            add_reg5_y <= to_signed(0, 65);
         else
             if bool(en) then
-                add_reg5_0_y <= (resize(mul_reg10_0_p, 65) + mul_reg11_0_p);
+                add_reg5_y <= (resize(mul_reg10_p, 65) + mul_reg11_p);
             end if;
         end if;
     end if;
-end process add_reg5_0_st;
+end process add_reg5_st;
 
-add_reg6_0_st: process (clk) is
+add_reg6_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            add_reg6_0_y <= to_signed(0, 65);
+            add_reg6_y <= to_signed(0, 65);
         else
             if bool(en) then
-                add_reg6_0_y <= (resize(mul_reg12_0_p, 65) + mul_reg13_0_p);
+                add_reg6_y <= (resize(mul_reg12_p, 65) + mul_reg13_p);
             end if;
         end if;
     end if;
-end process add_reg6_0_st;
+end process add_reg6_st;
 
-add_reg7_0_st: process (clk) is
+add_reg7_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            add_reg7_0_y <= to_signed(0, 65);
+            add_reg7_y <= to_signed(0, 65);
         else
             if bool(en) then
-                add_reg7_0_y <= (resize(mul_reg14_0_p, 65) + mul_reg15_0_p);
+                add_reg7_y <= (resize(mul_reg14_p, 65) + mul_reg15_p);
             end if;
         end if;
     end if;
-end process add_reg7_0_st;
+end process add_reg7_st;
 
-add_reg8_0_st: process (clk) is
+add_reg8_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            add_reg8_0_y <= to_signed(0, 66);
+            add_reg8_y <= to_signed(0, 66);
         else
             if bool(en) then
-                add_reg8_0_y <= (resize(add_reg0_0_y, 66) + add_reg1_0_y);
+                add_reg8_y <= (resize(add_reg0_y, 66) + add_reg1_y);
             end if;
         end if;
     end if;
-end process add_reg8_0_st;
+end process add_reg8_st;
 
-add_reg9_0_st: process (clk) is
+add_reg9_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            add_reg9_0_y <= to_signed(0, 66);
+            add_reg9_y <= to_signed(0, 66);
         else
             if bool(en) then
-                add_reg9_0_y <= (resize(add_reg2_0_y, 66) + add_reg3_0_y);
+                add_reg9_y <= (resize(add_reg2_y, 66) + add_reg3_y);
             end if;
         end if;
     end if;
-end process add_reg9_0_st;
+end process add_reg9_st;
 
-add_reg10_0_st: process (clk) is
+add_reg10_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            add_reg10_0_y <= to_signed(0, 66);
+            add_reg10_y <= to_signed(0, 66);
         else
             if bool(en) then
-                add_reg10_0_y <= (resize(add_reg4_0_y, 66) + add_reg5_0_y);
+                add_reg10_y <= (resize(add_reg4_y, 66) + add_reg5_y);
             end if;
         end if;
     end if;
-end process add_reg10_0_st;
+end process add_reg10_st;
 
-add_reg11_0_st: process (clk) is
+add_reg11_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            add_reg11_0_y <= to_signed(0, 66);
+            add_reg11_y <= to_signed(0, 66);
         else
             if bool(en) then
-                add_reg11_0_y <= (resize(add_reg6_0_y, 66) + add_reg7_0_y);
+                add_reg11_y <= (resize(add_reg6_y, 66) + add_reg7_y);
             end if;
         end if;
     end if;
-end process add_reg11_0_st;
+end process add_reg11_st;
 
-add_reg12_0_st: process (clk) is
+add_reg12_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            add_reg12_0_y <= to_signed(0, 67);
+            add_reg12_y <= to_signed(0, 67);
         else
             if bool(en) then
-                add_reg12_0_y <= (resize(add_reg8_0_y, 67) + add_reg9_0_y);
+                add_reg12_y <= (resize(add_reg8_y, 67) + add_reg9_y);
             end if;
         end if;
     end if;
-end process add_reg12_0_st;
+end process add_reg12_st;
 
-add_reg13_0_st: process (clk) is
+add_reg13_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            add_reg13_0_y <= to_signed(0, 67);
+            add_reg13_y <= to_signed(0, 67);
         else
             if bool(en) then
-                add_reg13_0_y <= (resize(add_reg10_0_y, 67) + add_reg11_0_y);
+                add_reg13_y <= (resize(add_reg10_y, 67) + add_reg11_y);
             end if;
         end if;
     end if;
-end process add_reg13_0_st;
+end process add_reg13_st;
 
-add_reg14_0_st: process (clk) is
+add_reg14_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            add_reg14_0_y <= to_signed(0, 68);
+            add_reg14_y <= to_signed(0, 68);
         else
             if bool(en) then
-                add_reg14_0_y <= (resize(add_reg12_0_y, 68) + add_reg13_0_y);
+                add_reg14_y <= (resize(add_reg12_y, 68) + add_reg13_y);
             end if;
         end if;
     end if;
-end process add_reg14_0_st;
+end process add_reg14_st;
 
-delay_flags0_0_sh: process (clk) is
+delay_flags0_sh: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            delay_flags0_0_sr <= to_unsigned(0, 15);
+            delay_flags0_sr <= to_unsigned(0, 15);
         else
             if bool(en) then
-                delay_flags0_0_sr <= unsigned'(delay_flags0_0_sr((3 * (5 - 1))-1 downto 0) & v0);
+                delay_flags0_sr <= unsigned'(delay_flags0_sr((3 * (5 - 1))-1 downto 0) & v0);
             end if;
         end if;
     end if;
-end process delay_flags0_0_sh;
+end process delay_flags0_sh;
 
 
-vt <= delay_flags0_0_sr((3 * 5)-1 downto (3 * (5 - 1)));
+vt <= delay_flags0_sr((3 * 5)-1 downto (3 * (5 - 1)));
 
-sext0_0_fill: process (add_reg14_0_y) is
+sext0_fill: process (add_reg14_y) is
 begin
-    if bool(add_reg14_0_y((68 - 1))) then
-        sext0_0_sgn <= to_unsigned(4095, 12);
+    if bool(add_reg14_y((68 - 1))) then
+        sext0_sgn <= to_unsigned(4095, 12);
     else
-        sext0_0_sgn <= to_unsigned(0, 12);
+        sext0_sgn <= to_unsigned(0, 12);
     end if;
-end process sext0_0_fill;
+end process sext0_fill;
 
 
-tsum_e <= signed(unsigned'(sext0_0_sgn & unsigned(add_reg14_0_y)));
+tsum_e <= signed(unsigned'(sext0_sgn & unsigned(add_reg14_y)));
 
 accc: process (clear, tsum_e, acc) is
 begin
@@ -865,29 +865,29 @@ begin
 end process accs;
 
 
-round_sat0_0_t <= shift_right(acc, 16);
-round_sat0_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000000000000000000") & acc((16 - 1))));
+round_sat0_t <= shift_right(acc, 16);
+round_sat0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000000000000000000") & acc((16 - 1))));
 
 
-round_sat0_0_r <= (round_sat0_0_t + round_sat0_0_rb);
+round_sat0_r <= (round_sat0_t + round_sat0_rb);
 
 
-round_sat0_0_sat0_0_hi <= unsigned(round_sat0_0_r(80-1 downto (32 - 1)));
+round_sat0_sat0_hi <= unsigned(round_sat0_r(80-1 downto (32 - 1)));
 
 
-round_sat0_0_sat0_0_hin <= (not round_sat0_0_sat0_0_hi);
+round_sat0_sat0_hin <= (not round_sat0_sat0_hi);
 
 
-round_sat0_0_sat0_0_nsign <= stdl((not bool(round_sat0_0_r((80 - 1)))));
+round_sat0_sat0_nsign <= stdl((not bool(round_sat0_r((80 - 1)))));
 
-round_sat0_0_sat0_0_clamp: process (round_sat0_0_sat0_0_fill, round_sat0_0_sat0_0_hi, round_sat0_0_r, round_sat0_0_sat0_0_hin) is
+round_sat0_sat0_clamp: process (round_sat0_sat0_fill, round_sat0_sat0_hi, round_sat0_r, round_sat0_sat0_hin) is
 begin
-    if ((round_sat0_0_sat0_0_hi = 0) or (round_sat0_0_sat0_0_hin = 0)) then
-        dr_c <= signed(unsigned(round_sat0_0_r(32-1 downto 0)));
+    if ((round_sat0_sat0_hi = 0) or (round_sat0_sat0_hin = 0)) then
+        dr_c <= signed(unsigned(round_sat0_r(32-1 downto 0)));
     else
-        dr_c <= signed(unsigned'(round_sat0_0_r((80 - 1)) & round_sat0_0_sat0_0_fill));
+        dr_c <= signed(unsigned'(round_sat0_r((80 - 1)) & round_sat0_sat0_fill));
     end if;
-end process round_sat0_0_sat0_0_clamp;
+end process round_sat0_sat0_clamp;
 
 rnd: process (clk) is
 begin
@@ -905,271 +905,271 @@ begin
 end process rnd;
 
 
-sigmoid_pipe0_0_zr <= (resize(d1, 33) + 524288);
+sigmoid_pipe0_zr <= (resize(d1, 33) + 524288);
 
-sigmoid_pipe0_0_clampz: process (sigmoid_pipe0_0_zr, d1) is
+sigmoid_pipe0_clampz: process (sigmoid_pipe0_zr, d1) is
 begin
     if (d1 >= 524288) then
-        sigmoid_pipe0_0_u <= to_unsigned((2 * 524288) - 1, 20);
+        sigmoid_pipe0_u <= to_unsigned((2 * 524288) - 1, 20);
     elsif (d1 < (-524288)) then
-        sigmoid_pipe0_0_u <= to_unsigned(0, 20);
+        sigmoid_pipe0_u <= to_unsigned(0, 20);
     else
-        sigmoid_pipe0_0_u <= unsigned(sigmoid_pipe0_0_zr(20-1 downto 0));
+        sigmoid_pipe0_u <= unsigned(sigmoid_pipe0_zr(20-1 downto 0));
     end if;
-end process sigmoid_pipe0_0_clampz;
+end process sigmoid_pipe0_clampz;
 
-sigmoid_pipe0_0_st1: process (clk) is
+sigmoid_pipe0_st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            sigmoid_pipe0_0_idx1 <= to_unsigned(0, 6);
-            sigmoid_pipe0_0_off1 <= to_unsigned(0, 14);
+            sigmoid_pipe0_idx1 <= to_unsigned(0, 6);
+            sigmoid_pipe0_off1 <= to_unsigned(0, 14);
         else
             if bool(en) then
-                sigmoid_pipe0_0_idx1 <= sigmoid_pipe0_0_u((14 + 6)-1 downto 14);
+                sigmoid_pipe0_idx1 <= sigmoid_pipe0_u((14 + 6)-1 downto 14);
                 if (14 > 0) then
-                    sigmoid_pipe0_0_off1 <= sigmoid_pipe0_0_u(14-1 downto 0);
+                    sigmoid_pipe0_off1 <= sigmoid_pipe0_u(14-1 downto 0);
                 else
-                    sigmoid_pipe0_0_off1 <= to_unsigned(0, 14);
+                    sigmoid_pipe0_off1 <= to_unsigned(0, 14);
                 end if;
             end if;
         end if;
     end if;
-end process sigmoid_pipe0_0_st1;
+end process sigmoid_pipe0_st1;
 
-sigmoid_pipe0_0_st2: process (clk) is
+sigmoid_pipe0_st2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            sigmoid_pipe0_0_slope2 <= to_signed(0, 32);
-            sigmoid_pipe0_0_base2 <= to_signed(0, 32);
-            sigmoid_pipe0_0_off2 <= to_unsigned(0, 14);
+            sigmoid_pipe0_slope2 <= to_signed(0, 32);
+            sigmoid_pipe0_base2 <= to_signed(0, 32);
+            sigmoid_pipe0_off2 <= to_unsigned(0, 14);
         else
             if bool(en) then
-                case to_integer(sigmoid_pipe0_0_idx1) is
-                    when 0 => sigmoid_pipe0_0_base2 <= "00000000000000000000000000010110";
-                    when 1 => sigmoid_pipe0_0_base2 <= "00000000000000000000000000011100";
-                    when 2 => sigmoid_pipe0_0_base2 <= "00000000000000000000000000100100";
-                    when 3 => sigmoid_pipe0_0_base2 <= "00000000000000000000000000101111";
-                    when 4 => sigmoid_pipe0_0_base2 <= "00000000000000000000000000111100";
-                    when 5 => sigmoid_pipe0_0_base2 <= "00000000000000000000000001001101";
-                    when 6 => sigmoid_pipe0_0_base2 <= "00000000000000000000000001100010";
-                    when 7 => sigmoid_pipe0_0_base2 <= "00000000000000000000000001111110";
-                    when 8 => sigmoid_pipe0_0_base2 <= "00000000000000000000000010100010";
-                    when 9 => sigmoid_pipe0_0_base2 <= "00000000000000000000000011010000";
-                    when 10 => sigmoid_pipe0_0_base2 <= "00000000000000000000000100001011";
-                    when 11 => sigmoid_pipe0_0_base2 <= "00000000000000000000000101010110";
-                    when 12 => sigmoid_pipe0_0_base2 <= "00000000000000000000000110110111";
-                    when 13 => sigmoid_pipe0_0_base2 <= "00000000000000000000001000110010";
-                    when 14 => sigmoid_pipe0_0_base2 <= "00000000000000000000001011010000";
-                    when 15 => sigmoid_pipe0_0_base2 <= "00000000000000000000001110011010";
-                    when 16 => sigmoid_pipe0_0_base2 <= "00000000000000000000010010011011";
-                    when 17 => sigmoid_pipe0_0_base2 <= "00000000000000000000010111100010";
-                    when 18 => sigmoid_pipe0_0_base2 <= "00000000000000000000011110000001";
-                    when 19 => sigmoid_pipe0_0_base2 <= "00000000000000000000100110001110";
-                    when 20 => sigmoid_pipe0_0_base2 <= "00000000000000000000110000100100";
-                    when 21 => sigmoid_pipe0_0_base2 <= "00000000000000000000111101100010";
-                    when 22 => sigmoid_pipe0_0_base2 <= "00000000000000000001001101101011";
-                    when 23 => sigmoid_pipe0_0_base2 <= "00000000000000000001100001101001";
-                    when 24 => sigmoid_pipe0_0_base2 <= "00000000000000000001111010000100";
-                    when 25 => sigmoid_pipe0_0_base2 <= "00000000000000000010010111100110";
-                    when 26 => sigmoid_pipe0_0_base2 <= "00000000000000000010111010110011";
-                    when 27 => sigmoid_pipe0_0_base2 <= "00000000000000000011100100000011";
-                    when 28 => sigmoid_pipe0_0_base2 <= "00000000000000000100010011011001";
-                    when 29 => sigmoid_pipe0_0_base2 <= "00000000000000000101001000100001";
-                    when 30 => sigmoid_pipe0_0_base2 <= "00000000000000000110000010100111";
-                    when 31 => sigmoid_pipe0_0_base2 <= "00000000000000000111000000010101";
-                    when 32 => sigmoid_pipe0_0_base2 <= "00000000000000001000000000000000";
-                    when 33 => sigmoid_pipe0_0_base2 <= "00000000000000001000111111101011";
-                    when 34 => sigmoid_pipe0_0_base2 <= "00000000000000001001111101011001";
-                    when 35 => sigmoid_pipe0_0_base2 <= "00000000000000001010110111011111";
-                    when 36 => sigmoid_pipe0_0_base2 <= "00000000000000001011101100100111";
-                    when 37 => sigmoid_pipe0_0_base2 <= "00000000000000001100011011111101";
-                    when 38 => sigmoid_pipe0_0_base2 <= "00000000000000001101000101001101";
-                    when 39 => sigmoid_pipe0_0_base2 <= "00000000000000001101101000011010";
-                    when 40 => sigmoid_pipe0_0_base2 <= "00000000000000001110000101111100";
-                    when 41 => sigmoid_pipe0_0_base2 <= "00000000000000001110011110010111";
-                    when 42 => sigmoid_pipe0_0_base2 <= "00000000000000001110110010010101";
-                    when 43 => sigmoid_pipe0_0_base2 <= "00000000000000001111000010011110";
-                    when 44 => sigmoid_pipe0_0_base2 <= "00000000000000001111001111011100";
-                    when 45 => sigmoid_pipe0_0_base2 <= "00000000000000001111011001110010";
-                    when 46 => sigmoid_pipe0_0_base2 <= "00000000000000001111100001111111";
-                    when 47 => sigmoid_pipe0_0_base2 <= "00000000000000001111101000011110";
-                    when 48 => sigmoid_pipe0_0_base2 <= "00000000000000001111101101100101";
-                    when 49 => sigmoid_pipe0_0_base2 <= "00000000000000001111110001100110";
-                    when 50 => sigmoid_pipe0_0_base2 <= "00000000000000001111110100110000";
-                    when 51 => sigmoid_pipe0_0_base2 <= "00000000000000001111110111001110";
-                    when 52 => sigmoid_pipe0_0_base2 <= "00000000000000001111111001001001";
-                    when 53 => sigmoid_pipe0_0_base2 <= "00000000000000001111111010101010";
-                    when 54 => sigmoid_pipe0_0_base2 <= "00000000000000001111111011110101";
-                    when 55 => sigmoid_pipe0_0_base2 <= "00000000000000001111111100110000";
-                    when 56 => sigmoid_pipe0_0_base2 <= "00000000000000001111111101011110";
-                    when 57 => sigmoid_pipe0_0_base2 <= "00000000000000001111111110000010";
-                    when 58 => sigmoid_pipe0_0_base2 <= "00000000000000001111111110011110";
-                    when 59 => sigmoid_pipe0_0_base2 <= "00000000000000001111111110110011";
-                    when 60 => sigmoid_pipe0_0_base2 <= "00000000000000001111111111000100";
-                    when 61 => sigmoid_pipe0_0_base2 <= "00000000000000001111111111010001";
-                    when 62 => sigmoid_pipe0_0_base2 <= "00000000000000001111111111011100";
-                    when others => sigmoid_pipe0_0_base2 <= "00000000000000001111111111100100";
+                case to_integer(sigmoid_pipe0_idx1) is
+                    when 0 => sigmoid_pipe0_base2 <= "00000000000000000000000000010110";
+                    when 1 => sigmoid_pipe0_base2 <= "00000000000000000000000000011100";
+                    when 2 => sigmoid_pipe0_base2 <= "00000000000000000000000000100100";
+                    when 3 => sigmoid_pipe0_base2 <= "00000000000000000000000000101111";
+                    when 4 => sigmoid_pipe0_base2 <= "00000000000000000000000000111100";
+                    when 5 => sigmoid_pipe0_base2 <= "00000000000000000000000001001101";
+                    when 6 => sigmoid_pipe0_base2 <= "00000000000000000000000001100010";
+                    when 7 => sigmoid_pipe0_base2 <= "00000000000000000000000001111110";
+                    when 8 => sigmoid_pipe0_base2 <= "00000000000000000000000010100010";
+                    when 9 => sigmoid_pipe0_base2 <= "00000000000000000000000011010000";
+                    when 10 => sigmoid_pipe0_base2 <= "00000000000000000000000100001011";
+                    when 11 => sigmoid_pipe0_base2 <= "00000000000000000000000101010110";
+                    when 12 => sigmoid_pipe0_base2 <= "00000000000000000000000110110111";
+                    when 13 => sigmoid_pipe0_base2 <= "00000000000000000000001000110010";
+                    when 14 => sigmoid_pipe0_base2 <= "00000000000000000000001011010000";
+                    when 15 => sigmoid_pipe0_base2 <= "00000000000000000000001110011010";
+                    when 16 => sigmoid_pipe0_base2 <= "00000000000000000000010010011011";
+                    when 17 => sigmoid_pipe0_base2 <= "00000000000000000000010111100010";
+                    when 18 => sigmoid_pipe0_base2 <= "00000000000000000000011110000001";
+                    when 19 => sigmoid_pipe0_base2 <= "00000000000000000000100110001110";
+                    when 20 => sigmoid_pipe0_base2 <= "00000000000000000000110000100100";
+                    when 21 => sigmoid_pipe0_base2 <= "00000000000000000000111101100010";
+                    when 22 => sigmoid_pipe0_base2 <= "00000000000000000001001101101011";
+                    when 23 => sigmoid_pipe0_base2 <= "00000000000000000001100001101001";
+                    when 24 => sigmoid_pipe0_base2 <= "00000000000000000001111010000100";
+                    when 25 => sigmoid_pipe0_base2 <= "00000000000000000010010111100110";
+                    when 26 => sigmoid_pipe0_base2 <= "00000000000000000010111010110011";
+                    when 27 => sigmoid_pipe0_base2 <= "00000000000000000011100100000011";
+                    when 28 => sigmoid_pipe0_base2 <= "00000000000000000100010011011001";
+                    when 29 => sigmoid_pipe0_base2 <= "00000000000000000101001000100001";
+                    when 30 => sigmoid_pipe0_base2 <= "00000000000000000110000010100111";
+                    when 31 => sigmoid_pipe0_base2 <= "00000000000000000111000000010101";
+                    when 32 => sigmoid_pipe0_base2 <= "00000000000000001000000000000000";
+                    when 33 => sigmoid_pipe0_base2 <= "00000000000000001000111111101011";
+                    when 34 => sigmoid_pipe0_base2 <= "00000000000000001001111101011001";
+                    when 35 => sigmoid_pipe0_base2 <= "00000000000000001010110111011111";
+                    when 36 => sigmoid_pipe0_base2 <= "00000000000000001011101100100111";
+                    when 37 => sigmoid_pipe0_base2 <= "00000000000000001100011011111101";
+                    when 38 => sigmoid_pipe0_base2 <= "00000000000000001101000101001101";
+                    when 39 => sigmoid_pipe0_base2 <= "00000000000000001101101000011010";
+                    when 40 => sigmoid_pipe0_base2 <= "00000000000000001110000101111100";
+                    when 41 => sigmoid_pipe0_base2 <= "00000000000000001110011110010111";
+                    when 42 => sigmoid_pipe0_base2 <= "00000000000000001110110010010101";
+                    when 43 => sigmoid_pipe0_base2 <= "00000000000000001111000010011110";
+                    when 44 => sigmoid_pipe0_base2 <= "00000000000000001111001111011100";
+                    when 45 => sigmoid_pipe0_base2 <= "00000000000000001111011001110010";
+                    when 46 => sigmoid_pipe0_base2 <= "00000000000000001111100001111111";
+                    when 47 => sigmoid_pipe0_base2 <= "00000000000000001111101000011110";
+                    when 48 => sigmoid_pipe0_base2 <= "00000000000000001111101101100101";
+                    when 49 => sigmoid_pipe0_base2 <= "00000000000000001111110001100110";
+                    when 50 => sigmoid_pipe0_base2 <= "00000000000000001111110100110000";
+                    when 51 => sigmoid_pipe0_base2 <= "00000000000000001111110111001110";
+                    when 52 => sigmoid_pipe0_base2 <= "00000000000000001111111001001001";
+                    when 53 => sigmoid_pipe0_base2 <= "00000000000000001111111010101010";
+                    when 54 => sigmoid_pipe0_base2 <= "00000000000000001111111011110101";
+                    when 55 => sigmoid_pipe0_base2 <= "00000000000000001111111100110000";
+                    when 56 => sigmoid_pipe0_base2 <= "00000000000000001111111101011110";
+                    when 57 => sigmoid_pipe0_base2 <= "00000000000000001111111110000010";
+                    when 58 => sigmoid_pipe0_base2 <= "00000000000000001111111110011110";
+                    when 59 => sigmoid_pipe0_base2 <= "00000000000000001111111110110011";
+                    when 60 => sigmoid_pipe0_base2 <= "00000000000000001111111111000100";
+                    when 61 => sigmoid_pipe0_base2 <= "00000000000000001111111111010001";
+                    when 62 => sigmoid_pipe0_base2 <= "00000000000000001111111111011100";
+                    when others => sigmoid_pipe0_base2 <= "00000000000000001111111111100100";
                 end case;
-                case to_integer(sigmoid_pipe0_0_idx1) is
-                    when 0 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000000011001";
-                    when 1 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000000100000";
-                    when 2 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000000101001";
-                    when 3 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000000110101";
-                    when 4 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000001000100";
-                    when 5 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000001010111";
-                    when 6 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000001110000";
-                    when 7 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000010001111";
-                    when 8 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000010111000";
-                    when 9 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000011101011";
-                    when 10 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000100101101";
-                    when 11 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000110000010";
-                    when 12 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000111101110";
-                    when 13 => sigmoid_pipe0_0_slope2 <= "00000000000000000000001001111000";
-                    when 14 => sigmoid_pipe0_0_slope2 <= "00000000000000000000001100100111";
-                    when 15 => sigmoid_pipe0_0_slope2 <= "00000000000000000000010000000100";
-                    when 16 => sigmoid_pipe0_0_slope2 <= "00000000000000000000010100011100";
-                    when 17 => sigmoid_pipe0_0_slope2 <= "00000000000000000000011001111101";
-                    when 18 => sigmoid_pipe0_0_slope2 <= "00000000000000000000100000110101";
-                    when 19 => sigmoid_pipe0_0_slope2 <= "00000000000000000000101001010111";
-                    when 20 => sigmoid_pipe0_0_slope2 <= "00000000000000000000110011110111";
-                    when 21 => sigmoid_pipe0_0_slope2 <= "00000000000000000001000000100110";
-                    when 22 => sigmoid_pipe0_0_slope2 <= "00000000000000000001001111110110";
-                    when 23 => sigmoid_pipe0_0_slope2 <= "00000000000000000001100001101101";
-                    when 24 => sigmoid_pipe0_0_slope2 <= "00000000000000000001110110001001";
-                    when 25 => sigmoid_pipe0_0_slope2 <= "00000000000000000010001100110100";
-                    when 26 => sigmoid_pipe0_0_slope2 <= "00000000000000000010100100111110";
-                    when 27 => sigmoid_pipe0_0_slope2 <= "00000000000000000010111101011010";
-                    when 28 => sigmoid_pipe0_0_slope2 <= "00000000000000000011010100100000";
-                    when 29 => sigmoid_pipe0_0_slope2 <= "00000000000000000011101000010101";
-                    when 30 => sigmoid_pipe0_0_slope2 <= "00000000000000000011110110111011";
-                    when 31 => sigmoid_pipe0_0_slope2 <= "00000000000000000011111110101011";
-                    when 32 => sigmoid_pipe0_0_slope2 <= "00000000000000000011111110101011";
-                    when 33 => sigmoid_pipe0_0_slope2 <= "00000000000000000011110110111011";
-                    when 34 => sigmoid_pipe0_0_slope2 <= "00000000000000000011101000010101";
-                    when 35 => sigmoid_pipe0_0_slope2 <= "00000000000000000011010100100000";
-                    when 36 => sigmoid_pipe0_0_slope2 <= "00000000000000000010111101011010";
-                    when 37 => sigmoid_pipe0_0_slope2 <= "00000000000000000010100100111110";
-                    when 38 => sigmoid_pipe0_0_slope2 <= "00000000000000000010001100110100";
-                    when 39 => sigmoid_pipe0_0_slope2 <= "00000000000000000001110110001001";
-                    when 40 => sigmoid_pipe0_0_slope2 <= "00000000000000000001100001101101";
-                    when 41 => sigmoid_pipe0_0_slope2 <= "00000000000000000001001111110110";
-                    when 42 => sigmoid_pipe0_0_slope2 <= "00000000000000000001000000100110";
-                    when 43 => sigmoid_pipe0_0_slope2 <= "00000000000000000000110011110111";
-                    when 44 => sigmoid_pipe0_0_slope2 <= "00000000000000000000101001010111";
-                    when 45 => sigmoid_pipe0_0_slope2 <= "00000000000000000000100000110101";
-                    when 46 => sigmoid_pipe0_0_slope2 <= "00000000000000000000011001111101";
-                    when 47 => sigmoid_pipe0_0_slope2 <= "00000000000000000000010100011100";
-                    when 48 => sigmoid_pipe0_0_slope2 <= "00000000000000000000010000000100";
-                    when 49 => sigmoid_pipe0_0_slope2 <= "00000000000000000000001100100111";
-                    when 50 => sigmoid_pipe0_0_slope2 <= "00000000000000000000001001111000";
-                    when 51 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000111101110";
-                    when 52 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000110000010";
-                    when 53 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000100101101";
-                    when 54 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000011101011";
-                    when 55 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000010111000";
-                    when 56 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000010001111";
-                    when 57 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000001110000";
-                    when 58 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000001010111";
-                    when 59 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000001000100";
-                    when 60 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000000110101";
-                    when 61 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000000101001";
-                    when 62 => sigmoid_pipe0_0_slope2 <= "00000000000000000000000000100000";
-                    when others => sigmoid_pipe0_0_slope2 <= "00000000000000000000000000011001";
+                case to_integer(sigmoid_pipe0_idx1) is
+                    when 0 => sigmoid_pipe0_slope2 <= "00000000000000000000000000011001";
+                    when 1 => sigmoid_pipe0_slope2 <= "00000000000000000000000000100000";
+                    when 2 => sigmoid_pipe0_slope2 <= "00000000000000000000000000101001";
+                    when 3 => sigmoid_pipe0_slope2 <= "00000000000000000000000000110101";
+                    when 4 => sigmoid_pipe0_slope2 <= "00000000000000000000000001000100";
+                    when 5 => sigmoid_pipe0_slope2 <= "00000000000000000000000001010111";
+                    when 6 => sigmoid_pipe0_slope2 <= "00000000000000000000000001110000";
+                    when 7 => sigmoid_pipe0_slope2 <= "00000000000000000000000010001111";
+                    when 8 => sigmoid_pipe0_slope2 <= "00000000000000000000000010111000";
+                    when 9 => sigmoid_pipe0_slope2 <= "00000000000000000000000011101011";
+                    when 10 => sigmoid_pipe0_slope2 <= "00000000000000000000000100101101";
+                    when 11 => sigmoid_pipe0_slope2 <= "00000000000000000000000110000010";
+                    when 12 => sigmoid_pipe0_slope2 <= "00000000000000000000000111101110";
+                    when 13 => sigmoid_pipe0_slope2 <= "00000000000000000000001001111000";
+                    when 14 => sigmoid_pipe0_slope2 <= "00000000000000000000001100100111";
+                    when 15 => sigmoid_pipe0_slope2 <= "00000000000000000000010000000100";
+                    when 16 => sigmoid_pipe0_slope2 <= "00000000000000000000010100011100";
+                    when 17 => sigmoid_pipe0_slope2 <= "00000000000000000000011001111101";
+                    when 18 => sigmoid_pipe0_slope2 <= "00000000000000000000100000110101";
+                    when 19 => sigmoid_pipe0_slope2 <= "00000000000000000000101001010111";
+                    when 20 => sigmoid_pipe0_slope2 <= "00000000000000000000110011110111";
+                    when 21 => sigmoid_pipe0_slope2 <= "00000000000000000001000000100110";
+                    when 22 => sigmoid_pipe0_slope2 <= "00000000000000000001001111110110";
+                    when 23 => sigmoid_pipe0_slope2 <= "00000000000000000001100001101101";
+                    when 24 => sigmoid_pipe0_slope2 <= "00000000000000000001110110001001";
+                    when 25 => sigmoid_pipe0_slope2 <= "00000000000000000010001100110100";
+                    when 26 => sigmoid_pipe0_slope2 <= "00000000000000000010100100111110";
+                    when 27 => sigmoid_pipe0_slope2 <= "00000000000000000010111101011010";
+                    when 28 => sigmoid_pipe0_slope2 <= "00000000000000000011010100100000";
+                    when 29 => sigmoid_pipe0_slope2 <= "00000000000000000011101000010101";
+                    when 30 => sigmoid_pipe0_slope2 <= "00000000000000000011110110111011";
+                    when 31 => sigmoid_pipe0_slope2 <= "00000000000000000011111110101011";
+                    when 32 => sigmoid_pipe0_slope2 <= "00000000000000000011111110101011";
+                    when 33 => sigmoid_pipe0_slope2 <= "00000000000000000011110110111011";
+                    when 34 => sigmoid_pipe0_slope2 <= "00000000000000000011101000010101";
+                    when 35 => sigmoid_pipe0_slope2 <= "00000000000000000011010100100000";
+                    when 36 => sigmoid_pipe0_slope2 <= "00000000000000000010111101011010";
+                    when 37 => sigmoid_pipe0_slope2 <= "00000000000000000010100100111110";
+                    when 38 => sigmoid_pipe0_slope2 <= "00000000000000000010001100110100";
+                    when 39 => sigmoid_pipe0_slope2 <= "00000000000000000001110110001001";
+                    when 40 => sigmoid_pipe0_slope2 <= "00000000000000000001100001101101";
+                    when 41 => sigmoid_pipe0_slope2 <= "00000000000000000001001111110110";
+                    when 42 => sigmoid_pipe0_slope2 <= "00000000000000000001000000100110";
+                    when 43 => sigmoid_pipe0_slope2 <= "00000000000000000000110011110111";
+                    when 44 => sigmoid_pipe0_slope2 <= "00000000000000000000101001010111";
+                    when 45 => sigmoid_pipe0_slope2 <= "00000000000000000000100000110101";
+                    when 46 => sigmoid_pipe0_slope2 <= "00000000000000000000011001111101";
+                    when 47 => sigmoid_pipe0_slope2 <= "00000000000000000000010100011100";
+                    when 48 => sigmoid_pipe0_slope2 <= "00000000000000000000010000000100";
+                    when 49 => sigmoid_pipe0_slope2 <= "00000000000000000000001100100111";
+                    when 50 => sigmoid_pipe0_slope2 <= "00000000000000000000001001111000";
+                    when 51 => sigmoid_pipe0_slope2 <= "00000000000000000000000111101110";
+                    when 52 => sigmoid_pipe0_slope2 <= "00000000000000000000000110000010";
+                    when 53 => sigmoid_pipe0_slope2 <= "00000000000000000000000100101101";
+                    when 54 => sigmoid_pipe0_slope2 <= "00000000000000000000000011101011";
+                    when 55 => sigmoid_pipe0_slope2 <= "00000000000000000000000010111000";
+                    when 56 => sigmoid_pipe0_slope2 <= "00000000000000000000000010001111";
+                    when 57 => sigmoid_pipe0_slope2 <= "00000000000000000000000001110000";
+                    when 58 => sigmoid_pipe0_slope2 <= "00000000000000000000000001010111";
+                    when 59 => sigmoid_pipe0_slope2 <= "00000000000000000000000001000100";
+                    when 60 => sigmoid_pipe0_slope2 <= "00000000000000000000000000110101";
+                    when 61 => sigmoid_pipe0_slope2 <= "00000000000000000000000000101001";
+                    when 62 => sigmoid_pipe0_slope2 <= "00000000000000000000000000100000";
+                    when others => sigmoid_pipe0_slope2 <= "00000000000000000000000000011001";
                 end case;
-                sigmoid_pipe0_0_off2 <= sigmoid_pipe0_0_off1;
+                sigmoid_pipe0_off2 <= sigmoid_pipe0_off1;
             end if;
         end if;
     end if;
-end process sigmoid_pipe0_0_st2;
+end process sigmoid_pipe0_st2;
 
 
-sigmoid_pipe0_0_offs <= signed(unsigned'(to_unsigned(0, 1) & sigmoid_pipe0_0_off2));
+sigmoid_pipe0_offs <= signed(unsigned'(to_unsigned(0, 1) & sigmoid_pipe0_off2));
 
 
-sigmoid_pipe0_0_prod_c <= (sigmoid_pipe0_0_slope2 * sigmoid_pipe0_0_offs);
+sigmoid_pipe0_prod_c <= (sigmoid_pipe0_slope2 * sigmoid_pipe0_offs);
 
-sigmoid_pipe0_0_st3: process (clk) is
+sigmoid_pipe0_st3: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            sigmoid_pipe0_0_base3 <= to_signed(0, 32);
-            sigmoid_pipe0_0_prod3 <= to_signed(0, 47);
+            sigmoid_pipe0_base3 <= to_signed(0, 32);
+            sigmoid_pipe0_prod3 <= to_signed(0, 47);
         else
             if bool(en) then
-                sigmoid_pipe0_0_base3 <= sigmoid_pipe0_0_base2;
-                sigmoid_pipe0_0_prod3 <= sigmoid_pipe0_0_prod_c;
+                sigmoid_pipe0_base3 <= sigmoid_pipe0_base2;
+                sigmoid_pipe0_prod3 <= sigmoid_pipe0_prod_c;
             end if;
         end if;
     end if;
-end process sigmoid_pipe0_0_st3;
+end process sigmoid_pipe0_st3;
 
 
-sigmoid_pipe0_0_round_sat1_0_t <= shift_right(sigmoid_pipe0_0_prod3, 16);
-sigmoid_pipe0_0_round_sat1_0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000") & sigmoid_pipe0_0_prod3((16 - 1))));
+sigmoid_pipe0_round_sat1_t <= shift_right(sigmoid_pipe0_prod3, 16);
+sigmoid_pipe0_round_sat1_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000") & sigmoid_pipe0_prod3((16 - 1))));
 
 
-sigmoid_pipe0_0_round_sat1_0_r <= (sigmoid_pipe0_0_round_sat1_0_t + sigmoid_pipe0_0_round_sat1_0_rb);
+sigmoid_pipe0_round_sat1_r <= (sigmoid_pipe0_round_sat1_t + sigmoid_pipe0_round_sat1_rb);
 
 
-sigmoid_pipe0_0_round_sat1_0_sat1_0_hi <= unsigned(sigmoid_pipe0_0_round_sat1_0_r(47-1 downto (32 - 1)));
+sigmoid_pipe0_round_sat1_sat1_hi <= unsigned(sigmoid_pipe0_round_sat1_r(47-1 downto (32 - 1)));
 
 
-sigmoid_pipe0_0_round_sat1_0_sat1_0_hin <= (not sigmoid_pipe0_0_round_sat1_0_sat1_0_hi);
+sigmoid_pipe0_round_sat1_sat1_hin <= (not sigmoid_pipe0_round_sat1_sat1_hi);
 
 
-sigmoid_pipe0_0_round_sat1_0_sat1_0_nsign <= stdl((not bool(sigmoid_pipe0_0_round_sat1_0_r((47 - 1)))));
+sigmoid_pipe0_round_sat1_sat1_nsign <= stdl((not bool(sigmoid_pipe0_round_sat1_r((47 - 1)))));
 
-sigmoid_pipe0_0_round_sat1_0_sat1_0_clamp: process (sigmoid_pipe0_0_round_sat1_0_sat1_0_fill, sigmoid_pipe0_0_round_sat1_0_sat1_0_hi, sigmoid_pipe0_0_round_sat1_0_r, sigmoid_pipe0_0_round_sat1_0_sat1_0_hin) is
+sigmoid_pipe0_round_sat1_sat1_clamp: process (sigmoid_pipe0_round_sat1_sat1_fill, sigmoid_pipe0_round_sat1_sat1_hi, sigmoid_pipe0_round_sat1_r, sigmoid_pipe0_round_sat1_sat1_hin) is
 begin
-    if ((sigmoid_pipe0_0_round_sat1_0_sat1_0_hi = 0) or (sigmoid_pipe0_0_round_sat1_0_sat1_0_hin = 0)) then
-        sigmoid_pipe0_0_rnd <= signed(unsigned(sigmoid_pipe0_0_round_sat1_0_r(32-1 downto 0)));
+    if ((sigmoid_pipe0_round_sat1_sat1_hi = 0) or (sigmoid_pipe0_round_sat1_sat1_hin = 0)) then
+        sigmoid_pipe0_rnd <= signed(unsigned(sigmoid_pipe0_round_sat1_r(32-1 downto 0)));
     else
-        sigmoid_pipe0_0_rnd <= signed(unsigned'(sigmoid_pipe0_0_round_sat1_0_r((47 - 1)) & sigmoid_pipe0_0_round_sat1_0_sat1_0_fill));
+        sigmoid_pipe0_rnd <= signed(unsigned'(sigmoid_pipe0_round_sat1_r((47 - 1)) & sigmoid_pipe0_round_sat1_sat1_fill));
     end if;
-end process sigmoid_pipe0_0_round_sat1_0_sat1_0_clamp;
+end process sigmoid_pipe0_round_sat1_sat1_clamp;
 
 
-sigmoid_pipe0_0_sumv <= (resize(sigmoid_pipe0_0_base3, 33) + sigmoid_pipe0_0_rnd);
+sigmoid_pipe0_sumv <= (resize(sigmoid_pipe0_base3, 33) + sigmoid_pipe0_rnd);
 
-sigmoid_pipe0_0_st4: process (clk) is
+sigmoid_pipe0_st4: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
             sg <= to_signed(0, 32);
         else
             if bool(en) then
-                if (sigmoid_pipe0_0_sumv > 65536) then
+                if (sigmoid_pipe0_sumv > 65536) then
                     sg <= to_signed(65536, 32);
-                elsif (sigmoid_pipe0_0_sumv < 0) then
+                elsif (sigmoid_pipe0_sumv < 0) then
                     sg <= to_signed(0, 32);
                 else
-                    sg <= signed(unsigned(sigmoid_pipe0_0_sumv(32-1 downto 0)));
+                    sg <= signed(unsigned(sigmoid_pipe0_sumv(32-1 downto 0)));
                 end if;
             end if;
         end if;
     end if;
-end process sigmoid_pipe0_0_st4;
+end process sigmoid_pipe0_st4;
 
 
 dpack <= unsigned'(rv & unsigned(d1(32-1 downto 0)));
 
-delay_flags1_0_sh: process (clk) is
+delay_flags1_sh: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            delay_flags1_0_sr <= to_unsigned(0, 136);
+            delay_flags1_sr <= to_unsigned(0, 136);
         else
             if bool(en) then
-                delay_flags1_0_sr <= unsigned'(delay_flags1_0_sr((34 * (4 - 1))-1 downto 0) & dpack);
+                delay_flags1_sr <= unsigned'(delay_flags1_sr((34 * (4 - 1))-1 downto 0) & dpack);
             end if;
         end if;
     end if;
-end process delay_flags1_0_sh;
+end process delay_flags1_sh;
 
 
-dout <= delay_flags1_0_sr((34 * 4)-1 downto (34 * (4 - 1)));
+dout <= delay_flags1_sr((34 * 4)-1 downto (34 * (4 - 1)));
 
 outc: process (mfin, dout, m_axis_res_tready, use_sig, en, sg, m_axis_res_tvalid) is
 begin
@@ -1184,54 +1184,54 @@ begin
     out_final_pop <= stdl(bool(m_axis_res_tvalid) and bool(m_axis_res_tready) and bool(mfin(0)));
 end process outc;
 
-out_fifo20_0_seq: process (clk) is
+out_fifo20_seq: process (clk) is
     variable pop: std_logic;
 begin
     if rising_edge(clk) then
         if (rst = '1') then
             en <= '1';
-            out_fifo20_0_d0 <= to_unsigned(0, 32);
-            out_fifo20_0_l0 <= '0';
-            out_fifo20_0_l1 <= '0';
-            out_fifo20_0_d1 <= to_unsigned(0, 32);
-            out_fifo20_0_u0 <= to_unsigned(0, 1);
-            out_fifo20_0_cnt <= to_unsigned(0, 2);
-            out_fifo20_0_u1 <= to_unsigned(0, 1);
+            out_fifo20_d0 <= to_unsigned(0, 32);
+            out_fifo20_l0 <= '0';
+            out_fifo20_l1 <= '0';
+            out_fifo20_d1 <= to_unsigned(0, 32);
+            out_fifo20_u0 <= to_unsigned(0, 1);
+            out_fifo20_cnt <= to_unsigned(0, 2);
+            out_fifo20_u1 <= to_unsigned(0, 1);
         else
-            pop := stdl((out_fifo20_0_cnt /= 0) and bool(m_axis_res_tready));
+            pop := stdl((out_fifo20_cnt /= 0) and bool(m_axis_res_tready));
             if bool(pop) then
-                out_fifo20_0_d0 <= out_fifo20_0_d1;
-                out_fifo20_0_l0 <= out_fifo20_0_l1;
-                out_fifo20_0_u0 <= out_fifo20_0_u1;
+                out_fifo20_d0 <= out_fifo20_d1;
+                out_fifo20_l0 <= out_fifo20_l1;
+                out_fifo20_u0 <= out_fifo20_u1;
             end if;
             if bool(push) then
-                if ((out_fifo20_0_cnt = 0) or ((out_fifo20_0_cnt = 1) and bool(pop))) then
-                    out_fifo20_0_d0 <= res;
-                    out_fifo20_0_l0 <= last_in;
-                    out_fifo20_0_u0 <= fin_u;
+                if ((out_fifo20_cnt = 0) or ((out_fifo20_cnt = 1) and bool(pop))) then
+                    out_fifo20_d0 <= res;
+                    out_fifo20_l0 <= last_in;
+                    out_fifo20_u0 <= fin_u;
                 else
-                    out_fifo20_0_d1 <= res;
-                    out_fifo20_0_l1 <= last_in;
-                    out_fifo20_0_u1 <= fin_u;
+                    out_fifo20_d1 <= res;
+                    out_fifo20_l1 <= last_in;
+                    out_fifo20_u1 <= fin_u;
                 end if;
             end if;
             if (bool(push) and (not bool(pop))) then
-                out_fifo20_0_cnt <= (out_fifo20_0_cnt + 1);
-                en <= stdl(out_fifo20_0_cnt = 0);
+                out_fifo20_cnt <= (out_fifo20_cnt + 1);
+                en <= stdl(out_fifo20_cnt = 0);
             elsif (bool(pop) and (not bool(push))) then
-                out_fifo20_0_cnt <= (out_fifo20_0_cnt - 1);
+                out_fifo20_cnt <= (out_fifo20_cnt - 1);
                 en <= '1';
             else
-                en <= stdl(out_fifo20_0_cnt /= 2);
+                en <= stdl(out_fifo20_cnt /= 2);
             end if;
         end if;
     end if;
-end process out_fifo20_0_seq;
+end process out_fifo20_seq;
 
 
-m_axis_res_tdata_num <= out_fifo20_0_d0;
-m_axis_res_tlast <= out_fifo20_0_l0;
-mfin <= out_fifo20_0_u0;
-m_axis_res_tvalid <= stdl(out_fifo20_0_cnt /= 0);
+m_axis_res_tdata_num <= out_fifo20_d0;
+m_axis_res_tlast <= out_fifo20_l0;
+mfin <= out_fifo20_u0;
+m_axis_res_tvalid <= stdl(out_fifo20_cnt /= 0);
 
 end architecture MyHDL;

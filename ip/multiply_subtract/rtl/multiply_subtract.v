@@ -61,1396 +61,1396 @@ input m_axis_y_tready;
 output m_axis_y_tlast;
 wire m_axis_y_tlast;
 
-reg top0_0_1_en;
-wire top0_0_1_final;
-wire top0_0_1_fire;
-wire top0_0_1_line_last;
-wire top0_0_1_out_final_pop;
-reg top0_0_1_running;
-reg [511:0] top0_0_1_ar;
-reg [511:0] top0_0_1_br;
-reg [2:0] top0_0_1_v0;
-reg signed [31:0] top0_0_1_kr;
-wire [511:0] top0_0_1_ybits;
-wire [511:0] top0_0_1_ycat;
-wire top0_0_1_push;
-wire [2:0] top0_0_1_vout;
-wire [0:0] top0_0_1_fin_u;
-wire [0:0] top0_0_1_mfin;
-reg [10:0] top0_0_1_control0_0_1_2_3_dim_r;
-reg [12:0] top0_0_1_control0_0_1_2_3_icnt;
-reg [12:0] top0_0_1_control0_0_1_2_3_it_r;
-reg [10:0] top0_0_1_control0_0_1_2_3_lcnt;
-reg [5:0] top0_0_1_delay_flags0_0_1_2_3_sr;
-wire [31:0] top0_0_1_lane_sub_mul0_y;
-wire signed [32:0] top0_0_1_lane_sub_mul0_d;
-reg signed [31:0] top0_0_1_lane_sub_mul0_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul0_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul0_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul0_v;
-wire signed [31:0] top0_0_1_lane_sub_mul0_x;
-reg signed [31:0] top0_0_1_lane_sub_mul0_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul0_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul0_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_r;
-wire signed [64:0] top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_t;
-wire [30:0] top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill;
-wire [33:0] top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_hi;
-wire [33:0] top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_hin;
-wire top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-wire [30:0] top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill;
-wire [1:0] top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_hi;
-wire [1:0] top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_hin;
-wire top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-wire [31:0] top0_0_1_lane_sub_mul1_y;
-wire signed [32:0] top0_0_1_lane_sub_mul1_d;
-reg signed [31:0] top0_0_1_lane_sub_mul1_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul1_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul1_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul1_v;
-wire signed [31:0] top0_0_1_lane_sub_mul1_x;
-reg signed [31:0] top0_0_1_lane_sub_mul1_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul1_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul1_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_r;
-wire signed [64:0] top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_t;
-wire [30:0] top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill;
-wire [33:0] top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_hi;
-wire [33:0] top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_hin;
-wire top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-wire [30:0] top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill;
-wire [1:0] top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_hi;
-wire [1:0] top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_hin;
-wire top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-wire [31:0] top0_0_1_lane_sub_mul2_y;
-wire signed [32:0] top0_0_1_lane_sub_mul2_d;
-reg signed [31:0] top0_0_1_lane_sub_mul2_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul2_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul2_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul2_v;
-wire signed [31:0] top0_0_1_lane_sub_mul2_x;
-reg signed [31:0] top0_0_1_lane_sub_mul2_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul2_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul2_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_r;
-wire signed [64:0] top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_t;
-wire [30:0] top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill;
-wire [33:0] top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_hi;
-wire [33:0] top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_hin;
-wire top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-wire [30:0] top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill;
-wire [1:0] top0_0_1_lane_sub_mul2_sat5_0_1_2_3_hi;
-wire [1:0] top0_0_1_lane_sub_mul2_sat5_0_1_2_3_hin;
-wire top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-wire [31:0] top0_0_1_lane_sub_mul3_y;
-wire signed [32:0] top0_0_1_lane_sub_mul3_d;
-reg signed [31:0] top0_0_1_lane_sub_mul3_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul3_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul3_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul3_v;
-wire signed [31:0] top0_0_1_lane_sub_mul3_x;
-reg signed [31:0] top0_0_1_lane_sub_mul3_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul3_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul3_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_r;
-wire signed [64:0] top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_t;
-wire [30:0] top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill;
-wire [33:0] top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_hi;
-wire [33:0] top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_hin;
-wire top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-wire [30:0] top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill;
-wire [1:0] top0_0_1_lane_sub_mul3_sat7_0_1_2_3_hi;
-wire [1:0] top0_0_1_lane_sub_mul3_sat7_0_1_2_3_hin;
-wire top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-wire [31:0] top0_0_1_lane_sub_mul4_y;
-wire signed [32:0] top0_0_1_lane_sub_mul4_d;
-reg signed [31:0] top0_0_1_lane_sub_mul4_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul4_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul4_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul4_v;
-wire signed [31:0] top0_0_1_lane_sub_mul4_x;
-reg signed [31:0] top0_0_1_lane_sub_mul4_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul4_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul4_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul4_round_sat4_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul4_round_sat4_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul4_round_sat4_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill;
-wire [33:0] top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_hi;
-wire [33:0] top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_hin;
-wire top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-wire [30:0] top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill;
-wire [1:0] top0_0_1_lane_sub_mul4_sat9_0_1_2_3_hi;
-wire [1:0] top0_0_1_lane_sub_mul4_sat9_0_1_2_3_hin;
-wire top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-wire [31:0] top0_0_1_lane_sub_mul5_y;
-wire signed [32:0] top0_0_1_lane_sub_mul5_d;
-reg signed [31:0] top0_0_1_lane_sub_mul5_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul5_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul5_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul5_v;
-wire signed [31:0] top0_0_1_lane_sub_mul5_x;
-reg signed [31:0] top0_0_1_lane_sub_mul5_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul5_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul5_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul5_round_sat5_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul5_round_sat5_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul5_round_sat5_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill;
-wire [33:0] top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_hi;
-wire [33:0] top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_hin;
-wire top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-wire [30:0] top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill;
-wire [1:0] top0_0_1_lane_sub_mul5_sat11_0_1_2_3_hi;
-wire [1:0] top0_0_1_lane_sub_mul5_sat11_0_1_2_3_hin;
-wire top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-wire [31:0] top0_0_1_lane_sub_mul6_y;
-wire signed [32:0] top0_0_1_lane_sub_mul6_d;
-reg signed [31:0] top0_0_1_lane_sub_mul6_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul6_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul6_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul6_v;
-wire signed [31:0] top0_0_1_lane_sub_mul6_x;
-reg signed [31:0] top0_0_1_lane_sub_mul6_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul6_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul6_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul6_round_sat6_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul6_round_sat6_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul6_round_sat6_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_hin;
-wire top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul6_sat13_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul6_sat13_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul6_sat13_0_1_hin;
-wire top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-wire [31:0] top0_0_1_lane_sub_mul7_y;
-wire signed [32:0] top0_0_1_lane_sub_mul7_d;
-reg signed [31:0] top0_0_1_lane_sub_mul7_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul7_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul7_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul7_v;
-wire signed [31:0] top0_0_1_lane_sub_mul7_x;
-reg signed [31:0] top0_0_1_lane_sub_mul7_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul7_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul7_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul7_round_sat7_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul7_round_sat7_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul7_round_sat7_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_hin;
-wire top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul7_sat15_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul7_sat15_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul7_sat15_0_1_hin;
-wire top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-wire [31:0] top0_0_1_lane_sub_mul8_y;
-wire signed [32:0] top0_0_1_lane_sub_mul8_d;
-reg signed [31:0] top0_0_1_lane_sub_mul8_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul8_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul8_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul8_v;
-wire signed [31:0] top0_0_1_lane_sub_mul8_x;
-reg signed [31:0] top0_0_1_lane_sub_mul8_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul8_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul8_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul8_round_sat8_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul8_round_sat8_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul8_round_sat8_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_hin;
-wire top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul8_sat17_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul8_sat17_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul8_sat17_0_1_hin;
-wire top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-wire [31:0] top0_0_1_lane_sub_mul9_y;
-wire signed [32:0] top0_0_1_lane_sub_mul9_d;
-reg signed [31:0] top0_0_1_lane_sub_mul9_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul9_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul9_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul9_v;
-wire signed [31:0] top0_0_1_lane_sub_mul9_x;
-reg signed [31:0] top0_0_1_lane_sub_mul9_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul9_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul9_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul9_round_sat9_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul9_round_sat9_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul9_round_sat9_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_hin;
-wire top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul9_sat19_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul9_sat19_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul9_sat19_0_1_hin;
-wire top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-wire [31:0] top0_0_1_lane_sub_mul10_y;
-wire signed [32:0] top0_0_1_lane_sub_mul10_d;
-reg signed [31:0] top0_0_1_lane_sub_mul10_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul10_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul10_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul10_v;
-wire signed [31:0] top0_0_1_lane_sub_mul10_x;
-reg signed [31:0] top0_0_1_lane_sub_mul10_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul10_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul10_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul10_round_sat10_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul10_round_sat10_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul10_round_sat10_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_hin;
-wire top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul10_sat21_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul10_sat21_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul10_sat21_0_1_hin;
-wire top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-wire [31:0] top0_0_1_lane_sub_mul11_y;
-wire signed [32:0] top0_0_1_lane_sub_mul11_d;
-reg signed [31:0] top0_0_1_lane_sub_mul11_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul11_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul11_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul11_v;
-wire signed [31:0] top0_0_1_lane_sub_mul11_x;
-reg signed [31:0] top0_0_1_lane_sub_mul11_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul11_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul11_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul11_round_sat11_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul11_round_sat11_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul11_round_sat11_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_hin;
-wire top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul11_sat23_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul11_sat23_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul11_sat23_0_1_hin;
-wire top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-wire [31:0] top0_0_1_lane_sub_mul12_y;
-wire signed [32:0] top0_0_1_lane_sub_mul12_d;
-reg signed [31:0] top0_0_1_lane_sub_mul12_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul12_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul12_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul12_v;
-wire signed [31:0] top0_0_1_lane_sub_mul12_x;
-reg signed [31:0] top0_0_1_lane_sub_mul12_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul12_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul12_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul12_round_sat12_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul12_round_sat12_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul12_round_sat12_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_hin;
-wire top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul12_sat25_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul12_sat25_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul12_sat25_0_1_hin;
-wire top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-wire [31:0] top0_0_1_lane_sub_mul13_y;
-wire signed [32:0] top0_0_1_lane_sub_mul13_d;
-reg signed [31:0] top0_0_1_lane_sub_mul13_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul13_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul13_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul13_v;
-wire signed [31:0] top0_0_1_lane_sub_mul13_x;
-reg signed [31:0] top0_0_1_lane_sub_mul13_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul13_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul13_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul13_round_sat13_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul13_round_sat13_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul13_round_sat13_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_hin;
-wire top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul13_sat27_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul13_sat27_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul13_sat27_0_1_hin;
-wire top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-wire [31:0] top0_0_1_lane_sub_mul14_y;
-wire signed [32:0] top0_0_1_lane_sub_mul14_d;
-reg signed [31:0] top0_0_1_lane_sub_mul14_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul14_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul14_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul14_v;
-wire signed [31:0] top0_0_1_lane_sub_mul14_x;
-reg signed [31:0] top0_0_1_lane_sub_mul14_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul14_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul14_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul14_round_sat14_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul14_round_sat14_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul14_round_sat14_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_hin;
-wire top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul14_sat29_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul14_sat29_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul14_sat29_0_1_hin;
-wire top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-wire [31:0] top0_0_1_lane_sub_mul15_y;
-wire signed [32:0] top0_0_1_lane_sub_mul15_d;
-reg signed [31:0] top0_0_1_lane_sub_mul15_kv;
-reg signed [64:0] top0_0_1_lane_sub_mul15_p1;
-wire signed [64:0] top0_0_1_lane_sub_mul15_p_c;
-wire signed [31:0] top0_0_1_lane_sub_mul15_v;
-wire signed [31:0] top0_0_1_lane_sub_mul15_x;
-reg signed [31:0] top0_0_1_lane_sub_mul15_x1;
-reg signed [31:0] top0_0_1_lane_sub_mul15_yr;
-reg signed [31:0] top0_0_1_lane_sub_mul15_yc;
-wire signed [64:0] top0_0_1_lane_sub_mul15_round_sat15_0_1_r;
-wire signed [64:0] top0_0_1_lane_sub_mul15_round_sat15_0_1_rb;
-wire signed [64:0] top0_0_1_lane_sub_mul15_round_sat15_0_1_t;
-wire [30:0] top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill;
-wire [33:0] top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_hi;
-wire [33:0] top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_hin;
-wire top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-wire [30:0] top0_0_1_lane_sub_mul15_sat31_0_1_fill;
-wire [1:0] top0_0_1_lane_sub_mul15_sat31_0_1_hi;
-wire [1:0] top0_0_1_lane_sub_mul15_sat31_0_1_hin;
-wire top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-reg [1:0] top0_0_1_out_fifo20_0_1_2_3_4_5_cnt;
-reg [511:0] top0_0_1_out_fifo20_0_1_2_3_4_5_d0;
-reg [511:0] top0_0_1_out_fifo20_0_1_2_3_4_5_d1;
-reg top0_0_1_out_fifo20_0_1_2_3_4_5_l0;
-reg top0_0_1_out_fifo20_0_1_2_3_4_5_l1;
-reg [0:0] top0_0_1_out_fifo20_0_1_2_3_4_5_u0;
-reg [0:0] top0_0_1_out_fifo20_0_1_2_3_4_5_u1;
+reg top0_en;
+wire top0_final;
+wire top0_fire;
+wire top0_line_last;
+wire top0_out_final_pop;
+reg top0_running;
+reg [511:0] top0_ar;
+reg [511:0] top0_br;
+reg [2:0] top0_v0;
+reg signed [31:0] top0_kr;
+wire [511:0] top0_ybits;
+wire [511:0] top0_ycat;
+wire top0_push;
+wire [2:0] top0_vout;
+wire [0:0] top0_fin_u;
+wire [0:0] top0_mfin;
+reg [10:0] top0_control0_dim_r;
+reg [12:0] top0_control0_icnt;
+reg [12:0] top0_control0_it_r;
+reg [10:0] top0_control0_lcnt;
+reg [5:0] top0_delay_flags0_sr;
+wire [31:0] top0_lane_sub_mul0_y;
+wire signed [32:0] top0_lane_sub_mul0_d;
+reg signed [31:0] top0_lane_sub_mul0_kv;
+reg signed [64:0] top0_lane_sub_mul0_p1;
+wire signed [64:0] top0_lane_sub_mul0_p_c;
+wire signed [31:0] top0_lane_sub_mul0_v;
+wire signed [31:0] top0_lane_sub_mul0_x;
+reg signed [31:0] top0_lane_sub_mul0_x1;
+reg signed [31:0] top0_lane_sub_mul0_yr;
+reg signed [31:0] top0_lane_sub_mul0_yc;
+wire signed [64:0] top0_lane_sub_mul0_round_sat0_r;
+wire signed [64:0] top0_lane_sub_mul0_round_sat0_rb;
+wire signed [64:0] top0_lane_sub_mul0_round_sat0_t;
+wire [30:0] top0_lane_sub_mul0_round_sat0_sat0_fill;
+wire [33:0] top0_lane_sub_mul0_round_sat0_sat0_hi;
+wire [33:0] top0_lane_sub_mul0_round_sat0_sat0_hin;
+wire top0_lane_sub_mul0_round_sat0_sat0_nsign;
+wire [30:0] top0_lane_sub_mul0_sat1_fill;
+wire [1:0] top0_lane_sub_mul0_sat1_hi;
+wire [1:0] top0_lane_sub_mul0_sat1_hin;
+wire top0_lane_sub_mul0_sat1_nsign;
+wire [31:0] top0_lane_sub_mul1_y;
+wire signed [32:0] top0_lane_sub_mul1_d;
+reg signed [31:0] top0_lane_sub_mul1_kv;
+reg signed [64:0] top0_lane_sub_mul1_p1;
+wire signed [64:0] top0_lane_sub_mul1_p_c;
+wire signed [31:0] top0_lane_sub_mul1_v;
+wire signed [31:0] top0_lane_sub_mul1_x;
+reg signed [31:0] top0_lane_sub_mul1_x1;
+reg signed [31:0] top0_lane_sub_mul1_yr;
+reg signed [31:0] top0_lane_sub_mul1_yc;
+wire signed [64:0] top0_lane_sub_mul1_round_sat1_r;
+wire signed [64:0] top0_lane_sub_mul1_round_sat1_rb;
+wire signed [64:0] top0_lane_sub_mul1_round_sat1_t;
+wire [30:0] top0_lane_sub_mul1_round_sat1_sat2_fill;
+wire [33:0] top0_lane_sub_mul1_round_sat1_sat2_hi;
+wire [33:0] top0_lane_sub_mul1_round_sat1_sat2_hin;
+wire top0_lane_sub_mul1_round_sat1_sat2_nsign;
+wire [30:0] top0_lane_sub_mul1_sat3_fill;
+wire [1:0] top0_lane_sub_mul1_sat3_hi;
+wire [1:0] top0_lane_sub_mul1_sat3_hin;
+wire top0_lane_sub_mul1_sat3_nsign;
+wire [31:0] top0_lane_sub_mul2_y;
+wire signed [32:0] top0_lane_sub_mul2_d;
+reg signed [31:0] top0_lane_sub_mul2_kv;
+reg signed [64:0] top0_lane_sub_mul2_p1;
+wire signed [64:0] top0_lane_sub_mul2_p_c;
+wire signed [31:0] top0_lane_sub_mul2_v;
+wire signed [31:0] top0_lane_sub_mul2_x;
+reg signed [31:0] top0_lane_sub_mul2_x1;
+reg signed [31:0] top0_lane_sub_mul2_yr;
+reg signed [31:0] top0_lane_sub_mul2_yc;
+wire signed [64:0] top0_lane_sub_mul2_round_sat2_r;
+wire signed [64:0] top0_lane_sub_mul2_round_sat2_rb;
+wire signed [64:0] top0_lane_sub_mul2_round_sat2_t;
+wire [30:0] top0_lane_sub_mul2_round_sat2_sat4_fill;
+wire [33:0] top0_lane_sub_mul2_round_sat2_sat4_hi;
+wire [33:0] top0_lane_sub_mul2_round_sat2_sat4_hin;
+wire top0_lane_sub_mul2_round_sat2_sat4_nsign;
+wire [30:0] top0_lane_sub_mul2_sat5_fill;
+wire [1:0] top0_lane_sub_mul2_sat5_hi;
+wire [1:0] top0_lane_sub_mul2_sat5_hin;
+wire top0_lane_sub_mul2_sat5_nsign;
+wire [31:0] top0_lane_sub_mul3_y;
+wire signed [32:0] top0_lane_sub_mul3_d;
+reg signed [31:0] top0_lane_sub_mul3_kv;
+reg signed [64:0] top0_lane_sub_mul3_p1;
+wire signed [64:0] top0_lane_sub_mul3_p_c;
+wire signed [31:0] top0_lane_sub_mul3_v;
+wire signed [31:0] top0_lane_sub_mul3_x;
+reg signed [31:0] top0_lane_sub_mul3_x1;
+reg signed [31:0] top0_lane_sub_mul3_yr;
+reg signed [31:0] top0_lane_sub_mul3_yc;
+wire signed [64:0] top0_lane_sub_mul3_round_sat3_r;
+wire signed [64:0] top0_lane_sub_mul3_round_sat3_rb;
+wire signed [64:0] top0_lane_sub_mul3_round_sat3_t;
+wire [30:0] top0_lane_sub_mul3_round_sat3_sat6_fill;
+wire [33:0] top0_lane_sub_mul3_round_sat3_sat6_hi;
+wire [33:0] top0_lane_sub_mul3_round_sat3_sat6_hin;
+wire top0_lane_sub_mul3_round_sat3_sat6_nsign;
+wire [30:0] top0_lane_sub_mul3_sat7_fill;
+wire [1:0] top0_lane_sub_mul3_sat7_hi;
+wire [1:0] top0_lane_sub_mul3_sat7_hin;
+wire top0_lane_sub_mul3_sat7_nsign;
+wire [31:0] top0_lane_sub_mul4_y;
+wire signed [32:0] top0_lane_sub_mul4_d;
+reg signed [31:0] top0_lane_sub_mul4_kv;
+reg signed [64:0] top0_lane_sub_mul4_p1;
+wire signed [64:0] top0_lane_sub_mul4_p_c;
+wire signed [31:0] top0_lane_sub_mul4_v;
+wire signed [31:0] top0_lane_sub_mul4_x;
+reg signed [31:0] top0_lane_sub_mul4_x1;
+reg signed [31:0] top0_lane_sub_mul4_yr;
+reg signed [31:0] top0_lane_sub_mul4_yc;
+wire signed [64:0] top0_lane_sub_mul4_round_sat4_r;
+wire signed [64:0] top0_lane_sub_mul4_round_sat4_rb;
+wire signed [64:0] top0_lane_sub_mul4_round_sat4_t;
+wire [30:0] top0_lane_sub_mul4_round_sat4_sat8_fill;
+wire [33:0] top0_lane_sub_mul4_round_sat4_sat8_hi;
+wire [33:0] top0_lane_sub_mul4_round_sat4_sat8_hin;
+wire top0_lane_sub_mul4_round_sat4_sat8_nsign;
+wire [30:0] top0_lane_sub_mul4_sat9_fill;
+wire [1:0] top0_lane_sub_mul4_sat9_hi;
+wire [1:0] top0_lane_sub_mul4_sat9_hin;
+wire top0_lane_sub_mul4_sat9_nsign;
+wire [31:0] top0_lane_sub_mul5_y;
+wire signed [32:0] top0_lane_sub_mul5_d;
+reg signed [31:0] top0_lane_sub_mul5_kv;
+reg signed [64:0] top0_lane_sub_mul5_p1;
+wire signed [64:0] top0_lane_sub_mul5_p_c;
+wire signed [31:0] top0_lane_sub_mul5_v;
+wire signed [31:0] top0_lane_sub_mul5_x;
+reg signed [31:0] top0_lane_sub_mul5_x1;
+reg signed [31:0] top0_lane_sub_mul5_yr;
+reg signed [31:0] top0_lane_sub_mul5_yc;
+wire signed [64:0] top0_lane_sub_mul5_round_sat5_r;
+wire signed [64:0] top0_lane_sub_mul5_round_sat5_rb;
+wire signed [64:0] top0_lane_sub_mul5_round_sat5_t;
+wire [30:0] top0_lane_sub_mul5_round_sat5_sat10_fill;
+wire [33:0] top0_lane_sub_mul5_round_sat5_sat10_hi;
+wire [33:0] top0_lane_sub_mul5_round_sat5_sat10_hin;
+wire top0_lane_sub_mul5_round_sat5_sat10_nsign;
+wire [30:0] top0_lane_sub_mul5_sat11_fill;
+wire [1:0] top0_lane_sub_mul5_sat11_hi;
+wire [1:0] top0_lane_sub_mul5_sat11_hin;
+wire top0_lane_sub_mul5_sat11_nsign;
+wire [31:0] top0_lane_sub_mul6_y;
+wire signed [32:0] top0_lane_sub_mul6_d;
+reg signed [31:0] top0_lane_sub_mul6_kv;
+reg signed [64:0] top0_lane_sub_mul6_p1;
+wire signed [64:0] top0_lane_sub_mul6_p_c;
+wire signed [31:0] top0_lane_sub_mul6_v;
+wire signed [31:0] top0_lane_sub_mul6_x;
+reg signed [31:0] top0_lane_sub_mul6_x1;
+reg signed [31:0] top0_lane_sub_mul6_yr;
+reg signed [31:0] top0_lane_sub_mul6_yc;
+wire signed [64:0] top0_lane_sub_mul6_round_sat6_r;
+wire signed [64:0] top0_lane_sub_mul6_round_sat6_rb;
+wire signed [64:0] top0_lane_sub_mul6_round_sat6_t;
+wire [30:0] top0_lane_sub_mul6_round_sat6_sat12_fill;
+wire [33:0] top0_lane_sub_mul6_round_sat6_sat12_hi;
+wire [33:0] top0_lane_sub_mul6_round_sat6_sat12_hin;
+wire top0_lane_sub_mul6_round_sat6_sat12_nsign;
+wire [30:0] top0_lane_sub_mul6_sat13_fill;
+wire [1:0] top0_lane_sub_mul6_sat13_hi;
+wire [1:0] top0_lane_sub_mul6_sat13_hin;
+wire top0_lane_sub_mul6_sat13_nsign;
+wire [31:0] top0_lane_sub_mul7_y;
+wire signed [32:0] top0_lane_sub_mul7_d;
+reg signed [31:0] top0_lane_sub_mul7_kv;
+reg signed [64:0] top0_lane_sub_mul7_p1;
+wire signed [64:0] top0_lane_sub_mul7_p_c;
+wire signed [31:0] top0_lane_sub_mul7_v;
+wire signed [31:0] top0_lane_sub_mul7_x;
+reg signed [31:0] top0_lane_sub_mul7_x1;
+reg signed [31:0] top0_lane_sub_mul7_yr;
+reg signed [31:0] top0_lane_sub_mul7_yc;
+wire signed [64:0] top0_lane_sub_mul7_round_sat7_r;
+wire signed [64:0] top0_lane_sub_mul7_round_sat7_rb;
+wire signed [64:0] top0_lane_sub_mul7_round_sat7_t;
+wire [30:0] top0_lane_sub_mul7_round_sat7_sat14_fill;
+wire [33:0] top0_lane_sub_mul7_round_sat7_sat14_hi;
+wire [33:0] top0_lane_sub_mul7_round_sat7_sat14_hin;
+wire top0_lane_sub_mul7_round_sat7_sat14_nsign;
+wire [30:0] top0_lane_sub_mul7_sat15_fill;
+wire [1:0] top0_lane_sub_mul7_sat15_hi;
+wire [1:0] top0_lane_sub_mul7_sat15_hin;
+wire top0_lane_sub_mul7_sat15_nsign;
+wire [31:0] top0_lane_sub_mul8_y;
+wire signed [32:0] top0_lane_sub_mul8_d;
+reg signed [31:0] top0_lane_sub_mul8_kv;
+reg signed [64:0] top0_lane_sub_mul8_p1;
+wire signed [64:0] top0_lane_sub_mul8_p_c;
+wire signed [31:0] top0_lane_sub_mul8_v;
+wire signed [31:0] top0_lane_sub_mul8_x;
+reg signed [31:0] top0_lane_sub_mul8_x1;
+reg signed [31:0] top0_lane_sub_mul8_yr;
+reg signed [31:0] top0_lane_sub_mul8_yc;
+wire signed [64:0] top0_lane_sub_mul8_round_sat8_r;
+wire signed [64:0] top0_lane_sub_mul8_round_sat8_rb;
+wire signed [64:0] top0_lane_sub_mul8_round_sat8_t;
+wire [30:0] top0_lane_sub_mul8_round_sat8_sat16_fill;
+wire [33:0] top0_lane_sub_mul8_round_sat8_sat16_hi;
+wire [33:0] top0_lane_sub_mul8_round_sat8_sat16_hin;
+wire top0_lane_sub_mul8_round_sat8_sat16_nsign;
+wire [30:0] top0_lane_sub_mul8_sat17_fill;
+wire [1:0] top0_lane_sub_mul8_sat17_hi;
+wire [1:0] top0_lane_sub_mul8_sat17_hin;
+wire top0_lane_sub_mul8_sat17_nsign;
+wire [31:0] top0_lane_sub_mul9_y;
+wire signed [32:0] top0_lane_sub_mul9_d;
+reg signed [31:0] top0_lane_sub_mul9_kv;
+reg signed [64:0] top0_lane_sub_mul9_p1;
+wire signed [64:0] top0_lane_sub_mul9_p_c;
+wire signed [31:0] top0_lane_sub_mul9_v;
+wire signed [31:0] top0_lane_sub_mul9_x;
+reg signed [31:0] top0_lane_sub_mul9_x1;
+reg signed [31:0] top0_lane_sub_mul9_yr;
+reg signed [31:0] top0_lane_sub_mul9_yc;
+wire signed [64:0] top0_lane_sub_mul9_round_sat9_r;
+wire signed [64:0] top0_lane_sub_mul9_round_sat9_rb;
+wire signed [64:0] top0_lane_sub_mul9_round_sat9_t;
+wire [30:0] top0_lane_sub_mul9_round_sat9_sat18_fill;
+wire [33:0] top0_lane_sub_mul9_round_sat9_sat18_hi;
+wire [33:0] top0_lane_sub_mul9_round_sat9_sat18_hin;
+wire top0_lane_sub_mul9_round_sat9_sat18_nsign;
+wire [30:0] top0_lane_sub_mul9_sat19_fill;
+wire [1:0] top0_lane_sub_mul9_sat19_hi;
+wire [1:0] top0_lane_sub_mul9_sat19_hin;
+wire top0_lane_sub_mul9_sat19_nsign;
+wire [31:0] top0_lane_sub_mul10_y;
+wire signed [32:0] top0_lane_sub_mul10_d;
+reg signed [31:0] top0_lane_sub_mul10_kv;
+reg signed [64:0] top0_lane_sub_mul10_p1;
+wire signed [64:0] top0_lane_sub_mul10_p_c;
+wire signed [31:0] top0_lane_sub_mul10_v;
+wire signed [31:0] top0_lane_sub_mul10_x;
+reg signed [31:0] top0_lane_sub_mul10_x1;
+reg signed [31:0] top0_lane_sub_mul10_yr;
+reg signed [31:0] top0_lane_sub_mul10_yc;
+wire signed [64:0] top0_lane_sub_mul10_round_sat10_r;
+wire signed [64:0] top0_lane_sub_mul10_round_sat10_rb;
+wire signed [64:0] top0_lane_sub_mul10_round_sat10_t;
+wire [30:0] top0_lane_sub_mul10_round_sat10_sat20_fill;
+wire [33:0] top0_lane_sub_mul10_round_sat10_sat20_hi;
+wire [33:0] top0_lane_sub_mul10_round_sat10_sat20_hin;
+wire top0_lane_sub_mul10_round_sat10_sat20_nsign;
+wire [30:0] top0_lane_sub_mul10_sat21_fill;
+wire [1:0] top0_lane_sub_mul10_sat21_hi;
+wire [1:0] top0_lane_sub_mul10_sat21_hin;
+wire top0_lane_sub_mul10_sat21_nsign;
+wire [31:0] top0_lane_sub_mul11_y;
+wire signed [32:0] top0_lane_sub_mul11_d;
+reg signed [31:0] top0_lane_sub_mul11_kv;
+reg signed [64:0] top0_lane_sub_mul11_p1;
+wire signed [64:0] top0_lane_sub_mul11_p_c;
+wire signed [31:0] top0_lane_sub_mul11_v;
+wire signed [31:0] top0_lane_sub_mul11_x;
+reg signed [31:0] top0_lane_sub_mul11_x1;
+reg signed [31:0] top0_lane_sub_mul11_yr;
+reg signed [31:0] top0_lane_sub_mul11_yc;
+wire signed [64:0] top0_lane_sub_mul11_round_sat11_r;
+wire signed [64:0] top0_lane_sub_mul11_round_sat11_rb;
+wire signed [64:0] top0_lane_sub_mul11_round_sat11_t;
+wire [30:0] top0_lane_sub_mul11_round_sat11_sat22_fill;
+wire [33:0] top0_lane_sub_mul11_round_sat11_sat22_hi;
+wire [33:0] top0_lane_sub_mul11_round_sat11_sat22_hin;
+wire top0_lane_sub_mul11_round_sat11_sat22_nsign;
+wire [30:0] top0_lane_sub_mul11_sat23_fill;
+wire [1:0] top0_lane_sub_mul11_sat23_hi;
+wire [1:0] top0_lane_sub_mul11_sat23_hin;
+wire top0_lane_sub_mul11_sat23_nsign;
+wire [31:0] top0_lane_sub_mul12_y;
+wire signed [32:0] top0_lane_sub_mul12_d;
+reg signed [31:0] top0_lane_sub_mul12_kv;
+reg signed [64:0] top0_lane_sub_mul12_p1;
+wire signed [64:0] top0_lane_sub_mul12_p_c;
+wire signed [31:0] top0_lane_sub_mul12_v;
+wire signed [31:0] top0_lane_sub_mul12_x;
+reg signed [31:0] top0_lane_sub_mul12_x1;
+reg signed [31:0] top0_lane_sub_mul12_yr;
+reg signed [31:0] top0_lane_sub_mul12_yc;
+wire signed [64:0] top0_lane_sub_mul12_round_sat12_r;
+wire signed [64:0] top0_lane_sub_mul12_round_sat12_rb;
+wire signed [64:0] top0_lane_sub_mul12_round_sat12_t;
+wire [30:0] top0_lane_sub_mul12_round_sat12_sat24_fill;
+wire [33:0] top0_lane_sub_mul12_round_sat12_sat24_hi;
+wire [33:0] top0_lane_sub_mul12_round_sat12_sat24_hin;
+wire top0_lane_sub_mul12_round_sat12_sat24_nsign;
+wire [30:0] top0_lane_sub_mul12_sat25_fill;
+wire [1:0] top0_lane_sub_mul12_sat25_hi;
+wire [1:0] top0_lane_sub_mul12_sat25_hin;
+wire top0_lane_sub_mul12_sat25_nsign;
+wire [31:0] top0_lane_sub_mul13_y;
+wire signed [32:0] top0_lane_sub_mul13_d;
+reg signed [31:0] top0_lane_sub_mul13_kv;
+reg signed [64:0] top0_lane_sub_mul13_p1;
+wire signed [64:0] top0_lane_sub_mul13_p_c;
+wire signed [31:0] top0_lane_sub_mul13_v;
+wire signed [31:0] top0_lane_sub_mul13_x;
+reg signed [31:0] top0_lane_sub_mul13_x1;
+reg signed [31:0] top0_lane_sub_mul13_yr;
+reg signed [31:0] top0_lane_sub_mul13_yc;
+wire signed [64:0] top0_lane_sub_mul13_round_sat13_r;
+wire signed [64:0] top0_lane_sub_mul13_round_sat13_rb;
+wire signed [64:0] top0_lane_sub_mul13_round_sat13_t;
+wire [30:0] top0_lane_sub_mul13_round_sat13_sat26_fill;
+wire [33:0] top0_lane_sub_mul13_round_sat13_sat26_hi;
+wire [33:0] top0_lane_sub_mul13_round_sat13_sat26_hin;
+wire top0_lane_sub_mul13_round_sat13_sat26_nsign;
+wire [30:0] top0_lane_sub_mul13_sat27_fill;
+wire [1:0] top0_lane_sub_mul13_sat27_hi;
+wire [1:0] top0_lane_sub_mul13_sat27_hin;
+wire top0_lane_sub_mul13_sat27_nsign;
+wire [31:0] top0_lane_sub_mul14_y;
+wire signed [32:0] top0_lane_sub_mul14_d;
+reg signed [31:0] top0_lane_sub_mul14_kv;
+reg signed [64:0] top0_lane_sub_mul14_p1;
+wire signed [64:0] top0_lane_sub_mul14_p_c;
+wire signed [31:0] top0_lane_sub_mul14_v;
+wire signed [31:0] top0_lane_sub_mul14_x;
+reg signed [31:0] top0_lane_sub_mul14_x1;
+reg signed [31:0] top0_lane_sub_mul14_yr;
+reg signed [31:0] top0_lane_sub_mul14_yc;
+wire signed [64:0] top0_lane_sub_mul14_round_sat14_r;
+wire signed [64:0] top0_lane_sub_mul14_round_sat14_rb;
+wire signed [64:0] top0_lane_sub_mul14_round_sat14_t;
+wire [30:0] top0_lane_sub_mul14_round_sat14_sat28_fill;
+wire [33:0] top0_lane_sub_mul14_round_sat14_sat28_hi;
+wire [33:0] top0_lane_sub_mul14_round_sat14_sat28_hin;
+wire top0_lane_sub_mul14_round_sat14_sat28_nsign;
+wire [30:0] top0_lane_sub_mul14_sat29_fill;
+wire [1:0] top0_lane_sub_mul14_sat29_hi;
+wire [1:0] top0_lane_sub_mul14_sat29_hin;
+wire top0_lane_sub_mul14_sat29_nsign;
+wire [31:0] top0_lane_sub_mul15_y;
+wire signed [32:0] top0_lane_sub_mul15_d;
+reg signed [31:0] top0_lane_sub_mul15_kv;
+reg signed [64:0] top0_lane_sub_mul15_p1;
+wire signed [64:0] top0_lane_sub_mul15_p_c;
+wire signed [31:0] top0_lane_sub_mul15_v;
+wire signed [31:0] top0_lane_sub_mul15_x;
+reg signed [31:0] top0_lane_sub_mul15_x1;
+reg signed [31:0] top0_lane_sub_mul15_yr;
+reg signed [31:0] top0_lane_sub_mul15_yc;
+wire signed [64:0] top0_lane_sub_mul15_round_sat15_r;
+wire signed [64:0] top0_lane_sub_mul15_round_sat15_rb;
+wire signed [64:0] top0_lane_sub_mul15_round_sat15_t;
+wire [30:0] top0_lane_sub_mul15_round_sat15_sat30_fill;
+wire [33:0] top0_lane_sub_mul15_round_sat15_sat30_hi;
+wire [33:0] top0_lane_sub_mul15_round_sat15_sat30_hin;
+wire top0_lane_sub_mul15_round_sat15_sat30_nsign;
+wire [30:0] top0_lane_sub_mul15_sat31_fill;
+wire [1:0] top0_lane_sub_mul15_sat31_hi;
+wire [1:0] top0_lane_sub_mul15_sat31_hin;
+wire top0_lane_sub_mul15_sat31_nsign;
+reg [1:0] top0_out_fifo20_cnt;
+reg [511:0] top0_out_fifo20_d0;
+reg [511:0] top0_out_fifo20_d1;
+reg top0_out_fifo20_l0;
+reg top0_out_fifo20_l1;
+reg [0:0] top0_out_fifo20_u0;
+reg [0:0] top0_out_fifo20_u1;
 
-assign top0_0_1_ycat[512-1:480] = top0_0_1_lane_sub_mul15_y;
-assign top0_0_1_ycat[480-1:448] = top0_0_1_lane_sub_mul14_y;
-assign top0_0_1_ycat[448-1:416] = top0_0_1_lane_sub_mul13_y;
-assign top0_0_1_ycat[416-1:384] = top0_0_1_lane_sub_mul12_y;
-assign top0_0_1_ycat[384-1:352] = top0_0_1_lane_sub_mul11_y;
-assign top0_0_1_ycat[352-1:320] = top0_0_1_lane_sub_mul10_y;
-assign top0_0_1_ycat[320-1:288] = top0_0_1_lane_sub_mul9_y;
-assign top0_0_1_ycat[288-1:256] = top0_0_1_lane_sub_mul8_y;
-assign top0_0_1_ycat[256-1:224] = top0_0_1_lane_sub_mul7_y;
-assign top0_0_1_ycat[224-1:192] = top0_0_1_lane_sub_mul6_y;
-assign top0_0_1_ycat[192-1:160] = top0_0_1_lane_sub_mul5_y;
-assign top0_0_1_ycat[160-1:128] = top0_0_1_lane_sub_mul4_y;
-assign top0_0_1_ycat[128-1:96] = top0_0_1_lane_sub_mul3_y;
-assign top0_0_1_ycat[96-1:64] = top0_0_1_lane_sub_mul2_y;
-assign top0_0_1_ycat[64-1:32] = top0_0_1_lane_sub_mul1_y;
-assign top0_0_1_ycat[32-1:0] = top0_0_1_lane_sub_mul0_y;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[30] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[29] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[28] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[27] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[26] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[25] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[24] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[23] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[22] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[21] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[20] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[19] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[18] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[17] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[16] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[15] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[14] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[13] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[12] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[11] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[10] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[9] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[8] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[7] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[6] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[5] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[4] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[3] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[2] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[1] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill[0] = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[30] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[29] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[28] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[27] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[26] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[25] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[24] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[23] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[22] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[21] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[20] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[19] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[18] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[17] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[16] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[15] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[14] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[13] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[12] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[11] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[10] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[9] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[8] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[7] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[6] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[5] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[4] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[3] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[2] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[1] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill[0] = top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[30] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[29] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[28] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[27] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[26] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[25] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[24] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[23] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[22] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[21] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[20] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[19] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[18] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[17] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[16] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[15] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[14] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[13] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[12] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[11] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[10] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[9] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[8] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[7] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[6] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[5] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[4] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[3] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[2] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[1] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill[0] = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[30] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[29] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[28] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[27] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[26] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[25] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[24] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[23] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[22] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[21] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[20] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[19] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[18] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[17] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[16] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[15] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[14] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[13] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[12] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[11] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[10] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[9] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[8] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[7] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[6] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[5] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[4] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[3] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[2] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[1] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill[0] = top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[30] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[29] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[28] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[27] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[26] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[25] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[24] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[23] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[22] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[21] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[20] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[19] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[18] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[17] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[16] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[15] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[14] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[13] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[12] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[11] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[10] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[9] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[8] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[7] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[6] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[5] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[4] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[3] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[2] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[1] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill[0] = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[30] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[29] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[28] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[27] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[26] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[25] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[24] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[23] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[22] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[21] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[20] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[19] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[18] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[17] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[16] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[15] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[14] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[13] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[12] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[11] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[10] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[9] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[8] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[7] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[6] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[5] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[4] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[3] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[2] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[1] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill[0] = top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[30] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[29] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[28] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[27] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[26] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[25] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[24] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[23] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[22] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[21] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[20] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[19] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[18] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[17] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[16] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[15] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[14] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[13] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[12] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[11] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[10] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[9] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[8] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[7] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[6] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[5] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[4] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[3] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[2] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[1] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill[0] = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[30] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[29] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[28] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[27] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[26] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[25] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[24] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[23] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[22] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[21] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[20] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[19] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[18] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[17] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[16] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[15] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[14] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[13] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[12] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[11] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[10] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[9] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[8] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[7] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[6] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[5] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[4] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[3] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[2] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[1] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill[0] = top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[30] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[29] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[28] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[27] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[26] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[25] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[24] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[23] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[22] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[21] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[20] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[19] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[18] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[17] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[16] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[15] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[14] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[13] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[12] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[11] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[10] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[9] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[8] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[7] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[6] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[5] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[4] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[3] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[2] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[1] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill[0] = top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[30] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[29] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[28] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[27] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[26] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[25] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[24] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[23] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[22] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[21] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[20] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[19] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[18] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[17] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[16] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[15] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[14] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[13] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[12] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[11] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[10] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[9] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[8] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[7] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[6] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[5] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[4] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[3] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[2] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[1] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill[0] = top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[30] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[29] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[28] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[27] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[26] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[25] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[24] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[23] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[22] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[21] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[20] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[19] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[18] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[17] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[16] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[15] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[14] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[13] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[12] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[11] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[10] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[9] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[8] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[7] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[6] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[5] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[4] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[3] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[2] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[1] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill[0] = top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[30] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[29] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[28] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[27] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[26] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[25] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[24] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[23] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[22] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[21] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[20] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[19] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[18] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[17] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[16] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[15] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[14] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[13] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[12] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[11] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[10] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[9] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[8] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[7] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[6] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[5] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[4] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[3] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[2] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[1] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill[0] = top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[30] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[29] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[28] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[27] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[26] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[25] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[24] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[23] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[22] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[21] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[20] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[19] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[18] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[17] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[16] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[15] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[14] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[13] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[12] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[11] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[10] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[9] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[8] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[7] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[6] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[5] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[4] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[3] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[2] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[1] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill[0] = top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[30] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[29] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[28] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[27] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[26] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[25] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[24] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[23] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[22] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[21] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[20] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[19] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[18] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[17] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[16] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[15] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[14] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[13] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[12] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[11] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[10] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[9] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[8] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[7] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[6] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[5] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[4] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[3] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[2] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[1] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul6_sat13_0_1_fill[0] = top0_0_1_lane_sub_mul6_sat13_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[30] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[29] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[28] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[27] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[26] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[25] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[24] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[23] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[22] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[21] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[20] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[19] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[18] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[17] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[16] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[15] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[14] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[13] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[12] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[11] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[10] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[9] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[8] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[7] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[6] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[5] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[4] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[3] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[2] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[1] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill[0] = top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[30] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[29] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[28] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[27] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[26] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[25] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[24] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[23] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[22] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[21] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[20] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[19] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[18] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[17] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[16] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[15] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[14] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[13] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[12] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[11] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[10] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[9] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[8] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[7] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[6] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[5] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[4] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[3] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[2] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[1] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul7_sat15_0_1_fill[0] = top0_0_1_lane_sub_mul7_sat15_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[30] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[29] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[28] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[27] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[26] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[25] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[24] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[23] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[22] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[21] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[20] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[19] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[18] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[17] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[16] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[15] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[14] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[13] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[12] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[11] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[10] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[9] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[8] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[7] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[6] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[5] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[4] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[3] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[2] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[1] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill[0] = top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[30] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[29] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[28] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[27] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[26] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[25] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[24] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[23] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[22] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[21] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[20] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[19] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[18] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[17] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[16] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[15] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[14] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[13] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[12] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[11] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[10] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[9] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[8] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[7] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[6] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[5] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[4] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[3] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[2] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[1] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul8_sat17_0_1_fill[0] = top0_0_1_lane_sub_mul8_sat17_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[30] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[29] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[28] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[27] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[26] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[25] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[24] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[23] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[22] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[21] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[20] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[19] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[18] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[17] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[16] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[15] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[14] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[13] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[12] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[11] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[10] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[9] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[8] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[7] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[6] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[5] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[4] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[3] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[2] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[1] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill[0] = top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[30] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[29] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[28] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[27] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[26] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[25] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[24] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[23] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[22] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[21] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[20] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[19] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[18] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[17] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[16] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[15] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[14] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[13] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[12] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[11] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[10] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[9] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[8] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[7] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[6] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[5] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[4] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[3] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[2] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[1] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul9_sat19_0_1_fill[0] = top0_0_1_lane_sub_mul9_sat19_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[30] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[29] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[28] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[27] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[26] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[25] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[24] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[23] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[22] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[21] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[20] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[19] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[18] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[17] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[16] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[15] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[14] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[13] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[12] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[11] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[10] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[9] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[8] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[7] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[6] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[5] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[4] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[3] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[2] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[1] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill[0] = top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[30] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[29] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[28] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[27] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[26] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[25] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[24] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[23] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[22] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[21] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[20] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[19] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[18] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[17] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[16] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[15] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[14] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[13] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[12] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[11] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[10] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[9] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[8] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[7] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[6] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[5] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[4] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[3] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[2] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[1] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul10_sat21_0_1_fill[0] = top0_0_1_lane_sub_mul10_sat21_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[30] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[29] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[28] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[27] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[26] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[25] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[24] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[23] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[22] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[21] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[20] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[19] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[18] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[17] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[16] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[15] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[14] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[13] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[12] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[11] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[10] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[9] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[8] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[7] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[6] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[5] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[4] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[3] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[2] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[1] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill[0] = top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[30] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[29] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[28] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[27] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[26] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[25] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[24] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[23] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[22] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[21] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[20] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[19] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[18] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[17] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[16] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[15] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[14] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[13] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[12] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[11] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[10] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[9] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[8] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[7] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[6] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[5] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[4] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[3] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[2] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[1] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul11_sat23_0_1_fill[0] = top0_0_1_lane_sub_mul11_sat23_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[30] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[29] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[28] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[27] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[26] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[25] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[24] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[23] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[22] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[21] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[20] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[19] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[18] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[17] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[16] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[15] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[14] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[13] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[12] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[11] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[10] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[9] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[8] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[7] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[6] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[5] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[4] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[3] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[2] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[1] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill[0] = top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[30] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[29] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[28] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[27] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[26] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[25] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[24] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[23] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[22] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[21] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[20] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[19] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[18] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[17] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[16] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[15] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[14] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[13] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[12] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[11] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[10] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[9] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[8] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[7] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[6] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[5] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[4] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[3] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[2] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[1] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul12_sat25_0_1_fill[0] = top0_0_1_lane_sub_mul12_sat25_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[30] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[29] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[28] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[27] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[26] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[25] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[24] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[23] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[22] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[21] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[20] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[19] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[18] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[17] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[16] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[15] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[14] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[13] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[12] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[11] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[10] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[9] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[8] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[7] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[6] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[5] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[4] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[3] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[2] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[1] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill[0] = top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[30] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[29] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[28] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[27] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[26] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[25] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[24] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[23] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[22] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[21] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[20] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[19] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[18] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[17] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[16] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[15] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[14] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[13] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[12] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[11] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[10] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[9] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[8] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[7] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[6] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[5] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[4] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[3] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[2] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[1] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul13_sat27_0_1_fill[0] = top0_0_1_lane_sub_mul13_sat27_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[30] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[29] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[28] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[27] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[26] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[25] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[24] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[23] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[22] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[21] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[20] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[19] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[18] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[17] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[16] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[15] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[14] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[13] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[12] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[11] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[10] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[9] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[8] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[7] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[6] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[5] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[4] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[3] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[2] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[1] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill[0] = top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[30] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[29] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[28] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[27] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[26] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[25] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[24] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[23] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[22] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[21] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[20] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[19] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[18] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[17] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[16] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[15] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[14] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[13] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[12] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[11] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[10] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[9] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[8] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[7] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[6] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[5] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[4] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[3] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[2] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[1] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul14_sat29_0_1_fill[0] = top0_0_1_lane_sub_mul14_sat29_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[30] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[29] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[28] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[27] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[26] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[25] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[24] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[23] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[22] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[21] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[20] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[19] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[18] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[17] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[16] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[15] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[14] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[13] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[12] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[11] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[10] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[9] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[8] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[7] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[6] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[5] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[4] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[3] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[2] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[1] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill[0] = top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[30] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[29] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[28] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[27] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[26] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[25] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[24] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[23] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[22] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[21] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[20] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[19] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[18] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[17] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[16] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[15] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[14] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[13] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[12] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[11] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[10] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[9] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[8] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[7] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[6] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[5] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[4] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[3] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[2] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[1] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-assign top0_0_1_lane_sub_mul15_sat31_0_1_fill[0] = top0_0_1_lane_sub_mul15_sat31_0_1_nsign;
-
-
-
-assign top0_0_1_line_last = ($signed({1'b0, top0_0_1_control0_0_1_2_3_lcnt}) == ($signed({1'b0, top0_0_1_control0_0_1_2_3_dim_r}) - 1));
-assign top0_0_1_final = (($signed({1'b0, top0_0_1_control0_0_1_2_3_lcnt}) == ($signed({1'b0, top0_0_1_control0_0_1_2_3_dim_r}) - 1)) && ($signed({1'b0, top0_0_1_control0_0_1_2_3_icnt}) == ($signed({1'b0, top0_0_1_control0_0_1_2_3_it_r}) - 1)));
+assign top0_ycat[512-1:480] = top0_lane_sub_mul15_y;
+assign top0_ycat[480-1:448] = top0_lane_sub_mul14_y;
+assign top0_ycat[448-1:416] = top0_lane_sub_mul13_y;
+assign top0_ycat[416-1:384] = top0_lane_sub_mul12_y;
+assign top0_ycat[384-1:352] = top0_lane_sub_mul11_y;
+assign top0_ycat[352-1:320] = top0_lane_sub_mul10_y;
+assign top0_ycat[320-1:288] = top0_lane_sub_mul9_y;
+assign top0_ycat[288-1:256] = top0_lane_sub_mul8_y;
+assign top0_ycat[256-1:224] = top0_lane_sub_mul7_y;
+assign top0_ycat[224-1:192] = top0_lane_sub_mul6_y;
+assign top0_ycat[192-1:160] = top0_lane_sub_mul5_y;
+assign top0_ycat[160-1:128] = top0_lane_sub_mul4_y;
+assign top0_ycat[128-1:96] = top0_lane_sub_mul3_y;
+assign top0_ycat[96-1:64] = top0_lane_sub_mul2_y;
+assign top0_ycat[64-1:32] = top0_lane_sub_mul1_y;
+assign top0_ycat[32-1:0] = top0_lane_sub_mul0_y;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[30] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[29] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[28] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[27] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[26] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[25] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[24] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[23] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[22] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[21] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[20] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[19] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[18] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[17] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[16] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[15] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[14] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[13] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[12] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[11] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[10] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[9] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[8] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[7] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[6] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[5] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[4] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[3] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[2] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[1] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_round_sat0_sat0_fill[0] = top0_lane_sub_mul0_round_sat0_sat0_nsign;
+assign top0_lane_sub_mul0_sat1_fill[30] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[29] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[28] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[27] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[26] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[25] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[24] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[23] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[22] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[21] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[20] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[19] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[18] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[17] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[16] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[15] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[14] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[13] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[12] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[11] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[10] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[9] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[8] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[7] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[6] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[5] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[4] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[3] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[2] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[1] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul0_sat1_fill[0] = top0_lane_sub_mul0_sat1_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[30] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[29] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[28] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[27] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[26] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[25] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[24] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[23] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[22] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[21] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[20] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[19] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[18] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[17] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[16] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[15] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[14] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[13] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[12] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[11] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[10] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[9] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[8] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[7] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[6] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[5] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[4] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[3] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[2] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[1] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_round_sat1_sat2_fill[0] = top0_lane_sub_mul1_round_sat1_sat2_nsign;
+assign top0_lane_sub_mul1_sat3_fill[30] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[29] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[28] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[27] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[26] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[25] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[24] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[23] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[22] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[21] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[20] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[19] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[18] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[17] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[16] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[15] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[14] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[13] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[12] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[11] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[10] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[9] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[8] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[7] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[6] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[5] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[4] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[3] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[2] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[1] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul1_sat3_fill[0] = top0_lane_sub_mul1_sat3_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[30] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[29] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[28] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[27] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[26] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[25] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[24] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[23] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[22] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[21] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[20] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[19] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[18] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[17] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[16] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[15] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[14] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[13] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[12] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[11] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[10] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[9] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[8] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[7] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[6] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[5] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[4] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[3] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[2] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[1] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_round_sat2_sat4_fill[0] = top0_lane_sub_mul2_round_sat2_sat4_nsign;
+assign top0_lane_sub_mul2_sat5_fill[30] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[29] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[28] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[27] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[26] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[25] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[24] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[23] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[22] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[21] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[20] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[19] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[18] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[17] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[16] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[15] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[14] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[13] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[12] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[11] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[10] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[9] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[8] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[7] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[6] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[5] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[4] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[3] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[2] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[1] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul2_sat5_fill[0] = top0_lane_sub_mul2_sat5_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[30] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[29] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[28] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[27] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[26] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[25] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[24] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[23] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[22] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[21] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[20] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[19] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[18] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[17] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[16] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[15] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[14] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[13] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[12] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[11] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[10] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[9] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[8] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[7] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[6] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[5] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[4] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[3] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[2] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[1] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_round_sat3_sat6_fill[0] = top0_lane_sub_mul3_round_sat3_sat6_nsign;
+assign top0_lane_sub_mul3_sat7_fill[30] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[29] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[28] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[27] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[26] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[25] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[24] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[23] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[22] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[21] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[20] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[19] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[18] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[17] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[16] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[15] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[14] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[13] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[12] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[11] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[10] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[9] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[8] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[7] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[6] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[5] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[4] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[3] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[2] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[1] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul3_sat7_fill[0] = top0_lane_sub_mul3_sat7_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[30] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[29] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[28] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[27] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[26] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[25] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[24] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[23] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[22] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[21] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[20] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[19] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[18] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[17] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[16] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[15] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[14] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[13] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[12] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[11] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[10] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[9] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[8] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[7] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[6] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[5] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[4] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[3] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[2] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[1] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_round_sat4_sat8_fill[0] = top0_lane_sub_mul4_round_sat4_sat8_nsign;
+assign top0_lane_sub_mul4_sat9_fill[30] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[29] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[28] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[27] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[26] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[25] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[24] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[23] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[22] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[21] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[20] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[19] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[18] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[17] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[16] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[15] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[14] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[13] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[12] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[11] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[10] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[9] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[8] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[7] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[6] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[5] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[4] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[3] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[2] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[1] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul4_sat9_fill[0] = top0_lane_sub_mul4_sat9_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[30] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[29] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[28] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[27] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[26] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[25] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[24] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[23] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[22] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[21] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[20] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[19] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[18] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[17] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[16] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[15] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[14] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[13] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[12] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[11] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[10] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[9] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[8] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[7] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[6] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[5] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[4] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[3] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[2] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[1] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_round_sat5_sat10_fill[0] = top0_lane_sub_mul5_round_sat5_sat10_nsign;
+assign top0_lane_sub_mul5_sat11_fill[30] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[29] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[28] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[27] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[26] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[25] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[24] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[23] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[22] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[21] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[20] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[19] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[18] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[17] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[16] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[15] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[14] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[13] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[12] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[11] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[10] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[9] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[8] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[7] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[6] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[5] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[4] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[3] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[2] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[1] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul5_sat11_fill[0] = top0_lane_sub_mul5_sat11_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[30] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[29] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[28] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[27] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[26] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[25] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[24] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[23] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[22] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[21] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[20] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[19] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[18] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[17] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[16] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[15] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[14] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[13] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[12] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[11] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[10] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[9] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[8] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[7] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[6] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[5] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[4] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[3] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[2] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[1] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_round_sat6_sat12_fill[0] = top0_lane_sub_mul6_round_sat6_sat12_nsign;
+assign top0_lane_sub_mul6_sat13_fill[30] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[29] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[28] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[27] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[26] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[25] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[24] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[23] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[22] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[21] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[20] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[19] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[18] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[17] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[16] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[15] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[14] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[13] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[12] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[11] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[10] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[9] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[8] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[7] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[6] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[5] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[4] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[3] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[2] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[1] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul6_sat13_fill[0] = top0_lane_sub_mul6_sat13_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[30] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[29] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[28] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[27] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[26] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[25] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[24] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[23] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[22] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[21] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[20] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[19] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[18] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[17] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[16] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[15] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[14] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[13] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[12] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[11] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[10] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[9] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[8] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[7] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[6] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[5] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[4] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[3] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[2] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[1] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_round_sat7_sat14_fill[0] = top0_lane_sub_mul7_round_sat7_sat14_nsign;
+assign top0_lane_sub_mul7_sat15_fill[30] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[29] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[28] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[27] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[26] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[25] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[24] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[23] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[22] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[21] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[20] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[19] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[18] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[17] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[16] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[15] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[14] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[13] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[12] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[11] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[10] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[9] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[8] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[7] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[6] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[5] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[4] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[3] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[2] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[1] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul7_sat15_fill[0] = top0_lane_sub_mul7_sat15_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[30] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[29] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[28] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[27] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[26] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[25] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[24] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[23] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[22] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[21] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[20] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[19] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[18] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[17] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[16] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[15] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[14] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[13] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[12] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[11] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[10] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[9] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[8] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[7] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[6] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[5] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[4] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[3] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[2] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[1] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_round_sat8_sat16_fill[0] = top0_lane_sub_mul8_round_sat8_sat16_nsign;
+assign top0_lane_sub_mul8_sat17_fill[30] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[29] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[28] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[27] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[26] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[25] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[24] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[23] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[22] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[21] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[20] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[19] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[18] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[17] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[16] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[15] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[14] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[13] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[12] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[11] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[10] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[9] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[8] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[7] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[6] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[5] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[4] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[3] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[2] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[1] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul8_sat17_fill[0] = top0_lane_sub_mul8_sat17_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[30] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[29] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[28] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[27] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[26] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[25] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[24] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[23] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[22] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[21] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[20] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[19] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[18] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[17] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[16] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[15] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[14] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[13] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[12] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[11] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[10] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[9] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[8] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[7] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[6] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[5] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[4] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[3] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[2] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[1] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_round_sat9_sat18_fill[0] = top0_lane_sub_mul9_round_sat9_sat18_nsign;
+assign top0_lane_sub_mul9_sat19_fill[30] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[29] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[28] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[27] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[26] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[25] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[24] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[23] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[22] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[21] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[20] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[19] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[18] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[17] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[16] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[15] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[14] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[13] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[12] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[11] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[10] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[9] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[8] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[7] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[6] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[5] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[4] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[3] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[2] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[1] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul9_sat19_fill[0] = top0_lane_sub_mul9_sat19_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[30] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[29] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[28] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[27] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[26] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[25] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[24] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[23] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[22] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[21] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[20] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[19] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[18] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[17] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[16] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[15] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[14] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[13] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[12] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[11] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[10] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[9] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[8] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[7] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[6] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[5] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[4] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[3] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[2] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[1] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_round_sat10_sat20_fill[0] = top0_lane_sub_mul10_round_sat10_sat20_nsign;
+assign top0_lane_sub_mul10_sat21_fill[30] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[29] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[28] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[27] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[26] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[25] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[24] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[23] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[22] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[21] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[20] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[19] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[18] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[17] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[16] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[15] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[14] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[13] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[12] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[11] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[10] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[9] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[8] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[7] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[6] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[5] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[4] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[3] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[2] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[1] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul10_sat21_fill[0] = top0_lane_sub_mul10_sat21_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[30] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[29] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[28] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[27] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[26] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[25] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[24] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[23] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[22] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[21] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[20] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[19] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[18] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[17] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[16] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[15] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[14] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[13] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[12] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[11] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[10] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[9] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[8] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[7] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[6] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[5] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[4] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[3] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[2] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[1] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_round_sat11_sat22_fill[0] = top0_lane_sub_mul11_round_sat11_sat22_nsign;
+assign top0_lane_sub_mul11_sat23_fill[30] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[29] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[28] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[27] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[26] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[25] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[24] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[23] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[22] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[21] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[20] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[19] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[18] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[17] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[16] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[15] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[14] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[13] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[12] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[11] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[10] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[9] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[8] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[7] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[6] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[5] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[4] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[3] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[2] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[1] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul11_sat23_fill[0] = top0_lane_sub_mul11_sat23_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[30] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[29] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[28] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[27] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[26] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[25] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[24] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[23] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[22] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[21] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[20] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[19] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[18] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[17] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[16] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[15] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[14] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[13] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[12] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[11] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[10] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[9] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[8] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[7] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[6] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[5] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[4] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[3] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[2] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[1] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_round_sat12_sat24_fill[0] = top0_lane_sub_mul12_round_sat12_sat24_nsign;
+assign top0_lane_sub_mul12_sat25_fill[30] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[29] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[28] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[27] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[26] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[25] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[24] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[23] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[22] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[21] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[20] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[19] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[18] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[17] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[16] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[15] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[14] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[13] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[12] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[11] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[10] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[9] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[8] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[7] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[6] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[5] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[4] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[3] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[2] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[1] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul12_sat25_fill[0] = top0_lane_sub_mul12_sat25_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[30] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[29] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[28] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[27] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[26] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[25] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[24] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[23] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[22] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[21] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[20] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[19] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[18] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[17] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[16] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[15] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[14] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[13] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[12] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[11] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[10] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[9] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[8] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[7] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[6] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[5] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[4] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[3] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[2] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[1] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_round_sat13_sat26_fill[0] = top0_lane_sub_mul13_round_sat13_sat26_nsign;
+assign top0_lane_sub_mul13_sat27_fill[30] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[29] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[28] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[27] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[26] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[25] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[24] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[23] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[22] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[21] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[20] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[19] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[18] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[17] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[16] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[15] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[14] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[13] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[12] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[11] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[10] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[9] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[8] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[7] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[6] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[5] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[4] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[3] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[2] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[1] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul13_sat27_fill[0] = top0_lane_sub_mul13_sat27_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[30] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[29] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[28] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[27] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[26] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[25] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[24] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[23] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[22] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[21] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[20] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[19] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[18] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[17] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[16] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[15] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[14] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[13] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[12] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[11] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[10] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[9] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[8] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[7] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[6] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[5] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[4] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[3] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[2] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[1] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_round_sat14_sat28_fill[0] = top0_lane_sub_mul14_round_sat14_sat28_nsign;
+assign top0_lane_sub_mul14_sat29_fill[30] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[29] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[28] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[27] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[26] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[25] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[24] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[23] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[22] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[21] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[20] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[19] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[18] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[17] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[16] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[15] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[14] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[13] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[12] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[11] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[10] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[9] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[8] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[7] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[6] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[5] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[4] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[3] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[2] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[1] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul14_sat29_fill[0] = top0_lane_sub_mul14_sat29_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[30] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[29] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[28] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[27] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[26] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[25] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[24] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[23] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[22] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[21] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[20] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[19] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[18] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[17] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[16] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[15] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[14] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[13] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[12] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[11] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[10] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[9] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[8] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[7] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[6] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[5] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[4] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[3] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[2] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[1] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_round_sat15_sat30_fill[0] = top0_lane_sub_mul15_round_sat15_sat30_nsign;
+assign top0_lane_sub_mul15_sat31_fill[30] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[29] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[28] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[27] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[26] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[25] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[24] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[23] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[22] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[21] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[20] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[19] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[18] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[17] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[16] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[15] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[14] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[13] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[12] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[11] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[10] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[9] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[8] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[7] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[6] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[5] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[4] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[3] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[2] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[1] = top0_lane_sub_mul15_sat31_nsign;
+assign top0_lane_sub_mul15_sat31_fill[0] = top0_lane_sub_mul15_sat31_nsign;
 
 
-always @(posedge clk) begin: top0_0_1_control0_0_1_2_3_seq
+
+assign top0_line_last = ($signed({1'b0, top0_control0_lcnt}) == ($signed({1'b0, top0_control0_dim_r}) - 1));
+assign top0_final = (($signed({1'b0, top0_control0_lcnt}) == ($signed({1'b0, top0_control0_dim_r}) - 1)) && ($signed({1'b0, top0_control0_icnt}) == ($signed({1'b0, top0_control0_it_r}) - 1)));
+
+
+always @(posedge clk) begin: top0_control0_seq
     if (rst == 1) begin
-        top0_0_1_control0_0_1_2_3_dim_r <= 0;
+        top0_control0_dim_r <= 0;
         done <= 0;
         cfg_err <= 0;
-        top0_0_1_control0_0_1_2_3_icnt <= 0;
+        top0_control0_icnt <= 0;
         busy <= 0;
-        top0_0_1_control0_0_1_2_3_it_r <= 0;
-        top0_0_1_running <= 0;
-        top0_0_1_control0_0_1_2_3_lcnt <= 0;
+        top0_control0_it_r <= 0;
+        top0_running <= 0;
+        top0_control0_lcnt <= 0;
     end
     else begin
         done <= 1'b0;
@@ -1462,29 +1462,29 @@ always @(posedge clk) begin: top0_0_1_control0_0_1_2_3_seq
             else begin
                 cfg_err <= 1'b0;
                 busy <= 1'b1;
-                top0_0_1_running <= 1'b1;
-                top0_0_1_control0_0_1_2_3_dim_r <= cfg_dimension;
-                top0_0_1_control0_0_1_2_3_it_r <= cfg_iterations;
-                top0_0_1_control0_0_1_2_3_lcnt <= 0;
-                top0_0_1_control0_0_1_2_3_icnt <= 0;
+                top0_running <= 1'b1;
+                top0_control0_dim_r <= cfg_dimension;
+                top0_control0_it_r <= cfg_iterations;
+                top0_control0_lcnt <= 0;
+                top0_control0_icnt <= 0;
             end
         end
-        if (top0_0_1_fire) begin
-            if (($signed({1'b0, top0_0_1_control0_0_1_2_3_lcnt}) == ($signed({1'b0, top0_0_1_control0_0_1_2_3_dim_r}) - 1))) begin
-                top0_0_1_control0_0_1_2_3_lcnt <= 0;
-                if (($signed({1'b0, top0_0_1_control0_0_1_2_3_icnt}) == ($signed({1'b0, top0_0_1_control0_0_1_2_3_it_r}) - 1))) begin
-                    top0_0_1_control0_0_1_2_3_icnt <= 0;
-                    top0_0_1_running <= 1'b0;
+        if (top0_fire) begin
+            if (($signed({1'b0, top0_control0_lcnt}) == ($signed({1'b0, top0_control0_dim_r}) - 1))) begin
+                top0_control0_lcnt <= 0;
+                if (($signed({1'b0, top0_control0_icnt}) == ($signed({1'b0, top0_control0_it_r}) - 1))) begin
+                    top0_control0_icnt <= 0;
+                    top0_running <= 1'b0;
                 end
                 else begin
-                    top0_0_1_control0_0_1_2_3_icnt <= (top0_0_1_control0_0_1_2_3_icnt + 1);
+                    top0_control0_icnt <= (top0_control0_icnt + 1);
                 end
             end
             else begin
-                top0_0_1_control0_0_1_2_3_lcnt <= (top0_0_1_control0_0_1_2_3_lcnt + 1);
+                top0_control0_lcnt <= (top0_control0_lcnt + 1);
             end
         end
-        if (top0_0_1_out_final_pop) begin
+        if (top0_out_final_pop) begin
             busy <= 1'b0;
             done <= 1'b1;
         end
@@ -1493,1651 +1493,1651 @@ end
 
 
 
-assign top0_0_1_fire = (top0_0_1_running && top0_0_1_en && s_axis_x_tvalid && s_axis_a_tvalid && s_axis_s_tvalid);
-assign s_axis_x_tready = (top0_0_1_running && top0_0_1_en && s_axis_a_tvalid && s_axis_s_tvalid);
-assign s_axis_a_tready = (top0_0_1_running && top0_0_1_en && s_axis_x_tvalid && s_axis_s_tvalid);
-assign s_axis_s_tready = (top0_0_1_running && top0_0_1_en && s_axis_x_tvalid && s_axis_a_tvalid && top0_0_1_line_last);
+assign top0_fire = (top0_running && top0_en && s_axis_x_tvalid && s_axis_a_tvalid && s_axis_s_tvalid);
+assign s_axis_x_tready = (top0_running && top0_en && s_axis_a_tvalid && s_axis_s_tvalid);
+assign s_axis_a_tready = (top0_running && top0_en && s_axis_x_tvalid && s_axis_s_tvalid);
+assign s_axis_s_tready = (top0_running && top0_en && s_axis_x_tvalid && s_axis_a_tvalid && top0_line_last);
 
 
-always @(posedge clk) begin: top0_0_1_inreg
+always @(posedge clk) begin: top0_inreg
     if (rst == 1) begin
-        top0_0_1_ar <= 0;
-        top0_0_1_v0 <= 0;
-        top0_0_1_br <= 0;
+        top0_ar <= 0;
+        top0_v0 <= 0;
+        top0_br <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            if (top0_0_1_fire) begin
-                top0_0_1_ar <= s_axis_x_tdata;
-                top0_0_1_br <= s_axis_a_tdata;
+        if (top0_en) begin
+            if (top0_fire) begin
+                top0_ar <= s_axis_x_tdata;
+                top0_br <= s_axis_a_tdata;
             end
-            top0_0_1_v0 <= {top0_0_1_final, top0_0_1_line_last, top0_0_1_fire};
+            top0_v0 <= {top0_final, top0_line_last, top0_fire};
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_kreg
+always @(posedge clk) begin: top0_kreg
     if (rst == 1) begin
-        top0_0_1_kr <= 0;
+        top0_kr <= 0;
     end
     else begin
-        if ((top0_0_1_en && top0_0_1_fire)) begin
-            top0_0_1_kr <= $signed(s_axis_s_tdata);
+        if ((top0_en && top0_fire)) begin
+            top0_kr <= $signed(s_axis_s_tdata);
         end
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_delay_flags0_0_1_2_3_sh
+always @(posedge clk) begin: top0_delay_flags0_sh
     if (rst == 1) begin
-        top0_0_1_delay_flags0_0_1_2_3_sr <= 0;
+        top0_delay_flags0_sr <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_delay_flags0_0_1_2_3_sr <= {top0_0_1_delay_flags0_0_1_2_3_sr[(3 * (2 - 1))-1:0], top0_0_1_v0};
+        if (top0_en) begin
+            top0_delay_flags0_sr <= {top0_delay_flags0_sr[(3 * (2 - 1))-1:0], top0_v0};
         end
     end
 end
 
 
 
-assign top0_0_1_vout = top0_0_1_delay_flags0_0_1_2_3_sr[(3 * 2)-1:(3 * (2 - 1))];
+assign top0_vout = top0_delay_flags0_sr[(3 * 2)-1:(3 * (2 - 1))];
 
 
 
-assign top0_0_1_lane_sub_mul0_x = $signed(top0_0_1_ar[32-1:0]);
-assign top0_0_1_lane_sub_mul0_v = $signed(top0_0_1_br[32-1:0]);
+assign top0_lane_sub_mul0_x = $signed(top0_ar[32-1:0]);
+assign top0_lane_sub_mul0_v = $signed(top0_br[32-1:0]);
 
 
 
-assign top0_0_1_lane_sub_mul0_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul0_v);
+assign top0_lane_sub_mul0_p_c = (top0_kr * top0_lane_sub_mul0_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul0_s1
+always @(posedge clk) begin: top0_lane_sub_mul0_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul0_x1 <= 0;
-        top0_0_1_lane_sub_mul0_p1 <= 0;
+        top0_lane_sub_mul0_x1 <= 0;
+        top0_lane_sub_mul0_p1 <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul0_p1 <= top0_0_1_lane_sub_mul0_p_c;
-            top0_0_1_lane_sub_mul0_x1 <= top0_0_1_lane_sub_mul0_x;
+        if (top0_en) begin
+            top0_lane_sub_mul0_p1 <= top0_lane_sub_mul0_p_c;
+            top0_lane_sub_mul0_x1 <= top0_lane_sub_mul0_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_t = $signed(top0_0_1_lane_sub_mul0_p1 >>> 16);
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_rb = $signed({64'h0, top0_0_1_lane_sub_mul0_p1[(16 - 1)]});
+assign top0_lane_sub_mul0_round_sat0_t = $signed(top0_lane_sub_mul0_p1 >>> 16);
+assign top0_lane_sub_mul0_round_sat0_rb = $signed({64'h0, top0_lane_sub_mul0_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_r = (top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_t + top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_rb);
+assign top0_lane_sub_mul0_round_sat0_r = (top0_lane_sub_mul0_round_sat0_t + top0_lane_sub_mul0_round_sat0_rb);
 
 
 
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_hi = top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul0_round_sat0_sat0_hi = top0_lane_sub_mul0_round_sat0_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_hin = (~top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_hi);
+assign top0_lane_sub_mul0_round_sat0_sat0_hin = (~top0_lane_sub_mul0_round_sat0_sat0_hi);
 
 
 
-assign top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_nsign = (!top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_r[(65 - 1)]);
+assign top0_lane_sub_mul0_round_sat0_sat0_nsign = (!top0_lane_sub_mul0_round_sat0_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill, top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_hi, top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_r, top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_hin) begin: top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_clamp
-    if (((top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_hi == 0) || (top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_hin == 0))) begin
-        top0_0_1_lane_sub_mul0_kv = $signed(top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_r[32-1:0]);
+always @(top0_lane_sub_mul0_round_sat0_sat0_fill, top0_lane_sub_mul0_round_sat0_sat0_hi, top0_lane_sub_mul0_round_sat0_r, top0_lane_sub_mul0_round_sat0_sat0_hin) begin: top0_lane_sub_mul0_round_sat0_sat0_clamp
+    if (((top0_lane_sub_mul0_round_sat0_sat0_hi == 0) || (top0_lane_sub_mul0_round_sat0_sat0_hin == 0))) begin
+        top0_lane_sub_mul0_kv = $signed(top0_lane_sub_mul0_round_sat0_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul0_kv = $signed({top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_r[(65 - 1)], top0_0_1_lane_sub_mul0_round_sat0_0_1_2_3_4_5_sat0_0_1_2_3_4_5_fill});
+        top0_lane_sub_mul0_kv = $signed({top0_lane_sub_mul0_round_sat0_r[(65 - 1)], top0_lane_sub_mul0_round_sat0_sat0_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul0_d = (top0_0_1_lane_sub_mul0_x1 - top0_0_1_lane_sub_mul0_kv);
+assign top0_lane_sub_mul0_d = (top0_lane_sub_mul0_x1 - top0_lane_sub_mul0_kv);
 
 
 
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_hi = top0_0_1_lane_sub_mul0_d[33-1:(32 - 1)];
+assign top0_lane_sub_mul0_sat1_hi = top0_lane_sub_mul0_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_hin = (~top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_hi);
+assign top0_lane_sub_mul0_sat1_hin = (~top0_lane_sub_mul0_sat1_hi);
 
 
 
-assign top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_nsign = (!top0_0_1_lane_sub_mul0_d[(33 - 1)]);
+assign top0_lane_sub_mul0_sat1_nsign = (!top0_lane_sub_mul0_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill, top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_hi, top0_0_1_lane_sub_mul0_d, top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_hin) begin: top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_clamp
-    if (((top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_hi == 0) || (top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_hin == 0))) begin
-        top0_0_1_lane_sub_mul0_yc = $signed(top0_0_1_lane_sub_mul0_d[32-1:0]);
+always @(top0_lane_sub_mul0_sat1_fill, top0_lane_sub_mul0_sat1_hi, top0_lane_sub_mul0_d, top0_lane_sub_mul0_sat1_hin) begin: top0_lane_sub_mul0_sat1_clamp
+    if (((top0_lane_sub_mul0_sat1_hi == 0) || (top0_lane_sub_mul0_sat1_hin == 0))) begin
+        top0_lane_sub_mul0_yc = $signed(top0_lane_sub_mul0_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul0_yc = $signed({top0_0_1_lane_sub_mul0_d[(33 - 1)], top0_0_1_lane_sub_mul0_sat1_0_1_2_3_4_5_fill});
+        top0_lane_sub_mul0_yc = $signed({top0_lane_sub_mul0_d[(33 - 1)], top0_lane_sub_mul0_sat1_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul0_s2
+always @(posedge clk) begin: top0_lane_sub_mul0_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul0_yr <= 0;
+        top0_lane_sub_mul0_yr <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul0_yr <= top0_0_1_lane_sub_mul0_yc;
+        if (top0_en) begin
+            top0_lane_sub_mul0_yr <= top0_lane_sub_mul0_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul0_y = top0_0_1_lane_sub_mul0_yr;
+assign top0_lane_sub_mul0_y = top0_lane_sub_mul0_yr;
 
 
 
-assign top0_0_1_lane_sub_mul1_x = $signed(top0_0_1_ar[64-1:32]);
-assign top0_0_1_lane_sub_mul1_v = $signed(top0_0_1_br[64-1:32]);
+assign top0_lane_sub_mul1_x = $signed(top0_ar[64-1:32]);
+assign top0_lane_sub_mul1_v = $signed(top0_br[64-1:32]);
 
 
 
-assign top0_0_1_lane_sub_mul1_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul1_v);
+assign top0_lane_sub_mul1_p_c = (top0_kr * top0_lane_sub_mul1_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul1_s1
+always @(posedge clk) begin: top0_lane_sub_mul1_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul1_x1 <= 0;
-        top0_0_1_lane_sub_mul1_p1 <= 0;
+        top0_lane_sub_mul1_x1 <= 0;
+        top0_lane_sub_mul1_p1 <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul1_p1 <= top0_0_1_lane_sub_mul1_p_c;
-            top0_0_1_lane_sub_mul1_x1 <= top0_0_1_lane_sub_mul1_x;
+        if (top0_en) begin
+            top0_lane_sub_mul1_p1 <= top0_lane_sub_mul1_p_c;
+            top0_lane_sub_mul1_x1 <= top0_lane_sub_mul1_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_t = $signed(top0_0_1_lane_sub_mul1_p1 >>> 16);
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_rb = $signed({64'h0, top0_0_1_lane_sub_mul1_p1[(16 - 1)]});
+assign top0_lane_sub_mul1_round_sat1_t = $signed(top0_lane_sub_mul1_p1 >>> 16);
+assign top0_lane_sub_mul1_round_sat1_rb = $signed({64'h0, top0_lane_sub_mul1_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_r = (top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_t + top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_rb);
+assign top0_lane_sub_mul1_round_sat1_r = (top0_lane_sub_mul1_round_sat1_t + top0_lane_sub_mul1_round_sat1_rb);
 
 
 
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_hi = top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul1_round_sat1_sat2_hi = top0_lane_sub_mul1_round_sat1_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_hin = (~top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_hi);
+assign top0_lane_sub_mul1_round_sat1_sat2_hin = (~top0_lane_sub_mul1_round_sat1_sat2_hi);
 
 
 
-assign top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_nsign = (!top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_r[(65 - 1)]);
+assign top0_lane_sub_mul1_round_sat1_sat2_nsign = (!top0_lane_sub_mul1_round_sat1_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill, top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_hi, top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_r, top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_hin) begin: top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_clamp
-    if (((top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_hi == 0) || (top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_hin == 0))) begin
-        top0_0_1_lane_sub_mul1_kv = $signed(top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_r[32-1:0]);
+always @(top0_lane_sub_mul1_round_sat1_sat2_fill, top0_lane_sub_mul1_round_sat1_sat2_hi, top0_lane_sub_mul1_round_sat1_r, top0_lane_sub_mul1_round_sat1_sat2_hin) begin: top0_lane_sub_mul1_round_sat1_sat2_clamp
+    if (((top0_lane_sub_mul1_round_sat1_sat2_hi == 0) || (top0_lane_sub_mul1_round_sat1_sat2_hin == 0))) begin
+        top0_lane_sub_mul1_kv = $signed(top0_lane_sub_mul1_round_sat1_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul1_kv = $signed({top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_r[(65 - 1)], top0_0_1_lane_sub_mul1_round_sat1_0_1_2_3_4_5_sat2_0_1_2_3_4_5_fill});
+        top0_lane_sub_mul1_kv = $signed({top0_lane_sub_mul1_round_sat1_r[(65 - 1)], top0_lane_sub_mul1_round_sat1_sat2_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul1_d = (top0_0_1_lane_sub_mul1_x1 - top0_0_1_lane_sub_mul1_kv);
+assign top0_lane_sub_mul1_d = (top0_lane_sub_mul1_x1 - top0_lane_sub_mul1_kv);
 
 
 
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_hi = top0_0_1_lane_sub_mul1_d[33-1:(32 - 1)];
+assign top0_lane_sub_mul1_sat3_hi = top0_lane_sub_mul1_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_hin = (~top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_hi);
+assign top0_lane_sub_mul1_sat3_hin = (~top0_lane_sub_mul1_sat3_hi);
 
 
 
-assign top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_nsign = (!top0_0_1_lane_sub_mul1_d[(33 - 1)]);
+assign top0_lane_sub_mul1_sat3_nsign = (!top0_lane_sub_mul1_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill, top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_hi, top0_0_1_lane_sub_mul1_d, top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_hin) begin: top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_clamp
-    if (((top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_hi == 0) || (top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_hin == 0))) begin
-        top0_0_1_lane_sub_mul1_yc = $signed(top0_0_1_lane_sub_mul1_d[32-1:0]);
+always @(top0_lane_sub_mul1_sat3_fill, top0_lane_sub_mul1_sat3_hi, top0_lane_sub_mul1_d, top0_lane_sub_mul1_sat3_hin) begin: top0_lane_sub_mul1_sat3_clamp
+    if (((top0_lane_sub_mul1_sat3_hi == 0) || (top0_lane_sub_mul1_sat3_hin == 0))) begin
+        top0_lane_sub_mul1_yc = $signed(top0_lane_sub_mul1_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul1_yc = $signed({top0_0_1_lane_sub_mul1_d[(33 - 1)], top0_0_1_lane_sub_mul1_sat3_0_1_2_3_4_5_fill});
+        top0_lane_sub_mul1_yc = $signed({top0_lane_sub_mul1_d[(33 - 1)], top0_lane_sub_mul1_sat3_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul1_s2
+always @(posedge clk) begin: top0_lane_sub_mul1_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul1_yr <= 0;
+        top0_lane_sub_mul1_yr <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul1_yr <= top0_0_1_lane_sub_mul1_yc;
+        if (top0_en) begin
+            top0_lane_sub_mul1_yr <= top0_lane_sub_mul1_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul1_y = top0_0_1_lane_sub_mul1_yr;
+assign top0_lane_sub_mul1_y = top0_lane_sub_mul1_yr;
 
 
 
-assign top0_0_1_lane_sub_mul2_x = $signed(top0_0_1_ar[96-1:64]);
-assign top0_0_1_lane_sub_mul2_v = $signed(top0_0_1_br[96-1:64]);
+assign top0_lane_sub_mul2_x = $signed(top0_ar[96-1:64]);
+assign top0_lane_sub_mul2_v = $signed(top0_br[96-1:64]);
 
 
 
-assign top0_0_1_lane_sub_mul2_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul2_v);
+assign top0_lane_sub_mul2_p_c = (top0_kr * top0_lane_sub_mul2_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul2_s1
+always @(posedge clk) begin: top0_lane_sub_mul2_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul2_x1 <= 0;
-        top0_0_1_lane_sub_mul2_p1 <= 0;
+        top0_lane_sub_mul2_x1 <= 0;
+        top0_lane_sub_mul2_p1 <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul2_p1 <= top0_0_1_lane_sub_mul2_p_c;
-            top0_0_1_lane_sub_mul2_x1 <= top0_0_1_lane_sub_mul2_x;
+        if (top0_en) begin
+            top0_lane_sub_mul2_p1 <= top0_lane_sub_mul2_p_c;
+            top0_lane_sub_mul2_x1 <= top0_lane_sub_mul2_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_t = $signed(top0_0_1_lane_sub_mul2_p1 >>> 16);
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_rb = $signed({64'h0, top0_0_1_lane_sub_mul2_p1[(16 - 1)]});
+assign top0_lane_sub_mul2_round_sat2_t = $signed(top0_lane_sub_mul2_p1 >>> 16);
+assign top0_lane_sub_mul2_round_sat2_rb = $signed({64'h0, top0_lane_sub_mul2_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_r = (top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_t + top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_rb);
+assign top0_lane_sub_mul2_round_sat2_r = (top0_lane_sub_mul2_round_sat2_t + top0_lane_sub_mul2_round_sat2_rb);
 
 
 
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_hi = top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul2_round_sat2_sat4_hi = top0_lane_sub_mul2_round_sat2_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_hin = (~top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_hi);
+assign top0_lane_sub_mul2_round_sat2_sat4_hin = (~top0_lane_sub_mul2_round_sat2_sat4_hi);
 
 
 
-assign top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_nsign = (!top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_r[(65 - 1)]);
+assign top0_lane_sub_mul2_round_sat2_sat4_nsign = (!top0_lane_sub_mul2_round_sat2_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill, top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_hi, top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_r, top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_hin) begin: top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_clamp
-    if (((top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_hi == 0) || (top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_hin == 0))) begin
-        top0_0_1_lane_sub_mul2_kv = $signed(top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_r[32-1:0]);
+always @(top0_lane_sub_mul2_round_sat2_sat4_fill, top0_lane_sub_mul2_round_sat2_sat4_hi, top0_lane_sub_mul2_round_sat2_r, top0_lane_sub_mul2_round_sat2_sat4_hin) begin: top0_lane_sub_mul2_round_sat2_sat4_clamp
+    if (((top0_lane_sub_mul2_round_sat2_sat4_hi == 0) || (top0_lane_sub_mul2_round_sat2_sat4_hin == 0))) begin
+        top0_lane_sub_mul2_kv = $signed(top0_lane_sub_mul2_round_sat2_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul2_kv = $signed({top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_r[(65 - 1)], top0_0_1_lane_sub_mul2_round_sat2_0_1_2_3_sat4_0_1_2_3_fill});
+        top0_lane_sub_mul2_kv = $signed({top0_lane_sub_mul2_round_sat2_r[(65 - 1)], top0_lane_sub_mul2_round_sat2_sat4_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul2_d = (top0_0_1_lane_sub_mul2_x1 - top0_0_1_lane_sub_mul2_kv);
+assign top0_lane_sub_mul2_d = (top0_lane_sub_mul2_x1 - top0_lane_sub_mul2_kv);
 
 
 
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_hi = top0_0_1_lane_sub_mul2_d[33-1:(32 - 1)];
+assign top0_lane_sub_mul2_sat5_hi = top0_lane_sub_mul2_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_hin = (~top0_0_1_lane_sub_mul2_sat5_0_1_2_3_hi);
+assign top0_lane_sub_mul2_sat5_hin = (~top0_lane_sub_mul2_sat5_hi);
 
 
 
-assign top0_0_1_lane_sub_mul2_sat5_0_1_2_3_nsign = (!top0_0_1_lane_sub_mul2_d[(33 - 1)]);
+assign top0_lane_sub_mul2_sat5_nsign = (!top0_lane_sub_mul2_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill, top0_0_1_lane_sub_mul2_sat5_0_1_2_3_hi, top0_0_1_lane_sub_mul2_d, top0_0_1_lane_sub_mul2_sat5_0_1_2_3_hin) begin: top0_0_1_lane_sub_mul2_sat5_0_1_2_3_clamp
-    if (((top0_0_1_lane_sub_mul2_sat5_0_1_2_3_hi == 0) || (top0_0_1_lane_sub_mul2_sat5_0_1_2_3_hin == 0))) begin
-        top0_0_1_lane_sub_mul2_yc = $signed(top0_0_1_lane_sub_mul2_d[32-1:0]);
+always @(top0_lane_sub_mul2_sat5_fill, top0_lane_sub_mul2_sat5_hi, top0_lane_sub_mul2_d, top0_lane_sub_mul2_sat5_hin) begin: top0_lane_sub_mul2_sat5_clamp
+    if (((top0_lane_sub_mul2_sat5_hi == 0) || (top0_lane_sub_mul2_sat5_hin == 0))) begin
+        top0_lane_sub_mul2_yc = $signed(top0_lane_sub_mul2_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul2_yc = $signed({top0_0_1_lane_sub_mul2_d[(33 - 1)], top0_0_1_lane_sub_mul2_sat5_0_1_2_3_fill});
+        top0_lane_sub_mul2_yc = $signed({top0_lane_sub_mul2_d[(33 - 1)], top0_lane_sub_mul2_sat5_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul2_s2
+always @(posedge clk) begin: top0_lane_sub_mul2_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul2_yr <= 0;
+        top0_lane_sub_mul2_yr <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul2_yr <= top0_0_1_lane_sub_mul2_yc;
+        if (top0_en) begin
+            top0_lane_sub_mul2_yr <= top0_lane_sub_mul2_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul2_y = top0_0_1_lane_sub_mul2_yr;
+assign top0_lane_sub_mul2_y = top0_lane_sub_mul2_yr;
 
 
 
-assign top0_0_1_lane_sub_mul3_x = $signed(top0_0_1_ar[128-1:96]);
-assign top0_0_1_lane_sub_mul3_v = $signed(top0_0_1_br[128-1:96]);
+assign top0_lane_sub_mul3_x = $signed(top0_ar[128-1:96]);
+assign top0_lane_sub_mul3_v = $signed(top0_br[128-1:96]);
 
 
 
-assign top0_0_1_lane_sub_mul3_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul3_v);
+assign top0_lane_sub_mul3_p_c = (top0_kr * top0_lane_sub_mul3_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul3_s1
+always @(posedge clk) begin: top0_lane_sub_mul3_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul3_x1 <= 0;
-        top0_0_1_lane_sub_mul3_p1 <= 0;
+        top0_lane_sub_mul3_x1 <= 0;
+        top0_lane_sub_mul3_p1 <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul3_p1 <= top0_0_1_lane_sub_mul3_p_c;
-            top0_0_1_lane_sub_mul3_x1 <= top0_0_1_lane_sub_mul3_x;
+        if (top0_en) begin
+            top0_lane_sub_mul3_p1 <= top0_lane_sub_mul3_p_c;
+            top0_lane_sub_mul3_x1 <= top0_lane_sub_mul3_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_t = $signed(top0_0_1_lane_sub_mul3_p1 >>> 16);
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_rb = $signed({64'h0, top0_0_1_lane_sub_mul3_p1[(16 - 1)]});
+assign top0_lane_sub_mul3_round_sat3_t = $signed(top0_lane_sub_mul3_p1 >>> 16);
+assign top0_lane_sub_mul3_round_sat3_rb = $signed({64'h0, top0_lane_sub_mul3_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_r = (top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_t + top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_rb);
+assign top0_lane_sub_mul3_round_sat3_r = (top0_lane_sub_mul3_round_sat3_t + top0_lane_sub_mul3_round_sat3_rb);
 
 
 
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_hi = top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul3_round_sat3_sat6_hi = top0_lane_sub_mul3_round_sat3_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_hin = (~top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_hi);
+assign top0_lane_sub_mul3_round_sat3_sat6_hin = (~top0_lane_sub_mul3_round_sat3_sat6_hi);
 
 
 
-assign top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_nsign = (!top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_r[(65 - 1)]);
+assign top0_lane_sub_mul3_round_sat3_sat6_nsign = (!top0_lane_sub_mul3_round_sat3_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill, top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_hi, top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_r, top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_hin) begin: top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_clamp
-    if (((top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_hi == 0) || (top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_hin == 0))) begin
-        top0_0_1_lane_sub_mul3_kv = $signed(top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_r[32-1:0]);
+always @(top0_lane_sub_mul3_round_sat3_sat6_fill, top0_lane_sub_mul3_round_sat3_sat6_hi, top0_lane_sub_mul3_round_sat3_r, top0_lane_sub_mul3_round_sat3_sat6_hin) begin: top0_lane_sub_mul3_round_sat3_sat6_clamp
+    if (((top0_lane_sub_mul3_round_sat3_sat6_hi == 0) || (top0_lane_sub_mul3_round_sat3_sat6_hin == 0))) begin
+        top0_lane_sub_mul3_kv = $signed(top0_lane_sub_mul3_round_sat3_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul3_kv = $signed({top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_r[(65 - 1)], top0_0_1_lane_sub_mul3_round_sat3_0_1_2_3_sat6_0_1_2_3_fill});
+        top0_lane_sub_mul3_kv = $signed({top0_lane_sub_mul3_round_sat3_r[(65 - 1)], top0_lane_sub_mul3_round_sat3_sat6_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul3_d = (top0_0_1_lane_sub_mul3_x1 - top0_0_1_lane_sub_mul3_kv);
+assign top0_lane_sub_mul3_d = (top0_lane_sub_mul3_x1 - top0_lane_sub_mul3_kv);
 
 
 
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_hi = top0_0_1_lane_sub_mul3_d[33-1:(32 - 1)];
+assign top0_lane_sub_mul3_sat7_hi = top0_lane_sub_mul3_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_hin = (~top0_0_1_lane_sub_mul3_sat7_0_1_2_3_hi);
+assign top0_lane_sub_mul3_sat7_hin = (~top0_lane_sub_mul3_sat7_hi);
 
 
 
-assign top0_0_1_lane_sub_mul3_sat7_0_1_2_3_nsign = (!top0_0_1_lane_sub_mul3_d[(33 - 1)]);
+assign top0_lane_sub_mul3_sat7_nsign = (!top0_lane_sub_mul3_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill, top0_0_1_lane_sub_mul3_sat7_0_1_2_3_hi, top0_0_1_lane_sub_mul3_d, top0_0_1_lane_sub_mul3_sat7_0_1_2_3_hin) begin: top0_0_1_lane_sub_mul3_sat7_0_1_2_3_clamp
-    if (((top0_0_1_lane_sub_mul3_sat7_0_1_2_3_hi == 0) || (top0_0_1_lane_sub_mul3_sat7_0_1_2_3_hin == 0))) begin
-        top0_0_1_lane_sub_mul3_yc = $signed(top0_0_1_lane_sub_mul3_d[32-1:0]);
+always @(top0_lane_sub_mul3_sat7_fill, top0_lane_sub_mul3_sat7_hi, top0_lane_sub_mul3_d, top0_lane_sub_mul3_sat7_hin) begin: top0_lane_sub_mul3_sat7_clamp
+    if (((top0_lane_sub_mul3_sat7_hi == 0) || (top0_lane_sub_mul3_sat7_hin == 0))) begin
+        top0_lane_sub_mul3_yc = $signed(top0_lane_sub_mul3_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul3_yc = $signed({top0_0_1_lane_sub_mul3_d[(33 - 1)], top0_0_1_lane_sub_mul3_sat7_0_1_2_3_fill});
+        top0_lane_sub_mul3_yc = $signed({top0_lane_sub_mul3_d[(33 - 1)], top0_lane_sub_mul3_sat7_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul3_s2
+always @(posedge clk) begin: top0_lane_sub_mul3_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul3_yr <= 0;
+        top0_lane_sub_mul3_yr <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul3_yr <= top0_0_1_lane_sub_mul3_yc;
+        if (top0_en) begin
+            top0_lane_sub_mul3_yr <= top0_lane_sub_mul3_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul3_y = top0_0_1_lane_sub_mul3_yr;
+assign top0_lane_sub_mul3_y = top0_lane_sub_mul3_yr;
 
 
 
-assign top0_0_1_lane_sub_mul4_x = $signed(top0_0_1_ar[160-1:128]);
-assign top0_0_1_lane_sub_mul4_v = $signed(top0_0_1_br[160-1:128]);
+assign top0_lane_sub_mul4_x = $signed(top0_ar[160-1:128]);
+assign top0_lane_sub_mul4_v = $signed(top0_br[160-1:128]);
 
 
 
-assign top0_0_1_lane_sub_mul4_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul4_v);
+assign top0_lane_sub_mul4_p_c = (top0_kr * top0_lane_sub_mul4_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul4_s1
+always @(posedge clk) begin: top0_lane_sub_mul4_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul4_x1 <= 0;
-        top0_0_1_lane_sub_mul4_p1 <= 0;
+        top0_lane_sub_mul4_x1 <= 0;
+        top0_lane_sub_mul4_p1 <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul4_p1 <= top0_0_1_lane_sub_mul4_p_c;
-            top0_0_1_lane_sub_mul4_x1 <= top0_0_1_lane_sub_mul4_x;
+        if (top0_en) begin
+            top0_lane_sub_mul4_p1 <= top0_lane_sub_mul4_p_c;
+            top0_lane_sub_mul4_x1 <= top0_lane_sub_mul4_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_t = $signed(top0_0_1_lane_sub_mul4_p1 >>> 16);
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul4_p1[(16 - 1)]});
+assign top0_lane_sub_mul4_round_sat4_t = $signed(top0_lane_sub_mul4_p1 >>> 16);
+assign top0_lane_sub_mul4_round_sat4_rb = $signed({64'h0, top0_lane_sub_mul4_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_r = (top0_0_1_lane_sub_mul4_round_sat4_0_1_t + top0_0_1_lane_sub_mul4_round_sat4_0_1_rb);
+assign top0_lane_sub_mul4_round_sat4_r = (top0_lane_sub_mul4_round_sat4_t + top0_lane_sub_mul4_round_sat4_rb);
 
 
 
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_hi = top0_0_1_lane_sub_mul4_round_sat4_0_1_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul4_round_sat4_sat8_hi = top0_lane_sub_mul4_round_sat4_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_hin = (~top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_hi);
+assign top0_lane_sub_mul4_round_sat4_sat8_hin = (~top0_lane_sub_mul4_round_sat4_sat8_hi);
 
 
 
-assign top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_nsign = (!top0_0_1_lane_sub_mul4_round_sat4_0_1_r[(65 - 1)]);
+assign top0_lane_sub_mul4_round_sat4_sat8_nsign = (!top0_lane_sub_mul4_round_sat4_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill, top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_hi, top0_0_1_lane_sub_mul4_round_sat4_0_1_r, top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_hin) begin: top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_clamp
-    if (((top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_hi == 0) || (top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_hin == 0))) begin
-        top0_0_1_lane_sub_mul4_kv = $signed(top0_0_1_lane_sub_mul4_round_sat4_0_1_r[32-1:0]);
+always @(top0_lane_sub_mul4_round_sat4_sat8_fill, top0_lane_sub_mul4_round_sat4_sat8_hi, top0_lane_sub_mul4_round_sat4_r, top0_lane_sub_mul4_round_sat4_sat8_hin) begin: top0_lane_sub_mul4_round_sat4_sat8_clamp
+    if (((top0_lane_sub_mul4_round_sat4_sat8_hi == 0) || (top0_lane_sub_mul4_round_sat4_sat8_hin == 0))) begin
+        top0_lane_sub_mul4_kv = $signed(top0_lane_sub_mul4_round_sat4_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul4_kv = $signed({top0_0_1_lane_sub_mul4_round_sat4_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul4_round_sat4_0_1_sat8_0_1_2_3_fill});
+        top0_lane_sub_mul4_kv = $signed({top0_lane_sub_mul4_round_sat4_r[(65 - 1)], top0_lane_sub_mul4_round_sat4_sat8_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul4_d = (top0_0_1_lane_sub_mul4_x1 - top0_0_1_lane_sub_mul4_kv);
+assign top0_lane_sub_mul4_d = (top0_lane_sub_mul4_x1 - top0_lane_sub_mul4_kv);
 
 
 
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_hi = top0_0_1_lane_sub_mul4_d[33-1:(32 - 1)];
+assign top0_lane_sub_mul4_sat9_hi = top0_lane_sub_mul4_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_hin = (~top0_0_1_lane_sub_mul4_sat9_0_1_2_3_hi);
+assign top0_lane_sub_mul4_sat9_hin = (~top0_lane_sub_mul4_sat9_hi);
 
 
 
-assign top0_0_1_lane_sub_mul4_sat9_0_1_2_3_nsign = (!top0_0_1_lane_sub_mul4_d[(33 - 1)]);
+assign top0_lane_sub_mul4_sat9_nsign = (!top0_lane_sub_mul4_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill, top0_0_1_lane_sub_mul4_sat9_0_1_2_3_hi, top0_0_1_lane_sub_mul4_d, top0_0_1_lane_sub_mul4_sat9_0_1_2_3_hin) begin: top0_0_1_lane_sub_mul4_sat9_0_1_2_3_clamp
-    if (((top0_0_1_lane_sub_mul4_sat9_0_1_2_3_hi == 0) || (top0_0_1_lane_sub_mul4_sat9_0_1_2_3_hin == 0))) begin
-        top0_0_1_lane_sub_mul4_yc = $signed(top0_0_1_lane_sub_mul4_d[32-1:0]);
+always @(top0_lane_sub_mul4_sat9_fill, top0_lane_sub_mul4_sat9_hi, top0_lane_sub_mul4_d, top0_lane_sub_mul4_sat9_hin) begin: top0_lane_sub_mul4_sat9_clamp
+    if (((top0_lane_sub_mul4_sat9_hi == 0) || (top0_lane_sub_mul4_sat9_hin == 0))) begin
+        top0_lane_sub_mul4_yc = $signed(top0_lane_sub_mul4_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul4_yc = $signed({top0_0_1_lane_sub_mul4_d[(33 - 1)], top0_0_1_lane_sub_mul4_sat9_0_1_2_3_fill});
+        top0_lane_sub_mul4_yc = $signed({top0_lane_sub_mul4_d[(33 - 1)], top0_lane_sub_mul4_sat9_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul4_s2
+always @(posedge clk) begin: top0_lane_sub_mul4_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul4_yr <= 0;
+        top0_lane_sub_mul4_yr <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul4_yr <= top0_0_1_lane_sub_mul4_yc;
+        if (top0_en) begin
+            top0_lane_sub_mul4_yr <= top0_lane_sub_mul4_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul4_y = top0_0_1_lane_sub_mul4_yr;
+assign top0_lane_sub_mul4_y = top0_lane_sub_mul4_yr;
 
 
 
-assign top0_0_1_lane_sub_mul5_x = $signed(top0_0_1_ar[192-1:160]);
-assign top0_0_1_lane_sub_mul5_v = $signed(top0_0_1_br[192-1:160]);
+assign top0_lane_sub_mul5_x = $signed(top0_ar[192-1:160]);
+assign top0_lane_sub_mul5_v = $signed(top0_br[192-1:160]);
 
 
 
-assign top0_0_1_lane_sub_mul5_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul5_v);
+assign top0_lane_sub_mul5_p_c = (top0_kr * top0_lane_sub_mul5_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul5_s1
+always @(posedge clk) begin: top0_lane_sub_mul5_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul5_x1 <= 0;
-        top0_0_1_lane_sub_mul5_p1 <= 0;
+        top0_lane_sub_mul5_x1 <= 0;
+        top0_lane_sub_mul5_p1 <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul5_p1 <= top0_0_1_lane_sub_mul5_p_c;
-            top0_0_1_lane_sub_mul5_x1 <= top0_0_1_lane_sub_mul5_x;
+        if (top0_en) begin
+            top0_lane_sub_mul5_p1 <= top0_lane_sub_mul5_p_c;
+            top0_lane_sub_mul5_x1 <= top0_lane_sub_mul5_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_t = $signed(top0_0_1_lane_sub_mul5_p1 >>> 16);
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul5_p1[(16 - 1)]});
+assign top0_lane_sub_mul5_round_sat5_t = $signed(top0_lane_sub_mul5_p1 >>> 16);
+assign top0_lane_sub_mul5_round_sat5_rb = $signed({64'h0, top0_lane_sub_mul5_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_r = (top0_0_1_lane_sub_mul5_round_sat5_0_1_t + top0_0_1_lane_sub_mul5_round_sat5_0_1_rb);
+assign top0_lane_sub_mul5_round_sat5_r = (top0_lane_sub_mul5_round_sat5_t + top0_lane_sub_mul5_round_sat5_rb);
 
 
 
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_hi = top0_0_1_lane_sub_mul5_round_sat5_0_1_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul5_round_sat5_sat10_hi = top0_lane_sub_mul5_round_sat5_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_hin = (~top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_hi);
+assign top0_lane_sub_mul5_round_sat5_sat10_hin = (~top0_lane_sub_mul5_round_sat5_sat10_hi);
 
 
 
-assign top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_nsign = (!top0_0_1_lane_sub_mul5_round_sat5_0_1_r[(65 - 1)]);
+assign top0_lane_sub_mul5_round_sat5_sat10_nsign = (!top0_lane_sub_mul5_round_sat5_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill, top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_hi, top0_0_1_lane_sub_mul5_round_sat5_0_1_r, top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_hin) begin: top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_clamp
-    if (((top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_hi == 0) || (top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_hin == 0))) begin
-        top0_0_1_lane_sub_mul5_kv = $signed(top0_0_1_lane_sub_mul5_round_sat5_0_1_r[32-1:0]);
+always @(top0_lane_sub_mul5_round_sat5_sat10_fill, top0_lane_sub_mul5_round_sat5_sat10_hi, top0_lane_sub_mul5_round_sat5_r, top0_lane_sub_mul5_round_sat5_sat10_hin) begin: top0_lane_sub_mul5_round_sat5_sat10_clamp
+    if (((top0_lane_sub_mul5_round_sat5_sat10_hi == 0) || (top0_lane_sub_mul5_round_sat5_sat10_hin == 0))) begin
+        top0_lane_sub_mul5_kv = $signed(top0_lane_sub_mul5_round_sat5_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul5_kv = $signed({top0_0_1_lane_sub_mul5_round_sat5_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul5_round_sat5_0_1_sat10_0_1_2_3_fill});
+        top0_lane_sub_mul5_kv = $signed({top0_lane_sub_mul5_round_sat5_r[(65 - 1)], top0_lane_sub_mul5_round_sat5_sat10_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul5_d = (top0_0_1_lane_sub_mul5_x1 - top0_0_1_lane_sub_mul5_kv);
+assign top0_lane_sub_mul5_d = (top0_lane_sub_mul5_x1 - top0_lane_sub_mul5_kv);
 
 
 
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_hi = top0_0_1_lane_sub_mul5_d[33-1:(32 - 1)];
+assign top0_lane_sub_mul5_sat11_hi = top0_lane_sub_mul5_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_hin = (~top0_0_1_lane_sub_mul5_sat11_0_1_2_3_hi);
+assign top0_lane_sub_mul5_sat11_hin = (~top0_lane_sub_mul5_sat11_hi);
 
 
 
-assign top0_0_1_lane_sub_mul5_sat11_0_1_2_3_nsign = (!top0_0_1_lane_sub_mul5_d[(33 - 1)]);
+assign top0_lane_sub_mul5_sat11_nsign = (!top0_lane_sub_mul5_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill, top0_0_1_lane_sub_mul5_sat11_0_1_2_3_hi, top0_0_1_lane_sub_mul5_d, top0_0_1_lane_sub_mul5_sat11_0_1_2_3_hin) begin: top0_0_1_lane_sub_mul5_sat11_0_1_2_3_clamp
-    if (((top0_0_1_lane_sub_mul5_sat11_0_1_2_3_hi == 0) || (top0_0_1_lane_sub_mul5_sat11_0_1_2_3_hin == 0))) begin
-        top0_0_1_lane_sub_mul5_yc = $signed(top0_0_1_lane_sub_mul5_d[32-1:0]);
+always @(top0_lane_sub_mul5_sat11_fill, top0_lane_sub_mul5_sat11_hi, top0_lane_sub_mul5_d, top0_lane_sub_mul5_sat11_hin) begin: top0_lane_sub_mul5_sat11_clamp
+    if (((top0_lane_sub_mul5_sat11_hi == 0) || (top0_lane_sub_mul5_sat11_hin == 0))) begin
+        top0_lane_sub_mul5_yc = $signed(top0_lane_sub_mul5_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul5_yc = $signed({top0_0_1_lane_sub_mul5_d[(33 - 1)], top0_0_1_lane_sub_mul5_sat11_0_1_2_3_fill});
+        top0_lane_sub_mul5_yc = $signed({top0_lane_sub_mul5_d[(33 - 1)], top0_lane_sub_mul5_sat11_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul5_s2
+always @(posedge clk) begin: top0_lane_sub_mul5_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul5_yr <= 0;
+        top0_lane_sub_mul5_yr <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul5_yr <= top0_0_1_lane_sub_mul5_yc;
+        if (top0_en) begin
+            top0_lane_sub_mul5_yr <= top0_lane_sub_mul5_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul5_y = top0_0_1_lane_sub_mul5_yr;
+assign top0_lane_sub_mul5_y = top0_lane_sub_mul5_yr;
 
 
 
-assign top0_0_1_lane_sub_mul6_x = $signed(top0_0_1_ar[224-1:192]);
-assign top0_0_1_lane_sub_mul6_v = $signed(top0_0_1_br[224-1:192]);
+assign top0_lane_sub_mul6_x = $signed(top0_ar[224-1:192]);
+assign top0_lane_sub_mul6_v = $signed(top0_br[224-1:192]);
 
 
 
-assign top0_0_1_lane_sub_mul6_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul6_v);
+assign top0_lane_sub_mul6_p_c = (top0_kr * top0_lane_sub_mul6_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul6_s1
+always @(posedge clk) begin: top0_lane_sub_mul6_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul6_x1 <= 0;
-        top0_0_1_lane_sub_mul6_p1 <= 0;
+        top0_lane_sub_mul6_x1 <= 0;
+        top0_lane_sub_mul6_p1 <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul6_p1 <= top0_0_1_lane_sub_mul6_p_c;
-            top0_0_1_lane_sub_mul6_x1 <= top0_0_1_lane_sub_mul6_x;
+        if (top0_en) begin
+            top0_lane_sub_mul6_p1 <= top0_lane_sub_mul6_p_c;
+            top0_lane_sub_mul6_x1 <= top0_lane_sub_mul6_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_t = $signed(top0_0_1_lane_sub_mul6_p1 >>> 16);
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul6_p1[(16 - 1)]});
+assign top0_lane_sub_mul6_round_sat6_t = $signed(top0_lane_sub_mul6_p1 >>> 16);
+assign top0_lane_sub_mul6_round_sat6_rb = $signed({64'h0, top0_lane_sub_mul6_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_r = (top0_0_1_lane_sub_mul6_round_sat6_0_1_t + top0_0_1_lane_sub_mul6_round_sat6_0_1_rb);
+assign top0_lane_sub_mul6_round_sat6_r = (top0_lane_sub_mul6_round_sat6_t + top0_lane_sub_mul6_round_sat6_rb);
 
 
 
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_hi = top0_0_1_lane_sub_mul6_round_sat6_0_1_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul6_round_sat6_sat12_hi = top0_lane_sub_mul6_round_sat6_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_hin = (~top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_hi);
+assign top0_lane_sub_mul6_round_sat6_sat12_hin = (~top0_lane_sub_mul6_round_sat6_sat12_hi);
 
 
 
-assign top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_nsign = (!top0_0_1_lane_sub_mul6_round_sat6_0_1_r[(65 - 1)]);
+assign top0_lane_sub_mul6_round_sat6_sat12_nsign = (!top0_lane_sub_mul6_round_sat6_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill, top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_hi, top0_0_1_lane_sub_mul6_round_sat6_0_1_r, top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_hin) begin: top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_clamp
-    if (((top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_hi == 0) || (top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul6_kv = $signed(top0_0_1_lane_sub_mul6_round_sat6_0_1_r[32-1:0]);
+always @(top0_lane_sub_mul6_round_sat6_sat12_fill, top0_lane_sub_mul6_round_sat6_sat12_hi, top0_lane_sub_mul6_round_sat6_r, top0_lane_sub_mul6_round_sat6_sat12_hin) begin: top0_lane_sub_mul6_round_sat6_sat12_clamp
+    if (((top0_lane_sub_mul6_round_sat6_sat12_hi == 0) || (top0_lane_sub_mul6_round_sat6_sat12_hin == 0))) begin
+        top0_lane_sub_mul6_kv = $signed(top0_lane_sub_mul6_round_sat6_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul6_kv = $signed({top0_0_1_lane_sub_mul6_round_sat6_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul6_round_sat6_0_1_sat12_0_1_fill});
+        top0_lane_sub_mul6_kv = $signed({top0_lane_sub_mul6_round_sat6_r[(65 - 1)], top0_lane_sub_mul6_round_sat6_sat12_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul6_d = (top0_0_1_lane_sub_mul6_x1 - top0_0_1_lane_sub_mul6_kv);
+assign top0_lane_sub_mul6_d = (top0_lane_sub_mul6_x1 - top0_lane_sub_mul6_kv);
 
 
 
-assign top0_0_1_lane_sub_mul6_sat13_0_1_hi = top0_0_1_lane_sub_mul6_d[33-1:(32 - 1)];
+assign top0_lane_sub_mul6_sat13_hi = top0_lane_sub_mul6_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul6_sat13_0_1_hin = (~top0_0_1_lane_sub_mul6_sat13_0_1_hi);
+assign top0_lane_sub_mul6_sat13_hin = (~top0_lane_sub_mul6_sat13_hi);
 
 
 
-assign top0_0_1_lane_sub_mul6_sat13_0_1_nsign = (!top0_0_1_lane_sub_mul6_d[(33 - 1)]);
+assign top0_lane_sub_mul6_sat13_nsign = (!top0_lane_sub_mul6_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul6_sat13_0_1_fill, top0_0_1_lane_sub_mul6_sat13_0_1_hi, top0_0_1_lane_sub_mul6_d, top0_0_1_lane_sub_mul6_sat13_0_1_hin) begin: top0_0_1_lane_sub_mul6_sat13_0_1_clamp
-    if (((top0_0_1_lane_sub_mul6_sat13_0_1_hi == 0) || (top0_0_1_lane_sub_mul6_sat13_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul6_yc = $signed(top0_0_1_lane_sub_mul6_d[32-1:0]);
+always @(top0_lane_sub_mul6_sat13_fill, top0_lane_sub_mul6_sat13_hi, top0_lane_sub_mul6_d, top0_lane_sub_mul6_sat13_hin) begin: top0_lane_sub_mul6_sat13_clamp
+    if (((top0_lane_sub_mul6_sat13_hi == 0) || (top0_lane_sub_mul6_sat13_hin == 0))) begin
+        top0_lane_sub_mul6_yc = $signed(top0_lane_sub_mul6_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul6_yc = $signed({top0_0_1_lane_sub_mul6_d[(33 - 1)], top0_0_1_lane_sub_mul6_sat13_0_1_fill});
+        top0_lane_sub_mul6_yc = $signed({top0_lane_sub_mul6_d[(33 - 1)], top0_lane_sub_mul6_sat13_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul6_s2
+always @(posedge clk) begin: top0_lane_sub_mul6_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul6_yr <= 0;
+        top0_lane_sub_mul6_yr <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul6_yr <= top0_0_1_lane_sub_mul6_yc;
+        if (top0_en) begin
+            top0_lane_sub_mul6_yr <= top0_lane_sub_mul6_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul6_y = top0_0_1_lane_sub_mul6_yr;
+assign top0_lane_sub_mul6_y = top0_lane_sub_mul6_yr;
 
 
 
-assign top0_0_1_lane_sub_mul7_x = $signed(top0_0_1_ar[256-1:224]);
-assign top0_0_1_lane_sub_mul7_v = $signed(top0_0_1_br[256-1:224]);
+assign top0_lane_sub_mul7_x = $signed(top0_ar[256-1:224]);
+assign top0_lane_sub_mul7_v = $signed(top0_br[256-1:224]);
 
 
 
-assign top0_0_1_lane_sub_mul7_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul7_v);
+assign top0_lane_sub_mul7_p_c = (top0_kr * top0_lane_sub_mul7_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul7_s1
+always @(posedge clk) begin: top0_lane_sub_mul7_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul7_x1 <= 0;
-        top0_0_1_lane_sub_mul7_p1 <= 0;
+        top0_lane_sub_mul7_x1 <= 0;
+        top0_lane_sub_mul7_p1 <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul7_p1 <= top0_0_1_lane_sub_mul7_p_c;
-            top0_0_1_lane_sub_mul7_x1 <= top0_0_1_lane_sub_mul7_x;
+        if (top0_en) begin
+            top0_lane_sub_mul7_p1 <= top0_lane_sub_mul7_p_c;
+            top0_lane_sub_mul7_x1 <= top0_lane_sub_mul7_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_t = $signed(top0_0_1_lane_sub_mul7_p1 >>> 16);
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul7_p1[(16 - 1)]});
+assign top0_lane_sub_mul7_round_sat7_t = $signed(top0_lane_sub_mul7_p1 >>> 16);
+assign top0_lane_sub_mul7_round_sat7_rb = $signed({64'h0, top0_lane_sub_mul7_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_r = (top0_0_1_lane_sub_mul7_round_sat7_0_1_t + top0_0_1_lane_sub_mul7_round_sat7_0_1_rb);
+assign top0_lane_sub_mul7_round_sat7_r = (top0_lane_sub_mul7_round_sat7_t + top0_lane_sub_mul7_round_sat7_rb);
 
 
 
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_hi = top0_0_1_lane_sub_mul7_round_sat7_0_1_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul7_round_sat7_sat14_hi = top0_lane_sub_mul7_round_sat7_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_hin = (~top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_hi);
+assign top0_lane_sub_mul7_round_sat7_sat14_hin = (~top0_lane_sub_mul7_round_sat7_sat14_hi);
 
 
 
-assign top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_nsign = (!top0_0_1_lane_sub_mul7_round_sat7_0_1_r[(65 - 1)]);
+assign top0_lane_sub_mul7_round_sat7_sat14_nsign = (!top0_lane_sub_mul7_round_sat7_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill, top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_hi, top0_0_1_lane_sub_mul7_round_sat7_0_1_r, top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_hin) begin: top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_clamp
-    if (((top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_hi == 0) || (top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul7_kv = $signed(top0_0_1_lane_sub_mul7_round_sat7_0_1_r[32-1:0]);
+always @(top0_lane_sub_mul7_round_sat7_sat14_fill, top0_lane_sub_mul7_round_sat7_sat14_hi, top0_lane_sub_mul7_round_sat7_r, top0_lane_sub_mul7_round_sat7_sat14_hin) begin: top0_lane_sub_mul7_round_sat7_sat14_clamp
+    if (((top0_lane_sub_mul7_round_sat7_sat14_hi == 0) || (top0_lane_sub_mul7_round_sat7_sat14_hin == 0))) begin
+        top0_lane_sub_mul7_kv = $signed(top0_lane_sub_mul7_round_sat7_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul7_kv = $signed({top0_0_1_lane_sub_mul7_round_sat7_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul7_round_sat7_0_1_sat14_0_1_fill});
+        top0_lane_sub_mul7_kv = $signed({top0_lane_sub_mul7_round_sat7_r[(65 - 1)], top0_lane_sub_mul7_round_sat7_sat14_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul7_d = (top0_0_1_lane_sub_mul7_x1 - top0_0_1_lane_sub_mul7_kv);
+assign top0_lane_sub_mul7_d = (top0_lane_sub_mul7_x1 - top0_lane_sub_mul7_kv);
 
 
 
-assign top0_0_1_lane_sub_mul7_sat15_0_1_hi = top0_0_1_lane_sub_mul7_d[33-1:(32 - 1)];
+assign top0_lane_sub_mul7_sat15_hi = top0_lane_sub_mul7_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul7_sat15_0_1_hin = (~top0_0_1_lane_sub_mul7_sat15_0_1_hi);
+assign top0_lane_sub_mul7_sat15_hin = (~top0_lane_sub_mul7_sat15_hi);
 
 
 
-assign top0_0_1_lane_sub_mul7_sat15_0_1_nsign = (!top0_0_1_lane_sub_mul7_d[(33 - 1)]);
+assign top0_lane_sub_mul7_sat15_nsign = (!top0_lane_sub_mul7_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul7_sat15_0_1_fill, top0_0_1_lane_sub_mul7_sat15_0_1_hi, top0_0_1_lane_sub_mul7_d, top0_0_1_lane_sub_mul7_sat15_0_1_hin) begin: top0_0_1_lane_sub_mul7_sat15_0_1_clamp
-    if (((top0_0_1_lane_sub_mul7_sat15_0_1_hi == 0) || (top0_0_1_lane_sub_mul7_sat15_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul7_yc = $signed(top0_0_1_lane_sub_mul7_d[32-1:0]);
+always @(top0_lane_sub_mul7_sat15_fill, top0_lane_sub_mul7_sat15_hi, top0_lane_sub_mul7_d, top0_lane_sub_mul7_sat15_hin) begin: top0_lane_sub_mul7_sat15_clamp
+    if (((top0_lane_sub_mul7_sat15_hi == 0) || (top0_lane_sub_mul7_sat15_hin == 0))) begin
+        top0_lane_sub_mul7_yc = $signed(top0_lane_sub_mul7_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul7_yc = $signed({top0_0_1_lane_sub_mul7_d[(33 - 1)], top0_0_1_lane_sub_mul7_sat15_0_1_fill});
+        top0_lane_sub_mul7_yc = $signed({top0_lane_sub_mul7_d[(33 - 1)], top0_lane_sub_mul7_sat15_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul7_s2
+always @(posedge clk) begin: top0_lane_sub_mul7_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul7_yr <= 0;
+        top0_lane_sub_mul7_yr <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul7_yr <= top0_0_1_lane_sub_mul7_yc;
+        if (top0_en) begin
+            top0_lane_sub_mul7_yr <= top0_lane_sub_mul7_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul7_y = top0_0_1_lane_sub_mul7_yr;
+assign top0_lane_sub_mul7_y = top0_lane_sub_mul7_yr;
 
 
 
-assign top0_0_1_lane_sub_mul8_x = $signed(top0_0_1_ar[288-1:256]);
-assign top0_0_1_lane_sub_mul8_v = $signed(top0_0_1_br[288-1:256]);
+assign top0_lane_sub_mul8_x = $signed(top0_ar[288-1:256]);
+assign top0_lane_sub_mul8_v = $signed(top0_br[288-1:256]);
 
 
 
-assign top0_0_1_lane_sub_mul8_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul8_v);
+assign top0_lane_sub_mul8_p_c = (top0_kr * top0_lane_sub_mul8_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul8_s1
+always @(posedge clk) begin: top0_lane_sub_mul8_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul8_x1 <= 0;
-        top0_0_1_lane_sub_mul8_p1 <= 0;
+        top0_lane_sub_mul8_x1 <= 0;
+        top0_lane_sub_mul8_p1 <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul8_p1 <= top0_0_1_lane_sub_mul8_p_c;
-            top0_0_1_lane_sub_mul8_x1 <= top0_0_1_lane_sub_mul8_x;
+        if (top0_en) begin
+            top0_lane_sub_mul8_p1 <= top0_lane_sub_mul8_p_c;
+            top0_lane_sub_mul8_x1 <= top0_lane_sub_mul8_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_t = $signed(top0_0_1_lane_sub_mul8_p1 >>> 16);
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul8_p1[(16 - 1)]});
+assign top0_lane_sub_mul8_round_sat8_t = $signed(top0_lane_sub_mul8_p1 >>> 16);
+assign top0_lane_sub_mul8_round_sat8_rb = $signed({64'h0, top0_lane_sub_mul8_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_r = (top0_0_1_lane_sub_mul8_round_sat8_0_1_t + top0_0_1_lane_sub_mul8_round_sat8_0_1_rb);
+assign top0_lane_sub_mul8_round_sat8_r = (top0_lane_sub_mul8_round_sat8_t + top0_lane_sub_mul8_round_sat8_rb);
 
 
 
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_hi = top0_0_1_lane_sub_mul8_round_sat8_0_1_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul8_round_sat8_sat16_hi = top0_lane_sub_mul8_round_sat8_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_hin = (~top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_hi);
+assign top0_lane_sub_mul8_round_sat8_sat16_hin = (~top0_lane_sub_mul8_round_sat8_sat16_hi);
 
 
 
-assign top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_nsign = (!top0_0_1_lane_sub_mul8_round_sat8_0_1_r[(65 - 1)]);
+assign top0_lane_sub_mul8_round_sat8_sat16_nsign = (!top0_lane_sub_mul8_round_sat8_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill, top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_hi, top0_0_1_lane_sub_mul8_round_sat8_0_1_r, top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_hin) begin: top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_clamp
-    if (((top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_hi == 0) || (top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul8_kv = $signed(top0_0_1_lane_sub_mul8_round_sat8_0_1_r[32-1:0]);
+always @(top0_lane_sub_mul8_round_sat8_sat16_fill, top0_lane_sub_mul8_round_sat8_sat16_hi, top0_lane_sub_mul8_round_sat8_r, top0_lane_sub_mul8_round_sat8_sat16_hin) begin: top0_lane_sub_mul8_round_sat8_sat16_clamp
+    if (((top0_lane_sub_mul8_round_sat8_sat16_hi == 0) || (top0_lane_sub_mul8_round_sat8_sat16_hin == 0))) begin
+        top0_lane_sub_mul8_kv = $signed(top0_lane_sub_mul8_round_sat8_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul8_kv = $signed({top0_0_1_lane_sub_mul8_round_sat8_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul8_round_sat8_0_1_sat16_0_1_fill});
+        top0_lane_sub_mul8_kv = $signed({top0_lane_sub_mul8_round_sat8_r[(65 - 1)], top0_lane_sub_mul8_round_sat8_sat16_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul8_d = (top0_0_1_lane_sub_mul8_x1 - top0_0_1_lane_sub_mul8_kv);
+assign top0_lane_sub_mul8_d = (top0_lane_sub_mul8_x1 - top0_lane_sub_mul8_kv);
 
 
 
-assign top0_0_1_lane_sub_mul8_sat17_0_1_hi = top0_0_1_lane_sub_mul8_d[33-1:(32 - 1)];
+assign top0_lane_sub_mul8_sat17_hi = top0_lane_sub_mul8_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul8_sat17_0_1_hin = (~top0_0_1_lane_sub_mul8_sat17_0_1_hi);
+assign top0_lane_sub_mul8_sat17_hin = (~top0_lane_sub_mul8_sat17_hi);
 
 
 
-assign top0_0_1_lane_sub_mul8_sat17_0_1_nsign = (!top0_0_1_lane_sub_mul8_d[(33 - 1)]);
+assign top0_lane_sub_mul8_sat17_nsign = (!top0_lane_sub_mul8_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul8_sat17_0_1_fill, top0_0_1_lane_sub_mul8_sat17_0_1_hi, top0_0_1_lane_sub_mul8_d, top0_0_1_lane_sub_mul8_sat17_0_1_hin) begin: top0_0_1_lane_sub_mul8_sat17_0_1_clamp
-    if (((top0_0_1_lane_sub_mul8_sat17_0_1_hi == 0) || (top0_0_1_lane_sub_mul8_sat17_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul8_yc = $signed(top0_0_1_lane_sub_mul8_d[32-1:0]);
+always @(top0_lane_sub_mul8_sat17_fill, top0_lane_sub_mul8_sat17_hi, top0_lane_sub_mul8_d, top0_lane_sub_mul8_sat17_hin) begin: top0_lane_sub_mul8_sat17_clamp
+    if (((top0_lane_sub_mul8_sat17_hi == 0) || (top0_lane_sub_mul8_sat17_hin == 0))) begin
+        top0_lane_sub_mul8_yc = $signed(top0_lane_sub_mul8_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul8_yc = $signed({top0_0_1_lane_sub_mul8_d[(33 - 1)], top0_0_1_lane_sub_mul8_sat17_0_1_fill});
+        top0_lane_sub_mul8_yc = $signed({top0_lane_sub_mul8_d[(33 - 1)], top0_lane_sub_mul8_sat17_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul8_s2
+always @(posedge clk) begin: top0_lane_sub_mul8_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul8_yr <= 0;
+        top0_lane_sub_mul8_yr <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul8_yr <= top0_0_1_lane_sub_mul8_yc;
+        if (top0_en) begin
+            top0_lane_sub_mul8_yr <= top0_lane_sub_mul8_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul8_y = top0_0_1_lane_sub_mul8_yr;
+assign top0_lane_sub_mul8_y = top0_lane_sub_mul8_yr;
 
 
 
-assign top0_0_1_lane_sub_mul9_x = $signed(top0_0_1_ar[320-1:288]);
-assign top0_0_1_lane_sub_mul9_v = $signed(top0_0_1_br[320-1:288]);
+assign top0_lane_sub_mul9_x = $signed(top0_ar[320-1:288]);
+assign top0_lane_sub_mul9_v = $signed(top0_br[320-1:288]);
 
 
 
-assign top0_0_1_lane_sub_mul9_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul9_v);
+assign top0_lane_sub_mul9_p_c = (top0_kr * top0_lane_sub_mul9_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul9_s1
+always @(posedge clk) begin: top0_lane_sub_mul9_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul9_x1 <= 0;
-        top0_0_1_lane_sub_mul9_p1 <= 0;
+        top0_lane_sub_mul9_x1 <= 0;
+        top0_lane_sub_mul9_p1 <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul9_p1 <= top0_0_1_lane_sub_mul9_p_c;
-            top0_0_1_lane_sub_mul9_x1 <= top0_0_1_lane_sub_mul9_x;
+        if (top0_en) begin
+            top0_lane_sub_mul9_p1 <= top0_lane_sub_mul9_p_c;
+            top0_lane_sub_mul9_x1 <= top0_lane_sub_mul9_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_t = $signed(top0_0_1_lane_sub_mul9_p1 >>> 16);
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul9_p1[(16 - 1)]});
+assign top0_lane_sub_mul9_round_sat9_t = $signed(top0_lane_sub_mul9_p1 >>> 16);
+assign top0_lane_sub_mul9_round_sat9_rb = $signed({64'h0, top0_lane_sub_mul9_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_r = (top0_0_1_lane_sub_mul9_round_sat9_0_1_t + top0_0_1_lane_sub_mul9_round_sat9_0_1_rb);
+assign top0_lane_sub_mul9_round_sat9_r = (top0_lane_sub_mul9_round_sat9_t + top0_lane_sub_mul9_round_sat9_rb);
 
 
 
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_hi = top0_0_1_lane_sub_mul9_round_sat9_0_1_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul9_round_sat9_sat18_hi = top0_lane_sub_mul9_round_sat9_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_hin = (~top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_hi);
+assign top0_lane_sub_mul9_round_sat9_sat18_hin = (~top0_lane_sub_mul9_round_sat9_sat18_hi);
 
 
 
-assign top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_nsign = (!top0_0_1_lane_sub_mul9_round_sat9_0_1_r[(65 - 1)]);
+assign top0_lane_sub_mul9_round_sat9_sat18_nsign = (!top0_lane_sub_mul9_round_sat9_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill, top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_hi, top0_0_1_lane_sub_mul9_round_sat9_0_1_r, top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_hin) begin: top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_clamp
-    if (((top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_hi == 0) || (top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul9_kv = $signed(top0_0_1_lane_sub_mul9_round_sat9_0_1_r[32-1:0]);
+always @(top0_lane_sub_mul9_round_sat9_sat18_fill, top0_lane_sub_mul9_round_sat9_sat18_hi, top0_lane_sub_mul9_round_sat9_r, top0_lane_sub_mul9_round_sat9_sat18_hin) begin: top0_lane_sub_mul9_round_sat9_sat18_clamp
+    if (((top0_lane_sub_mul9_round_sat9_sat18_hi == 0) || (top0_lane_sub_mul9_round_sat9_sat18_hin == 0))) begin
+        top0_lane_sub_mul9_kv = $signed(top0_lane_sub_mul9_round_sat9_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul9_kv = $signed({top0_0_1_lane_sub_mul9_round_sat9_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul9_round_sat9_0_1_sat18_0_1_fill});
+        top0_lane_sub_mul9_kv = $signed({top0_lane_sub_mul9_round_sat9_r[(65 - 1)], top0_lane_sub_mul9_round_sat9_sat18_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul9_d = (top0_0_1_lane_sub_mul9_x1 - top0_0_1_lane_sub_mul9_kv);
+assign top0_lane_sub_mul9_d = (top0_lane_sub_mul9_x1 - top0_lane_sub_mul9_kv);
 
 
 
-assign top0_0_1_lane_sub_mul9_sat19_0_1_hi = top0_0_1_lane_sub_mul9_d[33-1:(32 - 1)];
+assign top0_lane_sub_mul9_sat19_hi = top0_lane_sub_mul9_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul9_sat19_0_1_hin = (~top0_0_1_lane_sub_mul9_sat19_0_1_hi);
+assign top0_lane_sub_mul9_sat19_hin = (~top0_lane_sub_mul9_sat19_hi);
 
 
 
-assign top0_0_1_lane_sub_mul9_sat19_0_1_nsign = (!top0_0_1_lane_sub_mul9_d[(33 - 1)]);
+assign top0_lane_sub_mul9_sat19_nsign = (!top0_lane_sub_mul9_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul9_sat19_0_1_fill, top0_0_1_lane_sub_mul9_sat19_0_1_hi, top0_0_1_lane_sub_mul9_d, top0_0_1_lane_sub_mul9_sat19_0_1_hin) begin: top0_0_1_lane_sub_mul9_sat19_0_1_clamp
-    if (((top0_0_1_lane_sub_mul9_sat19_0_1_hi == 0) || (top0_0_1_lane_sub_mul9_sat19_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul9_yc = $signed(top0_0_1_lane_sub_mul9_d[32-1:0]);
+always @(top0_lane_sub_mul9_sat19_fill, top0_lane_sub_mul9_sat19_hi, top0_lane_sub_mul9_d, top0_lane_sub_mul9_sat19_hin) begin: top0_lane_sub_mul9_sat19_clamp
+    if (((top0_lane_sub_mul9_sat19_hi == 0) || (top0_lane_sub_mul9_sat19_hin == 0))) begin
+        top0_lane_sub_mul9_yc = $signed(top0_lane_sub_mul9_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul9_yc = $signed({top0_0_1_lane_sub_mul9_d[(33 - 1)], top0_0_1_lane_sub_mul9_sat19_0_1_fill});
+        top0_lane_sub_mul9_yc = $signed({top0_lane_sub_mul9_d[(33 - 1)], top0_lane_sub_mul9_sat19_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul9_s2
+always @(posedge clk) begin: top0_lane_sub_mul9_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul9_yr <= 0;
+        top0_lane_sub_mul9_yr <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul9_yr <= top0_0_1_lane_sub_mul9_yc;
+        if (top0_en) begin
+            top0_lane_sub_mul9_yr <= top0_lane_sub_mul9_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul9_y = top0_0_1_lane_sub_mul9_yr;
+assign top0_lane_sub_mul9_y = top0_lane_sub_mul9_yr;
 
 
 
-assign top0_0_1_lane_sub_mul10_x = $signed(top0_0_1_ar[352-1:320]);
-assign top0_0_1_lane_sub_mul10_v = $signed(top0_0_1_br[352-1:320]);
+assign top0_lane_sub_mul10_x = $signed(top0_ar[352-1:320]);
+assign top0_lane_sub_mul10_v = $signed(top0_br[352-1:320]);
 
 
 
-assign top0_0_1_lane_sub_mul10_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul10_v);
+assign top0_lane_sub_mul10_p_c = (top0_kr * top0_lane_sub_mul10_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul10_s1
+always @(posedge clk) begin: top0_lane_sub_mul10_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul10_x1 <= 0;
-        top0_0_1_lane_sub_mul10_p1 <= 0;
+        top0_lane_sub_mul10_x1 <= 0;
+        top0_lane_sub_mul10_p1 <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul10_p1 <= top0_0_1_lane_sub_mul10_p_c;
-            top0_0_1_lane_sub_mul10_x1 <= top0_0_1_lane_sub_mul10_x;
+        if (top0_en) begin
+            top0_lane_sub_mul10_p1 <= top0_lane_sub_mul10_p_c;
+            top0_lane_sub_mul10_x1 <= top0_lane_sub_mul10_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_t = $signed(top0_0_1_lane_sub_mul10_p1 >>> 16);
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul10_p1[(16 - 1)]});
+assign top0_lane_sub_mul10_round_sat10_t = $signed(top0_lane_sub_mul10_p1 >>> 16);
+assign top0_lane_sub_mul10_round_sat10_rb = $signed({64'h0, top0_lane_sub_mul10_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_r = (top0_0_1_lane_sub_mul10_round_sat10_0_1_t + top0_0_1_lane_sub_mul10_round_sat10_0_1_rb);
+assign top0_lane_sub_mul10_round_sat10_r = (top0_lane_sub_mul10_round_sat10_t + top0_lane_sub_mul10_round_sat10_rb);
 
 
 
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_hi = top0_0_1_lane_sub_mul10_round_sat10_0_1_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul10_round_sat10_sat20_hi = top0_lane_sub_mul10_round_sat10_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_hin = (~top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_hi);
+assign top0_lane_sub_mul10_round_sat10_sat20_hin = (~top0_lane_sub_mul10_round_sat10_sat20_hi);
 
 
 
-assign top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_nsign = (!top0_0_1_lane_sub_mul10_round_sat10_0_1_r[(65 - 1)]);
+assign top0_lane_sub_mul10_round_sat10_sat20_nsign = (!top0_lane_sub_mul10_round_sat10_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill, top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_hi, top0_0_1_lane_sub_mul10_round_sat10_0_1_r, top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_hin) begin: top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_clamp
-    if (((top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_hi == 0) || (top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul10_kv = $signed(top0_0_1_lane_sub_mul10_round_sat10_0_1_r[32-1:0]);
+always @(top0_lane_sub_mul10_round_sat10_sat20_fill, top0_lane_sub_mul10_round_sat10_sat20_hi, top0_lane_sub_mul10_round_sat10_r, top0_lane_sub_mul10_round_sat10_sat20_hin) begin: top0_lane_sub_mul10_round_sat10_sat20_clamp
+    if (((top0_lane_sub_mul10_round_sat10_sat20_hi == 0) || (top0_lane_sub_mul10_round_sat10_sat20_hin == 0))) begin
+        top0_lane_sub_mul10_kv = $signed(top0_lane_sub_mul10_round_sat10_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul10_kv = $signed({top0_0_1_lane_sub_mul10_round_sat10_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul10_round_sat10_0_1_sat20_0_1_fill});
+        top0_lane_sub_mul10_kv = $signed({top0_lane_sub_mul10_round_sat10_r[(65 - 1)], top0_lane_sub_mul10_round_sat10_sat20_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul10_d = (top0_0_1_lane_sub_mul10_x1 - top0_0_1_lane_sub_mul10_kv);
+assign top0_lane_sub_mul10_d = (top0_lane_sub_mul10_x1 - top0_lane_sub_mul10_kv);
 
 
 
-assign top0_0_1_lane_sub_mul10_sat21_0_1_hi = top0_0_1_lane_sub_mul10_d[33-1:(32 - 1)];
+assign top0_lane_sub_mul10_sat21_hi = top0_lane_sub_mul10_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul10_sat21_0_1_hin = (~top0_0_1_lane_sub_mul10_sat21_0_1_hi);
+assign top0_lane_sub_mul10_sat21_hin = (~top0_lane_sub_mul10_sat21_hi);
 
 
 
-assign top0_0_1_lane_sub_mul10_sat21_0_1_nsign = (!top0_0_1_lane_sub_mul10_d[(33 - 1)]);
+assign top0_lane_sub_mul10_sat21_nsign = (!top0_lane_sub_mul10_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul10_sat21_0_1_fill, top0_0_1_lane_sub_mul10_sat21_0_1_hi, top0_0_1_lane_sub_mul10_d, top0_0_1_lane_sub_mul10_sat21_0_1_hin) begin: top0_0_1_lane_sub_mul10_sat21_0_1_clamp
-    if (((top0_0_1_lane_sub_mul10_sat21_0_1_hi == 0) || (top0_0_1_lane_sub_mul10_sat21_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul10_yc = $signed(top0_0_1_lane_sub_mul10_d[32-1:0]);
+always @(top0_lane_sub_mul10_sat21_fill, top0_lane_sub_mul10_sat21_hi, top0_lane_sub_mul10_d, top0_lane_sub_mul10_sat21_hin) begin: top0_lane_sub_mul10_sat21_clamp
+    if (((top0_lane_sub_mul10_sat21_hi == 0) || (top0_lane_sub_mul10_sat21_hin == 0))) begin
+        top0_lane_sub_mul10_yc = $signed(top0_lane_sub_mul10_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul10_yc = $signed({top0_0_1_lane_sub_mul10_d[(33 - 1)], top0_0_1_lane_sub_mul10_sat21_0_1_fill});
+        top0_lane_sub_mul10_yc = $signed({top0_lane_sub_mul10_d[(33 - 1)], top0_lane_sub_mul10_sat21_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul10_s2
+always @(posedge clk) begin: top0_lane_sub_mul10_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul10_yr <= 0;
+        top0_lane_sub_mul10_yr <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul10_yr <= top0_0_1_lane_sub_mul10_yc;
+        if (top0_en) begin
+            top0_lane_sub_mul10_yr <= top0_lane_sub_mul10_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul10_y = top0_0_1_lane_sub_mul10_yr;
+assign top0_lane_sub_mul10_y = top0_lane_sub_mul10_yr;
 
 
 
-assign top0_0_1_lane_sub_mul11_x = $signed(top0_0_1_ar[384-1:352]);
-assign top0_0_1_lane_sub_mul11_v = $signed(top0_0_1_br[384-1:352]);
+assign top0_lane_sub_mul11_x = $signed(top0_ar[384-1:352]);
+assign top0_lane_sub_mul11_v = $signed(top0_br[384-1:352]);
 
 
 
-assign top0_0_1_lane_sub_mul11_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul11_v);
+assign top0_lane_sub_mul11_p_c = (top0_kr * top0_lane_sub_mul11_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul11_s1
+always @(posedge clk) begin: top0_lane_sub_mul11_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul11_x1 <= 0;
-        top0_0_1_lane_sub_mul11_p1 <= 0;
+        top0_lane_sub_mul11_x1 <= 0;
+        top0_lane_sub_mul11_p1 <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul11_p1 <= top0_0_1_lane_sub_mul11_p_c;
-            top0_0_1_lane_sub_mul11_x1 <= top0_0_1_lane_sub_mul11_x;
+        if (top0_en) begin
+            top0_lane_sub_mul11_p1 <= top0_lane_sub_mul11_p_c;
+            top0_lane_sub_mul11_x1 <= top0_lane_sub_mul11_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_t = $signed(top0_0_1_lane_sub_mul11_p1 >>> 16);
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul11_p1[(16 - 1)]});
+assign top0_lane_sub_mul11_round_sat11_t = $signed(top0_lane_sub_mul11_p1 >>> 16);
+assign top0_lane_sub_mul11_round_sat11_rb = $signed({64'h0, top0_lane_sub_mul11_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_r = (top0_0_1_lane_sub_mul11_round_sat11_0_1_t + top0_0_1_lane_sub_mul11_round_sat11_0_1_rb);
+assign top0_lane_sub_mul11_round_sat11_r = (top0_lane_sub_mul11_round_sat11_t + top0_lane_sub_mul11_round_sat11_rb);
 
 
 
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_hi = top0_0_1_lane_sub_mul11_round_sat11_0_1_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul11_round_sat11_sat22_hi = top0_lane_sub_mul11_round_sat11_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_hin = (~top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_hi);
+assign top0_lane_sub_mul11_round_sat11_sat22_hin = (~top0_lane_sub_mul11_round_sat11_sat22_hi);
 
 
 
-assign top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_nsign = (!top0_0_1_lane_sub_mul11_round_sat11_0_1_r[(65 - 1)]);
+assign top0_lane_sub_mul11_round_sat11_sat22_nsign = (!top0_lane_sub_mul11_round_sat11_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill, top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_hi, top0_0_1_lane_sub_mul11_round_sat11_0_1_r, top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_hin) begin: top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_clamp
-    if (((top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_hi == 0) || (top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul11_kv = $signed(top0_0_1_lane_sub_mul11_round_sat11_0_1_r[32-1:0]);
+always @(top0_lane_sub_mul11_round_sat11_sat22_fill, top0_lane_sub_mul11_round_sat11_sat22_hi, top0_lane_sub_mul11_round_sat11_r, top0_lane_sub_mul11_round_sat11_sat22_hin) begin: top0_lane_sub_mul11_round_sat11_sat22_clamp
+    if (((top0_lane_sub_mul11_round_sat11_sat22_hi == 0) || (top0_lane_sub_mul11_round_sat11_sat22_hin == 0))) begin
+        top0_lane_sub_mul11_kv = $signed(top0_lane_sub_mul11_round_sat11_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul11_kv = $signed({top0_0_1_lane_sub_mul11_round_sat11_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul11_round_sat11_0_1_sat22_0_1_fill});
+        top0_lane_sub_mul11_kv = $signed({top0_lane_sub_mul11_round_sat11_r[(65 - 1)], top0_lane_sub_mul11_round_sat11_sat22_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul11_d = (top0_0_1_lane_sub_mul11_x1 - top0_0_1_lane_sub_mul11_kv);
+assign top0_lane_sub_mul11_d = (top0_lane_sub_mul11_x1 - top0_lane_sub_mul11_kv);
 
 
 
-assign top0_0_1_lane_sub_mul11_sat23_0_1_hi = top0_0_1_lane_sub_mul11_d[33-1:(32 - 1)];
+assign top0_lane_sub_mul11_sat23_hi = top0_lane_sub_mul11_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul11_sat23_0_1_hin = (~top0_0_1_lane_sub_mul11_sat23_0_1_hi);
+assign top0_lane_sub_mul11_sat23_hin = (~top0_lane_sub_mul11_sat23_hi);
 
 
 
-assign top0_0_1_lane_sub_mul11_sat23_0_1_nsign = (!top0_0_1_lane_sub_mul11_d[(33 - 1)]);
+assign top0_lane_sub_mul11_sat23_nsign = (!top0_lane_sub_mul11_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul11_sat23_0_1_fill, top0_0_1_lane_sub_mul11_sat23_0_1_hi, top0_0_1_lane_sub_mul11_d, top0_0_1_lane_sub_mul11_sat23_0_1_hin) begin: top0_0_1_lane_sub_mul11_sat23_0_1_clamp
-    if (((top0_0_1_lane_sub_mul11_sat23_0_1_hi == 0) || (top0_0_1_lane_sub_mul11_sat23_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul11_yc = $signed(top0_0_1_lane_sub_mul11_d[32-1:0]);
+always @(top0_lane_sub_mul11_sat23_fill, top0_lane_sub_mul11_sat23_hi, top0_lane_sub_mul11_d, top0_lane_sub_mul11_sat23_hin) begin: top0_lane_sub_mul11_sat23_clamp
+    if (((top0_lane_sub_mul11_sat23_hi == 0) || (top0_lane_sub_mul11_sat23_hin == 0))) begin
+        top0_lane_sub_mul11_yc = $signed(top0_lane_sub_mul11_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul11_yc = $signed({top0_0_1_lane_sub_mul11_d[(33 - 1)], top0_0_1_lane_sub_mul11_sat23_0_1_fill});
+        top0_lane_sub_mul11_yc = $signed({top0_lane_sub_mul11_d[(33 - 1)], top0_lane_sub_mul11_sat23_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul11_s2
+always @(posedge clk) begin: top0_lane_sub_mul11_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul11_yr <= 0;
+        top0_lane_sub_mul11_yr <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul11_yr <= top0_0_1_lane_sub_mul11_yc;
+        if (top0_en) begin
+            top0_lane_sub_mul11_yr <= top0_lane_sub_mul11_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul11_y = top0_0_1_lane_sub_mul11_yr;
+assign top0_lane_sub_mul11_y = top0_lane_sub_mul11_yr;
 
 
 
-assign top0_0_1_lane_sub_mul12_x = $signed(top0_0_1_ar[416-1:384]);
-assign top0_0_1_lane_sub_mul12_v = $signed(top0_0_1_br[416-1:384]);
+assign top0_lane_sub_mul12_x = $signed(top0_ar[416-1:384]);
+assign top0_lane_sub_mul12_v = $signed(top0_br[416-1:384]);
 
 
 
-assign top0_0_1_lane_sub_mul12_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul12_v);
+assign top0_lane_sub_mul12_p_c = (top0_kr * top0_lane_sub_mul12_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul12_s1
+always @(posedge clk) begin: top0_lane_sub_mul12_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul12_x1 <= 0;
-        top0_0_1_lane_sub_mul12_p1 <= 0;
+        top0_lane_sub_mul12_x1 <= 0;
+        top0_lane_sub_mul12_p1 <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul12_p1 <= top0_0_1_lane_sub_mul12_p_c;
-            top0_0_1_lane_sub_mul12_x1 <= top0_0_1_lane_sub_mul12_x;
+        if (top0_en) begin
+            top0_lane_sub_mul12_p1 <= top0_lane_sub_mul12_p_c;
+            top0_lane_sub_mul12_x1 <= top0_lane_sub_mul12_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_t = $signed(top0_0_1_lane_sub_mul12_p1 >>> 16);
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul12_p1[(16 - 1)]});
+assign top0_lane_sub_mul12_round_sat12_t = $signed(top0_lane_sub_mul12_p1 >>> 16);
+assign top0_lane_sub_mul12_round_sat12_rb = $signed({64'h0, top0_lane_sub_mul12_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_r = (top0_0_1_lane_sub_mul12_round_sat12_0_1_t + top0_0_1_lane_sub_mul12_round_sat12_0_1_rb);
+assign top0_lane_sub_mul12_round_sat12_r = (top0_lane_sub_mul12_round_sat12_t + top0_lane_sub_mul12_round_sat12_rb);
 
 
 
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_hi = top0_0_1_lane_sub_mul12_round_sat12_0_1_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul12_round_sat12_sat24_hi = top0_lane_sub_mul12_round_sat12_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_hin = (~top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_hi);
+assign top0_lane_sub_mul12_round_sat12_sat24_hin = (~top0_lane_sub_mul12_round_sat12_sat24_hi);
 
 
 
-assign top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_nsign = (!top0_0_1_lane_sub_mul12_round_sat12_0_1_r[(65 - 1)]);
+assign top0_lane_sub_mul12_round_sat12_sat24_nsign = (!top0_lane_sub_mul12_round_sat12_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill, top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_hi, top0_0_1_lane_sub_mul12_round_sat12_0_1_r, top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_hin) begin: top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_clamp
-    if (((top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_hi == 0) || (top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul12_kv = $signed(top0_0_1_lane_sub_mul12_round_sat12_0_1_r[32-1:0]);
+always @(top0_lane_sub_mul12_round_sat12_sat24_fill, top0_lane_sub_mul12_round_sat12_sat24_hi, top0_lane_sub_mul12_round_sat12_r, top0_lane_sub_mul12_round_sat12_sat24_hin) begin: top0_lane_sub_mul12_round_sat12_sat24_clamp
+    if (((top0_lane_sub_mul12_round_sat12_sat24_hi == 0) || (top0_lane_sub_mul12_round_sat12_sat24_hin == 0))) begin
+        top0_lane_sub_mul12_kv = $signed(top0_lane_sub_mul12_round_sat12_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul12_kv = $signed({top0_0_1_lane_sub_mul12_round_sat12_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul12_round_sat12_0_1_sat24_0_1_fill});
+        top0_lane_sub_mul12_kv = $signed({top0_lane_sub_mul12_round_sat12_r[(65 - 1)], top0_lane_sub_mul12_round_sat12_sat24_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul12_d = (top0_0_1_lane_sub_mul12_x1 - top0_0_1_lane_sub_mul12_kv);
+assign top0_lane_sub_mul12_d = (top0_lane_sub_mul12_x1 - top0_lane_sub_mul12_kv);
 
 
 
-assign top0_0_1_lane_sub_mul12_sat25_0_1_hi = top0_0_1_lane_sub_mul12_d[33-1:(32 - 1)];
+assign top0_lane_sub_mul12_sat25_hi = top0_lane_sub_mul12_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul12_sat25_0_1_hin = (~top0_0_1_lane_sub_mul12_sat25_0_1_hi);
+assign top0_lane_sub_mul12_sat25_hin = (~top0_lane_sub_mul12_sat25_hi);
 
 
 
-assign top0_0_1_lane_sub_mul12_sat25_0_1_nsign = (!top0_0_1_lane_sub_mul12_d[(33 - 1)]);
+assign top0_lane_sub_mul12_sat25_nsign = (!top0_lane_sub_mul12_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul12_sat25_0_1_fill, top0_0_1_lane_sub_mul12_sat25_0_1_hi, top0_0_1_lane_sub_mul12_d, top0_0_1_lane_sub_mul12_sat25_0_1_hin) begin: top0_0_1_lane_sub_mul12_sat25_0_1_clamp
-    if (((top0_0_1_lane_sub_mul12_sat25_0_1_hi == 0) || (top0_0_1_lane_sub_mul12_sat25_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul12_yc = $signed(top0_0_1_lane_sub_mul12_d[32-1:0]);
+always @(top0_lane_sub_mul12_sat25_fill, top0_lane_sub_mul12_sat25_hi, top0_lane_sub_mul12_d, top0_lane_sub_mul12_sat25_hin) begin: top0_lane_sub_mul12_sat25_clamp
+    if (((top0_lane_sub_mul12_sat25_hi == 0) || (top0_lane_sub_mul12_sat25_hin == 0))) begin
+        top0_lane_sub_mul12_yc = $signed(top0_lane_sub_mul12_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul12_yc = $signed({top0_0_1_lane_sub_mul12_d[(33 - 1)], top0_0_1_lane_sub_mul12_sat25_0_1_fill});
+        top0_lane_sub_mul12_yc = $signed({top0_lane_sub_mul12_d[(33 - 1)], top0_lane_sub_mul12_sat25_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul12_s2
+always @(posedge clk) begin: top0_lane_sub_mul12_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul12_yr <= 0;
+        top0_lane_sub_mul12_yr <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul12_yr <= top0_0_1_lane_sub_mul12_yc;
+        if (top0_en) begin
+            top0_lane_sub_mul12_yr <= top0_lane_sub_mul12_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul12_y = top0_0_1_lane_sub_mul12_yr;
+assign top0_lane_sub_mul12_y = top0_lane_sub_mul12_yr;
 
 
 
-assign top0_0_1_lane_sub_mul13_x = $signed(top0_0_1_ar[448-1:416]);
-assign top0_0_1_lane_sub_mul13_v = $signed(top0_0_1_br[448-1:416]);
+assign top0_lane_sub_mul13_x = $signed(top0_ar[448-1:416]);
+assign top0_lane_sub_mul13_v = $signed(top0_br[448-1:416]);
 
 
 
-assign top0_0_1_lane_sub_mul13_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul13_v);
+assign top0_lane_sub_mul13_p_c = (top0_kr * top0_lane_sub_mul13_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul13_s1
+always @(posedge clk) begin: top0_lane_sub_mul13_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul13_x1 <= 0;
-        top0_0_1_lane_sub_mul13_p1 <= 0;
+        top0_lane_sub_mul13_x1 <= 0;
+        top0_lane_sub_mul13_p1 <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul13_p1 <= top0_0_1_lane_sub_mul13_p_c;
-            top0_0_1_lane_sub_mul13_x1 <= top0_0_1_lane_sub_mul13_x;
+        if (top0_en) begin
+            top0_lane_sub_mul13_p1 <= top0_lane_sub_mul13_p_c;
+            top0_lane_sub_mul13_x1 <= top0_lane_sub_mul13_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_t = $signed(top0_0_1_lane_sub_mul13_p1 >>> 16);
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul13_p1[(16 - 1)]});
+assign top0_lane_sub_mul13_round_sat13_t = $signed(top0_lane_sub_mul13_p1 >>> 16);
+assign top0_lane_sub_mul13_round_sat13_rb = $signed({64'h0, top0_lane_sub_mul13_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_r = (top0_0_1_lane_sub_mul13_round_sat13_0_1_t + top0_0_1_lane_sub_mul13_round_sat13_0_1_rb);
+assign top0_lane_sub_mul13_round_sat13_r = (top0_lane_sub_mul13_round_sat13_t + top0_lane_sub_mul13_round_sat13_rb);
 
 
 
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_hi = top0_0_1_lane_sub_mul13_round_sat13_0_1_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul13_round_sat13_sat26_hi = top0_lane_sub_mul13_round_sat13_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_hin = (~top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_hi);
+assign top0_lane_sub_mul13_round_sat13_sat26_hin = (~top0_lane_sub_mul13_round_sat13_sat26_hi);
 
 
 
-assign top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_nsign = (!top0_0_1_lane_sub_mul13_round_sat13_0_1_r[(65 - 1)]);
+assign top0_lane_sub_mul13_round_sat13_sat26_nsign = (!top0_lane_sub_mul13_round_sat13_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill, top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_hi, top0_0_1_lane_sub_mul13_round_sat13_0_1_r, top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_hin) begin: top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_clamp
-    if (((top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_hi == 0) || (top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul13_kv = $signed(top0_0_1_lane_sub_mul13_round_sat13_0_1_r[32-1:0]);
+always @(top0_lane_sub_mul13_round_sat13_sat26_fill, top0_lane_sub_mul13_round_sat13_sat26_hi, top0_lane_sub_mul13_round_sat13_r, top0_lane_sub_mul13_round_sat13_sat26_hin) begin: top0_lane_sub_mul13_round_sat13_sat26_clamp
+    if (((top0_lane_sub_mul13_round_sat13_sat26_hi == 0) || (top0_lane_sub_mul13_round_sat13_sat26_hin == 0))) begin
+        top0_lane_sub_mul13_kv = $signed(top0_lane_sub_mul13_round_sat13_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul13_kv = $signed({top0_0_1_lane_sub_mul13_round_sat13_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul13_round_sat13_0_1_sat26_0_1_fill});
+        top0_lane_sub_mul13_kv = $signed({top0_lane_sub_mul13_round_sat13_r[(65 - 1)], top0_lane_sub_mul13_round_sat13_sat26_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul13_d = (top0_0_1_lane_sub_mul13_x1 - top0_0_1_lane_sub_mul13_kv);
+assign top0_lane_sub_mul13_d = (top0_lane_sub_mul13_x1 - top0_lane_sub_mul13_kv);
 
 
 
-assign top0_0_1_lane_sub_mul13_sat27_0_1_hi = top0_0_1_lane_sub_mul13_d[33-1:(32 - 1)];
+assign top0_lane_sub_mul13_sat27_hi = top0_lane_sub_mul13_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul13_sat27_0_1_hin = (~top0_0_1_lane_sub_mul13_sat27_0_1_hi);
+assign top0_lane_sub_mul13_sat27_hin = (~top0_lane_sub_mul13_sat27_hi);
 
 
 
-assign top0_0_1_lane_sub_mul13_sat27_0_1_nsign = (!top0_0_1_lane_sub_mul13_d[(33 - 1)]);
+assign top0_lane_sub_mul13_sat27_nsign = (!top0_lane_sub_mul13_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul13_sat27_0_1_fill, top0_0_1_lane_sub_mul13_sat27_0_1_hi, top0_0_1_lane_sub_mul13_d, top0_0_1_lane_sub_mul13_sat27_0_1_hin) begin: top0_0_1_lane_sub_mul13_sat27_0_1_clamp
-    if (((top0_0_1_lane_sub_mul13_sat27_0_1_hi == 0) || (top0_0_1_lane_sub_mul13_sat27_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul13_yc = $signed(top0_0_1_lane_sub_mul13_d[32-1:0]);
+always @(top0_lane_sub_mul13_sat27_fill, top0_lane_sub_mul13_sat27_hi, top0_lane_sub_mul13_d, top0_lane_sub_mul13_sat27_hin) begin: top0_lane_sub_mul13_sat27_clamp
+    if (((top0_lane_sub_mul13_sat27_hi == 0) || (top0_lane_sub_mul13_sat27_hin == 0))) begin
+        top0_lane_sub_mul13_yc = $signed(top0_lane_sub_mul13_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul13_yc = $signed({top0_0_1_lane_sub_mul13_d[(33 - 1)], top0_0_1_lane_sub_mul13_sat27_0_1_fill});
+        top0_lane_sub_mul13_yc = $signed({top0_lane_sub_mul13_d[(33 - 1)], top0_lane_sub_mul13_sat27_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul13_s2
+always @(posedge clk) begin: top0_lane_sub_mul13_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul13_yr <= 0;
+        top0_lane_sub_mul13_yr <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul13_yr <= top0_0_1_lane_sub_mul13_yc;
+        if (top0_en) begin
+            top0_lane_sub_mul13_yr <= top0_lane_sub_mul13_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul13_y = top0_0_1_lane_sub_mul13_yr;
+assign top0_lane_sub_mul13_y = top0_lane_sub_mul13_yr;
 
 
 
-assign top0_0_1_lane_sub_mul14_x = $signed(top0_0_1_ar[480-1:448]);
-assign top0_0_1_lane_sub_mul14_v = $signed(top0_0_1_br[480-1:448]);
+assign top0_lane_sub_mul14_x = $signed(top0_ar[480-1:448]);
+assign top0_lane_sub_mul14_v = $signed(top0_br[480-1:448]);
 
 
 
-assign top0_0_1_lane_sub_mul14_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul14_v);
+assign top0_lane_sub_mul14_p_c = (top0_kr * top0_lane_sub_mul14_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul14_s1
+always @(posedge clk) begin: top0_lane_sub_mul14_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul14_x1 <= 0;
-        top0_0_1_lane_sub_mul14_p1 <= 0;
+        top0_lane_sub_mul14_x1 <= 0;
+        top0_lane_sub_mul14_p1 <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul14_p1 <= top0_0_1_lane_sub_mul14_p_c;
-            top0_0_1_lane_sub_mul14_x1 <= top0_0_1_lane_sub_mul14_x;
+        if (top0_en) begin
+            top0_lane_sub_mul14_p1 <= top0_lane_sub_mul14_p_c;
+            top0_lane_sub_mul14_x1 <= top0_lane_sub_mul14_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_t = $signed(top0_0_1_lane_sub_mul14_p1 >>> 16);
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul14_p1[(16 - 1)]});
+assign top0_lane_sub_mul14_round_sat14_t = $signed(top0_lane_sub_mul14_p1 >>> 16);
+assign top0_lane_sub_mul14_round_sat14_rb = $signed({64'h0, top0_lane_sub_mul14_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_r = (top0_0_1_lane_sub_mul14_round_sat14_0_1_t + top0_0_1_lane_sub_mul14_round_sat14_0_1_rb);
+assign top0_lane_sub_mul14_round_sat14_r = (top0_lane_sub_mul14_round_sat14_t + top0_lane_sub_mul14_round_sat14_rb);
 
 
 
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_hi = top0_0_1_lane_sub_mul14_round_sat14_0_1_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul14_round_sat14_sat28_hi = top0_lane_sub_mul14_round_sat14_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_hin = (~top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_hi);
+assign top0_lane_sub_mul14_round_sat14_sat28_hin = (~top0_lane_sub_mul14_round_sat14_sat28_hi);
 
 
 
-assign top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_nsign = (!top0_0_1_lane_sub_mul14_round_sat14_0_1_r[(65 - 1)]);
+assign top0_lane_sub_mul14_round_sat14_sat28_nsign = (!top0_lane_sub_mul14_round_sat14_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill, top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_hi, top0_0_1_lane_sub_mul14_round_sat14_0_1_r, top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_hin) begin: top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_clamp
-    if (((top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_hi == 0) || (top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul14_kv = $signed(top0_0_1_lane_sub_mul14_round_sat14_0_1_r[32-1:0]);
+always @(top0_lane_sub_mul14_round_sat14_sat28_fill, top0_lane_sub_mul14_round_sat14_sat28_hi, top0_lane_sub_mul14_round_sat14_r, top0_lane_sub_mul14_round_sat14_sat28_hin) begin: top0_lane_sub_mul14_round_sat14_sat28_clamp
+    if (((top0_lane_sub_mul14_round_sat14_sat28_hi == 0) || (top0_lane_sub_mul14_round_sat14_sat28_hin == 0))) begin
+        top0_lane_sub_mul14_kv = $signed(top0_lane_sub_mul14_round_sat14_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul14_kv = $signed({top0_0_1_lane_sub_mul14_round_sat14_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul14_round_sat14_0_1_sat28_0_1_fill});
+        top0_lane_sub_mul14_kv = $signed({top0_lane_sub_mul14_round_sat14_r[(65 - 1)], top0_lane_sub_mul14_round_sat14_sat28_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul14_d = (top0_0_1_lane_sub_mul14_x1 - top0_0_1_lane_sub_mul14_kv);
+assign top0_lane_sub_mul14_d = (top0_lane_sub_mul14_x1 - top0_lane_sub_mul14_kv);
 
 
 
-assign top0_0_1_lane_sub_mul14_sat29_0_1_hi = top0_0_1_lane_sub_mul14_d[33-1:(32 - 1)];
+assign top0_lane_sub_mul14_sat29_hi = top0_lane_sub_mul14_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul14_sat29_0_1_hin = (~top0_0_1_lane_sub_mul14_sat29_0_1_hi);
+assign top0_lane_sub_mul14_sat29_hin = (~top0_lane_sub_mul14_sat29_hi);
 
 
 
-assign top0_0_1_lane_sub_mul14_sat29_0_1_nsign = (!top0_0_1_lane_sub_mul14_d[(33 - 1)]);
+assign top0_lane_sub_mul14_sat29_nsign = (!top0_lane_sub_mul14_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul14_sat29_0_1_fill, top0_0_1_lane_sub_mul14_sat29_0_1_hi, top0_0_1_lane_sub_mul14_d, top0_0_1_lane_sub_mul14_sat29_0_1_hin) begin: top0_0_1_lane_sub_mul14_sat29_0_1_clamp
-    if (((top0_0_1_lane_sub_mul14_sat29_0_1_hi == 0) || (top0_0_1_lane_sub_mul14_sat29_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul14_yc = $signed(top0_0_1_lane_sub_mul14_d[32-1:0]);
+always @(top0_lane_sub_mul14_sat29_fill, top0_lane_sub_mul14_sat29_hi, top0_lane_sub_mul14_d, top0_lane_sub_mul14_sat29_hin) begin: top0_lane_sub_mul14_sat29_clamp
+    if (((top0_lane_sub_mul14_sat29_hi == 0) || (top0_lane_sub_mul14_sat29_hin == 0))) begin
+        top0_lane_sub_mul14_yc = $signed(top0_lane_sub_mul14_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul14_yc = $signed({top0_0_1_lane_sub_mul14_d[(33 - 1)], top0_0_1_lane_sub_mul14_sat29_0_1_fill});
+        top0_lane_sub_mul14_yc = $signed({top0_lane_sub_mul14_d[(33 - 1)], top0_lane_sub_mul14_sat29_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul14_s2
+always @(posedge clk) begin: top0_lane_sub_mul14_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul14_yr <= 0;
+        top0_lane_sub_mul14_yr <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul14_yr <= top0_0_1_lane_sub_mul14_yc;
+        if (top0_en) begin
+            top0_lane_sub_mul14_yr <= top0_lane_sub_mul14_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul14_y = top0_0_1_lane_sub_mul14_yr;
+assign top0_lane_sub_mul14_y = top0_lane_sub_mul14_yr;
 
 
 
-assign top0_0_1_lane_sub_mul15_x = $signed(top0_0_1_ar[512-1:480]);
-assign top0_0_1_lane_sub_mul15_v = $signed(top0_0_1_br[512-1:480]);
+assign top0_lane_sub_mul15_x = $signed(top0_ar[512-1:480]);
+assign top0_lane_sub_mul15_v = $signed(top0_br[512-1:480]);
 
 
 
-assign top0_0_1_lane_sub_mul15_p_c = (top0_0_1_kr * top0_0_1_lane_sub_mul15_v);
+assign top0_lane_sub_mul15_p_c = (top0_kr * top0_lane_sub_mul15_v);
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul15_s1
+always @(posedge clk) begin: top0_lane_sub_mul15_s1
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul15_x1 <= 0;
-        top0_0_1_lane_sub_mul15_p1 <= 0;
+        top0_lane_sub_mul15_x1 <= 0;
+        top0_lane_sub_mul15_p1 <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul15_p1 <= top0_0_1_lane_sub_mul15_p_c;
-            top0_0_1_lane_sub_mul15_x1 <= top0_0_1_lane_sub_mul15_x;
+        if (top0_en) begin
+            top0_lane_sub_mul15_p1 <= top0_lane_sub_mul15_p_c;
+            top0_lane_sub_mul15_x1 <= top0_lane_sub_mul15_x;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_t = $signed(top0_0_1_lane_sub_mul15_p1 >>> 16);
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_rb = $signed({64'h0, top0_0_1_lane_sub_mul15_p1[(16 - 1)]});
+assign top0_lane_sub_mul15_round_sat15_t = $signed(top0_lane_sub_mul15_p1 >>> 16);
+assign top0_lane_sub_mul15_round_sat15_rb = $signed({64'h0, top0_lane_sub_mul15_p1[(16 - 1)]});
 
 
 
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_r = (top0_0_1_lane_sub_mul15_round_sat15_0_1_t + top0_0_1_lane_sub_mul15_round_sat15_0_1_rb);
+assign top0_lane_sub_mul15_round_sat15_r = (top0_lane_sub_mul15_round_sat15_t + top0_lane_sub_mul15_round_sat15_rb);
 
 
 
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_hi = top0_0_1_lane_sub_mul15_round_sat15_0_1_r[65-1:(32 - 1)];
+assign top0_lane_sub_mul15_round_sat15_sat30_hi = top0_lane_sub_mul15_round_sat15_r[65-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_hin = (~top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_hi);
+assign top0_lane_sub_mul15_round_sat15_sat30_hin = (~top0_lane_sub_mul15_round_sat15_sat30_hi);
 
 
 
-assign top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_nsign = (!top0_0_1_lane_sub_mul15_round_sat15_0_1_r[(65 - 1)]);
+assign top0_lane_sub_mul15_round_sat15_sat30_nsign = (!top0_lane_sub_mul15_round_sat15_r[(65 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill, top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_hi, top0_0_1_lane_sub_mul15_round_sat15_0_1_r, top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_hin) begin: top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_clamp
-    if (((top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_hi == 0) || (top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul15_kv = $signed(top0_0_1_lane_sub_mul15_round_sat15_0_1_r[32-1:0]);
+always @(top0_lane_sub_mul15_round_sat15_sat30_fill, top0_lane_sub_mul15_round_sat15_sat30_hi, top0_lane_sub_mul15_round_sat15_r, top0_lane_sub_mul15_round_sat15_sat30_hin) begin: top0_lane_sub_mul15_round_sat15_sat30_clamp
+    if (((top0_lane_sub_mul15_round_sat15_sat30_hi == 0) || (top0_lane_sub_mul15_round_sat15_sat30_hin == 0))) begin
+        top0_lane_sub_mul15_kv = $signed(top0_lane_sub_mul15_round_sat15_r[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul15_kv = $signed({top0_0_1_lane_sub_mul15_round_sat15_0_1_r[(65 - 1)], top0_0_1_lane_sub_mul15_round_sat15_0_1_sat30_0_1_fill});
+        top0_lane_sub_mul15_kv = $signed({top0_lane_sub_mul15_round_sat15_r[(65 - 1)], top0_lane_sub_mul15_round_sat15_sat30_fill});
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul15_d = (top0_0_1_lane_sub_mul15_x1 - top0_0_1_lane_sub_mul15_kv);
+assign top0_lane_sub_mul15_d = (top0_lane_sub_mul15_x1 - top0_lane_sub_mul15_kv);
 
 
 
-assign top0_0_1_lane_sub_mul15_sat31_0_1_hi = top0_0_1_lane_sub_mul15_d[33-1:(32 - 1)];
+assign top0_lane_sub_mul15_sat31_hi = top0_lane_sub_mul15_d[33-1:(32 - 1)];
 
 
 
-assign top0_0_1_lane_sub_mul15_sat31_0_1_hin = (~top0_0_1_lane_sub_mul15_sat31_0_1_hi);
+assign top0_lane_sub_mul15_sat31_hin = (~top0_lane_sub_mul15_sat31_hi);
 
 
 
-assign top0_0_1_lane_sub_mul15_sat31_0_1_nsign = (!top0_0_1_lane_sub_mul15_d[(33 - 1)]);
+assign top0_lane_sub_mul15_sat31_nsign = (!top0_lane_sub_mul15_d[(33 - 1)]);
 
 
-always @(top0_0_1_lane_sub_mul15_sat31_0_1_fill, top0_0_1_lane_sub_mul15_sat31_0_1_hi, top0_0_1_lane_sub_mul15_d, top0_0_1_lane_sub_mul15_sat31_0_1_hin) begin: top0_0_1_lane_sub_mul15_sat31_0_1_clamp
-    if (((top0_0_1_lane_sub_mul15_sat31_0_1_hi == 0) || (top0_0_1_lane_sub_mul15_sat31_0_1_hin == 0))) begin
-        top0_0_1_lane_sub_mul15_yc = $signed(top0_0_1_lane_sub_mul15_d[32-1:0]);
+always @(top0_lane_sub_mul15_sat31_fill, top0_lane_sub_mul15_sat31_hi, top0_lane_sub_mul15_d, top0_lane_sub_mul15_sat31_hin) begin: top0_lane_sub_mul15_sat31_clamp
+    if (((top0_lane_sub_mul15_sat31_hi == 0) || (top0_lane_sub_mul15_sat31_hin == 0))) begin
+        top0_lane_sub_mul15_yc = $signed(top0_lane_sub_mul15_d[32-1:0]);
     end
     else begin
-        top0_0_1_lane_sub_mul15_yc = $signed({top0_0_1_lane_sub_mul15_d[(33 - 1)], top0_0_1_lane_sub_mul15_sat31_0_1_fill});
+        top0_lane_sub_mul15_yc = $signed({top0_lane_sub_mul15_d[(33 - 1)], top0_lane_sub_mul15_sat31_fill});
     end
 end
 
 
-always @(posedge clk) begin: top0_0_1_lane_sub_mul15_s2
+always @(posedge clk) begin: top0_lane_sub_mul15_s2
     if (rst == 1) begin
-        top0_0_1_lane_sub_mul15_yr <= 0;
+        top0_lane_sub_mul15_yr <= 0;
     end
     else begin
-        if (top0_0_1_en) begin
-            top0_0_1_lane_sub_mul15_yr <= top0_0_1_lane_sub_mul15_yc;
+        if (top0_en) begin
+            top0_lane_sub_mul15_yr <= top0_lane_sub_mul15_yc;
         end
     end
 end
 
 
 
-assign top0_0_1_lane_sub_mul15_y = top0_0_1_lane_sub_mul15_yr;
+assign top0_lane_sub_mul15_y = top0_lane_sub_mul15_yr;
 
 
 
-assign top0_0_1_ybits = top0_0_1_ycat[(16 * 32)-1:0];
-assign top0_0_1_push = (top0_0_1_en && top0_0_1_vout[0]);
-assign top0_0_1_fin_u = top0_0_1_vout[2];
-assign top0_0_1_out_final_pop = (m_axis_y_tvalid && m_axis_y_tready && top0_0_1_mfin[0]);
+assign top0_ybits = top0_ycat[(16 * 32)-1:0];
+assign top0_push = (top0_en && top0_vout[0]);
+assign top0_fin_u = top0_vout[2];
+assign top0_out_final_pop = (m_axis_y_tvalid && m_axis_y_tready && top0_mfin[0]);
 
 
-always @(posedge clk) begin: top0_0_1_out_fifo20_0_1_2_3_4_5_seq
+always @(posedge clk) begin: top0_out_fifo20_seq
     reg pop;
     if (rst == 1) begin
-        top0_0_1_en <= 1;
-        top0_0_1_out_fifo20_0_1_2_3_4_5_d0 <= 0;
-        top0_0_1_out_fifo20_0_1_2_3_4_5_l0 <= 0;
-        top0_0_1_out_fifo20_0_1_2_3_4_5_l1 <= 0;
-        top0_0_1_out_fifo20_0_1_2_3_4_5_d1 <= 0;
-        top0_0_1_out_fifo20_0_1_2_3_4_5_u0 <= 0;
-        top0_0_1_out_fifo20_0_1_2_3_4_5_cnt <= 0;
-        top0_0_1_out_fifo20_0_1_2_3_4_5_u1 <= 0;
+        top0_en <= 1;
+        top0_out_fifo20_d0 <= 0;
+        top0_out_fifo20_l0 <= 0;
+        top0_out_fifo20_l1 <= 0;
+        top0_out_fifo20_d1 <= 0;
+        top0_out_fifo20_u0 <= 0;
+        top0_out_fifo20_cnt <= 0;
+        top0_out_fifo20_u1 <= 0;
     end
     else begin
-        pop = ((top0_0_1_out_fifo20_0_1_2_3_4_5_cnt != 0) && m_axis_y_tready);
+        pop = ((top0_out_fifo20_cnt != 0) && m_axis_y_tready);
         if (pop) begin
-            top0_0_1_out_fifo20_0_1_2_3_4_5_d0 <= top0_0_1_out_fifo20_0_1_2_3_4_5_d1;
-            top0_0_1_out_fifo20_0_1_2_3_4_5_l0 <= top0_0_1_out_fifo20_0_1_2_3_4_5_l1;
-            top0_0_1_out_fifo20_0_1_2_3_4_5_u0 <= top0_0_1_out_fifo20_0_1_2_3_4_5_u1;
+            top0_out_fifo20_d0 <= top0_out_fifo20_d1;
+            top0_out_fifo20_l0 <= top0_out_fifo20_l1;
+            top0_out_fifo20_u0 <= top0_out_fifo20_u1;
         end
-        if (top0_0_1_push) begin
-            if (((top0_0_1_out_fifo20_0_1_2_3_4_5_cnt == 0) || ((top0_0_1_out_fifo20_0_1_2_3_4_5_cnt == 1) && pop))) begin
-                top0_0_1_out_fifo20_0_1_2_3_4_5_d0 <= top0_0_1_ybits;
-                top0_0_1_out_fifo20_0_1_2_3_4_5_l0 <= top0_0_1_vout[1];
-                top0_0_1_out_fifo20_0_1_2_3_4_5_u0 <= top0_0_1_fin_u;
+        if (top0_push) begin
+            if (((top0_out_fifo20_cnt == 0) || ((top0_out_fifo20_cnt == 1) && pop))) begin
+                top0_out_fifo20_d0 <= top0_ybits;
+                top0_out_fifo20_l0 <= top0_vout[1];
+                top0_out_fifo20_u0 <= top0_fin_u;
             end
             else begin
-                top0_0_1_out_fifo20_0_1_2_3_4_5_d1 <= top0_0_1_ybits;
-                top0_0_1_out_fifo20_0_1_2_3_4_5_l1 <= top0_0_1_vout[1];
-                top0_0_1_out_fifo20_0_1_2_3_4_5_u1 <= top0_0_1_fin_u;
+                top0_out_fifo20_d1 <= top0_ybits;
+                top0_out_fifo20_l1 <= top0_vout[1];
+                top0_out_fifo20_u1 <= top0_fin_u;
             end
         end
-        if ((top0_0_1_push && (!pop))) begin
-            top0_0_1_out_fifo20_0_1_2_3_4_5_cnt <= (top0_0_1_out_fifo20_0_1_2_3_4_5_cnt + 1);
-            top0_0_1_en <= (top0_0_1_out_fifo20_0_1_2_3_4_5_cnt == 0);
+        if ((top0_push && (!pop))) begin
+            top0_out_fifo20_cnt <= (top0_out_fifo20_cnt + 1);
+            top0_en <= (top0_out_fifo20_cnt == 0);
         end
-        else if ((pop && (!top0_0_1_push))) begin
-            top0_0_1_out_fifo20_0_1_2_3_4_5_cnt <= (top0_0_1_out_fifo20_0_1_2_3_4_5_cnt - 1);
-            top0_0_1_en <= 1'b1;
+        else if ((pop && (!top0_push))) begin
+            top0_out_fifo20_cnt <= (top0_out_fifo20_cnt - 1);
+            top0_en <= 1'b1;
         end
         else begin
-            top0_0_1_en <= (top0_0_1_out_fifo20_0_1_2_3_4_5_cnt != 2);
+            top0_en <= (top0_out_fifo20_cnt != 2);
         end
     end
 end
 
 
 
-assign m_axis_y_tdata = top0_0_1_out_fifo20_0_1_2_3_4_5_d0;
-assign m_axis_y_tlast = top0_0_1_out_fifo20_0_1_2_3_4_5_l0;
-assign top0_0_1_mfin = top0_0_1_out_fifo20_0_1_2_3_4_5_u0;
-assign m_axis_y_tvalid = (top0_0_1_out_fifo20_0_1_2_3_4_5_cnt != 0);
+assign m_axis_y_tdata = top0_out_fifo20_d0;
+assign m_axis_y_tlast = top0_out_fifo20_l0;
+assign top0_mfin = top0_out_fifo20_u0;
+assign m_axis_y_tvalid = (top0_out_fifo20_cnt != 0);
 
 endmodule

@@ -47,370 +47,370 @@ signal s_axis_x_tdata_num: unsigned(511 downto 0);
 signal s_axis_a_tdata_num: unsigned(511 downto 0);
 signal s_axis_s_tdata_num: unsigned(31 downto 0);
 signal m_axis_y_tdata_num: unsigned(511 downto 0);
-signal top0_0_1_2_en: std_logic;
-signal top0_0_1_2_final: std_logic;
-signal top0_0_1_2_fire: std_logic;
-signal top0_0_1_2_line_last: std_logic;
-signal top0_0_1_2_out_final_pop: std_logic;
-signal top0_0_1_2_running: std_logic;
-signal top0_0_1_2_ar: unsigned(511 downto 0);
-signal top0_0_1_2_br: unsigned(511 downto 0);
-signal top0_0_1_2_v0: unsigned(2 downto 0);
-signal top0_0_1_2_kr: signed (31 downto 0);
-signal top0_0_1_2_ybits: unsigned(511 downto 0);
-signal top0_0_1_2_ycat: unsigned(511 downto 0);
-signal top0_0_1_2_push: std_logic;
-signal top0_0_1_2_vout: unsigned(2 downto 0);
-signal top0_0_1_2_fin_u: unsigned(0 downto 0);
-signal top0_0_1_2_mfin: unsigned(0 downto 0);
-signal top0_0_1_2_control0_0_1_2_3_4_dim_r: unsigned(10 downto 0);
-signal top0_0_1_2_control0_0_1_2_3_4_icnt: unsigned(12 downto 0);
-signal top0_0_1_2_control0_0_1_2_3_4_it_r: unsigned(12 downto 0);
-signal top0_0_1_2_control0_0_1_2_3_4_lcnt: unsigned(10 downto 0);
-signal top0_0_1_2_delay_flags0_0_1_2_3_4_sr: unsigned(5 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul1_0_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul2_0_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul3_0_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul4_0_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul5_0_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul6_0_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul7_0_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul8_0_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul9_0_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul10_0_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul11_0_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul12_0_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul13_0_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul14_0_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul15_0_y: unsigned(31 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_d: signed (32 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_kv: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_p1: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_p_c: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_v: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_x: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_x1: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_yr: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_yc: signed (31 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_r: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_rb: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_t: signed (64 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_hi: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_hin: unsigned(33 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign: std_logic;
-signal top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill: unsigned(30 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_hi: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_hin: unsigned(1 downto 0);
-signal top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign: std_logic;
-signal top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_cnt: unsigned(1 downto 0);
-signal top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_d0: unsigned(511 downto 0);
-signal top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_d1: unsigned(511 downto 0);
-signal top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_l0: std_logic;
-signal top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_l1: std_logic;
-signal top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_u0: unsigned(0 downto 0);
-signal top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_u1: unsigned(0 downto 0);
+signal top0_en: std_logic;
+signal top0_final: std_logic;
+signal top0_fire: std_logic;
+signal top0_line_last: std_logic;
+signal top0_out_final_pop: std_logic;
+signal top0_running: std_logic;
+signal top0_ar: unsigned(511 downto 0);
+signal top0_br: unsigned(511 downto 0);
+signal top0_v0: unsigned(2 downto 0);
+signal top0_kr: signed (31 downto 0);
+signal top0_ybits: unsigned(511 downto 0);
+signal top0_ycat: unsigned(511 downto 0);
+signal top0_push: std_logic;
+signal top0_vout: unsigned(2 downto 0);
+signal top0_fin_u: unsigned(0 downto 0);
+signal top0_mfin: unsigned(0 downto 0);
+signal top0_control0_dim_r: unsigned(10 downto 0);
+signal top0_control0_icnt: unsigned(12 downto 0);
+signal top0_control0_it_r: unsigned(12 downto 0);
+signal top0_control0_lcnt: unsigned(10 downto 0);
+signal top0_delay_flags0_sr: unsigned(5 downto 0);
+signal top0_lane_sub_mul0_y: unsigned(31 downto 0);
+signal top0_lane_sub_mul0_d: signed (32 downto 0);
+signal top0_lane_sub_mul0_kv: signed (31 downto 0);
+signal top0_lane_sub_mul0_p1: signed (64 downto 0);
+signal top0_lane_sub_mul0_p_c: signed (64 downto 0);
+signal top0_lane_sub_mul0_v: signed (31 downto 0);
+signal top0_lane_sub_mul0_x: signed (31 downto 0);
+signal top0_lane_sub_mul0_x1: signed (31 downto 0);
+signal top0_lane_sub_mul0_yr: signed (31 downto 0);
+signal top0_lane_sub_mul0_yc: signed (31 downto 0);
+signal top0_lane_sub_mul0_round_sat0_r: signed (64 downto 0);
+signal top0_lane_sub_mul0_round_sat0_rb: signed (64 downto 0);
+signal top0_lane_sub_mul0_round_sat0_t: signed (64 downto 0);
+signal top0_lane_sub_mul0_round_sat0_sat0_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul0_round_sat0_sat0_hi: unsigned(33 downto 0);
+signal top0_lane_sub_mul0_round_sat0_sat0_hin: unsigned(33 downto 0);
+signal top0_lane_sub_mul0_round_sat0_sat0_nsign: std_logic;
+signal top0_lane_sub_mul0_sat1_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul0_sat1_hi: unsigned(1 downto 0);
+signal top0_lane_sub_mul0_sat1_hin: unsigned(1 downto 0);
+signal top0_lane_sub_mul0_sat1_nsign: std_logic;
+signal top0_lane_sub_mul1_y: unsigned(31 downto 0);
+signal top0_lane_sub_mul1_d: signed (32 downto 0);
+signal top0_lane_sub_mul1_kv: signed (31 downto 0);
+signal top0_lane_sub_mul1_p1: signed (64 downto 0);
+signal top0_lane_sub_mul1_p_c: signed (64 downto 0);
+signal top0_lane_sub_mul1_v: signed (31 downto 0);
+signal top0_lane_sub_mul1_x: signed (31 downto 0);
+signal top0_lane_sub_mul1_x1: signed (31 downto 0);
+signal top0_lane_sub_mul1_yr: signed (31 downto 0);
+signal top0_lane_sub_mul1_yc: signed (31 downto 0);
+signal top0_lane_sub_mul1_round_sat1_r: signed (64 downto 0);
+signal top0_lane_sub_mul1_round_sat1_rb: signed (64 downto 0);
+signal top0_lane_sub_mul1_round_sat1_t: signed (64 downto 0);
+signal top0_lane_sub_mul1_round_sat1_sat2_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul1_round_sat1_sat2_hi: unsigned(33 downto 0);
+signal top0_lane_sub_mul1_round_sat1_sat2_hin: unsigned(33 downto 0);
+signal top0_lane_sub_mul1_round_sat1_sat2_nsign: std_logic;
+signal top0_lane_sub_mul1_sat3_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul1_sat3_hi: unsigned(1 downto 0);
+signal top0_lane_sub_mul1_sat3_hin: unsigned(1 downto 0);
+signal top0_lane_sub_mul1_sat3_nsign: std_logic;
+signal top0_lane_sub_mul2_y: unsigned(31 downto 0);
+signal top0_lane_sub_mul2_d: signed (32 downto 0);
+signal top0_lane_sub_mul2_kv: signed (31 downto 0);
+signal top0_lane_sub_mul2_p1: signed (64 downto 0);
+signal top0_lane_sub_mul2_p_c: signed (64 downto 0);
+signal top0_lane_sub_mul2_v: signed (31 downto 0);
+signal top0_lane_sub_mul2_x: signed (31 downto 0);
+signal top0_lane_sub_mul2_x1: signed (31 downto 0);
+signal top0_lane_sub_mul2_yr: signed (31 downto 0);
+signal top0_lane_sub_mul2_yc: signed (31 downto 0);
+signal top0_lane_sub_mul2_round_sat2_r: signed (64 downto 0);
+signal top0_lane_sub_mul2_round_sat2_rb: signed (64 downto 0);
+signal top0_lane_sub_mul2_round_sat2_t: signed (64 downto 0);
+signal top0_lane_sub_mul2_round_sat2_sat4_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul2_round_sat2_sat4_hi: unsigned(33 downto 0);
+signal top0_lane_sub_mul2_round_sat2_sat4_hin: unsigned(33 downto 0);
+signal top0_lane_sub_mul2_round_sat2_sat4_nsign: std_logic;
+signal top0_lane_sub_mul2_sat5_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul2_sat5_hi: unsigned(1 downto 0);
+signal top0_lane_sub_mul2_sat5_hin: unsigned(1 downto 0);
+signal top0_lane_sub_mul2_sat5_nsign: std_logic;
+signal top0_lane_sub_mul3_y: unsigned(31 downto 0);
+signal top0_lane_sub_mul3_d: signed (32 downto 0);
+signal top0_lane_sub_mul3_kv: signed (31 downto 0);
+signal top0_lane_sub_mul3_p1: signed (64 downto 0);
+signal top0_lane_sub_mul3_p_c: signed (64 downto 0);
+signal top0_lane_sub_mul3_v: signed (31 downto 0);
+signal top0_lane_sub_mul3_x: signed (31 downto 0);
+signal top0_lane_sub_mul3_x1: signed (31 downto 0);
+signal top0_lane_sub_mul3_yr: signed (31 downto 0);
+signal top0_lane_sub_mul3_yc: signed (31 downto 0);
+signal top0_lane_sub_mul3_round_sat3_r: signed (64 downto 0);
+signal top0_lane_sub_mul3_round_sat3_rb: signed (64 downto 0);
+signal top0_lane_sub_mul3_round_sat3_t: signed (64 downto 0);
+signal top0_lane_sub_mul3_round_sat3_sat6_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul3_round_sat3_sat6_hi: unsigned(33 downto 0);
+signal top0_lane_sub_mul3_round_sat3_sat6_hin: unsigned(33 downto 0);
+signal top0_lane_sub_mul3_round_sat3_sat6_nsign: std_logic;
+signal top0_lane_sub_mul3_sat7_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul3_sat7_hi: unsigned(1 downto 0);
+signal top0_lane_sub_mul3_sat7_hin: unsigned(1 downto 0);
+signal top0_lane_sub_mul3_sat7_nsign: std_logic;
+signal top0_lane_sub_mul4_y: unsigned(31 downto 0);
+signal top0_lane_sub_mul4_d: signed (32 downto 0);
+signal top0_lane_sub_mul4_kv: signed (31 downto 0);
+signal top0_lane_sub_mul4_p1: signed (64 downto 0);
+signal top0_lane_sub_mul4_p_c: signed (64 downto 0);
+signal top0_lane_sub_mul4_v: signed (31 downto 0);
+signal top0_lane_sub_mul4_x: signed (31 downto 0);
+signal top0_lane_sub_mul4_x1: signed (31 downto 0);
+signal top0_lane_sub_mul4_yr: signed (31 downto 0);
+signal top0_lane_sub_mul4_yc: signed (31 downto 0);
+signal top0_lane_sub_mul4_round_sat4_r: signed (64 downto 0);
+signal top0_lane_sub_mul4_round_sat4_rb: signed (64 downto 0);
+signal top0_lane_sub_mul4_round_sat4_t: signed (64 downto 0);
+signal top0_lane_sub_mul4_round_sat4_sat8_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul4_round_sat4_sat8_hi: unsigned(33 downto 0);
+signal top0_lane_sub_mul4_round_sat4_sat8_hin: unsigned(33 downto 0);
+signal top0_lane_sub_mul4_round_sat4_sat8_nsign: std_logic;
+signal top0_lane_sub_mul4_sat9_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul4_sat9_hi: unsigned(1 downto 0);
+signal top0_lane_sub_mul4_sat9_hin: unsigned(1 downto 0);
+signal top0_lane_sub_mul4_sat9_nsign: std_logic;
+signal top0_lane_sub_mul5_y: unsigned(31 downto 0);
+signal top0_lane_sub_mul5_d: signed (32 downto 0);
+signal top0_lane_sub_mul5_kv: signed (31 downto 0);
+signal top0_lane_sub_mul5_p1: signed (64 downto 0);
+signal top0_lane_sub_mul5_p_c: signed (64 downto 0);
+signal top0_lane_sub_mul5_v: signed (31 downto 0);
+signal top0_lane_sub_mul5_x: signed (31 downto 0);
+signal top0_lane_sub_mul5_x1: signed (31 downto 0);
+signal top0_lane_sub_mul5_yr: signed (31 downto 0);
+signal top0_lane_sub_mul5_yc: signed (31 downto 0);
+signal top0_lane_sub_mul5_round_sat5_r: signed (64 downto 0);
+signal top0_lane_sub_mul5_round_sat5_rb: signed (64 downto 0);
+signal top0_lane_sub_mul5_round_sat5_t: signed (64 downto 0);
+signal top0_lane_sub_mul5_round_sat5_sat10_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul5_round_sat5_sat10_hi: unsigned(33 downto 0);
+signal top0_lane_sub_mul5_round_sat5_sat10_hin: unsigned(33 downto 0);
+signal top0_lane_sub_mul5_round_sat5_sat10_nsign: std_logic;
+signal top0_lane_sub_mul5_sat11_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul5_sat11_hi: unsigned(1 downto 0);
+signal top0_lane_sub_mul5_sat11_hin: unsigned(1 downto 0);
+signal top0_lane_sub_mul5_sat11_nsign: std_logic;
+signal top0_lane_sub_mul6_y: unsigned(31 downto 0);
+signal top0_lane_sub_mul6_d: signed (32 downto 0);
+signal top0_lane_sub_mul6_kv: signed (31 downto 0);
+signal top0_lane_sub_mul6_p1: signed (64 downto 0);
+signal top0_lane_sub_mul6_p_c: signed (64 downto 0);
+signal top0_lane_sub_mul6_v: signed (31 downto 0);
+signal top0_lane_sub_mul6_x: signed (31 downto 0);
+signal top0_lane_sub_mul6_x1: signed (31 downto 0);
+signal top0_lane_sub_mul6_yr: signed (31 downto 0);
+signal top0_lane_sub_mul6_yc: signed (31 downto 0);
+signal top0_lane_sub_mul6_round_sat6_r: signed (64 downto 0);
+signal top0_lane_sub_mul6_round_sat6_rb: signed (64 downto 0);
+signal top0_lane_sub_mul6_round_sat6_t: signed (64 downto 0);
+signal top0_lane_sub_mul6_round_sat6_sat12_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul6_round_sat6_sat12_hi: unsigned(33 downto 0);
+signal top0_lane_sub_mul6_round_sat6_sat12_hin: unsigned(33 downto 0);
+signal top0_lane_sub_mul6_round_sat6_sat12_nsign: std_logic;
+signal top0_lane_sub_mul6_sat13_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul6_sat13_hi: unsigned(1 downto 0);
+signal top0_lane_sub_mul6_sat13_hin: unsigned(1 downto 0);
+signal top0_lane_sub_mul6_sat13_nsign: std_logic;
+signal top0_lane_sub_mul7_y: unsigned(31 downto 0);
+signal top0_lane_sub_mul7_d: signed (32 downto 0);
+signal top0_lane_sub_mul7_kv: signed (31 downto 0);
+signal top0_lane_sub_mul7_p1: signed (64 downto 0);
+signal top0_lane_sub_mul7_p_c: signed (64 downto 0);
+signal top0_lane_sub_mul7_v: signed (31 downto 0);
+signal top0_lane_sub_mul7_x: signed (31 downto 0);
+signal top0_lane_sub_mul7_x1: signed (31 downto 0);
+signal top0_lane_sub_mul7_yr: signed (31 downto 0);
+signal top0_lane_sub_mul7_yc: signed (31 downto 0);
+signal top0_lane_sub_mul7_round_sat7_r: signed (64 downto 0);
+signal top0_lane_sub_mul7_round_sat7_rb: signed (64 downto 0);
+signal top0_lane_sub_mul7_round_sat7_t: signed (64 downto 0);
+signal top0_lane_sub_mul7_round_sat7_sat14_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul7_round_sat7_sat14_hi: unsigned(33 downto 0);
+signal top0_lane_sub_mul7_round_sat7_sat14_hin: unsigned(33 downto 0);
+signal top0_lane_sub_mul7_round_sat7_sat14_nsign: std_logic;
+signal top0_lane_sub_mul7_sat15_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul7_sat15_hi: unsigned(1 downto 0);
+signal top0_lane_sub_mul7_sat15_hin: unsigned(1 downto 0);
+signal top0_lane_sub_mul7_sat15_nsign: std_logic;
+signal top0_lane_sub_mul8_y: unsigned(31 downto 0);
+signal top0_lane_sub_mul8_d: signed (32 downto 0);
+signal top0_lane_sub_mul8_kv: signed (31 downto 0);
+signal top0_lane_sub_mul8_p1: signed (64 downto 0);
+signal top0_lane_sub_mul8_p_c: signed (64 downto 0);
+signal top0_lane_sub_mul8_v: signed (31 downto 0);
+signal top0_lane_sub_mul8_x: signed (31 downto 0);
+signal top0_lane_sub_mul8_x1: signed (31 downto 0);
+signal top0_lane_sub_mul8_yr: signed (31 downto 0);
+signal top0_lane_sub_mul8_yc: signed (31 downto 0);
+signal top0_lane_sub_mul8_round_sat8_r: signed (64 downto 0);
+signal top0_lane_sub_mul8_round_sat8_rb: signed (64 downto 0);
+signal top0_lane_sub_mul8_round_sat8_t: signed (64 downto 0);
+signal top0_lane_sub_mul8_round_sat8_sat16_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul8_round_sat8_sat16_hi: unsigned(33 downto 0);
+signal top0_lane_sub_mul8_round_sat8_sat16_hin: unsigned(33 downto 0);
+signal top0_lane_sub_mul8_round_sat8_sat16_nsign: std_logic;
+signal top0_lane_sub_mul8_sat17_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul8_sat17_hi: unsigned(1 downto 0);
+signal top0_lane_sub_mul8_sat17_hin: unsigned(1 downto 0);
+signal top0_lane_sub_mul8_sat17_nsign: std_logic;
+signal top0_lane_sub_mul9_y: unsigned(31 downto 0);
+signal top0_lane_sub_mul9_d: signed (32 downto 0);
+signal top0_lane_sub_mul9_kv: signed (31 downto 0);
+signal top0_lane_sub_mul9_p1: signed (64 downto 0);
+signal top0_lane_sub_mul9_p_c: signed (64 downto 0);
+signal top0_lane_sub_mul9_v: signed (31 downto 0);
+signal top0_lane_sub_mul9_x: signed (31 downto 0);
+signal top0_lane_sub_mul9_x1: signed (31 downto 0);
+signal top0_lane_sub_mul9_yr: signed (31 downto 0);
+signal top0_lane_sub_mul9_yc: signed (31 downto 0);
+signal top0_lane_sub_mul9_round_sat9_r: signed (64 downto 0);
+signal top0_lane_sub_mul9_round_sat9_rb: signed (64 downto 0);
+signal top0_lane_sub_mul9_round_sat9_t: signed (64 downto 0);
+signal top0_lane_sub_mul9_round_sat9_sat18_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul9_round_sat9_sat18_hi: unsigned(33 downto 0);
+signal top0_lane_sub_mul9_round_sat9_sat18_hin: unsigned(33 downto 0);
+signal top0_lane_sub_mul9_round_sat9_sat18_nsign: std_logic;
+signal top0_lane_sub_mul9_sat19_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul9_sat19_hi: unsigned(1 downto 0);
+signal top0_lane_sub_mul9_sat19_hin: unsigned(1 downto 0);
+signal top0_lane_sub_mul9_sat19_nsign: std_logic;
+signal top0_lane_sub_mul10_y: unsigned(31 downto 0);
+signal top0_lane_sub_mul10_d: signed (32 downto 0);
+signal top0_lane_sub_mul10_kv: signed (31 downto 0);
+signal top0_lane_sub_mul10_p1: signed (64 downto 0);
+signal top0_lane_sub_mul10_p_c: signed (64 downto 0);
+signal top0_lane_sub_mul10_v: signed (31 downto 0);
+signal top0_lane_sub_mul10_x: signed (31 downto 0);
+signal top0_lane_sub_mul10_x1: signed (31 downto 0);
+signal top0_lane_sub_mul10_yr: signed (31 downto 0);
+signal top0_lane_sub_mul10_yc: signed (31 downto 0);
+signal top0_lane_sub_mul10_round_sat10_r: signed (64 downto 0);
+signal top0_lane_sub_mul10_round_sat10_rb: signed (64 downto 0);
+signal top0_lane_sub_mul10_round_sat10_t: signed (64 downto 0);
+signal top0_lane_sub_mul10_round_sat10_sat20_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul10_round_sat10_sat20_hi: unsigned(33 downto 0);
+signal top0_lane_sub_mul10_round_sat10_sat20_hin: unsigned(33 downto 0);
+signal top0_lane_sub_mul10_round_sat10_sat20_nsign: std_logic;
+signal top0_lane_sub_mul10_sat21_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul10_sat21_hi: unsigned(1 downto 0);
+signal top0_lane_sub_mul10_sat21_hin: unsigned(1 downto 0);
+signal top0_lane_sub_mul10_sat21_nsign: std_logic;
+signal top0_lane_sub_mul11_y: unsigned(31 downto 0);
+signal top0_lane_sub_mul11_d: signed (32 downto 0);
+signal top0_lane_sub_mul11_kv: signed (31 downto 0);
+signal top0_lane_sub_mul11_p1: signed (64 downto 0);
+signal top0_lane_sub_mul11_p_c: signed (64 downto 0);
+signal top0_lane_sub_mul11_v: signed (31 downto 0);
+signal top0_lane_sub_mul11_x: signed (31 downto 0);
+signal top0_lane_sub_mul11_x1: signed (31 downto 0);
+signal top0_lane_sub_mul11_yr: signed (31 downto 0);
+signal top0_lane_sub_mul11_yc: signed (31 downto 0);
+signal top0_lane_sub_mul11_round_sat11_r: signed (64 downto 0);
+signal top0_lane_sub_mul11_round_sat11_rb: signed (64 downto 0);
+signal top0_lane_sub_mul11_round_sat11_t: signed (64 downto 0);
+signal top0_lane_sub_mul11_round_sat11_sat22_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul11_round_sat11_sat22_hi: unsigned(33 downto 0);
+signal top0_lane_sub_mul11_round_sat11_sat22_hin: unsigned(33 downto 0);
+signal top0_lane_sub_mul11_round_sat11_sat22_nsign: std_logic;
+signal top0_lane_sub_mul11_sat23_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul11_sat23_hi: unsigned(1 downto 0);
+signal top0_lane_sub_mul11_sat23_hin: unsigned(1 downto 0);
+signal top0_lane_sub_mul11_sat23_nsign: std_logic;
+signal top0_lane_sub_mul12_y: unsigned(31 downto 0);
+signal top0_lane_sub_mul12_d: signed (32 downto 0);
+signal top0_lane_sub_mul12_kv: signed (31 downto 0);
+signal top0_lane_sub_mul12_p1: signed (64 downto 0);
+signal top0_lane_sub_mul12_p_c: signed (64 downto 0);
+signal top0_lane_sub_mul12_v: signed (31 downto 0);
+signal top0_lane_sub_mul12_x: signed (31 downto 0);
+signal top0_lane_sub_mul12_x1: signed (31 downto 0);
+signal top0_lane_sub_mul12_yr: signed (31 downto 0);
+signal top0_lane_sub_mul12_yc: signed (31 downto 0);
+signal top0_lane_sub_mul12_round_sat12_r: signed (64 downto 0);
+signal top0_lane_sub_mul12_round_sat12_rb: signed (64 downto 0);
+signal top0_lane_sub_mul12_round_sat12_t: signed (64 downto 0);
+signal top0_lane_sub_mul12_round_sat12_sat24_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul12_round_sat12_sat24_hi: unsigned(33 downto 0);
+signal top0_lane_sub_mul12_round_sat12_sat24_hin: unsigned(33 downto 0);
+signal top0_lane_sub_mul12_round_sat12_sat24_nsign: std_logic;
+signal top0_lane_sub_mul12_sat25_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul12_sat25_hi: unsigned(1 downto 0);
+signal top0_lane_sub_mul12_sat25_hin: unsigned(1 downto 0);
+signal top0_lane_sub_mul12_sat25_nsign: std_logic;
+signal top0_lane_sub_mul13_y: unsigned(31 downto 0);
+signal top0_lane_sub_mul13_d: signed (32 downto 0);
+signal top0_lane_sub_mul13_kv: signed (31 downto 0);
+signal top0_lane_sub_mul13_p1: signed (64 downto 0);
+signal top0_lane_sub_mul13_p_c: signed (64 downto 0);
+signal top0_lane_sub_mul13_v: signed (31 downto 0);
+signal top0_lane_sub_mul13_x: signed (31 downto 0);
+signal top0_lane_sub_mul13_x1: signed (31 downto 0);
+signal top0_lane_sub_mul13_yr: signed (31 downto 0);
+signal top0_lane_sub_mul13_yc: signed (31 downto 0);
+signal top0_lane_sub_mul13_round_sat13_r: signed (64 downto 0);
+signal top0_lane_sub_mul13_round_sat13_rb: signed (64 downto 0);
+signal top0_lane_sub_mul13_round_sat13_t: signed (64 downto 0);
+signal top0_lane_sub_mul13_round_sat13_sat26_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul13_round_sat13_sat26_hi: unsigned(33 downto 0);
+signal top0_lane_sub_mul13_round_sat13_sat26_hin: unsigned(33 downto 0);
+signal top0_lane_sub_mul13_round_sat13_sat26_nsign: std_logic;
+signal top0_lane_sub_mul13_sat27_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul13_sat27_hi: unsigned(1 downto 0);
+signal top0_lane_sub_mul13_sat27_hin: unsigned(1 downto 0);
+signal top0_lane_sub_mul13_sat27_nsign: std_logic;
+signal top0_lane_sub_mul14_y: unsigned(31 downto 0);
+signal top0_lane_sub_mul14_d: signed (32 downto 0);
+signal top0_lane_sub_mul14_kv: signed (31 downto 0);
+signal top0_lane_sub_mul14_p1: signed (64 downto 0);
+signal top0_lane_sub_mul14_p_c: signed (64 downto 0);
+signal top0_lane_sub_mul14_v: signed (31 downto 0);
+signal top0_lane_sub_mul14_x: signed (31 downto 0);
+signal top0_lane_sub_mul14_x1: signed (31 downto 0);
+signal top0_lane_sub_mul14_yr: signed (31 downto 0);
+signal top0_lane_sub_mul14_yc: signed (31 downto 0);
+signal top0_lane_sub_mul14_round_sat14_r: signed (64 downto 0);
+signal top0_lane_sub_mul14_round_sat14_rb: signed (64 downto 0);
+signal top0_lane_sub_mul14_round_sat14_t: signed (64 downto 0);
+signal top0_lane_sub_mul14_round_sat14_sat28_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul14_round_sat14_sat28_hi: unsigned(33 downto 0);
+signal top0_lane_sub_mul14_round_sat14_sat28_hin: unsigned(33 downto 0);
+signal top0_lane_sub_mul14_round_sat14_sat28_nsign: std_logic;
+signal top0_lane_sub_mul14_sat29_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul14_sat29_hi: unsigned(1 downto 0);
+signal top0_lane_sub_mul14_sat29_hin: unsigned(1 downto 0);
+signal top0_lane_sub_mul14_sat29_nsign: std_logic;
+signal top0_lane_sub_mul15_y: unsigned(31 downto 0);
+signal top0_lane_sub_mul15_d: signed (32 downto 0);
+signal top0_lane_sub_mul15_kv: signed (31 downto 0);
+signal top0_lane_sub_mul15_p1: signed (64 downto 0);
+signal top0_lane_sub_mul15_p_c: signed (64 downto 0);
+signal top0_lane_sub_mul15_v: signed (31 downto 0);
+signal top0_lane_sub_mul15_x: signed (31 downto 0);
+signal top0_lane_sub_mul15_x1: signed (31 downto 0);
+signal top0_lane_sub_mul15_yr: signed (31 downto 0);
+signal top0_lane_sub_mul15_yc: signed (31 downto 0);
+signal top0_lane_sub_mul15_round_sat15_r: signed (64 downto 0);
+signal top0_lane_sub_mul15_round_sat15_rb: signed (64 downto 0);
+signal top0_lane_sub_mul15_round_sat15_t: signed (64 downto 0);
+signal top0_lane_sub_mul15_round_sat15_sat30_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul15_round_sat15_sat30_hi: unsigned(33 downto 0);
+signal top0_lane_sub_mul15_round_sat15_sat30_hin: unsigned(33 downto 0);
+signal top0_lane_sub_mul15_round_sat15_sat30_nsign: std_logic;
+signal top0_lane_sub_mul15_sat31_fill: unsigned(30 downto 0);
+signal top0_lane_sub_mul15_sat31_hi: unsigned(1 downto 0);
+signal top0_lane_sub_mul15_sat31_hin: unsigned(1 downto 0);
+signal top0_lane_sub_mul15_sat31_nsign: std_logic;
+signal top0_out_fifo20_cnt: unsigned(1 downto 0);
+signal top0_out_fifo20_d0: unsigned(511 downto 0);
+signal top0_out_fifo20_d1: unsigned(511 downto 0);
+signal top0_out_fifo20_l0: std_logic;
+signal top0_out_fifo20_l1: std_logic;
+signal top0_out_fifo20_u0: unsigned(0 downto 0);
+signal top0_out_fifo20_u1: unsigned(0 downto 0);
 
 begin
 
@@ -422,1031 +422,1031 @@ s_axis_s_tdata_num <= unsigned(s_axis_s_tdata);
 m_axis_y_tdata <= std_logic_vector(m_axis_y_tdata_num);
 
 
-top0_0_1_2_ycat(512-1 downto 480) <= top0_0_1_2_lane_sub_mul15_0_y;
-top0_0_1_2_ycat(480-1 downto 448) <= top0_0_1_2_lane_sub_mul14_0_y;
-top0_0_1_2_ycat(448-1 downto 416) <= top0_0_1_2_lane_sub_mul13_0_y;
-top0_0_1_2_ycat(416-1 downto 384) <= top0_0_1_2_lane_sub_mul12_0_y;
-top0_0_1_2_ycat(384-1 downto 352) <= top0_0_1_2_lane_sub_mul11_0_y;
-top0_0_1_2_ycat(352-1 downto 320) <= top0_0_1_2_lane_sub_mul10_0_y;
-top0_0_1_2_ycat(320-1 downto 288) <= top0_0_1_2_lane_sub_mul9_0_y;
-top0_0_1_2_ycat(288-1 downto 256) <= top0_0_1_2_lane_sub_mul8_0_y;
-top0_0_1_2_ycat(256-1 downto 224) <= top0_0_1_2_lane_sub_mul7_0_y;
-top0_0_1_2_ycat(224-1 downto 192) <= top0_0_1_2_lane_sub_mul6_0_y;
-top0_0_1_2_ycat(192-1 downto 160) <= top0_0_1_2_lane_sub_mul5_0_y;
-top0_0_1_2_ycat(160-1 downto 128) <= top0_0_1_2_lane_sub_mul4_0_y;
-top0_0_1_2_ycat(128-1 downto 96) <= top0_0_1_2_lane_sub_mul3_0_y;
-top0_0_1_2_ycat(96-1 downto 64) <= top0_0_1_2_lane_sub_mul2_0_y;
-top0_0_1_2_ycat(64-1 downto 32) <= top0_0_1_2_lane_sub_mul1_0_y;
-top0_0_1_2_ycat(32-1 downto 0) <= top0_0_1_2_lane_sub_mul0_0_y;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(30) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(29) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(28) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(27) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(26) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(25) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(24) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(23) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(22) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(21) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(20) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(19) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(18) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(17) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(16) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(15) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(14) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(13) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(12) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(11) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(10) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(9) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(8) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(7) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(6) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(5) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(4) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(3) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(2) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(1) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill(0) <= top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(30) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(29) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(28) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(27) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(26) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(25) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(24) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(23) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(22) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(21) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(20) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(19) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(18) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(17) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(16) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(15) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(14) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(13) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(12) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(11) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(10) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(9) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(8) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(7) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(6) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(5) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(4) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(3) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(2) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(1) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill(0) <= top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(30) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(29) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(28) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(27) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(26) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(25) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(24) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(23) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(22) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(21) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(20) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(19) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(18) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(17) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(16) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(15) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(14) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(13) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(12) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(11) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(10) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(9) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(8) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(7) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(6) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(5) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(4) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(3) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(2) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(1) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill(0) <= top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(30) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(29) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(28) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(27) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(26) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(25) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(24) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(23) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(22) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(21) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(20) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(19) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(18) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(17) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(16) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(15) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(14) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(13) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(12) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(11) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(10) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(9) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(8) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(7) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(6) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(5) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(4) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(3) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(2) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(1) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill(0) <= top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(30) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(29) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(28) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(27) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(26) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(25) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(24) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(23) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(22) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(21) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(20) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(19) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(18) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(17) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(16) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(15) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(14) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(13) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(12) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(11) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(10) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(9) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(8) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(7) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(6) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(5) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(4) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(3) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(2) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(1) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill(0) <= top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(30) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(29) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(28) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(27) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(26) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(25) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(24) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(23) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(22) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(21) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(20) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(19) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(18) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(17) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(16) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(15) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(14) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(13) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(12) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(11) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(10) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(9) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(8) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(7) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(6) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(5) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(4) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(3) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(2) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(1) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill(0) <= top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(30) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(29) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(28) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(27) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(26) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(25) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(24) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(23) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(22) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(21) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(20) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(19) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(18) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(17) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(16) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(15) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(14) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(13) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(12) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(11) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(10) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(9) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(8) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(7) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(6) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(5) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(4) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(3) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(2) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(1) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill(0) <= top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(30) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(29) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(28) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(27) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(26) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(25) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(24) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(23) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(22) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(21) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(20) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(19) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(18) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(17) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(16) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(15) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(14) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(13) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(12) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(11) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(10) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(9) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(8) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(7) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(6) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(5) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(4) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(3) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(2) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(1) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill(0) <= top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(30) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(29) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(28) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(27) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(26) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(25) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(24) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(23) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(22) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(21) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(20) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(19) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(18) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(17) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(16) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(15) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(14) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(13) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(12) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(11) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(10) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(9) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(8) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(7) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(6) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(5) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(4) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(3) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(2) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(1) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill(0) <= top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(30) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(29) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(28) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(27) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(26) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(25) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(24) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(23) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(22) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(21) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(20) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(19) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(18) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(17) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(16) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(15) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(14) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(13) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(12) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(11) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(10) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(9) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(8) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(7) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(6) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(5) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(4) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(3) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(2) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(1) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill(0) <= top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(30) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(29) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(28) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(27) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(26) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(25) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(24) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(23) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(22) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(21) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(20) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(19) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(18) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(17) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(16) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(15) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(14) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(13) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(12) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(11) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(10) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(9) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(8) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(7) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(6) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(5) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(4) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(3) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(2) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(1) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill(0) <= top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(30) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(29) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(28) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(27) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(26) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(25) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(24) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(23) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(22) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(21) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(20) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(19) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(18) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(17) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(16) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(15) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(14) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(13) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(12) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(11) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(10) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(9) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(8) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(7) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(6) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(5) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(4) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(3) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(2) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(1) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill(0) <= top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(30) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(29) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(28) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(27) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(26) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(25) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(24) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(23) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(22) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(21) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(20) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(19) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(18) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(17) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(16) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(15) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(14) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(13) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(12) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(11) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(10) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(9) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(8) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(7) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(6) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(5) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(4) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(3) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(2) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(1) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill(0) <= top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign;
+top0_ycat(512-1 downto 480) <= top0_lane_sub_mul15_y;
+top0_ycat(480-1 downto 448) <= top0_lane_sub_mul14_y;
+top0_ycat(448-1 downto 416) <= top0_lane_sub_mul13_y;
+top0_ycat(416-1 downto 384) <= top0_lane_sub_mul12_y;
+top0_ycat(384-1 downto 352) <= top0_lane_sub_mul11_y;
+top0_ycat(352-1 downto 320) <= top0_lane_sub_mul10_y;
+top0_ycat(320-1 downto 288) <= top0_lane_sub_mul9_y;
+top0_ycat(288-1 downto 256) <= top0_lane_sub_mul8_y;
+top0_ycat(256-1 downto 224) <= top0_lane_sub_mul7_y;
+top0_ycat(224-1 downto 192) <= top0_lane_sub_mul6_y;
+top0_ycat(192-1 downto 160) <= top0_lane_sub_mul5_y;
+top0_ycat(160-1 downto 128) <= top0_lane_sub_mul4_y;
+top0_ycat(128-1 downto 96) <= top0_lane_sub_mul3_y;
+top0_ycat(96-1 downto 64) <= top0_lane_sub_mul2_y;
+top0_ycat(64-1 downto 32) <= top0_lane_sub_mul1_y;
+top0_ycat(32-1 downto 0) <= top0_lane_sub_mul0_y;
+top0_lane_sub_mul0_round_sat0_sat0_fill(30) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(29) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(28) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(27) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(26) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(25) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(24) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(23) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(22) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(21) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(20) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(19) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(18) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(17) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(16) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(15) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(14) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(13) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(12) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(11) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(10) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(9) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(8) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(7) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(6) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(5) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(4) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(3) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(2) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(1) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_round_sat0_sat0_fill(0) <= top0_lane_sub_mul0_round_sat0_sat0_nsign;
+top0_lane_sub_mul0_sat1_fill(30) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(29) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(28) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(27) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(26) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(25) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(24) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(23) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(22) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(21) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(20) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(19) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(18) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(17) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(16) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(15) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(14) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(13) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(12) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(11) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(10) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(9) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(8) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(7) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(6) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(5) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(4) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(3) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(2) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(1) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul0_sat1_fill(0) <= top0_lane_sub_mul0_sat1_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(30) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(29) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(28) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(27) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(26) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(25) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(24) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(23) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(22) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(21) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(20) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(19) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(18) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(17) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(16) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(15) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(14) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(13) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(12) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(11) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(10) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(9) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(8) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(7) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(6) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(5) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(4) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(3) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(2) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(1) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_round_sat1_sat2_fill(0) <= top0_lane_sub_mul1_round_sat1_sat2_nsign;
+top0_lane_sub_mul1_sat3_fill(30) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(29) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(28) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(27) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(26) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(25) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(24) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(23) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(22) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(21) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(20) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(19) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(18) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(17) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(16) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(15) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(14) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(13) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(12) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(11) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(10) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(9) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(8) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(7) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(6) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(5) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(4) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(3) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(2) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(1) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul1_sat3_fill(0) <= top0_lane_sub_mul1_sat3_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(30) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(29) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(28) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(27) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(26) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(25) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(24) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(23) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(22) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(21) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(20) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(19) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(18) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(17) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(16) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(15) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(14) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(13) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(12) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(11) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(10) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(9) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(8) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(7) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(6) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(5) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(4) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(3) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(2) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(1) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_round_sat2_sat4_fill(0) <= top0_lane_sub_mul2_round_sat2_sat4_nsign;
+top0_lane_sub_mul2_sat5_fill(30) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(29) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(28) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(27) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(26) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(25) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(24) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(23) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(22) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(21) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(20) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(19) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(18) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(17) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(16) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(15) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(14) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(13) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(12) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(11) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(10) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(9) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(8) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(7) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(6) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(5) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(4) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(3) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(2) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(1) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul2_sat5_fill(0) <= top0_lane_sub_mul2_sat5_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(30) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(29) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(28) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(27) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(26) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(25) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(24) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(23) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(22) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(21) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(20) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(19) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(18) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(17) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(16) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(15) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(14) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(13) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(12) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(11) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(10) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(9) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(8) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(7) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(6) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(5) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(4) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(3) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(2) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(1) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_round_sat3_sat6_fill(0) <= top0_lane_sub_mul3_round_sat3_sat6_nsign;
+top0_lane_sub_mul3_sat7_fill(30) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(29) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(28) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(27) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(26) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(25) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(24) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(23) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(22) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(21) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(20) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(19) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(18) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(17) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(16) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(15) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(14) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(13) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(12) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(11) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(10) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(9) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(8) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(7) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(6) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(5) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(4) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(3) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(2) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(1) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul3_sat7_fill(0) <= top0_lane_sub_mul3_sat7_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(30) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(29) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(28) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(27) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(26) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(25) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(24) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(23) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(22) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(21) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(20) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(19) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(18) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(17) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(16) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(15) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(14) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(13) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(12) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(11) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(10) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(9) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(8) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(7) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(6) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(5) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(4) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(3) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(2) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(1) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_round_sat4_sat8_fill(0) <= top0_lane_sub_mul4_round_sat4_sat8_nsign;
+top0_lane_sub_mul4_sat9_fill(30) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(29) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(28) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(27) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(26) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(25) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(24) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(23) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(22) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(21) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(20) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(19) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(18) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(17) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(16) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(15) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(14) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(13) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(12) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(11) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(10) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(9) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(8) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(7) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(6) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(5) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(4) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(3) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(2) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(1) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul4_sat9_fill(0) <= top0_lane_sub_mul4_sat9_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(30) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(29) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(28) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(27) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(26) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(25) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(24) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(23) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(22) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(21) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(20) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(19) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(18) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(17) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(16) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(15) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(14) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(13) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(12) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(11) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(10) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(9) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(8) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(7) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(6) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(5) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(4) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(3) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(2) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(1) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_round_sat5_sat10_fill(0) <= top0_lane_sub_mul5_round_sat5_sat10_nsign;
+top0_lane_sub_mul5_sat11_fill(30) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(29) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(28) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(27) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(26) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(25) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(24) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(23) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(22) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(21) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(20) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(19) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(18) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(17) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(16) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(15) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(14) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(13) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(12) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(11) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(10) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(9) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(8) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(7) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(6) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(5) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(4) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(3) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(2) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(1) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul5_sat11_fill(0) <= top0_lane_sub_mul5_sat11_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(30) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(29) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(28) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(27) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(26) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(25) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(24) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(23) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(22) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(21) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(20) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(19) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(18) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(17) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(16) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(15) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(14) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(13) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(12) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(11) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(10) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(9) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(8) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(7) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(6) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(5) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(4) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(3) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(2) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(1) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_round_sat6_sat12_fill(0) <= top0_lane_sub_mul6_round_sat6_sat12_nsign;
+top0_lane_sub_mul6_sat13_fill(30) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(29) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(28) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(27) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(26) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(25) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(24) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(23) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(22) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(21) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(20) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(19) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(18) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(17) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(16) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(15) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(14) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(13) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(12) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(11) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(10) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(9) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(8) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(7) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(6) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(5) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(4) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(3) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(2) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(1) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul6_sat13_fill(0) <= top0_lane_sub_mul6_sat13_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(30) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(29) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(28) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(27) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(26) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(25) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(24) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(23) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(22) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(21) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(20) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(19) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(18) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(17) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(16) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(15) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(14) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(13) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(12) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(11) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(10) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(9) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(8) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(7) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(6) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(5) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(4) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(3) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(2) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(1) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_round_sat7_sat14_fill(0) <= top0_lane_sub_mul7_round_sat7_sat14_nsign;
+top0_lane_sub_mul7_sat15_fill(30) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(29) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(28) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(27) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(26) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(25) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(24) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(23) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(22) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(21) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(20) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(19) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(18) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(17) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(16) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(15) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(14) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(13) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(12) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(11) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(10) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(9) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(8) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(7) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(6) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(5) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(4) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(3) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(2) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(1) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul7_sat15_fill(0) <= top0_lane_sub_mul7_sat15_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(30) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(29) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(28) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(27) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(26) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(25) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(24) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(23) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(22) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(21) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(20) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(19) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(18) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(17) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(16) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(15) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(14) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(13) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(12) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(11) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(10) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(9) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(8) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(7) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(6) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(5) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(4) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(3) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(2) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(1) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_round_sat8_sat16_fill(0) <= top0_lane_sub_mul8_round_sat8_sat16_nsign;
+top0_lane_sub_mul8_sat17_fill(30) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(29) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(28) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(27) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(26) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(25) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(24) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(23) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(22) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(21) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(20) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(19) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(18) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(17) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(16) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(15) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(14) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(13) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(12) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(11) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(10) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(9) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(8) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(7) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(6) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(5) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(4) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(3) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(2) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(1) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul8_sat17_fill(0) <= top0_lane_sub_mul8_sat17_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(30) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(29) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(28) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(27) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(26) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(25) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(24) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(23) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(22) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(21) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(20) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(19) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(18) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(17) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(16) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(15) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(14) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(13) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(12) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(11) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(10) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(9) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(8) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(7) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(6) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(5) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(4) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(3) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(2) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(1) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_round_sat9_sat18_fill(0) <= top0_lane_sub_mul9_round_sat9_sat18_nsign;
+top0_lane_sub_mul9_sat19_fill(30) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(29) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(28) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(27) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(26) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(25) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(24) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(23) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(22) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(21) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(20) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(19) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(18) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(17) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(16) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(15) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(14) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(13) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(12) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(11) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(10) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(9) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(8) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(7) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(6) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(5) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(4) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(3) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(2) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(1) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul9_sat19_fill(0) <= top0_lane_sub_mul9_sat19_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(30) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(29) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(28) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(27) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(26) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(25) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(24) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(23) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(22) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(21) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(20) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(19) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(18) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(17) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(16) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(15) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(14) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(13) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(12) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(11) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(10) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(9) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(8) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(7) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(6) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(5) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(4) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(3) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(2) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(1) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_round_sat10_sat20_fill(0) <= top0_lane_sub_mul10_round_sat10_sat20_nsign;
+top0_lane_sub_mul10_sat21_fill(30) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(29) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(28) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(27) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(26) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(25) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(24) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(23) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(22) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(21) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(20) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(19) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(18) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(17) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(16) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(15) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(14) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(13) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(12) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(11) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(10) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(9) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(8) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(7) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(6) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(5) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(4) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(3) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(2) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(1) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul10_sat21_fill(0) <= top0_lane_sub_mul10_sat21_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(30) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(29) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(28) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(27) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(26) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(25) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(24) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(23) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(22) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(21) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(20) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(19) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(18) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(17) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(16) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(15) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(14) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(13) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(12) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(11) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(10) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(9) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(8) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(7) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(6) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(5) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(4) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(3) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(2) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(1) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_round_sat11_sat22_fill(0) <= top0_lane_sub_mul11_round_sat11_sat22_nsign;
+top0_lane_sub_mul11_sat23_fill(30) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(29) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(28) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(27) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(26) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(25) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(24) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(23) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(22) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(21) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(20) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(19) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(18) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(17) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(16) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(15) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(14) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(13) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(12) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(11) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(10) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(9) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(8) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(7) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(6) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(5) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(4) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(3) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(2) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(1) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul11_sat23_fill(0) <= top0_lane_sub_mul11_sat23_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(30) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(29) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(28) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(27) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(26) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(25) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(24) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(23) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(22) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(21) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(20) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(19) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(18) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(17) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(16) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(15) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(14) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(13) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(12) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(11) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(10) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(9) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(8) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(7) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(6) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(5) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(4) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(3) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(2) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(1) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_round_sat12_sat24_fill(0) <= top0_lane_sub_mul12_round_sat12_sat24_nsign;
+top0_lane_sub_mul12_sat25_fill(30) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(29) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(28) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(27) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(26) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(25) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(24) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(23) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(22) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(21) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(20) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(19) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(18) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(17) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(16) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(15) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(14) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(13) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(12) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(11) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(10) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(9) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(8) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(7) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(6) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(5) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(4) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(3) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(2) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(1) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul12_sat25_fill(0) <= top0_lane_sub_mul12_sat25_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(30) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(29) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(28) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(27) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(26) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(25) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(24) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(23) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(22) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(21) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(20) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(19) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(18) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(17) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(16) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(15) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(14) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(13) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(12) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(11) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(10) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(9) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(8) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(7) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(6) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(5) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(4) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(3) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(2) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(1) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_round_sat13_sat26_fill(0) <= top0_lane_sub_mul13_round_sat13_sat26_nsign;
+top0_lane_sub_mul13_sat27_fill(30) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(29) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(28) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(27) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(26) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(25) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(24) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(23) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(22) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(21) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(20) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(19) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(18) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(17) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(16) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(15) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(14) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(13) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(12) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(11) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(10) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(9) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(8) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(7) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(6) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(5) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(4) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(3) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(2) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(1) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul13_sat27_fill(0) <= top0_lane_sub_mul13_sat27_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(30) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(29) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(28) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(27) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(26) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(25) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(24) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(23) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(22) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(21) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(20) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(19) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(18) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(17) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(16) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(15) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(14) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(13) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(12) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(11) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(10) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(9) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(8) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(7) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(6) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(5) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(4) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(3) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(2) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(1) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_round_sat14_sat28_fill(0) <= top0_lane_sub_mul14_round_sat14_sat28_nsign;
+top0_lane_sub_mul14_sat29_fill(30) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(29) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(28) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(27) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(26) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(25) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(24) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(23) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(22) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(21) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(20) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(19) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(18) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(17) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(16) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(15) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(14) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(13) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(12) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(11) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(10) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(9) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(8) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(7) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(6) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(5) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(4) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(3) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(2) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(1) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul14_sat29_fill(0) <= top0_lane_sub_mul14_sat29_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(30) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(29) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(28) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(27) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(26) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(25) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(24) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(23) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(22) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(21) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(20) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(19) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(18) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(17) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(16) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(15) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(14) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(13) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(12) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(11) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(10) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(9) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(8) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(7) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(6) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(5) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(4) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(3) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(2) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(1) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_round_sat15_sat30_fill(0) <= top0_lane_sub_mul15_round_sat15_sat30_nsign;
+top0_lane_sub_mul15_sat31_fill(30) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(29) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(28) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(27) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(26) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(25) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(24) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(23) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(22) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(21) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(20) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(19) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(18) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(17) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(16) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(15) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(14) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(13) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(12) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(11) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(10) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(9) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(8) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(7) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(6) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(5) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(4) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(3) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(2) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(1) <= top0_lane_sub_mul15_sat31_nsign;
+top0_lane_sub_mul15_sat31_fill(0) <= top0_lane_sub_mul15_sat31_nsign;
 
 
-top0_0_1_2_line_last <= stdl(signed(resize(top0_0_1_2_control0_0_1_2_3_4_lcnt, 12)) = (signed(resize(top0_0_1_2_control0_0_1_2_3_4_dim_r, 12)) - 1));
-top0_0_1_2_final <= stdl((signed(resize(top0_0_1_2_control0_0_1_2_3_4_lcnt, 12)) = (signed(resize(top0_0_1_2_control0_0_1_2_3_4_dim_r, 12)) - 1)) and (signed(resize(top0_0_1_2_control0_0_1_2_3_4_icnt, 14)) = (signed(resize(top0_0_1_2_control0_0_1_2_3_4_it_r, 14)) - 1)));
+top0_line_last <= stdl(signed(resize(top0_control0_lcnt, 12)) = (signed(resize(top0_control0_dim_r, 12)) - 1));
+top0_final <= stdl((signed(resize(top0_control0_lcnt, 12)) = (signed(resize(top0_control0_dim_r, 12)) - 1)) and (signed(resize(top0_control0_icnt, 14)) = (signed(resize(top0_control0_it_r, 14)) - 1)));
 
-top0_0_1_2_control0_0_1_2_3_4_seq: process (clk) is
+top0_control0_seq: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_control0_0_1_2_3_4_dim_r <= to_unsigned(0, 11);
+            top0_control0_dim_r <= to_unsigned(0, 11);
             done <= '0';
             cfg_err <= '0';
-            top0_0_1_2_control0_0_1_2_3_4_icnt <= to_unsigned(0, 13);
+            top0_control0_icnt <= to_unsigned(0, 13);
             busy <= '0';
-            top0_0_1_2_control0_0_1_2_3_4_it_r <= to_unsigned(0, 13);
-            top0_0_1_2_running <= '0';
-            top0_0_1_2_control0_0_1_2_3_4_lcnt <= to_unsigned(0, 11);
+            top0_control0_it_r <= to_unsigned(0, 13);
+            top0_running <= '0';
+            top0_control0_lcnt <= to_unsigned(0, 11);
         else
             done <= '0';
             if (bool(start) and (not bool(busy))) then
@@ -1456,1486 +1456,1486 @@ begin
                 else
                     cfg_err <= '0';
                     busy <= '1';
-                    top0_0_1_2_running <= '1';
-                    top0_0_1_2_control0_0_1_2_3_4_dim_r <= cfg_dimension_num;
-                    top0_0_1_2_control0_0_1_2_3_4_it_r <= cfg_iterations_num;
-                    top0_0_1_2_control0_0_1_2_3_4_lcnt <= to_unsigned(0, 11);
-                    top0_0_1_2_control0_0_1_2_3_4_icnt <= to_unsigned(0, 13);
+                    top0_running <= '1';
+                    top0_control0_dim_r <= cfg_dimension_num;
+                    top0_control0_it_r <= cfg_iterations_num;
+                    top0_control0_lcnt <= to_unsigned(0, 11);
+                    top0_control0_icnt <= to_unsigned(0, 13);
                 end if;
             end if;
-            if bool(top0_0_1_2_fire) then
-                if (signed(resize(top0_0_1_2_control0_0_1_2_3_4_lcnt, 12)) = (signed(resize(top0_0_1_2_control0_0_1_2_3_4_dim_r, 12)) - 1)) then
-                    top0_0_1_2_control0_0_1_2_3_4_lcnt <= to_unsigned(0, 11);
-                    if (signed(resize(top0_0_1_2_control0_0_1_2_3_4_icnt, 14)) = (signed(resize(top0_0_1_2_control0_0_1_2_3_4_it_r, 14)) - 1)) then
-                        top0_0_1_2_control0_0_1_2_3_4_icnt <= to_unsigned(0, 13);
-                        top0_0_1_2_running <= '0';
+            if bool(top0_fire) then
+                if (signed(resize(top0_control0_lcnt, 12)) = (signed(resize(top0_control0_dim_r, 12)) - 1)) then
+                    top0_control0_lcnt <= to_unsigned(0, 11);
+                    if (signed(resize(top0_control0_icnt, 14)) = (signed(resize(top0_control0_it_r, 14)) - 1)) then
+                        top0_control0_icnt <= to_unsigned(0, 13);
+                        top0_running <= '0';
                     else
-                        top0_0_1_2_control0_0_1_2_3_4_icnt <= (top0_0_1_2_control0_0_1_2_3_4_icnt + 1);
+                        top0_control0_icnt <= (top0_control0_icnt + 1);
                     end if;
                 else
-                    top0_0_1_2_control0_0_1_2_3_4_lcnt <= (top0_0_1_2_control0_0_1_2_3_4_lcnt + 1);
+                    top0_control0_lcnt <= (top0_control0_lcnt + 1);
                 end if;
             end if;
-            if bool(top0_0_1_2_out_final_pop) then
+            if bool(top0_out_final_pop) then
                 busy <= '0';
                 done <= '1';
             end if;
         end if;
     end if;
-end process top0_0_1_2_control0_0_1_2_3_4_seq;
+end process top0_control0_seq;
 
 
-top0_0_1_2_fire <= stdl(bool(top0_0_1_2_running) and bool(top0_0_1_2_en) and bool(s_axis_x_tvalid) and bool(s_axis_a_tvalid) and bool(s_axis_s_tvalid));
-s_axis_x_tready <= stdl(bool(top0_0_1_2_running) and bool(top0_0_1_2_en) and bool(s_axis_a_tvalid) and bool(s_axis_s_tvalid));
-s_axis_a_tready <= stdl(bool(top0_0_1_2_running) and bool(top0_0_1_2_en) and bool(s_axis_x_tvalid) and bool(s_axis_s_tvalid));
-s_axis_s_tready <= stdl(bool(top0_0_1_2_running) and bool(top0_0_1_2_en) and bool(s_axis_x_tvalid) and bool(s_axis_a_tvalid) and bool(top0_0_1_2_line_last));
+top0_fire <= stdl(bool(top0_running) and bool(top0_en) and bool(s_axis_x_tvalid) and bool(s_axis_a_tvalid) and bool(s_axis_s_tvalid));
+s_axis_x_tready <= stdl(bool(top0_running) and bool(top0_en) and bool(s_axis_a_tvalid) and bool(s_axis_s_tvalid));
+s_axis_a_tready <= stdl(bool(top0_running) and bool(top0_en) and bool(s_axis_x_tvalid) and bool(s_axis_s_tvalid));
+s_axis_s_tready <= stdl(bool(top0_running) and bool(top0_en) and bool(s_axis_x_tvalid) and bool(s_axis_a_tvalid) and bool(top0_line_last));
 
-top0_0_1_2_inreg: process (clk) is
+top0_inreg: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_ar <= to_unsigned(0, 512);
-            top0_0_1_2_v0 <= to_unsigned(0, 3);
-            top0_0_1_2_br <= to_unsigned(0, 512);
+            top0_ar <= to_unsigned(0, 512);
+            top0_v0 <= to_unsigned(0, 3);
+            top0_br <= to_unsigned(0, 512);
         else
-            if bool(top0_0_1_2_en) then
-                if bool(top0_0_1_2_fire) then
-                    top0_0_1_2_ar <= s_axis_x_tdata_num;
-                    top0_0_1_2_br <= s_axis_a_tdata_num;
+            if bool(top0_en) then
+                if bool(top0_fire) then
+                    top0_ar <= s_axis_x_tdata_num;
+                    top0_br <= s_axis_a_tdata_num;
                 end if;
-                top0_0_1_2_v0 <= unsigned'(top0_0_1_2_final & top0_0_1_2_line_last & top0_0_1_2_fire);
+                top0_v0 <= unsigned'(top0_final & top0_line_last & top0_fire);
             end if;
         end if;
     end if;
-end process top0_0_1_2_inreg;
+end process top0_inreg;
 
-top0_0_1_2_kreg: process (clk) is
+top0_kreg: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_kr <= to_signed(0, 32);
+            top0_kr <= to_signed(0, 32);
         else
-            if (bool(top0_0_1_2_en) and bool(top0_0_1_2_fire)) then
-                top0_0_1_2_kr <= signed(s_axis_s_tdata_num);
+            if (bool(top0_en) and bool(top0_fire)) then
+                top0_kr <= signed(s_axis_s_tdata_num);
             end if;
         end if;
     end if;
-end process top0_0_1_2_kreg;
+end process top0_kreg;
 
-top0_0_1_2_delay_flags0_0_1_2_3_4_sh: process (clk) is
+top0_delay_flags0_sh: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_delay_flags0_0_1_2_3_4_sr <= to_unsigned(0, 6);
+            top0_delay_flags0_sr <= to_unsigned(0, 6);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_delay_flags0_0_1_2_3_4_sr <= unsigned'(top0_0_1_2_delay_flags0_0_1_2_3_4_sr((3 * (2 - 1))-1 downto 0) & top0_0_1_2_v0);
+            if bool(top0_en) then
+                top0_delay_flags0_sr <= unsigned'(top0_delay_flags0_sr((3 * (2 - 1))-1 downto 0) & top0_v0);
             end if;
         end if;
     end if;
-end process top0_0_1_2_delay_flags0_0_1_2_3_4_sh;
+end process top0_delay_flags0_sh;
 
 
-top0_0_1_2_vout <= top0_0_1_2_delay_flags0_0_1_2_3_4_sr((3 * 2)-1 downto (3 * (2 - 1)));
+top0_vout <= top0_delay_flags0_sr((3 * 2)-1 downto (3 * (2 - 1)));
 
 
-top0_0_1_2_lane_sub_mul0_0_x <= signed(top0_0_1_2_ar(32-1 downto 0));
-top0_0_1_2_lane_sub_mul0_0_v <= signed(top0_0_1_2_br(32-1 downto 0));
+top0_lane_sub_mul0_x <= signed(top0_ar(32-1 downto 0));
+top0_lane_sub_mul0_v <= signed(top0_br(32-1 downto 0));
 
 
-top0_0_1_2_lane_sub_mul0_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul0_0_v);
+top0_lane_sub_mul0_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul0_v);
 
-top0_0_1_2_lane_sub_mul0_0_s1: process (clk) is
+top0_lane_sub_mul0_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul0_0_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul0_0_p1 <= to_signed(0, 65);
+            top0_lane_sub_mul0_x1 <= to_signed(0, 32);
+            top0_lane_sub_mul0_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul0_0_p1 <= top0_0_1_2_lane_sub_mul0_0_p_c;
-                top0_0_1_2_lane_sub_mul0_0_x1 <= top0_0_1_2_lane_sub_mul0_0_x;
+            if bool(top0_en) then
+                top0_lane_sub_mul0_p1 <= top0_lane_sub_mul0_p_c;
+                top0_lane_sub_mul0_x1 <= top0_lane_sub_mul0_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul0_0_s1;
+end process top0_lane_sub_mul0_s1;
 
 
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_t <= shift_right(top0_0_1_2_lane_sub_mul0_0_p1, 16);
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul0_0_p1((16 - 1))));
+top0_lane_sub_mul0_round_sat0_t <= shift_right(top0_lane_sub_mul0_p1, 16);
+top0_lane_sub_mul0_round_sat0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul0_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_r <= (top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_t + top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_rb);
+top0_lane_sub_mul0_round_sat0_r <= (top0_lane_sub_mul0_round_sat0_t + top0_lane_sub_mul0_round_sat0_rb);
 
 
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_hi <= unsigned(top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul0_round_sat0_sat0_hi <= unsigned(top0_lane_sub_mul0_round_sat0_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_hin <= (not top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_hi);
+top0_lane_sub_mul0_round_sat0_sat0_hin <= (not top0_lane_sub_mul0_round_sat0_sat0_hi);
 
 
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_r((65 - 1)))));
+top0_lane_sub_mul0_round_sat0_sat0_nsign <= stdl((not bool(top0_lane_sub_mul0_round_sat0_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_clamp: process (top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill, top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_hi, top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_r, top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_hin) is
+top0_lane_sub_mul0_round_sat0_sat0_clamp: process (top0_lane_sub_mul0_round_sat0_sat0_fill, top0_lane_sub_mul0_round_sat0_sat0_hi, top0_lane_sub_mul0_round_sat0_r, top0_lane_sub_mul0_round_sat0_sat0_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_hi = 0) or (top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_hin = 0)) then
-        top0_0_1_2_lane_sub_mul0_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_r(32-1 downto 0)));
+    if ((top0_lane_sub_mul0_round_sat0_sat0_hi = 0) or (top0_lane_sub_mul0_round_sat0_sat0_hin = 0)) then
+        top0_lane_sub_mul0_kv <= signed(unsigned(top0_lane_sub_mul0_round_sat0_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul0_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_r((65 - 1)) & top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_fill));
+        top0_lane_sub_mul0_kv <= signed(unsigned'(top0_lane_sub_mul0_round_sat0_r((65 - 1)) & top0_lane_sub_mul0_round_sat0_sat0_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul0_0_round_sat0_0_1_2_3_4_5_6_sat0_0_1_2_3_4_5_6_clamp;
+end process top0_lane_sub_mul0_round_sat0_sat0_clamp;
 
 
-top0_0_1_2_lane_sub_mul0_0_d <= (resize(top0_0_1_2_lane_sub_mul0_0_x1, 33) - top0_0_1_2_lane_sub_mul0_0_kv);
+top0_lane_sub_mul0_d <= (resize(top0_lane_sub_mul0_x1, 33) - top0_lane_sub_mul0_kv);
 
 
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_hi <= unsigned(top0_0_1_2_lane_sub_mul0_0_d(33-1 downto (32 - 1)));
+top0_lane_sub_mul0_sat1_hi <= unsigned(top0_lane_sub_mul0_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_hin <= (not top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_hi);
+top0_lane_sub_mul0_sat1_hin <= (not top0_lane_sub_mul0_sat1_hi);
 
 
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul0_0_d((33 - 1)))));
+top0_lane_sub_mul0_sat1_nsign <= stdl((not bool(top0_lane_sub_mul0_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_clamp: process (top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill, top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_hi, top0_0_1_2_lane_sub_mul0_0_d, top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_hin) is
+top0_lane_sub_mul0_sat1_clamp: process (top0_lane_sub_mul0_sat1_fill, top0_lane_sub_mul0_sat1_hi, top0_lane_sub_mul0_d, top0_lane_sub_mul0_sat1_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_hi = 0) or (top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_hin = 0)) then
-        top0_0_1_2_lane_sub_mul0_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul0_0_d(32-1 downto 0)));
+    if ((top0_lane_sub_mul0_sat1_hi = 0) or (top0_lane_sub_mul0_sat1_hin = 0)) then
+        top0_lane_sub_mul0_yc <= signed(unsigned(top0_lane_sub_mul0_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul0_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul0_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_fill));
+        top0_lane_sub_mul0_yc <= signed(unsigned'(top0_lane_sub_mul0_d((33 - 1)) & top0_lane_sub_mul0_sat1_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul0_0_sat1_0_1_2_3_4_5_6_clamp;
+end process top0_lane_sub_mul0_sat1_clamp;
 
-top0_0_1_2_lane_sub_mul0_0_s2: process (clk) is
+top0_lane_sub_mul0_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul0_0_yr <= to_signed(0, 32);
+            top0_lane_sub_mul0_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul0_0_yr <= top0_0_1_2_lane_sub_mul0_0_yc;
+            if bool(top0_en) then
+                top0_lane_sub_mul0_yr <= top0_lane_sub_mul0_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul0_0_s2;
+end process top0_lane_sub_mul0_s2;
 
 
-top0_0_1_2_lane_sub_mul0_0_y <= unsigned(top0_0_1_2_lane_sub_mul0_0_yr);
+top0_lane_sub_mul0_y <= unsigned(top0_lane_sub_mul0_yr);
 
 
-top0_0_1_2_lane_sub_mul1_0_x <= signed(top0_0_1_2_ar(64-1 downto 32));
-top0_0_1_2_lane_sub_mul1_0_v <= signed(top0_0_1_2_br(64-1 downto 32));
+top0_lane_sub_mul1_x <= signed(top0_ar(64-1 downto 32));
+top0_lane_sub_mul1_v <= signed(top0_br(64-1 downto 32));
 
 
-top0_0_1_2_lane_sub_mul1_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul1_0_v);
+top0_lane_sub_mul1_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul1_v);
 
-top0_0_1_2_lane_sub_mul1_0_s1: process (clk) is
+top0_lane_sub_mul1_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul1_0_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul1_0_p1 <= to_signed(0, 65);
+            top0_lane_sub_mul1_x1 <= to_signed(0, 32);
+            top0_lane_sub_mul1_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul1_0_p1 <= top0_0_1_2_lane_sub_mul1_0_p_c;
-                top0_0_1_2_lane_sub_mul1_0_x1 <= top0_0_1_2_lane_sub_mul1_0_x;
+            if bool(top0_en) then
+                top0_lane_sub_mul1_p1 <= top0_lane_sub_mul1_p_c;
+                top0_lane_sub_mul1_x1 <= top0_lane_sub_mul1_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul1_0_s1;
+end process top0_lane_sub_mul1_s1;
 
 
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_t <= shift_right(top0_0_1_2_lane_sub_mul1_0_p1, 16);
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul1_0_p1((16 - 1))));
+top0_lane_sub_mul1_round_sat1_t <= shift_right(top0_lane_sub_mul1_p1, 16);
+top0_lane_sub_mul1_round_sat1_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul1_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_r <= (top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_t + top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_rb);
+top0_lane_sub_mul1_round_sat1_r <= (top0_lane_sub_mul1_round_sat1_t + top0_lane_sub_mul1_round_sat1_rb);
 
 
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_hi <= unsigned(top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul1_round_sat1_sat2_hi <= unsigned(top0_lane_sub_mul1_round_sat1_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_hin <= (not top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_hi);
+top0_lane_sub_mul1_round_sat1_sat2_hin <= (not top0_lane_sub_mul1_round_sat1_sat2_hi);
 
 
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_r((65 - 1)))));
+top0_lane_sub_mul1_round_sat1_sat2_nsign <= stdl((not bool(top0_lane_sub_mul1_round_sat1_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_clamp: process (top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill, top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_hi, top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_r, top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_hin) is
+top0_lane_sub_mul1_round_sat1_sat2_clamp: process (top0_lane_sub_mul1_round_sat1_sat2_fill, top0_lane_sub_mul1_round_sat1_sat2_hi, top0_lane_sub_mul1_round_sat1_r, top0_lane_sub_mul1_round_sat1_sat2_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_hi = 0) or (top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_hin = 0)) then
-        top0_0_1_2_lane_sub_mul1_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_r(32-1 downto 0)));
+    if ((top0_lane_sub_mul1_round_sat1_sat2_hi = 0) or (top0_lane_sub_mul1_round_sat1_sat2_hin = 0)) then
+        top0_lane_sub_mul1_kv <= signed(unsigned(top0_lane_sub_mul1_round_sat1_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul1_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_r((65 - 1)) & top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_fill));
+        top0_lane_sub_mul1_kv <= signed(unsigned'(top0_lane_sub_mul1_round_sat1_r((65 - 1)) & top0_lane_sub_mul1_round_sat1_sat2_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul1_0_round_sat1_0_1_2_3_4_5_6_sat2_0_1_2_3_4_5_6_clamp;
+end process top0_lane_sub_mul1_round_sat1_sat2_clamp;
 
 
-top0_0_1_2_lane_sub_mul1_0_d <= (resize(top0_0_1_2_lane_sub_mul1_0_x1, 33) - top0_0_1_2_lane_sub_mul1_0_kv);
+top0_lane_sub_mul1_d <= (resize(top0_lane_sub_mul1_x1, 33) - top0_lane_sub_mul1_kv);
 
 
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_hi <= unsigned(top0_0_1_2_lane_sub_mul1_0_d(33-1 downto (32 - 1)));
+top0_lane_sub_mul1_sat3_hi <= unsigned(top0_lane_sub_mul1_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_hin <= (not top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_hi);
+top0_lane_sub_mul1_sat3_hin <= (not top0_lane_sub_mul1_sat3_hi);
 
 
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul1_0_d((33 - 1)))));
+top0_lane_sub_mul1_sat3_nsign <= stdl((not bool(top0_lane_sub_mul1_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_clamp: process (top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill, top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_hi, top0_0_1_2_lane_sub_mul1_0_d, top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_hin) is
+top0_lane_sub_mul1_sat3_clamp: process (top0_lane_sub_mul1_sat3_fill, top0_lane_sub_mul1_sat3_hi, top0_lane_sub_mul1_d, top0_lane_sub_mul1_sat3_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_hi = 0) or (top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_hin = 0)) then
-        top0_0_1_2_lane_sub_mul1_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul1_0_d(32-1 downto 0)));
+    if ((top0_lane_sub_mul1_sat3_hi = 0) or (top0_lane_sub_mul1_sat3_hin = 0)) then
+        top0_lane_sub_mul1_yc <= signed(unsigned(top0_lane_sub_mul1_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul1_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul1_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_fill));
+        top0_lane_sub_mul1_yc <= signed(unsigned'(top0_lane_sub_mul1_d((33 - 1)) & top0_lane_sub_mul1_sat3_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul1_0_sat3_0_1_2_3_4_5_6_clamp;
+end process top0_lane_sub_mul1_sat3_clamp;
 
-top0_0_1_2_lane_sub_mul1_0_s2: process (clk) is
+top0_lane_sub_mul1_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul1_0_yr <= to_signed(0, 32);
+            top0_lane_sub_mul1_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul1_0_yr <= top0_0_1_2_lane_sub_mul1_0_yc;
+            if bool(top0_en) then
+                top0_lane_sub_mul1_yr <= top0_lane_sub_mul1_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul1_0_s2;
+end process top0_lane_sub_mul1_s2;
 
 
-top0_0_1_2_lane_sub_mul1_0_y <= unsigned(top0_0_1_2_lane_sub_mul1_0_yr);
+top0_lane_sub_mul1_y <= unsigned(top0_lane_sub_mul1_yr);
 
 
-top0_0_1_2_lane_sub_mul2_0_x <= signed(top0_0_1_2_ar(96-1 downto 64));
-top0_0_1_2_lane_sub_mul2_0_v <= signed(top0_0_1_2_br(96-1 downto 64));
+top0_lane_sub_mul2_x <= signed(top0_ar(96-1 downto 64));
+top0_lane_sub_mul2_v <= signed(top0_br(96-1 downto 64));
 
 
-top0_0_1_2_lane_sub_mul2_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul2_0_v);
+top0_lane_sub_mul2_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul2_v);
 
-top0_0_1_2_lane_sub_mul2_0_s1: process (clk) is
+top0_lane_sub_mul2_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul2_0_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul2_0_p1 <= to_signed(0, 65);
+            top0_lane_sub_mul2_x1 <= to_signed(0, 32);
+            top0_lane_sub_mul2_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul2_0_p1 <= top0_0_1_2_lane_sub_mul2_0_p_c;
-                top0_0_1_2_lane_sub_mul2_0_x1 <= top0_0_1_2_lane_sub_mul2_0_x;
+            if bool(top0_en) then
+                top0_lane_sub_mul2_p1 <= top0_lane_sub_mul2_p_c;
+                top0_lane_sub_mul2_x1 <= top0_lane_sub_mul2_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul2_0_s1;
+end process top0_lane_sub_mul2_s1;
 
 
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_t <= shift_right(top0_0_1_2_lane_sub_mul2_0_p1, 16);
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul2_0_p1((16 - 1))));
+top0_lane_sub_mul2_round_sat2_t <= shift_right(top0_lane_sub_mul2_p1, 16);
+top0_lane_sub_mul2_round_sat2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul2_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_r <= (top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_t + top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_rb);
+top0_lane_sub_mul2_round_sat2_r <= (top0_lane_sub_mul2_round_sat2_t + top0_lane_sub_mul2_round_sat2_rb);
 
 
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_hi <= unsigned(top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul2_round_sat2_sat4_hi <= unsigned(top0_lane_sub_mul2_round_sat2_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_hin <= (not top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_hi);
+top0_lane_sub_mul2_round_sat2_sat4_hin <= (not top0_lane_sub_mul2_round_sat2_sat4_hi);
 
 
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_r((65 - 1)))));
+top0_lane_sub_mul2_round_sat2_sat4_nsign <= stdl((not bool(top0_lane_sub_mul2_round_sat2_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_clamp: process (top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill, top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_hi, top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_r, top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_hin) is
+top0_lane_sub_mul2_round_sat2_sat4_clamp: process (top0_lane_sub_mul2_round_sat2_sat4_fill, top0_lane_sub_mul2_round_sat2_sat4_hi, top0_lane_sub_mul2_round_sat2_r, top0_lane_sub_mul2_round_sat2_sat4_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_hi = 0) or (top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_hin = 0)) then
-        top0_0_1_2_lane_sub_mul2_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_r(32-1 downto 0)));
+    if ((top0_lane_sub_mul2_round_sat2_sat4_hi = 0) or (top0_lane_sub_mul2_round_sat2_sat4_hin = 0)) then
+        top0_lane_sub_mul2_kv <= signed(unsigned(top0_lane_sub_mul2_round_sat2_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul2_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_r((65 - 1)) & top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_fill));
+        top0_lane_sub_mul2_kv <= signed(unsigned'(top0_lane_sub_mul2_round_sat2_r((65 - 1)) & top0_lane_sub_mul2_round_sat2_sat4_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul2_0_round_sat2_0_1_2_3_4_sat4_0_1_2_3_4_clamp;
+end process top0_lane_sub_mul2_round_sat2_sat4_clamp;
 
 
-top0_0_1_2_lane_sub_mul2_0_d <= (resize(top0_0_1_2_lane_sub_mul2_0_x1, 33) - top0_0_1_2_lane_sub_mul2_0_kv);
+top0_lane_sub_mul2_d <= (resize(top0_lane_sub_mul2_x1, 33) - top0_lane_sub_mul2_kv);
 
 
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_hi <= unsigned(top0_0_1_2_lane_sub_mul2_0_d(33-1 downto (32 - 1)));
+top0_lane_sub_mul2_sat5_hi <= unsigned(top0_lane_sub_mul2_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_hin <= (not top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_hi);
+top0_lane_sub_mul2_sat5_hin <= (not top0_lane_sub_mul2_sat5_hi);
 
 
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul2_0_d((33 - 1)))));
+top0_lane_sub_mul2_sat5_nsign <= stdl((not bool(top0_lane_sub_mul2_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_clamp: process (top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill, top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_hi, top0_0_1_2_lane_sub_mul2_0_d, top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_hin) is
+top0_lane_sub_mul2_sat5_clamp: process (top0_lane_sub_mul2_sat5_fill, top0_lane_sub_mul2_sat5_hi, top0_lane_sub_mul2_d, top0_lane_sub_mul2_sat5_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_hi = 0) or (top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_hin = 0)) then
-        top0_0_1_2_lane_sub_mul2_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul2_0_d(32-1 downto 0)));
+    if ((top0_lane_sub_mul2_sat5_hi = 0) or (top0_lane_sub_mul2_sat5_hin = 0)) then
+        top0_lane_sub_mul2_yc <= signed(unsigned(top0_lane_sub_mul2_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul2_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul2_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_fill));
+        top0_lane_sub_mul2_yc <= signed(unsigned'(top0_lane_sub_mul2_d((33 - 1)) & top0_lane_sub_mul2_sat5_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul2_0_sat5_0_1_2_3_4_clamp;
+end process top0_lane_sub_mul2_sat5_clamp;
 
-top0_0_1_2_lane_sub_mul2_0_s2: process (clk) is
+top0_lane_sub_mul2_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul2_0_yr <= to_signed(0, 32);
+            top0_lane_sub_mul2_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul2_0_yr <= top0_0_1_2_lane_sub_mul2_0_yc;
+            if bool(top0_en) then
+                top0_lane_sub_mul2_yr <= top0_lane_sub_mul2_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul2_0_s2;
+end process top0_lane_sub_mul2_s2;
 
 
-top0_0_1_2_lane_sub_mul2_0_y <= unsigned(top0_0_1_2_lane_sub_mul2_0_yr);
+top0_lane_sub_mul2_y <= unsigned(top0_lane_sub_mul2_yr);
 
 
-top0_0_1_2_lane_sub_mul3_0_x <= signed(top0_0_1_2_ar(128-1 downto 96));
-top0_0_1_2_lane_sub_mul3_0_v <= signed(top0_0_1_2_br(128-1 downto 96));
+top0_lane_sub_mul3_x <= signed(top0_ar(128-1 downto 96));
+top0_lane_sub_mul3_v <= signed(top0_br(128-1 downto 96));
 
 
-top0_0_1_2_lane_sub_mul3_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul3_0_v);
+top0_lane_sub_mul3_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul3_v);
 
-top0_0_1_2_lane_sub_mul3_0_s1: process (clk) is
+top0_lane_sub_mul3_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul3_0_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul3_0_p1 <= to_signed(0, 65);
+            top0_lane_sub_mul3_x1 <= to_signed(0, 32);
+            top0_lane_sub_mul3_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul3_0_p1 <= top0_0_1_2_lane_sub_mul3_0_p_c;
-                top0_0_1_2_lane_sub_mul3_0_x1 <= top0_0_1_2_lane_sub_mul3_0_x;
+            if bool(top0_en) then
+                top0_lane_sub_mul3_p1 <= top0_lane_sub_mul3_p_c;
+                top0_lane_sub_mul3_x1 <= top0_lane_sub_mul3_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul3_0_s1;
+end process top0_lane_sub_mul3_s1;
 
 
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_t <= shift_right(top0_0_1_2_lane_sub_mul3_0_p1, 16);
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul3_0_p1((16 - 1))));
+top0_lane_sub_mul3_round_sat3_t <= shift_right(top0_lane_sub_mul3_p1, 16);
+top0_lane_sub_mul3_round_sat3_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul3_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_r <= (top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_t + top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_rb);
+top0_lane_sub_mul3_round_sat3_r <= (top0_lane_sub_mul3_round_sat3_t + top0_lane_sub_mul3_round_sat3_rb);
 
 
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_hi <= unsigned(top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul3_round_sat3_sat6_hi <= unsigned(top0_lane_sub_mul3_round_sat3_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_hin <= (not top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_hi);
+top0_lane_sub_mul3_round_sat3_sat6_hin <= (not top0_lane_sub_mul3_round_sat3_sat6_hi);
 
 
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_r((65 - 1)))));
+top0_lane_sub_mul3_round_sat3_sat6_nsign <= stdl((not bool(top0_lane_sub_mul3_round_sat3_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_clamp: process (top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill, top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_hi, top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_r, top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_hin) is
+top0_lane_sub_mul3_round_sat3_sat6_clamp: process (top0_lane_sub_mul3_round_sat3_sat6_fill, top0_lane_sub_mul3_round_sat3_sat6_hi, top0_lane_sub_mul3_round_sat3_r, top0_lane_sub_mul3_round_sat3_sat6_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_hi = 0) or (top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_hin = 0)) then
-        top0_0_1_2_lane_sub_mul3_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_r(32-1 downto 0)));
+    if ((top0_lane_sub_mul3_round_sat3_sat6_hi = 0) or (top0_lane_sub_mul3_round_sat3_sat6_hin = 0)) then
+        top0_lane_sub_mul3_kv <= signed(unsigned(top0_lane_sub_mul3_round_sat3_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul3_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_r((65 - 1)) & top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_fill));
+        top0_lane_sub_mul3_kv <= signed(unsigned'(top0_lane_sub_mul3_round_sat3_r((65 - 1)) & top0_lane_sub_mul3_round_sat3_sat6_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul3_0_round_sat3_0_1_2_3_4_sat6_0_1_2_3_4_clamp;
+end process top0_lane_sub_mul3_round_sat3_sat6_clamp;
 
 
-top0_0_1_2_lane_sub_mul3_0_d <= (resize(top0_0_1_2_lane_sub_mul3_0_x1, 33) - top0_0_1_2_lane_sub_mul3_0_kv);
+top0_lane_sub_mul3_d <= (resize(top0_lane_sub_mul3_x1, 33) - top0_lane_sub_mul3_kv);
 
 
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_hi <= unsigned(top0_0_1_2_lane_sub_mul3_0_d(33-1 downto (32 - 1)));
+top0_lane_sub_mul3_sat7_hi <= unsigned(top0_lane_sub_mul3_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_hin <= (not top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_hi);
+top0_lane_sub_mul3_sat7_hin <= (not top0_lane_sub_mul3_sat7_hi);
 
 
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul3_0_d((33 - 1)))));
+top0_lane_sub_mul3_sat7_nsign <= stdl((not bool(top0_lane_sub_mul3_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_clamp: process (top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill, top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_hi, top0_0_1_2_lane_sub_mul3_0_d, top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_hin) is
+top0_lane_sub_mul3_sat7_clamp: process (top0_lane_sub_mul3_sat7_fill, top0_lane_sub_mul3_sat7_hi, top0_lane_sub_mul3_d, top0_lane_sub_mul3_sat7_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_hi = 0) or (top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_hin = 0)) then
-        top0_0_1_2_lane_sub_mul3_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul3_0_d(32-1 downto 0)));
+    if ((top0_lane_sub_mul3_sat7_hi = 0) or (top0_lane_sub_mul3_sat7_hin = 0)) then
+        top0_lane_sub_mul3_yc <= signed(unsigned(top0_lane_sub_mul3_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul3_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul3_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_fill));
+        top0_lane_sub_mul3_yc <= signed(unsigned'(top0_lane_sub_mul3_d((33 - 1)) & top0_lane_sub_mul3_sat7_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul3_0_sat7_0_1_2_3_4_clamp;
+end process top0_lane_sub_mul3_sat7_clamp;
 
-top0_0_1_2_lane_sub_mul3_0_s2: process (clk) is
+top0_lane_sub_mul3_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul3_0_yr <= to_signed(0, 32);
+            top0_lane_sub_mul3_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul3_0_yr <= top0_0_1_2_lane_sub_mul3_0_yc;
+            if bool(top0_en) then
+                top0_lane_sub_mul3_yr <= top0_lane_sub_mul3_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul3_0_s2;
+end process top0_lane_sub_mul3_s2;
 
 
-top0_0_1_2_lane_sub_mul3_0_y <= unsigned(top0_0_1_2_lane_sub_mul3_0_yr);
+top0_lane_sub_mul3_y <= unsigned(top0_lane_sub_mul3_yr);
 
 
-top0_0_1_2_lane_sub_mul4_0_x <= signed(top0_0_1_2_ar(160-1 downto 128));
-top0_0_1_2_lane_sub_mul4_0_v <= signed(top0_0_1_2_br(160-1 downto 128));
+top0_lane_sub_mul4_x <= signed(top0_ar(160-1 downto 128));
+top0_lane_sub_mul4_v <= signed(top0_br(160-1 downto 128));
 
 
-top0_0_1_2_lane_sub_mul4_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul4_0_v);
+top0_lane_sub_mul4_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul4_v);
 
-top0_0_1_2_lane_sub_mul4_0_s1: process (clk) is
+top0_lane_sub_mul4_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul4_0_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul4_0_p1 <= to_signed(0, 65);
+            top0_lane_sub_mul4_x1 <= to_signed(0, 32);
+            top0_lane_sub_mul4_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul4_0_p1 <= top0_0_1_2_lane_sub_mul4_0_p_c;
-                top0_0_1_2_lane_sub_mul4_0_x1 <= top0_0_1_2_lane_sub_mul4_0_x;
+            if bool(top0_en) then
+                top0_lane_sub_mul4_p1 <= top0_lane_sub_mul4_p_c;
+                top0_lane_sub_mul4_x1 <= top0_lane_sub_mul4_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul4_0_s1;
+end process top0_lane_sub_mul4_s1;
 
 
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul4_0_p1, 16);
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul4_0_p1((16 - 1))));
+top0_lane_sub_mul4_round_sat4_t <= shift_right(top0_lane_sub_mul4_p1, 16);
+top0_lane_sub_mul4_round_sat4_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul4_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_r <= (top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_t + top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_rb);
+top0_lane_sub_mul4_round_sat4_r <= (top0_lane_sub_mul4_round_sat4_t + top0_lane_sub_mul4_round_sat4_rb);
 
 
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_hi <= unsigned(top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul4_round_sat4_sat8_hi <= unsigned(top0_lane_sub_mul4_round_sat4_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_hin <= (not top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_hi);
+top0_lane_sub_mul4_round_sat4_sat8_hin <= (not top0_lane_sub_mul4_round_sat4_sat8_hi);
 
 
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_r((65 - 1)))));
+top0_lane_sub_mul4_round_sat4_sat8_nsign <= stdl((not bool(top0_lane_sub_mul4_round_sat4_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_clamp: process (top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill, top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_hi, top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_r, top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_hin) is
+top0_lane_sub_mul4_round_sat4_sat8_clamp: process (top0_lane_sub_mul4_round_sat4_sat8_fill, top0_lane_sub_mul4_round_sat4_sat8_hi, top0_lane_sub_mul4_round_sat4_r, top0_lane_sub_mul4_round_sat4_sat8_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_hi = 0) or (top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_hin = 0)) then
-        top0_0_1_2_lane_sub_mul4_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_r(32-1 downto 0)));
+    if ((top0_lane_sub_mul4_round_sat4_sat8_hi = 0) or (top0_lane_sub_mul4_round_sat4_sat8_hin = 0)) then
+        top0_lane_sub_mul4_kv <= signed(unsigned(top0_lane_sub_mul4_round_sat4_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul4_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_fill));
+        top0_lane_sub_mul4_kv <= signed(unsigned'(top0_lane_sub_mul4_round_sat4_r((65 - 1)) & top0_lane_sub_mul4_round_sat4_sat8_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul4_0_round_sat4_0_1_2_sat8_0_1_2_3_4_clamp;
+end process top0_lane_sub_mul4_round_sat4_sat8_clamp;
 
 
-top0_0_1_2_lane_sub_mul4_0_d <= (resize(top0_0_1_2_lane_sub_mul4_0_x1, 33) - top0_0_1_2_lane_sub_mul4_0_kv);
+top0_lane_sub_mul4_d <= (resize(top0_lane_sub_mul4_x1, 33) - top0_lane_sub_mul4_kv);
 
 
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_hi <= unsigned(top0_0_1_2_lane_sub_mul4_0_d(33-1 downto (32 - 1)));
+top0_lane_sub_mul4_sat9_hi <= unsigned(top0_lane_sub_mul4_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_hin <= (not top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_hi);
+top0_lane_sub_mul4_sat9_hin <= (not top0_lane_sub_mul4_sat9_hi);
 
 
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul4_0_d((33 - 1)))));
+top0_lane_sub_mul4_sat9_nsign <= stdl((not bool(top0_lane_sub_mul4_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_clamp: process (top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill, top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_hi, top0_0_1_2_lane_sub_mul4_0_d, top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_hin) is
+top0_lane_sub_mul4_sat9_clamp: process (top0_lane_sub_mul4_sat9_fill, top0_lane_sub_mul4_sat9_hi, top0_lane_sub_mul4_d, top0_lane_sub_mul4_sat9_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_hi = 0) or (top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_hin = 0)) then
-        top0_0_1_2_lane_sub_mul4_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul4_0_d(32-1 downto 0)));
+    if ((top0_lane_sub_mul4_sat9_hi = 0) or (top0_lane_sub_mul4_sat9_hin = 0)) then
+        top0_lane_sub_mul4_yc <= signed(unsigned(top0_lane_sub_mul4_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul4_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul4_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_fill));
+        top0_lane_sub_mul4_yc <= signed(unsigned'(top0_lane_sub_mul4_d((33 - 1)) & top0_lane_sub_mul4_sat9_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul4_0_sat9_0_1_2_3_4_clamp;
+end process top0_lane_sub_mul4_sat9_clamp;
 
-top0_0_1_2_lane_sub_mul4_0_s2: process (clk) is
+top0_lane_sub_mul4_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul4_0_yr <= to_signed(0, 32);
+            top0_lane_sub_mul4_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul4_0_yr <= top0_0_1_2_lane_sub_mul4_0_yc;
+            if bool(top0_en) then
+                top0_lane_sub_mul4_yr <= top0_lane_sub_mul4_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul4_0_s2;
+end process top0_lane_sub_mul4_s2;
 
 
-top0_0_1_2_lane_sub_mul4_0_y <= unsigned(top0_0_1_2_lane_sub_mul4_0_yr);
+top0_lane_sub_mul4_y <= unsigned(top0_lane_sub_mul4_yr);
 
 
-top0_0_1_2_lane_sub_mul5_0_x <= signed(top0_0_1_2_ar(192-1 downto 160));
-top0_0_1_2_lane_sub_mul5_0_v <= signed(top0_0_1_2_br(192-1 downto 160));
+top0_lane_sub_mul5_x <= signed(top0_ar(192-1 downto 160));
+top0_lane_sub_mul5_v <= signed(top0_br(192-1 downto 160));
 
 
-top0_0_1_2_lane_sub_mul5_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul5_0_v);
+top0_lane_sub_mul5_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul5_v);
 
-top0_0_1_2_lane_sub_mul5_0_s1: process (clk) is
+top0_lane_sub_mul5_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul5_0_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul5_0_p1 <= to_signed(0, 65);
+            top0_lane_sub_mul5_x1 <= to_signed(0, 32);
+            top0_lane_sub_mul5_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul5_0_p1 <= top0_0_1_2_lane_sub_mul5_0_p_c;
-                top0_0_1_2_lane_sub_mul5_0_x1 <= top0_0_1_2_lane_sub_mul5_0_x;
+            if bool(top0_en) then
+                top0_lane_sub_mul5_p1 <= top0_lane_sub_mul5_p_c;
+                top0_lane_sub_mul5_x1 <= top0_lane_sub_mul5_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul5_0_s1;
+end process top0_lane_sub_mul5_s1;
 
 
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul5_0_p1, 16);
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul5_0_p1((16 - 1))));
+top0_lane_sub_mul5_round_sat5_t <= shift_right(top0_lane_sub_mul5_p1, 16);
+top0_lane_sub_mul5_round_sat5_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul5_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_r <= (top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_t + top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_rb);
+top0_lane_sub_mul5_round_sat5_r <= (top0_lane_sub_mul5_round_sat5_t + top0_lane_sub_mul5_round_sat5_rb);
 
 
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_hi <= unsigned(top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul5_round_sat5_sat10_hi <= unsigned(top0_lane_sub_mul5_round_sat5_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_hin <= (not top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_hi);
+top0_lane_sub_mul5_round_sat5_sat10_hin <= (not top0_lane_sub_mul5_round_sat5_sat10_hi);
 
 
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_r((65 - 1)))));
+top0_lane_sub_mul5_round_sat5_sat10_nsign <= stdl((not bool(top0_lane_sub_mul5_round_sat5_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_clamp: process (top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill, top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_hi, top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_r, top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_hin) is
+top0_lane_sub_mul5_round_sat5_sat10_clamp: process (top0_lane_sub_mul5_round_sat5_sat10_fill, top0_lane_sub_mul5_round_sat5_sat10_hi, top0_lane_sub_mul5_round_sat5_r, top0_lane_sub_mul5_round_sat5_sat10_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_hi = 0) or (top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_hin = 0)) then
-        top0_0_1_2_lane_sub_mul5_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_r(32-1 downto 0)));
+    if ((top0_lane_sub_mul5_round_sat5_sat10_hi = 0) or (top0_lane_sub_mul5_round_sat5_sat10_hin = 0)) then
+        top0_lane_sub_mul5_kv <= signed(unsigned(top0_lane_sub_mul5_round_sat5_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul5_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_fill));
+        top0_lane_sub_mul5_kv <= signed(unsigned'(top0_lane_sub_mul5_round_sat5_r((65 - 1)) & top0_lane_sub_mul5_round_sat5_sat10_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul5_0_round_sat5_0_1_2_sat10_0_1_2_3_4_clamp;
+end process top0_lane_sub_mul5_round_sat5_sat10_clamp;
 
 
-top0_0_1_2_lane_sub_mul5_0_d <= (resize(top0_0_1_2_lane_sub_mul5_0_x1, 33) - top0_0_1_2_lane_sub_mul5_0_kv);
+top0_lane_sub_mul5_d <= (resize(top0_lane_sub_mul5_x1, 33) - top0_lane_sub_mul5_kv);
 
 
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_hi <= unsigned(top0_0_1_2_lane_sub_mul5_0_d(33-1 downto (32 - 1)));
+top0_lane_sub_mul5_sat11_hi <= unsigned(top0_lane_sub_mul5_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_hin <= (not top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_hi);
+top0_lane_sub_mul5_sat11_hin <= (not top0_lane_sub_mul5_sat11_hi);
 
 
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul5_0_d((33 - 1)))));
+top0_lane_sub_mul5_sat11_nsign <= stdl((not bool(top0_lane_sub_mul5_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_clamp: process (top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill, top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_hi, top0_0_1_2_lane_sub_mul5_0_d, top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_hin) is
+top0_lane_sub_mul5_sat11_clamp: process (top0_lane_sub_mul5_sat11_fill, top0_lane_sub_mul5_sat11_hi, top0_lane_sub_mul5_d, top0_lane_sub_mul5_sat11_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_hi = 0) or (top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_hin = 0)) then
-        top0_0_1_2_lane_sub_mul5_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul5_0_d(32-1 downto 0)));
+    if ((top0_lane_sub_mul5_sat11_hi = 0) or (top0_lane_sub_mul5_sat11_hin = 0)) then
+        top0_lane_sub_mul5_yc <= signed(unsigned(top0_lane_sub_mul5_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul5_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul5_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_fill));
+        top0_lane_sub_mul5_yc <= signed(unsigned'(top0_lane_sub_mul5_d((33 - 1)) & top0_lane_sub_mul5_sat11_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul5_0_sat11_0_1_2_3_4_clamp;
+end process top0_lane_sub_mul5_sat11_clamp;
 
-top0_0_1_2_lane_sub_mul5_0_s2: process (clk) is
+top0_lane_sub_mul5_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul5_0_yr <= to_signed(0, 32);
+            top0_lane_sub_mul5_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul5_0_yr <= top0_0_1_2_lane_sub_mul5_0_yc;
+            if bool(top0_en) then
+                top0_lane_sub_mul5_yr <= top0_lane_sub_mul5_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul5_0_s2;
+end process top0_lane_sub_mul5_s2;
 
 
-top0_0_1_2_lane_sub_mul5_0_y <= unsigned(top0_0_1_2_lane_sub_mul5_0_yr);
+top0_lane_sub_mul5_y <= unsigned(top0_lane_sub_mul5_yr);
 
 
-top0_0_1_2_lane_sub_mul6_0_x <= signed(top0_0_1_2_ar(224-1 downto 192));
-top0_0_1_2_lane_sub_mul6_0_v <= signed(top0_0_1_2_br(224-1 downto 192));
+top0_lane_sub_mul6_x <= signed(top0_ar(224-1 downto 192));
+top0_lane_sub_mul6_v <= signed(top0_br(224-1 downto 192));
 
 
-top0_0_1_2_lane_sub_mul6_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul6_0_v);
+top0_lane_sub_mul6_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul6_v);
 
-top0_0_1_2_lane_sub_mul6_0_s1: process (clk) is
+top0_lane_sub_mul6_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul6_0_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul6_0_p1 <= to_signed(0, 65);
+            top0_lane_sub_mul6_x1 <= to_signed(0, 32);
+            top0_lane_sub_mul6_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul6_0_p1 <= top0_0_1_2_lane_sub_mul6_0_p_c;
-                top0_0_1_2_lane_sub_mul6_0_x1 <= top0_0_1_2_lane_sub_mul6_0_x;
+            if bool(top0_en) then
+                top0_lane_sub_mul6_p1 <= top0_lane_sub_mul6_p_c;
+                top0_lane_sub_mul6_x1 <= top0_lane_sub_mul6_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul6_0_s1;
+end process top0_lane_sub_mul6_s1;
 
 
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul6_0_p1, 16);
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul6_0_p1((16 - 1))));
+top0_lane_sub_mul6_round_sat6_t <= shift_right(top0_lane_sub_mul6_p1, 16);
+top0_lane_sub_mul6_round_sat6_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul6_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_r <= (top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_t + top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_rb);
+top0_lane_sub_mul6_round_sat6_r <= (top0_lane_sub_mul6_round_sat6_t + top0_lane_sub_mul6_round_sat6_rb);
 
 
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul6_round_sat6_sat12_hi <= unsigned(top0_lane_sub_mul6_round_sat6_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_hi);
+top0_lane_sub_mul6_round_sat6_sat12_hin <= (not top0_lane_sub_mul6_round_sat6_sat12_hi);
 
 
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_r((65 - 1)))));
+top0_lane_sub_mul6_round_sat6_sat12_nsign <= stdl((not bool(top0_lane_sub_mul6_round_sat6_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill, top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_hi, top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_r, top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_hin) is
+top0_lane_sub_mul6_round_sat6_sat12_clamp: process (top0_lane_sub_mul6_round_sat6_sat12_fill, top0_lane_sub_mul6_round_sat6_sat12_hi, top0_lane_sub_mul6_round_sat6_r, top0_lane_sub_mul6_round_sat6_sat12_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul6_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_r(32-1 downto 0)));
+    if ((top0_lane_sub_mul6_round_sat6_sat12_hi = 0) or (top0_lane_sub_mul6_round_sat6_sat12_hin = 0)) then
+        top0_lane_sub_mul6_kv <= signed(unsigned(top0_lane_sub_mul6_round_sat6_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul6_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_fill));
+        top0_lane_sub_mul6_kv <= signed(unsigned'(top0_lane_sub_mul6_round_sat6_r((65 - 1)) & top0_lane_sub_mul6_round_sat6_sat12_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul6_0_round_sat6_0_1_2_sat12_0_1_2_clamp;
+end process top0_lane_sub_mul6_round_sat6_sat12_clamp;
 
 
-top0_0_1_2_lane_sub_mul6_0_d <= (resize(top0_0_1_2_lane_sub_mul6_0_x1, 33) - top0_0_1_2_lane_sub_mul6_0_kv);
+top0_lane_sub_mul6_d <= (resize(top0_lane_sub_mul6_x1, 33) - top0_lane_sub_mul6_kv);
 
 
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul6_0_d(33-1 downto (32 - 1)));
+top0_lane_sub_mul6_sat13_hi <= unsigned(top0_lane_sub_mul6_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_hi);
+top0_lane_sub_mul6_sat13_hin <= (not top0_lane_sub_mul6_sat13_hi);
 
 
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul6_0_d((33 - 1)))));
+top0_lane_sub_mul6_sat13_nsign <= stdl((not bool(top0_lane_sub_mul6_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill, top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_hi, top0_0_1_2_lane_sub_mul6_0_d, top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_hin) is
+top0_lane_sub_mul6_sat13_clamp: process (top0_lane_sub_mul6_sat13_fill, top0_lane_sub_mul6_sat13_hi, top0_lane_sub_mul6_d, top0_lane_sub_mul6_sat13_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul6_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul6_0_d(32-1 downto 0)));
+    if ((top0_lane_sub_mul6_sat13_hi = 0) or (top0_lane_sub_mul6_sat13_hin = 0)) then
+        top0_lane_sub_mul6_yc <= signed(unsigned(top0_lane_sub_mul6_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul6_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul6_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_fill));
+        top0_lane_sub_mul6_yc <= signed(unsigned'(top0_lane_sub_mul6_d((33 - 1)) & top0_lane_sub_mul6_sat13_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul6_0_sat13_0_1_2_clamp;
+end process top0_lane_sub_mul6_sat13_clamp;
 
-top0_0_1_2_lane_sub_mul6_0_s2: process (clk) is
+top0_lane_sub_mul6_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul6_0_yr <= to_signed(0, 32);
+            top0_lane_sub_mul6_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul6_0_yr <= top0_0_1_2_lane_sub_mul6_0_yc;
+            if bool(top0_en) then
+                top0_lane_sub_mul6_yr <= top0_lane_sub_mul6_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul6_0_s2;
+end process top0_lane_sub_mul6_s2;
 
 
-top0_0_1_2_lane_sub_mul6_0_y <= unsigned(top0_0_1_2_lane_sub_mul6_0_yr);
+top0_lane_sub_mul6_y <= unsigned(top0_lane_sub_mul6_yr);
 
 
-top0_0_1_2_lane_sub_mul7_0_x <= signed(top0_0_1_2_ar(256-1 downto 224));
-top0_0_1_2_lane_sub_mul7_0_v <= signed(top0_0_1_2_br(256-1 downto 224));
+top0_lane_sub_mul7_x <= signed(top0_ar(256-1 downto 224));
+top0_lane_sub_mul7_v <= signed(top0_br(256-1 downto 224));
 
 
-top0_0_1_2_lane_sub_mul7_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul7_0_v);
+top0_lane_sub_mul7_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul7_v);
 
-top0_0_1_2_lane_sub_mul7_0_s1: process (clk) is
+top0_lane_sub_mul7_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul7_0_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul7_0_p1 <= to_signed(0, 65);
+            top0_lane_sub_mul7_x1 <= to_signed(0, 32);
+            top0_lane_sub_mul7_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul7_0_p1 <= top0_0_1_2_lane_sub_mul7_0_p_c;
-                top0_0_1_2_lane_sub_mul7_0_x1 <= top0_0_1_2_lane_sub_mul7_0_x;
+            if bool(top0_en) then
+                top0_lane_sub_mul7_p1 <= top0_lane_sub_mul7_p_c;
+                top0_lane_sub_mul7_x1 <= top0_lane_sub_mul7_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul7_0_s1;
+end process top0_lane_sub_mul7_s1;
 
 
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul7_0_p1, 16);
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul7_0_p1((16 - 1))));
+top0_lane_sub_mul7_round_sat7_t <= shift_right(top0_lane_sub_mul7_p1, 16);
+top0_lane_sub_mul7_round_sat7_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul7_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_r <= (top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_t + top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_rb);
+top0_lane_sub_mul7_round_sat7_r <= (top0_lane_sub_mul7_round_sat7_t + top0_lane_sub_mul7_round_sat7_rb);
 
 
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul7_round_sat7_sat14_hi <= unsigned(top0_lane_sub_mul7_round_sat7_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_hi);
+top0_lane_sub_mul7_round_sat7_sat14_hin <= (not top0_lane_sub_mul7_round_sat7_sat14_hi);
 
 
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_r((65 - 1)))));
+top0_lane_sub_mul7_round_sat7_sat14_nsign <= stdl((not bool(top0_lane_sub_mul7_round_sat7_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill, top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_hi, top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_r, top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_hin) is
+top0_lane_sub_mul7_round_sat7_sat14_clamp: process (top0_lane_sub_mul7_round_sat7_sat14_fill, top0_lane_sub_mul7_round_sat7_sat14_hi, top0_lane_sub_mul7_round_sat7_r, top0_lane_sub_mul7_round_sat7_sat14_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul7_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_r(32-1 downto 0)));
+    if ((top0_lane_sub_mul7_round_sat7_sat14_hi = 0) or (top0_lane_sub_mul7_round_sat7_sat14_hin = 0)) then
+        top0_lane_sub_mul7_kv <= signed(unsigned(top0_lane_sub_mul7_round_sat7_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul7_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_fill));
+        top0_lane_sub_mul7_kv <= signed(unsigned'(top0_lane_sub_mul7_round_sat7_r((65 - 1)) & top0_lane_sub_mul7_round_sat7_sat14_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul7_0_round_sat7_0_1_2_sat14_0_1_2_clamp;
+end process top0_lane_sub_mul7_round_sat7_sat14_clamp;
 
 
-top0_0_1_2_lane_sub_mul7_0_d <= (resize(top0_0_1_2_lane_sub_mul7_0_x1, 33) - top0_0_1_2_lane_sub_mul7_0_kv);
+top0_lane_sub_mul7_d <= (resize(top0_lane_sub_mul7_x1, 33) - top0_lane_sub_mul7_kv);
 
 
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul7_0_d(33-1 downto (32 - 1)));
+top0_lane_sub_mul7_sat15_hi <= unsigned(top0_lane_sub_mul7_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_hi);
+top0_lane_sub_mul7_sat15_hin <= (not top0_lane_sub_mul7_sat15_hi);
 
 
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul7_0_d((33 - 1)))));
+top0_lane_sub_mul7_sat15_nsign <= stdl((not bool(top0_lane_sub_mul7_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill, top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_hi, top0_0_1_2_lane_sub_mul7_0_d, top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_hin) is
+top0_lane_sub_mul7_sat15_clamp: process (top0_lane_sub_mul7_sat15_fill, top0_lane_sub_mul7_sat15_hi, top0_lane_sub_mul7_d, top0_lane_sub_mul7_sat15_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul7_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul7_0_d(32-1 downto 0)));
+    if ((top0_lane_sub_mul7_sat15_hi = 0) or (top0_lane_sub_mul7_sat15_hin = 0)) then
+        top0_lane_sub_mul7_yc <= signed(unsigned(top0_lane_sub_mul7_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul7_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul7_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_fill));
+        top0_lane_sub_mul7_yc <= signed(unsigned'(top0_lane_sub_mul7_d((33 - 1)) & top0_lane_sub_mul7_sat15_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul7_0_sat15_0_1_2_clamp;
+end process top0_lane_sub_mul7_sat15_clamp;
 
-top0_0_1_2_lane_sub_mul7_0_s2: process (clk) is
+top0_lane_sub_mul7_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul7_0_yr <= to_signed(0, 32);
+            top0_lane_sub_mul7_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul7_0_yr <= top0_0_1_2_lane_sub_mul7_0_yc;
+            if bool(top0_en) then
+                top0_lane_sub_mul7_yr <= top0_lane_sub_mul7_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul7_0_s2;
+end process top0_lane_sub_mul7_s2;
 
 
-top0_0_1_2_lane_sub_mul7_0_y <= unsigned(top0_0_1_2_lane_sub_mul7_0_yr);
+top0_lane_sub_mul7_y <= unsigned(top0_lane_sub_mul7_yr);
 
 
-top0_0_1_2_lane_sub_mul8_0_x <= signed(top0_0_1_2_ar(288-1 downto 256));
-top0_0_1_2_lane_sub_mul8_0_v <= signed(top0_0_1_2_br(288-1 downto 256));
+top0_lane_sub_mul8_x <= signed(top0_ar(288-1 downto 256));
+top0_lane_sub_mul8_v <= signed(top0_br(288-1 downto 256));
 
 
-top0_0_1_2_lane_sub_mul8_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul8_0_v);
+top0_lane_sub_mul8_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul8_v);
 
-top0_0_1_2_lane_sub_mul8_0_s1: process (clk) is
+top0_lane_sub_mul8_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul8_0_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul8_0_p1 <= to_signed(0, 65);
+            top0_lane_sub_mul8_x1 <= to_signed(0, 32);
+            top0_lane_sub_mul8_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul8_0_p1 <= top0_0_1_2_lane_sub_mul8_0_p_c;
-                top0_0_1_2_lane_sub_mul8_0_x1 <= top0_0_1_2_lane_sub_mul8_0_x;
+            if bool(top0_en) then
+                top0_lane_sub_mul8_p1 <= top0_lane_sub_mul8_p_c;
+                top0_lane_sub_mul8_x1 <= top0_lane_sub_mul8_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul8_0_s1;
+end process top0_lane_sub_mul8_s1;
 
 
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul8_0_p1, 16);
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul8_0_p1((16 - 1))));
+top0_lane_sub_mul8_round_sat8_t <= shift_right(top0_lane_sub_mul8_p1, 16);
+top0_lane_sub_mul8_round_sat8_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul8_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_r <= (top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_t + top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_rb);
+top0_lane_sub_mul8_round_sat8_r <= (top0_lane_sub_mul8_round_sat8_t + top0_lane_sub_mul8_round_sat8_rb);
 
 
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul8_round_sat8_sat16_hi <= unsigned(top0_lane_sub_mul8_round_sat8_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_hi);
+top0_lane_sub_mul8_round_sat8_sat16_hin <= (not top0_lane_sub_mul8_round_sat8_sat16_hi);
 
 
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_r((65 - 1)))));
+top0_lane_sub_mul8_round_sat8_sat16_nsign <= stdl((not bool(top0_lane_sub_mul8_round_sat8_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill, top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_hi, top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_r, top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_hin) is
+top0_lane_sub_mul8_round_sat8_sat16_clamp: process (top0_lane_sub_mul8_round_sat8_sat16_fill, top0_lane_sub_mul8_round_sat8_sat16_hi, top0_lane_sub_mul8_round_sat8_r, top0_lane_sub_mul8_round_sat8_sat16_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul8_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_r(32-1 downto 0)));
+    if ((top0_lane_sub_mul8_round_sat8_sat16_hi = 0) or (top0_lane_sub_mul8_round_sat8_sat16_hin = 0)) then
+        top0_lane_sub_mul8_kv <= signed(unsigned(top0_lane_sub_mul8_round_sat8_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul8_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_fill));
+        top0_lane_sub_mul8_kv <= signed(unsigned'(top0_lane_sub_mul8_round_sat8_r((65 - 1)) & top0_lane_sub_mul8_round_sat8_sat16_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul8_0_round_sat8_0_1_2_sat16_0_1_2_clamp;
+end process top0_lane_sub_mul8_round_sat8_sat16_clamp;
 
 
-top0_0_1_2_lane_sub_mul8_0_d <= (resize(top0_0_1_2_lane_sub_mul8_0_x1, 33) - top0_0_1_2_lane_sub_mul8_0_kv);
+top0_lane_sub_mul8_d <= (resize(top0_lane_sub_mul8_x1, 33) - top0_lane_sub_mul8_kv);
 
 
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul8_0_d(33-1 downto (32 - 1)));
+top0_lane_sub_mul8_sat17_hi <= unsigned(top0_lane_sub_mul8_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_hi);
+top0_lane_sub_mul8_sat17_hin <= (not top0_lane_sub_mul8_sat17_hi);
 
 
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul8_0_d((33 - 1)))));
+top0_lane_sub_mul8_sat17_nsign <= stdl((not bool(top0_lane_sub_mul8_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill, top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_hi, top0_0_1_2_lane_sub_mul8_0_d, top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_hin) is
+top0_lane_sub_mul8_sat17_clamp: process (top0_lane_sub_mul8_sat17_fill, top0_lane_sub_mul8_sat17_hi, top0_lane_sub_mul8_d, top0_lane_sub_mul8_sat17_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul8_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul8_0_d(32-1 downto 0)));
+    if ((top0_lane_sub_mul8_sat17_hi = 0) or (top0_lane_sub_mul8_sat17_hin = 0)) then
+        top0_lane_sub_mul8_yc <= signed(unsigned(top0_lane_sub_mul8_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul8_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul8_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_fill));
+        top0_lane_sub_mul8_yc <= signed(unsigned'(top0_lane_sub_mul8_d((33 - 1)) & top0_lane_sub_mul8_sat17_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul8_0_sat17_0_1_2_clamp;
+end process top0_lane_sub_mul8_sat17_clamp;
 
-top0_0_1_2_lane_sub_mul8_0_s2: process (clk) is
+top0_lane_sub_mul8_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul8_0_yr <= to_signed(0, 32);
+            top0_lane_sub_mul8_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul8_0_yr <= top0_0_1_2_lane_sub_mul8_0_yc;
+            if bool(top0_en) then
+                top0_lane_sub_mul8_yr <= top0_lane_sub_mul8_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul8_0_s2;
+end process top0_lane_sub_mul8_s2;
 
 
-top0_0_1_2_lane_sub_mul8_0_y <= unsigned(top0_0_1_2_lane_sub_mul8_0_yr);
+top0_lane_sub_mul8_y <= unsigned(top0_lane_sub_mul8_yr);
 
 
-top0_0_1_2_lane_sub_mul9_0_x <= signed(top0_0_1_2_ar(320-1 downto 288));
-top0_0_1_2_lane_sub_mul9_0_v <= signed(top0_0_1_2_br(320-1 downto 288));
+top0_lane_sub_mul9_x <= signed(top0_ar(320-1 downto 288));
+top0_lane_sub_mul9_v <= signed(top0_br(320-1 downto 288));
 
 
-top0_0_1_2_lane_sub_mul9_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul9_0_v);
+top0_lane_sub_mul9_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul9_v);
 
-top0_0_1_2_lane_sub_mul9_0_s1: process (clk) is
+top0_lane_sub_mul9_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul9_0_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul9_0_p1 <= to_signed(0, 65);
+            top0_lane_sub_mul9_x1 <= to_signed(0, 32);
+            top0_lane_sub_mul9_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul9_0_p1 <= top0_0_1_2_lane_sub_mul9_0_p_c;
-                top0_0_1_2_lane_sub_mul9_0_x1 <= top0_0_1_2_lane_sub_mul9_0_x;
+            if bool(top0_en) then
+                top0_lane_sub_mul9_p1 <= top0_lane_sub_mul9_p_c;
+                top0_lane_sub_mul9_x1 <= top0_lane_sub_mul9_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul9_0_s1;
+end process top0_lane_sub_mul9_s1;
 
 
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul9_0_p1, 16);
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul9_0_p1((16 - 1))));
+top0_lane_sub_mul9_round_sat9_t <= shift_right(top0_lane_sub_mul9_p1, 16);
+top0_lane_sub_mul9_round_sat9_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul9_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_r <= (top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_t + top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_rb);
+top0_lane_sub_mul9_round_sat9_r <= (top0_lane_sub_mul9_round_sat9_t + top0_lane_sub_mul9_round_sat9_rb);
 
 
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul9_round_sat9_sat18_hi <= unsigned(top0_lane_sub_mul9_round_sat9_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_hi);
+top0_lane_sub_mul9_round_sat9_sat18_hin <= (not top0_lane_sub_mul9_round_sat9_sat18_hi);
 
 
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_r((65 - 1)))));
+top0_lane_sub_mul9_round_sat9_sat18_nsign <= stdl((not bool(top0_lane_sub_mul9_round_sat9_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill, top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_hi, top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_r, top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_hin) is
+top0_lane_sub_mul9_round_sat9_sat18_clamp: process (top0_lane_sub_mul9_round_sat9_sat18_fill, top0_lane_sub_mul9_round_sat9_sat18_hi, top0_lane_sub_mul9_round_sat9_r, top0_lane_sub_mul9_round_sat9_sat18_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul9_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_r(32-1 downto 0)));
+    if ((top0_lane_sub_mul9_round_sat9_sat18_hi = 0) or (top0_lane_sub_mul9_round_sat9_sat18_hin = 0)) then
+        top0_lane_sub_mul9_kv <= signed(unsigned(top0_lane_sub_mul9_round_sat9_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul9_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_fill));
+        top0_lane_sub_mul9_kv <= signed(unsigned'(top0_lane_sub_mul9_round_sat9_r((65 - 1)) & top0_lane_sub_mul9_round_sat9_sat18_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul9_0_round_sat9_0_1_2_sat18_0_1_2_clamp;
+end process top0_lane_sub_mul9_round_sat9_sat18_clamp;
 
 
-top0_0_1_2_lane_sub_mul9_0_d <= (resize(top0_0_1_2_lane_sub_mul9_0_x1, 33) - top0_0_1_2_lane_sub_mul9_0_kv);
+top0_lane_sub_mul9_d <= (resize(top0_lane_sub_mul9_x1, 33) - top0_lane_sub_mul9_kv);
 
 
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul9_0_d(33-1 downto (32 - 1)));
+top0_lane_sub_mul9_sat19_hi <= unsigned(top0_lane_sub_mul9_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_hi);
+top0_lane_sub_mul9_sat19_hin <= (not top0_lane_sub_mul9_sat19_hi);
 
 
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul9_0_d((33 - 1)))));
+top0_lane_sub_mul9_sat19_nsign <= stdl((not bool(top0_lane_sub_mul9_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill, top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_hi, top0_0_1_2_lane_sub_mul9_0_d, top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_hin) is
+top0_lane_sub_mul9_sat19_clamp: process (top0_lane_sub_mul9_sat19_fill, top0_lane_sub_mul9_sat19_hi, top0_lane_sub_mul9_d, top0_lane_sub_mul9_sat19_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul9_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul9_0_d(32-1 downto 0)));
+    if ((top0_lane_sub_mul9_sat19_hi = 0) or (top0_lane_sub_mul9_sat19_hin = 0)) then
+        top0_lane_sub_mul9_yc <= signed(unsigned(top0_lane_sub_mul9_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul9_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul9_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_fill));
+        top0_lane_sub_mul9_yc <= signed(unsigned'(top0_lane_sub_mul9_d((33 - 1)) & top0_lane_sub_mul9_sat19_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul9_0_sat19_0_1_2_clamp;
+end process top0_lane_sub_mul9_sat19_clamp;
 
-top0_0_1_2_lane_sub_mul9_0_s2: process (clk) is
+top0_lane_sub_mul9_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul9_0_yr <= to_signed(0, 32);
+            top0_lane_sub_mul9_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul9_0_yr <= top0_0_1_2_lane_sub_mul9_0_yc;
+            if bool(top0_en) then
+                top0_lane_sub_mul9_yr <= top0_lane_sub_mul9_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul9_0_s2;
+end process top0_lane_sub_mul9_s2;
 
 
-top0_0_1_2_lane_sub_mul9_0_y <= unsigned(top0_0_1_2_lane_sub_mul9_0_yr);
+top0_lane_sub_mul9_y <= unsigned(top0_lane_sub_mul9_yr);
 
 
-top0_0_1_2_lane_sub_mul10_0_x <= signed(top0_0_1_2_ar(352-1 downto 320));
-top0_0_1_2_lane_sub_mul10_0_v <= signed(top0_0_1_2_br(352-1 downto 320));
+top0_lane_sub_mul10_x <= signed(top0_ar(352-1 downto 320));
+top0_lane_sub_mul10_v <= signed(top0_br(352-1 downto 320));
 
 
-top0_0_1_2_lane_sub_mul10_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul10_0_v);
+top0_lane_sub_mul10_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul10_v);
 
-top0_0_1_2_lane_sub_mul10_0_s1: process (clk) is
+top0_lane_sub_mul10_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul10_0_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul10_0_p1 <= to_signed(0, 65);
+            top0_lane_sub_mul10_x1 <= to_signed(0, 32);
+            top0_lane_sub_mul10_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul10_0_p1 <= top0_0_1_2_lane_sub_mul10_0_p_c;
-                top0_0_1_2_lane_sub_mul10_0_x1 <= top0_0_1_2_lane_sub_mul10_0_x;
+            if bool(top0_en) then
+                top0_lane_sub_mul10_p1 <= top0_lane_sub_mul10_p_c;
+                top0_lane_sub_mul10_x1 <= top0_lane_sub_mul10_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul10_0_s1;
+end process top0_lane_sub_mul10_s1;
 
 
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul10_0_p1, 16);
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul10_0_p1((16 - 1))));
+top0_lane_sub_mul10_round_sat10_t <= shift_right(top0_lane_sub_mul10_p1, 16);
+top0_lane_sub_mul10_round_sat10_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul10_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_r <= (top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_t + top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_rb);
+top0_lane_sub_mul10_round_sat10_r <= (top0_lane_sub_mul10_round_sat10_t + top0_lane_sub_mul10_round_sat10_rb);
 
 
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul10_round_sat10_sat20_hi <= unsigned(top0_lane_sub_mul10_round_sat10_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_hi);
+top0_lane_sub_mul10_round_sat10_sat20_hin <= (not top0_lane_sub_mul10_round_sat10_sat20_hi);
 
 
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_r((65 - 1)))));
+top0_lane_sub_mul10_round_sat10_sat20_nsign <= stdl((not bool(top0_lane_sub_mul10_round_sat10_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill, top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_hi, top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_r, top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_hin) is
+top0_lane_sub_mul10_round_sat10_sat20_clamp: process (top0_lane_sub_mul10_round_sat10_sat20_fill, top0_lane_sub_mul10_round_sat10_sat20_hi, top0_lane_sub_mul10_round_sat10_r, top0_lane_sub_mul10_round_sat10_sat20_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul10_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_r(32-1 downto 0)));
+    if ((top0_lane_sub_mul10_round_sat10_sat20_hi = 0) or (top0_lane_sub_mul10_round_sat10_sat20_hin = 0)) then
+        top0_lane_sub_mul10_kv <= signed(unsigned(top0_lane_sub_mul10_round_sat10_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul10_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_fill));
+        top0_lane_sub_mul10_kv <= signed(unsigned'(top0_lane_sub_mul10_round_sat10_r((65 - 1)) & top0_lane_sub_mul10_round_sat10_sat20_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul10_0_round_sat10_0_1_2_sat20_0_1_2_clamp;
+end process top0_lane_sub_mul10_round_sat10_sat20_clamp;
 
 
-top0_0_1_2_lane_sub_mul10_0_d <= (resize(top0_0_1_2_lane_sub_mul10_0_x1, 33) - top0_0_1_2_lane_sub_mul10_0_kv);
+top0_lane_sub_mul10_d <= (resize(top0_lane_sub_mul10_x1, 33) - top0_lane_sub_mul10_kv);
 
 
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul10_0_d(33-1 downto (32 - 1)));
+top0_lane_sub_mul10_sat21_hi <= unsigned(top0_lane_sub_mul10_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_hi);
+top0_lane_sub_mul10_sat21_hin <= (not top0_lane_sub_mul10_sat21_hi);
 
 
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul10_0_d((33 - 1)))));
+top0_lane_sub_mul10_sat21_nsign <= stdl((not bool(top0_lane_sub_mul10_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill, top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_hi, top0_0_1_2_lane_sub_mul10_0_d, top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_hin) is
+top0_lane_sub_mul10_sat21_clamp: process (top0_lane_sub_mul10_sat21_fill, top0_lane_sub_mul10_sat21_hi, top0_lane_sub_mul10_d, top0_lane_sub_mul10_sat21_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul10_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul10_0_d(32-1 downto 0)));
+    if ((top0_lane_sub_mul10_sat21_hi = 0) or (top0_lane_sub_mul10_sat21_hin = 0)) then
+        top0_lane_sub_mul10_yc <= signed(unsigned(top0_lane_sub_mul10_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul10_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul10_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_fill));
+        top0_lane_sub_mul10_yc <= signed(unsigned'(top0_lane_sub_mul10_d((33 - 1)) & top0_lane_sub_mul10_sat21_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul10_0_sat21_0_1_2_clamp;
+end process top0_lane_sub_mul10_sat21_clamp;
 
-top0_0_1_2_lane_sub_mul10_0_s2: process (clk) is
+top0_lane_sub_mul10_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul10_0_yr <= to_signed(0, 32);
+            top0_lane_sub_mul10_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul10_0_yr <= top0_0_1_2_lane_sub_mul10_0_yc;
+            if bool(top0_en) then
+                top0_lane_sub_mul10_yr <= top0_lane_sub_mul10_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul10_0_s2;
+end process top0_lane_sub_mul10_s2;
 
 
-top0_0_1_2_lane_sub_mul10_0_y <= unsigned(top0_0_1_2_lane_sub_mul10_0_yr);
+top0_lane_sub_mul10_y <= unsigned(top0_lane_sub_mul10_yr);
 
 
-top0_0_1_2_lane_sub_mul11_0_x <= signed(top0_0_1_2_ar(384-1 downto 352));
-top0_0_1_2_lane_sub_mul11_0_v <= signed(top0_0_1_2_br(384-1 downto 352));
+top0_lane_sub_mul11_x <= signed(top0_ar(384-1 downto 352));
+top0_lane_sub_mul11_v <= signed(top0_br(384-1 downto 352));
 
 
-top0_0_1_2_lane_sub_mul11_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul11_0_v);
+top0_lane_sub_mul11_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul11_v);
 
-top0_0_1_2_lane_sub_mul11_0_s1: process (clk) is
+top0_lane_sub_mul11_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul11_0_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul11_0_p1 <= to_signed(0, 65);
+            top0_lane_sub_mul11_x1 <= to_signed(0, 32);
+            top0_lane_sub_mul11_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul11_0_p1 <= top0_0_1_2_lane_sub_mul11_0_p_c;
-                top0_0_1_2_lane_sub_mul11_0_x1 <= top0_0_1_2_lane_sub_mul11_0_x;
+            if bool(top0_en) then
+                top0_lane_sub_mul11_p1 <= top0_lane_sub_mul11_p_c;
+                top0_lane_sub_mul11_x1 <= top0_lane_sub_mul11_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul11_0_s1;
+end process top0_lane_sub_mul11_s1;
 
 
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul11_0_p1, 16);
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul11_0_p1((16 - 1))));
+top0_lane_sub_mul11_round_sat11_t <= shift_right(top0_lane_sub_mul11_p1, 16);
+top0_lane_sub_mul11_round_sat11_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul11_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_r <= (top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_t + top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_rb);
+top0_lane_sub_mul11_round_sat11_r <= (top0_lane_sub_mul11_round_sat11_t + top0_lane_sub_mul11_round_sat11_rb);
 
 
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul11_round_sat11_sat22_hi <= unsigned(top0_lane_sub_mul11_round_sat11_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_hi);
+top0_lane_sub_mul11_round_sat11_sat22_hin <= (not top0_lane_sub_mul11_round_sat11_sat22_hi);
 
 
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_r((65 - 1)))));
+top0_lane_sub_mul11_round_sat11_sat22_nsign <= stdl((not bool(top0_lane_sub_mul11_round_sat11_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill, top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_hi, top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_r, top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_hin) is
+top0_lane_sub_mul11_round_sat11_sat22_clamp: process (top0_lane_sub_mul11_round_sat11_sat22_fill, top0_lane_sub_mul11_round_sat11_sat22_hi, top0_lane_sub_mul11_round_sat11_r, top0_lane_sub_mul11_round_sat11_sat22_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul11_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_r(32-1 downto 0)));
+    if ((top0_lane_sub_mul11_round_sat11_sat22_hi = 0) or (top0_lane_sub_mul11_round_sat11_sat22_hin = 0)) then
+        top0_lane_sub_mul11_kv <= signed(unsigned(top0_lane_sub_mul11_round_sat11_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul11_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_fill));
+        top0_lane_sub_mul11_kv <= signed(unsigned'(top0_lane_sub_mul11_round_sat11_r((65 - 1)) & top0_lane_sub_mul11_round_sat11_sat22_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul11_0_round_sat11_0_1_2_sat22_0_1_2_clamp;
+end process top0_lane_sub_mul11_round_sat11_sat22_clamp;
 
 
-top0_0_1_2_lane_sub_mul11_0_d <= (resize(top0_0_1_2_lane_sub_mul11_0_x1, 33) - top0_0_1_2_lane_sub_mul11_0_kv);
+top0_lane_sub_mul11_d <= (resize(top0_lane_sub_mul11_x1, 33) - top0_lane_sub_mul11_kv);
 
 
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul11_0_d(33-1 downto (32 - 1)));
+top0_lane_sub_mul11_sat23_hi <= unsigned(top0_lane_sub_mul11_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_hi);
+top0_lane_sub_mul11_sat23_hin <= (not top0_lane_sub_mul11_sat23_hi);
 
 
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul11_0_d((33 - 1)))));
+top0_lane_sub_mul11_sat23_nsign <= stdl((not bool(top0_lane_sub_mul11_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill, top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_hi, top0_0_1_2_lane_sub_mul11_0_d, top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_hin) is
+top0_lane_sub_mul11_sat23_clamp: process (top0_lane_sub_mul11_sat23_fill, top0_lane_sub_mul11_sat23_hi, top0_lane_sub_mul11_d, top0_lane_sub_mul11_sat23_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul11_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul11_0_d(32-1 downto 0)));
+    if ((top0_lane_sub_mul11_sat23_hi = 0) or (top0_lane_sub_mul11_sat23_hin = 0)) then
+        top0_lane_sub_mul11_yc <= signed(unsigned(top0_lane_sub_mul11_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul11_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul11_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_fill));
+        top0_lane_sub_mul11_yc <= signed(unsigned'(top0_lane_sub_mul11_d((33 - 1)) & top0_lane_sub_mul11_sat23_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul11_0_sat23_0_1_2_clamp;
+end process top0_lane_sub_mul11_sat23_clamp;
 
-top0_0_1_2_lane_sub_mul11_0_s2: process (clk) is
+top0_lane_sub_mul11_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul11_0_yr <= to_signed(0, 32);
+            top0_lane_sub_mul11_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul11_0_yr <= top0_0_1_2_lane_sub_mul11_0_yc;
+            if bool(top0_en) then
+                top0_lane_sub_mul11_yr <= top0_lane_sub_mul11_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul11_0_s2;
+end process top0_lane_sub_mul11_s2;
 
 
-top0_0_1_2_lane_sub_mul11_0_y <= unsigned(top0_0_1_2_lane_sub_mul11_0_yr);
+top0_lane_sub_mul11_y <= unsigned(top0_lane_sub_mul11_yr);
 
 
-top0_0_1_2_lane_sub_mul12_0_x <= signed(top0_0_1_2_ar(416-1 downto 384));
-top0_0_1_2_lane_sub_mul12_0_v <= signed(top0_0_1_2_br(416-1 downto 384));
+top0_lane_sub_mul12_x <= signed(top0_ar(416-1 downto 384));
+top0_lane_sub_mul12_v <= signed(top0_br(416-1 downto 384));
 
 
-top0_0_1_2_lane_sub_mul12_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul12_0_v);
+top0_lane_sub_mul12_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul12_v);
 
-top0_0_1_2_lane_sub_mul12_0_s1: process (clk) is
+top0_lane_sub_mul12_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul12_0_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul12_0_p1 <= to_signed(0, 65);
+            top0_lane_sub_mul12_x1 <= to_signed(0, 32);
+            top0_lane_sub_mul12_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul12_0_p1 <= top0_0_1_2_lane_sub_mul12_0_p_c;
-                top0_0_1_2_lane_sub_mul12_0_x1 <= top0_0_1_2_lane_sub_mul12_0_x;
+            if bool(top0_en) then
+                top0_lane_sub_mul12_p1 <= top0_lane_sub_mul12_p_c;
+                top0_lane_sub_mul12_x1 <= top0_lane_sub_mul12_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul12_0_s1;
+end process top0_lane_sub_mul12_s1;
 
 
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul12_0_p1, 16);
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul12_0_p1((16 - 1))));
+top0_lane_sub_mul12_round_sat12_t <= shift_right(top0_lane_sub_mul12_p1, 16);
+top0_lane_sub_mul12_round_sat12_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul12_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_r <= (top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_t + top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_rb);
+top0_lane_sub_mul12_round_sat12_r <= (top0_lane_sub_mul12_round_sat12_t + top0_lane_sub_mul12_round_sat12_rb);
 
 
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul12_round_sat12_sat24_hi <= unsigned(top0_lane_sub_mul12_round_sat12_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_hi);
+top0_lane_sub_mul12_round_sat12_sat24_hin <= (not top0_lane_sub_mul12_round_sat12_sat24_hi);
 
 
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_r((65 - 1)))));
+top0_lane_sub_mul12_round_sat12_sat24_nsign <= stdl((not bool(top0_lane_sub_mul12_round_sat12_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill, top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_hi, top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_r, top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_hin) is
+top0_lane_sub_mul12_round_sat12_sat24_clamp: process (top0_lane_sub_mul12_round_sat12_sat24_fill, top0_lane_sub_mul12_round_sat12_sat24_hi, top0_lane_sub_mul12_round_sat12_r, top0_lane_sub_mul12_round_sat12_sat24_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul12_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_r(32-1 downto 0)));
+    if ((top0_lane_sub_mul12_round_sat12_sat24_hi = 0) or (top0_lane_sub_mul12_round_sat12_sat24_hin = 0)) then
+        top0_lane_sub_mul12_kv <= signed(unsigned(top0_lane_sub_mul12_round_sat12_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul12_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_fill));
+        top0_lane_sub_mul12_kv <= signed(unsigned'(top0_lane_sub_mul12_round_sat12_r((65 - 1)) & top0_lane_sub_mul12_round_sat12_sat24_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul12_0_round_sat12_0_1_2_sat24_0_1_2_clamp;
+end process top0_lane_sub_mul12_round_sat12_sat24_clamp;
 
 
-top0_0_1_2_lane_sub_mul12_0_d <= (resize(top0_0_1_2_lane_sub_mul12_0_x1, 33) - top0_0_1_2_lane_sub_mul12_0_kv);
+top0_lane_sub_mul12_d <= (resize(top0_lane_sub_mul12_x1, 33) - top0_lane_sub_mul12_kv);
 
 
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul12_0_d(33-1 downto (32 - 1)));
+top0_lane_sub_mul12_sat25_hi <= unsigned(top0_lane_sub_mul12_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_hi);
+top0_lane_sub_mul12_sat25_hin <= (not top0_lane_sub_mul12_sat25_hi);
 
 
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul12_0_d((33 - 1)))));
+top0_lane_sub_mul12_sat25_nsign <= stdl((not bool(top0_lane_sub_mul12_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill, top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_hi, top0_0_1_2_lane_sub_mul12_0_d, top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_hin) is
+top0_lane_sub_mul12_sat25_clamp: process (top0_lane_sub_mul12_sat25_fill, top0_lane_sub_mul12_sat25_hi, top0_lane_sub_mul12_d, top0_lane_sub_mul12_sat25_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul12_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul12_0_d(32-1 downto 0)));
+    if ((top0_lane_sub_mul12_sat25_hi = 0) or (top0_lane_sub_mul12_sat25_hin = 0)) then
+        top0_lane_sub_mul12_yc <= signed(unsigned(top0_lane_sub_mul12_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul12_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul12_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_fill));
+        top0_lane_sub_mul12_yc <= signed(unsigned'(top0_lane_sub_mul12_d((33 - 1)) & top0_lane_sub_mul12_sat25_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul12_0_sat25_0_1_2_clamp;
+end process top0_lane_sub_mul12_sat25_clamp;
 
-top0_0_1_2_lane_sub_mul12_0_s2: process (clk) is
+top0_lane_sub_mul12_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul12_0_yr <= to_signed(0, 32);
+            top0_lane_sub_mul12_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul12_0_yr <= top0_0_1_2_lane_sub_mul12_0_yc;
+            if bool(top0_en) then
+                top0_lane_sub_mul12_yr <= top0_lane_sub_mul12_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul12_0_s2;
+end process top0_lane_sub_mul12_s2;
 
 
-top0_0_1_2_lane_sub_mul12_0_y <= unsigned(top0_0_1_2_lane_sub_mul12_0_yr);
+top0_lane_sub_mul12_y <= unsigned(top0_lane_sub_mul12_yr);
 
 
-top0_0_1_2_lane_sub_mul13_0_x <= signed(top0_0_1_2_ar(448-1 downto 416));
-top0_0_1_2_lane_sub_mul13_0_v <= signed(top0_0_1_2_br(448-1 downto 416));
+top0_lane_sub_mul13_x <= signed(top0_ar(448-1 downto 416));
+top0_lane_sub_mul13_v <= signed(top0_br(448-1 downto 416));
 
 
-top0_0_1_2_lane_sub_mul13_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul13_0_v);
+top0_lane_sub_mul13_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul13_v);
 
-top0_0_1_2_lane_sub_mul13_0_s1: process (clk) is
+top0_lane_sub_mul13_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul13_0_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul13_0_p1 <= to_signed(0, 65);
+            top0_lane_sub_mul13_x1 <= to_signed(0, 32);
+            top0_lane_sub_mul13_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul13_0_p1 <= top0_0_1_2_lane_sub_mul13_0_p_c;
-                top0_0_1_2_lane_sub_mul13_0_x1 <= top0_0_1_2_lane_sub_mul13_0_x;
+            if bool(top0_en) then
+                top0_lane_sub_mul13_p1 <= top0_lane_sub_mul13_p_c;
+                top0_lane_sub_mul13_x1 <= top0_lane_sub_mul13_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul13_0_s1;
+end process top0_lane_sub_mul13_s1;
 
 
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul13_0_p1, 16);
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul13_0_p1((16 - 1))));
+top0_lane_sub_mul13_round_sat13_t <= shift_right(top0_lane_sub_mul13_p1, 16);
+top0_lane_sub_mul13_round_sat13_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul13_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_r <= (top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_t + top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_rb);
+top0_lane_sub_mul13_round_sat13_r <= (top0_lane_sub_mul13_round_sat13_t + top0_lane_sub_mul13_round_sat13_rb);
 
 
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul13_round_sat13_sat26_hi <= unsigned(top0_lane_sub_mul13_round_sat13_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_hi);
+top0_lane_sub_mul13_round_sat13_sat26_hin <= (not top0_lane_sub_mul13_round_sat13_sat26_hi);
 
 
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_r((65 - 1)))));
+top0_lane_sub_mul13_round_sat13_sat26_nsign <= stdl((not bool(top0_lane_sub_mul13_round_sat13_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill, top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_hi, top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_r, top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_hin) is
+top0_lane_sub_mul13_round_sat13_sat26_clamp: process (top0_lane_sub_mul13_round_sat13_sat26_fill, top0_lane_sub_mul13_round_sat13_sat26_hi, top0_lane_sub_mul13_round_sat13_r, top0_lane_sub_mul13_round_sat13_sat26_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul13_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_r(32-1 downto 0)));
+    if ((top0_lane_sub_mul13_round_sat13_sat26_hi = 0) or (top0_lane_sub_mul13_round_sat13_sat26_hin = 0)) then
+        top0_lane_sub_mul13_kv <= signed(unsigned(top0_lane_sub_mul13_round_sat13_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul13_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_fill));
+        top0_lane_sub_mul13_kv <= signed(unsigned'(top0_lane_sub_mul13_round_sat13_r((65 - 1)) & top0_lane_sub_mul13_round_sat13_sat26_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul13_0_round_sat13_0_1_2_sat26_0_1_2_clamp;
+end process top0_lane_sub_mul13_round_sat13_sat26_clamp;
 
 
-top0_0_1_2_lane_sub_mul13_0_d <= (resize(top0_0_1_2_lane_sub_mul13_0_x1, 33) - top0_0_1_2_lane_sub_mul13_0_kv);
+top0_lane_sub_mul13_d <= (resize(top0_lane_sub_mul13_x1, 33) - top0_lane_sub_mul13_kv);
 
 
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul13_0_d(33-1 downto (32 - 1)));
+top0_lane_sub_mul13_sat27_hi <= unsigned(top0_lane_sub_mul13_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_hi);
+top0_lane_sub_mul13_sat27_hin <= (not top0_lane_sub_mul13_sat27_hi);
 
 
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul13_0_d((33 - 1)))));
+top0_lane_sub_mul13_sat27_nsign <= stdl((not bool(top0_lane_sub_mul13_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill, top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_hi, top0_0_1_2_lane_sub_mul13_0_d, top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_hin) is
+top0_lane_sub_mul13_sat27_clamp: process (top0_lane_sub_mul13_sat27_fill, top0_lane_sub_mul13_sat27_hi, top0_lane_sub_mul13_d, top0_lane_sub_mul13_sat27_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul13_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul13_0_d(32-1 downto 0)));
+    if ((top0_lane_sub_mul13_sat27_hi = 0) or (top0_lane_sub_mul13_sat27_hin = 0)) then
+        top0_lane_sub_mul13_yc <= signed(unsigned(top0_lane_sub_mul13_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul13_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul13_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_fill));
+        top0_lane_sub_mul13_yc <= signed(unsigned'(top0_lane_sub_mul13_d((33 - 1)) & top0_lane_sub_mul13_sat27_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul13_0_sat27_0_1_2_clamp;
+end process top0_lane_sub_mul13_sat27_clamp;
 
-top0_0_1_2_lane_sub_mul13_0_s2: process (clk) is
+top0_lane_sub_mul13_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul13_0_yr <= to_signed(0, 32);
+            top0_lane_sub_mul13_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul13_0_yr <= top0_0_1_2_lane_sub_mul13_0_yc;
+            if bool(top0_en) then
+                top0_lane_sub_mul13_yr <= top0_lane_sub_mul13_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul13_0_s2;
+end process top0_lane_sub_mul13_s2;
 
 
-top0_0_1_2_lane_sub_mul13_0_y <= unsigned(top0_0_1_2_lane_sub_mul13_0_yr);
+top0_lane_sub_mul13_y <= unsigned(top0_lane_sub_mul13_yr);
 
 
-top0_0_1_2_lane_sub_mul14_0_x <= signed(top0_0_1_2_ar(480-1 downto 448));
-top0_0_1_2_lane_sub_mul14_0_v <= signed(top0_0_1_2_br(480-1 downto 448));
+top0_lane_sub_mul14_x <= signed(top0_ar(480-1 downto 448));
+top0_lane_sub_mul14_v <= signed(top0_br(480-1 downto 448));
 
 
-top0_0_1_2_lane_sub_mul14_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul14_0_v);
+top0_lane_sub_mul14_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul14_v);
 
-top0_0_1_2_lane_sub_mul14_0_s1: process (clk) is
+top0_lane_sub_mul14_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul14_0_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul14_0_p1 <= to_signed(0, 65);
+            top0_lane_sub_mul14_x1 <= to_signed(0, 32);
+            top0_lane_sub_mul14_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul14_0_p1 <= top0_0_1_2_lane_sub_mul14_0_p_c;
-                top0_0_1_2_lane_sub_mul14_0_x1 <= top0_0_1_2_lane_sub_mul14_0_x;
+            if bool(top0_en) then
+                top0_lane_sub_mul14_p1 <= top0_lane_sub_mul14_p_c;
+                top0_lane_sub_mul14_x1 <= top0_lane_sub_mul14_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul14_0_s1;
+end process top0_lane_sub_mul14_s1;
 
 
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul14_0_p1, 16);
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul14_0_p1((16 - 1))));
+top0_lane_sub_mul14_round_sat14_t <= shift_right(top0_lane_sub_mul14_p1, 16);
+top0_lane_sub_mul14_round_sat14_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul14_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_r <= (top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_t + top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_rb);
+top0_lane_sub_mul14_round_sat14_r <= (top0_lane_sub_mul14_round_sat14_t + top0_lane_sub_mul14_round_sat14_rb);
 
 
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul14_round_sat14_sat28_hi <= unsigned(top0_lane_sub_mul14_round_sat14_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_hi);
+top0_lane_sub_mul14_round_sat14_sat28_hin <= (not top0_lane_sub_mul14_round_sat14_sat28_hi);
 
 
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_r((65 - 1)))));
+top0_lane_sub_mul14_round_sat14_sat28_nsign <= stdl((not bool(top0_lane_sub_mul14_round_sat14_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill, top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_hi, top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_r, top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_hin) is
+top0_lane_sub_mul14_round_sat14_sat28_clamp: process (top0_lane_sub_mul14_round_sat14_sat28_fill, top0_lane_sub_mul14_round_sat14_sat28_hi, top0_lane_sub_mul14_round_sat14_r, top0_lane_sub_mul14_round_sat14_sat28_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul14_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_r(32-1 downto 0)));
+    if ((top0_lane_sub_mul14_round_sat14_sat28_hi = 0) or (top0_lane_sub_mul14_round_sat14_sat28_hin = 0)) then
+        top0_lane_sub_mul14_kv <= signed(unsigned(top0_lane_sub_mul14_round_sat14_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul14_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_fill));
+        top0_lane_sub_mul14_kv <= signed(unsigned'(top0_lane_sub_mul14_round_sat14_r((65 - 1)) & top0_lane_sub_mul14_round_sat14_sat28_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul14_0_round_sat14_0_1_2_sat28_0_1_2_clamp;
+end process top0_lane_sub_mul14_round_sat14_sat28_clamp;
 
 
-top0_0_1_2_lane_sub_mul14_0_d <= (resize(top0_0_1_2_lane_sub_mul14_0_x1, 33) - top0_0_1_2_lane_sub_mul14_0_kv);
+top0_lane_sub_mul14_d <= (resize(top0_lane_sub_mul14_x1, 33) - top0_lane_sub_mul14_kv);
 
 
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul14_0_d(33-1 downto (32 - 1)));
+top0_lane_sub_mul14_sat29_hi <= unsigned(top0_lane_sub_mul14_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_hi);
+top0_lane_sub_mul14_sat29_hin <= (not top0_lane_sub_mul14_sat29_hi);
 
 
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul14_0_d((33 - 1)))));
+top0_lane_sub_mul14_sat29_nsign <= stdl((not bool(top0_lane_sub_mul14_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill, top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_hi, top0_0_1_2_lane_sub_mul14_0_d, top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_hin) is
+top0_lane_sub_mul14_sat29_clamp: process (top0_lane_sub_mul14_sat29_fill, top0_lane_sub_mul14_sat29_hi, top0_lane_sub_mul14_d, top0_lane_sub_mul14_sat29_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul14_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul14_0_d(32-1 downto 0)));
+    if ((top0_lane_sub_mul14_sat29_hi = 0) or (top0_lane_sub_mul14_sat29_hin = 0)) then
+        top0_lane_sub_mul14_yc <= signed(unsigned(top0_lane_sub_mul14_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul14_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul14_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_fill));
+        top0_lane_sub_mul14_yc <= signed(unsigned'(top0_lane_sub_mul14_d((33 - 1)) & top0_lane_sub_mul14_sat29_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul14_0_sat29_0_1_2_clamp;
+end process top0_lane_sub_mul14_sat29_clamp;
 
-top0_0_1_2_lane_sub_mul14_0_s2: process (clk) is
+top0_lane_sub_mul14_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul14_0_yr <= to_signed(0, 32);
+            top0_lane_sub_mul14_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul14_0_yr <= top0_0_1_2_lane_sub_mul14_0_yc;
+            if bool(top0_en) then
+                top0_lane_sub_mul14_yr <= top0_lane_sub_mul14_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul14_0_s2;
+end process top0_lane_sub_mul14_s2;
 
 
-top0_0_1_2_lane_sub_mul14_0_y <= unsigned(top0_0_1_2_lane_sub_mul14_0_yr);
+top0_lane_sub_mul14_y <= unsigned(top0_lane_sub_mul14_yr);
 
 
-top0_0_1_2_lane_sub_mul15_0_x <= signed(top0_0_1_2_ar(512-1 downto 480));
-top0_0_1_2_lane_sub_mul15_0_v <= signed(top0_0_1_2_br(512-1 downto 480));
+top0_lane_sub_mul15_x <= signed(top0_ar(512-1 downto 480));
+top0_lane_sub_mul15_v <= signed(top0_br(512-1 downto 480));
 
 
-top0_0_1_2_lane_sub_mul15_0_p_c <= (resize(top0_0_1_2_kr, 33) * top0_0_1_2_lane_sub_mul15_0_v);
+top0_lane_sub_mul15_p_c <= (resize(top0_kr, 33) * top0_lane_sub_mul15_v);
 
-top0_0_1_2_lane_sub_mul15_0_s1: process (clk) is
+top0_lane_sub_mul15_s1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul15_0_x1 <= to_signed(0, 32);
-            top0_0_1_2_lane_sub_mul15_0_p1 <= to_signed(0, 65);
+            top0_lane_sub_mul15_x1 <= to_signed(0, 32);
+            top0_lane_sub_mul15_p1 <= to_signed(0, 65);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul15_0_p1 <= top0_0_1_2_lane_sub_mul15_0_p_c;
-                top0_0_1_2_lane_sub_mul15_0_x1 <= top0_0_1_2_lane_sub_mul15_0_x;
+            if bool(top0_en) then
+                top0_lane_sub_mul15_p1 <= top0_lane_sub_mul15_p_c;
+                top0_lane_sub_mul15_x1 <= top0_lane_sub_mul15_x;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul15_0_s1;
+end process top0_lane_sub_mul15_s1;
 
 
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_t <= shift_right(top0_0_1_2_lane_sub_mul15_0_p1, 16);
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_0_1_2_lane_sub_mul15_0_p1((16 - 1))));
+top0_lane_sub_mul15_round_sat15_t <= shift_right(top0_lane_sub_mul15_p1, 16);
+top0_lane_sub_mul15_round_sat15_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & top0_lane_sub_mul15_p1((16 - 1))));
 
 
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_r <= (top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_t + top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_rb);
+top0_lane_sub_mul15_round_sat15_r <= (top0_lane_sub_mul15_round_sat15_t + top0_lane_sub_mul15_round_sat15_rb);
 
 
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_r(65-1 downto (32 - 1)));
+top0_lane_sub_mul15_round_sat15_sat30_hi <= unsigned(top0_lane_sub_mul15_round_sat15_r(65-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_hi);
+top0_lane_sub_mul15_round_sat15_sat30_hin <= (not top0_lane_sub_mul15_round_sat15_sat30_hi);
 
 
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_r((65 - 1)))));
+top0_lane_sub_mul15_round_sat15_sat30_nsign <= stdl((not bool(top0_lane_sub_mul15_round_sat15_r((65 - 1)))));
 
-top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill, top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_hi, top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_r, top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_hin) is
+top0_lane_sub_mul15_round_sat15_sat30_clamp: process (top0_lane_sub_mul15_round_sat15_sat30_fill, top0_lane_sub_mul15_round_sat15_sat30_hi, top0_lane_sub_mul15_round_sat15_r, top0_lane_sub_mul15_round_sat15_sat30_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul15_0_kv <= signed(unsigned(top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_r(32-1 downto 0)));
+    if ((top0_lane_sub_mul15_round_sat15_sat30_hi = 0) or (top0_lane_sub_mul15_round_sat15_sat30_hin = 0)) then
+        top0_lane_sub_mul15_kv <= signed(unsigned(top0_lane_sub_mul15_round_sat15_r(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul15_0_kv <= signed(unsigned'(top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_r((65 - 1)) & top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_fill));
+        top0_lane_sub_mul15_kv <= signed(unsigned'(top0_lane_sub_mul15_round_sat15_r((65 - 1)) & top0_lane_sub_mul15_round_sat15_sat30_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul15_0_round_sat15_0_1_2_sat30_0_1_2_clamp;
+end process top0_lane_sub_mul15_round_sat15_sat30_clamp;
 
 
-top0_0_1_2_lane_sub_mul15_0_d <= (resize(top0_0_1_2_lane_sub_mul15_0_x1, 33) - top0_0_1_2_lane_sub_mul15_0_kv);
+top0_lane_sub_mul15_d <= (resize(top0_lane_sub_mul15_x1, 33) - top0_lane_sub_mul15_kv);
 
 
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_hi <= unsigned(top0_0_1_2_lane_sub_mul15_0_d(33-1 downto (32 - 1)));
+top0_lane_sub_mul15_sat31_hi <= unsigned(top0_lane_sub_mul15_d(33-1 downto (32 - 1)));
 
 
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_hin <= (not top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_hi);
+top0_lane_sub_mul15_sat31_hin <= (not top0_lane_sub_mul15_sat31_hi);
 
 
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_nsign <= stdl((not bool(top0_0_1_2_lane_sub_mul15_0_d((33 - 1)))));
+top0_lane_sub_mul15_sat31_nsign <= stdl((not bool(top0_lane_sub_mul15_d((33 - 1)))));
 
-top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_clamp: process (top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill, top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_hi, top0_0_1_2_lane_sub_mul15_0_d, top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_hin) is
+top0_lane_sub_mul15_sat31_clamp: process (top0_lane_sub_mul15_sat31_fill, top0_lane_sub_mul15_sat31_hi, top0_lane_sub_mul15_d, top0_lane_sub_mul15_sat31_hin) is
 begin
-    if ((top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_hi = 0) or (top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_hin = 0)) then
-        top0_0_1_2_lane_sub_mul15_0_yc <= signed(unsigned(top0_0_1_2_lane_sub_mul15_0_d(32-1 downto 0)));
+    if ((top0_lane_sub_mul15_sat31_hi = 0) or (top0_lane_sub_mul15_sat31_hin = 0)) then
+        top0_lane_sub_mul15_yc <= signed(unsigned(top0_lane_sub_mul15_d(32-1 downto 0)));
     else
-        top0_0_1_2_lane_sub_mul15_0_yc <= signed(unsigned'(top0_0_1_2_lane_sub_mul15_0_d((33 - 1)) & top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_fill));
+        top0_lane_sub_mul15_yc <= signed(unsigned'(top0_lane_sub_mul15_d((33 - 1)) & top0_lane_sub_mul15_sat31_fill));
     end if;
-end process top0_0_1_2_lane_sub_mul15_0_sat31_0_1_2_clamp;
+end process top0_lane_sub_mul15_sat31_clamp;
 
-top0_0_1_2_lane_sub_mul15_0_s2: process (clk) is
+top0_lane_sub_mul15_s2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_lane_sub_mul15_0_yr <= to_signed(0, 32);
+            top0_lane_sub_mul15_yr <= to_signed(0, 32);
         else
-            if bool(top0_0_1_2_en) then
-                top0_0_1_2_lane_sub_mul15_0_yr <= top0_0_1_2_lane_sub_mul15_0_yc;
+            if bool(top0_en) then
+                top0_lane_sub_mul15_yr <= top0_lane_sub_mul15_yc;
             end if;
         end if;
     end if;
-end process top0_0_1_2_lane_sub_mul15_0_s2;
+end process top0_lane_sub_mul15_s2;
 
 
-top0_0_1_2_lane_sub_mul15_0_y <= unsigned(top0_0_1_2_lane_sub_mul15_0_yr);
+top0_lane_sub_mul15_y <= unsigned(top0_lane_sub_mul15_yr);
 
 
-top0_0_1_2_ybits <= top0_0_1_2_ycat((16 * 32)-1 downto 0);
-top0_0_1_2_push <= stdl(bool(top0_0_1_2_en) and bool(top0_0_1_2_vout(0)));
-top0_0_1_2_fin_u <= to_unsigned(top0_0_1_2_vout(2), 1);
-top0_0_1_2_out_final_pop <= stdl(bool(m_axis_y_tvalid) and bool(m_axis_y_tready) and bool(top0_0_1_2_mfin(0)));
+top0_ybits <= top0_ycat((16 * 32)-1 downto 0);
+top0_push <= stdl(bool(top0_en) and bool(top0_vout(0)));
+top0_fin_u <= to_unsigned(top0_vout(2), 1);
+top0_out_final_pop <= stdl(bool(m_axis_y_tvalid) and bool(m_axis_y_tready) and bool(top0_mfin(0)));
 
-top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_seq: process (clk) is
+top0_out_fifo20_seq: process (clk) is
     variable pop: std_logic;
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            top0_0_1_2_en <= '1';
-            top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_d0 <= to_unsigned(0, 512);
-            top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_l0 <= '0';
-            top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_l1 <= '0';
-            top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_d1 <= to_unsigned(0, 512);
-            top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_u0 <= to_unsigned(0, 1);
-            top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_cnt <= to_unsigned(0, 2);
-            top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_u1 <= to_unsigned(0, 1);
+            top0_en <= '1';
+            top0_out_fifo20_d0 <= to_unsigned(0, 512);
+            top0_out_fifo20_l0 <= '0';
+            top0_out_fifo20_l1 <= '0';
+            top0_out_fifo20_d1 <= to_unsigned(0, 512);
+            top0_out_fifo20_u0 <= to_unsigned(0, 1);
+            top0_out_fifo20_cnt <= to_unsigned(0, 2);
+            top0_out_fifo20_u1 <= to_unsigned(0, 1);
         else
-            pop := stdl((top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_cnt /= 0) and bool(m_axis_y_tready));
+            pop := stdl((top0_out_fifo20_cnt /= 0) and bool(m_axis_y_tready));
             if bool(pop) then
-                top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_d0 <= top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_d1;
-                top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_l0 <= top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_l1;
-                top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_u0 <= top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_u1;
+                top0_out_fifo20_d0 <= top0_out_fifo20_d1;
+                top0_out_fifo20_l0 <= top0_out_fifo20_l1;
+                top0_out_fifo20_u0 <= top0_out_fifo20_u1;
             end if;
-            if bool(top0_0_1_2_push) then
-                if ((top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_cnt = 0) or ((top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_cnt = 1) and bool(pop))) then
-                    top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_d0 <= top0_0_1_2_ybits;
-                    top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_l0 <= top0_0_1_2_vout(1);
-                    top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_u0 <= top0_0_1_2_fin_u;
+            if bool(top0_push) then
+                if ((top0_out_fifo20_cnt = 0) or ((top0_out_fifo20_cnt = 1) and bool(pop))) then
+                    top0_out_fifo20_d0 <= top0_ybits;
+                    top0_out_fifo20_l0 <= top0_vout(1);
+                    top0_out_fifo20_u0 <= top0_fin_u;
                 else
-                    top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_d1 <= top0_0_1_2_ybits;
-                    top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_l1 <= top0_0_1_2_vout(1);
-                    top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_u1 <= top0_0_1_2_fin_u;
+                    top0_out_fifo20_d1 <= top0_ybits;
+                    top0_out_fifo20_l1 <= top0_vout(1);
+                    top0_out_fifo20_u1 <= top0_fin_u;
                 end if;
             end if;
-            if (bool(top0_0_1_2_push) and (not bool(pop))) then
-                top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_cnt <= (top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_cnt + 1);
-                top0_0_1_2_en <= stdl(top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_cnt = 0);
-            elsif (bool(pop) and (not bool(top0_0_1_2_push))) then
-                top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_cnt <= (top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_cnt - 1);
-                top0_0_1_2_en <= '1';
+            if (bool(top0_push) and (not bool(pop))) then
+                top0_out_fifo20_cnt <= (top0_out_fifo20_cnt + 1);
+                top0_en <= stdl(top0_out_fifo20_cnt = 0);
+            elsif (bool(pop) and (not bool(top0_push))) then
+                top0_out_fifo20_cnt <= (top0_out_fifo20_cnt - 1);
+                top0_en <= '1';
             else
-                top0_0_1_2_en <= stdl(top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_cnt /= 2);
+                top0_en <= stdl(top0_out_fifo20_cnt /= 2);
             end if;
         end if;
     end if;
-end process top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_seq;
+end process top0_out_fifo20_seq;
 
 
-m_axis_y_tdata_num <= top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_d0;
-m_axis_y_tlast <= top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_l0;
-top0_0_1_2_mfin <= top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_u0;
-m_axis_y_tvalid <= stdl(top0_0_1_2_out_fifo20_0_1_2_3_4_5_6_cnt /= 0);
+m_axis_y_tdata_num <= top0_out_fifo20_d0;
+m_axis_y_tlast <= top0_out_fifo20_l0;
+top0_mfin <= top0_out_fifo20_u0;
+m_axis_y_tvalid <= stdl(top0_out_fifo20_cnt /= 0);
 
 end architecture MyHDL;

@@ -105,229 +105,229 @@ wire [0:0] mfin;
 reg [12:0] engine_control0_icnt;
 wire engine_control0_it_bad;
 reg [12:0] engine_control0_it_r;
-wire [30:0] sat0_0_1_2_3_fill;
-wire [1:0] sat0_0_1_2_3_hi;
-wire [1:0] sat0_0_1_2_3_hin;
-wire sat0_0_1_2_3_nsign;
-wire signed [64:0] round_sat0_0_1_2_3_r;
-wire signed [64:0] round_sat0_0_1_2_3_rb;
-wire signed [64:0] round_sat0_0_1_2_3_t;
-wire [30:0] round_sat0_0_1_2_3_sat1_0_1_2_3_fill;
-wire [33:0] round_sat0_0_1_2_3_sat1_0_1_2_3_hi;
-wire [33:0] round_sat0_0_1_2_3_sat1_0_1_2_3_hin;
-wire round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-wire [30:0] sat2_0_1_2_3_fill;
-wire [1:0] sat2_0_1_2_3_hi;
-wire [1:0] sat2_0_1_2_3_hin;
-wire sat2_0_1_2_3_nsign;
-wire [30:0] sat3_0_1_2_3_fill;
-wire [1:0] sat3_0_1_2_3_hi;
-wire [1:0] sat3_0_1_2_3_hin;
-wire sat3_0_1_2_3_nsign;
-wire [30:0] sat4_0_1_fill;
-wire [1:0] sat4_0_1_hi;
-wire [1:0] sat4_0_1_hin;
-wire sat4_0_1_nsign;
-reg [0:0] sext0_0_1_sgn;
-wire [30:0] sat5_0_1_fill;
-wire [1:0] sat5_0_1_hi;
-wire [1:0] sat5_0_1_hin;
-wire sat5_0_1_nsign;
-reg [1:0] out_fifo20_0_1_2_3_cnt;
-reg [63:0] out_fifo20_0_1_2_3_d0;
-reg [63:0] out_fifo20_0_1_2_3_d1;
-reg out_fifo20_0_1_2_3_l0;
-reg out_fifo20_0_1_2_3_l1;
-reg [0:0] out_fifo20_0_1_2_3_u0;
-reg [0:0] out_fifo20_0_1_2_3_u1;
+wire [30:0] sat0_fill;
+wire [1:0] sat0_hi;
+wire [1:0] sat0_hin;
+wire sat0_nsign;
+wire signed [64:0] round_sat0_r;
+wire signed [64:0] round_sat0_rb;
+wire signed [64:0] round_sat0_t;
+wire [30:0] round_sat0_sat1_fill;
+wire [33:0] round_sat0_sat1_hi;
+wire [33:0] round_sat0_sat1_hin;
+wire round_sat0_sat1_nsign;
+wire [30:0] sat2_fill;
+wire [1:0] sat2_hi;
+wire [1:0] sat2_hin;
+wire sat2_nsign;
+wire [30:0] sat3_fill;
+wire [1:0] sat3_hi;
+wire [1:0] sat3_hin;
+wire sat3_nsign;
+wire [30:0] sat4_fill;
+wire [1:0] sat4_hi;
+wire [1:0] sat4_hin;
+wire sat4_nsign;
+reg [0:0] sext0_sgn;
+wire [30:0] sat5_fill;
+wire [1:0] sat5_hi;
+wire [1:0] sat5_hin;
+wire sat5_nsign;
+reg [1:0] out_fifo20_cnt;
+reg [63:0] out_fifo20_d0;
+reg [63:0] out_fifo20_d1;
+reg out_fifo20_l0;
+reg out_fifo20_l1;
+reg [0:0] out_fifo20_u0;
+reg [0:0] out_fifo20_u1;
 
 assign zero_w = 32'd0;
-assign sat0_0_1_2_3_fill[30] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[29] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[28] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[27] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[26] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[25] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[24] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[23] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[22] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[21] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[20] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[19] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[18] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[17] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[16] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[15] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[14] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[13] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[12] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[11] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[10] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[9] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[8] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[7] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[6] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[5] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[4] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[3] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[2] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[1] = sat0_0_1_2_3_nsign;
-assign sat0_0_1_2_3_fill[0] = sat0_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[30] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[29] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[28] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[27] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[26] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[25] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[24] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[23] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[22] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[21] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[20] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[19] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[18] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[17] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[16] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[15] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[14] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[13] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[12] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[11] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[10] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[9] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[8] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[7] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[6] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[5] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[4] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[3] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[2] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[1] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_fill[0] = round_sat0_0_1_2_3_sat1_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[30] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[29] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[28] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[27] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[26] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[25] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[24] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[23] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[22] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[21] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[20] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[19] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[18] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[17] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[16] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[15] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[14] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[13] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[12] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[11] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[10] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[9] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[8] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[7] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[6] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[5] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[4] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[3] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[2] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[1] = sat2_0_1_2_3_nsign;
-assign sat2_0_1_2_3_fill[0] = sat2_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[30] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[29] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[28] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[27] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[26] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[25] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[24] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[23] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[22] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[21] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[20] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[19] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[18] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[17] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[16] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[15] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[14] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[13] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[12] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[11] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[10] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[9] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[8] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[7] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[6] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[5] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[4] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[3] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[2] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[1] = sat3_0_1_2_3_nsign;
-assign sat3_0_1_2_3_fill[0] = sat3_0_1_2_3_nsign;
-assign sat4_0_1_fill[30] = sat4_0_1_nsign;
-assign sat4_0_1_fill[29] = sat4_0_1_nsign;
-assign sat4_0_1_fill[28] = sat4_0_1_nsign;
-assign sat4_0_1_fill[27] = sat4_0_1_nsign;
-assign sat4_0_1_fill[26] = sat4_0_1_nsign;
-assign sat4_0_1_fill[25] = sat4_0_1_nsign;
-assign sat4_0_1_fill[24] = sat4_0_1_nsign;
-assign sat4_0_1_fill[23] = sat4_0_1_nsign;
-assign sat4_0_1_fill[22] = sat4_0_1_nsign;
-assign sat4_0_1_fill[21] = sat4_0_1_nsign;
-assign sat4_0_1_fill[20] = sat4_0_1_nsign;
-assign sat4_0_1_fill[19] = sat4_0_1_nsign;
-assign sat4_0_1_fill[18] = sat4_0_1_nsign;
-assign sat4_0_1_fill[17] = sat4_0_1_nsign;
-assign sat4_0_1_fill[16] = sat4_0_1_nsign;
-assign sat4_0_1_fill[15] = sat4_0_1_nsign;
-assign sat4_0_1_fill[14] = sat4_0_1_nsign;
-assign sat4_0_1_fill[13] = sat4_0_1_nsign;
-assign sat4_0_1_fill[12] = sat4_0_1_nsign;
-assign sat4_0_1_fill[11] = sat4_0_1_nsign;
-assign sat4_0_1_fill[10] = sat4_0_1_nsign;
-assign sat4_0_1_fill[9] = sat4_0_1_nsign;
-assign sat4_0_1_fill[8] = sat4_0_1_nsign;
-assign sat4_0_1_fill[7] = sat4_0_1_nsign;
-assign sat4_0_1_fill[6] = sat4_0_1_nsign;
-assign sat4_0_1_fill[5] = sat4_0_1_nsign;
-assign sat4_0_1_fill[4] = sat4_0_1_nsign;
-assign sat4_0_1_fill[3] = sat4_0_1_nsign;
-assign sat4_0_1_fill[2] = sat4_0_1_nsign;
-assign sat4_0_1_fill[1] = sat4_0_1_nsign;
-assign sat4_0_1_fill[0] = sat4_0_1_nsign;
-assign sat5_0_1_fill[30] = sat5_0_1_nsign;
-assign sat5_0_1_fill[29] = sat5_0_1_nsign;
-assign sat5_0_1_fill[28] = sat5_0_1_nsign;
-assign sat5_0_1_fill[27] = sat5_0_1_nsign;
-assign sat5_0_1_fill[26] = sat5_0_1_nsign;
-assign sat5_0_1_fill[25] = sat5_0_1_nsign;
-assign sat5_0_1_fill[24] = sat5_0_1_nsign;
-assign sat5_0_1_fill[23] = sat5_0_1_nsign;
-assign sat5_0_1_fill[22] = sat5_0_1_nsign;
-assign sat5_0_1_fill[21] = sat5_0_1_nsign;
-assign sat5_0_1_fill[20] = sat5_0_1_nsign;
-assign sat5_0_1_fill[19] = sat5_0_1_nsign;
-assign sat5_0_1_fill[18] = sat5_0_1_nsign;
-assign sat5_0_1_fill[17] = sat5_0_1_nsign;
-assign sat5_0_1_fill[16] = sat5_0_1_nsign;
-assign sat5_0_1_fill[15] = sat5_0_1_nsign;
-assign sat5_0_1_fill[14] = sat5_0_1_nsign;
-assign sat5_0_1_fill[13] = sat5_0_1_nsign;
-assign sat5_0_1_fill[12] = sat5_0_1_nsign;
-assign sat5_0_1_fill[11] = sat5_0_1_nsign;
-assign sat5_0_1_fill[10] = sat5_0_1_nsign;
-assign sat5_0_1_fill[9] = sat5_0_1_nsign;
-assign sat5_0_1_fill[8] = sat5_0_1_nsign;
-assign sat5_0_1_fill[7] = sat5_0_1_nsign;
-assign sat5_0_1_fill[6] = sat5_0_1_nsign;
-assign sat5_0_1_fill[5] = sat5_0_1_nsign;
-assign sat5_0_1_fill[4] = sat5_0_1_nsign;
-assign sat5_0_1_fill[3] = sat5_0_1_nsign;
-assign sat5_0_1_fill[2] = sat5_0_1_nsign;
-assign sat5_0_1_fill[1] = sat5_0_1_nsign;
-assign sat5_0_1_fill[0] = sat5_0_1_nsign;
+assign sat0_fill[30] = sat0_nsign;
+assign sat0_fill[29] = sat0_nsign;
+assign sat0_fill[28] = sat0_nsign;
+assign sat0_fill[27] = sat0_nsign;
+assign sat0_fill[26] = sat0_nsign;
+assign sat0_fill[25] = sat0_nsign;
+assign sat0_fill[24] = sat0_nsign;
+assign sat0_fill[23] = sat0_nsign;
+assign sat0_fill[22] = sat0_nsign;
+assign sat0_fill[21] = sat0_nsign;
+assign sat0_fill[20] = sat0_nsign;
+assign sat0_fill[19] = sat0_nsign;
+assign sat0_fill[18] = sat0_nsign;
+assign sat0_fill[17] = sat0_nsign;
+assign sat0_fill[16] = sat0_nsign;
+assign sat0_fill[15] = sat0_nsign;
+assign sat0_fill[14] = sat0_nsign;
+assign sat0_fill[13] = sat0_nsign;
+assign sat0_fill[12] = sat0_nsign;
+assign sat0_fill[11] = sat0_nsign;
+assign sat0_fill[10] = sat0_nsign;
+assign sat0_fill[9] = sat0_nsign;
+assign sat0_fill[8] = sat0_nsign;
+assign sat0_fill[7] = sat0_nsign;
+assign sat0_fill[6] = sat0_nsign;
+assign sat0_fill[5] = sat0_nsign;
+assign sat0_fill[4] = sat0_nsign;
+assign sat0_fill[3] = sat0_nsign;
+assign sat0_fill[2] = sat0_nsign;
+assign sat0_fill[1] = sat0_nsign;
+assign sat0_fill[0] = sat0_nsign;
+assign round_sat0_sat1_fill[30] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[29] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[28] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[27] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[26] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[25] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[24] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[23] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[22] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[21] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[20] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[19] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[18] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[17] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[16] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[15] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[14] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[13] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[12] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[11] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[10] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[9] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[8] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[7] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[6] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[5] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[4] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[3] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[2] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[1] = round_sat0_sat1_nsign;
+assign round_sat0_sat1_fill[0] = round_sat0_sat1_nsign;
+assign sat2_fill[30] = sat2_nsign;
+assign sat2_fill[29] = sat2_nsign;
+assign sat2_fill[28] = sat2_nsign;
+assign sat2_fill[27] = sat2_nsign;
+assign sat2_fill[26] = sat2_nsign;
+assign sat2_fill[25] = sat2_nsign;
+assign sat2_fill[24] = sat2_nsign;
+assign sat2_fill[23] = sat2_nsign;
+assign sat2_fill[22] = sat2_nsign;
+assign sat2_fill[21] = sat2_nsign;
+assign sat2_fill[20] = sat2_nsign;
+assign sat2_fill[19] = sat2_nsign;
+assign sat2_fill[18] = sat2_nsign;
+assign sat2_fill[17] = sat2_nsign;
+assign sat2_fill[16] = sat2_nsign;
+assign sat2_fill[15] = sat2_nsign;
+assign sat2_fill[14] = sat2_nsign;
+assign sat2_fill[13] = sat2_nsign;
+assign sat2_fill[12] = sat2_nsign;
+assign sat2_fill[11] = sat2_nsign;
+assign sat2_fill[10] = sat2_nsign;
+assign sat2_fill[9] = sat2_nsign;
+assign sat2_fill[8] = sat2_nsign;
+assign sat2_fill[7] = sat2_nsign;
+assign sat2_fill[6] = sat2_nsign;
+assign sat2_fill[5] = sat2_nsign;
+assign sat2_fill[4] = sat2_nsign;
+assign sat2_fill[3] = sat2_nsign;
+assign sat2_fill[2] = sat2_nsign;
+assign sat2_fill[1] = sat2_nsign;
+assign sat2_fill[0] = sat2_nsign;
+assign sat3_fill[30] = sat3_nsign;
+assign sat3_fill[29] = sat3_nsign;
+assign sat3_fill[28] = sat3_nsign;
+assign sat3_fill[27] = sat3_nsign;
+assign sat3_fill[26] = sat3_nsign;
+assign sat3_fill[25] = sat3_nsign;
+assign sat3_fill[24] = sat3_nsign;
+assign sat3_fill[23] = sat3_nsign;
+assign sat3_fill[22] = sat3_nsign;
+assign sat3_fill[21] = sat3_nsign;
+assign sat3_fill[20] = sat3_nsign;
+assign sat3_fill[19] = sat3_nsign;
+assign sat3_fill[18] = sat3_nsign;
+assign sat3_fill[17] = sat3_nsign;
+assign sat3_fill[16] = sat3_nsign;
+assign sat3_fill[15] = sat3_nsign;
+assign sat3_fill[14] = sat3_nsign;
+assign sat3_fill[13] = sat3_nsign;
+assign sat3_fill[12] = sat3_nsign;
+assign sat3_fill[11] = sat3_nsign;
+assign sat3_fill[10] = sat3_nsign;
+assign sat3_fill[9] = sat3_nsign;
+assign sat3_fill[8] = sat3_nsign;
+assign sat3_fill[7] = sat3_nsign;
+assign sat3_fill[6] = sat3_nsign;
+assign sat3_fill[5] = sat3_nsign;
+assign sat3_fill[4] = sat3_nsign;
+assign sat3_fill[3] = sat3_nsign;
+assign sat3_fill[2] = sat3_nsign;
+assign sat3_fill[1] = sat3_nsign;
+assign sat3_fill[0] = sat3_nsign;
+assign sat4_fill[30] = sat4_nsign;
+assign sat4_fill[29] = sat4_nsign;
+assign sat4_fill[28] = sat4_nsign;
+assign sat4_fill[27] = sat4_nsign;
+assign sat4_fill[26] = sat4_nsign;
+assign sat4_fill[25] = sat4_nsign;
+assign sat4_fill[24] = sat4_nsign;
+assign sat4_fill[23] = sat4_nsign;
+assign sat4_fill[22] = sat4_nsign;
+assign sat4_fill[21] = sat4_nsign;
+assign sat4_fill[20] = sat4_nsign;
+assign sat4_fill[19] = sat4_nsign;
+assign sat4_fill[18] = sat4_nsign;
+assign sat4_fill[17] = sat4_nsign;
+assign sat4_fill[16] = sat4_nsign;
+assign sat4_fill[15] = sat4_nsign;
+assign sat4_fill[14] = sat4_nsign;
+assign sat4_fill[13] = sat4_nsign;
+assign sat4_fill[12] = sat4_nsign;
+assign sat4_fill[11] = sat4_nsign;
+assign sat4_fill[10] = sat4_nsign;
+assign sat4_fill[9] = sat4_nsign;
+assign sat4_fill[8] = sat4_nsign;
+assign sat4_fill[7] = sat4_nsign;
+assign sat4_fill[6] = sat4_nsign;
+assign sat4_fill[5] = sat4_nsign;
+assign sat4_fill[4] = sat4_nsign;
+assign sat4_fill[3] = sat4_nsign;
+assign sat4_fill[2] = sat4_nsign;
+assign sat4_fill[1] = sat4_nsign;
+assign sat4_fill[0] = sat4_nsign;
+assign sat5_fill[30] = sat5_nsign;
+assign sat5_fill[29] = sat5_nsign;
+assign sat5_fill[28] = sat5_nsign;
+assign sat5_fill[27] = sat5_nsign;
+assign sat5_fill[26] = sat5_nsign;
+assign sat5_fill[25] = sat5_nsign;
+assign sat5_fill[24] = sat5_nsign;
+assign sat5_fill[23] = sat5_nsign;
+assign sat5_fill[22] = sat5_nsign;
+assign sat5_fill[21] = sat5_nsign;
+assign sat5_fill[20] = sat5_nsign;
+assign sat5_fill[19] = sat5_nsign;
+assign sat5_fill[18] = sat5_nsign;
+assign sat5_fill[17] = sat5_nsign;
+assign sat5_fill[16] = sat5_nsign;
+assign sat5_fill[15] = sat5_nsign;
+assign sat5_fill[14] = sat5_nsign;
+assign sat5_fill[13] = sat5_nsign;
+assign sat5_fill[12] = sat5_nsign;
+assign sat5_fill[11] = sat5_nsign;
+assign sat5_fill[10] = sat5_nsign;
+assign sat5_fill[9] = sat5_nsign;
+assign sat5_fill[8] = sat5_nsign;
+assign sat5_fill[7] = sat5_nsign;
+assign sat5_fill[6] = sat5_nsign;
+assign sat5_fill[5] = sat5_nsign;
+assign sat5_fill[4] = sat5_nsign;
+assign sat5_fill[3] = sat5_nsign;
+assign sat5_fill[2] = sat5_nsign;
+assign sat5_fill[1] = sat5_nsign;
+assign sat5_fill[0] = sat5_nsign;
 
 
 
@@ -426,23 +426,23 @@ assign dab = (a0 - b0);
 
 
 
-assign sat0_0_1_2_3_hi = dab[33-1:(32 - 1)];
+assign sat0_hi = dab[33-1:(32 - 1)];
 
 
 
-assign sat0_0_1_2_3_hin = (~sat0_0_1_2_3_hi);
+assign sat0_hin = (~sat0_hi);
 
 
 
-assign sat0_0_1_2_3_nsign = (!dab[(33 - 1)]);
+assign sat0_nsign = (!dab[(33 - 1)]);
 
 
-always @(sat0_0_1_2_3_fill, sat0_0_1_2_3_hi, dab, sat0_0_1_2_3_hin) begin: sat0_0_1_2_3_clamp
-    if (((sat0_0_1_2_3_hi == 0) || (sat0_0_1_2_3_hin == 0))) begin
+always @(sat0_fill, sat0_hi, dab, sat0_hin) begin: sat0_clamp
+    if (((sat0_hi == 0) || (sat0_hin == 0))) begin
         dab_s = $signed(dab[32-1:0]);
     end
     else begin
-        dab_s = $signed({dab[(33 - 1)], sat0_0_1_2_3_fill});
+        dab_s = $signed({dab[(33 - 1)], sat0_fill});
     end
 end
 
@@ -489,32 +489,32 @@ end
 
 
 
-assign round_sat0_0_1_2_3_t = $signed(p2 >>> 16);
-assign round_sat0_0_1_2_3_rb = $signed({64'h0, p2[(16 - 1)]});
+assign round_sat0_t = $signed(p2 >>> 16);
+assign round_sat0_rb = $signed({64'h0, p2[(16 - 1)]});
 
 
 
-assign round_sat0_0_1_2_3_r = (round_sat0_0_1_2_3_t + round_sat0_0_1_2_3_rb);
+assign round_sat0_r = (round_sat0_t + round_sat0_rb);
 
 
 
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_hi = round_sat0_0_1_2_3_r[65-1:(32 - 1)];
+assign round_sat0_sat1_hi = round_sat0_r[65-1:(32 - 1)];
 
 
 
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_hin = (~round_sat0_0_1_2_3_sat1_0_1_2_3_hi);
+assign round_sat0_sat1_hin = (~round_sat0_sat1_hi);
 
 
 
-assign round_sat0_0_1_2_3_sat1_0_1_2_3_nsign = (!round_sat0_0_1_2_3_r[(65 - 1)]);
+assign round_sat0_sat1_nsign = (!round_sat0_r[(65 - 1)]);
 
 
-always @(round_sat0_0_1_2_3_sat1_0_1_2_3_fill, round_sat0_0_1_2_3_sat1_0_1_2_3_hi, round_sat0_0_1_2_3_r, round_sat0_0_1_2_3_sat1_0_1_2_3_hin) begin: round_sat0_0_1_2_3_sat1_0_1_2_3_clamp
-    if (((round_sat0_0_1_2_3_sat1_0_1_2_3_hi == 0) || (round_sat0_0_1_2_3_sat1_0_1_2_3_hin == 0))) begin
-        ag_c = $signed(round_sat0_0_1_2_3_r[32-1:0]);
+always @(round_sat0_sat1_fill, round_sat0_sat1_hi, round_sat0_r, round_sat0_sat1_hin) begin: round_sat0_sat1_clamp
+    if (((round_sat0_sat1_hi == 0) || (round_sat0_sat1_hin == 0))) begin
+        ag_c = $signed(round_sat0_r[32-1:0]);
     end
     else begin
-        ag_c = $signed({round_sat0_0_1_2_3_r[(65 - 1)], round_sat0_0_1_2_3_sat1_0_1_2_3_fill});
+        ag_c = $signed({round_sat0_r[(65 - 1)], round_sat0_sat1_fill});
     end
 end
 
@@ -542,83 +542,83 @@ assign ma = (ag3 - al_r);
 
 
 
-assign sat2_0_1_2_3_hi = dx[33-1:(32 - 1)];
+assign sat2_hi = dx[33-1:(32 - 1)];
 
 
 
-assign sat2_0_1_2_3_hin = (~sat2_0_1_2_3_hi);
+assign sat2_hin = (~sat2_hi);
 
 
 
-assign sat2_0_1_2_3_nsign = (!dx[(33 - 1)]);
+assign sat2_nsign = (!dx[(33 - 1)]);
 
 
-always @(sat2_0_1_2_3_fill, sat2_0_1_2_3_hi, dx, sat2_0_1_2_3_hin) begin: sat2_0_1_2_3_clamp
-    if (((sat2_0_1_2_3_hi == 0) || (sat2_0_1_2_3_hin == 0))) begin
+always @(sat2_fill, sat2_hi, dx, sat2_hin) begin: sat2_clamp
+    if (((sat2_hi == 0) || (sat2_hin == 0))) begin
         dx_s = $signed(dx[32-1:0]);
     end
     else begin
-        dx_s = $signed({dx[(33 - 1)], sat2_0_1_2_3_fill});
+        dx_s = $signed({dx[(33 - 1)], sat2_fill});
     end
 end
 
 
 
-assign sat3_0_1_2_3_hi = pa[33-1:(32 - 1)];
+assign sat3_hi = pa[33-1:(32 - 1)];
 
 
 
-assign sat3_0_1_2_3_hin = (~sat3_0_1_2_3_hi);
+assign sat3_hin = (~sat3_hi);
 
 
 
-assign sat3_0_1_2_3_nsign = (!pa[(33 - 1)]);
+assign sat3_nsign = (!pa[(33 - 1)]);
 
 
-always @(sat3_0_1_2_3_fill, sat3_0_1_2_3_hi, pa, sat3_0_1_2_3_hin) begin: sat3_0_1_2_3_clamp
-    if (((sat3_0_1_2_3_hi == 0) || (sat3_0_1_2_3_hin == 0))) begin
+always @(sat3_fill, sat3_hi, pa, sat3_hin) begin: sat3_clamp
+    if (((sat3_hi == 0) || (sat3_hin == 0))) begin
         pa_s = $signed(pa[32-1:0]);
     end
     else begin
-        pa_s = $signed({pa[(33 - 1)], sat3_0_1_2_3_fill});
+        pa_s = $signed({pa[(33 - 1)], sat3_fill});
     end
 end
 
 
 
-assign sat4_0_1_hi = ma[33-1:(32 - 1)];
+assign sat4_hi = ma[33-1:(32 - 1)];
 
 
 
-assign sat4_0_1_hin = (~sat4_0_1_hi);
+assign sat4_hin = (~sat4_hi);
 
 
 
-assign sat4_0_1_nsign = (!ma[(33 - 1)]);
+assign sat4_nsign = (!ma[(33 - 1)]);
 
 
-always @(sat4_0_1_fill, sat4_0_1_hi, ma, sat4_0_1_hin) begin: sat4_0_1_clamp
-    if (((sat4_0_1_hi == 0) || (sat4_0_1_hin == 0))) begin
+always @(sat4_fill, sat4_hi, ma, sat4_hin) begin: sat4_clamp
+    if (((sat4_hi == 0) || (sat4_hin == 0))) begin
         ma_s = $signed(ma[32-1:0]);
     end
     else begin
-        ma_s = $signed({ma[(33 - 1)], sat4_0_1_fill});
+        ma_s = $signed({ma[(33 - 1)], sat4_fill});
     end
 end
 
 
-always @(dx_s) begin: sext0_0_1_fill
+always @(dx_s) begin: sext0_fill
     if (dx_s[(32 - 1)]) begin
-        sext0_0_1_sgn = 1;
+        sext0_sgn = 1;
     end
     else begin
-        sext0_0_1_sgn = 0;
+        sext0_sgn = 0;
     end
 end
 
 
 
-assign dx_e = $signed({sext0_0_1_sgn, dx_s});
+assign dx_e = $signed({sext0_sgn, dx_s});
 
 
 always @(posedge clk) begin: s4
@@ -655,23 +655,23 @@ assign nx = (x4 - mu4);
 
 
 
-assign sat5_0_1_hi = nx[33-1:(32 - 1)];
+assign sat5_hi = nx[33-1:(32 - 1)];
 
 
 
-assign sat5_0_1_hin = (~sat5_0_1_hi);
+assign sat5_hin = (~sat5_hi);
 
 
 
-assign sat5_0_1_nsign = (!nx[(33 - 1)]);
+assign sat5_nsign = (!nx[(33 - 1)]);
 
 
-always @(sat5_0_1_fill, sat5_0_1_hi, nx, sat5_0_1_hin) begin: sat5_0_1_clamp
-    if (((sat5_0_1_hi == 0) || (sat5_0_1_hin == 0))) begin
+always @(sat5_fill, sat5_hi, nx, sat5_hin) begin: sat5_clamp
+    if (((sat5_hi == 0) || (sat5_hin == 0))) begin
         nx_s = $signed(nx[32-1:0]);
     end
     else begin
-        nx_s = $signed({nx[(33 - 1)], sat5_0_1_fill});
+        nx_s = $signed({nx[(33 - 1)], sat5_fill});
     end
 end
 
@@ -690,56 +690,56 @@ always @(mfin, m_axis_res_tready, zero_w, mu4, nx_s, en, v4, mode4, m_axis_res_t
 end
 
 
-always @(posedge clk) begin: out_fifo20_0_1_2_3_seq
+always @(posedge clk) begin: out_fifo20_seq
     reg pop;
     if (rst == 1) begin
         en <= 1;
-        out_fifo20_0_1_2_3_d0 <= 0;
-        out_fifo20_0_1_2_3_l0 <= 0;
-        out_fifo20_0_1_2_3_l1 <= 0;
-        out_fifo20_0_1_2_3_d1 <= 0;
-        out_fifo20_0_1_2_3_u0 <= 0;
-        out_fifo20_0_1_2_3_cnt <= 0;
-        out_fifo20_0_1_2_3_u1 <= 0;
+        out_fifo20_d0 <= 0;
+        out_fifo20_l0 <= 0;
+        out_fifo20_l1 <= 0;
+        out_fifo20_d1 <= 0;
+        out_fifo20_u0 <= 0;
+        out_fifo20_cnt <= 0;
+        out_fifo20_u1 <= 0;
     end
     else begin
-        pop = ((out_fifo20_0_1_2_3_cnt != 0) && m_axis_res_tready);
+        pop = ((out_fifo20_cnt != 0) && m_axis_res_tready);
         if (pop) begin
-            out_fifo20_0_1_2_3_d0 <= out_fifo20_0_1_2_3_d1;
-            out_fifo20_0_1_2_3_l0 <= out_fifo20_0_1_2_3_l1;
-            out_fifo20_0_1_2_3_u0 <= out_fifo20_0_1_2_3_u1;
+            out_fifo20_d0 <= out_fifo20_d1;
+            out_fifo20_l0 <= out_fifo20_l1;
+            out_fifo20_u0 <= out_fifo20_u1;
         end
         if (push) begin
-            if (((out_fifo20_0_1_2_3_cnt == 0) || ((out_fifo20_0_1_2_3_cnt == 1) && pop))) begin
-                out_fifo20_0_1_2_3_d0 <= res;
-                out_fifo20_0_1_2_3_l0 <= last_in;
-                out_fifo20_0_1_2_3_u0 <= fin_u;
+            if (((out_fifo20_cnt == 0) || ((out_fifo20_cnt == 1) && pop))) begin
+                out_fifo20_d0 <= res;
+                out_fifo20_l0 <= last_in;
+                out_fifo20_u0 <= fin_u;
             end
             else begin
-                out_fifo20_0_1_2_3_d1 <= res;
-                out_fifo20_0_1_2_3_l1 <= last_in;
-                out_fifo20_0_1_2_3_u1 <= fin_u;
+                out_fifo20_d1 <= res;
+                out_fifo20_l1 <= last_in;
+                out_fifo20_u1 <= fin_u;
             end
         end
         if ((push && (!pop))) begin
-            out_fifo20_0_1_2_3_cnt <= (out_fifo20_0_1_2_3_cnt + 1);
-            en <= (out_fifo20_0_1_2_3_cnt == 0);
+            out_fifo20_cnt <= (out_fifo20_cnt + 1);
+            en <= (out_fifo20_cnt == 0);
         end
         else if ((pop && (!push))) begin
-            out_fifo20_0_1_2_3_cnt <= (out_fifo20_0_1_2_3_cnt - 1);
+            out_fifo20_cnt <= (out_fifo20_cnt - 1);
             en <= 1'b1;
         end
         else begin
-            en <= (out_fifo20_0_1_2_3_cnt != 2);
+            en <= (out_fifo20_cnt != 2);
         end
     end
 end
 
 
 
-assign m_axis_res_tdata = out_fifo20_0_1_2_3_d0;
-assign m_axis_res_tlast = out_fifo20_0_1_2_3_l0;
-assign mfin = out_fifo20_0_1_2_3_u0;
-assign m_axis_res_tvalid = (out_fifo20_0_1_2_3_cnt != 0);
+assign m_axis_res_tdata = out_fifo20_d0;
+assign m_axis_res_tlast = out_fifo20_l0;
+assign mfin = out_fifo20_u0;
+assign m_axis_res_tvalid = (out_fifo20_cnt != 0);
 
 endmodule

@@ -90,44 +90,44 @@ signal push: std_logic;
 signal last_in: std_logic;
 signal fin_u: unsigned(0 downto 0);
 signal mfin: unsigned(0 downto 0);
-signal engine_control0_0_icnt: unsigned(12 downto 0);
-signal engine_control0_0_it_bad: std_logic;
-signal engine_control0_0_it_r: unsigned(12 downto 0);
-signal sat0_0_1_2_3_4_fill: unsigned(30 downto 0);
-signal sat0_0_1_2_3_4_hi: unsigned(1 downto 0);
-signal sat0_0_1_2_3_4_hin: unsigned(1 downto 0);
-signal sat0_0_1_2_3_4_nsign: std_logic;
-signal round_sat0_0_1_2_3_4_r: signed (64 downto 0);
-signal round_sat0_0_1_2_3_4_rb: signed (64 downto 0);
-signal round_sat0_0_1_2_3_4_t: signed (64 downto 0);
-signal round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill: unsigned(30 downto 0);
-signal round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_hi: unsigned(33 downto 0);
-signal round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_hin: unsigned(33 downto 0);
-signal round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign: std_logic;
-signal sat2_0_1_2_3_4_fill: unsigned(30 downto 0);
-signal sat2_0_1_2_3_4_hi: unsigned(1 downto 0);
-signal sat2_0_1_2_3_4_hin: unsigned(1 downto 0);
-signal sat2_0_1_2_3_4_nsign: std_logic;
-signal sat3_0_1_2_3_4_fill: unsigned(30 downto 0);
-signal sat3_0_1_2_3_4_hi: unsigned(1 downto 0);
-signal sat3_0_1_2_3_4_hin: unsigned(1 downto 0);
-signal sat3_0_1_2_3_4_nsign: std_logic;
-signal sat4_0_1_2_fill: unsigned(30 downto 0);
-signal sat4_0_1_2_hi: unsigned(1 downto 0);
-signal sat4_0_1_2_hin: unsigned(1 downto 0);
-signal sat4_0_1_2_nsign: std_logic;
-signal sext0_0_1_2_sgn: unsigned(0 downto 0);
-signal sat5_0_1_2_fill: unsigned(30 downto 0);
-signal sat5_0_1_2_hi: unsigned(1 downto 0);
-signal sat5_0_1_2_hin: unsigned(1 downto 0);
-signal sat5_0_1_2_nsign: std_logic;
-signal out_fifo20_0_1_2_3_4_cnt: unsigned(1 downto 0);
-signal out_fifo20_0_1_2_3_4_d0: unsigned(63 downto 0);
-signal out_fifo20_0_1_2_3_4_d1: unsigned(63 downto 0);
-signal out_fifo20_0_1_2_3_4_l0: std_logic;
-signal out_fifo20_0_1_2_3_4_l1: std_logic;
-signal out_fifo20_0_1_2_3_4_u0: unsigned(0 downto 0);
-signal out_fifo20_0_1_2_3_4_u1: unsigned(0 downto 0);
+signal engine_control0_icnt: unsigned(12 downto 0);
+signal engine_control0_it_bad: std_logic;
+signal engine_control0_it_r: unsigned(12 downto 0);
+signal sat0_fill: unsigned(30 downto 0);
+signal sat0_hi: unsigned(1 downto 0);
+signal sat0_hin: unsigned(1 downto 0);
+signal sat0_nsign: std_logic;
+signal round_sat0_r: signed (64 downto 0);
+signal round_sat0_rb: signed (64 downto 0);
+signal round_sat0_t: signed (64 downto 0);
+signal round_sat0_sat1_fill: unsigned(30 downto 0);
+signal round_sat0_sat1_hi: unsigned(33 downto 0);
+signal round_sat0_sat1_hin: unsigned(33 downto 0);
+signal round_sat0_sat1_nsign: std_logic;
+signal sat2_fill: unsigned(30 downto 0);
+signal sat2_hi: unsigned(1 downto 0);
+signal sat2_hin: unsigned(1 downto 0);
+signal sat2_nsign: std_logic;
+signal sat3_fill: unsigned(30 downto 0);
+signal sat3_hi: unsigned(1 downto 0);
+signal sat3_hin: unsigned(1 downto 0);
+signal sat3_nsign: std_logic;
+signal sat4_fill: unsigned(30 downto 0);
+signal sat4_hi: unsigned(1 downto 0);
+signal sat4_hin: unsigned(1 downto 0);
+signal sat4_nsign: std_logic;
+signal sext0_sgn: unsigned(0 downto 0);
+signal sat5_fill: unsigned(30 downto 0);
+signal sat5_hi: unsigned(1 downto 0);
+signal sat5_hin: unsigned(1 downto 0);
+signal sat5_nsign: std_logic;
+signal out_fifo20_cnt: unsigned(1 downto 0);
+signal out_fifo20_d0: unsigned(63 downto 0);
+signal out_fifo20_d1: unsigned(63 downto 0);
+signal out_fifo20_l0: std_logic;
+signal out_fifo20_l1: std_logic;
+signal out_fifo20_u0: unsigned(0 downto 0);
+signal out_fifo20_u1: unsigned(0 downto 0);
 
 begin
 
@@ -140,229 +140,229 @@ m_axis_res_tdata <= std_logic_vector(m_axis_res_tdata_num);
 
 zero_w <= unsigned'("00000000000000000000000000000000");
 
-sat0_0_1_2_3_4_fill(30) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(29) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(28) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(27) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(26) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(25) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(24) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(23) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(22) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(21) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(20) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(19) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(18) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(17) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(16) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(15) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(14) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(13) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(12) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(11) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(10) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(9) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(8) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(7) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(6) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(5) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(4) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(3) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(2) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(1) <= sat0_0_1_2_3_4_nsign;
-sat0_0_1_2_3_4_fill(0) <= sat0_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(30) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(29) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(28) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(27) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(26) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(25) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(24) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(23) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(22) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(21) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(20) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(19) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(18) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(17) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(16) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(15) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(14) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(13) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(12) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(11) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(10) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(9) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(8) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(7) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(6) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(5) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(4) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(3) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(2) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(1) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill(0) <= round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(30) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(29) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(28) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(27) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(26) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(25) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(24) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(23) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(22) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(21) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(20) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(19) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(18) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(17) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(16) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(15) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(14) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(13) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(12) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(11) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(10) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(9) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(8) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(7) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(6) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(5) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(4) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(3) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(2) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(1) <= sat2_0_1_2_3_4_nsign;
-sat2_0_1_2_3_4_fill(0) <= sat2_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(30) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(29) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(28) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(27) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(26) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(25) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(24) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(23) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(22) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(21) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(20) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(19) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(18) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(17) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(16) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(15) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(14) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(13) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(12) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(11) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(10) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(9) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(8) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(7) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(6) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(5) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(4) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(3) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(2) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(1) <= sat3_0_1_2_3_4_nsign;
-sat3_0_1_2_3_4_fill(0) <= sat3_0_1_2_3_4_nsign;
-sat4_0_1_2_fill(30) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(29) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(28) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(27) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(26) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(25) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(24) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(23) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(22) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(21) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(20) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(19) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(18) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(17) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(16) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(15) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(14) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(13) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(12) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(11) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(10) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(9) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(8) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(7) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(6) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(5) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(4) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(3) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(2) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(1) <= sat4_0_1_2_nsign;
-sat4_0_1_2_fill(0) <= sat4_0_1_2_nsign;
-sat5_0_1_2_fill(30) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(29) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(28) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(27) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(26) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(25) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(24) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(23) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(22) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(21) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(20) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(19) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(18) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(17) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(16) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(15) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(14) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(13) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(12) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(11) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(10) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(9) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(8) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(7) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(6) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(5) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(4) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(3) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(2) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(1) <= sat5_0_1_2_nsign;
-sat5_0_1_2_fill(0) <= sat5_0_1_2_nsign;
+sat0_fill(30) <= sat0_nsign;
+sat0_fill(29) <= sat0_nsign;
+sat0_fill(28) <= sat0_nsign;
+sat0_fill(27) <= sat0_nsign;
+sat0_fill(26) <= sat0_nsign;
+sat0_fill(25) <= sat0_nsign;
+sat0_fill(24) <= sat0_nsign;
+sat0_fill(23) <= sat0_nsign;
+sat0_fill(22) <= sat0_nsign;
+sat0_fill(21) <= sat0_nsign;
+sat0_fill(20) <= sat0_nsign;
+sat0_fill(19) <= sat0_nsign;
+sat0_fill(18) <= sat0_nsign;
+sat0_fill(17) <= sat0_nsign;
+sat0_fill(16) <= sat0_nsign;
+sat0_fill(15) <= sat0_nsign;
+sat0_fill(14) <= sat0_nsign;
+sat0_fill(13) <= sat0_nsign;
+sat0_fill(12) <= sat0_nsign;
+sat0_fill(11) <= sat0_nsign;
+sat0_fill(10) <= sat0_nsign;
+sat0_fill(9) <= sat0_nsign;
+sat0_fill(8) <= sat0_nsign;
+sat0_fill(7) <= sat0_nsign;
+sat0_fill(6) <= sat0_nsign;
+sat0_fill(5) <= sat0_nsign;
+sat0_fill(4) <= sat0_nsign;
+sat0_fill(3) <= sat0_nsign;
+sat0_fill(2) <= sat0_nsign;
+sat0_fill(1) <= sat0_nsign;
+sat0_fill(0) <= sat0_nsign;
+round_sat0_sat1_fill(30) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(29) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(28) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(27) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(26) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(25) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(24) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(23) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(22) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(21) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(20) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(19) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(18) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(17) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(16) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(15) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(14) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(13) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(12) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(11) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(10) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(9) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(8) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(7) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(6) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(5) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(4) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(3) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(2) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(1) <= round_sat0_sat1_nsign;
+round_sat0_sat1_fill(0) <= round_sat0_sat1_nsign;
+sat2_fill(30) <= sat2_nsign;
+sat2_fill(29) <= sat2_nsign;
+sat2_fill(28) <= sat2_nsign;
+sat2_fill(27) <= sat2_nsign;
+sat2_fill(26) <= sat2_nsign;
+sat2_fill(25) <= sat2_nsign;
+sat2_fill(24) <= sat2_nsign;
+sat2_fill(23) <= sat2_nsign;
+sat2_fill(22) <= sat2_nsign;
+sat2_fill(21) <= sat2_nsign;
+sat2_fill(20) <= sat2_nsign;
+sat2_fill(19) <= sat2_nsign;
+sat2_fill(18) <= sat2_nsign;
+sat2_fill(17) <= sat2_nsign;
+sat2_fill(16) <= sat2_nsign;
+sat2_fill(15) <= sat2_nsign;
+sat2_fill(14) <= sat2_nsign;
+sat2_fill(13) <= sat2_nsign;
+sat2_fill(12) <= sat2_nsign;
+sat2_fill(11) <= sat2_nsign;
+sat2_fill(10) <= sat2_nsign;
+sat2_fill(9) <= sat2_nsign;
+sat2_fill(8) <= sat2_nsign;
+sat2_fill(7) <= sat2_nsign;
+sat2_fill(6) <= sat2_nsign;
+sat2_fill(5) <= sat2_nsign;
+sat2_fill(4) <= sat2_nsign;
+sat2_fill(3) <= sat2_nsign;
+sat2_fill(2) <= sat2_nsign;
+sat2_fill(1) <= sat2_nsign;
+sat2_fill(0) <= sat2_nsign;
+sat3_fill(30) <= sat3_nsign;
+sat3_fill(29) <= sat3_nsign;
+sat3_fill(28) <= sat3_nsign;
+sat3_fill(27) <= sat3_nsign;
+sat3_fill(26) <= sat3_nsign;
+sat3_fill(25) <= sat3_nsign;
+sat3_fill(24) <= sat3_nsign;
+sat3_fill(23) <= sat3_nsign;
+sat3_fill(22) <= sat3_nsign;
+sat3_fill(21) <= sat3_nsign;
+sat3_fill(20) <= sat3_nsign;
+sat3_fill(19) <= sat3_nsign;
+sat3_fill(18) <= sat3_nsign;
+sat3_fill(17) <= sat3_nsign;
+sat3_fill(16) <= sat3_nsign;
+sat3_fill(15) <= sat3_nsign;
+sat3_fill(14) <= sat3_nsign;
+sat3_fill(13) <= sat3_nsign;
+sat3_fill(12) <= sat3_nsign;
+sat3_fill(11) <= sat3_nsign;
+sat3_fill(10) <= sat3_nsign;
+sat3_fill(9) <= sat3_nsign;
+sat3_fill(8) <= sat3_nsign;
+sat3_fill(7) <= sat3_nsign;
+sat3_fill(6) <= sat3_nsign;
+sat3_fill(5) <= sat3_nsign;
+sat3_fill(4) <= sat3_nsign;
+sat3_fill(3) <= sat3_nsign;
+sat3_fill(2) <= sat3_nsign;
+sat3_fill(1) <= sat3_nsign;
+sat3_fill(0) <= sat3_nsign;
+sat4_fill(30) <= sat4_nsign;
+sat4_fill(29) <= sat4_nsign;
+sat4_fill(28) <= sat4_nsign;
+sat4_fill(27) <= sat4_nsign;
+sat4_fill(26) <= sat4_nsign;
+sat4_fill(25) <= sat4_nsign;
+sat4_fill(24) <= sat4_nsign;
+sat4_fill(23) <= sat4_nsign;
+sat4_fill(22) <= sat4_nsign;
+sat4_fill(21) <= sat4_nsign;
+sat4_fill(20) <= sat4_nsign;
+sat4_fill(19) <= sat4_nsign;
+sat4_fill(18) <= sat4_nsign;
+sat4_fill(17) <= sat4_nsign;
+sat4_fill(16) <= sat4_nsign;
+sat4_fill(15) <= sat4_nsign;
+sat4_fill(14) <= sat4_nsign;
+sat4_fill(13) <= sat4_nsign;
+sat4_fill(12) <= sat4_nsign;
+sat4_fill(11) <= sat4_nsign;
+sat4_fill(10) <= sat4_nsign;
+sat4_fill(9) <= sat4_nsign;
+sat4_fill(8) <= sat4_nsign;
+sat4_fill(7) <= sat4_nsign;
+sat4_fill(6) <= sat4_nsign;
+sat4_fill(5) <= sat4_nsign;
+sat4_fill(4) <= sat4_nsign;
+sat4_fill(3) <= sat4_nsign;
+sat4_fill(2) <= sat4_nsign;
+sat4_fill(1) <= sat4_nsign;
+sat4_fill(0) <= sat4_nsign;
+sat5_fill(30) <= sat5_nsign;
+sat5_fill(29) <= sat5_nsign;
+sat5_fill(28) <= sat5_nsign;
+sat5_fill(27) <= sat5_nsign;
+sat5_fill(26) <= sat5_nsign;
+sat5_fill(25) <= sat5_nsign;
+sat5_fill(24) <= sat5_nsign;
+sat5_fill(23) <= sat5_nsign;
+sat5_fill(22) <= sat5_nsign;
+sat5_fill(21) <= sat5_nsign;
+sat5_fill(20) <= sat5_nsign;
+sat5_fill(19) <= sat5_nsign;
+sat5_fill(18) <= sat5_nsign;
+sat5_fill(17) <= sat5_nsign;
+sat5_fill(16) <= sat5_nsign;
+sat5_fill(15) <= sat5_nsign;
+sat5_fill(14) <= sat5_nsign;
+sat5_fill(13) <= sat5_nsign;
+sat5_fill(12) <= sat5_nsign;
+sat5_fill(11) <= sat5_nsign;
+sat5_fill(10) <= sat5_nsign;
+sat5_fill(9) <= sat5_nsign;
+sat5_fill(8) <= sat5_nsign;
+sat5_fill(7) <= sat5_nsign;
+sat5_fill(6) <= sat5_nsign;
+sat5_fill(5) <= sat5_nsign;
+sat5_fill(4) <= sat5_nsign;
+sat5_fill(3) <= sat5_nsign;
+sat5_fill(2) <= sat5_nsign;
+sat5_fill(1) <= sat5_nsign;
+sat5_fill(0) <= sat5_nsign;
 
 
-is_final <= stdl(signed(resize(engine_control0_0_icnt, 14)) = (signed(resize(engine_control0_0_it_r, 14)) - 1));
+is_final <= stdl(signed(resize(engine_control0_icnt, 14)) = (signed(resize(engine_control0_it_r, 14)) - 1));
 
 
-engine_control0_0_it_bad <= stdl((cfg_iterations_num = 0) or (cfg_iterations_num > 4096));
+engine_control0_it_bad <= stdl((cfg_iterations_num = 0) or (cfg_iterations_num > 4096));
 
-engine_control0_0_seq: process (clk) is
+engine_control0_seq: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
             done <= '0';
             cfg_err <= '0';
-            engine_control0_0_icnt <= to_unsigned(0, 13);
+            engine_control0_icnt <= to_unsigned(0, 13);
             busy <= '0';
-            engine_control0_0_it_r <= to_unsigned(0, 13);
+            engine_control0_it_r <= to_unsigned(0, 13);
             running <= '0';
         else
             done <= '0';
             if (bool(start) and (not bool(busy))) then
-                if bool(engine_control0_0_it_bad) then
+                if bool(engine_control0_it_bad) then
                     cfg_err <= '1';
                     done <= '1';
                 else
                     cfg_err <= '0';
                     busy <= '1';
                     running <= '1';
-                    engine_control0_0_it_r <= cfg_iterations_num;
-                    engine_control0_0_icnt <= to_unsigned(0, 13);
+                    engine_control0_it_r <= cfg_iterations_num;
+                    engine_control0_icnt <= to_unsigned(0, 13);
                 end if;
             end if;
             if bool(fire) then
-                if (signed(resize(engine_control0_0_icnt, 14)) = (signed(resize(engine_control0_0_it_r, 14)) - 1)) then
-                    engine_control0_0_icnt <= to_unsigned(0, 13);
+                if (signed(resize(engine_control0_icnt, 14)) = (signed(resize(engine_control0_it_r, 14)) - 1)) then
+                    engine_control0_icnt <= to_unsigned(0, 13);
                     running <= '0';
                 else
-                    engine_control0_0_icnt <= (engine_control0_0_icnt + 1);
+                    engine_control0_icnt <= (engine_control0_icnt + 1);
                 end if;
             end if;
             if bool(out_final_pop) then
@@ -371,7 +371,7 @@ begin
             end if;
         end if;
     end if;
-end process engine_control0_0_seq;
+end process engine_control0_seq;
 
 cfgreg: process (clk) is
 begin
@@ -420,22 +420,22 @@ end process inreg;
 dab <= (resize(a0, 33) - b0);
 
 
-sat0_0_1_2_3_4_hi <= unsigned(dab(33-1 downto (32 - 1)));
+sat0_hi <= unsigned(dab(33-1 downto (32 - 1)));
 
 
-sat0_0_1_2_3_4_hin <= (not sat0_0_1_2_3_4_hi);
+sat0_hin <= (not sat0_hi);
 
 
-sat0_0_1_2_3_4_nsign <= stdl((not bool(dab((33 - 1)))));
+sat0_nsign <= stdl((not bool(dab((33 - 1)))));
 
-sat0_0_1_2_3_4_clamp: process (sat0_0_1_2_3_4_fill, sat0_0_1_2_3_4_hi, dab, sat0_0_1_2_3_4_hin) is
+sat0_clamp: process (sat0_fill, sat0_hi, dab, sat0_hin) is
 begin
-    if ((sat0_0_1_2_3_4_hi = 0) or (sat0_0_1_2_3_4_hin = 0)) then
+    if ((sat0_hi = 0) or (sat0_hin = 0)) then
         dab_s <= signed(unsigned(dab(32-1 downto 0)));
     else
-        dab_s <= signed(unsigned'(dab((33 - 1)) & sat0_0_1_2_3_4_fill));
+        dab_s <= signed(unsigned'(dab((33 - 1)) & sat0_fill));
     end if;
-end process sat0_0_1_2_3_4_clamp;
+end process sat0_clamp;
 
 s1: process (clk) is
 begin
@@ -479,29 +479,29 @@ begin
 end process s2;
 
 
-round_sat0_0_1_2_3_4_t <= shift_right(p2, 16);
-round_sat0_0_1_2_3_4_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & p2((16 - 1))));
+round_sat0_t <= shift_right(p2, 16);
+round_sat0_rb <= signed(unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000") & p2((16 - 1))));
 
 
-round_sat0_0_1_2_3_4_r <= (round_sat0_0_1_2_3_4_t + round_sat0_0_1_2_3_4_rb);
+round_sat0_r <= (round_sat0_t + round_sat0_rb);
 
 
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_hi <= unsigned(round_sat0_0_1_2_3_4_r(65-1 downto (32 - 1)));
+round_sat0_sat1_hi <= unsigned(round_sat0_r(65-1 downto (32 - 1)));
 
 
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_hin <= (not round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_hi);
+round_sat0_sat1_hin <= (not round_sat0_sat1_hi);
 
 
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_nsign <= stdl((not bool(round_sat0_0_1_2_3_4_r((65 - 1)))));
+round_sat0_sat1_nsign <= stdl((not bool(round_sat0_r((65 - 1)))));
 
-round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_clamp: process (round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill, round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_hi, round_sat0_0_1_2_3_4_r, round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_hin) is
+round_sat0_sat1_clamp: process (round_sat0_sat1_fill, round_sat0_sat1_hi, round_sat0_r, round_sat0_sat1_hin) is
 begin
-    if ((round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_hi = 0) or (round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_hin = 0)) then
-        ag_c <= signed(unsigned(round_sat0_0_1_2_3_4_r(32-1 downto 0)));
+    if ((round_sat0_sat1_hi = 0) or (round_sat0_sat1_hin = 0)) then
+        ag_c <= signed(unsigned(round_sat0_r(32-1 downto 0)));
     else
-        ag_c <= signed(unsigned'(round_sat0_0_1_2_3_4_r((65 - 1)) & round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_fill));
+        ag_c <= signed(unsigned'(round_sat0_r((65 - 1)) & round_sat0_sat1_fill));
     end if;
-end process round_sat0_0_1_2_3_4_sat1_0_1_2_3_4_clamp;
+end process round_sat0_sat1_clamp;
 
 s3: process (clk) is
 begin
@@ -526,70 +526,70 @@ pa <= (resize(ag3, 33) + al_r);
 ma <= (resize(ag3, 33) - al_r);
 
 
-sat2_0_1_2_3_4_hi <= unsigned(dx(33-1 downto (32 - 1)));
+sat2_hi <= unsigned(dx(33-1 downto (32 - 1)));
 
 
-sat2_0_1_2_3_4_hin <= (not sat2_0_1_2_3_4_hi);
+sat2_hin <= (not sat2_hi);
 
 
-sat2_0_1_2_3_4_nsign <= stdl((not bool(dx((33 - 1)))));
+sat2_nsign <= stdl((not bool(dx((33 - 1)))));
 
-sat2_0_1_2_3_4_clamp: process (sat2_0_1_2_3_4_fill, sat2_0_1_2_3_4_hi, dx, sat2_0_1_2_3_4_hin) is
+sat2_clamp: process (sat2_fill, sat2_hi, dx, sat2_hin) is
 begin
-    if ((sat2_0_1_2_3_4_hi = 0) or (sat2_0_1_2_3_4_hin = 0)) then
+    if ((sat2_hi = 0) or (sat2_hin = 0)) then
         dx_s <= signed(unsigned(dx(32-1 downto 0)));
     else
-        dx_s <= signed(unsigned'(dx((33 - 1)) & sat2_0_1_2_3_4_fill));
+        dx_s <= signed(unsigned'(dx((33 - 1)) & sat2_fill));
     end if;
-end process sat2_0_1_2_3_4_clamp;
+end process sat2_clamp;
 
 
-sat3_0_1_2_3_4_hi <= unsigned(pa(33-1 downto (32 - 1)));
+sat3_hi <= unsigned(pa(33-1 downto (32 - 1)));
 
 
-sat3_0_1_2_3_4_hin <= (not sat3_0_1_2_3_4_hi);
+sat3_hin <= (not sat3_hi);
 
 
-sat3_0_1_2_3_4_nsign <= stdl((not bool(pa((33 - 1)))));
+sat3_nsign <= stdl((not bool(pa((33 - 1)))));
 
-sat3_0_1_2_3_4_clamp: process (sat3_0_1_2_3_4_fill, sat3_0_1_2_3_4_hi, pa, sat3_0_1_2_3_4_hin) is
+sat3_clamp: process (sat3_fill, sat3_hi, pa, sat3_hin) is
 begin
-    if ((sat3_0_1_2_3_4_hi = 0) or (sat3_0_1_2_3_4_hin = 0)) then
+    if ((sat3_hi = 0) or (sat3_hin = 0)) then
         pa_s <= signed(unsigned(pa(32-1 downto 0)));
     else
-        pa_s <= signed(unsigned'(pa((33 - 1)) & sat3_0_1_2_3_4_fill));
+        pa_s <= signed(unsigned'(pa((33 - 1)) & sat3_fill));
     end if;
-end process sat3_0_1_2_3_4_clamp;
+end process sat3_clamp;
 
 
-sat4_0_1_2_hi <= unsigned(ma(33-1 downto (32 - 1)));
+sat4_hi <= unsigned(ma(33-1 downto (32 - 1)));
 
 
-sat4_0_1_2_hin <= (not sat4_0_1_2_hi);
+sat4_hin <= (not sat4_hi);
 
 
-sat4_0_1_2_nsign <= stdl((not bool(ma((33 - 1)))));
+sat4_nsign <= stdl((not bool(ma((33 - 1)))));
 
-sat4_0_1_2_clamp: process (sat4_0_1_2_fill, sat4_0_1_2_hi, ma, sat4_0_1_2_hin) is
+sat4_clamp: process (sat4_fill, sat4_hi, ma, sat4_hin) is
 begin
-    if ((sat4_0_1_2_hi = 0) or (sat4_0_1_2_hin = 0)) then
+    if ((sat4_hi = 0) or (sat4_hin = 0)) then
         ma_s <= signed(unsigned(ma(32-1 downto 0)));
     else
-        ma_s <= signed(unsigned'(ma((33 - 1)) & sat4_0_1_2_fill));
+        ma_s <= signed(unsigned'(ma((33 - 1)) & sat4_fill));
     end if;
-end process sat4_0_1_2_clamp;
+end process sat4_clamp;
 
-sext0_0_1_2_fill: process (dx_s) is
+sext0_fill: process (dx_s) is
 begin
     if bool(dx_s((32 - 1))) then
-        sext0_0_1_2_sgn <= to_unsigned(1, 1);
+        sext0_sgn <= to_unsigned(1, 1);
     else
-        sext0_0_1_2_sgn <= to_unsigned(0, 1);
+        sext0_sgn <= to_unsigned(0, 1);
     end if;
-end process sext0_0_1_2_fill;
+end process sext0_fill;
 
 
-dx_e <= signed(unsigned'(sext0_0_1_2_sgn & unsigned(dx_s)));
+dx_e <= signed(unsigned'(sext0_sgn & unsigned(dx_s)));
 
 s4: process (clk) is
 begin
@@ -622,22 +622,22 @@ end process s4;
 nx <= (resize(x4, 33) - mu4);
 
 
-sat5_0_1_2_hi <= unsigned(nx(33-1 downto (32 - 1)));
+sat5_hi <= unsigned(nx(33-1 downto (32 - 1)));
 
 
-sat5_0_1_2_hin <= (not sat5_0_1_2_hi);
+sat5_hin <= (not sat5_hi);
 
 
-sat5_0_1_2_nsign <= stdl((not bool(nx((33 - 1)))));
+sat5_nsign <= stdl((not bool(nx((33 - 1)))));
 
-sat5_0_1_2_clamp: process (sat5_0_1_2_fill, sat5_0_1_2_hi, nx, sat5_0_1_2_hin) is
+sat5_clamp: process (sat5_fill, sat5_hi, nx, sat5_hin) is
 begin
-    if ((sat5_0_1_2_hi = 0) or (sat5_0_1_2_hin = 0)) then
+    if ((sat5_hi = 0) or (sat5_hin = 0)) then
         nx_s <= signed(unsigned(nx(32-1 downto 0)));
     else
-        nx_s <= signed(unsigned'(nx((33 - 1)) & sat5_0_1_2_fill));
+        nx_s <= signed(unsigned'(nx((33 - 1)) & sat5_fill));
     end if;
-end process sat5_0_1_2_clamp;
+end process sat5_clamp;
 
 outc: process (mfin, m_axis_res_tready, zero_w, mu4, nx_s, en, v4, mode4, m_axis_res_tvalid) is
 begin
@@ -652,54 +652,54 @@ begin
     out_final_pop <= stdl(bool(m_axis_res_tvalid) and bool(m_axis_res_tready) and bool(mfin(0)));
 end process outc;
 
-out_fifo20_0_1_2_3_4_seq: process (clk) is
+out_fifo20_seq: process (clk) is
     variable pop: std_logic;
 begin
     if rising_edge(clk) then
         if (rst = '1') then
             en <= '1';
-            out_fifo20_0_1_2_3_4_d0 <= to_unsigned(0, 64);
-            out_fifo20_0_1_2_3_4_l0 <= '0';
-            out_fifo20_0_1_2_3_4_l1 <= '0';
-            out_fifo20_0_1_2_3_4_d1 <= to_unsigned(0, 64);
-            out_fifo20_0_1_2_3_4_u0 <= to_unsigned(0, 1);
-            out_fifo20_0_1_2_3_4_cnt <= to_unsigned(0, 2);
-            out_fifo20_0_1_2_3_4_u1 <= to_unsigned(0, 1);
+            out_fifo20_d0 <= to_unsigned(0, 64);
+            out_fifo20_l0 <= '0';
+            out_fifo20_l1 <= '0';
+            out_fifo20_d1 <= to_unsigned(0, 64);
+            out_fifo20_u0 <= to_unsigned(0, 1);
+            out_fifo20_cnt <= to_unsigned(0, 2);
+            out_fifo20_u1 <= to_unsigned(0, 1);
         else
-            pop := stdl((out_fifo20_0_1_2_3_4_cnt /= 0) and bool(m_axis_res_tready));
+            pop := stdl((out_fifo20_cnt /= 0) and bool(m_axis_res_tready));
             if bool(pop) then
-                out_fifo20_0_1_2_3_4_d0 <= out_fifo20_0_1_2_3_4_d1;
-                out_fifo20_0_1_2_3_4_l0 <= out_fifo20_0_1_2_3_4_l1;
-                out_fifo20_0_1_2_3_4_u0 <= out_fifo20_0_1_2_3_4_u1;
+                out_fifo20_d0 <= out_fifo20_d1;
+                out_fifo20_l0 <= out_fifo20_l1;
+                out_fifo20_u0 <= out_fifo20_u1;
             end if;
             if bool(push) then
-                if ((out_fifo20_0_1_2_3_4_cnt = 0) or ((out_fifo20_0_1_2_3_4_cnt = 1) and bool(pop))) then
-                    out_fifo20_0_1_2_3_4_d0 <= res;
-                    out_fifo20_0_1_2_3_4_l0 <= last_in;
-                    out_fifo20_0_1_2_3_4_u0 <= fin_u;
+                if ((out_fifo20_cnt = 0) or ((out_fifo20_cnt = 1) and bool(pop))) then
+                    out_fifo20_d0 <= res;
+                    out_fifo20_l0 <= last_in;
+                    out_fifo20_u0 <= fin_u;
                 else
-                    out_fifo20_0_1_2_3_4_d1 <= res;
-                    out_fifo20_0_1_2_3_4_l1 <= last_in;
-                    out_fifo20_0_1_2_3_4_u1 <= fin_u;
+                    out_fifo20_d1 <= res;
+                    out_fifo20_l1 <= last_in;
+                    out_fifo20_u1 <= fin_u;
                 end if;
             end if;
             if (bool(push) and (not bool(pop))) then
-                out_fifo20_0_1_2_3_4_cnt <= (out_fifo20_0_1_2_3_4_cnt + 1);
-                en <= stdl(out_fifo20_0_1_2_3_4_cnt = 0);
+                out_fifo20_cnt <= (out_fifo20_cnt + 1);
+                en <= stdl(out_fifo20_cnt = 0);
             elsif (bool(pop) and (not bool(push))) then
-                out_fifo20_0_1_2_3_4_cnt <= (out_fifo20_0_1_2_3_4_cnt - 1);
+                out_fifo20_cnt <= (out_fifo20_cnt - 1);
                 en <= '1';
             else
-                en <= stdl(out_fifo20_0_1_2_3_4_cnt /= 2);
+                en <= stdl(out_fifo20_cnt /= 2);
             end if;
         end if;
     end if;
-end process out_fifo20_0_1_2_3_4_seq;
+end process out_fifo20_seq;
 
 
-m_axis_res_tdata_num <= out_fifo20_0_1_2_3_4_d0;
-m_axis_res_tlast <= out_fifo20_0_1_2_3_4_l0;
-mfin <= out_fifo20_0_1_2_3_4_u0;
-m_axis_res_tvalid <= stdl(out_fifo20_0_1_2_3_4_cnt /= 0);
+m_axis_res_tdata_num <= out_fifo20_d0;
+m_axis_res_tlast <= out_fifo20_l0;
+mfin <= out_fifo20_u0;
+m_axis_res_tvalid <= stdl(out_fifo20_cnt /= 0);
 
 end architecture MyHDL;
