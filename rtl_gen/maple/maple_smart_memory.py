@@ -1,0 +1,772 @@
+"""``maple_smart_memory`` core: the per-chain smart memory block of MAPLE (section 4.1,
+Fig. 4(B)).  Bit-exact with ``golden.maple`` (selection order, tie rule, saturation).
+
+Three operations on one input stream ``s_axis_in`` (tdata = {index, value}):
+
+* selection store (OP=0): a filter (CMP, threshold entry and its slot) in front of a
+  LIST of up to K entries.  While the LIST fills, every element is written (one per
+  cycle) and the threshold kept incrementally.  Once full, an element that is not
+  strictly better than the threshold is discarded in one cycle; a better one overwrites
+  the threshold slot and the scanner walks slots 0..K-1 (K-1 cycles, ``tready`` low)
+  to find the new threshold -- the stall the paper describes.
+* min/max with index (OP=1): both extremes, one element per cycle.
+* read-modify-write store (OP=2): ``mem[index] = sat(mem[index] + value)``, one element
+  per cycle through a synchronous-read RAM with a one-entry write-forwarding register
+  (back-to-back updates of one address are exact).
+
+A DUMP streams the LIST (slot order), the two extremes, or the RAM range BASE..BASE+LEN-1
+out of ``m_axis_out`` through a 4-entry FIFO fed by credit (full rate, full backpressure,
+no combinational path from ``m_axis_out_tready``).  Configuration and commands go through
+an AXI4-Lite slave (register map in the datasheet below).
+"""
+from __future__ import annotations
+
+from myhdl import always, always_comb, always_seq, block, concat, intbv
+
+from rtl_gen.common.blocks import sat
+from rtl_gen.common.core import CoreDef, Datasheet, Port
+from rtl_gen.common.hdl import sig_b, sig_s, sig_u
+from rtl_gen.common.params import Param, ParamSet, multiple_of_8, power_of_two
+from rtl_gen.common.ports import make_factory
+
+KIND = "maple_smart_memory"
+AXIL_AW = 8          # AXI4-Lite byte address width
+FIFO_DEPTH = 4
+
+# operations, states, registers (word index = byte address / 4), error codes
+OP_SEL, OP_MINMAX, OP_RMW = 0, 1, 2
+S_IDLE, S_RUN, S_SCAN, S_CLR, S_DUMP = 0, 1, 2, 3, 4
+R_OP, R_K, R_CMP, R_BASE, R_LEN, R_CTRL, R_STATUS, R_STALLS, R_INS, R_COUNT = range(10)
+E_K, E_OP, E_RANGE, E_BUSY, E_ADDR, E_REG = 1, 2, 3, 4, 5, 6
+
+REGISTERS = [
+    # (offset, name, access, description)
+    (0x00, "OP", "RW", "operation: 0 selection (top-k), 1 min/max with index, 2 read-modify-write; "
+                       "other values are rejected (error code 2). Reset 0"),
+    (0x04, "K", "RW", "LIST size k, 1..KMAX; 0 or above KMAX is rejected (error code 1). Reset KMAX"),
+    (0x08, "CMP", "RW", "bit 0: 1 keep the largest values, 0 keep the smallest (selection only). Reset 1"),
+    (0x0C, "BASE", "RW", "first RAM address of an RMW dump, 0..DEPTH-1 (else error code 3). Reset 0"),
+    (0x10, "LEN", "RW", "entries in an RMW dump, 1..DEPTH (else error code 3); a dump with "
+                        "BASE+LEN > DEPTH is refused with error code 3. Reset DEPTH"),
+    (0x14, "CTRL", "W", "commands (write 1, self-clearing, reads 0): bit 0 START (arm the input for "
+                        "one array ended by tlast; empties the LIST / extremes, keeps the RMW RAM; "
+                        "zeroes STALLS and INSERTIONS), bit 1 CLEAR (zero the RMW RAM in DEPTH cycles, "
+                        "empty the LIST, zero the counters; also aborts an armed store), bit 2 DUMP, "
+                        "bit 3 ERRCLR (clear the sticky error). Priority CLEAR > START > DUMP"),
+    (0x18, "STATUS", "R", "bit 0 busy (scanning, clearing, dumping or draining), bit 1 armed (input "
+                          "accepted until tlast), bit 2 error (sticky), bits 7:4 code of the last "
+                          "error: 1 bad K, 2 bad OP, 3 bad BASE/LEN, 4 command or configuration "
+                          "while busy/armed, 5 RMW address >= DEPTH (element dropped), 6 unknown "
+                          "register, misaligned or partial write (wstrb != 0xF)"),
+    (0x1C, "STALLS", "R", "cycles s_axis_in_tready was held low by the scanner since START/CLEAR"),
+    (0x20, "INSERTIONS", "R", "elements that changed the store since START/CLEAR: LIST writes (fills "
+                              "and replacements), min/max updates, RMW accumulations"),
+    (0x24, "COUNT", "R", "entries currently held in the LIST"),
+]
+
+
+def log2(n: int) -> int:
+    return n.bit_length() - 1
+
+
+def widths(p: dict) -> dict:
+    W, IDXW = p["W"], p["IDXW"]
+    aw = log2(p["DEPTH"])
+    return {"WD": W + IDXW, "SW": log2(p["KMAX"]), "AW": aw, "DW": aw + 1}
+
+
+def _cross(p: dict) -> str | None:
+    if p["KMAX"] > p["DEPTH"]:
+        return f"parameter KMAX={p['KMAX']} must not exceed DEPTH={p['DEPTH']}"
+    if p["IDXW"] < log2(p["DEPTH"]):
+        return (f"parameter IDXW={p['IDXW']} must hold an RMW address: need IDXW >= "
+                f"log2(DEPTH)={log2(p['DEPTH'])}")
+    return None
+
+
+PARAMS = ParamSet([
+    Param("W", 32, "value width, signed two's complement (any Q format: values are compared and "
+                   "added as raw words)", 8, 32, multiple_of_8),
+    Param("IDXW", 16, "index width (unsigned); also the RMW address field", 8, 32, multiple_of_8),
+    Param("KMAX", 16, "largest LIST size k", 2, 256, power_of_two),
+    Param("DEPTH", 256, "read-modify-write RAM entries (block RAM, synchronous read)", 2, 1 << 16,
+          power_of_two),
+], [_cross])
+
+
+# ------------------------------------------------------------------ small blocks
+@block
+def unpack(pk, v, i):
+    """{index, value} -> signed value, unsigned index."""
+    w = len(v)
+    wd = len(pk)
+
+    @always_comb
+    def u():
+        v.next = pk[w:].signed()
+        i.next = pk[wd:w]
+
+    return u
+
+
+@block
+def better(av, ai, bv, bi, largest, out):
+    """``out`` = entry a strictly better than entry b: on equal values the smaller index
+    wins; otherwise larger (``largest``) or smaller value wins.  ``largest`` is a signal
+    or a Python bool (then the comparison is fixed at elaboration)."""
+    if isinstance(largest, bool):
+        if largest:
+            @always_comb
+            def c():
+                if av == bv:
+                    out.next = ai < bi
+                else:
+                    out.next = av > bv
+        else:
+            @always_comb
+            def c():
+                if av == bv:
+                    out.next = ai < bi
+                else:
+                    out.next = av < bv
+        return c
+
+    @always_comb
+    def c():
+        if av == bv:
+            out.next = ai < bi
+        elif largest:
+            out.next = av > bv
+        else:
+            out.next = av < bv
+
+    return c
+
+
+@block
+def zext(x, y):
+    """Zero-extend ``x`` into the wider ``y``."""
+    k = len(y) - len(x)
+    if k == 0:
+        @always_comb
+        def c():
+            y.next = x
+    else:
+        @always_comb
+        def c():
+            y.next = concat(intbv(0)[k:], x)
+    return c
+
+
+# ------------------------------------------------------------------ ports
+def ports_of(p: dict) -> list[Port]:
+    W, IDXW = p["W"], p["IDXW"]
+    WD = W + IDXW
+    pk = f"{{index[{IDXW}], value[{W}]}}: value in bits [{W - 1}:0], index in [{WD - 1}:{W}]"
+    ports = [
+        Port("clk", "in", 1, "clock, rising edge"),
+        Port("rst", "in", 1, "synchronous active-high reset (then the RMW RAM is zeroed: busy for DEPTH cycles)"),
+        Port("s_axil_awaddr", "in", AXIL_AW, "AXI4-Lite write address (byte address, word aligned: a misaligned write is ignored, error code 6)"),
+        Port("s_axil_awvalid", "in", 1, ""),
+        Port("s_axil_awready", "out", 1, "high with wready when awvalid and wvalid and no response pending"),
+        Port("s_axil_wdata", "in", 32, ""),
+        Port("s_axil_wstrb", "in", 4, "must be 0xF (a partial write is ignored, error code 6)"),
+        Port("s_axil_wvalid", "in", 1, ""),
+        Port("s_axil_wready", "out", 1, ""),
+        Port("s_axil_bresp", "out", 2, "always OKAY (errors are reported in STATUS)"),
+        Port("s_axil_bvalid", "out", 1, ""),
+        Port("s_axil_bready", "in", 1, ""),
+        Port("s_axil_araddr", "in", AXIL_AW, "AXI4-Lite read address (a misaligned read returns 0)"),
+        Port("s_axil_arvalid", "in", 1, ""),
+        Port("s_axil_arready", "out", 1, ""),
+        Port("s_axil_rdata", "out", 32, "unknown registers read 0"),
+        Port("s_axil_rresp", "out", 2, "always OKAY"),
+        Port("s_axil_rvalid", "out", 1, ""),
+        Port("s_axil_rready", "in", 1, ""),
+        Port("s_axis_in_tdata", "in", WD, pk + " (RMW: index is the RAM address)"),
+        Port("s_axis_in_tvalid", "in", 1, ""),
+        Port("s_axis_in_tready", "out", 1, "high while armed and not scanning (registered)"),
+        Port("s_axis_in_tlast", "in", 1, "last element of the array: disarms the input"),
+        Port("m_axis_out_tdata", "out", WD, pk + " (RMW: index is the RAM address)"),
+        Port("m_axis_out_tvalid", "out", 1, ""),
+        Port("m_axis_out_tready", "in", 1, ""),
+        Port("m_axis_out_tlast", "out", 1, "on the last entry of a dump"),
+    ]
+    return ports
+
+
+# ------------------------------------------------------------------ the core
+def build(p):
+    W, IDXW, KMAX, DEPTH = p["W"], p["IDXW"], p["KMAX"], p["DEPTH"]
+    wd = widths(p)
+    WD, SW, AW, DW = wd["WD"], wd["SW"], wd["AW"], wd["DW"]
+
+    @block
+    def maple_smart_memory(clk, rst,
+                           s_axil_awaddr, s_axil_awvalid, s_axil_awready,
+                           s_axil_wdata, s_axil_wstrb, s_axil_wvalid, s_axil_wready,
+                           s_axil_bresp, s_axil_bvalid, s_axil_bready,
+                           s_axil_araddr, s_axil_arvalid, s_axil_arready,
+                           s_axil_rdata, s_axil_rresp, s_axil_rvalid, s_axil_rready,
+                           s_axis_in_tdata, s_axis_in_tvalid, s_axis_in_tready, s_axis_in_tlast,
+                           m_axis_out_tdata, m_axis_out_tvalid, m_axis_out_tready, m_axis_out_tlast):
+        # ---- registers ------------------------------------------------------------
+        state = sig_u(3, S_CLR)          # after reset the RAM is zeroed
+        op_r = sig_u(2, OP_SEL)
+        k_r = sig_u(DW, KMAX)
+        cmp_r = sig_b(True)
+        base_r = sig_u(DW, 0)
+        len_r = sig_u(DW, DEPTH)
+        err = sig_b()
+        err_code = sig_u(4)
+        bvalid_r = sig_b()
+        rvalid_r = sig_b()
+        rdata_r = sig_u(32)
+        count = sig_u(DW)
+        thr_pk = sig_u(WD)
+        thr_s = sig_u(SW)
+        w_pk = sig_u(WD)
+        w_s = sig_u(SW)
+        scan_i = sig_u(DW)
+        last_pend = sig_b()
+        have = sig_b()
+        min_pk = sig_u(WD)
+        max_pk = sig_u(WD)
+        stalls = sig_u(32)
+        ins = sig_u(32)
+        clr_i = sig_u(AW)
+        dump_i = sig_u(DW)
+        dump_n = sig_u(DW)
+        inflight = sig_b()
+        p_last = sig_b()
+        p_idx = sig_u(IDXW)
+        sel_rd = sig_u(WD)
+        wp = sig_u(2)
+        rp = sig_u(2)
+        fcnt = sig_u(3)
+        r1_valid = sig_b()
+        r1_addr = sig_u(AW)
+        r1_val = sig_s(W)
+        fw_valid = sig_b()
+        fw_addr = sig_u(AW)
+        fw_data = sig_s(W)
+
+        # ---- memories (each written by exactly one process, no reset) ----------------
+        lst = [sig_u(WD) for _ in range(KMAX)]
+        ram = [sig_u(W) for _ in range(DEPTH)]
+        fifo = [sig_u(WD + 1) for _ in range(FIFO_DEPTH)]
+
+        # ---- combinational ------------------------------------------------------------
+        fire = sig_b()
+        in_v = sig_s(W)
+        in_i = sig_u(IDXW)
+        in_addr = sig_u(AW)
+        in_bad = sig_b()
+        thr_v = sig_s(W)
+        thr_i = sig_u(IDXW)
+        nb = sig_b()      # new element strictly better than the threshold
+        nw = sig_b()      # new element strictly worse than the threshold
+        not_full = sig_b()
+        to_scan = sig_b()
+        cnt_slot = sig_u(SW)
+        lst_we = sig_b()
+        lst_wa = sig_u(SW)
+        scan_slot = sig_u(SW)
+        a_pk = sig_u(WD)
+        a_s = sig_u(SW)
+        b_pk = sig_u(WD)
+        av = sig_s(W)
+        ai = sig_u(IDXW)
+        bv = sig_s(W)
+        bi = sig_u(IDXW)
+        b_worse = sig_b()
+        res_pk = sig_u(WD)
+        res_s = sig_u(SW)
+        mn_v = sig_s(W)
+        mn_i = sig_u(IDXW)
+        mx_v = sig_s(W)
+        mx_i = sig_u(IDXW)
+        nmin = sig_b()
+        nmax = sig_b()
+        dump_slot = sig_u(SW)
+        dump_addr = sig_u(AW)        # RAM address of the next dump beat (BASE + dump_i)
+        dump_addr_x = sig_u(IDXW)
+        sel_src = sig_u(WD)
+        issue = sig_b()
+        pop = sig_b()
+        ram_ra = sig_u(AW)
+        ram_rd = sig_u(W)
+        ram_we = sig_b()
+        ram_wa = sig_u(AW)
+        ram_wd = sig_u(W)
+        rd_s = sig_s(W)
+        old = sig_s(W)
+        sum_w = sig_s(W + 1)
+        sum_sat = sig_s(W)
+        push_d = sig_u(WD + 1)
+        head = sig_u(WD + 1)
+        aw_go = sig_b()
+        ar_go = sig_b()
+        waddr = sig_u(AXIL_AW - 2)
+        raddr = sig_u(AXIL_AW - 2)
+        wmis = sig_b()
+        rmis = sig_b()
+        idle_ok = sig_b()
+        busy_s = sig_b()
+        armed_s = sig_b()
+        blsum = sig_u(DW + 1)
+        status32 = sig_u(32)
+        op32 = sig_u(32)
+        k32 = sig_u(32)
+        base32 = sig_u(32)
+        len32 = sig_u(32)
+        count32 = sig_u(32)
+
+        insts = [unpack(s_axis_in_tdata, in_v, in_i), unpack(thr_pk, thr_v, thr_i),
+                 better(in_v, in_i, thr_v, thr_i, cmp_r, nb),
+                 better(thr_v, thr_i, in_v, in_i, cmp_r, nw),
+                 unpack(a_pk, av, ai), unpack(b_pk, bv, bi),
+                 better(av, ai, bv, bi, cmp_r, b_worse),
+                 unpack(min_pk, mn_v, mn_i), unpack(max_pk, mx_v, mx_i),
+                 better(in_v, in_i, mn_v, mn_i, False, nmin),
+                 better(in_v, in_i, mx_v, mx_i, True, nmax),
+                 sat(sum_w, sum_sat),
+                 zext(op_r, op32), zext(k_r, k32), zext(base_r, base32), zext(len_r, len32),
+                 zext(count, count32), zext(dump_addr, dump_addr_x)]
+
+        @always_comb
+        def axil_c():
+            aw_go.next = s_axil_awvalid and s_axil_wvalid and not bvalid_r
+            ar_go.next = s_axil_arvalid and not rvalid_r
+            waddr.next = s_axil_awaddr[AXIL_AW:2]
+            raddr.next = s_axil_araddr[AXIL_AW:2]
+            wmis.next = s_axil_awaddr[2:] != 0
+            rmis.next = s_axil_araddr[2:] != 0
+
+        @always_comb
+        def axil_o():
+            s_axil_awready.next = aw_go
+            s_axil_wready.next = aw_go
+            s_axil_bvalid.next = bvalid_r
+            s_axil_bresp.next = 0
+            s_axil_arready.next = not rvalid_r
+            s_axil_rvalid.next = rvalid_r
+            s_axil_rresp.next = 0
+            s_axil_rdata.next = rdata_r
+
+        @always_comb
+        def status_c():
+            busy_s.next = (not (state == S_IDLE or state == S_RUN)) or fcnt != 0 or inflight or r1_valid
+            armed_s.next = state == S_RUN or state == S_SCAN
+            idle_ok.next = state == S_IDLE and fcnt == 0 and not inflight and not r1_valid
+            blsum.next = base_r + len_r
+
+        @always_comb
+        def status_w():
+            status32.next = concat(intbv(0)[24:], err_code, False, err, armed_s, busy_s)
+
+        @always_comb
+        def in_c():
+            s_axis_in_tready.next = state == S_RUN
+            fire.next = s_axis_in_tvalid and state == S_RUN
+            in_addr.next = s_axis_in_tdata[W + AW:W]
+            not_full.next = count < k_r
+            cnt_slot.next = count[SW:]
+
+        if IDXW > AW:
+            @always_comb
+            def bad_c():
+                in_bad.next = s_axis_in_tdata[WD:W + AW] != 0
+        else:
+            @always_comb
+            def bad_c():
+                in_bad.next = s_axis_in_tdata[W] and False
+
+        @always_comb
+        def sel_c():
+            to_scan.next = op_r == OP_SEL and not not_full and nb and k_r != 1
+            lst_we.next = fire and op_r == OP_SEL and (not_full or nb)
+            if not_full:
+                lst_wa.next = cnt_slot
+            else:
+                lst_wa.next = thr_s
+
+        @always(clk.posedge)
+        def lst_ram():
+            if lst_we:
+                lst[lst_wa].next = s_axis_in_tdata
+
+        # ---- scanner: one slot per cycle, slots 1..k-1 against the running worst ------
+        @always_comb
+        def scan_idx():
+            scan_slot.next = scan_i[SW:]
+            dump_slot.next = dump_i[SW:]
+
+        @always_comb
+        def scan_rd():
+            b_pk.next = lst[scan_slot]
+
+        @always_comb
+        def scan_a():
+            if scan_i == 1:
+                a_pk.next = lst[0]
+                a_s.next = 0
+            else:
+                a_pk.next = w_pk
+                a_s.next = w_s
+
+        @always_comb
+        def scan_res():
+            if b_worse:
+                res_pk.next = b_pk
+                res_s.next = scan_slot
+            else:
+                res_pk.next = a_pk
+                res_s.next = a_s
+
+        # ---- read-modify-write RAM (synchronous read) and its adder --------------------
+        @always_comb
+        def ram_c():
+            if state == S_DUMP:
+                ram_ra.next = dump_addr
+            else:
+                ram_ra.next = in_addr
+            if state == S_CLR:
+                ram_we.next = True
+                ram_wa.next = clr_i
+                ram_wd.next = 0
+            else:
+                ram_we.next = r1_valid
+                ram_wa.next = r1_addr
+                ram_wd.next = sum_sat[W:]
+
+        @always(clk.posedge)
+        def rmw_ram():
+            if ram_we:
+                ram[ram_wa].next = ram_wd
+            ram_rd.next = ram[ram_ra]
+
+        @always_comb
+        def rmw_c():
+            rd_s.next = ram_rd.signed()
+            if fw_valid and fw_addr == r1_addr:
+                old.next = fw_data
+            else:
+                old.next = rd_s
+
+        @always_comb
+        def rmw_add():
+            sum_w.next = old + r1_val
+
+        # ---- dump: credit-fed 4-entry FIFO ---------------------------------------------
+        @always_comb
+        def dump_c():
+            issue.next = state == S_DUMP and dump_i != dump_n and \
+                (fcnt < 3 or (fcnt == 3 and not inflight))
+            pop.next = fcnt != 0 and m_axis_out_tready
+            if op_r == OP_SEL:
+                sel_src.next = lst[dump_slot]
+            elif dump_i == 0:
+                sel_src.next = min_pk
+            else:
+                sel_src.next = max_pk
+
+        @always_comb
+        def push_c():
+            if op_r == OP_RMW:
+                push_d.next = concat(p_last, p_idx, ram_rd)
+            else:
+                push_d.next = concat(p_last, sel_rd)
+
+        @always(clk.posedge)
+        def fifo_ram():
+            if inflight:
+                fifo[wp].next = push_d
+
+        @always_comb
+        def fifo_rd():
+            head.next = fifo[rp]
+
+        @always_comb
+        def out_c():
+            m_axis_out_tdata.next = head[WD:]
+            m_axis_out_tlast.next = head[WD]
+            m_axis_out_tvalid.next = fcnt != 0
+
+        # ---- the controller ---------------------------------------------------------------
+        @always_seq(clk.posedge, reset=rst)
+        def main():
+            # input stream
+            r1_valid.next = fire and op_r == OP_RMW and not in_bad
+            r1_addr.next = in_addr
+            r1_val.next = in_v
+            if fire:
+                if op_r == OP_SEL:
+                    if not_full:
+                        count.next = count + 1
+                        ins.next = ins + 1
+                        if count == 0 or nw:
+                            thr_pk.next = s_axis_in_tdata
+                            thr_s.next = cnt_slot
+                    elif nb:
+                        ins.next = ins + 1
+                        if k_r == 1:
+                            thr_pk.next = s_axis_in_tdata
+                        else:
+                            state.next = S_SCAN
+                            scan_i.next = 1
+                elif op_r == OP_MINMAX:
+                    if not have or nmin:
+                        min_pk.next = s_axis_in_tdata
+                    if not have or nmax:
+                        max_pk.next = s_axis_in_tdata
+                    if not have or nmin or nmax:
+                        ins.next = ins + 1
+                    have.next = True
+                else:
+                    if in_bad:
+                        err.next = True
+                        err_code.next = E_ADDR
+                    else:
+                        ins.next = ins + 1
+                if s_axis_in_tlast:
+                    if to_scan:
+                        last_pend.next = True
+                    else:
+                        state.next = S_IDLE
+            # scanner
+            if state == S_SCAN:
+                stalls.next = stalls + 1
+                w_pk.next = res_pk
+                w_s.next = res_s
+                if scan_i == k_r - 1:
+                    thr_pk.next = res_pk
+                    thr_s.next = res_s
+                    last_pend.next = False
+                    if last_pend:
+                        state.next = S_IDLE
+                    else:
+                        state.next = S_RUN
+                else:
+                    scan_i.next = scan_i + 1
+            # RAM clear
+            if state == S_CLR:
+                if clr_i == DEPTH - 1:
+                    clr_i.next = 0
+                    state.next = S_IDLE
+                else:
+                    clr_i.next = clr_i + 1
+            # write forwarding follows the RAM write port
+            if ram_we:
+                fw_valid.next = True
+                fw_addr.next = ram_wa
+                fw_data.next = ram_wd.signed()
+            # dump issue and FIFO
+            inflight.next = issue
+            if issue:
+                dump_i.next = dump_i + 1
+                dump_addr.next = dump_addr + 1
+                p_last.next = dump_i == dump_n - 1
+                p_idx.next = dump_addr_x
+                sel_rd.next = sel_src
+            if state == S_DUMP and dump_i == dump_n and not inflight and fcnt == 0:
+                state.next = S_IDLE
+            if inflight:
+                if wp == FIFO_DEPTH - 1:
+                    wp.next = 0
+                else:
+                    wp.next = wp + 1
+            if pop:
+                if rp == FIFO_DEPTH - 1:
+                    rp.next = 0
+                else:
+                    rp.next = rp + 1
+            if inflight and not pop:
+                fcnt.next = fcnt + 1
+            elif pop and not inflight:
+                fcnt.next = fcnt - 1
+            # AXI4-Lite read
+            if ar_go:
+                rvalid_r.next = True
+                if rmis:
+                    rdata_r.next = 0
+                elif raddr == R_OP:
+                    rdata_r.next = op32
+                elif raddr == R_K:
+                    rdata_r.next = k32
+                elif raddr == R_CMP:
+                    rdata_r.next = concat(intbv(0)[31:], cmp_r)
+                elif raddr == R_BASE:
+                    rdata_r.next = base32
+                elif raddr == R_LEN:
+                    rdata_r.next = len32
+                elif raddr == R_STATUS:
+                    rdata_r.next = status32
+                elif raddr == R_STALLS:
+                    rdata_r.next = stalls
+                elif raddr == R_INS:
+                    rdata_r.next = ins
+                elif raddr == R_COUNT:
+                    rdata_r.next = count32
+                else:
+                    rdata_r.next = 0
+            elif rvalid_r and s_axil_rready:
+                rvalid_r.next = False
+            # AXI4-Lite write (after the stream logic: a command wins)
+            if aw_go:
+                bvalid_r.next = True
+                if s_axil_wstrb != 15 or wmis:
+                    err.next = True
+                    err_code.next = E_REG
+                elif waddr == R_CTRL:
+                    if s_axil_wdata[3]:
+                        err.next = False
+                        err_code.next = 0
+                    if s_axil_wdata[1]:
+                        if idle_ok or state == S_RUN:
+                            state.next = S_CLR
+                            clr_i.next = 0
+                            count.next = 0
+                            have.next = False
+                            last_pend.next = False
+                            stalls.next = 0
+                            ins.next = 0
+                        else:
+                            err.next = True
+                            err_code.next = E_BUSY
+                    elif s_axil_wdata[0]:
+                        if idle_ok:
+                            state.next = S_RUN
+                            count.next = 0
+                            have.next = False
+                            last_pend.next = False
+                            stalls.next = 0
+                            ins.next = 0
+                        else:
+                            err.next = True
+                            err_code.next = E_BUSY
+                    elif s_axil_wdata[2]:
+                        if not idle_ok:
+                            err.next = True
+                            err_code.next = E_BUSY
+                        elif op_r == OP_RMW and blsum > DEPTH:
+                            err.next = True
+                            err_code.next = E_RANGE
+                        else:
+                            state.next = S_DUMP
+                            dump_i.next = 0
+                            if op_r == OP_SEL:
+                                dump_n.next = count
+                            elif op_r == OP_MINMAX:
+                                if have:
+                                    dump_n.next = 2
+                                else:
+                                    dump_n.next = 0
+                            else:
+                                dump_n.next = len_r
+                                dump_addr.next = base_r[AW:]
+                elif waddr <= R_LEN:
+                    if not idle_ok:
+                        err.next = True
+                        err_code.next = E_BUSY
+                    elif waddr == R_OP:
+                        if s_axil_wdata > OP_RMW:
+                            err.next = True
+                            err_code.next = E_OP
+                        else:
+                            op_r.next = s_axil_wdata[2:]
+                    elif waddr == R_K:
+                        if s_axil_wdata == 0 or s_axil_wdata > KMAX:
+                            err.next = True
+                            err_code.next = E_K
+                        else:
+                            k_r.next = s_axil_wdata[DW:]
+                    elif waddr == R_CMP:
+                        cmp_r.next = s_axil_wdata[0]
+                    elif waddr == R_BASE:
+                        if s_axil_wdata >= DEPTH:
+                            err.next = True
+                            err_code.next = E_RANGE
+                        else:
+                            base_r.next = s_axil_wdata[DW:]
+                    else:
+                        if s_axil_wdata == 0 or s_axil_wdata > DEPTH:
+                            err.next = True
+                            err_code.next = E_RANGE
+                        else:
+                            len_r.next = s_axil_wdata[DW:]
+                else:
+                    err.next = True
+                    err_code.next = E_REG
+            elif bvalid_r and s_axil_bready:
+                bvalid_r.next = False
+
+        return (insts, axil_c, axil_o, status_c, status_w, in_c, bad_c, sel_c, lst_ram, scan_idx,
+                scan_rd, scan_a, scan_res, ram_c, rmw_ram, rmw_c, rmw_add, dump_c, push_c,
+                fifo_ram, fifo_rd, out_c, main)
+
+    ports = ports_of(p)
+    return make_factory(maple_smart_memory, ports), ports
+
+
+def register_map_md() -> list[str]:
+    return [f"Register `{name}` at `0x{off:02X}` ({acc}): {desc}." for off, name, acc, desc in REGISTERS]
+
+
+def datasheet(p):
+    W, IDXW, KMAX, DEPTH = p["W"], p["IDXW"], p["KMAX"], p["DEPTH"]
+    return Datasheet(
+        summary="The smart memory block of a MAPLE processing chain (MAPLE section 4.1, Fig. 4(B)): "
+                "a variable-latency selection store (filter with CMP, threshold value and slot; a "
+                "LIST of k entries; a list scanner), min/max with index, and a saturating "
+                "read-modify-write store, programmed over AXI4-Lite and fed by one AXI4-Stream. "
+                "Bit-exact with `golden.maple` (`topk`/`selection_trace`, `min_max_with_index`, "
+                "`rmw_accumulate`).",
+        latency="selection/min-max: an element is decided in the cycle it is accepted; RMW: the RAM "
+                "entry is written 2 cycles after the element is accepted (forwarded, so the next "
+                "element may hit the same address); DUMP: first beat 3 cycles after the AXI4-Lite "
+                "write response of the DUMP command is issued",
+        throughput=f"one element per cycle for fills, discards, min/max and RMW; a replacement into "
+                   f"a full LIST costs 1 + (k-1) cycles (the scanner holds `s_axis_in_tready` low "
+                   f"for k-1 cycles, counted in STALLS; none for k=1); DUMP one beat per cycle",
+        fields=[(f"0x{off:02X} {name}", acc, desc) for off, name, acc, desc in REGISTERS],
+        notes=[
+            f"Stream packing: `tdata = {{index, value}}`, value (signed, {W} bits) in the low bits, "
+            f"index (unsigned, {IDXW} bits) above it; the same on `m_axis_out`.",
+            "Ordering key (tie rule, as `golden.maple`): entries compare on value (larger is "
+            "better with CMP=1, smaller with CMP=0); on equal values the smaller index is "
+            "better.  An element is inserted into a full LIST only if strictly better than the "
+            "threshold, so with indices in arrival order the earlier of two equal elements wins "
+            "and a later equal element is discarded.",
+            "Selection: fill writes slots 0,1,...; the threshold is the worst entry (the lowest "
+            "slot on an exact value+index tie); a replacement overwrites the threshold's slot, "
+            "then the scanner reads slots 1..k-1 one per cycle against the running worst. "
+            "DUMP emits the LIST in slot order (COUNT = min(k, elements) beats); an empty LIST "
+            "dumps nothing.",
+            "Min/max: the smaller index wins a tie for both extremes; DUMP emits "
+            "{min index, min} then {max index, max} (tlast); nothing if no element arrived.",
+            f"RMW: `mem[index] = sat(mem[index] + value)` to {W} bits; an index >= DEPTH "
+            f"({DEPTH}) is dropped with error code 5.  START keeps the RAM (several arrays "
+            "accumulate); CLEAR and reset zero it (DEPTH cycles, busy).  DUMP emits "
+            "BASE..BASE+LEN-1 with the address as index.",
+            "An array is one START followed by elements up to tlast; the input is then disarmed "
+            "until the next START.  Configuration writes and START/DUMP are accepted only when "
+            "idle (not armed, not busy); CLEAR also aborts an armed store.  A rejected write "
+            "keeps the previous configuration and sets the sticky error with its code.",
+            "Memories: the LIST is KMAX registers (read by the scanner through a mux), the RMW "
+            f"store a {DEPTH}x{W} RAM with synchronous read (block RAM), neither reset.",
+            "AXI4-Lite: AW and W are taken together (awready = wready = awvalid & wvalid & no "
+            "pending response); one read in flight; responses are always OKAY.",
+            f"The paper's LIST holds k entries with k up to the chain's need; here k <= KMAX={KMAX}.",
+        ])
+
+
+CORE = CoreDef(
+    name=KIND, family="maple",
+    description="MAPLE smart memory: top-k selection store with list scanner, min/max with index, "
+                "saturating read-modify-write, AXI4-Lite programmed",
+    params=PARAMS,
+    build=build, datasheet=datasheet,
+    configs={"default": {}, "small": {"W": 16, "IDXW": 8, "KMAX": 4, "DEPTH": 32}},
+    generator="rtl_gen/maple/maple_smart_memory.py",
+)

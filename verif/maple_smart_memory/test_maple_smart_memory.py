@@ -1,0 +1,462 @@
+"""maple_smart_memory: selection (top-k), min/max with index and read-modify-write,
+against golden.maple, programmed through AXI4-Lite (cocotbext-axi AxiLiteMaster).
+
+cocotb tests (run inside the simulator) and, at the bottom, the pytest launchers.
+"""
+from __future__ import annotations
+
+import cocotb
+import numpy as np
+import pytest
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, RisingEdge
+from cocotbext.axi import AxiLiteBus, AxiLiteMaster
+
+from golden import maple
+from golden.fixedpoint import QFormat
+from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
+from scoreboards.checker import FixedScoreboard, StreamSpec
+from scoreboards.gates import Gate
+from verif.harness import CLOCK_NS, dut_params, matrix, run_core
+from verif.tb_common import record_bench
+from verif.tb_common import sim_seed as seed_of_test
+
+CORE = "maple_smart_memory"
+OUT = "m_axis_out"
+# register byte offsets (see the datasheet)
+OP, K, CMP, BASE, LEN, CTRL, STATUS, STALLS, INS, COUNT = (4 * i for i in range(10))
+START, CLEAR, DUMP, ERRCLR = 1, 2, 4, 8
+SEL, MINMAX, RMW = 0, 1, 2
+
+
+class TB:
+    def __init__(self, dut, src_p=1.0, sink_p=1.0):
+        self.dut = dut
+        self.p = dut_params()
+        self.W, self.IDXW = self.p["W"], self.p["IDXW"]
+        self.KMAX, self.DEPTH = self.p["KMAX"], self.p["DEPTH"]
+        self.fmt = QFormat(self.W, self.W // 2)
+        self.seed = seed_of_test()
+        self.rng = np.random.default_rng(self.seed)
+        dut._log.info("seed=%d params=%s", self.seed, self.p)
+        self.clk = dut.clk
+        cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
+        dut.rst.value = 1
+        for n in ("awvalid", "wvalid", "arvalid", "bready", "rready"):
+            getattr(dut, f"s_axil_{n}").value = 0
+        self.axil = None    # created once reset has defined every output (GHDL starts at 'U')
+        self.src_p = src_p
+        self.src = AxisSource(dut, "s_axis_in", dut.clk, Gate(self.seed * 7 + 1, src_p))
+        self.sink = AxisSink(dut, OUT, dut.clk, Gate(self.seed * 13 + 101, sink_p))
+        self.mon = AxisMonitor(dut, OUT, dut.clk, reset=dut.rst)
+        self.sb = FixedScoreboard(dut)
+        spec = StreamSpec(OUT, [("value", 1, self.W, self.fmt.F), ("index", 1, self.IDXW, 0)])
+        self.exp = self.sb.add_stream(self.mon, spec)
+
+    # ---- plumbing ----------------------------------------------------------------
+    async def reset(self, cycles=3):
+        self.dut.rst.value = 1
+        await ClockCycles(self.clk, cycles)
+        if self.axil is None:
+            self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(self.dut, "s_axil"), self.clk, self.dut.rst)
+            await ClockCycles(self.clk, 2)
+        self.dut.rst.value = 0
+        await RisingEdge(self.clk)
+        await self.wait_idle()
+
+    async def abort_and_reset(self):
+        """Reset in the middle of work: drop queued stimulus and expectations, restart the driver."""
+        self.src.kill()
+        self.src.tvalid.value = 0
+        await self.reset()
+        self.src = AxisSource(self.dut, "s_axis_in", self.dut.clk, Gate(self.seed * 7 + 999, self.src_p))
+        self.exp.clear()
+
+    async def wr(self, addr, val):
+        await self.axil.write_dword(addr, int(val) & 0xFFFFFFFF)
+
+    async def rd(self, addr) -> int:
+        return int(await self.axil.read_dword(addr))
+
+    async def status(self) -> dict:
+        s = await self.rd(STATUS)
+        return {"busy": s & 1, "armed": (s >> 1) & 1, "err": (s >> 2) & 1, "code": (s >> 4) & 15}
+
+    async def wait_idle(self, timeout=20000):
+        for _ in range(timeout):
+            s = await self.status()
+            if not s["busy"] and not s["armed"]:
+                return s
+        raise AssertionError("timeout waiting for the store to go idle")
+
+    def pack(self, idx, val) -> int:
+        return ((int(idx) & ((1 << self.IDXW) - 1)) << self.W) | (int(val) & ((1 << self.W) - 1))
+
+    def send(self, values, indices):
+        n = len(values)
+        for j, (v, i) in enumerate(zip(values, indices)):
+            self.src.append((self.pack(i, v), 1 if j == n - 1 else 0))
+
+    def expect(self, indices, values):
+        n = len(values)
+        for j, (i, v) in enumerate(zip(indices, values)):
+            self.exp.append((self.pack(i, v), 1 if j == n - 1 else 0))
+
+    def rand_vals(self, n, lo=None, hi=None):
+        lo = self.fmt.min_int if lo is None else lo
+        hi = self.fmt.max_int if hi is None else hi
+        return self.rng.integers(lo, hi, size=n, endpoint=True)
+
+    async def config(self, op, k=None, largest=None):
+        await self.wr(OP, op)
+        if k is not None:
+            await self.wr(K, k)
+        if largest is not None:
+            await self.wr(CMP, int(largest))
+
+    async def stream(self, values, indices):
+        """START, stream one array (tlast on the last element), wait until it is consumed."""
+        await self.wr(CTRL, START)
+        self.send(values, indices)
+        await self.src.drain()
+        await self.wait_idle()
+
+    async def dump(self):
+        await self.wr(CTRL, DUMP)
+        await self.wait_idle()
+
+    async def select(self, values, indices, k, largest, check_counters=True):
+        """One selection run: configure, stream, check STALLS/INSERTIONS, dump and expect."""
+        await self.config(SEL, k, largest)
+        await self.stream(values, indices)
+        t = maple.selection_trace(values, indices, k, largest)
+        if check_counters:
+            stalls, ins, cnt = await self.rd(STALLS), await self.rd(INS), await self.rd(COUNT)
+            assert stalls == t["replacements"] * (k - 1), f"STALLS {stalls}, expected {t['replacements']}*(k-1)"
+            assert ins == t["fills"] + t["replacements"], f"INSERTIONS {ins}"
+            assert cnt == len(t["values"]), f"COUNT {cnt}"
+        self.expect(t["indices"], t["values"])
+        await self.dump()
+        return t
+
+    async def minmax(self, values, indices):
+        await self.config(MINMAX)
+        await self.stream(values, indices)
+        (imn, vmn), (imx, vmx) = maple.min_max_with_index(values, indices)
+        self.expect([imn, imx], [vmn, vmx])
+        await self.dump()
+
+    async def finish(self, settle=20):
+        await ClockCycles(self.clk, settle)
+        assert self.mon.protocol_errors == 0, f"{self.mon.protocol_errors} AXI4-Stream hold violations"
+        s = await self.status()
+        assert not s["err"], f"unexpected sticky error, code {s['code']}"
+        self.sb.check()
+
+
+# ---------------------------------------------------------------------------- tests
+@cocotb.test()
+async def topk_random(dut):
+    """Random arrays, random k, largest and smallest; input bubbles, output backpressure."""
+    tb = TB(dut, src_p=0.7, sink_p=0.6)
+    await tb.reset()
+    for r in range(8):
+        n = int(tb.rng.integers(1, 70))
+        k = int(tb.rng.integers(1, tb.KMAX + 1))
+        vals = tb.rand_vals(n)
+        idx = np.arange(n)
+        await tb.select(vals, idx, k, largest=bool(r % 2))
+    await tb.finish()
+
+
+@cocotb.test()
+async def topk_ties(dut):
+    """Duplicates and ties: values from a tiny set (indices in arrival order), then repeated
+    values with reused, out-of-order indices (exact value+index duplicates included)."""
+    tb = TB(dut, src_p=0.8, sink_p=0.7)
+    await tb.reset()
+    for r in range(6):
+        n = int(tb.rng.integers(tb.KMAX, 4 * tb.KMAX + 8))
+        k = tb.KMAX if r < 2 else int(tb.rng.integers(1, tb.KMAX + 1))
+        vals = tb.rng.integers(-2, 3, size=n)
+        idx = np.arange(n) if r % 3 != 2 else tb.rng.integers(0, 6, size=n)
+        await tb.select(vals, idx, k, largest=bool(r % 2))
+    # all equal: the first k arrivals are kept, nothing is ever replaced
+    t = await tb.select(np.full(20, 5), np.arange(20), tb.KMAX, True)
+    assert t["replacements"] == 0
+    await tb.finish()
+
+
+@cocotb.test()
+async def topk_corners(dut):
+    """k = 1, k = array length (= KMAX), streams shorter than k, one element, the value
+    rails, and the worst case (ascending input for largest: every element replaces)."""
+    tb = TB(dut, sink_p=0.8)
+    await tb.reset()
+    f = tb.fmt
+    rails = np.array([f.min_int, f.max_int, 0, -1, f.max_int, f.min_int, 1], dtype=np.int64)
+    cases = [
+        (tb.rand_vals(25), 1, True), (tb.rand_vals(25), 1, False),
+        (tb.rand_vals(tb.KMAX), tb.KMAX, True), (tb.rand_vals(tb.KMAX), tb.KMAX, False),
+        (tb.rand_vals(3), tb.KMAX, True), (tb.rand_vals(1), tb.KMAX, False),
+        (rails, 2, True), (rails, 2, False),
+        (np.arange(40) - 20, tb.KMAX, True), (np.arange(40, 0, -1), tb.KMAX, False),
+    ]
+    for vals, k, lg in cases:
+        await tb.select(vals, np.arange(len(vals)), k, lg)
+    await tb.finish()
+
+
+@cocotb.test()
+async def minmax_with_index(dut):
+    """Min and max with index: random arrays, ties (smaller index wins), one element,
+    rails; an empty store dumps nothing."""
+    tb = TB(dut, src_p=0.6, sink_p=0.6)
+    await tb.reset()
+    f = tb.fmt
+    for r in range(5):
+        n = int(tb.rng.integers(1, 50))
+        vals = tb.rand_vals(n) if r % 2 else tb.rng.integers(-3, 4, size=n)
+        await tb.minmax(vals, tb.rng.permutation(n))
+    await tb.minmax(np.array([7]), np.array([3]))
+    await tb.minmax(np.array([f.max_int, f.min_int, f.min_int, f.max_int]), np.array([9, 4, 2, 1]))
+    await tb.wr(CTRL, CLEAR)
+    await tb.wait_idle()
+    await tb.dump()                                  # nothing held: no beat
+    await tb.finish()
+    assert tb.sb.compared == 7 * 2
+
+
+@cocotb.test()
+async def rmw_accumulate(dut):
+    """Read-modify-write: runs of one address back to back (forwarding), saturation both
+    ways, two arrays accumulating, full and partial dumps; bubbles and backpressure."""
+    tb = TB(dut, src_p=0.8, sink_p=0.6)
+    await tb.reset()
+    f, D = tb.fmt, tb.DEPTH
+    mem = np.zeros(D, dtype=np.int64)
+    await tb.config(RMW)
+    await tb.wr(CTRL, CLEAR)
+    await tb.wait_idle()
+    for r in range(3):
+        n = 120
+        addrs = tb.rng.integers(0, D, size=n)
+        runs = tb.rng.random(n) < 0.5                # repeat the previous address back to back
+        for j in range(1, n):
+            if runs[j]:
+                addrs[j] = addrs[j - 1]
+        vals = tb.rand_vals(n) if r == 2 else tb.rand_vals(n, -(1 << (tb.W - 3)), 1 << (tb.W - 3))
+        if r == 1:
+            addrs[:8] = 3
+            vals[:8] = [f.max_int, f.max_int, 5, -1, f.min_int, f.min_int, f.min_int, 7]
+        await tb.stream(vals, addrs)
+        mem = maple.rmw_accumulate(mem, addrs, vals, f)
+        assert await tb.rd(INS) == n
+    await tb.wr(BASE, 0)
+    await tb.wr(LEN, D)
+    tb.expect(np.arange(D), mem)
+    await tb.dump()
+    lo, ln = D // 4, D // 2
+    await tb.wr(BASE, lo)
+    await tb.wr(LEN, ln)
+    tb.expect(np.arange(lo, lo + ln), mem[lo:lo + ln])
+    await tb.dump()
+    await tb.wr(BASE, D - 1)
+    await tb.wr(LEN, 1)
+    tb.expect([D - 1], mem[D - 1:])
+    await tb.dump()
+    # CLEAR zeroes it
+    await tb.wr(CTRL, CLEAR)
+    await tb.wait_idle()
+    await tb.wr(BASE, 0)
+    await tb.wr(LEN, 4)
+    tb.expect(np.arange(4), np.zeros(4))
+    await tb.dump()
+    await tb.finish()
+
+
+@cocotb.test()
+async def reset_mid_stream(dut):
+    """Reset in the middle of a selection run (scanner busy) and of a dump under
+    backpressure: idle afterwards, RAM zeroed, the next runs exact."""
+    tb = TB(dut, src_p=0.9, sink_p=0.3)
+    await tb.reset()
+    await tb.config(SEL, tb.KMAX, True)
+    await tb.wr(CTRL, START)
+    tb.send(np.arange(200), np.arange(200))          # ascending: replaces every time
+    await ClockCycles(dut.clk, 40)
+    assert (await tb.status())["armed"] == 1
+    await tb.abort_and_reset()
+    assert int(dut.m_axis_out_tvalid.value) == 0 and await tb.rd(COUNT) == 0
+    vals = tb.rand_vals(30)
+    await tb.select(vals, np.arange(30), tb.KMAX, False)
+    # reset during an RMW dump: the RAM is zeroed afterwards
+    await tb.config(RMW)
+    await tb.stream(np.full(10, 3), np.arange(10))
+    await tb.wr(BASE, 0)
+    await tb.wr(LEN, tb.DEPTH)
+    mem = np.zeros(tb.DEPTH, dtype=np.int64)
+    mem[:10] = 3
+    tb.expect(np.arange(tb.DEPTH), mem)              # the beats before the reset are checked
+    await tb.wr(CTRL, DUMP)
+    await ClockCycles(dut.clk, 10)
+    await tb.abort_and_reset()
+    assert await tb.rd(OP) == SEL and await tb.rd(K) == tb.KMAX, "reset did not restore the registers"
+    await tb.config(RMW)
+    await tb.wr(LEN, 12)
+    tb.expect(np.arange(12), np.zeros(12))
+    await tb.dump()
+    await tb.finish()
+
+
+@cocotb.test()
+async def bad_configuration(dut):
+    """k = 0, k > KMAX, unknown OP, BASE/LEN out of range, a dump past the RAM end,
+    partial and unknown-register writes, configuration while armed, an RMW address past
+    DEPTH: each sets the sticky error with its code and changes nothing."""
+    tb = TB(dut)
+    await tb.reset()
+    await tb.config(SEL, 2, True)
+    await tb.wr(BASE, 1)
+    await tb.wr(LEN, 2)
+
+    async def expect_err(code, what):
+        s = await tb.status()
+        assert s["err"] == 1 and s["code"] == code, f"{what}: status {s}, expected code {code}"
+        await tb.wr(CTRL, ERRCLR)
+        s = await tb.status()
+        assert s["err"] == 0 and s["code"] == 0, f"{what}: ERRCLR did not clear ({s})"
+
+    for v in (0, tb.KMAX + 1, 0xFFFFFFFF):
+        await tb.wr(K, v)
+        await expect_err(1, f"K={v}")
+        assert await tb.rd(K) == 2
+    await tb.wr(OP, 3)
+    await expect_err(2, "OP=3")
+    assert await tb.rd(OP) == SEL
+    await tb.wr(BASE, tb.DEPTH)
+    await expect_err(3, "BASE=DEPTH")
+    for v in (0, tb.DEPTH + 1):
+        await tb.wr(LEN, v)
+        await expect_err(3, f"LEN={v}")
+    assert await tb.rd(BASE) == 1 and await tb.rd(LEN) == 2
+    await tb.axil.write(K, b"\x03\x00")             # partial write (wstrb = 0x3)
+    await expect_err(6, "partial write")
+    await tb.wr(0x80, 1)
+    await expect_err(6, "unknown register")
+    await tb.axil.write(K + 1, b"\x03")             # misaligned
+    await expect_err(6, "misaligned write")
+    assert await tb.rd(K) == 2
+    # configuration and DUMP while armed are refused; the run still completes with k = 2
+    await tb.wr(CTRL, START)
+    await tb.wr(K, 1)
+    await expect_err(4, "K while armed")
+    await tb.wr(CTRL, DUMP)
+    await expect_err(4, "DUMP while armed")
+    vals = np.array([4, 9, 1, 7, 9])
+    tb.send(vals, np.arange(5))
+    await tb.src.drain()
+    await tb.wait_idle()
+    i, v = maple.topk(vals, np.arange(5), 2, True)
+    tb.expect(i, v)
+    await tb.dump()
+    # a dump past the end of the RAM
+    await tb.config(RMW)
+    await tb.wr(BASE, tb.DEPTH - 1)
+    await tb.wr(LEN, 2)
+    await tb.wr(CTRL, DUMP)
+    await expect_err(3, "BASE+LEN > DEPTH")
+    # an RMW address beyond DEPTH is dropped with code 5 (when IDXW can express one)
+    if tb.IDXW > tb.DEPTH.bit_length() - 1:
+        await tb.wr(CTRL, CLEAR)
+        await tb.wait_idle()
+        await tb.stream(np.array([5, 6, 7]), np.array([1, tb.DEPTH, 1]))
+        await expect_err(5, "RMW address >= DEPTH")
+        await tb.wr(BASE, 0)
+        await tb.wr(LEN, 2)
+        tb.expect([0, 1], [0, 12])
+        await tb.dump()
+    await tb.finish()
+
+
+@cocotb.test()
+async def checker_catches_corruption(dut):
+    """Negative test: a corrupted expectation, an extra output and a dropped output must
+    each make the scoreboard fail."""
+    tb = TB(dut)
+    await tb.reset()
+    vals = tb.rand_vals(20)
+    await tb.config(SEL, 4, True)
+    await tb.stream(vals, np.arange(20))
+    i, v = maple.topk(vals, np.arange(20), 4, True)
+    tb.expect(i, v)
+    d, last = tb.exp[1]
+    tb.exp[1] = (d ^ (1 << tb.W), last)              # corrupt one index LSB
+    await tb.dump()
+    assert tb.sb.mismatches == 1, f"corruption not detected ({tb.sb.mismatches} mismatches)"
+    with pytest.raises(AssertionError):
+        tb.sb.check()
+    tb.sb.errors = tb.sb.mismatches = 0
+    tb.expect(i[:-1], v[:-1])                         # one expectation short: an extra output
+    await tb.dump()
+    assert tb.sb.errors >= 1, "extra output not detected"
+    tb.sb.errors = tb.sb.mismatches = 0
+    tb.exp.append((123, 1))                            # an output that never comes
+    with pytest.raises(AssertionError, match="never received"):
+        tb.sb.check()
+
+
+@cocotb.test()
+async def bench_throughput(dut):
+    """Benchmark (reported, not asserted beyond the exact counters): scanner stall cycles
+    per replacement against k (ideal of the design: k-1), cycles per element of a random
+    array, and RMW elements per cycle with no bubbles (ideal 1.0)."""
+    tb = TB(dut)
+    inmon = AxisMonitor(dut, "s_axis_in", dut.clk)
+    await tb.reset()
+    n = 256
+    vals = tb.rng.permutation(np.arange(-n, n))[:n]
+    ks, rows = [], []
+    k = 1
+    while k <= tb.KMAX:
+        ks.append(k)
+        k *= 2
+    for k in ks:
+        t0 = len(inmon.times)
+        for lg in (True, False):
+            await tb.config(SEL, k, lg)
+            await tb.stream(vals, np.arange(n))
+            stalls, ins = await tb.rd(STALLS), await tb.rd(INS)
+            tr = maple.selection_trace(vals, np.arange(n), k, lg)
+            tm = inmon.times[-n:]
+            rows.append({"k": k, "largest": lg, "insertions": ins, "replacements": tr["replacements"],
+                         "stalls": stalls,
+                         "stalls_per_insertion": round(stalls / max(ins, 1), 3),
+                         "stalls_per_replacement": round(stalls / max(tr["replacements"], 1), 3),
+                         "cycles_per_element": round((tm[-1] - tm[0] + 1) / n, 3)})
+            tb.expect(tr["indices"], tr["values"])
+            await tb.dump()
+        assert len(inmon.times) - t0 == 2 * n
+    await tb.config(RMW)
+    addrs = tb.rng.integers(0, tb.DEPTH, size=n)
+    addrs[n // 2:n // 2 + 16] = 1                      # a run on one address
+    await tb.stream(np.ones(n, dtype=np.int64), addrs)
+    tm = inmon.times[-n:]
+    rmw_cpe = (tm[-1] - tm[0] + 1) / n
+    for r in rows:
+        dut._log.info("bench select: %s", r)
+    rec = record_bench(CORE, select=rows, rmw_elements_per_cycle=round(1.0 / rmw_cpe, 3), ideal_rmw=1.0,
+                       array_length=n)
+    dut._log.info("bench: rmw elements/cycle %.3f", 1.0 / rmw_cpe)
+    await tb.finish()
+    return rec
+
+
+# ---------------------------------------------------------------- pytest launchers
+@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus")]))
+def test_maple_smart_memory(cfg, sim):
+    run_core(CORE, cfg, sim)
+
+
+def test_maple_smart_memory_vhdl_smoke():
+    run_core(CORE, "small", "ghdl", testcase="topk_random,rmw_accumulate")
