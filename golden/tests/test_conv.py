@@ -1,0 +1,210 @@
+"""golden.conv against SciPy (forward, back-propagation), finite differences (gradient),
+ICP partial sums, and the bit-true tracking bound."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import signal
+
+from golden import conv
+from golden.fixedpoint import QFormat
+
+FMT = QFormat(32, 16)
+SEED = 20261122
+
+
+def rng(k=0):
+    return np.random.default_rng(SEED + k)
+
+
+def ref_forward(x, w, b, pad, stride=1):
+    xp = np.pad(x, ((0, 0), (pad, pad), (pad, pad)))
+    out = []
+    for o in range(w.shape[0]):
+        acc = sum(signal.correlate(xp[c], w[o, c], mode="valid") for c in range(x.shape[0]))
+        out.append(acc[::stride, ::stride] + (0.0 if b is None else b[o]))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("K,pad,stride", [(3, 0, 1), (3, 1, 1), (5, 2, 1), (5, 0, 2), (1, 0, 1), (3, 2, 2)])
+def test_forward_matches_scipy(K, pad, stride):
+    r = rng(K * 10 + pad + stride)
+    x = r.normal(size=(3, 9, 8))
+    w = r.normal(size=(4, 3, K, K))
+    b = r.normal(size=4)
+    np.testing.assert_allclose(conv.forward(x, w, b, stride, pad), ref_forward(x, w, b, pad, stride), atol=1e-12)
+
+
+@pytest.mark.parametrize("K,pad", [(3, 0), (3, 1), (5, 2), (5, 4), (2, 1)])
+def test_backprop_matches_scipy_full_convolution(K, pad):
+    r = rng(100 + K + pad)
+    x = r.normal(size=(3, 8, 7))
+    w = r.normal(size=(2, 3, K, K))
+    e = r.normal(size=conv.forward(x, w, pad=pad).shape)
+    got = conv.backprop_error(e, w, pad)
+    assert got.shape == x.shape
+    # Eq. 2 with scipy: full convolution (kernel flipped by convolve), cropped by pad
+    ref = np.zeros(x.shape)
+    for c in range(3):
+        full = sum(signal.convolve(e[o], w[o, c], mode="full") for o in range(2))
+        ref[c] = full[pad:pad + x.shape[1], pad:pad + x.shape[2]]
+    np.testing.assert_allclose(got, ref, atol=1e-12)
+    # and it is the adjoint of forward: <forward(x), e> == <x, backprop(e)>
+    assert np.isclose(np.sum(conv.forward(x, w, pad=pad) * e), np.sum(x * got))
+
+
+def test_fpdeep_padding_example():
+    """FPDeep 4.3: a 3x3 error map of a K=3, pad=0 layer is padded to 7x7 and gives 5x5."""
+    e = rng(7).normal(size=(1, 3, 3))
+    w = rng(8).normal(size=(1, 1, 3, 3))
+    assert conv.pad_map(e, 3 - 1 - 0).shape == (1, 7, 7)
+    assert conv.backprop_error(e, w, 0).shape == (1, 5, 5)
+
+
+@pytest.mark.parametrize("K,pad", [(3, 0), (3, 1), (5, 2)])
+def test_param_gradient_finite_differences(K, pad):
+    r = rng(200 + K + pad)
+    x = r.normal(size=(2, 7, 6))
+    w = r.normal(size=(3, 2, K, K))
+    b = r.normal(size=3)
+    t = r.normal(size=conv.forward(x, w, b, 1, pad).shape)
+
+    def loss(w_, b_):
+        return 0.5 * np.sum((conv.forward(x, w_, b_, 1, pad) - t) ** 2)
+
+    e = conv.forward(x, w, b, 1, pad) - t          # dL/dy
+    dw, db = conv.param_gradient(x, e, K, pad)
+    eps = 1e-6
+    num = np.zeros_like(w)
+    for idx in np.ndindex(w.shape):
+        wp, wm = w.copy(), w.copy()
+        wp[idx] += eps
+        wm[idx] -= eps
+        num[idx] = (loss(wp, b) - loss(wm, b)) / (2 * eps)
+    np.testing.assert_allclose(dw, num, rtol=1e-6, atol=1e-6)
+    numb = np.array([(loss(w, b + eps * np.eye(3)[o]) - loss(w, b - eps * np.eye(3)[o])) / (2 * eps)
+                     for o in range(3)])
+    np.testing.assert_allclose(db, numb, rtol=1e-6, atol=1e-6)
+    # the error w.r.t. the input is the back-propagated error
+    dx = conv.backprop_error(e, w, pad)
+    idx = (1, 3, 2)
+    xp, xm = x.copy(), x.copy()
+    xp[idx] += eps
+    xm[idx] -= eps
+    lp = 0.5 * np.sum((conv.forward(xp, w, b, 1, pad) - t) ** 2)
+    lm = 0.5 * np.sum((conv.forward(xm, w, b, 1, pad) - t) ** 2)
+    assert np.isclose(dx[idx], (lp - lm) / (2 * eps), rtol=1e-5, atol=1e-6)
+
+
+def test_update_mini_batch_average():
+    r = rng(300)
+    w = r.normal(size=(2, 3, 3, 3))
+    g = r.normal(size=(4, 2, 3, 3, 3))
+    np.testing.assert_allclose(conv.update(w, g, 0.1), w - 0.1 * g.mean(axis=0))
+    wq = FMT.to_fixed(w)
+    gq = FMT.to_fixed(g)
+    got = FMT.to_float(conv.update(wq, gq, 0.1, FMT))
+    ref = FMT.to_float(wq) - 0.1 * FMT.to_float(gq).mean(axis=0)
+    # lr/batch quantised (<= LSB/2 relative to sum|g|) + one rounding + the subtraction (exact)
+    bound = FMT.lsb / 2 * (1 + np.abs(FMT.to_float(gq)).sum(axis=0))
+    assert np.all(np.abs(got - ref) <= bound)
+
+
+@pytest.mark.parametrize("fmt", [None, FMT, QFormat(16, 8)])
+@pytest.mark.parametrize("parts", [1, 2, 3, 5])
+def test_icp_partials_sum_to_full(fmt, parts):
+    r = rng(400 + parts)
+    x = r.normal(size=(5, 6, 6))
+    w = r.normal(size=(3, 5, 3, 3)) * 0.5
+    b = r.normal(size=3)
+    if fmt is not None:
+        x, w, b = fmt.to_fixed(x), fmt.to_fixed(w), fmt.to_fixed(b)
+    y, partials = conv.icp_forward(x, w, parts, b, 1, 1, fmt)
+    assert len(partials) == parts
+    full = conv.forward(x, w, b, 1, 1, fmt)
+    if fmt is None:
+        np.testing.assert_allclose(y, full, atol=1e-12)
+        np.testing.assert_allclose(sum(partials) + b[:, None, None], full, atol=1e-12)
+    else:
+        assert np.array_equal(y, full)
+        assert all(p.dtype == object for p in partials)  # exact wide integers, no rounding
+
+
+def test_bit_true_on_grid_is_float_rounded_once():
+    fmt = QFormat(16, 8)
+    r = rng(500)
+    xq = r.integers(-600, 600, size=(3, 7, 7))
+    wq = r.integers(-300, 300, size=(2, 3, 3, 3))
+    y = conv.forward(xq, wq, None, 1, 1, fmt)
+    yf = conv.forward(fmt.to_float(xq), fmt.to_float(wq), None, 1, 1)
+    sat = (y == fmt.max_int) | (y == fmt.min_int)
+    d = np.abs(fmt.to_float(y) - yf)
+    assert np.all(d[~sat] <= fmt.lsb / 2)
+    assert np.all(np.abs(yf[sat]) >= fmt.max_real)
+
+
+@pytest.mark.parametrize("fmt", [FMT, QFormat(16, 8)])
+def test_bit_true_tracks_float_within_bound(fmt):
+    r = rng(600 + fmt.W)
+    x = r.uniform(-2, 2, size=(4, 8, 8))
+    w = r.uniform(-0.5, 0.5, size=(3, 4, 3, 3))
+    b = r.uniform(-1, 1, size=3)
+    y = fmt.to_float(conv.forward(x, w, b, 1, 1, fmt))
+    yf = conv.forward(x, w, b, 1, 1)
+    assert np.all(np.abs(y - yf) <= conv.tracking_bound(x, w, b, 1, 1, fmt))
+    e = r.uniform(-1, 1, size=yf.shape)
+    eb = fmt.to_float(conv.backprop_error(e, w, 1, fmt))
+    assert np.max(np.abs(eb - conv.backprop_error(e, w, 1))) < 40 * fmt.lsb
+    dw, db = conv.param_gradient(x, e, 3, 1, fmt)
+    dwf, dbf = conv.param_gradient(x, e, 3, 1)
+    assert np.max(np.abs(fmt.to_float(dw) - dwf)) < 300 * fmt.lsb
+    assert np.max(np.abs(fmt.to_float(db) - dbf)) < 100 * fmt.lsb
+
+
+def test_bit_true_saturates():
+    fmt = QFormat(16, 8)
+    x = np.full((2, 3, 3), fmt.max_int)
+    w = np.full((1, 2, 3, 3), fmt.max_int)
+    assert np.all(conv.forward(x, w, fmt=fmt) == fmt.max_int)
+    assert np.all(conv.forward(x, -w, fmt=fmt) == fmt.min_int)
+    assert np.all(conv.relu(conv.forward(x, -w, fmt=fmt), fmt) == 0)
+
+
+def test_window_dot_and_sliding_windows():
+    fmt = QFormat(16, 8)
+    r = rng(700)
+    m = r.integers(-1000, 1000, size=(5, 6))
+    wk = r.integers(-1000, 1000, size=(3, 3))
+    win = conv.sliding_windows(m, 3, 1)
+    assert win.shape == (5, 6, 3, 3)
+    assert np.array_equal(win[0, 0], np.pad(m, 1)[:3, :3])
+    y = conv.forward(m[None], wk[None, None], None, 1, 1, fmt)[0]
+    assert np.array_equal(conv.window_dot(win, wk, fmt), y)
+    ex = conv.window_dot(win, wk, fmt, exact=True)
+    assert np.array_equal(fmt.sat((ex.astype(object) + 128) >> 8), y)
+    one = conv.sliding_windows(np.array([[7]]), 3, 1)
+    assert one.shape == (1, 1, 3, 3) and one[0, 0, 1, 1] == 7 and one.sum() == 7
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: conv.forward(np.zeros((2, 4, 4)), np.zeros((1, 3, 3, 3))), "axis 1 must be 2"),
+    (lambda: conv.forward(np.zeros((2, 4, 4)), np.zeros((1, 2, 3, 2))), "square"),
+    (lambda: conv.forward(np.zeros((2, 4, 4)), np.zeros((1, 2, 3, 3)), pad=3), "pad"),
+    (lambda: conv.forward(np.zeros((2, 2, 2)), np.zeros((1, 2, 5, 5)), pad=1), "smaller than the kernel"),
+    (lambda: conv.forward(np.full((1, 3, 3), np.nan), np.zeros((1, 1, 3, 3))), "non-finite"),
+    (lambda: conv.forward(np.zeros((1, 3, 3)), np.zeros((1, 1, 3, 3)), stride=0), "stride"),
+    (lambda: conv.forward(np.zeros((3, 3)), np.zeros((1, 1, 3, 3))), "x must be 3-D"),
+    (lambda: conv.forward(np.full((1, 3, 3), 1e6), np.zeros((1, 1, 3, 3)), fmt=QFormat(16, 8)), "does not fit"),
+    (lambda: conv.forward(np.full((1, 3, 3), 1 << 20), np.zeros((1, 1, 3, 3), int), fmt=QFormat(16, 8)), "outside"),
+    (lambda: conv.forward(np.zeros((1, 3, 3)), np.zeros((1, 1, 3, 3)), fmt="q"), "fmt"),
+    (lambda: conv.backprop_error(np.zeros((2, 3, 3)), np.zeros((1, 1, 3, 3))), "axis 0 must be 2"),
+    (lambda: conv.param_gradient(np.zeros((1, 5, 5)), np.zeros((1, 4, 4)), 3), "axis 1 must be 3"),
+    (lambda: conv.param_gradient(np.zeros((1, 5, 5)), np.zeros((1, 3, 3)), 0), "K"),
+    (lambda: conv.update(np.zeros(3), np.zeros((2, 4)), 0.1), "axis 1 must be 3"),
+    (lambda: conv.update(np.zeros(3), np.zeros((2, 3)), -1.0), "lr"),
+    (lambda: conv.update(np.zeros(3, int), np.zeros((2, 3), int), 1e-9, QFormat(16, 8)), "quantises to 0"),
+    (lambda: conv.icp_forward(np.zeros((2, 4, 4)), np.zeros((1, 2, 3, 3)), 3), "parts"),
+])
+def test_validation(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

@@ -1,0 +1,337 @@
+"""fpdeep_line_buffer: streamed map -> every K x K window of the zero-padded map, against
+numpy padding/slicing (golden.conv.sliding_windows).
+
+cocotb tests (run inside the simulator) and, at the bottom, the pytest launchers.
+"""
+from __future__ import annotations
+
+import cocotb
+import numpy as np
+import pytest
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+
+from golden.conv import sliding_windows
+from rtl_gen.common.params import ParamError
+from rtl_gen.registry import get
+from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
+from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
+from scoreboards.gates import Gate
+from verif.harness import CLOCK_NS, dut_params, matrix, run_core
+from verif.tb_common import record_bench, steady_cycles_per_beat
+from verif.tb_common import sim_seed as seed_of
+
+CORE = "fpdeep_line_buffer"
+IN = "s_axis_pix"
+OUT = "m_axis_win"
+
+
+class LineBufferTB:
+    """Clock, seeded pixel source with bubbles, window sink with backpressure, monitor,
+    bit-exact scoreboard fed by ``sliding_windows``, and a done counter."""
+
+    def __init__(self, dut, src_p=1.0, sink_p=1.0):
+        self.dut = dut
+        self.p = dut_params()
+        self.K, self.W = self.p["K"], self.p["W"]
+        self.seed = seed_of()
+        self.rng = np.random.default_rng(self.seed)
+        dut._log.info("seed=%d params=%s", self.seed, self.p)
+        self.clk = dut.clk
+        cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
+        self.src_p = src_p
+        self.src = AxisSource(dut, IN, dut.clk, Gate(self.seed * 7 + 1, src_p))
+        self.sink = AxisSink(dut, OUT, dut.clk, Gate(self.seed * 13 + 101, sink_p))
+        self.mon = AxisMonitor(dut, OUT, dut.clk, reset=dut.rst)
+        self.sb = FixedScoreboard(dut)
+        self.exp = self.sb.add_stream(self.mon, StreamSpec(OUT, [("win", self.K * self.K, self.W, 0)]))
+        dut.start.value = 0
+        dut.s_axis_pix_tlast.value = 0
+        self.done_count = 0
+        cocotb.start_soon(self._count_done())
+
+    async def _count_done(self):
+        while True:
+            await RisingEdge(self.clk)
+            await ReadOnly()
+            if self.dut.done.value.is_resolvable and int(self.dut.done.value):
+                self.done_count += 1
+
+    async def reset(self, cycles=3):
+        self.dut.rst.value = 1
+        await ClockCycles(self.clk, cycles)
+        self.dut.rst.value = 0
+        await RisingEdge(self.clk)
+
+    async def abort_and_reset(self):
+        self.src.kill()
+        self.src.tvalid.value = 0
+        await self.reset()
+        self.src = AxisSource(self.dut, IN, self.dut.clk, Gate(self.seed * 7 + 1001, self.src_p))
+        self.exp.clear()
+        self.done_count = 0
+
+    def rand_map(self, h, w, extreme=0.15):
+        lo, hi = -(1 << (self.W - 1)), (1 << (self.W - 1)) - 1
+        m = self.rng.integers(lo, hi + 1, size=(h, w), dtype=np.int64)
+        rails = self.rng.choice(np.array([lo, hi, 0, -1, 1]), size=(h, w))
+        return np.where(self.rng.random((h, w)) < extreme, rails, m)
+
+    def job(self, h, w, pad, fmap=None, bad_tlast_at=None):
+        """Queue a map and the windows it must give; returns the cfg fields."""
+        fmap = self.rand_map(h, w) if fmap is None else np.asarray(fmap, dtype=np.int64)
+        mask = (1 << self.W) - 1
+        for r in range(h):
+            for c in range(w):
+                last = int(c == w - 1)
+                if bad_tlast_at == (r, c):
+                    last ^= 1
+                self.src.append((int(fmap[r, c]) & mask, last))
+        win = sliding_windows(fmap, self.K, pad)
+        ho, wo = win.shape[:2]
+        for r in range(ho):
+            for c in range(wo):
+                self.exp.append((pack_lanes(win[r, c].reshape(-1), self.W), int(c == wo - 1)))
+        return dict(width=w, height=h, pad=pad)
+
+    def valid_pads(self, h, w):
+        return [p for p in range(self.p["MAX_PAD"] + 1) if h + 2 * p >= self.K and w + 2 * p >= self.K]
+
+    def rand_shape(self, maxh=None, maxw=None):
+        maxh = min(self.p["MAX_HEIGHT"], maxh or 12)
+        maxw = min(self.p["MAX_WIDTH"], maxw or 12)
+        while True:
+            h, w = int(self.rng.integers(1, maxh + 1)), int(self.rng.integers(1, maxw + 1))
+            pads = self.valid_pads(h, w)
+            if pads:
+                return h, w, int(self.rng.choice(pads))
+
+    async def initiate(self, **fields):
+        while int(self.dut.busy.value):
+            await RisingEdge(self.clk)
+        for k, v in fields.items():
+            sig = getattr(self.dut, f"cfg_{k}")
+            sig.value = int(v) & ((1 << len(sig)) - 1)
+        self.dut.start.value = 1
+        await RisingEdge(self.clk)
+        self.dut.start.value = 0
+
+    async def wait_done(self, count, timeout=100000):
+        for c in range(timeout):
+            if self.done_count >= count:
+                return c
+            await RisingEdge(self.clk)
+        raise AssertionError(f"timeout: {self.done_count} of {count} done pulses after {timeout} cycles")
+
+    async def run_jobs(self, jobs):
+        for k, f in enumerate(jobs):
+            await self.initiate(**f)
+            await self.wait_done(self.done_count + 1)
+            assert int(self.dut.cfg_err.value) == 0, f"cfg_err for {f}"
+            assert int(self.dut.row_err.value) == 0, f"row_err for {f}"
+
+    async def finish(self, settle=20):
+        await ClockCycles(self.clk, settle)
+        assert self.mon.protocol_errors == 0, f"{self.mon.protocol_errors} AXI4-Stream hold violations"
+        assert not self.src._sendQ, "input left unconsumed"
+        self.sb.check()
+
+
+@cocotb.test()
+async def random_maps(dut):
+    """Random sizes, pads and pixels (rails included); random bubbles and backpressure."""
+    tb = LineBufferTB(dut, src_p=0.7, sink_p=0.6)
+    await tb.reset()
+    for _ in range(6):
+        h, w, pad = tb.rand_shape()
+        await tb.run_jobs([tb.job(h, w, pad)])
+    await tb.finish()
+
+
+@cocotb.test()
+async def padding_edges(dut):
+    """Every padding value; narrowest/shortest maps for each (one output row/column);
+    the maximum width and height; single rows and columns."""
+    tb = LineBufferTB(dut, src_p=0.8, sink_p=0.7)
+    await tb.reset()
+    K, P = tb.K, tb.p["MAX_PAD"]
+    MW, MH = tb.p["MAX_WIDTH"], tb.p["MAX_HEIGHT"]
+    jobs = []
+    for pad in range(P + 1):
+        m = max(1, K - 2 * pad)                 # smallest map edge for this pad
+        jobs += [tb.job(m, m, pad), tb.job(m, min(MW, m + 3), pad), tb.job(min(MH, m + 2), m, pad)]
+    jobs.append(tb.job(MH, MW, 0))
+    jobs.append(tb.job(MH, MW, P))
+    for h, w in ((1, MW), (MH, 1)):             # a single row / column, largest valid pad
+        pads = tb.valid_pads(h, w)
+        if pads:
+            jobs.append(tb.job(h, w, pads[-1]))
+    await tb.run_jobs(jobs)
+    await tb.finish()
+
+
+@cocotb.test()
+async def one_by_one_map(dut):
+    """A 1x1 map with every padding that makes it valid: (1+2P-K+1)^2 windows, all zero
+    except the pixel; directed values at the rails."""
+    tb = LineBufferTB(dut, sink_p=0.8)
+    await tb.reset()
+    lo, hi = -(1 << (tb.W - 1)), (1 << (tb.W - 1)) - 1
+    jobs = []
+    for pad in tb.valid_pads(1, 1):
+        for v in (hi, lo, -1):
+            jobs.append(tb.job(1, 1, pad, fmap=[[v]]))
+    assert jobs, "no valid padding for a 1x1 map in this configuration"
+    await tb.run_jobs(jobs)
+    await tb.finish()
+
+
+@cocotb.test()
+async def back_to_back(dut):
+    """Start again as soon as busy drops; no bubbles, always-ready sink."""
+    tb = LineBufferTB(dut)
+    await tb.reset()
+    fields = [tb.job(*tb.rand_shape()) for _ in range(4)]
+    await tb.initiate(**fields[0])
+    for k in range(1, len(fields)):
+        await tb.wait_done(k)
+        await tb.initiate(**fields[k])
+    await tb.wait_done(len(fields))
+    await tb.finish()
+
+
+@cocotb.test()
+async def invalid_configuration(dut):
+    """Width or height 0 or above the maximum, pad above MAX_PAD, a padded map smaller than
+    K: cfg_err and done, nothing consumed; a valid start afterwards clears cfg_err."""
+    tb = LineBufferTB(dut)
+    await tb.reset()
+    K, P = tb.K, tb.p["MAX_PAD"]
+    bad = [dict(width=0, height=4, pad=0), dict(width=4, height=0, pad=0),
+           dict(width=1, height=K + 1, pad=0), dict(width=K + 1, height=K - 2 if K > 2 else 1, pad=0)]
+    if tb.p["MAX_WIDTH"] + 1 < (1 << len(dut.cfg_width)):
+        bad.append(dict(width=tb.p["MAX_WIDTH"] + 1, height=K, pad=0))
+    bad.append(dict(width=(1 << len(dut.cfg_width)) - 1, height=K, pad=0))
+    bad.append(dict(width=K, height=(1 << len(dut.cfg_height)) - 1, pad=0))
+    if P + 1 < (1 << len(dut.cfg_pad)):
+        bad.append(dict(width=K, height=K, pad=P + 1))
+    fields = tb.job(K, K, 0)                      # queued now: must not be touched
+    for k, f in enumerate(bad):
+        await tb.initiate(**f)
+        await tb.wait_done(k + 1, timeout=10)
+        assert int(dut.cfg_err.value) == 1, f"cfg_err not set for {f}"
+        assert int(dut.busy.value) == 0
+    await ClockCycles(dut.clk, 5)
+    assert tb.src.sent == 0, "an invalid initiation consumed input"
+    assert int(dut.m_axis_win_tvalid.value) == 0
+    await tb.initiate(**fields)
+    await RisingEdge(dut.clk)
+    assert int(dut.cfg_err.value) == 0
+    await tb.wait_done(len(bad) + 1)
+    await tb.finish()
+
+
+@cocotb.test()
+async def row_tlast_check(dut):
+    """A wrong input tlast sets row_err (sticky until the next start); the windows are
+    unaffected."""
+    tb = LineBufferTB(dut, src_p=0.8)
+    await tb.reset()
+    K = tb.K
+    await tb.initiate(**tb.job(K + 1, K + 2, 0, bad_tlast_at=(1, 2)))
+    await tb.wait_done(1)
+    assert int(dut.row_err.value) == 1, "row_err not set by a misplaced tlast"
+    await tb.run_jobs([tb.job(K, K, 0)])        # cleared by the next start
+    await tb.finish()
+
+
+@cocotb.test()
+async def reset_mid_stream(dut):
+    """Reset in the middle of a map (line RAM half filled, windows in flight): idle
+    afterwards, the next maps exact."""
+    tb = LineBufferTB(dut, src_p=0.9, sink_p=0.5)
+    await tb.reset()
+    h, w = min(tb.p["MAX_HEIGHT"], 9), min(tb.p["MAX_WIDTH"], 9)
+    await tb.initiate(**tb.job(h, w, tb.p["MAX_PAD"]))
+    await ClockCycles(dut.clk, 3 * w + 5)
+    assert int(dut.busy.value) == 1
+    await tb.abort_and_reset()
+    assert int(dut.busy.value) == 0 and int(dut.m_axis_win_tvalid.value) == 0
+    await tb.run_jobs([tb.job(*tb.rand_shape()), tb.job(*tb.rand_shape())])
+    await tb.finish()
+
+
+@cocotb.test()
+async def checker_catches_corruption(dut):
+    """Negative test: a corrupted expected window, an extra window and a dropped window
+    must each make the scoreboard fail."""
+    tb = LineBufferTB(dut)
+    await tb.reset()
+    K = tb.K
+    f = tb.job(K + 1, K + 1, 0)
+    d, last = tb.exp[1]
+    tb.exp[1] = (d ^ (1 << (tb.W * K)), last)       # one bit of element (1, 0)
+    await tb.run_jobs([f])
+    await ClockCycles(dut.clk, 5)
+    assert tb.sb.mismatches == 1, f"corruption not detected ({tb.sb.mismatches} mismatches)"
+    with pytest.raises(AssertionError):
+        tb.sb.check()
+    tb.sb.errors = tb.sb.mismatches = 0
+    f = tb.job(K, K + 1, 0)
+    tb.exp.pop()
+    await tb.run_jobs([f])
+    await ClockCycles(dut.clk, 5)
+    assert tb.sb.errors == 1, "extra window not detected"
+    tb.sb.errors = 0
+    tb.exp.append((123, 1))
+    with pytest.raises(AssertionError, match="never received"):
+        tb.sb.check()
+
+
+@cocotb.test()
+async def bench_throughput(dut):
+    """Benchmark (reported, not asserted): windows per cycle along an output row (steady
+    state, ideal 1.0) and over whole maximum-size maps from start to done, with and
+    without padding; no bubbles, always-ready sink."""
+    tb = LineBufferTB(dut)
+    inmon = AxisMonitor(dut, IN, dut.clk)
+    await tb.reset()
+    K, P = tb.K, tb.p["MAX_PAD"]
+    h, w = tb.p["MAX_HEIGHT"], tb.p["MAX_WIDTH"]
+    rec = {}
+    for pad in sorted({0, (K - 1) // 2, P} & set(tb.valid_pads(h, w))):
+        n0 = len(tb.mon.times)
+        i0 = len(inmon.times)
+        f = tb.job(h, w, pad)
+        t0 = tb.mon.cycles
+        await tb.initiate(**f)
+        await tb.wait_done(tb.done_count + 1)
+        cycles = tb.mon.cycles - t0
+        times = tb.mon.times[n0:]
+        wo = w + 2 * pad - K + 1
+        row = [steady_cycles_per_beat(times[r * wo:(r + 1) * wo]) for r in range(len(times) // wo)] if wo > 1 else [1.0]
+        rec[f"pad{pad}"] = dict(windows=len(times), cycles_start_to_done=cycles,
+                                windows_per_cycle_in_row=1.0 / max(row),
+                                windows_per_cycle_map=len(times) / cycles,
+                                pixels_per_cycle_map=(len(inmon.times) - i0) / cycles)
+    await tb.finish()
+    out = record_bench(CORE, map=f"{h}x{w}", ideal_windows_per_cycle=1.0, **rec)
+    dut._log.info("bench: %s", out)
+
+
+# ---------------------------------------------------------------- pytest launchers
+@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("k5", "icarus")]))
+def test_fpdeep_line_buffer(cfg, sim):
+    run_core(CORE, cfg, sim)
+
+
+def test_fpdeep_line_buffer_vhdl_smoke():
+    run_core(CORE, "k5", "ghdl", testcase="random_maps")
+
+
+@pytest.mark.parametrize("given,param", [({"K": 1}, "K"), ({"K": 8}, "K"), ({"MAX_PAD": 3}, "MAX_PAD"),
+                                         ({"W": 12}, "W"), ({"MAX_WIDTH": 0}, "MAX_WIDTH"),
+                                         ({"K": 5, "MAX_PAD": 0, "MAX_HEIGHT": 4}, "MAX_HEIGHT")])
+def test_fpdeep_line_buffer_invalid_parameters(given, param):
+    with pytest.raises(ParamError, match=param):
+        get(CORE).resolve(given)
