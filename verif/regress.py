@@ -26,9 +26,10 @@ A selection that collects no test (pytest exit code 5) is a failure, never a pas
 
 Reporting
 ---------
-Every ``verif.harness.run_core`` call made during the run is recorded (this module
+Every ``verif.harness.run_top`` call (``run_core`` goes through it) made during the
+run is recorded (this module
 is loaded into pytest and its workers as a plugin, ``-p verif.regress``, and wraps
-``run_core`` without changing its behaviour).  Each call is a row of the table:
+``run_top`` without changing its behaviour).  Each call is a row of the table:
 core, config, simulator, cocotb tests, result and simulated cycles, read from the
 ``build/sim/<core>/<cfg>/<sim>/summary.json`` the harness writes (stale ones in the
 selection are deleted before the run).  A call whose summary is missing is marked
@@ -79,23 +80,25 @@ def _record(entry: dict):
 
 
 def pytest_configure(config):
-    """Wrap verif.harness.run_core so every simulation call is recorded.  Runs before
-    collection, so ``from verif.harness import run_core`` in test modules binds the
-    wrapper."""
+    """Wrap verif.harness.run_top (which run_core calls) so every simulation call is
+    recorded.  Runs before collection, so ``from verif.harness import run_top`` in test
+    modules binds the wrapper."""
     if not os.environ.get(RUN_ENV):
         return
     import verif.harness as h
 
-    if getattr(h.run_core, "_regress_wrapped", False):
+    if getattr(h.run_top, "_regress_wrapped", False):
         return
-    real = h.run_core
+    real = h.run_top
 
-    def run_core(core, cfg, sim, testcase=None, extra_env=None, tag=None, **kw):
+    def run_top(name, toplevel, cfg, sim, sources, build_args, params, testcase=None,
+                extra_env=None, tag=None):
         node = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
-        entry = {"node": node, "core": core, "cfg": cfg, "sim": sim, "tag": tag or "",
+        entry = {"node": node, "core": name, "cfg": cfg, "sim": sim, "tag": tag or "",
                  "testcase": testcase or "", "start": time.time()}
         try:
-            res = real(core, cfg, sim, testcase=testcase, extra_env=extra_env, tag=tag, **kw)
+            res = real(name, toplevel, cfg, sim, sources, build_args, params, testcase=testcase,
+                       extra_env=extra_env, tag=tag)
         except BaseException as e:  # noqa: BLE001 -- recorded and re-raised unchanged
             skipped = type(e).__name__ == "Skipped"
             entry["outcome"] = "skipped" if skipped else "failed"
@@ -106,9 +109,9 @@ def pytest_configure(config):
         _record(entry)
         return res
 
-    run_core._regress_wrapped = True
-    run_core.__doc__ = real.__doc__
-    h.run_core = run_core
+    run_top._regress_wrapped = True
+    run_top.__doc__ = real.__doc__
+    h.run_top = run_top
 
 
 def pytest_collection_finish(session):

@@ -32,6 +32,8 @@ class Datasheet:
     throughput: str
     fields: list[tuple[str, str, str]] = field(default_factory=list)  # (field port, width, meaning)
     notes: list[str] = field(default_factory=list)
+    fields_title: str = "Initiation fields (sampled on `start`)"
+    fields_header: tuple[str, str, str] = ("field", "width", "meaning")
 
 
 @dataclass
@@ -195,8 +197,9 @@ def datasheet_md(cd: CoreDef, params: dict) -> str:
     for p in ports:
         out.append(f"| `{p.name}` | {p.direction} | {p.width} | {p.desc} |")
     if ds.fields:
-        out += ["", "## Initiation fields (sampled on `start`)", "",
-                "| field | width | meaning |", "|---|---|---|"]
+        h = ds.fields_header
+        out += ["", f"## {ds.fields_title}", "",
+                f"| {h[0]} | {h[1]} | {h[2]} |", "|---|---|---|"]
         out += [f"| `{a}` | {b} | {c} |" for a, b, c in ds.fields]
     out += ["", "## Timing", "", f"- Latency: {ds.latency}", f"- Throughput: {ds.throughput}"]
     if ds.notes:

@@ -730,6 +730,8 @@ def datasheet(p):
                    f"a full LIST costs 1 + (k-1) cycles (the scanner holds `s_axis_in_tready` low "
                    f"for k-1 cycles, counted in STALLS; none for k=1); DUMP one beat per cycle",
         fields=[(f"0x{off:02X} {name}", acc, desc) for off, name, acc, desc in REGISTERS],
+        fields_title="Register map (AXI4-Lite, byte offsets, 32-bit registers)",
+        fields_header=("offset / register", "access", "meaning"),
         notes=[
             f"Stream packing: `tdata = {{index, value}}`, value (signed, {W} bits) in the low bits, "
             f"index (unsigned, {IDXW} bits) above it; the same on `m_axis_out`.",
