@@ -226,3 +226,144 @@ def sigmoid_error_bound(table: SigmoidTable) -> float:
     quant = (1.0 + h / 2.0) * fmt.lsb
     tail = 1.0 / (1.0 + math.exp(table.x_range))
     return chord + quant + tail
+
+
+# ---- generic piecewise-linear tables: sigmoid, gaussian, log, reciprocal ---------
+# (used by the CoSMIC PE nonlinear unit; rtl_gen/common/nonlinear.py evaluates the
+# same tables in hardware, golden models call pwl_fx)
+@dataclass(frozen=True)
+class PwlTable:
+    """Piecewise-linear ``f`` over ``[lo, hi)`` (fixed-point integers) in equal segments
+    of ``2**shift`` LSBs.
+
+    Bit-true evaluation (and the RTL, ``rtl_gen/common/nonlinear.py``):
+      ``zc  = clamp(z, lo, hi - 1)``; ``u = zc - lo`` (unsigned, ``< hi - lo``);
+      ``idx = u >> shift``; ``off = u & (2**shift - 1)``;
+      ``y   = sat_W(base[idx] + round(slope[idx] * off, F))`` then clamp to ``[y_min, y_max]``.
+    ``base`` is ``f`` at the segment start and ``slope`` the chord slope, both quantised.
+    ``curvature`` is ``max |f''|`` over the domain (for :func:`pwl_error_bound`) and
+    ``tail`` the documented worst error for inputs outside the domain (``inf`` when the
+    function is only specified on its domain: such inputs are clamped to the domain).
+    """
+
+    name: str
+    fmt: QFormat
+    lo: int
+    shift: int
+    base: tuple
+    slope: tuple
+    y_min: int
+    y_max: int
+    curvature: float
+    tail: float
+
+    @property
+    def segments(self) -> int:
+        return len(self.base)
+
+    @property
+    def index_bits(self) -> int:
+        return int(math.log2(self.segments))
+
+    @property
+    def hi(self) -> int:
+        return self.lo + (self.segments << self.shift)
+
+    @property
+    def domain(self) -> tuple:
+        return (self.lo * self.fmt.lsb, self.hi * self.fmt.lsb)
+
+
+def _pwl_build(name, fmt: QFormat, f, lo_real: float, seg_log2: int, segments: int,
+               curvature: float, tail: float, y_min=None, y_max=None) -> PwlTable:
+    """A :class:`PwlTable` of ``f`` from ``lo_real`` over ``segments`` segments of width
+    ``2**seg_log2``.  Raises ``ValueError`` when ``fmt`` cannot represent the domain."""
+    if segments < 2 or segments & (segments - 1):
+        raise ValueError(f"{name}: segments must be a power of two >= 2, got {segments}")
+    shift = fmt.F + seg_log2
+    if shift < 1:
+        raise ValueError(f"{name}: {fmt} has too few fraction bits for segments of width "
+                         f"2**{seg_log2}: need F >= {1 - seg_log2}")
+    lo_q = lo_real * (1 << fmt.F)
+    if lo_q != int(lo_q):
+        raise ValueError(f"{name}: domain start {lo_real} is not representable in {fmt}")
+    lo = int(lo_q)
+    hi = lo + (segments << shift)
+    if lo < fmt.min_int or hi > fmt.max_int:
+        raise ValueError(f"{name}: {fmt} cannot hold the input domain [{lo_real}, "
+                         f"{hi * fmt.lsb}): need more integer bits (W - F)")
+    h = 2.0 ** seg_log2
+    xs = lo_real + h * np.arange(segments + 1)
+    ys = f(xs)
+    if np.max(np.abs(ys)) >= fmt.max_real:
+        raise ValueError(f"{name}: {fmt} cannot hold the output range (max |f| = {np.max(np.abs(ys))})")
+    base = fmt.to_fixed(ys[:-1], f"{name} base")
+    slope = fmt.to_fixed((ys[1:] - ys[:-1]) / h, f"{name} slope", saturate=True)
+    y_min = fmt.min_int if y_min is None else int(y_min)
+    y_max = fmt.max_int if y_max is None else int(y_max)
+    return PwlTable(name, fmt, lo, shift, tuple(int(v) for v in base), tuple(int(v) for v in slope),
+                    y_min, y_max, float(curvature), float(tail))
+
+
+def pwl_fx(z, table: PwlTable):
+    """Bit-true evaluation of ``table`` at fixed-point integers ``z``."""
+    fmt = table.fmt
+    z = _as_int_array(z)
+    zc = np.clip(z, table.lo, table.hi - 1)
+    u = zc - table.lo
+    idx = u >> table.shift
+    off = u & ((1 << table.shift) - 1)
+    base = np.asarray(table.base, dtype=np.int64)[idx]
+    slope = np.asarray(table.slope, dtype=np.int64)[idx]
+    y = fmt.sat(base + rshift_round(slope * off, fmt.F))
+    return np.clip(y, table.y_min, table.y_max)
+
+
+def pwl_error_bound(table: PwlTable) -> float:
+    """Documented worst case of ``|pwl_fx(z) - f(z)|`` (real units) for ``z`` in the
+    domain: chord error ``h**2/8 * max|f''|`` plus quantisation of base (1/2 LSB), of the
+    slope times an offset below ``h`` (``h/2`` LSB) and of the final rounding (1/2 LSB).
+    For ``z`` outside the domain the input is clamped; add ``table.tail``."""
+    h = 2.0 ** (table.shift - table.fmt.F)
+    return h * h / 8.0 * table.curvature + (1.0 + h / 2.0) * table.fmt.lsb
+
+
+def sigmoid_pwl(fmt: QFormat = DEFAULT, segments: int = 64, x_range: int = 8) -> PwlTable:
+    """:func:`sigmoid_table` in the generic form: ``pwl_fx(z, sigmoid_pwl(fmt))`` equals
+    ``sigmoid_fx(z, sigmoid_table(fmt))`` bit for bit (tested)."""
+    t = sigmoid_table(fmt, segments, x_range)
+    if t.shift < 1:
+        raise ValueError(f"sigmoid: {fmt} has too few fraction bits for the PWL unit (segment shift 0)")
+    return PwlTable("sigmoid", fmt, -t.r_int, t.shift, t.base, t.slope, 0, fmt.one,
+                    0.0963, 1.0 / (1.0 + math.exp(x_range)))
+
+
+def gaussian_table(fmt: QFormat = DEFAULT, segments: int = 128, x_range: int = 4) -> PwlTable:
+    """Gaussian kernel ``exp(-x**2 / 2)`` over ``[-x_range, x_range)``; outputs in
+    ``[0, 1]``.  ``max|f''| = 1`` (at 0); beyond the domain the clamped input costs at
+    most ``exp(-x_range**2 / 2)``."""
+    if x_range < 1 or x_range & (x_range - 1):
+        raise ValueError(f"gaussian: x_range must be a power of two >= 1, got {x_range}")
+    seg_log2 = int(math.log2(2 * x_range)) - int(math.log2(max(segments, 1)))
+    return _pwl_build("gaussian", fmt, lambda x: np.exp(-0.5 * x * x), -float(x_range), seg_log2,
+                      segments, 1.0, math.exp(-0.5 * x_range * x_range), 0, fmt.one)
+
+
+def log_table(fmt: QFormat = DEFAULT, segments: int = 256, lo: float = 0.5, seg_log2: int = -4) -> PwlTable:
+    """Natural logarithm over ``[lo, lo + segments * 2**seg_log2)`` (default ``[0.5, 16.5)``).
+    ``max|f''| = 1/lo**2``.  Inputs below the domain (including ``x <= 0``, where ``log``
+    is undefined) are clamped to ``lo``, inputs above to the last point: no bound outside."""
+    if not lo > 0:
+        raise ValueError(f"log: the domain start must be positive, got {lo}")
+    return _pwl_build("log", fmt, np.log, lo, seg_log2, segments, 1.0 / (lo * lo), math.inf)
+
+
+def reciprocal_table(fmt: QFormat = DEFAULT, segments: int = 256, lo: float = 1.0,
+                     seg_log2: int = -4) -> PwlTable:
+    """Reciprocal ``1/x`` over ``[lo, lo + segments * 2**seg_log2)`` (default ``[1, 17)``),
+    outputs in ``[0, 1/lo]``; divide is ``a * recip(b)``.  ``max|f''| = 2/lo**3``.  Inputs
+    outside the domain are clamped (no bound there)."""
+    if not lo > 0:
+        raise ValueError(f"reciprocal: the domain start must be positive, got {lo}")
+    return _pwl_build("reciprocal", fmt, lambda x: 1.0 / x, lo, seg_log2, segments,
+                      2.0 / lo ** 3, math.inf, 0, fmt.to_fixed(1.0 / lo, "1/lo"))

@@ -39,9 +39,9 @@ def sim_available(sim: str) -> str | None:
 
 def generator_hash() -> str:
     """Hash of everything a netlist depends on, so cached non-default netlists in
-    build/ are regenerated whenever a generator (or the number format) changes."""
+    build/ are regenerated whenever a generator or a golden module it imports changes."""
     h = hashlib.sha1()
-    for f in sorted((REPO / "rtl_gen").rglob("*.py")) + [REPO / "golden" / "fixedpoint.py"]:
+    for f in sorted((REPO / "rtl_gen").rglob("*.py")) + sorted((REPO / "golden").glob("*.py")):
         h.update(f.read_bytes())
     return h.hexdigest()[:10]
 

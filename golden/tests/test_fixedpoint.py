@@ -158,3 +158,71 @@ def test_sigmoid_table_rejects_bad_parameters():
         sigmoid_table(QFormat(16, 0), segments=64, x_range=8)
     with pytest.raises(ValueError, match="cannot hold the sigmoid input range"):
         sigmoid_table(QFormat(8, 6), segments=4, x_range=2)
+
+
+# ---- generic PWL tables (CoSMIC PE nonlinear unit) -----------------------------
+from golden.fixedpoint import (gaussian_table, log_table, pwl_error_bound, pwl_fx,  # noqa: E402
+                               reciprocal_table, sigmoid_pwl)
+
+_PWL_REFS = {
+    "sigmoid": lambda x: 0.5 * (1.0 + np.tanh(0.5 * x)),
+    "gaussian": lambda x: np.exp(-0.5 * x * x),
+    "log": np.log,
+    "reciprocal": lambda x: 1.0 / x,
+}
+
+
+@pytest.mark.parametrize("fmt", [DEFAULT, QFormat(16, 8), QFormat(24, 12), QFormat(32, 24)], ids=str)
+@pytest.mark.parametrize("make", [sigmoid_pwl, gaussian_table, log_table, reciprocal_table],
+                         ids=lambda f: f.__name__)
+def test_pwl_error_within_bound_on_domain(fmt, make):
+    try:
+        tab = make(fmt)
+    except ValueError:
+        assert fmt.W - fmt.F - 1 < 5, f"{make.__name__} should fit {fmt}"  # only narrow integer parts fail
+        return
+    z = np.unique(np.linspace(tab.lo, tab.hi - 1, 50001).astype(np.int64))
+    y = fmt.to_float(pwl_fx(z, tab))
+    err = np.max(np.abs(y - _PWL_REFS[tab.name](fmt.to_float(z))))
+    assert err <= pwl_error_bound(tab), (err, pwl_error_bound(tab))
+    # outside the domain the input is clamped: the documented tail bounds the error
+    if np.isfinite(tab.tail):
+        zo = np.array([fmt.min_int, tab.lo - 1, tab.hi, fmt.max_int])
+        err_o = np.max(np.abs(fmt.to_float(pwl_fx(zo, tab)) - _PWL_REFS[tab.name](fmt.to_float(zo))))
+        assert err_o <= pwl_error_bound(tab) + tab.tail
+    else:
+        assert pwl_fx(np.array([fmt.min_int]), tab)[0] == pwl_fx(np.array([tab.lo]), tab)[0]
+        assert pwl_fx(np.array([fmt.max_int]), tab)[0] == pwl_fx(np.array([tab.hi - 1]), tab)[0]
+
+
+def test_sigmoid_pwl_equals_sigmoid_fx():
+    for fmt in (DEFAULT, QFormat(16, 8), QFormat(24, 10)):
+        z = np.concatenate([np.arange(-(9 << fmt.F), 9 << fmt.F, max(1, fmt.one // 64)),
+                            [fmt.min_int, fmt.max_int]])
+        assert pwl_fx(z, sigmoid_pwl(fmt)).tolist() == sigmoid_fx(z, sigmoid_table(fmt)).tolist()
+
+
+def test_pwl_documented_bounds_are_small():
+    assert pwl_error_bound(gaussian_table(DEFAULT)) < 6e-4
+    assert pwl_error_bound(log_table(DEFAULT)) < 2.1e-3
+    assert pwl_error_bound(reciprocal_table(DEFAULT)) < 1.1e-3
+    assert gaussian_table(DEFAULT).domain == (-4.0, 4.0)
+    assert log_table(DEFAULT).domain == (0.5, 16.5)
+    assert reciprocal_table(DEFAULT).domain == (1.0, 17.0)
+
+
+def test_pwl_tables_reject_bad_parameters():
+    with pytest.raises(ValueError, match="segments"):
+        gaussian_table(DEFAULT, segments=100)
+    with pytest.raises(ValueError, match="x_range"):
+        gaussian_table(DEFAULT, x_range=3)
+    with pytest.raises(ValueError, match="positive"):
+        log_table(DEFAULT, lo=0.0)
+    with pytest.raises(ValueError, match="positive"):
+        reciprocal_table(DEFAULT, lo=-1.0)
+    with pytest.raises(ValueError, match="fraction bits"):
+        log_table(QFormat(16, 2))
+    with pytest.raises(ValueError, match="input domain"):
+        reciprocal_table(QFormat(16, 12))
+    with pytest.raises(ValueError, match="not representable"):
+        log_table(QFormat(16, 8), lo=0.001, seg_log2=-4)

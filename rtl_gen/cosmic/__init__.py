@@ -1,0 +1,1 @@
+"""CoSMIC family: processing engine (and, later, the memory schedule unit)."""

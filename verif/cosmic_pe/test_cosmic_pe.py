@@ -1,0 +1,498 @@
+"""cosmic_pe: the CoSMIC processing engine against golden.cosmic_pe.PEModel.
+
+Driver: the load port (schedule + buffers), start/cfg_len, and the neighbour/bus inputs
+(one random value per instruction, driven in the cycle the instruction samples them).
+Monitor: one coroutine watching left/right/bus `*_valid`, `start` and `done` after every
+edge; each output becomes a transaction (value, instruction index derived from its cycle),
+so the scoreboard checks value *and* fixed timing.  Buffers are read back through the
+read-back port into a fourth scoreboard stream.  Checker: scoreboards.FixedScoreboard.
+
+cocotb tests (run inside the simulator) and, at the bottom, the pytest launchers.
+"""
+from __future__ import annotations
+
+import cocotb
+import numpy as np
+import pytest
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, Event, FallingEdge, ReadOnly, RisingEdge
+from cocotb_bus.monitors import Monitor
+
+from golden import sgd as gsgd
+from golden.cosmic_pe import (ERR_ILLEGAL, ERR_LEN, ERR_NL, NL_OPS, OPS, OUT_OFFSET, OUT_PORTS,
+                              Assembler, Instr, PEConfig, PEModel, pad_hazards, sgd_buffers,
+                              sgd_step_program)
+from golden.fixedpoint import sigmoid_table
+from scoreboards.checker import FixedScoreboard, StreamSpec
+from verif.harness import CLOCK_NS, dut_params, matrix, run_core
+from verif.tb_common import rand_words, record_bench, sim_seed
+
+CORE = "cosmic_pe"
+
+
+class FedMonitor(Monitor):
+    """A cocotb-bus monitor fed by the PE monitor coroutine (``feed``)."""
+
+    def __init__(self, name):
+        self.name = name
+        self._never = Event()
+        super().__init__()
+
+    def __str__(self):
+        return self.name
+
+    async def _monitor_recv(self):
+        await self._never.wait()
+
+    def feed(self, txn):
+        self._recv(txn)
+
+
+class PETB:
+    def __init__(self, dut, seed=None):
+        self.dut = dut
+        self.p = dut_params()
+        self.cfg = PEConfig.from_params(self.p)
+        self.fmt = self.cfg.fmt
+        self.W = self.p["W"]
+        self.seed = sim_seed() if seed is None else seed
+        self.rng = np.random.default_rng(self.seed)
+        dut._log.info("seed=%d params=%s", self.seed, self.p)
+        cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
+        self.sb = FixedScoreboard(dut)
+        self.mon = {n: FedMonitor(n) for n in OUT_PORTS + ("buffers",)}
+        spec = lambda n: StreamSpec(n, [(n, 1, self.W, self.p["F"])])  # noqa: E731
+        self.exp = {n: self.sb.add_stream(m, spec(n)) for n, m in self.mon.items()}
+        self.cycle = 0
+        self.start_cycle = None
+        self.done_cycles = []
+        self.started = 0
+        self.divert = None    # a list: outputs go there instead of the scoreboard
+        for s in ("start", "ld_en", "ld_sel", "ld_addr", "ld_data", "rb_sel", "rb_addr",
+                  "left_in", "right_in", "bus_in", "cfg_len"):
+            getattr(dut, s).value = 0
+        cocotb.start_soon(self._watch())
+
+    async def _watch(self):
+        d = self.dut
+        valid = {n: getattr(d, f"{n}_out_valid") for n in OUT_PORTS}
+        data = {n: getattr(d, f"{n}_out") for n in OUT_PORTS}
+        while True:
+            await RisingEdge(d.clk)
+            await ReadOnly()
+            self.cycle += 1
+            if not d.rst.value.is_resolvable or not d.done.value.is_resolvable:
+                continue   # before the first reset (GHDL starts at 'U')
+            for n in OUT_PORTS:
+                if int(valid[n].value):
+                    k = self.cycle - self.start_cycle - OUT_OFFSET
+                    if self.divert is not None:
+                        self.divert.append((n, k, int(data[n].value)))
+                    else:
+                        self.mon[n].feed((int(data[n].value), k))
+            if int(d.done.value):
+                self.done_cycles.append(self.cycle)
+            if int(d.start.value) and not int(d.busy.value):
+                self.start_cycle = self.cycle + 1   # cycle 0 begins at the accepting edge
+                self.started += 1
+
+    async def reset(self, cycles=3):
+        self.dut.rst.value = 1
+        await ClockCycles(self.dut.clk, cycles)
+        self.dut.rst.value = 0
+        await RisingEdge(self.dut.clk)
+
+    async def load(self, sel, words, base=0):
+        d = self.dut
+        mask = (1 << len(d.ld_data)) - 1
+        d.ld_en.value = 1
+        d.ld_sel.value = sel
+        for i, w in enumerate(words):
+            d.ld_addr.value = base + i
+            d.ld_data.value = int(w) & mask
+            await RisingEdge(d.clk)
+        d.ld_en.value = 0
+
+    async def load_buffers(self, data, model, interim):
+        for sel, v in ((1, data), (2, model), (3, interim)):
+            await self.load(sel, v)
+
+    async def readback(self, sel, depth):
+        d = self.dut
+        out = []
+        d.rb_sel.value = sel
+        d.rb_addr.value = 0
+        for a in range(depth):
+            await RisingEdge(d.clk)
+            await FallingEdge(d.clk)
+            out.append(int(d.rb_data.value))
+            d.rb_addr.value = (a + 1) % depth
+        return out
+
+    def random_buffers(self, extreme=0.1):
+        return [rand_words(self.rng, self.cfg.depths[c], self.fmt, extreme) for c in (1, 2, 3)]
+
+    async def run(self, words, inputs=None, expect_done=True):
+        """Start ``len(words)`` instructions (already loaded), drive the link inputs,
+        wait for done; returns the cycle of done relative to the start edge."""
+        d = self.dut
+        n = len(words)
+        m = (1 << self.W) - 1
+        ndone = len(self.done_cycles)
+        d.cfg_len.value = n
+        d.start.value = 1
+        await RisingEdge(d.clk)
+        d.start.value = 0
+        if inputs is not None:
+            for k in range(n):
+                await RisingEdge(d.clk)
+                d.left_in.value = int(inputs[k, 0]) & m
+                d.right_in.value = int(inputs[k, 1]) & m
+                d.bus_in.value = int(inputs[k, 2]) & m
+        for _ in range(n + 50):
+            if len(self.done_cycles) > ndone:
+                break
+            await RisingEdge(d.clk)
+        assert len(self.done_cycles) > ndone, f"no done within {n + 50} cycles"
+        return self.done_cycles[-1] - self.start_cycle
+
+    async def job(self, words, bufs, inputs=None, check_buffers=True):
+        """Load, expect (golden), run, read back.  Returns the golden RunResult."""
+        cfg = self.cfg
+        n = len(words)
+        if inputs is None:
+            inputs = rand_words(self.rng, (n, 3), self.fmt, 0.1)
+        await self.load(0, words)
+        await self.load_buffers(*bufs)
+        exp = PEModel(cfg, *bufs).run(words, inputs)
+        m = (1 << self.W) - 1
+        for port in OUT_PORTS:
+            for k, v in exp.outputs[port]:
+                self.exp[port].append((v & m, k))
+        dc = await self.run(words, inputs)
+        assert dc == exp.cycles, f"done in cycle {dc}, expected {exp.cycles}"
+        err = int(self.dut.err.value)
+        assert err == exp.err, f"err={err:#x}, expected {exp.err:#x}"
+        if check_buffers:
+            await self.check_buffers(exp)
+        return exp
+
+    async def check_buffers(self, exp):
+        m = (1 << self.W) - 1
+        for c in (1, 2, 3):
+            got = await self.readback(c, self.cfg.depths[c])
+            for a, v in enumerate(exp.buffers[c]):
+                self.exp["buffers"].append((int(v) & m, c * 65536 + a))
+            for a, v in enumerate(got):
+                self.mon["buffers"].feed((v, c * 65536 + a))
+
+    def finish(self):
+        self.sb.check()
+
+
+# ------------------------------------------------------------------ stimulus
+def random_program(tb, n, hazard_addrs=4, p_illegal=0.03):
+    """Random instructions over a small address pool (dense read-after-write hazards),
+    every opcode, every operand source, random outputs; a few illegal or absent-NL words."""
+    cfg, rng = tb.cfg, tb.rng
+    asm = Assembler(cfg)
+    ops = [o for o in OPS if o != "nop"]
+    srcs = ["D", "M", "I", "L", "R", "BUS", "ZERO", "ONE"]
+    out = []
+    for _ in range(n):
+        r = rng.random()
+        if r < p_illegal:
+            out.append(Instr(op=int(rng.integers(14, 16)), src_a=0, wb=int(rng.integers(1, 4)),
+                             wa=int(rng.integers(0, 4)), out=7))
+            continue
+        op = str(rng.choice(ops + ["nop"] * 1))
+        if op == "nop":
+            out.append(Instr())
+            continue
+        if op in NL_OPS and not cfg.NL >> NL_OPS[op] & 1:
+            if rng.random() < 0.3:
+                out.append(Instr(op=OPS[op], src_a=2, ra_i=int(rng.integers(0, 4)), wb=3, wa=1, out=7))
+            continue
+        addr = {}
+
+        def operand():
+            s = str(rng.choice(srcs))
+            if s in ("D", "M", "I"):
+                a = addr.setdefault(s, int(rng.integers(0, min(hazard_addrs, cfg.depths[{"D": 1, "M": 2, "I": 3}[s]]))))
+                return f"{s}{a}"
+            return s
+
+        a = operand()
+        b = None if op in ("pass", "sigmoid", "gauss", "recip", "log") else operand()
+        dst = []
+        if rng.random() < 0.8:
+            bname = str(rng.choice(["D", "M", "I"]))
+            dst.append(f"{bname}{int(rng.integers(0, hazard_addrs))}")
+        for port in ("L", "R", "B"):
+            if rng.random() < 0.25:
+                dst.append(port)
+        out.append(asm.instr(op, a, b, dst, clr=(op == "mac" and rng.random() < 0.3)))
+    return [i.encode(cfg) for i in out]
+
+
+def nl_inputs(tb, k):
+    """Buffer words spread over the nonlinear domains (and beyond them)."""
+    return tb.rng.integers(-20 * tb.fmt.one, 20 * tb.fmt.one, size=k)
+
+
+# ------------------------------------------------------------------ tests
+@cocotb.test()
+async def random_programs(dut):
+    """Random programs with dense hazards (exercising the bypass), link/bus traffic,
+    every opcode, illegal and absent-NL words; outputs, timing, err and buffers exact."""
+    tb = PETB(dut)
+    await tb.reset()
+    n = min(tb.cfg.SCHED_DEPTH, 120)
+    for rnd in range(4):
+        bufs = tb.random_buffers()
+        if rnd % 2:
+            bufs[2][:4] = nl_inputs(tb, 4)
+        await tb.job(random_program(tb, n), bufs)
+    assert tb.started == 4
+    tb.finish()
+
+
+@cocotb.test()
+async def opcode_corners(dut):
+    """Every opcode on every pair of corner values (rails, 0, +-1 LSB, +-one); the mac
+    chain that saturates the accumulator; nonlinear ops across and beyond their domains."""
+    tb = PETB(dut)
+    await tb.reset()
+    cfg, fmt = tb.cfg, tb.fmt
+    corners = [fmt.min_int, fmt.max_int, 0, -1, 1, fmt.one, -fmt.one, fmt.min_int + 1, fmt.max_int - 1]
+    nd = min(len(corners), cfg.DATA_DEPTH, cfg.MODEL_DEPTH)
+    data = np.zeros(cfg.DATA_DEPTH, dtype=np.int64)
+    model = np.zeros(cfg.MODEL_DEPTH, dtype=np.int64)
+    data[:nd] = corners[:nd]
+    model[:nd] = corners[:nd]
+    alu = ["add", "sub", "mul", "mac", "lt", "gt", "min", "max", "pass"]
+    asm = Assembler(cfg)
+    for i in range(nd):
+        for j in range(nd):
+            for op in alu:
+                b = None if op == "pass" else f"M{j}"
+                asm.op(op, f"D{i}", b, dst=["B"], clr=(op == "mac"))
+    words = [w.encode(cfg) for w in asm.instrs]
+    for s in range(0, len(words), cfg.SCHED_DEPTH):
+        await tb.job(words[s:s + cfg.SCHED_DEPTH], [data, model, np.zeros(cfg.INTERIM_DEPTH, dtype=np.int64)],
+                     check_buffers=False)
+    # accumulator saturation: min*min products until the wide accumulator clips, then back
+    k = min(cfg.SCHED_DEPTH - 4, (1 << cfg.ACC_GUARD) * 4 + 8)
+    asm = Assembler(cfg).op("mac", "D0", "M0", clr=True)
+    for _ in range(k):
+        asm.op("mac", "D0", "M0", dst=["B"])
+    asm.op("mac", "D1", "M0", dst=["B", "I0"])        # max*min pulls it back from the rail
+    asm.op("mac", "D0", "M1", dst=["B", "I1"])
+    await tb.job([w.encode(cfg) for w in asm.instrs], [data, model, np.zeros(cfg.INTERIM_DEPTH, dtype=np.int64)])
+    # nonlinear units over and beyond their domains
+    if cfg.NL:
+        zs = np.concatenate([nl_inputs(tb, 40), corners])[:cfg.DATA_DEPTH]
+        d2 = np.zeros(cfg.DATA_DEPTH, dtype=np.int64)
+        d2[:len(zs)] = zs
+        asm = Assembler(cfg)
+        for name, bit in NL_OPS.items():
+            if cfg.NL >> bit & 1:
+                for i in range(len(zs)):
+                    asm.op(name, f"D{i}", dst=["B"])
+        words = [w.encode(cfg) for w in asm.instrs]
+        for s in range(0, len(words), cfg.SCHED_DEPTH):
+            await tb.job(words[s:s + cfg.SCHED_DEPTH], [d2, model, np.zeros(cfg.INTERIM_DEPTH, dtype=np.int64)],
+                         check_buffers=False)
+    tb.finish()
+
+
+@cocotb.test()
+async def errors_and_bad_length(dut):
+    """Illegal opcodes and absent nonlinear functions set the sticky err bits, suppress
+    their write-back and outputs, and the program continues; a bad cfg_len is refused."""
+    tb = PETB(dut)
+    await tb.reset()
+    cfg = tb.cfg
+    a = Assembler(cfg)
+    words = [Instr(op=14, src_a=0, wb=3, wa=0, out=7).encode(cfg),
+             a.instr("add", "D0", "ONE", dst=["I1", "B"]).encode(cfg),
+             Instr(op=15, src_a=1, wb=2, wa=0, out=7).encode(cfg)]
+    missing = [n for n, b in NL_OPS.items() if not cfg.NL >> b & 1]
+    for name in missing:
+        words.append(Instr(op=OPS[name], src_a=0, wb=3, wa=2, out=7).encode(cfg))
+    words.append(a.instr("pass", "I1", dst=["L", "R"]).encode(cfg))
+    exp = await tb.job(words, tb.random_buffers())
+    assert exp.err == ERR_ILLEGAL | (ERR_NL if missing else 0)
+    # err is cleared by the next start
+    await tb.job([a.instr("pass", "D0", dst=["B"]).encode(cfg)], tb.random_buffers())
+    assert int(dut.err.value) == 0
+    # cfg_len 0 and above SCHED_DEPTH: done with err bit 2, nothing runs
+    for bad in (0, cfg.SCHED_DEPTH + 1):
+        dut.cfg_len.value = bad
+        dut.start.value = 1
+        await RisingEdge(dut.clk)
+        await ReadOnly()
+        assert int(dut.done.value) == 1 and int(dut.busy.value) == 0 and int(dut.err.value) == ERR_LEN
+        await RisingEdge(dut.clk)
+        dut.start.value = 0
+        await RisingEdge(dut.clk)
+    tb.finish()
+
+
+@cocotb.test()
+async def hazard_distances(dut):
+    """Read-after-write at distances 1..6 through every buffer (bypass in stage 4 with
+    BYPASS=1, exposed-pipeline values with BYPASS=0), and a mac chain feeding a consumer."""
+    tb = PETB(dut)
+    await tb.reset()
+    cfg = tb.cfg
+    for bname in ("D", "M", "I"):
+        for dist in range(1, 7):
+            asm = Assembler(cfg).op("add", f"{bname}0", "ONE", dst=[f"{bname}0", "B"])
+            asm.nop(dist - 1)
+            asm.op("add", f"{bname}0", "ONE", dst=[f"{bname}0", "L"])
+            asm.op("add", f"{bname}0", "ONE", dst=[f"{bname}0", "R"])
+            await tb.job([w.encode(cfg) for w in asm.instrs], tb.random_buffers(), check_buffers=(dist == 1))
+    asm = Assembler(cfg).op("mac", "D0", "M0", clr=True).op("mac", "D1", "M1", dst=["I0"])
+    asm.op("add", "I0", "D2", dst=["I0", "B"]).op("mul", "I0", "I0", dst=["B", "M3"])
+    await tb.job([w.encode(cfg) for w in asm.instrs], tb.random_buffers())
+    tb.finish()
+
+
+@cocotb.test()
+async def sgd_step_demo(dut):
+    """One PE computes a full SGD step (one sample) of linear (ridge) and, when the
+    sigmoid unit is present, logistic regression; the model it writes back equals
+    golden.sgd.sgd(epochs=1, one sample) bit for bit (and PEModel, and the bus outputs)."""
+    tb = PETB(dut)
+    await tb.reset()
+    cfg, fmt = tb.cfg, tb.fmt
+    n = min(8, cfg.MODEL_DEPTH - 1, cfg.DATA_DEPTH - 2)
+    losses = ["ridge"] + (["logistic"] if cfg.NL & 1 else [])
+    for loss in losses:
+        for trial in range(2):
+            A = tb.rng.normal(0, 1, (1, n))
+            b = np.array([float(tb.rng.integers(0, 2))]) if loss == "logistic" else tb.rng.normal(0, 1, 1)
+            x0 = tb.rng.normal(0, 0.5, n)
+            alpha, lam2 = 0.25, 0.05
+            res = gsgd.sgd(A, b, loss=loss, alpha=alpha, lam2=lam2, epochs=1, order=[[0]], x0=x0,
+                           fmt=fmt, table=sigmoid_table(fmt))
+            prog = sgd_step_program(cfg, n, loss == "logistic")
+            if not cfg.BYPASS:
+                prog = pad_hazards(prog)
+            d, m, i = sgd_buffers(fmt, fmt.to_fixed(A[0]), fmt.to_fixed(b[0]), fmt.to_fixed(x0),
+                                  fmt.to_fixed(alpha), fmt.to_fixed(2 * alpha * lam2), n)
+            bufs = []
+            for c, img in ((1, d), (2, m), (3, i)):
+                full = np.zeros(cfg.depths[c], dtype=np.int64)
+                full[:len(img)] = img
+                bufs.append(full)
+            words = [w.encode(cfg) for w in prog]
+            exp = await tb.job(words, bufs)
+            got = await tb.readback(2, n)
+            got = [v - (1 << tb.W) if v >> (tb.W - 1) else v for v in got]
+            assert got == res.x.tolist(), f"{loss}: PE model {got} != golden.sgd {res.x.tolist()}"
+            assert exp.buffers[2][:n].tolist() == res.x.tolist()
+            dut._log.info("%s SGD step: %d instructions, x0=%s -> x1=%s", loss, len(words),
+                          np.round(x0, 4).tolist(), np.round(fmt.to_float(res.x), 4).tolist())
+    tb.finish()
+
+
+@cocotb.test()
+async def reset_mid_program(dut):
+    """Reset while a program runs: the outputs before the reset are exactly the golden
+    prefix, the PE goes idle, outputs stop, and the next job (buffers reloaded) is exact."""
+    tb = PETB(dut)
+    await tb.reset()
+    cfg = tb.cfg
+    words = random_program(tb, min(cfg.SCHED_DEPTH, 60), p_illegal=0.0)
+    bufs = tb.random_buffers()
+    await tb.load(0, words)
+    await tb.load_buffers(*bufs)
+    exp = PEModel(cfg, *bufs).run(words)   # link inputs stay 0 in this test
+    tb.divert = []
+    dut.cfg_len.value = len(words)
+    dut.start.value = 1
+    await RisingEdge(dut.clk)
+    dut.start.value = 0
+    await ClockCycles(dut.clk, 20)
+    assert int(dut.busy.value) == 1
+    await tb.reset()
+    await ReadOnly()
+    assert int(dut.busy.value) == 0 and int(dut.err.value) == 0
+    assert not any(int(getattr(dut, f"{p}_out_valid").value) for p in OUT_PORTS)
+    await RisingEdge(dut.clk)
+    got, tb.divert = tb.divert, None
+    m = (1 << tb.W) - 1
+    want = sorted((n, k, v & m) for n in OUT_PORTS for k, v in exp.outputs[n] if k <= 20 - OUT_OFFSET)
+    assert sorted(got) == want, f"outputs before reset {sorted(got)} != golden prefix {want}"
+    await tb.job(random_program(tb, min(cfg.SCHED_DEPTH, 60)), tb.random_buffers())
+    tb.finish()
+
+
+@cocotb.test()
+async def checker_catches_corruption(dut):
+    """Negative test: a corrupted expected output value, a corrupted output timing, and a
+    corrupted expected buffer word must each make the scoreboard fail."""
+    tb = PETB(dut)
+    await tb.reset()
+    cfg = tb.cfg
+    asm = Assembler(cfg).op("add", "D0", "M0", dst=["I0", "B"]).op("pass", "I0", dst=["L"])
+    words = [w.encode(cfg) for w in asm.instrs]
+    bufs = tb.random_buffers(0.0)
+    exp = PEModel(cfg, *bufs).run(words)
+    m = (1 << tb.W) - 1
+    tb.exp["bus"].append(((exp.outputs["bus"][0][1] ^ 1) & m, 0))        # wrong value
+    tb.exp["left"].append((exp.outputs["left"][0][1] & m, 0))            # wrong cycle (k=1)
+    await tb.load(0, words)
+    await tb.load_buffers(*bufs)
+    await tb.run(words)
+    await ClockCycles(dut.clk, 3)
+    assert tb.sb.mismatches == 2, f"corruptions not detected ({tb.sb.mismatches} mismatches)"
+    with pytest.raises(AssertionError):
+        tb.sb.check()
+    tb.sb.errors = tb.sb.mismatches = 0
+    # corrupted buffer expectation
+    exp.buffers[3][0] ^= 4
+    await tb.check_buffers(exp)
+    assert tb.sb.mismatches == 1, "corrupted buffer word not detected"
+    tb.sb.errors = tb.sb.mismatches = 0
+    tb.exp["bus"].append((123, 0))                                        # never produced
+    with pytest.raises(AssertionError, match="never received"):
+        tb.sb.check()
+
+
+@cocotb.test()
+async def bench_throughput(dut):
+    """Benchmark (reported by `make bench`, not asserted): instructions per cycle on a
+    dependent chain (each instruction reads the previous one's result).  With BYPASS=1
+    it issues back to back; with BYPASS=0 the chain needs pad_hazards nops.  IPC counts
+    useful instructions over issue cycles (done cycle minus the fixed drain)."""
+    tb = PETB(dut)
+    await tb.reset()
+    cfg = tb.cfg
+    n = min(200, cfg.SCHED_DEPTH // 5)
+    asm = Assembler(cfg).op("pass", "D0", dst=["I0"])
+    for _ in range(n - 1):
+        asm.op("add", "I0", "D1", dst=["I0"])
+    prog = asm.instrs if cfg.BYPASS else pad_hazards(asm.instrs)
+    words = [w.encode(cfg) for w in prog]
+    exp = await tb.job(words, tb.random_buffers(0.0), check_buffers=False)
+    dc = tb.done_cycles[-1] - tb.start_cycle
+    issue = dc - OUT_OFFSET
+    rec = record_bench(CORE, chain=n, slots=len(words), cycles_start_to_done=dc,
+                       ipc_dependent_chain=n / issue, ideal=1.0, bypass=cfg.BYPASS,
+                       fill_latency_cycles=OUT_OFFSET + 1)
+    dut._log.info("bench: %s", rec)
+    assert exp.cycles == dc
+    tb.finish()
+
+
+# ---------------------------------------------------------------- pytest launchers
+@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus")]))
+def test_cosmic_pe(cfg, sim):
+    run_core(CORE, cfg, sim)
+
+
+def test_cosmic_pe_vhdl_smoke():
+    run_core(CORE, "small", "ghdl", testcase="random_programs")
