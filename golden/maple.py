@@ -243,3 +243,53 @@ def cnn_aggregate(partial_sums, addrs, fmt: QFormat, depth: int | None = None):
     a = _int_vec(addrs, "addrs")
     depth = int(a.max()) + 1 if depth is None else _pos_int(depth, "depth")
     return rmw_accumulate(np.zeros(depth, dtype=np.int64), a, partial_sums, fmt)
+
+
+# ---------------------------------------------------------------------- PE-chain workloads
+# The PE chain (core ``maple_pe_chain``) only computes dot products.  A squared distance
+# ||x - r||^2 = ||x||^2 - 2<x, r> + ||r||^2 is ranked through the score
+# s(x, r) = 2<x, r> - ||r||^2 (||x||^2 is common to all r of one x): the nearest r has
+# the largest score, the farthest the smallest.  The chain computes it as one dot product
+# of augmented vectors x' = [x, 1.0] and r' = [sat(2 r), -||r||^2] where ||r||^2 is the
+# bit-true dot(r, r) precomputed on the host.  Exactness: the product 1.0 * (-||r||^2) is
+# exact, so s = sat(round(2 sum x r / 2^F) - ||r||^2): the ranking equals that of the
+# bit-true distance except where two distances tie within the rounding (documented).
+def distance_augment(x, refs, fmt: QFormat):
+    """``(x', r')``: ``x`` (N, D) -> (N, D+1) with a 1.0 column; ``refs`` (R, D) ->
+    (R, D+1) holding ``sat(2 r)`` and ``-dot(r, r)`` (saturated)."""
+    fmt = _fmt(fmt)
+    xa = _fixed(x, "x", fmt, 2)
+    ra = _fixed(refs, "refs", fmt, 2)
+    if xa.shape[1] != ra.shape[1]:
+        raise ValueError(f"refs has {ra.shape[1]} columns, x has {xa.shape[1]}")
+    nr = fmt.dot(ra, ra)
+    xp = np.concatenate([xa, np.full((xa.shape[0], 1), fmt.one, dtype=np.int64)], axis=1)
+    rp = np.concatenate([fmt.sat(2 * ra), fmt.sat(-nr)[:, None]], axis=1)
+    return xp, rp
+
+
+def distance_scores(x, refs, fmt: QFormat):
+    """Bit-true scores ``s[n, r] = dot(x'[n], r'[r])`` (see :func:`distance_augment`)."""
+    xp, rp = distance_augment(x, refs, fmt)
+    return fmt.dot(xp[:, None, :], rp[None, :, :])
+
+
+def kmeans_assign_scores(points, means, fmt: QFormat):
+    """K-means assignment as the PE chain computes it: for each point the mean with the
+    largest score (smaller mean index on a tie).  Returns ``(assign, score)``."""
+    s = distance_scores(points, means, fmt)
+    idx = np.arange(s.shape[1], dtype=np.int64)
+    out_i = np.empty(s.shape[0], dtype=np.int64)
+    out_s = np.empty(s.shape[0], dtype=np.int64)
+    for n in range(s.shape[0]):
+        _, (i, v) = min_max_with_index(s[n], idx)
+        out_i[n], out_s[n] = i, v
+    return out_i, out_s
+
+
+def glvq_scores_closest_farthest(x, refs, fmt: QFormat):
+    """GLVQ step as the PE chain computes it: ``((i_closest, s_max), (i_farthest, s_min))``
+    over the scores of ``x`` (D,) against ``refs`` (R, D)."""
+    s = distance_scores(np.asarray(x)[None, :], refs, fmt)[0]
+    (imn, vmn), (imx, vmx) = min_max_with_index(s, np.arange(s.shape[0], dtype=np.int64))
+    return (imx, vmx), (imn, vmn)

@@ -1,0 +1,627 @@
+"""MAPLE mapping tool (section 4.2) and instruction-level model of one PE chain.
+
+The RTL core ``maple_pe_chain`` executes a stream of 32-bit words: instructions, some of
+which are followed by inline data words.  This module
+
+* defines that instruction set (:data:`OPCODES`, :func:`enc`, :func:`decode`),
+* maps a matrix product ``C = A B`` (A: n x d streaming row-wise, B: d x m held
+  column-wise in the PE local stores) plus a smart-memory reduction onto a chain:
+  parallelism mode, block sizes and the instruction stream (:func:`plan_matmul`,
+  :meth:`Plan.programs`), with a ``ValueError`` naming what does not fit,
+* runs an instruction stream on NumPy exactly as the chain does (:class:`ChainModel`),
+  returning every smart-memory dump beat ``(index, value, last)``,
+* counts the off-chip bus traffic of a program with and without the smart memory
+  (:func:`bus_traffic`).
+
+Instruction word: ``opcode[31:28] | operand[27:0]`` (field layout per opcode in
+:data:`OPCODES`).  Data words (after WRITE_A / WRITE_B) carry a W-bit two's complement
+value in bits ``[W-1:0]``.
+
+Datapath (what the model computes).  ILW = ILS_LINES * M input-local-store words, a
+line holds M words, one per lane.  ``SET_PARALLEL_MODE`` sets ``G`` (words consumed per
+step, a power of two <= M) and ``S`` (PEs combined per result, power of two <= G).  In
+step ``j`` of ``MULT_ACC_DUMP n`` the chain reads word address ``w = ila + j*G``; PE
+``i`` takes lane ``(w mod M) | (i mod G)`` of line ``w div M`` and local-store word
+``lsa + j`` of its own store, and accumulates the full product exactly.  After ``n``
+steps result ``r`` (``r = 0 .. M/S-1``) is the exact sum of the accumulators of PEs
+``r*S .. r*S+S-1`` rounded once (F bits, round half up) and saturated to W bits -- the
+repository dot rule -- and goes to the smart memory with index ``sm_addr + r``.
+Modes used by the mapping tool:
+
+* column (pm = 1): G = S = 1; every PE sees the same A word, PE i holds column i;
+* split (pm = 1/S): G = S; PE i holds segment ``i mod S`` of column ``i div S``;
+* replicate (pm = M/S): G = M; every PE holds the same column (segment ``i mod S``
+  when S > 1) and PE i works on A row ``i div S`` of the row group: M/S rows in flight.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from . import maple
+from .fixedpoint import QFormat, rshift_round
+
+# ---------------------------------------------------------------------- the ISA
+NOP, SET_PARALLEL_MODE, SET_SM_REDUCTION, SM_CTRL, DUMP_SM, SET_SM_ADDR, SET_PE_LS_ADDR, \
+    SET_INPUT_LS_ADDR, INC_INPUT_LS_ADDR, WRITE_A, WRITE_B, MULT_ACC_DUMP = range(12)
+
+OPCODES = [
+    # (code, mnemonic, operand fields, meaning)
+    (NOP, "NOP", "-", "no operation"),
+    (SET_PARALLEL_MODE, "SET_PARALLEL_MODE", "[3:0] log2 G, [7:4] log2 S",
+     "G words of the input local store per step (lane of PE i: (w mod M) OR (i mod G)), S PEs "
+     "combined per result; needs S <= G <= M (else error, mode kept). Reset G = S = 1"),
+    (SET_SM_REDUCTION, "SET_SM_REDUCTION", "[1:0] op, [2] largest, [23:8] k",
+     "smart-memory OP (0 top-k selection, 1 min/max with index, 2 read-modify-write), CMP and "
+     "K registers (waits until the smart memory is idle, then three register writes)"),
+    (SM_CTRL, "SM_CTRL", "[0] START, [1] CLEAR, [3] ERRCLR",
+     "smart-memory command: START arms it for one array (ended by a MULT_ACC_DUMP with "
+     "last), CLEAR zeroes the RMW RAM (waits until idle first)"),
+    (DUMP_SM, "DUMP_SM", "[13:0] len, [27:14] base",
+     "dump the smart memory on m_axis_out (len = 0: LIST or min/max; else BASE/LEN are "
+     "written first for an RMW range); waits until idle first"),
+    (SET_SM_ADDR, "SET_SM_ADDR", "[15:0] index", "index of result 0 of the next MULT_ACC_DUMP"),
+    (SET_PE_LS_ADDR, "SET_PE_LS_ADDR", "[15:0] addr",
+     "PE local-store word address: first word read by MULT_ACC_DUMP, first word written by WRITE_B"),
+    (SET_INPUT_LS_ADDR, "SET_INPUT_LS_ADDR", "[15:0] addr",
+     "input local-store word address (ila): first word read by MULT_ACC_DUMP / written by WRITE_A"),
+    (INC_INPUT_LS_ADDR, "INC_INPUT_LS_ADDR", "[15:0] delta", "ila += delta (mod ILW)"),
+    (WRITE_A, "WRITE_A", "[15:0] n", "the next n stream words go to the input local store at ila, ila+1, ..."),
+    (WRITE_B, "WRITE_B", "[15:0] n, [23:16] pe (255 = every PE)",
+     "the next n stream words go to the local store of PE pe at lsa, lsa+1, ..."),
+    (MULT_ACC_DUMP, "MULT_ACC_DUMP", "[15:0] n, [16] last, [23:17] nres",
+     "n multiply-accumulate steps (1 <= n <= LSD, else error and skipped), then results "
+     "0..nres-1 (nres = 0: all M/S; nres > M/S: error, skipped) to the smart memory, tlast on "
+     "the final one when last = 1"),
+]
+MNEMONIC = {c: name for c, name, _, _ in OPCODES}
+SM_START, SM_CLEAR, SM_ERRCLR = 1, 2, 8
+OP_SEL, OP_MINMAX, OP_RMW = 0, 1, 2          # smart-memory OP register values
+BCAST = 255
+
+
+def enc(op: int, operand: int = 0) -> int:
+    if not 0 <= op < 16:
+        raise ValueError(f"opcode must be 0..15, got {op}")
+    if not 0 <= operand < (1 << 28):
+        raise ValueError(f"operand must fit 28 bits, got {operand}")
+    return (op << 28) | operand
+
+
+def i_mode(G: int, S: int) -> int:
+    return enc(SET_PARALLEL_MODE, (int(S).bit_length() - 1) << 4 | (int(G).bit_length() - 1))
+
+
+def i_reduction(op: int, k: int = 1, largest: bool = True) -> int:
+    return enc(SET_SM_REDUCTION, (k << 8) | (int(bool(largest)) << 2) | op)
+
+
+def i_macc(n: int, last: bool = False, nres: int = 0) -> int:
+    return enc(MULT_ACC_DUMP, (nres << 17) | (int(bool(last)) << 16) | n)
+
+
+def i_dump(base: int = 0, length: int = 0) -> int:
+    return enc(DUMP_SM, (base << 14) | length)
+
+
+def i_write_b(n: int, pe: int = BCAST) -> int:
+    return enc(WRITE_B, (pe << 16) | n)
+
+
+def decode(word: int) -> tuple[str, int]:
+    return MNEMONIC.get(word >> 28, f"OP{word >> 28}"), word & ((1 << 28) - 1)
+
+
+def data_word(v: int, W: int) -> int:
+    return int(v) & ((1 << W) - 1) & 0xFFFFFFFF
+
+
+# ---------------------------------------------------------------------- chain parameters
+@dataclass(frozen=True)
+class ChainParams:
+    """What the mapping needs to know about one chain (the generator parameters)."""
+    M: int = 4            # PEs per chain
+    LSD: int = 64         # words per PE local store
+    ILS_LINES: int = 64   # input local store lines of M words
+    KMAX: int = 16        # smart-memory LIST size
+    DEPTH: int = 256      # smart-memory RMW entries
+    IDXW: int = 16
+    W: int = 32
+    F: int = 16
+
+    @property
+    def ilw(self) -> int:
+        return self.ILS_LINES * self.M
+
+    @property
+    def fmt(self) -> QFormat:
+        return QFormat(self.W, self.F)
+
+    @classmethod
+    def from_params(cls, p: dict) -> "ChainParams":
+        return cls(**{k: int(p[k]) for k in ("M", "LSD", "ILS_LINES", "KMAX", "DEPTH", "IDXW", "W", "F")})
+
+
+# ---------------------------------------------------------------------- instruction-level model
+class ChainModel:
+    """Runs an instruction stream exactly as ``maple_pe_chain`` does (module docstring).
+
+    :meth:`run` returns the list of dump beats ``(index, value, last)`` and keeps
+    ``self.elements`` (every ``(index, value)`` sent to the smart memory, in order) and
+    ``self.errors`` (chain errors: bad mode, bad MULT_ACC_DUMP)."""
+
+    def __init__(self, cp: ChainParams):
+        self.cp = cp
+        self.fmt = cp.fmt
+        M = cp.M
+        self.ils = np.zeros(cp.ilw, dtype=np.int64)
+        self.ls = np.zeros((M, cp.LSD), dtype=np.int64)
+        self.G = self.S = 1
+        self.ila = self.lsa = self.sma = 0
+        self.sm_op, self.sm_k, self.sm_largest = OP_SEL, cp.KMAX, True
+        self.sm_mem = np.zeros(cp.DEPTH, dtype=np.int64)
+        self.sm_arr: list[tuple[int, int]] = []
+        self.sm_armed = False
+        self.elements: list[tuple[int, int]] = []
+        self.errors = 0
+        self.sm_errors = 0
+        self.beats: list[tuple[int, int, int]] = []
+        self.dumps: list[list[tuple[int, int, int]]] = []
+
+    def _signed(self, w: int) -> int:
+        W = self.cp.W
+        w &= (1 << W) - 1
+        return w - (1 << W) if w >> (W - 1) else w
+
+    # -- smart memory -------------------------------------------------------------
+    def _sm_push(self, idx: int, val: int, last: bool):
+        if not self.sm_armed:
+            raise ValueError("MULT_ACC_DUMP result sent to a smart memory that is not armed "
+                             "(SM_CTRL START missing): the hardware would stall forever")
+        if self.sm_op == OP_RMW:
+            if idx >= self.cp.DEPTH:
+                self.sm_errors += 1
+            else:
+                lo, hi = self.fmt.min_int, self.fmt.max_int
+                self.sm_mem[idx] = min(max(int(self.sm_mem[idx]) + val, lo), hi)
+        else:
+            self.sm_arr.append((idx, val))
+        if last:
+            self.sm_armed = False
+
+    def _sm_dump(self, base: int, length: int) -> list[tuple[int, int, int]]:
+        if self.sm_armed:
+            raise ValueError("DUMP_SM while the smart memory is still armed (no MULT_ACC_DUMP "
+                             "with last): the hardware would wait forever")
+        out: list[tuple[int, int]] = []
+        if self.sm_op == OP_RMW:
+            if length:
+                self.sm_base, self.sm_len = base, length
+            b, n = getattr(self, "sm_base", 0), getattr(self, "sm_len", self.cp.DEPTH)
+            if b + n > self.cp.DEPTH:
+                raise ValueError(f"DUMP_SM range {b}+{n} exceeds DEPTH={self.cp.DEPTH}")
+            out = [(b + j, int(self.sm_mem[b + j])) for j in range(n)]
+        elif self.sm_arr:
+            v = np.array([e[1] for e in self.sm_arr], dtype=np.int64)
+            ix = np.array([e[0] for e in self.sm_arr], dtype=np.int64)
+            if self.sm_op == OP_SEL:
+                ti, tv = maple.topk(v, ix, self.sm_k, self.sm_largest)
+                out = list(zip(ti.tolist(), tv.tolist()))
+            else:
+                (a, av), (b_, bv) = maple.min_max_with_index(v, ix)
+                out = [(int(a), int(av)), (int(b_), int(bv))]
+        beats = [(i, v, int(j == len(out) - 1)) for j, (i, v) in enumerate(out)]
+        return beats
+
+    # -- the chain ----------------------------------------------------------------
+    def _macc(self, n: int, last: bool, nres: int):
+        cp, M, G, S = self.cp, self.cp.M, self.G, self.S
+        R = M // S
+        if n == 0 or n > cp.LSD or nres > R:
+            self.errors += 1
+            return
+        nres = R if nres == 0 else nres
+        acc = [0] * M
+        for j in range(n):
+            w = (self.ila + j * G) % cp.ilw
+            line, lane0 = w // M, w % M
+            for i in range(M):
+                a = int(self.ils[line * M + (lane0 | (i % G))])
+                b = int(self.ls[i, (self.lsa + j) % cp.LSD])
+                acc[i] += a * b
+        for r in range(nres):
+            s = sum(acc[r * S:(r + 1) * S])
+            v = int(self.fmt.sat(rshift_round(np.asarray(s, dtype=object), self.fmt.F)))
+            idx = (self.sma + r) % (1 << cp.IDXW)
+            self.elements.append((idx, v))
+            self._sm_push(idx, v, last and r == nres - 1)
+
+    def run(self, words) -> list[tuple[int, int, int]]:
+        cp = self.cp
+        words = [int(w) for w in words]
+        pc = 0
+        while pc < len(words):
+            w = words[pc]
+            pc += 1
+            op, x = w >> 28, w & ((1 << 28) - 1)
+            if op == SET_PARALLEL_MODE:
+                G, S = 1 << (x & 15), 1 << ((x >> 4) & 15)
+                if S <= G <= cp.M:
+                    self.G, self.S = G, S
+                else:
+                    self.errors += 1
+            elif op == SET_SM_REDUCTION:
+                o, lg, k = x & 3, bool((x >> 2) & 1), (x >> 8) & 0xFFFF
+                if o > 2 or not 1 <= k <= cp.KMAX:
+                    raise ValueError(f"SET_SM_REDUCTION op={o} k={k}: the smart memory rejects it "
+                                     f"(op 0..2, k 1..KMAX={cp.KMAX})")
+                self.sm_op, self.sm_largest, self.sm_k = o, lg, k
+            elif op == SM_CTRL:
+                if x & SM_CLEAR:
+                    self.sm_mem[:] = 0
+                    self.sm_arr, self.sm_armed = [], False
+                elif x & SM_START:
+                    self.sm_arr, self.sm_armed = [], True
+            elif op == DUMP_SM:
+                beats = self._sm_dump((x >> 14) & 0x3FFF, x & 0x3FFF)
+                self.beats += beats
+                self.dumps.append(beats)
+            elif op == SET_SM_ADDR:
+                self.sma = x & 0xFFFF
+            elif op == SET_PE_LS_ADDR:
+                self.lsa = (x & 0xFFFF) % cp.LSD
+            elif op == SET_INPUT_LS_ADDR:
+                self.ila = (x & 0xFFFF) % cp.ilw
+            elif op == INC_INPUT_LS_ADDR:
+                self.ila = (self.ila + (x & 0xFFFF)) % cp.ilw
+            elif op == WRITE_A:
+                n = x & 0xFFFF
+                for j in range(n):
+                    self.ils[(self.ila + j) % cp.ilw] = self._signed(words[pc + j])
+                pc += n
+            elif op == WRITE_B:
+                n, pe = x & 0xFFFF, (x >> 16) & 0xFF
+                for j in range(n):
+                    v = self._signed(words[pc + j])
+                    a = (self.lsa + j) % cp.LSD
+                    if pe == BCAST:
+                        self.ls[:, a] = v
+                    elif pe < cp.M:
+                        self.ls[pe, a] = v
+                pc += n
+            elif op == MULT_ACC_DUMP:
+                self._macc(x & 0xFFFF, bool((x >> 16) & 1), (x >> 17) & 0x7F)
+        return self.beats
+
+
+def run_program(cp: ChainParams, words) -> list[tuple[int, int, int]]:
+    return ChainModel(cp).run(words)
+
+
+# ---------------------------------------------------------------------- the mapping tool
+REDUCTIONS = ("topk", "minmax", "rmw")
+AXES = ("cols", "rows")
+
+
+@dataclass
+class Plan:
+    """Output of :func:`plan_matmul` (section 4.2 parameters plus the hardware mode).
+
+    ``axis = "cols"``: one smart-memory array per column of B, elements over the rows of
+    A (index = A row), B replicated over the PEs; ``axis = "rows"``: one array per row of
+    A, elements over the columns of B (index = B column); ``rmw``: every C entry is
+    accumulated at RMW address ``rmw_base + i_local * m + j``."""
+    n: int
+    d: int
+    m: int
+    reduction: str
+    axis: str
+    k: int
+    largest: bool
+    chains: int
+    cp: ChainParams
+    mode: str              # "column", "split", "replicate"
+    pm: Fraction           # paper's parallelism mode: > 1 replication, < 1 split
+    G: int
+    S: int
+    b_col_size: int        # words of a (zero-padded) column segment in one local store
+    b_num_cols: int        # column (sets) per local store
+    b_block: int           # columns of B loaded at once (per chain)
+    n_b_blocks: int
+    a_num_rows: int        # rows of A per A block (input local store)
+    n_a_blocks: int
+    rows_in_flight: int
+    cols_per_step: int
+    rmw_base: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    # ---- work split over chains ------------------------------------------------
+    def chain_ranges(self) -> list[tuple[int, int]]:
+        """Per chain, the range of B columns (axis cols) or A rows (rows / rmw) it owns."""
+        total = self.m if self.axis == "cols" else self.n
+        per = -(-total // self.chains)
+        return [(min(h * per, total), min((h + 1) * per, total)) for h in range(self.chains)]
+
+    def programs(self, A, B, rmw_clear: bool = True, rmw_dump: bool = True) -> list[list[int]]:
+        """One instruction stream (with inline data) per chain.  For ``rmw``,
+        ``rmw_clear`` / ``rmw_dump`` put the CLEAR before and the DUMP after the pass, so
+        several passes (e.g. CNN input-channel groups) can be concatenated and accumulate."""
+        self._clear, self._dump = rmw_clear, rmw_dump
+        A = np.asarray(A, dtype=np.int64)
+        B = np.asarray(B, dtype=np.int64)
+        if A.shape != (self.n, self.d) or B.shape != (self.d, self.m):
+            raise ValueError(f"A must be ({self.n}, {self.d}) and B ({self.d}, {self.m}); got "
+                             f"{A.shape} and {B.shape}")
+        if not self.cp.fmt.in_range(A) or not self.cp.fmt.in_range(B):
+            raise ValueError(f"A and B must hold {self.cp.fmt} words")
+        lim = min(1 << self.cp.IDXW, 1 << 16)
+        if self.axis == "cols" and self.n > lim:
+            raise ValueError(f"n={self.n} rows do not fit the result index / SET_SM_ADDR field "
+                             f"({lim} values)")
+        out = []
+        for lo, hi in self.chain_ranges():
+            if self.axis == "cols":
+                out.append(self._prog_cols(A, B[:, lo:hi]) if hi > lo else [])
+            else:
+                out.append(self._prog_rows(A[lo:hi], B) if hi > lo else [])
+        return out
+
+    # ---- helpers -------------------------------------------------------------
+    def _seg(self, col: np.ndarray, s: int) -> np.ndarray:
+        """Segment ``s`` of a column, zero-padded to b_col_size."""
+        seg = np.zeros(self.b_col_size, dtype=np.int64)
+        part = col[s * self.b_col_size:(s + 1) * self.b_col_size]
+        seg[:len(part)] = part
+        return seg
+
+    def _w(self, v) -> list[int]:
+        return [data_word(x, self.cp.W) for x in np.asarray(v).ravel().tolist()]
+
+    def _head(self) -> list[int]:
+        op = {"topk": OP_SEL, "minmax": OP_MINMAX, "rmw": OP_RMW}[self.reduction]
+        return [i_mode(self.G, self.S), i_reduction(op, self.k, self.largest)]
+
+    # ---- axis = cols: B column replicated, A rows stream, one array per column ----
+    def _write_a_cols(self, A, r0, r1) -> list[int]:
+        M, S, RF, bcs = self.cp.M, self.S, self.rows_in_flight, self.b_col_size
+        rows = r1 - r0
+        groups = -(-rows // RF)
+        img = np.zeros(groups * bcs * M, dtype=np.int64)
+        for g in range(groups):
+            for j in range(bcs):
+                for lane in range(M):
+                    r = r0 + g * RF + lane // S
+                    c = (lane % S) * bcs + j
+                    if r < r1 and c < self.d:
+                        img[(g * bcs + j) * M + lane] = A[r, c]
+        return [enc(SET_INPUT_LS_ADDR, 0), enc(WRITE_A, len(img))] + self._w(img)
+
+    def _prog_cols(self, A, B) -> list[int]:
+        M, S, RF, bcs = self.cp.M, self.S, self.rows_in_flight, self.b_col_size
+        mloc = B.shape[1]
+        prog = self._head()
+        a_blocks = [(a, min(a + self.a_num_rows, self.n)) for a in range(0, self.n, self.a_num_rows)]
+        a_once = len(a_blocks) == 1
+        if a_once:
+            prog += self._write_a_cols(A, *a_blocks[0])
+        for b0 in range(0, mloc, self.b_num_cols):
+            b1 = min(b0 + self.b_num_cols, mloc)
+            # WRITE_B: column c of the block at local-store words (c-b0)*bcs ..; PE i gets segment i % S
+            for s in range(S):
+                img = np.concatenate([self._seg(B[:, c], s) for c in range(b0, b1)])
+                pes = [BCAST] if S == 1 else [i for i in range(M) if i % S == s]
+                for pe in pes:
+                    prog += [enc(SET_PE_LS_ADDR, 0), i_write_b(len(img), pe)] + self._w(img)
+            for c in range(b0, b1):
+                prog.append(enc(SM_CTRL, SM_START))
+                for ab, (r0, r1) in enumerate(a_blocks):
+                    if not a_once:
+                        prog += self._write_a_cols(A, r0, r1)
+                    groups = -(-(r1 - r0) // RF)
+                    for g in range(groups):
+                        row0 = r0 + g * RF
+                        nres = min(RF, self.n - row0)
+                        last = ab == len(a_blocks) - 1 and g == groups - 1
+                        prog += [enc(SET_INPUT_LS_ADDR, g * bcs * M),
+                                 enc(SET_PE_LS_ADDR, (c - b0) * bcs),
+                                 enc(SET_SM_ADDR, row0),
+                                 i_macc(bcs, last, 0 if nres == RF else nres)]
+                prog.append(i_dump())
+        return prog
+
+    # ---- axis = rows / rmw: columns spread over PEs, A rows stream -------------
+    def _prog_rows(self, A, B) -> list[int]:
+        M, S, bcs, CPS = self.cp.M, self.S, self.b_col_size, self.cols_per_step
+        nloc = A.shape[0]
+        rowlen = bcs * S                      # ILS words per A row
+        prog = self._head()
+        rmw = self.reduction == "rmw"
+        if rmw and getattr(self, "_clear", True):
+            prog.append(enc(SM_CTRL, SM_CLEAR))
+        cols_per_block = CPS * self.b_num_cols
+        for b0 in range(0, self.m, cols_per_block):
+            b1 = min(b0 + cols_per_block, self.m)
+            nsets = -(-(b1 - b0) // CPS)
+            for i in range(M):                 # PE i: segment i % S of columns b0 + set*CPS + i // S
+                img = np.zeros(nsets * bcs, dtype=np.int64)
+                for st in range(nsets):
+                    c = b0 + st * CPS + i // S
+                    if c < b1:
+                        img[st * bcs:(st + 1) * bcs] = self._seg(B[:, c], i % S)
+                prog += [enc(SET_PE_LS_ADDR, 0), i_write_b(len(img), i)] + self._w(img)
+            for r0 in range(0, nloc, self.a_num_rows):
+                r1 = min(r0 + self.a_num_rows, nloc)
+                img = np.zeros((r1 - r0) * rowlen, dtype=np.int64)
+                for r in range(r0, r1):
+                    for j in range(bcs):
+                        for s in range(S):
+                            c = s * bcs + j
+                            if c < self.d:
+                                img[(r - r0) * rowlen + j * S + s] = A[r, c]
+                prog += [enc(SET_INPUT_LS_ADDR, 0), enc(WRITE_A, len(img))] + self._w(img)
+                if rmw:
+                    prog.append(enc(SM_CTRL, SM_START))
+                for r in range(r0, r1):
+                    if not rmw:
+                        prog.append(enc(SM_CTRL, SM_START))
+                    for st in range(nsets):
+                        c0 = b0 + st * CPS
+                        nres = min(CPS, b1 - c0)
+                        last = st == nsets - 1 and (not rmw or r == r1 - 1)
+                        sma = self.rmw_base + r * self.m + c0 if rmw else c0
+                        prog += [enc(SET_INPUT_LS_ADDR, (r - r0) * rowlen),
+                                 enc(SET_PE_LS_ADDR, st * bcs),
+                                 enc(SET_SM_ADDR, sma),
+                                 i_macc(bcs, last, 0 if nres == CPS else nres)]
+                    if not rmw:
+                        prog.append(i_dump())
+        if rmw and getattr(self, "_dump", True):
+            prog.append(i_dump(self.rmw_base, nloc * self.m))
+        return prog
+
+
+def _pos(v, name: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    return int(v)
+
+
+def plan_matmul(n: int, d: int, m: int, reduction: str, *, axis: str = "cols", k: int = 1,
+                largest: bool = True, chains: int = 1, cp: ChainParams | None = None,
+                rmw_base: int = 0) -> Plan:
+    """Map ``C = A (n x d) B (d x m)`` plus a reduction onto ``chains`` chains of ``cp``.
+
+    ``reduction``: ``"topk"`` (k best, ``largest``), ``"minmax"`` (both extremes) or
+    ``"rmw"`` (accumulate every C entry in the RMW store).  ``axis`` (topk / minmax):
+    ``"cols"`` reduces each column of C over the rows of A, ``"rows"`` each row of C
+    over the columns of B.  Raises ``ValueError`` naming the limit when it cannot fit."""
+    cp = cp or ChainParams()
+    n, d, m = _pos(n, "n"), _pos(d, "d"), _pos(m, "m")
+    chains = _pos(chains, "chains")
+    k = _pos(k, "k")
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+    if reduction == "rmw":
+        axis = "rows"
+    if axis not in AXES:
+        raise ValueError(f"axis must be one of {AXES}, got {axis!r}")
+    M = cp.M
+    if reduction == "topk" and k > cp.KMAX:
+        raise ValueError(f"k={k} exceeds the smart-memory LIST size KMAX={cp.KMAX}")
+    if reduction != "topk":
+        k = 1
+    # split a column of B when it does not fit one local store
+    S = 1
+    while -(-d // S) > cp.LSD:
+        S *= 2
+    if S > M:
+        raise ValueError(f"a column of B (d={d}) does not fit: even split over all M={M} PEs a "
+                         f"segment needs {-(-d // M)} words > local store LSD={cp.LSD}")
+    bcs = -(-d // S)
+    b_num_cols = cp.LSD // bcs
+    notes = []
+    if axis == "cols":
+        G = M
+        RF = M // S
+        CPS = 1
+        mode = "replicate"
+        pm = Fraction(RF, S)
+        rows_per_group_words = bcs * M
+        if rows_per_group_words > cp.ilw:
+            raise ValueError(f"one row group needs {rows_per_group_words} input-local-store words "
+                             f"> ILW={cp.ilw}")
+        a_num_rows = (cp.ilw // rows_per_group_words) * RF
+        mloc = -(-m // chains)
+        b_block = min(b_num_cols, mloc)
+        n_b_blocks = -(-mloc // b_num_cols)
+        if -(-n // a_num_rows) > 1:
+            notes.append("A does not fit the input local store: it is streamed once per column of B")
+    else:
+        G = S
+        RF = 1
+        CPS = M // S
+        mode = "column" if S == 1 else "split"
+        pm = Fraction(1, S)
+        a_num_rows = cp.ilw // (bcs * S)
+        if a_num_rows == 0:
+            raise ValueError(f"one row of A (d={d}, {bcs * S} words) does not fit the input "
+                             f"local store ILW={cp.ilw}")
+        on_chip = CPS * b_num_cols
+        if reduction != "rmw" and m > on_chip:
+            raise ValueError(f"per-row reduction over m={m} columns needs all of B on chip; the chain "
+                             f"holds {on_chip} columns of {d} words (M={M}, LSD={cp.LSD})")
+        b_block = min(m, on_chip)
+        n_b_blocks = -(-m // on_chip)
+        nloc = -(-n // chains)
+        if reduction == "rmw" and rmw_base + nloc * m > cp.DEPTH:
+            raise ValueError(f"aggregation of {nloc} x {m} results at base {rmw_base} exceeds the "
+                             f"smart-memory RMW DEPTH={cp.DEPTH}")
+        if reduction == "rmw" and rmw_base + nloc * m > 1 << 14:
+            raise ValueError("aggregation range exceeds the DUMP_SM 14-bit fields")
+        if m > 1 << cp.IDXW:
+            raise ValueError(f"m={m} columns do not fit the result index (IDXW={cp.IDXW})")
+    if bcs > 0xFFFF or cp.ilw > 0xFFFF:
+        raise ValueError("sizes exceed the 16-bit instruction fields")
+    return Plan(n=n, d=d, m=m, reduction=reduction, axis=axis, k=k, largest=bool(largest),
+                chains=chains, cp=cp, mode=mode, pm=pm, G=G, S=S, b_col_size=bcs,
+                b_num_cols=b_num_cols, b_block=b_block, n_b_blocks=n_b_blocks,
+                a_num_rows=a_num_rows,
+                n_a_blocks=-(-(n if axis == "cols" else -(-n // chains)) // a_num_rows),
+                rows_in_flight=RF, cols_per_step=CPS, rmw_base=rmw_base, notes=notes)
+
+
+# ---------------------------------------------------------------------- bus traffic
+BURST_BYTES = 64     # a streaming transfer moves in bursts of up to 64 bytes
+
+
+def split_words(words) -> tuple[int, int]:
+    """``(instruction words, data words)`` of a program (data = WRITE_A/WRITE_B payload)."""
+    pc, words, ni, nd = 0, [int(w) for w in words], 0, 0
+    while pc < len(words):
+        op, x = words[pc] >> 28, words[pc] & 0xFFFF
+        pc += 1
+        ni += 1
+        if op in (WRITE_A, WRITE_B):
+            pc += x
+            nd += x
+    return ni, nd
+
+
+def bus_traffic(words, dump_beats: int, elements: int, results: int, cp: ChainParams) -> dict:
+    """Off-chip data traffic of one program run, with and without the smart memory.
+
+    ``words`` is the program (instruction words are fetched from the separate instruction
+    memory of section 4.1 and reported apart, ``instr_bytes``).  With SM: the data words
+    (A and B, ``W/8`` bytes each) are read and the dump records ({index, value},
+    ``ceil((W+IDXW)/8)`` bytes) written, as bursts of up to :data:`BURST_BYTES`.  Without
+    SM: the same reads, plus every intermediate result (``elements``) stored off-chip as a
+    single transaction and loaded back by the reduction (one more), plus the ``results``
+    final records written in bursts.  ``trans_ratio`` is Table 3's "reduction" column."""
+    ni, nd = split_words(words)
+    rec = -(-(cp.W + cp.IDXW) // 8)
+    in_b = nd * (cp.W // 8)
+    in_t = -(-in_b // BURST_BYTES)
+    with_b = in_b + rec * dump_beats
+    with_t = in_t + -(-(rec * dump_beats) // BURST_BYTES)
+    no_b = in_b + 2 * rec * elements + rec * results
+    no_t = in_t + 2 * elements + -(-(rec * results) // BURST_BYTES)
+    return {"instr_bytes": 4 * ni, "bytes_with_sm": with_b, "bytes_no_sm": no_b,
+            "trans_with_sm": with_t, "trans_no_sm": no_t, "bytes_ratio": round(no_b / with_b, 3),
+            "trans_ratio": round(no_t / max(with_t, 1), 3)}
+
+
+def mnemonics(words) -> list[str]:
+    """Readable listing (data words shown as ``.word``)."""
+    out, pc, words = [], 0, [int(w) for w in words]
+    while pc < len(words):
+        name, x = decode(words[pc])
+        out.append(f"{name} 0x{x:x}")
+        pc += 1
+        if name in ("WRITE_A", "WRITE_B"):
+            n = x & 0xFFFF
+            out += [f".word 0x{w:x}" for w in words[pc:pc + n]]
+            pc += n
+    return out
+

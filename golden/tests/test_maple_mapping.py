@@ -1,0 +1,221 @@
+"""golden.maple_mapping: the mapping tool's plans and programs, run on the instruction-level
+chain model, against plain NumPy (fixed-point dot products, lexsort top-k, argmin/argmax)
+and the golden.maple workload functions."""
+import numpy as np
+import pytest
+
+from golden import maple
+from golden import maple_mapping as mm
+from golden.fixedpoint import QFormat
+
+CP = mm.ChainParams()                                   # the default core
+SMALL = mm.ChainParams(M=2, LSD=16, ILS_LINES=16, KMAX=4, DEPTH=32, IDXW=8, W=16, F=8)
+
+
+def run(plan, A, B, cp, **kw):
+    """Run every chain's program; returns (per-chain model list, all beats)."""
+    models, beats = [], []
+    for prog in plan.programs(A, B, **kw):
+        m = mm.ChainModel(cp)
+        beats += m.run(prog)
+        models.append(m)
+    return models, beats
+
+
+def rand(rng, shape, fmt, lim=1.0):
+    q = int(lim * fmt.one)
+    return rng.integers(-q, q + 1, size=shape)
+
+
+@pytest.mark.parametrize("cp", [CP, SMALL], ids=["default", "small"])
+@pytest.mark.parametrize("axis,d", [("rows", 5), ("rows", 40), ("rows", 150), ("cols", 3), ("cols", 70)])
+def test_elements_equal_fixedpoint_dot(cp, axis, d):
+    """Every mode: the (index, value) stream into the smart memory is C = A B by the
+    repository dot rule, in the documented order."""
+    if cp is SMALL and d > 2 * cp.LSD:
+        d = 2 * cp.LSD - 3
+    rng = np.random.default_rng(d)
+    f = cp.fmt
+    n, m = 7, 3
+    A, B = rand(rng, (n, d), f), rand(rng, (d, m), f)
+    C = f.dot(A[:, None, :], B.T[None, :, :])
+    plan = mm.plan_matmul(n, d, m, "rmw" if axis == "rows" else "topk", axis=axis, k=2, cp=cp)
+    (model,), _ = run(plan, A, B, cp)
+    if axis == "rows":
+        # B blocks are the outer loop: row-major within each block of columns
+        cb = plan.cols_per_step * plan.b_num_cols
+        exp = [(i * m + j, int(C[i, j])) for b0 in range(0, m, cb) for i in range(n)
+               for j in range(b0, min(b0 + cb, m))]
+        assert plan.mode == ("column" if plan.S == 1 else "split")
+    else:
+        exp = [(i, int(C[i, j])) for j in range(m) for i in range(n)]
+        assert plan.mode == "replicate" and plan.G == cp.M
+    assert model.elements == exp
+    assert model.errors == 0
+
+
+def test_modes_are_chosen_by_size():
+    assert mm.plan_matmul(8, 10, 4, "minmax", axis="rows").mode == "column"
+    p = mm.plan_matmul(8, 100, 2, "minmax", axis="rows")
+    assert (p.mode, p.S, p.G, p.pm, p.b_col_size) == ("split", 2, 2, mm.Fraction(1, 2), 50)
+    p = mm.plan_matmul(8, 10, 4, "topk", axis="cols", k=3)
+    assert (p.mode, p.pm, p.rows_in_flight) == ("replicate", 4, 4)
+    p = mm.plan_matmul(8, 100, 4, "topk", axis="cols", k=3)
+    assert (p.S, p.rows_in_flight, p.pm) == (2, 2, 1)
+
+
+def test_paper_ssi_example():
+    """Section 4.2: 2M documents x 64 categories, 64 queries, 32 chains of 8 PEs, 2 KB PE
+    local stores, 64 KB input local stores, 4-byte words."""
+    cp = mm.ChainParams(M=8, LSD=512, ILS_LINES=2048, KMAX=64, DEPTH=1 << 14, IDXW=16)
+    p = mm.plan_matmul(2_000_000, 64, 64, "topk", axis="cols", k=64, chains=32, cp=cp)
+    assert p.pm == 8 and p.b_col_size == 64 and p.a_num_rows == 256
+    assert p.n_a_blocks == 7813 and p.b_block == 2 and p.n_b_blocks == 1
+
+
+def test_kmeans_mapping():
+    f = CP.fmt
+    rng = np.random.default_rng(3)
+    N, D, K = 12, 3, 6
+    pts = rand(rng, (N, D), f)
+    means = rand(rng, (K, D), f)
+    means[4] = means[1]                                 # a tie: the smaller index must win
+    pts[5] = means[1]
+    xp, rp = maple.distance_augment(pts, means, f)
+    plan = mm.plan_matmul(N, D + 1, K, "minmax", axis="rows", cp=CP)
+    _, beats = run(plan, xp, rp.T, CP)
+    assign, score = maple.kmeans_assign_scores(pts, means, f)
+    got = [(b[0], b[1]) for b in beats[1::2]]           # the max entry of each dump
+    assert got == list(zip(assign.tolist(), score.tolist()))
+    assert assign[5] == 1
+    # against the bit-true distance: same choice up to rounding ties
+    ref, dist = maple.kmeans_assign(pts, means, f)
+    d_all = maple.sq_dist(pts, means, f)
+    for n in range(N):
+        assert d_all[n, assign[n]] - dist[n] <= 4, (n, assign[n], ref[n])
+
+
+def test_topk_recommend_from_lrmf():
+    from golden.lrmf import lrmf
+    f = CP.fmt
+    rng = np.random.default_rng(11)
+    items, users, d = 20, 3, 4
+    r = rng.integers(0, items, 40)
+    c = rng.integers(0, users, 40)
+    v = rng.uniform(-1, 1, 40)
+    res = lrmf(r, c, v, m=items, u=users, d=d, alpha=0.05, lam=0.01, epochs=2, tile=4,
+               M0=rng.uniform(-0.5, 0.5, (items, d)), fmt=f)
+    Mi, U = np.asarray(res.M), np.asarray(res.U)
+    Mi[7] = Mi[2]                                       # duplicate item: tie on score
+    for k in (1, 5, items, CP.KMAX):
+        if k > CP.KMAX:
+            continue
+        plan = mm.plan_matmul(items, d, users, "topk", axis="cols", k=k, cp=CP)
+        _, beats = run(plan, Mi, U.T, CP)
+        ei, ev = maple.topk_recommend(Mi, U, k, f)
+        exp = []
+        for u in range(users):
+            n = len(ei[u])
+            exp += [(int(ei[u, j]), int(ev[u, j]), int(j == n - 1)) for j in range(n)]
+        assert beats == exp
+
+
+def test_glvq_closest_farthest():
+    f = SMALL.fmt
+    rng = np.random.default_rng(5)
+    T, R, D = 3, 11, 3
+    X = rand(rng, (T, D), f)
+    refs = rand(rng, (R, D), f)
+    refs[9] = refs[3]
+    _, rp = maple.distance_augment(X, refs, f)
+    xp, _ = maple.distance_augment(X, refs, f)
+    plan = mm.plan_matmul(R, D + 1, T, "minmax", axis="cols", cp=SMALL)
+    _, beats = run(plan, rp, xp.T, SMALL)
+    for t in range(T):
+        (ic, sc), (ifa, sf) = maple.glvq_scores_closest_farthest(X[t], refs, f)
+        assert beats[2 * t] == (ifa, sf, 0) and beats[2 * t + 1] == (ic, sc, 1)
+
+
+def test_cnn_aggregation_passes():
+    """Input-channel groups as passes accumulating in the RMW store, with saturation."""
+    f = SMALL.fmt
+    rng = np.random.default_rng(9)
+    P, Fo, groups, dc = 6, 3, 3, 5
+    prog, parts, addrs = [], [], []
+    for g in range(groups):
+        A = rand(rng, (P, dc), f, lim=40.0)
+        B = rand(rng, (dc, Fo), f, lim=40.0)
+        plan = mm.plan_matmul(P, dc, Fo, "rmw", cp=SMALL)
+        prog += plan.programs(A, B, rmw_clear=g == 0, rmw_dump=g == groups - 1)[0]
+        parts.append(f.dot(A[:, None, :], B.T[None, :, :]).ravel())
+        addrs.append(np.arange(P * Fo))
+    beats = mm.ChainModel(SMALL).run(prog)
+    agg = maple.cnn_aggregate(np.concatenate(parts), np.concatenate(addrs), f, depth=P * Fo)
+    assert [b[1] for b in beats] == agg.tolist()
+    assert any(abs(v) == f.max_int or v == f.min_int for v in agg.tolist())
+
+
+def test_short_streams_and_chains():
+    """k larger than the array, k = array length, k = 1; work split over 3 chains."""
+    f = CP.fmt
+    rng = np.random.default_rng(2)
+    A, B = rand(rng, (5, 4), f), rand(rng, (4, 7), f)
+    for k in (1, 5, 9):
+        plan = mm.plan_matmul(5, 4, 7, "topk", axis="cols", k=k, chains=3, cp=CP)
+        models, beats = run(plan, A, B, CP)
+        assert len(models) == 3
+        C = f.dot(A[:, None, :], B.T[None, :, :])
+        exp = []
+        for j in range(7):
+            i_, v_ = maple.topk(C[:, j], np.arange(5), k, True)
+            exp += [(int(a), int(b), int(t == len(i_) - 1)) for t, (a, b) in enumerate(zip(i_, v_))]
+        assert beats == exp
+
+
+@pytest.mark.parametrize("kw,msg", [
+    (dict(n=4, d=300, m=2, reduction="minmax", axis="rows"), "does not fit"),
+    (dict(n=4, d=4, m=2, reduction="topk", k=17), "KMAX"),
+    (dict(n=4, d=64, m=9, reduction="minmax", axis="rows"), "needs all of B on chip"),
+    (dict(n=40, d=4, m=8, reduction="rmw"), "DEPTH"),
+    (dict(n=4, d=4, m=2, reduction="sum"), "reduction must be"),
+    (dict(n=4, d=4, m=2, reduction="topk", axis="diag"), "axis must be"),
+    (dict(n=0, d=4, m=2, reduction="topk"), "n must be"),
+])
+def test_errors(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        mm.plan_matmul(cp=CP, **kw)
+
+
+def test_ils_too_small_and_shape_errors():
+    cp = mm.ChainParams(M=2, LSD=64, ILS_LINES=2)
+    with pytest.raises(ValueError, match="input local store"):
+        mm.plan_matmul(3, 40, 2, "minmax", axis="rows", cp=cp)
+    with pytest.raises(ValueError, match="row group"):
+        mm.plan_matmul(3, 40, 2, "topk", axis="cols", cp=cp)
+    p = mm.plan_matmul(3, 4, 2, "topk", cp=CP)
+    with pytest.raises(ValueError, match="must be"):
+        p.programs(np.zeros((3, 5), dtype=np.int64), np.zeros((4, 2), dtype=np.int64))
+
+
+def test_model_flags_bad_instructions():
+    m = mm.ChainModel(SMALL)
+    m.run([mm.i_mode(4, 1), mm.i_mode(1, 2), mm.i_macc(0), mm.i_macc(SMALL.LSD + 1), mm.i_macc(2, nres=3)])
+    assert m.errors == 5 and m.elements == []
+    with pytest.raises(ValueError, match="not armed"):
+        mm.ChainModel(SMALL).run([mm.i_macc(2)])
+    with pytest.raises(ValueError, match="KMAX"):
+        mm.ChainModel(SMALL).run([mm.i_reduction(0, SMALL.KMAX + 1)])
+
+
+def test_bus_traffic_counts():
+    prog = [mm.i_mode(1, 1), mm.enc(mm.WRITE_A, 100)] + [0] * 100 + [mm.i_macc(4)]
+    assert mm.split_words(prog) == (3, 100)
+    t = mm.bus_traffic(prog, dump_beats=2, elements=50, results=1, cp=CP)
+    assert t["instr_bytes"] == 12
+    assert t["bytes_with_sm"] == 400 + 12 and t["bytes_no_sm"] == 400 + 2 * 6 * 50 + 6
+    assert t["trans_no_sm"] == 7 + 100 + 1 and t["trans_with_sm"] == 7 + 1
+
+
+def test_listing():
+    lst = mm.mnemonics([mm.enc(mm.WRITE_A, 2), 5, 6, mm.i_macc(3, True)])
+    assert lst[0].startswith("WRITE_A") and lst[1] == ".word 0x5" and lst[3].startswith("MULT_ACC_DUMP")

@@ -1,0 +1,696 @@
+"""``maple_pe_chain`` core: one MAPLE processing chain (section 4.1, Fig. 2 and 4(A)) --
+M scalar PEs, an M-bank input local store, a private local store per PE, and the chain's
+smart memory (the ``maple_smart_memory`` block, instantiated and flattened) -- driven by
+the instruction set of ``golden.maple_mapping`` (after the paper's mapping pseudo-assembly).
+
+Bit-exact with ``golden.maple_mapping.ChainModel``.
+
+* One input stream ``s_axis_cmd`` carries 32-bit instruction words; WRITE_A / WRITE_B
+  are followed by their data words (W-bit values in the low bits).
+* The input local store (ILS) is M single-port-write / synchronous-read RAM banks: one
+  line of M words is read per step and travels along the chain (the M-word intra-chain
+  bus): PE i takes lane ``(w mod M) | (i mod G)`` of it and forwards the line to PE i+1
+  one cycle later (a systolic forward register per PE).
+* PE i multiplies that word with word ``lsa + j`` of its private local store (RAM,
+  synchronous read) and accumulates the full product exactly (2W + log2 LSD + log2 M + 1
+  bits).  After the last step, a drain unit sums S accumulators per result exactly,
+  rounds once (F bits, half up) and saturates to W bits (the ``fixedpoint.dot`` rule),
+  and stores {index = SET_SM_ADDR + r, value} into the smart memory, with ``tlast`` on
+  the final result of an instruction that asks for it.
+* The sequencer programs the smart memory through its AXI4-Lite port (internal master:
+  it polls STATUS until idle, then writes OP/K/CMP, CTRL, BASE/LEN) and the smart memory's
+  dump stream is the core's ``m_axis_out``.
+"""
+from __future__ import annotations
+
+from myhdl import ConcatSignal, always, always_comb, always_seq, block, concat, intbv
+
+from golden import maple_mapping as ISA
+from rtl_gen.common.blocks import round_sat, sext
+from rtl_gen.common.core import CoreDef, Datasheet, Port
+from rtl_gen.common.hdl import sig_b, sig_s, sig_u
+from rtl_gen.common.params import Param, ParamSet, multiple_of_8, power_of_two
+from rtl_gen.common.ports import make_factory
+from rtl_gen.maple import maple_smart_memory as SM
+
+KIND = "maple_pe_chain"
+
+# sequencer states
+(Q_FETCH, Q_WA, Q_WB, Q_AR, Q_R, Q_AW, Q_B, Q_MAC, Q_WAIT, Q_DACC, Q_DPUSH) = range(11)
+
+
+def log2(n: int) -> int:
+    return n.bit_length() - 1
+
+
+def widths(p: dict) -> dict:
+    W, M, LSD, IL = p["W"], p["M"], p["LSD"], p["ILS_LINES"]
+    MW, LAW, LNW = log2(M), log2(LSD), log2(IL)
+    return {"MW": MW, "LAW": LAW, "LNW": LNW, "IAW": LNW + MW,
+            "ACCW": 2 * W + LAW + MW + 1, "WD": W + p["IDXW"]}
+
+
+def _cross(p: dict) -> str | None:
+    if p["F"] >= p["W"]:
+        return f"parameter F={p['F']} must be below W={p['W']}"
+    if p["KMAX"] > p["DEPTH"]:
+        return f"parameter KMAX={p['KMAX']} must not exceed DEPTH={p['DEPTH']}"
+    if p["IDXW"] < log2(p["DEPTH"]):
+        return f"parameter IDXW={p['IDXW']} must hold an RMW address: need IDXW >= log2(DEPTH)"
+    if p["ILS_LINES"] * p["M"] > 1 << 16:
+        return (f"parameters ILS_LINES*M={p['ILS_LINES'] * p['M']} exceed the 16-bit input "
+                f"local-store address field")
+    return None
+
+
+PARAMS = ParamSet([
+    Param("W", 32, "word width (signed fixed point)", 8, 32, multiple_of_8),
+    Param("F", 16, "fraction bits (the result rounding shift)", 0, 31),
+    Param("M", 4, "PEs in the chain", 2, 16, power_of_two),
+    Param("LSD", 64, "words in each PE local store (RAM, synchronous read); also the largest "
+                     "MULT_ACC_DUMP n", 2, 4096, power_of_two),
+    Param("ILS_LINES", 64, "input local store lines of M words (M RAM banks)", 2, 4096, power_of_two),
+    Param("IDXW", 16, "smart-memory index width", 8, 16, multiple_of_8),
+    Param("KMAX", 16, "smart-memory LIST size", 2, 256, power_of_two),
+    Param("DEPTH", 256, "smart-memory RMW RAM entries", 2, 1 << 14, power_of_two),
+], [_cross])
+
+
+def sm_params(p: dict) -> dict:
+    return {"W": p["W"], "IDXW": p["IDXW"], "KMAX": p["KMAX"], "DEPTH": p["DEPTH"]}
+
+
+def _sm_block(p: dict):
+    """The ``maple_smart_memory`` @block function (taken from its factory's closure, so the
+    smart-memory generator is reused unchanged)."""
+    fac, _ = SM.build(SM.PARAMS.resolve(sm_params(p)))
+    cells = dict(zip(fac.__code__.co_freevars, (c.cell_contents for c in fac.__closure__)))
+    return cells["top_fn"]
+
+
+# ------------------------------------------------------------------ small blocks
+@block
+def ram_1w1r(clk, we, wa, wd, ra, rd, depth):
+    """``depth`` x len(wd) RAM, one write port, synchronous read (block RAM), no reset."""
+    mem = [sig_u(len(wd)) for _ in range(depth)]
+
+    @always(clk.posedge)
+    def ram():
+        if we:
+            mem[wa].next = wd
+        rd.next = mem[ra]
+
+    return ram
+
+
+@block
+def bank_we(we, lane, b, out):
+    @always_comb
+    def c():
+        out.next = we and lane == b
+    return c
+
+
+@block
+def pick_chain(prev, sel, b, src, lo, hi, out):
+    """``out = src[hi:lo]`` when ``sel == b`` else ``prev`` (zero for the first link): one
+    link of a lane multiplexer written without arrays of signals."""
+    if prev is None:
+        @always_comb
+        def c():
+            if sel == b:
+                out.next = src[hi:lo]
+            else:
+                out.next = 0
+    else:
+        @always_comb
+        def c():
+            if sel == b:
+                out.next = src[hi:lo]
+            else:
+                out.next = prev
+    return c
+
+
+@block
+def pe(clk, rst, idx, line_in, v_in, f_in, lane_in, lsa_in, gmask,
+       ls_we, ls_pe, ls_wa, ls_wd,
+       line_out, v_out, f_out, lane_out, lsa_out, acc, W, LSD, fwd):
+    """One PE: lane select from the forwarded line, private local store, multiply,
+    exact accumulate; forwards the line and the step control to the next PE."""
+    MW = len(lane_in)
+    ACCW = len(acc)
+    lane = sig_u(MW)
+    M = len(line_in) // W
+    picks = {b: sig_u(W) for b in range(M)}   # a dict, not a list: no HDL array
+    a_sel = sig_s(W)
+    a_r = sig_s(W)
+    ls_q = sig_u(W)
+    b_s = sig_s(W)
+    v1 = sig_b()
+    f1 = sig_b()
+    v2 = sig_b()
+    f2 = sig_b()
+    prod = sig_s(2 * W)
+    prod_e = sig_s(ACCW)
+    we = sig_b()
+
+    @always_comb
+    def sel():
+        lane.next = lane_in | (gmask & idx)
+        we.next = ls_we and (ls_pe == idx or ls_pe == ISA.BCAST)
+
+    muxes = [pick_chain(None if b == 0 else picks[b - 1], lane, b, line_in, b * W, (b + 1) * W, picks[b])
+             for b in range(M)]
+
+    last_pick = picks[M - 1]
+
+    @always_comb
+    def pick():
+        a_sel.next = last_pick.signed()
+        b_s.next = ls_q.signed()
+
+    store = ram_1w1r(clk, we, ls_wa, ls_wd, lsa_in, ls_q, LSD)
+    ext = sext(prod, prod_e)
+
+    @always_seq(clk.posedge, reset=rst)
+    def fwd_regs():
+        line_out.next = line_in
+        v_out.next = v_in
+        f_out.next = f_in
+        lane_out.next = lane_in
+        lsa_out.next = lsa_in
+
+    @always_seq(clk.posedge, reset=rst)
+    def seq():
+        a_r.next = a_sel
+        v1.next = v_in
+        f1.next = f_in
+        v2.next = v1
+        f2.next = f1
+        prod.next = a_r * b_s
+        if v2:
+            if f2:
+                acc.next = prod_e
+            else:
+                acc.next = acc + prod_e
+
+    if fwd:
+        return sel, muxes, pick, store, ext, fwd_regs, seq
+    return sel, muxes, pick, store, ext, seq
+
+
+# ------------------------------------------------------------------ ports
+def ports_of(p: dict) -> list[Port]:
+    W, IDXW = p["W"], p["IDXW"]
+    WD = W + IDXW
+    return [
+        Port("clk", "in", 1, "clock, rising edge"),
+        Port("rst", "in", 1, "synchronous active-high reset (the smart memory then zeroes its RMW RAM)"),
+        Port("s_axis_cmd_tdata", "in", 32, "instruction word (opcode [31:28]) or, after WRITE_A/WRITE_B, "
+                                          f"a data word (value in [{W - 1}:0])"),
+        Port("s_axis_cmd_tvalid", "in", 1, ""),
+        Port("s_axis_cmd_tready", "out", 1, "high while fetching an instruction or taking data (registered state)"),
+        Port("m_axis_out_tdata", "out", WD, f"smart-memory dump: {{index[{IDXW}], value[{W}]}}, value in "
+                                            f"[{W - 1}:0], index in [{WD - 1}:{W}]"),
+        Port("m_axis_out_tvalid", "out", 1, ""),
+        Port("m_axis_out_tready", "in", 1, ""),
+        Port("m_axis_out_tlast", "out", 1, "last beat of a dump"),
+        Port("err", "out", 1, "sticky error (bad SET_PARALLEL_MODE or MULT_ACC_DUMP, smart-memory "
+                              "error seen at a STATUS poll); cleared by reset"),
+    ]
+
+
+# ------------------------------------------------------------------ the core
+def build(p):
+    W, F, M, LSD, IL, IDXW = p["W"], p["F"], p["M"], p["LSD"], p["ILS_LINES"], p["IDXW"]
+    wd = widths(p)
+    MW, LAW, LNW, IAW, ACCW, WD = wd["MW"], wd["LAW"], wd["LNW"], wd["IAW"], wd["ACCW"], wd["WD"]
+    LAT = M + 3
+    sm_fn = _sm_block(p)
+    AXW = SM.AXIL_AW
+    GM_TAB = tuple((1 << t) - 1 if t <= MW else 0 for t in range(16))
+    GV_TAB = tuple(1 << t if t <= MW else 1 for t in range(16))
+    RA_TAB = tuple(M >> t if t <= MW else 1 for t in range(16))
+
+    @block
+    def maple_pe_chain(clk, rst, s_axis_cmd_tdata, s_axis_cmd_tvalid, s_axis_cmd_tready,
+                       m_axis_out_tdata, m_axis_out_tvalid, m_axis_out_tready, m_axis_out_tlast,
+                       err):
+        # ---- smart memory and its internal AXI4-Lite master ---------------------------
+        awaddr = sig_u(AXW)
+        awvalid = sig_b()
+        awready = sig_b()
+        wdata = sig_u(32)
+        wstrb = sig_u(4, 15)
+        wready = sig_b()
+        bresp = sig_u(2)
+        bvalid = sig_b()
+        bready = sig_b(True)
+        araddr = sig_u(AXW, 4 * SM.R_STATUS)
+        arvalid = sig_b()
+        arready = sig_b()
+        rdata = sig_u(32)
+        rresp = sig_u(2)
+        rvalid = sig_b()
+        rready = sig_b(True)
+        sm_tdata = sig_u(WD)
+        sm_tvalid = sig_b()
+        sm_tready = sig_b()
+        sm_tlast = sig_b()
+        sm = sm_fn(clk, rst, awaddr, awvalid, awready, wdata, wstrb, awvalid, wready,
+                   bresp, bvalid, bready, araddr, arvalid, arready, rdata, rresp, rvalid, rready,
+                   sm_tdata, sm_tvalid, sm_tready, sm_tlast,
+                   m_axis_out_tdata, m_axis_out_tvalid, m_axis_out_tready, m_axis_out_tlast)
+
+        # ---- sequencer registers ------------------------------------------------------
+        state = sig_u(4, Q_FETCH)
+        ir = sig_u(32)
+        err_r = sig_b()
+        gmask = sig_u(MW)
+        smask = sig_u(MW)
+        gval = sig_u(IAW, 1)
+        rall = sig_u(7, M)
+        sma = sig_u(IDXW)
+        lsa = sig_u(LAW)
+        ila = sig_u(IAW)
+        cnt = sig_u(16)
+        wptr = sig_u(IAW)
+        lptr = sig_u(LAW)
+        lpe = sig_u(8)
+        wstep = sig_u(2)
+        # MAC issue
+        nsteps = sig_u(16)
+        j = sig_u(16)
+        w = sig_u(IAW)
+        lsa_c = sig_u(LAW)
+        v0 = sig_b()
+        f0 = sig_b()
+        lane0 = sig_u(MW)
+        lsa0 = sig_u(LAW)
+        last_r = sig_b()
+        nres = sig_u(7)
+        wait_c = sig_u(log2(LAT) + 2)
+        # drain
+        pe_i = sig_u(MW)
+        r_i = sig_u(7)
+        r_x = sig_u(IDXW)
+        gsum = sig_s(ACCW)
+        out_idx = sig_u(IDXW)
+        out_val = sig_u(W)
+        gm_c = sig_u(MW)
+        sm_c2 = sig_u(MW)
+        gv_c = sig_u(IAW)
+        ra_c = sig_u(7)
+        out_last = sig_b()
+
+        # ---- combinational ------------------------------------------------------------
+        fire = sig_b()
+        c_op = sig_u(4)
+        c_x16 = sig_u(16)
+        c_bit16 = sig_b()
+        c_nres = sig_u(7)
+        c_pe = sig_u(8)
+        c_lgg = sig_u(4)
+        c_lgs = sig_u(4)
+        c_ia = sig_u(IAW)
+        c_la = sig_u(LAW)
+        ila_sum = sig_u(IAW)
+        w_sum = sig_u(IAW)
+        ils_we = sig_b()
+        ils_lane = sig_u(MW)
+        ils_wl = sig_u(LNW)
+        ils_rl = sig_u(LNW)
+        dw = sig_u(W)
+        ls_we = sig_b()
+        aw_a = sig_u(AXW)
+        aw_d = sig_u(32)
+        aw_last = sig_b()
+        acc_sel = sig_s(ACCW)
+        gsum_n = sig_s(ACCW)
+        rs_val = sig_s(W)
+        grp_first = sig_b()
+        grp_end = sig_b()
+
+        # ---- input local store: M banks -------------------------------------------------
+        bank_q = {b: sig_u(W) for b in range(M)}   # dicts, not lists: no HDL arrays
+        bank_we_s = {b: sig_b() for b in range(M)}
+        insts = [sm, SM.zext(r_i, r_x)]
+        for b in range(M):
+            insts.append(bank_we(ils_we, ils_lane, b, bank_we_s[b]))
+            insts.append(ram_1w1r(clk, bank_we_s[b], ils_wl, dw, ils_rl, bank_q[b], IL))
+        line_q = ConcatSignal(*[bank_q[b] for b in reversed(range(M))])
+
+        # ---- PEs, chained ---------------------------------------------------------------
+        lines = {i: sig_u(W * M) for i in range(M + 1)}
+        lines[0] = line_q
+        vs = {i: sig_b() for i in range(M + 1)}
+        vs[0] = v0
+        fs = {i: sig_b() for i in range(M + 1)}
+        fs[0] = f0
+        lanes = {i: sig_u(MW) for i in range(M + 1)}
+        lanes[0] = lane0
+        lsas = {i: sig_u(LAW) for i in range(M + 1)}
+        lsas[0] = lsa0
+        accs = {i: sig_s(ACCW) for i in range(M)}
+        for i in range(M):
+            insts.append(pe(clk, rst, i, lines[i], vs[i], fs[i], lanes[i], lsas[i], gmask,
+                            ls_we, lpe, lptr, dw,
+                            lines[i + 1], vs[i + 1], fs[i + 1], lanes[i + 1], lsas[i + 1], accs[i],
+                            W, LSD, i < M - 1))
+        acc_pick = {i: sig_s(ACCW) for i in range(M)}
+        for i in range(M):
+            insts.append(pick_chain(None if i == 0 else acc_pick[i - 1], pe_i, i, accs[i], 0, ACCW,
+                                    acc_pick[i]))
+        ext_rs = round_sat(gsum, rs_val, F)
+        insts.append(ext_rs)
+
+        @always_comb
+        def dec():
+            fire.next = s_axis_cmd_tvalid and (state == Q_FETCH or state == Q_WA or state == Q_WB)
+            s_axis_cmd_tready.next = state == Q_FETCH or state == Q_WA or state == Q_WB
+            c_op.next = s_axis_cmd_tdata[32:28]
+            c_x16.next = s_axis_cmd_tdata[16:]
+            c_bit16.next = s_axis_cmd_tdata[16]
+            c_nres.next = s_axis_cmd_tdata[24:17]
+            c_pe.next = s_axis_cmd_tdata[24:16]
+            c_lgg.next = s_axis_cmd_tdata[4:]
+            c_lgs.next = s_axis_cmd_tdata[8:4]
+            c_ia.next = s_axis_cmd_tdata[IAW:]
+            c_la.next = s_axis_cmd_tdata[LAW:]
+            dw.next = s_axis_cmd_tdata[W:]
+            err.next = err_r
+
+        @always_comb
+        def tabs():
+            gm_c.next = GM_TAB[int(c_lgg)]
+            sm_c2.next = GM_TAB[int(c_lgs)]
+            gv_c.next = GV_TAB[int(c_lgg)]
+            ra_c.next = RA_TAB[int(c_lgs)]
+
+        @always_comb
+        def addr_c():
+            ila_sum.next = ila + c_ia
+            w_sum.next = w + gval
+            ils_we.next = fire and state == Q_WA
+            ls_we.next = fire and state == Q_WB
+            ils_lane.next = wptr[MW:]
+            ils_wl.next = wptr[IAW:MW]
+            ils_rl.next = w[IAW:MW]
+
+        @always_comb
+        def axw_c():
+            aw_last.next = False
+            aw_a.next = 4 * SM.R_CTRL
+            aw_d.next = 0
+            if ir[32:28] == ISA.SET_SM_REDUCTION:
+                if wstep == 0:
+                    aw_a.next = 4 * SM.R_OP
+                    aw_d.next = concat(intbv(0)[30:], ir[2:])
+                elif wstep == 1:
+                    aw_a.next = 4 * SM.R_K
+                    aw_d.next = concat(intbv(0)[16:], ir[24:8])
+                else:
+                    aw_a.next = 4 * SM.R_CMP
+                    aw_d.next = concat(intbv(0)[31:], ir[2])
+                    aw_last.next = True
+            elif ir[32:28] == ISA.SM_CTRL:
+                aw_d.next = concat(intbv(0)[28:], ir[4:])
+                aw_last.next = True
+            else:  # DUMP_SM
+                if ir[14:] != 0 and wstep == 0:
+                    aw_a.next = 4 * SM.R_BASE
+                    aw_d.next = concat(intbv(0)[18:], ir[28:14])
+                elif ir[14:] != 0 and wstep == 1:
+                    aw_a.next = 4 * SM.R_LEN
+                    aw_d.next = concat(intbv(0)[18:], ir[14:])
+                else:
+                    aw_d.next = 4
+                    aw_last.next = True
+
+        @always_comb
+        def drain_c():
+            grp_first.next = (pe_i & smask) == 0
+            grp_end.next = (pe_i & smask) == smask
+
+        acc_last = acc_pick[M - 1]
+
+        @always_comb
+        def drain_c2():
+            acc_sel.next = acc_last
+
+        @always_comb
+        def drain_c3():
+            if grp_first:
+                gsum_n.next = acc_sel
+            else:
+                gsum_n.next = gsum + acc_sel
+
+        @always_comb
+        def sm_c():
+            sm_tdata.next = concat(out_idx, out_val)
+
+        @always_comb
+        def rs_c():
+            out_val.next = rs_val[W:]
+            sm_tvalid.next = state == Q_DPUSH
+            sm_tlast.next = out_last
+
+        @always_seq(clk.posedge, reset=rst)
+        def main():
+            v0.next = False
+            f0.next = False
+            if state == Q_FETCH:
+                if fire:
+                    ir.next = s_axis_cmd_tdata
+                    if c_op == ISA.SET_PARALLEL_MODE:
+                        if c_lgg <= MW and c_lgs <= c_lgg:
+                            gmask.next = gm_c
+                            gval.next = gv_c
+                            smask.next = sm_c2
+                            rall.next = ra_c
+                        else:
+                            err_r.next = True
+                    elif c_op == ISA.SET_SM_REDUCTION or c_op == ISA.SM_CTRL or c_op == ISA.DUMP_SM:
+                        state.next = Q_AR
+                        wstep.next = 0
+                    elif c_op == ISA.SET_SM_ADDR:
+                        sma.next = c_x16[IDXW:]
+                    elif c_op == ISA.SET_PE_LS_ADDR:
+                        lsa.next = c_la
+                    elif c_op == ISA.SET_INPUT_LS_ADDR:
+                        ila.next = c_ia
+                    elif c_op == ISA.INC_INPUT_LS_ADDR:
+                        ila.next = ila_sum
+                    elif c_op == ISA.WRITE_A:
+                        cnt.next = c_x16
+                        wptr.next = ila
+                        if c_x16 != 0:
+                            state.next = Q_WA
+                    elif c_op == ISA.WRITE_B:
+                        cnt.next = c_x16
+                        lptr.next = lsa
+                        lpe.next = c_pe
+                        if c_x16 != 0:
+                            state.next = Q_WB
+                    elif c_op == ISA.MULT_ACC_DUMP:
+                        if c_x16 == 0 or c_x16 > LSD or c_nres > rall:
+                            err_r.next = True
+                        else:
+                            nsteps.next = c_x16
+                            last_r.next = c_bit16
+                            if c_nres == 0:
+                                nres.next = rall
+                            else:
+                                nres.next = c_nres
+                            j.next = 0
+                            w.next = ila
+                            lsa_c.next = lsa
+                            state.next = Q_MAC
+            elif state == Q_WA:
+                if fire:
+                    wptr.next = wptr + 1
+                    cnt.next = cnt - 1
+                    if cnt == 1:
+                        state.next = Q_FETCH
+            elif state == Q_WB:
+                if fire:
+                    if lptr == LSD - 1:
+                        lptr.next = 0
+                    else:
+                        lptr.next = lptr + 1
+                    cnt.next = cnt - 1
+                    if cnt == 1:
+                        state.next = Q_FETCH
+            elif state == Q_AR:
+                if not arvalid:
+                    arvalid.next = True
+                elif arready:
+                    arvalid.next = False
+                    state.next = Q_R
+            elif state == Q_R:
+                if rvalid:
+                    if rdata[32:2] != 0 or rresp != 0:
+                        err_r.next = True
+                    if rdata[2:] == 0:
+                        state.next = Q_AW
+                    else:
+                        state.next = Q_AR
+            elif state == Q_AW:
+                if not awvalid:
+                    awvalid.next = True
+                    awaddr.next = aw_a
+                    wdata.next = aw_d
+                elif awready and wready:
+                    awvalid.next = False
+                    state.next = Q_B
+            elif state == Q_B:
+                if bvalid:
+                    if bresp != 0:
+                        err_r.next = True
+                    if aw_last:
+                        state.next = Q_FETCH
+                    else:
+                        wstep.next = wstep + 1
+                        state.next = Q_AW
+            elif state == Q_MAC:
+                v0.next = True
+                f0.next = j == 0
+                lane0.next = w[MW:]
+                lsa0.next = lsa_c
+                w.next = w_sum
+                if lsa_c == LSD - 1:
+                    lsa_c.next = 0
+                else:
+                    lsa_c.next = lsa_c + 1
+                j.next = j + 1
+                if j == nsteps - 1:
+                    state.next = Q_WAIT
+                    wait_c.next = LAT
+            elif state == Q_WAIT:
+                if wait_c == 0:
+                    state.next = Q_DACC
+                    pe_i.next = 0
+                    r_i.next = 0
+                else:
+                    wait_c.next = wait_c - 1
+            elif state == Q_DACC:
+                gsum.next = gsum_n
+                if grp_end:
+                    state.next = Q_DPUSH
+            elif state == Q_DPUSH:
+                if sm_tready:
+                    if r_i == nres - 1:
+                        state.next = Q_FETCH
+                    else:
+                        r_i.next = r_i + 1
+                        pe_i.next = pe_i + 1
+                        state.next = Q_DACC
+            # drain outputs: index/last registered when a group completes
+            if state == Q_DACC and grp_end:
+                out_idx.next = sma + r_x
+                out_last.next = last_r and r_i == nres - 1
+            if state == Q_DACC and not grp_end:
+                pe_i.next = pe_i + 1
+
+        return insts, dec, tabs, addr_c, axw_c, drain_c, drain_c2, drain_c3, sm_c, rs_c, main
+
+    ports = ports_of(p)
+    return make_factory(maple_pe_chain, ports), ports
+
+
+def datasheet(p):
+    W, F, M, LSD, IL, IDXW, KMAX, DEPTH = (p[k] for k in ("W", "F", "M", "LSD", "ILS_LINES", "IDXW",
+                                                            "KMAX", "DEPTH"))
+    wd = widths(p)
+    fields = [(f"0x{c:X} {name}", ops, meaning) for c, name, ops, meaning in ISA.OPCODES]
+    return Datasheet(
+        summary=f"One MAPLE processing chain (MAPLE section 4.1/4.2, Fig. 2, 4, 5): M={M} scalar "
+                f"PEs with private {LSD}-word local stores, a {IL}x{M}-word input local store read "
+                f"one M-word line per step and forwarded PE to PE, exact multiply-accumulate, and "
+                f"the chain's smart memory (`maple_smart_memory`, KMAX={KMAX}, DEPTH={DEPTH}, "
+                f"instantiated inside) receiving every result with its index. Programmed by an "
+                f"instruction stream after the paper's mapping pseudo-assembly; the mapping tool "
+                f"and an instruction-level model are `golden.maple_mapping`, bit-exact with this core.",
+        latency=f"MULT_ACC_DUMP n: n issue cycles, {M + 4} cycles until the last PE's accumulator "
+                f"is final, then per result S+1 cycles (S accumulators summed, one round+saturate, "
+                f"one smart-memory handshake) plus smart-memory stalls; instructions that touch the "
+                f"smart memory poll its STATUS (about 3 cycles per poll) and write its registers "
+                f"(2 cycles per write)",
+        throughput=f"M={M} multiply-accumulates per cycle during the n issue cycles of a "
+                   f"MULT_ACC_DUMP (every PE busy in every mode); the dump of results is not "
+                   f"overlapped with the next MULT_ACC_DUMP (see notes); WRITE_A/WRITE_B one word "
+                   f"per cycle",
+        fields=fields,
+        fields_title="Instruction set (32-bit words on s_axis_cmd: opcode [31:28], operand [27:0])",
+        fields_header=("opcode", "operand fields", "meaning"),
+        notes=[
+            f"Data words follow WRITE_A / WRITE_B on the same stream: value in bits "
+            f"[{W - 1}:0] (two's complement, Q{W - F}.{F}), upper bits ignored.",
+            f"Input local store: {IL * M} words = {IL} lines x M={M} banks; word address a is "
+            f"bank a mod M, line a div M. Addresses wrap modulo the store size (the mapping tool "
+            f"never relies on it).",
+            "Step j of MULT_ACC_DUMP reads line (ila + j*G) div M; PE i takes lane "
+            "((ila + j*G) mod M) | (i mod G) and local-store word (lsa + j) mod LSD, so ila must "
+            "be a multiple of G (the mapping tool aligns it). The line and the step control are "
+            "forwarded through one register per PE: PE i works one cycle after PE i-1.",
+            f"Accumulator {wd['ACCW']} bits (2W + log2 LSD + log2 M + 1): no overflow for "
+            f"n <= LSD={LSD} steps and S <= M summed PEs; result r = sat_W(round_F(sum of the "
+            f"accumulators of PEs r*S..r*S+S-1)), exactly `QFormat.dot`.",
+            "Results go to the smart memory as {index = SET_SM_ADDR + r (mod 2^IDXW), value} in "
+            "order r = 0..nres-1, tlast on the last when MULT_ACC_DUMP has last = 1; the smart "
+            "memory's tie rule therefore sees indices in arrival order.",
+            "Parallelism modes (SET_PARALLEL_MODE G, S): column (G=S=1, pm=1: PE i holds column "
+            "i, every PE sees the same A word), split (G=S>1, pm=1/S: a column split over S PEs, "
+            "the S partial dot products combined exactly before rounding), replicate (G=M: every "
+            "PE holds the same column, or segment i mod S of it; M/S rows of A in flight, "
+            "pm=M/S). All three are implemented and tested.",
+            "Smart-memory instructions (SET_SM_REDUCTION, SM_CTRL, DUMP_SM) first poll its STATUS "
+            "until neither busy nor armed, then write its registers through the internal "
+            "AXI4-Lite port (register map in `ip/maple_smart_memory/README.md`). Hence a DUMP_SM "
+            "or a new START waits for the previous array's tlast and scans; a MULT_ACC_DUMP "
+            "into a smart memory that is not armed (no SM_CTRL START) stalls forever (program "
+            "error, never generated by the mapping tool). Smart-memory errors (e.g. k > KMAX) "
+            "stay inside the smart memory (its sticky STATUS error).",
+            "err: sticky; set by SET_PARALLEL_MODE with S > G or G > M (mode kept), by "
+            "MULT_ACC_DUMP with n = 0, n > LSD or nres > M/S (instruction skipped, nothing sent), "
+            "and when a STATUS poll shows the smart memory's sticky error (e.g. k > KMAX, "
+            "an RMW index >= DEPTH) or a response is not OKAY.",
+            "The dump of results is sequential: the next instruction is fetched after the last "
+            "result of a MULT_ACC_DUMP was accepted by the smart memory (the paper overlaps it "
+            "with the next vector operation; a result FIFO of M entries would do that).",
+            "Mapping tool (`golden.maple_mapping.plan_matmul`, `Plan.programs`): A (n x d) "
+            "streams row-wise through the input local store, B (d x m) is held column-wise in "
+            "the PE local stores; a column longer than LSD is split over S PEs. Reductions per "
+            "column of C over the rows of A (top-k recommendation, GLVQ, SSI) use replicate "
+            "mode, one smart-memory array per column; reductions per row of C (K-means) use "
+            "column/split mode, one array per row; aggregation uses the RMW store at address "
+            "i*m + j. Deviation from the paper's loop (A blocks outer, B blocks inner): one "
+            "smart memory ranks one array at a time, so for per-column reductions the column "
+            "is the outer loop and A is re-streamed per column when it does not fit the input "
+            "local store (the plan says so in `notes`).",
+            "Distances (K-means, GLVQ) are ranked by the dot product of augmented vectors "
+            "x' = [x, 1.0] and r' = [2r, -||r||^2] (||r||^2 precomputed on the host), i.e. "
+            "2<x,r> - ||r||^2: the nearest reference has the largest score (the max of the "
+            "min/max dump), the farthest the smallest (`golden.maple.distance_augment`).",
+            "Bus traffic (`golden.maple_mapping.bus_traffic`, bench_throughput): with the smart "
+            "memory only A, B and the dumps cross the bus (bursts); without it every "
+            "intermediate result is stored and reloaded (single transactions) before the "
+            "reduction. Instruction words come from the separate instruction memory of "
+            "section 4.1 and are reported apart.",
+            f"Memories: each PE local store {LSD}x{W} and each input bank {IL}x{W} are one-write-port, "
+            f"synchronous-read RAMs (block RAM inference), not reset.",
+        ])
+
+
+CORE = CoreDef(
+    name=KIND, family="maple",
+    description="MAPLE PE chain: M PEs with local stores, input local store, exact MAC, smart "
+                "memory inside, instruction-stream programmed (mapping tool in golden.maple_mapping)",
+    params=PARAMS,
+    build=build, datasheet=datasheet,
+    configs={"default": {},
+             "small": {"W": 16, "F": 8, "M": 2, "LSD": 16, "ILS_LINES": 16, "IDXW": 8, "KMAX": 4,
+                       "DEPTH": 32}},
+    generator="rtl_gen/maple/maple_pe_chain.py",
+)

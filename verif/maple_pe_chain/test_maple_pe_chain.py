@@ -1,0 +1,409 @@
+"""maple_pe_chain: workloads mapped by golden.maple_mapping, run on the RTL, every dump beat
+compared bit-exactly (index, value, tlast) with the instruction-level model, which is
+itself cross-checked here against the golden.maple workload functions.
+
+cocotb tests (run inside the simulator) and, at the bottom, the pytest launchers.
+"""
+from __future__ import annotations
+
+import cocotb
+import numpy as np
+import pytest
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+
+from golden import maple
+from golden import maple_mapping as mm
+from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
+from scoreboards.checker import FixedScoreboard, StreamSpec
+from scoreboards.gates import Gate
+from verif.harness import CLOCK_NS, dut_params, matrix, run_core
+from verif.tb_common import record_bench
+from verif.tb_common import sim_seed as seed_of_test
+
+CORE = "maple_pe_chain"
+OUT = "m_axis_out"
+CMD = "s_axis_cmd"
+
+
+class TB:
+    def __init__(self, dut, src_p=1.0, sink_p=1.0):
+        self.dut = dut
+        self.p = dut_params()
+        self.cp = mm.ChainParams.from_params(self.p)
+        self.fmt = self.cp.fmt
+        self.W, self.IDXW, self.M = self.cp.W, self.cp.IDXW, self.cp.M
+        self.seed = seed_of_test()
+        self.rng = np.random.default_rng(self.seed)
+        dut._log.info("seed=%d params=%s", self.seed, self.p)
+        self.clk = dut.clk
+        cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
+        dut.rst.value = 1
+        self.src_p = src_p
+        self.src = AxisSource(dut, CMD, dut.clk, Gate(self.seed * 7 + 1, src_p))
+        self.sink = AxisSink(dut, OUT, dut.clk, Gate(self.seed * 13 + 101, sink_p))
+        self.mon = AxisMonitor(dut, OUT, dut.clk, reset=dut.rst)
+        self.inmon = AxisMonitor(dut, CMD, dut.clk, reset=dut.rst)
+        self.sb = FixedScoreboard(dut)
+        spec = StreamSpec(OUT, [("value", 1, self.W, self.cp.F), ("index", 1, self.IDXW, 0)])
+        self.exp = self.sb.add_stream(self.mon, spec)
+        self.model = mm.ChainModel(self.cp)
+
+    async def reset(self, cycles=3):
+        self.dut.rst.value = 1
+        await ClockCycles(self.clk, cycles)
+        self.dut.rst.value = 0
+        await RisingEdge(self.clk)
+
+    async def abort_and_reset(self):
+        """Reset in the middle of work: drop queued stimulus and expectations."""
+        self.src.kill()
+        self.src.tvalid.value = 0
+        await self.reset()
+        self.src = AxisSource(self.dut, CMD, self.dut.clk, Gate(self.seed * 7 + 999, self.src_p))
+        self.exp.clear()
+        self.model = mm.ChainModel(self.cp)
+
+    def pack(self, idx, val) -> int:
+        return ((int(idx) & ((1 << self.IDXW) - 1)) << self.W) | (int(val) & ((1 << self.W) - 1))
+
+    def load(self, words) -> list:
+        """Queue a program (and its expected dump beats from the model)."""
+        n0 = len(self.model.beats)
+        self.model.run(words)
+        beats = self.model.beats[n0:]
+        for i, v, last in beats:
+            self.exp.append((self.pack(i, v), last))
+        for w in words:
+            self.src.append(int(w))
+        return beats
+
+    async def run(self, words, timeout=400000) -> list:
+        beats = self.load(words)
+        for _ in range(timeout):
+            await RisingEdge(self.clk)
+            if not self.src._sendQ and not self.src.busy_sending() and not self.exp:
+                break
+        else:
+            raise AssertionError(f"timeout: {len(self.exp)} dump beats still expected")
+        return beats
+
+    def rand(self, shape, lim=1.0):
+        q = int(lim * self.fmt.one)
+        return self.rng.integers(-q, q + 1, size=shape)
+
+    async def finish(self, settle=30):
+        await ClockCycles(self.clk, settle)
+        await ReadOnly()
+        assert self.mon.protocol_errors == 0, f"{self.mon.protocol_errors} AXI4-Stream hold violations"
+        assert int(self.dut.err.value) == 0, "unexpected chain error"
+        await RisingEdge(self.clk)
+        self.sb.check()
+
+
+def only(progs):
+    assert len(progs) == 1
+    return progs[0]
+
+
+# ---------------------------------------------------------------- workloads
+def kmeans_program(tb, N, D, K, dup=True):
+    f = tb.fmt
+    pts = tb.rand((N, D))
+    means = tb.rand((K, D))
+    if dup and K > 2:
+        means[K - 1] = means[1]            # identical means: the smaller index must win
+        pts[0] = means[1]
+    xp, rp = maple.distance_augment(pts, means, f)
+    plan = mm.plan_matmul(N, D + 1, K, "minmax", axis="rows", cp=tb.cp)
+    prog = only(plan.programs(xp, rp.T))
+    assign, score = maple.kmeans_assign_scores(pts, means, f)
+    return plan, prog, assign, score
+
+
+def topk_program(tb, items, users, d, k, dup=True):
+    from golden.lrmf import lrmf
+    rng = tb.rng
+    nnz = 3 * items
+    res = lrmf(rng.integers(0, items, nnz), rng.integers(0, users, nnz), rng.uniform(-1, 1, nnz),
+               m=items, u=users, d=d, alpha=0.05, lam=0.01, epochs=2, tile=4,
+               M0=rng.uniform(-0.5, 0.5, (items, d)), fmt=tb.fmt)
+    Mi, U = np.asarray(res.M), np.asarray(res.U)
+    if dup and items > 4:
+        Mi[items - 2] = Mi[1]               # duplicate item rows: equal scores
+    plan = mm.plan_matmul(items, d, users, "topk", axis="cols", k=k, cp=tb.cp)
+    prog = only(plan.programs(Mi, U.T))
+    ei, ev = maple.topk_recommend(Mi, U, k, tb.fmt)
+    return plan, prog, ei, ev
+
+
+def aggregation_program(tb, P, Fo, groups, dc, lim=1.0):
+    prog, parts = [], []
+    for g in range(groups):
+        A = tb.rand((P, dc), lim)
+        B = tb.rand((dc, Fo), lim)
+        plan = mm.plan_matmul(P, dc, Fo, "rmw", cp=tb.cp)
+        prog += only(plan.programs(A, B, rmw_clear=g == 0, rmw_dump=g == groups - 1))
+        parts.append(tb.fmt.dot(A[:, None, :], B.T[None, :, :]).ravel())
+    agg = maple.cnn_aggregate(np.concatenate(parts), np.tile(np.arange(P * Fo), groups), tb.fmt,
+                              depth=P * Fo)
+    return plan, prog, agg
+
+
+# ---------------------------------------------------------------------------- tests
+@cocotb.test()
+async def kmeans_assign(dut):
+    """K-means assignment (column mode, and split mode when a point is longer than a local
+    store): the max of the min/max dump is the nearest mean; duplicates tie to the smaller
+    index.  Random bubbles on the instruction stream, backpressure on the dump."""
+    tb = TB(dut, src_p=0.8, sink_p=0.6)
+    await tb.reset()
+    for N, D, K in ((6, 3, 2 * tb.M + 1), (4, tb.cp.LSD + 3, tb.M // 2), (3, 2, 1)):
+        plan, prog, assign, score = kmeans_program(tb, N, D, K)
+        dut._log.info("kmeans N=%d D=%d K=%d: mode %s G=%d S=%d, %d words", N, D, K, plan.mode,
+                      plan.G, plan.S, len(prog))
+        beats = await tb.run(prog)
+        assert [(b[0], b[1]) for b in beats[1::2]] == list(zip(assign.tolist(), score.tolist()))
+    await tb.finish()
+
+
+@cocotb.test()
+async def topk_recommend(dut):
+    """Top-k items per user from M U^T (M, U from golden LRMF), replicate mode: k = 1,
+    k = KMAX, k = number of items (array length), more items than one A block, k larger
+    than the stream; duplicate items."""
+    tb = TB(dut, src_p=0.9, sink_p=0.5)
+    await tb.reset()
+    K = tb.cp.KMAX
+    cases = [(10, 2, 3, 1), (3 * K, 2, 3, K), (K, 1, 4, K), (K // 2, 2, 2, K),
+             (tb.cp.ilw // 2 + 5, 1, 4, 3)]
+    for items, users, d, k in cases:
+        plan, prog, ei, ev = topk_program(tb, items, users, d, k)
+        dut._log.info("topk items=%d users=%d d=%d k=%d: %d A blocks, %d words", items, users, d, k,
+                      plan.n_a_blocks, len(prog))
+        beats = await tb.run(prog)
+        exp = [(int(a), int(b)) for u in range(users) for a, b in zip(ei[u], ev[u])]
+        assert [(b[0], b[1]) for b in beats] == exp
+    await tb.finish()
+
+
+@cocotb.test()
+async def glvq_closest_farthest(dut):
+    """GLVQ: closest and farthest reference to each test vector (replicate mode, min/max);
+    a duplicated reference ties to the smaller index; also split + replicate (long vectors)."""
+    tb = TB(dut, src_p=0.7, sink_p=0.7)
+    await tb.reset()
+    f = tb.fmt
+    for T, R, D in ((3, 9, 3), (2, 5, tb.cp.LSD + 2)):
+        X = tb.rand((T, D))
+        refs = tb.rand((R, D))
+        refs[R - 1] = refs[2]
+        xp, rp = maple.distance_augment(X, refs, f)
+        plan = mm.plan_matmul(R, D + 1, T, "minmax", axis="cols", cp=tb.cp)
+        dut._log.info("glvq T=%d R=%d D=%d: S=%d rows in flight %d", T, R, D, plan.S, plan.rows_in_flight)
+        beats = await tb.run(only(plan.programs(rp, xp.T)))
+        for t in range(T):
+            (ic, sc), (ifa, sf) = maple.glvq_scores_closest_farthest(X[t], refs, f)
+            assert beats[2 * t][:2] == (ifa, sf) and beats[2 * t + 1][:2] == (ic, sc)
+    await tb.finish()
+
+
+@cocotb.test()
+async def aggregation_rmw(dut):
+    """CNN-style aggregation: input-channel groups accumulate partial sums read-modify-write
+    in the smart memory (saturating); equal to golden cnn_aggregate."""
+    tb = TB(dut, src_p=0.8, sink_p=0.5)
+    await tb.reset()
+    P, Fo = (5, 3) if tb.cp.DEPTH >= 16 else (2, 2)
+    for groups, dc, lim in ((3, 4, 1.0), (2, 3, 40.0)):
+        plan, prog, agg = aggregation_program(tb, P, Fo, groups, dc, lim)
+        beats = await tb.run(prog)
+        assert [b[1] for b in beats] == agg.tolist()
+    await tb.finish()
+
+
+@cocotb.test()
+async def random_matmul_modes(dut):
+    """Random sizes over every mode (column, split, replicate, split+replicate), random
+    reductions, including streams shorter than k."""
+    tb = TB(dut, src_p=0.7, sink_p=0.7)
+    await tb.reset()
+    cp = tb.cp
+    for r in range(6):
+        axis = ("rows", "cols")[r % 2]
+        red = ("topk", "minmax", "rmw")[r % 3]
+        d = int(tb.rng.integers(1, 2 * cp.LSD)) if r >= 3 else int(tb.rng.integers(1, 6))
+        n = int(tb.rng.integers(1, 9))
+        m = int(tb.rng.integers(1, 4))
+        k = int(tb.rng.integers(1, cp.KMAX + 1))
+        try:
+            plan = mm.plan_matmul(n, d, m, red, axis=axis, k=k, cp=cp)
+        except ValueError as e:
+            dut._log.info("skip n=%d d=%d m=%d %s: %s", n, d, m, red, e)
+            continue
+        A = tb.rand((n, d), 2.0)
+        B = tb.rand((d, m), 2.0)
+        A[0, 0] = tb.fmt.max_int
+        dut._log.info("n=%d d=%d m=%d %s/%s k=%d: %s G=%d S=%d", n, d, m, red, plan.axis, k, plan.mode,
+                      plan.G, plan.S)
+        await tb.run(only(plan.programs(A, B)))
+    await tb.finish()
+
+
+@cocotb.test()
+async def reset_mid_stream(dut):
+    """Reset while a top-k program is half way through (instructions queued, a dump
+    possibly under way), then run a K-means program: nothing stale comes out."""
+    tb = TB(dut, src_p=0.9, sink_p=0.5)
+    await tb.reset()
+    _, prog, _, _ = topk_program(tb, 3 * tb.cp.KMAX, 2, 3, tb.cp.KMAX)
+    tb.load(prog)
+    await ClockCycles(tb.clk, int(tb.rng.integers(len(prog) // 3, len(prog))))
+    await tb.abort_and_reset()
+    _, prog, assign, _ = kmeans_program(tb, 4, 3, tb.M + 1)
+    beats = await tb.run(prog)
+    assert [b[0] for b in beats[1::2]] == assign.tolist()
+    await tb.finish()
+
+
+@cocotb.test()
+async def bad_instructions(dut):
+    """A bad SET_PARALLEL_MODE and bad MULT_ACC_DUMPs raise the sticky err and send nothing;
+    a smart-memory error (k > KMAX) raises err at the next STATUS poll; after a reset the
+    chain works."""
+    tb = TB(dut)
+    await tb.reset()
+    words = [mm.i_mode(2 * tb.M, 1), mm.i_mode(1, 2), mm.enc(mm.SM_CTRL, mm.SM_START), mm.i_macc(0),
+             mm.i_macc(tb.cp.LSD + 1), mm.i_macc(1, nres=tb.M + 1)]
+    await tb.run(words)
+    assert tb.model.errors == 5
+    await ClockCycles(tb.clk, 5)
+    assert int(dut.err.value) == 1
+    await tb.reset()
+    # a smart-memory error (k > KMAX, rejected by the smart memory) is seen at the next poll
+    for w in (mm.i_reduction(mm.OP_SEL, tb.cp.KMAX + 1), mm.i_dump()):
+        tb.src.append(w)
+    await tb.src.drain()
+    await ClockCycles(tb.clk, 30)
+    assert int(dut.err.value) == 1, "smart-memory error not reported on err"
+    await tb.reset()
+    tb.model = mm.ChainModel(tb.cp)
+    _, prog, _, _ = kmeans_program(tb, 2, 2, 3)
+    await tb.run(prog)
+    await tb.finish()
+
+
+@cocotb.test()
+async def scoreboard_catches_corruption(dut):
+    """Negative test: a corrupted expectation (one value LSB, one index) must be reported
+    as mismatches, and a missing output as never received."""
+    tb = TB(dut)
+    await tb.reset()
+    _, prog, _, _ = kmeans_program(tb, 2, 2, 3)
+    n0 = len(tb.exp)
+    tb.load(prog)
+    d, l_ = tb.exp[n0]
+    tb.exp[n0] = (d ^ 1, l_)                                   # value LSB
+    d, l_ = tb.exp[n0 + 1]
+    tb.exp[n0 + 1] = (d ^ (1 << tb.W), l_)                     # index bit
+    for _ in range(100000):
+        await RisingEdge(tb.clk)
+        if not tb.exp:
+            break
+    await ClockCycles(tb.clk, 10)
+    assert tb.sb.mismatches == 2, f"corruption not detected ({tb.sb.mismatches} mismatches)"
+    with pytest.raises(AssertionError):
+        tb.sb.check()
+    tb.sb.errors = tb.sb.mismatches = 0
+    tb.exp.append((123, 1))
+    with pytest.raises(AssertionError, match="never received"):
+        tb.sb.check()
+
+
+def scaled_traffic(cp, rng) -> dict:
+    """Model-only (no RTL) traffic at larger sizes, same mapping tool and counting rule."""
+    f = cp.fmt
+    out = {}
+    N, D = 1000, 7
+    K = min(4 * cp.M, cp.M * (cp.LSD // (D + 1)))
+    pts, means = rng.integers(-f.one, f.one, (N, D)), rng.integers(-f.one, f.one, (K, D))
+    xp, rp = maple.distance_augment(pts, means, f)
+    prog = only(mm.plan_matmul(N, D + 1, K, "minmax", axis="rows", cp=cp).programs(xp, rp.T))
+    m = mm.ChainModel(cp)
+    b = m.run(prog)
+    out["kmeans"] = dict(size=f"N={N} D={D} K={K}", **mm.bus_traffic(prog, len(b), len(m.elements), N, cp))
+    items, users, d, k = min(1000, 1 << cp.IDXW), 4, 8, cp.KMAX
+    A, B = rng.integers(-f.one, f.one, (items, d)), rng.integers(-f.one, f.one, (d, users))
+    prog = only(mm.plan_matmul(items, d, users, "topk", axis="cols", k=k, cp=cp).programs(A, B))
+    m = mm.ChainModel(cp)
+    b = m.run(prog)
+    out["topk"] = dict(size=f"items={items} users={users} d={d} k={k}",
+                       **mm.bus_traffic(prog, len(b), len(m.elements), users * k, cp))
+    P, Fo, G, dc = cp.DEPTH // 4, 4, 16, 9
+    prog = []
+    for g in range(G):
+        A, B = rng.integers(-f.one, f.one, (P, dc)), rng.integers(-f.one, f.one, (dc, Fo))
+        prog += only(mm.plan_matmul(P, dc, Fo, "rmw", cp=cp).programs(A, B, rmw_clear=g == 0,
+                                                                     rmw_dump=g == G - 1))
+    m = mm.ChainModel(cp)
+    b = m.run(prog)
+    out["aggregation"] = dict(size=f"pixels={P} filters={Fo} channel groups={G} x {dc}",
+                              **mm.bus_traffic(prog, len(b), len(m.elements), P * Fo, cp))
+    return out
+
+
+@cocotb.test()
+async def bench_throughput(dut):
+    """Benchmark (reported): off-chip data bytes and bus transactions with the smart memory
+    vs without it (every intermediate result stored and reloaded for the reduction) for
+    K-means, top-k and aggregation run on the RTL (small sizes) and, with the same mapping
+    and counting, on the model at larger sizes; cycles per multiply-accumulate step."""
+    tb = TB(dut)
+    await tb.reset()
+    M, K = tb.M, tb.cp.KMAX
+    rows = []
+    work = [("kmeans", lambda: kmeans_program(tb, 16, 3, 2 * M, dup=False)),
+            ("topk", lambda: topk_program(tb, 4 * K, 2, 4, K, dup=False)),
+            ("aggregation", lambda: aggregation_program(tb, 4, 3, 4, 4))]
+    tot_cyc = tot_steps = 0
+    rec_extra = {}
+    for name, mk in work:
+        out = mk()
+        plan, prog = out[0], out[1]
+        c0 = tb.inmon.cycles
+        m0 = len(tb.model.elements)
+        beats = await tb.run(prog)
+        elements = len(tb.model.elements) - m0
+        results = {"kmeans": len(beats) // 2, "topk": len(beats), "aggregation": len(beats)}[name]
+        t = mm.bus_traffic(prog, len(beats), elements, results, tb.cp)
+        cyc = tb.inmon.cycles - c0
+        steps = sum(w & 0xFFFF for w in prog if w >> 28 == mm.MULT_ACC_DUMP)
+        tot_cyc += cyc
+        tot_steps += steps
+        rows.append({"workload": name, "mode": plan.mode, "program_words": len(prog),
+                     "intermediate_results": elements, "dump_beats": len(beats), "cycles": cyc,
+                     "mac_steps": steps, **t})
+        rec_extra[f"trans_ratio_{name}"] = t["trans_ratio"]
+        rec_extra[f"bytes_ratio_{name}"] = t["bytes_ratio"]
+        dut._log.info("bench RTL %s: %s", name, rows[-1])
+    scaled = scaled_traffic(tb.cp, tb.rng)
+    for name, t in scaled.items():
+        dut._log.info("bench model %s: %s", name, t)
+        rec_extra[f"scaled_trans_ratio_{name}"] = t["trans_ratio"]
+        rec_extra[f"scaled_bytes_ratio_{name}"] = t["bytes_ratio"]
+    # the ideal is one MAC step (M MACs) per cycle; program loading and dumps are included
+    rec = record_bench(CORE, cycles_per_mac_step=round(tot_cyc / tot_steps, 3), mac_steps=tot_steps,
+                       ideal=1.0, rtl=rows, scaled=scaled, burst_bytes=mm.BURST_BYTES,
+                       paper_table3="reduction 1.64x (SSI), 25.7x (K-means), 76x (CNN)", **rec_extra)
+    await tb.finish()
+    return rec
+
+
+# ---------------------------------------------------------------- pytest launchers
+@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus")]))
+def test_maple_pe_chain(cfg, sim):
+    run_core(CORE, cfg, sim)
+
+
+def test_maple_pe_chain_vhdl_smoke():
+    run_core(CORE, "small", "ghdl", testcase="kmeans_assign,aggregation_rmw")
