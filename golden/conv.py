@@ -298,3 +298,64 @@ def tracking_bound(x, w, bias=None, stride: int = 1, pad: int = 0, fmt: QFormat 
     sw = w.sum(axis=(1, 2, 3))[:, None, None]
     b = h if bias is not None else 0.0
     return h + h * (sx + sw + n * h) + b
+
+
+# ---------------------------------------------------------------- engines and the FP node
+def engine_beat(wins, filters, fmt: QFormat, bias=None, exact: bool = False):
+    """The ``fpdeep_conv_engine``: ``wins`` ``(..., S_IC, K, K)`` (one beat = the windows of
+    S_IC input channels), ``filters`` ``(S_OC, S_IC, K, K)``, ``bias`` ``(S_OC,)`` or None.
+    Returns ``(..., S_OC)``: per engine the exact sum over the S_IC tiles plus ``b << F``;
+    ``exact`` keeps it (scale ``2**-2F``, object ints), otherwise one round and one
+    saturation (= :func:`forward` of that window position)."""
+    wins = np.asarray(wins, dtype=np.int64)
+    f = np.asarray(filters, dtype=np.int64)
+    if f.ndim != 4 or wins.shape[-3:] != f.shape[1:]:
+        raise ValueError(f"wins {wins.shape} and filters {f.shape} disagree: need (..., S_IC, K, K) "
+                         "and (S_OC, S_IC, K, K)")
+    lead = wins.shape[:-3]
+    a = wins.reshape(lead + (-1,)).astype(object)
+    acc = a @ f.reshape(f.shape[0], -1).astype(object).T
+    if bias is not None:
+        acc = acc + (np.asarray(bias, dtype=np.int64).astype(object) << fmt.F)
+    if exact:
+        return acc
+    return fmt.sat(rshift_round(np.asarray(acc, dtype=object), fmt.F))
+
+
+def fp_node(x_part, w_part, psum_in=None, last: bool = True, bias=None, relu_out: bool = True,
+            pad: int = 0, fmt: QFormat | None = None, psum_bits: int | None = None):
+    """One FPDeep FP node with input-channel partitioning (section 5.3, 4.1).
+
+    ``x_part`` ``(C_part, H, W)`` and ``w_part`` ``(C_out, C_part, K, K)`` are this node's
+    share of the input channels; ``psum_in`` ``(C_out, Ho, Wo)`` the partial activations of
+    the previous node (None for the first node).  The node adds its exact partial sum to
+    ``psum_in``.  Not ``last``: returns that sum (bit-true: exact integers, scale ``2**-2F``,
+    saturated to ``psum_bits`` signed bits -- the width of the psum link -- which never
+    happens for a chain short enough; ``bias`` and ``relu_out`` are ignored).  ``last``:
+    adds ``bias``, rounds and saturates once, then ReLU when ``relu_out`` -- so a chain of
+    nodes over a split of the channels gives exactly ``relu(forward(x, w, bias))``.  Stride 1."""
+    fmt = _fmt(fmt)
+    x = _array(x_part, "x_part", 3, fmt)
+    w = _array(w_part, "w_part", 4, fmt, (None, x.shape[0], None, None))
+    if w.shape[2] != w.shape[3]:
+        raise ValueError(f"w_part must hold square K x K filters, got {w.shape[2]}x{w.shape[3]}")
+    K = w.shape[2]
+    pad = _int_param(pad, "pad", 0, K - 1)
+    acc = _corr(x, w, pad, 1, fmt)
+    if psum_in is not None:
+        ps = np.asarray(psum_in)
+        if ps.shape != acc.shape:
+            raise ValueError(f"psum_in has shape {ps.shape}, expected {acc.shape}")
+        acc = acc + (ps.astype(np.float64) if fmt is None else ps.astype(object))
+    if not last:
+        if fmt is None:
+            return acc
+        if psum_bits is None:
+            return acc
+        psum_bits = _int_param(psum_bits, "psum_bits", 2)
+        lo, hi = -(1 << (psum_bits - 1)), (1 << (psum_bits - 1)) - 1
+        return np.minimum(np.maximum(np.asarray(acc, dtype=object), lo), hi)
+    if bias is not None:
+        bias = _array(bias, "bias", 1, fmt, (w.shape[0],))
+    y = _finish(acc, bias, fmt)
+    return np.maximum(y, 0) if relu_out else y

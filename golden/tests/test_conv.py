@@ -208,3 +208,56 @@ def test_window_dot_and_sliding_windows():
 def test_validation(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# ---------------------------------------------------------------- engines and FP nodes
+def test_engine_beat_matches_forward():
+    from golden.conv import engine_beat, forward, sliding_windows
+    fmt = QFormat(16, 8)
+    rng = np.random.default_rng(7)
+    x = rng.integers(-600, 600, (3, 5, 6))
+    w = rng.integers(-300, 300, (2, 3, 3, 3))
+    b = rng.integers(-2000, 2000, 2)
+    wins = np.stack([sliding_windows(x[c], 3, 1) for c in range(3)], axis=2)   # (Ho, Wo, C, K, K)
+    got = engine_beat(wins, w, fmt, bias=b)
+    assert np.array_equal(np.moveaxis(got, -1, 0), forward(x, w, b, pad=1, fmt=fmt))
+    ex = engine_beat(wins, w, fmt, exact=True)
+    assert np.array_equal(fmt.sat(((ex + (1 << 7)) >> 8).astype(object)), np.moveaxis(forward(x, w, None, pad=1, fmt=fmt), 0, -1))
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3])
+def test_fp_node_chain_equals_forward(parts):
+    from golden.conv import forward, fp_node, icp_forward
+    fmt = QFormat(16, 8)
+    rng = np.random.default_rng(parts)
+    x = rng.integers(-3000, 3000, (6, 7, 5))
+    w = rng.integers(-1500, 1500, (3, 6, 3, 3))
+    b = rng.integers(-8000, 8000, 3)
+    groups = np.array_split(np.arange(6), parts)
+    ps = None
+    for k, g in enumerate(groups):
+        last = k == parts - 1
+        ps = fp_node(x[g], w[:, g], ps, last, b, True, 1, fmt, psum_bits=48)
+    y = forward(x, w, b, pad=1, fmt=fmt)
+    assert np.array_equal(ps, np.maximum(y, 0))
+    ps_nr = None
+    for k, g in enumerate(groups):
+        ps_nr = fp_node(x[g], w[:, g], ps_nr, k == parts - 1, b, False, 1, fmt, psum_bits=48)
+    assert np.array_equal(ps_nr, icp_forward(x, w, parts, b, pad=1, fmt=fmt)[0])
+    # float reference: same chain in float64 tracks forward(None)
+    xf, wf = x / 256.0, w / 256.0
+    psf = None
+    for k, g in enumerate(groups):
+        psf = fp_node(xf[g], wf[:, g], psf, k == parts - 1, b / 256.0, True, 1, None)
+    assert np.allclose(psf, np.maximum(forward(xf, wf, b / 256.0, pad=1), 0))
+
+
+def test_fp_node_psum_saturates_and_validates():
+    from golden.conv import fp_node
+    fmt = QFormat(8, 4)
+    x = np.full((1, 3, 3), 127)
+    w = np.full((1, 1, 3, 3), 127)
+    ps = fp_node(x, w, None, False, fmt=fmt, psum_bits=16)
+    assert int(ps[0, 0, 0]) == (1 << 15) - 1
+    with pytest.raises(ValueError, match="psum_in"):
+        fp_node(x, w, np.zeros((1, 2, 2)), True, fmt=fmt)

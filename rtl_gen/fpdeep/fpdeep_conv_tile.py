@@ -74,7 +74,9 @@ def ports_of(p: dict) -> list[Port]:
     ]
 
 
-def build(p):
+def block_fn(p):
+    """The MyHDL @block top of this core for parameters ``p`` (instantiable inside
+    another block; conversion flattens it)."""
     K, W, F = p["K"], p["W"], p["F"]
     wd = widths(p)
     n, levels, pw, tw, ow = wd["n"], wd["levels"], wd["pw"], wd["tw"], wd["ow"]
@@ -162,8 +164,12 @@ def build(p):
                           m_axis_res_tdata, m_axis_res_tvalid, m_axis_res_tready, m_axis_res_tlast, muser)
         return hand, inreg, insts, dly, rs, x1, x2, outc, ofifo
 
+    return fpdeep_conv_tile
+
+
+def build(p):
     ports = ports_of(p)
-    return make_factory(fpdeep_conv_tile, ports), ports
+    return make_factory(block_fn(p), ports), ports
 
 
 def datasheet(p):

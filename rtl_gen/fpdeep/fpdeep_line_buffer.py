@@ -109,7 +109,9 @@ def ports_of(p: dict) -> list[Port]:
     ]
 
 
-def build(p):
+def block_fn(p):
+    """The MyHDL @block top of this core for parameters ``p`` (instantiable inside
+    another block; conversion flattens it)."""
     K, W = p["K"], p["W"]
     wd = widths(p)
     cw, rw, ww, lw, depth = wd["cw"], wd["rw"], wd["ww"], wd["lw"], wd["depth"]
@@ -278,8 +280,12 @@ def build(p):
                           m_axis_win_tdata, m_axis_win_tvalid, m_axis_win_tready, m_axis_win_tlast, mfin)
         return (z1, z2, z3, z4, cfgc, cfgchk, scan, hand, ctl, ram, st1, wb, colc, wreg, outc, ofifo)
 
+    return fpdeep_line_buffer
+
+
+def build(p):
     ports = ports_of(p)
-    return make_factory(fpdeep_line_buffer, ports), ports
+    return make_factory(block_fn(p), ports), ports
 
 
 def datasheet(p):
