@@ -359,3 +359,97 @@ def fp_node(x_part, w_part, psum_in=None, last: bool = True, bias=None, relu_out
         bias = _array(bias, "bias", 1, fmt, (w.shape[0],))
     y = _finish(acc, bias, fmt)
     return np.maximum(y, 0) if relu_out else y
+
+
+# ---------------------------------------------------------------- the EB node (appended)
+def eb_node(err_part, w_part, psum_in=None, last: bool = True, pad: int = 0,
+            fmt: QFormat | None = None, psum_bits: int | None = None):
+    """One FPDeep EB run (section 5.4) over a group of output channels.
+
+    ``err_part`` ``(O_part, Ho, Wo)`` are the errors of this group of output channels,
+    ``w_part`` ``(O_part, C_in, K, K)`` their filters in the forward layout (the rotation
+    by 180 degrees and the (C_out, C_in) transpose are the hardware's job), ``pad`` the
+    forward padding of the layer (the error map is padded by ``K-1-pad``).  The exact sum
+    over the group (Python ints, scale ``2**-2F``) is added to ``psum_in`` (None: 0).
+    Not ``last``: returns that sum, saturated to ``psum_bits`` signed bits when given.
+    ``last``: one round and one saturation to W bits, so a chain of runs over a split of
+    the output channels gives exactly :func:`backprop_error` of the whole layer."""
+    fmt = _fmt(fmt)
+    e = _array(err_part, "err_part", 3, fmt)
+    w = _array(w_part, "w_part", 4, fmt, (e.shape[0], None, None, None))
+    if w.shape[2] != w.shape[3]:
+        raise ValueError(f"w_part must hold square K x K filters, got {w.shape[2]}x{w.shape[3]}")
+    K = w.shape[2]
+    pad = _int_param(pad, "pad", 0, K - 1)
+    if e.shape[1] + K - 1 - 2 * pad < 1 or e.shape[2] + K - 1 - 2 * pad < 1:
+        raise ValueError(f"err_part of shape {e.shape} is too small for K={K}, pad={pad}")
+    wt = np.ascontiguousarray(w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3))
+    acc = _corr(e, wt, K - 1 - pad, 1, fmt)
+    if psum_in is not None:
+        ps = np.asarray(psum_in)
+        if ps.shape != acc.shape:
+            raise ValueError(f"psum_in has shape {ps.shape}, expected {acc.shape}")
+        acc = acc + (ps.astype(np.float64) if fmt is None else ps.astype(object))
+    if not last:
+        if fmt is None or psum_bits is None:
+            return acc
+        psum_bits = _int_param(psum_bits, "psum_bits", 2)
+        lo, hi = -(1 << (psum_bits - 1)), (1 << (psum_bits - 1)) - 1
+        return np.minimum(np.maximum(np.asarray(acc, dtype=object), lo), hi)
+    return _finish(acc, None, fmt)
+
+
+# ---------------------------------------------------------------- PG in hardware order (appended)
+def pg_sample_exact(x, err_out, K: int, pad: int = 0, fmt: QFormat | None = None):
+    """Eq. 3 in the order a streaming PG engine computes it (FPDeep 5.5: the large
+    Ho x Wo gradient convolution cut into K x K pieces): the K x K window of the padded
+    activations at output position (i, j) (``sliding_windows``, raster order) times the
+    scalar error ``err[o, i, j]`` is added to the K x K accumulator tile (o, c) -- K*K MACs
+    per (o, c) per position.  Returns the **exact** accumulators ``(O, C, K, K)`` (bit-true:
+    Python ints, scale ``2**-2F``; float64 otherwise) and the exact error sums ``(O,)``
+    (bit-true: sum of words, scale ``2**-F``).  Rounding them once gives
+    :func:`param_gradient`."""
+    fmt = _fmt(fmt)
+    K = _int_param(K, "K", 1)
+    pad = _int_param(pad, "pad", 0, K - 1)
+    x = _array(x, "x", 3, fmt)
+    ho = _out_size(x.shape[1], K, pad, 1, "height")
+    wo = _out_size(x.shape[2], K, pad, 1, "width")
+    e = _array(err_out, "err_out", 3, fmt, (None, ho, wo))
+    O, C = e.shape[0], x.shape[0]
+    conv_t = object if fmt is not None else np.float64
+    acc = np.zeros((O, C, K, K), dtype=conv_t)
+    esum = np.zeros(O, dtype=conv_t)
+    wins = [sliding_windows(x[c], K, pad) for c in range(C)]
+    for i in range(ho):
+        for j in range(wo):
+            for o in range(O):
+                ev = e[o, i, j] if fmt is None else int(e[o, i, j])
+                esum[o] += ev
+                for c in range(C):
+                    acc[o, c] += wins[c][i, j].astype(conv_t) * ev
+    return acc, esum
+
+
+def pg_minibatch(xs, errs, w, bias, lr, K: int, pad: int = 0, fmt: QFormat | None = None):
+    """A PG module over one mini-batch (FPDeep 5.5, Eq. 3 + Eq. 4): per sample the exact
+    accumulators of :func:`pg_sample_exact` are rounded/saturated once to gradient words
+    (= :func:`param_gradient`), the words are summed exactly in the gradient buffer over
+    the batch, and at the end of the batch the parameters take one SGD step with the
+    averaged gradient (= :func:`update`).  Returns ``(w_new, bias_new, gsum_w, gsum_b)``."""
+    fmt = _fmt(fmt)
+    if len(xs) != len(errs) or len(xs) == 0:
+        raise ValueError(f"xs and errs must hold the same number (>= 1) of samples, got {len(xs)} and {len(errs)}")
+    gw, gb = [], []
+    for x, e in zip(xs, errs):
+        acc, esum = pg_sample_exact(x, e, K, pad, fmt)
+        if fmt is None:
+            gw.append(acc)
+            gb.append(esum)
+        else:
+            gw.append(fmt.sat(rshift_round(acc, fmt.F)).astype(np.int64))
+            gb.append(fmt.sat(esum).astype(np.int64))
+    gw, gb = np.stack(gw), np.stack(gb)
+    gsum_w = gw.sum(axis=0) if fmt is None else gw.astype(object).sum(axis=0)
+    gsum_b = gb.sum(axis=0) if fmt is None else gb.astype(object).sum(axis=0)
+    return update(w, gw, lr, fmt), update(bias, gb, lr, fmt), gsum_w, gsum_b

@@ -18,6 +18,10 @@ CORE_MODULES = [
     "rtl_gen.cosmic.cosmic_pe",
     "rtl_gen.fpdeep.fpdeep_conv_engine",
     "rtl_gen.fpdeep.fpdeep_fp",
+    "rtl_gen.cosmic.cosmic_memory_schedule_unit",
+    "rtl_gen.pipearch.pipearch_region",
+    "rtl_gen.fpdeep.fpdeep_eb",
+    "rtl_gen.fpdeep.fpdeep_pg",
 ]
 
 

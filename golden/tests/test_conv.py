@@ -261,3 +261,65 @@ def test_fp_node_psum_saturates_and_validates():
     assert int(ps[0, 0, 0]) == (1 << 15) - 1
     with pytest.raises(ValueError, match="psum_in"):
         fp_node(x, w, np.zeros((1, 2, 2)), True, fmt=fmt)
+
+
+def test_eb_node_chain_equals_backprop_error():
+    from golden.conv import backprop_error, eb_node
+    rng = np.random.default_rng(11)
+    fmt = QFormat(16, 8)
+    for K, pad, parts in ((3, 0, 2), (3, 1, 3), (5, 2, 2), (2, 1, 1)):
+        e = rng.integers(-3000, 3000, (6, 5, 4))
+        w = rng.integers(-1500, 1500, (6, 3, K, K))
+        ref = backprop_error(e, w, pad, fmt)
+        ps = None
+        groups = np.array_split(np.arange(6), parts)
+        for k, g in enumerate(groups):
+            ps = eb_node(e[g], w[g], ps, k == parts - 1, pad, fmt, psum_bits=48)
+        assert np.array_equal(ps, ref)
+        ef, wf = e / 256.0, w / 256.0
+        psf = None
+        for k, g in enumerate(groups):
+            psf = eb_node(ef[g], wf[g], psf, k == parts - 1, pad)
+        assert np.allclose(psf, backprop_error(ef, wf, pad))
+
+
+def test_eb_node_validates_and_saturates():
+    from golden.conv import eb_node
+    fmt = QFormat(8, 4)
+    e = np.full((1, 3, 3), 127)
+    w = np.full((1, 1, 3, 3), 127)
+    ps = eb_node(e, w, None, False, 0, fmt, psum_bits=16)
+    assert int(ps.max()) == (1 << 15) - 1
+    with pytest.raises(ValueError, match="pad"):
+        eb_node(e, w, pad=3, fmt=fmt)
+    with pytest.raises(ValueError, match="psum_in"):
+        eb_node(e, w, np.zeros((1, 2, 2)), True, fmt=fmt)
+
+
+def test_pg_hardware_order_equals_param_gradient_and_update():
+    from golden.conv import param_gradient, pg_minibatch, pg_sample_exact, update
+    from golden.fixedpoint import rshift_round
+    rng = np.random.default_rng(5)
+    fmt = QFormat(16, 8)
+    for K, pad, B in ((3, 0, 2), (3, 1, 3), (5, 2, 1), (2, 0, 2)):
+        xs = [rng.integers(-2000, 2000, (2, 6, 5)) for _ in range(B)]
+        es = [rng.integers(-2000, 2000, (3, 6 + 2 * pad - K + 1, 5 + 2 * pad - K + 1)) for _ in range(B)]
+        w = rng.integers(-3000, 3000, (3, 2, K, K))
+        b = rng.integers(-3000, 3000, 3)
+        acc, esum = pg_sample_exact(xs[0], es[0], K, pad, fmt)
+        dw, db = param_gradient(xs[0], es[0], K, pad, fmt)
+        assert np.array_equal(fmt.sat(rshift_round(acc, fmt.F)), dw)
+        assert np.array_equal(fmt.sat(esum), db)
+        grads = [param_gradient(x, e, K, pad, fmt) for x, e in zip(xs, es)]
+        w2, b2, gsw, gsb = pg_minibatch(xs, es, w, b, 0.05, K, pad, fmt)
+        assert np.array_equal(w2, update(w, np.stack([g[0] for g in grads]), 0.05, fmt))
+        assert np.array_equal(b2, update(b, np.stack([g[1] for g in grads]), 0.05, fmt))
+        assert np.array_equal(gsw, sum(g[0].astype(object) for g in grads))
+        # float64 path tracks the float reference
+        xf = [x / 256.0 for x in xs]
+        ef = [e / 256.0 for e in es]
+        wf2, _, _, _ = pg_minibatch(xf, ef, w / 256.0, b / 256.0, 0.05, K, pad)
+        ref = update(w / 256.0, np.stack([param_gradient(x, e, K, pad)[0] for x, e in zip(xf, ef)]), 0.05)
+        assert np.allclose(wf2, ref)
+    with pytest.raises(ValueError, match="samples"):
+        pg_minibatch([], [], w, b, 0.1, 3, 0, fmt)

@@ -1,0 +1,466 @@
+"""fpdeep_eb: one FPDeep error back-propagation run (line buffer padding K-1-P -> S_IC engines
+on rotated/transposed filters -> psum add -> one rounding) against golden.conv.eb_node, and
+a chain of two runs over a split of the output channels against golden.conv.backprop_error.
+
+cocotb tests (run inside the simulator) and, at the bottom, the pytest launchers.
+"""
+from __future__ import annotations
+
+import cocotb
+import numpy as np
+import pytest
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+
+from golden import conv
+from golden.fixedpoint import QFormat
+from rtl_gen.common.params import ParamError
+from rtl_gen.fpdeep.fpdeep_eb import widths
+from rtl_gen.registry import get
+from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
+from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes, split_lanes
+from scoreboards.gates import Gate
+from verif.harness import CLOCK_NS, dut_params, matrix, run_core
+from verif.tb_common import rand_words, record_bench
+from verif.tb_common import sim_seed as seed_of
+
+CORE = "fpdeep_eb"
+ERR = "m_axis_err"
+PSO = "m_axis_psum_out"
+
+
+class EbTB:
+    """Clock; seeded error, psum and filter sources with bubbles; err and psum sinks with
+    backpressure; monitors; bit-exact scoreboard fed by ``golden.conv.eb_node``; done counter."""
+
+    def __init__(self, dut, src_p=1.0, sink_p=1.0):
+        self.dut = dut
+        self.p = dut_params()
+        p = self.p
+        self.K, self.W, self.F = p["K"], p["W"], p["F"]
+        self.S_IC, self.S_OC, self.PS = p["S_IC"], p["S_OC"], p["PSUM_W"]
+        self.fmt = QFormat(self.W, self.F)
+        self.seed = seed_of()
+        self.rng = np.random.default_rng(self.seed)
+        dut._log.info("seed=%d params=%s", self.seed, p)
+        self.clk = dut.clk
+        cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
+        self.src_p = src_p
+        self._sources(0)
+        self.sinks = [AxisSink(dut, ERR, dut.clk, Gate(self.seed * 13 + 101, sink_p)),
+                      AxisSink(dut, PSO, dut.clk, Gate(self.seed * 13 + 102, sink_p))]
+        self.mon_err = AxisMonitor(dut, ERR, dut.clk, reset=dut.rst)
+        self.mon_ps = AxisMonitor(dut, PSO, dut.clk, reset=dut.rst)
+        self.got_ps = []
+        self.mon_ps.add_callback(lambda t: self.got_ps.append(t[0]))
+        self.sb = FixedScoreboard(dut)
+        self.exp_err = self.sb.add_stream(self.mon_err, StreamSpec(ERR, [("err", self.S_IC, self.W, self.F)]))
+        self.exp_ps = self.sb.add_stream(self.mon_ps, StreamSpec(PSO, [("psum", self.S_IC, self.PS, 2 * self.F)]))
+        for s in ("start", "cfg_first", "cfg_last", "s_axis_err_tlast", "s_axis_psum_in_tlast"):
+            getattr(dut, s).value = 0
+        self.done_count = 0
+        cocotb.start_soon(self._count_done())
+
+    async def _count_done(self):
+        while True:
+            await RisingEdge(self.clk)
+            await ReadOnly()
+            if self.dut.done.value.is_resolvable and int(self.dut.done.value):
+                self.done_count += 1
+
+    def _sources(self, salt):
+        g = lambda k: Gate(self.seed * 7 + k + salt, self.src_p)  # noqa: E731
+        self.serr = AxisSource(self.dut, "s_axis_err", self.dut.clk, g(1))
+        self.sps = AxisSource(self.dut, "s_axis_psum_in", self.dut.clk, g(2))
+        self.sw = AxisSource(self.dut, "s_axis_w", self.dut.clk, g(3))
+
+    async def reset(self, cycles=3):
+        self.dut.rst.value = 1
+        await ClockCycles(self.clk, cycles)
+        self.dut.rst.value = 0
+        await RisingEdge(self.clk)
+
+    async def abort_and_reset(self):
+        for s in (self.serr, self.sps, self.sw):
+            s.kill()
+            s.tvalid.value = 0
+        await self.reset()
+        self._sources(1000)
+        self.exp_err.clear()
+        self.exp_ps.clear()
+        self.done_count = 0
+
+    # ---- stimulus ------------------------------------------------------------
+    def rand(self, shape, extreme=0.1, scale=None):
+        return rand_words(self.rng, shape, self.fmt, extreme, scale)
+
+    def rand_psum(self, shape, bits=None):
+        bits = bits or (2 * self.W + 2)
+        lim = 1 << (bits - 1)
+        return self.rng.integers(-lim, lim, size=shape, dtype=np.int64).astype(object)
+
+    async def load(self, filt):
+        """Filters (S_OC, S_IC, K, K) in the forward layout, while idle; wait until accepted."""
+        filt = np.asarray(filt, dtype=np.int64)
+        n0 = self.sw.sent
+        for o in range(self.S_OC):
+            for c in range(self.S_IC):
+                self.sw.append((pack_lanes(filt[o, c].reshape(-1), self.W), 0))
+        while self.sw.sent < n0 + self.S_OC * self.S_IC:
+            await RisingEdge(self.clk)
+
+    def job(self, e, filt, pad, first=True, last=True, psum_in=None, bad_psum_tlast_at=None):
+        """Queue one error map's beats (and psum beats); expectations from eb_node.
+        Returns (cfg fields, golden output)."""
+        e = np.asarray(e, dtype=np.int64)
+        _, h, w = e.shape
+        for r in range(h):
+            for c in range(w):
+                self.serr.append((pack_lanes(e[:, r, c], self.W), int(c == w - 1)))
+        out = conv.eb_node(e, filt, None if first else psum_in, last, pad, self.fmt, psum_bits=self.PS)
+        _, ho, wo = out.shape
+        if not first:
+            for i in range(ho):
+                for j in range(wo):
+                    lst = int(j == wo - 1)
+                    if bad_psum_tlast_at == (i, j):
+                        lst ^= 1
+                    self.sps.append((pack_lanes(psum_in[:, i, j], self.PS), lst))
+        for i in range(ho):
+            for j in range(wo):
+                if last:
+                    self.exp_err.append((pack_lanes(out[:, i, j], self.W), int(j == wo - 1)))
+                else:
+                    self.exp_ps.append((pack_lanes(out[:, i, j], self.PS), int(j == wo - 1)))
+        return dict(width=w, height=h, pad=pad, first=int(first), last=int(last)), out
+
+    async def initiate(self, **fields):
+        while int(self.dut.busy.value):
+            await RisingEdge(self.clk)
+        for k, v in fields.items():
+            sig = getattr(self.dut, f"cfg_{k}")
+            sig.value = int(v) & ((1 << len(sig)) - 1)
+        self.dut.start.value = 1
+        await RisingEdge(self.clk)
+        self.dut.start.value = 0
+
+    async def wait_done(self, count, timeout=100000):
+        for c in range(timeout):
+            if self.done_count >= count:
+                return c
+            await RisingEdge(self.clk)
+        raise AssertionError(f"timeout: {self.done_count} of {count} done pulses after {timeout} cycles")
+
+    async def run(self, fields, check_flags=True):
+        await self.initiate(**fields)
+        await self.wait_done(self.done_count + 1)
+        if check_flags:
+            for f in ("cfg_err", "row_err", "psum_err"):
+                assert int(getattr(self.dut, f).value) == 0, f"{f} set for {fields}"
+
+    def in_shape(self, h, w, pad):
+        """Shape of the produced input-error map for an h x w error map."""
+        return (self.S_IC, h + self.K - 1 - 2 * pad, w + self.K - 1 - 2 * pad)
+
+    def valid_pads(self, h, w):
+        return [q for q in range(self.K) if h + self.K - 1 - 2 * q >= 1 and w + self.K - 1 - 2 * q >= 1]
+
+    def rand_shape(self, maxh=6, maxw=6):
+        maxh, maxw = min(self.p["MAX_HEIGHT"], maxh), min(self.p["MAX_WIDTH"], maxw)
+        h, w = int(self.rng.integers(1, maxh + 1)), int(self.rng.integers(1, maxw + 1))
+        return h, w, int(self.rng.choice(self.valid_pads(h, w)))
+
+    def rand_layer(self, h, w, scale=1.0):
+        return self.rand((self.S_OC, h, w), scale=2.0), self.rand((self.S_OC, self.S_IC, self.K, self.K), scale=scale)
+
+    async def finish(self, settle=20):
+        await ClockCycles(self.clk, settle)
+        for m in (self.mon_err, self.mon_ps):
+            assert m.protocol_errors == 0, f"{m}: {m.protocol_errors} AXI4-Stream hold violations"
+        assert not self.serr._sendQ and not self.sps._sendQ, "input left unconsumed"
+        self.sb.check()
+
+
+@cocotb.test()
+async def random_maps(dut):
+    """Random error-map sizes, forward pads, errors and filters; random chain position
+    (first/last) and psum_in; bubbles on every source, backpressure on both outputs."""
+    tb = EbTB(dut, src_p=0.7, sink_p=0.6)
+    await tb.reset()
+    for _ in range(6):
+        h, w, pad = tb.rand_shape()
+        e, filt = tb.rand_layer(h, w)
+        first, last = (bool(v) for v in tb.rng.integers(0, 2, 2))
+        await tb.load(filt)
+        f, _ = tb.job(e, filt, pad, first, last, tb.rand_psum(tb.in_shape(h, w, pad)))
+        await tb.run(f)
+    await tb.finish()
+
+
+@cocotb.test()
+async def padding_edges(dut):
+    """Every forward pad 0..K-1 with the smallest valid error maps, the maximum map, and a
+    1x1 error map with every pad that keeps the output non-empty."""
+    tb = EbTB(dut, src_p=0.8, sink_p=0.7)
+    await tb.reset()
+    K = tb.K
+    shapes = []
+    for pad in range(K):
+        m = max(1, 2 * pad - K + 2)          # smallest map with a non-empty output
+        shapes += [(m, m, pad), (m, min(tb.p["MAX_WIDTH"], m + 2), pad)]
+    shapes.append((tb.p["MAX_HEIGHT"], tb.p["MAX_WIDTH"], 0))
+    shapes.append((tb.p["MAX_HEIGHT"], tb.p["MAX_WIDTH"], K - 1))
+    shapes += [(1, 1, q) for q in tb.valid_pads(1, 1)]
+    for k, (h, w, pad) in enumerate(shapes):
+        e, filt = tb.rand_layer(h, w)
+        await tb.load(filt)
+        f, _ = tb.job(e, filt, pad, k % 2 == 0, k % 3 != 1, tb.rand_psum(tb.in_shape(h, w, pad)))
+        await tb.run(f)
+    await tb.finish()
+
+
+@cocotb.test()
+async def saturation(dut):
+    """Rails: input errors saturate both ways in the last run; psum_out saturates to
+    PSUM_W bits both ways when psum_in sits at its rails."""
+    tb = EbTB(dut, sink_p=0.7)
+    await tb.reset()
+    K, fmt = tb.K, tb.fmt
+    mn, mx = fmt.min_int, fmt.max_int
+    h = w = 2
+    shp = tb.in_shape(h, w, 0)
+    plo, phi = -(1 << (tb.PS - 1)), (1 << (tb.PS - 1)) - 1
+    for ev, wv in ((mx, mx), (mx, mn), (mn, mn)):
+        e = np.full((tb.S_OC, h, w), ev)
+        filt = np.full((tb.S_OC, tb.S_IC, K, K), wv)
+        await tb.load(filt)
+        f, out = tb.job(e, filt, 0, True, True)
+        assert int(out.max()) == mx or int(out.min()) == mn, "saturation case does not saturate"
+        await tb.run(f)
+    for ev, wv, pv in ((mx, mx, phi), (mx, mn, plo), (mn, mn, phi - 5)):
+        e = np.full((tb.S_OC, h, w), ev)
+        filt = np.full((tb.S_OC, tb.S_IC, K, K), wv)
+        await tb.load(filt)
+        ps = np.full(shp, pv, dtype=object)
+        f, out = tb.job(e, filt, 0, False, False, ps)
+        assert int(out.max()) == phi or int(out.min()) == plo, "saturation case does not saturate"
+        await tb.run(f)
+    await tb.finish()
+
+
+@cocotb.test()
+async def chain_two_runs(dut):
+    """System level: a layer with 2*S_OC output channels back-propagated in two runs -- run 0
+    (first, not last) sends its exact psum_out, fed back as psum_in of run 1 (last) -- equals
+    golden.conv.backprop_error of the whole layer for pads 0, (K-1)//2, K-1; bubbles and
+    backpressure."""
+    tb = EbTB(dut, src_p=0.75, sink_p=0.6)
+    await tb.reset()
+    K, fmt, O = tb.K, tb.fmt, tb.S_OC
+    h, w = min(tb.p["MAX_HEIGHT"], K), min(tb.p["MAX_WIDTH"], K + 1)
+    for pad in sorted({0, (K - 1) // 2, K - 1} & set(tb.valid_pads(h, w))):
+        e = tb.rand((2 * O, h, w), scale=2.0)
+        full = tb.rand((2 * O, tb.S_IC, K, K), scale=1.0)
+        ref = conv.backprop_error(e, full, pad, fmt)
+        await tb.load(full[:O])
+        n0 = len(tb.got_ps)
+        f0, ps0 = tb.job(e[:O], full[:O], pad, True, False)
+        await tb.run(f0)
+        _, ho, wo = ps0.shape
+        assert len(tb.got_ps) - n0 == ho * wo
+        hw_ps = np.array([split_lanes(v, tb.S_IC, tb.PS) for v in tb.got_ps[n0:]], dtype=object)
+        hw_ps = hw_ps.T.reshape(tb.S_IC, ho, wo)
+        await tb.load(full[O:])
+        f1, y = tb.job(e[O:], full[O:], pad, False, True, hw_ps)
+        assert np.array_equal(y, ref), "golden chain != golden backprop_error"
+        await tb.run(f1)
+    await tb.finish()
+
+
+@cocotb.test()
+async def back_to_back(dut):
+    """Start again as soon as busy drops; no bubbles, always-ready sinks."""
+    tb = EbTB(dut)
+    await tb.reset()
+    _, filt = tb.rand_layer(2, 2)
+    await tb.load(filt)
+    fields = []
+    for k in range(4):
+        h, w, pad = tb.rand_shape()
+        e = tb.rand((tb.S_OC, h, w), scale=2.0)
+        fields.append(tb.job(e, filt, pad, k % 2 == 0, k >= 2, tb.rand_psum(tb.in_shape(h, w, pad)))[0])
+    for k, f in enumerate(fields):
+        await tb.initiate(**f)
+        await tb.wait_done(k + 1)
+    await tb.finish()
+
+
+@cocotb.test()
+async def reset_mid_stream(dut):
+    """Reset in the middle of a map (windows and psums in flight, sinks stalling): idle
+    afterwards, filters cleared, the next maps exact."""
+    tb = EbTB(dut, src_p=0.9, sink_p=0.5)
+    await tb.reset()
+    h, w = min(tb.p["MAX_HEIGHT"], 5), min(tb.p["MAX_WIDTH"], 5)
+    e, filt = tb.rand_layer(h, w)
+    await tb.load(filt)
+    f, _ = tb.job(e, filt, 0, False, False, tb.rand_psum(tb.in_shape(h, w, 0)))
+    await tb.initiate(**f)
+    await ClockCycles(dut.clk, 3 * (w + 2 * tb.K) + 8)
+    assert int(dut.busy.value) == 1
+    await tb.abort_and_reset()
+    assert int(dut.busy.value) == 0
+    assert int(dut.m_axis_err_tvalid.value) == 0 and int(dut.m_axis_psum_out_tvalid.value) == 0
+    z = np.zeros((tb.S_OC, tb.S_IC, tb.K, tb.K), dtype=np.int64)
+    e2 = tb.rand((tb.S_OC, 2, 3), scale=2.0)
+    f, _ = tb.job(e2, z, 0, True, True)       # filters cleared by reset: all-zero result
+    await tb.run(f)
+    for _ in range(2):
+        h, w, pad = tb.rand_shape()
+        e, filt = tb.rand_layer(h, w)
+        await tb.load(filt)
+        f, _ = tb.job(e, filt, pad, False, True, tb.rand_psum(tb.in_shape(h, w, pad)))
+        await tb.run(f)
+    await tb.finish()
+
+
+@cocotb.test()
+async def invalid_configuration(dut):
+    """Width/height 0, above the maximum or all ones, pad above K-1 (every such value the
+    field can hold), output map smaller than 1x1: cfg_err and done, nothing consumed; a
+    valid start afterwards clears cfg_err and runs exactly."""
+    tb = EbTB(dut)
+    await tb.reset()
+    K = tb.K
+    bad = [dict(width=0, height=2, pad=0), dict(width=2, height=0, pad=0),
+           dict(width=(1 << len(dut.cfg_width)) - 1, height=2, pad=0),
+           dict(width=2, height=(1 << len(dut.cfg_height)) - 1, pad=0)]
+    if tb.p["MAX_WIDTH"] + 1 < (1 << len(dut.cfg_width)):
+        bad.append(dict(width=tb.p["MAX_WIDTH"] + 1, height=2, pad=0))
+    bad += [dict(width=3, height=3, pad=q) for q in range(K, 1 << len(dut.cfg_pad))]
+    if K >= 3:      # 1 + K-1 - 2*(K-1) = 2-K < 1: empty output
+        bad.append(dict(width=1, height=4, pad=K - 1))
+    e, filt = tb.rand_layer(2, 2)
+    await tb.load(filt)
+    fields, _ = tb.job(e, filt, 0, False, True, tb.rand_psum(tb.in_shape(2, 2, 0)))
+    for k, f in enumerate(bad):
+        await tb.initiate(**f, first=0, last=1)
+        await tb.wait_done(k + 1, timeout=20)
+        assert int(dut.cfg_err.value) == 1, f"cfg_err not set for {f}"
+        assert int(dut.busy.value) == 0
+    await ClockCycles(dut.clk, 5)
+    assert tb.serr.sent == 0 and tb.sps.sent == 0, "an invalid initiation consumed input"
+    assert int(dut.m_axis_err_tvalid.value) == 0 and int(dut.m_axis_psum_out_tvalid.value) == 0
+    await tb.run(fields)
+    await tb.finish()
+
+
+@cocotb.test()
+async def tlast_checks(dut):
+    """A psum_in tlast off the row end sets psum_err, an error-map tlast off the row end sets
+    row_err (both sticky until the next start); results unaffected."""
+    tb = EbTB(dut, src_p=0.8)
+    await tb.reset()
+    e, filt = tb.rand_layer(2, 3)
+    await tb.load(filt)
+    f, _ = tb.job(e, filt, 0, False, True, tb.rand_psum(tb.in_shape(2, 3, 0)), bad_psum_tlast_at=(1, 0))
+    await tb.run(f, check_flags=False)
+    assert int(dut.psum_err.value) == 1 and int(dut.row_err.value) == 0
+    e, filt = tb.rand_layer(2, 3)
+    f, _ = tb.job(e, filt, 0, True, True)
+    d, _ = tb.serr._sendQ[1][0]                 # 2nd beat of row 0 claims to end the row
+    tb.serr._sendQ[1] = ((d, 1),) + tuple(tb.serr._sendQ[1][1:])
+    await tb.load(filt)
+    await tb.run(f, check_flags=False)
+    assert int(dut.row_err.value) == 1 and int(dut.psum_err.value) == 0
+    e, filt = tb.rand_layer(2, 2)
+    await tb.load(filt)
+    await tb.run(tb.job(e, filt, 0, True, False)[0])
+    await tb.finish()
+
+
+@cocotb.test()
+async def checker_catches_corruption(dut):
+    """Negative test: a corrupted expected error word, a corrupted expected psum, an extra
+    output and a dropped output must each make the scoreboard fail."""
+    tb = EbTB(dut)
+    await tb.reset()
+    e, filt = tb.rand_layer(2, 2)
+    await tb.load(filt)
+    f, _ = tb.job(e, filt, 0, True, True)
+    d, last = tb.exp_err[1]
+    tb.exp_err[1] = (d ^ 1, last)
+    await tb.run(f)
+    await ClockCycles(dut.clk, 5)
+    assert tb.sb.mismatches == 1, f"err corruption not detected ({tb.sb.mismatches})"
+    f, _ = tb.job(e, filt, 0, True, False)
+    d, last = tb.exp_ps[0]
+    tb.exp_ps[0] = (d ^ (1 << (tb.PS - 1)), last)
+    await tb.run(f)
+    await ClockCycles(dut.clk, 5)
+    assert tb.sb.mismatches == 2, f"psum corruption not detected ({tb.sb.mismatches})"
+    with pytest.raises(AssertionError):
+        tb.sb.check()
+    tb.sb.errors = tb.sb.mismatches = 0
+    f, _ = tb.job(e, filt, 0, True, True)
+    tb.exp_err.pop()
+    await tb.run(f)
+    await ClockCycles(dut.clk, 5)
+    assert tb.sb.errors == 1, "extra output not detected"
+    tb.sb.errors = 0
+    tb.exp_ps.append((123, 1))
+    with pytest.raises(AssertionError, match="never received"):
+        tb.sb.check()
+
+
+@cocotb.test()
+async def bench_throughput(dut):
+    """Benchmark (reported, not asserted): MAC utilisation = useful MACs /
+    (S_IC*S_OC*K*K MAC units x cycles), (a) steady state along output rows and (b) over a
+    whole maximum-size error map from start to done (padded scan + fill); 'useful' counts
+    products whose error operand is not a padding zero (the work of Eq. 2 proper)."""
+    tb = EbTB(dut)
+    await tb.reset()
+    K = tb.K
+    units = widths(tb.p)["macs"]
+    h, w = tb.p["MAX_HEIGHT"], tb.p["MAX_WIDTH"]
+    rec = {}
+    for pad in sorted({0, (K - 1) // 2, K - 1} & set(tb.valid_pads(h, w))):
+        e, filt = tb.rand_layer(h, w)
+        await tb.load(filt)
+        f, out = tb.job(e, filt, pad, False, False, tb.rand_psum(tb.in_shape(h, w, pad)))
+        n0 = len(tb.mon_ps.times)
+        t0 = tb.mon_ps.cycles
+        await tb.run(f)
+        cycles = tb.mon_ps.cycles - t0
+        times = tb.mon_ps.times[n0:]
+        _, ho, wo = out.shape
+        rows = [times[r * wo:(r + 1) * wo] for r in range(ho)]
+        row_util = sum(len(r) for r in rows) / sum(r[-1] - r[0] + 1 for r in rows)
+        # nonzero-operand products: every error element meets K*K (clipped) filter taps
+        nz = conv.backprop_error(np.ones((1, h, w)), np.ones((1, 1, K, K)), pad)
+        useful = float(nz.sum()) * tb.S_IC * tb.S_OC
+        rec[f"pad{pad}"] = dict(outputs=len(times), cycles_start_to_done=cycles,
+                                mac_utilization_steady=row_util,
+                                mac_utilization_map_all_taps=len(times) * units / (units * cycles),
+                                mac_utilization_map_useful=useful / (units * cycles))
+    await tb.finish()
+    out = record_bench(CORE, map=f"{h}x{w}", mac_units=units, ideal=1.0, **rec)
+    dut._log.info("bench: %s", out)
+
+
+# ---------------------------------------------------------------- pytest launchers
+@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("k5", "icarus")]))
+def test_fpdeep_eb(cfg, sim):
+    run_core(CORE, cfg, sim)
+
+
+def test_fpdeep_eb_vhdl_smoke():
+    run_core(CORE, "k5", "ghdl", testcase="chain_two_runs")
+
+
+@pytest.mark.parametrize("given,param", [({"K": 1}, "K"), ({"S_IC": 0}, "S_IC"), ({"PSUM_W": 32}, "PSUM_W"),
+                                         ({"MAX_WIDTH": 0}, "MAX_WIDTH"), ({"W": 8, "F": 8}, "F")])
+def test_fpdeep_eb_invalid_parameters(given, param):
+    with pytest.raises(ParamError, match=param):
+        get(CORE).resolve(given)
