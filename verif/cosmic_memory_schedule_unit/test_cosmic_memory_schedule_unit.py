@@ -1,0 +1,522 @@
+"""cosmic_memory_schedule_unit: schedule walk, shifter, broadcast, writes and error flags
+against golden.cosmic_msu, with cocotbext-axi AxiRam (random latency/backpressure through
+its pause generators) as memory and an AxiLiteMaster as host.
+
+cocotb tests (run inside the simulator) and, at the bottom, the pytest launchers.
+"""
+from __future__ import annotations
+
+import cocotb
+import numpy as np
+import pytest
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
+
+from golden import cosmic_msu as gm
+from golden.cosmic_msu import Entry, MsuConfig
+from scoreboards.axis import AxisMonitor, AxisSink
+from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
+from scoreboards.gates import Gate
+from verif.harness import CLOCK_NS, dut_params, matrix, run_core
+from verif.tb_common import record_bench
+from verif.tb_common import sim_seed as seed_of_test
+
+CORE = "cosmic_memory_schedule_unit"
+CTRL, STATUS, QCOUNT, QPUSH, MODEL, DELIV, CYCLES = (4 * i for i in range(7))
+START, CLEAR, ERRCLR = 1, 2, 4
+RAM_BYTES = 1 << 16
+
+
+def tbl(t):
+    return 0x100 + 8 * t
+
+
+class _Packed:
+    """tdata, tkeep and tdest of m_axis_pe seen as one value (checked and held together)."""
+
+    def __init__(self, dut, lw, sb):
+        self.d, self.k, self.t = dut.m_axis_pe_tdata, dut.m_axis_pe_tkeep, dut.m_axis_pe_tdest
+        self.lw, self.sb = lw, sb
+
+    @property
+    def value(self):
+        return int(self.d.value) | (int(self.k.value) << self.lw) | (int(self.t.value) << (self.lw + self.sb))
+
+
+class TB:
+    def __init__(self, dut, mem_p=1.0, pe_p=1.0, src_p=1.0):
+        self.dut = dut
+        self.p = dut_params()
+        p = self.p
+        self.W, self.L, self.NPE, self.NT, self.QD = p["W"], p["LANES"], p["NPE"], p["NTHREADS"], p["QDEPTH"]
+        self.LW, self.SB = self.W * self.L, self.W * self.L // 8
+        self.PEW = max(1, (self.NPE - 1).bit_length())
+        self.cfg = MsuConfig(self.W, self.L, self.NPE, self.NT, self.QD)
+        self.seed = seed_of_test()
+        self.rng = np.random.default_rng(self.seed)
+        dut._log.info("seed=%d params=%s", self.seed, p)
+        self.clk = dut.clk
+        cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
+        dut.rst.value = 1
+        for n in ("awvalid", "wvalid", "arvalid", "bready", "rready"):
+            getattr(dut, f"s_axil_{n}").value = 0
+        dut.s_axis_pe_tvalid.value = 0
+        dut.s_axis_pe_tdata.value = 0
+        dut.s_axis_pe_tid.value = 0
+        self.axil = None
+        self.ram = None      # created once reset has defined every output (GHDL starts at 'U')
+        self.mem_p = mem_p
+        self.sink = AxisSink(dut, "m_axis_pe", dut.clk, Gate(self.seed * 13 + 101, pe_p))
+        self.mon = AxisMonitor(dut, "m_axis_pe", dut.clk, reset=dut.rst)
+        self.mon.tdata = _Packed(dut, self.LW, self.SB)
+        self.sb = FixedScoreboard(dut)
+        spec = StreamSpec("m_axis_pe", [("word", self.L, self.W, 0), ("tkeep", 1, self.SB, 0),
+                                        ("tdest", 1, self.PEW, 0)])
+        self.exp = self.sb.add_stream(self.mon, spec)
+        self.src_gate = Gate(self.seed * 7 + 3, src_p)
+        self.wq = []                      # (tid, tdata) beats the PEs hand back
+        self.burst_errors = 0
+        self.bursts = 0
+        cocotb.start_soon(self._pe_source())
+        cocotb.start_soon(self._burst_check("ar"))
+        cocotb.start_soon(self._burst_check("aw"))
+
+    # ---- AXI memory -------------------------------------------------------------------
+    def set_mem_pause(self, p):
+        chans = [self.ram.read_if.ar_channel, self.ram.read_if.r_channel, self.ram.write_if.aw_channel,
+                 self.ram.write_if.w_channel, self.ram.write_if.b_channel]
+        for i, ch in enumerate(chans):
+            if p >= 1.0:
+                ch.set_pause_generator(None)
+            else:
+                g = Gate(self.seed * 31 + i, p, max_run=6)
+                ch.set_pause_generator(iter(lambda g=g: not g.next(), None))
+
+    async def _burst_check(self, ch):
+        """AXI4 rules of every AR/AW: INCR, beat aligned, <= MAXBURST, no 4 KiB crossing."""
+        d = self.dut
+        valid, ready = getattr(d, f"m_axi_{ch}valid"), getattr(d, f"m_axi_{ch}ready")
+        while True:
+            await RisingEdge(self.clk)
+            await ReadOnly()
+            if not valid.value.is_resolvable or not ready.value.is_resolvable:
+                continue
+            if int(valid.value) and int(ready.value) and not int(d.rst.value):
+                addr = int(getattr(d, f"m_axi_{ch}addr").value)
+                n = int(getattr(d, f"m_axi_{ch}len").value) + 1
+                ok = (int(getattr(d, f"m_axi_{ch}burst").value) == 1 and addr % self.SB == 0
+                      and n <= self.p["MAXBURST"] and addr // 4096 == (addr + n * self.SB - 1) // 4096
+                      and int(getattr(d, f"m_axi_{ch}size").value) == self.SB.bit_length() - 1)
+                self.bursts += 1
+                if not ok:
+                    self.burst_errors += 1
+                    d._log.error("bad %s burst addr=0x%x len=%d", ch, addr, n)
+
+    async def _pe_source(self):
+        d = self.dut
+        while True:
+            await RisingEdge(self.clk)
+            if int(d.s_axis_pe_tvalid.value) and int(d.s_axis_pe_tready.value):
+                self.wq.pop(0)
+            if self.wq and self.src_gate.next():
+                tid, data = self.wq[0]
+                d.s_axis_pe_tid.value = tid
+                d.s_axis_pe_tdata.value = data
+                d.s_axis_pe_tvalid.value = 1
+            else:
+                d.s_axis_pe_tvalid.value = 0
+
+    def mem_write(self, mem):
+        bpw = self.W // 8
+        self.ram.write(0, b"".join(int(w).to_bytes(bpw, "little") for w in mem))
+
+    def mem_read(self, n):
+        bpw = self.W // 8
+        raw = self.ram.read(0, n * bpw)
+        return np.array([int.from_bytes(raw[i * bpw:(i + 1) * bpw], "little") for i in range(n)], dtype=np.int64)
+
+    # ---- host ---------------------------------------------------------------------------
+    async def reset(self, cycles=3):
+        self.dut.rst.value = 1
+        await ClockCycles(self.clk, cycles)
+        if self.axil is None:
+            self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(self.dut, "s_axil"), self.clk, self.dut.rst)
+            self.ram = AxiRam(AxiBus.from_prefix(self.dut, "m_axi"), self.clk, self.dut.rst, size=RAM_BYTES)
+            self.set_mem_pause(self.mem_p)
+            await ClockCycles(self.clk, 2)
+        self.dut.rst.value = 0
+        await RisingEdge(self.clk)
+
+    async def wr(self, addr, val):
+        await self.axil.write_dword(addr, int(val) & 0xFFFFFFFF)
+
+    async def rd(self, addr) -> int:
+        return int(await self.axil.read_dword(addr))
+
+    async def status(self) -> dict:
+        s = await self.rd(STATUS)
+        return {"busy": s & 1, "done": (s >> 1) & 1, "err": (s >> 2) & 1, "code": (s >> 4) & 15}
+
+    async def expect_err(self, code, what):
+        s = await self.status()
+        assert s["err"] == 1 and s["code"] == code, f"{what}: status {s}, expected code {code}"
+        await self.wr(CTRL, ERRCLR)
+        s = await self.status()
+        assert s["err"] == 0 and s["code"] == 0, f"{what}: ERRCLR did not clear ({s})"
+
+    async def program(self, entries, mem_addr, offs, model_addr=0):
+        await self.wr(CTRL, CLEAR)
+        for e in entries:
+            await self.wr(QPUSH, e.encode() if isinstance(e, Entry) else e)
+        for t in range(self.NT):
+            await self.wr(tbl(t), mem_addr[t])
+            await self.wr(tbl(t) + 4, offs[t])
+        await self.wr(MODEL, model_addr)
+
+    async def wait_done(self, timeout=200000):
+        for _ in range(timeout // 8):
+            await ClockCycles(self.clk, 8)
+            if not int(self.dut.busy.value):
+                return
+        raise AssertionError("timeout waiting for the run to finish")
+
+    def expect_plan(self, plan, mem, tid_xor=0):
+        """Queue the golden deliveries and the PE write beats; returns the golden result."""
+        L = self.L
+        wd = []
+        for tr in plan.transfers:
+            if tr.write:
+                data = self.rng.integers(0, 1 << self.W, size=tr.size)
+                wd.append(data)
+                nb = -(-tr.size // L)
+                for k in range(nb):
+                    lanes = list(data[k * L:(k + 1) * L])
+                    lanes += list(self.rng.integers(0, 1 << self.W, size=L - len(lanes)))  # junk lanes
+                    self.wq.append((tr.pes[0] ^ tid_xor, pack_lanes(lanes, self.W)))
+        res = gm.run(self.cfg, plan, mem, wd)
+        wb = self.W // 8
+        for pe, words, nv, last in res.beats:
+            keep = (1 << (nv * wb)) - 1
+            self.exp.append((pack_lanes(words, self.W) | (keep << self.LW) | (pe << (self.LW + self.SB)),
+                             int(last)))
+        return res
+
+    async def run_case(self, entries, mem_addr, offs, model_addr=0, mem_words=None, strict=True,
+                       check_regs=True, tid_xor=0):
+        nw = RAM_BYTES // (self.W // 8)
+        mem = self.rng.integers(0, 1 << self.W, size=nw) if mem_words is None else mem_words
+        self.mem_write(mem)
+        await self.program(entries, mem_addr, offs, model_addr)
+        plan = gm.plan(self.cfg, entries, mem_addr, offs, model_addr, strict=strict)
+        res = self.expect_plan(plan, mem, tid_xor)
+        await self.wr(CTRL, START)
+        await self.wait_done()
+        s = await self.status()
+        assert s["done"] == 1 and s["busy"] == 0
+        if check_regs:
+            assert not s["err"], f"unexpected error code {s['code']}"
+            for t in range(self.NT):
+                got = await self.rd(tbl(t))
+                assert got == plan.mem_addr[t], f"MEM_ADDR[{t}] {got} != {plan.mem_addr[t]}"
+            assert await self.rd(MODEL) == plan.model_addr
+            assert await self.rd(DELIV) == len(res.beats)
+        got = self.mem_read(nw)
+        bad = np.nonzero(got != res.mem)[0]
+        assert len(bad) == 0, f"memory differs at {len(bad)} words, first at word {bad[0]}: " \
+                              f"0x{int(got[bad[0]]):x} != 0x{int(res.mem[bad[0]]):x}"
+        assert not self.wq, f"{len(self.wq)} PE write beats were not taken"
+        return plan, res
+
+    def rand_entries(self, n, wr_p=0.25, bc_p=0.15, max_size=None):
+        span = self.NPE // self.NT
+        max_size = max_size or 4 * self.L + 3
+        out = []
+        for _ in range(n):
+            bc = self.rng.random() < bc_p
+            wr = (not bc) and self.rng.random() < wr_p
+            out.append(Entry(int(self.rng.integers(0, span)), wr, bc, int(self.rng.integers(1, max_size + 1))))
+        return out
+
+    def rand_table(self, region=1500):
+        """Disjoint per-thread regions with random (mostly unaligned) starts; PEs split evenly."""
+        span = self.NPE // self.NT
+        addrs = [t * region + int(self.rng.integers(0, 3 * self.L)) for t in range(self.NT)]
+        offs = [t * span for t in range(self.NT)]
+        return addrs, offs
+
+    async def finish(self, settle=20):
+        await ClockCycles(self.clk, settle)
+        assert self.mon.protocol_errors == 0, f"{self.mon.protocol_errors} AXI4-Stream hold violations"
+        assert self.burst_errors == 0, f"{self.burst_errors} AXI4 burst rule violations"
+        s = await self.status()
+        assert not s["err"], f"unexpected sticky error, code {s['code']}"
+        self.sb.check()
+
+
+# ---------------------------------------------------------------------------- tests
+@cocotb.test()
+async def random_schedules(dut):
+    """Random schedules (reads, writes, broadcasts, unaligned starts, sizes around the beat
+    and burst sizes) over several threads; random memory latency/backpressure on every
+    AXI channel, PE backpressure, PE source bubbles; runs continue from the advanced
+    pointers."""
+    tb = TB(dut, mem_p=0.7, pe_p=0.7, src_p=0.7)
+    await tb.reset()
+    nw = RAM_BYTES // (tb.W // 8)
+    region = nw // (tb.NT + 1)
+    for r in range(4):
+        ents = tb.rand_entries(int(tb.rng.integers(1, tb.QD + 1)))
+        addrs, offs = tb.rand_table(region)
+        await tb.run_case(ents, addrs, offs, model_addr=tb.NT * region + int(tb.rng.integers(0, 7)))
+    # a second START continues from the advanced pointers (next mini-batch)
+    ents = [Entry(1, size=2 * tb.L + 1), Entry(0, write=True, size=tb.L + 1)]
+    addrs, offs = tb.rand_table(region)
+    mem = tb.rng.integers(0, 1 << tb.W, size=nw)
+    p1, r1 = await tb.run_case(ents, addrs, offs, mem_words=mem)
+    plan2 = gm.plan(tb.cfg, ents, p1.mem_addr, offs)
+    res2 = tb.expect_plan(plan2, r1.mem)
+    await tb.wr(CTRL, START)
+    await tb.wait_done()
+    assert [await tb.rd(tbl(t)) for t in range(tb.NT)] == plan2.mem_addr
+    assert np.array_equal(tb.mem_read(nw), res2.mem)
+    await tb.finish()
+    assert tb.bursts > 0
+
+
+@cocotb.test()
+async def broadcast_and_alignment(dut):
+    """Every start offset within a beat, sizes 1..2*LANES+1 (partial beats, straddling),
+    long transfers crossing 4 KiB pages (burst splitting), and broadcast reads."""
+    tb = TB(dut, mem_p=0.8, pe_p=0.8)
+    await tb.reset()
+    span = tb.NPE // tb.NT
+    offs = [t * span for t in range(tb.NT)]
+    for s0 in range(tb.L):
+        ents = [Entry(0, size=sz) for sz in range(1, min(tb.QD, 2 * tb.L + 1) + 1)][:tb.QD]
+        await tb.run_case(ents, [s0 + 700 * t for t in range(tb.NT)], offs)
+    words_4k = 4096 // (tb.W // 8)
+    long = min(3 * words_4k // 2, (RAM_BYTES // (tb.W // 8)) // (tb.NT + 2) - 8)
+    ents = [Entry(span - 1, bcast=True, size=3 * tb.L + 1), Entry(0, size=long), Entry(1, bcast=True, size=1)]
+    await tb.run_case(ents, [words_4k - 3 + t * (long + 16) for t in range(tb.NT)], offs,
+                      model_addr=words_4k * 2 * tb.NT // tb.NT - 2)
+    await tb.finish()
+
+
+@cocotb.test()
+async def queue_full_and_bad_entries(dut):
+    """A full queue, overflow, Size 0, Base >= NPE, reserved bits, broadcast write,
+    PE Offset >= NPE, START on an empty queue, configuration while busy, partial and
+    unknown-register writes, and a run-time target past NPE (skipped): each sets the
+    sticky error with its code; the accepted full queue then runs exactly."""
+    tb = TB(dut)
+    await tb.reset()
+    await tb.wr(CTRL, CLEAR)
+    await tb.wr(CTRL, START)
+    await tb.expect_err(gm.E_BUSY, "START on empty queue")
+    ents = [Entry(int(tb.rng.integers(0, tb.NPE // tb.NT)), size=int(tb.rng.integers(1, 9))) for _ in range(tb.QD)]
+    for e in ents:
+        await tb.wr(QPUSH, e.encode())
+    assert await tb.rd(QCOUNT) == tb.QD
+    await tb.wr(QPUSH, Entry(0, size=1).encode())
+    await tb.expect_err(gm.E_FULL, "overflow")
+    await tb.wr(CTRL, CLEAR)
+    for word, code, what in [(Entry(0, size=0).encode(), gm.E_SIZE, "size 0"),
+                             (Entry(tb.NPE, size=1).encode(), gm.E_PE, "base >= NPE"),
+                             (Entry(1, size=1).encode() | (1 << 31), gm.E_REG, "reserved bit"),
+                             (Entry(1, write=True, bcast=True, size=1).encode(), gm.E_REG, "bcast write")]:
+        assert gm.entry_error(word, tb.NPE) == code
+        await tb.wr(QPUSH, word)
+        await tb.expect_err(code, what)
+        assert await tb.rd(QCOUNT) == 0
+    await tb.wr(tbl(0) + 4, 3)
+    await tb.wr(tbl(0) + 4, tb.NPE)
+    await tb.expect_err(gm.E_PE, "PE_OFFSET >= NPE")
+    assert await tb.rd(tbl(0) + 4) == 3
+    await tb.axil.write(QPUSH, b"\x01\x00")
+    await tb.expect_err(gm.E_REG, "partial write")
+    await tb.wr(0x80, 1)
+    await tb.expect_err(gm.E_REG, "unknown register")
+    # the full queue runs; a configuration write while busy is refused
+    addrs, offs = tb.rand_table(1000)
+    nw = RAM_BYTES // (tb.W // 8)
+    mem = tb.rng.integers(0, 1 << tb.W, size=nw)
+    tb.mem_write(mem)
+    await tb.program(ents, addrs, offs)
+    plan = gm.plan(tb.cfg, ents, addrs, offs)
+    tb.expect_plan(plan, mem)
+    await tb.wr(CTRL, START)
+    await tb.wr(MODEL, 5)
+    await tb.wr(CTRL, START)
+    await tb.wait_done()
+    await tb.expect_err(gm.E_BUSY, "writes while busy")
+    assert await tb.rd(MODEL) == 0
+    # a run-time target past NPE: skipped, code 1, the others delivered
+    ents = [Entry(tb.NPE - 1, size=3), Entry(tb.NPE - 1, bcast=True, size=2), Entry(0, size=2)]
+    offs = [0] + [1] * (tb.NT - 1)
+    addrs = [100 * t for t in range(tb.NT)]
+    plan = gm.plan(tb.cfg, ents, addrs, offs, strict=False)
+    assert plan.errors or tb.NT == 1
+    await tb.run_case(ents, addrs, offs, strict=False, check_regs=False)
+    if tb.NT > 1:
+        await tb.expect_err(gm.E_PE, "target >= NPE at run time")
+        assert [await tb.rd(tbl(t)) for t in range(tb.NT)] == plan.mem_addr
+    # write data handed back by the wrong PE (tid): code 6, the data is still written
+    await tb.run_case([Entry(0, write=True, size=tb.L + 1)], *tb.rand_table(1000), check_regs=False, tid_xor=1)
+    await tb.expect_err(gm.E_WRPE, "write data from the wrong PE")
+    await tb.finish()
+
+
+@cocotb.test()
+async def axi_error_response(dut):
+    """Reads past the end of the memory model get SLVERR (zero data): error code 7, the
+    beats are still delivered; the next run is clean."""
+    tb = TB(dut, mem_p=0.8)
+    await tb.reset()
+    nw = RAM_BYTES // (tb.W // 8)
+    orig = tb.ram.read_if._read
+
+    async def failing_read(address, length):     # the memory model answers SLVERR past its end
+        if address >= RAM_BYTES:
+            raise ValueError("address out of range")
+        return await orig(address, length)
+
+    tb.ram.read_if._read = failing_read
+    ents = [Entry(0, size=2 * tb.L + 1)]
+    offs = [t * (tb.NPE // tb.NT) for t in range(tb.NT)]
+    addrs = [nw + 64 * t + 1 for t in range(tb.NT)]
+    await tb.program(ents, addrs, offs)
+    plan = gm.plan(tb.cfg, ents, addrs, offs)
+    tb.expect_plan(plan, np.zeros(nw + 64 * tb.NT + 64, dtype=np.int64))
+    await tb.wr(CTRL, START)
+    await tb.wait_done()
+    await tb.expect_err(gm.E_RESP, "SLVERR on reads")
+    await tb.run_case(tb.rand_entries(tb.QD), *tb.rand_table(1000))
+    await tb.finish()
+
+
+@cocotb.test()
+async def reset_mid_transfer(dut):
+    """Reset while reads, deliveries and writes are in flight (slow memory, slow PEs):
+    afterwards idle, queue empty, and a fresh run is exact."""
+    tb = TB(dut, mem_p=0.5, pe_p=0.4, src_p=0.5)
+    await tb.reset()
+    for wr in (False, True):
+        ents = [Entry(0, size=8 * tb.L + 1), Entry(1, write=wr, size=6 * tb.L)]
+        addrs, offs = tb.rand_table(1000)
+        mem = tb.rng.integers(0, 1 << tb.W, size=RAM_BYTES // (tb.W // 8))
+        tb.mem_write(mem)
+        await tb.program(ents, addrs, offs)
+        tb.expect_plan(gm.plan(tb.cfg, ents, addrs, offs), mem)   # beats before the reset are checked
+        await tb.wr(CTRL, START)
+        await ClockCycles(dut.clk, 60 if not wr else 40 * tb.NT)
+        assert int(dut.busy.value) == 1
+        dut.rst.value = 1
+        await ClockCycles(dut.clk, 3)
+        tb.exp.clear()
+        tb.wq.clear()
+        dut.rst.value = 0
+        await RisingEdge(dut.clk)
+        s = await tb.status()
+        assert s["busy"] == 0 and await tb.rd(QCOUNT) == 0 and await tb.rd(MODEL) == 0
+        await ClockCycles(dut.clk, 10)
+        assert int(dut.m_axis_pe_tvalid.value) == 0
+        await tb.run_case(tb.rand_entries(tb.QD), *tb.rand_table(1000))
+    await tb.finish()
+
+
+@cocotb.test()
+async def checker_catches_corruption(dut):
+    """Negative test: a corrupted expectation, an extra output and a dropped output must
+    each make the scoreboard fail; a corrupted memory expectation must be caught too."""
+    tb = TB(dut)
+    await tb.reset()
+    ents = [Entry(0, size=2 * tb.L)]
+    addrs, offs = tb.rand_table(1000)
+    nw = RAM_BYTES // (tb.W // 8)
+    mem = tb.rng.integers(0, 1 << tb.W, size=nw)
+    tb.mem_write(mem)
+    await tb.program(ents, addrs, offs)
+    plan = gm.plan(tb.cfg, ents, addrs, offs)
+    tb.expect_plan(plan, mem)
+    d, last = tb.exp[1]
+    tb.exp[1] = (d ^ 1, last)                        # corrupt one data bit
+    await tb.wr(CTRL, START)
+    await tb.wait_done()
+    await ClockCycles(dut.clk, 10)
+    assert tb.sb.mismatches == 1, f"corruption not detected ({tb.sb.mismatches} mismatches)"
+    with pytest.raises(AssertionError):
+        tb.sb.check()
+    tb.sb.errors = tb.sb.mismatches = 0
+    # one expectation short: an extra output
+    plan = gm.plan(tb.cfg, ents, plan.mem_addr, offs)
+    tb.expect_plan(plan, mem)
+    tb.exp.pop()
+    await tb.wr(CTRL, START)
+    await tb.wait_done()
+    await ClockCycles(dut.clk, 10)
+    assert tb.sb.errors >= 1, "extra output not detected"
+    tb.sb.errors = tb.sb.mismatches = 0
+    tb.exp.append((123, 1))                          # an output that never comes
+    with pytest.raises(AssertionError, match="never received"):
+        tb.sb.check()
+    tb.exp.clear()
+    # a corrupted memory expectation is caught by run_case's memory comparison
+    ents = [Entry(0, write=True, size=tb.L + 1)]
+    with pytest.raises(AssertionError, match="memory differs"):
+        bad = tb.rng.integers(0, 1 << tb.W, size=nw)
+        tb.mem_write(bad)
+        await tb.program(ents, addrs, offs)
+        plan = gm.plan(tb.cfg, ents, addrs, offs)
+        res = tb.expect_plan(plan, bad)
+        await tb.wr(CTRL, START)
+        await tb.wait_done()
+        res.mem[addrs[0]] ^= 1
+        got = tb.mem_read(nw)
+        bi = np.nonzero(got != res.mem)[0]
+        assert len(bi) == 0, f"memory differs at {len(bi)} words"
+
+
+@cocotb.test()
+async def bench_throughput(dut):
+    """Benchmark: delivered words per cycle against the memory bandwidth (LANES words per
+    cycle) with memory and PEs never stalling; long transfers over all threads, aligned and
+    unaligned, and a short-transfer mix (reported; the long-transfer ratio is asserted
+    >= 0.98)."""
+    tb = TB(dut)
+    await tb.reset()
+    nw = RAM_BYTES // (tb.W // 8)
+    region = nw // tb.NT
+    size = min(region // 2 - 8, 1024)
+    rows = {}
+    for name, ents, unal in [
+            ("long_aligned", [Entry(0, size=size), Entry(1, size=size)], 0),
+            ("long_unaligned", [Entry(0, size=size - 1), Entry(1, size=size)], 1),
+            ("short_mix", [Entry(i % 4, size=4 * tb.L + 1) for i in range(tb.QD)], 1)]:
+        offs = [t * (tb.NPE // tb.NT) for t in range(tb.NT)]
+        addrs = [t * region + unal for t in range(tb.NT)]
+        t0 = len(tb.mon.times)
+        plan, res = await tb.run_case(ents, addrs, offs, mem_words=tb.rng.integers(0, 1 << tb.W, size=nw))
+        tm = tb.mon.times[t0:]
+        words = sum(b[2] for b in res.beats)
+        mbeats = sum(gm.mem_beats(tb.cfg, t) for t in plan.transfers)
+        span = tm[-1] - tm[0] + 1
+        rows[name] = {"words": words, "cycles": span, "memory_beats": mbeats,
+                      "words_per_cycle": round(words / span, 3),
+                      "fraction_of_peak": round(words / span / tb.L, 4),
+                      "beats_per_cycle": round(len(tm) / span, 4)}
+        dut._log.info("bench %s: %s", name, rows[name])
+    rec = record_bench(CORE, peak_words_per_cycle=tb.L, **rows)
+    await tb.finish()
+    assert rows["long_aligned"]["fraction_of_peak"] >= 0.98, rows
+    return rec
+
+
+# ---------------------------------------------------------------- pytest launchers
+@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus")]))
+def test_cosmic_memory_schedule_unit(cfg, sim):
+    run_core(CORE, cfg, sim)
+
+
+def test_cosmic_memory_schedule_unit_vhdl_smoke():
+    run_core(CORE, "small", "ghdl", testcase="random_schedules")
