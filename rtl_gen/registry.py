@@ -11,17 +11,17 @@ CORE_MODULES = [
     "rtl_gen.pipearch.scalar_engine",
     "rtl_gen.pipearch.multiply_subtract",
     "rtl_gen.pipearch.l2reg",
+    "rtl_gen.pipearch.pipearch_region",
     "rtl_gen.maple.maple_smart_memory",
     "rtl_gen.maple.maple_pe_chain",
     "rtl_gen.fpdeep.fpdeep_line_buffer",
     "rtl_gen.fpdeep.fpdeep_conv_tile",
-    "rtl_gen.cosmic.cosmic_pe",
     "rtl_gen.fpdeep.fpdeep_conv_engine",
     "rtl_gen.fpdeep.fpdeep_fp",
-    "rtl_gen.cosmic.cosmic_memory_schedule_unit",
-    "rtl_gen.pipearch.pipearch_region",
     "rtl_gen.fpdeep.fpdeep_eb",
     "rtl_gen.fpdeep.fpdeep_pg",
+    "rtl_gen.cosmic.cosmic_pe",
+    "rtl_gen.cosmic.cosmic_memory_schedule_unit",
 ]
 
 
