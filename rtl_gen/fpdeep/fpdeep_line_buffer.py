@@ -206,7 +206,9 @@ def block_fn(p):
                 done.next = True
 
         # ---- line RAM: K-1 previous padded rows per column, one process -------
-        mem = [sig_u(lw) for _ in range(depth)]
+        # entries > 2**(cw-1), so the cw-bit column index is exactly as wide as the RAM
+        # address (Verilator -Wall); adds a few unused words only when depth+1 is a power of 2
+        mem = [sig_u(lw) for _ in range(max(depth, (1 << (cw - 1)) + 1))]
         rd = sig_u(lw)
         wdat = sig_u(lw)
         wen = sig_b()
