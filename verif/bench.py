@@ -60,8 +60,8 @@ def metric_of(rec: dict) -> tuple[str, str, float, int | None]:
         unit = rec.get("unit", "unit")
         return f"cycles per {unit}", unit, float(rec["cycles_per_unit"]), rec.get("beats", rec.get("units"))
     keys = [k for k in rec if k.startswith("cycles_per_")]
-    if not keys:
-        raise ValueError(f"bench record has no cycles_per_* field: {rec}")
+    if not keys:  # a record of other measurements only (e.g. stalls, bus traffic)
+        return "see details", "", None, None
     k = keys[0]
     unit = k[len("cycles_per_"):]
     count = rec.get(unit + "s", rec.get(unit + "es", rec.get("beats")))
@@ -72,14 +72,30 @@ def rows_from(records: list[dict]) -> list[dict]:
     rows = []
     for rec in records:
         name, unit, meas, count = metric_of(rec)
-        ideal = float(rec.get("ideal", 1.0))
+        ideal = float(rec.get("ideal", 1.0)) if meas is not None else None
         skip = {"core", "cfg", "sim", "ideal", "unit", "beats", "units", unit + "s", unit + "es"}
         extra = {k: v for k, v in rec.items()
                  if k not in skip and not k.startswith("cycles_per_") and isinstance(v, (int, float))}
         rows.append({"core": rec["core"], "config": rec.get("cfg", "?"), "sim": rec.get("sim", "?"),
                      "metric": name, "units": count, "measured": meas, "ideal": ideal,
-                     "efficiency": ideal / meas if meas > 0 else None, "other": extra})
+                     "efficiency": ideal / meas if meas else None, "other": extra})
     return rows
+
+
+def details(records: list[dict]) -> str:
+    """Tables of the list-valued fields of records (per-k stalls, per-workload traffic...)."""
+    out = []
+    for rec in records:
+        for k, v in rec.items():
+            if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+                cols = list(dict.fromkeys(c for x in v for c in x))
+                out += [f"**{rec['core']} / {rec.get('cfg', '?')}: {k}**", "",
+                        "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+                for x in v:
+                    out.append("| " + " | ".join(
+                        (f"{x[c]:g}" if isinstance(x.get(c), float) else str(x.get(c, ""))) for c in cols) + " |")
+                out.append("")
+    return "\n".join(out)
 
 
 def table(rows: list[dict]) -> str:
@@ -88,8 +104,10 @@ def table(rows: list[dict]) -> str:
     for r in rows:
         eff = f"{100 * r['efficiency']:.1f} %" if r["efficiency"] is not None else "n/a"
         other = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in r["other"].items())
+        meas = f"{r['measured']:.3f}" if r["measured"] is not None else ""
+        ideal = f"{r['ideal']:g}" if r["ideal"] is not None else ""
         out.append(f"| {r['core']} | {r['config']} | {r['metric']} | {r['units'] if r['units'] is not None else ''} "
-                   f"| {r['measured']:.3f} | {r['ideal']:g} | {eff} | {other} |")
+                   f"| {meas} | {ideal} | {eff} | {other} |")
     return "\n".join(out)
 
 
@@ -150,6 +168,9 @@ def main(argv=None) -> int:
             failed.append((n, cfg, f"{TEST} passed but wrote no {f.relative_to(REPO)}"))
     rows = rows_from(records)
     md = table(rows)
+    det = details(records)
+    if det:
+        md += "\n\n" + det
     print()
     print(md)
     REPORTS.mkdir(exist_ok=True)
