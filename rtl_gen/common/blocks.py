@@ -156,3 +156,49 @@ def out_fifo2(clk, rst, din, din_last, din_user, push, not_full,
         m_tvalid.next = cnt != 0
 
     return seq, outs
+
+
+# ---- adder-tree cells (dot products in PipeArch, MAPLE, FPDeep) --------------------
+@block
+def mul_reg(clk, rst, en, a_u, b_u, p):
+    """``p = a * b`` (signed, full width), registered on ``en``."""
+    W = len(a_u)
+    a = sig_s(W)
+    b = sig_s(W)
+
+    @always_comb
+    def cast():
+        a.next = a_u.signed()
+        b.next = b_u.signed()
+
+    @always_seq(clk.posedge, reset=rst)
+    def st():
+        if en:
+            p.next = a * b
+
+    return cast, st
+
+
+@block
+def add_reg(clk, rst, en, a, b, y):
+    """``y = a + b`` registered on ``en``; ``y`` is one bit wider than ``a`` and ``b``."""
+    @always_seq(clk.posedge, reset=rst)
+    def st():
+        if en:
+            y.next = a + b
+
+    return st
+
+
+@block
+def pass_reg(clk, rst, en, a, y):
+    """``y = a`` sign-extended by one bit, registered on ``en`` (odd tree element)."""
+    ae = sig_s(len(y))
+    sx = sext(a, ae)
+
+    @always_seq(clk.posedge, reset=rst)
+    def st():
+        if en:
+            y.next = ae
+
+    return sx, st

@@ -27,12 +27,11 @@ from __future__ import annotations
 
 from myhdl import ConcatSignal, always_comb, always_seq, block, concat, intbv
 
-from rtl_gen.common.blocks import out_fifo2, round_sat, sext
+from rtl_gen.common.blocks import add_reg, mul_reg, out_fifo2, pass_reg, round_sat, sext
 from rtl_gen.common.core import CoreDef, Datasheet, Port
 from rtl_gen.common.hdl import sig_b, sig_s, sig_u
 from rtl_gen.common.params import Param, ParamSet, multiple_of_8
 from rtl_gen.common.ports import make_factory
-from rtl_gen.pipearch.dot_sigmoid import add_reg, mul_reg, pass_reg
 from rtl_gen.pipearch.subroutine import check_fmt, delay_flags
 
 KIND = "fpdeep_conv_engine"

@@ -15,7 +15,7 @@ from __future__ import annotations
 from myhdl import always_comb, always_seq, block, concat
 
 from golden.fixedpoint import QFormat, sigmoid_table
-from rtl_gen.common.blocks import out_fifo2, round_sat, sext
+from rtl_gen.common.blocks import add_reg, mul_reg, out_fifo2, pass_reg, round_sat, sext
 from rtl_gen.common.core import CoreDef, Datasheet, Port
 from rtl_gen.common.hdl import sig_b, sig_s, sig_u
 from rtl_gen.common.ports import make_factory
@@ -35,51 +35,6 @@ def widths(p: dict) -> dict:
     aw = 2 * W + bits_for(p["MAX_DIM"] * L) + 1
     return {"levels": levels, "pw": 2 * W, "tw": 2 * W + levels, "aw": aw,
             "lat": 1 + levels + 1 + 1 + SIGMOID_LATENCY}
-
-
-@block
-def mul_reg(clk, rst, en, a_u, b_u, p):
-    """``p = a * b`` (signed, full width), registered on ``en``."""
-    W = len(a_u)
-    a = sig_s(W)
-    b = sig_s(W)
-
-    @always_comb
-    def cast():
-        a.next = a_u.signed()
-        b.next = b_u.signed()
-
-    @always_seq(clk.posedge, reset=rst)
-    def st():
-        if en:
-            p.next = a * b
-
-    return cast, st
-
-
-@block
-def add_reg(clk, rst, en, a, b, y):
-    """``y = a + b`` registered on ``en``; ``y`` is one bit wider than ``a`` and ``b``."""
-    @always_seq(clk.posedge, reset=rst)
-    def st():
-        if en:
-            y.next = a + b
-
-    return st
-
-
-@block
-def pass_reg(clk, rst, en, a, y):
-    """``y = a`` sign-extended by one bit, registered on ``en`` (odd tree element)."""
-    ae = sig_s(len(y))
-    sx = sext(a, ae)
-
-    @always_seq(clk.posedge, reset=rst)
-    def st():
-        if en:
-            y.next = ae
-
-    return sx, st
 
 
 def ports_of(p: dict) -> list[Port]:
