@@ -133,11 +133,15 @@ Program image (at PROG_ADDR, 32-byte aligned)
 (``0xFF`` = none), word2 = LoadContext PC (``0xFF`` = none), words 3..7 = 0.
 Instruction i (0 <= i < N) follows at ``PROG_ADDR + 32*(i+1)``.
 
-Context area (at CTX_ADDR, 32-byte aligned, 96 bytes)
+Context area (at CTX_ADDR, 128 bytes)
 =====================================================
 
 word0 state: 0 fresh (start at PC 0 with all registers 0), 1 suspended, 2 finished;
-word1 PC to resume at; words 2..17 R0..R15; words 18..23 = 0.
+word1 PC to resume at; words 2..17 R0..R15; words 18..31 = 0.
+
+Alignment: PROG_ADDR and CTX_ADDR must be multiples of ``max(32, LINE_BYTES)``
+(the machine moves whole lines); a misaligned PROG_ADDR is ``E_HEADER``, a misaligned
+CTX_ADDR ``E_CONTEXT``, both at PC 0.  The PU supports LANES in {1, 2, 4, 8, 16, 32}.
 
 Context switch (PipeArch 6.1, 7.2)
 ==================================
@@ -186,7 +190,7 @@ END_PC = 0xFF
 INSTR_WORDS = 8
 INSTR_BYTES = 32
 HEADER_BYTES = 32
-CTX_WORDS = 24
+CTX_WORDS = 32
 CTX_BYTES = 4 * CTX_WORDS
 
 # opcodes
