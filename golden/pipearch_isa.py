@@ -159,6 +159,32 @@ Context switch (PipeArch 6.1, 7.2)
   machine continues at the saved PC directly.  State 2 or any other value: error
   ``E_CONTEXT``.  Migration is a start of a suspended context on another PU.
 
+Clarifications (register machine, ``pipearch_rm``)
+=================================================
+
+* Several errors in one instruction: the lowest error code wins.
+* Reserved fields: w0 ra/rb/rd that an opcode does not use must be 0 (NOP, JMP, BLOCK,
+  YIELD, RESUME: all three; ADDI: rb; branches: rd; subroutines: rd) -> ``E_RESERVED``.
+  BLOCK: w1[31:7] = 0.  Subroutines: a channel ``k >= len(CHANNELS[op])`` must have its
+  region nibble, its two add flags and its access word 0; LOAD's ``w1[15:0]`` is the
+  region mask (nonzero, no bit >= NREGIONS, else ``E_FIELD``), its add flags for
+  channels 1..3 must be 0; amem mode: add flags of channel 0 and ``w7[31:21]`` must be 0
+  (``E_RESERVED``), exactly one mask bit and ``w7[20:16] < 18`` (``E_FIELD``).  ``w7`` must
+  be 0 except for SCALAR, L2REG and LOAD amem.  Vector dimension ``w6`` 1..MAX_DIM
+  (``E_FIELD``).  Effective offset = ``offset + R[ra] + R[rb]`` as signed integers; outside
+  0..0x3FFF is ``E_ACCESS``.
+* Program header (``E_HEADER`` at PC 0): N in 1..255, StoreContext and LoadContext PCs
+  ``< N`` or 0xFF, words 3..7 zero.  Context: word1 (PC) must be <= 0xFF for state 1,
+  words 18..31 are ignored on read and written 0; R0 is written 0.
+* A YIELD inside the StoreContext or LoadContext group is a NOP (the request stays
+  pending).  Reaching 0xFF inside the LoadContext group (no RESUME) ends the program as
+  finished.  A context write failing (``E_AXI``) reports the PC of the YIELD (0xFF at
+  finish); a failing program/context read reports PC 0.
+* START (accepted when not busy) clears DONE, ERROR, SUSPENDED, FINISHED, the ERROR
+  register and CYCLES; CYCLES counts the cycles the machine is busy.  CLEAR clears the
+  DONE and ERROR flags only.  SWITCH stays pending until a YIELD takes it.  CONFIG[11:8]
+  is NREGIONS mod 16 (16 reads 0).  Address bits at and above ADDR_W are ignored.
+
 Host register map (AXI4-Lite, 32-bit registers)
 ===============================================
 
