@@ -453,3 +453,44 @@ def pg_minibatch(xs, errs, w, bias, lr, K: int, pad: int = 0, fmt: QFormat | Non
     gsum_w = gw.sum(axis=0) if fmt is None else gw.astype(object).sum(axis=0)
     gsum_b = gb.sum(axis=0) if fmt is None else gb.astype(object).sum(axis=0)
     return update(w, gw, lr, fmt), update(bias, gb, lr, fmt), gsum_w, gsum_b
+
+
+# ---------------------------------------------------------------- a chain of training nodes (appended)
+def icp_chain_minibatch(xs, errs, w, bias, lr, parts: int, pad: int = 0, relu_out: bool = True,
+                        fmt: QFormat | None = None):
+    """One mini-batch on a 1-D chain of ``parts`` FPDeep training nodes (``fpdeep_node``) that
+    split the input channels of a layer (ICP, contiguous ``np.array_split`` groups).
+
+    Per sample: the forward chain of :func:`fp_node` (exact partial sums, bias, one rounding
+    and ReLU in the last node; = ``relu(forward(x, w, bias))``), and each node's input errors
+    :func:`backprop_error` of the sample's output errors with the node's filters (every node
+    holds every output channel, so its slice of the layer's ``backprop_error`` is complete).
+    End of the mini-batch: each node's :func:`pg_minibatch` on its slice of the activations
+    (all nodes see the same errors, hence the same bias step).  Returns a dict: ``y`` (list of
+    ``(C_out, Ho, Wo)``), ``e_in`` (list of ``(C_in, H, W)``), ``w_new`` ``(C_out, C_in, K, K)``
+    assembled from the nodes, ``b_new`` ``(C_out,)``, ``groups`` (the channel groups)."""
+    fmt = _fmt(fmt)
+    if len(xs) != len(errs) or len(xs) == 0:
+        raise ValueError(f"xs and errs must hold the same number (>= 1) of samples, got {len(xs)} and {len(errs)}")
+    xs = [_array(x, "xs[b]", 3, fmt) for x in xs]
+    w = _array(w, "w", 4, fmt, (None, xs[0].shape[0], None, None))
+    bias = _array(bias, "bias", 1, fmt, (w.shape[0],))
+    K = w.shape[2]
+    parts = _int_param(parts, "parts", 1, xs[0].shape[0])
+    groups = np.array_split(np.arange(xs[0].shape[0]), parts)
+    ys, eins = [], []
+    for x, e in zip(xs, errs):
+        ps = None
+        for k, g in enumerate(groups):
+            ps = fp_node(x[g], w[:, g], ps, k == parts - 1, bias, relu_out, pad, fmt)
+        ys.append(ps)
+        eins.append(np.concatenate([backprop_error(e, w[:, g], pad, fmt) for g in groups], axis=0))
+    w_new = np.empty_like(w)
+    b_new = None
+    for g in groups:
+        wn, bn, _, _ = pg_minibatch([x[g] for x in xs], errs, w[:, g], bias, lr, K, pad, fmt)
+        w_new[:, g] = wn
+        if b_new is not None and not np.array_equal(b_new, bn):
+            raise AssertionError("nodes disagree on the bias step")   # cannot happen: same errors
+        b_new = bn
+    return {"y": ys, "e_in": eins, "w_new": w_new, "b_new": b_new, "groups": groups}

@@ -323,3 +323,32 @@ def test_pg_hardware_order_equals_param_gradient_and_update():
         assert np.allclose(wf2, ref)
     with pytest.raises(ValueError, match="samples"):
         pg_minibatch([], [], w, b, 0.1, 3, 0, fmt)
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3, 4])
+@pytest.mark.parametrize("fmt", [None, QFormat(16, 8)])
+def test_icp_chain_minibatch_equals_full_layer_training(parts, fmt):
+    """A chain of training nodes over a mini-batch = full-layer forward (+ReLU),
+    backprop_error, and one SGD step with the averaged param_gradient."""
+    rng = np.random.default_rng(parts)
+    B, C, O, K, H, Wd, pad, lr = 3, 4, 2, 3, 5, 4, 1, 0.125
+    xs = [rng.uniform(-2, 2, size=(C, H, Wd)) for _ in range(B)]
+    es = [rng.uniform(-1, 1, size=(O, H, Wd)) for _ in range(B)]
+    w = rng.uniform(-1, 1, size=(O, C, K, K))
+    b = rng.uniform(-1, 1, size=O)
+    if fmt is not None:
+        xs, es = [fmt.to_fixed(x) for x in xs], [fmt.to_fixed(e) for e in es]
+        w, b = fmt.to_fixed(w), fmt.to_fixed(b)
+    r = conv.icp_chain_minibatch(xs, es, w, b, lr, parts, pad, True, fmt)
+    same = (np.testing.assert_array_equal if fmt is not None
+            else lambda a, b_: np.testing.assert_allclose(a, b_, rtol=0, atol=1e-12))
+    for x, e, y, ein in zip(xs, es, r["y"], r["e_in"]):
+        same(y, conv.relu(conv.forward(x, w, b, pad=pad, fmt=fmt), fmt))
+        same(ein, conv.backprop_error(e, w, pad, fmt))
+    grads = [conv.param_gradient(x, e, K, pad, fmt) for x, e in zip(xs, es)]
+    wn = conv.update(w, np.stack([g[0] for g in grads]), lr, fmt)
+    bn = conv.update(b, np.stack([g[1] for g in grads]), lr, fmt)
+    same(r["w_new"], wn)
+    same(r["b_new"], bn)
+    with pytest.raises(ValueError, match="parts"):
+        conv.icp_chain_minibatch(xs, es, w, b, lr, C + 1, pad, True, fmt)
