@@ -87,7 +87,11 @@ opcode mnemonic  channels                ``w6`` / ``w7`` / flags
                                           the address memory of global channel
                                           ``w7[20:16]`` of the one region in the
                                           mask, entries ``w7[15:0]`` onward
-                                          (``w2`` must be 0).  Otherwise w7 = 0.
+                                          (``w2`` must be 0; ``w7[15:0] +
+                                          iterations*LANES <= AMEM_DEPTH``, else
+                                          E_FIELD; an entry keeps the low
+                                          log2(DEPTH) bits of its word).
+                                          Otherwise w7 = 0.
 0x11   STORE     ch0 in (read)           w6 = line address, [25] add R[rb]; w7 = 0
 0x12   DOTSIG    ch0 a, ch1 b (vector),  w6 = dimension; [24] sigmoid
                  ch2 res (scalar write)
@@ -97,9 +101,10 @@ opcode mnemonic  channels                ``w6`` / ``w7`` / flags
                  ch2 res (scalar write)   [24] mode: 0 SGD ``alpha*(a-b)`` -> lane 0;
                                           1 SCD: ``g = a``, ``x = b``,
                                           ``(mu, x-mu)`` = scalar_scd -> lane 0 =
-                                          ``x - mu``, lane 1 = ``mu``
+                                          ``x - mu``, lane 1 = ``mu`` (LANES >= 2;
+                                          with LANES = 1 only lane 0 is written)
 0x15   MULTSUB   ch0 x, ch1 a (vector),  w6 = dimension; [24] take s from lane 1
-                 ch2 s (scalar), ch3 y
+                 ch2 s (scalar), ch3 y   (``E_FIELD`` when LANES = 1)
                  (vector write)
 0x16   L2REG     ch0 x, ch1 xold,        w6 = dimension, w7 = c (= 2*alpha*lambda2)
                  ch2 y (vector write)
