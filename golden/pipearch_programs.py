@@ -1,0 +1,573 @@
+"""PipeArch-PU program library: SGD (Alg. 1), SCD (Alg. 2) and LRMF (Alg. 3).
+
+Each ``*_job`` function takes the hyper-parameters and the PU configuration and
+returns a job: the assembled program (``job.asm``: image, listing, instruction
+count) plus its memory layout (``job.areas``: name -> (line address, lines)), the host
+helpers to lay the data out (``job.load(mem, ...)``) and read the model back
+(``job.model(mem)``), and what the runtime needs (``job.prog_addr``,
+``job.ctx_addr``, ``job.yields_per_epoch``, ``job.state_areas()``).  The result in
+memory equals the bit-true golden model (``golden.sgd.sgd`` / ``golden.scd.scd`` /
+``golden.lrmf.lrmf`` with ``fmt = cfg.fmt``) exactly.
+
+Memory layout of a job placed at byte address ``base`` (aligned to
+``cfg.align``)::
+
+    base                 program image (8 KiB reserved: header + up to 255 instructions)
+    base + 8 KiB         context area (128 bytes, padded to a line)
+    then                 the job's areas, line aligned, in ``job.areas`` order
+
+A vector of ``n`` words occupies ``ceil(n/LANES)`` lines, zero padded; a scalar (a
+label, an SCD coordinate, an LRMF value) occupies one line, in lane 0.
+
+Data order.  The golden models take the visiting order as an input (SGD ``order``,
+SCD ``coord_order``, LRMF ``entry_order``).  The programs have no data-dependent
+control flow: the *host* lays the data out in that order and the program streams it
+sequentially (SGD: the samples of epoch ``e`` in ``order[e]``, one copy of the data set
+per epoch unless ``reshuffle=False``; SCD: the columns of every (epoch, partition) in
+``coord_order[e, p]`` plus an address-memory permutation that scatters ``x`` so that the
+k-th coordinate visited sits at region line k; LRMF: the entries of every tile in
+``golden.lrmf.schedule`` order plus, per entry, the region line addresses of its M and
+U rows).
+
+Every subroutine instruction is blocking and every region is accessed in BRAM mode,
+so the programs are hazard-free by construction (the ISS result is the hardware
+result); non-blocking issue and FIFO streaming are performance refinements.
+
+Running: ``r = job.start(machine)`` (one START); :func:`run_to_end` runs, resuming
+after every suspension; :func:`run_epochs` suspends at the last YIELD of every epoch
+and returns the model after each epoch (for loss-per-epoch plots).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import _validate as V
+from . import lrmf as lrmf_mod
+from . import pipearch_isa as I
+from . import pipearch_ops as ops
+from . import sgd as sgd_mod
+from . import scd as scd_mod
+from .pipearch_asm import Assembled, Program, PUConfig, acc, ch
+from .pipearch_iss import Machine, Memory, fresh_context, scalar_lines, vector_lines
+
+PROG_RESERVE = I.HEADER_BYTES + I.PROG_MAX * I.INSTR_BYTES + I.INSTR_BYTES  # 8 KiB
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+def _require(cond, msg):
+    if not cond:
+        raise ValueError(msg)
+
+
+@dataclass
+class Job:
+    """An assembled program and its memory layout (module docstring)."""
+
+    name: str
+    cfg: PUConfig
+    asm: Assembled
+    base: int
+    prog_addr: int
+    ctx_addr: int
+    areas: dict
+    end: int                     # first byte after the job's memory
+    yields_per_epoch: int
+    epochs: int
+    model_areas: tuple           # names of the areas the program writes (state)
+    info: dict = field(default_factory=dict)
+
+    @property
+    def n_instr(self) -> int:
+        return self.asm.n
+
+    def line(self, name) -> int:
+        return self.areas[name][0]
+
+    def place_program(self, mem: Memory):
+        """Write the program image and a fresh context."""
+        mem.write_bytes(self.prog_addr, self.asm.image)
+        mem.write_words(self.ctx_addr, fresh_context())
+
+    def state_areas(self):
+        """``[(byte address, bytes)]`` of what a thread owns besides its read-only data:
+        the context area and the areas the program writes (copy these to migrate)."""
+        lb = self.cfg.line_bytes
+        out = [(self.ctx_addr, I.CTX_BYTES)]
+        for nm in self.model_areas:
+            a, n = self.areas[nm]
+            out.append((a * lb, n * lb))
+        return out
+
+    def copy_state(self, src: Memory, dst: Memory):
+        for a, n in self.state_areas():
+            dst.write_bytes(a, src.read_bytes(a, n))
+
+    def start(self, machine: Machine, **kw):
+        return machine.start(self.prog_addr, self.ctx_addr, **kw)
+
+
+class _Alloc:
+    def __init__(self, cfg: PUConfig, base: int):
+        _require(base >= 0 and base % cfg.align == 0,
+                 f"base = {base} must be a non-negative multiple of {cfg.align}")
+        self.lb = cfg.line_bytes
+        self.prog = base
+        ctx = base + PROG_RESERVE
+        self.ctx = _cdiv(ctx, cfg.align) * cfg.align
+        self.next_line = _cdiv(self.ctx + I.CTX_BYTES, self.lb)
+        self.areas = {}
+
+    def area(self, name, lines):
+        self.areas[name] = (self.next_line, int(lines))
+        self.next_line += max(int(lines), 1)
+        return self.areas[name][0]
+
+    @property
+    def end(self):
+        return self.next_line * self.lb
+
+
+def _check_cfg(cfg, need, name):
+    """``need``: dict of minimum generics."""
+    for k, v in need.items():
+        have = getattr(cfg, k)
+        _require(have >= v, f"{name}: the PU needs {k.upper()} >= {v}, the configuration has {have}")
+    return cfg
+
+
+def _pos(v, name):
+    return V.pos_int(v, name)
+
+
+# =====================================================================================
+# SGD (PipeArch Alg. 1)
+# =====================================================================================
+def sgd_job(*, m: int, n: int, loss: str, alpha: float, lam2: float, epochs: int,
+            batch: int = 1, partition: int | None = None, reshuffle: bool = True,
+            cfg: PUConfig | None = None, base: int = 0, context_groups: bool = True) -> Job:
+    """Mini-batch SGD for ridge / logistic regression with L2 (PipeArch Alg. 1).
+
+    Bit-exact with ``golden.sgd.sgd(A, b, loss=..., alpha, lam2, epochs, order, batch,
+    x0, fmt=cfg.fmt)``.  ``partition`` samples (default ``m``; a multiple of
+    ``batch`` dividing ``m``) are loaded into a region at a time; the program yields
+    after every partition (``yields_per_epoch = m/partition``).  StoreContext stores
+    the model, LoadContext loads it (``context_groups=False`` leaves both out: a
+    suspended thread then loses its model -- for tests).
+
+    Areas: ``x`` (model, ``ceil(n/LANES)`` lines), ``a`` (samples in visiting order,
+    one vector each, one copy per epoch unless ``reshuffle=False``), ``b`` (labels, one
+    line each, same order).  Regions: 0 model and its working copy, 1 the partition's
+    samples, 2 its labels, 3 dot products and steps.
+    """
+    cfg = cfg or PUConfig()
+    fmt = cfg.fmt
+    m, n, epochs, batch = _pos(m, "m"), _pos(n, "n"), _pos(epochs, "epochs"), _pos(batch, "batch")
+    V.choice(loss, "loss", ("ridge", "logistic"))
+    alpha = V.real(alpha, "alpha", positive=True)
+    lam2 = V.real(lam2, "lam2", nonneg=True)
+    P = m if partition is None else _pos(partition, "partition")
+    _require(m % P == 0, f"partition = {P} does not divide m = {m}")
+    _require(P % batch == 0, f"batch = {batch} does not divide partition = {P}")
+    L = cfg.lanes
+    Dl = _cdiv(n, L)
+    nparts = m // P
+    alpha_q = V.nonzero_word(fmt.to_fixed(alpha / batch, name="alpha/batch"), "alpha/batch", fmt, alpha / batch)
+    c_q = int(fmt.to_fixed(2.0 * alpha * lam2, name="2*alpha*lam2"))
+    _check_cfg(cfg, {"nregions": 4, "depth": max(2 * Dl, P * Dl, 2 * batch), "max_dim": Dl,
+                     "max_iter": batch}, "sgd_job")
+    _require(P * Dl <= (1 << 14) - 1, "partition * ceil(n/LANES) must fit the 14-bit length field")
+
+    al = _Alloc(cfg, base)
+    copies = epochs if reshuffle else 1
+    x_addr = al.area("x", Dl)
+    a_addr = al.area("a", copies * m * Dl)
+    b_addr = al.area("b", copies * m)
+
+    RX, RA, RB, RS = 0, 1, 2, 3
+    p = Program(cfg, f"sgd_{loss}")
+    p.load(acc(Dl), x_addr, regions=[RX])                     # Alg. 1 line 4: Load(xAddr, x)
+    p.li(2, epochs).li(6, nparts).li(9, P).li(12, 2 * batch)
+    p.li(3, a_addr).li(4, b_addr)
+    p.label("epoch")
+    p.li(5, 0)
+    p.label("part")
+    p.load(acc(P * Dl), 0, regions=[RA], rb=3, addr_rb=True)   # the partition's samples
+    p.load(acc(P), 0, regions=[RB], rb=4, addr_rb=True)        # and labels
+    p.li(7, 0).li(8, 0)
+    p.label("batch")
+    # dot_k = S(<x_t, a_k>) for the mini-batch (x repeats, a advances)
+    p.dotsig(ch(RX, Dl), ch(RA, Dl, keep=True, ra=True), ch(RS, 1, 0, keep=True),
+             dim=Dl, iterations=batch, sigmoid=(loss == "logistic"), ra=7)
+    # s_k = alpha/batch * (dot_k - b_k)
+    p.scalar(ch(RS, 1, 0, keep=True), ch(RB, 1, 0, keep=True, ra=True), ch(RS, 1, batch, keep=True),
+             alpha=alpha_q, iterations=batch, ra=8)
+    # x = x_t - s_0 a_0 (into the working copy), then - s_k a_k for k = 1..batch-1
+    p.multsub(ch(RX, Dl), ch(RA, Dl, ra=True), ch(RS, 1, batch), ch(RX, Dl, Dl), dim=Dl, ra=7)
+    if batch > 1:
+        p.addi(10, 7, Dl).li(11, batch + 1)
+        p.label("ms")
+        p.multsub(ch(RX, Dl, Dl), ch(RA, Dl, ra=True), ch(RS, 1, 0, rb=True), ch(RX, Dl, Dl),
+                  dim=Dl, ra=10, rb=11)
+        p.addi(10, 10, Dl).addi(11, 11, 1).blt(11, 12, "ms")
+    # x = x - 2 alpha lam2 x_t (back into the model lines)
+    p.l2reg(ch(RX, Dl, Dl), ch(RX, Dl), ch(RX, Dl), dim=Dl, c=c_q)
+    p.addi(7, 7, batch * Dl).addi(8, 8, batch).blt(8, 9, "batch")
+    p.addi(3, 3, P * Dl).addi(4, 4, P).addi(5, 5, 1)
+    p.yield_()                                                 # Alg. 1 line 15
+    p.blt(5, 6, "part")
+    if not reshuffle:
+        p.li(3, a_addr).li(4, b_addr)
+    p.addi(1, 1, 1).blt(1, 2, "epoch")
+    p.store(ch(RX, Dl), x_addr)                                # Alg. 1 line 16
+    p.end()
+    if context_groups:
+        p.store_context()
+        p.store(ch(RX, Dl), x_addr)
+        p.end()
+        p.load_context()
+        p.load(acc(Dl), x_addr, regions=[RX])
+        p.resume()
+    asm = p.assemble()
+    job = Job(f"sgd_{loss}", cfg, asm, base, al.prog, al.ctx, al.areas, al.end, nparts, epochs,
+              ("x",), {"m": m, "n": n, "batch": batch, "partition": P, "loss": loss,
+                       "alpha": alpha, "lam2": lam2, "reshuffle": reshuffle,
+                       "alpha_q": alpha_q, "c_q": c_q})
+
+    def load(mem: Memory, A, b, order, x0=None):
+        """Quantise like golden.sgd and lay out the model, samples and labels."""
+        A = V.finite_array(A, "A", 2, (m, n))
+        b = V.finite_array(b, "b", 1, (m,))
+        order = V.permutations(order, "order", (epochs, m))
+        if not reshuffle and not np.all(order == order[0]):
+            raise ValueError("reshuffle=False needs the same order every epoch")
+        Aq = fmt.to_fixed(A, name="A")
+        bq = fmt.to_fixed(b, name="b")
+        x = np.zeros(n, dtype=np.int64) if x0 is None else fmt.to_fixed(V.finite_array(x0, "x0", 1, (n,)), name="x0")
+        job.place_program(mem)
+        mem.write_lines(x_addr, vector_lines(x, L))
+        for e in range(copies):
+            rows = np.zeros((m, Dl * L), dtype=np.int64)
+            rows[:, :n] = Aq[order[e]]
+            mem.write_lines(a_addr + e * m * Dl, rows.reshape(m * Dl, L))
+            mem.write_lines(b_addr + e * m, scalar_lines(bq[order[e]], L))
+        job.data = (A, b)
+
+    job.load = load
+    job.model = lambda mem: mem.read_vector(x_addr, n)
+    job.objective = lambda xw: sgd_mod.objective(job.data[0], job.data[1], fmt.to_float(xw), loss, lam2)
+    return job
+
+
+# =====================================================================================
+# SCD (PipeArch Alg. 2)
+# =====================================================================================
+def scd_job(*, m: int, n: int, loss: str, alpha: float, lam1: float, epochs: int,
+            partition: int, cfg: PUConfig | None = None, base: int = 0) -> Job:
+    """Partitioned SCD for lasso / L1 logistic regression (PipeArch Alg. 2).
+
+    Bit-exact with ``golden.scd.scd(A, b, loss, alpha, lam1, epochs, partition,
+    coord_order, x0, fmt=cfg.fmt)`` (the paper's stale per-partition ``z``).  Needs
+    LANES >= 2: the scalar engine's SCD mode returns ``x - mu`` in lane 0 and ``mu`` in
+    lane 1 of the model line, and MULTSUB takes ``s = mu`` from lane 1.
+
+    Yields after every partition (``yields_per_epoch = m/partition``); at that point
+    ``x`` and ``z_p`` are stored, so there are no context groups.
+
+    Areas: ``x`` (one coordinate per line in lane 0; lane 1 holds the last ``mu`` of
+    that coordinate after a run), ``z`` and ``b`` (``Pl = ceil(P/LANES)`` lines per
+    partition), ``cols`` (per epoch, partition and visited coordinate, the column
+    ``a_{p,j}``: ``Pl`` lines), ``perm`` (per epoch and partition, ``ceil(n/LANES)``
+    lines: entry ``j`` = position of coordinate ``j`` in ``coord_order[e, p]``).
+    Regions: 0 the model (scattered by the permutation), 1 ``z_p`` and ``b_p``, 2 the
+    column and ``S(z_p) - b_p``, 3 ``g``.
+    """
+    cfg = cfg or PUConfig()
+    fmt = cfg.fmt
+    m, n, epochs, P = _pos(m, "m"), _pos(n, "n"), _pos(epochs, "epochs"), _pos(partition, "partition")
+    V.choice(loss, "loss", ("lasso", "logistic"))
+    alpha = V.real(alpha, "alpha", positive=True)
+    lam1 = V.real(lam1, "lam1", nonneg=True)
+    _require(m % P == 0, f"partition = {P} does not divide m = {m}")
+    L = cfg.lanes
+    _require(L >= 2, "scd_job: the SCD scalar step returns mu in lane 1, which needs LANES >= 2")
+    Pl = _cdiv(P, L)
+    nl = _cdiv(n, L)
+    nparts = m // P
+    alpha_q = V.nonzero_word(fmt.to_fixed(alpha, name="alpha"), "alpha", fmt, alpha)
+    al_q = int(fmt.to_fixed(alpha * lam1 * P, name="alpha*lam1*partition"))
+    _check_cfg(cfg, {"nregions": 4, "depth": max(n, 2 * Pl), "max_dim": Pl, "max_iter": nl,
+                     "amem_depth": nl * L}, "scd_job")
+
+    al = _Alloc(cfg, base)
+    x_addr = al.area("x", n)
+    z_addr = al.area("z", nparts * Pl)
+    b_addr = al.area("b", nparts * Pl)
+    col_addr = al.area("cols", epochs * nparts * n * Pl)
+    perm_addr = al.area("perm", epochs * nparts * nl)
+
+    RX, RZB, RAD, RG = 0, 1, 2, 3
+    p = Program(cfg, f"scd_{loss}")
+    p.li(2, epochs).li(4, nparts).li(6, n)
+    p.li(7, col_addr).li(10, perm_addr)
+    p.label("epoch")
+    p.li(3, 0).li(8, z_addr).li(9, b_addr)
+    p.label("part")
+    # address memories of LOAD.out / STORE.in of the model region: coordinate j <-> line k
+    p.load_amem(RX, "LOAD.out", 0, 0, lines=nl, rb=10, addr_rb=True)
+    p.load_amem(RX, "STORE.in", 0, 0, lines=nl, rb=10, addr_rb=True)
+    p.load(acc(n, amem=True), x_addr, regions=[RX])                 # Load(xAddr, x)
+    p.load(acc(Pl), 0, regions=[RZB], rb=8, addr_rb=True)           # Load(zAddr, z_p)
+    p.load(acc(Pl, Pl), 0, regions=[RZB], rb=9, addr_rb=True)       # Load(bAddr, b_p)
+    p.li(5, 0)
+    p.label("coord")
+    p.load(acc(Pl), 0, regions=[RAD], rb=7, addr_rb=True)           # Load(aAddr, a_pj)
+    p.sigdelta(ch(RZB, Pl), ch(RZB, Pl, Pl), ch(RAD, Pl, Pl), dim=Pl, sigmoid=(loss == "logistic"))
+    p.dotsig(ch(RAD, Pl, Pl), ch(RAD, Pl), ch(RG, 1), dim=Pl)        # g
+    p.scalar(ch(RG, 1), ch(RX, 1, ra=True), ch(RX, 1, ra=True), alpha=alpha_q, al=al_q,
+             mode="scd", ra=5)                                      # x_j -= mu; lane 1 = mu
+    p.multsub(ch(RZB, Pl), ch(RAD, Pl), ch(RX, 1, ra=True), ch(RZB, Pl), dim=Pl,
+              s_lane1=True, ra=5)                                   # z_p -= mu a_pj
+    p.addi(7, 7, Pl).addi(5, 5, 1).blt(5, 6, "coord")
+    p.store(ch(RX, n, amem=True), x_addr)                           # Store(x, xAddr)
+    p.store(ch(RZB, Pl), 0, rb=8, addr_rb=True)                     # Store(z_p, zAddr)
+    p.addi(8, 8, Pl).addi(9, 9, Pl).addi(10, 10, nl).addi(3, 3, 1)
+    p.yield_()
+    p.blt(3, 4, "part")
+    p.addi(1, 1, 1).blt(1, 2, "epoch")
+    p.end()
+    asm = p.assemble()
+    job = Job(f"scd_{loss}", cfg, asm, base, al.prog, al.ctx, al.areas, al.end, nparts, epochs,
+              ("x", "z"), {"m": m, "n": n, "partition": P, "loss": loss, "alpha": alpha,
+                           "lam1": lam1, "alpha_q": alpha_q, "al_q": al_q})
+
+    def load(mem: Memory, A, b, coord_order, x0=None):
+        """Quantise like golden.scd, ``z = A x0`` as golden.scd computes it, and lay out
+        the model, z, labels, columns (visiting order) and permutations."""
+        A = V.finite_array(A, "A", 2, (m, n))
+        b = V.finite_array(b, "b", 1, (m,))
+        co = V.permutations(coord_order, "coord_order", (epochs, nparts, n))
+        Aq = fmt.to_fixed(A, name="A")
+        bq = fmt.to_fixed(b, name="b")
+        x = np.zeros(n, dtype=np.int64) if x0 is None else fmt.to_fixed(V.finite_array(x0, "x0", 1, (n,)), name="x0")
+        z = ops.dot_sigmoid(fmt, np.tile(x.reshape(1, n), (m, 1)).reshape(m * n, 1),
+                            Aq.reshape(m * n, 1), n, False)
+        job.place_program(mem)
+        mem.write_scalars(x_addr, x)
+        for q in range(nparts):
+            mem.write_lines(z_addr + q * Pl, vector_lines(z[q * P:(q + 1) * P], L))
+            mem.write_lines(b_addr + q * Pl, vector_lines(bq[q * P:(q + 1) * P], L))
+        for e in range(epochs):
+            for q in range(nparts):
+                blk = e * nparts + q
+                cols = np.zeros((n, Pl * L), dtype=np.int64)
+                cols[:, :P] = Aq[q * P:(q + 1) * P, co[e, q]].T
+                mem.write_lines(col_addr + blk * n * Pl, cols.reshape(n * Pl, L))
+                pos = np.empty(n, dtype=np.int64)
+                pos[co[e, q]] = np.arange(n)
+                mem.write_lines(perm_addr + blk * nl, vector_lines(pos, L))
+        job.data = (A, b)
+
+    job.load = load
+    job.model = lambda mem: mem.read_scalars(x_addr, n)
+    job.z = lambda mem: np.concatenate([mem.read_vector(z_addr + q * Pl, P) for q in range(nparts)])
+    job.objective = lambda xw: scd_mod.objective(job.data[0], job.data[1], fmt.to_float(xw), loss, lam1)
+    return job
+
+
+# =====================================================================================
+# LRMF (PipeArch Alg. 3)
+# =====================================================================================
+def lrmf_slots(rows, cols, *, m: int, u: int, tile: int) -> int:
+    """The largest number of observed entries in one (row tile, column tile) pair:
+    the ``slots`` a job needs for this data."""
+    rows, cols = np.asarray(rows), np.asarray(cols)
+    ntu = _cdiv(u, tile)
+    key = (rows // tile) * ntu + cols // tile
+    return int(np.bincount(key).max()) if len(key) else 1
+
+
+def lrmf_job(*, m: int, u: int, d: int, alpha: float, lam: float, epochs: int, tile: int,
+             slots: int, cfg: PUConfig | None = None, base: int = 0) -> Job:
+    """Tiled alternating SGD for LRMF (PipeArch Alg. 3).
+
+    Bit-exact with ``golden.lrmf.lrmf(rows, cols, vals, m, u, d, alpha, lam, epochs,
+    tile, M0, U0, entry_order, fmt=cfg.fmt)``.  Every tile has ``slots`` entry slots
+    (:func:`lrmf_slots`); the host fills a tile's unused slots with dummy entries on
+    a zero row (value 0), which leave every model word unchanged.
+
+    Per entry (golden.lrmf order: row tile, column tile, rank in ``entry_order``) the
+    program loads the entry's row addresses into the address memories of L2REG.x and
+    L2REG.y of the M/U region, gathers ``M_r`` and ``U_c`` into fixed lines (an L2REG
+    with c = 0 is a copy), computes ``e``, ``M_r' = l2reg(M_r - e U_c, M_r)`` and
+    ``U_c' = l2reg(U_c - e M_r', U_c)`` there and scatters both back.  (The address
+    memory index restarts at every instruction, so per-entry sequential updates need
+    the per-entry reload.)
+
+    Yields after every row tile (``yields_per_epoch = ceil(m/tile)``), after its M tile
+    is stored; U tiles are stored after every column tile, so there are no context
+    groups.
+
+    Areas: ``M`` / ``U`` (``ceil(m/tile)*tile`` / ``ceil(u/tile)*tile`` rows of
+    ``Dl = ceil(d/LANES)`` lines, padding rows zero), ``zero`` (one zero row), ``vals``
+    (per tile ``slots`` lines, lane 0), ``addr`` (per tile and slot ``ceil(2 Dl/LANES)``
+    lines: the M row's and then the U row's region line addresses).  Regions: 0 the M
+    tile, the U tile and the zero row, 1 gathered rows and temporaries, 2 values,
+    ``e`` and the step.
+    """
+    cfg = cfg or PUConfig()
+    fmt = cfg.fmt
+    m, u, d, epochs, T, slots = (_pos(v, nm) for v, nm in ((m, "m"), (u, "u"), (d, "d"),
+                                                          (epochs, "epochs"), (tile, "tile"),
+                                                          (slots, "slots")))
+    alpha = V.real(alpha, "alpha", positive=True)
+    lam = V.real(lam, "lam", nonneg=True)
+    L = cfg.lanes
+    Dl = _cdiv(d, L)
+    Ll = _cdiv(2 * Dl, L)
+    ntm, ntu = _cdiv(m, T), _cdiv(u, T)
+    alpha_q = V.nonzero_word(fmt.to_fixed(alpha, name="alpha"), "alpha", fmt, alpha)
+    lam_q = int(fmt.to_fixed(lam, name="lam"))
+    _check_cfg(cfg, {"nregions": 3, "depth": max(2 * T * Dl + Dl, 5 * Dl, slots + 2),
+                     "max_dim": Dl, "max_iter": max(2, Ll), "amem_depth": Ll * L}, "lrmf_job")
+    al = _Alloc(cfg, base)
+    M_addr = al.area("M", ntm * T * Dl)
+    U_addr = al.area("U", ntu * T * Dl)
+    Z_addr = al.area("zero", Dl)
+    V_addr = al.area("vals", ntm * ntu * slots)
+    T_addr = al.area("addr", ntm * ntu * slots * Ll)
+
+    RMU, RT, RS = 0, 1, 2
+    TD = T * Dl
+    E, S = slots, slots + 1
+    p = Program(cfg, "lrmf")
+    p.li(2, epochs).li(4, ntm).li(6, ntu).li(8, slots)
+    p.label("epoch")
+    p.li(3, 0).li(9, M_addr).li(11, V_addr).li(12, T_addr)
+    p.label("tm")
+    p.load(acc(TD), 0, regions=[RMU], rb=9, addr_rb=True)             # Load(MAddr, M_tm)
+    p.load(acc(Dl, 2 * TD), Z_addr, regions=[RMU])                    # the zero row
+    p.li(5, 0).li(10, U_addr)
+    p.label("tu")
+    p.load(acc(TD, TD), 0, regions=[RMU], rb=10, addr_rb=True)        # Load(UAddr, U_tu)
+    p.load(acc(slots), 0, regions=[RS], rb=11, addr_rb=True)          # Load(XAddr, X_tm,tu)
+    p.li(7, 0)
+    p.label("entry")
+    p.load_amem(RMU, "L2REG.x", 0, 0, lines=Ll, rb=12, addr_rb=True)  # this entry's rows
+    p.load_amem(RMU, "L2REG.y", 0, 0, lines=Ll, rb=12, addr_rb=True)
+    p.l2reg(ch(RMU, Dl, keep=True, amem=True), ch(RT, Dl, keep=True), ch(RT, Dl, keep=True),
+            dim=Dl, c=0, iterations=2)                                # gather M_r, U_c
+    p.dotsig(ch(RT, Dl), ch(RT, Dl, Dl), ch(RS, 1, E), dim=Dl)        # e = <M_r, U_c>
+    p.scalar(ch(RS, 1, E), ch(RS, 1, 0, ra=True), ch(RS, 1, S), alpha=alpha_q, ra=7)
+    p.multsub(ch(RT, Dl), ch(RT, Dl, Dl), ch(RS, 1, S), ch(RT, Dl, 2 * Dl), dim=Dl)
+    p.l2reg(ch(RT, Dl, 2 * Dl), ch(RT, Dl), ch(RT, Dl, 3 * Dl), dim=Dl, c=lam_q)      # M_r'
+    p.multsub(ch(RT, Dl, Dl), ch(RT, Dl, 3 * Dl), ch(RS, 1, S), ch(RT, Dl, 2 * Dl), dim=Dl)
+    p.l2reg(ch(RT, Dl, 2 * Dl), ch(RT, Dl, Dl), ch(RT, Dl, 4 * Dl), dim=Dl, c=lam_q)  # U_c'
+    p.l2reg(ch(RT, Dl, 3 * Dl, keep=True), ch(RT, Dl, 3 * Dl, keep=True),
+            ch(RMU, Dl, keep=True, amem=True), dim=Dl, c=0, iterations=2)           # scatter
+    p.addi(12, 12, Ll).addi(7, 7, 1).blt(7, 8, "entry")
+    p.store(ch(RMU, TD, TD), 0, rb=10, addr_rb=True)                  # Store(U_tu, UAddr)
+    p.addi(10, 10, TD).addi(11, 11, slots).addi(5, 5, 1).blt(5, 6, "tu")
+    p.store(ch(RMU, TD), 0, rb=9, addr_rb=True)                       # Store(M_tm, MAddr)
+    p.addi(9, 9, TD).addi(3, 3, 1)
+    p.yield_()
+    p.blt(3, 4, "tm")
+    p.addi(1, 1, 1).blt(1, 2, "epoch")
+    p.end()
+    asm = p.assemble()
+    job = Job("lrmf", cfg, asm, base, al.prog, al.ctx, al.areas, al.end, ntm, epochs, ("M", "U"),
+              {"m": m, "u": u, "d": d, "tile": T, "slots": slots, "alpha": alpha, "lam": lam,
+               "alpha_q": alpha_q, "lam_q": lam_q})
+
+    def load(mem: Memory, rows, cols, vals, M0, U0=None, entry_order=None):
+        """Quantise like golden.lrmf and lay out M, U, values and row addresses."""
+        vals = V.finite_array(vals, "vals", 1)
+        nnz = len(vals)
+        rows = V.int_array(rows, "rows", (nnz,))
+        cols = V.int_array(cols, "cols", (nnz,))
+        _require(np.all((rows >= 0) & (rows < m)) and np.all((cols >= 0) & (cols < u)),
+                 "rows/cols out of range")
+        M0 = V.finite_array(M0, "M0", 2, (m, d))
+        U0 = np.zeros((u, d)) if U0 is None else V.finite_array(U0, "U0", 2, (u, d))
+        eo = np.arange(nnz) if entry_order is None else V.permutations(entry_order, "entry_order", (nnz,))
+        need = lrmf_slots(rows, cols, m=m, u=u, tile=T)
+        _require(need <= slots, f"a tile has {need} entries but the job has slots = {slots}")
+        Mq, Uq, vq = fmt.to_fixed(M0, name="M0"), fmt.to_fixed(U0, name="U0"), fmt.to_fixed(vals, name="vals")
+        job.place_program(mem)
+        Mp = np.zeros((ntm * T, Dl * L), dtype=np.int64)
+        Mp[:m, :d] = Mq
+        Up = np.zeros((ntu * T, Dl * L), dtype=np.int64)
+        Up[:u, :d] = Uq
+        mem.write_lines(M_addr, Mp.reshape(-1, L))
+        mem.write_lines(U_addr, Up.reshape(-1, L))
+        mem.write_lines(Z_addr, np.zeros((Dl, L), dtype=np.int64))
+        seq = lrmf_mod.schedule(rows, cols, m, u, T, eo)
+        fill = np.zeros(ntm * ntu, dtype=np.int64)
+        zrow = 2 * TD + np.arange(Dl)
+        tabs = np.tile(np.concatenate([zrow, zrow, np.zeros(Ll * L - 2 * Dl, dtype=np.int64)]),
+                       (ntm * ntu * slots, 1))
+        vv = np.zeros(ntm * ntu * slots, dtype=np.int64)
+        for k in seq:
+            r, c = int(rows[k]), int(cols[k])
+            t = (r // T) * ntu + c // T
+            s = t * slots + fill[t]
+            fill[t] += 1
+            tabs[s, :Dl] = (r % T) * Dl + np.arange(Dl)
+            tabs[s, Dl:2 * Dl] = TD + (c % T) * Dl + np.arange(Dl)
+            vv[s] = vq[k]
+        mem.write_lines(T_addr, tabs.reshape(-1, L))
+        mem.write_scalars(V_addr, vv)
+        job.data = (rows, cols, vals)
+
+    def model(mem):
+        Mw = mem.read_lines(M_addr, ntm * TD).reshape(ntm * T, Dl * L)[:m, :d]
+        Uw = mem.read_lines(U_addr, ntu * TD).reshape(ntu * T, Dl * L)[:u, :d]
+        return Mw, Uw
+
+    job.load = load
+    job.model = model
+    job.objective = lambda MU: lrmf_mod.objective(job.data[0], job.data[1], job.data[2],
+                                                  fmt.to_float(MU[0]), fmt.to_float(MU[1]), lam)
+    return job
+
+
+# =====================================================================================
+# Running
+# =====================================================================================
+def run_to_end(job: Job, machine: Machine, max_starts: int = 100000, **kw):
+    """START until the thread finishes (resuming after suspensions); returns the list of
+    RunResults.  Raises RuntimeError on an error stop."""
+    out = []
+    for _ in range(max_starts):
+        r = job.start(machine, **kw)
+        out.append(r)
+        if r.error:
+            raise RuntimeError(f"{job.name}: error {I.ERROR_NAMES.get(r.err_code)} at PC {r.err_pc}")
+        if r.finished:
+            return out
+    raise RuntimeError(f"{job.name}: not finished after {max_starts} starts")
+
+
+def run_epochs(job: Job, machine: Machine, mem: Memory | None = None):
+    """Run the thread to the end, suspending at the last YIELD of every epoch.
+
+    Returns the model (``job.model(mem)``) after each epoch -- ``len == job.epochs`` --
+    read while the thread is suspended (so every epoch boundary is also a context
+    switch).  ``job.objective(model)`` gives the float64 loss for a loss-per-epoch plot.
+    """
+    mem = mem or machine.mem
+    models = []
+    for e in range(job.epochs):
+        r = job.start(machine, switch_at_yield=job.yields_per_epoch)
+        if not r.suspended:
+            raise RuntimeError(f"{job.name}: epoch {e}: expected a suspension, got {r.status}"
+                               f" ({I.ERROR_NAMES.get(r.err_code, '')} at PC {r.err_pc})")
+        models.append(job.model(mem))
+    r = job.start(machine)
+    if not r.finished:
+        raise RuntimeError(f"{job.name}: did not finish after the last epoch: {r.status}")
+    return models
