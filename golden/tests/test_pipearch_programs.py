@@ -1,0 +1,226 @@
+"""PipeArch program library on the ISS against the independent bit-true golden models
+(golden.sgd / golden.scd / golden.lrmf, Q32.16): final models bit for bit, and the
+model after every epoch (loss-per-epoch trajectory)."""
+import numpy as np
+import pytest
+
+from golden import lrmf as lrmf_mod
+from golden import scd as scd_mod
+from golden import sgd as sgd_mod
+from golden.fixedpoint import QFormat
+from golden.pipearch_asm import PUConfig
+from golden.pipearch_iss import Machine, Memory
+from golden.pipearch_programs import lrmf_job, lrmf_slots, run_epochs, run_to_end, scd_job, sgd_job
+
+FMT = QFormat(32, 16)
+SEED = 7331
+
+
+def cfg_for(lanes):
+    return PUConfig(lanes=lanes, nregions=6, depth=512, amem_depth=128)
+
+
+def machine(job, lanes, *data, **kw):
+    mem = Memory(job.end, lanes)
+    job.load(mem, *data, **kw)
+    return Machine(job.cfg, mem), mem
+
+
+# ---------------------------------------------------------------------------------
+# SGD
+# ---------------------------------------------------------------------------------
+def sgd_data(loss, m=24, n=7, epochs=3, seed=SEED):
+    rng = np.random.default_rng(seed)
+    A = rng.uniform(-1, 1, (m, n))
+    z = A @ rng.normal(size=n)
+    b = z + 0.1 * rng.normal(size=m) if loss == "ridge" else (z > 0).astype(float)
+    order = np.array([rng.permutation(m) for _ in range(epochs)])
+    return A, b, order
+
+
+@pytest.mark.parametrize("lanes", [1, 4, 16])
+@pytest.mark.parametrize("loss", ["ridge", "logistic"])
+@pytest.mark.parametrize("batch,partition", [(1, 24), (3, 6)])
+def test_sgd_bit_exact(lanes, loss, batch, partition):
+    A, b, order = sgd_data(loss)
+    x0 = np.random.default_rng(SEED + 1).uniform(-0.5, 0.5, 7)
+    job = sgd_job(m=24, n=7, loss=loss, alpha=0.25, lam2=0.02, epochs=3, batch=batch,
+                  partition=partition, cfg=cfg_for(lanes))
+    m, mem = machine(job, lanes, A, b, order, x0=x0)
+    r = job.start(m)
+    assert r.finished and r.yields == 3 * 24 // partition
+    gold = sgd_mod.sgd(A, b, loss=loss, alpha=0.25, lam2=0.02, epochs=3, order=order,
+                       batch=batch, x0=x0, fmt=FMT)
+    got = job.model(mem)
+    assert np.array_equal(got, gold.x), (got - gold.x)
+    assert not np.array_equal(got, FMT.to_fixed(x0))
+
+
+def test_sgd_same_order_every_epoch_single_copy():
+    A, b, order = sgd_data("ridge")
+    order[:] = order[0]
+    job = sgd_job(m=24, n=7, loss="ridge", alpha=0.25, lam2=0.0, epochs=3, batch=2,
+                  partition=8, reshuffle=False, cfg=cfg_for(4))
+    assert job.areas["a"][1] == 24 * 2
+    m, mem = machine(job, 4, A, b, order)
+    assert job.start(m).finished
+    gold = sgd_mod.sgd(A, b, loss="ridge", alpha=0.25, lam2=0.0, epochs=3, order=order, batch=2, fmt=FMT)
+    assert np.array_equal(job.model(mem), gold.x)
+    with pytest.raises(ValueError, match="same order"):
+        job.load(Memory(job.end, 4), A, b, sgd_data("ridge")[2])
+
+
+def test_sgd_loss_per_epoch_trajectory():
+    A, b, order = sgd_data("logistic", epochs=4)
+    job = sgd_job(m=24, n=7, loss="logistic", alpha=0.5, lam2=0.01, epochs=4, batch=2,
+                  partition=12, cfg=cfg_for(4))
+    m, mem = machine(job, 4, A, b, order)
+    models = run_epochs(job, m)
+    gold = sgd_mod.sgd(A, b, loss="logistic", alpha=0.5, lam2=0.01, epochs=4, order=order, batch=2, fmt=FMT)
+    ref = sgd_mod.sgd(A, b, loss="logistic", alpha=0.5, lam2=0.01, epochs=4, order=order, batch=2)
+    for e in range(4):
+        ge = sgd_mod.sgd(A, b, loss="logistic", alpha=0.5, lam2=0.01, epochs=e + 1,
+                         order=order[:e + 1], batch=2, fmt=FMT)
+        assert np.array_equal(models[e], ge.x), e
+    losses = [job.objective(x) for x in models]
+    assert losses == gold.loss
+    assert np.allclose(losses, ref.loss, atol=5e-3)      # float64 reference trajectory
+    assert losses[-1] < losses[0]
+    assert np.array_equal(job.model(mem), gold.x)
+
+
+# ---------------------------------------------------------------------------------
+# SCD
+# ---------------------------------------------------------------------------------
+def scd_data(loss, m=24, n=6, P=8, epochs=3, seed=SEED):
+    rng = np.random.default_rng(seed)
+    A = rng.uniform(-1, 1, (m, n))
+    w = rng.normal(size=n) * (rng.random(n) < 0.6)
+    z = A @ w
+    b = z + 0.05 * rng.normal(size=m) if loss == "lasso" else (z > 0).astype(float)
+    co = np.array([[rng.permutation(n) for _ in range(m // P)] for _ in range(epochs)])
+    return A, b, co
+
+
+@pytest.mark.parametrize("lanes", [2, 4, 16])
+@pytest.mark.parametrize("loss", ["lasso", "logistic"])
+def test_scd_bit_exact(lanes, loss):
+    A, b, co = scd_data(loss)
+    x0 = np.random.default_rng(SEED + 2).uniform(-0.3, 0.3, 6)
+    job = scd_job(m=24, n=6, loss=loss, alpha=0.3, lam1=0.02, epochs=3, partition=8, cfg=cfg_for(lanes))
+    m, mem = machine(job, lanes, A, b, co, x0=x0)
+    r = job.start(m)
+    assert r.finished and r.yields == 9
+    gold = scd_mod.scd(A, b, loss=loss, alpha=0.3, lam1=0.02, epochs=3, partition=8,
+                       coord_order=co, x0=x0, fmt=FMT)
+    assert np.array_equal(job.model(mem), gold.x), job.model(mem) - gold.x
+    assert np.array_equal(job.z(mem), gold.z)
+
+
+def test_scd_needs_two_lanes():
+    with pytest.raises(ValueError, match="LANES >= 2"):
+        scd_job(m=8, n=3, loss="lasso", alpha=0.3, lam1=0.0, epochs=1, partition=8, cfg=cfg_for(1))
+
+
+def test_scd_loss_per_epoch_trajectory():
+    A, b, co = scd_data("lasso", m=16, P=16, epochs=4)
+    job = scd_job(m=16, n=6, loss="lasso", alpha=0.15, lam1=0.01, epochs=4, partition=16, cfg=cfg_for(4))
+    m, mem = machine(job, 4, A, b, co)
+    models = run_epochs(job, m)
+    gold = scd_mod.scd(A, b, loss="lasso", alpha=0.15, lam1=0.01, epochs=4, partition=16,
+                       coord_order=co, fmt=FMT)
+    ref = scd_mod.scd(A, b, loss="lasso", alpha=0.15, lam1=0.01, epochs=4, partition=16, coord_order=co)
+    for e in range(4):
+        ge = scd_mod.scd(A, b, loss="lasso", alpha=0.15, lam1=0.01, epochs=e + 1, partition=16,
+                         coord_order=co[:e + 1], fmt=FMT)
+        assert np.array_equal(models[e], ge.x), e
+    losses = [job.objective(x) for x in models]
+    assert losses == gold.loss
+    assert np.allclose(losses, ref.loss, atol=1e-3) and losses[-1] < losses[0]
+
+
+# ---------------------------------------------------------------------------------
+# LRMF
+# ---------------------------------------------------------------------------------
+def lrmf_data(m=9, u=11, d=3, density=0.35, seed=SEED):
+    rng = np.random.default_rng(seed)
+    Mt, Ut = rng.uniform(-1, 1, (m, d)), rng.uniform(-1, 1, (u, d))
+    rows, cols = np.nonzero(rng.random((m, u)) < density)
+    vals = np.einsum("kd,kd->k", Mt[rows], Ut[cols])
+    M0 = rng.uniform(-0.5, 0.5, (m, d))
+    U0 = rng.uniform(-0.3, 0.3, (u, d))
+    eo = rng.permutation(len(rows))
+    return rows, cols, vals, M0, U0, eo
+
+
+@pytest.mark.parametrize("lanes", [1, 4, 16])
+def test_lrmf_bit_exact(lanes):
+    rows, cols, vals, M0, U0, eo = lrmf_data()
+    slots = lrmf_slots(rows, cols, m=9, u=11, tile=4)
+    job = lrmf_job(m=9, u=11, d=3, alpha=0.1, lam=0.01, epochs=2, tile=4, slots=slots, cfg=cfg_for(lanes))
+    m, mem = machine(job, lanes, rows, cols, vals, M0, U0=U0, entry_order=eo)
+    r = job.start(m)
+    assert r.finished and r.yields == 2 * 3
+    gold = lrmf_mod.lrmf(rows, cols, vals, m=9, u=11, d=3, alpha=0.1, lam=0.01, epochs=2, tile=4,
+                         M0=M0, U0=U0, entry_order=eo, fmt=FMT)
+    Mw, Uw = job.model(mem)
+    assert np.array_equal(Mw, gold.M) and np.array_equal(Uw, gold.U)
+
+
+def test_lrmf_loss_per_epoch_trajectory_and_preemption():
+    rows, cols, vals, M0, _, eo = lrmf_data(m=8, u=8, d=2, density=0.4, seed=SEED + 3)
+    slots = lrmf_slots(rows, cols, m=8, u=8, tile=4)
+    job = lrmf_job(m=8, u=8, d=2, alpha=0.2, lam=0.005, epochs=3, tile=4, slots=slots, cfg=cfg_for(4))
+    m, mem = machine(job, 4, rows, cols, vals, M0, entry_order=eo)
+    models = run_epochs(job, m)
+    kw = dict(m=8, u=8, d=2, alpha=0.2, lam=0.005, tile=4, M0=M0, entry_order=eo)
+    gold = lrmf_mod.lrmf(rows, cols, vals, epochs=3, fmt=FMT, **kw)
+    ref = lrmf_mod.lrmf(rows, cols, vals, epochs=3, **kw)
+    for e in range(3):
+        ge = lrmf_mod.lrmf(rows, cols, vals, epochs=e + 1, fmt=FMT, **kw)
+        assert np.array_equal(models[e][0], ge.M) and np.array_equal(models[e][1], ge.U), e
+    objs = [job.objective(mu) for mu in models]
+    assert [o[0] for o in objs] == gold.loss and [o[1] for o in objs] == gold.rmse
+    assert np.allclose([o[1] for o in objs], ref.rmse, atol=1e-3)
+    assert objs[-1][1] < objs[0][1]
+
+
+# ---------------------------------------------------------------------------------
+# requirements and layout
+# ---------------------------------------------------------------------------------
+def test_job_requirements_are_checked():
+    small = PUConfig(lanes=1, depth=16, amem_depth=4)
+    with pytest.raises(ValueError, match="DEPTH >= 24"):
+        sgd_job(m=8, n=3, loss="ridge", alpha=0.1, lam2=0.0, epochs=1, cfg=small)
+    with pytest.raises(ValueError, match="AMEM_DEPTH"):
+        scd_job(m=4, n=9, loss="lasso", alpha=0.1, lam1=0.0, epochs=1, partition=4,
+                cfg=PUConfig(lanes=2, depth=64, amem_depth=8))
+    with pytest.raises(ValueError, match="does not divide"):
+        sgd_job(m=10, n=3, loss="ridge", alpha=0.1, lam2=0.0, epochs=1, batch=3, partition=5, cfg=cfg_for(4))
+    rows, cols, vals, M0, _, _ = lrmf_data()
+    job = lrmf_job(m=9, u=11, d=3, alpha=0.1, lam=0.0, epochs=1, tile=4, slots=2, cfg=cfg_for(4))
+    with pytest.raises(ValueError, match="slots = 2"):
+        job.load(Memory(job.end, 4), rows, cols, vals, M0)
+
+
+def test_two_jobs_share_memory_and_a_machine():
+    """Layouts at different bases do not overlap, and run_to_end resumes suspensions."""
+    cfg = cfg_for(4)
+    A, b, order = sgd_data("ridge", epochs=2)
+    j1 = sgd_job(m=24, n=7, loss="ridge", alpha=0.25, lam2=0.02, epochs=2, partition=8, cfg=cfg)
+    rows, cols, vals, M0, U0, eo = lrmf_data()
+    slots = lrmf_slots(rows, cols, m=9, u=11, tile=4)
+    j2 = lrmf_job(m=9, u=11, d=3, alpha=0.1, lam=0.01, epochs=1, tile=4, slots=slots, cfg=cfg, base=j1.end)
+    mem = Memory(j2.end, 4)
+    j1.load(mem, A, b, order)
+    j2.load(mem, rows, cols, vals, M0, U0=U0, entry_order=eo)
+    mach = Machine(cfg, mem)
+    r1 = j1.start(mach, switch_at_yield=2)
+    assert r1.suspended
+    assert len(run_to_end(j2, mach, switch_at_yield=1)) == 4      # 3 row tiles -> 3 suspensions
+    run_to_end(j1, mach)
+    g1 = sgd_mod.sgd(A, b, loss="ridge", alpha=0.25, lam2=0.02, epochs=2, order=order, fmt=FMT)
+    g2 = lrmf_mod.lrmf(rows, cols, vals, m=9, u=11, d=3, alpha=0.1, lam=0.01, epochs=1, tile=4,
+                       M0=M0, U0=U0, entry_order=eo, fmt=FMT)
+    assert np.array_equal(j1.model(mem), g1.x)
+    assert np.array_equal(j2.model(mem)[0], g2.M) and np.array_equal(j2.model(mem)[1], g2.U)
