@@ -1,12 +1,10 @@
 """PipeArch-PU assembler: encodings against hand-built bit fields, text/disassembly round
 trips, and every error path."""
-import numpy as np
 import pytest
 
 from golden import pipearch_isa as I
 from golden.pipearch_asm import (AsmError, Ch, Program, PUConfig, acc, assemble_text, build_image,
                                  check, ch, decode, disassemble, image_words, parse)
-from golden.pipearch_region import encode_access
 
 CFG = PUConfig(lanes=4, nregions=6, depth=256, amem_depth=64, max_iter=100, max_dim=32)
 
