@@ -168,10 +168,9 @@ Clarifications (register machine, ``pipearch_rm``)
 =================================================
 
 * Several errors in one instruction: the lowest error code wins.
-* Reserved fields: w0 ra/rb/rd that an opcode does not use must be 0 (NOP, JMP, BLOCK,
-  YIELD, RESUME: all three; ADDI: rb; branches: rd; subroutines: rd) -> ``E_RESERVED``.
-  BLOCK: w1[31:7] = 0.  Subroutines: a channel ``k >= len(CHANNELS[op])`` must have its
-  region nibble, its two add flags and its access word 0; LOAD's ``w1[15:0]`` is the
+* Reserved fields: the w0 register fields ra/rb/rd are never checked (an opcode that
+  does not use one ignores it).  BLOCK: w1[31:7] = 0 (``E_RESERVED``).  Subroutines: a
+  channel ``k >= len(CHANNELS[op])`` must have its region nibble, its two add flags and its access word 0; LOAD's ``w1[15:0]`` is the
   region mask (nonzero, no bit >= NREGIONS, else ``E_FIELD``), its add flags for
   channels 1..3 must be 0; amem mode: add flags of channel 0 and ``w7[31:21]`` must be 0
   (``E_RESERVED``), exactly one mask bit and ``w7[20:16] < 18`` (``E_FIELD``).  ``w7`` must
@@ -184,7 +183,8 @@ Clarifications (register machine, ``pipearch_rm``)
 * A YIELD inside the StoreContext or LoadContext group is a NOP (the request stays
   pending).  Reaching 0xFF inside the LoadContext group (no RESUME) ends the program as
   finished.  A context write failing (``E_AXI``) reports the PC of the YIELD (0xFF at
-  finish); a failing program/context read reports PC 0.
+  finish); a failing program/context read reports PC 0.  The context is written only
+  once every subroutine is idle (the end of a StoreContext group also waits).
 * START (accepted when not busy) clears DONE, ERROR, SUSPENDED, FINISHED, the ERROR
   register and CYCLES; CYCLES counts the cycles the machine is busy.  CLEAR clears the
   DONE and ERROR flags only.  SWITCH stays pending until a YIELD takes it.  CONFIG[11:8]

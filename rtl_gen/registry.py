@@ -13,6 +13,7 @@ CORE_MODULES = [
     "rtl_gen.pipearch.l2reg",
     "rtl_gen.pipearch.pipearch_region",
     "rtl_gen.pipearch.pipearch_ldst",
+    "rtl_gen.pipearch.pipearch_rm",
     "rtl_gen.maple.maple_smart_memory",
     "rtl_gen.maple.maple_pe_chain",
     "rtl_gen.fpdeep.fpdeep_line_buffer",
