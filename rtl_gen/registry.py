@@ -22,6 +22,7 @@ CORE_MODULES = [
     "rtl_gen.fpdeep.fpdeep_fp",
     "rtl_gen.fpdeep.fpdeep_eb",
     "rtl_gen.fpdeep.fpdeep_pg",
+    "rtl_gen.fpdeep.fpdeep_node",
     "rtl_gen.cosmic.cosmic_pe",
     "rtl_gen.cosmic.cosmic_memory_schedule_unit",
 ]

@@ -1,0 +1,309 @@
+"""Shared cocotb testbench for ``fpdeep_node``: one node (the core itself) or a 1-D chain of
+N nodes (the wrapper of verif/fpdeep_node_chain, per-node ports prefixed ``n<i>_``).
+
+Stimulus of a whole mini-batch is queued at once (a node takes exactly H*W pixels per FWD
+op and Ho*Wo error beats per BWD op); the testbench only issues the starts, in one of three
+schedules: ``seq`` (FWD b, BWD b, ...), ``overlap`` (BWD b together with FWD b+1) and
+``fwd_first`` (every FWD, then every BWD).  Expectations come from
+``golden.conv.icp_chain_minibatch`` (and ``fp_node`` for a single node in the middle of a
+chain); every output stream is scoreboarded bit-exactly.
+"""
+from __future__ import annotations
+
+import cocotb
+import numpy as np
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+
+from golden import conv
+from golden.fixedpoint import QFormat
+from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
+from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
+from scoreboards.gates import Gate
+from verif.harness import CLOCK_NS, dut_params
+from verif.tb_common import rand_words
+from verif.tb_common import sim_seed as seed_of
+
+
+class NodeTB:
+    def __init__(self, dut, n_nodes: int = 1, src_p: float = 1.0, sink_p: float = 1.0,
+                 stall_p: float = 0.0):
+        self.dut = dut
+        self.p = p = dut_params()
+        self.N = n_nodes
+        self.single = n_nodes == 1 and hasattr(dut, "cfg_first")
+        self.K, self.W, self.F = p["K"], p["W"], p["F"]
+        self.S_IC, self.S_OC, self.PS = p["S_IC"], p["S_OC"], p["PSUM_W"]
+        self.C = self.N * self.S_IC
+        self.fmt = QFormat(self.W, self.F)
+        self.seed = seed_of()
+        self.rng = np.random.default_rng(self.seed)
+        dut._log.info("seed=%d nodes=%d params=%s", self.seed, self.N, p)
+        self.clk = dut.clk
+        cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
+        self.src_p, self.sink_p, self.stall_p = src_p, sink_p, stall_p
+        self._sources(0)
+        self.sb = FixedScoreboard(dut)
+        self.mons, self.sinks = [], []
+        K2, W, F = self.K * self.K, self.W, self.F
+
+        def stream(name, fields, k):
+            self.sinks.append(AxisSink(dut, name, dut.clk, Gate(self.seed * 13 + 101 + k, sink_p)))
+            m = AxisMonitor(dut, name, dut.clk, reset=dut.rst)
+            self.mons.append(m)
+            return self.sb.add_stream(m, StreamSpec(name, fields))
+
+        self.exp_act = stream("m_axis_act", [("act", self.S_OC, W, F)], 0)
+        self.exp_ein = [stream(self.pre(i) + "m_axis_ein", [("e", self.S_IC, W, F)], 10 + i) for i in range(self.N)]
+        self.exp_pw = [stream(self.pre(i) + "m_axis_pw", [("w", K2, W, F)], 20 + i) for i in range(self.N)]
+        self.exp_pb = [stream(self.pre(i) + "m_axis_pb", [("b", self.S_OC, W, F)], 30 + i) for i in range(self.N)]
+        if self.single:
+            self.exp_ps = stream("m_axis_psum_out", [("psum", self.S_OC, self.PS, 2 * F)], 40)
+            self.exp_be = stream("m_axis_berr", [("e", self.S_OC, W, F)], 41)
+        for s in ("fwd_start", "bwd_start"):
+            getattr(dut, s).value = 0
+        self.w = np.zeros((self.S_OC, self.C, self.K, self.K), dtype=np.int64)   # reset value
+        self.b = np.zeros(self.S_OC, dtype=np.int64)
+        self.fdone = [0] * self.N
+        self.bdone = [0] * self.N
+        self.cycle = 0
+        self.busy_log = None            # list of per-cycle stage_busy tuples while measuring
+        cocotb.start_soon(self._watch())
+        if stall_p > 0 and hasattr(dut, "stall"):
+            cocotb.start_soon(self._stalls())
+
+    def pre(self, i: int) -> str:
+        return "" if self.N == 1 else f"n{i}_"
+
+    def sig(self, i, name):
+        return getattr(self.dut, self.pre(i) + name)
+
+    def _sources(self, salt):
+        g = lambda k: Gate(self.seed * 7 + k + salt, self.src_p)  # noqa: E731
+        d, c = self.dut, self.dut.clk
+        self.spix = [AxisSource(d, self.pre(i) + "s_axis_pix", c, g(1 + 10 * i)) for i in range(self.N)]
+        self.sw = [AxisSource(d, self.pre(i) + "s_axis_w", c, g(2 + 10 * i)) for i in range(self.N)]
+        self.sbias = [AxisSource(d, self.pre(i) + "s_axis_b", c, g(3 + 10 * i)) for i in range(self.N)]
+        self.sberr = AxisSource(d, "s_axis_berr", c, g(4))
+        self.sps = AxisSource(d, "s_axis_psum_in", c, g(5)) if self.single else None
+
+    def all_sources(self):
+        return self.spix + self.sw + self.sbias + [self.sberr] + ([self.sps] if self.sps else [])
+
+    async def _watch(self):
+        while True:
+            await RisingEdge(self.clk)
+            await ReadOnly()
+            self.cycle += 1
+            for i in range(self.N):
+                v = self.sig(i, "fwd_done").value
+                if v.is_resolvable and int(v):
+                    self.fdone[i] += 1
+                v = self.sig(i, "bwd_done").value
+                if v.is_resolvable and int(v):
+                    self.bdone[i] += 1
+            if self.busy_log is not None:
+                self.busy_log.append(tuple(int(self.sig(i, "stage_busy").value) for i in range(self.N)))
+
+    async def _stalls(self):
+        """Random stalls on every internal chain link (the wrapper's gated register slices)."""
+        n = len(self.dut.stall)
+        gates = [Gate(self.seed * 17 + 500 + k, 1.0 - self.stall_p) for k in range(n)]
+        while True:
+            self.dut.stall.value = sum((0 if g.next() else 1) << k for k, g in enumerate(gates))
+            await RisingEdge(self.clk)
+
+    async def reset(self, cycles=3):
+        self.dut.rst.value = 1
+        await ClockCycles(self.clk, cycles)
+        self.dut.rst.value = 0
+        await RisingEdge(self.clk)
+
+    async def abort_and_reset(self):
+        for s in self.all_sources():
+            s.kill()
+            s.tvalid.value = 0
+        await self.reset()
+        self._sources(1000)
+        for q in [self.exp_act] + self.exp_ein + self.exp_pw + self.exp_pb + (
+                [self.exp_ps, self.exp_be] if self.single else []):
+            q.clear()
+        self.fdone = [0] * self.N
+        self.bdone = [0] * self.N
+        self.w[...] = 0
+        self.b[...] = 0
+
+    # ---- stimulus ------------------------------------------------------------------
+    def rand(self, shape, extreme=0.1, scale=None):
+        return rand_words(self.rng, shape, self.fmt, extreme, scale)
+
+    def out_shape(self, h, w, pad):
+        return (h + 2 * pad - self.K + 1, w + 2 * pad - self.K + 1)
+
+    def valid_pads(self, h, w):
+        return [q for q in range(self.K) if min(self.out_shape(h, w, q)) >= 1]
+
+    def rand_shape(self, maxh=6, maxw=6):
+        maxh, maxw = min(self.p["MAX_HEIGHT"], maxh), min(self.p["MAX_WIDTH"], maxw)
+        while True:
+            h, w = int(self.rng.integers(1, maxh + 1)), int(self.rng.integers(1, maxw + 1))
+            pads = self.valid_pads(h, w)
+            if pads:
+                return h, w, int(self.rng.choice(pads))
+
+    def rand_lr(self):
+        return int(self.rng.integers(1, max(2, self.fmt.one // 4) + 1))
+
+    def rand_params(self):
+        return self.rand((self.S_OC, self.C, self.K, self.K), scale=1.0), self.rand(self.S_OC, scale=1.0)
+
+    async def load(self, w, b):
+        """Each node's filters (its input channels, beat j = (o, c) = divmod(j, S_IC)) and the
+        biases; wait until every node accepted them."""
+        w = np.asarray(w, dtype=np.int64)
+        marks = [(self.sw[i].sent, self.sbias[i].sent) for i in range(self.N)]
+        for i in range(self.N):
+            for o in range(self.S_OC):
+                for c in range(self.S_IC):
+                    self.sw[i].append((pack_lanes(w[o, i * self.S_IC + c].reshape(-1), self.W), 0))
+            self.sbias[i].append((pack_lanes(b, self.W), 1))
+        ns = self.S_OC * self.S_IC
+        for i in range(self.N):
+            while self.sw[i].sent < marks[i][0] + ns or self.sbias[i].sent < marks[i][1] + 1:
+                await RisingEdge(self.clk)
+        self.w, self.b = w.copy(), np.asarray(b, dtype=np.int64).copy()
+
+    def rand_batch(self, B, h, w, pad, xscale=2.0, escale=0.5):
+        ho, wo = self.out_shape(h, w, pad)
+        xs = [self.rand((self.C, h, w), scale=xscale) for _ in range(B)]
+        es = [self.rand((self.S_OC, ho, wo), scale=escale) for _ in range(B)]
+        return xs, es
+
+    def queue_batch(self, xs, es, pad, lr_q, relu=True, first=True, last=True, bend=True,
+                    psums=None, corrupt=None):
+        """Queue the beats of one mini-batch and its expectations; update the software model
+        of the parameters.  Returns the golden result dict."""
+        B = len(xs)
+        fmt, W, S = self.fmt, self.W, self.S_IC
+        _, h, w = np.asarray(xs[0]).shape
+        lr = lr_q * B / fmt.one
+        assert int(fmt.to_fixed(lr / B)) == lr_q
+        r = conv.icp_chain_minibatch(xs, es, self.w, self.b, lr, self.N, pad, relu, fmt)
+        if self.single and not (first and last):
+            r["y"] = [conv.fp_node(x, self.w, None if first else ps, last, self.b, relu, pad, fmt,
+                                   psum_bits=self.PS) for x, ps in zip(xs, psums)]
+        for bi, (x, e) in enumerate(zip(xs, es)):
+            x, e = np.asarray(x), np.asarray(e)
+            for i in range(self.N):
+                for rr in range(h):
+                    for cc in range(w):
+                        self.spix[i].append((pack_lanes(x[i * S:(i + 1) * S, rr, cc], W), int(cc == w - 1)))
+            y = r["y"][bi]
+            _, ho, wo = y.shape
+            for rr in range(ho):
+                for cc in range(wo):
+                    lst = int(cc == wo - 1)
+                    if self.single and not first:
+                        self.sps.append((pack_lanes(psums[bi][:, rr, cc], self.PS), lst))
+                    if last:
+                        self.exp_act.append((pack_lanes(y[:, rr, cc], W), lst))
+                    else:
+                        self.exp_ps.append((pack_lanes(y[:, rr, cc], self.PS), lst))
+                    self.sberr.append((pack_lanes(e[:, rr, cc], W), lst))
+                    if self.single and not bend:
+                        self.exp_be.append((pack_lanes(e[:, rr, cc], W), lst))
+            ein = r["e_in"][bi]
+            for i in range(self.N):
+                for rr in range(h):
+                    for cc in range(w):
+                        self.exp_ein[i].append((pack_lanes(ein[i * S:(i + 1) * S, rr, cc], W), int(cc == w - 1)))
+        ns = self.S_OC * S
+        for i in range(self.N):
+            for j in range(ns):
+                o, c = divmod(j, S)
+                self.exp_pw[i].append((pack_lanes(r["w_new"][o, i * S + c].reshape(-1), W), int(j == ns - 1)))
+            self.exp_pb[i].append((pack_lanes(r["b_new"], W), 1))
+        self.w = np.asarray(r["w_new"], dtype=np.int64)
+        self.b = np.asarray(r["b_new"], dtype=np.int64)
+        return r
+
+    # ---- control ---------------------------------------------------------------------
+    async def start(self, fwd=None, bwd=None, fields=None):
+        """Pulse fwd_start (sample ``fwd``) and/or bwd_start (sample ``bwd``) in one cycle."""
+        d = self.dut
+        for k, v in (fields or {}).items():
+            s = getattr(d, f"cfg_{k}")
+            s.value = int(v) & ((1 << len(s)) - 1)
+        if fwd is not None:
+            d.cfg_fsample.value = fwd
+            d.fwd_start.value = 1
+        if bwd is not None:
+            d.cfg_bsample.value = bwd
+            d.bwd_start.value = 1
+        await RisingEdge(self.clk)
+        d.fwd_start.value = 0
+        d.bwd_start.value = 0
+
+    async def wait_counts(self, f=None, b=None, timeout=20000):
+        for _ in range(timeout):
+            if (f is None or min(self.fdone) >= f) and (b is None or min(self.bdone) >= b):
+                return
+            await RisingEdge(self.clk)
+        self.dump()
+        raise AssertionError(f"timeout: fwd_done {self.fdone} (want {f}), bwd_done {self.bdone} (want {b})")
+
+    def dump(self):
+        """Log the node's control state (debug aid on a timeout)."""
+        for i in range(self.N):
+            h = self.dut if self.N == 1 else getattr(self.dut, f"node{i}")
+            vals = []
+            for n in ("fwd_busy_r", "bwd_busy_r", "upd_pend", "e_open", "eb_seen", "eb_busy", "fp_busy",
+                      "pg_busy", "rd_on", "ec", "er", "cnt", "pend", "bcnt", "bat_m1"):
+                try:
+                    vals.append(f"{n}={getattr(h, n).value}")
+                except AttributeError:
+                    pass
+            self.dut._log.info("node %d: %s", i, " ".join(vals))
+
+    def check_flags(self):
+        for i in range(self.N):
+            for f in ("cfg_err", "row_err", "psum_err"):
+                assert int(self.sig(i, f).value) == 0, f"node {i}: {f} set"
+
+    async def run_batch(self, B, h, w, pad, lr_q, relu=True, schedule="seq", pos=None, flags=True):
+        """Issue the starts of one queued mini-batch of B samples."""
+        fields = dict(width=w, height=h, pad=pad, relu=int(relu), batch=B, lr=lr_q)
+        if self.single:
+            first, last, bend = pos or (1, 1, 1)
+            fields.update(first=first, last=last, bend=bend)
+        f0, b0 = min(self.fdone), min(self.bdone)
+        if schedule == "fwd_first":
+            for s in range(B):
+                await self.start(fwd=s, fields=fields)
+                await self.wait_counts(f=f0 + s + 1)
+            for s in range(B):
+                await self.start(bwd=s, fields=fields)
+                await self.wait_counts(b=b0 + s + 1)
+        elif schedule == "overlap":
+            await self.start(fwd=0, fields=fields)
+            await self.wait_counts(f=f0 + 1)
+            for s in range(B):
+                nxt = s + 1 if s + 1 < B else None
+                await self.start(fwd=nxt, bwd=s, fields=fields)
+                await self.wait_counts(f=f0 + s + 1 + (nxt is not None), b=b0 + s + 1)
+        else:
+            for s in range(B):
+                await self.start(fwd=s, fields=fields)
+                await self.wait_counts(f=f0 + s + 1)
+                await self.start(bwd=s, fields=fields)
+                await self.wait_counts(b=b0 + s + 1)
+        if flags:
+            self.check_flags()
+
+    async def finish(self, settle=30):
+        await ClockCycles(self.clk, settle)
+        for m in self.mons:
+            assert m.protocol_errors == 0, f"{m}: {m.protocol_errors} AXI4-Stream hold violations"
+        for s in self.all_sources():
+            assert not s._sendQ, f"{s.prefix}: input left unconsumed"
+        self.sb.check()

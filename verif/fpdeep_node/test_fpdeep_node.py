@@ -1,0 +1,226 @@
+"""fpdeep_node: one FPDeep training node (FP + EB + PG, activation RAM, parameter store,
+chain ports) against golden.conv (icp_chain_minibatch with one node; fp_node for the
+node in the middle or at the end of a chain, fed with exact partial sums).
+
+cocotb tests (run inside the simulator) and, at the bottom, the pytest launchers.
+The chained system test is verif/fpdeep_node_chain.
+"""
+from __future__ import annotations
+
+import cocotb
+import numpy as np
+import pytest
+from cocotb.triggers import ClockCycles
+
+from golden import conv
+from rtl_gen.common.params import ParamError
+from rtl_gen.registry import get
+from verif.fpdeep_node.node_tb import NodeTB
+from verif.harness import matrix, run_core
+
+CORE = "fpdeep_node"
+
+
+def rand_psums(tb, B, h, w, pad):
+    """Exact partial sums of 'earlier nodes': the ICP partial of S_IC random channels."""
+    out = []
+    for _ in range(B):
+        xo = tb.rand((tb.S_IC, h, w), scale=2.0)
+        wo = tb.rand((tb.S_OC, tb.S_IC, tb.K, tb.K), scale=1.0)
+        out.append(conv.icp_partials(xo, wo, 1, pad=pad, fmt=tb.fmt)[0])
+    return out
+
+
+@cocotb.test()
+async def random_minibatches(dut):
+    """Random map sizes, pads, batch sizes, learning rates, chain positions (first/middle/
+    last, error chain end or not), ReLU on/off and start schedules (sequential, FWD b+1
+    overlapping BWD b, all FWD first); bubbles on every source, backpressure on every sink
+    (psum, error-chain and readback ports included); the parameters carry over between
+    mini-batches (reloaded every other one)."""
+    tb = NodeTB(dut, src_p=0.7, sink_p=0.6)
+    await tb.reset()
+    scheds = ["seq", "overlap", "fwd_first"]
+    positions = [(1, 1, 1), (0, 0, 0), (1, 0, 0), (0, 1, 1), (0, 1, 0), (1, 1, 0)]
+    for k in range(6):
+        h, w, pad = tb.rand_shape()
+        B = int(tb.rng.integers(1, tb.p["MAX_BATCH"] + 1))
+        if k % 2 == 0:
+            await tb.load(*tb.rand_params())
+        pos = positions[k % len(positions)]
+        relu = bool(tb.rng.integers(0, 2))
+        xs, es = tb.rand_batch(B, h, w, pad)
+        psums = rand_psums(tb, B, h, w, pad)
+        lr = tb.rand_lr()
+        tb.queue_batch(xs, es, pad, lr, relu, *pos, psums=psums)
+        await tb.run_batch(B, h, w, pad, lr, relu, scheds[k % 3], pos)
+    await tb.finish()
+
+
+@cocotb.test()
+async def padding_edges(dut):
+    """Every pad 0..K-1 with the smallest maps (1x1 output) and the maximum map, batch up
+    to MAX_BATCH (every activation RAM region)."""
+    tb = NodeTB(dut, src_p=0.8, sink_p=0.7)
+    await tb.reset()
+    K = tb.K
+    shapes = []
+    for pad in range(K):
+        m = max(1, K - 2 * pad)
+        shapes.append((m, m, pad))
+    shapes += [(tb.p["MAX_HEIGHT"], tb.p["MAX_WIDTH"], 0), (tb.p["MAX_HEIGHT"], tb.p["MAX_WIDTH"], K - 1)]
+    for k, (h, w, pad) in enumerate(shapes):
+        await tb.load(*tb.rand_params())
+        B = tb.p["MAX_BATCH"] if k >= len(shapes) - 2 else 1 + k % 2
+        xs, es = tb.rand_batch(B, h, w, pad)
+        lr = tb.rand_lr()
+        tb.queue_batch(xs, es, pad, lr)
+        await tb.run_batch(B, h, w, pad, lr, schedule="overlap")
+    await tb.finish()
+
+
+@cocotb.test()
+async def saturation(dut):
+    """Rails: activations, input errors and gradients saturate both ways; the update
+    saturates (parameters at the rails, largest lr)."""
+    tb = NodeTB(dut, sink_p=0.8)
+    await tb.reset()
+    K, fmt = tb.K, tb.fmt
+    mn, mx = fmt.min_int, fmt.max_int
+    h = w = min(tb.p["MAX_HEIGHT"], tb.p["MAX_WIDTH"], K + 1)
+    ho, wo = tb.out_shape(h, w, 0)
+    B = tb.p["MAX_BATCH"]
+    for xv, ev, wv, lr, relu in ((mx, mx, mn, mx, False), (mx, mn, mx, mx, True), (mn, mn, mn, mx, False)):
+        xs = [np.full((tb.C, h, w), xv) for _ in range(B)]
+        es = [np.full((tb.S_OC, ho, wo), ev) for _ in range(B)]
+        await tb.load(np.full((tb.S_OC, tb.C, K, K), wv), np.full(tb.S_OC, wv))
+        r = tb.queue_batch(xs, es, 0, lr, relu)
+        assert np.abs(np.asarray(r["e_in"][0], dtype=object)).max() >= mx, "input errors do not saturate"
+        await tb.run_batch(B, h, w, 0, lr, relu, "seq")
+    await tb.finish()
+
+
+@cocotb.test()
+async def invalid_configuration(dut):
+    """Width/height 0 or too large, pad > K-1, padded map smaller than K, sample out of
+    range; a BWD op opening a mini-batch with batch 0 / too large or lr_q <= 0: cfg_err and
+    the op's done pulse, nothing consumed; a valid mini-batch afterwards is exact."""
+    tb = NodeTB(dut)
+    await tb.reset()
+    K, MB = tb.K, tb.p["MAX_BATCH"]
+    ok = dict(width=3, height=3, pad=1, batch=1, lr=1, first=1, last=1, bend=1, relu=1)
+    common = [dict(ok, width=0), dict(ok, height=0), dict(ok, width=(1 << len(dut.cfg_width)) - 1),
+              dict(ok, height=(1 << len(dut.cfg_height)) - 1), dict(ok, width=1, height=K, pad=(K - 2) // 2)]
+    if tb.p["MAX_WIDTH"] + 1 < (1 << len(dut.cfg_width)):
+        common.append(dict(ok, width=tb.p["MAX_WIDTH"] + 1))
+    common += [dict(ok, pad=q) for q in range(K, 1 << len(dut.cfg_pad))]
+    bwd_only = [dict(ok, batch=0), dict(ok, batch=(1 << len(dut.cfg_batch)) - 1), dict(ok, lr=0),
+                dict(ok, lr=-1), dict(ok, lr=tb.fmt.min_int)]
+    nf = nb = 0
+    for f in common:
+        await tb.start(fwd=0, fields=f)
+        nf += 1
+        await tb.wait_counts(f=nf, timeout=20)
+        assert int(dut.cfg_err.value) == 1, f"cfg_err not set (FWD) for {f}"
+        await tb.start(bwd=0, fields=f)
+        nb += 1
+        await tb.wait_counts(b=nb, timeout=20)
+        assert int(dut.cfg_err.value) == 1, f"cfg_err not set (BWD) for {f}"
+    for f in bwd_only:
+        await tb.start(bwd=0, fields=f)
+        nb += 1
+        await tb.wait_counts(b=nb, timeout=20)
+        assert int(dut.cfg_err.value) == 1, f"cfg_err not set for {f}"
+    if (1 << len(dut.cfg_fsample)) > MB:
+        await tb.start(fwd=MB, fields=ok)
+        nf += 1
+        await tb.wait_counts(f=nf, timeout=20)
+        assert int(dut.cfg_err.value) == 1, "cfg_err not set for a sample beyond MAX_BATCH"
+    assert int(dut.fwd_busy.value) == 0 and int(dut.bwd_busy.value) == 0
+    await tb.load(*tb.rand_params())
+    xs, es = tb.rand_batch(1, 3, 3, 1)
+    tb.queue_batch(xs, es, 1, 1)
+    await ClockCycles(dut.clk, 5)
+    assert tb.spix[0].sent == 0 and tb.sberr.sent == 0, "an invalid initiation consumed input"
+    await tb.run_batch(1, 3, 3, 1, 1, True, "seq")
+    await tb.finish()
+
+
+@cocotb.test()
+async def reset_mid_batch(dut):
+    """Reset in the middle of a mini-batch (a BWD op running, a FWD op overlapping): idle
+    afterwards, parameters cleared, the next mini-batches exact."""
+    tb = NodeTB(dut, src_p=0.9, sink_p=0.5)
+    await tb.reset()
+    await tb.load(*tb.rand_params())
+    h, w = min(tb.p["MAX_HEIGHT"], 5), min(tb.p["MAX_WIDTH"], 5)
+    B = min(2, tb.p["MAX_BATCH"])
+    xs, es = tb.rand_batch(B, h, w, 1)
+    tb.queue_batch(xs, es, 1, 1)
+    fields = dict(width=w, height=h, pad=1, relu=1, batch=B, lr=1, first=1, last=1, bend=1)
+    await tb.start(fwd=0, fields=fields)
+    await tb.wait_counts(f=1)
+    await tb.start(fwd=1 if B > 1 else None, bwd=0, fields=fields)
+    await ClockCycles(dut.clk, 2 * w + 5)
+    assert int(dut.bwd_busy.value) == 1
+    await tb.abort_and_reset()
+    assert int(dut.fwd_busy.value) == 0 and int(dut.bwd_busy.value) == 0
+    for _ in range(2):
+        h, w, pad = tb.rand_shape()
+        if _:
+            await tb.load(*tb.rand_params())
+        B = int(tb.rng.integers(1, tb.p["MAX_BATCH"] + 1))
+        xs, es = tb.rand_batch(B, h, w, pad)
+        lr = tb.rand_lr()
+        tb.queue_batch(xs, es, pad, lr)          # first one from the cleared (zero) parameters
+        await tb.run_batch(B, h, w, pad, lr, True, "overlap")
+    await tb.finish()
+
+
+@cocotb.test()
+async def checker_catches_corruption(dut):
+    """Negative test: a corrupted expected activation, a corrupted expected input error, a
+    corrupted expected updated filter word and a dropped expectation each make the
+    scoreboard fail."""
+    tb = NodeTB(dut)
+    await tb.reset()
+    await tb.load(*tb.rand_params())
+    for k, (q, flip) in enumerate(((tb.exp_act, 1), (tb.exp_ein[0], 1 << (tb.W - 1)), (tb.exp_pw[0], 2))):
+        xs, es = tb.rand_batch(1, 3, 3, 1)
+        tb.queue_batch(xs, es, 1, 1, relu=False)
+        d, last = q[0]
+        q[0] = (d ^ flip, last)
+        await tb.run_batch(1, 3, 3, 1, 1, False, "seq")
+        await ClockCycles(dut.clk, 5)
+        assert tb.sb.mismatches == k + 1, f"corruption {k} not detected ({tb.sb.mismatches})"
+    with pytest.raises(AssertionError):
+        tb.sb.check()
+    tb.sb.errors = tb.sb.mismatches = 0
+    xs, es = tb.rand_batch(1, 3, 3, 1)
+    tb.queue_batch(xs, es, 1, 1)
+    tb.exp_pb[0].pop()
+    await tb.run_batch(1, 3, 3, 1, 1, True, "seq")
+    await ClockCycles(dut.clk, 5)
+    assert tb.sb.errors == 1, "extra output not detected"
+    tb.sb.errors = 0
+    tb.exp_act.append((123, 1))
+    with pytest.raises(AssertionError, match="never received"):
+        tb.sb.check()
+
+
+# ---------------------------------------------------------------- pytest launchers
+@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("k2", "icarus")]))
+def test_fpdeep_node(cfg, sim):
+    run_core(CORE, cfg, sim)
+
+
+def test_fpdeep_node_vhdl_smoke():
+    run_core(CORE, "k2", "ghdl", testcase="random_minibatches")
+
+
+@pytest.mark.parametrize("given,param", [({"K": 1}, "K"), ({"S_IC": 0}, "S_IC"), ({"MAX_BATCH": 0}, "MAX_BATCH"),
+                                         ({"MAX_WIDTH": 2000}, "MAX_WIDTH"), ({"W": 8, "F": 8}, "F"),
+                                         ({"PSUM_W": 16}, "PSUM_W")])
+def test_fpdeep_node_invalid_parameters(given, param):
+    with pytest.raises(ParamError, match=param):
+        get(CORE).resolve(given)

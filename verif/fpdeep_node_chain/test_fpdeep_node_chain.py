@@ -1,0 +1,221 @@
+"""Chained system test: N committed ``fpdeep_node`` netlists (ip/fpdeep_node, default
+parameters) in a 1-D chain that splits the input channels of one conv layer (ICP).
+
+The wrapper (``chain_verilog(N)``, written into build/ at test time; a testbench-only
+composition, not a catalog core) instantiates node 0..N-1:
+
+    forward:  node i m_axis_psum_out -> link -> node i+1 s_axis_psum_in; node 0 is
+              cfg_first, node N-1 cfg_last and drives m_axis_act (bias, ReLU)
+    backward: s_axis_berr -> node N-1 -> link -> node N-2 ... -> node 0 (cfg_bend);
+              every node's EB gives the errors of its input channels on n<i>_m_axis_ein
+    per node: parameter load (n<i>_s_axis_w/_b), readback (n<i>_m_axis_pw/_pb), pixels
+              of its channel slice (n<i>_s_axis_pix), status
+
+Every link is a register slice (verif/fpdeep_node_chain/fpdeep_chain_link.v) whose
+``stall`` bit the testbench drives at random: random backpressure on every chain port.
+Checks: the forward output equals ``relu(golden.conv.forward)`` of the whole layer, each
+node's input errors equal its slice of ``golden.conv.backprop_error``, and after each
+mini-batch each node's parameters equal ``golden.conv.pg_minibatch`` on its slice (=
+``golden.conv.update`` with the full layer's ``param_gradient``) bit for bit.
+"""
+from __future__ import annotations
+
+import os
+
+import cocotb
+import numpy as np
+import pytest
+from cocotb.triggers import ClockCycles
+
+from rtl_gen.common.core import IP_DIR, REPO
+from rtl_gen.fpdeep.fpdeep_node import ports_of
+from rtl_gen.registry import get
+from verif.fpdeep_node.node_tb import NodeTB
+from verif.harness import BUILD, run_top
+from verif.tb_common import record_bench
+
+NAME = "fpdeep_node_chain"
+NODE = "fpdeep_node"
+SHARED_IN = ("fwd_start", "bwd_start", "cfg_width", "cfg_height", "cfg_pad", "cfg_relu", "cfg_fsample",
+             "cfg_bsample", "cfg_batch", "cfg_lr")
+PER_NODE = ("s_axis_w", "s_axis_b", "m_axis_pw", "m_axis_pb", "s_axis_pix", "m_axis_ein")
+STATUS = ("fwd_busy", "fwd_done", "bwd_busy", "bwd_done", "cfg_err", "row_err", "psum_err", "stage_busy")
+
+
+def chain_verilog(n: int, p: dict) -> str:
+    """The wrapper of ``n`` nodes (ports named after the node's port list)."""
+    ports = {q.name: q for q in ports_of(p)}
+
+    def rng(w):
+        return "" if int(w) == 1 else f"[{int(w) - 1}:0] "
+
+    def decl(direction, name, w):
+        return f"    {'input ' if direction == 'in' else 'output'} wire {rng(w)}{name}"
+
+    io = [decl("in", "clk", 1), decl("in", "rst", 1), decl("in", "stall", 2 * (n - 1))]
+    io += [decl("in", s, ports[s].width) for s in SHARED_IN]
+    for s in ("s_axis_berr", "m_axis_act"):
+        for suf in ("tdata", "tvalid", "tready", "tlast"):
+            q = ports[f"{s}_{suf}"]
+            io.append(decl(q.direction, q.name, q.width))
+    for i in range(n):
+        for s in STATUS:
+            io.append(decl("out", f"n{i}_{s}", ports[s].width))
+        for s in PER_NODE:
+            for suf in ("tdata", "tvalid", "tready", "tlast"):
+                if f"{s}_{suf}" in ports:
+                    q = ports[f"{s}_{suf}"]
+                    io.append(decl(q.direction, f"n{i}_{q.name}", q.width))
+    body = []
+    psw, ew = int(ports["s_axis_psum_in_tdata"].width), int(ports["s_axis_berr_tdata"].width)
+    for i in range(n):
+        for kind, w in (("ps", psw), ("be", ew)):      # node i's chain outputs and inputs
+            for d in ("o", "i"):
+                body.append(f"    wire [{w - 1}:0] {kind}{d}{i}_d; wire {kind}{d}{i}_v, {kind}{d}{i}_r, {kind}{d}{i}_l;")
+        body.append(f"    wire [{int(ports['m_axis_act_tdata'].width) - 1}:0] act{i}_d; "
+                    f"wire act{i}_v, act{i}_r, act{i}_l;")
+    for i in range(n - 1):   # psum: node i -> node i+1 (stall[i]); errors: node i+1 -> node i (stall[n-1+i])
+        body.append(f"    fpdeep_chain_link #(.DW({psw})) lps{i} (.clk(clk), .rst(rst), .stall(stall[{i}]), "
+                    f".s_tdata(pso{i}_d), .s_tvalid(pso{i}_v), .s_tready(pso{i}_r), .s_tlast(pso{i}_l), "
+                    f".m_tdata(psi{i + 1}_d), .m_tvalid(psi{i + 1}_v), .m_tready(psi{i + 1}_r), .m_tlast(psi{i + 1}_l));")
+        body.append(f"    fpdeep_chain_link #(.DW({ew})) lbe{i} (.clk(clk), .rst(rst), .stall(stall[{n - 1 + i}]), "
+                    f".s_tdata(beo{i + 1}_d), .s_tvalid(beo{i + 1}_v), .s_tready(beo{i + 1}_r), .s_tlast(beo{i + 1}_l), "
+                    f".m_tdata(bei{i}_d), .m_tvalid(bei{i}_v), .m_tready(bei{i}_r), .m_tlast(bei{i}_l));")
+    body += [f"    assign psi0_d = {psw}'d0; assign psi0_v = 1'b0; assign psi0_l = 1'b0;",
+             f"    assign pso{n - 1}_r = 1'b1;",
+             "    assign beo0_r = 1'b1;",
+             f"    assign bei{n - 1}_d = s_axis_berr_tdata; assign bei{n - 1}_v = s_axis_berr_tvalid; "
+             f"assign s_axis_berr_tready = bei{n - 1}_r; assign bei{n - 1}_l = s_axis_berr_tlast;",
+             f"    assign m_axis_act_tdata = act{n - 1}_d; assign m_axis_act_tvalid = act{n - 1}_v; "
+             f"assign act{n - 1}_r = m_axis_act_tready; assign m_axis_act_tlast = act{n - 1}_l;"]
+    for i in range(n - 1):
+        body.append(f"    assign act{i}_r = 1'b1;")
+    for i in range(n):
+        conn = [".clk(clk)", ".rst(rst)"] + [f".{s}({s})" for s in SHARED_IN]
+        conn += [f".cfg_first(1'b{int(i == 0)})", f".cfg_last(1'b{int(i == n - 1)})", f".cfg_bend(1'b{int(i == 0)})"]
+        conn += [f".{s}(n{i}_{s})" for s in STATUS]
+        for s in PER_NODE:
+            for suf in ("tdata", "tvalid", "tready", "tlast"):
+                if f"{s}_{suf}" in ports:
+                    conn.append(f".{s}_{suf}(n{i}_{s}_{suf})")
+        for port, sig in (("s_axis_psum_in", f"psi{i}"), ("m_axis_psum_out", f"pso{i}"),
+                          ("s_axis_berr", f"bei{i}"), ("m_axis_berr", f"beo{i}"), ("m_axis_act", f"act{i}")):
+            conn += [f".{port}_tdata({sig}_d)", f".{port}_tvalid({sig}_v)", f".{port}_tready({sig}_r)",
+                     f".{port}_tlast({sig}_l)"]
+        body.append(f"    {NODE} node{i} (\n        " + ",\n        ".join(conn) + ");")
+    return ("// Generated by verif/fpdeep_node_chain/test_fpdeep_node_chain.py (chain_verilog); testbench only.\n"
+            "`timescale 1ns/1ps\n"
+            f"module {NAME} (\n" + ",\n".join(io) + "\n);\n" + "\n".join(body) + "\nendmodule\n")
+
+
+def n_nodes() -> int:
+    return int(os.environ["DUT_CFG"].lstrip("n"))
+
+
+async def train(dut, batches=2, stall_p=0.3, src_p=0.7, sink_p=0.6, corrupt=False):
+    tb = NodeTB(dut, n_nodes(), src_p=src_p, sink_p=sink_p, stall_p=stall_p)
+    await tb.reset()
+    scheds = ["overlap", "seq", "fwd_first"]
+    for k in range(batches):
+        h, w, pad = tb.rand_shape()
+        B = int(tb.rng.integers(2, tb.p["MAX_BATCH"] + 1))
+        if k == 0:
+            await tb.load(*tb.rand_params())
+        xs, es = tb.rand_batch(B, h, w, pad)
+        lr = tb.rand_lr()
+        relu = k % 2 == 0
+        tb.queue_batch(xs, es, pad, lr, relu)
+        if corrupt:
+            d, last = tb.exp_pw[-1][-1]            # the last node's last updated filter
+            tb.exp_pw[-1][-1] = (d ^ 1, last)
+        dut._log.info("mini-batch %d: B=%d map %dx%d pad %d lr_q %d schedule %s", k, B, h, w, pad, lr,
+                      scheds[k % 3])
+        await tb.run_batch(B, h, w, pad, lr, relu, scheds[k % 3])
+    return tb
+
+
+@cocotb.test()
+async def train_minibatches(dut):
+    """Mini-batches of random maps through the chain with random stalls on every chain
+    link, source bubbles and sink backpressure; forward output, input errors and updated
+    parameters of every node bit-exact; the second mini-batch runs on the updated
+    parameters held in the nodes (not reloaded)."""
+    tb = await train(dut, batches=3)
+    await tb.finish()
+
+
+@cocotb.test()
+async def checker_catches_corruption(dut):
+    """Negative test: a one-LSB corruption of an expected updated filter of the last node
+    is caught by the scoreboard (one mismatch per mini-batch)."""
+    tb = await train(dut, batches=2, stall_p=0.2, src_p=0.9, sink_p=0.9, corrupt=True)
+    await ClockCycles(dut.clk, 10)
+    assert tb.sb.mismatches == 2, f"corruption not detected ({tb.sb.mismatches})"
+    with pytest.raises(AssertionError):
+        tb.sb.check()
+
+
+@cocotb.test()
+async def bench_throughput(dut):
+    """Benchmark (reported): idle-stage fraction of the chain -- per node and stage (FP, EB,
+    PG) the fraction of cycles from the first start to the last done in which the stage has
+    no map (FP, EB) or no sample / update (PG) -- for one maximum-size mini-batch of
+    MAX_BATCH samples under the overlapped schedule (FWD b+1 with BWD b), no stalls, no
+    bubbles, always-ready sinks."""
+    tb = NodeTB(dut, n_nodes())
+    await tb.reset()
+    await tb.load(*tb.rand_params())
+    h, w, B = tb.p["MAX_HEIGHT"], tb.p["MAX_WIDTH"], tb.p["MAX_BATCH"]
+    rec = {}
+    for pad in (0, tb.K // 2):
+        xs, es = tb.rand_batch(B, h, w, pad)
+        lr = tb.rand_lr()
+        tb.queue_batch(xs, es, pad, lr)
+        tb.busy_log = []
+        await tb.run_batch(B, h, w, pad, lr, True, "overlap")
+        log, tb.busy_log = tb.busy_log, None
+        cyc = len(log)
+        idle = {st: [sum(1 for c in log if not (c[i] >> bit) & 1) / cyc for i in range(tb.N)]
+                for bit, st in enumerate(("fp", "eb", "pg"))}
+        ho, wo = tb.out_shape(h, w, pad)
+        rec[f"pad{pad}"] = dict(
+            cycles=cyc, samples=B, cycles_per_sample=cyc / B,
+            # the slowest stage's scan: EB walks the error map padded by K-1-P, (H+K-1) x (W+K-1)
+            ideal_cycles_per_sample=(h + tb.K - 1) * (w + tb.K - 1),
+            **{f"idle_{st}": round(float(np.mean(v)), 4) for st, v in idle.items()},
+            idle_any_stage=round(float(np.mean([np.mean(v) for v in idle.values()])), 4),
+            idle_per_node={st: [round(x, 4) for x in v] for st, v in idle.items()},
+            outputs=ho * wo)
+    await tb.finish()
+    p0 = rec["pad0"]
+    out = record_bench(NAME, nodes=tb.N, map=f"{h}x{w}", batch=B, cycles_per_sample=p0["cycles_per_sample"],
+                       ideal=p0["ideal_cycles_per_sample"], idle_fp=p0["idle_fp"], idle_eb=p0["idle_eb"],
+                       idle_pg=p0["idle_pg"], idle_any_stage=p0["idle_any_stage"], runs=rec)
+    dut._log.info("bench: %s", out)
+
+
+# ---------------------------------------------------------------- pytest launchers
+def _run(n: int, sim: str, testcase: str | None = None, tag: str | None = None):
+    p = get(NODE).resolve({})
+    gen = BUILD / "gen" / NAME
+    gen.mkdir(parents=True, exist_ok=True)
+    top = gen / f"{NAME}_n{n}.v"
+    text = chain_verilog(n, p)
+    if not top.exists() or top.read_text() != text:
+        tmp = top.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        tmp.replace(top)
+    sources = [IP_DIR / NODE / "rtl" / f"{NODE}.v", REPO / "verif" / NAME / "fpdeep_chain_link.v", top]
+    args = ["--output-split", "0", "-Wno-fatal"] if sim == "verilator" else []
+    return run_top(NAME, NAME, f"n{n}", sim, sources, args, p, testcase=testcase, tag=tag)
+
+
+@pytest.mark.parametrize("n,sim", [
+    pytest.param(2, "verilator", id="n2-verilator"),
+    pytest.param(3, "verilator", id="n3-verilator"),
+    pytest.param(4, "verilator", id="n4-verilator", marks=pytest.mark.slow),
+    pytest.param(2, "icarus", id="n2-icarus", marks=pytest.mark.slow),
+    pytest.param(3, "icarus", id="n3-icarus", marks=pytest.mark.slow),
+])
+def test_fpdeep_node_chain(n, sim):
+    _run(n, sim)
