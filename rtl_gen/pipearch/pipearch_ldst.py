@@ -578,16 +578,21 @@ def datasheet(p):
                  "`st_addr`.  The read channels serve Load, the write channels serve Store; the "
                  f"two run concurrently and independently.  A line is {LW} bits ({SB} bytes), one "
                  "AXI beat."),
-        latency=("load: the first AR is valid 2 cycles after `ld_start`; a read beat accepted at "
-                 "edge n is valid on `m_axis_ld` after edge n+2 (FIFO empty, sink ready); "
-                 "`ld_done` pulses in the cycle after the last line's handshake.  store: an AW is "
-                 "issued 1 cycle after the last line of its burst entered the FIFO, its first W "
-                 "beat follows 2-3 cycles after that; `st_done` pulses 1 cycle after the last B"),
+        latency=("load: ARVALID rises one cycle after the edge that samples `ld_start`; a read "
+                 "beat accepted at edge n is valid on `m_axis_ld` after edge n+2 (FIFO empty, sink "
+                 "ready); `ld_done` pulses in the cycle after the last line's handshake.  store: "
+                 "store-and-forward per burst: AWVALID rises at the edge after the last line of "
+                 "its burst entered the FIFO and its first W beat can be accepted at the next "
+                 "edge, so the first W of a store waits for its first burst (up to MAX_BURST "
+                 "lines) to be buffered; `st_done` pulses in the cycle after the last B "
+                 "handshake"),
         throughput=(f"one line per cycle in each direction (both at once) while memory keeps up: "
                     f"bursts of up to MAX_BURST={MAXB} lines are issued back to back "
                     f"and up to OUTSTANDING={OUTST} are in flight, limited on loads by free FIFO "
                     f"space (FIFO_DEPTH={FD} lines), so a memory latency of up to about "
-                    f"FIFO_DEPTH lines is hidden; see `make bench`"),
+                    f"FIFO_DEPTH lines is hidden (load throughput is about FIFO_DEPTH / round-trip "
+                    f"latency lines per cycle beyond that); a store's W stream is gapless once "
+                    f"its first burst is buffered; see `make bench`"),
         fields=[("ld_addr / st_addr", str(wd["LAW"]), f"line address; byte address = line * {SB}"),
                 ("ld_lines / st_lines", str(wd["FW"]),
                  f"line count 1..MAX_LINES={p['MAX_LINES']} (0 or larger: `*_cfg_err`)")],

@@ -17,6 +17,7 @@ W; ``checkers_fire`` shows each checker failing on a deliberately corrupted obse
 from __future__ import annotations
 
 import random
+import re
 from collections import deque
 
 import cocotb
@@ -130,6 +131,14 @@ class AxiRules:
             self.wcount = 0
             self.wbursts += 1
 
+    def fifo(self, fill, depth, rready):
+        """Lines inside the load FIFO (R beats accepted - lines output) never exceed its
+        depth, and RREADY is high (the core reserves space before it issues AR)."""
+        if fill > depth:
+            self._err(f"r: {fill} lines accepted but not output > FIFO_DEPTH={depth}")
+        if not rready:
+            self._err("r: RREADY low")
+
     def leftover(self) -> int:
         return len(self.exp["ar"]) + len(self.exp["aw"]) + len(self.wlens)
 
@@ -232,13 +241,20 @@ class TB:
             return int(x) if x.is_resolvable else None
 
         cyc = 0
+        fd = self.p["FIFO_DEPTH"]
+        self.fill = self.max_fill = 0
         while True:
             await RisingEdge(self.clk)
             await ReadOnly()
             cyc += 1
             if v(d.rst) != 0:
                 self.rules.pend.clear()
+                self.fill = 0
                 continue
+            self.fill += int(bool(v(d.m_axi_rvalid) and v(d.m_axi_rready)))
+            self.fill -= int(bool(v(d.m_axis_ld_tvalid) and v(d.m_axis_ld_tready)))
+            self.max_fill = max(self.max_fill, self.fill)
+            self.rules.fifo(self.fill, fd, v(d.m_axi_rready))
             for sig in ("ld_done", "st_done"):
                 if v(getattr(d, sig)):
                     self.done[sig[:2]] += 1
@@ -386,6 +402,8 @@ async def random_transfers(dut):
     await t2
     await tb.finish()
     assert tb.rules.count["ar"] > 0 and tb.rules.count["aw"] > 0
+    dut._log.info("bursts: %s; most lines inside the load FIFO: %d of %d", tb.rules.count,
+                  tb.max_fill, tb.p["FIFO_DEPTH"])
 
 
 @cocotb.test()
@@ -629,6 +647,10 @@ async def checkers_fire(dut):
     r.hold("ar", 1, 0, (1, 2))
     r.hold("ar", 0, 0, (1, 2))
     assert r.errors == 2, "valid dropped before the handshake not detected"
+    r.fifo(tb.p["FIFO_DEPTH"], tb.p["FIFO_DEPTH"], 1)
+    assert r.errors == 2
+    r.fifo(tb.p["FIFO_DEPTH"] + 1, tb.p["FIFO_DEPTH"], 1)
+    assert r.errors == 3 and "FIFO_DEPTH" in r.log[-1], "FIFO overfill not detected"
     # the golden split itself against a brute-force reference
     for _ in range(200):
         a, n = tb.rng.randint(0, 5000), tb.rng.randint(1, 700)
@@ -780,6 +802,32 @@ async def bench_throughput(dut):
 @pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus")]))
 def test_pipearch_ldst(cfg, sim):
     run_core(CORE, cfg, sim)
+
+
+@pytest.mark.parametrize("given,msg", [
+    ({"LANES": 3}, "LANES=3: must be a power of two"),
+    ({"LANES": 64}, "LANES=64 is above its maximum 32"),
+    ({"MAX_BURST": 257}, "MAX_BURST=257 is above its maximum 256"),
+    ({"MAX_BURST": 0}, "MAX_BURST=0 is below its minimum 1"),
+    ({"LANES": 32, "MAX_BURST": 64}, "MAX_BURST=64 too large for LANES=32"),
+    ({"MAX_BURST": 64, "FIFO_DEPTH": 32}, "FIFO_DEPTH=32 must be >= MAX_BURST=64"),
+    ({"FIFO_DEPTH": 96}, "FIFO_DEPTH=96: must be a power of two"),
+    ({"ADDR_W": 16}, "ADDR_W=16 is below its minimum 32"),
+    ({"ID_W": 0}, "ID_W=0 is below its minimum 1"),
+    ({"MAX_LINES": 0}, "MAX_LINES=0 is below its minimum 1"),
+    ({"OUTSTANDING": 0}, "OUTSTANDING=0 is below its minimum 1"),
+    ({"LANE": 4}, "unknown parameter(s) LANE"),
+])
+def test_pipearch_ldst_params(given, msg):
+    """Impossible configurations are refused before any HDL is written, naming the
+    parameter."""
+    from rtl_gen.common.params import ParamError
+    from rtl_gen.pipearch.pipearch_ldst import block_fn
+    from rtl_gen.registry import get
+    with pytest.raises(ParamError, match=re.escape(msg)):
+        get(CORE).resolve(given)
+    with pytest.raises(ParamError, match=re.escape(msg)):
+        block_fn(given)
 
 
 def test_pipearch_ldst_vhdl_smoke():
