@@ -415,6 +415,7 @@ def block_fn(p: dict):
         fld_sub = sig_b()
         dec_err = sig_u(8)
         tbusy = sig_b()
+        busy8 = sig_u(8)
         blk_wait = sig_b()
         se_any = sig_b()
         se_idx = sig_u(3)
@@ -811,10 +812,11 @@ def block_fn(p: dict):
         @always_comb
         def sdec_c():
             sdec.next = SDEC[sidx]
+            busy8.next = concat(False, sub_busy)
 
         @always_comb
         def ex_c():
-            tbusy.next = sub_busy[sidx]
+            tbusy.next = busy8[sidx]
             if w1[7:] == 0:
                 blk_wait.next = sub_busy != 0
             else:

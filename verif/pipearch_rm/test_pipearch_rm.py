@@ -659,7 +659,15 @@ def bad_instrs(tb: TB):
         out.append(("absent subroutine", [w0(missing[0], it=1), 0, ok_acc, ok_acc, ok_acc, 0, 2, 0], I.E_ABSENT))
     # several faults: the lowest code wins (reserved flag + iterations 0 + bad access)
     out.append(("lowest code wins", [w0(dot, it=0), 1 << 28, 0, ok_acc, B | (1 << 16), 0, 2, 0], I.E_RESERVED))
-    return [o for o in out if o[2] is not None]
+    res = []
+    for name, words, code in out:
+        if code is None:
+            continue
+        op = words[0] >> I.OP_SHIFT
+        if op in I.SUB_OPS and op not in cfg.subroutines and code is not None:
+            code = min(code, I.E_ABSENT)           # the subroutine is absent here
+        res.append((name, words, code))
+    return res
 
 
 @cocotb.test()
@@ -763,8 +771,10 @@ async def axi_and_subroutine_errors(dut):
         p.nop()
         if op == I.STORE:
             p.store(ch(0, 2), 3)
-        else:
+        elif op == I.DOTSIG:
             p.dotsig(ch(0, 2), ch(0, 2), ch(0, 1), dim=2)
+        else:
+            p.scalar(ch(0, 1), ch(0, 1), ch(0, 1), alpha=3)
         p.addi(1, 1, 1)
         p.end()
         tb.put_ctx([0] * 32)

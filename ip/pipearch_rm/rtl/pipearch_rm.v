@@ -165,6 +165,7 @@ reg b_res;
 reg b_rsm;
 reg b_tgt;
 reg blk_wait;
+reg [7:0] busy8;
 wire busy_s;
 reg bvalid_r;
 reg [0:0] ci;
@@ -1108,7 +1109,7 @@ always @(r2, r4, r6, r15, r14, r3, r13, r7, r12, r1, r10, r9, r8, frb, r5, r11) 
 end
 
 
-always @(sidx) begin: sdec_c
+always @(sub_busy, sidx) begin: sdec_c
     case (sidx)
         0: sdec = 1;
         1: sdec = 2;
@@ -1119,6 +1120,7 @@ always @(sidx) begin: sdec_c
         6: sdec = 64;
         default: sdec = 0;
     endcase
+    busy8 = {1'b0, sub_busy};
 end
 
 
@@ -1357,8 +1359,8 @@ always @(b_opc, b_acc, b_fld, b_res, b_tgt, b_len, b_rsm, b_abs) begin: chk_enc
 end
 
 
-always @(op, w1, cyc, sub_busy, w6, rb_q, ra_q, sidx) begin: ex_c
-    tbusy = sub_busy[sidx];
+always @(op, w1, cyc, sub_busy, w6, rb_q, ra_q, busy8, sidx) begin: ex_c
+    tbusy = busy8[sidx];
     if ((w1[7-1:0] == 0)) begin
         blk_wait = (sub_busy != 0);
     end

@@ -114,6 +114,7 @@ signal b_res: std_logic;
 signal b_rsm: std_logic;
 signal b_tgt: std_logic;
 signal blk_wait: std_logic;
+signal busy8: unsigned(7 downto 0);
 signal busy_s: std_logic;
 signal bvalid_r: std_logic;
 signal ci: unsigned(0 downto 0);
@@ -1004,7 +1005,7 @@ begin
     end case;
 end process rf_rdb;
 
-sdec_c: process (sidx) is
+sdec_c: process (sub_busy_num, sidx) is
 begin
     case to_integer(sidx) is
         when 0 => sdec <= "0000001";
@@ -1016,6 +1017,7 @@ begin
         when 6 => sdec <= "1000000";
         when others => sdec <= "0000000";
     end case;
+    busy8 <= unsigned'('0' & sub_busy_num);
 end process sdec_c;
 
 
@@ -1238,9 +1240,9 @@ begin
     end if;
 end process chk_enc;
 
-ex_c: process (op, w1, cyc, sub_busy_num, w6, rb_q, ra_q, sidx) is
+ex_c: process (op, w1, cyc, sub_busy_num, w6, rb_q, ra_q, busy8, sidx) is
 begin
-    tbusy <= sub_busy_num(to_integer(sidx));
+    tbusy <= busy8(to_integer(sidx));
     if (w1(7-1 downto 0) = 0) then
         blk_wait <= stdl(sub_busy_num /= 0);
     else
