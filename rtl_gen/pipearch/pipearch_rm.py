@@ -221,7 +221,8 @@ def ports_of(p: dict) -> list[Port]:
         Port("fw_ld_lines", "out", LINES_W, "lines to read (>= 1); held until the next start"),
         Port("fw_ld_busy", "in", 1, "load engine busy (a start is only issued while low)"),
         Port("fw_ld_done", "in", 1, "one-cycle pulse when the read job has finished"),
-        Port("fw_ld_err", "in", 1, "pulse: the read job got an AXI error (E_AXI)"),
+        Port("fw_ld_err", "in", 1, "the read job got an error (E_AXI): a pulse or a level, sampled "
+                                    "only while a job runs, from the cycle after fw_ld_start"),
         Port("s_axis_fw_tdata", "in", LW, "read lines, in address order (lane i = bits [32i+31:32i])"),
         Port("s_axis_fw_tvalid", "in", 1, ""),
         Port("s_axis_fw_tready", "out", 1, "high while a read job expects lines (and in Error, to drain)"),
@@ -230,7 +231,8 @@ def ports_of(p: dict) -> list[Port]:
         Port("fw_st_lines", "out", LINES_W, "lines to write; held until the next start"),
         Port("fw_st_busy", "in", 1, "store engine busy (a start is only issued while low)"),
         Port("fw_st_done", "in", 1, "one-cycle pulse when every line is written (responses received)"),
-        Port("fw_st_err", "in", 1, "pulse: the write job got an AXI error (E_AXI)"),
+        Port("fw_st_err", "in", 1, "the write job got an error (E_AXI): pulse or level, sampled as "
+                                    "fw_ld_err"),
         Port("m_axis_fw_tdata", "out", LW, "context lines to write, in address order"),
         Port("m_axis_fw_tvalid", "out", 1, ""),
         Port("m_axis_fw_tready", "in", 1, ""),
@@ -1164,7 +1166,7 @@ def block_fn(p: dict):
                             f_fin.next = True
             # ---- asynchronous errors (firmware streams, subroutines)
             if busy_now:
-                if (ld_active and fw_ld_err) or (st_active and fw_st_err):
+                if (ld_active and not ld_start_r and fw_ld_err) or (st_active and not st_start_r and fw_st_err):
                     state.next = S_ERR
                     f_err.next = True
                     err_code.next = isa.E_AXI
@@ -1304,7 +1306,9 @@ def datasheet(p):
             "Firmware load: `fw_ld_start` pulse (only while `fw_ld_busy` is low) with "
             "`fw_ld_addr` (line address) and `fw_ld_lines`; the lines arrive on `s_axis_fw` in "
             "address order; the job completes when all lines are received and `fw_ld_done` has "
-            "pulsed (any order).  `fw_ld_err` stops the machine with E_AXI.  Store: "
+            "pulsed (any order).  `fw_ld_err` (a pulse, or a level held until the next start, e.g. "
+            "pipearch_ldst `ld_cfg_err | ld_resp_err`) stops the machine with E_AXI; it is "
+            "ignored in the cycle of `fw_ld_start` (a stale level of the previous job).  Store: "
             f"`fw_st_start` pulse with `fw_st_addr`/`fw_st_lines` (= {isa.CTX_BYTES // (4 * L)}); "
             "the lines leave on `m_axis_fw` (`tlast` on the last); the job completes on "
             "`fw_st_done` after the last line.  An error aborts the stream.",

@@ -75,6 +75,8 @@ class TB:
         # firmware load / store servers
         self.ld = None
         self.st = None
+        self.ld_err_lvl = False
+        self.st_err_lvl = False
         self.sub_cnt = [0] * 7
         self.sub_err_plan = {}                        # issue index -> delay before sub_err
         self.iss_err_plan = {}                        # call index -> code
@@ -111,16 +113,28 @@ class TB:
             # ---- drive: load server
             ld = self.ld
             d.fw_ld_done.value = 0
-            d.fw_ld_err.value = 0
+            d.fw_ld_err.value = int(self.ld_err_lvl)
             if ld is not None:
                 d.fw_ld_busy.value = 1
                 if ld["delay"] > 0:
                     ld["delay"] -= 1
                     d.s_axis_fw_tvalid.value = 0
-                elif ld["bad"]:
+                elif ld["bad"] == "pulse":
                     d.fw_ld_err.value = 1
                     d.fw_ld_done.value = 1
                     self.ld = None
+                    d.s_axis_fw_tvalid.value = 0
+                elif ld["i"] < ld["n"] and ld["bad"] == "level" and ld["i"] >= ld["n"] // 2:
+                    # like pipearch_ldst: RRESP error level (held until the next start),
+                    # the data still delivered
+                    self.ld_err_lvl = True
+                    d.fw_ld_err.value = 1
+                    if ld["valid"] or self._gate(self.mem_p):
+                        ld["valid"] = True
+                        d.s_axis_fw_tvalid.value = 1
+                        d.s_axis_fw_tdata.value = ld["lines"][ld["i"]]
+                    else:
+                        d.s_axis_fw_tvalid.value = 0
                 elif ld["i"] < ld["n"]:
                     if ld["valid"] or self._gate(self.mem_p):
                         ld["valid"] = True
@@ -141,7 +155,7 @@ class TB:
             # ---- drive: store server
             st = self.st
             d.fw_st_done.value = 0
-            d.fw_st_err.value = 0
+            d.fw_st_err.value = int(self.st_err_lvl)
             if st is not None:
                 d.fw_st_busy.value = 1
                 if len(st["got"]) < st["n"]:
@@ -155,6 +169,7 @@ class TB:
                         bad = hi > MEM_BYTES or any(lo < b and a < hi for a, b in self.wprot)
                         if bad:
                             d.fw_st_err.value = 1
+                            self.st_err_lvl = bool(self.rng.integers(0, 2))
                         else:
                             self.mem.write_bytes(lo, b"".join(x.to_bytes(self.LB, "little") for x in st["got"]))
                         d.fw_st_done.value = 1
@@ -190,10 +205,11 @@ class TB:
                 if self.ld is not None or int(d.fw_ld_busy.value):
                     self.violations.append(f"cycle {self.cycle}: fw_ld_start while busy")
                 a, n = int(d.fw_ld_addr.value), int(d.fw_ld_lines.value)
+                self.ld_err_lvl = False
                 lo, hi = a * self.LB, (a + n) * self.LB
-                bad = hi > MEM_BYTES
-                lines = [] if bad else [int.from_bytes(self.mem.read_bytes(lo + i * self.LB, self.LB), "little")
-                                        for i in range(n)]
+                bad = ("pulse" if self.rng.integers(0, 2) else "level") if hi > MEM_BYTES else ""
+                lines = [0] * n if bad else [int.from_bytes(self.mem.read_bytes(lo + i * self.LB, self.LB),
+                                                             "little") for i in range(n)]
                 self.ld = {"n": n, "i": 0, "lines": lines, "valid": False, "bad": bad,
                            "delay": int(self.rng.integers(0, 5)), "tail": int(self.rng.integers(0, 4))}
             if self.st is not None and int(d.m_axis_fw_tvalid.value) and int(d.m_axis_fw_tready.value):
@@ -204,6 +220,7 @@ class TB:
             if int(d.fw_st_start.value):
                 if self.st is not None:
                     self.violations.append(f"cycle {self.cycle}: fw_st_start while busy")
+                self.st_err_lvl = False
                 self.st = {"addr": int(d.fw_st_addr.value) * self.LB, "n": int(d.fw_st_lines.value),
                            "got": [], "tail": int(self.rng.integers(0, 4))}
             if int(d.dbg_fetch.value):
@@ -749,7 +766,14 @@ async def axi_and_subroutine_errors(dut):
     tb = TB(dut)
     await tb.reset()
     # program read beyond memory
-    await tb.run(None, prog=MEM_BYTES, iss=False, expect=I.E_AXI)
+    ok = Program(tb.cfg)
+    ok.li(1, 1)
+    ok.end()
+    ok = ok.assemble().image
+    for _ in range(4):
+        await tb.run(None, prog=MEM_BYTES, iss=False, expect=I.E_AXI)
+        tb.put_ctx([0] * 32)
+        await tb.run(ok)                 # a stale error level of the last job is ignored
     # context write refused
     tb.wprot = [(CTX, CTX + 128)]
     p = Program(tb.cfg)
@@ -764,6 +788,8 @@ async def axi_and_subroutine_errors(dut):
     _, errw, _ = await tb.run(a.image, iss=False, expect=I.E_AXI)
     assert errw & 0xFF == 0xFF
     tb.wprot = []
+    tb.imem.data[:] = tb.mem.data
+    await tb.run(ok)
     # subroutine runtime errors
     subs = tb.cfg.subroutines
     for op in (I.STORE, I.DOTSIG if I.DOTSIG in subs else I.SCALAR):

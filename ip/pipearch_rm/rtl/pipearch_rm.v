@@ -1962,7 +1962,7 @@ always @(posedge clk) begin: main
             end
         endcase
         if (busy_now) begin
-            if (((ld_active && fw_ld_err) || (st_active && fw_st_err))) begin
+            if (((ld_active && (!ld_start_r) && fw_ld_err) || (st_active && (!st_start_r) && fw_st_err))) begin
                 state <= 9;
                 f_err <= 1'b1;
                 err_code <= 12;

@@ -1787,7 +1787,7 @@ begin
                 end case;
             end if;
             if bool(busy_now) then
-                if ((bool(ld_active) and bool(fw_ld_err)) or (bool(st_active) and bool(fw_st_err))) then
+                if ((bool(ld_active) and (not bool(ld_start_r)) and bool(fw_ld_err)) or (bool(st_active) and (not bool(st_start_r)) and bool(fw_st_err))) then
                     state <= to_unsigned(9, 4);
                     f_err <= '1';
                     err_code <= to_unsigned(12, 8);
