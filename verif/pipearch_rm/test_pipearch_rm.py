@@ -21,7 +21,7 @@ from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
 from golden import pipearch_isa as I
 from golden.pipearch_asm import Program, PUConfig, acc, build_image, ch, effective_access
-from golden.pipearch_iss import Machine, Memory
+from golden.pipearch_iss import Machine, Memory, StepLimit
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
 from verif.tb_common import sim_seed
 
@@ -810,6 +810,70 @@ async def axi_and_subroutine_errors(dut):
     await tb.finish()
 
 
+def fuzz_instr(tb: TB, rng):
+    """A valid random instruction with 0..3 random mutations (bit flips, boundary
+    values of iterations / dimension / offsets / regions / targets)."""
+    p = Program(tb.cfg)
+    if rng.integers(0, 3):
+        rand_sub(p, tb, rng, ra=1, rb=2, use_regs=True)
+        words = list(p.items[0].words)
+    else:
+        op = int(rng.integers(0, 12))
+        w1 = {I.ADDI: int(rng.integers(0, 1 << 32)), I.BLOCK: int(rng.integers(0, 128))}.get(
+            op, int(rng.choice([0, 1, 3, 5, 0xFF])) if op in (I.BLT, I.BGE, I.BEQ, I.BNE, I.JMP) else 0)
+        words = [w0(op, ra=int(rng.integers(0, 4)), rb=int(rng.integers(0, 4)), rd=int(rng.integers(0, 16))),
+                 w1] + [0] * 6
+    for _ in range(int(rng.integers(0, 4))):
+        kind = int(rng.integers(0, 6))
+        if kind == 0:
+            k = int(rng.integers(0, 8))
+            words[k] ^= 1 << int(rng.integers(0, 32))
+        elif kind == 1:
+            it = int(rng.choice([0, 1, tb.cfg.max_iter, tb.cfg.max_iter + 1, 8191]))
+            words[0] = (words[0] & ~I.ITER_MASK) | (it & I.ITER_MASK)
+        elif kind == 2:
+            words[6] = int(rng.choice([0, 1, tb.cfg.max_dim, tb.cfg.max_dim + 1, 1 << 31]))
+        elif kind == 3:
+            k = int(rng.integers(2, 6))
+            words[k] = (words[k] & ~0x3FFF) | int(rng.choice([0, tb.cfg.depth - 1, tb.cfg.depth, 0x3FFF]))
+        elif kind == 4:
+            sh = 4 * int(rng.integers(0, 4))
+            words[1] = (words[1] & ~(0xF << sh)) | (int(rng.choice([tb.cfg.nregions - 1, tb.cfg.nregions % 16,
+                                                                     15])) << sh)
+        else:
+            words[0] = (words[0] & ~(0x3F << I.OP_SHIFT)) | (int(rng.integers(0, 64)) << I.OP_SHIFT)
+    return [w & 0xFFFFFFFF for w in words]
+
+
+@cocotb.test()
+async def decode_fuzz(dut):
+    """Mutated instructions with random register values (effective offsets): the error
+    code/PC (or the issued fields) equal the ISS's for every one."""
+    tb = TB(dut, mem_p=0.9, st_p=0.9, sub_max=3)
+    await tb.reset()
+    vals = [0, 1, 2, 5, -1, -3, tb.cfg.depth - 2, 0x3FFF, -0x4000, 1 << 31, (1 << 31) - 1]
+    codes = {}
+    for k in range(60):
+        ws = [[w0(I.ADDI, rd=1), int(tb.rng.choice(vals)) & 0xFFFFFFFF] + [0] * 6,
+              [w0(I.ADDI, rd=2), int(tb.rng.choice(vals)) & 0xFFFFFFFF] + [0] * 6,
+              fuzz_instr(tb, tb.rng),
+              [w0(I.JMP), 0xFF] + [0] * 6]
+        if tb.rng.integers(0, 2):
+            tb.put_ctx([0] * 32)
+            lp = 0xFF
+        else:                            # resume at PC 0 through a LoadContext group at PC 2
+            tb.put_ctx([I.CTX_SUSPENDED, 0, 0, 7, 9])
+            lp = 2
+        try:
+            _, errw, r = await tb.run(build_image(ws, load_pc=lp))
+        except StepLimit:                # a mutated branch looping forever: skip it
+            continue
+        codes[r.err_code] = codes.get(r.err_code, 0) + 1
+    dut._log.info("decode fuzz: error codes seen %s", dict(sorted(codes.items())))
+    assert len(codes) >= 5, codes
+    await tb.finish()
+
+
 @cocotb.test()
 async def random_programs(dut):
     """Random loop programs, random switch points, chained resumes, against the ISS."""
@@ -930,3 +994,19 @@ def test_pipearch_rm(cfg, sim):
 
 def test_pipearch_rm_vhdl_smoke():
     run_core(CORE, "small", "ghdl", testcase="straight_and_loops")
+
+
+def test_pipearch_rm_params():
+    """Impossible generator configurations raise errors naming the parameter."""
+    from rtl_gen.common.params import ParamError
+    from rtl_gen.registry import get
+    cd = get(CORE)
+    for bad, name in (({"LANES": 3}, "LANES"), ({"LANES": 64}, "LANES"), ({"NREGIONS": 17}, "NREGIONS"),
+                      ({"NREGIONS": 0}, "NREGIONS"), ({"DEPTH": 100}, "DEPTH"), ({"DEPTH": 1 << 15}, "DEPTH"),
+                      ({"MAX_ITER": 8192}, "MAX_ITER"), ({"MAX_DIM": 0}, "MAX_DIM"), ({"SUBS": 0}, "SUBS"),
+                      ({"SUBS": 0x80}, "SUBS"), ({"AMEM_DEPTH": 3}, "AMEM_DEPTH"),
+                      ({"LANES": 32, "ADDR_W": 7}, "ADDR_W"), ({"FOO": 1}, "FOO")):
+        with pytest.raises(ParamError, match=name):
+            cd.resolve(bad)
+    for cfg in cd.configs.values():
+        cd.resolve(cfg)
