@@ -44,7 +44,7 @@ PARAMS = ParamSet([
     Param("DEPTH", 64, "lines per region (power of two)", 2, 1 << 14, power_of_two),
     Param("AMEM_DEPTH", 16, "entries of each channel's address memory (power of two)", 2, 1 << 14,
           power_of_two),
-    Param("NR", 2, "read channels (ReadRegion modules, m_axis_rd<i>)", 1, 8),
+    Param("NR", 2, "read channels (ReadRegion modules, m_axis_rd<i>)", 1, 16),
     Param("NW", 2, "write channels (WriteRegion modules, s_axis_wr<j>)", 1, 8),
     Param("CONFIG", 0, "0 regular, 1 replicated, 2 type_replicated", 0, 2),
 ])

@@ -1,0 +1,507 @@
+"""pipearch_engine: decoded subroutine instructions driven by a Python issuer, LOAD lines
+fed on ``s_axis_ld``, STORE lines collected on ``m_axis_st``; every stored line is
+compared bit-exactly with the ISS's golden subroutines (``golden.pipearch_iss``,
+``Machine.golden_subroutine``) run on the same instructions in issue order.
+
+cocotb tests (run inside the simulator) and, at the bottom, the pytest launchers.
+"""
+from __future__ import annotations
+
+import cocotb
+import numpy as np
+import pytest
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+from cocotb.utils import get_sim_time
+
+from golden import pipearch_isa as I
+from golden.fixedpoint import QFormat
+from golden.pipearch_asm import PUConfig
+from golden.pipearch_iss import Machine, Memory, SubCall
+from golden.pipearch_region import CONFIGS, encode_access
+from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
+from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
+from scoreboards.gates import Gate
+from verif.harness import CLOCK_NS, dut_params, matrix, run_core
+from verif.tb_common import record_bench, sim_seed
+
+CORE = "pipearch_engine"
+SUB_BIT = {op: op - 0x10 for op in I.ALL_SUBROUTINES}
+
+
+def acc(length, offset=0, fifo=False, keep=False, amem=False):
+    return encode_access(length, offset, fifo=fifo, keep=keep, use_amem=amem)
+
+
+def w1_of(regions=(), flags=0):
+    w = 0
+    for k, r in enumerate(regions):
+        w |= (r & 0xF) << (4 * k)
+    return w | (flags << 24)
+
+
+class EngineTB:
+    def __init__(self, dut, ld_p=1.0, st_p=1.0):
+        self.dut = dut
+        self.p = dut_params()
+        p = self.p
+        self.L, self.W, self.D = p["LANES"], p["W"], p["DEPTH"]
+        self.NRG, self.AMD = p["NREGIONS"], p["AMEM_DEPTH"]
+        self.cfgs = tuple(CONFIGS[(p["CONFIGS"] >> (2 * r)) & 3] for r in range(self.NRG))
+        self.seed = sim_seed()
+        self.rng = np.random.default_rng(self.seed)
+        dut._log.info("seed=%d params=%s", self.seed, p)
+        self.fmt = QFormat(p["W"], p["F"])
+        self.cfg = PUConfig(lanes=self.L, w=p["W"], f=p["F"], nregions=self.NRG, depth=self.D,
+                            amem_depth=self.AMD, max_iter=p["MAX_ITER"], max_dim=p["MAX_DIM"],
+                            region_configs=self.cfgs)
+        self.mem = Memory(1 << 22, self.L)
+        self.iss = Machine(self.cfg, self.mem)
+        self.clk = dut.clk
+        cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
+        dut.rst.value = 1
+        for f in ("sub_start", "sub_iters", "sub_w1", "sub_acc0", "sub_acc1", "sub_acc2", "sub_acc3",
+                  "sub_w6", "sub_w7"):
+            getattr(dut, f).value = 0
+        self.src = AxisSource(dut, "s_axis_ld", dut.clk, Gate(self.seed * 7 + 1, ld_p))
+        self.sink = AxisSink(dut, "m_axis_st", dut.clk, Gate(self.seed * 13 + 5, st_p))
+        self.mon = AxisMonitor(dut, "m_axis_st", dut.clk, reset=dut.rst)
+        self.sb = FixedScoreboard(dut)
+        self.exp = self.sb.add_stream(self.mon, StreamSpec("m_axis_st", [("line", self.L, self.W, 0)]))
+        self.errs = [0] * 7
+        self.addr = 0x1000
+        cocotb.start_soon(self._count_err())
+
+    async def _count_err(self):
+        while True:
+            await RisingEdge(self.clk)
+            await ReadOnly()
+            v = self.dut.sub_err.value
+            if v.is_resolvable:
+                for s in range(7):
+                    self.errs[s] += (int(v) >> s) & 1
+
+    async def reset(self, cycles=3, clear=True):
+        """Reset; then (``clear``) zero every region with one broadcast LOAD, since region
+        RAMs keep their contents across resets and earlier tests, and the model starts at 0."""
+        self.dut.rst.value = 1
+        await ClockCycles(self.clk, cycles)
+        self.dut.rst.value = 0
+        await RisingEdge(self.clk)
+        if clear:
+            await self.issue(I.LOAD, 1, (1 << self.NRG) - 1, (acc(self.D, 0),),
+                             lines=np.zeros((self.D, self.L), dtype=np.int64))
+
+    def rand_words(self, shape, scale=None):
+        h = 1 << (self.W - 1)
+        lim = h if scale is None else scale
+        return self.rng.integers(-lim, lim, size=shape, dtype=np.int64)
+
+    # ---- issue -------------------------------------------------------------------
+    def busy(self, op):
+        return (int(self.dut.sub_busy.value) >> SUB_BIT[op]) & 1
+
+    async def wait_idle(self, op=None, timeout=200000):
+        """Wait until the subroutine (all with None) is idle; returns after a clock edge."""
+        for _ in range(timeout):
+            await ReadOnly()
+            v = int(self.dut.sub_busy.value)
+            if (v == 0) if op is None else not (v >> SUB_BIT[op]) & 1:
+                await RisingEdge(self.clk)
+                return
+            await RisingEdge(self.clk)
+        raise AssertionError(f"timeout waiting for sub_busy={int(self.dut.sub_busy.value):#x} to clear")
+
+    async def issue(self, op, iters, w1, accs=(0, 0, 0, 0), w6=0, w7=0, model=True, lines=None,
+                    nb=False):
+        """Issue one decoded instruction (waits while the subroutine is busy) and run it
+        on the ISS's golden subroutine (LOAD: ``lines`` go to the Load stream and memory;
+        STORE: the golden result is expected on the Store stream)."""
+        accs = tuple(accs) + (0,) * (4 - len(accs))
+        await self.wait_idle(op)
+        if model:
+            self.model(op, iters, w1, accs, w6, w7, lines)
+        d = self.dut
+        d.sub_iters.value = iters
+        d.sub_w1.value = w1
+        for k in range(4):
+            getattr(d, f"sub_acc{k}").value = accs[k]
+        d.sub_w6.value = w6 & 0xFFFFFFFF
+        d.sub_w7.value = w7 & 0xFFFFFFFF
+        d.sub_start.value = 1 << SUB_BIT[op]
+        await RisingEdge(self.clk)
+        d.sub_start.value = 0
+        if not nb:  # blocking issue, as the register machine does for NB = 0
+            await self.wait_idle(op)
+
+    def model(self, op, iters, w1, accs, w6, w7, lines):
+        flags = (w1 >> 24) & 0xFF
+        amem = None
+        addr = None
+        if op == I.LOAD:
+            mask = w1 & 0xFFFF
+            regions = tuple(r for r in range(16) if mask >> r & 1)
+            addr = self.addr
+            self.mem.write_lines(addr, lines)
+            self.addr += len(lines) + 1
+            for ln in lines:
+                self.src.append((pack_lanes(ln, self.W), 0))
+            if flags & 1:
+                amem = (regions[0], (w7 >> 16) & 0x1F, w7 & 0xFFFF)
+                access = (0,)
+            else:
+                access = (accs[0],)
+        else:
+            nch = len(I.CHANNELS[op])
+            regions = tuple((w1 >> (4 * k)) & 0xF for k in range(nch))
+            access = accs[:nch]
+            if op == I.STORE:
+                addr = self.addr
+        call = SubCall(0, op, True, iters, regions, access, flags, w6 & 0xFFFFFFFF, w7 & 0xFFFFFFFF,
+                       addr, amem, (0,) * 8)
+        assert self.iss.golden_subroutine(call) is None
+        if op == I.STORE:
+            n = ((accs[0] >> 16) & 0x3FFF) * iters
+            per = (accs[0] >> 16) & 0x3FFF
+            out = self.mem.read_lines(addr, n)
+            self.addr += n + 1
+            for k, ln in enumerate(out):
+                self.exp.append((pack_lanes(ln, self.W), 1 if (k + 1) % per == 0 else 0))
+
+    # ---- helpers -----------------------------------------------------------------
+    async def load(self, mask, access, iters, lines=None, scale=None):
+        n = ((access >> 16) & 0x3FFF) * iters
+        if lines is None:
+            lines = self.rand_words((n, self.L), scale)
+        await self.issue(I.LOAD, iters, mask, (access,), lines=np.asarray(lines, dtype=np.int64))
+        return lines
+
+    async def store(self, region, access, iters):
+        await self.issue(I.STORE, iters, w1_of((region,)), (access,))
+
+    async def finish(self, settle=30):
+        await self.wait_idle()
+        for _ in range(100000):
+            if not self.exp:
+                break
+            await RisingEdge(self.clk)
+        await ClockCycles(self.clk, settle)
+        assert self.mon.protocol_errors == 0, "m_axis_st: AXI4-Stream hold violations"
+        assert sum(self.errs) == 0, f"unexpected sub_err pulses {self.errs}"
+        self.sb.check()
+
+
+SMALL = 1 << 12   # operand scale keeping products away from saturation in most lanes
+
+
+async def fill(tb, region, n, offset=0, scale=SMALL):
+    return await tb.load(1 << region, acc(n, offset), 1, scale=scale)
+
+
+# ------------------------------------------------------------------ tests
+@cocotb.test()
+async def each_subroutine(dut):
+    """Every compute subroutine alone, operands in different regions, results stored."""
+    tb = EngineTB(dut)
+    await tb.reset()
+    dim = min(4, tb.p["MAX_DIM"])
+    it = 3
+    for r in range(tb.NRG):
+        await fill(tb, r, 16 if tb.D >= 32 else tb.D // 2)
+    vec = acc(dim, 0)
+    keep = acc(dim, 0, keep=True)
+    r0, r1, r2, r3 = 0, 1 % tb.NRG, 2 % tb.NRG, 3 % tb.NRG
+    # DOTSIG without and with sigmoid: a keeps advancing (samples), b repeats (model)
+    for sg in (0, 1):
+        await tb.issue(I.DOTSIG, it, w1_of((r0, r1, r2), sg), (keep, vec, acc(1, 20, keep=True)), w6=dim)
+        await tb.store(r2, acc(1, 20, keep=True), it)
+    for sg in (0, 1):
+        await tb.issue(I.SIGDELTA, it, w1_of((r1, r0, r3), sg), (keep, keep, acc(dim, 18, keep=True)),
+                       w6=dim)
+        await tb.store(r3, acc(dim, 18, keep=True), it)
+    alpha, al = int(tb.fmt.to_fixed(0.25)), int(tb.fmt.to_fixed(0.01))
+    for mode in (0, 1):
+        await tb.issue(I.SCALAR, it, w1_of((r0, r1, r2), mode),
+                       (acc(1, 2, keep=True), acc(1, 5, keep=True), acc(1, 24, keep=True)), w6=alpha, w7=al)
+        await tb.store(r2, acc(1, 24, keep=True), it)
+    for fl in (0, 1):
+        await tb.issue(I.MULTSUB, it, w1_of((r0, r1, r2, r3), fl),
+                       (vec, keep, acc(1, 0, keep=True), acc(dim, 20, keep=True)), w6=dim)
+        await tb.store(r3, acc(dim, 20, keep=True), it)
+    await tb.issue(I.L2REG, it, w1_of((r2, r1, r0)), (keep, vec, acc(dim, 20, keep=True)), w6=dim,
+                   w7=int(tb.fmt.to_fixed(0.125)))
+    await tb.store(r0, acc(dim, 20, keep=True), it)
+    # full-scale operands (saturation corners) once
+    await tb.load(1 << r0, acc(8, 0), 1)
+    await tb.issue(I.DOTSIG, 2, w1_of((r0, r0, r1)), (acc(2, 0, keep=True),) * 2 + (acc(1, 30 % tb.D, keep=True),),
+                   w6=2)
+    await tb.store(r1, acc(1, 30 % tb.D, keep=True), 2)
+    await tb.finish()
+
+
+@cocotb.test()
+async def load_broadcast(dut):
+    """LOAD to several regions at once (broadcast mask), random Load gaps and Store
+    backpressure; every region stored back."""
+    tb = EngineTB(dut, ld_p=0.6, st_p=0.5)
+    await tb.reset()
+    n = min(12, tb.D)
+    mask = (1 << tb.NRG) - 1
+    await tb.load(mask, acc(n // 3, 1, keep=True), 3)
+    await tb.load(0b101 & mask, acc(4, 0), 2)     # iterations repeat the same lines
+    for r in range(tb.NRG):
+        await tb.store(r, acc(n, 0), 1)
+    await tb.finish()
+
+
+@cocotb.test()
+async def amem_sparse(dut):
+    """amem-mode LOAD into the address memory of DOTSIG.a and of STORE.in, then
+    sparse reads through them (LRMF-style gather)."""
+    tb = EngineTB(dut)
+    await tb.reset()
+    r = 1 % tb.NRG
+    await fill(tb, r, min(16, tb.D), scale=None)
+    n_ent = tb.AMD
+    idx = tb.rng.integers(0, min(16, tb.D), size=n_ent)
+    lines = idx.reshape(-1, tb.L) if n_ent % tb.L == 0 else None
+    if lines is None:
+        idx = np.resize(idx, (n_ent + tb.L - 1) // tb.L * tb.L)
+        lines = idx.reshape(-1, tb.L)
+    g_store = I.GLOBAL_CHANNELS.index((I.STORE, 0))
+    await tb.issue(I.LOAD, len(lines), (1 << r) | (1 << 24), (0,), w7=(g_store << 16), lines=lines)
+    await tb.store(r, acc(n_ent, 0, keep=True, amem=True), 1)
+    await tb.store(r, acc(2, 0, keep=True, amem=True), 3)
+    # DOTSIG.a gathers rows through its address memory; b is a dense vector elsewhere
+    g_a = I.GLOBAL_CHANNELS.index((I.DOTSIG, 0))
+    await tb.issue(I.LOAD, len(lines), (1 << r) | (1 << 24), (0,), w7=(g_a << 16), lines=lines)
+    r2 = 2 % tb.NRG
+    await fill(tb, r2, 2, offset=0)
+    await tb.issue(I.DOTSIG, 2, w1_of((r, r2, r2)), (acc(2, 0, keep=True, amem=True), acc(2, 0),
+                                                     acc(1, 8, keep=True)), w6=2)
+    await tb.store(r2, acc(1, 8, keep=True), 2)
+    await tb.finish()
+
+
+@cocotb.test()
+async def fifo_overlap(dut):
+    """Non-blocking DOTSIG writes its results into a FIFO region that SCALAR reads at
+    the same time (producer/consumer overlap), then STORE."""
+    tb = EngineTB(dut, ld_p=0.8, st_p=0.7)
+    await tb.reset()
+    dim = min(4, tb.p["MAX_DIM"])
+    it = min(12, tb.D // 2)
+    ra, rb, rf, ro = 0, 1 % tb.NRG, 2 % tb.NRG, 3 % tb.NRG
+    await tb.load(1 << ra, acc(dim, 0, keep=True), it, scale=SMALL)    # samples
+    await tb.load(1 << rb, acc(dim, 0), 1, scale=SMALL)                 # model
+    await tb.load(1 << ro, acc(1, 0, keep=True), it, scale=SMALL)       # labels
+    alpha = int(tb.fmt.to_fixed(0.5))
+    # issue both back to back: the model runs them in order (DOTSIG fills the FIFO first)
+    await tb.issue(I.DOTSIG, it, w1_of((ra, rb, rf)), (acc(dim, 0, keep=True), acc(dim, 0), acc(1, 0, fifo=True)),
+                   w6=dim, nb=True)
+    await tb.issue(I.SCALAR, it, w1_of((rf, ro, ro)), (acc(1, 0, fifo=True), acc(1, 0, keep=True),
+                                                      acc(1, 16 % tb.D, keep=True)), w6=alpha, nb=True)
+    await ReadOnly()
+    assert tb.busy(I.DOTSIG) and tb.busy(I.SCALAR), "DOTSIG and SCALAR should run concurrently"
+    await RisingEdge(tb.clk)
+    await tb.wait_idle(I.SCALAR)          # BLOCK before the STORE (hazard-free program)
+    await tb.store(ro, acc(1, 16 % tb.D, keep=True), it)
+    await tb.finish()
+
+
+@cocotb.test()
+async def fifo_full_empty(dut):
+    """A STORE from an empty FIFO region waits for a LOAD that pushes more lines than
+    the region holds (the LOAD stalls while the FIFO is full)."""
+    tb = EngineTB(dut, ld_p=0.9, st_p=0.3)
+    await tb.reset()
+    r = 0
+    per = tb.D // 2
+    n = 3 * per
+    lines = tb.rand_words((n, tb.L))
+    # STORE first (FIFO empty): the model runs LOAD then STORE, so compute it by hand
+    for k, ln in enumerate(lines):
+        tb.exp.append((pack_lanes(ln, tb.W), 1 if (k + 1) % per == 0 else 0))
+    await tb.issue(I.STORE, 3, w1_of((r,)), (acc(per, 0, fifo=True),), model=False, nb=True)
+    await ClockCycles(tb.clk, 5)
+    await ReadOnly()
+    assert tb.busy(I.STORE) and int(dut.m_axis_st_tvalid.value) == 0
+    await RisingEdge(tb.clk)
+    for ln in lines:
+        tb.src.append((pack_lanes(ln, tb.W), 0))
+    await tb.issue(I.LOAD, 3, 1 << r, (acc(per, 0, fifo=True),), model=False, nb=True)
+    await tb.finish()
+
+
+@cocotb.test()
+async def sgd_step(dut):
+    """One SGD sample (Alg. 1: DOTSIG, SCALAR, MULTSUB, L2REG) equals golden.sgd's update."""
+    from golden.sgd import sgd
+    tb = EngineTB(dut, ld_p=0.8, st_p=0.8)
+    await tb.reset()
+    n = tb.L * min(4, tb.p["MAX_DIM"])
+    dim = n // tb.L
+    A = tb.rng.uniform(-1, 1, size=(1, n))
+    b = np.array([1.0])
+    x0 = tb.rng.uniform(-0.5, 0.5, size=n)
+    alpha, lam2 = 0.125, 0.01
+    ref = sgd(A, b, loss="logistic", alpha=alpha, lam2=lam2, epochs=1, order=[[0]], x0=x0, fmt=tb.fmt)
+    f = tb.fmt
+    xq = f.to_fixed(x0).reshape(dim, tb.L)
+    aq = f.to_fixed(A[0]).reshape(dim, tb.L)
+    bl = np.zeros((1, tb.L), dtype=np.int64)
+    bl[0, 0] = int(f.to_fixed(b[0]))
+    RX, RA, RS, RT = 0, 1 % tb.NRG, 2 % tb.NRG, 3 % tb.NRG
+    await tb.load(1 << RX, acc(dim, 0), 1, lines=xq)
+    await tb.load(1 << RA, acc(dim, 0), 1, lines=aq)
+    await tb.load(1 << RS, acc(1, 0), 1, lines=bl)
+    v = acc(dim, 0)
+    await tb.issue(I.DOTSIG, 1, w1_of((RX, RA, RS), 1), (v, v, acc(1, 1)), w6=dim)
+    await tb.issue(I.SCALAR, 1, w1_of((RS, RS, RS)), (acc(1, 1), acc(1, 0), acc(1, 2)),
+                   w6=int(f.to_fixed(alpha)))
+    await tb.issue(I.MULTSUB, 1, w1_of((RX, RA, RS, RT)), (v, v, acc(1, 2), acc(dim, 0)), w6=dim)
+    await tb.issue(I.L2REG, 1, w1_of((RT, RX, RX)), (v, v, v), w6=dim, w7=int(f.to_fixed(2 * alpha * lam2)))
+    await tb.store(RX, v, 1)
+    exp_lines = np.asarray(ref.x, dtype=np.int64).reshape(dim, tb.L)
+    assert np.array_equal(tb.mem.read_lines(tb.addr - dim - 1, dim), exp_lines), "ISS != golden.sgd"
+    await tb.finish()
+
+
+@cocotb.test()
+async def scd_step(dut):
+    """One SCD coordinate step (Alg. 2): z = A x (DOTSIG), residual (SIGDELTA), gradient
+    (DOTSIG), soft threshold (SCALAR SCD mode: lane 0 x - mu, lane 1 mu), residual
+    update with mu (MULTSUB, s from lane 1)."""
+    tb = EngineTB(dut)
+    await tb.reset()
+    f = tb.fmt
+    dim = min(2, tb.p["MAX_DIM"])
+    RC, RZ, RB, RS = 0, 1 % tb.NRG, 2 % tb.NRG, 3 % tb.NRG
+    await tb.load(1 << RC, acc(dim, 0), 1, scale=SMALL)          # column A[:, j]
+    await tb.load(1 << RZ, acc(dim, 0), 1, scale=SMALL)          # z = A x
+    await tb.load(1 << RB, acc(dim, 0), 1, scale=SMALL)          # b
+    xj = np.zeros((1, tb.L), dtype=np.int64)
+    xj[0, 0] = int(f.to_fixed(0.3))
+    await tb.load(1 << RS, acc(1, 0), 1, lines=xj)
+    v = acc(dim, 0)
+    await tb.issue(I.SIGDELTA, 1, w1_of((RZ, RB, RB)), (v, v, acc(dim, 8 % tb.D)), w6=dim)
+    await tb.issue(I.DOTSIG, 1, w1_of((RC, RB, RS)), (v, acc(dim, 8 % tb.D), acc(1, 1)), w6=dim)
+    await tb.issue(I.SCALAR, 1, w1_of((RS, RS, RS), 1), (acc(1, 1), acc(1, 0), acc(1, 2)),
+                   w6=int(f.to_fixed(0.5)), w7=int(f.to_fixed(0.01)))
+    await tb.issue(I.MULTSUB, 1, w1_of((RZ, RC, RS, RZ), 1), (v, v, acc(1, 2), v), w6=dim)
+    await tb.store(RS, acc(3, 0), 1)
+    await tb.store(RZ, v, 1)
+    await tb.finish()
+
+
+@cocotb.test()
+async def rejected_issues(dut):
+    """Malformed issues pulse sub_err, start nothing and keep sub_busy low."""
+    tb = EngineTB(dut)
+    await tb.reset()
+    D = tb.D
+    bad = [
+        (I.STORE, 1, w1_of((0,)), (acc(1, 0) | (1 << 30),), 0, 0),          # both BRAM and FIFO
+        (I.STORE, 1, w1_of((0,)), (acc(2, D - 1),), 0, 0),                   # offset+length > DEPTH
+        (I.STORE, 0, w1_of((0,)), (acc(1, 0),), 0, 0),                       # iterations 0
+        (I.DOTSIG, 1, w1_of((0, 0, 0)), (acc(2, 0), acc(2, 0), acc(1, 4)), 3, 0),  # vector length != dim
+        (I.DOTSIG, 1, w1_of((0, 0, 0)), (acc(2, 0), acc(2, 0), acc(2, 4)), 2, 0),  # scalar length != 1
+        (I.L2REG, 1, w1_of((0, 0, 0)), (acc(1, 0),) * 3, 0, 0),             # dimension 0
+        (I.LOAD, 1, 0, (acc(1, 0),), 0, 0),                                  # empty mask
+        (I.LOAD, 1, 1 | (1 << 24), (0,), 0, 31 << 16),                       # amem: no channel 31
+    ]
+    if tb.NRG < 16:
+        bad.append((I.STORE, 1, w1_of((tb.NRG,)), (acc(1, 0),), 0, 0))      # region >= NREGIONS
+        bad.append((I.LOAD, 1, 1 << tb.NRG, (acc(1, 0),), 0, 0))
+    for k, (op, it, w1, accs, w6, w7) in enumerate(bad):
+        before = list(tb.errs)
+        await tb.issue(op, it, w1, accs, w6, w7, model=False, nb=True)
+        await ReadOnly()
+        assert (int(dut.sub_err.value) >> SUB_BIT[op]) & 1, f"case {k}: no sub_err pulse"
+        assert int(dut.sub_busy.value) == 0, f"case {k}: sub_busy rose"
+        await RisingEdge(tb.clk)
+        await RisingEdge(tb.clk)
+        assert tb.errs[SUB_BIT[op]] == before[SUB_BIT[op]] + 1, f"case {k}: err count {tb.errs}"
+    tb.errs = [0] * 7
+    # the engine still works afterwards
+    await fill(tb, 0, 4)
+    await tb.store(0, acc(4, 0), 1)
+    await tb.finish()
+
+
+@cocotb.test()
+async def checker_catches_corruption(dut):
+    """Negative test: a corrupted expected line, an extra and a dropped line each fail."""
+    tb = EngineTB(dut)
+    await tb.reset()
+    await fill(tb, 0, 4)
+    await tb.issue(I.STORE, 1, w1_of((0,)), (acc(4, 0),), nb=True)
+    d, last = tb.exp[1]
+    tb.exp[1] = (d ^ 1, last)
+    await tb.wait_idle()
+    await ClockCycles(dut.clk, 10)
+    assert tb.sb.mismatches == 1, f"corruption not detected ({tb.sb.mismatches})"
+    with pytest.raises(AssertionError):
+        tb.sb.check()
+    tb.sb.errors = tb.sb.mismatches = 0
+    await tb.issue(I.STORE, 1, w1_of((0,)), (acc(4, 0),), nb=True)
+    tb.exp.pop()
+    await tb.wait_idle()
+    await ClockCycles(dut.clk, 10)
+    assert tb.sb.errors == 1, "extra output not detected"
+    tb.sb.errors = 0
+    tb.exp.append((123, 1))
+    with pytest.raises(AssertionError, match="never received"):
+        tb.sb.check()
+
+
+@cocotb.test()
+async def throughput(dut):
+    """Cycles per line: DOTSIG with a and b in different regions (1 line/cycle) and in
+    the same regular region (shared read port: 1/2); two subroutines on disjoint regions
+    concurrently (each at full rate); LOAD broadcast."""
+    tb = EngineTB(dut)
+    await tb.reset()
+    if tb.NRG < 4:
+        return
+    dim = tb.p["MAX_DIM"] if tb.p["MAX_DIM"] <= tb.D // 2 else tb.D // 2
+    it = 4
+    m = {}
+    for r in range(4):
+        await tb.load(1 << r, acc(dim, 0), 1, scale=SMALL)
+    await tb.wait_idle()
+    clk = tb.clk
+
+    async def timed(issues):
+        t0 = get_sim_time("ns")
+        for a in issues:
+            await tb.issue(*a[0], **a[1], nb=True)
+        await tb.wait_idle()
+        return int((get_sim_time("ns") - t0) / CLOCK_NS)
+
+    v = acc(dim, 0)
+    r_in = [tb.cfgs[r] for r in range(4)]
+    base = await timed([((I.DOTSIG, it, w1_of((0, 1, 2)), (v, v, acc(1, dim, keep=True))), {"w6": dim})])
+    m["dotsig_two_regions_lines_per_cycle"] = round(dim * it / base, 3)
+    same = await timed([((I.DOTSIG, it, w1_of((0, 0, 2)), (v, v, acc(1, dim, keep=True))), {"w6": dim})])
+    m["dotsig_same_region_lines_per_cycle"] = round(dim * it / same, 3)
+    both = await timed([((I.DOTSIG, it, w1_of((0, 1, 2)), (v, v, acc(1, dim, keep=True))), {"w6": dim}),
+                        ((I.L2REG, it, w1_of((3, 3 if r_in[3] != "regular" else 1, 3)),
+                          (v, v, acc(dim, dim))), {"w6": dim})])
+    m["dotsig_plus_l2reg_cycles"] = both
+    m["dotsig_alone_cycles"] = base
+    n = dim * it
+    t = await timed([((I.LOAD, it, (1 << 4) - 1, (v,)), {"lines": tb.rand_words((n, tb.L))})])
+    m["load_broadcast_lines_per_cycle"] = round(n / t, 3)
+    dut._log.info("throughput %s (regions %s)", m, r_in)
+    record_bench(CORE, unit="line", config=tb.p, **m)
+
+
+# ------------------------------------------------------------------ pytest launchers
+@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("small", "verilator")]))
+def test_pipearch_engine(cfg, sim):
+    run_core(CORE, cfg, sim)
+
+
+def test_pipearch_engine_vhdl_smoke():
+    run_core(CORE, "small", "ghdl", testcase="each_subroutine,load_broadcast")
