@@ -12,6 +12,7 @@ CORE_MODULES = [
     "rtl_gen.pipearch.multiply_subtract",
     "rtl_gen.pipearch.l2reg",
     "rtl_gen.pipearch.pipearch_region",
+    "rtl_gen.pipearch.pipearch_engine",
     "rtl_gen.pipearch.pipearch_ldst",
     "rtl_gen.pipearch.pipearch_rm",
     "rtl_gen.maple.maple_smart_memory",
