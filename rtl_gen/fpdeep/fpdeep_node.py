@@ -640,6 +640,12 @@ def block_fn(p):
             if ebp_v and (ebp_l or ebp_d != 0 or ebp_d == 0):
                 ebp_bad.next = True
 
+        pg_work = sig_b()
+
+        @always_comb
+        def pgw():
+            pg_work.next = pg_busy and bwd_busy_r and (e_open or upd_pend)
+
         @always_comb
         def outs():
             fwd_busy.next = fwd_busy_r or upd_pend
@@ -649,13 +655,13 @@ def block_fn(p):
             cfg_err.next = nerr or fp_cerr or eb_cerr or pg_cerr
             row_err.next = fp_rerr or eb_rerr or pg_rerr
             psum_err.next = fp_perr or eb_perr or ebp_bad or ebp_in_r
-            stage_busy.next = concat(pg_busy and bwd_busy_r and (e_open or upd_pend), eb_busy, fp_busy)
+            stage_busy.next = concat(pg_work, eb_busy, fp_busy)
             ebp_in_v.next = zero
             ebp_in_l.next = zero
             ebp_in.next = 0
 
         return insts, sizes, ebsz, ebsl, chk, chk2, hosten, idles, pmux, wport, rcomb, reader, ecomb, \
-            cpush, acc, acc2, fin, ctl, outs
+            cpush, acc, acc2, fin, ctl, pgw, outs
 
     return fpdeep_node
 

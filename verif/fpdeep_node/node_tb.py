@@ -69,8 +69,10 @@ class NodeTB:
         self.cycle = 0
         self.busy_log = None            # list of per-cycle stage_busy tuples while measuring
         cocotb.start_soon(self._watch())
-        if stall_p > 0 and hasattr(dut, "stall"):
-            cocotb.start_soon(self._stalls())
+        if hasattr(dut, "stall"):
+            dut.stall.value = 0          # a previous test may have left stall bits set
+            if stall_p > 0:
+                cocotb.start_soon(self._stalls())
 
     def pre(self, i: int) -> str:
         return "" if self.N == 1 else f"n{i}_"
@@ -258,7 +260,9 @@ class NodeTB:
             h = self.dut if self.N == 1 else getattr(self.dut, f"node{i}")
             vals = []
             for n in ("fwd_busy_r", "bwd_busy_r", "upd_pend", "e_open", "eb_seen", "eb_busy", "fp_busy",
-                      "pg_busy", "rd_on", "ec", "er", "cnt", "pend", "bcnt", "bat_m1"):
+                      "pg_busy", "rd_on", "ec", "er", "cnt", "pend", "bcnt", "bat_m1", "fpdeep_pg0_phase",
+                      "fpdeep_pg0_need_start", "fpdeep_pg0_lb_busy", "pgx_r", "fpdeep_pg0_win_v", "e_v", "eb_err_r",
+                      "pge_r", "s_axis_berr_tvalid", "fpdeep_pg0_ldcnt", "fpdeep_pg0_fcnt", "e_f"):
                 try:
                     vals.append(f"{n}={getattr(h, n).value}")
                 except AttributeError:
@@ -299,6 +303,28 @@ class NodeTB:
                 await self.wait_counts(b=b0 + s + 1)
         if flags:
             self.check_flags()
+
+    async def measure_idle(self, pad: int) -> dict:
+        """Benchmark one maximum-size mini-batch (MAX_BATCH samples, overlapped schedule) and
+        return the idle-stage fractions: per node and stage (FP, EB, PG) the fraction of the
+        cycles from the first start to the last done in which the stage has no map (FP, EB)
+        or no sample / update (PG), from the nodes' stage_busy outputs."""
+        h, w, B = self.p["MAX_HEIGHT"], self.p["MAX_WIDTH"], self.p["MAX_BATCH"]
+        xs, es = self.rand_batch(B, h, w, pad)
+        lr = self.rand_lr()
+        self.queue_batch(xs, es, pad, lr)
+        self.busy_log = []
+        await self.run_batch(B, h, w, pad, lr, True, "overlap")
+        log, self.busy_log = self.busy_log, None
+        cyc = len(log)
+        idle = {st: [sum(1 for c in log if not (c[i] >> bit) & 1) / cyc for i in range(self.N)]
+                for bit, st in enumerate(("fp", "eb", "pg"))}
+        return dict(cycles=cyc, samples=B, cycles_per_sample=cyc / B,
+                    # the slowest stage's scan: EB walks the error map padded by K-1-P, (H+K-1) x (W+K-1)
+                    ideal_cycles_per_sample=(h + self.K - 1) * (w + self.K - 1),
+                    **{f"idle_{st}": round(sum(v) / len(v), 4) for st, v in idle.items()},
+                    idle_any_stage=round(sum(sum(v) / len(v) for v in idle.values()) / 3, 4),
+                    idle_per_node={st: [round(x, 4) for x in v] for st, v in idle.items()})
 
     async def finish(self, settle=30):
         await ClockCycles(self.clk, settle)

@@ -17,6 +17,7 @@ from rtl_gen.common.params import ParamError
 from rtl_gen.registry import get
 from verif.fpdeep_node.node_tb import NodeTB
 from verif.harness import matrix, run_core
+from verif.tb_common import record_bench
 
 CORE = "fpdeep_node"
 
@@ -206,6 +207,24 @@ async def checker_catches_corruption(dut):
     tb.exp_act.append((123, 1))
     with pytest.raises(AssertionError, match="never received"):
         tb.sb.check()
+
+
+@cocotb.test()
+async def bench_throughput(dut):
+    """Benchmark (reported, not asserted): one node on its own (a chain of one) runs a
+    maximum-size mini-batch under the overlapped schedule (FWD b+1 with BWD b), no bubbles,
+    always-ready sinks: cycles per sample against the slowest stage's scan, and the
+    idle-stage fraction of FP, EB and PG (the chained system: verif/fpdeep_node_chain)."""
+    tb = NodeTB(dut)
+    await tb.reset()
+    await tb.load(*tb.rand_params())
+    rec = {f"pad{pad}": await tb.measure_idle(pad) for pad in (0, tb.K // 2)}
+    await tb.finish()
+    p0 = rec["pad0"]
+    out = record_bench(CORE, map=f"{tb.p['MAX_HEIGHT']}x{tb.p['MAX_WIDTH']}", samples=p0["samples"],
+                       cycles_per_sample=p0["cycles_per_sample"], ideal=p0["ideal_cycles_per_sample"],
+                       idle_fp=p0["idle_fp"], idle_eb=p0["idle_eb"], idle_pg=p0["idle_pg"], runs=rec)
+    dut._log.info("bench: %s", out)
 
 
 # ---------------------------------------------------------------- pytest launchers

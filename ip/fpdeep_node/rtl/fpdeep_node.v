@@ -265,6 +265,7 @@ reg ebp_v;
 reg ebp_l;
 reg [95:0] ebp_d;
 reg ebp_bad;
+wire pg_work;
 reg fp_cerr;
 reg eb_cerr;
 reg pg_cerr;
@@ -13653,6 +13654,10 @@ end
 
 
 
+assign pg_work = (pg_busy && bwd_busy_r && (e_open || upd_pend));
+
+
+
 assign fwd_busy = (fwd_busy_r || upd_pend);
 assign bwd_busy = bwd_busy_r;
 assign fwd_done = (fdone_i || (fwd_busy_r && fp_done));
@@ -13660,7 +13665,7 @@ assign bwd_done = bdone_i;
 assign cfg_err = (nerr || fp_cerr || eb_cerr || pg_cerr);
 assign row_err = (fp_rerr || eb_rerr || pg_rerr);
 assign psum_err = (fp_perr || eb_perr || ebp_bad || ebp_in_r);
-assign stage_busy = {(pg_busy && bwd_busy_r && (e_open || upd_pend)), eb_busy, fp_busy};
+assign stage_busy = {pg_work, eb_busy, fp_busy};
 assign ebp_in_v = zero;
 assign ebp_in_l = zero;
 assign ebp_in = 0;

@@ -198,6 +198,7 @@ signal ebp_v: std_logic;
 signal ebp_l: std_logic;
 signal ebp_d: unsigned(95 downto 0);
 signal ebp_bad: std_logic;
+signal pg_work: std_logic;
 signal fp_cerr: std_logic;
 signal eb_cerr: std_logic;
 signal pg_cerr: std_logic;
@@ -12797,6 +12798,9 @@ begin
 end process ctl;
 
 
+pg_work <= stdl(bool(pg_busy) and bool(bwd_busy_r) and (bool(e_open) or bool(upd_pend)));
+
+
 fwd_busy <= stdl(bool(fwd_busy_r) or bool(upd_pend));
 bwd_busy <= bwd_busy_r;
 fwd_done <= stdl(bool(fdone_i) or (bool(fwd_busy_r) and bool(fp_done)));
@@ -12804,7 +12808,7 @@ bwd_done <= bdone_i;
 cfg_err <= stdl(bool(nerr) or bool(fp_cerr) or bool(eb_cerr) or bool(pg_cerr));
 row_err <= stdl(bool(fp_rerr) or bool(eb_rerr) or bool(pg_rerr));
 psum_err <= stdl(bool(fp_perr) or bool(eb_perr) or bool(ebp_bad) or bool(ebp_in_r));
-stage_busy_num <= unsigned'((bool(pg_busy) and bool(bwd_busy_r) and (bool(e_open) or bool(upd_pend))) & eb_busy & fp_busy);
+stage_busy_num <= unsigned'(pg_work & eb_busy & fp_busy);
 ebp_in_v <= zero;
 ebp_in_l <= zero;
 ebp_in <= to_unsigned(0, 96);
