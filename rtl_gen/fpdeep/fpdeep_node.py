@@ -686,8 +686,10 @@ def datasheet(p):
         latency="FWD: that of `fpdeep_fp`; BWD: that of `fpdeep_eb` plus, after the last sample of a "
                 "mini-batch, PG's fold, update and write-back (S_OC*S_IC+1 parameter beats)",
         throughput="FP, EB and PG each one map position per cycle; a FWD op and a BWD op run concurrently "
-                   "(sample b+1 forward while sample b goes backward); the idle fraction of each stage in a "
-                   "chain is measured by `make bench` (fpdeep_node_chain)",
+                   "(sample b+1 forward while sample b goes backward), so a sample costs about the slowest "
+                   "stage's scan, EB's (H+K-1)*(W+K-1) cycles, plus control overhead; cycles per sample and "
+                   "the idle fraction of each stage are measured by the node's bench_throughput (`make "
+                   "bench`) and, for chains of 2-4 nodes, by verif/fpdeep_node_chain's bench_throughput",
         fields=[("cfg_width", str(wd["fw"]), f"input-map width W, 1..{p['MAX_WIDTH']}"),
                 ("cfg_height", str(wd["fh"]), f"input-map height H, 1..{p['MAX_HEIGHT']}"),
                 ("cfg_pad", str(wd["fp"]), f"zero padding P, 0..{K - 1}; W+2P >= K, H+2P >= K"),
@@ -697,6 +699,7 @@ def datasheet(p):
                 ("cfg_bend", "1", "BWD: end of the error chain (no m_axis_berr output)"),
                 ("cfg_batch", str(wd["fb"]), f"BWD opening a mini-batch: samples, 1..{p['MAX_BATCH']}"),
                 ("cfg_lr", str(W), f"BWD opening a mini-batch: lr_q = to_fixed(lr / batch), Q({W},{F}), > 0")],
+        fields_title="Initiation fields (sampled on `fwd_start` / `bwd_start`)",
         notes=[
             "Control sequence: (1) load the node's filters (S_OC*S_IC beats on s_axis_w, beat j = output "
             f"channel j // {S_IC}, node input channel j % {S_IC}) and the layer's biases (one beat on "
