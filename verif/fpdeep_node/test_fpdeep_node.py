@@ -179,6 +179,32 @@ async def reset_mid_batch(dut):
 
 
 @cocotb.test()
+async def tlast_checks(dut):
+    """A pixel tlast off the row end, an error-map tlast off the row end (row_err) and a
+    psum_in tlast off the output-row end (psum_err) are flagged, sticky until the next
+    start; the results are unaffected."""
+    tb = NodeTB(dut, src_p=0.8)
+    await tb.reset()
+    await tb.load(*tb.rand_params())
+    P = tb.K - 1
+    for what in ("pix", "berr", "psum"):
+        xs, es = tb.rand_batch(1, 3, 4, P)
+        ps = rand_psums(tb, 1, 3, 4, P)
+        pos = (0, 1, 1) if what == "psum" else (1, 1, 1)
+        tb.queue_batch(xs, es, P, 1, True, *pos, psums=ps)
+        src = {"pix": tb.spix[0], "berr": tb.sberr, "psum": tb.sps}[what]
+        d, last = src._sendQ[1][0]
+        src._sendQ[1] = ((d, 1 - last),) + tuple(src._sendQ[1][1:])
+        await tb.run_batch(1, 3, 4, P, 1, True, "seq", pos, flags=False)
+        flag = "psum_err" if what == "psum" else "row_err"
+        assert int(getattr(dut, flag).value) == 1, f"{flag} not set for a bad {what} tlast"
+    xs, es = tb.rand_batch(1, 2, 3, P)
+    tb.queue_batch(xs, es, P, 1)
+    await tb.run_batch(1, 2, 3, P, 1, True, "seq")       # flags clear on the next starts
+    await tb.finish()
+
+
+@cocotb.test()
 async def checker_catches_corruption(dut):
     """Negative test: a corrupted expected activation, a corrupted expected input error, a
     corrupted expected updated filter word and a dropped expectation each make the
