@@ -1288,10 +1288,14 @@ def datasheet(p):
                 "branches, JMP/END, BLOCK, YIELD, RESUME), issues subroutine instructions with "
                 "their effective access words to the computation engine, and loads the program "
                 "and context / stores the context through firmware line streams.",
-        latency="control instruction: 4 cycles (Fetch, Decode x2, Execute); non-blocking "
-                "subroutine issue: 3 cycles; blocking: 4 cycles + subroutine busy time",
-        throughput="one instruction per 3-4 cycles; subroutines overlap with later instructions "
-                   "when non-blocking",
+        latency="by construction: a control instruction takes 4 cycles (Fetch, Decode x2, "
+                "Execute); a non-blocking subroutine instruction 3 (its `sub_start` is out in the "
+                "next instruction's Fetch cycle); a blocking one stays in Execute until the cycle "
+                "after `sub_busy[s]` is seen low again (at least 2 Execute cycles); Decode adds the "
+                "cycles the target subroutine is still busy.  START to the first Fetch: header, "
+                "program and context reads (each until its `fw_ld_done`); at the end, the context write",
+        throughput="one instruction per 3-4 cycles; non-blocking subroutines overlap with the "
+                   "following instructions (and with other subroutines)",
         fields=[(f"0x{off:02X} {name}", acc, desc) for off, name, acc, desc in REGISTERS],
         fields_title="Register map (AXI4-Lite, byte offsets, 32-bit registers)",
         fields_header=("offset / register", "access", "meaning"),
