@@ -564,6 +564,34 @@ async def blocking_vs_nonblocking(dut):
 
 
 @cocotb.test()
+async def instruction_timing(dut):
+    """Fetch-to-fetch cycles as the datasheet states: 4 for a control instruction, 3 for
+    a non-blocking subroutine whose target is idle, >= busy + 2 for a blocking one."""
+    tb = TB(dut, sub_max=5)
+    await tb.reset()
+    p = Program(tb.cfg)
+    p.nop()
+    p.addi(1, 1, 1)
+    p.store(ch(0, 1), 0, nb=True)
+    p.load(acc(1), 0, regions=[0], nb=True)
+    p.store(ch(0, 1), 0)
+    p.beq(0, 0, p.pc + 1)
+    p.end()
+    tb.put_ctx([0] * 32)
+    await tb.run(p.assemble().image)
+    fc = tb.fetch_cycles
+    d = [b - a for a, b in zip(fc, fc[1:])]
+    assert d[0] == 4 and d[1] == 4 and d[2] == 3 and d[3] == 3, d
+    blk, prev = tb.issues[2], tb.issues[0]          # blocking STORE; the earlier NB STORE
+    # Decode issues once the earlier STORE is idle (3 cycles after the fetch otherwise)
+    assert blk["cycle"] == max(fc[4] + 3, prev["busy_until"] + 2), (fc, blk, prev)
+    # Execute ends in the cycle after busy is seen low
+    assert fc[5] == blk["busy_until"] + 2, (fc, blk)
+    assert d[5] == 4, d
+    await tb.finish()
+
+
+@cocotb.test()
 async def context_switch_and_resume(dut):
     """SWITCH before START (first YIELD switches), SWITCH during the run (a later YIELD),
     StoreContext group, resume with and without a LoadContext group (RESUME ->
