@@ -337,6 +337,9 @@ def main(argv=None) -> int:
     if sims and any(s in missing for s in sims) and not problems:
         problems.append("requested simulator(s) not installed: " + ", ".join(s for s in sims if s in missing))
 
+    from verif.plots import render
+    figures = render(REPORTS, since=t0 - 1.0)
+
     # ---------------------------------------------------------------- summary
     mode = "quick (-m 'not slow')" if a.quick else "full"
     lines = [f"# Regression summary ({mode})", "",
@@ -353,6 +356,8 @@ def main(argv=None) -> int:
     npass = sum(r["result"] == "pass" for r in rows)
     lines += ["", f"{len(rows)} simulation runs: {npass} passed, {len(bad_rows)} failed/missing, {nsk} skipped "
               "(skipped runs are not counted as passed)", ""]
+    if figures:
+        lines += ["## Figures", ""] + [f"- reports/{f.name}" for f in figures] + [""]
     lines += ["## Simulators", ""]
     for s in SIMS:
         if s in missing:

@@ -202,3 +202,25 @@ def pass_reg(clk, rst, en, a, y):
             y.next = ae
 
     return sx, st
+
+
+@block
+def fit(src, dst):
+    """``dst`` = the low ``len(dst)`` bits of unsigned ``src``, or ``src`` zero-extended."""
+    n = len(dst)
+    if len(src) > n:
+        @always_comb
+        def o():
+            dst.next = src[n:]
+    elif len(src) == n:
+        @always_comb
+        def o():
+            dst.next = src
+    else:
+        k = n - len(src)
+
+        @always_comb
+        def o():
+            dst.next = concat(intbv(0)[k:], src)
+
+    return o
