@@ -21,7 +21,7 @@ from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
 from golden import pipearch_isa as I
 from golden.pipearch_asm import Program, PUConfig, acc, build_image, ch, effective_access
-from golden.pipearch_iss import Machine, Memory, StepLimit
+from golden.pipearch_iss import AxiError, Machine, Memory, StepLimit
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
 from verif.tb_common import sim_seed
 
@@ -30,6 +30,21 @@ MEM_BYTES = 1 << 16
 PROG = 0x1000
 CTX = 0x4000
 ST_DONE_STATE = I.STATE_DONE
+
+
+class ProtMemory(Memory):
+    """The ISS's memory with write-protected byte ranges (a write there is an AXI
+    error, as the DUT's memory model answers)."""
+
+    def __init__(self, size, lanes):
+        super().__init__(size, lanes)
+        self.wprot = []
+
+    def write_bytes(self, addr, b):
+        n = len(bytes(b))
+        if any(addr < hi and lo < addr + n for lo, hi in self.wprot):
+            raise AxiError(f"write to protected [{addr:#x}, {addr + n:#x})")
+        super().write_bytes(addr, b)
 
 
 def w0(op, ra=0, rb=0, rd=0, it=0, nb=False):
@@ -65,7 +80,7 @@ class TB:
             getattr(dut, n).value = 0
         self.axil = None
         self.mem = Memory(MEM_BYTES, self.L)          # DUT's main memory
-        self.imem = Memory(MEM_BYTES, self.L)         # ISS's copy
+        self.imem = ProtMemory(MEM_BYTES, self.L)     # ISS's copy
         self.iss = Machine(self.cfg, self.imem, subroutine_hook=self._iss_hook)
         self.mem_p, self.st_p, self.sub_max = mem_p, st_p, sub_max
         self.wprot = []                               # (lo, hi) byte ranges whose writes fail
@@ -270,7 +285,7 @@ class TB:
 
     def put(self, addr, data: bytes):
         self.mem.write_bytes(addr, data)
-        self.imem.write_bytes(addr, data)
+        self.imem.data[addr:addr + len(data)] = np.frombuffer(bytes(data), dtype=np.uint8)
 
     def put_ctx(self, words, addr=CTX):
         b = np.asarray([w & 0xFFFFFFFF for w in words] + [0] * (32 - len(words)), dtype="<u4").tobytes()
@@ -803,20 +818,18 @@ async def axi_and_subroutine_errors(dut):
         tb.put_ctx([0] * 32)
         await tb.run(ok)                 # a stale error level of the last job is ignored
     # context write refused
-    tb.wprot = [(CTX, CTX + 128)]
+    tb.wprot = tb.imem.wprot = [(CTX, CTX + 128)]
     p = Program(tb.cfg)
     p.nop()
     p.yield_()
     p.end()
     a = p.assemble()
     tb.put_ctx([0] * 32)
-    _, errw, _ = await tb.run(a.image, iss=False, switch_before=True, expect=I.E_AXI)
+    _, errw, _ = await tb.run(a.image, switch_before=True, expect=I.E_AXI)
     assert errw & 0xFF == 1
-    tb.iss.switch_pending = False
-    _, errw, _ = await tb.run(a.image, iss=False, expect=I.E_AXI)
+    _, errw, _ = await tb.run(a.image, expect=I.E_AXI)
     assert errw & 0xFF == 0xFF
-    tb.wprot = []
-    tb.imem.data[:] = tb.mem.data
+    tb.wprot = tb.imem.wprot = []
     await tb.run(ok)
     # subroutine runtime errors
     subs = tb.cfg.subroutines
