@@ -63,7 +63,8 @@ class PU:
         self.set_mem_pause(mem_p, tb.seed)
         self.trace = []
         self.busy_cycles = 0
-        self.fetches = 0
+        self.r_beats = 0          # AXI read data beats accepted
+        self.w_beats = 0          # AXI write data beats accepted
         cocotb.start_soon(self._monitor())
 
     def set_mem_pause(self, p, seed):
@@ -79,6 +80,8 @@ class PU:
 
     async def _monitor(self):
         fetch, pc, busy = self.sig("dbg_fetch"), self.sig("dbg_pc"), self.sig("busy")
+        rv, rr = self.sig("m_axi_rvalid"), self.sig("m_axi_rready")
+        wv, wr = self.sig("m_axi_wvalid"), self.sig("m_axi_wready")
         while True:
             await RisingEdge(self.tb.clk)
             await ReadOnly()
@@ -86,6 +89,10 @@ class PU:
                 self.trace.append(int(pc.value))
             if int(busy.value):
                 self.busy_cycles += 1
+            if int(rv.value) and int(rr.value):
+                self.r_beats += 1
+            if int(wv.value) and int(wr.value):
+                self.w_beats += 1
 
     async def wr(self, addr, value):
         await self.axil.write_dword(addr, value)
@@ -487,6 +494,55 @@ async def bench_sgd_inner_loop(dut):
     record_bench("pipearch_pu_sgd", unit="sample", cycles_per_unit=round(d_cyc / max(d_lines, 1), 3),
                  ideal=1.0, notes=f"cycles per sample per line of dimension (LANES={tb.L}); "
                                    f"total cycles n=16: {recs[16]}, n=64: {recs[64]}")
+
+
+@cocotb.test()
+async def bench_bytes_per_cycle(dut):
+    """Main-memory bytes read per busy cycle for SGD, SCD and LRMF (no memory stalls)."""
+    tb = TB(dut, mem_p=1.0)
+    await tb.reset()
+    lb = tb.cfg.line_bytes
+    cases = [("sgd", lambda: sgd_case(tb.cfg, tb.rng, loss="ridge", m=16, n=64, epochs=1, partition=16)),
+             ("scd", lambda: scd_case(tb.cfg, tb.rng, loss="lasso", m=32, n=8, epochs=1, partition=16)),
+             ("lrmf", lambda: lrmf_case(tb.cfg, tb.rng, d=8, epochs=1))]
+    for name, mk in cases:
+        job, mem, gold = mk()
+        r0, w0 = tb.pu.r_beats, tb.pu.w_beats
+        _, cyc, _ = await run_and_compare(tb, job, mem, gold, f"bench {name}")
+        rb, wb = (tb.pu.r_beats - r0) * lb, (tb.pu.w_beats - w0) * lb
+        record_bench(f"pipearch_pu_bytes_{name}", unit="cycle", bytes_per_cycle=round(rb / cyc, 3),
+                     ideal_bytes_per_cycle=lb, read_bytes=rb, written_bytes=wb, cycles=cyc,
+                     notes=f"{name}: bytes read per busy cycle (LANES={tb.L}, one line = {lb} B "
+                           f"per cycle is the AXI peak)")
+
+
+@cocotb.test()
+async def bench_context_switch(dut):
+    """Context-switch cost: cycles of a run suspended at its first YIELD and resumed, minus
+    the cycles of the same run uninterrupted, as a function of the model size."""
+    tb = TB(dut, mem_p=1.0)
+    await tb.reset()
+    rows = {}
+    for n in (16, 64, 256):
+        if -(-n // tb.L) > tb.cfg.max_dim:
+            continue
+        job, mem, gold = sgd_case(tb.cfg, tb.rng, loss="ridge", m=8, n=n, epochs=1, partition=4)
+        pu = tb.pu
+        pu.put(mem, 0, job.end)
+        st, _, _, plain = await pu.run(job)
+        assert st & I.ST_FINISHED
+        pu.put(mem, 0, job.end)
+        st, _, _, c1 = await pu.run(job, switch_at="before")
+        assert st & I.ST_SUSPENDED
+        st, _, _, c2 = await pu.run(job)
+        assert st & I.ST_FINISHED
+        assert np.array_equal(model_of(job, pu.get(job.end)), gold())
+        rows[n] = (c1 + c2 - plain, -(-n // tb.L))
+    record_bench("pipearch_pu_ctx_switch", unit="switch",
+                 **{f"n{n}_cycles": c for n, (c, _) in rows.items()},
+                 **{f"n{n}_model_lines": l for n, (_, l) in rows.items()},
+                 notes="extra cycles of one suspend + resume (StoreContext/LoadContext of the model, "
+                       "context words, program reload) by model size n (words)")
 
 
 # ------------------------------------------------------------------ pytest launchers
