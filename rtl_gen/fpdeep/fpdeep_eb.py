@@ -83,15 +83,18 @@ def ports_of(p: dict) -> list[Port]:
     return [
         Port("clk", "in", 1, "clock, rising edge"),
         Port("rst", "in", 1, "synchronous active-high reset (filters clear to 0)"),
-        Port("start", "in", 1, "initiate one error map (sampled with the cfg_* fields while busy is low)"),
+        Port("start", "in", 1, "initiate one error map (sampled with the cfg_* fields while busy is low; "
+                                 "may come while the previous map still drains)"),
         Port("cfg_width", "in", lw["fw"], "error-map width Wo (the layer's output width), 1..MAX_WIDTH"),
         Port("cfg_height", "in", lw["fh"], "error-map height Ho, 1..MAX_HEIGHT"),
         Port("cfg_pad", "in", wd["fp"], "the layer's forward padding P, 0..K-1 (the error map is padded by K-1-P)"),
         Port("cfg_first", "in", 1, "1: first run of the chain (no psum input, s_axis_psum_in unused)"),
         Port("cfg_last", "in", 1, "1: last run: round/saturate -> m_axis_err; "
                                   "0: forward the exact partial sums on m_axis_psum_out"),
-        Port("busy", "out", 1, "a map is in progress (until its last output is accepted)"),
-        Port("done", "out", 1, "one-cycle pulse: last output accepted, or an invalid initiation"),
+        Port("busy", "out", 1, "cannot take a start: the current map's input is not all in yet, or "
+                               "two maps are in flight"),
+        Port("done", "out", 1, "one-cycle pulse per map when its last output is accepted (in start "
+                               "order), or for an invalid initiation"),
         Port("cfg_err", "out", 1, "last initiation was invalid (sticky until the next start)"),
         Port("row_err", "out", 1, "an input tlast disagreed with cfg_width (sticky until the next start)"),
         Port("psum_err", "out", 1, "an s_axis_psum_in tlast disagreed with the output row ends "
@@ -99,7 +102,7 @@ def ports_of(p: dict) -> list[Port]:
         Port("s_axis_w_tdata", "in", K * K * W,
              f"one K x K filter per beat in the FORWARD layout (element (i, j) in bits [(i*K + j)*W +: W]); "
              f"after {S_OC * S_IC} beats, beat j is output channel j // {S_IC}, input channel j % {S_IC}"),
-        Port("s_axis_w_tvalid", "in", 1, "load while idle (priority over windows)"),
+        Port("s_axis_w_tvalid", "in", 1, "load only with no map in flight (priority over windows)"),
         Port("s_axis_w_tready", "out", 1, ""),
         Port("s_axis_err_tdata", "in", S_OC * W,
              "one error-map position, output channel o in bits [o*W +: W]; row-major"),
@@ -180,23 +183,40 @@ def block_fn(p):
                   m_axis_psum_out_tdata, m_axis_psum_out_tvalid, m_axis_psum_out_tready, m_axis_psum_out_tlast,
                   m_axis_err_tdata, m_axis_err_tvalid, m_axis_err_tready, m_axis_err_tlast):
         # ---- line buffer over S_OC-channel error positions, padded by K-1-P --------
-        lb_start, lb_busy, lb_done = sig_b(), sig_b(), sig_b()
+        # the line buffer's done is not needed: map ends travel with the windows (tuser)
+        lb_start, lb_busy, lb_done_unused = sig_b(), sig_b(), sig_b()
         lb_pad = sig_u(lw["fp"])
         lb_width = sig_u(lw["fw"])
         pm = pad_map_rom(cfg_pad, cfg_width, lb_pad, lb_width, K)
         win_d = sig_u(n * S_OC * W)
-        win_v, win_r, win_l = sig_b(), sig_b(), sig_b()
-        lbi = lb_fn(clk, rst, lb_start, lb_width, cfg_height, lb_pad, lb_busy, lb_done, cfg_err, row_err,
+        win_v, win_r, win_l, win_u = sig_b(), sig_b(), sig_b(), sig_b()
+        lbi = lb_fn(clk, rst, lb_start, lb_width, cfg_height, lb_pad, lb_busy, lb_done_unused, cfg_err, row_err,
                     s_axis_err_tdata, s_axis_err_tvalid, s_axis_err_tready, s_axis_err_tlast,
-                    win_d, win_v, win_r, win_l)
+                    win_d, win_v, win_r, win_l, win_u)
 
         # ---- engines: S_IC engines of S_OC tiles ---------------------------------------
         en = sig_b(True)
         fire, wfire = sig_b(), sig_b()
         xr = sig_u(n * S_OC * W)
         wall = sig_u(nslot * n * W)
-        v0 = sig_u(2)            # {last, valid}
-        first_r, last_r, lbseen = sig_b(), sig_b(), sig_b()
+        v0 = sig_u(5)            # {map end, last run, first run, row last, valid}
+        # two map slots (the map entering the engines and the next one): chain position
+        cf0, cf1, cl0, cl1 = (sig_b() for _ in range(4))
+        wsel, rsel, chk, errq = sig_b(), sig_b(), sig_b(), sig_b()
+        nmaps = sig_u(2)
+        bfx, blx = sig_b(), sig_b()
+        ibusy = sig_b()
+
+        @always_comb
+        def slotsel():
+            if rsel:
+                bfx.next = cf1
+                blx.next = cl1
+            else:
+                bfx.next = cf0
+                blx.next = cl0
+            ibusy.next = lb_busy or chk or errq or nmaps == 2
+            busy.next = lb_busy or chk or errq or nmaps == 2
         bz = sig_u(S_IC * W)     # no bias in EB: constant-zero bias words, leaf never selected
         bsel = sig_b()
 
@@ -206,7 +226,7 @@ def block_fn(p):
             wfire.next = en and s_axis_w_tvalid
             win_r.next = en and not s_axis_w_tvalid
             fire.next = en and win_v and not s_axis_w_tvalid
-            lb_start.next = start and not busy and not lb_busy
+            lb_start.next = start and not ibusy
 
         @always_seq(clk.posedge, reset=rst)
         def inreg():
@@ -215,7 +235,7 @@ def block_fn(p):
             if en:
                 if fire:
                     xr.next = win_d
-                v0.next = concat(win_l, fire)
+                v0.next = concat(win_u, blx, bfx, win_l, fire)
 
         fs = filter_shift(clk, rst, wfire, s_axis_w_tdata, wall)
         # transpose: engine c, tile o (slot c*S_OC + o) takes loaded beat o*S_IC + c
@@ -237,23 +257,28 @@ def block_fn(p):
         sums = [sig_s(tw) for _ in range(S_IC)]
         # rotation by 180 degrees: window element e meets filter element n-1-e
         trees = engine_trees(clk, rst, en, xr, wt, bz, bsel, sums, pe, lambda t, e: (n - 1 - e) * S_OC + t)
-        vt = sig_u(2)
+        vt = sig_u(5)
         dly = delay_flags(clk, rst, en, v0, vt, 1 + levels)
         e_in = sig_u(S_IC * tw)
         pk1 = pack(sums, e_in)
         push1, last1 = sig_b(), sig_b()
-        first_u = sig_u(1)
+        tag_u = sig_u(3)         # {map end, last run, first run}
 
         @always_comb
         def ec():
             push1.next = en and vt[0]
             last1.next = vt[1]
-            first_u.next = first_r
+            tag_u.next = vt[5:2]
 
         e_d = sig_u(S_IC * tw)
         e_v, e_r, e_l = sig_b(), sig_b(), sig_b()
-        e_first = sig_u(1)
-        efifo = out_fifo2(clk, rst, e_in, last1, first_u, push1, en, e_d, e_v, e_r, e_l, e_first)
+        e_tag = sig_u(3)
+        e_first = sig_b()
+        efifo = out_fifo2(clk, rst, e_in, last1, tag_u, push1, en, e_d, e_v, e_r, e_l, e_tag)
+
+        @always_comb
+        def etag():
+            e_first.next = e_tag[0]
 
         # ---- + psum_in ------------------------------------------------------------
         en2 = sig_b(True)
@@ -262,9 +287,11 @@ def block_fn(p):
 
         @always_comb
         def jhand():
-            e_r.next = en2 and (e_first[0] or s_axis_psum_in_tvalid)
-            s_axis_psum_in_tready.next = en2 and e_v and not e_first[0]
-            jfire.next = en2 and e_v and (e_first[0] or s_axis_psum_in_tvalid)
+            e_r.next = en2 and (e_first or s_axis_psum_in_tvalid)
+            s_axis_psum_in_tready.next = en2 and e_v and not e_first
+            jfire.next = en2 and e_v and (e_first or s_axis_psum_in_tvalid)
+
+        last2, mend2 = sig_b(), sig_b()
 
         @always_seq(clk.posedge, reset=rst)
         def jreg():
@@ -272,6 +299,8 @@ def block_fn(p):
                 v2.next = jfire
                 if jfire:
                     l2.next = e_l
+                    last2.next = e_tag[1]
+                    mend2.next = e_tag[2]
 
         accs, joins = [], []
         for c in range(S_IC):
@@ -285,20 +314,20 @@ def block_fn(p):
         for c in range(S_IC):
             y = sig_s(PS)
             lanes.append(y)
-            outl.append(eb_out_lane(accs[c], last_r, y, W, F))
+            outl.append(eb_out_lane(accs[c], last2, y, W, F))
         o_in = sig_u(S_IC * PS)
         pk2 = pack(lanes, o_in)
         push2 = sig_b()
-        mode_u = sig_u(1)
+        mode_u = sig_u(2)        # {map end, last run}
         o_d = sig_u(S_IC * PS)
         o_v, o_r, o_l = sig_b(), sig_b(), sig_b()
-        o_mode = sig_u(1)
+        o_mode = sig_u(2)
         ohs = sig_b()
 
         @always_comb
         def oc():
             push2.next = en2 and v2
-            mode_u.next = last_r
+            mode_u.next = concat(mend2, last2)
 
         ofifo = out_fifo2(clk, rst, o_in, l2, mode_u, push2, en2, o_d, o_v, o_r, o_l, o_mode)
         err_parts = [o_d(c * PS + W, c * PS) for c in range(S_IC)]
@@ -318,33 +347,50 @@ def block_fn(p):
                 o_r.next = m_axis_psum_out_tready
             ohs.next = o_v and ((o_mode[0] and m_axis_err_tready) or (not o_mode[0] and m_axis_psum_out_tready))
 
-        # ---- control ------------------------------------------------------------------
-        inflight = sig_u(iw)
+        # ---- control: up to two maps in flight -----------------------------------------
+        mdone = sig_b()
+
+        @always_comb
+        def mdc():
+            mdone.next = ohs and o_mode[1]
 
         @always_seq(clk.posedge, reset=rst)
         def ctl():
             done.next = False
-            if start and not busy:
-                busy.next = True
-                lbseen.next = False
-                first_r.next = cfg_first
-                last_r.next = cfg_last
+            if lb_start:
+                chk.next = True
                 psum_err.next = False
-            elif busy and lbseen and inflight == 0:
-                busy.next = False
+                if wsel:
+                    cf1.next = cfg_first
+                    cl1.next = cfg_last
+                else:
+                    cf0.next = cfg_first
+                    cl0.next = cfg_last
+            if chk:
+                chk.next = False
+                if cfg_err:             # the line buffer rejected it: done now (or after a map's)
+                    if mdone:
+                        errq.next = True
+                    else:
+                        done.next = True
+                else:
+                    wsel.next = not wsel
+            if errq and not mdone:
+                errq.next = False
                 done.next = True
-                lbseen.next = False
-            if lb_done:
-                lbseen.next = True
-            if jfire and not e_first[0] and s_axis_psum_in_tlast != e_l:
+            if mdone:
+                done.next = True
+            if chk and not cfg_err and not mdone:
+                nmaps.next = nmaps + 1
+            elif mdone and not (chk and not cfg_err):
+                nmaps.next = nmaps - 1
+            if fire and win_u:
+                rsel.next = not rsel
+            if jfire and not e_first and s_axis_psum_in_tlast != e_l:
                 psum_err.next = True
-            if fire and not ohs:
-                inflight.next = inflight + 1
-            elif ohs and not fire:
-                inflight.next = inflight - 1
 
         return (pm, lbi, hand, inreg, fs, tr, trees, dly, pk1, ec, efifo, jhand, jreg, joins, outl, pk2, oc,
-                ofifo, outs, ctl)
+                ofifo, outs, slotsel, etag, mdc, ctl)
 
     return fpdeep_eb
 
@@ -369,9 +415,11 @@ def datasheet(p):
         latency=f"{wd['lat'] + 5} cycles from the handshake of the error beat completing a window to its "
                 "output's handshake on an always-ready sink with psum_in valid (line buffer 2, engine input "
                 f"register, products, {wd['levels']} tree levels, engine FIFO, psum add register, output FIFO)",
-        throughput="one input-map position (S_IC input channels) per cycle along a row; an Ho x Wo error map "
-                   "costs (Ho+2(K-1-P))*(Wo+2(K-1-P)) cycles for (Ho+K-1-2P)*(Wo+K-1-2P) outputs plus the "
-                   "pipeline fill (MAC utilisation measured by the bench_throughput test)",
+        throughput="one input-map position (S_IC input channels) per cycle; the K-1-P error-map padding "
+                   "costs no cycles (padding-free line buffer scan): an output row of W = Wo+K-1-2P "
+                   "positions takes W + max(0, 2P+1-K) cycles, and up to two maps are in flight, so maps "
+                   "started as soon as busy drops run back to back (MAC utilisation over whole maps "
+                   "measured by the bench_throughput test)",
         fields=[("cfg_width", str(lw["fw"]), f"error-map width Wo, 1..{p['MAX_WIDTH']}"),
                 ("cfg_height", str(lw["fh"]), f"error-map height Ho, 1..{p['MAX_HEIGHT']}"),
                 ("cfg_pad", str(wd["fp"]), f"forward padding P of the layer, 0..{K - 1}"),
@@ -382,7 +430,9 @@ def datasheet(p):
                f"Filters: {S_OC * S_IC} beats of one {K}x{K} filter each, in the forward layout "
                f"w[o][c][i][j] (the same beats `fpdeep_fp` takes): beat j = output channel j // {S_IC}, "
                f"input channel j % {S_IC}. The 180-degree rotation and the (C_out, C_in) transpose are "
-               "wiring. Filters reset to 0; load them while idle; the last beats accepted define them.",
+               "wiring. Filters reset to 0; load them only while no map is in flight (before the first "
+               "start or after the last map's done: busy low is not enough); the last beats accepted "
+               "define them.",
                f"Output: input channel c's error in bits [c*{W} +: {W}] on m_axis_err, raster order of the "
                "layer's input map (H = Ho + K-1-2P rows of Wo + K-1-2P positions), `tlast` per row.",
                f"Result = sat_W(round_F(psum_in + sum over the run's output channels)), one rounding point: "
@@ -392,7 +442,11 @@ def datasheet(p):
                f"{S_IC} input channels: one run per group of {S_IC} with that group's filters.",
                "An invalid initiation (width/height 0 or above the maximum, cfg_pad > K-1, or an output map "
                "smaller than 1x1, i.e. Wo + K-1-2P < 1) sets cfg_err, pulses done and consumes nothing. "
-               "`start` while busy is ignored; done pulses after the last output is accepted.",
+               "`start` while busy is ignored. Up to two maps are in flight: a start is taken once the "
+               "previous map's input is all in (busy low), while its outputs still drain; cfg_first and "
+               "cfg_last travel with each map's windows. done pulses once per map after its last output "
+               "is accepted, in start order; the done of an invalid initiation is not ordered with that "
+               "of a map still draining. cfg_err, row_err and psum_err refer to the latest start.",
                "Backpressure on every stream through three stall domains, each stalled by the registered "
                "not-full flag of its 2-entry FIFO: no combinational path from an output tready to an input "
                "tready; s_axis_psum_in_tready never depends on s_axis_psum_in_tvalid."])
@@ -405,6 +459,10 @@ CORE = CoreDef(
     params=PARAMS, build=build, datasheet=datasheet,
     configs={"default": {},
              "k5": {"W": 8, "F": 4, "K": 5, "S_IC": 1, "S_OC": 2, "MAX_WIDTH": 6, "MAX_HEIGHT": 6,
-                    "PSUM_W": 32}},
+                    "PSUM_W": 32},
+             # bench sizes (make bench): realistic maps, K=3 and K=5
+             "b32": {"MAX_WIDTH": 32, "MAX_HEIGHT": 32},
+             "b28k5": {"W": 8, "F": 4, "K": 5, "S_IC": 1, "S_OC": 2, "MAX_WIDTH": 28, "MAX_HEIGHT": 28,
+                       "PSUM_W": 32}},
     generator="rtl_gen/fpdeep/fpdeep_eb.py",
 )

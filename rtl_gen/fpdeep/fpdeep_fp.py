@@ -81,7 +81,8 @@ def ports_of(p: dict) -> list[Port]:
     return [
         Port("clk", "in", 1, "clock, rising edge"),
         Port("rst", "in", 1, "synchronous active-high reset (filters and biases clear to 0)"),
-        Port("start", "in", 1, "initiate one map (sampled with the cfg_* fields while busy is low)"),
+        Port("start", "in", 1, "initiate one map (sampled with the cfg_* fields while busy is low; "
+                                 "may come while the previous map still drains)"),
         Port("cfg_width", "in", lw["fw"], "map width in pixels, 1..MAX_WIDTH"),
         Port("cfg_height", "in", lw["fh"], "map height in rows, 1..MAX_HEIGHT"),
         Port("cfg_pad", "in", lw["fp"], "zero padding on every side, 0..MAX_PAD"),
@@ -89,8 +90,10 @@ def ports_of(p: dict) -> list[Port]:
         Port("cfg_last", "in", 1, "1: last node: add bias, round/saturate, activation -> m_axis_act; "
                                   "0: forward the exact partial sums on m_axis_psum_out"),
         Port("cfg_relu", "in", 1, "last node only: 1 apply ReLU, 0 identity"),
-        Port("busy", "out", 1, "a map is in progress (until its last output is accepted)"),
-        Port("done", "out", 1, "one-cycle pulse: last output accepted, or an invalid initiation"),
+        Port("busy", "out", 1, "cannot take a start: the current map's input is not all in yet, or "
+                               "two maps are in flight"),
+        Port("done", "out", 1, "one-cycle pulse per map when its last output is accepted (in start "
+                               "order), or for an invalid initiation"),
         Port("cfg_err", "out", 1, "last initiation was invalid (sticky until the next start)"),
         Port("row_err", "out", 1, "an input tlast disagreed with cfg_width (sticky until the next start)"),
         Port("psum_err", "out", 1, "an s_axis_psum_in tlast disagreed with the output row ends "
@@ -98,10 +101,10 @@ def ports_of(p: dict) -> list[Port]:
         Port("s_axis_w_tdata", "in", K * K * W,
              f"one K x K filter per beat (element (i, j) in bits [(i*K + j)*W +: W]); after {S_OC * S_IC} "
              "beats, beat j is output channel j // S_IC, input channel j % S_IC"),
-        Port("s_axis_w_tvalid", "in", 1, "load while idle (priority over windows)"),
+        Port("s_axis_w_tvalid", "in", 1, "load only with no map in flight (priority over windows)"),
         Port("s_axis_w_tready", "out", 1, ""),
         Port("s_axis_b_tdata", "in", S_OC * W, "biases: output channel o in bits [o*W +: W] (used by the last node)"),
-        Port("s_axis_b_tvalid", "in", 1, "load while idle"),
+        Port("s_axis_b_tvalid", "in", 1, "load only with no map in flight"),
         Port("s_axis_b_tready", "out", 1, ""),
         Port("s_axis_pix_tdata", "in", S_IC * W, "one map position, input channel c in bits [c*W +: W]; row-major"),
         Port("s_axis_pix_tvalid", "in", 1, ""),
@@ -209,12 +212,13 @@ def block_fn(p):
                   m_axis_psum_out_tdata, m_axis_psum_out_tvalid, m_axis_psum_out_tready, m_axis_psum_out_tlast,
                   m_axis_act_tdata, m_axis_act_tvalid, m_axis_act_tready, m_axis_act_tlast):
         # ---- line buffer over S_IC-channel pixels -----------------------------
-        lb_start, lb_busy, lb_done = sig_b(), sig_b(), sig_b()
+        # the line buffer's done is not needed: map ends travel with the windows (tuser)
+        lb_start, lb_busy, lb_done_unused = sig_b(), sig_b(), sig_b()
         win_d = sig_u(n * S_IC * W)
-        win_v, win_r, win_l = sig_b(), sig_b(), sig_b()
-        lbi = lb_fn(clk, rst, lb_start, cfg_width, cfg_height, cfg_pad, lb_busy, lb_done, cfg_err, row_err,
+        win_v, win_r, win_l, win_u = sig_b(), sig_b(), sig_b(), sig_b()
+        lbi = lb_fn(clk, rst, lb_start, cfg_width, cfg_height, cfg_pad, lb_busy, lb_done_unused, cfg_err, row_err,
                     s_axis_pix_tdata, s_axis_pix_tvalid, s_axis_pix_tready, s_axis_pix_tlast,
-                    win_d, win_v, win_r, win_l)
+                    win_d, win_v, win_r, win_l, win_u)
 
         # ---- engines -----------------------------------------------------------
         en = sig_b(True)
@@ -222,8 +226,27 @@ def block_fn(p):
         xr = sig_u(n * S_IC * W)
         wall = sig_u(S_OC * S_IC * n * W)
         breg = sig_u(S_OC * W)
-        v0 = sig_u(2)            # {last, valid}
-        first_r, last_r, relu_r, lbseen = sig_b(), sig_b(), sig_b(), sig_b()
+        v0 = sig_u(6)            # {map end, relu, last node, first node, row last, valid}
+        # two map slots (the map entering the engines and the next one): chain position
+        cf0, cf1, cl0, cl1, cr0, cr1 = (sig_b() for _ in range(6))
+        wsel, rsel, chk, errq = sig_b(), sig_b(), sig_b(), sig_b()
+        nmaps = sig_u(2)
+        bf, blx, brx = sig_b(), sig_b(), sig_b()
+        xl = sig_b()
+        ibusy = sig_b()
+
+        @always_comb
+        def slotsel():
+            if rsel:
+                bf.next = cf1
+                blx.next = cl1
+                brx.next = cr1
+            else:
+                bf.next = cf0
+                blx.next = cl0
+                brx.next = cr0
+            ibusy.next = lb_busy or chk or errq or nmaps == 2
+            busy.next = lb_busy or chk or errq or nmaps == 2
 
         @always_comb
         def hand():
@@ -233,36 +256,42 @@ def block_fn(p):
             bfire.next = en and s_axis_b_tvalid
             win_r.next = en and not s_axis_w_tvalid and not s_axis_b_tvalid
             fire.next = en and win_v and not s_axis_w_tvalid and not s_axis_b_tvalid
-            lb_start.next = start and not busy and not lb_busy
+            lb_start.next = start and not ibusy
 
         @always_seq(clk.posedge, reset=rst)
         def inreg():
             if en:
                 if fire:
                     xr.next = win_d
-                v0.next = concat(win_l, fire)
+                    xl.next = blx
+                v0.next = concat(win_u, brx, blx, bf, win_l, fire)
 
         fs = filter_shift(clk, rst, wfire, s_axis_w_tdata, wall)
         bl = load_reg(clk, rst, bfire, s_axis_b_tdata, breg)
         sums = [sig_s(tw) for _ in range(S_OC)]
-        trees = engine_trees(clk, rst, en, xr, wall, breg, last_r, sums, p, lambda c, e: e * S_IC + c)
-        vt = sig_u(2)
+        trees = engine_trees(clk, rst, en, xr, wall, breg, xl, sums, p, lambda c, e: e * S_IC + c)
+        vt = sig_u(6)
         dly = delay_flags(clk, rst, en, v0, vt, 1 + levels)
         e_in = sig_u(S_OC * tw)
         pk1 = pack(sums, e_in)
         push1, last1 = sig_b(), sig_b()
-        first_u = sig_u(1)
+        tag_u = sig_u(4)         # {map end, relu, last node, first node}
 
         @always_comb
         def ec():
             push1.next = en and vt[0]
             last1.next = vt[1]
-            first_u.next = first_r
+            tag_u.next = vt[6:2]
 
         e_d = sig_u(S_OC * tw)
         e_v, e_r, e_l = sig_b(), sig_b(), sig_b()
-        e_first = sig_u(1)
-        efifo = out_fifo2(clk, rst, e_in, last1, first_u, push1, en, e_d, e_v, e_r, e_l, e_first)
+        e_tag = sig_u(4)
+        e_first = sig_b()
+        efifo = out_fifo2(clk, rst, e_in, last1, tag_u, push1, en, e_d, e_v, e_r, e_l, e_tag)
+
+        @always_comb
+        def etag():
+            e_first.next = e_tag[0]
 
         # ---- partial activation buffer: + psum_in ------------------------------
         en2 = sig_b(True)
@@ -271,9 +300,11 @@ def block_fn(p):
 
         @always_comb
         def jhand():
-            e_r.next = en2 and (e_first[0] or s_axis_psum_in_tvalid)
-            s_axis_psum_in_tready.next = en2 and e_v and not e_first[0]
-            jfire.next = en2 and e_v and (e_first[0] or s_axis_psum_in_tvalid)
+            e_r.next = en2 and (e_first or s_axis_psum_in_tvalid)
+            s_axis_psum_in_tready.next = en2 and e_v and not e_first
+            jfire.next = en2 and e_v and (e_first or s_axis_psum_in_tvalid)
+
+        last2, relu2, mend2 = sig_b(), sig_b(), sig_b()
 
         @always_seq(clk.posedge, reset=rst)
         def jreg():
@@ -281,6 +312,9 @@ def block_fn(p):
                 v2.next = jfire
                 if jfire:
                     l2.next = e_l
+                    last2.next = e_tag[1]
+                    relu2.next = e_tag[2]
+                    mend2.next = e_tag[3]
 
         accs, joins = [], []
         for o in range(S_OC):
@@ -294,20 +328,20 @@ def block_fn(p):
         for o in range(S_OC):
             y = sig_s(PS)
             lanes.append(y)
-            sfus.append(sfu_lane(accs[o], last_r, relu_r, y, W, F))
+            sfus.append(sfu_lane(accs[o], last2, relu2, y, W, F))
         o_in = sig_u(S_OC * PS)
         pk2 = pack(lanes, o_in)
         push2 = sig_b()
-        mode_u = sig_u(1)
+        mode_u = sig_u(2)        # {map end, last node}
         o_d = sig_u(S_OC * PS)
         o_v, o_r, o_l = sig_b(), sig_b(), sig_b()
-        o_mode = sig_u(1)
+        o_mode = sig_u(2)
         ohs = sig_b()
 
         @always_comb
         def oc():
             push2.next = en2 and v2
-            mode_u.next = last_r
+            mode_u.next = concat(mend2, last2)
 
         ofifo = out_fifo2(clk, rst, o_in, l2, mode_u, push2, en2, o_d, o_v, o_r, o_l, o_mode)
         act_parts = [o_d(o * PS + W, o * PS) for o in range(S_OC)]
@@ -327,34 +361,52 @@ def block_fn(p):
                 o_r.next = m_axis_psum_out_tready
             ohs.next = o_v and ((o_mode[0] and m_axis_act_tready) or (not o_mode[0] and m_axis_psum_out_tready))
 
-        # ---- control --------------------------------------------------------------
-        inflight = sig_u(iw)
+        # ---- control: up to two maps in flight -----------------------------------------
+        mdone = sig_b()
+
+        @always_comb
+        def mdc():
+            mdone.next = ohs and o_mode[1]
 
         @always_seq(clk.posedge, reset=rst)
         def ctl():
             done.next = False
-            if start and not busy:
-                busy.next = True
-                lbseen.next = False
-                first_r.next = cfg_first
-                last_r.next = cfg_last
-                relu_r.next = cfg_relu
+            if lb_start:
+                chk.next = True
                 psum_err.next = False
-            elif busy and lbseen and inflight == 0:
-                busy.next = False
+                if wsel:
+                    cf1.next = cfg_first
+                    cl1.next = cfg_last
+                    cr1.next = cfg_relu
+                else:
+                    cf0.next = cfg_first
+                    cl0.next = cfg_last
+                    cr0.next = cfg_relu
+            if chk:
+                chk.next = False
+                if cfg_err:             # the line buffer rejected it: done now (or after a map's)
+                    if mdone:
+                        errq.next = True
+                    else:
+                        done.next = True
+                else:
+                    wsel.next = not wsel
+            if errq and not mdone:
+                errq.next = False
                 done.next = True
-                lbseen.next = False
-            if lb_done:
-                lbseen.next = True
-            if jfire and not e_first[0] and s_axis_psum_in_tlast != e_l:
+            if mdone:
+                done.next = True
+            if chk and not cfg_err and not mdone:
+                nmaps.next = nmaps + 1
+            elif mdone and not (chk and not cfg_err):
+                nmaps.next = nmaps - 1
+            if fire and win_u:
+                rsel.next = not rsel
+            if jfire and not e_first and s_axis_psum_in_tlast != e_l:
                 psum_err.next = True
-            if fire and not ohs:
-                inflight.next = inflight + 1
-            elif ohs and not fire:
-                inflight.next = inflight - 1
 
         return (lbi, hand, inreg, fs, bl, trees, dly, pk1, ec, efifo, jhand, jreg, joins, sfus, pk2, oc,
-                ofifo, outs, ctl)
+                ofifo, outs, slotsel, etag, mdc, ctl)
 
     return fpdeep_fp
 
@@ -378,9 +430,12 @@ def datasheet(p):
                 "output's handshake on an always-ready sink with psum_in valid (line buffer 2, engine input "
                 f"register, products, {wd['levels']} tree levels, engine FIFO, psum add register, output "
                 "FIFO; measured in `make bench`)",
-        throughput="one output position (S_OC output channels) per cycle along an output row; a map costs "
-                   "(H+2P)*(W+2P) cycles for (H+2P-K+1)*(W+2P-K+1) outputs (the line buffer's padded scan), "
-                   "plus the pipeline fill (MAC utilisation measured in `make bench`)",
+        throughput="one output position (S_OC output channels, every MAC busy) per cycle; padding costs "
+                   "no cycles (the line buffer's padding-free scan): an output row of Wo positions takes "
+                   "Wo + max(0, K-1-2P) cycles, a map without padding is input-bound at about H*W cycles, "
+                   "and up to two maps are in flight, so maps started as soon as busy drops run back to "
+                   "back without draining the pipeline (MAC utilisation over whole maps measured in "
+                   "`make bench`)",
         fields=[("cfg_width", str(lw["fw"]), f"pixels per row, 1..{p['MAX_WIDTH']}"),
                 ("cfg_height", str(lw["fh"]), f"rows, 1..{p['MAX_HEIGHT']}"),
                 ("cfg_pad", str(lw["fp"]), f"zero padding P on every side, 0..{p['MAX_PAD']}"),
@@ -391,7 +446,8 @@ def datasheet(p):
                "map position together), row-major, `tlast` on the last position of each row.",
                f"Filters: {S_OC * S_IC} beats of one {K}x{K} filter each; the last {S_OC * S_IC} accepted beats "
                f"define the filters, beat j = output channel j // {S_IC}, input channel j % {S_IC} of this node. "
-               f"Bias: one beat of {S_OC} words. Both reset to 0; load them while idle.",
+               f"Bias: one beat of {S_OC} words. Both reset to 0; load them only while no map is in flight "
+               "(before the first start or after the last map's done: busy low is not enough).",
                f"psum lanes: {PS}-bit signed exact sums (scale 2**-2F). The engine sum has {wd['tw']} bits, so "
                f"a chain of up to 2**{PS - wd['tw']} nodes cannot saturate; beyond, psum_out saturates "
                "(never wraps) -- `golden.conv.fp_node(..., psum_bits=PSUM_W)`.",
@@ -404,7 +460,12 @@ def datasheet(p):
                "a single-node layer is cfg_first = cfg_last = 1.",
                "An invalid initiation (the line buffer's rules: width/height 0 or too large, pad > MAX_PAD, "
                "padded map smaller than K) sets cfg_err, pulses done and consumes nothing. "
-               "`start` while busy is ignored. done pulses after the last output is accepted.",
+               "`start` while busy is ignored. Up to two maps are in flight: a start is taken once the "
+               "previous map's input is all in (busy low), while its outputs still drain; cfg_first, "
+               "cfg_last and cfg_relu travel with each map's windows. done pulses once per map after its "
+               "last output is accepted, in start order; the done of an invalid initiation is not "
+               "ordered with that of a map still draining. cfg_err, row_err and psum_err refer to the "
+               "latest start (cleared by it).",
                "Backpressure on every stream, through three stall domains (line buffer; engines; psum add "
                "+ SFU), each stalled by the registered not-full flag of its 2-entry output FIFO: no "
                "combinational path from an output tready to any input tready. s_axis_psum_in_tready "
@@ -418,6 +479,10 @@ CORE = CoreDef(
     params=PARAMS, build=build, datasheet=datasheet,
     configs={"default": {},
              "k5": {"W": 8, "F": 4, "K": 5, "S_IC": 1, "S_OC": 1, "MAX_WIDTH": 10, "MAX_HEIGHT": 8,
-                    "MAX_PAD": 4, "PSUM_W": 32}},
+                    "MAX_PAD": 4, "PSUM_W": 32},
+             # bench sizes (make bench): realistic maps, K=3 pad 1 and K=5 pad 2
+             "b32": {"MAX_WIDTH": 32, "MAX_HEIGHT": 32},
+             "b28k5": {"W": 8, "F": 4, "K": 5, "S_IC": 1, "S_OC": 2, "MAX_WIDTH": 28, "MAX_HEIGHT": 28,
+                       "MAX_PAD": 4, "PSUM_W": 32}},
     generator="rtl_gen/fpdeep/fpdeep_fp.py",
 )

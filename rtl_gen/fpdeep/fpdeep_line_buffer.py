@@ -2,22 +2,28 @@
 convolution engines one K x K window per cycle.
 
 A map of ``cfg_height`` rows x ``cfg_width`` pixels arrives row-major on ``s_axis_pix``
-(one W-bit pixel per beat).  The core walks the *zero-padded* map (``cfg_pad`` zero rows
-and columns on every side) one position per cycle: a position inside the image takes one
-input beat, a padding position takes none.  Every position whose column and row are both
-``>= K-1`` completes a window, which is presented on ``m_axis_win`` -- so the windows come
-out in raster order of their top-left corner, exactly ``golden.conv.sliding_windows(map,
-K, cfg_pad)``.  FPDeep's error maps (section 4.3: padded by ``K-1-pad``) use the same core.
+(one W-bit pixel per beat).  Every K x K window of the *zero-padded* map (``cfg_pad`` zero
+rows and columns on every side) is presented on ``m_axis_win`` in raster order of its
+top-left corner, exactly ``golden.conv.sliding_windows(map, K, cfg_pad)``.  FPDeep's error
+maps (section 4.3: padded by ``K-1-pad``) use the same core.
 
-Storage: one simple-dual-port RAM of ``MAX_WIDTH + 2*MAX_PAD`` words of ``(K-1)*W`` bits
-(the K-1 previous padded rows of each column), written in one process with a synchronous
-read, so synthesis infers block RAM.  Each position reads its column, and writes it back
-one cycle later with the oldest row dropped and the new pixel added; the read and the
-write of one cycle are always to different columns.
+Storage: a ring of K+2 row RAMs (``MAX_WIDTH`` words of W bits each, one process and a
+synchronous read each, so synthesis infers block RAM): K rows under the windows being
+read, the next row, and one row of slack.  The writer stores one pixel per cycle into the
+row it is filling and stalls only when the ring is full.  The reader produces one window
+per cycle: it reads one new column (K rows) per window; padding rows and columns are zeros
+generated from its counters, never stored or visited, and the K-1-P leading columns of the
+next output row are read during the current row's right-padding windows or idle cycles.
+The unit of availability is a row: a window is produced once every input row it covers is
+complete.
 
-Pipeline (global stall on the registered not-full flag ``en`` of a 2-entry output FIFO):
-scanner + RAM read -> window shift register -> FIFO.  Control (start/busy/done/cfg_err)
-follows the PipeArch subroutines (rtl_gen/pipearch/subroutine.py).
+Maps overlap: ``busy`` drops once a map's last pixel is in, so the next map's start is
+accepted and its rows stream into the free ring rows while the previous map's last windows
+are read; ``done`` pulses once per map, when its last window (``m_axis_win_tuser``) is
+accepted.  Pipeline (global stall on the registered not-full flag ``en`` of a 2-entry
+output FIFO): reader + RAM read -> column select/mask and window register -> FIFO.
+Control (start/busy/done/cfg_err) follows the PipeArch subroutines
+(rtl_gen/pipearch/subroutine.py).
 """
 from __future__ import annotations
 
@@ -48,7 +54,7 @@ def _check(p: dict) -> str | None:
 PARAMS = ParamSet([
     Param("W", 16, "pixel width (bits); the data is not interpreted", 8, 32, multiple_of_8),
     Param("K", 3, "window (kernel) size K x K", 2, 7),
-    Param("MAX_WIDTH", 32, "largest map width (pixels per row); line RAM depth is MAX_WIDTH+2*MAX_PAD", 1, 4096),
+    Param("MAX_WIDTH", 32, "largest map width (pixels per row) = depth of each of the K+2 row RAMs", 1, 4096),
     Param("MAX_HEIGHT", 32, "largest map height (rows)", 1, 1 << 16),
     Param("MAX_PAD", 2, "largest zero padding per side (cfg_pad), at most K-1", 0, 6),
 ], [_check])
@@ -56,10 +62,12 @@ PARAMS = ParamSet([
 
 def widths(p: dict) -> dict:
     K, W = p["K"], p["W"]
+    depth = max(p["MAX_WIDTH"], 2)
     return {"cw": bits_for(p["MAX_WIDTH"] + 2 * p["MAX_PAD"] + 1),
             "rw": bits_for(p["MAX_HEIGHT"] + 2 * p["MAX_PAD"] + 1),
+            "rw2": bits_for(p["MAX_HEIGHT"] + 2 * p["MAX_PAD"] + 2 * (K + 2) + 2),
             "fw": field_bits(p["MAX_WIDTH"]), "fh": field_bits(p["MAX_HEIGHT"]),
-            "fp": field_bits(p["MAX_PAD"]), "depth": p["MAX_WIDTH"] + 2 * p["MAX_PAD"],
+            "fp": field_bits(p["MAX_PAD"]), "depth": depth, "ab": bits_for(depth - 1),
             "ww": K * K * W, "lw": (K - 1) * W}
 
 
@@ -87,12 +95,15 @@ def ports_of(p: dict) -> list[Port]:
         Port("clk", "in", 1, "clock, rising edge"),
         Port("rst", "in", 1, "synchronous active-high reset (the line RAM is not cleared: it is "
                              "always written before it is read)"),
-        Port("start", "in", 1, "initiate one map (sampled with the cfg_* fields while busy is low)"),
+        Port("start", "in", 1, "initiate one map (sampled with the cfg_* fields while busy is low; "
+                                 "may come while the previous map's windows still drain)"),
         Port("cfg_width", "in", wd["fw"], "map width in pixels, 1..MAX_WIDTH"),
         Port("cfg_height", "in", wd["fh"], "map height in rows, 1..MAX_HEIGHT"),
         Port("cfg_pad", "in", wd["fp"], "zero padding on every side, 0..MAX_PAD"),
-        Port("busy", "out", 1, "a map is in progress"),
-        Port("done", "out", 1, "one-cycle pulse: last window accepted, or an invalid initiation"),
+        Port("busy", "out", 1, "cannot take a start: high from a start until that map's last pixel "
+                               "is in and its reading has begun (the map may still be draining)"),
+        Port("done", "out", 1, "one-cycle pulse per map when its last window is accepted (maps in start "
+                               "order), or for an invalid initiation"),
         Port("cfg_err", "out", 1, "last initiation was invalid (sticky until the next start)"),
         Port("row_err", "out", 1, "an input tlast disagreed with the row end given by cfg_width "
                                   "(sticky until the next start; the data are still used)"),
@@ -106,7 +117,69 @@ def ports_of(p: dict) -> list[Port]:
         Port("m_axis_win_tvalid", "out", 1, ""),
         Port("m_axis_win_tready", "in", 1, ""),
         Port("m_axis_win_tlast", "out", 1, "last window of each output row"),
+        Port("m_axis_win_tuser", "out", 1, "last window of the map"),
     ]
+
+
+@block
+def slot_add(slot, i, R, y):
+    """``y = (slot + i) mod R`` for ``slot < R``, ``i < R``."""
+    @always_comb
+    def add():
+        if slot + i >= R:
+            y.next = slot + i - R
+        else:
+            y.next = slot + i
+    return add
+
+
+@block
+def slot_reg(clk, rst, en, x, y):
+    """``y = x``, registered on ``en``."""
+    @always_seq(clk.posedge, reset=rst)
+    def st():
+        if en:
+            y.next = x
+    return st
+
+
+@block
+def mux2(s, a, b, y):
+    @always_comb
+    def m():
+        if s:
+            y.next = b
+        else:
+            y.next = a
+    return m
+
+
+@block
+def slot_mux(sel, ins, y):
+    """``y = ins[sel]`` (0 for ``sel >= len(ins)``) as a tree of 2:1 multiplexers over every
+    bit of ``sel`` (a list of signals is not a memory here)."""
+    n = len(sel)
+    zero = sig_u(len(y))
+    level = list(ins) + [zero] * ((1 << n) - len(ins))
+    insts = []
+    for b in range(n):
+        sb_ = sel(b + 1, b)
+        nxt = []
+        for k in range(0, len(level), 2):
+            if level[k] is zero and level[k + 1] is zero:
+                nxt.append(zero)
+                continue
+            o = y if len(level) == 2 else sig_u(len(y))
+            insts.append(mux2(sb_, level[k], level[k + 1], o))
+            nxt.append(o)
+        level = nxt
+    return insts
+
+
+def ring_rows(p: dict) -> int:
+    """Row RAMs in the ring: K rows of the windows being read, the head row of the next
+    output row, and one row of slack so the writer can run a full row ahead."""
+    return p["K"] + 2
 
 
 def block_fn(p):
@@ -114,159 +187,371 @@ def block_fn(p):
     another block; conversion flattens it)."""
     K, W = p["K"], p["W"]
     wd = widths(p)
-    cw, rw, ww, lw, depth = wd["cw"], wd["rw"], wd["ww"], wd["lw"], wd["depth"]
+    cw, rw2 = wd["cw"], wd["rw2"]
     MAXW, MAXH, MAXP = p["MAX_WIDTH"], p["MAX_HEIGHT"], p["MAX_PAD"]
+    R = ring_rows(p)
+    sb = bits_for(R - 1)
+    depth, ab = wd["depth"], wd["ab"]
+    KW = K * W
+    HW = (K - 1) * KW
 
     @block
     def fpdeep_line_buffer(clk, rst, start, cfg_width, cfg_height, cfg_pad, busy, done, cfg_err, row_err,
                            s_axis_pix_tdata, s_axis_pix_tvalid, s_axis_pix_tready, s_axis_pix_tlast,
-                           m_axis_win_tdata, m_axis_win_tvalid, m_axis_win_tready, m_axis_win_tlast):
+                           m_axis_win_tdata, m_axis_win_tvalid, m_axis_win_tready, m_axis_win_tlast,
+                           m_axis_win_tuser):
         en = sig_b(True)
         # ---- configuration: raw fields widened, derived limits ---------------
         we_c, pe_c = sig_u(cw), sig_u(cw)
-        he_r, pe_rr = sig_u(rw), sig_u(rw)
+        he_r, pe_r = sig_u(rw2), sig_u(rw2)
         z1 = zext(cfg_width, we_c)
         z2 = zext(cfg_pad, pe_c)
         z3 = zext(cfg_height, he_r)
-        z4 = zext(cfg_pad, pe_rr)
-        wsum, hsum = sig_u(cw), sig_u(rw)
+        z4 = zext(cfg_pad, pe_r)
+        wsum, hsum = sig_u(cw), sig_u(rw2)
         cbad = sig_b()
 
         @always_comb
         def cfgc():
             wsum.next = we_c + pe_c + pe_c
-            hsum.next = he_r + pe_rr + pe_rr
+            hsum.next = he_r + pe_r + pe_r
 
         @always_comb
         def cfgchk():
             cbad.next = (cfg_width == 0 or cfg_width > MAXW or cfg_height == 0 or cfg_height > MAXH
                          or cfg_pad > MAXP or wsum < K or hsum < K)
 
-        pad_c, cend, cend_m1, wlast = sig_u(cw), sig_u(cw), sig_u(cw), sig_u(cw)
-        pad_r, rend, hlast = sig_u(rw), sig_u(rw), sig_u(rw)
-        r0, c0 = sig_u(rw), sig_u(cw)
-        running = sig_b()
-        fire = sig_b()
-        in_img = sig_b()
-        pix0 = sig_u(W)
-        wv0, last0, fin0 = sig_b(), sig_b(), sig_b()
-        out_final_pop = sig_b()
+        # ---- writer: one pixel per cycle into the ring of row RAMs ----------------
+        # map geometry of the writer's (latest accepted) map
+        g_wm1, g_hc, g_wo1 = sig_u(cw), sig_u(cw), sig_u(cw)
+        g_w = sig_u(cw)
+        g_hm1, g_ho1, g_hp, g_p = sig_u(rw2), sig_u(rw2), sig_u(rw2), sig_u(rw2)
+        wbusy, rpend, errq = sig_b(), sig_b(), sig_b()
+        wcol = sig_u(cw)
+        wrow = sig_u(rw2)
+        wslot = sig_u(sb)
+        nfull = sig_u(rw2)           # complete rows in the ring not yet released by the reader
+        wfire = sig_b()
+        wadr = sig_u(ab)
+        accept = sig_b()
 
         @always_comb
-        def scan():
-            in_img.next = c0 >= pad_c and c0 < cend and r0 >= pad_r and r0 < rend
-            wv0.next = c0 >= K - 1 and r0 >= K - 1
-            last0.next = c0 == wlast
-            fin0.next = c0 == wlast and r0 == hlast
+        def whand():
+            s_axis_pix_tready.next = wbusy and nfull < R
+            wfire.next = wbusy and nfull < R and s_axis_pix_tvalid
+            wadr.next = wcol[ab:]
+            accept.next = start and not (wbusy or rpend or errq)
+            busy.next = wbusy or rpend or errq
+
+        # ---- reader: one window per cycle, padding from the counters ---------------
+        ract = sig_b()
+        r_w, r_hc, r_wo1 = sig_u(cw), sig_u(cw), sig_u(cw)
+        r_hm1, r_ho1, r_hp, r_p = sig_u(rw2), sig_u(rw2), sig_u(rw2), sig_u(rw2)
+        rr = sig_u(rw2)             # output row
+        jj = sig_u(cw)              # window in the row
+        hq = sig_u(cw)              # head columns of the upcoming row read so far
+        lo = sig_u(rw2)             # oldest real row still held (reader's map)
+        rsl = sig_u(rw2)            # its ring slot
+        q, ur = sig_u(cw), sig_u(rw2)
+        tailw, first, lastj, lastr, uex = (sig_b() for _ in range(5))
+        need_r, need_u, lim = sig_u(rw2), sig_u(rw2), sig_u(rw2)
+        can_win, can_head, wf, hf = sig_b(), sig_b(), sig_b(), sig_b()
+        rrow = sig_u(rw2)
+        rdad = sig_u(ab)
+        rden = sig_b()
+        sbr, dd = sig_u(rw2), sig_u(rw2)
+        slot0 = sig_u(rw2)
+        g_off, r_off = sig_u(rw2), sig_u(rw2)
+        mask0 = sig_u(K)
+        dec = sig_u(rw2)
+        fin_pop = sig_b()
 
         @always_comb
-        def hand():
-            fire.next = running and en and (s_axis_pix_tvalid or not in_img)
-            s_axis_pix_tready.next = running and en and in_img
-            if in_img:
-                pix0.next = s_axis_pix_tdata
+        def rscan():
+            q.next = jj + r_hc
+            tailw.next = jj + r_hc >= r_w
+            first.next = jj == 0
+            lastj.next = jj == r_wo1
+            lastr.next = rr == r_ho1
+            if jj == 0:
+                ur.next = rr
             else:
-                pix0.next = 0
+                ur.next = rr + 1
+            uex.next = jj == 0 or rr != r_ho1
+            lim.next = lo + nfull
+            if rr + r_hc > r_hm1:
+                need_r.next = r_hm1
+            else:
+                need_r.next = rr + r_hc
+            if jj == 0:
+                if rr + r_hc > r_hm1:
+                    need_u.next = r_hm1
+                else:
+                    need_u.next = rr + r_hc
+            else:
+                if rr + r_hc + 1 > r_hm1:
+                    need_u.next = r_hm1
+                else:
+                    need_u.next = rr + r_hc + 1
 
+        @always_comb
+        def rdec():
+            cwin = ract and (jj != 0 or hq == r_hc) and (tailw or need_r < lim)
+            can_win.next = cwin
+            can_head.next = (ract and hq != r_hc and uex and need_u < lim
+                             and (not cwin or (tailw and jj != 0)))
+
+        @always_comb
+        def rfire():
+            wf.next = en and can_win
+            hf.next = en and can_head
+            rden.next = (en and can_win and not tailw) or (en and can_head)
+            if can_win and not tailw:
+                rdad.next = q[ab:]
+                rrow.next = rr
+            else:
+                rdad.next = hq[ab:]
+                rrow.next = ur
+            if lastr:
+                dec.next = r_hm1 + 1 - lo
+            elif rr >= r_p:
+                dec.next = 1
+            else:
+                dec.next = 0
+
+        @always_comb
+        def rslot():
+            # slot of padded row rrow (real row rrow - P), offset by R so it is never negative
+            dd.next = rrow - lo
+            sbr.next = rsl + dd + r_off
+
+        @always_comb
+        def rslot2():
+            if sbr >= 2 * R:
+                slot0.next = sbr - 2 * R
+            elif sbr >= R:
+                slot0.next = sbr - R
+            else:
+                slot0.next = sbr
+
+        mparts = []
+        for i in range(K):
+            mb = sig_b()
+            mparts.append(mb)
+
+        @block
+        def mask_bit(i, mb):
+            @always_comb
+            def mk():
+                mb.next = rrow + i >= r_p and rrow + i < r_hp
+            return mk
+        mks = [mask_bit(i, mparts[i]) for i in range(K)]
+        mcat = mparts[0] if K == 1 else ConcatSignal(*reversed(mparts))
+
+        @always_comb
+        def mcp():
+            mask0.next = mcat
+
+        # ---- control ----------------------------------------------------------------
         @always_seq(clk.posedge, reset=rst)
         def ctl():
             done.next = False
-            if start and not busy:
+            if accept:
                 row_err.next = False
                 if cbad:
                     cfg_err.next = True
-                    done.next = True
+                    if fin_pop:
+                        errq.next = True
+                    else:
+                        done.next = True
                 else:
                     cfg_err.next = False
-                    busy.next = True
-                    running.next = True
-                    pad_c.next = pe_c
-                    cend.next = we_c + pe_c
-                    cend_m1.next = we_c + pe_c - 1
-                    wlast.next = wsum - 1
-                    pad_r.next = pe_rr
-                    rend.next = he_r + pe_rr
-                    hlast.next = hsum - 1
-                    r0.next = 0
-                    c0.next = 0
-            if fire:
-                if in_img and (s_axis_pix_tlast != (c0 == cend_m1)):
-                    row_err.next = True
-                if c0 == wlast:
-                    c0.next = 0
-                    if r0 == hlast:
-                        r0.next = 0
-                        running.next = False
-                    else:
-                        r0.next = r0 + 1
-                else:
-                    c0.next = c0 + 1
-            if out_final_pop:
-                busy.next = False
+                    wbusy.next = True
+                    rpend.next = True
+                    wcol.next = 0
+                    wrow.next = 0
+                    g_w.next = we_c
+                    g_wm1.next = we_c - 1
+                    g_hc.next = K - 1 - pe_c
+                    g_wo1.next = wsum - K
+                    g_hm1.next = he_r - 1
+                    g_ho1.next = hsum - K
+                    g_hp.next = he_r + pe_r
+                    g_p.next = pe_r
+                    g_off.next = R - pe_r
+            elif errq and not fin_pop:
+                errq.next = False
                 done.next = True
+            if fin_pop:
+                done.next = True
+            # writer
+            if wfire:
+                if s_axis_pix_tlast != (wcol == g_wm1):
+                    row_err.next = True
+                if wcol == g_wm1:
+                    wcol.next = 0
+                    if wslot == R - 1:
+                        wslot.next = 0
+                    else:
+                        wslot.next = wslot + 1
+                    if wrow == g_hm1:
+                        wrow.next = 0
+                        wbusy.next = False
+                    else:
+                        wrow.next = wrow + 1
+                else:
+                    wcol.next = wcol + 1
+            # ring occupancy
+            if wf and lastj:
+                if wfire and wcol == g_wm1:
+                    nfull.next = nfull + 1 - dec
+                else:
+                    nfull.next = nfull - dec
+                if rsl + dec >= R:
+                    rsl.next = rsl + dec - R
+                else:
+                    rsl.next = rsl + dec
+            elif wfire and wcol == g_wm1:
+                nfull.next = nfull + 1
+            # reader
+            if not ract and rpend:
+                ract.next = True
+                rpend.next = False
+                r_w.next = g_w
+                r_hc.next = g_hc
+                r_wo1.next = g_wo1
+                r_hm1.next = g_hm1
+                r_ho1.next = g_ho1
+                r_hp.next = g_hp
+                r_p.next = g_p
+                r_off.next = g_off
+                rr.next = 0
+                jj.next = 0
+                hq.next = 0
+                lo.next = 0
+            if hf:
+                hq.next = hq + 1
+            if wf:
+                if jj == 0:
+                    hq.next = 0
+                if lastj:
+                    jj.next = 0
+                    if lastr:
+                        ract.next = False
+                        lo.next = 0
+                    else:
+                        rr.next = rr + 1
+                        lo.next = lo + dec
+                else:
+                    jj.next = jj + 1
 
-        # ---- line RAM: K-1 previous padded rows per column, one process -------
-        # entries > 2**(cw-1), so the cw-bit column index is exactly as wide as the RAM
-        # address (Verilator -Wall); adds a few unused words only when depth+1 is a power of 2
-        mem = [sig_u(lw) for _ in range(max(depth, (1 << (cw - 1)) + 1))]
-        rd = sig_u(lw)
-        wdat = sig_u(lw)
-        wen = sig_b()
-        v1, wv1, last1, fin1 = sig_b(), sig_b(), sig_b(), sig_b()
-        pix1 = sig_u(W)
-        c1 = sig_u(cw)
+        # ---- ring of row RAMs: one process and one synchronous read each --------------
+        rds = []
+        rams = []
 
-        @always(clk.posedge)
-        def ram():
-            if wen:
-                mem[c1].next = wdat
-            if fire:
-                rd.next = mem[c0]
+        @block
+        def row_ram(s, rd):
+            mem = [sig_u(W) for _ in range(depth)]
+
+            @always(clk.posedge)
+            def ram():
+                if wfire and wslot == s:
+                    mem[wadr].next = s_axis_pix_tdata
+                if rden:
+                    rd.next = mem[rdad]
+            return ram
+
+        for s in range(R):
+            rd = sig_u(W)
+            rds.append(rd)
+            rams.append(row_ram(s, rd))
+
+        # ---- stage 1: column select + mask, window assembly --------------------------
+        v1w, v1h, t1, f1, last1, fin1, hz1 = (sig_b() for _ in range(7))
+        m1 = sig_u(K)
+        sel0 = [sig_u(rw2) for _ in range(K)]
+        sel1 = [sig_u(rw2) for _ in range(K)]
+        sls = [slot_add(slot0, i, R, sel0[i]) for i in range(K)]
+        sregs = [slot_reg(clk, rst, en, sel0[i], sel1[i]) for i in range(K)]
 
         @always_seq(clk.posedge, reset=rst)
         def st1():
             if en:
-                v1.next = fire
-                if fire:
-                    pix1.next = pix0
-                    c1.next = c0
-                    wv1.next = wv0
-                    last1.next = last0
-                    fin1.next = fin0
+                v1w.next = wf
+                v1h.next = hf
+                t1.next = tailw
+                f1.next = first
+                last1.next = lastj
+                fin1.next = lastj and lastr
+                hz1.next = hq >= r_w
+                m1.next = mask0
 
-        if K > 2:
-            @always_comb
-            def wb():
-                wen.next = en and v1
-                wdat.next = concat(pix1, rd[lw:W])
-        else:
-            @always_comb
-            def wb():
-                wen.next = en and v1
-                wdat.next = pix1
+        crow = [sig_u(W) for _ in range(K)]
+        muxes = [slot_mux(sel1[i], rds, crow[i]) for i in range(K)]
+        cparts = []
 
-        # ---- window shift register: new column enters on the right ---------------
-        col = sig_u(K * W)          # column slot i = window row i (K-1 = the new pixel)
-        hw = (K - 1) * W            # one row of the history: window columns 1..K-1
-        hist = sig_u(K * hw)
+        @block
+        def pix_mask(i, o):
+            sl = crow[i]
+
+            @always_comb
+            def pm():
+                if m1[i] and not hz1:
+                    o.next = sl
+                else:
+                    o.next = 0
+            return pm
+
+        pms = []
+        for i in range(K):
+            o = sig_u(W)
+            cparts.append(o)
+            pms.append(pix_mask(i, o))
+        col = cparts[0] if K == 1 else ConcatSignal(*reversed(cparts))   # window row i at [i*W]
+        colw = sig_u(KW)
+        hist = sig_u(HW)            # K-1 columns, column c (c = 0 oldest) at [c*K*W]
+        nh = sig_u(HW)              # head columns of the upcoming row (left padding = zeros)
+        hsel = sig_u(HW)
 
         @always_comb
-        def colc():
-            col.next = concat(pix1, rd)
+        def wsel():
+            if t1:
+                colw.next = 0
+            else:
+                colw.next = col
+            if f1:
+                hsel.next = nh
+            else:
+                hsel.next = hist
 
-        wparts, hparts = [], []
+        wparts = []
         for i in range(K - 1, -1, -1):
-            wparts += [col((i + 1) * W, i * W), hist((i + 1) * hw, i * hw)]
-            hparts.append(col((i + 1) * W, i * W))
-            if K > 2:
-                hparts.append(hist((i + 1) * hw, i * hw + W))
-        shifted = ConcatSignal(*wparts)     # the window completed by this column
-        hnext = ConcatSignal(*hparts)
+            wparts.append(colw((i + 1) * W, i * W))
+            for c in range(K - 2, -1, -1):
+                wparts.append(hsel(c * KW + (i + 1) * W, c * KW + i * W))
+        win = ConcatSignal(*wparts)
+
+        hnext, nhnext = sig_u(HW), sig_u(HW)
+        if K > 2:
+            @always_comb
+            def shn():
+                hnext.next = concat(colw, hsel[HW:KW])
+                nhnext.next = concat(col, nh[HW:KW])
+        else:
+            @always_comb
+            def shn():
+                hnext.next = colw
+                nhnext.next = col
 
         @always_seq(clk.posedge, reset=rst)
         def wreg():
-            if en and v1:
+            if en and v1w:
                 hist.next = hnext
+            if en:
+                if v1w and f1:
+                    nh.next = 0
+                elif v1h:
+                    nh.next = nhnext
 
         push = sig_b()
         fin_u = sig_u(1)
@@ -274,13 +559,15 @@ def block_fn(p):
 
         @always_comb
         def outc():
-            push.next = en and v1 and wv1
+            push.next = en and v1w
             fin_u.next = fin1
-            out_final_pop.next = m_axis_win_tvalid and m_axis_win_tready and mfin[0]
+            fin_pop.next = m_axis_win_tvalid and m_axis_win_tready and mfin[0]
+            m_axis_win_tuser.next = mfin[0]
 
-        ofifo = out_fifo2(clk, rst, shifted, last1, fin_u, push, en,
+        ofifo = out_fifo2(clk, rst, win, last1, fin_u, push, en,
                           m_axis_win_tdata, m_axis_win_tvalid, m_axis_win_tready, m_axis_win_tlast, mfin)
-        return (z1, z2, z3, z4, cfgc, cfgchk, scan, hand, ctl, ram, st1, wb, colc, wreg, outc, ofifo)
+        return (z1, z2, z3, z4, cfgc, cfgchk, whand, rscan, rdec, rfire, rslot, rslot2, mks, mcp, ctl,
+                rams, sls, sregs, st1, muxes, pms, wsel, shn, wreg, outc, ofifo)
 
     return fpdeep_line_buffer
 
@@ -298,13 +585,16 @@ def datasheet(p):
                 f"{K}x{K} window of the zero-padded map, one per cycle, in raster order of the "
                 "window's top-left corner: the Line Buffer of FPDeep section 5.3 feeding the conv "
                 "tiles. Reference: `golden.conv.sliding_windows(map, K, cfg_pad)`.",
-        latency="2 cycles from the handshake of the pixel completing a window to that window's "
-                "handshake on an always-ready sink (scanner/RAM read, window register, output FIFO)",
-        throughput="one padded-map position per cycle: a window per cycle along an output row; each "
-                   "padded row costs K-1 extra cycles at its start and the first K-1 padded rows give "
-                   "no window, so a map takes (H+2P)*(W+2P) cycles for (H+2P-K+1)*(W+2P-K+1) windows "
-                   "(measured in `make bench`). Without padding the input is consumed at one pixel "
-                   "per cycle.",
+        latency="row-granular: the windows of an output row start once the last input row they cover "
+                "is complete; the first is handed over (K-1-P) + 3 cycles after the handshake of that "
+                "row's last pixel on an always-ready sink (leading-column reads, RAM read, window "
+                "register, output FIFO; measured in `make bench`)",
+        throughput="one window per cycle; padding costs no cycles. An output row of Wo windows takes "
+                   "Wo + max(0, K-1-2P) cycles (the next row's K-1-P leading columns are read under "
+                   "its P right-padding windows), and the input is taken at one pixel per cycle, so "
+                   "with P = 0 a map is input-bound at about H*W cycles. The next map streams in while "
+                   "the previous one drains, so maps started as soon as busy drops run back to back "
+                   "(windows per cycle over whole maps measured in `make bench`).",
         fields=[("cfg_width", str(wd["fw"]), f"pixels per row, 1..{p['MAX_WIDTH']}"),
                 ("cfg_height", str(wd["fh"]), f"rows, 1..{p['MAX_HEIGHT']}"),
                 ("cfg_pad", str(wd["fp"]), f"zero padding P on every side, 0..{p['MAX_PAD']}")],
@@ -317,13 +607,18 @@ def datasheet(p):
                "Input: exactly cfg_width*cfg_height pixels, row-major. The source sets `tlast` on the "
                "last pixel of every row; lengths come from the fields, and a disagreeing `tlast` sets "
                "the sticky `row_err` flag (the pixel is still used).",
-               "Line storage: one RAM of MAX_WIDTH+2*MAX_PAD words x (K-1)*W bits "
-               f"({wd['depth']} x {wd['lw']} here) with a synchronous read; the read and the write "
-               "of one cycle always address different columns.",
+               f"Line storage: a ring of K+2 = {K + 2} row RAMs of {wd['depth']} x {W} bits, each "
+               "written by the writer (one pixel per cycle) and read with a synchronous read by the "
+               "reader (one column per window); padding is never stored.",
+               "Back to back: a start is accepted while busy is low, i.e. as soon as the previous "
+               "map's input is all in; its rows fill the free ring rows while the previous map's last "
+               "windows are read. `done` pulses once per valid map when its last window (tuser) is "
+               "accepted, in start order. The done of an invalid initiation is not ordered with the "
+               "done of a map still draining (it may come first).",
                "An invalid initiation (width or height 0 or above its maximum, pad above MAX_PAD, or "
                "a padded map smaller than K in either direction: cfg_width + 2P < K or cfg_height + 2P < K, "
                "so a 1x1 map needs 2P >= K-1) sets `cfg_err`, pulses `done` and consumes nothing. "
-               "`start` while `busy` is ignored.",
+               "`start` while `busy` is ignored; `cfg_err` and `row_err` refer to the latest start.",
                "Backpressure: a two-entry output FIFO with a registered not-full flag stalls the "
                "whole pipeline; no window is dropped or duplicated, and there is no combinational "
                "path from `m_axis_win_tready` to `s_axis_pix_tready`."])

@@ -300,13 +300,14 @@ def block_fn(p):
         # ---- line buffer over the activations ---------------------------------------
         lb_start, lb_busy, lb_done, lb_cerr, lb_rerr = sig_b(), sig_b(), sig_b(), sig_b(), sig_b()
         win_d = sig_u(n * S_IC * W)
-        win_v, win_r, win_l = sig_b(), sig_b(), sig_b()
+        win_v, win_r, win_l, win_u = sig_b(), sig_b(), sig_b(), sig_b()
         lbi = lb_fn(clk, rst, lb_start, w_r, h_r, p_r, lb_busy, lb_done, lb_cerr, lb_rerr,
                     s_axis_x_tdata, s_axis_x_tvalid, s_axis_x_tready, s_axis_x_tlast,
-                    win_d, win_v, win_r, win_l)
+                    win_d, win_v, win_r, win_l, win_u)
 
         # ---- join windows with errors; input register ---------------------------------
-        fire, wfire, bfire, need_start, sfirst = (sig_b() for _ in range(5))
+        fire, wfire, bfire, sfirst = (sig_b() for _ in range(4))
+        scnt, bcnt = sig_u(fb), sig_u(fb)
         en_o = sig_b(True)
         ufire, ufire_f, ufire_b = sig_b(), sig_b(), sig_b()
         ucnt = sig_u(bits_for(ns + 1))
@@ -320,42 +321,42 @@ def block_fn(p):
             win_r.next = phase == RUN and s_axis_err_tvalid
             s_axis_err_tready.next = phase == RUN and win_v
             fire.next = phase == RUN and win_v and s_axis_err_tvalid
-            lb_start.next = phase == RUN and need_start and not lb_busy
+            lb_start.next = phase == RUN and scnt != bcnt and not lb_busy
             ufire.next = phase == UPD and en_o
             ufire_f.next = phase == UPD and en_o and ucnt != ns
             ufire_b.next = phase == UPD and en_o and ucnt == ns
 
         xr = sig_u(n * S_IC * W)
         er = sig_u(S_OC * W)
-        va, fa = sig_b(), sig_b()
+        va, fa, ea = sig_b(), sig_b(), sig_b()
 
         @always_seq(clk.posedge, reset=rst)
         def inreg():
             va.next = fire
             fa.next = sfirst
+            ea.next = fire and win_u
             if fire:
                 xr.next = win_d
                 er.next = s_axis_err_tdata
 
         # ---- products (registered) and exact accumulators -------------------------------
-        vb, fbf = sig_b(), sig_b()
+        vb, fbf, ebf = sig_b(), sig_b(), sig_b()
         eb = sig_u(S_OC * W)
 
         @always_seq(clk.posedge, reset=rst)
         def preg():
             vb.next = va
             fbf.next = fa
+            ebf.next = ea
             eb.next = er
 
-        # fold pulse: lb_done comes one cycle after the sample's last window was taken;
-        # the accumulators hold that sample's sums two cycles later
-        ld1 = sig_b()
+        # fold pulse: the accumulators hold a sample's sums two cycles after its last
+        # window (line-buffer tuser) entered the input register
         fold = sig_b()
 
         @always_seq(clk.posedge, reset=rst)
         def ldly():
-            ld1.next = lb_done
-            fold.next = ld1
+            fold.next = ebf
 
         bfirst = sig_b()
         insts = []
@@ -485,7 +486,6 @@ def block_fn(p):
                 o_r.next = m_axis_w_tready
 
         # ---- control -----------------------------------------------------------------------
-        ldcnt = sig_u(fb)
         fcnt = sig_u(fb)
 
         @always_seq(clk.posedge, reset=rst)
@@ -504,26 +504,22 @@ def block_fn(p):
                     p_r.next = cfg_pad
                     bm1.next = cfg_batch - 1
                     lr_r.next = cfg_lr
-                    need_start.next = True
+                    bcnt.next = cfg_batch
+                    scnt.next = 0
+                    sfirst.next = True
                     bfirst.next = True
-                    ldcnt.next = 0
                     fcnt.next = 0
                     ucnt.next = 0
             if lb_start:
-                need_start.next = False
-                sfirst.next = True
+                scnt.next = scnt + 1
             if fire:
-                sfirst.next = False
+                sfirst.next = win_u       # the window after a sample's last starts the next sample
                 if s_axis_err_tlast != win_l:
                     row_err.next = True
-            if lb_rerr and phase == RUN and not need_start:    # lb flag is stale until its start
+            if lb_rerr and phase == RUN and scnt != 0:    # lb flag is stale until its first start
                 row_err.next = True
-            if lb_cerr and phase == RUN:     # never: the fields were checked above
+            if lb_cerr and phase == RUN and lb_done:     # never: the fields were checked above
                 cfg_err.next = True
-            if lb_done:
-                ldcnt.next = ldcnt + 1
-                if ldcnt != bm1:
-                    need_start.next = True
             if fold:
                 bfirst.next = False
                 fcnt.next = fcnt + 1
@@ -568,8 +564,11 @@ def datasheet(p):
         latency="5 cycles from the handshake of the last error beat of the mini-batch to the first updated "
                 f"filter on an always-ready sink (fold into the batch buffer, update, 2-entry FIFO), then "
                 f"{ns} filter beats and the bias beat one per cycle; done one cycle after the bias beat",
-        throughput="one output position (all MACs busy) per cycle along a row; a sample costs about "
-                   "(H+2P)*(W+2P) cycles for Ho*Wo useful positions (MAC utilisation measured by "
+        throughput="one output position (all MACs busy) per cycle; padding costs no cycles (padding-free "
+                   "line buffer scan): an output row of Wo positions takes Wo + max(0, K-1-2P) cycles, "
+                   "the samples of a mini-batch stream back to back (the next sample's activations enter "
+                   "while the previous one's last windows drain), then the update streams the parameters "
+                   "out once per mini-batch (MAC utilisation over a whole mini-batch measured by "
                    "bench_throughput)",
         fields=[("cfg_width", str(lw["fw"]), f"input-map width, 1..{p['MAX_WIDTH']}"),
                 ("cfg_height", str(lw["fh"]), f"input-map height, 1..{p['MAX_HEIGHT']}"),
@@ -605,6 +604,10 @@ CORE = CoreDef(
              "k2s": {"W": 8, "F": 4, "K": 2, "S_IC": 2, "S_OC": 3, "MAX_WIDTH": 7, "MAX_HEIGHT": 4,
                      "MAX_BATCH": 3},
              "k5": {"W": 8, "F": 4, "K": 5, "S_IC": 2, "S_OC": 1, "MAX_WIDTH": 6, "MAX_HEIGHT": 5,
-                    "MAX_BATCH": 3}},
+                    "MAX_BATCH": 3},
+             # bench sizes (make bench): realistic maps, K=3 and K=5, mini-batch of 4
+             "b32": {"MAX_WIDTH": 32, "MAX_HEIGHT": 32, "MAX_BATCH": 4},
+             "b28k5": {"W": 8, "F": 4, "K": 5, "S_IC": 1, "S_OC": 2, "MAX_WIDTH": 28, "MAX_HEIGHT": 28,
+                       "MAX_BATCH": 4}},
     generator="rtl_gen/fpdeep/fpdeep_pg.py",
 )

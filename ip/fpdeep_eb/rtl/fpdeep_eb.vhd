@@ -60,89 +60,192 @@ signal s_axis_err_tdata_num: unsigned(31 downto 0);
 signal s_axis_psum_in_tdata_num: unsigned(95 downto 0);
 signal m_axis_psum_out_tdata_num: unsigned(95 downto 0);
 signal m_axis_err_tdata_num: unsigned(31 downto 0);
+signal lb_done_unused: std_logic;
 signal lb_pad: unsigned(1 downto 0);
 signal lb_width: unsigned(4 downto 0);
 signal lb_busy: std_logic;
-signal lb_done: std_logic;
 signal lb_start: std_logic;
 signal en: std_logic;
 signal wfire: std_logic;
 signal win_r: std_logic;
 signal fire: std_logic;
 signal win_v: std_logic;
+signal ibusy: std_logic;
 signal bz: unsigned(31 downto 0);
 signal bsel: std_logic;
 signal xr: unsigned(287 downto 0);
 signal win_d: unsigned(287 downto 0);
-signal v0: unsigned(1 downto 0);
+signal v0: unsigned(4 downto 0);
+signal win_u: std_logic;
+signal blx: std_logic;
+signal bfx: std_logic;
 signal win_l: std_logic;
 signal wt: unsigned(575 downto 0);
 signal wcat: unsigned(575 downto 0);
 signal push1: std_logic;
-signal vt: unsigned(1 downto 0);
+signal vt: unsigned(4 downto 0);
 signal last1: std_logic;
-signal first_u: unsigned(0 downto 0);
-signal first_r: std_logic;
+signal tag_u: unsigned(2 downto 0);
 signal e_r: std_logic;
 signal en2: std_logic;
-signal e_first: unsigned(0 downto 0);
+signal e_first: std_logic;
 signal e_v: std_logic;
 signal jfire: std_logic;
 signal v2: std_logic;
 signal l2: std_logic;
 signal e_l: std_logic;
+signal last2: std_logic;
+signal e_tag: unsigned(2 downto 0);
+signal mend2: std_logic;
 signal push2: std_logic;
-signal mode_u: unsigned(0 downto 0);
-signal last_r: std_logic;
+signal mode_u: unsigned(1 downto 0);
 signal o_d: unsigned(95 downto 0);
 signal o_l: std_logic;
 signal o_v: std_logic;
-signal o_mode: unsigned(0 downto 0);
+signal o_mode: unsigned(1 downto 0);
 signal err_d: unsigned(31 downto 0);
 signal o_r: std_logic;
 signal ohs: std_logic;
-signal lbseen: std_logic;
-signal inflight: unsigned(3 downto 0);
+signal rsel: std_logic;
+signal cf1: std_logic;
+signal cl1: std_logic;
+signal cf0: std_logic;
+signal cl0: std_logic;
+signal chk: std_logic;
+signal errq: std_logic;
+signal nmaps: unsigned(1 downto 0);
+signal mdone: std_logic;
+signal wsel: std_logic;
 signal fpdeep_line_buffer0_en: std_logic;
-signal fpdeep_line_buffer0_he_r: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_he_r: unsigned(5 downto 0);
 signal fpdeep_line_buffer0_pe_c: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_pe_rr: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_pe_r: unsigned(5 downto 0);
 signal fpdeep_line_buffer0_we_c: unsigned(4 downto 0);
 signal fpdeep_line_buffer0_wsum: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_hsum: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_hsum: unsigned(5 downto 0);
 signal fpdeep_line_buffer0_cbad: std_logic;
-signal fpdeep_line_buffer0_in_img: std_logic;
-signal fpdeep_line_buffer0_c0: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_pad_c: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_cend: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_r0: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_pad_r: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_rend: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_wv0: std_logic;
-signal fpdeep_line_buffer0_last0: std_logic;
-signal fpdeep_line_buffer0_wlast: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_fin0: std_logic;
-signal fpdeep_line_buffer0_hlast: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_fire: std_logic;
-signal fpdeep_line_buffer0_running: std_logic;
-signal fpdeep_line_buffer0_pix0: unsigned(31 downto 0);
-signal fpdeep_line_buffer0_cend_m1: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_out_final_pop: std_logic;
-signal fpdeep_line_buffer0_wen: std_logic;
-signal fpdeep_line_buffer0_c1: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_wdat: unsigned(63 downto 0);
-signal fpdeep_line_buffer0_rd: unsigned(63 downto 0);
-signal fpdeep_line_buffer0_v1: std_logic;
-signal fpdeep_line_buffer0_pix1: unsigned(31 downto 0);
-signal fpdeep_line_buffer0_wv1: std_logic;
+signal fpdeep_line_buffer0_wbusy: std_logic;
+signal fpdeep_line_buffer0_nfull: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_wfire: std_logic;
+signal fpdeep_line_buffer0_wadr: unsigned(3 downto 0);
+signal fpdeep_line_buffer0_wcol: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_accept: std_logic;
+signal fpdeep_line_buffer0_rpend: std_logic;
+signal fpdeep_line_buffer0_errq: std_logic;
+signal fpdeep_line_buffer0_q: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_jj: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_r_hc: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_tailw: std_logic;
+signal fpdeep_line_buffer0_r_w: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_first: std_logic;
+signal fpdeep_line_buffer0_lastj: std_logic;
+signal fpdeep_line_buffer0_r_wo1: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_lastr: std_logic;
+signal fpdeep_line_buffer0_rr: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_r_ho1: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_ur: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_uex: std_logic;
+signal fpdeep_line_buffer0_lim: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_lo: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_r_hm1: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_need_r: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_need_u: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_ract: std_logic;
+signal fpdeep_line_buffer0_hq: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_can_win: std_logic;
+signal fpdeep_line_buffer0_can_head: std_logic;
+signal fpdeep_line_buffer0_wf: std_logic;
+signal fpdeep_line_buffer0_hf: std_logic;
+signal fpdeep_line_buffer0_rden: std_logic;
+signal fpdeep_line_buffer0_rdad: unsigned(3 downto 0);
+signal fpdeep_line_buffer0_rrow: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_dec: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_r_p: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_dd: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_sbr: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_rsl: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_r_off: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_slot0: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_mask0: unsigned(2 downto 0);
+signal fpdeep_line_buffer0_mcat: unsigned(2 downto 0);
+signal fpdeep_line_buffer0_fin_pop: std_logic;
+signal fpdeep_line_buffer0_wrow: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_g_w: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_g_wm1: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_g_hc: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_g_wo1: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_g_hm1: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_g_ho1: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_g_hp: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_g_p: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_g_off: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_wslot: unsigned(2 downto 0);
+signal fpdeep_line_buffer0_r_hp: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_v1w: std_logic;
+signal fpdeep_line_buffer0_v1h: std_logic;
+signal fpdeep_line_buffer0_t1: std_logic;
+signal fpdeep_line_buffer0_f1: std_logic;
 signal fpdeep_line_buffer0_last1: std_logic;
 signal fpdeep_line_buffer0_fin1: std_logic;
+signal fpdeep_line_buffer0_hz1: std_logic;
+signal fpdeep_line_buffer0_m1: unsigned(2 downto 0);
+signal fpdeep_line_buffer0_colw: unsigned(95 downto 0);
 signal fpdeep_line_buffer0_col: unsigned(95 downto 0);
+signal fpdeep_line_buffer0_hsel: unsigned(191 downto 0);
+signal fpdeep_line_buffer0_nh: unsigned(191 downto 0);
 signal fpdeep_line_buffer0_hist: unsigned(191 downto 0);
 signal fpdeep_line_buffer0_hnext: unsigned(191 downto 0);
+signal fpdeep_line_buffer0_nhnext: unsigned(191 downto 0);
 signal fpdeep_line_buffer0_push: std_logic;
 signal fpdeep_line_buffer0_fin_u: unsigned(0 downto 0);
 signal fpdeep_line_buffer0_mfin: unsigned(0 downto 0);
+signal fpdeep_line_buffer0_mask_bit0_mb: std_logic;
+signal fpdeep_line_buffer0_mask_bit1_mb: std_logic;
+signal fpdeep_line_buffer0_mask_bit2_mb: std_logic;
+signal fpdeep_line_buffer0_row_ram0_rd: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_row_ram1_rd: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_row_ram2_rd: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_row_ram3_rd: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_row_ram4_rd: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_add0_y: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_slot_add1_y: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_slot_add2_y: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_slot_reg0_y: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_slot_reg1_y: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_slot_reg2_y: unsigned(5 downto 0);
+signal fpdeep_line_buffer0_slot_mux0_y: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux0_zero: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux0_o: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux0_mux21_y: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux0_mux22_y: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux0_mux23_y: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux0_mux24_y: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux0_mux25_y: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux0_mux26_y: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux0_mux27_y: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux1_y: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux1_zero: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux1_o: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux1_mux210_y: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux1_mux211_y: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux1_mux212_y: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux1_mux213_y: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux1_mux214_y: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux1_mux215_y: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux1_mux216_y: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux2_y: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux2_zero: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux2_o: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux2_mux219_y: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux2_mux220_y: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux2_mux221_y: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux2_mux222_y: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux2_mux223_y: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux2_mux224_y: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_slot_mux2_mux225_y: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_pix_mask0_o: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_pix_mask1_o: unsigned(31 downto 0);
+signal fpdeep_line_buffer0_pix_mask2_o: unsigned(31 downto 0);
 signal fpdeep_line_buffer0_out_fifo20_din: unsigned(287 downto 0);
 signal fpdeep_line_buffer0_out_fifo20_cnt: unsigned(1 downto 0);
 signal fpdeep_line_buffer0_out_fifo20_d0: unsigned(287 downto 0);
@@ -322,7 +425,7 @@ signal engine_trees0_pass_reg5_y: signed (35 downto 0);
 signal engine_trees0_pass_reg5_ae: signed (35 downto 0);
 signal engine_trees0_pass_reg5_sext7_sgn: unsigned(0 downto 0);
 signal engine_trees0_add_reg35_y: signed (36 downto 0);
-signal delay_flags0_sr: unsigned(11 downto 0);
+signal delay_flags0_sr: unsigned(29 downto 0);
 signal pack0_res: unsigned(73 downto 0);
 signal pack0_u: unsigned(36 downto 0);
 signal pack0_cs: unsigned(73 downto 0);
@@ -333,8 +436,8 @@ signal out_fifo21_d0: unsigned(73 downto 0);
 signal out_fifo21_d1: unsigned(73 downto 0);
 signal out_fifo21_l0: std_logic;
 signal out_fifo21_l1: std_logic;
-signal out_fifo21_u0: unsigned(0 downto 0);
-signal out_fifo21_u1: unsigned(0 downto 0);
+signal out_fifo21_u0: unsigned(2 downto 0);
+signal out_fifo21_u1: unsigned(2 downto 0);
 signal join_lane0_acc: signed (48 downto 0);
 signal join_lane0_e: signed (36 downto 0);
 signal join_lane0_ee: signed (48 downto 0);
@@ -394,10 +497,18 @@ signal out_fifo22_d0: unsigned(95 downto 0);
 signal out_fifo22_d1: unsigned(95 downto 0);
 signal out_fifo22_l0: std_logic;
 signal out_fifo22_l1: std_logic;
-signal out_fifo22_u0: unsigned(0 downto 0);
-signal out_fifo22_u1: unsigned(0 downto 0);
-type t_array_fpdeep_line_buffer0_mem is array(0 to 20-1) of unsigned(63 downto 0);
-signal fpdeep_line_buffer0_mem: t_array_fpdeep_line_buffer0_mem;
+signal out_fifo22_u0: unsigned(1 downto 0);
+signal out_fifo22_u1: unsigned(1 downto 0);
+type t_array_fpdeep_line_buffer0_row_ram0_mem is array(0 to 16-1) of unsigned(31 downto 0);
+signal fpdeep_line_buffer0_row_ram0_mem: t_array_fpdeep_line_buffer0_row_ram0_mem;
+type t_array_fpdeep_line_buffer0_row_ram1_mem is array(0 to 16-1) of unsigned(31 downto 0);
+signal fpdeep_line_buffer0_row_ram1_mem: t_array_fpdeep_line_buffer0_row_ram1_mem;
+type t_array_fpdeep_line_buffer0_row_ram2_mem is array(0 to 16-1) of unsigned(31 downto 0);
+signal fpdeep_line_buffer0_row_ram2_mem: t_array_fpdeep_line_buffer0_row_ram2_mem;
+type t_array_fpdeep_line_buffer0_row_ram3_mem is array(0 to 16-1) of unsigned(31 downto 0);
+signal fpdeep_line_buffer0_row_ram3_mem: t_array_fpdeep_line_buffer0_row_ram3_mem;
+type t_array_fpdeep_line_buffer0_row_ram4_mem is array(0 to 16-1) of unsigned(31 downto 0);
+signal fpdeep_line_buffer0_row_ram4_mem: t_array_fpdeep_line_buffer0_row_ram4_mem;
 
 begin
 
@@ -410,6 +521,9 @@ s_axis_psum_in_tdata_num <= unsigned(s_axis_psum_in_tdata);
 m_axis_psum_out_tdata <= std_logic_vector(m_axis_psum_out_tdata_num);
 m_axis_err_tdata <= std_logic_vector(m_axis_err_tdata_num);
 
+fpdeep_line_buffer0_slot_mux0_zero <= unsigned'("00000000000000000000000000000000");
+fpdeep_line_buffer0_slot_mux1_zero <= unsigned'("00000000000000000000000000000000");
+fpdeep_line_buffer0_slot_mux2_zero <= unsigned'("00000000000000000000000000000000");
 
 wcat(576-1 downto 432) <= filter_shift0_wall(576-1 downto 432);
 wcat(432-1 downto 288) <= filter_shift0_wall(288-1 downto 144);
@@ -417,18 +531,21 @@ wcat(288-1 downto 144) <= filter_shift0_wall(432-1 downto 288);
 wcat(144-1 downto 0) <= filter_shift0_wall(144-1 downto 0);
 err_d(32-1 downto 16) <= o_d(64-1 downto 48);
 err_d(16-1 downto 0) <= o_d(16-1 downto 0);
-fpdeep_line_buffer0_hnext(192-1 downto 160) <= fpdeep_line_buffer0_col(96-1 downto 64);
-fpdeep_line_buffer0_hnext(160-1 downto 128) <= fpdeep_line_buffer0_hist(192-1 downto 160);
-fpdeep_line_buffer0_hnext(128-1 downto 96) <= fpdeep_line_buffer0_col(64-1 downto 32);
-fpdeep_line_buffer0_hnext(96-1 downto 64) <= fpdeep_line_buffer0_hist(128-1 downto 96);
-fpdeep_line_buffer0_hnext(64-1 downto 32) <= fpdeep_line_buffer0_col(32-1 downto 0);
-fpdeep_line_buffer0_hnext(32-1 downto 0) <= fpdeep_line_buffer0_hist(64-1 downto 32);
-fpdeep_line_buffer0_out_fifo20_din(288-1 downto 256) <= fpdeep_line_buffer0_col(96-1 downto 64);
-fpdeep_line_buffer0_out_fifo20_din(256-1 downto 192) <= fpdeep_line_buffer0_hist(192-1 downto 128);
-fpdeep_line_buffer0_out_fifo20_din(192-1 downto 160) <= fpdeep_line_buffer0_col(64-1 downto 32);
-fpdeep_line_buffer0_out_fifo20_din(160-1 downto 96) <= fpdeep_line_buffer0_hist(128-1 downto 64);
-fpdeep_line_buffer0_out_fifo20_din(96-1 downto 64) <= fpdeep_line_buffer0_col(32-1 downto 0);
-fpdeep_line_buffer0_out_fifo20_din(64-1 downto 0) <= fpdeep_line_buffer0_hist(64-1 downto 0);
+fpdeep_line_buffer0_mcat(2) <= fpdeep_line_buffer0_mask_bit2_mb;
+fpdeep_line_buffer0_mcat(1) <= fpdeep_line_buffer0_mask_bit1_mb;
+fpdeep_line_buffer0_mcat(0) <= fpdeep_line_buffer0_mask_bit0_mb;
+fpdeep_line_buffer0_col(96-1 downto 64) <= fpdeep_line_buffer0_pix_mask2_o;
+fpdeep_line_buffer0_col(64-1 downto 32) <= fpdeep_line_buffer0_pix_mask1_o;
+fpdeep_line_buffer0_col(32-1 downto 0) <= fpdeep_line_buffer0_pix_mask0_o;
+fpdeep_line_buffer0_out_fifo20_din(288-1 downto 256) <= fpdeep_line_buffer0_colw(96-1 downto 64);
+fpdeep_line_buffer0_out_fifo20_din(256-1 downto 224) <= fpdeep_line_buffer0_hsel(192-1 downto 160);
+fpdeep_line_buffer0_out_fifo20_din(224-1 downto 192) <= fpdeep_line_buffer0_hsel(96-1 downto 64);
+fpdeep_line_buffer0_out_fifo20_din(192-1 downto 160) <= fpdeep_line_buffer0_colw(64-1 downto 32);
+fpdeep_line_buffer0_out_fifo20_din(160-1 downto 128) <= fpdeep_line_buffer0_hsel(160-1 downto 128);
+fpdeep_line_buffer0_out_fifo20_din(128-1 downto 96) <= fpdeep_line_buffer0_hsel(64-1 downto 32);
+fpdeep_line_buffer0_out_fifo20_din(96-1 downto 64) <= fpdeep_line_buffer0_colw(32-1 downto 0);
+fpdeep_line_buffer0_out_fifo20_din(64-1 downto 32) <= fpdeep_line_buffer0_hsel(128-1 downto 96);
+fpdeep_line_buffer0_out_fifo20_din(32-1 downto 0) <= fpdeep_line_buffer0_hsel(32-1 downto 0);
 pack0_cs(74-1 downto 37) <= pack0_to_unsigned1_y;
 pack0_cs(37-1 downto 0) <= pack0_u;
 eb_out_lane0_round_sat0_sat0_fill(14) <= eb_out_lane0_round_sat0_sat0_nsign;
@@ -580,160 +697,728 @@ fpdeep_line_buffer0_we_c <= lb_width;
 fpdeep_line_buffer0_pe_c <= unsigned'(to_unsigned(0, 3) & lb_pad);
 
 
-fpdeep_line_buffer0_he_r <= cfg_height_num;
+fpdeep_line_buffer0_he_r <= unsigned'(to_unsigned(0, 1) & cfg_height_num);
 
 
-fpdeep_line_buffer0_pe_rr <= unsigned'(to_unsigned(0, 3) & lb_pad);
+fpdeep_line_buffer0_pe_r <= unsigned'(to_unsigned(0, 4) & lb_pad);
 
 
 fpdeep_line_buffer0_wsum <= ((fpdeep_line_buffer0_we_c + fpdeep_line_buffer0_pe_c) + fpdeep_line_buffer0_pe_c);
-fpdeep_line_buffer0_hsum <= ((fpdeep_line_buffer0_he_r + fpdeep_line_buffer0_pe_rr) + fpdeep_line_buffer0_pe_rr);
+fpdeep_line_buffer0_hsum <= ((fpdeep_line_buffer0_he_r + fpdeep_line_buffer0_pe_r) + fpdeep_line_buffer0_pe_r);
 
 
 fpdeep_line_buffer0_cbad <= stdl((lb_width = 0) or (lb_width > 16) or (cfg_height_num = 0) or (cfg_height_num > 16) or (lb_pad > 2) or (fpdeep_line_buffer0_wsum < 3) or (fpdeep_line_buffer0_hsum < 3));
 
 
-fpdeep_line_buffer0_in_img <= stdl((fpdeep_line_buffer0_c0 >= fpdeep_line_buffer0_pad_c) and (fpdeep_line_buffer0_c0 < fpdeep_line_buffer0_cend) and (fpdeep_line_buffer0_r0 >= fpdeep_line_buffer0_pad_r) and (fpdeep_line_buffer0_r0 < fpdeep_line_buffer0_rend));
-fpdeep_line_buffer0_wv0 <= stdl((signed(resize(fpdeep_line_buffer0_c0, 6)) >= (3 - 1)) and (signed(resize(fpdeep_line_buffer0_r0, 6)) >= (3 - 1)));
-fpdeep_line_buffer0_last0 <= stdl(fpdeep_line_buffer0_c0 = fpdeep_line_buffer0_wlast);
-fpdeep_line_buffer0_fin0 <= stdl((fpdeep_line_buffer0_c0 = fpdeep_line_buffer0_wlast) and (fpdeep_line_buffer0_r0 = fpdeep_line_buffer0_hlast));
+s_axis_err_tready <= stdl(bool(fpdeep_line_buffer0_wbusy) and (fpdeep_line_buffer0_nfull < 5));
+fpdeep_line_buffer0_wfire <= stdl(bool(fpdeep_line_buffer0_wbusy) and (fpdeep_line_buffer0_nfull < 5) and bool(s_axis_err_tvalid));
+fpdeep_line_buffer0_wadr <= fpdeep_line_buffer0_wcol(4-1 downto 0);
+fpdeep_line_buffer0_accept <= stdl(bool(lb_start) and (not (bool(fpdeep_line_buffer0_wbusy) or bool(fpdeep_line_buffer0_rpend) or bool(fpdeep_line_buffer0_errq))));
+lb_busy <= stdl(bool(fpdeep_line_buffer0_wbusy) or bool(fpdeep_line_buffer0_rpend) or bool(fpdeep_line_buffer0_errq));
 
-fpdeep_line_buffer0_hand: process (fpdeep_line_buffer0_in_img, s_axis_err_tvalid, fpdeep_line_buffer0_en, fpdeep_line_buffer0_running, s_axis_err_tdata_num) is
+fpdeep_line_buffer0_rscan: process (fpdeep_line_buffer0_r_w, fpdeep_line_buffer0_r_ho1, fpdeep_line_buffer0_r_hm1, fpdeep_line_buffer0_r_hc, fpdeep_line_buffer0_jj, fpdeep_line_buffer0_lo, fpdeep_line_buffer0_nfull, fpdeep_line_buffer0_rr, fpdeep_line_buffer0_r_wo1) is
 begin
-    fpdeep_line_buffer0_fire <= stdl(bool(fpdeep_line_buffer0_running) and bool(fpdeep_line_buffer0_en) and (bool(s_axis_err_tvalid) or (not bool(fpdeep_line_buffer0_in_img))));
-    s_axis_err_tready <= stdl(bool(fpdeep_line_buffer0_running) and bool(fpdeep_line_buffer0_en) and bool(fpdeep_line_buffer0_in_img));
-    if bool(fpdeep_line_buffer0_in_img) then
-        fpdeep_line_buffer0_pix0 <= s_axis_err_tdata_num;
+    fpdeep_line_buffer0_q <= (fpdeep_line_buffer0_jj + fpdeep_line_buffer0_r_hc);
+    fpdeep_line_buffer0_tailw <= stdl((fpdeep_line_buffer0_jj + fpdeep_line_buffer0_r_hc) >= fpdeep_line_buffer0_r_w);
+    fpdeep_line_buffer0_first <= stdl(fpdeep_line_buffer0_jj = 0);
+    fpdeep_line_buffer0_lastj <= stdl(fpdeep_line_buffer0_jj = fpdeep_line_buffer0_r_wo1);
+    fpdeep_line_buffer0_lastr <= stdl(fpdeep_line_buffer0_rr = fpdeep_line_buffer0_r_ho1);
+    if (fpdeep_line_buffer0_jj = 0) then
+        fpdeep_line_buffer0_ur <= fpdeep_line_buffer0_rr;
     else
-        fpdeep_line_buffer0_pix0 <= to_unsigned(0, 32);
+        fpdeep_line_buffer0_ur <= (fpdeep_line_buffer0_rr + 1);
     end if;
-end process fpdeep_line_buffer0_hand;
+    fpdeep_line_buffer0_uex <= stdl((fpdeep_line_buffer0_jj = 0) or (fpdeep_line_buffer0_rr /= fpdeep_line_buffer0_r_ho1));
+    fpdeep_line_buffer0_lim <= (fpdeep_line_buffer0_lo + fpdeep_line_buffer0_nfull);
+    if ((fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc) > fpdeep_line_buffer0_r_hm1) then
+        fpdeep_line_buffer0_need_r <= fpdeep_line_buffer0_r_hm1;
+    else
+        fpdeep_line_buffer0_need_r <= (fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc);
+    end if;
+    if (fpdeep_line_buffer0_jj = 0) then
+        if ((fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc) > fpdeep_line_buffer0_r_hm1) then
+            fpdeep_line_buffer0_need_u <= fpdeep_line_buffer0_r_hm1;
+        else
+            fpdeep_line_buffer0_need_u <= (fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc);
+        end if;
+    else
+        if (((fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc) + 1) > fpdeep_line_buffer0_r_hm1) then
+            fpdeep_line_buffer0_need_u <= fpdeep_line_buffer0_r_hm1;
+        else
+            fpdeep_line_buffer0_need_u <= ((fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc) + 1);
+        end if;
+    end if;
+end process fpdeep_line_buffer0_rscan;
+
+fpdeep_line_buffer0_rdec: process (fpdeep_line_buffer0_need_r, fpdeep_line_buffer0_need_u, fpdeep_line_buffer0_lim, fpdeep_line_buffer0_hq, fpdeep_line_buffer0_ract, fpdeep_line_buffer0_r_hc, fpdeep_line_buffer0_jj, fpdeep_line_buffer0_tailw, fpdeep_line_buffer0_uex) is
+    variable cwin: std_logic;
+begin
+    cwin := stdl(bool(fpdeep_line_buffer0_ract) and ((fpdeep_line_buffer0_jj /= 0) or (fpdeep_line_buffer0_hq = fpdeep_line_buffer0_r_hc)) and (bool(fpdeep_line_buffer0_tailw) or (fpdeep_line_buffer0_need_r < fpdeep_line_buffer0_lim)));
+    fpdeep_line_buffer0_can_win <= cwin;
+    fpdeep_line_buffer0_can_head <= stdl(bool(fpdeep_line_buffer0_ract) and (fpdeep_line_buffer0_hq /= fpdeep_line_buffer0_r_hc) and bool(fpdeep_line_buffer0_uex) and (fpdeep_line_buffer0_need_u < fpdeep_line_buffer0_lim) and ((not bool(cwin)) or (bool(fpdeep_line_buffer0_tailw) and (fpdeep_line_buffer0_jj /= 0))));
+end process fpdeep_line_buffer0_rdec;
+
+fpdeep_line_buffer0_rfire: process (fpdeep_line_buffer0_r_p, fpdeep_line_buffer0_q, fpdeep_line_buffer0_can_head, fpdeep_line_buffer0_ur, fpdeep_line_buffer0_lastr, fpdeep_line_buffer0_hq, fpdeep_line_buffer0_r_hm1, fpdeep_line_buffer0_tailw, fpdeep_line_buffer0_en, fpdeep_line_buffer0_lo, fpdeep_line_buffer0_can_win, fpdeep_line_buffer0_rr) is
+begin
+    fpdeep_line_buffer0_wf <= stdl(bool(fpdeep_line_buffer0_en) and bool(fpdeep_line_buffer0_can_win));
+    fpdeep_line_buffer0_hf <= stdl(bool(fpdeep_line_buffer0_en) and bool(fpdeep_line_buffer0_can_head));
+    fpdeep_line_buffer0_rden <= stdl((bool(fpdeep_line_buffer0_en) and bool(fpdeep_line_buffer0_can_win) and (not bool(fpdeep_line_buffer0_tailw))) or (bool(fpdeep_line_buffer0_en) and bool(fpdeep_line_buffer0_can_head)));
+    if (bool(fpdeep_line_buffer0_can_win) and (not bool(fpdeep_line_buffer0_tailw))) then
+        fpdeep_line_buffer0_rdad <= fpdeep_line_buffer0_q(4-1 downto 0);
+        fpdeep_line_buffer0_rrow <= fpdeep_line_buffer0_rr;
+    else
+        fpdeep_line_buffer0_rdad <= fpdeep_line_buffer0_hq(4-1 downto 0);
+        fpdeep_line_buffer0_rrow <= fpdeep_line_buffer0_ur;
+    end if;
+    if bool(fpdeep_line_buffer0_lastr) then
+        fpdeep_line_buffer0_dec <= ((fpdeep_line_buffer0_r_hm1 + 1) - fpdeep_line_buffer0_lo);
+    elsif (fpdeep_line_buffer0_rr >= fpdeep_line_buffer0_r_p) then
+        fpdeep_line_buffer0_dec <= to_unsigned(1, 6);
+    else
+        fpdeep_line_buffer0_dec <= to_unsigned(0, 6);
+    end if;
+end process fpdeep_line_buffer0_rfire;
+
+
+fpdeep_line_buffer0_dd <= (fpdeep_line_buffer0_rrow - fpdeep_line_buffer0_lo);
+fpdeep_line_buffer0_sbr <= ((fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_dd) + fpdeep_line_buffer0_r_off);
+
+fpdeep_line_buffer0_rslot2: process (fpdeep_line_buffer0_sbr) is
+begin
+    if (signed(resize(fpdeep_line_buffer0_sbr, 7)) >= (2 * 5)) then
+        fpdeep_line_buffer0_slot0 <= resize(unsigned(signed(resize(fpdeep_line_buffer0_sbr, 7)) - (2 * 5)), 6);
+    elsif (fpdeep_line_buffer0_sbr >= 5) then
+        fpdeep_line_buffer0_slot0 <= (fpdeep_line_buffer0_sbr - 5);
+    else
+        fpdeep_line_buffer0_slot0 <= fpdeep_line_buffer0_sbr;
+    end if;
+end process fpdeep_line_buffer0_rslot2;
+
+
+fpdeep_line_buffer0_mask_bit0_mb <= stdl(((fpdeep_line_buffer0_rrow + 0) >= fpdeep_line_buffer0_r_p) and ((fpdeep_line_buffer0_rrow + 0) < fpdeep_line_buffer0_r_hp));
+
+
+fpdeep_line_buffer0_mask_bit1_mb <= stdl(((fpdeep_line_buffer0_rrow + 1) >= fpdeep_line_buffer0_r_p) and ((fpdeep_line_buffer0_rrow + 1) < fpdeep_line_buffer0_r_hp));
+
+
+fpdeep_line_buffer0_mask_bit2_mb <= stdl(((fpdeep_line_buffer0_rrow + 2) >= fpdeep_line_buffer0_r_p) and ((fpdeep_line_buffer0_rrow + 2) < fpdeep_line_buffer0_r_hp));
+
+
+fpdeep_line_buffer0_mask0 <= fpdeep_line_buffer0_mcat;
 
 fpdeep_line_buffer0_ctl: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            fpdeep_line_buffer0_wlast <= to_unsigned(0, 5);
-            fpdeep_line_buffer0_hlast <= to_unsigned(0, 5);
-            fpdeep_line_buffer0_pad_r <= to_unsigned(0, 5);
-            lb_done <= '0';
+            fpdeep_line_buffer0_errq <= '0';
+            fpdeep_line_buffer0_r_w <= to_unsigned(0, 5);
+            lb_done_unused <= '0';
+            fpdeep_line_buffer0_r_hm1 <= to_unsigned(0, 6);
             cfg_err <= '0';
-            fpdeep_line_buffer0_r0 <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_rsl <= to_unsigned(0, 6);
+            fpdeep_line_buffer0_g_hp <= to_unsigned(0, 6);
+            fpdeep_line_buffer0_r_wo1 <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_rpend <= '0';
+            fpdeep_line_buffer0_hq <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_ract <= '0';
+            fpdeep_line_buffer0_g_off <= to_unsigned(0, 6);
+            fpdeep_line_buffer0_jj <= to_unsigned(0, 5);
             row_err <= '0';
-            lb_busy <= '0';
-            fpdeep_line_buffer0_cend_m1 <= to_unsigned(0, 5);
-            fpdeep_line_buffer0_running <= '0';
-            fpdeep_line_buffer0_c0 <= to_unsigned(0, 5);
-            fpdeep_line_buffer0_cend <= to_unsigned(0, 5);
-            fpdeep_line_buffer0_pad_c <= to_unsigned(0, 5);
-            fpdeep_line_buffer0_rend <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_nfull <= to_unsigned(0, 6);
+            fpdeep_line_buffer0_rr <= to_unsigned(0, 6);
+            fpdeep_line_buffer0_g_hm1 <= to_unsigned(0, 6);
+            fpdeep_line_buffer0_wcol <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_wbusy <= '0';
+            fpdeep_line_buffer0_g_p <= to_unsigned(0, 6);
+            fpdeep_line_buffer0_wslot <= to_unsigned(0, 3);
+            fpdeep_line_buffer0_r_off <= to_unsigned(0, 6);
+            fpdeep_line_buffer0_g_wm1 <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_g_wo1 <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_g_hc <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_g_ho1 <= to_unsigned(0, 6);
+            fpdeep_line_buffer0_g_w <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_r_p <= to_unsigned(0, 6);
+            fpdeep_line_buffer0_r_ho1 <= to_unsigned(0, 6);
+            fpdeep_line_buffer0_r_hc <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_r_hp <= to_unsigned(0, 6);
+            fpdeep_line_buffer0_lo <= to_unsigned(0, 6);
+            fpdeep_line_buffer0_wrow <= to_unsigned(0, 6);
         else
-            lb_done <= '0';
-            if (bool(lb_start) and (not bool(lb_busy))) then
+            lb_done_unused <= '0';
+            if bool(fpdeep_line_buffer0_accept) then
                 row_err <= '0';
                 if bool(fpdeep_line_buffer0_cbad) then
                     cfg_err <= '1';
-                    lb_done <= '1';
-                else
-                    cfg_err <= '0';
-                    lb_busy <= '1';
-                    fpdeep_line_buffer0_running <= '1';
-                    fpdeep_line_buffer0_pad_c <= fpdeep_line_buffer0_pe_c;
-                    fpdeep_line_buffer0_cend <= (fpdeep_line_buffer0_we_c + fpdeep_line_buffer0_pe_c);
-                    fpdeep_line_buffer0_cend_m1 <= ((fpdeep_line_buffer0_we_c + fpdeep_line_buffer0_pe_c) - 1);
-                    fpdeep_line_buffer0_wlast <= (fpdeep_line_buffer0_wsum - 1);
-                    fpdeep_line_buffer0_pad_r <= fpdeep_line_buffer0_pe_rr;
-                    fpdeep_line_buffer0_rend <= (fpdeep_line_buffer0_he_r + fpdeep_line_buffer0_pe_rr);
-                    fpdeep_line_buffer0_hlast <= (fpdeep_line_buffer0_hsum - 1);
-                    fpdeep_line_buffer0_r0 <= to_unsigned(0, 5);
-                    fpdeep_line_buffer0_c0 <= to_unsigned(0, 5);
-                end if;
-            end if;
-            if bool(fpdeep_line_buffer0_fire) then
-                if (bool(fpdeep_line_buffer0_in_img) and (s_axis_err_tlast /= stdl(fpdeep_line_buffer0_c0 = fpdeep_line_buffer0_cend_m1))) then
-                    row_err <= '1';
-                end if;
-                if (fpdeep_line_buffer0_c0 = fpdeep_line_buffer0_wlast) then
-                    fpdeep_line_buffer0_c0 <= to_unsigned(0, 5);
-                    if (fpdeep_line_buffer0_r0 = fpdeep_line_buffer0_hlast) then
-                        fpdeep_line_buffer0_r0 <= to_unsigned(0, 5);
-                        fpdeep_line_buffer0_running <= '0';
+                    if bool(fpdeep_line_buffer0_fin_pop) then
+                        fpdeep_line_buffer0_errq <= '1';
                     else
-                        fpdeep_line_buffer0_r0 <= (fpdeep_line_buffer0_r0 + 1);
+                        lb_done_unused <= '1';
                     end if;
                 else
-                    fpdeep_line_buffer0_c0 <= (fpdeep_line_buffer0_c0 + 1);
+                    cfg_err <= '0';
+                    fpdeep_line_buffer0_wbusy <= '1';
+                    fpdeep_line_buffer0_rpend <= '1';
+                    fpdeep_line_buffer0_wcol <= to_unsigned(0, 5);
+                    fpdeep_line_buffer0_wrow <= to_unsigned(0, 6);
+                    fpdeep_line_buffer0_g_w <= fpdeep_line_buffer0_we_c;
+                    fpdeep_line_buffer0_g_wm1 <= (fpdeep_line_buffer0_we_c - 1);
+                    fpdeep_line_buffer0_g_hc <= resize(unsigned((3 - 1) - signed(resize(fpdeep_line_buffer0_pe_c, 6))), 5);
+                    fpdeep_line_buffer0_g_wo1 <= (fpdeep_line_buffer0_wsum - 3);
+                    fpdeep_line_buffer0_g_hm1 <= (fpdeep_line_buffer0_he_r - 1);
+                    fpdeep_line_buffer0_g_ho1 <= (fpdeep_line_buffer0_hsum - 3);
+                    fpdeep_line_buffer0_g_hp <= (fpdeep_line_buffer0_he_r + fpdeep_line_buffer0_pe_r);
+                    fpdeep_line_buffer0_g_p <= fpdeep_line_buffer0_pe_r;
+                    fpdeep_line_buffer0_g_off <= (5 - fpdeep_line_buffer0_pe_r);
+                end if;
+            elsif (bool(fpdeep_line_buffer0_errq) and (not bool(fpdeep_line_buffer0_fin_pop))) then
+                fpdeep_line_buffer0_errq <= '0';
+                lb_done_unused <= '1';
+            end if;
+            if bool(fpdeep_line_buffer0_fin_pop) then
+                lb_done_unused <= '1';
+            end if;
+            if bool(fpdeep_line_buffer0_wfire) then
+                if (s_axis_err_tlast /= stdl(fpdeep_line_buffer0_wcol = fpdeep_line_buffer0_g_wm1)) then
+                    row_err <= '1';
+                end if;
+                if (fpdeep_line_buffer0_wcol = fpdeep_line_buffer0_g_wm1) then
+                    fpdeep_line_buffer0_wcol <= to_unsigned(0, 5);
+                    if (signed(resize(fpdeep_line_buffer0_wslot, 4)) = (5 - 1)) then
+                        fpdeep_line_buffer0_wslot <= to_unsigned(0, 3);
+                    else
+                        fpdeep_line_buffer0_wslot <= (fpdeep_line_buffer0_wslot + 1);
+                    end if;
+                    if (fpdeep_line_buffer0_wrow = fpdeep_line_buffer0_g_hm1) then
+                        fpdeep_line_buffer0_wrow <= to_unsigned(0, 6);
+                        fpdeep_line_buffer0_wbusy <= '0';
+                    else
+                        fpdeep_line_buffer0_wrow <= (fpdeep_line_buffer0_wrow + 1);
+                    end if;
+                else
+                    fpdeep_line_buffer0_wcol <= (fpdeep_line_buffer0_wcol + 1);
                 end if;
             end if;
-            if bool(fpdeep_line_buffer0_out_final_pop) then
-                lb_busy <= '0';
-                lb_done <= '1';
+            if (bool(fpdeep_line_buffer0_wf) and bool(fpdeep_line_buffer0_lastj)) then
+                if (bool(fpdeep_line_buffer0_wfire) and (fpdeep_line_buffer0_wcol = fpdeep_line_buffer0_g_wm1)) then
+                    fpdeep_line_buffer0_nfull <= ((fpdeep_line_buffer0_nfull + 1) - fpdeep_line_buffer0_dec);
+                else
+                    fpdeep_line_buffer0_nfull <= (fpdeep_line_buffer0_nfull - fpdeep_line_buffer0_dec);
+                end if;
+                if ((fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_dec) >= 5) then
+                    fpdeep_line_buffer0_rsl <= ((fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_dec) - 5);
+                else
+                    fpdeep_line_buffer0_rsl <= (fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_dec);
+                end if;
+            elsif (bool(fpdeep_line_buffer0_wfire) and (fpdeep_line_buffer0_wcol = fpdeep_line_buffer0_g_wm1)) then
+                fpdeep_line_buffer0_nfull <= (fpdeep_line_buffer0_nfull + 1);
+            end if;
+            if ((not bool(fpdeep_line_buffer0_ract)) and bool(fpdeep_line_buffer0_rpend)) then
+                fpdeep_line_buffer0_ract <= '1';
+                fpdeep_line_buffer0_rpend <= '0';
+                fpdeep_line_buffer0_r_w <= fpdeep_line_buffer0_g_w;
+                fpdeep_line_buffer0_r_hc <= fpdeep_line_buffer0_g_hc;
+                fpdeep_line_buffer0_r_wo1 <= fpdeep_line_buffer0_g_wo1;
+                fpdeep_line_buffer0_r_hm1 <= fpdeep_line_buffer0_g_hm1;
+                fpdeep_line_buffer0_r_ho1 <= fpdeep_line_buffer0_g_ho1;
+                fpdeep_line_buffer0_r_hp <= fpdeep_line_buffer0_g_hp;
+                fpdeep_line_buffer0_r_p <= fpdeep_line_buffer0_g_p;
+                fpdeep_line_buffer0_r_off <= fpdeep_line_buffer0_g_off;
+                fpdeep_line_buffer0_rr <= to_unsigned(0, 6);
+                fpdeep_line_buffer0_jj <= to_unsigned(0, 5);
+                fpdeep_line_buffer0_hq <= to_unsigned(0, 5);
+                fpdeep_line_buffer0_lo <= to_unsigned(0, 6);
+            end if;
+            if bool(fpdeep_line_buffer0_hf) then
+                fpdeep_line_buffer0_hq <= (fpdeep_line_buffer0_hq + 1);
+            end if;
+            if bool(fpdeep_line_buffer0_wf) then
+                if (fpdeep_line_buffer0_jj = 0) then
+                    fpdeep_line_buffer0_hq <= to_unsigned(0, 5);
+                end if;
+                if bool(fpdeep_line_buffer0_lastj) then
+                    fpdeep_line_buffer0_jj <= to_unsigned(0, 5);
+                    if bool(fpdeep_line_buffer0_lastr) then
+                        fpdeep_line_buffer0_ract <= '0';
+                        fpdeep_line_buffer0_lo <= to_unsigned(0, 6);
+                    else
+                        fpdeep_line_buffer0_rr <= (fpdeep_line_buffer0_rr + 1);
+                        fpdeep_line_buffer0_lo <= (fpdeep_line_buffer0_lo + fpdeep_line_buffer0_dec);
+                    end if;
+                else
+                    fpdeep_line_buffer0_jj <= (fpdeep_line_buffer0_jj + 1);
+                end if;
             end if;
         end if;
     end if;
 end process fpdeep_line_buffer0_ctl;
 
-fpdeep_line_buffer0_ram: process (clk) is
+fpdeep_line_buffer0_row_ram0_ram: process (clk) is
 begin
     if rising_edge(clk) then
-        if bool(fpdeep_line_buffer0_wen) then
-            fpdeep_line_buffer0_mem(to_integer(fpdeep_line_buffer0_c1)) <= fpdeep_line_buffer0_wdat;
+        if (bool(fpdeep_line_buffer0_wfire) and (fpdeep_line_buffer0_wslot = 0)) then
+            fpdeep_line_buffer0_row_ram0_mem(to_integer(fpdeep_line_buffer0_wadr)) <= s_axis_err_tdata_num;
         end if;
-        if bool(fpdeep_line_buffer0_fire) then
-            fpdeep_line_buffer0_rd <= fpdeep_line_buffer0_mem(to_integer(fpdeep_line_buffer0_c0));
+        if bool(fpdeep_line_buffer0_rden) then
+            fpdeep_line_buffer0_row_ram0_rd <= fpdeep_line_buffer0_row_ram0_mem(to_integer(fpdeep_line_buffer0_rdad));
         end if;
     end if;
-end process fpdeep_line_buffer0_ram;
+end process fpdeep_line_buffer0_row_ram0_ram;
+
+fpdeep_line_buffer0_row_ram1_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (bool(fpdeep_line_buffer0_wfire) and (fpdeep_line_buffer0_wslot = 1)) then
+            fpdeep_line_buffer0_row_ram1_mem(to_integer(fpdeep_line_buffer0_wadr)) <= s_axis_err_tdata_num;
+        end if;
+        if bool(fpdeep_line_buffer0_rden) then
+            fpdeep_line_buffer0_row_ram1_rd <= fpdeep_line_buffer0_row_ram1_mem(to_integer(fpdeep_line_buffer0_rdad));
+        end if;
+    end if;
+end process fpdeep_line_buffer0_row_ram1_ram;
+
+fpdeep_line_buffer0_row_ram2_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (bool(fpdeep_line_buffer0_wfire) and (fpdeep_line_buffer0_wslot = 2)) then
+            fpdeep_line_buffer0_row_ram2_mem(to_integer(fpdeep_line_buffer0_wadr)) <= s_axis_err_tdata_num;
+        end if;
+        if bool(fpdeep_line_buffer0_rden) then
+            fpdeep_line_buffer0_row_ram2_rd <= fpdeep_line_buffer0_row_ram2_mem(to_integer(fpdeep_line_buffer0_rdad));
+        end if;
+    end if;
+end process fpdeep_line_buffer0_row_ram2_ram;
+
+fpdeep_line_buffer0_row_ram3_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (bool(fpdeep_line_buffer0_wfire) and (fpdeep_line_buffer0_wslot = 3)) then
+            fpdeep_line_buffer0_row_ram3_mem(to_integer(fpdeep_line_buffer0_wadr)) <= s_axis_err_tdata_num;
+        end if;
+        if bool(fpdeep_line_buffer0_rden) then
+            fpdeep_line_buffer0_row_ram3_rd <= fpdeep_line_buffer0_row_ram3_mem(to_integer(fpdeep_line_buffer0_rdad));
+        end if;
+    end if;
+end process fpdeep_line_buffer0_row_ram3_ram;
+
+fpdeep_line_buffer0_row_ram4_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (bool(fpdeep_line_buffer0_wfire) and (fpdeep_line_buffer0_wslot = 4)) then
+            fpdeep_line_buffer0_row_ram4_mem(to_integer(fpdeep_line_buffer0_wadr)) <= s_axis_err_tdata_num;
+        end if;
+        if bool(fpdeep_line_buffer0_rden) then
+            fpdeep_line_buffer0_row_ram4_rd <= fpdeep_line_buffer0_row_ram4_mem(to_integer(fpdeep_line_buffer0_rdad));
+        end if;
+    end if;
+end process fpdeep_line_buffer0_row_ram4_ram;
+
+fpdeep_line_buffer0_slot_add0_add: process (fpdeep_line_buffer0_slot0) is
+begin
+    if ((fpdeep_line_buffer0_slot0 + 0) >= 5) then
+        fpdeep_line_buffer0_slot_add0_y <= ((fpdeep_line_buffer0_slot0 + 0) - 5);
+    else
+        fpdeep_line_buffer0_slot_add0_y <= (fpdeep_line_buffer0_slot0 + 0);
+    end if;
+end process fpdeep_line_buffer0_slot_add0_add;
+
+fpdeep_line_buffer0_slot_add1_add: process (fpdeep_line_buffer0_slot0) is
+begin
+    if ((fpdeep_line_buffer0_slot0 + 1) >= 5) then
+        fpdeep_line_buffer0_slot_add1_y <= ((fpdeep_line_buffer0_slot0 + 1) - 5);
+    else
+        fpdeep_line_buffer0_slot_add1_y <= (fpdeep_line_buffer0_slot0 + 1);
+    end if;
+end process fpdeep_line_buffer0_slot_add1_add;
+
+fpdeep_line_buffer0_slot_add2_add: process (fpdeep_line_buffer0_slot0) is
+begin
+    if ((fpdeep_line_buffer0_slot0 + 2) >= 5) then
+        fpdeep_line_buffer0_slot_add2_y <= ((fpdeep_line_buffer0_slot0 + 2) - 5);
+    else
+        fpdeep_line_buffer0_slot_add2_y <= (fpdeep_line_buffer0_slot0 + 2);
+    end if;
+end process fpdeep_line_buffer0_slot_add2_add;
+
+fpdeep_line_buffer0_slot_reg0_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_line_buffer0_slot_reg0_y <= to_unsigned(0, 6);
+        else
+            if bool(fpdeep_line_buffer0_en) then
+                fpdeep_line_buffer0_slot_reg0_y <= fpdeep_line_buffer0_slot_add0_y;
+            end if;
+        end if;
+    end if;
+end process fpdeep_line_buffer0_slot_reg0_st;
+
+fpdeep_line_buffer0_slot_reg1_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_line_buffer0_slot_reg1_y <= to_unsigned(0, 6);
+        else
+            if bool(fpdeep_line_buffer0_en) then
+                fpdeep_line_buffer0_slot_reg1_y <= fpdeep_line_buffer0_slot_add1_y;
+            end if;
+        end if;
+    end if;
+end process fpdeep_line_buffer0_slot_reg1_st;
+
+fpdeep_line_buffer0_slot_reg2_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_line_buffer0_slot_reg2_y <= to_unsigned(0, 6);
+        else
+            if bool(fpdeep_line_buffer0_en) then
+                fpdeep_line_buffer0_slot_reg2_y <= fpdeep_line_buffer0_slot_add2_y;
+            end if;
+        end if;
+    end if;
+end process fpdeep_line_buffer0_slot_reg2_st;
 
 fpdeep_line_buffer0_st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
+            fpdeep_line_buffer0_v1h <= '0';
             fpdeep_line_buffer0_fin1 <= '0';
-            fpdeep_line_buffer0_wv1 <= '0';
-            fpdeep_line_buffer0_v1 <= '0';
+            fpdeep_line_buffer0_t1 <= '0';
+            fpdeep_line_buffer0_f1 <= '0';
+            fpdeep_line_buffer0_v1w <= '0';
             fpdeep_line_buffer0_last1 <= '0';
-            fpdeep_line_buffer0_c1 <= to_unsigned(0, 5);
-            fpdeep_line_buffer0_pix1 <= to_unsigned(0, 32);
+            fpdeep_line_buffer0_hz1 <= '0';
+            fpdeep_line_buffer0_m1 <= to_unsigned(0, 3);
         else
             if bool(fpdeep_line_buffer0_en) then
-                fpdeep_line_buffer0_v1 <= fpdeep_line_buffer0_fire;
-                if bool(fpdeep_line_buffer0_fire) then
-                    fpdeep_line_buffer0_pix1 <= fpdeep_line_buffer0_pix0;
-                    fpdeep_line_buffer0_c1 <= fpdeep_line_buffer0_c0;
-                    fpdeep_line_buffer0_wv1 <= fpdeep_line_buffer0_wv0;
-                    fpdeep_line_buffer0_last1 <= fpdeep_line_buffer0_last0;
-                    fpdeep_line_buffer0_fin1 <= fpdeep_line_buffer0_fin0;
-                end if;
+                fpdeep_line_buffer0_v1w <= fpdeep_line_buffer0_wf;
+                fpdeep_line_buffer0_v1h <= fpdeep_line_buffer0_hf;
+                fpdeep_line_buffer0_t1 <= fpdeep_line_buffer0_tailw;
+                fpdeep_line_buffer0_f1 <= fpdeep_line_buffer0_first;
+                fpdeep_line_buffer0_last1 <= fpdeep_line_buffer0_lastj;
+                fpdeep_line_buffer0_fin1 <= stdl(bool(fpdeep_line_buffer0_lastj) and bool(fpdeep_line_buffer0_lastr));
+                fpdeep_line_buffer0_hz1 <= stdl(fpdeep_line_buffer0_hq >= fpdeep_line_buffer0_r_w);
+                fpdeep_line_buffer0_m1 <= fpdeep_line_buffer0_mask0;
             end if;
         end if;
     end if;
 end process fpdeep_line_buffer0_st1;
 
+fpdeep_line_buffer0_slot_mux0_mux20_m: process (fpdeep_line_buffer0_row_ram0_rd, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_row_ram1_rd) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg0_y(1-1 downto 0)) then
+        fpdeep_line_buffer0_slot_mux0_o <= fpdeep_line_buffer0_row_ram1_rd;
+    else
+        fpdeep_line_buffer0_slot_mux0_o <= fpdeep_line_buffer0_row_ram0_rd;
+    end if;
+end process fpdeep_line_buffer0_slot_mux0_mux20_m;
 
-fpdeep_line_buffer0_wen <= stdl(bool(fpdeep_line_buffer0_en) and bool(fpdeep_line_buffer0_v1));
-fpdeep_line_buffer0_wdat <= unsigned'(fpdeep_line_buffer0_pix1 & fpdeep_line_buffer0_rd(64-1 downto 32));
+fpdeep_line_buffer0_slot_mux0_mux21_m: process (fpdeep_line_buffer0_row_ram2_rd, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_row_ram3_rd) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg0_y(1-1 downto 0)) then
+        fpdeep_line_buffer0_slot_mux0_mux21_y <= fpdeep_line_buffer0_row_ram3_rd;
+    else
+        fpdeep_line_buffer0_slot_mux0_mux21_y <= fpdeep_line_buffer0_row_ram2_rd;
+    end if;
+end process fpdeep_line_buffer0_slot_mux0_mux21_m;
+
+fpdeep_line_buffer0_slot_mux0_mux22_m: process (fpdeep_line_buffer0_row_ram4_rd, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_slot_mux0_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg0_y(1-1 downto 0)) then
+        fpdeep_line_buffer0_slot_mux0_mux22_y <= fpdeep_line_buffer0_slot_mux0_zero;
+    else
+        fpdeep_line_buffer0_slot_mux0_mux22_y <= fpdeep_line_buffer0_row_ram4_rd;
+    end if;
+end process fpdeep_line_buffer0_slot_mux0_mux22_m;
+
+fpdeep_line_buffer0_slot_mux0_mux23_m: process (fpdeep_line_buffer0_slot_mux0_o, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_slot_mux0_mux21_y) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg0_y(2-1 downto 1)) then
+        fpdeep_line_buffer0_slot_mux0_mux23_y <= fpdeep_line_buffer0_slot_mux0_mux21_y;
+    else
+        fpdeep_line_buffer0_slot_mux0_mux23_y <= fpdeep_line_buffer0_slot_mux0_o;
+    end if;
+end process fpdeep_line_buffer0_slot_mux0_mux23_m;
+
+fpdeep_line_buffer0_slot_mux0_mux24_m: process (fpdeep_line_buffer0_slot_mux0_mux22_y, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_slot_mux0_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg0_y(2-1 downto 1)) then
+        fpdeep_line_buffer0_slot_mux0_mux24_y <= fpdeep_line_buffer0_slot_mux0_zero;
+    else
+        fpdeep_line_buffer0_slot_mux0_mux24_y <= fpdeep_line_buffer0_slot_mux0_mux22_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux0_mux24_m;
+
+fpdeep_line_buffer0_slot_mux0_mux25_m: process (fpdeep_line_buffer0_slot_mux0_mux23_y, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_slot_mux0_mux24_y) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg0_y(3-1 downto 2)) then
+        fpdeep_line_buffer0_slot_mux0_mux25_y <= fpdeep_line_buffer0_slot_mux0_mux24_y;
+    else
+        fpdeep_line_buffer0_slot_mux0_mux25_y <= fpdeep_line_buffer0_slot_mux0_mux23_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux0_mux25_m;
+
+fpdeep_line_buffer0_slot_mux0_mux26_m: process (fpdeep_line_buffer0_slot_mux0_mux25_y, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_slot_mux0_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg0_y(4-1 downto 3)) then
+        fpdeep_line_buffer0_slot_mux0_mux26_y <= fpdeep_line_buffer0_slot_mux0_zero;
+    else
+        fpdeep_line_buffer0_slot_mux0_mux26_y <= fpdeep_line_buffer0_slot_mux0_mux25_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux0_mux26_m;
+
+fpdeep_line_buffer0_slot_mux0_mux27_m: process (fpdeep_line_buffer0_slot_mux0_mux26_y, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_slot_mux0_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg0_y(5-1 downto 4)) then
+        fpdeep_line_buffer0_slot_mux0_mux27_y <= fpdeep_line_buffer0_slot_mux0_zero;
+    else
+        fpdeep_line_buffer0_slot_mux0_mux27_y <= fpdeep_line_buffer0_slot_mux0_mux26_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux0_mux27_m;
+
+fpdeep_line_buffer0_slot_mux0_mux28_m: process (fpdeep_line_buffer0_slot_mux0_mux27_y, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_slot_mux0_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg0_y(6-1 downto 5)) then
+        fpdeep_line_buffer0_slot_mux0_y <= fpdeep_line_buffer0_slot_mux0_zero;
+    else
+        fpdeep_line_buffer0_slot_mux0_y <= fpdeep_line_buffer0_slot_mux0_mux27_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux0_mux28_m;
+
+fpdeep_line_buffer0_slot_mux1_mux29_m: process (fpdeep_line_buffer0_row_ram0_rd, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_row_ram1_rd) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg1_y(1-1 downto 0)) then
+        fpdeep_line_buffer0_slot_mux1_o <= fpdeep_line_buffer0_row_ram1_rd;
+    else
+        fpdeep_line_buffer0_slot_mux1_o <= fpdeep_line_buffer0_row_ram0_rd;
+    end if;
+end process fpdeep_line_buffer0_slot_mux1_mux29_m;
+
+fpdeep_line_buffer0_slot_mux1_mux210_m: process (fpdeep_line_buffer0_row_ram2_rd, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_row_ram3_rd) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg1_y(1-1 downto 0)) then
+        fpdeep_line_buffer0_slot_mux1_mux210_y <= fpdeep_line_buffer0_row_ram3_rd;
+    else
+        fpdeep_line_buffer0_slot_mux1_mux210_y <= fpdeep_line_buffer0_row_ram2_rd;
+    end if;
+end process fpdeep_line_buffer0_slot_mux1_mux210_m;
+
+fpdeep_line_buffer0_slot_mux1_mux211_m: process (fpdeep_line_buffer0_row_ram4_rd, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_slot_mux1_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg1_y(1-1 downto 0)) then
+        fpdeep_line_buffer0_slot_mux1_mux211_y <= fpdeep_line_buffer0_slot_mux1_zero;
+    else
+        fpdeep_line_buffer0_slot_mux1_mux211_y <= fpdeep_line_buffer0_row_ram4_rd;
+    end if;
+end process fpdeep_line_buffer0_slot_mux1_mux211_m;
+
+fpdeep_line_buffer0_slot_mux1_mux212_m: process (fpdeep_line_buffer0_slot_mux1_o, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_slot_mux1_mux210_y) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg1_y(2-1 downto 1)) then
+        fpdeep_line_buffer0_slot_mux1_mux212_y <= fpdeep_line_buffer0_slot_mux1_mux210_y;
+    else
+        fpdeep_line_buffer0_slot_mux1_mux212_y <= fpdeep_line_buffer0_slot_mux1_o;
+    end if;
+end process fpdeep_line_buffer0_slot_mux1_mux212_m;
+
+fpdeep_line_buffer0_slot_mux1_mux213_m: process (fpdeep_line_buffer0_slot_mux1_mux211_y, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_slot_mux1_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg1_y(2-1 downto 1)) then
+        fpdeep_line_buffer0_slot_mux1_mux213_y <= fpdeep_line_buffer0_slot_mux1_zero;
+    else
+        fpdeep_line_buffer0_slot_mux1_mux213_y <= fpdeep_line_buffer0_slot_mux1_mux211_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux1_mux213_m;
+
+fpdeep_line_buffer0_slot_mux1_mux214_m: process (fpdeep_line_buffer0_slot_mux1_mux212_y, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_slot_mux1_mux213_y) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg1_y(3-1 downto 2)) then
+        fpdeep_line_buffer0_slot_mux1_mux214_y <= fpdeep_line_buffer0_slot_mux1_mux213_y;
+    else
+        fpdeep_line_buffer0_slot_mux1_mux214_y <= fpdeep_line_buffer0_slot_mux1_mux212_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux1_mux214_m;
+
+fpdeep_line_buffer0_slot_mux1_mux215_m: process (fpdeep_line_buffer0_slot_mux1_mux214_y, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_slot_mux1_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg1_y(4-1 downto 3)) then
+        fpdeep_line_buffer0_slot_mux1_mux215_y <= fpdeep_line_buffer0_slot_mux1_zero;
+    else
+        fpdeep_line_buffer0_slot_mux1_mux215_y <= fpdeep_line_buffer0_slot_mux1_mux214_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux1_mux215_m;
+
+fpdeep_line_buffer0_slot_mux1_mux216_m: process (fpdeep_line_buffer0_slot_mux1_mux215_y, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_slot_mux1_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg1_y(5-1 downto 4)) then
+        fpdeep_line_buffer0_slot_mux1_mux216_y <= fpdeep_line_buffer0_slot_mux1_zero;
+    else
+        fpdeep_line_buffer0_slot_mux1_mux216_y <= fpdeep_line_buffer0_slot_mux1_mux215_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux1_mux216_m;
+
+fpdeep_line_buffer0_slot_mux1_mux217_m: process (fpdeep_line_buffer0_slot_mux1_mux216_y, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_slot_mux1_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg1_y(6-1 downto 5)) then
+        fpdeep_line_buffer0_slot_mux1_y <= fpdeep_line_buffer0_slot_mux1_zero;
+    else
+        fpdeep_line_buffer0_slot_mux1_y <= fpdeep_line_buffer0_slot_mux1_mux216_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux1_mux217_m;
+
+fpdeep_line_buffer0_slot_mux2_mux218_m: process (fpdeep_line_buffer0_row_ram0_rd, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_row_ram1_rd) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg2_y(1-1 downto 0)) then
+        fpdeep_line_buffer0_slot_mux2_o <= fpdeep_line_buffer0_row_ram1_rd;
+    else
+        fpdeep_line_buffer0_slot_mux2_o <= fpdeep_line_buffer0_row_ram0_rd;
+    end if;
+end process fpdeep_line_buffer0_slot_mux2_mux218_m;
+
+fpdeep_line_buffer0_slot_mux2_mux219_m: process (fpdeep_line_buffer0_row_ram2_rd, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_row_ram3_rd) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg2_y(1-1 downto 0)) then
+        fpdeep_line_buffer0_slot_mux2_mux219_y <= fpdeep_line_buffer0_row_ram3_rd;
+    else
+        fpdeep_line_buffer0_slot_mux2_mux219_y <= fpdeep_line_buffer0_row_ram2_rd;
+    end if;
+end process fpdeep_line_buffer0_slot_mux2_mux219_m;
+
+fpdeep_line_buffer0_slot_mux2_mux220_m: process (fpdeep_line_buffer0_row_ram4_rd, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_slot_mux2_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg2_y(1-1 downto 0)) then
+        fpdeep_line_buffer0_slot_mux2_mux220_y <= fpdeep_line_buffer0_slot_mux2_zero;
+    else
+        fpdeep_line_buffer0_slot_mux2_mux220_y <= fpdeep_line_buffer0_row_ram4_rd;
+    end if;
+end process fpdeep_line_buffer0_slot_mux2_mux220_m;
+
+fpdeep_line_buffer0_slot_mux2_mux221_m: process (fpdeep_line_buffer0_slot_mux2_o, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_slot_mux2_mux219_y) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg2_y(2-1 downto 1)) then
+        fpdeep_line_buffer0_slot_mux2_mux221_y <= fpdeep_line_buffer0_slot_mux2_mux219_y;
+    else
+        fpdeep_line_buffer0_slot_mux2_mux221_y <= fpdeep_line_buffer0_slot_mux2_o;
+    end if;
+end process fpdeep_line_buffer0_slot_mux2_mux221_m;
+
+fpdeep_line_buffer0_slot_mux2_mux222_m: process (fpdeep_line_buffer0_slot_mux2_mux220_y, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_slot_mux2_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg2_y(2-1 downto 1)) then
+        fpdeep_line_buffer0_slot_mux2_mux222_y <= fpdeep_line_buffer0_slot_mux2_zero;
+    else
+        fpdeep_line_buffer0_slot_mux2_mux222_y <= fpdeep_line_buffer0_slot_mux2_mux220_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux2_mux222_m;
+
+fpdeep_line_buffer0_slot_mux2_mux223_m: process (fpdeep_line_buffer0_slot_mux2_mux221_y, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_slot_mux2_mux222_y) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg2_y(3-1 downto 2)) then
+        fpdeep_line_buffer0_slot_mux2_mux223_y <= fpdeep_line_buffer0_slot_mux2_mux222_y;
+    else
+        fpdeep_line_buffer0_slot_mux2_mux223_y <= fpdeep_line_buffer0_slot_mux2_mux221_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux2_mux223_m;
+
+fpdeep_line_buffer0_slot_mux2_mux224_m: process (fpdeep_line_buffer0_slot_mux2_mux223_y, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_slot_mux2_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg2_y(4-1 downto 3)) then
+        fpdeep_line_buffer0_slot_mux2_mux224_y <= fpdeep_line_buffer0_slot_mux2_zero;
+    else
+        fpdeep_line_buffer0_slot_mux2_mux224_y <= fpdeep_line_buffer0_slot_mux2_mux223_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux2_mux224_m;
+
+fpdeep_line_buffer0_slot_mux2_mux225_m: process (fpdeep_line_buffer0_slot_mux2_mux224_y, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_slot_mux2_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg2_y(5-1 downto 4)) then
+        fpdeep_line_buffer0_slot_mux2_mux225_y <= fpdeep_line_buffer0_slot_mux2_zero;
+    else
+        fpdeep_line_buffer0_slot_mux2_mux225_y <= fpdeep_line_buffer0_slot_mux2_mux224_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux2_mux225_m;
+
+fpdeep_line_buffer0_slot_mux2_mux226_m: process (fpdeep_line_buffer0_slot_mux2_mux225_y, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_slot_mux2_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg2_y(6-1 downto 5)) then
+        fpdeep_line_buffer0_slot_mux2_y <= fpdeep_line_buffer0_slot_mux2_zero;
+    else
+        fpdeep_line_buffer0_slot_mux2_y <= fpdeep_line_buffer0_slot_mux2_mux225_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux2_mux226_m;
+
+fpdeep_line_buffer0_pix_mask0_pm: process (fpdeep_line_buffer0_hz1, fpdeep_line_buffer0_m1, fpdeep_line_buffer0_slot_mux0_y) is
+begin
+    if (bool(fpdeep_line_buffer0_m1(0)) and (not bool(fpdeep_line_buffer0_hz1))) then
+        fpdeep_line_buffer0_pix_mask0_o <= fpdeep_line_buffer0_slot_mux0_y;
+    else
+        fpdeep_line_buffer0_pix_mask0_o <= to_unsigned(0, 32);
+    end if;
+end process fpdeep_line_buffer0_pix_mask0_pm;
+
+fpdeep_line_buffer0_pix_mask1_pm: process (fpdeep_line_buffer0_hz1, fpdeep_line_buffer0_m1, fpdeep_line_buffer0_slot_mux1_y) is
+begin
+    if (bool(fpdeep_line_buffer0_m1(1)) and (not bool(fpdeep_line_buffer0_hz1))) then
+        fpdeep_line_buffer0_pix_mask1_o <= fpdeep_line_buffer0_slot_mux1_y;
+    else
+        fpdeep_line_buffer0_pix_mask1_o <= to_unsigned(0, 32);
+    end if;
+end process fpdeep_line_buffer0_pix_mask1_pm;
+
+fpdeep_line_buffer0_pix_mask2_pm: process (fpdeep_line_buffer0_hz1, fpdeep_line_buffer0_m1, fpdeep_line_buffer0_slot_mux2_y) is
+begin
+    if (bool(fpdeep_line_buffer0_m1(2)) and (not bool(fpdeep_line_buffer0_hz1))) then
+        fpdeep_line_buffer0_pix_mask2_o <= fpdeep_line_buffer0_slot_mux2_y;
+    else
+        fpdeep_line_buffer0_pix_mask2_o <= to_unsigned(0, 32);
+    end if;
+end process fpdeep_line_buffer0_pix_mask2_pm;
+
+fpdeep_line_buffer0_wsel: process (fpdeep_line_buffer0_hist, fpdeep_line_buffer0_t1, fpdeep_line_buffer0_f1, fpdeep_line_buffer0_nh, fpdeep_line_buffer0_col) is
+begin
+    if bool(fpdeep_line_buffer0_t1) then
+        fpdeep_line_buffer0_colw <= to_unsigned(0, 96);
+    else
+        fpdeep_line_buffer0_colw <= fpdeep_line_buffer0_col;
+    end if;
+    if bool(fpdeep_line_buffer0_f1) then
+        fpdeep_line_buffer0_hsel <= fpdeep_line_buffer0_nh;
+    else
+        fpdeep_line_buffer0_hsel <= fpdeep_line_buffer0_hist;
+    end if;
+end process fpdeep_line_buffer0_wsel;
 
 
-fpdeep_line_buffer0_col <= unsigned'(fpdeep_line_buffer0_pix1 & fpdeep_line_buffer0_rd);
+fpdeep_line_buffer0_hnext <= unsigned'(fpdeep_line_buffer0_colw & fpdeep_line_buffer0_hsel(192-1 downto 96));
+fpdeep_line_buffer0_nhnext <= unsigned'(fpdeep_line_buffer0_col & fpdeep_line_buffer0_nh(192-1 downto 96));
 
 fpdeep_line_buffer0_wreg: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
             fpdeep_line_buffer0_hist <= to_unsigned(0, 192);
+            fpdeep_line_buffer0_nh <= to_unsigned(0, 192);
         else
-            if (bool(fpdeep_line_buffer0_en) and bool(fpdeep_line_buffer0_v1)) then
+            if (bool(fpdeep_line_buffer0_en) and bool(fpdeep_line_buffer0_v1w)) then
                 fpdeep_line_buffer0_hist <= fpdeep_line_buffer0_hnext;
+            end if;
+            if bool(fpdeep_line_buffer0_en) then
+                if (bool(fpdeep_line_buffer0_v1w) and bool(fpdeep_line_buffer0_f1)) then
+                    fpdeep_line_buffer0_nh <= to_unsigned(0, 192);
+                elsif bool(fpdeep_line_buffer0_v1h) then
+                    fpdeep_line_buffer0_nh <= fpdeep_line_buffer0_nhnext;
+                end if;
             end if;
         end if;
     end if;
 end process fpdeep_line_buffer0_wreg;
 
 
-fpdeep_line_buffer0_push <= stdl(bool(fpdeep_line_buffer0_en) and bool(fpdeep_line_buffer0_v1) and bool(fpdeep_line_buffer0_wv1));
+fpdeep_line_buffer0_push <= stdl(bool(fpdeep_line_buffer0_en) and bool(fpdeep_line_buffer0_v1w));
 fpdeep_line_buffer0_fin_u <= to_unsigned(fpdeep_line_buffer0_fin1, 1);
-fpdeep_line_buffer0_out_final_pop <= stdl(bool(win_v) and bool(win_r) and bool(fpdeep_line_buffer0_mfin(0)));
+fpdeep_line_buffer0_fin_pop <= stdl(bool(win_v) and bool(win_r) and bool(fpdeep_line_buffer0_mfin(0)));
+win_u <= fpdeep_line_buffer0_mfin(0);
 
 fpdeep_line_buffer0_out_fifo20_seq: process (clk) is
     variable pop: std_logic;
@@ -790,7 +1475,7 @@ s_axis_w_tready <= en;
 wfire <= stdl(bool(en) and bool(s_axis_w_tvalid));
 win_r <= stdl(bool(en) and (not bool(s_axis_w_tvalid)));
 fire <= stdl(bool(en) and bool(win_v) and (not bool(s_axis_w_tvalid)));
-lb_start <= stdl(bool(start) and (not bool(busy)) and (not bool(lb_busy)));
+lb_start <= stdl(bool(start) and (not bool(ibusy)));
 
 inreg: process (clk) is
 begin
@@ -798,7 +1483,7 @@ begin
         if (rst = '1') then
             bsel <= '0';
             xr <= to_unsigned(0, 288);
-            v0 <= to_unsigned(0, 2);
+            v0 <= to_unsigned(0, 5);
             bz <= to_unsigned(0, 32);
         else
             bz <= to_unsigned(0, 32);
@@ -807,7 +1492,7 @@ begin
                 if bool(fire) then
                     xr <= win_d;
                 end if;
-                v0 <= unsigned'(win_l & fire);
+                v0 <= unsigned'(win_u & blx & bfx & win_l & fire);
             end if;
         end if;
     end if;
@@ -2127,17 +2812,17 @@ delay_flags0_sh: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            delay_flags0_sr <= to_unsigned(0, 12);
+            delay_flags0_sr <= to_unsigned(0, 30);
         else
             if bool(en) then
-                delay_flags0_sr <= unsigned'(delay_flags0_sr((2 * (6 - 1))-1 downto 0) & v0);
+                delay_flags0_sr <= unsigned'(delay_flags0_sr((5 * (6 - 1))-1 downto 0) & v0);
             end if;
         end if;
     end if;
 end process delay_flags0_sh;
 
 
-vt <= delay_flags0_sr((2 * 6)-1 downto (2 * (6 - 1)));
+vt <= delay_flags0_sr((5 * 6)-1 downto (5 * (6 - 1)));
 
 
 pack0_u <= unsigned(engine_trees0_add_reg17_y(37-1 downto 0));
@@ -2151,7 +2836,7 @@ pack0_res <= pack0_cs;
 
 push1 <= stdl(bool(en) and bool(vt(0)));
 last1 <= vt(1);
-first_u <= to_unsigned(first_r, 1);
+tag_u <= vt(5-1 downto 2);
 
 out_fifo21_seq: process (clk) is
     variable pop: std_logic;
@@ -2163,9 +2848,9 @@ begin
             out_fifo21_l0 <= '0';
             out_fifo21_l1 <= '0';
             out_fifo21_d1 <= to_unsigned(0, 74);
-            out_fifo21_u0 <= to_unsigned(0, 1);
+            out_fifo21_u0 <= to_unsigned(0, 3);
             out_fifo21_cnt <= to_unsigned(0, 2);
-            out_fifo21_u1 <= to_unsigned(0, 1);
+            out_fifo21_u1 <= to_unsigned(0, 3);
         else
             pop := stdl((out_fifo21_cnt /= 0) and bool(e_r));
             if bool(pop) then
@@ -2177,11 +2862,11 @@ begin
                 if ((out_fifo21_cnt = 0) or ((out_fifo21_cnt = 1) and bool(pop))) then
                     out_fifo21_d0 <= pack0_res;
                     out_fifo21_l0 <= last1;
-                    out_fifo21_u0 <= first_u;
+                    out_fifo21_u0 <= tag_u;
                 else
                     out_fifo21_d1 <= pack0_res;
                     out_fifo21_l1 <= last1;
-                    out_fifo21_u1 <= first_u;
+                    out_fifo21_u1 <= tag_u;
                 end if;
             end if;
             if (bool(push1) and (not bool(pop))) then
@@ -2200,25 +2885,29 @@ end process out_fifo21_seq;
 
 out_fifo21_m_tdata <= out_fifo21_d0;
 e_l <= out_fifo21_l0;
-e_first <= out_fifo21_u0;
+e_tag <= out_fifo21_u0;
 e_v <= stdl(out_fifo21_cnt /= 0);
 
 
-e_r <= stdl(bool(en2) and (bool(e_first(0)) or bool(s_axis_psum_in_tvalid)));
-s_axis_psum_in_tready <= stdl(bool(en2) and bool(e_v) and (not bool(e_first(0))));
-jfire <= stdl(bool(en2) and bool(e_v) and (bool(e_first(0)) or bool(s_axis_psum_in_tvalid)));
+e_r <= stdl(bool(en2) and (bool(e_first) or bool(s_axis_psum_in_tvalid)));
+s_axis_psum_in_tready <= stdl(bool(en2) and bool(e_v) and (not bool(e_first)));
+jfire <= stdl(bool(en2) and bool(e_v) and (bool(e_first) or bool(s_axis_psum_in_tvalid)));
 
 jreg: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
             v2 <= '0';
+            mend2 <= '0';
+            last2 <= '0';
             l2 <= '0';
         else
             if bool(en2) then
                 v2 <= jfire;
                 if bool(jfire) then
                     l2 <= e_l;
+                    last2 <= e_tag(1);
+                    mend2 <= e_tag(2);
                 end if;
             end if;
         end if;
@@ -2386,9 +3075,9 @@ begin
     end if;
 end process eb_out_lane0_sat1_clamp;
 
-eb_out_lane0_mux: process (eb_out_lane0_sp, eb_out_lane0_re, last_r) is
+eb_out_lane0_mux: process (eb_out_lane0_sp, eb_out_lane0_re, last2) is
 begin
-    if bool(last_r) then
+    if bool(last2) then
         eb_out_lane0_y <= eb_out_lane0_re;
     else
         eb_out_lane0_y <= eb_out_lane0_sp;
@@ -2462,9 +3151,9 @@ begin
     end if;
 end process eb_out_lane1_sat3_clamp;
 
-eb_out_lane1_mux: process (eb_out_lane1_sp, eb_out_lane1_re, last_r) is
+eb_out_lane1_mux: process (eb_out_lane1_sp, eb_out_lane1_re, last2) is
 begin
-    if bool(last_r) then
+    if bool(last2) then
         eb_out_lane1_y <= eb_out_lane1_re;
     else
         eb_out_lane1_y <= eb_out_lane1_sp;
@@ -2482,7 +3171,7 @@ pack1_res <= pack1_cs;
 
 
 push2 <= stdl(bool(en2) and bool(v2));
-mode_u <= to_unsigned(last_r, 1);
+mode_u <= unsigned'(mend2 & last2);
 
 out_fifo22_seq: process (clk) is
     variable pop: std_logic;
@@ -2494,9 +3183,9 @@ begin
             out_fifo22_l0 <= '0';
             out_fifo22_l1 <= '0';
             out_fifo22_d1 <= to_unsigned(0, 96);
-            out_fifo22_u0 <= to_unsigned(0, 1);
+            out_fifo22_u0 <= to_unsigned(0, 2);
             out_fifo22_cnt <= to_unsigned(0, 2);
-            out_fifo22_u1 <= to_unsigned(0, 1);
+            out_fifo22_u1 <= to_unsigned(0, 2);
         else
             pop := stdl((out_fifo22_cnt /= 0) and bool(o_r));
             if bool(pop) then
@@ -2550,40 +3239,82 @@ begin
     ohs <= stdl(bool(o_v) and ((bool(o_mode(0)) and bool(m_axis_err_tready)) or ((not bool(o_mode(0))) and bool(m_axis_psum_out_tready))));
 end process outs;
 
+slotsel: process (errq, lb_busy, nmaps, rsel, cf1, chk, cl0, cf0, cl1) is
+begin
+    if bool(rsel) then
+        bfx <= cf1;
+        blx <= cl1;
+    else
+        bfx <= cf0;
+        blx <= cl0;
+    end if;
+    ibusy <= stdl(bool(lb_busy) or bool(chk) or bool(errq) or (nmaps = 2));
+    busy <= stdl(bool(lb_busy) or bool(chk) or bool(errq) or (nmaps = 2));
+end process slotsel;
+
+
+e_first <= e_tag(0);
+
+
+mdone <= stdl(bool(ohs) and bool(o_mode(1)));
+
 ctl: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            lbseen <= '0';
+            errq <= '0';
+            wsel <= '0';
+            nmaps <= to_unsigned(0, 2);
             done <= '0';
-            last_r <= '0';
+            chk <= '0';
+            cf1 <= '0';
+            rsel <= '0';
             psum_err <= '0';
-            busy <= '0';
-            first_r <= '0';
-            inflight <= to_unsigned(0, 4);
+            cl0 <= '0';
+            cf0 <= '0';
+            cl1 <= '0';
         else
             done <= '0';
-            if (bool(start) and (not bool(busy))) then
-                busy <= '1';
-                lbseen <= '0';
-                first_r <= cfg_first;
-                last_r <= cfg_last;
+            if bool(lb_start) then
+                chk <= '1';
                 psum_err <= '0';
-            elsif (bool(busy) and bool(lbseen) and (inflight = 0)) then
-                busy <= '0';
+                if bool(wsel) then
+                    cf1 <= cfg_first;
+                    cl1 <= cfg_last;
+                else
+                    cf0 <= cfg_first;
+                    cl0 <= cfg_last;
+                end if;
+            end if;
+            if bool(chk) then
+                chk <= '0';
+                if bool(cfg_err) then
+                    if bool(mdone) then
+                        errq <= '1';
+                    else
+                        done <= '1';
+                    end if;
+                else
+                    wsel <= stdl((not bool(wsel)));
+                end if;
+            end if;
+            if (bool(errq) and (not bool(mdone))) then
+                errq <= '0';
                 done <= '1';
-                lbseen <= '0';
             end if;
-            if bool(lb_done) then
-                lbseen <= '1';
+            if bool(mdone) then
+                done <= '1';
             end if;
-            if (bool(jfire) and (not bool(e_first(0))) and (s_axis_psum_in_tlast /= e_l)) then
+            if (bool(chk) and (not bool(cfg_err)) and (not bool(mdone))) then
+                nmaps <= (nmaps + 1);
+            elsif (bool(mdone) and (not (bool(chk) and (not bool(cfg_err))))) then
+                nmaps <= (nmaps - 1);
+            end if;
+            if (bool(fire) and bool(win_u)) then
+                rsel <= stdl((not bool(rsel)));
+            end if;
+            if (bool(jfire) and (not bool(e_first)) and (s_axis_psum_in_tlast /= e_l)) then
                 psum_err <= '1';
-            end if;
-            if (bool(fire) and (not bool(ohs))) then
-                inflight <= (inflight + 1);
-            elsif (bool(ohs) and (not bool(fire))) then
-                inflight <= (inflight - 1);
             end if;
         end if;
     end if;

@@ -75,7 +75,7 @@ wire s_axis_b_tready;
 input [31:0] s_axis_pix_tdata;
 input s_axis_pix_tvalid;
 output s_axis_pix_tready;
-reg s_axis_pix_tready;
+wire s_axis_pix_tready;
 input s_axis_pix_tlast;
 input [95:0] s_axis_psum_in_tdata;
 input s_axis_psum_in_tvalid;
@@ -97,85 +97,192 @@ input m_axis_act_tready;
 output m_axis_act_tlast;
 reg m_axis_act_tlast;
 
-reg lb_busy;
-reg lb_done;
+reg lb_done_unused;
+wire lb_busy;
 wire lb_start;
 wire [287:0] win_d;
 wire win_l;
 wire win_r;
+wire win_u;
 wire win_v;
 reg en;
 wire wfire;
 wire bfire;
 wire fire;
+reg ibusy;
 reg [287:0] xr;
-reg [1:0] v0;
+reg xl;
+reg blx;
+reg [5:0] v0;
+reg brx;
+reg bf;
 wire push1;
-wire [1:0] vt;
+wire [5:0] vt;
 wire last1;
-wire [0:0] first_u;
-reg first_r;
+wire [3:0] tag_u;
 wire e_r;
 reg en2;
-wire [0:0] e_first;
+wire e_first;
 wire e_v;
 wire jfire;
 reg v2;
 reg l2;
 wire e_l;
+reg last2;
+wire [3:0] e_tag;
+reg relu2;
+reg mend2;
 wire push2;
-wire [0:0] mode_u;
-reg last_r;
+wire [1:0] mode_u;
 wire [95:0] o_d;
 wire o_l;
 wire o_v;
-wire [0:0] o_mode;
+wire [1:0] o_mode;
 wire [31:0] act_d;
 reg o_r;
 reg ohs;
-reg lbseen;
-reg relu_r;
-reg [3:0] inflight;
+reg rsel;
+reg cf1;
+reg cl1;
+reg cr1;
+reg cf0;
+reg cl0;
+reg cr0;
+reg chk;
+reg errq;
+reg [1:0] nmaps;
+wire mdone;
+reg wsel;
 reg fpdeep_line_buffer0_en;
-wire [4:0] fpdeep_line_buffer0_he_r;
+wire [5:0] fpdeep_line_buffer0_he_r;
 wire [4:0] fpdeep_line_buffer0_pe_c;
-wire [4:0] fpdeep_line_buffer0_pe_rr;
+wire [5:0] fpdeep_line_buffer0_pe_r;
 wire [4:0] fpdeep_line_buffer0_we_c;
 wire [4:0] fpdeep_line_buffer0_wsum;
-wire [4:0] fpdeep_line_buffer0_hsum;
+wire [5:0] fpdeep_line_buffer0_hsum;
 wire fpdeep_line_buffer0_cbad;
-wire fpdeep_line_buffer0_in_img;
-reg [4:0] fpdeep_line_buffer0_c0;
-reg [4:0] fpdeep_line_buffer0_pad_c;
-reg [4:0] fpdeep_line_buffer0_cend;
-reg [4:0] fpdeep_line_buffer0_r0;
-reg [4:0] fpdeep_line_buffer0_pad_r;
-reg [4:0] fpdeep_line_buffer0_rend;
-wire fpdeep_line_buffer0_wv0;
-wire fpdeep_line_buffer0_last0;
-reg [4:0] fpdeep_line_buffer0_wlast;
-wire fpdeep_line_buffer0_fin0;
-reg [4:0] fpdeep_line_buffer0_hlast;
-reg fpdeep_line_buffer0_fire;
-reg fpdeep_line_buffer0_running;
-reg [31:0] fpdeep_line_buffer0_pix0;
-reg [4:0] fpdeep_line_buffer0_cend_m1;
-wire fpdeep_line_buffer0_out_final_pop;
-wire fpdeep_line_buffer0_wen;
-reg [4:0] fpdeep_line_buffer0_c1;
-wire [63:0] fpdeep_line_buffer0_wdat;
-reg [63:0] fpdeep_line_buffer0_rd;
-reg fpdeep_line_buffer0_v1;
-reg [31:0] fpdeep_line_buffer0_pix1;
-reg fpdeep_line_buffer0_wv1;
+reg fpdeep_line_buffer0_wbusy;
+reg [5:0] fpdeep_line_buffer0_nfull;
+wire fpdeep_line_buffer0_wfire;
+wire [3:0] fpdeep_line_buffer0_wadr;
+reg [4:0] fpdeep_line_buffer0_wcol;
+wire fpdeep_line_buffer0_accept;
+reg fpdeep_line_buffer0_rpend;
+reg fpdeep_line_buffer0_errq;
+reg [4:0] fpdeep_line_buffer0_q;
+reg [4:0] fpdeep_line_buffer0_jj;
+reg [4:0] fpdeep_line_buffer0_r_hc;
+reg fpdeep_line_buffer0_tailw;
+reg [4:0] fpdeep_line_buffer0_r_w;
+reg fpdeep_line_buffer0_first;
+reg fpdeep_line_buffer0_lastj;
+reg [4:0] fpdeep_line_buffer0_r_wo1;
+reg fpdeep_line_buffer0_lastr;
+reg [5:0] fpdeep_line_buffer0_rr;
+reg [5:0] fpdeep_line_buffer0_r_ho1;
+reg [5:0] fpdeep_line_buffer0_ur;
+reg fpdeep_line_buffer0_uex;
+reg [5:0] fpdeep_line_buffer0_lim;
+reg [5:0] fpdeep_line_buffer0_lo;
+reg [5:0] fpdeep_line_buffer0_r_hm1;
+reg [5:0] fpdeep_line_buffer0_need_r;
+reg [5:0] fpdeep_line_buffer0_need_u;
+reg fpdeep_line_buffer0_ract;
+reg [4:0] fpdeep_line_buffer0_hq;
+reg fpdeep_line_buffer0_can_win;
+reg fpdeep_line_buffer0_can_head;
+reg fpdeep_line_buffer0_wf;
+reg fpdeep_line_buffer0_hf;
+reg fpdeep_line_buffer0_rden;
+reg [3:0] fpdeep_line_buffer0_rdad;
+reg [5:0] fpdeep_line_buffer0_rrow;
+reg [5:0] fpdeep_line_buffer0_dec;
+reg [5:0] fpdeep_line_buffer0_r_p;
+wire [5:0] fpdeep_line_buffer0_dd;
+wire [5:0] fpdeep_line_buffer0_sbr;
+reg [5:0] fpdeep_line_buffer0_rsl;
+reg [5:0] fpdeep_line_buffer0_r_off;
+reg [5:0] fpdeep_line_buffer0_slot0;
+wire [2:0] fpdeep_line_buffer0_mask0;
+wire [2:0] fpdeep_line_buffer0_mcat;
+wire fpdeep_line_buffer0_fin_pop;
+reg [5:0] fpdeep_line_buffer0_wrow;
+reg [4:0] fpdeep_line_buffer0_g_w;
+reg [4:0] fpdeep_line_buffer0_g_wm1;
+reg [4:0] fpdeep_line_buffer0_g_hc;
+reg [4:0] fpdeep_line_buffer0_g_wo1;
+reg [5:0] fpdeep_line_buffer0_g_hm1;
+reg [5:0] fpdeep_line_buffer0_g_ho1;
+reg [5:0] fpdeep_line_buffer0_g_hp;
+reg [5:0] fpdeep_line_buffer0_g_p;
+reg [5:0] fpdeep_line_buffer0_g_off;
+reg [2:0] fpdeep_line_buffer0_wslot;
+reg [5:0] fpdeep_line_buffer0_r_hp;
+reg fpdeep_line_buffer0_v1w;
+reg fpdeep_line_buffer0_v1h;
+reg fpdeep_line_buffer0_t1;
+reg fpdeep_line_buffer0_f1;
 reg fpdeep_line_buffer0_last1;
 reg fpdeep_line_buffer0_fin1;
+reg fpdeep_line_buffer0_hz1;
+reg [2:0] fpdeep_line_buffer0_m1;
+reg [95:0] fpdeep_line_buffer0_colw;
 wire [95:0] fpdeep_line_buffer0_col;
+reg [191:0] fpdeep_line_buffer0_hsel;
+reg [191:0] fpdeep_line_buffer0_nh;
 reg [191:0] fpdeep_line_buffer0_hist;
 wire [191:0] fpdeep_line_buffer0_hnext;
+wire [191:0] fpdeep_line_buffer0_nhnext;
 wire fpdeep_line_buffer0_push;
 wire [0:0] fpdeep_line_buffer0_fin_u;
 wire [0:0] fpdeep_line_buffer0_mfin;
+wire fpdeep_line_buffer0_mask_bit0_mb;
+wire fpdeep_line_buffer0_mask_bit1_mb;
+wire fpdeep_line_buffer0_mask_bit2_mb;
+reg [31:0] fpdeep_line_buffer0_row_ram0_rd;
+reg [31:0] fpdeep_line_buffer0_row_ram1_rd;
+reg [31:0] fpdeep_line_buffer0_row_ram2_rd;
+reg [31:0] fpdeep_line_buffer0_row_ram3_rd;
+reg [31:0] fpdeep_line_buffer0_row_ram4_rd;
+reg [5:0] fpdeep_line_buffer0_slot_add0_y;
+reg [5:0] fpdeep_line_buffer0_slot_add1_y;
+reg [5:0] fpdeep_line_buffer0_slot_add2_y;
+reg [5:0] fpdeep_line_buffer0_slot_reg0_y;
+reg [5:0] fpdeep_line_buffer0_slot_reg1_y;
+reg [5:0] fpdeep_line_buffer0_slot_reg2_y;
+reg [31:0] fpdeep_line_buffer0_slot_mux0_y;
+wire [31:0] fpdeep_line_buffer0_slot_mux0_zero;
+reg [31:0] fpdeep_line_buffer0_slot_mux0_o;
+reg [31:0] fpdeep_line_buffer0_slot_mux0_mux21_y;
+reg [31:0] fpdeep_line_buffer0_slot_mux0_mux22_y;
+reg [31:0] fpdeep_line_buffer0_slot_mux0_mux23_y;
+reg [31:0] fpdeep_line_buffer0_slot_mux0_mux24_y;
+reg [31:0] fpdeep_line_buffer0_slot_mux0_mux25_y;
+reg [31:0] fpdeep_line_buffer0_slot_mux0_mux26_y;
+reg [31:0] fpdeep_line_buffer0_slot_mux0_mux27_y;
+reg [31:0] fpdeep_line_buffer0_slot_mux1_y;
+wire [31:0] fpdeep_line_buffer0_slot_mux1_zero;
+reg [31:0] fpdeep_line_buffer0_slot_mux1_o;
+reg [31:0] fpdeep_line_buffer0_slot_mux1_mux210_y;
+reg [31:0] fpdeep_line_buffer0_slot_mux1_mux211_y;
+reg [31:0] fpdeep_line_buffer0_slot_mux1_mux212_y;
+reg [31:0] fpdeep_line_buffer0_slot_mux1_mux213_y;
+reg [31:0] fpdeep_line_buffer0_slot_mux1_mux214_y;
+reg [31:0] fpdeep_line_buffer0_slot_mux1_mux215_y;
+reg [31:0] fpdeep_line_buffer0_slot_mux1_mux216_y;
+reg [31:0] fpdeep_line_buffer0_slot_mux2_y;
+wire [31:0] fpdeep_line_buffer0_slot_mux2_zero;
+reg [31:0] fpdeep_line_buffer0_slot_mux2_o;
+reg [31:0] fpdeep_line_buffer0_slot_mux2_mux219_y;
+reg [31:0] fpdeep_line_buffer0_slot_mux2_mux220_y;
+reg [31:0] fpdeep_line_buffer0_slot_mux2_mux221_y;
+reg [31:0] fpdeep_line_buffer0_slot_mux2_mux222_y;
+reg [31:0] fpdeep_line_buffer0_slot_mux2_mux223_y;
+reg [31:0] fpdeep_line_buffer0_slot_mux2_mux224_y;
+reg [31:0] fpdeep_line_buffer0_slot_mux2_mux225_y;
+reg [31:0] fpdeep_line_buffer0_pix_mask0_o;
+reg [31:0] fpdeep_line_buffer0_pix_mask1_o;
+reg [31:0] fpdeep_line_buffer0_pix_mask2_o;
 wire [287:0] fpdeep_line_buffer0_out_fifo20_din;
 reg [1:0] fpdeep_line_buffer0_out_fifo20_cnt;
 reg [287:0] fpdeep_line_buffer0_out_fifo20_d0;
@@ -356,7 +463,7 @@ reg signed [35:0] engine_trees0_pass_reg5_y;
 wire signed [35:0] engine_trees0_pass_reg5_ae;
 reg [0:0] engine_trees0_pass_reg5_sext7_sgn;
 reg signed [36:0] engine_trees0_add_reg35_y;
-reg [11:0] delay_flags0_sr;
+reg [35:0] delay_flags0_sr;
 wire [73:0] pack0_res;
 wire [36:0] pack0_u;
 wire [73:0] pack0_cs;
@@ -367,8 +474,8 @@ reg [73:0] out_fifo21_d0;
 reg [73:0] out_fifo21_d1;
 reg out_fifo21_l0;
 reg out_fifo21_l1;
-reg [0:0] out_fifo21_u0;
-reg [0:0] out_fifo21_u1;
+reg [3:0] out_fifo21_u0;
+reg [3:0] out_fifo21_u1;
 reg signed [48:0] join_lane0_acc;
 reg signed [36:0] join_lane0_e;
 wire signed [48:0] join_lane0_ee;
@@ -430,24 +537,34 @@ reg [95:0] out_fifo22_d0;
 reg [95:0] out_fifo22_d1;
 reg out_fifo22_l0;
 reg out_fifo22_l1;
-reg [0:0] out_fifo22_u0;
-reg [0:0] out_fifo22_u1;
-reg [63:0] fpdeep_line_buffer0_mem [0:20-1];
+reg [1:0] out_fifo22_u0;
+reg [1:0] out_fifo22_u1;
+reg [31:0] fpdeep_line_buffer0_row_ram0_mem [0:16-1];
+reg [31:0] fpdeep_line_buffer0_row_ram1_mem [0:16-1];
+reg [31:0] fpdeep_line_buffer0_row_ram2_mem [0:16-1];
+reg [31:0] fpdeep_line_buffer0_row_ram3_mem [0:16-1];
+reg [31:0] fpdeep_line_buffer0_row_ram4_mem [0:16-1];
 
+assign fpdeep_line_buffer0_slot_mux0_zero = 32'd0;
+assign fpdeep_line_buffer0_slot_mux1_zero = 32'd0;
+assign fpdeep_line_buffer0_slot_mux2_zero = 32'd0;
 assign act_d[32-1:16] = o_d[64-1:48];
 assign act_d[16-1:0] = o_d[16-1:0];
-assign fpdeep_line_buffer0_hnext[192-1:160] = fpdeep_line_buffer0_col[96-1:64];
-assign fpdeep_line_buffer0_hnext[160-1:128] = fpdeep_line_buffer0_hist[192-1:160];
-assign fpdeep_line_buffer0_hnext[128-1:96] = fpdeep_line_buffer0_col[64-1:32];
-assign fpdeep_line_buffer0_hnext[96-1:64] = fpdeep_line_buffer0_hist[128-1:96];
-assign fpdeep_line_buffer0_hnext[64-1:32] = fpdeep_line_buffer0_col[32-1:0];
-assign fpdeep_line_buffer0_hnext[32-1:0] = fpdeep_line_buffer0_hist[64-1:32];
-assign fpdeep_line_buffer0_out_fifo20_din[288-1:256] = fpdeep_line_buffer0_col[96-1:64];
-assign fpdeep_line_buffer0_out_fifo20_din[256-1:192] = fpdeep_line_buffer0_hist[192-1:128];
-assign fpdeep_line_buffer0_out_fifo20_din[192-1:160] = fpdeep_line_buffer0_col[64-1:32];
-assign fpdeep_line_buffer0_out_fifo20_din[160-1:96] = fpdeep_line_buffer0_hist[128-1:64];
-assign fpdeep_line_buffer0_out_fifo20_din[96-1:64] = fpdeep_line_buffer0_col[32-1:0];
-assign fpdeep_line_buffer0_out_fifo20_din[64-1:0] = fpdeep_line_buffer0_hist[64-1:0];
+assign fpdeep_line_buffer0_mcat[2] = fpdeep_line_buffer0_mask_bit2_mb;
+assign fpdeep_line_buffer0_mcat[1] = fpdeep_line_buffer0_mask_bit1_mb;
+assign fpdeep_line_buffer0_mcat[0] = fpdeep_line_buffer0_mask_bit0_mb;
+assign fpdeep_line_buffer0_col[96-1:64] = fpdeep_line_buffer0_pix_mask2_o;
+assign fpdeep_line_buffer0_col[64-1:32] = fpdeep_line_buffer0_pix_mask1_o;
+assign fpdeep_line_buffer0_col[32-1:0] = fpdeep_line_buffer0_pix_mask0_o;
+assign fpdeep_line_buffer0_out_fifo20_din[288-1:256] = fpdeep_line_buffer0_colw[96-1:64];
+assign fpdeep_line_buffer0_out_fifo20_din[256-1:224] = fpdeep_line_buffer0_hsel[192-1:160];
+assign fpdeep_line_buffer0_out_fifo20_din[224-1:192] = fpdeep_line_buffer0_hsel[96-1:64];
+assign fpdeep_line_buffer0_out_fifo20_din[192-1:160] = fpdeep_line_buffer0_colw[64-1:32];
+assign fpdeep_line_buffer0_out_fifo20_din[160-1:128] = fpdeep_line_buffer0_hsel[160-1:128];
+assign fpdeep_line_buffer0_out_fifo20_din[128-1:96] = fpdeep_line_buffer0_hsel[64-1:32];
+assign fpdeep_line_buffer0_out_fifo20_din[96-1:64] = fpdeep_line_buffer0_colw[32-1:0];
+assign fpdeep_line_buffer0_out_fifo20_din[64-1:32] = fpdeep_line_buffer0_hsel[128-1:96];
+assign fpdeep_line_buffer0_out_fifo20_din[32-1:0] = fpdeep_line_buffer0_hsel[32-1:0];
 assign pack0_cs[74-1:37] = pack0_to_unsigned1_y;
 assign pack0_cs[37-1:0] = pack0_u;
 assign sfu_lane0_round_sat0_sat0_fill[14] = sfu_lane0_round_sat0_sat0_nsign;
@@ -587,16 +704,16 @@ assign fpdeep_line_buffer0_pe_c = {3'h0, cfg_pad};
 
 
 
-assign fpdeep_line_buffer0_he_r = cfg_height;
+assign fpdeep_line_buffer0_he_r = {1'h0, cfg_height};
 
 
 
-assign fpdeep_line_buffer0_pe_rr = {3'h0, cfg_pad};
+assign fpdeep_line_buffer0_pe_r = {4'h0, cfg_pad};
 
 
 
 assign fpdeep_line_buffer0_wsum = ((fpdeep_line_buffer0_we_c + fpdeep_line_buffer0_pe_c) + fpdeep_line_buffer0_pe_c);
-assign fpdeep_line_buffer0_hsum = ((fpdeep_line_buffer0_he_r + fpdeep_line_buffer0_pe_rr) + fpdeep_line_buffer0_pe_rr);
+assign fpdeep_line_buffer0_hsum = ((fpdeep_line_buffer0_he_r + fpdeep_line_buffer0_pe_r) + fpdeep_line_buffer0_pe_r);
 
 
 
@@ -604,118 +721,752 @@ assign fpdeep_line_buffer0_cbad = ((cfg_width == 0) || (cfg_width > 16) || (cfg_
 
 
 
-assign fpdeep_line_buffer0_in_img = ((fpdeep_line_buffer0_c0 >= fpdeep_line_buffer0_pad_c) && (fpdeep_line_buffer0_c0 < fpdeep_line_buffer0_cend) && (fpdeep_line_buffer0_r0 >= fpdeep_line_buffer0_pad_r) && (fpdeep_line_buffer0_r0 < fpdeep_line_buffer0_rend));
-assign fpdeep_line_buffer0_wv0 = (($signed({1'b0, fpdeep_line_buffer0_c0}) >= (3 - 1)) && ($signed({1'b0, fpdeep_line_buffer0_r0}) >= (3 - 1)));
-assign fpdeep_line_buffer0_last0 = (fpdeep_line_buffer0_c0 == fpdeep_line_buffer0_wlast);
-assign fpdeep_line_buffer0_fin0 = ((fpdeep_line_buffer0_c0 == fpdeep_line_buffer0_wlast) && (fpdeep_line_buffer0_r0 == fpdeep_line_buffer0_hlast));
+assign s_axis_pix_tready = (fpdeep_line_buffer0_wbusy && (fpdeep_line_buffer0_nfull < 5));
+assign fpdeep_line_buffer0_wfire = (fpdeep_line_buffer0_wbusy && (fpdeep_line_buffer0_nfull < 5) && s_axis_pix_tvalid);
+assign fpdeep_line_buffer0_wadr = fpdeep_line_buffer0_wcol[4-1:0];
+assign fpdeep_line_buffer0_accept = (lb_start && (!(fpdeep_line_buffer0_wbusy || fpdeep_line_buffer0_rpend || fpdeep_line_buffer0_errq)));
+assign lb_busy = (fpdeep_line_buffer0_wbusy || fpdeep_line_buffer0_rpend || fpdeep_line_buffer0_errq);
 
 
-always @(fpdeep_line_buffer0_in_img, s_axis_pix_tvalid, fpdeep_line_buffer0_en, fpdeep_line_buffer0_running, s_axis_pix_tdata) begin: fpdeep_line_buffer0_hand
-    fpdeep_line_buffer0_fire = (fpdeep_line_buffer0_running && fpdeep_line_buffer0_en && (s_axis_pix_tvalid || (!fpdeep_line_buffer0_in_img)));
-    s_axis_pix_tready = (fpdeep_line_buffer0_running && fpdeep_line_buffer0_en && fpdeep_line_buffer0_in_img);
-    if (fpdeep_line_buffer0_in_img) begin
-        fpdeep_line_buffer0_pix0 = s_axis_pix_tdata;
+always @(fpdeep_line_buffer0_r_w, fpdeep_line_buffer0_r_ho1, fpdeep_line_buffer0_r_hm1, fpdeep_line_buffer0_r_hc, fpdeep_line_buffer0_jj, fpdeep_line_buffer0_lo, fpdeep_line_buffer0_nfull, fpdeep_line_buffer0_rr, fpdeep_line_buffer0_r_wo1) begin: fpdeep_line_buffer0_rscan
+    fpdeep_line_buffer0_q = (fpdeep_line_buffer0_jj + fpdeep_line_buffer0_r_hc);
+    fpdeep_line_buffer0_tailw = ((fpdeep_line_buffer0_jj + fpdeep_line_buffer0_r_hc) >= fpdeep_line_buffer0_r_w);
+    fpdeep_line_buffer0_first = (fpdeep_line_buffer0_jj == 0);
+    fpdeep_line_buffer0_lastj = (fpdeep_line_buffer0_jj == fpdeep_line_buffer0_r_wo1);
+    fpdeep_line_buffer0_lastr = (fpdeep_line_buffer0_rr == fpdeep_line_buffer0_r_ho1);
+    if ((fpdeep_line_buffer0_jj == 0)) begin
+        fpdeep_line_buffer0_ur = fpdeep_line_buffer0_rr;
     end
     else begin
-        fpdeep_line_buffer0_pix0 = 0;
+        fpdeep_line_buffer0_ur = (fpdeep_line_buffer0_rr + 1);
+    end
+    fpdeep_line_buffer0_uex = ((fpdeep_line_buffer0_jj == 0) || (fpdeep_line_buffer0_rr != fpdeep_line_buffer0_r_ho1));
+    fpdeep_line_buffer0_lim = (fpdeep_line_buffer0_lo + fpdeep_line_buffer0_nfull);
+    if (((fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc) > fpdeep_line_buffer0_r_hm1)) begin
+        fpdeep_line_buffer0_need_r = fpdeep_line_buffer0_r_hm1;
+    end
+    else begin
+        fpdeep_line_buffer0_need_r = (fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc);
+    end
+    if ((fpdeep_line_buffer0_jj == 0)) begin
+        if (((fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc) > fpdeep_line_buffer0_r_hm1)) begin
+            fpdeep_line_buffer0_need_u = fpdeep_line_buffer0_r_hm1;
+        end
+        else begin
+            fpdeep_line_buffer0_need_u = (fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc);
+        end
+    end
+    else begin
+        if ((((fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc) + 1) > fpdeep_line_buffer0_r_hm1)) begin
+            fpdeep_line_buffer0_need_u = fpdeep_line_buffer0_r_hm1;
+        end
+        else begin
+            fpdeep_line_buffer0_need_u = ((fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc) + 1);
+        end
     end
 end
+
+
+always @(fpdeep_line_buffer0_need_r, fpdeep_line_buffer0_need_u, fpdeep_line_buffer0_lim, fpdeep_line_buffer0_hq, fpdeep_line_buffer0_ract, fpdeep_line_buffer0_r_hc, fpdeep_line_buffer0_jj, fpdeep_line_buffer0_tailw, fpdeep_line_buffer0_uex) begin: fpdeep_line_buffer0_rdec
+    reg cwin;
+    cwin = (fpdeep_line_buffer0_ract && ((fpdeep_line_buffer0_jj != 0) || (fpdeep_line_buffer0_hq == fpdeep_line_buffer0_r_hc)) && (fpdeep_line_buffer0_tailw || (fpdeep_line_buffer0_need_r < fpdeep_line_buffer0_lim)));
+    fpdeep_line_buffer0_can_win = cwin;
+    fpdeep_line_buffer0_can_head = (fpdeep_line_buffer0_ract && (fpdeep_line_buffer0_hq != fpdeep_line_buffer0_r_hc) && fpdeep_line_buffer0_uex && (fpdeep_line_buffer0_need_u < fpdeep_line_buffer0_lim) && ((!cwin) || (fpdeep_line_buffer0_tailw && (fpdeep_line_buffer0_jj != 0))));
+end
+
+
+always @(fpdeep_line_buffer0_r_p, fpdeep_line_buffer0_q, fpdeep_line_buffer0_can_head, fpdeep_line_buffer0_ur, fpdeep_line_buffer0_lastr, fpdeep_line_buffer0_hq, fpdeep_line_buffer0_r_hm1, fpdeep_line_buffer0_tailw, fpdeep_line_buffer0_en, fpdeep_line_buffer0_lo, fpdeep_line_buffer0_can_win, fpdeep_line_buffer0_rr) begin: fpdeep_line_buffer0_rfire
+    fpdeep_line_buffer0_wf = (fpdeep_line_buffer0_en && fpdeep_line_buffer0_can_win);
+    fpdeep_line_buffer0_hf = (fpdeep_line_buffer0_en && fpdeep_line_buffer0_can_head);
+    fpdeep_line_buffer0_rden = ((fpdeep_line_buffer0_en && fpdeep_line_buffer0_can_win && (!fpdeep_line_buffer0_tailw)) || (fpdeep_line_buffer0_en && fpdeep_line_buffer0_can_head));
+    if ((fpdeep_line_buffer0_can_win && (!fpdeep_line_buffer0_tailw))) begin
+        fpdeep_line_buffer0_rdad = fpdeep_line_buffer0_q[4-1:0];
+        fpdeep_line_buffer0_rrow = fpdeep_line_buffer0_rr;
+    end
+    else begin
+        fpdeep_line_buffer0_rdad = fpdeep_line_buffer0_hq[4-1:0];
+        fpdeep_line_buffer0_rrow = fpdeep_line_buffer0_ur;
+    end
+    if (fpdeep_line_buffer0_lastr) begin
+        fpdeep_line_buffer0_dec = ((fpdeep_line_buffer0_r_hm1 + 1) - fpdeep_line_buffer0_lo);
+    end
+    else if ((fpdeep_line_buffer0_rr >= fpdeep_line_buffer0_r_p)) begin
+        fpdeep_line_buffer0_dec = 1;
+    end
+    else begin
+        fpdeep_line_buffer0_dec = 0;
+    end
+end
+
+
+
+assign fpdeep_line_buffer0_dd = (fpdeep_line_buffer0_rrow - fpdeep_line_buffer0_lo);
+assign fpdeep_line_buffer0_sbr = ((fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_dd) + fpdeep_line_buffer0_r_off);
+
+
+always @(fpdeep_line_buffer0_sbr) begin: fpdeep_line_buffer0_rslot2
+    if ((fpdeep_line_buffer0_sbr >= (2 * 5))) begin
+        fpdeep_line_buffer0_slot0 = (fpdeep_line_buffer0_sbr - (2 * 5));
+    end
+    else if ((fpdeep_line_buffer0_sbr >= 5)) begin
+        fpdeep_line_buffer0_slot0 = (fpdeep_line_buffer0_sbr - 5);
+    end
+    else begin
+        fpdeep_line_buffer0_slot0 = fpdeep_line_buffer0_sbr;
+    end
+end
+
+
+
+assign fpdeep_line_buffer0_mask_bit0_mb = (((fpdeep_line_buffer0_rrow + 0) >= fpdeep_line_buffer0_r_p) && ((fpdeep_line_buffer0_rrow + 0) < fpdeep_line_buffer0_r_hp));
+
+
+
+assign fpdeep_line_buffer0_mask_bit1_mb = (((fpdeep_line_buffer0_rrow + 1) >= fpdeep_line_buffer0_r_p) && ((fpdeep_line_buffer0_rrow + 1) < fpdeep_line_buffer0_r_hp));
+
+
+
+assign fpdeep_line_buffer0_mask_bit2_mb = (((fpdeep_line_buffer0_rrow + 2) >= fpdeep_line_buffer0_r_p) && ((fpdeep_line_buffer0_rrow + 2) < fpdeep_line_buffer0_r_hp));
+
+
+
+assign fpdeep_line_buffer0_mask0 = fpdeep_line_buffer0_mcat;
 
 
 always @(posedge clk) begin: fpdeep_line_buffer0_ctl
     if (rst == 1) begin
-        fpdeep_line_buffer0_wlast <= 0;
-        fpdeep_line_buffer0_hlast <= 0;
-        fpdeep_line_buffer0_pad_r <= 0;
-        lb_done <= 0;
+        fpdeep_line_buffer0_errq <= 0;
+        fpdeep_line_buffer0_r_w <= 0;
+        lb_done_unused <= 0;
+        fpdeep_line_buffer0_r_hm1 <= 0;
         cfg_err <= 0;
-        fpdeep_line_buffer0_r0 <= 0;
+        fpdeep_line_buffer0_rsl <= 0;
+        fpdeep_line_buffer0_g_hp <= 0;
+        fpdeep_line_buffer0_r_wo1 <= 0;
+        fpdeep_line_buffer0_rpend <= 0;
+        fpdeep_line_buffer0_hq <= 0;
+        fpdeep_line_buffer0_ract <= 0;
+        fpdeep_line_buffer0_g_off <= 0;
+        fpdeep_line_buffer0_jj <= 0;
         row_err <= 0;
-        lb_busy <= 0;
-        fpdeep_line_buffer0_cend_m1 <= 0;
-        fpdeep_line_buffer0_running <= 0;
-        fpdeep_line_buffer0_c0 <= 0;
-        fpdeep_line_buffer0_cend <= 0;
-        fpdeep_line_buffer0_pad_c <= 0;
-        fpdeep_line_buffer0_rend <= 0;
+        fpdeep_line_buffer0_nfull <= 0;
+        fpdeep_line_buffer0_rr <= 0;
+        fpdeep_line_buffer0_g_hm1 <= 0;
+        fpdeep_line_buffer0_wcol <= 0;
+        fpdeep_line_buffer0_wbusy <= 0;
+        fpdeep_line_buffer0_g_p <= 0;
+        fpdeep_line_buffer0_wslot <= 0;
+        fpdeep_line_buffer0_r_off <= 0;
+        fpdeep_line_buffer0_g_wm1 <= 0;
+        fpdeep_line_buffer0_g_wo1 <= 0;
+        fpdeep_line_buffer0_g_hc <= 0;
+        fpdeep_line_buffer0_g_ho1 <= 0;
+        fpdeep_line_buffer0_g_w <= 0;
+        fpdeep_line_buffer0_r_p <= 0;
+        fpdeep_line_buffer0_r_ho1 <= 0;
+        fpdeep_line_buffer0_r_hc <= 0;
+        fpdeep_line_buffer0_r_hp <= 0;
+        fpdeep_line_buffer0_lo <= 0;
+        fpdeep_line_buffer0_wrow <= 0;
     end
     else begin
-        lb_done <= 1'b0;
-        if ((lb_start && (!lb_busy))) begin
+        lb_done_unused <= 1'b0;
+        if (fpdeep_line_buffer0_accept) begin
             row_err <= 1'b0;
             if (fpdeep_line_buffer0_cbad) begin
                 cfg_err <= 1'b1;
-                lb_done <= 1'b1;
+                if (fpdeep_line_buffer0_fin_pop) begin
+                    fpdeep_line_buffer0_errq <= 1'b1;
+                end
+                else begin
+                    lb_done_unused <= 1'b1;
+                end
             end
             else begin
                 cfg_err <= 1'b0;
-                lb_busy <= 1'b1;
-                fpdeep_line_buffer0_running <= 1'b1;
-                fpdeep_line_buffer0_pad_c <= fpdeep_line_buffer0_pe_c;
-                fpdeep_line_buffer0_cend <= (fpdeep_line_buffer0_we_c + fpdeep_line_buffer0_pe_c);
-                fpdeep_line_buffer0_cend_m1 <= ((fpdeep_line_buffer0_we_c + fpdeep_line_buffer0_pe_c) - 1);
-                fpdeep_line_buffer0_wlast <= (fpdeep_line_buffer0_wsum - 1);
-                fpdeep_line_buffer0_pad_r <= fpdeep_line_buffer0_pe_rr;
-                fpdeep_line_buffer0_rend <= (fpdeep_line_buffer0_he_r + fpdeep_line_buffer0_pe_rr);
-                fpdeep_line_buffer0_hlast <= (fpdeep_line_buffer0_hsum - 1);
-                fpdeep_line_buffer0_r0 <= 0;
-                fpdeep_line_buffer0_c0 <= 0;
+                fpdeep_line_buffer0_wbusy <= 1'b1;
+                fpdeep_line_buffer0_rpend <= 1'b1;
+                fpdeep_line_buffer0_wcol <= 0;
+                fpdeep_line_buffer0_wrow <= 0;
+                fpdeep_line_buffer0_g_w <= fpdeep_line_buffer0_we_c;
+                fpdeep_line_buffer0_g_wm1 <= (fpdeep_line_buffer0_we_c - 1);
+                fpdeep_line_buffer0_g_hc <= ((3 - 1) - fpdeep_line_buffer0_pe_c);
+                fpdeep_line_buffer0_g_wo1 <= (fpdeep_line_buffer0_wsum - 3);
+                fpdeep_line_buffer0_g_hm1 <= (fpdeep_line_buffer0_he_r - 1);
+                fpdeep_line_buffer0_g_ho1 <= (fpdeep_line_buffer0_hsum - 3);
+                fpdeep_line_buffer0_g_hp <= (fpdeep_line_buffer0_he_r + fpdeep_line_buffer0_pe_r);
+                fpdeep_line_buffer0_g_p <= fpdeep_line_buffer0_pe_r;
+                fpdeep_line_buffer0_g_off <= (5 - fpdeep_line_buffer0_pe_r);
             end
         end
-        if (fpdeep_line_buffer0_fire) begin
-            if ((fpdeep_line_buffer0_in_img && (s_axis_pix_tlast != (fpdeep_line_buffer0_c0 == fpdeep_line_buffer0_cend_m1)))) begin
+        else if ((fpdeep_line_buffer0_errq && (!fpdeep_line_buffer0_fin_pop))) begin
+            fpdeep_line_buffer0_errq <= 1'b0;
+            lb_done_unused <= 1'b1;
+        end
+        if (fpdeep_line_buffer0_fin_pop) begin
+            lb_done_unused <= 1'b1;
+        end
+        if (fpdeep_line_buffer0_wfire) begin
+            if ((s_axis_pix_tlast != (fpdeep_line_buffer0_wcol == fpdeep_line_buffer0_g_wm1))) begin
                 row_err <= 1'b1;
             end
-            if ((fpdeep_line_buffer0_c0 == fpdeep_line_buffer0_wlast)) begin
-                fpdeep_line_buffer0_c0 <= 0;
-                if ((fpdeep_line_buffer0_r0 == fpdeep_line_buffer0_hlast)) begin
-                    fpdeep_line_buffer0_r0 <= 0;
-                    fpdeep_line_buffer0_running <= 1'b0;
+            if ((fpdeep_line_buffer0_wcol == fpdeep_line_buffer0_g_wm1)) begin
+                fpdeep_line_buffer0_wcol <= 0;
+                if (($signed({1'b0, fpdeep_line_buffer0_wslot}) == (5 - 1))) begin
+                    fpdeep_line_buffer0_wslot <= 0;
                 end
                 else begin
-                    fpdeep_line_buffer0_r0 <= (fpdeep_line_buffer0_r0 + 1);
+                    fpdeep_line_buffer0_wslot <= (fpdeep_line_buffer0_wslot + 1);
+                end
+                if ((fpdeep_line_buffer0_wrow == fpdeep_line_buffer0_g_hm1)) begin
+                    fpdeep_line_buffer0_wrow <= 0;
+                    fpdeep_line_buffer0_wbusy <= 1'b0;
+                end
+                else begin
+                    fpdeep_line_buffer0_wrow <= (fpdeep_line_buffer0_wrow + 1);
                 end
             end
             else begin
-                fpdeep_line_buffer0_c0 <= (fpdeep_line_buffer0_c0 + 1);
+                fpdeep_line_buffer0_wcol <= (fpdeep_line_buffer0_wcol + 1);
             end
         end
-        if (fpdeep_line_buffer0_out_final_pop) begin
-            lb_busy <= 1'b0;
-            lb_done <= 1'b1;
+        if ((fpdeep_line_buffer0_wf && fpdeep_line_buffer0_lastj)) begin
+            if ((fpdeep_line_buffer0_wfire && (fpdeep_line_buffer0_wcol == fpdeep_line_buffer0_g_wm1))) begin
+                fpdeep_line_buffer0_nfull <= ((fpdeep_line_buffer0_nfull + 1) - fpdeep_line_buffer0_dec);
+            end
+            else begin
+                fpdeep_line_buffer0_nfull <= (fpdeep_line_buffer0_nfull - fpdeep_line_buffer0_dec);
+            end
+            if (((fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_dec) >= 5)) begin
+                fpdeep_line_buffer0_rsl <= ((fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_dec) - 5);
+            end
+            else begin
+                fpdeep_line_buffer0_rsl <= (fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_dec);
+            end
+        end
+        else if ((fpdeep_line_buffer0_wfire && (fpdeep_line_buffer0_wcol == fpdeep_line_buffer0_g_wm1))) begin
+            fpdeep_line_buffer0_nfull <= (fpdeep_line_buffer0_nfull + 1);
+        end
+        if (((!fpdeep_line_buffer0_ract) && fpdeep_line_buffer0_rpend)) begin
+            fpdeep_line_buffer0_ract <= 1'b1;
+            fpdeep_line_buffer0_rpend <= 1'b0;
+            fpdeep_line_buffer0_r_w <= fpdeep_line_buffer0_g_w;
+            fpdeep_line_buffer0_r_hc <= fpdeep_line_buffer0_g_hc;
+            fpdeep_line_buffer0_r_wo1 <= fpdeep_line_buffer0_g_wo1;
+            fpdeep_line_buffer0_r_hm1 <= fpdeep_line_buffer0_g_hm1;
+            fpdeep_line_buffer0_r_ho1 <= fpdeep_line_buffer0_g_ho1;
+            fpdeep_line_buffer0_r_hp <= fpdeep_line_buffer0_g_hp;
+            fpdeep_line_buffer0_r_p <= fpdeep_line_buffer0_g_p;
+            fpdeep_line_buffer0_r_off <= fpdeep_line_buffer0_g_off;
+            fpdeep_line_buffer0_rr <= 0;
+            fpdeep_line_buffer0_jj <= 0;
+            fpdeep_line_buffer0_hq <= 0;
+            fpdeep_line_buffer0_lo <= 0;
+        end
+        if (fpdeep_line_buffer0_hf) begin
+            fpdeep_line_buffer0_hq <= (fpdeep_line_buffer0_hq + 1);
+        end
+        if (fpdeep_line_buffer0_wf) begin
+            if ((fpdeep_line_buffer0_jj == 0)) begin
+                fpdeep_line_buffer0_hq <= 0;
+            end
+            if (fpdeep_line_buffer0_lastj) begin
+                fpdeep_line_buffer0_jj <= 0;
+                if (fpdeep_line_buffer0_lastr) begin
+                    fpdeep_line_buffer0_ract <= 1'b0;
+                    fpdeep_line_buffer0_lo <= 0;
+                end
+                else begin
+                    fpdeep_line_buffer0_rr <= (fpdeep_line_buffer0_rr + 1);
+                    fpdeep_line_buffer0_lo <= (fpdeep_line_buffer0_lo + fpdeep_line_buffer0_dec);
+                end
+            end
+            else begin
+                fpdeep_line_buffer0_jj <= (fpdeep_line_buffer0_jj + 1);
+            end
         end
     end
 end
 
 
-always @(posedge clk) begin: fpdeep_line_buffer0_ram
-    if (fpdeep_line_buffer0_wen) begin
-        fpdeep_line_buffer0_mem[fpdeep_line_buffer0_c1] <= fpdeep_line_buffer0_wdat;
+always @(posedge clk) begin: fpdeep_line_buffer0_row_ram0_ram
+    if ((fpdeep_line_buffer0_wfire && (fpdeep_line_buffer0_wslot == 0))) begin
+        fpdeep_line_buffer0_row_ram0_mem[fpdeep_line_buffer0_wadr] <= s_axis_pix_tdata;
     end
-    if (fpdeep_line_buffer0_fire) begin
-        fpdeep_line_buffer0_rd <= fpdeep_line_buffer0_mem[fpdeep_line_buffer0_c0];
+    if (fpdeep_line_buffer0_rden) begin
+        fpdeep_line_buffer0_row_ram0_rd <= fpdeep_line_buffer0_row_ram0_mem[fpdeep_line_buffer0_rdad];
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_line_buffer0_row_ram1_ram
+    if ((fpdeep_line_buffer0_wfire && (fpdeep_line_buffer0_wslot == 1))) begin
+        fpdeep_line_buffer0_row_ram1_mem[fpdeep_line_buffer0_wadr] <= s_axis_pix_tdata;
+    end
+    if (fpdeep_line_buffer0_rden) begin
+        fpdeep_line_buffer0_row_ram1_rd <= fpdeep_line_buffer0_row_ram1_mem[fpdeep_line_buffer0_rdad];
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_line_buffer0_row_ram2_ram
+    if ((fpdeep_line_buffer0_wfire && (fpdeep_line_buffer0_wslot == 2))) begin
+        fpdeep_line_buffer0_row_ram2_mem[fpdeep_line_buffer0_wadr] <= s_axis_pix_tdata;
+    end
+    if (fpdeep_line_buffer0_rden) begin
+        fpdeep_line_buffer0_row_ram2_rd <= fpdeep_line_buffer0_row_ram2_mem[fpdeep_line_buffer0_rdad];
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_line_buffer0_row_ram3_ram
+    if ((fpdeep_line_buffer0_wfire && (fpdeep_line_buffer0_wslot == 3))) begin
+        fpdeep_line_buffer0_row_ram3_mem[fpdeep_line_buffer0_wadr] <= s_axis_pix_tdata;
+    end
+    if (fpdeep_line_buffer0_rden) begin
+        fpdeep_line_buffer0_row_ram3_rd <= fpdeep_line_buffer0_row_ram3_mem[fpdeep_line_buffer0_rdad];
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_line_buffer0_row_ram4_ram
+    if ((fpdeep_line_buffer0_wfire && (fpdeep_line_buffer0_wslot == 4))) begin
+        fpdeep_line_buffer0_row_ram4_mem[fpdeep_line_buffer0_wadr] <= s_axis_pix_tdata;
+    end
+    if (fpdeep_line_buffer0_rden) begin
+        fpdeep_line_buffer0_row_ram4_rd <= fpdeep_line_buffer0_row_ram4_mem[fpdeep_line_buffer0_rdad];
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot0) begin: fpdeep_line_buffer0_slot_add0_add
+    if (((fpdeep_line_buffer0_slot0 + 0) >= 5)) begin
+        fpdeep_line_buffer0_slot_add0_y = ((fpdeep_line_buffer0_slot0 + 0) - 5);
+    end
+    else begin
+        fpdeep_line_buffer0_slot_add0_y = (fpdeep_line_buffer0_slot0 + 0);
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot0) begin: fpdeep_line_buffer0_slot_add1_add
+    if (((fpdeep_line_buffer0_slot0 + 1) >= 5)) begin
+        fpdeep_line_buffer0_slot_add1_y = ((fpdeep_line_buffer0_slot0 + 1) - 5);
+    end
+    else begin
+        fpdeep_line_buffer0_slot_add1_y = (fpdeep_line_buffer0_slot0 + 1);
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot0) begin: fpdeep_line_buffer0_slot_add2_add
+    if (((fpdeep_line_buffer0_slot0 + 2) >= 5)) begin
+        fpdeep_line_buffer0_slot_add2_y = ((fpdeep_line_buffer0_slot0 + 2) - 5);
+    end
+    else begin
+        fpdeep_line_buffer0_slot_add2_y = (fpdeep_line_buffer0_slot0 + 2);
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_line_buffer0_slot_reg0_st
+    if (rst == 1) begin
+        fpdeep_line_buffer0_slot_reg0_y <= 0;
+    end
+    else begin
+        if (fpdeep_line_buffer0_en) begin
+            fpdeep_line_buffer0_slot_reg0_y <= fpdeep_line_buffer0_slot_add0_y;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_line_buffer0_slot_reg1_st
+    if (rst == 1) begin
+        fpdeep_line_buffer0_slot_reg1_y <= 0;
+    end
+    else begin
+        if (fpdeep_line_buffer0_en) begin
+            fpdeep_line_buffer0_slot_reg1_y <= fpdeep_line_buffer0_slot_add1_y;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_line_buffer0_slot_reg2_st
+    if (rst == 1) begin
+        fpdeep_line_buffer0_slot_reg2_y <= 0;
+    end
+    else begin
+        if (fpdeep_line_buffer0_en) begin
+            fpdeep_line_buffer0_slot_reg2_y <= fpdeep_line_buffer0_slot_add2_y;
+        end
     end
 end
 
 
 always @(posedge clk) begin: fpdeep_line_buffer0_st1
     if (rst == 1) begin
+        fpdeep_line_buffer0_v1h <= 0;
         fpdeep_line_buffer0_fin1 <= 0;
-        fpdeep_line_buffer0_wv1 <= 0;
-        fpdeep_line_buffer0_v1 <= 0;
+        fpdeep_line_buffer0_t1 <= 0;
+        fpdeep_line_buffer0_f1 <= 0;
+        fpdeep_line_buffer0_v1w <= 0;
         fpdeep_line_buffer0_last1 <= 0;
-        fpdeep_line_buffer0_c1 <= 0;
-        fpdeep_line_buffer0_pix1 <= 0;
+        fpdeep_line_buffer0_hz1 <= 0;
+        fpdeep_line_buffer0_m1 <= 0;
     end
     else begin
         if (fpdeep_line_buffer0_en) begin
-            fpdeep_line_buffer0_v1 <= fpdeep_line_buffer0_fire;
-            if (fpdeep_line_buffer0_fire) begin
-                fpdeep_line_buffer0_pix1 <= fpdeep_line_buffer0_pix0;
-                fpdeep_line_buffer0_c1 <= fpdeep_line_buffer0_c0;
-                fpdeep_line_buffer0_wv1 <= fpdeep_line_buffer0_wv0;
-                fpdeep_line_buffer0_last1 <= fpdeep_line_buffer0_last0;
-                fpdeep_line_buffer0_fin1 <= fpdeep_line_buffer0_fin0;
+            fpdeep_line_buffer0_v1w <= fpdeep_line_buffer0_wf;
+            fpdeep_line_buffer0_v1h <= fpdeep_line_buffer0_hf;
+            fpdeep_line_buffer0_t1 <= fpdeep_line_buffer0_tailw;
+            fpdeep_line_buffer0_f1 <= fpdeep_line_buffer0_first;
+            fpdeep_line_buffer0_last1 <= fpdeep_line_buffer0_lastj;
+            fpdeep_line_buffer0_fin1 <= (fpdeep_line_buffer0_lastj && fpdeep_line_buffer0_lastr);
+            fpdeep_line_buffer0_hz1 <= (fpdeep_line_buffer0_hq >= fpdeep_line_buffer0_r_w);
+            fpdeep_line_buffer0_m1 <= fpdeep_line_buffer0_mask0;
+        end
+    end
+end
+
+
+always @(fpdeep_line_buffer0_row_ram0_rd, fpdeep_line_buffer0_slot_reg0_y[1-1:0], fpdeep_line_buffer0_row_ram1_rd) begin: fpdeep_line_buffer0_slot_mux0_mux20_m
+    if (fpdeep_line_buffer0_slot_reg0_y[1-1:0]) begin
+        fpdeep_line_buffer0_slot_mux0_o = fpdeep_line_buffer0_row_ram1_rd;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux0_o = fpdeep_line_buffer0_row_ram0_rd;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_row_ram2_rd, fpdeep_line_buffer0_slot_reg0_y[1-1:0], fpdeep_line_buffer0_row_ram3_rd) begin: fpdeep_line_buffer0_slot_mux0_mux21_m
+    if (fpdeep_line_buffer0_slot_reg0_y[1-1:0]) begin
+        fpdeep_line_buffer0_slot_mux0_mux21_y = fpdeep_line_buffer0_row_ram3_rd;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux0_mux21_y = fpdeep_line_buffer0_row_ram2_rd;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_row_ram4_rd, fpdeep_line_buffer0_slot_reg0_y[1-1:0], fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_line_buffer0_slot_mux0_mux22_m
+    if (fpdeep_line_buffer0_slot_reg0_y[1-1:0]) begin
+        fpdeep_line_buffer0_slot_mux0_mux22_y = fpdeep_line_buffer0_slot_mux0_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux0_mux22_y = fpdeep_line_buffer0_row_ram4_rd;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux0_o, fpdeep_line_buffer0_slot_reg0_y[2-1:1], fpdeep_line_buffer0_slot_mux0_mux21_y) begin: fpdeep_line_buffer0_slot_mux0_mux23_m
+    if (fpdeep_line_buffer0_slot_reg0_y[2-1:1]) begin
+        fpdeep_line_buffer0_slot_mux0_mux23_y = fpdeep_line_buffer0_slot_mux0_mux21_y;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux0_mux23_y = fpdeep_line_buffer0_slot_mux0_o;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux0_mux22_y, fpdeep_line_buffer0_slot_reg0_y[2-1:1], fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_line_buffer0_slot_mux0_mux24_m
+    if (fpdeep_line_buffer0_slot_reg0_y[2-1:1]) begin
+        fpdeep_line_buffer0_slot_mux0_mux24_y = fpdeep_line_buffer0_slot_mux0_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux0_mux24_y = fpdeep_line_buffer0_slot_mux0_mux22_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux0_mux23_y, fpdeep_line_buffer0_slot_reg0_y[3-1:2], fpdeep_line_buffer0_slot_mux0_mux24_y) begin: fpdeep_line_buffer0_slot_mux0_mux25_m
+    if (fpdeep_line_buffer0_slot_reg0_y[3-1:2]) begin
+        fpdeep_line_buffer0_slot_mux0_mux25_y = fpdeep_line_buffer0_slot_mux0_mux24_y;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux0_mux25_y = fpdeep_line_buffer0_slot_mux0_mux23_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux0_mux25_y, fpdeep_line_buffer0_slot_reg0_y[4-1:3], fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_line_buffer0_slot_mux0_mux26_m
+    if (fpdeep_line_buffer0_slot_reg0_y[4-1:3]) begin
+        fpdeep_line_buffer0_slot_mux0_mux26_y = fpdeep_line_buffer0_slot_mux0_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux0_mux26_y = fpdeep_line_buffer0_slot_mux0_mux25_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux0_mux26_y, fpdeep_line_buffer0_slot_reg0_y[5-1:4], fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_line_buffer0_slot_mux0_mux27_m
+    if (fpdeep_line_buffer0_slot_reg0_y[5-1:4]) begin
+        fpdeep_line_buffer0_slot_mux0_mux27_y = fpdeep_line_buffer0_slot_mux0_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux0_mux27_y = fpdeep_line_buffer0_slot_mux0_mux26_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux0_mux27_y, fpdeep_line_buffer0_slot_reg0_y[6-1:5], fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_line_buffer0_slot_mux0_mux28_m
+    if (fpdeep_line_buffer0_slot_reg0_y[6-1:5]) begin
+        fpdeep_line_buffer0_slot_mux0_y = fpdeep_line_buffer0_slot_mux0_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux0_y = fpdeep_line_buffer0_slot_mux0_mux27_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_row_ram0_rd, fpdeep_line_buffer0_slot_reg1_y[1-1:0], fpdeep_line_buffer0_row_ram1_rd) begin: fpdeep_line_buffer0_slot_mux1_mux29_m
+    if (fpdeep_line_buffer0_slot_reg1_y[1-1:0]) begin
+        fpdeep_line_buffer0_slot_mux1_o = fpdeep_line_buffer0_row_ram1_rd;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux1_o = fpdeep_line_buffer0_row_ram0_rd;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_row_ram2_rd, fpdeep_line_buffer0_slot_reg1_y[1-1:0], fpdeep_line_buffer0_row_ram3_rd) begin: fpdeep_line_buffer0_slot_mux1_mux210_m
+    if (fpdeep_line_buffer0_slot_reg1_y[1-1:0]) begin
+        fpdeep_line_buffer0_slot_mux1_mux210_y = fpdeep_line_buffer0_row_ram3_rd;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux1_mux210_y = fpdeep_line_buffer0_row_ram2_rd;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_row_ram4_rd, fpdeep_line_buffer0_slot_reg1_y[1-1:0], fpdeep_line_buffer0_slot_mux1_zero) begin: fpdeep_line_buffer0_slot_mux1_mux211_m
+    if (fpdeep_line_buffer0_slot_reg1_y[1-1:0]) begin
+        fpdeep_line_buffer0_slot_mux1_mux211_y = fpdeep_line_buffer0_slot_mux1_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux1_mux211_y = fpdeep_line_buffer0_row_ram4_rd;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux1_o, fpdeep_line_buffer0_slot_reg1_y[2-1:1], fpdeep_line_buffer0_slot_mux1_mux210_y) begin: fpdeep_line_buffer0_slot_mux1_mux212_m
+    if (fpdeep_line_buffer0_slot_reg1_y[2-1:1]) begin
+        fpdeep_line_buffer0_slot_mux1_mux212_y = fpdeep_line_buffer0_slot_mux1_mux210_y;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux1_mux212_y = fpdeep_line_buffer0_slot_mux1_o;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux1_mux211_y, fpdeep_line_buffer0_slot_reg1_y[2-1:1], fpdeep_line_buffer0_slot_mux1_zero) begin: fpdeep_line_buffer0_slot_mux1_mux213_m
+    if (fpdeep_line_buffer0_slot_reg1_y[2-1:1]) begin
+        fpdeep_line_buffer0_slot_mux1_mux213_y = fpdeep_line_buffer0_slot_mux1_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux1_mux213_y = fpdeep_line_buffer0_slot_mux1_mux211_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux1_mux212_y, fpdeep_line_buffer0_slot_reg1_y[3-1:2], fpdeep_line_buffer0_slot_mux1_mux213_y) begin: fpdeep_line_buffer0_slot_mux1_mux214_m
+    if (fpdeep_line_buffer0_slot_reg1_y[3-1:2]) begin
+        fpdeep_line_buffer0_slot_mux1_mux214_y = fpdeep_line_buffer0_slot_mux1_mux213_y;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux1_mux214_y = fpdeep_line_buffer0_slot_mux1_mux212_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux1_mux214_y, fpdeep_line_buffer0_slot_reg1_y[4-1:3], fpdeep_line_buffer0_slot_mux1_zero) begin: fpdeep_line_buffer0_slot_mux1_mux215_m
+    if (fpdeep_line_buffer0_slot_reg1_y[4-1:3]) begin
+        fpdeep_line_buffer0_slot_mux1_mux215_y = fpdeep_line_buffer0_slot_mux1_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux1_mux215_y = fpdeep_line_buffer0_slot_mux1_mux214_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux1_mux215_y, fpdeep_line_buffer0_slot_reg1_y[5-1:4], fpdeep_line_buffer0_slot_mux1_zero) begin: fpdeep_line_buffer0_slot_mux1_mux216_m
+    if (fpdeep_line_buffer0_slot_reg1_y[5-1:4]) begin
+        fpdeep_line_buffer0_slot_mux1_mux216_y = fpdeep_line_buffer0_slot_mux1_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux1_mux216_y = fpdeep_line_buffer0_slot_mux1_mux215_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux1_mux216_y, fpdeep_line_buffer0_slot_reg1_y[6-1:5], fpdeep_line_buffer0_slot_mux1_zero) begin: fpdeep_line_buffer0_slot_mux1_mux217_m
+    if (fpdeep_line_buffer0_slot_reg1_y[6-1:5]) begin
+        fpdeep_line_buffer0_slot_mux1_y = fpdeep_line_buffer0_slot_mux1_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux1_y = fpdeep_line_buffer0_slot_mux1_mux216_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_row_ram0_rd, fpdeep_line_buffer0_slot_reg2_y[1-1:0], fpdeep_line_buffer0_row_ram1_rd) begin: fpdeep_line_buffer0_slot_mux2_mux218_m
+    if (fpdeep_line_buffer0_slot_reg2_y[1-1:0]) begin
+        fpdeep_line_buffer0_slot_mux2_o = fpdeep_line_buffer0_row_ram1_rd;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux2_o = fpdeep_line_buffer0_row_ram0_rd;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_row_ram2_rd, fpdeep_line_buffer0_slot_reg2_y[1-1:0], fpdeep_line_buffer0_row_ram3_rd) begin: fpdeep_line_buffer0_slot_mux2_mux219_m
+    if (fpdeep_line_buffer0_slot_reg2_y[1-1:0]) begin
+        fpdeep_line_buffer0_slot_mux2_mux219_y = fpdeep_line_buffer0_row_ram3_rd;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux2_mux219_y = fpdeep_line_buffer0_row_ram2_rd;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_row_ram4_rd, fpdeep_line_buffer0_slot_reg2_y[1-1:0], fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_line_buffer0_slot_mux2_mux220_m
+    if (fpdeep_line_buffer0_slot_reg2_y[1-1:0]) begin
+        fpdeep_line_buffer0_slot_mux2_mux220_y = fpdeep_line_buffer0_slot_mux2_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux2_mux220_y = fpdeep_line_buffer0_row_ram4_rd;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux2_o, fpdeep_line_buffer0_slot_reg2_y[2-1:1], fpdeep_line_buffer0_slot_mux2_mux219_y) begin: fpdeep_line_buffer0_slot_mux2_mux221_m
+    if (fpdeep_line_buffer0_slot_reg2_y[2-1:1]) begin
+        fpdeep_line_buffer0_slot_mux2_mux221_y = fpdeep_line_buffer0_slot_mux2_mux219_y;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux2_mux221_y = fpdeep_line_buffer0_slot_mux2_o;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux2_mux220_y, fpdeep_line_buffer0_slot_reg2_y[2-1:1], fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_line_buffer0_slot_mux2_mux222_m
+    if (fpdeep_line_buffer0_slot_reg2_y[2-1:1]) begin
+        fpdeep_line_buffer0_slot_mux2_mux222_y = fpdeep_line_buffer0_slot_mux2_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux2_mux222_y = fpdeep_line_buffer0_slot_mux2_mux220_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux2_mux221_y, fpdeep_line_buffer0_slot_reg2_y[3-1:2], fpdeep_line_buffer0_slot_mux2_mux222_y) begin: fpdeep_line_buffer0_slot_mux2_mux223_m
+    if (fpdeep_line_buffer0_slot_reg2_y[3-1:2]) begin
+        fpdeep_line_buffer0_slot_mux2_mux223_y = fpdeep_line_buffer0_slot_mux2_mux222_y;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux2_mux223_y = fpdeep_line_buffer0_slot_mux2_mux221_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux2_mux223_y, fpdeep_line_buffer0_slot_reg2_y[4-1:3], fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_line_buffer0_slot_mux2_mux224_m
+    if (fpdeep_line_buffer0_slot_reg2_y[4-1:3]) begin
+        fpdeep_line_buffer0_slot_mux2_mux224_y = fpdeep_line_buffer0_slot_mux2_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux2_mux224_y = fpdeep_line_buffer0_slot_mux2_mux223_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux2_mux224_y, fpdeep_line_buffer0_slot_reg2_y[5-1:4], fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_line_buffer0_slot_mux2_mux225_m
+    if (fpdeep_line_buffer0_slot_reg2_y[5-1:4]) begin
+        fpdeep_line_buffer0_slot_mux2_mux225_y = fpdeep_line_buffer0_slot_mux2_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux2_mux225_y = fpdeep_line_buffer0_slot_mux2_mux224_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux2_mux225_y, fpdeep_line_buffer0_slot_reg2_y[6-1:5], fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_line_buffer0_slot_mux2_mux226_m
+    if (fpdeep_line_buffer0_slot_reg2_y[6-1:5]) begin
+        fpdeep_line_buffer0_slot_mux2_y = fpdeep_line_buffer0_slot_mux2_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux2_y = fpdeep_line_buffer0_slot_mux2_mux225_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_hz1, fpdeep_line_buffer0_m1, fpdeep_line_buffer0_slot_mux0_y) begin: fpdeep_line_buffer0_pix_mask0_pm
+    if ((fpdeep_line_buffer0_m1[0] && (!fpdeep_line_buffer0_hz1))) begin
+        fpdeep_line_buffer0_pix_mask0_o = fpdeep_line_buffer0_slot_mux0_y;
+    end
+    else begin
+        fpdeep_line_buffer0_pix_mask0_o = 0;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_hz1, fpdeep_line_buffer0_m1, fpdeep_line_buffer0_slot_mux1_y) begin: fpdeep_line_buffer0_pix_mask1_pm
+    if ((fpdeep_line_buffer0_m1[1] && (!fpdeep_line_buffer0_hz1))) begin
+        fpdeep_line_buffer0_pix_mask1_o = fpdeep_line_buffer0_slot_mux1_y;
+    end
+    else begin
+        fpdeep_line_buffer0_pix_mask1_o = 0;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_hz1, fpdeep_line_buffer0_m1, fpdeep_line_buffer0_slot_mux2_y) begin: fpdeep_line_buffer0_pix_mask2_pm
+    if ((fpdeep_line_buffer0_m1[2] && (!fpdeep_line_buffer0_hz1))) begin
+        fpdeep_line_buffer0_pix_mask2_o = fpdeep_line_buffer0_slot_mux2_y;
+    end
+    else begin
+        fpdeep_line_buffer0_pix_mask2_o = 0;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_hist, fpdeep_line_buffer0_t1, fpdeep_line_buffer0_f1, fpdeep_line_buffer0_nh, fpdeep_line_buffer0_col) begin: fpdeep_line_buffer0_wsel
+    if (fpdeep_line_buffer0_t1) begin
+        fpdeep_line_buffer0_colw = 0;
+    end
+    else begin
+        fpdeep_line_buffer0_colw = fpdeep_line_buffer0_col;
+    end
+    if (fpdeep_line_buffer0_f1) begin
+        fpdeep_line_buffer0_hsel = fpdeep_line_buffer0_nh;
+    end
+    else begin
+        fpdeep_line_buffer0_hsel = fpdeep_line_buffer0_hist;
+    end
+end
+
+
+
+assign fpdeep_line_buffer0_hnext = {fpdeep_line_buffer0_colw, fpdeep_line_buffer0_hsel[192-1:96]};
+assign fpdeep_line_buffer0_nhnext = {fpdeep_line_buffer0_col, fpdeep_line_buffer0_nh[192-1:96]};
+
+
+always @(posedge clk) begin: fpdeep_line_buffer0_wreg
+    if (rst == 1) begin
+        fpdeep_line_buffer0_hist <= 0;
+        fpdeep_line_buffer0_nh <= 0;
+    end
+    else begin
+        if ((fpdeep_line_buffer0_en && fpdeep_line_buffer0_v1w)) begin
+            fpdeep_line_buffer0_hist <= fpdeep_line_buffer0_hnext;
+        end
+        if (fpdeep_line_buffer0_en) begin
+            if ((fpdeep_line_buffer0_v1w && fpdeep_line_buffer0_f1)) begin
+                fpdeep_line_buffer0_nh <= 0;
+            end
+            else if (fpdeep_line_buffer0_v1h) begin
+                fpdeep_line_buffer0_nh <= fpdeep_line_buffer0_nhnext;
             end
         end
     end
@@ -723,30 +1474,10 @@ end
 
 
 
-assign fpdeep_line_buffer0_wen = (fpdeep_line_buffer0_en && fpdeep_line_buffer0_v1);
-assign fpdeep_line_buffer0_wdat = {fpdeep_line_buffer0_pix1, fpdeep_line_buffer0_rd[64-1:32]};
-
-
-
-assign fpdeep_line_buffer0_col = {fpdeep_line_buffer0_pix1, fpdeep_line_buffer0_rd};
-
-
-always @(posedge clk) begin: fpdeep_line_buffer0_wreg
-    if (rst == 1) begin
-        fpdeep_line_buffer0_hist <= 0;
-    end
-    else begin
-        if ((fpdeep_line_buffer0_en && fpdeep_line_buffer0_v1)) begin
-            fpdeep_line_buffer0_hist <= fpdeep_line_buffer0_hnext;
-        end
-    end
-end
-
-
-
-assign fpdeep_line_buffer0_push = (fpdeep_line_buffer0_en && fpdeep_line_buffer0_v1 && fpdeep_line_buffer0_wv1);
+assign fpdeep_line_buffer0_push = (fpdeep_line_buffer0_en && fpdeep_line_buffer0_v1w);
 assign fpdeep_line_buffer0_fin_u = fpdeep_line_buffer0_fin1;
-assign fpdeep_line_buffer0_out_final_pop = (win_v && win_r && fpdeep_line_buffer0_mfin[0]);
+assign fpdeep_line_buffer0_fin_pop = (win_v && win_r && fpdeep_line_buffer0_mfin[0]);
+assign win_u = fpdeep_line_buffer0_mfin[0];
 
 
 always @(posedge clk) begin: fpdeep_line_buffer0_out_fifo20_seq
@@ -809,11 +1540,12 @@ assign wfire = (en && s_axis_w_tvalid);
 assign bfire = (en && s_axis_b_tvalid);
 assign win_r = (en && (!s_axis_w_tvalid) && (!s_axis_b_tvalid));
 assign fire = (en && win_v && (!s_axis_w_tvalid) && (!s_axis_b_tvalid));
-assign lb_start = (start && (!busy) && (!lb_busy));
+assign lb_start = (start && (!ibusy));
 
 
 always @(posedge clk) begin: inreg
     if (rst == 1) begin
+        xl <= 0;
         xr <= 0;
         v0 <= 0;
     end
@@ -821,8 +1553,9 @@ always @(posedge clk) begin: inreg
         if (en) begin
             if (fire) begin
                 xr <= win_d;
+                xl <= blx;
             end
-            v0 <= {win_l, fire};
+            v0 <= {win_u, brx, blx, bf, win_l, fire};
         end
     end
 end
@@ -1182,7 +1915,7 @@ always @(posedge clk) begin: engine_trees0_bias_leaf0_st
     end
     else begin
         if (en) begin
-            if (last_r) begin
+            if (xl) begin
                 engine_trees0_bias_leaf0_y <= engine_trees0_bias_leaf0_be;
             end
             else begin
@@ -1817,7 +2550,7 @@ always @(posedge clk) begin: engine_trees0_bias_leaf1_st
     end
     else begin
         if (en) begin
-            if (last_r) begin
+            if (xl) begin
                 engine_trees0_bias_leaf1_y <= engine_trees0_bias_leaf1_be;
             end
             else begin
@@ -2128,14 +2861,14 @@ always @(posedge clk) begin: delay_flags0_sh
     end
     else begin
         if (en) begin
-            delay_flags0_sr <= {delay_flags0_sr[(2 * (6 - 1))-1:0], v0};
+            delay_flags0_sr <= {delay_flags0_sr[(6 * (6 - 1))-1:0], v0};
         end
     end
 end
 
 
 
-assign vt = delay_flags0_sr[(2 * 6)-1:(2 * (6 - 1))];
+assign vt = delay_flags0_sr[(6 * 6)-1:(6 * (6 - 1))];
 
 
 
@@ -2153,7 +2886,7 @@ assign pack0_res = pack0_cs;
 
 assign push1 = (en && vt[0]);
 assign last1 = vt[1];
-assign first_u = first_r;
+assign tag_u = vt[6-1:2];
 
 
 always @(posedge clk) begin: out_fifo21_seq
@@ -2179,12 +2912,12 @@ always @(posedge clk) begin: out_fifo21_seq
             if (((out_fifo21_cnt == 0) || ((out_fifo21_cnt == 1) && pop))) begin
                 out_fifo21_d0 <= pack0_res;
                 out_fifo21_l0 <= last1;
-                out_fifo21_u0 <= first_u;
+                out_fifo21_u0 <= tag_u;
             end
             else begin
                 out_fifo21_d1 <= pack0_res;
                 out_fifo21_l1 <= last1;
-                out_fifo21_u1 <= first_u;
+                out_fifo21_u1 <= tag_u;
             end
         end
         if ((push1 && (!pop))) begin
@@ -2205,26 +2938,32 @@ end
 
 assign out_fifo21_m_tdata = out_fifo21_d0;
 assign e_l = out_fifo21_l0;
-assign e_first = out_fifo21_u0;
+assign e_tag = out_fifo21_u0;
 assign e_v = (out_fifo21_cnt != 0);
 
 
 
-assign e_r = (en2 && (e_first[0] || s_axis_psum_in_tvalid));
-assign s_axis_psum_in_tready = (en2 && e_v && (!e_first[0]));
-assign jfire = (en2 && e_v && (e_first[0] || s_axis_psum_in_tvalid));
+assign e_r = (en2 && (e_first || s_axis_psum_in_tvalid));
+assign s_axis_psum_in_tready = (en2 && e_v && (!e_first));
+assign jfire = (en2 && e_v && (e_first || s_axis_psum_in_tvalid));
 
 
 always @(posedge clk) begin: jreg
     if (rst == 1) begin
-        v2 <= 0;
         l2 <= 0;
+        v2 <= 0;
+        last2 <= 0;
+        relu2 <= 0;
+        mend2 <= 0;
     end
     else begin
         if (en2) begin
             v2 <= jfire;
             if (jfire) begin
                 l2 <= e_l;
+                last2 <= e_tag[1];
+                relu2 <= e_tag[2];
+                mend2 <= e_tag[3];
             end
         end
     end
@@ -2414,8 +3153,8 @@ always @(sfu_lane0_sat1_fill, sfu_lane0_sat1_hi, join_lane0_acc, sfu_lane0_sat1_
 end
 
 
-always @(sfu_lane0_r, relu_r) begin: sfu_lane0_act
-    if ((relu_r && sfu_lane0_r[(16 - 1)])) begin
+always @(sfu_lane0_r, relu2) begin: sfu_lane0_act
+    if ((relu2 && sfu_lane0_r[(16 - 1)])) begin
         sfu_lane0_a = 0;
     end
     else begin
@@ -2424,8 +3163,8 @@ always @(sfu_lane0_r, relu_r) begin: sfu_lane0_act
 end
 
 
-always @(sfu_lane0_sp, sfu_lane0_ae, last_r) begin: sfu_lane0_mux
-    if (last_r) begin
+always @(sfu_lane0_sp, sfu_lane0_ae, last2) begin: sfu_lane0_mux
+    if (last2) begin
         sfu_lane0_y = sfu_lane0_ae;
     end
     else begin
@@ -2515,8 +3254,8 @@ always @(sfu_lane1_sat3_fill, sfu_lane1_sat3_hi, join_lane1_acc, sfu_lane1_sat3_
 end
 
 
-always @(sfu_lane1_r, relu_r) begin: sfu_lane1_act
-    if ((relu_r && sfu_lane1_r[(16 - 1)])) begin
+always @(sfu_lane1_r, relu2) begin: sfu_lane1_act
+    if ((relu2 && sfu_lane1_r[(16 - 1)])) begin
         sfu_lane1_a = 0;
     end
     else begin
@@ -2525,8 +3264,8 @@ always @(sfu_lane1_r, relu_r) begin: sfu_lane1_act
 end
 
 
-always @(sfu_lane1_sp, sfu_lane1_ae, last_r) begin: sfu_lane1_mux
-    if (last_r) begin
+always @(sfu_lane1_sp, sfu_lane1_ae, last2) begin: sfu_lane1_mux
+    if (last2) begin
         sfu_lane1_y = sfu_lane1_ae;
     end
     else begin
@@ -2549,7 +3288,7 @@ assign pack1_res = pack1_cs;
 
 
 assign push2 = (en2 && v2);
-assign mode_u = last_r;
+assign mode_u = {mend2, last2};
 
 
 always @(posedge clk) begin: out_fifo22_seq
@@ -2622,43 +3361,94 @@ always @(o_mode, o_d, o_v, m_axis_act_tready, act_d, o_l, m_axis_psum_out_tready
 end
 
 
+always @(errq, lb_busy, nmaps, cr0, cr1, rsel, cf1, chk, cl0, cf0, cl1) begin: slotsel
+    if (rsel) begin
+        bf = cf1;
+        blx = cl1;
+        brx = cr1;
+    end
+    else begin
+        bf = cf0;
+        blx = cl0;
+        brx = cr0;
+    end
+    ibusy = (lb_busy || chk || errq || (nmaps == 2));
+    busy = (lb_busy || chk || errq || (nmaps == 2));
+end
+
+
+
+assign e_first = e_tag[0];
+
+
+
+assign mdone = (ohs && o_mode[1]);
+
+
 always @(posedge clk) begin: ctl
     if (rst == 1) begin
-        relu_r <= 0;
-        lbseen <= 0;
+        errq <= 0;
+        wsel <= 0;
+        cr0 <= 0;
+        nmaps <= 0;
+        cr1 <= 0;
         done <= 0;
-        last_r <= 0;
+        chk <= 0;
+        cf1 <= 0;
+        rsel <= 0;
         psum_err <= 0;
-        busy <= 0;
-        first_r <= 0;
-        inflight <= 0;
+        cl0 <= 0;
+        cf0 <= 0;
+        cl1 <= 0;
     end
     else begin
         done <= 1'b0;
-        if ((start && (!busy))) begin
-            busy <= 1'b1;
-            lbseen <= 1'b0;
-            first_r <= cfg_first;
-            last_r <= cfg_last;
-            relu_r <= cfg_relu;
+        if (lb_start) begin
+            chk <= 1'b1;
             psum_err <= 1'b0;
+            if (wsel) begin
+                cf1 <= cfg_first;
+                cl1 <= cfg_last;
+                cr1 <= cfg_relu;
+            end
+            else begin
+                cf0 <= cfg_first;
+                cl0 <= cfg_last;
+                cr0 <= cfg_relu;
+            end
         end
-        else if ((busy && lbseen && (inflight == 0))) begin
-            busy <= 1'b0;
+        if (chk) begin
+            chk <= 1'b0;
+            if (cfg_err) begin
+                if (mdone) begin
+                    errq <= 1'b1;
+                end
+                else begin
+                    done <= 1'b1;
+                end
+            end
+            else begin
+                wsel <= (!wsel);
+            end
+        end
+        if ((errq && (!mdone))) begin
+            errq <= 1'b0;
             done <= 1'b1;
-            lbseen <= 1'b0;
         end
-        if (lb_done) begin
-            lbseen <= 1'b1;
+        if (mdone) begin
+            done <= 1'b1;
         end
-        if ((jfire && (!e_first[0]) && (s_axis_psum_in_tlast != e_l))) begin
+        if ((chk && (!cfg_err) && (!mdone))) begin
+            nmaps <= (nmaps + 1);
+        end
+        else if ((mdone && (!(chk && (!cfg_err))))) begin
+            nmaps <= (nmaps - 1);
+        end
+        if ((fire && win_u)) begin
+            rsel <= (!rsel);
+        end
+        if ((jfire && (!e_first) && (s_axis_psum_in_tlast != e_l))) begin
             psum_err <= 1'b1;
-        end
-        if ((fire && (!ohs))) begin
-            inflight <= (inflight + 1);
-        end
-        else if ((ohs && (!fire))) begin
-            inflight <= (inflight - 1);
         end
     end
 end

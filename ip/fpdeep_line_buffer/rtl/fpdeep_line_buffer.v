@@ -23,7 +23,8 @@ module fpdeep_line_buffer (
     m_axis_win_tdata,
     m_axis_win_tvalid,
     m_axis_win_tready,
-    m_axis_win_tlast
+    m_axis_win_tlast,
+    m_axis_win_tuser
 );
 
 
@@ -34,7 +35,7 @@ input [5:0] cfg_width;
 input [5:0] cfg_height;
 input [1:0] cfg_pad;
 output busy;
-reg busy;
+wire busy;
 output done;
 reg done;
 output cfg_err;
@@ -44,7 +45,7 @@ reg row_err;
 input [15:0] s_axis_pix_tdata;
 input s_axis_pix_tvalid;
 output s_axis_pix_tready;
-reg s_axis_pix_tready;
+wire s_axis_pix_tready;
 input s_axis_pix_tlast;
 output [143:0] m_axis_win_tdata;
 wire [143:0] m_axis_win_tdata;
@@ -53,47 +54,139 @@ wire m_axis_win_tvalid;
 input m_axis_win_tready;
 output m_axis_win_tlast;
 wire m_axis_win_tlast;
+output m_axis_win_tuser;
+wire m_axis_win_tuser;
 
 reg en;
 wire [5:0] he_r;
 wire [5:0] pe_c;
-wire [5:0] pe_rr;
+wire [5:0] pe_r;
 wire [5:0] we_c;
 wire [5:0] wsum;
 wire [5:0] hsum;
 wire cbad;
-wire in_img;
-reg [5:0] c0;
-reg [5:0] pad_c;
-reg [5:0] cend;
-reg [5:0] r0;
-reg [5:0] pad_r;
-reg [5:0] rend;
-wire wv0;
-wire last0;
-reg [5:0] wlast;
-wire fin0;
-reg [5:0] hlast;
-reg fire;
-reg running;
-reg [15:0] pix0;
-reg [5:0] cend_m1;
-wire out_final_pop;
-wire wen;
-reg [5:0] c1;
-wire [31:0] wdat;
-reg [31:0] rd;
-reg v1;
-reg [15:0] pix1;
-reg wv1;
+reg wbusy;
+reg [5:0] nfull;
+wire wfire;
+wire [4:0] wadr;
+reg [5:0] wcol;
+wire accept;
+reg rpend;
+reg errq;
+reg [5:0] q;
+reg [5:0] jj;
+reg [5:0] r_hc;
+reg tailw;
+reg [5:0] r_w;
+reg first;
+reg lastj;
+reg [5:0] r_wo1;
+reg lastr;
+reg [5:0] rr;
+reg [5:0] r_ho1;
+reg [5:0] ur;
+reg uex;
+reg [5:0] lim;
+reg [5:0] lo;
+reg [5:0] r_hm1;
+reg [5:0] need_r;
+reg [5:0] need_u;
+reg ract;
+reg [5:0] hq;
+reg can_win;
+reg can_head;
+reg wf;
+reg hf;
+reg rden;
+reg [4:0] rdad;
+reg [5:0] rrow;
+reg [5:0] dec;
+reg [5:0] r_p;
+wire [5:0] dd;
+wire [5:0] sbr;
+reg [5:0] rsl;
+reg [5:0] r_off;
+reg [5:0] slot0;
+wire [2:0] mask0;
+wire [2:0] mcat;
+wire fin_pop;
+reg [5:0] wrow;
+reg [5:0] g_w;
+reg [5:0] g_wm1;
+reg [5:0] g_hc;
+reg [5:0] g_wo1;
+reg [5:0] g_hm1;
+reg [5:0] g_ho1;
+reg [5:0] g_hp;
+reg [5:0] g_p;
+reg [5:0] g_off;
+reg [2:0] wslot;
+reg [5:0] r_hp;
+reg v1w;
+reg v1h;
+reg t1;
+reg f1;
 reg last1;
 reg fin1;
+reg hz1;
+reg [2:0] m1;
+reg [47:0] colw;
 wire [47:0] col;
+reg [95:0] hsel;
+reg [95:0] nh;
 reg [95:0] hist;
 wire [95:0] hnext;
+wire [95:0] nhnext;
 wire push;
 wire [0:0] fin_u;
 wire [0:0] mfin;
+wire mask_bit0_mb;
+wire mask_bit1_mb;
+wire mask_bit2_mb;
+reg [15:0] row_ram0_rd;
+reg [15:0] row_ram1_rd;
+reg [15:0] row_ram2_rd;
+reg [15:0] row_ram3_rd;
+reg [15:0] row_ram4_rd;
+reg [5:0] slot_add0_y;
+reg [5:0] slot_add1_y;
+reg [5:0] slot_add2_y;
+reg [5:0] slot_reg0_y;
+reg [5:0] slot_reg1_y;
+reg [5:0] slot_reg2_y;
+reg [15:0] slot_mux0_y;
+wire [15:0] slot_mux0_zero;
+reg [15:0] slot_mux0_o;
+reg [15:0] slot_mux0_mux21_y;
+reg [15:0] slot_mux0_mux22_y;
+reg [15:0] slot_mux0_mux23_y;
+reg [15:0] slot_mux0_mux24_y;
+reg [15:0] slot_mux0_mux25_y;
+reg [15:0] slot_mux0_mux26_y;
+reg [15:0] slot_mux0_mux27_y;
+reg [15:0] slot_mux1_y;
+wire [15:0] slot_mux1_zero;
+reg [15:0] slot_mux1_o;
+reg [15:0] slot_mux1_mux210_y;
+reg [15:0] slot_mux1_mux211_y;
+reg [15:0] slot_mux1_mux212_y;
+reg [15:0] slot_mux1_mux213_y;
+reg [15:0] slot_mux1_mux214_y;
+reg [15:0] slot_mux1_mux215_y;
+reg [15:0] slot_mux1_mux216_y;
+reg [15:0] slot_mux2_y;
+wire [15:0] slot_mux2_zero;
+reg [15:0] slot_mux2_o;
+reg [15:0] slot_mux2_mux219_y;
+reg [15:0] slot_mux2_mux220_y;
+reg [15:0] slot_mux2_mux221_y;
+reg [15:0] slot_mux2_mux222_y;
+reg [15:0] slot_mux2_mux223_y;
+reg [15:0] slot_mux2_mux224_y;
+reg [15:0] slot_mux2_mux225_y;
+reg [15:0] pix_mask0_o;
+reg [15:0] pix_mask1_o;
+reg [15:0] pix_mask2_o;
 wire [143:0] out_fifo20_din;
 reg [1:0] out_fifo20_cnt;
 reg [143:0] out_fifo20_d0;
@@ -102,20 +195,30 @@ reg out_fifo20_l0;
 reg out_fifo20_l1;
 reg [0:0] out_fifo20_u0;
 reg [0:0] out_fifo20_u1;
-reg [31:0] mem [0:36-1];
+reg [15:0] row_ram0_mem [0:32-1];
+reg [15:0] row_ram1_mem [0:32-1];
+reg [15:0] row_ram2_mem [0:32-1];
+reg [15:0] row_ram3_mem [0:32-1];
+reg [15:0] row_ram4_mem [0:32-1];
 
-assign hnext[96-1:80] = col[48-1:32];
-assign hnext[80-1:64] = hist[96-1:80];
-assign hnext[64-1:48] = col[32-1:16];
-assign hnext[48-1:32] = hist[64-1:48];
-assign hnext[32-1:16] = col[16-1:0];
-assign hnext[16-1:0] = hist[32-1:16];
-assign out_fifo20_din[144-1:128] = col[48-1:32];
-assign out_fifo20_din[128-1:96] = hist[96-1:64];
-assign out_fifo20_din[96-1:80] = col[32-1:16];
-assign out_fifo20_din[80-1:48] = hist[64-1:32];
-assign out_fifo20_din[48-1:32] = col[16-1:0];
-assign out_fifo20_din[32-1:0] = hist[32-1:0];
+assign slot_mux0_zero = 16'd0;
+assign slot_mux1_zero = 16'd0;
+assign slot_mux2_zero = 16'd0;
+assign mcat[2] = mask_bit2_mb;
+assign mcat[1] = mask_bit1_mb;
+assign mcat[0] = mask_bit0_mb;
+assign col[48-1:32] = pix_mask2_o;
+assign col[32-1:16] = pix_mask1_o;
+assign col[16-1:0] = pix_mask0_o;
+assign out_fifo20_din[144-1:128] = colw[48-1:32];
+assign out_fifo20_din[128-1:112] = hsel[96-1:80];
+assign out_fifo20_din[112-1:96] = hsel[48-1:32];
+assign out_fifo20_din[96-1:80] = colw[32-1:16];
+assign out_fifo20_din[80-1:64] = hsel[80-1:64];
+assign out_fifo20_din[64-1:48] = hsel[32-1:16];
+assign out_fifo20_din[48-1:32] = colw[16-1:0];
+assign out_fifo20_din[32-1:16] = hsel[64-1:48];
+assign out_fifo20_din[16-1:0] = hsel[16-1:0];
 
 
 
@@ -131,12 +234,12 @@ assign he_r = cfg_height;
 
 
 
-assign pe_rr = {4'h0, cfg_pad};
+assign pe_r = {4'h0, cfg_pad};
 
 
 
 assign wsum = ((we_c + pe_c) + pe_c);
-assign hsum = ((he_r + pe_rr) + pe_rr);
+assign hsum = ((he_r + pe_r) + pe_r);
 
 
 
@@ -144,118 +247,752 @@ assign cbad = ((cfg_width == 0) || (cfg_width > 32) || (cfg_height == 0) || (cfg
 
 
 
-assign in_img = ((c0 >= pad_c) && (c0 < cend) && (r0 >= pad_r) && (r0 < rend));
-assign wv0 = (($signed({1'b0, c0}) >= (3 - 1)) && ($signed({1'b0, r0}) >= (3 - 1)));
-assign last0 = (c0 == wlast);
-assign fin0 = ((c0 == wlast) && (r0 == hlast));
+assign s_axis_pix_tready = (wbusy && (nfull < 5));
+assign wfire = (wbusy && (nfull < 5) && s_axis_pix_tvalid);
+assign wadr = wcol[5-1:0];
+assign accept = (start && (!(wbusy || rpend || errq)));
+assign busy = (wbusy || rpend || errq);
 
 
-always @(in_img, s_axis_pix_tvalid, en, running, s_axis_pix_tdata) begin: hand
-    fire = (running && en && (s_axis_pix_tvalid || (!in_img)));
-    s_axis_pix_tready = (running && en && in_img);
-    if (in_img) begin
-        pix0 = s_axis_pix_tdata;
+always @(r_w, r_ho1, r_hm1, r_hc, jj, lo, nfull, rr, r_wo1) begin: rscan
+    q = (jj + r_hc);
+    tailw = ((jj + r_hc) >= r_w);
+    first = (jj == 0);
+    lastj = (jj == r_wo1);
+    lastr = (rr == r_ho1);
+    if ((jj == 0)) begin
+        ur = rr;
     end
     else begin
-        pix0 = 0;
+        ur = (rr + 1);
+    end
+    uex = ((jj == 0) || (rr != r_ho1));
+    lim = (lo + nfull);
+    if (((rr + r_hc) > r_hm1)) begin
+        need_r = r_hm1;
+    end
+    else begin
+        need_r = (rr + r_hc);
+    end
+    if ((jj == 0)) begin
+        if (((rr + r_hc) > r_hm1)) begin
+            need_u = r_hm1;
+        end
+        else begin
+            need_u = (rr + r_hc);
+        end
+    end
+    else begin
+        if ((((rr + r_hc) + 1) > r_hm1)) begin
+            need_u = r_hm1;
+        end
+        else begin
+            need_u = ((rr + r_hc) + 1);
+        end
     end
 end
+
+
+always @(need_r, need_u, lim, hq, ract, r_hc, jj, tailw, uex) begin: rdec
+    reg cwin;
+    cwin = (ract && ((jj != 0) || (hq == r_hc)) && (tailw || (need_r < lim)));
+    can_win = cwin;
+    can_head = (ract && (hq != r_hc) && uex && (need_u < lim) && ((!cwin) || (tailw && (jj != 0))));
+end
+
+
+always @(r_p, q, can_head, ur, lastr, hq, r_hm1, tailw, en, lo, can_win, rr) begin: rfire
+    wf = (en && can_win);
+    hf = (en && can_head);
+    rden = ((en && can_win && (!tailw)) || (en && can_head));
+    if ((can_win && (!tailw))) begin
+        rdad = q[5-1:0];
+        rrow = rr;
+    end
+    else begin
+        rdad = hq[5-1:0];
+        rrow = ur;
+    end
+    if (lastr) begin
+        dec = ((r_hm1 + 1) - lo);
+    end
+    else if ((rr >= r_p)) begin
+        dec = 1;
+    end
+    else begin
+        dec = 0;
+    end
+end
+
+
+
+assign dd = (rrow - lo);
+assign sbr = ((rsl + dd) + r_off);
+
+
+always @(sbr) begin: rslot2
+    if ((sbr >= (2 * 5))) begin
+        slot0 = (sbr - (2 * 5));
+    end
+    else if ((sbr >= 5)) begin
+        slot0 = (sbr - 5);
+    end
+    else begin
+        slot0 = sbr;
+    end
+end
+
+
+
+assign mask_bit0_mb = (((rrow + 0) >= r_p) && ((rrow + 0) < r_hp));
+
+
+
+assign mask_bit1_mb = (((rrow + 1) >= r_p) && ((rrow + 1) < r_hp));
+
+
+
+assign mask_bit2_mb = (((rrow + 2) >= r_p) && ((rrow + 2) < r_hp));
+
+
+
+assign mask0 = mcat;
 
 
 always @(posedge clk) begin: ctl
     if (rst == 1) begin
-        wlast <= 0;
-        hlast <= 0;
-        pad_r <= 0;
+        errq <= 0;
+        r_w <= 0;
         done <= 0;
+        r_hm1 <= 0;
         cfg_err <= 0;
-        r0 <= 0;
+        rsl <= 0;
+        g_hp <= 0;
+        r_wo1 <= 0;
+        rpend <= 0;
+        hq <= 0;
+        ract <= 0;
+        g_off <= 0;
+        jj <= 0;
         row_err <= 0;
-        busy <= 0;
-        cend_m1 <= 0;
-        running <= 0;
-        c0 <= 0;
-        cend <= 0;
-        pad_c <= 0;
-        rend <= 0;
+        nfull <= 0;
+        rr <= 0;
+        g_hm1 <= 0;
+        wcol <= 0;
+        wbusy <= 0;
+        g_p <= 0;
+        wslot <= 0;
+        r_off <= 0;
+        g_wm1 <= 0;
+        g_wo1 <= 0;
+        g_hc <= 0;
+        g_ho1 <= 0;
+        g_w <= 0;
+        r_p <= 0;
+        r_ho1 <= 0;
+        r_hc <= 0;
+        r_hp <= 0;
+        lo <= 0;
+        wrow <= 0;
     end
     else begin
         done <= 1'b0;
-        if ((start && (!busy))) begin
+        if (accept) begin
             row_err <= 1'b0;
             if (cbad) begin
                 cfg_err <= 1'b1;
-                done <= 1'b1;
+                if (fin_pop) begin
+                    errq <= 1'b1;
+                end
+                else begin
+                    done <= 1'b1;
+                end
             end
             else begin
                 cfg_err <= 1'b0;
-                busy <= 1'b1;
-                running <= 1'b1;
-                pad_c <= pe_c;
-                cend <= (we_c + pe_c);
-                cend_m1 <= ((we_c + pe_c) - 1);
-                wlast <= (wsum - 1);
-                pad_r <= pe_rr;
-                rend <= (he_r + pe_rr);
-                hlast <= (hsum - 1);
-                r0 <= 0;
-                c0 <= 0;
+                wbusy <= 1'b1;
+                rpend <= 1'b1;
+                wcol <= 0;
+                wrow <= 0;
+                g_w <= we_c;
+                g_wm1 <= (we_c - 1);
+                g_hc <= ((3 - 1) - pe_c);
+                g_wo1 <= (wsum - 3);
+                g_hm1 <= (he_r - 1);
+                g_ho1 <= (hsum - 3);
+                g_hp <= (he_r + pe_r);
+                g_p <= pe_r;
+                g_off <= (5 - pe_r);
             end
         end
-        if (fire) begin
-            if ((in_img && (s_axis_pix_tlast != (c0 == cend_m1)))) begin
+        else if ((errq && (!fin_pop))) begin
+            errq <= 1'b0;
+            done <= 1'b1;
+        end
+        if (fin_pop) begin
+            done <= 1'b1;
+        end
+        if (wfire) begin
+            if ((s_axis_pix_tlast != (wcol == g_wm1))) begin
                 row_err <= 1'b1;
             end
-            if ((c0 == wlast)) begin
-                c0 <= 0;
-                if ((r0 == hlast)) begin
-                    r0 <= 0;
-                    running <= 1'b0;
+            if ((wcol == g_wm1)) begin
+                wcol <= 0;
+                if (($signed({1'b0, wslot}) == (5 - 1))) begin
+                    wslot <= 0;
                 end
                 else begin
-                    r0 <= (r0 + 1);
+                    wslot <= (wslot + 1);
+                end
+                if ((wrow == g_hm1)) begin
+                    wrow <= 0;
+                    wbusy <= 1'b0;
+                end
+                else begin
+                    wrow <= (wrow + 1);
                 end
             end
             else begin
-                c0 <= (c0 + 1);
+                wcol <= (wcol + 1);
             end
         end
-        if (out_final_pop) begin
-            busy <= 1'b0;
-            done <= 1'b1;
+        if ((wf && lastj)) begin
+            if ((wfire && (wcol == g_wm1))) begin
+                nfull <= ((nfull + 1) - dec);
+            end
+            else begin
+                nfull <= (nfull - dec);
+            end
+            if (((rsl + dec) >= 5)) begin
+                rsl <= ((rsl + dec) - 5);
+            end
+            else begin
+                rsl <= (rsl + dec);
+            end
+        end
+        else if ((wfire && (wcol == g_wm1))) begin
+            nfull <= (nfull + 1);
+        end
+        if (((!ract) && rpend)) begin
+            ract <= 1'b1;
+            rpend <= 1'b0;
+            r_w <= g_w;
+            r_hc <= g_hc;
+            r_wo1 <= g_wo1;
+            r_hm1 <= g_hm1;
+            r_ho1 <= g_ho1;
+            r_hp <= g_hp;
+            r_p <= g_p;
+            r_off <= g_off;
+            rr <= 0;
+            jj <= 0;
+            hq <= 0;
+            lo <= 0;
+        end
+        if (hf) begin
+            hq <= (hq + 1);
+        end
+        if (wf) begin
+            if ((jj == 0)) begin
+                hq <= 0;
+            end
+            if (lastj) begin
+                jj <= 0;
+                if (lastr) begin
+                    ract <= 1'b0;
+                    lo <= 0;
+                end
+                else begin
+                    rr <= (rr + 1);
+                    lo <= (lo + dec);
+                end
+            end
+            else begin
+                jj <= (jj + 1);
+            end
         end
     end
 end
 
 
-always @(posedge clk) begin: ram
-    if (wen) begin
-        mem[c1] <= wdat;
+always @(posedge clk) begin: row_ram0_ram
+    if ((wfire && (wslot == 0))) begin
+        row_ram0_mem[wadr] <= s_axis_pix_tdata;
     end
-    if (fire) begin
-        rd <= mem[c0];
+    if (rden) begin
+        row_ram0_rd <= row_ram0_mem[rdad];
+    end
+end
+
+
+always @(posedge clk) begin: row_ram1_ram
+    if ((wfire && (wslot == 1))) begin
+        row_ram1_mem[wadr] <= s_axis_pix_tdata;
+    end
+    if (rden) begin
+        row_ram1_rd <= row_ram1_mem[rdad];
+    end
+end
+
+
+always @(posedge clk) begin: row_ram2_ram
+    if ((wfire && (wslot == 2))) begin
+        row_ram2_mem[wadr] <= s_axis_pix_tdata;
+    end
+    if (rden) begin
+        row_ram2_rd <= row_ram2_mem[rdad];
+    end
+end
+
+
+always @(posedge clk) begin: row_ram3_ram
+    if ((wfire && (wslot == 3))) begin
+        row_ram3_mem[wadr] <= s_axis_pix_tdata;
+    end
+    if (rden) begin
+        row_ram3_rd <= row_ram3_mem[rdad];
+    end
+end
+
+
+always @(posedge clk) begin: row_ram4_ram
+    if ((wfire && (wslot == 4))) begin
+        row_ram4_mem[wadr] <= s_axis_pix_tdata;
+    end
+    if (rden) begin
+        row_ram4_rd <= row_ram4_mem[rdad];
+    end
+end
+
+
+always @(slot0) begin: slot_add0_add
+    if (((slot0 + 0) >= 5)) begin
+        slot_add0_y = ((slot0 + 0) - 5);
+    end
+    else begin
+        slot_add0_y = (slot0 + 0);
+    end
+end
+
+
+always @(slot0) begin: slot_add1_add
+    if (((slot0 + 1) >= 5)) begin
+        slot_add1_y = ((slot0 + 1) - 5);
+    end
+    else begin
+        slot_add1_y = (slot0 + 1);
+    end
+end
+
+
+always @(slot0) begin: slot_add2_add
+    if (((slot0 + 2) >= 5)) begin
+        slot_add2_y = ((slot0 + 2) - 5);
+    end
+    else begin
+        slot_add2_y = (slot0 + 2);
+    end
+end
+
+
+always @(posedge clk) begin: slot_reg0_st
+    if (rst == 1) begin
+        slot_reg0_y <= 0;
+    end
+    else begin
+        if (en) begin
+            slot_reg0_y <= slot_add0_y;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: slot_reg1_st
+    if (rst == 1) begin
+        slot_reg1_y <= 0;
+    end
+    else begin
+        if (en) begin
+            slot_reg1_y <= slot_add1_y;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: slot_reg2_st
+    if (rst == 1) begin
+        slot_reg2_y <= 0;
+    end
+    else begin
+        if (en) begin
+            slot_reg2_y <= slot_add2_y;
+        end
     end
 end
 
 
 always @(posedge clk) begin: st1
     if (rst == 1) begin
+        v1h <= 0;
         fin1 <= 0;
-        wv1 <= 0;
-        v1 <= 0;
+        t1 <= 0;
+        f1 <= 0;
+        v1w <= 0;
         last1 <= 0;
-        c1 <= 0;
-        pix1 <= 0;
+        hz1 <= 0;
+        m1 <= 0;
     end
     else begin
         if (en) begin
-            v1 <= fire;
-            if (fire) begin
-                pix1 <= pix0;
-                c1 <= c0;
-                wv1 <= wv0;
-                last1 <= last0;
-                fin1 <= fin0;
+            v1w <= wf;
+            v1h <= hf;
+            t1 <= tailw;
+            f1 <= first;
+            last1 <= lastj;
+            fin1 <= (lastj && lastr);
+            hz1 <= (hq >= r_w);
+            m1 <= mask0;
+        end
+    end
+end
+
+
+always @(row_ram0_rd, slot_reg0_y[1-1:0], row_ram1_rd) begin: slot_mux0_mux20_m
+    if (slot_reg0_y[1-1:0]) begin
+        slot_mux0_o = row_ram1_rd;
+    end
+    else begin
+        slot_mux0_o = row_ram0_rd;
+    end
+end
+
+
+always @(row_ram2_rd, slot_reg0_y[1-1:0], row_ram3_rd) begin: slot_mux0_mux21_m
+    if (slot_reg0_y[1-1:0]) begin
+        slot_mux0_mux21_y = row_ram3_rd;
+    end
+    else begin
+        slot_mux0_mux21_y = row_ram2_rd;
+    end
+end
+
+
+always @(row_ram4_rd, slot_reg0_y[1-1:0], slot_mux0_zero) begin: slot_mux0_mux22_m
+    if (slot_reg0_y[1-1:0]) begin
+        slot_mux0_mux22_y = slot_mux0_zero;
+    end
+    else begin
+        slot_mux0_mux22_y = row_ram4_rd;
+    end
+end
+
+
+always @(slot_mux0_o, slot_reg0_y[2-1:1], slot_mux0_mux21_y) begin: slot_mux0_mux23_m
+    if (slot_reg0_y[2-1:1]) begin
+        slot_mux0_mux23_y = slot_mux0_mux21_y;
+    end
+    else begin
+        slot_mux0_mux23_y = slot_mux0_o;
+    end
+end
+
+
+always @(slot_mux0_mux22_y, slot_reg0_y[2-1:1], slot_mux0_zero) begin: slot_mux0_mux24_m
+    if (slot_reg0_y[2-1:1]) begin
+        slot_mux0_mux24_y = slot_mux0_zero;
+    end
+    else begin
+        slot_mux0_mux24_y = slot_mux0_mux22_y;
+    end
+end
+
+
+always @(slot_mux0_mux23_y, slot_reg0_y[3-1:2], slot_mux0_mux24_y) begin: slot_mux0_mux25_m
+    if (slot_reg0_y[3-1:2]) begin
+        slot_mux0_mux25_y = slot_mux0_mux24_y;
+    end
+    else begin
+        slot_mux0_mux25_y = slot_mux0_mux23_y;
+    end
+end
+
+
+always @(slot_mux0_mux25_y, slot_reg0_y[4-1:3], slot_mux0_zero) begin: slot_mux0_mux26_m
+    if (slot_reg0_y[4-1:3]) begin
+        slot_mux0_mux26_y = slot_mux0_zero;
+    end
+    else begin
+        slot_mux0_mux26_y = slot_mux0_mux25_y;
+    end
+end
+
+
+always @(slot_mux0_mux26_y, slot_reg0_y[5-1:4], slot_mux0_zero) begin: slot_mux0_mux27_m
+    if (slot_reg0_y[5-1:4]) begin
+        slot_mux0_mux27_y = slot_mux0_zero;
+    end
+    else begin
+        slot_mux0_mux27_y = slot_mux0_mux26_y;
+    end
+end
+
+
+always @(slot_mux0_mux27_y, slot_reg0_y[6-1:5], slot_mux0_zero) begin: slot_mux0_mux28_m
+    if (slot_reg0_y[6-1:5]) begin
+        slot_mux0_y = slot_mux0_zero;
+    end
+    else begin
+        slot_mux0_y = slot_mux0_mux27_y;
+    end
+end
+
+
+always @(row_ram0_rd, slot_reg1_y[1-1:0], row_ram1_rd) begin: slot_mux1_mux29_m
+    if (slot_reg1_y[1-1:0]) begin
+        slot_mux1_o = row_ram1_rd;
+    end
+    else begin
+        slot_mux1_o = row_ram0_rd;
+    end
+end
+
+
+always @(row_ram2_rd, slot_reg1_y[1-1:0], row_ram3_rd) begin: slot_mux1_mux210_m
+    if (slot_reg1_y[1-1:0]) begin
+        slot_mux1_mux210_y = row_ram3_rd;
+    end
+    else begin
+        slot_mux1_mux210_y = row_ram2_rd;
+    end
+end
+
+
+always @(row_ram4_rd, slot_reg1_y[1-1:0], slot_mux1_zero) begin: slot_mux1_mux211_m
+    if (slot_reg1_y[1-1:0]) begin
+        slot_mux1_mux211_y = slot_mux1_zero;
+    end
+    else begin
+        slot_mux1_mux211_y = row_ram4_rd;
+    end
+end
+
+
+always @(slot_mux1_o, slot_reg1_y[2-1:1], slot_mux1_mux210_y) begin: slot_mux1_mux212_m
+    if (slot_reg1_y[2-1:1]) begin
+        slot_mux1_mux212_y = slot_mux1_mux210_y;
+    end
+    else begin
+        slot_mux1_mux212_y = slot_mux1_o;
+    end
+end
+
+
+always @(slot_mux1_mux211_y, slot_reg1_y[2-1:1], slot_mux1_zero) begin: slot_mux1_mux213_m
+    if (slot_reg1_y[2-1:1]) begin
+        slot_mux1_mux213_y = slot_mux1_zero;
+    end
+    else begin
+        slot_mux1_mux213_y = slot_mux1_mux211_y;
+    end
+end
+
+
+always @(slot_mux1_mux212_y, slot_reg1_y[3-1:2], slot_mux1_mux213_y) begin: slot_mux1_mux214_m
+    if (slot_reg1_y[3-1:2]) begin
+        slot_mux1_mux214_y = slot_mux1_mux213_y;
+    end
+    else begin
+        slot_mux1_mux214_y = slot_mux1_mux212_y;
+    end
+end
+
+
+always @(slot_mux1_mux214_y, slot_reg1_y[4-1:3], slot_mux1_zero) begin: slot_mux1_mux215_m
+    if (slot_reg1_y[4-1:3]) begin
+        slot_mux1_mux215_y = slot_mux1_zero;
+    end
+    else begin
+        slot_mux1_mux215_y = slot_mux1_mux214_y;
+    end
+end
+
+
+always @(slot_mux1_mux215_y, slot_reg1_y[5-1:4], slot_mux1_zero) begin: slot_mux1_mux216_m
+    if (slot_reg1_y[5-1:4]) begin
+        slot_mux1_mux216_y = slot_mux1_zero;
+    end
+    else begin
+        slot_mux1_mux216_y = slot_mux1_mux215_y;
+    end
+end
+
+
+always @(slot_mux1_mux216_y, slot_reg1_y[6-1:5], slot_mux1_zero) begin: slot_mux1_mux217_m
+    if (slot_reg1_y[6-1:5]) begin
+        slot_mux1_y = slot_mux1_zero;
+    end
+    else begin
+        slot_mux1_y = slot_mux1_mux216_y;
+    end
+end
+
+
+always @(row_ram0_rd, slot_reg2_y[1-1:0], row_ram1_rd) begin: slot_mux2_mux218_m
+    if (slot_reg2_y[1-1:0]) begin
+        slot_mux2_o = row_ram1_rd;
+    end
+    else begin
+        slot_mux2_o = row_ram0_rd;
+    end
+end
+
+
+always @(row_ram2_rd, slot_reg2_y[1-1:0], row_ram3_rd) begin: slot_mux2_mux219_m
+    if (slot_reg2_y[1-1:0]) begin
+        slot_mux2_mux219_y = row_ram3_rd;
+    end
+    else begin
+        slot_mux2_mux219_y = row_ram2_rd;
+    end
+end
+
+
+always @(row_ram4_rd, slot_reg2_y[1-1:0], slot_mux2_zero) begin: slot_mux2_mux220_m
+    if (slot_reg2_y[1-1:0]) begin
+        slot_mux2_mux220_y = slot_mux2_zero;
+    end
+    else begin
+        slot_mux2_mux220_y = row_ram4_rd;
+    end
+end
+
+
+always @(slot_mux2_o, slot_reg2_y[2-1:1], slot_mux2_mux219_y) begin: slot_mux2_mux221_m
+    if (slot_reg2_y[2-1:1]) begin
+        slot_mux2_mux221_y = slot_mux2_mux219_y;
+    end
+    else begin
+        slot_mux2_mux221_y = slot_mux2_o;
+    end
+end
+
+
+always @(slot_mux2_mux220_y, slot_reg2_y[2-1:1], slot_mux2_zero) begin: slot_mux2_mux222_m
+    if (slot_reg2_y[2-1:1]) begin
+        slot_mux2_mux222_y = slot_mux2_zero;
+    end
+    else begin
+        slot_mux2_mux222_y = slot_mux2_mux220_y;
+    end
+end
+
+
+always @(slot_mux2_mux221_y, slot_reg2_y[3-1:2], slot_mux2_mux222_y) begin: slot_mux2_mux223_m
+    if (slot_reg2_y[3-1:2]) begin
+        slot_mux2_mux223_y = slot_mux2_mux222_y;
+    end
+    else begin
+        slot_mux2_mux223_y = slot_mux2_mux221_y;
+    end
+end
+
+
+always @(slot_mux2_mux223_y, slot_reg2_y[4-1:3], slot_mux2_zero) begin: slot_mux2_mux224_m
+    if (slot_reg2_y[4-1:3]) begin
+        slot_mux2_mux224_y = slot_mux2_zero;
+    end
+    else begin
+        slot_mux2_mux224_y = slot_mux2_mux223_y;
+    end
+end
+
+
+always @(slot_mux2_mux224_y, slot_reg2_y[5-1:4], slot_mux2_zero) begin: slot_mux2_mux225_m
+    if (slot_reg2_y[5-1:4]) begin
+        slot_mux2_mux225_y = slot_mux2_zero;
+    end
+    else begin
+        slot_mux2_mux225_y = slot_mux2_mux224_y;
+    end
+end
+
+
+always @(slot_mux2_mux225_y, slot_reg2_y[6-1:5], slot_mux2_zero) begin: slot_mux2_mux226_m
+    if (slot_reg2_y[6-1:5]) begin
+        slot_mux2_y = slot_mux2_zero;
+    end
+    else begin
+        slot_mux2_y = slot_mux2_mux225_y;
+    end
+end
+
+
+always @(hz1, m1, slot_mux0_y) begin: pix_mask0_pm
+    if ((m1[0] && (!hz1))) begin
+        pix_mask0_o = slot_mux0_y;
+    end
+    else begin
+        pix_mask0_o = 0;
+    end
+end
+
+
+always @(hz1, m1, slot_mux1_y) begin: pix_mask1_pm
+    if ((m1[1] && (!hz1))) begin
+        pix_mask1_o = slot_mux1_y;
+    end
+    else begin
+        pix_mask1_o = 0;
+    end
+end
+
+
+always @(hz1, m1, slot_mux2_y) begin: pix_mask2_pm
+    if ((m1[2] && (!hz1))) begin
+        pix_mask2_o = slot_mux2_y;
+    end
+    else begin
+        pix_mask2_o = 0;
+    end
+end
+
+
+always @(hist, t1, f1, nh, col) begin: wsel
+    if (t1) begin
+        colw = 0;
+    end
+    else begin
+        colw = col;
+    end
+    if (f1) begin
+        hsel = nh;
+    end
+    else begin
+        hsel = hist;
+    end
+end
+
+
+
+assign hnext = {colw, hsel[96-1:48]};
+assign nhnext = {col, nh[96-1:48]};
+
+
+always @(posedge clk) begin: wreg
+    if (rst == 1) begin
+        hist <= 0;
+        nh <= 0;
+    end
+    else begin
+        if ((en && v1w)) begin
+            hist <= hnext;
+        end
+        if (en) begin
+            if ((v1w && f1)) begin
+                nh <= 0;
+            end
+            else if (v1h) begin
+                nh <= nhnext;
             end
         end
     end
@@ -263,30 +1000,10 @@ end
 
 
 
-assign wen = (en && v1);
-assign wdat = {pix1, rd[32-1:16]};
-
-
-
-assign col = {pix1, rd};
-
-
-always @(posedge clk) begin: wreg
-    if (rst == 1) begin
-        hist <= 0;
-    end
-    else begin
-        if ((en && v1)) begin
-            hist <= hnext;
-        end
-    end
-end
-
-
-
-assign push = (en && v1 && wv1);
+assign push = (en && v1w);
 assign fin_u = fin1;
-assign out_final_pop = (m_axis_win_tvalid && m_axis_win_tready && mfin[0]);
+assign fin_pop = (m_axis_win_tvalid && m_axis_win_tready && mfin[0]);
+assign m_axis_win_tuser = mfin[0];
 
 
 always @(posedge clk) begin: out_fifo20_seq

@@ -29,7 +29,8 @@ entity fpdeep_line_buffer is
         m_axis_win_tdata: out std_logic_vector(143 downto 0);
         m_axis_win_tvalid: out std_logic;
         m_axis_win_tready: in std_logic;
-        m_axis_win_tlast: out std_logic
+        m_axis_win_tlast: out std_logic;
+        m_axis_win_tuser: out std_logic
     );
 end entity fpdeep_line_buffer;
 
@@ -46,43 +47,133 @@ signal m_axis_win_tdata_num: unsigned(143 downto 0);
 signal en: std_logic;
 signal he_r: unsigned(5 downto 0);
 signal pe_c: unsigned(5 downto 0);
-signal pe_rr: unsigned(5 downto 0);
+signal pe_r: unsigned(5 downto 0);
 signal we_c: unsigned(5 downto 0);
 signal wsum: unsigned(5 downto 0);
 signal hsum: unsigned(5 downto 0);
 signal cbad: std_logic;
-signal in_img: std_logic;
-signal c0: unsigned(5 downto 0);
-signal pad_c: unsigned(5 downto 0);
-signal cend: unsigned(5 downto 0);
-signal r0: unsigned(5 downto 0);
-signal pad_r: unsigned(5 downto 0);
-signal rend: unsigned(5 downto 0);
-signal wv0: std_logic;
-signal last0: std_logic;
-signal wlast: unsigned(5 downto 0);
-signal fin0: std_logic;
-signal hlast: unsigned(5 downto 0);
-signal fire: std_logic;
-signal running: std_logic;
-signal pix0: unsigned(15 downto 0);
-signal cend_m1: unsigned(5 downto 0);
-signal out_final_pop: std_logic;
-signal wen: std_logic;
-signal c1: unsigned(5 downto 0);
-signal wdat: unsigned(31 downto 0);
-signal rd: unsigned(31 downto 0);
-signal v1: std_logic;
-signal pix1: unsigned(15 downto 0);
-signal wv1: std_logic;
+signal wbusy: std_logic;
+signal nfull: unsigned(5 downto 0);
+signal wfire: std_logic;
+signal wadr: unsigned(4 downto 0);
+signal wcol: unsigned(5 downto 0);
+signal accept: std_logic;
+signal rpend: std_logic;
+signal errq: std_logic;
+signal q: unsigned(5 downto 0);
+signal jj: unsigned(5 downto 0);
+signal r_hc: unsigned(5 downto 0);
+signal tailw: std_logic;
+signal r_w: unsigned(5 downto 0);
+signal first: std_logic;
+signal lastj: std_logic;
+signal r_wo1: unsigned(5 downto 0);
+signal lastr: std_logic;
+signal rr: unsigned(5 downto 0);
+signal r_ho1: unsigned(5 downto 0);
+signal ur: unsigned(5 downto 0);
+signal uex: std_logic;
+signal lim: unsigned(5 downto 0);
+signal lo: unsigned(5 downto 0);
+signal r_hm1: unsigned(5 downto 0);
+signal need_r: unsigned(5 downto 0);
+signal need_u: unsigned(5 downto 0);
+signal ract: std_logic;
+signal hq: unsigned(5 downto 0);
+signal can_win: std_logic;
+signal can_head: std_logic;
+signal wf: std_logic;
+signal hf: std_logic;
+signal rden: std_logic;
+signal rdad: unsigned(4 downto 0);
+signal rrow: unsigned(5 downto 0);
+signal dec: unsigned(5 downto 0);
+signal r_p: unsigned(5 downto 0);
+signal dd: unsigned(5 downto 0);
+signal sbr: unsigned(5 downto 0);
+signal rsl: unsigned(5 downto 0);
+signal r_off: unsigned(5 downto 0);
+signal slot0: unsigned(5 downto 0);
+signal mask0: unsigned(2 downto 0);
+signal mcat: unsigned(2 downto 0);
+signal fin_pop: std_logic;
+signal wrow: unsigned(5 downto 0);
+signal g_w: unsigned(5 downto 0);
+signal g_wm1: unsigned(5 downto 0);
+signal g_hc: unsigned(5 downto 0);
+signal g_wo1: unsigned(5 downto 0);
+signal g_hm1: unsigned(5 downto 0);
+signal g_ho1: unsigned(5 downto 0);
+signal g_hp: unsigned(5 downto 0);
+signal g_p: unsigned(5 downto 0);
+signal g_off: unsigned(5 downto 0);
+signal wslot: unsigned(2 downto 0);
+signal r_hp: unsigned(5 downto 0);
+signal v1w: std_logic;
+signal v1h: std_logic;
+signal t1: std_logic;
+signal f1: std_logic;
 signal last1: std_logic;
 signal fin1: std_logic;
+signal hz1: std_logic;
+signal m1: unsigned(2 downto 0);
+signal colw: unsigned(47 downto 0);
 signal col: unsigned(47 downto 0);
+signal hsel: unsigned(95 downto 0);
+signal nh: unsigned(95 downto 0);
 signal hist: unsigned(95 downto 0);
 signal hnext: unsigned(95 downto 0);
+signal nhnext: unsigned(95 downto 0);
 signal push: std_logic;
 signal fin_u: unsigned(0 downto 0);
 signal mfin: unsigned(0 downto 0);
+signal mask_bit0_mb: std_logic;
+signal mask_bit1_mb: std_logic;
+signal mask_bit2_mb: std_logic;
+signal row_ram0_rd: unsigned(15 downto 0);
+signal row_ram1_rd: unsigned(15 downto 0);
+signal row_ram2_rd: unsigned(15 downto 0);
+signal row_ram3_rd: unsigned(15 downto 0);
+signal row_ram4_rd: unsigned(15 downto 0);
+signal slot_add0_y: unsigned(5 downto 0);
+signal slot_add1_y: unsigned(5 downto 0);
+signal slot_add2_y: unsigned(5 downto 0);
+signal slot_reg0_y: unsigned(5 downto 0);
+signal slot_reg1_y: unsigned(5 downto 0);
+signal slot_reg2_y: unsigned(5 downto 0);
+signal slot_mux0_y: unsigned(15 downto 0);
+signal slot_mux0_zero: unsigned(15 downto 0);
+signal slot_mux0_o: unsigned(15 downto 0);
+signal slot_mux0_mux21_y: unsigned(15 downto 0);
+signal slot_mux0_mux22_y: unsigned(15 downto 0);
+signal slot_mux0_mux23_y: unsigned(15 downto 0);
+signal slot_mux0_mux24_y: unsigned(15 downto 0);
+signal slot_mux0_mux25_y: unsigned(15 downto 0);
+signal slot_mux0_mux26_y: unsigned(15 downto 0);
+signal slot_mux0_mux27_y: unsigned(15 downto 0);
+signal slot_mux1_y: unsigned(15 downto 0);
+signal slot_mux1_zero: unsigned(15 downto 0);
+signal slot_mux1_o: unsigned(15 downto 0);
+signal slot_mux1_mux210_y: unsigned(15 downto 0);
+signal slot_mux1_mux211_y: unsigned(15 downto 0);
+signal slot_mux1_mux212_y: unsigned(15 downto 0);
+signal slot_mux1_mux213_y: unsigned(15 downto 0);
+signal slot_mux1_mux214_y: unsigned(15 downto 0);
+signal slot_mux1_mux215_y: unsigned(15 downto 0);
+signal slot_mux1_mux216_y: unsigned(15 downto 0);
+signal slot_mux2_y: unsigned(15 downto 0);
+signal slot_mux2_zero: unsigned(15 downto 0);
+signal slot_mux2_o: unsigned(15 downto 0);
+signal slot_mux2_mux219_y: unsigned(15 downto 0);
+signal slot_mux2_mux220_y: unsigned(15 downto 0);
+signal slot_mux2_mux221_y: unsigned(15 downto 0);
+signal slot_mux2_mux222_y: unsigned(15 downto 0);
+signal slot_mux2_mux223_y: unsigned(15 downto 0);
+signal slot_mux2_mux224_y: unsigned(15 downto 0);
+signal slot_mux2_mux225_y: unsigned(15 downto 0);
+signal pix_mask0_o: unsigned(15 downto 0);
+signal pix_mask1_o: unsigned(15 downto 0);
+signal pix_mask2_o: unsigned(15 downto 0);
 signal out_fifo20_din: unsigned(143 downto 0);
 signal out_fifo20_cnt: unsigned(1 downto 0);
 signal out_fifo20_d0: unsigned(143 downto 0);
@@ -91,8 +182,16 @@ signal out_fifo20_l0: std_logic;
 signal out_fifo20_l1: std_logic;
 signal out_fifo20_u0: unsigned(0 downto 0);
 signal out_fifo20_u1: unsigned(0 downto 0);
-type t_array_mem is array(0 to 36-1) of unsigned(31 downto 0);
-signal mem: t_array_mem;
+type t_array_row_ram0_mem is array(0 to 32-1) of unsigned(15 downto 0);
+signal row_ram0_mem: t_array_row_ram0_mem;
+type t_array_row_ram1_mem is array(0 to 32-1) of unsigned(15 downto 0);
+signal row_ram1_mem: t_array_row_ram1_mem;
+type t_array_row_ram2_mem is array(0 to 32-1) of unsigned(15 downto 0);
+signal row_ram2_mem: t_array_row_ram2_mem;
+type t_array_row_ram3_mem is array(0 to 32-1) of unsigned(15 downto 0);
+signal row_ram3_mem: t_array_row_ram3_mem;
+type t_array_row_ram4_mem is array(0 to 32-1) of unsigned(15 downto 0);
+signal row_ram4_mem: t_array_row_ram4_mem;
 
 begin
 
@@ -102,19 +201,25 @@ cfg_pad_num <= unsigned(cfg_pad);
 s_axis_pix_tdata_num <= unsigned(s_axis_pix_tdata);
 m_axis_win_tdata <= std_logic_vector(m_axis_win_tdata_num);
 
+slot_mux0_zero <= to_unsigned(0, 16);
+slot_mux1_zero <= to_unsigned(0, 16);
+slot_mux2_zero <= to_unsigned(0, 16);
 
-hnext(96-1 downto 80) <= col(48-1 downto 32);
-hnext(80-1 downto 64) <= hist(96-1 downto 80);
-hnext(64-1 downto 48) <= col(32-1 downto 16);
-hnext(48-1 downto 32) <= hist(64-1 downto 48);
-hnext(32-1 downto 16) <= col(16-1 downto 0);
-hnext(16-1 downto 0) <= hist(32-1 downto 16);
-out_fifo20_din(144-1 downto 128) <= col(48-1 downto 32);
-out_fifo20_din(128-1 downto 96) <= hist(96-1 downto 64);
-out_fifo20_din(96-1 downto 80) <= col(32-1 downto 16);
-out_fifo20_din(80-1 downto 48) <= hist(64-1 downto 32);
-out_fifo20_din(48-1 downto 32) <= col(16-1 downto 0);
-out_fifo20_din(32-1 downto 0) <= hist(32-1 downto 0);
+mcat(2) <= mask_bit2_mb;
+mcat(1) <= mask_bit1_mb;
+mcat(0) <= mask_bit0_mb;
+col(48-1 downto 32) <= pix_mask2_o;
+col(32-1 downto 16) <= pix_mask1_o;
+col(16-1 downto 0) <= pix_mask0_o;
+out_fifo20_din(144-1 downto 128) <= colw(48-1 downto 32);
+out_fifo20_din(128-1 downto 112) <= hsel(96-1 downto 80);
+out_fifo20_din(112-1 downto 96) <= hsel(48-1 downto 32);
+out_fifo20_din(96-1 downto 80) <= colw(32-1 downto 16);
+out_fifo20_din(80-1 downto 64) <= hsel(80-1 downto 64);
+out_fifo20_din(64-1 downto 48) <= hsel(32-1 downto 16);
+out_fifo20_din(48-1 downto 32) <= colw(16-1 downto 0);
+out_fifo20_din(32-1 downto 16) <= hsel(64-1 downto 48);
+out_fifo20_din(16-1 downto 0) <= hsel(16-1 downto 0);
 
 
 we_c <= cfg_width_num;
@@ -126,157 +231,725 @@ pe_c <= unsigned'(to_unsigned(0, 4) & cfg_pad_num);
 he_r <= cfg_height_num;
 
 
-pe_rr <= unsigned'(to_unsigned(0, 4) & cfg_pad_num);
+pe_r <= unsigned'(to_unsigned(0, 4) & cfg_pad_num);
 
 
 wsum <= ((we_c + pe_c) + pe_c);
-hsum <= ((he_r + pe_rr) + pe_rr);
+hsum <= ((he_r + pe_r) + pe_r);
 
 
 cbad <= stdl((cfg_width_num = 0) or (cfg_width_num > 32) or (cfg_height_num = 0) or (cfg_height_num > 32) or (cfg_pad_num > 2) or (wsum < 3) or (hsum < 3));
 
 
-in_img <= stdl((c0 >= pad_c) and (c0 < cend) and (r0 >= pad_r) and (r0 < rend));
-wv0 <= stdl((signed(resize(c0, 7)) >= (3 - 1)) and (signed(resize(r0, 7)) >= (3 - 1)));
-last0 <= stdl(c0 = wlast);
-fin0 <= stdl((c0 = wlast) and (r0 = hlast));
+s_axis_pix_tready <= stdl(bool(wbusy) and (nfull < 5));
+wfire <= stdl(bool(wbusy) and (nfull < 5) and bool(s_axis_pix_tvalid));
+wadr <= wcol(5-1 downto 0);
+accept <= stdl(bool(start) and (not (bool(wbusy) or bool(rpend) or bool(errq))));
+busy <= stdl(bool(wbusy) or bool(rpend) or bool(errq));
 
-hand: process (in_img, s_axis_pix_tvalid, en, running, s_axis_pix_tdata_num) is
+rscan: process (r_w, r_ho1, r_hm1, r_hc, jj, lo, nfull, rr, r_wo1) is
 begin
-    fire <= stdl(bool(running) and bool(en) and (bool(s_axis_pix_tvalid) or (not bool(in_img))));
-    s_axis_pix_tready <= stdl(bool(running) and bool(en) and bool(in_img));
-    if bool(in_img) then
-        pix0 <= s_axis_pix_tdata_num;
+    q <= (jj + r_hc);
+    tailw <= stdl((jj + r_hc) >= r_w);
+    first <= stdl(jj = 0);
+    lastj <= stdl(jj = r_wo1);
+    lastr <= stdl(rr = r_ho1);
+    if (jj = 0) then
+        ur <= rr;
     else
-        pix0 <= to_unsigned(0, 16);
+        ur <= (rr + 1);
     end if;
-end process hand;
+    uex <= stdl((jj = 0) or (rr /= r_ho1));
+    lim <= (lo + nfull);
+    if ((rr + r_hc) > r_hm1) then
+        need_r <= r_hm1;
+    else
+        need_r <= (rr + r_hc);
+    end if;
+    if (jj = 0) then
+        if ((rr + r_hc) > r_hm1) then
+            need_u <= r_hm1;
+        else
+            need_u <= (rr + r_hc);
+        end if;
+    else
+        if (((rr + r_hc) + 1) > r_hm1) then
+            need_u <= r_hm1;
+        else
+            need_u <= ((rr + r_hc) + 1);
+        end if;
+    end if;
+end process rscan;
+
+rdec: process (need_r, need_u, lim, hq, ract, r_hc, jj, tailw, uex) is
+    variable cwin: std_logic;
+begin
+    cwin := stdl(bool(ract) and ((jj /= 0) or (hq = r_hc)) and (bool(tailw) or (need_r < lim)));
+    can_win <= cwin;
+    can_head <= stdl(bool(ract) and (hq /= r_hc) and bool(uex) and (need_u < lim) and ((not bool(cwin)) or (bool(tailw) and (jj /= 0))));
+end process rdec;
+
+rfire: process (r_p, q, can_head, ur, lastr, hq, r_hm1, tailw, en, lo, can_win, rr) is
+begin
+    wf <= stdl(bool(en) and bool(can_win));
+    hf <= stdl(bool(en) and bool(can_head));
+    rden <= stdl((bool(en) and bool(can_win) and (not bool(tailw))) or (bool(en) and bool(can_head)));
+    if (bool(can_win) and (not bool(tailw))) then
+        rdad <= q(5-1 downto 0);
+        rrow <= rr;
+    else
+        rdad <= hq(5-1 downto 0);
+        rrow <= ur;
+    end if;
+    if bool(lastr) then
+        dec <= ((r_hm1 + 1) - lo);
+    elsif (rr >= r_p) then
+        dec <= to_unsigned(1, 6);
+    else
+        dec <= to_unsigned(0, 6);
+    end if;
+end process rfire;
+
+
+dd <= (rrow - lo);
+sbr <= ((rsl + dd) + r_off);
+
+rslot2: process (sbr) is
+begin
+    if (signed(resize(sbr, 7)) >= (2 * 5)) then
+        slot0 <= resize(unsigned(signed(resize(sbr, 7)) - (2 * 5)), 6);
+    elsif (sbr >= 5) then
+        slot0 <= (sbr - 5);
+    else
+        slot0 <= sbr;
+    end if;
+end process rslot2;
+
+
+mask_bit0_mb <= stdl(((rrow + 0) >= r_p) and ((rrow + 0) < r_hp));
+
+
+mask_bit1_mb <= stdl(((rrow + 1) >= r_p) and ((rrow + 1) < r_hp));
+
+
+mask_bit2_mb <= stdl(((rrow + 2) >= r_p) and ((rrow + 2) < r_hp));
+
+
+mask0 <= mcat;
 
 ctl: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            wlast <= to_unsigned(0, 6);
-            hlast <= to_unsigned(0, 6);
-            pad_r <= to_unsigned(0, 6);
+            errq <= '0';
+            r_w <= to_unsigned(0, 6);
             done <= '0';
+            r_hm1 <= to_unsigned(0, 6);
             cfg_err <= '0';
-            r0 <= to_unsigned(0, 6);
+            rsl <= to_unsigned(0, 6);
+            g_hp <= to_unsigned(0, 6);
+            r_wo1 <= to_unsigned(0, 6);
+            rpend <= '0';
+            hq <= to_unsigned(0, 6);
+            ract <= '0';
+            g_off <= to_unsigned(0, 6);
+            jj <= to_unsigned(0, 6);
             row_err <= '0';
-            busy <= '0';
-            cend_m1 <= to_unsigned(0, 6);
-            running <= '0';
-            c0 <= to_unsigned(0, 6);
-            cend <= to_unsigned(0, 6);
-            pad_c <= to_unsigned(0, 6);
-            rend <= to_unsigned(0, 6);
+            nfull <= to_unsigned(0, 6);
+            rr <= to_unsigned(0, 6);
+            g_hm1 <= to_unsigned(0, 6);
+            wcol <= to_unsigned(0, 6);
+            wbusy <= '0';
+            g_p <= to_unsigned(0, 6);
+            wslot <= to_unsigned(0, 3);
+            r_off <= to_unsigned(0, 6);
+            g_wm1 <= to_unsigned(0, 6);
+            g_wo1 <= to_unsigned(0, 6);
+            g_hc <= to_unsigned(0, 6);
+            g_ho1 <= to_unsigned(0, 6);
+            g_w <= to_unsigned(0, 6);
+            r_p <= to_unsigned(0, 6);
+            r_ho1 <= to_unsigned(0, 6);
+            r_hc <= to_unsigned(0, 6);
+            r_hp <= to_unsigned(0, 6);
+            lo <= to_unsigned(0, 6);
+            wrow <= to_unsigned(0, 6);
         else
             done <= '0';
-            if (bool(start) and (not bool(busy))) then
+            if bool(accept) then
                 row_err <= '0';
                 if bool(cbad) then
                     cfg_err <= '1';
-                    done <= '1';
-                else
-                    cfg_err <= '0';
-                    busy <= '1';
-                    running <= '1';
-                    pad_c <= pe_c;
-                    cend <= (we_c + pe_c);
-                    cend_m1 <= ((we_c + pe_c) - 1);
-                    wlast <= (wsum - 1);
-                    pad_r <= pe_rr;
-                    rend <= (he_r + pe_rr);
-                    hlast <= (hsum - 1);
-                    r0 <= to_unsigned(0, 6);
-                    c0 <= to_unsigned(0, 6);
-                end if;
-            end if;
-            if bool(fire) then
-                if (bool(in_img) and (s_axis_pix_tlast /= stdl(c0 = cend_m1))) then
-                    row_err <= '1';
-                end if;
-                if (c0 = wlast) then
-                    c0 <= to_unsigned(0, 6);
-                    if (r0 = hlast) then
-                        r0 <= to_unsigned(0, 6);
-                        running <= '0';
+                    if bool(fin_pop) then
+                        errq <= '1';
                     else
-                        r0 <= (r0 + 1);
+                        done <= '1';
                     end if;
                 else
-                    c0 <= (c0 + 1);
+                    cfg_err <= '0';
+                    wbusy <= '1';
+                    rpend <= '1';
+                    wcol <= to_unsigned(0, 6);
+                    wrow <= to_unsigned(0, 6);
+                    g_w <= we_c;
+                    g_wm1 <= (we_c - 1);
+                    g_hc <= resize(unsigned((3 - 1) - signed(resize(pe_c, 7))), 6);
+                    g_wo1 <= (wsum - 3);
+                    g_hm1 <= (he_r - 1);
+                    g_ho1 <= (hsum - 3);
+                    g_hp <= (he_r + pe_r);
+                    g_p <= pe_r;
+                    g_off <= (5 - pe_r);
+                end if;
+            elsif (bool(errq) and (not bool(fin_pop))) then
+                errq <= '0';
+                done <= '1';
+            end if;
+            if bool(fin_pop) then
+                done <= '1';
+            end if;
+            if bool(wfire) then
+                if (s_axis_pix_tlast /= stdl(wcol = g_wm1)) then
+                    row_err <= '1';
+                end if;
+                if (wcol = g_wm1) then
+                    wcol <= to_unsigned(0, 6);
+                    if (signed(resize(wslot, 4)) = (5 - 1)) then
+                        wslot <= to_unsigned(0, 3);
+                    else
+                        wslot <= (wslot + 1);
+                    end if;
+                    if (wrow = g_hm1) then
+                        wrow <= to_unsigned(0, 6);
+                        wbusy <= '0';
+                    else
+                        wrow <= (wrow + 1);
+                    end if;
+                else
+                    wcol <= (wcol + 1);
                 end if;
             end if;
-            if bool(out_final_pop) then
-                busy <= '0';
-                done <= '1';
+            if (bool(wf) and bool(lastj)) then
+                if (bool(wfire) and (wcol = g_wm1)) then
+                    nfull <= ((nfull + 1) - dec);
+                else
+                    nfull <= (nfull - dec);
+                end if;
+                if ((rsl + dec) >= 5) then
+                    rsl <= ((rsl + dec) - 5);
+                else
+                    rsl <= (rsl + dec);
+                end if;
+            elsif (bool(wfire) and (wcol = g_wm1)) then
+                nfull <= (nfull + 1);
+            end if;
+            if ((not bool(ract)) and bool(rpend)) then
+                ract <= '1';
+                rpend <= '0';
+                r_w <= g_w;
+                r_hc <= g_hc;
+                r_wo1 <= g_wo1;
+                r_hm1 <= g_hm1;
+                r_ho1 <= g_ho1;
+                r_hp <= g_hp;
+                r_p <= g_p;
+                r_off <= g_off;
+                rr <= to_unsigned(0, 6);
+                jj <= to_unsigned(0, 6);
+                hq <= to_unsigned(0, 6);
+                lo <= to_unsigned(0, 6);
+            end if;
+            if bool(hf) then
+                hq <= (hq + 1);
+            end if;
+            if bool(wf) then
+                if (jj = 0) then
+                    hq <= to_unsigned(0, 6);
+                end if;
+                if bool(lastj) then
+                    jj <= to_unsigned(0, 6);
+                    if bool(lastr) then
+                        ract <= '0';
+                        lo <= to_unsigned(0, 6);
+                    else
+                        rr <= (rr + 1);
+                        lo <= (lo + dec);
+                    end if;
+                else
+                    jj <= (jj + 1);
+                end if;
             end if;
         end if;
     end if;
 end process ctl;
 
-ram: process (clk) is
+row_ram0_ram: process (clk) is
 begin
     if rising_edge(clk) then
-        if bool(wen) then
-            mem(to_integer(c1)) <= wdat;
+        if (bool(wfire) and (wslot = 0)) then
+            row_ram0_mem(to_integer(wadr)) <= s_axis_pix_tdata_num;
         end if;
-        if bool(fire) then
-            rd <= mem(to_integer(c0));
+        if bool(rden) then
+            row_ram0_rd <= row_ram0_mem(to_integer(rdad));
         end if;
     end if;
-end process ram;
+end process row_ram0_ram;
+
+row_ram1_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (bool(wfire) and (wslot = 1)) then
+            row_ram1_mem(to_integer(wadr)) <= s_axis_pix_tdata_num;
+        end if;
+        if bool(rden) then
+            row_ram1_rd <= row_ram1_mem(to_integer(rdad));
+        end if;
+    end if;
+end process row_ram1_ram;
+
+row_ram2_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (bool(wfire) and (wslot = 2)) then
+            row_ram2_mem(to_integer(wadr)) <= s_axis_pix_tdata_num;
+        end if;
+        if bool(rden) then
+            row_ram2_rd <= row_ram2_mem(to_integer(rdad));
+        end if;
+    end if;
+end process row_ram2_ram;
+
+row_ram3_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (bool(wfire) and (wslot = 3)) then
+            row_ram3_mem(to_integer(wadr)) <= s_axis_pix_tdata_num;
+        end if;
+        if bool(rden) then
+            row_ram3_rd <= row_ram3_mem(to_integer(rdad));
+        end if;
+    end if;
+end process row_ram3_ram;
+
+row_ram4_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (bool(wfire) and (wslot = 4)) then
+            row_ram4_mem(to_integer(wadr)) <= s_axis_pix_tdata_num;
+        end if;
+        if bool(rden) then
+            row_ram4_rd <= row_ram4_mem(to_integer(rdad));
+        end if;
+    end if;
+end process row_ram4_ram;
+
+slot_add0_add: process (slot0) is
+begin
+    if ((slot0 + 0) >= 5) then
+        slot_add0_y <= ((slot0 + 0) - 5);
+    else
+        slot_add0_y <= (slot0 + 0);
+    end if;
+end process slot_add0_add;
+
+slot_add1_add: process (slot0) is
+begin
+    if ((slot0 + 1) >= 5) then
+        slot_add1_y <= ((slot0 + 1) - 5);
+    else
+        slot_add1_y <= (slot0 + 1);
+    end if;
+end process slot_add1_add;
+
+slot_add2_add: process (slot0) is
+begin
+    if ((slot0 + 2) >= 5) then
+        slot_add2_y <= ((slot0 + 2) - 5);
+    else
+        slot_add2_y <= (slot0 + 2);
+    end if;
+end process slot_add2_add;
+
+slot_reg0_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            slot_reg0_y <= to_unsigned(0, 6);
+        else
+            if bool(en) then
+                slot_reg0_y <= slot_add0_y;
+            end if;
+        end if;
+    end if;
+end process slot_reg0_st;
+
+slot_reg1_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            slot_reg1_y <= to_unsigned(0, 6);
+        else
+            if bool(en) then
+                slot_reg1_y <= slot_add1_y;
+            end if;
+        end if;
+    end if;
+end process slot_reg1_st;
+
+slot_reg2_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            slot_reg2_y <= to_unsigned(0, 6);
+        else
+            if bool(en) then
+                slot_reg2_y <= slot_add2_y;
+            end if;
+        end if;
+    end if;
+end process slot_reg2_st;
 
 st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
+            v1h <= '0';
             fin1 <= '0';
-            wv1 <= '0';
-            v1 <= '0';
+            t1 <= '0';
+            f1 <= '0';
+            v1w <= '0';
             last1 <= '0';
-            c1 <= to_unsigned(0, 6);
-            pix1 <= to_unsigned(0, 16);
+            hz1 <= '0';
+            m1 <= to_unsigned(0, 3);
         else
             if bool(en) then
-                v1 <= fire;
-                if bool(fire) then
-                    pix1 <= pix0;
-                    c1 <= c0;
-                    wv1 <= wv0;
-                    last1 <= last0;
-                    fin1 <= fin0;
-                end if;
+                v1w <= wf;
+                v1h <= hf;
+                t1 <= tailw;
+                f1 <= first;
+                last1 <= lastj;
+                fin1 <= stdl(bool(lastj) and bool(lastr));
+                hz1 <= stdl(hq >= r_w);
+                m1 <= mask0;
             end if;
         end if;
     end if;
 end process st1;
 
+slot_mux0_mux20_m: process (row_ram0_rd, slot_reg0_y, row_ram1_rd) is
+begin
+    if bool(slot_reg0_y(1-1 downto 0)) then
+        slot_mux0_o <= row_ram1_rd;
+    else
+        slot_mux0_o <= row_ram0_rd;
+    end if;
+end process slot_mux0_mux20_m;
 
-wen <= stdl(bool(en) and bool(v1));
-wdat <= unsigned'(pix1 & rd(32-1 downto 16));
+slot_mux0_mux21_m: process (row_ram2_rd, slot_reg0_y, row_ram3_rd) is
+begin
+    if bool(slot_reg0_y(1-1 downto 0)) then
+        slot_mux0_mux21_y <= row_ram3_rd;
+    else
+        slot_mux0_mux21_y <= row_ram2_rd;
+    end if;
+end process slot_mux0_mux21_m;
+
+slot_mux0_mux22_m: process (row_ram4_rd, slot_reg0_y, slot_mux0_zero) is
+begin
+    if bool(slot_reg0_y(1-1 downto 0)) then
+        slot_mux0_mux22_y <= slot_mux0_zero;
+    else
+        slot_mux0_mux22_y <= row_ram4_rd;
+    end if;
+end process slot_mux0_mux22_m;
+
+slot_mux0_mux23_m: process (slot_mux0_o, slot_reg0_y, slot_mux0_mux21_y) is
+begin
+    if bool(slot_reg0_y(2-1 downto 1)) then
+        slot_mux0_mux23_y <= slot_mux0_mux21_y;
+    else
+        slot_mux0_mux23_y <= slot_mux0_o;
+    end if;
+end process slot_mux0_mux23_m;
+
+slot_mux0_mux24_m: process (slot_mux0_mux22_y, slot_reg0_y, slot_mux0_zero) is
+begin
+    if bool(slot_reg0_y(2-1 downto 1)) then
+        slot_mux0_mux24_y <= slot_mux0_zero;
+    else
+        slot_mux0_mux24_y <= slot_mux0_mux22_y;
+    end if;
+end process slot_mux0_mux24_m;
+
+slot_mux0_mux25_m: process (slot_mux0_mux23_y, slot_reg0_y, slot_mux0_mux24_y) is
+begin
+    if bool(slot_reg0_y(3-1 downto 2)) then
+        slot_mux0_mux25_y <= slot_mux0_mux24_y;
+    else
+        slot_mux0_mux25_y <= slot_mux0_mux23_y;
+    end if;
+end process slot_mux0_mux25_m;
+
+slot_mux0_mux26_m: process (slot_mux0_mux25_y, slot_reg0_y, slot_mux0_zero) is
+begin
+    if bool(slot_reg0_y(4-1 downto 3)) then
+        slot_mux0_mux26_y <= slot_mux0_zero;
+    else
+        slot_mux0_mux26_y <= slot_mux0_mux25_y;
+    end if;
+end process slot_mux0_mux26_m;
+
+slot_mux0_mux27_m: process (slot_mux0_mux26_y, slot_reg0_y, slot_mux0_zero) is
+begin
+    if bool(slot_reg0_y(5-1 downto 4)) then
+        slot_mux0_mux27_y <= slot_mux0_zero;
+    else
+        slot_mux0_mux27_y <= slot_mux0_mux26_y;
+    end if;
+end process slot_mux0_mux27_m;
+
+slot_mux0_mux28_m: process (slot_mux0_mux27_y, slot_reg0_y, slot_mux0_zero) is
+begin
+    if bool(slot_reg0_y(6-1 downto 5)) then
+        slot_mux0_y <= slot_mux0_zero;
+    else
+        slot_mux0_y <= slot_mux0_mux27_y;
+    end if;
+end process slot_mux0_mux28_m;
+
+slot_mux1_mux29_m: process (row_ram0_rd, slot_reg1_y, row_ram1_rd) is
+begin
+    if bool(slot_reg1_y(1-1 downto 0)) then
+        slot_mux1_o <= row_ram1_rd;
+    else
+        slot_mux1_o <= row_ram0_rd;
+    end if;
+end process slot_mux1_mux29_m;
+
+slot_mux1_mux210_m: process (row_ram2_rd, slot_reg1_y, row_ram3_rd) is
+begin
+    if bool(slot_reg1_y(1-1 downto 0)) then
+        slot_mux1_mux210_y <= row_ram3_rd;
+    else
+        slot_mux1_mux210_y <= row_ram2_rd;
+    end if;
+end process slot_mux1_mux210_m;
+
+slot_mux1_mux211_m: process (row_ram4_rd, slot_reg1_y, slot_mux1_zero) is
+begin
+    if bool(slot_reg1_y(1-1 downto 0)) then
+        slot_mux1_mux211_y <= slot_mux1_zero;
+    else
+        slot_mux1_mux211_y <= row_ram4_rd;
+    end if;
+end process slot_mux1_mux211_m;
+
+slot_mux1_mux212_m: process (slot_mux1_o, slot_reg1_y, slot_mux1_mux210_y) is
+begin
+    if bool(slot_reg1_y(2-1 downto 1)) then
+        slot_mux1_mux212_y <= slot_mux1_mux210_y;
+    else
+        slot_mux1_mux212_y <= slot_mux1_o;
+    end if;
+end process slot_mux1_mux212_m;
+
+slot_mux1_mux213_m: process (slot_mux1_mux211_y, slot_reg1_y, slot_mux1_zero) is
+begin
+    if bool(slot_reg1_y(2-1 downto 1)) then
+        slot_mux1_mux213_y <= slot_mux1_zero;
+    else
+        slot_mux1_mux213_y <= slot_mux1_mux211_y;
+    end if;
+end process slot_mux1_mux213_m;
+
+slot_mux1_mux214_m: process (slot_mux1_mux212_y, slot_reg1_y, slot_mux1_mux213_y) is
+begin
+    if bool(slot_reg1_y(3-1 downto 2)) then
+        slot_mux1_mux214_y <= slot_mux1_mux213_y;
+    else
+        slot_mux1_mux214_y <= slot_mux1_mux212_y;
+    end if;
+end process slot_mux1_mux214_m;
+
+slot_mux1_mux215_m: process (slot_mux1_mux214_y, slot_reg1_y, slot_mux1_zero) is
+begin
+    if bool(slot_reg1_y(4-1 downto 3)) then
+        slot_mux1_mux215_y <= slot_mux1_zero;
+    else
+        slot_mux1_mux215_y <= slot_mux1_mux214_y;
+    end if;
+end process slot_mux1_mux215_m;
+
+slot_mux1_mux216_m: process (slot_mux1_mux215_y, slot_reg1_y, slot_mux1_zero) is
+begin
+    if bool(slot_reg1_y(5-1 downto 4)) then
+        slot_mux1_mux216_y <= slot_mux1_zero;
+    else
+        slot_mux1_mux216_y <= slot_mux1_mux215_y;
+    end if;
+end process slot_mux1_mux216_m;
+
+slot_mux1_mux217_m: process (slot_mux1_mux216_y, slot_reg1_y, slot_mux1_zero) is
+begin
+    if bool(slot_reg1_y(6-1 downto 5)) then
+        slot_mux1_y <= slot_mux1_zero;
+    else
+        slot_mux1_y <= slot_mux1_mux216_y;
+    end if;
+end process slot_mux1_mux217_m;
+
+slot_mux2_mux218_m: process (row_ram0_rd, slot_reg2_y, row_ram1_rd) is
+begin
+    if bool(slot_reg2_y(1-1 downto 0)) then
+        slot_mux2_o <= row_ram1_rd;
+    else
+        slot_mux2_o <= row_ram0_rd;
+    end if;
+end process slot_mux2_mux218_m;
+
+slot_mux2_mux219_m: process (row_ram2_rd, slot_reg2_y, row_ram3_rd) is
+begin
+    if bool(slot_reg2_y(1-1 downto 0)) then
+        slot_mux2_mux219_y <= row_ram3_rd;
+    else
+        slot_mux2_mux219_y <= row_ram2_rd;
+    end if;
+end process slot_mux2_mux219_m;
+
+slot_mux2_mux220_m: process (row_ram4_rd, slot_reg2_y, slot_mux2_zero) is
+begin
+    if bool(slot_reg2_y(1-1 downto 0)) then
+        slot_mux2_mux220_y <= slot_mux2_zero;
+    else
+        slot_mux2_mux220_y <= row_ram4_rd;
+    end if;
+end process slot_mux2_mux220_m;
+
+slot_mux2_mux221_m: process (slot_mux2_o, slot_reg2_y, slot_mux2_mux219_y) is
+begin
+    if bool(slot_reg2_y(2-1 downto 1)) then
+        slot_mux2_mux221_y <= slot_mux2_mux219_y;
+    else
+        slot_mux2_mux221_y <= slot_mux2_o;
+    end if;
+end process slot_mux2_mux221_m;
+
+slot_mux2_mux222_m: process (slot_mux2_mux220_y, slot_reg2_y, slot_mux2_zero) is
+begin
+    if bool(slot_reg2_y(2-1 downto 1)) then
+        slot_mux2_mux222_y <= slot_mux2_zero;
+    else
+        slot_mux2_mux222_y <= slot_mux2_mux220_y;
+    end if;
+end process slot_mux2_mux222_m;
+
+slot_mux2_mux223_m: process (slot_mux2_mux221_y, slot_reg2_y, slot_mux2_mux222_y) is
+begin
+    if bool(slot_reg2_y(3-1 downto 2)) then
+        slot_mux2_mux223_y <= slot_mux2_mux222_y;
+    else
+        slot_mux2_mux223_y <= slot_mux2_mux221_y;
+    end if;
+end process slot_mux2_mux223_m;
+
+slot_mux2_mux224_m: process (slot_mux2_mux223_y, slot_reg2_y, slot_mux2_zero) is
+begin
+    if bool(slot_reg2_y(4-1 downto 3)) then
+        slot_mux2_mux224_y <= slot_mux2_zero;
+    else
+        slot_mux2_mux224_y <= slot_mux2_mux223_y;
+    end if;
+end process slot_mux2_mux224_m;
+
+slot_mux2_mux225_m: process (slot_mux2_mux224_y, slot_reg2_y, slot_mux2_zero) is
+begin
+    if bool(slot_reg2_y(5-1 downto 4)) then
+        slot_mux2_mux225_y <= slot_mux2_zero;
+    else
+        slot_mux2_mux225_y <= slot_mux2_mux224_y;
+    end if;
+end process slot_mux2_mux225_m;
+
+slot_mux2_mux226_m: process (slot_mux2_mux225_y, slot_reg2_y, slot_mux2_zero) is
+begin
+    if bool(slot_reg2_y(6-1 downto 5)) then
+        slot_mux2_y <= slot_mux2_zero;
+    else
+        slot_mux2_y <= slot_mux2_mux225_y;
+    end if;
+end process slot_mux2_mux226_m;
+
+pix_mask0_pm: process (hz1, m1, slot_mux0_y) is
+begin
+    if (bool(m1(0)) and (not bool(hz1))) then
+        pix_mask0_o <= slot_mux0_y;
+    else
+        pix_mask0_o <= to_unsigned(0, 16);
+    end if;
+end process pix_mask0_pm;
+
+pix_mask1_pm: process (hz1, m1, slot_mux1_y) is
+begin
+    if (bool(m1(1)) and (not bool(hz1))) then
+        pix_mask1_o <= slot_mux1_y;
+    else
+        pix_mask1_o <= to_unsigned(0, 16);
+    end if;
+end process pix_mask1_pm;
+
+pix_mask2_pm: process (hz1, m1, slot_mux2_y) is
+begin
+    if (bool(m1(2)) and (not bool(hz1))) then
+        pix_mask2_o <= slot_mux2_y;
+    else
+        pix_mask2_o <= to_unsigned(0, 16);
+    end if;
+end process pix_mask2_pm;
+
+wsel: process (hist, t1, f1, nh, col) is
+begin
+    if bool(t1) then
+        colw <= to_unsigned(0, 48);
+    else
+        colw <= col;
+    end if;
+    if bool(f1) then
+        hsel <= nh;
+    else
+        hsel <= hist;
+    end if;
+end process wsel;
 
 
-col <= unsigned'(pix1 & rd);
+hnext <= unsigned'(colw & hsel(96-1 downto 48));
+nhnext <= unsigned'(col & nh(96-1 downto 48));
 
 wreg: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
             hist <= to_unsigned(0, 96);
+            nh <= to_unsigned(0, 96);
         else
-            if (bool(en) and bool(v1)) then
+            if (bool(en) and bool(v1w)) then
                 hist <= hnext;
+            end if;
+            if bool(en) then
+                if (bool(v1w) and bool(f1)) then
+                    nh <= to_unsigned(0, 96);
+                elsif bool(v1h) then
+                    nh <= nhnext;
+                end if;
             end if;
         end if;
     end if;
 end process wreg;
 
 
-push <= stdl(bool(en) and bool(v1) and bool(wv1));
+push <= stdl(bool(en) and bool(v1w));
 fin_u <= to_unsigned(fin1, 1);
-out_final_pop <= stdl(bool(m_axis_win_tvalid) and bool(m_axis_win_tready) and bool(mfin(0)));
+fin_pop <= stdl(bool(m_axis_win_tvalid) and bool(m_axis_win_tready) and bool(mfin(0)));
+m_axis_win_tuser <= mfin(0);
 
 out_fifo20_seq: process (clk) is
     variable pop: std_logic;

@@ -70,7 +70,7 @@ wire s_axis_b_tready;
 input [15:0] s_axis_x_tdata;
 input s_axis_x_tvalid;
 output s_axis_x_tready;
-reg s_axis_x_tready;
+wire s_axis_x_tready;
 input s_axis_x_tlast;
 input [31:0] s_axis_err_tdata;
 input s_axis_err_tvalid;
@@ -106,8 +106,9 @@ wire win_r;
 wire win_v;
 wire fire;
 wire lb_start;
-reg need_start;
-reg lb_busy;
+reg [2:0] scnt;
+reg [2:0] bcnt;
+wire lb_busy;
 wire ufire;
 reg en_o;
 wire ufire_f;
@@ -116,14 +117,15 @@ wire ufire_b;
 reg va;
 reg fa;
 reg sfirst;
+reg ea;
+wire win_u;
 reg [143:0] xr;
 wire [143:0] win_d;
 reg [31:0] er;
 reg vb;
 reg fbf;
+reg ebf;
 reg [31:0] eb;
-reg ld1;
-reg lb_done;
 reg fold;
 reg [341:0] gbuf;
 wire [341:0] gn_cat;
@@ -150,51 +152,138 @@ reg [1:0] p_r;
 reg [2:0] bm1;
 reg [15:0] lr_r;
 reg bfirst;
-reg [2:0] ldcnt;
 reg [2:0] fcnt;
 wire win_l;
 reg lb_rerr;
 reg lb_cerr;
+reg lb_done;
 reg fpdeep_line_buffer0_en;
-wire [3:0] fpdeep_line_buffer0_he_r;
+wire [4:0] fpdeep_line_buffer0_he_r;
 wire [3:0] fpdeep_line_buffer0_pe_c;
-wire [3:0] fpdeep_line_buffer0_pe_rr;
+wire [4:0] fpdeep_line_buffer0_pe_r;
 wire [3:0] fpdeep_line_buffer0_we_c;
 wire [3:0] fpdeep_line_buffer0_wsum;
-wire [3:0] fpdeep_line_buffer0_hsum;
+wire [4:0] fpdeep_line_buffer0_hsum;
 wire fpdeep_line_buffer0_cbad;
-wire fpdeep_line_buffer0_in_img;
-reg [3:0] fpdeep_line_buffer0_c0;
-reg [3:0] fpdeep_line_buffer0_pad_c;
-reg [3:0] fpdeep_line_buffer0_cend;
-reg [3:0] fpdeep_line_buffer0_r0;
-reg [3:0] fpdeep_line_buffer0_pad_r;
-reg [3:0] fpdeep_line_buffer0_rend;
-wire fpdeep_line_buffer0_wv0;
-wire fpdeep_line_buffer0_last0;
-reg [3:0] fpdeep_line_buffer0_wlast;
-wire fpdeep_line_buffer0_fin0;
-reg [3:0] fpdeep_line_buffer0_hlast;
-reg fpdeep_line_buffer0_fire;
-reg fpdeep_line_buffer0_running;
-reg [15:0] fpdeep_line_buffer0_pix0;
-reg [3:0] fpdeep_line_buffer0_cend_m1;
-wire fpdeep_line_buffer0_out_final_pop;
-wire fpdeep_line_buffer0_wen;
-reg [3:0] fpdeep_line_buffer0_c1;
-wire [31:0] fpdeep_line_buffer0_wdat;
-reg [31:0] fpdeep_line_buffer0_rd;
-reg fpdeep_line_buffer0_v1;
-reg [15:0] fpdeep_line_buffer0_pix1;
-reg fpdeep_line_buffer0_wv1;
+reg fpdeep_line_buffer0_wbusy;
+reg [4:0] fpdeep_line_buffer0_nfull;
+wire fpdeep_line_buffer0_wfire;
+wire [2:0] fpdeep_line_buffer0_wadr;
+reg [3:0] fpdeep_line_buffer0_wcol;
+wire fpdeep_line_buffer0_accept;
+reg fpdeep_line_buffer0_rpend;
+reg fpdeep_line_buffer0_errq;
+reg [3:0] fpdeep_line_buffer0_q;
+reg [3:0] fpdeep_line_buffer0_jj;
+reg [3:0] fpdeep_line_buffer0_r_hc;
+reg fpdeep_line_buffer0_tailw;
+reg [3:0] fpdeep_line_buffer0_r_w;
+reg fpdeep_line_buffer0_first;
+reg fpdeep_line_buffer0_lastj;
+reg [3:0] fpdeep_line_buffer0_r_wo1;
+reg fpdeep_line_buffer0_lastr;
+reg [4:0] fpdeep_line_buffer0_rr;
+reg [4:0] fpdeep_line_buffer0_r_ho1;
+reg [4:0] fpdeep_line_buffer0_ur;
+reg fpdeep_line_buffer0_uex;
+reg [4:0] fpdeep_line_buffer0_lim;
+reg [4:0] fpdeep_line_buffer0_lo;
+reg [4:0] fpdeep_line_buffer0_r_hm1;
+reg [4:0] fpdeep_line_buffer0_need_r;
+reg [4:0] fpdeep_line_buffer0_need_u;
+reg fpdeep_line_buffer0_ract;
+reg [3:0] fpdeep_line_buffer0_hq;
+reg fpdeep_line_buffer0_can_win;
+reg fpdeep_line_buffer0_can_head;
+reg fpdeep_line_buffer0_wf;
+reg fpdeep_line_buffer0_hf;
+reg fpdeep_line_buffer0_rden;
+reg [2:0] fpdeep_line_buffer0_rdad;
+reg [4:0] fpdeep_line_buffer0_rrow;
+reg [4:0] fpdeep_line_buffer0_dec;
+reg [4:0] fpdeep_line_buffer0_r_p;
+wire [4:0] fpdeep_line_buffer0_dd;
+wire [4:0] fpdeep_line_buffer0_sbr;
+reg [4:0] fpdeep_line_buffer0_rsl;
+reg [4:0] fpdeep_line_buffer0_r_off;
+reg [4:0] fpdeep_line_buffer0_slot0;
+wire [2:0] fpdeep_line_buffer0_mask0;
+wire [2:0] fpdeep_line_buffer0_mcat;
+wire fpdeep_line_buffer0_fin_pop;
+reg [4:0] fpdeep_line_buffer0_wrow;
+reg [3:0] fpdeep_line_buffer0_g_w;
+reg [3:0] fpdeep_line_buffer0_g_wm1;
+reg [3:0] fpdeep_line_buffer0_g_hc;
+reg [3:0] fpdeep_line_buffer0_g_wo1;
+reg [4:0] fpdeep_line_buffer0_g_hm1;
+reg [4:0] fpdeep_line_buffer0_g_ho1;
+reg [4:0] fpdeep_line_buffer0_g_hp;
+reg [4:0] fpdeep_line_buffer0_g_p;
+reg [4:0] fpdeep_line_buffer0_g_off;
+reg [2:0] fpdeep_line_buffer0_wslot;
+reg [4:0] fpdeep_line_buffer0_r_hp;
+reg fpdeep_line_buffer0_v1w;
+reg fpdeep_line_buffer0_v1h;
+reg fpdeep_line_buffer0_t1;
+reg fpdeep_line_buffer0_f1;
 reg fpdeep_line_buffer0_last1;
 reg fpdeep_line_buffer0_fin1;
+reg fpdeep_line_buffer0_hz1;
+reg [2:0] fpdeep_line_buffer0_m1;
+reg [47:0] fpdeep_line_buffer0_colw;
 wire [47:0] fpdeep_line_buffer0_col;
+reg [95:0] fpdeep_line_buffer0_hsel;
+reg [95:0] fpdeep_line_buffer0_nh;
 reg [95:0] fpdeep_line_buffer0_hist;
 wire [95:0] fpdeep_line_buffer0_hnext;
+wire [95:0] fpdeep_line_buffer0_nhnext;
 wire fpdeep_line_buffer0_push;
 wire [0:0] fpdeep_line_buffer0_fin_u;
 wire [0:0] fpdeep_line_buffer0_mfin;
+wire fpdeep_line_buffer0_mask_bit0_mb;
+wire fpdeep_line_buffer0_mask_bit1_mb;
+wire fpdeep_line_buffer0_mask_bit2_mb;
+reg [15:0] fpdeep_line_buffer0_row_ram0_rd;
+reg [15:0] fpdeep_line_buffer0_row_ram1_rd;
+reg [15:0] fpdeep_line_buffer0_row_ram2_rd;
+reg [15:0] fpdeep_line_buffer0_row_ram3_rd;
+reg [15:0] fpdeep_line_buffer0_row_ram4_rd;
+reg [4:0] fpdeep_line_buffer0_slot_add0_y;
+reg [4:0] fpdeep_line_buffer0_slot_add1_y;
+reg [4:0] fpdeep_line_buffer0_slot_add2_y;
+reg [4:0] fpdeep_line_buffer0_slot_reg0_y;
+reg [4:0] fpdeep_line_buffer0_slot_reg1_y;
+reg [4:0] fpdeep_line_buffer0_slot_reg2_y;
+reg [15:0] fpdeep_line_buffer0_slot_mux0_y;
+wire [15:0] fpdeep_line_buffer0_slot_mux0_zero;
+reg [15:0] fpdeep_line_buffer0_slot_mux0_o;
+reg [15:0] fpdeep_line_buffer0_slot_mux0_mux21_y;
+reg [15:0] fpdeep_line_buffer0_slot_mux0_mux22_y;
+reg [15:0] fpdeep_line_buffer0_slot_mux0_mux23_y;
+reg [15:0] fpdeep_line_buffer0_slot_mux0_mux24_y;
+reg [15:0] fpdeep_line_buffer0_slot_mux0_mux25_y;
+reg [15:0] fpdeep_line_buffer0_slot_mux0_mux26_y;
+reg [15:0] fpdeep_line_buffer0_slot_mux1_y;
+wire [15:0] fpdeep_line_buffer0_slot_mux1_zero;
+reg [15:0] fpdeep_line_buffer0_slot_mux1_o;
+reg [15:0] fpdeep_line_buffer0_slot_mux1_mux29_y;
+reg [15:0] fpdeep_line_buffer0_slot_mux1_mux210_y;
+reg [15:0] fpdeep_line_buffer0_slot_mux1_mux211_y;
+reg [15:0] fpdeep_line_buffer0_slot_mux1_mux212_y;
+reg [15:0] fpdeep_line_buffer0_slot_mux1_mux213_y;
+reg [15:0] fpdeep_line_buffer0_slot_mux1_mux214_y;
+reg [15:0] fpdeep_line_buffer0_slot_mux2_y;
+wire [15:0] fpdeep_line_buffer0_slot_mux2_zero;
+reg [15:0] fpdeep_line_buffer0_slot_mux2_o;
+reg [15:0] fpdeep_line_buffer0_slot_mux2_mux217_y;
+reg [15:0] fpdeep_line_buffer0_slot_mux2_mux218_y;
+reg [15:0] fpdeep_line_buffer0_slot_mux2_mux219_y;
+reg [15:0] fpdeep_line_buffer0_slot_mux2_mux220_y;
+reg [15:0] fpdeep_line_buffer0_slot_mux2_mux221_y;
+reg [15:0] fpdeep_line_buffer0_slot_mux2_mux222_y;
+reg [15:0] fpdeep_line_buffer0_pix_mask0_o;
+reg [15:0] fpdeep_line_buffer0_pix_mask1_o;
+reg [15:0] fpdeep_line_buffer0_pix_mask2_o;
 wire [143:0] fpdeep_line_buffer0_out_fifo20_din;
 reg [1:0] fpdeep_line_buffer0_out_fifo20_cnt;
 reg [143:0] fpdeep_line_buffer0_out_fifo20_d0;
@@ -803,8 +892,15 @@ reg out_fifo21_l0;
 reg out_fifo21_l1;
 reg [0:0] out_fifo21_u0;
 reg [0:0] out_fifo21_u1;
-reg [31:0] fpdeep_line_buffer0_mem [0:12-1];
+reg [15:0] fpdeep_line_buffer0_row_ram0_mem [0:8-1];
+reg [15:0] fpdeep_line_buffer0_row_ram1_mem [0:8-1];
+reg [15:0] fpdeep_line_buffer0_row_ram2_mem [0:8-1];
+reg [15:0] fpdeep_line_buffer0_row_ram3_mem [0:8-1];
+reg [15:0] fpdeep_line_buffer0_row_ram4_mem [0:8-1];
 
+assign fpdeep_line_buffer0_slot_mux0_zero = 16'd0;
+assign fpdeep_line_buffer0_slot_mux1_zero = 16'd0;
+assign fpdeep_line_buffer0_slot_mux2_zero = 16'd0;
 assign gn_cat[342-1:323] = wfold_lane17_gnew_u;
 assign gn_cat[323-1:304] = wfold_lane16_gnew_u;
 assign gn_cat[304-1:285] = wfold_lane15_gnew_u;
@@ -825,18 +921,21 @@ assign gn_cat[38-1:19] = wfold_lane1_gnew_u;
 assign gn_cat[19-1:0] = wfold_lane0_gnew_u;
 assign gb_cat[38-1:19] = bfold_lane1_gnew_u;
 assign gb_cat[19-1:0] = bfold_lane0_gnew_u;
-assign fpdeep_line_buffer0_hnext[96-1:80] = fpdeep_line_buffer0_col[48-1:32];
-assign fpdeep_line_buffer0_hnext[80-1:64] = fpdeep_line_buffer0_hist[96-1:80];
-assign fpdeep_line_buffer0_hnext[64-1:48] = fpdeep_line_buffer0_col[32-1:16];
-assign fpdeep_line_buffer0_hnext[48-1:32] = fpdeep_line_buffer0_hist[64-1:48];
-assign fpdeep_line_buffer0_hnext[32-1:16] = fpdeep_line_buffer0_col[16-1:0];
-assign fpdeep_line_buffer0_hnext[16-1:0] = fpdeep_line_buffer0_hist[32-1:16];
-assign fpdeep_line_buffer0_out_fifo20_din[144-1:128] = fpdeep_line_buffer0_col[48-1:32];
-assign fpdeep_line_buffer0_out_fifo20_din[128-1:96] = fpdeep_line_buffer0_hist[96-1:64];
-assign fpdeep_line_buffer0_out_fifo20_din[96-1:80] = fpdeep_line_buffer0_col[32-1:16];
-assign fpdeep_line_buffer0_out_fifo20_din[80-1:48] = fpdeep_line_buffer0_hist[64-1:32];
-assign fpdeep_line_buffer0_out_fifo20_din[48-1:32] = fpdeep_line_buffer0_col[16-1:0];
-assign fpdeep_line_buffer0_out_fifo20_din[32-1:0] = fpdeep_line_buffer0_hist[32-1:0];
+assign fpdeep_line_buffer0_mcat[2] = fpdeep_line_buffer0_mask_bit2_mb;
+assign fpdeep_line_buffer0_mcat[1] = fpdeep_line_buffer0_mask_bit1_mb;
+assign fpdeep_line_buffer0_mcat[0] = fpdeep_line_buffer0_mask_bit0_mb;
+assign fpdeep_line_buffer0_col[48-1:32] = fpdeep_line_buffer0_pix_mask2_o;
+assign fpdeep_line_buffer0_col[32-1:16] = fpdeep_line_buffer0_pix_mask1_o;
+assign fpdeep_line_buffer0_col[16-1:0] = fpdeep_line_buffer0_pix_mask0_o;
+assign fpdeep_line_buffer0_out_fifo20_din[144-1:128] = fpdeep_line_buffer0_colw[48-1:32];
+assign fpdeep_line_buffer0_out_fifo20_din[128-1:112] = fpdeep_line_buffer0_hsel[96-1:80];
+assign fpdeep_line_buffer0_out_fifo20_din[112-1:96] = fpdeep_line_buffer0_hsel[48-1:32];
+assign fpdeep_line_buffer0_out_fifo20_din[96-1:80] = fpdeep_line_buffer0_colw[32-1:16];
+assign fpdeep_line_buffer0_out_fifo20_din[80-1:64] = fpdeep_line_buffer0_hsel[80-1:64];
+assign fpdeep_line_buffer0_out_fifo20_din[64-1:48] = fpdeep_line_buffer0_hsel[32-1:16];
+assign fpdeep_line_buffer0_out_fifo20_din[48-1:32] = fpdeep_line_buffer0_colw[16-1:0];
+assign fpdeep_line_buffer0_out_fifo20_din[32-1:16] = fpdeep_line_buffer0_hsel[64-1:48];
+assign fpdeep_line_buffer0_out_fifo20_din[16-1:0] = fpdeep_line_buffer0_hsel[16-1:0];
 assign wfold_lane0_round_sat0_sat0_fill[14] = wfold_lane0_round_sat0_sat0_nsign;
 assign wfold_lane0_round_sat0_sat0_fill[13] = wfold_lane0_round_sat0_sat0_nsign;
 assign wfold_lane0_round_sat0_sat0_fill[12] = wfold_lane0_round_sat0_sat0_nsign;
@@ -1514,16 +1613,16 @@ assign fpdeep_line_buffer0_pe_c = {2'h0, p_r};
 
 
 
-assign fpdeep_line_buffer0_he_r = h_r;
+assign fpdeep_line_buffer0_he_r = {1'h0, h_r};
 
 
 
-assign fpdeep_line_buffer0_pe_rr = {2'h0, p_r};
+assign fpdeep_line_buffer0_pe_r = {3'h0, p_r};
 
 
 
 assign fpdeep_line_buffer0_wsum = ((fpdeep_line_buffer0_we_c + fpdeep_line_buffer0_pe_c) + fpdeep_line_buffer0_pe_c);
-assign fpdeep_line_buffer0_hsum = ((fpdeep_line_buffer0_he_r + fpdeep_line_buffer0_pe_rr) + fpdeep_line_buffer0_pe_rr);
+assign fpdeep_line_buffer0_hsum = ((fpdeep_line_buffer0_he_r + fpdeep_line_buffer0_pe_r) + fpdeep_line_buffer0_pe_r);
 
 
 
@@ -1531,118 +1630,722 @@ assign fpdeep_line_buffer0_cbad = ((w_r == 0) || (w_r > 8) || (h_r == 0) || (h_r
 
 
 
-assign fpdeep_line_buffer0_in_img = ((fpdeep_line_buffer0_c0 >= fpdeep_line_buffer0_pad_c) && (fpdeep_line_buffer0_c0 < fpdeep_line_buffer0_cend) && (fpdeep_line_buffer0_r0 >= fpdeep_line_buffer0_pad_r) && (fpdeep_line_buffer0_r0 < fpdeep_line_buffer0_rend));
-assign fpdeep_line_buffer0_wv0 = (($signed({1'b0, fpdeep_line_buffer0_c0}) >= (3 - 1)) && ($signed({1'b0, fpdeep_line_buffer0_r0}) >= (3 - 1)));
-assign fpdeep_line_buffer0_last0 = (fpdeep_line_buffer0_c0 == fpdeep_line_buffer0_wlast);
-assign fpdeep_line_buffer0_fin0 = ((fpdeep_line_buffer0_c0 == fpdeep_line_buffer0_wlast) && (fpdeep_line_buffer0_r0 == fpdeep_line_buffer0_hlast));
+assign s_axis_x_tready = (fpdeep_line_buffer0_wbusy && (fpdeep_line_buffer0_nfull < 5));
+assign fpdeep_line_buffer0_wfire = (fpdeep_line_buffer0_wbusy && (fpdeep_line_buffer0_nfull < 5) && s_axis_x_tvalid);
+assign fpdeep_line_buffer0_wadr = fpdeep_line_buffer0_wcol[3-1:0];
+assign fpdeep_line_buffer0_accept = (lb_start && (!(fpdeep_line_buffer0_wbusy || fpdeep_line_buffer0_rpend || fpdeep_line_buffer0_errq)));
+assign lb_busy = (fpdeep_line_buffer0_wbusy || fpdeep_line_buffer0_rpend || fpdeep_line_buffer0_errq);
 
 
-always @(fpdeep_line_buffer0_in_img, s_axis_x_tvalid, fpdeep_line_buffer0_en, fpdeep_line_buffer0_running, s_axis_x_tdata) begin: fpdeep_line_buffer0_hand
-    fpdeep_line_buffer0_fire = (fpdeep_line_buffer0_running && fpdeep_line_buffer0_en && (s_axis_x_tvalid || (!fpdeep_line_buffer0_in_img)));
-    s_axis_x_tready = (fpdeep_line_buffer0_running && fpdeep_line_buffer0_en && fpdeep_line_buffer0_in_img);
-    if (fpdeep_line_buffer0_in_img) begin
-        fpdeep_line_buffer0_pix0 = s_axis_x_tdata;
+always @(fpdeep_line_buffer0_r_w, fpdeep_line_buffer0_r_ho1, fpdeep_line_buffer0_r_hm1, fpdeep_line_buffer0_r_hc, fpdeep_line_buffer0_jj, fpdeep_line_buffer0_lo, fpdeep_line_buffer0_nfull, fpdeep_line_buffer0_rr, fpdeep_line_buffer0_r_wo1) begin: fpdeep_line_buffer0_rscan
+    fpdeep_line_buffer0_q = (fpdeep_line_buffer0_jj + fpdeep_line_buffer0_r_hc);
+    fpdeep_line_buffer0_tailw = ((fpdeep_line_buffer0_jj + fpdeep_line_buffer0_r_hc) >= fpdeep_line_buffer0_r_w);
+    fpdeep_line_buffer0_first = (fpdeep_line_buffer0_jj == 0);
+    fpdeep_line_buffer0_lastj = (fpdeep_line_buffer0_jj == fpdeep_line_buffer0_r_wo1);
+    fpdeep_line_buffer0_lastr = (fpdeep_line_buffer0_rr == fpdeep_line_buffer0_r_ho1);
+    if ((fpdeep_line_buffer0_jj == 0)) begin
+        fpdeep_line_buffer0_ur = fpdeep_line_buffer0_rr;
     end
     else begin
-        fpdeep_line_buffer0_pix0 = 0;
+        fpdeep_line_buffer0_ur = (fpdeep_line_buffer0_rr + 1);
+    end
+    fpdeep_line_buffer0_uex = ((fpdeep_line_buffer0_jj == 0) || (fpdeep_line_buffer0_rr != fpdeep_line_buffer0_r_ho1));
+    fpdeep_line_buffer0_lim = (fpdeep_line_buffer0_lo + fpdeep_line_buffer0_nfull);
+    if (((fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc) > fpdeep_line_buffer0_r_hm1)) begin
+        fpdeep_line_buffer0_need_r = fpdeep_line_buffer0_r_hm1;
+    end
+    else begin
+        fpdeep_line_buffer0_need_r = (fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc);
+    end
+    if ((fpdeep_line_buffer0_jj == 0)) begin
+        if (((fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc) > fpdeep_line_buffer0_r_hm1)) begin
+            fpdeep_line_buffer0_need_u = fpdeep_line_buffer0_r_hm1;
+        end
+        else begin
+            fpdeep_line_buffer0_need_u = (fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc);
+        end
+    end
+    else begin
+        if ((((fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc) + 1) > fpdeep_line_buffer0_r_hm1)) begin
+            fpdeep_line_buffer0_need_u = fpdeep_line_buffer0_r_hm1;
+        end
+        else begin
+            fpdeep_line_buffer0_need_u = ((fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc) + 1);
+        end
     end
 end
+
+
+always @(fpdeep_line_buffer0_need_r, fpdeep_line_buffer0_need_u, fpdeep_line_buffer0_lim, fpdeep_line_buffer0_hq, fpdeep_line_buffer0_ract, fpdeep_line_buffer0_r_hc, fpdeep_line_buffer0_jj, fpdeep_line_buffer0_tailw, fpdeep_line_buffer0_uex) begin: fpdeep_line_buffer0_rdec
+    reg cwin;
+    cwin = (fpdeep_line_buffer0_ract && ((fpdeep_line_buffer0_jj != 0) || (fpdeep_line_buffer0_hq == fpdeep_line_buffer0_r_hc)) && (fpdeep_line_buffer0_tailw || (fpdeep_line_buffer0_need_r < fpdeep_line_buffer0_lim)));
+    fpdeep_line_buffer0_can_win = cwin;
+    fpdeep_line_buffer0_can_head = (fpdeep_line_buffer0_ract && (fpdeep_line_buffer0_hq != fpdeep_line_buffer0_r_hc) && fpdeep_line_buffer0_uex && (fpdeep_line_buffer0_need_u < fpdeep_line_buffer0_lim) && ((!cwin) || (fpdeep_line_buffer0_tailw && (fpdeep_line_buffer0_jj != 0))));
+end
+
+
+always @(fpdeep_line_buffer0_r_p, fpdeep_line_buffer0_q, fpdeep_line_buffer0_can_head, fpdeep_line_buffer0_ur, fpdeep_line_buffer0_lastr, fpdeep_line_buffer0_hq, fpdeep_line_buffer0_r_hm1, fpdeep_line_buffer0_tailw, fpdeep_line_buffer0_en, fpdeep_line_buffer0_lo, fpdeep_line_buffer0_can_win, fpdeep_line_buffer0_rr) begin: fpdeep_line_buffer0_rfire
+    fpdeep_line_buffer0_wf = (fpdeep_line_buffer0_en && fpdeep_line_buffer0_can_win);
+    fpdeep_line_buffer0_hf = (fpdeep_line_buffer0_en && fpdeep_line_buffer0_can_head);
+    fpdeep_line_buffer0_rden = ((fpdeep_line_buffer0_en && fpdeep_line_buffer0_can_win && (!fpdeep_line_buffer0_tailw)) || (fpdeep_line_buffer0_en && fpdeep_line_buffer0_can_head));
+    if ((fpdeep_line_buffer0_can_win && (!fpdeep_line_buffer0_tailw))) begin
+        fpdeep_line_buffer0_rdad = fpdeep_line_buffer0_q[3-1:0];
+        fpdeep_line_buffer0_rrow = fpdeep_line_buffer0_rr;
+    end
+    else begin
+        fpdeep_line_buffer0_rdad = fpdeep_line_buffer0_hq[3-1:0];
+        fpdeep_line_buffer0_rrow = fpdeep_line_buffer0_ur;
+    end
+    if (fpdeep_line_buffer0_lastr) begin
+        fpdeep_line_buffer0_dec = ((fpdeep_line_buffer0_r_hm1 + 1) - fpdeep_line_buffer0_lo);
+    end
+    else if ((fpdeep_line_buffer0_rr >= fpdeep_line_buffer0_r_p)) begin
+        fpdeep_line_buffer0_dec = 1;
+    end
+    else begin
+        fpdeep_line_buffer0_dec = 0;
+    end
+end
+
+
+
+assign fpdeep_line_buffer0_dd = (fpdeep_line_buffer0_rrow - fpdeep_line_buffer0_lo);
+assign fpdeep_line_buffer0_sbr = ((fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_dd) + fpdeep_line_buffer0_r_off);
+
+
+always @(fpdeep_line_buffer0_sbr) begin: fpdeep_line_buffer0_rslot2
+    if ((fpdeep_line_buffer0_sbr >= (2 * 5))) begin
+        fpdeep_line_buffer0_slot0 = (fpdeep_line_buffer0_sbr - (2 * 5));
+    end
+    else if ((fpdeep_line_buffer0_sbr >= 5)) begin
+        fpdeep_line_buffer0_slot0 = (fpdeep_line_buffer0_sbr - 5);
+    end
+    else begin
+        fpdeep_line_buffer0_slot0 = fpdeep_line_buffer0_sbr;
+    end
+end
+
+
+
+assign fpdeep_line_buffer0_mask_bit0_mb = (((fpdeep_line_buffer0_rrow + 0) >= fpdeep_line_buffer0_r_p) && ((fpdeep_line_buffer0_rrow + 0) < fpdeep_line_buffer0_r_hp));
+
+
+
+assign fpdeep_line_buffer0_mask_bit1_mb = (((fpdeep_line_buffer0_rrow + 1) >= fpdeep_line_buffer0_r_p) && ((fpdeep_line_buffer0_rrow + 1) < fpdeep_line_buffer0_r_hp));
+
+
+
+assign fpdeep_line_buffer0_mask_bit2_mb = (((fpdeep_line_buffer0_rrow + 2) >= fpdeep_line_buffer0_r_p) && ((fpdeep_line_buffer0_rrow + 2) < fpdeep_line_buffer0_r_hp));
+
+
+
+assign fpdeep_line_buffer0_mask0 = fpdeep_line_buffer0_mcat;
 
 
 always @(posedge clk) begin: fpdeep_line_buffer0_ctl
     if (rst == 1) begin
-        fpdeep_line_buffer0_wlast <= 0;
-        fpdeep_line_buffer0_hlast <= 0;
-        fpdeep_line_buffer0_pad_r <= 0;
+        fpdeep_line_buffer0_errq <= 0;
+        fpdeep_line_buffer0_r_w <= 0;
         lb_done <= 0;
+        fpdeep_line_buffer0_r_hm1 <= 0;
         lb_cerr <= 0;
-        fpdeep_line_buffer0_r0 <= 0;
+        fpdeep_line_buffer0_rsl <= 0;
+        fpdeep_line_buffer0_g_hp <= 0;
+        fpdeep_line_buffer0_r_wo1 <= 0;
+        fpdeep_line_buffer0_rpend <= 0;
+        fpdeep_line_buffer0_hq <= 0;
+        fpdeep_line_buffer0_ract <= 0;
+        fpdeep_line_buffer0_g_off <= 0;
+        fpdeep_line_buffer0_jj <= 0;
         lb_rerr <= 0;
-        lb_busy <= 0;
-        fpdeep_line_buffer0_cend_m1 <= 0;
-        fpdeep_line_buffer0_running <= 0;
-        fpdeep_line_buffer0_c0 <= 0;
-        fpdeep_line_buffer0_cend <= 0;
-        fpdeep_line_buffer0_pad_c <= 0;
-        fpdeep_line_buffer0_rend <= 0;
+        fpdeep_line_buffer0_nfull <= 0;
+        fpdeep_line_buffer0_rr <= 0;
+        fpdeep_line_buffer0_g_hm1 <= 0;
+        fpdeep_line_buffer0_wcol <= 0;
+        fpdeep_line_buffer0_wbusy <= 0;
+        fpdeep_line_buffer0_g_p <= 0;
+        fpdeep_line_buffer0_wslot <= 0;
+        fpdeep_line_buffer0_r_off <= 0;
+        fpdeep_line_buffer0_g_wm1 <= 0;
+        fpdeep_line_buffer0_g_wo1 <= 0;
+        fpdeep_line_buffer0_g_hc <= 0;
+        fpdeep_line_buffer0_g_ho1 <= 0;
+        fpdeep_line_buffer0_g_w <= 0;
+        fpdeep_line_buffer0_r_p <= 0;
+        fpdeep_line_buffer0_r_ho1 <= 0;
+        fpdeep_line_buffer0_r_hc <= 0;
+        fpdeep_line_buffer0_r_hp <= 0;
+        fpdeep_line_buffer0_lo <= 0;
+        fpdeep_line_buffer0_wrow <= 0;
     end
     else begin
         lb_done <= 1'b0;
-        if ((lb_start && (!lb_busy))) begin
+        if (fpdeep_line_buffer0_accept) begin
             lb_rerr <= 1'b0;
             if (fpdeep_line_buffer0_cbad) begin
                 lb_cerr <= 1'b1;
-                lb_done <= 1'b1;
+                if (fpdeep_line_buffer0_fin_pop) begin
+                    fpdeep_line_buffer0_errq <= 1'b1;
+                end
+                else begin
+                    lb_done <= 1'b1;
+                end
             end
             else begin
                 lb_cerr <= 1'b0;
-                lb_busy <= 1'b1;
-                fpdeep_line_buffer0_running <= 1'b1;
-                fpdeep_line_buffer0_pad_c <= fpdeep_line_buffer0_pe_c;
-                fpdeep_line_buffer0_cend <= (fpdeep_line_buffer0_we_c + fpdeep_line_buffer0_pe_c);
-                fpdeep_line_buffer0_cend_m1 <= ((fpdeep_line_buffer0_we_c + fpdeep_line_buffer0_pe_c) - 1);
-                fpdeep_line_buffer0_wlast <= (fpdeep_line_buffer0_wsum - 1);
-                fpdeep_line_buffer0_pad_r <= fpdeep_line_buffer0_pe_rr;
-                fpdeep_line_buffer0_rend <= (fpdeep_line_buffer0_he_r + fpdeep_line_buffer0_pe_rr);
-                fpdeep_line_buffer0_hlast <= (fpdeep_line_buffer0_hsum - 1);
-                fpdeep_line_buffer0_r0 <= 0;
-                fpdeep_line_buffer0_c0 <= 0;
+                fpdeep_line_buffer0_wbusy <= 1'b1;
+                fpdeep_line_buffer0_rpend <= 1'b1;
+                fpdeep_line_buffer0_wcol <= 0;
+                fpdeep_line_buffer0_wrow <= 0;
+                fpdeep_line_buffer0_g_w <= fpdeep_line_buffer0_we_c;
+                fpdeep_line_buffer0_g_wm1 <= (fpdeep_line_buffer0_we_c - 1);
+                fpdeep_line_buffer0_g_hc <= ((3 - 1) - fpdeep_line_buffer0_pe_c);
+                fpdeep_line_buffer0_g_wo1 <= (fpdeep_line_buffer0_wsum - 3);
+                fpdeep_line_buffer0_g_hm1 <= (fpdeep_line_buffer0_he_r - 1);
+                fpdeep_line_buffer0_g_ho1 <= (fpdeep_line_buffer0_hsum - 3);
+                fpdeep_line_buffer0_g_hp <= (fpdeep_line_buffer0_he_r + fpdeep_line_buffer0_pe_r);
+                fpdeep_line_buffer0_g_p <= fpdeep_line_buffer0_pe_r;
+                fpdeep_line_buffer0_g_off <= (5 - fpdeep_line_buffer0_pe_r);
             end
         end
-        if (fpdeep_line_buffer0_fire) begin
-            if ((fpdeep_line_buffer0_in_img && (s_axis_x_tlast != (fpdeep_line_buffer0_c0 == fpdeep_line_buffer0_cend_m1)))) begin
+        else if ((fpdeep_line_buffer0_errq && (!fpdeep_line_buffer0_fin_pop))) begin
+            fpdeep_line_buffer0_errq <= 1'b0;
+            lb_done <= 1'b1;
+        end
+        if (fpdeep_line_buffer0_fin_pop) begin
+            lb_done <= 1'b1;
+        end
+        if (fpdeep_line_buffer0_wfire) begin
+            if ((s_axis_x_tlast != (fpdeep_line_buffer0_wcol == fpdeep_line_buffer0_g_wm1))) begin
                 lb_rerr <= 1'b1;
             end
-            if ((fpdeep_line_buffer0_c0 == fpdeep_line_buffer0_wlast)) begin
-                fpdeep_line_buffer0_c0 <= 0;
-                if ((fpdeep_line_buffer0_r0 == fpdeep_line_buffer0_hlast)) begin
-                    fpdeep_line_buffer0_r0 <= 0;
-                    fpdeep_line_buffer0_running <= 1'b0;
+            if ((fpdeep_line_buffer0_wcol == fpdeep_line_buffer0_g_wm1)) begin
+                fpdeep_line_buffer0_wcol <= 0;
+                if (($signed({1'b0, fpdeep_line_buffer0_wslot}) == (5 - 1))) begin
+                    fpdeep_line_buffer0_wslot <= 0;
                 end
                 else begin
-                    fpdeep_line_buffer0_r0 <= (fpdeep_line_buffer0_r0 + 1);
+                    fpdeep_line_buffer0_wslot <= (fpdeep_line_buffer0_wslot + 1);
+                end
+                if ((fpdeep_line_buffer0_wrow == fpdeep_line_buffer0_g_hm1)) begin
+                    fpdeep_line_buffer0_wrow <= 0;
+                    fpdeep_line_buffer0_wbusy <= 1'b0;
+                end
+                else begin
+                    fpdeep_line_buffer0_wrow <= (fpdeep_line_buffer0_wrow + 1);
                 end
             end
             else begin
-                fpdeep_line_buffer0_c0 <= (fpdeep_line_buffer0_c0 + 1);
+                fpdeep_line_buffer0_wcol <= (fpdeep_line_buffer0_wcol + 1);
             end
         end
-        if (fpdeep_line_buffer0_out_final_pop) begin
-            lb_busy <= 1'b0;
-            lb_done <= 1'b1;
+        if ((fpdeep_line_buffer0_wf && fpdeep_line_buffer0_lastj)) begin
+            if ((fpdeep_line_buffer0_wfire && (fpdeep_line_buffer0_wcol == fpdeep_line_buffer0_g_wm1))) begin
+                fpdeep_line_buffer0_nfull <= ((fpdeep_line_buffer0_nfull + 1) - fpdeep_line_buffer0_dec);
+            end
+            else begin
+                fpdeep_line_buffer0_nfull <= (fpdeep_line_buffer0_nfull - fpdeep_line_buffer0_dec);
+            end
+            if (((fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_dec) >= 5)) begin
+                fpdeep_line_buffer0_rsl <= ((fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_dec) - 5);
+            end
+            else begin
+                fpdeep_line_buffer0_rsl <= (fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_dec);
+            end
+        end
+        else if ((fpdeep_line_buffer0_wfire && (fpdeep_line_buffer0_wcol == fpdeep_line_buffer0_g_wm1))) begin
+            fpdeep_line_buffer0_nfull <= (fpdeep_line_buffer0_nfull + 1);
+        end
+        if (((!fpdeep_line_buffer0_ract) && fpdeep_line_buffer0_rpend)) begin
+            fpdeep_line_buffer0_ract <= 1'b1;
+            fpdeep_line_buffer0_rpend <= 1'b0;
+            fpdeep_line_buffer0_r_w <= fpdeep_line_buffer0_g_w;
+            fpdeep_line_buffer0_r_hc <= fpdeep_line_buffer0_g_hc;
+            fpdeep_line_buffer0_r_wo1 <= fpdeep_line_buffer0_g_wo1;
+            fpdeep_line_buffer0_r_hm1 <= fpdeep_line_buffer0_g_hm1;
+            fpdeep_line_buffer0_r_ho1 <= fpdeep_line_buffer0_g_ho1;
+            fpdeep_line_buffer0_r_hp <= fpdeep_line_buffer0_g_hp;
+            fpdeep_line_buffer0_r_p <= fpdeep_line_buffer0_g_p;
+            fpdeep_line_buffer0_r_off <= fpdeep_line_buffer0_g_off;
+            fpdeep_line_buffer0_rr <= 0;
+            fpdeep_line_buffer0_jj <= 0;
+            fpdeep_line_buffer0_hq <= 0;
+            fpdeep_line_buffer0_lo <= 0;
+        end
+        if (fpdeep_line_buffer0_hf) begin
+            fpdeep_line_buffer0_hq <= (fpdeep_line_buffer0_hq + 1);
+        end
+        if (fpdeep_line_buffer0_wf) begin
+            if ((fpdeep_line_buffer0_jj == 0)) begin
+                fpdeep_line_buffer0_hq <= 0;
+            end
+            if (fpdeep_line_buffer0_lastj) begin
+                fpdeep_line_buffer0_jj <= 0;
+                if (fpdeep_line_buffer0_lastr) begin
+                    fpdeep_line_buffer0_ract <= 1'b0;
+                    fpdeep_line_buffer0_lo <= 0;
+                end
+                else begin
+                    fpdeep_line_buffer0_rr <= (fpdeep_line_buffer0_rr + 1);
+                    fpdeep_line_buffer0_lo <= (fpdeep_line_buffer0_lo + fpdeep_line_buffer0_dec);
+                end
+            end
+            else begin
+                fpdeep_line_buffer0_jj <= (fpdeep_line_buffer0_jj + 1);
+            end
         end
     end
 end
 
 
-always @(posedge clk) begin: fpdeep_line_buffer0_ram
-    if (fpdeep_line_buffer0_wen) begin
-        fpdeep_line_buffer0_mem[fpdeep_line_buffer0_c1] <= fpdeep_line_buffer0_wdat;
+always @(posedge clk) begin: fpdeep_line_buffer0_row_ram0_ram
+    if ((fpdeep_line_buffer0_wfire && (fpdeep_line_buffer0_wslot == 0))) begin
+        fpdeep_line_buffer0_row_ram0_mem[fpdeep_line_buffer0_wadr] <= s_axis_x_tdata;
     end
-    if (fpdeep_line_buffer0_fire) begin
-        fpdeep_line_buffer0_rd <= fpdeep_line_buffer0_mem[fpdeep_line_buffer0_c0];
+    if (fpdeep_line_buffer0_rden) begin
+        fpdeep_line_buffer0_row_ram0_rd <= fpdeep_line_buffer0_row_ram0_mem[fpdeep_line_buffer0_rdad];
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_line_buffer0_row_ram1_ram
+    if ((fpdeep_line_buffer0_wfire && (fpdeep_line_buffer0_wslot == 1))) begin
+        fpdeep_line_buffer0_row_ram1_mem[fpdeep_line_buffer0_wadr] <= s_axis_x_tdata;
+    end
+    if (fpdeep_line_buffer0_rden) begin
+        fpdeep_line_buffer0_row_ram1_rd <= fpdeep_line_buffer0_row_ram1_mem[fpdeep_line_buffer0_rdad];
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_line_buffer0_row_ram2_ram
+    if ((fpdeep_line_buffer0_wfire && (fpdeep_line_buffer0_wslot == 2))) begin
+        fpdeep_line_buffer0_row_ram2_mem[fpdeep_line_buffer0_wadr] <= s_axis_x_tdata;
+    end
+    if (fpdeep_line_buffer0_rden) begin
+        fpdeep_line_buffer0_row_ram2_rd <= fpdeep_line_buffer0_row_ram2_mem[fpdeep_line_buffer0_rdad];
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_line_buffer0_row_ram3_ram
+    if ((fpdeep_line_buffer0_wfire && (fpdeep_line_buffer0_wslot == 3))) begin
+        fpdeep_line_buffer0_row_ram3_mem[fpdeep_line_buffer0_wadr] <= s_axis_x_tdata;
+    end
+    if (fpdeep_line_buffer0_rden) begin
+        fpdeep_line_buffer0_row_ram3_rd <= fpdeep_line_buffer0_row_ram3_mem[fpdeep_line_buffer0_rdad];
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_line_buffer0_row_ram4_ram
+    if ((fpdeep_line_buffer0_wfire && (fpdeep_line_buffer0_wslot == 4))) begin
+        fpdeep_line_buffer0_row_ram4_mem[fpdeep_line_buffer0_wadr] <= s_axis_x_tdata;
+    end
+    if (fpdeep_line_buffer0_rden) begin
+        fpdeep_line_buffer0_row_ram4_rd <= fpdeep_line_buffer0_row_ram4_mem[fpdeep_line_buffer0_rdad];
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot0) begin: fpdeep_line_buffer0_slot_add0_add
+    if (((fpdeep_line_buffer0_slot0 + 0) >= 5)) begin
+        fpdeep_line_buffer0_slot_add0_y = ((fpdeep_line_buffer0_slot0 + 0) - 5);
+    end
+    else begin
+        fpdeep_line_buffer0_slot_add0_y = (fpdeep_line_buffer0_slot0 + 0);
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot0) begin: fpdeep_line_buffer0_slot_add1_add
+    if (((fpdeep_line_buffer0_slot0 + 1) >= 5)) begin
+        fpdeep_line_buffer0_slot_add1_y = ((fpdeep_line_buffer0_slot0 + 1) - 5);
+    end
+    else begin
+        fpdeep_line_buffer0_slot_add1_y = (fpdeep_line_buffer0_slot0 + 1);
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot0) begin: fpdeep_line_buffer0_slot_add2_add
+    if (((fpdeep_line_buffer0_slot0 + 2) >= 5)) begin
+        fpdeep_line_buffer0_slot_add2_y = ((fpdeep_line_buffer0_slot0 + 2) - 5);
+    end
+    else begin
+        fpdeep_line_buffer0_slot_add2_y = (fpdeep_line_buffer0_slot0 + 2);
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_line_buffer0_slot_reg0_st
+    if (rst == 1) begin
+        fpdeep_line_buffer0_slot_reg0_y <= 0;
+    end
+    else begin
+        if (fpdeep_line_buffer0_en) begin
+            fpdeep_line_buffer0_slot_reg0_y <= fpdeep_line_buffer0_slot_add0_y;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_line_buffer0_slot_reg1_st
+    if (rst == 1) begin
+        fpdeep_line_buffer0_slot_reg1_y <= 0;
+    end
+    else begin
+        if (fpdeep_line_buffer0_en) begin
+            fpdeep_line_buffer0_slot_reg1_y <= fpdeep_line_buffer0_slot_add1_y;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_line_buffer0_slot_reg2_st
+    if (rst == 1) begin
+        fpdeep_line_buffer0_slot_reg2_y <= 0;
+    end
+    else begin
+        if (fpdeep_line_buffer0_en) begin
+            fpdeep_line_buffer0_slot_reg2_y <= fpdeep_line_buffer0_slot_add2_y;
+        end
     end
 end
 
 
 always @(posedge clk) begin: fpdeep_line_buffer0_st1
     if (rst == 1) begin
+        fpdeep_line_buffer0_v1h <= 0;
         fpdeep_line_buffer0_fin1 <= 0;
-        fpdeep_line_buffer0_wv1 <= 0;
-        fpdeep_line_buffer0_v1 <= 0;
+        fpdeep_line_buffer0_t1 <= 0;
+        fpdeep_line_buffer0_f1 <= 0;
+        fpdeep_line_buffer0_v1w <= 0;
         fpdeep_line_buffer0_last1 <= 0;
-        fpdeep_line_buffer0_c1 <= 0;
-        fpdeep_line_buffer0_pix1 <= 0;
+        fpdeep_line_buffer0_hz1 <= 0;
+        fpdeep_line_buffer0_m1 <= 0;
     end
     else begin
         if (fpdeep_line_buffer0_en) begin
-            fpdeep_line_buffer0_v1 <= fpdeep_line_buffer0_fire;
-            if (fpdeep_line_buffer0_fire) begin
-                fpdeep_line_buffer0_pix1 <= fpdeep_line_buffer0_pix0;
-                fpdeep_line_buffer0_c1 <= fpdeep_line_buffer0_c0;
-                fpdeep_line_buffer0_wv1 <= fpdeep_line_buffer0_wv0;
-                fpdeep_line_buffer0_last1 <= fpdeep_line_buffer0_last0;
-                fpdeep_line_buffer0_fin1 <= fpdeep_line_buffer0_fin0;
+            fpdeep_line_buffer0_v1w <= fpdeep_line_buffer0_wf;
+            fpdeep_line_buffer0_v1h <= fpdeep_line_buffer0_hf;
+            fpdeep_line_buffer0_t1 <= fpdeep_line_buffer0_tailw;
+            fpdeep_line_buffer0_f1 <= fpdeep_line_buffer0_first;
+            fpdeep_line_buffer0_last1 <= fpdeep_line_buffer0_lastj;
+            fpdeep_line_buffer0_fin1 <= (fpdeep_line_buffer0_lastj && fpdeep_line_buffer0_lastr);
+            fpdeep_line_buffer0_hz1 <= (fpdeep_line_buffer0_hq >= fpdeep_line_buffer0_r_w);
+            fpdeep_line_buffer0_m1 <= fpdeep_line_buffer0_mask0;
+        end
+    end
+end
+
+
+always @(fpdeep_line_buffer0_row_ram0_rd, fpdeep_line_buffer0_slot_reg0_y[1-1:0], fpdeep_line_buffer0_row_ram1_rd) begin: fpdeep_line_buffer0_slot_mux0_mux20_m
+    if (fpdeep_line_buffer0_slot_reg0_y[1-1:0]) begin
+        fpdeep_line_buffer0_slot_mux0_o = fpdeep_line_buffer0_row_ram1_rd;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux0_o = fpdeep_line_buffer0_row_ram0_rd;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_row_ram2_rd, fpdeep_line_buffer0_slot_reg0_y[1-1:0], fpdeep_line_buffer0_row_ram3_rd) begin: fpdeep_line_buffer0_slot_mux0_mux21_m
+    if (fpdeep_line_buffer0_slot_reg0_y[1-1:0]) begin
+        fpdeep_line_buffer0_slot_mux0_mux21_y = fpdeep_line_buffer0_row_ram3_rd;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux0_mux21_y = fpdeep_line_buffer0_row_ram2_rd;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_row_ram4_rd, fpdeep_line_buffer0_slot_reg0_y[1-1:0], fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_line_buffer0_slot_mux0_mux22_m
+    if (fpdeep_line_buffer0_slot_reg0_y[1-1:0]) begin
+        fpdeep_line_buffer0_slot_mux0_mux22_y = fpdeep_line_buffer0_slot_mux0_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux0_mux22_y = fpdeep_line_buffer0_row_ram4_rd;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux0_o, fpdeep_line_buffer0_slot_reg0_y[2-1:1], fpdeep_line_buffer0_slot_mux0_mux21_y) begin: fpdeep_line_buffer0_slot_mux0_mux23_m
+    if (fpdeep_line_buffer0_slot_reg0_y[2-1:1]) begin
+        fpdeep_line_buffer0_slot_mux0_mux23_y = fpdeep_line_buffer0_slot_mux0_mux21_y;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux0_mux23_y = fpdeep_line_buffer0_slot_mux0_o;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux0_mux22_y, fpdeep_line_buffer0_slot_reg0_y[2-1:1], fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_line_buffer0_slot_mux0_mux24_m
+    if (fpdeep_line_buffer0_slot_reg0_y[2-1:1]) begin
+        fpdeep_line_buffer0_slot_mux0_mux24_y = fpdeep_line_buffer0_slot_mux0_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux0_mux24_y = fpdeep_line_buffer0_slot_mux0_mux22_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux0_mux23_y, fpdeep_line_buffer0_slot_reg0_y[3-1:2], fpdeep_line_buffer0_slot_mux0_mux24_y) begin: fpdeep_line_buffer0_slot_mux0_mux25_m
+    if (fpdeep_line_buffer0_slot_reg0_y[3-1:2]) begin
+        fpdeep_line_buffer0_slot_mux0_mux25_y = fpdeep_line_buffer0_slot_mux0_mux24_y;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux0_mux25_y = fpdeep_line_buffer0_slot_mux0_mux23_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux0_mux25_y, fpdeep_line_buffer0_slot_reg0_y[4-1:3], fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_line_buffer0_slot_mux0_mux26_m
+    if (fpdeep_line_buffer0_slot_reg0_y[4-1:3]) begin
+        fpdeep_line_buffer0_slot_mux0_mux26_y = fpdeep_line_buffer0_slot_mux0_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux0_mux26_y = fpdeep_line_buffer0_slot_mux0_mux25_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux0_mux26_y, fpdeep_line_buffer0_slot_reg0_y[5-1:4], fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_line_buffer0_slot_mux0_mux27_m
+    if (fpdeep_line_buffer0_slot_reg0_y[5-1:4]) begin
+        fpdeep_line_buffer0_slot_mux0_y = fpdeep_line_buffer0_slot_mux0_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux0_y = fpdeep_line_buffer0_slot_mux0_mux26_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_row_ram0_rd, fpdeep_line_buffer0_slot_reg1_y[1-1:0], fpdeep_line_buffer0_row_ram1_rd) begin: fpdeep_line_buffer0_slot_mux1_mux28_m
+    if (fpdeep_line_buffer0_slot_reg1_y[1-1:0]) begin
+        fpdeep_line_buffer0_slot_mux1_o = fpdeep_line_buffer0_row_ram1_rd;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux1_o = fpdeep_line_buffer0_row_ram0_rd;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_row_ram2_rd, fpdeep_line_buffer0_slot_reg1_y[1-1:0], fpdeep_line_buffer0_row_ram3_rd) begin: fpdeep_line_buffer0_slot_mux1_mux29_m
+    if (fpdeep_line_buffer0_slot_reg1_y[1-1:0]) begin
+        fpdeep_line_buffer0_slot_mux1_mux29_y = fpdeep_line_buffer0_row_ram3_rd;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux1_mux29_y = fpdeep_line_buffer0_row_ram2_rd;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_row_ram4_rd, fpdeep_line_buffer0_slot_reg1_y[1-1:0], fpdeep_line_buffer0_slot_mux1_zero) begin: fpdeep_line_buffer0_slot_mux1_mux210_m
+    if (fpdeep_line_buffer0_slot_reg1_y[1-1:0]) begin
+        fpdeep_line_buffer0_slot_mux1_mux210_y = fpdeep_line_buffer0_slot_mux1_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux1_mux210_y = fpdeep_line_buffer0_row_ram4_rd;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux1_o, fpdeep_line_buffer0_slot_reg1_y[2-1:1], fpdeep_line_buffer0_slot_mux1_mux29_y) begin: fpdeep_line_buffer0_slot_mux1_mux211_m
+    if (fpdeep_line_buffer0_slot_reg1_y[2-1:1]) begin
+        fpdeep_line_buffer0_slot_mux1_mux211_y = fpdeep_line_buffer0_slot_mux1_mux29_y;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux1_mux211_y = fpdeep_line_buffer0_slot_mux1_o;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux1_mux210_y, fpdeep_line_buffer0_slot_reg1_y[2-1:1], fpdeep_line_buffer0_slot_mux1_zero) begin: fpdeep_line_buffer0_slot_mux1_mux212_m
+    if (fpdeep_line_buffer0_slot_reg1_y[2-1:1]) begin
+        fpdeep_line_buffer0_slot_mux1_mux212_y = fpdeep_line_buffer0_slot_mux1_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux1_mux212_y = fpdeep_line_buffer0_slot_mux1_mux210_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux1_mux211_y, fpdeep_line_buffer0_slot_reg1_y[3-1:2], fpdeep_line_buffer0_slot_mux1_mux212_y) begin: fpdeep_line_buffer0_slot_mux1_mux213_m
+    if (fpdeep_line_buffer0_slot_reg1_y[3-1:2]) begin
+        fpdeep_line_buffer0_slot_mux1_mux213_y = fpdeep_line_buffer0_slot_mux1_mux212_y;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux1_mux213_y = fpdeep_line_buffer0_slot_mux1_mux211_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux1_mux213_y, fpdeep_line_buffer0_slot_reg1_y[4-1:3], fpdeep_line_buffer0_slot_mux1_zero) begin: fpdeep_line_buffer0_slot_mux1_mux214_m
+    if (fpdeep_line_buffer0_slot_reg1_y[4-1:3]) begin
+        fpdeep_line_buffer0_slot_mux1_mux214_y = fpdeep_line_buffer0_slot_mux1_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux1_mux214_y = fpdeep_line_buffer0_slot_mux1_mux213_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux1_mux214_y, fpdeep_line_buffer0_slot_reg1_y[5-1:4], fpdeep_line_buffer0_slot_mux1_zero) begin: fpdeep_line_buffer0_slot_mux1_mux215_m
+    if (fpdeep_line_buffer0_slot_reg1_y[5-1:4]) begin
+        fpdeep_line_buffer0_slot_mux1_y = fpdeep_line_buffer0_slot_mux1_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux1_y = fpdeep_line_buffer0_slot_mux1_mux214_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_row_ram0_rd, fpdeep_line_buffer0_slot_reg2_y[1-1:0], fpdeep_line_buffer0_row_ram1_rd) begin: fpdeep_line_buffer0_slot_mux2_mux216_m
+    if (fpdeep_line_buffer0_slot_reg2_y[1-1:0]) begin
+        fpdeep_line_buffer0_slot_mux2_o = fpdeep_line_buffer0_row_ram1_rd;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux2_o = fpdeep_line_buffer0_row_ram0_rd;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_row_ram2_rd, fpdeep_line_buffer0_slot_reg2_y[1-1:0], fpdeep_line_buffer0_row_ram3_rd) begin: fpdeep_line_buffer0_slot_mux2_mux217_m
+    if (fpdeep_line_buffer0_slot_reg2_y[1-1:0]) begin
+        fpdeep_line_buffer0_slot_mux2_mux217_y = fpdeep_line_buffer0_row_ram3_rd;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux2_mux217_y = fpdeep_line_buffer0_row_ram2_rd;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_row_ram4_rd, fpdeep_line_buffer0_slot_reg2_y[1-1:0], fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_line_buffer0_slot_mux2_mux218_m
+    if (fpdeep_line_buffer0_slot_reg2_y[1-1:0]) begin
+        fpdeep_line_buffer0_slot_mux2_mux218_y = fpdeep_line_buffer0_slot_mux2_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux2_mux218_y = fpdeep_line_buffer0_row_ram4_rd;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux2_o, fpdeep_line_buffer0_slot_reg2_y[2-1:1], fpdeep_line_buffer0_slot_mux2_mux217_y) begin: fpdeep_line_buffer0_slot_mux2_mux219_m
+    if (fpdeep_line_buffer0_slot_reg2_y[2-1:1]) begin
+        fpdeep_line_buffer0_slot_mux2_mux219_y = fpdeep_line_buffer0_slot_mux2_mux217_y;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux2_mux219_y = fpdeep_line_buffer0_slot_mux2_o;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux2_mux218_y, fpdeep_line_buffer0_slot_reg2_y[2-1:1], fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_line_buffer0_slot_mux2_mux220_m
+    if (fpdeep_line_buffer0_slot_reg2_y[2-1:1]) begin
+        fpdeep_line_buffer0_slot_mux2_mux220_y = fpdeep_line_buffer0_slot_mux2_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux2_mux220_y = fpdeep_line_buffer0_slot_mux2_mux218_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux2_mux219_y, fpdeep_line_buffer0_slot_reg2_y[3-1:2], fpdeep_line_buffer0_slot_mux2_mux220_y) begin: fpdeep_line_buffer0_slot_mux2_mux221_m
+    if (fpdeep_line_buffer0_slot_reg2_y[3-1:2]) begin
+        fpdeep_line_buffer0_slot_mux2_mux221_y = fpdeep_line_buffer0_slot_mux2_mux220_y;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux2_mux221_y = fpdeep_line_buffer0_slot_mux2_mux219_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux2_mux221_y, fpdeep_line_buffer0_slot_reg2_y[4-1:3], fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_line_buffer0_slot_mux2_mux222_m
+    if (fpdeep_line_buffer0_slot_reg2_y[4-1:3]) begin
+        fpdeep_line_buffer0_slot_mux2_mux222_y = fpdeep_line_buffer0_slot_mux2_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux2_mux222_y = fpdeep_line_buffer0_slot_mux2_mux221_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_slot_mux2_mux222_y, fpdeep_line_buffer0_slot_reg2_y[5-1:4], fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_line_buffer0_slot_mux2_mux223_m
+    if (fpdeep_line_buffer0_slot_reg2_y[5-1:4]) begin
+        fpdeep_line_buffer0_slot_mux2_y = fpdeep_line_buffer0_slot_mux2_zero;
+    end
+    else begin
+        fpdeep_line_buffer0_slot_mux2_y = fpdeep_line_buffer0_slot_mux2_mux222_y;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_hz1, fpdeep_line_buffer0_m1, fpdeep_line_buffer0_slot_mux0_y) begin: fpdeep_line_buffer0_pix_mask0_pm
+    if ((fpdeep_line_buffer0_m1[0] && (!fpdeep_line_buffer0_hz1))) begin
+        fpdeep_line_buffer0_pix_mask0_o = fpdeep_line_buffer0_slot_mux0_y;
+    end
+    else begin
+        fpdeep_line_buffer0_pix_mask0_o = 0;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_hz1, fpdeep_line_buffer0_m1, fpdeep_line_buffer0_slot_mux1_y) begin: fpdeep_line_buffer0_pix_mask1_pm
+    if ((fpdeep_line_buffer0_m1[1] && (!fpdeep_line_buffer0_hz1))) begin
+        fpdeep_line_buffer0_pix_mask1_o = fpdeep_line_buffer0_slot_mux1_y;
+    end
+    else begin
+        fpdeep_line_buffer0_pix_mask1_o = 0;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_hz1, fpdeep_line_buffer0_m1, fpdeep_line_buffer0_slot_mux2_y) begin: fpdeep_line_buffer0_pix_mask2_pm
+    if ((fpdeep_line_buffer0_m1[2] && (!fpdeep_line_buffer0_hz1))) begin
+        fpdeep_line_buffer0_pix_mask2_o = fpdeep_line_buffer0_slot_mux2_y;
+    end
+    else begin
+        fpdeep_line_buffer0_pix_mask2_o = 0;
+    end
+end
+
+
+always @(fpdeep_line_buffer0_hist, fpdeep_line_buffer0_t1, fpdeep_line_buffer0_f1, fpdeep_line_buffer0_nh, fpdeep_line_buffer0_col) begin: fpdeep_line_buffer0_wsel
+    if (fpdeep_line_buffer0_t1) begin
+        fpdeep_line_buffer0_colw = 0;
+    end
+    else begin
+        fpdeep_line_buffer0_colw = fpdeep_line_buffer0_col;
+    end
+    if (fpdeep_line_buffer0_f1) begin
+        fpdeep_line_buffer0_hsel = fpdeep_line_buffer0_nh;
+    end
+    else begin
+        fpdeep_line_buffer0_hsel = fpdeep_line_buffer0_hist;
+    end
+end
+
+
+
+assign fpdeep_line_buffer0_hnext = {fpdeep_line_buffer0_colw, fpdeep_line_buffer0_hsel[96-1:48]};
+assign fpdeep_line_buffer0_nhnext = {fpdeep_line_buffer0_col, fpdeep_line_buffer0_nh[96-1:48]};
+
+
+always @(posedge clk) begin: fpdeep_line_buffer0_wreg
+    if (rst == 1) begin
+        fpdeep_line_buffer0_hist <= 0;
+        fpdeep_line_buffer0_nh <= 0;
+    end
+    else begin
+        if ((fpdeep_line_buffer0_en && fpdeep_line_buffer0_v1w)) begin
+            fpdeep_line_buffer0_hist <= fpdeep_line_buffer0_hnext;
+        end
+        if (fpdeep_line_buffer0_en) begin
+            if ((fpdeep_line_buffer0_v1w && fpdeep_line_buffer0_f1)) begin
+                fpdeep_line_buffer0_nh <= 0;
+            end
+            else if (fpdeep_line_buffer0_v1h) begin
+                fpdeep_line_buffer0_nh <= fpdeep_line_buffer0_nhnext;
             end
         end
     end
@@ -1650,30 +2353,10 @@ end
 
 
 
-assign fpdeep_line_buffer0_wen = (fpdeep_line_buffer0_en && fpdeep_line_buffer0_v1);
-assign fpdeep_line_buffer0_wdat = {fpdeep_line_buffer0_pix1, fpdeep_line_buffer0_rd[32-1:16]};
-
-
-
-assign fpdeep_line_buffer0_col = {fpdeep_line_buffer0_pix1, fpdeep_line_buffer0_rd};
-
-
-always @(posedge clk) begin: fpdeep_line_buffer0_wreg
-    if (rst == 1) begin
-        fpdeep_line_buffer0_hist <= 0;
-    end
-    else begin
-        if ((fpdeep_line_buffer0_en && fpdeep_line_buffer0_v1)) begin
-            fpdeep_line_buffer0_hist <= fpdeep_line_buffer0_hnext;
-        end
-    end
-end
-
-
-
-assign fpdeep_line_buffer0_push = (fpdeep_line_buffer0_en && fpdeep_line_buffer0_v1 && fpdeep_line_buffer0_wv1);
+assign fpdeep_line_buffer0_push = (fpdeep_line_buffer0_en && fpdeep_line_buffer0_v1w);
 assign fpdeep_line_buffer0_fin_u = fpdeep_line_buffer0_fin1;
-assign fpdeep_line_buffer0_out_final_pop = (win_v && win_r && fpdeep_line_buffer0_mfin[0]);
+assign fpdeep_line_buffer0_fin_pop = (win_v && win_r && fpdeep_line_buffer0_mfin[0]);
+assign win_u = fpdeep_line_buffer0_mfin[0];
 
 
 always @(posedge clk) begin: fpdeep_line_buffer0_out_fifo20_seq
@@ -1737,7 +2420,7 @@ assign bfire = ((phase == 0) && s_axis_b_tvalid);
 assign win_r = ((phase == 1) && s_axis_err_tvalid);
 assign s_axis_err_tready = ((phase == 1) && win_v);
 assign fire = ((phase == 1) && win_v && s_axis_err_tvalid);
-assign lb_start = ((phase == 1) && need_start && (!lb_busy));
+assign lb_start = ((phase == 1) && (scnt != bcnt) && (!lb_busy));
 assign ufire = ((phase == 2) && en_o);
 assign ufire_f = ((phase == 2) && en_o && (ucnt != 2));
 assign ufire_b = ((phase == 2) && en_o && (ucnt == 2));
@@ -1747,12 +2430,14 @@ always @(posedge clk) begin: inreg
     if (rst == 1) begin
         xr <= 0;
         fa <= 0;
-        er <= 0;
         va <= 0;
+        er <= 0;
+        ea <= 0;
     end
     else begin
         va <= fire;
         fa <= sfirst;
+        ea <= (fire && win_u);
         if (fire) begin
             xr <= win_d;
             er <= s_axis_err_tdata;
@@ -1765,11 +2450,13 @@ always @(posedge clk) begin: preg
     if (rst == 1) begin
         vb <= 0;
         eb <= 0;
+        ebf <= 0;
         fbf <= 0;
     end
     else begin
         vb <= va;
         fbf <= fa;
+        ebf <= ea;
         eb <= er;
     end
 end
@@ -1778,11 +2465,9 @@ end
 always @(posedge clk) begin: ldly
     if (rst == 1) begin
         fold <= 0;
-        ld1 <= 0;
     end
     else begin
-        ld1 <= lb_done;
-        fold <= ld1;
+        fold <= ebf;
     end
 end
 
@@ -4922,15 +5607,15 @@ always @(posedge clk) begin: ctl
         fcnt <= 0;
         bm1 <= 0;
         phase <= 0;
-        sfirst <= 0;
+        bcnt <= 0;
         done <= 0;
         lr_r <= 0;
-        need_start <= 0;
-        bfirst <= 0;
+        scnt <= 0;
+        sfirst <= 0;
         cfg_err <= 0;
+        bfirst <= 0;
         row_err <= 0;
         h_r <= 0;
-        ldcnt <= 0;
         w_r <= 0;
     end
     else begin
@@ -4949,34 +5634,28 @@ always @(posedge clk) begin: ctl
                 p_r <= cfg_pad;
                 bm1 <= (cfg_batch - 1);
                 lr_r <= cfg_lr;
-                need_start <= 1'b1;
+                bcnt <= cfg_batch;
+                scnt <= 0;
+                sfirst <= 1'b1;
                 bfirst <= 1'b1;
-                ldcnt <= 0;
                 fcnt <= 0;
                 ucnt <= 0;
             end
         end
         if (lb_start) begin
-            need_start <= 1'b0;
-            sfirst <= 1'b1;
+            scnt <= (scnt + 1);
         end
         if (fire) begin
-            sfirst <= 1'b0;
+            sfirst <= win_u;
             if ((s_axis_err_tlast != win_l)) begin
                 row_err <= 1'b1;
             end
         end
-        if ((lb_rerr && (phase == 1) && (!need_start))) begin
+        if ((lb_rerr && (phase == 1) && (scnt != 0))) begin
             row_err <= 1'b1;
         end
-        if ((lb_cerr && (phase == 1))) begin
+        if ((lb_cerr && (phase == 1) && lb_done)) begin
             cfg_err <= 1'b1;
-        end
-        if (lb_done) begin
-            ldcnt <= (ldcnt + 1);
-            if ((ldcnt != bm1)) begin
-                need_start <= 1'b1;
-            end
         end
         if (fold) begin
             bfirst <= 1'b0;

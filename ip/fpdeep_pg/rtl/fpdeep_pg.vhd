@@ -79,7 +79,8 @@ signal win_r: std_logic;
 signal win_v: std_logic;
 signal fire: std_logic;
 signal lb_start: std_logic;
-signal need_start: std_logic;
+signal scnt: unsigned(2 downto 0);
+signal bcnt: unsigned(2 downto 0);
 signal lb_busy: std_logic;
 signal ufire: std_logic;
 signal en_o: std_logic;
@@ -89,14 +90,15 @@ signal ufire_b: std_logic;
 signal va: std_logic;
 signal fa: std_logic;
 signal sfirst: std_logic;
+signal ea: std_logic;
+signal win_u: std_logic;
 signal xr: unsigned(143 downto 0);
 signal win_d: unsigned(143 downto 0);
 signal er: unsigned(31 downto 0);
 signal vb: std_logic;
 signal fbf: std_logic;
+signal ebf: std_logic;
 signal eb: unsigned(31 downto 0);
-signal ld1: std_logic;
-signal lb_done: std_logic;
 signal fold: std_logic;
 signal gbuf: unsigned(341 downto 0);
 signal gn_cat: unsigned(341 downto 0);
@@ -123,51 +125,138 @@ signal p_r: unsigned(1 downto 0);
 signal bm1: unsigned(2 downto 0);
 signal lr_r: unsigned(15 downto 0);
 signal bfirst: std_logic;
-signal ldcnt: unsigned(2 downto 0);
 signal fcnt: unsigned(2 downto 0);
 signal win_l: std_logic;
 signal lb_rerr: std_logic;
 signal lb_cerr: std_logic;
+signal lb_done: std_logic;
 signal fpdeep_line_buffer0_en: std_logic;
-signal fpdeep_line_buffer0_he_r: unsigned(3 downto 0);
+signal fpdeep_line_buffer0_he_r: unsigned(4 downto 0);
 signal fpdeep_line_buffer0_pe_c: unsigned(3 downto 0);
-signal fpdeep_line_buffer0_pe_rr: unsigned(3 downto 0);
+signal fpdeep_line_buffer0_pe_r: unsigned(4 downto 0);
 signal fpdeep_line_buffer0_we_c: unsigned(3 downto 0);
 signal fpdeep_line_buffer0_wsum: unsigned(3 downto 0);
-signal fpdeep_line_buffer0_hsum: unsigned(3 downto 0);
+signal fpdeep_line_buffer0_hsum: unsigned(4 downto 0);
 signal fpdeep_line_buffer0_cbad: std_logic;
-signal fpdeep_line_buffer0_in_img: std_logic;
-signal fpdeep_line_buffer0_c0: unsigned(3 downto 0);
-signal fpdeep_line_buffer0_pad_c: unsigned(3 downto 0);
-signal fpdeep_line_buffer0_cend: unsigned(3 downto 0);
-signal fpdeep_line_buffer0_r0: unsigned(3 downto 0);
-signal fpdeep_line_buffer0_pad_r: unsigned(3 downto 0);
-signal fpdeep_line_buffer0_rend: unsigned(3 downto 0);
-signal fpdeep_line_buffer0_wv0: std_logic;
-signal fpdeep_line_buffer0_last0: std_logic;
-signal fpdeep_line_buffer0_wlast: unsigned(3 downto 0);
-signal fpdeep_line_buffer0_fin0: std_logic;
-signal fpdeep_line_buffer0_hlast: unsigned(3 downto 0);
-signal fpdeep_line_buffer0_fire: std_logic;
-signal fpdeep_line_buffer0_running: std_logic;
-signal fpdeep_line_buffer0_pix0: unsigned(15 downto 0);
-signal fpdeep_line_buffer0_cend_m1: unsigned(3 downto 0);
-signal fpdeep_line_buffer0_out_final_pop: std_logic;
-signal fpdeep_line_buffer0_wen: std_logic;
-signal fpdeep_line_buffer0_c1: unsigned(3 downto 0);
-signal fpdeep_line_buffer0_wdat: unsigned(31 downto 0);
-signal fpdeep_line_buffer0_rd: unsigned(31 downto 0);
-signal fpdeep_line_buffer0_v1: std_logic;
-signal fpdeep_line_buffer0_pix1: unsigned(15 downto 0);
-signal fpdeep_line_buffer0_wv1: std_logic;
+signal fpdeep_line_buffer0_wbusy: std_logic;
+signal fpdeep_line_buffer0_nfull: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_wfire: std_logic;
+signal fpdeep_line_buffer0_wadr: unsigned(2 downto 0);
+signal fpdeep_line_buffer0_wcol: unsigned(3 downto 0);
+signal fpdeep_line_buffer0_accept: std_logic;
+signal fpdeep_line_buffer0_rpend: std_logic;
+signal fpdeep_line_buffer0_errq: std_logic;
+signal fpdeep_line_buffer0_q: unsigned(3 downto 0);
+signal fpdeep_line_buffer0_jj: unsigned(3 downto 0);
+signal fpdeep_line_buffer0_r_hc: unsigned(3 downto 0);
+signal fpdeep_line_buffer0_tailw: std_logic;
+signal fpdeep_line_buffer0_r_w: unsigned(3 downto 0);
+signal fpdeep_line_buffer0_first: std_logic;
+signal fpdeep_line_buffer0_lastj: std_logic;
+signal fpdeep_line_buffer0_r_wo1: unsigned(3 downto 0);
+signal fpdeep_line_buffer0_lastr: std_logic;
+signal fpdeep_line_buffer0_rr: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_r_ho1: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_ur: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_uex: std_logic;
+signal fpdeep_line_buffer0_lim: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_lo: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_r_hm1: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_need_r: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_need_u: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_ract: std_logic;
+signal fpdeep_line_buffer0_hq: unsigned(3 downto 0);
+signal fpdeep_line_buffer0_can_win: std_logic;
+signal fpdeep_line_buffer0_can_head: std_logic;
+signal fpdeep_line_buffer0_wf: std_logic;
+signal fpdeep_line_buffer0_hf: std_logic;
+signal fpdeep_line_buffer0_rden: std_logic;
+signal fpdeep_line_buffer0_rdad: unsigned(2 downto 0);
+signal fpdeep_line_buffer0_rrow: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_dec: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_r_p: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_dd: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_sbr: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_rsl: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_r_off: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_slot0: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_mask0: unsigned(2 downto 0);
+signal fpdeep_line_buffer0_mcat: unsigned(2 downto 0);
+signal fpdeep_line_buffer0_fin_pop: std_logic;
+signal fpdeep_line_buffer0_wrow: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_g_w: unsigned(3 downto 0);
+signal fpdeep_line_buffer0_g_wm1: unsigned(3 downto 0);
+signal fpdeep_line_buffer0_g_hc: unsigned(3 downto 0);
+signal fpdeep_line_buffer0_g_wo1: unsigned(3 downto 0);
+signal fpdeep_line_buffer0_g_hm1: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_g_ho1: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_g_hp: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_g_p: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_g_off: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_wslot: unsigned(2 downto 0);
+signal fpdeep_line_buffer0_r_hp: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_v1w: std_logic;
+signal fpdeep_line_buffer0_v1h: std_logic;
+signal fpdeep_line_buffer0_t1: std_logic;
+signal fpdeep_line_buffer0_f1: std_logic;
 signal fpdeep_line_buffer0_last1: std_logic;
 signal fpdeep_line_buffer0_fin1: std_logic;
+signal fpdeep_line_buffer0_hz1: std_logic;
+signal fpdeep_line_buffer0_m1: unsigned(2 downto 0);
+signal fpdeep_line_buffer0_colw: unsigned(47 downto 0);
 signal fpdeep_line_buffer0_col: unsigned(47 downto 0);
+signal fpdeep_line_buffer0_hsel: unsigned(95 downto 0);
+signal fpdeep_line_buffer0_nh: unsigned(95 downto 0);
 signal fpdeep_line_buffer0_hist: unsigned(95 downto 0);
 signal fpdeep_line_buffer0_hnext: unsigned(95 downto 0);
+signal fpdeep_line_buffer0_nhnext: unsigned(95 downto 0);
 signal fpdeep_line_buffer0_push: std_logic;
 signal fpdeep_line_buffer0_fin_u: unsigned(0 downto 0);
 signal fpdeep_line_buffer0_mfin: unsigned(0 downto 0);
+signal fpdeep_line_buffer0_mask_bit0_mb: std_logic;
+signal fpdeep_line_buffer0_mask_bit1_mb: std_logic;
+signal fpdeep_line_buffer0_mask_bit2_mb: std_logic;
+signal fpdeep_line_buffer0_row_ram0_rd: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_row_ram1_rd: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_row_ram2_rd: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_row_ram3_rd: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_row_ram4_rd: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_add0_y: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_slot_add1_y: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_slot_add2_y: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_slot_reg0_y: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_slot_reg1_y: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_slot_reg2_y: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_slot_mux0_y: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux0_zero: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux0_o: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux0_mux21_y: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux0_mux22_y: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux0_mux23_y: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux0_mux24_y: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux0_mux25_y: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux0_mux26_y: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux1_y: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux1_zero: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux1_o: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux1_mux29_y: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux1_mux210_y: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux1_mux211_y: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux1_mux212_y: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux1_mux213_y: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux1_mux214_y: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux2_y: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux2_zero: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux2_o: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux2_mux217_y: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux2_mux218_y: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux2_mux219_y: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux2_mux220_y: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux2_mux221_y: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux2_mux222_y: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_pix_mask0_o: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_pix_mask1_o: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_pix_mask2_o: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_out_fifo20_din: unsigned(143 downto 0);
 signal fpdeep_line_buffer0_out_fifo20_cnt: unsigned(1 downto 0);
 signal fpdeep_line_buffer0_out_fifo20_d0: unsigned(143 downto 0);
@@ -776,8 +865,16 @@ signal out_fifo21_l0: std_logic;
 signal out_fifo21_l1: std_logic;
 signal out_fifo21_u0: unsigned(0 downto 0);
 signal out_fifo21_u1: unsigned(0 downto 0);
-type t_array_fpdeep_line_buffer0_mem is array(0 to 12-1) of unsigned(31 downto 0);
-signal fpdeep_line_buffer0_mem: t_array_fpdeep_line_buffer0_mem;
+type t_array_fpdeep_line_buffer0_row_ram0_mem is array(0 to 8-1) of unsigned(15 downto 0);
+signal fpdeep_line_buffer0_row_ram0_mem: t_array_fpdeep_line_buffer0_row_ram0_mem;
+type t_array_fpdeep_line_buffer0_row_ram1_mem is array(0 to 8-1) of unsigned(15 downto 0);
+signal fpdeep_line_buffer0_row_ram1_mem: t_array_fpdeep_line_buffer0_row_ram1_mem;
+type t_array_fpdeep_line_buffer0_row_ram2_mem is array(0 to 8-1) of unsigned(15 downto 0);
+signal fpdeep_line_buffer0_row_ram2_mem: t_array_fpdeep_line_buffer0_row_ram2_mem;
+type t_array_fpdeep_line_buffer0_row_ram3_mem is array(0 to 8-1) of unsigned(15 downto 0);
+signal fpdeep_line_buffer0_row_ram3_mem: t_array_fpdeep_line_buffer0_row_ram3_mem;
+type t_array_fpdeep_line_buffer0_row_ram4_mem is array(0 to 8-1) of unsigned(15 downto 0);
+signal fpdeep_line_buffer0_row_ram4_mem: t_array_fpdeep_line_buffer0_row_ram4_mem;
 
 begin
 
@@ -793,6 +890,9 @@ s_axis_err_tdata_num <= unsigned(s_axis_err_tdata);
 m_axis_w_tdata <= std_logic_vector(m_axis_w_tdata_num);
 m_axis_b_tdata <= std_logic_vector(m_axis_b_tdata_num);
 
+fpdeep_line_buffer0_slot_mux0_zero <= to_unsigned(0, 16);
+fpdeep_line_buffer0_slot_mux1_zero <= to_unsigned(0, 16);
+fpdeep_line_buffer0_slot_mux2_zero <= to_unsigned(0, 16);
 
 gn_cat(342-1 downto 323) <= wfold_lane17_gnew_u;
 gn_cat(323-1 downto 304) <= wfold_lane16_gnew_u;
@@ -814,18 +914,21 @@ gn_cat(38-1 downto 19) <= wfold_lane1_gnew_u;
 gn_cat(19-1 downto 0) <= wfold_lane0_gnew_u;
 gb_cat(38-1 downto 19) <= bfold_lane1_gnew_u;
 gb_cat(19-1 downto 0) <= bfold_lane0_gnew_u;
-fpdeep_line_buffer0_hnext(96-1 downto 80) <= fpdeep_line_buffer0_col(48-1 downto 32);
-fpdeep_line_buffer0_hnext(80-1 downto 64) <= fpdeep_line_buffer0_hist(96-1 downto 80);
-fpdeep_line_buffer0_hnext(64-1 downto 48) <= fpdeep_line_buffer0_col(32-1 downto 16);
-fpdeep_line_buffer0_hnext(48-1 downto 32) <= fpdeep_line_buffer0_hist(64-1 downto 48);
-fpdeep_line_buffer0_hnext(32-1 downto 16) <= fpdeep_line_buffer0_col(16-1 downto 0);
-fpdeep_line_buffer0_hnext(16-1 downto 0) <= fpdeep_line_buffer0_hist(32-1 downto 16);
-fpdeep_line_buffer0_out_fifo20_din(144-1 downto 128) <= fpdeep_line_buffer0_col(48-1 downto 32);
-fpdeep_line_buffer0_out_fifo20_din(128-1 downto 96) <= fpdeep_line_buffer0_hist(96-1 downto 64);
-fpdeep_line_buffer0_out_fifo20_din(96-1 downto 80) <= fpdeep_line_buffer0_col(32-1 downto 16);
-fpdeep_line_buffer0_out_fifo20_din(80-1 downto 48) <= fpdeep_line_buffer0_hist(64-1 downto 32);
-fpdeep_line_buffer0_out_fifo20_din(48-1 downto 32) <= fpdeep_line_buffer0_col(16-1 downto 0);
-fpdeep_line_buffer0_out_fifo20_din(32-1 downto 0) <= fpdeep_line_buffer0_hist(32-1 downto 0);
+fpdeep_line_buffer0_mcat(2) <= fpdeep_line_buffer0_mask_bit2_mb;
+fpdeep_line_buffer0_mcat(1) <= fpdeep_line_buffer0_mask_bit1_mb;
+fpdeep_line_buffer0_mcat(0) <= fpdeep_line_buffer0_mask_bit0_mb;
+fpdeep_line_buffer0_col(48-1 downto 32) <= fpdeep_line_buffer0_pix_mask2_o;
+fpdeep_line_buffer0_col(32-1 downto 16) <= fpdeep_line_buffer0_pix_mask1_o;
+fpdeep_line_buffer0_col(16-1 downto 0) <= fpdeep_line_buffer0_pix_mask0_o;
+fpdeep_line_buffer0_out_fifo20_din(144-1 downto 128) <= fpdeep_line_buffer0_colw(48-1 downto 32);
+fpdeep_line_buffer0_out_fifo20_din(128-1 downto 112) <= fpdeep_line_buffer0_hsel(96-1 downto 80);
+fpdeep_line_buffer0_out_fifo20_din(112-1 downto 96) <= fpdeep_line_buffer0_hsel(48-1 downto 32);
+fpdeep_line_buffer0_out_fifo20_din(96-1 downto 80) <= fpdeep_line_buffer0_colw(32-1 downto 16);
+fpdeep_line_buffer0_out_fifo20_din(80-1 downto 64) <= fpdeep_line_buffer0_hsel(80-1 downto 64);
+fpdeep_line_buffer0_out_fifo20_din(64-1 downto 48) <= fpdeep_line_buffer0_hsel(32-1 downto 16);
+fpdeep_line_buffer0_out_fifo20_din(48-1 downto 32) <= fpdeep_line_buffer0_colw(16-1 downto 0);
+fpdeep_line_buffer0_out_fifo20_din(32-1 downto 16) <= fpdeep_line_buffer0_hsel(64-1 downto 48);
+fpdeep_line_buffer0_out_fifo20_din(16-1 downto 0) <= fpdeep_line_buffer0_hsel(16-1 downto 0);
 wfold_lane0_round_sat0_sat0_fill(14) <= wfold_lane0_round_sat0_sat0_nsign;
 wfold_lane0_round_sat0_sat0_fill(13) <= wfold_lane0_round_sat0_sat0_nsign;
 wfold_lane0_round_sat0_sat0_fill(12) <= wfold_lane0_round_sat0_sat0_nsign;
@@ -1494,160 +1597,701 @@ fpdeep_line_buffer0_we_c <= w_r;
 fpdeep_line_buffer0_pe_c <= unsigned'(to_unsigned(0, 2) & p_r);
 
 
-fpdeep_line_buffer0_he_r <= h_r;
+fpdeep_line_buffer0_he_r <= unsigned'(to_unsigned(0, 1) & h_r);
 
 
-fpdeep_line_buffer0_pe_rr <= unsigned'(to_unsigned(0, 2) & p_r);
+fpdeep_line_buffer0_pe_r <= unsigned'(to_unsigned(0, 3) & p_r);
 
 
 fpdeep_line_buffer0_wsum <= ((fpdeep_line_buffer0_we_c + fpdeep_line_buffer0_pe_c) + fpdeep_line_buffer0_pe_c);
-fpdeep_line_buffer0_hsum <= ((fpdeep_line_buffer0_he_r + fpdeep_line_buffer0_pe_rr) + fpdeep_line_buffer0_pe_rr);
+fpdeep_line_buffer0_hsum <= ((fpdeep_line_buffer0_he_r + fpdeep_line_buffer0_pe_r) + fpdeep_line_buffer0_pe_r);
 
 
 fpdeep_line_buffer0_cbad <= stdl((w_r = 0) or (w_r > 8) or (h_r = 0) or (h_r > 8) or (p_r > 2) or (fpdeep_line_buffer0_wsum < 3) or (fpdeep_line_buffer0_hsum < 3));
 
 
-fpdeep_line_buffer0_in_img <= stdl((fpdeep_line_buffer0_c0 >= fpdeep_line_buffer0_pad_c) and (fpdeep_line_buffer0_c0 < fpdeep_line_buffer0_cend) and (fpdeep_line_buffer0_r0 >= fpdeep_line_buffer0_pad_r) and (fpdeep_line_buffer0_r0 < fpdeep_line_buffer0_rend));
-fpdeep_line_buffer0_wv0 <= stdl((signed(resize(fpdeep_line_buffer0_c0, 5)) >= (3 - 1)) and (signed(resize(fpdeep_line_buffer0_r0, 5)) >= (3 - 1)));
-fpdeep_line_buffer0_last0 <= stdl(fpdeep_line_buffer0_c0 = fpdeep_line_buffer0_wlast);
-fpdeep_line_buffer0_fin0 <= stdl((fpdeep_line_buffer0_c0 = fpdeep_line_buffer0_wlast) and (fpdeep_line_buffer0_r0 = fpdeep_line_buffer0_hlast));
+s_axis_x_tready <= stdl(bool(fpdeep_line_buffer0_wbusy) and (fpdeep_line_buffer0_nfull < 5));
+fpdeep_line_buffer0_wfire <= stdl(bool(fpdeep_line_buffer0_wbusy) and (fpdeep_line_buffer0_nfull < 5) and bool(s_axis_x_tvalid));
+fpdeep_line_buffer0_wadr <= fpdeep_line_buffer0_wcol(3-1 downto 0);
+fpdeep_line_buffer0_accept <= stdl(bool(lb_start) and (not (bool(fpdeep_line_buffer0_wbusy) or bool(fpdeep_line_buffer0_rpend) or bool(fpdeep_line_buffer0_errq))));
+lb_busy <= stdl(bool(fpdeep_line_buffer0_wbusy) or bool(fpdeep_line_buffer0_rpend) or bool(fpdeep_line_buffer0_errq));
 
-fpdeep_line_buffer0_hand: process (fpdeep_line_buffer0_in_img, s_axis_x_tvalid, fpdeep_line_buffer0_en, fpdeep_line_buffer0_running, s_axis_x_tdata_num) is
+fpdeep_line_buffer0_rscan: process (fpdeep_line_buffer0_r_w, fpdeep_line_buffer0_r_ho1, fpdeep_line_buffer0_r_hm1, fpdeep_line_buffer0_r_hc, fpdeep_line_buffer0_jj, fpdeep_line_buffer0_lo, fpdeep_line_buffer0_nfull, fpdeep_line_buffer0_rr, fpdeep_line_buffer0_r_wo1) is
 begin
-    fpdeep_line_buffer0_fire <= stdl(bool(fpdeep_line_buffer0_running) and bool(fpdeep_line_buffer0_en) and (bool(s_axis_x_tvalid) or (not bool(fpdeep_line_buffer0_in_img))));
-    s_axis_x_tready <= stdl(bool(fpdeep_line_buffer0_running) and bool(fpdeep_line_buffer0_en) and bool(fpdeep_line_buffer0_in_img));
-    if bool(fpdeep_line_buffer0_in_img) then
-        fpdeep_line_buffer0_pix0 <= s_axis_x_tdata_num;
+    fpdeep_line_buffer0_q <= (fpdeep_line_buffer0_jj + fpdeep_line_buffer0_r_hc);
+    fpdeep_line_buffer0_tailw <= stdl((fpdeep_line_buffer0_jj + fpdeep_line_buffer0_r_hc) >= fpdeep_line_buffer0_r_w);
+    fpdeep_line_buffer0_first <= stdl(fpdeep_line_buffer0_jj = 0);
+    fpdeep_line_buffer0_lastj <= stdl(fpdeep_line_buffer0_jj = fpdeep_line_buffer0_r_wo1);
+    fpdeep_line_buffer0_lastr <= stdl(fpdeep_line_buffer0_rr = fpdeep_line_buffer0_r_ho1);
+    if (fpdeep_line_buffer0_jj = 0) then
+        fpdeep_line_buffer0_ur <= fpdeep_line_buffer0_rr;
     else
-        fpdeep_line_buffer0_pix0 <= to_unsigned(0, 16);
+        fpdeep_line_buffer0_ur <= (fpdeep_line_buffer0_rr + 1);
     end if;
-end process fpdeep_line_buffer0_hand;
+    fpdeep_line_buffer0_uex <= stdl((fpdeep_line_buffer0_jj = 0) or (fpdeep_line_buffer0_rr /= fpdeep_line_buffer0_r_ho1));
+    fpdeep_line_buffer0_lim <= (fpdeep_line_buffer0_lo + fpdeep_line_buffer0_nfull);
+    if ((fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc) > fpdeep_line_buffer0_r_hm1) then
+        fpdeep_line_buffer0_need_r <= fpdeep_line_buffer0_r_hm1;
+    else
+        fpdeep_line_buffer0_need_r <= (fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc);
+    end if;
+    if (fpdeep_line_buffer0_jj = 0) then
+        if ((fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc) > fpdeep_line_buffer0_r_hm1) then
+            fpdeep_line_buffer0_need_u <= fpdeep_line_buffer0_r_hm1;
+        else
+            fpdeep_line_buffer0_need_u <= (fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc);
+        end if;
+    else
+        if (((fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc) + 1) > fpdeep_line_buffer0_r_hm1) then
+            fpdeep_line_buffer0_need_u <= fpdeep_line_buffer0_r_hm1;
+        else
+            fpdeep_line_buffer0_need_u <= ((fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc) + 1);
+        end if;
+    end if;
+end process fpdeep_line_buffer0_rscan;
+
+fpdeep_line_buffer0_rdec: process (fpdeep_line_buffer0_need_r, fpdeep_line_buffer0_need_u, fpdeep_line_buffer0_lim, fpdeep_line_buffer0_hq, fpdeep_line_buffer0_ract, fpdeep_line_buffer0_r_hc, fpdeep_line_buffer0_jj, fpdeep_line_buffer0_tailw, fpdeep_line_buffer0_uex) is
+    variable cwin: std_logic;
+begin
+    cwin := stdl(bool(fpdeep_line_buffer0_ract) and ((fpdeep_line_buffer0_jj /= 0) or (fpdeep_line_buffer0_hq = fpdeep_line_buffer0_r_hc)) and (bool(fpdeep_line_buffer0_tailw) or (fpdeep_line_buffer0_need_r < fpdeep_line_buffer0_lim)));
+    fpdeep_line_buffer0_can_win <= cwin;
+    fpdeep_line_buffer0_can_head <= stdl(bool(fpdeep_line_buffer0_ract) and (fpdeep_line_buffer0_hq /= fpdeep_line_buffer0_r_hc) and bool(fpdeep_line_buffer0_uex) and (fpdeep_line_buffer0_need_u < fpdeep_line_buffer0_lim) and ((not bool(cwin)) or (bool(fpdeep_line_buffer0_tailw) and (fpdeep_line_buffer0_jj /= 0))));
+end process fpdeep_line_buffer0_rdec;
+
+fpdeep_line_buffer0_rfire: process (fpdeep_line_buffer0_r_p, fpdeep_line_buffer0_q, fpdeep_line_buffer0_can_head, fpdeep_line_buffer0_ur, fpdeep_line_buffer0_lastr, fpdeep_line_buffer0_hq, fpdeep_line_buffer0_r_hm1, fpdeep_line_buffer0_tailw, fpdeep_line_buffer0_en, fpdeep_line_buffer0_lo, fpdeep_line_buffer0_can_win, fpdeep_line_buffer0_rr) is
+begin
+    fpdeep_line_buffer0_wf <= stdl(bool(fpdeep_line_buffer0_en) and bool(fpdeep_line_buffer0_can_win));
+    fpdeep_line_buffer0_hf <= stdl(bool(fpdeep_line_buffer0_en) and bool(fpdeep_line_buffer0_can_head));
+    fpdeep_line_buffer0_rden <= stdl((bool(fpdeep_line_buffer0_en) and bool(fpdeep_line_buffer0_can_win) and (not bool(fpdeep_line_buffer0_tailw))) or (bool(fpdeep_line_buffer0_en) and bool(fpdeep_line_buffer0_can_head)));
+    if (bool(fpdeep_line_buffer0_can_win) and (not bool(fpdeep_line_buffer0_tailw))) then
+        fpdeep_line_buffer0_rdad <= fpdeep_line_buffer0_q(3-1 downto 0);
+        fpdeep_line_buffer0_rrow <= fpdeep_line_buffer0_rr;
+    else
+        fpdeep_line_buffer0_rdad <= fpdeep_line_buffer0_hq(3-1 downto 0);
+        fpdeep_line_buffer0_rrow <= fpdeep_line_buffer0_ur;
+    end if;
+    if bool(fpdeep_line_buffer0_lastr) then
+        fpdeep_line_buffer0_dec <= ((fpdeep_line_buffer0_r_hm1 + 1) - fpdeep_line_buffer0_lo);
+    elsif (fpdeep_line_buffer0_rr >= fpdeep_line_buffer0_r_p) then
+        fpdeep_line_buffer0_dec <= to_unsigned(1, 5);
+    else
+        fpdeep_line_buffer0_dec <= to_unsigned(0, 5);
+    end if;
+end process fpdeep_line_buffer0_rfire;
+
+
+fpdeep_line_buffer0_dd <= (fpdeep_line_buffer0_rrow - fpdeep_line_buffer0_lo);
+fpdeep_line_buffer0_sbr <= ((fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_dd) + fpdeep_line_buffer0_r_off);
+
+fpdeep_line_buffer0_rslot2: process (fpdeep_line_buffer0_sbr) is
+begin
+    if (signed(resize(fpdeep_line_buffer0_sbr, 6)) >= (2 * 5)) then
+        fpdeep_line_buffer0_slot0 <= resize(unsigned(signed(resize(fpdeep_line_buffer0_sbr, 6)) - (2 * 5)), 5);
+    elsif (fpdeep_line_buffer0_sbr >= 5) then
+        fpdeep_line_buffer0_slot0 <= (fpdeep_line_buffer0_sbr - 5);
+    else
+        fpdeep_line_buffer0_slot0 <= fpdeep_line_buffer0_sbr;
+    end if;
+end process fpdeep_line_buffer0_rslot2;
+
+
+fpdeep_line_buffer0_mask_bit0_mb <= stdl(((fpdeep_line_buffer0_rrow + 0) >= fpdeep_line_buffer0_r_p) and ((fpdeep_line_buffer0_rrow + 0) < fpdeep_line_buffer0_r_hp));
+
+
+fpdeep_line_buffer0_mask_bit1_mb <= stdl(((fpdeep_line_buffer0_rrow + 1) >= fpdeep_line_buffer0_r_p) and ((fpdeep_line_buffer0_rrow + 1) < fpdeep_line_buffer0_r_hp));
+
+
+fpdeep_line_buffer0_mask_bit2_mb <= stdl(((fpdeep_line_buffer0_rrow + 2) >= fpdeep_line_buffer0_r_p) and ((fpdeep_line_buffer0_rrow + 2) < fpdeep_line_buffer0_r_hp));
+
+
+fpdeep_line_buffer0_mask0 <= fpdeep_line_buffer0_mcat;
 
 fpdeep_line_buffer0_ctl: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            fpdeep_line_buffer0_wlast <= to_unsigned(0, 4);
-            fpdeep_line_buffer0_hlast <= to_unsigned(0, 4);
-            fpdeep_line_buffer0_pad_r <= to_unsigned(0, 4);
+            fpdeep_line_buffer0_errq <= '0';
+            fpdeep_line_buffer0_r_w <= to_unsigned(0, 4);
             lb_done <= '0';
+            fpdeep_line_buffer0_r_hm1 <= to_unsigned(0, 5);
             lb_cerr <= '0';
-            fpdeep_line_buffer0_r0 <= to_unsigned(0, 4);
+            fpdeep_line_buffer0_rsl <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_g_hp <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_r_wo1 <= to_unsigned(0, 4);
+            fpdeep_line_buffer0_rpend <= '0';
+            fpdeep_line_buffer0_hq <= to_unsigned(0, 4);
+            fpdeep_line_buffer0_ract <= '0';
+            fpdeep_line_buffer0_g_off <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_jj <= to_unsigned(0, 4);
             lb_rerr <= '0';
-            lb_busy <= '0';
-            fpdeep_line_buffer0_cend_m1 <= to_unsigned(0, 4);
-            fpdeep_line_buffer0_running <= '0';
-            fpdeep_line_buffer0_c0 <= to_unsigned(0, 4);
-            fpdeep_line_buffer0_cend <= to_unsigned(0, 4);
-            fpdeep_line_buffer0_pad_c <= to_unsigned(0, 4);
-            fpdeep_line_buffer0_rend <= to_unsigned(0, 4);
+            fpdeep_line_buffer0_nfull <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_rr <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_g_hm1 <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_wcol <= to_unsigned(0, 4);
+            fpdeep_line_buffer0_wbusy <= '0';
+            fpdeep_line_buffer0_g_p <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_wslot <= to_unsigned(0, 3);
+            fpdeep_line_buffer0_r_off <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_g_wm1 <= to_unsigned(0, 4);
+            fpdeep_line_buffer0_g_wo1 <= to_unsigned(0, 4);
+            fpdeep_line_buffer0_g_hc <= to_unsigned(0, 4);
+            fpdeep_line_buffer0_g_ho1 <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_g_w <= to_unsigned(0, 4);
+            fpdeep_line_buffer0_r_p <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_r_ho1 <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_r_hc <= to_unsigned(0, 4);
+            fpdeep_line_buffer0_r_hp <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_lo <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_wrow <= to_unsigned(0, 5);
         else
             lb_done <= '0';
-            if (bool(lb_start) and (not bool(lb_busy))) then
+            if bool(fpdeep_line_buffer0_accept) then
                 lb_rerr <= '0';
                 if bool(fpdeep_line_buffer0_cbad) then
                     lb_cerr <= '1';
-                    lb_done <= '1';
-                else
-                    lb_cerr <= '0';
-                    lb_busy <= '1';
-                    fpdeep_line_buffer0_running <= '1';
-                    fpdeep_line_buffer0_pad_c <= fpdeep_line_buffer0_pe_c;
-                    fpdeep_line_buffer0_cend <= (fpdeep_line_buffer0_we_c + fpdeep_line_buffer0_pe_c);
-                    fpdeep_line_buffer0_cend_m1 <= ((fpdeep_line_buffer0_we_c + fpdeep_line_buffer0_pe_c) - 1);
-                    fpdeep_line_buffer0_wlast <= (fpdeep_line_buffer0_wsum - 1);
-                    fpdeep_line_buffer0_pad_r <= fpdeep_line_buffer0_pe_rr;
-                    fpdeep_line_buffer0_rend <= (fpdeep_line_buffer0_he_r + fpdeep_line_buffer0_pe_rr);
-                    fpdeep_line_buffer0_hlast <= (fpdeep_line_buffer0_hsum - 1);
-                    fpdeep_line_buffer0_r0 <= to_unsigned(0, 4);
-                    fpdeep_line_buffer0_c0 <= to_unsigned(0, 4);
-                end if;
-            end if;
-            if bool(fpdeep_line_buffer0_fire) then
-                if (bool(fpdeep_line_buffer0_in_img) and (s_axis_x_tlast /= stdl(fpdeep_line_buffer0_c0 = fpdeep_line_buffer0_cend_m1))) then
-                    lb_rerr <= '1';
-                end if;
-                if (fpdeep_line_buffer0_c0 = fpdeep_line_buffer0_wlast) then
-                    fpdeep_line_buffer0_c0 <= to_unsigned(0, 4);
-                    if (fpdeep_line_buffer0_r0 = fpdeep_line_buffer0_hlast) then
-                        fpdeep_line_buffer0_r0 <= to_unsigned(0, 4);
-                        fpdeep_line_buffer0_running <= '0';
+                    if bool(fpdeep_line_buffer0_fin_pop) then
+                        fpdeep_line_buffer0_errq <= '1';
                     else
-                        fpdeep_line_buffer0_r0 <= (fpdeep_line_buffer0_r0 + 1);
+                        lb_done <= '1';
                     end if;
                 else
-                    fpdeep_line_buffer0_c0 <= (fpdeep_line_buffer0_c0 + 1);
+                    lb_cerr <= '0';
+                    fpdeep_line_buffer0_wbusy <= '1';
+                    fpdeep_line_buffer0_rpend <= '1';
+                    fpdeep_line_buffer0_wcol <= to_unsigned(0, 4);
+                    fpdeep_line_buffer0_wrow <= to_unsigned(0, 5);
+                    fpdeep_line_buffer0_g_w <= fpdeep_line_buffer0_we_c;
+                    fpdeep_line_buffer0_g_wm1 <= (fpdeep_line_buffer0_we_c - 1);
+                    fpdeep_line_buffer0_g_hc <= resize(unsigned((3 - 1) - signed(resize(fpdeep_line_buffer0_pe_c, 5))), 4);
+                    fpdeep_line_buffer0_g_wo1 <= (fpdeep_line_buffer0_wsum - 3);
+                    fpdeep_line_buffer0_g_hm1 <= (fpdeep_line_buffer0_he_r - 1);
+                    fpdeep_line_buffer0_g_ho1 <= (fpdeep_line_buffer0_hsum - 3);
+                    fpdeep_line_buffer0_g_hp <= (fpdeep_line_buffer0_he_r + fpdeep_line_buffer0_pe_r);
+                    fpdeep_line_buffer0_g_p <= fpdeep_line_buffer0_pe_r;
+                    fpdeep_line_buffer0_g_off <= (5 - fpdeep_line_buffer0_pe_r);
+                end if;
+            elsif (bool(fpdeep_line_buffer0_errq) and (not bool(fpdeep_line_buffer0_fin_pop))) then
+                fpdeep_line_buffer0_errq <= '0';
+                lb_done <= '1';
+            end if;
+            if bool(fpdeep_line_buffer0_fin_pop) then
+                lb_done <= '1';
+            end if;
+            if bool(fpdeep_line_buffer0_wfire) then
+                if (s_axis_x_tlast /= stdl(fpdeep_line_buffer0_wcol = fpdeep_line_buffer0_g_wm1)) then
+                    lb_rerr <= '1';
+                end if;
+                if (fpdeep_line_buffer0_wcol = fpdeep_line_buffer0_g_wm1) then
+                    fpdeep_line_buffer0_wcol <= to_unsigned(0, 4);
+                    if (signed(resize(fpdeep_line_buffer0_wslot, 4)) = (5 - 1)) then
+                        fpdeep_line_buffer0_wslot <= to_unsigned(0, 3);
+                    else
+                        fpdeep_line_buffer0_wslot <= (fpdeep_line_buffer0_wslot + 1);
+                    end if;
+                    if (fpdeep_line_buffer0_wrow = fpdeep_line_buffer0_g_hm1) then
+                        fpdeep_line_buffer0_wrow <= to_unsigned(0, 5);
+                        fpdeep_line_buffer0_wbusy <= '0';
+                    else
+                        fpdeep_line_buffer0_wrow <= (fpdeep_line_buffer0_wrow + 1);
+                    end if;
+                else
+                    fpdeep_line_buffer0_wcol <= (fpdeep_line_buffer0_wcol + 1);
                 end if;
             end if;
-            if bool(fpdeep_line_buffer0_out_final_pop) then
-                lb_busy <= '0';
-                lb_done <= '1';
+            if (bool(fpdeep_line_buffer0_wf) and bool(fpdeep_line_buffer0_lastj)) then
+                if (bool(fpdeep_line_buffer0_wfire) and (fpdeep_line_buffer0_wcol = fpdeep_line_buffer0_g_wm1)) then
+                    fpdeep_line_buffer0_nfull <= ((fpdeep_line_buffer0_nfull + 1) - fpdeep_line_buffer0_dec);
+                else
+                    fpdeep_line_buffer0_nfull <= (fpdeep_line_buffer0_nfull - fpdeep_line_buffer0_dec);
+                end if;
+                if ((fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_dec) >= 5) then
+                    fpdeep_line_buffer0_rsl <= ((fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_dec) - 5);
+                else
+                    fpdeep_line_buffer0_rsl <= (fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_dec);
+                end if;
+            elsif (bool(fpdeep_line_buffer0_wfire) and (fpdeep_line_buffer0_wcol = fpdeep_line_buffer0_g_wm1)) then
+                fpdeep_line_buffer0_nfull <= (fpdeep_line_buffer0_nfull + 1);
+            end if;
+            if ((not bool(fpdeep_line_buffer0_ract)) and bool(fpdeep_line_buffer0_rpend)) then
+                fpdeep_line_buffer0_ract <= '1';
+                fpdeep_line_buffer0_rpend <= '0';
+                fpdeep_line_buffer0_r_w <= fpdeep_line_buffer0_g_w;
+                fpdeep_line_buffer0_r_hc <= fpdeep_line_buffer0_g_hc;
+                fpdeep_line_buffer0_r_wo1 <= fpdeep_line_buffer0_g_wo1;
+                fpdeep_line_buffer0_r_hm1 <= fpdeep_line_buffer0_g_hm1;
+                fpdeep_line_buffer0_r_ho1 <= fpdeep_line_buffer0_g_ho1;
+                fpdeep_line_buffer0_r_hp <= fpdeep_line_buffer0_g_hp;
+                fpdeep_line_buffer0_r_p <= fpdeep_line_buffer0_g_p;
+                fpdeep_line_buffer0_r_off <= fpdeep_line_buffer0_g_off;
+                fpdeep_line_buffer0_rr <= to_unsigned(0, 5);
+                fpdeep_line_buffer0_jj <= to_unsigned(0, 4);
+                fpdeep_line_buffer0_hq <= to_unsigned(0, 4);
+                fpdeep_line_buffer0_lo <= to_unsigned(0, 5);
+            end if;
+            if bool(fpdeep_line_buffer0_hf) then
+                fpdeep_line_buffer0_hq <= (fpdeep_line_buffer0_hq + 1);
+            end if;
+            if bool(fpdeep_line_buffer0_wf) then
+                if (fpdeep_line_buffer0_jj = 0) then
+                    fpdeep_line_buffer0_hq <= to_unsigned(0, 4);
+                end if;
+                if bool(fpdeep_line_buffer0_lastj) then
+                    fpdeep_line_buffer0_jj <= to_unsigned(0, 4);
+                    if bool(fpdeep_line_buffer0_lastr) then
+                        fpdeep_line_buffer0_ract <= '0';
+                        fpdeep_line_buffer0_lo <= to_unsigned(0, 5);
+                    else
+                        fpdeep_line_buffer0_rr <= (fpdeep_line_buffer0_rr + 1);
+                        fpdeep_line_buffer0_lo <= (fpdeep_line_buffer0_lo + fpdeep_line_buffer0_dec);
+                    end if;
+                else
+                    fpdeep_line_buffer0_jj <= (fpdeep_line_buffer0_jj + 1);
+                end if;
             end if;
         end if;
     end if;
 end process fpdeep_line_buffer0_ctl;
 
-fpdeep_line_buffer0_ram: process (clk) is
+fpdeep_line_buffer0_row_ram0_ram: process (clk) is
 begin
     if rising_edge(clk) then
-        if bool(fpdeep_line_buffer0_wen) then
-            fpdeep_line_buffer0_mem(to_integer(fpdeep_line_buffer0_c1)) <= fpdeep_line_buffer0_wdat;
+        if (bool(fpdeep_line_buffer0_wfire) and (fpdeep_line_buffer0_wslot = 0)) then
+            fpdeep_line_buffer0_row_ram0_mem(to_integer(fpdeep_line_buffer0_wadr)) <= s_axis_x_tdata_num;
         end if;
-        if bool(fpdeep_line_buffer0_fire) then
-            fpdeep_line_buffer0_rd <= fpdeep_line_buffer0_mem(to_integer(fpdeep_line_buffer0_c0));
+        if bool(fpdeep_line_buffer0_rden) then
+            fpdeep_line_buffer0_row_ram0_rd <= fpdeep_line_buffer0_row_ram0_mem(to_integer(fpdeep_line_buffer0_rdad));
         end if;
     end if;
-end process fpdeep_line_buffer0_ram;
+end process fpdeep_line_buffer0_row_ram0_ram;
+
+fpdeep_line_buffer0_row_ram1_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (bool(fpdeep_line_buffer0_wfire) and (fpdeep_line_buffer0_wslot = 1)) then
+            fpdeep_line_buffer0_row_ram1_mem(to_integer(fpdeep_line_buffer0_wadr)) <= s_axis_x_tdata_num;
+        end if;
+        if bool(fpdeep_line_buffer0_rden) then
+            fpdeep_line_buffer0_row_ram1_rd <= fpdeep_line_buffer0_row_ram1_mem(to_integer(fpdeep_line_buffer0_rdad));
+        end if;
+    end if;
+end process fpdeep_line_buffer0_row_ram1_ram;
+
+fpdeep_line_buffer0_row_ram2_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (bool(fpdeep_line_buffer0_wfire) and (fpdeep_line_buffer0_wslot = 2)) then
+            fpdeep_line_buffer0_row_ram2_mem(to_integer(fpdeep_line_buffer0_wadr)) <= s_axis_x_tdata_num;
+        end if;
+        if bool(fpdeep_line_buffer0_rden) then
+            fpdeep_line_buffer0_row_ram2_rd <= fpdeep_line_buffer0_row_ram2_mem(to_integer(fpdeep_line_buffer0_rdad));
+        end if;
+    end if;
+end process fpdeep_line_buffer0_row_ram2_ram;
+
+fpdeep_line_buffer0_row_ram3_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (bool(fpdeep_line_buffer0_wfire) and (fpdeep_line_buffer0_wslot = 3)) then
+            fpdeep_line_buffer0_row_ram3_mem(to_integer(fpdeep_line_buffer0_wadr)) <= s_axis_x_tdata_num;
+        end if;
+        if bool(fpdeep_line_buffer0_rden) then
+            fpdeep_line_buffer0_row_ram3_rd <= fpdeep_line_buffer0_row_ram3_mem(to_integer(fpdeep_line_buffer0_rdad));
+        end if;
+    end if;
+end process fpdeep_line_buffer0_row_ram3_ram;
+
+fpdeep_line_buffer0_row_ram4_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (bool(fpdeep_line_buffer0_wfire) and (fpdeep_line_buffer0_wslot = 4)) then
+            fpdeep_line_buffer0_row_ram4_mem(to_integer(fpdeep_line_buffer0_wadr)) <= s_axis_x_tdata_num;
+        end if;
+        if bool(fpdeep_line_buffer0_rden) then
+            fpdeep_line_buffer0_row_ram4_rd <= fpdeep_line_buffer0_row_ram4_mem(to_integer(fpdeep_line_buffer0_rdad));
+        end if;
+    end if;
+end process fpdeep_line_buffer0_row_ram4_ram;
+
+fpdeep_line_buffer0_slot_add0_add: process (fpdeep_line_buffer0_slot0) is
+begin
+    if ((fpdeep_line_buffer0_slot0 + 0) >= 5) then
+        fpdeep_line_buffer0_slot_add0_y <= ((fpdeep_line_buffer0_slot0 + 0) - 5);
+    else
+        fpdeep_line_buffer0_slot_add0_y <= (fpdeep_line_buffer0_slot0 + 0);
+    end if;
+end process fpdeep_line_buffer0_slot_add0_add;
+
+fpdeep_line_buffer0_slot_add1_add: process (fpdeep_line_buffer0_slot0) is
+begin
+    if ((fpdeep_line_buffer0_slot0 + 1) >= 5) then
+        fpdeep_line_buffer0_slot_add1_y <= ((fpdeep_line_buffer0_slot0 + 1) - 5);
+    else
+        fpdeep_line_buffer0_slot_add1_y <= (fpdeep_line_buffer0_slot0 + 1);
+    end if;
+end process fpdeep_line_buffer0_slot_add1_add;
+
+fpdeep_line_buffer0_slot_add2_add: process (fpdeep_line_buffer0_slot0) is
+begin
+    if ((fpdeep_line_buffer0_slot0 + 2) >= 5) then
+        fpdeep_line_buffer0_slot_add2_y <= ((fpdeep_line_buffer0_slot0 + 2) - 5);
+    else
+        fpdeep_line_buffer0_slot_add2_y <= (fpdeep_line_buffer0_slot0 + 2);
+    end if;
+end process fpdeep_line_buffer0_slot_add2_add;
+
+fpdeep_line_buffer0_slot_reg0_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_line_buffer0_slot_reg0_y <= to_unsigned(0, 5);
+        else
+            if bool(fpdeep_line_buffer0_en) then
+                fpdeep_line_buffer0_slot_reg0_y <= fpdeep_line_buffer0_slot_add0_y;
+            end if;
+        end if;
+    end if;
+end process fpdeep_line_buffer0_slot_reg0_st;
+
+fpdeep_line_buffer0_slot_reg1_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_line_buffer0_slot_reg1_y <= to_unsigned(0, 5);
+        else
+            if bool(fpdeep_line_buffer0_en) then
+                fpdeep_line_buffer0_slot_reg1_y <= fpdeep_line_buffer0_slot_add1_y;
+            end if;
+        end if;
+    end if;
+end process fpdeep_line_buffer0_slot_reg1_st;
+
+fpdeep_line_buffer0_slot_reg2_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_line_buffer0_slot_reg2_y <= to_unsigned(0, 5);
+        else
+            if bool(fpdeep_line_buffer0_en) then
+                fpdeep_line_buffer0_slot_reg2_y <= fpdeep_line_buffer0_slot_add2_y;
+            end if;
+        end if;
+    end if;
+end process fpdeep_line_buffer0_slot_reg2_st;
 
 fpdeep_line_buffer0_st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
+            fpdeep_line_buffer0_v1h <= '0';
             fpdeep_line_buffer0_fin1 <= '0';
-            fpdeep_line_buffer0_wv1 <= '0';
-            fpdeep_line_buffer0_v1 <= '0';
+            fpdeep_line_buffer0_t1 <= '0';
+            fpdeep_line_buffer0_f1 <= '0';
+            fpdeep_line_buffer0_v1w <= '0';
             fpdeep_line_buffer0_last1 <= '0';
-            fpdeep_line_buffer0_c1 <= to_unsigned(0, 4);
-            fpdeep_line_buffer0_pix1 <= to_unsigned(0, 16);
+            fpdeep_line_buffer0_hz1 <= '0';
+            fpdeep_line_buffer0_m1 <= to_unsigned(0, 3);
         else
             if bool(fpdeep_line_buffer0_en) then
-                fpdeep_line_buffer0_v1 <= fpdeep_line_buffer0_fire;
-                if bool(fpdeep_line_buffer0_fire) then
-                    fpdeep_line_buffer0_pix1 <= fpdeep_line_buffer0_pix0;
-                    fpdeep_line_buffer0_c1 <= fpdeep_line_buffer0_c0;
-                    fpdeep_line_buffer0_wv1 <= fpdeep_line_buffer0_wv0;
-                    fpdeep_line_buffer0_last1 <= fpdeep_line_buffer0_last0;
-                    fpdeep_line_buffer0_fin1 <= fpdeep_line_buffer0_fin0;
-                end if;
+                fpdeep_line_buffer0_v1w <= fpdeep_line_buffer0_wf;
+                fpdeep_line_buffer0_v1h <= fpdeep_line_buffer0_hf;
+                fpdeep_line_buffer0_t1 <= fpdeep_line_buffer0_tailw;
+                fpdeep_line_buffer0_f1 <= fpdeep_line_buffer0_first;
+                fpdeep_line_buffer0_last1 <= fpdeep_line_buffer0_lastj;
+                fpdeep_line_buffer0_fin1 <= stdl(bool(fpdeep_line_buffer0_lastj) and bool(fpdeep_line_buffer0_lastr));
+                fpdeep_line_buffer0_hz1 <= stdl(fpdeep_line_buffer0_hq >= fpdeep_line_buffer0_r_w);
+                fpdeep_line_buffer0_m1 <= fpdeep_line_buffer0_mask0;
             end if;
         end if;
     end if;
 end process fpdeep_line_buffer0_st1;
 
+fpdeep_line_buffer0_slot_mux0_mux20_m: process (fpdeep_line_buffer0_row_ram0_rd, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_row_ram1_rd) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg0_y(1-1 downto 0)) then
+        fpdeep_line_buffer0_slot_mux0_o <= fpdeep_line_buffer0_row_ram1_rd;
+    else
+        fpdeep_line_buffer0_slot_mux0_o <= fpdeep_line_buffer0_row_ram0_rd;
+    end if;
+end process fpdeep_line_buffer0_slot_mux0_mux20_m;
 
-fpdeep_line_buffer0_wen <= stdl(bool(fpdeep_line_buffer0_en) and bool(fpdeep_line_buffer0_v1));
-fpdeep_line_buffer0_wdat <= unsigned'(fpdeep_line_buffer0_pix1 & fpdeep_line_buffer0_rd(32-1 downto 16));
+fpdeep_line_buffer0_slot_mux0_mux21_m: process (fpdeep_line_buffer0_row_ram2_rd, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_row_ram3_rd) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg0_y(1-1 downto 0)) then
+        fpdeep_line_buffer0_slot_mux0_mux21_y <= fpdeep_line_buffer0_row_ram3_rd;
+    else
+        fpdeep_line_buffer0_slot_mux0_mux21_y <= fpdeep_line_buffer0_row_ram2_rd;
+    end if;
+end process fpdeep_line_buffer0_slot_mux0_mux21_m;
+
+fpdeep_line_buffer0_slot_mux0_mux22_m: process (fpdeep_line_buffer0_row_ram4_rd, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_slot_mux0_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg0_y(1-1 downto 0)) then
+        fpdeep_line_buffer0_slot_mux0_mux22_y <= fpdeep_line_buffer0_slot_mux0_zero;
+    else
+        fpdeep_line_buffer0_slot_mux0_mux22_y <= fpdeep_line_buffer0_row_ram4_rd;
+    end if;
+end process fpdeep_line_buffer0_slot_mux0_mux22_m;
+
+fpdeep_line_buffer0_slot_mux0_mux23_m: process (fpdeep_line_buffer0_slot_mux0_o, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_slot_mux0_mux21_y) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg0_y(2-1 downto 1)) then
+        fpdeep_line_buffer0_slot_mux0_mux23_y <= fpdeep_line_buffer0_slot_mux0_mux21_y;
+    else
+        fpdeep_line_buffer0_slot_mux0_mux23_y <= fpdeep_line_buffer0_slot_mux0_o;
+    end if;
+end process fpdeep_line_buffer0_slot_mux0_mux23_m;
+
+fpdeep_line_buffer0_slot_mux0_mux24_m: process (fpdeep_line_buffer0_slot_mux0_mux22_y, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_slot_mux0_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg0_y(2-1 downto 1)) then
+        fpdeep_line_buffer0_slot_mux0_mux24_y <= fpdeep_line_buffer0_slot_mux0_zero;
+    else
+        fpdeep_line_buffer0_slot_mux0_mux24_y <= fpdeep_line_buffer0_slot_mux0_mux22_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux0_mux24_m;
+
+fpdeep_line_buffer0_slot_mux0_mux25_m: process (fpdeep_line_buffer0_slot_mux0_mux23_y, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_slot_mux0_mux24_y) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg0_y(3-1 downto 2)) then
+        fpdeep_line_buffer0_slot_mux0_mux25_y <= fpdeep_line_buffer0_slot_mux0_mux24_y;
+    else
+        fpdeep_line_buffer0_slot_mux0_mux25_y <= fpdeep_line_buffer0_slot_mux0_mux23_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux0_mux25_m;
+
+fpdeep_line_buffer0_slot_mux0_mux26_m: process (fpdeep_line_buffer0_slot_mux0_mux25_y, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_slot_mux0_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg0_y(4-1 downto 3)) then
+        fpdeep_line_buffer0_slot_mux0_mux26_y <= fpdeep_line_buffer0_slot_mux0_zero;
+    else
+        fpdeep_line_buffer0_slot_mux0_mux26_y <= fpdeep_line_buffer0_slot_mux0_mux25_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux0_mux26_m;
+
+fpdeep_line_buffer0_slot_mux0_mux27_m: process (fpdeep_line_buffer0_slot_mux0_mux26_y, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_slot_mux0_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg0_y(5-1 downto 4)) then
+        fpdeep_line_buffer0_slot_mux0_y <= fpdeep_line_buffer0_slot_mux0_zero;
+    else
+        fpdeep_line_buffer0_slot_mux0_y <= fpdeep_line_buffer0_slot_mux0_mux26_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux0_mux27_m;
+
+fpdeep_line_buffer0_slot_mux1_mux28_m: process (fpdeep_line_buffer0_row_ram0_rd, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_row_ram1_rd) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg1_y(1-1 downto 0)) then
+        fpdeep_line_buffer0_slot_mux1_o <= fpdeep_line_buffer0_row_ram1_rd;
+    else
+        fpdeep_line_buffer0_slot_mux1_o <= fpdeep_line_buffer0_row_ram0_rd;
+    end if;
+end process fpdeep_line_buffer0_slot_mux1_mux28_m;
+
+fpdeep_line_buffer0_slot_mux1_mux29_m: process (fpdeep_line_buffer0_row_ram2_rd, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_row_ram3_rd) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg1_y(1-1 downto 0)) then
+        fpdeep_line_buffer0_slot_mux1_mux29_y <= fpdeep_line_buffer0_row_ram3_rd;
+    else
+        fpdeep_line_buffer0_slot_mux1_mux29_y <= fpdeep_line_buffer0_row_ram2_rd;
+    end if;
+end process fpdeep_line_buffer0_slot_mux1_mux29_m;
+
+fpdeep_line_buffer0_slot_mux1_mux210_m: process (fpdeep_line_buffer0_row_ram4_rd, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_slot_mux1_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg1_y(1-1 downto 0)) then
+        fpdeep_line_buffer0_slot_mux1_mux210_y <= fpdeep_line_buffer0_slot_mux1_zero;
+    else
+        fpdeep_line_buffer0_slot_mux1_mux210_y <= fpdeep_line_buffer0_row_ram4_rd;
+    end if;
+end process fpdeep_line_buffer0_slot_mux1_mux210_m;
+
+fpdeep_line_buffer0_slot_mux1_mux211_m: process (fpdeep_line_buffer0_slot_mux1_o, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_slot_mux1_mux29_y) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg1_y(2-1 downto 1)) then
+        fpdeep_line_buffer0_slot_mux1_mux211_y <= fpdeep_line_buffer0_slot_mux1_mux29_y;
+    else
+        fpdeep_line_buffer0_slot_mux1_mux211_y <= fpdeep_line_buffer0_slot_mux1_o;
+    end if;
+end process fpdeep_line_buffer0_slot_mux1_mux211_m;
+
+fpdeep_line_buffer0_slot_mux1_mux212_m: process (fpdeep_line_buffer0_slot_mux1_mux210_y, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_slot_mux1_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg1_y(2-1 downto 1)) then
+        fpdeep_line_buffer0_slot_mux1_mux212_y <= fpdeep_line_buffer0_slot_mux1_zero;
+    else
+        fpdeep_line_buffer0_slot_mux1_mux212_y <= fpdeep_line_buffer0_slot_mux1_mux210_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux1_mux212_m;
+
+fpdeep_line_buffer0_slot_mux1_mux213_m: process (fpdeep_line_buffer0_slot_mux1_mux211_y, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_slot_mux1_mux212_y) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg1_y(3-1 downto 2)) then
+        fpdeep_line_buffer0_slot_mux1_mux213_y <= fpdeep_line_buffer0_slot_mux1_mux212_y;
+    else
+        fpdeep_line_buffer0_slot_mux1_mux213_y <= fpdeep_line_buffer0_slot_mux1_mux211_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux1_mux213_m;
+
+fpdeep_line_buffer0_slot_mux1_mux214_m: process (fpdeep_line_buffer0_slot_mux1_mux213_y, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_slot_mux1_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg1_y(4-1 downto 3)) then
+        fpdeep_line_buffer0_slot_mux1_mux214_y <= fpdeep_line_buffer0_slot_mux1_zero;
+    else
+        fpdeep_line_buffer0_slot_mux1_mux214_y <= fpdeep_line_buffer0_slot_mux1_mux213_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux1_mux214_m;
+
+fpdeep_line_buffer0_slot_mux1_mux215_m: process (fpdeep_line_buffer0_slot_mux1_mux214_y, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_slot_mux1_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg1_y(5-1 downto 4)) then
+        fpdeep_line_buffer0_slot_mux1_y <= fpdeep_line_buffer0_slot_mux1_zero;
+    else
+        fpdeep_line_buffer0_slot_mux1_y <= fpdeep_line_buffer0_slot_mux1_mux214_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux1_mux215_m;
+
+fpdeep_line_buffer0_slot_mux2_mux216_m: process (fpdeep_line_buffer0_row_ram0_rd, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_row_ram1_rd) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg2_y(1-1 downto 0)) then
+        fpdeep_line_buffer0_slot_mux2_o <= fpdeep_line_buffer0_row_ram1_rd;
+    else
+        fpdeep_line_buffer0_slot_mux2_o <= fpdeep_line_buffer0_row_ram0_rd;
+    end if;
+end process fpdeep_line_buffer0_slot_mux2_mux216_m;
+
+fpdeep_line_buffer0_slot_mux2_mux217_m: process (fpdeep_line_buffer0_row_ram2_rd, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_row_ram3_rd) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg2_y(1-1 downto 0)) then
+        fpdeep_line_buffer0_slot_mux2_mux217_y <= fpdeep_line_buffer0_row_ram3_rd;
+    else
+        fpdeep_line_buffer0_slot_mux2_mux217_y <= fpdeep_line_buffer0_row_ram2_rd;
+    end if;
+end process fpdeep_line_buffer0_slot_mux2_mux217_m;
+
+fpdeep_line_buffer0_slot_mux2_mux218_m: process (fpdeep_line_buffer0_row_ram4_rd, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_slot_mux2_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg2_y(1-1 downto 0)) then
+        fpdeep_line_buffer0_slot_mux2_mux218_y <= fpdeep_line_buffer0_slot_mux2_zero;
+    else
+        fpdeep_line_buffer0_slot_mux2_mux218_y <= fpdeep_line_buffer0_row_ram4_rd;
+    end if;
+end process fpdeep_line_buffer0_slot_mux2_mux218_m;
+
+fpdeep_line_buffer0_slot_mux2_mux219_m: process (fpdeep_line_buffer0_slot_mux2_o, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_slot_mux2_mux217_y) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg2_y(2-1 downto 1)) then
+        fpdeep_line_buffer0_slot_mux2_mux219_y <= fpdeep_line_buffer0_slot_mux2_mux217_y;
+    else
+        fpdeep_line_buffer0_slot_mux2_mux219_y <= fpdeep_line_buffer0_slot_mux2_o;
+    end if;
+end process fpdeep_line_buffer0_slot_mux2_mux219_m;
+
+fpdeep_line_buffer0_slot_mux2_mux220_m: process (fpdeep_line_buffer0_slot_mux2_mux218_y, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_slot_mux2_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg2_y(2-1 downto 1)) then
+        fpdeep_line_buffer0_slot_mux2_mux220_y <= fpdeep_line_buffer0_slot_mux2_zero;
+    else
+        fpdeep_line_buffer0_slot_mux2_mux220_y <= fpdeep_line_buffer0_slot_mux2_mux218_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux2_mux220_m;
+
+fpdeep_line_buffer0_slot_mux2_mux221_m: process (fpdeep_line_buffer0_slot_mux2_mux219_y, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_slot_mux2_mux220_y) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg2_y(3-1 downto 2)) then
+        fpdeep_line_buffer0_slot_mux2_mux221_y <= fpdeep_line_buffer0_slot_mux2_mux220_y;
+    else
+        fpdeep_line_buffer0_slot_mux2_mux221_y <= fpdeep_line_buffer0_slot_mux2_mux219_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux2_mux221_m;
+
+fpdeep_line_buffer0_slot_mux2_mux222_m: process (fpdeep_line_buffer0_slot_mux2_mux221_y, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_slot_mux2_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg2_y(4-1 downto 3)) then
+        fpdeep_line_buffer0_slot_mux2_mux222_y <= fpdeep_line_buffer0_slot_mux2_zero;
+    else
+        fpdeep_line_buffer0_slot_mux2_mux222_y <= fpdeep_line_buffer0_slot_mux2_mux221_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux2_mux222_m;
+
+fpdeep_line_buffer0_slot_mux2_mux223_m: process (fpdeep_line_buffer0_slot_mux2_mux222_y, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_slot_mux2_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg2_y(5-1 downto 4)) then
+        fpdeep_line_buffer0_slot_mux2_y <= fpdeep_line_buffer0_slot_mux2_zero;
+    else
+        fpdeep_line_buffer0_slot_mux2_y <= fpdeep_line_buffer0_slot_mux2_mux222_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux2_mux223_m;
+
+fpdeep_line_buffer0_pix_mask0_pm: process (fpdeep_line_buffer0_hz1, fpdeep_line_buffer0_m1, fpdeep_line_buffer0_slot_mux0_y) is
+begin
+    if (bool(fpdeep_line_buffer0_m1(0)) and (not bool(fpdeep_line_buffer0_hz1))) then
+        fpdeep_line_buffer0_pix_mask0_o <= fpdeep_line_buffer0_slot_mux0_y;
+    else
+        fpdeep_line_buffer0_pix_mask0_o <= to_unsigned(0, 16);
+    end if;
+end process fpdeep_line_buffer0_pix_mask0_pm;
+
+fpdeep_line_buffer0_pix_mask1_pm: process (fpdeep_line_buffer0_hz1, fpdeep_line_buffer0_m1, fpdeep_line_buffer0_slot_mux1_y) is
+begin
+    if (bool(fpdeep_line_buffer0_m1(1)) and (not bool(fpdeep_line_buffer0_hz1))) then
+        fpdeep_line_buffer0_pix_mask1_o <= fpdeep_line_buffer0_slot_mux1_y;
+    else
+        fpdeep_line_buffer0_pix_mask1_o <= to_unsigned(0, 16);
+    end if;
+end process fpdeep_line_buffer0_pix_mask1_pm;
+
+fpdeep_line_buffer0_pix_mask2_pm: process (fpdeep_line_buffer0_hz1, fpdeep_line_buffer0_m1, fpdeep_line_buffer0_slot_mux2_y) is
+begin
+    if (bool(fpdeep_line_buffer0_m1(2)) and (not bool(fpdeep_line_buffer0_hz1))) then
+        fpdeep_line_buffer0_pix_mask2_o <= fpdeep_line_buffer0_slot_mux2_y;
+    else
+        fpdeep_line_buffer0_pix_mask2_o <= to_unsigned(0, 16);
+    end if;
+end process fpdeep_line_buffer0_pix_mask2_pm;
+
+fpdeep_line_buffer0_wsel: process (fpdeep_line_buffer0_hist, fpdeep_line_buffer0_t1, fpdeep_line_buffer0_f1, fpdeep_line_buffer0_nh, fpdeep_line_buffer0_col) is
+begin
+    if bool(fpdeep_line_buffer0_t1) then
+        fpdeep_line_buffer0_colw <= to_unsigned(0, 48);
+    else
+        fpdeep_line_buffer0_colw <= fpdeep_line_buffer0_col;
+    end if;
+    if bool(fpdeep_line_buffer0_f1) then
+        fpdeep_line_buffer0_hsel <= fpdeep_line_buffer0_nh;
+    else
+        fpdeep_line_buffer0_hsel <= fpdeep_line_buffer0_hist;
+    end if;
+end process fpdeep_line_buffer0_wsel;
 
 
-fpdeep_line_buffer0_col <= unsigned'(fpdeep_line_buffer0_pix1 & fpdeep_line_buffer0_rd);
+fpdeep_line_buffer0_hnext <= unsigned'(fpdeep_line_buffer0_colw & fpdeep_line_buffer0_hsel(96-1 downto 48));
+fpdeep_line_buffer0_nhnext <= unsigned'(fpdeep_line_buffer0_col & fpdeep_line_buffer0_nh(96-1 downto 48));
 
 fpdeep_line_buffer0_wreg: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
             fpdeep_line_buffer0_hist <= to_unsigned(0, 96);
+            fpdeep_line_buffer0_nh <= to_unsigned(0, 96);
         else
-            if (bool(fpdeep_line_buffer0_en) and bool(fpdeep_line_buffer0_v1)) then
+            if (bool(fpdeep_line_buffer0_en) and bool(fpdeep_line_buffer0_v1w)) then
                 fpdeep_line_buffer0_hist <= fpdeep_line_buffer0_hnext;
+            end if;
+            if bool(fpdeep_line_buffer0_en) then
+                if (bool(fpdeep_line_buffer0_v1w) and bool(fpdeep_line_buffer0_f1)) then
+                    fpdeep_line_buffer0_nh <= to_unsigned(0, 96);
+                elsif bool(fpdeep_line_buffer0_v1h) then
+                    fpdeep_line_buffer0_nh <= fpdeep_line_buffer0_nhnext;
+                end if;
             end if;
         end if;
     end if;
 end process fpdeep_line_buffer0_wreg;
 
 
-fpdeep_line_buffer0_push <= stdl(bool(fpdeep_line_buffer0_en) and bool(fpdeep_line_buffer0_v1) and bool(fpdeep_line_buffer0_wv1));
+fpdeep_line_buffer0_push <= stdl(bool(fpdeep_line_buffer0_en) and bool(fpdeep_line_buffer0_v1w));
 fpdeep_line_buffer0_fin_u <= to_unsigned(fpdeep_line_buffer0_fin1, 1);
-fpdeep_line_buffer0_out_final_pop <= stdl(bool(win_v) and bool(win_r) and bool(fpdeep_line_buffer0_mfin(0)));
+fpdeep_line_buffer0_fin_pop <= stdl(bool(win_v) and bool(win_r) and bool(fpdeep_line_buffer0_mfin(0)));
+win_u <= fpdeep_line_buffer0_mfin(0);
 
 fpdeep_line_buffer0_out_fifo20_seq: process (clk) is
     variable pop: std_logic;
@@ -1707,7 +2351,7 @@ bfire <= stdl((phase = 0) and bool(s_axis_b_tvalid));
 win_r <= stdl((phase = 1) and bool(s_axis_err_tvalid));
 s_axis_err_tready <= stdl((phase = 1) and bool(win_v));
 fire <= stdl((phase = 1) and bool(win_v) and bool(s_axis_err_tvalid));
-lb_start <= stdl((phase = 1) and bool(need_start) and (not bool(lb_busy)));
+lb_start <= stdl((phase = 1) and (scnt /= bcnt) and (not bool(lb_busy)));
 ufire <= stdl((phase = 2) and bool(en_o));
 ufire_f <= stdl((phase = 2) and bool(en_o) and (ucnt /= 2));
 ufire_b <= stdl((phase = 2) and bool(en_o) and (ucnt = 2));
@@ -1718,11 +2362,13 @@ begin
         if (rst = '1') then
             xr <= to_unsigned(0, 144);
             fa <= '0';
-            er <= to_unsigned(0, 32);
             va <= '0';
+            er <= to_unsigned(0, 32);
+            ea <= '0';
         else
             va <= fire;
             fa <= sfirst;
+            ea <= stdl(bool(fire) and bool(win_u));
             if bool(fire) then
                 xr <= win_d;
                 er <= s_axis_err_tdata_num;
@@ -1737,10 +2383,12 @@ begin
         if (rst = '1') then
             vb <= '0';
             eb <= to_unsigned(0, 32);
+            ebf <= '0';
             fbf <= '0';
         else
             vb <= va;
             fbf <= fa;
+            ebf <= ea;
             eb <= er;
         end if;
     end if;
@@ -1751,10 +2399,8 @@ begin
     if rising_edge(clk) then
         if (rst = '1') then
             fold <= '0';
-            ld1 <= '0';
         else
-            ld1 <= lb_done;
-            fold <= ld1;
+            fold <= ebf;
         end if;
     end if;
 end process ldly;
@@ -4465,15 +5111,15 @@ begin
             fcnt <= to_unsigned(0, 3);
             bm1 <= to_unsigned(0, 3);
             phase <= to_unsigned(0, 2);
-            sfirst <= '0';
+            bcnt <= to_unsigned(0, 3);
             done <= '0';
             lr_r <= to_unsigned(0, 16);
-            need_start <= '0';
-            bfirst <= '0';
+            scnt <= to_unsigned(0, 3);
+            sfirst <= '0';
             cfg_err <= '0';
+            bfirst <= '0';
             row_err <= '0';
             h_r <= to_unsigned(0, 4);
-            ldcnt <= to_unsigned(0, 3);
             w_r <= to_unsigned(0, 4);
         else
             done <= '0';
@@ -4490,34 +5136,28 @@ begin
                     p_r <= cfg_pad_num;
                     bm1 <= (cfg_batch_num - 1);
                     lr_r <= cfg_lr_num;
-                    need_start <= '1';
+                    bcnt <= cfg_batch_num;
+                    scnt <= to_unsigned(0, 3);
+                    sfirst <= '1';
                     bfirst <= '1';
-                    ldcnt <= to_unsigned(0, 3);
                     fcnt <= to_unsigned(0, 3);
                     ucnt <= to_unsigned(0, 2);
                 end if;
             end if;
             if bool(lb_start) then
-                need_start <= '0';
-                sfirst <= '1';
+                scnt <= (scnt + 1);
             end if;
             if bool(fire) then
-                sfirst <= '0';
+                sfirst <= win_u;
                 if (s_axis_err_tlast /= win_l) then
                     row_err <= '1';
                 end if;
             end if;
-            if (bool(lb_rerr) and (phase = 1) and (not bool(need_start))) then
+            if (bool(lb_rerr) and (phase = 1) and (scnt /= 0)) then
                 row_err <= '1';
             end if;
-            if (bool(lb_cerr) and (phase = 1)) then
+            if (bool(lb_cerr) and (phase = 1) and bool(lb_done)) then
                 cfg_err <= '1';
-            end if;
-            if bool(lb_done) then
-                ldcnt <= (ldcnt + 1);
-                if (ldcnt /= bm1) then
-                    need_start <= '1';
-                end if;
             end if;
             if bool(fold) then
                 bfirst <= '0';
