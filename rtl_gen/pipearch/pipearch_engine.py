@@ -100,7 +100,8 @@ def _cross(p):
 
 
 PARAMS = ParamSet([
-    Param("LANES", 16, "words per line", 1, 32, _lanes_ok),
+    Param("LANES", 4, "words per line (the paper's 64 B line is LANES=16: config lanes16)", 1, 32,
+          _lanes_ok),
     Param("W", 32, "word width (Q(W,F) signed fixed point; the ISA uses 32)", 8, 32, multiple_of_8),
     Param("F", 16, "fraction bits", 1, 31),
     Param("NREGIONS", 4, "regions", 1, 16),
@@ -993,6 +994,7 @@ CORE = CoreDef(
     params=PARAMS, build=build, datasheet=datasheet,
     configs={
         "default": {},
+        "lanes16": {"LANES": 16},
         "small": {"LANES": 4, "NREGIONS": 4, "DEPTH": 32, "AMEM_DEPTH": 8, "MAX_DIM": 32,
                   "MAX_ITER": 64, "CONFIGS": (2 << 4) | (1 << 6)},
     },
