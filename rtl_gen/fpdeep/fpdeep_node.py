@@ -423,10 +423,13 @@ def block_fn(p):
         hb_v, hb_r, hb_f = sig_b(), sig_b(), sig_b()
         hfw_v, heb_v, hfb_v = sig_b(), sig_b(), sig_b()
         fwd_busy_r, bwd_busy_r, upd_pend = sig_b(), sig_b(), sig_b()
+        # FP / EB have a map in flight (start .. done): fwd_busy_r and eb_act, whatever the
+        # sub-blocks' busy means (it may drop once a map's input is in)
+        eb_act = sig_b()
 
         @always_comb
         def hosten():
-            host_en.next = not (fp_busy or eb_busy or pg_busy or fwd_busy_r or bwd_busy_r)
+            host_en.next = not (fp_busy or eb_busy or pg_busy or fwd_busy_r or bwd_busy_r or eb_act)
             hw_v.next = s_axis_w_tvalid and host_en
             hb_v.next = s_axis_b_tvalid and host_en
             s_axis_w_tready.next = hw_r and host_en
@@ -443,8 +446,8 @@ def block_fn(p):
 
         @always_comb
         def idles():
-            fp_idle.next = not fp_busy
-            eb_idle.next = not eb_busy
+            fp_idle.next = not fwd_busy_r
+            eb_idle.next = not eb_act
 
         insts.append(fork(clk, rst, pgw_v, pgw_r, uw_f, [fp_idle, eb_idle, one], [ufw_v, ueb_v, m_axis_pw_tvalid],
                           [fpw_r, ebw_r, m_axis_pw_tready]))
@@ -480,7 +483,7 @@ def block_fn(p):
 
         @always_comb
         def wport():
-            we.next = fp_busy and s_axis_pix_tvalid and s_axis_pix_tready
+            we.next = fwd_busy_r and s_axis_pix_tvalid and s_axis_pix_tready
             wdat.next = concat(s_axis_pix_tlast, s_axis_pix_tdata)
 
         # ---- read-back into PG: RAM -> 2-entry prefetch FIFO -> s_axis_x -------------
@@ -630,6 +633,9 @@ def block_fn(p):
                     ec.next = ec + 1
             if eb_done:
                 eb_seen.next = True
+                eb_act.next = False
+            if eb_start:
+                eb_act.next = True
             if pg_done:
                 upd_pend.next = False
             if bfin:
@@ -655,7 +661,7 @@ def block_fn(p):
             cfg_err.next = nerr or fp_cerr or eb_cerr or pg_cerr
             row_err.next = fp_rerr or eb_rerr or pg_rerr
             psum_err.next = fp_perr or eb_perr or ebp_bad or ebp_in_r
-            stage_busy.next = concat(pg_work, eb_busy, fp_busy)
+            stage_busy.next = concat(pg_work, eb_act, fwd_busy_r)
             ebp_in_v.next = zero
             ebp_in_l.next = zero
             ebp_in.next = 0

@@ -130,7 +130,7 @@ reg m_axis_pb_tlast;
 input [31:0] s_axis_pix_tdata;
 input s_axis_pix_tvalid;
 output s_axis_pix_tready;
-reg s_axis_pix_tready;
+wire s_axis_pix_tready;
 input s_axis_pix_tlast;
 input [95:0] s_axis_psum_in_tdata;
 input s_axis_psum_in_tvalid;
@@ -189,6 +189,7 @@ reg fp_busy;
 reg eb_busy;
 reg fwd_busy_r;
 reg bwd_busy_r;
+reg eb_act;
 wire hw_v;
 wire hb_v;
 wire hw_r;
@@ -212,7 +213,7 @@ wire we;
 wire [32:0] wdat;
 wire rd_pop;
 reg [1:0] cnt;
-reg pgx_r;
+wire pgx_r;
 wire issue;
 reg rd_on;
 reg pend;
@@ -283,85 +284,189 @@ reg [143:0] fpdeep_fp0_s_axis_w_tdata;
 wire fpdeep_fp0_s_axis_w_tready;
 reg [31:0] fpdeep_fp0_s_axis_b_tdata;
 wire fpdeep_fp0_s_axis_b_tready;
-reg fpdeep_fp0_lb_busy;
-reg fpdeep_fp0_lb_done;
+reg fpdeep_fp0_lb_done_unused;
+wire fpdeep_fp0_lb_busy;
 wire fpdeep_fp0_lb_start;
 wire [287:0] fpdeep_fp0_win_d;
 wire fpdeep_fp0_win_l;
 wire fpdeep_fp0_win_r;
+wire fpdeep_fp0_win_u;
 wire fpdeep_fp0_win_v;
 reg fpdeep_fp0_en;
 wire fpdeep_fp0_wfire;
 wire fpdeep_fp0_bfire;
 wire fpdeep_fp0_fire;
+reg fpdeep_fp0_ibusy;
 reg [287:0] fpdeep_fp0_xr;
-reg [1:0] fpdeep_fp0_v0;
+reg fpdeep_fp0_xl;
+reg fpdeep_fp0_blx;
+reg [5:0] fpdeep_fp0_v0;
+reg fpdeep_fp0_brx;
+reg fpdeep_fp0_bf;
 wire fpdeep_fp0_push1;
-wire [1:0] fpdeep_fp0_vt;
+wire [5:0] fpdeep_fp0_vt;
 wire fpdeep_fp0_last1;
-wire [0:0] fpdeep_fp0_first_u;
-reg fpdeep_fp0_first_r;
+wire [3:0] fpdeep_fp0_tag_u;
 wire fpdeep_fp0_e_r;
 reg fpdeep_fp0_en2;
-wire [0:0] fpdeep_fp0_e_first;
+wire fpdeep_fp0_e_first;
 wire fpdeep_fp0_e_v;
 wire fpdeep_fp0_jfire;
 reg fpdeep_fp0_v2;
 reg fpdeep_fp0_l2;
 wire fpdeep_fp0_e_l;
+reg fpdeep_fp0_last2;
+wire [3:0] fpdeep_fp0_e_tag;
+reg fpdeep_fp0_relu2;
+reg fpdeep_fp0_mend2;
 wire fpdeep_fp0_push2;
-wire [0:0] fpdeep_fp0_mode_u;
-reg fpdeep_fp0_last_r;
+wire [1:0] fpdeep_fp0_mode_u;
 wire [95:0] fpdeep_fp0_o_d;
 wire fpdeep_fp0_o_l;
 wire fpdeep_fp0_o_v;
-wire [0:0] fpdeep_fp0_o_mode;
+wire [1:0] fpdeep_fp0_o_mode;
 wire [31:0] fpdeep_fp0_act_d;
 reg fpdeep_fp0_o_r;
 reg fpdeep_fp0_ohs;
-reg fpdeep_fp0_lbseen;
-reg fpdeep_fp0_relu_r;
-reg [3:0] fpdeep_fp0_inflight;
+reg fpdeep_fp0_rsel;
+reg fpdeep_fp0_cf1;
+reg fpdeep_fp0_cl1;
+reg fpdeep_fp0_cr1;
+reg fpdeep_fp0_cf0;
+reg fpdeep_fp0_cl0;
+reg fpdeep_fp0_cr0;
+reg fpdeep_fp0_chk;
+reg fpdeep_fp0_errq;
+reg [1:0] fpdeep_fp0_nmaps;
+wire fpdeep_fp0_mdone;
+reg fpdeep_fp0_wsel;
 reg fpdeep_fp0_fpdeep_line_buffer0_en;
-wire [3:0] fpdeep_fp0_fpdeep_line_buffer0_he_r;
+wire [4:0] fpdeep_fp0_fpdeep_line_buffer0_he_r;
 wire [3:0] fpdeep_fp0_fpdeep_line_buffer0_pe_c;
-wire [3:0] fpdeep_fp0_fpdeep_line_buffer0_pe_rr;
+wire [4:0] fpdeep_fp0_fpdeep_line_buffer0_pe_r;
 wire [3:0] fpdeep_fp0_fpdeep_line_buffer0_we_c;
 wire [3:0] fpdeep_fp0_fpdeep_line_buffer0_wsum;
-wire [3:0] fpdeep_fp0_fpdeep_line_buffer0_hsum;
+wire [4:0] fpdeep_fp0_fpdeep_line_buffer0_hsum;
 wire fpdeep_fp0_fpdeep_line_buffer0_cbad;
-wire fpdeep_fp0_fpdeep_line_buffer0_in_img;
-reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_c0;
-reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_pad_c;
-reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_cend;
-reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_r0;
-reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_pad_r;
-reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_rend;
-wire fpdeep_fp0_fpdeep_line_buffer0_wv0;
-wire fpdeep_fp0_fpdeep_line_buffer0_last0;
-reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_wlast;
-wire fpdeep_fp0_fpdeep_line_buffer0_fin0;
-reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_hlast;
-reg fpdeep_fp0_fpdeep_line_buffer0_fire;
-reg fpdeep_fp0_fpdeep_line_buffer0_running;
-reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_pix0;
-reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_cend_m1;
-wire fpdeep_fp0_fpdeep_line_buffer0_out_final_pop;
-wire fpdeep_fp0_fpdeep_line_buffer0_wen;
-reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_c1;
-wire [63:0] fpdeep_fp0_fpdeep_line_buffer0_wdat;
-reg [63:0] fpdeep_fp0_fpdeep_line_buffer0_rd;
-reg fpdeep_fp0_fpdeep_line_buffer0_v1;
-reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_pix1;
-reg fpdeep_fp0_fpdeep_line_buffer0_wv1;
+reg fpdeep_fp0_fpdeep_line_buffer0_wbusy;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_nfull;
+wire fpdeep_fp0_fpdeep_line_buffer0_wfire;
+wire [2:0] fpdeep_fp0_fpdeep_line_buffer0_wadr;
+reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_wcol;
+wire fpdeep_fp0_fpdeep_line_buffer0_accept;
+reg fpdeep_fp0_fpdeep_line_buffer0_rpend;
+reg fpdeep_fp0_fpdeep_line_buffer0_errq;
+reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_q;
+reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_jj;
+reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_r_hc;
+reg fpdeep_fp0_fpdeep_line_buffer0_tailw;
+reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_r_w;
+reg fpdeep_fp0_fpdeep_line_buffer0_first;
+reg fpdeep_fp0_fpdeep_line_buffer0_lastj;
+reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_r_wo1;
+reg fpdeep_fp0_fpdeep_line_buffer0_lastr;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_rr;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_r_ho1;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_ur;
+reg fpdeep_fp0_fpdeep_line_buffer0_uex;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_lim;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_lo;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_r_hm1;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_need_r;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_need_u;
+reg fpdeep_fp0_fpdeep_line_buffer0_ract;
+reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_hq;
+reg fpdeep_fp0_fpdeep_line_buffer0_can_win;
+reg fpdeep_fp0_fpdeep_line_buffer0_can_head;
+reg fpdeep_fp0_fpdeep_line_buffer0_wf;
+reg fpdeep_fp0_fpdeep_line_buffer0_hf;
+reg fpdeep_fp0_fpdeep_line_buffer0_rden;
+reg [2:0] fpdeep_fp0_fpdeep_line_buffer0_rdad;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_rrow;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_dec;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_r_p;
+wire [4:0] fpdeep_fp0_fpdeep_line_buffer0_dd;
+wire [4:0] fpdeep_fp0_fpdeep_line_buffer0_sbr;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_rsl;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_r_off;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_slot0;
+wire [2:0] fpdeep_fp0_fpdeep_line_buffer0_mask0;
+wire [2:0] fpdeep_fp0_fpdeep_line_buffer0_mcat;
+wire fpdeep_fp0_fpdeep_line_buffer0_fin_pop;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_wrow;
+reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_g_w;
+reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_g_wm1;
+reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_g_hc;
+reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_g_wo1;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_g_hm1;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_g_ho1;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_g_hp;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_g_p;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_g_off;
+reg [2:0] fpdeep_fp0_fpdeep_line_buffer0_wslot;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_r_hp;
+reg fpdeep_fp0_fpdeep_line_buffer0_v1w;
+reg fpdeep_fp0_fpdeep_line_buffer0_v1h;
+reg fpdeep_fp0_fpdeep_line_buffer0_t1;
+reg fpdeep_fp0_fpdeep_line_buffer0_f1;
 reg fpdeep_fp0_fpdeep_line_buffer0_last1;
 reg fpdeep_fp0_fpdeep_line_buffer0_fin1;
+reg fpdeep_fp0_fpdeep_line_buffer0_hz1;
+reg [2:0] fpdeep_fp0_fpdeep_line_buffer0_m1;
+reg [95:0] fpdeep_fp0_fpdeep_line_buffer0_colw;
 wire [95:0] fpdeep_fp0_fpdeep_line_buffer0_col;
+reg [191:0] fpdeep_fp0_fpdeep_line_buffer0_hsel;
+reg [191:0] fpdeep_fp0_fpdeep_line_buffer0_nh;
 reg [191:0] fpdeep_fp0_fpdeep_line_buffer0_hist;
 wire [191:0] fpdeep_fp0_fpdeep_line_buffer0_hnext;
+wire [191:0] fpdeep_fp0_fpdeep_line_buffer0_nhnext;
 wire fpdeep_fp0_fpdeep_line_buffer0_push;
 wire [0:0] fpdeep_fp0_fpdeep_line_buffer0_fin_u;
 wire [0:0] fpdeep_fp0_fpdeep_line_buffer0_mfin;
+wire fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_mb;
+wire fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_mb;
+wire fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_mb;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_slot_add0_y;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_slot_add1_y;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_slot_add2_y;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_y;
+wire [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_o;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_y;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_y;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_y;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_y;
+wire [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_o;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_y;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_y;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_y;
+wire [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_o;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_y;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_y;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_y;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_pix_mask0_o;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_pix_mask1_o;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_pix_mask2_o;
 wire [287:0] fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din;
 reg [1:0] fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_cnt;
 reg [287:0] fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_d0;
@@ -542,7 +647,7 @@ reg signed [35:0] fpdeep_fp0_engine_trees0_pass_reg5_y;
 wire signed [35:0] fpdeep_fp0_engine_trees0_pass_reg5_ae;
 reg [0:0] fpdeep_fp0_engine_trees0_pass_reg5_sext7_sgn;
 reg signed [36:0] fpdeep_fp0_engine_trees0_add_reg35_y;
-reg [11:0] fpdeep_fp0_delay_flags0_sr;
+reg [35:0] fpdeep_fp0_delay_flags0_sr;
 wire [73:0] fpdeep_fp0_pack0_res;
 wire [36:0] fpdeep_fp0_pack0_u;
 wire [73:0] fpdeep_fp0_pack0_cs;
@@ -553,8 +658,8 @@ reg [73:0] fpdeep_fp0_out_fifo21_d0;
 reg [73:0] fpdeep_fp0_out_fifo21_d1;
 reg fpdeep_fp0_out_fifo21_l0;
 reg fpdeep_fp0_out_fifo21_l1;
-reg [0:0] fpdeep_fp0_out_fifo21_u0;
-reg [0:0] fpdeep_fp0_out_fifo21_u1;
+reg [3:0] fpdeep_fp0_out_fifo21_u0;
+reg [3:0] fpdeep_fp0_out_fifo21_u1;
 reg signed [48:0] fpdeep_fp0_join_lane0_acc;
 reg signed [36:0] fpdeep_fp0_join_lane0_e;
 wire signed [48:0] fpdeep_fp0_join_lane0_ee;
@@ -616,97 +721,197 @@ reg [95:0] fpdeep_fp0_out_fifo22_d0;
 reg [95:0] fpdeep_fp0_out_fifo22_d1;
 reg fpdeep_fp0_out_fifo22_l0;
 reg fpdeep_fp0_out_fifo22_l1;
-reg [0:0] fpdeep_fp0_out_fifo22_u0;
-reg [0:0] fpdeep_fp0_out_fifo22_u1;
+reg [1:0] fpdeep_fp0_out_fifo22_u0;
+reg [1:0] fpdeep_fp0_out_fifo22_u1;
 wire fpdeep_eb0_cfg_first;
 reg [143:0] fpdeep_eb0_s_axis_w_tdata;
 wire fpdeep_eb0_s_axis_w_tready;
 wire fpdeep_eb0_s_axis_err_tvalid;
-reg fpdeep_eb0_s_axis_err_tready;
+wire fpdeep_eb0_s_axis_err_tready;
 wire fpdeep_eb0_m_axis_psum_out_tready;
+reg fpdeep_eb0_lb_done_unused;
 reg [1:0] fpdeep_eb0_lb_pad;
 reg [3:0] fpdeep_eb0_lb_width;
-reg fpdeep_eb0_lb_busy;
-reg fpdeep_eb0_lb_done;
+wire fpdeep_eb0_lb_busy;
 wire fpdeep_eb0_lb_start;
 reg fpdeep_eb0_en;
 wire fpdeep_eb0_wfire;
 wire fpdeep_eb0_win_r;
 wire fpdeep_eb0_fire;
 wire fpdeep_eb0_win_v;
+reg fpdeep_eb0_ibusy;
 reg [31:0] fpdeep_eb0_bz;
 reg fpdeep_eb0_bsel;
 reg [287:0] fpdeep_eb0_xr;
 wire [287:0] fpdeep_eb0_win_d;
-reg [1:0] fpdeep_eb0_v0;
+reg [4:0] fpdeep_eb0_v0;
+wire fpdeep_eb0_win_u;
+reg fpdeep_eb0_blx;
+reg fpdeep_eb0_bfx;
 wire fpdeep_eb0_win_l;
 wire [575:0] fpdeep_eb0_wt;
 wire [575:0] fpdeep_eb0_wcat;
 wire fpdeep_eb0_push1;
-wire [1:0] fpdeep_eb0_vt;
+wire [4:0] fpdeep_eb0_vt;
 wire fpdeep_eb0_last1;
-wire [0:0] fpdeep_eb0_first_u;
-reg fpdeep_eb0_first_r;
+wire [2:0] fpdeep_eb0_tag_u;
 wire fpdeep_eb0_e_r;
 reg fpdeep_eb0_en2;
-wire [0:0] fpdeep_eb0_e_first;
+wire fpdeep_eb0_e_first;
 wire fpdeep_eb0_e_v;
 wire fpdeep_eb0_jfire;
 reg fpdeep_eb0_v2;
 reg fpdeep_eb0_l2;
 wire fpdeep_eb0_e_l;
+reg fpdeep_eb0_last2;
+wire [2:0] fpdeep_eb0_e_tag;
+reg fpdeep_eb0_mend2;
 wire fpdeep_eb0_push2;
-wire [0:0] fpdeep_eb0_mode_u;
-reg fpdeep_eb0_last_r;
+wire [1:0] fpdeep_eb0_mode_u;
 wire [95:0] fpdeep_eb0_o_d;
 wire fpdeep_eb0_o_l;
 wire fpdeep_eb0_o_v;
-wire [0:0] fpdeep_eb0_o_mode;
+wire [1:0] fpdeep_eb0_o_mode;
 wire [31:0] fpdeep_eb0_err_d;
 reg fpdeep_eb0_o_r;
 reg fpdeep_eb0_ohs;
-reg fpdeep_eb0_lbseen;
-reg [3:0] fpdeep_eb0_inflight;
+reg fpdeep_eb0_rsel;
+reg fpdeep_eb0_cf1;
+reg fpdeep_eb0_cl1;
+reg fpdeep_eb0_cf0;
+reg fpdeep_eb0_cl0;
+reg fpdeep_eb0_chk;
+reg fpdeep_eb0_errq;
+reg [1:0] fpdeep_eb0_nmaps;
+wire fpdeep_eb0_mdone;
+reg fpdeep_eb0_wsel;
 reg fpdeep_eb0_fpdeep_line_buffer0_0_en;
-wire [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_he_r;
+wire [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_he_r;
 wire [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_pe_c;
-wire [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_pe_rr;
+wire [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_pe_r;
 wire [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_we_c;
 wire [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_wsum;
-wire [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_hsum;
+wire [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_hsum;
 wire fpdeep_eb0_fpdeep_line_buffer0_0_cbad;
-wire fpdeep_eb0_fpdeep_line_buffer0_0_in_img;
-reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_c0;
-reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_pad_c;
-reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_cend;
-reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_r0;
-reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_pad_r;
-reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_rend;
-wire fpdeep_eb0_fpdeep_line_buffer0_0_wv0;
-wire fpdeep_eb0_fpdeep_line_buffer0_0_last0;
-reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_wlast;
-wire fpdeep_eb0_fpdeep_line_buffer0_0_fin0;
-reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_hlast;
-reg fpdeep_eb0_fpdeep_line_buffer0_0_fire;
-reg fpdeep_eb0_fpdeep_line_buffer0_0_running;
-reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_pix0;
-reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_cend_m1;
-wire fpdeep_eb0_fpdeep_line_buffer0_0_out_final_pop;
-wire fpdeep_eb0_fpdeep_line_buffer0_0_wen;
-reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_c1;
-wire [63:0] fpdeep_eb0_fpdeep_line_buffer0_0_wdat;
-reg [63:0] fpdeep_eb0_fpdeep_line_buffer0_0_rd;
-reg fpdeep_eb0_fpdeep_line_buffer0_0_v1;
-reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_pix1;
-reg fpdeep_eb0_fpdeep_line_buffer0_0_wv1;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_wbusy;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_nfull;
+wire fpdeep_eb0_fpdeep_line_buffer0_0_wfire;
+wire [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_wadr;
+reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_wcol;
+wire fpdeep_eb0_fpdeep_line_buffer0_0_accept;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_rpend;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_errq;
+reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_q;
+reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_jj;
+reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_r_hc;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_tailw;
+reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_r_w;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_first;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_lastj;
+reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_r_wo1;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_lastr;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_rr;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_ur;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_uex;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_lim;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_lo;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_need_r;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_need_u;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_ract;
+reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_hq;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_can_win;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_can_head;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_wf;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_hf;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_rden;
+reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_rdad;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_rrow;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_dec;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_r_p;
+wire [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_dd;
+wire [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_sbr;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_rsl;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_r_off;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot0;
+wire [2:0] fpdeep_eb0_fpdeep_line_buffer0_0_mask0;
+wire [2:0] fpdeep_eb0_fpdeep_line_buffer0_0_mcat;
+wire fpdeep_eb0_fpdeep_line_buffer0_0_fin_pop;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_wrow;
+reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_g_w;
+reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1;
+reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_g_hc;
+reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_g_wo1;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_g_ho1;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_g_hp;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_g_p;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_g_off;
+reg [2:0] fpdeep_eb0_fpdeep_line_buffer0_0_wslot;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_r_hp;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_v1w;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_v1h;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_t1;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_f1;
 reg fpdeep_eb0_fpdeep_line_buffer0_0_last1;
 reg fpdeep_eb0_fpdeep_line_buffer0_0_fin1;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_hz1;
+reg [2:0] fpdeep_eb0_fpdeep_line_buffer0_0_m1;
+reg [95:0] fpdeep_eb0_fpdeep_line_buffer0_0_colw;
 wire [95:0] fpdeep_eb0_fpdeep_line_buffer0_0_col;
+reg [191:0] fpdeep_eb0_fpdeep_line_buffer0_0_hsel;
+reg [191:0] fpdeep_eb0_fpdeep_line_buffer0_0_nh;
 reg [191:0] fpdeep_eb0_fpdeep_line_buffer0_0_hist;
 wire [191:0] fpdeep_eb0_fpdeep_line_buffer0_0_hnext;
+wire [191:0] fpdeep_eb0_fpdeep_line_buffer0_0_nhnext;
 wire fpdeep_eb0_fpdeep_line_buffer0_0_push;
 wire [0:0] fpdeep_eb0_fpdeep_line_buffer0_0_fin_u;
 wire [0:0] fpdeep_eb0_fpdeep_line_buffer0_0_mfin;
+wire fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_mb;
+wire fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_mb;
+wire fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_mb;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_add3_y;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_add4_y;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_add5_y;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_y;
+wire [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_o;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux225_y;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux226_y;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux227_y;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux228_y;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_y;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_y;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_y;
+wire [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_o;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_y;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_y;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_y;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_y;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_y;
+wire [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_o;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_y;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_y;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_y;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_y;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_y;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_y;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask0_0_o;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask1_0_o;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask2_0_o;
 wire [287:0] fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din;
 reg [1:0] fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_cnt;
 reg [287:0] fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_d0;
@@ -886,7 +1091,7 @@ reg signed [35:0] fpdeep_eb0_engine_trees1_pass_reg11_y;
 wire signed [35:0] fpdeep_eb0_engine_trees1_pass_reg11_ae;
 reg [0:0] fpdeep_eb0_engine_trees1_pass_reg11_sext23_sgn;
 reg signed [36:0] fpdeep_eb0_engine_trees1_add_reg71_y;
-reg [11:0] fpdeep_eb0_delay_flags1_sr;
+reg [29:0] fpdeep_eb0_delay_flags1_sr;
 wire [73:0] fpdeep_eb0_pack2_res;
 wire [36:0] fpdeep_eb0_pack2_u;
 wire [73:0] fpdeep_eb0_pack2_cs;
@@ -897,8 +1102,8 @@ reg [73:0] fpdeep_eb0_out_fifo24_d0;
 reg [73:0] fpdeep_eb0_out_fifo24_d1;
 reg fpdeep_eb0_out_fifo24_l0;
 reg fpdeep_eb0_out_fifo24_l1;
-reg [0:0] fpdeep_eb0_out_fifo24_u0;
-reg [0:0] fpdeep_eb0_out_fifo24_u1;
+reg [2:0] fpdeep_eb0_out_fifo24_u0;
+reg [2:0] fpdeep_eb0_out_fifo24_u1;
 reg signed [48:0] fpdeep_eb0_join_lane2_acc;
 reg signed [36:0] fpdeep_eb0_join_lane2_e;
 wire signed [48:0] fpdeep_eb0_join_lane2_ee;
@@ -958,8 +1163,8 @@ reg [95:0] fpdeep_eb0_out_fifo25_d0;
 reg [95:0] fpdeep_eb0_out_fifo25_d1;
 reg fpdeep_eb0_out_fifo25_l0;
 reg fpdeep_eb0_out_fifo25_l1;
-reg [0:0] fpdeep_eb0_out_fifo25_u0;
-reg [0:0] fpdeep_eb0_out_fifo25_u1;
+reg [1:0] fpdeep_eb0_out_fifo25_u0;
+reg [1:0] fpdeep_eb0_out_fifo25_u1;
 wire fpdeep_pg0_s_axis_w_tvalid;
 wire fpdeep_pg0_s_axis_w_tready;
 wire fpdeep_pg0_s_axis_b_tvalid;
@@ -984,8 +1189,9 @@ wire fpdeep_pg0_win_r;
 wire fpdeep_pg0_win_v;
 wire fpdeep_pg0_fire;
 wire fpdeep_pg0_lb_start;
-reg fpdeep_pg0_need_start;
-reg fpdeep_pg0_lb_busy;
+reg [2:0] fpdeep_pg0_scnt;
+reg [2:0] fpdeep_pg0_bcnt;
+wire fpdeep_pg0_lb_busy;
 wire fpdeep_pg0_ufire;
 reg fpdeep_pg0_en_o;
 wire fpdeep_pg0_ufire_f;
@@ -994,14 +1200,15 @@ wire fpdeep_pg0_ufire_b;
 reg fpdeep_pg0_va;
 reg fpdeep_pg0_fa;
 reg fpdeep_pg0_sfirst;
+reg fpdeep_pg0_ea;
+wire fpdeep_pg0_win_u;
 reg [287:0] fpdeep_pg0_xr;
 wire [287:0] fpdeep_pg0_win_d;
 reg [31:0] fpdeep_pg0_er;
 reg fpdeep_pg0_vb;
 reg fpdeep_pg0_fbf;
+reg fpdeep_pg0_ebf;
 reg [31:0] fpdeep_pg0_eb;
-reg fpdeep_pg0_ld1;
-reg fpdeep_pg0_lb_done;
 reg fpdeep_pg0_fold;
 reg [683:0] fpdeep_pg0_gbuf;
 wire [683:0] fpdeep_pg0_gn_cat;
@@ -1028,51 +1235,138 @@ reg [1:0] fpdeep_pg0_p_r;
 reg [2:0] fpdeep_pg0_bm1;
 reg [15:0] fpdeep_pg0_lr_r;
 reg fpdeep_pg0_bfirst;
-reg [2:0] fpdeep_pg0_ldcnt;
 reg [2:0] fpdeep_pg0_fcnt;
 wire fpdeep_pg0_win_l;
 reg fpdeep_pg0_lb_rerr;
 reg fpdeep_pg0_lb_cerr;
+reg fpdeep_pg0_lb_done;
 reg fpdeep_pg0_fpdeep_line_buffer0_0_1_en;
-wire [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_he_r;
+wire [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_he_r;
 wire [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_c;
-wire [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_rr;
+wire [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_r;
 wire [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_we_c;
 wire [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_wsum;
-wire [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_hsum;
+wire [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_hsum;
 wire fpdeep_pg0_fpdeep_line_buffer0_0_1_cbad;
-wire fpdeep_pg0_fpdeep_line_buffer0_0_1_in_img;
-reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_c0;
-reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_pad_c;
-reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_cend;
-reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_r0;
-reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_pad_r;
-reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_rend;
-wire fpdeep_pg0_fpdeep_line_buffer0_0_1_wv0;
-wire fpdeep_pg0_fpdeep_line_buffer0_0_1_last0;
-reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_wlast;
-wire fpdeep_pg0_fpdeep_line_buffer0_0_1_fin0;
-reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_hlast;
-reg fpdeep_pg0_fpdeep_line_buffer0_0_1_fire;
-reg fpdeep_pg0_fpdeep_line_buffer0_0_1_running;
-reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_pix0;
-reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_cend_m1;
-wire fpdeep_pg0_fpdeep_line_buffer0_0_1_out_final_pop;
-wire fpdeep_pg0_fpdeep_line_buffer0_0_1_wen;
-reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_c1;
-wire [63:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_wdat;
-reg [63:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_rd;
-reg fpdeep_pg0_fpdeep_line_buffer0_0_1_v1;
-reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_pix1;
-reg fpdeep_pg0_fpdeep_line_buffer0_0_1_wv1;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_wbusy;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull;
+wire fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire;
+wire [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_wadr;
+reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol;
+wire fpdeep_pg0_fpdeep_line_buffer0_0_1_accept;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_errq;
+reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_q;
+reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_jj;
+reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw;
+reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_r_w;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_first;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj;
+reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wo1;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_rr;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_ur;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_uex;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_lim;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_lo;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_need_r;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_ract;
+reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_hq;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_can_head;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_wf;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_hf;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_rden;
+reg [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_rdad;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_dec;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p;
+wire [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_dd;
+wire [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_r_off;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0;
+wire [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_mask0;
+wire [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_mcat;
+wire fpdeep_pg0_fpdeep_line_buffer0_0_1_fin_pop;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_wrow;
+reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_g_w;
+reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1;
+reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hc;
+reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wo1;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_g_ho1;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_g_off;
+reg [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_v1w;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_v1h;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_t1;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_f1;
 reg fpdeep_pg0_fpdeep_line_buffer0_0_1_last1;
 reg fpdeep_pg0_fpdeep_line_buffer0_0_1_fin1;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_hz1;
+reg [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_m1;
+reg [95:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_colw;
 wire [95:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_col;
+reg [191:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_hsel;
+reg [191:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_nh;
 reg [191:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_hist;
 wire [191:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_hnext;
+wire [191:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_nhnext;
 wire fpdeep_pg0_fpdeep_line_buffer0_0_1_push;
 wire [0:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_fin_u;
 wire [0:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_mfin;
+wire fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_mb;
+wire fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_mb;
+wire fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_mb;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add6_y;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add7_y;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add8_y;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_y;
+wire [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_o;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_y;
+wire [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_o;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_y;
+wire [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_o;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask0_0_1_o;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask1_0_1_o;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask2_0_1_o;
 wire [287:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din;
 reg [1:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_cnt;
 reg [287:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_d0;
@@ -2063,28 +2357,52 @@ reg [31:0] fifo20_d0;
 reg [31:0] fifo20_d1;
 reg fifo20_l0;
 reg fifo20_l1;
-reg [63:0] fpdeep_fp0_fpdeep_line_buffer0_mem [0:12-1];
-reg [63:0] fpdeep_eb0_fpdeep_line_buffer0_0_mem [0:14-1];
-reg [63:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_mem [0:12-1];
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_row_ram0_mem [0:8-1];
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_row_ram1_mem [0:8-1];
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_row_ram2_mem [0:8-1];
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_row_ram3_mem [0:8-1];
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_row_ram4_mem [0:8-1];
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_mem [0:10-1];
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_mem [0:10-1];
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_mem [0:10-1];
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_mem [0:10-1];
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_mem [0:10-1];
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_mem [0:8-1];
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_mem [0:8-1];
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_mem [0:8-1];
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_mem [0:8-1];
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_mem [0:8-1];
 reg [32:0] act_ram0_mem [0:256-1];
 
 assign zero = 1'd0;
+assign fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero = 32'd0;
+assign fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero = 32'd0;
+assign fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero = 32'd0;
 assign fpdeep_eb0_cfg_first = 1'd1;
 assign fpdeep_eb0_m_axis_psum_out_tready = 1'd1;
+assign fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero = 32'd0;
+assign fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero = 32'd0;
+assign fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero = 32'd0;
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero = 32'd0;
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero = 32'd0;
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero = 32'd0;
 assign fpdeep_fp0_act_d[32-1:16] = fpdeep_fp0_o_d[64-1:48];
 assign fpdeep_fp0_act_d[16-1:0] = fpdeep_fp0_o_d[16-1:0];
-assign fpdeep_fp0_fpdeep_line_buffer0_hnext[192-1:160] = fpdeep_fp0_fpdeep_line_buffer0_col[96-1:64];
-assign fpdeep_fp0_fpdeep_line_buffer0_hnext[160-1:128] = fpdeep_fp0_fpdeep_line_buffer0_hist[192-1:160];
-assign fpdeep_fp0_fpdeep_line_buffer0_hnext[128-1:96] = fpdeep_fp0_fpdeep_line_buffer0_col[64-1:32];
-assign fpdeep_fp0_fpdeep_line_buffer0_hnext[96-1:64] = fpdeep_fp0_fpdeep_line_buffer0_hist[128-1:96];
-assign fpdeep_fp0_fpdeep_line_buffer0_hnext[64-1:32] = fpdeep_fp0_fpdeep_line_buffer0_col[32-1:0];
-assign fpdeep_fp0_fpdeep_line_buffer0_hnext[32-1:0] = fpdeep_fp0_fpdeep_line_buffer0_hist[64-1:32];
-assign fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din[288-1:256] = fpdeep_fp0_fpdeep_line_buffer0_col[96-1:64];
-assign fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din[256-1:192] = fpdeep_fp0_fpdeep_line_buffer0_hist[192-1:128];
-assign fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din[192-1:160] = fpdeep_fp0_fpdeep_line_buffer0_col[64-1:32];
-assign fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din[160-1:96] = fpdeep_fp0_fpdeep_line_buffer0_hist[128-1:64];
-assign fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din[96-1:64] = fpdeep_fp0_fpdeep_line_buffer0_col[32-1:0];
-assign fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din[64-1:0] = fpdeep_fp0_fpdeep_line_buffer0_hist[64-1:0];
+assign fpdeep_fp0_fpdeep_line_buffer0_mcat[2] = fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_mb;
+assign fpdeep_fp0_fpdeep_line_buffer0_mcat[1] = fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_mb;
+assign fpdeep_fp0_fpdeep_line_buffer0_mcat[0] = fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_mb;
+assign fpdeep_fp0_fpdeep_line_buffer0_col[96-1:64] = fpdeep_fp0_fpdeep_line_buffer0_pix_mask2_o;
+assign fpdeep_fp0_fpdeep_line_buffer0_col[64-1:32] = fpdeep_fp0_fpdeep_line_buffer0_pix_mask1_o;
+assign fpdeep_fp0_fpdeep_line_buffer0_col[32-1:0] = fpdeep_fp0_fpdeep_line_buffer0_pix_mask0_o;
+assign fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din[288-1:256] = fpdeep_fp0_fpdeep_line_buffer0_colw[96-1:64];
+assign fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din[256-1:224] = fpdeep_fp0_fpdeep_line_buffer0_hsel[192-1:160];
+assign fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din[224-1:192] = fpdeep_fp0_fpdeep_line_buffer0_hsel[96-1:64];
+assign fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din[192-1:160] = fpdeep_fp0_fpdeep_line_buffer0_colw[64-1:32];
+assign fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din[160-1:128] = fpdeep_fp0_fpdeep_line_buffer0_hsel[160-1:128];
+assign fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din[128-1:96] = fpdeep_fp0_fpdeep_line_buffer0_hsel[64-1:32];
+assign fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din[96-1:64] = fpdeep_fp0_fpdeep_line_buffer0_colw[32-1:0];
+assign fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din[64-1:32] = fpdeep_fp0_fpdeep_line_buffer0_hsel[128-1:96];
+assign fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din[32-1:0] = fpdeep_fp0_fpdeep_line_buffer0_hsel[32-1:0];
 assign fpdeep_fp0_pack0_cs[74-1:37] = fpdeep_fp0_pack0_to_unsigned1_y;
 assign fpdeep_fp0_pack0_cs[37-1:0] = fpdeep_fp0_pack0_u;
 assign fpdeep_fp0_sfu_lane0_round_sat0_sat0_fill[14] = fpdeep_fp0_sfu_lane0_round_sat0_sat0_nsign;
@@ -2219,18 +2537,21 @@ assign fpdeep_eb0_wcat[288-1:144] = fpdeep_eb0_filter_shift1_wall[432-1:288];
 assign fpdeep_eb0_wcat[144-1:0] = fpdeep_eb0_filter_shift1_wall[144-1:0];
 assign fpdeep_eb0_err_d[32-1:16] = fpdeep_eb0_o_d[64-1:48];
 assign fpdeep_eb0_err_d[16-1:0] = fpdeep_eb0_o_d[16-1:0];
-assign fpdeep_eb0_fpdeep_line_buffer0_0_hnext[192-1:160] = fpdeep_eb0_fpdeep_line_buffer0_0_col[96-1:64];
-assign fpdeep_eb0_fpdeep_line_buffer0_0_hnext[160-1:128] = fpdeep_eb0_fpdeep_line_buffer0_0_hist[192-1:160];
-assign fpdeep_eb0_fpdeep_line_buffer0_0_hnext[128-1:96] = fpdeep_eb0_fpdeep_line_buffer0_0_col[64-1:32];
-assign fpdeep_eb0_fpdeep_line_buffer0_0_hnext[96-1:64] = fpdeep_eb0_fpdeep_line_buffer0_0_hist[128-1:96];
-assign fpdeep_eb0_fpdeep_line_buffer0_0_hnext[64-1:32] = fpdeep_eb0_fpdeep_line_buffer0_0_col[32-1:0];
-assign fpdeep_eb0_fpdeep_line_buffer0_0_hnext[32-1:0] = fpdeep_eb0_fpdeep_line_buffer0_0_hist[64-1:32];
-assign fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din[288-1:256] = fpdeep_eb0_fpdeep_line_buffer0_0_col[96-1:64];
-assign fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din[256-1:192] = fpdeep_eb0_fpdeep_line_buffer0_0_hist[192-1:128];
-assign fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din[192-1:160] = fpdeep_eb0_fpdeep_line_buffer0_0_col[64-1:32];
-assign fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din[160-1:96] = fpdeep_eb0_fpdeep_line_buffer0_0_hist[128-1:64];
-assign fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din[96-1:64] = fpdeep_eb0_fpdeep_line_buffer0_0_col[32-1:0];
-assign fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din[64-1:0] = fpdeep_eb0_fpdeep_line_buffer0_0_hist[64-1:0];
+assign fpdeep_eb0_fpdeep_line_buffer0_0_mcat[2] = fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_mb;
+assign fpdeep_eb0_fpdeep_line_buffer0_0_mcat[1] = fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_mb;
+assign fpdeep_eb0_fpdeep_line_buffer0_0_mcat[0] = fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_mb;
+assign fpdeep_eb0_fpdeep_line_buffer0_0_col[96-1:64] = fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask2_0_o;
+assign fpdeep_eb0_fpdeep_line_buffer0_0_col[64-1:32] = fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask1_0_o;
+assign fpdeep_eb0_fpdeep_line_buffer0_0_col[32-1:0] = fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask0_0_o;
+assign fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din[288-1:256] = fpdeep_eb0_fpdeep_line_buffer0_0_colw[96-1:64];
+assign fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din[256-1:224] = fpdeep_eb0_fpdeep_line_buffer0_0_hsel[192-1:160];
+assign fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din[224-1:192] = fpdeep_eb0_fpdeep_line_buffer0_0_hsel[96-1:64];
+assign fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din[192-1:160] = fpdeep_eb0_fpdeep_line_buffer0_0_colw[64-1:32];
+assign fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din[160-1:128] = fpdeep_eb0_fpdeep_line_buffer0_0_hsel[160-1:128];
+assign fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din[128-1:96] = fpdeep_eb0_fpdeep_line_buffer0_0_hsel[64-1:32];
+assign fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din[96-1:64] = fpdeep_eb0_fpdeep_line_buffer0_0_colw[32-1:0];
+assign fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din[64-1:32] = fpdeep_eb0_fpdeep_line_buffer0_0_hsel[128-1:96];
+assign fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din[32-1:0] = fpdeep_eb0_fpdeep_line_buffer0_0_hsel[32-1:0];
 assign fpdeep_eb0_pack2_cs[74-1:37] = fpdeep_eb0_pack2_to_unsigned5_y;
 assign fpdeep_eb0_pack2_cs[37-1:0] = fpdeep_eb0_pack2_u;
 assign fpdeep_eb0_eb_out_lane0_round_sat2_sat4_fill[14] = fpdeep_eb0_eb_out_lane0_round_sat2_sat4_nsign;
@@ -2397,18 +2718,21 @@ assign fpdeep_pg0_gn_cat[38-1:19] = fpdeep_pg0_wfold_lane1_gnew_u;
 assign fpdeep_pg0_gn_cat[19-1:0] = fpdeep_pg0_wfold_lane0_gnew_u;
 assign fpdeep_pg0_gb_cat[38-1:19] = fpdeep_pg0_bfold_lane1_gnew_u;
 assign fpdeep_pg0_gb_cat[19-1:0] = fpdeep_pg0_bfold_lane0_gnew_u;
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_hnext[192-1:160] = fpdeep_pg0_fpdeep_line_buffer0_0_1_col[96-1:64];
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_hnext[160-1:128] = fpdeep_pg0_fpdeep_line_buffer0_0_1_hist[192-1:160];
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_hnext[128-1:96] = fpdeep_pg0_fpdeep_line_buffer0_0_1_col[64-1:32];
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_hnext[96-1:64] = fpdeep_pg0_fpdeep_line_buffer0_0_1_hist[128-1:96];
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_hnext[64-1:32] = fpdeep_pg0_fpdeep_line_buffer0_0_1_col[32-1:0];
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_hnext[32-1:0] = fpdeep_pg0_fpdeep_line_buffer0_0_1_hist[64-1:32];
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din[288-1:256] = fpdeep_pg0_fpdeep_line_buffer0_0_1_col[96-1:64];
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din[256-1:192] = fpdeep_pg0_fpdeep_line_buffer0_0_1_hist[192-1:128];
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din[192-1:160] = fpdeep_pg0_fpdeep_line_buffer0_0_1_col[64-1:32];
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din[160-1:96] = fpdeep_pg0_fpdeep_line_buffer0_0_1_hist[128-1:64];
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din[96-1:64] = fpdeep_pg0_fpdeep_line_buffer0_0_1_col[32-1:0];
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din[64-1:0] = fpdeep_pg0_fpdeep_line_buffer0_0_1_hist[64-1:0];
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_mcat[2] = fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_mb;
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_mcat[1] = fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_mb;
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_mcat[0] = fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_mb;
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_col[96-1:64] = fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask2_0_1_o;
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_col[64-1:32] = fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask1_0_1_o;
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_col[32-1:0] = fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask0_0_1_o;
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din[288-1:256] = fpdeep_pg0_fpdeep_line_buffer0_0_1_colw[96-1:64];
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din[256-1:224] = fpdeep_pg0_fpdeep_line_buffer0_0_1_hsel[192-1:160];
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din[224-1:192] = fpdeep_pg0_fpdeep_line_buffer0_0_1_hsel[96-1:64];
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din[192-1:160] = fpdeep_pg0_fpdeep_line_buffer0_0_1_colw[64-1:32];
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din[160-1:128] = fpdeep_pg0_fpdeep_line_buffer0_0_1_hsel[160-1:128];
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din[128-1:96] = fpdeep_pg0_fpdeep_line_buffer0_0_1_hsel[64-1:32];
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din[96-1:64] = fpdeep_pg0_fpdeep_line_buffer0_0_1_colw[32-1:0];
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din[64-1:32] = fpdeep_pg0_fpdeep_line_buffer0_0_1_hsel[128-1:96];
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din[32-1:0] = fpdeep_pg0_fpdeep_line_buffer0_0_1_hsel[32-1:0];
 assign fpdeep_pg0_wfold_lane0_round_sat4_sat8_fill[14] = fpdeep_pg0_wfold_lane0_round_sat4_sat8_nsign;
 assign fpdeep_pg0_wfold_lane0_round_sat4_sat8_fill[13] = fpdeep_pg0_wfold_lane0_round_sat4_sat8_nsign;
 assign fpdeep_pg0_wfold_lane0_round_sat4_sat8_fill[12] = fpdeep_pg0_wfold_lane0_round_sat4_sat8_nsign;
@@ -3356,16 +3680,16 @@ assign fpdeep_fp0_fpdeep_line_buffer0_pe_c = {2'h0, cfg_pad};
 
 
 
-assign fpdeep_fp0_fpdeep_line_buffer0_he_r = cfg_height;
+assign fpdeep_fp0_fpdeep_line_buffer0_he_r = {1'h0, cfg_height};
 
 
 
-assign fpdeep_fp0_fpdeep_line_buffer0_pe_rr = {2'h0, cfg_pad};
+assign fpdeep_fp0_fpdeep_line_buffer0_pe_r = {3'h0, cfg_pad};
 
 
 
 assign fpdeep_fp0_fpdeep_line_buffer0_wsum = ((fpdeep_fp0_fpdeep_line_buffer0_we_c + fpdeep_fp0_fpdeep_line_buffer0_pe_c) + fpdeep_fp0_fpdeep_line_buffer0_pe_c);
-assign fpdeep_fp0_fpdeep_line_buffer0_hsum = ((fpdeep_fp0_fpdeep_line_buffer0_he_r + fpdeep_fp0_fpdeep_line_buffer0_pe_rr) + fpdeep_fp0_fpdeep_line_buffer0_pe_rr);
+assign fpdeep_fp0_fpdeep_line_buffer0_hsum = ((fpdeep_fp0_fpdeep_line_buffer0_he_r + fpdeep_fp0_fpdeep_line_buffer0_pe_r) + fpdeep_fp0_fpdeep_line_buffer0_pe_r);
 
 
 
@@ -3373,118 +3697,722 @@ assign fpdeep_fp0_fpdeep_line_buffer0_cbad = ((cfg_width == 0) || (cfg_width > 8
 
 
 
-assign fpdeep_fp0_fpdeep_line_buffer0_in_img = ((fpdeep_fp0_fpdeep_line_buffer0_c0 >= fpdeep_fp0_fpdeep_line_buffer0_pad_c) && (fpdeep_fp0_fpdeep_line_buffer0_c0 < fpdeep_fp0_fpdeep_line_buffer0_cend) && (fpdeep_fp0_fpdeep_line_buffer0_r0 >= fpdeep_fp0_fpdeep_line_buffer0_pad_r) && (fpdeep_fp0_fpdeep_line_buffer0_r0 < fpdeep_fp0_fpdeep_line_buffer0_rend));
-assign fpdeep_fp0_fpdeep_line_buffer0_wv0 = (($signed({1'b0, fpdeep_fp0_fpdeep_line_buffer0_c0}) >= (3 - 1)) && ($signed({1'b0, fpdeep_fp0_fpdeep_line_buffer0_r0}) >= (3 - 1)));
-assign fpdeep_fp0_fpdeep_line_buffer0_last0 = (fpdeep_fp0_fpdeep_line_buffer0_c0 == fpdeep_fp0_fpdeep_line_buffer0_wlast);
-assign fpdeep_fp0_fpdeep_line_buffer0_fin0 = ((fpdeep_fp0_fpdeep_line_buffer0_c0 == fpdeep_fp0_fpdeep_line_buffer0_wlast) && (fpdeep_fp0_fpdeep_line_buffer0_r0 == fpdeep_fp0_fpdeep_line_buffer0_hlast));
+assign s_axis_pix_tready = (fpdeep_fp0_fpdeep_line_buffer0_wbusy && (fpdeep_fp0_fpdeep_line_buffer0_nfull < 5));
+assign fpdeep_fp0_fpdeep_line_buffer0_wfire = (fpdeep_fp0_fpdeep_line_buffer0_wbusy && (fpdeep_fp0_fpdeep_line_buffer0_nfull < 5) && s_axis_pix_tvalid);
+assign fpdeep_fp0_fpdeep_line_buffer0_wadr = fpdeep_fp0_fpdeep_line_buffer0_wcol[3-1:0];
+assign fpdeep_fp0_fpdeep_line_buffer0_accept = (fpdeep_fp0_lb_start && (!(fpdeep_fp0_fpdeep_line_buffer0_wbusy || fpdeep_fp0_fpdeep_line_buffer0_rpend || fpdeep_fp0_fpdeep_line_buffer0_errq)));
+assign fpdeep_fp0_lb_busy = (fpdeep_fp0_fpdeep_line_buffer0_wbusy || fpdeep_fp0_fpdeep_line_buffer0_rpend || fpdeep_fp0_fpdeep_line_buffer0_errq);
 
 
-always @(fpdeep_fp0_fpdeep_line_buffer0_in_img, s_axis_pix_tvalid, fpdeep_fp0_fpdeep_line_buffer0_en, fpdeep_fp0_fpdeep_line_buffer0_running, s_axis_pix_tdata) begin: fpdeep_fp0_fpdeep_line_buffer0_hand
-    fpdeep_fp0_fpdeep_line_buffer0_fire = (fpdeep_fp0_fpdeep_line_buffer0_running && fpdeep_fp0_fpdeep_line_buffer0_en && (s_axis_pix_tvalid || (!fpdeep_fp0_fpdeep_line_buffer0_in_img)));
-    s_axis_pix_tready = (fpdeep_fp0_fpdeep_line_buffer0_running && fpdeep_fp0_fpdeep_line_buffer0_en && fpdeep_fp0_fpdeep_line_buffer0_in_img);
-    if (fpdeep_fp0_fpdeep_line_buffer0_in_img) begin
-        fpdeep_fp0_fpdeep_line_buffer0_pix0 = s_axis_pix_tdata;
+always @(fpdeep_fp0_fpdeep_line_buffer0_r_w, fpdeep_fp0_fpdeep_line_buffer0_r_ho1, fpdeep_fp0_fpdeep_line_buffer0_r_hm1, fpdeep_fp0_fpdeep_line_buffer0_r_hc, fpdeep_fp0_fpdeep_line_buffer0_jj, fpdeep_fp0_fpdeep_line_buffer0_lo, fpdeep_fp0_fpdeep_line_buffer0_nfull, fpdeep_fp0_fpdeep_line_buffer0_rr, fpdeep_fp0_fpdeep_line_buffer0_r_wo1) begin: fpdeep_fp0_fpdeep_line_buffer0_rscan
+    fpdeep_fp0_fpdeep_line_buffer0_q = (fpdeep_fp0_fpdeep_line_buffer0_jj + fpdeep_fp0_fpdeep_line_buffer0_r_hc);
+    fpdeep_fp0_fpdeep_line_buffer0_tailw = ((fpdeep_fp0_fpdeep_line_buffer0_jj + fpdeep_fp0_fpdeep_line_buffer0_r_hc) >= fpdeep_fp0_fpdeep_line_buffer0_r_w);
+    fpdeep_fp0_fpdeep_line_buffer0_first = (fpdeep_fp0_fpdeep_line_buffer0_jj == 0);
+    fpdeep_fp0_fpdeep_line_buffer0_lastj = (fpdeep_fp0_fpdeep_line_buffer0_jj == fpdeep_fp0_fpdeep_line_buffer0_r_wo1);
+    fpdeep_fp0_fpdeep_line_buffer0_lastr = (fpdeep_fp0_fpdeep_line_buffer0_rr == fpdeep_fp0_fpdeep_line_buffer0_r_ho1);
+    if ((fpdeep_fp0_fpdeep_line_buffer0_jj == 0)) begin
+        fpdeep_fp0_fpdeep_line_buffer0_ur = fpdeep_fp0_fpdeep_line_buffer0_rr;
     end
     else begin
-        fpdeep_fp0_fpdeep_line_buffer0_pix0 = 0;
+        fpdeep_fp0_fpdeep_line_buffer0_ur = (fpdeep_fp0_fpdeep_line_buffer0_rr + 1);
+    end
+    fpdeep_fp0_fpdeep_line_buffer0_uex = ((fpdeep_fp0_fpdeep_line_buffer0_jj == 0) || (fpdeep_fp0_fpdeep_line_buffer0_rr != fpdeep_fp0_fpdeep_line_buffer0_r_ho1));
+    fpdeep_fp0_fpdeep_line_buffer0_lim = (fpdeep_fp0_fpdeep_line_buffer0_lo + fpdeep_fp0_fpdeep_line_buffer0_nfull);
+    if (((fpdeep_fp0_fpdeep_line_buffer0_rr + fpdeep_fp0_fpdeep_line_buffer0_r_hc) > fpdeep_fp0_fpdeep_line_buffer0_r_hm1)) begin
+        fpdeep_fp0_fpdeep_line_buffer0_need_r = fpdeep_fp0_fpdeep_line_buffer0_r_hm1;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_need_r = (fpdeep_fp0_fpdeep_line_buffer0_rr + fpdeep_fp0_fpdeep_line_buffer0_r_hc);
+    end
+    if ((fpdeep_fp0_fpdeep_line_buffer0_jj == 0)) begin
+        if (((fpdeep_fp0_fpdeep_line_buffer0_rr + fpdeep_fp0_fpdeep_line_buffer0_r_hc) > fpdeep_fp0_fpdeep_line_buffer0_r_hm1)) begin
+            fpdeep_fp0_fpdeep_line_buffer0_need_u = fpdeep_fp0_fpdeep_line_buffer0_r_hm1;
+        end
+        else begin
+            fpdeep_fp0_fpdeep_line_buffer0_need_u = (fpdeep_fp0_fpdeep_line_buffer0_rr + fpdeep_fp0_fpdeep_line_buffer0_r_hc);
+        end
+    end
+    else begin
+        if ((((fpdeep_fp0_fpdeep_line_buffer0_rr + fpdeep_fp0_fpdeep_line_buffer0_r_hc) + 1) > fpdeep_fp0_fpdeep_line_buffer0_r_hm1)) begin
+            fpdeep_fp0_fpdeep_line_buffer0_need_u = fpdeep_fp0_fpdeep_line_buffer0_r_hm1;
+        end
+        else begin
+            fpdeep_fp0_fpdeep_line_buffer0_need_u = ((fpdeep_fp0_fpdeep_line_buffer0_rr + fpdeep_fp0_fpdeep_line_buffer0_r_hc) + 1);
+        end
     end
 end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_need_r, fpdeep_fp0_fpdeep_line_buffer0_need_u, fpdeep_fp0_fpdeep_line_buffer0_lim, fpdeep_fp0_fpdeep_line_buffer0_hq, fpdeep_fp0_fpdeep_line_buffer0_ract, fpdeep_fp0_fpdeep_line_buffer0_r_hc, fpdeep_fp0_fpdeep_line_buffer0_jj, fpdeep_fp0_fpdeep_line_buffer0_tailw, fpdeep_fp0_fpdeep_line_buffer0_uex) begin: fpdeep_fp0_fpdeep_line_buffer0_rdec
+    reg cwin;
+    cwin = (fpdeep_fp0_fpdeep_line_buffer0_ract && ((fpdeep_fp0_fpdeep_line_buffer0_jj != 0) || (fpdeep_fp0_fpdeep_line_buffer0_hq == fpdeep_fp0_fpdeep_line_buffer0_r_hc)) && (fpdeep_fp0_fpdeep_line_buffer0_tailw || (fpdeep_fp0_fpdeep_line_buffer0_need_r < fpdeep_fp0_fpdeep_line_buffer0_lim)));
+    fpdeep_fp0_fpdeep_line_buffer0_can_win = cwin;
+    fpdeep_fp0_fpdeep_line_buffer0_can_head = (fpdeep_fp0_fpdeep_line_buffer0_ract && (fpdeep_fp0_fpdeep_line_buffer0_hq != fpdeep_fp0_fpdeep_line_buffer0_r_hc) && fpdeep_fp0_fpdeep_line_buffer0_uex && (fpdeep_fp0_fpdeep_line_buffer0_need_u < fpdeep_fp0_fpdeep_line_buffer0_lim) && ((!cwin) || (fpdeep_fp0_fpdeep_line_buffer0_tailw && (fpdeep_fp0_fpdeep_line_buffer0_jj != 0))));
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_r_p, fpdeep_fp0_fpdeep_line_buffer0_q, fpdeep_fp0_fpdeep_line_buffer0_can_head, fpdeep_fp0_fpdeep_line_buffer0_ur, fpdeep_fp0_fpdeep_line_buffer0_lastr, fpdeep_fp0_fpdeep_line_buffer0_hq, fpdeep_fp0_fpdeep_line_buffer0_r_hm1, fpdeep_fp0_fpdeep_line_buffer0_tailw, fpdeep_fp0_fpdeep_line_buffer0_en, fpdeep_fp0_fpdeep_line_buffer0_lo, fpdeep_fp0_fpdeep_line_buffer0_can_win, fpdeep_fp0_fpdeep_line_buffer0_rr) begin: fpdeep_fp0_fpdeep_line_buffer0_rfire
+    fpdeep_fp0_fpdeep_line_buffer0_wf = (fpdeep_fp0_fpdeep_line_buffer0_en && fpdeep_fp0_fpdeep_line_buffer0_can_win);
+    fpdeep_fp0_fpdeep_line_buffer0_hf = (fpdeep_fp0_fpdeep_line_buffer0_en && fpdeep_fp0_fpdeep_line_buffer0_can_head);
+    fpdeep_fp0_fpdeep_line_buffer0_rden = ((fpdeep_fp0_fpdeep_line_buffer0_en && fpdeep_fp0_fpdeep_line_buffer0_can_win && (!fpdeep_fp0_fpdeep_line_buffer0_tailw)) || (fpdeep_fp0_fpdeep_line_buffer0_en && fpdeep_fp0_fpdeep_line_buffer0_can_head));
+    if ((fpdeep_fp0_fpdeep_line_buffer0_can_win && (!fpdeep_fp0_fpdeep_line_buffer0_tailw))) begin
+        fpdeep_fp0_fpdeep_line_buffer0_rdad = fpdeep_fp0_fpdeep_line_buffer0_q[3-1:0];
+        fpdeep_fp0_fpdeep_line_buffer0_rrow = fpdeep_fp0_fpdeep_line_buffer0_rr;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_rdad = fpdeep_fp0_fpdeep_line_buffer0_hq[3-1:0];
+        fpdeep_fp0_fpdeep_line_buffer0_rrow = fpdeep_fp0_fpdeep_line_buffer0_ur;
+    end
+    if (fpdeep_fp0_fpdeep_line_buffer0_lastr) begin
+        fpdeep_fp0_fpdeep_line_buffer0_dec = ((fpdeep_fp0_fpdeep_line_buffer0_r_hm1 + 1) - fpdeep_fp0_fpdeep_line_buffer0_lo);
+    end
+    else if ((fpdeep_fp0_fpdeep_line_buffer0_rr >= fpdeep_fp0_fpdeep_line_buffer0_r_p)) begin
+        fpdeep_fp0_fpdeep_line_buffer0_dec = 1;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_dec = 0;
+    end
+end
+
+
+
+assign fpdeep_fp0_fpdeep_line_buffer0_dd = (fpdeep_fp0_fpdeep_line_buffer0_rrow - fpdeep_fp0_fpdeep_line_buffer0_lo);
+assign fpdeep_fp0_fpdeep_line_buffer0_sbr = ((fpdeep_fp0_fpdeep_line_buffer0_rsl + fpdeep_fp0_fpdeep_line_buffer0_dd) + fpdeep_fp0_fpdeep_line_buffer0_r_off);
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_sbr) begin: fpdeep_fp0_fpdeep_line_buffer0_rslot2
+    if ((fpdeep_fp0_fpdeep_line_buffer0_sbr >= (2 * 5))) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot0 = (fpdeep_fp0_fpdeep_line_buffer0_sbr - (2 * 5));
+    end
+    else if ((fpdeep_fp0_fpdeep_line_buffer0_sbr >= 5)) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot0 = (fpdeep_fp0_fpdeep_line_buffer0_sbr - 5);
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot0 = fpdeep_fp0_fpdeep_line_buffer0_sbr;
+    end
+end
+
+
+
+assign fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_mb = (((fpdeep_fp0_fpdeep_line_buffer0_rrow + 0) >= fpdeep_fp0_fpdeep_line_buffer0_r_p) && ((fpdeep_fp0_fpdeep_line_buffer0_rrow + 0) < fpdeep_fp0_fpdeep_line_buffer0_r_hp));
+
+
+
+assign fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_mb = (((fpdeep_fp0_fpdeep_line_buffer0_rrow + 1) >= fpdeep_fp0_fpdeep_line_buffer0_r_p) && ((fpdeep_fp0_fpdeep_line_buffer0_rrow + 1) < fpdeep_fp0_fpdeep_line_buffer0_r_hp));
+
+
+
+assign fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_mb = (((fpdeep_fp0_fpdeep_line_buffer0_rrow + 2) >= fpdeep_fp0_fpdeep_line_buffer0_r_p) && ((fpdeep_fp0_fpdeep_line_buffer0_rrow + 2) < fpdeep_fp0_fpdeep_line_buffer0_r_hp));
+
+
+
+assign fpdeep_fp0_fpdeep_line_buffer0_mask0 = fpdeep_fp0_fpdeep_line_buffer0_mcat;
 
 
 always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_ctl
     if (rst == 1) begin
-        fpdeep_fp0_fpdeep_line_buffer0_wlast <= 0;
-        fpdeep_fp0_fpdeep_line_buffer0_hlast <= 0;
-        fpdeep_fp0_fpdeep_line_buffer0_pad_r <= 0;
-        fpdeep_fp0_lb_done <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_errq <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_r_w <= 0;
+        fpdeep_fp0_lb_done_unused <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_r_hm1 <= 0;
         fp_cerr <= 0;
-        fpdeep_fp0_fpdeep_line_buffer0_r0 <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_rsl <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_g_hp <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_r_wo1 <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_rpend <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_hq <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_ract <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_g_off <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_jj <= 0;
         fp_rerr <= 0;
-        fpdeep_fp0_lb_busy <= 0;
-        fpdeep_fp0_fpdeep_line_buffer0_cend_m1 <= 0;
-        fpdeep_fp0_fpdeep_line_buffer0_running <= 0;
-        fpdeep_fp0_fpdeep_line_buffer0_c0 <= 0;
-        fpdeep_fp0_fpdeep_line_buffer0_cend <= 0;
-        fpdeep_fp0_fpdeep_line_buffer0_pad_c <= 0;
-        fpdeep_fp0_fpdeep_line_buffer0_rend <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_nfull <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_rr <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_g_hm1 <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_wcol <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_wbusy <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_g_p <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_wslot <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_r_off <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_g_wm1 <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_g_wo1 <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_g_hc <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_g_ho1 <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_g_w <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_r_p <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_r_ho1 <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_r_hc <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_r_hp <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_lo <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_wrow <= 0;
     end
     else begin
-        fpdeep_fp0_lb_done <= 1'b0;
-        if ((fpdeep_fp0_lb_start && (!fpdeep_fp0_lb_busy))) begin
+        fpdeep_fp0_lb_done_unused <= 1'b0;
+        if (fpdeep_fp0_fpdeep_line_buffer0_accept) begin
             fp_rerr <= 1'b0;
             if (fpdeep_fp0_fpdeep_line_buffer0_cbad) begin
                 fp_cerr <= 1'b1;
-                fpdeep_fp0_lb_done <= 1'b1;
+                if (fpdeep_fp0_fpdeep_line_buffer0_fin_pop) begin
+                    fpdeep_fp0_fpdeep_line_buffer0_errq <= 1'b1;
+                end
+                else begin
+                    fpdeep_fp0_lb_done_unused <= 1'b1;
+                end
             end
             else begin
                 fp_cerr <= 1'b0;
-                fpdeep_fp0_lb_busy <= 1'b1;
-                fpdeep_fp0_fpdeep_line_buffer0_running <= 1'b1;
-                fpdeep_fp0_fpdeep_line_buffer0_pad_c <= fpdeep_fp0_fpdeep_line_buffer0_pe_c;
-                fpdeep_fp0_fpdeep_line_buffer0_cend <= (fpdeep_fp0_fpdeep_line_buffer0_we_c + fpdeep_fp0_fpdeep_line_buffer0_pe_c);
-                fpdeep_fp0_fpdeep_line_buffer0_cend_m1 <= ((fpdeep_fp0_fpdeep_line_buffer0_we_c + fpdeep_fp0_fpdeep_line_buffer0_pe_c) - 1);
-                fpdeep_fp0_fpdeep_line_buffer0_wlast <= (fpdeep_fp0_fpdeep_line_buffer0_wsum - 1);
-                fpdeep_fp0_fpdeep_line_buffer0_pad_r <= fpdeep_fp0_fpdeep_line_buffer0_pe_rr;
-                fpdeep_fp0_fpdeep_line_buffer0_rend <= (fpdeep_fp0_fpdeep_line_buffer0_he_r + fpdeep_fp0_fpdeep_line_buffer0_pe_rr);
-                fpdeep_fp0_fpdeep_line_buffer0_hlast <= (fpdeep_fp0_fpdeep_line_buffer0_hsum - 1);
-                fpdeep_fp0_fpdeep_line_buffer0_r0 <= 0;
-                fpdeep_fp0_fpdeep_line_buffer0_c0 <= 0;
+                fpdeep_fp0_fpdeep_line_buffer0_wbusy <= 1'b1;
+                fpdeep_fp0_fpdeep_line_buffer0_rpend <= 1'b1;
+                fpdeep_fp0_fpdeep_line_buffer0_wcol <= 0;
+                fpdeep_fp0_fpdeep_line_buffer0_wrow <= 0;
+                fpdeep_fp0_fpdeep_line_buffer0_g_w <= fpdeep_fp0_fpdeep_line_buffer0_we_c;
+                fpdeep_fp0_fpdeep_line_buffer0_g_wm1 <= (fpdeep_fp0_fpdeep_line_buffer0_we_c - 1);
+                fpdeep_fp0_fpdeep_line_buffer0_g_hc <= ((3 - 1) - fpdeep_fp0_fpdeep_line_buffer0_pe_c);
+                fpdeep_fp0_fpdeep_line_buffer0_g_wo1 <= (fpdeep_fp0_fpdeep_line_buffer0_wsum - 3);
+                fpdeep_fp0_fpdeep_line_buffer0_g_hm1 <= (fpdeep_fp0_fpdeep_line_buffer0_he_r - 1);
+                fpdeep_fp0_fpdeep_line_buffer0_g_ho1 <= (fpdeep_fp0_fpdeep_line_buffer0_hsum - 3);
+                fpdeep_fp0_fpdeep_line_buffer0_g_hp <= (fpdeep_fp0_fpdeep_line_buffer0_he_r + fpdeep_fp0_fpdeep_line_buffer0_pe_r);
+                fpdeep_fp0_fpdeep_line_buffer0_g_p <= fpdeep_fp0_fpdeep_line_buffer0_pe_r;
+                fpdeep_fp0_fpdeep_line_buffer0_g_off <= (5 - fpdeep_fp0_fpdeep_line_buffer0_pe_r);
             end
         end
-        if (fpdeep_fp0_fpdeep_line_buffer0_fire) begin
-            if ((fpdeep_fp0_fpdeep_line_buffer0_in_img && (s_axis_pix_tlast != (fpdeep_fp0_fpdeep_line_buffer0_c0 == fpdeep_fp0_fpdeep_line_buffer0_cend_m1)))) begin
+        else if ((fpdeep_fp0_fpdeep_line_buffer0_errq && (!fpdeep_fp0_fpdeep_line_buffer0_fin_pop))) begin
+            fpdeep_fp0_fpdeep_line_buffer0_errq <= 1'b0;
+            fpdeep_fp0_lb_done_unused <= 1'b1;
+        end
+        if (fpdeep_fp0_fpdeep_line_buffer0_fin_pop) begin
+            fpdeep_fp0_lb_done_unused <= 1'b1;
+        end
+        if (fpdeep_fp0_fpdeep_line_buffer0_wfire) begin
+            if ((s_axis_pix_tlast != (fpdeep_fp0_fpdeep_line_buffer0_wcol == fpdeep_fp0_fpdeep_line_buffer0_g_wm1))) begin
                 fp_rerr <= 1'b1;
             end
-            if ((fpdeep_fp0_fpdeep_line_buffer0_c0 == fpdeep_fp0_fpdeep_line_buffer0_wlast)) begin
-                fpdeep_fp0_fpdeep_line_buffer0_c0 <= 0;
-                if ((fpdeep_fp0_fpdeep_line_buffer0_r0 == fpdeep_fp0_fpdeep_line_buffer0_hlast)) begin
-                    fpdeep_fp0_fpdeep_line_buffer0_r0 <= 0;
-                    fpdeep_fp0_fpdeep_line_buffer0_running <= 1'b0;
+            if ((fpdeep_fp0_fpdeep_line_buffer0_wcol == fpdeep_fp0_fpdeep_line_buffer0_g_wm1)) begin
+                fpdeep_fp0_fpdeep_line_buffer0_wcol <= 0;
+                if (($signed({1'b0, fpdeep_fp0_fpdeep_line_buffer0_wslot}) == (5 - 1))) begin
+                    fpdeep_fp0_fpdeep_line_buffer0_wslot <= 0;
                 end
                 else begin
-                    fpdeep_fp0_fpdeep_line_buffer0_r0 <= (fpdeep_fp0_fpdeep_line_buffer0_r0 + 1);
+                    fpdeep_fp0_fpdeep_line_buffer0_wslot <= (fpdeep_fp0_fpdeep_line_buffer0_wslot + 1);
+                end
+                if ((fpdeep_fp0_fpdeep_line_buffer0_wrow == fpdeep_fp0_fpdeep_line_buffer0_g_hm1)) begin
+                    fpdeep_fp0_fpdeep_line_buffer0_wrow <= 0;
+                    fpdeep_fp0_fpdeep_line_buffer0_wbusy <= 1'b0;
+                end
+                else begin
+                    fpdeep_fp0_fpdeep_line_buffer0_wrow <= (fpdeep_fp0_fpdeep_line_buffer0_wrow + 1);
                 end
             end
             else begin
-                fpdeep_fp0_fpdeep_line_buffer0_c0 <= (fpdeep_fp0_fpdeep_line_buffer0_c0 + 1);
+                fpdeep_fp0_fpdeep_line_buffer0_wcol <= (fpdeep_fp0_fpdeep_line_buffer0_wcol + 1);
             end
         end
-        if (fpdeep_fp0_fpdeep_line_buffer0_out_final_pop) begin
-            fpdeep_fp0_lb_busy <= 1'b0;
-            fpdeep_fp0_lb_done <= 1'b1;
+        if ((fpdeep_fp0_fpdeep_line_buffer0_wf && fpdeep_fp0_fpdeep_line_buffer0_lastj)) begin
+            if ((fpdeep_fp0_fpdeep_line_buffer0_wfire && (fpdeep_fp0_fpdeep_line_buffer0_wcol == fpdeep_fp0_fpdeep_line_buffer0_g_wm1))) begin
+                fpdeep_fp0_fpdeep_line_buffer0_nfull <= ((fpdeep_fp0_fpdeep_line_buffer0_nfull + 1) - fpdeep_fp0_fpdeep_line_buffer0_dec);
+            end
+            else begin
+                fpdeep_fp0_fpdeep_line_buffer0_nfull <= (fpdeep_fp0_fpdeep_line_buffer0_nfull - fpdeep_fp0_fpdeep_line_buffer0_dec);
+            end
+            if (((fpdeep_fp0_fpdeep_line_buffer0_rsl + fpdeep_fp0_fpdeep_line_buffer0_dec) >= 5)) begin
+                fpdeep_fp0_fpdeep_line_buffer0_rsl <= ((fpdeep_fp0_fpdeep_line_buffer0_rsl + fpdeep_fp0_fpdeep_line_buffer0_dec) - 5);
+            end
+            else begin
+                fpdeep_fp0_fpdeep_line_buffer0_rsl <= (fpdeep_fp0_fpdeep_line_buffer0_rsl + fpdeep_fp0_fpdeep_line_buffer0_dec);
+            end
+        end
+        else if ((fpdeep_fp0_fpdeep_line_buffer0_wfire && (fpdeep_fp0_fpdeep_line_buffer0_wcol == fpdeep_fp0_fpdeep_line_buffer0_g_wm1))) begin
+            fpdeep_fp0_fpdeep_line_buffer0_nfull <= (fpdeep_fp0_fpdeep_line_buffer0_nfull + 1);
+        end
+        if (((!fpdeep_fp0_fpdeep_line_buffer0_ract) && fpdeep_fp0_fpdeep_line_buffer0_rpend)) begin
+            fpdeep_fp0_fpdeep_line_buffer0_ract <= 1'b1;
+            fpdeep_fp0_fpdeep_line_buffer0_rpend <= 1'b0;
+            fpdeep_fp0_fpdeep_line_buffer0_r_w <= fpdeep_fp0_fpdeep_line_buffer0_g_w;
+            fpdeep_fp0_fpdeep_line_buffer0_r_hc <= fpdeep_fp0_fpdeep_line_buffer0_g_hc;
+            fpdeep_fp0_fpdeep_line_buffer0_r_wo1 <= fpdeep_fp0_fpdeep_line_buffer0_g_wo1;
+            fpdeep_fp0_fpdeep_line_buffer0_r_hm1 <= fpdeep_fp0_fpdeep_line_buffer0_g_hm1;
+            fpdeep_fp0_fpdeep_line_buffer0_r_ho1 <= fpdeep_fp0_fpdeep_line_buffer0_g_ho1;
+            fpdeep_fp0_fpdeep_line_buffer0_r_hp <= fpdeep_fp0_fpdeep_line_buffer0_g_hp;
+            fpdeep_fp0_fpdeep_line_buffer0_r_p <= fpdeep_fp0_fpdeep_line_buffer0_g_p;
+            fpdeep_fp0_fpdeep_line_buffer0_r_off <= fpdeep_fp0_fpdeep_line_buffer0_g_off;
+            fpdeep_fp0_fpdeep_line_buffer0_rr <= 0;
+            fpdeep_fp0_fpdeep_line_buffer0_jj <= 0;
+            fpdeep_fp0_fpdeep_line_buffer0_hq <= 0;
+            fpdeep_fp0_fpdeep_line_buffer0_lo <= 0;
+        end
+        if (fpdeep_fp0_fpdeep_line_buffer0_hf) begin
+            fpdeep_fp0_fpdeep_line_buffer0_hq <= (fpdeep_fp0_fpdeep_line_buffer0_hq + 1);
+        end
+        if (fpdeep_fp0_fpdeep_line_buffer0_wf) begin
+            if ((fpdeep_fp0_fpdeep_line_buffer0_jj == 0)) begin
+                fpdeep_fp0_fpdeep_line_buffer0_hq <= 0;
+            end
+            if (fpdeep_fp0_fpdeep_line_buffer0_lastj) begin
+                fpdeep_fp0_fpdeep_line_buffer0_jj <= 0;
+                if (fpdeep_fp0_fpdeep_line_buffer0_lastr) begin
+                    fpdeep_fp0_fpdeep_line_buffer0_ract <= 1'b0;
+                    fpdeep_fp0_fpdeep_line_buffer0_lo <= 0;
+                end
+                else begin
+                    fpdeep_fp0_fpdeep_line_buffer0_rr <= (fpdeep_fp0_fpdeep_line_buffer0_rr + 1);
+                    fpdeep_fp0_fpdeep_line_buffer0_lo <= (fpdeep_fp0_fpdeep_line_buffer0_lo + fpdeep_fp0_fpdeep_line_buffer0_dec);
+                end
+            end
+            else begin
+                fpdeep_fp0_fpdeep_line_buffer0_jj <= (fpdeep_fp0_fpdeep_line_buffer0_jj + 1);
+            end
         end
     end
 end
 
 
-always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_ram
-    if (fpdeep_fp0_fpdeep_line_buffer0_wen) begin
-        fpdeep_fp0_fpdeep_line_buffer0_mem[fpdeep_fp0_fpdeep_line_buffer0_c1] <= fpdeep_fp0_fpdeep_line_buffer0_wdat;
+always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_row_ram0_ram
+    if ((fpdeep_fp0_fpdeep_line_buffer0_wfire && (fpdeep_fp0_fpdeep_line_buffer0_wslot == 0))) begin
+        fpdeep_fp0_fpdeep_line_buffer0_row_ram0_mem[fpdeep_fp0_fpdeep_line_buffer0_wadr] <= s_axis_pix_tdata;
     end
-    if (fpdeep_fp0_fpdeep_line_buffer0_fire) begin
-        fpdeep_fp0_fpdeep_line_buffer0_rd <= fpdeep_fp0_fpdeep_line_buffer0_mem[fpdeep_fp0_fpdeep_line_buffer0_c0];
+    if (fpdeep_fp0_fpdeep_line_buffer0_rden) begin
+        fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd <= fpdeep_fp0_fpdeep_line_buffer0_row_ram0_mem[fpdeep_fp0_fpdeep_line_buffer0_rdad];
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_row_ram1_ram
+    if ((fpdeep_fp0_fpdeep_line_buffer0_wfire && (fpdeep_fp0_fpdeep_line_buffer0_wslot == 1))) begin
+        fpdeep_fp0_fpdeep_line_buffer0_row_ram1_mem[fpdeep_fp0_fpdeep_line_buffer0_wadr] <= s_axis_pix_tdata;
+    end
+    if (fpdeep_fp0_fpdeep_line_buffer0_rden) begin
+        fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd <= fpdeep_fp0_fpdeep_line_buffer0_row_ram1_mem[fpdeep_fp0_fpdeep_line_buffer0_rdad];
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_row_ram2_ram
+    if ((fpdeep_fp0_fpdeep_line_buffer0_wfire && (fpdeep_fp0_fpdeep_line_buffer0_wslot == 2))) begin
+        fpdeep_fp0_fpdeep_line_buffer0_row_ram2_mem[fpdeep_fp0_fpdeep_line_buffer0_wadr] <= s_axis_pix_tdata;
+    end
+    if (fpdeep_fp0_fpdeep_line_buffer0_rden) begin
+        fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd <= fpdeep_fp0_fpdeep_line_buffer0_row_ram2_mem[fpdeep_fp0_fpdeep_line_buffer0_rdad];
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_row_ram3_ram
+    if ((fpdeep_fp0_fpdeep_line_buffer0_wfire && (fpdeep_fp0_fpdeep_line_buffer0_wslot == 3))) begin
+        fpdeep_fp0_fpdeep_line_buffer0_row_ram3_mem[fpdeep_fp0_fpdeep_line_buffer0_wadr] <= s_axis_pix_tdata;
+    end
+    if (fpdeep_fp0_fpdeep_line_buffer0_rden) begin
+        fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd <= fpdeep_fp0_fpdeep_line_buffer0_row_ram3_mem[fpdeep_fp0_fpdeep_line_buffer0_rdad];
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_row_ram4_ram
+    if ((fpdeep_fp0_fpdeep_line_buffer0_wfire && (fpdeep_fp0_fpdeep_line_buffer0_wslot == 4))) begin
+        fpdeep_fp0_fpdeep_line_buffer0_row_ram4_mem[fpdeep_fp0_fpdeep_line_buffer0_wadr] <= s_axis_pix_tdata;
+    end
+    if (fpdeep_fp0_fpdeep_line_buffer0_rden) begin
+        fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd <= fpdeep_fp0_fpdeep_line_buffer0_row_ram4_mem[fpdeep_fp0_fpdeep_line_buffer0_rdad];
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot0) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_add0_add
+    if (((fpdeep_fp0_fpdeep_line_buffer0_slot0 + 0) >= 5)) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_add0_y = ((fpdeep_fp0_fpdeep_line_buffer0_slot0 + 0) - 5);
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_add0_y = (fpdeep_fp0_fpdeep_line_buffer0_slot0 + 0);
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot0) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_add1_add
+    if (((fpdeep_fp0_fpdeep_line_buffer0_slot0 + 1) >= 5)) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_add1_y = ((fpdeep_fp0_fpdeep_line_buffer0_slot0 + 1) - 5);
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_add1_y = (fpdeep_fp0_fpdeep_line_buffer0_slot0 + 1);
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot0) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_add2_add
+    if (((fpdeep_fp0_fpdeep_line_buffer0_slot0 + 2) >= 5)) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_add2_y = ((fpdeep_fp0_fpdeep_line_buffer0_slot0 + 2) - 5);
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_add2_y = (fpdeep_fp0_fpdeep_line_buffer0_slot0 + 2);
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_st
+    if (rst == 1) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y <= 0;
+    end
+    else begin
+        if (fpdeep_fp0_fpdeep_line_buffer0_en) begin
+            fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_add0_y;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_st
+    if (rst == 1) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y <= 0;
+    end
+    else begin
+        if (fpdeep_fp0_fpdeep_line_buffer0_en) begin
+            fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_add1_y;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_st
+    if (rst == 1) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y <= 0;
+    end
+    else begin
+        if (fpdeep_fp0_fpdeep_line_buffer0_en) begin
+            fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_add2_y;
+        end
     end
 end
 
 
 always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_st1
     if (rst == 1) begin
+        fpdeep_fp0_fpdeep_line_buffer0_v1h <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_fin1 <= 0;
-        fpdeep_fp0_fpdeep_line_buffer0_wv1 <= 0;
-        fpdeep_fp0_fpdeep_line_buffer0_v1 <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_t1 <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_f1 <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_v1w <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_last1 <= 0;
-        fpdeep_fp0_fpdeep_line_buffer0_c1 <= 0;
-        fpdeep_fp0_fpdeep_line_buffer0_pix1 <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_hz1 <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_m1 <= 0;
     end
     else begin
         if (fpdeep_fp0_fpdeep_line_buffer0_en) begin
-            fpdeep_fp0_fpdeep_line_buffer0_v1 <= fpdeep_fp0_fpdeep_line_buffer0_fire;
-            if (fpdeep_fp0_fpdeep_line_buffer0_fire) begin
-                fpdeep_fp0_fpdeep_line_buffer0_pix1 <= fpdeep_fp0_fpdeep_line_buffer0_pix0;
-                fpdeep_fp0_fpdeep_line_buffer0_c1 <= fpdeep_fp0_fpdeep_line_buffer0_c0;
-                fpdeep_fp0_fpdeep_line_buffer0_wv1 <= fpdeep_fp0_fpdeep_line_buffer0_wv0;
-                fpdeep_fp0_fpdeep_line_buffer0_last1 <= fpdeep_fp0_fpdeep_line_buffer0_last0;
-                fpdeep_fp0_fpdeep_line_buffer0_fin1 <= fpdeep_fp0_fpdeep_line_buffer0_fin0;
+            fpdeep_fp0_fpdeep_line_buffer0_v1w <= fpdeep_fp0_fpdeep_line_buffer0_wf;
+            fpdeep_fp0_fpdeep_line_buffer0_v1h <= fpdeep_fp0_fpdeep_line_buffer0_hf;
+            fpdeep_fp0_fpdeep_line_buffer0_t1 <= fpdeep_fp0_fpdeep_line_buffer0_tailw;
+            fpdeep_fp0_fpdeep_line_buffer0_f1 <= fpdeep_fp0_fpdeep_line_buffer0_first;
+            fpdeep_fp0_fpdeep_line_buffer0_last1 <= fpdeep_fp0_fpdeep_line_buffer0_lastj;
+            fpdeep_fp0_fpdeep_line_buffer0_fin1 <= (fpdeep_fp0_fpdeep_line_buffer0_lastj && fpdeep_fp0_fpdeep_line_buffer0_lastr);
+            fpdeep_fp0_fpdeep_line_buffer0_hz1 <= (fpdeep_fp0_fpdeep_line_buffer0_hq >= fpdeep_fp0_fpdeep_line_buffer0_r_w);
+            fpdeep_fp0_fpdeep_line_buffer0_m1 <= fpdeep_fp0_fpdeep_line_buffer0_mask0;
+        end
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux20_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[1-1:0]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_o = fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_o = fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[1-1:0]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[1-1:0]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_o, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[2-1:1], fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_y) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[2-1:1]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_y;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_o;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[2-1:1], fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[2-1:1]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_y;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[3-1:2], fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[3-1:2]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_y;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[4-1:3], fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[4-1:3]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[5-1:4], fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux27_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[5-1:4]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux28_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[1-1:0]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_o = fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_o = fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[1-1:0]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[1-1:0]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_o, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[2-1:1], fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_y) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[2-1:1]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_y;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_o;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[2-1:1], fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[2-1:1]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[3-1:2], fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[3-1:2]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[4-1:3], fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[4-1:3]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[5-1:4], fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux215_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[5-1:4]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_y;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux216_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[1-1:0]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_o = fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_o = fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[1-1:0]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[1-1:0]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_o, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[2-1:1], fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[2-1:1]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_o;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[2-1:1], fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[2-1:1]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[3-1:2], fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_y) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[3-1:2]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_y;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[4-1:3], fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[4-1:3]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_y;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[5-1:4], fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux223_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[5-1:4]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_y;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_hz1, fpdeep_fp0_fpdeep_line_buffer0_m1, fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_y) begin: fpdeep_fp0_fpdeep_line_buffer0_pix_mask0_pm
+    if ((fpdeep_fp0_fpdeep_line_buffer0_m1[0] && (!fpdeep_fp0_fpdeep_line_buffer0_hz1))) begin
+        fpdeep_fp0_fpdeep_line_buffer0_pix_mask0_o = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_y;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_pix_mask0_o = 0;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_hz1, fpdeep_fp0_fpdeep_line_buffer0_m1, fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_y) begin: fpdeep_fp0_fpdeep_line_buffer0_pix_mask1_pm
+    if ((fpdeep_fp0_fpdeep_line_buffer0_m1[1] && (!fpdeep_fp0_fpdeep_line_buffer0_hz1))) begin
+        fpdeep_fp0_fpdeep_line_buffer0_pix_mask1_o = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_y;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_pix_mask1_o = 0;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_hz1, fpdeep_fp0_fpdeep_line_buffer0_m1, fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_y) begin: fpdeep_fp0_fpdeep_line_buffer0_pix_mask2_pm
+    if ((fpdeep_fp0_fpdeep_line_buffer0_m1[2] && (!fpdeep_fp0_fpdeep_line_buffer0_hz1))) begin
+        fpdeep_fp0_fpdeep_line_buffer0_pix_mask2_o = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_y;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_pix_mask2_o = 0;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_hist, fpdeep_fp0_fpdeep_line_buffer0_t1, fpdeep_fp0_fpdeep_line_buffer0_f1, fpdeep_fp0_fpdeep_line_buffer0_nh, fpdeep_fp0_fpdeep_line_buffer0_col) begin: fpdeep_fp0_fpdeep_line_buffer0_wsel
+    if (fpdeep_fp0_fpdeep_line_buffer0_t1) begin
+        fpdeep_fp0_fpdeep_line_buffer0_colw = 0;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_colw = fpdeep_fp0_fpdeep_line_buffer0_col;
+    end
+    if (fpdeep_fp0_fpdeep_line_buffer0_f1) begin
+        fpdeep_fp0_fpdeep_line_buffer0_hsel = fpdeep_fp0_fpdeep_line_buffer0_nh;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_hsel = fpdeep_fp0_fpdeep_line_buffer0_hist;
+    end
+end
+
+
+
+assign fpdeep_fp0_fpdeep_line_buffer0_hnext = {fpdeep_fp0_fpdeep_line_buffer0_colw, fpdeep_fp0_fpdeep_line_buffer0_hsel[192-1:96]};
+assign fpdeep_fp0_fpdeep_line_buffer0_nhnext = {fpdeep_fp0_fpdeep_line_buffer0_col, fpdeep_fp0_fpdeep_line_buffer0_nh[192-1:96]};
+
+
+always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_wreg
+    if (rst == 1) begin
+        fpdeep_fp0_fpdeep_line_buffer0_hist <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_nh <= 0;
+    end
+    else begin
+        if ((fpdeep_fp0_fpdeep_line_buffer0_en && fpdeep_fp0_fpdeep_line_buffer0_v1w)) begin
+            fpdeep_fp0_fpdeep_line_buffer0_hist <= fpdeep_fp0_fpdeep_line_buffer0_hnext;
+        end
+        if (fpdeep_fp0_fpdeep_line_buffer0_en) begin
+            if ((fpdeep_fp0_fpdeep_line_buffer0_v1w && fpdeep_fp0_fpdeep_line_buffer0_f1)) begin
+                fpdeep_fp0_fpdeep_line_buffer0_nh <= 0;
+            end
+            else if (fpdeep_fp0_fpdeep_line_buffer0_v1h) begin
+                fpdeep_fp0_fpdeep_line_buffer0_nh <= fpdeep_fp0_fpdeep_line_buffer0_nhnext;
             end
         end
     end
@@ -3492,30 +4420,10 @@ end
 
 
 
-assign fpdeep_fp0_fpdeep_line_buffer0_wen = (fpdeep_fp0_fpdeep_line_buffer0_en && fpdeep_fp0_fpdeep_line_buffer0_v1);
-assign fpdeep_fp0_fpdeep_line_buffer0_wdat = {fpdeep_fp0_fpdeep_line_buffer0_pix1, fpdeep_fp0_fpdeep_line_buffer0_rd[64-1:32]};
-
-
-
-assign fpdeep_fp0_fpdeep_line_buffer0_col = {fpdeep_fp0_fpdeep_line_buffer0_pix1, fpdeep_fp0_fpdeep_line_buffer0_rd};
-
-
-always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_wreg
-    if (rst == 1) begin
-        fpdeep_fp0_fpdeep_line_buffer0_hist <= 0;
-    end
-    else begin
-        if ((fpdeep_fp0_fpdeep_line_buffer0_en && fpdeep_fp0_fpdeep_line_buffer0_v1)) begin
-            fpdeep_fp0_fpdeep_line_buffer0_hist <= fpdeep_fp0_fpdeep_line_buffer0_hnext;
-        end
-    end
-end
-
-
-
-assign fpdeep_fp0_fpdeep_line_buffer0_push = (fpdeep_fp0_fpdeep_line_buffer0_en && fpdeep_fp0_fpdeep_line_buffer0_v1 && fpdeep_fp0_fpdeep_line_buffer0_wv1);
+assign fpdeep_fp0_fpdeep_line_buffer0_push = (fpdeep_fp0_fpdeep_line_buffer0_en && fpdeep_fp0_fpdeep_line_buffer0_v1w);
 assign fpdeep_fp0_fpdeep_line_buffer0_fin_u = fpdeep_fp0_fpdeep_line_buffer0_fin1;
-assign fpdeep_fp0_fpdeep_line_buffer0_out_final_pop = (fpdeep_fp0_win_v && fpdeep_fp0_win_r && fpdeep_fp0_fpdeep_line_buffer0_mfin[0]);
+assign fpdeep_fp0_fpdeep_line_buffer0_fin_pop = (fpdeep_fp0_win_v && fpdeep_fp0_win_r && fpdeep_fp0_fpdeep_line_buffer0_mfin[0]);
+assign fpdeep_fp0_win_u = fpdeep_fp0_fpdeep_line_buffer0_mfin[0];
 
 
 always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_seq
@@ -3578,11 +4486,12 @@ assign fpdeep_fp0_wfire = (fpdeep_fp0_en && fpw_v);
 assign fpdeep_fp0_bfire = (fpdeep_fp0_en && fpb_v);
 assign fpdeep_fp0_win_r = (fpdeep_fp0_en && (!fpw_v) && (!fpb_v));
 assign fpdeep_fp0_fire = (fpdeep_fp0_en && fpdeep_fp0_win_v && (!fpw_v) && (!fpb_v));
-assign fpdeep_fp0_lb_start = (fp_start && (!fp_busy) && (!fpdeep_fp0_lb_busy));
+assign fpdeep_fp0_lb_start = (fp_start && (!fpdeep_fp0_ibusy));
 
 
 always @(posedge clk) begin: fpdeep_fp0_inreg
     if (rst == 1) begin
+        fpdeep_fp0_xl <= 0;
         fpdeep_fp0_xr <= 0;
         fpdeep_fp0_v0 <= 0;
     end
@@ -3590,8 +4499,9 @@ always @(posedge clk) begin: fpdeep_fp0_inreg
         if (fpdeep_fp0_en) begin
             if (fpdeep_fp0_fire) begin
                 fpdeep_fp0_xr <= fpdeep_fp0_win_d;
+                fpdeep_fp0_xl <= fpdeep_fp0_blx;
             end
-            fpdeep_fp0_v0 <= {fpdeep_fp0_win_l, fpdeep_fp0_fire};
+            fpdeep_fp0_v0 <= {fpdeep_fp0_win_u, fpdeep_fp0_brx, fpdeep_fp0_blx, fpdeep_fp0_bf, fpdeep_fp0_win_l, fpdeep_fp0_fire};
         end
     end
 end
@@ -3951,7 +4861,7 @@ always @(posedge clk) begin: fpdeep_fp0_engine_trees0_bias_leaf0_st
     end
     else begin
         if (fpdeep_fp0_en) begin
-            if (fpdeep_fp0_last_r) begin
+            if (fpdeep_fp0_xl) begin
                 fpdeep_fp0_engine_trees0_bias_leaf0_y <= fpdeep_fp0_engine_trees0_bias_leaf0_be;
             end
             else begin
@@ -4586,7 +5496,7 @@ always @(posedge clk) begin: fpdeep_fp0_engine_trees0_bias_leaf1_st
     end
     else begin
         if (fpdeep_fp0_en) begin
-            if (fpdeep_fp0_last_r) begin
+            if (fpdeep_fp0_xl) begin
                 fpdeep_fp0_engine_trees0_bias_leaf1_y <= fpdeep_fp0_engine_trees0_bias_leaf1_be;
             end
             else begin
@@ -4897,14 +5807,14 @@ always @(posedge clk) begin: fpdeep_fp0_delay_flags0_sh
     end
     else begin
         if (fpdeep_fp0_en) begin
-            fpdeep_fp0_delay_flags0_sr <= {fpdeep_fp0_delay_flags0_sr[(2 * (6 - 1))-1:0], fpdeep_fp0_v0};
+            fpdeep_fp0_delay_flags0_sr <= {fpdeep_fp0_delay_flags0_sr[(6 * (6 - 1))-1:0], fpdeep_fp0_v0};
         end
     end
 end
 
 
 
-assign fpdeep_fp0_vt = fpdeep_fp0_delay_flags0_sr[(2 * 6)-1:(2 * (6 - 1))];
+assign fpdeep_fp0_vt = fpdeep_fp0_delay_flags0_sr[(6 * 6)-1:(6 * (6 - 1))];
 
 
 
@@ -4922,7 +5832,7 @@ assign fpdeep_fp0_pack0_res = fpdeep_fp0_pack0_cs;
 
 assign fpdeep_fp0_push1 = (fpdeep_fp0_en && fpdeep_fp0_vt[0]);
 assign fpdeep_fp0_last1 = fpdeep_fp0_vt[1];
-assign fpdeep_fp0_first_u = fpdeep_fp0_first_r;
+assign fpdeep_fp0_tag_u = fpdeep_fp0_vt[6-1:2];
 
 
 always @(posedge clk) begin: fpdeep_fp0_out_fifo21_seq
@@ -4948,12 +5858,12 @@ always @(posedge clk) begin: fpdeep_fp0_out_fifo21_seq
             if (((fpdeep_fp0_out_fifo21_cnt == 0) || ((fpdeep_fp0_out_fifo21_cnt == 1) && pop))) begin
                 fpdeep_fp0_out_fifo21_d0 <= fpdeep_fp0_pack0_res;
                 fpdeep_fp0_out_fifo21_l0 <= fpdeep_fp0_last1;
-                fpdeep_fp0_out_fifo21_u0 <= fpdeep_fp0_first_u;
+                fpdeep_fp0_out_fifo21_u0 <= fpdeep_fp0_tag_u;
             end
             else begin
                 fpdeep_fp0_out_fifo21_d1 <= fpdeep_fp0_pack0_res;
                 fpdeep_fp0_out_fifo21_l1 <= fpdeep_fp0_last1;
-                fpdeep_fp0_out_fifo21_u1 <= fpdeep_fp0_first_u;
+                fpdeep_fp0_out_fifo21_u1 <= fpdeep_fp0_tag_u;
             end
         end
         if ((fpdeep_fp0_push1 && (!pop))) begin
@@ -4974,26 +5884,32 @@ end
 
 assign fpdeep_fp0_out_fifo21_m_tdata = fpdeep_fp0_out_fifo21_d0;
 assign fpdeep_fp0_e_l = fpdeep_fp0_out_fifo21_l0;
-assign fpdeep_fp0_e_first = fpdeep_fp0_out_fifo21_u0;
+assign fpdeep_fp0_e_tag = fpdeep_fp0_out_fifo21_u0;
 assign fpdeep_fp0_e_v = (fpdeep_fp0_out_fifo21_cnt != 0);
 
 
 
-assign fpdeep_fp0_e_r = (fpdeep_fp0_en2 && (fpdeep_fp0_e_first[0] || s_axis_psum_in_tvalid));
-assign s_axis_psum_in_tready = (fpdeep_fp0_en2 && fpdeep_fp0_e_v && (!fpdeep_fp0_e_first[0]));
-assign fpdeep_fp0_jfire = (fpdeep_fp0_en2 && fpdeep_fp0_e_v && (fpdeep_fp0_e_first[0] || s_axis_psum_in_tvalid));
+assign fpdeep_fp0_e_r = (fpdeep_fp0_en2 && (fpdeep_fp0_e_first || s_axis_psum_in_tvalid));
+assign s_axis_psum_in_tready = (fpdeep_fp0_en2 && fpdeep_fp0_e_v && (!fpdeep_fp0_e_first));
+assign fpdeep_fp0_jfire = (fpdeep_fp0_en2 && fpdeep_fp0_e_v && (fpdeep_fp0_e_first || s_axis_psum_in_tvalid));
 
 
 always @(posedge clk) begin: fpdeep_fp0_jreg
     if (rst == 1) begin
-        fpdeep_fp0_v2 <= 0;
         fpdeep_fp0_l2 <= 0;
+        fpdeep_fp0_v2 <= 0;
+        fpdeep_fp0_last2 <= 0;
+        fpdeep_fp0_relu2 <= 0;
+        fpdeep_fp0_mend2 <= 0;
     end
     else begin
         if (fpdeep_fp0_en2) begin
             fpdeep_fp0_v2 <= fpdeep_fp0_jfire;
             if (fpdeep_fp0_jfire) begin
                 fpdeep_fp0_l2 <= fpdeep_fp0_e_l;
+                fpdeep_fp0_last2 <= fpdeep_fp0_e_tag[1];
+                fpdeep_fp0_relu2 <= fpdeep_fp0_e_tag[2];
+                fpdeep_fp0_mend2 <= fpdeep_fp0_e_tag[3];
             end
         end
     end
@@ -5183,8 +6099,8 @@ always @(fpdeep_fp0_sfu_lane0_sat1_fill, fpdeep_fp0_sfu_lane0_sat1_hi, fpdeep_fp
 end
 
 
-always @(fpdeep_fp0_sfu_lane0_r, fpdeep_fp0_relu_r) begin: fpdeep_fp0_sfu_lane0_act
-    if ((fpdeep_fp0_relu_r && fpdeep_fp0_sfu_lane0_r[(16 - 1)])) begin
+always @(fpdeep_fp0_sfu_lane0_r, fpdeep_fp0_relu2) begin: fpdeep_fp0_sfu_lane0_act
+    if ((fpdeep_fp0_relu2 && fpdeep_fp0_sfu_lane0_r[(16 - 1)])) begin
         fpdeep_fp0_sfu_lane0_a = 0;
     end
     else begin
@@ -5193,8 +6109,8 @@ always @(fpdeep_fp0_sfu_lane0_r, fpdeep_fp0_relu_r) begin: fpdeep_fp0_sfu_lane0_
 end
 
 
-always @(fpdeep_fp0_sfu_lane0_sp, fpdeep_fp0_sfu_lane0_ae, fpdeep_fp0_last_r) begin: fpdeep_fp0_sfu_lane0_mux
-    if (fpdeep_fp0_last_r) begin
+always @(fpdeep_fp0_sfu_lane0_sp, fpdeep_fp0_sfu_lane0_ae, fpdeep_fp0_last2) begin: fpdeep_fp0_sfu_lane0_mux
+    if (fpdeep_fp0_last2) begin
         fpdeep_fp0_sfu_lane0_y = fpdeep_fp0_sfu_lane0_ae;
     end
     else begin
@@ -5284,8 +6200,8 @@ always @(fpdeep_fp0_sfu_lane1_sat3_fill, fpdeep_fp0_sfu_lane1_sat3_hi, fpdeep_fp
 end
 
 
-always @(fpdeep_fp0_sfu_lane1_r, fpdeep_fp0_relu_r) begin: fpdeep_fp0_sfu_lane1_act
-    if ((fpdeep_fp0_relu_r && fpdeep_fp0_sfu_lane1_r[(16 - 1)])) begin
+always @(fpdeep_fp0_sfu_lane1_r, fpdeep_fp0_relu2) begin: fpdeep_fp0_sfu_lane1_act
+    if ((fpdeep_fp0_relu2 && fpdeep_fp0_sfu_lane1_r[(16 - 1)])) begin
         fpdeep_fp0_sfu_lane1_a = 0;
     end
     else begin
@@ -5294,8 +6210,8 @@ always @(fpdeep_fp0_sfu_lane1_r, fpdeep_fp0_relu_r) begin: fpdeep_fp0_sfu_lane1_
 end
 
 
-always @(fpdeep_fp0_sfu_lane1_sp, fpdeep_fp0_sfu_lane1_ae, fpdeep_fp0_last_r) begin: fpdeep_fp0_sfu_lane1_mux
-    if (fpdeep_fp0_last_r) begin
+always @(fpdeep_fp0_sfu_lane1_sp, fpdeep_fp0_sfu_lane1_ae, fpdeep_fp0_last2) begin: fpdeep_fp0_sfu_lane1_mux
+    if (fpdeep_fp0_last2) begin
         fpdeep_fp0_sfu_lane1_y = fpdeep_fp0_sfu_lane1_ae;
     end
     else begin
@@ -5318,7 +6234,7 @@ assign fpdeep_fp0_pack1_res = fpdeep_fp0_pack1_cs;
 
 
 assign fpdeep_fp0_push2 = (fpdeep_fp0_en2 && fpdeep_fp0_v2);
-assign fpdeep_fp0_mode_u = fpdeep_fp0_last_r;
+assign fpdeep_fp0_mode_u = {fpdeep_fp0_mend2, fpdeep_fp0_last2};
 
 
 always @(posedge clk) begin: fpdeep_fp0_out_fifo22_seq
@@ -5391,43 +6307,94 @@ always @(fpdeep_fp0_o_mode, fpdeep_fp0_o_d, fpdeep_fp0_o_v, m_axis_act_tready, f
 end
 
 
+always @(fpdeep_fp0_errq, fpdeep_fp0_lb_busy, fpdeep_fp0_nmaps, fpdeep_fp0_cr0, fpdeep_fp0_cr1, fpdeep_fp0_rsel, fpdeep_fp0_cf1, fpdeep_fp0_chk, fpdeep_fp0_cl0, fpdeep_fp0_cf0, fpdeep_fp0_cl1) begin: fpdeep_fp0_slotsel
+    if (fpdeep_fp0_rsel) begin
+        fpdeep_fp0_bf = fpdeep_fp0_cf1;
+        fpdeep_fp0_blx = fpdeep_fp0_cl1;
+        fpdeep_fp0_brx = fpdeep_fp0_cr1;
+    end
+    else begin
+        fpdeep_fp0_bf = fpdeep_fp0_cf0;
+        fpdeep_fp0_blx = fpdeep_fp0_cl0;
+        fpdeep_fp0_brx = fpdeep_fp0_cr0;
+    end
+    fpdeep_fp0_ibusy = (fpdeep_fp0_lb_busy || fpdeep_fp0_chk || fpdeep_fp0_errq || (fpdeep_fp0_nmaps == 2));
+    fp_busy = (fpdeep_fp0_lb_busy || fpdeep_fp0_chk || fpdeep_fp0_errq || (fpdeep_fp0_nmaps == 2));
+end
+
+
+
+assign fpdeep_fp0_e_first = fpdeep_fp0_e_tag[0];
+
+
+
+assign fpdeep_fp0_mdone = (fpdeep_fp0_ohs && fpdeep_fp0_o_mode[1]);
+
+
 always @(posedge clk) begin: fpdeep_fp0_ctl
     if (rst == 1) begin
-        fpdeep_fp0_relu_r <= 0;
-        fpdeep_fp0_lbseen <= 0;
+        fpdeep_fp0_errq <= 0;
+        fpdeep_fp0_wsel <= 0;
+        fpdeep_fp0_cr0 <= 0;
+        fpdeep_fp0_nmaps <= 0;
+        fpdeep_fp0_cr1 <= 0;
         fp_done <= 0;
-        fpdeep_fp0_last_r <= 0;
+        fpdeep_fp0_chk <= 0;
+        fpdeep_fp0_cf1 <= 0;
+        fpdeep_fp0_rsel <= 0;
         fp_perr <= 0;
-        fp_busy <= 0;
-        fpdeep_fp0_first_r <= 0;
-        fpdeep_fp0_inflight <= 0;
+        fpdeep_fp0_cl0 <= 0;
+        fpdeep_fp0_cf0 <= 0;
+        fpdeep_fp0_cl1 <= 0;
     end
     else begin
         fp_done <= 1'b0;
-        if ((fp_start && (!fp_busy))) begin
-            fp_busy <= 1'b1;
-            fpdeep_fp0_lbseen <= 1'b0;
-            fpdeep_fp0_first_r <= cfg_first;
-            fpdeep_fp0_last_r <= cfg_last;
-            fpdeep_fp0_relu_r <= cfg_relu;
+        if (fpdeep_fp0_lb_start) begin
+            fpdeep_fp0_chk <= 1'b1;
             fp_perr <= 1'b0;
+            if (fpdeep_fp0_wsel) begin
+                fpdeep_fp0_cf1 <= cfg_first;
+                fpdeep_fp0_cl1 <= cfg_last;
+                fpdeep_fp0_cr1 <= cfg_relu;
+            end
+            else begin
+                fpdeep_fp0_cf0 <= cfg_first;
+                fpdeep_fp0_cl0 <= cfg_last;
+                fpdeep_fp0_cr0 <= cfg_relu;
+            end
         end
-        else if ((fp_busy && fpdeep_fp0_lbseen && (fpdeep_fp0_inflight == 0))) begin
-            fp_busy <= 1'b0;
+        if (fpdeep_fp0_chk) begin
+            fpdeep_fp0_chk <= 1'b0;
+            if (fp_cerr) begin
+                if (fpdeep_fp0_mdone) begin
+                    fpdeep_fp0_errq <= 1'b1;
+                end
+                else begin
+                    fp_done <= 1'b1;
+                end
+            end
+            else begin
+                fpdeep_fp0_wsel <= (!fpdeep_fp0_wsel);
+            end
+        end
+        if ((fpdeep_fp0_errq && (!fpdeep_fp0_mdone))) begin
+            fpdeep_fp0_errq <= 1'b0;
             fp_done <= 1'b1;
-            fpdeep_fp0_lbseen <= 1'b0;
         end
-        if (fpdeep_fp0_lb_done) begin
-            fpdeep_fp0_lbseen <= 1'b1;
+        if (fpdeep_fp0_mdone) begin
+            fp_done <= 1'b1;
         end
-        if ((fpdeep_fp0_jfire && (!fpdeep_fp0_e_first[0]) && (s_axis_psum_in_tlast != fpdeep_fp0_e_l))) begin
+        if ((fpdeep_fp0_chk && (!fp_cerr) && (!fpdeep_fp0_mdone))) begin
+            fpdeep_fp0_nmaps <= (fpdeep_fp0_nmaps + 1);
+        end
+        else if ((fpdeep_fp0_mdone && (!(fpdeep_fp0_chk && (!fp_cerr))))) begin
+            fpdeep_fp0_nmaps <= (fpdeep_fp0_nmaps - 1);
+        end
+        if ((fpdeep_fp0_fire && fpdeep_fp0_win_u)) begin
+            fpdeep_fp0_rsel <= (!fpdeep_fp0_rsel);
+        end
+        if ((fpdeep_fp0_jfire && (!fpdeep_fp0_e_first) && (s_axis_psum_in_tlast != fpdeep_fp0_e_l))) begin
             fp_perr <= 1'b1;
-        end
-        if ((fpdeep_fp0_fire && (!fpdeep_fp0_ohs))) begin
-            fpdeep_fp0_inflight <= (fpdeep_fp0_inflight + 1);
-        end
-        else if ((fpdeep_fp0_ohs && (!fpdeep_fp0_fire))) begin
-            fpdeep_fp0_inflight <= (fpdeep_fp0_inflight - 1);
         end
     end
 end
@@ -5458,16 +6425,16 @@ assign fpdeep_eb0_fpdeep_line_buffer0_0_pe_c = {2'h0, fpdeep_eb0_lb_pad};
 
 
 
-assign fpdeep_eb0_fpdeep_line_buffer0_0_he_r = eb_ch;
+assign fpdeep_eb0_fpdeep_line_buffer0_0_he_r = {1'h0, eb_ch};
 
 
 
-assign fpdeep_eb0_fpdeep_line_buffer0_0_pe_rr = {2'h0, fpdeep_eb0_lb_pad};
+assign fpdeep_eb0_fpdeep_line_buffer0_0_pe_r = {3'h0, fpdeep_eb0_lb_pad};
 
 
 
 assign fpdeep_eb0_fpdeep_line_buffer0_0_wsum = ((fpdeep_eb0_fpdeep_line_buffer0_0_we_c + fpdeep_eb0_fpdeep_line_buffer0_0_pe_c) + fpdeep_eb0_fpdeep_line_buffer0_0_pe_c);
-assign fpdeep_eb0_fpdeep_line_buffer0_0_hsum = ((fpdeep_eb0_fpdeep_line_buffer0_0_he_r + fpdeep_eb0_fpdeep_line_buffer0_0_pe_rr) + fpdeep_eb0_fpdeep_line_buffer0_0_pe_rr);
+assign fpdeep_eb0_fpdeep_line_buffer0_0_hsum = ((fpdeep_eb0_fpdeep_line_buffer0_0_he_r + fpdeep_eb0_fpdeep_line_buffer0_0_pe_r) + fpdeep_eb0_fpdeep_line_buffer0_0_pe_r);
 
 
 
@@ -5475,118 +6442,722 @@ assign fpdeep_eb0_fpdeep_line_buffer0_0_cbad = ((fpdeep_eb0_lb_width == 0) || (f
 
 
 
-assign fpdeep_eb0_fpdeep_line_buffer0_0_in_img = ((fpdeep_eb0_fpdeep_line_buffer0_0_c0 >= fpdeep_eb0_fpdeep_line_buffer0_0_pad_c) && (fpdeep_eb0_fpdeep_line_buffer0_0_c0 < fpdeep_eb0_fpdeep_line_buffer0_0_cend) && (fpdeep_eb0_fpdeep_line_buffer0_0_r0 >= fpdeep_eb0_fpdeep_line_buffer0_0_pad_r) && (fpdeep_eb0_fpdeep_line_buffer0_0_r0 < fpdeep_eb0_fpdeep_line_buffer0_0_rend));
-assign fpdeep_eb0_fpdeep_line_buffer0_0_wv0 = (($signed({1'b0, fpdeep_eb0_fpdeep_line_buffer0_0_c0}) >= (3 - 1)) && ($signed({1'b0, fpdeep_eb0_fpdeep_line_buffer0_0_r0}) >= (3 - 1)));
-assign fpdeep_eb0_fpdeep_line_buffer0_0_last0 = (fpdeep_eb0_fpdeep_line_buffer0_0_c0 == fpdeep_eb0_fpdeep_line_buffer0_0_wlast);
-assign fpdeep_eb0_fpdeep_line_buffer0_0_fin0 = ((fpdeep_eb0_fpdeep_line_buffer0_0_c0 == fpdeep_eb0_fpdeep_line_buffer0_0_wlast) && (fpdeep_eb0_fpdeep_line_buffer0_0_r0 == fpdeep_eb0_fpdeep_line_buffer0_0_hlast));
+assign fpdeep_eb0_s_axis_err_tready = (fpdeep_eb0_fpdeep_line_buffer0_0_wbusy && (fpdeep_eb0_fpdeep_line_buffer0_0_nfull < 5));
+assign fpdeep_eb0_fpdeep_line_buffer0_0_wfire = (fpdeep_eb0_fpdeep_line_buffer0_0_wbusy && (fpdeep_eb0_fpdeep_line_buffer0_0_nfull < 5) && fpdeep_eb0_s_axis_err_tvalid);
+assign fpdeep_eb0_fpdeep_line_buffer0_0_wadr = fpdeep_eb0_fpdeep_line_buffer0_0_wcol[4-1:0];
+assign fpdeep_eb0_fpdeep_line_buffer0_0_accept = (fpdeep_eb0_lb_start && (!(fpdeep_eb0_fpdeep_line_buffer0_0_wbusy || fpdeep_eb0_fpdeep_line_buffer0_0_rpend || fpdeep_eb0_fpdeep_line_buffer0_0_errq)));
+assign fpdeep_eb0_lb_busy = (fpdeep_eb0_fpdeep_line_buffer0_0_wbusy || fpdeep_eb0_fpdeep_line_buffer0_0_rpend || fpdeep_eb0_fpdeep_line_buffer0_0_errq);
 
 
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_in_img, fpdeep_eb0_s_axis_err_tvalid, fpdeep_eb0_fpdeep_line_buffer0_0_en, fpdeep_eb0_fpdeep_line_buffer0_0_running, s_axis_berr_tdata) begin: fpdeep_eb0_fpdeep_line_buffer0_0_hand
-    fpdeep_eb0_fpdeep_line_buffer0_0_fire = (fpdeep_eb0_fpdeep_line_buffer0_0_running && fpdeep_eb0_fpdeep_line_buffer0_0_en && (fpdeep_eb0_s_axis_err_tvalid || (!fpdeep_eb0_fpdeep_line_buffer0_0_in_img)));
-    fpdeep_eb0_s_axis_err_tready = (fpdeep_eb0_fpdeep_line_buffer0_0_running && fpdeep_eb0_fpdeep_line_buffer0_0_en && fpdeep_eb0_fpdeep_line_buffer0_0_in_img);
-    if (fpdeep_eb0_fpdeep_line_buffer0_0_in_img) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_pix0 = s_axis_berr_tdata;
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_r_w, fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1, fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1, fpdeep_eb0_fpdeep_line_buffer0_0_r_hc, fpdeep_eb0_fpdeep_line_buffer0_0_jj, fpdeep_eb0_fpdeep_line_buffer0_0_lo, fpdeep_eb0_fpdeep_line_buffer0_0_nfull, fpdeep_eb0_fpdeep_line_buffer0_0_rr, fpdeep_eb0_fpdeep_line_buffer0_0_r_wo1) begin: fpdeep_eb0_fpdeep_line_buffer0_0_rscan
+    fpdeep_eb0_fpdeep_line_buffer0_0_q = (fpdeep_eb0_fpdeep_line_buffer0_0_jj + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc);
+    fpdeep_eb0_fpdeep_line_buffer0_0_tailw = ((fpdeep_eb0_fpdeep_line_buffer0_0_jj + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) >= fpdeep_eb0_fpdeep_line_buffer0_0_r_w);
+    fpdeep_eb0_fpdeep_line_buffer0_0_first = (fpdeep_eb0_fpdeep_line_buffer0_0_jj == 0);
+    fpdeep_eb0_fpdeep_line_buffer0_0_lastj = (fpdeep_eb0_fpdeep_line_buffer0_0_jj == fpdeep_eb0_fpdeep_line_buffer0_0_r_wo1);
+    fpdeep_eb0_fpdeep_line_buffer0_0_lastr = (fpdeep_eb0_fpdeep_line_buffer0_0_rr == fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1);
+    if ((fpdeep_eb0_fpdeep_line_buffer0_0_jj == 0)) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_ur = fpdeep_eb0_fpdeep_line_buffer0_0_rr;
     end
     else begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_pix0 = 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_ur = (fpdeep_eb0_fpdeep_line_buffer0_0_rr + 1);
+    end
+    fpdeep_eb0_fpdeep_line_buffer0_0_uex = ((fpdeep_eb0_fpdeep_line_buffer0_0_jj == 0) || (fpdeep_eb0_fpdeep_line_buffer0_0_rr != fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1));
+    fpdeep_eb0_fpdeep_line_buffer0_0_lim = (fpdeep_eb0_fpdeep_line_buffer0_0_lo + fpdeep_eb0_fpdeep_line_buffer0_0_nfull);
+    if (((fpdeep_eb0_fpdeep_line_buffer0_0_rr + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) > fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1)) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_need_r = fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_need_r = (fpdeep_eb0_fpdeep_line_buffer0_0_rr + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc);
+    end
+    if ((fpdeep_eb0_fpdeep_line_buffer0_0_jj == 0)) begin
+        if (((fpdeep_eb0_fpdeep_line_buffer0_0_rr + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) > fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1)) begin
+            fpdeep_eb0_fpdeep_line_buffer0_0_need_u = fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1;
+        end
+        else begin
+            fpdeep_eb0_fpdeep_line_buffer0_0_need_u = (fpdeep_eb0_fpdeep_line_buffer0_0_rr + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc);
+        end
+    end
+    else begin
+        if ((((fpdeep_eb0_fpdeep_line_buffer0_0_rr + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) + 1) > fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1)) begin
+            fpdeep_eb0_fpdeep_line_buffer0_0_need_u = fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1;
+        end
+        else begin
+            fpdeep_eb0_fpdeep_line_buffer0_0_need_u = ((fpdeep_eb0_fpdeep_line_buffer0_0_rr + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) + 1);
+        end
     end
 end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_need_r, fpdeep_eb0_fpdeep_line_buffer0_0_need_u, fpdeep_eb0_fpdeep_line_buffer0_0_lim, fpdeep_eb0_fpdeep_line_buffer0_0_hq, fpdeep_eb0_fpdeep_line_buffer0_0_ract, fpdeep_eb0_fpdeep_line_buffer0_0_r_hc, fpdeep_eb0_fpdeep_line_buffer0_0_jj, fpdeep_eb0_fpdeep_line_buffer0_0_tailw, fpdeep_eb0_fpdeep_line_buffer0_0_uex) begin: fpdeep_eb0_fpdeep_line_buffer0_0_rdec
+    reg cwin;
+    cwin = (fpdeep_eb0_fpdeep_line_buffer0_0_ract && ((fpdeep_eb0_fpdeep_line_buffer0_0_jj != 0) || (fpdeep_eb0_fpdeep_line_buffer0_0_hq == fpdeep_eb0_fpdeep_line_buffer0_0_r_hc)) && (fpdeep_eb0_fpdeep_line_buffer0_0_tailw || (fpdeep_eb0_fpdeep_line_buffer0_0_need_r < fpdeep_eb0_fpdeep_line_buffer0_0_lim)));
+    fpdeep_eb0_fpdeep_line_buffer0_0_can_win = cwin;
+    fpdeep_eb0_fpdeep_line_buffer0_0_can_head = (fpdeep_eb0_fpdeep_line_buffer0_0_ract && (fpdeep_eb0_fpdeep_line_buffer0_0_hq != fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) && fpdeep_eb0_fpdeep_line_buffer0_0_uex && (fpdeep_eb0_fpdeep_line_buffer0_0_need_u < fpdeep_eb0_fpdeep_line_buffer0_0_lim) && ((!cwin) || (fpdeep_eb0_fpdeep_line_buffer0_0_tailw && (fpdeep_eb0_fpdeep_line_buffer0_0_jj != 0))));
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_r_p, fpdeep_eb0_fpdeep_line_buffer0_0_q, fpdeep_eb0_fpdeep_line_buffer0_0_can_head, fpdeep_eb0_fpdeep_line_buffer0_0_ur, fpdeep_eb0_fpdeep_line_buffer0_0_lastr, fpdeep_eb0_fpdeep_line_buffer0_0_hq, fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1, fpdeep_eb0_fpdeep_line_buffer0_0_tailw, fpdeep_eb0_fpdeep_line_buffer0_0_en, fpdeep_eb0_fpdeep_line_buffer0_0_lo, fpdeep_eb0_fpdeep_line_buffer0_0_can_win, fpdeep_eb0_fpdeep_line_buffer0_0_rr) begin: fpdeep_eb0_fpdeep_line_buffer0_0_rfire
+    fpdeep_eb0_fpdeep_line_buffer0_0_wf = (fpdeep_eb0_fpdeep_line_buffer0_0_en && fpdeep_eb0_fpdeep_line_buffer0_0_can_win);
+    fpdeep_eb0_fpdeep_line_buffer0_0_hf = (fpdeep_eb0_fpdeep_line_buffer0_0_en && fpdeep_eb0_fpdeep_line_buffer0_0_can_head);
+    fpdeep_eb0_fpdeep_line_buffer0_0_rden = ((fpdeep_eb0_fpdeep_line_buffer0_0_en && fpdeep_eb0_fpdeep_line_buffer0_0_can_win && (!fpdeep_eb0_fpdeep_line_buffer0_0_tailw)) || (fpdeep_eb0_fpdeep_line_buffer0_0_en && fpdeep_eb0_fpdeep_line_buffer0_0_can_head));
+    if ((fpdeep_eb0_fpdeep_line_buffer0_0_can_win && (!fpdeep_eb0_fpdeep_line_buffer0_0_tailw))) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_rdad = fpdeep_eb0_fpdeep_line_buffer0_0_q[4-1:0];
+        fpdeep_eb0_fpdeep_line_buffer0_0_rrow = fpdeep_eb0_fpdeep_line_buffer0_0_rr;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_rdad = fpdeep_eb0_fpdeep_line_buffer0_0_hq[4-1:0];
+        fpdeep_eb0_fpdeep_line_buffer0_0_rrow = fpdeep_eb0_fpdeep_line_buffer0_0_ur;
+    end
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_lastr) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_dec = ((fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1 + 1) - fpdeep_eb0_fpdeep_line_buffer0_0_lo);
+    end
+    else if ((fpdeep_eb0_fpdeep_line_buffer0_0_rr >= fpdeep_eb0_fpdeep_line_buffer0_0_r_p)) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_dec = 1;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_dec = 0;
+    end
+end
+
+
+
+assign fpdeep_eb0_fpdeep_line_buffer0_0_dd = (fpdeep_eb0_fpdeep_line_buffer0_0_rrow - fpdeep_eb0_fpdeep_line_buffer0_0_lo);
+assign fpdeep_eb0_fpdeep_line_buffer0_0_sbr = ((fpdeep_eb0_fpdeep_line_buffer0_0_rsl + fpdeep_eb0_fpdeep_line_buffer0_0_dd) + fpdeep_eb0_fpdeep_line_buffer0_0_r_off);
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_sbr) begin: fpdeep_eb0_fpdeep_line_buffer0_0_rslot2
+    if ((fpdeep_eb0_fpdeep_line_buffer0_0_sbr >= (2 * 5))) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot0 = (fpdeep_eb0_fpdeep_line_buffer0_0_sbr - (2 * 5));
+    end
+    else if ((fpdeep_eb0_fpdeep_line_buffer0_0_sbr >= 5)) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot0 = (fpdeep_eb0_fpdeep_line_buffer0_0_sbr - 5);
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot0 = fpdeep_eb0_fpdeep_line_buffer0_0_sbr;
+    end
+end
+
+
+
+assign fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_mb = (((fpdeep_eb0_fpdeep_line_buffer0_0_rrow + 0) >= fpdeep_eb0_fpdeep_line_buffer0_0_r_p) && ((fpdeep_eb0_fpdeep_line_buffer0_0_rrow + 0) < fpdeep_eb0_fpdeep_line_buffer0_0_r_hp));
+
+
+
+assign fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_mb = (((fpdeep_eb0_fpdeep_line_buffer0_0_rrow + 1) >= fpdeep_eb0_fpdeep_line_buffer0_0_r_p) && ((fpdeep_eb0_fpdeep_line_buffer0_0_rrow + 1) < fpdeep_eb0_fpdeep_line_buffer0_0_r_hp));
+
+
+
+assign fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_mb = (((fpdeep_eb0_fpdeep_line_buffer0_0_rrow + 2) >= fpdeep_eb0_fpdeep_line_buffer0_0_r_p) && ((fpdeep_eb0_fpdeep_line_buffer0_0_rrow + 2) < fpdeep_eb0_fpdeep_line_buffer0_0_r_hp));
+
+
+
+assign fpdeep_eb0_fpdeep_line_buffer0_0_mask0 = fpdeep_eb0_fpdeep_line_buffer0_0_mcat;
 
 
 always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_ctl
     if (rst == 1) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_wlast <= 0;
-        fpdeep_eb0_fpdeep_line_buffer0_0_hlast <= 0;
-        fpdeep_eb0_fpdeep_line_buffer0_0_pad_r <= 0;
-        fpdeep_eb0_lb_done <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_errq <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_r_w <= 0;
+        fpdeep_eb0_lb_done_unused <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1 <= 0;
         eb_cerr <= 0;
-        fpdeep_eb0_fpdeep_line_buffer0_0_r0 <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_rsl <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_g_hp <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_r_wo1 <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_rpend <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_hq <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_ract <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_g_off <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_jj <= 0;
         eb_rerr <= 0;
-        fpdeep_eb0_lb_busy <= 0;
-        fpdeep_eb0_fpdeep_line_buffer0_0_cend_m1 <= 0;
-        fpdeep_eb0_fpdeep_line_buffer0_0_running <= 0;
-        fpdeep_eb0_fpdeep_line_buffer0_0_c0 <= 0;
-        fpdeep_eb0_fpdeep_line_buffer0_0_cend <= 0;
-        fpdeep_eb0_fpdeep_line_buffer0_0_pad_c <= 0;
-        fpdeep_eb0_fpdeep_line_buffer0_0_rend <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_nfull <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_rr <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1 <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_wcol <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_wbusy <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_g_p <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_wslot <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_r_off <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1 <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_g_wo1 <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_g_hc <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_g_ho1 <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_g_w <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_r_p <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1 <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_r_hc <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_r_hp <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_lo <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_wrow <= 0;
     end
     else begin
-        fpdeep_eb0_lb_done <= 1'b0;
-        if ((fpdeep_eb0_lb_start && (!fpdeep_eb0_lb_busy))) begin
+        fpdeep_eb0_lb_done_unused <= 1'b0;
+        if (fpdeep_eb0_fpdeep_line_buffer0_0_accept) begin
             eb_rerr <= 1'b0;
             if (fpdeep_eb0_fpdeep_line_buffer0_0_cbad) begin
                 eb_cerr <= 1'b1;
-                fpdeep_eb0_lb_done <= 1'b1;
+                if (fpdeep_eb0_fpdeep_line_buffer0_0_fin_pop) begin
+                    fpdeep_eb0_fpdeep_line_buffer0_0_errq <= 1'b1;
+                end
+                else begin
+                    fpdeep_eb0_lb_done_unused <= 1'b1;
+                end
             end
             else begin
                 eb_cerr <= 1'b0;
-                fpdeep_eb0_lb_busy <= 1'b1;
-                fpdeep_eb0_fpdeep_line_buffer0_0_running <= 1'b1;
-                fpdeep_eb0_fpdeep_line_buffer0_0_pad_c <= fpdeep_eb0_fpdeep_line_buffer0_0_pe_c;
-                fpdeep_eb0_fpdeep_line_buffer0_0_cend <= (fpdeep_eb0_fpdeep_line_buffer0_0_we_c + fpdeep_eb0_fpdeep_line_buffer0_0_pe_c);
-                fpdeep_eb0_fpdeep_line_buffer0_0_cend_m1 <= ((fpdeep_eb0_fpdeep_line_buffer0_0_we_c + fpdeep_eb0_fpdeep_line_buffer0_0_pe_c) - 1);
-                fpdeep_eb0_fpdeep_line_buffer0_0_wlast <= (fpdeep_eb0_fpdeep_line_buffer0_0_wsum - 1);
-                fpdeep_eb0_fpdeep_line_buffer0_0_pad_r <= fpdeep_eb0_fpdeep_line_buffer0_0_pe_rr;
-                fpdeep_eb0_fpdeep_line_buffer0_0_rend <= (fpdeep_eb0_fpdeep_line_buffer0_0_he_r + fpdeep_eb0_fpdeep_line_buffer0_0_pe_rr);
-                fpdeep_eb0_fpdeep_line_buffer0_0_hlast <= (fpdeep_eb0_fpdeep_line_buffer0_0_hsum - 1);
-                fpdeep_eb0_fpdeep_line_buffer0_0_r0 <= 0;
-                fpdeep_eb0_fpdeep_line_buffer0_0_c0 <= 0;
+                fpdeep_eb0_fpdeep_line_buffer0_0_wbusy <= 1'b1;
+                fpdeep_eb0_fpdeep_line_buffer0_0_rpend <= 1'b1;
+                fpdeep_eb0_fpdeep_line_buffer0_0_wcol <= 0;
+                fpdeep_eb0_fpdeep_line_buffer0_0_wrow <= 0;
+                fpdeep_eb0_fpdeep_line_buffer0_0_g_w <= fpdeep_eb0_fpdeep_line_buffer0_0_we_c;
+                fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1 <= (fpdeep_eb0_fpdeep_line_buffer0_0_we_c - 1);
+                fpdeep_eb0_fpdeep_line_buffer0_0_g_hc <= ((3 - 1) - fpdeep_eb0_fpdeep_line_buffer0_0_pe_c);
+                fpdeep_eb0_fpdeep_line_buffer0_0_g_wo1 <= (fpdeep_eb0_fpdeep_line_buffer0_0_wsum - 3);
+                fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1 <= (fpdeep_eb0_fpdeep_line_buffer0_0_he_r - 1);
+                fpdeep_eb0_fpdeep_line_buffer0_0_g_ho1 <= (fpdeep_eb0_fpdeep_line_buffer0_0_hsum - 3);
+                fpdeep_eb0_fpdeep_line_buffer0_0_g_hp <= (fpdeep_eb0_fpdeep_line_buffer0_0_he_r + fpdeep_eb0_fpdeep_line_buffer0_0_pe_r);
+                fpdeep_eb0_fpdeep_line_buffer0_0_g_p <= fpdeep_eb0_fpdeep_line_buffer0_0_pe_r;
+                fpdeep_eb0_fpdeep_line_buffer0_0_g_off <= (5 - fpdeep_eb0_fpdeep_line_buffer0_0_pe_r);
             end
         end
-        if (fpdeep_eb0_fpdeep_line_buffer0_0_fire) begin
-            if ((fpdeep_eb0_fpdeep_line_buffer0_0_in_img && (s_axis_berr_tlast != (fpdeep_eb0_fpdeep_line_buffer0_0_c0 == fpdeep_eb0_fpdeep_line_buffer0_0_cend_m1)))) begin
+        else if ((fpdeep_eb0_fpdeep_line_buffer0_0_errq && (!fpdeep_eb0_fpdeep_line_buffer0_0_fin_pop))) begin
+            fpdeep_eb0_fpdeep_line_buffer0_0_errq <= 1'b0;
+            fpdeep_eb0_lb_done_unused <= 1'b1;
+        end
+        if (fpdeep_eb0_fpdeep_line_buffer0_0_fin_pop) begin
+            fpdeep_eb0_lb_done_unused <= 1'b1;
+        end
+        if (fpdeep_eb0_fpdeep_line_buffer0_0_wfire) begin
+            if ((s_axis_berr_tlast != (fpdeep_eb0_fpdeep_line_buffer0_0_wcol == fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1))) begin
                 eb_rerr <= 1'b1;
             end
-            if ((fpdeep_eb0_fpdeep_line_buffer0_0_c0 == fpdeep_eb0_fpdeep_line_buffer0_0_wlast)) begin
-                fpdeep_eb0_fpdeep_line_buffer0_0_c0 <= 0;
-                if ((fpdeep_eb0_fpdeep_line_buffer0_0_r0 == fpdeep_eb0_fpdeep_line_buffer0_0_hlast)) begin
-                    fpdeep_eb0_fpdeep_line_buffer0_0_r0 <= 0;
-                    fpdeep_eb0_fpdeep_line_buffer0_0_running <= 1'b0;
+            if ((fpdeep_eb0_fpdeep_line_buffer0_0_wcol == fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1)) begin
+                fpdeep_eb0_fpdeep_line_buffer0_0_wcol <= 0;
+                if (($signed({1'b0, fpdeep_eb0_fpdeep_line_buffer0_0_wslot}) == (5 - 1))) begin
+                    fpdeep_eb0_fpdeep_line_buffer0_0_wslot <= 0;
                 end
                 else begin
-                    fpdeep_eb0_fpdeep_line_buffer0_0_r0 <= (fpdeep_eb0_fpdeep_line_buffer0_0_r0 + 1);
+                    fpdeep_eb0_fpdeep_line_buffer0_0_wslot <= (fpdeep_eb0_fpdeep_line_buffer0_0_wslot + 1);
+                end
+                if ((fpdeep_eb0_fpdeep_line_buffer0_0_wrow == fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1)) begin
+                    fpdeep_eb0_fpdeep_line_buffer0_0_wrow <= 0;
+                    fpdeep_eb0_fpdeep_line_buffer0_0_wbusy <= 1'b0;
+                end
+                else begin
+                    fpdeep_eb0_fpdeep_line_buffer0_0_wrow <= (fpdeep_eb0_fpdeep_line_buffer0_0_wrow + 1);
                 end
             end
             else begin
-                fpdeep_eb0_fpdeep_line_buffer0_0_c0 <= (fpdeep_eb0_fpdeep_line_buffer0_0_c0 + 1);
+                fpdeep_eb0_fpdeep_line_buffer0_0_wcol <= (fpdeep_eb0_fpdeep_line_buffer0_0_wcol + 1);
             end
         end
-        if (fpdeep_eb0_fpdeep_line_buffer0_0_out_final_pop) begin
-            fpdeep_eb0_lb_busy <= 1'b0;
-            fpdeep_eb0_lb_done <= 1'b1;
+        if ((fpdeep_eb0_fpdeep_line_buffer0_0_wf && fpdeep_eb0_fpdeep_line_buffer0_0_lastj)) begin
+            if ((fpdeep_eb0_fpdeep_line_buffer0_0_wfire && (fpdeep_eb0_fpdeep_line_buffer0_0_wcol == fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1))) begin
+                fpdeep_eb0_fpdeep_line_buffer0_0_nfull <= ((fpdeep_eb0_fpdeep_line_buffer0_0_nfull + 1) - fpdeep_eb0_fpdeep_line_buffer0_0_dec);
+            end
+            else begin
+                fpdeep_eb0_fpdeep_line_buffer0_0_nfull <= (fpdeep_eb0_fpdeep_line_buffer0_0_nfull - fpdeep_eb0_fpdeep_line_buffer0_0_dec);
+            end
+            if (((fpdeep_eb0_fpdeep_line_buffer0_0_rsl + fpdeep_eb0_fpdeep_line_buffer0_0_dec) >= 5)) begin
+                fpdeep_eb0_fpdeep_line_buffer0_0_rsl <= ((fpdeep_eb0_fpdeep_line_buffer0_0_rsl + fpdeep_eb0_fpdeep_line_buffer0_0_dec) - 5);
+            end
+            else begin
+                fpdeep_eb0_fpdeep_line_buffer0_0_rsl <= (fpdeep_eb0_fpdeep_line_buffer0_0_rsl + fpdeep_eb0_fpdeep_line_buffer0_0_dec);
+            end
+        end
+        else if ((fpdeep_eb0_fpdeep_line_buffer0_0_wfire && (fpdeep_eb0_fpdeep_line_buffer0_0_wcol == fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1))) begin
+            fpdeep_eb0_fpdeep_line_buffer0_0_nfull <= (fpdeep_eb0_fpdeep_line_buffer0_0_nfull + 1);
+        end
+        if (((!fpdeep_eb0_fpdeep_line_buffer0_0_ract) && fpdeep_eb0_fpdeep_line_buffer0_0_rpend)) begin
+            fpdeep_eb0_fpdeep_line_buffer0_0_ract <= 1'b1;
+            fpdeep_eb0_fpdeep_line_buffer0_0_rpend <= 1'b0;
+            fpdeep_eb0_fpdeep_line_buffer0_0_r_w <= fpdeep_eb0_fpdeep_line_buffer0_0_g_w;
+            fpdeep_eb0_fpdeep_line_buffer0_0_r_hc <= fpdeep_eb0_fpdeep_line_buffer0_0_g_hc;
+            fpdeep_eb0_fpdeep_line_buffer0_0_r_wo1 <= fpdeep_eb0_fpdeep_line_buffer0_0_g_wo1;
+            fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1 <= fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1;
+            fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1 <= fpdeep_eb0_fpdeep_line_buffer0_0_g_ho1;
+            fpdeep_eb0_fpdeep_line_buffer0_0_r_hp <= fpdeep_eb0_fpdeep_line_buffer0_0_g_hp;
+            fpdeep_eb0_fpdeep_line_buffer0_0_r_p <= fpdeep_eb0_fpdeep_line_buffer0_0_g_p;
+            fpdeep_eb0_fpdeep_line_buffer0_0_r_off <= fpdeep_eb0_fpdeep_line_buffer0_0_g_off;
+            fpdeep_eb0_fpdeep_line_buffer0_0_rr <= 0;
+            fpdeep_eb0_fpdeep_line_buffer0_0_jj <= 0;
+            fpdeep_eb0_fpdeep_line_buffer0_0_hq <= 0;
+            fpdeep_eb0_fpdeep_line_buffer0_0_lo <= 0;
+        end
+        if (fpdeep_eb0_fpdeep_line_buffer0_0_hf) begin
+            fpdeep_eb0_fpdeep_line_buffer0_0_hq <= (fpdeep_eb0_fpdeep_line_buffer0_0_hq + 1);
+        end
+        if (fpdeep_eb0_fpdeep_line_buffer0_0_wf) begin
+            if ((fpdeep_eb0_fpdeep_line_buffer0_0_jj == 0)) begin
+                fpdeep_eb0_fpdeep_line_buffer0_0_hq <= 0;
+            end
+            if (fpdeep_eb0_fpdeep_line_buffer0_0_lastj) begin
+                fpdeep_eb0_fpdeep_line_buffer0_0_jj <= 0;
+                if (fpdeep_eb0_fpdeep_line_buffer0_0_lastr) begin
+                    fpdeep_eb0_fpdeep_line_buffer0_0_ract <= 1'b0;
+                    fpdeep_eb0_fpdeep_line_buffer0_0_lo <= 0;
+                end
+                else begin
+                    fpdeep_eb0_fpdeep_line_buffer0_0_rr <= (fpdeep_eb0_fpdeep_line_buffer0_0_rr + 1);
+                    fpdeep_eb0_fpdeep_line_buffer0_0_lo <= (fpdeep_eb0_fpdeep_line_buffer0_0_lo + fpdeep_eb0_fpdeep_line_buffer0_0_dec);
+                end
+            end
+            else begin
+                fpdeep_eb0_fpdeep_line_buffer0_0_jj <= (fpdeep_eb0_fpdeep_line_buffer0_0_jj + 1);
+            end
         end
     end
 end
 
 
-always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_ram
-    if (fpdeep_eb0_fpdeep_line_buffer0_0_wen) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_mem[fpdeep_eb0_fpdeep_line_buffer0_0_c1] <= fpdeep_eb0_fpdeep_line_buffer0_0_wdat;
+always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_ram
+    if ((fpdeep_eb0_fpdeep_line_buffer0_0_wfire && (fpdeep_eb0_fpdeep_line_buffer0_0_wslot == 0))) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_mem[fpdeep_eb0_fpdeep_line_buffer0_0_wadr] <= s_axis_berr_tdata;
     end
-    if (fpdeep_eb0_fpdeep_line_buffer0_0_fire) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_rd <= fpdeep_eb0_fpdeep_line_buffer0_0_mem[fpdeep_eb0_fpdeep_line_buffer0_0_c0];
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_rden) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_mem[fpdeep_eb0_fpdeep_line_buffer0_0_rdad];
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_ram
+    if ((fpdeep_eb0_fpdeep_line_buffer0_0_wfire && (fpdeep_eb0_fpdeep_line_buffer0_0_wslot == 1))) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_mem[fpdeep_eb0_fpdeep_line_buffer0_0_wadr] <= s_axis_berr_tdata;
+    end
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_rden) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_mem[fpdeep_eb0_fpdeep_line_buffer0_0_rdad];
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_ram
+    if ((fpdeep_eb0_fpdeep_line_buffer0_0_wfire && (fpdeep_eb0_fpdeep_line_buffer0_0_wslot == 2))) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_mem[fpdeep_eb0_fpdeep_line_buffer0_0_wadr] <= s_axis_berr_tdata;
+    end
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_rden) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_mem[fpdeep_eb0_fpdeep_line_buffer0_0_rdad];
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_ram
+    if ((fpdeep_eb0_fpdeep_line_buffer0_0_wfire && (fpdeep_eb0_fpdeep_line_buffer0_0_wslot == 3))) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_mem[fpdeep_eb0_fpdeep_line_buffer0_0_wadr] <= s_axis_berr_tdata;
+    end
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_rden) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_mem[fpdeep_eb0_fpdeep_line_buffer0_0_rdad];
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_ram
+    if ((fpdeep_eb0_fpdeep_line_buffer0_0_wfire && (fpdeep_eb0_fpdeep_line_buffer0_0_wslot == 4))) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_mem[fpdeep_eb0_fpdeep_line_buffer0_0_wadr] <= s_axis_berr_tdata;
+    end
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_rden) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_mem[fpdeep_eb0_fpdeep_line_buffer0_0_rdad];
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot0) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_add3_add
+    if (((fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 0) >= 5)) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_add3_y = ((fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 0) - 5);
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_add3_y = (fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 0);
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot0) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_add4_add
+    if (((fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 1) >= 5)) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_add4_y = ((fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 1) - 5);
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_add4_y = (fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 1);
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot0) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_add5_add
+    if (((fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 2) >= 5)) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_add5_y = ((fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 2) - 5);
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_add5_y = (fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 2);
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_st
+    if (rst == 1) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y <= 0;
+    end
+    else begin
+        if (fpdeep_eb0_fpdeep_line_buffer0_0_en) begin
+            fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_add3_y;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_st
+    if (rst == 1) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y <= 0;
+    end
+    else begin
+        if (fpdeep_eb0_fpdeep_line_buffer0_0_en) begin
+            fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_add4_y;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_st
+    if (rst == 1) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y <= 0;
+    end
+    else begin
+        if (fpdeep_eb0_fpdeep_line_buffer0_0_en) begin
+            fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_add5_y;
+        end
     end
 end
 
 
 always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_st1
     if (rst == 1) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_v1h <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_fin1 <= 0;
-        fpdeep_eb0_fpdeep_line_buffer0_0_wv1 <= 0;
-        fpdeep_eb0_fpdeep_line_buffer0_0_v1 <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_t1 <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_f1 <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_v1w <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_last1 <= 0;
-        fpdeep_eb0_fpdeep_line_buffer0_0_c1 <= 0;
-        fpdeep_eb0_fpdeep_line_buffer0_0_pix1 <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_hz1 <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_m1 <= 0;
     end
     else begin
         if (fpdeep_eb0_fpdeep_line_buffer0_0_en) begin
-            fpdeep_eb0_fpdeep_line_buffer0_0_v1 <= fpdeep_eb0_fpdeep_line_buffer0_0_fire;
-            if (fpdeep_eb0_fpdeep_line_buffer0_0_fire) begin
-                fpdeep_eb0_fpdeep_line_buffer0_0_pix1 <= fpdeep_eb0_fpdeep_line_buffer0_0_pix0;
-                fpdeep_eb0_fpdeep_line_buffer0_0_c1 <= fpdeep_eb0_fpdeep_line_buffer0_0_c0;
-                fpdeep_eb0_fpdeep_line_buffer0_0_wv1 <= fpdeep_eb0_fpdeep_line_buffer0_0_wv0;
-                fpdeep_eb0_fpdeep_line_buffer0_0_last1 <= fpdeep_eb0_fpdeep_line_buffer0_0_last0;
-                fpdeep_eb0_fpdeep_line_buffer0_0_fin1 <= fpdeep_eb0_fpdeep_line_buffer0_0_fin0;
+            fpdeep_eb0_fpdeep_line_buffer0_0_v1w <= fpdeep_eb0_fpdeep_line_buffer0_0_wf;
+            fpdeep_eb0_fpdeep_line_buffer0_0_v1h <= fpdeep_eb0_fpdeep_line_buffer0_0_hf;
+            fpdeep_eb0_fpdeep_line_buffer0_0_t1 <= fpdeep_eb0_fpdeep_line_buffer0_0_tailw;
+            fpdeep_eb0_fpdeep_line_buffer0_0_f1 <= fpdeep_eb0_fpdeep_line_buffer0_0_first;
+            fpdeep_eb0_fpdeep_line_buffer0_0_last1 <= fpdeep_eb0_fpdeep_line_buffer0_0_lastj;
+            fpdeep_eb0_fpdeep_line_buffer0_0_fin1 <= (fpdeep_eb0_fpdeep_line_buffer0_0_lastj && fpdeep_eb0_fpdeep_line_buffer0_0_lastr);
+            fpdeep_eb0_fpdeep_line_buffer0_0_hz1 <= (fpdeep_eb0_fpdeep_line_buffer0_0_hq >= fpdeep_eb0_fpdeep_line_buffer0_0_r_w);
+            fpdeep_eb0_fpdeep_line_buffer0_0_m1 <= fpdeep_eb0_fpdeep_line_buffer0_0_mask0;
+        end
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y[1-1:0], fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux224_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y[1-1:0]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_o = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_o = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y[1-1:0], fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux225_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y[1-1:0]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux225_y = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux225_y = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y[1-1:0], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux226_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y[1-1:0]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux226_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux226_y = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_o, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y[2-1:1], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux225_y) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux227_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y[2-1:1]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux227_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux225_y;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux227_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_o;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux226_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y[2-1:1], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux228_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y[2-1:1]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux228_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux228_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux226_y;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux227_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y[3-1:2], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux228_y) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y[3-1:2]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux228_y;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux227_y;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y[4-1:3], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y[4-1:3]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_y;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y[5-1:4], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux231_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y[5-1:4]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_y;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[1-1:0], fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux232_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[1-1:0]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_o = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_o = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[1-1:0], fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[1-1:0]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[1-1:0], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[1-1:0]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_o, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[2-1:1], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[2-1:1]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_o;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[2-1:1], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[2-1:1]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[3-1:2], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_y) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[3-1:2]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_y;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_y;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[4-1:3], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[4-1:3]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_y;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[5-1:4], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux239_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[5-1:4]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_y;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[1-1:0], fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux240_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[1-1:0]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_o = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_o = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[1-1:0], fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[1-1:0]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_y = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_y = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[1-1:0], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[1-1:0]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_y = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_o, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[2-1:1], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_y) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[2-1:1]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_y;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_o;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[2-1:1], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[2-1:1]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_y;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[3-1:2], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_y) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[3-1:2]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_y;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_y;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[4-1:3], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[4-1:3]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_y;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[5-1:4], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux247_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[5-1:4]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_y;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_hz1, fpdeep_eb0_fpdeep_line_buffer0_0_m1, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_y) begin: fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask0_0_pm
+    if ((fpdeep_eb0_fpdeep_line_buffer0_0_m1[0] && (!fpdeep_eb0_fpdeep_line_buffer0_0_hz1))) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask0_0_o = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_y;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask0_0_o = 0;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_hz1, fpdeep_eb0_fpdeep_line_buffer0_0_m1, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_y) begin: fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask1_0_pm
+    if ((fpdeep_eb0_fpdeep_line_buffer0_0_m1[1] && (!fpdeep_eb0_fpdeep_line_buffer0_0_hz1))) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask1_0_o = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_y;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask1_0_o = 0;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_hz1, fpdeep_eb0_fpdeep_line_buffer0_0_m1, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_y) begin: fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask2_0_pm
+    if ((fpdeep_eb0_fpdeep_line_buffer0_0_m1[2] && (!fpdeep_eb0_fpdeep_line_buffer0_0_hz1))) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask2_0_o = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_y;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask2_0_o = 0;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_hist, fpdeep_eb0_fpdeep_line_buffer0_0_t1, fpdeep_eb0_fpdeep_line_buffer0_0_f1, fpdeep_eb0_fpdeep_line_buffer0_0_nh, fpdeep_eb0_fpdeep_line_buffer0_0_col) begin: fpdeep_eb0_fpdeep_line_buffer0_0_wsel
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_t1) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_colw = 0;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_colw = fpdeep_eb0_fpdeep_line_buffer0_0_col;
+    end
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_f1) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_hsel = fpdeep_eb0_fpdeep_line_buffer0_0_nh;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_hsel = fpdeep_eb0_fpdeep_line_buffer0_0_hist;
+    end
+end
+
+
+
+assign fpdeep_eb0_fpdeep_line_buffer0_0_hnext = {fpdeep_eb0_fpdeep_line_buffer0_0_colw, fpdeep_eb0_fpdeep_line_buffer0_0_hsel[192-1:96]};
+assign fpdeep_eb0_fpdeep_line_buffer0_0_nhnext = {fpdeep_eb0_fpdeep_line_buffer0_0_col, fpdeep_eb0_fpdeep_line_buffer0_0_nh[192-1:96]};
+
+
+always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_wreg
+    if (rst == 1) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_hist <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_nh <= 0;
+    end
+    else begin
+        if ((fpdeep_eb0_fpdeep_line_buffer0_0_en && fpdeep_eb0_fpdeep_line_buffer0_0_v1w)) begin
+            fpdeep_eb0_fpdeep_line_buffer0_0_hist <= fpdeep_eb0_fpdeep_line_buffer0_0_hnext;
+        end
+        if (fpdeep_eb0_fpdeep_line_buffer0_0_en) begin
+            if ((fpdeep_eb0_fpdeep_line_buffer0_0_v1w && fpdeep_eb0_fpdeep_line_buffer0_0_f1)) begin
+                fpdeep_eb0_fpdeep_line_buffer0_0_nh <= 0;
+            end
+            else if (fpdeep_eb0_fpdeep_line_buffer0_0_v1h) begin
+                fpdeep_eb0_fpdeep_line_buffer0_0_nh <= fpdeep_eb0_fpdeep_line_buffer0_0_nhnext;
             end
         end
     end
@@ -5594,30 +7165,10 @@ end
 
 
 
-assign fpdeep_eb0_fpdeep_line_buffer0_0_wen = (fpdeep_eb0_fpdeep_line_buffer0_0_en && fpdeep_eb0_fpdeep_line_buffer0_0_v1);
-assign fpdeep_eb0_fpdeep_line_buffer0_0_wdat = {fpdeep_eb0_fpdeep_line_buffer0_0_pix1, fpdeep_eb0_fpdeep_line_buffer0_0_rd[64-1:32]};
-
-
-
-assign fpdeep_eb0_fpdeep_line_buffer0_0_col = {fpdeep_eb0_fpdeep_line_buffer0_0_pix1, fpdeep_eb0_fpdeep_line_buffer0_0_rd};
-
-
-always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_wreg
-    if (rst == 1) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_hist <= 0;
-    end
-    else begin
-        if ((fpdeep_eb0_fpdeep_line_buffer0_0_en && fpdeep_eb0_fpdeep_line_buffer0_0_v1)) begin
-            fpdeep_eb0_fpdeep_line_buffer0_0_hist <= fpdeep_eb0_fpdeep_line_buffer0_0_hnext;
-        end
-    end
-end
-
-
-
-assign fpdeep_eb0_fpdeep_line_buffer0_0_push = (fpdeep_eb0_fpdeep_line_buffer0_0_en && fpdeep_eb0_fpdeep_line_buffer0_0_v1 && fpdeep_eb0_fpdeep_line_buffer0_0_wv1);
+assign fpdeep_eb0_fpdeep_line_buffer0_0_push = (fpdeep_eb0_fpdeep_line_buffer0_0_en && fpdeep_eb0_fpdeep_line_buffer0_0_v1w);
 assign fpdeep_eb0_fpdeep_line_buffer0_0_fin_u = fpdeep_eb0_fpdeep_line_buffer0_0_fin1;
-assign fpdeep_eb0_fpdeep_line_buffer0_0_out_final_pop = (fpdeep_eb0_win_v && fpdeep_eb0_win_r && fpdeep_eb0_fpdeep_line_buffer0_0_mfin[0]);
+assign fpdeep_eb0_fpdeep_line_buffer0_0_fin_pop = (fpdeep_eb0_win_v && fpdeep_eb0_win_r && fpdeep_eb0_fpdeep_line_buffer0_0_mfin[0]);
+assign fpdeep_eb0_win_u = fpdeep_eb0_fpdeep_line_buffer0_0_mfin[0];
 
 
 always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_seq
@@ -5678,7 +7229,7 @@ assign fpdeep_eb0_s_axis_w_tready = fpdeep_eb0_en;
 assign fpdeep_eb0_wfire = (fpdeep_eb0_en && ebw_v);
 assign fpdeep_eb0_win_r = (fpdeep_eb0_en && (!ebw_v));
 assign fpdeep_eb0_fire = (fpdeep_eb0_en && fpdeep_eb0_win_v && (!ebw_v));
-assign fpdeep_eb0_lb_start = (eb_start && (!eb_busy) && (!fpdeep_eb0_lb_busy));
+assign fpdeep_eb0_lb_start = (eb_start && (!fpdeep_eb0_ibusy));
 
 
 always @(posedge clk) begin: fpdeep_eb0_inreg
@@ -5695,7 +7246,7 @@ always @(posedge clk) begin: fpdeep_eb0_inreg
             if (fpdeep_eb0_fire) begin
                 fpdeep_eb0_xr <= fpdeep_eb0_win_d;
             end
-            fpdeep_eb0_v0 <= {fpdeep_eb0_win_l, fpdeep_eb0_fire};
+            fpdeep_eb0_v0 <= {fpdeep_eb0_win_u, fpdeep_eb0_blx, fpdeep_eb0_bfx, fpdeep_eb0_win_l, fpdeep_eb0_fire};
         end
     end
 end
@@ -6993,14 +8544,14 @@ always @(posedge clk) begin: fpdeep_eb0_delay_flags1_sh
     end
     else begin
         if (fpdeep_eb0_en) begin
-            fpdeep_eb0_delay_flags1_sr <= {fpdeep_eb0_delay_flags1_sr[(2 * (6 - 1))-1:0], fpdeep_eb0_v0};
+            fpdeep_eb0_delay_flags1_sr <= {fpdeep_eb0_delay_flags1_sr[(5 * (6 - 1))-1:0], fpdeep_eb0_v0};
         end
     end
 end
 
 
 
-assign fpdeep_eb0_vt = fpdeep_eb0_delay_flags1_sr[(2 * 6)-1:(2 * (6 - 1))];
+assign fpdeep_eb0_vt = fpdeep_eb0_delay_flags1_sr[(5 * 6)-1:(5 * (6 - 1))];
 
 
 
@@ -7018,7 +8569,7 @@ assign fpdeep_eb0_pack2_res = fpdeep_eb0_pack2_cs;
 
 assign fpdeep_eb0_push1 = (fpdeep_eb0_en && fpdeep_eb0_vt[0]);
 assign fpdeep_eb0_last1 = fpdeep_eb0_vt[1];
-assign fpdeep_eb0_first_u = fpdeep_eb0_first_r;
+assign fpdeep_eb0_tag_u = fpdeep_eb0_vt[5-1:2];
 
 
 always @(posedge clk) begin: fpdeep_eb0_out_fifo24_seq
@@ -7044,12 +8595,12 @@ always @(posedge clk) begin: fpdeep_eb0_out_fifo24_seq
             if (((fpdeep_eb0_out_fifo24_cnt == 0) || ((fpdeep_eb0_out_fifo24_cnt == 1) && pop))) begin
                 fpdeep_eb0_out_fifo24_d0 <= fpdeep_eb0_pack2_res;
                 fpdeep_eb0_out_fifo24_l0 <= fpdeep_eb0_last1;
-                fpdeep_eb0_out_fifo24_u0 <= fpdeep_eb0_first_u;
+                fpdeep_eb0_out_fifo24_u0 <= fpdeep_eb0_tag_u;
             end
             else begin
                 fpdeep_eb0_out_fifo24_d1 <= fpdeep_eb0_pack2_res;
                 fpdeep_eb0_out_fifo24_l1 <= fpdeep_eb0_last1;
-                fpdeep_eb0_out_fifo24_u1 <= fpdeep_eb0_first_u;
+                fpdeep_eb0_out_fifo24_u1 <= fpdeep_eb0_tag_u;
             end
         end
         if ((fpdeep_eb0_push1 && (!pop))) begin
@@ -7070,19 +8621,21 @@ end
 
 assign fpdeep_eb0_out_fifo24_m_tdata = fpdeep_eb0_out_fifo24_d0;
 assign fpdeep_eb0_e_l = fpdeep_eb0_out_fifo24_l0;
-assign fpdeep_eb0_e_first = fpdeep_eb0_out_fifo24_u0;
+assign fpdeep_eb0_e_tag = fpdeep_eb0_out_fifo24_u0;
 assign fpdeep_eb0_e_v = (fpdeep_eb0_out_fifo24_cnt != 0);
 
 
 
-assign fpdeep_eb0_e_r = (fpdeep_eb0_en2 && (fpdeep_eb0_e_first[0] || ebp_in_v));
-assign ebp_in_r = (fpdeep_eb0_en2 && fpdeep_eb0_e_v && (!fpdeep_eb0_e_first[0]));
-assign fpdeep_eb0_jfire = (fpdeep_eb0_en2 && fpdeep_eb0_e_v && (fpdeep_eb0_e_first[0] || ebp_in_v));
+assign fpdeep_eb0_e_r = (fpdeep_eb0_en2 && (fpdeep_eb0_e_first || ebp_in_v));
+assign ebp_in_r = (fpdeep_eb0_en2 && fpdeep_eb0_e_v && (!fpdeep_eb0_e_first));
+assign fpdeep_eb0_jfire = (fpdeep_eb0_en2 && fpdeep_eb0_e_v && (fpdeep_eb0_e_first || ebp_in_v));
 
 
 always @(posedge clk) begin: fpdeep_eb0_jreg
     if (rst == 1) begin
         fpdeep_eb0_v2 <= 0;
+        fpdeep_eb0_mend2 <= 0;
+        fpdeep_eb0_last2 <= 0;
         fpdeep_eb0_l2 <= 0;
     end
     else begin
@@ -7090,6 +8643,8 @@ always @(posedge clk) begin: fpdeep_eb0_jreg
             fpdeep_eb0_v2 <= fpdeep_eb0_jfire;
             if (fpdeep_eb0_jfire) begin
                 fpdeep_eb0_l2 <= fpdeep_eb0_e_l;
+                fpdeep_eb0_last2 <= fpdeep_eb0_e_tag[1];
+                fpdeep_eb0_mend2 <= fpdeep_eb0_e_tag[2];
             end
         end
     end
@@ -7279,8 +8834,8 @@ always @(fpdeep_eb0_eb_out_lane0_sat5_fill, fpdeep_eb0_eb_out_lane0_sat5_hi, fpd
 end
 
 
-always @(fpdeep_eb0_eb_out_lane0_sp, fpdeep_eb0_eb_out_lane0_re, fpdeep_eb0_last_r) begin: fpdeep_eb0_eb_out_lane0_mux
-    if (fpdeep_eb0_last_r) begin
+always @(fpdeep_eb0_eb_out_lane0_sp, fpdeep_eb0_eb_out_lane0_re, fpdeep_eb0_last2) begin: fpdeep_eb0_eb_out_lane0_mux
+    if (fpdeep_eb0_last2) begin
         fpdeep_eb0_eb_out_lane0_y = fpdeep_eb0_eb_out_lane0_re;
     end
     else begin
@@ -7370,8 +8925,8 @@ always @(fpdeep_eb0_eb_out_lane1_sat7_fill, fpdeep_eb0_eb_out_lane1_sat7_hi, fpd
 end
 
 
-always @(fpdeep_eb0_eb_out_lane1_sp, fpdeep_eb0_eb_out_lane1_re, fpdeep_eb0_last_r) begin: fpdeep_eb0_eb_out_lane1_mux
-    if (fpdeep_eb0_last_r) begin
+always @(fpdeep_eb0_eb_out_lane1_sp, fpdeep_eb0_eb_out_lane1_re, fpdeep_eb0_last2) begin: fpdeep_eb0_eb_out_lane1_mux
+    if (fpdeep_eb0_last2) begin
         fpdeep_eb0_eb_out_lane1_y = fpdeep_eb0_eb_out_lane1_re;
     end
     else begin
@@ -7394,7 +8949,7 @@ assign fpdeep_eb0_pack3_res = fpdeep_eb0_pack3_cs;
 
 
 assign fpdeep_eb0_push2 = (fpdeep_eb0_en2 && fpdeep_eb0_v2);
-assign fpdeep_eb0_mode_u = fpdeep_eb0_last_r;
+assign fpdeep_eb0_mode_u = {fpdeep_eb0_mend2, fpdeep_eb0_last2};
 
 
 always @(posedge clk) begin: fpdeep_eb0_out_fifo25_seq
@@ -7467,41 +9022,88 @@ always @(fpdeep_eb0_err_d, m_axis_ein_tready, fpdeep_eb0_o_mode, fpdeep_eb0_o_d,
 end
 
 
+always @(fpdeep_eb0_errq, fpdeep_eb0_lb_busy, fpdeep_eb0_nmaps, fpdeep_eb0_rsel, fpdeep_eb0_cf1, fpdeep_eb0_chk, fpdeep_eb0_cl0, fpdeep_eb0_cf0, fpdeep_eb0_cl1) begin: fpdeep_eb0_slotsel
+    if (fpdeep_eb0_rsel) begin
+        fpdeep_eb0_bfx = fpdeep_eb0_cf1;
+        fpdeep_eb0_blx = fpdeep_eb0_cl1;
+    end
+    else begin
+        fpdeep_eb0_bfx = fpdeep_eb0_cf0;
+        fpdeep_eb0_blx = fpdeep_eb0_cl0;
+    end
+    fpdeep_eb0_ibusy = (fpdeep_eb0_lb_busy || fpdeep_eb0_chk || fpdeep_eb0_errq || (fpdeep_eb0_nmaps == 2));
+    eb_busy = (fpdeep_eb0_lb_busy || fpdeep_eb0_chk || fpdeep_eb0_errq || (fpdeep_eb0_nmaps == 2));
+end
+
+
+
+assign fpdeep_eb0_e_first = fpdeep_eb0_e_tag[0];
+
+
+
+assign fpdeep_eb0_mdone = (fpdeep_eb0_ohs && fpdeep_eb0_o_mode[1]);
+
+
 always @(posedge clk) begin: fpdeep_eb0_ctl
     if (rst == 1) begin
-        fpdeep_eb0_lbseen <= 0;
+        fpdeep_eb0_errq <= 0;
+        fpdeep_eb0_wsel <= 0;
+        fpdeep_eb0_nmaps <= 0;
         eb_done <= 0;
-        fpdeep_eb0_last_r <= 0;
+        fpdeep_eb0_chk <= 0;
+        fpdeep_eb0_cf1 <= 0;
+        fpdeep_eb0_rsel <= 0;
         eb_perr <= 0;
-        eb_busy <= 0;
-        fpdeep_eb0_first_r <= 0;
-        fpdeep_eb0_inflight <= 0;
+        fpdeep_eb0_cl0 <= 0;
+        fpdeep_eb0_cf0 <= 0;
+        fpdeep_eb0_cl1 <= 0;
     end
     else begin
         eb_done <= 1'b0;
-        if ((eb_start && (!eb_busy))) begin
-            eb_busy <= 1'b1;
-            fpdeep_eb0_lbseen <= 1'b0;
-            fpdeep_eb0_first_r <= fpdeep_eb0_cfg_first;
-            fpdeep_eb0_last_r <= fpdeep_eb0_cfg_first;
+        if (fpdeep_eb0_lb_start) begin
+            fpdeep_eb0_chk <= 1'b1;
             eb_perr <= 1'b0;
+            if (fpdeep_eb0_wsel) begin
+                fpdeep_eb0_cf1 <= fpdeep_eb0_cfg_first;
+                fpdeep_eb0_cl1 <= fpdeep_eb0_cfg_first;
+            end
+            else begin
+                fpdeep_eb0_cf0 <= fpdeep_eb0_cfg_first;
+                fpdeep_eb0_cl0 <= fpdeep_eb0_cfg_first;
+            end
         end
-        else if ((eb_busy && fpdeep_eb0_lbseen && (fpdeep_eb0_inflight == 0))) begin
-            eb_busy <= 1'b0;
+        if (fpdeep_eb0_chk) begin
+            fpdeep_eb0_chk <= 1'b0;
+            if (eb_cerr) begin
+                if (fpdeep_eb0_mdone) begin
+                    fpdeep_eb0_errq <= 1'b1;
+                end
+                else begin
+                    eb_done <= 1'b1;
+                end
+            end
+            else begin
+                fpdeep_eb0_wsel <= (!fpdeep_eb0_wsel);
+            end
+        end
+        if ((fpdeep_eb0_errq && (!fpdeep_eb0_mdone))) begin
+            fpdeep_eb0_errq <= 1'b0;
             eb_done <= 1'b1;
-            fpdeep_eb0_lbseen <= 1'b0;
         end
-        if (fpdeep_eb0_lb_done) begin
-            fpdeep_eb0_lbseen <= 1'b1;
+        if (fpdeep_eb0_mdone) begin
+            eb_done <= 1'b1;
         end
-        if ((fpdeep_eb0_jfire && (!fpdeep_eb0_e_first[0]) && (ebp_in_l != fpdeep_eb0_e_l))) begin
+        if ((fpdeep_eb0_chk && (!eb_cerr) && (!fpdeep_eb0_mdone))) begin
+            fpdeep_eb0_nmaps <= (fpdeep_eb0_nmaps + 1);
+        end
+        else if ((fpdeep_eb0_mdone && (!(fpdeep_eb0_chk && (!eb_cerr))))) begin
+            fpdeep_eb0_nmaps <= (fpdeep_eb0_nmaps - 1);
+        end
+        if ((fpdeep_eb0_fire && fpdeep_eb0_win_u)) begin
+            fpdeep_eb0_rsel <= (!fpdeep_eb0_rsel);
+        end
+        if ((fpdeep_eb0_jfire && (!fpdeep_eb0_e_first) && (ebp_in_l != fpdeep_eb0_e_l))) begin
             eb_perr <= 1'b1;
-        end
-        if ((fpdeep_eb0_fire && (!fpdeep_eb0_ohs))) begin
-            fpdeep_eb0_inflight <= (fpdeep_eb0_inflight + 1);
-        end
-        else if ((fpdeep_eb0_ohs && (!fpdeep_eb0_fire))) begin
-            fpdeep_eb0_inflight <= (fpdeep_eb0_inflight - 1);
         end
     end
 end
@@ -7541,16 +9143,16 @@ assign fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_c = {2'h0, fpdeep_pg0_p_r};
 
 
 
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_he_r = fpdeep_pg0_h_r;
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_he_r = {1'h0, fpdeep_pg0_h_r};
 
 
 
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_rr = {2'h0, fpdeep_pg0_p_r};
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_r = {3'h0, fpdeep_pg0_p_r};
 
 
 
 assign fpdeep_pg0_fpdeep_line_buffer0_0_1_wsum = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_we_c + fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_c) + fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_c);
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_hsum = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_he_r + fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_rr) + fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_rr);
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_hsum = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_he_r + fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_r) + fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_r);
 
 
 
@@ -7558,118 +9160,722 @@ assign fpdeep_pg0_fpdeep_line_buffer0_0_1_cbad = ((fpdeep_pg0_w_r == 0) || (fpde
 
 
 
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_in_img = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_c0 >= fpdeep_pg0_fpdeep_line_buffer0_0_1_pad_c) && (fpdeep_pg0_fpdeep_line_buffer0_0_1_c0 < fpdeep_pg0_fpdeep_line_buffer0_0_1_cend) && (fpdeep_pg0_fpdeep_line_buffer0_0_1_r0 >= fpdeep_pg0_fpdeep_line_buffer0_0_1_pad_r) && (fpdeep_pg0_fpdeep_line_buffer0_0_1_r0 < fpdeep_pg0_fpdeep_line_buffer0_0_1_rend));
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_wv0 = (($signed({1'b0, fpdeep_pg0_fpdeep_line_buffer0_0_1_c0}) >= (3 - 1)) && ($signed({1'b0, fpdeep_pg0_fpdeep_line_buffer0_0_1_r0}) >= (3 - 1)));
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_last0 = (fpdeep_pg0_fpdeep_line_buffer0_0_1_c0 == fpdeep_pg0_fpdeep_line_buffer0_0_1_wlast);
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_fin0 = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_c0 == fpdeep_pg0_fpdeep_line_buffer0_0_1_wlast) && (fpdeep_pg0_fpdeep_line_buffer0_0_1_r0 == fpdeep_pg0_fpdeep_line_buffer0_0_1_hlast));
+assign pgx_r = (fpdeep_pg0_fpdeep_line_buffer0_0_1_wbusy && (fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull < 5));
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire = (fpdeep_pg0_fpdeep_line_buffer0_0_1_wbusy && (fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull < 5) && pgx_v);
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_wadr = fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol[3-1:0];
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_accept = (fpdeep_pg0_lb_start && (!(fpdeep_pg0_fpdeep_line_buffer0_0_1_wbusy || fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend || fpdeep_pg0_fpdeep_line_buffer0_0_1_errq)));
+assign fpdeep_pg0_lb_busy = (fpdeep_pg0_fpdeep_line_buffer0_0_1_wbusy || fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend || fpdeep_pg0_fpdeep_line_buffer0_0_1_errq);
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_in_img, pgx_v, fpdeep_pg0_fpdeep_line_buffer0_0_1_en, fpdeep_pg0_fpdeep_line_buffer0_0_1_running, pgx_d) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_hand
-    fpdeep_pg0_fpdeep_line_buffer0_0_1_fire = (fpdeep_pg0_fpdeep_line_buffer0_0_1_running && fpdeep_pg0_fpdeep_line_buffer0_0_1_en && (pgx_v || (!fpdeep_pg0_fpdeep_line_buffer0_0_1_in_img)));
-    pgx_r = (fpdeep_pg0_fpdeep_line_buffer0_0_1_running && fpdeep_pg0_fpdeep_line_buffer0_0_1_en && fpdeep_pg0_fpdeep_line_buffer0_0_1_in_img);
-    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_in_img) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_pix0 = pgx_d;
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_r_w, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc, fpdeep_pg0_fpdeep_line_buffer0_0_1_jj, fpdeep_pg0_fpdeep_line_buffer0_0_1_lo, fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull, fpdeep_pg0_fpdeep_line_buffer0_0_1_rr, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wo1) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_rscan
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_q = (fpdeep_pg0_fpdeep_line_buffer0_0_1_jj + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc);
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_jj + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_w);
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_first = (fpdeep_pg0_fpdeep_line_buffer0_0_1_jj == 0);
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj = (fpdeep_pg0_fpdeep_line_buffer0_0_1_jj == fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wo1);
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr = (fpdeep_pg0_fpdeep_line_buffer0_0_1_rr == fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1);
+    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_jj == 0)) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_ur = fpdeep_pg0_fpdeep_line_buffer0_0_1_rr;
     end
     else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_pix0 = 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_ur = (fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + 1);
+    end
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_uex = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_jj == 0) || (fpdeep_pg0_fpdeep_line_buffer0_0_1_rr != fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1));
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_lim = (fpdeep_pg0_fpdeep_line_buffer0_0_1_lo + fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull);
+    if (((fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) > fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1)) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_need_r = fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_need_r = (fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc);
+    end
+    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_jj == 0)) begin
+        if (((fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) > fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1)) begin
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u = fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1;
+        end
+        else begin
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u = (fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc);
+        end
+    end
+    else begin
+        if ((((fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) + 1) > fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1)) begin
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u = fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1;
+        end
+        else begin
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) + 1);
+        end
     end
 end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_need_r, fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u, fpdeep_pg0_fpdeep_line_buffer0_0_1_lim, fpdeep_pg0_fpdeep_line_buffer0_0_1_hq, fpdeep_pg0_fpdeep_line_buffer0_0_1_ract, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc, fpdeep_pg0_fpdeep_line_buffer0_0_1_jj, fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw, fpdeep_pg0_fpdeep_line_buffer0_0_1_uex) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_rdec
+    reg cwin;
+    cwin = (fpdeep_pg0_fpdeep_line_buffer0_0_1_ract && ((fpdeep_pg0_fpdeep_line_buffer0_0_1_jj != 0) || (fpdeep_pg0_fpdeep_line_buffer0_0_1_hq == fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc)) && (fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw || (fpdeep_pg0_fpdeep_line_buffer0_0_1_need_r < fpdeep_pg0_fpdeep_line_buffer0_0_1_lim)));
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win = cwin;
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_can_head = (fpdeep_pg0_fpdeep_line_buffer0_0_1_ract && (fpdeep_pg0_fpdeep_line_buffer0_0_1_hq != fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) && fpdeep_pg0_fpdeep_line_buffer0_0_1_uex && (fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u < fpdeep_pg0_fpdeep_line_buffer0_0_1_lim) && ((!cwin) || (fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw && (fpdeep_pg0_fpdeep_line_buffer0_0_1_jj != 0))));
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p, fpdeep_pg0_fpdeep_line_buffer0_0_1_q, fpdeep_pg0_fpdeep_line_buffer0_0_1_can_head, fpdeep_pg0_fpdeep_line_buffer0_0_1_ur, fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr, fpdeep_pg0_fpdeep_line_buffer0_0_1_hq, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1, fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw, fpdeep_pg0_fpdeep_line_buffer0_0_1_en, fpdeep_pg0_fpdeep_line_buffer0_0_1_lo, fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win, fpdeep_pg0_fpdeep_line_buffer0_0_1_rr) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_rfire
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_wf = (fpdeep_pg0_fpdeep_line_buffer0_0_1_en && fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win);
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_hf = (fpdeep_pg0_fpdeep_line_buffer0_0_1_en && fpdeep_pg0_fpdeep_line_buffer0_0_1_can_head);
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_rden = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_en && fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win && (!fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw)) || (fpdeep_pg0_fpdeep_line_buffer0_0_1_en && fpdeep_pg0_fpdeep_line_buffer0_0_1_can_head));
+    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win && (!fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw))) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_rdad = fpdeep_pg0_fpdeep_line_buffer0_0_1_q[3-1:0];
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow = fpdeep_pg0_fpdeep_line_buffer0_0_1_rr;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_rdad = fpdeep_pg0_fpdeep_line_buffer0_0_1_hq[3-1:0];
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow = fpdeep_pg0_fpdeep_line_buffer0_0_1_ur;
+    end
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_dec = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1 + 1) - fpdeep_pg0_fpdeep_line_buffer0_0_1_lo);
+    end
+    else if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rr >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p)) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_dec = 1;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_dec = 0;
+    end
+end
+
+
+
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_dd = (fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow - fpdeep_pg0_fpdeep_line_buffer0_0_1_lo);
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl + fpdeep_pg0_fpdeep_line_buffer0_0_1_dd) + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_off);
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_rslot2
+    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr >= (2 * 5))) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 = (fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr - (2 * 5));
+    end
+    else if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr >= 5)) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 = (fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr - 5);
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 = fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr;
+    end
+end
+
+
+
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_mb = (((fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow + 0) >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p) && ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow + 0) < fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp));
+
+
+
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_mb = (((fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow + 1) >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p) && ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow + 1) < fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp));
+
+
+
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_mb = (((fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow + 2) >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p) && ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow + 2) < fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp));
+
+
+
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_mask0 = fpdeep_pg0_fpdeep_line_buffer0_0_1_mcat;
 
 
 always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_ctl
     if (rst == 1) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_wlast <= 0;
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_hlast <= 0;
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_pad_r <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_errq <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_r_w <= 0;
         fpdeep_pg0_lb_done <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1 <= 0;
         fpdeep_pg0_lb_cerr <= 0;
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_r0 <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wo1 <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_hq <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_ract <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_g_off <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_jj <= 0;
         fpdeep_pg0_lb_rerr <= 0;
-        fpdeep_pg0_lb_busy <= 0;
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_cend_m1 <= 0;
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_running <= 0;
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_c0 <= 0;
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_cend <= 0;
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_pad_c <= 0;
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_rend <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_rr <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1 <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_wbusy <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_r_off <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1 <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wo1 <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hc <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_g_ho1 <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_g_w <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1 <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_lo <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_wrow <= 0;
     end
     else begin
         fpdeep_pg0_lb_done <= 1'b0;
-        if ((fpdeep_pg0_lb_start && (!fpdeep_pg0_lb_busy))) begin
+        if (fpdeep_pg0_fpdeep_line_buffer0_0_1_accept) begin
             fpdeep_pg0_lb_rerr <= 1'b0;
             if (fpdeep_pg0_fpdeep_line_buffer0_0_1_cbad) begin
                 fpdeep_pg0_lb_cerr <= 1'b1;
-                fpdeep_pg0_lb_done <= 1'b1;
+                if (fpdeep_pg0_fpdeep_line_buffer0_0_1_fin_pop) begin
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_errq <= 1'b1;
+                end
+                else begin
+                    fpdeep_pg0_lb_done <= 1'b1;
+                end
             end
             else begin
                 fpdeep_pg0_lb_cerr <= 1'b0;
-                fpdeep_pg0_lb_busy <= 1'b1;
-                fpdeep_pg0_fpdeep_line_buffer0_0_1_running <= 1'b1;
-                fpdeep_pg0_fpdeep_line_buffer0_0_1_pad_c <= fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_c;
-                fpdeep_pg0_fpdeep_line_buffer0_0_1_cend <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_we_c + fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_c);
-                fpdeep_pg0_fpdeep_line_buffer0_0_1_cend_m1 <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_we_c + fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_c) - 1);
-                fpdeep_pg0_fpdeep_line_buffer0_0_1_wlast <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_wsum - 1);
-                fpdeep_pg0_fpdeep_line_buffer0_0_1_pad_r <= fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_rr;
-                fpdeep_pg0_fpdeep_line_buffer0_0_1_rend <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_he_r + fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_rr);
-                fpdeep_pg0_fpdeep_line_buffer0_0_1_hlast <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_hsum - 1);
-                fpdeep_pg0_fpdeep_line_buffer0_0_1_r0 <= 0;
-                fpdeep_pg0_fpdeep_line_buffer0_0_1_c0 <= 0;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_wbusy <= 1'b1;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend <= 1'b1;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol <= 0;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_wrow <= 0;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_g_w <= fpdeep_pg0_fpdeep_line_buffer0_0_1_we_c;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_we_c - 1);
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hc <= ((3 - 1) - fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_c);
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wo1 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_wsum - 3);
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_he_r - 1);
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_g_ho1 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_hsum - 3);
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_he_r + fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_r);
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p <= fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_r;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_g_off <= (5 - fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_r);
             end
         end
-        if (fpdeep_pg0_fpdeep_line_buffer0_0_1_fire) begin
-            if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_in_img && (pgx_l != (fpdeep_pg0_fpdeep_line_buffer0_0_1_c0 == fpdeep_pg0_fpdeep_line_buffer0_0_1_cend_m1)))) begin
+        else if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_errq && (!fpdeep_pg0_fpdeep_line_buffer0_0_1_fin_pop))) begin
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_errq <= 1'b0;
+            fpdeep_pg0_lb_done <= 1'b1;
+        end
+        if (fpdeep_pg0_fpdeep_line_buffer0_0_1_fin_pop) begin
+            fpdeep_pg0_lb_done <= 1'b1;
+        end
+        if (fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire) begin
+            if ((pgx_l != (fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol == fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1))) begin
                 fpdeep_pg0_lb_rerr <= 1'b1;
             end
-            if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_c0 == fpdeep_pg0_fpdeep_line_buffer0_0_1_wlast)) begin
-                fpdeep_pg0_fpdeep_line_buffer0_0_1_c0 <= 0;
-                if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_r0 == fpdeep_pg0_fpdeep_line_buffer0_0_1_hlast)) begin
-                    fpdeep_pg0_fpdeep_line_buffer0_0_1_r0 <= 0;
-                    fpdeep_pg0_fpdeep_line_buffer0_0_1_running <= 1'b0;
+            if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol == fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1)) begin
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol <= 0;
+                if (($signed({1'b0, fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot}) == (5 - 1))) begin
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot <= 0;
                 end
                 else begin
-                    fpdeep_pg0_fpdeep_line_buffer0_0_1_r0 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_r0 + 1);
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot + 1);
+                end
+                if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_wrow == fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1)) begin
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_wrow <= 0;
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_wbusy <= 1'b0;
+                end
+                else begin
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_wrow <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_wrow + 1);
                 end
             end
             else begin
-                fpdeep_pg0_fpdeep_line_buffer0_0_1_c0 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_c0 + 1);
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol + 1);
             end
         end
-        if (fpdeep_pg0_fpdeep_line_buffer0_0_1_out_final_pop) begin
-            fpdeep_pg0_lb_busy <= 1'b0;
-            fpdeep_pg0_lb_done <= 1'b1;
+        if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_wf && fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj)) begin
+            if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire && (fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol == fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1))) begin
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull + 1) - fpdeep_pg0_fpdeep_line_buffer0_0_1_dec);
+            end
+            else begin
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull - fpdeep_pg0_fpdeep_line_buffer0_0_1_dec);
+            end
+            if (((fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl + fpdeep_pg0_fpdeep_line_buffer0_0_1_dec) >= 5)) begin
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl + fpdeep_pg0_fpdeep_line_buffer0_0_1_dec) - 5);
+            end
+            else begin
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl + fpdeep_pg0_fpdeep_line_buffer0_0_1_dec);
+            end
+        end
+        else if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire && (fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol == fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1))) begin
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull + 1);
+        end
+        if (((!fpdeep_pg0_fpdeep_line_buffer0_0_1_ract) && fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend)) begin
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_ract <= 1'b1;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend <= 1'b0;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_r_w <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_w;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hc;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wo1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wo1;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_ho1;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_r_off <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_off;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_rr <= 0;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_jj <= 0;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_hq <= 0;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_lo <= 0;
+        end
+        if (fpdeep_pg0_fpdeep_line_buffer0_0_1_hf) begin
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_hq <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_hq + 1);
+        end
+        if (fpdeep_pg0_fpdeep_line_buffer0_0_1_wf) begin
+            if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_jj == 0)) begin
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_hq <= 0;
+            end
+            if (fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj) begin
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_jj <= 0;
+                if (fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr) begin
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_ract <= 1'b0;
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_lo <= 0;
+                end
+                else begin
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_rr <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + 1);
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_lo <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_lo + fpdeep_pg0_fpdeep_line_buffer0_0_1_dec);
+                end
+            end
+            else begin
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_jj <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_jj + 1);
+            end
         end
     end
 end
 
 
-always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_ram
-    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_wen) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_mem[fpdeep_pg0_fpdeep_line_buffer0_0_1_c1] <= fpdeep_pg0_fpdeep_line_buffer0_0_1_wdat;
+always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_ram
+    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire && (fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot == 0))) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_mem[fpdeep_pg0_fpdeep_line_buffer0_0_1_wadr] <= pgx_d;
     end
-    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_fire) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_rd <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mem[fpdeep_pg0_fpdeep_line_buffer0_0_1_c0];
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_rden) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_mem[fpdeep_pg0_fpdeep_line_buffer0_0_1_rdad];
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_ram
+    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire && (fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot == 1))) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_mem[fpdeep_pg0_fpdeep_line_buffer0_0_1_wadr] <= pgx_d;
+    end
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_rden) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_mem[fpdeep_pg0_fpdeep_line_buffer0_0_1_rdad];
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_ram
+    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire && (fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot == 2))) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_mem[fpdeep_pg0_fpdeep_line_buffer0_0_1_wadr] <= pgx_d;
+    end
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_rden) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_mem[fpdeep_pg0_fpdeep_line_buffer0_0_1_rdad];
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_ram
+    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire && (fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot == 3))) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_mem[fpdeep_pg0_fpdeep_line_buffer0_0_1_wadr] <= pgx_d;
+    end
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_rden) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_mem[fpdeep_pg0_fpdeep_line_buffer0_0_1_rdad];
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_ram
+    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire && (fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot == 4))) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_mem[fpdeep_pg0_fpdeep_line_buffer0_0_1_wadr] <= pgx_d;
+    end
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_rden) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_mem[fpdeep_pg0_fpdeep_line_buffer0_0_1_rdad];
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add6_add
+    if (((fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 0) >= 5)) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add6_y = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 0) - 5);
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add6_y = (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 0);
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add7_add
+    if (((fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 1) >= 5)) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add7_y = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 1) - 5);
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add7_y = (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 1);
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add8_add
+    if (((fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 2) >= 5)) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add8_y = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 2) - 5);
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add8_y = (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 2);
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_st
+    if (rst == 1) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_fpdeep_line_buffer0_0_1_en) begin
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add6_y;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_st
+    if (rst == 1) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_fpdeep_line_buffer0_0_1_en) begin
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add7_y;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_st
+    if (rst == 1) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_fpdeep_line_buffer0_0_1_en) begin
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add8_y;
+        end
     end
 end
 
 
 always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_st1
     if (rst == 1) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_v1h <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_fin1 <= 0;
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_wv1 <= 0;
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_v1 <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_t1 <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_f1 <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_v1w <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_last1 <= 0;
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_c1 <= 0;
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_pix1 <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_hz1 <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_m1 <= 0;
     end
     else begin
         if (fpdeep_pg0_fpdeep_line_buffer0_0_1_en) begin
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_v1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_fire;
-            if (fpdeep_pg0_fpdeep_line_buffer0_0_1_fire) begin
-                fpdeep_pg0_fpdeep_line_buffer0_0_1_pix1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_pix0;
-                fpdeep_pg0_fpdeep_line_buffer0_0_1_c1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_c0;
-                fpdeep_pg0_fpdeep_line_buffer0_0_1_wv1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_wv0;
-                fpdeep_pg0_fpdeep_line_buffer0_0_1_last1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_last0;
-                fpdeep_pg0_fpdeep_line_buffer0_0_1_fin1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_fin0;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_v1w <= fpdeep_pg0_fpdeep_line_buffer0_0_1_wf;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_v1h <= fpdeep_pg0_fpdeep_line_buffer0_0_1_hf;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_t1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_f1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_first;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_last1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_fin1 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj && fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_hz1 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_hq >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_w);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_m1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mask0;
+        end
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux248_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[1-1:0]) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_o = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_o = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[1-1:0]) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[1-1:0]) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_o, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[2-1:1], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[2-1:1]) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_o;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[2-1:1], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[2-1:1]) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_y;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[3-1:2], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_y) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[3-1:2]) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_y;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_y;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[4-1:3], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[4-1:3]) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_y;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[5-1:4], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux255_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[5-1:4]) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_y;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux256_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[1-1:0]) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_o = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_o = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[1-1:0]) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[1-1:0]) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_o, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[2-1:1], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_y) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[2-1:1]) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_y;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_o;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[2-1:1], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[2-1:1]) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_y;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[3-1:2], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_y) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[3-1:2]) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_y;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_y;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[4-1:3], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[4-1:3]) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_y;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[5-1:4], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux263_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[5-1:4]) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_y;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux264_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[1-1:0]) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_o = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_o = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[1-1:0]) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[1-1:0]) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_o, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[2-1:1], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_y) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[2-1:1]) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_y;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_o;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[2-1:1], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[2-1:1]) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_y;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[3-1:2], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_y) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[3-1:2]) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_y;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_y;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[4-1:3], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[4-1:3]) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_y;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[5-1:4], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux271_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[5-1:4]) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_y;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_hz1, fpdeep_pg0_fpdeep_line_buffer0_0_1_m1, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_y) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask0_0_1_pm
+    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_m1[0] && (!fpdeep_pg0_fpdeep_line_buffer0_0_1_hz1))) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask0_0_1_o = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_y;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask0_0_1_o = 0;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_hz1, fpdeep_pg0_fpdeep_line_buffer0_0_1_m1, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_y) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask1_0_1_pm
+    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_m1[1] && (!fpdeep_pg0_fpdeep_line_buffer0_0_1_hz1))) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask1_0_1_o = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_y;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask1_0_1_o = 0;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_hz1, fpdeep_pg0_fpdeep_line_buffer0_0_1_m1, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_y) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask2_0_1_pm
+    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_m1[2] && (!fpdeep_pg0_fpdeep_line_buffer0_0_1_hz1))) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask2_0_1_o = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_y;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask2_0_1_o = 0;
+    end
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_hist, fpdeep_pg0_fpdeep_line_buffer0_0_1_t1, fpdeep_pg0_fpdeep_line_buffer0_0_1_f1, fpdeep_pg0_fpdeep_line_buffer0_0_1_nh, fpdeep_pg0_fpdeep_line_buffer0_0_1_col) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_wsel
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_t1) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_colw = 0;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_colw = fpdeep_pg0_fpdeep_line_buffer0_0_1_col;
+    end
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_f1) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_hsel = fpdeep_pg0_fpdeep_line_buffer0_0_1_nh;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_hsel = fpdeep_pg0_fpdeep_line_buffer0_0_1_hist;
+    end
+end
+
+
+
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_hnext = {fpdeep_pg0_fpdeep_line_buffer0_0_1_colw, fpdeep_pg0_fpdeep_line_buffer0_0_1_hsel[192-1:96]};
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_nhnext = {fpdeep_pg0_fpdeep_line_buffer0_0_1_col, fpdeep_pg0_fpdeep_line_buffer0_0_1_nh[192-1:96]};
+
+
+always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_wreg
+    if (rst == 1) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_hist <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_nh <= 0;
+    end
+    else begin
+        if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_en && fpdeep_pg0_fpdeep_line_buffer0_0_1_v1w)) begin
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_hist <= fpdeep_pg0_fpdeep_line_buffer0_0_1_hnext;
+        end
+        if (fpdeep_pg0_fpdeep_line_buffer0_0_1_en) begin
+            if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_v1w && fpdeep_pg0_fpdeep_line_buffer0_0_1_f1)) begin
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_nh <= 0;
+            end
+            else if (fpdeep_pg0_fpdeep_line_buffer0_0_1_v1h) begin
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_nh <= fpdeep_pg0_fpdeep_line_buffer0_0_1_nhnext;
             end
         end
     end
@@ -7677,30 +9883,10 @@ end
 
 
 
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_wen = (fpdeep_pg0_fpdeep_line_buffer0_0_1_en && fpdeep_pg0_fpdeep_line_buffer0_0_1_v1);
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_wdat = {fpdeep_pg0_fpdeep_line_buffer0_0_1_pix1, fpdeep_pg0_fpdeep_line_buffer0_0_1_rd[64-1:32]};
-
-
-
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_col = {fpdeep_pg0_fpdeep_line_buffer0_0_1_pix1, fpdeep_pg0_fpdeep_line_buffer0_0_1_rd};
-
-
-always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_wreg
-    if (rst == 1) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_hist <= 0;
-    end
-    else begin
-        if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_en && fpdeep_pg0_fpdeep_line_buffer0_0_1_v1)) begin
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_hist <= fpdeep_pg0_fpdeep_line_buffer0_0_1_hnext;
-        end
-    end
-end
-
-
-
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_push = (fpdeep_pg0_fpdeep_line_buffer0_0_1_en && fpdeep_pg0_fpdeep_line_buffer0_0_1_v1 && fpdeep_pg0_fpdeep_line_buffer0_0_1_wv1);
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_push = (fpdeep_pg0_fpdeep_line_buffer0_0_1_en && fpdeep_pg0_fpdeep_line_buffer0_0_1_v1w);
 assign fpdeep_pg0_fpdeep_line_buffer0_0_1_fin_u = fpdeep_pg0_fpdeep_line_buffer0_0_1_fin1;
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_out_final_pop = (fpdeep_pg0_win_v && fpdeep_pg0_win_r && fpdeep_pg0_fpdeep_line_buffer0_0_1_mfin[0]);
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_fin_pop = (fpdeep_pg0_win_v && fpdeep_pg0_win_r && fpdeep_pg0_fpdeep_line_buffer0_0_1_mfin[0]);
+assign fpdeep_pg0_win_u = fpdeep_pg0_fpdeep_line_buffer0_0_1_mfin[0];
 
 
 always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_seq
@@ -7764,7 +9950,7 @@ assign fpdeep_pg0_bfire = ((fpdeep_pg0_phase == 0) && fpdeep_pg0_s_axis_b_tvalid
 assign fpdeep_pg0_win_r = ((fpdeep_pg0_phase == 1) && fpdeep_pg0_s_axis_err_tvalid);
 assign fpdeep_pg0_s_axis_err_tready = ((fpdeep_pg0_phase == 1) && fpdeep_pg0_win_v);
 assign fpdeep_pg0_fire = ((fpdeep_pg0_phase == 1) && fpdeep_pg0_win_v && fpdeep_pg0_s_axis_err_tvalid);
-assign fpdeep_pg0_lb_start = ((fpdeep_pg0_phase == 1) && fpdeep_pg0_need_start && (!fpdeep_pg0_lb_busy));
+assign fpdeep_pg0_lb_start = ((fpdeep_pg0_phase == 1) && (fpdeep_pg0_scnt != fpdeep_pg0_bcnt) && (!fpdeep_pg0_lb_busy));
 assign fpdeep_pg0_ufire = ((fpdeep_pg0_phase == 2) && fpdeep_pg0_en_o);
 assign fpdeep_pg0_ufire_f = ((fpdeep_pg0_phase == 2) && fpdeep_pg0_en_o && (fpdeep_pg0_ucnt != 4));
 assign fpdeep_pg0_ufire_b = ((fpdeep_pg0_phase == 2) && fpdeep_pg0_en_o && (fpdeep_pg0_ucnt == 4));
@@ -7774,12 +9960,14 @@ always @(posedge clk) begin: fpdeep_pg0_inreg
     if (rst == 1) begin
         fpdeep_pg0_xr <= 0;
         fpdeep_pg0_fa <= 0;
-        fpdeep_pg0_er <= 0;
         fpdeep_pg0_va <= 0;
+        fpdeep_pg0_er <= 0;
+        fpdeep_pg0_ea <= 0;
     end
     else begin
         fpdeep_pg0_va <= fpdeep_pg0_fire;
         fpdeep_pg0_fa <= fpdeep_pg0_sfirst;
+        fpdeep_pg0_ea <= (fpdeep_pg0_fire && fpdeep_pg0_win_u);
         if (fpdeep_pg0_fire) begin
             fpdeep_pg0_xr <= fpdeep_pg0_win_d;
             fpdeep_pg0_er <= s_axis_berr_tdata;
@@ -7792,11 +9980,13 @@ always @(posedge clk) begin: fpdeep_pg0_preg
     if (rst == 1) begin
         fpdeep_pg0_vb <= 0;
         fpdeep_pg0_eb <= 0;
+        fpdeep_pg0_ebf <= 0;
         fpdeep_pg0_fbf <= 0;
     end
     else begin
         fpdeep_pg0_vb <= fpdeep_pg0_va;
         fpdeep_pg0_fbf <= fpdeep_pg0_fa;
+        fpdeep_pg0_ebf <= fpdeep_pg0_ea;
         fpdeep_pg0_eb <= fpdeep_pg0_er;
     end
 end
@@ -7805,11 +9995,9 @@ end
 always @(posedge clk) begin: fpdeep_pg0_ldly
     if (rst == 1) begin
         fpdeep_pg0_fold <= 0;
-        fpdeep_pg0_ld1 <= 0;
     end
     else begin
-        fpdeep_pg0_ld1 <= fpdeep_pg0_lb_done;
-        fpdeep_pg0_fold <= fpdeep_pg0_ld1;
+        fpdeep_pg0_fold <= fpdeep_pg0_ebf;
     end
 end
 
@@ -12911,15 +15099,15 @@ always @(posedge clk) begin: fpdeep_pg0_ctl
         fpdeep_pg0_fcnt <= 0;
         fpdeep_pg0_bm1 <= 0;
         fpdeep_pg0_phase <= 0;
-        fpdeep_pg0_sfirst <= 0;
+        fpdeep_pg0_bcnt <= 0;
         pg_done <= 0;
         fpdeep_pg0_lr_r <= 0;
-        fpdeep_pg0_need_start <= 0;
-        fpdeep_pg0_bfirst <= 0;
+        fpdeep_pg0_scnt <= 0;
+        fpdeep_pg0_sfirst <= 0;
         pg_cerr <= 0;
+        fpdeep_pg0_bfirst <= 0;
         pg_rerr <= 0;
         fpdeep_pg0_h_r <= 0;
-        fpdeep_pg0_ldcnt <= 0;
         fpdeep_pg0_w_r <= 0;
     end
     else begin
@@ -12938,34 +15126,28 @@ always @(posedge clk) begin: fpdeep_pg0_ctl
                 fpdeep_pg0_p_r <= cfg_pad;
                 fpdeep_pg0_bm1 <= (cfg_batch - 1);
                 fpdeep_pg0_lr_r <= cfg_lr;
-                fpdeep_pg0_need_start <= 1'b1;
+                fpdeep_pg0_bcnt <= cfg_batch;
+                fpdeep_pg0_scnt <= 0;
+                fpdeep_pg0_sfirst <= 1'b1;
                 fpdeep_pg0_bfirst <= 1'b1;
-                fpdeep_pg0_ldcnt <= 0;
                 fpdeep_pg0_fcnt <= 0;
                 fpdeep_pg0_ucnt <= 0;
             end
         end
         if (fpdeep_pg0_lb_start) begin
-            fpdeep_pg0_need_start <= 1'b0;
-            fpdeep_pg0_sfirst <= 1'b1;
+            fpdeep_pg0_scnt <= (fpdeep_pg0_scnt + 1);
         end
         if (fpdeep_pg0_fire) begin
-            fpdeep_pg0_sfirst <= 1'b0;
+            fpdeep_pg0_sfirst <= fpdeep_pg0_win_u;
             if ((s_axis_berr_tlast != fpdeep_pg0_win_l)) begin
                 pg_rerr <= 1'b1;
             end
         end
-        if ((fpdeep_pg0_lb_rerr && (fpdeep_pg0_phase == 1) && (!fpdeep_pg0_need_start))) begin
+        if ((fpdeep_pg0_lb_rerr && (fpdeep_pg0_phase == 1) && (fpdeep_pg0_scnt != 0))) begin
             pg_rerr <= 1'b1;
         end
-        if ((fpdeep_pg0_lb_cerr && (fpdeep_pg0_phase == 1))) begin
+        if ((fpdeep_pg0_lb_cerr && (fpdeep_pg0_phase == 1) && fpdeep_pg0_lb_done)) begin
             pg_cerr <= 1'b1;
-        end
-        if (fpdeep_pg0_lb_done) begin
-            fpdeep_pg0_ldcnt <= (fpdeep_pg0_ldcnt + 1);
-            if ((fpdeep_pg0_ldcnt != fpdeep_pg0_bm1)) begin
-                fpdeep_pg0_need_start <= 1'b1;
-            end
         end
         if (fpdeep_pg0_fold) begin
             fpdeep_pg0_bfirst <= 1'b0;
@@ -13212,7 +15394,7 @@ assign fpdeep_pg0_m_axis_b_tready = (fork3_okv == 3);
 assign fork3_s_fire = (fpdeep_pg0_m_axis_b_tvalid && (fork3_okv == 3));
 
 
-always @(s_axis_w_tdata, pgw_d, pg_busy) begin: mux20_m
+always @(s_axis_w_tdata, pgw_d, pg_busy) begin: mux20_0_m
     if (pg_busy) begin
         fpdeep_fp0_s_axis_w_tdata = pgw_d;
     end
@@ -13222,7 +15404,7 @@ always @(s_axis_w_tdata, pgw_d, pg_busy) begin: mux20_m
 end
 
 
-always @(s_axis_w_tdata, pgw_d, pg_busy) begin: mux21_m
+always @(s_axis_w_tdata, pgw_d, pg_busy) begin: mux21_0_m
     if (pg_busy) begin
         fpdeep_eb0_s_axis_w_tdata = pgw_d;
     end
@@ -13232,7 +15414,7 @@ always @(s_axis_w_tdata, pgw_d, pg_busy) begin: mux21_m
 end
 
 
-always @(s_axis_b_tdata, pgb_d, pg_busy) begin: mux22_m
+always @(s_axis_b_tdata, pgb_d, pg_busy) begin: mux22_0_m
     if (pg_busy) begin
         fpdeep_fp0_s_axis_b_tdata = pgb_d;
     end
@@ -13426,7 +15608,7 @@ assign bbad = (cbad || (cfg_bsample >= 4) || ((!pg_busy) && ((cfg_batch == 0) ||
 
 
 
-assign host_en = (!(fp_busy || eb_busy || pg_busy || fwd_busy_r || bwd_busy_r));
+assign host_en = (!(fp_busy || eb_busy || pg_busy || fwd_busy_r || bwd_busy_r || eb_act));
 assign hw_v = (s_axis_w_tvalid && host_en);
 assign hb_v = (s_axis_b_tvalid && host_en);
 assign s_axis_w_tready = (hw_r && host_en);
@@ -13434,8 +15616,8 @@ assign s_axis_b_tready = (hb_r && host_en);
 
 
 
-assign fp_idle = (!fp_busy);
-assign eb_idle = (!eb_busy);
+assign fp_idle = (!fwd_busy_r);
+assign eb_idle = (!eb_act);
 
 
 always @(pgw_d, heb_v, pg_busy, pgw_l, hfb_v, hfw_v, ufb_v, pgb_d, ueb_v, ufw_v, pgb_l) begin: pmux
@@ -13457,7 +15639,7 @@ end
 
 
 
-assign we = (fp_busy && s_axis_pix_tvalid && s_axis_pix_tready);
+assign we = (fwd_busy_r && s_axis_pix_tvalid && s_axis_pix_tready);
 assign wdat = {s_axis_pix_tlast, s_axis_pix_tdata};
 
 
@@ -13578,6 +15760,7 @@ always @(posedge clk) begin: ctl
         bwd_busy_r <= 0;
         wa <= 0;
         bat_m1 <= 0;
+        eb_act <= 0;
     end
     else begin
         fdone_i <= 1'b0;
@@ -13638,6 +15821,10 @@ always @(posedge clk) begin: ctl
         end
         if (eb_done) begin
             eb_seen <= 1'b1;
+            eb_act <= 1'b0;
+        end
+        if (eb_start) begin
+            eb_act <= 1'b1;
         end
         if (pg_done) begin
             upd_pend <= 1'b0;
@@ -13665,7 +15852,7 @@ assign bwd_done = bdone_i;
 assign cfg_err = (nerr || fp_cerr || eb_cerr || pg_cerr);
 assign row_err = (fp_rerr || eb_rerr || pg_rerr);
 assign psum_err = (fp_perr || eb_perr || ebp_bad || ebp_in_r);
-assign stage_busy = {pg_work, eb_busy, fp_busy};
+assign stage_busy = {pg_work, eb_act, fwd_busy_r};
 assign ebp_in_v = zero;
 assign ebp_in_l = zero;
 assign ebp_in = 0;

@@ -122,6 +122,7 @@ signal fp_busy: std_logic;
 signal eb_busy: std_logic;
 signal fwd_busy_r: std_logic;
 signal bwd_busy_r: std_logic;
+signal eb_act: std_logic;
 signal hw_v: std_logic;
 signal hb_v: std_logic;
 signal hw_r: std_logic;
@@ -216,85 +217,189 @@ signal fpdeep_fp0_s_axis_w_tdata: unsigned(143 downto 0);
 signal fpdeep_fp0_s_axis_w_tready: std_logic;
 signal fpdeep_fp0_s_axis_b_tdata: unsigned(31 downto 0);
 signal fpdeep_fp0_s_axis_b_tready: std_logic;
+signal fpdeep_fp0_lb_done_unused: std_logic;
 signal fpdeep_fp0_lb_busy: std_logic;
-signal fpdeep_fp0_lb_done: std_logic;
 signal fpdeep_fp0_lb_start: std_logic;
 signal fpdeep_fp0_win_d: unsigned(287 downto 0);
 signal fpdeep_fp0_win_l: std_logic;
 signal fpdeep_fp0_win_r: std_logic;
+signal fpdeep_fp0_win_u: std_logic;
 signal fpdeep_fp0_win_v: std_logic;
 signal fpdeep_fp0_en: std_logic;
 signal fpdeep_fp0_wfire: std_logic;
 signal fpdeep_fp0_bfire: std_logic;
 signal fpdeep_fp0_fire: std_logic;
+signal fpdeep_fp0_ibusy: std_logic;
 signal fpdeep_fp0_xr: unsigned(287 downto 0);
-signal fpdeep_fp0_v0: unsigned(1 downto 0);
+signal fpdeep_fp0_xl: std_logic;
+signal fpdeep_fp0_blx: std_logic;
+signal fpdeep_fp0_v0: unsigned(5 downto 0);
+signal fpdeep_fp0_brx: std_logic;
+signal fpdeep_fp0_bf: std_logic;
 signal fpdeep_fp0_push1: std_logic;
-signal fpdeep_fp0_vt: unsigned(1 downto 0);
+signal fpdeep_fp0_vt: unsigned(5 downto 0);
 signal fpdeep_fp0_last1: std_logic;
-signal fpdeep_fp0_first_u: unsigned(0 downto 0);
-signal fpdeep_fp0_first_r: std_logic;
+signal fpdeep_fp0_tag_u: unsigned(3 downto 0);
 signal fpdeep_fp0_e_r: std_logic;
 signal fpdeep_fp0_en2: std_logic;
-signal fpdeep_fp0_e_first: unsigned(0 downto 0);
+signal fpdeep_fp0_e_first: std_logic;
 signal fpdeep_fp0_e_v: std_logic;
 signal fpdeep_fp0_jfire: std_logic;
 signal fpdeep_fp0_v2: std_logic;
 signal fpdeep_fp0_l2: std_logic;
 signal fpdeep_fp0_e_l: std_logic;
+signal fpdeep_fp0_last2: std_logic;
+signal fpdeep_fp0_e_tag: unsigned(3 downto 0);
+signal fpdeep_fp0_relu2: std_logic;
+signal fpdeep_fp0_mend2: std_logic;
 signal fpdeep_fp0_push2: std_logic;
-signal fpdeep_fp0_mode_u: unsigned(0 downto 0);
-signal fpdeep_fp0_last_r: std_logic;
+signal fpdeep_fp0_mode_u: unsigned(1 downto 0);
 signal fpdeep_fp0_o_d: unsigned(95 downto 0);
 signal fpdeep_fp0_o_l: std_logic;
 signal fpdeep_fp0_o_v: std_logic;
-signal fpdeep_fp0_o_mode: unsigned(0 downto 0);
+signal fpdeep_fp0_o_mode: unsigned(1 downto 0);
 signal fpdeep_fp0_act_d: unsigned(31 downto 0);
 signal fpdeep_fp0_o_r: std_logic;
 signal fpdeep_fp0_ohs: std_logic;
-signal fpdeep_fp0_lbseen: std_logic;
-signal fpdeep_fp0_relu_r: std_logic;
-signal fpdeep_fp0_inflight: unsigned(3 downto 0);
+signal fpdeep_fp0_rsel: std_logic;
+signal fpdeep_fp0_cf1: std_logic;
+signal fpdeep_fp0_cl1: std_logic;
+signal fpdeep_fp0_cr1: std_logic;
+signal fpdeep_fp0_cf0: std_logic;
+signal fpdeep_fp0_cl0: std_logic;
+signal fpdeep_fp0_cr0: std_logic;
+signal fpdeep_fp0_chk: std_logic;
+signal fpdeep_fp0_errq: std_logic;
+signal fpdeep_fp0_nmaps: unsigned(1 downto 0);
+signal fpdeep_fp0_mdone: std_logic;
+signal fpdeep_fp0_wsel: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_en: std_logic;
-signal fpdeep_fp0_fpdeep_line_buffer0_he_r: unsigned(3 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_he_r: unsigned(4 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_pe_c: unsigned(3 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_pe_rr: unsigned(3 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_pe_r: unsigned(4 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_we_c: unsigned(3 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_wsum: unsigned(3 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_hsum: unsigned(3 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_hsum: unsigned(4 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_cbad: std_logic;
-signal fpdeep_fp0_fpdeep_line_buffer0_in_img: std_logic;
-signal fpdeep_fp0_fpdeep_line_buffer0_c0: unsigned(3 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_pad_c: unsigned(3 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_cend: unsigned(3 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_r0: unsigned(3 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_pad_r: unsigned(3 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_rend: unsigned(3 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_wv0: std_logic;
-signal fpdeep_fp0_fpdeep_line_buffer0_last0: std_logic;
-signal fpdeep_fp0_fpdeep_line_buffer0_wlast: unsigned(3 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_fin0: std_logic;
-signal fpdeep_fp0_fpdeep_line_buffer0_hlast: unsigned(3 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_fire: std_logic;
-signal fpdeep_fp0_fpdeep_line_buffer0_running: std_logic;
-signal fpdeep_fp0_fpdeep_line_buffer0_pix0: unsigned(31 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_cend_m1: unsigned(3 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_out_final_pop: std_logic;
-signal fpdeep_fp0_fpdeep_line_buffer0_wen: std_logic;
-signal fpdeep_fp0_fpdeep_line_buffer0_c1: unsigned(3 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_wdat: unsigned(63 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_rd: unsigned(63 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_v1: std_logic;
-signal fpdeep_fp0_fpdeep_line_buffer0_pix1: unsigned(31 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_wv1: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_wbusy: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_nfull: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_wfire: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_wadr: unsigned(2 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_wcol: unsigned(3 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_accept: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_rpend: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_errq: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_q: unsigned(3 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_jj: unsigned(3 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_r_hc: unsigned(3 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_tailw: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_r_w: unsigned(3 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_first: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_lastj: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_r_wo1: unsigned(3 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_lastr: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_rr: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_r_ho1: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_ur: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_uex: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_lim: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_lo: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_r_hm1: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_need_r: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_need_u: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_ract: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_hq: unsigned(3 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_can_win: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_can_head: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_wf: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_hf: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_rden: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_rdad: unsigned(2 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_rrow: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_dec: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_r_p: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_dd: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_sbr: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_rsl: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_r_off: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot0: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_mask0: unsigned(2 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_mcat: unsigned(2 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_fin_pop: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_wrow: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_g_w: unsigned(3 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_g_wm1: unsigned(3 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_g_hc: unsigned(3 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_g_wo1: unsigned(3 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_g_hm1: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_g_ho1: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_g_hp: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_g_p: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_g_off: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_wslot: unsigned(2 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_r_hp: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_v1w: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_v1h: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_t1: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_f1: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_last1: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_fin1: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_hz1: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_m1: unsigned(2 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_colw: unsigned(95 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_col: unsigned(95 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_hsel: unsigned(191 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_nh: unsigned(191 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_hist: unsigned(191 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_hnext: unsigned(191 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_nhnext: unsigned(191 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_push: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_fin_u: unsigned(0 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_mfin: unsigned(0 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_mb: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_mb: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_mb: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_add0_y: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_add1_y: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_add2_y: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_y: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_o: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_y: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_y: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_y: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_y: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_o: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_y: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_y: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_y: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_o: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_y: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_y: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_y: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_pix_mask0_o: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_pix_mask1_o: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_pix_mask2_o: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din: unsigned(287 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_cnt: unsigned(1 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_d0: unsigned(287 downto 0);
@@ -475,7 +580,7 @@ signal fpdeep_fp0_engine_trees0_pass_reg5_y: signed (35 downto 0);
 signal fpdeep_fp0_engine_trees0_pass_reg5_ae: signed (35 downto 0);
 signal fpdeep_fp0_engine_trees0_pass_reg5_sext7_sgn: unsigned(0 downto 0);
 signal fpdeep_fp0_engine_trees0_add_reg35_y: signed (36 downto 0);
-signal fpdeep_fp0_delay_flags0_sr: unsigned(11 downto 0);
+signal fpdeep_fp0_delay_flags0_sr: unsigned(35 downto 0);
 signal fpdeep_fp0_pack0_res: unsigned(73 downto 0);
 signal fpdeep_fp0_pack0_u: unsigned(36 downto 0);
 signal fpdeep_fp0_pack0_cs: unsigned(73 downto 0);
@@ -486,8 +591,8 @@ signal fpdeep_fp0_out_fifo21_d0: unsigned(73 downto 0);
 signal fpdeep_fp0_out_fifo21_d1: unsigned(73 downto 0);
 signal fpdeep_fp0_out_fifo21_l0: std_logic;
 signal fpdeep_fp0_out_fifo21_l1: std_logic;
-signal fpdeep_fp0_out_fifo21_u0: unsigned(0 downto 0);
-signal fpdeep_fp0_out_fifo21_u1: unsigned(0 downto 0);
+signal fpdeep_fp0_out_fifo21_u0: unsigned(3 downto 0);
+signal fpdeep_fp0_out_fifo21_u1: unsigned(3 downto 0);
 signal fpdeep_fp0_join_lane0_acc: signed (48 downto 0);
 signal fpdeep_fp0_join_lane0_e: signed (36 downto 0);
 signal fpdeep_fp0_join_lane0_ee: signed (48 downto 0);
@@ -549,97 +654,197 @@ signal fpdeep_fp0_out_fifo22_d0: unsigned(95 downto 0);
 signal fpdeep_fp0_out_fifo22_d1: unsigned(95 downto 0);
 signal fpdeep_fp0_out_fifo22_l0: std_logic;
 signal fpdeep_fp0_out_fifo22_l1: std_logic;
-signal fpdeep_fp0_out_fifo22_u0: unsigned(0 downto 0);
-signal fpdeep_fp0_out_fifo22_u1: unsigned(0 downto 0);
+signal fpdeep_fp0_out_fifo22_u0: unsigned(1 downto 0);
+signal fpdeep_fp0_out_fifo22_u1: unsigned(1 downto 0);
 signal fpdeep_eb0_cfg_first: std_logic;
 signal fpdeep_eb0_s_axis_w_tdata: unsigned(143 downto 0);
 signal fpdeep_eb0_s_axis_w_tready: std_logic;
 signal fpdeep_eb0_s_axis_err_tvalid: std_logic;
 signal fpdeep_eb0_s_axis_err_tready: std_logic;
 signal fpdeep_eb0_m_axis_psum_out_tready: std_logic;
+signal fpdeep_eb0_lb_done_unused: std_logic;
 signal fpdeep_eb0_lb_pad: unsigned(1 downto 0);
 signal fpdeep_eb0_lb_width: unsigned(3 downto 0);
 signal fpdeep_eb0_lb_busy: std_logic;
-signal fpdeep_eb0_lb_done: std_logic;
 signal fpdeep_eb0_lb_start: std_logic;
 signal fpdeep_eb0_en: std_logic;
 signal fpdeep_eb0_wfire: std_logic;
 signal fpdeep_eb0_win_r: std_logic;
 signal fpdeep_eb0_fire: std_logic;
 signal fpdeep_eb0_win_v: std_logic;
+signal fpdeep_eb0_ibusy: std_logic;
 signal fpdeep_eb0_bz: unsigned(31 downto 0);
 signal fpdeep_eb0_bsel: std_logic;
 signal fpdeep_eb0_xr: unsigned(287 downto 0);
 signal fpdeep_eb0_win_d: unsigned(287 downto 0);
-signal fpdeep_eb0_v0: unsigned(1 downto 0);
+signal fpdeep_eb0_v0: unsigned(4 downto 0);
+signal fpdeep_eb0_win_u: std_logic;
+signal fpdeep_eb0_blx: std_logic;
+signal fpdeep_eb0_bfx: std_logic;
 signal fpdeep_eb0_win_l: std_logic;
 signal fpdeep_eb0_wt: unsigned(575 downto 0);
 signal fpdeep_eb0_wcat: unsigned(575 downto 0);
 signal fpdeep_eb0_push1: std_logic;
-signal fpdeep_eb0_vt: unsigned(1 downto 0);
+signal fpdeep_eb0_vt: unsigned(4 downto 0);
 signal fpdeep_eb0_last1: std_logic;
-signal fpdeep_eb0_first_u: unsigned(0 downto 0);
-signal fpdeep_eb0_first_r: std_logic;
+signal fpdeep_eb0_tag_u: unsigned(2 downto 0);
 signal fpdeep_eb0_e_r: std_logic;
 signal fpdeep_eb0_en2: std_logic;
-signal fpdeep_eb0_e_first: unsigned(0 downto 0);
+signal fpdeep_eb0_e_first: std_logic;
 signal fpdeep_eb0_e_v: std_logic;
 signal fpdeep_eb0_jfire: std_logic;
 signal fpdeep_eb0_v2: std_logic;
 signal fpdeep_eb0_l2: std_logic;
 signal fpdeep_eb0_e_l: std_logic;
+signal fpdeep_eb0_last2: std_logic;
+signal fpdeep_eb0_e_tag: unsigned(2 downto 0);
+signal fpdeep_eb0_mend2: std_logic;
 signal fpdeep_eb0_push2: std_logic;
-signal fpdeep_eb0_mode_u: unsigned(0 downto 0);
-signal fpdeep_eb0_last_r: std_logic;
+signal fpdeep_eb0_mode_u: unsigned(1 downto 0);
 signal fpdeep_eb0_o_d: unsigned(95 downto 0);
 signal fpdeep_eb0_o_l: std_logic;
 signal fpdeep_eb0_o_v: std_logic;
-signal fpdeep_eb0_o_mode: unsigned(0 downto 0);
+signal fpdeep_eb0_o_mode: unsigned(1 downto 0);
 signal fpdeep_eb0_err_d: unsigned(31 downto 0);
 signal fpdeep_eb0_o_r: std_logic;
 signal fpdeep_eb0_ohs: std_logic;
-signal fpdeep_eb0_lbseen: std_logic;
-signal fpdeep_eb0_inflight: unsigned(3 downto 0);
+signal fpdeep_eb0_rsel: std_logic;
+signal fpdeep_eb0_cf1: std_logic;
+signal fpdeep_eb0_cl1: std_logic;
+signal fpdeep_eb0_cf0: std_logic;
+signal fpdeep_eb0_cl0: std_logic;
+signal fpdeep_eb0_chk: std_logic;
+signal fpdeep_eb0_errq: std_logic;
+signal fpdeep_eb0_nmaps: unsigned(1 downto 0);
+signal fpdeep_eb0_mdone: std_logic;
+signal fpdeep_eb0_wsel: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_en: std_logic;
-signal fpdeep_eb0_fpdeep_line_buffer0_0_he_r: unsigned(3 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_he_r: unsigned(4 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_pe_c: unsigned(3 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_pe_rr: unsigned(3 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_pe_r: unsigned(4 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_we_c: unsigned(3 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_wsum: unsigned(3 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_hsum: unsigned(3 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_hsum: unsigned(4 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_cbad: std_logic;
-signal fpdeep_eb0_fpdeep_line_buffer0_0_in_img: std_logic;
-signal fpdeep_eb0_fpdeep_line_buffer0_0_c0: unsigned(3 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_pad_c: unsigned(3 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_cend: unsigned(3 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_r0: unsigned(3 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_pad_r: unsigned(3 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_rend: unsigned(3 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_wv0: std_logic;
-signal fpdeep_eb0_fpdeep_line_buffer0_0_last0: std_logic;
-signal fpdeep_eb0_fpdeep_line_buffer0_0_wlast: unsigned(3 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_fin0: std_logic;
-signal fpdeep_eb0_fpdeep_line_buffer0_0_hlast: unsigned(3 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_fire: std_logic;
-signal fpdeep_eb0_fpdeep_line_buffer0_0_running: std_logic;
-signal fpdeep_eb0_fpdeep_line_buffer0_0_pix0: unsigned(31 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_cend_m1: unsigned(3 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_out_final_pop: std_logic;
-signal fpdeep_eb0_fpdeep_line_buffer0_0_wen: std_logic;
-signal fpdeep_eb0_fpdeep_line_buffer0_0_c1: unsigned(3 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_wdat: unsigned(63 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_rd: unsigned(63 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_v1: std_logic;
-signal fpdeep_eb0_fpdeep_line_buffer0_0_pix1: unsigned(31 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_wv1: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_wbusy: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_nfull: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_wfire: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_wadr: unsigned(3 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_wcol: unsigned(3 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_accept: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_rpend: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_errq: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_q: unsigned(3 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_jj: unsigned(3 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_r_hc: unsigned(3 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_tailw: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_r_w: unsigned(3 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_first: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_lastj: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_r_wo1: unsigned(3 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_lastr: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_rr: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_ur: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_uex: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_lim: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_lo: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_need_r: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_need_u: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_ract: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_hq: unsigned(3 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_can_win: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_can_head: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_wf: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_hf: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_rden: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_rdad: unsigned(3 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_rrow: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_dec: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_r_p: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_dd: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_sbr: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_rsl: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_r_off: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot0: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_mask0: unsigned(2 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_mcat: unsigned(2 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_fin_pop: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_wrow: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_g_w: unsigned(3 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1: unsigned(3 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_g_hc: unsigned(3 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_g_wo1: unsigned(3 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_g_ho1: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_g_hp: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_g_p: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_g_off: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_wslot: unsigned(2 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_r_hp: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_v1w: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_v1h: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_t1: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_f1: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_last1: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_fin1: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_hz1: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_m1: unsigned(2 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_colw: unsigned(95 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_col: unsigned(95 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_hsel: unsigned(191 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_nh: unsigned(191 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_hist: unsigned(191 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_hnext: unsigned(191 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_nhnext: unsigned(191 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_push: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_fin_u: unsigned(0 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_mfin: unsigned(0 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_mb: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_mb: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_mb: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_add3_y: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_add4_y: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_add5_y: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_o: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux225_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux226_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux227_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux228_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_o: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_o: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask0_0_o: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask1_0_o: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask2_0_o: unsigned(31 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din: unsigned(287 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_cnt: unsigned(1 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_d0: unsigned(287 downto 0);
@@ -819,7 +1024,7 @@ signal fpdeep_eb0_engine_trees1_pass_reg11_y: signed (35 downto 0);
 signal fpdeep_eb0_engine_trees1_pass_reg11_ae: signed (35 downto 0);
 signal fpdeep_eb0_engine_trees1_pass_reg11_sext23_sgn: unsigned(0 downto 0);
 signal fpdeep_eb0_engine_trees1_add_reg71_y: signed (36 downto 0);
-signal fpdeep_eb0_delay_flags1_sr: unsigned(11 downto 0);
+signal fpdeep_eb0_delay_flags1_sr: unsigned(29 downto 0);
 signal fpdeep_eb0_pack2_res: unsigned(73 downto 0);
 signal fpdeep_eb0_pack2_u: unsigned(36 downto 0);
 signal fpdeep_eb0_pack2_cs: unsigned(73 downto 0);
@@ -830,8 +1035,8 @@ signal fpdeep_eb0_out_fifo24_d0: unsigned(73 downto 0);
 signal fpdeep_eb0_out_fifo24_d1: unsigned(73 downto 0);
 signal fpdeep_eb0_out_fifo24_l0: std_logic;
 signal fpdeep_eb0_out_fifo24_l1: std_logic;
-signal fpdeep_eb0_out_fifo24_u0: unsigned(0 downto 0);
-signal fpdeep_eb0_out_fifo24_u1: unsigned(0 downto 0);
+signal fpdeep_eb0_out_fifo24_u0: unsigned(2 downto 0);
+signal fpdeep_eb0_out_fifo24_u1: unsigned(2 downto 0);
 signal fpdeep_eb0_join_lane2_acc: signed (48 downto 0);
 signal fpdeep_eb0_join_lane2_e: signed (36 downto 0);
 signal fpdeep_eb0_join_lane2_ee: signed (48 downto 0);
@@ -891,8 +1096,8 @@ signal fpdeep_eb0_out_fifo25_d0: unsigned(95 downto 0);
 signal fpdeep_eb0_out_fifo25_d1: unsigned(95 downto 0);
 signal fpdeep_eb0_out_fifo25_l0: std_logic;
 signal fpdeep_eb0_out_fifo25_l1: std_logic;
-signal fpdeep_eb0_out_fifo25_u0: unsigned(0 downto 0);
-signal fpdeep_eb0_out_fifo25_u1: unsigned(0 downto 0);
+signal fpdeep_eb0_out_fifo25_u0: unsigned(1 downto 0);
+signal fpdeep_eb0_out_fifo25_u1: unsigned(1 downto 0);
 signal fpdeep_pg0_s_axis_w_tvalid: std_logic;
 signal fpdeep_pg0_s_axis_w_tready: std_logic;
 signal fpdeep_pg0_s_axis_b_tvalid: std_logic;
@@ -917,7 +1122,8 @@ signal fpdeep_pg0_win_r: std_logic;
 signal fpdeep_pg0_win_v: std_logic;
 signal fpdeep_pg0_fire: std_logic;
 signal fpdeep_pg0_lb_start: std_logic;
-signal fpdeep_pg0_need_start: std_logic;
+signal fpdeep_pg0_scnt: unsigned(2 downto 0);
+signal fpdeep_pg0_bcnt: unsigned(2 downto 0);
 signal fpdeep_pg0_lb_busy: std_logic;
 signal fpdeep_pg0_ufire: std_logic;
 signal fpdeep_pg0_en_o: std_logic;
@@ -927,14 +1133,15 @@ signal fpdeep_pg0_ufire_b: std_logic;
 signal fpdeep_pg0_va: std_logic;
 signal fpdeep_pg0_fa: std_logic;
 signal fpdeep_pg0_sfirst: std_logic;
+signal fpdeep_pg0_ea: std_logic;
+signal fpdeep_pg0_win_u: std_logic;
 signal fpdeep_pg0_xr: unsigned(287 downto 0);
 signal fpdeep_pg0_win_d: unsigned(287 downto 0);
 signal fpdeep_pg0_er: unsigned(31 downto 0);
 signal fpdeep_pg0_vb: std_logic;
 signal fpdeep_pg0_fbf: std_logic;
+signal fpdeep_pg0_ebf: std_logic;
 signal fpdeep_pg0_eb: unsigned(31 downto 0);
-signal fpdeep_pg0_ld1: std_logic;
-signal fpdeep_pg0_lb_done: std_logic;
 signal fpdeep_pg0_fold: std_logic;
 signal fpdeep_pg0_gbuf: unsigned(683 downto 0);
 signal fpdeep_pg0_gn_cat: unsigned(683 downto 0);
@@ -961,51 +1168,138 @@ signal fpdeep_pg0_p_r: unsigned(1 downto 0);
 signal fpdeep_pg0_bm1: unsigned(2 downto 0);
 signal fpdeep_pg0_lr_r: unsigned(15 downto 0);
 signal fpdeep_pg0_bfirst: std_logic;
-signal fpdeep_pg0_ldcnt: unsigned(2 downto 0);
 signal fpdeep_pg0_fcnt: unsigned(2 downto 0);
 signal fpdeep_pg0_win_l: std_logic;
 signal fpdeep_pg0_lb_rerr: std_logic;
 signal fpdeep_pg0_lb_cerr: std_logic;
+signal fpdeep_pg0_lb_done: std_logic;
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_en: std_logic;
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_he_r: unsigned(3 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_he_r: unsigned(4 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_c: unsigned(3 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_rr: unsigned(3 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_r: unsigned(4 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_we_c: unsigned(3 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_wsum: unsigned(3 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_hsum: unsigned(3 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_hsum: unsigned(4 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_cbad: std_logic;
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_in_img: std_logic;
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_c0: unsigned(3 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_pad_c: unsigned(3 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_cend: unsigned(3 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_r0: unsigned(3 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_pad_r: unsigned(3 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_rend: unsigned(3 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_wv0: std_logic;
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_last0: std_logic;
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_wlast: unsigned(3 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_fin0: std_logic;
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_hlast: unsigned(3 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_fire: std_logic;
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_running: std_logic;
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_pix0: unsigned(31 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_cend_m1: unsigned(3 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_out_final_pop: std_logic;
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_wen: std_logic;
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_c1: unsigned(3 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_wdat: unsigned(63 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_rd: unsigned(63 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_v1: std_logic;
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_pix1: unsigned(31 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_wv1: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_wbusy: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_wadr: unsigned(2 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol: unsigned(3 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_accept: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_errq: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_q: unsigned(3 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_jj: unsigned(3 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc: unsigned(3 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_r_w: unsigned(3 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_first: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wo1: unsigned(3 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_rr: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_ur: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_uex: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_lim: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_lo: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_need_r: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_ract: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_hq: unsigned(3 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_can_head: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_wf: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_hf: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_rden: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_rdad: unsigned(2 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_dec: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_dd: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_r_off: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_mask0: unsigned(2 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_mcat: unsigned(2 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_fin_pop: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_wrow: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_g_w: unsigned(3 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1: unsigned(3 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hc: unsigned(3 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wo1: unsigned(3 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_g_ho1: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_g_off: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot: unsigned(2 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_v1w: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_v1h: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_t1: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_f1: std_logic;
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_last1: std_logic;
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_fin1: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_hz1: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_m1: unsigned(2 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_colw: unsigned(95 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_col: unsigned(95 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_hsel: unsigned(191 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_nh: unsigned(191 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_hist: unsigned(191 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_hnext: unsigned(191 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_nhnext: unsigned(191 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_push: std_logic;
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_fin_u: unsigned(0 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_mfin: unsigned(0 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_mb: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_mb: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_mb: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add6_y: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add7_y: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add8_y: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_o: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_o: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_o: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask0_0_1_o: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask1_0_1_o: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask2_0_1_o: unsigned(31 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din: unsigned(287 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_cnt: unsigned(1 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_d0: unsigned(287 downto 0);
@@ -1996,12 +2290,36 @@ signal fifo20_d0: unsigned(31 downto 0);
 signal fifo20_d1: unsigned(31 downto 0);
 signal fifo20_l0: std_logic;
 signal fifo20_l1: std_logic;
-type t_array_fpdeep_fp0_fpdeep_line_buffer0_mem is array(0 to 12-1) of unsigned(63 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_mem: t_array_fpdeep_fp0_fpdeep_line_buffer0_mem;
-type t_array_fpdeep_eb0_fpdeep_line_buffer0_0_mem is array(0 to 14-1) of unsigned(63 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_mem: t_array_fpdeep_eb0_fpdeep_line_buffer0_0_mem;
-type t_array_fpdeep_pg0_fpdeep_line_buffer0_0_1_mem is array(0 to 12-1) of unsigned(63 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_mem: t_array_fpdeep_pg0_fpdeep_line_buffer0_0_1_mem;
+type t_array_fpdeep_fp0_fpdeep_line_buffer0_row_ram0_mem is array(0 to 8-1) of unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_row_ram0_mem: t_array_fpdeep_fp0_fpdeep_line_buffer0_row_ram0_mem;
+type t_array_fpdeep_fp0_fpdeep_line_buffer0_row_ram1_mem is array(0 to 8-1) of unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_row_ram1_mem: t_array_fpdeep_fp0_fpdeep_line_buffer0_row_ram1_mem;
+type t_array_fpdeep_fp0_fpdeep_line_buffer0_row_ram2_mem is array(0 to 8-1) of unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_row_ram2_mem: t_array_fpdeep_fp0_fpdeep_line_buffer0_row_ram2_mem;
+type t_array_fpdeep_fp0_fpdeep_line_buffer0_row_ram3_mem is array(0 to 8-1) of unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_row_ram3_mem: t_array_fpdeep_fp0_fpdeep_line_buffer0_row_ram3_mem;
+type t_array_fpdeep_fp0_fpdeep_line_buffer0_row_ram4_mem is array(0 to 8-1) of unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_row_ram4_mem: t_array_fpdeep_fp0_fpdeep_line_buffer0_row_ram4_mem;
+type t_array_fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_mem is array(0 to 10-1) of unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_mem: t_array_fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_mem;
+type t_array_fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_mem is array(0 to 10-1) of unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_mem: t_array_fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_mem;
+type t_array_fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_mem is array(0 to 10-1) of unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_mem: t_array_fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_mem;
+type t_array_fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_mem is array(0 to 10-1) of unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_mem: t_array_fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_mem;
+type t_array_fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_mem is array(0 to 10-1) of unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_mem: t_array_fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_mem;
+type t_array_fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_mem is array(0 to 8-1) of unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_mem: t_array_fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_mem;
+type t_array_fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_mem is array(0 to 8-1) of unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_mem: t_array_fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_mem;
+type t_array_fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_mem is array(0 to 8-1) of unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_mem: t_array_fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_mem;
+type t_array_fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_mem is array(0 to 8-1) of unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_mem: t_array_fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_mem;
+type t_array_fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_mem is array(0 to 8-1) of unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_mem: t_array_fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_mem;
 type t_array_act_ram0_mem is array(0 to 256-1) of unsigned(32 downto 0);
 signal act_ram0_mem: t_array_act_ram0_mem;
 
@@ -2028,23 +2346,35 @@ m_axis_berr_tdata <= std_logic_vector(m_axis_berr_tdata_num);
 m_axis_ein_tdata <= std_logic_vector(m_axis_ein_tdata_num);
 
 zero <= '0';
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero <= unsigned'("00000000000000000000000000000000");
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero <= unsigned'("00000000000000000000000000000000");
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero <= unsigned'("00000000000000000000000000000000");
 fpdeep_eb0_cfg_first <= '1';
 fpdeep_eb0_m_axis_psum_out_tready <= '1';
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero <= unsigned'("00000000000000000000000000000000");
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero <= unsigned'("00000000000000000000000000000000");
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero <= unsigned'("00000000000000000000000000000000");
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero <= unsigned'("00000000000000000000000000000000");
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero <= unsigned'("00000000000000000000000000000000");
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero <= unsigned'("00000000000000000000000000000000");
 
 fpdeep_fp0_act_d(32-1 downto 16) <= fpdeep_fp0_o_d(64-1 downto 48);
 fpdeep_fp0_act_d(16-1 downto 0) <= fpdeep_fp0_o_d(16-1 downto 0);
-fpdeep_fp0_fpdeep_line_buffer0_hnext(192-1 downto 160) <= fpdeep_fp0_fpdeep_line_buffer0_col(96-1 downto 64);
-fpdeep_fp0_fpdeep_line_buffer0_hnext(160-1 downto 128) <= fpdeep_fp0_fpdeep_line_buffer0_hist(192-1 downto 160);
-fpdeep_fp0_fpdeep_line_buffer0_hnext(128-1 downto 96) <= fpdeep_fp0_fpdeep_line_buffer0_col(64-1 downto 32);
-fpdeep_fp0_fpdeep_line_buffer0_hnext(96-1 downto 64) <= fpdeep_fp0_fpdeep_line_buffer0_hist(128-1 downto 96);
-fpdeep_fp0_fpdeep_line_buffer0_hnext(64-1 downto 32) <= fpdeep_fp0_fpdeep_line_buffer0_col(32-1 downto 0);
-fpdeep_fp0_fpdeep_line_buffer0_hnext(32-1 downto 0) <= fpdeep_fp0_fpdeep_line_buffer0_hist(64-1 downto 32);
-fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din(288-1 downto 256) <= fpdeep_fp0_fpdeep_line_buffer0_col(96-1 downto 64);
-fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din(256-1 downto 192) <= fpdeep_fp0_fpdeep_line_buffer0_hist(192-1 downto 128);
-fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din(192-1 downto 160) <= fpdeep_fp0_fpdeep_line_buffer0_col(64-1 downto 32);
-fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din(160-1 downto 96) <= fpdeep_fp0_fpdeep_line_buffer0_hist(128-1 downto 64);
-fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din(96-1 downto 64) <= fpdeep_fp0_fpdeep_line_buffer0_col(32-1 downto 0);
-fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din(64-1 downto 0) <= fpdeep_fp0_fpdeep_line_buffer0_hist(64-1 downto 0);
+fpdeep_fp0_fpdeep_line_buffer0_mcat(2) <= fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_mb;
+fpdeep_fp0_fpdeep_line_buffer0_mcat(1) <= fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_mb;
+fpdeep_fp0_fpdeep_line_buffer0_mcat(0) <= fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_mb;
+fpdeep_fp0_fpdeep_line_buffer0_col(96-1 downto 64) <= fpdeep_fp0_fpdeep_line_buffer0_pix_mask2_o;
+fpdeep_fp0_fpdeep_line_buffer0_col(64-1 downto 32) <= fpdeep_fp0_fpdeep_line_buffer0_pix_mask1_o;
+fpdeep_fp0_fpdeep_line_buffer0_col(32-1 downto 0) <= fpdeep_fp0_fpdeep_line_buffer0_pix_mask0_o;
+fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din(288-1 downto 256) <= fpdeep_fp0_fpdeep_line_buffer0_colw(96-1 downto 64);
+fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din(256-1 downto 224) <= fpdeep_fp0_fpdeep_line_buffer0_hsel(192-1 downto 160);
+fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din(224-1 downto 192) <= fpdeep_fp0_fpdeep_line_buffer0_hsel(96-1 downto 64);
+fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din(192-1 downto 160) <= fpdeep_fp0_fpdeep_line_buffer0_colw(64-1 downto 32);
+fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din(160-1 downto 128) <= fpdeep_fp0_fpdeep_line_buffer0_hsel(160-1 downto 128);
+fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din(128-1 downto 96) <= fpdeep_fp0_fpdeep_line_buffer0_hsel(64-1 downto 32);
+fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din(96-1 downto 64) <= fpdeep_fp0_fpdeep_line_buffer0_colw(32-1 downto 0);
+fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din(64-1 downto 32) <= fpdeep_fp0_fpdeep_line_buffer0_hsel(128-1 downto 96);
+fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_din(32-1 downto 0) <= fpdeep_fp0_fpdeep_line_buffer0_hsel(32-1 downto 0);
 fpdeep_fp0_pack0_cs(74-1 downto 37) <= fpdeep_fp0_pack0_to_unsigned1_y;
 fpdeep_fp0_pack0_cs(37-1 downto 0) <= fpdeep_fp0_pack0_u;
 fpdeep_fp0_sfu_lane0_round_sat0_sat0_fill(14) <= fpdeep_fp0_sfu_lane0_round_sat0_sat0_nsign;
@@ -2179,18 +2509,21 @@ fpdeep_eb0_wcat(288-1 downto 144) <= fpdeep_eb0_filter_shift1_wall(432-1 downto 
 fpdeep_eb0_wcat(144-1 downto 0) <= fpdeep_eb0_filter_shift1_wall(144-1 downto 0);
 fpdeep_eb0_err_d(32-1 downto 16) <= fpdeep_eb0_o_d(64-1 downto 48);
 fpdeep_eb0_err_d(16-1 downto 0) <= fpdeep_eb0_o_d(16-1 downto 0);
-fpdeep_eb0_fpdeep_line_buffer0_0_hnext(192-1 downto 160) <= fpdeep_eb0_fpdeep_line_buffer0_0_col(96-1 downto 64);
-fpdeep_eb0_fpdeep_line_buffer0_0_hnext(160-1 downto 128) <= fpdeep_eb0_fpdeep_line_buffer0_0_hist(192-1 downto 160);
-fpdeep_eb0_fpdeep_line_buffer0_0_hnext(128-1 downto 96) <= fpdeep_eb0_fpdeep_line_buffer0_0_col(64-1 downto 32);
-fpdeep_eb0_fpdeep_line_buffer0_0_hnext(96-1 downto 64) <= fpdeep_eb0_fpdeep_line_buffer0_0_hist(128-1 downto 96);
-fpdeep_eb0_fpdeep_line_buffer0_0_hnext(64-1 downto 32) <= fpdeep_eb0_fpdeep_line_buffer0_0_col(32-1 downto 0);
-fpdeep_eb0_fpdeep_line_buffer0_0_hnext(32-1 downto 0) <= fpdeep_eb0_fpdeep_line_buffer0_0_hist(64-1 downto 32);
-fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din(288-1 downto 256) <= fpdeep_eb0_fpdeep_line_buffer0_0_col(96-1 downto 64);
-fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din(256-1 downto 192) <= fpdeep_eb0_fpdeep_line_buffer0_0_hist(192-1 downto 128);
-fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din(192-1 downto 160) <= fpdeep_eb0_fpdeep_line_buffer0_0_col(64-1 downto 32);
-fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din(160-1 downto 96) <= fpdeep_eb0_fpdeep_line_buffer0_0_hist(128-1 downto 64);
-fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din(96-1 downto 64) <= fpdeep_eb0_fpdeep_line_buffer0_0_col(32-1 downto 0);
-fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din(64-1 downto 0) <= fpdeep_eb0_fpdeep_line_buffer0_0_hist(64-1 downto 0);
+fpdeep_eb0_fpdeep_line_buffer0_0_mcat(2) <= fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_mb;
+fpdeep_eb0_fpdeep_line_buffer0_0_mcat(1) <= fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_mb;
+fpdeep_eb0_fpdeep_line_buffer0_0_mcat(0) <= fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_mb;
+fpdeep_eb0_fpdeep_line_buffer0_0_col(96-1 downto 64) <= fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask2_0_o;
+fpdeep_eb0_fpdeep_line_buffer0_0_col(64-1 downto 32) <= fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask1_0_o;
+fpdeep_eb0_fpdeep_line_buffer0_0_col(32-1 downto 0) <= fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask0_0_o;
+fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din(288-1 downto 256) <= fpdeep_eb0_fpdeep_line_buffer0_0_colw(96-1 downto 64);
+fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din(256-1 downto 224) <= fpdeep_eb0_fpdeep_line_buffer0_0_hsel(192-1 downto 160);
+fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din(224-1 downto 192) <= fpdeep_eb0_fpdeep_line_buffer0_0_hsel(96-1 downto 64);
+fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din(192-1 downto 160) <= fpdeep_eb0_fpdeep_line_buffer0_0_colw(64-1 downto 32);
+fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din(160-1 downto 128) <= fpdeep_eb0_fpdeep_line_buffer0_0_hsel(160-1 downto 128);
+fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din(128-1 downto 96) <= fpdeep_eb0_fpdeep_line_buffer0_0_hsel(64-1 downto 32);
+fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din(96-1 downto 64) <= fpdeep_eb0_fpdeep_line_buffer0_0_colw(32-1 downto 0);
+fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din(64-1 downto 32) <= fpdeep_eb0_fpdeep_line_buffer0_0_hsel(128-1 downto 96);
+fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_din(32-1 downto 0) <= fpdeep_eb0_fpdeep_line_buffer0_0_hsel(32-1 downto 0);
 fpdeep_eb0_pack2_cs(74-1 downto 37) <= fpdeep_eb0_pack2_to_unsigned5_y;
 fpdeep_eb0_pack2_cs(37-1 downto 0) <= fpdeep_eb0_pack2_u;
 fpdeep_eb0_eb_out_lane0_round_sat2_sat4_fill(14) <= fpdeep_eb0_eb_out_lane0_round_sat2_sat4_nsign;
@@ -2357,18 +2690,21 @@ fpdeep_pg0_gn_cat(38-1 downto 19) <= fpdeep_pg0_wfold_lane1_gnew_u;
 fpdeep_pg0_gn_cat(19-1 downto 0) <= fpdeep_pg0_wfold_lane0_gnew_u;
 fpdeep_pg0_gb_cat(38-1 downto 19) <= fpdeep_pg0_bfold_lane1_gnew_u;
 fpdeep_pg0_gb_cat(19-1 downto 0) <= fpdeep_pg0_bfold_lane0_gnew_u;
-fpdeep_pg0_fpdeep_line_buffer0_0_1_hnext(192-1 downto 160) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_col(96-1 downto 64);
-fpdeep_pg0_fpdeep_line_buffer0_0_1_hnext(160-1 downto 128) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_hist(192-1 downto 160);
-fpdeep_pg0_fpdeep_line_buffer0_0_1_hnext(128-1 downto 96) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_col(64-1 downto 32);
-fpdeep_pg0_fpdeep_line_buffer0_0_1_hnext(96-1 downto 64) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_hist(128-1 downto 96);
-fpdeep_pg0_fpdeep_line_buffer0_0_1_hnext(64-1 downto 32) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_col(32-1 downto 0);
-fpdeep_pg0_fpdeep_line_buffer0_0_1_hnext(32-1 downto 0) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_hist(64-1 downto 32);
-fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din(288-1 downto 256) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_col(96-1 downto 64);
-fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din(256-1 downto 192) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_hist(192-1 downto 128);
-fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din(192-1 downto 160) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_col(64-1 downto 32);
-fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din(160-1 downto 96) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_hist(128-1 downto 64);
-fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din(96-1 downto 64) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_col(32-1 downto 0);
-fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din(64-1 downto 0) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_hist(64-1 downto 0);
+fpdeep_pg0_fpdeep_line_buffer0_0_1_mcat(2) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_mb;
+fpdeep_pg0_fpdeep_line_buffer0_0_1_mcat(1) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_mb;
+fpdeep_pg0_fpdeep_line_buffer0_0_1_mcat(0) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_mb;
+fpdeep_pg0_fpdeep_line_buffer0_0_1_col(96-1 downto 64) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask2_0_1_o;
+fpdeep_pg0_fpdeep_line_buffer0_0_1_col(64-1 downto 32) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask1_0_1_o;
+fpdeep_pg0_fpdeep_line_buffer0_0_1_col(32-1 downto 0) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask0_0_1_o;
+fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din(288-1 downto 256) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_colw(96-1 downto 64);
+fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din(256-1 downto 224) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_hsel(192-1 downto 160);
+fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din(224-1 downto 192) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_hsel(96-1 downto 64);
+fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din(192-1 downto 160) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_colw(64-1 downto 32);
+fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din(160-1 downto 128) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_hsel(160-1 downto 128);
+fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din(128-1 downto 96) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_hsel(64-1 downto 32);
+fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din(96-1 downto 64) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_colw(32-1 downto 0);
+fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din(64-1 downto 32) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_hsel(128-1 downto 96);
+fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_din(32-1 downto 0) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_hsel(32-1 downto 0);
 fpdeep_pg0_wfold_lane0_round_sat4_sat8_fill(14) <= fpdeep_pg0_wfold_lane0_round_sat4_sat8_nsign;
 fpdeep_pg0_wfold_lane0_round_sat4_sat8_fill(13) <= fpdeep_pg0_wfold_lane0_round_sat4_sat8_nsign;
 fpdeep_pg0_wfold_lane0_round_sat4_sat8_fill(12) <= fpdeep_pg0_wfold_lane0_round_sat4_sat8_nsign;
@@ -3310,160 +3646,701 @@ fpdeep_fp0_fpdeep_line_buffer0_we_c <= cfg_width_num;
 fpdeep_fp0_fpdeep_line_buffer0_pe_c <= unsigned'(to_unsigned(0, 2) & cfg_pad_num);
 
 
-fpdeep_fp0_fpdeep_line_buffer0_he_r <= cfg_height_num;
+fpdeep_fp0_fpdeep_line_buffer0_he_r <= unsigned'(to_unsigned(0, 1) & cfg_height_num);
 
 
-fpdeep_fp0_fpdeep_line_buffer0_pe_rr <= unsigned'(to_unsigned(0, 2) & cfg_pad_num);
+fpdeep_fp0_fpdeep_line_buffer0_pe_r <= unsigned'(to_unsigned(0, 3) & cfg_pad_num);
 
 
 fpdeep_fp0_fpdeep_line_buffer0_wsum <= ((fpdeep_fp0_fpdeep_line_buffer0_we_c + fpdeep_fp0_fpdeep_line_buffer0_pe_c) + fpdeep_fp0_fpdeep_line_buffer0_pe_c);
-fpdeep_fp0_fpdeep_line_buffer0_hsum <= ((fpdeep_fp0_fpdeep_line_buffer0_he_r + fpdeep_fp0_fpdeep_line_buffer0_pe_rr) + fpdeep_fp0_fpdeep_line_buffer0_pe_rr);
+fpdeep_fp0_fpdeep_line_buffer0_hsum <= ((fpdeep_fp0_fpdeep_line_buffer0_he_r + fpdeep_fp0_fpdeep_line_buffer0_pe_r) + fpdeep_fp0_fpdeep_line_buffer0_pe_r);
 
 
 fpdeep_fp0_fpdeep_line_buffer0_cbad <= stdl((cfg_width_num = 0) or (cfg_width_num > 8) or (cfg_height_num = 0) or (cfg_height_num > 8) or (cfg_pad_num > 2) or (fpdeep_fp0_fpdeep_line_buffer0_wsum < 3) or (fpdeep_fp0_fpdeep_line_buffer0_hsum < 3));
 
 
-fpdeep_fp0_fpdeep_line_buffer0_in_img <= stdl((fpdeep_fp0_fpdeep_line_buffer0_c0 >= fpdeep_fp0_fpdeep_line_buffer0_pad_c) and (fpdeep_fp0_fpdeep_line_buffer0_c0 < fpdeep_fp0_fpdeep_line_buffer0_cend) and (fpdeep_fp0_fpdeep_line_buffer0_r0 >= fpdeep_fp0_fpdeep_line_buffer0_pad_r) and (fpdeep_fp0_fpdeep_line_buffer0_r0 < fpdeep_fp0_fpdeep_line_buffer0_rend));
-fpdeep_fp0_fpdeep_line_buffer0_wv0 <= stdl((signed(resize(fpdeep_fp0_fpdeep_line_buffer0_c0, 5)) >= (3 - 1)) and (signed(resize(fpdeep_fp0_fpdeep_line_buffer0_r0, 5)) >= (3 - 1)));
-fpdeep_fp0_fpdeep_line_buffer0_last0 <= stdl(fpdeep_fp0_fpdeep_line_buffer0_c0 = fpdeep_fp0_fpdeep_line_buffer0_wlast);
-fpdeep_fp0_fpdeep_line_buffer0_fin0 <= stdl((fpdeep_fp0_fpdeep_line_buffer0_c0 = fpdeep_fp0_fpdeep_line_buffer0_wlast) and (fpdeep_fp0_fpdeep_line_buffer0_r0 = fpdeep_fp0_fpdeep_line_buffer0_hlast));
+s_axis_pix_tready <= stdl(bool(fpdeep_fp0_fpdeep_line_buffer0_wbusy) and (fpdeep_fp0_fpdeep_line_buffer0_nfull < 5));
+fpdeep_fp0_fpdeep_line_buffer0_wfire <= stdl(bool(fpdeep_fp0_fpdeep_line_buffer0_wbusy) and (fpdeep_fp0_fpdeep_line_buffer0_nfull < 5) and bool(s_axis_pix_tvalid));
+fpdeep_fp0_fpdeep_line_buffer0_wadr <= fpdeep_fp0_fpdeep_line_buffer0_wcol(3-1 downto 0);
+fpdeep_fp0_fpdeep_line_buffer0_accept <= stdl(bool(fpdeep_fp0_lb_start) and (not (bool(fpdeep_fp0_fpdeep_line_buffer0_wbusy) or bool(fpdeep_fp0_fpdeep_line_buffer0_rpend) or bool(fpdeep_fp0_fpdeep_line_buffer0_errq))));
+fpdeep_fp0_lb_busy <= stdl(bool(fpdeep_fp0_fpdeep_line_buffer0_wbusy) or bool(fpdeep_fp0_fpdeep_line_buffer0_rpend) or bool(fpdeep_fp0_fpdeep_line_buffer0_errq));
 
-fpdeep_fp0_fpdeep_line_buffer0_hand: process (fpdeep_fp0_fpdeep_line_buffer0_in_img, s_axis_pix_tvalid, fpdeep_fp0_fpdeep_line_buffer0_en, fpdeep_fp0_fpdeep_line_buffer0_running, s_axis_pix_tdata_num) is
+fpdeep_fp0_fpdeep_line_buffer0_rscan: process (fpdeep_fp0_fpdeep_line_buffer0_r_w, fpdeep_fp0_fpdeep_line_buffer0_r_ho1, fpdeep_fp0_fpdeep_line_buffer0_r_hm1, fpdeep_fp0_fpdeep_line_buffer0_r_hc, fpdeep_fp0_fpdeep_line_buffer0_jj, fpdeep_fp0_fpdeep_line_buffer0_lo, fpdeep_fp0_fpdeep_line_buffer0_nfull, fpdeep_fp0_fpdeep_line_buffer0_rr, fpdeep_fp0_fpdeep_line_buffer0_r_wo1) is
 begin
-    fpdeep_fp0_fpdeep_line_buffer0_fire <= stdl(bool(fpdeep_fp0_fpdeep_line_buffer0_running) and bool(fpdeep_fp0_fpdeep_line_buffer0_en) and (bool(s_axis_pix_tvalid) or (not bool(fpdeep_fp0_fpdeep_line_buffer0_in_img))));
-    s_axis_pix_tready <= stdl(bool(fpdeep_fp0_fpdeep_line_buffer0_running) and bool(fpdeep_fp0_fpdeep_line_buffer0_en) and bool(fpdeep_fp0_fpdeep_line_buffer0_in_img));
-    if bool(fpdeep_fp0_fpdeep_line_buffer0_in_img) then
-        fpdeep_fp0_fpdeep_line_buffer0_pix0 <= s_axis_pix_tdata_num;
+    fpdeep_fp0_fpdeep_line_buffer0_q <= (fpdeep_fp0_fpdeep_line_buffer0_jj + fpdeep_fp0_fpdeep_line_buffer0_r_hc);
+    fpdeep_fp0_fpdeep_line_buffer0_tailw <= stdl((fpdeep_fp0_fpdeep_line_buffer0_jj + fpdeep_fp0_fpdeep_line_buffer0_r_hc) >= fpdeep_fp0_fpdeep_line_buffer0_r_w);
+    fpdeep_fp0_fpdeep_line_buffer0_first <= stdl(fpdeep_fp0_fpdeep_line_buffer0_jj = 0);
+    fpdeep_fp0_fpdeep_line_buffer0_lastj <= stdl(fpdeep_fp0_fpdeep_line_buffer0_jj = fpdeep_fp0_fpdeep_line_buffer0_r_wo1);
+    fpdeep_fp0_fpdeep_line_buffer0_lastr <= stdl(fpdeep_fp0_fpdeep_line_buffer0_rr = fpdeep_fp0_fpdeep_line_buffer0_r_ho1);
+    if (fpdeep_fp0_fpdeep_line_buffer0_jj = 0) then
+        fpdeep_fp0_fpdeep_line_buffer0_ur <= fpdeep_fp0_fpdeep_line_buffer0_rr;
     else
-        fpdeep_fp0_fpdeep_line_buffer0_pix0 <= to_unsigned(0, 32);
+        fpdeep_fp0_fpdeep_line_buffer0_ur <= (fpdeep_fp0_fpdeep_line_buffer0_rr + 1);
     end if;
-end process fpdeep_fp0_fpdeep_line_buffer0_hand;
+    fpdeep_fp0_fpdeep_line_buffer0_uex <= stdl((fpdeep_fp0_fpdeep_line_buffer0_jj = 0) or (fpdeep_fp0_fpdeep_line_buffer0_rr /= fpdeep_fp0_fpdeep_line_buffer0_r_ho1));
+    fpdeep_fp0_fpdeep_line_buffer0_lim <= (fpdeep_fp0_fpdeep_line_buffer0_lo + fpdeep_fp0_fpdeep_line_buffer0_nfull);
+    if ((fpdeep_fp0_fpdeep_line_buffer0_rr + fpdeep_fp0_fpdeep_line_buffer0_r_hc) > fpdeep_fp0_fpdeep_line_buffer0_r_hm1) then
+        fpdeep_fp0_fpdeep_line_buffer0_need_r <= fpdeep_fp0_fpdeep_line_buffer0_r_hm1;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_need_r <= (fpdeep_fp0_fpdeep_line_buffer0_rr + fpdeep_fp0_fpdeep_line_buffer0_r_hc);
+    end if;
+    if (fpdeep_fp0_fpdeep_line_buffer0_jj = 0) then
+        if ((fpdeep_fp0_fpdeep_line_buffer0_rr + fpdeep_fp0_fpdeep_line_buffer0_r_hc) > fpdeep_fp0_fpdeep_line_buffer0_r_hm1) then
+            fpdeep_fp0_fpdeep_line_buffer0_need_u <= fpdeep_fp0_fpdeep_line_buffer0_r_hm1;
+        else
+            fpdeep_fp0_fpdeep_line_buffer0_need_u <= (fpdeep_fp0_fpdeep_line_buffer0_rr + fpdeep_fp0_fpdeep_line_buffer0_r_hc);
+        end if;
+    else
+        if (((fpdeep_fp0_fpdeep_line_buffer0_rr + fpdeep_fp0_fpdeep_line_buffer0_r_hc) + 1) > fpdeep_fp0_fpdeep_line_buffer0_r_hm1) then
+            fpdeep_fp0_fpdeep_line_buffer0_need_u <= fpdeep_fp0_fpdeep_line_buffer0_r_hm1;
+        else
+            fpdeep_fp0_fpdeep_line_buffer0_need_u <= ((fpdeep_fp0_fpdeep_line_buffer0_rr + fpdeep_fp0_fpdeep_line_buffer0_r_hc) + 1);
+        end if;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_rscan;
+
+fpdeep_fp0_fpdeep_line_buffer0_rdec: process (fpdeep_fp0_fpdeep_line_buffer0_need_r, fpdeep_fp0_fpdeep_line_buffer0_need_u, fpdeep_fp0_fpdeep_line_buffer0_lim, fpdeep_fp0_fpdeep_line_buffer0_hq, fpdeep_fp0_fpdeep_line_buffer0_ract, fpdeep_fp0_fpdeep_line_buffer0_r_hc, fpdeep_fp0_fpdeep_line_buffer0_jj, fpdeep_fp0_fpdeep_line_buffer0_tailw, fpdeep_fp0_fpdeep_line_buffer0_uex) is
+    variable cwin: std_logic;
+begin
+    cwin := stdl(bool(fpdeep_fp0_fpdeep_line_buffer0_ract) and ((fpdeep_fp0_fpdeep_line_buffer0_jj /= 0) or (fpdeep_fp0_fpdeep_line_buffer0_hq = fpdeep_fp0_fpdeep_line_buffer0_r_hc)) and (bool(fpdeep_fp0_fpdeep_line_buffer0_tailw) or (fpdeep_fp0_fpdeep_line_buffer0_need_r < fpdeep_fp0_fpdeep_line_buffer0_lim)));
+    fpdeep_fp0_fpdeep_line_buffer0_can_win <= cwin;
+    fpdeep_fp0_fpdeep_line_buffer0_can_head <= stdl(bool(fpdeep_fp0_fpdeep_line_buffer0_ract) and (fpdeep_fp0_fpdeep_line_buffer0_hq /= fpdeep_fp0_fpdeep_line_buffer0_r_hc) and bool(fpdeep_fp0_fpdeep_line_buffer0_uex) and (fpdeep_fp0_fpdeep_line_buffer0_need_u < fpdeep_fp0_fpdeep_line_buffer0_lim) and ((not bool(cwin)) or (bool(fpdeep_fp0_fpdeep_line_buffer0_tailw) and (fpdeep_fp0_fpdeep_line_buffer0_jj /= 0))));
+end process fpdeep_fp0_fpdeep_line_buffer0_rdec;
+
+fpdeep_fp0_fpdeep_line_buffer0_rfire: process (fpdeep_fp0_fpdeep_line_buffer0_r_p, fpdeep_fp0_fpdeep_line_buffer0_q, fpdeep_fp0_fpdeep_line_buffer0_can_head, fpdeep_fp0_fpdeep_line_buffer0_ur, fpdeep_fp0_fpdeep_line_buffer0_lastr, fpdeep_fp0_fpdeep_line_buffer0_hq, fpdeep_fp0_fpdeep_line_buffer0_r_hm1, fpdeep_fp0_fpdeep_line_buffer0_tailw, fpdeep_fp0_fpdeep_line_buffer0_en, fpdeep_fp0_fpdeep_line_buffer0_lo, fpdeep_fp0_fpdeep_line_buffer0_can_win, fpdeep_fp0_fpdeep_line_buffer0_rr) is
+begin
+    fpdeep_fp0_fpdeep_line_buffer0_wf <= stdl(bool(fpdeep_fp0_fpdeep_line_buffer0_en) and bool(fpdeep_fp0_fpdeep_line_buffer0_can_win));
+    fpdeep_fp0_fpdeep_line_buffer0_hf <= stdl(bool(fpdeep_fp0_fpdeep_line_buffer0_en) and bool(fpdeep_fp0_fpdeep_line_buffer0_can_head));
+    fpdeep_fp0_fpdeep_line_buffer0_rden <= stdl((bool(fpdeep_fp0_fpdeep_line_buffer0_en) and bool(fpdeep_fp0_fpdeep_line_buffer0_can_win) and (not bool(fpdeep_fp0_fpdeep_line_buffer0_tailw))) or (bool(fpdeep_fp0_fpdeep_line_buffer0_en) and bool(fpdeep_fp0_fpdeep_line_buffer0_can_head)));
+    if (bool(fpdeep_fp0_fpdeep_line_buffer0_can_win) and (not bool(fpdeep_fp0_fpdeep_line_buffer0_tailw))) then
+        fpdeep_fp0_fpdeep_line_buffer0_rdad <= fpdeep_fp0_fpdeep_line_buffer0_q(3-1 downto 0);
+        fpdeep_fp0_fpdeep_line_buffer0_rrow <= fpdeep_fp0_fpdeep_line_buffer0_rr;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_rdad <= fpdeep_fp0_fpdeep_line_buffer0_hq(3-1 downto 0);
+        fpdeep_fp0_fpdeep_line_buffer0_rrow <= fpdeep_fp0_fpdeep_line_buffer0_ur;
+    end if;
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_lastr) then
+        fpdeep_fp0_fpdeep_line_buffer0_dec <= ((fpdeep_fp0_fpdeep_line_buffer0_r_hm1 + 1) - fpdeep_fp0_fpdeep_line_buffer0_lo);
+    elsif (fpdeep_fp0_fpdeep_line_buffer0_rr >= fpdeep_fp0_fpdeep_line_buffer0_r_p) then
+        fpdeep_fp0_fpdeep_line_buffer0_dec <= to_unsigned(1, 5);
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_dec <= to_unsigned(0, 5);
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_rfire;
+
+
+fpdeep_fp0_fpdeep_line_buffer0_dd <= (fpdeep_fp0_fpdeep_line_buffer0_rrow - fpdeep_fp0_fpdeep_line_buffer0_lo);
+fpdeep_fp0_fpdeep_line_buffer0_sbr <= ((fpdeep_fp0_fpdeep_line_buffer0_rsl + fpdeep_fp0_fpdeep_line_buffer0_dd) + fpdeep_fp0_fpdeep_line_buffer0_r_off);
+
+fpdeep_fp0_fpdeep_line_buffer0_rslot2: process (fpdeep_fp0_fpdeep_line_buffer0_sbr) is
+begin
+    if (signed(resize(fpdeep_fp0_fpdeep_line_buffer0_sbr, 6)) >= (2 * 5)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot0 <= resize(unsigned(signed(resize(fpdeep_fp0_fpdeep_line_buffer0_sbr, 6)) - (2 * 5)), 5);
+    elsif (fpdeep_fp0_fpdeep_line_buffer0_sbr >= 5) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot0 <= (fpdeep_fp0_fpdeep_line_buffer0_sbr - 5);
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot0 <= fpdeep_fp0_fpdeep_line_buffer0_sbr;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_rslot2;
+
+
+fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_mb <= stdl(((fpdeep_fp0_fpdeep_line_buffer0_rrow + 0) >= fpdeep_fp0_fpdeep_line_buffer0_r_p) and ((fpdeep_fp0_fpdeep_line_buffer0_rrow + 0) < fpdeep_fp0_fpdeep_line_buffer0_r_hp));
+
+
+fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_mb <= stdl(((fpdeep_fp0_fpdeep_line_buffer0_rrow + 1) >= fpdeep_fp0_fpdeep_line_buffer0_r_p) and ((fpdeep_fp0_fpdeep_line_buffer0_rrow + 1) < fpdeep_fp0_fpdeep_line_buffer0_r_hp));
+
+
+fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_mb <= stdl(((fpdeep_fp0_fpdeep_line_buffer0_rrow + 2) >= fpdeep_fp0_fpdeep_line_buffer0_r_p) and ((fpdeep_fp0_fpdeep_line_buffer0_rrow + 2) < fpdeep_fp0_fpdeep_line_buffer0_r_hp));
+
+
+fpdeep_fp0_fpdeep_line_buffer0_mask0 <= fpdeep_fp0_fpdeep_line_buffer0_mcat;
 
 fpdeep_fp0_fpdeep_line_buffer0_ctl: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            fpdeep_fp0_fpdeep_line_buffer0_wlast <= to_unsigned(0, 4);
-            fpdeep_fp0_fpdeep_line_buffer0_hlast <= to_unsigned(0, 4);
-            fpdeep_fp0_fpdeep_line_buffer0_pad_r <= to_unsigned(0, 4);
-            fpdeep_fp0_lb_done <= '0';
+            fpdeep_fp0_fpdeep_line_buffer0_errq <= '0';
+            fpdeep_fp0_fpdeep_line_buffer0_r_w <= to_unsigned(0, 4);
+            fpdeep_fp0_lb_done_unused <= '0';
+            fpdeep_fp0_fpdeep_line_buffer0_r_hm1 <= to_unsigned(0, 5);
             fp_cerr <= '0';
-            fpdeep_fp0_fpdeep_line_buffer0_r0 <= to_unsigned(0, 4);
+            fpdeep_fp0_fpdeep_line_buffer0_rsl <= to_unsigned(0, 5);
+            fpdeep_fp0_fpdeep_line_buffer0_g_hp <= to_unsigned(0, 5);
+            fpdeep_fp0_fpdeep_line_buffer0_r_wo1 <= to_unsigned(0, 4);
+            fpdeep_fp0_fpdeep_line_buffer0_rpend <= '0';
+            fpdeep_fp0_fpdeep_line_buffer0_hq <= to_unsigned(0, 4);
+            fpdeep_fp0_fpdeep_line_buffer0_ract <= '0';
+            fpdeep_fp0_fpdeep_line_buffer0_g_off <= to_unsigned(0, 5);
+            fpdeep_fp0_fpdeep_line_buffer0_jj <= to_unsigned(0, 4);
             fp_rerr <= '0';
-            fpdeep_fp0_lb_busy <= '0';
-            fpdeep_fp0_fpdeep_line_buffer0_cend_m1 <= to_unsigned(0, 4);
-            fpdeep_fp0_fpdeep_line_buffer0_running <= '0';
-            fpdeep_fp0_fpdeep_line_buffer0_c0 <= to_unsigned(0, 4);
-            fpdeep_fp0_fpdeep_line_buffer0_cend <= to_unsigned(0, 4);
-            fpdeep_fp0_fpdeep_line_buffer0_pad_c <= to_unsigned(0, 4);
-            fpdeep_fp0_fpdeep_line_buffer0_rend <= to_unsigned(0, 4);
+            fpdeep_fp0_fpdeep_line_buffer0_nfull <= to_unsigned(0, 5);
+            fpdeep_fp0_fpdeep_line_buffer0_rr <= to_unsigned(0, 5);
+            fpdeep_fp0_fpdeep_line_buffer0_g_hm1 <= to_unsigned(0, 5);
+            fpdeep_fp0_fpdeep_line_buffer0_wcol <= to_unsigned(0, 4);
+            fpdeep_fp0_fpdeep_line_buffer0_wbusy <= '0';
+            fpdeep_fp0_fpdeep_line_buffer0_g_p <= to_unsigned(0, 5);
+            fpdeep_fp0_fpdeep_line_buffer0_wslot <= to_unsigned(0, 3);
+            fpdeep_fp0_fpdeep_line_buffer0_r_off <= to_unsigned(0, 5);
+            fpdeep_fp0_fpdeep_line_buffer0_g_wm1 <= to_unsigned(0, 4);
+            fpdeep_fp0_fpdeep_line_buffer0_g_wo1 <= to_unsigned(0, 4);
+            fpdeep_fp0_fpdeep_line_buffer0_g_hc <= to_unsigned(0, 4);
+            fpdeep_fp0_fpdeep_line_buffer0_g_ho1 <= to_unsigned(0, 5);
+            fpdeep_fp0_fpdeep_line_buffer0_g_w <= to_unsigned(0, 4);
+            fpdeep_fp0_fpdeep_line_buffer0_r_p <= to_unsigned(0, 5);
+            fpdeep_fp0_fpdeep_line_buffer0_r_ho1 <= to_unsigned(0, 5);
+            fpdeep_fp0_fpdeep_line_buffer0_r_hc <= to_unsigned(0, 4);
+            fpdeep_fp0_fpdeep_line_buffer0_r_hp <= to_unsigned(0, 5);
+            fpdeep_fp0_fpdeep_line_buffer0_lo <= to_unsigned(0, 5);
+            fpdeep_fp0_fpdeep_line_buffer0_wrow <= to_unsigned(0, 5);
         else
-            fpdeep_fp0_lb_done <= '0';
-            if (bool(fpdeep_fp0_lb_start) and (not bool(fpdeep_fp0_lb_busy))) then
+            fpdeep_fp0_lb_done_unused <= '0';
+            if bool(fpdeep_fp0_fpdeep_line_buffer0_accept) then
                 fp_rerr <= '0';
                 if bool(fpdeep_fp0_fpdeep_line_buffer0_cbad) then
                     fp_cerr <= '1';
-                    fpdeep_fp0_lb_done <= '1';
-                else
-                    fp_cerr <= '0';
-                    fpdeep_fp0_lb_busy <= '1';
-                    fpdeep_fp0_fpdeep_line_buffer0_running <= '1';
-                    fpdeep_fp0_fpdeep_line_buffer0_pad_c <= fpdeep_fp0_fpdeep_line_buffer0_pe_c;
-                    fpdeep_fp0_fpdeep_line_buffer0_cend <= (fpdeep_fp0_fpdeep_line_buffer0_we_c + fpdeep_fp0_fpdeep_line_buffer0_pe_c);
-                    fpdeep_fp0_fpdeep_line_buffer0_cend_m1 <= ((fpdeep_fp0_fpdeep_line_buffer0_we_c + fpdeep_fp0_fpdeep_line_buffer0_pe_c) - 1);
-                    fpdeep_fp0_fpdeep_line_buffer0_wlast <= (fpdeep_fp0_fpdeep_line_buffer0_wsum - 1);
-                    fpdeep_fp0_fpdeep_line_buffer0_pad_r <= fpdeep_fp0_fpdeep_line_buffer0_pe_rr;
-                    fpdeep_fp0_fpdeep_line_buffer0_rend <= (fpdeep_fp0_fpdeep_line_buffer0_he_r + fpdeep_fp0_fpdeep_line_buffer0_pe_rr);
-                    fpdeep_fp0_fpdeep_line_buffer0_hlast <= (fpdeep_fp0_fpdeep_line_buffer0_hsum - 1);
-                    fpdeep_fp0_fpdeep_line_buffer0_r0 <= to_unsigned(0, 4);
-                    fpdeep_fp0_fpdeep_line_buffer0_c0 <= to_unsigned(0, 4);
-                end if;
-            end if;
-            if bool(fpdeep_fp0_fpdeep_line_buffer0_fire) then
-                if (bool(fpdeep_fp0_fpdeep_line_buffer0_in_img) and (s_axis_pix_tlast /= stdl(fpdeep_fp0_fpdeep_line_buffer0_c0 = fpdeep_fp0_fpdeep_line_buffer0_cend_m1))) then
-                    fp_rerr <= '1';
-                end if;
-                if (fpdeep_fp0_fpdeep_line_buffer0_c0 = fpdeep_fp0_fpdeep_line_buffer0_wlast) then
-                    fpdeep_fp0_fpdeep_line_buffer0_c0 <= to_unsigned(0, 4);
-                    if (fpdeep_fp0_fpdeep_line_buffer0_r0 = fpdeep_fp0_fpdeep_line_buffer0_hlast) then
-                        fpdeep_fp0_fpdeep_line_buffer0_r0 <= to_unsigned(0, 4);
-                        fpdeep_fp0_fpdeep_line_buffer0_running <= '0';
+                    if bool(fpdeep_fp0_fpdeep_line_buffer0_fin_pop) then
+                        fpdeep_fp0_fpdeep_line_buffer0_errq <= '1';
                     else
-                        fpdeep_fp0_fpdeep_line_buffer0_r0 <= (fpdeep_fp0_fpdeep_line_buffer0_r0 + 1);
+                        fpdeep_fp0_lb_done_unused <= '1';
                     end if;
                 else
-                    fpdeep_fp0_fpdeep_line_buffer0_c0 <= (fpdeep_fp0_fpdeep_line_buffer0_c0 + 1);
+                    fp_cerr <= '0';
+                    fpdeep_fp0_fpdeep_line_buffer0_wbusy <= '1';
+                    fpdeep_fp0_fpdeep_line_buffer0_rpend <= '1';
+                    fpdeep_fp0_fpdeep_line_buffer0_wcol <= to_unsigned(0, 4);
+                    fpdeep_fp0_fpdeep_line_buffer0_wrow <= to_unsigned(0, 5);
+                    fpdeep_fp0_fpdeep_line_buffer0_g_w <= fpdeep_fp0_fpdeep_line_buffer0_we_c;
+                    fpdeep_fp0_fpdeep_line_buffer0_g_wm1 <= (fpdeep_fp0_fpdeep_line_buffer0_we_c - 1);
+                    fpdeep_fp0_fpdeep_line_buffer0_g_hc <= resize(unsigned((3 - 1) - signed(resize(fpdeep_fp0_fpdeep_line_buffer0_pe_c, 5))), 4);
+                    fpdeep_fp0_fpdeep_line_buffer0_g_wo1 <= (fpdeep_fp0_fpdeep_line_buffer0_wsum - 3);
+                    fpdeep_fp0_fpdeep_line_buffer0_g_hm1 <= (fpdeep_fp0_fpdeep_line_buffer0_he_r - 1);
+                    fpdeep_fp0_fpdeep_line_buffer0_g_ho1 <= (fpdeep_fp0_fpdeep_line_buffer0_hsum - 3);
+                    fpdeep_fp0_fpdeep_line_buffer0_g_hp <= (fpdeep_fp0_fpdeep_line_buffer0_he_r + fpdeep_fp0_fpdeep_line_buffer0_pe_r);
+                    fpdeep_fp0_fpdeep_line_buffer0_g_p <= fpdeep_fp0_fpdeep_line_buffer0_pe_r;
+                    fpdeep_fp0_fpdeep_line_buffer0_g_off <= (5 - fpdeep_fp0_fpdeep_line_buffer0_pe_r);
+                end if;
+            elsif (bool(fpdeep_fp0_fpdeep_line_buffer0_errq) and (not bool(fpdeep_fp0_fpdeep_line_buffer0_fin_pop))) then
+                fpdeep_fp0_fpdeep_line_buffer0_errq <= '0';
+                fpdeep_fp0_lb_done_unused <= '1';
+            end if;
+            if bool(fpdeep_fp0_fpdeep_line_buffer0_fin_pop) then
+                fpdeep_fp0_lb_done_unused <= '1';
+            end if;
+            if bool(fpdeep_fp0_fpdeep_line_buffer0_wfire) then
+                if (s_axis_pix_tlast /= stdl(fpdeep_fp0_fpdeep_line_buffer0_wcol = fpdeep_fp0_fpdeep_line_buffer0_g_wm1)) then
+                    fp_rerr <= '1';
+                end if;
+                if (fpdeep_fp0_fpdeep_line_buffer0_wcol = fpdeep_fp0_fpdeep_line_buffer0_g_wm1) then
+                    fpdeep_fp0_fpdeep_line_buffer0_wcol <= to_unsigned(0, 4);
+                    if (signed(resize(fpdeep_fp0_fpdeep_line_buffer0_wslot, 4)) = (5 - 1)) then
+                        fpdeep_fp0_fpdeep_line_buffer0_wslot <= to_unsigned(0, 3);
+                    else
+                        fpdeep_fp0_fpdeep_line_buffer0_wslot <= (fpdeep_fp0_fpdeep_line_buffer0_wslot + 1);
+                    end if;
+                    if (fpdeep_fp0_fpdeep_line_buffer0_wrow = fpdeep_fp0_fpdeep_line_buffer0_g_hm1) then
+                        fpdeep_fp0_fpdeep_line_buffer0_wrow <= to_unsigned(0, 5);
+                        fpdeep_fp0_fpdeep_line_buffer0_wbusy <= '0';
+                    else
+                        fpdeep_fp0_fpdeep_line_buffer0_wrow <= (fpdeep_fp0_fpdeep_line_buffer0_wrow + 1);
+                    end if;
+                else
+                    fpdeep_fp0_fpdeep_line_buffer0_wcol <= (fpdeep_fp0_fpdeep_line_buffer0_wcol + 1);
                 end if;
             end if;
-            if bool(fpdeep_fp0_fpdeep_line_buffer0_out_final_pop) then
-                fpdeep_fp0_lb_busy <= '0';
-                fpdeep_fp0_lb_done <= '1';
+            if (bool(fpdeep_fp0_fpdeep_line_buffer0_wf) and bool(fpdeep_fp0_fpdeep_line_buffer0_lastj)) then
+                if (bool(fpdeep_fp0_fpdeep_line_buffer0_wfire) and (fpdeep_fp0_fpdeep_line_buffer0_wcol = fpdeep_fp0_fpdeep_line_buffer0_g_wm1)) then
+                    fpdeep_fp0_fpdeep_line_buffer0_nfull <= ((fpdeep_fp0_fpdeep_line_buffer0_nfull + 1) - fpdeep_fp0_fpdeep_line_buffer0_dec);
+                else
+                    fpdeep_fp0_fpdeep_line_buffer0_nfull <= (fpdeep_fp0_fpdeep_line_buffer0_nfull - fpdeep_fp0_fpdeep_line_buffer0_dec);
+                end if;
+                if ((fpdeep_fp0_fpdeep_line_buffer0_rsl + fpdeep_fp0_fpdeep_line_buffer0_dec) >= 5) then
+                    fpdeep_fp0_fpdeep_line_buffer0_rsl <= ((fpdeep_fp0_fpdeep_line_buffer0_rsl + fpdeep_fp0_fpdeep_line_buffer0_dec) - 5);
+                else
+                    fpdeep_fp0_fpdeep_line_buffer0_rsl <= (fpdeep_fp0_fpdeep_line_buffer0_rsl + fpdeep_fp0_fpdeep_line_buffer0_dec);
+                end if;
+            elsif (bool(fpdeep_fp0_fpdeep_line_buffer0_wfire) and (fpdeep_fp0_fpdeep_line_buffer0_wcol = fpdeep_fp0_fpdeep_line_buffer0_g_wm1)) then
+                fpdeep_fp0_fpdeep_line_buffer0_nfull <= (fpdeep_fp0_fpdeep_line_buffer0_nfull + 1);
+            end if;
+            if ((not bool(fpdeep_fp0_fpdeep_line_buffer0_ract)) and bool(fpdeep_fp0_fpdeep_line_buffer0_rpend)) then
+                fpdeep_fp0_fpdeep_line_buffer0_ract <= '1';
+                fpdeep_fp0_fpdeep_line_buffer0_rpend <= '0';
+                fpdeep_fp0_fpdeep_line_buffer0_r_w <= fpdeep_fp0_fpdeep_line_buffer0_g_w;
+                fpdeep_fp0_fpdeep_line_buffer0_r_hc <= fpdeep_fp0_fpdeep_line_buffer0_g_hc;
+                fpdeep_fp0_fpdeep_line_buffer0_r_wo1 <= fpdeep_fp0_fpdeep_line_buffer0_g_wo1;
+                fpdeep_fp0_fpdeep_line_buffer0_r_hm1 <= fpdeep_fp0_fpdeep_line_buffer0_g_hm1;
+                fpdeep_fp0_fpdeep_line_buffer0_r_ho1 <= fpdeep_fp0_fpdeep_line_buffer0_g_ho1;
+                fpdeep_fp0_fpdeep_line_buffer0_r_hp <= fpdeep_fp0_fpdeep_line_buffer0_g_hp;
+                fpdeep_fp0_fpdeep_line_buffer0_r_p <= fpdeep_fp0_fpdeep_line_buffer0_g_p;
+                fpdeep_fp0_fpdeep_line_buffer0_r_off <= fpdeep_fp0_fpdeep_line_buffer0_g_off;
+                fpdeep_fp0_fpdeep_line_buffer0_rr <= to_unsigned(0, 5);
+                fpdeep_fp0_fpdeep_line_buffer0_jj <= to_unsigned(0, 4);
+                fpdeep_fp0_fpdeep_line_buffer0_hq <= to_unsigned(0, 4);
+                fpdeep_fp0_fpdeep_line_buffer0_lo <= to_unsigned(0, 5);
+            end if;
+            if bool(fpdeep_fp0_fpdeep_line_buffer0_hf) then
+                fpdeep_fp0_fpdeep_line_buffer0_hq <= (fpdeep_fp0_fpdeep_line_buffer0_hq + 1);
+            end if;
+            if bool(fpdeep_fp0_fpdeep_line_buffer0_wf) then
+                if (fpdeep_fp0_fpdeep_line_buffer0_jj = 0) then
+                    fpdeep_fp0_fpdeep_line_buffer0_hq <= to_unsigned(0, 4);
+                end if;
+                if bool(fpdeep_fp0_fpdeep_line_buffer0_lastj) then
+                    fpdeep_fp0_fpdeep_line_buffer0_jj <= to_unsigned(0, 4);
+                    if bool(fpdeep_fp0_fpdeep_line_buffer0_lastr) then
+                        fpdeep_fp0_fpdeep_line_buffer0_ract <= '0';
+                        fpdeep_fp0_fpdeep_line_buffer0_lo <= to_unsigned(0, 5);
+                    else
+                        fpdeep_fp0_fpdeep_line_buffer0_rr <= (fpdeep_fp0_fpdeep_line_buffer0_rr + 1);
+                        fpdeep_fp0_fpdeep_line_buffer0_lo <= (fpdeep_fp0_fpdeep_line_buffer0_lo + fpdeep_fp0_fpdeep_line_buffer0_dec);
+                    end if;
+                else
+                    fpdeep_fp0_fpdeep_line_buffer0_jj <= (fpdeep_fp0_fpdeep_line_buffer0_jj + 1);
+                end if;
             end if;
         end if;
     end if;
 end process fpdeep_fp0_fpdeep_line_buffer0_ctl;
 
-fpdeep_fp0_fpdeep_line_buffer0_ram: process (clk) is
+fpdeep_fp0_fpdeep_line_buffer0_row_ram0_ram: process (clk) is
 begin
     if rising_edge(clk) then
-        if bool(fpdeep_fp0_fpdeep_line_buffer0_wen) then
-            fpdeep_fp0_fpdeep_line_buffer0_mem(to_integer(fpdeep_fp0_fpdeep_line_buffer0_c1)) <= fpdeep_fp0_fpdeep_line_buffer0_wdat;
+        if (bool(fpdeep_fp0_fpdeep_line_buffer0_wfire) and (fpdeep_fp0_fpdeep_line_buffer0_wslot = 0)) then
+            fpdeep_fp0_fpdeep_line_buffer0_row_ram0_mem(to_integer(fpdeep_fp0_fpdeep_line_buffer0_wadr)) <= s_axis_pix_tdata_num;
         end if;
-        if bool(fpdeep_fp0_fpdeep_line_buffer0_fire) then
-            fpdeep_fp0_fpdeep_line_buffer0_rd <= fpdeep_fp0_fpdeep_line_buffer0_mem(to_integer(fpdeep_fp0_fpdeep_line_buffer0_c0));
+        if bool(fpdeep_fp0_fpdeep_line_buffer0_rden) then
+            fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd <= fpdeep_fp0_fpdeep_line_buffer0_row_ram0_mem(to_integer(fpdeep_fp0_fpdeep_line_buffer0_rdad));
         end if;
     end if;
-end process fpdeep_fp0_fpdeep_line_buffer0_ram;
+end process fpdeep_fp0_fpdeep_line_buffer0_row_ram0_ram;
+
+fpdeep_fp0_fpdeep_line_buffer0_row_ram1_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (bool(fpdeep_fp0_fpdeep_line_buffer0_wfire) and (fpdeep_fp0_fpdeep_line_buffer0_wslot = 1)) then
+            fpdeep_fp0_fpdeep_line_buffer0_row_ram1_mem(to_integer(fpdeep_fp0_fpdeep_line_buffer0_wadr)) <= s_axis_pix_tdata_num;
+        end if;
+        if bool(fpdeep_fp0_fpdeep_line_buffer0_rden) then
+            fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd <= fpdeep_fp0_fpdeep_line_buffer0_row_ram1_mem(to_integer(fpdeep_fp0_fpdeep_line_buffer0_rdad));
+        end if;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_row_ram1_ram;
+
+fpdeep_fp0_fpdeep_line_buffer0_row_ram2_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (bool(fpdeep_fp0_fpdeep_line_buffer0_wfire) and (fpdeep_fp0_fpdeep_line_buffer0_wslot = 2)) then
+            fpdeep_fp0_fpdeep_line_buffer0_row_ram2_mem(to_integer(fpdeep_fp0_fpdeep_line_buffer0_wadr)) <= s_axis_pix_tdata_num;
+        end if;
+        if bool(fpdeep_fp0_fpdeep_line_buffer0_rden) then
+            fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd <= fpdeep_fp0_fpdeep_line_buffer0_row_ram2_mem(to_integer(fpdeep_fp0_fpdeep_line_buffer0_rdad));
+        end if;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_row_ram2_ram;
+
+fpdeep_fp0_fpdeep_line_buffer0_row_ram3_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (bool(fpdeep_fp0_fpdeep_line_buffer0_wfire) and (fpdeep_fp0_fpdeep_line_buffer0_wslot = 3)) then
+            fpdeep_fp0_fpdeep_line_buffer0_row_ram3_mem(to_integer(fpdeep_fp0_fpdeep_line_buffer0_wadr)) <= s_axis_pix_tdata_num;
+        end if;
+        if bool(fpdeep_fp0_fpdeep_line_buffer0_rden) then
+            fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd <= fpdeep_fp0_fpdeep_line_buffer0_row_ram3_mem(to_integer(fpdeep_fp0_fpdeep_line_buffer0_rdad));
+        end if;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_row_ram3_ram;
+
+fpdeep_fp0_fpdeep_line_buffer0_row_ram4_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (bool(fpdeep_fp0_fpdeep_line_buffer0_wfire) and (fpdeep_fp0_fpdeep_line_buffer0_wslot = 4)) then
+            fpdeep_fp0_fpdeep_line_buffer0_row_ram4_mem(to_integer(fpdeep_fp0_fpdeep_line_buffer0_wadr)) <= s_axis_pix_tdata_num;
+        end if;
+        if bool(fpdeep_fp0_fpdeep_line_buffer0_rden) then
+            fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd <= fpdeep_fp0_fpdeep_line_buffer0_row_ram4_mem(to_integer(fpdeep_fp0_fpdeep_line_buffer0_rdad));
+        end if;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_row_ram4_ram;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_add0_add: process (fpdeep_fp0_fpdeep_line_buffer0_slot0) is
+begin
+    if ((fpdeep_fp0_fpdeep_line_buffer0_slot0 + 0) >= 5) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_add0_y <= ((fpdeep_fp0_fpdeep_line_buffer0_slot0 + 0) - 5);
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_add0_y <= (fpdeep_fp0_fpdeep_line_buffer0_slot0 + 0);
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_add0_add;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_add1_add: process (fpdeep_fp0_fpdeep_line_buffer0_slot0) is
+begin
+    if ((fpdeep_fp0_fpdeep_line_buffer0_slot0 + 1) >= 5) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_add1_y <= ((fpdeep_fp0_fpdeep_line_buffer0_slot0 + 1) - 5);
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_add1_y <= (fpdeep_fp0_fpdeep_line_buffer0_slot0 + 1);
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_add1_add;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_add2_add: process (fpdeep_fp0_fpdeep_line_buffer0_slot0) is
+begin
+    if ((fpdeep_fp0_fpdeep_line_buffer0_slot0 + 2) >= 5) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_add2_y <= ((fpdeep_fp0_fpdeep_line_buffer0_slot0 + 2) - 5);
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_add2_y <= (fpdeep_fp0_fpdeep_line_buffer0_slot0 + 2);
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_add2_add;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y <= to_unsigned(0, 5);
+        else
+            if bool(fpdeep_fp0_fpdeep_line_buffer0_en) then
+                fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_add0_y;
+            end if;
+        end if;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_st;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y <= to_unsigned(0, 5);
+        else
+            if bool(fpdeep_fp0_fpdeep_line_buffer0_en) then
+                fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_add1_y;
+            end if;
+        end if;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_st;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y <= to_unsigned(0, 5);
+        else
+            if bool(fpdeep_fp0_fpdeep_line_buffer0_en) then
+                fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_add2_y;
+            end if;
+        end if;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_st;
 
 fpdeep_fp0_fpdeep_line_buffer0_st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
+            fpdeep_fp0_fpdeep_line_buffer0_v1h <= '0';
             fpdeep_fp0_fpdeep_line_buffer0_fin1 <= '0';
-            fpdeep_fp0_fpdeep_line_buffer0_wv1 <= '0';
-            fpdeep_fp0_fpdeep_line_buffer0_v1 <= '0';
+            fpdeep_fp0_fpdeep_line_buffer0_t1 <= '0';
+            fpdeep_fp0_fpdeep_line_buffer0_f1 <= '0';
+            fpdeep_fp0_fpdeep_line_buffer0_v1w <= '0';
             fpdeep_fp0_fpdeep_line_buffer0_last1 <= '0';
-            fpdeep_fp0_fpdeep_line_buffer0_c1 <= to_unsigned(0, 4);
-            fpdeep_fp0_fpdeep_line_buffer0_pix1 <= to_unsigned(0, 32);
+            fpdeep_fp0_fpdeep_line_buffer0_hz1 <= '0';
+            fpdeep_fp0_fpdeep_line_buffer0_m1 <= to_unsigned(0, 3);
         else
             if bool(fpdeep_fp0_fpdeep_line_buffer0_en) then
-                fpdeep_fp0_fpdeep_line_buffer0_v1 <= fpdeep_fp0_fpdeep_line_buffer0_fire;
-                if bool(fpdeep_fp0_fpdeep_line_buffer0_fire) then
-                    fpdeep_fp0_fpdeep_line_buffer0_pix1 <= fpdeep_fp0_fpdeep_line_buffer0_pix0;
-                    fpdeep_fp0_fpdeep_line_buffer0_c1 <= fpdeep_fp0_fpdeep_line_buffer0_c0;
-                    fpdeep_fp0_fpdeep_line_buffer0_wv1 <= fpdeep_fp0_fpdeep_line_buffer0_wv0;
-                    fpdeep_fp0_fpdeep_line_buffer0_last1 <= fpdeep_fp0_fpdeep_line_buffer0_last0;
-                    fpdeep_fp0_fpdeep_line_buffer0_fin1 <= fpdeep_fp0_fpdeep_line_buffer0_fin0;
-                end if;
+                fpdeep_fp0_fpdeep_line_buffer0_v1w <= fpdeep_fp0_fpdeep_line_buffer0_wf;
+                fpdeep_fp0_fpdeep_line_buffer0_v1h <= fpdeep_fp0_fpdeep_line_buffer0_hf;
+                fpdeep_fp0_fpdeep_line_buffer0_t1 <= fpdeep_fp0_fpdeep_line_buffer0_tailw;
+                fpdeep_fp0_fpdeep_line_buffer0_f1 <= fpdeep_fp0_fpdeep_line_buffer0_first;
+                fpdeep_fp0_fpdeep_line_buffer0_last1 <= fpdeep_fp0_fpdeep_line_buffer0_lastj;
+                fpdeep_fp0_fpdeep_line_buffer0_fin1 <= stdl(bool(fpdeep_fp0_fpdeep_line_buffer0_lastj) and bool(fpdeep_fp0_fpdeep_line_buffer0_lastr));
+                fpdeep_fp0_fpdeep_line_buffer0_hz1 <= stdl(fpdeep_fp0_fpdeep_line_buffer0_hq >= fpdeep_fp0_fpdeep_line_buffer0_r_w);
+                fpdeep_fp0_fpdeep_line_buffer0_m1 <= fpdeep_fp0_fpdeep_line_buffer0_mask0;
             end if;
         end if;
     end if;
 end process fpdeep_fp0_fpdeep_line_buffer0_st1;
 
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux20_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y, fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y(1-1 downto 0)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_o <= fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_o <= fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux20_m;
 
-fpdeep_fp0_fpdeep_line_buffer0_wen <= stdl(bool(fpdeep_fp0_fpdeep_line_buffer0_en) and bool(fpdeep_fp0_fpdeep_line_buffer0_v1));
-fpdeep_fp0_fpdeep_line_buffer0_wdat <= unsigned'(fpdeep_fp0_fpdeep_line_buffer0_pix1 & fpdeep_fp0_fpdeep_line_buffer0_rd(64-1 downto 32));
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y, fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y(1-1 downto 0)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y(1-1 downto 0)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_o, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_y) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y(2-1 downto 1)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_y;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_o;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y(2-1 downto 1)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_y;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y(3-1 downto 2)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_y;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y(4-1 downto 3)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux27_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y(5-1 downto 4)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux27_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux28_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y, fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y(1-1 downto 0)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_o <= fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_o <= fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux28_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y, fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y(1-1 downto 0)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y(1-1 downto 0)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_o, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_y) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y(2-1 downto 1)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_y;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_o;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y(2-1 downto 1)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y(3-1 downto 2)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y(4-1 downto 3)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux215_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y(5-1 downto 4)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_y;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux215_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux216_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y, fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y(1-1 downto 0)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_o <= fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_o <= fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux216_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y, fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y(1-1 downto 0)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y(1-1 downto 0)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_o, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y(2-1 downto 1)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_o;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y(2-1 downto 1)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_y) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y(3-1 downto 2)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_y;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y(4-1 downto 3)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_y;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux223_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y(5-1 downto 4)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_y;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux223_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_pix_mask0_pm: process (fpdeep_fp0_fpdeep_line_buffer0_hz1, fpdeep_fp0_fpdeep_line_buffer0_m1, fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_y) is
+begin
+    if (bool(fpdeep_fp0_fpdeep_line_buffer0_m1(0)) and (not bool(fpdeep_fp0_fpdeep_line_buffer0_hz1))) then
+        fpdeep_fp0_fpdeep_line_buffer0_pix_mask0_o <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_y;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_pix_mask0_o <= to_unsigned(0, 32);
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_pix_mask0_pm;
+
+fpdeep_fp0_fpdeep_line_buffer0_pix_mask1_pm: process (fpdeep_fp0_fpdeep_line_buffer0_hz1, fpdeep_fp0_fpdeep_line_buffer0_m1, fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_y) is
+begin
+    if (bool(fpdeep_fp0_fpdeep_line_buffer0_m1(1)) and (not bool(fpdeep_fp0_fpdeep_line_buffer0_hz1))) then
+        fpdeep_fp0_fpdeep_line_buffer0_pix_mask1_o <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_y;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_pix_mask1_o <= to_unsigned(0, 32);
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_pix_mask1_pm;
+
+fpdeep_fp0_fpdeep_line_buffer0_pix_mask2_pm: process (fpdeep_fp0_fpdeep_line_buffer0_hz1, fpdeep_fp0_fpdeep_line_buffer0_m1, fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_y) is
+begin
+    if (bool(fpdeep_fp0_fpdeep_line_buffer0_m1(2)) and (not bool(fpdeep_fp0_fpdeep_line_buffer0_hz1))) then
+        fpdeep_fp0_fpdeep_line_buffer0_pix_mask2_o <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_y;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_pix_mask2_o <= to_unsigned(0, 32);
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_pix_mask2_pm;
+
+fpdeep_fp0_fpdeep_line_buffer0_wsel: process (fpdeep_fp0_fpdeep_line_buffer0_hist, fpdeep_fp0_fpdeep_line_buffer0_t1, fpdeep_fp0_fpdeep_line_buffer0_f1, fpdeep_fp0_fpdeep_line_buffer0_nh, fpdeep_fp0_fpdeep_line_buffer0_col) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_t1) then
+        fpdeep_fp0_fpdeep_line_buffer0_colw <= to_unsigned(0, 96);
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_colw <= fpdeep_fp0_fpdeep_line_buffer0_col;
+    end if;
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_f1) then
+        fpdeep_fp0_fpdeep_line_buffer0_hsel <= fpdeep_fp0_fpdeep_line_buffer0_nh;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_hsel <= fpdeep_fp0_fpdeep_line_buffer0_hist;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_wsel;
 
 
-fpdeep_fp0_fpdeep_line_buffer0_col <= unsigned'(fpdeep_fp0_fpdeep_line_buffer0_pix1 & fpdeep_fp0_fpdeep_line_buffer0_rd);
+fpdeep_fp0_fpdeep_line_buffer0_hnext <= unsigned'(fpdeep_fp0_fpdeep_line_buffer0_colw & fpdeep_fp0_fpdeep_line_buffer0_hsel(192-1 downto 96));
+fpdeep_fp0_fpdeep_line_buffer0_nhnext <= unsigned'(fpdeep_fp0_fpdeep_line_buffer0_col & fpdeep_fp0_fpdeep_line_buffer0_nh(192-1 downto 96));
 
 fpdeep_fp0_fpdeep_line_buffer0_wreg: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
             fpdeep_fp0_fpdeep_line_buffer0_hist <= to_unsigned(0, 192);
+            fpdeep_fp0_fpdeep_line_buffer0_nh <= to_unsigned(0, 192);
         else
-            if (bool(fpdeep_fp0_fpdeep_line_buffer0_en) and bool(fpdeep_fp0_fpdeep_line_buffer0_v1)) then
+            if (bool(fpdeep_fp0_fpdeep_line_buffer0_en) and bool(fpdeep_fp0_fpdeep_line_buffer0_v1w)) then
                 fpdeep_fp0_fpdeep_line_buffer0_hist <= fpdeep_fp0_fpdeep_line_buffer0_hnext;
+            end if;
+            if bool(fpdeep_fp0_fpdeep_line_buffer0_en) then
+                if (bool(fpdeep_fp0_fpdeep_line_buffer0_v1w) and bool(fpdeep_fp0_fpdeep_line_buffer0_f1)) then
+                    fpdeep_fp0_fpdeep_line_buffer0_nh <= to_unsigned(0, 192);
+                elsif bool(fpdeep_fp0_fpdeep_line_buffer0_v1h) then
+                    fpdeep_fp0_fpdeep_line_buffer0_nh <= fpdeep_fp0_fpdeep_line_buffer0_nhnext;
+                end if;
             end if;
         end if;
     end if;
 end process fpdeep_fp0_fpdeep_line_buffer0_wreg;
 
 
-fpdeep_fp0_fpdeep_line_buffer0_push <= stdl(bool(fpdeep_fp0_fpdeep_line_buffer0_en) and bool(fpdeep_fp0_fpdeep_line_buffer0_v1) and bool(fpdeep_fp0_fpdeep_line_buffer0_wv1));
+fpdeep_fp0_fpdeep_line_buffer0_push <= stdl(bool(fpdeep_fp0_fpdeep_line_buffer0_en) and bool(fpdeep_fp0_fpdeep_line_buffer0_v1w));
 fpdeep_fp0_fpdeep_line_buffer0_fin_u <= to_unsigned(fpdeep_fp0_fpdeep_line_buffer0_fin1, 1);
-fpdeep_fp0_fpdeep_line_buffer0_out_final_pop <= stdl(bool(fpdeep_fp0_win_v) and bool(fpdeep_fp0_win_r) and bool(fpdeep_fp0_fpdeep_line_buffer0_mfin(0)));
+fpdeep_fp0_fpdeep_line_buffer0_fin_pop <= stdl(bool(fpdeep_fp0_win_v) and bool(fpdeep_fp0_win_r) and bool(fpdeep_fp0_fpdeep_line_buffer0_mfin(0)));
+fpdeep_fp0_win_u <= fpdeep_fp0_fpdeep_line_buffer0_mfin(0);
 
 fpdeep_fp0_fpdeep_line_buffer0_out_fifo20_seq: process (clk) is
     variable pop: std_logic;
@@ -3522,20 +4399,22 @@ fpdeep_fp0_wfire <= stdl(bool(fpdeep_fp0_en) and bool(fpw_v));
 fpdeep_fp0_bfire <= stdl(bool(fpdeep_fp0_en) and bool(fpb_v));
 fpdeep_fp0_win_r <= stdl(bool(fpdeep_fp0_en) and (not bool(fpw_v)) and (not bool(fpb_v)));
 fpdeep_fp0_fire <= stdl(bool(fpdeep_fp0_en) and bool(fpdeep_fp0_win_v) and (not bool(fpw_v)) and (not bool(fpb_v)));
-fpdeep_fp0_lb_start <= stdl(bool(fp_start) and (not bool(fp_busy)) and (not bool(fpdeep_fp0_lb_busy)));
+fpdeep_fp0_lb_start <= stdl(bool(fp_start) and (not bool(fpdeep_fp0_ibusy)));
 
 fpdeep_fp0_inreg: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
+            fpdeep_fp0_xl <= '0';
             fpdeep_fp0_xr <= to_unsigned(0, 288);
-            fpdeep_fp0_v0 <= to_unsigned(0, 2);
+            fpdeep_fp0_v0 <= to_unsigned(0, 6);
         else
             if bool(fpdeep_fp0_en) then
                 if bool(fpdeep_fp0_fire) then
                     fpdeep_fp0_xr <= fpdeep_fp0_win_d;
+                    fpdeep_fp0_xl <= fpdeep_fp0_blx;
                 end if;
-                fpdeep_fp0_v0 <= unsigned'(fpdeep_fp0_win_l & fpdeep_fp0_fire);
+                fpdeep_fp0_v0 <= unsigned'(fpdeep_fp0_win_u & fpdeep_fp0_brx & fpdeep_fp0_blx & fpdeep_fp0_bf & fpdeep_fp0_win_l & fpdeep_fp0_fire);
             end if;
         end if;
     end if;
@@ -3895,7 +4774,7 @@ begin
             fpdeep_fp0_engine_trees0_bias_leaf0_y <= to_signed(0, 32);
         else
             if bool(fpdeep_fp0_en) then
-                if bool(fpdeep_fp0_last_r) then
+                if bool(fpdeep_fp0_xl) then
                     fpdeep_fp0_engine_trees0_bias_leaf0_y <= fpdeep_fp0_engine_trees0_bias_leaf0_be;
                 else
                     fpdeep_fp0_engine_trees0_bias_leaf0_y <= to_signed(0, 32);
@@ -4542,7 +5421,7 @@ begin
             fpdeep_fp0_engine_trees0_bias_leaf1_y <= to_signed(0, 32);
         else
             if bool(fpdeep_fp0_en) then
-                if bool(fpdeep_fp0_last_r) then
+                if bool(fpdeep_fp0_xl) then
                     fpdeep_fp0_engine_trees0_bias_leaf1_y <= fpdeep_fp0_engine_trees0_bias_leaf1_be;
                 else
                     fpdeep_fp0_engine_trees0_bias_leaf1_y <= to_signed(0, 32);
@@ -4865,17 +5744,17 @@ fpdeep_fp0_delay_flags0_sh: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            fpdeep_fp0_delay_flags0_sr <= to_unsigned(0, 12);
+            fpdeep_fp0_delay_flags0_sr <= to_unsigned(0, 36);
         else
             if bool(fpdeep_fp0_en) then
-                fpdeep_fp0_delay_flags0_sr <= unsigned'(fpdeep_fp0_delay_flags0_sr((2 * (6 - 1))-1 downto 0) & fpdeep_fp0_v0);
+                fpdeep_fp0_delay_flags0_sr <= unsigned'(fpdeep_fp0_delay_flags0_sr((6 * (6 - 1))-1 downto 0) & fpdeep_fp0_v0);
             end if;
         end if;
     end if;
 end process fpdeep_fp0_delay_flags0_sh;
 
 
-fpdeep_fp0_vt <= fpdeep_fp0_delay_flags0_sr((2 * 6)-1 downto (2 * (6 - 1)));
+fpdeep_fp0_vt <= fpdeep_fp0_delay_flags0_sr((6 * 6)-1 downto (6 * (6 - 1)));
 
 
 fpdeep_fp0_pack0_u <= unsigned(fpdeep_fp0_engine_trees0_add_reg17_y(37-1 downto 0));
@@ -4889,7 +5768,7 @@ fpdeep_fp0_pack0_res <= fpdeep_fp0_pack0_cs;
 
 fpdeep_fp0_push1 <= stdl(bool(fpdeep_fp0_en) and bool(fpdeep_fp0_vt(0)));
 fpdeep_fp0_last1 <= fpdeep_fp0_vt(1);
-fpdeep_fp0_first_u <= to_unsigned(fpdeep_fp0_first_r, 1);
+fpdeep_fp0_tag_u <= fpdeep_fp0_vt(6-1 downto 2);
 
 fpdeep_fp0_out_fifo21_seq: process (clk) is
     variable pop: std_logic;
@@ -4901,9 +5780,9 @@ begin
             fpdeep_fp0_out_fifo21_l0 <= '0';
             fpdeep_fp0_out_fifo21_l1 <= '0';
             fpdeep_fp0_out_fifo21_d1 <= to_unsigned(0, 74);
-            fpdeep_fp0_out_fifo21_u0 <= to_unsigned(0, 1);
+            fpdeep_fp0_out_fifo21_u0 <= to_unsigned(0, 4);
             fpdeep_fp0_out_fifo21_cnt <= to_unsigned(0, 2);
-            fpdeep_fp0_out_fifo21_u1 <= to_unsigned(0, 1);
+            fpdeep_fp0_out_fifo21_u1 <= to_unsigned(0, 4);
         else
             pop := stdl((fpdeep_fp0_out_fifo21_cnt /= 0) and bool(fpdeep_fp0_e_r));
             if bool(pop) then
@@ -4915,11 +5794,11 @@ begin
                 if ((fpdeep_fp0_out_fifo21_cnt = 0) or ((fpdeep_fp0_out_fifo21_cnt = 1) and bool(pop))) then
                     fpdeep_fp0_out_fifo21_d0 <= fpdeep_fp0_pack0_res;
                     fpdeep_fp0_out_fifo21_l0 <= fpdeep_fp0_last1;
-                    fpdeep_fp0_out_fifo21_u0 <= fpdeep_fp0_first_u;
+                    fpdeep_fp0_out_fifo21_u0 <= fpdeep_fp0_tag_u;
                 else
                     fpdeep_fp0_out_fifo21_d1 <= fpdeep_fp0_pack0_res;
                     fpdeep_fp0_out_fifo21_l1 <= fpdeep_fp0_last1;
-                    fpdeep_fp0_out_fifo21_u1 <= fpdeep_fp0_first_u;
+                    fpdeep_fp0_out_fifo21_u1 <= fpdeep_fp0_tag_u;
                 end if;
             end if;
             if (bool(fpdeep_fp0_push1) and (not bool(pop))) then
@@ -4938,25 +5817,31 @@ end process fpdeep_fp0_out_fifo21_seq;
 
 fpdeep_fp0_out_fifo21_m_tdata <= fpdeep_fp0_out_fifo21_d0;
 fpdeep_fp0_e_l <= fpdeep_fp0_out_fifo21_l0;
-fpdeep_fp0_e_first <= fpdeep_fp0_out_fifo21_u0;
+fpdeep_fp0_e_tag <= fpdeep_fp0_out_fifo21_u0;
 fpdeep_fp0_e_v <= stdl(fpdeep_fp0_out_fifo21_cnt /= 0);
 
 
-fpdeep_fp0_e_r <= stdl(bool(fpdeep_fp0_en2) and (bool(fpdeep_fp0_e_first(0)) or bool(s_axis_psum_in_tvalid)));
-s_axis_psum_in_tready <= stdl(bool(fpdeep_fp0_en2) and bool(fpdeep_fp0_e_v) and (not bool(fpdeep_fp0_e_first(0))));
-fpdeep_fp0_jfire <= stdl(bool(fpdeep_fp0_en2) and bool(fpdeep_fp0_e_v) and (bool(fpdeep_fp0_e_first(0)) or bool(s_axis_psum_in_tvalid)));
+fpdeep_fp0_e_r <= stdl(bool(fpdeep_fp0_en2) and (bool(fpdeep_fp0_e_first) or bool(s_axis_psum_in_tvalid)));
+s_axis_psum_in_tready <= stdl(bool(fpdeep_fp0_en2) and bool(fpdeep_fp0_e_v) and (not bool(fpdeep_fp0_e_first)));
+fpdeep_fp0_jfire <= stdl(bool(fpdeep_fp0_en2) and bool(fpdeep_fp0_e_v) and (bool(fpdeep_fp0_e_first) or bool(s_axis_psum_in_tvalid)));
 
 fpdeep_fp0_jreg: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            fpdeep_fp0_v2 <= '0';
             fpdeep_fp0_l2 <= '0';
+            fpdeep_fp0_v2 <= '0';
+            fpdeep_fp0_last2 <= '0';
+            fpdeep_fp0_relu2 <= '0';
+            fpdeep_fp0_mend2 <= '0';
         else
             if bool(fpdeep_fp0_en2) then
                 fpdeep_fp0_v2 <= fpdeep_fp0_jfire;
                 if bool(fpdeep_fp0_jfire) then
                     fpdeep_fp0_l2 <= fpdeep_fp0_e_l;
+                    fpdeep_fp0_last2 <= fpdeep_fp0_e_tag(1);
+                    fpdeep_fp0_relu2 <= fpdeep_fp0_e_tag(2);
+                    fpdeep_fp0_mend2 <= fpdeep_fp0_e_tag(3);
                 end if;
             end if;
         end if;
@@ -5124,18 +6009,18 @@ begin
     end if;
 end process fpdeep_fp0_sfu_lane0_sat1_clamp;
 
-fpdeep_fp0_sfu_lane0_act: process (fpdeep_fp0_sfu_lane0_r, fpdeep_fp0_relu_r) is
+fpdeep_fp0_sfu_lane0_act: process (fpdeep_fp0_sfu_lane0_r, fpdeep_fp0_relu2) is
 begin
-    if (bool(fpdeep_fp0_relu_r) and bool(fpdeep_fp0_sfu_lane0_r((16 - 1)))) then
+    if (bool(fpdeep_fp0_relu2) and bool(fpdeep_fp0_sfu_lane0_r((16 - 1)))) then
         fpdeep_fp0_sfu_lane0_a <= to_signed(0, 16);
     else
         fpdeep_fp0_sfu_lane0_a <= fpdeep_fp0_sfu_lane0_r;
     end if;
 end process fpdeep_fp0_sfu_lane0_act;
 
-fpdeep_fp0_sfu_lane0_mux: process (fpdeep_fp0_sfu_lane0_sp, fpdeep_fp0_sfu_lane0_ae, fpdeep_fp0_last_r) is
+fpdeep_fp0_sfu_lane0_mux: process (fpdeep_fp0_sfu_lane0_sp, fpdeep_fp0_sfu_lane0_ae, fpdeep_fp0_last2) is
 begin
-    if bool(fpdeep_fp0_last_r) then
+    if bool(fpdeep_fp0_last2) then
         fpdeep_fp0_sfu_lane0_y <= fpdeep_fp0_sfu_lane0_ae;
     else
         fpdeep_fp0_sfu_lane0_y <= fpdeep_fp0_sfu_lane0_sp;
@@ -5209,18 +6094,18 @@ begin
     end if;
 end process fpdeep_fp0_sfu_lane1_sat3_clamp;
 
-fpdeep_fp0_sfu_lane1_act: process (fpdeep_fp0_sfu_lane1_r, fpdeep_fp0_relu_r) is
+fpdeep_fp0_sfu_lane1_act: process (fpdeep_fp0_sfu_lane1_r, fpdeep_fp0_relu2) is
 begin
-    if (bool(fpdeep_fp0_relu_r) and bool(fpdeep_fp0_sfu_lane1_r((16 - 1)))) then
+    if (bool(fpdeep_fp0_relu2) and bool(fpdeep_fp0_sfu_lane1_r((16 - 1)))) then
         fpdeep_fp0_sfu_lane1_a <= to_signed(0, 16);
     else
         fpdeep_fp0_sfu_lane1_a <= fpdeep_fp0_sfu_lane1_r;
     end if;
 end process fpdeep_fp0_sfu_lane1_act;
 
-fpdeep_fp0_sfu_lane1_mux: process (fpdeep_fp0_sfu_lane1_sp, fpdeep_fp0_sfu_lane1_ae, fpdeep_fp0_last_r) is
+fpdeep_fp0_sfu_lane1_mux: process (fpdeep_fp0_sfu_lane1_sp, fpdeep_fp0_sfu_lane1_ae, fpdeep_fp0_last2) is
 begin
-    if bool(fpdeep_fp0_last_r) then
+    if bool(fpdeep_fp0_last2) then
         fpdeep_fp0_sfu_lane1_y <= fpdeep_fp0_sfu_lane1_ae;
     else
         fpdeep_fp0_sfu_lane1_y <= fpdeep_fp0_sfu_lane1_sp;
@@ -5238,7 +6123,7 @@ fpdeep_fp0_pack1_res <= fpdeep_fp0_pack1_cs;
 
 
 fpdeep_fp0_push2 <= stdl(bool(fpdeep_fp0_en2) and bool(fpdeep_fp0_v2));
-fpdeep_fp0_mode_u <= to_unsigned(fpdeep_fp0_last_r, 1);
+fpdeep_fp0_mode_u <= unsigned'(fpdeep_fp0_mend2 & fpdeep_fp0_last2);
 
 fpdeep_fp0_out_fifo22_seq: process (clk) is
     variable pop: std_logic;
@@ -5250,9 +6135,9 @@ begin
             fpdeep_fp0_out_fifo22_l0 <= '0';
             fpdeep_fp0_out_fifo22_l1 <= '0';
             fpdeep_fp0_out_fifo22_d1 <= to_unsigned(0, 96);
-            fpdeep_fp0_out_fifo22_u0 <= to_unsigned(0, 1);
+            fpdeep_fp0_out_fifo22_u0 <= to_unsigned(0, 2);
             fpdeep_fp0_out_fifo22_cnt <= to_unsigned(0, 2);
-            fpdeep_fp0_out_fifo22_u1 <= to_unsigned(0, 1);
+            fpdeep_fp0_out_fifo22_u1 <= to_unsigned(0, 2);
         else
             pop := stdl((fpdeep_fp0_out_fifo22_cnt /= 0) and bool(fpdeep_fp0_o_r));
             if bool(pop) then
@@ -5306,42 +6191,88 @@ begin
     fpdeep_fp0_ohs <= stdl(bool(fpdeep_fp0_o_v) and ((bool(fpdeep_fp0_o_mode(0)) and bool(m_axis_act_tready)) or ((not bool(fpdeep_fp0_o_mode(0))) and bool(m_axis_psum_out_tready))));
 end process fpdeep_fp0_outs;
 
+fpdeep_fp0_slotsel: process (fpdeep_fp0_errq, fpdeep_fp0_lb_busy, fpdeep_fp0_nmaps, fpdeep_fp0_cr0, fpdeep_fp0_cr1, fpdeep_fp0_rsel, fpdeep_fp0_cf1, fpdeep_fp0_chk, fpdeep_fp0_cl0, fpdeep_fp0_cf0, fpdeep_fp0_cl1) is
+begin
+    if bool(fpdeep_fp0_rsel) then
+        fpdeep_fp0_bf <= fpdeep_fp0_cf1;
+        fpdeep_fp0_blx <= fpdeep_fp0_cl1;
+        fpdeep_fp0_brx <= fpdeep_fp0_cr1;
+    else
+        fpdeep_fp0_bf <= fpdeep_fp0_cf0;
+        fpdeep_fp0_blx <= fpdeep_fp0_cl0;
+        fpdeep_fp0_brx <= fpdeep_fp0_cr0;
+    end if;
+    fpdeep_fp0_ibusy <= stdl(bool(fpdeep_fp0_lb_busy) or bool(fpdeep_fp0_chk) or bool(fpdeep_fp0_errq) or (fpdeep_fp0_nmaps = 2));
+    fp_busy <= stdl(bool(fpdeep_fp0_lb_busy) or bool(fpdeep_fp0_chk) or bool(fpdeep_fp0_errq) or (fpdeep_fp0_nmaps = 2));
+end process fpdeep_fp0_slotsel;
+
+
+fpdeep_fp0_e_first <= fpdeep_fp0_e_tag(0);
+
+
+fpdeep_fp0_mdone <= stdl(bool(fpdeep_fp0_ohs) and bool(fpdeep_fp0_o_mode(1)));
+
 fpdeep_fp0_ctl: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            fpdeep_fp0_relu_r <= '0';
-            fpdeep_fp0_lbseen <= '0';
+            fpdeep_fp0_errq <= '0';
+            fpdeep_fp0_wsel <= '0';
+            fpdeep_fp0_cr0 <= '0';
+            fpdeep_fp0_nmaps <= to_unsigned(0, 2);
+            fpdeep_fp0_cr1 <= '0';
             fp_done <= '0';
-            fpdeep_fp0_last_r <= '0';
+            fpdeep_fp0_chk <= '0';
+            fpdeep_fp0_cf1 <= '0';
+            fpdeep_fp0_rsel <= '0';
             fp_perr <= '0';
-            fp_busy <= '0';
-            fpdeep_fp0_first_r <= '0';
-            fpdeep_fp0_inflight <= to_unsigned(0, 4);
+            fpdeep_fp0_cl0 <= '0';
+            fpdeep_fp0_cf0 <= '0';
+            fpdeep_fp0_cl1 <= '0';
         else
             fp_done <= '0';
-            if (bool(fp_start) and (not bool(fp_busy))) then
-                fp_busy <= '1';
-                fpdeep_fp0_lbseen <= '0';
-                fpdeep_fp0_first_r <= cfg_first;
-                fpdeep_fp0_last_r <= cfg_last;
-                fpdeep_fp0_relu_r <= cfg_relu;
+            if bool(fpdeep_fp0_lb_start) then
+                fpdeep_fp0_chk <= '1';
                 fp_perr <= '0';
-            elsif (bool(fp_busy) and bool(fpdeep_fp0_lbseen) and (fpdeep_fp0_inflight = 0)) then
-                fp_busy <= '0';
+                if bool(fpdeep_fp0_wsel) then
+                    fpdeep_fp0_cf1 <= cfg_first;
+                    fpdeep_fp0_cl1 <= cfg_last;
+                    fpdeep_fp0_cr1 <= cfg_relu;
+                else
+                    fpdeep_fp0_cf0 <= cfg_first;
+                    fpdeep_fp0_cl0 <= cfg_last;
+                    fpdeep_fp0_cr0 <= cfg_relu;
+                end if;
+            end if;
+            if bool(fpdeep_fp0_chk) then
+                fpdeep_fp0_chk <= '0';
+                if bool(fp_cerr) then
+                    if bool(fpdeep_fp0_mdone) then
+                        fpdeep_fp0_errq <= '1';
+                    else
+                        fp_done <= '1';
+                    end if;
+                else
+                    fpdeep_fp0_wsel <= stdl((not bool(fpdeep_fp0_wsel)));
+                end if;
+            end if;
+            if (bool(fpdeep_fp0_errq) and (not bool(fpdeep_fp0_mdone))) then
+                fpdeep_fp0_errq <= '0';
                 fp_done <= '1';
-                fpdeep_fp0_lbseen <= '0';
             end if;
-            if bool(fpdeep_fp0_lb_done) then
-                fpdeep_fp0_lbseen <= '1';
+            if bool(fpdeep_fp0_mdone) then
+                fp_done <= '1';
             end if;
-            if (bool(fpdeep_fp0_jfire) and (not bool(fpdeep_fp0_e_first(0))) and (s_axis_psum_in_tlast /= fpdeep_fp0_e_l)) then
+            if (bool(fpdeep_fp0_chk) and (not bool(fp_cerr)) and (not bool(fpdeep_fp0_mdone))) then
+                fpdeep_fp0_nmaps <= (fpdeep_fp0_nmaps + 1);
+            elsif (bool(fpdeep_fp0_mdone) and (not (bool(fpdeep_fp0_chk) and (not bool(fp_cerr))))) then
+                fpdeep_fp0_nmaps <= (fpdeep_fp0_nmaps - 1);
+            end if;
+            if (bool(fpdeep_fp0_fire) and bool(fpdeep_fp0_win_u)) then
+                fpdeep_fp0_rsel <= stdl((not bool(fpdeep_fp0_rsel)));
+            end if;
+            if (bool(fpdeep_fp0_jfire) and (not bool(fpdeep_fp0_e_first)) and (s_axis_psum_in_tlast /= fpdeep_fp0_e_l)) then
                 fp_perr <= '1';
-            end if;
-            if (bool(fpdeep_fp0_fire) and (not bool(fpdeep_fp0_ohs))) then
-                fpdeep_fp0_inflight <= (fpdeep_fp0_inflight + 1);
-            elsif (bool(fpdeep_fp0_ohs) and (not bool(fpdeep_fp0_fire))) then
-                fpdeep_fp0_inflight <= (fpdeep_fp0_inflight - 1);
             end if;
         end if;
     end if;
@@ -5369,160 +6300,701 @@ fpdeep_eb0_fpdeep_line_buffer0_0_we_c <= fpdeep_eb0_lb_width;
 fpdeep_eb0_fpdeep_line_buffer0_0_pe_c <= unsigned'(to_unsigned(0, 2) & fpdeep_eb0_lb_pad);
 
 
-fpdeep_eb0_fpdeep_line_buffer0_0_he_r <= eb_ch;
+fpdeep_eb0_fpdeep_line_buffer0_0_he_r <= unsigned'(to_unsigned(0, 1) & eb_ch);
 
 
-fpdeep_eb0_fpdeep_line_buffer0_0_pe_rr <= unsigned'(to_unsigned(0, 2) & fpdeep_eb0_lb_pad);
+fpdeep_eb0_fpdeep_line_buffer0_0_pe_r <= unsigned'(to_unsigned(0, 3) & fpdeep_eb0_lb_pad);
 
 
 fpdeep_eb0_fpdeep_line_buffer0_0_wsum <= ((fpdeep_eb0_fpdeep_line_buffer0_0_we_c + fpdeep_eb0_fpdeep_line_buffer0_0_pe_c) + fpdeep_eb0_fpdeep_line_buffer0_0_pe_c);
-fpdeep_eb0_fpdeep_line_buffer0_0_hsum <= ((fpdeep_eb0_fpdeep_line_buffer0_0_he_r + fpdeep_eb0_fpdeep_line_buffer0_0_pe_rr) + fpdeep_eb0_fpdeep_line_buffer0_0_pe_rr);
+fpdeep_eb0_fpdeep_line_buffer0_0_hsum <= ((fpdeep_eb0_fpdeep_line_buffer0_0_he_r + fpdeep_eb0_fpdeep_line_buffer0_0_pe_r) + fpdeep_eb0_fpdeep_line_buffer0_0_pe_r);
 
 
 fpdeep_eb0_fpdeep_line_buffer0_0_cbad <= stdl((fpdeep_eb0_lb_width = 0) or (fpdeep_eb0_lb_width > 10) or (eb_ch = 0) or (eb_ch > 10) or (fpdeep_eb0_lb_pad > 2) or (fpdeep_eb0_fpdeep_line_buffer0_0_wsum < 3) or (fpdeep_eb0_fpdeep_line_buffer0_0_hsum < 3));
 
 
-fpdeep_eb0_fpdeep_line_buffer0_0_in_img <= stdl((fpdeep_eb0_fpdeep_line_buffer0_0_c0 >= fpdeep_eb0_fpdeep_line_buffer0_0_pad_c) and (fpdeep_eb0_fpdeep_line_buffer0_0_c0 < fpdeep_eb0_fpdeep_line_buffer0_0_cend) and (fpdeep_eb0_fpdeep_line_buffer0_0_r0 >= fpdeep_eb0_fpdeep_line_buffer0_0_pad_r) and (fpdeep_eb0_fpdeep_line_buffer0_0_r0 < fpdeep_eb0_fpdeep_line_buffer0_0_rend));
-fpdeep_eb0_fpdeep_line_buffer0_0_wv0 <= stdl((signed(resize(fpdeep_eb0_fpdeep_line_buffer0_0_c0, 5)) >= (3 - 1)) and (signed(resize(fpdeep_eb0_fpdeep_line_buffer0_0_r0, 5)) >= (3 - 1)));
-fpdeep_eb0_fpdeep_line_buffer0_0_last0 <= stdl(fpdeep_eb0_fpdeep_line_buffer0_0_c0 = fpdeep_eb0_fpdeep_line_buffer0_0_wlast);
-fpdeep_eb0_fpdeep_line_buffer0_0_fin0 <= stdl((fpdeep_eb0_fpdeep_line_buffer0_0_c0 = fpdeep_eb0_fpdeep_line_buffer0_0_wlast) and (fpdeep_eb0_fpdeep_line_buffer0_0_r0 = fpdeep_eb0_fpdeep_line_buffer0_0_hlast));
+fpdeep_eb0_s_axis_err_tready <= stdl(bool(fpdeep_eb0_fpdeep_line_buffer0_0_wbusy) and (fpdeep_eb0_fpdeep_line_buffer0_0_nfull < 5));
+fpdeep_eb0_fpdeep_line_buffer0_0_wfire <= stdl(bool(fpdeep_eb0_fpdeep_line_buffer0_0_wbusy) and (fpdeep_eb0_fpdeep_line_buffer0_0_nfull < 5) and bool(fpdeep_eb0_s_axis_err_tvalid));
+fpdeep_eb0_fpdeep_line_buffer0_0_wadr <= fpdeep_eb0_fpdeep_line_buffer0_0_wcol(4-1 downto 0);
+fpdeep_eb0_fpdeep_line_buffer0_0_accept <= stdl(bool(fpdeep_eb0_lb_start) and (not (bool(fpdeep_eb0_fpdeep_line_buffer0_0_wbusy) or bool(fpdeep_eb0_fpdeep_line_buffer0_0_rpend) or bool(fpdeep_eb0_fpdeep_line_buffer0_0_errq))));
+fpdeep_eb0_lb_busy <= stdl(bool(fpdeep_eb0_fpdeep_line_buffer0_0_wbusy) or bool(fpdeep_eb0_fpdeep_line_buffer0_0_rpend) or bool(fpdeep_eb0_fpdeep_line_buffer0_0_errq));
 
-fpdeep_eb0_fpdeep_line_buffer0_0_hand: process (fpdeep_eb0_fpdeep_line_buffer0_0_in_img, fpdeep_eb0_s_axis_err_tvalid, fpdeep_eb0_fpdeep_line_buffer0_0_en, fpdeep_eb0_fpdeep_line_buffer0_0_running, s_axis_berr_tdata_num) is
+fpdeep_eb0_fpdeep_line_buffer0_0_rscan: process (fpdeep_eb0_fpdeep_line_buffer0_0_r_w, fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1, fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1, fpdeep_eb0_fpdeep_line_buffer0_0_r_hc, fpdeep_eb0_fpdeep_line_buffer0_0_jj, fpdeep_eb0_fpdeep_line_buffer0_0_lo, fpdeep_eb0_fpdeep_line_buffer0_0_nfull, fpdeep_eb0_fpdeep_line_buffer0_0_rr, fpdeep_eb0_fpdeep_line_buffer0_0_r_wo1) is
 begin
-    fpdeep_eb0_fpdeep_line_buffer0_0_fire <= stdl(bool(fpdeep_eb0_fpdeep_line_buffer0_0_running) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_en) and (bool(fpdeep_eb0_s_axis_err_tvalid) or (not bool(fpdeep_eb0_fpdeep_line_buffer0_0_in_img))));
-    fpdeep_eb0_s_axis_err_tready <= stdl(bool(fpdeep_eb0_fpdeep_line_buffer0_0_running) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_en) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_in_img));
-    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_in_img) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_pix0 <= s_axis_berr_tdata_num;
+    fpdeep_eb0_fpdeep_line_buffer0_0_q <= (fpdeep_eb0_fpdeep_line_buffer0_0_jj + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc);
+    fpdeep_eb0_fpdeep_line_buffer0_0_tailw <= stdl((fpdeep_eb0_fpdeep_line_buffer0_0_jj + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) >= fpdeep_eb0_fpdeep_line_buffer0_0_r_w);
+    fpdeep_eb0_fpdeep_line_buffer0_0_first <= stdl(fpdeep_eb0_fpdeep_line_buffer0_0_jj = 0);
+    fpdeep_eb0_fpdeep_line_buffer0_0_lastj <= stdl(fpdeep_eb0_fpdeep_line_buffer0_0_jj = fpdeep_eb0_fpdeep_line_buffer0_0_r_wo1);
+    fpdeep_eb0_fpdeep_line_buffer0_0_lastr <= stdl(fpdeep_eb0_fpdeep_line_buffer0_0_rr = fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1);
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_jj = 0) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_ur <= fpdeep_eb0_fpdeep_line_buffer0_0_rr;
     else
-        fpdeep_eb0_fpdeep_line_buffer0_0_pix0 <= to_unsigned(0, 32);
+        fpdeep_eb0_fpdeep_line_buffer0_0_ur <= (fpdeep_eb0_fpdeep_line_buffer0_0_rr + 1);
     end if;
-end process fpdeep_eb0_fpdeep_line_buffer0_0_hand;
+    fpdeep_eb0_fpdeep_line_buffer0_0_uex <= stdl((fpdeep_eb0_fpdeep_line_buffer0_0_jj = 0) or (fpdeep_eb0_fpdeep_line_buffer0_0_rr /= fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1));
+    fpdeep_eb0_fpdeep_line_buffer0_0_lim <= (fpdeep_eb0_fpdeep_line_buffer0_0_lo + fpdeep_eb0_fpdeep_line_buffer0_0_nfull);
+    if ((fpdeep_eb0_fpdeep_line_buffer0_0_rr + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) > fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_need_r <= fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_need_r <= (fpdeep_eb0_fpdeep_line_buffer0_0_rr + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc);
+    end if;
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_jj = 0) then
+        if ((fpdeep_eb0_fpdeep_line_buffer0_0_rr + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) > fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1) then
+            fpdeep_eb0_fpdeep_line_buffer0_0_need_u <= fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1;
+        else
+            fpdeep_eb0_fpdeep_line_buffer0_0_need_u <= (fpdeep_eb0_fpdeep_line_buffer0_0_rr + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc);
+        end if;
+    else
+        if (((fpdeep_eb0_fpdeep_line_buffer0_0_rr + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) + 1) > fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1) then
+            fpdeep_eb0_fpdeep_line_buffer0_0_need_u <= fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1;
+        else
+            fpdeep_eb0_fpdeep_line_buffer0_0_need_u <= ((fpdeep_eb0_fpdeep_line_buffer0_0_rr + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) + 1);
+        end if;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_rscan;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_rdec: process (fpdeep_eb0_fpdeep_line_buffer0_0_need_r, fpdeep_eb0_fpdeep_line_buffer0_0_need_u, fpdeep_eb0_fpdeep_line_buffer0_0_lim, fpdeep_eb0_fpdeep_line_buffer0_0_hq, fpdeep_eb0_fpdeep_line_buffer0_0_ract, fpdeep_eb0_fpdeep_line_buffer0_0_r_hc, fpdeep_eb0_fpdeep_line_buffer0_0_jj, fpdeep_eb0_fpdeep_line_buffer0_0_tailw, fpdeep_eb0_fpdeep_line_buffer0_0_uex) is
+    variable cwin: std_logic;
+begin
+    cwin := stdl(bool(fpdeep_eb0_fpdeep_line_buffer0_0_ract) and ((fpdeep_eb0_fpdeep_line_buffer0_0_jj /= 0) or (fpdeep_eb0_fpdeep_line_buffer0_0_hq = fpdeep_eb0_fpdeep_line_buffer0_0_r_hc)) and (bool(fpdeep_eb0_fpdeep_line_buffer0_0_tailw) or (fpdeep_eb0_fpdeep_line_buffer0_0_need_r < fpdeep_eb0_fpdeep_line_buffer0_0_lim)));
+    fpdeep_eb0_fpdeep_line_buffer0_0_can_win <= cwin;
+    fpdeep_eb0_fpdeep_line_buffer0_0_can_head <= stdl(bool(fpdeep_eb0_fpdeep_line_buffer0_0_ract) and (fpdeep_eb0_fpdeep_line_buffer0_0_hq /= fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_uex) and (fpdeep_eb0_fpdeep_line_buffer0_0_need_u < fpdeep_eb0_fpdeep_line_buffer0_0_lim) and ((not bool(cwin)) or (bool(fpdeep_eb0_fpdeep_line_buffer0_0_tailw) and (fpdeep_eb0_fpdeep_line_buffer0_0_jj /= 0))));
+end process fpdeep_eb0_fpdeep_line_buffer0_0_rdec;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_rfire: process (fpdeep_eb0_fpdeep_line_buffer0_0_r_p, fpdeep_eb0_fpdeep_line_buffer0_0_q, fpdeep_eb0_fpdeep_line_buffer0_0_can_head, fpdeep_eb0_fpdeep_line_buffer0_0_ur, fpdeep_eb0_fpdeep_line_buffer0_0_lastr, fpdeep_eb0_fpdeep_line_buffer0_0_hq, fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1, fpdeep_eb0_fpdeep_line_buffer0_0_tailw, fpdeep_eb0_fpdeep_line_buffer0_0_en, fpdeep_eb0_fpdeep_line_buffer0_0_lo, fpdeep_eb0_fpdeep_line_buffer0_0_can_win, fpdeep_eb0_fpdeep_line_buffer0_0_rr) is
+begin
+    fpdeep_eb0_fpdeep_line_buffer0_0_wf <= stdl(bool(fpdeep_eb0_fpdeep_line_buffer0_0_en) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_can_win));
+    fpdeep_eb0_fpdeep_line_buffer0_0_hf <= stdl(bool(fpdeep_eb0_fpdeep_line_buffer0_0_en) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_can_head));
+    fpdeep_eb0_fpdeep_line_buffer0_0_rden <= stdl((bool(fpdeep_eb0_fpdeep_line_buffer0_0_en) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_can_win) and (not bool(fpdeep_eb0_fpdeep_line_buffer0_0_tailw))) or (bool(fpdeep_eb0_fpdeep_line_buffer0_0_en) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_can_head)));
+    if (bool(fpdeep_eb0_fpdeep_line_buffer0_0_can_win) and (not bool(fpdeep_eb0_fpdeep_line_buffer0_0_tailw))) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_rdad <= fpdeep_eb0_fpdeep_line_buffer0_0_q(4-1 downto 0);
+        fpdeep_eb0_fpdeep_line_buffer0_0_rrow <= fpdeep_eb0_fpdeep_line_buffer0_0_rr;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_rdad <= fpdeep_eb0_fpdeep_line_buffer0_0_hq(4-1 downto 0);
+        fpdeep_eb0_fpdeep_line_buffer0_0_rrow <= fpdeep_eb0_fpdeep_line_buffer0_0_ur;
+    end if;
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_lastr) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_dec <= ((fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1 + 1) - fpdeep_eb0_fpdeep_line_buffer0_0_lo);
+    elsif (fpdeep_eb0_fpdeep_line_buffer0_0_rr >= fpdeep_eb0_fpdeep_line_buffer0_0_r_p) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_dec <= to_unsigned(1, 5);
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_dec <= to_unsigned(0, 5);
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_rfire;
+
+
+fpdeep_eb0_fpdeep_line_buffer0_0_dd <= (fpdeep_eb0_fpdeep_line_buffer0_0_rrow - fpdeep_eb0_fpdeep_line_buffer0_0_lo);
+fpdeep_eb0_fpdeep_line_buffer0_0_sbr <= ((fpdeep_eb0_fpdeep_line_buffer0_0_rsl + fpdeep_eb0_fpdeep_line_buffer0_0_dd) + fpdeep_eb0_fpdeep_line_buffer0_0_r_off);
+
+fpdeep_eb0_fpdeep_line_buffer0_0_rslot2: process (fpdeep_eb0_fpdeep_line_buffer0_0_sbr) is
+begin
+    if (signed(resize(fpdeep_eb0_fpdeep_line_buffer0_0_sbr, 6)) >= (2 * 5)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot0 <= resize(unsigned(signed(resize(fpdeep_eb0_fpdeep_line_buffer0_0_sbr, 6)) - (2 * 5)), 5);
+    elsif (fpdeep_eb0_fpdeep_line_buffer0_0_sbr >= 5) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot0 <= (fpdeep_eb0_fpdeep_line_buffer0_0_sbr - 5);
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot0 <= fpdeep_eb0_fpdeep_line_buffer0_0_sbr;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_rslot2;
+
+
+fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_mb <= stdl(((fpdeep_eb0_fpdeep_line_buffer0_0_rrow + 0) >= fpdeep_eb0_fpdeep_line_buffer0_0_r_p) and ((fpdeep_eb0_fpdeep_line_buffer0_0_rrow + 0) < fpdeep_eb0_fpdeep_line_buffer0_0_r_hp));
+
+
+fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_mb <= stdl(((fpdeep_eb0_fpdeep_line_buffer0_0_rrow + 1) >= fpdeep_eb0_fpdeep_line_buffer0_0_r_p) and ((fpdeep_eb0_fpdeep_line_buffer0_0_rrow + 1) < fpdeep_eb0_fpdeep_line_buffer0_0_r_hp));
+
+
+fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_mb <= stdl(((fpdeep_eb0_fpdeep_line_buffer0_0_rrow + 2) >= fpdeep_eb0_fpdeep_line_buffer0_0_r_p) and ((fpdeep_eb0_fpdeep_line_buffer0_0_rrow + 2) < fpdeep_eb0_fpdeep_line_buffer0_0_r_hp));
+
+
+fpdeep_eb0_fpdeep_line_buffer0_0_mask0 <= fpdeep_eb0_fpdeep_line_buffer0_0_mcat;
 
 fpdeep_eb0_fpdeep_line_buffer0_0_ctl: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            fpdeep_eb0_fpdeep_line_buffer0_0_wlast <= to_unsigned(0, 4);
-            fpdeep_eb0_fpdeep_line_buffer0_0_hlast <= to_unsigned(0, 4);
-            fpdeep_eb0_fpdeep_line_buffer0_0_pad_r <= to_unsigned(0, 4);
-            fpdeep_eb0_lb_done <= '0';
+            fpdeep_eb0_fpdeep_line_buffer0_0_errq <= '0';
+            fpdeep_eb0_fpdeep_line_buffer0_0_r_w <= to_unsigned(0, 4);
+            fpdeep_eb0_lb_done_unused <= '0';
+            fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1 <= to_unsigned(0, 5);
             eb_cerr <= '0';
-            fpdeep_eb0_fpdeep_line_buffer0_0_r0 <= to_unsigned(0, 4);
+            fpdeep_eb0_fpdeep_line_buffer0_0_rsl <= to_unsigned(0, 5);
+            fpdeep_eb0_fpdeep_line_buffer0_0_g_hp <= to_unsigned(0, 5);
+            fpdeep_eb0_fpdeep_line_buffer0_0_r_wo1 <= to_unsigned(0, 4);
+            fpdeep_eb0_fpdeep_line_buffer0_0_rpend <= '0';
+            fpdeep_eb0_fpdeep_line_buffer0_0_hq <= to_unsigned(0, 4);
+            fpdeep_eb0_fpdeep_line_buffer0_0_ract <= '0';
+            fpdeep_eb0_fpdeep_line_buffer0_0_g_off <= to_unsigned(0, 5);
+            fpdeep_eb0_fpdeep_line_buffer0_0_jj <= to_unsigned(0, 4);
             eb_rerr <= '0';
-            fpdeep_eb0_lb_busy <= '0';
-            fpdeep_eb0_fpdeep_line_buffer0_0_cend_m1 <= to_unsigned(0, 4);
-            fpdeep_eb0_fpdeep_line_buffer0_0_running <= '0';
-            fpdeep_eb0_fpdeep_line_buffer0_0_c0 <= to_unsigned(0, 4);
-            fpdeep_eb0_fpdeep_line_buffer0_0_cend <= to_unsigned(0, 4);
-            fpdeep_eb0_fpdeep_line_buffer0_0_pad_c <= to_unsigned(0, 4);
-            fpdeep_eb0_fpdeep_line_buffer0_0_rend <= to_unsigned(0, 4);
+            fpdeep_eb0_fpdeep_line_buffer0_0_nfull <= to_unsigned(0, 5);
+            fpdeep_eb0_fpdeep_line_buffer0_0_rr <= to_unsigned(0, 5);
+            fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1 <= to_unsigned(0, 5);
+            fpdeep_eb0_fpdeep_line_buffer0_0_wcol <= to_unsigned(0, 4);
+            fpdeep_eb0_fpdeep_line_buffer0_0_wbusy <= '0';
+            fpdeep_eb0_fpdeep_line_buffer0_0_g_p <= to_unsigned(0, 5);
+            fpdeep_eb0_fpdeep_line_buffer0_0_wslot <= to_unsigned(0, 3);
+            fpdeep_eb0_fpdeep_line_buffer0_0_r_off <= to_unsigned(0, 5);
+            fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1 <= to_unsigned(0, 4);
+            fpdeep_eb0_fpdeep_line_buffer0_0_g_wo1 <= to_unsigned(0, 4);
+            fpdeep_eb0_fpdeep_line_buffer0_0_g_hc <= to_unsigned(0, 4);
+            fpdeep_eb0_fpdeep_line_buffer0_0_g_ho1 <= to_unsigned(0, 5);
+            fpdeep_eb0_fpdeep_line_buffer0_0_g_w <= to_unsigned(0, 4);
+            fpdeep_eb0_fpdeep_line_buffer0_0_r_p <= to_unsigned(0, 5);
+            fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1 <= to_unsigned(0, 5);
+            fpdeep_eb0_fpdeep_line_buffer0_0_r_hc <= to_unsigned(0, 4);
+            fpdeep_eb0_fpdeep_line_buffer0_0_r_hp <= to_unsigned(0, 5);
+            fpdeep_eb0_fpdeep_line_buffer0_0_lo <= to_unsigned(0, 5);
+            fpdeep_eb0_fpdeep_line_buffer0_0_wrow <= to_unsigned(0, 5);
         else
-            fpdeep_eb0_lb_done <= '0';
-            if (bool(fpdeep_eb0_lb_start) and (not bool(fpdeep_eb0_lb_busy))) then
+            fpdeep_eb0_lb_done_unused <= '0';
+            if bool(fpdeep_eb0_fpdeep_line_buffer0_0_accept) then
                 eb_rerr <= '0';
                 if bool(fpdeep_eb0_fpdeep_line_buffer0_0_cbad) then
                     eb_cerr <= '1';
-                    fpdeep_eb0_lb_done <= '1';
-                else
-                    eb_cerr <= '0';
-                    fpdeep_eb0_lb_busy <= '1';
-                    fpdeep_eb0_fpdeep_line_buffer0_0_running <= '1';
-                    fpdeep_eb0_fpdeep_line_buffer0_0_pad_c <= fpdeep_eb0_fpdeep_line_buffer0_0_pe_c;
-                    fpdeep_eb0_fpdeep_line_buffer0_0_cend <= (fpdeep_eb0_fpdeep_line_buffer0_0_we_c + fpdeep_eb0_fpdeep_line_buffer0_0_pe_c);
-                    fpdeep_eb0_fpdeep_line_buffer0_0_cend_m1 <= ((fpdeep_eb0_fpdeep_line_buffer0_0_we_c + fpdeep_eb0_fpdeep_line_buffer0_0_pe_c) - 1);
-                    fpdeep_eb0_fpdeep_line_buffer0_0_wlast <= (fpdeep_eb0_fpdeep_line_buffer0_0_wsum - 1);
-                    fpdeep_eb0_fpdeep_line_buffer0_0_pad_r <= fpdeep_eb0_fpdeep_line_buffer0_0_pe_rr;
-                    fpdeep_eb0_fpdeep_line_buffer0_0_rend <= (fpdeep_eb0_fpdeep_line_buffer0_0_he_r + fpdeep_eb0_fpdeep_line_buffer0_0_pe_rr);
-                    fpdeep_eb0_fpdeep_line_buffer0_0_hlast <= (fpdeep_eb0_fpdeep_line_buffer0_0_hsum - 1);
-                    fpdeep_eb0_fpdeep_line_buffer0_0_r0 <= to_unsigned(0, 4);
-                    fpdeep_eb0_fpdeep_line_buffer0_0_c0 <= to_unsigned(0, 4);
-                end if;
-            end if;
-            if bool(fpdeep_eb0_fpdeep_line_buffer0_0_fire) then
-                if (bool(fpdeep_eb0_fpdeep_line_buffer0_0_in_img) and (s_axis_berr_tlast /= stdl(fpdeep_eb0_fpdeep_line_buffer0_0_c0 = fpdeep_eb0_fpdeep_line_buffer0_0_cend_m1))) then
-                    eb_rerr <= '1';
-                end if;
-                if (fpdeep_eb0_fpdeep_line_buffer0_0_c0 = fpdeep_eb0_fpdeep_line_buffer0_0_wlast) then
-                    fpdeep_eb0_fpdeep_line_buffer0_0_c0 <= to_unsigned(0, 4);
-                    if (fpdeep_eb0_fpdeep_line_buffer0_0_r0 = fpdeep_eb0_fpdeep_line_buffer0_0_hlast) then
-                        fpdeep_eb0_fpdeep_line_buffer0_0_r0 <= to_unsigned(0, 4);
-                        fpdeep_eb0_fpdeep_line_buffer0_0_running <= '0';
+                    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_fin_pop) then
+                        fpdeep_eb0_fpdeep_line_buffer0_0_errq <= '1';
                     else
-                        fpdeep_eb0_fpdeep_line_buffer0_0_r0 <= (fpdeep_eb0_fpdeep_line_buffer0_0_r0 + 1);
+                        fpdeep_eb0_lb_done_unused <= '1';
                     end if;
                 else
-                    fpdeep_eb0_fpdeep_line_buffer0_0_c0 <= (fpdeep_eb0_fpdeep_line_buffer0_0_c0 + 1);
+                    eb_cerr <= '0';
+                    fpdeep_eb0_fpdeep_line_buffer0_0_wbusy <= '1';
+                    fpdeep_eb0_fpdeep_line_buffer0_0_rpend <= '1';
+                    fpdeep_eb0_fpdeep_line_buffer0_0_wcol <= to_unsigned(0, 4);
+                    fpdeep_eb0_fpdeep_line_buffer0_0_wrow <= to_unsigned(0, 5);
+                    fpdeep_eb0_fpdeep_line_buffer0_0_g_w <= fpdeep_eb0_fpdeep_line_buffer0_0_we_c;
+                    fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1 <= (fpdeep_eb0_fpdeep_line_buffer0_0_we_c - 1);
+                    fpdeep_eb0_fpdeep_line_buffer0_0_g_hc <= resize(unsigned((3 - 1) - signed(resize(fpdeep_eb0_fpdeep_line_buffer0_0_pe_c, 5))), 4);
+                    fpdeep_eb0_fpdeep_line_buffer0_0_g_wo1 <= (fpdeep_eb0_fpdeep_line_buffer0_0_wsum - 3);
+                    fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1 <= (fpdeep_eb0_fpdeep_line_buffer0_0_he_r - 1);
+                    fpdeep_eb0_fpdeep_line_buffer0_0_g_ho1 <= (fpdeep_eb0_fpdeep_line_buffer0_0_hsum - 3);
+                    fpdeep_eb0_fpdeep_line_buffer0_0_g_hp <= (fpdeep_eb0_fpdeep_line_buffer0_0_he_r + fpdeep_eb0_fpdeep_line_buffer0_0_pe_r);
+                    fpdeep_eb0_fpdeep_line_buffer0_0_g_p <= fpdeep_eb0_fpdeep_line_buffer0_0_pe_r;
+                    fpdeep_eb0_fpdeep_line_buffer0_0_g_off <= (5 - fpdeep_eb0_fpdeep_line_buffer0_0_pe_r);
+                end if;
+            elsif (bool(fpdeep_eb0_fpdeep_line_buffer0_0_errq) and (not bool(fpdeep_eb0_fpdeep_line_buffer0_0_fin_pop))) then
+                fpdeep_eb0_fpdeep_line_buffer0_0_errq <= '0';
+                fpdeep_eb0_lb_done_unused <= '1';
+            end if;
+            if bool(fpdeep_eb0_fpdeep_line_buffer0_0_fin_pop) then
+                fpdeep_eb0_lb_done_unused <= '1';
+            end if;
+            if bool(fpdeep_eb0_fpdeep_line_buffer0_0_wfire) then
+                if (s_axis_berr_tlast /= stdl(fpdeep_eb0_fpdeep_line_buffer0_0_wcol = fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1)) then
+                    eb_rerr <= '1';
+                end if;
+                if (fpdeep_eb0_fpdeep_line_buffer0_0_wcol = fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1) then
+                    fpdeep_eb0_fpdeep_line_buffer0_0_wcol <= to_unsigned(0, 4);
+                    if (signed(resize(fpdeep_eb0_fpdeep_line_buffer0_0_wslot, 4)) = (5 - 1)) then
+                        fpdeep_eb0_fpdeep_line_buffer0_0_wslot <= to_unsigned(0, 3);
+                    else
+                        fpdeep_eb0_fpdeep_line_buffer0_0_wslot <= (fpdeep_eb0_fpdeep_line_buffer0_0_wslot + 1);
+                    end if;
+                    if (fpdeep_eb0_fpdeep_line_buffer0_0_wrow = fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1) then
+                        fpdeep_eb0_fpdeep_line_buffer0_0_wrow <= to_unsigned(0, 5);
+                        fpdeep_eb0_fpdeep_line_buffer0_0_wbusy <= '0';
+                    else
+                        fpdeep_eb0_fpdeep_line_buffer0_0_wrow <= (fpdeep_eb0_fpdeep_line_buffer0_0_wrow + 1);
+                    end if;
+                else
+                    fpdeep_eb0_fpdeep_line_buffer0_0_wcol <= (fpdeep_eb0_fpdeep_line_buffer0_0_wcol + 1);
                 end if;
             end if;
-            if bool(fpdeep_eb0_fpdeep_line_buffer0_0_out_final_pop) then
-                fpdeep_eb0_lb_busy <= '0';
-                fpdeep_eb0_lb_done <= '1';
+            if (bool(fpdeep_eb0_fpdeep_line_buffer0_0_wf) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_lastj)) then
+                if (bool(fpdeep_eb0_fpdeep_line_buffer0_0_wfire) and (fpdeep_eb0_fpdeep_line_buffer0_0_wcol = fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1)) then
+                    fpdeep_eb0_fpdeep_line_buffer0_0_nfull <= ((fpdeep_eb0_fpdeep_line_buffer0_0_nfull + 1) - fpdeep_eb0_fpdeep_line_buffer0_0_dec);
+                else
+                    fpdeep_eb0_fpdeep_line_buffer0_0_nfull <= (fpdeep_eb0_fpdeep_line_buffer0_0_nfull - fpdeep_eb0_fpdeep_line_buffer0_0_dec);
+                end if;
+                if ((fpdeep_eb0_fpdeep_line_buffer0_0_rsl + fpdeep_eb0_fpdeep_line_buffer0_0_dec) >= 5) then
+                    fpdeep_eb0_fpdeep_line_buffer0_0_rsl <= ((fpdeep_eb0_fpdeep_line_buffer0_0_rsl + fpdeep_eb0_fpdeep_line_buffer0_0_dec) - 5);
+                else
+                    fpdeep_eb0_fpdeep_line_buffer0_0_rsl <= (fpdeep_eb0_fpdeep_line_buffer0_0_rsl + fpdeep_eb0_fpdeep_line_buffer0_0_dec);
+                end if;
+            elsif (bool(fpdeep_eb0_fpdeep_line_buffer0_0_wfire) and (fpdeep_eb0_fpdeep_line_buffer0_0_wcol = fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1)) then
+                fpdeep_eb0_fpdeep_line_buffer0_0_nfull <= (fpdeep_eb0_fpdeep_line_buffer0_0_nfull + 1);
+            end if;
+            if ((not bool(fpdeep_eb0_fpdeep_line_buffer0_0_ract)) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_rpend)) then
+                fpdeep_eb0_fpdeep_line_buffer0_0_ract <= '1';
+                fpdeep_eb0_fpdeep_line_buffer0_0_rpend <= '0';
+                fpdeep_eb0_fpdeep_line_buffer0_0_r_w <= fpdeep_eb0_fpdeep_line_buffer0_0_g_w;
+                fpdeep_eb0_fpdeep_line_buffer0_0_r_hc <= fpdeep_eb0_fpdeep_line_buffer0_0_g_hc;
+                fpdeep_eb0_fpdeep_line_buffer0_0_r_wo1 <= fpdeep_eb0_fpdeep_line_buffer0_0_g_wo1;
+                fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1 <= fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1;
+                fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1 <= fpdeep_eb0_fpdeep_line_buffer0_0_g_ho1;
+                fpdeep_eb0_fpdeep_line_buffer0_0_r_hp <= fpdeep_eb0_fpdeep_line_buffer0_0_g_hp;
+                fpdeep_eb0_fpdeep_line_buffer0_0_r_p <= fpdeep_eb0_fpdeep_line_buffer0_0_g_p;
+                fpdeep_eb0_fpdeep_line_buffer0_0_r_off <= fpdeep_eb0_fpdeep_line_buffer0_0_g_off;
+                fpdeep_eb0_fpdeep_line_buffer0_0_rr <= to_unsigned(0, 5);
+                fpdeep_eb0_fpdeep_line_buffer0_0_jj <= to_unsigned(0, 4);
+                fpdeep_eb0_fpdeep_line_buffer0_0_hq <= to_unsigned(0, 4);
+                fpdeep_eb0_fpdeep_line_buffer0_0_lo <= to_unsigned(0, 5);
+            end if;
+            if bool(fpdeep_eb0_fpdeep_line_buffer0_0_hf) then
+                fpdeep_eb0_fpdeep_line_buffer0_0_hq <= (fpdeep_eb0_fpdeep_line_buffer0_0_hq + 1);
+            end if;
+            if bool(fpdeep_eb0_fpdeep_line_buffer0_0_wf) then
+                if (fpdeep_eb0_fpdeep_line_buffer0_0_jj = 0) then
+                    fpdeep_eb0_fpdeep_line_buffer0_0_hq <= to_unsigned(0, 4);
+                end if;
+                if bool(fpdeep_eb0_fpdeep_line_buffer0_0_lastj) then
+                    fpdeep_eb0_fpdeep_line_buffer0_0_jj <= to_unsigned(0, 4);
+                    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_lastr) then
+                        fpdeep_eb0_fpdeep_line_buffer0_0_ract <= '0';
+                        fpdeep_eb0_fpdeep_line_buffer0_0_lo <= to_unsigned(0, 5);
+                    else
+                        fpdeep_eb0_fpdeep_line_buffer0_0_rr <= (fpdeep_eb0_fpdeep_line_buffer0_0_rr + 1);
+                        fpdeep_eb0_fpdeep_line_buffer0_0_lo <= (fpdeep_eb0_fpdeep_line_buffer0_0_lo + fpdeep_eb0_fpdeep_line_buffer0_0_dec);
+                    end if;
+                else
+                    fpdeep_eb0_fpdeep_line_buffer0_0_jj <= (fpdeep_eb0_fpdeep_line_buffer0_0_jj + 1);
+                end if;
             end if;
         end if;
     end if;
 end process fpdeep_eb0_fpdeep_line_buffer0_0_ctl;
 
-fpdeep_eb0_fpdeep_line_buffer0_0_ram: process (clk) is
+fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_ram: process (clk) is
 begin
     if rising_edge(clk) then
-        if bool(fpdeep_eb0_fpdeep_line_buffer0_0_wen) then
-            fpdeep_eb0_fpdeep_line_buffer0_0_mem(to_integer(fpdeep_eb0_fpdeep_line_buffer0_0_c1)) <= fpdeep_eb0_fpdeep_line_buffer0_0_wdat;
+        if (bool(fpdeep_eb0_fpdeep_line_buffer0_0_wfire) and (fpdeep_eb0_fpdeep_line_buffer0_0_wslot = 0)) then
+            fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_mem(to_integer(fpdeep_eb0_fpdeep_line_buffer0_0_wadr)) <= s_axis_berr_tdata_num;
         end if;
-        if bool(fpdeep_eb0_fpdeep_line_buffer0_0_fire) then
-            fpdeep_eb0_fpdeep_line_buffer0_0_rd <= fpdeep_eb0_fpdeep_line_buffer0_0_mem(to_integer(fpdeep_eb0_fpdeep_line_buffer0_0_c0));
+        if bool(fpdeep_eb0_fpdeep_line_buffer0_0_rden) then
+            fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_mem(to_integer(fpdeep_eb0_fpdeep_line_buffer0_0_rdad));
         end if;
     end if;
-end process fpdeep_eb0_fpdeep_line_buffer0_0_ram;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_ram;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (bool(fpdeep_eb0_fpdeep_line_buffer0_0_wfire) and (fpdeep_eb0_fpdeep_line_buffer0_0_wslot = 1)) then
+            fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_mem(to_integer(fpdeep_eb0_fpdeep_line_buffer0_0_wadr)) <= s_axis_berr_tdata_num;
+        end if;
+        if bool(fpdeep_eb0_fpdeep_line_buffer0_0_rden) then
+            fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_mem(to_integer(fpdeep_eb0_fpdeep_line_buffer0_0_rdad));
+        end if;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_ram;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (bool(fpdeep_eb0_fpdeep_line_buffer0_0_wfire) and (fpdeep_eb0_fpdeep_line_buffer0_0_wslot = 2)) then
+            fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_mem(to_integer(fpdeep_eb0_fpdeep_line_buffer0_0_wadr)) <= s_axis_berr_tdata_num;
+        end if;
+        if bool(fpdeep_eb0_fpdeep_line_buffer0_0_rden) then
+            fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_mem(to_integer(fpdeep_eb0_fpdeep_line_buffer0_0_rdad));
+        end if;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_ram;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (bool(fpdeep_eb0_fpdeep_line_buffer0_0_wfire) and (fpdeep_eb0_fpdeep_line_buffer0_0_wslot = 3)) then
+            fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_mem(to_integer(fpdeep_eb0_fpdeep_line_buffer0_0_wadr)) <= s_axis_berr_tdata_num;
+        end if;
+        if bool(fpdeep_eb0_fpdeep_line_buffer0_0_rden) then
+            fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_mem(to_integer(fpdeep_eb0_fpdeep_line_buffer0_0_rdad));
+        end if;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_ram;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (bool(fpdeep_eb0_fpdeep_line_buffer0_0_wfire) and (fpdeep_eb0_fpdeep_line_buffer0_0_wslot = 4)) then
+            fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_mem(to_integer(fpdeep_eb0_fpdeep_line_buffer0_0_wadr)) <= s_axis_berr_tdata_num;
+        end if;
+        if bool(fpdeep_eb0_fpdeep_line_buffer0_0_rden) then
+            fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_mem(to_integer(fpdeep_eb0_fpdeep_line_buffer0_0_rdad));
+        end if;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_ram;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_add3_add: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot0) is
+begin
+    if ((fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 0) >= 5) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_add3_y <= ((fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 0) - 5);
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_add3_y <= (fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 0);
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_add3_add;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_add4_add: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot0) is
+begin
+    if ((fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 1) >= 5) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_add4_y <= ((fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 1) - 5);
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_add4_y <= (fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 1);
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_add4_add;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_add5_add: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot0) is
+begin
+    if ((fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 2) >= 5) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_add5_y <= ((fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 2) - 5);
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_add5_y <= (fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 2);
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_add5_add;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y <= to_unsigned(0, 5);
+        else
+            if bool(fpdeep_eb0_fpdeep_line_buffer0_0_en) then
+                fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_add3_y;
+            end if;
+        end if;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_st;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y <= to_unsigned(0, 5);
+        else
+            if bool(fpdeep_eb0_fpdeep_line_buffer0_0_en) then
+                fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_add4_y;
+            end if;
+        end if;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_st;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y <= to_unsigned(0, 5);
+        else
+            if bool(fpdeep_eb0_fpdeep_line_buffer0_0_en) then
+                fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_add5_y;
+            end if;
+        end if;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_st;
 
 fpdeep_eb0_fpdeep_line_buffer0_0_st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
+            fpdeep_eb0_fpdeep_line_buffer0_0_v1h <= '0';
             fpdeep_eb0_fpdeep_line_buffer0_0_fin1 <= '0';
-            fpdeep_eb0_fpdeep_line_buffer0_0_wv1 <= '0';
-            fpdeep_eb0_fpdeep_line_buffer0_0_v1 <= '0';
+            fpdeep_eb0_fpdeep_line_buffer0_0_t1 <= '0';
+            fpdeep_eb0_fpdeep_line_buffer0_0_f1 <= '0';
+            fpdeep_eb0_fpdeep_line_buffer0_0_v1w <= '0';
             fpdeep_eb0_fpdeep_line_buffer0_0_last1 <= '0';
-            fpdeep_eb0_fpdeep_line_buffer0_0_c1 <= to_unsigned(0, 4);
-            fpdeep_eb0_fpdeep_line_buffer0_0_pix1 <= to_unsigned(0, 32);
+            fpdeep_eb0_fpdeep_line_buffer0_0_hz1 <= '0';
+            fpdeep_eb0_fpdeep_line_buffer0_0_m1 <= to_unsigned(0, 3);
         else
             if bool(fpdeep_eb0_fpdeep_line_buffer0_0_en) then
-                fpdeep_eb0_fpdeep_line_buffer0_0_v1 <= fpdeep_eb0_fpdeep_line_buffer0_0_fire;
-                if bool(fpdeep_eb0_fpdeep_line_buffer0_0_fire) then
-                    fpdeep_eb0_fpdeep_line_buffer0_0_pix1 <= fpdeep_eb0_fpdeep_line_buffer0_0_pix0;
-                    fpdeep_eb0_fpdeep_line_buffer0_0_c1 <= fpdeep_eb0_fpdeep_line_buffer0_0_c0;
-                    fpdeep_eb0_fpdeep_line_buffer0_0_wv1 <= fpdeep_eb0_fpdeep_line_buffer0_0_wv0;
-                    fpdeep_eb0_fpdeep_line_buffer0_0_last1 <= fpdeep_eb0_fpdeep_line_buffer0_0_last0;
-                    fpdeep_eb0_fpdeep_line_buffer0_0_fin1 <= fpdeep_eb0_fpdeep_line_buffer0_0_fin0;
-                end if;
+                fpdeep_eb0_fpdeep_line_buffer0_0_v1w <= fpdeep_eb0_fpdeep_line_buffer0_0_wf;
+                fpdeep_eb0_fpdeep_line_buffer0_0_v1h <= fpdeep_eb0_fpdeep_line_buffer0_0_hf;
+                fpdeep_eb0_fpdeep_line_buffer0_0_t1 <= fpdeep_eb0_fpdeep_line_buffer0_0_tailw;
+                fpdeep_eb0_fpdeep_line_buffer0_0_f1 <= fpdeep_eb0_fpdeep_line_buffer0_0_first;
+                fpdeep_eb0_fpdeep_line_buffer0_0_last1 <= fpdeep_eb0_fpdeep_line_buffer0_0_lastj;
+                fpdeep_eb0_fpdeep_line_buffer0_0_fin1 <= stdl(bool(fpdeep_eb0_fpdeep_line_buffer0_0_lastj) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_lastr));
+                fpdeep_eb0_fpdeep_line_buffer0_0_hz1 <= stdl(fpdeep_eb0_fpdeep_line_buffer0_0_hq >= fpdeep_eb0_fpdeep_line_buffer0_0_r_w);
+                fpdeep_eb0_fpdeep_line_buffer0_0_m1 <= fpdeep_eb0_fpdeep_line_buffer0_0_mask0;
             end if;
         end if;
     end if;
 end process fpdeep_eb0_fpdeep_line_buffer0_0_st1;
 
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux224_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y, fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y(1-1 downto 0)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_o <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_o <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux224_m;
 
-fpdeep_eb0_fpdeep_line_buffer0_0_wen <= stdl(bool(fpdeep_eb0_fpdeep_line_buffer0_0_en) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_v1));
-fpdeep_eb0_fpdeep_line_buffer0_0_wdat <= unsigned'(fpdeep_eb0_fpdeep_line_buffer0_0_pix1 & fpdeep_eb0_fpdeep_line_buffer0_0_rd(64-1 downto 32));
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux225_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y, fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y(1-1 downto 0)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux225_y <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux225_y <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux225_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux226_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y(1-1 downto 0)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux226_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux226_y <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux226_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux227_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_o, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux225_y) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y(2-1 downto 1)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux227_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux225_y;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux227_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_o;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux227_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux228_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux226_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y(2-1 downto 1)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux228_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux228_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux226_y;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux228_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux227_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux228_y) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y(3-1 downto 2)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux228_y;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux227_y;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y(4-1 downto 3)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_y;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux231_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y(5-1 downto 4)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_y;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux231_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux232_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y, fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y(1-1 downto 0)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_o <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_o <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux232_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y, fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y(1-1 downto 0)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y(1-1 downto 0)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_o, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y(2-1 downto 1)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_o;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y(2-1 downto 1)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_y) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y(3-1 downto 2)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_y;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_y;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y(4-1 downto 3)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_y;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux239_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y(5-1 downto 4)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_y;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux239_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux240_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y, fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y(1-1 downto 0)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_o <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_o <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux240_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y, fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y(1-1 downto 0)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_y <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_y <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y(1-1 downto 0)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_y <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_o, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_y) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y(2-1 downto 1)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_y;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_o;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y(2-1 downto 1)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_y;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_y) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y(3-1 downto 2)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_y;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_y;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y(4-1 downto 3)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_y;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux247_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y(5-1 downto 4)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_y;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux247_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask0_0_pm: process (fpdeep_eb0_fpdeep_line_buffer0_0_hz1, fpdeep_eb0_fpdeep_line_buffer0_0_m1, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_y) is
+begin
+    if (bool(fpdeep_eb0_fpdeep_line_buffer0_0_m1(0)) and (not bool(fpdeep_eb0_fpdeep_line_buffer0_0_hz1))) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask0_0_o <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_y;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask0_0_o <= to_unsigned(0, 32);
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask0_0_pm;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask1_0_pm: process (fpdeep_eb0_fpdeep_line_buffer0_0_hz1, fpdeep_eb0_fpdeep_line_buffer0_0_m1, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_y) is
+begin
+    if (bool(fpdeep_eb0_fpdeep_line_buffer0_0_m1(1)) and (not bool(fpdeep_eb0_fpdeep_line_buffer0_0_hz1))) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask1_0_o <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_y;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask1_0_o <= to_unsigned(0, 32);
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask1_0_pm;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask2_0_pm: process (fpdeep_eb0_fpdeep_line_buffer0_0_hz1, fpdeep_eb0_fpdeep_line_buffer0_0_m1, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_y) is
+begin
+    if (bool(fpdeep_eb0_fpdeep_line_buffer0_0_m1(2)) and (not bool(fpdeep_eb0_fpdeep_line_buffer0_0_hz1))) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask2_0_o <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_y;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask2_0_o <= to_unsigned(0, 32);
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask2_0_pm;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_wsel: process (fpdeep_eb0_fpdeep_line_buffer0_0_hist, fpdeep_eb0_fpdeep_line_buffer0_0_t1, fpdeep_eb0_fpdeep_line_buffer0_0_f1, fpdeep_eb0_fpdeep_line_buffer0_0_nh, fpdeep_eb0_fpdeep_line_buffer0_0_col) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_t1) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_colw <= to_unsigned(0, 96);
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_colw <= fpdeep_eb0_fpdeep_line_buffer0_0_col;
+    end if;
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_f1) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_hsel <= fpdeep_eb0_fpdeep_line_buffer0_0_nh;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_hsel <= fpdeep_eb0_fpdeep_line_buffer0_0_hist;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_wsel;
 
 
-fpdeep_eb0_fpdeep_line_buffer0_0_col <= unsigned'(fpdeep_eb0_fpdeep_line_buffer0_0_pix1 & fpdeep_eb0_fpdeep_line_buffer0_0_rd);
+fpdeep_eb0_fpdeep_line_buffer0_0_hnext <= unsigned'(fpdeep_eb0_fpdeep_line_buffer0_0_colw & fpdeep_eb0_fpdeep_line_buffer0_0_hsel(192-1 downto 96));
+fpdeep_eb0_fpdeep_line_buffer0_0_nhnext <= unsigned'(fpdeep_eb0_fpdeep_line_buffer0_0_col & fpdeep_eb0_fpdeep_line_buffer0_0_nh(192-1 downto 96));
 
 fpdeep_eb0_fpdeep_line_buffer0_0_wreg: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
             fpdeep_eb0_fpdeep_line_buffer0_0_hist <= to_unsigned(0, 192);
+            fpdeep_eb0_fpdeep_line_buffer0_0_nh <= to_unsigned(0, 192);
         else
-            if (bool(fpdeep_eb0_fpdeep_line_buffer0_0_en) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_v1)) then
+            if (bool(fpdeep_eb0_fpdeep_line_buffer0_0_en) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_v1w)) then
                 fpdeep_eb0_fpdeep_line_buffer0_0_hist <= fpdeep_eb0_fpdeep_line_buffer0_0_hnext;
+            end if;
+            if bool(fpdeep_eb0_fpdeep_line_buffer0_0_en) then
+                if (bool(fpdeep_eb0_fpdeep_line_buffer0_0_v1w) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_f1)) then
+                    fpdeep_eb0_fpdeep_line_buffer0_0_nh <= to_unsigned(0, 192);
+                elsif bool(fpdeep_eb0_fpdeep_line_buffer0_0_v1h) then
+                    fpdeep_eb0_fpdeep_line_buffer0_0_nh <= fpdeep_eb0_fpdeep_line_buffer0_0_nhnext;
+                end if;
             end if;
         end if;
     end if;
 end process fpdeep_eb0_fpdeep_line_buffer0_0_wreg;
 
 
-fpdeep_eb0_fpdeep_line_buffer0_0_push <= stdl(bool(fpdeep_eb0_fpdeep_line_buffer0_0_en) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_v1) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_wv1));
+fpdeep_eb0_fpdeep_line_buffer0_0_push <= stdl(bool(fpdeep_eb0_fpdeep_line_buffer0_0_en) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_v1w));
 fpdeep_eb0_fpdeep_line_buffer0_0_fin_u <= to_unsigned(fpdeep_eb0_fpdeep_line_buffer0_0_fin1, 1);
-fpdeep_eb0_fpdeep_line_buffer0_0_out_final_pop <= stdl(bool(fpdeep_eb0_win_v) and bool(fpdeep_eb0_win_r) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_mfin(0)));
+fpdeep_eb0_fpdeep_line_buffer0_0_fin_pop <= stdl(bool(fpdeep_eb0_win_v) and bool(fpdeep_eb0_win_r) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_mfin(0)));
+fpdeep_eb0_win_u <= fpdeep_eb0_fpdeep_line_buffer0_0_mfin(0);
 
 fpdeep_eb0_fpdeep_line_buffer0_0_out_fifo23_seq: process (clk) is
     variable pop: std_logic;
@@ -5579,7 +7051,7 @@ fpdeep_eb0_s_axis_w_tready <= fpdeep_eb0_en;
 fpdeep_eb0_wfire <= stdl(bool(fpdeep_eb0_en) and bool(ebw_v));
 fpdeep_eb0_win_r <= stdl(bool(fpdeep_eb0_en) and (not bool(ebw_v)));
 fpdeep_eb0_fire <= stdl(bool(fpdeep_eb0_en) and bool(fpdeep_eb0_win_v) and (not bool(ebw_v)));
-fpdeep_eb0_lb_start <= stdl(bool(eb_start) and (not bool(eb_busy)) and (not bool(fpdeep_eb0_lb_busy)));
+fpdeep_eb0_lb_start <= stdl(bool(eb_start) and (not bool(fpdeep_eb0_ibusy)));
 
 fpdeep_eb0_inreg: process (clk) is
 begin
@@ -5587,7 +7059,7 @@ begin
         if (rst = '1') then
             fpdeep_eb0_bsel <= '0';
             fpdeep_eb0_xr <= to_unsigned(0, 288);
-            fpdeep_eb0_v0 <= to_unsigned(0, 2);
+            fpdeep_eb0_v0 <= to_unsigned(0, 5);
             fpdeep_eb0_bz <= to_unsigned(0, 32);
         else
             fpdeep_eb0_bz <= to_unsigned(0, 32);
@@ -5596,7 +7068,7 @@ begin
                 if bool(fpdeep_eb0_fire) then
                     fpdeep_eb0_xr <= fpdeep_eb0_win_d;
                 end if;
-                fpdeep_eb0_v0 <= unsigned'(fpdeep_eb0_win_l & fpdeep_eb0_fire);
+                fpdeep_eb0_v0 <= unsigned'(fpdeep_eb0_win_u & fpdeep_eb0_blx & fpdeep_eb0_bfx & fpdeep_eb0_win_l & fpdeep_eb0_fire);
             end if;
         end if;
     end if;
@@ -6916,17 +8388,17 @@ fpdeep_eb0_delay_flags1_sh: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            fpdeep_eb0_delay_flags1_sr <= to_unsigned(0, 12);
+            fpdeep_eb0_delay_flags1_sr <= to_unsigned(0, 30);
         else
             if bool(fpdeep_eb0_en) then
-                fpdeep_eb0_delay_flags1_sr <= unsigned'(fpdeep_eb0_delay_flags1_sr((2 * (6 - 1))-1 downto 0) & fpdeep_eb0_v0);
+                fpdeep_eb0_delay_flags1_sr <= unsigned'(fpdeep_eb0_delay_flags1_sr((5 * (6 - 1))-1 downto 0) & fpdeep_eb0_v0);
             end if;
         end if;
     end if;
 end process fpdeep_eb0_delay_flags1_sh;
 
 
-fpdeep_eb0_vt <= fpdeep_eb0_delay_flags1_sr((2 * 6)-1 downto (2 * (6 - 1)));
+fpdeep_eb0_vt <= fpdeep_eb0_delay_flags1_sr((5 * 6)-1 downto (5 * (6 - 1)));
 
 
 fpdeep_eb0_pack2_u <= unsigned(fpdeep_eb0_engine_trees1_add_reg53_y(37-1 downto 0));
@@ -6940,7 +8412,7 @@ fpdeep_eb0_pack2_res <= fpdeep_eb0_pack2_cs;
 
 fpdeep_eb0_push1 <= stdl(bool(fpdeep_eb0_en) and bool(fpdeep_eb0_vt(0)));
 fpdeep_eb0_last1 <= fpdeep_eb0_vt(1);
-fpdeep_eb0_first_u <= to_unsigned(fpdeep_eb0_first_r, 1);
+fpdeep_eb0_tag_u <= fpdeep_eb0_vt(5-1 downto 2);
 
 fpdeep_eb0_out_fifo24_seq: process (clk) is
     variable pop: std_logic;
@@ -6952,9 +8424,9 @@ begin
             fpdeep_eb0_out_fifo24_l0 <= '0';
             fpdeep_eb0_out_fifo24_l1 <= '0';
             fpdeep_eb0_out_fifo24_d1 <= to_unsigned(0, 74);
-            fpdeep_eb0_out_fifo24_u0 <= to_unsigned(0, 1);
+            fpdeep_eb0_out_fifo24_u0 <= to_unsigned(0, 3);
             fpdeep_eb0_out_fifo24_cnt <= to_unsigned(0, 2);
-            fpdeep_eb0_out_fifo24_u1 <= to_unsigned(0, 1);
+            fpdeep_eb0_out_fifo24_u1 <= to_unsigned(0, 3);
         else
             pop := stdl((fpdeep_eb0_out_fifo24_cnt /= 0) and bool(fpdeep_eb0_e_r));
             if bool(pop) then
@@ -6966,11 +8438,11 @@ begin
                 if ((fpdeep_eb0_out_fifo24_cnt = 0) or ((fpdeep_eb0_out_fifo24_cnt = 1) and bool(pop))) then
                     fpdeep_eb0_out_fifo24_d0 <= fpdeep_eb0_pack2_res;
                     fpdeep_eb0_out_fifo24_l0 <= fpdeep_eb0_last1;
-                    fpdeep_eb0_out_fifo24_u0 <= fpdeep_eb0_first_u;
+                    fpdeep_eb0_out_fifo24_u0 <= fpdeep_eb0_tag_u;
                 else
                     fpdeep_eb0_out_fifo24_d1 <= fpdeep_eb0_pack2_res;
                     fpdeep_eb0_out_fifo24_l1 <= fpdeep_eb0_last1;
-                    fpdeep_eb0_out_fifo24_u1 <= fpdeep_eb0_first_u;
+                    fpdeep_eb0_out_fifo24_u1 <= fpdeep_eb0_tag_u;
                 end if;
             end if;
             if (bool(fpdeep_eb0_push1) and (not bool(pop))) then
@@ -6989,25 +8461,29 @@ end process fpdeep_eb0_out_fifo24_seq;
 
 fpdeep_eb0_out_fifo24_m_tdata <= fpdeep_eb0_out_fifo24_d0;
 fpdeep_eb0_e_l <= fpdeep_eb0_out_fifo24_l0;
-fpdeep_eb0_e_first <= fpdeep_eb0_out_fifo24_u0;
+fpdeep_eb0_e_tag <= fpdeep_eb0_out_fifo24_u0;
 fpdeep_eb0_e_v <= stdl(fpdeep_eb0_out_fifo24_cnt /= 0);
 
 
-fpdeep_eb0_e_r <= stdl(bool(fpdeep_eb0_en2) and (bool(fpdeep_eb0_e_first(0)) or bool(ebp_in_v)));
-ebp_in_r <= stdl(bool(fpdeep_eb0_en2) and bool(fpdeep_eb0_e_v) and (not bool(fpdeep_eb0_e_first(0))));
-fpdeep_eb0_jfire <= stdl(bool(fpdeep_eb0_en2) and bool(fpdeep_eb0_e_v) and (bool(fpdeep_eb0_e_first(0)) or bool(ebp_in_v)));
+fpdeep_eb0_e_r <= stdl(bool(fpdeep_eb0_en2) and (bool(fpdeep_eb0_e_first) or bool(ebp_in_v)));
+ebp_in_r <= stdl(bool(fpdeep_eb0_en2) and bool(fpdeep_eb0_e_v) and (not bool(fpdeep_eb0_e_first)));
+fpdeep_eb0_jfire <= stdl(bool(fpdeep_eb0_en2) and bool(fpdeep_eb0_e_v) and (bool(fpdeep_eb0_e_first) or bool(ebp_in_v)));
 
 fpdeep_eb0_jreg: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
             fpdeep_eb0_v2 <= '0';
+            fpdeep_eb0_mend2 <= '0';
+            fpdeep_eb0_last2 <= '0';
             fpdeep_eb0_l2 <= '0';
         else
             if bool(fpdeep_eb0_en2) then
                 fpdeep_eb0_v2 <= fpdeep_eb0_jfire;
                 if bool(fpdeep_eb0_jfire) then
                     fpdeep_eb0_l2 <= fpdeep_eb0_e_l;
+                    fpdeep_eb0_last2 <= fpdeep_eb0_e_tag(1);
+                    fpdeep_eb0_mend2 <= fpdeep_eb0_e_tag(2);
                 end if;
             end if;
         end if;
@@ -7175,9 +8651,9 @@ begin
     end if;
 end process fpdeep_eb0_eb_out_lane0_sat5_clamp;
 
-fpdeep_eb0_eb_out_lane0_mux: process (fpdeep_eb0_eb_out_lane0_sp, fpdeep_eb0_eb_out_lane0_re, fpdeep_eb0_last_r) is
+fpdeep_eb0_eb_out_lane0_mux: process (fpdeep_eb0_eb_out_lane0_sp, fpdeep_eb0_eb_out_lane0_re, fpdeep_eb0_last2) is
 begin
-    if bool(fpdeep_eb0_last_r) then
+    if bool(fpdeep_eb0_last2) then
         fpdeep_eb0_eb_out_lane0_y <= fpdeep_eb0_eb_out_lane0_re;
     else
         fpdeep_eb0_eb_out_lane0_y <= fpdeep_eb0_eb_out_lane0_sp;
@@ -7251,9 +8727,9 @@ begin
     end if;
 end process fpdeep_eb0_eb_out_lane1_sat7_clamp;
 
-fpdeep_eb0_eb_out_lane1_mux: process (fpdeep_eb0_eb_out_lane1_sp, fpdeep_eb0_eb_out_lane1_re, fpdeep_eb0_last_r) is
+fpdeep_eb0_eb_out_lane1_mux: process (fpdeep_eb0_eb_out_lane1_sp, fpdeep_eb0_eb_out_lane1_re, fpdeep_eb0_last2) is
 begin
-    if bool(fpdeep_eb0_last_r) then
+    if bool(fpdeep_eb0_last2) then
         fpdeep_eb0_eb_out_lane1_y <= fpdeep_eb0_eb_out_lane1_re;
     else
         fpdeep_eb0_eb_out_lane1_y <= fpdeep_eb0_eb_out_lane1_sp;
@@ -7271,7 +8747,7 @@ fpdeep_eb0_pack3_res <= fpdeep_eb0_pack3_cs;
 
 
 fpdeep_eb0_push2 <= stdl(bool(fpdeep_eb0_en2) and bool(fpdeep_eb0_v2));
-fpdeep_eb0_mode_u <= to_unsigned(fpdeep_eb0_last_r, 1);
+fpdeep_eb0_mode_u <= unsigned'(fpdeep_eb0_mend2 & fpdeep_eb0_last2);
 
 fpdeep_eb0_out_fifo25_seq: process (clk) is
     variable pop: std_logic;
@@ -7283,9 +8759,9 @@ begin
             fpdeep_eb0_out_fifo25_l0 <= '0';
             fpdeep_eb0_out_fifo25_l1 <= '0';
             fpdeep_eb0_out_fifo25_d1 <= to_unsigned(0, 96);
-            fpdeep_eb0_out_fifo25_u0 <= to_unsigned(0, 1);
+            fpdeep_eb0_out_fifo25_u0 <= to_unsigned(0, 2);
             fpdeep_eb0_out_fifo25_cnt <= to_unsigned(0, 2);
-            fpdeep_eb0_out_fifo25_u1 <= to_unsigned(0, 1);
+            fpdeep_eb0_out_fifo25_u1 <= to_unsigned(0, 2);
         else
             pop := stdl((fpdeep_eb0_out_fifo25_cnt /= 0) and bool(fpdeep_eb0_o_r));
             if bool(pop) then
@@ -7339,40 +8815,82 @@ begin
     fpdeep_eb0_ohs <= stdl(bool(fpdeep_eb0_o_v) and ((bool(fpdeep_eb0_o_mode(0)) and bool(m_axis_ein_tready)) or ((not bool(fpdeep_eb0_o_mode(0))) and bool(fpdeep_eb0_m_axis_psum_out_tready))));
 end process fpdeep_eb0_outs;
 
+fpdeep_eb0_slotsel: process (fpdeep_eb0_errq, fpdeep_eb0_lb_busy, fpdeep_eb0_nmaps, fpdeep_eb0_rsel, fpdeep_eb0_cf1, fpdeep_eb0_chk, fpdeep_eb0_cl0, fpdeep_eb0_cf0, fpdeep_eb0_cl1) is
+begin
+    if bool(fpdeep_eb0_rsel) then
+        fpdeep_eb0_bfx <= fpdeep_eb0_cf1;
+        fpdeep_eb0_blx <= fpdeep_eb0_cl1;
+    else
+        fpdeep_eb0_bfx <= fpdeep_eb0_cf0;
+        fpdeep_eb0_blx <= fpdeep_eb0_cl0;
+    end if;
+    fpdeep_eb0_ibusy <= stdl(bool(fpdeep_eb0_lb_busy) or bool(fpdeep_eb0_chk) or bool(fpdeep_eb0_errq) or (fpdeep_eb0_nmaps = 2));
+    eb_busy <= stdl(bool(fpdeep_eb0_lb_busy) or bool(fpdeep_eb0_chk) or bool(fpdeep_eb0_errq) or (fpdeep_eb0_nmaps = 2));
+end process fpdeep_eb0_slotsel;
+
+
+fpdeep_eb0_e_first <= fpdeep_eb0_e_tag(0);
+
+
+fpdeep_eb0_mdone <= stdl(bool(fpdeep_eb0_ohs) and bool(fpdeep_eb0_o_mode(1)));
+
 fpdeep_eb0_ctl: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            fpdeep_eb0_lbseen <= '0';
+            fpdeep_eb0_errq <= '0';
+            fpdeep_eb0_wsel <= '0';
+            fpdeep_eb0_nmaps <= to_unsigned(0, 2);
             eb_done <= '0';
-            fpdeep_eb0_last_r <= '0';
+            fpdeep_eb0_chk <= '0';
+            fpdeep_eb0_cf1 <= '0';
+            fpdeep_eb0_rsel <= '0';
             eb_perr <= '0';
-            eb_busy <= '0';
-            fpdeep_eb0_first_r <= '0';
-            fpdeep_eb0_inflight <= to_unsigned(0, 4);
+            fpdeep_eb0_cl0 <= '0';
+            fpdeep_eb0_cf0 <= '0';
+            fpdeep_eb0_cl1 <= '0';
         else
             eb_done <= '0';
-            if (bool(eb_start) and (not bool(eb_busy))) then
-                eb_busy <= '1';
-                fpdeep_eb0_lbseen <= '0';
-                fpdeep_eb0_first_r <= fpdeep_eb0_cfg_first;
-                fpdeep_eb0_last_r <= fpdeep_eb0_cfg_first;
+            if bool(fpdeep_eb0_lb_start) then
+                fpdeep_eb0_chk <= '1';
                 eb_perr <= '0';
-            elsif (bool(eb_busy) and bool(fpdeep_eb0_lbseen) and (fpdeep_eb0_inflight = 0)) then
-                eb_busy <= '0';
+                if bool(fpdeep_eb0_wsel) then
+                    fpdeep_eb0_cf1 <= fpdeep_eb0_cfg_first;
+                    fpdeep_eb0_cl1 <= fpdeep_eb0_cfg_first;
+                else
+                    fpdeep_eb0_cf0 <= fpdeep_eb0_cfg_first;
+                    fpdeep_eb0_cl0 <= fpdeep_eb0_cfg_first;
+                end if;
+            end if;
+            if bool(fpdeep_eb0_chk) then
+                fpdeep_eb0_chk <= '0';
+                if bool(eb_cerr) then
+                    if bool(fpdeep_eb0_mdone) then
+                        fpdeep_eb0_errq <= '1';
+                    else
+                        eb_done <= '1';
+                    end if;
+                else
+                    fpdeep_eb0_wsel <= stdl((not bool(fpdeep_eb0_wsel)));
+                end if;
+            end if;
+            if (bool(fpdeep_eb0_errq) and (not bool(fpdeep_eb0_mdone))) then
+                fpdeep_eb0_errq <= '0';
                 eb_done <= '1';
-                fpdeep_eb0_lbseen <= '0';
             end if;
-            if bool(fpdeep_eb0_lb_done) then
-                fpdeep_eb0_lbseen <= '1';
+            if bool(fpdeep_eb0_mdone) then
+                eb_done <= '1';
             end if;
-            if (bool(fpdeep_eb0_jfire) and (not bool(fpdeep_eb0_e_first(0))) and (ebp_in_l /= fpdeep_eb0_e_l)) then
+            if (bool(fpdeep_eb0_chk) and (not bool(eb_cerr)) and (not bool(fpdeep_eb0_mdone))) then
+                fpdeep_eb0_nmaps <= (fpdeep_eb0_nmaps + 1);
+            elsif (bool(fpdeep_eb0_mdone) and (not (bool(fpdeep_eb0_chk) and (not bool(eb_cerr))))) then
+                fpdeep_eb0_nmaps <= (fpdeep_eb0_nmaps - 1);
+            end if;
+            if (bool(fpdeep_eb0_fire) and bool(fpdeep_eb0_win_u)) then
+                fpdeep_eb0_rsel <= stdl((not bool(fpdeep_eb0_rsel)));
+            end if;
+            if (bool(fpdeep_eb0_jfire) and (not bool(fpdeep_eb0_e_first)) and (ebp_in_l /= fpdeep_eb0_e_l)) then
                 eb_perr <= '1';
-            end if;
-            if (bool(fpdeep_eb0_fire) and (not bool(fpdeep_eb0_ohs))) then
-                fpdeep_eb0_inflight <= (fpdeep_eb0_inflight + 1);
-            elsif (bool(fpdeep_eb0_ohs) and (not bool(fpdeep_eb0_fire))) then
-                fpdeep_eb0_inflight <= (fpdeep_eb0_inflight - 1);
             end if;
         end if;
     end if;
@@ -7404,160 +8922,701 @@ fpdeep_pg0_fpdeep_line_buffer0_0_1_we_c <= fpdeep_pg0_w_r;
 fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_c <= unsigned'(to_unsigned(0, 2) & fpdeep_pg0_p_r);
 
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_he_r <= fpdeep_pg0_h_r;
+fpdeep_pg0_fpdeep_line_buffer0_0_1_he_r <= unsigned'(to_unsigned(0, 1) & fpdeep_pg0_h_r);
 
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_rr <= unsigned'(to_unsigned(0, 2) & fpdeep_pg0_p_r);
+fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_r <= unsigned'(to_unsigned(0, 3) & fpdeep_pg0_p_r);
 
 
 fpdeep_pg0_fpdeep_line_buffer0_0_1_wsum <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_we_c + fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_c) + fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_c);
-fpdeep_pg0_fpdeep_line_buffer0_0_1_hsum <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_he_r + fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_rr) + fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_rr);
+fpdeep_pg0_fpdeep_line_buffer0_0_1_hsum <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_he_r + fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_r) + fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_r);
 
 
 fpdeep_pg0_fpdeep_line_buffer0_0_1_cbad <= stdl((fpdeep_pg0_w_r = 0) or (fpdeep_pg0_w_r > 8) or (fpdeep_pg0_h_r = 0) or (fpdeep_pg0_h_r > 8) or (fpdeep_pg0_p_r > 2) or (fpdeep_pg0_fpdeep_line_buffer0_0_1_wsum < 3) or (fpdeep_pg0_fpdeep_line_buffer0_0_1_hsum < 3));
 
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_in_img <= stdl((fpdeep_pg0_fpdeep_line_buffer0_0_1_c0 >= fpdeep_pg0_fpdeep_line_buffer0_0_1_pad_c) and (fpdeep_pg0_fpdeep_line_buffer0_0_1_c0 < fpdeep_pg0_fpdeep_line_buffer0_0_1_cend) and (fpdeep_pg0_fpdeep_line_buffer0_0_1_r0 >= fpdeep_pg0_fpdeep_line_buffer0_0_1_pad_r) and (fpdeep_pg0_fpdeep_line_buffer0_0_1_r0 < fpdeep_pg0_fpdeep_line_buffer0_0_1_rend));
-fpdeep_pg0_fpdeep_line_buffer0_0_1_wv0 <= stdl((signed(resize(fpdeep_pg0_fpdeep_line_buffer0_0_1_c0, 5)) >= (3 - 1)) and (signed(resize(fpdeep_pg0_fpdeep_line_buffer0_0_1_r0, 5)) >= (3 - 1)));
-fpdeep_pg0_fpdeep_line_buffer0_0_1_last0 <= stdl(fpdeep_pg0_fpdeep_line_buffer0_0_1_c0 = fpdeep_pg0_fpdeep_line_buffer0_0_1_wlast);
-fpdeep_pg0_fpdeep_line_buffer0_0_1_fin0 <= stdl((fpdeep_pg0_fpdeep_line_buffer0_0_1_c0 = fpdeep_pg0_fpdeep_line_buffer0_0_1_wlast) and (fpdeep_pg0_fpdeep_line_buffer0_0_1_r0 = fpdeep_pg0_fpdeep_line_buffer0_0_1_hlast));
+pgx_r <= stdl(bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wbusy) and (fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull < 5));
+fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire <= stdl(bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wbusy) and (fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull < 5) and bool(pgx_v));
+fpdeep_pg0_fpdeep_line_buffer0_0_1_wadr <= fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol(3-1 downto 0);
+fpdeep_pg0_fpdeep_line_buffer0_0_1_accept <= stdl(bool(fpdeep_pg0_lb_start) and (not (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wbusy) or bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend) or bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_errq))));
+fpdeep_pg0_lb_busy <= stdl(bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wbusy) or bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend) or bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_errq));
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_hand: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_in_img, pgx_v, fpdeep_pg0_fpdeep_line_buffer0_0_1_en, fpdeep_pg0_fpdeep_line_buffer0_0_1_running, pgx_d) is
+fpdeep_pg0_fpdeep_line_buffer0_0_1_rscan: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_r_w, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc, fpdeep_pg0_fpdeep_line_buffer0_0_1_jj, fpdeep_pg0_fpdeep_line_buffer0_0_1_lo, fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull, fpdeep_pg0_fpdeep_line_buffer0_0_1_rr, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wo1) is
 begin
-    fpdeep_pg0_fpdeep_line_buffer0_0_1_fire <= stdl(bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_running) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_en) and (bool(pgx_v) or (not bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_in_img))));
-    pgx_r <= stdl(bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_running) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_en) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_in_img));
-    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_in_img) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_pix0 <= pgx_d;
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_q <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_jj + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc);
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw <= stdl((fpdeep_pg0_fpdeep_line_buffer0_0_1_jj + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_w);
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_first <= stdl(fpdeep_pg0_fpdeep_line_buffer0_0_1_jj = 0);
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj <= stdl(fpdeep_pg0_fpdeep_line_buffer0_0_1_jj = fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wo1);
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr <= stdl(fpdeep_pg0_fpdeep_line_buffer0_0_1_rr = fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1);
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_jj = 0) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_ur <= fpdeep_pg0_fpdeep_line_buffer0_0_1_rr;
     else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_pix0 <= to_unsigned(0, 32);
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_ur <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + 1);
     end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_hand;
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_uex <= stdl((fpdeep_pg0_fpdeep_line_buffer0_0_1_jj = 0) or (fpdeep_pg0_fpdeep_line_buffer0_0_1_rr /= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1));
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_lim <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_lo + fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull);
+    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) > fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_need_r <= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_need_r <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc);
+    end if;
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_jj = 0) then
+        if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) > fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1) then
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u <= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1;
+        else
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc);
+        end if;
+    else
+        if (((fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) + 1) > fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1) then
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u <= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1;
+        else
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) + 1);
+        end if;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_rscan;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_rdec: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_need_r, fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u, fpdeep_pg0_fpdeep_line_buffer0_0_1_lim, fpdeep_pg0_fpdeep_line_buffer0_0_1_hq, fpdeep_pg0_fpdeep_line_buffer0_0_1_ract, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc, fpdeep_pg0_fpdeep_line_buffer0_0_1_jj, fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw, fpdeep_pg0_fpdeep_line_buffer0_0_1_uex) is
+    variable cwin: std_logic;
+begin
+    cwin := stdl(bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_ract) and ((fpdeep_pg0_fpdeep_line_buffer0_0_1_jj /= 0) or (fpdeep_pg0_fpdeep_line_buffer0_0_1_hq = fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc)) and (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw) or (fpdeep_pg0_fpdeep_line_buffer0_0_1_need_r < fpdeep_pg0_fpdeep_line_buffer0_0_1_lim)));
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win <= cwin;
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_can_head <= stdl(bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_ract) and (fpdeep_pg0_fpdeep_line_buffer0_0_1_hq /= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_uex) and (fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u < fpdeep_pg0_fpdeep_line_buffer0_0_1_lim) and ((not bool(cwin)) or (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw) and (fpdeep_pg0_fpdeep_line_buffer0_0_1_jj /= 0))));
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_rdec;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_rfire: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p, fpdeep_pg0_fpdeep_line_buffer0_0_1_q, fpdeep_pg0_fpdeep_line_buffer0_0_1_can_head, fpdeep_pg0_fpdeep_line_buffer0_0_1_ur, fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr, fpdeep_pg0_fpdeep_line_buffer0_0_1_hq, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1, fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw, fpdeep_pg0_fpdeep_line_buffer0_0_1_en, fpdeep_pg0_fpdeep_line_buffer0_0_1_lo, fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win, fpdeep_pg0_fpdeep_line_buffer0_0_1_rr) is
+begin
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_wf <= stdl(bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_en) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win));
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_hf <= stdl(bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_en) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_can_head));
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_rden <= stdl((bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_en) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win) and (not bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw))) or (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_en) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_can_head)));
+    if (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win) and (not bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw))) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_rdad <= fpdeep_pg0_fpdeep_line_buffer0_0_1_q(3-1 downto 0);
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow <= fpdeep_pg0_fpdeep_line_buffer0_0_1_rr;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_rdad <= fpdeep_pg0_fpdeep_line_buffer0_0_1_hq(3-1 downto 0);
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow <= fpdeep_pg0_fpdeep_line_buffer0_0_1_ur;
+    end if;
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_dec <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1 + 1) - fpdeep_pg0_fpdeep_line_buffer0_0_1_lo);
+    elsif (fpdeep_pg0_fpdeep_line_buffer0_0_1_rr >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_dec <= to_unsigned(1, 5);
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_dec <= to_unsigned(0, 5);
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_rfire;
+
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_dd <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow - fpdeep_pg0_fpdeep_line_buffer0_0_1_lo);
+fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl + fpdeep_pg0_fpdeep_line_buffer0_0_1_dd) + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_off);
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_rslot2: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr) is
+begin
+    if (signed(resize(fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr, 6)) >= (2 * 5)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 <= resize(unsigned(signed(resize(fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr, 6)) - (2 * 5)), 5);
+    elsif (fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr >= 5) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr - 5);
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_rslot2;
+
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_mb <= stdl(((fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow + 0) >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p) and ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow + 0) < fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp));
+
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_mb <= stdl(((fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow + 1) >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p) and ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow + 1) < fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp));
+
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_mb <= stdl(((fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow + 2) >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p) and ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow + 2) < fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp));
+
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_mask0 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mcat;
 
 fpdeep_pg0_fpdeep_line_buffer0_0_1_ctl: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_wlast <= to_unsigned(0, 4);
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_hlast <= to_unsigned(0, 4);
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_pad_r <= to_unsigned(0, 4);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_errq <= '0';
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_r_w <= to_unsigned(0, 4);
             fpdeep_pg0_lb_done <= '0';
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1 <= to_unsigned(0, 5);
             fpdeep_pg0_lb_cerr <= '0';
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_r0 <= to_unsigned(0, 4);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl <= to_unsigned(0, 5);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp <= to_unsigned(0, 5);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wo1 <= to_unsigned(0, 4);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend <= '0';
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_hq <= to_unsigned(0, 4);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_ract <= '0';
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_g_off <= to_unsigned(0, 5);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_jj <= to_unsigned(0, 4);
             fpdeep_pg0_lb_rerr <= '0';
-            fpdeep_pg0_lb_busy <= '0';
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_cend_m1 <= to_unsigned(0, 4);
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_running <= '0';
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_c0 <= to_unsigned(0, 4);
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_cend <= to_unsigned(0, 4);
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_pad_c <= to_unsigned(0, 4);
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_rend <= to_unsigned(0, 4);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull <= to_unsigned(0, 5);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_rr <= to_unsigned(0, 5);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1 <= to_unsigned(0, 5);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol <= to_unsigned(0, 4);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_wbusy <= '0';
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p <= to_unsigned(0, 5);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot <= to_unsigned(0, 3);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_r_off <= to_unsigned(0, 5);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1 <= to_unsigned(0, 4);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wo1 <= to_unsigned(0, 4);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hc <= to_unsigned(0, 4);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_g_ho1 <= to_unsigned(0, 5);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_g_w <= to_unsigned(0, 4);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p <= to_unsigned(0, 5);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1 <= to_unsigned(0, 5);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc <= to_unsigned(0, 4);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp <= to_unsigned(0, 5);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_lo <= to_unsigned(0, 5);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_wrow <= to_unsigned(0, 5);
         else
             fpdeep_pg0_lb_done <= '0';
-            if (bool(fpdeep_pg0_lb_start) and (not bool(fpdeep_pg0_lb_busy))) then
+            if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_accept) then
                 fpdeep_pg0_lb_rerr <= '0';
                 if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_cbad) then
                     fpdeep_pg0_lb_cerr <= '1';
-                    fpdeep_pg0_lb_done <= '1';
-                else
-                    fpdeep_pg0_lb_cerr <= '0';
-                    fpdeep_pg0_lb_busy <= '1';
-                    fpdeep_pg0_fpdeep_line_buffer0_0_1_running <= '1';
-                    fpdeep_pg0_fpdeep_line_buffer0_0_1_pad_c <= fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_c;
-                    fpdeep_pg0_fpdeep_line_buffer0_0_1_cend <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_we_c + fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_c);
-                    fpdeep_pg0_fpdeep_line_buffer0_0_1_cend_m1 <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_we_c + fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_c) - 1);
-                    fpdeep_pg0_fpdeep_line_buffer0_0_1_wlast <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_wsum - 1);
-                    fpdeep_pg0_fpdeep_line_buffer0_0_1_pad_r <= fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_rr;
-                    fpdeep_pg0_fpdeep_line_buffer0_0_1_rend <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_he_r + fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_rr);
-                    fpdeep_pg0_fpdeep_line_buffer0_0_1_hlast <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_hsum - 1);
-                    fpdeep_pg0_fpdeep_line_buffer0_0_1_r0 <= to_unsigned(0, 4);
-                    fpdeep_pg0_fpdeep_line_buffer0_0_1_c0 <= to_unsigned(0, 4);
-                end if;
-            end if;
-            if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_fire) then
-                if (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_in_img) and (pgx_l /= stdl(fpdeep_pg0_fpdeep_line_buffer0_0_1_c0 = fpdeep_pg0_fpdeep_line_buffer0_0_1_cend_m1))) then
-                    fpdeep_pg0_lb_rerr <= '1';
-                end if;
-                if (fpdeep_pg0_fpdeep_line_buffer0_0_1_c0 = fpdeep_pg0_fpdeep_line_buffer0_0_1_wlast) then
-                    fpdeep_pg0_fpdeep_line_buffer0_0_1_c0 <= to_unsigned(0, 4);
-                    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_r0 = fpdeep_pg0_fpdeep_line_buffer0_0_1_hlast) then
-                        fpdeep_pg0_fpdeep_line_buffer0_0_1_r0 <= to_unsigned(0, 4);
-                        fpdeep_pg0_fpdeep_line_buffer0_0_1_running <= '0';
+                    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_fin_pop) then
+                        fpdeep_pg0_fpdeep_line_buffer0_0_1_errq <= '1';
                     else
-                        fpdeep_pg0_fpdeep_line_buffer0_0_1_r0 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_r0 + 1);
+                        fpdeep_pg0_lb_done <= '1';
                     end if;
                 else
-                    fpdeep_pg0_fpdeep_line_buffer0_0_1_c0 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_c0 + 1);
+                    fpdeep_pg0_lb_cerr <= '0';
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_wbusy <= '1';
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend <= '1';
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol <= to_unsigned(0, 4);
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_wrow <= to_unsigned(0, 5);
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_g_w <= fpdeep_pg0_fpdeep_line_buffer0_0_1_we_c;
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_we_c - 1);
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hc <= resize(unsigned((3 - 1) - signed(resize(fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_c, 5))), 4);
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wo1 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_wsum - 3);
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_he_r - 1);
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_g_ho1 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_hsum - 3);
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_he_r + fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_r);
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p <= fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_r;
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_g_off <= (5 - fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_r);
+                end if;
+            elsif (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_errq) and (not bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_fin_pop))) then
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_errq <= '0';
+                fpdeep_pg0_lb_done <= '1';
+            end if;
+            if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_fin_pop) then
+                fpdeep_pg0_lb_done <= '1';
+            end if;
+            if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire) then
+                if (pgx_l /= stdl(fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol = fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1)) then
+                    fpdeep_pg0_lb_rerr <= '1';
+                end if;
+                if (fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol = fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1) then
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol <= to_unsigned(0, 4);
+                    if (signed(resize(fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot, 4)) = (5 - 1)) then
+                        fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot <= to_unsigned(0, 3);
+                    else
+                        fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot + 1);
+                    end if;
+                    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_wrow = fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1) then
+                        fpdeep_pg0_fpdeep_line_buffer0_0_1_wrow <= to_unsigned(0, 5);
+                        fpdeep_pg0_fpdeep_line_buffer0_0_1_wbusy <= '0';
+                    else
+                        fpdeep_pg0_fpdeep_line_buffer0_0_1_wrow <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_wrow + 1);
+                    end if;
+                else
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol + 1);
                 end if;
             end if;
-            if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_out_final_pop) then
-                fpdeep_pg0_lb_busy <= '0';
-                fpdeep_pg0_lb_done <= '1';
+            if (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wf) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj)) then
+                if (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire) and (fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol = fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1)) then
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull + 1) - fpdeep_pg0_fpdeep_line_buffer0_0_1_dec);
+                else
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull - fpdeep_pg0_fpdeep_line_buffer0_0_1_dec);
+                end if;
+                if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl + fpdeep_pg0_fpdeep_line_buffer0_0_1_dec) >= 5) then
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl + fpdeep_pg0_fpdeep_line_buffer0_0_1_dec) - 5);
+                else
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl + fpdeep_pg0_fpdeep_line_buffer0_0_1_dec);
+                end if;
+            elsif (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire) and (fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol = fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1)) then
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull + 1);
+            end if;
+            if ((not bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_ract)) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend)) then
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_ract <= '1';
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend <= '0';
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_r_w <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_w;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hc;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wo1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wo1;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_ho1;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_r_off <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_off;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_rr <= to_unsigned(0, 5);
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_jj <= to_unsigned(0, 4);
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_hq <= to_unsigned(0, 4);
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_lo <= to_unsigned(0, 5);
+            end if;
+            if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_hf) then
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_hq <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_hq + 1);
+            end if;
+            if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wf) then
+                if (fpdeep_pg0_fpdeep_line_buffer0_0_1_jj = 0) then
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_hq <= to_unsigned(0, 4);
+                end if;
+                if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj) then
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_jj <= to_unsigned(0, 4);
+                    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr) then
+                        fpdeep_pg0_fpdeep_line_buffer0_0_1_ract <= '0';
+                        fpdeep_pg0_fpdeep_line_buffer0_0_1_lo <= to_unsigned(0, 5);
+                    else
+                        fpdeep_pg0_fpdeep_line_buffer0_0_1_rr <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + 1);
+                        fpdeep_pg0_fpdeep_line_buffer0_0_1_lo <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_lo + fpdeep_pg0_fpdeep_line_buffer0_0_1_dec);
+                    end if;
+                else
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_jj <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_jj + 1);
+                end if;
             end if;
         end if;
     end if;
 end process fpdeep_pg0_fpdeep_line_buffer0_0_1_ctl;
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_ram: process (clk) is
+fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_ram: process (clk) is
 begin
     if rising_edge(clk) then
-        if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wen) then
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_mem(to_integer(fpdeep_pg0_fpdeep_line_buffer0_0_1_c1)) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_wdat;
+        if (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire) and (fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot = 0)) then
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_mem(to_integer(fpdeep_pg0_fpdeep_line_buffer0_0_1_wadr)) <= pgx_d;
         end if;
-        if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_fire) then
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_rd <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mem(to_integer(fpdeep_pg0_fpdeep_line_buffer0_0_1_c0));
+        if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_rden) then
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_mem(to_integer(fpdeep_pg0_fpdeep_line_buffer0_0_1_rdad));
         end if;
     end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_ram;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_ram;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire) and (fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot = 1)) then
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_mem(to_integer(fpdeep_pg0_fpdeep_line_buffer0_0_1_wadr)) <= pgx_d;
+        end if;
+        if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_rden) then
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_mem(to_integer(fpdeep_pg0_fpdeep_line_buffer0_0_1_rdad));
+        end if;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_ram;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire) and (fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot = 2)) then
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_mem(to_integer(fpdeep_pg0_fpdeep_line_buffer0_0_1_wadr)) <= pgx_d;
+        end if;
+        if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_rden) then
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_mem(to_integer(fpdeep_pg0_fpdeep_line_buffer0_0_1_rdad));
+        end if;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_ram;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire) and (fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot = 3)) then
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_mem(to_integer(fpdeep_pg0_fpdeep_line_buffer0_0_1_wadr)) <= pgx_d;
+        end if;
+        if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_rden) then
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_mem(to_integer(fpdeep_pg0_fpdeep_line_buffer0_0_1_rdad));
+        end if;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_ram;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire) and (fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot = 4)) then
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_mem(to_integer(fpdeep_pg0_fpdeep_line_buffer0_0_1_wadr)) <= pgx_d;
+        end if;
+        if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_rden) then
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_mem(to_integer(fpdeep_pg0_fpdeep_line_buffer0_0_1_rdad));
+        end if;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_ram;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add6_add: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0) is
+begin
+    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 0) >= 5) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add6_y <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 0) - 5);
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add6_y <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 0);
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add6_add;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add7_add: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0) is
+begin
+    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 1) >= 5) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add7_y <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 1) - 5);
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add7_y <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 1);
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add7_add;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add8_add: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0) is
+begin
+    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 2) >= 5) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add8_y <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 2) - 5);
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add8_y <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 2);
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add8_add;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y <= to_unsigned(0, 5);
+        else
+            if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_en) then
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add6_y;
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_st;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y <= to_unsigned(0, 5);
+        else
+            if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_en) then
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add7_y;
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_st;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y <= to_unsigned(0, 5);
+        else
+            if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_en) then
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add8_y;
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_st;
 
 fpdeep_pg0_fpdeep_line_buffer0_0_1_st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_v1h <= '0';
             fpdeep_pg0_fpdeep_line_buffer0_0_1_fin1 <= '0';
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_wv1 <= '0';
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_v1 <= '0';
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_t1 <= '0';
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_f1 <= '0';
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_v1w <= '0';
             fpdeep_pg0_fpdeep_line_buffer0_0_1_last1 <= '0';
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_c1 <= to_unsigned(0, 4);
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_pix1 <= to_unsigned(0, 32);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_hz1 <= '0';
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_m1 <= to_unsigned(0, 3);
         else
             if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_en) then
-                fpdeep_pg0_fpdeep_line_buffer0_0_1_v1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_fire;
-                if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_fire) then
-                    fpdeep_pg0_fpdeep_line_buffer0_0_1_pix1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_pix0;
-                    fpdeep_pg0_fpdeep_line_buffer0_0_1_c1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_c0;
-                    fpdeep_pg0_fpdeep_line_buffer0_0_1_wv1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_wv0;
-                    fpdeep_pg0_fpdeep_line_buffer0_0_1_last1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_last0;
-                    fpdeep_pg0_fpdeep_line_buffer0_0_1_fin1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_fin0;
-                end if;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_v1w <= fpdeep_pg0_fpdeep_line_buffer0_0_1_wf;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_v1h <= fpdeep_pg0_fpdeep_line_buffer0_0_1_hf;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_t1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_f1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_first;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_last1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_fin1 <= stdl(bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr));
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_hz1 <= stdl(fpdeep_pg0_fpdeep_line_buffer0_0_1_hq >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_w);
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_m1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mask0;
             end if;
         end if;
     end if;
 end process fpdeep_pg0_fpdeep_line_buffer0_0_1_st1;
 
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux248_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y(1-1 downto 0)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_o <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_o <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux248_m;
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_wen <= stdl(bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_en) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_v1));
-fpdeep_pg0_fpdeep_line_buffer0_0_1_wdat <= unsigned'(fpdeep_pg0_fpdeep_line_buffer0_0_1_pix1 & fpdeep_pg0_fpdeep_line_buffer0_0_1_rd(64-1 downto 32));
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y(1-1 downto 0)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y(1-1 downto 0)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_o, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y(2-1 downto 1)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_o;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y(2-1 downto 1)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_y;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_y) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y(3-1 downto 2)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_y;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_y;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y(4-1 downto 3)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_y;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux255_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y(5-1 downto 4)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_y;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux255_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux256_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y(1-1 downto 0)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_o <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_o <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux256_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y(1-1 downto 0)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y(1-1 downto 0)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_o, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_y) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y(2-1 downto 1)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_y;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_o;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y(2-1 downto 1)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_y;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_y) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y(3-1 downto 2)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_y;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_y;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y(4-1 downto 3)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_y;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux263_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y(5-1 downto 4)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_y;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux263_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux264_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y(1-1 downto 0)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_o <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_o <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux264_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y(1-1 downto 0)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y(1-1 downto 0)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_o, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_y) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y(2-1 downto 1)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_y;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_o;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y(2-1 downto 1)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_y;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_y) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y(3-1 downto 2)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_y;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_y;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y(4-1 downto 3)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_y;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux271_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y(5-1 downto 4)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_y;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux271_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask0_0_1_pm: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_hz1, fpdeep_pg0_fpdeep_line_buffer0_0_1_m1, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_y) is
+begin
+    if (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_m1(0)) and (not bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_hz1))) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask0_0_1_o <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_y;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask0_0_1_o <= to_unsigned(0, 32);
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask0_0_1_pm;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask1_0_1_pm: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_hz1, fpdeep_pg0_fpdeep_line_buffer0_0_1_m1, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_y) is
+begin
+    if (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_m1(1)) and (not bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_hz1))) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask1_0_1_o <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_y;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask1_0_1_o <= to_unsigned(0, 32);
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask1_0_1_pm;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask2_0_1_pm: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_hz1, fpdeep_pg0_fpdeep_line_buffer0_0_1_m1, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_y) is
+begin
+    if (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_m1(2)) and (not bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_hz1))) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask2_0_1_o <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_y;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask2_0_1_o <= to_unsigned(0, 32);
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask2_0_1_pm;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_wsel: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_hist, fpdeep_pg0_fpdeep_line_buffer0_0_1_t1, fpdeep_pg0_fpdeep_line_buffer0_0_1_f1, fpdeep_pg0_fpdeep_line_buffer0_0_1_nh, fpdeep_pg0_fpdeep_line_buffer0_0_1_col) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_t1) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_colw <= to_unsigned(0, 96);
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_colw <= fpdeep_pg0_fpdeep_line_buffer0_0_1_col;
+    end if;
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_f1) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_hsel <= fpdeep_pg0_fpdeep_line_buffer0_0_1_nh;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_hsel <= fpdeep_pg0_fpdeep_line_buffer0_0_1_hist;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_wsel;
 
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_col <= unsigned'(fpdeep_pg0_fpdeep_line_buffer0_0_1_pix1 & fpdeep_pg0_fpdeep_line_buffer0_0_1_rd);
+fpdeep_pg0_fpdeep_line_buffer0_0_1_hnext <= unsigned'(fpdeep_pg0_fpdeep_line_buffer0_0_1_colw & fpdeep_pg0_fpdeep_line_buffer0_0_1_hsel(192-1 downto 96));
+fpdeep_pg0_fpdeep_line_buffer0_0_1_nhnext <= unsigned'(fpdeep_pg0_fpdeep_line_buffer0_0_1_col & fpdeep_pg0_fpdeep_line_buffer0_0_1_nh(192-1 downto 96));
 
 fpdeep_pg0_fpdeep_line_buffer0_0_1_wreg: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
             fpdeep_pg0_fpdeep_line_buffer0_0_1_hist <= to_unsigned(0, 192);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_nh <= to_unsigned(0, 192);
         else
-            if (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_en) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_v1)) then
+            if (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_en) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_v1w)) then
                 fpdeep_pg0_fpdeep_line_buffer0_0_1_hist <= fpdeep_pg0_fpdeep_line_buffer0_0_1_hnext;
+            end if;
+            if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_en) then
+                if (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_v1w) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_f1)) then
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_nh <= to_unsigned(0, 192);
+                elsif bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_v1h) then
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_nh <= fpdeep_pg0_fpdeep_line_buffer0_0_1_nhnext;
+                end if;
             end if;
         end if;
     end if;
 end process fpdeep_pg0_fpdeep_line_buffer0_0_1_wreg;
 
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_push <= stdl(bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_en) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_v1) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wv1));
+fpdeep_pg0_fpdeep_line_buffer0_0_1_push <= stdl(bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_en) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_v1w));
 fpdeep_pg0_fpdeep_line_buffer0_0_1_fin_u <= to_unsigned(fpdeep_pg0_fpdeep_line_buffer0_0_1_fin1, 1);
-fpdeep_pg0_fpdeep_line_buffer0_0_1_out_final_pop <= stdl(bool(fpdeep_pg0_win_v) and bool(fpdeep_pg0_win_r) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_mfin(0)));
+fpdeep_pg0_fpdeep_line_buffer0_0_1_fin_pop <= stdl(bool(fpdeep_pg0_win_v) and bool(fpdeep_pg0_win_r) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_mfin(0)));
+fpdeep_pg0_win_u <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mfin(0);
 
 fpdeep_pg0_fpdeep_line_buffer0_0_1_out_fifo26_seq: process (clk) is
     variable pop: std_logic;
@@ -7617,7 +9676,7 @@ fpdeep_pg0_bfire <= stdl((fpdeep_pg0_phase = 0) and bool(fpdeep_pg0_s_axis_b_tva
 fpdeep_pg0_win_r <= stdl((fpdeep_pg0_phase = 1) and bool(fpdeep_pg0_s_axis_err_tvalid));
 fpdeep_pg0_s_axis_err_tready <= stdl((fpdeep_pg0_phase = 1) and bool(fpdeep_pg0_win_v));
 fpdeep_pg0_fire <= stdl((fpdeep_pg0_phase = 1) and bool(fpdeep_pg0_win_v) and bool(fpdeep_pg0_s_axis_err_tvalid));
-fpdeep_pg0_lb_start <= stdl((fpdeep_pg0_phase = 1) and bool(fpdeep_pg0_need_start) and (not bool(fpdeep_pg0_lb_busy)));
+fpdeep_pg0_lb_start <= stdl((fpdeep_pg0_phase = 1) and (fpdeep_pg0_scnt /= fpdeep_pg0_bcnt) and (not bool(fpdeep_pg0_lb_busy)));
 fpdeep_pg0_ufire <= stdl((fpdeep_pg0_phase = 2) and bool(fpdeep_pg0_en_o));
 fpdeep_pg0_ufire_f <= stdl((fpdeep_pg0_phase = 2) and bool(fpdeep_pg0_en_o) and (fpdeep_pg0_ucnt /= 4));
 fpdeep_pg0_ufire_b <= stdl((fpdeep_pg0_phase = 2) and bool(fpdeep_pg0_en_o) and (fpdeep_pg0_ucnt = 4));
@@ -7628,11 +9687,13 @@ begin
         if (rst = '1') then
             fpdeep_pg0_xr <= to_unsigned(0, 288);
             fpdeep_pg0_fa <= '0';
-            fpdeep_pg0_er <= to_unsigned(0, 32);
             fpdeep_pg0_va <= '0';
+            fpdeep_pg0_er <= to_unsigned(0, 32);
+            fpdeep_pg0_ea <= '0';
         else
             fpdeep_pg0_va <= fpdeep_pg0_fire;
             fpdeep_pg0_fa <= fpdeep_pg0_sfirst;
+            fpdeep_pg0_ea <= stdl(bool(fpdeep_pg0_fire) and bool(fpdeep_pg0_win_u));
             if bool(fpdeep_pg0_fire) then
                 fpdeep_pg0_xr <= fpdeep_pg0_win_d;
                 fpdeep_pg0_er <= s_axis_berr_tdata_num;
@@ -7647,10 +9708,12 @@ begin
         if (rst = '1') then
             fpdeep_pg0_vb <= '0';
             fpdeep_pg0_eb <= to_unsigned(0, 32);
+            fpdeep_pg0_ebf <= '0';
             fpdeep_pg0_fbf <= '0';
         else
             fpdeep_pg0_vb <= fpdeep_pg0_va;
             fpdeep_pg0_fbf <= fpdeep_pg0_fa;
+            fpdeep_pg0_ebf <= fpdeep_pg0_ea;
             fpdeep_pg0_eb <= fpdeep_pg0_er;
         end if;
     end if;
@@ -7661,10 +9724,8 @@ begin
     if rising_edge(clk) then
         if (rst = '1') then
             fpdeep_pg0_fold <= '0';
-            fpdeep_pg0_ld1 <= '0';
         else
-            fpdeep_pg0_ld1 <= fpdeep_pg0_lb_done;
-            fpdeep_pg0_fold <= fpdeep_pg0_ld1;
+            fpdeep_pg0_fold <= fpdeep_pg0_ebf;
         end if;
     end if;
 end process fpdeep_pg0_ldly;
@@ -12103,15 +14164,15 @@ begin
             fpdeep_pg0_fcnt <= to_unsigned(0, 3);
             fpdeep_pg0_bm1 <= to_unsigned(0, 3);
             fpdeep_pg0_phase <= to_unsigned(0, 2);
-            fpdeep_pg0_sfirst <= '0';
+            fpdeep_pg0_bcnt <= to_unsigned(0, 3);
             pg_done <= '0';
             fpdeep_pg0_lr_r <= to_unsigned(0, 16);
-            fpdeep_pg0_need_start <= '0';
-            fpdeep_pg0_bfirst <= '0';
+            fpdeep_pg0_scnt <= to_unsigned(0, 3);
+            fpdeep_pg0_sfirst <= '0';
             pg_cerr <= '0';
+            fpdeep_pg0_bfirst <= '0';
             pg_rerr <= '0';
             fpdeep_pg0_h_r <= to_unsigned(0, 4);
-            fpdeep_pg0_ldcnt <= to_unsigned(0, 3);
             fpdeep_pg0_w_r <= to_unsigned(0, 4);
         else
             pg_done <= '0';
@@ -12128,34 +14189,28 @@ begin
                     fpdeep_pg0_p_r <= cfg_pad_num;
                     fpdeep_pg0_bm1 <= (cfg_batch_num - 1);
                     fpdeep_pg0_lr_r <= cfg_lr_num;
-                    fpdeep_pg0_need_start <= '1';
+                    fpdeep_pg0_bcnt <= cfg_batch_num;
+                    fpdeep_pg0_scnt <= to_unsigned(0, 3);
+                    fpdeep_pg0_sfirst <= '1';
                     fpdeep_pg0_bfirst <= '1';
-                    fpdeep_pg0_ldcnt <= to_unsigned(0, 3);
                     fpdeep_pg0_fcnt <= to_unsigned(0, 3);
                     fpdeep_pg0_ucnt <= to_unsigned(0, 3);
                 end if;
             end if;
             if bool(fpdeep_pg0_lb_start) then
-                fpdeep_pg0_need_start <= '0';
-                fpdeep_pg0_sfirst <= '1';
+                fpdeep_pg0_scnt <= (fpdeep_pg0_scnt + 1);
             end if;
             if bool(fpdeep_pg0_fire) then
-                fpdeep_pg0_sfirst <= '0';
+                fpdeep_pg0_sfirst <= fpdeep_pg0_win_u;
                 if (s_axis_berr_tlast /= fpdeep_pg0_win_l) then
                     pg_rerr <= '1';
                 end if;
             end if;
-            if (bool(fpdeep_pg0_lb_rerr) and (fpdeep_pg0_phase = 1) and (not bool(fpdeep_pg0_need_start))) then
+            if (bool(fpdeep_pg0_lb_rerr) and (fpdeep_pg0_phase = 1) and (fpdeep_pg0_scnt /= 0)) then
                 pg_rerr <= '1';
             end if;
-            if (bool(fpdeep_pg0_lb_cerr) and (fpdeep_pg0_phase = 1)) then
+            if (bool(fpdeep_pg0_lb_cerr) and (fpdeep_pg0_phase = 1) and bool(fpdeep_pg0_lb_done)) then
                 pg_cerr <= '1';
-            end if;
-            if bool(fpdeep_pg0_lb_done) then
-                fpdeep_pg0_ldcnt <= (fpdeep_pg0_ldcnt + 1);
-                if (fpdeep_pg0_ldcnt /= fpdeep_pg0_bm1) then
-                    fpdeep_pg0_need_start <= '1';
-                end if;
             end if;
             if bool(fpdeep_pg0_fold) then
                 fpdeep_pg0_bfirst <= '0';
@@ -12387,32 +14442,32 @@ end process fork3_fork_branch9_st;
 fpdeep_pg0_m_axis_b_tready <= stdl(fork3_okv = 3);
 fork3_s_fire <= stdl(bool(fpdeep_pg0_m_axis_b_tvalid) and (fork3_okv = 3));
 
-mux20_m: process (s_axis_w_tdata_num, pgw_d, pg_busy) is
+mux20_0_m: process (s_axis_w_tdata_num, pgw_d, pg_busy) is
 begin
     if bool(pg_busy) then
         fpdeep_fp0_s_axis_w_tdata <= pgw_d;
     else
         fpdeep_fp0_s_axis_w_tdata <= s_axis_w_tdata_num;
     end if;
-end process mux20_m;
+end process mux20_0_m;
 
-mux21_m: process (s_axis_w_tdata_num, pgw_d, pg_busy) is
+mux21_0_m: process (s_axis_w_tdata_num, pgw_d, pg_busy) is
 begin
     if bool(pg_busy) then
         fpdeep_eb0_s_axis_w_tdata <= pgw_d;
     else
         fpdeep_eb0_s_axis_w_tdata <= s_axis_w_tdata_num;
     end if;
-end process mux21_m;
+end process mux21_0_m;
 
-mux22_m: process (s_axis_b_tdata_num, pgb_d, pg_busy) is
+mux22_0_m: process (s_axis_b_tdata_num, pgb_d, pg_busy) is
 begin
     if bool(pg_busy) then
         fpdeep_fp0_s_axis_b_tdata <= pgb_d;
     else
         fpdeep_fp0_s_axis_b_tdata <= s_axis_b_tdata_num;
     end if;
-end process mux22_m;
+end process mux22_0_m;
 
 region_rom0_rm: process (cfg_fsample_num) is
 begin
@@ -12587,15 +14642,15 @@ fbad <= stdl(bool(cbad) or (cfg_fsample_num >= 4));
 bbad <= stdl(bool(cbad) or (cfg_bsample_num >= 4) or ((not bool(pg_busy)) and ((cfg_batch_num = 0) or (cfg_batch_num > 4) or (cfg_lr_num = 0) or bool(cfg_lr_num(15)))));
 
 
-host_en <= stdl((not (bool(fp_busy) or bool(eb_busy) or bool(pg_busy) or bool(fwd_busy_r) or bool(bwd_busy_r))));
+host_en <= stdl((not (bool(fp_busy) or bool(eb_busy) or bool(pg_busy) or bool(fwd_busy_r) or bool(bwd_busy_r) or bool(eb_act))));
 hw_v <= stdl(bool(s_axis_w_tvalid) and bool(host_en));
 hb_v <= stdl(bool(s_axis_b_tvalid) and bool(host_en));
 s_axis_w_tready <= stdl(bool(hw_r) and bool(host_en));
 s_axis_b_tready <= stdl(bool(hb_r) and bool(host_en));
 
 
-fp_idle <= stdl((not bool(fp_busy)));
-eb_idle <= stdl((not bool(eb_busy)));
+fp_idle <= stdl((not bool(fwd_busy_r)));
+eb_idle <= stdl((not bool(eb_act)));
 
 pmux: process (pgw_d, heb_v, pg_busy, pgw_l, hfb_v, hfw_v, ufb_v, pgb_d, ueb_v, ufw_v, pgb_l) is
 begin
@@ -12615,7 +14670,7 @@ begin
 end process pmux;
 
 
-we <= stdl(bool(fp_busy) and bool(s_axis_pix_tvalid) and bool(s_axis_pix_tready));
+we <= stdl(bool(fwd_busy_r) and bool(s_axis_pix_tvalid) and bool(s_axis_pix_tready));
 wdat <= unsigned'(s_axis_pix_tlast & s_axis_pix_tdata_num);
 
 
@@ -12728,6 +14783,7 @@ begin
             bwd_busy_r <= '0';
             wa <= to_unsigned(0, 8);
             bat_m1 <= to_unsigned(0, 3);
+            eb_act <= '0';
         else
             fdone_i <= '0';
             bdone_i <= '0';
@@ -12782,6 +14838,10 @@ begin
             end if;
             if bool(eb_done) then
                 eb_seen <= '1';
+                eb_act <= '0';
+            end if;
+            if bool(eb_start) then
+                eb_act <= '1';
             end if;
             if bool(pg_done) then
                 upd_pend <= '0';
@@ -12808,7 +14868,7 @@ bwd_done <= bdone_i;
 cfg_err <= stdl(bool(nerr) or bool(fp_cerr) or bool(eb_cerr) or bool(pg_cerr));
 row_err <= stdl(bool(fp_rerr) or bool(eb_rerr) or bool(pg_rerr));
 psum_err <= stdl(bool(fp_perr) or bool(eb_perr) or bool(ebp_bad) or bool(ebp_in_r));
-stage_busy_num <= unsigned'(pg_work & eb_busy & fp_busy);
+stage_busy_num <= unsigned'(pg_work & eb_act & fwd_busy_r);
 ebp_in_v <= zero;
 ebp_in_l <= zero;
 ebp_in <= to_unsigned(0, 96);
