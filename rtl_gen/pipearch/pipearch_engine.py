@@ -868,11 +868,11 @@ def _vec1(b, insts):
 
 @block
 def and_all(v, y):
-    n = len(v)
+    full = (1 << len(v)) - 1     # a Python constant: VHDL has no shift_left on integers
 
     @always_comb
     def o():
-        y.next = v == (1 << n) - 1
+        y.next = v == full
 
     return o
 

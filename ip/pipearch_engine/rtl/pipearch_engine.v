@@ -21970,7 +21970,7 @@ assign engine_impl0_range_ok0_ok = ((sub_iters >= 1) && (sub_iters <= 4096));
 
 
 
-assign engine_impl0_and_all0_y = ($signed({1'b0, engine_impl0_and_all0_v}) == ((1 << 2) - 1));
+assign engine_impl0_and_all0_y = (engine_impl0_and_all0_v == 3);
 
 
 
@@ -22291,7 +22291,7 @@ assign engine_impl0_range_ok1_ok = ((sub_iters >= 1) && (sub_iters <= 4096));
 
 
 
-assign engine_impl0_and_all1_y = ($signed({1'b0, engine_impl0_and_all1_v}) == ((1 << 2) - 1));
+assign engine_impl0_and_all1_y = (engine_impl0_and_all1_v == 3);
 
 
 
@@ -22537,7 +22537,7 @@ assign engine_impl0_range_ok3_ok = ((sub_w6 >= 1) && (sub_w6 <= 256));
 
 
 
-assign engine_impl0_and_all2_y = ($signed({1'b0, engine_impl0_and_all2_v}) == ((1 << 5) - 1));
+assign engine_impl0_and_all2_y = (engine_impl0_and_all2_v == 31);
 
 
 
@@ -23589,7 +23589,7 @@ assign engine_impl0_range_ok5_ok = ((sub_w6 >= 1) && (sub_w6 <= 256));
 
 
 
-assign engine_impl0_and_all3_y = ($signed({1'b0, engine_impl0_and_all3_v}) == ((1 << 5) - 1));
+assign engine_impl0_and_all3_y = (engine_impl0_and_all3_v == 31);
 
 
 
@@ -25490,7 +25490,7 @@ assign engine_impl0_range_ok6_ok = ((sub_iters >= 1) && (sub_iters <= 4096));
 
 
 
-assign engine_impl0_and_all4_y = ($signed({1'b0, engine_impl0_and_all4_v}) == ((1 << 4) - 1));
+assign engine_impl0_and_all4_y = (engine_impl0_and_all4_v == 15);
 
 
 
@@ -26363,7 +26363,7 @@ assign engine_impl0_range_ok8_ok = ((sub_w6 >= 1) && (sub_w6 <= 256));
 
 
 
-assign engine_impl0_and_all5_y = ($signed({1'b0, engine_impl0_and_all5_v}) == ((1 << 6) - 1));
+assign engine_impl0_and_all5_y = (engine_impl0_and_all5_v == 63);
 
 
 
@@ -27437,7 +27437,7 @@ assign engine_impl0_o = ((sub_w6 >= 1) && (sub_w6 <= 256));
 
 
 
-assign engine_impl0_allok = ($signed({1'b0, engine_impl0_and_all6_v}) == ((1 << 5) - 1));
+assign engine_impl0_allok = (engine_impl0_and_all6_v == 31);
 
 
 

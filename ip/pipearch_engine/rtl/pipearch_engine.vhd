@@ -20533,7 +20533,7 @@ end process engine_impl0_load_ok0_chk;
 engine_impl0_range_ok0_ok <= stdl((sub_iters_num >= 1) and (sub_iters_num <= 4096));
 
 
-engine_impl0_and_all0_y <= stdl(signed(resize(engine_impl0_and_all0_v, 3)) = (shift_left(1, 2) - 1));
+engine_impl0_and_all0_y <= stdl(engine_impl0_and_all0_v = 3);
 
 
 engine_impl0_copy_sig124_y <= engine_impl0_and_all0_y;
@@ -20800,7 +20800,7 @@ engine_impl0_chan_ok0_ok <= stdl(bool(engine_impl0_chan_ok0_reg_ok) and (sub_acc
 engine_impl0_range_ok1_ok <= stdl((sub_iters_num >= 1) and (sub_iters_num <= 4096));
 
 
-engine_impl0_and_all1_y <= stdl(signed(resize(engine_impl0_and_all1_v, 3)) = (shift_left(1, 2) - 1));
+engine_impl0_and_all1_y <= stdl(engine_impl0_and_all1_v = 3);
 
 
 engine_impl0_copy_sig141_y <= engine_impl0_and_all1_y;
@@ -21003,7 +21003,7 @@ engine_impl0_range_ok2_ok <= stdl((sub_iters_num >= 1) and (sub_iters_num <= 409
 engine_impl0_range_ok3_ok <= stdl((sub_w6_num >= 1) and (sub_w6_num <= 256));
 
 
-engine_impl0_and_all2_y <= stdl(signed(resize(engine_impl0_and_all2_v, 6)) = (shift_left(1, 5) - 1));
+engine_impl0_and_all2_y <= stdl(engine_impl0_and_all2_v = 31);
 
 
 engine_impl0_copy_sig156_y <= engine_impl0_and_all2_y;
@@ -21945,7 +21945,7 @@ engine_impl0_range_ok4_ok <= stdl((sub_iters_num >= 1) and (sub_iters_num <= 409
 engine_impl0_range_ok5_ok <= stdl((sub_w6_num >= 1) and (sub_w6_num <= 256));
 
 
-engine_impl0_and_all3_y <= stdl(signed(resize(engine_impl0_and_all3_v, 6)) = (shift_left(1, 5) - 1));
+engine_impl0_and_all3_y <= stdl(engine_impl0_and_all3_v = 31);
 
 
 engine_impl0_copy_sig201_y <= engine_impl0_and_all3_y;
@@ -23681,7 +23681,7 @@ engine_impl0_chan_ok9_ok <= stdl(bool(engine_impl0_chan_ok9_reg_ok) and (sub_acc
 engine_impl0_range_ok6_ok <= stdl((sub_iters_num >= 1) and (sub_iters_num <= 4096));
 
 
-engine_impl0_and_all4_y <= stdl(signed(resize(engine_impl0_and_all4_v, 5)) = (shift_left(1, 4) - 1));
+engine_impl0_and_all4_y <= stdl(engine_impl0_and_all4_v = 15);
 
 
 engine_impl0_copy_sig247_y <= engine_impl0_and_all4_y;
@@ -24423,7 +24423,7 @@ engine_impl0_range_ok7_ok <= stdl((sub_iters_num >= 1) and (sub_iters_num <= 409
 engine_impl0_range_ok8_ok <= stdl((sub_w6_num >= 1) and (sub_w6_num <= 256));
 
 
-engine_impl0_and_all5_y <= stdl(signed(resize(engine_impl0_and_all5_v, 7)) = (shift_left(1, 6) - 1));
+engine_impl0_and_all5_y <= stdl(engine_impl0_and_all5_v = 63);
 
 
 engine_impl0_copy_sig290_y <= engine_impl0_and_all5_y;
@@ -25336,7 +25336,7 @@ engine_impl0_range_ok9_ok <= stdl((sub_iters_num >= 1) and (sub_iters_num <= 409
 engine_impl0_o <= stdl((sub_w6_num >= 1) and (sub_w6_num <= 256));
 
 
-engine_impl0_allok <= stdl(signed(resize(engine_impl0_and_all6_v, 6)) = (shift_left(1, 5) - 1));
+engine_impl0_allok <= stdl(engine_impl0_and_all6_v = 31);
 
 
 engine_impl0_ok <= engine_impl0_allok;

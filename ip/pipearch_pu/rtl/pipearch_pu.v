@@ -24323,7 +24323,7 @@ assign pu_impl0_pipearch_engine0_engine_impl0_range_ok0_ok = ((pu_impl0_fit0_dst
 
 
 
-assign pu_impl0_pipearch_engine0_engine_impl0_and_all0_y = ($signed({1'b0, pu_impl0_pipearch_engine0_engine_impl0_and_all0_v}) == ((1 << 2) - 1));
+assign pu_impl0_pipearch_engine0_engine_impl0_and_all0_y = (pu_impl0_pipearch_engine0_engine_impl0_and_all0_v == 3);
 
 
 
@@ -24644,7 +24644,7 @@ assign pu_impl0_pipearch_engine0_engine_impl0_range_ok1_ok = ((pu_impl0_fit0_dst
 
 
 
-assign pu_impl0_pipearch_engine0_engine_impl0_and_all1_y = ($signed({1'b0, pu_impl0_pipearch_engine0_engine_impl0_and_all1_v}) == ((1 << 2) - 1));
+assign pu_impl0_pipearch_engine0_engine_impl0_and_all1_y = (pu_impl0_pipearch_engine0_engine_impl0_and_all1_v == 3);
 
 
 
@@ -24890,7 +24890,7 @@ assign pu_impl0_pipearch_engine0_engine_impl0_range_ok3_ok = ((pu_impl0_pipearch
 
 
 
-assign pu_impl0_pipearch_engine0_engine_impl0_and_all2_y = ($signed({1'b0, pu_impl0_pipearch_engine0_engine_impl0_and_all2_v}) == ((1 << 5) - 1));
+assign pu_impl0_pipearch_engine0_engine_impl0_and_all2_y = (pu_impl0_pipearch_engine0_engine_impl0_and_all2_v == 31);
 
 
 
@@ -25942,7 +25942,7 @@ assign pu_impl0_pipearch_engine0_engine_impl0_range_ok5_ok = ((pu_impl0_pipearch
 
 
 
-assign pu_impl0_pipearch_engine0_engine_impl0_and_all3_y = ($signed({1'b0, pu_impl0_pipearch_engine0_engine_impl0_and_all3_v}) == ((1 << 5) - 1));
+assign pu_impl0_pipearch_engine0_engine_impl0_and_all3_y = (pu_impl0_pipearch_engine0_engine_impl0_and_all3_v == 31);
 
 
 
@@ -27843,7 +27843,7 @@ assign pu_impl0_pipearch_engine0_engine_impl0_range_ok6_ok = ((pu_impl0_fit0_dst
 
 
 
-assign pu_impl0_pipearch_engine0_engine_impl0_and_all4_y = ($signed({1'b0, pu_impl0_pipearch_engine0_engine_impl0_and_all4_v}) == ((1 << 4) - 1));
+assign pu_impl0_pipearch_engine0_engine_impl0_and_all4_y = (pu_impl0_pipearch_engine0_engine_impl0_and_all4_v == 15);
 
 
 
@@ -28716,7 +28716,7 @@ assign pu_impl0_pipearch_engine0_engine_impl0_range_ok8_ok = ((pu_impl0_pipearch
 
 
 
-assign pu_impl0_pipearch_engine0_engine_impl0_and_all5_y = ($signed({1'b0, pu_impl0_pipearch_engine0_engine_impl0_and_all5_v}) == ((1 << 6) - 1));
+assign pu_impl0_pipearch_engine0_engine_impl0_and_all5_y = (pu_impl0_pipearch_engine0_engine_impl0_and_all5_v == 63);
 
 
 
@@ -29790,7 +29790,7 @@ assign pu_impl0_pipearch_engine0_engine_impl0_o = ((pu_impl0_pipearch_rm0_sub_w6
 
 
 
-assign pu_impl0_pipearch_engine0_engine_impl0_allok = ($signed({1'b0, pu_impl0_pipearch_engine0_engine_impl0_and_all6_v}) == ((1 << 5) - 1));
+assign pu_impl0_pipearch_engine0_engine_impl0_allok = (pu_impl0_pipearch_engine0_engine_impl0_and_all6_v == 31);
 
 
 

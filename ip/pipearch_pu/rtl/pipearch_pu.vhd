@@ -22661,7 +22661,7 @@ end process pu_impl0_pipearch_engine0_engine_impl0_load_ok0_chk;
 pu_impl0_pipearch_engine0_engine_impl0_range_ok0_ok <= stdl((pu_impl0_fit0_dst >= 1) and (pu_impl0_fit0_dst <= 4096));
 
 
-pu_impl0_pipearch_engine0_engine_impl0_and_all0_y <= stdl(signed(resize(pu_impl0_pipearch_engine0_engine_impl0_and_all0_v, 3)) = (shift_left(1, 2) - 1));
+pu_impl0_pipearch_engine0_engine_impl0_and_all0_y <= stdl(pu_impl0_pipearch_engine0_engine_impl0_and_all0_v = 3);
 
 
 pu_impl0_pipearch_engine0_engine_impl0_copy_sig124_y <= pu_impl0_pipearch_engine0_engine_impl0_and_all0_y;
@@ -22928,7 +22928,7 @@ pu_impl0_pipearch_engine0_engine_impl0_chan_ok0_ok <= stdl(bool(pu_impl0_pipearc
 pu_impl0_pipearch_engine0_engine_impl0_range_ok1_ok <= stdl((pu_impl0_fit0_dst >= 1) and (pu_impl0_fit0_dst <= 4096));
 
 
-pu_impl0_pipearch_engine0_engine_impl0_and_all1_y <= stdl(signed(resize(pu_impl0_pipearch_engine0_engine_impl0_and_all1_v, 3)) = (shift_left(1, 2) - 1));
+pu_impl0_pipearch_engine0_engine_impl0_and_all1_y <= stdl(pu_impl0_pipearch_engine0_engine_impl0_and_all1_v = 3);
 
 
 pu_impl0_pipearch_engine0_engine_impl0_copy_sig141_y <= pu_impl0_pipearch_engine0_engine_impl0_and_all1_y;
@@ -23131,7 +23131,7 @@ pu_impl0_pipearch_engine0_engine_impl0_range_ok2_ok <= stdl((pu_impl0_fit0_dst >
 pu_impl0_pipearch_engine0_engine_impl0_range_ok3_ok <= stdl((pu_impl0_pipearch_rm0_sub_w6 >= 1) and (pu_impl0_pipearch_rm0_sub_w6 <= 64));
 
 
-pu_impl0_pipearch_engine0_engine_impl0_and_all2_y <= stdl(signed(resize(pu_impl0_pipearch_engine0_engine_impl0_and_all2_v, 6)) = (shift_left(1, 5) - 1));
+pu_impl0_pipearch_engine0_engine_impl0_and_all2_y <= stdl(pu_impl0_pipearch_engine0_engine_impl0_and_all2_v = 31);
 
 
 pu_impl0_pipearch_engine0_engine_impl0_copy_sig156_y <= pu_impl0_pipearch_engine0_engine_impl0_and_all2_y;
@@ -24073,7 +24073,7 @@ pu_impl0_pipearch_engine0_engine_impl0_range_ok4_ok <= stdl((pu_impl0_fit0_dst >
 pu_impl0_pipearch_engine0_engine_impl0_range_ok5_ok <= stdl((pu_impl0_pipearch_rm0_sub_w6 >= 1) and (pu_impl0_pipearch_rm0_sub_w6 <= 64));
 
 
-pu_impl0_pipearch_engine0_engine_impl0_and_all3_y <= stdl(signed(resize(pu_impl0_pipearch_engine0_engine_impl0_and_all3_v, 6)) = (shift_left(1, 5) - 1));
+pu_impl0_pipearch_engine0_engine_impl0_and_all3_y <= stdl(pu_impl0_pipearch_engine0_engine_impl0_and_all3_v = 31);
 
 
 pu_impl0_pipearch_engine0_engine_impl0_copy_sig201_y <= pu_impl0_pipearch_engine0_engine_impl0_and_all3_y;
@@ -25809,7 +25809,7 @@ pu_impl0_pipearch_engine0_engine_impl0_chan_ok9_ok <= stdl(bool(pu_impl0_pipearc
 pu_impl0_pipearch_engine0_engine_impl0_range_ok6_ok <= stdl((pu_impl0_fit0_dst >= 1) and (pu_impl0_fit0_dst <= 4096));
 
 
-pu_impl0_pipearch_engine0_engine_impl0_and_all4_y <= stdl(signed(resize(pu_impl0_pipearch_engine0_engine_impl0_and_all4_v, 5)) = (shift_left(1, 4) - 1));
+pu_impl0_pipearch_engine0_engine_impl0_and_all4_y <= stdl(pu_impl0_pipearch_engine0_engine_impl0_and_all4_v = 15);
 
 
 pu_impl0_pipearch_engine0_engine_impl0_copy_sig247_y <= pu_impl0_pipearch_engine0_engine_impl0_and_all4_y;
@@ -26551,7 +26551,7 @@ pu_impl0_pipearch_engine0_engine_impl0_range_ok7_ok <= stdl((pu_impl0_fit0_dst >
 pu_impl0_pipearch_engine0_engine_impl0_range_ok8_ok <= stdl((pu_impl0_pipearch_rm0_sub_w6 >= 1) and (pu_impl0_pipearch_rm0_sub_w6 <= 64));
 
 
-pu_impl0_pipearch_engine0_engine_impl0_and_all5_y <= stdl(signed(resize(pu_impl0_pipearch_engine0_engine_impl0_and_all5_v, 7)) = (shift_left(1, 6) - 1));
+pu_impl0_pipearch_engine0_engine_impl0_and_all5_y <= stdl(pu_impl0_pipearch_engine0_engine_impl0_and_all5_v = 63);
 
 
 pu_impl0_pipearch_engine0_engine_impl0_copy_sig290_y <= pu_impl0_pipearch_engine0_engine_impl0_and_all5_y;
@@ -27464,7 +27464,7 @@ pu_impl0_pipearch_engine0_engine_impl0_range_ok9_ok <= stdl((pu_impl0_fit0_dst >
 pu_impl0_pipearch_engine0_engine_impl0_o <= stdl((pu_impl0_pipearch_rm0_sub_w6 >= 1) and (pu_impl0_pipearch_rm0_sub_w6 <= 64));
 
 
-pu_impl0_pipearch_engine0_engine_impl0_allok <= stdl(signed(resize(pu_impl0_pipearch_engine0_engine_impl0_and_all6_v, 6)) = (shift_left(1, 5) - 1));
+pu_impl0_pipearch_engine0_engine_impl0_allok <= stdl(pu_impl0_pipearch_engine0_engine_impl0_and_all6_v = 31);
 
 
 pu_impl0_pipearch_engine0_engine_impl0_ok <= pu_impl0_pipearch_engine0_engine_impl0_allok;
