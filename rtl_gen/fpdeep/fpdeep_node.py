@@ -692,9 +692,10 @@ def datasheet(p):
         latency="FWD: that of `fpdeep_fp`; BWD: that of `fpdeep_eb` plus, after the last sample of a "
                 "mini-batch, PG's fold, update and write-back (S_OC*S_IC+1 parameter beats)",
         throughput="FP, EB and PG each one map position per cycle; a FWD op and a BWD op run concurrently "
-                   "(sample b+1 forward while sample b goes backward), so a sample costs about the slowest "
-                   "stage's scan, EB's (H+K-1)*(W+K-1) cycles, plus control overhead; cycles per sample and "
-                   "the idle fraction of each stage are measured by the node's bench_throughput (`make "
+                   "(sample b+1 forward while sample b goes backward); a sample costs at least H*W cycles (FP "
+                   "and PG take H*W input beats, EB gives H*W outputs); EB and PG take the error map beat by "
+                   "beat together (one broadcast), so the slower of the two sets the pace. Cycles per sample "
+                   "and the idle fraction of each stage are measured by the node's bench_throughput (`make "
                    "bench`) and, for chains of 2-4 nodes, by verif/fpdeep_node_chain's bench_throughput",
         fields=[("cfg_width", str(wd["fw"]), f"input-map width W, 1..{p['MAX_WIDTH']}"),
                 ("cfg_height", str(wd["fh"]), f"input-map height H, 1..{p['MAX_HEIGHT']}"),
