@@ -31,7 +31,6 @@ The golden models are ``golden.pipearch_region`` and ``golden.pipearch_ops`` (an
 from __future__ import annotations
 
 import inspect
-import linecache
 
 from myhdl import ConcatSignal, always_comb, always_seq, block, concat, intbv
 
@@ -39,7 +38,8 @@ from golden import pipearch_isa as isa
 from rtl_gen.common.core import CoreDef, Datasheet, Port
 from rtl_gen.common.hdl import sig_b, sig_u
 from rtl_gen.common.params import Param, ParamError, ParamSet, multiple_of_8, power_of_two
-from rtl_gen.common.ports import make_factory, port_signals
+from rtl_gen.common.blocks import fit
+from rtl_gen.common.ports import keyword_block, make_factory, port_signals
 
 from . import dot_sigmoid as m_dot
 from . import l2reg as m_l2
@@ -183,28 +183,6 @@ def bit_of(v, i, y):
     @always_comb
     def o():
         y.next = v[i]
-
-    return o
-
-
-@block
-def fit(src, dst):
-    """``dst`` = the low bits of ``src`` (or ``src`` zero-extended)."""
-    n = len(dst)
-    if len(src) > n:
-        @always_comb
-        def o():
-            dst.next = src[n:]
-    elif len(src) == n:
-        @always_comb
-        def o():
-            dst.next = src
-    else:
-        k = n - len(src)
-
-        @always_comb
-        def o():
-            dst.next = concat(intbv(0)[k:], src)
 
     return o
 
@@ -910,14 +888,7 @@ def load_route(go, w1, r, y):
 def block_fn(p: dict):
     """The engine as a MyHDL block with one keyword argument per port (``port_list(p)``)."""
     p = PARAMS.resolve(p)
-    names = [pt.name for pt in port_list(p)]
-    fname = f"<rtl_gen {KIND} top {len(linecache.cache)}>"
-    src = (f"def {KIND}({', '.join(names)}):\n"
-           f"    return engine_impl(dict({', '.join(f'{n}={n}' for n in names)}), P)\n")
-    linecache.cache[fname] = (len(src), None, src.splitlines(True), fname)
-    ns = {"engine_impl": engine_impl, "P": dict(p)}
-    exec(compile(src, fname, "exec"), ns)
-    return block(ns[KIND])
+    return keyword_block(KIND, [pt.name for pt in port_list(p)], engine_impl, p)
 
 
 def build(p):

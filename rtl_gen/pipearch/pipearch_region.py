@@ -20,14 +20,13 @@ The golden model is ``golden/pipearch_region.py``.
 """
 from __future__ import annotations
 
-import linecache
 
 from myhdl import ConcatSignal, always, always_comb, always_seq, block
 
 from rtl_gen.common.core import CoreDef, Datasheet, Port
 from rtl_gen.common.hdl import sig_b, sig_u
 from rtl_gen.common.params import Param, ParamSet, multiple_of_8, power_of_two
-from rtl_gen.common.ports import make_factory
+from rtl_gen.common.ports import keyword_block, make_factory
 
 KIND = "pipearch_region"
 CONFIG_NAMES = ("regular", "replicated", "type_replicated")
@@ -617,17 +616,8 @@ def _not(a, y):
 
 
 def block_fn(p: dict, ports: list[Port]):
-    """Generate the top-level function with one argument per port (MyHDL takes the port
-    names from the source of the top function, so the source is registered in linecache)."""
-    names = [pt.name for pt in ports]
-    fname = f"<rtl_gen {KIND} top {len(linecache.cache)}>"
-    args = ", ".join(names)
-    src = (f"def {KIND}({args}):\n"
-           f"    return region_impl(dict({', '.join(f'{n}={n}' for n in names)}), P)\n")
-    linecache.cache[fname] = (len(src), None, src.splitlines(True), fname)
-    ns = {"region_impl": region_impl, "P": dict(p)}
-    exec(compile(src, fname, "exec"), ns)
-    return block(ns[KIND])
+    """The top-level block with one argument per port (``keyword_block``)."""
+    return keyword_block(KIND, [pt.name for pt in ports], region_impl, p)
 
 
 def build(p):

@@ -4149,8 +4149,8 @@ wire pu_impl0_pipearch_engine0_engine_impl0_and_all2_y;
 wire pu_impl0_pipearch_engine0_engine_impl0_copy_sig156_y;
 wire pu_impl0_pipearch_engine0_engine_impl0_copy_sig157_a;
 wire pu_impl0_pipearch_engine0_engine_impl0_copy_sig157_y;
-wire [6:0] pu_impl0_pipearch_engine0_engine_impl0_fit1_0_dst;
-wire [12:0] pu_impl0_pipearch_engine0_engine_impl0_fit2_0_dst;
+wire [6:0] pu_impl0_pipearch_engine0_engine_impl0_fit10_dst;
+wire [12:0] pu_impl0_pipearch_engine0_engine_impl0_fit11_dst;
 wire pu_impl0_pipearch_engine0_engine_impl0_bit_of8_y;
 wire pu_impl0_pipearch_engine0_engine_impl0_copy_sig158_y;
 reg pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_busy;
@@ -4299,8 +4299,8 @@ wire pu_impl0_pipearch_engine0_engine_impl0_and_all3_y;
 wire pu_impl0_pipearch_engine0_engine_impl0_copy_sig201_y;
 wire pu_impl0_pipearch_engine0_engine_impl0_copy_sig202_a;
 wire pu_impl0_pipearch_engine0_engine_impl0_copy_sig202_y;
-wire [6:0] pu_impl0_pipearch_engine0_engine_impl0_fit3_0_dst;
-wire [12:0] pu_impl0_pipearch_engine0_engine_impl0_fit4_0_dst;
+wire [6:0] pu_impl0_pipearch_engine0_engine_impl0_fit12_dst;
+wire [12:0] pu_impl0_pipearch_engine0_engine_impl0_fit13_dst;
 wire pu_impl0_pipearch_engine0_engine_impl0_bit_of10_y;
 wire pu_impl0_pipearch_engine0_engine_impl0_copy_sig203_y;
 reg pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_busy;
@@ -4532,11 +4532,11 @@ wire pu_impl0_pipearch_engine0_engine_impl0_and_all4_y;
 wire pu_impl0_pipearch_engine0_engine_impl0_copy_sig247_y;
 wire pu_impl0_pipearch_engine0_engine_impl0_copy_sig248_a;
 wire pu_impl0_pipearch_engine0_engine_impl0_copy_sig248_y;
-wire [12:0] pu_impl0_pipearch_engine0_engine_impl0_fit5_0_dst;
+wire [12:0] pu_impl0_pipearch_engine0_engine_impl0_fit14_dst;
 wire pu_impl0_pipearch_engine0_engine_impl0_bit_of12_y;
 wire pu_impl0_pipearch_engine0_engine_impl0_copy_sig249_y;
-wire [31:0] pu_impl0_pipearch_engine0_engine_impl0_fit6_0_dst;
-wire [31:0] pu_impl0_pipearch_engine0_engine_impl0_fit7_0_dst;
+wire [31:0] pu_impl0_pipearch_engine0_engine_impl0_fit15_dst;
+wire [31:0] pu_impl0_pipearch_engine0_engine_impl0_fit16_dst;
 reg pu_impl0_pipearch_engine0_engine_impl0_flag_reg0_q;
 reg pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_busy;
 reg pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_done;
@@ -4688,8 +4688,8 @@ wire pu_impl0_pipearch_engine0_engine_impl0_and_all5_y;
 wire pu_impl0_pipearch_engine0_engine_impl0_copy_sig290_y;
 wire pu_impl0_pipearch_engine0_engine_impl0_copy_sig291_a;
 wire pu_impl0_pipearch_engine0_engine_impl0_copy_sig291_y;
-wire [6:0] pu_impl0_pipearch_engine0_engine_impl0_fit8_0_dst;
-wire [12:0] pu_impl0_pipearch_engine0_engine_impl0_fit9_dst;
+wire [6:0] pu_impl0_pipearch_engine0_engine_impl0_fit17_dst;
+wire [12:0] pu_impl0_pipearch_engine0_engine_impl0_fit18_dst;
 wire pu_impl0_pipearch_engine0_engine_impl0_bit_of14_y;
 reg pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_busy;
 reg pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_done;
@@ -4871,9 +4871,9 @@ wire pu_impl0_pipearch_engine0_engine_impl0_chan_ok16_reg_ok;
 wire pu_impl0_pipearch_engine0_engine_impl0_range_ok9_ok;
 wire [4:0] pu_impl0_pipearch_engine0_engine_impl0_and_all6_v;
 wire pu_impl0_pipearch_engine0_engine_impl0_copy_sig348_y;
-wire [6:0] pu_impl0_pipearch_engine0_engine_impl0_fit10_dst;
-wire [12:0] pu_impl0_pipearch_engine0_engine_impl0_fit11_dst;
-wire [31:0] pu_impl0_pipearch_engine0_engine_impl0_fit12_dst;
+wire [6:0] pu_impl0_pipearch_engine0_engine_impl0_fit19_dst;
+wire [12:0] pu_impl0_pipearch_engine0_engine_impl0_fit20_dst;
+wire [31:0] pu_impl0_pipearch_engine0_engine_impl0_fit21_dst;
 reg pu_impl0_pipearch_engine0_engine_impl0_l2reg0_busy;
 reg pu_impl0_pipearch_engine0_engine_impl0_l2reg0_done;
 reg pu_impl0_pipearch_engine0_engine_impl0_l2reg0_cfg_err;
@@ -24902,11 +24902,11 @@ assign pu_impl0_pipearch_engine0_engine_impl0_copy_sig157_y = pu_impl0_pipearch_
 
 
 
-assign pu_impl0_pipearch_engine0_engine_impl0_fit1_0_dst = pu_impl0_pipearch_rm0_sub_w6[7-1:0];
+assign pu_impl0_pipearch_engine0_engine_impl0_fit10_dst = pu_impl0_pipearch_rm0_sub_w6[7-1:0];
 
 
 
-assign pu_impl0_pipearch_engine0_engine_impl0_fit2_0_dst = pu_impl0_fit0_dst;
+assign pu_impl0_pipearch_engine0_engine_impl0_fit11_dst = pu_impl0_fit0_dst;
 
 
 
@@ -24936,7 +24936,7 @@ always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0
     else begin
         pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_done <= 1'b0;
         if ((pu_impl0_pipearch_engine0_engine_impl0_copy_sig157_y && (!pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_busy))) begin
-            if (((pu_impl0_pipearch_engine0_engine_impl0_fit1_0_dst == 0) || (pu_impl0_pipearch_engine0_engine_impl0_fit1_0_dst > 64) || (pu_impl0_pipearch_engine0_engine_impl0_fit2_0_dst == 0) || (pu_impl0_pipearch_engine0_engine_impl0_fit2_0_dst > 4096))) begin
+            if (((pu_impl0_pipearch_engine0_engine_impl0_fit10_dst == 0) || (pu_impl0_pipearch_engine0_engine_impl0_fit10_dst > 64) || (pu_impl0_pipearch_engine0_engine_impl0_fit11_dst == 0) || (pu_impl0_pipearch_engine0_engine_impl0_fit11_dst > 4096))) begin
                 pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_cfg_err <= 1'b1;
                 pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_done <= 1'b1;
             end
@@ -24944,8 +24944,8 @@ always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0
                 pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_cfg_err <= 1'b0;
                 pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_busy <= 1'b1;
                 pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_running <= 1'b1;
-                pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_control0_dim_r <= pu_impl0_pipearch_engine0_engine_impl0_fit1_0_dst;
-                pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_control0_it_r <= pu_impl0_pipearch_engine0_engine_impl0_fit2_0_dst;
+                pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_control0_dim_r <= pu_impl0_pipearch_engine0_engine_impl0_fit10_dst;
+                pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_control0_it_r <= pu_impl0_pipearch_engine0_engine_impl0_fit11_dst;
                 pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_control0_lcnt <= 0;
                 pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_control0_icnt <= 0;
             end
@@ -25954,11 +25954,11 @@ assign pu_impl0_pipearch_engine0_engine_impl0_copy_sig202_y = pu_impl0_pipearch_
 
 
 
-assign pu_impl0_pipearch_engine0_engine_impl0_fit3_0_dst = pu_impl0_pipearch_rm0_sub_w6[7-1:0];
+assign pu_impl0_pipearch_engine0_engine_impl0_fit12_dst = pu_impl0_pipearch_rm0_sub_w6[7-1:0];
 
 
 
-assign pu_impl0_pipearch_engine0_engine_impl0_fit4_0_dst = pu_impl0_fit0_dst;
+assign pu_impl0_pipearch_engine0_engine_impl0_fit13_dst = pu_impl0_fit0_dst;
 
 
 
@@ -25988,7 +25988,7 @@ always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delt
     else begin
         pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_done <= 1'b0;
         if ((pu_impl0_pipearch_engine0_engine_impl0_copy_sig202_y && (!pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_busy))) begin
-            if (((pu_impl0_pipearch_engine0_engine_impl0_fit3_0_dst == 0) || (pu_impl0_pipearch_engine0_engine_impl0_fit3_0_dst > 64) || (pu_impl0_pipearch_engine0_engine_impl0_fit4_0_dst == 0) || (pu_impl0_pipearch_engine0_engine_impl0_fit4_0_dst > 4096))) begin
+            if (((pu_impl0_pipearch_engine0_engine_impl0_fit12_dst == 0) || (pu_impl0_pipearch_engine0_engine_impl0_fit12_dst > 64) || (pu_impl0_pipearch_engine0_engine_impl0_fit13_dst == 0) || (pu_impl0_pipearch_engine0_engine_impl0_fit13_dst > 4096))) begin
                 pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_cfg_err <= 1'b1;
                 pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_done <= 1'b1;
             end
@@ -25996,8 +25996,8 @@ always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delt
                 pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_cfg_err <= 1'b0;
                 pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_busy <= 1'b1;
                 pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_top0_running <= 1'b1;
-                pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_top0_control1_dim_r <= pu_impl0_pipearch_engine0_engine_impl0_fit3_0_dst;
-                pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_top0_control1_it_r <= pu_impl0_pipearch_engine0_engine_impl0_fit4_0_dst;
+                pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_top0_control1_dim_r <= pu_impl0_pipearch_engine0_engine_impl0_fit12_dst;
+                pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_top0_control1_it_r <= pu_impl0_pipearch_engine0_engine_impl0_fit13_dst;
                 pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_top0_control1_lcnt <= 0;
                 pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_top0_control1_icnt <= 0;
             end
@@ -27855,7 +27855,7 @@ assign pu_impl0_pipearch_engine0_engine_impl0_copy_sig248_y = pu_impl0_pipearch_
 
 
 
-assign pu_impl0_pipearch_engine0_engine_impl0_fit5_0_dst = pu_impl0_fit0_dst;
+assign pu_impl0_pipearch_engine0_engine_impl0_fit14_dst = pu_impl0_fit0_dst;
 
 
 
@@ -27867,11 +27867,11 @@ assign pu_impl0_pipearch_engine0_engine_impl0_copy_sig249_y = pu_impl0_pipearch_
 
 
 
-assign pu_impl0_pipearch_engine0_engine_impl0_fit6_0_dst = pu_impl0_pipearch_rm0_sub_w6;
+assign pu_impl0_pipearch_engine0_engine_impl0_fit15_dst = pu_impl0_pipearch_rm0_sub_w6;
 
 
 
-assign pu_impl0_pipearch_engine0_engine_impl0_fit7_0_dst = pu_impl0_pipearch_rm0_sub_w7;
+assign pu_impl0_pipearch_engine0_engine_impl0_fit16_dst = pu_impl0_pipearch_rm0_sub_w7;
 
 
 always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_flag_reg0_s
@@ -27891,7 +27891,7 @@ assign pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_is_final = ($signed
 
 
 
-assign pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_engine_control0_it_bad = ((pu_impl0_pipearch_engine0_engine_impl0_fit5_0_dst == 0) || (pu_impl0_pipearch_engine0_engine_impl0_fit5_0_dst > 4096));
+assign pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_engine_control0_it_bad = ((pu_impl0_pipearch_engine0_engine_impl0_fit14_dst == 0) || (pu_impl0_pipearch_engine0_engine_impl0_fit14_dst > 4096));
 
 
 always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_engine_control0_seq
@@ -27914,7 +27914,7 @@ always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_scalar_engin
                 pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_cfg_err <= 1'b0;
                 pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_busy <= 1'b1;
                 pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_running <= 1'b1;
-                pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_engine_control0_it_r <= pu_impl0_pipearch_engine0_engine_impl0_fit5_0_dst;
+                pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_engine_control0_it_r <= pu_impl0_pipearch_engine0_engine_impl0_fit14_dst;
                 pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_engine_control0_icnt <= 0;
             end
         end
@@ -27945,9 +27945,9 @@ always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_scalar_engin
     else begin
         if ((pu_impl0_pipearch_engine0_engine_impl0_copy_sig248_y && (!pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_busy))) begin
             pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_mode_r <= pu_impl0_pipearch_engine0_engine_impl0_copy_sig249_y;
-            pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_alpha_r <= $signed(pu_impl0_pipearch_engine0_engine_impl0_fit6_0_dst);
-            pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_al_r <= $signed(pu_impl0_pipearch_engine0_engine_impl0_fit7_0_dst);
-            pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_nal_r <= (-$signed(pu_impl0_pipearch_engine0_engine_impl0_fit7_0_dst));
+            pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_alpha_r <= $signed(pu_impl0_pipearch_engine0_engine_impl0_fit15_dst);
+            pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_al_r <= $signed(pu_impl0_pipearch_engine0_engine_impl0_fit16_dst);
+            pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_nal_r <= (-$signed(pu_impl0_pipearch_engine0_engine_impl0_fit16_dst));
         end
     end
 end
@@ -28728,11 +28728,11 @@ assign pu_impl0_pipearch_engine0_engine_impl0_copy_sig291_y = pu_impl0_pipearch_
 
 
 
-assign pu_impl0_pipearch_engine0_engine_impl0_fit8_0_dst = pu_impl0_pipearch_rm0_sub_w6[7-1:0];
+assign pu_impl0_pipearch_engine0_engine_impl0_fit17_dst = pu_impl0_pipearch_rm0_sub_w6[7-1:0];
 
 
 
-assign pu_impl0_pipearch_engine0_engine_impl0_fit9_dst = pu_impl0_fit0_dst;
+assign pu_impl0_pipearch_engine0_engine_impl0_fit18_dst = pu_impl0_fit0_dst;
 
 
 
@@ -28770,7 +28770,7 @@ always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_multiply_sub
     else begin
         pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_done <= 1'b0;
         if ((pu_impl0_pipearch_engine0_engine_impl0_copy_sig291_y && (!pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_busy))) begin
-            if (((pu_impl0_pipearch_engine0_engine_impl0_fit8_0_dst == 0) || (pu_impl0_pipearch_engine0_engine_impl0_fit8_0_dst > 64) || (pu_impl0_pipearch_engine0_engine_impl0_fit9_dst == 0) || (pu_impl0_pipearch_engine0_engine_impl0_fit9_dst > 4096))) begin
+            if (((pu_impl0_pipearch_engine0_engine_impl0_fit17_dst == 0) || (pu_impl0_pipearch_engine0_engine_impl0_fit17_dst > 64) || (pu_impl0_pipearch_engine0_engine_impl0_fit18_dst == 0) || (pu_impl0_pipearch_engine0_engine_impl0_fit18_dst > 4096))) begin
                 pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_cfg_err <= 1'b1;
                 pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_done <= 1'b1;
             end
@@ -28778,8 +28778,8 @@ always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_multiply_sub
                 pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_cfg_err <= 1'b0;
                 pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_busy <= 1'b1;
                 pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_running <= 1'b1;
-                pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_control2_dim_r <= pu_impl0_pipearch_engine0_engine_impl0_fit8_0_dst;
-                pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_control2_it_r <= pu_impl0_pipearch_engine0_engine_impl0_fit9_dst;
+                pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_control2_dim_r <= pu_impl0_pipearch_engine0_engine_impl0_fit17_dst;
+                pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_control2_it_r <= pu_impl0_pipearch_engine0_engine_impl0_fit18_dst;
                 pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_control2_lcnt <= 0;
                 pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_control2_icnt <= 0;
             end
@@ -29802,15 +29802,15 @@ assign pu_impl0_pipearch_engine0_engine_impl0_copy_sig348_y = pu_impl0_pipearch_
 
 
 
-assign pu_impl0_pipearch_engine0_engine_impl0_fit10_dst = pu_impl0_pipearch_rm0_sub_w6[7-1:0];
+assign pu_impl0_pipearch_engine0_engine_impl0_fit19_dst = pu_impl0_pipearch_rm0_sub_w6[7-1:0];
 
 
 
-assign pu_impl0_pipearch_engine0_engine_impl0_fit11_dst = pu_impl0_fit0_dst;
+assign pu_impl0_pipearch_engine0_engine_impl0_fit20_dst = pu_impl0_fit0_dst;
 
 
 
-assign pu_impl0_pipearch_engine0_engine_impl0_fit12_dst = pu_impl0_pipearch_rm0_sub_w7;
+assign pu_impl0_pipearch_engine0_engine_impl0_fit21_dst = pu_impl0_pipearch_rm0_sub_w7;
 
 
 
@@ -29832,7 +29832,7 @@ always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_
     else begin
         pu_impl0_pipearch_engine0_engine_impl0_l2reg0_done <= 1'b0;
         if ((pu_impl0_pipearch_engine0_engine_impl0_copy_sig348_y && (!pu_impl0_pipearch_engine0_engine_impl0_l2reg0_busy))) begin
-            if (((pu_impl0_pipearch_engine0_engine_impl0_fit10_dst == 0) || (pu_impl0_pipearch_engine0_engine_impl0_fit10_dst > 64) || (pu_impl0_pipearch_engine0_engine_impl0_fit11_dst == 0) || (pu_impl0_pipearch_engine0_engine_impl0_fit11_dst > 4096))) begin
+            if (((pu_impl0_pipearch_engine0_engine_impl0_fit19_dst == 0) || (pu_impl0_pipearch_engine0_engine_impl0_fit19_dst > 64) || (pu_impl0_pipearch_engine0_engine_impl0_fit20_dst == 0) || (pu_impl0_pipearch_engine0_engine_impl0_fit20_dst > 4096))) begin
                 pu_impl0_pipearch_engine0_engine_impl0_l2reg0_cfg_err <= 1'b1;
                 pu_impl0_pipearch_engine0_engine_impl0_l2reg0_done <= 1'b1;
             end
@@ -29840,8 +29840,8 @@ always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_
                 pu_impl0_pipearch_engine0_engine_impl0_l2reg0_cfg_err <= 1'b0;
                 pu_impl0_pipearch_engine0_engine_impl0_l2reg0_busy <= 1'b1;
                 pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_running <= 1'b1;
-                pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_control3_dim_r <= pu_impl0_pipearch_engine0_engine_impl0_fit10_dst;
-                pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_control3_it_r <= pu_impl0_pipearch_engine0_engine_impl0_fit11_dst;
+                pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_control3_dim_r <= pu_impl0_pipearch_engine0_engine_impl0_fit19_dst;
+                pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_control3_it_r <= pu_impl0_pipearch_engine0_engine_impl0_fit20_dst;
                 pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_control3_lcnt <= 0;
                 pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_control3_icnt <= 0;
             end
@@ -29899,7 +29899,7 @@ always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_
     end
     else begin
         if ((pu_impl0_pipearch_engine0_engine_impl0_copy_sig348_y && (!pu_impl0_pipearch_engine0_engine_impl0_l2reg0_busy))) begin
-            pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_kr <= $signed(pu_impl0_pipearch_engine0_engine_impl0_fit12_dst);
+            pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_kr <= $signed(pu_impl0_pipearch_engine0_engine_impl0_fit21_dst);
         end
     end
 end

@@ -4088,8 +4088,8 @@ signal pu_impl0_pipearch_engine0_engine_impl0_and_all2_y: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_copy_sig156_y: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_copy_sig157_a: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_copy_sig157_y: std_logic;
-signal pu_impl0_pipearch_engine0_engine_impl0_fit1_0_dst: unsigned(6 downto 0);
-signal pu_impl0_pipearch_engine0_engine_impl0_fit2_0_dst: unsigned(12 downto 0);
+signal pu_impl0_pipearch_engine0_engine_impl0_fit10_dst: unsigned(6 downto 0);
+signal pu_impl0_pipearch_engine0_engine_impl0_fit11_dst: unsigned(12 downto 0);
 signal pu_impl0_pipearch_engine0_engine_impl0_bit_of8_y: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_copy_sig158_y: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_busy: std_logic;
@@ -4238,8 +4238,8 @@ signal pu_impl0_pipearch_engine0_engine_impl0_and_all3_y: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_copy_sig201_y: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_copy_sig202_a: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_copy_sig202_y: std_logic;
-signal pu_impl0_pipearch_engine0_engine_impl0_fit3_0_dst: unsigned(6 downto 0);
-signal pu_impl0_pipearch_engine0_engine_impl0_fit4_0_dst: unsigned(12 downto 0);
+signal pu_impl0_pipearch_engine0_engine_impl0_fit12_dst: unsigned(6 downto 0);
+signal pu_impl0_pipearch_engine0_engine_impl0_fit13_dst: unsigned(12 downto 0);
 signal pu_impl0_pipearch_engine0_engine_impl0_bit_of10_y: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_copy_sig203_y: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_busy: std_logic;
@@ -4471,11 +4471,11 @@ signal pu_impl0_pipearch_engine0_engine_impl0_and_all4_y: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_copy_sig247_y: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_copy_sig248_a: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_copy_sig248_y: std_logic;
-signal pu_impl0_pipearch_engine0_engine_impl0_fit5_0_dst: unsigned(12 downto 0);
+signal pu_impl0_pipearch_engine0_engine_impl0_fit14_dst: unsigned(12 downto 0);
 signal pu_impl0_pipearch_engine0_engine_impl0_bit_of12_y: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_copy_sig249_y: std_logic;
-signal pu_impl0_pipearch_engine0_engine_impl0_fit6_0_dst: unsigned(31 downto 0);
-signal pu_impl0_pipearch_engine0_engine_impl0_fit7_0_dst: unsigned(31 downto 0);
+signal pu_impl0_pipearch_engine0_engine_impl0_fit15_dst: unsigned(31 downto 0);
+signal pu_impl0_pipearch_engine0_engine_impl0_fit16_dst: unsigned(31 downto 0);
 signal pu_impl0_pipearch_engine0_engine_impl0_flag_reg0_q: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_busy: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_done: std_logic;
@@ -4627,8 +4627,8 @@ signal pu_impl0_pipearch_engine0_engine_impl0_and_all5_y: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_copy_sig290_y: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_copy_sig291_a: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_copy_sig291_y: std_logic;
-signal pu_impl0_pipearch_engine0_engine_impl0_fit8_0_dst: unsigned(6 downto 0);
-signal pu_impl0_pipearch_engine0_engine_impl0_fit9_dst: unsigned(12 downto 0);
+signal pu_impl0_pipearch_engine0_engine_impl0_fit17_dst: unsigned(6 downto 0);
+signal pu_impl0_pipearch_engine0_engine_impl0_fit18_dst: unsigned(12 downto 0);
 signal pu_impl0_pipearch_engine0_engine_impl0_bit_of14_y: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_busy: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_done: std_logic;
@@ -4810,9 +4810,9 @@ signal pu_impl0_pipearch_engine0_engine_impl0_chan_ok16_reg_ok: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_range_ok9_ok: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_and_all6_v: unsigned(4 downto 0);
 signal pu_impl0_pipearch_engine0_engine_impl0_copy_sig348_y: std_logic;
-signal pu_impl0_pipearch_engine0_engine_impl0_fit10_dst: unsigned(6 downto 0);
-signal pu_impl0_pipearch_engine0_engine_impl0_fit11_dst: unsigned(12 downto 0);
-signal pu_impl0_pipearch_engine0_engine_impl0_fit12_dst: unsigned(31 downto 0);
+signal pu_impl0_pipearch_engine0_engine_impl0_fit19_dst: unsigned(6 downto 0);
+signal pu_impl0_pipearch_engine0_engine_impl0_fit20_dst: unsigned(12 downto 0);
+signal pu_impl0_pipearch_engine0_engine_impl0_fit21_dst: unsigned(31 downto 0);
 signal pu_impl0_pipearch_engine0_engine_impl0_l2reg0_busy: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_l2reg0_done: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_l2reg0_cfg_err: std_logic;
@@ -23140,10 +23140,10 @@ pu_impl0_pipearch_engine0_engine_impl0_copy_sig156_y <= pu_impl0_pipearch_engine
 pu_impl0_pipearch_engine0_engine_impl0_copy_sig157_y <= pu_impl0_pipearch_engine0_engine_impl0_copy_sig157_a;
 
 
-pu_impl0_pipearch_engine0_engine_impl0_fit1_0_dst <= pu_impl0_pipearch_rm0_sub_w6(7-1 downto 0);
+pu_impl0_pipearch_engine0_engine_impl0_fit10_dst <= pu_impl0_pipearch_rm0_sub_w6(7-1 downto 0);
 
 
-pu_impl0_pipearch_engine0_engine_impl0_fit2_0_dst <= pu_impl0_fit0_dst;
+pu_impl0_pipearch_engine0_engine_impl0_fit11_dst <= pu_impl0_fit0_dst;
 
 
 pu_impl0_pipearch_engine0_engine_impl0_bit_of8_y <= pu_impl0_pipearch_rm0_sub_w1(24);
@@ -23170,15 +23170,15 @@ begin
         else
             pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_done <= '0';
             if (bool(pu_impl0_pipearch_engine0_engine_impl0_copy_sig157_y) and (not bool(pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_busy))) then
-                if ((pu_impl0_pipearch_engine0_engine_impl0_fit1_0_dst = 0) or (pu_impl0_pipearch_engine0_engine_impl0_fit1_0_dst > 64) or (pu_impl0_pipearch_engine0_engine_impl0_fit2_0_dst = 0) or (pu_impl0_pipearch_engine0_engine_impl0_fit2_0_dst > 4096)) then
+                if ((pu_impl0_pipearch_engine0_engine_impl0_fit10_dst = 0) or (pu_impl0_pipearch_engine0_engine_impl0_fit10_dst > 64) or (pu_impl0_pipearch_engine0_engine_impl0_fit11_dst = 0) or (pu_impl0_pipearch_engine0_engine_impl0_fit11_dst > 4096)) then
                     pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_cfg_err <= '1';
                     pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_done <= '1';
                 else
                     pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_cfg_err <= '0';
                     pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_busy <= '1';
                     pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_running <= '1';
-                    pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_control0_dim_r <= pu_impl0_pipearch_engine0_engine_impl0_fit1_0_dst;
-                    pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_control0_it_r <= pu_impl0_pipearch_engine0_engine_impl0_fit2_0_dst;
+                    pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_control0_dim_r <= pu_impl0_pipearch_engine0_engine_impl0_fit10_dst;
+                    pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_control0_it_r <= pu_impl0_pipearch_engine0_engine_impl0_fit11_dst;
                     pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_control0_lcnt <= to_unsigned(0, 7);
                     pu_impl0_pipearch_engine0_engine_impl0_dot_sigmoid0_control0_icnt <= to_unsigned(0, 13);
                 end if;
@@ -24082,10 +24082,10 @@ pu_impl0_pipearch_engine0_engine_impl0_copy_sig201_y <= pu_impl0_pipearch_engine
 pu_impl0_pipearch_engine0_engine_impl0_copy_sig202_y <= pu_impl0_pipearch_engine0_engine_impl0_copy_sig202_a;
 
 
-pu_impl0_pipearch_engine0_engine_impl0_fit3_0_dst <= pu_impl0_pipearch_rm0_sub_w6(7-1 downto 0);
+pu_impl0_pipearch_engine0_engine_impl0_fit12_dst <= pu_impl0_pipearch_rm0_sub_w6(7-1 downto 0);
 
 
-pu_impl0_pipearch_engine0_engine_impl0_fit4_0_dst <= pu_impl0_fit0_dst;
+pu_impl0_pipearch_engine0_engine_impl0_fit13_dst <= pu_impl0_fit0_dst;
 
 
 pu_impl0_pipearch_engine0_engine_impl0_bit_of10_y <= pu_impl0_pipearch_rm0_sub_w1(24);
@@ -24112,15 +24112,15 @@ begin
         else
             pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_done <= '0';
             if (bool(pu_impl0_pipearch_engine0_engine_impl0_copy_sig202_y) and (not bool(pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_busy))) then
-                if ((pu_impl0_pipearch_engine0_engine_impl0_fit3_0_dst = 0) or (pu_impl0_pipearch_engine0_engine_impl0_fit3_0_dst > 64) or (pu_impl0_pipearch_engine0_engine_impl0_fit4_0_dst = 0) or (pu_impl0_pipearch_engine0_engine_impl0_fit4_0_dst > 4096)) then
+                if ((pu_impl0_pipearch_engine0_engine_impl0_fit12_dst = 0) or (pu_impl0_pipearch_engine0_engine_impl0_fit12_dst > 64) or (pu_impl0_pipearch_engine0_engine_impl0_fit13_dst = 0) or (pu_impl0_pipearch_engine0_engine_impl0_fit13_dst > 4096)) then
                     pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_cfg_err <= '1';
                     pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_done <= '1';
                 else
                     pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_cfg_err <= '0';
                     pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_busy <= '1';
                     pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_top0_running <= '1';
-                    pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_top0_control1_dim_r <= pu_impl0_pipearch_engine0_engine_impl0_fit3_0_dst;
-                    pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_top0_control1_it_r <= pu_impl0_pipearch_engine0_engine_impl0_fit4_0_dst;
+                    pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_top0_control1_dim_r <= pu_impl0_pipearch_engine0_engine_impl0_fit12_dst;
+                    pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_top0_control1_it_r <= pu_impl0_pipearch_engine0_engine_impl0_fit13_dst;
                     pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_top0_control1_lcnt <= to_unsigned(0, 7);
                     pu_impl0_pipearch_engine0_engine_impl0_sigmoid_delta0_top0_control1_icnt <= to_unsigned(0, 13);
                 end if;
@@ -25818,7 +25818,7 @@ pu_impl0_pipearch_engine0_engine_impl0_copy_sig247_y <= pu_impl0_pipearch_engine
 pu_impl0_pipearch_engine0_engine_impl0_copy_sig248_y <= pu_impl0_pipearch_engine0_engine_impl0_copy_sig248_a;
 
 
-pu_impl0_pipearch_engine0_engine_impl0_fit5_0_dst <= pu_impl0_fit0_dst;
+pu_impl0_pipearch_engine0_engine_impl0_fit14_dst <= pu_impl0_fit0_dst;
 
 
 pu_impl0_pipearch_engine0_engine_impl0_bit_of12_y <= pu_impl0_pipearch_rm0_sub_w1(24);
@@ -25827,10 +25827,10 @@ pu_impl0_pipearch_engine0_engine_impl0_bit_of12_y <= pu_impl0_pipearch_rm0_sub_w
 pu_impl0_pipearch_engine0_engine_impl0_copy_sig249_y <= pu_impl0_pipearch_engine0_engine_impl0_bit_of12_y;
 
 
-pu_impl0_pipearch_engine0_engine_impl0_fit6_0_dst <= pu_impl0_pipearch_rm0_sub_w6;
+pu_impl0_pipearch_engine0_engine_impl0_fit15_dst <= pu_impl0_pipearch_rm0_sub_w6;
 
 
-pu_impl0_pipearch_engine0_engine_impl0_fit7_0_dst <= pu_impl0_pipearch_rm0_sub_w7;
+pu_impl0_pipearch_engine0_engine_impl0_fit16_dst <= pu_impl0_pipearch_rm0_sub_w7;
 
 pu_impl0_pipearch_engine0_engine_impl0_flag_reg0_s: process (clk) is
 begin
@@ -25849,7 +25849,7 @@ end process pu_impl0_pipearch_engine0_engine_impl0_flag_reg0_s;
 pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_is_final <= stdl(signed(resize(pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_engine_control0_icnt, 14)) = (signed(resize(pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_engine_control0_it_r, 14)) - 1));
 
 
-pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_engine_control0_it_bad <= stdl((pu_impl0_pipearch_engine0_engine_impl0_fit5_0_dst = 0) or (pu_impl0_pipearch_engine0_engine_impl0_fit5_0_dst > 4096));
+pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_engine_control0_it_bad <= stdl((pu_impl0_pipearch_engine0_engine_impl0_fit14_dst = 0) or (pu_impl0_pipearch_engine0_engine_impl0_fit14_dst > 4096));
 
 pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_engine_control0_seq: process (clk) is
 begin
@@ -25871,7 +25871,7 @@ begin
                     pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_cfg_err <= '0';
                     pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_busy <= '1';
                     pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_running <= '1';
-                    pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_engine_control0_it_r <= pu_impl0_pipearch_engine0_engine_impl0_fit5_0_dst;
+                    pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_engine_control0_it_r <= pu_impl0_pipearch_engine0_engine_impl0_fit14_dst;
                     pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_engine_control0_icnt <= to_unsigned(0, 13);
                 end if;
             end if;
@@ -25902,9 +25902,9 @@ begin
         else
             if (bool(pu_impl0_pipearch_engine0_engine_impl0_copy_sig248_y) and (not bool(pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_busy))) then
                 pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_mode_r <= pu_impl0_pipearch_engine0_engine_impl0_copy_sig249_y;
-                pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_alpha_r <= signed(pu_impl0_pipearch_engine0_engine_impl0_fit6_0_dst);
-                pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_al_r <= signed(pu_impl0_pipearch_engine0_engine_impl0_fit7_0_dst);
-                pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_nal_r <= resize((-signed(pu_impl0_pipearch_engine0_engine_impl0_fit7_0_dst)), 33);
+                pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_alpha_r <= signed(pu_impl0_pipearch_engine0_engine_impl0_fit15_dst);
+                pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_al_r <= signed(pu_impl0_pipearch_engine0_engine_impl0_fit16_dst);
+                pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_nal_r <= resize((-signed(pu_impl0_pipearch_engine0_engine_impl0_fit16_dst)), 33);
             end if;
         end if;
     end if;
@@ -26560,10 +26560,10 @@ pu_impl0_pipearch_engine0_engine_impl0_copy_sig290_y <= pu_impl0_pipearch_engine
 pu_impl0_pipearch_engine0_engine_impl0_copy_sig291_y <= pu_impl0_pipearch_engine0_engine_impl0_copy_sig291_a;
 
 
-pu_impl0_pipearch_engine0_engine_impl0_fit8_0_dst <= pu_impl0_pipearch_rm0_sub_w6(7-1 downto 0);
+pu_impl0_pipearch_engine0_engine_impl0_fit17_dst <= pu_impl0_pipearch_rm0_sub_w6(7-1 downto 0);
 
 
-pu_impl0_pipearch_engine0_engine_impl0_fit9_dst <= pu_impl0_fit0_dst;
+pu_impl0_pipearch_engine0_engine_impl0_fit18_dst <= pu_impl0_fit0_dst;
 
 
 pu_impl0_pipearch_engine0_engine_impl0_bit_of14_y <= pu_impl0_pipearch_rm0_sub_w1(24);
@@ -26600,15 +26600,15 @@ begin
         else
             pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_done <= '0';
             if (bool(pu_impl0_pipearch_engine0_engine_impl0_copy_sig291_y) and (not bool(pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_busy))) then
-                if ((pu_impl0_pipearch_engine0_engine_impl0_fit8_0_dst = 0) or (pu_impl0_pipearch_engine0_engine_impl0_fit8_0_dst > 64) or (pu_impl0_pipearch_engine0_engine_impl0_fit9_dst = 0) or (pu_impl0_pipearch_engine0_engine_impl0_fit9_dst > 4096)) then
+                if ((pu_impl0_pipearch_engine0_engine_impl0_fit17_dst = 0) or (pu_impl0_pipearch_engine0_engine_impl0_fit17_dst > 64) or (pu_impl0_pipearch_engine0_engine_impl0_fit18_dst = 0) or (pu_impl0_pipearch_engine0_engine_impl0_fit18_dst > 4096)) then
                     pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_cfg_err <= '1';
                     pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_done <= '1';
                 else
                     pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_cfg_err <= '0';
                     pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_busy <= '1';
                     pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_running <= '1';
-                    pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_control2_dim_r <= pu_impl0_pipearch_engine0_engine_impl0_fit8_0_dst;
-                    pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_control2_it_r <= pu_impl0_pipearch_engine0_engine_impl0_fit9_dst;
+                    pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_control2_dim_r <= pu_impl0_pipearch_engine0_engine_impl0_fit17_dst;
+                    pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_control2_it_r <= pu_impl0_pipearch_engine0_engine_impl0_fit18_dst;
                     pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_control2_lcnt <= to_unsigned(0, 7);
                     pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_control2_icnt <= to_unsigned(0, 13);
                 end if;
@@ -27473,13 +27473,13 @@ pu_impl0_pipearch_engine0_engine_impl0_ok <= pu_impl0_pipearch_engine0_engine_im
 pu_impl0_pipearch_engine0_engine_impl0_copy_sig348_y <= pu_impl0_pipearch_engine0_engine_impl0_go;
 
 
-pu_impl0_pipearch_engine0_engine_impl0_fit10_dst <= pu_impl0_pipearch_rm0_sub_w6(7-1 downto 0);
+pu_impl0_pipearch_engine0_engine_impl0_fit19_dst <= pu_impl0_pipearch_rm0_sub_w6(7-1 downto 0);
 
 
-pu_impl0_pipearch_engine0_engine_impl0_fit11_dst <= pu_impl0_fit0_dst;
+pu_impl0_pipearch_engine0_engine_impl0_fit20_dst <= pu_impl0_fit0_dst;
 
 
-pu_impl0_pipearch_engine0_engine_impl0_fit12_dst <= pu_impl0_pipearch_rm0_sub_w7;
+pu_impl0_pipearch_engine0_engine_impl0_fit21_dst <= pu_impl0_pipearch_rm0_sub_w7;
 
 
 pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_line_last <= stdl(signed(resize(pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_control3_lcnt, 8)) = (signed(resize(pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_control3_dim_r, 8)) - 1));
@@ -27500,15 +27500,15 @@ begin
         else
             pu_impl0_pipearch_engine0_engine_impl0_l2reg0_done <= '0';
             if (bool(pu_impl0_pipearch_engine0_engine_impl0_copy_sig348_y) and (not bool(pu_impl0_pipearch_engine0_engine_impl0_l2reg0_busy))) then
-                if ((pu_impl0_pipearch_engine0_engine_impl0_fit10_dst = 0) or (pu_impl0_pipearch_engine0_engine_impl0_fit10_dst > 64) or (pu_impl0_pipearch_engine0_engine_impl0_fit11_dst = 0) or (pu_impl0_pipearch_engine0_engine_impl0_fit11_dst > 4096)) then
+                if ((pu_impl0_pipearch_engine0_engine_impl0_fit19_dst = 0) or (pu_impl0_pipearch_engine0_engine_impl0_fit19_dst > 64) or (pu_impl0_pipearch_engine0_engine_impl0_fit20_dst = 0) or (pu_impl0_pipearch_engine0_engine_impl0_fit20_dst > 4096)) then
                     pu_impl0_pipearch_engine0_engine_impl0_l2reg0_cfg_err <= '1';
                     pu_impl0_pipearch_engine0_engine_impl0_l2reg0_done <= '1';
                 else
                     pu_impl0_pipearch_engine0_engine_impl0_l2reg0_cfg_err <= '0';
                     pu_impl0_pipearch_engine0_engine_impl0_l2reg0_busy <= '1';
                     pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_running <= '1';
-                    pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_control3_dim_r <= pu_impl0_pipearch_engine0_engine_impl0_fit10_dst;
-                    pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_control3_it_r <= pu_impl0_pipearch_engine0_engine_impl0_fit11_dst;
+                    pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_control3_dim_r <= pu_impl0_pipearch_engine0_engine_impl0_fit19_dst;
+                    pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_control3_it_r <= pu_impl0_pipearch_engine0_engine_impl0_fit20_dst;
                     pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_control3_lcnt <= to_unsigned(0, 7);
                     pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_control3_icnt <= to_unsigned(0, 13);
                 end if;
@@ -27565,7 +27565,7 @@ begin
             pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_kr <= to_signed(0, 32);
         else
             if (bool(pu_impl0_pipearch_engine0_engine_impl0_copy_sig348_y) and (not bool(pu_impl0_pipearch_engine0_engine_impl0_l2reg0_busy))) then
-                pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_kr <= signed(pu_impl0_pipearch_engine0_engine_impl0_fit12_dst);
+                pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_kr <= signed(pu_impl0_pipearch_engine0_engine_impl0_fit21_dst);
             end if;
         end if;
     end if;
