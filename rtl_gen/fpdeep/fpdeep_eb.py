@@ -33,7 +33,7 @@ from rtl_gen.common.ports import make_factory
 from rtl_gen.fpdeep import fpdeep_line_buffer as lbmod
 from rtl_gen.fpdeep.fpdeep_conv_engine import engine_trees, filter_shift, pack
 from rtl_gen.fpdeep.fpdeep_conv_engine import widths as engine_widths
-from rtl_gen.fpdeep.fpdeep_fp import join_lane, sext_wide
+from rtl_gen.fpdeep.fpdeep_fp import chain_output, join_lane, sext_wide
 from rtl_gen.pipearch.subroutine import bits_for, check_fmt, delay_flags, field_bits
 
 KIND = "fpdeep_eb"
@@ -315,45 +315,13 @@ def block_fn(p):
             y = sig_s(PS)
             lanes.append(y)
             outl.append(eb_out_lane(accs[c], last2, y, W, F))
-        o_in = sig_u(S_IC * PS)
-        pk2 = pack(lanes, o_in)
-        push2 = sig_b()
-        mode_u = sig_u(2)        # {map end, last run}
-        o_d = sig_u(S_IC * PS)
-        o_v, o_r, o_l = sig_b(), sig_b(), sig_b()
-        o_mode = sig_u(2)
-        ohs = sig_b()
-
-        @always_comb
-        def oc():
-            push2.next = en2 and v2
-            mode_u.next = concat(mend2, last2)
-
-        ofifo = out_fifo2(clk, rst, o_in, l2, mode_u, push2, en2, o_d, o_v, o_r, o_l, o_mode)
-        err_parts = [o_d(c * PS + W, c * PS) for c in range(S_IC)]
-        err_d = err_parts[0] if S_IC == 1 else ConcatSignal(*reversed(err_parts))
-
-        @always_comb
-        def outs():
-            m_axis_psum_out_tdata.next = o_d
-            m_axis_psum_out_tlast.next = o_l
-            m_axis_psum_out_tvalid.next = o_v and not o_mode[0]
-            m_axis_err_tdata.next = err_d
-            m_axis_err_tlast.next = o_l
-            m_axis_err_tvalid.next = o_v and o_mode[0]
-            if o_mode[0]:
-                o_r.next = m_axis_err_tready
-            else:
-                o_r.next = m_axis_psum_out_tready
-            ohs.next = o_v and ((o_mode[0] and m_axis_err_tready) or (not o_mode[0] and m_axis_psum_out_tready))
+        mdone = sig_b()
+        out = chain_output(clk, rst, lanes, l2, last2, mend2, en2, v2,
+                           m_axis_psum_out_tdata, m_axis_psum_out_tvalid, m_axis_psum_out_tready,
+                           m_axis_psum_out_tlast, m_axis_err_tdata, m_axis_err_tvalid,
+                           m_axis_err_tready, m_axis_err_tlast, mdone, W)
 
         # ---- control: up to two maps in flight -----------------------------------------
-        mdone = sig_b()
-
-        @always_comb
-        def mdc():
-            mdone.next = ohs and o_mode[1]
-
         @always_seq(clk.posedge, reset=rst)
         def ctl():
             done.next = False
@@ -389,8 +357,8 @@ def block_fn(p):
             if jfire and not e_first and s_axis_psum_in_tlast != e_l:
                 psum_err.next = True
 
-        return (pm, lbi, hand, inreg, fs, tr, trees, dly, pk1, ec, efifo, jhand, jreg, joins, outl, pk2, oc,
-                ofifo, outs, slotsel, etag, mdc, ctl)
+        return (pm, lbi, hand, inreg, fs, tr, trees, dly, pk1, ec, efifo, jhand, jreg, joins, outl, out,
+                slotsel, etag, ctl)
 
     return fpdeep_eb
 

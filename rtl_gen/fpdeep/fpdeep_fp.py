@@ -196,6 +196,55 @@ def join_lane(e_u, p_u, first, fire, clk, rst, acc):
     return x1, x2, cast, st
 
 
+@block
+def chain_output(clk, rst, lanes, l2, last2, mend2, en2, v2,
+                 psum_d, psum_v, psum_r, psum_l, res_d, res_v, res_r, res_l, mdone, W):
+    """Output stage shared by FP and EB: the ``lanes`` (exact partial sums, or results in
+    their low W bits) enter a two-entry FIFO whose registered not-full flag is ``en2``;
+    a beat of a node that is not the last of the chain (``last2`` low) leaves on the
+    partial-sum port ``psum_*``, a beat of the last node on the result port ``res_*``
+    (the low W bits of every lane).  ``mdone`` pulses with the handshake of a map's
+    last beat (``mend2``)."""
+    n, PS = len(lanes), len(lanes[0])
+    o_in = sig_u(n * PS)
+    pk = pack(lanes, o_in)
+    push = sig_b()
+    mode_u = sig_u(2)        # {map end, last node}
+    o_d = sig_u(n * PS)
+    o_v, o_r, o_l = sig_b(), sig_b(), sig_b()
+    o_mode = sig_u(2)
+    ohs = sig_b()
+
+    @always_comb
+    def oc():
+        push.next = en2 and v2
+        mode_u.next = concat(mend2, last2)
+
+    ofifo = out_fifo2(clk, rst, o_in, l2, mode_u, push, en2, o_d, o_v, o_r, o_l, o_mode)
+    parts = [o_d(k * PS + W, k * PS) for k in range(n)]
+    res = parts[0] if n == 1 else ConcatSignal(*reversed(parts))
+
+    @always_comb
+    def outs():
+        psum_d.next = o_d
+        psum_l.next = o_l
+        psum_v.next = o_v and not o_mode[0]
+        res_d.next = res
+        res_l.next = o_l
+        res_v.next = o_v and o_mode[0]
+        if o_mode[0]:
+            o_r.next = res_r
+        else:
+            o_r.next = psum_r
+        ohs.next = o_v and ((o_mode[0] and res_r) or (not o_mode[0] and psum_r))
+
+    @always_comb
+    def mdc():
+        mdone.next = ohs and o_mode[1]
+
+    return pk, oc, ofifo, outs, mdc
+
+
 def block_fn(p):
     K, W, F, S_IC, S_OC, PS = p["K"], p["W"], p["F"], p["S_IC"], p["S_OC"], p["PSUM_W"]
     wd = widths(p)
@@ -329,45 +378,13 @@ def block_fn(p):
             y = sig_s(PS)
             lanes.append(y)
             sfus.append(sfu_lane(accs[o], last2, relu2, y, W, F))
-        o_in = sig_u(S_OC * PS)
-        pk2 = pack(lanes, o_in)
-        push2 = sig_b()
-        mode_u = sig_u(2)        # {map end, last node}
-        o_d = sig_u(S_OC * PS)
-        o_v, o_r, o_l = sig_b(), sig_b(), sig_b()
-        o_mode = sig_u(2)
-        ohs = sig_b()
-
-        @always_comb
-        def oc():
-            push2.next = en2 and v2
-            mode_u.next = concat(mend2, last2)
-
-        ofifo = out_fifo2(clk, rst, o_in, l2, mode_u, push2, en2, o_d, o_v, o_r, o_l, o_mode)
-        act_parts = [o_d(o * PS + W, o * PS) for o in range(S_OC)]
-        act_d = act_parts[0] if S_OC == 1 else ConcatSignal(*reversed(act_parts))
-
-        @always_comb
-        def outs():
-            m_axis_psum_out_tdata.next = o_d
-            m_axis_psum_out_tlast.next = o_l
-            m_axis_psum_out_tvalid.next = o_v and not o_mode[0]
-            m_axis_act_tdata.next = act_d
-            m_axis_act_tlast.next = o_l
-            m_axis_act_tvalid.next = o_v and o_mode[0]
-            if o_mode[0]:
-                o_r.next = m_axis_act_tready
-            else:
-                o_r.next = m_axis_psum_out_tready
-            ohs.next = o_v and ((o_mode[0] and m_axis_act_tready) or (not o_mode[0] and m_axis_psum_out_tready))
+        mdone = sig_b()
+        out = chain_output(clk, rst, lanes, l2, last2, mend2, en2, v2,
+                           m_axis_psum_out_tdata, m_axis_psum_out_tvalid, m_axis_psum_out_tready,
+                           m_axis_psum_out_tlast, m_axis_act_tdata, m_axis_act_tvalid,
+                           m_axis_act_tready, m_axis_act_tlast, mdone, W)
 
         # ---- control: up to two maps in flight -----------------------------------------
-        mdone = sig_b()
-
-        @always_comb
-        def mdc():
-            mdone.next = ohs and o_mode[1]
-
         @always_seq(clk.posedge, reset=rst)
         def ctl():
             done.next = False
@@ -405,8 +422,8 @@ def block_fn(p):
             if jfire and not e_first and s_axis_psum_in_tlast != e_l:
                 psum_err.next = True
 
-        return (lbi, hand, inreg, fs, bl, trees, dly, pk1, ec, efifo, jhand, jreg, joins, sfus, pk2, oc,
-                ofifo, outs, slotsel, etag, mdc, ctl)
+        return (lbi, hand, inreg, fs, bl, trees, dly, pk1, ec, efifo, jhand, jreg, joins, sfus, out,
+                slotsel, etag, ctl)
 
     return fpdeep_fp
 

@@ -132,15 +132,6 @@ reg last2;
 wire [3:0] e_tag;
 reg relu2;
 reg mend2;
-wire push2;
-wire [1:0] mode_u;
-wire [95:0] o_d;
-wire o_l;
-wire o_v;
-wire [1:0] o_mode;
-wire [31:0] act_d;
-reg o_r;
-reg ohs;
 reg rsel;
 reg cf1;
 reg cl1;
@@ -151,8 +142,8 @@ reg cr0;
 reg chk;
 reg errq;
 reg [1:0] nmaps;
-wire mdone;
 reg wsel;
+wire mdone;
 reg fpdeep_line_buffer0_en;
 wire [5:0] fpdeep_line_buffer0_he_r;
 wire [4:0] fpdeep_line_buffer0_pe_c;
@@ -528,17 +519,26 @@ wire [46:0] sfu_lane1_sat3_fill;
 wire [1:0] sfu_lane1_sat3_hi;
 wire [1:0] sfu_lane1_sat3_hin;
 wire sfu_lane1_sat3_nsign;
-wire [95:0] pack1_res;
-wire [47:0] pack1_u;
-wire [95:0] pack1_cs;
-wire [47:0] pack1_to_unsigned3_y;
-reg [1:0] out_fifo22_cnt;
-reg [95:0] out_fifo22_d0;
-reg [95:0] out_fifo22_d1;
-reg out_fifo22_l0;
-reg out_fifo22_l1;
-reg [1:0] out_fifo22_u0;
-reg [1:0] out_fifo22_u1;
+wire [95:0] chain_output0_o_in;
+wire chain_output0_push;
+wire [1:0] chain_output0_mode_u;
+wire [95:0] chain_output0_o_d;
+wire chain_output0_o_l;
+wire chain_output0_o_v;
+wire [1:0] chain_output0_o_mode;
+wire [31:0] chain_output0_res;
+reg chain_output0_o_r;
+reg chain_output0_ohs;
+wire [47:0] chain_output0_pack1_u;
+wire [95:0] chain_output0_pack1_cs;
+wire [47:0] chain_output0_pack1_to_unsigned3_y;
+reg [1:0] chain_output0_out_fifo22_cnt;
+reg [95:0] chain_output0_out_fifo22_d0;
+reg [95:0] chain_output0_out_fifo22_d1;
+reg chain_output0_out_fifo22_l0;
+reg chain_output0_out_fifo22_l1;
+reg [1:0] chain_output0_out_fifo22_u0;
+reg [1:0] chain_output0_out_fifo22_u1;
 reg [31:0] fpdeep_line_buffer0_row_ram0_mem [0:16-1];
 reg [31:0] fpdeep_line_buffer0_row_ram1_mem [0:16-1];
 reg [31:0] fpdeep_line_buffer0_row_ram2_mem [0:16-1];
@@ -548,8 +548,6 @@ reg [31:0] fpdeep_line_buffer0_row_ram4_mem [0:16-1];
 assign fpdeep_line_buffer0_slot_mux0_zero = 32'd0;
 assign fpdeep_line_buffer0_slot_mux1_zero = 32'd0;
 assign fpdeep_line_buffer0_slot_mux2_zero = 32'd0;
-assign act_d[32-1:16] = o_d[64-1:48];
-assign act_d[16-1:0] = o_d[16-1:0];
 assign fpdeep_line_buffer0_mcat[2] = fpdeep_line_buffer0_mask_bit2_mb;
 assign fpdeep_line_buffer0_mcat[1] = fpdeep_line_buffer0_mask_bit1_mb;
 assign fpdeep_line_buffer0_mcat[0] = fpdeep_line_buffer0_mask_bit0_mb;
@@ -691,8 +689,10 @@ assign sfu_lane1_sat3_fill[3] = sfu_lane1_sat3_nsign;
 assign sfu_lane1_sat3_fill[2] = sfu_lane1_sat3_nsign;
 assign sfu_lane1_sat3_fill[1] = sfu_lane1_sat3_nsign;
 assign sfu_lane1_sat3_fill[0] = sfu_lane1_sat3_nsign;
-assign pack1_cs[96-1:48] = pack1_to_unsigned3_y;
-assign pack1_cs[48-1:0] = pack1_u;
+assign chain_output0_res[32-1:16] = chain_output0_o_d[64-1:48];
+assign chain_output0_res[16-1:0] = chain_output0_o_d[16-1:0];
+assign chain_output0_pack1_cs[96-1:48] = chain_output0_pack1_to_unsigned3_y;
+assign chain_output0_pack1_cs[48-1:0] = chain_output0_pack1_u;
 
 
 
@@ -3275,90 +3275,94 @@ end
 
 
 
-assign pack1_u = sfu_lane0_y[48-1:0];
+assign chain_output0_pack1_u = sfu_lane0_y[48-1:0];
 
 
 
-assign pack1_to_unsigned3_y = sfu_lane1_y[48-1:0];
+assign chain_output0_pack1_to_unsigned3_y = sfu_lane1_y[48-1:0];
 
 
 
-assign pack1_res = pack1_cs;
+assign chain_output0_o_in = chain_output0_pack1_cs;
 
 
 
-assign push2 = (en2 && v2);
-assign mode_u = {mend2, last2};
+assign chain_output0_push = (en2 && v2);
+assign chain_output0_mode_u = {mend2, last2};
 
 
-always @(posedge clk) begin: out_fifo22_seq
+always @(posedge clk) begin: chain_output0_out_fifo22_seq
     reg pop;
     if (rst == 1) begin
         en2 <= 1;
-        out_fifo22_d0 <= 0;
-        out_fifo22_l0 <= 0;
-        out_fifo22_l1 <= 0;
-        out_fifo22_d1 <= 0;
-        out_fifo22_u0 <= 0;
-        out_fifo22_cnt <= 0;
-        out_fifo22_u1 <= 0;
+        chain_output0_out_fifo22_d0 <= 0;
+        chain_output0_out_fifo22_l0 <= 0;
+        chain_output0_out_fifo22_l1 <= 0;
+        chain_output0_out_fifo22_d1 <= 0;
+        chain_output0_out_fifo22_u0 <= 0;
+        chain_output0_out_fifo22_cnt <= 0;
+        chain_output0_out_fifo22_u1 <= 0;
     end
     else begin
-        pop = ((out_fifo22_cnt != 0) && o_r);
+        pop = ((chain_output0_out_fifo22_cnt != 0) && chain_output0_o_r);
         if (pop) begin
-            out_fifo22_d0 <= out_fifo22_d1;
-            out_fifo22_l0 <= out_fifo22_l1;
-            out_fifo22_u0 <= out_fifo22_u1;
+            chain_output0_out_fifo22_d0 <= chain_output0_out_fifo22_d1;
+            chain_output0_out_fifo22_l0 <= chain_output0_out_fifo22_l1;
+            chain_output0_out_fifo22_u0 <= chain_output0_out_fifo22_u1;
         end
-        if (push2) begin
-            if (((out_fifo22_cnt == 0) || ((out_fifo22_cnt == 1) && pop))) begin
-                out_fifo22_d0 <= pack1_res;
-                out_fifo22_l0 <= l2;
-                out_fifo22_u0 <= mode_u;
+        if (chain_output0_push) begin
+            if (((chain_output0_out_fifo22_cnt == 0) || ((chain_output0_out_fifo22_cnt == 1) && pop))) begin
+                chain_output0_out_fifo22_d0 <= chain_output0_o_in;
+                chain_output0_out_fifo22_l0 <= l2;
+                chain_output0_out_fifo22_u0 <= chain_output0_mode_u;
             end
             else begin
-                out_fifo22_d1 <= pack1_res;
-                out_fifo22_l1 <= l2;
-                out_fifo22_u1 <= mode_u;
+                chain_output0_out_fifo22_d1 <= chain_output0_o_in;
+                chain_output0_out_fifo22_l1 <= l2;
+                chain_output0_out_fifo22_u1 <= chain_output0_mode_u;
             end
         end
-        if ((push2 && (!pop))) begin
-            out_fifo22_cnt <= (out_fifo22_cnt + 1);
-            en2 <= (out_fifo22_cnt == 0);
+        if ((chain_output0_push && (!pop))) begin
+            chain_output0_out_fifo22_cnt <= (chain_output0_out_fifo22_cnt + 1);
+            en2 <= (chain_output0_out_fifo22_cnt == 0);
         end
-        else if ((pop && (!push2))) begin
-            out_fifo22_cnt <= (out_fifo22_cnt - 1);
+        else if ((pop && (!chain_output0_push))) begin
+            chain_output0_out_fifo22_cnt <= (chain_output0_out_fifo22_cnt - 1);
             en2 <= 1'b1;
         end
         else begin
-            en2 <= (out_fifo22_cnt != 2);
+            en2 <= (chain_output0_out_fifo22_cnt != 2);
         end
     end
 end
 
 
 
-assign o_d = out_fifo22_d0;
-assign o_l = out_fifo22_l0;
-assign o_mode = out_fifo22_u0;
-assign o_v = (out_fifo22_cnt != 0);
+assign chain_output0_o_d = chain_output0_out_fifo22_d0;
+assign chain_output0_o_l = chain_output0_out_fifo22_l0;
+assign chain_output0_o_mode = chain_output0_out_fifo22_u0;
+assign chain_output0_o_v = (chain_output0_out_fifo22_cnt != 0);
 
 
-always @(o_mode, o_d, o_v, m_axis_act_tready, act_d, o_l, m_axis_psum_out_tready) begin: outs
-    m_axis_psum_out_tdata = o_d;
-    m_axis_psum_out_tlast = o_l;
-    m_axis_psum_out_tvalid = (o_v && (!o_mode[0]));
-    m_axis_act_tdata = act_d;
-    m_axis_act_tlast = o_l;
-    m_axis_act_tvalid = (o_v && o_mode[0]);
-    if (o_mode[0]) begin
-        o_r = m_axis_act_tready;
+always @(chain_output0_res, m_axis_psum_out_tready, chain_output0_o_mode, chain_output0_o_d, chain_output0_o_v, m_axis_act_tready, chain_output0_o_l) begin: chain_output0_outs
+    m_axis_psum_out_tdata = chain_output0_o_d;
+    m_axis_psum_out_tlast = chain_output0_o_l;
+    m_axis_psum_out_tvalid = (chain_output0_o_v && (!chain_output0_o_mode[0]));
+    m_axis_act_tdata = chain_output0_res;
+    m_axis_act_tlast = chain_output0_o_l;
+    m_axis_act_tvalid = (chain_output0_o_v && chain_output0_o_mode[0]);
+    if (chain_output0_o_mode[0]) begin
+        chain_output0_o_r = m_axis_act_tready;
     end
     else begin
-        o_r = m_axis_psum_out_tready;
+        chain_output0_o_r = m_axis_psum_out_tready;
     end
-    ohs = (o_v && ((o_mode[0] && m_axis_act_tready) || ((!o_mode[0]) && m_axis_psum_out_tready)));
+    chain_output0_ohs = (chain_output0_o_v && ((chain_output0_o_mode[0] && m_axis_act_tready) || ((!chain_output0_o_mode[0]) && m_axis_psum_out_tready)));
 end
+
+
+
+assign mdone = (chain_output0_ohs && chain_output0_o_mode[1]);
 
 
 always @(errq, lb_busy, nmaps, cr0, cr1, rsel, cf1, chk, cl0, cf0, cl1) begin: slotsel
@@ -3379,10 +3383,6 @@ end
 
 
 assign e_first = e_tag[0];
-
-
-
-assign mdone = (ohs && o_mode[1]);
 
 
 always @(posedge clk) begin: ctl

@@ -100,15 +100,6 @@ signal last2: std_logic;
 signal e_tag: unsigned(3 downto 0);
 signal relu2: std_logic;
 signal mend2: std_logic;
-signal push2: std_logic;
-signal mode_u: unsigned(1 downto 0);
-signal o_d: unsigned(95 downto 0);
-signal o_l: std_logic;
-signal o_v: std_logic;
-signal o_mode: unsigned(1 downto 0);
-signal act_d: unsigned(31 downto 0);
-signal o_r: std_logic;
-signal ohs: std_logic;
 signal rsel: std_logic;
 signal cf1: std_logic;
 signal cl1: std_logic;
@@ -119,8 +110,8 @@ signal cr0: std_logic;
 signal chk: std_logic;
 signal errq: std_logic;
 signal nmaps: unsigned(1 downto 0);
-signal mdone: std_logic;
 signal wsel: std_logic;
+signal mdone: std_logic;
 signal fpdeep_line_buffer0_en: std_logic;
 signal fpdeep_line_buffer0_he_r: unsigned(5 downto 0);
 signal fpdeep_line_buffer0_pe_c: unsigned(4 downto 0);
@@ -496,17 +487,26 @@ signal sfu_lane1_sat3_fill: unsigned(46 downto 0);
 signal sfu_lane1_sat3_hi: unsigned(1 downto 0);
 signal sfu_lane1_sat3_hin: unsigned(1 downto 0);
 signal sfu_lane1_sat3_nsign: std_logic;
-signal pack1_res: unsigned(95 downto 0);
-signal pack1_u: unsigned(47 downto 0);
-signal pack1_cs: unsigned(95 downto 0);
-signal pack1_to_unsigned3_y: unsigned(47 downto 0);
-signal out_fifo22_cnt: unsigned(1 downto 0);
-signal out_fifo22_d0: unsigned(95 downto 0);
-signal out_fifo22_d1: unsigned(95 downto 0);
-signal out_fifo22_l0: std_logic;
-signal out_fifo22_l1: std_logic;
-signal out_fifo22_u0: unsigned(1 downto 0);
-signal out_fifo22_u1: unsigned(1 downto 0);
+signal chain_output0_o_in: unsigned(95 downto 0);
+signal chain_output0_push: std_logic;
+signal chain_output0_mode_u: unsigned(1 downto 0);
+signal chain_output0_o_d: unsigned(95 downto 0);
+signal chain_output0_o_l: std_logic;
+signal chain_output0_o_v: std_logic;
+signal chain_output0_o_mode: unsigned(1 downto 0);
+signal chain_output0_res: unsigned(31 downto 0);
+signal chain_output0_o_r: std_logic;
+signal chain_output0_ohs: std_logic;
+signal chain_output0_pack1_u: unsigned(47 downto 0);
+signal chain_output0_pack1_cs: unsigned(95 downto 0);
+signal chain_output0_pack1_to_unsigned3_y: unsigned(47 downto 0);
+signal chain_output0_out_fifo22_cnt: unsigned(1 downto 0);
+signal chain_output0_out_fifo22_d0: unsigned(95 downto 0);
+signal chain_output0_out_fifo22_d1: unsigned(95 downto 0);
+signal chain_output0_out_fifo22_l0: std_logic;
+signal chain_output0_out_fifo22_l1: std_logic;
+signal chain_output0_out_fifo22_u0: unsigned(1 downto 0);
+signal chain_output0_out_fifo22_u1: unsigned(1 downto 0);
 type t_array_fpdeep_line_buffer0_row_ram0_mem is array(0 to 16-1) of unsigned(31 downto 0);
 signal fpdeep_line_buffer0_row_ram0_mem: t_array_fpdeep_line_buffer0_row_ram0_mem;
 type t_array_fpdeep_line_buffer0_row_ram1_mem is array(0 to 16-1) of unsigned(31 downto 0);
@@ -534,8 +534,6 @@ fpdeep_line_buffer0_slot_mux0_zero <= unsigned'("0000000000000000000000000000000
 fpdeep_line_buffer0_slot_mux1_zero <= unsigned'("00000000000000000000000000000000");
 fpdeep_line_buffer0_slot_mux2_zero <= unsigned'("00000000000000000000000000000000");
 
-act_d(32-1 downto 16) <= o_d(64-1 downto 48);
-act_d(16-1 downto 0) <= o_d(16-1 downto 0);
 fpdeep_line_buffer0_mcat(2) <= fpdeep_line_buffer0_mask_bit2_mb;
 fpdeep_line_buffer0_mcat(1) <= fpdeep_line_buffer0_mask_bit1_mb;
 fpdeep_line_buffer0_mcat(0) <= fpdeep_line_buffer0_mask_bit0_mb;
@@ -677,8 +675,10 @@ sfu_lane1_sat3_fill(3) <= sfu_lane1_sat3_nsign;
 sfu_lane1_sat3_fill(2) <= sfu_lane1_sat3_nsign;
 sfu_lane1_sat3_fill(1) <= sfu_lane1_sat3_nsign;
 sfu_lane1_sat3_fill(0) <= sfu_lane1_sat3_nsign;
-pack1_cs(96-1 downto 48) <= pack1_to_unsigned3_y;
-pack1_cs(48-1 downto 0) <= pack1_u;
+chain_output0_res(32-1 downto 16) <= chain_output0_o_d(64-1 downto 48);
+chain_output0_res(16-1 downto 0) <= chain_output0_o_d(16-1 downto 0);
+chain_output0_pack1_cs(96-1 downto 48) <= chain_output0_pack1_to_unsigned3_y;
+chain_output0_pack1_cs(48-1 downto 0) <= chain_output0_pack1_u;
 
 
 fpdeep_line_buffer0_we_c <= cfg_width_num;
@@ -3181,83 +3181,86 @@ begin
 end process sfu_lane1_mux;
 
 
-pack1_u <= unsigned(sfu_lane0_y(48-1 downto 0));
+chain_output0_pack1_u <= unsigned(sfu_lane0_y(48-1 downto 0));
 
 
-pack1_to_unsigned3_y <= unsigned(sfu_lane1_y(48-1 downto 0));
+chain_output0_pack1_to_unsigned3_y <= unsigned(sfu_lane1_y(48-1 downto 0));
 
 
-pack1_res <= pack1_cs;
+chain_output0_o_in <= chain_output0_pack1_cs;
 
 
-push2 <= stdl(bool(en2) and bool(v2));
-mode_u <= unsigned'(mend2 & last2);
+chain_output0_push <= stdl(bool(en2) and bool(v2));
+chain_output0_mode_u <= unsigned'(mend2 & last2);
 
-out_fifo22_seq: process (clk) is
+chain_output0_out_fifo22_seq: process (clk) is
     variable pop: std_logic;
 begin
     if rising_edge(clk) then
         if (rst = '1') then
             en2 <= '1';
-            out_fifo22_d0 <= to_unsigned(0, 96);
-            out_fifo22_l0 <= '0';
-            out_fifo22_l1 <= '0';
-            out_fifo22_d1 <= to_unsigned(0, 96);
-            out_fifo22_u0 <= to_unsigned(0, 2);
-            out_fifo22_cnt <= to_unsigned(0, 2);
-            out_fifo22_u1 <= to_unsigned(0, 2);
+            chain_output0_out_fifo22_d0 <= to_unsigned(0, 96);
+            chain_output0_out_fifo22_l0 <= '0';
+            chain_output0_out_fifo22_l1 <= '0';
+            chain_output0_out_fifo22_d1 <= to_unsigned(0, 96);
+            chain_output0_out_fifo22_u0 <= to_unsigned(0, 2);
+            chain_output0_out_fifo22_cnt <= to_unsigned(0, 2);
+            chain_output0_out_fifo22_u1 <= to_unsigned(0, 2);
         else
-            pop := stdl((out_fifo22_cnt /= 0) and bool(o_r));
+            pop := stdl((chain_output0_out_fifo22_cnt /= 0) and bool(chain_output0_o_r));
             if bool(pop) then
-                out_fifo22_d0 <= out_fifo22_d1;
-                out_fifo22_l0 <= out_fifo22_l1;
-                out_fifo22_u0 <= out_fifo22_u1;
+                chain_output0_out_fifo22_d0 <= chain_output0_out_fifo22_d1;
+                chain_output0_out_fifo22_l0 <= chain_output0_out_fifo22_l1;
+                chain_output0_out_fifo22_u0 <= chain_output0_out_fifo22_u1;
             end if;
-            if bool(push2) then
-                if ((out_fifo22_cnt = 0) or ((out_fifo22_cnt = 1) and bool(pop))) then
-                    out_fifo22_d0 <= pack1_res;
-                    out_fifo22_l0 <= l2;
-                    out_fifo22_u0 <= mode_u;
+            if bool(chain_output0_push) then
+                if ((chain_output0_out_fifo22_cnt = 0) or ((chain_output0_out_fifo22_cnt = 1) and bool(pop))) then
+                    chain_output0_out_fifo22_d0 <= chain_output0_o_in;
+                    chain_output0_out_fifo22_l0 <= l2;
+                    chain_output0_out_fifo22_u0 <= chain_output0_mode_u;
                 else
-                    out_fifo22_d1 <= pack1_res;
-                    out_fifo22_l1 <= l2;
-                    out_fifo22_u1 <= mode_u;
+                    chain_output0_out_fifo22_d1 <= chain_output0_o_in;
+                    chain_output0_out_fifo22_l1 <= l2;
+                    chain_output0_out_fifo22_u1 <= chain_output0_mode_u;
                 end if;
             end if;
-            if (bool(push2) and (not bool(pop))) then
-                out_fifo22_cnt <= (out_fifo22_cnt + 1);
-                en2 <= stdl(out_fifo22_cnt = 0);
-            elsif (bool(pop) and (not bool(push2))) then
-                out_fifo22_cnt <= (out_fifo22_cnt - 1);
+            if (bool(chain_output0_push) and (not bool(pop))) then
+                chain_output0_out_fifo22_cnt <= (chain_output0_out_fifo22_cnt + 1);
+                en2 <= stdl(chain_output0_out_fifo22_cnt = 0);
+            elsif (bool(pop) and (not bool(chain_output0_push))) then
+                chain_output0_out_fifo22_cnt <= (chain_output0_out_fifo22_cnt - 1);
                 en2 <= '1';
             else
-                en2 <= stdl(out_fifo22_cnt /= 2);
+                en2 <= stdl(chain_output0_out_fifo22_cnt /= 2);
             end if;
         end if;
     end if;
-end process out_fifo22_seq;
+end process chain_output0_out_fifo22_seq;
 
 
-o_d <= out_fifo22_d0;
-o_l <= out_fifo22_l0;
-o_mode <= out_fifo22_u0;
-o_v <= stdl(out_fifo22_cnt /= 0);
+chain_output0_o_d <= chain_output0_out_fifo22_d0;
+chain_output0_o_l <= chain_output0_out_fifo22_l0;
+chain_output0_o_mode <= chain_output0_out_fifo22_u0;
+chain_output0_o_v <= stdl(chain_output0_out_fifo22_cnt /= 0);
 
-outs: process (o_mode, o_d, o_v, m_axis_act_tready, act_d, o_l, m_axis_psum_out_tready) is
+chain_output0_outs: process (chain_output0_res, m_axis_psum_out_tready, chain_output0_o_mode, chain_output0_o_d, chain_output0_o_v, m_axis_act_tready, chain_output0_o_l) is
 begin
-    m_axis_psum_out_tdata_num <= o_d;
-    m_axis_psum_out_tlast <= o_l;
-    m_axis_psum_out_tvalid <= stdl(bool(o_v) and (not bool(o_mode(0))));
-    m_axis_act_tdata_num <= act_d;
-    m_axis_act_tlast <= o_l;
-    m_axis_act_tvalid <= stdl(bool(o_v) and bool(o_mode(0)));
-    if bool(o_mode(0)) then
-        o_r <= m_axis_act_tready;
+    m_axis_psum_out_tdata_num <= chain_output0_o_d;
+    m_axis_psum_out_tlast <= chain_output0_o_l;
+    m_axis_psum_out_tvalid <= stdl(bool(chain_output0_o_v) and (not bool(chain_output0_o_mode(0))));
+    m_axis_act_tdata_num <= chain_output0_res;
+    m_axis_act_tlast <= chain_output0_o_l;
+    m_axis_act_tvalid <= stdl(bool(chain_output0_o_v) and bool(chain_output0_o_mode(0)));
+    if bool(chain_output0_o_mode(0)) then
+        chain_output0_o_r <= m_axis_act_tready;
     else
-        o_r <= m_axis_psum_out_tready;
+        chain_output0_o_r <= m_axis_psum_out_tready;
     end if;
-    ohs <= stdl(bool(o_v) and ((bool(o_mode(0)) and bool(m_axis_act_tready)) or ((not bool(o_mode(0))) and bool(m_axis_psum_out_tready))));
-end process outs;
+    chain_output0_ohs <= stdl(bool(chain_output0_o_v) and ((bool(chain_output0_o_mode(0)) and bool(m_axis_act_tready)) or ((not bool(chain_output0_o_mode(0))) and bool(m_axis_psum_out_tready))));
+end process chain_output0_outs;
+
+
+mdone <= stdl(bool(chain_output0_ohs) and bool(chain_output0_o_mode(1)));
 
 slotsel: process (errq, lb_busy, nmaps, cr0, cr1, rsel, cf1, chk, cl0, cf0, cl1) is
 begin
@@ -3276,9 +3279,6 @@ end process slotsel;
 
 
 e_first <= e_tag(0);
-
-
-mdone <= stdl(bool(ohs) and bool(o_mode(1)));
 
 ctl: process (clk) is
 begin

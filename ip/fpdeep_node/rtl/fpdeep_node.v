@@ -319,15 +319,6 @@ reg fpdeep_fp0_last2;
 wire [3:0] fpdeep_fp0_e_tag;
 reg fpdeep_fp0_relu2;
 reg fpdeep_fp0_mend2;
-wire fpdeep_fp0_push2;
-wire [1:0] fpdeep_fp0_mode_u;
-wire [95:0] fpdeep_fp0_o_d;
-wire fpdeep_fp0_o_l;
-wire fpdeep_fp0_o_v;
-wire [1:0] fpdeep_fp0_o_mode;
-wire [31:0] fpdeep_fp0_act_d;
-reg fpdeep_fp0_o_r;
-reg fpdeep_fp0_ohs;
 reg fpdeep_fp0_rsel;
 reg fpdeep_fp0_cf1;
 reg fpdeep_fp0_cl1;
@@ -338,8 +329,8 @@ reg fpdeep_fp0_cr0;
 reg fpdeep_fp0_chk;
 reg fpdeep_fp0_errq;
 reg [1:0] fpdeep_fp0_nmaps;
-wire fpdeep_fp0_mdone;
 reg fpdeep_fp0_wsel;
+wire fpdeep_fp0_mdone;
 reg fpdeep_fp0_fpdeep_line_buffer0_en;
 wire [4:0] fpdeep_fp0_fpdeep_line_buffer0_he_r;
 wire [3:0] fpdeep_fp0_fpdeep_line_buffer0_pe_c;
@@ -712,17 +703,26 @@ wire [46:0] fpdeep_fp0_sfu_lane1_sat3_fill;
 wire [1:0] fpdeep_fp0_sfu_lane1_sat3_hi;
 wire [1:0] fpdeep_fp0_sfu_lane1_sat3_hin;
 wire fpdeep_fp0_sfu_lane1_sat3_nsign;
-wire [95:0] fpdeep_fp0_pack1_res;
-wire [47:0] fpdeep_fp0_pack1_u;
-wire [95:0] fpdeep_fp0_pack1_cs;
-wire [47:0] fpdeep_fp0_pack1_to_unsigned3_y;
-reg [1:0] fpdeep_fp0_out_fifo22_cnt;
-reg [95:0] fpdeep_fp0_out_fifo22_d0;
-reg [95:0] fpdeep_fp0_out_fifo22_d1;
-reg fpdeep_fp0_out_fifo22_l0;
-reg fpdeep_fp0_out_fifo22_l1;
-reg [1:0] fpdeep_fp0_out_fifo22_u0;
-reg [1:0] fpdeep_fp0_out_fifo22_u1;
+wire [95:0] fpdeep_fp0_chain_output0_o_in;
+wire fpdeep_fp0_chain_output0_push;
+wire [1:0] fpdeep_fp0_chain_output0_mode_u;
+wire [95:0] fpdeep_fp0_chain_output0_o_d;
+wire fpdeep_fp0_chain_output0_o_l;
+wire fpdeep_fp0_chain_output0_o_v;
+wire [1:0] fpdeep_fp0_chain_output0_o_mode;
+wire [31:0] fpdeep_fp0_chain_output0_res;
+reg fpdeep_fp0_chain_output0_o_r;
+reg fpdeep_fp0_chain_output0_ohs;
+wire [47:0] fpdeep_fp0_chain_output0_pack1_u;
+wire [95:0] fpdeep_fp0_chain_output0_pack1_cs;
+wire [47:0] fpdeep_fp0_chain_output0_pack1_to_unsigned3_y;
+reg [1:0] fpdeep_fp0_chain_output0_out_fifo22_cnt;
+reg [95:0] fpdeep_fp0_chain_output0_out_fifo22_d0;
+reg [95:0] fpdeep_fp0_chain_output0_out_fifo22_d1;
+reg fpdeep_fp0_chain_output0_out_fifo22_l0;
+reg fpdeep_fp0_chain_output0_out_fifo22_l1;
+reg [1:0] fpdeep_fp0_chain_output0_out_fifo22_u0;
+reg [1:0] fpdeep_fp0_chain_output0_out_fifo22_u1;
 wire fpdeep_eb0_cfg_first;
 reg [143:0] fpdeep_eb0_s_axis_w_tdata;
 wire fpdeep_eb0_s_axis_w_tready;
@@ -766,15 +766,6 @@ wire fpdeep_eb0_e_l;
 reg fpdeep_eb0_last2;
 wire [2:0] fpdeep_eb0_e_tag;
 reg fpdeep_eb0_mend2;
-wire fpdeep_eb0_push2;
-wire [1:0] fpdeep_eb0_mode_u;
-wire [95:0] fpdeep_eb0_o_d;
-wire fpdeep_eb0_o_l;
-wire fpdeep_eb0_o_v;
-wire [1:0] fpdeep_eb0_o_mode;
-wire [31:0] fpdeep_eb0_err_d;
-reg fpdeep_eb0_o_r;
-reg fpdeep_eb0_ohs;
 reg fpdeep_eb0_rsel;
 reg fpdeep_eb0_cf1;
 reg fpdeep_eb0_cl1;
@@ -783,8 +774,8 @@ reg fpdeep_eb0_cl0;
 reg fpdeep_eb0_chk;
 reg fpdeep_eb0_errq;
 reg [1:0] fpdeep_eb0_nmaps;
-wire fpdeep_eb0_mdone;
 reg fpdeep_eb0_wsel;
+wire fpdeep_eb0_mdone;
 reg fpdeep_eb0_fpdeep_line_buffer0_0_en;
 wire [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_he_r;
 wire [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_pe_c;
@@ -1154,17 +1145,26 @@ wire [46:0] fpdeep_eb0_eb_out_lane1_sat7_fill;
 wire [1:0] fpdeep_eb0_eb_out_lane1_sat7_hi;
 wire [1:0] fpdeep_eb0_eb_out_lane1_sat7_hin;
 wire fpdeep_eb0_eb_out_lane1_sat7_nsign;
-wire [95:0] fpdeep_eb0_pack3_res;
-wire [47:0] fpdeep_eb0_pack3_u;
-wire [95:0] fpdeep_eb0_pack3_cs;
-wire [47:0] fpdeep_eb0_pack3_to_unsigned7_y;
-reg [1:0] fpdeep_eb0_out_fifo25_cnt;
-reg [95:0] fpdeep_eb0_out_fifo25_d0;
-reg [95:0] fpdeep_eb0_out_fifo25_d1;
-reg fpdeep_eb0_out_fifo25_l0;
-reg fpdeep_eb0_out_fifo25_l1;
-reg [1:0] fpdeep_eb0_out_fifo25_u0;
-reg [1:0] fpdeep_eb0_out_fifo25_u1;
+wire [95:0] fpdeep_eb0_chain_output1_o_in;
+wire fpdeep_eb0_chain_output1_push;
+wire [1:0] fpdeep_eb0_chain_output1_mode_u;
+wire [95:0] fpdeep_eb0_chain_output1_o_d;
+wire fpdeep_eb0_chain_output1_o_l;
+wire fpdeep_eb0_chain_output1_o_v;
+wire [1:0] fpdeep_eb0_chain_output1_o_mode;
+wire [31:0] fpdeep_eb0_chain_output1_res;
+reg fpdeep_eb0_chain_output1_o_r;
+reg fpdeep_eb0_chain_output1_ohs;
+wire [47:0] fpdeep_eb0_chain_output1_pack3_u;
+wire [95:0] fpdeep_eb0_chain_output1_pack3_cs;
+wire [47:0] fpdeep_eb0_chain_output1_pack3_to_unsigned7_y;
+reg [1:0] fpdeep_eb0_chain_output1_out_fifo25_cnt;
+reg [95:0] fpdeep_eb0_chain_output1_out_fifo25_d0;
+reg [95:0] fpdeep_eb0_chain_output1_out_fifo25_d1;
+reg fpdeep_eb0_chain_output1_out_fifo25_l0;
+reg fpdeep_eb0_chain_output1_out_fifo25_l1;
+reg [1:0] fpdeep_eb0_chain_output1_out_fifo25_u0;
+reg [1:0] fpdeep_eb0_chain_output1_out_fifo25_u1;
 wire fpdeep_pg0_s_axis_w_tvalid;
 wire fpdeep_pg0_s_axis_w_tready;
 wire fpdeep_pg0_s_axis_b_tvalid;
@@ -2386,8 +2386,6 @@ assign fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero = 32'd0;
 assign fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero = 32'd0;
 assign fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero = 32'd0;
 assign fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero = 32'd0;
-assign fpdeep_fp0_act_d[32-1:16] = fpdeep_fp0_o_d[64-1:48];
-assign fpdeep_fp0_act_d[16-1:0] = fpdeep_fp0_o_d[16-1:0];
 assign fpdeep_fp0_fpdeep_line_buffer0_mcat[2] = fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_mb;
 assign fpdeep_fp0_fpdeep_line_buffer0_mcat[1] = fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_mb;
 assign fpdeep_fp0_fpdeep_line_buffer0_mcat[0] = fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_mb;
@@ -2529,14 +2527,14 @@ assign fpdeep_fp0_sfu_lane1_sat3_fill[3] = fpdeep_fp0_sfu_lane1_sat3_nsign;
 assign fpdeep_fp0_sfu_lane1_sat3_fill[2] = fpdeep_fp0_sfu_lane1_sat3_nsign;
 assign fpdeep_fp0_sfu_lane1_sat3_fill[1] = fpdeep_fp0_sfu_lane1_sat3_nsign;
 assign fpdeep_fp0_sfu_lane1_sat3_fill[0] = fpdeep_fp0_sfu_lane1_sat3_nsign;
-assign fpdeep_fp0_pack1_cs[96-1:48] = fpdeep_fp0_pack1_to_unsigned3_y;
-assign fpdeep_fp0_pack1_cs[48-1:0] = fpdeep_fp0_pack1_u;
+assign fpdeep_fp0_chain_output0_res[32-1:16] = fpdeep_fp0_chain_output0_o_d[64-1:48];
+assign fpdeep_fp0_chain_output0_res[16-1:0] = fpdeep_fp0_chain_output0_o_d[16-1:0];
+assign fpdeep_fp0_chain_output0_pack1_cs[96-1:48] = fpdeep_fp0_chain_output0_pack1_to_unsigned3_y;
+assign fpdeep_fp0_chain_output0_pack1_cs[48-1:0] = fpdeep_fp0_chain_output0_pack1_u;
 assign fpdeep_eb0_wcat[576-1:432] = fpdeep_eb0_filter_shift1_wall[576-1:432];
 assign fpdeep_eb0_wcat[432-1:288] = fpdeep_eb0_filter_shift1_wall[288-1:144];
 assign fpdeep_eb0_wcat[288-1:144] = fpdeep_eb0_filter_shift1_wall[432-1:288];
 assign fpdeep_eb0_wcat[144-1:0] = fpdeep_eb0_filter_shift1_wall[144-1:0];
-assign fpdeep_eb0_err_d[32-1:16] = fpdeep_eb0_o_d[64-1:48];
-assign fpdeep_eb0_err_d[16-1:0] = fpdeep_eb0_o_d[16-1:0];
 assign fpdeep_eb0_fpdeep_line_buffer0_0_mcat[2] = fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_mb;
 assign fpdeep_eb0_fpdeep_line_buffer0_0_mcat[1] = fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_mb;
 assign fpdeep_eb0_fpdeep_line_buffer0_0_mcat[0] = fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_mb;
@@ -2678,8 +2676,10 @@ assign fpdeep_eb0_eb_out_lane1_sat7_fill[3] = fpdeep_eb0_eb_out_lane1_sat7_nsign
 assign fpdeep_eb0_eb_out_lane1_sat7_fill[2] = fpdeep_eb0_eb_out_lane1_sat7_nsign;
 assign fpdeep_eb0_eb_out_lane1_sat7_fill[1] = fpdeep_eb0_eb_out_lane1_sat7_nsign;
 assign fpdeep_eb0_eb_out_lane1_sat7_fill[0] = fpdeep_eb0_eb_out_lane1_sat7_nsign;
-assign fpdeep_eb0_pack3_cs[96-1:48] = fpdeep_eb0_pack3_to_unsigned7_y;
-assign fpdeep_eb0_pack3_cs[48-1:0] = fpdeep_eb0_pack3_u;
+assign fpdeep_eb0_chain_output1_res[32-1:16] = fpdeep_eb0_chain_output1_o_d[64-1:48];
+assign fpdeep_eb0_chain_output1_res[16-1:0] = fpdeep_eb0_chain_output1_o_d[16-1:0];
+assign fpdeep_eb0_chain_output1_pack3_cs[96-1:48] = fpdeep_eb0_chain_output1_pack3_to_unsigned7_y;
+assign fpdeep_eb0_chain_output1_pack3_cs[48-1:0] = fpdeep_eb0_chain_output1_pack3_u;
 assign fpdeep_pg0_gn_cat[684-1:665] = fpdeep_pg0_wfold_lane35_gnew_u;
 assign fpdeep_pg0_gn_cat[665-1:646] = fpdeep_pg0_wfold_lane34_gnew_u;
 assign fpdeep_pg0_gn_cat[646-1:627] = fpdeep_pg0_wfold_lane33_gnew_u;
@@ -6221,90 +6221,94 @@ end
 
 
 
-assign fpdeep_fp0_pack1_u = fpdeep_fp0_sfu_lane0_y[48-1:0];
+assign fpdeep_fp0_chain_output0_pack1_u = fpdeep_fp0_sfu_lane0_y[48-1:0];
 
 
 
-assign fpdeep_fp0_pack1_to_unsigned3_y = fpdeep_fp0_sfu_lane1_y[48-1:0];
+assign fpdeep_fp0_chain_output0_pack1_to_unsigned3_y = fpdeep_fp0_sfu_lane1_y[48-1:0];
 
 
 
-assign fpdeep_fp0_pack1_res = fpdeep_fp0_pack1_cs;
+assign fpdeep_fp0_chain_output0_o_in = fpdeep_fp0_chain_output0_pack1_cs;
 
 
 
-assign fpdeep_fp0_push2 = (fpdeep_fp0_en2 && fpdeep_fp0_v2);
-assign fpdeep_fp0_mode_u = {fpdeep_fp0_mend2, fpdeep_fp0_last2};
+assign fpdeep_fp0_chain_output0_push = (fpdeep_fp0_en2 && fpdeep_fp0_v2);
+assign fpdeep_fp0_chain_output0_mode_u = {fpdeep_fp0_mend2, fpdeep_fp0_last2};
 
 
-always @(posedge clk) begin: fpdeep_fp0_out_fifo22_seq
+always @(posedge clk) begin: fpdeep_fp0_chain_output0_out_fifo22_seq
     reg pop;
     if (rst == 1) begin
         fpdeep_fp0_en2 <= 1;
-        fpdeep_fp0_out_fifo22_d0 <= 0;
-        fpdeep_fp0_out_fifo22_l0 <= 0;
-        fpdeep_fp0_out_fifo22_l1 <= 0;
-        fpdeep_fp0_out_fifo22_d1 <= 0;
-        fpdeep_fp0_out_fifo22_u0 <= 0;
-        fpdeep_fp0_out_fifo22_cnt <= 0;
-        fpdeep_fp0_out_fifo22_u1 <= 0;
+        fpdeep_fp0_chain_output0_out_fifo22_d0 <= 0;
+        fpdeep_fp0_chain_output0_out_fifo22_l0 <= 0;
+        fpdeep_fp0_chain_output0_out_fifo22_l1 <= 0;
+        fpdeep_fp0_chain_output0_out_fifo22_d1 <= 0;
+        fpdeep_fp0_chain_output0_out_fifo22_u0 <= 0;
+        fpdeep_fp0_chain_output0_out_fifo22_cnt <= 0;
+        fpdeep_fp0_chain_output0_out_fifo22_u1 <= 0;
     end
     else begin
-        pop = ((fpdeep_fp0_out_fifo22_cnt != 0) && fpdeep_fp0_o_r);
+        pop = ((fpdeep_fp0_chain_output0_out_fifo22_cnt != 0) && fpdeep_fp0_chain_output0_o_r);
         if (pop) begin
-            fpdeep_fp0_out_fifo22_d0 <= fpdeep_fp0_out_fifo22_d1;
-            fpdeep_fp0_out_fifo22_l0 <= fpdeep_fp0_out_fifo22_l1;
-            fpdeep_fp0_out_fifo22_u0 <= fpdeep_fp0_out_fifo22_u1;
+            fpdeep_fp0_chain_output0_out_fifo22_d0 <= fpdeep_fp0_chain_output0_out_fifo22_d1;
+            fpdeep_fp0_chain_output0_out_fifo22_l0 <= fpdeep_fp0_chain_output0_out_fifo22_l1;
+            fpdeep_fp0_chain_output0_out_fifo22_u0 <= fpdeep_fp0_chain_output0_out_fifo22_u1;
         end
-        if (fpdeep_fp0_push2) begin
-            if (((fpdeep_fp0_out_fifo22_cnt == 0) || ((fpdeep_fp0_out_fifo22_cnt == 1) && pop))) begin
-                fpdeep_fp0_out_fifo22_d0 <= fpdeep_fp0_pack1_res;
-                fpdeep_fp0_out_fifo22_l0 <= fpdeep_fp0_l2;
-                fpdeep_fp0_out_fifo22_u0 <= fpdeep_fp0_mode_u;
+        if (fpdeep_fp0_chain_output0_push) begin
+            if (((fpdeep_fp0_chain_output0_out_fifo22_cnt == 0) || ((fpdeep_fp0_chain_output0_out_fifo22_cnt == 1) && pop))) begin
+                fpdeep_fp0_chain_output0_out_fifo22_d0 <= fpdeep_fp0_chain_output0_o_in;
+                fpdeep_fp0_chain_output0_out_fifo22_l0 <= fpdeep_fp0_l2;
+                fpdeep_fp0_chain_output0_out_fifo22_u0 <= fpdeep_fp0_chain_output0_mode_u;
             end
             else begin
-                fpdeep_fp0_out_fifo22_d1 <= fpdeep_fp0_pack1_res;
-                fpdeep_fp0_out_fifo22_l1 <= fpdeep_fp0_l2;
-                fpdeep_fp0_out_fifo22_u1 <= fpdeep_fp0_mode_u;
+                fpdeep_fp0_chain_output0_out_fifo22_d1 <= fpdeep_fp0_chain_output0_o_in;
+                fpdeep_fp0_chain_output0_out_fifo22_l1 <= fpdeep_fp0_l2;
+                fpdeep_fp0_chain_output0_out_fifo22_u1 <= fpdeep_fp0_chain_output0_mode_u;
             end
         end
-        if ((fpdeep_fp0_push2 && (!pop))) begin
-            fpdeep_fp0_out_fifo22_cnt <= (fpdeep_fp0_out_fifo22_cnt + 1);
-            fpdeep_fp0_en2 <= (fpdeep_fp0_out_fifo22_cnt == 0);
+        if ((fpdeep_fp0_chain_output0_push && (!pop))) begin
+            fpdeep_fp0_chain_output0_out_fifo22_cnt <= (fpdeep_fp0_chain_output0_out_fifo22_cnt + 1);
+            fpdeep_fp0_en2 <= (fpdeep_fp0_chain_output0_out_fifo22_cnt == 0);
         end
-        else if ((pop && (!fpdeep_fp0_push2))) begin
-            fpdeep_fp0_out_fifo22_cnt <= (fpdeep_fp0_out_fifo22_cnt - 1);
+        else if ((pop && (!fpdeep_fp0_chain_output0_push))) begin
+            fpdeep_fp0_chain_output0_out_fifo22_cnt <= (fpdeep_fp0_chain_output0_out_fifo22_cnt - 1);
             fpdeep_fp0_en2 <= 1'b1;
         end
         else begin
-            fpdeep_fp0_en2 <= (fpdeep_fp0_out_fifo22_cnt != 2);
+            fpdeep_fp0_en2 <= (fpdeep_fp0_chain_output0_out_fifo22_cnt != 2);
         end
     end
 end
 
 
 
-assign fpdeep_fp0_o_d = fpdeep_fp0_out_fifo22_d0;
-assign fpdeep_fp0_o_l = fpdeep_fp0_out_fifo22_l0;
-assign fpdeep_fp0_o_mode = fpdeep_fp0_out_fifo22_u0;
-assign fpdeep_fp0_o_v = (fpdeep_fp0_out_fifo22_cnt != 0);
+assign fpdeep_fp0_chain_output0_o_d = fpdeep_fp0_chain_output0_out_fifo22_d0;
+assign fpdeep_fp0_chain_output0_o_l = fpdeep_fp0_chain_output0_out_fifo22_l0;
+assign fpdeep_fp0_chain_output0_o_mode = fpdeep_fp0_chain_output0_out_fifo22_u0;
+assign fpdeep_fp0_chain_output0_o_v = (fpdeep_fp0_chain_output0_out_fifo22_cnt != 0);
 
 
-always @(fpdeep_fp0_o_mode, fpdeep_fp0_o_d, fpdeep_fp0_o_v, m_axis_act_tready, fpdeep_fp0_act_d, fpdeep_fp0_o_l, m_axis_psum_out_tready) begin: fpdeep_fp0_outs
-    m_axis_psum_out_tdata = fpdeep_fp0_o_d;
-    m_axis_psum_out_tlast = fpdeep_fp0_o_l;
-    m_axis_psum_out_tvalid = (fpdeep_fp0_o_v && (!fpdeep_fp0_o_mode[0]));
-    m_axis_act_tdata = fpdeep_fp0_act_d;
-    m_axis_act_tlast = fpdeep_fp0_o_l;
-    m_axis_act_tvalid = (fpdeep_fp0_o_v && fpdeep_fp0_o_mode[0]);
-    if (fpdeep_fp0_o_mode[0]) begin
-        fpdeep_fp0_o_r = m_axis_act_tready;
+always @(fpdeep_fp0_chain_output0_res, m_axis_psum_out_tready, fpdeep_fp0_chain_output0_o_mode, fpdeep_fp0_chain_output0_o_d, fpdeep_fp0_chain_output0_o_v, m_axis_act_tready, fpdeep_fp0_chain_output0_o_l) begin: fpdeep_fp0_chain_output0_outs
+    m_axis_psum_out_tdata = fpdeep_fp0_chain_output0_o_d;
+    m_axis_psum_out_tlast = fpdeep_fp0_chain_output0_o_l;
+    m_axis_psum_out_tvalid = (fpdeep_fp0_chain_output0_o_v && (!fpdeep_fp0_chain_output0_o_mode[0]));
+    m_axis_act_tdata = fpdeep_fp0_chain_output0_res;
+    m_axis_act_tlast = fpdeep_fp0_chain_output0_o_l;
+    m_axis_act_tvalid = (fpdeep_fp0_chain_output0_o_v && fpdeep_fp0_chain_output0_o_mode[0]);
+    if (fpdeep_fp0_chain_output0_o_mode[0]) begin
+        fpdeep_fp0_chain_output0_o_r = m_axis_act_tready;
     end
     else begin
-        fpdeep_fp0_o_r = m_axis_psum_out_tready;
+        fpdeep_fp0_chain_output0_o_r = m_axis_psum_out_tready;
     end
-    fpdeep_fp0_ohs = (fpdeep_fp0_o_v && ((fpdeep_fp0_o_mode[0] && m_axis_act_tready) || ((!fpdeep_fp0_o_mode[0]) && m_axis_psum_out_tready)));
+    fpdeep_fp0_chain_output0_ohs = (fpdeep_fp0_chain_output0_o_v && ((fpdeep_fp0_chain_output0_o_mode[0] && m_axis_act_tready) || ((!fpdeep_fp0_chain_output0_o_mode[0]) && m_axis_psum_out_tready)));
 end
+
+
+
+assign fpdeep_fp0_mdone = (fpdeep_fp0_chain_output0_ohs && fpdeep_fp0_chain_output0_o_mode[1]);
 
 
 always @(fpdeep_fp0_errq, fpdeep_fp0_lb_busy, fpdeep_fp0_nmaps, fpdeep_fp0_cr0, fpdeep_fp0_cr1, fpdeep_fp0_rsel, fpdeep_fp0_cf1, fpdeep_fp0_chk, fpdeep_fp0_cl0, fpdeep_fp0_cf0, fpdeep_fp0_cl1) begin: fpdeep_fp0_slotsel
@@ -6325,10 +6329,6 @@ end
 
 
 assign fpdeep_fp0_e_first = fpdeep_fp0_e_tag[0];
-
-
-
-assign fpdeep_fp0_mdone = (fpdeep_fp0_ohs && fpdeep_fp0_o_mode[1]);
 
 
 always @(posedge clk) begin: fpdeep_fp0_ctl
@@ -8936,90 +8936,94 @@ end
 
 
 
-assign fpdeep_eb0_pack3_u = fpdeep_eb0_eb_out_lane0_y[48-1:0];
+assign fpdeep_eb0_chain_output1_pack3_u = fpdeep_eb0_eb_out_lane0_y[48-1:0];
 
 
 
-assign fpdeep_eb0_pack3_to_unsigned7_y = fpdeep_eb0_eb_out_lane1_y[48-1:0];
+assign fpdeep_eb0_chain_output1_pack3_to_unsigned7_y = fpdeep_eb0_eb_out_lane1_y[48-1:0];
 
 
 
-assign fpdeep_eb0_pack3_res = fpdeep_eb0_pack3_cs;
+assign fpdeep_eb0_chain_output1_o_in = fpdeep_eb0_chain_output1_pack3_cs;
 
 
 
-assign fpdeep_eb0_push2 = (fpdeep_eb0_en2 && fpdeep_eb0_v2);
-assign fpdeep_eb0_mode_u = {fpdeep_eb0_mend2, fpdeep_eb0_last2};
+assign fpdeep_eb0_chain_output1_push = (fpdeep_eb0_en2 && fpdeep_eb0_v2);
+assign fpdeep_eb0_chain_output1_mode_u = {fpdeep_eb0_mend2, fpdeep_eb0_last2};
 
 
-always @(posedge clk) begin: fpdeep_eb0_out_fifo25_seq
+always @(posedge clk) begin: fpdeep_eb0_chain_output1_out_fifo25_seq
     reg pop;
     if (rst == 1) begin
         fpdeep_eb0_en2 <= 1;
-        fpdeep_eb0_out_fifo25_d0 <= 0;
-        fpdeep_eb0_out_fifo25_l0 <= 0;
-        fpdeep_eb0_out_fifo25_l1 <= 0;
-        fpdeep_eb0_out_fifo25_d1 <= 0;
-        fpdeep_eb0_out_fifo25_u0 <= 0;
-        fpdeep_eb0_out_fifo25_cnt <= 0;
-        fpdeep_eb0_out_fifo25_u1 <= 0;
+        fpdeep_eb0_chain_output1_out_fifo25_d0 <= 0;
+        fpdeep_eb0_chain_output1_out_fifo25_l0 <= 0;
+        fpdeep_eb0_chain_output1_out_fifo25_l1 <= 0;
+        fpdeep_eb0_chain_output1_out_fifo25_d1 <= 0;
+        fpdeep_eb0_chain_output1_out_fifo25_u0 <= 0;
+        fpdeep_eb0_chain_output1_out_fifo25_cnt <= 0;
+        fpdeep_eb0_chain_output1_out_fifo25_u1 <= 0;
     end
     else begin
-        pop = ((fpdeep_eb0_out_fifo25_cnt != 0) && fpdeep_eb0_o_r);
+        pop = ((fpdeep_eb0_chain_output1_out_fifo25_cnt != 0) && fpdeep_eb0_chain_output1_o_r);
         if (pop) begin
-            fpdeep_eb0_out_fifo25_d0 <= fpdeep_eb0_out_fifo25_d1;
-            fpdeep_eb0_out_fifo25_l0 <= fpdeep_eb0_out_fifo25_l1;
-            fpdeep_eb0_out_fifo25_u0 <= fpdeep_eb0_out_fifo25_u1;
+            fpdeep_eb0_chain_output1_out_fifo25_d0 <= fpdeep_eb0_chain_output1_out_fifo25_d1;
+            fpdeep_eb0_chain_output1_out_fifo25_l0 <= fpdeep_eb0_chain_output1_out_fifo25_l1;
+            fpdeep_eb0_chain_output1_out_fifo25_u0 <= fpdeep_eb0_chain_output1_out_fifo25_u1;
         end
-        if (fpdeep_eb0_push2) begin
-            if (((fpdeep_eb0_out_fifo25_cnt == 0) || ((fpdeep_eb0_out_fifo25_cnt == 1) && pop))) begin
-                fpdeep_eb0_out_fifo25_d0 <= fpdeep_eb0_pack3_res;
-                fpdeep_eb0_out_fifo25_l0 <= fpdeep_eb0_l2;
-                fpdeep_eb0_out_fifo25_u0 <= fpdeep_eb0_mode_u;
+        if (fpdeep_eb0_chain_output1_push) begin
+            if (((fpdeep_eb0_chain_output1_out_fifo25_cnt == 0) || ((fpdeep_eb0_chain_output1_out_fifo25_cnt == 1) && pop))) begin
+                fpdeep_eb0_chain_output1_out_fifo25_d0 <= fpdeep_eb0_chain_output1_o_in;
+                fpdeep_eb0_chain_output1_out_fifo25_l0 <= fpdeep_eb0_l2;
+                fpdeep_eb0_chain_output1_out_fifo25_u0 <= fpdeep_eb0_chain_output1_mode_u;
             end
             else begin
-                fpdeep_eb0_out_fifo25_d1 <= fpdeep_eb0_pack3_res;
-                fpdeep_eb0_out_fifo25_l1 <= fpdeep_eb0_l2;
-                fpdeep_eb0_out_fifo25_u1 <= fpdeep_eb0_mode_u;
+                fpdeep_eb0_chain_output1_out_fifo25_d1 <= fpdeep_eb0_chain_output1_o_in;
+                fpdeep_eb0_chain_output1_out_fifo25_l1 <= fpdeep_eb0_l2;
+                fpdeep_eb0_chain_output1_out_fifo25_u1 <= fpdeep_eb0_chain_output1_mode_u;
             end
         end
-        if ((fpdeep_eb0_push2 && (!pop))) begin
-            fpdeep_eb0_out_fifo25_cnt <= (fpdeep_eb0_out_fifo25_cnt + 1);
-            fpdeep_eb0_en2 <= (fpdeep_eb0_out_fifo25_cnt == 0);
+        if ((fpdeep_eb0_chain_output1_push && (!pop))) begin
+            fpdeep_eb0_chain_output1_out_fifo25_cnt <= (fpdeep_eb0_chain_output1_out_fifo25_cnt + 1);
+            fpdeep_eb0_en2 <= (fpdeep_eb0_chain_output1_out_fifo25_cnt == 0);
         end
-        else if ((pop && (!fpdeep_eb0_push2))) begin
-            fpdeep_eb0_out_fifo25_cnt <= (fpdeep_eb0_out_fifo25_cnt - 1);
+        else if ((pop && (!fpdeep_eb0_chain_output1_push))) begin
+            fpdeep_eb0_chain_output1_out_fifo25_cnt <= (fpdeep_eb0_chain_output1_out_fifo25_cnt - 1);
             fpdeep_eb0_en2 <= 1'b1;
         end
         else begin
-            fpdeep_eb0_en2 <= (fpdeep_eb0_out_fifo25_cnt != 2);
+            fpdeep_eb0_en2 <= (fpdeep_eb0_chain_output1_out_fifo25_cnt != 2);
         end
     end
 end
 
 
 
-assign fpdeep_eb0_o_d = fpdeep_eb0_out_fifo25_d0;
-assign fpdeep_eb0_o_l = fpdeep_eb0_out_fifo25_l0;
-assign fpdeep_eb0_o_mode = fpdeep_eb0_out_fifo25_u0;
-assign fpdeep_eb0_o_v = (fpdeep_eb0_out_fifo25_cnt != 0);
+assign fpdeep_eb0_chain_output1_o_d = fpdeep_eb0_chain_output1_out_fifo25_d0;
+assign fpdeep_eb0_chain_output1_o_l = fpdeep_eb0_chain_output1_out_fifo25_l0;
+assign fpdeep_eb0_chain_output1_o_mode = fpdeep_eb0_chain_output1_out_fifo25_u0;
+assign fpdeep_eb0_chain_output1_o_v = (fpdeep_eb0_chain_output1_out_fifo25_cnt != 0);
 
 
-always @(fpdeep_eb0_err_d, m_axis_ein_tready, fpdeep_eb0_o_mode, fpdeep_eb0_o_d, fpdeep_eb0_o_v, fpdeep_eb0_o_l, fpdeep_eb0_m_axis_psum_out_tready) begin: fpdeep_eb0_outs
-    ebp_d = fpdeep_eb0_o_d;
-    ebp_l = fpdeep_eb0_o_l;
-    ebp_v = (fpdeep_eb0_o_v && (!fpdeep_eb0_o_mode[0]));
-    m_axis_ein_tdata = fpdeep_eb0_err_d;
-    m_axis_ein_tlast = fpdeep_eb0_o_l;
-    m_axis_ein_tvalid = (fpdeep_eb0_o_v && fpdeep_eb0_o_mode[0]);
-    if (fpdeep_eb0_o_mode[0]) begin
-        fpdeep_eb0_o_r = m_axis_ein_tready;
+always @(fpdeep_eb0_chain_output1_res, fpdeep_eb0_m_axis_psum_out_tready, fpdeep_eb0_chain_output1_o_mode, fpdeep_eb0_chain_output1_o_d, fpdeep_eb0_chain_output1_o_v, m_axis_ein_tready, fpdeep_eb0_chain_output1_o_l) begin: fpdeep_eb0_chain_output1_outs
+    ebp_d = fpdeep_eb0_chain_output1_o_d;
+    ebp_l = fpdeep_eb0_chain_output1_o_l;
+    ebp_v = (fpdeep_eb0_chain_output1_o_v && (!fpdeep_eb0_chain_output1_o_mode[0]));
+    m_axis_ein_tdata = fpdeep_eb0_chain_output1_res;
+    m_axis_ein_tlast = fpdeep_eb0_chain_output1_o_l;
+    m_axis_ein_tvalid = (fpdeep_eb0_chain_output1_o_v && fpdeep_eb0_chain_output1_o_mode[0]);
+    if (fpdeep_eb0_chain_output1_o_mode[0]) begin
+        fpdeep_eb0_chain_output1_o_r = m_axis_ein_tready;
     end
     else begin
-        fpdeep_eb0_o_r = fpdeep_eb0_m_axis_psum_out_tready;
+        fpdeep_eb0_chain_output1_o_r = fpdeep_eb0_m_axis_psum_out_tready;
     end
-    fpdeep_eb0_ohs = (fpdeep_eb0_o_v && ((fpdeep_eb0_o_mode[0] && m_axis_ein_tready) || ((!fpdeep_eb0_o_mode[0]) && fpdeep_eb0_m_axis_psum_out_tready)));
+    fpdeep_eb0_chain_output1_ohs = (fpdeep_eb0_chain_output1_o_v && ((fpdeep_eb0_chain_output1_o_mode[0] && m_axis_ein_tready) || ((!fpdeep_eb0_chain_output1_o_mode[0]) && fpdeep_eb0_m_axis_psum_out_tready)));
 end
+
+
+
+assign fpdeep_eb0_mdone = (fpdeep_eb0_chain_output1_ohs && fpdeep_eb0_chain_output1_o_mode[1]);
 
 
 always @(fpdeep_eb0_errq, fpdeep_eb0_lb_busy, fpdeep_eb0_nmaps, fpdeep_eb0_rsel, fpdeep_eb0_cf1, fpdeep_eb0_chk, fpdeep_eb0_cl0, fpdeep_eb0_cf0, fpdeep_eb0_cl1) begin: fpdeep_eb0_slotsel
@@ -9038,10 +9042,6 @@ end
 
 
 assign fpdeep_eb0_e_first = fpdeep_eb0_e_tag[0];
-
-
-
-assign fpdeep_eb0_mdone = (fpdeep_eb0_ohs && fpdeep_eb0_o_mode[1]);
 
 
 always @(posedge clk) begin: fpdeep_eb0_ctl

@@ -252,15 +252,6 @@ signal fpdeep_fp0_last2: std_logic;
 signal fpdeep_fp0_e_tag: unsigned(3 downto 0);
 signal fpdeep_fp0_relu2: std_logic;
 signal fpdeep_fp0_mend2: std_logic;
-signal fpdeep_fp0_push2: std_logic;
-signal fpdeep_fp0_mode_u: unsigned(1 downto 0);
-signal fpdeep_fp0_o_d: unsigned(95 downto 0);
-signal fpdeep_fp0_o_l: std_logic;
-signal fpdeep_fp0_o_v: std_logic;
-signal fpdeep_fp0_o_mode: unsigned(1 downto 0);
-signal fpdeep_fp0_act_d: unsigned(31 downto 0);
-signal fpdeep_fp0_o_r: std_logic;
-signal fpdeep_fp0_ohs: std_logic;
 signal fpdeep_fp0_rsel: std_logic;
 signal fpdeep_fp0_cf1: std_logic;
 signal fpdeep_fp0_cl1: std_logic;
@@ -271,8 +262,8 @@ signal fpdeep_fp0_cr0: std_logic;
 signal fpdeep_fp0_chk: std_logic;
 signal fpdeep_fp0_errq: std_logic;
 signal fpdeep_fp0_nmaps: unsigned(1 downto 0);
-signal fpdeep_fp0_mdone: std_logic;
 signal fpdeep_fp0_wsel: std_logic;
+signal fpdeep_fp0_mdone: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_en: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_he_r: unsigned(4 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_pe_c: unsigned(3 downto 0);
@@ -645,17 +636,26 @@ signal fpdeep_fp0_sfu_lane1_sat3_fill: unsigned(46 downto 0);
 signal fpdeep_fp0_sfu_lane1_sat3_hi: unsigned(1 downto 0);
 signal fpdeep_fp0_sfu_lane1_sat3_hin: unsigned(1 downto 0);
 signal fpdeep_fp0_sfu_lane1_sat3_nsign: std_logic;
-signal fpdeep_fp0_pack1_res: unsigned(95 downto 0);
-signal fpdeep_fp0_pack1_u: unsigned(47 downto 0);
-signal fpdeep_fp0_pack1_cs: unsigned(95 downto 0);
-signal fpdeep_fp0_pack1_to_unsigned3_y: unsigned(47 downto 0);
-signal fpdeep_fp0_out_fifo22_cnt: unsigned(1 downto 0);
-signal fpdeep_fp0_out_fifo22_d0: unsigned(95 downto 0);
-signal fpdeep_fp0_out_fifo22_d1: unsigned(95 downto 0);
-signal fpdeep_fp0_out_fifo22_l0: std_logic;
-signal fpdeep_fp0_out_fifo22_l1: std_logic;
-signal fpdeep_fp0_out_fifo22_u0: unsigned(1 downto 0);
-signal fpdeep_fp0_out_fifo22_u1: unsigned(1 downto 0);
+signal fpdeep_fp0_chain_output0_o_in: unsigned(95 downto 0);
+signal fpdeep_fp0_chain_output0_push: std_logic;
+signal fpdeep_fp0_chain_output0_mode_u: unsigned(1 downto 0);
+signal fpdeep_fp0_chain_output0_o_d: unsigned(95 downto 0);
+signal fpdeep_fp0_chain_output0_o_l: std_logic;
+signal fpdeep_fp0_chain_output0_o_v: std_logic;
+signal fpdeep_fp0_chain_output0_o_mode: unsigned(1 downto 0);
+signal fpdeep_fp0_chain_output0_res: unsigned(31 downto 0);
+signal fpdeep_fp0_chain_output0_o_r: std_logic;
+signal fpdeep_fp0_chain_output0_ohs: std_logic;
+signal fpdeep_fp0_chain_output0_pack1_u: unsigned(47 downto 0);
+signal fpdeep_fp0_chain_output0_pack1_cs: unsigned(95 downto 0);
+signal fpdeep_fp0_chain_output0_pack1_to_unsigned3_y: unsigned(47 downto 0);
+signal fpdeep_fp0_chain_output0_out_fifo22_cnt: unsigned(1 downto 0);
+signal fpdeep_fp0_chain_output0_out_fifo22_d0: unsigned(95 downto 0);
+signal fpdeep_fp0_chain_output0_out_fifo22_d1: unsigned(95 downto 0);
+signal fpdeep_fp0_chain_output0_out_fifo22_l0: std_logic;
+signal fpdeep_fp0_chain_output0_out_fifo22_l1: std_logic;
+signal fpdeep_fp0_chain_output0_out_fifo22_u0: unsigned(1 downto 0);
+signal fpdeep_fp0_chain_output0_out_fifo22_u1: unsigned(1 downto 0);
 signal fpdeep_eb0_cfg_first: std_logic;
 signal fpdeep_eb0_s_axis_w_tdata: unsigned(143 downto 0);
 signal fpdeep_eb0_s_axis_w_tready: std_logic;
@@ -699,15 +699,6 @@ signal fpdeep_eb0_e_l: std_logic;
 signal fpdeep_eb0_last2: std_logic;
 signal fpdeep_eb0_e_tag: unsigned(2 downto 0);
 signal fpdeep_eb0_mend2: std_logic;
-signal fpdeep_eb0_push2: std_logic;
-signal fpdeep_eb0_mode_u: unsigned(1 downto 0);
-signal fpdeep_eb0_o_d: unsigned(95 downto 0);
-signal fpdeep_eb0_o_l: std_logic;
-signal fpdeep_eb0_o_v: std_logic;
-signal fpdeep_eb0_o_mode: unsigned(1 downto 0);
-signal fpdeep_eb0_err_d: unsigned(31 downto 0);
-signal fpdeep_eb0_o_r: std_logic;
-signal fpdeep_eb0_ohs: std_logic;
 signal fpdeep_eb0_rsel: std_logic;
 signal fpdeep_eb0_cf1: std_logic;
 signal fpdeep_eb0_cl1: std_logic;
@@ -716,8 +707,8 @@ signal fpdeep_eb0_cl0: std_logic;
 signal fpdeep_eb0_chk: std_logic;
 signal fpdeep_eb0_errq: std_logic;
 signal fpdeep_eb0_nmaps: unsigned(1 downto 0);
-signal fpdeep_eb0_mdone: std_logic;
 signal fpdeep_eb0_wsel: std_logic;
+signal fpdeep_eb0_mdone: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_en: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_he_r: unsigned(4 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_pe_c: unsigned(3 downto 0);
@@ -1087,17 +1078,26 @@ signal fpdeep_eb0_eb_out_lane1_sat7_fill: unsigned(46 downto 0);
 signal fpdeep_eb0_eb_out_lane1_sat7_hi: unsigned(1 downto 0);
 signal fpdeep_eb0_eb_out_lane1_sat7_hin: unsigned(1 downto 0);
 signal fpdeep_eb0_eb_out_lane1_sat7_nsign: std_logic;
-signal fpdeep_eb0_pack3_res: unsigned(95 downto 0);
-signal fpdeep_eb0_pack3_u: unsigned(47 downto 0);
-signal fpdeep_eb0_pack3_cs: unsigned(95 downto 0);
-signal fpdeep_eb0_pack3_to_unsigned7_y: unsigned(47 downto 0);
-signal fpdeep_eb0_out_fifo25_cnt: unsigned(1 downto 0);
-signal fpdeep_eb0_out_fifo25_d0: unsigned(95 downto 0);
-signal fpdeep_eb0_out_fifo25_d1: unsigned(95 downto 0);
-signal fpdeep_eb0_out_fifo25_l0: std_logic;
-signal fpdeep_eb0_out_fifo25_l1: std_logic;
-signal fpdeep_eb0_out_fifo25_u0: unsigned(1 downto 0);
-signal fpdeep_eb0_out_fifo25_u1: unsigned(1 downto 0);
+signal fpdeep_eb0_chain_output1_o_in: unsigned(95 downto 0);
+signal fpdeep_eb0_chain_output1_push: std_logic;
+signal fpdeep_eb0_chain_output1_mode_u: unsigned(1 downto 0);
+signal fpdeep_eb0_chain_output1_o_d: unsigned(95 downto 0);
+signal fpdeep_eb0_chain_output1_o_l: std_logic;
+signal fpdeep_eb0_chain_output1_o_v: std_logic;
+signal fpdeep_eb0_chain_output1_o_mode: unsigned(1 downto 0);
+signal fpdeep_eb0_chain_output1_res: unsigned(31 downto 0);
+signal fpdeep_eb0_chain_output1_o_r: std_logic;
+signal fpdeep_eb0_chain_output1_ohs: std_logic;
+signal fpdeep_eb0_chain_output1_pack3_u: unsigned(47 downto 0);
+signal fpdeep_eb0_chain_output1_pack3_cs: unsigned(95 downto 0);
+signal fpdeep_eb0_chain_output1_pack3_to_unsigned7_y: unsigned(47 downto 0);
+signal fpdeep_eb0_chain_output1_out_fifo25_cnt: unsigned(1 downto 0);
+signal fpdeep_eb0_chain_output1_out_fifo25_d0: unsigned(95 downto 0);
+signal fpdeep_eb0_chain_output1_out_fifo25_d1: unsigned(95 downto 0);
+signal fpdeep_eb0_chain_output1_out_fifo25_l0: std_logic;
+signal fpdeep_eb0_chain_output1_out_fifo25_l1: std_logic;
+signal fpdeep_eb0_chain_output1_out_fifo25_u0: unsigned(1 downto 0);
+signal fpdeep_eb0_chain_output1_out_fifo25_u1: unsigned(1 downto 0);
 signal fpdeep_pg0_s_axis_w_tvalid: std_logic;
 signal fpdeep_pg0_s_axis_w_tready: std_logic;
 signal fpdeep_pg0_s_axis_b_tvalid: std_logic;
@@ -2358,8 +2358,6 @@ fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero <= unsigned'("0000000000000000
 fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero <= unsigned'("00000000000000000000000000000000");
 fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero <= unsigned'("00000000000000000000000000000000");
 
-fpdeep_fp0_act_d(32-1 downto 16) <= fpdeep_fp0_o_d(64-1 downto 48);
-fpdeep_fp0_act_d(16-1 downto 0) <= fpdeep_fp0_o_d(16-1 downto 0);
 fpdeep_fp0_fpdeep_line_buffer0_mcat(2) <= fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_mb;
 fpdeep_fp0_fpdeep_line_buffer0_mcat(1) <= fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_mb;
 fpdeep_fp0_fpdeep_line_buffer0_mcat(0) <= fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_mb;
@@ -2501,14 +2499,14 @@ fpdeep_fp0_sfu_lane1_sat3_fill(3) <= fpdeep_fp0_sfu_lane1_sat3_nsign;
 fpdeep_fp0_sfu_lane1_sat3_fill(2) <= fpdeep_fp0_sfu_lane1_sat3_nsign;
 fpdeep_fp0_sfu_lane1_sat3_fill(1) <= fpdeep_fp0_sfu_lane1_sat3_nsign;
 fpdeep_fp0_sfu_lane1_sat3_fill(0) <= fpdeep_fp0_sfu_lane1_sat3_nsign;
-fpdeep_fp0_pack1_cs(96-1 downto 48) <= fpdeep_fp0_pack1_to_unsigned3_y;
-fpdeep_fp0_pack1_cs(48-1 downto 0) <= fpdeep_fp0_pack1_u;
+fpdeep_fp0_chain_output0_res(32-1 downto 16) <= fpdeep_fp0_chain_output0_o_d(64-1 downto 48);
+fpdeep_fp0_chain_output0_res(16-1 downto 0) <= fpdeep_fp0_chain_output0_o_d(16-1 downto 0);
+fpdeep_fp0_chain_output0_pack1_cs(96-1 downto 48) <= fpdeep_fp0_chain_output0_pack1_to_unsigned3_y;
+fpdeep_fp0_chain_output0_pack1_cs(48-1 downto 0) <= fpdeep_fp0_chain_output0_pack1_u;
 fpdeep_eb0_wcat(576-1 downto 432) <= fpdeep_eb0_filter_shift1_wall(576-1 downto 432);
 fpdeep_eb0_wcat(432-1 downto 288) <= fpdeep_eb0_filter_shift1_wall(288-1 downto 144);
 fpdeep_eb0_wcat(288-1 downto 144) <= fpdeep_eb0_filter_shift1_wall(432-1 downto 288);
 fpdeep_eb0_wcat(144-1 downto 0) <= fpdeep_eb0_filter_shift1_wall(144-1 downto 0);
-fpdeep_eb0_err_d(32-1 downto 16) <= fpdeep_eb0_o_d(64-1 downto 48);
-fpdeep_eb0_err_d(16-1 downto 0) <= fpdeep_eb0_o_d(16-1 downto 0);
 fpdeep_eb0_fpdeep_line_buffer0_0_mcat(2) <= fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_mb;
 fpdeep_eb0_fpdeep_line_buffer0_0_mcat(1) <= fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_mb;
 fpdeep_eb0_fpdeep_line_buffer0_0_mcat(0) <= fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_mb;
@@ -2650,8 +2648,10 @@ fpdeep_eb0_eb_out_lane1_sat7_fill(3) <= fpdeep_eb0_eb_out_lane1_sat7_nsign;
 fpdeep_eb0_eb_out_lane1_sat7_fill(2) <= fpdeep_eb0_eb_out_lane1_sat7_nsign;
 fpdeep_eb0_eb_out_lane1_sat7_fill(1) <= fpdeep_eb0_eb_out_lane1_sat7_nsign;
 fpdeep_eb0_eb_out_lane1_sat7_fill(0) <= fpdeep_eb0_eb_out_lane1_sat7_nsign;
-fpdeep_eb0_pack3_cs(96-1 downto 48) <= fpdeep_eb0_pack3_to_unsigned7_y;
-fpdeep_eb0_pack3_cs(48-1 downto 0) <= fpdeep_eb0_pack3_u;
+fpdeep_eb0_chain_output1_res(32-1 downto 16) <= fpdeep_eb0_chain_output1_o_d(64-1 downto 48);
+fpdeep_eb0_chain_output1_res(16-1 downto 0) <= fpdeep_eb0_chain_output1_o_d(16-1 downto 0);
+fpdeep_eb0_chain_output1_pack3_cs(96-1 downto 48) <= fpdeep_eb0_chain_output1_pack3_to_unsigned7_y;
+fpdeep_eb0_chain_output1_pack3_cs(48-1 downto 0) <= fpdeep_eb0_chain_output1_pack3_u;
 fpdeep_pg0_gn_cat(684-1 downto 665) <= fpdeep_pg0_wfold_lane35_gnew_u;
 fpdeep_pg0_gn_cat(665-1 downto 646) <= fpdeep_pg0_wfold_lane34_gnew_u;
 fpdeep_pg0_gn_cat(646-1 downto 627) <= fpdeep_pg0_wfold_lane33_gnew_u;
@@ -6113,83 +6113,86 @@ begin
 end process fpdeep_fp0_sfu_lane1_mux;
 
 
-fpdeep_fp0_pack1_u <= unsigned(fpdeep_fp0_sfu_lane0_y(48-1 downto 0));
+fpdeep_fp0_chain_output0_pack1_u <= unsigned(fpdeep_fp0_sfu_lane0_y(48-1 downto 0));
 
 
-fpdeep_fp0_pack1_to_unsigned3_y <= unsigned(fpdeep_fp0_sfu_lane1_y(48-1 downto 0));
+fpdeep_fp0_chain_output0_pack1_to_unsigned3_y <= unsigned(fpdeep_fp0_sfu_lane1_y(48-1 downto 0));
 
 
-fpdeep_fp0_pack1_res <= fpdeep_fp0_pack1_cs;
+fpdeep_fp0_chain_output0_o_in <= fpdeep_fp0_chain_output0_pack1_cs;
 
 
-fpdeep_fp0_push2 <= stdl(bool(fpdeep_fp0_en2) and bool(fpdeep_fp0_v2));
-fpdeep_fp0_mode_u <= unsigned'(fpdeep_fp0_mend2 & fpdeep_fp0_last2);
+fpdeep_fp0_chain_output0_push <= stdl(bool(fpdeep_fp0_en2) and bool(fpdeep_fp0_v2));
+fpdeep_fp0_chain_output0_mode_u <= unsigned'(fpdeep_fp0_mend2 & fpdeep_fp0_last2);
 
-fpdeep_fp0_out_fifo22_seq: process (clk) is
+fpdeep_fp0_chain_output0_out_fifo22_seq: process (clk) is
     variable pop: std_logic;
 begin
     if rising_edge(clk) then
         if (rst = '1') then
             fpdeep_fp0_en2 <= '1';
-            fpdeep_fp0_out_fifo22_d0 <= to_unsigned(0, 96);
-            fpdeep_fp0_out_fifo22_l0 <= '0';
-            fpdeep_fp0_out_fifo22_l1 <= '0';
-            fpdeep_fp0_out_fifo22_d1 <= to_unsigned(0, 96);
-            fpdeep_fp0_out_fifo22_u0 <= to_unsigned(0, 2);
-            fpdeep_fp0_out_fifo22_cnt <= to_unsigned(0, 2);
-            fpdeep_fp0_out_fifo22_u1 <= to_unsigned(0, 2);
+            fpdeep_fp0_chain_output0_out_fifo22_d0 <= to_unsigned(0, 96);
+            fpdeep_fp0_chain_output0_out_fifo22_l0 <= '0';
+            fpdeep_fp0_chain_output0_out_fifo22_l1 <= '0';
+            fpdeep_fp0_chain_output0_out_fifo22_d1 <= to_unsigned(0, 96);
+            fpdeep_fp0_chain_output0_out_fifo22_u0 <= to_unsigned(0, 2);
+            fpdeep_fp0_chain_output0_out_fifo22_cnt <= to_unsigned(0, 2);
+            fpdeep_fp0_chain_output0_out_fifo22_u1 <= to_unsigned(0, 2);
         else
-            pop := stdl((fpdeep_fp0_out_fifo22_cnt /= 0) and bool(fpdeep_fp0_o_r));
+            pop := stdl((fpdeep_fp0_chain_output0_out_fifo22_cnt /= 0) and bool(fpdeep_fp0_chain_output0_o_r));
             if bool(pop) then
-                fpdeep_fp0_out_fifo22_d0 <= fpdeep_fp0_out_fifo22_d1;
-                fpdeep_fp0_out_fifo22_l0 <= fpdeep_fp0_out_fifo22_l1;
-                fpdeep_fp0_out_fifo22_u0 <= fpdeep_fp0_out_fifo22_u1;
+                fpdeep_fp0_chain_output0_out_fifo22_d0 <= fpdeep_fp0_chain_output0_out_fifo22_d1;
+                fpdeep_fp0_chain_output0_out_fifo22_l0 <= fpdeep_fp0_chain_output0_out_fifo22_l1;
+                fpdeep_fp0_chain_output0_out_fifo22_u0 <= fpdeep_fp0_chain_output0_out_fifo22_u1;
             end if;
-            if bool(fpdeep_fp0_push2) then
-                if ((fpdeep_fp0_out_fifo22_cnt = 0) or ((fpdeep_fp0_out_fifo22_cnt = 1) and bool(pop))) then
-                    fpdeep_fp0_out_fifo22_d0 <= fpdeep_fp0_pack1_res;
-                    fpdeep_fp0_out_fifo22_l0 <= fpdeep_fp0_l2;
-                    fpdeep_fp0_out_fifo22_u0 <= fpdeep_fp0_mode_u;
+            if bool(fpdeep_fp0_chain_output0_push) then
+                if ((fpdeep_fp0_chain_output0_out_fifo22_cnt = 0) or ((fpdeep_fp0_chain_output0_out_fifo22_cnt = 1) and bool(pop))) then
+                    fpdeep_fp0_chain_output0_out_fifo22_d0 <= fpdeep_fp0_chain_output0_o_in;
+                    fpdeep_fp0_chain_output0_out_fifo22_l0 <= fpdeep_fp0_l2;
+                    fpdeep_fp0_chain_output0_out_fifo22_u0 <= fpdeep_fp0_chain_output0_mode_u;
                 else
-                    fpdeep_fp0_out_fifo22_d1 <= fpdeep_fp0_pack1_res;
-                    fpdeep_fp0_out_fifo22_l1 <= fpdeep_fp0_l2;
-                    fpdeep_fp0_out_fifo22_u1 <= fpdeep_fp0_mode_u;
+                    fpdeep_fp0_chain_output0_out_fifo22_d1 <= fpdeep_fp0_chain_output0_o_in;
+                    fpdeep_fp0_chain_output0_out_fifo22_l1 <= fpdeep_fp0_l2;
+                    fpdeep_fp0_chain_output0_out_fifo22_u1 <= fpdeep_fp0_chain_output0_mode_u;
                 end if;
             end if;
-            if (bool(fpdeep_fp0_push2) and (not bool(pop))) then
-                fpdeep_fp0_out_fifo22_cnt <= (fpdeep_fp0_out_fifo22_cnt + 1);
-                fpdeep_fp0_en2 <= stdl(fpdeep_fp0_out_fifo22_cnt = 0);
-            elsif (bool(pop) and (not bool(fpdeep_fp0_push2))) then
-                fpdeep_fp0_out_fifo22_cnt <= (fpdeep_fp0_out_fifo22_cnt - 1);
+            if (bool(fpdeep_fp0_chain_output0_push) and (not bool(pop))) then
+                fpdeep_fp0_chain_output0_out_fifo22_cnt <= (fpdeep_fp0_chain_output0_out_fifo22_cnt + 1);
+                fpdeep_fp0_en2 <= stdl(fpdeep_fp0_chain_output0_out_fifo22_cnt = 0);
+            elsif (bool(pop) and (not bool(fpdeep_fp0_chain_output0_push))) then
+                fpdeep_fp0_chain_output0_out_fifo22_cnt <= (fpdeep_fp0_chain_output0_out_fifo22_cnt - 1);
                 fpdeep_fp0_en2 <= '1';
             else
-                fpdeep_fp0_en2 <= stdl(fpdeep_fp0_out_fifo22_cnt /= 2);
+                fpdeep_fp0_en2 <= stdl(fpdeep_fp0_chain_output0_out_fifo22_cnt /= 2);
             end if;
         end if;
     end if;
-end process fpdeep_fp0_out_fifo22_seq;
+end process fpdeep_fp0_chain_output0_out_fifo22_seq;
 
 
-fpdeep_fp0_o_d <= fpdeep_fp0_out_fifo22_d0;
-fpdeep_fp0_o_l <= fpdeep_fp0_out_fifo22_l0;
-fpdeep_fp0_o_mode <= fpdeep_fp0_out_fifo22_u0;
-fpdeep_fp0_o_v <= stdl(fpdeep_fp0_out_fifo22_cnt /= 0);
+fpdeep_fp0_chain_output0_o_d <= fpdeep_fp0_chain_output0_out_fifo22_d0;
+fpdeep_fp0_chain_output0_o_l <= fpdeep_fp0_chain_output0_out_fifo22_l0;
+fpdeep_fp0_chain_output0_o_mode <= fpdeep_fp0_chain_output0_out_fifo22_u0;
+fpdeep_fp0_chain_output0_o_v <= stdl(fpdeep_fp0_chain_output0_out_fifo22_cnt /= 0);
 
-fpdeep_fp0_outs: process (fpdeep_fp0_o_mode, fpdeep_fp0_o_d, fpdeep_fp0_o_v, m_axis_act_tready, fpdeep_fp0_act_d, fpdeep_fp0_o_l, m_axis_psum_out_tready) is
+fpdeep_fp0_chain_output0_outs: process (fpdeep_fp0_chain_output0_res, m_axis_psum_out_tready, fpdeep_fp0_chain_output0_o_mode, fpdeep_fp0_chain_output0_o_d, fpdeep_fp0_chain_output0_o_v, m_axis_act_tready, fpdeep_fp0_chain_output0_o_l) is
 begin
-    m_axis_psum_out_tdata_num <= fpdeep_fp0_o_d;
-    m_axis_psum_out_tlast <= fpdeep_fp0_o_l;
-    m_axis_psum_out_tvalid <= stdl(bool(fpdeep_fp0_o_v) and (not bool(fpdeep_fp0_o_mode(0))));
-    m_axis_act_tdata_num <= fpdeep_fp0_act_d;
-    m_axis_act_tlast <= fpdeep_fp0_o_l;
-    m_axis_act_tvalid <= stdl(bool(fpdeep_fp0_o_v) and bool(fpdeep_fp0_o_mode(0)));
-    if bool(fpdeep_fp0_o_mode(0)) then
-        fpdeep_fp0_o_r <= m_axis_act_tready;
+    m_axis_psum_out_tdata_num <= fpdeep_fp0_chain_output0_o_d;
+    m_axis_psum_out_tlast <= fpdeep_fp0_chain_output0_o_l;
+    m_axis_psum_out_tvalid <= stdl(bool(fpdeep_fp0_chain_output0_o_v) and (not bool(fpdeep_fp0_chain_output0_o_mode(0))));
+    m_axis_act_tdata_num <= fpdeep_fp0_chain_output0_res;
+    m_axis_act_tlast <= fpdeep_fp0_chain_output0_o_l;
+    m_axis_act_tvalid <= stdl(bool(fpdeep_fp0_chain_output0_o_v) and bool(fpdeep_fp0_chain_output0_o_mode(0)));
+    if bool(fpdeep_fp0_chain_output0_o_mode(0)) then
+        fpdeep_fp0_chain_output0_o_r <= m_axis_act_tready;
     else
-        fpdeep_fp0_o_r <= m_axis_psum_out_tready;
+        fpdeep_fp0_chain_output0_o_r <= m_axis_psum_out_tready;
     end if;
-    fpdeep_fp0_ohs <= stdl(bool(fpdeep_fp0_o_v) and ((bool(fpdeep_fp0_o_mode(0)) and bool(m_axis_act_tready)) or ((not bool(fpdeep_fp0_o_mode(0))) and bool(m_axis_psum_out_tready))));
-end process fpdeep_fp0_outs;
+    fpdeep_fp0_chain_output0_ohs <= stdl(bool(fpdeep_fp0_chain_output0_o_v) and ((bool(fpdeep_fp0_chain_output0_o_mode(0)) and bool(m_axis_act_tready)) or ((not bool(fpdeep_fp0_chain_output0_o_mode(0))) and bool(m_axis_psum_out_tready))));
+end process fpdeep_fp0_chain_output0_outs;
+
+
+fpdeep_fp0_mdone <= stdl(bool(fpdeep_fp0_chain_output0_ohs) and bool(fpdeep_fp0_chain_output0_o_mode(1)));
 
 fpdeep_fp0_slotsel: process (fpdeep_fp0_errq, fpdeep_fp0_lb_busy, fpdeep_fp0_nmaps, fpdeep_fp0_cr0, fpdeep_fp0_cr1, fpdeep_fp0_rsel, fpdeep_fp0_cf1, fpdeep_fp0_chk, fpdeep_fp0_cl0, fpdeep_fp0_cf0, fpdeep_fp0_cl1) is
 begin
@@ -6208,9 +6211,6 @@ end process fpdeep_fp0_slotsel;
 
 
 fpdeep_fp0_e_first <= fpdeep_fp0_e_tag(0);
-
-
-fpdeep_fp0_mdone <= stdl(bool(fpdeep_fp0_ohs) and bool(fpdeep_fp0_o_mode(1)));
 
 fpdeep_fp0_ctl: process (clk) is
 begin
@@ -8737,83 +8737,86 @@ begin
 end process fpdeep_eb0_eb_out_lane1_mux;
 
 
-fpdeep_eb0_pack3_u <= unsigned(fpdeep_eb0_eb_out_lane0_y(48-1 downto 0));
+fpdeep_eb0_chain_output1_pack3_u <= unsigned(fpdeep_eb0_eb_out_lane0_y(48-1 downto 0));
 
 
-fpdeep_eb0_pack3_to_unsigned7_y <= unsigned(fpdeep_eb0_eb_out_lane1_y(48-1 downto 0));
+fpdeep_eb0_chain_output1_pack3_to_unsigned7_y <= unsigned(fpdeep_eb0_eb_out_lane1_y(48-1 downto 0));
 
 
-fpdeep_eb0_pack3_res <= fpdeep_eb0_pack3_cs;
+fpdeep_eb0_chain_output1_o_in <= fpdeep_eb0_chain_output1_pack3_cs;
 
 
-fpdeep_eb0_push2 <= stdl(bool(fpdeep_eb0_en2) and bool(fpdeep_eb0_v2));
-fpdeep_eb0_mode_u <= unsigned'(fpdeep_eb0_mend2 & fpdeep_eb0_last2);
+fpdeep_eb0_chain_output1_push <= stdl(bool(fpdeep_eb0_en2) and bool(fpdeep_eb0_v2));
+fpdeep_eb0_chain_output1_mode_u <= unsigned'(fpdeep_eb0_mend2 & fpdeep_eb0_last2);
 
-fpdeep_eb0_out_fifo25_seq: process (clk) is
+fpdeep_eb0_chain_output1_out_fifo25_seq: process (clk) is
     variable pop: std_logic;
 begin
     if rising_edge(clk) then
         if (rst = '1') then
             fpdeep_eb0_en2 <= '1';
-            fpdeep_eb0_out_fifo25_d0 <= to_unsigned(0, 96);
-            fpdeep_eb0_out_fifo25_l0 <= '0';
-            fpdeep_eb0_out_fifo25_l1 <= '0';
-            fpdeep_eb0_out_fifo25_d1 <= to_unsigned(0, 96);
-            fpdeep_eb0_out_fifo25_u0 <= to_unsigned(0, 2);
-            fpdeep_eb0_out_fifo25_cnt <= to_unsigned(0, 2);
-            fpdeep_eb0_out_fifo25_u1 <= to_unsigned(0, 2);
+            fpdeep_eb0_chain_output1_out_fifo25_d0 <= to_unsigned(0, 96);
+            fpdeep_eb0_chain_output1_out_fifo25_l0 <= '0';
+            fpdeep_eb0_chain_output1_out_fifo25_l1 <= '0';
+            fpdeep_eb0_chain_output1_out_fifo25_d1 <= to_unsigned(0, 96);
+            fpdeep_eb0_chain_output1_out_fifo25_u0 <= to_unsigned(0, 2);
+            fpdeep_eb0_chain_output1_out_fifo25_cnt <= to_unsigned(0, 2);
+            fpdeep_eb0_chain_output1_out_fifo25_u1 <= to_unsigned(0, 2);
         else
-            pop := stdl((fpdeep_eb0_out_fifo25_cnt /= 0) and bool(fpdeep_eb0_o_r));
+            pop := stdl((fpdeep_eb0_chain_output1_out_fifo25_cnt /= 0) and bool(fpdeep_eb0_chain_output1_o_r));
             if bool(pop) then
-                fpdeep_eb0_out_fifo25_d0 <= fpdeep_eb0_out_fifo25_d1;
-                fpdeep_eb0_out_fifo25_l0 <= fpdeep_eb0_out_fifo25_l1;
-                fpdeep_eb0_out_fifo25_u0 <= fpdeep_eb0_out_fifo25_u1;
+                fpdeep_eb0_chain_output1_out_fifo25_d0 <= fpdeep_eb0_chain_output1_out_fifo25_d1;
+                fpdeep_eb0_chain_output1_out_fifo25_l0 <= fpdeep_eb0_chain_output1_out_fifo25_l1;
+                fpdeep_eb0_chain_output1_out_fifo25_u0 <= fpdeep_eb0_chain_output1_out_fifo25_u1;
             end if;
-            if bool(fpdeep_eb0_push2) then
-                if ((fpdeep_eb0_out_fifo25_cnt = 0) or ((fpdeep_eb0_out_fifo25_cnt = 1) and bool(pop))) then
-                    fpdeep_eb0_out_fifo25_d0 <= fpdeep_eb0_pack3_res;
-                    fpdeep_eb0_out_fifo25_l0 <= fpdeep_eb0_l2;
-                    fpdeep_eb0_out_fifo25_u0 <= fpdeep_eb0_mode_u;
+            if bool(fpdeep_eb0_chain_output1_push) then
+                if ((fpdeep_eb0_chain_output1_out_fifo25_cnt = 0) or ((fpdeep_eb0_chain_output1_out_fifo25_cnt = 1) and bool(pop))) then
+                    fpdeep_eb0_chain_output1_out_fifo25_d0 <= fpdeep_eb0_chain_output1_o_in;
+                    fpdeep_eb0_chain_output1_out_fifo25_l0 <= fpdeep_eb0_l2;
+                    fpdeep_eb0_chain_output1_out_fifo25_u0 <= fpdeep_eb0_chain_output1_mode_u;
                 else
-                    fpdeep_eb0_out_fifo25_d1 <= fpdeep_eb0_pack3_res;
-                    fpdeep_eb0_out_fifo25_l1 <= fpdeep_eb0_l2;
-                    fpdeep_eb0_out_fifo25_u1 <= fpdeep_eb0_mode_u;
+                    fpdeep_eb0_chain_output1_out_fifo25_d1 <= fpdeep_eb0_chain_output1_o_in;
+                    fpdeep_eb0_chain_output1_out_fifo25_l1 <= fpdeep_eb0_l2;
+                    fpdeep_eb0_chain_output1_out_fifo25_u1 <= fpdeep_eb0_chain_output1_mode_u;
                 end if;
             end if;
-            if (bool(fpdeep_eb0_push2) and (not bool(pop))) then
-                fpdeep_eb0_out_fifo25_cnt <= (fpdeep_eb0_out_fifo25_cnt + 1);
-                fpdeep_eb0_en2 <= stdl(fpdeep_eb0_out_fifo25_cnt = 0);
-            elsif (bool(pop) and (not bool(fpdeep_eb0_push2))) then
-                fpdeep_eb0_out_fifo25_cnt <= (fpdeep_eb0_out_fifo25_cnt - 1);
+            if (bool(fpdeep_eb0_chain_output1_push) and (not bool(pop))) then
+                fpdeep_eb0_chain_output1_out_fifo25_cnt <= (fpdeep_eb0_chain_output1_out_fifo25_cnt + 1);
+                fpdeep_eb0_en2 <= stdl(fpdeep_eb0_chain_output1_out_fifo25_cnt = 0);
+            elsif (bool(pop) and (not bool(fpdeep_eb0_chain_output1_push))) then
+                fpdeep_eb0_chain_output1_out_fifo25_cnt <= (fpdeep_eb0_chain_output1_out_fifo25_cnt - 1);
                 fpdeep_eb0_en2 <= '1';
             else
-                fpdeep_eb0_en2 <= stdl(fpdeep_eb0_out_fifo25_cnt /= 2);
+                fpdeep_eb0_en2 <= stdl(fpdeep_eb0_chain_output1_out_fifo25_cnt /= 2);
             end if;
         end if;
     end if;
-end process fpdeep_eb0_out_fifo25_seq;
+end process fpdeep_eb0_chain_output1_out_fifo25_seq;
 
 
-fpdeep_eb0_o_d <= fpdeep_eb0_out_fifo25_d0;
-fpdeep_eb0_o_l <= fpdeep_eb0_out_fifo25_l0;
-fpdeep_eb0_o_mode <= fpdeep_eb0_out_fifo25_u0;
-fpdeep_eb0_o_v <= stdl(fpdeep_eb0_out_fifo25_cnt /= 0);
+fpdeep_eb0_chain_output1_o_d <= fpdeep_eb0_chain_output1_out_fifo25_d0;
+fpdeep_eb0_chain_output1_o_l <= fpdeep_eb0_chain_output1_out_fifo25_l0;
+fpdeep_eb0_chain_output1_o_mode <= fpdeep_eb0_chain_output1_out_fifo25_u0;
+fpdeep_eb0_chain_output1_o_v <= stdl(fpdeep_eb0_chain_output1_out_fifo25_cnt /= 0);
 
-fpdeep_eb0_outs: process (fpdeep_eb0_err_d, m_axis_ein_tready, fpdeep_eb0_o_mode, fpdeep_eb0_o_d, fpdeep_eb0_o_v, fpdeep_eb0_o_l, fpdeep_eb0_m_axis_psum_out_tready) is
+fpdeep_eb0_chain_output1_outs: process (fpdeep_eb0_chain_output1_res, fpdeep_eb0_m_axis_psum_out_tready, fpdeep_eb0_chain_output1_o_mode, fpdeep_eb0_chain_output1_o_d, fpdeep_eb0_chain_output1_o_v, m_axis_ein_tready, fpdeep_eb0_chain_output1_o_l) is
 begin
-    ebp_d <= fpdeep_eb0_o_d;
-    ebp_l <= fpdeep_eb0_o_l;
-    ebp_v <= stdl(bool(fpdeep_eb0_o_v) and (not bool(fpdeep_eb0_o_mode(0))));
-    m_axis_ein_tdata_num <= fpdeep_eb0_err_d;
-    m_axis_ein_tlast <= fpdeep_eb0_o_l;
-    m_axis_ein_tvalid <= stdl(bool(fpdeep_eb0_o_v) and bool(fpdeep_eb0_o_mode(0)));
-    if bool(fpdeep_eb0_o_mode(0)) then
-        fpdeep_eb0_o_r <= m_axis_ein_tready;
+    ebp_d <= fpdeep_eb0_chain_output1_o_d;
+    ebp_l <= fpdeep_eb0_chain_output1_o_l;
+    ebp_v <= stdl(bool(fpdeep_eb0_chain_output1_o_v) and (not bool(fpdeep_eb0_chain_output1_o_mode(0))));
+    m_axis_ein_tdata_num <= fpdeep_eb0_chain_output1_res;
+    m_axis_ein_tlast <= fpdeep_eb0_chain_output1_o_l;
+    m_axis_ein_tvalid <= stdl(bool(fpdeep_eb0_chain_output1_o_v) and bool(fpdeep_eb0_chain_output1_o_mode(0)));
+    if bool(fpdeep_eb0_chain_output1_o_mode(0)) then
+        fpdeep_eb0_chain_output1_o_r <= m_axis_ein_tready;
     else
-        fpdeep_eb0_o_r <= fpdeep_eb0_m_axis_psum_out_tready;
+        fpdeep_eb0_chain_output1_o_r <= fpdeep_eb0_m_axis_psum_out_tready;
     end if;
-    fpdeep_eb0_ohs <= stdl(bool(fpdeep_eb0_o_v) and ((bool(fpdeep_eb0_o_mode(0)) and bool(m_axis_ein_tready)) or ((not bool(fpdeep_eb0_o_mode(0))) and bool(fpdeep_eb0_m_axis_psum_out_tready))));
-end process fpdeep_eb0_outs;
+    fpdeep_eb0_chain_output1_ohs <= stdl(bool(fpdeep_eb0_chain_output1_o_v) and ((bool(fpdeep_eb0_chain_output1_o_mode(0)) and bool(m_axis_ein_tready)) or ((not bool(fpdeep_eb0_chain_output1_o_mode(0))) and bool(fpdeep_eb0_m_axis_psum_out_tready))));
+end process fpdeep_eb0_chain_output1_outs;
+
+
+fpdeep_eb0_mdone <= stdl(bool(fpdeep_eb0_chain_output1_ohs) and bool(fpdeep_eb0_chain_output1_o_mode(1)));
 
 fpdeep_eb0_slotsel: process (fpdeep_eb0_errq, fpdeep_eb0_lb_busy, fpdeep_eb0_nmaps, fpdeep_eb0_rsel, fpdeep_eb0_cf1, fpdeep_eb0_chk, fpdeep_eb0_cl0, fpdeep_eb0_cf0, fpdeep_eb0_cl1) is
 begin
@@ -8830,9 +8833,6 @@ end process fpdeep_eb0_slotsel;
 
 
 fpdeep_eb0_e_first <= fpdeep_eb0_e_tag(0);
-
-
-fpdeep_eb0_mdone <= stdl(bool(fpdeep_eb0_ohs) and bool(fpdeep_eb0_o_mode(1)));
 
 fpdeep_eb0_ctl: process (clk) is
 begin
