@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from myhdl import ConcatSignal, always, always_comb, always_seq, block, concat, intbv
 
-from rtl_gen.common.blocks import out_fifo2
+from rtl_gen.common.blocks import fit, out_fifo2
 from rtl_gen.common.core import CoreDef, Datasheet, Port
 from rtl_gen.common.hdl import sig_b, sig_u
 from rtl_gen.common.params import Param, ParamSet, power_of_two
@@ -98,21 +98,6 @@ PARAMS = ParamSet([
     Param("MAXBURST", 16, "longest AXI4 burst in beats", 1, 256, power_of_two),
     Param("PREFETCH", 64, "prefetch buffer depth in memory beats", 2, 1024, power_of_two),
 ], [_cross])
-
-
-@block
-def zext(x, y):
-    """Zero-extend ``x`` into the wider (or equal) ``y``."""
-    k = len(y) - len(x)
-    if k == 0:
-        @always_comb
-        def c():
-            y.next = x
-    else:
-        @always_comb
-        def c():
-            y.next = concat(intbv(0)[k:], x)
-    return c
 
 
 @block
@@ -432,11 +417,11 @@ def build(p):
         idle_all = sig_b()
 
         insts = [
-            zext(t_off, t_off_x), zext(ent_base, base_x), zext(x_s, x_s18), zext(ent_size, size18),
-            zext(ent_size, size_w), zext(h_size, h_size18), zext(b_off, b_off_x),
-            zext(sp_blen, blen_ba),
-            zext(w_s, w_sx), zext(d_s, d_sx), zext(r_maddr, r_maddr32), zext(r_off, r_off32), zext(model_addr, model32),
-            zext(qcount, qcount32),
+            fit(t_off, t_off_x), fit(ent_base, base_x), fit(x_s, x_s18), fit(ent_size, size18),
+            fit(ent_size, size_w), fit(h_size, h_size18), fit(b_off, b_off_x),
+            fit(sp_blen, blen_ba),
+            fit(w_s, w_sx), fit(d_s, d_sx), fit(r_maddr, r_maddr32), fit(r_off, r_off32), fit(model_addr, model32),
+            fit(qcount, qcount32),
             burst_len(sp_ba, sp_nb, sp_blen, P4W, MAXB),
             burst_len(w_ba, w_nb, w_blen, P4W, MAXB),
             out_fifo2(clk, rst, o_data, o_last, o_user, o_push, o_nf,

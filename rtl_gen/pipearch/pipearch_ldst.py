@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from myhdl import always, always_comb, always_seq, block, concat, intbv
 
+from rtl_gen.common.blocks import fit
 from rtl_gen.common.core import CoreDef, Datasheet, Port
 from rtl_gen.common.hdl import sig_b, sig_u
 from rtl_gen.common.params import Param, ParamError, ParamSet, power_of_two
@@ -236,21 +237,6 @@ def line_fifo(clk, rst, din, wr, dout, ovalid, oready, total, DEPTH):
 
 
 @block
-def zext(x, y):
-    k = len(y) - len(x)
-    assert k >= 0
-    if k == 0:
-        @always_comb
-        def c():
-            y.next = x
-    else:
-        @always_comb
-        def c():
-            y.next = concat(intbv(0)[k:], x)
-    return c
-
-
-@block
 def burst_len(ba, rem, blen, P4W, PL, MAXB):
     """``blen`` = min(rem, MAX_BURST, lines left before the 4 KiB page end of line ``ba``)."""
     CW = len(blen)
@@ -265,7 +251,7 @@ def burst_len(ba, rem, blen, P4W, PL, MAXB):
     def left_c():
         left.next = PL - lo
 
-    zr = zext(rem, remx)
+    zr = fit(rem, remx)
 
     @always_comb
     def mn():
@@ -334,7 +320,7 @@ def block_fn(p):
             ar_blen_f.next = ar_blen[FDW + 1:]
             ar_blen8.next = ar_blen[8:]
 
-        z_ar = zext(ar_blen, ar_blen_a)
+        z_ar = fit(ar_blen, ar_blen_a)
 
         @always_comb
         def ld_c1():
@@ -459,7 +445,7 @@ def block_fn(p):
             st_tready.next = st_run and in_rem != 0 and stf_tot < FD
             st_bad.next = st_lines == 0 or st_lines > MAXL
 
-        z_aw = zext(aw_blen, aw_blen_a)
+        z_aw = fit(aw_blen, aw_blen_a)
         zs = sig_u(SB)
 
         @always_comb
