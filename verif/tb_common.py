@@ -12,7 +12,7 @@ import random
 import cocotb
 import numpy as np
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 
 from golden.fixedpoint import QFormat
 from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
@@ -179,3 +179,37 @@ def steady_cycles_per_beat(times: list[int]) -> float:
     if len(times) < 2:
         raise ValueError("need at least two beats to measure throughput")
     return (times[-1] - times[0]) / (len(times) - 1)
+
+
+class StartDoneMixin:
+    """The start/busy/done handshake of the FPDeep stage testbenches (the cores follow
+    the PipeArch subroutine protocol: ``start`` is taken only while ``busy`` is low;
+    ``done`` pulses once per map).  The testbench class sets ``self.dut``/``self.clk``,
+    ``self.done_count = 0`` and starts ``self._count_done()``."""
+
+    async def _count_done(self):
+        while True:
+            await RisingEdge(self.clk)
+            await ReadOnly()
+            if self.dut.done.value.is_resolvable and int(self.dut.done.value):
+                self.done_count += 1
+
+    async def initiate(self, **fields):
+        # busy is sampled at the falling edge: just after a rising edge a simulator may still
+        # show its value from before the edge, and a start given to a busy core is ignored
+        await FallingEdge(self.clk)
+        while int(self.dut.busy.value):
+            await FallingEdge(self.clk)
+        for k, v in fields.items():
+            sig = getattr(self.dut, f"cfg_{k}")
+            sig.value = int(v) & ((1 << len(sig)) - 1)
+        self.dut.start.value = 1
+        await RisingEdge(self.clk)
+        self.dut.start.value = 0
+
+    async def wait_done(self, count, timeout=100000):
+        for c in range(timeout):
+            if self.done_count >= count:
+                return c
+            await RisingEdge(self.clk)
+        raise AssertionError(f"timeout: {self.done_count} of {count} done pulses after {timeout} cycles")

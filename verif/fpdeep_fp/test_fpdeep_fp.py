@@ -10,7 +10,7 @@ import cocotb
 import numpy as np
 import pytest
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from golden import conv
 from golden.fixedpoint import QFormat
@@ -21,7 +21,7 @@ from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes, split_lanes
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
-from verif.tb_common import rand_words, record_bench
+from verif.tb_common import StartDoneMixin, rand_words, record_bench
 from verif.tb_common import sim_seed as seed_of
 
 CORE = "fpdeep_fp"
@@ -29,7 +29,7 @@ ACT = "m_axis_act"
 PSO = "m_axis_psum_out"
 
 
-class FpTB:
+class FpTB(StartDoneMixin):
     """Clock; seeded pixel, psum, filter and bias sources with bubbles; act and psum sinks
     with backpressure; monitors; bit-exact scoreboard fed by ``golden.conv.fp_node``;
     done counter."""
@@ -61,13 +61,6 @@ class FpTB:
             getattr(dut, s).value = 0
         self.done_count = 0
         cocotb.start_soon(self._count_done())
-
-    async def _count_done(self):
-        while True:
-            await RisingEdge(self.clk)
-            await ReadOnly()
-            if self.dut.done.value.is_resolvable and int(self.dut.done.value):
-                self.done_count += 1
 
     def _sources(self, salt):
         g = lambda k: Gate(self.seed * 7 + k + salt, self.src_p)  # noqa: E731
@@ -138,26 +131,6 @@ class FpTB:
                 else:
                     self.exp_ps.append((pack_lanes(out[:, i, j], self.PS), int(j == wo - 1)))
         return dict(width=w, height=h, pad=pad, first=int(first), last=int(last), relu=int(relu)), out
-
-    async def initiate(self, **fields):
-        # busy is sampled at the falling edge: just after a rising edge a simulator may still
-        # show its value from before the edge, and a start given to a busy core is ignored
-        await FallingEdge(self.clk)
-        while int(self.dut.busy.value):
-            await FallingEdge(self.clk)
-        for k, v in fields.items():
-            sig = getattr(self.dut, f"cfg_{k}")
-            sig.value = int(v) & ((1 << len(sig)) - 1)
-        self.dut.start.value = 1
-        await RisingEdge(self.clk)
-        self.dut.start.value = 0
-
-    async def wait_done(self, count, timeout=100000):
-        for c in range(timeout):
-            if self.done_count >= count:
-                return c
-            await RisingEdge(self.clk)
-        raise AssertionError(f"timeout: {self.done_count} of {count} done pulses after {timeout} cycles")
 
     async def run(self, fields, check_flags=True):
         await self.initiate(**fields)

@@ -9,7 +9,7 @@ import cocotb
 import numpy as np
 import pytest
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from golden.conv import sliding_windows
 from rtl_gen.common.params import ParamError
@@ -18,7 +18,7 @@ from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
-from verif.tb_common import record_bench, steady_cycles_per_beat
+from verif.tb_common import StartDoneMixin, record_bench, steady_cycles_per_beat
 from verif.tb_common import sim_seed as seed_of
 
 CORE = "fpdeep_line_buffer"
@@ -26,7 +26,7 @@ IN = "s_axis_pix"
 OUT = "m_axis_win"
 
 
-class LineBufferTB:
+class LineBufferTB(StartDoneMixin):
     """Clock, seeded pixel source with bubbles, window sink with backpressure, monitor,
     bit-exact scoreboard fed by ``sliding_windows``, and a done counter."""
 
@@ -49,13 +49,6 @@ class LineBufferTB:
         dut.s_axis_pix_tlast.value = 0
         self.done_count = 0
         cocotb.start_soon(self._count_done())
-
-    async def _count_done(self):
-        while True:
-            await RisingEdge(self.clk)
-            await ReadOnly()
-            if self.dut.done.value.is_resolvable and int(self.dut.done.value):
-                self.done_count += 1
 
     async def reset(self, cycles=3):
         self.dut.rst.value = 1
@@ -105,26 +98,6 @@ class LineBufferTB:
             pads = self.valid_pads(h, w)
             if pads:
                 return h, w, int(self.rng.choice(pads))
-
-    async def initiate(self, **fields):
-        # busy is sampled at the falling edge: just after a rising edge a simulator may still
-        # show its value from before the edge, and a start given to a busy core is ignored
-        await FallingEdge(self.clk)
-        while int(self.dut.busy.value):
-            await FallingEdge(self.clk)
-        for k, v in fields.items():
-            sig = getattr(self.dut, f"cfg_{k}")
-            sig.value = int(v) & ((1 << len(sig)) - 1)
-        self.dut.start.value = 1
-        await RisingEdge(self.clk)
-        self.dut.start.value = 0
-
-    async def wait_done(self, count, timeout=100000):
-        for c in range(timeout):
-            if self.done_count >= count:
-                return c
-            await RisingEdge(self.clk)
-        raise AssertionError(f"timeout: {self.done_count} of {count} done pulses after {timeout} cycles")
 
     async def run_jobs(self, jobs):
         for k, f in enumerate(jobs):
