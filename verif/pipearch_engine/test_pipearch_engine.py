@@ -456,7 +456,7 @@ async def checker_catches_corruption(dut):
 
 
 @cocotb.test()
-async def throughput(dut):
+async def bench_throughput(dut):
     """Cycles per line: DOTSIG with a and b in different regions (1 line/cycle) and in
     the same regular region (shared read port: 1/2); two subroutines on disjoint regions
     concurrently (each at full rate); LOAD broadcast."""
