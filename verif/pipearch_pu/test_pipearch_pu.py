@@ -245,9 +245,11 @@ def check_run(tag, st, err, trace, r, want_status):
     assert r.status == want_status, f"{tag}: ISS ended {r.status}, expected {want_status}"
     flag = {"finished": I.ST_FINISHED, "suspended": I.ST_SUSPENDED}[want_status]
     assert st & flag, f"{tag}: DUT STATUS {st:#x} lacks {want_status}"
-    assert trace == list(r.pc_trace), (
-        f"{tag}: PC trace differs at fetch {next(i for i, (a, b) in enumerate(zip(trace, r.pc_trace)) if a != b) if any(a != b for a, b in zip(trace, r.pc_trace)) else min(len(trace), len(r.pc_trace))}"
-        f" (DUT {len(trace)} fetches, ISS {len(r.pc_trace)})")
+    want = list(r.pc_trace)
+    if trace != want:
+        first = next((i for i, (a, b) in enumerate(zip(trace, want)) if a != b), min(len(trace), len(want)))
+        raise AssertionError(f"{tag}: PC trace differs at fetch {first} "
+                             f"(DUT {len(trace)} fetches, ISS {len(want)})")
 
 
 def compare_mem(tag, got: Memory, want: Memory, lo, hi):
@@ -437,7 +439,6 @@ async def loss_per_epoch(dut):
 @cocotb.test()
 async def illegal_instruction(dut):
     """A malformed instruction stops the PU in Error with the faulting PC (as the ISS)."""
-    from golden.pipearch_asm import Program
     tb = TB(dut)
     await tb.reset()
     job, mem, _ = sgd_case(tb.cfg, tb.rng, loss="ridge", partition=8)
@@ -454,7 +455,6 @@ async def illegal_instruction(dut):
     assert r.error and st & I.ST_ERROR, f"STATUS {st:#x}, ISS {r.status}"
     assert (err & 0xFF, err >> 8 & 0xFF) == (r.err_pc, r.err_code) == (5, I.E_OPCODE), (err, r.err_pc, r.err_code)
     assert trace == list(r.pc_trace)
-    del Program
 
 
 @cocotb.test()
