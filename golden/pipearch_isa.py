@@ -186,7 +186,8 @@ Clarifications (register machine, ``pipearch_rm``)
   finish); a failing program/context read reports PC 0.  The context is written only
   once every subroutine is idle (the end of a StoreContext group also waits).
 * START (accepted when not busy) clears DONE, ERROR, SUSPENDED, FINISHED, the ERROR
-  register and CYCLES; CYCLES counts the cycles the machine is busy.  CLEAR clears the
+  register and CYCLES, and empties every region's FIFO (pointers and occupancy to 0,
+  storage kept), so a program knows where its FIFO pushes land (ring position 0 on); CYCLES counts the cycles the machine is busy.  CLEAR clears the
   DONE and ERROR flags only.  SWITCH stays pending until a YIELD takes it.  CONFIG[11:8]
   is NREGIONS mod 16 (16 reads 0).  Address bits at and above ADDR_W are ignored.
 

@@ -283,8 +283,8 @@ class _Stop(Exception):
 class Machine:
     """One PipeArch-PU: register machine + computation engine (module docstring).
 
-    Region contents and address memories persist across runs (as on hardware);
-    ``reset_engine()`` clears them."""
+    Region contents and address memories persist across runs (as on hardware); every
+    START empties the regions' FIFOs (pointers to 0); ``reset_engine()`` clears all."""
 
     def __init__(self, cfg: PUConfig, memory: Memory, subroutine_hook=None, table=None):
         if not isinstance(cfg, PUConfig):
@@ -319,6 +319,8 @@ class Machine:
         ``request_switch``)."""
         r = RunResult(status="running")
         self._r = r
+        for rg in self.regions:        # START empties every region's FIFO (storage kept)
+            rg.reset_fifo()
         try:
             self._run(r, int(prog_addr), int(ctx_addr), switch_at_yield, on_step, max_steps)
         except _Stop as s:

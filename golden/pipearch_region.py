@@ -11,7 +11,7 @@ bits   field
 [29:16] length: lines per iteration, 1..depth
 [15]   keep count at iterations
 [14]   use the channel's address memory
-[13:0] offset (lines); offset + length must not exceed depth
+[13:0] offset (lines), 0..depth-1
 ====== =========================================================================
 
 BRAM mode, line ``k`` (0 <= k < length) of iteration ``j`` (0 <= j < iterations):
@@ -19,7 +19,9 @@ BRAM mode, line ``k`` (0 <= k < length) of iteration ``j`` (0 <= j < iterations)
 * index ``i = j*length + k`` when keep-count is set (the position keeps advancing
   across iterations), else ``i = k`` (every iteration repeats the same lines);
 * address ``(offset + i) mod depth``, or with use-address-memory
-  ``(offset + amem[i mod amem_depth]) mod depth``.
+  ``(offset + amem[i mod amem_depth]) mod depth``.  An access may run past the end
+  of the region: its addresses wrap (a ring buffer, e.g. the model ring of the
+  streamed SGD program).
 
 FIFO mode ignores offset, keep-count and use-address-memory: ``length*iterations``
 lines are pushed (write) or popped (read).  The FIFO is a ring over the storage it
@@ -31,13 +33,16 @@ Configurations:
 
 * ``regular``: one storage, one FIFO (shared by every read channel);
 * ``replicated``: one copy per read channel, every write goes to every copy; the FIFO
-  has one write pointer and a read pointer and count per read channel (each read
-  channel receives every pushed line);
+  is one queue as in ``regular`` (one write pointer, one read pointer, one count):
+  a line pushed once is popped once, by whichever read channel pops it (each read
+  channel reads it from its own copy, so FIFO and BRAM-mode readers run in parallel);
 * ``type_replicated``: separate BRAM storage and FIFO storage.
 
 The model runs accesses one after the other (``ops`` order).  Hardware may overlap
 accesses; the result is the same as long as overlapping accesses do not touch the same
-lines (FIFO producer/consumer overlap is always fine).  A push onto a full FIFO or a pop
+lines (FIFO producer/consumer overlap is always fine).  ``reset_fifo()`` empties the
+FIFO (pointers to 0, storage kept): the hardware does this on reset and the PU on
+every START, so programs know where their pushed lines land.  A push onto a full FIFO or a pop
 from an empty one in this sequential order raises ``ValueError``: split the accesses
 and interleave them in the order the hardware will see them.
 """
@@ -86,8 +91,10 @@ def access_error(word, iterations, depth) -> str | None:
         return "exactly one of the BRAM [31] and FIFO [30] bits must be set"
     if f["length"] == 0:
         return "length is 0"
-    if f["offset"] + f["length"] > depth:
-        return f"offset+length={f['offset'] + f['length']} exceeds depth {depth}"
+    if f["length"] > depth:
+        return f"length {f['length']} exceeds depth {depth}"
+    if f["offset"] >= depth:
+        return f"offset {f['offset']} is not below depth {depth}"
     if iterations == 0:
         return "iterations is 0"
     return None
@@ -121,13 +128,13 @@ class Region:
         self.amem_depth = _int(amem_depth, "amem_depth", 1)
         self.mem = np.zeros((depth, lanes), dtype=np.int64)
         self.fmem = np.zeros((depth, lanes), dtype=np.int64) if config == "type_replicated" else self.mem
-        nq = n_read if config == "replicated" else 1
-        self.wptr = 0
-        self.rptr = [0] * nq
-        self.count = [0] * nq
+        self.reset_fifo()
 
-    def _queue(self, ch: int) -> int:
-        return ch if self.config == "replicated" else 0
+    def reset_fifo(self):
+        """Empty the FIFO (pointers to 0); the storage keeps its lines."""
+        self.wptr = 0
+        self.rptr = 0
+        self.count = 0
 
     def _amem(self, amem):
         if amem is None:
@@ -153,11 +160,11 @@ class Region:
                              f"{lines.shape} {lines.dtype}")
         if f["fifo"]:
             for ln in lines:
-                if max(self.count) >= self.depth:
+                if self.count >= self.depth:
                     raise ValueError("FIFO full in sequential order (the hardware writer would stall)")
                 self.fmem[self.wptr] = ln
                 self.wptr = (self.wptr + 1) % self.depth
-                self.count = [c + 1 for c in self.count]
+                self.count += 1
         else:
             for a, ln in zip(bram_addresses(word, iterations, self.depth, self._amem(amem),
                                             self.amem_depth), lines):
@@ -173,14 +180,13 @@ class Region:
             return err
         f = decode_access(word)
         if f["fifo"]:
-            q = self._queue(ch)
             out = []
             for _ in range(f["length"] * iterations):
-                if self.count[q] == 0:
+                if self.count == 0:
                     raise ValueError("FIFO empty in sequential order (the hardware reader would stall)")
-                out.append(self.fmem[self.rptr[q]].copy())
-                self.rptr[q] = (self.rptr[q] + 1) % self.depth
-                self.count[q] -= 1
+                out.append(self.fmem[self.rptr].copy())
+                self.rptr = (self.rptr + 1) % self.depth
+                self.count -= 1
             return np.array(out, dtype=np.int64).reshape(-1, self.lanes)
         addrs = bram_addresses(word, iterations, self.depth, self._amem(amem), self.amem_depth)
         return self.mem[addrs].copy()

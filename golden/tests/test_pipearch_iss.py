@@ -144,7 +144,7 @@ ERROR_CASES = [
     ("amem past AMEM_DEPTH", lambda: _raw((w0(I.LOAD, it=17), (1 << 24) | 1, 0, 0, 0, 0, 0, 0)),
      I.E_FIELD, 2),
     ("access both modes", lambda: _raw(_dot(w2=0xC0040000)), I.E_ACCESS, 2),
-    ("offset past depth", lambda: _raw(_dot(w2=0x80040000 | 253)), I.E_ACCESS, 2),
+    ("offset past depth", lambda: _raw(_dot(w2=0x80040000 | 256)), I.E_ACCESS, 2),
     ("register offset past depth", lambda: _access_by_register(250), I.E_ACCESS, 1),
     ("negative register offset", lambda: _access_by_register(-9), I.E_ACCESS, 1),
     ("vector length", lambda: _raw(_dot(w3=0x80030000)), I.E_LENGTH, 2),

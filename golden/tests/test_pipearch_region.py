@@ -21,7 +21,8 @@ def test_word_layout_matches_table3():
     (encode_access(2, 0) | (1 << 30), 1, "exactly one"),
     (encode_access(2, 0) & ~(1 << 31), 1, "exactly one"),
     (encode_access(0, 0), 1, "length is 0"),
-    (encode_access(4, 13), 1, "exceeds depth"),
+    (encode_access(17, 0), 1, "exceeds depth"),
+    (encode_access(2, 16), 1, "not below depth"),
     (encode_access(2, 0), 0, "iterations is 0"),
 ])
 def test_illegal_words(word, it, why):
@@ -34,6 +35,8 @@ def test_illegal_words(word, it, why):
 def test_edge_legal():
     assert access_error(encode_access(16, 0), 1, 16) is None
     assert access_error(encode_access(1, 15), 1, 16) is None
+    assert access_error(encode_access(16, 15), 1, 16) is None      # runs past the end: wraps
+    assert bram_addresses(encode_access(4, 14), 1, 16) == [14, 15, 0, 1]
 
 
 def test_keep_count_semantics():
@@ -54,14 +57,13 @@ def _reference(depth, lanes, config, nr, amd, ops):
     """Independent reference: dict memories, Python lists as FIFOs of (address) slots."""
     mem = {}
     fmem = {} if config == "type_replicated" else mem
-    nq = nr if config == "replicated" else 1
-    wp, rp, cnt = 0, [0] * nq, [0] * nq
+    wp, rp, cnt = 0, 0, 0
     out = []
     for op in ops:
         w = op["access"]
         bram, fifo = w >> 31 & 1, w >> 30 & 1
         ln, keep, ua, off = w >> 16 & 0x3FFF, w >> 15 & 1, w >> 14 & 1, w & 0x3FFF
-        if bram == fifo or ln == 0 or off + ln > depth or op["iters"] == 0:
+        if bram == fifo or ln == 0 or ln > depth or off >= depth or op["iters"] == 0:
             out.append("rejected")
             continue
         n = ln * op["iters"]
@@ -70,15 +72,14 @@ def _reference(depth, lanes, config, nr, amd, ops):
                 for x in op["lines"]:
                     fmem[wp] = tuple(x)
                     wp = (wp + 1) % depth
-                    cnt = [c + 1 for c in cnt]
+                    cnt += 1
                 out.append(None)
             else:
-                q = op["ch"] if config == "replicated" else 0
                 res = []
                 for _ in range(n):
-                    res.append(fmem.get(rp[q], (0,) * lanes))
-                    rp[q] = (rp[q] + 1) % depth
-                    cnt[q] -= 1
+                    res.append(fmem.get(rp, (0,) * lanes))
+                    rp = (rp + 1) % depth
+                    cnt -= 1
                 out.append(res)
             continue
         addrs = []
@@ -101,12 +102,12 @@ def _reference(depth, lanes, config, nr, amd, ops):
 def test_random_against_reference(config, seed):
     rng = np.random.default_rng(seed)
     depth, lanes, nr, amd = 16, 3, 2, 8
-    ops, fifo_n = [], [0] * nr
+    ops, fifo_n = [], 0
     for _ in range(40):
         kind = "write" if rng.random() < 0.5 else "read"
         fifo = rng.random() < 0.35
         ln = int(rng.integers(0, 6))
-        off = int(rng.integers(0, 14))
+        off = int(rng.integers(0, 17))
         it = int(rng.integers(0, 3))
         w = encode_access(ln, off, fifo=fifo, keep=bool(rng.integers(0, 2)),
                           use_amem=bool(rng.integers(0, 2)))
@@ -114,17 +115,13 @@ def test_random_against_reference(config, seed):
             w |= 1 << (31 if fifo else 30)
         legal = access_error(w, it, depth) is None
         ch = int(rng.integers(0, nr))
-        q = ch if config == "replicated" else 0
         if fifo and legal:
             n = ln * it
-            if kind == "write" and max(fifo_n) + n > depth:
+            if kind == "write" and fifo_n + n > depth:
                 continue
-            if kind == "read" and fifo_n[q] < n:
+            if kind == "read" and fifo_n < n:
                 continue
-            if kind == "write":
-                fifo_n = [c + n for c in fifo_n]
-            else:
-                fifo_n[q] -= n
+            fifo_n += n if kind == "write" else -n
         op = {"kind": kind, "ch": ch, "access": w, "iters": it,
               "amem": rng.integers(0, depth, amd)}
         if kind == "write":
@@ -152,16 +149,29 @@ def test_fifo_overflow_and_underflow_raise():
         r.read(0, encode_access(1, 0, fifo=True), 1)
 
 
-def test_replicated_fifo_broadcasts_and_shares_storage():
+def test_replicated_fifo_is_one_queue_and_shares_storage():
     r = Region(8, 1, "replicated", 2, 2)
     r.write(encode_access(3, 0, fifo=True), 1, np.array([[1], [2], [3]]))
-    assert r.read(1, encode_access(3, 0, fifo=True), 1).ravel().tolist() == [1, 2, 3]
-    assert r.read(0, encode_access(2, 0, fifo=True), 1).ravel().tolist() == [1, 2]
+    assert r.read(1, encode_access(2, 0, fifo=True), 1).ravel().tolist() == [1, 2]
+    assert r.read(0, encode_access(1, 0, fifo=True), 1).ravel().tolist() == [3]   # popped once
+    with pytest.raises(ValueError, match="empty"):
+        r.read(1, encode_access(1, 0, fifo=True), 1)
     # the ring shares storage with BRAM mode
     assert r.read(0, encode_access(3, 0), 1).ravel().tolist() == [1, 2, 3]
     t = Region(8, 1, "type_replicated", 2, 2)
     t.write(encode_access(3, 0, fifo=True), 1, np.array([[1], [2], [3]]))
     assert t.read(0, encode_access(3, 0), 1).ravel().tolist() == [0, 0, 0]
+
+
+def test_reset_fifo_keeps_storage():
+    r = Region(8, 1, "regular", 1, 2)
+    r.write(encode_access(3, 0, fifo=True), 1, np.array([[1], [2], [3]]))
+    r.read(0, encode_access(1, 0, fifo=True), 1)
+    r.reset_fifo()
+    with pytest.raises(ValueError, match="empty"):
+        r.read(0, encode_access(1, 0, fifo=True), 1)
+    r.write(encode_access(1, 0, fifo=True), 1, np.array([[9]]))   # lands at line 0 again
+    assert r.read(0, encode_access(3, 0), 1).ravel().tolist() == [9, 2, 3]
 
 
 def test_validation():
