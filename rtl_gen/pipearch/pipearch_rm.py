@@ -136,7 +136,6 @@ def rm_channel(clk, rst, ir, ra_q, rb_q, w6, e_k, ab_k, lnd_k, ln1_k, ng_k, nz_k
     b34 = sig_u(34)
     o34 = sig_u(34)
     ln = sig_u(14)
-    end15 = sig_u(15)
     ln32 = sig_u(32)
     nib = sig_u(4)
     fa = sig_b()
@@ -168,13 +167,12 @@ def rm_channel(clk, rst, ir, ra_q, rb_q, w6, e_k, ab_k, lnd_k, ln1_k, ng_k, nz_k
 
     @always_comb
     def ch_end():
-        end15.next = concat(intbv(0)[1:], s34[14:]) + concat(intbv(0)[1:], ln)
         ln32.next = concat(intbv(0)[18:], ln)
 
     @always_comb
     def ch_chk():
         e_k.next = concat(wk[32:14], s34[14:])
-        ab_k.next = s34[34:14] != 0 or wk[31] == wk[30] or ln == 0 or end15 > DEPTH
+        ab_k.next = s34[34:14] != 0 or wk[31] == wk[30] or ln == 0 or ln > DEPTH or s34[14:] >= DEPTH
         lnd_k.next = ln32 != w6
         ln1_k.next = ln != 1
         nz_k.next = nib != 0
@@ -257,6 +255,8 @@ def ports_of(p: dict) -> list[Port]:
         Port("dbg_state", "out", 4, "state (STATE_* of golden.pipearch_isa)"),
         Port("dbg_pc", "out", 8, "PC"),
         Port("dbg_fetch", "out", 1, "pulse: the instruction at dbg_pc is fetched (PC trace)"),
+        Port("fifo_clr", "out", 1, "one-cycle pulse in the cycle after START is accepted: empty every "
+                                   "region's FIFO (engine `fifo_clr`)"),
     ]
 
 
@@ -295,7 +295,7 @@ def block_fn(p: dict):
                     m_axis_fw_tdata, m_axis_fw_tvalid, m_axis_fw_tready, m_axis_fw_tlast,
                     sub_start, sub_busy, sub_err, sub_nb, sub_pc, sub_iter, sub_w1,
                     sub_acc0, sub_acc1, sub_acc2, sub_acc3, sub_w6, sub_w7,
-                    busy, dbg_state, dbg_pc, dbg_fetch):
+                    busy, dbg_state, dbg_pc, dbg_fetch, fifo_clr):
         pmem = [sig_u(256) for _ in range(256)]
         spc = [sig_u(8) for _ in range(NSUB)]
         ir = sig_u(256)
@@ -936,6 +936,7 @@ def block_fn(p: dict):
             ld_start_r.next = False
             st_start_r.next = False
             ss_r.next = 0
+            fifo_clr.next = False
             ra_q.next = ra_val
             rb_q.next = rb_val
             busy_now = bool(busy_s)
@@ -1224,6 +1225,7 @@ def block_fn(p: dict):
                             f_sw.next = True
                         if s_axil_wdata[0] and not busy_now:
                             state.next = S_PROG
+                            fifo_clr.next = True
                             ph.next = 0
                             pc.next = 0
                             in_load.next = False

@@ -86,6 +86,7 @@ class TB:
         self.wprot = []                               # (lo, hi) byte ranges whose writes fail
         self.cycle = 0
         self.violations = []
+        self.fifo_clr_pulses = 0
         self.reset_obs()
         # firmware load / store servers
         self.ld = None
@@ -241,6 +242,10 @@ class TB:
                 self.st_err_lvl = False
                 self.st = {"addr": int(d.fw_st_addr.value) * self.LB, "n": int(d.fw_st_lines.value),
                            "got": [], "tail": int(self.rng.integers(0, 4))}
+            if int(d.fifo_clr.value):
+                self.fifo_clr_pulses += 1
+                if int(d.dbg_state.value) != I.STATE_PROG_LOAD:
+                    self.violations.append(f"cycle {self.cycle}: fifo_clr outside the START cycle")
             if int(d.dbg_fetch.value):
                 pc = int(d.dbg_pc.value)
                 self.trace.append(pc)
@@ -336,8 +341,10 @@ class TB:
         await self.wr(I.REG_PROG_HI, prog >> 32)
         await self.wr(I.REG_CTX_LO, ctx & 0xFFFFFFFF)
         await self.wr(I.REG_CTX_HI, ctx >> 32)
+        clr0 = self.fifo_clr_pulses
         await self.wr(I.REG_CTRL, I.CTRL_START)
         await self.wait_idle()
+        assert self.fifo_clr_pulses == clr0 + 1, "START must pulse fifo_clr exactly once"
         status = await self.rd(I.REG_STATUS)
         errw = await self.rd(I.REG_ERROR)
         lo = await self.rd(I.REG_CYCLES_LO)
@@ -706,12 +713,15 @@ def bad_instrs(tb: TB):
         ("both BRAM and FIFO", [w0(I.STORE, it=1), 0, B | (1 << 30) | (1 << 16), 0, 0, 0, 0, 0], I.E_ACCESS),
         ("neither mode", [w0(I.STORE, it=1), 0, (1 << 16), 0, 0, 0, 0, 0], I.E_ACCESS),
         ("length 0", [w0(I.STORE, it=1), 0, B, 0, 0, 0, 0, 0], I.E_ACCESS),
-        ("offset+length > DEPTH", [w0(I.STORE, it=1), 0, B | (4 << 16) | (D - 3), 0, 0, 0, 0, 0], I.E_ACCESS),
+        ("offset = DEPTH", [w0(I.STORE, it=1), 0, B | (4 << 16) | D, 0, 0, 0, 0, 0], I.E_ACCESS),
+        ("length > DEPTH", [w0(I.STORE, it=1), 0, B | ((D + 1) << 16), 0, 0, 0, 0, 0], I.E_ACCESS),
+        ("offset+length > DEPTH wraps: legal", [w0(I.STORE, it=1), 0, B | (4 << 16) | (D - 3), 0, 0, 0, 0, 0],
+         None),
         ("vector length", [w0(dot, it=1), 0, ok_acc, B | (3 << 16), B | (1 << 16), 0, 2, 0], I.E_LENGTH),
         ("scalar length", [w0(dot, it=1), 0, ok_acc, ok_acc, B | (2 << 16), 0, 2, 0], I.E_LENGTH),
         ("iterations > MAX_ITER", [w0(I.STORE, it=min(cfg.max_iter + 1, 8191)), 0, ok_acc, 0, 0, 0, 0, 0],
          I.E_FIELD if cfg.max_iter < 8191 else None),
-        ("FIFO ignores offset? no: offset checked", [w0(I.STORE, it=1), 0, (1 << 30) | (2 << 16) | (D - 1), 0, 0, 0, 0, 0],
+        ("FIFO ignores offset? no: offset checked", [w0(I.STORE, it=1), 0, (1 << 30) | (2 << 16) | D, 0, 0, 0, 0, 0],
          I.E_ACCESS),
     ]
     if NR < 16:

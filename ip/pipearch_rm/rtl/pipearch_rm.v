@@ -60,7 +60,8 @@ module pipearch_rm (
     busy,
     dbg_state,
     dbg_pc,
-    dbg_fetch
+    dbg_fetch,
+    fifo_clr
 );
 
 
@@ -152,6 +153,8 @@ output [7:0] dbg_pc;
 wire [7:0] dbg_pc;
 output dbg_fetch;
 wire dbg_fetch;
+output fifo_clr;
+reg fifo_clr;
 
 wire [3:0] acc_bad;
 reg [31:0] add_res;
@@ -318,7 +321,6 @@ wire rm_channel0_nz_k;
 wire rm_channel0_uz_k;
 reg [33:0] rm_channel0_a34;
 reg [33:0] rm_channel0_b34;
-wire [14:0] rm_channel0_end15;
 wire rm_channel0_fa;
 wire rm_channel0_fb;
 reg [13:0] rm_channel0_ln;
@@ -335,7 +337,6 @@ wire rm_channel1_nz_k;
 wire rm_channel1_uz_k;
 reg [33:0] rm_channel1_a34;
 reg [33:0] rm_channel1_b34;
-wire [14:0] rm_channel1_end15;
 wire rm_channel1_fa;
 wire rm_channel1_fb;
 reg [13:0] rm_channel1_ln;
@@ -352,7 +353,6 @@ wire rm_channel2_nz_k;
 wire rm_channel2_uz_k;
 reg [33:0] rm_channel2_a34;
 reg [33:0] rm_channel2_b34;
-wire [14:0] rm_channel2_end15;
 wire rm_channel2_fa;
 wire rm_channel2_fb;
 reg [13:0] rm_channel2_ln;
@@ -369,7 +369,6 @@ wire rm_channel3_nz_k;
 wire rm_channel3_uz_k;
 reg [33:0] rm_channel3_a34;
 reg [33:0] rm_channel3_b34;
-wire [14:0] rm_channel3_end15;
 wire rm_channel3_fa;
 wire rm_channel3_fb;
 reg [13:0] rm_channel3_ln;
@@ -766,13 +765,12 @@ assign rm_channel0_s34 = ((rm_channel0_o34 + rm_channel0_a34) + rm_channel0_b34)
 
 
 
-assign rm_channel0_end15 = ({1'h0, rm_channel0_s34[14-1:0]} + {1'h0, rm_channel0_ln});
 assign rm_channel0_ln32 = {18'h0, rm_channel0_ln};
 
 
 
 assign eff0 = {rm_channel0_wk[32-1:14], rm_channel0_s34[14-1:0]};
-assign rm_channel0_ab_k = ((rm_channel0_s34[34-1:14] != 0) || (rm_channel0_wk[31] == rm_channel0_wk[30]) || (rm_channel0_ln == 0) || (rm_channel0_end15 > 1024));
+assign rm_channel0_ab_k = ((rm_channel0_s34[34-1:14] != 0) || (rm_channel0_wk[31] == rm_channel0_wk[30]) || (rm_channel0_ln == 0) || (rm_channel0_ln > 1024) || (rm_channel0_s34[14-1:0] >= 1024));
 assign rm_channel0_lnd_k = (rm_channel0_ln32 != w6);
 assign rm_channel0_ln1_k = (rm_channel0_ln != 1);
 assign rm_channel0_nz_k = (rm_channel0_nib != 0);
@@ -813,13 +811,12 @@ assign rm_channel1_s34 = ((rm_channel1_o34 + rm_channel1_a34) + rm_channel1_b34)
 
 
 
-assign rm_channel1_end15 = ({1'h0, rm_channel1_s34[14-1:0]} + {1'h0, rm_channel1_ln});
 assign rm_channel1_ln32 = {18'h0, rm_channel1_ln};
 
 
 
 assign eff1 = {rm_channel1_wk[32-1:14], rm_channel1_s34[14-1:0]};
-assign rm_channel1_ab_k = ((rm_channel1_s34[34-1:14] != 0) || (rm_channel1_wk[31] == rm_channel1_wk[30]) || (rm_channel1_ln == 0) || (rm_channel1_end15 > 1024));
+assign rm_channel1_ab_k = ((rm_channel1_s34[34-1:14] != 0) || (rm_channel1_wk[31] == rm_channel1_wk[30]) || (rm_channel1_ln == 0) || (rm_channel1_ln > 1024) || (rm_channel1_s34[14-1:0] >= 1024));
 assign rm_channel1_lnd_k = (rm_channel1_ln32 != w6);
 assign rm_channel1_ln1_k = (rm_channel1_ln != 1);
 assign rm_channel1_nz_k = (rm_channel1_nib != 0);
@@ -860,13 +857,12 @@ assign rm_channel2_s34 = ((rm_channel2_o34 + rm_channel2_a34) + rm_channel2_b34)
 
 
 
-assign rm_channel2_end15 = ({1'h0, rm_channel2_s34[14-1:0]} + {1'h0, rm_channel2_ln});
 assign rm_channel2_ln32 = {18'h0, rm_channel2_ln};
 
 
 
 assign eff2 = {rm_channel2_wk[32-1:14], rm_channel2_s34[14-1:0]};
-assign rm_channel2_ab_k = ((rm_channel2_s34[34-1:14] != 0) || (rm_channel2_wk[31] == rm_channel2_wk[30]) || (rm_channel2_ln == 0) || (rm_channel2_end15 > 1024));
+assign rm_channel2_ab_k = ((rm_channel2_s34[34-1:14] != 0) || (rm_channel2_wk[31] == rm_channel2_wk[30]) || (rm_channel2_ln == 0) || (rm_channel2_ln > 1024) || (rm_channel2_s34[14-1:0] >= 1024));
 assign rm_channel2_lnd_k = (rm_channel2_ln32 != w6);
 assign rm_channel2_ln1_k = (rm_channel2_ln != 1);
 assign rm_channel2_nz_k = (rm_channel2_nib != 0);
@@ -907,13 +903,12 @@ assign rm_channel3_s34 = ((rm_channel3_o34 + rm_channel3_a34) + rm_channel3_b34)
 
 
 
-assign rm_channel3_end15 = ({1'h0, rm_channel3_s34[14-1:0]} + {1'h0, rm_channel3_ln});
 assign rm_channel3_ln32 = {18'h0, rm_channel3_ln};
 
 
 
 assign eff3 = {rm_channel3_wk[32-1:14], rm_channel3_s34[14-1:0]};
-assign rm_channel3_ab_k = ((rm_channel3_s34[34-1:14] != 0) || (rm_channel3_wk[31] == rm_channel3_wk[30]) || (rm_channel3_ln == 0) || (rm_channel3_end15 > 1024));
+assign rm_channel3_ab_k = ((rm_channel3_s34[34-1:14] != 0) || (rm_channel3_wk[31] == rm_channel3_wk[30]) || (rm_channel3_ln == 0) || (rm_channel3_ln > 1024) || (rm_channel3_s34[14-1:0] >= 1024));
 assign rm_channel3_lnd_k = (rm_channel3_ln32 != w6);
 assign rm_channel3_ln1_k = (rm_channel3_ln != 1);
 assign rm_channel3_nz_k = (rm_channel3_nib != 0);
@@ -1628,6 +1623,7 @@ always @(posedge clk) begin: main
         ctx_hi <= 0;
         ld_start_r <= 0;
         in_store <= 0;
+        fifo_clr <= 0;
         ld_active <= 0;
         f_susp <= 0;
         sw7_r <= 0;
@@ -1656,6 +1652,7 @@ always @(posedge clk) begin: main
         ld_start_r <= 1'b0;
         st_start_r <= 1'b0;
         ss_r <= 0;
+        fifo_clr <= 1'b0;
         ra_q <= ra_val;
         rb_q <= rb_val;
         busy_now = (busy_s != 0);
@@ -2039,6 +2036,7 @@ always @(posedge clk) begin: main
                         end
                         if ((s_axil_wdata[0] && (!busy_now))) begin
                             state <= 1;
+                            fifo_clr <= 1'b1;
                             ph <= 0;
                             pc <= 0;
                             in_load <= 1'b0;

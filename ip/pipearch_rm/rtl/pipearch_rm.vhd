@@ -66,7 +66,8 @@ entity pipearch_rm is
         busy: out std_logic;
         dbg_state: out std_logic_vector(3 downto 0);
         dbg_pc: out std_logic_vector(7 downto 0);
-        dbg_fetch: out std_logic
+        dbg_fetch: out std_logic;
+        fifo_clr: out std_logic
     );
 end entity pipearch_rm;
 
@@ -267,7 +268,6 @@ signal rm_channel0_nz_k: std_logic;
 signal rm_channel0_uz_k: std_logic;
 signal rm_channel0_a34: unsigned(33 downto 0);
 signal rm_channel0_b34: unsigned(33 downto 0);
-signal rm_channel0_end15: unsigned(14 downto 0);
 signal rm_channel0_fa: std_logic;
 signal rm_channel0_fb: std_logic;
 signal rm_channel0_ln: unsigned(13 downto 0);
@@ -284,7 +284,6 @@ signal rm_channel1_nz_k: std_logic;
 signal rm_channel1_uz_k: std_logic;
 signal rm_channel1_a34: unsigned(33 downto 0);
 signal rm_channel1_b34: unsigned(33 downto 0);
-signal rm_channel1_end15: unsigned(14 downto 0);
 signal rm_channel1_fa: std_logic;
 signal rm_channel1_fb: std_logic;
 signal rm_channel1_ln: unsigned(13 downto 0);
@@ -301,7 +300,6 @@ signal rm_channel2_nz_k: std_logic;
 signal rm_channel2_uz_k: std_logic;
 signal rm_channel2_a34: unsigned(33 downto 0);
 signal rm_channel2_b34: unsigned(33 downto 0);
-signal rm_channel2_end15: unsigned(14 downto 0);
 signal rm_channel2_fa: std_logic;
 signal rm_channel2_fb: std_logic;
 signal rm_channel2_ln: unsigned(13 downto 0);
@@ -318,7 +316,6 @@ signal rm_channel3_nz_k: std_logic;
 signal rm_channel3_uz_k: std_logic;
 signal rm_channel3_a34: unsigned(33 downto 0);
 signal rm_channel3_b34: unsigned(33 downto 0);
-signal rm_channel3_end15: unsigned(14 downto 0);
 signal rm_channel3_fa: std_logic;
 signal rm_channel3_fb: std_logic;
 signal rm_channel3_ln: unsigned(13 downto 0);
@@ -723,12 +720,11 @@ end process rm_channel0_ch_ops;
 rm_channel0_s34 <= ((rm_channel0_o34 + rm_channel0_a34) + rm_channel0_b34);
 
 
-rm_channel0_end15 <= (unsigned'(to_unsigned(0, 1) & rm_channel0_s34(14-1 downto 0)) + unsigned'(to_unsigned(0, 1) & rm_channel0_ln));
 rm_channel0_ln32 <= unsigned'(to_unsigned(0, 18) & rm_channel0_ln);
 
 
 eff0 <= unsigned'(rm_channel0_wk(32-1 downto 14) & rm_channel0_s34(14-1 downto 0));
-rm_channel0_ab_k <= stdl((rm_channel0_s34(34-1 downto 14) /= 0) or (rm_channel0_wk(31) = rm_channel0_wk(30)) or (rm_channel0_ln = 0) or (rm_channel0_end15 > 1024));
+rm_channel0_ab_k <= stdl((rm_channel0_s34(34-1 downto 14) /= 0) or (rm_channel0_wk(31) = rm_channel0_wk(30)) or (rm_channel0_ln = 0) or (rm_channel0_ln > 1024) or (rm_channel0_s34(14-1 downto 0) >= 1024));
 rm_channel0_lnd_k <= stdl(rm_channel0_ln32 /= w6);
 rm_channel0_ln1_k <= stdl(rm_channel0_ln /= 1);
 rm_channel0_nz_k <= stdl(rm_channel0_nib /= 0);
@@ -763,12 +759,11 @@ end process rm_channel1_ch_ops;
 rm_channel1_s34 <= ((rm_channel1_o34 + rm_channel1_a34) + rm_channel1_b34);
 
 
-rm_channel1_end15 <= (unsigned'(to_unsigned(0, 1) & rm_channel1_s34(14-1 downto 0)) + unsigned'(to_unsigned(0, 1) & rm_channel1_ln));
 rm_channel1_ln32 <= unsigned'(to_unsigned(0, 18) & rm_channel1_ln);
 
 
 eff1 <= unsigned'(rm_channel1_wk(32-1 downto 14) & rm_channel1_s34(14-1 downto 0));
-rm_channel1_ab_k <= stdl((rm_channel1_s34(34-1 downto 14) /= 0) or (rm_channel1_wk(31) = rm_channel1_wk(30)) or (rm_channel1_ln = 0) or (rm_channel1_end15 > 1024));
+rm_channel1_ab_k <= stdl((rm_channel1_s34(34-1 downto 14) /= 0) or (rm_channel1_wk(31) = rm_channel1_wk(30)) or (rm_channel1_ln = 0) or (rm_channel1_ln > 1024) or (rm_channel1_s34(14-1 downto 0) >= 1024));
 rm_channel1_lnd_k <= stdl(rm_channel1_ln32 /= w6);
 rm_channel1_ln1_k <= stdl(rm_channel1_ln /= 1);
 rm_channel1_nz_k <= stdl(rm_channel1_nib /= 0);
@@ -803,12 +798,11 @@ end process rm_channel2_ch_ops;
 rm_channel2_s34 <= ((rm_channel2_o34 + rm_channel2_a34) + rm_channel2_b34);
 
 
-rm_channel2_end15 <= (unsigned'(to_unsigned(0, 1) & rm_channel2_s34(14-1 downto 0)) + unsigned'(to_unsigned(0, 1) & rm_channel2_ln));
 rm_channel2_ln32 <= unsigned'(to_unsigned(0, 18) & rm_channel2_ln);
 
 
 eff2 <= unsigned'(rm_channel2_wk(32-1 downto 14) & rm_channel2_s34(14-1 downto 0));
-rm_channel2_ab_k <= stdl((rm_channel2_s34(34-1 downto 14) /= 0) or (rm_channel2_wk(31) = rm_channel2_wk(30)) or (rm_channel2_ln = 0) or (rm_channel2_end15 > 1024));
+rm_channel2_ab_k <= stdl((rm_channel2_s34(34-1 downto 14) /= 0) or (rm_channel2_wk(31) = rm_channel2_wk(30)) or (rm_channel2_ln = 0) or (rm_channel2_ln > 1024) or (rm_channel2_s34(14-1 downto 0) >= 1024));
 rm_channel2_lnd_k <= stdl(rm_channel2_ln32 /= w6);
 rm_channel2_ln1_k <= stdl(rm_channel2_ln /= 1);
 rm_channel2_nz_k <= stdl(rm_channel2_nib /= 0);
@@ -843,12 +837,11 @@ end process rm_channel3_ch_ops;
 rm_channel3_s34 <= ((rm_channel3_o34 + rm_channel3_a34) + rm_channel3_b34);
 
 
-rm_channel3_end15 <= (unsigned'(to_unsigned(0, 1) & rm_channel3_s34(14-1 downto 0)) + unsigned'(to_unsigned(0, 1) & rm_channel3_ln));
 rm_channel3_ln32 <= unsigned'(to_unsigned(0, 18) & rm_channel3_ln);
 
 
 eff3 <= unsigned'(rm_channel3_wk(32-1 downto 14) & rm_channel3_s34(14-1 downto 0));
-rm_channel3_ab_k <= stdl((rm_channel3_s34(34-1 downto 14) /= 0) or (rm_channel3_wk(31) = rm_channel3_wk(30)) or (rm_channel3_ln = 0) or (rm_channel3_end15 > 1024));
+rm_channel3_ab_k <= stdl((rm_channel3_s34(34-1 downto 14) /= 0) or (rm_channel3_wk(31) = rm_channel3_wk(30)) or (rm_channel3_ln = 0) or (rm_channel3_ln > 1024) or (rm_channel3_s34(14-1 downto 0) >= 1024));
 rm_channel3_lnd_k <= stdl(rm_channel3_ln32 /= w6);
 rm_channel3_ln1_k <= stdl(rm_channel3_ln /= 1);
 rm_channel3_nz_k <= stdl(rm_channel3_nib /= 0);
@@ -1496,6 +1489,7 @@ begin
             ctx_hi <= to_unsigned(0, 32);
             ld_start_r <= '0';
             in_store <= '0';
+            fifo_clr <= '0';
             ld_active <= '0';
             f_susp <= '0';
             sw7_r <= to_unsigned(0, 32);
@@ -1523,6 +1517,7 @@ begin
             ld_start_r <= '0';
             st_start_r <= '0';
             ss_r <= to_unsigned(0, 7);
+            fifo_clr <= '0';
             ra_q <= ra_val;
             rb_q <= rb_val;
             busy_now := busy_s;
@@ -1850,6 +1845,7 @@ begin
                         end if;
                         if (bool(s_axil_wdata_num(0)) and (not bool(busy_now))) then
                             state <= to_unsigned(1, 4);
+                            fifo_clr <= '1';
                             ph <= to_unsigned(0, 2);
                             pc <= to_unsigned(0, 8);
                             in_load <= '0';
