@@ -147,9 +147,26 @@ def _pos(v, name):
 # =====================================================================================
 # SGD (PipeArch Alg. 1)
 # =====================================================================================
+def stream_regions_ok(cfg: PUConfig) -> str | None:
+    """Why ``cfg`` cannot run the streamed SGD program (None: it can).  Regions 0..3 are
+    the model ring (regular or replicated; replicated lets its FIFO reader and two BRAM
+    readers run in parallel), two sample copies whose FIFO is a separate queue
+    (type_replicated) and a FIFO for the steps (any)."""
+    rc = cfg.region_configs
+    if cfg.nregions < 4:
+        return f"needs 4 regions, the PU has {cfg.nregions}"
+    if rc[0] == "type_replicated":
+        return "region 0 (model ring) must be regular or replicated: its FIFO and BRAM reads share storage"
+    for r in (1, 2):
+        if rc[r] != "type_replicated":
+            return f"region {r} must be type_replicated (samples in BRAM mode plus a separate FIFO)"
+    return None
+
+
 def sgd_job(*, m: int, n: int, loss: str, alpha: float, lam2: float, epochs: int,
             batch: int = 1, partition: int | None = None, reshuffle: bool = True,
-            cfg: PUConfig | None = None, base: int = 0, context_groups: bool = True) -> Job:
+            cfg: PUConfig | None = None, base: int = 0, context_groups: bool = True,
+            stream: bool | None = None) -> Job:
     """Mini-batch SGD for ridge / logistic regression with L2 (PipeArch Alg. 1).
 
     Bit-exact with ``golden.sgd.sgd(A, b, loss=..., alpha, lam2, epochs, order, batch,
@@ -161,8 +178,14 @@ def sgd_job(*, m: int, n: int, loss: str, alpha: float, lam2: float, epochs: int
 
     Areas: ``x`` (model, ``ceil(n/LANES)`` lines), ``a`` (samples in visiting order,
     one vector each, one copy per epoch unless ``reshuffle=False``), ``b`` (labels, one
-    line each, same order).  Regions: 0 model and its working copy, 1 the partition's
-    samples, 2 its labels, 3 dot products and steps.
+    line each, same order).
+
+    ``stream=False``: every subroutine blocking, BRAM mode.  Regions: 0 model and its
+    working copy, 1 the partition's samples, 2 its labels, 3 dot products and steps.
+
+    ``stream=True`` (``batch == 1`` and :func:`stream_regions_ok`): the streamed
+    pipeline of :func:`_sgd_stream_body`, about ``D = ceil(n/LANES)`` cycles per sample
+    plus a constant.  ``stream=None`` (default) streams whenever that is possible.
     """
     cfg = cfg or PUConfig()
     fmt = cfg.fmt
@@ -181,6 +204,13 @@ def sgd_job(*, m: int, n: int, loss: str, alpha: float, lam2: float, epochs: int
     _check_cfg(cfg, {"nregions": 4, "depth": max(2 * Dl, P * Dl, 2 * batch), "max_dim": Dl,
                      "max_iter": batch}, "sgd_job")
     _require(P * Dl <= (1 << 14) - 1, "partition * ceil(n/LANES) must fit the 14-bit length field")
+    why = stream_regions_ok(cfg) or (None if batch == 1 else f"batch = {batch} (streaming is batch 1)") \
+        or (None if context_groups else "context_groups=False (a resumed stream needs its model ring refilled)")
+    if stream is None:
+        stream = why is None
+    _require(not (stream and why), f"sgd_job(stream=True): {why}")
+    if stream:
+        _check_cfg(cfg, {"depth": max(2 * Dl, P * Dl + P)}, "sgd_job(stream=True)")
 
     al = _Alloc(cfg, base)
     copies = epochs if reshuffle else 1
@@ -189,13 +219,22 @@ def sgd_job(*, m: int, n: int, loss: str, alpha: float, lam2: float, epochs: int
     b_addr = al.area("b", copies * m)
 
     RX, RA, RB, RS = 0, 1, 2, 3
-    p = Program(cfg, f"sgd_{loss}")
-    p.load(acc(Dl), x_addr, regions=[RX])                     # Alg. 1 line 4: Load(xAddr, x)
+    p = Program(cfg, f"sgd_{loss}" + ("_stream" if stream else ""))
+    if stream:
+        p.load(acc(Dl, fifo=True), x_addr, regions=[RX])      # the ring starts at line 0
+        p.li(11, cfg.depth)
+    else:
+        p.load(acc(Dl), x_addr, regions=[RX])                 # Alg. 1 line 4: Load(xAddr, x)
     p.li(2, epochs).li(6, nparts).li(9, P).li(12, 2 * batch)
     p.li(3, a_addr).li(4, b_addr)
     p.label("epoch")
     p.li(5, 0)
     p.label("part")
+    if stream:
+        _sgd_stream_body(p, Dl, P, loss == "logistic", alpha_q, c_q)
+        return _sgd_finish(p, cfg, fmt, m, n, epochs, batch, P, nparts, loss, alpha, lam2, reshuffle,
+                           alpha_q, c_q, al, base, x_addr, a_addr, b_addr, copies, L, Dl,
+                           context_groups, stream=True)
     p.load(acc(P * Dl), 0, regions=[RA], rb=3, addr_rb=True)   # the partition's samples
     p.load(acc(P), 0, regions=[RB], rb=4, addr_rb=True)        # and labels
     p.li(7, 0).li(8, 0)
@@ -217,26 +256,83 @@ def sgd_job(*, m: int, n: int, loss: str, alpha: float, lam2: float, epochs: int
     # x = x - 2 alpha lam2 x_t (back into the model lines)
     p.l2reg(ch(RX, Dl, Dl), ch(RX, Dl), ch(RX, Dl), dim=Dl, c=c_q)
     p.addi(7, 7, batch * Dl).addi(8, 8, batch).blt(8, 9, "batch")
+    return _sgd_finish(p, cfg, fmt, m, n, epochs, batch, P, nparts, loss, alpha, lam2, reshuffle,
+                       alpha_q, c_q, al, base, x_addr, a_addr, b_addr, copies, L, Dl,
+                       context_groups, stream=False)
+
+
+def _sgd_stream_body(p, Dl, P, sigmoid, alpha_q, c_q):
+    """One partition of batch-1 SGD as a streamed pipeline (every subroutine non-blocking).
+
+    Regions: 0 the model ring (``x`` pushed in FIFO mode; R11 = DEPTH), 1 and 2 two copies
+    of the partition's samples (LOAD broadcast) in BRAM mode with 2 also holding the
+    labels at line ``P*Dl``, 3 a FIFO.  Per sample ``i`` (R7 = i*Dl, R8 = i, R10 = ring
+    line of ``x_i``)::
+
+        DOTSIG   x_i   <- FIFO of region 0 (as L2REG(i-1) pushes it),  a_i <- region 1,
+                 dot   -> FIFO of region 1
+        SCALAR   dot   <- FIFO of region 1, b_i <- region 2,  s -> FIFO of region 3
+        MULTSUB  x_i   <- region 0 at R10, a_i <- region 2,  s <- FIFO of region 3,
+                 t     -> FIFO of region 2
+        L2REG    t     <- FIFO of region 2, x_i <- region 0 at R10,
+                 x_i+1 -> FIFO of region 0 (ring line R10 + Dl)
+
+    Every FIFO has exactly one producer and one consumer channel, so the order of lines
+    is the program order whatever the timing; the model ring (DEPTH >= 2*Dl) keeps
+    ``x_i`` until L2REG(i) has read it.  DOTSIG(i+1) then overlaps MULTSUB(i) and
+    L2REG(i): a sample costs about Dl cycles plus the latency from its last model line
+    through DOTSIG, SCALAR and the first lines of MULTSUB/L2REG.  The partition ends
+    with a BLOCK (before its samples are overwritten, the YIELD and the final STORE)."""
+    RX, RA, RB, RS = 0, 1, 2, 3
+    p.load(acc(P * Dl), 0, regions=[RA, RB], rb=3, addr_rb=True)   # samples, two copies
+    p.load(acc(P, P * Dl), 0, regions=[RB], rb=4, addr_rb=True)    # labels after them
+    p.li(7, 0).li(8, 0)
+    p.label("batch")
+    p.dotsig(ch(RX, Dl, fifo=True), ch(RA, Dl, ra=True), ch(RA, 1, fifo=True),
+             dim=Dl, sigmoid=sigmoid, ra=7, nb=True)
+    p.scalar(ch(RA, 1, fifo=True), ch(RB, 1, P * Dl, rb=True), ch(RS, 1, fifo=True),
+             alpha=alpha_q, rb=8, nb=True)
+    p.multsub(ch(RX, Dl, ra=True), ch(RB, Dl, rb=True), ch(RS, 1, fifo=True), ch(RB, Dl, fifo=True),
+              dim=Dl, ra=10, rb=7, nb=True)
+    p.l2reg(ch(RB, Dl, fifo=True), ch(RX, Dl, ra=True), ch(RX, Dl, fifo=True), dim=Dl, c=c_q,
+            ra=10, nb=True)
+    p.addi(10, 10, Dl).blt(10, 11, "ring")
+    p.addi(10, 10, -p.cfg.depth)
+    p.label("ring")
+    p.addi(7, 7, Dl).addi(8, 8, 1).blt(8, 9, "batch")
+    p.block()
+
+
+def _sgd_finish(p, cfg, fmt, m, n, epochs, batch, P, nparts, loss, alpha, lam2, reshuffle,
+                alpha_q, c_q, al, base, x_addr, a_addr, b_addr, copies, L, Dl, context_groups,
+                stream):
+    RX = 0
+    xr = ch(RX, Dl, ra=True) if stream else ch(RX, Dl)   # stream: x at ring line R10
     p.addi(3, 3, P * Dl).addi(4, 4, P).addi(5, 5, 1)
     p.yield_()                                                 # Alg. 1 line 15
     p.blt(5, 6, "part")
     if not reshuffle:
         p.li(3, a_addr).li(4, b_addr)
     p.addi(1, 1, 1).blt(1, 2, "epoch")
-    p.store(ch(RX, Dl), x_addr)                                # Alg. 1 line 16
+    p.store(xr, x_addr, ra=10 if stream else 0)                # Alg. 1 line 16
     p.end()
     if context_groups:
         p.store_context()
-        p.store(ch(RX, Dl), x_addr)
+        p.store(xr, x_addr, ra=10 if stream else 0)
         p.end()
         p.load_context()
-        p.load(acc(Dl), x_addr, regions=[RX])
+        if stream:                   # START emptied the FIFOs: refill the ring from line 0
+            p.li(10, 0)
+            p.load(acc(Dl, fifo=True), x_addr, regions=[RX])
+        else:
+            p.load(acc(Dl), x_addr, regions=[RX])
         p.resume()
     asm = p.assemble()
-    job = Job(f"sgd_{loss}", cfg, asm, base, al.prog, al.ctx, al.areas, al.end, nparts, epochs,
+    name = f"sgd_{loss}" + ("_stream" if stream else "")
+    job = Job(name, cfg, asm, base, al.prog, al.ctx, al.areas, al.end, nparts, epochs,
               ("x",), {"m": m, "n": n, "batch": batch, "partition": P, "loss": loss,
                        "alpha": alpha, "lam2": lam2, "reshuffle": reshuffle,
-                       "alpha_q": alpha_q, "c_q": c_q})
+                       "alpha_q": alpha_q, "c_q": c_q, "stream": stream})
 
     def load(mem: Memory, A, b, order, x0=None):
         """Quantise like golden.sgd and lay out the model, samples and labels."""

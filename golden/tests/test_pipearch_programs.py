@@ -89,6 +89,85 @@ def test_sgd_loss_per_epoch_trajectory():
     assert np.array_equal(job.model(mem), gold.x)
 
 
+STREAM_REGIONS = ("replicated", "type_replicated", "type_replicated", "regular")
+
+
+def stream_cfg(lanes, depth=512, regions=STREAM_REGIONS):
+    return PUConfig(lanes=lanes, nregions=4, depth=depth, amem_depth=128, region_configs=regions)
+
+
+@pytest.mark.parametrize("lanes", [1, 4, 16])
+@pytest.mark.parametrize("loss", ["ridge", "logistic"])
+@pytest.mark.parametrize("n", [7, 40])
+def test_sgd_stream_bit_exact_and_preemptable(lanes, loss, n):
+    """The streamed batch-1 program equals golden.sgd, uninterrupted and when suspended
+    at every YIELD (each resume refills the model ring from line 0)."""
+    A, b, order = sgd_data(loss, n=n)
+    x0 = np.random.default_rng(SEED + 1).uniform(-0.5, 0.5, n)
+    gold = sgd_mod.sgd(A, b, loss=loss, alpha=0.25, lam2=0.02, epochs=3, order=order, x0=x0, fmt=FMT)
+    for switch in (None, 1):
+        job = sgd_job(m=24, n=n, loss=loss, alpha=0.25, lam2=0.02, epochs=3, partition=6,
+                      cfg=stream_cfg(lanes))
+        assert job.info["stream"] and job.name.endswith("_stream")
+        m, mem = machine(job, lanes, A, b, order, x0=x0)
+        rs = run_to_end(job, m) if switch is None else run_to_end(job, m, switch_at_yield=switch)
+        assert len(rs) == (1 if switch is None else 1 + 3 * 24 // 6)
+        assert np.array_equal(job.model(mem), gold.x)
+
+
+def test_sgd_stream_ring_wraps_and_two_jobs_interleave():
+    """Ring of 2*Dl lines exactly (DEPTH = 16, Dl = 3 does not divide it: accesses wrap),
+    and two streamed jobs preempting each other on one machine."""
+    cfg = stream_cfg(4, depth=16)
+    A, b, order = sgd_data("ridge", m=8, n=10, epochs=2)
+    A2, b2, order2 = sgd_data("logistic", m=8, n=10, epochs=2, seed=SEED + 5)
+    j1 = sgd_job(m=8, n=10, loss="ridge", alpha=0.25, lam2=0.02, epochs=2, partition=4, cfg=cfg)
+    j2 = sgd_job(m=8, n=10, loss="logistic", alpha=0.25, lam2=0.02, epochs=2, partition=4, cfg=cfg,
+                 base=-(-j1.end // 32) * 32)
+    mem = Memory(j2.end, 4)
+    j1.load(mem, A, b, order)
+    j2.load(mem, A2, b2, order2)
+    mach = Machine(cfg, mem)
+    done = [False, False]
+    while not all(done):
+        for k, j in enumerate((j1, j2)):
+            if not done[k]:
+                done[k] = j.start(mach, switch_at_yield=1).finished
+    for j, (a_, b_, o_, loss) in ((j1, (A, b, order, "ridge")), (j2, (A2, b2, order2, "logistic"))):
+        g = sgd_mod.sgd(a_, b_, loss=loss, alpha=0.25, lam2=0.02, epochs=2, order=o_, fmt=FMT)
+        assert np.array_equal(j.model(mem), g.x)
+
+
+def test_sgd_stream_choice_and_requirements():
+    kw = dict(m=24, n=7, loss="ridge", alpha=0.25, lam2=0.02, epochs=1, partition=6)
+    assert not sgd_job(**kw, cfg=cfg_for(4)).info["stream"]              # all regular: blocking
+    assert not sgd_job(**kw, batch=2, cfg=stream_cfg(4)).info["stream"]  # mini-batch: blocking
+    assert not sgd_job(**kw, cfg=stream_cfg(4), context_groups=False).info["stream"]
+    assert not sgd_job(**kw, cfg=stream_cfg(4), stream=False).info["stream"]
+    with pytest.raises(ValueError, match="region 1 must be type_replicated"):
+        sgd_job(**kw, cfg=cfg_for(4), stream=True)
+    with pytest.raises(ValueError, match="batch = 2"):
+        sgd_job(**kw, batch=2, cfg=stream_cfg(4), stream=True)
+    with pytest.raises(ValueError, match="region 0"):
+        sgd_job(**kw, cfg=stream_cfg(4, regions=("type_replicated",) * 4), stream=True)
+    with pytest.raises(ValueError, match="DEPTH >= 18"):   # 6 samples x 2 lines + 6 labels
+        sgd_job(**kw, cfg=stream_cfg(4, depth=16), stream=True)
+
+
+def test_sgd_stream_region_requirement_is_real(monkeypatch):
+    """With the sample regions regular, their FIFO ring overwrites the samples: the
+    requirement check is what keeps the result right."""
+    import golden.pipearch_programs as progs
+    monkeypatch.setattr(progs, "stream_regions_ok", lambda cfg: None)
+    A, b, order = sgd_data("ridge")
+    job = sgd_job(m=24, n=7, loss="ridge", alpha=0.25, lam2=0.02, epochs=1, partition=6,
+                  cfg=stream_cfg(4, regions=("replicated", "regular", "regular", "regular")))
+    m, mem = machine(job, 4, A, b, order[:1])
+    job.start(m)
+    gold = sgd_mod.sgd(A, b, loss="ridge", alpha=0.25, lam2=0.02, epochs=1, order=order[:1], fmt=FMT)
+    assert not np.array_equal(job.model(mem), gold.x)
+
+
 # ---------------------------------------------------------------------------------
 # SCD
 # ---------------------------------------------------------------------------------
