@@ -163,6 +163,140 @@ def stream_regions_ok(cfg: PUConfig) -> str | None:
     return None
 
 
+def _sgd_stream_job(cfg, m, n, loss, alpha, lam2, epochs, P, reshuffle, base, alpha_q, c_q) -> Job:
+    """Batch-1 SGD as a streamed pipeline (``sgd_job(stream=True)``).
+
+    Regions: 0 the model ring (``x`` pushed in FIFO mode, read back in BRAM mode at ring
+    line R10; DEPTH >= 2*Dl), 1 and 2 two copies of the partition data (LOAD broadcast)
+    in BRAM mode, each split into two halves of ``H = P*Dl + P`` lines (a partition's
+    samples, then its labels) so that the next partition is loaded, non-blocking, while
+    the current one runs; the FIFOs of regions 1, 2 and 3 carry dot products, steps
+    ``t`` and step sizes.  Per sample ``i`` (R7 = its sample line, R8 = its label line)::
+
+        DOTSIG   x_i <- FIFO 0 (as L2REG(i-1) pushes it),  a_i <- region 1,  dot -> FIFO 1
+        SCALAR   dot <- FIFO 1,  b_i <- region 2,  s -> FIFO 3
+        MULTSUB  x_i <- region 0 at R10,  a_i <- region 2,  s <- FIFO 3,  t -> FIFO 2
+        L2REG    t <- FIFO 2,  x_i <- region 0 at R10,  x_i+1 -> FIFO 0 (ring line R10+Dl)
+
+    All four are non-blocking and DOTSIG(i+1) is issued a few instructions after
+    L2REG(i), so it runs alongside MULTSUB(i)/L2REG(i): a sample costs about Dl cycles
+    plus the latency from its last model line through DOTSIG and SCALAR to the first
+    lines of MULTSUB and L2REG.  Hazards: every FIFO has one producer and one consumer
+    channel, so its order is program order whatever the timing; the ring keeps ``x_i``
+    until L2REG(i) has read it; the prefetch into the other half is issued after the
+    first MULTSUB of a partition (decode waited for the previous MULTSUB, so every
+    reader of the previous partition is done) and a BLOCK on LOAD precedes the next
+    partition.  The YIELD sits between partitions where only the model is live; a
+    resumed thread refills the ring from line 0 (START empties the FIFOs) and reloads
+    the next partition (LoadContext).
+
+    Area ``ab``: one data copy per epoch (one in all if ``reshuffle=False``), per
+    partition ``P*Dl`` sample lines then ``P`` label lines.
+    """
+    fmt, L = cfg.fmt, cfg.lanes
+    Dl = _cdiv(n, L)
+    nparts = m // P
+    H = P * Dl + P
+    _check_cfg(cfg, {"depth": max(2 * Dl, 2 * H), "max_dim": Dl}, "sgd_job(stream=True)")
+    copies = epochs if reshuffle else 1
+    al = _Alloc(cfg, base)
+    x_addr = al.area("x", Dl)
+    ab_addr = al.area("ab", copies * nparts * H)
+    total = epochs * nparts
+    RX, RA, RB, RS = 0, 1, 2, 3
+    p = Program(cfg, f"sgd_{loss}_stream")
+    nlab = [0]
+
+    def next_part():                 # R14 (R5): the partition after the one at R14
+        p.addi(14, 14, H)
+        if not reshuffle:
+            nlab[0] += 1
+            ok = f"np{nlab[0]}"
+            p.addi(5, 5, 1).blt(5, 6, ok)
+            p.li(5, 0).li(14, ab_addr)
+            p.label(ok)
+
+    def first_sample():              # R7/R8/R9 of the partition in half R13
+        p.addi(7, 13, 0).addi(8, 13, P * Dl).addi(9, 8, P)
+
+    def prefetch(nb):                # the partition at R14 into half R4 of regions 1, 2
+        p.load(acc(H, ra=True), 0, regions=[RA, RB], ra=4, rb=14, addr_rb=True, nb=nb)
+
+    p.load(acc(Dl, fifo=True), x_addr, regions=[RX])          # the ring starts at line 0
+    p.li(11, cfg.depth).li(6, nparts).li(12, total - 1).li(4, 0).li(14, ab_addr)
+    prefetch(False)                                            # partition 0 into half 0
+    p.li(4, H)
+    next_part()
+    first_sample()
+    p.label("next")
+    p.dotsig(ch(RX, Dl, fifo=True), ch(RA, Dl, ra=True), ch(RA, 1, fifo=True),
+             dim=Dl, sigmoid=(loss == "logistic"), ra=7, nb=True)
+    p.scalar(ch(RA, 1, fifo=True), ch(RB, 1, rb=True), ch(RS, 1, fifo=True), alpha=alpha_q, rb=8, nb=True)
+    p.multsub(ch(RX, Dl, ra=True), ch(RB, Dl, rb=True), ch(RS, 1, fifo=True), ch(RB, Dl, fifo=True),
+              dim=Dl, ra=10, rb=7, nb=True)
+    p.l2reg(ch(RB, Dl, fifo=True), ch(RX, Dl, ra=True), ch(RX, Dl, fifo=True), dim=Dl, c=c_q,
+            ra=10, nb=True)
+    p.bne(7, 13, "nopf").beq(12, 0, "nopf")
+    prefetch(True)
+    p.label("nopf")
+    p.addi(10, 10, Dl).blt(10, 11, "ring").addi(10, 10, -cfg.depth)
+    p.label("ring")
+    p.addi(7, 7, Dl).addi(8, 8, 1).blt(8, 9, "next")
+    p.yield_()                                                 # Alg. 1 line 15
+    p.beq(12, 0, "done")
+    p.addi(15, 13, 0).addi(13, 4, 0).addi(4, 15, 0).addi(12, 12, -1)
+    next_part()
+    first_sample()
+    p.block("load")
+    p.jmp("next")
+    p.label("done")
+    p.block()
+    p.store(ch(RX, Dl, ra=True), x_addr, ra=10)               # Alg. 1 line 16
+    p.end()
+    p.store_context()
+    p.store(ch(RX, Dl, ra=True), x_addr, ra=10)
+    p.end()
+    p.load_context()
+    p.li(10, 0)
+    p.load(acc(Dl, fifo=True), x_addr, regions=[RX])
+    p.beq(12, 0, "lc_end")
+    prefetch(False)
+    p.label("lc_end")
+    p.resume()
+    asm = p.assemble()
+    job = Job(f"sgd_{loss}_stream", cfg, asm, base, al.prog, al.ctx, al.areas, al.end, nparts, epochs,
+              ("x",), {"m": m, "n": n, "batch": 1, "partition": P, "loss": loss,
+                       "alpha": alpha, "lam2": lam2, "reshuffle": reshuffle,
+                       "alpha_q": alpha_q, "c_q": c_q, "stream": True})
+
+    def load(mem: Memory, A, b, order, x0=None):
+        """Quantise like golden.sgd and lay out the model and the partition blocks."""
+        A = V.finite_array(A, "A", 2, (m, n))
+        b = V.finite_array(b, "b", 1, (m,))
+        order = V.permutations(order, "order", (epochs, m))
+        if not reshuffle and not np.all(order == order[0]):
+            raise ValueError("reshuffle=False needs the same order every epoch")
+        Aq = fmt.to_fixed(A, name="A")
+        bq = fmt.to_fixed(b, name="b")
+        x = np.zeros(n, dtype=np.int64) if x0 is None else fmt.to_fixed(V.finite_array(x0, "x0", 1, (n,)), name="x0")
+        job.place_program(mem)
+        mem.write_lines(x_addr, vector_lines(x, L))
+        for e in range(copies):
+            for q in range(nparts):
+                idx = order[e][q * P:(q + 1) * P]
+                rows = np.zeros((P, Dl * L), dtype=np.int64)
+                rows[:, :n] = Aq[idx]
+                at = ab_addr + (e * nparts + q) * H
+                mem.write_lines(at, rows.reshape(P * Dl, L))
+                mem.write_lines(at + P * Dl, scalar_lines(bq[idx], L))
+        job.data = (A, b)
+
+    job.load = load
+    job.model = lambda mem: mem.read_vector(x_addr, n)
+    job.objective = lambda xw: sgd_mod.objective(job.data[0], job.data[1], fmt.to_float(xw), loss, lam2)
+    return job
+
+
 def sgd_job(*, m: int, n: int, loss: str, alpha: float, lam2: float, epochs: int,
             batch: int = 1, partition: int | None = None, reshuffle: bool = True,
             cfg: PUConfig | None = None, base: int = 0, context_groups: bool = True,
@@ -184,7 +318,7 @@ def sgd_job(*, m: int, n: int, loss: str, alpha: float, lam2: float, epochs: int
     working copy, 1 the partition's samples, 2 its labels, 3 dot products and steps.
 
     ``stream=True`` (``batch == 1`` and :func:`stream_regions_ok`): the streamed
-    pipeline of :func:`_sgd_stream_body`, about ``D = ceil(n/LANES)`` cycles per sample
+    pipeline of :func:`_sgd_stream_job` (its own layout), about ``D = ceil(n/LANES)`` cycles per sample
     plus a constant.  ``stream=None`` (default) streams whenever that is possible.
     """
     cfg = cfg or PUConfig()
@@ -210,7 +344,7 @@ def sgd_job(*, m: int, n: int, loss: str, alpha: float, lam2: float, epochs: int
         stream = why is None
     _require(not (stream and why), f"sgd_job(stream=True): {why}")
     if stream:
-        _check_cfg(cfg, {"depth": max(2 * Dl, P * Dl + P)}, "sgd_job(stream=True)")
+        return _sgd_stream_job(cfg, m, n, loss, alpha, lam2, epochs, P, reshuffle, base, alpha_q, c_q)
 
     al = _Alloc(cfg, base)
     copies = epochs if reshuffle else 1
@@ -219,22 +353,13 @@ def sgd_job(*, m: int, n: int, loss: str, alpha: float, lam2: float, epochs: int
     b_addr = al.area("b", copies * m)
 
     RX, RA, RB, RS = 0, 1, 2, 3
-    p = Program(cfg, f"sgd_{loss}" + ("_stream" if stream else ""))
-    if stream:
-        p.load(acc(Dl, fifo=True), x_addr, regions=[RX])      # the ring starts at line 0
-        p.li(11, cfg.depth)
-    else:
-        p.load(acc(Dl), x_addr, regions=[RX])                 # Alg. 1 line 4: Load(xAddr, x)
+    p = Program(cfg, f"sgd_{loss}")
+    p.load(acc(Dl), x_addr, regions=[RX])                     # Alg. 1 line 4: Load(xAddr, x)
     p.li(2, epochs).li(6, nparts).li(9, P).li(12, 2 * batch)
     p.li(3, a_addr).li(4, b_addr)
     p.label("epoch")
     p.li(5, 0)
     p.label("part")
-    if stream:
-        _sgd_stream_body(p, Dl, P, loss == "logistic", alpha_q, c_q)
-        return _sgd_finish(p, cfg, fmt, m, n, epochs, batch, P, nparts, loss, alpha, lam2, reshuffle,
-                           alpha_q, c_q, al, base, x_addr, a_addr, b_addr, copies, L, Dl,
-                           context_groups, stream=True)
     p.load(acc(P * Dl), 0, regions=[RA], rb=3, addr_rb=True)   # the partition's samples
     p.load(acc(P), 0, regions=[RB], rb=4, addr_rb=True)        # and labels
     p.li(7, 0).li(8, 0)
@@ -256,83 +381,26 @@ def sgd_job(*, m: int, n: int, loss: str, alpha: float, lam2: float, epochs: int
     # x = x - 2 alpha lam2 x_t (back into the model lines)
     p.l2reg(ch(RX, Dl, Dl), ch(RX, Dl), ch(RX, Dl), dim=Dl, c=c_q)
     p.addi(7, 7, batch * Dl).addi(8, 8, batch).blt(8, 9, "batch")
-    return _sgd_finish(p, cfg, fmt, m, n, epochs, batch, P, nparts, loss, alpha, lam2, reshuffle,
-                       alpha_q, c_q, al, base, x_addr, a_addr, b_addr, copies, L, Dl,
-                       context_groups, stream=False)
-
-
-def _sgd_stream_body(p, Dl, P, sigmoid, alpha_q, c_q):
-    """One partition of batch-1 SGD as a streamed pipeline (every subroutine non-blocking).
-
-    Regions: 0 the model ring (``x`` pushed in FIFO mode; R11 = DEPTH), 1 and 2 two copies
-    of the partition's samples (LOAD broadcast) in BRAM mode with 2 also holding the
-    labels at line ``P*Dl``, 3 a FIFO.  Per sample ``i`` (R7 = i*Dl, R8 = i, R10 = ring
-    line of ``x_i``)::
-
-        DOTSIG   x_i   <- FIFO of region 0 (as L2REG(i-1) pushes it),  a_i <- region 1,
-                 dot   -> FIFO of region 1
-        SCALAR   dot   <- FIFO of region 1, b_i <- region 2,  s -> FIFO of region 3
-        MULTSUB  x_i   <- region 0 at R10, a_i <- region 2,  s <- FIFO of region 3,
-                 t     -> FIFO of region 2
-        L2REG    t     <- FIFO of region 2, x_i <- region 0 at R10,
-                 x_i+1 -> FIFO of region 0 (ring line R10 + Dl)
-
-    Every FIFO has exactly one producer and one consumer channel, so the order of lines
-    is the program order whatever the timing; the model ring (DEPTH >= 2*Dl) keeps
-    ``x_i`` until L2REG(i) has read it.  DOTSIG(i+1) then overlaps MULTSUB(i) and
-    L2REG(i): a sample costs about Dl cycles plus the latency from its last model line
-    through DOTSIG, SCALAR and the first lines of MULTSUB/L2REG.  The partition ends
-    with a BLOCK (before its samples are overwritten, the YIELD and the final STORE)."""
-    RX, RA, RB, RS = 0, 1, 2, 3
-    p.load(acc(P * Dl), 0, regions=[RA, RB], rb=3, addr_rb=True)   # samples, two copies
-    p.load(acc(P, P * Dl), 0, regions=[RB], rb=4, addr_rb=True)    # labels after them
-    p.li(7, 0).li(8, 0)
-    p.label("batch")
-    p.dotsig(ch(RX, Dl, fifo=True), ch(RA, Dl, ra=True), ch(RA, 1, fifo=True),
-             dim=Dl, sigmoid=sigmoid, ra=7, nb=True)
-    p.scalar(ch(RA, 1, fifo=True), ch(RB, 1, P * Dl, rb=True), ch(RS, 1, fifo=True),
-             alpha=alpha_q, rb=8, nb=True)
-    p.multsub(ch(RX, Dl, ra=True), ch(RB, Dl, rb=True), ch(RS, 1, fifo=True), ch(RB, Dl, fifo=True),
-              dim=Dl, ra=10, rb=7, nb=True)
-    p.l2reg(ch(RB, Dl, fifo=True), ch(RX, Dl, ra=True), ch(RX, Dl, fifo=True), dim=Dl, c=c_q,
-            ra=10, nb=True)
-    p.addi(10, 10, Dl).blt(10, 11, "ring")
-    p.addi(10, 10, -p.cfg.depth)
-    p.label("ring")
-    p.addi(7, 7, Dl).addi(8, 8, 1).blt(8, 9, "batch")
-    p.block()
-
-
-def _sgd_finish(p, cfg, fmt, m, n, epochs, batch, P, nparts, loss, alpha, lam2, reshuffle,
-                alpha_q, c_q, al, base, x_addr, a_addr, b_addr, copies, L, Dl, context_groups,
-                stream):
-    RX = 0
-    xr = ch(RX, Dl, ra=True) if stream else ch(RX, Dl)   # stream: x at ring line R10
     p.addi(3, 3, P * Dl).addi(4, 4, P).addi(5, 5, 1)
     p.yield_()                                                 # Alg. 1 line 15
     p.blt(5, 6, "part")
     if not reshuffle:
         p.li(3, a_addr).li(4, b_addr)
     p.addi(1, 1, 1).blt(1, 2, "epoch")
-    p.store(xr, x_addr, ra=10 if stream else 0)                # Alg. 1 line 16
+    p.store(ch(RX, Dl), x_addr)                                # Alg. 1 line 16
     p.end()
     if context_groups:
         p.store_context()
-        p.store(xr, x_addr, ra=10 if stream else 0)
+        p.store(ch(RX, Dl), x_addr)
         p.end()
         p.load_context()
-        if stream:                   # START emptied the FIFOs: refill the ring from line 0
-            p.li(10, 0)
-            p.load(acc(Dl, fifo=True), x_addr, regions=[RX])
-        else:
-            p.load(acc(Dl), x_addr, regions=[RX])
+        p.load(acc(Dl), x_addr, regions=[RX])
         p.resume()
     asm = p.assemble()
-    name = f"sgd_{loss}" + ("_stream" if stream else "")
-    job = Job(name, cfg, asm, base, al.prog, al.ctx, al.areas, al.end, nparts, epochs,
+    job = Job(f"sgd_{loss}", cfg, asm, base, al.prog, al.ctx, al.areas, al.end, nparts, epochs,
               ("x",), {"m": m, "n": n, "batch": batch, "partition": P, "loss": loss,
                        "alpha": alpha, "lam2": lam2, "reshuffle": reshuffle,
-                       "alpha_q": alpha_q, "c_q": c_q, "stream": stream})
+                       "alpha_q": alpha_q, "c_q": c_q, "stream": False})
 
     def load(mem: Memory, A, b, order, x0=None):
         """Quantise like golden.sgd and lay out the model, samples and labels."""

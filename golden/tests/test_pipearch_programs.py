@@ -116,14 +116,17 @@ def test_sgd_stream_bit_exact_and_preemptable(lanes, loss, n):
 
 
 def test_sgd_stream_ring_wraps_and_two_jobs_interleave():
-    """Ring of 2*Dl lines exactly (DEPTH = 16, Dl = 3 does not divide it: accesses wrap),
-    and two streamed jobs preempting each other on one machine."""
+    """DEPTH = 16 with Dl = 3 (the model ring wraps mid-vector) and two partitions of
+    2 samples (2 x 8 lines, the data halves fill the region); two streamed jobs (one with a
+    single data copy) preempting each other at every YIELD on one machine."""
     cfg = stream_cfg(4, depth=16)
     A, b, order = sgd_data("ridge", m=8, n=10, epochs=2)
     A2, b2, order2 = sgd_data("logistic", m=8, n=10, epochs=2, seed=SEED + 5)
-    j1 = sgd_job(m=8, n=10, loss="ridge", alpha=0.25, lam2=0.02, epochs=2, partition=4, cfg=cfg)
-    j2 = sgd_job(m=8, n=10, loss="logistic", alpha=0.25, lam2=0.02, epochs=2, partition=4, cfg=cfg,
-                 base=-(-j1.end // 32) * 32)
+    order2[:] = order2[0]
+    j1 = sgd_job(m=8, n=10, loss="ridge", alpha=0.25, lam2=0.02, epochs=2, partition=2, cfg=cfg)
+    j2 = sgd_job(m=8, n=10, loss="logistic", alpha=0.25, lam2=0.02, epochs=2, partition=2, cfg=cfg,
+                 reshuffle=False, base=-(-j1.end // 32) * 32)
+    assert j1.info["stream"] and j2.info["stream"] and j2.areas["ab"][1] * 2 == j1.areas["ab"][1]
     mem = Memory(j2.end, 4)
     j1.load(mem, A, b, order)
     j2.load(mem, A2, b2, order2)
@@ -150,7 +153,7 @@ def test_sgd_stream_choice_and_requirements():
         sgd_job(**kw, batch=2, cfg=stream_cfg(4), stream=True)
     with pytest.raises(ValueError, match="region 0"):
         sgd_job(**kw, cfg=stream_cfg(4, regions=("type_replicated",) * 4), stream=True)
-    with pytest.raises(ValueError, match="DEPTH >= 18"):   # 6 samples x 2 lines + 6 labels
+    with pytest.raises(ValueError, match="DEPTH >= 36"):   # two halves of 6 samples x 2 lines + 6 labels
         sgd_job(**kw, cfg=stream_cfg(4, depth=16), stream=True)
 
 
