@@ -10,11 +10,17 @@ written in exactly one process).  ``CONFIG`` selects the physical organisation:
 * 1 ``replicated``: one RAM copy per read channel.  Every write (BRAM or FIFO mode)
   goes to every copy through one shared write port (write channels arbitrated as
   above); each read channel owns its copy's read port, so all read channels run in
-  parallel.  FIFO mode is a broadcast FIFO: one write pointer, a read pointer and an
-  occupancy per read channel, so every read channel receives every pushed line.
+  parallel.  The FIFO is one queue as in ``regular`` (one write pointer, one read
+  pointer, one occupancy): a pushed line is popped once, by whichever read channel pops
+  it, from that channel's own copy.  FIFO-mode pops are arbitrated (fixed priority,
+  one pop per cycle); BRAM-mode reads need no arbitration.
 * 2 ``type_replicated``: a BRAM-mode RAM and a separate FIFO RAM, each with its own
   write and read port; a BRAM-mode and a FIFO-mode access (of either direction) run in
   the same cycle.  Channels in the same mode share that RAM's port (fixed priority).
+
+Accesses may run past the end of the region: line addresses are (offset + i) mod
+DEPTH (truncation of the address sum); the access check is length 1..DEPTH and
+offset < DEPTH.  ``fifo_clr`` empties the FIFO (pointers and occupancy to 0).
 
 The golden model is ``golden/pipearch_region.py``.
 """
@@ -190,7 +196,6 @@ def access_ctl(clk, rst, start, access, iters, err_clr, fire, done_evt,
     LW = max(AW, AMW)
     a_len = sig_u(14)
     a_off = sig_u(14)
-    ol = sig_u(15)
     a_ok = sig_b()
     off_r = sig_u(AW)
     len_r = sig_u(14)
@@ -212,13 +217,15 @@ def access_ctl(clk, rst, start, access, iters, err_clr, fire, done_evt,
         a_len.next = access[30:16]
         a_off.next = access[14:0]
 
-    @always_comb
-    def dsum():
-        ol.next = a_off + a_len
-
-    @always_comb
-    def chk():
-        a_ok.next = (access[31] != access[30]) and a_len != 0 and ol <= depth and iters != 0
+    if depth < (1 << 14):
+        @always_comb
+        def chk():
+            a_ok.next = (access[31] != access[30]) and a_len != 0 and a_len <= depth \
+                and a_off < depth and iters != 0
+    else:  # every 14-bit length and offset fits
+        @always_comb
+        def chk():
+            a_ok.next = (access[31] != access[30]) and a_len != 0 and iters != 0
 
     @always_comb
     def flags():
@@ -297,7 +304,7 @@ def access_ctl(clk, rst, start, access, iters, err_clr, fire, done_evt,
             busy.next = False
             done.next = True
 
-    return dec, dsum, chk, flags, nxt, amrac, amport, selc, addc, addo, seq
+    return dec, chk, flags, nxt, amrac, amport, selc, addc, addo, seq
 
 
 @block
@@ -411,16 +418,20 @@ def write_channel(clk, rst, start, access, iters, err_clr, busy, done, err,
 
 
 @block
-def fifo_queue(clk, rst, push, pop, rptr, cnt, nempty, full, depth):
-    """Read pointer and occupancy of one FIFO queue."""
+def fifo_queue(clk, rst, clr, push, pop, rptr, cnt, nempty, full, depth):
+    """Read pointer and occupancy of the FIFO queue (``clr`` empties it)."""
     @always_seq(clk.posedge, reset=rst)
     def q():
-        if pop:
-            rptr.next = rptr + 1
-        if push and not pop:
-            cnt.next = cnt + 1
-        elif pop and not push:
-            cnt.next = cnt - 1
+        if clr:
+            rptr.next = 0
+            cnt.next = 0
+        else:
+            if pop:
+                rptr.next = rptr + 1
+            if push and not pop:
+                cnt.next = cnt + 1
+            elif pop and not push:
+                cnt.next = cnt - 1
 
     @always_comb
     def f():
@@ -431,10 +442,12 @@ def fifo_queue(clk, rst, push, pop, rptr, cnt, nempty, full, depth):
 
 
 @block
-def wptr_reg(clk, rst, push, wptr):
+def wptr_reg(clk, rst, clr, push, wptr):
     @always_seq(clk.posedge, reset=rst)
     def w():
-        if push:
+        if clr:
+            wptr.next = 0
+        elif push:
             wptr.next = wptr + 1
 
     return w
@@ -444,16 +457,14 @@ def wptr_reg(clk, rst, push, wptr):
 def port_list(p: dict) -> list[Port]:
     L, W, D, NR, NW = p["LANES"], p["W"], p["DEPTH"], p["NR"], p["NW"]
     AW, AMW = log2(D), log2(p["AMEM_DEPTH"])
-    NQ = NR if p["CONFIG"] == 1 else 1
-    CW = AW + 1
     ports = [
         Port("clk", "in", 1, "clock, rising edge"),
         Port("rst", "in", 1, "synchronous active-high reset (channels and FIFO pointers; RAM "
                              "contents are kept)"),
         Port("err_clr", "in", 1, "clear every channel's sticky `err`"),
-        Port("fifo_count", "out", NQ * CW,
-             "FIFO occupancy in lines" + (f", read channel q's copy in bits [q*{CW} +: {CW}]"
-                                          if NQ > 1 else "")),
+        Port("fifo_clr", "in", 1, "synchronous FIFO clear: write pointer, read pointer and occupancy "
+                                  "to 0 (RAM contents kept); assert only while no channel is busy"),
+        Port("fifo_count", "out", AW + 1, "FIFO occupancy in lines"),
     ]
     for kind, n in (("rd", NR), ("wr", NW)):
         for i in range(n):
@@ -487,15 +498,14 @@ def region_impl(s, p):
     D, AMD, NR, NW, CFG = p["DEPTH"], p["AMEM_DEPTH"], p["NR"], p["NW"], p["CONFIG"]
     AW = log2(D)
     LW = p["LANES"] * p["W"]
-    NQ = NR if CFG == 1 else 1
-    clk, rst = s["clk"], s["rst"]
+    clk, rst, clr = s["clk"], s["rst"], s["fifo_clr"]
     insts = []
 
     wptr = sig_u(AW)
-    rptr = [sig_u(AW) for _ in range(NQ)]
-    qcnt = [sig_u(AW + 1) for _ in range(NQ)]
-    nempty = [sig_b() for _ in range(NQ)]
-    qfull = [sig_b() for _ in range(NQ)]
+    rptr = sig_u(AW)
+    qcnt = sig_u(AW + 1)
+    nempty = sig_b()
+    qfull = sig_b()
     q_nfull = sig_b()
 
     # ---- channels
@@ -510,14 +520,13 @@ def region_impl(s, p):
     wfifo = [sig_b() for _ in range(NW)]
     for i in range(NR):
         c = f"rd{i}"
-        q = i if CFG == 1 else 0
         insts.append(read_channel(
             clk, rst, s[f"{c}_start"], s[f"{c}_access"], s[f"{c}_iters"], s["err_clr"],
             s[f"{c}_busy"], s[f"{c}_done"], s[f"{c}_err"],
             s[f"{c}_amem_we"], s[f"{c}_amem_addr"], s[f"{c}_amem_data"],
             s[f"m_axis_rd{i}_tdata"], s[f"m_axis_rd{i}_tvalid"], s[f"m_axis_rd{i}_tready"],
             s[f"m_axis_rd{i}_tlast"],
-            rgrant[i], rreq[i], raddr[i], rfifo[i], rptr[q], nempty[q], rdata[i], D, AMD))
+            rgrant[i], rreq[i], raddr[i], rfifo[i], rptr, nempty, rdata[i], D, AMD))
     for j in range(NW):
         c = f"wr{j}"
         insts.append(write_channel(
@@ -550,21 +559,24 @@ def region_impl(s, p):
         gj = or_all([wg[j] for wg in wg_grants], insts)
         insts.append(copy_sig(gj, wgrant[j]))
 
-    if CFG == 0:
-        rgroups = [(list(range(NR)), None)]
-    elif CFG == 1:
-        rgroups = [([i], None) for i in range(NR)]
+    rports = []  # (re, raddr) per RAM
+    if CFG == 1:
+        # own read port per copy: BRAM-mode reads go unarbitrated; FIFO pops (one shared
+        # queue) are arbitrated by fixed priority, one pop per cycle
+        bram_g = filtered(rreq, rfifo, "bram")
+        fifo_g = prio_grants(filtered(rreq, rfifo, "fifo"), insts)
+        for i in range(NR):
+            insts.append((or_vec, (ConcatSignal(bram_g[i], fifo_g[i]), rgrant[i])))
+            rports.append((rgrant[i], raddr[i]))
     else:
-        rgroups = [(list(range(NR)), "bram"), (list(range(NR)), "fifo")]
-    rports = []
-    rg_grants = []
-    for mem_ids, flt in rgroups:
-        g = prio_grants(filtered([rreq[i] for i in mem_ids], [rfifo[i] for i in mem_ids], flt), insts)
-        rg_grants.append((mem_ids, g))
-        rports.append((or_all(g, insts), mux_chain(g, [raddr[i] for i in mem_ids], insts)))
-    for i in range(NR):
-        gi = or_all([g[mem_ids.index(i)] for mem_ids, g in rg_grants if i in mem_ids], insts)
-        insts.append(copy_sig(gi, rgrant[i]))
+        rgroups = [None] if CFG == 0 else ["bram", "fifo"]
+        rg_grants = []
+        for flt in rgroups:
+            g = prio_grants(filtered(rreq, rfifo, flt), insts)
+            rg_grants.append(g)
+            rports.append((or_all(g, insts), mux_chain(g, raddr, insts)))
+        for i in range(NR):
+            insts.append(copy_sig(or_all([g[i] for g in rg_grants], insts), rgrant[i]))
 
     # ---- RAMs: (write group, read group)
     qs = []
@@ -589,20 +601,15 @@ def region_impl(s, p):
         insts.append(and2(wgrant[j], wfifo[j], y))
         wpush.append(y)
     push = or_all(wpush, insts)
-    insts.append(wptr_reg(clk, rst, push, wptr))
-    for q in range(NQ):
-        members = [i for i in range(NR) if (i if CFG == 1 else 0) == q]
-        pops = []
-        for i in members:
-            y = sig_b()
-            insts.append(and2(rgrant[i], rfifo[i], y))
-            pops.append(y)
-        insts.append(fifo_queue(clk, rst, push, or_all(pops, insts), rptr[q], qcnt[q],
-                                nempty[q], qfull[q], D))
-    anyfull = or_all(qfull, insts)
-    insts.append(_not(anyfull, q_nfull))
-    cnt_cat = ConcatSignal(*reversed(qcnt)) if NQ > 1 else qcnt[0]
-    insts.append(copy_sig(cnt_cat, s["fifo_count"]))
+    insts.append(wptr_reg(clk, rst, clr, push, wptr))
+    pops = []
+    for i in range(NR):
+        y = sig_b()
+        insts.append(and2(rgrant[i], rfifo[i], y))
+        pops.append(y)
+    insts.append(fifo_queue(clk, rst, clr, push, or_all(pops, insts), rptr, qcnt, nempty, qfull, D))
+    insts.append(_not(qfull, q_nfull))
+    insts.append(copy_sig(qcnt, s["fifo_count"]))
     return [i[0](*i[1]) if isinstance(i, tuple) else i for i in insts]
 
 
@@ -630,16 +637,18 @@ def datasheet(p: dict) -> Datasheet:
     cname = CONFIG_NAMES[CFG]
     fields = [("[31]", "1", "BRAM mode (addressed)"),
               ("[30]", "1", "FIFO mode; exactly one of [31], [30] must be set"),
-              ("[29:16]", "14", f"length: lines per iteration, 1..{D} (offset+length <= DEPTH)"),
+              ("[29:16]", "14", f"length: lines per iteration, 1..{D} (an access may run past the end: addresses wrap)"),
               ("[15]", "1", "keep count at iterations: 1 = iteration j continues at index j*length "
                             "(the position keeps advancing), 0 = every iteration restarts at index 0"),
               ("[14]", "1", "use the channel's address memory: index i goes to amem[i mod AMEM_DEPTH]"),
-              ("[13:0]", "14", "offset in lines, added to the index (or to the address-memory entry)")]
+              ("[13:0]", "14", f"offset in lines, 0..{D - 1}, added to the index (or to the "
+                              "address-memory entry)")]
     org = {0: "one RAM; one write and one read per cycle, channels time-shared by fixed priority "
               "(lowest number first, decided every cycle)",
            1: f"{NR} RAM copies, one per read channel; every write goes to all copies (one write per "
-              "cycle, fixed priority); all read channels run in parallel; FIFO mode broadcasts "
-              "every pushed line to every read channel (one occupancy per read channel)",
+              "cycle, fixed priority); all read channels run in parallel; the FIFO is one queue "
+              "(a pushed line is popped once, by whichever read channel pops it, from its own copy; "
+              "FIFO pops are arbitrated by fixed priority, one per cycle)",
            2: "a BRAM-mode RAM and a FIFO RAM, each with one write and one read port; a BRAM-mode "
               "and a FIFO-mode access run in the same cycle; same-mode channels share by fixed priority"}[CFG]
     return Datasheet(
@@ -659,15 +668,21 @@ def datasheet(p: dict) -> Datasheet:
         notes=[
             "BRAM mode: line k of iteration j uses index i = j*length + k when keep-count is set, else "
             "i = k; the line address is (offset + i) mod DEPTH, or with use-address-memory "
-            "(offset + amem[i mod AMEM_DEPTH]) mod DEPTH. With keep-count the position may run past "
-            "the end of the region: it wraps modulo DEPTH (and modulo AMEM_DEPTH for the address memory).",
+            "(offset + amem[i mod AMEM_DEPTH]) mod DEPTH. An access may run past the end of the "
+            "region (offset + length > DEPTH, or keep-count over several iterations): its addresses "
+            "wrap modulo DEPTH, a ring buffer (and modulo AMEM_DEPTH for the address memory).",
             "FIFO mode ignores offset, keep-count and use-address-memory and moves length*iterations "
-            "lines. A writer stalls (`tready` low) while the FIFO (any copy, replicated) holds DEPTH "
-            "lines; a reader stalls (`tvalid` low) while its FIFO is empty. `fifo_count` is the "
-            "occupancy. In the regular and replicated configurations the FIFO ring shares the RAM "
-            "with BRAM mode: pushes overwrite lines and BRAM-mode writes into queued lines change them.",
-            "Rejected accesses: both or neither of BRAM/FIFO set, length 0, offset+length > DEPTH, or "
-            "iterations 0. The channel sets its sticky `err`, pulses `done`, stays idle and moves no "
+            "lines. A writer stalls (`tready` low) while the FIFO holds DEPTH lines; a reader stalls "
+            "(`tvalid` low) while the FIFO is empty. `fifo_count` is the occupancy. There is one FIFO "
+            "queue in every configuration: several FIFO-mode readers share it (each line goes to one "
+            "of them, fixed priority per cycle). In the regular and replicated configurations the "
+            "FIFO ring shares the RAM with BRAM mode: pushes overwrite lines and BRAM-mode writes "
+            "into queued lines change them.",
+            "`fifo_clr` (synchronous, one cycle) empties the FIFO: write pointer, read pointer and "
+            "occupancy to 0, RAM contents kept, so the next push lands at line 0. Assert it only "
+            "while no channel is busy (it wins over a push or pop in the same cycle).",
+            "Rejected accesses: both or neither of BRAM/FIFO set, length 0 or > DEPTH, offset >= "
+            "DEPTH, or iterations 0 (offset + length > DEPTH is legal: the access wraps). The channel sets its sticky `err`, pulses `done`, stays idle and moves no "
             "data. `err` is cleared by `err_clr` or `rst`.",
             "Control per channel: `start` is sampled while `busy` is low (ignored while busy). "
             "Read channels pulse `done` in the cycle after their last line is accepted; write "

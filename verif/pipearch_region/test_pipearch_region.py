@@ -25,7 +25,9 @@ CORE = "pipearch_region"
 
 
 class RegionTB:
-    def __init__(self, dut, src_p=1.0, sink_p=1.0):
+    def __init__(self, dut, src_p=1.0, sink_p=1.0, unchecked=()):
+        """``unchecked``: read channels left off the scoreboard; their lines are
+        collected in ``self.got[ch]`` as (tdata, tlast) for the test to judge."""
         self.dut = dut
         self.p = dut_params()
         self.NR, self.NW, self.D = self.p["NR"], self.p["NW"], self.p["DEPTH"]
@@ -38,6 +40,7 @@ class RegionTB:
         cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
         dut.rst.value = 1
         dut.err_clr.value = 0
+        dut.fifo_clr.value = 0
         for k, n in (("rd", self.NR), ("wr", self.NW)):
             for i in range(n):
                 for f in ("start", "access", "iters", "amem_we", "amem_addr", "amem_data"):
@@ -46,11 +49,16 @@ class RegionTB:
         self._make_sources()
         self.sb = FixedScoreboard(dut)
         self.mon, self.exp, self.sinks = [], [], []
+        self.got = {i: [] for i in unchecked}
         for i in range(self.NR):
             n = f"m_axis_rd{i}"
             self.sinks.append(AxisSink(dut, n, dut.clk, Gate(self.seed * 13 + i + 101, sink_p)))
-            self.mon.append(AxisMonitor(dut, n, dut.clk, reset=dut.rst))
-            self.exp.append(self.sb.add_stream(self.mon[i], StreamSpec(n, [("line", self.L, self.W, 0)])))
+            if i in self.got:
+                self.mon.append(AxisMonitor(dut, n, dut.clk, callback=self.got[i].append, reset=dut.rst))
+                self.exp.append(None)
+            else:
+                self.mon.append(AxisMonitor(dut, n, dut.clk, reset=dut.rst))
+                self.exp.append(self.sb.add_stream(self.mon[i], StreamSpec(n, [("line", self.L, self.W, 0)])))
         self.model = Region(self.D, self.L, self.config, self.NR, self.AMD)
         self.amem = {}
         self.dones = {}
@@ -155,13 +163,23 @@ class RegionTB:
         await self.start(jobs)
         return await self.wait_done(want, timeout)
 
-    def fifo_count(self, q=0) -> int:
-        cw = self.D.bit_length()
-        return (int(self.dut.fifo_count.value) >> (q * cw)) & ((1 << cw) - 1)
+    def fifo_count(self) -> int:
+        return int(self.dut.fifo_count.value)
 
     def fifo_readers(self):
-        """Read channels that must drain the FIFO: every copy in the replicated config."""
-        return list(range(self.NR)) if self.config == "replicated" else [0]
+        """The read channel that drains the FIFO (one queue in every configuration; any
+        channel may pop it: the replicated config uses the last one, reading its own copy)."""
+        return [self.NR - 1] if self.config == "replicated" else [0]
+
+    async def fifo_clear(self):
+        """Pulse ``fifo_clr`` for one cycle (every channel idle) and empty the model's FIFO."""
+        for k, n in (("rd", self.NR), ("wr", self.NW)):
+            for i in range(n):
+                assert int(self.sig(k, i, "busy").value) == 0, f"{k}{i} busy at fifo_clr"
+        self.dut.fifo_clr.value = 1
+        await RisingEdge(self.clk)
+        self.dut.fifo_clr.value = 0
+        self.model.reset_fifo()
 
     async def finish(self, settle=20):
         await ClockCycles(self.clk, settle)
@@ -171,16 +189,18 @@ class RegionTB:
 
 
 def rand_bram_access(tb, use_amem=False, max_len=None):
+    """Random legal BRAM-mode access: any offset, so about half of them wrap."""
     D = tb.D
     length = int(tb.rng.integers(1, (max_len or D) + 1))
-    offset = int(tb.rng.integers(0, D - length + 1))
+    offset = int(tb.rng.integers(0, D))
     return encode_access(length, offset, keep=bool(tb.rng.integers(0, 2)), use_amem=use_amem)
 
 
 @cocotb.test()
 async def bram_random(dut):
     """BRAM mode: random writes (one channel at a time), then every read channel at once,
-    random offsets/lengths/iterations/keep-count; random bubbles and backpressure."""
+    random offsets/lengths/iterations/keep-count (accesses past the end wrap); random
+    bubbles and backpressure."""
     tb = RegionTB(dut, src_p=0.7, sink_p=0.6)
     await tb.reset()
     full = encode_access(tb.D, 0)
@@ -221,7 +241,7 @@ async def sparse_address_memory(dut):
         for r in range(tb.NR):
             await tb.load_amem("rd", r, tb.rng.integers(0, D, AMD))
             length = int(tb.rng.integers(1, min(AMD, D) + 1))
-            off = int(tb.rng.integers(0, D - length + 1))
+            off = int(tb.rng.integers(0, D))
             acc = encode_access(length, off, keep=bool((r + rep) % 2), use_amem=True)
             it = int(tb.rng.integers(1, 4))
             tb.read(r, acc, it)
@@ -271,8 +291,6 @@ async def fifo_full_empty(dut):
     await ClockCycles(dut.clk, 10)
     await ReadOnly()
     assert tb.fifo_count() == D, f"fifo_count {tb.fifo_count()} != DEPTH {D}"
-    for q in range(len(tb.fifo_readers()) if tb.config == "replicated" else 1):
-        assert tb.fifo_count(q) == D
     assert int(tb.sig("wr", w, "busy").value) == 1
     assert int(getattr(dut, f"s_axis_wr{w}_tready").value) == 0, "writer did not stall on full"
     await RisingEdge(dut.clk)
@@ -306,19 +324,15 @@ async def concurrent_modes(dut):
     if tb.NR >= 2:
         tb.read(0, ab, 1)
         fr = 1
-        tb.read(fr, af, 1)
-        if tb.config == "replicated":   # the other copies hold the same FIFO lines
-            for r in range(tb.NR):
-                if r != fr:
-                    tb.read(r, af, 1)
+        tb.read(fr, af, 1)              # one queue: the FIFO reader pops every pushed line
         cyc_r = await tb.run([("rd", 0, ab, 1), ("rd", fr, af, 1)])
         dut._log.info("%s: BRAM+FIFO writes %d cycles, reads %d cycles for %d lines each",
                       tb.config, cyc_w, cyc_r, h)
+        assert tb.fifo_count() == 0
         if tb.config == "type_replicated":
             assert cyc_w <= h + 4 and cyc_r <= h + 6, "BRAM and FIFO accesses did not overlap"
-        if tb.config == "replicated":
-            jobs = [("rd", r, af, 1) for r in range(tb.NR) if r != fr]
-            await tb.run(jobs)
+        if tb.config == "replicated":   # each reader on its own copy
+            assert cyc_r <= h + 6, "replicated BRAM-mode and FIFO-mode reads did not overlap"
     # all read channels on the same lines
     jobs = []
     for r in range(tb.NR):
@@ -333,14 +347,15 @@ async def concurrent_modes(dut):
 
 @cocotb.test()
 async def illegal_access(dut):
-    """Both/neither mode bit, length 0, offset+length > DEPTH, iterations 0: sticky err,
-    done, no data moved; err_clr clears it; a legal access afterwards is exact."""
+    """Both/neither mode bit, length 0, length > DEPTH, offset >= DEPTH, iterations 0:
+    sticky err, done, no data moved; err_clr clears it; a legal access afterwards is exact."""
     tb = RegionTB(dut)
     await tb.reset()
     D = tb.D
     ok = encode_access(2, 0)
     bad = [(ok | (1 << 30), 1), (ok & ~(1 << 31), 1), (encode_access(0, 0), 1),
-           (encode_access(2, D - 1), 1), (encode_access(D, 1), 1), (ok, 0)]
+           (encode_access(D + 1, 0), 1), (encode_access(1, D), 1),
+           (encode_access(2, D | (D - 1)), 1), (ok, 0)]
     z = np.zeros((2, tb.L), dtype=np.int64)
     for kind, ch in (("rd", tb.NR - 1), ("wr", tb.NW - 1)):
         tb.src[tb.NW - 1].append((pack_lanes(z[0], tb.W), 0))   # bait: must not be taken
@@ -367,6 +382,145 @@ async def illegal_access(dut):
     tb.read(tb.NR - 1, ok, 1)
     await tb.run([("rd", tb.NR - 1, ok, 1)])
     assert int(tb.sig("rd", tb.NR - 1, "err").value) == 0
+    await tb.finish()
+
+
+@cocotb.test()
+async def wrapping_access(dut):
+    """Accesses that run past the end of the region (offset + length > DEPTH, legal) wrap
+    to line 0: a wrapping write and wrapping reads (with and without keep-count), checked
+    against the golden model and by plain reads of both ends of the region."""
+    tb = RegionTB(dut, src_p=0.8, sink_p=0.7)
+    await tb.reset()
+    D = tb.D
+    full = encode_access(D, 0)
+    tb.write(0, full, 1)                            # define every line first
+    await tb.run([("wr", 0, full, 1)])
+    w = tb.NW - 1
+    aw = encode_access(D // 2 + 2, D - 3)           # lines D-3 .. D-1, then 0 .. D/2-2
+    assert tb.write(w, aw, 1) is None, "golden model rejected a wrapping access"
+    await tb.run([("wr", w, aw, 1)])
+    jobs = []
+    for r in range(tb.NR):
+        a = (encode_access(D, D - 1 - r), encode_access(5, D - 2, keep=True),
+             encode_access(D // 2, 0))[r % 3]
+        it = 1 + (r % 3 == 1)
+        assert not isinstance(tb.read(r, a, it), str), "golden model rejected a wrapping read"
+        jobs.append(("rd", r, a, it))
+    await tb.run(jobs)
+    r = tb.NR - 1
+    tail = encode_access(3, D - 3)                  # the end of the region, no wrap
+    tb.read(r, tail, 1)
+    await tb.run([("rd", r, tail, 1)])
+    for k, n in (("rd", tb.NR), ("wr", tb.NW)):
+        for i in range(n):
+            assert int(tb.sig(k, i, "err").value) == 0, f"{k}{i}: a legal wrapping access set err"
+    await tb.finish()
+
+
+@cocotb.test()
+async def fifo_clear(dut):
+    """fifo_clr empties the FIFO: pushed and partly popped lines are dropped,
+    fifo_count returns to 0 and the next push lands at line 0 (seen by a BRAM-mode read
+    where the FIFO shares the RAM) and is the next line popped."""
+    tb = RegionTB(dut, src_p=0.8, sink_p=0.7)
+    await tb.reset()
+    D = tb.D
+    fr = tb.fifo_readers()[0]
+    full = encode_access(D, 0)
+    tb.write(0, full, 1)                            # define every line (RAM survives earlier tests)
+    await tb.run([("wr", 0, full, 1)])
+    a5, a2 = encode_access(5, 0, fifo=True), encode_access(2, 0, fifo=True)
+    tb.write(0, a5, 1)
+    await tb.run([("wr", 0, a5, 1)])
+    tb.read(fr, a2, 1)                              # read pointer 2, write pointer 5
+    await tb.run([("rd", fr, a2, 1)])
+    await ReadOnly()
+    assert tb.fifo_count() == tb.model.count == 3
+    await RisingEdge(dut.clk)
+    await tb.fifo_clear()
+    await ReadOnly()
+    assert tb.fifo_count() == tb.model.count == 0, f"fifo_count {tb.fifo_count()} after fifo_clr"
+    await RisingEdge(dut.clk)
+    n = min(4, D)
+    an = encode_access(n, 0, fifo=True)
+    w = tb.NW - 1
+    tb.write(w, an, 1)
+    await tb.run([("wr", w, an, 1)])
+    await ReadOnly()
+    assert tb.fifo_count() == tb.model.count == n
+    await RisingEdge(dut.clk)
+    head = encode_access(n + 2, 0)                  # lines 0 .. n+1: the new pushes first
+    tb.read(0, head, 1)
+    await tb.run([("rd", 0, head, 1)])
+    tb.read(fr, an, 1)                              # pops exactly the lines pushed after the clear
+    await tb.run([("rd", fr, an, 1)])
+    await ReadOnly()
+    assert tb.fifo_count() == tb.model.count == 0
+    await tb.finish()
+
+
+@cocotb.test()
+async def shared_fifo_readers(dut):
+    """Every read channel pops the one FIFO queue at the same time (random lengths and
+    iterations, readers started before the writer, more lines than the FIFO holds,
+    random bubbles and backpressure): each pushed line is popped exactly once, by one
+    reader; each reader gets its lines in queue order (the golden model's pop order),
+    tlast per iteration; total popped = total pushed; fifo_count ends at 0."""
+    if dut_params()["NR"] < 2:
+        return
+    tb = RegionTB(dut, src_p=0.7, sink_p=0.5, unchecked=tuple(range(dut_params()["NR"])))
+    await tb.reset()
+    D, NR = tb.D, tb.NR
+    while True:                                     # each reader: length 1..DEPTH, 1..3 iterations
+        rl = [int(v) for v in tb.rng.integers(1, D + 1, NR)]
+        ri = [int(v) for v in tb.rng.integers(1, 4, NR)]
+        N = sum(a * b for a, b in zip(rl, ri))
+        if N >= D + D // 2:                         # the writer must stall on a full FIFO
+            break
+    a1 = encode_access(1, 0, fifo=True)             # the writer pushes N lines, one per iteration
+    lines = tb.rand_lines(N)
+    assert len({ln.tobytes() for ln in lines}) == N, "draw distinct lines"
+    w = tb.NW - 1
+    # the golden queue order: the model pushes and pops with one reader (line by line:
+    # the model's sequential FIFO holds at most DEPTH lines)
+    order = []
+    for ln in lines:
+        assert tb.model.write(a1, 1, ln[None, :]) is None
+        order += [pack_lanes(x, tb.W) for x in tb.model.read(0, a1, 1)]
+    jobs = [("rd", r, encode_access(rl[r], 0, fifo=True), ri[r]) for r in range(NR)]
+    want = {("rd", r): tb.dones.get(("rd", r), 0) + 1 for r in range(NR)}
+    want[("wr", w)] = tb.dones.get(("wr", w), 0) + 1
+    await tb.start(jobs)
+    await ClockCycles(dut.clk, 3)
+    for ln in lines:
+        tb.src[w].append((pack_lanes(ln, tb.W), 0))
+    await tb.start([("wr", w, a1, N)])
+    await tb.wait_done(want)
+    await ClockCycles(dut.clk, 3)
+    for k, n in (("rd", NR), ("wr", tb.NW)):
+        for i in range(n):
+            assert int(tb.sig(k, i, "err").value) == 0, f"{k}{i}: err"
+    assert tb.fifo_count() == 0, f"fifo_count {tb.fifo_count()} after popping every line"
+    pos = {d: k for k, d in enumerate(order)}
+    seen = []
+    owner = {}
+    for r in range(NR):
+        got = tb.got[r]
+        assert len(got) == rl[r] * ri[r], f"rd{r}: {len(got)} lines, started for {rl[r]}x{ri[r]}"
+        idx = []
+        for k, (d, last) in enumerate(got):
+            assert d in pos, f"rd{r} line {k}: 0x{d:x} was never pushed"
+            assert last == int((k + 1) % rl[r] == 0), f"rd{r} line {k}: tlast {last}"
+            idx.append(pos[d])
+            owner[pos[d]] = r
+        assert idx == sorted(idx), f"rd{r}: lines out of queue order {idx}"
+        seen += idx
+    assert len(seen) == len(set(seen)), "a pushed line was popped more than once"
+    assert sorted(seen) == list(range(N)), "total popped != total pushed"
+    inter = sum(owner[k] != owner[k + 1] for k in range(N - 1))
+    dut._log.info("%s: %d lines popped by %d readers (%s), %d reader switches in queue order",
+                  tb.config, N, NR, [f"{a}x{b}" for a, b in zip(rl, ri)], inter)
     await tb.finish()
 
 

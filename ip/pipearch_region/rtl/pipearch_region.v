@@ -9,6 +9,7 @@ module pipearch_region (
     clk,
     rst,
     err_clr,
+    fifo_clr,
     fifo_count,
     rd0_start,
     rd0_access,
@@ -66,6 +67,7 @@ module pipearch_region (
 input clk;
 input rst;
 input err_clr;
+input fifo_clr;
 output [6:0] fifo_count;
 wire [6:0] fifo_count;
 input rd0_start;
@@ -140,13 +142,15 @@ output s_axis_wr1_tready;
 wire s_axis_wr1_tready;
 
 reg [5:0] region_impl0_wptr;
+reg [5:0] region_impl0_rptr;
+reg [6:0] region_impl0_qcnt;
+wire region_impl0_nempty;
+wire region_impl0_qfull;
 wire region_impl0_q_nfull;
 wire region_impl0_read_channel0_grant;
 wire region_impl0_read_channel0_req;
 reg [5:0] region_impl0_read_channel0_addr_o;
 reg region_impl0_read_channel0_mfifo;
-reg [5:0] region_impl0_read_channel0_qptr;
-wire region_impl0_read_channel0_q_nempty;
 wire [511:0] region_impl0_read_channel0_rdata;
 wire [5:0] region_impl0_read_channel0_addr_bram;
 wire region_impl0_read_channel0_can;
@@ -179,7 +183,6 @@ reg [13:0] region_impl0_read_channel0_access_ctl0_len_r;
 reg [5:0] region_impl0_read_channel0_access_ctl0_lin;
 reg [5:0] region_impl0_read_channel0_access_ctl0_lin_nxt;
 reg [5:0] region_impl0_read_channel0_access_ctl0_off_r;
-wire [14:0] region_impl0_read_channel0_access_ctl0_ol;
 reg [5:0] region_impl0_read_channel0_access_ctl0_sel;
 reg region_impl0_read_channel0_access_ctl0_useam_r;
 wire region_impl0_read_channel1_grant;
@@ -218,7 +221,6 @@ reg [13:0] region_impl0_read_channel1_access_ctl1_len_r;
 reg [5:0] region_impl0_read_channel1_access_ctl1_lin;
 reg [5:0] region_impl0_read_channel1_access_ctl1_lin_nxt;
 reg [5:0] region_impl0_read_channel1_access_ctl1_off_r;
-wire [14:0] region_impl0_read_channel1_access_ctl1_ol;
 reg [5:0] region_impl0_read_channel1_access_ctl1_sel;
 reg region_impl0_read_channel1_access_ctl1_useam_r;
 wire region_impl0_write_channel0_grant;
@@ -244,7 +246,6 @@ reg [13:0] region_impl0_write_channel0_access_ctl2_len_r;
 reg [5:0] region_impl0_write_channel0_access_ctl2_lin;
 reg [5:0] region_impl0_write_channel0_access_ctl2_lin_nxt;
 reg [5:0] region_impl0_write_channel0_access_ctl2_off_r;
-wire [14:0] region_impl0_write_channel0_access_ctl2_ol;
 reg [5:0] region_impl0_write_channel0_access_ctl2_sel;
 reg region_impl0_write_channel0_access_ctl2_useam_r;
 wire region_impl0_write_channel1_grant;
@@ -270,7 +271,6 @@ reg [13:0] region_impl0_write_channel1_access_ctl3_len_r;
 reg [5:0] region_impl0_write_channel1_access_ctl3_lin;
 reg [5:0] region_impl0_write_channel1_access_ctl3_lin_nxt;
 reg [5:0] region_impl0_write_channel1_access_ctl3_off_r;
-wire [14:0] region_impl0_write_channel1_access_ctl3_ol;
 reg [5:0] region_impl0_write_channel1_access_ctl3_sel;
 reg region_impl0_write_channel1_access_ctl3_useam_r;
 wire region_impl0_grant_first0_grant;
@@ -295,8 +295,6 @@ wire region_impl0_and22_y;
 wire region_impl0_and23_y;
 wire [1:0] region_impl0_or_vec3_v;
 wire region_impl0_or_vec3_y;
-reg [6:0] region_impl0_fifo_queue0_cnt;
-wire region_impl0_fifo_queue0_full;
 reg [5:0] region_impl0_read_channel0_access_ctl0_amem [0:16-1];
 reg [5:0] region_impl0_read_channel1_access_ctl1_amem [0:16-1];
 reg [5:0] region_impl0_write_channel0_access_ctl2_amem [0:16-1];
@@ -319,11 +317,7 @@ assign region_impl0_read_channel0_access_ctl0_a_off = rd0_access[14-1:0];
 
 
 
-assign region_impl0_read_channel0_access_ctl0_ol = (region_impl0_read_channel0_access_ctl0_a_off + region_impl0_read_channel0_access_ctl0_a_len);
-
-
-
-assign region_impl0_read_channel0_access_ctl0_a_ok = ((rd0_access[31] != rd0_access[30]) && (region_impl0_read_channel0_access_ctl0_a_len != 0) && (region_impl0_read_channel0_access_ctl0_ol <= 64) && (rd0_iters != 0));
+assign region_impl0_read_channel0_access_ctl0_a_ok = ((rd0_access[31] != rd0_access[30]) && (region_impl0_read_channel0_access_ctl0_a_len != 0) && (region_impl0_read_channel0_access_ctl0_a_len <= 64) && (region_impl0_read_channel0_access_ctl0_a_off < 64) && (rd0_iters != 0));
 
 
 
@@ -448,13 +442,13 @@ assign region_impl0_read_channel0_can = ((region_impl0_read_channel0_cnt == 0) |
 
 
 
-assign region_impl0_read_channel0_req = (region_impl0_read_channel0_running && region_impl0_read_channel0_can && (region_impl0_read_channel0_q_nempty || (!region_impl0_read_channel0_mfifo)));
+assign region_impl0_read_channel0_req = (region_impl0_read_channel0_running && region_impl0_read_channel0_can && (region_impl0_nempty || (!region_impl0_read_channel0_mfifo)));
 assign region_impl0_read_channel0_done_evt = ((region_impl0_read_channel0_cnt != 0) && m_axis_rd0_tready && region_impl0_read_channel0_f0);
 
 
-always @(region_impl0_read_channel0_mfifo, region_impl0_read_channel0_addr_bram, region_impl0_read_channel0_qptr) begin: region_impl0_read_channel0_addrc
+always @(region_impl0_read_channel0_mfifo, region_impl0_read_channel0_addr_bram, region_impl0_rptr) begin: region_impl0_read_channel0_addrc
     if (region_impl0_read_channel0_mfifo) begin
-        region_impl0_read_channel0_addr_o = region_impl0_read_channel0_qptr;
+        region_impl0_read_channel0_addr_o = region_impl0_rptr;
     end
     else begin
         region_impl0_read_channel0_addr_o = region_impl0_read_channel0_addr_bram;
@@ -520,11 +514,7 @@ assign region_impl0_read_channel1_access_ctl1_a_off = rd1_access[14-1:0];
 
 
 
-assign region_impl0_read_channel1_access_ctl1_ol = (region_impl0_read_channel1_access_ctl1_a_off + region_impl0_read_channel1_access_ctl1_a_len);
-
-
-
-assign region_impl0_read_channel1_access_ctl1_a_ok = ((rd1_access[31] != rd1_access[30]) && (region_impl0_read_channel1_access_ctl1_a_len != 0) && (region_impl0_read_channel1_access_ctl1_ol <= 64) && (rd1_iters != 0));
+assign region_impl0_read_channel1_access_ctl1_a_ok = ((rd1_access[31] != rd1_access[30]) && (region_impl0_read_channel1_access_ctl1_a_len != 0) && (region_impl0_read_channel1_access_ctl1_a_len <= 64) && (region_impl0_read_channel1_access_ctl1_a_off < 64) && (rd1_iters != 0));
 
 
 
@@ -649,13 +639,13 @@ assign region_impl0_read_channel1_can = ((region_impl0_read_channel1_cnt == 0) |
 
 
 
-assign region_impl0_read_channel1_req = (region_impl0_read_channel1_running && region_impl0_read_channel1_can && (region_impl0_read_channel0_q_nempty || (!region_impl0_read_channel1_mfifo)));
+assign region_impl0_read_channel1_req = (region_impl0_read_channel1_running && region_impl0_read_channel1_can && (region_impl0_nempty || (!region_impl0_read_channel1_mfifo)));
 assign region_impl0_read_channel1_done_evt = ((region_impl0_read_channel1_cnt != 0) && m_axis_rd1_tready && region_impl0_read_channel1_f0);
 
 
-always @(region_impl0_read_channel1_mfifo, region_impl0_read_channel1_addr_bram, region_impl0_read_channel0_qptr) begin: region_impl0_read_channel1_addrc
+always @(region_impl0_read_channel1_mfifo, region_impl0_read_channel1_addr_bram, region_impl0_rptr) begin: region_impl0_read_channel1_addrc
     if (region_impl0_read_channel1_mfifo) begin
-        region_impl0_read_channel1_addr_o = region_impl0_read_channel0_qptr;
+        region_impl0_read_channel1_addr_o = region_impl0_rptr;
     end
     else begin
         region_impl0_read_channel1_addr_o = region_impl0_read_channel1_addr_bram;
@@ -721,11 +711,7 @@ assign region_impl0_write_channel0_access_ctl2_a_off = wr0_access[14-1:0];
 
 
 
-assign region_impl0_write_channel0_access_ctl2_ol = (region_impl0_write_channel0_access_ctl2_a_off + region_impl0_write_channel0_access_ctl2_a_len);
-
-
-
-assign region_impl0_write_channel0_access_ctl2_a_ok = ((wr0_access[31] != wr0_access[30]) && (region_impl0_write_channel0_access_ctl2_a_len != 0) && (region_impl0_write_channel0_access_ctl2_ol <= 64) && (wr0_iters != 0));
+assign region_impl0_write_channel0_access_ctl2_a_ok = ((wr0_access[31] != wr0_access[30]) && (region_impl0_write_channel0_access_ctl2_a_len != 0) && (region_impl0_write_channel0_access_ctl2_a_len <= 64) && (region_impl0_write_channel0_access_ctl2_a_off < 64) && (wr0_iters != 0));
 
 
 
@@ -866,11 +852,7 @@ assign region_impl0_write_channel1_access_ctl3_a_off = wr1_access[14-1:0];
 
 
 
-assign region_impl0_write_channel1_access_ctl3_ol = (region_impl0_write_channel1_access_ctl3_a_off + region_impl0_write_channel1_access_ctl3_a_len);
-
-
-
-assign region_impl0_write_channel1_access_ctl3_a_ok = ((wr1_access[31] != wr1_access[30]) && (region_impl0_write_channel1_access_ctl3_a_len != 0) && (region_impl0_write_channel1_access_ctl3_ol <= 64) && (wr1_iters != 0));
+assign region_impl0_write_channel1_access_ctl3_a_ok = ((wr1_access[31] != wr1_access[30]) && (region_impl0_write_channel1_access_ctl3_a_len != 0) && (region_impl0_write_channel1_access_ctl3_a_len <= 64) && (region_impl0_write_channel1_access_ctl3_a_off < 64) && (wr1_iters != 0));
 
 
 
@@ -1112,7 +1094,10 @@ always @(posedge clk) begin: region_impl0_wptr_reg0_w
         region_impl0_wptr <= 0;
     end
     else begin
-        if (region_impl0_or_vec2_y) begin
+        if (fifo_clr) begin
+            region_impl0_wptr <= 0;
+        end
+        else if (region_impl0_or_vec2_y) begin
             region_impl0_wptr <= (region_impl0_wptr + 1);
         end
     end
@@ -1133,33 +1118,39 @@ assign region_impl0_or_vec3_y = (region_impl0_or_vec3_v != 0);
 
 always @(posedge clk) begin: region_impl0_fifo_queue0_q
     if (rst == 1) begin
-        region_impl0_read_channel0_qptr <= 0;
-        region_impl0_fifo_queue0_cnt <= 0;
+        region_impl0_rptr <= 0;
+        region_impl0_qcnt <= 0;
     end
     else begin
-        if (region_impl0_or_vec3_y) begin
-            region_impl0_read_channel0_qptr <= (region_impl0_read_channel0_qptr + 1);
+        if (fifo_clr) begin
+            region_impl0_rptr <= 0;
+            region_impl0_qcnt <= 0;
         end
-        if ((region_impl0_or_vec2_y && (!region_impl0_or_vec3_y))) begin
-            region_impl0_fifo_queue0_cnt <= (region_impl0_fifo_queue0_cnt + 1);
-        end
-        else if ((region_impl0_or_vec3_y && (!region_impl0_or_vec2_y))) begin
-            region_impl0_fifo_queue0_cnt <= (region_impl0_fifo_queue0_cnt - 1);
+        else begin
+            if (region_impl0_or_vec3_y) begin
+                region_impl0_rptr <= (region_impl0_rptr + 1);
+            end
+            if ((region_impl0_or_vec2_y && (!region_impl0_or_vec3_y))) begin
+                region_impl0_qcnt <= (region_impl0_qcnt + 1);
+            end
+            else if ((region_impl0_or_vec3_y && (!region_impl0_or_vec2_y))) begin
+                region_impl0_qcnt <= (region_impl0_qcnt - 1);
+            end
         end
     end
 end
 
 
 
-assign region_impl0_read_channel0_q_nempty = (region_impl0_fifo_queue0_cnt != 0);
-assign region_impl0_fifo_queue0_full = (region_impl0_fifo_queue0_cnt == 64);
+assign region_impl0_nempty = (region_impl0_qcnt != 0);
+assign region_impl0_qfull = (region_impl0_qcnt == 64);
 
 
 
-assign region_impl0_q_nfull = (!region_impl0_fifo_queue0_full);
+assign region_impl0_q_nfull = (!region_impl0_qfull);
 
 
 
-assign fifo_count = region_impl0_fifo_queue0_cnt;
+assign fifo_count = region_impl0_qcnt;
 
 endmodule

@@ -15,6 +15,7 @@ entity pipearch_region is
         clk: in std_logic;
         rst: in std_logic;
         err_clr: in std_logic;
+        fifo_clr: in std_logic;
         fifo_count: out std_logic_vector(6 downto 0);
         rd0_start: in std_logic;
         rd0_access: in std_logic_vector(31 downto 0);
@@ -96,13 +97,15 @@ signal wr1_amem_addr_num: unsigned(3 downto 0);
 signal wr1_amem_data_num: unsigned(5 downto 0);
 signal s_axis_wr1_tdata_num: unsigned(511 downto 0);
 signal region_impl0_wptr: unsigned(5 downto 0);
+signal region_impl0_rptr: unsigned(5 downto 0);
+signal region_impl0_qcnt: unsigned(6 downto 0);
+signal region_impl0_nempty: std_logic;
+signal region_impl0_qfull: std_logic;
 signal region_impl0_q_nfull: std_logic;
 signal region_impl0_read_channel0_grant: std_logic;
 signal region_impl0_read_channel0_req: std_logic;
 signal region_impl0_read_channel0_addr_o: unsigned(5 downto 0);
 signal region_impl0_read_channel0_mfifo: std_logic;
-signal region_impl0_read_channel0_qptr: unsigned(5 downto 0);
-signal region_impl0_read_channel0_q_nempty: std_logic;
 signal region_impl0_read_channel0_rdata: unsigned(511 downto 0);
 signal region_impl0_read_channel0_addr_bram: unsigned(5 downto 0);
 signal region_impl0_read_channel0_can: std_logic;
@@ -135,7 +138,6 @@ signal region_impl0_read_channel0_access_ctl0_len_r: unsigned(13 downto 0);
 signal region_impl0_read_channel0_access_ctl0_lin: unsigned(5 downto 0);
 signal region_impl0_read_channel0_access_ctl0_lin_nxt: unsigned(5 downto 0);
 signal region_impl0_read_channel0_access_ctl0_off_r: unsigned(5 downto 0);
-signal region_impl0_read_channel0_access_ctl0_ol: unsigned(14 downto 0);
 signal region_impl0_read_channel0_access_ctl0_sel: unsigned(5 downto 0);
 signal region_impl0_read_channel0_access_ctl0_useam_r: std_logic;
 signal region_impl0_read_channel1_grant: std_logic;
@@ -174,7 +176,6 @@ signal region_impl0_read_channel1_access_ctl1_len_r: unsigned(13 downto 0);
 signal region_impl0_read_channel1_access_ctl1_lin: unsigned(5 downto 0);
 signal region_impl0_read_channel1_access_ctl1_lin_nxt: unsigned(5 downto 0);
 signal region_impl0_read_channel1_access_ctl1_off_r: unsigned(5 downto 0);
-signal region_impl0_read_channel1_access_ctl1_ol: unsigned(14 downto 0);
 signal region_impl0_read_channel1_access_ctl1_sel: unsigned(5 downto 0);
 signal region_impl0_read_channel1_access_ctl1_useam_r: std_logic;
 signal region_impl0_write_channel0_grant: std_logic;
@@ -200,7 +201,6 @@ signal region_impl0_write_channel0_access_ctl2_len_r: unsigned(13 downto 0);
 signal region_impl0_write_channel0_access_ctl2_lin: unsigned(5 downto 0);
 signal region_impl0_write_channel0_access_ctl2_lin_nxt: unsigned(5 downto 0);
 signal region_impl0_write_channel0_access_ctl2_off_r: unsigned(5 downto 0);
-signal region_impl0_write_channel0_access_ctl2_ol: unsigned(14 downto 0);
 signal region_impl0_write_channel0_access_ctl2_sel: unsigned(5 downto 0);
 signal region_impl0_write_channel0_access_ctl2_useam_r: std_logic;
 signal region_impl0_write_channel1_grant: std_logic;
@@ -226,7 +226,6 @@ signal region_impl0_write_channel1_access_ctl3_len_r: unsigned(13 downto 0);
 signal region_impl0_write_channel1_access_ctl3_lin: unsigned(5 downto 0);
 signal region_impl0_write_channel1_access_ctl3_lin_nxt: unsigned(5 downto 0);
 signal region_impl0_write_channel1_access_ctl3_off_r: unsigned(5 downto 0);
-signal region_impl0_write_channel1_access_ctl3_ol: unsigned(14 downto 0);
 signal region_impl0_write_channel1_access_ctl3_sel: unsigned(5 downto 0);
 signal region_impl0_write_channel1_access_ctl3_useam_r: std_logic;
 signal region_impl0_grant_first0_grant: std_logic;
@@ -251,8 +250,6 @@ signal region_impl0_and22_y: std_logic;
 signal region_impl0_and23_y: std_logic;
 signal region_impl0_or_vec3_v: unsigned(1 downto 0);
 signal region_impl0_or_vec3_y: std_logic;
-signal region_impl0_fifo_queue0_cnt: unsigned(6 downto 0);
-signal region_impl0_fifo_queue0_full: std_logic;
 type t_array_region_impl0_read_channel0_access_ctl0_amem is array(0 to 16-1) of unsigned(5 downto 0);
 signal region_impl0_read_channel0_access_ctl0_amem: t_array_region_impl0_read_channel0_access_ctl0_amem;
 type t_array_region_impl0_read_channel1_access_ctl1_amem is array(0 to 16-1) of unsigned(5 downto 0);
@@ -303,10 +300,7 @@ region_impl0_read_channel0_access_ctl0_a_len <= rd0_access_num(30-1 downto 16);
 region_impl0_read_channel0_access_ctl0_a_off <= rd0_access_num(14-1 downto 0);
 
 
-region_impl0_read_channel0_access_ctl0_ol <= (resize(region_impl0_read_channel0_access_ctl0_a_off, 15) + region_impl0_read_channel0_access_ctl0_a_len);
-
-
-region_impl0_read_channel0_access_ctl0_a_ok <= stdl((rd0_access_num(31) /= rd0_access_num(30)) and (region_impl0_read_channel0_access_ctl0_a_len /= 0) and (region_impl0_read_channel0_access_ctl0_ol <= 64) and (rd0_iters_num /= 0));
+region_impl0_read_channel0_access_ctl0_a_ok <= stdl((rd0_access_num(31) /= rd0_access_num(30)) and (region_impl0_read_channel0_access_ctl0_a_len /= 0) and (region_impl0_read_channel0_access_ctl0_a_len <= 64) and (region_impl0_read_channel0_access_ctl0_a_off < 64) and (rd0_iters_num /= 0));
 
 
 region_impl0_read_channel0_line_last <= stdl(signed(resize(region_impl0_read_channel0_access_ctl0_lcnt, 15)) = (signed(resize(region_impl0_read_channel0_access_ctl0_len_r, 15)) - 1));
@@ -421,13 +415,13 @@ region_impl0_read_channel0_pop <= stdl((region_impl0_read_channel0_cnt /= 0) and
 region_impl0_read_channel0_can <= stdl((region_impl0_read_channel0_cnt = 0) or ((region_impl0_read_channel0_cnt = 1) and (not bool(region_impl0_read_channel0_inflight))) or ((region_impl0_read_channel0_cnt /= 0) and bool(m_axis_rd0_tready)));
 
 
-region_impl0_read_channel0_req <= stdl(bool(region_impl0_read_channel0_running) and bool(region_impl0_read_channel0_can) and (bool(region_impl0_read_channel0_q_nempty) or (not bool(region_impl0_read_channel0_mfifo))));
+region_impl0_read_channel0_req <= stdl(bool(region_impl0_read_channel0_running) and bool(region_impl0_read_channel0_can) and (bool(region_impl0_nempty) or (not bool(region_impl0_read_channel0_mfifo))));
 region_impl0_read_channel0_done_evt <= stdl((region_impl0_read_channel0_cnt /= 0) and bool(m_axis_rd0_tready) and bool(region_impl0_read_channel0_f0));
 
-region_impl0_read_channel0_addrc: process (region_impl0_read_channel0_mfifo, region_impl0_read_channel0_addr_bram, region_impl0_read_channel0_qptr) is
+region_impl0_read_channel0_addrc: process (region_impl0_read_channel0_mfifo, region_impl0_read_channel0_addr_bram, region_impl0_rptr) is
 begin
     if bool(region_impl0_read_channel0_mfifo) then
-        region_impl0_read_channel0_addr_o <= region_impl0_read_channel0_qptr;
+        region_impl0_read_channel0_addr_o <= region_impl0_rptr;
     else
         region_impl0_read_channel0_addr_o <= region_impl0_read_channel0_addr_bram;
     end if;
@@ -488,10 +482,7 @@ region_impl0_read_channel1_access_ctl1_a_len <= rd1_access_num(30-1 downto 16);
 region_impl0_read_channel1_access_ctl1_a_off <= rd1_access_num(14-1 downto 0);
 
 
-region_impl0_read_channel1_access_ctl1_ol <= (resize(region_impl0_read_channel1_access_ctl1_a_off, 15) + region_impl0_read_channel1_access_ctl1_a_len);
-
-
-region_impl0_read_channel1_access_ctl1_a_ok <= stdl((rd1_access_num(31) /= rd1_access_num(30)) and (region_impl0_read_channel1_access_ctl1_a_len /= 0) and (region_impl0_read_channel1_access_ctl1_ol <= 64) and (rd1_iters_num /= 0));
+region_impl0_read_channel1_access_ctl1_a_ok <= stdl((rd1_access_num(31) /= rd1_access_num(30)) and (region_impl0_read_channel1_access_ctl1_a_len /= 0) and (region_impl0_read_channel1_access_ctl1_a_len <= 64) and (region_impl0_read_channel1_access_ctl1_a_off < 64) and (rd1_iters_num /= 0));
 
 
 region_impl0_read_channel1_line_last <= stdl(signed(resize(region_impl0_read_channel1_access_ctl1_lcnt, 15)) = (signed(resize(region_impl0_read_channel1_access_ctl1_len_r, 15)) - 1));
@@ -606,13 +597,13 @@ region_impl0_read_channel1_pop <= stdl((region_impl0_read_channel1_cnt /= 0) and
 region_impl0_read_channel1_can <= stdl((region_impl0_read_channel1_cnt = 0) or ((region_impl0_read_channel1_cnt = 1) and (not bool(region_impl0_read_channel1_inflight))) or ((region_impl0_read_channel1_cnt /= 0) and bool(m_axis_rd1_tready)));
 
 
-region_impl0_read_channel1_req <= stdl(bool(region_impl0_read_channel1_running) and bool(region_impl0_read_channel1_can) and (bool(region_impl0_read_channel0_q_nempty) or (not bool(region_impl0_read_channel1_mfifo))));
+region_impl0_read_channel1_req <= stdl(bool(region_impl0_read_channel1_running) and bool(region_impl0_read_channel1_can) and (bool(region_impl0_nempty) or (not bool(region_impl0_read_channel1_mfifo))));
 region_impl0_read_channel1_done_evt <= stdl((region_impl0_read_channel1_cnt /= 0) and bool(m_axis_rd1_tready) and bool(region_impl0_read_channel1_f0));
 
-region_impl0_read_channel1_addrc: process (region_impl0_read_channel1_mfifo, region_impl0_read_channel1_addr_bram, region_impl0_read_channel0_qptr) is
+region_impl0_read_channel1_addrc: process (region_impl0_read_channel1_mfifo, region_impl0_read_channel1_addr_bram, region_impl0_rptr) is
 begin
     if bool(region_impl0_read_channel1_mfifo) then
-        region_impl0_read_channel1_addr_o <= region_impl0_read_channel0_qptr;
+        region_impl0_read_channel1_addr_o <= region_impl0_rptr;
     else
         region_impl0_read_channel1_addr_o <= region_impl0_read_channel1_addr_bram;
     end if;
@@ -673,10 +664,7 @@ region_impl0_write_channel0_access_ctl2_a_len <= wr0_access_num(30-1 downto 16);
 region_impl0_write_channel0_access_ctl2_a_off <= wr0_access_num(14-1 downto 0);
 
 
-region_impl0_write_channel0_access_ctl2_ol <= (resize(region_impl0_write_channel0_access_ctl2_a_off, 15) + region_impl0_write_channel0_access_ctl2_a_len);
-
-
-region_impl0_write_channel0_access_ctl2_a_ok <= stdl((wr0_access_num(31) /= wr0_access_num(30)) and (region_impl0_write_channel0_access_ctl2_a_len /= 0) and (region_impl0_write_channel0_access_ctl2_ol <= 64) and (wr0_iters_num /= 0));
+region_impl0_write_channel0_access_ctl2_a_ok <= stdl((wr0_access_num(31) /= wr0_access_num(30)) and (region_impl0_write_channel0_access_ctl2_a_len /= 0) and (region_impl0_write_channel0_access_ctl2_a_len <= 64) and (region_impl0_write_channel0_access_ctl2_a_off < 64) and (wr0_iters_num /= 0));
 
 
 region_impl0_write_channel0_line_last <= stdl(signed(resize(region_impl0_write_channel0_access_ctl2_lcnt, 15)) = (signed(resize(region_impl0_write_channel0_access_ctl2_len_r, 15)) - 1));
@@ -805,10 +793,7 @@ region_impl0_write_channel1_access_ctl3_a_len <= wr1_access_num(30-1 downto 16);
 region_impl0_write_channel1_access_ctl3_a_off <= wr1_access_num(14-1 downto 0);
 
 
-region_impl0_write_channel1_access_ctl3_ol <= (resize(region_impl0_write_channel1_access_ctl3_a_off, 15) + region_impl0_write_channel1_access_ctl3_a_len);
-
-
-region_impl0_write_channel1_access_ctl3_a_ok <= stdl((wr1_access_num(31) /= wr1_access_num(30)) and (region_impl0_write_channel1_access_ctl3_a_len /= 0) and (region_impl0_write_channel1_access_ctl3_ol <= 64) and (wr1_iters_num /= 0));
+region_impl0_write_channel1_access_ctl3_a_ok <= stdl((wr1_access_num(31) /= wr1_access_num(30)) and (region_impl0_write_channel1_access_ctl3_a_len /= 0) and (region_impl0_write_channel1_access_ctl3_a_len <= 64) and (region_impl0_write_channel1_access_ctl3_a_off < 64) and (wr1_iters_num /= 0));
 
 
 region_impl0_write_channel1_line_last <= stdl(signed(resize(region_impl0_write_channel1_access_ctl3_lcnt, 15)) = (signed(resize(region_impl0_write_channel1_access_ctl3_len_r, 15)) - 1));
@@ -1024,7 +1009,9 @@ begin
         if (rst = '1') then
             region_impl0_wptr <= to_unsigned(0, 6);
         else
-            if bool(region_impl0_or_vec2_y) then
+            if bool(fifo_clr) then
+                region_impl0_wptr <= to_unsigned(0, 6);
+            elsif bool(region_impl0_or_vec2_y) then
                 region_impl0_wptr <= (region_impl0_wptr + 1);
             end if;
         end if;
@@ -1044,29 +1031,34 @@ region_impl0_fifo_queue0_q: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            region_impl0_read_channel0_qptr <= to_unsigned(0, 6);
-            region_impl0_fifo_queue0_cnt <= to_unsigned(0, 7);
+            region_impl0_rptr <= to_unsigned(0, 6);
+            region_impl0_qcnt <= to_unsigned(0, 7);
         else
-            if bool(region_impl0_or_vec3_y) then
-                region_impl0_read_channel0_qptr <= (region_impl0_read_channel0_qptr + 1);
-            end if;
-            if (bool(region_impl0_or_vec2_y) and (not bool(region_impl0_or_vec3_y))) then
-                region_impl0_fifo_queue0_cnt <= (region_impl0_fifo_queue0_cnt + 1);
-            elsif (bool(region_impl0_or_vec3_y) and (not bool(region_impl0_or_vec2_y))) then
-                region_impl0_fifo_queue0_cnt <= (region_impl0_fifo_queue0_cnt - 1);
+            if bool(fifo_clr) then
+                region_impl0_rptr <= to_unsigned(0, 6);
+                region_impl0_qcnt <= to_unsigned(0, 7);
+            else
+                if bool(region_impl0_or_vec3_y) then
+                    region_impl0_rptr <= (region_impl0_rptr + 1);
+                end if;
+                if (bool(region_impl0_or_vec2_y) and (not bool(region_impl0_or_vec3_y))) then
+                    region_impl0_qcnt <= (region_impl0_qcnt + 1);
+                elsif (bool(region_impl0_or_vec3_y) and (not bool(region_impl0_or_vec2_y))) then
+                    region_impl0_qcnt <= (region_impl0_qcnt - 1);
+                end if;
             end if;
         end if;
     end if;
 end process region_impl0_fifo_queue0_q;
 
 
-region_impl0_read_channel0_q_nempty <= stdl(region_impl0_fifo_queue0_cnt /= 0);
-region_impl0_fifo_queue0_full <= stdl(region_impl0_fifo_queue0_cnt = 64);
+region_impl0_nempty <= stdl(region_impl0_qcnt /= 0);
+region_impl0_qfull <= stdl(region_impl0_qcnt = 64);
 
 
-region_impl0_q_nfull <= stdl((not bool(region_impl0_fifo_queue0_full)));
+region_impl0_q_nfull <= stdl((not bool(region_impl0_qfull)));
 
 
-fifo_count_num <= region_impl0_fifo_queue0_cnt;
+fifo_count_num <= region_impl0_qcnt;
 
 end architecture MyHDL;
