@@ -264,20 +264,16 @@ def scd_line(res, mode, line, w):
 @block
 def chan_ok(w1, acc, w6, ok, c, kind, depth, nreg):
     """Channel ``c`` of a subroutine instruction: its region exists, its access word
-    passes the region's check, and the length rule (vector: = w6, scalar: 1) holds."""
+    passes the region's check (one of BRAM/FIFO, length 1..DEPTH, offset < DEPTH: an
+    access may wrap past the end), and the length rule (vector: = w6, scalar: 1) holds."""
     ln = sig_u(14)
     off = sig_u(14)
-    ol = sig_u(15)
     lo, hi = 4 * c, 4 * c + 4
 
     @always_comb
     def dec():
         ln.next = acc[30:16]
         off.next = acc[14:0]
-
-    @always_comb
-    def s():
-        ol.next = off + ln
 
     if nreg < 16:
         @always_comb
@@ -292,18 +288,18 @@ def chan_ok(w1, acc, w6, ok, c, kind, depth, nreg):
     if kind == "vector":
         @always_comb
         def chk():
-            ok.next = reg_ok and (acc[31] != acc[30]) and ln != 0 and ol <= depth and w6[32:14] == 0 \
-                and w6[14:0] == ln
+            ok.next = reg_ok and (acc[31] != acc[30]) and ln != 0 and ln <= depth and off < depth \
+                and w6[32:14] == 0 and w6[14:0] == ln
     elif kind == "scalar":
         @always_comb
         def chk():
-            ok.next = reg_ok and (acc[31] != acc[30]) and ol <= depth and ln == 1
+            ok.next = reg_ok and (acc[31] != acc[30]) and off < depth and ln == 1
     else:
         @always_comb
         def chk():
-            ok.next = reg_ok and (acc[31] != acc[30]) and ln != 0 and ol <= depth
+            ok.next = reg_ok and (acc[31] != acc[30]) and ln != 0 and ln <= depth and off < depth
 
-    return dec, s, reg_ok_c, chk
+    return dec, reg_ok_c, chk
 
 
 @block
@@ -328,7 +324,7 @@ def load_ok(w1, acc0, w7, ok, depth, nreg, chans):
     rom = tuple(1 if g in chans else 0 for g in range(32))
     mhi = sig_u(max(1, 16 - nreg))
     ln = sig_u(14)
-    ol = sig_u(15)
+    off = sig_u(14)
     chid = sig_u(5)
     pres = sig_b()
 
@@ -339,7 +335,7 @@ def load_ok(w1, acc0, w7, ok, depth, nreg, chans):
     @always_comb
     def dec():
         ln.next = acc0[30:16]
-        ol.next = acc0[14:0] + acc0[30:16]
+        off.next = acc0[14:0]
         chid.next = w7[21:16]
         if nreg < 16:
             mhi.next = w1[16:nreg]
@@ -353,7 +349,7 @@ def load_ok(w1, acc0, w7, ok, depth, nreg, chans):
         elif w1[24]:
             ok.next = pres
         else:
-            ok.next = (acc0[31] != acc0[30]) and ln != 0 and ol <= depth
+            ok.next = (acc0[31] != acc0[30]) and ln != 0 and ln <= depth and off < depth
 
     return romc, dec, chk
 
@@ -419,12 +415,11 @@ def load_ctl(clk, rst, go, w1, acc0, lmask, lfifo):
 
 
 @block
-def q_full(fifo_count, q, cw, depth, y):
-    lo, hi = q * cw, (q + 1) * cw
-
+def q_full(fifo_count, depth, y):
+    """The region's FIFO (one queue in every configuration) holds DEPTH lines."""
     @always_comb
     def o():
-        y.next = fifo_count[hi:lo] == depth
+        y.next = fifo_count == depth
 
     return o
 
@@ -534,6 +529,8 @@ def port_list(p: dict) -> list[Port]:
         Port("clk", "in", 1, "clock, rising edge"),
         Port("rst", "in", 1, "synchronous active-high reset (engine, regions' channels and FIFO "
                              "pointers, subroutines; region RAM contents are kept)"),
+        Port("fifo_clr", "in", 1, "synchronous: empty every region's FIFO (pointers and occupancy to 0, "
+                                  "RAM kept); assert only while sub_busy is 0 (for the PU top to pulse on START)"),
         Port("sub_start", "in", 7, "one-cycle issue pulse, bit s = opcode 0x10+s (one bit per cycle)"),
         Port("sub_iters", "in", ITW, "iterations (w0[12:0]), valid with sub_start"),
         Port("sub_w1", "in", 32, "routing word w1 (region fields/mask and flags; the register-add bits "
@@ -598,7 +595,7 @@ def engine_impl(s, p):
         ports = m_reg.port_list(rp)
         sig = {}
         for pt in ports:
-            if pt.name in ("clk", "rst"):
+            if pt.name in ("clk", "rst", "fifo_clr"):
                 sig[pt.name] = s[pt.name]
             elif pt.name == "err_clr":
                 sig[pt.name] = zero1
@@ -758,14 +755,8 @@ def engine_impl(s, p):
             for r in range(NRG):
                 rp, sig = regs[r]
                 cn = sig_b()
-                nq = rp["NR"] if rp["CONFIG"] == 1 else 1
-                fulls = []
-                for q in range(nq):
-                    fq = sig_b()
-                    add(q_full, sig["fifo_count"], q, AW + 1, D, fq)
-                    fulls.append(fq)
                 full = sig_b()
-                add(or_any, ConcatSignal(*fulls) if nq > 1 else _vec1(fulls[0], insts), full)
+                add(q_full, sig["fifo_count"], D, full)
                 add(can_take, sig[f"wr{k}_busy"], lfifo, full, cn)
                 cans.append(cn)
             ready_n = sig_b()
@@ -931,7 +922,8 @@ def datasheet(p: dict) -> Datasheet:
             "done pulse: done is the falling edge of `sub_busy[s]`.",
             "Checks at issue (combinational, in the `sub_start` cycle): every used channel's region "
             "< NREGIONS; its access word legal for the region (exactly one of BRAM/FIFO, length "
-            "> 0, offset+length <= DEPTH); vector channels' length = w6 (dimension), scalar channels' "
+            "1..DEPTH, effective offset < DEPTH; offset + length > DEPTH is legal: the addresses "
+            "wrap modulo DEPTH); vector channels' length = w6 (dimension), scalar channels' "
             "length = 1; iterations 1..MAX_ITER; dimension 1..MAX_DIM; LOAD: non-empty mask within "
             "NREGIONS, amem mode a present global channel.  A failing issue starts nothing, leaves "
             "`sub_busy` low and pulses `sub_err[s]` for one cycle in the next cycle; so does a core "
@@ -955,6 +947,12 @@ def datasheet(p: dict) -> Datasheet:
             "order), FIFO-mode producer/consumer pairs overlap freely.",
             "Reset clears the engine, the regions' channels and FIFO pointers and the subroutines; "
             "region RAM and address-memory contents are kept.",
+            "`fifo_clr` (one cycle, only while every `sub_busy` bit is 0) empties every region's "
+            "FIFO: write/read pointers and occupancy to 0, RAM contents kept, so the next push lands "
+            "at line 0 (for the PU top to pulse on START: the ISS empties every region FIFO there).",
+            "Every region has one FIFO queue, also in the replicated configuration: a line pushed once "
+            "is popped once, by whichever read channel pops it (LOAD broadcast stalls while a masked "
+            "FIFO-mode region's queue is full).",
         ])
 
 

@@ -60,7 +60,7 @@ class EngineTB:
         self.clk = dut.clk
         cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
         dut.rst.value = 1
-        for f in ("sub_start", "sub_iters", "sub_w1", "sub_acc0", "sub_acc1", "sub_acc2", "sub_acc3",
+        for f in ("fifo_clr", "sub_start", "sub_iters", "sub_w1", "sub_acc0", "sub_acc1", "sub_acc2", "sub_acc3",
                   "sub_w6", "sub_w7"):
             getattr(dut, f).value = 0
         self.src = AxisSource(dut, "s_axis_ld", dut.clk, Gate(self.seed * 7 + 1, ld_p))
@@ -91,6 +91,15 @@ class EngineTB:
         if clear:
             await self.issue(I.LOAD, 1, (1 << self.NRG) - 1, (acc(self.D, 0),),
                              lines=np.zeros((self.D, self.L), dtype=np.int64))
+
+    async def pulse_fifo_clr(self):
+        """Pulse ``fifo_clr`` with every subroutine idle; the ISS empties every region FIFO."""
+        await self.wait_idle()
+        self.dut.fifo_clr.value = 1
+        await RisingEdge(self.clk)
+        self.dut.fifo_clr.value = 0
+        for rg in self.iss.regions:
+            rg.reset_fifo()
 
     def rand_words(self, shape, scale=None):
         h = 1 << (self.W - 1)
@@ -312,24 +321,71 @@ async def fifo_overlap(dut):
 @cocotb.test()
 async def fifo_full_empty(dut):
     """A STORE from an empty FIFO region waits for a LOAD that pushes more lines than
-    the region holds (the LOAD stalls while the FIFO is full)."""
+    the region holds; with the Store sink stopped the LOAD stalls (tready low, no line
+    taken) once the FIFO is full, and completes when the sink drains it."""
     tb = EngineTB(dut, ld_p=0.9, st_p=0.3)
     await tb.reset()
-    r = 0
-    per = tb.D // 2
-    n = 3 * per
-    lines = tb.rand_words((n, tb.L))
-    # STORE first (FIFO empty): the model runs LOAD then STORE, so compute it by hand
-    for k, ln in enumerate(lines):
-        tb.exp.append((pack_lanes(ln, tb.W), 1 if (k + 1) % per == 0 else 0))
-    await tb.issue(I.STORE, 3, w1_of((r,)), (acc(per, 0, fifo=True),), model=False, nb=True)
-    await ClockCycles(tb.clk, 5)
-    await ReadOnly()
-    assert tb.busy(I.STORE) and int(dut.m_axis_st_tvalid.value) == 0
-    await RisingEdge(tb.clk)
-    for ln in lines:
-        tb.src.append((pack_lanes(ln, tb.W), 0))
-    await tb.issue(I.LOAD, 3, 1 << r, (acc(per, 0, fifo=True),), model=False, nb=True)
+    # region 0 and the first replicated region (one FIFO queue however many copies)
+    for r in [0] + [q for q in range(1, tb.NRG) if tb.cfgs[q] == "replicated"][:1]:
+        per = tb.D // 2
+        n = 3 * per
+        lines = tb.rand_words((n, tb.L))
+        # STORE first (FIFO empty): the model runs LOAD then STORE, so compute it by hand
+        for k, ln in enumerate(lines):
+            tb.exp.append((pack_lanes(ln, tb.W), 1 if (k + 1) % per == 0 else 0))
+        await tb.issue(I.STORE, 3, w1_of((r,)), (acc(per, 0, fifo=True),), model=False, nb=True)
+        await ClockCycles(tb.clk, 5)
+        await ReadOnly()
+        assert tb.busy(I.STORE) and int(dut.m_axis_st_tvalid.value) == 0
+        await RisingEdge(tb.clk)
+        tb.sink.stop()
+        sent0 = tb.src.sent
+        for ln in lines:
+            tb.src.append((pack_lanes(ln, tb.W), 0))
+        await tb.issue(I.LOAD, 3, 1 << r, (acc(per, 0, fifo=True),), model=False, nb=True)
+        for _ in range(20 * tb.D):                   # the sink is stopped: nothing is popped after
+            await ReadOnly()                         # the STORE's 2-line output buffer fills
+            if tb.src.sent - sent0 >= tb.D and int(dut.s_axis_ld_tready.value) == 0:
+                break
+            await RisingEdge(tb.clk)
+        await RisingEdge(tb.clk)
+        taken = tb.src.sent
+        for _ in range(12):
+            await ReadOnly()
+            assert tb.busy(I.LOAD) and int(dut.s_axis_ld_tready.value) == 0, \
+                f"region {r}: LOAD did not stall on a full FIFO"
+            await RisingEdge(tb.clk)
+        assert tb.src.sent == taken < sent0 + n, f"region {r}: lines taken while the FIFO was full"
+        tb.sink = AxisSink(dut, "m_axis_st", dut.clk, Gate(tb.seed * 13 + 6 + r, 0.3))
+        await tb.wait_idle()
+    await tb.finish()
+
+
+@cocotb.test()
+async def wrap_and_fifo_clr(dut):
+    """Accesses past the end of a region are legal and wrap to line 0 (LOAD, STORE and a
+    DOTSIG vector), against the golden ISS; fifo_clr empties every region's FIFO (a
+    partly popped one too), so the next pushes land at line 0 and are the next pops."""
+    tb = EngineTB(dut, ld_p=0.8, st_p=0.7)
+    await tb.reset()
+    D, NRG = tb.D, tb.NRG
+    r, ro = 1 % NRG, 2 % NRG
+    await tb.load(1 << r, acc(6, D - 3), 1)          # lines D-3 .. D-1, then 0 .. 2
+    await tb.store(r, acc(8, D - 4), 1)
+    await tb.store(r, acc(4, 0), 1)
+    dim = min(4, tb.p["MAX_DIM"])
+    await tb.issue(I.DOTSIG, 2, w1_of((r, r, ro)), (acc(dim, D - 2, keep=True), acc(dim, D - 1),
+                                                    acc(1, D - 1, keep=True)), w6=dim)
+    await tb.store(ro, acc(2, D - 1), 1)             # the two results: lines D-1 and 0
+    assert sum(tb.errs) == 0, f"a legal wrapping access was rejected: {tb.errs}"
+    for rf in range(NRG):
+        await tb.load(1 << rf, acc(3, 0, fifo=True), 1)
+    await tb.store(0, acc(1, 0, fifo=True), 1)       # region 0: read pointer 1, write pointer 3
+    await tb.pulse_fifo_clr()
+    for rf in range(NRG):
+        await tb.load(1 << rf, acc(2, 0, fifo=True), 1)
+        await tb.store(rf, acc(4, 0), 1)             # BRAM view (the FIFO's lines where it shares the RAM)
+        await tb.store(rf, acc(2, 0, fifo=True), 1)  # pops exactly the lines pushed after the clear
     await tb.finish()
 
 
@@ -402,7 +458,12 @@ async def rejected_issues(dut):
     D = tb.D
     bad = [
         (I.STORE, 1, w1_of((0,)), (acc(1, 0) | (1 << 30),), 0, 0),          # both BRAM and FIFO
-        (I.STORE, 1, w1_of((0,)), (acc(2, D - 1),), 0, 0),                   # offset+length > DEPTH
+        (I.STORE, 1, w1_of((0,)), (acc(1, D),), 0, 0),                       # offset >= DEPTH
+        (I.STORE, 1, w1_of((0,)), (acc(D + 1, 0),), 0, 0),                   # length > DEPTH
+        (I.DOTSIG, 1, w1_of((0, 0, 0)), (acc(2, 0), acc(2, 2 * D - 1), acc(1, 4)), 2, 0),  # b offset >= DEPTH
+        (I.DOTSIG, 1, w1_of((0, 0, 0)), (acc(2, 0), acc(2, 0), acc(1, D)), 2, 0),  # scalar offset >= DEPTH
+        (I.LOAD, 1, 1, (acc(1, D),), 0, 0),                                  # LOAD offset >= DEPTH
+        (I.LOAD, 1, 1, (acc(D + 1, 0),), 0, 0),                              # LOAD length > DEPTH
         (I.STORE, 0, w1_of((0,)), (acc(1, 0),), 0, 0),                       # iterations 0
         (I.DOTSIG, 1, w1_of((0, 0, 0)), (acc(2, 0), acc(2, 0), acc(1, 4)), 3, 0),  # vector length != dim
         (I.DOTSIG, 1, w1_of((0, 0, 0)), (acc(2, 0), acc(2, 0), acc(2, 4)), 2, 0),  # scalar length != 1
@@ -459,7 +520,7 @@ async def checker_catches_corruption(dut):
 async def bench_throughput(dut):
     """Cycles per line: DOTSIG with a and b in different regions (1 line/cycle) and in
     the same regular region (shared read port: 1/2); two subroutines on disjoint regions
-    concurrently (each at full rate); LOAD broadcast."""
+    (DOTSIG on regions 0, 1; L2REG on 2, 3) concurrently (each at full rate); LOAD broadcast."""
     tb = EngineTB(dut)
     await tb.reset()
     if tb.NRG < 4:
@@ -485,9 +546,11 @@ async def bench_throughput(dut):
     m["dotsig_two_regions_lines_per_cycle"] = round(dim * it / base, 3)
     same = await timed([((I.DOTSIG, it, w1_of((0, 0, 2)), (v, v, acc(1, dim, keep=True))), {"w6": dim})])
     m["dotsig_same_region_lines_per_cycle"] = round(dim * it / same, 3)
-    both = await timed([((I.DOTSIG, it, w1_of((0, 1, 2)), (v, v, acc(1, dim, keep=True))), {"w6": dim}),
-                        ((I.L2REG, it, w1_of((3, 3 if r_in[3] != "regular" else 1, 3)),
-                          (v, v, acc(dim, dim))), {"w6": dim})])
+    # disjoint regions in every configuration: DOTSIG reads 0 and 1 and writes 1 (past its b
+    # lines), L2REG reads 2 and 3 and writes 3 (past its xold lines); reads and writes of
+    # one region use different ports
+    both = await timed([((I.DOTSIG, it, w1_of((0, 1, 1)), (v, v, acc(1, dim, keep=True))), {"w6": dim}),
+                        ((I.L2REG, it, w1_of((2, 3, 3)), (v, v, acc(dim, dim))), {"w6": dim})])
     m["dotsig_plus_l2reg_cycles"] = both
     m["dotsig_alone_cycles"] = base
     n = dim * it

@@ -8,6 +8,7 @@
 module pipearch_engine (
     clk,
     rst,
+    fifo_clr,
     sub_start,
     sub_iters,
     sub_w1,
@@ -37,6 +38,7 @@ module pipearch_engine (
 
 input clk;
 input rst;
+input fifo_clr;
 input [6:0] sub_start;
 input [12:0] sub_iters;
 input [31:0] sub_w1;
@@ -94,7 +96,6 @@ wire [127:0] engine_impl0_wline;
 reg [3:0] engine_impl0_lmask;
 reg engine_impl0_lfifo;
 wire engine_impl0_cn;
-wire engine_impl0_fq;
 wire engine_impl0_full;
 reg engine_impl0_ready_n;
 wire engine_impl0_mr;
@@ -103,6 +104,10 @@ wire [196:0] engine_impl0_unused_sink;
 wire [196:0] engine_impl0_unused_sig;
 wire engine_impl0_go;
 reg [7:0] engine_impl0_region_impl0_wptr;
+reg [7:0] engine_impl0_region_impl0_rptr;
+reg [8:0] engine_impl0_region_impl0_qcnt;
+wire engine_impl0_region_impl0_nempty;
+wire engine_impl0_region_impl0_qfull;
 wire engine_impl0_region_impl0_q_nfull;
 wire engine_impl0_region_impl0_read_channel0_start;
 wire [31:0] engine_impl0_region_impl0_read_channel0_access;
@@ -118,8 +123,6 @@ wire engine_impl0_region_impl0_read_channel0_grant;
 wire engine_impl0_region_impl0_read_channel0_req;
 reg [7:0] engine_impl0_region_impl0_read_channel0_addr_o;
 reg engine_impl0_region_impl0_read_channel0_mfifo;
-reg [7:0] engine_impl0_region_impl0_read_channel0_qptr;
-wire engine_impl0_region_impl0_read_channel0_q_nempty;
 wire [127:0] engine_impl0_region_impl0_read_channel0_rdata;
 wire [7:0] engine_impl0_region_impl0_read_channel0_addr_bram;
 wire engine_impl0_region_impl0_read_channel0_can;
@@ -152,7 +155,6 @@ reg [13:0] engine_impl0_region_impl0_read_channel0_access_ctl0_len_r;
 reg [7:0] engine_impl0_region_impl0_read_channel0_access_ctl0_lin;
 reg [7:0] engine_impl0_region_impl0_read_channel0_access_ctl0_lin_nxt;
 reg [7:0] engine_impl0_region_impl0_read_channel0_access_ctl0_off_r;
-wire [14:0] engine_impl0_region_impl0_read_channel0_access_ctl0_ol;
 reg [7:0] engine_impl0_region_impl0_read_channel0_access_ctl0_sel;
 reg engine_impl0_region_impl0_read_channel0_access_ctl0_useam_r;
 wire engine_impl0_region_impl0_read_channel1_start;
@@ -201,7 +203,6 @@ reg [13:0] engine_impl0_region_impl0_read_channel1_access_ctl1_len_r;
 reg [7:0] engine_impl0_region_impl0_read_channel1_access_ctl1_lin;
 reg [7:0] engine_impl0_region_impl0_read_channel1_access_ctl1_lin_nxt;
 reg [7:0] engine_impl0_region_impl0_read_channel1_access_ctl1_off_r;
-wire [14:0] engine_impl0_region_impl0_read_channel1_access_ctl1_ol;
 reg [7:0] engine_impl0_region_impl0_read_channel1_access_ctl1_sel;
 reg engine_impl0_region_impl0_read_channel1_access_ctl1_useam_r;
 wire engine_impl0_region_impl0_read_channel2_start;
@@ -250,7 +251,6 @@ reg [13:0] engine_impl0_region_impl0_read_channel2_access_ctl2_len_r;
 reg [7:0] engine_impl0_region_impl0_read_channel2_access_ctl2_lin;
 reg [7:0] engine_impl0_region_impl0_read_channel2_access_ctl2_lin_nxt;
 reg [7:0] engine_impl0_region_impl0_read_channel2_access_ctl2_off_r;
-wire [14:0] engine_impl0_region_impl0_read_channel2_access_ctl2_ol;
 reg [7:0] engine_impl0_region_impl0_read_channel2_access_ctl2_sel;
 reg engine_impl0_region_impl0_read_channel2_access_ctl2_useam_r;
 wire engine_impl0_region_impl0_read_channel3_start;
@@ -299,7 +299,6 @@ reg [13:0] engine_impl0_region_impl0_read_channel3_access_ctl3_len_r;
 reg [7:0] engine_impl0_region_impl0_read_channel3_access_ctl3_lin;
 reg [7:0] engine_impl0_region_impl0_read_channel3_access_ctl3_lin_nxt;
 reg [7:0] engine_impl0_region_impl0_read_channel3_access_ctl3_off_r;
-wire [14:0] engine_impl0_region_impl0_read_channel3_access_ctl3_ol;
 reg [7:0] engine_impl0_region_impl0_read_channel3_access_ctl3_sel;
 reg engine_impl0_region_impl0_read_channel3_access_ctl3_useam_r;
 wire engine_impl0_region_impl0_read_channel4_start;
@@ -348,7 +347,6 @@ reg [13:0] engine_impl0_region_impl0_read_channel4_access_ctl4_len_r;
 reg [7:0] engine_impl0_region_impl0_read_channel4_access_ctl4_lin;
 reg [7:0] engine_impl0_region_impl0_read_channel4_access_ctl4_lin_nxt;
 reg [7:0] engine_impl0_region_impl0_read_channel4_access_ctl4_off_r;
-wire [14:0] engine_impl0_region_impl0_read_channel4_access_ctl4_ol;
 reg [7:0] engine_impl0_region_impl0_read_channel4_access_ctl4_sel;
 reg engine_impl0_region_impl0_read_channel4_access_ctl4_useam_r;
 wire engine_impl0_region_impl0_read_channel5_start;
@@ -397,7 +395,6 @@ reg [13:0] engine_impl0_region_impl0_read_channel5_access_ctl5_len_r;
 reg [7:0] engine_impl0_region_impl0_read_channel5_access_ctl5_lin;
 reg [7:0] engine_impl0_region_impl0_read_channel5_access_ctl5_lin_nxt;
 reg [7:0] engine_impl0_region_impl0_read_channel5_access_ctl5_off_r;
-wire [14:0] engine_impl0_region_impl0_read_channel5_access_ctl5_ol;
 reg [7:0] engine_impl0_region_impl0_read_channel5_access_ctl5_sel;
 reg engine_impl0_region_impl0_read_channel5_access_ctl5_useam_r;
 wire engine_impl0_region_impl0_read_channel6_start;
@@ -446,7 +443,6 @@ reg [13:0] engine_impl0_region_impl0_read_channel6_access_ctl6_len_r;
 reg [7:0] engine_impl0_region_impl0_read_channel6_access_ctl6_lin;
 reg [7:0] engine_impl0_region_impl0_read_channel6_access_ctl6_lin_nxt;
 reg [7:0] engine_impl0_region_impl0_read_channel6_access_ctl6_off_r;
-wire [14:0] engine_impl0_region_impl0_read_channel6_access_ctl6_ol;
 reg [7:0] engine_impl0_region_impl0_read_channel6_access_ctl6_sel;
 reg engine_impl0_region_impl0_read_channel6_access_ctl6_useam_r;
 wire engine_impl0_region_impl0_read_channel7_start;
@@ -495,7 +491,6 @@ reg [13:0] engine_impl0_region_impl0_read_channel7_access_ctl7_len_r;
 reg [7:0] engine_impl0_region_impl0_read_channel7_access_ctl7_lin;
 reg [7:0] engine_impl0_region_impl0_read_channel7_access_ctl7_lin_nxt;
 reg [7:0] engine_impl0_region_impl0_read_channel7_access_ctl7_off_r;
-wire [14:0] engine_impl0_region_impl0_read_channel7_access_ctl7_ol;
 reg [7:0] engine_impl0_region_impl0_read_channel7_access_ctl7_sel;
 reg engine_impl0_region_impl0_read_channel7_access_ctl7_useam_r;
 wire engine_impl0_region_impl0_read_channel8_start;
@@ -544,7 +539,6 @@ reg [13:0] engine_impl0_region_impl0_read_channel8_access_ctl8_len_r;
 reg [7:0] engine_impl0_region_impl0_read_channel8_access_ctl8_lin;
 reg [7:0] engine_impl0_region_impl0_read_channel8_access_ctl8_lin_nxt;
 reg [7:0] engine_impl0_region_impl0_read_channel8_access_ctl8_off_r;
-wire [14:0] engine_impl0_region_impl0_read_channel8_access_ctl8_ol;
 reg [7:0] engine_impl0_region_impl0_read_channel8_access_ctl8_sel;
 reg engine_impl0_region_impl0_read_channel8_access_ctl8_useam_r;
 wire engine_impl0_region_impl0_read_channel9_start;
@@ -593,7 +587,6 @@ reg [13:0] engine_impl0_region_impl0_read_channel9_access_ctl9_len_r;
 reg [7:0] engine_impl0_region_impl0_read_channel9_access_ctl9_lin;
 reg [7:0] engine_impl0_region_impl0_read_channel9_access_ctl9_lin_nxt;
 reg [7:0] engine_impl0_region_impl0_read_channel9_access_ctl9_off_r;
-wire [14:0] engine_impl0_region_impl0_read_channel9_access_ctl9_ol;
 reg [7:0] engine_impl0_region_impl0_read_channel9_access_ctl9_sel;
 reg engine_impl0_region_impl0_read_channel9_access_ctl9_useam_r;
 wire engine_impl0_region_impl0_read_channel10_start;
@@ -642,7 +635,6 @@ reg [13:0] engine_impl0_region_impl0_read_channel10_access_ctl10_len_r;
 reg [7:0] engine_impl0_region_impl0_read_channel10_access_ctl10_lin;
 reg [7:0] engine_impl0_region_impl0_read_channel10_access_ctl10_lin_nxt;
 reg [7:0] engine_impl0_region_impl0_read_channel10_access_ctl10_off_r;
-wire [14:0] engine_impl0_region_impl0_read_channel10_access_ctl10_ol;
 reg [7:0] engine_impl0_region_impl0_read_channel10_access_ctl10_sel;
 reg engine_impl0_region_impl0_read_channel10_access_ctl10_useam_r;
 wire engine_impl0_region_impl0_read_channel11_start;
@@ -691,7 +683,6 @@ reg [13:0] engine_impl0_region_impl0_read_channel11_access_ctl11_len_r;
 reg [7:0] engine_impl0_region_impl0_read_channel11_access_ctl11_lin;
 reg [7:0] engine_impl0_region_impl0_read_channel11_access_ctl11_lin_nxt;
 reg [7:0] engine_impl0_region_impl0_read_channel11_access_ctl11_off_r;
-wire [14:0] engine_impl0_region_impl0_read_channel11_access_ctl11_ol;
 reg [7:0] engine_impl0_region_impl0_read_channel11_access_ctl11_sel;
 reg engine_impl0_region_impl0_read_channel11_access_ctl11_useam_r;
 wire engine_impl0_region_impl0_write_channel0_start;
@@ -725,7 +716,6 @@ reg [13:0] engine_impl0_region_impl0_write_channel0_access_ctl12_len_r;
 reg [7:0] engine_impl0_region_impl0_write_channel0_access_ctl12_lin;
 reg [7:0] engine_impl0_region_impl0_write_channel0_access_ctl12_lin_nxt;
 reg [7:0] engine_impl0_region_impl0_write_channel0_access_ctl12_off_r;
-wire [14:0] engine_impl0_region_impl0_write_channel0_access_ctl12_ol;
 reg [7:0] engine_impl0_region_impl0_write_channel0_access_ctl12_sel;
 reg engine_impl0_region_impl0_write_channel0_access_ctl12_useam_r;
 wire engine_impl0_region_impl0_write_channel1_start;
@@ -759,7 +749,6 @@ reg [13:0] engine_impl0_region_impl0_write_channel1_access_ctl13_len_r;
 reg [7:0] engine_impl0_region_impl0_write_channel1_access_ctl13_lin;
 reg [7:0] engine_impl0_region_impl0_write_channel1_access_ctl13_lin_nxt;
 reg [7:0] engine_impl0_region_impl0_write_channel1_access_ctl13_off_r;
-wire [14:0] engine_impl0_region_impl0_write_channel1_access_ctl13_ol;
 reg [7:0] engine_impl0_region_impl0_write_channel1_access_ctl13_sel;
 reg engine_impl0_region_impl0_write_channel1_access_ctl13_useam_r;
 wire engine_impl0_region_impl0_write_channel2_start;
@@ -793,7 +782,6 @@ reg [13:0] engine_impl0_region_impl0_write_channel2_access_ctl14_len_r;
 reg [7:0] engine_impl0_region_impl0_write_channel2_access_ctl14_lin;
 reg [7:0] engine_impl0_region_impl0_write_channel2_access_ctl14_lin_nxt;
 reg [7:0] engine_impl0_region_impl0_write_channel2_access_ctl14_off_r;
-wire [14:0] engine_impl0_region_impl0_write_channel2_access_ctl14_ol;
 reg [7:0] engine_impl0_region_impl0_write_channel2_access_ctl14_sel;
 reg engine_impl0_region_impl0_write_channel2_access_ctl14_useam_r;
 wire engine_impl0_region_impl0_write_channel3_start;
@@ -827,7 +815,6 @@ reg [13:0] engine_impl0_region_impl0_write_channel3_access_ctl15_len_r;
 reg [7:0] engine_impl0_region_impl0_write_channel3_access_ctl15_lin;
 reg [7:0] engine_impl0_region_impl0_write_channel3_access_ctl15_lin_nxt;
 reg [7:0] engine_impl0_region_impl0_write_channel3_access_ctl15_off_r;
-wire [14:0] engine_impl0_region_impl0_write_channel3_access_ctl15_ol;
 reg [7:0] engine_impl0_region_impl0_write_channel3_access_ctl15_sel;
 reg engine_impl0_region_impl0_write_channel3_access_ctl15_useam_r;
 wire engine_impl0_region_impl0_write_channel4_start;
@@ -861,7 +848,6 @@ reg [13:0] engine_impl0_region_impl0_write_channel4_access_ctl16_len_r;
 reg [7:0] engine_impl0_region_impl0_write_channel4_access_ctl16_lin;
 reg [7:0] engine_impl0_region_impl0_write_channel4_access_ctl16_lin_nxt;
 reg [7:0] engine_impl0_region_impl0_write_channel4_access_ctl16_off_r;
-wire [14:0] engine_impl0_region_impl0_write_channel4_access_ctl16_ol;
 reg [7:0] engine_impl0_region_impl0_write_channel4_access_ctl16_sel;
 reg engine_impl0_region_impl0_write_channel4_access_ctl16_useam_r;
 wire engine_impl0_region_impl0_write_channel5_start;
@@ -895,7 +881,6 @@ reg [13:0] engine_impl0_region_impl0_write_channel5_access_ctl17_len_r;
 reg [7:0] engine_impl0_region_impl0_write_channel5_access_ctl17_lin;
 reg [7:0] engine_impl0_region_impl0_write_channel5_access_ctl17_lin_nxt;
 reg [7:0] engine_impl0_region_impl0_write_channel5_access_ctl17_off_r;
-wire [14:0] engine_impl0_region_impl0_write_channel5_access_ctl17_ol;
 reg [7:0] engine_impl0_region_impl0_write_channel5_access_ctl17_sel;
 reg engine_impl0_region_impl0_write_channel5_access_ctl17_useam_r;
 wire engine_impl0_region_impl0_grant_first0_grant;
@@ -986,10 +971,12 @@ wire engine_impl0_region_impl0_and216_y;
 wire engine_impl0_region_impl0_and217_y;
 wire [11:0] engine_impl0_region_impl0_or_vec3_v;
 wire engine_impl0_region_impl0_or_vec3_y;
-reg [8:0] engine_impl0_region_impl0_fifo_queue0_cnt;
-wire engine_impl0_region_impl0_fifo_queue0_full;
 wire [8:0] engine_impl0_region_impl0_copy_sig30_y;
 reg [7:0] engine_impl0_region_impl1_wptr;
+reg [7:0] engine_impl0_region_impl1_rptr;
+reg [8:0] engine_impl0_region_impl1_qcnt;
+wire engine_impl0_region_impl1_nempty;
+wire engine_impl0_region_impl1_qfull;
 wire engine_impl0_region_impl1_q_nfull;
 wire engine_impl0_region_impl1_read_channel12_start;
 wire [31:0] engine_impl0_region_impl1_read_channel12_access;
@@ -1005,8 +992,6 @@ wire engine_impl0_region_impl1_read_channel12_grant;
 wire engine_impl0_region_impl1_read_channel12_req;
 reg [7:0] engine_impl0_region_impl1_read_channel12_addr_o;
 reg engine_impl0_region_impl1_read_channel12_mfifo;
-reg [7:0] engine_impl0_region_impl1_read_channel12_qptr;
-wire engine_impl0_region_impl1_read_channel12_q_nempty;
 wire [127:0] engine_impl0_region_impl1_read_channel12_rdata;
 wire [7:0] engine_impl0_region_impl1_read_channel12_addr_bram;
 wire engine_impl0_region_impl1_read_channel12_can;
@@ -1039,7 +1024,6 @@ reg [13:0] engine_impl0_region_impl1_read_channel12_access_ctl18_len_r;
 reg [7:0] engine_impl0_region_impl1_read_channel12_access_ctl18_lin;
 reg [7:0] engine_impl0_region_impl1_read_channel12_access_ctl18_lin_nxt;
 reg [7:0] engine_impl0_region_impl1_read_channel12_access_ctl18_off_r;
-wire [14:0] engine_impl0_region_impl1_read_channel12_access_ctl18_ol;
 reg [7:0] engine_impl0_region_impl1_read_channel12_access_ctl18_sel;
 reg engine_impl0_region_impl1_read_channel12_access_ctl18_useam_r;
 wire engine_impl0_region_impl1_read_channel13_start;
@@ -1088,7 +1072,6 @@ reg [13:0] engine_impl0_region_impl1_read_channel13_access_ctl19_len_r;
 reg [7:0] engine_impl0_region_impl1_read_channel13_access_ctl19_lin;
 reg [7:0] engine_impl0_region_impl1_read_channel13_access_ctl19_lin_nxt;
 reg [7:0] engine_impl0_region_impl1_read_channel13_access_ctl19_off_r;
-wire [14:0] engine_impl0_region_impl1_read_channel13_access_ctl19_ol;
 reg [7:0] engine_impl0_region_impl1_read_channel13_access_ctl19_sel;
 reg engine_impl0_region_impl1_read_channel13_access_ctl19_useam_r;
 wire engine_impl0_region_impl1_read_channel14_start;
@@ -1137,7 +1120,6 @@ reg [13:0] engine_impl0_region_impl1_read_channel14_access_ctl20_len_r;
 reg [7:0] engine_impl0_region_impl1_read_channel14_access_ctl20_lin;
 reg [7:0] engine_impl0_region_impl1_read_channel14_access_ctl20_lin_nxt;
 reg [7:0] engine_impl0_region_impl1_read_channel14_access_ctl20_off_r;
-wire [14:0] engine_impl0_region_impl1_read_channel14_access_ctl20_ol;
 reg [7:0] engine_impl0_region_impl1_read_channel14_access_ctl20_sel;
 reg engine_impl0_region_impl1_read_channel14_access_ctl20_useam_r;
 wire engine_impl0_region_impl1_read_channel15_start;
@@ -1186,7 +1168,6 @@ reg [13:0] engine_impl0_region_impl1_read_channel15_access_ctl21_len_r;
 reg [7:0] engine_impl0_region_impl1_read_channel15_access_ctl21_lin;
 reg [7:0] engine_impl0_region_impl1_read_channel15_access_ctl21_lin_nxt;
 reg [7:0] engine_impl0_region_impl1_read_channel15_access_ctl21_off_r;
-wire [14:0] engine_impl0_region_impl1_read_channel15_access_ctl21_ol;
 reg [7:0] engine_impl0_region_impl1_read_channel15_access_ctl21_sel;
 reg engine_impl0_region_impl1_read_channel15_access_ctl21_useam_r;
 wire engine_impl0_region_impl1_read_channel16_start;
@@ -1235,7 +1216,6 @@ reg [13:0] engine_impl0_region_impl1_read_channel16_access_ctl22_len_r;
 reg [7:0] engine_impl0_region_impl1_read_channel16_access_ctl22_lin;
 reg [7:0] engine_impl0_region_impl1_read_channel16_access_ctl22_lin_nxt;
 reg [7:0] engine_impl0_region_impl1_read_channel16_access_ctl22_off_r;
-wire [14:0] engine_impl0_region_impl1_read_channel16_access_ctl22_ol;
 reg [7:0] engine_impl0_region_impl1_read_channel16_access_ctl22_sel;
 reg engine_impl0_region_impl1_read_channel16_access_ctl22_useam_r;
 wire engine_impl0_region_impl1_read_channel17_start;
@@ -1284,7 +1264,6 @@ reg [13:0] engine_impl0_region_impl1_read_channel17_access_ctl23_len_r;
 reg [7:0] engine_impl0_region_impl1_read_channel17_access_ctl23_lin;
 reg [7:0] engine_impl0_region_impl1_read_channel17_access_ctl23_lin_nxt;
 reg [7:0] engine_impl0_region_impl1_read_channel17_access_ctl23_off_r;
-wire [14:0] engine_impl0_region_impl1_read_channel17_access_ctl23_ol;
 reg [7:0] engine_impl0_region_impl1_read_channel17_access_ctl23_sel;
 reg engine_impl0_region_impl1_read_channel17_access_ctl23_useam_r;
 wire engine_impl0_region_impl1_read_channel18_start;
@@ -1333,7 +1312,6 @@ reg [13:0] engine_impl0_region_impl1_read_channel18_access_ctl24_len_r;
 reg [7:0] engine_impl0_region_impl1_read_channel18_access_ctl24_lin;
 reg [7:0] engine_impl0_region_impl1_read_channel18_access_ctl24_lin_nxt;
 reg [7:0] engine_impl0_region_impl1_read_channel18_access_ctl24_off_r;
-wire [14:0] engine_impl0_region_impl1_read_channel18_access_ctl24_ol;
 reg [7:0] engine_impl0_region_impl1_read_channel18_access_ctl24_sel;
 reg engine_impl0_region_impl1_read_channel18_access_ctl24_useam_r;
 wire engine_impl0_region_impl1_read_channel19_start;
@@ -1382,7 +1360,6 @@ reg [13:0] engine_impl0_region_impl1_read_channel19_access_ctl25_len_r;
 reg [7:0] engine_impl0_region_impl1_read_channel19_access_ctl25_lin;
 reg [7:0] engine_impl0_region_impl1_read_channel19_access_ctl25_lin_nxt;
 reg [7:0] engine_impl0_region_impl1_read_channel19_access_ctl25_off_r;
-wire [14:0] engine_impl0_region_impl1_read_channel19_access_ctl25_ol;
 reg [7:0] engine_impl0_region_impl1_read_channel19_access_ctl25_sel;
 reg engine_impl0_region_impl1_read_channel19_access_ctl25_useam_r;
 wire engine_impl0_region_impl1_read_channel20_start;
@@ -1431,7 +1408,6 @@ reg [13:0] engine_impl0_region_impl1_read_channel20_access_ctl26_len_r;
 reg [7:0] engine_impl0_region_impl1_read_channel20_access_ctl26_lin;
 reg [7:0] engine_impl0_region_impl1_read_channel20_access_ctl26_lin_nxt;
 reg [7:0] engine_impl0_region_impl1_read_channel20_access_ctl26_off_r;
-wire [14:0] engine_impl0_region_impl1_read_channel20_access_ctl26_ol;
 reg [7:0] engine_impl0_region_impl1_read_channel20_access_ctl26_sel;
 reg engine_impl0_region_impl1_read_channel20_access_ctl26_useam_r;
 wire engine_impl0_region_impl1_read_channel21_start;
@@ -1480,7 +1456,6 @@ reg [13:0] engine_impl0_region_impl1_read_channel21_access_ctl27_len_r;
 reg [7:0] engine_impl0_region_impl1_read_channel21_access_ctl27_lin;
 reg [7:0] engine_impl0_region_impl1_read_channel21_access_ctl27_lin_nxt;
 reg [7:0] engine_impl0_region_impl1_read_channel21_access_ctl27_off_r;
-wire [14:0] engine_impl0_region_impl1_read_channel21_access_ctl27_ol;
 reg [7:0] engine_impl0_region_impl1_read_channel21_access_ctl27_sel;
 reg engine_impl0_region_impl1_read_channel21_access_ctl27_useam_r;
 wire engine_impl0_region_impl1_read_channel22_start;
@@ -1529,7 +1504,6 @@ reg [13:0] engine_impl0_region_impl1_read_channel22_access_ctl28_len_r;
 reg [7:0] engine_impl0_region_impl1_read_channel22_access_ctl28_lin;
 reg [7:0] engine_impl0_region_impl1_read_channel22_access_ctl28_lin_nxt;
 reg [7:0] engine_impl0_region_impl1_read_channel22_access_ctl28_off_r;
-wire [14:0] engine_impl0_region_impl1_read_channel22_access_ctl28_ol;
 reg [7:0] engine_impl0_region_impl1_read_channel22_access_ctl28_sel;
 reg engine_impl0_region_impl1_read_channel22_access_ctl28_useam_r;
 wire engine_impl0_region_impl1_read_channel23_start;
@@ -1578,7 +1552,6 @@ reg [13:0] engine_impl0_region_impl1_read_channel23_access_ctl29_len_r;
 reg [7:0] engine_impl0_region_impl1_read_channel23_access_ctl29_lin;
 reg [7:0] engine_impl0_region_impl1_read_channel23_access_ctl29_lin_nxt;
 reg [7:0] engine_impl0_region_impl1_read_channel23_access_ctl29_off_r;
-wire [14:0] engine_impl0_region_impl1_read_channel23_access_ctl29_ol;
 reg [7:0] engine_impl0_region_impl1_read_channel23_access_ctl29_sel;
 reg engine_impl0_region_impl1_read_channel23_access_ctl29_useam_r;
 wire engine_impl0_region_impl1_write_channel6_start;
@@ -1612,7 +1585,6 @@ reg [13:0] engine_impl0_region_impl1_write_channel6_access_ctl30_len_r;
 reg [7:0] engine_impl0_region_impl1_write_channel6_access_ctl30_lin;
 reg [7:0] engine_impl0_region_impl1_write_channel6_access_ctl30_lin_nxt;
 reg [7:0] engine_impl0_region_impl1_write_channel6_access_ctl30_off_r;
-wire [14:0] engine_impl0_region_impl1_write_channel6_access_ctl30_ol;
 reg [7:0] engine_impl0_region_impl1_write_channel6_access_ctl30_sel;
 reg engine_impl0_region_impl1_write_channel6_access_ctl30_useam_r;
 wire engine_impl0_region_impl1_write_channel7_start;
@@ -1646,7 +1618,6 @@ reg [13:0] engine_impl0_region_impl1_write_channel7_access_ctl31_len_r;
 reg [7:0] engine_impl0_region_impl1_write_channel7_access_ctl31_lin;
 reg [7:0] engine_impl0_region_impl1_write_channel7_access_ctl31_lin_nxt;
 reg [7:0] engine_impl0_region_impl1_write_channel7_access_ctl31_off_r;
-wire [14:0] engine_impl0_region_impl1_write_channel7_access_ctl31_ol;
 reg [7:0] engine_impl0_region_impl1_write_channel7_access_ctl31_sel;
 reg engine_impl0_region_impl1_write_channel7_access_ctl31_useam_r;
 wire engine_impl0_region_impl1_write_channel8_start;
@@ -1680,7 +1651,6 @@ reg [13:0] engine_impl0_region_impl1_write_channel8_access_ctl32_len_r;
 reg [7:0] engine_impl0_region_impl1_write_channel8_access_ctl32_lin;
 reg [7:0] engine_impl0_region_impl1_write_channel8_access_ctl32_lin_nxt;
 reg [7:0] engine_impl0_region_impl1_write_channel8_access_ctl32_off_r;
-wire [14:0] engine_impl0_region_impl1_write_channel8_access_ctl32_ol;
 reg [7:0] engine_impl0_region_impl1_write_channel8_access_ctl32_sel;
 reg engine_impl0_region_impl1_write_channel8_access_ctl32_useam_r;
 wire engine_impl0_region_impl1_write_channel9_start;
@@ -1714,7 +1684,6 @@ reg [13:0] engine_impl0_region_impl1_write_channel9_access_ctl33_len_r;
 reg [7:0] engine_impl0_region_impl1_write_channel9_access_ctl33_lin;
 reg [7:0] engine_impl0_region_impl1_write_channel9_access_ctl33_lin_nxt;
 reg [7:0] engine_impl0_region_impl1_write_channel9_access_ctl33_off_r;
-wire [14:0] engine_impl0_region_impl1_write_channel9_access_ctl33_ol;
 reg [7:0] engine_impl0_region_impl1_write_channel9_access_ctl33_sel;
 reg engine_impl0_region_impl1_write_channel9_access_ctl33_useam_r;
 wire engine_impl0_region_impl1_write_channel10_start;
@@ -1748,7 +1717,6 @@ reg [13:0] engine_impl0_region_impl1_write_channel10_access_ctl34_len_r;
 reg [7:0] engine_impl0_region_impl1_write_channel10_access_ctl34_lin;
 reg [7:0] engine_impl0_region_impl1_write_channel10_access_ctl34_lin_nxt;
 reg [7:0] engine_impl0_region_impl1_write_channel10_access_ctl34_off_r;
-wire [14:0] engine_impl0_region_impl1_write_channel10_access_ctl34_ol;
 reg [7:0] engine_impl0_region_impl1_write_channel10_access_ctl34_sel;
 reg engine_impl0_region_impl1_write_channel10_access_ctl34_useam_r;
 wire engine_impl0_region_impl1_write_channel11_start;
@@ -1782,7 +1750,6 @@ reg [13:0] engine_impl0_region_impl1_write_channel11_access_ctl35_len_r;
 reg [7:0] engine_impl0_region_impl1_write_channel11_access_ctl35_lin;
 reg [7:0] engine_impl0_region_impl1_write_channel11_access_ctl35_lin_nxt;
 reg [7:0] engine_impl0_region_impl1_write_channel11_access_ctl35_off_r;
-wire [14:0] engine_impl0_region_impl1_write_channel11_access_ctl35_ol;
 reg [7:0] engine_impl0_region_impl1_write_channel11_access_ctl35_sel;
 reg engine_impl0_region_impl1_write_channel11_access_ctl35_useam_r;
 wire engine_impl0_region_impl1_grant_first2_grant;
@@ -1873,10 +1840,12 @@ wire engine_impl0_region_impl1_and234_y;
 wire engine_impl0_region_impl1_and235_y;
 wire [11:0] engine_impl0_region_impl1_or_vec7_v;
 wire engine_impl0_region_impl1_or_vec7_y;
-reg [8:0] engine_impl0_region_impl1_fifo_queue1_cnt;
-wire engine_impl0_region_impl1_fifo_queue1_full;
 wire [8:0] engine_impl0_region_impl1_copy_sig61_y;
 reg [7:0] engine_impl0_region_impl2_wptr;
+reg [7:0] engine_impl0_region_impl2_rptr;
+reg [8:0] engine_impl0_region_impl2_qcnt;
+wire engine_impl0_region_impl2_nempty;
+wire engine_impl0_region_impl2_qfull;
 wire engine_impl0_region_impl2_q_nfull;
 wire engine_impl0_region_impl2_read_channel24_start;
 wire [31:0] engine_impl0_region_impl2_read_channel24_access;
@@ -1892,8 +1861,6 @@ wire engine_impl0_region_impl2_read_channel24_grant;
 wire engine_impl0_region_impl2_read_channel24_req;
 reg [7:0] engine_impl0_region_impl2_read_channel24_addr_o;
 reg engine_impl0_region_impl2_read_channel24_mfifo;
-reg [7:0] engine_impl0_region_impl2_read_channel24_qptr;
-wire engine_impl0_region_impl2_read_channel24_q_nempty;
 wire [127:0] engine_impl0_region_impl2_read_channel24_rdata;
 wire [7:0] engine_impl0_region_impl2_read_channel24_addr_bram;
 wire engine_impl0_region_impl2_read_channel24_can;
@@ -1926,7 +1893,6 @@ reg [13:0] engine_impl0_region_impl2_read_channel24_access_ctl36_len_r;
 reg [7:0] engine_impl0_region_impl2_read_channel24_access_ctl36_lin;
 reg [7:0] engine_impl0_region_impl2_read_channel24_access_ctl36_lin_nxt;
 reg [7:0] engine_impl0_region_impl2_read_channel24_access_ctl36_off_r;
-wire [14:0] engine_impl0_region_impl2_read_channel24_access_ctl36_ol;
 reg [7:0] engine_impl0_region_impl2_read_channel24_access_ctl36_sel;
 reg engine_impl0_region_impl2_read_channel24_access_ctl36_useam_r;
 wire engine_impl0_region_impl2_read_channel25_start;
@@ -1975,7 +1941,6 @@ reg [13:0] engine_impl0_region_impl2_read_channel25_access_ctl37_len_r;
 reg [7:0] engine_impl0_region_impl2_read_channel25_access_ctl37_lin;
 reg [7:0] engine_impl0_region_impl2_read_channel25_access_ctl37_lin_nxt;
 reg [7:0] engine_impl0_region_impl2_read_channel25_access_ctl37_off_r;
-wire [14:0] engine_impl0_region_impl2_read_channel25_access_ctl37_ol;
 reg [7:0] engine_impl0_region_impl2_read_channel25_access_ctl37_sel;
 reg engine_impl0_region_impl2_read_channel25_access_ctl37_useam_r;
 wire engine_impl0_region_impl2_read_channel26_start;
@@ -2024,7 +1989,6 @@ reg [13:0] engine_impl0_region_impl2_read_channel26_access_ctl38_len_r;
 reg [7:0] engine_impl0_region_impl2_read_channel26_access_ctl38_lin;
 reg [7:0] engine_impl0_region_impl2_read_channel26_access_ctl38_lin_nxt;
 reg [7:0] engine_impl0_region_impl2_read_channel26_access_ctl38_off_r;
-wire [14:0] engine_impl0_region_impl2_read_channel26_access_ctl38_ol;
 reg [7:0] engine_impl0_region_impl2_read_channel26_access_ctl38_sel;
 reg engine_impl0_region_impl2_read_channel26_access_ctl38_useam_r;
 wire engine_impl0_region_impl2_read_channel27_start;
@@ -2073,7 +2037,6 @@ reg [13:0] engine_impl0_region_impl2_read_channel27_access_ctl39_len_r;
 reg [7:0] engine_impl0_region_impl2_read_channel27_access_ctl39_lin;
 reg [7:0] engine_impl0_region_impl2_read_channel27_access_ctl39_lin_nxt;
 reg [7:0] engine_impl0_region_impl2_read_channel27_access_ctl39_off_r;
-wire [14:0] engine_impl0_region_impl2_read_channel27_access_ctl39_ol;
 reg [7:0] engine_impl0_region_impl2_read_channel27_access_ctl39_sel;
 reg engine_impl0_region_impl2_read_channel27_access_ctl39_useam_r;
 wire engine_impl0_region_impl2_read_channel28_start;
@@ -2122,7 +2085,6 @@ reg [13:0] engine_impl0_region_impl2_read_channel28_access_ctl40_len_r;
 reg [7:0] engine_impl0_region_impl2_read_channel28_access_ctl40_lin;
 reg [7:0] engine_impl0_region_impl2_read_channel28_access_ctl40_lin_nxt;
 reg [7:0] engine_impl0_region_impl2_read_channel28_access_ctl40_off_r;
-wire [14:0] engine_impl0_region_impl2_read_channel28_access_ctl40_ol;
 reg [7:0] engine_impl0_region_impl2_read_channel28_access_ctl40_sel;
 reg engine_impl0_region_impl2_read_channel28_access_ctl40_useam_r;
 wire engine_impl0_region_impl2_read_channel29_start;
@@ -2171,7 +2133,6 @@ reg [13:0] engine_impl0_region_impl2_read_channel29_access_ctl41_len_r;
 reg [7:0] engine_impl0_region_impl2_read_channel29_access_ctl41_lin;
 reg [7:0] engine_impl0_region_impl2_read_channel29_access_ctl41_lin_nxt;
 reg [7:0] engine_impl0_region_impl2_read_channel29_access_ctl41_off_r;
-wire [14:0] engine_impl0_region_impl2_read_channel29_access_ctl41_ol;
 reg [7:0] engine_impl0_region_impl2_read_channel29_access_ctl41_sel;
 reg engine_impl0_region_impl2_read_channel29_access_ctl41_useam_r;
 wire engine_impl0_region_impl2_read_channel30_start;
@@ -2220,7 +2181,6 @@ reg [13:0] engine_impl0_region_impl2_read_channel30_access_ctl42_len_r;
 reg [7:0] engine_impl0_region_impl2_read_channel30_access_ctl42_lin;
 reg [7:0] engine_impl0_region_impl2_read_channel30_access_ctl42_lin_nxt;
 reg [7:0] engine_impl0_region_impl2_read_channel30_access_ctl42_off_r;
-wire [14:0] engine_impl0_region_impl2_read_channel30_access_ctl42_ol;
 reg [7:0] engine_impl0_region_impl2_read_channel30_access_ctl42_sel;
 reg engine_impl0_region_impl2_read_channel30_access_ctl42_useam_r;
 wire engine_impl0_region_impl2_read_channel31_start;
@@ -2269,7 +2229,6 @@ reg [13:0] engine_impl0_region_impl2_read_channel31_access_ctl43_len_r;
 reg [7:0] engine_impl0_region_impl2_read_channel31_access_ctl43_lin;
 reg [7:0] engine_impl0_region_impl2_read_channel31_access_ctl43_lin_nxt;
 reg [7:0] engine_impl0_region_impl2_read_channel31_access_ctl43_off_r;
-wire [14:0] engine_impl0_region_impl2_read_channel31_access_ctl43_ol;
 reg [7:0] engine_impl0_region_impl2_read_channel31_access_ctl43_sel;
 reg engine_impl0_region_impl2_read_channel31_access_ctl43_useam_r;
 wire engine_impl0_region_impl2_read_channel32_start;
@@ -2318,7 +2277,6 @@ reg [13:0] engine_impl0_region_impl2_read_channel32_access_ctl44_len_r;
 reg [7:0] engine_impl0_region_impl2_read_channel32_access_ctl44_lin;
 reg [7:0] engine_impl0_region_impl2_read_channel32_access_ctl44_lin_nxt;
 reg [7:0] engine_impl0_region_impl2_read_channel32_access_ctl44_off_r;
-wire [14:0] engine_impl0_region_impl2_read_channel32_access_ctl44_ol;
 reg [7:0] engine_impl0_region_impl2_read_channel32_access_ctl44_sel;
 reg engine_impl0_region_impl2_read_channel32_access_ctl44_useam_r;
 wire engine_impl0_region_impl2_read_channel33_start;
@@ -2367,7 +2325,6 @@ reg [13:0] engine_impl0_region_impl2_read_channel33_access_ctl45_len_r;
 reg [7:0] engine_impl0_region_impl2_read_channel33_access_ctl45_lin;
 reg [7:0] engine_impl0_region_impl2_read_channel33_access_ctl45_lin_nxt;
 reg [7:0] engine_impl0_region_impl2_read_channel33_access_ctl45_off_r;
-wire [14:0] engine_impl0_region_impl2_read_channel33_access_ctl45_ol;
 reg [7:0] engine_impl0_region_impl2_read_channel33_access_ctl45_sel;
 reg engine_impl0_region_impl2_read_channel33_access_ctl45_useam_r;
 wire engine_impl0_region_impl2_read_channel34_start;
@@ -2416,7 +2373,6 @@ reg [13:0] engine_impl0_region_impl2_read_channel34_access_ctl46_len_r;
 reg [7:0] engine_impl0_region_impl2_read_channel34_access_ctl46_lin;
 reg [7:0] engine_impl0_region_impl2_read_channel34_access_ctl46_lin_nxt;
 reg [7:0] engine_impl0_region_impl2_read_channel34_access_ctl46_off_r;
-wire [14:0] engine_impl0_region_impl2_read_channel34_access_ctl46_ol;
 reg [7:0] engine_impl0_region_impl2_read_channel34_access_ctl46_sel;
 reg engine_impl0_region_impl2_read_channel34_access_ctl46_useam_r;
 wire engine_impl0_region_impl2_read_channel35_start;
@@ -2465,7 +2421,6 @@ reg [13:0] engine_impl0_region_impl2_read_channel35_access_ctl47_len_r;
 reg [7:0] engine_impl0_region_impl2_read_channel35_access_ctl47_lin;
 reg [7:0] engine_impl0_region_impl2_read_channel35_access_ctl47_lin_nxt;
 reg [7:0] engine_impl0_region_impl2_read_channel35_access_ctl47_off_r;
-wire [14:0] engine_impl0_region_impl2_read_channel35_access_ctl47_ol;
 reg [7:0] engine_impl0_region_impl2_read_channel35_access_ctl47_sel;
 reg engine_impl0_region_impl2_read_channel35_access_ctl47_useam_r;
 wire engine_impl0_region_impl2_write_channel12_start;
@@ -2499,7 +2454,6 @@ reg [13:0] engine_impl0_region_impl2_write_channel12_access_ctl48_len_r;
 reg [7:0] engine_impl0_region_impl2_write_channel12_access_ctl48_lin;
 reg [7:0] engine_impl0_region_impl2_write_channel12_access_ctl48_lin_nxt;
 reg [7:0] engine_impl0_region_impl2_write_channel12_access_ctl48_off_r;
-wire [14:0] engine_impl0_region_impl2_write_channel12_access_ctl48_ol;
 reg [7:0] engine_impl0_region_impl2_write_channel12_access_ctl48_sel;
 reg engine_impl0_region_impl2_write_channel12_access_ctl48_useam_r;
 wire engine_impl0_region_impl2_write_channel13_start;
@@ -2533,7 +2487,6 @@ reg [13:0] engine_impl0_region_impl2_write_channel13_access_ctl49_len_r;
 reg [7:0] engine_impl0_region_impl2_write_channel13_access_ctl49_lin;
 reg [7:0] engine_impl0_region_impl2_write_channel13_access_ctl49_lin_nxt;
 reg [7:0] engine_impl0_region_impl2_write_channel13_access_ctl49_off_r;
-wire [14:0] engine_impl0_region_impl2_write_channel13_access_ctl49_ol;
 reg [7:0] engine_impl0_region_impl2_write_channel13_access_ctl49_sel;
 reg engine_impl0_region_impl2_write_channel13_access_ctl49_useam_r;
 wire engine_impl0_region_impl2_write_channel14_start;
@@ -2567,7 +2520,6 @@ reg [13:0] engine_impl0_region_impl2_write_channel14_access_ctl50_len_r;
 reg [7:0] engine_impl0_region_impl2_write_channel14_access_ctl50_lin;
 reg [7:0] engine_impl0_region_impl2_write_channel14_access_ctl50_lin_nxt;
 reg [7:0] engine_impl0_region_impl2_write_channel14_access_ctl50_off_r;
-wire [14:0] engine_impl0_region_impl2_write_channel14_access_ctl50_ol;
 reg [7:0] engine_impl0_region_impl2_write_channel14_access_ctl50_sel;
 reg engine_impl0_region_impl2_write_channel14_access_ctl50_useam_r;
 wire engine_impl0_region_impl2_write_channel15_start;
@@ -2601,7 +2553,6 @@ reg [13:0] engine_impl0_region_impl2_write_channel15_access_ctl51_len_r;
 reg [7:0] engine_impl0_region_impl2_write_channel15_access_ctl51_lin;
 reg [7:0] engine_impl0_region_impl2_write_channel15_access_ctl51_lin_nxt;
 reg [7:0] engine_impl0_region_impl2_write_channel15_access_ctl51_off_r;
-wire [14:0] engine_impl0_region_impl2_write_channel15_access_ctl51_ol;
 reg [7:0] engine_impl0_region_impl2_write_channel15_access_ctl51_sel;
 reg engine_impl0_region_impl2_write_channel15_access_ctl51_useam_r;
 wire engine_impl0_region_impl2_write_channel16_start;
@@ -2635,7 +2586,6 @@ reg [13:0] engine_impl0_region_impl2_write_channel16_access_ctl52_len_r;
 reg [7:0] engine_impl0_region_impl2_write_channel16_access_ctl52_lin;
 reg [7:0] engine_impl0_region_impl2_write_channel16_access_ctl52_lin_nxt;
 reg [7:0] engine_impl0_region_impl2_write_channel16_access_ctl52_off_r;
-wire [14:0] engine_impl0_region_impl2_write_channel16_access_ctl52_ol;
 reg [7:0] engine_impl0_region_impl2_write_channel16_access_ctl52_sel;
 reg engine_impl0_region_impl2_write_channel16_access_ctl52_useam_r;
 wire engine_impl0_region_impl2_write_channel17_start;
@@ -2669,7 +2619,6 @@ reg [13:0] engine_impl0_region_impl2_write_channel17_access_ctl53_len_r;
 reg [7:0] engine_impl0_region_impl2_write_channel17_access_ctl53_lin;
 reg [7:0] engine_impl0_region_impl2_write_channel17_access_ctl53_lin_nxt;
 reg [7:0] engine_impl0_region_impl2_write_channel17_access_ctl53_off_r;
-wire [14:0] engine_impl0_region_impl2_write_channel17_access_ctl53_ol;
 reg [7:0] engine_impl0_region_impl2_write_channel17_access_ctl53_sel;
 reg engine_impl0_region_impl2_write_channel17_access_ctl53_useam_r;
 wire engine_impl0_region_impl2_grant_first4_grant;
@@ -2760,10 +2709,12 @@ wire engine_impl0_region_impl2_and252_y;
 wire engine_impl0_region_impl2_and253_y;
 wire [11:0] engine_impl0_region_impl2_or_vec11_v;
 wire engine_impl0_region_impl2_or_vec11_y;
-reg [8:0] engine_impl0_region_impl2_fifo_queue2_cnt;
-wire engine_impl0_region_impl2_fifo_queue2_full;
 wire [8:0] engine_impl0_region_impl2_copy_sig92_y;
 reg [7:0] engine_impl0_region_impl3_wptr;
+reg [7:0] engine_impl0_region_impl3_rptr;
+reg [8:0] engine_impl0_region_impl3_qcnt;
+wire engine_impl0_region_impl3_nempty;
+wire engine_impl0_region_impl3_qfull;
 wire engine_impl0_region_impl3_q_nfull;
 wire engine_impl0_region_impl3_read_channel36_start;
 wire [31:0] engine_impl0_region_impl3_read_channel36_access;
@@ -2779,8 +2730,6 @@ wire engine_impl0_region_impl3_read_channel36_grant;
 wire engine_impl0_region_impl3_read_channel36_req;
 reg [7:0] engine_impl0_region_impl3_read_channel36_addr_o;
 reg engine_impl0_region_impl3_read_channel36_mfifo;
-reg [7:0] engine_impl0_region_impl3_read_channel36_qptr;
-wire engine_impl0_region_impl3_read_channel36_q_nempty;
 wire [127:0] engine_impl0_region_impl3_read_channel36_rdata;
 wire [7:0] engine_impl0_region_impl3_read_channel36_addr_bram;
 wire engine_impl0_region_impl3_read_channel36_can;
@@ -2813,7 +2762,6 @@ reg [13:0] engine_impl0_region_impl3_read_channel36_access_ctl54_len_r;
 reg [7:0] engine_impl0_region_impl3_read_channel36_access_ctl54_lin;
 reg [7:0] engine_impl0_region_impl3_read_channel36_access_ctl54_lin_nxt;
 reg [7:0] engine_impl0_region_impl3_read_channel36_access_ctl54_off_r;
-wire [14:0] engine_impl0_region_impl3_read_channel36_access_ctl54_ol;
 reg [7:0] engine_impl0_region_impl3_read_channel36_access_ctl54_sel;
 reg engine_impl0_region_impl3_read_channel36_access_ctl54_useam_r;
 wire engine_impl0_region_impl3_read_channel37_start;
@@ -2862,7 +2810,6 @@ reg [13:0] engine_impl0_region_impl3_read_channel37_access_ctl55_len_r;
 reg [7:0] engine_impl0_region_impl3_read_channel37_access_ctl55_lin;
 reg [7:0] engine_impl0_region_impl3_read_channel37_access_ctl55_lin_nxt;
 reg [7:0] engine_impl0_region_impl3_read_channel37_access_ctl55_off_r;
-wire [14:0] engine_impl0_region_impl3_read_channel37_access_ctl55_ol;
 reg [7:0] engine_impl0_region_impl3_read_channel37_access_ctl55_sel;
 reg engine_impl0_region_impl3_read_channel37_access_ctl55_useam_r;
 wire engine_impl0_region_impl3_read_channel38_start;
@@ -2911,7 +2858,6 @@ reg [13:0] engine_impl0_region_impl3_read_channel38_access_ctl56_len_r;
 reg [7:0] engine_impl0_region_impl3_read_channel38_access_ctl56_lin;
 reg [7:0] engine_impl0_region_impl3_read_channel38_access_ctl56_lin_nxt;
 reg [7:0] engine_impl0_region_impl3_read_channel38_access_ctl56_off_r;
-wire [14:0] engine_impl0_region_impl3_read_channel38_access_ctl56_ol;
 reg [7:0] engine_impl0_region_impl3_read_channel38_access_ctl56_sel;
 reg engine_impl0_region_impl3_read_channel38_access_ctl56_useam_r;
 wire engine_impl0_region_impl3_read_channel39_start;
@@ -2960,7 +2906,6 @@ reg [13:0] engine_impl0_region_impl3_read_channel39_access_ctl57_len_r;
 reg [7:0] engine_impl0_region_impl3_read_channel39_access_ctl57_lin;
 reg [7:0] engine_impl0_region_impl3_read_channel39_access_ctl57_lin_nxt;
 reg [7:0] engine_impl0_region_impl3_read_channel39_access_ctl57_off_r;
-wire [14:0] engine_impl0_region_impl3_read_channel39_access_ctl57_ol;
 reg [7:0] engine_impl0_region_impl3_read_channel39_access_ctl57_sel;
 reg engine_impl0_region_impl3_read_channel39_access_ctl57_useam_r;
 wire engine_impl0_region_impl3_read_channel40_start;
@@ -3009,7 +2954,6 @@ reg [13:0] engine_impl0_region_impl3_read_channel40_access_ctl58_len_r;
 reg [7:0] engine_impl0_region_impl3_read_channel40_access_ctl58_lin;
 reg [7:0] engine_impl0_region_impl3_read_channel40_access_ctl58_lin_nxt;
 reg [7:0] engine_impl0_region_impl3_read_channel40_access_ctl58_off_r;
-wire [14:0] engine_impl0_region_impl3_read_channel40_access_ctl58_ol;
 reg [7:0] engine_impl0_region_impl3_read_channel40_access_ctl58_sel;
 reg engine_impl0_region_impl3_read_channel40_access_ctl58_useam_r;
 wire engine_impl0_region_impl3_read_channel41_start;
@@ -3058,7 +3002,6 @@ reg [13:0] engine_impl0_region_impl3_read_channel41_access_ctl59_len_r;
 reg [7:0] engine_impl0_region_impl3_read_channel41_access_ctl59_lin;
 reg [7:0] engine_impl0_region_impl3_read_channel41_access_ctl59_lin_nxt;
 reg [7:0] engine_impl0_region_impl3_read_channel41_access_ctl59_off_r;
-wire [14:0] engine_impl0_region_impl3_read_channel41_access_ctl59_ol;
 reg [7:0] engine_impl0_region_impl3_read_channel41_access_ctl59_sel;
 reg engine_impl0_region_impl3_read_channel41_access_ctl59_useam_r;
 wire engine_impl0_region_impl3_read_channel42_start;
@@ -3107,7 +3050,6 @@ reg [13:0] engine_impl0_region_impl3_read_channel42_access_ctl60_len_r;
 reg [7:0] engine_impl0_region_impl3_read_channel42_access_ctl60_lin;
 reg [7:0] engine_impl0_region_impl3_read_channel42_access_ctl60_lin_nxt;
 reg [7:0] engine_impl0_region_impl3_read_channel42_access_ctl60_off_r;
-wire [14:0] engine_impl0_region_impl3_read_channel42_access_ctl60_ol;
 reg [7:0] engine_impl0_region_impl3_read_channel42_access_ctl60_sel;
 reg engine_impl0_region_impl3_read_channel42_access_ctl60_useam_r;
 wire engine_impl0_region_impl3_read_channel43_start;
@@ -3156,7 +3098,6 @@ reg [13:0] engine_impl0_region_impl3_read_channel43_access_ctl61_len_r;
 reg [7:0] engine_impl0_region_impl3_read_channel43_access_ctl61_lin;
 reg [7:0] engine_impl0_region_impl3_read_channel43_access_ctl61_lin_nxt;
 reg [7:0] engine_impl0_region_impl3_read_channel43_access_ctl61_off_r;
-wire [14:0] engine_impl0_region_impl3_read_channel43_access_ctl61_ol;
 reg [7:0] engine_impl0_region_impl3_read_channel43_access_ctl61_sel;
 reg engine_impl0_region_impl3_read_channel43_access_ctl61_useam_r;
 wire engine_impl0_region_impl3_read_channel44_start;
@@ -3205,7 +3146,6 @@ reg [13:0] engine_impl0_region_impl3_read_channel44_access_ctl62_len_r;
 reg [7:0] engine_impl0_region_impl3_read_channel44_access_ctl62_lin;
 reg [7:0] engine_impl0_region_impl3_read_channel44_access_ctl62_lin_nxt;
 reg [7:0] engine_impl0_region_impl3_read_channel44_access_ctl62_off_r;
-wire [14:0] engine_impl0_region_impl3_read_channel44_access_ctl62_ol;
 reg [7:0] engine_impl0_region_impl3_read_channel44_access_ctl62_sel;
 reg engine_impl0_region_impl3_read_channel44_access_ctl62_useam_r;
 wire engine_impl0_region_impl3_read_channel45_start;
@@ -3254,7 +3194,6 @@ reg [13:0] engine_impl0_region_impl3_read_channel45_access_ctl63_len_r;
 reg [7:0] engine_impl0_region_impl3_read_channel45_access_ctl63_lin;
 reg [7:0] engine_impl0_region_impl3_read_channel45_access_ctl63_lin_nxt;
 reg [7:0] engine_impl0_region_impl3_read_channel45_access_ctl63_off_r;
-wire [14:0] engine_impl0_region_impl3_read_channel45_access_ctl63_ol;
 reg [7:0] engine_impl0_region_impl3_read_channel45_access_ctl63_sel;
 reg engine_impl0_region_impl3_read_channel45_access_ctl63_useam_r;
 wire engine_impl0_region_impl3_read_channel46_start;
@@ -3303,7 +3242,6 @@ reg [13:0] engine_impl0_region_impl3_read_channel46_access_ctl64_len_r;
 reg [7:0] engine_impl0_region_impl3_read_channel46_access_ctl64_lin;
 reg [7:0] engine_impl0_region_impl3_read_channel46_access_ctl64_lin_nxt;
 reg [7:0] engine_impl0_region_impl3_read_channel46_access_ctl64_off_r;
-wire [14:0] engine_impl0_region_impl3_read_channel46_access_ctl64_ol;
 reg [7:0] engine_impl0_region_impl3_read_channel46_access_ctl64_sel;
 reg engine_impl0_region_impl3_read_channel46_access_ctl64_useam_r;
 wire engine_impl0_region_impl3_read_channel47_start;
@@ -3352,7 +3290,6 @@ reg [13:0] engine_impl0_region_impl3_read_channel47_access_ctl65_len_r;
 reg [7:0] engine_impl0_region_impl3_read_channel47_access_ctl65_lin;
 reg [7:0] engine_impl0_region_impl3_read_channel47_access_ctl65_lin_nxt;
 reg [7:0] engine_impl0_region_impl3_read_channel47_access_ctl65_off_r;
-wire [14:0] engine_impl0_region_impl3_read_channel47_access_ctl65_ol;
 reg [7:0] engine_impl0_region_impl3_read_channel47_access_ctl65_sel;
 reg engine_impl0_region_impl3_read_channel47_access_ctl65_useam_r;
 wire engine_impl0_region_impl3_write_channel18_start;
@@ -3386,7 +3323,6 @@ reg [13:0] engine_impl0_region_impl3_write_channel18_access_ctl66_len_r;
 reg [7:0] engine_impl0_region_impl3_write_channel18_access_ctl66_lin;
 reg [7:0] engine_impl0_region_impl3_write_channel18_access_ctl66_lin_nxt;
 reg [7:0] engine_impl0_region_impl3_write_channel18_access_ctl66_off_r;
-wire [14:0] engine_impl0_region_impl3_write_channel18_access_ctl66_ol;
 reg [7:0] engine_impl0_region_impl3_write_channel18_access_ctl66_sel;
 reg engine_impl0_region_impl3_write_channel18_access_ctl66_useam_r;
 wire engine_impl0_region_impl3_write_channel19_start;
@@ -3420,7 +3356,6 @@ reg [13:0] engine_impl0_region_impl3_write_channel19_access_ctl67_len_r;
 reg [7:0] engine_impl0_region_impl3_write_channel19_access_ctl67_lin;
 reg [7:0] engine_impl0_region_impl3_write_channel19_access_ctl67_lin_nxt;
 reg [7:0] engine_impl0_region_impl3_write_channel19_access_ctl67_off_r;
-wire [14:0] engine_impl0_region_impl3_write_channel19_access_ctl67_ol;
 reg [7:0] engine_impl0_region_impl3_write_channel19_access_ctl67_sel;
 reg engine_impl0_region_impl3_write_channel19_access_ctl67_useam_r;
 wire engine_impl0_region_impl3_write_channel20_start;
@@ -3454,7 +3389,6 @@ reg [13:0] engine_impl0_region_impl3_write_channel20_access_ctl68_len_r;
 reg [7:0] engine_impl0_region_impl3_write_channel20_access_ctl68_lin;
 reg [7:0] engine_impl0_region_impl3_write_channel20_access_ctl68_lin_nxt;
 reg [7:0] engine_impl0_region_impl3_write_channel20_access_ctl68_off_r;
-wire [14:0] engine_impl0_region_impl3_write_channel20_access_ctl68_ol;
 reg [7:0] engine_impl0_region_impl3_write_channel20_access_ctl68_sel;
 reg engine_impl0_region_impl3_write_channel20_access_ctl68_useam_r;
 wire engine_impl0_region_impl3_write_channel21_start;
@@ -3488,7 +3422,6 @@ reg [13:0] engine_impl0_region_impl3_write_channel21_access_ctl69_len_r;
 reg [7:0] engine_impl0_region_impl3_write_channel21_access_ctl69_lin;
 reg [7:0] engine_impl0_region_impl3_write_channel21_access_ctl69_lin_nxt;
 reg [7:0] engine_impl0_region_impl3_write_channel21_access_ctl69_off_r;
-wire [14:0] engine_impl0_region_impl3_write_channel21_access_ctl69_ol;
 reg [7:0] engine_impl0_region_impl3_write_channel21_access_ctl69_sel;
 reg engine_impl0_region_impl3_write_channel21_access_ctl69_useam_r;
 wire engine_impl0_region_impl3_write_channel22_start;
@@ -3522,7 +3455,6 @@ reg [13:0] engine_impl0_region_impl3_write_channel22_access_ctl70_len_r;
 reg [7:0] engine_impl0_region_impl3_write_channel22_access_ctl70_lin;
 reg [7:0] engine_impl0_region_impl3_write_channel22_access_ctl70_lin_nxt;
 reg [7:0] engine_impl0_region_impl3_write_channel22_access_ctl70_off_r;
-wire [14:0] engine_impl0_region_impl3_write_channel22_access_ctl70_ol;
 reg [7:0] engine_impl0_region_impl3_write_channel22_access_ctl70_sel;
 reg engine_impl0_region_impl3_write_channel22_access_ctl70_useam_r;
 wire engine_impl0_region_impl3_write_channel23_start;
@@ -3556,7 +3488,6 @@ reg [13:0] engine_impl0_region_impl3_write_channel23_access_ctl71_len_r;
 reg [7:0] engine_impl0_region_impl3_write_channel23_access_ctl71_lin;
 reg [7:0] engine_impl0_region_impl3_write_channel23_access_ctl71_lin_nxt;
 reg [7:0] engine_impl0_region_impl3_write_channel23_access_ctl71_off_r;
-wire [14:0] engine_impl0_region_impl3_write_channel23_access_ctl71_ol;
 reg [7:0] engine_impl0_region_impl3_write_channel23_access_ctl71_sel;
 reg engine_impl0_region_impl3_write_channel23_access_ctl71_useam_r;
 wire engine_impl0_region_impl3_grant_first6_grant;
@@ -3647,15 +3578,13 @@ wire engine_impl0_region_impl3_and270_y;
 wire engine_impl0_region_impl3_and271_y;
 wire [11:0] engine_impl0_region_impl3_or_vec15_v;
 wire engine_impl0_region_impl3_or_vec15_y;
-reg [8:0] engine_impl0_region_impl3_fifo_queue3_cnt;
-wire engine_impl0_region_impl3_fifo_queue3_full;
 wire [8:0] engine_impl0_region_impl3_copy_sig123_y;
 wire engine_impl0_bit_of0_y;
 reg engine_impl0_load_ok0_ok;
 reg [4:0] engine_impl0_load_ok0_chid;
 reg [13:0] engine_impl0_load_ok0_ln;
 reg [11:0] engine_impl0_load_ok0_mhi;
-reg [14:0] engine_impl0_load_ok0_ol;
+reg [13:0] engine_impl0_load_ok0_off;
 reg engine_impl0_load_ok0_pres;
 wire engine_impl0_range_ok0_ok;
 wire [1:0] engine_impl0_and_all0_v;
@@ -3667,18 +3596,11 @@ wire engine_impl0_load_route1_y;
 wire engine_impl0_load_route2_y;
 wire engine_impl0_load_route3_y;
 wire engine_impl0_q_full0_y;
-wire [0:0] engine_impl0_copy_sig133_y;
-wire engine_impl0_or_any0_y;
 wire engine_impl0_can_take0_y;
 wire engine_impl0_q_full1_y;
-wire [0:0] engine_impl0_copy_sig134_y;
-wire engine_impl0_or_any1_y;
 wire engine_impl0_can_take1_y;
 wire engine_impl0_q_full2_y;
-wire [0:0] engine_impl0_copy_sig135_y;
-wire engine_impl0_or_any2_y;
 wire engine_impl0_can_take2_y;
-wire [0:0] engine_impl0_copy_sig136_y;
 wire [3:0] engine_impl0_all_ready0_cans;
 wire engine_impl0_bit_of1_y;
 wire engine_impl0_bit_of2_y;
@@ -3690,20 +3612,19 @@ reg [12:0] engine_impl0_amem_loader0_rem;
 reg engine_impl0_amem_loader0_run;
 reg [127:0] engine_impl0_amem_loader0_sh;
 wire engine_impl0_bit_of5_y;
-wire [4:0] engine_impl0_or_any4_v;
-wire engine_impl0_or_any4_y;
+wire [4:0] engine_impl0_or_any0_v;
+wire engine_impl0_or_any0_y;
 wire engine_impl0_issue_ctl0_core_err;
 reg engine_impl0_issue_ctl0_err;
 wire engine_impl0_bit_of6_y;
 wire engine_impl0_chan_ok0_ok;
 wire [13:0] engine_impl0_chan_ok0_ln;
 wire [13:0] engine_impl0_chan_ok0_off;
-wire [14:0] engine_impl0_chan_ok0_ol;
 wire engine_impl0_chan_ok0_reg_ok;
 wire engine_impl0_range_ok1_ok;
 wire [1:0] engine_impl0_and_all1_v;
 wire engine_impl0_and_all1_y;
-wire engine_impl0_copy_sig141_y;
+wire engine_impl0_copy_sig137_y;
 wire engine_impl0_route_eq0_go;
 wire engine_impl0_route_eq0_y;
 wire engine_impl0_route_eq1_y;
@@ -3715,38 +3636,35 @@ reg [127:0] engine_impl0_mux286_y;
 reg [0:0] engine_impl0_mux287_y;
 reg [0:0] engine_impl0_mux288_y;
 reg [0:0] engine_impl0_mux289_y;
-wire [3:0] engine_impl0_or_any5_v;
-wire [3:0] engine_impl0_or_any6_v;
-wire engine_impl0_or_any6_y;
+wire [3:0] engine_impl0_or_any1_v;
+wire [3:0] engine_impl0_or_any2_v;
+wire engine_impl0_or_any2_y;
 wire engine_impl0_issue_ctl1_core_err;
 reg engine_impl0_issue_ctl1_err;
 wire engine_impl0_bit_of7_y;
 wire engine_impl0_chan_ok1_ok;
 wire [13:0] engine_impl0_chan_ok1_ln;
 wire [13:0] engine_impl0_chan_ok1_off;
-wire [14:0] engine_impl0_chan_ok1_ol;
 wire engine_impl0_chan_ok1_reg_ok;
 wire engine_impl0_chan_ok2_ok;
 wire [13:0] engine_impl0_chan_ok2_ln;
 wire [13:0] engine_impl0_chan_ok2_off;
-wire [14:0] engine_impl0_chan_ok2_ol;
 wire engine_impl0_chan_ok2_reg_ok;
 wire engine_impl0_chan_ok3_ok;
 wire [13:0] engine_impl0_chan_ok3_ln;
 wire [13:0] engine_impl0_chan_ok3_off;
-wire [14:0] engine_impl0_chan_ok3_ol;
 wire engine_impl0_chan_ok3_reg_ok;
 wire engine_impl0_range_ok2_ok;
 wire engine_impl0_range_ok3_ok;
 wire [4:0] engine_impl0_and_all2_v;
 wire engine_impl0_and_all2_y;
-wire engine_impl0_copy_sig156_y;
-wire engine_impl0_copy_sig157_a;
-wire engine_impl0_copy_sig157_y;
+wire engine_impl0_copy_sig152_y;
+wire engine_impl0_copy_sig153_a;
+wire engine_impl0_copy_sig153_y;
 wire [8:0] engine_impl0_fit1_dst;
 wire [12:0] engine_impl0_fit2_dst;
 wire engine_impl0_bit_of8_y;
-wire engine_impl0_copy_sig158_y;
+wire engine_impl0_copy_sig154_y;
 reg engine_impl0_dot_sigmoid0_busy;
 reg engine_impl0_dot_sigmoid0_done;
 reg engine_impl0_dot_sigmoid0_cfg_err;
@@ -3852,7 +3770,7 @@ wire engine_impl0_route_eq7_y;
 reg [127:0] engine_impl0_mux290_y;
 reg [127:0] engine_impl0_mux291_y;
 reg [127:0] engine_impl0_mux292_y;
-wire [3:0] engine_impl0_or_any7_v;
+wire [3:0] engine_impl0_or_any3_v;
 wire engine_impl0_route_eq8_y;
 wire engine_impl0_route_eq9_y;
 wire engine_impl0_route_eq10_y;
@@ -3860,43 +3778,40 @@ wire engine_impl0_route_eq11_y;
 reg [127:0] engine_impl0_mux293_y;
 reg [127:0] engine_impl0_mux294_y;
 reg [127:0] engine_impl0_mux295_y;
-wire [3:0] engine_impl0_or_any8_v;
+wire [3:0] engine_impl0_or_any4_v;
 wire engine_impl0_route_eq12_y;
 wire engine_impl0_route_eq13_y;
 wire engine_impl0_route_eq14_y;
 wire engine_impl0_route_eq15_y;
 wire [127:0] engine_impl0_scalar_line0_line;
-wire [3:0] engine_impl0_or_any9_v;
-wire [12:0] engine_impl0_or_any10_v;
-wire engine_impl0_or_any10_y;
+wire [3:0] engine_impl0_or_any5_v;
+wire [12:0] engine_impl0_or_any6_v;
+wire engine_impl0_or_any6_y;
 reg engine_impl0_issue_ctl2_err;
 wire engine_impl0_bit_of9_y;
 wire engine_impl0_chan_ok4_ok;
 wire [13:0] engine_impl0_chan_ok4_ln;
 wire [13:0] engine_impl0_chan_ok4_off;
-wire [14:0] engine_impl0_chan_ok4_ol;
 wire engine_impl0_chan_ok4_reg_ok;
 wire engine_impl0_chan_ok5_ok;
 wire [13:0] engine_impl0_chan_ok5_ln;
 wire [13:0] engine_impl0_chan_ok5_off;
-wire [14:0] engine_impl0_chan_ok5_ol;
 wire engine_impl0_chan_ok5_reg_ok;
 wire engine_impl0_chan_ok6_ok;
 wire [13:0] engine_impl0_chan_ok6_ln;
 wire [13:0] engine_impl0_chan_ok6_off;
-wire [14:0] engine_impl0_chan_ok6_ol;
 wire engine_impl0_chan_ok6_reg_ok;
 wire engine_impl0_range_ok4_ok;
 wire engine_impl0_range_ok5_ok;
 wire [4:0] engine_impl0_and_all3_v;
 wire engine_impl0_and_all3_y;
-wire engine_impl0_copy_sig201_y;
-wire engine_impl0_copy_sig202_a;
-wire engine_impl0_copy_sig202_y;
+wire engine_impl0_copy_sig197_y;
+wire engine_impl0_copy_sig198_a;
+wire engine_impl0_copy_sig198_y;
 wire [8:0] engine_impl0_fit3_dst;
 wire [12:0] engine_impl0_fit4_dst;
 wire engine_impl0_bit_of10_y;
-wire engine_impl0_copy_sig203_y;
+wire engine_impl0_copy_sig199_y;
 reg engine_impl0_sigmoid_delta0_busy;
 reg engine_impl0_sigmoid_delta0_done;
 reg engine_impl0_sigmoid_delta0_cfg_err;
@@ -4086,7 +4001,7 @@ wire engine_impl0_route_eq19_y;
 reg [127:0] engine_impl0_mux296_y;
 reg [127:0] engine_impl0_mux297_y;
 reg [127:0] engine_impl0_mux298_y;
-wire [3:0] engine_impl0_or_any11_v;
+wire [3:0] engine_impl0_or_any7_v;
 wire engine_impl0_route_eq20_y;
 wire engine_impl0_route_eq21_y;
 wire engine_impl0_route_eq22_y;
@@ -4094,41 +4009,38 @@ wire engine_impl0_route_eq23_y;
 reg [127:0] engine_impl0_mux299_y;
 reg [127:0] engine_impl0_mux2100_y;
 reg [127:0] engine_impl0_mux2101_y;
-wire [3:0] engine_impl0_or_any12_v;
+wire [3:0] engine_impl0_or_any8_v;
 wire engine_impl0_route_eq24_y;
 wire engine_impl0_route_eq25_y;
 wire engine_impl0_route_eq26_y;
 wire engine_impl0_route_eq27_y;
-wire [127:0] engine_impl0_copy_sig238_y;
-wire [3:0] engine_impl0_or_any13_v;
-wire [12:0] engine_impl0_or_any14_v;
-wire engine_impl0_or_any14_y;
+wire [127:0] engine_impl0_copy_sig234_y;
+wire [3:0] engine_impl0_or_any9_v;
+wire [12:0] engine_impl0_or_any10_v;
+wire engine_impl0_or_any10_y;
 reg engine_impl0_issue_ctl3_err;
 wire engine_impl0_bit_of11_y;
 wire engine_impl0_chan_ok7_ok;
 wire [13:0] engine_impl0_chan_ok7_ln;
 wire [13:0] engine_impl0_chan_ok7_off;
-wire [14:0] engine_impl0_chan_ok7_ol;
 wire engine_impl0_chan_ok7_reg_ok;
 wire engine_impl0_chan_ok8_ok;
 wire [13:0] engine_impl0_chan_ok8_ln;
 wire [13:0] engine_impl0_chan_ok8_off;
-wire [14:0] engine_impl0_chan_ok8_ol;
 wire engine_impl0_chan_ok8_reg_ok;
 wire engine_impl0_chan_ok9_ok;
 wire [13:0] engine_impl0_chan_ok9_ln;
 wire [13:0] engine_impl0_chan_ok9_off;
-wire [14:0] engine_impl0_chan_ok9_ol;
 wire engine_impl0_chan_ok9_reg_ok;
 wire engine_impl0_range_ok6_ok;
 wire [3:0] engine_impl0_and_all4_v;
 wire engine_impl0_and_all4_y;
-wire engine_impl0_copy_sig247_y;
-wire engine_impl0_copy_sig248_a;
-wire engine_impl0_copy_sig248_y;
+wire engine_impl0_copy_sig243_y;
+wire engine_impl0_copy_sig244_a;
+wire engine_impl0_copy_sig244_y;
 wire [12:0] engine_impl0_fit5_dst;
 wire engine_impl0_bit_of12_y;
-wire engine_impl0_copy_sig249_y;
+wire engine_impl0_copy_sig245_y;
 wire [31:0] engine_impl0_fit6_dst;
 wire [31:0] engine_impl0_fit7_dst;
 reg engine_impl0_flag_reg0_q;
@@ -4235,7 +4147,7 @@ wire engine_impl0_route_eq31_y;
 reg [127:0] engine_impl0_mux2102_y;
 reg [127:0] engine_impl0_mux2103_y;
 reg [127:0] engine_impl0_mux2104_y;
-wire [3:0] engine_impl0_or_any15_v;
+wire [3:0] engine_impl0_or_any11_v;
 wire engine_impl0_route_eq32_y;
 wire engine_impl0_route_eq33_y;
 wire engine_impl0_route_eq34_y;
@@ -4243,45 +4155,41 @@ wire engine_impl0_route_eq35_y;
 reg [127:0] engine_impl0_mux2105_y;
 reg [127:0] engine_impl0_mux2106_y;
 reg [127:0] engine_impl0_mux2107_y;
-wire [3:0] engine_impl0_or_any16_v;
+wire [3:0] engine_impl0_or_any12_v;
 wire engine_impl0_route_eq36_y;
 wire engine_impl0_route_eq37_y;
 wire engine_impl0_route_eq38_y;
 wire engine_impl0_route_eq39_y;
 wire [127:0] engine_impl0_scd_line0_line;
 reg [63:0] engine_impl0_scd_line0_lo;
-wire [3:0] engine_impl0_or_any17_v;
-wire [12:0] engine_impl0_or_any18_v;
-wire engine_impl0_or_any18_y;
+wire [3:0] engine_impl0_or_any13_v;
+wire [12:0] engine_impl0_or_any14_v;
+wire engine_impl0_or_any14_y;
 reg engine_impl0_issue_ctl4_err;
 wire engine_impl0_bit_of13_y;
 wire engine_impl0_chan_ok10_ok;
 wire [13:0] engine_impl0_chan_ok10_ln;
 wire [13:0] engine_impl0_chan_ok10_off;
-wire [14:0] engine_impl0_chan_ok10_ol;
 wire engine_impl0_chan_ok10_reg_ok;
 wire engine_impl0_chan_ok11_ok;
 wire [13:0] engine_impl0_chan_ok11_ln;
 wire [13:0] engine_impl0_chan_ok11_off;
-wire [14:0] engine_impl0_chan_ok11_ol;
 wire engine_impl0_chan_ok11_reg_ok;
 wire engine_impl0_chan_ok12_ok;
 wire [13:0] engine_impl0_chan_ok12_ln;
 wire [13:0] engine_impl0_chan_ok12_off;
-wire [14:0] engine_impl0_chan_ok12_ol;
 wire engine_impl0_chan_ok12_reg_ok;
 wire engine_impl0_chan_ok13_ok;
 wire [13:0] engine_impl0_chan_ok13_ln;
 wire [13:0] engine_impl0_chan_ok13_off;
-wire [14:0] engine_impl0_chan_ok13_ol;
 wire engine_impl0_chan_ok13_reg_ok;
 wire engine_impl0_range_ok7_ok;
 wire engine_impl0_range_ok8_ok;
 wire [5:0] engine_impl0_and_all5_v;
 wire engine_impl0_and_all5_y;
-wire engine_impl0_copy_sig290_y;
-wire engine_impl0_copy_sig291_a;
-wire engine_impl0_copy_sig291_y;
+wire engine_impl0_copy_sig286_y;
+wire engine_impl0_copy_sig287_a;
+wire engine_impl0_copy_sig287_y;
 wire [8:0] engine_impl0_fit8_dst;
 wire [12:0] engine_impl0_fit9_dst;
 wire engine_impl0_bit_of14_y;
@@ -4421,7 +4329,7 @@ wire engine_impl0_route_eq43_y;
 reg [127:0] engine_impl0_mux2108_y;
 reg [127:0] engine_impl0_mux2109_y;
 reg [127:0] engine_impl0_mux2110_y;
-wire [3:0] engine_impl0_or_any19_v;
+wire [3:0] engine_impl0_or_any15_v;
 wire engine_impl0_route_eq44_y;
 wire engine_impl0_route_eq45_y;
 wire engine_impl0_route_eq46_y;
@@ -4429,7 +4337,7 @@ wire engine_impl0_route_eq47_y;
 reg [127:0] engine_impl0_mux2111_y;
 reg [127:0] engine_impl0_mux2112_y;
 reg [127:0] engine_impl0_mux2113_y;
-wire [3:0] engine_impl0_or_any20_v;
+wire [3:0] engine_impl0_or_any16_v;
 wire engine_impl0_route_eq48_y;
 wire engine_impl0_route_eq49_y;
 wire engine_impl0_route_eq50_y;
@@ -4437,34 +4345,31 @@ wire engine_impl0_route_eq51_y;
 reg [127:0] engine_impl0_mux2114_y;
 reg [127:0] engine_impl0_mux2115_y;
 reg [127:0] engine_impl0_mux2116_y;
-wire [3:0] engine_impl0_or_any21_v;
+wire [3:0] engine_impl0_or_any17_v;
 wire engine_impl0_route_eq52_y;
 wire engine_impl0_route_eq53_y;
 wire engine_impl0_route_eq54_y;
 wire engine_impl0_route_eq55_y;
-wire [127:0] engine_impl0_copy_sig338_y;
-wire [3:0] engine_impl0_or_any22_v;
-wire [16:0] engine_impl0_or_any23_v;
-wire engine_impl0_or_any23_y;
+wire [127:0] engine_impl0_copy_sig334_y;
+wire [3:0] engine_impl0_or_any18_v;
+wire [16:0] engine_impl0_or_any19_v;
+wire engine_impl0_or_any19_y;
 reg engine_impl0_issue_ctl5_err;
 wire engine_impl0_chan_ok14_ok;
 wire [13:0] engine_impl0_chan_ok14_ln;
 wire [13:0] engine_impl0_chan_ok14_off;
-wire [14:0] engine_impl0_chan_ok14_ol;
 wire engine_impl0_chan_ok14_reg_ok;
 wire engine_impl0_chan_ok15_ok;
 wire [13:0] engine_impl0_chan_ok15_ln;
 wire [13:0] engine_impl0_chan_ok15_off;
-wire [14:0] engine_impl0_chan_ok15_ol;
 wire engine_impl0_chan_ok15_reg_ok;
 wire engine_impl0_chan_ok16_ok;
 wire [13:0] engine_impl0_chan_ok16_ln;
 wire [13:0] engine_impl0_chan_ok16_off;
-wire [14:0] engine_impl0_chan_ok16_ol;
 wire engine_impl0_chan_ok16_reg_ok;
 wire engine_impl0_range_ok9_ok;
 wire [4:0] engine_impl0_and_all6_v;
-wire engine_impl0_copy_sig348_y;
+wire engine_impl0_copy_sig344_y;
 wire [8:0] engine_impl0_fit10_dst;
 wire [12:0] engine_impl0_fit11_dst;
 wire [31:0] engine_impl0_fit12_dst;
@@ -4600,22 +4505,22 @@ wire engine_impl0_route_eq59_y;
 reg [127:0] engine_impl0_mux2117_y;
 reg [127:0] engine_impl0_mux2118_y;
 reg [127:0] engine_impl0_mux2119_y;
-wire [3:0] engine_impl0_or_any24_v;
+wire [3:0] engine_impl0_or_any20_v;
 wire engine_impl0_route_eq60_y;
 wire engine_impl0_route_eq61_y;
 wire engine_impl0_route_eq62_y;
 wire engine_impl0_route_eq63_y;
 reg [127:0] engine_impl0_mux2120_y;
 reg [127:0] engine_impl0_mux2121_y;
-wire [3:0] engine_impl0_or_any25_v;
+wire [3:0] engine_impl0_or_any21_v;
 wire engine_impl0_route_eq64_y;
 wire engine_impl0_route_eq65_y;
 wire engine_impl0_route_eq66_y;
 wire engine_impl0_route_eq67_y;
-wire [3:0] engine_impl0_or_any26_v;
-wire [12:0] engine_impl0_or_any27_v;
-wire [6:0] engine_impl0_copy_sig392_a;
-wire [6:0] engine_impl0_copy_sig393_a;
+wire [3:0] engine_impl0_or_any22_v;
+wire [12:0] engine_impl0_or_any23_v;
+wire [6:0] engine_impl0_copy_sig388_a;
+wire [6:0] engine_impl0_copy_sig389_a;
 reg [7:0] engine_impl0_region_impl0_read_channel0_access_ctl0_amem [0:16-1];
 reg [7:0] engine_impl0_region_impl0_read_channel1_access_ctl1_amem [0:16-1];
 reg [7:0] engine_impl0_region_impl0_read_channel2_access_ctl2_amem [0:16-1];
@@ -5044,21 +4949,21 @@ assign engine_impl0_all_ready0_cans[3] = engine_impl0_cn;
 assign engine_impl0_all_ready0_cans[2] = engine_impl0_can_take2_y;
 assign engine_impl0_all_ready0_cans[1] = engine_impl0_can_take1_y;
 assign engine_impl0_all_ready0_cans[0] = engine_impl0_can_take0_y;
-assign engine_impl0_or_any4_v[4] = engine_impl0_region_impl0_write_channel0_busy;
-assign engine_impl0_or_any4_v[3] = engine_impl0_region_impl1_write_channel6_busy;
-assign engine_impl0_or_any4_v[2] = engine_impl0_region_impl2_write_channel12_busy;
-assign engine_impl0_or_any4_v[1] = engine_impl0_region_impl3_write_channel18_busy;
-assign engine_impl0_or_any4_v[0] = engine_impl0_am_busy;
+assign engine_impl0_or_any0_v[4] = engine_impl0_region_impl0_write_channel0_busy;
+assign engine_impl0_or_any0_v[3] = engine_impl0_region_impl1_write_channel6_busy;
+assign engine_impl0_or_any0_v[2] = engine_impl0_region_impl2_write_channel12_busy;
+assign engine_impl0_or_any0_v[1] = engine_impl0_region_impl3_write_channel18_busy;
+assign engine_impl0_or_any0_v[0] = engine_impl0_am_busy;
 assign engine_impl0_and_all1_v[1] = engine_impl0_chan_ok0_ok;
 assign engine_impl0_and_all1_v[0] = engine_impl0_range_ok1_ok;
-assign engine_impl0_or_any5_v[3] = engine_impl0_region_impl0_read_channel0_m_tvalid;
-assign engine_impl0_or_any5_v[2] = engine_impl0_region_impl1_read_channel12_m_tvalid;
-assign engine_impl0_or_any5_v[1] = engine_impl0_region_impl2_read_channel24_m_tvalid;
-assign engine_impl0_or_any5_v[0] = engine_impl0_region_impl3_read_channel36_m_tvalid;
-assign engine_impl0_or_any6_v[3] = engine_impl0_region_impl0_read_channel0_busy;
-assign engine_impl0_or_any6_v[2] = engine_impl0_region_impl1_read_channel12_busy;
-assign engine_impl0_or_any6_v[1] = engine_impl0_region_impl2_read_channel24_busy;
-assign engine_impl0_or_any6_v[0] = engine_impl0_region_impl3_read_channel36_busy;
+assign engine_impl0_or_any1_v[3] = engine_impl0_region_impl0_read_channel0_m_tvalid;
+assign engine_impl0_or_any1_v[2] = engine_impl0_region_impl1_read_channel12_m_tvalid;
+assign engine_impl0_or_any1_v[1] = engine_impl0_region_impl2_read_channel24_m_tvalid;
+assign engine_impl0_or_any1_v[0] = engine_impl0_region_impl3_read_channel36_m_tvalid;
+assign engine_impl0_or_any2_v[3] = engine_impl0_region_impl0_read_channel0_busy;
+assign engine_impl0_or_any2_v[2] = engine_impl0_region_impl1_read_channel12_busy;
+assign engine_impl0_or_any2_v[1] = engine_impl0_region_impl2_read_channel24_busy;
+assign engine_impl0_or_any2_v[0] = engine_impl0_region_impl3_read_channel36_busy;
 assign engine_impl0_and_all2_v[4] = engine_impl0_chan_ok1_ok;
 assign engine_impl0_and_all2_v[3] = engine_impl0_chan_ok2_ok;
 assign engine_impl0_and_all2_v[2] = engine_impl0_chan_ok3_ok;
@@ -5126,31 +5031,31 @@ assign engine_impl0_dot_sigmoid0_sigmoid_pipe0_round_sat1_sat1_fill[3] = engine_
 assign engine_impl0_dot_sigmoid0_sigmoid_pipe0_round_sat1_sat1_fill[2] = engine_impl0_dot_sigmoid0_sigmoid_pipe0_round_sat1_sat1_nsign;
 assign engine_impl0_dot_sigmoid0_sigmoid_pipe0_round_sat1_sat1_fill[1] = engine_impl0_dot_sigmoid0_sigmoid_pipe0_round_sat1_sat1_nsign;
 assign engine_impl0_dot_sigmoid0_sigmoid_pipe0_round_sat1_sat1_fill[0] = engine_impl0_dot_sigmoid0_sigmoid_pipe0_round_sat1_sat1_nsign;
-assign engine_impl0_or_any7_v[3] = engine_impl0_region_impl0_read_channel1_m_tvalid;
-assign engine_impl0_or_any7_v[2] = engine_impl0_region_impl1_read_channel13_m_tvalid;
-assign engine_impl0_or_any7_v[1] = engine_impl0_region_impl2_read_channel25_m_tvalid;
-assign engine_impl0_or_any7_v[0] = engine_impl0_region_impl3_read_channel37_m_tvalid;
-assign engine_impl0_or_any8_v[3] = engine_impl0_region_impl0_read_channel2_m_tvalid;
-assign engine_impl0_or_any8_v[2] = engine_impl0_region_impl1_read_channel14_m_tvalid;
-assign engine_impl0_or_any8_v[1] = engine_impl0_region_impl2_read_channel26_m_tvalid;
-assign engine_impl0_or_any8_v[0] = engine_impl0_region_impl3_read_channel38_m_tvalid;
-assign engine_impl0_or_any9_v[3] = engine_impl0_region_impl0_write_channel1_s_tready;
-assign engine_impl0_or_any9_v[2] = engine_impl0_region_impl1_write_channel7_s_tready;
-assign engine_impl0_or_any9_v[1] = engine_impl0_region_impl2_write_channel13_s_tready;
-assign engine_impl0_or_any9_v[0] = engine_impl0_region_impl3_write_channel19_s_tready;
-assign engine_impl0_or_any10_v[12] = engine_impl0_dot_sigmoid0_busy;
-assign engine_impl0_or_any10_v[11] = engine_impl0_region_impl0_read_channel1_busy;
-assign engine_impl0_or_any10_v[10] = engine_impl0_region_impl1_read_channel13_busy;
-assign engine_impl0_or_any10_v[9] = engine_impl0_region_impl2_read_channel25_busy;
-assign engine_impl0_or_any10_v[8] = engine_impl0_region_impl3_read_channel37_busy;
-assign engine_impl0_or_any10_v[7] = engine_impl0_region_impl0_read_channel2_busy;
-assign engine_impl0_or_any10_v[6] = engine_impl0_region_impl1_read_channel14_busy;
-assign engine_impl0_or_any10_v[5] = engine_impl0_region_impl2_read_channel26_busy;
-assign engine_impl0_or_any10_v[4] = engine_impl0_region_impl3_read_channel38_busy;
-assign engine_impl0_or_any10_v[3] = engine_impl0_region_impl0_write_channel1_busy;
-assign engine_impl0_or_any10_v[2] = engine_impl0_region_impl1_write_channel7_busy;
-assign engine_impl0_or_any10_v[1] = engine_impl0_region_impl2_write_channel13_busy;
-assign engine_impl0_or_any10_v[0] = engine_impl0_region_impl3_write_channel19_busy;
+assign engine_impl0_or_any3_v[3] = engine_impl0_region_impl0_read_channel1_m_tvalid;
+assign engine_impl0_or_any3_v[2] = engine_impl0_region_impl1_read_channel13_m_tvalid;
+assign engine_impl0_or_any3_v[1] = engine_impl0_region_impl2_read_channel25_m_tvalid;
+assign engine_impl0_or_any3_v[0] = engine_impl0_region_impl3_read_channel37_m_tvalid;
+assign engine_impl0_or_any4_v[3] = engine_impl0_region_impl0_read_channel2_m_tvalid;
+assign engine_impl0_or_any4_v[2] = engine_impl0_region_impl1_read_channel14_m_tvalid;
+assign engine_impl0_or_any4_v[1] = engine_impl0_region_impl2_read_channel26_m_tvalid;
+assign engine_impl0_or_any4_v[0] = engine_impl0_region_impl3_read_channel38_m_tvalid;
+assign engine_impl0_or_any5_v[3] = engine_impl0_region_impl0_write_channel1_s_tready;
+assign engine_impl0_or_any5_v[2] = engine_impl0_region_impl1_write_channel7_s_tready;
+assign engine_impl0_or_any5_v[1] = engine_impl0_region_impl2_write_channel13_s_tready;
+assign engine_impl0_or_any5_v[0] = engine_impl0_region_impl3_write_channel19_s_tready;
+assign engine_impl0_or_any6_v[12] = engine_impl0_dot_sigmoid0_busy;
+assign engine_impl0_or_any6_v[11] = engine_impl0_region_impl0_read_channel1_busy;
+assign engine_impl0_or_any6_v[10] = engine_impl0_region_impl1_read_channel13_busy;
+assign engine_impl0_or_any6_v[9] = engine_impl0_region_impl2_read_channel25_busy;
+assign engine_impl0_or_any6_v[8] = engine_impl0_region_impl3_read_channel37_busy;
+assign engine_impl0_or_any6_v[7] = engine_impl0_region_impl0_read_channel2_busy;
+assign engine_impl0_or_any6_v[6] = engine_impl0_region_impl1_read_channel14_busy;
+assign engine_impl0_or_any6_v[5] = engine_impl0_region_impl2_read_channel26_busy;
+assign engine_impl0_or_any6_v[4] = engine_impl0_region_impl3_read_channel38_busy;
+assign engine_impl0_or_any6_v[3] = engine_impl0_region_impl0_write_channel1_busy;
+assign engine_impl0_or_any6_v[2] = engine_impl0_region_impl1_write_channel7_busy;
+assign engine_impl0_or_any6_v[1] = engine_impl0_region_impl2_write_channel13_busy;
+assign engine_impl0_or_any6_v[0] = engine_impl0_region_impl3_write_channel19_busy;
 assign engine_impl0_and_all3_v[4] = engine_impl0_chan_ok4_ok;
 assign engine_impl0_and_all3_v[3] = engine_impl0_chan_ok5_ok;
 assign engine_impl0_and_all3_v[2] = engine_impl0_chan_ok6_ok;
@@ -5408,31 +5313,31 @@ assign engine_impl0_sigmoid_delta0_top0_lane_sig_delta3_sat9_fill[3] = engine_im
 assign engine_impl0_sigmoid_delta0_top0_lane_sig_delta3_sat9_fill[2] = engine_impl0_sigmoid_delta0_top0_lane_sig_delta3_sat9_nsign;
 assign engine_impl0_sigmoid_delta0_top0_lane_sig_delta3_sat9_fill[1] = engine_impl0_sigmoid_delta0_top0_lane_sig_delta3_sat9_nsign;
 assign engine_impl0_sigmoid_delta0_top0_lane_sig_delta3_sat9_fill[0] = engine_impl0_sigmoid_delta0_top0_lane_sig_delta3_sat9_nsign;
-assign engine_impl0_or_any11_v[3] = engine_impl0_region_impl0_read_channel3_m_tvalid;
-assign engine_impl0_or_any11_v[2] = engine_impl0_region_impl1_read_channel15_m_tvalid;
-assign engine_impl0_or_any11_v[1] = engine_impl0_region_impl2_read_channel27_m_tvalid;
-assign engine_impl0_or_any11_v[0] = engine_impl0_region_impl3_read_channel39_m_tvalid;
-assign engine_impl0_or_any12_v[3] = engine_impl0_region_impl0_read_channel4_m_tvalid;
-assign engine_impl0_or_any12_v[2] = engine_impl0_region_impl1_read_channel16_m_tvalid;
-assign engine_impl0_or_any12_v[1] = engine_impl0_region_impl2_read_channel28_m_tvalid;
-assign engine_impl0_or_any12_v[0] = engine_impl0_region_impl3_read_channel40_m_tvalid;
-assign engine_impl0_or_any13_v[3] = engine_impl0_region_impl0_write_channel2_s_tready;
-assign engine_impl0_or_any13_v[2] = engine_impl0_region_impl1_write_channel8_s_tready;
-assign engine_impl0_or_any13_v[1] = engine_impl0_region_impl2_write_channel14_s_tready;
-assign engine_impl0_or_any13_v[0] = engine_impl0_region_impl3_write_channel20_s_tready;
-assign engine_impl0_or_any14_v[12] = engine_impl0_sigmoid_delta0_busy;
-assign engine_impl0_or_any14_v[11] = engine_impl0_region_impl0_read_channel3_busy;
-assign engine_impl0_or_any14_v[10] = engine_impl0_region_impl1_read_channel15_busy;
-assign engine_impl0_or_any14_v[9] = engine_impl0_region_impl2_read_channel27_busy;
-assign engine_impl0_or_any14_v[8] = engine_impl0_region_impl3_read_channel39_busy;
-assign engine_impl0_or_any14_v[7] = engine_impl0_region_impl0_read_channel4_busy;
-assign engine_impl0_or_any14_v[6] = engine_impl0_region_impl1_read_channel16_busy;
-assign engine_impl0_or_any14_v[5] = engine_impl0_region_impl2_read_channel28_busy;
-assign engine_impl0_or_any14_v[4] = engine_impl0_region_impl3_read_channel40_busy;
-assign engine_impl0_or_any14_v[3] = engine_impl0_region_impl0_write_channel2_busy;
-assign engine_impl0_or_any14_v[2] = engine_impl0_region_impl1_write_channel8_busy;
-assign engine_impl0_or_any14_v[1] = engine_impl0_region_impl2_write_channel14_busy;
-assign engine_impl0_or_any14_v[0] = engine_impl0_region_impl3_write_channel20_busy;
+assign engine_impl0_or_any7_v[3] = engine_impl0_region_impl0_read_channel3_m_tvalid;
+assign engine_impl0_or_any7_v[2] = engine_impl0_region_impl1_read_channel15_m_tvalid;
+assign engine_impl0_or_any7_v[1] = engine_impl0_region_impl2_read_channel27_m_tvalid;
+assign engine_impl0_or_any7_v[0] = engine_impl0_region_impl3_read_channel39_m_tvalid;
+assign engine_impl0_or_any8_v[3] = engine_impl0_region_impl0_read_channel4_m_tvalid;
+assign engine_impl0_or_any8_v[2] = engine_impl0_region_impl1_read_channel16_m_tvalid;
+assign engine_impl0_or_any8_v[1] = engine_impl0_region_impl2_read_channel28_m_tvalid;
+assign engine_impl0_or_any8_v[0] = engine_impl0_region_impl3_read_channel40_m_tvalid;
+assign engine_impl0_or_any9_v[3] = engine_impl0_region_impl0_write_channel2_s_tready;
+assign engine_impl0_or_any9_v[2] = engine_impl0_region_impl1_write_channel8_s_tready;
+assign engine_impl0_or_any9_v[1] = engine_impl0_region_impl2_write_channel14_s_tready;
+assign engine_impl0_or_any9_v[0] = engine_impl0_region_impl3_write_channel20_s_tready;
+assign engine_impl0_or_any10_v[12] = engine_impl0_sigmoid_delta0_busy;
+assign engine_impl0_or_any10_v[11] = engine_impl0_region_impl0_read_channel3_busy;
+assign engine_impl0_or_any10_v[10] = engine_impl0_region_impl1_read_channel15_busy;
+assign engine_impl0_or_any10_v[9] = engine_impl0_region_impl2_read_channel27_busy;
+assign engine_impl0_or_any10_v[8] = engine_impl0_region_impl3_read_channel39_busy;
+assign engine_impl0_or_any10_v[7] = engine_impl0_region_impl0_read_channel4_busy;
+assign engine_impl0_or_any10_v[6] = engine_impl0_region_impl1_read_channel16_busy;
+assign engine_impl0_or_any10_v[5] = engine_impl0_region_impl2_read_channel28_busy;
+assign engine_impl0_or_any10_v[4] = engine_impl0_region_impl3_read_channel40_busy;
+assign engine_impl0_or_any10_v[3] = engine_impl0_region_impl0_write_channel2_busy;
+assign engine_impl0_or_any10_v[2] = engine_impl0_region_impl1_write_channel8_busy;
+assign engine_impl0_or_any10_v[1] = engine_impl0_region_impl2_write_channel14_busy;
+assign engine_impl0_or_any10_v[0] = engine_impl0_region_impl3_write_channel20_busy;
 assign engine_impl0_and_all4_v[3] = engine_impl0_chan_ok7_ok;
 assign engine_impl0_and_all4_v[2] = engine_impl0_chan_ok8_ok;
 assign engine_impl0_and_all4_v[1] = engine_impl0_chan_ok9_ok;
@@ -5623,31 +5528,31 @@ assign engine_impl0_scalar_engine0_sat15_fill[3] = engine_impl0_scalar_engine0_s
 assign engine_impl0_scalar_engine0_sat15_fill[2] = engine_impl0_scalar_engine0_sat15_nsign;
 assign engine_impl0_scalar_engine0_sat15_fill[1] = engine_impl0_scalar_engine0_sat15_nsign;
 assign engine_impl0_scalar_engine0_sat15_fill[0] = engine_impl0_scalar_engine0_sat15_nsign;
-assign engine_impl0_or_any15_v[3] = engine_impl0_region_impl0_read_channel5_m_tvalid;
-assign engine_impl0_or_any15_v[2] = engine_impl0_region_impl1_read_channel17_m_tvalid;
-assign engine_impl0_or_any15_v[1] = engine_impl0_region_impl2_read_channel29_m_tvalid;
-assign engine_impl0_or_any15_v[0] = engine_impl0_region_impl3_read_channel41_m_tvalid;
-assign engine_impl0_or_any16_v[3] = engine_impl0_region_impl0_read_channel6_m_tvalid;
-assign engine_impl0_or_any16_v[2] = engine_impl0_region_impl1_read_channel18_m_tvalid;
-assign engine_impl0_or_any16_v[1] = engine_impl0_region_impl2_read_channel30_m_tvalid;
-assign engine_impl0_or_any16_v[0] = engine_impl0_region_impl3_read_channel42_m_tvalid;
-assign engine_impl0_or_any17_v[3] = engine_impl0_region_impl0_write_channel3_s_tready;
-assign engine_impl0_or_any17_v[2] = engine_impl0_region_impl1_write_channel9_s_tready;
-assign engine_impl0_or_any17_v[1] = engine_impl0_region_impl2_write_channel15_s_tready;
-assign engine_impl0_or_any17_v[0] = engine_impl0_region_impl3_write_channel21_s_tready;
-assign engine_impl0_or_any18_v[12] = engine_impl0_scalar_engine0_busy;
-assign engine_impl0_or_any18_v[11] = engine_impl0_region_impl0_read_channel5_busy;
-assign engine_impl0_or_any18_v[10] = engine_impl0_region_impl1_read_channel17_busy;
-assign engine_impl0_or_any18_v[9] = engine_impl0_region_impl2_read_channel29_busy;
-assign engine_impl0_or_any18_v[8] = engine_impl0_region_impl3_read_channel41_busy;
-assign engine_impl0_or_any18_v[7] = engine_impl0_region_impl0_read_channel6_busy;
-assign engine_impl0_or_any18_v[6] = engine_impl0_region_impl1_read_channel18_busy;
-assign engine_impl0_or_any18_v[5] = engine_impl0_region_impl2_read_channel30_busy;
-assign engine_impl0_or_any18_v[4] = engine_impl0_region_impl3_read_channel42_busy;
-assign engine_impl0_or_any18_v[3] = engine_impl0_region_impl0_write_channel3_busy;
-assign engine_impl0_or_any18_v[2] = engine_impl0_region_impl1_write_channel9_busy;
-assign engine_impl0_or_any18_v[1] = engine_impl0_region_impl2_write_channel15_busy;
-assign engine_impl0_or_any18_v[0] = engine_impl0_region_impl3_write_channel21_busy;
+assign engine_impl0_or_any11_v[3] = engine_impl0_region_impl0_read_channel5_m_tvalid;
+assign engine_impl0_or_any11_v[2] = engine_impl0_region_impl1_read_channel17_m_tvalid;
+assign engine_impl0_or_any11_v[1] = engine_impl0_region_impl2_read_channel29_m_tvalid;
+assign engine_impl0_or_any11_v[0] = engine_impl0_region_impl3_read_channel41_m_tvalid;
+assign engine_impl0_or_any12_v[3] = engine_impl0_region_impl0_read_channel6_m_tvalid;
+assign engine_impl0_or_any12_v[2] = engine_impl0_region_impl1_read_channel18_m_tvalid;
+assign engine_impl0_or_any12_v[1] = engine_impl0_region_impl2_read_channel30_m_tvalid;
+assign engine_impl0_or_any12_v[0] = engine_impl0_region_impl3_read_channel42_m_tvalid;
+assign engine_impl0_or_any13_v[3] = engine_impl0_region_impl0_write_channel3_s_tready;
+assign engine_impl0_or_any13_v[2] = engine_impl0_region_impl1_write_channel9_s_tready;
+assign engine_impl0_or_any13_v[1] = engine_impl0_region_impl2_write_channel15_s_tready;
+assign engine_impl0_or_any13_v[0] = engine_impl0_region_impl3_write_channel21_s_tready;
+assign engine_impl0_or_any14_v[12] = engine_impl0_scalar_engine0_busy;
+assign engine_impl0_or_any14_v[11] = engine_impl0_region_impl0_read_channel5_busy;
+assign engine_impl0_or_any14_v[10] = engine_impl0_region_impl1_read_channel17_busy;
+assign engine_impl0_or_any14_v[9] = engine_impl0_region_impl2_read_channel29_busy;
+assign engine_impl0_or_any14_v[8] = engine_impl0_region_impl3_read_channel41_busy;
+assign engine_impl0_or_any14_v[7] = engine_impl0_region_impl0_read_channel6_busy;
+assign engine_impl0_or_any14_v[6] = engine_impl0_region_impl1_read_channel18_busy;
+assign engine_impl0_or_any14_v[5] = engine_impl0_region_impl2_read_channel30_busy;
+assign engine_impl0_or_any14_v[4] = engine_impl0_region_impl3_read_channel42_busy;
+assign engine_impl0_or_any14_v[3] = engine_impl0_region_impl0_write_channel3_busy;
+assign engine_impl0_or_any14_v[2] = engine_impl0_region_impl1_write_channel9_busy;
+assign engine_impl0_or_any14_v[1] = engine_impl0_region_impl2_write_channel15_busy;
+assign engine_impl0_or_any14_v[0] = engine_impl0_region_impl3_write_channel21_busy;
 assign engine_impl0_and_all5_v[5] = engine_impl0_chan_ok10_ok;
 assign engine_impl0_and_all5_v[4] = engine_impl0_chan_ok11_ok;
 assign engine_impl0_and_all5_v[3] = engine_impl0_chan_ok12_ok;
@@ -5906,39 +5811,39 @@ assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_fill[3] = engi
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_fill[2] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_nsign;
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_fill[1] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_nsign;
 assign engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_fill[0] = engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_nsign;
-assign engine_impl0_or_any19_v[3] = engine_impl0_region_impl0_read_channel7_m_tvalid;
-assign engine_impl0_or_any19_v[2] = engine_impl0_region_impl1_read_channel19_m_tvalid;
-assign engine_impl0_or_any19_v[1] = engine_impl0_region_impl2_read_channel31_m_tvalid;
-assign engine_impl0_or_any19_v[0] = engine_impl0_region_impl3_read_channel43_m_tvalid;
-assign engine_impl0_or_any20_v[3] = engine_impl0_region_impl0_read_channel8_m_tvalid;
-assign engine_impl0_or_any20_v[2] = engine_impl0_region_impl1_read_channel20_m_tvalid;
-assign engine_impl0_or_any20_v[1] = engine_impl0_region_impl2_read_channel32_m_tvalid;
-assign engine_impl0_or_any20_v[0] = engine_impl0_region_impl3_read_channel44_m_tvalid;
-assign engine_impl0_or_any21_v[3] = engine_impl0_region_impl0_read_channel9_m_tvalid;
-assign engine_impl0_or_any21_v[2] = engine_impl0_region_impl1_read_channel21_m_tvalid;
-assign engine_impl0_or_any21_v[1] = engine_impl0_region_impl2_read_channel33_m_tvalid;
-assign engine_impl0_or_any21_v[0] = engine_impl0_region_impl3_read_channel45_m_tvalid;
-assign engine_impl0_or_any22_v[3] = engine_impl0_region_impl0_write_channel4_s_tready;
-assign engine_impl0_or_any22_v[2] = engine_impl0_region_impl1_write_channel10_s_tready;
-assign engine_impl0_or_any22_v[1] = engine_impl0_region_impl2_write_channel16_s_tready;
-assign engine_impl0_or_any22_v[0] = engine_impl0_region_impl3_write_channel22_s_tready;
-assign engine_impl0_or_any23_v[16] = engine_impl0_multiply_subtract0_busy;
-assign engine_impl0_or_any23_v[15] = engine_impl0_region_impl0_read_channel7_busy;
-assign engine_impl0_or_any23_v[14] = engine_impl0_region_impl1_read_channel19_busy;
-assign engine_impl0_or_any23_v[13] = engine_impl0_region_impl2_read_channel31_busy;
-assign engine_impl0_or_any23_v[12] = engine_impl0_region_impl3_read_channel43_busy;
-assign engine_impl0_or_any23_v[11] = engine_impl0_region_impl0_read_channel8_busy;
-assign engine_impl0_or_any23_v[10] = engine_impl0_region_impl1_read_channel20_busy;
-assign engine_impl0_or_any23_v[9] = engine_impl0_region_impl2_read_channel32_busy;
-assign engine_impl0_or_any23_v[8] = engine_impl0_region_impl3_read_channel44_busy;
-assign engine_impl0_or_any23_v[7] = engine_impl0_region_impl0_read_channel9_busy;
-assign engine_impl0_or_any23_v[6] = engine_impl0_region_impl1_read_channel21_busy;
-assign engine_impl0_or_any23_v[5] = engine_impl0_region_impl2_read_channel33_busy;
-assign engine_impl0_or_any23_v[4] = engine_impl0_region_impl3_read_channel45_busy;
-assign engine_impl0_or_any23_v[3] = engine_impl0_region_impl0_write_channel4_busy;
-assign engine_impl0_or_any23_v[2] = engine_impl0_region_impl1_write_channel10_busy;
-assign engine_impl0_or_any23_v[1] = engine_impl0_region_impl2_write_channel16_busy;
-assign engine_impl0_or_any23_v[0] = engine_impl0_region_impl3_write_channel22_busy;
+assign engine_impl0_or_any15_v[3] = engine_impl0_region_impl0_read_channel7_m_tvalid;
+assign engine_impl0_or_any15_v[2] = engine_impl0_region_impl1_read_channel19_m_tvalid;
+assign engine_impl0_or_any15_v[1] = engine_impl0_region_impl2_read_channel31_m_tvalid;
+assign engine_impl0_or_any15_v[0] = engine_impl0_region_impl3_read_channel43_m_tvalid;
+assign engine_impl0_or_any16_v[3] = engine_impl0_region_impl0_read_channel8_m_tvalid;
+assign engine_impl0_or_any16_v[2] = engine_impl0_region_impl1_read_channel20_m_tvalid;
+assign engine_impl0_or_any16_v[1] = engine_impl0_region_impl2_read_channel32_m_tvalid;
+assign engine_impl0_or_any16_v[0] = engine_impl0_region_impl3_read_channel44_m_tvalid;
+assign engine_impl0_or_any17_v[3] = engine_impl0_region_impl0_read_channel9_m_tvalid;
+assign engine_impl0_or_any17_v[2] = engine_impl0_region_impl1_read_channel21_m_tvalid;
+assign engine_impl0_or_any17_v[1] = engine_impl0_region_impl2_read_channel33_m_tvalid;
+assign engine_impl0_or_any17_v[0] = engine_impl0_region_impl3_read_channel45_m_tvalid;
+assign engine_impl0_or_any18_v[3] = engine_impl0_region_impl0_write_channel4_s_tready;
+assign engine_impl0_or_any18_v[2] = engine_impl0_region_impl1_write_channel10_s_tready;
+assign engine_impl0_or_any18_v[1] = engine_impl0_region_impl2_write_channel16_s_tready;
+assign engine_impl0_or_any18_v[0] = engine_impl0_region_impl3_write_channel22_s_tready;
+assign engine_impl0_or_any19_v[16] = engine_impl0_multiply_subtract0_busy;
+assign engine_impl0_or_any19_v[15] = engine_impl0_region_impl0_read_channel7_busy;
+assign engine_impl0_or_any19_v[14] = engine_impl0_region_impl1_read_channel19_busy;
+assign engine_impl0_or_any19_v[13] = engine_impl0_region_impl2_read_channel31_busy;
+assign engine_impl0_or_any19_v[12] = engine_impl0_region_impl3_read_channel43_busy;
+assign engine_impl0_or_any19_v[11] = engine_impl0_region_impl0_read_channel8_busy;
+assign engine_impl0_or_any19_v[10] = engine_impl0_region_impl1_read_channel20_busy;
+assign engine_impl0_or_any19_v[9] = engine_impl0_region_impl2_read_channel32_busy;
+assign engine_impl0_or_any19_v[8] = engine_impl0_region_impl3_read_channel44_busy;
+assign engine_impl0_or_any19_v[7] = engine_impl0_region_impl0_read_channel9_busy;
+assign engine_impl0_or_any19_v[6] = engine_impl0_region_impl1_read_channel21_busy;
+assign engine_impl0_or_any19_v[5] = engine_impl0_region_impl2_read_channel33_busy;
+assign engine_impl0_or_any19_v[4] = engine_impl0_region_impl3_read_channel45_busy;
+assign engine_impl0_or_any19_v[3] = engine_impl0_region_impl0_write_channel4_busy;
+assign engine_impl0_or_any19_v[2] = engine_impl0_region_impl1_write_channel10_busy;
+assign engine_impl0_or_any19_v[1] = engine_impl0_region_impl2_write_channel16_busy;
+assign engine_impl0_or_any19_v[0] = engine_impl0_region_impl3_write_channel22_busy;
 assign engine_impl0_and_all6_v[4] = engine_impl0_chan_ok14_ok;
 assign engine_impl0_and_all6_v[3] = engine_impl0_chan_ok15_ok;
 assign engine_impl0_and_all6_v[2] = engine_impl0_chan_ok16_ok;
@@ -6196,45 +6101,45 @@ assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_fill[3] = engine_impl0_l
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_fill[2] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_nsign;
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_fill[1] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_nsign;
 assign engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_fill[0] = engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_nsign;
-assign engine_impl0_or_any24_v[3] = engine_impl0_region_impl0_read_channel10_m_tvalid;
-assign engine_impl0_or_any24_v[2] = engine_impl0_region_impl1_read_channel22_m_tvalid;
-assign engine_impl0_or_any24_v[1] = engine_impl0_region_impl2_read_channel34_m_tvalid;
-assign engine_impl0_or_any24_v[0] = engine_impl0_region_impl3_read_channel46_m_tvalid;
-assign engine_impl0_or_any25_v[3] = engine_impl0_region_impl0_read_channel11_m_tvalid;
-assign engine_impl0_or_any25_v[2] = engine_impl0_region_impl1_read_channel23_m_tvalid;
-assign engine_impl0_or_any25_v[1] = engine_impl0_region_impl2_read_channel35_m_tvalid;
-assign engine_impl0_or_any25_v[0] = engine_impl0_region_impl3_read_channel47_m_tvalid;
-assign engine_impl0_or_any26_v[3] = engine_impl0_region_impl0_write_channel5_s_tready;
-assign engine_impl0_or_any26_v[2] = engine_impl0_region_impl1_write_channel11_s_tready;
-assign engine_impl0_or_any26_v[1] = engine_impl0_region_impl2_write_channel17_s_tready;
-assign engine_impl0_or_any26_v[0] = engine_impl0_region_impl3_write_channel23_s_tready;
-assign engine_impl0_or_any27_v[12] = engine_impl0_l2reg0_busy;
-assign engine_impl0_or_any27_v[11] = engine_impl0_region_impl0_read_channel10_busy;
-assign engine_impl0_or_any27_v[10] = engine_impl0_region_impl1_read_channel22_busy;
-assign engine_impl0_or_any27_v[9] = engine_impl0_region_impl2_read_channel34_busy;
-assign engine_impl0_or_any27_v[8] = engine_impl0_region_impl3_read_channel46_busy;
-assign engine_impl0_or_any27_v[7] = engine_impl0_region_impl0_read_channel11_busy;
-assign engine_impl0_or_any27_v[6] = engine_impl0_region_impl1_read_channel23_busy;
-assign engine_impl0_or_any27_v[5] = engine_impl0_region_impl2_read_channel35_busy;
-assign engine_impl0_or_any27_v[4] = engine_impl0_region_impl3_read_channel47_busy;
-assign engine_impl0_or_any27_v[3] = engine_impl0_region_impl0_write_channel5_busy;
-assign engine_impl0_or_any27_v[2] = engine_impl0_region_impl1_write_channel11_busy;
-assign engine_impl0_or_any27_v[1] = engine_impl0_region_impl2_write_channel17_busy;
-assign engine_impl0_or_any27_v[0] = engine_impl0_region_impl3_write_channel23_busy;
-assign engine_impl0_copy_sig392_a[6] = engine_impl0_busy;
-assign engine_impl0_copy_sig392_a[5] = engine_impl0_or_any23_y;
-assign engine_impl0_copy_sig392_a[4] = engine_impl0_or_any18_y;
-assign engine_impl0_copy_sig392_a[3] = engine_impl0_or_any14_y;
-assign engine_impl0_copy_sig392_a[2] = engine_impl0_or_any10_y;
-assign engine_impl0_copy_sig392_a[1] = engine_impl0_or_any6_y;
-assign engine_impl0_copy_sig392_a[0] = engine_impl0_or_any4_y;
-assign engine_impl0_copy_sig393_a[6] = engine_impl0_err;
-assign engine_impl0_copy_sig393_a[5] = engine_impl0_issue_ctl5_err;
-assign engine_impl0_copy_sig393_a[4] = engine_impl0_issue_ctl4_err;
-assign engine_impl0_copy_sig393_a[3] = engine_impl0_issue_ctl3_err;
-assign engine_impl0_copy_sig393_a[2] = engine_impl0_issue_ctl2_err;
-assign engine_impl0_copy_sig393_a[1] = engine_impl0_issue_ctl1_err;
-assign engine_impl0_copy_sig393_a[0] = engine_impl0_issue_ctl0_err;
+assign engine_impl0_or_any20_v[3] = engine_impl0_region_impl0_read_channel10_m_tvalid;
+assign engine_impl0_or_any20_v[2] = engine_impl0_region_impl1_read_channel22_m_tvalid;
+assign engine_impl0_or_any20_v[1] = engine_impl0_region_impl2_read_channel34_m_tvalid;
+assign engine_impl0_or_any20_v[0] = engine_impl0_region_impl3_read_channel46_m_tvalid;
+assign engine_impl0_or_any21_v[3] = engine_impl0_region_impl0_read_channel11_m_tvalid;
+assign engine_impl0_or_any21_v[2] = engine_impl0_region_impl1_read_channel23_m_tvalid;
+assign engine_impl0_or_any21_v[1] = engine_impl0_region_impl2_read_channel35_m_tvalid;
+assign engine_impl0_or_any21_v[0] = engine_impl0_region_impl3_read_channel47_m_tvalid;
+assign engine_impl0_or_any22_v[3] = engine_impl0_region_impl0_write_channel5_s_tready;
+assign engine_impl0_or_any22_v[2] = engine_impl0_region_impl1_write_channel11_s_tready;
+assign engine_impl0_or_any22_v[1] = engine_impl0_region_impl2_write_channel17_s_tready;
+assign engine_impl0_or_any22_v[0] = engine_impl0_region_impl3_write_channel23_s_tready;
+assign engine_impl0_or_any23_v[12] = engine_impl0_l2reg0_busy;
+assign engine_impl0_or_any23_v[11] = engine_impl0_region_impl0_read_channel10_busy;
+assign engine_impl0_or_any23_v[10] = engine_impl0_region_impl1_read_channel22_busy;
+assign engine_impl0_or_any23_v[9] = engine_impl0_region_impl2_read_channel34_busy;
+assign engine_impl0_or_any23_v[8] = engine_impl0_region_impl3_read_channel46_busy;
+assign engine_impl0_or_any23_v[7] = engine_impl0_region_impl0_read_channel11_busy;
+assign engine_impl0_or_any23_v[6] = engine_impl0_region_impl1_read_channel23_busy;
+assign engine_impl0_or_any23_v[5] = engine_impl0_region_impl2_read_channel35_busy;
+assign engine_impl0_or_any23_v[4] = engine_impl0_region_impl3_read_channel47_busy;
+assign engine_impl0_or_any23_v[3] = engine_impl0_region_impl0_write_channel5_busy;
+assign engine_impl0_or_any23_v[2] = engine_impl0_region_impl1_write_channel11_busy;
+assign engine_impl0_or_any23_v[1] = engine_impl0_region_impl2_write_channel17_busy;
+assign engine_impl0_or_any23_v[0] = engine_impl0_region_impl3_write_channel23_busy;
+assign engine_impl0_copy_sig388_a[6] = engine_impl0_busy;
+assign engine_impl0_copy_sig388_a[5] = engine_impl0_or_any19_y;
+assign engine_impl0_copy_sig388_a[4] = engine_impl0_or_any14_y;
+assign engine_impl0_copy_sig388_a[3] = engine_impl0_or_any10_y;
+assign engine_impl0_copy_sig388_a[2] = engine_impl0_or_any6_y;
+assign engine_impl0_copy_sig388_a[1] = engine_impl0_or_any2_y;
+assign engine_impl0_copy_sig388_a[0] = engine_impl0_or_any0_y;
+assign engine_impl0_copy_sig389_a[6] = engine_impl0_err;
+assign engine_impl0_copy_sig389_a[5] = engine_impl0_issue_ctl5_err;
+assign engine_impl0_copy_sig389_a[4] = engine_impl0_issue_ctl4_err;
+assign engine_impl0_copy_sig389_a[3] = engine_impl0_issue_ctl3_err;
+assign engine_impl0_copy_sig389_a[2] = engine_impl0_issue_ctl2_err;
+assign engine_impl0_copy_sig389_a[1] = engine_impl0_issue_ctl1_err;
+assign engine_impl0_copy_sig389_a[0] = engine_impl0_issue_ctl0_err;
 
 
 
@@ -6243,11 +6148,7 @@ assign engine_impl0_region_impl0_read_channel0_access_ctl0_a_off = engine_impl0_
 
 
 
-assign engine_impl0_region_impl0_read_channel0_access_ctl0_ol = (engine_impl0_region_impl0_read_channel0_access_ctl0_a_off + engine_impl0_region_impl0_read_channel0_access_ctl0_a_len);
-
-
-
-assign engine_impl0_region_impl0_read_channel0_access_ctl0_a_ok = ((engine_impl0_region_impl0_read_channel0_access[31] != engine_impl0_region_impl0_read_channel0_access[30]) && (engine_impl0_region_impl0_read_channel0_access_ctl0_a_len != 0) && (engine_impl0_region_impl0_read_channel0_access_ctl0_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_read_channel0_access_ctl0_a_ok = ((engine_impl0_region_impl0_read_channel0_access[31] != engine_impl0_region_impl0_read_channel0_access[30]) && (engine_impl0_region_impl0_read_channel0_access_ctl0_a_len != 0) && (engine_impl0_region_impl0_read_channel0_access_ctl0_a_len <= 256) && (engine_impl0_region_impl0_read_channel0_access_ctl0_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -6372,13 +6273,13 @@ assign engine_impl0_region_impl0_read_channel0_can = ((engine_impl0_region_impl0
 
 
 
-assign engine_impl0_region_impl0_read_channel0_req = (engine_impl0_region_impl0_read_channel0_running && engine_impl0_region_impl0_read_channel0_can && (engine_impl0_region_impl0_read_channel0_q_nempty || (!engine_impl0_region_impl0_read_channel0_mfifo)));
+assign engine_impl0_region_impl0_read_channel0_req = (engine_impl0_region_impl0_read_channel0_running && engine_impl0_region_impl0_read_channel0_can && (engine_impl0_region_impl0_nempty || (!engine_impl0_region_impl0_read_channel0_mfifo)));
 assign engine_impl0_region_impl0_read_channel0_done_evt = ((engine_impl0_region_impl0_read_channel0_cnt != 0) && engine_impl0_region_impl0_read_channel0_m_tready && engine_impl0_region_impl0_read_channel0_f0);
 
 
-always @(engine_impl0_region_impl0_read_channel0_mfifo, engine_impl0_region_impl0_read_channel0_addr_bram, engine_impl0_region_impl0_read_channel0_qptr) begin: engine_impl0_region_impl0_read_channel0_addrc
+always @(engine_impl0_region_impl0_read_channel0_mfifo, engine_impl0_region_impl0_read_channel0_addr_bram, engine_impl0_region_impl0_rptr) begin: engine_impl0_region_impl0_read_channel0_addrc
     if (engine_impl0_region_impl0_read_channel0_mfifo) begin
-        engine_impl0_region_impl0_read_channel0_addr_o = engine_impl0_region_impl0_read_channel0_qptr;
+        engine_impl0_region_impl0_read_channel0_addr_o = engine_impl0_region_impl0_rptr;
     end
     else begin
         engine_impl0_region_impl0_read_channel0_addr_o = engine_impl0_region_impl0_read_channel0_addr_bram;
@@ -6444,11 +6345,7 @@ assign engine_impl0_region_impl0_read_channel1_access_ctl1_a_off = engine_impl0_
 
 
 
-assign engine_impl0_region_impl0_read_channel1_access_ctl1_ol = (engine_impl0_region_impl0_read_channel1_access_ctl1_a_off + engine_impl0_region_impl0_read_channel1_access_ctl1_a_len);
-
-
-
-assign engine_impl0_region_impl0_read_channel1_access_ctl1_a_ok = ((engine_impl0_region_impl0_read_channel1_access[31] != engine_impl0_region_impl0_read_channel1_access[30]) && (engine_impl0_region_impl0_read_channel1_access_ctl1_a_len != 0) && (engine_impl0_region_impl0_read_channel1_access_ctl1_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_read_channel1_access_ctl1_a_ok = ((engine_impl0_region_impl0_read_channel1_access[31] != engine_impl0_region_impl0_read_channel1_access[30]) && (engine_impl0_region_impl0_read_channel1_access_ctl1_a_len != 0) && (engine_impl0_region_impl0_read_channel1_access_ctl1_a_len <= 256) && (engine_impl0_region_impl0_read_channel1_access_ctl1_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -6573,13 +6470,13 @@ assign engine_impl0_region_impl0_read_channel1_can = ((engine_impl0_region_impl0
 
 
 
-assign engine_impl0_region_impl0_read_channel1_req = (engine_impl0_region_impl0_read_channel1_running && engine_impl0_region_impl0_read_channel1_can && (engine_impl0_region_impl0_read_channel0_q_nempty || (!engine_impl0_region_impl0_read_channel1_mfifo)));
+assign engine_impl0_region_impl0_read_channel1_req = (engine_impl0_region_impl0_read_channel1_running && engine_impl0_region_impl0_read_channel1_can && (engine_impl0_region_impl0_nempty || (!engine_impl0_region_impl0_read_channel1_mfifo)));
 assign engine_impl0_region_impl0_read_channel1_done_evt = ((engine_impl0_region_impl0_read_channel1_cnt != 0) && engine_impl0_region_impl0_read_channel1_m_tready && engine_impl0_region_impl0_read_channel1_f0);
 
 
-always @(engine_impl0_region_impl0_read_channel1_mfifo, engine_impl0_region_impl0_read_channel1_addr_bram, engine_impl0_region_impl0_read_channel0_qptr) begin: engine_impl0_region_impl0_read_channel1_addrc
+always @(engine_impl0_region_impl0_read_channel1_mfifo, engine_impl0_region_impl0_read_channel1_addr_bram, engine_impl0_region_impl0_rptr) begin: engine_impl0_region_impl0_read_channel1_addrc
     if (engine_impl0_region_impl0_read_channel1_mfifo) begin
-        engine_impl0_region_impl0_read_channel1_addr_o = engine_impl0_region_impl0_read_channel0_qptr;
+        engine_impl0_region_impl0_read_channel1_addr_o = engine_impl0_region_impl0_rptr;
     end
     else begin
         engine_impl0_region_impl0_read_channel1_addr_o = engine_impl0_region_impl0_read_channel1_addr_bram;
@@ -6645,11 +6542,7 @@ assign engine_impl0_region_impl0_read_channel2_access_ctl2_a_off = engine_impl0_
 
 
 
-assign engine_impl0_region_impl0_read_channel2_access_ctl2_ol = (engine_impl0_region_impl0_read_channel2_access_ctl2_a_off + engine_impl0_region_impl0_read_channel2_access_ctl2_a_len);
-
-
-
-assign engine_impl0_region_impl0_read_channel2_access_ctl2_a_ok = ((engine_impl0_region_impl0_read_channel2_access[31] != engine_impl0_region_impl0_read_channel2_access[30]) && (engine_impl0_region_impl0_read_channel2_access_ctl2_a_len != 0) && (engine_impl0_region_impl0_read_channel2_access_ctl2_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_read_channel2_access_ctl2_a_ok = ((engine_impl0_region_impl0_read_channel2_access[31] != engine_impl0_region_impl0_read_channel2_access[30]) && (engine_impl0_region_impl0_read_channel2_access_ctl2_a_len != 0) && (engine_impl0_region_impl0_read_channel2_access_ctl2_a_len <= 256) && (engine_impl0_region_impl0_read_channel2_access_ctl2_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -6774,13 +6667,13 @@ assign engine_impl0_region_impl0_read_channel2_can = ((engine_impl0_region_impl0
 
 
 
-assign engine_impl0_region_impl0_read_channel2_req = (engine_impl0_region_impl0_read_channel2_running && engine_impl0_region_impl0_read_channel2_can && (engine_impl0_region_impl0_read_channel0_q_nempty || (!engine_impl0_region_impl0_read_channel2_mfifo)));
+assign engine_impl0_region_impl0_read_channel2_req = (engine_impl0_region_impl0_read_channel2_running && engine_impl0_region_impl0_read_channel2_can && (engine_impl0_region_impl0_nempty || (!engine_impl0_region_impl0_read_channel2_mfifo)));
 assign engine_impl0_region_impl0_read_channel2_done_evt = ((engine_impl0_region_impl0_read_channel2_cnt != 0) && engine_impl0_region_impl0_read_channel2_m_tready && engine_impl0_region_impl0_read_channel2_f0);
 
 
-always @(engine_impl0_region_impl0_read_channel2_mfifo, engine_impl0_region_impl0_read_channel2_addr_bram, engine_impl0_region_impl0_read_channel0_qptr) begin: engine_impl0_region_impl0_read_channel2_addrc
+always @(engine_impl0_region_impl0_read_channel2_mfifo, engine_impl0_region_impl0_read_channel2_addr_bram, engine_impl0_region_impl0_rptr) begin: engine_impl0_region_impl0_read_channel2_addrc
     if (engine_impl0_region_impl0_read_channel2_mfifo) begin
-        engine_impl0_region_impl0_read_channel2_addr_o = engine_impl0_region_impl0_read_channel0_qptr;
+        engine_impl0_region_impl0_read_channel2_addr_o = engine_impl0_region_impl0_rptr;
     end
     else begin
         engine_impl0_region_impl0_read_channel2_addr_o = engine_impl0_region_impl0_read_channel2_addr_bram;
@@ -6846,11 +6739,7 @@ assign engine_impl0_region_impl0_read_channel3_access_ctl3_a_off = engine_impl0_
 
 
 
-assign engine_impl0_region_impl0_read_channel3_access_ctl3_ol = (engine_impl0_region_impl0_read_channel3_access_ctl3_a_off + engine_impl0_region_impl0_read_channel3_access_ctl3_a_len);
-
-
-
-assign engine_impl0_region_impl0_read_channel3_access_ctl3_a_ok = ((engine_impl0_region_impl0_read_channel3_access[31] != engine_impl0_region_impl0_read_channel3_access[30]) && (engine_impl0_region_impl0_read_channel3_access_ctl3_a_len != 0) && (engine_impl0_region_impl0_read_channel3_access_ctl3_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_read_channel3_access_ctl3_a_ok = ((engine_impl0_region_impl0_read_channel3_access[31] != engine_impl0_region_impl0_read_channel3_access[30]) && (engine_impl0_region_impl0_read_channel3_access_ctl3_a_len != 0) && (engine_impl0_region_impl0_read_channel3_access_ctl3_a_len <= 256) && (engine_impl0_region_impl0_read_channel3_access_ctl3_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -6975,13 +6864,13 @@ assign engine_impl0_region_impl0_read_channel3_can = ((engine_impl0_region_impl0
 
 
 
-assign engine_impl0_region_impl0_read_channel3_req = (engine_impl0_region_impl0_read_channel3_running && engine_impl0_region_impl0_read_channel3_can && (engine_impl0_region_impl0_read_channel0_q_nempty || (!engine_impl0_region_impl0_read_channel3_mfifo)));
+assign engine_impl0_region_impl0_read_channel3_req = (engine_impl0_region_impl0_read_channel3_running && engine_impl0_region_impl0_read_channel3_can && (engine_impl0_region_impl0_nempty || (!engine_impl0_region_impl0_read_channel3_mfifo)));
 assign engine_impl0_region_impl0_read_channel3_done_evt = ((engine_impl0_region_impl0_read_channel3_cnt != 0) && engine_impl0_region_impl0_read_channel3_m_tready && engine_impl0_region_impl0_read_channel3_f0);
 
 
-always @(engine_impl0_region_impl0_read_channel3_mfifo, engine_impl0_region_impl0_read_channel3_addr_bram, engine_impl0_region_impl0_read_channel0_qptr) begin: engine_impl0_region_impl0_read_channel3_addrc
+always @(engine_impl0_region_impl0_read_channel3_mfifo, engine_impl0_region_impl0_read_channel3_addr_bram, engine_impl0_region_impl0_rptr) begin: engine_impl0_region_impl0_read_channel3_addrc
     if (engine_impl0_region_impl0_read_channel3_mfifo) begin
-        engine_impl0_region_impl0_read_channel3_addr_o = engine_impl0_region_impl0_read_channel0_qptr;
+        engine_impl0_region_impl0_read_channel3_addr_o = engine_impl0_region_impl0_rptr;
     end
     else begin
         engine_impl0_region_impl0_read_channel3_addr_o = engine_impl0_region_impl0_read_channel3_addr_bram;
@@ -7047,11 +6936,7 @@ assign engine_impl0_region_impl0_read_channel4_access_ctl4_a_off = engine_impl0_
 
 
 
-assign engine_impl0_region_impl0_read_channel4_access_ctl4_ol = (engine_impl0_region_impl0_read_channel4_access_ctl4_a_off + engine_impl0_region_impl0_read_channel4_access_ctl4_a_len);
-
-
-
-assign engine_impl0_region_impl0_read_channel4_access_ctl4_a_ok = ((engine_impl0_region_impl0_read_channel4_access[31] != engine_impl0_region_impl0_read_channel4_access[30]) && (engine_impl0_region_impl0_read_channel4_access_ctl4_a_len != 0) && (engine_impl0_region_impl0_read_channel4_access_ctl4_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_read_channel4_access_ctl4_a_ok = ((engine_impl0_region_impl0_read_channel4_access[31] != engine_impl0_region_impl0_read_channel4_access[30]) && (engine_impl0_region_impl0_read_channel4_access_ctl4_a_len != 0) && (engine_impl0_region_impl0_read_channel4_access_ctl4_a_len <= 256) && (engine_impl0_region_impl0_read_channel4_access_ctl4_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -7176,13 +7061,13 @@ assign engine_impl0_region_impl0_read_channel4_can = ((engine_impl0_region_impl0
 
 
 
-assign engine_impl0_region_impl0_read_channel4_req = (engine_impl0_region_impl0_read_channel4_running && engine_impl0_region_impl0_read_channel4_can && (engine_impl0_region_impl0_read_channel0_q_nempty || (!engine_impl0_region_impl0_read_channel4_mfifo)));
+assign engine_impl0_region_impl0_read_channel4_req = (engine_impl0_region_impl0_read_channel4_running && engine_impl0_region_impl0_read_channel4_can && (engine_impl0_region_impl0_nempty || (!engine_impl0_region_impl0_read_channel4_mfifo)));
 assign engine_impl0_region_impl0_read_channel4_done_evt = ((engine_impl0_region_impl0_read_channel4_cnt != 0) && engine_impl0_region_impl0_read_channel4_m_tready && engine_impl0_region_impl0_read_channel4_f0);
 
 
-always @(engine_impl0_region_impl0_read_channel4_mfifo, engine_impl0_region_impl0_read_channel4_addr_bram, engine_impl0_region_impl0_read_channel0_qptr) begin: engine_impl0_region_impl0_read_channel4_addrc
+always @(engine_impl0_region_impl0_read_channel4_mfifo, engine_impl0_region_impl0_read_channel4_addr_bram, engine_impl0_region_impl0_rptr) begin: engine_impl0_region_impl0_read_channel4_addrc
     if (engine_impl0_region_impl0_read_channel4_mfifo) begin
-        engine_impl0_region_impl0_read_channel4_addr_o = engine_impl0_region_impl0_read_channel0_qptr;
+        engine_impl0_region_impl0_read_channel4_addr_o = engine_impl0_region_impl0_rptr;
     end
     else begin
         engine_impl0_region_impl0_read_channel4_addr_o = engine_impl0_region_impl0_read_channel4_addr_bram;
@@ -7248,11 +7133,7 @@ assign engine_impl0_region_impl0_read_channel5_access_ctl5_a_off = engine_impl0_
 
 
 
-assign engine_impl0_region_impl0_read_channel5_access_ctl5_ol = (engine_impl0_region_impl0_read_channel5_access_ctl5_a_off + engine_impl0_region_impl0_read_channel5_access_ctl5_a_len);
-
-
-
-assign engine_impl0_region_impl0_read_channel5_access_ctl5_a_ok = ((engine_impl0_region_impl0_read_channel5_access[31] != engine_impl0_region_impl0_read_channel5_access[30]) && (engine_impl0_region_impl0_read_channel5_access_ctl5_a_len != 0) && (engine_impl0_region_impl0_read_channel5_access_ctl5_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_read_channel5_access_ctl5_a_ok = ((engine_impl0_region_impl0_read_channel5_access[31] != engine_impl0_region_impl0_read_channel5_access[30]) && (engine_impl0_region_impl0_read_channel5_access_ctl5_a_len != 0) && (engine_impl0_region_impl0_read_channel5_access_ctl5_a_len <= 256) && (engine_impl0_region_impl0_read_channel5_access_ctl5_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -7377,13 +7258,13 @@ assign engine_impl0_region_impl0_read_channel5_can = ((engine_impl0_region_impl0
 
 
 
-assign engine_impl0_region_impl0_read_channel5_req = (engine_impl0_region_impl0_read_channel5_running && engine_impl0_region_impl0_read_channel5_can && (engine_impl0_region_impl0_read_channel0_q_nempty || (!engine_impl0_region_impl0_read_channel5_mfifo)));
+assign engine_impl0_region_impl0_read_channel5_req = (engine_impl0_region_impl0_read_channel5_running && engine_impl0_region_impl0_read_channel5_can && (engine_impl0_region_impl0_nempty || (!engine_impl0_region_impl0_read_channel5_mfifo)));
 assign engine_impl0_region_impl0_read_channel5_done_evt = ((engine_impl0_region_impl0_read_channel5_cnt != 0) && engine_impl0_region_impl0_read_channel5_m_tready && engine_impl0_region_impl0_read_channel5_f0);
 
 
-always @(engine_impl0_region_impl0_read_channel5_mfifo, engine_impl0_region_impl0_read_channel5_addr_bram, engine_impl0_region_impl0_read_channel0_qptr) begin: engine_impl0_region_impl0_read_channel5_addrc
+always @(engine_impl0_region_impl0_read_channel5_mfifo, engine_impl0_region_impl0_read_channel5_addr_bram, engine_impl0_region_impl0_rptr) begin: engine_impl0_region_impl0_read_channel5_addrc
     if (engine_impl0_region_impl0_read_channel5_mfifo) begin
-        engine_impl0_region_impl0_read_channel5_addr_o = engine_impl0_region_impl0_read_channel0_qptr;
+        engine_impl0_region_impl0_read_channel5_addr_o = engine_impl0_region_impl0_rptr;
     end
     else begin
         engine_impl0_region_impl0_read_channel5_addr_o = engine_impl0_region_impl0_read_channel5_addr_bram;
@@ -7449,11 +7330,7 @@ assign engine_impl0_region_impl0_read_channel6_access_ctl6_a_off = engine_impl0_
 
 
 
-assign engine_impl0_region_impl0_read_channel6_access_ctl6_ol = (engine_impl0_region_impl0_read_channel6_access_ctl6_a_off + engine_impl0_region_impl0_read_channel6_access_ctl6_a_len);
-
-
-
-assign engine_impl0_region_impl0_read_channel6_access_ctl6_a_ok = ((engine_impl0_region_impl0_read_channel6_access[31] != engine_impl0_region_impl0_read_channel6_access[30]) && (engine_impl0_region_impl0_read_channel6_access_ctl6_a_len != 0) && (engine_impl0_region_impl0_read_channel6_access_ctl6_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_read_channel6_access_ctl6_a_ok = ((engine_impl0_region_impl0_read_channel6_access[31] != engine_impl0_region_impl0_read_channel6_access[30]) && (engine_impl0_region_impl0_read_channel6_access_ctl6_a_len != 0) && (engine_impl0_region_impl0_read_channel6_access_ctl6_a_len <= 256) && (engine_impl0_region_impl0_read_channel6_access_ctl6_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -7578,13 +7455,13 @@ assign engine_impl0_region_impl0_read_channel6_can = ((engine_impl0_region_impl0
 
 
 
-assign engine_impl0_region_impl0_read_channel6_req = (engine_impl0_region_impl0_read_channel6_running && engine_impl0_region_impl0_read_channel6_can && (engine_impl0_region_impl0_read_channel0_q_nempty || (!engine_impl0_region_impl0_read_channel6_mfifo)));
+assign engine_impl0_region_impl0_read_channel6_req = (engine_impl0_region_impl0_read_channel6_running && engine_impl0_region_impl0_read_channel6_can && (engine_impl0_region_impl0_nempty || (!engine_impl0_region_impl0_read_channel6_mfifo)));
 assign engine_impl0_region_impl0_read_channel6_done_evt = ((engine_impl0_region_impl0_read_channel6_cnt != 0) && engine_impl0_region_impl0_read_channel6_m_tready && engine_impl0_region_impl0_read_channel6_f0);
 
 
-always @(engine_impl0_region_impl0_read_channel6_mfifo, engine_impl0_region_impl0_read_channel6_addr_bram, engine_impl0_region_impl0_read_channel0_qptr) begin: engine_impl0_region_impl0_read_channel6_addrc
+always @(engine_impl0_region_impl0_read_channel6_mfifo, engine_impl0_region_impl0_read_channel6_addr_bram, engine_impl0_region_impl0_rptr) begin: engine_impl0_region_impl0_read_channel6_addrc
     if (engine_impl0_region_impl0_read_channel6_mfifo) begin
-        engine_impl0_region_impl0_read_channel6_addr_o = engine_impl0_region_impl0_read_channel0_qptr;
+        engine_impl0_region_impl0_read_channel6_addr_o = engine_impl0_region_impl0_rptr;
     end
     else begin
         engine_impl0_region_impl0_read_channel6_addr_o = engine_impl0_region_impl0_read_channel6_addr_bram;
@@ -7650,11 +7527,7 @@ assign engine_impl0_region_impl0_read_channel7_access_ctl7_a_off = engine_impl0_
 
 
 
-assign engine_impl0_region_impl0_read_channel7_access_ctl7_ol = (engine_impl0_region_impl0_read_channel7_access_ctl7_a_off + engine_impl0_region_impl0_read_channel7_access_ctl7_a_len);
-
-
-
-assign engine_impl0_region_impl0_read_channel7_access_ctl7_a_ok = ((engine_impl0_region_impl0_read_channel7_access[31] != engine_impl0_region_impl0_read_channel7_access[30]) && (engine_impl0_region_impl0_read_channel7_access_ctl7_a_len != 0) && (engine_impl0_region_impl0_read_channel7_access_ctl7_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_read_channel7_access_ctl7_a_ok = ((engine_impl0_region_impl0_read_channel7_access[31] != engine_impl0_region_impl0_read_channel7_access[30]) && (engine_impl0_region_impl0_read_channel7_access_ctl7_a_len != 0) && (engine_impl0_region_impl0_read_channel7_access_ctl7_a_len <= 256) && (engine_impl0_region_impl0_read_channel7_access_ctl7_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -7779,13 +7652,13 @@ assign engine_impl0_region_impl0_read_channel7_can = ((engine_impl0_region_impl0
 
 
 
-assign engine_impl0_region_impl0_read_channel7_req = (engine_impl0_region_impl0_read_channel7_running && engine_impl0_region_impl0_read_channel7_can && (engine_impl0_region_impl0_read_channel0_q_nempty || (!engine_impl0_region_impl0_read_channel7_mfifo)));
+assign engine_impl0_region_impl0_read_channel7_req = (engine_impl0_region_impl0_read_channel7_running && engine_impl0_region_impl0_read_channel7_can && (engine_impl0_region_impl0_nempty || (!engine_impl0_region_impl0_read_channel7_mfifo)));
 assign engine_impl0_region_impl0_read_channel7_done_evt = ((engine_impl0_region_impl0_read_channel7_cnt != 0) && engine_impl0_region_impl0_read_channel7_m_tready && engine_impl0_region_impl0_read_channel7_f0);
 
 
-always @(engine_impl0_region_impl0_read_channel7_mfifo, engine_impl0_region_impl0_read_channel7_addr_bram, engine_impl0_region_impl0_read_channel0_qptr) begin: engine_impl0_region_impl0_read_channel7_addrc
+always @(engine_impl0_region_impl0_read_channel7_mfifo, engine_impl0_region_impl0_read_channel7_addr_bram, engine_impl0_region_impl0_rptr) begin: engine_impl0_region_impl0_read_channel7_addrc
     if (engine_impl0_region_impl0_read_channel7_mfifo) begin
-        engine_impl0_region_impl0_read_channel7_addr_o = engine_impl0_region_impl0_read_channel0_qptr;
+        engine_impl0_region_impl0_read_channel7_addr_o = engine_impl0_region_impl0_rptr;
     end
     else begin
         engine_impl0_region_impl0_read_channel7_addr_o = engine_impl0_region_impl0_read_channel7_addr_bram;
@@ -7851,11 +7724,7 @@ assign engine_impl0_region_impl0_read_channel8_access_ctl8_a_off = engine_impl0_
 
 
 
-assign engine_impl0_region_impl0_read_channel8_access_ctl8_ol = (engine_impl0_region_impl0_read_channel8_access_ctl8_a_off + engine_impl0_region_impl0_read_channel8_access_ctl8_a_len);
-
-
-
-assign engine_impl0_region_impl0_read_channel8_access_ctl8_a_ok = ((engine_impl0_region_impl0_read_channel8_access[31] != engine_impl0_region_impl0_read_channel8_access[30]) && (engine_impl0_region_impl0_read_channel8_access_ctl8_a_len != 0) && (engine_impl0_region_impl0_read_channel8_access_ctl8_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_read_channel8_access_ctl8_a_ok = ((engine_impl0_region_impl0_read_channel8_access[31] != engine_impl0_region_impl0_read_channel8_access[30]) && (engine_impl0_region_impl0_read_channel8_access_ctl8_a_len != 0) && (engine_impl0_region_impl0_read_channel8_access_ctl8_a_len <= 256) && (engine_impl0_region_impl0_read_channel8_access_ctl8_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -7980,13 +7849,13 @@ assign engine_impl0_region_impl0_read_channel8_can = ((engine_impl0_region_impl0
 
 
 
-assign engine_impl0_region_impl0_read_channel8_req = (engine_impl0_region_impl0_read_channel8_running && engine_impl0_region_impl0_read_channel8_can && (engine_impl0_region_impl0_read_channel0_q_nempty || (!engine_impl0_region_impl0_read_channel8_mfifo)));
+assign engine_impl0_region_impl0_read_channel8_req = (engine_impl0_region_impl0_read_channel8_running && engine_impl0_region_impl0_read_channel8_can && (engine_impl0_region_impl0_nempty || (!engine_impl0_region_impl0_read_channel8_mfifo)));
 assign engine_impl0_region_impl0_read_channel8_done_evt = ((engine_impl0_region_impl0_read_channel8_cnt != 0) && engine_impl0_region_impl0_read_channel8_m_tready && engine_impl0_region_impl0_read_channel8_f0);
 
 
-always @(engine_impl0_region_impl0_read_channel8_mfifo, engine_impl0_region_impl0_read_channel8_addr_bram, engine_impl0_region_impl0_read_channel0_qptr) begin: engine_impl0_region_impl0_read_channel8_addrc
+always @(engine_impl0_region_impl0_read_channel8_mfifo, engine_impl0_region_impl0_read_channel8_addr_bram, engine_impl0_region_impl0_rptr) begin: engine_impl0_region_impl0_read_channel8_addrc
     if (engine_impl0_region_impl0_read_channel8_mfifo) begin
-        engine_impl0_region_impl0_read_channel8_addr_o = engine_impl0_region_impl0_read_channel0_qptr;
+        engine_impl0_region_impl0_read_channel8_addr_o = engine_impl0_region_impl0_rptr;
     end
     else begin
         engine_impl0_region_impl0_read_channel8_addr_o = engine_impl0_region_impl0_read_channel8_addr_bram;
@@ -8052,11 +7921,7 @@ assign engine_impl0_region_impl0_read_channel9_access_ctl9_a_off = engine_impl0_
 
 
 
-assign engine_impl0_region_impl0_read_channel9_access_ctl9_ol = (engine_impl0_region_impl0_read_channel9_access_ctl9_a_off + engine_impl0_region_impl0_read_channel9_access_ctl9_a_len);
-
-
-
-assign engine_impl0_region_impl0_read_channel9_access_ctl9_a_ok = ((engine_impl0_region_impl0_read_channel9_access[31] != engine_impl0_region_impl0_read_channel9_access[30]) && (engine_impl0_region_impl0_read_channel9_access_ctl9_a_len != 0) && (engine_impl0_region_impl0_read_channel9_access_ctl9_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_read_channel9_access_ctl9_a_ok = ((engine_impl0_region_impl0_read_channel9_access[31] != engine_impl0_region_impl0_read_channel9_access[30]) && (engine_impl0_region_impl0_read_channel9_access_ctl9_a_len != 0) && (engine_impl0_region_impl0_read_channel9_access_ctl9_a_len <= 256) && (engine_impl0_region_impl0_read_channel9_access_ctl9_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -8181,13 +8046,13 @@ assign engine_impl0_region_impl0_read_channel9_can = ((engine_impl0_region_impl0
 
 
 
-assign engine_impl0_region_impl0_read_channel9_req = (engine_impl0_region_impl0_read_channel9_running && engine_impl0_region_impl0_read_channel9_can && (engine_impl0_region_impl0_read_channel0_q_nempty || (!engine_impl0_region_impl0_read_channel9_mfifo)));
+assign engine_impl0_region_impl0_read_channel9_req = (engine_impl0_region_impl0_read_channel9_running && engine_impl0_region_impl0_read_channel9_can && (engine_impl0_region_impl0_nempty || (!engine_impl0_region_impl0_read_channel9_mfifo)));
 assign engine_impl0_region_impl0_read_channel9_done_evt = ((engine_impl0_region_impl0_read_channel9_cnt != 0) && engine_impl0_region_impl0_read_channel9_m_tready && engine_impl0_region_impl0_read_channel9_f0);
 
 
-always @(engine_impl0_region_impl0_read_channel9_mfifo, engine_impl0_region_impl0_read_channel9_addr_bram, engine_impl0_region_impl0_read_channel0_qptr) begin: engine_impl0_region_impl0_read_channel9_addrc
+always @(engine_impl0_region_impl0_read_channel9_mfifo, engine_impl0_region_impl0_read_channel9_addr_bram, engine_impl0_region_impl0_rptr) begin: engine_impl0_region_impl0_read_channel9_addrc
     if (engine_impl0_region_impl0_read_channel9_mfifo) begin
-        engine_impl0_region_impl0_read_channel9_addr_o = engine_impl0_region_impl0_read_channel0_qptr;
+        engine_impl0_region_impl0_read_channel9_addr_o = engine_impl0_region_impl0_rptr;
     end
     else begin
         engine_impl0_region_impl0_read_channel9_addr_o = engine_impl0_region_impl0_read_channel9_addr_bram;
@@ -8253,11 +8118,7 @@ assign engine_impl0_region_impl0_read_channel10_access_ctl10_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl0_read_channel10_access_ctl10_ol = (engine_impl0_region_impl0_read_channel10_access_ctl10_a_off + engine_impl0_region_impl0_read_channel10_access_ctl10_a_len);
-
-
-
-assign engine_impl0_region_impl0_read_channel10_access_ctl10_a_ok = ((engine_impl0_region_impl0_read_channel10_access[31] != engine_impl0_region_impl0_read_channel10_access[30]) && (engine_impl0_region_impl0_read_channel10_access_ctl10_a_len != 0) && (engine_impl0_region_impl0_read_channel10_access_ctl10_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_read_channel10_access_ctl10_a_ok = ((engine_impl0_region_impl0_read_channel10_access[31] != engine_impl0_region_impl0_read_channel10_access[30]) && (engine_impl0_region_impl0_read_channel10_access_ctl10_a_len != 0) && (engine_impl0_region_impl0_read_channel10_access_ctl10_a_len <= 256) && (engine_impl0_region_impl0_read_channel10_access_ctl10_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -8382,13 +8243,13 @@ assign engine_impl0_region_impl0_read_channel10_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl0_read_channel10_req = (engine_impl0_region_impl0_read_channel10_running && engine_impl0_region_impl0_read_channel10_can && (engine_impl0_region_impl0_read_channel0_q_nempty || (!engine_impl0_region_impl0_read_channel10_mfifo)));
+assign engine_impl0_region_impl0_read_channel10_req = (engine_impl0_region_impl0_read_channel10_running && engine_impl0_region_impl0_read_channel10_can && (engine_impl0_region_impl0_nempty || (!engine_impl0_region_impl0_read_channel10_mfifo)));
 assign engine_impl0_region_impl0_read_channel10_done_evt = ((engine_impl0_region_impl0_read_channel10_cnt != 0) && engine_impl0_region_impl0_read_channel10_m_tready && engine_impl0_region_impl0_read_channel10_f0);
 
 
-always @(engine_impl0_region_impl0_read_channel10_mfifo, engine_impl0_region_impl0_read_channel10_addr_bram, engine_impl0_region_impl0_read_channel0_qptr) begin: engine_impl0_region_impl0_read_channel10_addrc
+always @(engine_impl0_region_impl0_read_channel10_mfifo, engine_impl0_region_impl0_read_channel10_addr_bram, engine_impl0_region_impl0_rptr) begin: engine_impl0_region_impl0_read_channel10_addrc
     if (engine_impl0_region_impl0_read_channel10_mfifo) begin
-        engine_impl0_region_impl0_read_channel10_addr_o = engine_impl0_region_impl0_read_channel0_qptr;
+        engine_impl0_region_impl0_read_channel10_addr_o = engine_impl0_region_impl0_rptr;
     end
     else begin
         engine_impl0_region_impl0_read_channel10_addr_o = engine_impl0_region_impl0_read_channel10_addr_bram;
@@ -8454,11 +8315,7 @@ assign engine_impl0_region_impl0_read_channel11_access_ctl11_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl0_read_channel11_access_ctl11_ol = (engine_impl0_region_impl0_read_channel11_access_ctl11_a_off + engine_impl0_region_impl0_read_channel11_access_ctl11_a_len);
-
-
-
-assign engine_impl0_region_impl0_read_channel11_access_ctl11_a_ok = ((engine_impl0_region_impl0_read_channel11_access[31] != engine_impl0_region_impl0_read_channel11_access[30]) && (engine_impl0_region_impl0_read_channel11_access_ctl11_a_len != 0) && (engine_impl0_region_impl0_read_channel11_access_ctl11_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_read_channel11_access_ctl11_a_ok = ((engine_impl0_region_impl0_read_channel11_access[31] != engine_impl0_region_impl0_read_channel11_access[30]) && (engine_impl0_region_impl0_read_channel11_access_ctl11_a_len != 0) && (engine_impl0_region_impl0_read_channel11_access_ctl11_a_len <= 256) && (engine_impl0_region_impl0_read_channel11_access_ctl11_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -8583,13 +8440,13 @@ assign engine_impl0_region_impl0_read_channel11_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl0_read_channel11_req = (engine_impl0_region_impl0_read_channel11_running && engine_impl0_region_impl0_read_channel11_can && (engine_impl0_region_impl0_read_channel0_q_nempty || (!engine_impl0_region_impl0_read_channel11_mfifo)));
+assign engine_impl0_region_impl0_read_channel11_req = (engine_impl0_region_impl0_read_channel11_running && engine_impl0_region_impl0_read_channel11_can && (engine_impl0_region_impl0_nempty || (!engine_impl0_region_impl0_read_channel11_mfifo)));
 assign engine_impl0_region_impl0_read_channel11_done_evt = ((engine_impl0_region_impl0_read_channel11_cnt != 0) && engine_impl0_region_impl0_read_channel11_m_tready && engine_impl0_region_impl0_read_channel11_f0);
 
 
-always @(engine_impl0_region_impl0_read_channel11_mfifo, engine_impl0_region_impl0_read_channel11_addr_bram, engine_impl0_region_impl0_read_channel0_qptr) begin: engine_impl0_region_impl0_read_channel11_addrc
+always @(engine_impl0_region_impl0_read_channel11_mfifo, engine_impl0_region_impl0_read_channel11_addr_bram, engine_impl0_region_impl0_rptr) begin: engine_impl0_region_impl0_read_channel11_addrc
     if (engine_impl0_region_impl0_read_channel11_mfifo) begin
-        engine_impl0_region_impl0_read_channel11_addr_o = engine_impl0_region_impl0_read_channel0_qptr;
+        engine_impl0_region_impl0_read_channel11_addr_o = engine_impl0_region_impl0_rptr;
     end
     else begin
         engine_impl0_region_impl0_read_channel11_addr_o = engine_impl0_region_impl0_read_channel11_addr_bram;
@@ -8655,11 +8512,7 @@ assign engine_impl0_region_impl0_write_channel0_access_ctl12_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl0_write_channel0_access_ctl12_ol = (engine_impl0_region_impl0_write_channel0_access_ctl12_a_off + engine_impl0_region_impl0_write_channel0_access_ctl12_a_len);
-
-
-
-assign engine_impl0_region_impl0_write_channel0_access_ctl12_a_ok = ((engine_impl0_region_impl0_write_channel0_access[31] != engine_impl0_region_impl0_write_channel0_access[30]) && (engine_impl0_region_impl0_write_channel0_access_ctl12_a_len != 0) && (engine_impl0_region_impl0_write_channel0_access_ctl12_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_write_channel0_access_ctl12_a_ok = ((engine_impl0_region_impl0_write_channel0_access[31] != engine_impl0_region_impl0_write_channel0_access[30]) && (engine_impl0_region_impl0_write_channel0_access_ctl12_a_len != 0) && (engine_impl0_region_impl0_write_channel0_access_ctl12_a_len <= 256) && (engine_impl0_region_impl0_write_channel0_access_ctl12_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -8800,11 +8653,7 @@ assign engine_impl0_region_impl0_write_channel1_access_ctl13_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl0_write_channel1_access_ctl13_ol = (engine_impl0_region_impl0_write_channel1_access_ctl13_a_off + engine_impl0_region_impl0_write_channel1_access_ctl13_a_len);
-
-
-
-assign engine_impl0_region_impl0_write_channel1_access_ctl13_a_ok = ((engine_impl0_region_impl0_write_channel1_access[31] != engine_impl0_region_impl0_write_channel1_access[30]) && (engine_impl0_region_impl0_write_channel1_access_ctl13_a_len != 0) && (engine_impl0_region_impl0_write_channel1_access_ctl13_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_write_channel1_access_ctl13_a_ok = ((engine_impl0_region_impl0_write_channel1_access[31] != engine_impl0_region_impl0_write_channel1_access[30]) && (engine_impl0_region_impl0_write_channel1_access_ctl13_a_len != 0) && (engine_impl0_region_impl0_write_channel1_access_ctl13_a_len <= 256) && (engine_impl0_region_impl0_write_channel1_access_ctl13_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -8945,11 +8794,7 @@ assign engine_impl0_region_impl0_write_channel2_access_ctl14_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl0_write_channel2_access_ctl14_ol = (engine_impl0_region_impl0_write_channel2_access_ctl14_a_off + engine_impl0_region_impl0_write_channel2_access_ctl14_a_len);
-
-
-
-assign engine_impl0_region_impl0_write_channel2_access_ctl14_a_ok = ((engine_impl0_region_impl0_write_channel2_access[31] != engine_impl0_region_impl0_write_channel2_access[30]) && (engine_impl0_region_impl0_write_channel2_access_ctl14_a_len != 0) && (engine_impl0_region_impl0_write_channel2_access_ctl14_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_write_channel2_access_ctl14_a_ok = ((engine_impl0_region_impl0_write_channel2_access[31] != engine_impl0_region_impl0_write_channel2_access[30]) && (engine_impl0_region_impl0_write_channel2_access_ctl14_a_len != 0) && (engine_impl0_region_impl0_write_channel2_access_ctl14_a_len <= 256) && (engine_impl0_region_impl0_write_channel2_access_ctl14_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -9090,11 +8935,7 @@ assign engine_impl0_region_impl0_write_channel3_access_ctl15_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl0_write_channel3_access_ctl15_ol = (engine_impl0_region_impl0_write_channel3_access_ctl15_a_off + engine_impl0_region_impl0_write_channel3_access_ctl15_a_len);
-
-
-
-assign engine_impl0_region_impl0_write_channel3_access_ctl15_a_ok = ((engine_impl0_region_impl0_write_channel3_access[31] != engine_impl0_region_impl0_write_channel3_access[30]) && (engine_impl0_region_impl0_write_channel3_access_ctl15_a_len != 0) && (engine_impl0_region_impl0_write_channel3_access_ctl15_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_write_channel3_access_ctl15_a_ok = ((engine_impl0_region_impl0_write_channel3_access[31] != engine_impl0_region_impl0_write_channel3_access[30]) && (engine_impl0_region_impl0_write_channel3_access_ctl15_a_len != 0) && (engine_impl0_region_impl0_write_channel3_access_ctl15_a_len <= 256) && (engine_impl0_region_impl0_write_channel3_access_ctl15_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -9235,11 +9076,7 @@ assign engine_impl0_region_impl0_write_channel4_access_ctl16_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl0_write_channel4_access_ctl16_ol = (engine_impl0_region_impl0_write_channel4_access_ctl16_a_off + engine_impl0_region_impl0_write_channel4_access_ctl16_a_len);
-
-
-
-assign engine_impl0_region_impl0_write_channel4_access_ctl16_a_ok = ((engine_impl0_region_impl0_write_channel4_access[31] != engine_impl0_region_impl0_write_channel4_access[30]) && (engine_impl0_region_impl0_write_channel4_access_ctl16_a_len != 0) && (engine_impl0_region_impl0_write_channel4_access_ctl16_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_write_channel4_access_ctl16_a_ok = ((engine_impl0_region_impl0_write_channel4_access[31] != engine_impl0_region_impl0_write_channel4_access[30]) && (engine_impl0_region_impl0_write_channel4_access_ctl16_a_len != 0) && (engine_impl0_region_impl0_write_channel4_access_ctl16_a_len <= 256) && (engine_impl0_region_impl0_write_channel4_access_ctl16_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -9380,11 +9217,7 @@ assign engine_impl0_region_impl0_write_channel5_access_ctl17_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl0_write_channel5_access_ctl17_ol = (engine_impl0_region_impl0_write_channel5_access_ctl17_a_off + engine_impl0_region_impl0_write_channel5_access_ctl17_a_len);
-
-
-
-assign engine_impl0_region_impl0_write_channel5_access_ctl17_a_ok = ((engine_impl0_region_impl0_write_channel5_access[31] != engine_impl0_region_impl0_write_channel5_access[30]) && (engine_impl0_region_impl0_write_channel5_access_ctl17_a_len != 0) && (engine_impl0_region_impl0_write_channel5_access_ctl17_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_write_channel5_access_ctl17_a_ok = ((engine_impl0_region_impl0_write_channel5_access[31] != engine_impl0_region_impl0_write_channel5_access[30]) && (engine_impl0_region_impl0_write_channel5_access_ctl17_a_len != 0) && (engine_impl0_region_impl0_write_channel5_access_ctl17_a_len <= 256) && (engine_impl0_region_impl0_write_channel5_access_ctl17_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -9988,7 +9821,10 @@ always @(posedge clk) begin: engine_impl0_region_impl0_wptr_reg0_w
         engine_impl0_region_impl0_wptr <= 0;
     end
     else begin
-        if (engine_impl0_region_impl0_or_vec2_y) begin
+        if (fifo_clr) begin
+            engine_impl0_region_impl0_wptr <= 0;
+        end
+        else if (engine_impl0_region_impl0_or_vec2_y) begin
             engine_impl0_region_impl0_wptr <= (engine_impl0_region_impl0_wptr + 1);
         end
     end
@@ -10049,34 +9885,40 @@ assign engine_impl0_region_impl0_or_vec3_y = (engine_impl0_region_impl0_or_vec3_
 
 always @(posedge clk) begin: engine_impl0_region_impl0_fifo_queue0_q
     if (rst == 1) begin
-        engine_impl0_region_impl0_read_channel0_qptr <= 0;
-        engine_impl0_region_impl0_fifo_queue0_cnt <= 0;
+        engine_impl0_region_impl0_rptr <= 0;
+        engine_impl0_region_impl0_qcnt <= 0;
     end
     else begin
-        if (engine_impl0_region_impl0_or_vec3_y) begin
-            engine_impl0_region_impl0_read_channel0_qptr <= (engine_impl0_region_impl0_read_channel0_qptr + 1);
+        if (fifo_clr) begin
+            engine_impl0_region_impl0_rptr <= 0;
+            engine_impl0_region_impl0_qcnt <= 0;
         end
-        if ((engine_impl0_region_impl0_or_vec2_y && (!engine_impl0_region_impl0_or_vec3_y))) begin
-            engine_impl0_region_impl0_fifo_queue0_cnt <= (engine_impl0_region_impl0_fifo_queue0_cnt + 1);
-        end
-        else if ((engine_impl0_region_impl0_or_vec3_y && (!engine_impl0_region_impl0_or_vec2_y))) begin
-            engine_impl0_region_impl0_fifo_queue0_cnt <= (engine_impl0_region_impl0_fifo_queue0_cnt - 1);
+        else begin
+            if (engine_impl0_region_impl0_or_vec3_y) begin
+                engine_impl0_region_impl0_rptr <= (engine_impl0_region_impl0_rptr + 1);
+            end
+            if ((engine_impl0_region_impl0_or_vec2_y && (!engine_impl0_region_impl0_or_vec3_y))) begin
+                engine_impl0_region_impl0_qcnt <= (engine_impl0_region_impl0_qcnt + 1);
+            end
+            else if ((engine_impl0_region_impl0_or_vec3_y && (!engine_impl0_region_impl0_or_vec2_y))) begin
+                engine_impl0_region_impl0_qcnt <= (engine_impl0_region_impl0_qcnt - 1);
+            end
         end
     end
 end
 
 
 
-assign engine_impl0_region_impl0_read_channel0_q_nempty = (engine_impl0_region_impl0_fifo_queue0_cnt != 0);
-assign engine_impl0_region_impl0_fifo_queue0_full = (engine_impl0_region_impl0_fifo_queue0_cnt == 256);
+assign engine_impl0_region_impl0_nempty = (engine_impl0_region_impl0_qcnt != 0);
+assign engine_impl0_region_impl0_qfull = (engine_impl0_region_impl0_qcnt == 256);
 
 
 
-assign engine_impl0_region_impl0_q_nfull = (!engine_impl0_region_impl0_fifo_queue0_full);
+assign engine_impl0_region_impl0_q_nfull = (!engine_impl0_region_impl0_qfull);
 
 
 
-assign engine_impl0_region_impl0_copy_sig30_y = engine_impl0_region_impl0_fifo_queue0_cnt;
+assign engine_impl0_region_impl0_copy_sig30_y = engine_impl0_region_impl0_qcnt;
 
 
 
@@ -10085,11 +9927,7 @@ assign engine_impl0_region_impl1_read_channel12_access_ctl18_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl1_read_channel12_access_ctl18_ol = (engine_impl0_region_impl1_read_channel12_access_ctl18_a_off + engine_impl0_region_impl1_read_channel12_access_ctl18_a_len);
-
-
-
-assign engine_impl0_region_impl1_read_channel12_access_ctl18_a_ok = ((engine_impl0_region_impl1_read_channel12_access[31] != engine_impl0_region_impl1_read_channel12_access[30]) && (engine_impl0_region_impl1_read_channel12_access_ctl18_a_len != 0) && (engine_impl0_region_impl1_read_channel12_access_ctl18_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_read_channel12_access_ctl18_a_ok = ((engine_impl0_region_impl1_read_channel12_access[31] != engine_impl0_region_impl1_read_channel12_access[30]) && (engine_impl0_region_impl1_read_channel12_access_ctl18_a_len != 0) && (engine_impl0_region_impl1_read_channel12_access_ctl18_a_len <= 256) && (engine_impl0_region_impl1_read_channel12_access_ctl18_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -10214,13 +10052,13 @@ assign engine_impl0_region_impl1_read_channel12_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl1_read_channel12_req = (engine_impl0_region_impl1_read_channel12_running && engine_impl0_region_impl1_read_channel12_can && (engine_impl0_region_impl1_read_channel12_q_nempty || (!engine_impl0_region_impl1_read_channel12_mfifo)));
+assign engine_impl0_region_impl1_read_channel12_req = (engine_impl0_region_impl1_read_channel12_running && engine_impl0_region_impl1_read_channel12_can && (engine_impl0_region_impl1_nempty || (!engine_impl0_region_impl1_read_channel12_mfifo)));
 assign engine_impl0_region_impl1_read_channel12_done_evt = ((engine_impl0_region_impl1_read_channel12_cnt != 0) && engine_impl0_region_impl1_read_channel12_m_tready && engine_impl0_region_impl1_read_channel12_f0);
 
 
-always @(engine_impl0_region_impl1_read_channel12_mfifo, engine_impl0_region_impl1_read_channel12_addr_bram, engine_impl0_region_impl1_read_channel12_qptr) begin: engine_impl0_region_impl1_read_channel12_addrc
+always @(engine_impl0_region_impl1_read_channel12_mfifo, engine_impl0_region_impl1_read_channel12_addr_bram, engine_impl0_region_impl1_rptr) begin: engine_impl0_region_impl1_read_channel12_addrc
     if (engine_impl0_region_impl1_read_channel12_mfifo) begin
-        engine_impl0_region_impl1_read_channel12_addr_o = engine_impl0_region_impl1_read_channel12_qptr;
+        engine_impl0_region_impl1_read_channel12_addr_o = engine_impl0_region_impl1_rptr;
     end
     else begin
         engine_impl0_region_impl1_read_channel12_addr_o = engine_impl0_region_impl1_read_channel12_addr_bram;
@@ -10286,11 +10124,7 @@ assign engine_impl0_region_impl1_read_channel13_access_ctl19_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl1_read_channel13_access_ctl19_ol = (engine_impl0_region_impl1_read_channel13_access_ctl19_a_off + engine_impl0_region_impl1_read_channel13_access_ctl19_a_len);
-
-
-
-assign engine_impl0_region_impl1_read_channel13_access_ctl19_a_ok = ((engine_impl0_region_impl1_read_channel13_access[31] != engine_impl0_region_impl1_read_channel13_access[30]) && (engine_impl0_region_impl1_read_channel13_access_ctl19_a_len != 0) && (engine_impl0_region_impl1_read_channel13_access_ctl19_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_read_channel13_access_ctl19_a_ok = ((engine_impl0_region_impl1_read_channel13_access[31] != engine_impl0_region_impl1_read_channel13_access[30]) && (engine_impl0_region_impl1_read_channel13_access_ctl19_a_len != 0) && (engine_impl0_region_impl1_read_channel13_access_ctl19_a_len <= 256) && (engine_impl0_region_impl1_read_channel13_access_ctl19_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -10415,13 +10249,13 @@ assign engine_impl0_region_impl1_read_channel13_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl1_read_channel13_req = (engine_impl0_region_impl1_read_channel13_running && engine_impl0_region_impl1_read_channel13_can && (engine_impl0_region_impl1_read_channel12_q_nempty || (!engine_impl0_region_impl1_read_channel13_mfifo)));
+assign engine_impl0_region_impl1_read_channel13_req = (engine_impl0_region_impl1_read_channel13_running && engine_impl0_region_impl1_read_channel13_can && (engine_impl0_region_impl1_nempty || (!engine_impl0_region_impl1_read_channel13_mfifo)));
 assign engine_impl0_region_impl1_read_channel13_done_evt = ((engine_impl0_region_impl1_read_channel13_cnt != 0) && engine_impl0_region_impl1_read_channel13_m_tready && engine_impl0_region_impl1_read_channel13_f0);
 
 
-always @(engine_impl0_region_impl1_read_channel13_mfifo, engine_impl0_region_impl1_read_channel13_addr_bram, engine_impl0_region_impl1_read_channel12_qptr) begin: engine_impl0_region_impl1_read_channel13_addrc
+always @(engine_impl0_region_impl1_read_channel13_mfifo, engine_impl0_region_impl1_read_channel13_addr_bram, engine_impl0_region_impl1_rptr) begin: engine_impl0_region_impl1_read_channel13_addrc
     if (engine_impl0_region_impl1_read_channel13_mfifo) begin
-        engine_impl0_region_impl1_read_channel13_addr_o = engine_impl0_region_impl1_read_channel12_qptr;
+        engine_impl0_region_impl1_read_channel13_addr_o = engine_impl0_region_impl1_rptr;
     end
     else begin
         engine_impl0_region_impl1_read_channel13_addr_o = engine_impl0_region_impl1_read_channel13_addr_bram;
@@ -10487,11 +10321,7 @@ assign engine_impl0_region_impl1_read_channel14_access_ctl20_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl1_read_channel14_access_ctl20_ol = (engine_impl0_region_impl1_read_channel14_access_ctl20_a_off + engine_impl0_region_impl1_read_channel14_access_ctl20_a_len);
-
-
-
-assign engine_impl0_region_impl1_read_channel14_access_ctl20_a_ok = ((engine_impl0_region_impl1_read_channel14_access[31] != engine_impl0_region_impl1_read_channel14_access[30]) && (engine_impl0_region_impl1_read_channel14_access_ctl20_a_len != 0) && (engine_impl0_region_impl1_read_channel14_access_ctl20_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_read_channel14_access_ctl20_a_ok = ((engine_impl0_region_impl1_read_channel14_access[31] != engine_impl0_region_impl1_read_channel14_access[30]) && (engine_impl0_region_impl1_read_channel14_access_ctl20_a_len != 0) && (engine_impl0_region_impl1_read_channel14_access_ctl20_a_len <= 256) && (engine_impl0_region_impl1_read_channel14_access_ctl20_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -10616,13 +10446,13 @@ assign engine_impl0_region_impl1_read_channel14_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl1_read_channel14_req = (engine_impl0_region_impl1_read_channel14_running && engine_impl0_region_impl1_read_channel14_can && (engine_impl0_region_impl1_read_channel12_q_nempty || (!engine_impl0_region_impl1_read_channel14_mfifo)));
+assign engine_impl0_region_impl1_read_channel14_req = (engine_impl0_region_impl1_read_channel14_running && engine_impl0_region_impl1_read_channel14_can && (engine_impl0_region_impl1_nempty || (!engine_impl0_region_impl1_read_channel14_mfifo)));
 assign engine_impl0_region_impl1_read_channel14_done_evt = ((engine_impl0_region_impl1_read_channel14_cnt != 0) && engine_impl0_region_impl1_read_channel14_m_tready && engine_impl0_region_impl1_read_channel14_f0);
 
 
-always @(engine_impl0_region_impl1_read_channel14_mfifo, engine_impl0_region_impl1_read_channel14_addr_bram, engine_impl0_region_impl1_read_channel12_qptr) begin: engine_impl0_region_impl1_read_channel14_addrc
+always @(engine_impl0_region_impl1_read_channel14_mfifo, engine_impl0_region_impl1_read_channel14_addr_bram, engine_impl0_region_impl1_rptr) begin: engine_impl0_region_impl1_read_channel14_addrc
     if (engine_impl0_region_impl1_read_channel14_mfifo) begin
-        engine_impl0_region_impl1_read_channel14_addr_o = engine_impl0_region_impl1_read_channel12_qptr;
+        engine_impl0_region_impl1_read_channel14_addr_o = engine_impl0_region_impl1_rptr;
     end
     else begin
         engine_impl0_region_impl1_read_channel14_addr_o = engine_impl0_region_impl1_read_channel14_addr_bram;
@@ -10688,11 +10518,7 @@ assign engine_impl0_region_impl1_read_channel15_access_ctl21_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl1_read_channel15_access_ctl21_ol = (engine_impl0_region_impl1_read_channel15_access_ctl21_a_off + engine_impl0_region_impl1_read_channel15_access_ctl21_a_len);
-
-
-
-assign engine_impl0_region_impl1_read_channel15_access_ctl21_a_ok = ((engine_impl0_region_impl1_read_channel15_access[31] != engine_impl0_region_impl1_read_channel15_access[30]) && (engine_impl0_region_impl1_read_channel15_access_ctl21_a_len != 0) && (engine_impl0_region_impl1_read_channel15_access_ctl21_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_read_channel15_access_ctl21_a_ok = ((engine_impl0_region_impl1_read_channel15_access[31] != engine_impl0_region_impl1_read_channel15_access[30]) && (engine_impl0_region_impl1_read_channel15_access_ctl21_a_len != 0) && (engine_impl0_region_impl1_read_channel15_access_ctl21_a_len <= 256) && (engine_impl0_region_impl1_read_channel15_access_ctl21_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -10817,13 +10643,13 @@ assign engine_impl0_region_impl1_read_channel15_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl1_read_channel15_req = (engine_impl0_region_impl1_read_channel15_running && engine_impl0_region_impl1_read_channel15_can && (engine_impl0_region_impl1_read_channel12_q_nempty || (!engine_impl0_region_impl1_read_channel15_mfifo)));
+assign engine_impl0_region_impl1_read_channel15_req = (engine_impl0_region_impl1_read_channel15_running && engine_impl0_region_impl1_read_channel15_can && (engine_impl0_region_impl1_nempty || (!engine_impl0_region_impl1_read_channel15_mfifo)));
 assign engine_impl0_region_impl1_read_channel15_done_evt = ((engine_impl0_region_impl1_read_channel15_cnt != 0) && engine_impl0_region_impl1_read_channel15_m_tready && engine_impl0_region_impl1_read_channel15_f0);
 
 
-always @(engine_impl0_region_impl1_read_channel15_mfifo, engine_impl0_region_impl1_read_channel15_addr_bram, engine_impl0_region_impl1_read_channel12_qptr) begin: engine_impl0_region_impl1_read_channel15_addrc
+always @(engine_impl0_region_impl1_read_channel15_mfifo, engine_impl0_region_impl1_read_channel15_addr_bram, engine_impl0_region_impl1_rptr) begin: engine_impl0_region_impl1_read_channel15_addrc
     if (engine_impl0_region_impl1_read_channel15_mfifo) begin
-        engine_impl0_region_impl1_read_channel15_addr_o = engine_impl0_region_impl1_read_channel12_qptr;
+        engine_impl0_region_impl1_read_channel15_addr_o = engine_impl0_region_impl1_rptr;
     end
     else begin
         engine_impl0_region_impl1_read_channel15_addr_o = engine_impl0_region_impl1_read_channel15_addr_bram;
@@ -10889,11 +10715,7 @@ assign engine_impl0_region_impl1_read_channel16_access_ctl22_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl1_read_channel16_access_ctl22_ol = (engine_impl0_region_impl1_read_channel16_access_ctl22_a_off + engine_impl0_region_impl1_read_channel16_access_ctl22_a_len);
-
-
-
-assign engine_impl0_region_impl1_read_channel16_access_ctl22_a_ok = ((engine_impl0_region_impl1_read_channel16_access[31] != engine_impl0_region_impl1_read_channel16_access[30]) && (engine_impl0_region_impl1_read_channel16_access_ctl22_a_len != 0) && (engine_impl0_region_impl1_read_channel16_access_ctl22_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_read_channel16_access_ctl22_a_ok = ((engine_impl0_region_impl1_read_channel16_access[31] != engine_impl0_region_impl1_read_channel16_access[30]) && (engine_impl0_region_impl1_read_channel16_access_ctl22_a_len != 0) && (engine_impl0_region_impl1_read_channel16_access_ctl22_a_len <= 256) && (engine_impl0_region_impl1_read_channel16_access_ctl22_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -11018,13 +10840,13 @@ assign engine_impl0_region_impl1_read_channel16_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl1_read_channel16_req = (engine_impl0_region_impl1_read_channel16_running && engine_impl0_region_impl1_read_channel16_can && (engine_impl0_region_impl1_read_channel12_q_nempty || (!engine_impl0_region_impl1_read_channel16_mfifo)));
+assign engine_impl0_region_impl1_read_channel16_req = (engine_impl0_region_impl1_read_channel16_running && engine_impl0_region_impl1_read_channel16_can && (engine_impl0_region_impl1_nempty || (!engine_impl0_region_impl1_read_channel16_mfifo)));
 assign engine_impl0_region_impl1_read_channel16_done_evt = ((engine_impl0_region_impl1_read_channel16_cnt != 0) && engine_impl0_region_impl1_read_channel16_m_tready && engine_impl0_region_impl1_read_channel16_f0);
 
 
-always @(engine_impl0_region_impl1_read_channel16_mfifo, engine_impl0_region_impl1_read_channel16_addr_bram, engine_impl0_region_impl1_read_channel12_qptr) begin: engine_impl0_region_impl1_read_channel16_addrc
+always @(engine_impl0_region_impl1_read_channel16_mfifo, engine_impl0_region_impl1_read_channel16_addr_bram, engine_impl0_region_impl1_rptr) begin: engine_impl0_region_impl1_read_channel16_addrc
     if (engine_impl0_region_impl1_read_channel16_mfifo) begin
-        engine_impl0_region_impl1_read_channel16_addr_o = engine_impl0_region_impl1_read_channel12_qptr;
+        engine_impl0_region_impl1_read_channel16_addr_o = engine_impl0_region_impl1_rptr;
     end
     else begin
         engine_impl0_region_impl1_read_channel16_addr_o = engine_impl0_region_impl1_read_channel16_addr_bram;
@@ -11090,11 +10912,7 @@ assign engine_impl0_region_impl1_read_channel17_access_ctl23_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl1_read_channel17_access_ctl23_ol = (engine_impl0_region_impl1_read_channel17_access_ctl23_a_off + engine_impl0_region_impl1_read_channel17_access_ctl23_a_len);
-
-
-
-assign engine_impl0_region_impl1_read_channel17_access_ctl23_a_ok = ((engine_impl0_region_impl1_read_channel17_access[31] != engine_impl0_region_impl1_read_channel17_access[30]) && (engine_impl0_region_impl1_read_channel17_access_ctl23_a_len != 0) && (engine_impl0_region_impl1_read_channel17_access_ctl23_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_read_channel17_access_ctl23_a_ok = ((engine_impl0_region_impl1_read_channel17_access[31] != engine_impl0_region_impl1_read_channel17_access[30]) && (engine_impl0_region_impl1_read_channel17_access_ctl23_a_len != 0) && (engine_impl0_region_impl1_read_channel17_access_ctl23_a_len <= 256) && (engine_impl0_region_impl1_read_channel17_access_ctl23_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -11219,13 +11037,13 @@ assign engine_impl0_region_impl1_read_channel17_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl1_read_channel17_req = (engine_impl0_region_impl1_read_channel17_running && engine_impl0_region_impl1_read_channel17_can && (engine_impl0_region_impl1_read_channel12_q_nempty || (!engine_impl0_region_impl1_read_channel17_mfifo)));
+assign engine_impl0_region_impl1_read_channel17_req = (engine_impl0_region_impl1_read_channel17_running && engine_impl0_region_impl1_read_channel17_can && (engine_impl0_region_impl1_nempty || (!engine_impl0_region_impl1_read_channel17_mfifo)));
 assign engine_impl0_region_impl1_read_channel17_done_evt = ((engine_impl0_region_impl1_read_channel17_cnt != 0) && engine_impl0_region_impl1_read_channel17_m_tready && engine_impl0_region_impl1_read_channel17_f0);
 
 
-always @(engine_impl0_region_impl1_read_channel17_mfifo, engine_impl0_region_impl1_read_channel17_addr_bram, engine_impl0_region_impl1_read_channel12_qptr) begin: engine_impl0_region_impl1_read_channel17_addrc
+always @(engine_impl0_region_impl1_read_channel17_mfifo, engine_impl0_region_impl1_read_channel17_addr_bram, engine_impl0_region_impl1_rptr) begin: engine_impl0_region_impl1_read_channel17_addrc
     if (engine_impl0_region_impl1_read_channel17_mfifo) begin
-        engine_impl0_region_impl1_read_channel17_addr_o = engine_impl0_region_impl1_read_channel12_qptr;
+        engine_impl0_region_impl1_read_channel17_addr_o = engine_impl0_region_impl1_rptr;
     end
     else begin
         engine_impl0_region_impl1_read_channel17_addr_o = engine_impl0_region_impl1_read_channel17_addr_bram;
@@ -11291,11 +11109,7 @@ assign engine_impl0_region_impl1_read_channel18_access_ctl24_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl1_read_channel18_access_ctl24_ol = (engine_impl0_region_impl1_read_channel18_access_ctl24_a_off + engine_impl0_region_impl1_read_channel18_access_ctl24_a_len);
-
-
-
-assign engine_impl0_region_impl1_read_channel18_access_ctl24_a_ok = ((engine_impl0_region_impl1_read_channel18_access[31] != engine_impl0_region_impl1_read_channel18_access[30]) && (engine_impl0_region_impl1_read_channel18_access_ctl24_a_len != 0) && (engine_impl0_region_impl1_read_channel18_access_ctl24_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_read_channel18_access_ctl24_a_ok = ((engine_impl0_region_impl1_read_channel18_access[31] != engine_impl0_region_impl1_read_channel18_access[30]) && (engine_impl0_region_impl1_read_channel18_access_ctl24_a_len != 0) && (engine_impl0_region_impl1_read_channel18_access_ctl24_a_len <= 256) && (engine_impl0_region_impl1_read_channel18_access_ctl24_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -11420,13 +11234,13 @@ assign engine_impl0_region_impl1_read_channel18_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl1_read_channel18_req = (engine_impl0_region_impl1_read_channel18_running && engine_impl0_region_impl1_read_channel18_can && (engine_impl0_region_impl1_read_channel12_q_nempty || (!engine_impl0_region_impl1_read_channel18_mfifo)));
+assign engine_impl0_region_impl1_read_channel18_req = (engine_impl0_region_impl1_read_channel18_running && engine_impl0_region_impl1_read_channel18_can && (engine_impl0_region_impl1_nempty || (!engine_impl0_region_impl1_read_channel18_mfifo)));
 assign engine_impl0_region_impl1_read_channel18_done_evt = ((engine_impl0_region_impl1_read_channel18_cnt != 0) && engine_impl0_region_impl1_read_channel18_m_tready && engine_impl0_region_impl1_read_channel18_f0);
 
 
-always @(engine_impl0_region_impl1_read_channel18_mfifo, engine_impl0_region_impl1_read_channel18_addr_bram, engine_impl0_region_impl1_read_channel12_qptr) begin: engine_impl0_region_impl1_read_channel18_addrc
+always @(engine_impl0_region_impl1_read_channel18_mfifo, engine_impl0_region_impl1_read_channel18_addr_bram, engine_impl0_region_impl1_rptr) begin: engine_impl0_region_impl1_read_channel18_addrc
     if (engine_impl0_region_impl1_read_channel18_mfifo) begin
-        engine_impl0_region_impl1_read_channel18_addr_o = engine_impl0_region_impl1_read_channel12_qptr;
+        engine_impl0_region_impl1_read_channel18_addr_o = engine_impl0_region_impl1_rptr;
     end
     else begin
         engine_impl0_region_impl1_read_channel18_addr_o = engine_impl0_region_impl1_read_channel18_addr_bram;
@@ -11492,11 +11306,7 @@ assign engine_impl0_region_impl1_read_channel19_access_ctl25_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl1_read_channel19_access_ctl25_ol = (engine_impl0_region_impl1_read_channel19_access_ctl25_a_off + engine_impl0_region_impl1_read_channel19_access_ctl25_a_len);
-
-
-
-assign engine_impl0_region_impl1_read_channel19_access_ctl25_a_ok = ((engine_impl0_region_impl1_read_channel19_access[31] != engine_impl0_region_impl1_read_channel19_access[30]) && (engine_impl0_region_impl1_read_channel19_access_ctl25_a_len != 0) && (engine_impl0_region_impl1_read_channel19_access_ctl25_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_read_channel19_access_ctl25_a_ok = ((engine_impl0_region_impl1_read_channel19_access[31] != engine_impl0_region_impl1_read_channel19_access[30]) && (engine_impl0_region_impl1_read_channel19_access_ctl25_a_len != 0) && (engine_impl0_region_impl1_read_channel19_access_ctl25_a_len <= 256) && (engine_impl0_region_impl1_read_channel19_access_ctl25_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -11621,13 +11431,13 @@ assign engine_impl0_region_impl1_read_channel19_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl1_read_channel19_req = (engine_impl0_region_impl1_read_channel19_running && engine_impl0_region_impl1_read_channel19_can && (engine_impl0_region_impl1_read_channel12_q_nempty || (!engine_impl0_region_impl1_read_channel19_mfifo)));
+assign engine_impl0_region_impl1_read_channel19_req = (engine_impl0_region_impl1_read_channel19_running && engine_impl0_region_impl1_read_channel19_can && (engine_impl0_region_impl1_nempty || (!engine_impl0_region_impl1_read_channel19_mfifo)));
 assign engine_impl0_region_impl1_read_channel19_done_evt = ((engine_impl0_region_impl1_read_channel19_cnt != 0) && engine_impl0_region_impl1_read_channel19_m_tready && engine_impl0_region_impl1_read_channel19_f0);
 
 
-always @(engine_impl0_region_impl1_read_channel19_mfifo, engine_impl0_region_impl1_read_channel19_addr_bram, engine_impl0_region_impl1_read_channel12_qptr) begin: engine_impl0_region_impl1_read_channel19_addrc
+always @(engine_impl0_region_impl1_read_channel19_mfifo, engine_impl0_region_impl1_read_channel19_addr_bram, engine_impl0_region_impl1_rptr) begin: engine_impl0_region_impl1_read_channel19_addrc
     if (engine_impl0_region_impl1_read_channel19_mfifo) begin
-        engine_impl0_region_impl1_read_channel19_addr_o = engine_impl0_region_impl1_read_channel12_qptr;
+        engine_impl0_region_impl1_read_channel19_addr_o = engine_impl0_region_impl1_rptr;
     end
     else begin
         engine_impl0_region_impl1_read_channel19_addr_o = engine_impl0_region_impl1_read_channel19_addr_bram;
@@ -11693,11 +11503,7 @@ assign engine_impl0_region_impl1_read_channel20_access_ctl26_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl1_read_channel20_access_ctl26_ol = (engine_impl0_region_impl1_read_channel20_access_ctl26_a_off + engine_impl0_region_impl1_read_channel20_access_ctl26_a_len);
-
-
-
-assign engine_impl0_region_impl1_read_channel20_access_ctl26_a_ok = ((engine_impl0_region_impl1_read_channel20_access[31] != engine_impl0_region_impl1_read_channel20_access[30]) && (engine_impl0_region_impl1_read_channel20_access_ctl26_a_len != 0) && (engine_impl0_region_impl1_read_channel20_access_ctl26_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_read_channel20_access_ctl26_a_ok = ((engine_impl0_region_impl1_read_channel20_access[31] != engine_impl0_region_impl1_read_channel20_access[30]) && (engine_impl0_region_impl1_read_channel20_access_ctl26_a_len != 0) && (engine_impl0_region_impl1_read_channel20_access_ctl26_a_len <= 256) && (engine_impl0_region_impl1_read_channel20_access_ctl26_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -11822,13 +11628,13 @@ assign engine_impl0_region_impl1_read_channel20_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl1_read_channel20_req = (engine_impl0_region_impl1_read_channel20_running && engine_impl0_region_impl1_read_channel20_can && (engine_impl0_region_impl1_read_channel12_q_nempty || (!engine_impl0_region_impl1_read_channel20_mfifo)));
+assign engine_impl0_region_impl1_read_channel20_req = (engine_impl0_region_impl1_read_channel20_running && engine_impl0_region_impl1_read_channel20_can && (engine_impl0_region_impl1_nempty || (!engine_impl0_region_impl1_read_channel20_mfifo)));
 assign engine_impl0_region_impl1_read_channel20_done_evt = ((engine_impl0_region_impl1_read_channel20_cnt != 0) && engine_impl0_region_impl1_read_channel20_m_tready && engine_impl0_region_impl1_read_channel20_f0);
 
 
-always @(engine_impl0_region_impl1_read_channel20_mfifo, engine_impl0_region_impl1_read_channel20_addr_bram, engine_impl0_region_impl1_read_channel12_qptr) begin: engine_impl0_region_impl1_read_channel20_addrc
+always @(engine_impl0_region_impl1_read_channel20_mfifo, engine_impl0_region_impl1_read_channel20_addr_bram, engine_impl0_region_impl1_rptr) begin: engine_impl0_region_impl1_read_channel20_addrc
     if (engine_impl0_region_impl1_read_channel20_mfifo) begin
-        engine_impl0_region_impl1_read_channel20_addr_o = engine_impl0_region_impl1_read_channel12_qptr;
+        engine_impl0_region_impl1_read_channel20_addr_o = engine_impl0_region_impl1_rptr;
     end
     else begin
         engine_impl0_region_impl1_read_channel20_addr_o = engine_impl0_region_impl1_read_channel20_addr_bram;
@@ -11894,11 +11700,7 @@ assign engine_impl0_region_impl1_read_channel21_access_ctl27_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl1_read_channel21_access_ctl27_ol = (engine_impl0_region_impl1_read_channel21_access_ctl27_a_off + engine_impl0_region_impl1_read_channel21_access_ctl27_a_len);
-
-
-
-assign engine_impl0_region_impl1_read_channel21_access_ctl27_a_ok = ((engine_impl0_region_impl1_read_channel21_access[31] != engine_impl0_region_impl1_read_channel21_access[30]) && (engine_impl0_region_impl1_read_channel21_access_ctl27_a_len != 0) && (engine_impl0_region_impl1_read_channel21_access_ctl27_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_read_channel21_access_ctl27_a_ok = ((engine_impl0_region_impl1_read_channel21_access[31] != engine_impl0_region_impl1_read_channel21_access[30]) && (engine_impl0_region_impl1_read_channel21_access_ctl27_a_len != 0) && (engine_impl0_region_impl1_read_channel21_access_ctl27_a_len <= 256) && (engine_impl0_region_impl1_read_channel21_access_ctl27_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -12023,13 +11825,13 @@ assign engine_impl0_region_impl1_read_channel21_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl1_read_channel21_req = (engine_impl0_region_impl1_read_channel21_running && engine_impl0_region_impl1_read_channel21_can && (engine_impl0_region_impl1_read_channel12_q_nempty || (!engine_impl0_region_impl1_read_channel21_mfifo)));
+assign engine_impl0_region_impl1_read_channel21_req = (engine_impl0_region_impl1_read_channel21_running && engine_impl0_region_impl1_read_channel21_can && (engine_impl0_region_impl1_nempty || (!engine_impl0_region_impl1_read_channel21_mfifo)));
 assign engine_impl0_region_impl1_read_channel21_done_evt = ((engine_impl0_region_impl1_read_channel21_cnt != 0) && engine_impl0_region_impl1_read_channel21_m_tready && engine_impl0_region_impl1_read_channel21_f0);
 
 
-always @(engine_impl0_region_impl1_read_channel21_mfifo, engine_impl0_region_impl1_read_channel21_addr_bram, engine_impl0_region_impl1_read_channel12_qptr) begin: engine_impl0_region_impl1_read_channel21_addrc
+always @(engine_impl0_region_impl1_read_channel21_mfifo, engine_impl0_region_impl1_read_channel21_addr_bram, engine_impl0_region_impl1_rptr) begin: engine_impl0_region_impl1_read_channel21_addrc
     if (engine_impl0_region_impl1_read_channel21_mfifo) begin
-        engine_impl0_region_impl1_read_channel21_addr_o = engine_impl0_region_impl1_read_channel12_qptr;
+        engine_impl0_region_impl1_read_channel21_addr_o = engine_impl0_region_impl1_rptr;
     end
     else begin
         engine_impl0_region_impl1_read_channel21_addr_o = engine_impl0_region_impl1_read_channel21_addr_bram;
@@ -12095,11 +11897,7 @@ assign engine_impl0_region_impl1_read_channel22_access_ctl28_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl1_read_channel22_access_ctl28_ol = (engine_impl0_region_impl1_read_channel22_access_ctl28_a_off + engine_impl0_region_impl1_read_channel22_access_ctl28_a_len);
-
-
-
-assign engine_impl0_region_impl1_read_channel22_access_ctl28_a_ok = ((engine_impl0_region_impl1_read_channel22_access[31] != engine_impl0_region_impl1_read_channel22_access[30]) && (engine_impl0_region_impl1_read_channel22_access_ctl28_a_len != 0) && (engine_impl0_region_impl1_read_channel22_access_ctl28_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_read_channel22_access_ctl28_a_ok = ((engine_impl0_region_impl1_read_channel22_access[31] != engine_impl0_region_impl1_read_channel22_access[30]) && (engine_impl0_region_impl1_read_channel22_access_ctl28_a_len != 0) && (engine_impl0_region_impl1_read_channel22_access_ctl28_a_len <= 256) && (engine_impl0_region_impl1_read_channel22_access_ctl28_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -12224,13 +12022,13 @@ assign engine_impl0_region_impl1_read_channel22_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl1_read_channel22_req = (engine_impl0_region_impl1_read_channel22_running && engine_impl0_region_impl1_read_channel22_can && (engine_impl0_region_impl1_read_channel12_q_nempty || (!engine_impl0_region_impl1_read_channel22_mfifo)));
+assign engine_impl0_region_impl1_read_channel22_req = (engine_impl0_region_impl1_read_channel22_running && engine_impl0_region_impl1_read_channel22_can && (engine_impl0_region_impl1_nempty || (!engine_impl0_region_impl1_read_channel22_mfifo)));
 assign engine_impl0_region_impl1_read_channel22_done_evt = ((engine_impl0_region_impl1_read_channel22_cnt != 0) && engine_impl0_region_impl1_read_channel22_m_tready && engine_impl0_region_impl1_read_channel22_f0);
 
 
-always @(engine_impl0_region_impl1_read_channel22_mfifo, engine_impl0_region_impl1_read_channel22_addr_bram, engine_impl0_region_impl1_read_channel12_qptr) begin: engine_impl0_region_impl1_read_channel22_addrc
+always @(engine_impl0_region_impl1_read_channel22_mfifo, engine_impl0_region_impl1_read_channel22_addr_bram, engine_impl0_region_impl1_rptr) begin: engine_impl0_region_impl1_read_channel22_addrc
     if (engine_impl0_region_impl1_read_channel22_mfifo) begin
-        engine_impl0_region_impl1_read_channel22_addr_o = engine_impl0_region_impl1_read_channel12_qptr;
+        engine_impl0_region_impl1_read_channel22_addr_o = engine_impl0_region_impl1_rptr;
     end
     else begin
         engine_impl0_region_impl1_read_channel22_addr_o = engine_impl0_region_impl1_read_channel22_addr_bram;
@@ -12296,11 +12094,7 @@ assign engine_impl0_region_impl1_read_channel23_access_ctl29_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl1_read_channel23_access_ctl29_ol = (engine_impl0_region_impl1_read_channel23_access_ctl29_a_off + engine_impl0_region_impl1_read_channel23_access_ctl29_a_len);
-
-
-
-assign engine_impl0_region_impl1_read_channel23_access_ctl29_a_ok = ((engine_impl0_region_impl1_read_channel23_access[31] != engine_impl0_region_impl1_read_channel23_access[30]) && (engine_impl0_region_impl1_read_channel23_access_ctl29_a_len != 0) && (engine_impl0_region_impl1_read_channel23_access_ctl29_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_read_channel23_access_ctl29_a_ok = ((engine_impl0_region_impl1_read_channel23_access[31] != engine_impl0_region_impl1_read_channel23_access[30]) && (engine_impl0_region_impl1_read_channel23_access_ctl29_a_len != 0) && (engine_impl0_region_impl1_read_channel23_access_ctl29_a_len <= 256) && (engine_impl0_region_impl1_read_channel23_access_ctl29_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -12425,13 +12219,13 @@ assign engine_impl0_region_impl1_read_channel23_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl1_read_channel23_req = (engine_impl0_region_impl1_read_channel23_running && engine_impl0_region_impl1_read_channel23_can && (engine_impl0_region_impl1_read_channel12_q_nempty || (!engine_impl0_region_impl1_read_channel23_mfifo)));
+assign engine_impl0_region_impl1_read_channel23_req = (engine_impl0_region_impl1_read_channel23_running && engine_impl0_region_impl1_read_channel23_can && (engine_impl0_region_impl1_nempty || (!engine_impl0_region_impl1_read_channel23_mfifo)));
 assign engine_impl0_region_impl1_read_channel23_done_evt = ((engine_impl0_region_impl1_read_channel23_cnt != 0) && engine_impl0_region_impl1_read_channel23_m_tready && engine_impl0_region_impl1_read_channel23_f0);
 
 
-always @(engine_impl0_region_impl1_read_channel23_mfifo, engine_impl0_region_impl1_read_channel23_addr_bram, engine_impl0_region_impl1_read_channel12_qptr) begin: engine_impl0_region_impl1_read_channel23_addrc
+always @(engine_impl0_region_impl1_read_channel23_mfifo, engine_impl0_region_impl1_read_channel23_addr_bram, engine_impl0_region_impl1_rptr) begin: engine_impl0_region_impl1_read_channel23_addrc
     if (engine_impl0_region_impl1_read_channel23_mfifo) begin
-        engine_impl0_region_impl1_read_channel23_addr_o = engine_impl0_region_impl1_read_channel12_qptr;
+        engine_impl0_region_impl1_read_channel23_addr_o = engine_impl0_region_impl1_rptr;
     end
     else begin
         engine_impl0_region_impl1_read_channel23_addr_o = engine_impl0_region_impl1_read_channel23_addr_bram;
@@ -12497,11 +12291,7 @@ assign engine_impl0_region_impl1_write_channel6_access_ctl30_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl1_write_channel6_access_ctl30_ol = (engine_impl0_region_impl1_write_channel6_access_ctl30_a_off + engine_impl0_region_impl1_write_channel6_access_ctl30_a_len);
-
-
-
-assign engine_impl0_region_impl1_write_channel6_access_ctl30_a_ok = ((engine_impl0_region_impl1_write_channel6_access[31] != engine_impl0_region_impl1_write_channel6_access[30]) && (engine_impl0_region_impl1_write_channel6_access_ctl30_a_len != 0) && (engine_impl0_region_impl1_write_channel6_access_ctl30_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_write_channel6_access_ctl30_a_ok = ((engine_impl0_region_impl1_write_channel6_access[31] != engine_impl0_region_impl1_write_channel6_access[30]) && (engine_impl0_region_impl1_write_channel6_access_ctl30_a_len != 0) && (engine_impl0_region_impl1_write_channel6_access_ctl30_a_len <= 256) && (engine_impl0_region_impl1_write_channel6_access_ctl30_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -12642,11 +12432,7 @@ assign engine_impl0_region_impl1_write_channel7_access_ctl31_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl1_write_channel7_access_ctl31_ol = (engine_impl0_region_impl1_write_channel7_access_ctl31_a_off + engine_impl0_region_impl1_write_channel7_access_ctl31_a_len);
-
-
-
-assign engine_impl0_region_impl1_write_channel7_access_ctl31_a_ok = ((engine_impl0_region_impl1_write_channel7_access[31] != engine_impl0_region_impl1_write_channel7_access[30]) && (engine_impl0_region_impl1_write_channel7_access_ctl31_a_len != 0) && (engine_impl0_region_impl1_write_channel7_access_ctl31_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_write_channel7_access_ctl31_a_ok = ((engine_impl0_region_impl1_write_channel7_access[31] != engine_impl0_region_impl1_write_channel7_access[30]) && (engine_impl0_region_impl1_write_channel7_access_ctl31_a_len != 0) && (engine_impl0_region_impl1_write_channel7_access_ctl31_a_len <= 256) && (engine_impl0_region_impl1_write_channel7_access_ctl31_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -12787,11 +12573,7 @@ assign engine_impl0_region_impl1_write_channel8_access_ctl32_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl1_write_channel8_access_ctl32_ol = (engine_impl0_region_impl1_write_channel8_access_ctl32_a_off + engine_impl0_region_impl1_write_channel8_access_ctl32_a_len);
-
-
-
-assign engine_impl0_region_impl1_write_channel8_access_ctl32_a_ok = ((engine_impl0_region_impl1_write_channel8_access[31] != engine_impl0_region_impl1_write_channel8_access[30]) && (engine_impl0_region_impl1_write_channel8_access_ctl32_a_len != 0) && (engine_impl0_region_impl1_write_channel8_access_ctl32_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_write_channel8_access_ctl32_a_ok = ((engine_impl0_region_impl1_write_channel8_access[31] != engine_impl0_region_impl1_write_channel8_access[30]) && (engine_impl0_region_impl1_write_channel8_access_ctl32_a_len != 0) && (engine_impl0_region_impl1_write_channel8_access_ctl32_a_len <= 256) && (engine_impl0_region_impl1_write_channel8_access_ctl32_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -12932,11 +12714,7 @@ assign engine_impl0_region_impl1_write_channel9_access_ctl33_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl1_write_channel9_access_ctl33_ol = (engine_impl0_region_impl1_write_channel9_access_ctl33_a_off + engine_impl0_region_impl1_write_channel9_access_ctl33_a_len);
-
-
-
-assign engine_impl0_region_impl1_write_channel9_access_ctl33_a_ok = ((engine_impl0_region_impl1_write_channel9_access[31] != engine_impl0_region_impl1_write_channel9_access[30]) && (engine_impl0_region_impl1_write_channel9_access_ctl33_a_len != 0) && (engine_impl0_region_impl1_write_channel9_access_ctl33_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_write_channel9_access_ctl33_a_ok = ((engine_impl0_region_impl1_write_channel9_access[31] != engine_impl0_region_impl1_write_channel9_access[30]) && (engine_impl0_region_impl1_write_channel9_access_ctl33_a_len != 0) && (engine_impl0_region_impl1_write_channel9_access_ctl33_a_len <= 256) && (engine_impl0_region_impl1_write_channel9_access_ctl33_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -13077,11 +12855,7 @@ assign engine_impl0_region_impl1_write_channel10_access_ctl34_a_off = engine_imp
 
 
 
-assign engine_impl0_region_impl1_write_channel10_access_ctl34_ol = (engine_impl0_region_impl1_write_channel10_access_ctl34_a_off + engine_impl0_region_impl1_write_channel10_access_ctl34_a_len);
-
-
-
-assign engine_impl0_region_impl1_write_channel10_access_ctl34_a_ok = ((engine_impl0_region_impl1_write_channel10_access[31] != engine_impl0_region_impl1_write_channel10_access[30]) && (engine_impl0_region_impl1_write_channel10_access_ctl34_a_len != 0) && (engine_impl0_region_impl1_write_channel10_access_ctl34_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_write_channel10_access_ctl34_a_ok = ((engine_impl0_region_impl1_write_channel10_access[31] != engine_impl0_region_impl1_write_channel10_access[30]) && (engine_impl0_region_impl1_write_channel10_access_ctl34_a_len != 0) && (engine_impl0_region_impl1_write_channel10_access_ctl34_a_len <= 256) && (engine_impl0_region_impl1_write_channel10_access_ctl34_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -13222,11 +12996,7 @@ assign engine_impl0_region_impl1_write_channel11_access_ctl35_a_off = engine_imp
 
 
 
-assign engine_impl0_region_impl1_write_channel11_access_ctl35_ol = (engine_impl0_region_impl1_write_channel11_access_ctl35_a_off + engine_impl0_region_impl1_write_channel11_access_ctl35_a_len);
-
-
-
-assign engine_impl0_region_impl1_write_channel11_access_ctl35_a_ok = ((engine_impl0_region_impl1_write_channel11_access[31] != engine_impl0_region_impl1_write_channel11_access[30]) && (engine_impl0_region_impl1_write_channel11_access_ctl35_a_len != 0) && (engine_impl0_region_impl1_write_channel11_access_ctl35_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_write_channel11_access_ctl35_a_ok = ((engine_impl0_region_impl1_write_channel11_access[31] != engine_impl0_region_impl1_write_channel11_access[30]) && (engine_impl0_region_impl1_write_channel11_access_ctl35_a_len != 0) && (engine_impl0_region_impl1_write_channel11_access_ctl35_a_len <= 256) && (engine_impl0_region_impl1_write_channel11_access_ctl35_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -13830,7 +13600,10 @@ always @(posedge clk) begin: engine_impl0_region_impl1_wptr_reg1_w
         engine_impl0_region_impl1_wptr <= 0;
     end
     else begin
-        if (engine_impl0_region_impl1_or_vec6_y) begin
+        if (fifo_clr) begin
+            engine_impl0_region_impl1_wptr <= 0;
+        end
+        else if (engine_impl0_region_impl1_or_vec6_y) begin
             engine_impl0_region_impl1_wptr <= (engine_impl0_region_impl1_wptr + 1);
         end
     end
@@ -13891,34 +13664,40 @@ assign engine_impl0_region_impl1_or_vec7_y = (engine_impl0_region_impl1_or_vec7_
 
 always @(posedge clk) begin: engine_impl0_region_impl1_fifo_queue1_q
     if (rst == 1) begin
-        engine_impl0_region_impl1_read_channel12_qptr <= 0;
-        engine_impl0_region_impl1_fifo_queue1_cnt <= 0;
+        engine_impl0_region_impl1_rptr <= 0;
+        engine_impl0_region_impl1_qcnt <= 0;
     end
     else begin
-        if (engine_impl0_region_impl1_or_vec7_y) begin
-            engine_impl0_region_impl1_read_channel12_qptr <= (engine_impl0_region_impl1_read_channel12_qptr + 1);
+        if (fifo_clr) begin
+            engine_impl0_region_impl1_rptr <= 0;
+            engine_impl0_region_impl1_qcnt <= 0;
         end
-        if ((engine_impl0_region_impl1_or_vec6_y && (!engine_impl0_region_impl1_or_vec7_y))) begin
-            engine_impl0_region_impl1_fifo_queue1_cnt <= (engine_impl0_region_impl1_fifo_queue1_cnt + 1);
-        end
-        else if ((engine_impl0_region_impl1_or_vec7_y && (!engine_impl0_region_impl1_or_vec6_y))) begin
-            engine_impl0_region_impl1_fifo_queue1_cnt <= (engine_impl0_region_impl1_fifo_queue1_cnt - 1);
+        else begin
+            if (engine_impl0_region_impl1_or_vec7_y) begin
+                engine_impl0_region_impl1_rptr <= (engine_impl0_region_impl1_rptr + 1);
+            end
+            if ((engine_impl0_region_impl1_or_vec6_y && (!engine_impl0_region_impl1_or_vec7_y))) begin
+                engine_impl0_region_impl1_qcnt <= (engine_impl0_region_impl1_qcnt + 1);
+            end
+            else if ((engine_impl0_region_impl1_or_vec7_y && (!engine_impl0_region_impl1_or_vec6_y))) begin
+                engine_impl0_region_impl1_qcnt <= (engine_impl0_region_impl1_qcnt - 1);
+            end
         end
     end
 end
 
 
 
-assign engine_impl0_region_impl1_read_channel12_q_nempty = (engine_impl0_region_impl1_fifo_queue1_cnt != 0);
-assign engine_impl0_region_impl1_fifo_queue1_full = (engine_impl0_region_impl1_fifo_queue1_cnt == 256);
+assign engine_impl0_region_impl1_nempty = (engine_impl0_region_impl1_qcnt != 0);
+assign engine_impl0_region_impl1_qfull = (engine_impl0_region_impl1_qcnt == 256);
 
 
 
-assign engine_impl0_region_impl1_q_nfull = (!engine_impl0_region_impl1_fifo_queue1_full);
+assign engine_impl0_region_impl1_q_nfull = (!engine_impl0_region_impl1_qfull);
 
 
 
-assign engine_impl0_region_impl1_copy_sig61_y = engine_impl0_region_impl1_fifo_queue1_cnt;
+assign engine_impl0_region_impl1_copy_sig61_y = engine_impl0_region_impl1_qcnt;
 
 
 
@@ -13927,11 +13706,7 @@ assign engine_impl0_region_impl2_read_channel24_access_ctl36_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl2_read_channel24_access_ctl36_ol = (engine_impl0_region_impl2_read_channel24_access_ctl36_a_off + engine_impl0_region_impl2_read_channel24_access_ctl36_a_len);
-
-
-
-assign engine_impl0_region_impl2_read_channel24_access_ctl36_a_ok = ((engine_impl0_region_impl2_read_channel24_access[31] != engine_impl0_region_impl2_read_channel24_access[30]) && (engine_impl0_region_impl2_read_channel24_access_ctl36_a_len != 0) && (engine_impl0_region_impl2_read_channel24_access_ctl36_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_read_channel24_access_ctl36_a_ok = ((engine_impl0_region_impl2_read_channel24_access[31] != engine_impl0_region_impl2_read_channel24_access[30]) && (engine_impl0_region_impl2_read_channel24_access_ctl36_a_len != 0) && (engine_impl0_region_impl2_read_channel24_access_ctl36_a_len <= 256) && (engine_impl0_region_impl2_read_channel24_access_ctl36_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -14056,13 +13831,13 @@ assign engine_impl0_region_impl2_read_channel24_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl2_read_channel24_req = (engine_impl0_region_impl2_read_channel24_running && engine_impl0_region_impl2_read_channel24_can && (engine_impl0_region_impl2_read_channel24_q_nempty || (!engine_impl0_region_impl2_read_channel24_mfifo)));
+assign engine_impl0_region_impl2_read_channel24_req = (engine_impl0_region_impl2_read_channel24_running && engine_impl0_region_impl2_read_channel24_can && (engine_impl0_region_impl2_nempty || (!engine_impl0_region_impl2_read_channel24_mfifo)));
 assign engine_impl0_region_impl2_read_channel24_done_evt = ((engine_impl0_region_impl2_read_channel24_cnt != 0) && engine_impl0_region_impl2_read_channel24_m_tready && engine_impl0_region_impl2_read_channel24_f0);
 
 
-always @(engine_impl0_region_impl2_read_channel24_mfifo, engine_impl0_region_impl2_read_channel24_addr_bram, engine_impl0_region_impl2_read_channel24_qptr) begin: engine_impl0_region_impl2_read_channel24_addrc
+always @(engine_impl0_region_impl2_read_channel24_mfifo, engine_impl0_region_impl2_read_channel24_addr_bram, engine_impl0_region_impl2_rptr) begin: engine_impl0_region_impl2_read_channel24_addrc
     if (engine_impl0_region_impl2_read_channel24_mfifo) begin
-        engine_impl0_region_impl2_read_channel24_addr_o = engine_impl0_region_impl2_read_channel24_qptr;
+        engine_impl0_region_impl2_read_channel24_addr_o = engine_impl0_region_impl2_rptr;
     end
     else begin
         engine_impl0_region_impl2_read_channel24_addr_o = engine_impl0_region_impl2_read_channel24_addr_bram;
@@ -14128,11 +13903,7 @@ assign engine_impl0_region_impl2_read_channel25_access_ctl37_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl2_read_channel25_access_ctl37_ol = (engine_impl0_region_impl2_read_channel25_access_ctl37_a_off + engine_impl0_region_impl2_read_channel25_access_ctl37_a_len);
-
-
-
-assign engine_impl0_region_impl2_read_channel25_access_ctl37_a_ok = ((engine_impl0_region_impl2_read_channel25_access[31] != engine_impl0_region_impl2_read_channel25_access[30]) && (engine_impl0_region_impl2_read_channel25_access_ctl37_a_len != 0) && (engine_impl0_region_impl2_read_channel25_access_ctl37_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_read_channel25_access_ctl37_a_ok = ((engine_impl0_region_impl2_read_channel25_access[31] != engine_impl0_region_impl2_read_channel25_access[30]) && (engine_impl0_region_impl2_read_channel25_access_ctl37_a_len != 0) && (engine_impl0_region_impl2_read_channel25_access_ctl37_a_len <= 256) && (engine_impl0_region_impl2_read_channel25_access_ctl37_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -14257,13 +14028,13 @@ assign engine_impl0_region_impl2_read_channel25_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl2_read_channel25_req = (engine_impl0_region_impl2_read_channel25_running && engine_impl0_region_impl2_read_channel25_can && (engine_impl0_region_impl2_read_channel24_q_nempty || (!engine_impl0_region_impl2_read_channel25_mfifo)));
+assign engine_impl0_region_impl2_read_channel25_req = (engine_impl0_region_impl2_read_channel25_running && engine_impl0_region_impl2_read_channel25_can && (engine_impl0_region_impl2_nempty || (!engine_impl0_region_impl2_read_channel25_mfifo)));
 assign engine_impl0_region_impl2_read_channel25_done_evt = ((engine_impl0_region_impl2_read_channel25_cnt != 0) && engine_impl0_region_impl2_read_channel25_m_tready && engine_impl0_region_impl2_read_channel25_f0);
 
 
-always @(engine_impl0_region_impl2_read_channel25_mfifo, engine_impl0_region_impl2_read_channel25_addr_bram, engine_impl0_region_impl2_read_channel24_qptr) begin: engine_impl0_region_impl2_read_channel25_addrc
+always @(engine_impl0_region_impl2_read_channel25_mfifo, engine_impl0_region_impl2_read_channel25_addr_bram, engine_impl0_region_impl2_rptr) begin: engine_impl0_region_impl2_read_channel25_addrc
     if (engine_impl0_region_impl2_read_channel25_mfifo) begin
-        engine_impl0_region_impl2_read_channel25_addr_o = engine_impl0_region_impl2_read_channel24_qptr;
+        engine_impl0_region_impl2_read_channel25_addr_o = engine_impl0_region_impl2_rptr;
     end
     else begin
         engine_impl0_region_impl2_read_channel25_addr_o = engine_impl0_region_impl2_read_channel25_addr_bram;
@@ -14329,11 +14100,7 @@ assign engine_impl0_region_impl2_read_channel26_access_ctl38_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl2_read_channel26_access_ctl38_ol = (engine_impl0_region_impl2_read_channel26_access_ctl38_a_off + engine_impl0_region_impl2_read_channel26_access_ctl38_a_len);
-
-
-
-assign engine_impl0_region_impl2_read_channel26_access_ctl38_a_ok = ((engine_impl0_region_impl2_read_channel26_access[31] != engine_impl0_region_impl2_read_channel26_access[30]) && (engine_impl0_region_impl2_read_channel26_access_ctl38_a_len != 0) && (engine_impl0_region_impl2_read_channel26_access_ctl38_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_read_channel26_access_ctl38_a_ok = ((engine_impl0_region_impl2_read_channel26_access[31] != engine_impl0_region_impl2_read_channel26_access[30]) && (engine_impl0_region_impl2_read_channel26_access_ctl38_a_len != 0) && (engine_impl0_region_impl2_read_channel26_access_ctl38_a_len <= 256) && (engine_impl0_region_impl2_read_channel26_access_ctl38_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -14458,13 +14225,13 @@ assign engine_impl0_region_impl2_read_channel26_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl2_read_channel26_req = (engine_impl0_region_impl2_read_channel26_running && engine_impl0_region_impl2_read_channel26_can && (engine_impl0_region_impl2_read_channel24_q_nempty || (!engine_impl0_region_impl2_read_channel26_mfifo)));
+assign engine_impl0_region_impl2_read_channel26_req = (engine_impl0_region_impl2_read_channel26_running && engine_impl0_region_impl2_read_channel26_can && (engine_impl0_region_impl2_nempty || (!engine_impl0_region_impl2_read_channel26_mfifo)));
 assign engine_impl0_region_impl2_read_channel26_done_evt = ((engine_impl0_region_impl2_read_channel26_cnt != 0) && engine_impl0_region_impl2_read_channel26_m_tready && engine_impl0_region_impl2_read_channel26_f0);
 
 
-always @(engine_impl0_region_impl2_read_channel26_mfifo, engine_impl0_region_impl2_read_channel26_addr_bram, engine_impl0_region_impl2_read_channel24_qptr) begin: engine_impl0_region_impl2_read_channel26_addrc
+always @(engine_impl0_region_impl2_read_channel26_mfifo, engine_impl0_region_impl2_read_channel26_addr_bram, engine_impl0_region_impl2_rptr) begin: engine_impl0_region_impl2_read_channel26_addrc
     if (engine_impl0_region_impl2_read_channel26_mfifo) begin
-        engine_impl0_region_impl2_read_channel26_addr_o = engine_impl0_region_impl2_read_channel24_qptr;
+        engine_impl0_region_impl2_read_channel26_addr_o = engine_impl0_region_impl2_rptr;
     end
     else begin
         engine_impl0_region_impl2_read_channel26_addr_o = engine_impl0_region_impl2_read_channel26_addr_bram;
@@ -14530,11 +14297,7 @@ assign engine_impl0_region_impl2_read_channel27_access_ctl39_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl2_read_channel27_access_ctl39_ol = (engine_impl0_region_impl2_read_channel27_access_ctl39_a_off + engine_impl0_region_impl2_read_channel27_access_ctl39_a_len);
-
-
-
-assign engine_impl0_region_impl2_read_channel27_access_ctl39_a_ok = ((engine_impl0_region_impl2_read_channel27_access[31] != engine_impl0_region_impl2_read_channel27_access[30]) && (engine_impl0_region_impl2_read_channel27_access_ctl39_a_len != 0) && (engine_impl0_region_impl2_read_channel27_access_ctl39_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_read_channel27_access_ctl39_a_ok = ((engine_impl0_region_impl2_read_channel27_access[31] != engine_impl0_region_impl2_read_channel27_access[30]) && (engine_impl0_region_impl2_read_channel27_access_ctl39_a_len != 0) && (engine_impl0_region_impl2_read_channel27_access_ctl39_a_len <= 256) && (engine_impl0_region_impl2_read_channel27_access_ctl39_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -14659,13 +14422,13 @@ assign engine_impl0_region_impl2_read_channel27_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl2_read_channel27_req = (engine_impl0_region_impl2_read_channel27_running && engine_impl0_region_impl2_read_channel27_can && (engine_impl0_region_impl2_read_channel24_q_nempty || (!engine_impl0_region_impl2_read_channel27_mfifo)));
+assign engine_impl0_region_impl2_read_channel27_req = (engine_impl0_region_impl2_read_channel27_running && engine_impl0_region_impl2_read_channel27_can && (engine_impl0_region_impl2_nempty || (!engine_impl0_region_impl2_read_channel27_mfifo)));
 assign engine_impl0_region_impl2_read_channel27_done_evt = ((engine_impl0_region_impl2_read_channel27_cnt != 0) && engine_impl0_region_impl2_read_channel27_m_tready && engine_impl0_region_impl2_read_channel27_f0);
 
 
-always @(engine_impl0_region_impl2_read_channel27_mfifo, engine_impl0_region_impl2_read_channel27_addr_bram, engine_impl0_region_impl2_read_channel24_qptr) begin: engine_impl0_region_impl2_read_channel27_addrc
+always @(engine_impl0_region_impl2_read_channel27_mfifo, engine_impl0_region_impl2_read_channel27_addr_bram, engine_impl0_region_impl2_rptr) begin: engine_impl0_region_impl2_read_channel27_addrc
     if (engine_impl0_region_impl2_read_channel27_mfifo) begin
-        engine_impl0_region_impl2_read_channel27_addr_o = engine_impl0_region_impl2_read_channel24_qptr;
+        engine_impl0_region_impl2_read_channel27_addr_o = engine_impl0_region_impl2_rptr;
     end
     else begin
         engine_impl0_region_impl2_read_channel27_addr_o = engine_impl0_region_impl2_read_channel27_addr_bram;
@@ -14731,11 +14494,7 @@ assign engine_impl0_region_impl2_read_channel28_access_ctl40_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl2_read_channel28_access_ctl40_ol = (engine_impl0_region_impl2_read_channel28_access_ctl40_a_off + engine_impl0_region_impl2_read_channel28_access_ctl40_a_len);
-
-
-
-assign engine_impl0_region_impl2_read_channel28_access_ctl40_a_ok = ((engine_impl0_region_impl2_read_channel28_access[31] != engine_impl0_region_impl2_read_channel28_access[30]) && (engine_impl0_region_impl2_read_channel28_access_ctl40_a_len != 0) && (engine_impl0_region_impl2_read_channel28_access_ctl40_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_read_channel28_access_ctl40_a_ok = ((engine_impl0_region_impl2_read_channel28_access[31] != engine_impl0_region_impl2_read_channel28_access[30]) && (engine_impl0_region_impl2_read_channel28_access_ctl40_a_len != 0) && (engine_impl0_region_impl2_read_channel28_access_ctl40_a_len <= 256) && (engine_impl0_region_impl2_read_channel28_access_ctl40_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -14860,13 +14619,13 @@ assign engine_impl0_region_impl2_read_channel28_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl2_read_channel28_req = (engine_impl0_region_impl2_read_channel28_running && engine_impl0_region_impl2_read_channel28_can && (engine_impl0_region_impl2_read_channel24_q_nempty || (!engine_impl0_region_impl2_read_channel28_mfifo)));
+assign engine_impl0_region_impl2_read_channel28_req = (engine_impl0_region_impl2_read_channel28_running && engine_impl0_region_impl2_read_channel28_can && (engine_impl0_region_impl2_nempty || (!engine_impl0_region_impl2_read_channel28_mfifo)));
 assign engine_impl0_region_impl2_read_channel28_done_evt = ((engine_impl0_region_impl2_read_channel28_cnt != 0) && engine_impl0_region_impl2_read_channel28_m_tready && engine_impl0_region_impl2_read_channel28_f0);
 
 
-always @(engine_impl0_region_impl2_read_channel28_mfifo, engine_impl0_region_impl2_read_channel28_addr_bram, engine_impl0_region_impl2_read_channel24_qptr) begin: engine_impl0_region_impl2_read_channel28_addrc
+always @(engine_impl0_region_impl2_read_channel28_mfifo, engine_impl0_region_impl2_read_channel28_addr_bram, engine_impl0_region_impl2_rptr) begin: engine_impl0_region_impl2_read_channel28_addrc
     if (engine_impl0_region_impl2_read_channel28_mfifo) begin
-        engine_impl0_region_impl2_read_channel28_addr_o = engine_impl0_region_impl2_read_channel24_qptr;
+        engine_impl0_region_impl2_read_channel28_addr_o = engine_impl0_region_impl2_rptr;
     end
     else begin
         engine_impl0_region_impl2_read_channel28_addr_o = engine_impl0_region_impl2_read_channel28_addr_bram;
@@ -14932,11 +14691,7 @@ assign engine_impl0_region_impl2_read_channel29_access_ctl41_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl2_read_channel29_access_ctl41_ol = (engine_impl0_region_impl2_read_channel29_access_ctl41_a_off + engine_impl0_region_impl2_read_channel29_access_ctl41_a_len);
-
-
-
-assign engine_impl0_region_impl2_read_channel29_access_ctl41_a_ok = ((engine_impl0_region_impl2_read_channel29_access[31] != engine_impl0_region_impl2_read_channel29_access[30]) && (engine_impl0_region_impl2_read_channel29_access_ctl41_a_len != 0) && (engine_impl0_region_impl2_read_channel29_access_ctl41_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_read_channel29_access_ctl41_a_ok = ((engine_impl0_region_impl2_read_channel29_access[31] != engine_impl0_region_impl2_read_channel29_access[30]) && (engine_impl0_region_impl2_read_channel29_access_ctl41_a_len != 0) && (engine_impl0_region_impl2_read_channel29_access_ctl41_a_len <= 256) && (engine_impl0_region_impl2_read_channel29_access_ctl41_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -15061,13 +14816,13 @@ assign engine_impl0_region_impl2_read_channel29_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl2_read_channel29_req = (engine_impl0_region_impl2_read_channel29_running && engine_impl0_region_impl2_read_channel29_can && (engine_impl0_region_impl2_read_channel24_q_nempty || (!engine_impl0_region_impl2_read_channel29_mfifo)));
+assign engine_impl0_region_impl2_read_channel29_req = (engine_impl0_region_impl2_read_channel29_running && engine_impl0_region_impl2_read_channel29_can && (engine_impl0_region_impl2_nempty || (!engine_impl0_region_impl2_read_channel29_mfifo)));
 assign engine_impl0_region_impl2_read_channel29_done_evt = ((engine_impl0_region_impl2_read_channel29_cnt != 0) && engine_impl0_region_impl2_read_channel29_m_tready && engine_impl0_region_impl2_read_channel29_f0);
 
 
-always @(engine_impl0_region_impl2_read_channel29_mfifo, engine_impl0_region_impl2_read_channel29_addr_bram, engine_impl0_region_impl2_read_channel24_qptr) begin: engine_impl0_region_impl2_read_channel29_addrc
+always @(engine_impl0_region_impl2_read_channel29_mfifo, engine_impl0_region_impl2_read_channel29_addr_bram, engine_impl0_region_impl2_rptr) begin: engine_impl0_region_impl2_read_channel29_addrc
     if (engine_impl0_region_impl2_read_channel29_mfifo) begin
-        engine_impl0_region_impl2_read_channel29_addr_o = engine_impl0_region_impl2_read_channel24_qptr;
+        engine_impl0_region_impl2_read_channel29_addr_o = engine_impl0_region_impl2_rptr;
     end
     else begin
         engine_impl0_region_impl2_read_channel29_addr_o = engine_impl0_region_impl2_read_channel29_addr_bram;
@@ -15133,11 +14888,7 @@ assign engine_impl0_region_impl2_read_channel30_access_ctl42_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl2_read_channel30_access_ctl42_ol = (engine_impl0_region_impl2_read_channel30_access_ctl42_a_off + engine_impl0_region_impl2_read_channel30_access_ctl42_a_len);
-
-
-
-assign engine_impl0_region_impl2_read_channel30_access_ctl42_a_ok = ((engine_impl0_region_impl2_read_channel30_access[31] != engine_impl0_region_impl2_read_channel30_access[30]) && (engine_impl0_region_impl2_read_channel30_access_ctl42_a_len != 0) && (engine_impl0_region_impl2_read_channel30_access_ctl42_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_read_channel30_access_ctl42_a_ok = ((engine_impl0_region_impl2_read_channel30_access[31] != engine_impl0_region_impl2_read_channel30_access[30]) && (engine_impl0_region_impl2_read_channel30_access_ctl42_a_len != 0) && (engine_impl0_region_impl2_read_channel30_access_ctl42_a_len <= 256) && (engine_impl0_region_impl2_read_channel30_access_ctl42_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -15262,13 +15013,13 @@ assign engine_impl0_region_impl2_read_channel30_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl2_read_channel30_req = (engine_impl0_region_impl2_read_channel30_running && engine_impl0_region_impl2_read_channel30_can && (engine_impl0_region_impl2_read_channel24_q_nempty || (!engine_impl0_region_impl2_read_channel30_mfifo)));
+assign engine_impl0_region_impl2_read_channel30_req = (engine_impl0_region_impl2_read_channel30_running && engine_impl0_region_impl2_read_channel30_can && (engine_impl0_region_impl2_nempty || (!engine_impl0_region_impl2_read_channel30_mfifo)));
 assign engine_impl0_region_impl2_read_channel30_done_evt = ((engine_impl0_region_impl2_read_channel30_cnt != 0) && engine_impl0_region_impl2_read_channel30_m_tready && engine_impl0_region_impl2_read_channel30_f0);
 
 
-always @(engine_impl0_region_impl2_read_channel30_mfifo, engine_impl0_region_impl2_read_channel30_addr_bram, engine_impl0_region_impl2_read_channel24_qptr) begin: engine_impl0_region_impl2_read_channel30_addrc
+always @(engine_impl0_region_impl2_read_channel30_mfifo, engine_impl0_region_impl2_read_channel30_addr_bram, engine_impl0_region_impl2_rptr) begin: engine_impl0_region_impl2_read_channel30_addrc
     if (engine_impl0_region_impl2_read_channel30_mfifo) begin
-        engine_impl0_region_impl2_read_channel30_addr_o = engine_impl0_region_impl2_read_channel24_qptr;
+        engine_impl0_region_impl2_read_channel30_addr_o = engine_impl0_region_impl2_rptr;
     end
     else begin
         engine_impl0_region_impl2_read_channel30_addr_o = engine_impl0_region_impl2_read_channel30_addr_bram;
@@ -15334,11 +15085,7 @@ assign engine_impl0_region_impl2_read_channel31_access_ctl43_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl2_read_channel31_access_ctl43_ol = (engine_impl0_region_impl2_read_channel31_access_ctl43_a_off + engine_impl0_region_impl2_read_channel31_access_ctl43_a_len);
-
-
-
-assign engine_impl0_region_impl2_read_channel31_access_ctl43_a_ok = ((engine_impl0_region_impl2_read_channel31_access[31] != engine_impl0_region_impl2_read_channel31_access[30]) && (engine_impl0_region_impl2_read_channel31_access_ctl43_a_len != 0) && (engine_impl0_region_impl2_read_channel31_access_ctl43_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_read_channel31_access_ctl43_a_ok = ((engine_impl0_region_impl2_read_channel31_access[31] != engine_impl0_region_impl2_read_channel31_access[30]) && (engine_impl0_region_impl2_read_channel31_access_ctl43_a_len != 0) && (engine_impl0_region_impl2_read_channel31_access_ctl43_a_len <= 256) && (engine_impl0_region_impl2_read_channel31_access_ctl43_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -15463,13 +15210,13 @@ assign engine_impl0_region_impl2_read_channel31_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl2_read_channel31_req = (engine_impl0_region_impl2_read_channel31_running && engine_impl0_region_impl2_read_channel31_can && (engine_impl0_region_impl2_read_channel24_q_nempty || (!engine_impl0_region_impl2_read_channel31_mfifo)));
+assign engine_impl0_region_impl2_read_channel31_req = (engine_impl0_region_impl2_read_channel31_running && engine_impl0_region_impl2_read_channel31_can && (engine_impl0_region_impl2_nempty || (!engine_impl0_region_impl2_read_channel31_mfifo)));
 assign engine_impl0_region_impl2_read_channel31_done_evt = ((engine_impl0_region_impl2_read_channel31_cnt != 0) && engine_impl0_region_impl2_read_channel31_m_tready && engine_impl0_region_impl2_read_channel31_f0);
 
 
-always @(engine_impl0_region_impl2_read_channel31_mfifo, engine_impl0_region_impl2_read_channel31_addr_bram, engine_impl0_region_impl2_read_channel24_qptr) begin: engine_impl0_region_impl2_read_channel31_addrc
+always @(engine_impl0_region_impl2_read_channel31_mfifo, engine_impl0_region_impl2_read_channel31_addr_bram, engine_impl0_region_impl2_rptr) begin: engine_impl0_region_impl2_read_channel31_addrc
     if (engine_impl0_region_impl2_read_channel31_mfifo) begin
-        engine_impl0_region_impl2_read_channel31_addr_o = engine_impl0_region_impl2_read_channel24_qptr;
+        engine_impl0_region_impl2_read_channel31_addr_o = engine_impl0_region_impl2_rptr;
     end
     else begin
         engine_impl0_region_impl2_read_channel31_addr_o = engine_impl0_region_impl2_read_channel31_addr_bram;
@@ -15535,11 +15282,7 @@ assign engine_impl0_region_impl2_read_channel32_access_ctl44_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl2_read_channel32_access_ctl44_ol = (engine_impl0_region_impl2_read_channel32_access_ctl44_a_off + engine_impl0_region_impl2_read_channel32_access_ctl44_a_len);
-
-
-
-assign engine_impl0_region_impl2_read_channel32_access_ctl44_a_ok = ((engine_impl0_region_impl2_read_channel32_access[31] != engine_impl0_region_impl2_read_channel32_access[30]) && (engine_impl0_region_impl2_read_channel32_access_ctl44_a_len != 0) && (engine_impl0_region_impl2_read_channel32_access_ctl44_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_read_channel32_access_ctl44_a_ok = ((engine_impl0_region_impl2_read_channel32_access[31] != engine_impl0_region_impl2_read_channel32_access[30]) && (engine_impl0_region_impl2_read_channel32_access_ctl44_a_len != 0) && (engine_impl0_region_impl2_read_channel32_access_ctl44_a_len <= 256) && (engine_impl0_region_impl2_read_channel32_access_ctl44_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -15664,13 +15407,13 @@ assign engine_impl0_region_impl2_read_channel32_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl2_read_channel32_req = (engine_impl0_region_impl2_read_channel32_running && engine_impl0_region_impl2_read_channel32_can && (engine_impl0_region_impl2_read_channel24_q_nempty || (!engine_impl0_region_impl2_read_channel32_mfifo)));
+assign engine_impl0_region_impl2_read_channel32_req = (engine_impl0_region_impl2_read_channel32_running && engine_impl0_region_impl2_read_channel32_can && (engine_impl0_region_impl2_nempty || (!engine_impl0_region_impl2_read_channel32_mfifo)));
 assign engine_impl0_region_impl2_read_channel32_done_evt = ((engine_impl0_region_impl2_read_channel32_cnt != 0) && engine_impl0_region_impl2_read_channel32_m_tready && engine_impl0_region_impl2_read_channel32_f0);
 
 
-always @(engine_impl0_region_impl2_read_channel32_mfifo, engine_impl0_region_impl2_read_channel32_addr_bram, engine_impl0_region_impl2_read_channel24_qptr) begin: engine_impl0_region_impl2_read_channel32_addrc
+always @(engine_impl0_region_impl2_read_channel32_mfifo, engine_impl0_region_impl2_read_channel32_addr_bram, engine_impl0_region_impl2_rptr) begin: engine_impl0_region_impl2_read_channel32_addrc
     if (engine_impl0_region_impl2_read_channel32_mfifo) begin
-        engine_impl0_region_impl2_read_channel32_addr_o = engine_impl0_region_impl2_read_channel24_qptr;
+        engine_impl0_region_impl2_read_channel32_addr_o = engine_impl0_region_impl2_rptr;
     end
     else begin
         engine_impl0_region_impl2_read_channel32_addr_o = engine_impl0_region_impl2_read_channel32_addr_bram;
@@ -15736,11 +15479,7 @@ assign engine_impl0_region_impl2_read_channel33_access_ctl45_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl2_read_channel33_access_ctl45_ol = (engine_impl0_region_impl2_read_channel33_access_ctl45_a_off + engine_impl0_region_impl2_read_channel33_access_ctl45_a_len);
-
-
-
-assign engine_impl0_region_impl2_read_channel33_access_ctl45_a_ok = ((engine_impl0_region_impl2_read_channel33_access[31] != engine_impl0_region_impl2_read_channel33_access[30]) && (engine_impl0_region_impl2_read_channel33_access_ctl45_a_len != 0) && (engine_impl0_region_impl2_read_channel33_access_ctl45_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_read_channel33_access_ctl45_a_ok = ((engine_impl0_region_impl2_read_channel33_access[31] != engine_impl0_region_impl2_read_channel33_access[30]) && (engine_impl0_region_impl2_read_channel33_access_ctl45_a_len != 0) && (engine_impl0_region_impl2_read_channel33_access_ctl45_a_len <= 256) && (engine_impl0_region_impl2_read_channel33_access_ctl45_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -15865,13 +15604,13 @@ assign engine_impl0_region_impl2_read_channel33_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl2_read_channel33_req = (engine_impl0_region_impl2_read_channel33_running && engine_impl0_region_impl2_read_channel33_can && (engine_impl0_region_impl2_read_channel24_q_nempty || (!engine_impl0_region_impl2_read_channel33_mfifo)));
+assign engine_impl0_region_impl2_read_channel33_req = (engine_impl0_region_impl2_read_channel33_running && engine_impl0_region_impl2_read_channel33_can && (engine_impl0_region_impl2_nempty || (!engine_impl0_region_impl2_read_channel33_mfifo)));
 assign engine_impl0_region_impl2_read_channel33_done_evt = ((engine_impl0_region_impl2_read_channel33_cnt != 0) && engine_impl0_region_impl2_read_channel33_m_tready && engine_impl0_region_impl2_read_channel33_f0);
 
 
-always @(engine_impl0_region_impl2_read_channel33_mfifo, engine_impl0_region_impl2_read_channel33_addr_bram, engine_impl0_region_impl2_read_channel24_qptr) begin: engine_impl0_region_impl2_read_channel33_addrc
+always @(engine_impl0_region_impl2_read_channel33_mfifo, engine_impl0_region_impl2_read_channel33_addr_bram, engine_impl0_region_impl2_rptr) begin: engine_impl0_region_impl2_read_channel33_addrc
     if (engine_impl0_region_impl2_read_channel33_mfifo) begin
-        engine_impl0_region_impl2_read_channel33_addr_o = engine_impl0_region_impl2_read_channel24_qptr;
+        engine_impl0_region_impl2_read_channel33_addr_o = engine_impl0_region_impl2_rptr;
     end
     else begin
         engine_impl0_region_impl2_read_channel33_addr_o = engine_impl0_region_impl2_read_channel33_addr_bram;
@@ -15937,11 +15676,7 @@ assign engine_impl0_region_impl2_read_channel34_access_ctl46_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl2_read_channel34_access_ctl46_ol = (engine_impl0_region_impl2_read_channel34_access_ctl46_a_off + engine_impl0_region_impl2_read_channel34_access_ctl46_a_len);
-
-
-
-assign engine_impl0_region_impl2_read_channel34_access_ctl46_a_ok = ((engine_impl0_region_impl2_read_channel34_access[31] != engine_impl0_region_impl2_read_channel34_access[30]) && (engine_impl0_region_impl2_read_channel34_access_ctl46_a_len != 0) && (engine_impl0_region_impl2_read_channel34_access_ctl46_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_read_channel34_access_ctl46_a_ok = ((engine_impl0_region_impl2_read_channel34_access[31] != engine_impl0_region_impl2_read_channel34_access[30]) && (engine_impl0_region_impl2_read_channel34_access_ctl46_a_len != 0) && (engine_impl0_region_impl2_read_channel34_access_ctl46_a_len <= 256) && (engine_impl0_region_impl2_read_channel34_access_ctl46_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -16066,13 +15801,13 @@ assign engine_impl0_region_impl2_read_channel34_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl2_read_channel34_req = (engine_impl0_region_impl2_read_channel34_running && engine_impl0_region_impl2_read_channel34_can && (engine_impl0_region_impl2_read_channel24_q_nempty || (!engine_impl0_region_impl2_read_channel34_mfifo)));
+assign engine_impl0_region_impl2_read_channel34_req = (engine_impl0_region_impl2_read_channel34_running && engine_impl0_region_impl2_read_channel34_can && (engine_impl0_region_impl2_nempty || (!engine_impl0_region_impl2_read_channel34_mfifo)));
 assign engine_impl0_region_impl2_read_channel34_done_evt = ((engine_impl0_region_impl2_read_channel34_cnt != 0) && engine_impl0_region_impl2_read_channel34_m_tready && engine_impl0_region_impl2_read_channel34_f0);
 
 
-always @(engine_impl0_region_impl2_read_channel34_mfifo, engine_impl0_region_impl2_read_channel34_addr_bram, engine_impl0_region_impl2_read_channel24_qptr) begin: engine_impl0_region_impl2_read_channel34_addrc
+always @(engine_impl0_region_impl2_read_channel34_mfifo, engine_impl0_region_impl2_read_channel34_addr_bram, engine_impl0_region_impl2_rptr) begin: engine_impl0_region_impl2_read_channel34_addrc
     if (engine_impl0_region_impl2_read_channel34_mfifo) begin
-        engine_impl0_region_impl2_read_channel34_addr_o = engine_impl0_region_impl2_read_channel24_qptr;
+        engine_impl0_region_impl2_read_channel34_addr_o = engine_impl0_region_impl2_rptr;
     end
     else begin
         engine_impl0_region_impl2_read_channel34_addr_o = engine_impl0_region_impl2_read_channel34_addr_bram;
@@ -16138,11 +15873,7 @@ assign engine_impl0_region_impl2_read_channel35_access_ctl47_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl2_read_channel35_access_ctl47_ol = (engine_impl0_region_impl2_read_channel35_access_ctl47_a_off + engine_impl0_region_impl2_read_channel35_access_ctl47_a_len);
-
-
-
-assign engine_impl0_region_impl2_read_channel35_access_ctl47_a_ok = ((engine_impl0_region_impl2_read_channel35_access[31] != engine_impl0_region_impl2_read_channel35_access[30]) && (engine_impl0_region_impl2_read_channel35_access_ctl47_a_len != 0) && (engine_impl0_region_impl2_read_channel35_access_ctl47_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_read_channel35_access_ctl47_a_ok = ((engine_impl0_region_impl2_read_channel35_access[31] != engine_impl0_region_impl2_read_channel35_access[30]) && (engine_impl0_region_impl2_read_channel35_access_ctl47_a_len != 0) && (engine_impl0_region_impl2_read_channel35_access_ctl47_a_len <= 256) && (engine_impl0_region_impl2_read_channel35_access_ctl47_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -16267,13 +15998,13 @@ assign engine_impl0_region_impl2_read_channel35_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl2_read_channel35_req = (engine_impl0_region_impl2_read_channel35_running && engine_impl0_region_impl2_read_channel35_can && (engine_impl0_region_impl2_read_channel24_q_nempty || (!engine_impl0_region_impl2_read_channel35_mfifo)));
+assign engine_impl0_region_impl2_read_channel35_req = (engine_impl0_region_impl2_read_channel35_running && engine_impl0_region_impl2_read_channel35_can && (engine_impl0_region_impl2_nempty || (!engine_impl0_region_impl2_read_channel35_mfifo)));
 assign engine_impl0_region_impl2_read_channel35_done_evt = ((engine_impl0_region_impl2_read_channel35_cnt != 0) && engine_impl0_region_impl2_read_channel35_m_tready && engine_impl0_region_impl2_read_channel35_f0);
 
 
-always @(engine_impl0_region_impl2_read_channel35_mfifo, engine_impl0_region_impl2_read_channel35_addr_bram, engine_impl0_region_impl2_read_channel24_qptr) begin: engine_impl0_region_impl2_read_channel35_addrc
+always @(engine_impl0_region_impl2_read_channel35_mfifo, engine_impl0_region_impl2_read_channel35_addr_bram, engine_impl0_region_impl2_rptr) begin: engine_impl0_region_impl2_read_channel35_addrc
     if (engine_impl0_region_impl2_read_channel35_mfifo) begin
-        engine_impl0_region_impl2_read_channel35_addr_o = engine_impl0_region_impl2_read_channel24_qptr;
+        engine_impl0_region_impl2_read_channel35_addr_o = engine_impl0_region_impl2_rptr;
     end
     else begin
         engine_impl0_region_impl2_read_channel35_addr_o = engine_impl0_region_impl2_read_channel35_addr_bram;
@@ -16339,11 +16070,7 @@ assign engine_impl0_region_impl2_write_channel12_access_ctl48_a_off = engine_imp
 
 
 
-assign engine_impl0_region_impl2_write_channel12_access_ctl48_ol = (engine_impl0_region_impl2_write_channel12_access_ctl48_a_off + engine_impl0_region_impl2_write_channel12_access_ctl48_a_len);
-
-
-
-assign engine_impl0_region_impl2_write_channel12_access_ctl48_a_ok = ((engine_impl0_region_impl2_write_channel12_access[31] != engine_impl0_region_impl2_write_channel12_access[30]) && (engine_impl0_region_impl2_write_channel12_access_ctl48_a_len != 0) && (engine_impl0_region_impl2_write_channel12_access_ctl48_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_write_channel12_access_ctl48_a_ok = ((engine_impl0_region_impl2_write_channel12_access[31] != engine_impl0_region_impl2_write_channel12_access[30]) && (engine_impl0_region_impl2_write_channel12_access_ctl48_a_len != 0) && (engine_impl0_region_impl2_write_channel12_access_ctl48_a_len <= 256) && (engine_impl0_region_impl2_write_channel12_access_ctl48_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -16484,11 +16211,7 @@ assign engine_impl0_region_impl2_write_channel13_access_ctl49_a_off = engine_imp
 
 
 
-assign engine_impl0_region_impl2_write_channel13_access_ctl49_ol = (engine_impl0_region_impl2_write_channel13_access_ctl49_a_off + engine_impl0_region_impl2_write_channel13_access_ctl49_a_len);
-
-
-
-assign engine_impl0_region_impl2_write_channel13_access_ctl49_a_ok = ((engine_impl0_region_impl2_write_channel13_access[31] != engine_impl0_region_impl2_write_channel13_access[30]) && (engine_impl0_region_impl2_write_channel13_access_ctl49_a_len != 0) && (engine_impl0_region_impl2_write_channel13_access_ctl49_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_write_channel13_access_ctl49_a_ok = ((engine_impl0_region_impl2_write_channel13_access[31] != engine_impl0_region_impl2_write_channel13_access[30]) && (engine_impl0_region_impl2_write_channel13_access_ctl49_a_len != 0) && (engine_impl0_region_impl2_write_channel13_access_ctl49_a_len <= 256) && (engine_impl0_region_impl2_write_channel13_access_ctl49_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -16629,11 +16352,7 @@ assign engine_impl0_region_impl2_write_channel14_access_ctl50_a_off = engine_imp
 
 
 
-assign engine_impl0_region_impl2_write_channel14_access_ctl50_ol = (engine_impl0_region_impl2_write_channel14_access_ctl50_a_off + engine_impl0_region_impl2_write_channel14_access_ctl50_a_len);
-
-
-
-assign engine_impl0_region_impl2_write_channel14_access_ctl50_a_ok = ((engine_impl0_region_impl2_write_channel14_access[31] != engine_impl0_region_impl2_write_channel14_access[30]) && (engine_impl0_region_impl2_write_channel14_access_ctl50_a_len != 0) && (engine_impl0_region_impl2_write_channel14_access_ctl50_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_write_channel14_access_ctl50_a_ok = ((engine_impl0_region_impl2_write_channel14_access[31] != engine_impl0_region_impl2_write_channel14_access[30]) && (engine_impl0_region_impl2_write_channel14_access_ctl50_a_len != 0) && (engine_impl0_region_impl2_write_channel14_access_ctl50_a_len <= 256) && (engine_impl0_region_impl2_write_channel14_access_ctl50_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -16774,11 +16493,7 @@ assign engine_impl0_region_impl2_write_channel15_access_ctl51_a_off = engine_imp
 
 
 
-assign engine_impl0_region_impl2_write_channel15_access_ctl51_ol = (engine_impl0_region_impl2_write_channel15_access_ctl51_a_off + engine_impl0_region_impl2_write_channel15_access_ctl51_a_len);
-
-
-
-assign engine_impl0_region_impl2_write_channel15_access_ctl51_a_ok = ((engine_impl0_region_impl2_write_channel15_access[31] != engine_impl0_region_impl2_write_channel15_access[30]) && (engine_impl0_region_impl2_write_channel15_access_ctl51_a_len != 0) && (engine_impl0_region_impl2_write_channel15_access_ctl51_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_write_channel15_access_ctl51_a_ok = ((engine_impl0_region_impl2_write_channel15_access[31] != engine_impl0_region_impl2_write_channel15_access[30]) && (engine_impl0_region_impl2_write_channel15_access_ctl51_a_len != 0) && (engine_impl0_region_impl2_write_channel15_access_ctl51_a_len <= 256) && (engine_impl0_region_impl2_write_channel15_access_ctl51_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -16919,11 +16634,7 @@ assign engine_impl0_region_impl2_write_channel16_access_ctl52_a_off = engine_imp
 
 
 
-assign engine_impl0_region_impl2_write_channel16_access_ctl52_ol = (engine_impl0_region_impl2_write_channel16_access_ctl52_a_off + engine_impl0_region_impl2_write_channel16_access_ctl52_a_len);
-
-
-
-assign engine_impl0_region_impl2_write_channel16_access_ctl52_a_ok = ((engine_impl0_region_impl2_write_channel16_access[31] != engine_impl0_region_impl2_write_channel16_access[30]) && (engine_impl0_region_impl2_write_channel16_access_ctl52_a_len != 0) && (engine_impl0_region_impl2_write_channel16_access_ctl52_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_write_channel16_access_ctl52_a_ok = ((engine_impl0_region_impl2_write_channel16_access[31] != engine_impl0_region_impl2_write_channel16_access[30]) && (engine_impl0_region_impl2_write_channel16_access_ctl52_a_len != 0) && (engine_impl0_region_impl2_write_channel16_access_ctl52_a_len <= 256) && (engine_impl0_region_impl2_write_channel16_access_ctl52_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -17064,11 +16775,7 @@ assign engine_impl0_region_impl2_write_channel17_access_ctl53_a_off = engine_imp
 
 
 
-assign engine_impl0_region_impl2_write_channel17_access_ctl53_ol = (engine_impl0_region_impl2_write_channel17_access_ctl53_a_off + engine_impl0_region_impl2_write_channel17_access_ctl53_a_len);
-
-
-
-assign engine_impl0_region_impl2_write_channel17_access_ctl53_a_ok = ((engine_impl0_region_impl2_write_channel17_access[31] != engine_impl0_region_impl2_write_channel17_access[30]) && (engine_impl0_region_impl2_write_channel17_access_ctl53_a_len != 0) && (engine_impl0_region_impl2_write_channel17_access_ctl53_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_write_channel17_access_ctl53_a_ok = ((engine_impl0_region_impl2_write_channel17_access[31] != engine_impl0_region_impl2_write_channel17_access[30]) && (engine_impl0_region_impl2_write_channel17_access_ctl53_a_len != 0) && (engine_impl0_region_impl2_write_channel17_access_ctl53_a_len <= 256) && (engine_impl0_region_impl2_write_channel17_access_ctl53_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -17672,7 +17379,10 @@ always @(posedge clk) begin: engine_impl0_region_impl2_wptr_reg2_w
         engine_impl0_region_impl2_wptr <= 0;
     end
     else begin
-        if (engine_impl0_region_impl2_or_vec10_y) begin
+        if (fifo_clr) begin
+            engine_impl0_region_impl2_wptr <= 0;
+        end
+        else if (engine_impl0_region_impl2_or_vec10_y) begin
             engine_impl0_region_impl2_wptr <= (engine_impl0_region_impl2_wptr + 1);
         end
     end
@@ -17733,34 +17443,40 @@ assign engine_impl0_region_impl2_or_vec11_y = (engine_impl0_region_impl2_or_vec1
 
 always @(posedge clk) begin: engine_impl0_region_impl2_fifo_queue2_q
     if (rst == 1) begin
-        engine_impl0_region_impl2_read_channel24_qptr <= 0;
-        engine_impl0_region_impl2_fifo_queue2_cnt <= 0;
+        engine_impl0_region_impl2_rptr <= 0;
+        engine_impl0_region_impl2_qcnt <= 0;
     end
     else begin
-        if (engine_impl0_region_impl2_or_vec11_y) begin
-            engine_impl0_region_impl2_read_channel24_qptr <= (engine_impl0_region_impl2_read_channel24_qptr + 1);
+        if (fifo_clr) begin
+            engine_impl0_region_impl2_rptr <= 0;
+            engine_impl0_region_impl2_qcnt <= 0;
         end
-        if ((engine_impl0_region_impl2_or_vec10_y && (!engine_impl0_region_impl2_or_vec11_y))) begin
-            engine_impl0_region_impl2_fifo_queue2_cnt <= (engine_impl0_region_impl2_fifo_queue2_cnt + 1);
-        end
-        else if ((engine_impl0_region_impl2_or_vec11_y && (!engine_impl0_region_impl2_or_vec10_y))) begin
-            engine_impl0_region_impl2_fifo_queue2_cnt <= (engine_impl0_region_impl2_fifo_queue2_cnt - 1);
+        else begin
+            if (engine_impl0_region_impl2_or_vec11_y) begin
+                engine_impl0_region_impl2_rptr <= (engine_impl0_region_impl2_rptr + 1);
+            end
+            if ((engine_impl0_region_impl2_or_vec10_y && (!engine_impl0_region_impl2_or_vec11_y))) begin
+                engine_impl0_region_impl2_qcnt <= (engine_impl0_region_impl2_qcnt + 1);
+            end
+            else if ((engine_impl0_region_impl2_or_vec11_y && (!engine_impl0_region_impl2_or_vec10_y))) begin
+                engine_impl0_region_impl2_qcnt <= (engine_impl0_region_impl2_qcnt - 1);
+            end
         end
     end
 end
 
 
 
-assign engine_impl0_region_impl2_read_channel24_q_nempty = (engine_impl0_region_impl2_fifo_queue2_cnt != 0);
-assign engine_impl0_region_impl2_fifo_queue2_full = (engine_impl0_region_impl2_fifo_queue2_cnt == 256);
+assign engine_impl0_region_impl2_nempty = (engine_impl0_region_impl2_qcnt != 0);
+assign engine_impl0_region_impl2_qfull = (engine_impl0_region_impl2_qcnt == 256);
 
 
 
-assign engine_impl0_region_impl2_q_nfull = (!engine_impl0_region_impl2_fifo_queue2_full);
+assign engine_impl0_region_impl2_q_nfull = (!engine_impl0_region_impl2_qfull);
 
 
 
-assign engine_impl0_region_impl2_copy_sig92_y = engine_impl0_region_impl2_fifo_queue2_cnt;
+assign engine_impl0_region_impl2_copy_sig92_y = engine_impl0_region_impl2_qcnt;
 
 
 
@@ -17769,11 +17485,7 @@ assign engine_impl0_region_impl3_read_channel36_access_ctl54_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl3_read_channel36_access_ctl54_ol = (engine_impl0_region_impl3_read_channel36_access_ctl54_a_off + engine_impl0_region_impl3_read_channel36_access_ctl54_a_len);
-
-
-
-assign engine_impl0_region_impl3_read_channel36_access_ctl54_a_ok = ((engine_impl0_region_impl3_read_channel36_access[31] != engine_impl0_region_impl3_read_channel36_access[30]) && (engine_impl0_region_impl3_read_channel36_access_ctl54_a_len != 0) && (engine_impl0_region_impl3_read_channel36_access_ctl54_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_read_channel36_access_ctl54_a_ok = ((engine_impl0_region_impl3_read_channel36_access[31] != engine_impl0_region_impl3_read_channel36_access[30]) && (engine_impl0_region_impl3_read_channel36_access_ctl54_a_len != 0) && (engine_impl0_region_impl3_read_channel36_access_ctl54_a_len <= 256) && (engine_impl0_region_impl3_read_channel36_access_ctl54_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -17898,13 +17610,13 @@ assign engine_impl0_region_impl3_read_channel36_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl3_read_channel36_req = (engine_impl0_region_impl3_read_channel36_running && engine_impl0_region_impl3_read_channel36_can && (engine_impl0_region_impl3_read_channel36_q_nempty || (!engine_impl0_region_impl3_read_channel36_mfifo)));
+assign engine_impl0_region_impl3_read_channel36_req = (engine_impl0_region_impl3_read_channel36_running && engine_impl0_region_impl3_read_channel36_can && (engine_impl0_region_impl3_nempty || (!engine_impl0_region_impl3_read_channel36_mfifo)));
 assign engine_impl0_region_impl3_read_channel36_done_evt = ((engine_impl0_region_impl3_read_channel36_cnt != 0) && engine_impl0_region_impl3_read_channel36_m_tready && engine_impl0_region_impl3_read_channel36_f0);
 
 
-always @(engine_impl0_region_impl3_read_channel36_mfifo, engine_impl0_region_impl3_read_channel36_addr_bram, engine_impl0_region_impl3_read_channel36_qptr) begin: engine_impl0_region_impl3_read_channel36_addrc
+always @(engine_impl0_region_impl3_read_channel36_mfifo, engine_impl0_region_impl3_read_channel36_addr_bram, engine_impl0_region_impl3_rptr) begin: engine_impl0_region_impl3_read_channel36_addrc
     if (engine_impl0_region_impl3_read_channel36_mfifo) begin
-        engine_impl0_region_impl3_read_channel36_addr_o = engine_impl0_region_impl3_read_channel36_qptr;
+        engine_impl0_region_impl3_read_channel36_addr_o = engine_impl0_region_impl3_rptr;
     end
     else begin
         engine_impl0_region_impl3_read_channel36_addr_o = engine_impl0_region_impl3_read_channel36_addr_bram;
@@ -17970,11 +17682,7 @@ assign engine_impl0_region_impl3_read_channel37_access_ctl55_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl3_read_channel37_access_ctl55_ol = (engine_impl0_region_impl3_read_channel37_access_ctl55_a_off + engine_impl0_region_impl3_read_channel37_access_ctl55_a_len);
-
-
-
-assign engine_impl0_region_impl3_read_channel37_access_ctl55_a_ok = ((engine_impl0_region_impl3_read_channel37_access[31] != engine_impl0_region_impl3_read_channel37_access[30]) && (engine_impl0_region_impl3_read_channel37_access_ctl55_a_len != 0) && (engine_impl0_region_impl3_read_channel37_access_ctl55_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_read_channel37_access_ctl55_a_ok = ((engine_impl0_region_impl3_read_channel37_access[31] != engine_impl0_region_impl3_read_channel37_access[30]) && (engine_impl0_region_impl3_read_channel37_access_ctl55_a_len != 0) && (engine_impl0_region_impl3_read_channel37_access_ctl55_a_len <= 256) && (engine_impl0_region_impl3_read_channel37_access_ctl55_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -18099,13 +17807,13 @@ assign engine_impl0_region_impl3_read_channel37_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl3_read_channel37_req = (engine_impl0_region_impl3_read_channel37_running && engine_impl0_region_impl3_read_channel37_can && (engine_impl0_region_impl3_read_channel36_q_nempty || (!engine_impl0_region_impl3_read_channel37_mfifo)));
+assign engine_impl0_region_impl3_read_channel37_req = (engine_impl0_region_impl3_read_channel37_running && engine_impl0_region_impl3_read_channel37_can && (engine_impl0_region_impl3_nempty || (!engine_impl0_region_impl3_read_channel37_mfifo)));
 assign engine_impl0_region_impl3_read_channel37_done_evt = ((engine_impl0_region_impl3_read_channel37_cnt != 0) && engine_impl0_region_impl3_read_channel37_m_tready && engine_impl0_region_impl3_read_channel37_f0);
 
 
-always @(engine_impl0_region_impl3_read_channel37_mfifo, engine_impl0_region_impl3_read_channel37_addr_bram, engine_impl0_region_impl3_read_channel36_qptr) begin: engine_impl0_region_impl3_read_channel37_addrc
+always @(engine_impl0_region_impl3_read_channel37_mfifo, engine_impl0_region_impl3_read_channel37_addr_bram, engine_impl0_region_impl3_rptr) begin: engine_impl0_region_impl3_read_channel37_addrc
     if (engine_impl0_region_impl3_read_channel37_mfifo) begin
-        engine_impl0_region_impl3_read_channel37_addr_o = engine_impl0_region_impl3_read_channel36_qptr;
+        engine_impl0_region_impl3_read_channel37_addr_o = engine_impl0_region_impl3_rptr;
     end
     else begin
         engine_impl0_region_impl3_read_channel37_addr_o = engine_impl0_region_impl3_read_channel37_addr_bram;
@@ -18171,11 +17879,7 @@ assign engine_impl0_region_impl3_read_channel38_access_ctl56_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl3_read_channel38_access_ctl56_ol = (engine_impl0_region_impl3_read_channel38_access_ctl56_a_off + engine_impl0_region_impl3_read_channel38_access_ctl56_a_len);
-
-
-
-assign engine_impl0_region_impl3_read_channel38_access_ctl56_a_ok = ((engine_impl0_region_impl3_read_channel38_access[31] != engine_impl0_region_impl3_read_channel38_access[30]) && (engine_impl0_region_impl3_read_channel38_access_ctl56_a_len != 0) && (engine_impl0_region_impl3_read_channel38_access_ctl56_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_read_channel38_access_ctl56_a_ok = ((engine_impl0_region_impl3_read_channel38_access[31] != engine_impl0_region_impl3_read_channel38_access[30]) && (engine_impl0_region_impl3_read_channel38_access_ctl56_a_len != 0) && (engine_impl0_region_impl3_read_channel38_access_ctl56_a_len <= 256) && (engine_impl0_region_impl3_read_channel38_access_ctl56_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -18300,13 +18004,13 @@ assign engine_impl0_region_impl3_read_channel38_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl3_read_channel38_req = (engine_impl0_region_impl3_read_channel38_running && engine_impl0_region_impl3_read_channel38_can && (engine_impl0_region_impl3_read_channel36_q_nempty || (!engine_impl0_region_impl3_read_channel38_mfifo)));
+assign engine_impl0_region_impl3_read_channel38_req = (engine_impl0_region_impl3_read_channel38_running && engine_impl0_region_impl3_read_channel38_can && (engine_impl0_region_impl3_nempty || (!engine_impl0_region_impl3_read_channel38_mfifo)));
 assign engine_impl0_region_impl3_read_channel38_done_evt = ((engine_impl0_region_impl3_read_channel38_cnt != 0) && engine_impl0_region_impl3_read_channel38_m_tready && engine_impl0_region_impl3_read_channel38_f0);
 
 
-always @(engine_impl0_region_impl3_read_channel38_mfifo, engine_impl0_region_impl3_read_channel38_addr_bram, engine_impl0_region_impl3_read_channel36_qptr) begin: engine_impl0_region_impl3_read_channel38_addrc
+always @(engine_impl0_region_impl3_read_channel38_mfifo, engine_impl0_region_impl3_read_channel38_addr_bram, engine_impl0_region_impl3_rptr) begin: engine_impl0_region_impl3_read_channel38_addrc
     if (engine_impl0_region_impl3_read_channel38_mfifo) begin
-        engine_impl0_region_impl3_read_channel38_addr_o = engine_impl0_region_impl3_read_channel36_qptr;
+        engine_impl0_region_impl3_read_channel38_addr_o = engine_impl0_region_impl3_rptr;
     end
     else begin
         engine_impl0_region_impl3_read_channel38_addr_o = engine_impl0_region_impl3_read_channel38_addr_bram;
@@ -18372,11 +18076,7 @@ assign engine_impl0_region_impl3_read_channel39_access_ctl57_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl3_read_channel39_access_ctl57_ol = (engine_impl0_region_impl3_read_channel39_access_ctl57_a_off + engine_impl0_region_impl3_read_channel39_access_ctl57_a_len);
-
-
-
-assign engine_impl0_region_impl3_read_channel39_access_ctl57_a_ok = ((engine_impl0_region_impl3_read_channel39_access[31] != engine_impl0_region_impl3_read_channel39_access[30]) && (engine_impl0_region_impl3_read_channel39_access_ctl57_a_len != 0) && (engine_impl0_region_impl3_read_channel39_access_ctl57_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_read_channel39_access_ctl57_a_ok = ((engine_impl0_region_impl3_read_channel39_access[31] != engine_impl0_region_impl3_read_channel39_access[30]) && (engine_impl0_region_impl3_read_channel39_access_ctl57_a_len != 0) && (engine_impl0_region_impl3_read_channel39_access_ctl57_a_len <= 256) && (engine_impl0_region_impl3_read_channel39_access_ctl57_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -18501,13 +18201,13 @@ assign engine_impl0_region_impl3_read_channel39_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl3_read_channel39_req = (engine_impl0_region_impl3_read_channel39_running && engine_impl0_region_impl3_read_channel39_can && (engine_impl0_region_impl3_read_channel36_q_nempty || (!engine_impl0_region_impl3_read_channel39_mfifo)));
+assign engine_impl0_region_impl3_read_channel39_req = (engine_impl0_region_impl3_read_channel39_running && engine_impl0_region_impl3_read_channel39_can && (engine_impl0_region_impl3_nempty || (!engine_impl0_region_impl3_read_channel39_mfifo)));
 assign engine_impl0_region_impl3_read_channel39_done_evt = ((engine_impl0_region_impl3_read_channel39_cnt != 0) && engine_impl0_region_impl3_read_channel39_m_tready && engine_impl0_region_impl3_read_channel39_f0);
 
 
-always @(engine_impl0_region_impl3_read_channel39_mfifo, engine_impl0_region_impl3_read_channel39_addr_bram, engine_impl0_region_impl3_read_channel36_qptr) begin: engine_impl0_region_impl3_read_channel39_addrc
+always @(engine_impl0_region_impl3_read_channel39_mfifo, engine_impl0_region_impl3_read_channel39_addr_bram, engine_impl0_region_impl3_rptr) begin: engine_impl0_region_impl3_read_channel39_addrc
     if (engine_impl0_region_impl3_read_channel39_mfifo) begin
-        engine_impl0_region_impl3_read_channel39_addr_o = engine_impl0_region_impl3_read_channel36_qptr;
+        engine_impl0_region_impl3_read_channel39_addr_o = engine_impl0_region_impl3_rptr;
     end
     else begin
         engine_impl0_region_impl3_read_channel39_addr_o = engine_impl0_region_impl3_read_channel39_addr_bram;
@@ -18573,11 +18273,7 @@ assign engine_impl0_region_impl3_read_channel40_access_ctl58_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl3_read_channel40_access_ctl58_ol = (engine_impl0_region_impl3_read_channel40_access_ctl58_a_off + engine_impl0_region_impl3_read_channel40_access_ctl58_a_len);
-
-
-
-assign engine_impl0_region_impl3_read_channel40_access_ctl58_a_ok = ((engine_impl0_region_impl3_read_channel40_access[31] != engine_impl0_region_impl3_read_channel40_access[30]) && (engine_impl0_region_impl3_read_channel40_access_ctl58_a_len != 0) && (engine_impl0_region_impl3_read_channel40_access_ctl58_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_read_channel40_access_ctl58_a_ok = ((engine_impl0_region_impl3_read_channel40_access[31] != engine_impl0_region_impl3_read_channel40_access[30]) && (engine_impl0_region_impl3_read_channel40_access_ctl58_a_len != 0) && (engine_impl0_region_impl3_read_channel40_access_ctl58_a_len <= 256) && (engine_impl0_region_impl3_read_channel40_access_ctl58_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -18702,13 +18398,13 @@ assign engine_impl0_region_impl3_read_channel40_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl3_read_channel40_req = (engine_impl0_region_impl3_read_channel40_running && engine_impl0_region_impl3_read_channel40_can && (engine_impl0_region_impl3_read_channel36_q_nempty || (!engine_impl0_region_impl3_read_channel40_mfifo)));
+assign engine_impl0_region_impl3_read_channel40_req = (engine_impl0_region_impl3_read_channel40_running && engine_impl0_region_impl3_read_channel40_can && (engine_impl0_region_impl3_nempty || (!engine_impl0_region_impl3_read_channel40_mfifo)));
 assign engine_impl0_region_impl3_read_channel40_done_evt = ((engine_impl0_region_impl3_read_channel40_cnt != 0) && engine_impl0_region_impl3_read_channel40_m_tready && engine_impl0_region_impl3_read_channel40_f0);
 
 
-always @(engine_impl0_region_impl3_read_channel40_mfifo, engine_impl0_region_impl3_read_channel40_addr_bram, engine_impl0_region_impl3_read_channel36_qptr) begin: engine_impl0_region_impl3_read_channel40_addrc
+always @(engine_impl0_region_impl3_read_channel40_mfifo, engine_impl0_region_impl3_read_channel40_addr_bram, engine_impl0_region_impl3_rptr) begin: engine_impl0_region_impl3_read_channel40_addrc
     if (engine_impl0_region_impl3_read_channel40_mfifo) begin
-        engine_impl0_region_impl3_read_channel40_addr_o = engine_impl0_region_impl3_read_channel36_qptr;
+        engine_impl0_region_impl3_read_channel40_addr_o = engine_impl0_region_impl3_rptr;
     end
     else begin
         engine_impl0_region_impl3_read_channel40_addr_o = engine_impl0_region_impl3_read_channel40_addr_bram;
@@ -18774,11 +18470,7 @@ assign engine_impl0_region_impl3_read_channel41_access_ctl59_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl3_read_channel41_access_ctl59_ol = (engine_impl0_region_impl3_read_channel41_access_ctl59_a_off + engine_impl0_region_impl3_read_channel41_access_ctl59_a_len);
-
-
-
-assign engine_impl0_region_impl3_read_channel41_access_ctl59_a_ok = ((engine_impl0_region_impl3_read_channel41_access[31] != engine_impl0_region_impl3_read_channel41_access[30]) && (engine_impl0_region_impl3_read_channel41_access_ctl59_a_len != 0) && (engine_impl0_region_impl3_read_channel41_access_ctl59_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_read_channel41_access_ctl59_a_ok = ((engine_impl0_region_impl3_read_channel41_access[31] != engine_impl0_region_impl3_read_channel41_access[30]) && (engine_impl0_region_impl3_read_channel41_access_ctl59_a_len != 0) && (engine_impl0_region_impl3_read_channel41_access_ctl59_a_len <= 256) && (engine_impl0_region_impl3_read_channel41_access_ctl59_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -18903,13 +18595,13 @@ assign engine_impl0_region_impl3_read_channel41_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl3_read_channel41_req = (engine_impl0_region_impl3_read_channel41_running && engine_impl0_region_impl3_read_channel41_can && (engine_impl0_region_impl3_read_channel36_q_nempty || (!engine_impl0_region_impl3_read_channel41_mfifo)));
+assign engine_impl0_region_impl3_read_channel41_req = (engine_impl0_region_impl3_read_channel41_running && engine_impl0_region_impl3_read_channel41_can && (engine_impl0_region_impl3_nempty || (!engine_impl0_region_impl3_read_channel41_mfifo)));
 assign engine_impl0_region_impl3_read_channel41_done_evt = ((engine_impl0_region_impl3_read_channel41_cnt != 0) && engine_impl0_region_impl3_read_channel41_m_tready && engine_impl0_region_impl3_read_channel41_f0);
 
 
-always @(engine_impl0_region_impl3_read_channel41_mfifo, engine_impl0_region_impl3_read_channel41_addr_bram, engine_impl0_region_impl3_read_channel36_qptr) begin: engine_impl0_region_impl3_read_channel41_addrc
+always @(engine_impl0_region_impl3_read_channel41_mfifo, engine_impl0_region_impl3_read_channel41_addr_bram, engine_impl0_region_impl3_rptr) begin: engine_impl0_region_impl3_read_channel41_addrc
     if (engine_impl0_region_impl3_read_channel41_mfifo) begin
-        engine_impl0_region_impl3_read_channel41_addr_o = engine_impl0_region_impl3_read_channel36_qptr;
+        engine_impl0_region_impl3_read_channel41_addr_o = engine_impl0_region_impl3_rptr;
     end
     else begin
         engine_impl0_region_impl3_read_channel41_addr_o = engine_impl0_region_impl3_read_channel41_addr_bram;
@@ -18975,11 +18667,7 @@ assign engine_impl0_region_impl3_read_channel42_access_ctl60_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl3_read_channel42_access_ctl60_ol = (engine_impl0_region_impl3_read_channel42_access_ctl60_a_off + engine_impl0_region_impl3_read_channel42_access_ctl60_a_len);
-
-
-
-assign engine_impl0_region_impl3_read_channel42_access_ctl60_a_ok = ((engine_impl0_region_impl3_read_channel42_access[31] != engine_impl0_region_impl3_read_channel42_access[30]) && (engine_impl0_region_impl3_read_channel42_access_ctl60_a_len != 0) && (engine_impl0_region_impl3_read_channel42_access_ctl60_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_read_channel42_access_ctl60_a_ok = ((engine_impl0_region_impl3_read_channel42_access[31] != engine_impl0_region_impl3_read_channel42_access[30]) && (engine_impl0_region_impl3_read_channel42_access_ctl60_a_len != 0) && (engine_impl0_region_impl3_read_channel42_access_ctl60_a_len <= 256) && (engine_impl0_region_impl3_read_channel42_access_ctl60_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -19104,13 +18792,13 @@ assign engine_impl0_region_impl3_read_channel42_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl3_read_channel42_req = (engine_impl0_region_impl3_read_channel42_running && engine_impl0_region_impl3_read_channel42_can && (engine_impl0_region_impl3_read_channel36_q_nempty || (!engine_impl0_region_impl3_read_channel42_mfifo)));
+assign engine_impl0_region_impl3_read_channel42_req = (engine_impl0_region_impl3_read_channel42_running && engine_impl0_region_impl3_read_channel42_can && (engine_impl0_region_impl3_nempty || (!engine_impl0_region_impl3_read_channel42_mfifo)));
 assign engine_impl0_region_impl3_read_channel42_done_evt = ((engine_impl0_region_impl3_read_channel42_cnt != 0) && engine_impl0_region_impl3_read_channel42_m_tready && engine_impl0_region_impl3_read_channel42_f0);
 
 
-always @(engine_impl0_region_impl3_read_channel42_mfifo, engine_impl0_region_impl3_read_channel42_addr_bram, engine_impl0_region_impl3_read_channel36_qptr) begin: engine_impl0_region_impl3_read_channel42_addrc
+always @(engine_impl0_region_impl3_read_channel42_mfifo, engine_impl0_region_impl3_read_channel42_addr_bram, engine_impl0_region_impl3_rptr) begin: engine_impl0_region_impl3_read_channel42_addrc
     if (engine_impl0_region_impl3_read_channel42_mfifo) begin
-        engine_impl0_region_impl3_read_channel42_addr_o = engine_impl0_region_impl3_read_channel36_qptr;
+        engine_impl0_region_impl3_read_channel42_addr_o = engine_impl0_region_impl3_rptr;
     end
     else begin
         engine_impl0_region_impl3_read_channel42_addr_o = engine_impl0_region_impl3_read_channel42_addr_bram;
@@ -19176,11 +18864,7 @@ assign engine_impl0_region_impl3_read_channel43_access_ctl61_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl3_read_channel43_access_ctl61_ol = (engine_impl0_region_impl3_read_channel43_access_ctl61_a_off + engine_impl0_region_impl3_read_channel43_access_ctl61_a_len);
-
-
-
-assign engine_impl0_region_impl3_read_channel43_access_ctl61_a_ok = ((engine_impl0_region_impl3_read_channel43_access[31] != engine_impl0_region_impl3_read_channel43_access[30]) && (engine_impl0_region_impl3_read_channel43_access_ctl61_a_len != 0) && (engine_impl0_region_impl3_read_channel43_access_ctl61_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_read_channel43_access_ctl61_a_ok = ((engine_impl0_region_impl3_read_channel43_access[31] != engine_impl0_region_impl3_read_channel43_access[30]) && (engine_impl0_region_impl3_read_channel43_access_ctl61_a_len != 0) && (engine_impl0_region_impl3_read_channel43_access_ctl61_a_len <= 256) && (engine_impl0_region_impl3_read_channel43_access_ctl61_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -19305,13 +18989,13 @@ assign engine_impl0_region_impl3_read_channel43_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl3_read_channel43_req = (engine_impl0_region_impl3_read_channel43_running && engine_impl0_region_impl3_read_channel43_can && (engine_impl0_region_impl3_read_channel36_q_nempty || (!engine_impl0_region_impl3_read_channel43_mfifo)));
+assign engine_impl0_region_impl3_read_channel43_req = (engine_impl0_region_impl3_read_channel43_running && engine_impl0_region_impl3_read_channel43_can && (engine_impl0_region_impl3_nempty || (!engine_impl0_region_impl3_read_channel43_mfifo)));
 assign engine_impl0_region_impl3_read_channel43_done_evt = ((engine_impl0_region_impl3_read_channel43_cnt != 0) && engine_impl0_region_impl3_read_channel43_m_tready && engine_impl0_region_impl3_read_channel43_f0);
 
 
-always @(engine_impl0_region_impl3_read_channel43_mfifo, engine_impl0_region_impl3_read_channel43_addr_bram, engine_impl0_region_impl3_read_channel36_qptr) begin: engine_impl0_region_impl3_read_channel43_addrc
+always @(engine_impl0_region_impl3_read_channel43_mfifo, engine_impl0_region_impl3_read_channel43_addr_bram, engine_impl0_region_impl3_rptr) begin: engine_impl0_region_impl3_read_channel43_addrc
     if (engine_impl0_region_impl3_read_channel43_mfifo) begin
-        engine_impl0_region_impl3_read_channel43_addr_o = engine_impl0_region_impl3_read_channel36_qptr;
+        engine_impl0_region_impl3_read_channel43_addr_o = engine_impl0_region_impl3_rptr;
     end
     else begin
         engine_impl0_region_impl3_read_channel43_addr_o = engine_impl0_region_impl3_read_channel43_addr_bram;
@@ -19377,11 +19061,7 @@ assign engine_impl0_region_impl3_read_channel44_access_ctl62_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl3_read_channel44_access_ctl62_ol = (engine_impl0_region_impl3_read_channel44_access_ctl62_a_off + engine_impl0_region_impl3_read_channel44_access_ctl62_a_len);
-
-
-
-assign engine_impl0_region_impl3_read_channel44_access_ctl62_a_ok = ((engine_impl0_region_impl3_read_channel44_access[31] != engine_impl0_region_impl3_read_channel44_access[30]) && (engine_impl0_region_impl3_read_channel44_access_ctl62_a_len != 0) && (engine_impl0_region_impl3_read_channel44_access_ctl62_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_read_channel44_access_ctl62_a_ok = ((engine_impl0_region_impl3_read_channel44_access[31] != engine_impl0_region_impl3_read_channel44_access[30]) && (engine_impl0_region_impl3_read_channel44_access_ctl62_a_len != 0) && (engine_impl0_region_impl3_read_channel44_access_ctl62_a_len <= 256) && (engine_impl0_region_impl3_read_channel44_access_ctl62_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -19506,13 +19186,13 @@ assign engine_impl0_region_impl3_read_channel44_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl3_read_channel44_req = (engine_impl0_region_impl3_read_channel44_running && engine_impl0_region_impl3_read_channel44_can && (engine_impl0_region_impl3_read_channel36_q_nempty || (!engine_impl0_region_impl3_read_channel44_mfifo)));
+assign engine_impl0_region_impl3_read_channel44_req = (engine_impl0_region_impl3_read_channel44_running && engine_impl0_region_impl3_read_channel44_can && (engine_impl0_region_impl3_nempty || (!engine_impl0_region_impl3_read_channel44_mfifo)));
 assign engine_impl0_region_impl3_read_channel44_done_evt = ((engine_impl0_region_impl3_read_channel44_cnt != 0) && engine_impl0_region_impl3_read_channel44_m_tready && engine_impl0_region_impl3_read_channel44_f0);
 
 
-always @(engine_impl0_region_impl3_read_channel44_mfifo, engine_impl0_region_impl3_read_channel44_addr_bram, engine_impl0_region_impl3_read_channel36_qptr) begin: engine_impl0_region_impl3_read_channel44_addrc
+always @(engine_impl0_region_impl3_read_channel44_mfifo, engine_impl0_region_impl3_read_channel44_addr_bram, engine_impl0_region_impl3_rptr) begin: engine_impl0_region_impl3_read_channel44_addrc
     if (engine_impl0_region_impl3_read_channel44_mfifo) begin
-        engine_impl0_region_impl3_read_channel44_addr_o = engine_impl0_region_impl3_read_channel36_qptr;
+        engine_impl0_region_impl3_read_channel44_addr_o = engine_impl0_region_impl3_rptr;
     end
     else begin
         engine_impl0_region_impl3_read_channel44_addr_o = engine_impl0_region_impl3_read_channel44_addr_bram;
@@ -19578,11 +19258,7 @@ assign engine_impl0_region_impl3_read_channel45_access_ctl63_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl3_read_channel45_access_ctl63_ol = (engine_impl0_region_impl3_read_channel45_access_ctl63_a_off + engine_impl0_region_impl3_read_channel45_access_ctl63_a_len);
-
-
-
-assign engine_impl0_region_impl3_read_channel45_access_ctl63_a_ok = ((engine_impl0_region_impl3_read_channel45_access[31] != engine_impl0_region_impl3_read_channel45_access[30]) && (engine_impl0_region_impl3_read_channel45_access_ctl63_a_len != 0) && (engine_impl0_region_impl3_read_channel45_access_ctl63_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_read_channel45_access_ctl63_a_ok = ((engine_impl0_region_impl3_read_channel45_access[31] != engine_impl0_region_impl3_read_channel45_access[30]) && (engine_impl0_region_impl3_read_channel45_access_ctl63_a_len != 0) && (engine_impl0_region_impl3_read_channel45_access_ctl63_a_len <= 256) && (engine_impl0_region_impl3_read_channel45_access_ctl63_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -19707,13 +19383,13 @@ assign engine_impl0_region_impl3_read_channel45_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl3_read_channel45_req = (engine_impl0_region_impl3_read_channel45_running && engine_impl0_region_impl3_read_channel45_can && (engine_impl0_region_impl3_read_channel36_q_nempty || (!engine_impl0_region_impl3_read_channel45_mfifo)));
+assign engine_impl0_region_impl3_read_channel45_req = (engine_impl0_region_impl3_read_channel45_running && engine_impl0_region_impl3_read_channel45_can && (engine_impl0_region_impl3_nempty || (!engine_impl0_region_impl3_read_channel45_mfifo)));
 assign engine_impl0_region_impl3_read_channel45_done_evt = ((engine_impl0_region_impl3_read_channel45_cnt != 0) && engine_impl0_region_impl3_read_channel45_m_tready && engine_impl0_region_impl3_read_channel45_f0);
 
 
-always @(engine_impl0_region_impl3_read_channel45_mfifo, engine_impl0_region_impl3_read_channel45_addr_bram, engine_impl0_region_impl3_read_channel36_qptr) begin: engine_impl0_region_impl3_read_channel45_addrc
+always @(engine_impl0_region_impl3_read_channel45_mfifo, engine_impl0_region_impl3_read_channel45_addr_bram, engine_impl0_region_impl3_rptr) begin: engine_impl0_region_impl3_read_channel45_addrc
     if (engine_impl0_region_impl3_read_channel45_mfifo) begin
-        engine_impl0_region_impl3_read_channel45_addr_o = engine_impl0_region_impl3_read_channel36_qptr;
+        engine_impl0_region_impl3_read_channel45_addr_o = engine_impl0_region_impl3_rptr;
     end
     else begin
         engine_impl0_region_impl3_read_channel45_addr_o = engine_impl0_region_impl3_read_channel45_addr_bram;
@@ -19779,11 +19455,7 @@ assign engine_impl0_region_impl3_read_channel46_access_ctl64_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl3_read_channel46_access_ctl64_ol = (engine_impl0_region_impl3_read_channel46_access_ctl64_a_off + engine_impl0_region_impl3_read_channel46_access_ctl64_a_len);
-
-
-
-assign engine_impl0_region_impl3_read_channel46_access_ctl64_a_ok = ((engine_impl0_region_impl3_read_channel46_access[31] != engine_impl0_region_impl3_read_channel46_access[30]) && (engine_impl0_region_impl3_read_channel46_access_ctl64_a_len != 0) && (engine_impl0_region_impl3_read_channel46_access_ctl64_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_read_channel46_access_ctl64_a_ok = ((engine_impl0_region_impl3_read_channel46_access[31] != engine_impl0_region_impl3_read_channel46_access[30]) && (engine_impl0_region_impl3_read_channel46_access_ctl64_a_len != 0) && (engine_impl0_region_impl3_read_channel46_access_ctl64_a_len <= 256) && (engine_impl0_region_impl3_read_channel46_access_ctl64_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -19908,13 +19580,13 @@ assign engine_impl0_region_impl3_read_channel46_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl3_read_channel46_req = (engine_impl0_region_impl3_read_channel46_running && engine_impl0_region_impl3_read_channel46_can && (engine_impl0_region_impl3_read_channel36_q_nempty || (!engine_impl0_region_impl3_read_channel46_mfifo)));
+assign engine_impl0_region_impl3_read_channel46_req = (engine_impl0_region_impl3_read_channel46_running && engine_impl0_region_impl3_read_channel46_can && (engine_impl0_region_impl3_nempty || (!engine_impl0_region_impl3_read_channel46_mfifo)));
 assign engine_impl0_region_impl3_read_channel46_done_evt = ((engine_impl0_region_impl3_read_channel46_cnt != 0) && engine_impl0_region_impl3_read_channel46_m_tready && engine_impl0_region_impl3_read_channel46_f0);
 
 
-always @(engine_impl0_region_impl3_read_channel46_mfifo, engine_impl0_region_impl3_read_channel46_addr_bram, engine_impl0_region_impl3_read_channel36_qptr) begin: engine_impl0_region_impl3_read_channel46_addrc
+always @(engine_impl0_region_impl3_read_channel46_mfifo, engine_impl0_region_impl3_read_channel46_addr_bram, engine_impl0_region_impl3_rptr) begin: engine_impl0_region_impl3_read_channel46_addrc
     if (engine_impl0_region_impl3_read_channel46_mfifo) begin
-        engine_impl0_region_impl3_read_channel46_addr_o = engine_impl0_region_impl3_read_channel36_qptr;
+        engine_impl0_region_impl3_read_channel46_addr_o = engine_impl0_region_impl3_rptr;
     end
     else begin
         engine_impl0_region_impl3_read_channel46_addr_o = engine_impl0_region_impl3_read_channel46_addr_bram;
@@ -19980,11 +19652,7 @@ assign engine_impl0_region_impl3_read_channel47_access_ctl65_a_off = engine_impl
 
 
 
-assign engine_impl0_region_impl3_read_channel47_access_ctl65_ol = (engine_impl0_region_impl3_read_channel47_access_ctl65_a_off + engine_impl0_region_impl3_read_channel47_access_ctl65_a_len);
-
-
-
-assign engine_impl0_region_impl3_read_channel47_access_ctl65_a_ok = ((engine_impl0_region_impl3_read_channel47_access[31] != engine_impl0_region_impl3_read_channel47_access[30]) && (engine_impl0_region_impl3_read_channel47_access_ctl65_a_len != 0) && (engine_impl0_region_impl3_read_channel47_access_ctl65_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_read_channel47_access_ctl65_a_ok = ((engine_impl0_region_impl3_read_channel47_access[31] != engine_impl0_region_impl3_read_channel47_access[30]) && (engine_impl0_region_impl3_read_channel47_access_ctl65_a_len != 0) && (engine_impl0_region_impl3_read_channel47_access_ctl65_a_len <= 256) && (engine_impl0_region_impl3_read_channel47_access_ctl65_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -20109,13 +19777,13 @@ assign engine_impl0_region_impl3_read_channel47_can = ((engine_impl0_region_impl
 
 
 
-assign engine_impl0_region_impl3_read_channel47_req = (engine_impl0_region_impl3_read_channel47_running && engine_impl0_region_impl3_read_channel47_can && (engine_impl0_region_impl3_read_channel36_q_nempty || (!engine_impl0_region_impl3_read_channel47_mfifo)));
+assign engine_impl0_region_impl3_read_channel47_req = (engine_impl0_region_impl3_read_channel47_running && engine_impl0_region_impl3_read_channel47_can && (engine_impl0_region_impl3_nempty || (!engine_impl0_region_impl3_read_channel47_mfifo)));
 assign engine_impl0_region_impl3_read_channel47_done_evt = ((engine_impl0_region_impl3_read_channel47_cnt != 0) && engine_impl0_region_impl3_read_channel47_m_tready && engine_impl0_region_impl3_read_channel47_f0);
 
 
-always @(engine_impl0_region_impl3_read_channel47_mfifo, engine_impl0_region_impl3_read_channel47_addr_bram, engine_impl0_region_impl3_read_channel36_qptr) begin: engine_impl0_region_impl3_read_channel47_addrc
+always @(engine_impl0_region_impl3_read_channel47_mfifo, engine_impl0_region_impl3_read_channel47_addr_bram, engine_impl0_region_impl3_rptr) begin: engine_impl0_region_impl3_read_channel47_addrc
     if (engine_impl0_region_impl3_read_channel47_mfifo) begin
-        engine_impl0_region_impl3_read_channel47_addr_o = engine_impl0_region_impl3_read_channel36_qptr;
+        engine_impl0_region_impl3_read_channel47_addr_o = engine_impl0_region_impl3_rptr;
     end
     else begin
         engine_impl0_region_impl3_read_channel47_addr_o = engine_impl0_region_impl3_read_channel47_addr_bram;
@@ -20181,11 +19849,7 @@ assign engine_impl0_region_impl3_write_channel18_access_ctl66_a_off = engine_imp
 
 
 
-assign engine_impl0_region_impl3_write_channel18_access_ctl66_ol = (engine_impl0_region_impl3_write_channel18_access_ctl66_a_off + engine_impl0_region_impl3_write_channel18_access_ctl66_a_len);
-
-
-
-assign engine_impl0_region_impl3_write_channel18_access_ctl66_a_ok = ((engine_impl0_region_impl3_write_channel18_access[31] != engine_impl0_region_impl3_write_channel18_access[30]) && (engine_impl0_region_impl3_write_channel18_access_ctl66_a_len != 0) && (engine_impl0_region_impl3_write_channel18_access_ctl66_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_write_channel18_access_ctl66_a_ok = ((engine_impl0_region_impl3_write_channel18_access[31] != engine_impl0_region_impl3_write_channel18_access[30]) && (engine_impl0_region_impl3_write_channel18_access_ctl66_a_len != 0) && (engine_impl0_region_impl3_write_channel18_access_ctl66_a_len <= 256) && (engine_impl0_region_impl3_write_channel18_access_ctl66_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -20326,11 +19990,7 @@ assign engine_impl0_region_impl3_write_channel19_access_ctl67_a_off = engine_imp
 
 
 
-assign engine_impl0_region_impl3_write_channel19_access_ctl67_ol = (engine_impl0_region_impl3_write_channel19_access_ctl67_a_off + engine_impl0_region_impl3_write_channel19_access_ctl67_a_len);
-
-
-
-assign engine_impl0_region_impl3_write_channel19_access_ctl67_a_ok = ((engine_impl0_region_impl3_write_channel19_access[31] != engine_impl0_region_impl3_write_channel19_access[30]) && (engine_impl0_region_impl3_write_channel19_access_ctl67_a_len != 0) && (engine_impl0_region_impl3_write_channel19_access_ctl67_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_write_channel19_access_ctl67_a_ok = ((engine_impl0_region_impl3_write_channel19_access[31] != engine_impl0_region_impl3_write_channel19_access[30]) && (engine_impl0_region_impl3_write_channel19_access_ctl67_a_len != 0) && (engine_impl0_region_impl3_write_channel19_access_ctl67_a_len <= 256) && (engine_impl0_region_impl3_write_channel19_access_ctl67_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -20471,11 +20131,7 @@ assign engine_impl0_region_impl3_write_channel20_access_ctl68_a_off = engine_imp
 
 
 
-assign engine_impl0_region_impl3_write_channel20_access_ctl68_ol = (engine_impl0_region_impl3_write_channel20_access_ctl68_a_off + engine_impl0_region_impl3_write_channel20_access_ctl68_a_len);
-
-
-
-assign engine_impl0_region_impl3_write_channel20_access_ctl68_a_ok = ((engine_impl0_region_impl3_write_channel20_access[31] != engine_impl0_region_impl3_write_channel20_access[30]) && (engine_impl0_region_impl3_write_channel20_access_ctl68_a_len != 0) && (engine_impl0_region_impl3_write_channel20_access_ctl68_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_write_channel20_access_ctl68_a_ok = ((engine_impl0_region_impl3_write_channel20_access[31] != engine_impl0_region_impl3_write_channel20_access[30]) && (engine_impl0_region_impl3_write_channel20_access_ctl68_a_len != 0) && (engine_impl0_region_impl3_write_channel20_access_ctl68_a_len <= 256) && (engine_impl0_region_impl3_write_channel20_access_ctl68_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -20616,11 +20272,7 @@ assign engine_impl0_region_impl3_write_channel21_access_ctl69_a_off = engine_imp
 
 
 
-assign engine_impl0_region_impl3_write_channel21_access_ctl69_ol = (engine_impl0_region_impl3_write_channel21_access_ctl69_a_off + engine_impl0_region_impl3_write_channel21_access_ctl69_a_len);
-
-
-
-assign engine_impl0_region_impl3_write_channel21_access_ctl69_a_ok = ((engine_impl0_region_impl3_write_channel21_access[31] != engine_impl0_region_impl3_write_channel21_access[30]) && (engine_impl0_region_impl3_write_channel21_access_ctl69_a_len != 0) && (engine_impl0_region_impl3_write_channel21_access_ctl69_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_write_channel21_access_ctl69_a_ok = ((engine_impl0_region_impl3_write_channel21_access[31] != engine_impl0_region_impl3_write_channel21_access[30]) && (engine_impl0_region_impl3_write_channel21_access_ctl69_a_len != 0) && (engine_impl0_region_impl3_write_channel21_access_ctl69_a_len <= 256) && (engine_impl0_region_impl3_write_channel21_access_ctl69_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -20761,11 +20413,7 @@ assign engine_impl0_region_impl3_write_channel22_access_ctl70_a_off = engine_imp
 
 
 
-assign engine_impl0_region_impl3_write_channel22_access_ctl70_ol = (engine_impl0_region_impl3_write_channel22_access_ctl70_a_off + engine_impl0_region_impl3_write_channel22_access_ctl70_a_len);
-
-
-
-assign engine_impl0_region_impl3_write_channel22_access_ctl70_a_ok = ((engine_impl0_region_impl3_write_channel22_access[31] != engine_impl0_region_impl3_write_channel22_access[30]) && (engine_impl0_region_impl3_write_channel22_access_ctl70_a_len != 0) && (engine_impl0_region_impl3_write_channel22_access_ctl70_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_write_channel22_access_ctl70_a_ok = ((engine_impl0_region_impl3_write_channel22_access[31] != engine_impl0_region_impl3_write_channel22_access[30]) && (engine_impl0_region_impl3_write_channel22_access_ctl70_a_len != 0) && (engine_impl0_region_impl3_write_channel22_access_ctl70_a_len <= 256) && (engine_impl0_region_impl3_write_channel22_access_ctl70_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -20906,11 +20554,7 @@ assign engine_impl0_region_impl3_write_channel23_access_ctl71_a_off = engine_imp
 
 
 
-assign engine_impl0_region_impl3_write_channel23_access_ctl71_ol = (engine_impl0_region_impl3_write_channel23_access_ctl71_a_off + engine_impl0_region_impl3_write_channel23_access_ctl71_a_len);
-
-
-
-assign engine_impl0_region_impl3_write_channel23_access_ctl71_a_ok = ((engine_impl0_region_impl3_write_channel23_access[31] != engine_impl0_region_impl3_write_channel23_access[30]) && (engine_impl0_region_impl3_write_channel23_access_ctl71_a_len != 0) && (engine_impl0_region_impl3_write_channel23_access_ctl71_ol <= 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_write_channel23_access_ctl71_a_ok = ((engine_impl0_region_impl3_write_channel23_access[31] != engine_impl0_region_impl3_write_channel23_access[30]) && (engine_impl0_region_impl3_write_channel23_access_ctl71_a_len != 0) && (engine_impl0_region_impl3_write_channel23_access_ctl71_a_len <= 256) && (engine_impl0_region_impl3_write_channel23_access_ctl71_a_off < 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -21514,7 +21158,10 @@ always @(posedge clk) begin: engine_impl0_region_impl3_wptr_reg3_w
         engine_impl0_region_impl3_wptr <= 0;
     end
     else begin
-        if (engine_impl0_region_impl3_or_vec14_y) begin
+        if (fifo_clr) begin
+            engine_impl0_region_impl3_wptr <= 0;
+        end
+        else if (engine_impl0_region_impl3_or_vec14_y) begin
             engine_impl0_region_impl3_wptr <= (engine_impl0_region_impl3_wptr + 1);
         end
     end
@@ -21575,34 +21222,40 @@ assign engine_impl0_region_impl3_or_vec15_y = (engine_impl0_region_impl3_or_vec1
 
 always @(posedge clk) begin: engine_impl0_region_impl3_fifo_queue3_q
     if (rst == 1) begin
-        engine_impl0_region_impl3_read_channel36_qptr <= 0;
-        engine_impl0_region_impl3_fifo_queue3_cnt <= 0;
+        engine_impl0_region_impl3_rptr <= 0;
+        engine_impl0_region_impl3_qcnt <= 0;
     end
     else begin
-        if (engine_impl0_region_impl3_or_vec15_y) begin
-            engine_impl0_region_impl3_read_channel36_qptr <= (engine_impl0_region_impl3_read_channel36_qptr + 1);
+        if (fifo_clr) begin
+            engine_impl0_region_impl3_rptr <= 0;
+            engine_impl0_region_impl3_qcnt <= 0;
         end
-        if ((engine_impl0_region_impl3_or_vec14_y && (!engine_impl0_region_impl3_or_vec15_y))) begin
-            engine_impl0_region_impl3_fifo_queue3_cnt <= (engine_impl0_region_impl3_fifo_queue3_cnt + 1);
-        end
-        else if ((engine_impl0_region_impl3_or_vec15_y && (!engine_impl0_region_impl3_or_vec14_y))) begin
-            engine_impl0_region_impl3_fifo_queue3_cnt <= (engine_impl0_region_impl3_fifo_queue3_cnt - 1);
+        else begin
+            if (engine_impl0_region_impl3_or_vec15_y) begin
+                engine_impl0_region_impl3_rptr <= (engine_impl0_region_impl3_rptr + 1);
+            end
+            if ((engine_impl0_region_impl3_or_vec14_y && (!engine_impl0_region_impl3_or_vec15_y))) begin
+                engine_impl0_region_impl3_qcnt <= (engine_impl0_region_impl3_qcnt + 1);
+            end
+            else if ((engine_impl0_region_impl3_or_vec15_y && (!engine_impl0_region_impl3_or_vec14_y))) begin
+                engine_impl0_region_impl3_qcnt <= (engine_impl0_region_impl3_qcnt - 1);
+            end
         end
     end
 end
 
 
 
-assign engine_impl0_region_impl3_read_channel36_q_nempty = (engine_impl0_region_impl3_fifo_queue3_cnt != 0);
-assign engine_impl0_region_impl3_fifo_queue3_full = (engine_impl0_region_impl3_fifo_queue3_cnt == 256);
+assign engine_impl0_region_impl3_nempty = (engine_impl0_region_impl3_qcnt != 0);
+assign engine_impl0_region_impl3_qfull = (engine_impl0_region_impl3_qcnt == 256);
 
 
 
-assign engine_impl0_region_impl3_q_nfull = (!engine_impl0_region_impl3_fifo_queue3_full);
+assign engine_impl0_region_impl3_q_nfull = (!engine_impl0_region_impl3_qfull);
 
 
 
-assign engine_impl0_region_impl3_copy_sig123_y = engine_impl0_region_impl3_fifo_queue3_cnt;
+assign engine_impl0_region_impl3_copy_sig123_y = engine_impl0_region_impl3_qcnt;
 
 
 
@@ -21941,7 +21594,7 @@ end
 
 always @(sub_acc0, sub_w1, sub_w7) begin: engine_impl0_load_ok0_dec
     engine_impl0_load_ok0_ln = sub_acc0[30-1:16];
-    engine_impl0_load_ok0_ol = (sub_acc0[14-1:0] + sub_acc0[30-1:16]);
+    engine_impl0_load_ok0_off = sub_acc0[14-1:0];
     engine_impl0_load_ok0_chid = sub_w7[21-1:16];
     if ((4 < 16)) begin
         engine_impl0_load_ok0_mhi = sub_w1[16-1:4];
@@ -21952,7 +21605,7 @@ always @(sub_acc0, sub_w1, sub_w7) begin: engine_impl0_load_ok0_dec
 end
 
 
-always @(engine_impl0_load_ok0_pres, sub_w1, engine_impl0_load_ok0_ln, sub_acc0, engine_impl0_load_ok0_mhi, engine_impl0_load_ok0_ol) begin: engine_impl0_load_ok0_chk
+always @(engine_impl0_load_ok0_pres, sub_w1, engine_impl0_load_ok0_off, engine_impl0_load_ok0_ln, sub_acc0, engine_impl0_load_ok0_mhi) begin: engine_impl0_load_ok0_chk
     if (((sub_w1[16-1:0] == 0) || (engine_impl0_load_ok0_mhi != 0))) begin
         engine_impl0_load_ok0_ok = 1'b0;
     end
@@ -21960,7 +21613,7 @@ always @(engine_impl0_load_ok0_pres, sub_w1, engine_impl0_load_ok0_ln, sub_acc0,
         engine_impl0_load_ok0_ok = engine_impl0_load_ok0_pres;
     end
     else begin
-        engine_impl0_load_ok0_ok = ((sub_acc0[31] != sub_acc0[30]) && (engine_impl0_load_ok0_ln != 0) && (engine_impl0_load_ok0_ol <= 256));
+        engine_impl0_load_ok0_ok = ((sub_acc0[31] != sub_acc0[30]) && (engine_impl0_load_ok0_ln != 0) && (engine_impl0_load_ok0_ln <= 256) && (engine_impl0_load_ok0_off < 256));
     end
 end
 
@@ -22045,63 +21698,31 @@ end
 
 
 
-assign engine_impl0_q_full0_y = (engine_impl0_region_impl0_copy_sig30_y[9-1:0] == 256);
+assign engine_impl0_q_full0_y = (engine_impl0_region_impl0_copy_sig30_y == 256);
 
 
 
-assign engine_impl0_copy_sig133_y = engine_impl0_q_full0_y;
+assign engine_impl0_can_take0_y = (engine_impl0_region_impl0_write_channel0_busy && ((!engine_impl0_lfifo) || (!engine_impl0_q_full0_y)));
 
 
 
-assign engine_impl0_or_any0_y = (engine_impl0_copy_sig133_y != 0);
+assign engine_impl0_q_full1_y = (engine_impl0_region_impl1_copy_sig61_y == 256);
 
 
 
-assign engine_impl0_can_take0_y = (engine_impl0_region_impl0_write_channel0_busy && ((!engine_impl0_lfifo) || (!engine_impl0_or_any0_y)));
+assign engine_impl0_can_take1_y = (engine_impl0_region_impl1_write_channel6_busy && ((!engine_impl0_lfifo) || (!engine_impl0_q_full1_y)));
 
 
 
-assign engine_impl0_q_full1_y = (engine_impl0_region_impl1_copy_sig61_y[9-1:0] == 256);
+assign engine_impl0_q_full2_y = (engine_impl0_region_impl2_copy_sig92_y == 256);
 
 
 
-assign engine_impl0_copy_sig134_y = engine_impl0_q_full1_y;
+assign engine_impl0_can_take2_y = (engine_impl0_region_impl2_write_channel12_busy && ((!engine_impl0_lfifo) || (!engine_impl0_q_full2_y)));
 
 
 
-assign engine_impl0_or_any1_y = (engine_impl0_copy_sig134_y != 0);
-
-
-
-assign engine_impl0_can_take1_y = (engine_impl0_region_impl1_write_channel6_busy && ((!engine_impl0_lfifo) || (!engine_impl0_or_any1_y)));
-
-
-
-assign engine_impl0_q_full2_y = (engine_impl0_region_impl2_copy_sig92_y[9-1:0] == 256);
-
-
-
-assign engine_impl0_copy_sig135_y = engine_impl0_q_full2_y;
-
-
-
-assign engine_impl0_or_any2_y = (engine_impl0_copy_sig135_y != 0);
-
-
-
-assign engine_impl0_can_take2_y = (engine_impl0_region_impl2_write_channel12_busy && ((!engine_impl0_lfifo) || (!engine_impl0_or_any2_y)));
-
-
-
-assign engine_impl0_fq = (engine_impl0_region_impl3_copy_sig123_y[9-1:0] == 256);
-
-
-
-assign engine_impl0_copy_sig136_y = engine_impl0_fq;
-
-
-
-assign engine_impl0_full = (engine_impl0_copy_sig136_y != 0);
+assign engine_impl0_full = (engine_impl0_region_impl3_copy_sig123_y == 256);
 
 
 
@@ -22248,11 +21869,11 @@ end
 
 
 
-assign engine_impl0_or_any4_y = (engine_impl0_or_any4_v != 0);
+assign engine_impl0_or_any0_y = (engine_impl0_or_any0_v != 0);
 
 
 
-assign engine_impl0_load_route0_go = (engine_impl0_bit_of0_y && (!engine_impl0_or_any4_y) && engine_impl0_copy_sig124_y);
+assign engine_impl0_load_route0_go = (engine_impl0_bit_of0_y && (!engine_impl0_or_any0_y) && engine_impl0_copy_sig124_y);
 
 
 always @(posedge clk) begin: engine_impl0_issue_ctl0_s
@@ -22260,7 +21881,7 @@ always @(posedge clk) begin: engine_impl0_issue_ctl0_s
         engine_impl0_issue_ctl0_err <= 0;
     end
     else begin
-        engine_impl0_issue_ctl0_err <= ((engine_impl0_bit_of0_y && (!engine_impl0_or_any4_y) && (!engine_impl0_copy_sig124_y)) || engine_impl0_issue_ctl0_core_err);
+        engine_impl0_issue_ctl0_err <= ((engine_impl0_bit_of0_y && (!engine_impl0_or_any0_y) && (!engine_impl0_copy_sig124_y)) || engine_impl0_issue_ctl0_core_err);
     end
 end
 
@@ -22275,15 +21896,11 @@ assign engine_impl0_chan_ok0_off = sub_acc0[14-1:0];
 
 
 
-assign engine_impl0_chan_ok0_ol = (engine_impl0_chan_ok0_off + engine_impl0_chan_ok0_ln);
-
-
-
 assign engine_impl0_chan_ok0_reg_ok = (sub_w1[4-1:0] < 4);
 
 
 
-assign engine_impl0_chan_ok0_ok = (engine_impl0_chan_ok0_reg_ok && (sub_acc0[31] != sub_acc0[30]) && (engine_impl0_chan_ok0_ln != 0) && (engine_impl0_chan_ok0_ol <= 256));
+assign engine_impl0_chan_ok0_ok = (engine_impl0_chan_ok0_reg_ok && (sub_acc0[31] != sub_acc0[30]) && (engine_impl0_chan_ok0_ln != 0) && (engine_impl0_chan_ok0_ln <= 256) && (engine_impl0_chan_ok0_off < 256));
 
 
 
@@ -22295,7 +21912,7 @@ assign engine_impl0_and_all1_y = (engine_impl0_and_all1_v == 3);
 
 
 
-assign engine_impl0_copy_sig141_y = engine_impl0_and_all1_y;
+assign engine_impl0_copy_sig137_y = engine_impl0_and_all1_y;
 
 
 
@@ -22415,7 +22032,7 @@ assign m_axis_st_tlast = engine_impl0_mux289_y;
 
 
 
-assign m_axis_st_tvalid = (engine_impl0_or_any5_v != 0);
+assign m_axis_st_tvalid = (engine_impl0_or_any1_v != 0);
 
 
 
@@ -22456,11 +22073,11 @@ end
 
 
 
-assign engine_impl0_or_any6_y = (engine_impl0_or_any6_v != 0);
+assign engine_impl0_or_any2_y = (engine_impl0_or_any2_v != 0);
 
 
 
-assign engine_impl0_route_eq0_go = (engine_impl0_bit_of6_y && (!engine_impl0_or_any6_y) && engine_impl0_copy_sig141_y);
+assign engine_impl0_route_eq0_go = (engine_impl0_bit_of6_y && (!engine_impl0_or_any2_y) && engine_impl0_copy_sig137_y);
 
 
 always @(posedge clk) begin: engine_impl0_issue_ctl1_s
@@ -22468,7 +22085,7 @@ always @(posedge clk) begin: engine_impl0_issue_ctl1_s
         engine_impl0_issue_ctl1_err <= 0;
     end
     else begin
-        engine_impl0_issue_ctl1_err <= ((engine_impl0_bit_of6_y && (!engine_impl0_or_any6_y) && (!engine_impl0_copy_sig141_y)) || engine_impl0_issue_ctl1_core_err);
+        engine_impl0_issue_ctl1_err <= ((engine_impl0_bit_of6_y && (!engine_impl0_or_any2_y) && (!engine_impl0_copy_sig137_y)) || engine_impl0_issue_ctl1_core_err);
     end
 end
 
@@ -22483,15 +22100,11 @@ assign engine_impl0_chan_ok1_off = sub_acc0[14-1:0];
 
 
 
-assign engine_impl0_chan_ok1_ol = (engine_impl0_chan_ok1_off + engine_impl0_chan_ok1_ln);
-
-
-
 assign engine_impl0_chan_ok1_reg_ok = (sub_w1[4-1:0] < 4);
 
 
 
-assign engine_impl0_chan_ok1_ok = (engine_impl0_chan_ok1_reg_ok && (sub_acc0[31] != sub_acc0[30]) && (engine_impl0_chan_ok1_ln != 0) && (engine_impl0_chan_ok1_ol <= 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok1_ln));
+assign engine_impl0_chan_ok1_ok = (engine_impl0_chan_ok1_reg_ok && (sub_acc0[31] != sub_acc0[30]) && (engine_impl0_chan_ok1_ln != 0) && (engine_impl0_chan_ok1_ln <= 256) && (engine_impl0_chan_ok1_off < 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok1_ln));
 
 
 
@@ -22500,15 +22113,11 @@ assign engine_impl0_chan_ok2_off = sub_acc1[14-1:0];
 
 
 
-assign engine_impl0_chan_ok2_ol = (engine_impl0_chan_ok2_off + engine_impl0_chan_ok2_ln);
-
-
-
 assign engine_impl0_chan_ok2_reg_ok = (sub_w1[8-1:4] < 4);
 
 
 
-assign engine_impl0_chan_ok2_ok = (engine_impl0_chan_ok2_reg_ok && (sub_acc1[31] != sub_acc1[30]) && (engine_impl0_chan_ok2_ln != 0) && (engine_impl0_chan_ok2_ol <= 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok2_ln));
+assign engine_impl0_chan_ok2_ok = (engine_impl0_chan_ok2_reg_ok && (sub_acc1[31] != sub_acc1[30]) && (engine_impl0_chan_ok2_ln != 0) && (engine_impl0_chan_ok2_ln <= 256) && (engine_impl0_chan_ok2_off < 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok2_ln));
 
 
 
@@ -22517,15 +22126,11 @@ assign engine_impl0_chan_ok3_off = sub_acc2[14-1:0];
 
 
 
-assign engine_impl0_chan_ok3_ol = (engine_impl0_chan_ok3_off + engine_impl0_chan_ok3_ln);
-
-
-
 assign engine_impl0_chan_ok3_reg_ok = (sub_w1[12-1:8] < 4);
 
 
 
-assign engine_impl0_chan_ok3_ok = (engine_impl0_chan_ok3_reg_ok && (sub_acc2[31] != sub_acc2[30]) && (engine_impl0_chan_ok3_ol <= 256) && (engine_impl0_chan_ok3_ln == 1));
+assign engine_impl0_chan_ok3_ok = (engine_impl0_chan_ok3_reg_ok && (sub_acc2[31] != sub_acc2[30]) && (engine_impl0_chan_ok3_off < 256) && (engine_impl0_chan_ok3_ln == 1));
 
 
 
@@ -22541,11 +22146,11 @@ assign engine_impl0_and_all2_y = (engine_impl0_and_all2_v == 31);
 
 
 
-assign engine_impl0_copy_sig156_y = engine_impl0_and_all2_y;
+assign engine_impl0_copy_sig152_y = engine_impl0_and_all2_y;
 
 
 
-assign engine_impl0_copy_sig157_y = engine_impl0_copy_sig157_a;
+assign engine_impl0_copy_sig153_y = engine_impl0_copy_sig153_a;
 
 
 
@@ -22561,7 +22166,7 @@ assign engine_impl0_bit_of8_y = sub_w1[24];
 
 
 
-assign engine_impl0_copy_sig158_y = engine_impl0_bit_of8_y;
+assign engine_impl0_copy_sig154_y = engine_impl0_bit_of8_y;
 
 
 
@@ -22582,7 +22187,7 @@ always @(posedge clk) begin: engine_impl0_dot_sigmoid0_control0_seq
     end
     else begin
         engine_impl0_dot_sigmoid0_done <= 1'b0;
-        if ((engine_impl0_copy_sig157_y && (!engine_impl0_dot_sigmoid0_busy))) begin
+        if ((engine_impl0_copy_sig153_y && (!engine_impl0_dot_sigmoid0_busy))) begin
             if (((engine_impl0_fit1_dst == 0) || (engine_impl0_fit1_dst > 256) || (engine_impl0_fit2_dst == 0) || (engine_impl0_fit2_dst > 4096))) begin
                 engine_impl0_dot_sigmoid0_cfg_err <= 1'b1;
                 engine_impl0_dot_sigmoid0_done <= 1'b1;
@@ -22649,8 +22254,8 @@ always @(posedge clk) begin: engine_impl0_dot_sigmoid0_cfgreg
         engine_impl0_dot_sigmoid0_use_sig <= 0;
     end
     else begin
-        if ((engine_impl0_copy_sig157_y && (!engine_impl0_dot_sigmoid0_busy))) begin
-            engine_impl0_dot_sigmoid0_use_sig <= engine_impl0_copy_sig158_y;
+        if ((engine_impl0_copy_sig153_y && (!engine_impl0_dot_sigmoid0_busy))) begin
+            engine_impl0_dot_sigmoid0_use_sig <= engine_impl0_copy_sig154_y;
         end
     end
 end
@@ -23216,7 +22821,7 @@ assign engine_impl0_and20_0_y = (engine_impl0_dot_sigmoid0_done && engine_impl0_
 
 
 
-assign engine_impl0_route_eq4_y = (engine_impl0_copy_sig157_a && (sub_w1[4-1:0] == 0));
+assign engine_impl0_route_eq4_y = (engine_impl0_copy_sig153_a && (sub_w1[4-1:0] == 0));
 
 
 
@@ -23228,7 +22833,7 @@ assign engine_impl0_region_impl0_read_channel1_access = sub_acc0;
 
 
 
-assign engine_impl0_route_eq5_y = (engine_impl0_copy_sig157_a && (sub_w1[4-1:0] == 1));
+assign engine_impl0_route_eq5_y = (engine_impl0_copy_sig153_a && (sub_w1[4-1:0] == 1));
 
 
 
@@ -23240,7 +22845,7 @@ assign engine_impl0_region_impl1_read_channel13_access = sub_acc0;
 
 
 
-assign engine_impl0_route_eq6_y = (engine_impl0_copy_sig157_a && (sub_w1[4-1:0] == 2));
+assign engine_impl0_route_eq6_y = (engine_impl0_copy_sig153_a && (sub_w1[4-1:0] == 2));
 
 
 
@@ -23252,7 +22857,7 @@ assign engine_impl0_region_impl2_read_channel25_access = sub_acc0;
 
 
 
-assign engine_impl0_route_eq7_y = (engine_impl0_copy_sig157_a && (sub_w1[4-1:0] == 3));
+assign engine_impl0_route_eq7_y = (engine_impl0_copy_sig153_a && (sub_w1[4-1:0] == 3));
 
 
 
@@ -23294,7 +22899,7 @@ end
 
 
 
-assign engine_impl0_dot_sigmoid0_s_axis_a_tvalid = (engine_impl0_or_any7_v != 0);
+assign engine_impl0_dot_sigmoid0_s_axis_a_tvalid = (engine_impl0_or_any3_v != 0);
 
 
 
@@ -23318,7 +22923,7 @@ assign engine_impl0_dot_sigmoid0_s_axis_a_tdata = engine_impl0_mux292_y;
 
 
 
-assign engine_impl0_route_eq8_y = (engine_impl0_copy_sig157_a && (sub_w1[8-1:4] == 0));
+assign engine_impl0_route_eq8_y = (engine_impl0_copy_sig153_a && (sub_w1[8-1:4] == 0));
 
 
 
@@ -23330,7 +22935,7 @@ assign engine_impl0_region_impl0_read_channel2_access = sub_acc1;
 
 
 
-assign engine_impl0_route_eq9_y = (engine_impl0_copy_sig157_a && (sub_w1[8-1:4] == 1));
+assign engine_impl0_route_eq9_y = (engine_impl0_copy_sig153_a && (sub_w1[8-1:4] == 1));
 
 
 
@@ -23342,7 +22947,7 @@ assign engine_impl0_region_impl1_read_channel14_access = sub_acc1;
 
 
 
-assign engine_impl0_route_eq10_y = (engine_impl0_copy_sig157_a && (sub_w1[8-1:4] == 2));
+assign engine_impl0_route_eq10_y = (engine_impl0_copy_sig153_a && (sub_w1[8-1:4] == 2));
 
 
 
@@ -23354,7 +22959,7 @@ assign engine_impl0_region_impl2_read_channel26_access = sub_acc1;
 
 
 
-assign engine_impl0_route_eq11_y = (engine_impl0_copy_sig157_a && (sub_w1[8-1:4] == 3));
+assign engine_impl0_route_eq11_y = (engine_impl0_copy_sig153_a && (sub_w1[8-1:4] == 3));
 
 
 
@@ -23396,7 +23001,7 @@ end
 
 
 
-assign engine_impl0_dot_sigmoid0_s_axis_b_tvalid = (engine_impl0_or_any8_v != 0);
+assign engine_impl0_dot_sigmoid0_s_axis_b_tvalid = (engine_impl0_or_any4_v != 0);
 
 
 
@@ -23420,7 +23025,7 @@ assign engine_impl0_dot_sigmoid0_s_axis_b_tdata = engine_impl0_mux295_y;
 
 
 
-assign engine_impl0_route_eq12_y = (engine_impl0_copy_sig157_a && (sub_w1[12-1:8] == 0));
+assign engine_impl0_route_eq12_y = (engine_impl0_copy_sig153_a && (sub_w1[12-1:8] == 0));
 
 
 
@@ -23432,7 +23037,7 @@ assign engine_impl0_region_impl0_write_channel1_access = sub_acc2;
 
 
 
-assign engine_impl0_route_eq13_y = (engine_impl0_copy_sig157_a && (sub_w1[12-1:8] == 1));
+assign engine_impl0_route_eq13_y = (engine_impl0_copy_sig153_a && (sub_w1[12-1:8] == 1));
 
 
 
@@ -23444,7 +23049,7 @@ assign engine_impl0_region_impl1_write_channel7_access = sub_acc2;
 
 
 
-assign engine_impl0_route_eq14_y = (engine_impl0_copy_sig157_a && (sub_w1[12-1:8] == 2));
+assign engine_impl0_route_eq14_y = (engine_impl0_copy_sig153_a && (sub_w1[12-1:8] == 2));
 
 
 
@@ -23456,7 +23061,7 @@ assign engine_impl0_region_impl2_write_channel13_access = sub_acc2;
 
 
 
-assign engine_impl0_route_eq15_y = (engine_impl0_copy_sig157_a && (sub_w1[12-1:8] == 3));
+assign engine_impl0_route_eq15_y = (engine_impl0_copy_sig153_a && (sub_w1[12-1:8] == 3));
 
 
 
@@ -23504,15 +23109,15 @@ assign engine_impl0_region_impl3_write_channel19_s_tvalid = engine_impl0_dot_sig
 
 
 
-assign engine_impl0_dot_sigmoid0_m_axis_res_tready = (engine_impl0_or_any9_v != 0);
+assign engine_impl0_dot_sigmoid0_m_axis_res_tready = (engine_impl0_or_any5_v != 0);
 
 
 
-assign engine_impl0_or_any10_y = (engine_impl0_or_any10_v != 0);
+assign engine_impl0_or_any6_y = (engine_impl0_or_any6_v != 0);
 
 
 
-assign engine_impl0_copy_sig157_a = (engine_impl0_bit_of7_y && (!engine_impl0_or_any10_y) && engine_impl0_copy_sig156_y);
+assign engine_impl0_copy_sig153_a = (engine_impl0_bit_of7_y && (!engine_impl0_or_any6_y) && engine_impl0_copy_sig152_y);
 
 
 always @(posedge clk) begin: engine_impl0_issue_ctl2_s
@@ -23520,7 +23125,7 @@ always @(posedge clk) begin: engine_impl0_issue_ctl2_s
         engine_impl0_issue_ctl2_err <= 0;
     end
     else begin
-        engine_impl0_issue_ctl2_err <= ((engine_impl0_bit_of7_y && (!engine_impl0_or_any10_y) && (!engine_impl0_copy_sig156_y)) || engine_impl0_and20_0_y);
+        engine_impl0_issue_ctl2_err <= ((engine_impl0_bit_of7_y && (!engine_impl0_or_any6_y) && (!engine_impl0_copy_sig152_y)) || engine_impl0_and20_0_y);
     end
 end
 
@@ -23535,15 +23140,11 @@ assign engine_impl0_chan_ok4_off = sub_acc0[14-1:0];
 
 
 
-assign engine_impl0_chan_ok4_ol = (engine_impl0_chan_ok4_off + engine_impl0_chan_ok4_ln);
-
-
-
 assign engine_impl0_chan_ok4_reg_ok = (sub_w1[4-1:0] < 4);
 
 
 
-assign engine_impl0_chan_ok4_ok = (engine_impl0_chan_ok4_reg_ok && (sub_acc0[31] != sub_acc0[30]) && (engine_impl0_chan_ok4_ln != 0) && (engine_impl0_chan_ok4_ol <= 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok4_ln));
+assign engine_impl0_chan_ok4_ok = (engine_impl0_chan_ok4_reg_ok && (sub_acc0[31] != sub_acc0[30]) && (engine_impl0_chan_ok4_ln != 0) && (engine_impl0_chan_ok4_ln <= 256) && (engine_impl0_chan_ok4_off < 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok4_ln));
 
 
 
@@ -23552,15 +23153,11 @@ assign engine_impl0_chan_ok5_off = sub_acc1[14-1:0];
 
 
 
-assign engine_impl0_chan_ok5_ol = (engine_impl0_chan_ok5_off + engine_impl0_chan_ok5_ln);
-
-
-
 assign engine_impl0_chan_ok5_reg_ok = (sub_w1[8-1:4] < 4);
 
 
 
-assign engine_impl0_chan_ok5_ok = (engine_impl0_chan_ok5_reg_ok && (sub_acc1[31] != sub_acc1[30]) && (engine_impl0_chan_ok5_ln != 0) && (engine_impl0_chan_ok5_ol <= 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok5_ln));
+assign engine_impl0_chan_ok5_ok = (engine_impl0_chan_ok5_reg_ok && (sub_acc1[31] != sub_acc1[30]) && (engine_impl0_chan_ok5_ln != 0) && (engine_impl0_chan_ok5_ln <= 256) && (engine_impl0_chan_ok5_off < 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok5_ln));
 
 
 
@@ -23569,15 +23166,11 @@ assign engine_impl0_chan_ok6_off = sub_acc2[14-1:0];
 
 
 
-assign engine_impl0_chan_ok6_ol = (engine_impl0_chan_ok6_off + engine_impl0_chan_ok6_ln);
-
-
-
 assign engine_impl0_chan_ok6_reg_ok = (sub_w1[12-1:8] < 4);
 
 
 
-assign engine_impl0_chan_ok6_ok = (engine_impl0_chan_ok6_reg_ok && (sub_acc2[31] != sub_acc2[30]) && (engine_impl0_chan_ok6_ln != 0) && (engine_impl0_chan_ok6_ol <= 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok6_ln));
+assign engine_impl0_chan_ok6_ok = (engine_impl0_chan_ok6_reg_ok && (sub_acc2[31] != sub_acc2[30]) && (engine_impl0_chan_ok6_ln != 0) && (engine_impl0_chan_ok6_ln <= 256) && (engine_impl0_chan_ok6_off < 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok6_ln));
 
 
 
@@ -23593,11 +23186,11 @@ assign engine_impl0_and_all3_y = (engine_impl0_and_all3_v == 31);
 
 
 
-assign engine_impl0_copy_sig201_y = engine_impl0_and_all3_y;
+assign engine_impl0_copy_sig197_y = engine_impl0_and_all3_y;
 
 
 
-assign engine_impl0_copy_sig202_y = engine_impl0_copy_sig202_a;
+assign engine_impl0_copy_sig198_y = engine_impl0_copy_sig198_a;
 
 
 
@@ -23613,7 +23206,7 @@ assign engine_impl0_bit_of10_y = sub_w1[24];
 
 
 
-assign engine_impl0_copy_sig203_y = engine_impl0_bit_of10_y;
+assign engine_impl0_copy_sig199_y = engine_impl0_bit_of10_y;
 
 
 
@@ -23634,7 +23227,7 @@ always @(posedge clk) begin: engine_impl0_sigmoid_delta0_top0_control1_seq
     end
     else begin
         engine_impl0_sigmoid_delta0_done <= 1'b0;
-        if ((engine_impl0_copy_sig202_y && (!engine_impl0_sigmoid_delta0_busy))) begin
+        if ((engine_impl0_copy_sig198_y && (!engine_impl0_sigmoid_delta0_busy))) begin
             if (((engine_impl0_fit3_dst == 0) || (engine_impl0_fit3_dst > 256) || (engine_impl0_fit4_dst == 0) || (engine_impl0_fit4_dst > 4096))) begin
                 engine_impl0_sigmoid_delta0_cfg_err <= 1'b1;
                 engine_impl0_sigmoid_delta0_done <= 1'b1;
@@ -23701,8 +23294,8 @@ always @(posedge clk) begin: engine_impl0_sigmoid_delta0_top0_kreg
         engine_impl0_sigmoid_delta0_top0_use_sig <= 0;
     end
     else begin
-        if ((engine_impl0_copy_sig202_y && (!engine_impl0_sigmoid_delta0_busy))) begin
-            engine_impl0_sigmoid_delta0_top0_use_sig <= engine_impl0_copy_sig203_y;
+        if ((engine_impl0_copy_sig198_y && (!engine_impl0_sigmoid_delta0_busy))) begin
+            engine_impl0_sigmoid_delta0_top0_use_sig <= engine_impl0_copy_sig199_y;
         end
     end
 end
@@ -25121,7 +24714,7 @@ assign engine_impl0_and21_0_y = (engine_impl0_sigmoid_delta0_done && engine_impl
 
 
 
-assign engine_impl0_route_eq16_y = (engine_impl0_copy_sig202_a && (sub_w1[4-1:0] == 0));
+assign engine_impl0_route_eq16_y = (engine_impl0_copy_sig198_a && (sub_w1[4-1:0] == 0));
 
 
 
@@ -25133,7 +24726,7 @@ assign engine_impl0_region_impl0_read_channel3_access = sub_acc0;
 
 
 
-assign engine_impl0_route_eq17_y = (engine_impl0_copy_sig202_a && (sub_w1[4-1:0] == 1));
+assign engine_impl0_route_eq17_y = (engine_impl0_copy_sig198_a && (sub_w1[4-1:0] == 1));
 
 
 
@@ -25145,7 +24738,7 @@ assign engine_impl0_region_impl1_read_channel15_access = sub_acc0;
 
 
 
-assign engine_impl0_route_eq18_y = (engine_impl0_copy_sig202_a && (sub_w1[4-1:0] == 2));
+assign engine_impl0_route_eq18_y = (engine_impl0_copy_sig198_a && (sub_w1[4-1:0] == 2));
 
 
 
@@ -25157,7 +24750,7 @@ assign engine_impl0_region_impl2_read_channel27_access = sub_acc0;
 
 
 
-assign engine_impl0_route_eq19_y = (engine_impl0_copy_sig202_a && (sub_w1[4-1:0] == 3));
+assign engine_impl0_route_eq19_y = (engine_impl0_copy_sig198_a && (sub_w1[4-1:0] == 3));
 
 
 
@@ -25199,7 +24792,7 @@ end
 
 
 
-assign engine_impl0_sigmoid_delta0_s_axis_z_tvalid = (engine_impl0_or_any11_v != 0);
+assign engine_impl0_sigmoid_delta0_s_axis_z_tvalid = (engine_impl0_or_any7_v != 0);
 
 
 
@@ -25223,7 +24816,7 @@ assign engine_impl0_sigmoid_delta0_s_axis_z_tdata = engine_impl0_mux298_y;
 
 
 
-assign engine_impl0_route_eq20_y = (engine_impl0_copy_sig202_a && (sub_w1[8-1:4] == 0));
+assign engine_impl0_route_eq20_y = (engine_impl0_copy_sig198_a && (sub_w1[8-1:4] == 0));
 
 
 
@@ -25235,7 +24828,7 @@ assign engine_impl0_region_impl0_read_channel4_access = sub_acc1;
 
 
 
-assign engine_impl0_route_eq21_y = (engine_impl0_copy_sig202_a && (sub_w1[8-1:4] == 1));
+assign engine_impl0_route_eq21_y = (engine_impl0_copy_sig198_a && (sub_w1[8-1:4] == 1));
 
 
 
@@ -25247,7 +24840,7 @@ assign engine_impl0_region_impl1_read_channel16_access = sub_acc1;
 
 
 
-assign engine_impl0_route_eq22_y = (engine_impl0_copy_sig202_a && (sub_w1[8-1:4] == 2));
+assign engine_impl0_route_eq22_y = (engine_impl0_copy_sig198_a && (sub_w1[8-1:4] == 2));
 
 
 
@@ -25259,7 +24852,7 @@ assign engine_impl0_region_impl2_read_channel28_access = sub_acc1;
 
 
 
-assign engine_impl0_route_eq23_y = (engine_impl0_copy_sig202_a && (sub_w1[8-1:4] == 3));
+assign engine_impl0_route_eq23_y = (engine_impl0_copy_sig198_a && (sub_w1[8-1:4] == 3));
 
 
 
@@ -25301,7 +24894,7 @@ end
 
 
 
-assign engine_impl0_sigmoid_delta0_s_axis_b_tvalid = (engine_impl0_or_any12_v != 0);
+assign engine_impl0_sigmoid_delta0_s_axis_b_tvalid = (engine_impl0_or_any8_v != 0);
 
 
 
@@ -25325,7 +24918,7 @@ assign engine_impl0_sigmoid_delta0_s_axis_b_tdata = engine_impl0_mux2101_y;
 
 
 
-assign engine_impl0_route_eq24_y = (engine_impl0_copy_sig202_a && (sub_w1[12-1:8] == 0));
+assign engine_impl0_route_eq24_y = (engine_impl0_copy_sig198_a && (sub_w1[12-1:8] == 0));
 
 
 
@@ -25337,7 +24930,7 @@ assign engine_impl0_region_impl0_write_channel2_access = sub_acc2;
 
 
 
-assign engine_impl0_route_eq25_y = (engine_impl0_copy_sig202_a && (sub_w1[12-1:8] == 1));
+assign engine_impl0_route_eq25_y = (engine_impl0_copy_sig198_a && (sub_w1[12-1:8] == 1));
 
 
 
@@ -25349,7 +24942,7 @@ assign engine_impl0_region_impl1_write_channel8_access = sub_acc2;
 
 
 
-assign engine_impl0_route_eq26_y = (engine_impl0_copy_sig202_a && (sub_w1[12-1:8] == 2));
+assign engine_impl0_route_eq26_y = (engine_impl0_copy_sig198_a && (sub_w1[12-1:8] == 2));
 
 
 
@@ -25361,7 +24954,7 @@ assign engine_impl0_region_impl2_write_channel14_access = sub_acc2;
 
 
 
-assign engine_impl0_route_eq27_y = (engine_impl0_copy_sig202_a && (sub_w1[12-1:8] == 3));
+assign engine_impl0_route_eq27_y = (engine_impl0_copy_sig198_a && (sub_w1[12-1:8] == 3));
 
 
 
@@ -25373,11 +24966,11 @@ assign engine_impl0_region_impl3_write_channel20_access = sub_acc2;
 
 
 
-assign engine_impl0_copy_sig238_y = engine_impl0_sigmoid_delta0_m_axis_y_tdata;
+assign engine_impl0_copy_sig234_y = engine_impl0_sigmoid_delta0_m_axis_y_tdata;
 
 
 
-assign engine_impl0_region_impl0_mux26_a = engine_impl0_copy_sig238_y;
+assign engine_impl0_region_impl0_mux26_a = engine_impl0_copy_sig234_y;
 
 
 
@@ -25385,7 +24978,7 @@ assign engine_impl0_region_impl0_write_channel2_s_tvalid = engine_impl0_sigmoid_
 
 
 
-assign engine_impl0_region_impl1_mux227_a = engine_impl0_copy_sig238_y;
+assign engine_impl0_region_impl1_mux227_a = engine_impl0_copy_sig234_y;
 
 
 
@@ -25393,7 +24986,7 @@ assign engine_impl0_region_impl1_write_channel8_s_tvalid = engine_impl0_sigmoid_
 
 
 
-assign engine_impl0_region_impl2_mux248_a = engine_impl0_copy_sig238_y;
+assign engine_impl0_region_impl2_mux248_a = engine_impl0_copy_sig234_y;
 
 
 
@@ -25401,7 +24994,7 @@ assign engine_impl0_region_impl2_write_channel14_s_tvalid = engine_impl0_sigmoid
 
 
 
-assign engine_impl0_region_impl3_mux269_a = engine_impl0_copy_sig238_y;
+assign engine_impl0_region_impl3_mux269_a = engine_impl0_copy_sig234_y;
 
 
 
@@ -25409,15 +25002,15 @@ assign engine_impl0_region_impl3_write_channel20_s_tvalid = engine_impl0_sigmoid
 
 
 
-assign engine_impl0_sigmoid_delta0_m_axis_y_tready = (engine_impl0_or_any13_v != 0);
+assign engine_impl0_sigmoid_delta0_m_axis_y_tready = (engine_impl0_or_any9_v != 0);
 
 
 
-assign engine_impl0_or_any14_y = (engine_impl0_or_any14_v != 0);
+assign engine_impl0_or_any10_y = (engine_impl0_or_any10_v != 0);
 
 
 
-assign engine_impl0_copy_sig202_a = (engine_impl0_bit_of9_y && (!engine_impl0_or_any14_y) && engine_impl0_copy_sig201_y);
+assign engine_impl0_copy_sig198_a = (engine_impl0_bit_of9_y && (!engine_impl0_or_any10_y) && engine_impl0_copy_sig197_y);
 
 
 always @(posedge clk) begin: engine_impl0_issue_ctl3_s
@@ -25425,7 +25018,7 @@ always @(posedge clk) begin: engine_impl0_issue_ctl3_s
         engine_impl0_issue_ctl3_err <= 0;
     end
     else begin
-        engine_impl0_issue_ctl3_err <= ((engine_impl0_bit_of9_y && (!engine_impl0_or_any14_y) && (!engine_impl0_copy_sig201_y)) || engine_impl0_and21_0_y);
+        engine_impl0_issue_ctl3_err <= ((engine_impl0_bit_of9_y && (!engine_impl0_or_any10_y) && (!engine_impl0_copy_sig197_y)) || engine_impl0_and21_0_y);
     end
 end
 
@@ -25440,15 +25033,11 @@ assign engine_impl0_chan_ok7_off = sub_acc0[14-1:0];
 
 
 
-assign engine_impl0_chan_ok7_ol = (engine_impl0_chan_ok7_off + engine_impl0_chan_ok7_ln);
-
-
-
 assign engine_impl0_chan_ok7_reg_ok = (sub_w1[4-1:0] < 4);
 
 
 
-assign engine_impl0_chan_ok7_ok = (engine_impl0_chan_ok7_reg_ok && (sub_acc0[31] != sub_acc0[30]) && (engine_impl0_chan_ok7_ol <= 256) && (engine_impl0_chan_ok7_ln == 1));
+assign engine_impl0_chan_ok7_ok = (engine_impl0_chan_ok7_reg_ok && (sub_acc0[31] != sub_acc0[30]) && (engine_impl0_chan_ok7_off < 256) && (engine_impl0_chan_ok7_ln == 1));
 
 
 
@@ -25457,15 +25046,11 @@ assign engine_impl0_chan_ok8_off = sub_acc1[14-1:0];
 
 
 
-assign engine_impl0_chan_ok8_ol = (engine_impl0_chan_ok8_off + engine_impl0_chan_ok8_ln);
-
-
-
 assign engine_impl0_chan_ok8_reg_ok = (sub_w1[8-1:4] < 4);
 
 
 
-assign engine_impl0_chan_ok8_ok = (engine_impl0_chan_ok8_reg_ok && (sub_acc1[31] != sub_acc1[30]) && (engine_impl0_chan_ok8_ol <= 256) && (engine_impl0_chan_ok8_ln == 1));
+assign engine_impl0_chan_ok8_ok = (engine_impl0_chan_ok8_reg_ok && (sub_acc1[31] != sub_acc1[30]) && (engine_impl0_chan_ok8_off < 256) && (engine_impl0_chan_ok8_ln == 1));
 
 
 
@@ -25474,15 +25059,11 @@ assign engine_impl0_chan_ok9_off = sub_acc2[14-1:0];
 
 
 
-assign engine_impl0_chan_ok9_ol = (engine_impl0_chan_ok9_off + engine_impl0_chan_ok9_ln);
-
-
-
 assign engine_impl0_chan_ok9_reg_ok = (sub_w1[12-1:8] < 4);
 
 
 
-assign engine_impl0_chan_ok9_ok = (engine_impl0_chan_ok9_reg_ok && (sub_acc2[31] != sub_acc2[30]) && (engine_impl0_chan_ok9_ol <= 256) && (engine_impl0_chan_ok9_ln == 1));
+assign engine_impl0_chan_ok9_ok = (engine_impl0_chan_ok9_reg_ok && (sub_acc2[31] != sub_acc2[30]) && (engine_impl0_chan_ok9_off < 256) && (engine_impl0_chan_ok9_ln == 1));
 
 
 
@@ -25494,11 +25075,11 @@ assign engine_impl0_and_all4_y = (engine_impl0_and_all4_v == 15);
 
 
 
-assign engine_impl0_copy_sig247_y = engine_impl0_and_all4_y;
+assign engine_impl0_copy_sig243_y = engine_impl0_and_all4_y;
 
 
 
-assign engine_impl0_copy_sig248_y = engine_impl0_copy_sig248_a;
+assign engine_impl0_copy_sig244_y = engine_impl0_copy_sig244_a;
 
 
 
@@ -25510,7 +25091,7 @@ assign engine_impl0_bit_of12_y = sub_w1[24];
 
 
 
-assign engine_impl0_copy_sig249_y = engine_impl0_bit_of12_y;
+assign engine_impl0_copy_sig245_y = engine_impl0_bit_of12_y;
 
 
 
@@ -25526,7 +25107,7 @@ always @(posedge clk) begin: engine_impl0_flag_reg0_s
         engine_impl0_flag_reg0_q <= 0;
     end
     else begin
-        if (engine_impl0_copy_sig248_a) begin
+        if (engine_impl0_copy_sig244_a) begin
             engine_impl0_flag_reg0_q <= engine_impl0_bit_of12_y;
         end
     end
@@ -25552,7 +25133,7 @@ always @(posedge clk) begin: engine_impl0_scalar_engine0_engine_control0_seq
     end
     else begin
         engine_impl0_scalar_engine0_done <= 1'b0;
-        if ((engine_impl0_copy_sig248_y && (!engine_impl0_scalar_engine0_busy))) begin
+        if ((engine_impl0_copy_sig244_y && (!engine_impl0_scalar_engine0_busy))) begin
             if (engine_impl0_scalar_engine0_engine_control0_it_bad) begin
                 engine_impl0_scalar_engine0_cfg_err <= 1'b1;
                 engine_impl0_scalar_engine0_done <= 1'b1;
@@ -25590,8 +25171,8 @@ always @(posedge clk) begin: engine_impl0_scalar_engine0_cfgreg
         engine_impl0_scalar_engine0_alpha_r <= 0;
     end
     else begin
-        if ((engine_impl0_copy_sig248_y && (!engine_impl0_scalar_engine0_busy))) begin
-            engine_impl0_scalar_engine0_mode_r <= engine_impl0_copy_sig249_y;
+        if ((engine_impl0_copy_sig244_y && (!engine_impl0_scalar_engine0_busy))) begin
+            engine_impl0_scalar_engine0_mode_r <= engine_impl0_copy_sig245_y;
             engine_impl0_scalar_engine0_alpha_r <= $signed(engine_impl0_fit6_dst);
             engine_impl0_scalar_engine0_al_r <= $signed(engine_impl0_fit7_dst);
             engine_impl0_scalar_engine0_nal_r <= (-$signed(engine_impl0_fit7_dst));
@@ -25951,7 +25532,7 @@ assign engine_impl0_and22_0_y = (engine_impl0_scalar_engine0_done && engine_impl
 
 
 
-assign engine_impl0_route_eq28_y = (engine_impl0_copy_sig248_a && (sub_w1[4-1:0] == 0));
+assign engine_impl0_route_eq28_y = (engine_impl0_copy_sig244_a && (sub_w1[4-1:0] == 0));
 
 
 
@@ -25963,7 +25544,7 @@ assign engine_impl0_region_impl0_read_channel5_access = sub_acc0;
 
 
 
-assign engine_impl0_route_eq29_y = (engine_impl0_copy_sig248_a && (sub_w1[4-1:0] == 1));
+assign engine_impl0_route_eq29_y = (engine_impl0_copy_sig244_a && (sub_w1[4-1:0] == 1));
 
 
 
@@ -25975,7 +25556,7 @@ assign engine_impl0_region_impl1_read_channel17_access = sub_acc0;
 
 
 
-assign engine_impl0_route_eq30_y = (engine_impl0_copy_sig248_a && (sub_w1[4-1:0] == 2));
+assign engine_impl0_route_eq30_y = (engine_impl0_copy_sig244_a && (sub_w1[4-1:0] == 2));
 
 
 
@@ -25987,7 +25568,7 @@ assign engine_impl0_region_impl2_read_channel29_access = sub_acc0;
 
 
 
-assign engine_impl0_route_eq31_y = (engine_impl0_copy_sig248_a && (sub_w1[4-1:0] == 3));
+assign engine_impl0_route_eq31_y = (engine_impl0_copy_sig244_a && (sub_w1[4-1:0] == 3));
 
 
 
@@ -26029,7 +25610,7 @@ end
 
 
 
-assign engine_impl0_scalar_engine0_s_axis_a_tvalid = (engine_impl0_or_any15_v != 0);
+assign engine_impl0_scalar_engine0_s_axis_a_tvalid = (engine_impl0_or_any11_v != 0);
 
 
 
@@ -26059,7 +25640,7 @@ end
 
 
 
-assign engine_impl0_route_eq32_y = (engine_impl0_copy_sig248_a && (sub_w1[8-1:4] == 0));
+assign engine_impl0_route_eq32_y = (engine_impl0_copy_sig244_a && (sub_w1[8-1:4] == 0));
 
 
 
@@ -26071,7 +25652,7 @@ assign engine_impl0_region_impl0_read_channel6_access = sub_acc1;
 
 
 
-assign engine_impl0_route_eq33_y = (engine_impl0_copy_sig248_a && (sub_w1[8-1:4] == 1));
+assign engine_impl0_route_eq33_y = (engine_impl0_copy_sig244_a && (sub_w1[8-1:4] == 1));
 
 
 
@@ -26083,7 +25664,7 @@ assign engine_impl0_region_impl1_read_channel18_access = sub_acc1;
 
 
 
-assign engine_impl0_route_eq34_y = (engine_impl0_copy_sig248_a && (sub_w1[8-1:4] == 2));
+assign engine_impl0_route_eq34_y = (engine_impl0_copy_sig244_a && (sub_w1[8-1:4] == 2));
 
 
 
@@ -26095,7 +25676,7 @@ assign engine_impl0_region_impl2_read_channel30_access = sub_acc1;
 
 
 
-assign engine_impl0_route_eq35_y = (engine_impl0_copy_sig248_a && (sub_w1[8-1:4] == 3));
+assign engine_impl0_route_eq35_y = (engine_impl0_copy_sig244_a && (sub_w1[8-1:4] == 3));
 
 
 
@@ -26137,7 +25718,7 @@ end
 
 
 
-assign engine_impl0_scalar_engine0_s_axis_b_tvalid = (engine_impl0_or_any16_v != 0);
+assign engine_impl0_scalar_engine0_s_axis_b_tvalid = (engine_impl0_or_any12_v != 0);
 
 
 
@@ -26167,7 +25748,7 @@ end
 
 
 
-assign engine_impl0_route_eq36_y = (engine_impl0_copy_sig248_a && (sub_w1[12-1:8] == 0));
+assign engine_impl0_route_eq36_y = (engine_impl0_copy_sig244_a && (sub_w1[12-1:8] == 0));
 
 
 
@@ -26179,7 +25760,7 @@ assign engine_impl0_region_impl0_write_channel3_access = sub_acc2;
 
 
 
-assign engine_impl0_route_eq37_y = (engine_impl0_copy_sig248_a && (sub_w1[12-1:8] == 1));
+assign engine_impl0_route_eq37_y = (engine_impl0_copy_sig244_a && (sub_w1[12-1:8] == 1));
 
 
 
@@ -26191,7 +25772,7 @@ assign engine_impl0_region_impl1_write_channel9_access = sub_acc2;
 
 
 
-assign engine_impl0_route_eq38_y = (engine_impl0_copy_sig248_a && (sub_w1[12-1:8] == 2));
+assign engine_impl0_route_eq38_y = (engine_impl0_copy_sig244_a && (sub_w1[12-1:8] == 2));
 
 
 
@@ -26203,7 +25784,7 @@ assign engine_impl0_region_impl2_write_channel15_access = sub_acc2;
 
 
 
-assign engine_impl0_route_eq39_y = (engine_impl0_copy_sig248_a && (sub_w1[12-1:8] == 3));
+assign engine_impl0_route_eq39_y = (engine_impl0_copy_sig244_a && (sub_w1[12-1:8] == 3));
 
 
 
@@ -26261,15 +25842,15 @@ assign engine_impl0_region_impl3_write_channel21_s_tvalid = engine_impl0_scalar_
 
 
 
-assign engine_impl0_scalar_engine0_m_axis_res_tready = (engine_impl0_or_any17_v != 0);
+assign engine_impl0_scalar_engine0_m_axis_res_tready = (engine_impl0_or_any13_v != 0);
 
 
 
-assign engine_impl0_or_any18_y = (engine_impl0_or_any18_v != 0);
+assign engine_impl0_or_any14_y = (engine_impl0_or_any14_v != 0);
 
 
 
-assign engine_impl0_copy_sig248_a = (engine_impl0_bit_of11_y && (!engine_impl0_or_any18_y) && engine_impl0_copy_sig247_y);
+assign engine_impl0_copy_sig244_a = (engine_impl0_bit_of11_y && (!engine_impl0_or_any14_y) && engine_impl0_copy_sig243_y);
 
 
 always @(posedge clk) begin: engine_impl0_issue_ctl4_s
@@ -26277,7 +25858,7 @@ always @(posedge clk) begin: engine_impl0_issue_ctl4_s
         engine_impl0_issue_ctl4_err <= 0;
     end
     else begin
-        engine_impl0_issue_ctl4_err <= ((engine_impl0_bit_of11_y && (!engine_impl0_or_any18_y) && (!engine_impl0_copy_sig247_y)) || engine_impl0_and22_0_y);
+        engine_impl0_issue_ctl4_err <= ((engine_impl0_bit_of11_y && (!engine_impl0_or_any14_y) && (!engine_impl0_copy_sig243_y)) || engine_impl0_and22_0_y);
     end
 end
 
@@ -26292,15 +25873,11 @@ assign engine_impl0_chan_ok10_off = sub_acc0[14-1:0];
 
 
 
-assign engine_impl0_chan_ok10_ol = (engine_impl0_chan_ok10_off + engine_impl0_chan_ok10_ln);
-
-
-
 assign engine_impl0_chan_ok10_reg_ok = (sub_w1[4-1:0] < 4);
 
 
 
-assign engine_impl0_chan_ok10_ok = (engine_impl0_chan_ok10_reg_ok && (sub_acc0[31] != sub_acc0[30]) && (engine_impl0_chan_ok10_ln != 0) && (engine_impl0_chan_ok10_ol <= 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok10_ln));
+assign engine_impl0_chan_ok10_ok = (engine_impl0_chan_ok10_reg_ok && (sub_acc0[31] != sub_acc0[30]) && (engine_impl0_chan_ok10_ln != 0) && (engine_impl0_chan_ok10_ln <= 256) && (engine_impl0_chan_ok10_off < 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok10_ln));
 
 
 
@@ -26309,15 +25886,11 @@ assign engine_impl0_chan_ok11_off = sub_acc1[14-1:0];
 
 
 
-assign engine_impl0_chan_ok11_ol = (engine_impl0_chan_ok11_off + engine_impl0_chan_ok11_ln);
-
-
-
 assign engine_impl0_chan_ok11_reg_ok = (sub_w1[8-1:4] < 4);
 
 
 
-assign engine_impl0_chan_ok11_ok = (engine_impl0_chan_ok11_reg_ok && (sub_acc1[31] != sub_acc1[30]) && (engine_impl0_chan_ok11_ln != 0) && (engine_impl0_chan_ok11_ol <= 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok11_ln));
+assign engine_impl0_chan_ok11_ok = (engine_impl0_chan_ok11_reg_ok && (sub_acc1[31] != sub_acc1[30]) && (engine_impl0_chan_ok11_ln != 0) && (engine_impl0_chan_ok11_ln <= 256) && (engine_impl0_chan_ok11_off < 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok11_ln));
 
 
 
@@ -26326,15 +25899,11 @@ assign engine_impl0_chan_ok12_off = sub_acc2[14-1:0];
 
 
 
-assign engine_impl0_chan_ok12_ol = (engine_impl0_chan_ok12_off + engine_impl0_chan_ok12_ln);
-
-
-
 assign engine_impl0_chan_ok12_reg_ok = (sub_w1[12-1:8] < 4);
 
 
 
-assign engine_impl0_chan_ok12_ok = (engine_impl0_chan_ok12_reg_ok && (sub_acc2[31] != sub_acc2[30]) && (engine_impl0_chan_ok12_ol <= 256) && (engine_impl0_chan_ok12_ln == 1));
+assign engine_impl0_chan_ok12_ok = (engine_impl0_chan_ok12_reg_ok && (sub_acc2[31] != sub_acc2[30]) && (engine_impl0_chan_ok12_off < 256) && (engine_impl0_chan_ok12_ln == 1));
 
 
 
@@ -26343,15 +25912,11 @@ assign engine_impl0_chan_ok13_off = sub_acc3[14-1:0];
 
 
 
-assign engine_impl0_chan_ok13_ol = (engine_impl0_chan_ok13_off + engine_impl0_chan_ok13_ln);
-
-
-
 assign engine_impl0_chan_ok13_reg_ok = (sub_w1[16-1:12] < 4);
 
 
 
-assign engine_impl0_chan_ok13_ok = (engine_impl0_chan_ok13_reg_ok && (sub_acc3[31] != sub_acc3[30]) && (engine_impl0_chan_ok13_ln != 0) && (engine_impl0_chan_ok13_ol <= 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok13_ln));
+assign engine_impl0_chan_ok13_ok = (engine_impl0_chan_ok13_reg_ok && (sub_acc3[31] != sub_acc3[30]) && (engine_impl0_chan_ok13_ln != 0) && (engine_impl0_chan_ok13_ln <= 256) && (engine_impl0_chan_ok13_off < 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok13_ln));
 
 
 
@@ -26367,11 +25932,11 @@ assign engine_impl0_and_all5_y = (engine_impl0_and_all5_v == 63);
 
 
 
-assign engine_impl0_copy_sig290_y = engine_impl0_and_all5_y;
+assign engine_impl0_copy_sig286_y = engine_impl0_and_all5_y;
 
 
 
-assign engine_impl0_copy_sig291_y = engine_impl0_copy_sig291_a;
+assign engine_impl0_copy_sig287_y = engine_impl0_copy_sig287_a;
 
 
 
@@ -26391,7 +25956,7 @@ always @(posedge clk) begin: engine_impl0_flag_reg1_s
         engine_impl0_sel1 <= 0;
     end
     else begin
-        if (engine_impl0_copy_sig291_a) begin
+        if (engine_impl0_copy_sig287_a) begin
             engine_impl0_sel1 <= engine_impl0_bit_of14_y;
         end
     end
@@ -26416,7 +25981,7 @@ always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_control2_seq
     end
     else begin
         engine_impl0_multiply_subtract0_done <= 1'b0;
-        if ((engine_impl0_copy_sig291_y && (!engine_impl0_multiply_subtract0_busy))) begin
+        if ((engine_impl0_copy_sig287_y && (!engine_impl0_multiply_subtract0_busy))) begin
             if (((engine_impl0_fit8_dst == 0) || (engine_impl0_fit8_dst > 256) || (engine_impl0_fit9_dst == 0) || (engine_impl0_fit9_dst > 4096))) begin
                 engine_impl0_multiply_subtract0_cfg_err <= 1'b1;
                 engine_impl0_multiply_subtract0_done <= 1'b1;
@@ -26956,7 +26521,7 @@ assign engine_impl0_and23_0_y = (engine_impl0_multiply_subtract0_done && engine_
 
 
 
-assign engine_impl0_route_eq40_y = (engine_impl0_copy_sig291_a && (sub_w1[4-1:0] == 0));
+assign engine_impl0_route_eq40_y = (engine_impl0_copy_sig287_a && (sub_w1[4-1:0] == 0));
 
 
 
@@ -26968,7 +26533,7 @@ assign engine_impl0_region_impl0_read_channel7_access = sub_acc0;
 
 
 
-assign engine_impl0_route_eq41_y = (engine_impl0_copy_sig291_a && (sub_w1[4-1:0] == 1));
+assign engine_impl0_route_eq41_y = (engine_impl0_copy_sig287_a && (sub_w1[4-1:0] == 1));
 
 
 
@@ -26980,7 +26545,7 @@ assign engine_impl0_region_impl1_read_channel19_access = sub_acc0;
 
 
 
-assign engine_impl0_route_eq42_y = (engine_impl0_copy_sig291_a && (sub_w1[4-1:0] == 2));
+assign engine_impl0_route_eq42_y = (engine_impl0_copy_sig287_a && (sub_w1[4-1:0] == 2));
 
 
 
@@ -26992,7 +26557,7 @@ assign engine_impl0_region_impl2_read_channel31_access = sub_acc0;
 
 
 
-assign engine_impl0_route_eq43_y = (engine_impl0_copy_sig291_a && (sub_w1[4-1:0] == 3));
+assign engine_impl0_route_eq43_y = (engine_impl0_copy_sig287_a && (sub_w1[4-1:0] == 3));
 
 
 
@@ -27034,7 +26599,7 @@ end
 
 
 
-assign engine_impl0_multiply_subtract0_s_axis_x_tvalid = (engine_impl0_or_any19_v != 0);
+assign engine_impl0_multiply_subtract0_s_axis_x_tvalid = (engine_impl0_or_any15_v != 0);
 
 
 
@@ -27058,7 +26623,7 @@ assign engine_impl0_multiply_subtract0_s_axis_x_tdata = engine_impl0_mux2110_y;
 
 
 
-assign engine_impl0_route_eq44_y = (engine_impl0_copy_sig291_a && (sub_w1[8-1:4] == 0));
+assign engine_impl0_route_eq44_y = (engine_impl0_copy_sig287_a && (sub_w1[8-1:4] == 0));
 
 
 
@@ -27070,7 +26635,7 @@ assign engine_impl0_region_impl0_read_channel8_access = sub_acc1;
 
 
 
-assign engine_impl0_route_eq45_y = (engine_impl0_copy_sig291_a && (sub_w1[8-1:4] == 1));
+assign engine_impl0_route_eq45_y = (engine_impl0_copy_sig287_a && (sub_w1[8-1:4] == 1));
 
 
 
@@ -27082,7 +26647,7 @@ assign engine_impl0_region_impl1_read_channel20_access = sub_acc1;
 
 
 
-assign engine_impl0_route_eq46_y = (engine_impl0_copy_sig291_a && (sub_w1[8-1:4] == 2));
+assign engine_impl0_route_eq46_y = (engine_impl0_copy_sig287_a && (sub_w1[8-1:4] == 2));
 
 
 
@@ -27094,7 +26659,7 @@ assign engine_impl0_region_impl2_read_channel32_access = sub_acc1;
 
 
 
-assign engine_impl0_route_eq47_y = (engine_impl0_copy_sig291_a && (sub_w1[8-1:4] == 3));
+assign engine_impl0_route_eq47_y = (engine_impl0_copy_sig287_a && (sub_w1[8-1:4] == 3));
 
 
 
@@ -27136,7 +26701,7 @@ end
 
 
 
-assign engine_impl0_multiply_subtract0_s_axis_a_tvalid = (engine_impl0_or_any20_v != 0);
+assign engine_impl0_multiply_subtract0_s_axis_a_tvalid = (engine_impl0_or_any16_v != 0);
 
 
 
@@ -27160,7 +26725,7 @@ assign engine_impl0_multiply_subtract0_s_axis_a_tdata = engine_impl0_mux2113_y;
 
 
 
-assign engine_impl0_route_eq48_y = (engine_impl0_copy_sig291_a && (sub_w1[12-1:8] == 0));
+assign engine_impl0_route_eq48_y = (engine_impl0_copy_sig287_a && (sub_w1[12-1:8] == 0));
 
 
 
@@ -27172,7 +26737,7 @@ assign engine_impl0_region_impl0_read_channel9_access = sub_acc2;
 
 
 
-assign engine_impl0_route_eq49_y = (engine_impl0_copy_sig291_a && (sub_w1[12-1:8] == 1));
+assign engine_impl0_route_eq49_y = (engine_impl0_copy_sig287_a && (sub_w1[12-1:8] == 1));
 
 
 
@@ -27184,7 +26749,7 @@ assign engine_impl0_region_impl1_read_channel21_access = sub_acc2;
 
 
 
-assign engine_impl0_route_eq50_y = (engine_impl0_copy_sig291_a && (sub_w1[12-1:8] == 2));
+assign engine_impl0_route_eq50_y = (engine_impl0_copy_sig287_a && (sub_w1[12-1:8] == 2));
 
 
 
@@ -27196,7 +26761,7 @@ assign engine_impl0_region_impl2_read_channel33_access = sub_acc2;
 
 
 
-assign engine_impl0_route_eq51_y = (engine_impl0_copy_sig291_a && (sub_w1[12-1:8] == 3));
+assign engine_impl0_route_eq51_y = (engine_impl0_copy_sig287_a && (sub_w1[12-1:8] == 3));
 
 
 
@@ -27238,7 +26803,7 @@ end
 
 
 
-assign engine_impl0_multiply_subtract0_s_axis_s_tvalid = (engine_impl0_or_any21_v != 0);
+assign engine_impl0_multiply_subtract0_s_axis_s_tvalid = (engine_impl0_or_any17_v != 0);
 
 
 
@@ -27268,7 +26833,7 @@ end
 
 
 
-assign engine_impl0_route_eq52_y = (engine_impl0_copy_sig291_a && (sub_w1[16-1:12] == 0));
+assign engine_impl0_route_eq52_y = (engine_impl0_copy_sig287_a && (sub_w1[16-1:12] == 0));
 
 
 
@@ -27280,7 +26845,7 @@ assign engine_impl0_region_impl0_write_channel4_access = sub_acc3;
 
 
 
-assign engine_impl0_route_eq53_y = (engine_impl0_copy_sig291_a && (sub_w1[16-1:12] == 1));
+assign engine_impl0_route_eq53_y = (engine_impl0_copy_sig287_a && (sub_w1[16-1:12] == 1));
 
 
 
@@ -27292,7 +26857,7 @@ assign engine_impl0_region_impl1_write_channel10_access = sub_acc3;
 
 
 
-assign engine_impl0_route_eq54_y = (engine_impl0_copy_sig291_a && (sub_w1[16-1:12] == 2));
+assign engine_impl0_route_eq54_y = (engine_impl0_copy_sig287_a && (sub_w1[16-1:12] == 2));
 
 
 
@@ -27304,7 +26869,7 @@ assign engine_impl0_region_impl2_write_channel16_access = sub_acc3;
 
 
 
-assign engine_impl0_route_eq55_y = (engine_impl0_copy_sig291_a && (sub_w1[16-1:12] == 3));
+assign engine_impl0_route_eq55_y = (engine_impl0_copy_sig287_a && (sub_w1[16-1:12] == 3));
 
 
 
@@ -27316,11 +26881,11 @@ assign engine_impl0_region_impl3_write_channel22_access = sub_acc3;
 
 
 
-assign engine_impl0_copy_sig338_y = engine_impl0_multiply_subtract0_m_axis_y_tdata;
+assign engine_impl0_copy_sig334_y = engine_impl0_multiply_subtract0_m_axis_y_tdata;
 
 
 
-assign engine_impl0_region_impl0_mux28_a = engine_impl0_copy_sig338_y;
+assign engine_impl0_region_impl0_mux28_a = engine_impl0_copy_sig334_y;
 
 
 
@@ -27328,7 +26893,7 @@ assign engine_impl0_region_impl0_write_channel4_s_tvalid = engine_impl0_multiply
 
 
 
-assign engine_impl0_region_impl1_mux229_a = engine_impl0_copy_sig338_y;
+assign engine_impl0_region_impl1_mux229_a = engine_impl0_copy_sig334_y;
 
 
 
@@ -27336,7 +26901,7 @@ assign engine_impl0_region_impl1_write_channel10_s_tvalid = engine_impl0_multipl
 
 
 
-assign engine_impl0_region_impl2_mux250_a = engine_impl0_copy_sig338_y;
+assign engine_impl0_region_impl2_mux250_a = engine_impl0_copy_sig334_y;
 
 
 
@@ -27344,7 +26909,7 @@ assign engine_impl0_region_impl2_write_channel16_s_tvalid = engine_impl0_multipl
 
 
 
-assign engine_impl0_region_impl3_mux271_a = engine_impl0_copy_sig338_y;
+assign engine_impl0_region_impl3_mux271_a = engine_impl0_copy_sig334_y;
 
 
 
@@ -27352,15 +26917,15 @@ assign engine_impl0_region_impl3_write_channel22_s_tvalid = engine_impl0_multipl
 
 
 
-assign engine_impl0_multiply_subtract0_m_axis_y_tready = (engine_impl0_or_any22_v != 0);
+assign engine_impl0_multiply_subtract0_m_axis_y_tready = (engine_impl0_or_any18_v != 0);
 
 
 
-assign engine_impl0_or_any23_y = (engine_impl0_or_any23_v != 0);
+assign engine_impl0_or_any19_y = (engine_impl0_or_any19_v != 0);
 
 
 
-assign engine_impl0_copy_sig291_a = (engine_impl0_bit_of13_y && (!engine_impl0_or_any23_y) && engine_impl0_copy_sig290_y);
+assign engine_impl0_copy_sig287_a = (engine_impl0_bit_of13_y && (!engine_impl0_or_any19_y) && engine_impl0_copy_sig286_y);
 
 
 always @(posedge clk) begin: engine_impl0_issue_ctl5_s
@@ -27368,7 +26933,7 @@ always @(posedge clk) begin: engine_impl0_issue_ctl5_s
         engine_impl0_issue_ctl5_err <= 0;
     end
     else begin
-        engine_impl0_issue_ctl5_err <= ((engine_impl0_bit_of13_y && (!engine_impl0_or_any23_y) && (!engine_impl0_copy_sig290_y)) || engine_impl0_and23_0_y);
+        engine_impl0_issue_ctl5_err <= ((engine_impl0_bit_of13_y && (!engine_impl0_or_any19_y) && (!engine_impl0_copy_sig286_y)) || engine_impl0_and23_0_y);
     end
 end
 
@@ -27383,15 +26948,11 @@ assign engine_impl0_chan_ok14_off = sub_acc0[14-1:0];
 
 
 
-assign engine_impl0_chan_ok14_ol = (engine_impl0_chan_ok14_off + engine_impl0_chan_ok14_ln);
-
-
-
 assign engine_impl0_chan_ok14_reg_ok = (sub_w1[4-1:0] < 4);
 
 
 
-assign engine_impl0_chan_ok14_ok = (engine_impl0_chan_ok14_reg_ok && (sub_acc0[31] != sub_acc0[30]) && (engine_impl0_chan_ok14_ln != 0) && (engine_impl0_chan_ok14_ol <= 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok14_ln));
+assign engine_impl0_chan_ok14_ok = (engine_impl0_chan_ok14_reg_ok && (sub_acc0[31] != sub_acc0[30]) && (engine_impl0_chan_ok14_ln != 0) && (engine_impl0_chan_ok14_ln <= 256) && (engine_impl0_chan_ok14_off < 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok14_ln));
 
 
 
@@ -27400,15 +26961,11 @@ assign engine_impl0_chan_ok15_off = sub_acc1[14-1:0];
 
 
 
-assign engine_impl0_chan_ok15_ol = (engine_impl0_chan_ok15_off + engine_impl0_chan_ok15_ln);
-
-
-
 assign engine_impl0_chan_ok15_reg_ok = (sub_w1[8-1:4] < 4);
 
 
 
-assign engine_impl0_chan_ok15_ok = (engine_impl0_chan_ok15_reg_ok && (sub_acc1[31] != sub_acc1[30]) && (engine_impl0_chan_ok15_ln != 0) && (engine_impl0_chan_ok15_ol <= 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok15_ln));
+assign engine_impl0_chan_ok15_ok = (engine_impl0_chan_ok15_reg_ok && (sub_acc1[31] != sub_acc1[30]) && (engine_impl0_chan_ok15_ln != 0) && (engine_impl0_chan_ok15_ln <= 256) && (engine_impl0_chan_ok15_off < 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok15_ln));
 
 
 
@@ -27417,15 +26974,11 @@ assign engine_impl0_chan_ok16_off = sub_acc2[14-1:0];
 
 
 
-assign engine_impl0_chan_ok16_ol = (engine_impl0_chan_ok16_off + engine_impl0_chan_ok16_ln);
-
-
-
 assign engine_impl0_chan_ok16_reg_ok = (sub_w1[12-1:8] < 4);
 
 
 
-assign engine_impl0_chan_ok16_ok = (engine_impl0_chan_ok16_reg_ok && (sub_acc2[31] != sub_acc2[30]) && (engine_impl0_chan_ok16_ln != 0) && (engine_impl0_chan_ok16_ol <= 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok16_ln));
+assign engine_impl0_chan_ok16_ok = (engine_impl0_chan_ok16_reg_ok && (sub_acc2[31] != sub_acc2[30]) && (engine_impl0_chan_ok16_ln != 0) && (engine_impl0_chan_ok16_ln <= 256) && (engine_impl0_chan_ok16_off < 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok16_ln));
 
 
 
@@ -27445,7 +26998,7 @@ assign engine_impl0_ok = engine_impl0_allok;
 
 
 
-assign engine_impl0_copy_sig348_y = engine_impl0_go;
+assign engine_impl0_copy_sig344_y = engine_impl0_go;
 
 
 
@@ -27478,7 +27031,7 @@ always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_control3_seq
     end
     else begin
         engine_impl0_l2reg0_done <= 1'b0;
-        if ((engine_impl0_copy_sig348_y && (!engine_impl0_l2reg0_busy))) begin
+        if ((engine_impl0_copy_sig344_y && (!engine_impl0_l2reg0_busy))) begin
             if (((engine_impl0_fit10_dst == 0) || (engine_impl0_fit10_dst > 256) || (engine_impl0_fit11_dst == 0) || (engine_impl0_fit11_dst > 4096))) begin
                 engine_impl0_l2reg0_cfg_err <= 1'b1;
                 engine_impl0_l2reg0_done <= 1'b1;
@@ -27545,7 +27098,7 @@ always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_kreg
         engine_impl0_l2reg0_top0_0_1_kr <= 0;
     end
     else begin
-        if ((engine_impl0_copy_sig348_y && (!engine_impl0_l2reg0_busy))) begin
+        if ((engine_impl0_copy_sig344_y && (!engine_impl0_l2reg0_busy))) begin
             engine_impl0_l2reg0_top0_0_1_kr <= $signed(engine_impl0_fit12_dst);
         end
     end
@@ -28095,7 +27648,7 @@ end
 
 
 
-assign engine_impl0_l2reg0_s_axis_x_tvalid = (engine_impl0_or_any24_v != 0);
+assign engine_impl0_l2reg0_s_axis_x_tvalid = (engine_impl0_or_any20_v != 0);
 
 
 
@@ -28197,7 +27750,7 @@ end
 
 
 
-assign engine_impl0_l2reg0_s_axis_xold_tvalid = (engine_impl0_or_any25_v != 0);
+assign engine_impl0_l2reg0_s_axis_xold_tvalid = (engine_impl0_or_any21_v != 0);
 
 
 
@@ -28305,11 +27858,11 @@ assign engine_impl0_region_impl3_write_channel23_s_tvalid = engine_impl0_l2reg0_
 
 
 
-assign engine_impl0_l2reg0_m_axis_y_tready = (engine_impl0_or_any26_v != 0);
+assign engine_impl0_l2reg0_m_axis_y_tready = (engine_impl0_or_any22_v != 0);
 
 
 
-assign engine_impl0_busy = (engine_impl0_or_any27_v != 0);
+assign engine_impl0_busy = (engine_impl0_or_any23_v != 0);
 
 
 
@@ -28327,11 +27880,11 @@ end
 
 
 
-assign sub_busy = engine_impl0_copy_sig392_a;
+assign sub_busy = engine_impl0_copy_sig388_a;
 
 
 
-assign sub_err = engine_impl0_copy_sig393_a;
+assign sub_err = engine_impl0_copy_sig389_a;
 
 
 

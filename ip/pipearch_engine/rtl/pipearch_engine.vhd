@@ -14,6 +14,7 @@ entity pipearch_engine is
     port (
         clk: in std_logic;
         rst: in std_logic;
+        fifo_clr: in std_logic;
         sub_start: in std_logic_vector(6 downto 0);
         sub_iters: in std_logic_vector(12 downto 0);
         sub_w1: in std_logic_vector(31 downto 0);
@@ -83,7 +84,6 @@ signal engine_impl0_wline: unsigned(127 downto 0);
 signal engine_impl0_lmask: unsigned(3 downto 0);
 signal engine_impl0_lfifo: std_logic;
 signal engine_impl0_cn: std_logic;
-signal engine_impl0_fq: std_logic;
 signal engine_impl0_full: std_logic;
 signal engine_impl0_ready_n: std_logic;
 signal engine_impl0_mr: std_logic;
@@ -92,6 +92,10 @@ signal engine_impl0_unused_sink: unsigned(196 downto 0);
 signal engine_impl0_unused_sig: unsigned(196 downto 0);
 signal engine_impl0_go: std_logic;
 signal engine_impl0_region_impl0_wptr: unsigned(7 downto 0);
+signal engine_impl0_region_impl0_rptr: unsigned(7 downto 0);
+signal engine_impl0_region_impl0_qcnt: unsigned(8 downto 0);
+signal engine_impl0_region_impl0_nempty: std_logic;
+signal engine_impl0_region_impl0_qfull: std_logic;
 signal engine_impl0_region_impl0_q_nfull: std_logic;
 signal engine_impl0_region_impl0_read_channel0_start: std_logic;
 signal engine_impl0_region_impl0_read_channel0_access: unsigned(31 downto 0);
@@ -107,8 +111,6 @@ signal engine_impl0_region_impl0_read_channel0_grant: std_logic;
 signal engine_impl0_region_impl0_read_channel0_req: std_logic;
 signal engine_impl0_region_impl0_read_channel0_addr_o: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel0_mfifo: std_logic;
-signal engine_impl0_region_impl0_read_channel0_qptr: unsigned(7 downto 0);
-signal engine_impl0_region_impl0_read_channel0_q_nempty: std_logic;
 signal engine_impl0_region_impl0_read_channel0_rdata: unsigned(127 downto 0);
 signal engine_impl0_region_impl0_read_channel0_addr_bram: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel0_can: std_logic;
@@ -141,7 +143,6 @@ signal engine_impl0_region_impl0_read_channel0_access_ctl0_len_r: unsigned(13 do
 signal engine_impl0_region_impl0_read_channel0_access_ctl0_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel0_access_ctl0_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel0_access_ctl0_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl0_read_channel0_access_ctl0_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl0_read_channel0_access_ctl0_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel0_access_ctl0_useam_r: std_logic;
 signal engine_impl0_region_impl0_read_channel1_start: std_logic;
@@ -190,7 +191,6 @@ signal engine_impl0_region_impl0_read_channel1_access_ctl1_len_r: unsigned(13 do
 signal engine_impl0_region_impl0_read_channel1_access_ctl1_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel1_access_ctl1_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel1_access_ctl1_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl0_read_channel1_access_ctl1_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl0_read_channel1_access_ctl1_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel1_access_ctl1_useam_r: std_logic;
 signal engine_impl0_region_impl0_read_channel2_start: std_logic;
@@ -239,7 +239,6 @@ signal engine_impl0_region_impl0_read_channel2_access_ctl2_len_r: unsigned(13 do
 signal engine_impl0_region_impl0_read_channel2_access_ctl2_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel2_access_ctl2_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel2_access_ctl2_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl0_read_channel2_access_ctl2_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl0_read_channel2_access_ctl2_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel2_access_ctl2_useam_r: std_logic;
 signal engine_impl0_region_impl0_read_channel3_start: std_logic;
@@ -288,7 +287,6 @@ signal engine_impl0_region_impl0_read_channel3_access_ctl3_len_r: unsigned(13 do
 signal engine_impl0_region_impl0_read_channel3_access_ctl3_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel3_access_ctl3_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel3_access_ctl3_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl0_read_channel3_access_ctl3_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl0_read_channel3_access_ctl3_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel3_access_ctl3_useam_r: std_logic;
 signal engine_impl0_region_impl0_read_channel4_start: std_logic;
@@ -337,7 +335,6 @@ signal engine_impl0_region_impl0_read_channel4_access_ctl4_len_r: unsigned(13 do
 signal engine_impl0_region_impl0_read_channel4_access_ctl4_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel4_access_ctl4_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel4_access_ctl4_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl0_read_channel4_access_ctl4_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl0_read_channel4_access_ctl4_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel4_access_ctl4_useam_r: std_logic;
 signal engine_impl0_region_impl0_read_channel5_start: std_logic;
@@ -386,7 +383,6 @@ signal engine_impl0_region_impl0_read_channel5_access_ctl5_len_r: unsigned(13 do
 signal engine_impl0_region_impl0_read_channel5_access_ctl5_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel5_access_ctl5_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel5_access_ctl5_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl0_read_channel5_access_ctl5_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl0_read_channel5_access_ctl5_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel5_access_ctl5_useam_r: std_logic;
 signal engine_impl0_region_impl0_read_channel6_start: std_logic;
@@ -435,7 +431,6 @@ signal engine_impl0_region_impl0_read_channel6_access_ctl6_len_r: unsigned(13 do
 signal engine_impl0_region_impl0_read_channel6_access_ctl6_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel6_access_ctl6_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel6_access_ctl6_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl0_read_channel6_access_ctl6_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl0_read_channel6_access_ctl6_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel6_access_ctl6_useam_r: std_logic;
 signal engine_impl0_region_impl0_read_channel7_start: std_logic;
@@ -484,7 +479,6 @@ signal engine_impl0_region_impl0_read_channel7_access_ctl7_len_r: unsigned(13 do
 signal engine_impl0_region_impl0_read_channel7_access_ctl7_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel7_access_ctl7_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel7_access_ctl7_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl0_read_channel7_access_ctl7_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl0_read_channel7_access_ctl7_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel7_access_ctl7_useam_r: std_logic;
 signal engine_impl0_region_impl0_read_channel8_start: std_logic;
@@ -533,7 +527,6 @@ signal engine_impl0_region_impl0_read_channel8_access_ctl8_len_r: unsigned(13 do
 signal engine_impl0_region_impl0_read_channel8_access_ctl8_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel8_access_ctl8_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel8_access_ctl8_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl0_read_channel8_access_ctl8_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl0_read_channel8_access_ctl8_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel8_access_ctl8_useam_r: std_logic;
 signal engine_impl0_region_impl0_read_channel9_start: std_logic;
@@ -582,7 +575,6 @@ signal engine_impl0_region_impl0_read_channel9_access_ctl9_len_r: unsigned(13 do
 signal engine_impl0_region_impl0_read_channel9_access_ctl9_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel9_access_ctl9_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel9_access_ctl9_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl0_read_channel9_access_ctl9_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl0_read_channel9_access_ctl9_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel9_access_ctl9_useam_r: std_logic;
 signal engine_impl0_region_impl0_read_channel10_start: std_logic;
@@ -631,7 +623,6 @@ signal engine_impl0_region_impl0_read_channel10_access_ctl10_len_r: unsigned(13 
 signal engine_impl0_region_impl0_read_channel10_access_ctl10_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel10_access_ctl10_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel10_access_ctl10_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl0_read_channel10_access_ctl10_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl0_read_channel10_access_ctl10_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel10_access_ctl10_useam_r: std_logic;
 signal engine_impl0_region_impl0_read_channel11_start: std_logic;
@@ -680,7 +671,6 @@ signal engine_impl0_region_impl0_read_channel11_access_ctl11_len_r: unsigned(13 
 signal engine_impl0_region_impl0_read_channel11_access_ctl11_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel11_access_ctl11_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel11_access_ctl11_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl0_read_channel11_access_ctl11_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl0_read_channel11_access_ctl11_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel11_access_ctl11_useam_r: std_logic;
 signal engine_impl0_region_impl0_write_channel0_start: std_logic;
@@ -714,7 +704,6 @@ signal engine_impl0_region_impl0_write_channel0_access_ctl12_len_r: unsigned(13 
 signal engine_impl0_region_impl0_write_channel0_access_ctl12_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel0_access_ctl12_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel0_access_ctl12_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl0_write_channel0_access_ctl12_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl0_write_channel0_access_ctl12_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel0_access_ctl12_useam_r: std_logic;
 signal engine_impl0_region_impl0_write_channel1_start: std_logic;
@@ -748,7 +737,6 @@ signal engine_impl0_region_impl0_write_channel1_access_ctl13_len_r: unsigned(13 
 signal engine_impl0_region_impl0_write_channel1_access_ctl13_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel1_access_ctl13_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel1_access_ctl13_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl0_write_channel1_access_ctl13_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl0_write_channel1_access_ctl13_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel1_access_ctl13_useam_r: std_logic;
 signal engine_impl0_region_impl0_write_channel2_start: std_logic;
@@ -782,7 +770,6 @@ signal engine_impl0_region_impl0_write_channel2_access_ctl14_len_r: unsigned(13 
 signal engine_impl0_region_impl0_write_channel2_access_ctl14_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel2_access_ctl14_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel2_access_ctl14_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl0_write_channel2_access_ctl14_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl0_write_channel2_access_ctl14_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel2_access_ctl14_useam_r: std_logic;
 signal engine_impl0_region_impl0_write_channel3_start: std_logic;
@@ -816,7 +803,6 @@ signal engine_impl0_region_impl0_write_channel3_access_ctl15_len_r: unsigned(13 
 signal engine_impl0_region_impl0_write_channel3_access_ctl15_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel3_access_ctl15_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel3_access_ctl15_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl0_write_channel3_access_ctl15_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl0_write_channel3_access_ctl15_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel3_access_ctl15_useam_r: std_logic;
 signal engine_impl0_region_impl0_write_channel4_start: std_logic;
@@ -850,7 +836,6 @@ signal engine_impl0_region_impl0_write_channel4_access_ctl16_len_r: unsigned(13 
 signal engine_impl0_region_impl0_write_channel4_access_ctl16_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel4_access_ctl16_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel4_access_ctl16_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl0_write_channel4_access_ctl16_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl0_write_channel4_access_ctl16_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel4_access_ctl16_useam_r: std_logic;
 signal engine_impl0_region_impl0_write_channel5_start: std_logic;
@@ -884,7 +869,6 @@ signal engine_impl0_region_impl0_write_channel5_access_ctl17_len_r: unsigned(13 
 signal engine_impl0_region_impl0_write_channel5_access_ctl17_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel5_access_ctl17_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel5_access_ctl17_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl0_write_channel5_access_ctl17_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl0_write_channel5_access_ctl17_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel5_access_ctl17_useam_r: std_logic;
 signal engine_impl0_region_impl0_grant_first0_grant: std_logic;
@@ -975,10 +959,12 @@ signal engine_impl0_region_impl0_and216_y: std_logic;
 signal engine_impl0_region_impl0_and217_y: std_logic;
 signal engine_impl0_region_impl0_or_vec3_v: unsigned(11 downto 0);
 signal engine_impl0_region_impl0_or_vec3_y: std_logic;
-signal engine_impl0_region_impl0_fifo_queue0_cnt: unsigned(8 downto 0);
-signal engine_impl0_region_impl0_fifo_queue0_full: std_logic;
 signal engine_impl0_region_impl0_copy_sig30_y: unsigned(8 downto 0);
 signal engine_impl0_region_impl1_wptr: unsigned(7 downto 0);
+signal engine_impl0_region_impl1_rptr: unsigned(7 downto 0);
+signal engine_impl0_region_impl1_qcnt: unsigned(8 downto 0);
+signal engine_impl0_region_impl1_nempty: std_logic;
+signal engine_impl0_region_impl1_qfull: std_logic;
 signal engine_impl0_region_impl1_q_nfull: std_logic;
 signal engine_impl0_region_impl1_read_channel12_start: std_logic;
 signal engine_impl0_region_impl1_read_channel12_access: unsigned(31 downto 0);
@@ -994,8 +980,6 @@ signal engine_impl0_region_impl1_read_channel12_grant: std_logic;
 signal engine_impl0_region_impl1_read_channel12_req: std_logic;
 signal engine_impl0_region_impl1_read_channel12_addr_o: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel12_mfifo: std_logic;
-signal engine_impl0_region_impl1_read_channel12_qptr: unsigned(7 downto 0);
-signal engine_impl0_region_impl1_read_channel12_q_nempty: std_logic;
 signal engine_impl0_region_impl1_read_channel12_rdata: unsigned(127 downto 0);
 signal engine_impl0_region_impl1_read_channel12_addr_bram: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel12_can: std_logic;
@@ -1028,7 +1012,6 @@ signal engine_impl0_region_impl1_read_channel12_access_ctl18_len_r: unsigned(13 
 signal engine_impl0_region_impl1_read_channel12_access_ctl18_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel12_access_ctl18_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel12_access_ctl18_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl1_read_channel12_access_ctl18_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl1_read_channel12_access_ctl18_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel12_access_ctl18_useam_r: std_logic;
 signal engine_impl0_region_impl1_read_channel13_start: std_logic;
@@ -1077,7 +1060,6 @@ signal engine_impl0_region_impl1_read_channel13_access_ctl19_len_r: unsigned(13 
 signal engine_impl0_region_impl1_read_channel13_access_ctl19_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel13_access_ctl19_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel13_access_ctl19_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl1_read_channel13_access_ctl19_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl1_read_channel13_access_ctl19_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel13_access_ctl19_useam_r: std_logic;
 signal engine_impl0_region_impl1_read_channel14_start: std_logic;
@@ -1126,7 +1108,6 @@ signal engine_impl0_region_impl1_read_channel14_access_ctl20_len_r: unsigned(13 
 signal engine_impl0_region_impl1_read_channel14_access_ctl20_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel14_access_ctl20_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel14_access_ctl20_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl1_read_channel14_access_ctl20_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl1_read_channel14_access_ctl20_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel14_access_ctl20_useam_r: std_logic;
 signal engine_impl0_region_impl1_read_channel15_start: std_logic;
@@ -1175,7 +1156,6 @@ signal engine_impl0_region_impl1_read_channel15_access_ctl21_len_r: unsigned(13 
 signal engine_impl0_region_impl1_read_channel15_access_ctl21_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel15_access_ctl21_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel15_access_ctl21_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl1_read_channel15_access_ctl21_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl1_read_channel15_access_ctl21_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel15_access_ctl21_useam_r: std_logic;
 signal engine_impl0_region_impl1_read_channel16_start: std_logic;
@@ -1224,7 +1204,6 @@ signal engine_impl0_region_impl1_read_channel16_access_ctl22_len_r: unsigned(13 
 signal engine_impl0_region_impl1_read_channel16_access_ctl22_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel16_access_ctl22_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel16_access_ctl22_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl1_read_channel16_access_ctl22_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl1_read_channel16_access_ctl22_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel16_access_ctl22_useam_r: std_logic;
 signal engine_impl0_region_impl1_read_channel17_start: std_logic;
@@ -1273,7 +1252,6 @@ signal engine_impl0_region_impl1_read_channel17_access_ctl23_len_r: unsigned(13 
 signal engine_impl0_region_impl1_read_channel17_access_ctl23_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel17_access_ctl23_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel17_access_ctl23_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl1_read_channel17_access_ctl23_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl1_read_channel17_access_ctl23_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel17_access_ctl23_useam_r: std_logic;
 signal engine_impl0_region_impl1_read_channel18_start: std_logic;
@@ -1322,7 +1300,6 @@ signal engine_impl0_region_impl1_read_channel18_access_ctl24_len_r: unsigned(13 
 signal engine_impl0_region_impl1_read_channel18_access_ctl24_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel18_access_ctl24_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel18_access_ctl24_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl1_read_channel18_access_ctl24_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl1_read_channel18_access_ctl24_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel18_access_ctl24_useam_r: std_logic;
 signal engine_impl0_region_impl1_read_channel19_start: std_logic;
@@ -1371,7 +1348,6 @@ signal engine_impl0_region_impl1_read_channel19_access_ctl25_len_r: unsigned(13 
 signal engine_impl0_region_impl1_read_channel19_access_ctl25_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel19_access_ctl25_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel19_access_ctl25_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl1_read_channel19_access_ctl25_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl1_read_channel19_access_ctl25_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel19_access_ctl25_useam_r: std_logic;
 signal engine_impl0_region_impl1_read_channel20_start: std_logic;
@@ -1420,7 +1396,6 @@ signal engine_impl0_region_impl1_read_channel20_access_ctl26_len_r: unsigned(13 
 signal engine_impl0_region_impl1_read_channel20_access_ctl26_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel20_access_ctl26_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel20_access_ctl26_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl1_read_channel20_access_ctl26_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl1_read_channel20_access_ctl26_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel20_access_ctl26_useam_r: std_logic;
 signal engine_impl0_region_impl1_read_channel21_start: std_logic;
@@ -1469,7 +1444,6 @@ signal engine_impl0_region_impl1_read_channel21_access_ctl27_len_r: unsigned(13 
 signal engine_impl0_region_impl1_read_channel21_access_ctl27_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel21_access_ctl27_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel21_access_ctl27_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl1_read_channel21_access_ctl27_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl1_read_channel21_access_ctl27_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel21_access_ctl27_useam_r: std_logic;
 signal engine_impl0_region_impl1_read_channel22_start: std_logic;
@@ -1518,7 +1492,6 @@ signal engine_impl0_region_impl1_read_channel22_access_ctl28_len_r: unsigned(13 
 signal engine_impl0_region_impl1_read_channel22_access_ctl28_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel22_access_ctl28_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel22_access_ctl28_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl1_read_channel22_access_ctl28_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl1_read_channel22_access_ctl28_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel22_access_ctl28_useam_r: std_logic;
 signal engine_impl0_region_impl1_read_channel23_start: std_logic;
@@ -1567,7 +1540,6 @@ signal engine_impl0_region_impl1_read_channel23_access_ctl29_len_r: unsigned(13 
 signal engine_impl0_region_impl1_read_channel23_access_ctl29_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel23_access_ctl29_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel23_access_ctl29_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl1_read_channel23_access_ctl29_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl1_read_channel23_access_ctl29_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel23_access_ctl29_useam_r: std_logic;
 signal engine_impl0_region_impl1_write_channel6_start: std_logic;
@@ -1601,7 +1573,6 @@ signal engine_impl0_region_impl1_write_channel6_access_ctl30_len_r: unsigned(13 
 signal engine_impl0_region_impl1_write_channel6_access_ctl30_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel6_access_ctl30_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel6_access_ctl30_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl1_write_channel6_access_ctl30_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl1_write_channel6_access_ctl30_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel6_access_ctl30_useam_r: std_logic;
 signal engine_impl0_region_impl1_write_channel7_start: std_logic;
@@ -1635,7 +1606,6 @@ signal engine_impl0_region_impl1_write_channel7_access_ctl31_len_r: unsigned(13 
 signal engine_impl0_region_impl1_write_channel7_access_ctl31_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel7_access_ctl31_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel7_access_ctl31_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl1_write_channel7_access_ctl31_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl1_write_channel7_access_ctl31_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel7_access_ctl31_useam_r: std_logic;
 signal engine_impl0_region_impl1_write_channel8_start: std_logic;
@@ -1669,7 +1639,6 @@ signal engine_impl0_region_impl1_write_channel8_access_ctl32_len_r: unsigned(13 
 signal engine_impl0_region_impl1_write_channel8_access_ctl32_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel8_access_ctl32_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel8_access_ctl32_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl1_write_channel8_access_ctl32_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl1_write_channel8_access_ctl32_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel8_access_ctl32_useam_r: std_logic;
 signal engine_impl0_region_impl1_write_channel9_start: std_logic;
@@ -1703,7 +1672,6 @@ signal engine_impl0_region_impl1_write_channel9_access_ctl33_len_r: unsigned(13 
 signal engine_impl0_region_impl1_write_channel9_access_ctl33_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel9_access_ctl33_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel9_access_ctl33_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl1_write_channel9_access_ctl33_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl1_write_channel9_access_ctl33_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel9_access_ctl33_useam_r: std_logic;
 signal engine_impl0_region_impl1_write_channel10_start: std_logic;
@@ -1737,7 +1705,6 @@ signal engine_impl0_region_impl1_write_channel10_access_ctl34_len_r: unsigned(13
 signal engine_impl0_region_impl1_write_channel10_access_ctl34_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel10_access_ctl34_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel10_access_ctl34_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl1_write_channel10_access_ctl34_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl1_write_channel10_access_ctl34_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel10_access_ctl34_useam_r: std_logic;
 signal engine_impl0_region_impl1_write_channel11_start: std_logic;
@@ -1771,7 +1738,6 @@ signal engine_impl0_region_impl1_write_channel11_access_ctl35_len_r: unsigned(13
 signal engine_impl0_region_impl1_write_channel11_access_ctl35_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel11_access_ctl35_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel11_access_ctl35_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl1_write_channel11_access_ctl35_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl1_write_channel11_access_ctl35_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel11_access_ctl35_useam_r: std_logic;
 signal engine_impl0_region_impl1_grant_first2_grant: std_logic;
@@ -1862,10 +1828,12 @@ signal engine_impl0_region_impl1_and234_y: std_logic;
 signal engine_impl0_region_impl1_and235_y: std_logic;
 signal engine_impl0_region_impl1_or_vec7_v: unsigned(11 downto 0);
 signal engine_impl0_region_impl1_or_vec7_y: std_logic;
-signal engine_impl0_region_impl1_fifo_queue1_cnt: unsigned(8 downto 0);
-signal engine_impl0_region_impl1_fifo_queue1_full: std_logic;
 signal engine_impl0_region_impl1_copy_sig61_y: unsigned(8 downto 0);
 signal engine_impl0_region_impl2_wptr: unsigned(7 downto 0);
+signal engine_impl0_region_impl2_rptr: unsigned(7 downto 0);
+signal engine_impl0_region_impl2_qcnt: unsigned(8 downto 0);
+signal engine_impl0_region_impl2_nempty: std_logic;
+signal engine_impl0_region_impl2_qfull: std_logic;
 signal engine_impl0_region_impl2_q_nfull: std_logic;
 signal engine_impl0_region_impl2_read_channel24_start: std_logic;
 signal engine_impl0_region_impl2_read_channel24_access: unsigned(31 downto 0);
@@ -1881,8 +1849,6 @@ signal engine_impl0_region_impl2_read_channel24_grant: std_logic;
 signal engine_impl0_region_impl2_read_channel24_req: std_logic;
 signal engine_impl0_region_impl2_read_channel24_addr_o: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel24_mfifo: std_logic;
-signal engine_impl0_region_impl2_read_channel24_qptr: unsigned(7 downto 0);
-signal engine_impl0_region_impl2_read_channel24_q_nempty: std_logic;
 signal engine_impl0_region_impl2_read_channel24_rdata: unsigned(127 downto 0);
 signal engine_impl0_region_impl2_read_channel24_addr_bram: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel24_can: std_logic;
@@ -1915,7 +1881,6 @@ signal engine_impl0_region_impl2_read_channel24_access_ctl36_len_r: unsigned(13 
 signal engine_impl0_region_impl2_read_channel24_access_ctl36_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel24_access_ctl36_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel24_access_ctl36_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl2_read_channel24_access_ctl36_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl2_read_channel24_access_ctl36_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel24_access_ctl36_useam_r: std_logic;
 signal engine_impl0_region_impl2_read_channel25_start: std_logic;
@@ -1964,7 +1929,6 @@ signal engine_impl0_region_impl2_read_channel25_access_ctl37_len_r: unsigned(13 
 signal engine_impl0_region_impl2_read_channel25_access_ctl37_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel25_access_ctl37_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel25_access_ctl37_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl2_read_channel25_access_ctl37_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl2_read_channel25_access_ctl37_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel25_access_ctl37_useam_r: std_logic;
 signal engine_impl0_region_impl2_read_channel26_start: std_logic;
@@ -2013,7 +1977,6 @@ signal engine_impl0_region_impl2_read_channel26_access_ctl38_len_r: unsigned(13 
 signal engine_impl0_region_impl2_read_channel26_access_ctl38_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel26_access_ctl38_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel26_access_ctl38_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl2_read_channel26_access_ctl38_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl2_read_channel26_access_ctl38_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel26_access_ctl38_useam_r: std_logic;
 signal engine_impl0_region_impl2_read_channel27_start: std_logic;
@@ -2062,7 +2025,6 @@ signal engine_impl0_region_impl2_read_channel27_access_ctl39_len_r: unsigned(13 
 signal engine_impl0_region_impl2_read_channel27_access_ctl39_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel27_access_ctl39_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel27_access_ctl39_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl2_read_channel27_access_ctl39_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl2_read_channel27_access_ctl39_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel27_access_ctl39_useam_r: std_logic;
 signal engine_impl0_region_impl2_read_channel28_start: std_logic;
@@ -2111,7 +2073,6 @@ signal engine_impl0_region_impl2_read_channel28_access_ctl40_len_r: unsigned(13 
 signal engine_impl0_region_impl2_read_channel28_access_ctl40_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel28_access_ctl40_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel28_access_ctl40_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl2_read_channel28_access_ctl40_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl2_read_channel28_access_ctl40_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel28_access_ctl40_useam_r: std_logic;
 signal engine_impl0_region_impl2_read_channel29_start: std_logic;
@@ -2160,7 +2121,6 @@ signal engine_impl0_region_impl2_read_channel29_access_ctl41_len_r: unsigned(13 
 signal engine_impl0_region_impl2_read_channel29_access_ctl41_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel29_access_ctl41_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel29_access_ctl41_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl2_read_channel29_access_ctl41_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl2_read_channel29_access_ctl41_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel29_access_ctl41_useam_r: std_logic;
 signal engine_impl0_region_impl2_read_channel30_start: std_logic;
@@ -2209,7 +2169,6 @@ signal engine_impl0_region_impl2_read_channel30_access_ctl42_len_r: unsigned(13 
 signal engine_impl0_region_impl2_read_channel30_access_ctl42_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel30_access_ctl42_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel30_access_ctl42_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl2_read_channel30_access_ctl42_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl2_read_channel30_access_ctl42_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel30_access_ctl42_useam_r: std_logic;
 signal engine_impl0_region_impl2_read_channel31_start: std_logic;
@@ -2258,7 +2217,6 @@ signal engine_impl0_region_impl2_read_channel31_access_ctl43_len_r: unsigned(13 
 signal engine_impl0_region_impl2_read_channel31_access_ctl43_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel31_access_ctl43_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel31_access_ctl43_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl2_read_channel31_access_ctl43_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl2_read_channel31_access_ctl43_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel31_access_ctl43_useam_r: std_logic;
 signal engine_impl0_region_impl2_read_channel32_start: std_logic;
@@ -2307,7 +2265,6 @@ signal engine_impl0_region_impl2_read_channel32_access_ctl44_len_r: unsigned(13 
 signal engine_impl0_region_impl2_read_channel32_access_ctl44_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel32_access_ctl44_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel32_access_ctl44_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl2_read_channel32_access_ctl44_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl2_read_channel32_access_ctl44_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel32_access_ctl44_useam_r: std_logic;
 signal engine_impl0_region_impl2_read_channel33_start: std_logic;
@@ -2356,7 +2313,6 @@ signal engine_impl0_region_impl2_read_channel33_access_ctl45_len_r: unsigned(13 
 signal engine_impl0_region_impl2_read_channel33_access_ctl45_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel33_access_ctl45_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel33_access_ctl45_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl2_read_channel33_access_ctl45_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl2_read_channel33_access_ctl45_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel33_access_ctl45_useam_r: std_logic;
 signal engine_impl0_region_impl2_read_channel34_start: std_logic;
@@ -2405,7 +2361,6 @@ signal engine_impl0_region_impl2_read_channel34_access_ctl46_len_r: unsigned(13 
 signal engine_impl0_region_impl2_read_channel34_access_ctl46_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel34_access_ctl46_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel34_access_ctl46_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl2_read_channel34_access_ctl46_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl2_read_channel34_access_ctl46_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel34_access_ctl46_useam_r: std_logic;
 signal engine_impl0_region_impl2_read_channel35_start: std_logic;
@@ -2454,7 +2409,6 @@ signal engine_impl0_region_impl2_read_channel35_access_ctl47_len_r: unsigned(13 
 signal engine_impl0_region_impl2_read_channel35_access_ctl47_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel35_access_ctl47_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel35_access_ctl47_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl2_read_channel35_access_ctl47_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl2_read_channel35_access_ctl47_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel35_access_ctl47_useam_r: std_logic;
 signal engine_impl0_region_impl2_write_channel12_start: std_logic;
@@ -2488,7 +2442,6 @@ signal engine_impl0_region_impl2_write_channel12_access_ctl48_len_r: unsigned(13
 signal engine_impl0_region_impl2_write_channel12_access_ctl48_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel12_access_ctl48_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel12_access_ctl48_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl2_write_channel12_access_ctl48_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl2_write_channel12_access_ctl48_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel12_access_ctl48_useam_r: std_logic;
 signal engine_impl0_region_impl2_write_channel13_start: std_logic;
@@ -2522,7 +2475,6 @@ signal engine_impl0_region_impl2_write_channel13_access_ctl49_len_r: unsigned(13
 signal engine_impl0_region_impl2_write_channel13_access_ctl49_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel13_access_ctl49_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel13_access_ctl49_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl2_write_channel13_access_ctl49_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl2_write_channel13_access_ctl49_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel13_access_ctl49_useam_r: std_logic;
 signal engine_impl0_region_impl2_write_channel14_start: std_logic;
@@ -2556,7 +2508,6 @@ signal engine_impl0_region_impl2_write_channel14_access_ctl50_len_r: unsigned(13
 signal engine_impl0_region_impl2_write_channel14_access_ctl50_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel14_access_ctl50_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel14_access_ctl50_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl2_write_channel14_access_ctl50_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl2_write_channel14_access_ctl50_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel14_access_ctl50_useam_r: std_logic;
 signal engine_impl0_region_impl2_write_channel15_start: std_logic;
@@ -2590,7 +2541,6 @@ signal engine_impl0_region_impl2_write_channel15_access_ctl51_len_r: unsigned(13
 signal engine_impl0_region_impl2_write_channel15_access_ctl51_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel15_access_ctl51_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel15_access_ctl51_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl2_write_channel15_access_ctl51_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl2_write_channel15_access_ctl51_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel15_access_ctl51_useam_r: std_logic;
 signal engine_impl0_region_impl2_write_channel16_start: std_logic;
@@ -2624,7 +2574,6 @@ signal engine_impl0_region_impl2_write_channel16_access_ctl52_len_r: unsigned(13
 signal engine_impl0_region_impl2_write_channel16_access_ctl52_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel16_access_ctl52_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel16_access_ctl52_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl2_write_channel16_access_ctl52_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl2_write_channel16_access_ctl52_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel16_access_ctl52_useam_r: std_logic;
 signal engine_impl0_region_impl2_write_channel17_start: std_logic;
@@ -2658,7 +2607,6 @@ signal engine_impl0_region_impl2_write_channel17_access_ctl53_len_r: unsigned(13
 signal engine_impl0_region_impl2_write_channel17_access_ctl53_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel17_access_ctl53_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel17_access_ctl53_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl2_write_channel17_access_ctl53_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl2_write_channel17_access_ctl53_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel17_access_ctl53_useam_r: std_logic;
 signal engine_impl0_region_impl2_grant_first4_grant: std_logic;
@@ -2749,10 +2697,12 @@ signal engine_impl0_region_impl2_and252_y: std_logic;
 signal engine_impl0_region_impl2_and253_y: std_logic;
 signal engine_impl0_region_impl2_or_vec11_v: unsigned(11 downto 0);
 signal engine_impl0_region_impl2_or_vec11_y: std_logic;
-signal engine_impl0_region_impl2_fifo_queue2_cnt: unsigned(8 downto 0);
-signal engine_impl0_region_impl2_fifo_queue2_full: std_logic;
 signal engine_impl0_region_impl2_copy_sig92_y: unsigned(8 downto 0);
 signal engine_impl0_region_impl3_wptr: unsigned(7 downto 0);
+signal engine_impl0_region_impl3_rptr: unsigned(7 downto 0);
+signal engine_impl0_region_impl3_qcnt: unsigned(8 downto 0);
+signal engine_impl0_region_impl3_nempty: std_logic;
+signal engine_impl0_region_impl3_qfull: std_logic;
 signal engine_impl0_region_impl3_q_nfull: std_logic;
 signal engine_impl0_region_impl3_read_channel36_start: std_logic;
 signal engine_impl0_region_impl3_read_channel36_access: unsigned(31 downto 0);
@@ -2768,8 +2718,6 @@ signal engine_impl0_region_impl3_read_channel36_grant: std_logic;
 signal engine_impl0_region_impl3_read_channel36_req: std_logic;
 signal engine_impl0_region_impl3_read_channel36_addr_o: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel36_mfifo: std_logic;
-signal engine_impl0_region_impl3_read_channel36_qptr: unsigned(7 downto 0);
-signal engine_impl0_region_impl3_read_channel36_q_nempty: std_logic;
 signal engine_impl0_region_impl3_read_channel36_rdata: unsigned(127 downto 0);
 signal engine_impl0_region_impl3_read_channel36_addr_bram: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel36_can: std_logic;
@@ -2802,7 +2750,6 @@ signal engine_impl0_region_impl3_read_channel36_access_ctl54_len_r: unsigned(13 
 signal engine_impl0_region_impl3_read_channel36_access_ctl54_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel36_access_ctl54_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel36_access_ctl54_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl3_read_channel36_access_ctl54_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl3_read_channel36_access_ctl54_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel36_access_ctl54_useam_r: std_logic;
 signal engine_impl0_region_impl3_read_channel37_start: std_logic;
@@ -2851,7 +2798,6 @@ signal engine_impl0_region_impl3_read_channel37_access_ctl55_len_r: unsigned(13 
 signal engine_impl0_region_impl3_read_channel37_access_ctl55_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel37_access_ctl55_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel37_access_ctl55_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl3_read_channel37_access_ctl55_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl3_read_channel37_access_ctl55_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel37_access_ctl55_useam_r: std_logic;
 signal engine_impl0_region_impl3_read_channel38_start: std_logic;
@@ -2900,7 +2846,6 @@ signal engine_impl0_region_impl3_read_channel38_access_ctl56_len_r: unsigned(13 
 signal engine_impl0_region_impl3_read_channel38_access_ctl56_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel38_access_ctl56_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel38_access_ctl56_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl3_read_channel38_access_ctl56_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl3_read_channel38_access_ctl56_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel38_access_ctl56_useam_r: std_logic;
 signal engine_impl0_region_impl3_read_channel39_start: std_logic;
@@ -2949,7 +2894,6 @@ signal engine_impl0_region_impl3_read_channel39_access_ctl57_len_r: unsigned(13 
 signal engine_impl0_region_impl3_read_channel39_access_ctl57_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel39_access_ctl57_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel39_access_ctl57_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl3_read_channel39_access_ctl57_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl3_read_channel39_access_ctl57_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel39_access_ctl57_useam_r: std_logic;
 signal engine_impl0_region_impl3_read_channel40_start: std_logic;
@@ -2998,7 +2942,6 @@ signal engine_impl0_region_impl3_read_channel40_access_ctl58_len_r: unsigned(13 
 signal engine_impl0_region_impl3_read_channel40_access_ctl58_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel40_access_ctl58_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel40_access_ctl58_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl3_read_channel40_access_ctl58_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl3_read_channel40_access_ctl58_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel40_access_ctl58_useam_r: std_logic;
 signal engine_impl0_region_impl3_read_channel41_start: std_logic;
@@ -3047,7 +2990,6 @@ signal engine_impl0_region_impl3_read_channel41_access_ctl59_len_r: unsigned(13 
 signal engine_impl0_region_impl3_read_channel41_access_ctl59_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel41_access_ctl59_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel41_access_ctl59_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl3_read_channel41_access_ctl59_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl3_read_channel41_access_ctl59_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel41_access_ctl59_useam_r: std_logic;
 signal engine_impl0_region_impl3_read_channel42_start: std_logic;
@@ -3096,7 +3038,6 @@ signal engine_impl0_region_impl3_read_channel42_access_ctl60_len_r: unsigned(13 
 signal engine_impl0_region_impl3_read_channel42_access_ctl60_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel42_access_ctl60_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel42_access_ctl60_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl3_read_channel42_access_ctl60_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl3_read_channel42_access_ctl60_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel42_access_ctl60_useam_r: std_logic;
 signal engine_impl0_region_impl3_read_channel43_start: std_logic;
@@ -3145,7 +3086,6 @@ signal engine_impl0_region_impl3_read_channel43_access_ctl61_len_r: unsigned(13 
 signal engine_impl0_region_impl3_read_channel43_access_ctl61_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel43_access_ctl61_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel43_access_ctl61_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl3_read_channel43_access_ctl61_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl3_read_channel43_access_ctl61_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel43_access_ctl61_useam_r: std_logic;
 signal engine_impl0_region_impl3_read_channel44_start: std_logic;
@@ -3194,7 +3134,6 @@ signal engine_impl0_region_impl3_read_channel44_access_ctl62_len_r: unsigned(13 
 signal engine_impl0_region_impl3_read_channel44_access_ctl62_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel44_access_ctl62_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel44_access_ctl62_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl3_read_channel44_access_ctl62_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl3_read_channel44_access_ctl62_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel44_access_ctl62_useam_r: std_logic;
 signal engine_impl0_region_impl3_read_channel45_start: std_logic;
@@ -3243,7 +3182,6 @@ signal engine_impl0_region_impl3_read_channel45_access_ctl63_len_r: unsigned(13 
 signal engine_impl0_region_impl3_read_channel45_access_ctl63_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel45_access_ctl63_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel45_access_ctl63_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl3_read_channel45_access_ctl63_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl3_read_channel45_access_ctl63_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel45_access_ctl63_useam_r: std_logic;
 signal engine_impl0_region_impl3_read_channel46_start: std_logic;
@@ -3292,7 +3230,6 @@ signal engine_impl0_region_impl3_read_channel46_access_ctl64_len_r: unsigned(13 
 signal engine_impl0_region_impl3_read_channel46_access_ctl64_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel46_access_ctl64_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel46_access_ctl64_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl3_read_channel46_access_ctl64_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl3_read_channel46_access_ctl64_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel46_access_ctl64_useam_r: std_logic;
 signal engine_impl0_region_impl3_read_channel47_start: std_logic;
@@ -3341,7 +3278,6 @@ signal engine_impl0_region_impl3_read_channel47_access_ctl65_len_r: unsigned(13 
 signal engine_impl0_region_impl3_read_channel47_access_ctl65_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel47_access_ctl65_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel47_access_ctl65_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl3_read_channel47_access_ctl65_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl3_read_channel47_access_ctl65_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel47_access_ctl65_useam_r: std_logic;
 signal engine_impl0_region_impl3_write_channel18_start: std_logic;
@@ -3375,7 +3311,6 @@ signal engine_impl0_region_impl3_write_channel18_access_ctl66_len_r: unsigned(13
 signal engine_impl0_region_impl3_write_channel18_access_ctl66_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel18_access_ctl66_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel18_access_ctl66_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl3_write_channel18_access_ctl66_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl3_write_channel18_access_ctl66_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel18_access_ctl66_useam_r: std_logic;
 signal engine_impl0_region_impl3_write_channel19_start: std_logic;
@@ -3409,7 +3344,6 @@ signal engine_impl0_region_impl3_write_channel19_access_ctl67_len_r: unsigned(13
 signal engine_impl0_region_impl3_write_channel19_access_ctl67_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel19_access_ctl67_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel19_access_ctl67_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl3_write_channel19_access_ctl67_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl3_write_channel19_access_ctl67_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel19_access_ctl67_useam_r: std_logic;
 signal engine_impl0_region_impl3_write_channel20_start: std_logic;
@@ -3443,7 +3377,6 @@ signal engine_impl0_region_impl3_write_channel20_access_ctl68_len_r: unsigned(13
 signal engine_impl0_region_impl3_write_channel20_access_ctl68_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel20_access_ctl68_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel20_access_ctl68_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl3_write_channel20_access_ctl68_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl3_write_channel20_access_ctl68_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel20_access_ctl68_useam_r: std_logic;
 signal engine_impl0_region_impl3_write_channel21_start: std_logic;
@@ -3477,7 +3410,6 @@ signal engine_impl0_region_impl3_write_channel21_access_ctl69_len_r: unsigned(13
 signal engine_impl0_region_impl3_write_channel21_access_ctl69_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel21_access_ctl69_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel21_access_ctl69_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl3_write_channel21_access_ctl69_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl3_write_channel21_access_ctl69_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel21_access_ctl69_useam_r: std_logic;
 signal engine_impl0_region_impl3_write_channel22_start: std_logic;
@@ -3511,7 +3443,6 @@ signal engine_impl0_region_impl3_write_channel22_access_ctl70_len_r: unsigned(13
 signal engine_impl0_region_impl3_write_channel22_access_ctl70_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel22_access_ctl70_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel22_access_ctl70_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl3_write_channel22_access_ctl70_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl3_write_channel22_access_ctl70_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel22_access_ctl70_useam_r: std_logic;
 signal engine_impl0_region_impl3_write_channel23_start: std_logic;
@@ -3545,7 +3476,6 @@ signal engine_impl0_region_impl3_write_channel23_access_ctl71_len_r: unsigned(13
 signal engine_impl0_region_impl3_write_channel23_access_ctl71_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel23_access_ctl71_lin_nxt: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel23_access_ctl71_off_r: unsigned(7 downto 0);
-signal engine_impl0_region_impl3_write_channel23_access_ctl71_ol: unsigned(14 downto 0);
 signal engine_impl0_region_impl3_write_channel23_access_ctl71_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel23_access_ctl71_useam_r: std_logic;
 signal engine_impl0_region_impl3_grant_first6_grant: std_logic;
@@ -3636,15 +3566,13 @@ signal engine_impl0_region_impl3_and270_y: std_logic;
 signal engine_impl0_region_impl3_and271_y: std_logic;
 signal engine_impl0_region_impl3_or_vec15_v: unsigned(11 downto 0);
 signal engine_impl0_region_impl3_or_vec15_y: std_logic;
-signal engine_impl0_region_impl3_fifo_queue3_cnt: unsigned(8 downto 0);
-signal engine_impl0_region_impl3_fifo_queue3_full: std_logic;
 signal engine_impl0_region_impl3_copy_sig123_y: unsigned(8 downto 0);
 signal engine_impl0_bit_of0_y: std_logic;
 signal engine_impl0_load_ok0_ok: std_logic;
 signal engine_impl0_load_ok0_chid: unsigned(4 downto 0);
 signal engine_impl0_load_ok0_ln: unsigned(13 downto 0);
 signal engine_impl0_load_ok0_mhi: unsigned(11 downto 0);
-signal engine_impl0_load_ok0_ol: unsigned(14 downto 0);
+signal engine_impl0_load_ok0_off: unsigned(13 downto 0);
 signal engine_impl0_load_ok0_pres: std_logic;
 signal engine_impl0_range_ok0_ok: std_logic;
 signal engine_impl0_and_all0_v: unsigned(1 downto 0);
@@ -3656,18 +3584,11 @@ signal engine_impl0_load_route1_y: std_logic;
 signal engine_impl0_load_route2_y: std_logic;
 signal engine_impl0_load_route3_y: std_logic;
 signal engine_impl0_q_full0_y: std_logic;
-signal engine_impl0_copy_sig133_y: unsigned(0 downto 0);
-signal engine_impl0_or_any0_y: std_logic;
 signal engine_impl0_can_take0_y: std_logic;
 signal engine_impl0_q_full1_y: std_logic;
-signal engine_impl0_copy_sig134_y: unsigned(0 downto 0);
-signal engine_impl0_or_any1_y: std_logic;
 signal engine_impl0_can_take1_y: std_logic;
 signal engine_impl0_q_full2_y: std_logic;
-signal engine_impl0_copy_sig135_y: unsigned(0 downto 0);
-signal engine_impl0_or_any2_y: std_logic;
 signal engine_impl0_can_take2_y: std_logic;
-signal engine_impl0_copy_sig136_y: unsigned(0 downto 0);
 signal engine_impl0_all_ready0_cans: unsigned(3 downto 0);
 signal engine_impl0_bit_of1_y: std_logic;
 signal engine_impl0_bit_of2_y: std_logic;
@@ -3679,20 +3600,19 @@ signal engine_impl0_amem_loader0_rem: unsigned(12 downto 0);
 signal engine_impl0_amem_loader0_run: std_logic;
 signal engine_impl0_amem_loader0_sh: unsigned(127 downto 0);
 signal engine_impl0_bit_of5_y: std_logic;
-signal engine_impl0_or_any4_v: unsigned(4 downto 0);
-signal engine_impl0_or_any4_y: std_logic;
+signal engine_impl0_or_any0_v: unsigned(4 downto 0);
+signal engine_impl0_or_any0_y: std_logic;
 signal engine_impl0_issue_ctl0_core_err: std_logic;
 signal engine_impl0_issue_ctl0_err: std_logic;
 signal engine_impl0_bit_of6_y: std_logic;
 signal engine_impl0_chan_ok0_ok: std_logic;
 signal engine_impl0_chan_ok0_ln: unsigned(13 downto 0);
 signal engine_impl0_chan_ok0_off: unsigned(13 downto 0);
-signal engine_impl0_chan_ok0_ol: unsigned(14 downto 0);
 signal engine_impl0_chan_ok0_reg_ok: std_logic;
 signal engine_impl0_range_ok1_ok: std_logic;
 signal engine_impl0_and_all1_v: unsigned(1 downto 0);
 signal engine_impl0_and_all1_y: std_logic;
-signal engine_impl0_copy_sig141_y: std_logic;
+signal engine_impl0_copy_sig137_y: std_logic;
 signal engine_impl0_route_eq0_go: std_logic;
 signal engine_impl0_route_eq0_y: std_logic;
 signal engine_impl0_route_eq1_y: std_logic;
@@ -3704,38 +3624,35 @@ signal engine_impl0_mux286_y: unsigned(127 downto 0);
 signal engine_impl0_mux287_y: unsigned(0 downto 0);
 signal engine_impl0_mux288_y: unsigned(0 downto 0);
 signal engine_impl0_mux289_y: unsigned(0 downto 0);
-signal engine_impl0_or_any5_v: unsigned(3 downto 0);
-signal engine_impl0_or_any6_v: unsigned(3 downto 0);
-signal engine_impl0_or_any6_y: std_logic;
+signal engine_impl0_or_any1_v: unsigned(3 downto 0);
+signal engine_impl0_or_any2_v: unsigned(3 downto 0);
+signal engine_impl0_or_any2_y: std_logic;
 signal engine_impl0_issue_ctl1_core_err: std_logic;
 signal engine_impl0_issue_ctl1_err: std_logic;
 signal engine_impl0_bit_of7_y: std_logic;
 signal engine_impl0_chan_ok1_ok: std_logic;
 signal engine_impl0_chan_ok1_ln: unsigned(13 downto 0);
 signal engine_impl0_chan_ok1_off: unsigned(13 downto 0);
-signal engine_impl0_chan_ok1_ol: unsigned(14 downto 0);
 signal engine_impl0_chan_ok1_reg_ok: std_logic;
 signal engine_impl0_chan_ok2_ok: std_logic;
 signal engine_impl0_chan_ok2_ln: unsigned(13 downto 0);
 signal engine_impl0_chan_ok2_off: unsigned(13 downto 0);
-signal engine_impl0_chan_ok2_ol: unsigned(14 downto 0);
 signal engine_impl0_chan_ok2_reg_ok: std_logic;
 signal engine_impl0_chan_ok3_ok: std_logic;
 signal engine_impl0_chan_ok3_ln: unsigned(13 downto 0);
 signal engine_impl0_chan_ok3_off: unsigned(13 downto 0);
-signal engine_impl0_chan_ok3_ol: unsigned(14 downto 0);
 signal engine_impl0_chan_ok3_reg_ok: std_logic;
 signal engine_impl0_range_ok2_ok: std_logic;
 signal engine_impl0_range_ok3_ok: std_logic;
 signal engine_impl0_and_all2_v: unsigned(4 downto 0);
 signal engine_impl0_and_all2_y: std_logic;
-signal engine_impl0_copy_sig156_y: std_logic;
-signal engine_impl0_copy_sig157_a: std_logic;
-signal engine_impl0_copy_sig157_y: std_logic;
+signal engine_impl0_copy_sig152_y: std_logic;
+signal engine_impl0_copy_sig153_a: std_logic;
+signal engine_impl0_copy_sig153_y: std_logic;
 signal engine_impl0_fit1_dst: unsigned(8 downto 0);
 signal engine_impl0_fit2_dst: unsigned(12 downto 0);
 signal engine_impl0_bit_of8_y: std_logic;
-signal engine_impl0_copy_sig158_y: std_logic;
+signal engine_impl0_copy_sig154_y: std_logic;
 signal engine_impl0_dot_sigmoid0_busy: std_logic;
 signal engine_impl0_dot_sigmoid0_done: std_logic;
 signal engine_impl0_dot_sigmoid0_cfg_err: std_logic;
@@ -3841,7 +3758,7 @@ signal engine_impl0_route_eq7_y: std_logic;
 signal engine_impl0_mux290_y: unsigned(127 downto 0);
 signal engine_impl0_mux291_y: unsigned(127 downto 0);
 signal engine_impl0_mux292_y: unsigned(127 downto 0);
-signal engine_impl0_or_any7_v: unsigned(3 downto 0);
+signal engine_impl0_or_any3_v: unsigned(3 downto 0);
 signal engine_impl0_route_eq8_y: std_logic;
 signal engine_impl0_route_eq9_y: std_logic;
 signal engine_impl0_route_eq10_y: std_logic;
@@ -3849,43 +3766,40 @@ signal engine_impl0_route_eq11_y: std_logic;
 signal engine_impl0_mux293_y: unsigned(127 downto 0);
 signal engine_impl0_mux294_y: unsigned(127 downto 0);
 signal engine_impl0_mux295_y: unsigned(127 downto 0);
-signal engine_impl0_or_any8_v: unsigned(3 downto 0);
+signal engine_impl0_or_any4_v: unsigned(3 downto 0);
 signal engine_impl0_route_eq12_y: std_logic;
 signal engine_impl0_route_eq13_y: std_logic;
 signal engine_impl0_route_eq14_y: std_logic;
 signal engine_impl0_route_eq15_y: std_logic;
 signal engine_impl0_scalar_line0_line: unsigned(127 downto 0);
-signal engine_impl0_or_any9_v: unsigned(3 downto 0);
-signal engine_impl0_or_any10_v: unsigned(12 downto 0);
-signal engine_impl0_or_any10_y: std_logic;
+signal engine_impl0_or_any5_v: unsigned(3 downto 0);
+signal engine_impl0_or_any6_v: unsigned(12 downto 0);
+signal engine_impl0_or_any6_y: std_logic;
 signal engine_impl0_issue_ctl2_err: std_logic;
 signal engine_impl0_bit_of9_y: std_logic;
 signal engine_impl0_chan_ok4_ok: std_logic;
 signal engine_impl0_chan_ok4_ln: unsigned(13 downto 0);
 signal engine_impl0_chan_ok4_off: unsigned(13 downto 0);
-signal engine_impl0_chan_ok4_ol: unsigned(14 downto 0);
 signal engine_impl0_chan_ok4_reg_ok: std_logic;
 signal engine_impl0_chan_ok5_ok: std_logic;
 signal engine_impl0_chan_ok5_ln: unsigned(13 downto 0);
 signal engine_impl0_chan_ok5_off: unsigned(13 downto 0);
-signal engine_impl0_chan_ok5_ol: unsigned(14 downto 0);
 signal engine_impl0_chan_ok5_reg_ok: std_logic;
 signal engine_impl0_chan_ok6_ok: std_logic;
 signal engine_impl0_chan_ok6_ln: unsigned(13 downto 0);
 signal engine_impl0_chan_ok6_off: unsigned(13 downto 0);
-signal engine_impl0_chan_ok6_ol: unsigned(14 downto 0);
 signal engine_impl0_chan_ok6_reg_ok: std_logic;
 signal engine_impl0_range_ok4_ok: std_logic;
 signal engine_impl0_range_ok5_ok: std_logic;
 signal engine_impl0_and_all3_v: unsigned(4 downto 0);
 signal engine_impl0_and_all3_y: std_logic;
-signal engine_impl0_copy_sig201_y: std_logic;
-signal engine_impl0_copy_sig202_a: std_logic;
-signal engine_impl0_copy_sig202_y: std_logic;
+signal engine_impl0_copy_sig197_y: std_logic;
+signal engine_impl0_copy_sig198_a: std_logic;
+signal engine_impl0_copy_sig198_y: std_logic;
 signal engine_impl0_fit3_dst: unsigned(8 downto 0);
 signal engine_impl0_fit4_dst: unsigned(12 downto 0);
 signal engine_impl0_bit_of10_y: std_logic;
-signal engine_impl0_copy_sig203_y: std_logic;
+signal engine_impl0_copy_sig199_y: std_logic;
 signal engine_impl0_sigmoid_delta0_busy: std_logic;
 signal engine_impl0_sigmoid_delta0_done: std_logic;
 signal engine_impl0_sigmoid_delta0_cfg_err: std_logic;
@@ -4075,7 +3989,7 @@ signal engine_impl0_route_eq19_y: std_logic;
 signal engine_impl0_mux296_y: unsigned(127 downto 0);
 signal engine_impl0_mux297_y: unsigned(127 downto 0);
 signal engine_impl0_mux298_y: unsigned(127 downto 0);
-signal engine_impl0_or_any11_v: unsigned(3 downto 0);
+signal engine_impl0_or_any7_v: unsigned(3 downto 0);
 signal engine_impl0_route_eq20_y: std_logic;
 signal engine_impl0_route_eq21_y: std_logic;
 signal engine_impl0_route_eq22_y: std_logic;
@@ -4083,41 +3997,38 @@ signal engine_impl0_route_eq23_y: std_logic;
 signal engine_impl0_mux299_y: unsigned(127 downto 0);
 signal engine_impl0_mux2100_y: unsigned(127 downto 0);
 signal engine_impl0_mux2101_y: unsigned(127 downto 0);
-signal engine_impl0_or_any12_v: unsigned(3 downto 0);
+signal engine_impl0_or_any8_v: unsigned(3 downto 0);
 signal engine_impl0_route_eq24_y: std_logic;
 signal engine_impl0_route_eq25_y: std_logic;
 signal engine_impl0_route_eq26_y: std_logic;
 signal engine_impl0_route_eq27_y: std_logic;
-signal engine_impl0_copy_sig238_y: unsigned(127 downto 0);
-signal engine_impl0_or_any13_v: unsigned(3 downto 0);
-signal engine_impl0_or_any14_v: unsigned(12 downto 0);
-signal engine_impl0_or_any14_y: std_logic;
+signal engine_impl0_copy_sig234_y: unsigned(127 downto 0);
+signal engine_impl0_or_any9_v: unsigned(3 downto 0);
+signal engine_impl0_or_any10_v: unsigned(12 downto 0);
+signal engine_impl0_or_any10_y: std_logic;
 signal engine_impl0_issue_ctl3_err: std_logic;
 signal engine_impl0_bit_of11_y: std_logic;
 signal engine_impl0_chan_ok7_ok: std_logic;
 signal engine_impl0_chan_ok7_ln: unsigned(13 downto 0);
 signal engine_impl0_chan_ok7_off: unsigned(13 downto 0);
-signal engine_impl0_chan_ok7_ol: unsigned(14 downto 0);
 signal engine_impl0_chan_ok7_reg_ok: std_logic;
 signal engine_impl0_chan_ok8_ok: std_logic;
 signal engine_impl0_chan_ok8_ln: unsigned(13 downto 0);
 signal engine_impl0_chan_ok8_off: unsigned(13 downto 0);
-signal engine_impl0_chan_ok8_ol: unsigned(14 downto 0);
 signal engine_impl0_chan_ok8_reg_ok: std_logic;
 signal engine_impl0_chan_ok9_ok: std_logic;
 signal engine_impl0_chan_ok9_ln: unsigned(13 downto 0);
 signal engine_impl0_chan_ok9_off: unsigned(13 downto 0);
-signal engine_impl0_chan_ok9_ol: unsigned(14 downto 0);
 signal engine_impl0_chan_ok9_reg_ok: std_logic;
 signal engine_impl0_range_ok6_ok: std_logic;
 signal engine_impl0_and_all4_v: unsigned(3 downto 0);
 signal engine_impl0_and_all4_y: std_logic;
-signal engine_impl0_copy_sig247_y: std_logic;
-signal engine_impl0_copy_sig248_a: std_logic;
-signal engine_impl0_copy_sig248_y: std_logic;
+signal engine_impl0_copy_sig243_y: std_logic;
+signal engine_impl0_copy_sig244_a: std_logic;
+signal engine_impl0_copy_sig244_y: std_logic;
 signal engine_impl0_fit5_dst: unsigned(12 downto 0);
 signal engine_impl0_bit_of12_y: std_logic;
-signal engine_impl0_copy_sig249_y: std_logic;
+signal engine_impl0_copy_sig245_y: std_logic;
 signal engine_impl0_fit6_dst: unsigned(31 downto 0);
 signal engine_impl0_fit7_dst: unsigned(31 downto 0);
 signal engine_impl0_flag_reg0_q: std_logic;
@@ -4224,7 +4135,7 @@ signal engine_impl0_route_eq31_y: std_logic;
 signal engine_impl0_mux2102_y: unsigned(127 downto 0);
 signal engine_impl0_mux2103_y: unsigned(127 downto 0);
 signal engine_impl0_mux2104_y: unsigned(127 downto 0);
-signal engine_impl0_or_any15_v: unsigned(3 downto 0);
+signal engine_impl0_or_any11_v: unsigned(3 downto 0);
 signal engine_impl0_route_eq32_y: std_logic;
 signal engine_impl0_route_eq33_y: std_logic;
 signal engine_impl0_route_eq34_y: std_logic;
@@ -4232,45 +4143,41 @@ signal engine_impl0_route_eq35_y: std_logic;
 signal engine_impl0_mux2105_y: unsigned(127 downto 0);
 signal engine_impl0_mux2106_y: unsigned(127 downto 0);
 signal engine_impl0_mux2107_y: unsigned(127 downto 0);
-signal engine_impl0_or_any16_v: unsigned(3 downto 0);
+signal engine_impl0_or_any12_v: unsigned(3 downto 0);
 signal engine_impl0_route_eq36_y: std_logic;
 signal engine_impl0_route_eq37_y: std_logic;
 signal engine_impl0_route_eq38_y: std_logic;
 signal engine_impl0_route_eq39_y: std_logic;
 signal engine_impl0_scd_line0_line: unsigned(127 downto 0);
 signal engine_impl0_scd_line0_lo: unsigned(63 downto 0);
-signal engine_impl0_or_any17_v: unsigned(3 downto 0);
-signal engine_impl0_or_any18_v: unsigned(12 downto 0);
-signal engine_impl0_or_any18_y: std_logic;
+signal engine_impl0_or_any13_v: unsigned(3 downto 0);
+signal engine_impl0_or_any14_v: unsigned(12 downto 0);
+signal engine_impl0_or_any14_y: std_logic;
 signal engine_impl0_issue_ctl4_err: std_logic;
 signal engine_impl0_bit_of13_y: std_logic;
 signal engine_impl0_chan_ok10_ok: std_logic;
 signal engine_impl0_chan_ok10_ln: unsigned(13 downto 0);
 signal engine_impl0_chan_ok10_off: unsigned(13 downto 0);
-signal engine_impl0_chan_ok10_ol: unsigned(14 downto 0);
 signal engine_impl0_chan_ok10_reg_ok: std_logic;
 signal engine_impl0_chan_ok11_ok: std_logic;
 signal engine_impl0_chan_ok11_ln: unsigned(13 downto 0);
 signal engine_impl0_chan_ok11_off: unsigned(13 downto 0);
-signal engine_impl0_chan_ok11_ol: unsigned(14 downto 0);
 signal engine_impl0_chan_ok11_reg_ok: std_logic;
 signal engine_impl0_chan_ok12_ok: std_logic;
 signal engine_impl0_chan_ok12_ln: unsigned(13 downto 0);
 signal engine_impl0_chan_ok12_off: unsigned(13 downto 0);
-signal engine_impl0_chan_ok12_ol: unsigned(14 downto 0);
 signal engine_impl0_chan_ok12_reg_ok: std_logic;
 signal engine_impl0_chan_ok13_ok: std_logic;
 signal engine_impl0_chan_ok13_ln: unsigned(13 downto 0);
 signal engine_impl0_chan_ok13_off: unsigned(13 downto 0);
-signal engine_impl0_chan_ok13_ol: unsigned(14 downto 0);
 signal engine_impl0_chan_ok13_reg_ok: std_logic;
 signal engine_impl0_range_ok7_ok: std_logic;
 signal engine_impl0_range_ok8_ok: std_logic;
 signal engine_impl0_and_all5_v: unsigned(5 downto 0);
 signal engine_impl0_and_all5_y: std_logic;
-signal engine_impl0_copy_sig290_y: std_logic;
-signal engine_impl0_copy_sig291_a: std_logic;
-signal engine_impl0_copy_sig291_y: std_logic;
+signal engine_impl0_copy_sig286_y: std_logic;
+signal engine_impl0_copy_sig287_a: std_logic;
+signal engine_impl0_copy_sig287_y: std_logic;
 signal engine_impl0_fit8_dst: unsigned(8 downto 0);
 signal engine_impl0_fit9_dst: unsigned(12 downto 0);
 signal engine_impl0_bit_of14_y: std_logic;
@@ -4410,7 +4317,7 @@ signal engine_impl0_route_eq43_y: std_logic;
 signal engine_impl0_mux2108_y: unsigned(127 downto 0);
 signal engine_impl0_mux2109_y: unsigned(127 downto 0);
 signal engine_impl0_mux2110_y: unsigned(127 downto 0);
-signal engine_impl0_or_any19_v: unsigned(3 downto 0);
+signal engine_impl0_or_any15_v: unsigned(3 downto 0);
 signal engine_impl0_route_eq44_y: std_logic;
 signal engine_impl0_route_eq45_y: std_logic;
 signal engine_impl0_route_eq46_y: std_logic;
@@ -4418,7 +4325,7 @@ signal engine_impl0_route_eq47_y: std_logic;
 signal engine_impl0_mux2111_y: unsigned(127 downto 0);
 signal engine_impl0_mux2112_y: unsigned(127 downto 0);
 signal engine_impl0_mux2113_y: unsigned(127 downto 0);
-signal engine_impl0_or_any20_v: unsigned(3 downto 0);
+signal engine_impl0_or_any16_v: unsigned(3 downto 0);
 signal engine_impl0_route_eq48_y: std_logic;
 signal engine_impl0_route_eq49_y: std_logic;
 signal engine_impl0_route_eq50_y: std_logic;
@@ -4426,34 +4333,31 @@ signal engine_impl0_route_eq51_y: std_logic;
 signal engine_impl0_mux2114_y: unsigned(127 downto 0);
 signal engine_impl0_mux2115_y: unsigned(127 downto 0);
 signal engine_impl0_mux2116_y: unsigned(127 downto 0);
-signal engine_impl0_or_any21_v: unsigned(3 downto 0);
+signal engine_impl0_or_any17_v: unsigned(3 downto 0);
 signal engine_impl0_route_eq52_y: std_logic;
 signal engine_impl0_route_eq53_y: std_logic;
 signal engine_impl0_route_eq54_y: std_logic;
 signal engine_impl0_route_eq55_y: std_logic;
-signal engine_impl0_copy_sig338_y: unsigned(127 downto 0);
-signal engine_impl0_or_any22_v: unsigned(3 downto 0);
-signal engine_impl0_or_any23_v: unsigned(16 downto 0);
-signal engine_impl0_or_any23_y: std_logic;
+signal engine_impl0_copy_sig334_y: unsigned(127 downto 0);
+signal engine_impl0_or_any18_v: unsigned(3 downto 0);
+signal engine_impl0_or_any19_v: unsigned(16 downto 0);
+signal engine_impl0_or_any19_y: std_logic;
 signal engine_impl0_issue_ctl5_err: std_logic;
 signal engine_impl0_chan_ok14_ok: std_logic;
 signal engine_impl0_chan_ok14_ln: unsigned(13 downto 0);
 signal engine_impl0_chan_ok14_off: unsigned(13 downto 0);
-signal engine_impl0_chan_ok14_ol: unsigned(14 downto 0);
 signal engine_impl0_chan_ok14_reg_ok: std_logic;
 signal engine_impl0_chan_ok15_ok: std_logic;
 signal engine_impl0_chan_ok15_ln: unsigned(13 downto 0);
 signal engine_impl0_chan_ok15_off: unsigned(13 downto 0);
-signal engine_impl0_chan_ok15_ol: unsigned(14 downto 0);
 signal engine_impl0_chan_ok15_reg_ok: std_logic;
 signal engine_impl0_chan_ok16_ok: std_logic;
 signal engine_impl0_chan_ok16_ln: unsigned(13 downto 0);
 signal engine_impl0_chan_ok16_off: unsigned(13 downto 0);
-signal engine_impl0_chan_ok16_ol: unsigned(14 downto 0);
 signal engine_impl0_chan_ok16_reg_ok: std_logic;
 signal engine_impl0_range_ok9_ok: std_logic;
 signal engine_impl0_and_all6_v: unsigned(4 downto 0);
-signal engine_impl0_copy_sig348_y: std_logic;
+signal engine_impl0_copy_sig344_y: std_logic;
 signal engine_impl0_fit10_dst: unsigned(8 downto 0);
 signal engine_impl0_fit11_dst: unsigned(12 downto 0);
 signal engine_impl0_fit12_dst: unsigned(31 downto 0);
@@ -4589,22 +4493,22 @@ signal engine_impl0_route_eq59_y: std_logic;
 signal engine_impl0_mux2117_y: unsigned(127 downto 0);
 signal engine_impl0_mux2118_y: unsigned(127 downto 0);
 signal engine_impl0_mux2119_y: unsigned(127 downto 0);
-signal engine_impl0_or_any24_v: unsigned(3 downto 0);
+signal engine_impl0_or_any20_v: unsigned(3 downto 0);
 signal engine_impl0_route_eq60_y: std_logic;
 signal engine_impl0_route_eq61_y: std_logic;
 signal engine_impl0_route_eq62_y: std_logic;
 signal engine_impl0_route_eq63_y: std_logic;
 signal engine_impl0_mux2120_y: unsigned(127 downto 0);
 signal engine_impl0_mux2121_y: unsigned(127 downto 0);
-signal engine_impl0_or_any25_v: unsigned(3 downto 0);
+signal engine_impl0_or_any21_v: unsigned(3 downto 0);
 signal engine_impl0_route_eq64_y: std_logic;
 signal engine_impl0_route_eq65_y: std_logic;
 signal engine_impl0_route_eq66_y: std_logic;
 signal engine_impl0_route_eq67_y: std_logic;
-signal engine_impl0_or_any26_v: unsigned(3 downto 0);
-signal engine_impl0_or_any27_v: unsigned(12 downto 0);
-signal engine_impl0_copy_sig392_a: unsigned(6 downto 0);
-signal engine_impl0_copy_sig393_a: unsigned(6 downto 0);
+signal engine_impl0_or_any22_v: unsigned(3 downto 0);
+signal engine_impl0_or_any23_v: unsigned(12 downto 0);
+signal engine_impl0_copy_sig388_a: unsigned(6 downto 0);
+signal engine_impl0_copy_sig389_a: unsigned(6 downto 0);
 type t_array_engine_impl0_region_impl0_read_channel0_access_ctl0_amem is array(0 to 16-1) of unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel0_access_ctl0_amem: t_array_engine_impl0_region_impl0_read_channel0_access_ctl0_amem;
 type t_array_engine_impl0_region_impl0_read_channel1_access_ctl1_amem is array(0 to 16-1) of unsigned(7 downto 0);
@@ -5130,21 +5034,21 @@ engine_impl0_all_ready0_cans(3) <= engine_impl0_cn;
 engine_impl0_all_ready0_cans(2) <= engine_impl0_can_take2_y;
 engine_impl0_all_ready0_cans(1) <= engine_impl0_can_take1_y;
 engine_impl0_all_ready0_cans(0) <= engine_impl0_can_take0_y;
-engine_impl0_or_any4_v(4) <= engine_impl0_region_impl0_write_channel0_busy;
-engine_impl0_or_any4_v(3) <= engine_impl0_region_impl1_write_channel6_busy;
-engine_impl0_or_any4_v(2) <= engine_impl0_region_impl2_write_channel12_busy;
-engine_impl0_or_any4_v(1) <= engine_impl0_region_impl3_write_channel18_busy;
-engine_impl0_or_any4_v(0) <= engine_impl0_am_busy;
+engine_impl0_or_any0_v(4) <= engine_impl0_region_impl0_write_channel0_busy;
+engine_impl0_or_any0_v(3) <= engine_impl0_region_impl1_write_channel6_busy;
+engine_impl0_or_any0_v(2) <= engine_impl0_region_impl2_write_channel12_busy;
+engine_impl0_or_any0_v(1) <= engine_impl0_region_impl3_write_channel18_busy;
+engine_impl0_or_any0_v(0) <= engine_impl0_am_busy;
 engine_impl0_and_all1_v(1) <= engine_impl0_chan_ok0_ok;
 engine_impl0_and_all1_v(0) <= engine_impl0_range_ok1_ok;
-engine_impl0_or_any5_v(3) <= engine_impl0_region_impl0_read_channel0_m_tvalid;
-engine_impl0_or_any5_v(2) <= engine_impl0_region_impl1_read_channel12_m_tvalid;
-engine_impl0_or_any5_v(1) <= engine_impl0_region_impl2_read_channel24_m_tvalid;
-engine_impl0_or_any5_v(0) <= engine_impl0_region_impl3_read_channel36_m_tvalid;
-engine_impl0_or_any6_v(3) <= engine_impl0_region_impl0_read_channel0_busy;
-engine_impl0_or_any6_v(2) <= engine_impl0_region_impl1_read_channel12_busy;
-engine_impl0_or_any6_v(1) <= engine_impl0_region_impl2_read_channel24_busy;
-engine_impl0_or_any6_v(0) <= engine_impl0_region_impl3_read_channel36_busy;
+engine_impl0_or_any1_v(3) <= engine_impl0_region_impl0_read_channel0_m_tvalid;
+engine_impl0_or_any1_v(2) <= engine_impl0_region_impl1_read_channel12_m_tvalid;
+engine_impl0_or_any1_v(1) <= engine_impl0_region_impl2_read_channel24_m_tvalid;
+engine_impl0_or_any1_v(0) <= engine_impl0_region_impl3_read_channel36_m_tvalid;
+engine_impl0_or_any2_v(3) <= engine_impl0_region_impl0_read_channel0_busy;
+engine_impl0_or_any2_v(2) <= engine_impl0_region_impl1_read_channel12_busy;
+engine_impl0_or_any2_v(1) <= engine_impl0_region_impl2_read_channel24_busy;
+engine_impl0_or_any2_v(0) <= engine_impl0_region_impl3_read_channel36_busy;
 engine_impl0_and_all2_v(4) <= engine_impl0_chan_ok1_ok;
 engine_impl0_and_all2_v(3) <= engine_impl0_chan_ok2_ok;
 engine_impl0_and_all2_v(2) <= engine_impl0_chan_ok3_ok;
@@ -5212,31 +5116,31 @@ engine_impl0_dot_sigmoid0_sigmoid_pipe0_round_sat1_sat1_fill(3) <= engine_impl0_
 engine_impl0_dot_sigmoid0_sigmoid_pipe0_round_sat1_sat1_fill(2) <= engine_impl0_dot_sigmoid0_sigmoid_pipe0_round_sat1_sat1_nsign;
 engine_impl0_dot_sigmoid0_sigmoid_pipe0_round_sat1_sat1_fill(1) <= engine_impl0_dot_sigmoid0_sigmoid_pipe0_round_sat1_sat1_nsign;
 engine_impl0_dot_sigmoid0_sigmoid_pipe0_round_sat1_sat1_fill(0) <= engine_impl0_dot_sigmoid0_sigmoid_pipe0_round_sat1_sat1_nsign;
-engine_impl0_or_any7_v(3) <= engine_impl0_region_impl0_read_channel1_m_tvalid;
-engine_impl0_or_any7_v(2) <= engine_impl0_region_impl1_read_channel13_m_tvalid;
-engine_impl0_or_any7_v(1) <= engine_impl0_region_impl2_read_channel25_m_tvalid;
-engine_impl0_or_any7_v(0) <= engine_impl0_region_impl3_read_channel37_m_tvalid;
-engine_impl0_or_any8_v(3) <= engine_impl0_region_impl0_read_channel2_m_tvalid;
-engine_impl0_or_any8_v(2) <= engine_impl0_region_impl1_read_channel14_m_tvalid;
-engine_impl0_or_any8_v(1) <= engine_impl0_region_impl2_read_channel26_m_tvalid;
-engine_impl0_or_any8_v(0) <= engine_impl0_region_impl3_read_channel38_m_tvalid;
-engine_impl0_or_any9_v(3) <= engine_impl0_region_impl0_write_channel1_s_tready;
-engine_impl0_or_any9_v(2) <= engine_impl0_region_impl1_write_channel7_s_tready;
-engine_impl0_or_any9_v(1) <= engine_impl0_region_impl2_write_channel13_s_tready;
-engine_impl0_or_any9_v(0) <= engine_impl0_region_impl3_write_channel19_s_tready;
-engine_impl0_or_any10_v(12) <= engine_impl0_dot_sigmoid0_busy;
-engine_impl0_or_any10_v(11) <= engine_impl0_region_impl0_read_channel1_busy;
-engine_impl0_or_any10_v(10) <= engine_impl0_region_impl1_read_channel13_busy;
-engine_impl0_or_any10_v(9) <= engine_impl0_region_impl2_read_channel25_busy;
-engine_impl0_or_any10_v(8) <= engine_impl0_region_impl3_read_channel37_busy;
-engine_impl0_or_any10_v(7) <= engine_impl0_region_impl0_read_channel2_busy;
-engine_impl0_or_any10_v(6) <= engine_impl0_region_impl1_read_channel14_busy;
-engine_impl0_or_any10_v(5) <= engine_impl0_region_impl2_read_channel26_busy;
-engine_impl0_or_any10_v(4) <= engine_impl0_region_impl3_read_channel38_busy;
-engine_impl0_or_any10_v(3) <= engine_impl0_region_impl0_write_channel1_busy;
-engine_impl0_or_any10_v(2) <= engine_impl0_region_impl1_write_channel7_busy;
-engine_impl0_or_any10_v(1) <= engine_impl0_region_impl2_write_channel13_busy;
-engine_impl0_or_any10_v(0) <= engine_impl0_region_impl3_write_channel19_busy;
+engine_impl0_or_any3_v(3) <= engine_impl0_region_impl0_read_channel1_m_tvalid;
+engine_impl0_or_any3_v(2) <= engine_impl0_region_impl1_read_channel13_m_tvalid;
+engine_impl0_or_any3_v(1) <= engine_impl0_region_impl2_read_channel25_m_tvalid;
+engine_impl0_or_any3_v(0) <= engine_impl0_region_impl3_read_channel37_m_tvalid;
+engine_impl0_or_any4_v(3) <= engine_impl0_region_impl0_read_channel2_m_tvalid;
+engine_impl0_or_any4_v(2) <= engine_impl0_region_impl1_read_channel14_m_tvalid;
+engine_impl0_or_any4_v(1) <= engine_impl0_region_impl2_read_channel26_m_tvalid;
+engine_impl0_or_any4_v(0) <= engine_impl0_region_impl3_read_channel38_m_tvalid;
+engine_impl0_or_any5_v(3) <= engine_impl0_region_impl0_write_channel1_s_tready;
+engine_impl0_or_any5_v(2) <= engine_impl0_region_impl1_write_channel7_s_tready;
+engine_impl0_or_any5_v(1) <= engine_impl0_region_impl2_write_channel13_s_tready;
+engine_impl0_or_any5_v(0) <= engine_impl0_region_impl3_write_channel19_s_tready;
+engine_impl0_or_any6_v(12) <= engine_impl0_dot_sigmoid0_busy;
+engine_impl0_or_any6_v(11) <= engine_impl0_region_impl0_read_channel1_busy;
+engine_impl0_or_any6_v(10) <= engine_impl0_region_impl1_read_channel13_busy;
+engine_impl0_or_any6_v(9) <= engine_impl0_region_impl2_read_channel25_busy;
+engine_impl0_or_any6_v(8) <= engine_impl0_region_impl3_read_channel37_busy;
+engine_impl0_or_any6_v(7) <= engine_impl0_region_impl0_read_channel2_busy;
+engine_impl0_or_any6_v(6) <= engine_impl0_region_impl1_read_channel14_busy;
+engine_impl0_or_any6_v(5) <= engine_impl0_region_impl2_read_channel26_busy;
+engine_impl0_or_any6_v(4) <= engine_impl0_region_impl3_read_channel38_busy;
+engine_impl0_or_any6_v(3) <= engine_impl0_region_impl0_write_channel1_busy;
+engine_impl0_or_any6_v(2) <= engine_impl0_region_impl1_write_channel7_busy;
+engine_impl0_or_any6_v(1) <= engine_impl0_region_impl2_write_channel13_busy;
+engine_impl0_or_any6_v(0) <= engine_impl0_region_impl3_write_channel19_busy;
 engine_impl0_and_all3_v(4) <= engine_impl0_chan_ok4_ok;
 engine_impl0_and_all3_v(3) <= engine_impl0_chan_ok5_ok;
 engine_impl0_and_all3_v(2) <= engine_impl0_chan_ok6_ok;
@@ -5494,31 +5398,31 @@ engine_impl0_sigmoid_delta0_top0_lane_sig_delta3_sat9_fill(3) <= engine_impl0_si
 engine_impl0_sigmoid_delta0_top0_lane_sig_delta3_sat9_fill(2) <= engine_impl0_sigmoid_delta0_top0_lane_sig_delta3_sat9_nsign;
 engine_impl0_sigmoid_delta0_top0_lane_sig_delta3_sat9_fill(1) <= engine_impl0_sigmoid_delta0_top0_lane_sig_delta3_sat9_nsign;
 engine_impl0_sigmoid_delta0_top0_lane_sig_delta3_sat9_fill(0) <= engine_impl0_sigmoid_delta0_top0_lane_sig_delta3_sat9_nsign;
-engine_impl0_or_any11_v(3) <= engine_impl0_region_impl0_read_channel3_m_tvalid;
-engine_impl0_or_any11_v(2) <= engine_impl0_region_impl1_read_channel15_m_tvalid;
-engine_impl0_or_any11_v(1) <= engine_impl0_region_impl2_read_channel27_m_tvalid;
-engine_impl0_or_any11_v(0) <= engine_impl0_region_impl3_read_channel39_m_tvalid;
-engine_impl0_or_any12_v(3) <= engine_impl0_region_impl0_read_channel4_m_tvalid;
-engine_impl0_or_any12_v(2) <= engine_impl0_region_impl1_read_channel16_m_tvalid;
-engine_impl0_or_any12_v(1) <= engine_impl0_region_impl2_read_channel28_m_tvalid;
-engine_impl0_or_any12_v(0) <= engine_impl0_region_impl3_read_channel40_m_tvalid;
-engine_impl0_or_any13_v(3) <= engine_impl0_region_impl0_write_channel2_s_tready;
-engine_impl0_or_any13_v(2) <= engine_impl0_region_impl1_write_channel8_s_tready;
-engine_impl0_or_any13_v(1) <= engine_impl0_region_impl2_write_channel14_s_tready;
-engine_impl0_or_any13_v(0) <= engine_impl0_region_impl3_write_channel20_s_tready;
-engine_impl0_or_any14_v(12) <= engine_impl0_sigmoid_delta0_busy;
-engine_impl0_or_any14_v(11) <= engine_impl0_region_impl0_read_channel3_busy;
-engine_impl0_or_any14_v(10) <= engine_impl0_region_impl1_read_channel15_busy;
-engine_impl0_or_any14_v(9) <= engine_impl0_region_impl2_read_channel27_busy;
-engine_impl0_or_any14_v(8) <= engine_impl0_region_impl3_read_channel39_busy;
-engine_impl0_or_any14_v(7) <= engine_impl0_region_impl0_read_channel4_busy;
-engine_impl0_or_any14_v(6) <= engine_impl0_region_impl1_read_channel16_busy;
-engine_impl0_or_any14_v(5) <= engine_impl0_region_impl2_read_channel28_busy;
-engine_impl0_or_any14_v(4) <= engine_impl0_region_impl3_read_channel40_busy;
-engine_impl0_or_any14_v(3) <= engine_impl0_region_impl0_write_channel2_busy;
-engine_impl0_or_any14_v(2) <= engine_impl0_region_impl1_write_channel8_busy;
-engine_impl0_or_any14_v(1) <= engine_impl0_region_impl2_write_channel14_busy;
-engine_impl0_or_any14_v(0) <= engine_impl0_region_impl3_write_channel20_busy;
+engine_impl0_or_any7_v(3) <= engine_impl0_region_impl0_read_channel3_m_tvalid;
+engine_impl0_or_any7_v(2) <= engine_impl0_region_impl1_read_channel15_m_tvalid;
+engine_impl0_or_any7_v(1) <= engine_impl0_region_impl2_read_channel27_m_tvalid;
+engine_impl0_or_any7_v(0) <= engine_impl0_region_impl3_read_channel39_m_tvalid;
+engine_impl0_or_any8_v(3) <= engine_impl0_region_impl0_read_channel4_m_tvalid;
+engine_impl0_or_any8_v(2) <= engine_impl0_region_impl1_read_channel16_m_tvalid;
+engine_impl0_or_any8_v(1) <= engine_impl0_region_impl2_read_channel28_m_tvalid;
+engine_impl0_or_any8_v(0) <= engine_impl0_region_impl3_read_channel40_m_tvalid;
+engine_impl0_or_any9_v(3) <= engine_impl0_region_impl0_write_channel2_s_tready;
+engine_impl0_or_any9_v(2) <= engine_impl0_region_impl1_write_channel8_s_tready;
+engine_impl0_or_any9_v(1) <= engine_impl0_region_impl2_write_channel14_s_tready;
+engine_impl0_or_any9_v(0) <= engine_impl0_region_impl3_write_channel20_s_tready;
+engine_impl0_or_any10_v(12) <= engine_impl0_sigmoid_delta0_busy;
+engine_impl0_or_any10_v(11) <= engine_impl0_region_impl0_read_channel3_busy;
+engine_impl0_or_any10_v(10) <= engine_impl0_region_impl1_read_channel15_busy;
+engine_impl0_or_any10_v(9) <= engine_impl0_region_impl2_read_channel27_busy;
+engine_impl0_or_any10_v(8) <= engine_impl0_region_impl3_read_channel39_busy;
+engine_impl0_or_any10_v(7) <= engine_impl0_region_impl0_read_channel4_busy;
+engine_impl0_or_any10_v(6) <= engine_impl0_region_impl1_read_channel16_busy;
+engine_impl0_or_any10_v(5) <= engine_impl0_region_impl2_read_channel28_busy;
+engine_impl0_or_any10_v(4) <= engine_impl0_region_impl3_read_channel40_busy;
+engine_impl0_or_any10_v(3) <= engine_impl0_region_impl0_write_channel2_busy;
+engine_impl0_or_any10_v(2) <= engine_impl0_region_impl1_write_channel8_busy;
+engine_impl0_or_any10_v(1) <= engine_impl0_region_impl2_write_channel14_busy;
+engine_impl0_or_any10_v(0) <= engine_impl0_region_impl3_write_channel20_busy;
 engine_impl0_and_all4_v(3) <= engine_impl0_chan_ok7_ok;
 engine_impl0_and_all4_v(2) <= engine_impl0_chan_ok8_ok;
 engine_impl0_and_all4_v(1) <= engine_impl0_chan_ok9_ok;
@@ -5709,31 +5613,31 @@ engine_impl0_scalar_engine0_sat15_fill(3) <= engine_impl0_scalar_engine0_sat15_n
 engine_impl0_scalar_engine0_sat15_fill(2) <= engine_impl0_scalar_engine0_sat15_nsign;
 engine_impl0_scalar_engine0_sat15_fill(1) <= engine_impl0_scalar_engine0_sat15_nsign;
 engine_impl0_scalar_engine0_sat15_fill(0) <= engine_impl0_scalar_engine0_sat15_nsign;
-engine_impl0_or_any15_v(3) <= engine_impl0_region_impl0_read_channel5_m_tvalid;
-engine_impl0_or_any15_v(2) <= engine_impl0_region_impl1_read_channel17_m_tvalid;
-engine_impl0_or_any15_v(1) <= engine_impl0_region_impl2_read_channel29_m_tvalid;
-engine_impl0_or_any15_v(0) <= engine_impl0_region_impl3_read_channel41_m_tvalid;
-engine_impl0_or_any16_v(3) <= engine_impl0_region_impl0_read_channel6_m_tvalid;
-engine_impl0_or_any16_v(2) <= engine_impl0_region_impl1_read_channel18_m_tvalid;
-engine_impl0_or_any16_v(1) <= engine_impl0_region_impl2_read_channel30_m_tvalid;
-engine_impl0_or_any16_v(0) <= engine_impl0_region_impl3_read_channel42_m_tvalid;
-engine_impl0_or_any17_v(3) <= engine_impl0_region_impl0_write_channel3_s_tready;
-engine_impl0_or_any17_v(2) <= engine_impl0_region_impl1_write_channel9_s_tready;
-engine_impl0_or_any17_v(1) <= engine_impl0_region_impl2_write_channel15_s_tready;
-engine_impl0_or_any17_v(0) <= engine_impl0_region_impl3_write_channel21_s_tready;
-engine_impl0_or_any18_v(12) <= engine_impl0_scalar_engine0_busy;
-engine_impl0_or_any18_v(11) <= engine_impl0_region_impl0_read_channel5_busy;
-engine_impl0_or_any18_v(10) <= engine_impl0_region_impl1_read_channel17_busy;
-engine_impl0_or_any18_v(9) <= engine_impl0_region_impl2_read_channel29_busy;
-engine_impl0_or_any18_v(8) <= engine_impl0_region_impl3_read_channel41_busy;
-engine_impl0_or_any18_v(7) <= engine_impl0_region_impl0_read_channel6_busy;
-engine_impl0_or_any18_v(6) <= engine_impl0_region_impl1_read_channel18_busy;
-engine_impl0_or_any18_v(5) <= engine_impl0_region_impl2_read_channel30_busy;
-engine_impl0_or_any18_v(4) <= engine_impl0_region_impl3_read_channel42_busy;
-engine_impl0_or_any18_v(3) <= engine_impl0_region_impl0_write_channel3_busy;
-engine_impl0_or_any18_v(2) <= engine_impl0_region_impl1_write_channel9_busy;
-engine_impl0_or_any18_v(1) <= engine_impl0_region_impl2_write_channel15_busy;
-engine_impl0_or_any18_v(0) <= engine_impl0_region_impl3_write_channel21_busy;
+engine_impl0_or_any11_v(3) <= engine_impl0_region_impl0_read_channel5_m_tvalid;
+engine_impl0_or_any11_v(2) <= engine_impl0_region_impl1_read_channel17_m_tvalid;
+engine_impl0_or_any11_v(1) <= engine_impl0_region_impl2_read_channel29_m_tvalid;
+engine_impl0_or_any11_v(0) <= engine_impl0_region_impl3_read_channel41_m_tvalid;
+engine_impl0_or_any12_v(3) <= engine_impl0_region_impl0_read_channel6_m_tvalid;
+engine_impl0_or_any12_v(2) <= engine_impl0_region_impl1_read_channel18_m_tvalid;
+engine_impl0_or_any12_v(1) <= engine_impl0_region_impl2_read_channel30_m_tvalid;
+engine_impl0_or_any12_v(0) <= engine_impl0_region_impl3_read_channel42_m_tvalid;
+engine_impl0_or_any13_v(3) <= engine_impl0_region_impl0_write_channel3_s_tready;
+engine_impl0_or_any13_v(2) <= engine_impl0_region_impl1_write_channel9_s_tready;
+engine_impl0_or_any13_v(1) <= engine_impl0_region_impl2_write_channel15_s_tready;
+engine_impl0_or_any13_v(0) <= engine_impl0_region_impl3_write_channel21_s_tready;
+engine_impl0_or_any14_v(12) <= engine_impl0_scalar_engine0_busy;
+engine_impl0_or_any14_v(11) <= engine_impl0_region_impl0_read_channel5_busy;
+engine_impl0_or_any14_v(10) <= engine_impl0_region_impl1_read_channel17_busy;
+engine_impl0_or_any14_v(9) <= engine_impl0_region_impl2_read_channel29_busy;
+engine_impl0_or_any14_v(8) <= engine_impl0_region_impl3_read_channel41_busy;
+engine_impl0_or_any14_v(7) <= engine_impl0_region_impl0_read_channel6_busy;
+engine_impl0_or_any14_v(6) <= engine_impl0_region_impl1_read_channel18_busy;
+engine_impl0_or_any14_v(5) <= engine_impl0_region_impl2_read_channel30_busy;
+engine_impl0_or_any14_v(4) <= engine_impl0_region_impl3_read_channel42_busy;
+engine_impl0_or_any14_v(3) <= engine_impl0_region_impl0_write_channel3_busy;
+engine_impl0_or_any14_v(2) <= engine_impl0_region_impl1_write_channel9_busy;
+engine_impl0_or_any14_v(1) <= engine_impl0_region_impl2_write_channel15_busy;
+engine_impl0_or_any14_v(0) <= engine_impl0_region_impl3_write_channel21_busy;
 engine_impl0_and_all5_v(5) <= engine_impl0_chan_ok10_ok;
 engine_impl0_and_all5_v(4) <= engine_impl0_chan_ok11_ok;
 engine_impl0_and_all5_v(3) <= engine_impl0_chan_ok12_ok;
@@ -5992,39 +5896,39 @@ engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_fill(3) <= engine_imp
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_fill(2) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_nsign;
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_fill(1) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_nsign;
 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_fill(0) <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_sat23_nsign;
-engine_impl0_or_any19_v(3) <= engine_impl0_region_impl0_read_channel7_m_tvalid;
-engine_impl0_or_any19_v(2) <= engine_impl0_region_impl1_read_channel19_m_tvalid;
-engine_impl0_or_any19_v(1) <= engine_impl0_region_impl2_read_channel31_m_tvalid;
-engine_impl0_or_any19_v(0) <= engine_impl0_region_impl3_read_channel43_m_tvalid;
-engine_impl0_or_any20_v(3) <= engine_impl0_region_impl0_read_channel8_m_tvalid;
-engine_impl0_or_any20_v(2) <= engine_impl0_region_impl1_read_channel20_m_tvalid;
-engine_impl0_or_any20_v(1) <= engine_impl0_region_impl2_read_channel32_m_tvalid;
-engine_impl0_or_any20_v(0) <= engine_impl0_region_impl3_read_channel44_m_tvalid;
-engine_impl0_or_any21_v(3) <= engine_impl0_region_impl0_read_channel9_m_tvalid;
-engine_impl0_or_any21_v(2) <= engine_impl0_region_impl1_read_channel21_m_tvalid;
-engine_impl0_or_any21_v(1) <= engine_impl0_region_impl2_read_channel33_m_tvalid;
-engine_impl0_or_any21_v(0) <= engine_impl0_region_impl3_read_channel45_m_tvalid;
-engine_impl0_or_any22_v(3) <= engine_impl0_region_impl0_write_channel4_s_tready;
-engine_impl0_or_any22_v(2) <= engine_impl0_region_impl1_write_channel10_s_tready;
-engine_impl0_or_any22_v(1) <= engine_impl0_region_impl2_write_channel16_s_tready;
-engine_impl0_or_any22_v(0) <= engine_impl0_region_impl3_write_channel22_s_tready;
-engine_impl0_or_any23_v(16) <= engine_impl0_multiply_subtract0_busy;
-engine_impl0_or_any23_v(15) <= engine_impl0_region_impl0_read_channel7_busy;
-engine_impl0_or_any23_v(14) <= engine_impl0_region_impl1_read_channel19_busy;
-engine_impl0_or_any23_v(13) <= engine_impl0_region_impl2_read_channel31_busy;
-engine_impl0_or_any23_v(12) <= engine_impl0_region_impl3_read_channel43_busy;
-engine_impl0_or_any23_v(11) <= engine_impl0_region_impl0_read_channel8_busy;
-engine_impl0_or_any23_v(10) <= engine_impl0_region_impl1_read_channel20_busy;
-engine_impl0_or_any23_v(9) <= engine_impl0_region_impl2_read_channel32_busy;
-engine_impl0_or_any23_v(8) <= engine_impl0_region_impl3_read_channel44_busy;
-engine_impl0_or_any23_v(7) <= engine_impl0_region_impl0_read_channel9_busy;
-engine_impl0_or_any23_v(6) <= engine_impl0_region_impl1_read_channel21_busy;
-engine_impl0_or_any23_v(5) <= engine_impl0_region_impl2_read_channel33_busy;
-engine_impl0_or_any23_v(4) <= engine_impl0_region_impl3_read_channel45_busy;
-engine_impl0_or_any23_v(3) <= engine_impl0_region_impl0_write_channel4_busy;
-engine_impl0_or_any23_v(2) <= engine_impl0_region_impl1_write_channel10_busy;
-engine_impl0_or_any23_v(1) <= engine_impl0_region_impl2_write_channel16_busy;
-engine_impl0_or_any23_v(0) <= engine_impl0_region_impl3_write_channel22_busy;
+engine_impl0_or_any15_v(3) <= engine_impl0_region_impl0_read_channel7_m_tvalid;
+engine_impl0_or_any15_v(2) <= engine_impl0_region_impl1_read_channel19_m_tvalid;
+engine_impl0_or_any15_v(1) <= engine_impl0_region_impl2_read_channel31_m_tvalid;
+engine_impl0_or_any15_v(0) <= engine_impl0_region_impl3_read_channel43_m_tvalid;
+engine_impl0_or_any16_v(3) <= engine_impl0_region_impl0_read_channel8_m_tvalid;
+engine_impl0_or_any16_v(2) <= engine_impl0_region_impl1_read_channel20_m_tvalid;
+engine_impl0_or_any16_v(1) <= engine_impl0_region_impl2_read_channel32_m_tvalid;
+engine_impl0_or_any16_v(0) <= engine_impl0_region_impl3_read_channel44_m_tvalid;
+engine_impl0_or_any17_v(3) <= engine_impl0_region_impl0_read_channel9_m_tvalid;
+engine_impl0_or_any17_v(2) <= engine_impl0_region_impl1_read_channel21_m_tvalid;
+engine_impl0_or_any17_v(1) <= engine_impl0_region_impl2_read_channel33_m_tvalid;
+engine_impl0_or_any17_v(0) <= engine_impl0_region_impl3_read_channel45_m_tvalid;
+engine_impl0_or_any18_v(3) <= engine_impl0_region_impl0_write_channel4_s_tready;
+engine_impl0_or_any18_v(2) <= engine_impl0_region_impl1_write_channel10_s_tready;
+engine_impl0_or_any18_v(1) <= engine_impl0_region_impl2_write_channel16_s_tready;
+engine_impl0_or_any18_v(0) <= engine_impl0_region_impl3_write_channel22_s_tready;
+engine_impl0_or_any19_v(16) <= engine_impl0_multiply_subtract0_busy;
+engine_impl0_or_any19_v(15) <= engine_impl0_region_impl0_read_channel7_busy;
+engine_impl0_or_any19_v(14) <= engine_impl0_region_impl1_read_channel19_busy;
+engine_impl0_or_any19_v(13) <= engine_impl0_region_impl2_read_channel31_busy;
+engine_impl0_or_any19_v(12) <= engine_impl0_region_impl3_read_channel43_busy;
+engine_impl0_or_any19_v(11) <= engine_impl0_region_impl0_read_channel8_busy;
+engine_impl0_or_any19_v(10) <= engine_impl0_region_impl1_read_channel20_busy;
+engine_impl0_or_any19_v(9) <= engine_impl0_region_impl2_read_channel32_busy;
+engine_impl0_or_any19_v(8) <= engine_impl0_region_impl3_read_channel44_busy;
+engine_impl0_or_any19_v(7) <= engine_impl0_region_impl0_read_channel9_busy;
+engine_impl0_or_any19_v(6) <= engine_impl0_region_impl1_read_channel21_busy;
+engine_impl0_or_any19_v(5) <= engine_impl0_region_impl2_read_channel33_busy;
+engine_impl0_or_any19_v(4) <= engine_impl0_region_impl3_read_channel45_busy;
+engine_impl0_or_any19_v(3) <= engine_impl0_region_impl0_write_channel4_busy;
+engine_impl0_or_any19_v(2) <= engine_impl0_region_impl1_write_channel10_busy;
+engine_impl0_or_any19_v(1) <= engine_impl0_region_impl2_write_channel16_busy;
+engine_impl0_or_any19_v(0) <= engine_impl0_region_impl3_write_channel22_busy;
 engine_impl0_and_all6_v(4) <= engine_impl0_chan_ok14_ok;
 engine_impl0_and_all6_v(3) <= engine_impl0_chan_ok15_ok;
 engine_impl0_and_all6_v(2) <= engine_impl0_chan_ok16_ok;
@@ -6282,55 +6186,52 @@ engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_fill(3) <= engine_impl0_l2reg0_
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_fill(2) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_nsign;
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_fill(1) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_nsign;
 engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_fill(0) <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_sat31_nsign;
-engine_impl0_or_any24_v(3) <= engine_impl0_region_impl0_read_channel10_m_tvalid;
-engine_impl0_or_any24_v(2) <= engine_impl0_region_impl1_read_channel22_m_tvalid;
-engine_impl0_or_any24_v(1) <= engine_impl0_region_impl2_read_channel34_m_tvalid;
-engine_impl0_or_any24_v(0) <= engine_impl0_region_impl3_read_channel46_m_tvalid;
-engine_impl0_or_any25_v(3) <= engine_impl0_region_impl0_read_channel11_m_tvalid;
-engine_impl0_or_any25_v(2) <= engine_impl0_region_impl1_read_channel23_m_tvalid;
-engine_impl0_or_any25_v(1) <= engine_impl0_region_impl2_read_channel35_m_tvalid;
-engine_impl0_or_any25_v(0) <= engine_impl0_region_impl3_read_channel47_m_tvalid;
-engine_impl0_or_any26_v(3) <= engine_impl0_region_impl0_write_channel5_s_tready;
-engine_impl0_or_any26_v(2) <= engine_impl0_region_impl1_write_channel11_s_tready;
-engine_impl0_or_any26_v(1) <= engine_impl0_region_impl2_write_channel17_s_tready;
-engine_impl0_or_any26_v(0) <= engine_impl0_region_impl3_write_channel23_s_tready;
-engine_impl0_or_any27_v(12) <= engine_impl0_l2reg0_busy;
-engine_impl0_or_any27_v(11) <= engine_impl0_region_impl0_read_channel10_busy;
-engine_impl0_or_any27_v(10) <= engine_impl0_region_impl1_read_channel22_busy;
-engine_impl0_or_any27_v(9) <= engine_impl0_region_impl2_read_channel34_busy;
-engine_impl0_or_any27_v(8) <= engine_impl0_region_impl3_read_channel46_busy;
-engine_impl0_or_any27_v(7) <= engine_impl0_region_impl0_read_channel11_busy;
-engine_impl0_or_any27_v(6) <= engine_impl0_region_impl1_read_channel23_busy;
-engine_impl0_or_any27_v(5) <= engine_impl0_region_impl2_read_channel35_busy;
-engine_impl0_or_any27_v(4) <= engine_impl0_region_impl3_read_channel47_busy;
-engine_impl0_or_any27_v(3) <= engine_impl0_region_impl0_write_channel5_busy;
-engine_impl0_or_any27_v(2) <= engine_impl0_region_impl1_write_channel11_busy;
-engine_impl0_or_any27_v(1) <= engine_impl0_region_impl2_write_channel17_busy;
-engine_impl0_or_any27_v(0) <= engine_impl0_region_impl3_write_channel23_busy;
-engine_impl0_copy_sig392_a(6) <= engine_impl0_busy;
-engine_impl0_copy_sig392_a(5) <= engine_impl0_or_any23_y;
-engine_impl0_copy_sig392_a(4) <= engine_impl0_or_any18_y;
-engine_impl0_copy_sig392_a(3) <= engine_impl0_or_any14_y;
-engine_impl0_copy_sig392_a(2) <= engine_impl0_or_any10_y;
-engine_impl0_copy_sig392_a(1) <= engine_impl0_or_any6_y;
-engine_impl0_copy_sig392_a(0) <= engine_impl0_or_any4_y;
-engine_impl0_copy_sig393_a(6) <= engine_impl0_err;
-engine_impl0_copy_sig393_a(5) <= engine_impl0_issue_ctl5_err;
-engine_impl0_copy_sig393_a(4) <= engine_impl0_issue_ctl4_err;
-engine_impl0_copy_sig393_a(3) <= engine_impl0_issue_ctl3_err;
-engine_impl0_copy_sig393_a(2) <= engine_impl0_issue_ctl2_err;
-engine_impl0_copy_sig393_a(1) <= engine_impl0_issue_ctl1_err;
-engine_impl0_copy_sig393_a(0) <= engine_impl0_issue_ctl0_err;
+engine_impl0_or_any20_v(3) <= engine_impl0_region_impl0_read_channel10_m_tvalid;
+engine_impl0_or_any20_v(2) <= engine_impl0_region_impl1_read_channel22_m_tvalid;
+engine_impl0_or_any20_v(1) <= engine_impl0_region_impl2_read_channel34_m_tvalid;
+engine_impl0_or_any20_v(0) <= engine_impl0_region_impl3_read_channel46_m_tvalid;
+engine_impl0_or_any21_v(3) <= engine_impl0_region_impl0_read_channel11_m_tvalid;
+engine_impl0_or_any21_v(2) <= engine_impl0_region_impl1_read_channel23_m_tvalid;
+engine_impl0_or_any21_v(1) <= engine_impl0_region_impl2_read_channel35_m_tvalid;
+engine_impl0_or_any21_v(0) <= engine_impl0_region_impl3_read_channel47_m_tvalid;
+engine_impl0_or_any22_v(3) <= engine_impl0_region_impl0_write_channel5_s_tready;
+engine_impl0_or_any22_v(2) <= engine_impl0_region_impl1_write_channel11_s_tready;
+engine_impl0_or_any22_v(1) <= engine_impl0_region_impl2_write_channel17_s_tready;
+engine_impl0_or_any22_v(0) <= engine_impl0_region_impl3_write_channel23_s_tready;
+engine_impl0_or_any23_v(12) <= engine_impl0_l2reg0_busy;
+engine_impl0_or_any23_v(11) <= engine_impl0_region_impl0_read_channel10_busy;
+engine_impl0_or_any23_v(10) <= engine_impl0_region_impl1_read_channel22_busy;
+engine_impl0_or_any23_v(9) <= engine_impl0_region_impl2_read_channel34_busy;
+engine_impl0_or_any23_v(8) <= engine_impl0_region_impl3_read_channel46_busy;
+engine_impl0_or_any23_v(7) <= engine_impl0_region_impl0_read_channel11_busy;
+engine_impl0_or_any23_v(6) <= engine_impl0_region_impl1_read_channel23_busy;
+engine_impl0_or_any23_v(5) <= engine_impl0_region_impl2_read_channel35_busy;
+engine_impl0_or_any23_v(4) <= engine_impl0_region_impl3_read_channel47_busy;
+engine_impl0_or_any23_v(3) <= engine_impl0_region_impl0_write_channel5_busy;
+engine_impl0_or_any23_v(2) <= engine_impl0_region_impl1_write_channel11_busy;
+engine_impl0_or_any23_v(1) <= engine_impl0_region_impl2_write_channel17_busy;
+engine_impl0_or_any23_v(0) <= engine_impl0_region_impl3_write_channel23_busy;
+engine_impl0_copy_sig388_a(6) <= engine_impl0_busy;
+engine_impl0_copy_sig388_a(5) <= engine_impl0_or_any19_y;
+engine_impl0_copy_sig388_a(4) <= engine_impl0_or_any14_y;
+engine_impl0_copy_sig388_a(3) <= engine_impl0_or_any10_y;
+engine_impl0_copy_sig388_a(2) <= engine_impl0_or_any6_y;
+engine_impl0_copy_sig388_a(1) <= engine_impl0_or_any2_y;
+engine_impl0_copy_sig388_a(0) <= engine_impl0_or_any0_y;
+engine_impl0_copy_sig389_a(6) <= engine_impl0_err;
+engine_impl0_copy_sig389_a(5) <= engine_impl0_issue_ctl5_err;
+engine_impl0_copy_sig389_a(4) <= engine_impl0_issue_ctl4_err;
+engine_impl0_copy_sig389_a(3) <= engine_impl0_issue_ctl3_err;
+engine_impl0_copy_sig389_a(2) <= engine_impl0_issue_ctl2_err;
+engine_impl0_copy_sig389_a(1) <= engine_impl0_issue_ctl1_err;
+engine_impl0_copy_sig389_a(0) <= engine_impl0_issue_ctl0_err;
 
 
 engine_impl0_region_impl0_read_channel0_access_ctl0_a_len <= engine_impl0_region_impl0_read_channel0_access(30-1 downto 16);
 engine_impl0_region_impl0_read_channel0_access_ctl0_a_off <= engine_impl0_region_impl0_read_channel0_access(14-1 downto 0);
 
 
-engine_impl0_region_impl0_read_channel0_access_ctl0_ol <= (resize(engine_impl0_region_impl0_read_channel0_access_ctl0_a_off, 15) + engine_impl0_region_impl0_read_channel0_access_ctl0_a_len);
-
-
-engine_impl0_region_impl0_read_channel0_access_ctl0_a_ok <= stdl((engine_impl0_region_impl0_read_channel0_access(31) /= engine_impl0_region_impl0_read_channel0_access(30)) and (engine_impl0_region_impl0_read_channel0_access_ctl0_a_len /= 0) and (engine_impl0_region_impl0_read_channel0_access_ctl0_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_read_channel0_access_ctl0_a_ok <= stdl((engine_impl0_region_impl0_read_channel0_access(31) /= engine_impl0_region_impl0_read_channel0_access(30)) and (engine_impl0_region_impl0_read_channel0_access_ctl0_a_len /= 0) and (engine_impl0_region_impl0_read_channel0_access_ctl0_a_len <= 256) and (engine_impl0_region_impl0_read_channel0_access_ctl0_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_read_channel0_line_last <= stdl(signed(resize(engine_impl0_region_impl0_read_channel0_access_ctl0_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_read_channel0_access_ctl0_len_r, 15)) - 1));
@@ -6445,13 +6346,13 @@ engine_impl0_region_impl0_read_channel0_pop <= stdl((engine_impl0_region_impl0_r
 engine_impl0_region_impl0_read_channel0_can <= stdl((engine_impl0_region_impl0_read_channel0_cnt = 0) or ((engine_impl0_region_impl0_read_channel0_cnt = 1) and (not bool(engine_impl0_region_impl0_read_channel0_inflight))) or ((engine_impl0_region_impl0_read_channel0_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel0_m_tready)));
 
 
-engine_impl0_region_impl0_read_channel0_req <= stdl(bool(engine_impl0_region_impl0_read_channel0_running) and bool(engine_impl0_region_impl0_read_channel0_can) and (bool(engine_impl0_region_impl0_read_channel0_q_nempty) or (not bool(engine_impl0_region_impl0_read_channel0_mfifo))));
+engine_impl0_region_impl0_read_channel0_req <= stdl(bool(engine_impl0_region_impl0_read_channel0_running) and bool(engine_impl0_region_impl0_read_channel0_can) and (bool(engine_impl0_region_impl0_nempty) or (not bool(engine_impl0_region_impl0_read_channel0_mfifo))));
 engine_impl0_region_impl0_read_channel0_done_evt <= stdl((engine_impl0_region_impl0_read_channel0_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel0_m_tready) and bool(engine_impl0_region_impl0_read_channel0_f0));
 
-engine_impl0_region_impl0_read_channel0_addrc: process (engine_impl0_region_impl0_read_channel0_mfifo, engine_impl0_region_impl0_read_channel0_addr_bram, engine_impl0_region_impl0_read_channel0_qptr) is
+engine_impl0_region_impl0_read_channel0_addrc: process (engine_impl0_region_impl0_read_channel0_mfifo, engine_impl0_region_impl0_read_channel0_addr_bram, engine_impl0_region_impl0_rptr) is
 begin
     if bool(engine_impl0_region_impl0_read_channel0_mfifo) then
-        engine_impl0_region_impl0_read_channel0_addr_o <= engine_impl0_region_impl0_read_channel0_qptr;
+        engine_impl0_region_impl0_read_channel0_addr_o <= engine_impl0_region_impl0_rptr;
     else
         engine_impl0_region_impl0_read_channel0_addr_o <= engine_impl0_region_impl0_read_channel0_addr_bram;
     end if;
@@ -6512,10 +6413,7 @@ engine_impl0_region_impl0_read_channel1_access_ctl1_a_len <= engine_impl0_region
 engine_impl0_region_impl0_read_channel1_access_ctl1_a_off <= engine_impl0_region_impl0_read_channel1_access(14-1 downto 0);
 
 
-engine_impl0_region_impl0_read_channel1_access_ctl1_ol <= (resize(engine_impl0_region_impl0_read_channel1_access_ctl1_a_off, 15) + engine_impl0_region_impl0_read_channel1_access_ctl1_a_len);
-
-
-engine_impl0_region_impl0_read_channel1_access_ctl1_a_ok <= stdl((engine_impl0_region_impl0_read_channel1_access(31) /= engine_impl0_region_impl0_read_channel1_access(30)) and (engine_impl0_region_impl0_read_channel1_access_ctl1_a_len /= 0) and (engine_impl0_region_impl0_read_channel1_access_ctl1_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_read_channel1_access_ctl1_a_ok <= stdl((engine_impl0_region_impl0_read_channel1_access(31) /= engine_impl0_region_impl0_read_channel1_access(30)) and (engine_impl0_region_impl0_read_channel1_access_ctl1_a_len /= 0) and (engine_impl0_region_impl0_read_channel1_access_ctl1_a_len <= 256) and (engine_impl0_region_impl0_read_channel1_access_ctl1_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_read_channel1_line_last <= stdl(signed(resize(engine_impl0_region_impl0_read_channel1_access_ctl1_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_read_channel1_access_ctl1_len_r, 15)) - 1));
@@ -6630,13 +6528,13 @@ engine_impl0_region_impl0_read_channel1_pop <= stdl((engine_impl0_region_impl0_r
 engine_impl0_region_impl0_read_channel1_can <= stdl((engine_impl0_region_impl0_read_channel1_cnt = 0) or ((engine_impl0_region_impl0_read_channel1_cnt = 1) and (not bool(engine_impl0_region_impl0_read_channel1_inflight))) or ((engine_impl0_region_impl0_read_channel1_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel1_m_tready)));
 
 
-engine_impl0_region_impl0_read_channel1_req <= stdl(bool(engine_impl0_region_impl0_read_channel1_running) and bool(engine_impl0_region_impl0_read_channel1_can) and (bool(engine_impl0_region_impl0_read_channel0_q_nempty) or (not bool(engine_impl0_region_impl0_read_channel1_mfifo))));
+engine_impl0_region_impl0_read_channel1_req <= stdl(bool(engine_impl0_region_impl0_read_channel1_running) and bool(engine_impl0_region_impl0_read_channel1_can) and (bool(engine_impl0_region_impl0_nempty) or (not bool(engine_impl0_region_impl0_read_channel1_mfifo))));
 engine_impl0_region_impl0_read_channel1_done_evt <= stdl((engine_impl0_region_impl0_read_channel1_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel1_m_tready) and bool(engine_impl0_region_impl0_read_channel1_f0));
 
-engine_impl0_region_impl0_read_channel1_addrc: process (engine_impl0_region_impl0_read_channel1_mfifo, engine_impl0_region_impl0_read_channel1_addr_bram, engine_impl0_region_impl0_read_channel0_qptr) is
+engine_impl0_region_impl0_read_channel1_addrc: process (engine_impl0_region_impl0_read_channel1_mfifo, engine_impl0_region_impl0_read_channel1_addr_bram, engine_impl0_region_impl0_rptr) is
 begin
     if bool(engine_impl0_region_impl0_read_channel1_mfifo) then
-        engine_impl0_region_impl0_read_channel1_addr_o <= engine_impl0_region_impl0_read_channel0_qptr;
+        engine_impl0_region_impl0_read_channel1_addr_o <= engine_impl0_region_impl0_rptr;
     else
         engine_impl0_region_impl0_read_channel1_addr_o <= engine_impl0_region_impl0_read_channel1_addr_bram;
     end if;
@@ -6697,10 +6595,7 @@ engine_impl0_region_impl0_read_channel2_access_ctl2_a_len <= engine_impl0_region
 engine_impl0_region_impl0_read_channel2_access_ctl2_a_off <= engine_impl0_region_impl0_read_channel2_access(14-1 downto 0);
 
 
-engine_impl0_region_impl0_read_channel2_access_ctl2_ol <= (resize(engine_impl0_region_impl0_read_channel2_access_ctl2_a_off, 15) + engine_impl0_region_impl0_read_channel2_access_ctl2_a_len);
-
-
-engine_impl0_region_impl0_read_channel2_access_ctl2_a_ok <= stdl((engine_impl0_region_impl0_read_channel2_access(31) /= engine_impl0_region_impl0_read_channel2_access(30)) and (engine_impl0_region_impl0_read_channel2_access_ctl2_a_len /= 0) and (engine_impl0_region_impl0_read_channel2_access_ctl2_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_read_channel2_access_ctl2_a_ok <= stdl((engine_impl0_region_impl0_read_channel2_access(31) /= engine_impl0_region_impl0_read_channel2_access(30)) and (engine_impl0_region_impl0_read_channel2_access_ctl2_a_len /= 0) and (engine_impl0_region_impl0_read_channel2_access_ctl2_a_len <= 256) and (engine_impl0_region_impl0_read_channel2_access_ctl2_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_read_channel2_line_last <= stdl(signed(resize(engine_impl0_region_impl0_read_channel2_access_ctl2_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_read_channel2_access_ctl2_len_r, 15)) - 1));
@@ -6815,13 +6710,13 @@ engine_impl0_region_impl0_read_channel2_pop <= stdl((engine_impl0_region_impl0_r
 engine_impl0_region_impl0_read_channel2_can <= stdl((engine_impl0_region_impl0_read_channel2_cnt = 0) or ((engine_impl0_region_impl0_read_channel2_cnt = 1) and (not bool(engine_impl0_region_impl0_read_channel2_inflight))) or ((engine_impl0_region_impl0_read_channel2_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel2_m_tready)));
 
 
-engine_impl0_region_impl0_read_channel2_req <= stdl(bool(engine_impl0_region_impl0_read_channel2_running) and bool(engine_impl0_region_impl0_read_channel2_can) and (bool(engine_impl0_region_impl0_read_channel0_q_nempty) or (not bool(engine_impl0_region_impl0_read_channel2_mfifo))));
+engine_impl0_region_impl0_read_channel2_req <= stdl(bool(engine_impl0_region_impl0_read_channel2_running) and bool(engine_impl0_region_impl0_read_channel2_can) and (bool(engine_impl0_region_impl0_nempty) or (not bool(engine_impl0_region_impl0_read_channel2_mfifo))));
 engine_impl0_region_impl0_read_channel2_done_evt <= stdl((engine_impl0_region_impl0_read_channel2_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel2_m_tready) and bool(engine_impl0_region_impl0_read_channel2_f0));
 
-engine_impl0_region_impl0_read_channel2_addrc: process (engine_impl0_region_impl0_read_channel2_mfifo, engine_impl0_region_impl0_read_channel2_addr_bram, engine_impl0_region_impl0_read_channel0_qptr) is
+engine_impl0_region_impl0_read_channel2_addrc: process (engine_impl0_region_impl0_read_channel2_mfifo, engine_impl0_region_impl0_read_channel2_addr_bram, engine_impl0_region_impl0_rptr) is
 begin
     if bool(engine_impl0_region_impl0_read_channel2_mfifo) then
-        engine_impl0_region_impl0_read_channel2_addr_o <= engine_impl0_region_impl0_read_channel0_qptr;
+        engine_impl0_region_impl0_read_channel2_addr_o <= engine_impl0_region_impl0_rptr;
     else
         engine_impl0_region_impl0_read_channel2_addr_o <= engine_impl0_region_impl0_read_channel2_addr_bram;
     end if;
@@ -6882,10 +6777,7 @@ engine_impl0_region_impl0_read_channel3_access_ctl3_a_len <= engine_impl0_region
 engine_impl0_region_impl0_read_channel3_access_ctl3_a_off <= engine_impl0_region_impl0_read_channel3_access(14-1 downto 0);
 
 
-engine_impl0_region_impl0_read_channel3_access_ctl3_ol <= (resize(engine_impl0_region_impl0_read_channel3_access_ctl3_a_off, 15) + engine_impl0_region_impl0_read_channel3_access_ctl3_a_len);
-
-
-engine_impl0_region_impl0_read_channel3_access_ctl3_a_ok <= stdl((engine_impl0_region_impl0_read_channel3_access(31) /= engine_impl0_region_impl0_read_channel3_access(30)) and (engine_impl0_region_impl0_read_channel3_access_ctl3_a_len /= 0) and (engine_impl0_region_impl0_read_channel3_access_ctl3_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_read_channel3_access_ctl3_a_ok <= stdl((engine_impl0_region_impl0_read_channel3_access(31) /= engine_impl0_region_impl0_read_channel3_access(30)) and (engine_impl0_region_impl0_read_channel3_access_ctl3_a_len /= 0) and (engine_impl0_region_impl0_read_channel3_access_ctl3_a_len <= 256) and (engine_impl0_region_impl0_read_channel3_access_ctl3_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_read_channel3_line_last <= stdl(signed(resize(engine_impl0_region_impl0_read_channel3_access_ctl3_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_read_channel3_access_ctl3_len_r, 15)) - 1));
@@ -7000,13 +6892,13 @@ engine_impl0_region_impl0_read_channel3_pop <= stdl((engine_impl0_region_impl0_r
 engine_impl0_region_impl0_read_channel3_can <= stdl((engine_impl0_region_impl0_read_channel3_cnt = 0) or ((engine_impl0_region_impl0_read_channel3_cnt = 1) and (not bool(engine_impl0_region_impl0_read_channel3_inflight))) or ((engine_impl0_region_impl0_read_channel3_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel3_m_tready)));
 
 
-engine_impl0_region_impl0_read_channel3_req <= stdl(bool(engine_impl0_region_impl0_read_channel3_running) and bool(engine_impl0_region_impl0_read_channel3_can) and (bool(engine_impl0_region_impl0_read_channel0_q_nempty) or (not bool(engine_impl0_region_impl0_read_channel3_mfifo))));
+engine_impl0_region_impl0_read_channel3_req <= stdl(bool(engine_impl0_region_impl0_read_channel3_running) and bool(engine_impl0_region_impl0_read_channel3_can) and (bool(engine_impl0_region_impl0_nempty) or (not bool(engine_impl0_region_impl0_read_channel3_mfifo))));
 engine_impl0_region_impl0_read_channel3_done_evt <= stdl((engine_impl0_region_impl0_read_channel3_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel3_m_tready) and bool(engine_impl0_region_impl0_read_channel3_f0));
 
-engine_impl0_region_impl0_read_channel3_addrc: process (engine_impl0_region_impl0_read_channel3_mfifo, engine_impl0_region_impl0_read_channel3_addr_bram, engine_impl0_region_impl0_read_channel0_qptr) is
+engine_impl0_region_impl0_read_channel3_addrc: process (engine_impl0_region_impl0_read_channel3_mfifo, engine_impl0_region_impl0_read_channel3_addr_bram, engine_impl0_region_impl0_rptr) is
 begin
     if bool(engine_impl0_region_impl0_read_channel3_mfifo) then
-        engine_impl0_region_impl0_read_channel3_addr_o <= engine_impl0_region_impl0_read_channel0_qptr;
+        engine_impl0_region_impl0_read_channel3_addr_o <= engine_impl0_region_impl0_rptr;
     else
         engine_impl0_region_impl0_read_channel3_addr_o <= engine_impl0_region_impl0_read_channel3_addr_bram;
     end if;
@@ -7067,10 +6959,7 @@ engine_impl0_region_impl0_read_channel4_access_ctl4_a_len <= engine_impl0_region
 engine_impl0_region_impl0_read_channel4_access_ctl4_a_off <= engine_impl0_region_impl0_read_channel4_access(14-1 downto 0);
 
 
-engine_impl0_region_impl0_read_channel4_access_ctl4_ol <= (resize(engine_impl0_region_impl0_read_channel4_access_ctl4_a_off, 15) + engine_impl0_region_impl0_read_channel4_access_ctl4_a_len);
-
-
-engine_impl0_region_impl0_read_channel4_access_ctl4_a_ok <= stdl((engine_impl0_region_impl0_read_channel4_access(31) /= engine_impl0_region_impl0_read_channel4_access(30)) and (engine_impl0_region_impl0_read_channel4_access_ctl4_a_len /= 0) and (engine_impl0_region_impl0_read_channel4_access_ctl4_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_read_channel4_access_ctl4_a_ok <= stdl((engine_impl0_region_impl0_read_channel4_access(31) /= engine_impl0_region_impl0_read_channel4_access(30)) and (engine_impl0_region_impl0_read_channel4_access_ctl4_a_len /= 0) and (engine_impl0_region_impl0_read_channel4_access_ctl4_a_len <= 256) and (engine_impl0_region_impl0_read_channel4_access_ctl4_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_read_channel4_line_last <= stdl(signed(resize(engine_impl0_region_impl0_read_channel4_access_ctl4_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_read_channel4_access_ctl4_len_r, 15)) - 1));
@@ -7185,13 +7074,13 @@ engine_impl0_region_impl0_read_channel4_pop <= stdl((engine_impl0_region_impl0_r
 engine_impl0_region_impl0_read_channel4_can <= stdl((engine_impl0_region_impl0_read_channel4_cnt = 0) or ((engine_impl0_region_impl0_read_channel4_cnt = 1) and (not bool(engine_impl0_region_impl0_read_channel4_inflight))) or ((engine_impl0_region_impl0_read_channel4_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel4_m_tready)));
 
 
-engine_impl0_region_impl0_read_channel4_req <= stdl(bool(engine_impl0_region_impl0_read_channel4_running) and bool(engine_impl0_region_impl0_read_channel4_can) and (bool(engine_impl0_region_impl0_read_channel0_q_nempty) or (not bool(engine_impl0_region_impl0_read_channel4_mfifo))));
+engine_impl0_region_impl0_read_channel4_req <= stdl(bool(engine_impl0_region_impl0_read_channel4_running) and bool(engine_impl0_region_impl0_read_channel4_can) and (bool(engine_impl0_region_impl0_nempty) or (not bool(engine_impl0_region_impl0_read_channel4_mfifo))));
 engine_impl0_region_impl0_read_channel4_done_evt <= stdl((engine_impl0_region_impl0_read_channel4_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel4_m_tready) and bool(engine_impl0_region_impl0_read_channel4_f0));
 
-engine_impl0_region_impl0_read_channel4_addrc: process (engine_impl0_region_impl0_read_channel4_mfifo, engine_impl0_region_impl0_read_channel4_addr_bram, engine_impl0_region_impl0_read_channel0_qptr) is
+engine_impl0_region_impl0_read_channel4_addrc: process (engine_impl0_region_impl0_read_channel4_mfifo, engine_impl0_region_impl0_read_channel4_addr_bram, engine_impl0_region_impl0_rptr) is
 begin
     if bool(engine_impl0_region_impl0_read_channel4_mfifo) then
-        engine_impl0_region_impl0_read_channel4_addr_o <= engine_impl0_region_impl0_read_channel0_qptr;
+        engine_impl0_region_impl0_read_channel4_addr_o <= engine_impl0_region_impl0_rptr;
     else
         engine_impl0_region_impl0_read_channel4_addr_o <= engine_impl0_region_impl0_read_channel4_addr_bram;
     end if;
@@ -7252,10 +7141,7 @@ engine_impl0_region_impl0_read_channel5_access_ctl5_a_len <= engine_impl0_region
 engine_impl0_region_impl0_read_channel5_access_ctl5_a_off <= engine_impl0_region_impl0_read_channel5_access(14-1 downto 0);
 
 
-engine_impl0_region_impl0_read_channel5_access_ctl5_ol <= (resize(engine_impl0_region_impl0_read_channel5_access_ctl5_a_off, 15) + engine_impl0_region_impl0_read_channel5_access_ctl5_a_len);
-
-
-engine_impl0_region_impl0_read_channel5_access_ctl5_a_ok <= stdl((engine_impl0_region_impl0_read_channel5_access(31) /= engine_impl0_region_impl0_read_channel5_access(30)) and (engine_impl0_region_impl0_read_channel5_access_ctl5_a_len /= 0) and (engine_impl0_region_impl0_read_channel5_access_ctl5_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_read_channel5_access_ctl5_a_ok <= stdl((engine_impl0_region_impl0_read_channel5_access(31) /= engine_impl0_region_impl0_read_channel5_access(30)) and (engine_impl0_region_impl0_read_channel5_access_ctl5_a_len /= 0) and (engine_impl0_region_impl0_read_channel5_access_ctl5_a_len <= 256) and (engine_impl0_region_impl0_read_channel5_access_ctl5_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_read_channel5_line_last <= stdl(signed(resize(engine_impl0_region_impl0_read_channel5_access_ctl5_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_read_channel5_access_ctl5_len_r, 15)) - 1));
@@ -7370,13 +7256,13 @@ engine_impl0_region_impl0_read_channel5_pop <= stdl((engine_impl0_region_impl0_r
 engine_impl0_region_impl0_read_channel5_can <= stdl((engine_impl0_region_impl0_read_channel5_cnt = 0) or ((engine_impl0_region_impl0_read_channel5_cnt = 1) and (not bool(engine_impl0_region_impl0_read_channel5_inflight))) or ((engine_impl0_region_impl0_read_channel5_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel5_m_tready)));
 
 
-engine_impl0_region_impl0_read_channel5_req <= stdl(bool(engine_impl0_region_impl0_read_channel5_running) and bool(engine_impl0_region_impl0_read_channel5_can) and (bool(engine_impl0_region_impl0_read_channel0_q_nempty) or (not bool(engine_impl0_region_impl0_read_channel5_mfifo))));
+engine_impl0_region_impl0_read_channel5_req <= stdl(bool(engine_impl0_region_impl0_read_channel5_running) and bool(engine_impl0_region_impl0_read_channel5_can) and (bool(engine_impl0_region_impl0_nempty) or (not bool(engine_impl0_region_impl0_read_channel5_mfifo))));
 engine_impl0_region_impl0_read_channel5_done_evt <= stdl((engine_impl0_region_impl0_read_channel5_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel5_m_tready) and bool(engine_impl0_region_impl0_read_channel5_f0));
 
-engine_impl0_region_impl0_read_channel5_addrc: process (engine_impl0_region_impl0_read_channel5_mfifo, engine_impl0_region_impl0_read_channel5_addr_bram, engine_impl0_region_impl0_read_channel0_qptr) is
+engine_impl0_region_impl0_read_channel5_addrc: process (engine_impl0_region_impl0_read_channel5_mfifo, engine_impl0_region_impl0_read_channel5_addr_bram, engine_impl0_region_impl0_rptr) is
 begin
     if bool(engine_impl0_region_impl0_read_channel5_mfifo) then
-        engine_impl0_region_impl0_read_channel5_addr_o <= engine_impl0_region_impl0_read_channel0_qptr;
+        engine_impl0_region_impl0_read_channel5_addr_o <= engine_impl0_region_impl0_rptr;
     else
         engine_impl0_region_impl0_read_channel5_addr_o <= engine_impl0_region_impl0_read_channel5_addr_bram;
     end if;
@@ -7437,10 +7323,7 @@ engine_impl0_region_impl0_read_channel6_access_ctl6_a_len <= engine_impl0_region
 engine_impl0_region_impl0_read_channel6_access_ctl6_a_off <= engine_impl0_region_impl0_read_channel6_access(14-1 downto 0);
 
 
-engine_impl0_region_impl0_read_channel6_access_ctl6_ol <= (resize(engine_impl0_region_impl0_read_channel6_access_ctl6_a_off, 15) + engine_impl0_region_impl0_read_channel6_access_ctl6_a_len);
-
-
-engine_impl0_region_impl0_read_channel6_access_ctl6_a_ok <= stdl((engine_impl0_region_impl0_read_channel6_access(31) /= engine_impl0_region_impl0_read_channel6_access(30)) and (engine_impl0_region_impl0_read_channel6_access_ctl6_a_len /= 0) and (engine_impl0_region_impl0_read_channel6_access_ctl6_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_read_channel6_access_ctl6_a_ok <= stdl((engine_impl0_region_impl0_read_channel6_access(31) /= engine_impl0_region_impl0_read_channel6_access(30)) and (engine_impl0_region_impl0_read_channel6_access_ctl6_a_len /= 0) and (engine_impl0_region_impl0_read_channel6_access_ctl6_a_len <= 256) and (engine_impl0_region_impl0_read_channel6_access_ctl6_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_read_channel6_line_last <= stdl(signed(resize(engine_impl0_region_impl0_read_channel6_access_ctl6_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_read_channel6_access_ctl6_len_r, 15)) - 1));
@@ -7555,13 +7438,13 @@ engine_impl0_region_impl0_read_channel6_pop <= stdl((engine_impl0_region_impl0_r
 engine_impl0_region_impl0_read_channel6_can <= stdl((engine_impl0_region_impl0_read_channel6_cnt = 0) or ((engine_impl0_region_impl0_read_channel6_cnt = 1) and (not bool(engine_impl0_region_impl0_read_channel6_inflight))) or ((engine_impl0_region_impl0_read_channel6_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel6_m_tready)));
 
 
-engine_impl0_region_impl0_read_channel6_req <= stdl(bool(engine_impl0_region_impl0_read_channel6_running) and bool(engine_impl0_region_impl0_read_channel6_can) and (bool(engine_impl0_region_impl0_read_channel0_q_nempty) or (not bool(engine_impl0_region_impl0_read_channel6_mfifo))));
+engine_impl0_region_impl0_read_channel6_req <= stdl(bool(engine_impl0_region_impl0_read_channel6_running) and bool(engine_impl0_region_impl0_read_channel6_can) and (bool(engine_impl0_region_impl0_nempty) or (not bool(engine_impl0_region_impl0_read_channel6_mfifo))));
 engine_impl0_region_impl0_read_channel6_done_evt <= stdl((engine_impl0_region_impl0_read_channel6_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel6_m_tready) and bool(engine_impl0_region_impl0_read_channel6_f0));
 
-engine_impl0_region_impl0_read_channel6_addrc: process (engine_impl0_region_impl0_read_channel6_mfifo, engine_impl0_region_impl0_read_channel6_addr_bram, engine_impl0_region_impl0_read_channel0_qptr) is
+engine_impl0_region_impl0_read_channel6_addrc: process (engine_impl0_region_impl0_read_channel6_mfifo, engine_impl0_region_impl0_read_channel6_addr_bram, engine_impl0_region_impl0_rptr) is
 begin
     if bool(engine_impl0_region_impl0_read_channel6_mfifo) then
-        engine_impl0_region_impl0_read_channel6_addr_o <= engine_impl0_region_impl0_read_channel0_qptr;
+        engine_impl0_region_impl0_read_channel6_addr_o <= engine_impl0_region_impl0_rptr;
     else
         engine_impl0_region_impl0_read_channel6_addr_o <= engine_impl0_region_impl0_read_channel6_addr_bram;
     end if;
@@ -7622,10 +7505,7 @@ engine_impl0_region_impl0_read_channel7_access_ctl7_a_len <= engine_impl0_region
 engine_impl0_region_impl0_read_channel7_access_ctl7_a_off <= engine_impl0_region_impl0_read_channel7_access(14-1 downto 0);
 
 
-engine_impl0_region_impl0_read_channel7_access_ctl7_ol <= (resize(engine_impl0_region_impl0_read_channel7_access_ctl7_a_off, 15) + engine_impl0_region_impl0_read_channel7_access_ctl7_a_len);
-
-
-engine_impl0_region_impl0_read_channel7_access_ctl7_a_ok <= stdl((engine_impl0_region_impl0_read_channel7_access(31) /= engine_impl0_region_impl0_read_channel7_access(30)) and (engine_impl0_region_impl0_read_channel7_access_ctl7_a_len /= 0) and (engine_impl0_region_impl0_read_channel7_access_ctl7_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_read_channel7_access_ctl7_a_ok <= stdl((engine_impl0_region_impl0_read_channel7_access(31) /= engine_impl0_region_impl0_read_channel7_access(30)) and (engine_impl0_region_impl0_read_channel7_access_ctl7_a_len /= 0) and (engine_impl0_region_impl0_read_channel7_access_ctl7_a_len <= 256) and (engine_impl0_region_impl0_read_channel7_access_ctl7_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_read_channel7_line_last <= stdl(signed(resize(engine_impl0_region_impl0_read_channel7_access_ctl7_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_read_channel7_access_ctl7_len_r, 15)) - 1));
@@ -7740,13 +7620,13 @@ engine_impl0_region_impl0_read_channel7_pop <= stdl((engine_impl0_region_impl0_r
 engine_impl0_region_impl0_read_channel7_can <= stdl((engine_impl0_region_impl0_read_channel7_cnt = 0) or ((engine_impl0_region_impl0_read_channel7_cnt = 1) and (not bool(engine_impl0_region_impl0_read_channel7_inflight))) or ((engine_impl0_region_impl0_read_channel7_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel7_m_tready)));
 
 
-engine_impl0_region_impl0_read_channel7_req <= stdl(bool(engine_impl0_region_impl0_read_channel7_running) and bool(engine_impl0_region_impl0_read_channel7_can) and (bool(engine_impl0_region_impl0_read_channel0_q_nempty) or (not bool(engine_impl0_region_impl0_read_channel7_mfifo))));
+engine_impl0_region_impl0_read_channel7_req <= stdl(bool(engine_impl0_region_impl0_read_channel7_running) and bool(engine_impl0_region_impl0_read_channel7_can) and (bool(engine_impl0_region_impl0_nempty) or (not bool(engine_impl0_region_impl0_read_channel7_mfifo))));
 engine_impl0_region_impl0_read_channel7_done_evt <= stdl((engine_impl0_region_impl0_read_channel7_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel7_m_tready) and bool(engine_impl0_region_impl0_read_channel7_f0));
 
-engine_impl0_region_impl0_read_channel7_addrc: process (engine_impl0_region_impl0_read_channel7_mfifo, engine_impl0_region_impl0_read_channel7_addr_bram, engine_impl0_region_impl0_read_channel0_qptr) is
+engine_impl0_region_impl0_read_channel7_addrc: process (engine_impl0_region_impl0_read_channel7_mfifo, engine_impl0_region_impl0_read_channel7_addr_bram, engine_impl0_region_impl0_rptr) is
 begin
     if bool(engine_impl0_region_impl0_read_channel7_mfifo) then
-        engine_impl0_region_impl0_read_channel7_addr_o <= engine_impl0_region_impl0_read_channel0_qptr;
+        engine_impl0_region_impl0_read_channel7_addr_o <= engine_impl0_region_impl0_rptr;
     else
         engine_impl0_region_impl0_read_channel7_addr_o <= engine_impl0_region_impl0_read_channel7_addr_bram;
     end if;
@@ -7807,10 +7687,7 @@ engine_impl0_region_impl0_read_channel8_access_ctl8_a_len <= engine_impl0_region
 engine_impl0_region_impl0_read_channel8_access_ctl8_a_off <= engine_impl0_region_impl0_read_channel8_access(14-1 downto 0);
 
 
-engine_impl0_region_impl0_read_channel8_access_ctl8_ol <= (resize(engine_impl0_region_impl0_read_channel8_access_ctl8_a_off, 15) + engine_impl0_region_impl0_read_channel8_access_ctl8_a_len);
-
-
-engine_impl0_region_impl0_read_channel8_access_ctl8_a_ok <= stdl((engine_impl0_region_impl0_read_channel8_access(31) /= engine_impl0_region_impl0_read_channel8_access(30)) and (engine_impl0_region_impl0_read_channel8_access_ctl8_a_len /= 0) and (engine_impl0_region_impl0_read_channel8_access_ctl8_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_read_channel8_access_ctl8_a_ok <= stdl((engine_impl0_region_impl0_read_channel8_access(31) /= engine_impl0_region_impl0_read_channel8_access(30)) and (engine_impl0_region_impl0_read_channel8_access_ctl8_a_len /= 0) and (engine_impl0_region_impl0_read_channel8_access_ctl8_a_len <= 256) and (engine_impl0_region_impl0_read_channel8_access_ctl8_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_read_channel8_line_last <= stdl(signed(resize(engine_impl0_region_impl0_read_channel8_access_ctl8_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_read_channel8_access_ctl8_len_r, 15)) - 1));
@@ -7925,13 +7802,13 @@ engine_impl0_region_impl0_read_channel8_pop <= stdl((engine_impl0_region_impl0_r
 engine_impl0_region_impl0_read_channel8_can <= stdl((engine_impl0_region_impl0_read_channel8_cnt = 0) or ((engine_impl0_region_impl0_read_channel8_cnt = 1) and (not bool(engine_impl0_region_impl0_read_channel8_inflight))) or ((engine_impl0_region_impl0_read_channel8_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel8_m_tready)));
 
 
-engine_impl0_region_impl0_read_channel8_req <= stdl(bool(engine_impl0_region_impl0_read_channel8_running) and bool(engine_impl0_region_impl0_read_channel8_can) and (bool(engine_impl0_region_impl0_read_channel0_q_nempty) or (not bool(engine_impl0_region_impl0_read_channel8_mfifo))));
+engine_impl0_region_impl0_read_channel8_req <= stdl(bool(engine_impl0_region_impl0_read_channel8_running) and bool(engine_impl0_region_impl0_read_channel8_can) and (bool(engine_impl0_region_impl0_nempty) or (not bool(engine_impl0_region_impl0_read_channel8_mfifo))));
 engine_impl0_region_impl0_read_channel8_done_evt <= stdl((engine_impl0_region_impl0_read_channel8_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel8_m_tready) and bool(engine_impl0_region_impl0_read_channel8_f0));
 
-engine_impl0_region_impl0_read_channel8_addrc: process (engine_impl0_region_impl0_read_channel8_mfifo, engine_impl0_region_impl0_read_channel8_addr_bram, engine_impl0_region_impl0_read_channel0_qptr) is
+engine_impl0_region_impl0_read_channel8_addrc: process (engine_impl0_region_impl0_read_channel8_mfifo, engine_impl0_region_impl0_read_channel8_addr_bram, engine_impl0_region_impl0_rptr) is
 begin
     if bool(engine_impl0_region_impl0_read_channel8_mfifo) then
-        engine_impl0_region_impl0_read_channel8_addr_o <= engine_impl0_region_impl0_read_channel0_qptr;
+        engine_impl0_region_impl0_read_channel8_addr_o <= engine_impl0_region_impl0_rptr;
     else
         engine_impl0_region_impl0_read_channel8_addr_o <= engine_impl0_region_impl0_read_channel8_addr_bram;
     end if;
@@ -7992,10 +7869,7 @@ engine_impl0_region_impl0_read_channel9_access_ctl9_a_len <= engine_impl0_region
 engine_impl0_region_impl0_read_channel9_access_ctl9_a_off <= engine_impl0_region_impl0_read_channel9_access(14-1 downto 0);
 
 
-engine_impl0_region_impl0_read_channel9_access_ctl9_ol <= (resize(engine_impl0_region_impl0_read_channel9_access_ctl9_a_off, 15) + engine_impl0_region_impl0_read_channel9_access_ctl9_a_len);
-
-
-engine_impl0_region_impl0_read_channel9_access_ctl9_a_ok <= stdl((engine_impl0_region_impl0_read_channel9_access(31) /= engine_impl0_region_impl0_read_channel9_access(30)) and (engine_impl0_region_impl0_read_channel9_access_ctl9_a_len /= 0) and (engine_impl0_region_impl0_read_channel9_access_ctl9_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_read_channel9_access_ctl9_a_ok <= stdl((engine_impl0_region_impl0_read_channel9_access(31) /= engine_impl0_region_impl0_read_channel9_access(30)) and (engine_impl0_region_impl0_read_channel9_access_ctl9_a_len /= 0) and (engine_impl0_region_impl0_read_channel9_access_ctl9_a_len <= 256) and (engine_impl0_region_impl0_read_channel9_access_ctl9_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_read_channel9_line_last <= stdl(signed(resize(engine_impl0_region_impl0_read_channel9_access_ctl9_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_read_channel9_access_ctl9_len_r, 15)) - 1));
@@ -8110,13 +7984,13 @@ engine_impl0_region_impl0_read_channel9_pop <= stdl((engine_impl0_region_impl0_r
 engine_impl0_region_impl0_read_channel9_can <= stdl((engine_impl0_region_impl0_read_channel9_cnt = 0) or ((engine_impl0_region_impl0_read_channel9_cnt = 1) and (not bool(engine_impl0_region_impl0_read_channel9_inflight))) or ((engine_impl0_region_impl0_read_channel9_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel9_m_tready)));
 
 
-engine_impl0_region_impl0_read_channel9_req <= stdl(bool(engine_impl0_region_impl0_read_channel9_running) and bool(engine_impl0_region_impl0_read_channel9_can) and (bool(engine_impl0_region_impl0_read_channel0_q_nempty) or (not bool(engine_impl0_region_impl0_read_channel9_mfifo))));
+engine_impl0_region_impl0_read_channel9_req <= stdl(bool(engine_impl0_region_impl0_read_channel9_running) and bool(engine_impl0_region_impl0_read_channel9_can) and (bool(engine_impl0_region_impl0_nempty) or (not bool(engine_impl0_region_impl0_read_channel9_mfifo))));
 engine_impl0_region_impl0_read_channel9_done_evt <= stdl((engine_impl0_region_impl0_read_channel9_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel9_m_tready) and bool(engine_impl0_region_impl0_read_channel9_f0));
 
-engine_impl0_region_impl0_read_channel9_addrc: process (engine_impl0_region_impl0_read_channel9_mfifo, engine_impl0_region_impl0_read_channel9_addr_bram, engine_impl0_region_impl0_read_channel0_qptr) is
+engine_impl0_region_impl0_read_channel9_addrc: process (engine_impl0_region_impl0_read_channel9_mfifo, engine_impl0_region_impl0_read_channel9_addr_bram, engine_impl0_region_impl0_rptr) is
 begin
     if bool(engine_impl0_region_impl0_read_channel9_mfifo) then
-        engine_impl0_region_impl0_read_channel9_addr_o <= engine_impl0_region_impl0_read_channel0_qptr;
+        engine_impl0_region_impl0_read_channel9_addr_o <= engine_impl0_region_impl0_rptr;
     else
         engine_impl0_region_impl0_read_channel9_addr_o <= engine_impl0_region_impl0_read_channel9_addr_bram;
     end if;
@@ -8177,10 +8051,7 @@ engine_impl0_region_impl0_read_channel10_access_ctl10_a_len <= engine_impl0_regi
 engine_impl0_region_impl0_read_channel10_access_ctl10_a_off <= engine_impl0_region_impl0_read_channel10_access(14-1 downto 0);
 
 
-engine_impl0_region_impl0_read_channel10_access_ctl10_ol <= (resize(engine_impl0_region_impl0_read_channel10_access_ctl10_a_off, 15) + engine_impl0_region_impl0_read_channel10_access_ctl10_a_len);
-
-
-engine_impl0_region_impl0_read_channel10_access_ctl10_a_ok <= stdl((engine_impl0_region_impl0_read_channel10_access(31) /= engine_impl0_region_impl0_read_channel10_access(30)) and (engine_impl0_region_impl0_read_channel10_access_ctl10_a_len /= 0) and (engine_impl0_region_impl0_read_channel10_access_ctl10_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_read_channel10_access_ctl10_a_ok <= stdl((engine_impl0_region_impl0_read_channel10_access(31) /= engine_impl0_region_impl0_read_channel10_access(30)) and (engine_impl0_region_impl0_read_channel10_access_ctl10_a_len /= 0) and (engine_impl0_region_impl0_read_channel10_access_ctl10_a_len <= 256) and (engine_impl0_region_impl0_read_channel10_access_ctl10_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_read_channel10_line_last <= stdl(signed(resize(engine_impl0_region_impl0_read_channel10_access_ctl10_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_read_channel10_access_ctl10_len_r, 15)) - 1));
@@ -8295,13 +8166,13 @@ engine_impl0_region_impl0_read_channel10_pop <= stdl((engine_impl0_region_impl0_
 engine_impl0_region_impl0_read_channel10_can <= stdl((engine_impl0_region_impl0_read_channel10_cnt = 0) or ((engine_impl0_region_impl0_read_channel10_cnt = 1) and (not bool(engine_impl0_region_impl0_read_channel10_inflight))) or ((engine_impl0_region_impl0_read_channel10_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel10_m_tready)));
 
 
-engine_impl0_region_impl0_read_channel10_req <= stdl(bool(engine_impl0_region_impl0_read_channel10_running) and bool(engine_impl0_region_impl0_read_channel10_can) and (bool(engine_impl0_region_impl0_read_channel0_q_nempty) or (not bool(engine_impl0_region_impl0_read_channel10_mfifo))));
+engine_impl0_region_impl0_read_channel10_req <= stdl(bool(engine_impl0_region_impl0_read_channel10_running) and bool(engine_impl0_region_impl0_read_channel10_can) and (bool(engine_impl0_region_impl0_nempty) or (not bool(engine_impl0_region_impl0_read_channel10_mfifo))));
 engine_impl0_region_impl0_read_channel10_done_evt <= stdl((engine_impl0_region_impl0_read_channel10_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel10_m_tready) and bool(engine_impl0_region_impl0_read_channel10_f0));
 
-engine_impl0_region_impl0_read_channel10_addrc: process (engine_impl0_region_impl0_read_channel10_mfifo, engine_impl0_region_impl0_read_channel10_addr_bram, engine_impl0_region_impl0_read_channel0_qptr) is
+engine_impl0_region_impl0_read_channel10_addrc: process (engine_impl0_region_impl0_read_channel10_mfifo, engine_impl0_region_impl0_read_channel10_addr_bram, engine_impl0_region_impl0_rptr) is
 begin
     if bool(engine_impl0_region_impl0_read_channel10_mfifo) then
-        engine_impl0_region_impl0_read_channel10_addr_o <= engine_impl0_region_impl0_read_channel0_qptr;
+        engine_impl0_region_impl0_read_channel10_addr_o <= engine_impl0_region_impl0_rptr;
     else
         engine_impl0_region_impl0_read_channel10_addr_o <= engine_impl0_region_impl0_read_channel10_addr_bram;
     end if;
@@ -8362,10 +8233,7 @@ engine_impl0_region_impl0_read_channel11_access_ctl11_a_len <= engine_impl0_regi
 engine_impl0_region_impl0_read_channel11_access_ctl11_a_off <= engine_impl0_region_impl0_read_channel11_access(14-1 downto 0);
 
 
-engine_impl0_region_impl0_read_channel11_access_ctl11_ol <= (resize(engine_impl0_region_impl0_read_channel11_access_ctl11_a_off, 15) + engine_impl0_region_impl0_read_channel11_access_ctl11_a_len);
-
-
-engine_impl0_region_impl0_read_channel11_access_ctl11_a_ok <= stdl((engine_impl0_region_impl0_read_channel11_access(31) /= engine_impl0_region_impl0_read_channel11_access(30)) and (engine_impl0_region_impl0_read_channel11_access_ctl11_a_len /= 0) and (engine_impl0_region_impl0_read_channel11_access_ctl11_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_read_channel11_access_ctl11_a_ok <= stdl((engine_impl0_region_impl0_read_channel11_access(31) /= engine_impl0_region_impl0_read_channel11_access(30)) and (engine_impl0_region_impl0_read_channel11_access_ctl11_a_len /= 0) and (engine_impl0_region_impl0_read_channel11_access_ctl11_a_len <= 256) and (engine_impl0_region_impl0_read_channel11_access_ctl11_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_read_channel11_line_last <= stdl(signed(resize(engine_impl0_region_impl0_read_channel11_access_ctl11_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_read_channel11_access_ctl11_len_r, 15)) - 1));
@@ -8480,13 +8348,13 @@ engine_impl0_region_impl0_read_channel11_pop <= stdl((engine_impl0_region_impl0_
 engine_impl0_region_impl0_read_channel11_can <= stdl((engine_impl0_region_impl0_read_channel11_cnt = 0) or ((engine_impl0_region_impl0_read_channel11_cnt = 1) and (not bool(engine_impl0_region_impl0_read_channel11_inflight))) or ((engine_impl0_region_impl0_read_channel11_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel11_m_tready)));
 
 
-engine_impl0_region_impl0_read_channel11_req <= stdl(bool(engine_impl0_region_impl0_read_channel11_running) and bool(engine_impl0_region_impl0_read_channel11_can) and (bool(engine_impl0_region_impl0_read_channel0_q_nempty) or (not bool(engine_impl0_region_impl0_read_channel11_mfifo))));
+engine_impl0_region_impl0_read_channel11_req <= stdl(bool(engine_impl0_region_impl0_read_channel11_running) and bool(engine_impl0_region_impl0_read_channel11_can) and (bool(engine_impl0_region_impl0_nempty) or (not bool(engine_impl0_region_impl0_read_channel11_mfifo))));
 engine_impl0_region_impl0_read_channel11_done_evt <= stdl((engine_impl0_region_impl0_read_channel11_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel11_m_tready) and bool(engine_impl0_region_impl0_read_channel11_f0));
 
-engine_impl0_region_impl0_read_channel11_addrc: process (engine_impl0_region_impl0_read_channel11_mfifo, engine_impl0_region_impl0_read_channel11_addr_bram, engine_impl0_region_impl0_read_channel0_qptr) is
+engine_impl0_region_impl0_read_channel11_addrc: process (engine_impl0_region_impl0_read_channel11_mfifo, engine_impl0_region_impl0_read_channel11_addr_bram, engine_impl0_region_impl0_rptr) is
 begin
     if bool(engine_impl0_region_impl0_read_channel11_mfifo) then
-        engine_impl0_region_impl0_read_channel11_addr_o <= engine_impl0_region_impl0_read_channel0_qptr;
+        engine_impl0_region_impl0_read_channel11_addr_o <= engine_impl0_region_impl0_rptr;
     else
         engine_impl0_region_impl0_read_channel11_addr_o <= engine_impl0_region_impl0_read_channel11_addr_bram;
     end if;
@@ -8547,10 +8415,7 @@ engine_impl0_region_impl0_write_channel0_access_ctl12_a_len <= engine_impl0_regi
 engine_impl0_region_impl0_write_channel0_access_ctl12_a_off <= engine_impl0_region_impl0_write_channel0_access(14-1 downto 0);
 
 
-engine_impl0_region_impl0_write_channel0_access_ctl12_ol <= (resize(engine_impl0_region_impl0_write_channel0_access_ctl12_a_off, 15) + engine_impl0_region_impl0_write_channel0_access_ctl12_a_len);
-
-
-engine_impl0_region_impl0_write_channel0_access_ctl12_a_ok <= stdl((engine_impl0_region_impl0_write_channel0_access(31) /= engine_impl0_region_impl0_write_channel0_access(30)) and (engine_impl0_region_impl0_write_channel0_access_ctl12_a_len /= 0) and (engine_impl0_region_impl0_write_channel0_access_ctl12_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_write_channel0_access_ctl12_a_ok <= stdl((engine_impl0_region_impl0_write_channel0_access(31) /= engine_impl0_region_impl0_write_channel0_access(30)) and (engine_impl0_region_impl0_write_channel0_access_ctl12_a_len /= 0) and (engine_impl0_region_impl0_write_channel0_access_ctl12_a_len <= 256) and (engine_impl0_region_impl0_write_channel0_access_ctl12_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_write_channel0_line_last <= stdl(signed(resize(engine_impl0_region_impl0_write_channel0_access_ctl12_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_write_channel0_access_ctl12_len_r, 15)) - 1));
@@ -8679,10 +8544,7 @@ engine_impl0_region_impl0_write_channel1_access_ctl13_a_len <= engine_impl0_regi
 engine_impl0_region_impl0_write_channel1_access_ctl13_a_off <= engine_impl0_region_impl0_write_channel1_access(14-1 downto 0);
 
 
-engine_impl0_region_impl0_write_channel1_access_ctl13_ol <= (resize(engine_impl0_region_impl0_write_channel1_access_ctl13_a_off, 15) + engine_impl0_region_impl0_write_channel1_access_ctl13_a_len);
-
-
-engine_impl0_region_impl0_write_channel1_access_ctl13_a_ok <= stdl((engine_impl0_region_impl0_write_channel1_access(31) /= engine_impl0_region_impl0_write_channel1_access(30)) and (engine_impl0_region_impl0_write_channel1_access_ctl13_a_len /= 0) and (engine_impl0_region_impl0_write_channel1_access_ctl13_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_write_channel1_access_ctl13_a_ok <= stdl((engine_impl0_region_impl0_write_channel1_access(31) /= engine_impl0_region_impl0_write_channel1_access(30)) and (engine_impl0_region_impl0_write_channel1_access_ctl13_a_len /= 0) and (engine_impl0_region_impl0_write_channel1_access_ctl13_a_len <= 256) and (engine_impl0_region_impl0_write_channel1_access_ctl13_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_write_channel1_line_last <= stdl(signed(resize(engine_impl0_region_impl0_write_channel1_access_ctl13_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_write_channel1_access_ctl13_len_r, 15)) - 1));
@@ -8811,10 +8673,7 @@ engine_impl0_region_impl0_write_channel2_access_ctl14_a_len <= engine_impl0_regi
 engine_impl0_region_impl0_write_channel2_access_ctl14_a_off <= engine_impl0_region_impl0_write_channel2_access(14-1 downto 0);
 
 
-engine_impl0_region_impl0_write_channel2_access_ctl14_ol <= (resize(engine_impl0_region_impl0_write_channel2_access_ctl14_a_off, 15) + engine_impl0_region_impl0_write_channel2_access_ctl14_a_len);
-
-
-engine_impl0_region_impl0_write_channel2_access_ctl14_a_ok <= stdl((engine_impl0_region_impl0_write_channel2_access(31) /= engine_impl0_region_impl0_write_channel2_access(30)) and (engine_impl0_region_impl0_write_channel2_access_ctl14_a_len /= 0) and (engine_impl0_region_impl0_write_channel2_access_ctl14_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_write_channel2_access_ctl14_a_ok <= stdl((engine_impl0_region_impl0_write_channel2_access(31) /= engine_impl0_region_impl0_write_channel2_access(30)) and (engine_impl0_region_impl0_write_channel2_access_ctl14_a_len /= 0) and (engine_impl0_region_impl0_write_channel2_access_ctl14_a_len <= 256) and (engine_impl0_region_impl0_write_channel2_access_ctl14_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_write_channel2_line_last <= stdl(signed(resize(engine_impl0_region_impl0_write_channel2_access_ctl14_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_write_channel2_access_ctl14_len_r, 15)) - 1));
@@ -8943,10 +8802,7 @@ engine_impl0_region_impl0_write_channel3_access_ctl15_a_len <= engine_impl0_regi
 engine_impl0_region_impl0_write_channel3_access_ctl15_a_off <= engine_impl0_region_impl0_write_channel3_access(14-1 downto 0);
 
 
-engine_impl0_region_impl0_write_channel3_access_ctl15_ol <= (resize(engine_impl0_region_impl0_write_channel3_access_ctl15_a_off, 15) + engine_impl0_region_impl0_write_channel3_access_ctl15_a_len);
-
-
-engine_impl0_region_impl0_write_channel3_access_ctl15_a_ok <= stdl((engine_impl0_region_impl0_write_channel3_access(31) /= engine_impl0_region_impl0_write_channel3_access(30)) and (engine_impl0_region_impl0_write_channel3_access_ctl15_a_len /= 0) and (engine_impl0_region_impl0_write_channel3_access_ctl15_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_write_channel3_access_ctl15_a_ok <= stdl((engine_impl0_region_impl0_write_channel3_access(31) /= engine_impl0_region_impl0_write_channel3_access(30)) and (engine_impl0_region_impl0_write_channel3_access_ctl15_a_len /= 0) and (engine_impl0_region_impl0_write_channel3_access_ctl15_a_len <= 256) and (engine_impl0_region_impl0_write_channel3_access_ctl15_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_write_channel3_line_last <= stdl(signed(resize(engine_impl0_region_impl0_write_channel3_access_ctl15_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_write_channel3_access_ctl15_len_r, 15)) - 1));
@@ -9075,10 +8931,7 @@ engine_impl0_region_impl0_write_channel4_access_ctl16_a_len <= engine_impl0_regi
 engine_impl0_region_impl0_write_channel4_access_ctl16_a_off <= engine_impl0_region_impl0_write_channel4_access(14-1 downto 0);
 
 
-engine_impl0_region_impl0_write_channel4_access_ctl16_ol <= (resize(engine_impl0_region_impl0_write_channel4_access_ctl16_a_off, 15) + engine_impl0_region_impl0_write_channel4_access_ctl16_a_len);
-
-
-engine_impl0_region_impl0_write_channel4_access_ctl16_a_ok <= stdl((engine_impl0_region_impl0_write_channel4_access(31) /= engine_impl0_region_impl0_write_channel4_access(30)) and (engine_impl0_region_impl0_write_channel4_access_ctl16_a_len /= 0) and (engine_impl0_region_impl0_write_channel4_access_ctl16_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_write_channel4_access_ctl16_a_ok <= stdl((engine_impl0_region_impl0_write_channel4_access(31) /= engine_impl0_region_impl0_write_channel4_access(30)) and (engine_impl0_region_impl0_write_channel4_access_ctl16_a_len /= 0) and (engine_impl0_region_impl0_write_channel4_access_ctl16_a_len <= 256) and (engine_impl0_region_impl0_write_channel4_access_ctl16_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_write_channel4_line_last <= stdl(signed(resize(engine_impl0_region_impl0_write_channel4_access_ctl16_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_write_channel4_access_ctl16_len_r, 15)) - 1));
@@ -9207,10 +9060,7 @@ engine_impl0_region_impl0_write_channel5_access_ctl17_a_len <= engine_impl0_regi
 engine_impl0_region_impl0_write_channel5_access_ctl17_a_off <= engine_impl0_region_impl0_write_channel5_access(14-1 downto 0);
 
 
-engine_impl0_region_impl0_write_channel5_access_ctl17_ol <= (resize(engine_impl0_region_impl0_write_channel5_access_ctl17_a_off, 15) + engine_impl0_region_impl0_write_channel5_access_ctl17_a_len);
-
-
-engine_impl0_region_impl0_write_channel5_access_ctl17_a_ok <= stdl((engine_impl0_region_impl0_write_channel5_access(31) /= engine_impl0_region_impl0_write_channel5_access(30)) and (engine_impl0_region_impl0_write_channel5_access_ctl17_a_len /= 0) and (engine_impl0_region_impl0_write_channel5_access_ctl17_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_write_channel5_access_ctl17_a_ok <= stdl((engine_impl0_region_impl0_write_channel5_access(31) /= engine_impl0_region_impl0_write_channel5_access(30)) and (engine_impl0_region_impl0_write_channel5_access_ctl17_a_len /= 0) and (engine_impl0_region_impl0_write_channel5_access_ctl17_a_len <= 256) and (engine_impl0_region_impl0_write_channel5_access_ctl17_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_write_channel5_line_last <= stdl(signed(resize(engine_impl0_region_impl0_write_channel5_access_ctl17_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_write_channel5_access_ctl17_len_r, 15)) - 1));
@@ -9728,7 +9578,9 @@ begin
         if (rst = '1') then
             engine_impl0_region_impl0_wptr <= to_unsigned(0, 8);
         else
-            if bool(engine_impl0_region_impl0_or_vec2_y) then
+            if bool(fifo_clr) then
+                engine_impl0_region_impl0_wptr <= to_unsigned(0, 8);
+            elsif bool(engine_impl0_region_impl0_or_vec2_y) then
                 engine_impl0_region_impl0_wptr <= (engine_impl0_region_impl0_wptr + 1);
             end if;
         end if;
@@ -9778,40 +9630,42 @@ engine_impl0_region_impl0_fifo_queue0_q: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            engine_impl0_region_impl0_read_channel0_qptr <= to_unsigned(0, 8);
-            engine_impl0_region_impl0_fifo_queue0_cnt <= to_unsigned(0, 9);
+            engine_impl0_region_impl0_rptr <= to_unsigned(0, 8);
+            engine_impl0_region_impl0_qcnt <= to_unsigned(0, 9);
         else
-            if bool(engine_impl0_region_impl0_or_vec3_y) then
-                engine_impl0_region_impl0_read_channel0_qptr <= (engine_impl0_region_impl0_read_channel0_qptr + 1);
-            end if;
-            if (bool(engine_impl0_region_impl0_or_vec2_y) and (not bool(engine_impl0_region_impl0_or_vec3_y))) then
-                engine_impl0_region_impl0_fifo_queue0_cnt <= (engine_impl0_region_impl0_fifo_queue0_cnt + 1);
-            elsif (bool(engine_impl0_region_impl0_or_vec3_y) and (not bool(engine_impl0_region_impl0_or_vec2_y))) then
-                engine_impl0_region_impl0_fifo_queue0_cnt <= (engine_impl0_region_impl0_fifo_queue0_cnt - 1);
+            if bool(fifo_clr) then
+                engine_impl0_region_impl0_rptr <= to_unsigned(0, 8);
+                engine_impl0_region_impl0_qcnt <= to_unsigned(0, 9);
+            else
+                if bool(engine_impl0_region_impl0_or_vec3_y) then
+                    engine_impl0_region_impl0_rptr <= (engine_impl0_region_impl0_rptr + 1);
+                end if;
+                if (bool(engine_impl0_region_impl0_or_vec2_y) and (not bool(engine_impl0_region_impl0_or_vec3_y))) then
+                    engine_impl0_region_impl0_qcnt <= (engine_impl0_region_impl0_qcnt + 1);
+                elsif (bool(engine_impl0_region_impl0_or_vec3_y) and (not bool(engine_impl0_region_impl0_or_vec2_y))) then
+                    engine_impl0_region_impl0_qcnt <= (engine_impl0_region_impl0_qcnt - 1);
+                end if;
             end if;
         end if;
     end if;
 end process engine_impl0_region_impl0_fifo_queue0_q;
 
 
-engine_impl0_region_impl0_read_channel0_q_nempty <= stdl(engine_impl0_region_impl0_fifo_queue0_cnt /= 0);
-engine_impl0_region_impl0_fifo_queue0_full <= stdl(engine_impl0_region_impl0_fifo_queue0_cnt = 256);
+engine_impl0_region_impl0_nempty <= stdl(engine_impl0_region_impl0_qcnt /= 0);
+engine_impl0_region_impl0_qfull <= stdl(engine_impl0_region_impl0_qcnt = 256);
 
 
-engine_impl0_region_impl0_q_nfull <= stdl((not bool(engine_impl0_region_impl0_fifo_queue0_full)));
+engine_impl0_region_impl0_q_nfull <= stdl((not bool(engine_impl0_region_impl0_qfull)));
 
 
-engine_impl0_region_impl0_copy_sig30_y <= engine_impl0_region_impl0_fifo_queue0_cnt;
+engine_impl0_region_impl0_copy_sig30_y <= engine_impl0_region_impl0_qcnt;
 
 
 engine_impl0_region_impl1_read_channel12_access_ctl18_a_len <= engine_impl0_region_impl1_read_channel12_access(30-1 downto 16);
 engine_impl0_region_impl1_read_channel12_access_ctl18_a_off <= engine_impl0_region_impl1_read_channel12_access(14-1 downto 0);
 
 
-engine_impl0_region_impl1_read_channel12_access_ctl18_ol <= (resize(engine_impl0_region_impl1_read_channel12_access_ctl18_a_off, 15) + engine_impl0_region_impl1_read_channel12_access_ctl18_a_len);
-
-
-engine_impl0_region_impl1_read_channel12_access_ctl18_a_ok <= stdl((engine_impl0_region_impl1_read_channel12_access(31) /= engine_impl0_region_impl1_read_channel12_access(30)) and (engine_impl0_region_impl1_read_channel12_access_ctl18_a_len /= 0) and (engine_impl0_region_impl1_read_channel12_access_ctl18_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_read_channel12_access_ctl18_a_ok <= stdl((engine_impl0_region_impl1_read_channel12_access(31) /= engine_impl0_region_impl1_read_channel12_access(30)) and (engine_impl0_region_impl1_read_channel12_access_ctl18_a_len /= 0) and (engine_impl0_region_impl1_read_channel12_access_ctl18_a_len <= 256) and (engine_impl0_region_impl1_read_channel12_access_ctl18_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_read_channel12_line_last <= stdl(signed(resize(engine_impl0_region_impl1_read_channel12_access_ctl18_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_read_channel12_access_ctl18_len_r, 15)) - 1));
@@ -9926,13 +9780,13 @@ engine_impl0_region_impl1_read_channel12_pop <= stdl((engine_impl0_region_impl1_
 engine_impl0_region_impl1_read_channel12_can <= stdl((engine_impl0_region_impl1_read_channel12_cnt = 0) or ((engine_impl0_region_impl1_read_channel12_cnt = 1) and (not bool(engine_impl0_region_impl1_read_channel12_inflight))) or ((engine_impl0_region_impl1_read_channel12_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel12_m_tready)));
 
 
-engine_impl0_region_impl1_read_channel12_req <= stdl(bool(engine_impl0_region_impl1_read_channel12_running) and bool(engine_impl0_region_impl1_read_channel12_can) and (bool(engine_impl0_region_impl1_read_channel12_q_nempty) or (not bool(engine_impl0_region_impl1_read_channel12_mfifo))));
+engine_impl0_region_impl1_read_channel12_req <= stdl(bool(engine_impl0_region_impl1_read_channel12_running) and bool(engine_impl0_region_impl1_read_channel12_can) and (bool(engine_impl0_region_impl1_nempty) or (not bool(engine_impl0_region_impl1_read_channel12_mfifo))));
 engine_impl0_region_impl1_read_channel12_done_evt <= stdl((engine_impl0_region_impl1_read_channel12_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel12_m_tready) and bool(engine_impl0_region_impl1_read_channel12_f0));
 
-engine_impl0_region_impl1_read_channel12_addrc: process (engine_impl0_region_impl1_read_channel12_mfifo, engine_impl0_region_impl1_read_channel12_addr_bram, engine_impl0_region_impl1_read_channel12_qptr) is
+engine_impl0_region_impl1_read_channel12_addrc: process (engine_impl0_region_impl1_read_channel12_mfifo, engine_impl0_region_impl1_read_channel12_addr_bram, engine_impl0_region_impl1_rptr) is
 begin
     if bool(engine_impl0_region_impl1_read_channel12_mfifo) then
-        engine_impl0_region_impl1_read_channel12_addr_o <= engine_impl0_region_impl1_read_channel12_qptr;
+        engine_impl0_region_impl1_read_channel12_addr_o <= engine_impl0_region_impl1_rptr;
     else
         engine_impl0_region_impl1_read_channel12_addr_o <= engine_impl0_region_impl1_read_channel12_addr_bram;
     end if;
@@ -9993,10 +9847,7 @@ engine_impl0_region_impl1_read_channel13_access_ctl19_a_len <= engine_impl0_regi
 engine_impl0_region_impl1_read_channel13_access_ctl19_a_off <= engine_impl0_region_impl1_read_channel13_access(14-1 downto 0);
 
 
-engine_impl0_region_impl1_read_channel13_access_ctl19_ol <= (resize(engine_impl0_region_impl1_read_channel13_access_ctl19_a_off, 15) + engine_impl0_region_impl1_read_channel13_access_ctl19_a_len);
-
-
-engine_impl0_region_impl1_read_channel13_access_ctl19_a_ok <= stdl((engine_impl0_region_impl1_read_channel13_access(31) /= engine_impl0_region_impl1_read_channel13_access(30)) and (engine_impl0_region_impl1_read_channel13_access_ctl19_a_len /= 0) and (engine_impl0_region_impl1_read_channel13_access_ctl19_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_read_channel13_access_ctl19_a_ok <= stdl((engine_impl0_region_impl1_read_channel13_access(31) /= engine_impl0_region_impl1_read_channel13_access(30)) and (engine_impl0_region_impl1_read_channel13_access_ctl19_a_len /= 0) and (engine_impl0_region_impl1_read_channel13_access_ctl19_a_len <= 256) and (engine_impl0_region_impl1_read_channel13_access_ctl19_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_read_channel13_line_last <= stdl(signed(resize(engine_impl0_region_impl1_read_channel13_access_ctl19_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_read_channel13_access_ctl19_len_r, 15)) - 1));
@@ -10111,13 +9962,13 @@ engine_impl0_region_impl1_read_channel13_pop <= stdl((engine_impl0_region_impl1_
 engine_impl0_region_impl1_read_channel13_can <= stdl((engine_impl0_region_impl1_read_channel13_cnt = 0) or ((engine_impl0_region_impl1_read_channel13_cnt = 1) and (not bool(engine_impl0_region_impl1_read_channel13_inflight))) or ((engine_impl0_region_impl1_read_channel13_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel13_m_tready)));
 
 
-engine_impl0_region_impl1_read_channel13_req <= stdl(bool(engine_impl0_region_impl1_read_channel13_running) and bool(engine_impl0_region_impl1_read_channel13_can) and (bool(engine_impl0_region_impl1_read_channel12_q_nempty) or (not bool(engine_impl0_region_impl1_read_channel13_mfifo))));
+engine_impl0_region_impl1_read_channel13_req <= stdl(bool(engine_impl0_region_impl1_read_channel13_running) and bool(engine_impl0_region_impl1_read_channel13_can) and (bool(engine_impl0_region_impl1_nempty) or (not bool(engine_impl0_region_impl1_read_channel13_mfifo))));
 engine_impl0_region_impl1_read_channel13_done_evt <= stdl((engine_impl0_region_impl1_read_channel13_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel13_m_tready) and bool(engine_impl0_region_impl1_read_channel13_f0));
 
-engine_impl0_region_impl1_read_channel13_addrc: process (engine_impl0_region_impl1_read_channel13_mfifo, engine_impl0_region_impl1_read_channel13_addr_bram, engine_impl0_region_impl1_read_channel12_qptr) is
+engine_impl0_region_impl1_read_channel13_addrc: process (engine_impl0_region_impl1_read_channel13_mfifo, engine_impl0_region_impl1_read_channel13_addr_bram, engine_impl0_region_impl1_rptr) is
 begin
     if bool(engine_impl0_region_impl1_read_channel13_mfifo) then
-        engine_impl0_region_impl1_read_channel13_addr_o <= engine_impl0_region_impl1_read_channel12_qptr;
+        engine_impl0_region_impl1_read_channel13_addr_o <= engine_impl0_region_impl1_rptr;
     else
         engine_impl0_region_impl1_read_channel13_addr_o <= engine_impl0_region_impl1_read_channel13_addr_bram;
     end if;
@@ -10178,10 +10029,7 @@ engine_impl0_region_impl1_read_channel14_access_ctl20_a_len <= engine_impl0_regi
 engine_impl0_region_impl1_read_channel14_access_ctl20_a_off <= engine_impl0_region_impl1_read_channel14_access(14-1 downto 0);
 
 
-engine_impl0_region_impl1_read_channel14_access_ctl20_ol <= (resize(engine_impl0_region_impl1_read_channel14_access_ctl20_a_off, 15) + engine_impl0_region_impl1_read_channel14_access_ctl20_a_len);
-
-
-engine_impl0_region_impl1_read_channel14_access_ctl20_a_ok <= stdl((engine_impl0_region_impl1_read_channel14_access(31) /= engine_impl0_region_impl1_read_channel14_access(30)) and (engine_impl0_region_impl1_read_channel14_access_ctl20_a_len /= 0) and (engine_impl0_region_impl1_read_channel14_access_ctl20_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_read_channel14_access_ctl20_a_ok <= stdl((engine_impl0_region_impl1_read_channel14_access(31) /= engine_impl0_region_impl1_read_channel14_access(30)) and (engine_impl0_region_impl1_read_channel14_access_ctl20_a_len /= 0) and (engine_impl0_region_impl1_read_channel14_access_ctl20_a_len <= 256) and (engine_impl0_region_impl1_read_channel14_access_ctl20_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_read_channel14_line_last <= stdl(signed(resize(engine_impl0_region_impl1_read_channel14_access_ctl20_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_read_channel14_access_ctl20_len_r, 15)) - 1));
@@ -10296,13 +10144,13 @@ engine_impl0_region_impl1_read_channel14_pop <= stdl((engine_impl0_region_impl1_
 engine_impl0_region_impl1_read_channel14_can <= stdl((engine_impl0_region_impl1_read_channel14_cnt = 0) or ((engine_impl0_region_impl1_read_channel14_cnt = 1) and (not bool(engine_impl0_region_impl1_read_channel14_inflight))) or ((engine_impl0_region_impl1_read_channel14_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel14_m_tready)));
 
 
-engine_impl0_region_impl1_read_channel14_req <= stdl(bool(engine_impl0_region_impl1_read_channel14_running) and bool(engine_impl0_region_impl1_read_channel14_can) and (bool(engine_impl0_region_impl1_read_channel12_q_nempty) or (not bool(engine_impl0_region_impl1_read_channel14_mfifo))));
+engine_impl0_region_impl1_read_channel14_req <= stdl(bool(engine_impl0_region_impl1_read_channel14_running) and bool(engine_impl0_region_impl1_read_channel14_can) and (bool(engine_impl0_region_impl1_nempty) or (not bool(engine_impl0_region_impl1_read_channel14_mfifo))));
 engine_impl0_region_impl1_read_channel14_done_evt <= stdl((engine_impl0_region_impl1_read_channel14_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel14_m_tready) and bool(engine_impl0_region_impl1_read_channel14_f0));
 
-engine_impl0_region_impl1_read_channel14_addrc: process (engine_impl0_region_impl1_read_channel14_mfifo, engine_impl0_region_impl1_read_channel14_addr_bram, engine_impl0_region_impl1_read_channel12_qptr) is
+engine_impl0_region_impl1_read_channel14_addrc: process (engine_impl0_region_impl1_read_channel14_mfifo, engine_impl0_region_impl1_read_channel14_addr_bram, engine_impl0_region_impl1_rptr) is
 begin
     if bool(engine_impl0_region_impl1_read_channel14_mfifo) then
-        engine_impl0_region_impl1_read_channel14_addr_o <= engine_impl0_region_impl1_read_channel12_qptr;
+        engine_impl0_region_impl1_read_channel14_addr_o <= engine_impl0_region_impl1_rptr;
     else
         engine_impl0_region_impl1_read_channel14_addr_o <= engine_impl0_region_impl1_read_channel14_addr_bram;
     end if;
@@ -10363,10 +10211,7 @@ engine_impl0_region_impl1_read_channel15_access_ctl21_a_len <= engine_impl0_regi
 engine_impl0_region_impl1_read_channel15_access_ctl21_a_off <= engine_impl0_region_impl1_read_channel15_access(14-1 downto 0);
 
 
-engine_impl0_region_impl1_read_channel15_access_ctl21_ol <= (resize(engine_impl0_region_impl1_read_channel15_access_ctl21_a_off, 15) + engine_impl0_region_impl1_read_channel15_access_ctl21_a_len);
-
-
-engine_impl0_region_impl1_read_channel15_access_ctl21_a_ok <= stdl((engine_impl0_region_impl1_read_channel15_access(31) /= engine_impl0_region_impl1_read_channel15_access(30)) and (engine_impl0_region_impl1_read_channel15_access_ctl21_a_len /= 0) and (engine_impl0_region_impl1_read_channel15_access_ctl21_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_read_channel15_access_ctl21_a_ok <= stdl((engine_impl0_region_impl1_read_channel15_access(31) /= engine_impl0_region_impl1_read_channel15_access(30)) and (engine_impl0_region_impl1_read_channel15_access_ctl21_a_len /= 0) and (engine_impl0_region_impl1_read_channel15_access_ctl21_a_len <= 256) and (engine_impl0_region_impl1_read_channel15_access_ctl21_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_read_channel15_line_last <= stdl(signed(resize(engine_impl0_region_impl1_read_channel15_access_ctl21_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_read_channel15_access_ctl21_len_r, 15)) - 1));
@@ -10481,13 +10326,13 @@ engine_impl0_region_impl1_read_channel15_pop <= stdl((engine_impl0_region_impl1_
 engine_impl0_region_impl1_read_channel15_can <= stdl((engine_impl0_region_impl1_read_channel15_cnt = 0) or ((engine_impl0_region_impl1_read_channel15_cnt = 1) and (not bool(engine_impl0_region_impl1_read_channel15_inflight))) or ((engine_impl0_region_impl1_read_channel15_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel15_m_tready)));
 
 
-engine_impl0_region_impl1_read_channel15_req <= stdl(bool(engine_impl0_region_impl1_read_channel15_running) and bool(engine_impl0_region_impl1_read_channel15_can) and (bool(engine_impl0_region_impl1_read_channel12_q_nempty) or (not bool(engine_impl0_region_impl1_read_channel15_mfifo))));
+engine_impl0_region_impl1_read_channel15_req <= stdl(bool(engine_impl0_region_impl1_read_channel15_running) and bool(engine_impl0_region_impl1_read_channel15_can) and (bool(engine_impl0_region_impl1_nempty) or (not bool(engine_impl0_region_impl1_read_channel15_mfifo))));
 engine_impl0_region_impl1_read_channel15_done_evt <= stdl((engine_impl0_region_impl1_read_channel15_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel15_m_tready) and bool(engine_impl0_region_impl1_read_channel15_f0));
 
-engine_impl0_region_impl1_read_channel15_addrc: process (engine_impl0_region_impl1_read_channel15_mfifo, engine_impl0_region_impl1_read_channel15_addr_bram, engine_impl0_region_impl1_read_channel12_qptr) is
+engine_impl0_region_impl1_read_channel15_addrc: process (engine_impl0_region_impl1_read_channel15_mfifo, engine_impl0_region_impl1_read_channel15_addr_bram, engine_impl0_region_impl1_rptr) is
 begin
     if bool(engine_impl0_region_impl1_read_channel15_mfifo) then
-        engine_impl0_region_impl1_read_channel15_addr_o <= engine_impl0_region_impl1_read_channel12_qptr;
+        engine_impl0_region_impl1_read_channel15_addr_o <= engine_impl0_region_impl1_rptr;
     else
         engine_impl0_region_impl1_read_channel15_addr_o <= engine_impl0_region_impl1_read_channel15_addr_bram;
     end if;
@@ -10548,10 +10393,7 @@ engine_impl0_region_impl1_read_channel16_access_ctl22_a_len <= engine_impl0_regi
 engine_impl0_region_impl1_read_channel16_access_ctl22_a_off <= engine_impl0_region_impl1_read_channel16_access(14-1 downto 0);
 
 
-engine_impl0_region_impl1_read_channel16_access_ctl22_ol <= (resize(engine_impl0_region_impl1_read_channel16_access_ctl22_a_off, 15) + engine_impl0_region_impl1_read_channel16_access_ctl22_a_len);
-
-
-engine_impl0_region_impl1_read_channel16_access_ctl22_a_ok <= stdl((engine_impl0_region_impl1_read_channel16_access(31) /= engine_impl0_region_impl1_read_channel16_access(30)) and (engine_impl0_region_impl1_read_channel16_access_ctl22_a_len /= 0) and (engine_impl0_region_impl1_read_channel16_access_ctl22_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_read_channel16_access_ctl22_a_ok <= stdl((engine_impl0_region_impl1_read_channel16_access(31) /= engine_impl0_region_impl1_read_channel16_access(30)) and (engine_impl0_region_impl1_read_channel16_access_ctl22_a_len /= 0) and (engine_impl0_region_impl1_read_channel16_access_ctl22_a_len <= 256) and (engine_impl0_region_impl1_read_channel16_access_ctl22_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_read_channel16_line_last <= stdl(signed(resize(engine_impl0_region_impl1_read_channel16_access_ctl22_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_read_channel16_access_ctl22_len_r, 15)) - 1));
@@ -10666,13 +10508,13 @@ engine_impl0_region_impl1_read_channel16_pop <= stdl((engine_impl0_region_impl1_
 engine_impl0_region_impl1_read_channel16_can <= stdl((engine_impl0_region_impl1_read_channel16_cnt = 0) or ((engine_impl0_region_impl1_read_channel16_cnt = 1) and (not bool(engine_impl0_region_impl1_read_channel16_inflight))) or ((engine_impl0_region_impl1_read_channel16_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel16_m_tready)));
 
 
-engine_impl0_region_impl1_read_channel16_req <= stdl(bool(engine_impl0_region_impl1_read_channel16_running) and bool(engine_impl0_region_impl1_read_channel16_can) and (bool(engine_impl0_region_impl1_read_channel12_q_nempty) or (not bool(engine_impl0_region_impl1_read_channel16_mfifo))));
+engine_impl0_region_impl1_read_channel16_req <= stdl(bool(engine_impl0_region_impl1_read_channel16_running) and bool(engine_impl0_region_impl1_read_channel16_can) and (bool(engine_impl0_region_impl1_nempty) or (not bool(engine_impl0_region_impl1_read_channel16_mfifo))));
 engine_impl0_region_impl1_read_channel16_done_evt <= stdl((engine_impl0_region_impl1_read_channel16_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel16_m_tready) and bool(engine_impl0_region_impl1_read_channel16_f0));
 
-engine_impl0_region_impl1_read_channel16_addrc: process (engine_impl0_region_impl1_read_channel16_mfifo, engine_impl0_region_impl1_read_channel16_addr_bram, engine_impl0_region_impl1_read_channel12_qptr) is
+engine_impl0_region_impl1_read_channel16_addrc: process (engine_impl0_region_impl1_read_channel16_mfifo, engine_impl0_region_impl1_read_channel16_addr_bram, engine_impl0_region_impl1_rptr) is
 begin
     if bool(engine_impl0_region_impl1_read_channel16_mfifo) then
-        engine_impl0_region_impl1_read_channel16_addr_o <= engine_impl0_region_impl1_read_channel12_qptr;
+        engine_impl0_region_impl1_read_channel16_addr_o <= engine_impl0_region_impl1_rptr;
     else
         engine_impl0_region_impl1_read_channel16_addr_o <= engine_impl0_region_impl1_read_channel16_addr_bram;
     end if;
@@ -10733,10 +10575,7 @@ engine_impl0_region_impl1_read_channel17_access_ctl23_a_len <= engine_impl0_regi
 engine_impl0_region_impl1_read_channel17_access_ctl23_a_off <= engine_impl0_region_impl1_read_channel17_access(14-1 downto 0);
 
 
-engine_impl0_region_impl1_read_channel17_access_ctl23_ol <= (resize(engine_impl0_region_impl1_read_channel17_access_ctl23_a_off, 15) + engine_impl0_region_impl1_read_channel17_access_ctl23_a_len);
-
-
-engine_impl0_region_impl1_read_channel17_access_ctl23_a_ok <= stdl((engine_impl0_region_impl1_read_channel17_access(31) /= engine_impl0_region_impl1_read_channel17_access(30)) and (engine_impl0_region_impl1_read_channel17_access_ctl23_a_len /= 0) and (engine_impl0_region_impl1_read_channel17_access_ctl23_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_read_channel17_access_ctl23_a_ok <= stdl((engine_impl0_region_impl1_read_channel17_access(31) /= engine_impl0_region_impl1_read_channel17_access(30)) and (engine_impl0_region_impl1_read_channel17_access_ctl23_a_len /= 0) and (engine_impl0_region_impl1_read_channel17_access_ctl23_a_len <= 256) and (engine_impl0_region_impl1_read_channel17_access_ctl23_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_read_channel17_line_last <= stdl(signed(resize(engine_impl0_region_impl1_read_channel17_access_ctl23_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_read_channel17_access_ctl23_len_r, 15)) - 1));
@@ -10851,13 +10690,13 @@ engine_impl0_region_impl1_read_channel17_pop <= stdl((engine_impl0_region_impl1_
 engine_impl0_region_impl1_read_channel17_can <= stdl((engine_impl0_region_impl1_read_channel17_cnt = 0) or ((engine_impl0_region_impl1_read_channel17_cnt = 1) and (not bool(engine_impl0_region_impl1_read_channel17_inflight))) or ((engine_impl0_region_impl1_read_channel17_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel17_m_tready)));
 
 
-engine_impl0_region_impl1_read_channel17_req <= stdl(bool(engine_impl0_region_impl1_read_channel17_running) and bool(engine_impl0_region_impl1_read_channel17_can) and (bool(engine_impl0_region_impl1_read_channel12_q_nempty) or (not bool(engine_impl0_region_impl1_read_channel17_mfifo))));
+engine_impl0_region_impl1_read_channel17_req <= stdl(bool(engine_impl0_region_impl1_read_channel17_running) and bool(engine_impl0_region_impl1_read_channel17_can) and (bool(engine_impl0_region_impl1_nempty) or (not bool(engine_impl0_region_impl1_read_channel17_mfifo))));
 engine_impl0_region_impl1_read_channel17_done_evt <= stdl((engine_impl0_region_impl1_read_channel17_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel17_m_tready) and bool(engine_impl0_region_impl1_read_channel17_f0));
 
-engine_impl0_region_impl1_read_channel17_addrc: process (engine_impl0_region_impl1_read_channel17_mfifo, engine_impl0_region_impl1_read_channel17_addr_bram, engine_impl0_region_impl1_read_channel12_qptr) is
+engine_impl0_region_impl1_read_channel17_addrc: process (engine_impl0_region_impl1_read_channel17_mfifo, engine_impl0_region_impl1_read_channel17_addr_bram, engine_impl0_region_impl1_rptr) is
 begin
     if bool(engine_impl0_region_impl1_read_channel17_mfifo) then
-        engine_impl0_region_impl1_read_channel17_addr_o <= engine_impl0_region_impl1_read_channel12_qptr;
+        engine_impl0_region_impl1_read_channel17_addr_o <= engine_impl0_region_impl1_rptr;
     else
         engine_impl0_region_impl1_read_channel17_addr_o <= engine_impl0_region_impl1_read_channel17_addr_bram;
     end if;
@@ -10918,10 +10757,7 @@ engine_impl0_region_impl1_read_channel18_access_ctl24_a_len <= engine_impl0_regi
 engine_impl0_region_impl1_read_channel18_access_ctl24_a_off <= engine_impl0_region_impl1_read_channel18_access(14-1 downto 0);
 
 
-engine_impl0_region_impl1_read_channel18_access_ctl24_ol <= (resize(engine_impl0_region_impl1_read_channel18_access_ctl24_a_off, 15) + engine_impl0_region_impl1_read_channel18_access_ctl24_a_len);
-
-
-engine_impl0_region_impl1_read_channel18_access_ctl24_a_ok <= stdl((engine_impl0_region_impl1_read_channel18_access(31) /= engine_impl0_region_impl1_read_channel18_access(30)) and (engine_impl0_region_impl1_read_channel18_access_ctl24_a_len /= 0) and (engine_impl0_region_impl1_read_channel18_access_ctl24_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_read_channel18_access_ctl24_a_ok <= stdl((engine_impl0_region_impl1_read_channel18_access(31) /= engine_impl0_region_impl1_read_channel18_access(30)) and (engine_impl0_region_impl1_read_channel18_access_ctl24_a_len /= 0) and (engine_impl0_region_impl1_read_channel18_access_ctl24_a_len <= 256) and (engine_impl0_region_impl1_read_channel18_access_ctl24_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_read_channel18_line_last <= stdl(signed(resize(engine_impl0_region_impl1_read_channel18_access_ctl24_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_read_channel18_access_ctl24_len_r, 15)) - 1));
@@ -11036,13 +10872,13 @@ engine_impl0_region_impl1_read_channel18_pop <= stdl((engine_impl0_region_impl1_
 engine_impl0_region_impl1_read_channel18_can <= stdl((engine_impl0_region_impl1_read_channel18_cnt = 0) or ((engine_impl0_region_impl1_read_channel18_cnt = 1) and (not bool(engine_impl0_region_impl1_read_channel18_inflight))) or ((engine_impl0_region_impl1_read_channel18_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel18_m_tready)));
 
 
-engine_impl0_region_impl1_read_channel18_req <= stdl(bool(engine_impl0_region_impl1_read_channel18_running) and bool(engine_impl0_region_impl1_read_channel18_can) and (bool(engine_impl0_region_impl1_read_channel12_q_nempty) or (not bool(engine_impl0_region_impl1_read_channel18_mfifo))));
+engine_impl0_region_impl1_read_channel18_req <= stdl(bool(engine_impl0_region_impl1_read_channel18_running) and bool(engine_impl0_region_impl1_read_channel18_can) and (bool(engine_impl0_region_impl1_nempty) or (not bool(engine_impl0_region_impl1_read_channel18_mfifo))));
 engine_impl0_region_impl1_read_channel18_done_evt <= stdl((engine_impl0_region_impl1_read_channel18_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel18_m_tready) and bool(engine_impl0_region_impl1_read_channel18_f0));
 
-engine_impl0_region_impl1_read_channel18_addrc: process (engine_impl0_region_impl1_read_channel18_mfifo, engine_impl0_region_impl1_read_channel18_addr_bram, engine_impl0_region_impl1_read_channel12_qptr) is
+engine_impl0_region_impl1_read_channel18_addrc: process (engine_impl0_region_impl1_read_channel18_mfifo, engine_impl0_region_impl1_read_channel18_addr_bram, engine_impl0_region_impl1_rptr) is
 begin
     if bool(engine_impl0_region_impl1_read_channel18_mfifo) then
-        engine_impl0_region_impl1_read_channel18_addr_o <= engine_impl0_region_impl1_read_channel12_qptr;
+        engine_impl0_region_impl1_read_channel18_addr_o <= engine_impl0_region_impl1_rptr;
     else
         engine_impl0_region_impl1_read_channel18_addr_o <= engine_impl0_region_impl1_read_channel18_addr_bram;
     end if;
@@ -11103,10 +10939,7 @@ engine_impl0_region_impl1_read_channel19_access_ctl25_a_len <= engine_impl0_regi
 engine_impl0_region_impl1_read_channel19_access_ctl25_a_off <= engine_impl0_region_impl1_read_channel19_access(14-1 downto 0);
 
 
-engine_impl0_region_impl1_read_channel19_access_ctl25_ol <= (resize(engine_impl0_region_impl1_read_channel19_access_ctl25_a_off, 15) + engine_impl0_region_impl1_read_channel19_access_ctl25_a_len);
-
-
-engine_impl0_region_impl1_read_channel19_access_ctl25_a_ok <= stdl((engine_impl0_region_impl1_read_channel19_access(31) /= engine_impl0_region_impl1_read_channel19_access(30)) and (engine_impl0_region_impl1_read_channel19_access_ctl25_a_len /= 0) and (engine_impl0_region_impl1_read_channel19_access_ctl25_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_read_channel19_access_ctl25_a_ok <= stdl((engine_impl0_region_impl1_read_channel19_access(31) /= engine_impl0_region_impl1_read_channel19_access(30)) and (engine_impl0_region_impl1_read_channel19_access_ctl25_a_len /= 0) and (engine_impl0_region_impl1_read_channel19_access_ctl25_a_len <= 256) and (engine_impl0_region_impl1_read_channel19_access_ctl25_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_read_channel19_line_last <= stdl(signed(resize(engine_impl0_region_impl1_read_channel19_access_ctl25_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_read_channel19_access_ctl25_len_r, 15)) - 1));
@@ -11221,13 +11054,13 @@ engine_impl0_region_impl1_read_channel19_pop <= stdl((engine_impl0_region_impl1_
 engine_impl0_region_impl1_read_channel19_can <= stdl((engine_impl0_region_impl1_read_channel19_cnt = 0) or ((engine_impl0_region_impl1_read_channel19_cnt = 1) and (not bool(engine_impl0_region_impl1_read_channel19_inflight))) or ((engine_impl0_region_impl1_read_channel19_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel19_m_tready)));
 
 
-engine_impl0_region_impl1_read_channel19_req <= stdl(bool(engine_impl0_region_impl1_read_channel19_running) and bool(engine_impl0_region_impl1_read_channel19_can) and (bool(engine_impl0_region_impl1_read_channel12_q_nempty) or (not bool(engine_impl0_region_impl1_read_channel19_mfifo))));
+engine_impl0_region_impl1_read_channel19_req <= stdl(bool(engine_impl0_region_impl1_read_channel19_running) and bool(engine_impl0_region_impl1_read_channel19_can) and (bool(engine_impl0_region_impl1_nempty) or (not bool(engine_impl0_region_impl1_read_channel19_mfifo))));
 engine_impl0_region_impl1_read_channel19_done_evt <= stdl((engine_impl0_region_impl1_read_channel19_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel19_m_tready) and bool(engine_impl0_region_impl1_read_channel19_f0));
 
-engine_impl0_region_impl1_read_channel19_addrc: process (engine_impl0_region_impl1_read_channel19_mfifo, engine_impl0_region_impl1_read_channel19_addr_bram, engine_impl0_region_impl1_read_channel12_qptr) is
+engine_impl0_region_impl1_read_channel19_addrc: process (engine_impl0_region_impl1_read_channel19_mfifo, engine_impl0_region_impl1_read_channel19_addr_bram, engine_impl0_region_impl1_rptr) is
 begin
     if bool(engine_impl0_region_impl1_read_channel19_mfifo) then
-        engine_impl0_region_impl1_read_channel19_addr_o <= engine_impl0_region_impl1_read_channel12_qptr;
+        engine_impl0_region_impl1_read_channel19_addr_o <= engine_impl0_region_impl1_rptr;
     else
         engine_impl0_region_impl1_read_channel19_addr_o <= engine_impl0_region_impl1_read_channel19_addr_bram;
     end if;
@@ -11288,10 +11121,7 @@ engine_impl0_region_impl1_read_channel20_access_ctl26_a_len <= engine_impl0_regi
 engine_impl0_region_impl1_read_channel20_access_ctl26_a_off <= engine_impl0_region_impl1_read_channel20_access(14-1 downto 0);
 
 
-engine_impl0_region_impl1_read_channel20_access_ctl26_ol <= (resize(engine_impl0_region_impl1_read_channel20_access_ctl26_a_off, 15) + engine_impl0_region_impl1_read_channel20_access_ctl26_a_len);
-
-
-engine_impl0_region_impl1_read_channel20_access_ctl26_a_ok <= stdl((engine_impl0_region_impl1_read_channel20_access(31) /= engine_impl0_region_impl1_read_channel20_access(30)) and (engine_impl0_region_impl1_read_channel20_access_ctl26_a_len /= 0) and (engine_impl0_region_impl1_read_channel20_access_ctl26_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_read_channel20_access_ctl26_a_ok <= stdl((engine_impl0_region_impl1_read_channel20_access(31) /= engine_impl0_region_impl1_read_channel20_access(30)) and (engine_impl0_region_impl1_read_channel20_access_ctl26_a_len /= 0) and (engine_impl0_region_impl1_read_channel20_access_ctl26_a_len <= 256) and (engine_impl0_region_impl1_read_channel20_access_ctl26_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_read_channel20_line_last <= stdl(signed(resize(engine_impl0_region_impl1_read_channel20_access_ctl26_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_read_channel20_access_ctl26_len_r, 15)) - 1));
@@ -11406,13 +11236,13 @@ engine_impl0_region_impl1_read_channel20_pop <= stdl((engine_impl0_region_impl1_
 engine_impl0_region_impl1_read_channel20_can <= stdl((engine_impl0_region_impl1_read_channel20_cnt = 0) or ((engine_impl0_region_impl1_read_channel20_cnt = 1) and (not bool(engine_impl0_region_impl1_read_channel20_inflight))) or ((engine_impl0_region_impl1_read_channel20_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel20_m_tready)));
 
 
-engine_impl0_region_impl1_read_channel20_req <= stdl(bool(engine_impl0_region_impl1_read_channel20_running) and bool(engine_impl0_region_impl1_read_channel20_can) and (bool(engine_impl0_region_impl1_read_channel12_q_nempty) or (not bool(engine_impl0_region_impl1_read_channel20_mfifo))));
+engine_impl0_region_impl1_read_channel20_req <= stdl(bool(engine_impl0_region_impl1_read_channel20_running) and bool(engine_impl0_region_impl1_read_channel20_can) and (bool(engine_impl0_region_impl1_nempty) or (not bool(engine_impl0_region_impl1_read_channel20_mfifo))));
 engine_impl0_region_impl1_read_channel20_done_evt <= stdl((engine_impl0_region_impl1_read_channel20_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel20_m_tready) and bool(engine_impl0_region_impl1_read_channel20_f0));
 
-engine_impl0_region_impl1_read_channel20_addrc: process (engine_impl0_region_impl1_read_channel20_mfifo, engine_impl0_region_impl1_read_channel20_addr_bram, engine_impl0_region_impl1_read_channel12_qptr) is
+engine_impl0_region_impl1_read_channel20_addrc: process (engine_impl0_region_impl1_read_channel20_mfifo, engine_impl0_region_impl1_read_channel20_addr_bram, engine_impl0_region_impl1_rptr) is
 begin
     if bool(engine_impl0_region_impl1_read_channel20_mfifo) then
-        engine_impl0_region_impl1_read_channel20_addr_o <= engine_impl0_region_impl1_read_channel12_qptr;
+        engine_impl0_region_impl1_read_channel20_addr_o <= engine_impl0_region_impl1_rptr;
     else
         engine_impl0_region_impl1_read_channel20_addr_o <= engine_impl0_region_impl1_read_channel20_addr_bram;
     end if;
@@ -11473,10 +11303,7 @@ engine_impl0_region_impl1_read_channel21_access_ctl27_a_len <= engine_impl0_regi
 engine_impl0_region_impl1_read_channel21_access_ctl27_a_off <= engine_impl0_region_impl1_read_channel21_access(14-1 downto 0);
 
 
-engine_impl0_region_impl1_read_channel21_access_ctl27_ol <= (resize(engine_impl0_region_impl1_read_channel21_access_ctl27_a_off, 15) + engine_impl0_region_impl1_read_channel21_access_ctl27_a_len);
-
-
-engine_impl0_region_impl1_read_channel21_access_ctl27_a_ok <= stdl((engine_impl0_region_impl1_read_channel21_access(31) /= engine_impl0_region_impl1_read_channel21_access(30)) and (engine_impl0_region_impl1_read_channel21_access_ctl27_a_len /= 0) and (engine_impl0_region_impl1_read_channel21_access_ctl27_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_read_channel21_access_ctl27_a_ok <= stdl((engine_impl0_region_impl1_read_channel21_access(31) /= engine_impl0_region_impl1_read_channel21_access(30)) and (engine_impl0_region_impl1_read_channel21_access_ctl27_a_len /= 0) and (engine_impl0_region_impl1_read_channel21_access_ctl27_a_len <= 256) and (engine_impl0_region_impl1_read_channel21_access_ctl27_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_read_channel21_line_last <= stdl(signed(resize(engine_impl0_region_impl1_read_channel21_access_ctl27_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_read_channel21_access_ctl27_len_r, 15)) - 1));
@@ -11591,13 +11418,13 @@ engine_impl0_region_impl1_read_channel21_pop <= stdl((engine_impl0_region_impl1_
 engine_impl0_region_impl1_read_channel21_can <= stdl((engine_impl0_region_impl1_read_channel21_cnt = 0) or ((engine_impl0_region_impl1_read_channel21_cnt = 1) and (not bool(engine_impl0_region_impl1_read_channel21_inflight))) or ((engine_impl0_region_impl1_read_channel21_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel21_m_tready)));
 
 
-engine_impl0_region_impl1_read_channel21_req <= stdl(bool(engine_impl0_region_impl1_read_channel21_running) and bool(engine_impl0_region_impl1_read_channel21_can) and (bool(engine_impl0_region_impl1_read_channel12_q_nempty) or (not bool(engine_impl0_region_impl1_read_channel21_mfifo))));
+engine_impl0_region_impl1_read_channel21_req <= stdl(bool(engine_impl0_region_impl1_read_channel21_running) and bool(engine_impl0_region_impl1_read_channel21_can) and (bool(engine_impl0_region_impl1_nempty) or (not bool(engine_impl0_region_impl1_read_channel21_mfifo))));
 engine_impl0_region_impl1_read_channel21_done_evt <= stdl((engine_impl0_region_impl1_read_channel21_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel21_m_tready) and bool(engine_impl0_region_impl1_read_channel21_f0));
 
-engine_impl0_region_impl1_read_channel21_addrc: process (engine_impl0_region_impl1_read_channel21_mfifo, engine_impl0_region_impl1_read_channel21_addr_bram, engine_impl0_region_impl1_read_channel12_qptr) is
+engine_impl0_region_impl1_read_channel21_addrc: process (engine_impl0_region_impl1_read_channel21_mfifo, engine_impl0_region_impl1_read_channel21_addr_bram, engine_impl0_region_impl1_rptr) is
 begin
     if bool(engine_impl0_region_impl1_read_channel21_mfifo) then
-        engine_impl0_region_impl1_read_channel21_addr_o <= engine_impl0_region_impl1_read_channel12_qptr;
+        engine_impl0_region_impl1_read_channel21_addr_o <= engine_impl0_region_impl1_rptr;
     else
         engine_impl0_region_impl1_read_channel21_addr_o <= engine_impl0_region_impl1_read_channel21_addr_bram;
     end if;
@@ -11658,10 +11485,7 @@ engine_impl0_region_impl1_read_channel22_access_ctl28_a_len <= engine_impl0_regi
 engine_impl0_region_impl1_read_channel22_access_ctl28_a_off <= engine_impl0_region_impl1_read_channel22_access(14-1 downto 0);
 
 
-engine_impl0_region_impl1_read_channel22_access_ctl28_ol <= (resize(engine_impl0_region_impl1_read_channel22_access_ctl28_a_off, 15) + engine_impl0_region_impl1_read_channel22_access_ctl28_a_len);
-
-
-engine_impl0_region_impl1_read_channel22_access_ctl28_a_ok <= stdl((engine_impl0_region_impl1_read_channel22_access(31) /= engine_impl0_region_impl1_read_channel22_access(30)) and (engine_impl0_region_impl1_read_channel22_access_ctl28_a_len /= 0) and (engine_impl0_region_impl1_read_channel22_access_ctl28_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_read_channel22_access_ctl28_a_ok <= stdl((engine_impl0_region_impl1_read_channel22_access(31) /= engine_impl0_region_impl1_read_channel22_access(30)) and (engine_impl0_region_impl1_read_channel22_access_ctl28_a_len /= 0) and (engine_impl0_region_impl1_read_channel22_access_ctl28_a_len <= 256) and (engine_impl0_region_impl1_read_channel22_access_ctl28_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_read_channel22_line_last <= stdl(signed(resize(engine_impl0_region_impl1_read_channel22_access_ctl28_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_read_channel22_access_ctl28_len_r, 15)) - 1));
@@ -11776,13 +11600,13 @@ engine_impl0_region_impl1_read_channel22_pop <= stdl((engine_impl0_region_impl1_
 engine_impl0_region_impl1_read_channel22_can <= stdl((engine_impl0_region_impl1_read_channel22_cnt = 0) or ((engine_impl0_region_impl1_read_channel22_cnt = 1) and (not bool(engine_impl0_region_impl1_read_channel22_inflight))) or ((engine_impl0_region_impl1_read_channel22_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel22_m_tready)));
 
 
-engine_impl0_region_impl1_read_channel22_req <= stdl(bool(engine_impl0_region_impl1_read_channel22_running) and bool(engine_impl0_region_impl1_read_channel22_can) and (bool(engine_impl0_region_impl1_read_channel12_q_nempty) or (not bool(engine_impl0_region_impl1_read_channel22_mfifo))));
+engine_impl0_region_impl1_read_channel22_req <= stdl(bool(engine_impl0_region_impl1_read_channel22_running) and bool(engine_impl0_region_impl1_read_channel22_can) and (bool(engine_impl0_region_impl1_nempty) or (not bool(engine_impl0_region_impl1_read_channel22_mfifo))));
 engine_impl0_region_impl1_read_channel22_done_evt <= stdl((engine_impl0_region_impl1_read_channel22_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel22_m_tready) and bool(engine_impl0_region_impl1_read_channel22_f0));
 
-engine_impl0_region_impl1_read_channel22_addrc: process (engine_impl0_region_impl1_read_channel22_mfifo, engine_impl0_region_impl1_read_channel22_addr_bram, engine_impl0_region_impl1_read_channel12_qptr) is
+engine_impl0_region_impl1_read_channel22_addrc: process (engine_impl0_region_impl1_read_channel22_mfifo, engine_impl0_region_impl1_read_channel22_addr_bram, engine_impl0_region_impl1_rptr) is
 begin
     if bool(engine_impl0_region_impl1_read_channel22_mfifo) then
-        engine_impl0_region_impl1_read_channel22_addr_o <= engine_impl0_region_impl1_read_channel12_qptr;
+        engine_impl0_region_impl1_read_channel22_addr_o <= engine_impl0_region_impl1_rptr;
     else
         engine_impl0_region_impl1_read_channel22_addr_o <= engine_impl0_region_impl1_read_channel22_addr_bram;
     end if;
@@ -11843,10 +11667,7 @@ engine_impl0_region_impl1_read_channel23_access_ctl29_a_len <= engine_impl0_regi
 engine_impl0_region_impl1_read_channel23_access_ctl29_a_off <= engine_impl0_region_impl1_read_channel23_access(14-1 downto 0);
 
 
-engine_impl0_region_impl1_read_channel23_access_ctl29_ol <= (resize(engine_impl0_region_impl1_read_channel23_access_ctl29_a_off, 15) + engine_impl0_region_impl1_read_channel23_access_ctl29_a_len);
-
-
-engine_impl0_region_impl1_read_channel23_access_ctl29_a_ok <= stdl((engine_impl0_region_impl1_read_channel23_access(31) /= engine_impl0_region_impl1_read_channel23_access(30)) and (engine_impl0_region_impl1_read_channel23_access_ctl29_a_len /= 0) and (engine_impl0_region_impl1_read_channel23_access_ctl29_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_read_channel23_access_ctl29_a_ok <= stdl((engine_impl0_region_impl1_read_channel23_access(31) /= engine_impl0_region_impl1_read_channel23_access(30)) and (engine_impl0_region_impl1_read_channel23_access_ctl29_a_len /= 0) and (engine_impl0_region_impl1_read_channel23_access_ctl29_a_len <= 256) and (engine_impl0_region_impl1_read_channel23_access_ctl29_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_read_channel23_line_last <= stdl(signed(resize(engine_impl0_region_impl1_read_channel23_access_ctl29_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_read_channel23_access_ctl29_len_r, 15)) - 1));
@@ -11961,13 +11782,13 @@ engine_impl0_region_impl1_read_channel23_pop <= stdl((engine_impl0_region_impl1_
 engine_impl0_region_impl1_read_channel23_can <= stdl((engine_impl0_region_impl1_read_channel23_cnt = 0) or ((engine_impl0_region_impl1_read_channel23_cnt = 1) and (not bool(engine_impl0_region_impl1_read_channel23_inflight))) or ((engine_impl0_region_impl1_read_channel23_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel23_m_tready)));
 
 
-engine_impl0_region_impl1_read_channel23_req <= stdl(bool(engine_impl0_region_impl1_read_channel23_running) and bool(engine_impl0_region_impl1_read_channel23_can) and (bool(engine_impl0_region_impl1_read_channel12_q_nempty) or (not bool(engine_impl0_region_impl1_read_channel23_mfifo))));
+engine_impl0_region_impl1_read_channel23_req <= stdl(bool(engine_impl0_region_impl1_read_channel23_running) and bool(engine_impl0_region_impl1_read_channel23_can) and (bool(engine_impl0_region_impl1_nempty) or (not bool(engine_impl0_region_impl1_read_channel23_mfifo))));
 engine_impl0_region_impl1_read_channel23_done_evt <= stdl((engine_impl0_region_impl1_read_channel23_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel23_m_tready) and bool(engine_impl0_region_impl1_read_channel23_f0));
 
-engine_impl0_region_impl1_read_channel23_addrc: process (engine_impl0_region_impl1_read_channel23_mfifo, engine_impl0_region_impl1_read_channel23_addr_bram, engine_impl0_region_impl1_read_channel12_qptr) is
+engine_impl0_region_impl1_read_channel23_addrc: process (engine_impl0_region_impl1_read_channel23_mfifo, engine_impl0_region_impl1_read_channel23_addr_bram, engine_impl0_region_impl1_rptr) is
 begin
     if bool(engine_impl0_region_impl1_read_channel23_mfifo) then
-        engine_impl0_region_impl1_read_channel23_addr_o <= engine_impl0_region_impl1_read_channel12_qptr;
+        engine_impl0_region_impl1_read_channel23_addr_o <= engine_impl0_region_impl1_rptr;
     else
         engine_impl0_region_impl1_read_channel23_addr_o <= engine_impl0_region_impl1_read_channel23_addr_bram;
     end if;
@@ -12028,10 +11849,7 @@ engine_impl0_region_impl1_write_channel6_access_ctl30_a_len <= engine_impl0_regi
 engine_impl0_region_impl1_write_channel6_access_ctl30_a_off <= engine_impl0_region_impl1_write_channel6_access(14-1 downto 0);
 
 
-engine_impl0_region_impl1_write_channel6_access_ctl30_ol <= (resize(engine_impl0_region_impl1_write_channel6_access_ctl30_a_off, 15) + engine_impl0_region_impl1_write_channel6_access_ctl30_a_len);
-
-
-engine_impl0_region_impl1_write_channel6_access_ctl30_a_ok <= stdl((engine_impl0_region_impl1_write_channel6_access(31) /= engine_impl0_region_impl1_write_channel6_access(30)) and (engine_impl0_region_impl1_write_channel6_access_ctl30_a_len /= 0) and (engine_impl0_region_impl1_write_channel6_access_ctl30_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_write_channel6_access_ctl30_a_ok <= stdl((engine_impl0_region_impl1_write_channel6_access(31) /= engine_impl0_region_impl1_write_channel6_access(30)) and (engine_impl0_region_impl1_write_channel6_access_ctl30_a_len /= 0) and (engine_impl0_region_impl1_write_channel6_access_ctl30_a_len <= 256) and (engine_impl0_region_impl1_write_channel6_access_ctl30_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_write_channel6_line_last <= stdl(signed(resize(engine_impl0_region_impl1_write_channel6_access_ctl30_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_write_channel6_access_ctl30_len_r, 15)) - 1));
@@ -12160,10 +11978,7 @@ engine_impl0_region_impl1_write_channel7_access_ctl31_a_len <= engine_impl0_regi
 engine_impl0_region_impl1_write_channel7_access_ctl31_a_off <= engine_impl0_region_impl1_write_channel7_access(14-1 downto 0);
 
 
-engine_impl0_region_impl1_write_channel7_access_ctl31_ol <= (resize(engine_impl0_region_impl1_write_channel7_access_ctl31_a_off, 15) + engine_impl0_region_impl1_write_channel7_access_ctl31_a_len);
-
-
-engine_impl0_region_impl1_write_channel7_access_ctl31_a_ok <= stdl((engine_impl0_region_impl1_write_channel7_access(31) /= engine_impl0_region_impl1_write_channel7_access(30)) and (engine_impl0_region_impl1_write_channel7_access_ctl31_a_len /= 0) and (engine_impl0_region_impl1_write_channel7_access_ctl31_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_write_channel7_access_ctl31_a_ok <= stdl((engine_impl0_region_impl1_write_channel7_access(31) /= engine_impl0_region_impl1_write_channel7_access(30)) and (engine_impl0_region_impl1_write_channel7_access_ctl31_a_len /= 0) and (engine_impl0_region_impl1_write_channel7_access_ctl31_a_len <= 256) and (engine_impl0_region_impl1_write_channel7_access_ctl31_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_write_channel7_line_last <= stdl(signed(resize(engine_impl0_region_impl1_write_channel7_access_ctl31_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_write_channel7_access_ctl31_len_r, 15)) - 1));
@@ -12292,10 +12107,7 @@ engine_impl0_region_impl1_write_channel8_access_ctl32_a_len <= engine_impl0_regi
 engine_impl0_region_impl1_write_channel8_access_ctl32_a_off <= engine_impl0_region_impl1_write_channel8_access(14-1 downto 0);
 
 
-engine_impl0_region_impl1_write_channel8_access_ctl32_ol <= (resize(engine_impl0_region_impl1_write_channel8_access_ctl32_a_off, 15) + engine_impl0_region_impl1_write_channel8_access_ctl32_a_len);
-
-
-engine_impl0_region_impl1_write_channel8_access_ctl32_a_ok <= stdl((engine_impl0_region_impl1_write_channel8_access(31) /= engine_impl0_region_impl1_write_channel8_access(30)) and (engine_impl0_region_impl1_write_channel8_access_ctl32_a_len /= 0) and (engine_impl0_region_impl1_write_channel8_access_ctl32_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_write_channel8_access_ctl32_a_ok <= stdl((engine_impl0_region_impl1_write_channel8_access(31) /= engine_impl0_region_impl1_write_channel8_access(30)) and (engine_impl0_region_impl1_write_channel8_access_ctl32_a_len /= 0) and (engine_impl0_region_impl1_write_channel8_access_ctl32_a_len <= 256) and (engine_impl0_region_impl1_write_channel8_access_ctl32_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_write_channel8_line_last <= stdl(signed(resize(engine_impl0_region_impl1_write_channel8_access_ctl32_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_write_channel8_access_ctl32_len_r, 15)) - 1));
@@ -12424,10 +12236,7 @@ engine_impl0_region_impl1_write_channel9_access_ctl33_a_len <= engine_impl0_regi
 engine_impl0_region_impl1_write_channel9_access_ctl33_a_off <= engine_impl0_region_impl1_write_channel9_access(14-1 downto 0);
 
 
-engine_impl0_region_impl1_write_channel9_access_ctl33_ol <= (resize(engine_impl0_region_impl1_write_channel9_access_ctl33_a_off, 15) + engine_impl0_region_impl1_write_channel9_access_ctl33_a_len);
-
-
-engine_impl0_region_impl1_write_channel9_access_ctl33_a_ok <= stdl((engine_impl0_region_impl1_write_channel9_access(31) /= engine_impl0_region_impl1_write_channel9_access(30)) and (engine_impl0_region_impl1_write_channel9_access_ctl33_a_len /= 0) and (engine_impl0_region_impl1_write_channel9_access_ctl33_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_write_channel9_access_ctl33_a_ok <= stdl((engine_impl0_region_impl1_write_channel9_access(31) /= engine_impl0_region_impl1_write_channel9_access(30)) and (engine_impl0_region_impl1_write_channel9_access_ctl33_a_len /= 0) and (engine_impl0_region_impl1_write_channel9_access_ctl33_a_len <= 256) and (engine_impl0_region_impl1_write_channel9_access_ctl33_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_write_channel9_line_last <= stdl(signed(resize(engine_impl0_region_impl1_write_channel9_access_ctl33_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_write_channel9_access_ctl33_len_r, 15)) - 1));
@@ -12556,10 +12365,7 @@ engine_impl0_region_impl1_write_channel10_access_ctl34_a_len <= engine_impl0_reg
 engine_impl0_region_impl1_write_channel10_access_ctl34_a_off <= engine_impl0_region_impl1_write_channel10_access(14-1 downto 0);
 
 
-engine_impl0_region_impl1_write_channel10_access_ctl34_ol <= (resize(engine_impl0_region_impl1_write_channel10_access_ctl34_a_off, 15) + engine_impl0_region_impl1_write_channel10_access_ctl34_a_len);
-
-
-engine_impl0_region_impl1_write_channel10_access_ctl34_a_ok <= stdl((engine_impl0_region_impl1_write_channel10_access(31) /= engine_impl0_region_impl1_write_channel10_access(30)) and (engine_impl0_region_impl1_write_channel10_access_ctl34_a_len /= 0) and (engine_impl0_region_impl1_write_channel10_access_ctl34_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_write_channel10_access_ctl34_a_ok <= stdl((engine_impl0_region_impl1_write_channel10_access(31) /= engine_impl0_region_impl1_write_channel10_access(30)) and (engine_impl0_region_impl1_write_channel10_access_ctl34_a_len /= 0) and (engine_impl0_region_impl1_write_channel10_access_ctl34_a_len <= 256) and (engine_impl0_region_impl1_write_channel10_access_ctl34_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_write_channel10_line_last <= stdl(signed(resize(engine_impl0_region_impl1_write_channel10_access_ctl34_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_write_channel10_access_ctl34_len_r, 15)) - 1));
@@ -12688,10 +12494,7 @@ engine_impl0_region_impl1_write_channel11_access_ctl35_a_len <= engine_impl0_reg
 engine_impl0_region_impl1_write_channel11_access_ctl35_a_off <= engine_impl0_region_impl1_write_channel11_access(14-1 downto 0);
 
 
-engine_impl0_region_impl1_write_channel11_access_ctl35_ol <= (resize(engine_impl0_region_impl1_write_channel11_access_ctl35_a_off, 15) + engine_impl0_region_impl1_write_channel11_access_ctl35_a_len);
-
-
-engine_impl0_region_impl1_write_channel11_access_ctl35_a_ok <= stdl((engine_impl0_region_impl1_write_channel11_access(31) /= engine_impl0_region_impl1_write_channel11_access(30)) and (engine_impl0_region_impl1_write_channel11_access_ctl35_a_len /= 0) and (engine_impl0_region_impl1_write_channel11_access_ctl35_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_write_channel11_access_ctl35_a_ok <= stdl((engine_impl0_region_impl1_write_channel11_access(31) /= engine_impl0_region_impl1_write_channel11_access(30)) and (engine_impl0_region_impl1_write_channel11_access_ctl35_a_len /= 0) and (engine_impl0_region_impl1_write_channel11_access_ctl35_a_len <= 256) and (engine_impl0_region_impl1_write_channel11_access_ctl35_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_write_channel11_line_last <= stdl(signed(resize(engine_impl0_region_impl1_write_channel11_access_ctl35_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_write_channel11_access_ctl35_len_r, 15)) - 1));
@@ -13209,7 +13012,9 @@ begin
         if (rst = '1') then
             engine_impl0_region_impl1_wptr <= to_unsigned(0, 8);
         else
-            if bool(engine_impl0_region_impl1_or_vec6_y) then
+            if bool(fifo_clr) then
+                engine_impl0_region_impl1_wptr <= to_unsigned(0, 8);
+            elsif bool(engine_impl0_region_impl1_or_vec6_y) then
                 engine_impl0_region_impl1_wptr <= (engine_impl0_region_impl1_wptr + 1);
             end if;
         end if;
@@ -13259,40 +13064,42 @@ engine_impl0_region_impl1_fifo_queue1_q: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            engine_impl0_region_impl1_read_channel12_qptr <= to_unsigned(0, 8);
-            engine_impl0_region_impl1_fifo_queue1_cnt <= to_unsigned(0, 9);
+            engine_impl0_region_impl1_rptr <= to_unsigned(0, 8);
+            engine_impl0_region_impl1_qcnt <= to_unsigned(0, 9);
         else
-            if bool(engine_impl0_region_impl1_or_vec7_y) then
-                engine_impl0_region_impl1_read_channel12_qptr <= (engine_impl0_region_impl1_read_channel12_qptr + 1);
-            end if;
-            if (bool(engine_impl0_region_impl1_or_vec6_y) and (not bool(engine_impl0_region_impl1_or_vec7_y))) then
-                engine_impl0_region_impl1_fifo_queue1_cnt <= (engine_impl0_region_impl1_fifo_queue1_cnt + 1);
-            elsif (bool(engine_impl0_region_impl1_or_vec7_y) and (not bool(engine_impl0_region_impl1_or_vec6_y))) then
-                engine_impl0_region_impl1_fifo_queue1_cnt <= (engine_impl0_region_impl1_fifo_queue1_cnt - 1);
+            if bool(fifo_clr) then
+                engine_impl0_region_impl1_rptr <= to_unsigned(0, 8);
+                engine_impl0_region_impl1_qcnt <= to_unsigned(0, 9);
+            else
+                if bool(engine_impl0_region_impl1_or_vec7_y) then
+                    engine_impl0_region_impl1_rptr <= (engine_impl0_region_impl1_rptr + 1);
+                end if;
+                if (bool(engine_impl0_region_impl1_or_vec6_y) and (not bool(engine_impl0_region_impl1_or_vec7_y))) then
+                    engine_impl0_region_impl1_qcnt <= (engine_impl0_region_impl1_qcnt + 1);
+                elsif (bool(engine_impl0_region_impl1_or_vec7_y) and (not bool(engine_impl0_region_impl1_or_vec6_y))) then
+                    engine_impl0_region_impl1_qcnt <= (engine_impl0_region_impl1_qcnt - 1);
+                end if;
             end if;
         end if;
     end if;
 end process engine_impl0_region_impl1_fifo_queue1_q;
 
 
-engine_impl0_region_impl1_read_channel12_q_nempty <= stdl(engine_impl0_region_impl1_fifo_queue1_cnt /= 0);
-engine_impl0_region_impl1_fifo_queue1_full <= stdl(engine_impl0_region_impl1_fifo_queue1_cnt = 256);
+engine_impl0_region_impl1_nempty <= stdl(engine_impl0_region_impl1_qcnt /= 0);
+engine_impl0_region_impl1_qfull <= stdl(engine_impl0_region_impl1_qcnt = 256);
 
 
-engine_impl0_region_impl1_q_nfull <= stdl((not bool(engine_impl0_region_impl1_fifo_queue1_full)));
+engine_impl0_region_impl1_q_nfull <= stdl((not bool(engine_impl0_region_impl1_qfull)));
 
 
-engine_impl0_region_impl1_copy_sig61_y <= engine_impl0_region_impl1_fifo_queue1_cnt;
+engine_impl0_region_impl1_copy_sig61_y <= engine_impl0_region_impl1_qcnt;
 
 
 engine_impl0_region_impl2_read_channel24_access_ctl36_a_len <= engine_impl0_region_impl2_read_channel24_access(30-1 downto 16);
 engine_impl0_region_impl2_read_channel24_access_ctl36_a_off <= engine_impl0_region_impl2_read_channel24_access(14-1 downto 0);
 
 
-engine_impl0_region_impl2_read_channel24_access_ctl36_ol <= (resize(engine_impl0_region_impl2_read_channel24_access_ctl36_a_off, 15) + engine_impl0_region_impl2_read_channel24_access_ctl36_a_len);
-
-
-engine_impl0_region_impl2_read_channel24_access_ctl36_a_ok <= stdl((engine_impl0_region_impl2_read_channel24_access(31) /= engine_impl0_region_impl2_read_channel24_access(30)) and (engine_impl0_region_impl2_read_channel24_access_ctl36_a_len /= 0) and (engine_impl0_region_impl2_read_channel24_access_ctl36_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_read_channel24_access_ctl36_a_ok <= stdl((engine_impl0_region_impl2_read_channel24_access(31) /= engine_impl0_region_impl2_read_channel24_access(30)) and (engine_impl0_region_impl2_read_channel24_access_ctl36_a_len /= 0) and (engine_impl0_region_impl2_read_channel24_access_ctl36_a_len <= 256) and (engine_impl0_region_impl2_read_channel24_access_ctl36_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_read_channel24_line_last <= stdl(signed(resize(engine_impl0_region_impl2_read_channel24_access_ctl36_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_read_channel24_access_ctl36_len_r, 15)) - 1));
@@ -13407,13 +13214,13 @@ engine_impl0_region_impl2_read_channel24_pop <= stdl((engine_impl0_region_impl2_
 engine_impl0_region_impl2_read_channel24_can <= stdl((engine_impl0_region_impl2_read_channel24_cnt = 0) or ((engine_impl0_region_impl2_read_channel24_cnt = 1) and (not bool(engine_impl0_region_impl2_read_channel24_inflight))) or ((engine_impl0_region_impl2_read_channel24_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel24_m_tready)));
 
 
-engine_impl0_region_impl2_read_channel24_req <= stdl(bool(engine_impl0_region_impl2_read_channel24_running) and bool(engine_impl0_region_impl2_read_channel24_can) and (bool(engine_impl0_region_impl2_read_channel24_q_nempty) or (not bool(engine_impl0_region_impl2_read_channel24_mfifo))));
+engine_impl0_region_impl2_read_channel24_req <= stdl(bool(engine_impl0_region_impl2_read_channel24_running) and bool(engine_impl0_region_impl2_read_channel24_can) and (bool(engine_impl0_region_impl2_nempty) or (not bool(engine_impl0_region_impl2_read_channel24_mfifo))));
 engine_impl0_region_impl2_read_channel24_done_evt <= stdl((engine_impl0_region_impl2_read_channel24_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel24_m_tready) and bool(engine_impl0_region_impl2_read_channel24_f0));
 
-engine_impl0_region_impl2_read_channel24_addrc: process (engine_impl0_region_impl2_read_channel24_mfifo, engine_impl0_region_impl2_read_channel24_addr_bram, engine_impl0_region_impl2_read_channel24_qptr) is
+engine_impl0_region_impl2_read_channel24_addrc: process (engine_impl0_region_impl2_read_channel24_mfifo, engine_impl0_region_impl2_read_channel24_addr_bram, engine_impl0_region_impl2_rptr) is
 begin
     if bool(engine_impl0_region_impl2_read_channel24_mfifo) then
-        engine_impl0_region_impl2_read_channel24_addr_o <= engine_impl0_region_impl2_read_channel24_qptr;
+        engine_impl0_region_impl2_read_channel24_addr_o <= engine_impl0_region_impl2_rptr;
     else
         engine_impl0_region_impl2_read_channel24_addr_o <= engine_impl0_region_impl2_read_channel24_addr_bram;
     end if;
@@ -13474,10 +13281,7 @@ engine_impl0_region_impl2_read_channel25_access_ctl37_a_len <= engine_impl0_regi
 engine_impl0_region_impl2_read_channel25_access_ctl37_a_off <= engine_impl0_region_impl2_read_channel25_access(14-1 downto 0);
 
 
-engine_impl0_region_impl2_read_channel25_access_ctl37_ol <= (resize(engine_impl0_region_impl2_read_channel25_access_ctl37_a_off, 15) + engine_impl0_region_impl2_read_channel25_access_ctl37_a_len);
-
-
-engine_impl0_region_impl2_read_channel25_access_ctl37_a_ok <= stdl((engine_impl0_region_impl2_read_channel25_access(31) /= engine_impl0_region_impl2_read_channel25_access(30)) and (engine_impl0_region_impl2_read_channel25_access_ctl37_a_len /= 0) and (engine_impl0_region_impl2_read_channel25_access_ctl37_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_read_channel25_access_ctl37_a_ok <= stdl((engine_impl0_region_impl2_read_channel25_access(31) /= engine_impl0_region_impl2_read_channel25_access(30)) and (engine_impl0_region_impl2_read_channel25_access_ctl37_a_len /= 0) and (engine_impl0_region_impl2_read_channel25_access_ctl37_a_len <= 256) and (engine_impl0_region_impl2_read_channel25_access_ctl37_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_read_channel25_line_last <= stdl(signed(resize(engine_impl0_region_impl2_read_channel25_access_ctl37_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_read_channel25_access_ctl37_len_r, 15)) - 1));
@@ -13592,13 +13396,13 @@ engine_impl0_region_impl2_read_channel25_pop <= stdl((engine_impl0_region_impl2_
 engine_impl0_region_impl2_read_channel25_can <= stdl((engine_impl0_region_impl2_read_channel25_cnt = 0) or ((engine_impl0_region_impl2_read_channel25_cnt = 1) and (not bool(engine_impl0_region_impl2_read_channel25_inflight))) or ((engine_impl0_region_impl2_read_channel25_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel25_m_tready)));
 
 
-engine_impl0_region_impl2_read_channel25_req <= stdl(bool(engine_impl0_region_impl2_read_channel25_running) and bool(engine_impl0_region_impl2_read_channel25_can) and (bool(engine_impl0_region_impl2_read_channel24_q_nempty) or (not bool(engine_impl0_region_impl2_read_channel25_mfifo))));
+engine_impl0_region_impl2_read_channel25_req <= stdl(bool(engine_impl0_region_impl2_read_channel25_running) and bool(engine_impl0_region_impl2_read_channel25_can) and (bool(engine_impl0_region_impl2_nempty) or (not bool(engine_impl0_region_impl2_read_channel25_mfifo))));
 engine_impl0_region_impl2_read_channel25_done_evt <= stdl((engine_impl0_region_impl2_read_channel25_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel25_m_tready) and bool(engine_impl0_region_impl2_read_channel25_f0));
 
-engine_impl0_region_impl2_read_channel25_addrc: process (engine_impl0_region_impl2_read_channel25_mfifo, engine_impl0_region_impl2_read_channel25_addr_bram, engine_impl0_region_impl2_read_channel24_qptr) is
+engine_impl0_region_impl2_read_channel25_addrc: process (engine_impl0_region_impl2_read_channel25_mfifo, engine_impl0_region_impl2_read_channel25_addr_bram, engine_impl0_region_impl2_rptr) is
 begin
     if bool(engine_impl0_region_impl2_read_channel25_mfifo) then
-        engine_impl0_region_impl2_read_channel25_addr_o <= engine_impl0_region_impl2_read_channel24_qptr;
+        engine_impl0_region_impl2_read_channel25_addr_o <= engine_impl0_region_impl2_rptr;
     else
         engine_impl0_region_impl2_read_channel25_addr_o <= engine_impl0_region_impl2_read_channel25_addr_bram;
     end if;
@@ -13659,10 +13463,7 @@ engine_impl0_region_impl2_read_channel26_access_ctl38_a_len <= engine_impl0_regi
 engine_impl0_region_impl2_read_channel26_access_ctl38_a_off <= engine_impl0_region_impl2_read_channel26_access(14-1 downto 0);
 
 
-engine_impl0_region_impl2_read_channel26_access_ctl38_ol <= (resize(engine_impl0_region_impl2_read_channel26_access_ctl38_a_off, 15) + engine_impl0_region_impl2_read_channel26_access_ctl38_a_len);
-
-
-engine_impl0_region_impl2_read_channel26_access_ctl38_a_ok <= stdl((engine_impl0_region_impl2_read_channel26_access(31) /= engine_impl0_region_impl2_read_channel26_access(30)) and (engine_impl0_region_impl2_read_channel26_access_ctl38_a_len /= 0) and (engine_impl0_region_impl2_read_channel26_access_ctl38_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_read_channel26_access_ctl38_a_ok <= stdl((engine_impl0_region_impl2_read_channel26_access(31) /= engine_impl0_region_impl2_read_channel26_access(30)) and (engine_impl0_region_impl2_read_channel26_access_ctl38_a_len /= 0) and (engine_impl0_region_impl2_read_channel26_access_ctl38_a_len <= 256) and (engine_impl0_region_impl2_read_channel26_access_ctl38_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_read_channel26_line_last <= stdl(signed(resize(engine_impl0_region_impl2_read_channel26_access_ctl38_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_read_channel26_access_ctl38_len_r, 15)) - 1));
@@ -13777,13 +13578,13 @@ engine_impl0_region_impl2_read_channel26_pop <= stdl((engine_impl0_region_impl2_
 engine_impl0_region_impl2_read_channel26_can <= stdl((engine_impl0_region_impl2_read_channel26_cnt = 0) or ((engine_impl0_region_impl2_read_channel26_cnt = 1) and (not bool(engine_impl0_region_impl2_read_channel26_inflight))) or ((engine_impl0_region_impl2_read_channel26_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel26_m_tready)));
 
 
-engine_impl0_region_impl2_read_channel26_req <= stdl(bool(engine_impl0_region_impl2_read_channel26_running) and bool(engine_impl0_region_impl2_read_channel26_can) and (bool(engine_impl0_region_impl2_read_channel24_q_nempty) or (not bool(engine_impl0_region_impl2_read_channel26_mfifo))));
+engine_impl0_region_impl2_read_channel26_req <= stdl(bool(engine_impl0_region_impl2_read_channel26_running) and bool(engine_impl0_region_impl2_read_channel26_can) and (bool(engine_impl0_region_impl2_nempty) or (not bool(engine_impl0_region_impl2_read_channel26_mfifo))));
 engine_impl0_region_impl2_read_channel26_done_evt <= stdl((engine_impl0_region_impl2_read_channel26_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel26_m_tready) and bool(engine_impl0_region_impl2_read_channel26_f0));
 
-engine_impl0_region_impl2_read_channel26_addrc: process (engine_impl0_region_impl2_read_channel26_mfifo, engine_impl0_region_impl2_read_channel26_addr_bram, engine_impl0_region_impl2_read_channel24_qptr) is
+engine_impl0_region_impl2_read_channel26_addrc: process (engine_impl0_region_impl2_read_channel26_mfifo, engine_impl0_region_impl2_read_channel26_addr_bram, engine_impl0_region_impl2_rptr) is
 begin
     if bool(engine_impl0_region_impl2_read_channel26_mfifo) then
-        engine_impl0_region_impl2_read_channel26_addr_o <= engine_impl0_region_impl2_read_channel24_qptr;
+        engine_impl0_region_impl2_read_channel26_addr_o <= engine_impl0_region_impl2_rptr;
     else
         engine_impl0_region_impl2_read_channel26_addr_o <= engine_impl0_region_impl2_read_channel26_addr_bram;
     end if;
@@ -13844,10 +13645,7 @@ engine_impl0_region_impl2_read_channel27_access_ctl39_a_len <= engine_impl0_regi
 engine_impl0_region_impl2_read_channel27_access_ctl39_a_off <= engine_impl0_region_impl2_read_channel27_access(14-1 downto 0);
 
 
-engine_impl0_region_impl2_read_channel27_access_ctl39_ol <= (resize(engine_impl0_region_impl2_read_channel27_access_ctl39_a_off, 15) + engine_impl0_region_impl2_read_channel27_access_ctl39_a_len);
-
-
-engine_impl0_region_impl2_read_channel27_access_ctl39_a_ok <= stdl((engine_impl0_region_impl2_read_channel27_access(31) /= engine_impl0_region_impl2_read_channel27_access(30)) and (engine_impl0_region_impl2_read_channel27_access_ctl39_a_len /= 0) and (engine_impl0_region_impl2_read_channel27_access_ctl39_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_read_channel27_access_ctl39_a_ok <= stdl((engine_impl0_region_impl2_read_channel27_access(31) /= engine_impl0_region_impl2_read_channel27_access(30)) and (engine_impl0_region_impl2_read_channel27_access_ctl39_a_len /= 0) and (engine_impl0_region_impl2_read_channel27_access_ctl39_a_len <= 256) and (engine_impl0_region_impl2_read_channel27_access_ctl39_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_read_channel27_line_last <= stdl(signed(resize(engine_impl0_region_impl2_read_channel27_access_ctl39_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_read_channel27_access_ctl39_len_r, 15)) - 1));
@@ -13962,13 +13760,13 @@ engine_impl0_region_impl2_read_channel27_pop <= stdl((engine_impl0_region_impl2_
 engine_impl0_region_impl2_read_channel27_can <= stdl((engine_impl0_region_impl2_read_channel27_cnt = 0) or ((engine_impl0_region_impl2_read_channel27_cnt = 1) and (not bool(engine_impl0_region_impl2_read_channel27_inflight))) or ((engine_impl0_region_impl2_read_channel27_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel27_m_tready)));
 
 
-engine_impl0_region_impl2_read_channel27_req <= stdl(bool(engine_impl0_region_impl2_read_channel27_running) and bool(engine_impl0_region_impl2_read_channel27_can) and (bool(engine_impl0_region_impl2_read_channel24_q_nempty) or (not bool(engine_impl0_region_impl2_read_channel27_mfifo))));
+engine_impl0_region_impl2_read_channel27_req <= stdl(bool(engine_impl0_region_impl2_read_channel27_running) and bool(engine_impl0_region_impl2_read_channel27_can) and (bool(engine_impl0_region_impl2_nempty) or (not bool(engine_impl0_region_impl2_read_channel27_mfifo))));
 engine_impl0_region_impl2_read_channel27_done_evt <= stdl((engine_impl0_region_impl2_read_channel27_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel27_m_tready) and bool(engine_impl0_region_impl2_read_channel27_f0));
 
-engine_impl0_region_impl2_read_channel27_addrc: process (engine_impl0_region_impl2_read_channel27_mfifo, engine_impl0_region_impl2_read_channel27_addr_bram, engine_impl0_region_impl2_read_channel24_qptr) is
+engine_impl0_region_impl2_read_channel27_addrc: process (engine_impl0_region_impl2_read_channel27_mfifo, engine_impl0_region_impl2_read_channel27_addr_bram, engine_impl0_region_impl2_rptr) is
 begin
     if bool(engine_impl0_region_impl2_read_channel27_mfifo) then
-        engine_impl0_region_impl2_read_channel27_addr_o <= engine_impl0_region_impl2_read_channel24_qptr;
+        engine_impl0_region_impl2_read_channel27_addr_o <= engine_impl0_region_impl2_rptr;
     else
         engine_impl0_region_impl2_read_channel27_addr_o <= engine_impl0_region_impl2_read_channel27_addr_bram;
     end if;
@@ -14029,10 +13827,7 @@ engine_impl0_region_impl2_read_channel28_access_ctl40_a_len <= engine_impl0_regi
 engine_impl0_region_impl2_read_channel28_access_ctl40_a_off <= engine_impl0_region_impl2_read_channel28_access(14-1 downto 0);
 
 
-engine_impl0_region_impl2_read_channel28_access_ctl40_ol <= (resize(engine_impl0_region_impl2_read_channel28_access_ctl40_a_off, 15) + engine_impl0_region_impl2_read_channel28_access_ctl40_a_len);
-
-
-engine_impl0_region_impl2_read_channel28_access_ctl40_a_ok <= stdl((engine_impl0_region_impl2_read_channel28_access(31) /= engine_impl0_region_impl2_read_channel28_access(30)) and (engine_impl0_region_impl2_read_channel28_access_ctl40_a_len /= 0) and (engine_impl0_region_impl2_read_channel28_access_ctl40_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_read_channel28_access_ctl40_a_ok <= stdl((engine_impl0_region_impl2_read_channel28_access(31) /= engine_impl0_region_impl2_read_channel28_access(30)) and (engine_impl0_region_impl2_read_channel28_access_ctl40_a_len /= 0) and (engine_impl0_region_impl2_read_channel28_access_ctl40_a_len <= 256) and (engine_impl0_region_impl2_read_channel28_access_ctl40_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_read_channel28_line_last <= stdl(signed(resize(engine_impl0_region_impl2_read_channel28_access_ctl40_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_read_channel28_access_ctl40_len_r, 15)) - 1));
@@ -14147,13 +13942,13 @@ engine_impl0_region_impl2_read_channel28_pop <= stdl((engine_impl0_region_impl2_
 engine_impl0_region_impl2_read_channel28_can <= stdl((engine_impl0_region_impl2_read_channel28_cnt = 0) or ((engine_impl0_region_impl2_read_channel28_cnt = 1) and (not bool(engine_impl0_region_impl2_read_channel28_inflight))) or ((engine_impl0_region_impl2_read_channel28_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel28_m_tready)));
 
 
-engine_impl0_region_impl2_read_channel28_req <= stdl(bool(engine_impl0_region_impl2_read_channel28_running) and bool(engine_impl0_region_impl2_read_channel28_can) and (bool(engine_impl0_region_impl2_read_channel24_q_nempty) or (not bool(engine_impl0_region_impl2_read_channel28_mfifo))));
+engine_impl0_region_impl2_read_channel28_req <= stdl(bool(engine_impl0_region_impl2_read_channel28_running) and bool(engine_impl0_region_impl2_read_channel28_can) and (bool(engine_impl0_region_impl2_nempty) or (not bool(engine_impl0_region_impl2_read_channel28_mfifo))));
 engine_impl0_region_impl2_read_channel28_done_evt <= stdl((engine_impl0_region_impl2_read_channel28_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel28_m_tready) and bool(engine_impl0_region_impl2_read_channel28_f0));
 
-engine_impl0_region_impl2_read_channel28_addrc: process (engine_impl0_region_impl2_read_channel28_mfifo, engine_impl0_region_impl2_read_channel28_addr_bram, engine_impl0_region_impl2_read_channel24_qptr) is
+engine_impl0_region_impl2_read_channel28_addrc: process (engine_impl0_region_impl2_read_channel28_mfifo, engine_impl0_region_impl2_read_channel28_addr_bram, engine_impl0_region_impl2_rptr) is
 begin
     if bool(engine_impl0_region_impl2_read_channel28_mfifo) then
-        engine_impl0_region_impl2_read_channel28_addr_o <= engine_impl0_region_impl2_read_channel24_qptr;
+        engine_impl0_region_impl2_read_channel28_addr_o <= engine_impl0_region_impl2_rptr;
     else
         engine_impl0_region_impl2_read_channel28_addr_o <= engine_impl0_region_impl2_read_channel28_addr_bram;
     end if;
@@ -14214,10 +14009,7 @@ engine_impl0_region_impl2_read_channel29_access_ctl41_a_len <= engine_impl0_regi
 engine_impl0_region_impl2_read_channel29_access_ctl41_a_off <= engine_impl0_region_impl2_read_channel29_access(14-1 downto 0);
 
 
-engine_impl0_region_impl2_read_channel29_access_ctl41_ol <= (resize(engine_impl0_region_impl2_read_channel29_access_ctl41_a_off, 15) + engine_impl0_region_impl2_read_channel29_access_ctl41_a_len);
-
-
-engine_impl0_region_impl2_read_channel29_access_ctl41_a_ok <= stdl((engine_impl0_region_impl2_read_channel29_access(31) /= engine_impl0_region_impl2_read_channel29_access(30)) and (engine_impl0_region_impl2_read_channel29_access_ctl41_a_len /= 0) and (engine_impl0_region_impl2_read_channel29_access_ctl41_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_read_channel29_access_ctl41_a_ok <= stdl((engine_impl0_region_impl2_read_channel29_access(31) /= engine_impl0_region_impl2_read_channel29_access(30)) and (engine_impl0_region_impl2_read_channel29_access_ctl41_a_len /= 0) and (engine_impl0_region_impl2_read_channel29_access_ctl41_a_len <= 256) and (engine_impl0_region_impl2_read_channel29_access_ctl41_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_read_channel29_line_last <= stdl(signed(resize(engine_impl0_region_impl2_read_channel29_access_ctl41_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_read_channel29_access_ctl41_len_r, 15)) - 1));
@@ -14332,13 +14124,13 @@ engine_impl0_region_impl2_read_channel29_pop <= stdl((engine_impl0_region_impl2_
 engine_impl0_region_impl2_read_channel29_can <= stdl((engine_impl0_region_impl2_read_channel29_cnt = 0) or ((engine_impl0_region_impl2_read_channel29_cnt = 1) and (not bool(engine_impl0_region_impl2_read_channel29_inflight))) or ((engine_impl0_region_impl2_read_channel29_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel29_m_tready)));
 
 
-engine_impl0_region_impl2_read_channel29_req <= stdl(bool(engine_impl0_region_impl2_read_channel29_running) and bool(engine_impl0_region_impl2_read_channel29_can) and (bool(engine_impl0_region_impl2_read_channel24_q_nempty) or (not bool(engine_impl0_region_impl2_read_channel29_mfifo))));
+engine_impl0_region_impl2_read_channel29_req <= stdl(bool(engine_impl0_region_impl2_read_channel29_running) and bool(engine_impl0_region_impl2_read_channel29_can) and (bool(engine_impl0_region_impl2_nempty) or (not bool(engine_impl0_region_impl2_read_channel29_mfifo))));
 engine_impl0_region_impl2_read_channel29_done_evt <= stdl((engine_impl0_region_impl2_read_channel29_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel29_m_tready) and bool(engine_impl0_region_impl2_read_channel29_f0));
 
-engine_impl0_region_impl2_read_channel29_addrc: process (engine_impl0_region_impl2_read_channel29_mfifo, engine_impl0_region_impl2_read_channel29_addr_bram, engine_impl0_region_impl2_read_channel24_qptr) is
+engine_impl0_region_impl2_read_channel29_addrc: process (engine_impl0_region_impl2_read_channel29_mfifo, engine_impl0_region_impl2_read_channel29_addr_bram, engine_impl0_region_impl2_rptr) is
 begin
     if bool(engine_impl0_region_impl2_read_channel29_mfifo) then
-        engine_impl0_region_impl2_read_channel29_addr_o <= engine_impl0_region_impl2_read_channel24_qptr;
+        engine_impl0_region_impl2_read_channel29_addr_o <= engine_impl0_region_impl2_rptr;
     else
         engine_impl0_region_impl2_read_channel29_addr_o <= engine_impl0_region_impl2_read_channel29_addr_bram;
     end if;
@@ -14399,10 +14191,7 @@ engine_impl0_region_impl2_read_channel30_access_ctl42_a_len <= engine_impl0_regi
 engine_impl0_region_impl2_read_channel30_access_ctl42_a_off <= engine_impl0_region_impl2_read_channel30_access(14-1 downto 0);
 
 
-engine_impl0_region_impl2_read_channel30_access_ctl42_ol <= (resize(engine_impl0_region_impl2_read_channel30_access_ctl42_a_off, 15) + engine_impl0_region_impl2_read_channel30_access_ctl42_a_len);
-
-
-engine_impl0_region_impl2_read_channel30_access_ctl42_a_ok <= stdl((engine_impl0_region_impl2_read_channel30_access(31) /= engine_impl0_region_impl2_read_channel30_access(30)) and (engine_impl0_region_impl2_read_channel30_access_ctl42_a_len /= 0) and (engine_impl0_region_impl2_read_channel30_access_ctl42_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_read_channel30_access_ctl42_a_ok <= stdl((engine_impl0_region_impl2_read_channel30_access(31) /= engine_impl0_region_impl2_read_channel30_access(30)) and (engine_impl0_region_impl2_read_channel30_access_ctl42_a_len /= 0) and (engine_impl0_region_impl2_read_channel30_access_ctl42_a_len <= 256) and (engine_impl0_region_impl2_read_channel30_access_ctl42_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_read_channel30_line_last <= stdl(signed(resize(engine_impl0_region_impl2_read_channel30_access_ctl42_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_read_channel30_access_ctl42_len_r, 15)) - 1));
@@ -14517,13 +14306,13 @@ engine_impl0_region_impl2_read_channel30_pop <= stdl((engine_impl0_region_impl2_
 engine_impl0_region_impl2_read_channel30_can <= stdl((engine_impl0_region_impl2_read_channel30_cnt = 0) or ((engine_impl0_region_impl2_read_channel30_cnt = 1) and (not bool(engine_impl0_region_impl2_read_channel30_inflight))) or ((engine_impl0_region_impl2_read_channel30_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel30_m_tready)));
 
 
-engine_impl0_region_impl2_read_channel30_req <= stdl(bool(engine_impl0_region_impl2_read_channel30_running) and bool(engine_impl0_region_impl2_read_channel30_can) and (bool(engine_impl0_region_impl2_read_channel24_q_nempty) or (not bool(engine_impl0_region_impl2_read_channel30_mfifo))));
+engine_impl0_region_impl2_read_channel30_req <= stdl(bool(engine_impl0_region_impl2_read_channel30_running) and bool(engine_impl0_region_impl2_read_channel30_can) and (bool(engine_impl0_region_impl2_nempty) or (not bool(engine_impl0_region_impl2_read_channel30_mfifo))));
 engine_impl0_region_impl2_read_channel30_done_evt <= stdl((engine_impl0_region_impl2_read_channel30_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel30_m_tready) and bool(engine_impl0_region_impl2_read_channel30_f0));
 
-engine_impl0_region_impl2_read_channel30_addrc: process (engine_impl0_region_impl2_read_channel30_mfifo, engine_impl0_region_impl2_read_channel30_addr_bram, engine_impl0_region_impl2_read_channel24_qptr) is
+engine_impl0_region_impl2_read_channel30_addrc: process (engine_impl0_region_impl2_read_channel30_mfifo, engine_impl0_region_impl2_read_channel30_addr_bram, engine_impl0_region_impl2_rptr) is
 begin
     if bool(engine_impl0_region_impl2_read_channel30_mfifo) then
-        engine_impl0_region_impl2_read_channel30_addr_o <= engine_impl0_region_impl2_read_channel24_qptr;
+        engine_impl0_region_impl2_read_channel30_addr_o <= engine_impl0_region_impl2_rptr;
     else
         engine_impl0_region_impl2_read_channel30_addr_o <= engine_impl0_region_impl2_read_channel30_addr_bram;
     end if;
@@ -14584,10 +14373,7 @@ engine_impl0_region_impl2_read_channel31_access_ctl43_a_len <= engine_impl0_regi
 engine_impl0_region_impl2_read_channel31_access_ctl43_a_off <= engine_impl0_region_impl2_read_channel31_access(14-1 downto 0);
 
 
-engine_impl0_region_impl2_read_channel31_access_ctl43_ol <= (resize(engine_impl0_region_impl2_read_channel31_access_ctl43_a_off, 15) + engine_impl0_region_impl2_read_channel31_access_ctl43_a_len);
-
-
-engine_impl0_region_impl2_read_channel31_access_ctl43_a_ok <= stdl((engine_impl0_region_impl2_read_channel31_access(31) /= engine_impl0_region_impl2_read_channel31_access(30)) and (engine_impl0_region_impl2_read_channel31_access_ctl43_a_len /= 0) and (engine_impl0_region_impl2_read_channel31_access_ctl43_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_read_channel31_access_ctl43_a_ok <= stdl((engine_impl0_region_impl2_read_channel31_access(31) /= engine_impl0_region_impl2_read_channel31_access(30)) and (engine_impl0_region_impl2_read_channel31_access_ctl43_a_len /= 0) and (engine_impl0_region_impl2_read_channel31_access_ctl43_a_len <= 256) and (engine_impl0_region_impl2_read_channel31_access_ctl43_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_read_channel31_line_last <= stdl(signed(resize(engine_impl0_region_impl2_read_channel31_access_ctl43_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_read_channel31_access_ctl43_len_r, 15)) - 1));
@@ -14702,13 +14488,13 @@ engine_impl0_region_impl2_read_channel31_pop <= stdl((engine_impl0_region_impl2_
 engine_impl0_region_impl2_read_channel31_can <= stdl((engine_impl0_region_impl2_read_channel31_cnt = 0) or ((engine_impl0_region_impl2_read_channel31_cnt = 1) and (not bool(engine_impl0_region_impl2_read_channel31_inflight))) or ((engine_impl0_region_impl2_read_channel31_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel31_m_tready)));
 
 
-engine_impl0_region_impl2_read_channel31_req <= stdl(bool(engine_impl0_region_impl2_read_channel31_running) and bool(engine_impl0_region_impl2_read_channel31_can) and (bool(engine_impl0_region_impl2_read_channel24_q_nempty) or (not bool(engine_impl0_region_impl2_read_channel31_mfifo))));
+engine_impl0_region_impl2_read_channel31_req <= stdl(bool(engine_impl0_region_impl2_read_channel31_running) and bool(engine_impl0_region_impl2_read_channel31_can) and (bool(engine_impl0_region_impl2_nempty) or (not bool(engine_impl0_region_impl2_read_channel31_mfifo))));
 engine_impl0_region_impl2_read_channel31_done_evt <= stdl((engine_impl0_region_impl2_read_channel31_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel31_m_tready) and bool(engine_impl0_region_impl2_read_channel31_f0));
 
-engine_impl0_region_impl2_read_channel31_addrc: process (engine_impl0_region_impl2_read_channel31_mfifo, engine_impl0_region_impl2_read_channel31_addr_bram, engine_impl0_region_impl2_read_channel24_qptr) is
+engine_impl0_region_impl2_read_channel31_addrc: process (engine_impl0_region_impl2_read_channel31_mfifo, engine_impl0_region_impl2_read_channel31_addr_bram, engine_impl0_region_impl2_rptr) is
 begin
     if bool(engine_impl0_region_impl2_read_channel31_mfifo) then
-        engine_impl0_region_impl2_read_channel31_addr_o <= engine_impl0_region_impl2_read_channel24_qptr;
+        engine_impl0_region_impl2_read_channel31_addr_o <= engine_impl0_region_impl2_rptr;
     else
         engine_impl0_region_impl2_read_channel31_addr_o <= engine_impl0_region_impl2_read_channel31_addr_bram;
     end if;
@@ -14769,10 +14555,7 @@ engine_impl0_region_impl2_read_channel32_access_ctl44_a_len <= engine_impl0_regi
 engine_impl0_region_impl2_read_channel32_access_ctl44_a_off <= engine_impl0_region_impl2_read_channel32_access(14-1 downto 0);
 
 
-engine_impl0_region_impl2_read_channel32_access_ctl44_ol <= (resize(engine_impl0_region_impl2_read_channel32_access_ctl44_a_off, 15) + engine_impl0_region_impl2_read_channel32_access_ctl44_a_len);
-
-
-engine_impl0_region_impl2_read_channel32_access_ctl44_a_ok <= stdl((engine_impl0_region_impl2_read_channel32_access(31) /= engine_impl0_region_impl2_read_channel32_access(30)) and (engine_impl0_region_impl2_read_channel32_access_ctl44_a_len /= 0) and (engine_impl0_region_impl2_read_channel32_access_ctl44_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_read_channel32_access_ctl44_a_ok <= stdl((engine_impl0_region_impl2_read_channel32_access(31) /= engine_impl0_region_impl2_read_channel32_access(30)) and (engine_impl0_region_impl2_read_channel32_access_ctl44_a_len /= 0) and (engine_impl0_region_impl2_read_channel32_access_ctl44_a_len <= 256) and (engine_impl0_region_impl2_read_channel32_access_ctl44_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_read_channel32_line_last <= stdl(signed(resize(engine_impl0_region_impl2_read_channel32_access_ctl44_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_read_channel32_access_ctl44_len_r, 15)) - 1));
@@ -14887,13 +14670,13 @@ engine_impl0_region_impl2_read_channel32_pop <= stdl((engine_impl0_region_impl2_
 engine_impl0_region_impl2_read_channel32_can <= stdl((engine_impl0_region_impl2_read_channel32_cnt = 0) or ((engine_impl0_region_impl2_read_channel32_cnt = 1) and (not bool(engine_impl0_region_impl2_read_channel32_inflight))) or ((engine_impl0_region_impl2_read_channel32_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel32_m_tready)));
 
 
-engine_impl0_region_impl2_read_channel32_req <= stdl(bool(engine_impl0_region_impl2_read_channel32_running) and bool(engine_impl0_region_impl2_read_channel32_can) and (bool(engine_impl0_region_impl2_read_channel24_q_nempty) or (not bool(engine_impl0_region_impl2_read_channel32_mfifo))));
+engine_impl0_region_impl2_read_channel32_req <= stdl(bool(engine_impl0_region_impl2_read_channel32_running) and bool(engine_impl0_region_impl2_read_channel32_can) and (bool(engine_impl0_region_impl2_nempty) or (not bool(engine_impl0_region_impl2_read_channel32_mfifo))));
 engine_impl0_region_impl2_read_channel32_done_evt <= stdl((engine_impl0_region_impl2_read_channel32_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel32_m_tready) and bool(engine_impl0_region_impl2_read_channel32_f0));
 
-engine_impl0_region_impl2_read_channel32_addrc: process (engine_impl0_region_impl2_read_channel32_mfifo, engine_impl0_region_impl2_read_channel32_addr_bram, engine_impl0_region_impl2_read_channel24_qptr) is
+engine_impl0_region_impl2_read_channel32_addrc: process (engine_impl0_region_impl2_read_channel32_mfifo, engine_impl0_region_impl2_read_channel32_addr_bram, engine_impl0_region_impl2_rptr) is
 begin
     if bool(engine_impl0_region_impl2_read_channel32_mfifo) then
-        engine_impl0_region_impl2_read_channel32_addr_o <= engine_impl0_region_impl2_read_channel24_qptr;
+        engine_impl0_region_impl2_read_channel32_addr_o <= engine_impl0_region_impl2_rptr;
     else
         engine_impl0_region_impl2_read_channel32_addr_o <= engine_impl0_region_impl2_read_channel32_addr_bram;
     end if;
@@ -14954,10 +14737,7 @@ engine_impl0_region_impl2_read_channel33_access_ctl45_a_len <= engine_impl0_regi
 engine_impl0_region_impl2_read_channel33_access_ctl45_a_off <= engine_impl0_region_impl2_read_channel33_access(14-1 downto 0);
 
 
-engine_impl0_region_impl2_read_channel33_access_ctl45_ol <= (resize(engine_impl0_region_impl2_read_channel33_access_ctl45_a_off, 15) + engine_impl0_region_impl2_read_channel33_access_ctl45_a_len);
-
-
-engine_impl0_region_impl2_read_channel33_access_ctl45_a_ok <= stdl((engine_impl0_region_impl2_read_channel33_access(31) /= engine_impl0_region_impl2_read_channel33_access(30)) and (engine_impl0_region_impl2_read_channel33_access_ctl45_a_len /= 0) and (engine_impl0_region_impl2_read_channel33_access_ctl45_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_read_channel33_access_ctl45_a_ok <= stdl((engine_impl0_region_impl2_read_channel33_access(31) /= engine_impl0_region_impl2_read_channel33_access(30)) and (engine_impl0_region_impl2_read_channel33_access_ctl45_a_len /= 0) and (engine_impl0_region_impl2_read_channel33_access_ctl45_a_len <= 256) and (engine_impl0_region_impl2_read_channel33_access_ctl45_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_read_channel33_line_last <= stdl(signed(resize(engine_impl0_region_impl2_read_channel33_access_ctl45_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_read_channel33_access_ctl45_len_r, 15)) - 1));
@@ -15072,13 +14852,13 @@ engine_impl0_region_impl2_read_channel33_pop <= stdl((engine_impl0_region_impl2_
 engine_impl0_region_impl2_read_channel33_can <= stdl((engine_impl0_region_impl2_read_channel33_cnt = 0) or ((engine_impl0_region_impl2_read_channel33_cnt = 1) and (not bool(engine_impl0_region_impl2_read_channel33_inflight))) or ((engine_impl0_region_impl2_read_channel33_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel33_m_tready)));
 
 
-engine_impl0_region_impl2_read_channel33_req <= stdl(bool(engine_impl0_region_impl2_read_channel33_running) and bool(engine_impl0_region_impl2_read_channel33_can) and (bool(engine_impl0_region_impl2_read_channel24_q_nempty) or (not bool(engine_impl0_region_impl2_read_channel33_mfifo))));
+engine_impl0_region_impl2_read_channel33_req <= stdl(bool(engine_impl0_region_impl2_read_channel33_running) and bool(engine_impl0_region_impl2_read_channel33_can) and (bool(engine_impl0_region_impl2_nempty) or (not bool(engine_impl0_region_impl2_read_channel33_mfifo))));
 engine_impl0_region_impl2_read_channel33_done_evt <= stdl((engine_impl0_region_impl2_read_channel33_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel33_m_tready) and bool(engine_impl0_region_impl2_read_channel33_f0));
 
-engine_impl0_region_impl2_read_channel33_addrc: process (engine_impl0_region_impl2_read_channel33_mfifo, engine_impl0_region_impl2_read_channel33_addr_bram, engine_impl0_region_impl2_read_channel24_qptr) is
+engine_impl0_region_impl2_read_channel33_addrc: process (engine_impl0_region_impl2_read_channel33_mfifo, engine_impl0_region_impl2_read_channel33_addr_bram, engine_impl0_region_impl2_rptr) is
 begin
     if bool(engine_impl0_region_impl2_read_channel33_mfifo) then
-        engine_impl0_region_impl2_read_channel33_addr_o <= engine_impl0_region_impl2_read_channel24_qptr;
+        engine_impl0_region_impl2_read_channel33_addr_o <= engine_impl0_region_impl2_rptr;
     else
         engine_impl0_region_impl2_read_channel33_addr_o <= engine_impl0_region_impl2_read_channel33_addr_bram;
     end if;
@@ -15139,10 +14919,7 @@ engine_impl0_region_impl2_read_channel34_access_ctl46_a_len <= engine_impl0_regi
 engine_impl0_region_impl2_read_channel34_access_ctl46_a_off <= engine_impl0_region_impl2_read_channel34_access(14-1 downto 0);
 
 
-engine_impl0_region_impl2_read_channel34_access_ctl46_ol <= (resize(engine_impl0_region_impl2_read_channel34_access_ctl46_a_off, 15) + engine_impl0_region_impl2_read_channel34_access_ctl46_a_len);
-
-
-engine_impl0_region_impl2_read_channel34_access_ctl46_a_ok <= stdl((engine_impl0_region_impl2_read_channel34_access(31) /= engine_impl0_region_impl2_read_channel34_access(30)) and (engine_impl0_region_impl2_read_channel34_access_ctl46_a_len /= 0) and (engine_impl0_region_impl2_read_channel34_access_ctl46_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_read_channel34_access_ctl46_a_ok <= stdl((engine_impl0_region_impl2_read_channel34_access(31) /= engine_impl0_region_impl2_read_channel34_access(30)) and (engine_impl0_region_impl2_read_channel34_access_ctl46_a_len /= 0) and (engine_impl0_region_impl2_read_channel34_access_ctl46_a_len <= 256) and (engine_impl0_region_impl2_read_channel34_access_ctl46_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_read_channel34_line_last <= stdl(signed(resize(engine_impl0_region_impl2_read_channel34_access_ctl46_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_read_channel34_access_ctl46_len_r, 15)) - 1));
@@ -15257,13 +15034,13 @@ engine_impl0_region_impl2_read_channel34_pop <= stdl((engine_impl0_region_impl2_
 engine_impl0_region_impl2_read_channel34_can <= stdl((engine_impl0_region_impl2_read_channel34_cnt = 0) or ((engine_impl0_region_impl2_read_channel34_cnt = 1) and (not bool(engine_impl0_region_impl2_read_channel34_inflight))) or ((engine_impl0_region_impl2_read_channel34_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel34_m_tready)));
 
 
-engine_impl0_region_impl2_read_channel34_req <= stdl(bool(engine_impl0_region_impl2_read_channel34_running) and bool(engine_impl0_region_impl2_read_channel34_can) and (bool(engine_impl0_region_impl2_read_channel24_q_nempty) or (not bool(engine_impl0_region_impl2_read_channel34_mfifo))));
+engine_impl0_region_impl2_read_channel34_req <= stdl(bool(engine_impl0_region_impl2_read_channel34_running) and bool(engine_impl0_region_impl2_read_channel34_can) and (bool(engine_impl0_region_impl2_nempty) or (not bool(engine_impl0_region_impl2_read_channel34_mfifo))));
 engine_impl0_region_impl2_read_channel34_done_evt <= stdl((engine_impl0_region_impl2_read_channel34_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel34_m_tready) and bool(engine_impl0_region_impl2_read_channel34_f0));
 
-engine_impl0_region_impl2_read_channel34_addrc: process (engine_impl0_region_impl2_read_channel34_mfifo, engine_impl0_region_impl2_read_channel34_addr_bram, engine_impl0_region_impl2_read_channel24_qptr) is
+engine_impl0_region_impl2_read_channel34_addrc: process (engine_impl0_region_impl2_read_channel34_mfifo, engine_impl0_region_impl2_read_channel34_addr_bram, engine_impl0_region_impl2_rptr) is
 begin
     if bool(engine_impl0_region_impl2_read_channel34_mfifo) then
-        engine_impl0_region_impl2_read_channel34_addr_o <= engine_impl0_region_impl2_read_channel24_qptr;
+        engine_impl0_region_impl2_read_channel34_addr_o <= engine_impl0_region_impl2_rptr;
     else
         engine_impl0_region_impl2_read_channel34_addr_o <= engine_impl0_region_impl2_read_channel34_addr_bram;
     end if;
@@ -15324,10 +15101,7 @@ engine_impl0_region_impl2_read_channel35_access_ctl47_a_len <= engine_impl0_regi
 engine_impl0_region_impl2_read_channel35_access_ctl47_a_off <= engine_impl0_region_impl2_read_channel35_access(14-1 downto 0);
 
 
-engine_impl0_region_impl2_read_channel35_access_ctl47_ol <= (resize(engine_impl0_region_impl2_read_channel35_access_ctl47_a_off, 15) + engine_impl0_region_impl2_read_channel35_access_ctl47_a_len);
-
-
-engine_impl0_region_impl2_read_channel35_access_ctl47_a_ok <= stdl((engine_impl0_region_impl2_read_channel35_access(31) /= engine_impl0_region_impl2_read_channel35_access(30)) and (engine_impl0_region_impl2_read_channel35_access_ctl47_a_len /= 0) and (engine_impl0_region_impl2_read_channel35_access_ctl47_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_read_channel35_access_ctl47_a_ok <= stdl((engine_impl0_region_impl2_read_channel35_access(31) /= engine_impl0_region_impl2_read_channel35_access(30)) and (engine_impl0_region_impl2_read_channel35_access_ctl47_a_len /= 0) and (engine_impl0_region_impl2_read_channel35_access_ctl47_a_len <= 256) and (engine_impl0_region_impl2_read_channel35_access_ctl47_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_read_channel35_line_last <= stdl(signed(resize(engine_impl0_region_impl2_read_channel35_access_ctl47_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_read_channel35_access_ctl47_len_r, 15)) - 1));
@@ -15442,13 +15216,13 @@ engine_impl0_region_impl2_read_channel35_pop <= stdl((engine_impl0_region_impl2_
 engine_impl0_region_impl2_read_channel35_can <= stdl((engine_impl0_region_impl2_read_channel35_cnt = 0) or ((engine_impl0_region_impl2_read_channel35_cnt = 1) and (not bool(engine_impl0_region_impl2_read_channel35_inflight))) or ((engine_impl0_region_impl2_read_channel35_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel35_m_tready)));
 
 
-engine_impl0_region_impl2_read_channel35_req <= stdl(bool(engine_impl0_region_impl2_read_channel35_running) and bool(engine_impl0_region_impl2_read_channel35_can) and (bool(engine_impl0_region_impl2_read_channel24_q_nempty) or (not bool(engine_impl0_region_impl2_read_channel35_mfifo))));
+engine_impl0_region_impl2_read_channel35_req <= stdl(bool(engine_impl0_region_impl2_read_channel35_running) and bool(engine_impl0_region_impl2_read_channel35_can) and (bool(engine_impl0_region_impl2_nempty) or (not bool(engine_impl0_region_impl2_read_channel35_mfifo))));
 engine_impl0_region_impl2_read_channel35_done_evt <= stdl((engine_impl0_region_impl2_read_channel35_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel35_m_tready) and bool(engine_impl0_region_impl2_read_channel35_f0));
 
-engine_impl0_region_impl2_read_channel35_addrc: process (engine_impl0_region_impl2_read_channel35_mfifo, engine_impl0_region_impl2_read_channel35_addr_bram, engine_impl0_region_impl2_read_channel24_qptr) is
+engine_impl0_region_impl2_read_channel35_addrc: process (engine_impl0_region_impl2_read_channel35_mfifo, engine_impl0_region_impl2_read_channel35_addr_bram, engine_impl0_region_impl2_rptr) is
 begin
     if bool(engine_impl0_region_impl2_read_channel35_mfifo) then
-        engine_impl0_region_impl2_read_channel35_addr_o <= engine_impl0_region_impl2_read_channel24_qptr;
+        engine_impl0_region_impl2_read_channel35_addr_o <= engine_impl0_region_impl2_rptr;
     else
         engine_impl0_region_impl2_read_channel35_addr_o <= engine_impl0_region_impl2_read_channel35_addr_bram;
     end if;
@@ -15509,10 +15283,7 @@ engine_impl0_region_impl2_write_channel12_access_ctl48_a_len <= engine_impl0_reg
 engine_impl0_region_impl2_write_channel12_access_ctl48_a_off <= engine_impl0_region_impl2_write_channel12_access(14-1 downto 0);
 
 
-engine_impl0_region_impl2_write_channel12_access_ctl48_ol <= (resize(engine_impl0_region_impl2_write_channel12_access_ctl48_a_off, 15) + engine_impl0_region_impl2_write_channel12_access_ctl48_a_len);
-
-
-engine_impl0_region_impl2_write_channel12_access_ctl48_a_ok <= stdl((engine_impl0_region_impl2_write_channel12_access(31) /= engine_impl0_region_impl2_write_channel12_access(30)) and (engine_impl0_region_impl2_write_channel12_access_ctl48_a_len /= 0) and (engine_impl0_region_impl2_write_channel12_access_ctl48_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_write_channel12_access_ctl48_a_ok <= stdl((engine_impl0_region_impl2_write_channel12_access(31) /= engine_impl0_region_impl2_write_channel12_access(30)) and (engine_impl0_region_impl2_write_channel12_access_ctl48_a_len /= 0) and (engine_impl0_region_impl2_write_channel12_access_ctl48_a_len <= 256) and (engine_impl0_region_impl2_write_channel12_access_ctl48_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_write_channel12_line_last <= stdl(signed(resize(engine_impl0_region_impl2_write_channel12_access_ctl48_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_write_channel12_access_ctl48_len_r, 15)) - 1));
@@ -15641,10 +15412,7 @@ engine_impl0_region_impl2_write_channel13_access_ctl49_a_len <= engine_impl0_reg
 engine_impl0_region_impl2_write_channel13_access_ctl49_a_off <= engine_impl0_region_impl2_write_channel13_access(14-1 downto 0);
 
 
-engine_impl0_region_impl2_write_channel13_access_ctl49_ol <= (resize(engine_impl0_region_impl2_write_channel13_access_ctl49_a_off, 15) + engine_impl0_region_impl2_write_channel13_access_ctl49_a_len);
-
-
-engine_impl0_region_impl2_write_channel13_access_ctl49_a_ok <= stdl((engine_impl0_region_impl2_write_channel13_access(31) /= engine_impl0_region_impl2_write_channel13_access(30)) and (engine_impl0_region_impl2_write_channel13_access_ctl49_a_len /= 0) and (engine_impl0_region_impl2_write_channel13_access_ctl49_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_write_channel13_access_ctl49_a_ok <= stdl((engine_impl0_region_impl2_write_channel13_access(31) /= engine_impl0_region_impl2_write_channel13_access(30)) and (engine_impl0_region_impl2_write_channel13_access_ctl49_a_len /= 0) and (engine_impl0_region_impl2_write_channel13_access_ctl49_a_len <= 256) and (engine_impl0_region_impl2_write_channel13_access_ctl49_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_write_channel13_line_last <= stdl(signed(resize(engine_impl0_region_impl2_write_channel13_access_ctl49_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_write_channel13_access_ctl49_len_r, 15)) - 1));
@@ -15773,10 +15541,7 @@ engine_impl0_region_impl2_write_channel14_access_ctl50_a_len <= engine_impl0_reg
 engine_impl0_region_impl2_write_channel14_access_ctl50_a_off <= engine_impl0_region_impl2_write_channel14_access(14-1 downto 0);
 
 
-engine_impl0_region_impl2_write_channel14_access_ctl50_ol <= (resize(engine_impl0_region_impl2_write_channel14_access_ctl50_a_off, 15) + engine_impl0_region_impl2_write_channel14_access_ctl50_a_len);
-
-
-engine_impl0_region_impl2_write_channel14_access_ctl50_a_ok <= stdl((engine_impl0_region_impl2_write_channel14_access(31) /= engine_impl0_region_impl2_write_channel14_access(30)) and (engine_impl0_region_impl2_write_channel14_access_ctl50_a_len /= 0) and (engine_impl0_region_impl2_write_channel14_access_ctl50_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_write_channel14_access_ctl50_a_ok <= stdl((engine_impl0_region_impl2_write_channel14_access(31) /= engine_impl0_region_impl2_write_channel14_access(30)) and (engine_impl0_region_impl2_write_channel14_access_ctl50_a_len /= 0) and (engine_impl0_region_impl2_write_channel14_access_ctl50_a_len <= 256) and (engine_impl0_region_impl2_write_channel14_access_ctl50_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_write_channel14_line_last <= stdl(signed(resize(engine_impl0_region_impl2_write_channel14_access_ctl50_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_write_channel14_access_ctl50_len_r, 15)) - 1));
@@ -15905,10 +15670,7 @@ engine_impl0_region_impl2_write_channel15_access_ctl51_a_len <= engine_impl0_reg
 engine_impl0_region_impl2_write_channel15_access_ctl51_a_off <= engine_impl0_region_impl2_write_channel15_access(14-1 downto 0);
 
 
-engine_impl0_region_impl2_write_channel15_access_ctl51_ol <= (resize(engine_impl0_region_impl2_write_channel15_access_ctl51_a_off, 15) + engine_impl0_region_impl2_write_channel15_access_ctl51_a_len);
-
-
-engine_impl0_region_impl2_write_channel15_access_ctl51_a_ok <= stdl((engine_impl0_region_impl2_write_channel15_access(31) /= engine_impl0_region_impl2_write_channel15_access(30)) and (engine_impl0_region_impl2_write_channel15_access_ctl51_a_len /= 0) and (engine_impl0_region_impl2_write_channel15_access_ctl51_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_write_channel15_access_ctl51_a_ok <= stdl((engine_impl0_region_impl2_write_channel15_access(31) /= engine_impl0_region_impl2_write_channel15_access(30)) and (engine_impl0_region_impl2_write_channel15_access_ctl51_a_len /= 0) and (engine_impl0_region_impl2_write_channel15_access_ctl51_a_len <= 256) and (engine_impl0_region_impl2_write_channel15_access_ctl51_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_write_channel15_line_last <= stdl(signed(resize(engine_impl0_region_impl2_write_channel15_access_ctl51_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_write_channel15_access_ctl51_len_r, 15)) - 1));
@@ -16037,10 +15799,7 @@ engine_impl0_region_impl2_write_channel16_access_ctl52_a_len <= engine_impl0_reg
 engine_impl0_region_impl2_write_channel16_access_ctl52_a_off <= engine_impl0_region_impl2_write_channel16_access(14-1 downto 0);
 
 
-engine_impl0_region_impl2_write_channel16_access_ctl52_ol <= (resize(engine_impl0_region_impl2_write_channel16_access_ctl52_a_off, 15) + engine_impl0_region_impl2_write_channel16_access_ctl52_a_len);
-
-
-engine_impl0_region_impl2_write_channel16_access_ctl52_a_ok <= stdl((engine_impl0_region_impl2_write_channel16_access(31) /= engine_impl0_region_impl2_write_channel16_access(30)) and (engine_impl0_region_impl2_write_channel16_access_ctl52_a_len /= 0) and (engine_impl0_region_impl2_write_channel16_access_ctl52_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_write_channel16_access_ctl52_a_ok <= stdl((engine_impl0_region_impl2_write_channel16_access(31) /= engine_impl0_region_impl2_write_channel16_access(30)) and (engine_impl0_region_impl2_write_channel16_access_ctl52_a_len /= 0) and (engine_impl0_region_impl2_write_channel16_access_ctl52_a_len <= 256) and (engine_impl0_region_impl2_write_channel16_access_ctl52_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_write_channel16_line_last <= stdl(signed(resize(engine_impl0_region_impl2_write_channel16_access_ctl52_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_write_channel16_access_ctl52_len_r, 15)) - 1));
@@ -16169,10 +15928,7 @@ engine_impl0_region_impl2_write_channel17_access_ctl53_a_len <= engine_impl0_reg
 engine_impl0_region_impl2_write_channel17_access_ctl53_a_off <= engine_impl0_region_impl2_write_channel17_access(14-1 downto 0);
 
 
-engine_impl0_region_impl2_write_channel17_access_ctl53_ol <= (resize(engine_impl0_region_impl2_write_channel17_access_ctl53_a_off, 15) + engine_impl0_region_impl2_write_channel17_access_ctl53_a_len);
-
-
-engine_impl0_region_impl2_write_channel17_access_ctl53_a_ok <= stdl((engine_impl0_region_impl2_write_channel17_access(31) /= engine_impl0_region_impl2_write_channel17_access(30)) and (engine_impl0_region_impl2_write_channel17_access_ctl53_a_len /= 0) and (engine_impl0_region_impl2_write_channel17_access_ctl53_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_write_channel17_access_ctl53_a_ok <= stdl((engine_impl0_region_impl2_write_channel17_access(31) /= engine_impl0_region_impl2_write_channel17_access(30)) and (engine_impl0_region_impl2_write_channel17_access_ctl53_a_len /= 0) and (engine_impl0_region_impl2_write_channel17_access_ctl53_a_len <= 256) and (engine_impl0_region_impl2_write_channel17_access_ctl53_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_write_channel17_line_last <= stdl(signed(resize(engine_impl0_region_impl2_write_channel17_access_ctl53_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_write_channel17_access_ctl53_len_r, 15)) - 1));
@@ -16690,7 +16446,9 @@ begin
         if (rst = '1') then
             engine_impl0_region_impl2_wptr <= to_unsigned(0, 8);
         else
-            if bool(engine_impl0_region_impl2_or_vec10_y) then
+            if bool(fifo_clr) then
+                engine_impl0_region_impl2_wptr <= to_unsigned(0, 8);
+            elsif bool(engine_impl0_region_impl2_or_vec10_y) then
                 engine_impl0_region_impl2_wptr <= (engine_impl0_region_impl2_wptr + 1);
             end if;
         end if;
@@ -16740,40 +16498,42 @@ engine_impl0_region_impl2_fifo_queue2_q: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            engine_impl0_region_impl2_read_channel24_qptr <= to_unsigned(0, 8);
-            engine_impl0_region_impl2_fifo_queue2_cnt <= to_unsigned(0, 9);
+            engine_impl0_region_impl2_rptr <= to_unsigned(0, 8);
+            engine_impl0_region_impl2_qcnt <= to_unsigned(0, 9);
         else
-            if bool(engine_impl0_region_impl2_or_vec11_y) then
-                engine_impl0_region_impl2_read_channel24_qptr <= (engine_impl0_region_impl2_read_channel24_qptr + 1);
-            end if;
-            if (bool(engine_impl0_region_impl2_or_vec10_y) and (not bool(engine_impl0_region_impl2_or_vec11_y))) then
-                engine_impl0_region_impl2_fifo_queue2_cnt <= (engine_impl0_region_impl2_fifo_queue2_cnt + 1);
-            elsif (bool(engine_impl0_region_impl2_or_vec11_y) and (not bool(engine_impl0_region_impl2_or_vec10_y))) then
-                engine_impl0_region_impl2_fifo_queue2_cnt <= (engine_impl0_region_impl2_fifo_queue2_cnt - 1);
+            if bool(fifo_clr) then
+                engine_impl0_region_impl2_rptr <= to_unsigned(0, 8);
+                engine_impl0_region_impl2_qcnt <= to_unsigned(0, 9);
+            else
+                if bool(engine_impl0_region_impl2_or_vec11_y) then
+                    engine_impl0_region_impl2_rptr <= (engine_impl0_region_impl2_rptr + 1);
+                end if;
+                if (bool(engine_impl0_region_impl2_or_vec10_y) and (not bool(engine_impl0_region_impl2_or_vec11_y))) then
+                    engine_impl0_region_impl2_qcnt <= (engine_impl0_region_impl2_qcnt + 1);
+                elsif (bool(engine_impl0_region_impl2_or_vec11_y) and (not bool(engine_impl0_region_impl2_or_vec10_y))) then
+                    engine_impl0_region_impl2_qcnt <= (engine_impl0_region_impl2_qcnt - 1);
+                end if;
             end if;
         end if;
     end if;
 end process engine_impl0_region_impl2_fifo_queue2_q;
 
 
-engine_impl0_region_impl2_read_channel24_q_nempty <= stdl(engine_impl0_region_impl2_fifo_queue2_cnt /= 0);
-engine_impl0_region_impl2_fifo_queue2_full <= stdl(engine_impl0_region_impl2_fifo_queue2_cnt = 256);
+engine_impl0_region_impl2_nempty <= stdl(engine_impl0_region_impl2_qcnt /= 0);
+engine_impl0_region_impl2_qfull <= stdl(engine_impl0_region_impl2_qcnt = 256);
 
 
-engine_impl0_region_impl2_q_nfull <= stdl((not bool(engine_impl0_region_impl2_fifo_queue2_full)));
+engine_impl0_region_impl2_q_nfull <= stdl((not bool(engine_impl0_region_impl2_qfull)));
 
 
-engine_impl0_region_impl2_copy_sig92_y <= engine_impl0_region_impl2_fifo_queue2_cnt;
+engine_impl0_region_impl2_copy_sig92_y <= engine_impl0_region_impl2_qcnt;
 
 
 engine_impl0_region_impl3_read_channel36_access_ctl54_a_len <= engine_impl0_region_impl3_read_channel36_access(30-1 downto 16);
 engine_impl0_region_impl3_read_channel36_access_ctl54_a_off <= engine_impl0_region_impl3_read_channel36_access(14-1 downto 0);
 
 
-engine_impl0_region_impl3_read_channel36_access_ctl54_ol <= (resize(engine_impl0_region_impl3_read_channel36_access_ctl54_a_off, 15) + engine_impl0_region_impl3_read_channel36_access_ctl54_a_len);
-
-
-engine_impl0_region_impl3_read_channel36_access_ctl54_a_ok <= stdl((engine_impl0_region_impl3_read_channel36_access(31) /= engine_impl0_region_impl3_read_channel36_access(30)) and (engine_impl0_region_impl3_read_channel36_access_ctl54_a_len /= 0) and (engine_impl0_region_impl3_read_channel36_access_ctl54_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_read_channel36_access_ctl54_a_ok <= stdl((engine_impl0_region_impl3_read_channel36_access(31) /= engine_impl0_region_impl3_read_channel36_access(30)) and (engine_impl0_region_impl3_read_channel36_access_ctl54_a_len /= 0) and (engine_impl0_region_impl3_read_channel36_access_ctl54_a_len <= 256) and (engine_impl0_region_impl3_read_channel36_access_ctl54_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_read_channel36_line_last <= stdl(signed(resize(engine_impl0_region_impl3_read_channel36_access_ctl54_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_read_channel36_access_ctl54_len_r, 15)) - 1));
@@ -16888,13 +16648,13 @@ engine_impl0_region_impl3_read_channel36_pop <= stdl((engine_impl0_region_impl3_
 engine_impl0_region_impl3_read_channel36_can <= stdl((engine_impl0_region_impl3_read_channel36_cnt = 0) or ((engine_impl0_region_impl3_read_channel36_cnt = 1) and (not bool(engine_impl0_region_impl3_read_channel36_inflight))) or ((engine_impl0_region_impl3_read_channel36_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel36_m_tready)));
 
 
-engine_impl0_region_impl3_read_channel36_req <= stdl(bool(engine_impl0_region_impl3_read_channel36_running) and bool(engine_impl0_region_impl3_read_channel36_can) and (bool(engine_impl0_region_impl3_read_channel36_q_nempty) or (not bool(engine_impl0_region_impl3_read_channel36_mfifo))));
+engine_impl0_region_impl3_read_channel36_req <= stdl(bool(engine_impl0_region_impl3_read_channel36_running) and bool(engine_impl0_region_impl3_read_channel36_can) and (bool(engine_impl0_region_impl3_nempty) or (not bool(engine_impl0_region_impl3_read_channel36_mfifo))));
 engine_impl0_region_impl3_read_channel36_done_evt <= stdl((engine_impl0_region_impl3_read_channel36_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel36_m_tready) and bool(engine_impl0_region_impl3_read_channel36_f0));
 
-engine_impl0_region_impl3_read_channel36_addrc: process (engine_impl0_region_impl3_read_channel36_mfifo, engine_impl0_region_impl3_read_channel36_addr_bram, engine_impl0_region_impl3_read_channel36_qptr) is
+engine_impl0_region_impl3_read_channel36_addrc: process (engine_impl0_region_impl3_read_channel36_mfifo, engine_impl0_region_impl3_read_channel36_addr_bram, engine_impl0_region_impl3_rptr) is
 begin
     if bool(engine_impl0_region_impl3_read_channel36_mfifo) then
-        engine_impl0_region_impl3_read_channel36_addr_o <= engine_impl0_region_impl3_read_channel36_qptr;
+        engine_impl0_region_impl3_read_channel36_addr_o <= engine_impl0_region_impl3_rptr;
     else
         engine_impl0_region_impl3_read_channel36_addr_o <= engine_impl0_region_impl3_read_channel36_addr_bram;
     end if;
@@ -16955,10 +16715,7 @@ engine_impl0_region_impl3_read_channel37_access_ctl55_a_len <= engine_impl0_regi
 engine_impl0_region_impl3_read_channel37_access_ctl55_a_off <= engine_impl0_region_impl3_read_channel37_access(14-1 downto 0);
 
 
-engine_impl0_region_impl3_read_channel37_access_ctl55_ol <= (resize(engine_impl0_region_impl3_read_channel37_access_ctl55_a_off, 15) + engine_impl0_region_impl3_read_channel37_access_ctl55_a_len);
-
-
-engine_impl0_region_impl3_read_channel37_access_ctl55_a_ok <= stdl((engine_impl0_region_impl3_read_channel37_access(31) /= engine_impl0_region_impl3_read_channel37_access(30)) and (engine_impl0_region_impl3_read_channel37_access_ctl55_a_len /= 0) and (engine_impl0_region_impl3_read_channel37_access_ctl55_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_read_channel37_access_ctl55_a_ok <= stdl((engine_impl0_region_impl3_read_channel37_access(31) /= engine_impl0_region_impl3_read_channel37_access(30)) and (engine_impl0_region_impl3_read_channel37_access_ctl55_a_len /= 0) and (engine_impl0_region_impl3_read_channel37_access_ctl55_a_len <= 256) and (engine_impl0_region_impl3_read_channel37_access_ctl55_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_read_channel37_line_last <= stdl(signed(resize(engine_impl0_region_impl3_read_channel37_access_ctl55_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_read_channel37_access_ctl55_len_r, 15)) - 1));
@@ -17073,13 +16830,13 @@ engine_impl0_region_impl3_read_channel37_pop <= stdl((engine_impl0_region_impl3_
 engine_impl0_region_impl3_read_channel37_can <= stdl((engine_impl0_region_impl3_read_channel37_cnt = 0) or ((engine_impl0_region_impl3_read_channel37_cnt = 1) and (not bool(engine_impl0_region_impl3_read_channel37_inflight))) or ((engine_impl0_region_impl3_read_channel37_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel37_m_tready)));
 
 
-engine_impl0_region_impl3_read_channel37_req <= stdl(bool(engine_impl0_region_impl3_read_channel37_running) and bool(engine_impl0_region_impl3_read_channel37_can) and (bool(engine_impl0_region_impl3_read_channel36_q_nempty) or (not bool(engine_impl0_region_impl3_read_channel37_mfifo))));
+engine_impl0_region_impl3_read_channel37_req <= stdl(bool(engine_impl0_region_impl3_read_channel37_running) and bool(engine_impl0_region_impl3_read_channel37_can) and (bool(engine_impl0_region_impl3_nempty) or (not bool(engine_impl0_region_impl3_read_channel37_mfifo))));
 engine_impl0_region_impl3_read_channel37_done_evt <= stdl((engine_impl0_region_impl3_read_channel37_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel37_m_tready) and bool(engine_impl0_region_impl3_read_channel37_f0));
 
-engine_impl0_region_impl3_read_channel37_addrc: process (engine_impl0_region_impl3_read_channel37_mfifo, engine_impl0_region_impl3_read_channel37_addr_bram, engine_impl0_region_impl3_read_channel36_qptr) is
+engine_impl0_region_impl3_read_channel37_addrc: process (engine_impl0_region_impl3_read_channel37_mfifo, engine_impl0_region_impl3_read_channel37_addr_bram, engine_impl0_region_impl3_rptr) is
 begin
     if bool(engine_impl0_region_impl3_read_channel37_mfifo) then
-        engine_impl0_region_impl3_read_channel37_addr_o <= engine_impl0_region_impl3_read_channel36_qptr;
+        engine_impl0_region_impl3_read_channel37_addr_o <= engine_impl0_region_impl3_rptr;
     else
         engine_impl0_region_impl3_read_channel37_addr_o <= engine_impl0_region_impl3_read_channel37_addr_bram;
     end if;
@@ -17140,10 +16897,7 @@ engine_impl0_region_impl3_read_channel38_access_ctl56_a_len <= engine_impl0_regi
 engine_impl0_region_impl3_read_channel38_access_ctl56_a_off <= engine_impl0_region_impl3_read_channel38_access(14-1 downto 0);
 
 
-engine_impl0_region_impl3_read_channel38_access_ctl56_ol <= (resize(engine_impl0_region_impl3_read_channel38_access_ctl56_a_off, 15) + engine_impl0_region_impl3_read_channel38_access_ctl56_a_len);
-
-
-engine_impl0_region_impl3_read_channel38_access_ctl56_a_ok <= stdl((engine_impl0_region_impl3_read_channel38_access(31) /= engine_impl0_region_impl3_read_channel38_access(30)) and (engine_impl0_region_impl3_read_channel38_access_ctl56_a_len /= 0) and (engine_impl0_region_impl3_read_channel38_access_ctl56_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_read_channel38_access_ctl56_a_ok <= stdl((engine_impl0_region_impl3_read_channel38_access(31) /= engine_impl0_region_impl3_read_channel38_access(30)) and (engine_impl0_region_impl3_read_channel38_access_ctl56_a_len /= 0) and (engine_impl0_region_impl3_read_channel38_access_ctl56_a_len <= 256) and (engine_impl0_region_impl3_read_channel38_access_ctl56_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_read_channel38_line_last <= stdl(signed(resize(engine_impl0_region_impl3_read_channel38_access_ctl56_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_read_channel38_access_ctl56_len_r, 15)) - 1));
@@ -17258,13 +17012,13 @@ engine_impl0_region_impl3_read_channel38_pop <= stdl((engine_impl0_region_impl3_
 engine_impl0_region_impl3_read_channel38_can <= stdl((engine_impl0_region_impl3_read_channel38_cnt = 0) or ((engine_impl0_region_impl3_read_channel38_cnt = 1) and (not bool(engine_impl0_region_impl3_read_channel38_inflight))) or ((engine_impl0_region_impl3_read_channel38_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel38_m_tready)));
 
 
-engine_impl0_region_impl3_read_channel38_req <= stdl(bool(engine_impl0_region_impl3_read_channel38_running) and bool(engine_impl0_region_impl3_read_channel38_can) and (bool(engine_impl0_region_impl3_read_channel36_q_nempty) or (not bool(engine_impl0_region_impl3_read_channel38_mfifo))));
+engine_impl0_region_impl3_read_channel38_req <= stdl(bool(engine_impl0_region_impl3_read_channel38_running) and bool(engine_impl0_region_impl3_read_channel38_can) and (bool(engine_impl0_region_impl3_nempty) or (not bool(engine_impl0_region_impl3_read_channel38_mfifo))));
 engine_impl0_region_impl3_read_channel38_done_evt <= stdl((engine_impl0_region_impl3_read_channel38_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel38_m_tready) and bool(engine_impl0_region_impl3_read_channel38_f0));
 
-engine_impl0_region_impl3_read_channel38_addrc: process (engine_impl0_region_impl3_read_channel38_mfifo, engine_impl0_region_impl3_read_channel38_addr_bram, engine_impl0_region_impl3_read_channel36_qptr) is
+engine_impl0_region_impl3_read_channel38_addrc: process (engine_impl0_region_impl3_read_channel38_mfifo, engine_impl0_region_impl3_read_channel38_addr_bram, engine_impl0_region_impl3_rptr) is
 begin
     if bool(engine_impl0_region_impl3_read_channel38_mfifo) then
-        engine_impl0_region_impl3_read_channel38_addr_o <= engine_impl0_region_impl3_read_channel36_qptr;
+        engine_impl0_region_impl3_read_channel38_addr_o <= engine_impl0_region_impl3_rptr;
     else
         engine_impl0_region_impl3_read_channel38_addr_o <= engine_impl0_region_impl3_read_channel38_addr_bram;
     end if;
@@ -17325,10 +17079,7 @@ engine_impl0_region_impl3_read_channel39_access_ctl57_a_len <= engine_impl0_regi
 engine_impl0_region_impl3_read_channel39_access_ctl57_a_off <= engine_impl0_region_impl3_read_channel39_access(14-1 downto 0);
 
 
-engine_impl0_region_impl3_read_channel39_access_ctl57_ol <= (resize(engine_impl0_region_impl3_read_channel39_access_ctl57_a_off, 15) + engine_impl0_region_impl3_read_channel39_access_ctl57_a_len);
-
-
-engine_impl0_region_impl3_read_channel39_access_ctl57_a_ok <= stdl((engine_impl0_region_impl3_read_channel39_access(31) /= engine_impl0_region_impl3_read_channel39_access(30)) and (engine_impl0_region_impl3_read_channel39_access_ctl57_a_len /= 0) and (engine_impl0_region_impl3_read_channel39_access_ctl57_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_read_channel39_access_ctl57_a_ok <= stdl((engine_impl0_region_impl3_read_channel39_access(31) /= engine_impl0_region_impl3_read_channel39_access(30)) and (engine_impl0_region_impl3_read_channel39_access_ctl57_a_len /= 0) and (engine_impl0_region_impl3_read_channel39_access_ctl57_a_len <= 256) and (engine_impl0_region_impl3_read_channel39_access_ctl57_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_read_channel39_line_last <= stdl(signed(resize(engine_impl0_region_impl3_read_channel39_access_ctl57_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_read_channel39_access_ctl57_len_r, 15)) - 1));
@@ -17443,13 +17194,13 @@ engine_impl0_region_impl3_read_channel39_pop <= stdl((engine_impl0_region_impl3_
 engine_impl0_region_impl3_read_channel39_can <= stdl((engine_impl0_region_impl3_read_channel39_cnt = 0) or ((engine_impl0_region_impl3_read_channel39_cnt = 1) and (not bool(engine_impl0_region_impl3_read_channel39_inflight))) or ((engine_impl0_region_impl3_read_channel39_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel39_m_tready)));
 
 
-engine_impl0_region_impl3_read_channel39_req <= stdl(bool(engine_impl0_region_impl3_read_channel39_running) and bool(engine_impl0_region_impl3_read_channel39_can) and (bool(engine_impl0_region_impl3_read_channel36_q_nempty) or (not bool(engine_impl0_region_impl3_read_channel39_mfifo))));
+engine_impl0_region_impl3_read_channel39_req <= stdl(bool(engine_impl0_region_impl3_read_channel39_running) and bool(engine_impl0_region_impl3_read_channel39_can) and (bool(engine_impl0_region_impl3_nempty) or (not bool(engine_impl0_region_impl3_read_channel39_mfifo))));
 engine_impl0_region_impl3_read_channel39_done_evt <= stdl((engine_impl0_region_impl3_read_channel39_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel39_m_tready) and bool(engine_impl0_region_impl3_read_channel39_f0));
 
-engine_impl0_region_impl3_read_channel39_addrc: process (engine_impl0_region_impl3_read_channel39_mfifo, engine_impl0_region_impl3_read_channel39_addr_bram, engine_impl0_region_impl3_read_channel36_qptr) is
+engine_impl0_region_impl3_read_channel39_addrc: process (engine_impl0_region_impl3_read_channel39_mfifo, engine_impl0_region_impl3_read_channel39_addr_bram, engine_impl0_region_impl3_rptr) is
 begin
     if bool(engine_impl0_region_impl3_read_channel39_mfifo) then
-        engine_impl0_region_impl3_read_channel39_addr_o <= engine_impl0_region_impl3_read_channel36_qptr;
+        engine_impl0_region_impl3_read_channel39_addr_o <= engine_impl0_region_impl3_rptr;
     else
         engine_impl0_region_impl3_read_channel39_addr_o <= engine_impl0_region_impl3_read_channel39_addr_bram;
     end if;
@@ -17510,10 +17261,7 @@ engine_impl0_region_impl3_read_channel40_access_ctl58_a_len <= engine_impl0_regi
 engine_impl0_region_impl3_read_channel40_access_ctl58_a_off <= engine_impl0_region_impl3_read_channel40_access(14-1 downto 0);
 
 
-engine_impl0_region_impl3_read_channel40_access_ctl58_ol <= (resize(engine_impl0_region_impl3_read_channel40_access_ctl58_a_off, 15) + engine_impl0_region_impl3_read_channel40_access_ctl58_a_len);
-
-
-engine_impl0_region_impl3_read_channel40_access_ctl58_a_ok <= stdl((engine_impl0_region_impl3_read_channel40_access(31) /= engine_impl0_region_impl3_read_channel40_access(30)) and (engine_impl0_region_impl3_read_channel40_access_ctl58_a_len /= 0) and (engine_impl0_region_impl3_read_channel40_access_ctl58_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_read_channel40_access_ctl58_a_ok <= stdl((engine_impl0_region_impl3_read_channel40_access(31) /= engine_impl0_region_impl3_read_channel40_access(30)) and (engine_impl0_region_impl3_read_channel40_access_ctl58_a_len /= 0) and (engine_impl0_region_impl3_read_channel40_access_ctl58_a_len <= 256) and (engine_impl0_region_impl3_read_channel40_access_ctl58_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_read_channel40_line_last <= stdl(signed(resize(engine_impl0_region_impl3_read_channel40_access_ctl58_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_read_channel40_access_ctl58_len_r, 15)) - 1));
@@ -17628,13 +17376,13 @@ engine_impl0_region_impl3_read_channel40_pop <= stdl((engine_impl0_region_impl3_
 engine_impl0_region_impl3_read_channel40_can <= stdl((engine_impl0_region_impl3_read_channel40_cnt = 0) or ((engine_impl0_region_impl3_read_channel40_cnt = 1) and (not bool(engine_impl0_region_impl3_read_channel40_inflight))) or ((engine_impl0_region_impl3_read_channel40_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel40_m_tready)));
 
 
-engine_impl0_region_impl3_read_channel40_req <= stdl(bool(engine_impl0_region_impl3_read_channel40_running) and bool(engine_impl0_region_impl3_read_channel40_can) and (bool(engine_impl0_region_impl3_read_channel36_q_nempty) or (not bool(engine_impl0_region_impl3_read_channel40_mfifo))));
+engine_impl0_region_impl3_read_channel40_req <= stdl(bool(engine_impl0_region_impl3_read_channel40_running) and bool(engine_impl0_region_impl3_read_channel40_can) and (bool(engine_impl0_region_impl3_nempty) or (not bool(engine_impl0_region_impl3_read_channel40_mfifo))));
 engine_impl0_region_impl3_read_channel40_done_evt <= stdl((engine_impl0_region_impl3_read_channel40_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel40_m_tready) and bool(engine_impl0_region_impl3_read_channel40_f0));
 
-engine_impl0_region_impl3_read_channel40_addrc: process (engine_impl0_region_impl3_read_channel40_mfifo, engine_impl0_region_impl3_read_channel40_addr_bram, engine_impl0_region_impl3_read_channel36_qptr) is
+engine_impl0_region_impl3_read_channel40_addrc: process (engine_impl0_region_impl3_read_channel40_mfifo, engine_impl0_region_impl3_read_channel40_addr_bram, engine_impl0_region_impl3_rptr) is
 begin
     if bool(engine_impl0_region_impl3_read_channel40_mfifo) then
-        engine_impl0_region_impl3_read_channel40_addr_o <= engine_impl0_region_impl3_read_channel36_qptr;
+        engine_impl0_region_impl3_read_channel40_addr_o <= engine_impl0_region_impl3_rptr;
     else
         engine_impl0_region_impl3_read_channel40_addr_o <= engine_impl0_region_impl3_read_channel40_addr_bram;
     end if;
@@ -17695,10 +17443,7 @@ engine_impl0_region_impl3_read_channel41_access_ctl59_a_len <= engine_impl0_regi
 engine_impl0_region_impl3_read_channel41_access_ctl59_a_off <= engine_impl0_region_impl3_read_channel41_access(14-1 downto 0);
 
 
-engine_impl0_region_impl3_read_channel41_access_ctl59_ol <= (resize(engine_impl0_region_impl3_read_channel41_access_ctl59_a_off, 15) + engine_impl0_region_impl3_read_channel41_access_ctl59_a_len);
-
-
-engine_impl0_region_impl3_read_channel41_access_ctl59_a_ok <= stdl((engine_impl0_region_impl3_read_channel41_access(31) /= engine_impl0_region_impl3_read_channel41_access(30)) and (engine_impl0_region_impl3_read_channel41_access_ctl59_a_len /= 0) and (engine_impl0_region_impl3_read_channel41_access_ctl59_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_read_channel41_access_ctl59_a_ok <= stdl((engine_impl0_region_impl3_read_channel41_access(31) /= engine_impl0_region_impl3_read_channel41_access(30)) and (engine_impl0_region_impl3_read_channel41_access_ctl59_a_len /= 0) and (engine_impl0_region_impl3_read_channel41_access_ctl59_a_len <= 256) and (engine_impl0_region_impl3_read_channel41_access_ctl59_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_read_channel41_line_last <= stdl(signed(resize(engine_impl0_region_impl3_read_channel41_access_ctl59_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_read_channel41_access_ctl59_len_r, 15)) - 1));
@@ -17813,13 +17558,13 @@ engine_impl0_region_impl3_read_channel41_pop <= stdl((engine_impl0_region_impl3_
 engine_impl0_region_impl3_read_channel41_can <= stdl((engine_impl0_region_impl3_read_channel41_cnt = 0) or ((engine_impl0_region_impl3_read_channel41_cnt = 1) and (not bool(engine_impl0_region_impl3_read_channel41_inflight))) or ((engine_impl0_region_impl3_read_channel41_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel41_m_tready)));
 
 
-engine_impl0_region_impl3_read_channel41_req <= stdl(bool(engine_impl0_region_impl3_read_channel41_running) and bool(engine_impl0_region_impl3_read_channel41_can) and (bool(engine_impl0_region_impl3_read_channel36_q_nempty) or (not bool(engine_impl0_region_impl3_read_channel41_mfifo))));
+engine_impl0_region_impl3_read_channel41_req <= stdl(bool(engine_impl0_region_impl3_read_channel41_running) and bool(engine_impl0_region_impl3_read_channel41_can) and (bool(engine_impl0_region_impl3_nempty) or (not bool(engine_impl0_region_impl3_read_channel41_mfifo))));
 engine_impl0_region_impl3_read_channel41_done_evt <= stdl((engine_impl0_region_impl3_read_channel41_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel41_m_tready) and bool(engine_impl0_region_impl3_read_channel41_f0));
 
-engine_impl0_region_impl3_read_channel41_addrc: process (engine_impl0_region_impl3_read_channel41_mfifo, engine_impl0_region_impl3_read_channel41_addr_bram, engine_impl0_region_impl3_read_channel36_qptr) is
+engine_impl0_region_impl3_read_channel41_addrc: process (engine_impl0_region_impl3_read_channel41_mfifo, engine_impl0_region_impl3_read_channel41_addr_bram, engine_impl0_region_impl3_rptr) is
 begin
     if bool(engine_impl0_region_impl3_read_channel41_mfifo) then
-        engine_impl0_region_impl3_read_channel41_addr_o <= engine_impl0_region_impl3_read_channel36_qptr;
+        engine_impl0_region_impl3_read_channel41_addr_o <= engine_impl0_region_impl3_rptr;
     else
         engine_impl0_region_impl3_read_channel41_addr_o <= engine_impl0_region_impl3_read_channel41_addr_bram;
     end if;
@@ -17880,10 +17625,7 @@ engine_impl0_region_impl3_read_channel42_access_ctl60_a_len <= engine_impl0_regi
 engine_impl0_region_impl3_read_channel42_access_ctl60_a_off <= engine_impl0_region_impl3_read_channel42_access(14-1 downto 0);
 
 
-engine_impl0_region_impl3_read_channel42_access_ctl60_ol <= (resize(engine_impl0_region_impl3_read_channel42_access_ctl60_a_off, 15) + engine_impl0_region_impl3_read_channel42_access_ctl60_a_len);
-
-
-engine_impl0_region_impl3_read_channel42_access_ctl60_a_ok <= stdl((engine_impl0_region_impl3_read_channel42_access(31) /= engine_impl0_region_impl3_read_channel42_access(30)) and (engine_impl0_region_impl3_read_channel42_access_ctl60_a_len /= 0) and (engine_impl0_region_impl3_read_channel42_access_ctl60_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_read_channel42_access_ctl60_a_ok <= stdl((engine_impl0_region_impl3_read_channel42_access(31) /= engine_impl0_region_impl3_read_channel42_access(30)) and (engine_impl0_region_impl3_read_channel42_access_ctl60_a_len /= 0) and (engine_impl0_region_impl3_read_channel42_access_ctl60_a_len <= 256) and (engine_impl0_region_impl3_read_channel42_access_ctl60_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_read_channel42_line_last <= stdl(signed(resize(engine_impl0_region_impl3_read_channel42_access_ctl60_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_read_channel42_access_ctl60_len_r, 15)) - 1));
@@ -17998,13 +17740,13 @@ engine_impl0_region_impl3_read_channel42_pop <= stdl((engine_impl0_region_impl3_
 engine_impl0_region_impl3_read_channel42_can <= stdl((engine_impl0_region_impl3_read_channel42_cnt = 0) or ((engine_impl0_region_impl3_read_channel42_cnt = 1) and (not bool(engine_impl0_region_impl3_read_channel42_inflight))) or ((engine_impl0_region_impl3_read_channel42_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel42_m_tready)));
 
 
-engine_impl0_region_impl3_read_channel42_req <= stdl(bool(engine_impl0_region_impl3_read_channel42_running) and bool(engine_impl0_region_impl3_read_channel42_can) and (bool(engine_impl0_region_impl3_read_channel36_q_nempty) or (not bool(engine_impl0_region_impl3_read_channel42_mfifo))));
+engine_impl0_region_impl3_read_channel42_req <= stdl(bool(engine_impl0_region_impl3_read_channel42_running) and bool(engine_impl0_region_impl3_read_channel42_can) and (bool(engine_impl0_region_impl3_nempty) or (not bool(engine_impl0_region_impl3_read_channel42_mfifo))));
 engine_impl0_region_impl3_read_channel42_done_evt <= stdl((engine_impl0_region_impl3_read_channel42_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel42_m_tready) and bool(engine_impl0_region_impl3_read_channel42_f0));
 
-engine_impl0_region_impl3_read_channel42_addrc: process (engine_impl0_region_impl3_read_channel42_mfifo, engine_impl0_region_impl3_read_channel42_addr_bram, engine_impl0_region_impl3_read_channel36_qptr) is
+engine_impl0_region_impl3_read_channel42_addrc: process (engine_impl0_region_impl3_read_channel42_mfifo, engine_impl0_region_impl3_read_channel42_addr_bram, engine_impl0_region_impl3_rptr) is
 begin
     if bool(engine_impl0_region_impl3_read_channel42_mfifo) then
-        engine_impl0_region_impl3_read_channel42_addr_o <= engine_impl0_region_impl3_read_channel36_qptr;
+        engine_impl0_region_impl3_read_channel42_addr_o <= engine_impl0_region_impl3_rptr;
     else
         engine_impl0_region_impl3_read_channel42_addr_o <= engine_impl0_region_impl3_read_channel42_addr_bram;
     end if;
@@ -18065,10 +17807,7 @@ engine_impl0_region_impl3_read_channel43_access_ctl61_a_len <= engine_impl0_regi
 engine_impl0_region_impl3_read_channel43_access_ctl61_a_off <= engine_impl0_region_impl3_read_channel43_access(14-1 downto 0);
 
 
-engine_impl0_region_impl3_read_channel43_access_ctl61_ol <= (resize(engine_impl0_region_impl3_read_channel43_access_ctl61_a_off, 15) + engine_impl0_region_impl3_read_channel43_access_ctl61_a_len);
-
-
-engine_impl0_region_impl3_read_channel43_access_ctl61_a_ok <= stdl((engine_impl0_region_impl3_read_channel43_access(31) /= engine_impl0_region_impl3_read_channel43_access(30)) and (engine_impl0_region_impl3_read_channel43_access_ctl61_a_len /= 0) and (engine_impl0_region_impl3_read_channel43_access_ctl61_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_read_channel43_access_ctl61_a_ok <= stdl((engine_impl0_region_impl3_read_channel43_access(31) /= engine_impl0_region_impl3_read_channel43_access(30)) and (engine_impl0_region_impl3_read_channel43_access_ctl61_a_len /= 0) and (engine_impl0_region_impl3_read_channel43_access_ctl61_a_len <= 256) and (engine_impl0_region_impl3_read_channel43_access_ctl61_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_read_channel43_line_last <= stdl(signed(resize(engine_impl0_region_impl3_read_channel43_access_ctl61_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_read_channel43_access_ctl61_len_r, 15)) - 1));
@@ -18183,13 +17922,13 @@ engine_impl0_region_impl3_read_channel43_pop <= stdl((engine_impl0_region_impl3_
 engine_impl0_region_impl3_read_channel43_can <= stdl((engine_impl0_region_impl3_read_channel43_cnt = 0) or ((engine_impl0_region_impl3_read_channel43_cnt = 1) and (not bool(engine_impl0_region_impl3_read_channel43_inflight))) or ((engine_impl0_region_impl3_read_channel43_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel43_m_tready)));
 
 
-engine_impl0_region_impl3_read_channel43_req <= stdl(bool(engine_impl0_region_impl3_read_channel43_running) and bool(engine_impl0_region_impl3_read_channel43_can) and (bool(engine_impl0_region_impl3_read_channel36_q_nempty) or (not bool(engine_impl0_region_impl3_read_channel43_mfifo))));
+engine_impl0_region_impl3_read_channel43_req <= stdl(bool(engine_impl0_region_impl3_read_channel43_running) and bool(engine_impl0_region_impl3_read_channel43_can) and (bool(engine_impl0_region_impl3_nempty) or (not bool(engine_impl0_region_impl3_read_channel43_mfifo))));
 engine_impl0_region_impl3_read_channel43_done_evt <= stdl((engine_impl0_region_impl3_read_channel43_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel43_m_tready) and bool(engine_impl0_region_impl3_read_channel43_f0));
 
-engine_impl0_region_impl3_read_channel43_addrc: process (engine_impl0_region_impl3_read_channel43_mfifo, engine_impl0_region_impl3_read_channel43_addr_bram, engine_impl0_region_impl3_read_channel36_qptr) is
+engine_impl0_region_impl3_read_channel43_addrc: process (engine_impl0_region_impl3_read_channel43_mfifo, engine_impl0_region_impl3_read_channel43_addr_bram, engine_impl0_region_impl3_rptr) is
 begin
     if bool(engine_impl0_region_impl3_read_channel43_mfifo) then
-        engine_impl0_region_impl3_read_channel43_addr_o <= engine_impl0_region_impl3_read_channel36_qptr;
+        engine_impl0_region_impl3_read_channel43_addr_o <= engine_impl0_region_impl3_rptr;
     else
         engine_impl0_region_impl3_read_channel43_addr_o <= engine_impl0_region_impl3_read_channel43_addr_bram;
     end if;
@@ -18250,10 +17989,7 @@ engine_impl0_region_impl3_read_channel44_access_ctl62_a_len <= engine_impl0_regi
 engine_impl0_region_impl3_read_channel44_access_ctl62_a_off <= engine_impl0_region_impl3_read_channel44_access(14-1 downto 0);
 
 
-engine_impl0_region_impl3_read_channel44_access_ctl62_ol <= (resize(engine_impl0_region_impl3_read_channel44_access_ctl62_a_off, 15) + engine_impl0_region_impl3_read_channel44_access_ctl62_a_len);
-
-
-engine_impl0_region_impl3_read_channel44_access_ctl62_a_ok <= stdl((engine_impl0_region_impl3_read_channel44_access(31) /= engine_impl0_region_impl3_read_channel44_access(30)) and (engine_impl0_region_impl3_read_channel44_access_ctl62_a_len /= 0) and (engine_impl0_region_impl3_read_channel44_access_ctl62_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_read_channel44_access_ctl62_a_ok <= stdl((engine_impl0_region_impl3_read_channel44_access(31) /= engine_impl0_region_impl3_read_channel44_access(30)) and (engine_impl0_region_impl3_read_channel44_access_ctl62_a_len /= 0) and (engine_impl0_region_impl3_read_channel44_access_ctl62_a_len <= 256) and (engine_impl0_region_impl3_read_channel44_access_ctl62_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_read_channel44_line_last <= stdl(signed(resize(engine_impl0_region_impl3_read_channel44_access_ctl62_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_read_channel44_access_ctl62_len_r, 15)) - 1));
@@ -18368,13 +18104,13 @@ engine_impl0_region_impl3_read_channel44_pop <= stdl((engine_impl0_region_impl3_
 engine_impl0_region_impl3_read_channel44_can <= stdl((engine_impl0_region_impl3_read_channel44_cnt = 0) or ((engine_impl0_region_impl3_read_channel44_cnt = 1) and (not bool(engine_impl0_region_impl3_read_channel44_inflight))) or ((engine_impl0_region_impl3_read_channel44_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel44_m_tready)));
 
 
-engine_impl0_region_impl3_read_channel44_req <= stdl(bool(engine_impl0_region_impl3_read_channel44_running) and bool(engine_impl0_region_impl3_read_channel44_can) and (bool(engine_impl0_region_impl3_read_channel36_q_nempty) or (not bool(engine_impl0_region_impl3_read_channel44_mfifo))));
+engine_impl0_region_impl3_read_channel44_req <= stdl(bool(engine_impl0_region_impl3_read_channel44_running) and bool(engine_impl0_region_impl3_read_channel44_can) and (bool(engine_impl0_region_impl3_nempty) or (not bool(engine_impl0_region_impl3_read_channel44_mfifo))));
 engine_impl0_region_impl3_read_channel44_done_evt <= stdl((engine_impl0_region_impl3_read_channel44_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel44_m_tready) and bool(engine_impl0_region_impl3_read_channel44_f0));
 
-engine_impl0_region_impl3_read_channel44_addrc: process (engine_impl0_region_impl3_read_channel44_mfifo, engine_impl0_region_impl3_read_channel44_addr_bram, engine_impl0_region_impl3_read_channel36_qptr) is
+engine_impl0_region_impl3_read_channel44_addrc: process (engine_impl0_region_impl3_read_channel44_mfifo, engine_impl0_region_impl3_read_channel44_addr_bram, engine_impl0_region_impl3_rptr) is
 begin
     if bool(engine_impl0_region_impl3_read_channel44_mfifo) then
-        engine_impl0_region_impl3_read_channel44_addr_o <= engine_impl0_region_impl3_read_channel36_qptr;
+        engine_impl0_region_impl3_read_channel44_addr_o <= engine_impl0_region_impl3_rptr;
     else
         engine_impl0_region_impl3_read_channel44_addr_o <= engine_impl0_region_impl3_read_channel44_addr_bram;
     end if;
@@ -18435,10 +18171,7 @@ engine_impl0_region_impl3_read_channel45_access_ctl63_a_len <= engine_impl0_regi
 engine_impl0_region_impl3_read_channel45_access_ctl63_a_off <= engine_impl0_region_impl3_read_channel45_access(14-1 downto 0);
 
 
-engine_impl0_region_impl3_read_channel45_access_ctl63_ol <= (resize(engine_impl0_region_impl3_read_channel45_access_ctl63_a_off, 15) + engine_impl0_region_impl3_read_channel45_access_ctl63_a_len);
-
-
-engine_impl0_region_impl3_read_channel45_access_ctl63_a_ok <= stdl((engine_impl0_region_impl3_read_channel45_access(31) /= engine_impl0_region_impl3_read_channel45_access(30)) and (engine_impl0_region_impl3_read_channel45_access_ctl63_a_len /= 0) and (engine_impl0_region_impl3_read_channel45_access_ctl63_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_read_channel45_access_ctl63_a_ok <= stdl((engine_impl0_region_impl3_read_channel45_access(31) /= engine_impl0_region_impl3_read_channel45_access(30)) and (engine_impl0_region_impl3_read_channel45_access_ctl63_a_len /= 0) and (engine_impl0_region_impl3_read_channel45_access_ctl63_a_len <= 256) and (engine_impl0_region_impl3_read_channel45_access_ctl63_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_read_channel45_line_last <= stdl(signed(resize(engine_impl0_region_impl3_read_channel45_access_ctl63_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_read_channel45_access_ctl63_len_r, 15)) - 1));
@@ -18553,13 +18286,13 @@ engine_impl0_region_impl3_read_channel45_pop <= stdl((engine_impl0_region_impl3_
 engine_impl0_region_impl3_read_channel45_can <= stdl((engine_impl0_region_impl3_read_channel45_cnt = 0) or ((engine_impl0_region_impl3_read_channel45_cnt = 1) and (not bool(engine_impl0_region_impl3_read_channel45_inflight))) or ((engine_impl0_region_impl3_read_channel45_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel45_m_tready)));
 
 
-engine_impl0_region_impl3_read_channel45_req <= stdl(bool(engine_impl0_region_impl3_read_channel45_running) and bool(engine_impl0_region_impl3_read_channel45_can) and (bool(engine_impl0_region_impl3_read_channel36_q_nempty) or (not bool(engine_impl0_region_impl3_read_channel45_mfifo))));
+engine_impl0_region_impl3_read_channel45_req <= stdl(bool(engine_impl0_region_impl3_read_channel45_running) and bool(engine_impl0_region_impl3_read_channel45_can) and (bool(engine_impl0_region_impl3_nempty) or (not bool(engine_impl0_region_impl3_read_channel45_mfifo))));
 engine_impl0_region_impl3_read_channel45_done_evt <= stdl((engine_impl0_region_impl3_read_channel45_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel45_m_tready) and bool(engine_impl0_region_impl3_read_channel45_f0));
 
-engine_impl0_region_impl3_read_channel45_addrc: process (engine_impl0_region_impl3_read_channel45_mfifo, engine_impl0_region_impl3_read_channel45_addr_bram, engine_impl0_region_impl3_read_channel36_qptr) is
+engine_impl0_region_impl3_read_channel45_addrc: process (engine_impl0_region_impl3_read_channel45_mfifo, engine_impl0_region_impl3_read_channel45_addr_bram, engine_impl0_region_impl3_rptr) is
 begin
     if bool(engine_impl0_region_impl3_read_channel45_mfifo) then
-        engine_impl0_region_impl3_read_channel45_addr_o <= engine_impl0_region_impl3_read_channel36_qptr;
+        engine_impl0_region_impl3_read_channel45_addr_o <= engine_impl0_region_impl3_rptr;
     else
         engine_impl0_region_impl3_read_channel45_addr_o <= engine_impl0_region_impl3_read_channel45_addr_bram;
     end if;
@@ -18620,10 +18353,7 @@ engine_impl0_region_impl3_read_channel46_access_ctl64_a_len <= engine_impl0_regi
 engine_impl0_region_impl3_read_channel46_access_ctl64_a_off <= engine_impl0_region_impl3_read_channel46_access(14-1 downto 0);
 
 
-engine_impl0_region_impl3_read_channel46_access_ctl64_ol <= (resize(engine_impl0_region_impl3_read_channel46_access_ctl64_a_off, 15) + engine_impl0_region_impl3_read_channel46_access_ctl64_a_len);
-
-
-engine_impl0_region_impl3_read_channel46_access_ctl64_a_ok <= stdl((engine_impl0_region_impl3_read_channel46_access(31) /= engine_impl0_region_impl3_read_channel46_access(30)) and (engine_impl0_region_impl3_read_channel46_access_ctl64_a_len /= 0) and (engine_impl0_region_impl3_read_channel46_access_ctl64_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_read_channel46_access_ctl64_a_ok <= stdl((engine_impl0_region_impl3_read_channel46_access(31) /= engine_impl0_region_impl3_read_channel46_access(30)) and (engine_impl0_region_impl3_read_channel46_access_ctl64_a_len /= 0) and (engine_impl0_region_impl3_read_channel46_access_ctl64_a_len <= 256) and (engine_impl0_region_impl3_read_channel46_access_ctl64_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_read_channel46_line_last <= stdl(signed(resize(engine_impl0_region_impl3_read_channel46_access_ctl64_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_read_channel46_access_ctl64_len_r, 15)) - 1));
@@ -18738,13 +18468,13 @@ engine_impl0_region_impl3_read_channel46_pop <= stdl((engine_impl0_region_impl3_
 engine_impl0_region_impl3_read_channel46_can <= stdl((engine_impl0_region_impl3_read_channel46_cnt = 0) or ((engine_impl0_region_impl3_read_channel46_cnt = 1) and (not bool(engine_impl0_region_impl3_read_channel46_inflight))) or ((engine_impl0_region_impl3_read_channel46_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel46_m_tready)));
 
 
-engine_impl0_region_impl3_read_channel46_req <= stdl(bool(engine_impl0_region_impl3_read_channel46_running) and bool(engine_impl0_region_impl3_read_channel46_can) and (bool(engine_impl0_region_impl3_read_channel36_q_nempty) or (not bool(engine_impl0_region_impl3_read_channel46_mfifo))));
+engine_impl0_region_impl3_read_channel46_req <= stdl(bool(engine_impl0_region_impl3_read_channel46_running) and bool(engine_impl0_region_impl3_read_channel46_can) and (bool(engine_impl0_region_impl3_nempty) or (not bool(engine_impl0_region_impl3_read_channel46_mfifo))));
 engine_impl0_region_impl3_read_channel46_done_evt <= stdl((engine_impl0_region_impl3_read_channel46_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel46_m_tready) and bool(engine_impl0_region_impl3_read_channel46_f0));
 
-engine_impl0_region_impl3_read_channel46_addrc: process (engine_impl0_region_impl3_read_channel46_mfifo, engine_impl0_region_impl3_read_channel46_addr_bram, engine_impl0_region_impl3_read_channel36_qptr) is
+engine_impl0_region_impl3_read_channel46_addrc: process (engine_impl0_region_impl3_read_channel46_mfifo, engine_impl0_region_impl3_read_channel46_addr_bram, engine_impl0_region_impl3_rptr) is
 begin
     if bool(engine_impl0_region_impl3_read_channel46_mfifo) then
-        engine_impl0_region_impl3_read_channel46_addr_o <= engine_impl0_region_impl3_read_channel36_qptr;
+        engine_impl0_region_impl3_read_channel46_addr_o <= engine_impl0_region_impl3_rptr;
     else
         engine_impl0_region_impl3_read_channel46_addr_o <= engine_impl0_region_impl3_read_channel46_addr_bram;
     end if;
@@ -18805,10 +18535,7 @@ engine_impl0_region_impl3_read_channel47_access_ctl65_a_len <= engine_impl0_regi
 engine_impl0_region_impl3_read_channel47_access_ctl65_a_off <= engine_impl0_region_impl3_read_channel47_access(14-1 downto 0);
 
 
-engine_impl0_region_impl3_read_channel47_access_ctl65_ol <= (resize(engine_impl0_region_impl3_read_channel47_access_ctl65_a_off, 15) + engine_impl0_region_impl3_read_channel47_access_ctl65_a_len);
-
-
-engine_impl0_region_impl3_read_channel47_access_ctl65_a_ok <= stdl((engine_impl0_region_impl3_read_channel47_access(31) /= engine_impl0_region_impl3_read_channel47_access(30)) and (engine_impl0_region_impl3_read_channel47_access_ctl65_a_len /= 0) and (engine_impl0_region_impl3_read_channel47_access_ctl65_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_read_channel47_access_ctl65_a_ok <= stdl((engine_impl0_region_impl3_read_channel47_access(31) /= engine_impl0_region_impl3_read_channel47_access(30)) and (engine_impl0_region_impl3_read_channel47_access_ctl65_a_len /= 0) and (engine_impl0_region_impl3_read_channel47_access_ctl65_a_len <= 256) and (engine_impl0_region_impl3_read_channel47_access_ctl65_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_read_channel47_line_last <= stdl(signed(resize(engine_impl0_region_impl3_read_channel47_access_ctl65_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_read_channel47_access_ctl65_len_r, 15)) - 1));
@@ -18923,13 +18650,13 @@ engine_impl0_region_impl3_read_channel47_pop <= stdl((engine_impl0_region_impl3_
 engine_impl0_region_impl3_read_channel47_can <= stdl((engine_impl0_region_impl3_read_channel47_cnt = 0) or ((engine_impl0_region_impl3_read_channel47_cnt = 1) and (not bool(engine_impl0_region_impl3_read_channel47_inflight))) or ((engine_impl0_region_impl3_read_channel47_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel47_m_tready)));
 
 
-engine_impl0_region_impl3_read_channel47_req <= stdl(bool(engine_impl0_region_impl3_read_channel47_running) and bool(engine_impl0_region_impl3_read_channel47_can) and (bool(engine_impl0_region_impl3_read_channel36_q_nempty) or (not bool(engine_impl0_region_impl3_read_channel47_mfifo))));
+engine_impl0_region_impl3_read_channel47_req <= stdl(bool(engine_impl0_region_impl3_read_channel47_running) and bool(engine_impl0_region_impl3_read_channel47_can) and (bool(engine_impl0_region_impl3_nempty) or (not bool(engine_impl0_region_impl3_read_channel47_mfifo))));
 engine_impl0_region_impl3_read_channel47_done_evt <= stdl((engine_impl0_region_impl3_read_channel47_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel47_m_tready) and bool(engine_impl0_region_impl3_read_channel47_f0));
 
-engine_impl0_region_impl3_read_channel47_addrc: process (engine_impl0_region_impl3_read_channel47_mfifo, engine_impl0_region_impl3_read_channel47_addr_bram, engine_impl0_region_impl3_read_channel36_qptr) is
+engine_impl0_region_impl3_read_channel47_addrc: process (engine_impl0_region_impl3_read_channel47_mfifo, engine_impl0_region_impl3_read_channel47_addr_bram, engine_impl0_region_impl3_rptr) is
 begin
     if bool(engine_impl0_region_impl3_read_channel47_mfifo) then
-        engine_impl0_region_impl3_read_channel47_addr_o <= engine_impl0_region_impl3_read_channel36_qptr;
+        engine_impl0_region_impl3_read_channel47_addr_o <= engine_impl0_region_impl3_rptr;
     else
         engine_impl0_region_impl3_read_channel47_addr_o <= engine_impl0_region_impl3_read_channel47_addr_bram;
     end if;
@@ -18990,10 +18717,7 @@ engine_impl0_region_impl3_write_channel18_access_ctl66_a_len <= engine_impl0_reg
 engine_impl0_region_impl3_write_channel18_access_ctl66_a_off <= engine_impl0_region_impl3_write_channel18_access(14-1 downto 0);
 
 
-engine_impl0_region_impl3_write_channel18_access_ctl66_ol <= (resize(engine_impl0_region_impl3_write_channel18_access_ctl66_a_off, 15) + engine_impl0_region_impl3_write_channel18_access_ctl66_a_len);
-
-
-engine_impl0_region_impl3_write_channel18_access_ctl66_a_ok <= stdl((engine_impl0_region_impl3_write_channel18_access(31) /= engine_impl0_region_impl3_write_channel18_access(30)) and (engine_impl0_region_impl3_write_channel18_access_ctl66_a_len /= 0) and (engine_impl0_region_impl3_write_channel18_access_ctl66_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_write_channel18_access_ctl66_a_ok <= stdl((engine_impl0_region_impl3_write_channel18_access(31) /= engine_impl0_region_impl3_write_channel18_access(30)) and (engine_impl0_region_impl3_write_channel18_access_ctl66_a_len /= 0) and (engine_impl0_region_impl3_write_channel18_access_ctl66_a_len <= 256) and (engine_impl0_region_impl3_write_channel18_access_ctl66_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_write_channel18_line_last <= stdl(signed(resize(engine_impl0_region_impl3_write_channel18_access_ctl66_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_write_channel18_access_ctl66_len_r, 15)) - 1));
@@ -19122,10 +18846,7 @@ engine_impl0_region_impl3_write_channel19_access_ctl67_a_len <= engine_impl0_reg
 engine_impl0_region_impl3_write_channel19_access_ctl67_a_off <= engine_impl0_region_impl3_write_channel19_access(14-1 downto 0);
 
 
-engine_impl0_region_impl3_write_channel19_access_ctl67_ol <= (resize(engine_impl0_region_impl3_write_channel19_access_ctl67_a_off, 15) + engine_impl0_region_impl3_write_channel19_access_ctl67_a_len);
-
-
-engine_impl0_region_impl3_write_channel19_access_ctl67_a_ok <= stdl((engine_impl0_region_impl3_write_channel19_access(31) /= engine_impl0_region_impl3_write_channel19_access(30)) and (engine_impl0_region_impl3_write_channel19_access_ctl67_a_len /= 0) and (engine_impl0_region_impl3_write_channel19_access_ctl67_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_write_channel19_access_ctl67_a_ok <= stdl((engine_impl0_region_impl3_write_channel19_access(31) /= engine_impl0_region_impl3_write_channel19_access(30)) and (engine_impl0_region_impl3_write_channel19_access_ctl67_a_len /= 0) and (engine_impl0_region_impl3_write_channel19_access_ctl67_a_len <= 256) and (engine_impl0_region_impl3_write_channel19_access_ctl67_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_write_channel19_line_last <= stdl(signed(resize(engine_impl0_region_impl3_write_channel19_access_ctl67_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_write_channel19_access_ctl67_len_r, 15)) - 1));
@@ -19254,10 +18975,7 @@ engine_impl0_region_impl3_write_channel20_access_ctl68_a_len <= engine_impl0_reg
 engine_impl0_region_impl3_write_channel20_access_ctl68_a_off <= engine_impl0_region_impl3_write_channel20_access(14-1 downto 0);
 
 
-engine_impl0_region_impl3_write_channel20_access_ctl68_ol <= (resize(engine_impl0_region_impl3_write_channel20_access_ctl68_a_off, 15) + engine_impl0_region_impl3_write_channel20_access_ctl68_a_len);
-
-
-engine_impl0_region_impl3_write_channel20_access_ctl68_a_ok <= stdl((engine_impl0_region_impl3_write_channel20_access(31) /= engine_impl0_region_impl3_write_channel20_access(30)) and (engine_impl0_region_impl3_write_channel20_access_ctl68_a_len /= 0) and (engine_impl0_region_impl3_write_channel20_access_ctl68_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_write_channel20_access_ctl68_a_ok <= stdl((engine_impl0_region_impl3_write_channel20_access(31) /= engine_impl0_region_impl3_write_channel20_access(30)) and (engine_impl0_region_impl3_write_channel20_access_ctl68_a_len /= 0) and (engine_impl0_region_impl3_write_channel20_access_ctl68_a_len <= 256) and (engine_impl0_region_impl3_write_channel20_access_ctl68_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_write_channel20_line_last <= stdl(signed(resize(engine_impl0_region_impl3_write_channel20_access_ctl68_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_write_channel20_access_ctl68_len_r, 15)) - 1));
@@ -19386,10 +19104,7 @@ engine_impl0_region_impl3_write_channel21_access_ctl69_a_len <= engine_impl0_reg
 engine_impl0_region_impl3_write_channel21_access_ctl69_a_off <= engine_impl0_region_impl3_write_channel21_access(14-1 downto 0);
 
 
-engine_impl0_region_impl3_write_channel21_access_ctl69_ol <= (resize(engine_impl0_region_impl3_write_channel21_access_ctl69_a_off, 15) + engine_impl0_region_impl3_write_channel21_access_ctl69_a_len);
-
-
-engine_impl0_region_impl3_write_channel21_access_ctl69_a_ok <= stdl((engine_impl0_region_impl3_write_channel21_access(31) /= engine_impl0_region_impl3_write_channel21_access(30)) and (engine_impl0_region_impl3_write_channel21_access_ctl69_a_len /= 0) and (engine_impl0_region_impl3_write_channel21_access_ctl69_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_write_channel21_access_ctl69_a_ok <= stdl((engine_impl0_region_impl3_write_channel21_access(31) /= engine_impl0_region_impl3_write_channel21_access(30)) and (engine_impl0_region_impl3_write_channel21_access_ctl69_a_len /= 0) and (engine_impl0_region_impl3_write_channel21_access_ctl69_a_len <= 256) and (engine_impl0_region_impl3_write_channel21_access_ctl69_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_write_channel21_line_last <= stdl(signed(resize(engine_impl0_region_impl3_write_channel21_access_ctl69_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_write_channel21_access_ctl69_len_r, 15)) - 1));
@@ -19518,10 +19233,7 @@ engine_impl0_region_impl3_write_channel22_access_ctl70_a_len <= engine_impl0_reg
 engine_impl0_region_impl3_write_channel22_access_ctl70_a_off <= engine_impl0_region_impl3_write_channel22_access(14-1 downto 0);
 
 
-engine_impl0_region_impl3_write_channel22_access_ctl70_ol <= (resize(engine_impl0_region_impl3_write_channel22_access_ctl70_a_off, 15) + engine_impl0_region_impl3_write_channel22_access_ctl70_a_len);
-
-
-engine_impl0_region_impl3_write_channel22_access_ctl70_a_ok <= stdl((engine_impl0_region_impl3_write_channel22_access(31) /= engine_impl0_region_impl3_write_channel22_access(30)) and (engine_impl0_region_impl3_write_channel22_access_ctl70_a_len /= 0) and (engine_impl0_region_impl3_write_channel22_access_ctl70_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_write_channel22_access_ctl70_a_ok <= stdl((engine_impl0_region_impl3_write_channel22_access(31) /= engine_impl0_region_impl3_write_channel22_access(30)) and (engine_impl0_region_impl3_write_channel22_access_ctl70_a_len /= 0) and (engine_impl0_region_impl3_write_channel22_access_ctl70_a_len <= 256) and (engine_impl0_region_impl3_write_channel22_access_ctl70_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_write_channel22_line_last <= stdl(signed(resize(engine_impl0_region_impl3_write_channel22_access_ctl70_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_write_channel22_access_ctl70_len_r, 15)) - 1));
@@ -19650,10 +19362,7 @@ engine_impl0_region_impl3_write_channel23_access_ctl71_a_len <= engine_impl0_reg
 engine_impl0_region_impl3_write_channel23_access_ctl71_a_off <= engine_impl0_region_impl3_write_channel23_access(14-1 downto 0);
 
 
-engine_impl0_region_impl3_write_channel23_access_ctl71_ol <= (resize(engine_impl0_region_impl3_write_channel23_access_ctl71_a_off, 15) + engine_impl0_region_impl3_write_channel23_access_ctl71_a_len);
-
-
-engine_impl0_region_impl3_write_channel23_access_ctl71_a_ok <= stdl((engine_impl0_region_impl3_write_channel23_access(31) /= engine_impl0_region_impl3_write_channel23_access(30)) and (engine_impl0_region_impl3_write_channel23_access_ctl71_a_len /= 0) and (engine_impl0_region_impl3_write_channel23_access_ctl71_ol <= 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_write_channel23_access_ctl71_a_ok <= stdl((engine_impl0_region_impl3_write_channel23_access(31) /= engine_impl0_region_impl3_write_channel23_access(30)) and (engine_impl0_region_impl3_write_channel23_access_ctl71_a_len /= 0) and (engine_impl0_region_impl3_write_channel23_access_ctl71_a_len <= 256) and (engine_impl0_region_impl3_write_channel23_access_ctl71_a_off < 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_write_channel23_line_last <= stdl(signed(resize(engine_impl0_region_impl3_write_channel23_access_ctl71_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_write_channel23_access_ctl71_len_r, 15)) - 1));
@@ -20171,7 +19880,9 @@ begin
         if (rst = '1') then
             engine_impl0_region_impl3_wptr <= to_unsigned(0, 8);
         else
-            if bool(engine_impl0_region_impl3_or_vec14_y) then
+            if bool(fifo_clr) then
+                engine_impl0_region_impl3_wptr <= to_unsigned(0, 8);
+            elsif bool(engine_impl0_region_impl3_or_vec14_y) then
                 engine_impl0_region_impl3_wptr <= (engine_impl0_region_impl3_wptr + 1);
             end if;
         end if;
@@ -20221,30 +19932,35 @@ engine_impl0_region_impl3_fifo_queue3_q: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            engine_impl0_region_impl3_read_channel36_qptr <= to_unsigned(0, 8);
-            engine_impl0_region_impl3_fifo_queue3_cnt <= to_unsigned(0, 9);
+            engine_impl0_region_impl3_rptr <= to_unsigned(0, 8);
+            engine_impl0_region_impl3_qcnt <= to_unsigned(0, 9);
         else
-            if bool(engine_impl0_region_impl3_or_vec15_y) then
-                engine_impl0_region_impl3_read_channel36_qptr <= (engine_impl0_region_impl3_read_channel36_qptr + 1);
-            end if;
-            if (bool(engine_impl0_region_impl3_or_vec14_y) and (not bool(engine_impl0_region_impl3_or_vec15_y))) then
-                engine_impl0_region_impl3_fifo_queue3_cnt <= (engine_impl0_region_impl3_fifo_queue3_cnt + 1);
-            elsif (bool(engine_impl0_region_impl3_or_vec15_y) and (not bool(engine_impl0_region_impl3_or_vec14_y))) then
-                engine_impl0_region_impl3_fifo_queue3_cnt <= (engine_impl0_region_impl3_fifo_queue3_cnt - 1);
+            if bool(fifo_clr) then
+                engine_impl0_region_impl3_rptr <= to_unsigned(0, 8);
+                engine_impl0_region_impl3_qcnt <= to_unsigned(0, 9);
+            else
+                if bool(engine_impl0_region_impl3_or_vec15_y) then
+                    engine_impl0_region_impl3_rptr <= (engine_impl0_region_impl3_rptr + 1);
+                end if;
+                if (bool(engine_impl0_region_impl3_or_vec14_y) and (not bool(engine_impl0_region_impl3_or_vec15_y))) then
+                    engine_impl0_region_impl3_qcnt <= (engine_impl0_region_impl3_qcnt + 1);
+                elsif (bool(engine_impl0_region_impl3_or_vec15_y) and (not bool(engine_impl0_region_impl3_or_vec14_y))) then
+                    engine_impl0_region_impl3_qcnt <= (engine_impl0_region_impl3_qcnt - 1);
+                end if;
             end if;
         end if;
     end if;
 end process engine_impl0_region_impl3_fifo_queue3_q;
 
 
-engine_impl0_region_impl3_read_channel36_q_nempty <= stdl(engine_impl0_region_impl3_fifo_queue3_cnt /= 0);
-engine_impl0_region_impl3_fifo_queue3_full <= stdl(engine_impl0_region_impl3_fifo_queue3_cnt = 256);
+engine_impl0_region_impl3_nempty <= stdl(engine_impl0_region_impl3_qcnt /= 0);
+engine_impl0_region_impl3_qfull <= stdl(engine_impl0_region_impl3_qcnt = 256);
 
 
-engine_impl0_region_impl3_q_nfull <= stdl((not bool(engine_impl0_region_impl3_fifo_queue3_full)));
+engine_impl0_region_impl3_q_nfull <= stdl((not bool(engine_impl0_region_impl3_qfull)));
 
 
-engine_impl0_region_impl3_copy_sig123_y <= engine_impl0_region_impl3_fifo_queue3_cnt;
+engine_impl0_region_impl3_copy_sig123_y <= engine_impl0_region_impl3_qcnt;
 
 
 engine_impl0_iters16 <= unsigned'(to_unsigned(0, 3) & sub_iters_num);
@@ -20509,7 +20225,7 @@ end process engine_impl0_load_ok0_romc;
 engine_impl0_load_ok0_dec: process (sub_acc0_num, sub_w1_num, sub_w7_num) is
 begin
     engine_impl0_load_ok0_ln <= sub_acc0_num(30-1 downto 16);
-    engine_impl0_load_ok0_ol <= (resize(sub_acc0_num(14-1 downto 0), 15) + resize(sub_acc0_num(30-1 downto 16), 15));
+    engine_impl0_load_ok0_off <= sub_acc0_num(14-1 downto 0);
     engine_impl0_load_ok0_chid <= sub_w7_num(21-1 downto 16);
     if (4 < 16) then
         engine_impl0_load_ok0_mhi <= sub_w1_num(16-1 downto 4);
@@ -20518,14 +20234,14 @@ begin
     end if;
 end process engine_impl0_load_ok0_dec;
 
-engine_impl0_load_ok0_chk: process (engine_impl0_load_ok0_pres, sub_w1_num, engine_impl0_load_ok0_ln, sub_acc0_num, engine_impl0_load_ok0_mhi, engine_impl0_load_ok0_ol) is
+engine_impl0_load_ok0_chk: process (engine_impl0_load_ok0_pres, sub_w1_num, engine_impl0_load_ok0_off, engine_impl0_load_ok0_ln, sub_acc0_num, engine_impl0_load_ok0_mhi) is
 begin
     if ((sub_w1_num(16-1 downto 0) = 0) or (engine_impl0_load_ok0_mhi /= 0)) then
         engine_impl0_load_ok0_ok <= '0';
     elsif bool(sub_w1_num(24)) then
         engine_impl0_load_ok0_ok <= engine_impl0_load_ok0_pres;
     else
-        engine_impl0_load_ok0_ok <= stdl((sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_load_ok0_ln /= 0) and (engine_impl0_load_ok0_ol <= 256));
+        engine_impl0_load_ok0_ok <= stdl((sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_load_ok0_ln /= 0) and (engine_impl0_load_ok0_ln <= 256) and (engine_impl0_load_ok0_off < 256));
     end if;
 end process engine_impl0_load_ok0_chk;
 
@@ -20594,49 +20310,25 @@ begin
 end process engine_impl0_load_ctl0_s;
 
 
-engine_impl0_q_full0_y <= stdl(engine_impl0_region_impl0_copy_sig30_y(9-1 downto 0) = 256);
+engine_impl0_q_full0_y <= stdl(engine_impl0_region_impl0_copy_sig30_y = 256);
 
 
-engine_impl0_copy_sig133_y <= to_unsigned(engine_impl0_q_full0_y, 1);
+engine_impl0_can_take0_y <= stdl(bool(engine_impl0_region_impl0_write_channel0_busy) and ((not bool(engine_impl0_lfifo)) or (not bool(engine_impl0_q_full0_y))));
 
 
-engine_impl0_or_any0_y <= stdl(engine_impl0_copy_sig133_y /= 0);
+engine_impl0_q_full1_y <= stdl(engine_impl0_region_impl1_copy_sig61_y = 256);
 
 
-engine_impl0_can_take0_y <= stdl(bool(engine_impl0_region_impl0_write_channel0_busy) and ((not bool(engine_impl0_lfifo)) or (not bool(engine_impl0_or_any0_y))));
+engine_impl0_can_take1_y <= stdl(bool(engine_impl0_region_impl1_write_channel6_busy) and ((not bool(engine_impl0_lfifo)) or (not bool(engine_impl0_q_full1_y))));
 
 
-engine_impl0_q_full1_y <= stdl(engine_impl0_region_impl1_copy_sig61_y(9-1 downto 0) = 256);
+engine_impl0_q_full2_y <= stdl(engine_impl0_region_impl2_copy_sig92_y = 256);
 
 
-engine_impl0_copy_sig134_y <= to_unsigned(engine_impl0_q_full1_y, 1);
+engine_impl0_can_take2_y <= stdl(bool(engine_impl0_region_impl2_write_channel12_busy) and ((not bool(engine_impl0_lfifo)) or (not bool(engine_impl0_q_full2_y))));
 
 
-engine_impl0_or_any1_y <= stdl(engine_impl0_copy_sig134_y /= 0);
-
-
-engine_impl0_can_take1_y <= stdl(bool(engine_impl0_region_impl1_write_channel6_busy) and ((not bool(engine_impl0_lfifo)) or (not bool(engine_impl0_or_any1_y))));
-
-
-engine_impl0_q_full2_y <= stdl(engine_impl0_region_impl2_copy_sig92_y(9-1 downto 0) = 256);
-
-
-engine_impl0_copy_sig135_y <= to_unsigned(engine_impl0_q_full2_y, 1);
-
-
-engine_impl0_or_any2_y <= stdl(engine_impl0_copy_sig135_y /= 0);
-
-
-engine_impl0_can_take2_y <= stdl(bool(engine_impl0_region_impl2_write_channel12_busy) and ((not bool(engine_impl0_lfifo)) or (not bool(engine_impl0_or_any2_y))));
-
-
-engine_impl0_fq <= stdl(engine_impl0_region_impl3_copy_sig123_y(9-1 downto 0) = 256);
-
-
-engine_impl0_copy_sig136_y <= to_unsigned(engine_impl0_fq, 1);
-
-
-engine_impl0_full <= stdl(engine_impl0_copy_sig136_y /= 0);
+engine_impl0_full <= stdl(engine_impl0_region_impl3_copy_sig123_y = 256);
 
 
 engine_impl0_cn <= stdl(bool(engine_impl0_region_impl3_write_channel18_busy) and ((not bool(engine_impl0_lfifo)) or (not bool(engine_impl0_full))));
@@ -20764,10 +20456,10 @@ begin
 end process engine_impl0_xfer_info0_s;
 
 
-engine_impl0_or_any4_y <= stdl(engine_impl0_or_any4_v /= 0);
+engine_impl0_or_any0_y <= stdl(engine_impl0_or_any0_v /= 0);
 
 
-engine_impl0_load_route0_go <= stdl(bool(engine_impl0_bit_of0_y) and (not bool(engine_impl0_or_any4_y)) and bool(engine_impl0_copy_sig124_y));
+engine_impl0_load_route0_go <= stdl(bool(engine_impl0_bit_of0_y) and (not bool(engine_impl0_or_any0_y)) and bool(engine_impl0_copy_sig124_y));
 
 engine_impl0_issue_ctl0_s: process (clk) is
 begin
@@ -20775,7 +20467,7 @@ begin
         if (rst = '1') then
             engine_impl0_issue_ctl0_err <= '0';
         else
-            engine_impl0_issue_ctl0_err <= stdl((bool(engine_impl0_bit_of0_y) and (not bool(engine_impl0_or_any4_y)) and (not bool(engine_impl0_copy_sig124_y))) or bool(engine_impl0_issue_ctl0_core_err));
+            engine_impl0_issue_ctl0_err <= stdl((bool(engine_impl0_bit_of0_y) and (not bool(engine_impl0_or_any0_y)) and (not bool(engine_impl0_copy_sig124_y))) or bool(engine_impl0_issue_ctl0_core_err));
         end if;
     end if;
 end process engine_impl0_issue_ctl0_s;
@@ -20788,13 +20480,10 @@ engine_impl0_chan_ok0_ln <= sub_acc0_num(30-1 downto 16);
 engine_impl0_chan_ok0_off <= sub_acc0_num(14-1 downto 0);
 
 
-engine_impl0_chan_ok0_ol <= (resize(engine_impl0_chan_ok0_off, 15) + engine_impl0_chan_ok0_ln);
-
-
 engine_impl0_chan_ok0_reg_ok <= stdl(sub_w1_num(4-1 downto 0) < 4);
 
 
-engine_impl0_chan_ok0_ok <= stdl(bool(engine_impl0_chan_ok0_reg_ok) and (sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_chan_ok0_ln /= 0) and (engine_impl0_chan_ok0_ol <= 256));
+engine_impl0_chan_ok0_ok <= stdl(bool(engine_impl0_chan_ok0_reg_ok) and (sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_chan_ok0_ln /= 0) and (engine_impl0_chan_ok0_ln <= 256) and (engine_impl0_chan_ok0_off < 256));
 
 
 engine_impl0_range_ok1_ok <= stdl((sub_iters_num >= 1) and (sub_iters_num <= 4096));
@@ -20803,7 +20492,7 @@ engine_impl0_range_ok1_ok <= stdl((sub_iters_num >= 1) and (sub_iters_num <= 409
 engine_impl0_and_all1_y <= stdl(engine_impl0_and_all1_v = 3);
 
 
-engine_impl0_copy_sig141_y <= engine_impl0_and_all1_y;
+engine_impl0_copy_sig137_y <= engine_impl0_and_all1_y;
 
 
 engine_impl0_route_eq0_y <= stdl(bool(engine_impl0_route_eq0_go) and (sub_w1_num(4-1 downto 0) = 0));
@@ -20902,7 +20591,7 @@ end process engine_impl0_mux289_m;
 m_axis_st_tlast <= engine_impl0_mux289_y(0);
 
 
-m_axis_st_tvalid <= stdl(engine_impl0_or_any5_v /= 0);
+m_axis_st_tvalid <= stdl(engine_impl0_or_any1_v /= 0);
 
 
 engine_impl0_region_impl0_read_channel0_m_tready <= m_axis_st_tready;
@@ -20938,10 +20627,10 @@ begin
 end process engine_impl0_xfer_info1_s;
 
 
-engine_impl0_or_any6_y <= stdl(engine_impl0_or_any6_v /= 0);
+engine_impl0_or_any2_y <= stdl(engine_impl0_or_any2_v /= 0);
 
 
-engine_impl0_route_eq0_go <= stdl(bool(engine_impl0_bit_of6_y) and (not bool(engine_impl0_or_any6_y)) and bool(engine_impl0_copy_sig141_y));
+engine_impl0_route_eq0_go <= stdl(bool(engine_impl0_bit_of6_y) and (not bool(engine_impl0_or_any2_y)) and bool(engine_impl0_copy_sig137_y));
 
 engine_impl0_issue_ctl1_s: process (clk) is
 begin
@@ -20949,7 +20638,7 @@ begin
         if (rst = '1') then
             engine_impl0_issue_ctl1_err <= '0';
         else
-            engine_impl0_issue_ctl1_err <= stdl((bool(engine_impl0_bit_of6_y) and (not bool(engine_impl0_or_any6_y)) and (not bool(engine_impl0_copy_sig141_y))) or bool(engine_impl0_issue_ctl1_core_err));
+            engine_impl0_issue_ctl1_err <= stdl((bool(engine_impl0_bit_of6_y) and (not bool(engine_impl0_or_any2_y)) and (not bool(engine_impl0_copy_sig137_y))) or bool(engine_impl0_issue_ctl1_core_err));
         end if;
     end if;
 end process engine_impl0_issue_ctl1_s;
@@ -20962,39 +20651,30 @@ engine_impl0_chan_ok1_ln <= sub_acc0_num(30-1 downto 16);
 engine_impl0_chan_ok1_off <= sub_acc0_num(14-1 downto 0);
 
 
-engine_impl0_chan_ok1_ol <= (resize(engine_impl0_chan_ok1_off, 15) + engine_impl0_chan_ok1_ln);
-
-
 engine_impl0_chan_ok1_reg_ok <= stdl(sub_w1_num(4-1 downto 0) < 4);
 
 
-engine_impl0_chan_ok1_ok <= stdl(bool(engine_impl0_chan_ok1_reg_ok) and (sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_chan_ok1_ln /= 0) and (engine_impl0_chan_ok1_ol <= 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok1_ln));
+engine_impl0_chan_ok1_ok <= stdl(bool(engine_impl0_chan_ok1_reg_ok) and (sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_chan_ok1_ln /= 0) and (engine_impl0_chan_ok1_ln <= 256) and (engine_impl0_chan_ok1_off < 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok1_ln));
 
 
 engine_impl0_chan_ok2_ln <= sub_acc1_num(30-1 downto 16);
 engine_impl0_chan_ok2_off <= sub_acc1_num(14-1 downto 0);
 
 
-engine_impl0_chan_ok2_ol <= (resize(engine_impl0_chan_ok2_off, 15) + engine_impl0_chan_ok2_ln);
-
-
 engine_impl0_chan_ok2_reg_ok <= stdl(sub_w1_num(8-1 downto 4) < 4);
 
 
-engine_impl0_chan_ok2_ok <= stdl(bool(engine_impl0_chan_ok2_reg_ok) and (sub_acc1_num(31) /= sub_acc1_num(30)) and (engine_impl0_chan_ok2_ln /= 0) and (engine_impl0_chan_ok2_ol <= 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok2_ln));
+engine_impl0_chan_ok2_ok <= stdl(bool(engine_impl0_chan_ok2_reg_ok) and (sub_acc1_num(31) /= sub_acc1_num(30)) and (engine_impl0_chan_ok2_ln /= 0) and (engine_impl0_chan_ok2_ln <= 256) and (engine_impl0_chan_ok2_off < 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok2_ln));
 
 
 engine_impl0_chan_ok3_ln <= sub_acc2_num(30-1 downto 16);
 engine_impl0_chan_ok3_off <= sub_acc2_num(14-1 downto 0);
 
 
-engine_impl0_chan_ok3_ol <= (resize(engine_impl0_chan_ok3_off, 15) + engine_impl0_chan_ok3_ln);
-
-
 engine_impl0_chan_ok3_reg_ok <= stdl(sub_w1_num(12-1 downto 8) < 4);
 
 
-engine_impl0_chan_ok3_ok <= stdl(bool(engine_impl0_chan_ok3_reg_ok) and (sub_acc2_num(31) /= sub_acc2_num(30)) and (engine_impl0_chan_ok3_ol <= 256) and (engine_impl0_chan_ok3_ln = 1));
+engine_impl0_chan_ok3_ok <= stdl(bool(engine_impl0_chan_ok3_reg_ok) and (sub_acc2_num(31) /= sub_acc2_num(30)) and (engine_impl0_chan_ok3_off < 256) and (engine_impl0_chan_ok3_ln = 1));
 
 
 engine_impl0_range_ok2_ok <= stdl((sub_iters_num >= 1) and (sub_iters_num <= 4096));
@@ -21006,10 +20686,10 @@ engine_impl0_range_ok3_ok <= stdl((sub_w6_num >= 1) and (sub_w6_num <= 256));
 engine_impl0_and_all2_y <= stdl(engine_impl0_and_all2_v = 31);
 
 
-engine_impl0_copy_sig156_y <= engine_impl0_and_all2_y;
+engine_impl0_copy_sig152_y <= engine_impl0_and_all2_y;
 
 
-engine_impl0_copy_sig157_y <= engine_impl0_copy_sig157_a;
+engine_impl0_copy_sig153_y <= engine_impl0_copy_sig153_a;
 
 
 engine_impl0_fit1_dst <= sub_w6_num(9-1 downto 0);
@@ -21021,7 +20701,7 @@ engine_impl0_fit2_dst <= sub_iters_num;
 engine_impl0_bit_of8_y <= sub_w1_num(24);
 
 
-engine_impl0_copy_sig158_y <= engine_impl0_bit_of8_y;
+engine_impl0_copy_sig154_y <= engine_impl0_bit_of8_y;
 
 
 engine_impl0_dot_sigmoid0_line_last <= stdl(signed(resize(engine_impl0_dot_sigmoid0_control0_lcnt, 10)) = (signed(resize(engine_impl0_dot_sigmoid0_control0_dim_r, 10)) - 1));
@@ -21041,7 +20721,7 @@ begin
             engine_impl0_dot_sigmoid0_control0_lcnt <= to_unsigned(0, 9);
         else
             engine_impl0_dot_sigmoid0_done <= '0';
-            if (bool(engine_impl0_copy_sig157_y) and (not bool(engine_impl0_dot_sigmoid0_busy))) then
+            if (bool(engine_impl0_copy_sig153_y) and (not bool(engine_impl0_dot_sigmoid0_busy))) then
                 if ((engine_impl0_fit1_dst = 0) or (engine_impl0_fit1_dst > 256) or (engine_impl0_fit2_dst = 0) or (engine_impl0_fit2_dst > 4096)) then
                     engine_impl0_dot_sigmoid0_cfg_err <= '1';
                     engine_impl0_dot_sigmoid0_done <= '1';
@@ -21106,8 +20786,8 @@ begin
         if (rst = '1') then
             engine_impl0_dot_sigmoid0_use_sig <= '0';
         else
-            if (bool(engine_impl0_copy_sig157_y) and (not bool(engine_impl0_dot_sigmoid0_busy))) then
-                engine_impl0_dot_sigmoid0_use_sig <= engine_impl0_copy_sig158_y;
+            if (bool(engine_impl0_copy_sig153_y) and (not bool(engine_impl0_dot_sigmoid0_busy))) then
+                engine_impl0_dot_sigmoid0_use_sig <= engine_impl0_copy_sig154_y;
             end if;
         end if;
     end if;
@@ -21652,7 +21332,7 @@ engine_impl0_dot_sigmoid0_m_axis_res_tvalid <= stdl(engine_impl0_dot_sigmoid0_ou
 engine_impl0_and20_0_y <= stdl(bool(engine_impl0_dot_sigmoid0_done) and bool(engine_impl0_dot_sigmoid0_cfg_err));
 
 
-engine_impl0_route_eq4_y <= stdl(bool(engine_impl0_copy_sig157_a) and (sub_w1_num(4-1 downto 0) = 0));
+engine_impl0_route_eq4_y <= stdl(bool(engine_impl0_copy_sig153_a) and (sub_w1_num(4-1 downto 0) = 0));
 
 
 engine_impl0_region_impl0_read_channel1_start <= engine_impl0_route_eq4_y;
@@ -21661,7 +21341,7 @@ engine_impl0_region_impl0_read_channel1_start <= engine_impl0_route_eq4_y;
 engine_impl0_region_impl0_read_channel1_access <= sub_acc0_num;
 
 
-engine_impl0_route_eq5_y <= stdl(bool(engine_impl0_copy_sig157_a) and (sub_w1_num(4-1 downto 0) = 1));
+engine_impl0_route_eq5_y <= stdl(bool(engine_impl0_copy_sig153_a) and (sub_w1_num(4-1 downto 0) = 1));
 
 
 engine_impl0_region_impl1_read_channel13_start <= engine_impl0_route_eq5_y;
@@ -21670,7 +21350,7 @@ engine_impl0_region_impl1_read_channel13_start <= engine_impl0_route_eq5_y;
 engine_impl0_region_impl1_read_channel13_access <= sub_acc0_num;
 
 
-engine_impl0_route_eq6_y <= stdl(bool(engine_impl0_copy_sig157_a) and (sub_w1_num(4-1 downto 0) = 2));
+engine_impl0_route_eq6_y <= stdl(bool(engine_impl0_copy_sig153_a) and (sub_w1_num(4-1 downto 0) = 2));
 
 
 engine_impl0_region_impl2_read_channel25_start <= engine_impl0_route_eq6_y;
@@ -21679,7 +21359,7 @@ engine_impl0_region_impl2_read_channel25_start <= engine_impl0_route_eq6_y;
 engine_impl0_region_impl2_read_channel25_access <= sub_acc0_num;
 
 
-engine_impl0_route_eq7_y <= stdl(bool(engine_impl0_copy_sig157_a) and (sub_w1_num(4-1 downto 0) = 3));
+engine_impl0_route_eq7_y <= stdl(bool(engine_impl0_copy_sig153_a) and (sub_w1_num(4-1 downto 0) = 3));
 
 
 engine_impl0_region_impl3_read_channel37_start <= engine_impl0_route_eq7_y;
@@ -21715,7 +21395,7 @@ begin
 end process engine_impl0_mux292_m;
 
 
-engine_impl0_dot_sigmoid0_s_axis_a_tvalid <= stdl(engine_impl0_or_any7_v /= 0);
+engine_impl0_dot_sigmoid0_s_axis_a_tvalid <= stdl(engine_impl0_or_any3_v /= 0);
 
 
 engine_impl0_region_impl0_read_channel1_m_tready <= engine_impl0_dot_sigmoid0_s_axis_a_tready;
@@ -21733,7 +21413,7 @@ engine_impl0_region_impl3_read_channel37_m_tready <= engine_impl0_dot_sigmoid0_s
 engine_impl0_dot_sigmoid0_s_axis_a_tdata <= engine_impl0_mux292_y;
 
 
-engine_impl0_route_eq8_y <= stdl(bool(engine_impl0_copy_sig157_a) and (sub_w1_num(8-1 downto 4) = 0));
+engine_impl0_route_eq8_y <= stdl(bool(engine_impl0_copy_sig153_a) and (sub_w1_num(8-1 downto 4) = 0));
 
 
 engine_impl0_region_impl0_read_channel2_start <= engine_impl0_route_eq8_y;
@@ -21742,7 +21422,7 @@ engine_impl0_region_impl0_read_channel2_start <= engine_impl0_route_eq8_y;
 engine_impl0_region_impl0_read_channel2_access <= sub_acc1_num;
 
 
-engine_impl0_route_eq9_y <= stdl(bool(engine_impl0_copy_sig157_a) and (sub_w1_num(8-1 downto 4) = 1));
+engine_impl0_route_eq9_y <= stdl(bool(engine_impl0_copy_sig153_a) and (sub_w1_num(8-1 downto 4) = 1));
 
 
 engine_impl0_region_impl1_read_channel14_start <= engine_impl0_route_eq9_y;
@@ -21751,7 +21431,7 @@ engine_impl0_region_impl1_read_channel14_start <= engine_impl0_route_eq9_y;
 engine_impl0_region_impl1_read_channel14_access <= sub_acc1_num;
 
 
-engine_impl0_route_eq10_y <= stdl(bool(engine_impl0_copy_sig157_a) and (sub_w1_num(8-1 downto 4) = 2));
+engine_impl0_route_eq10_y <= stdl(bool(engine_impl0_copy_sig153_a) and (sub_w1_num(8-1 downto 4) = 2));
 
 
 engine_impl0_region_impl2_read_channel26_start <= engine_impl0_route_eq10_y;
@@ -21760,7 +21440,7 @@ engine_impl0_region_impl2_read_channel26_start <= engine_impl0_route_eq10_y;
 engine_impl0_region_impl2_read_channel26_access <= sub_acc1_num;
 
 
-engine_impl0_route_eq11_y <= stdl(bool(engine_impl0_copy_sig157_a) and (sub_w1_num(8-1 downto 4) = 3));
+engine_impl0_route_eq11_y <= stdl(bool(engine_impl0_copy_sig153_a) and (sub_w1_num(8-1 downto 4) = 3));
 
 
 engine_impl0_region_impl3_read_channel38_start <= engine_impl0_route_eq11_y;
@@ -21796,7 +21476,7 @@ begin
 end process engine_impl0_mux295_m;
 
 
-engine_impl0_dot_sigmoid0_s_axis_b_tvalid <= stdl(engine_impl0_or_any8_v /= 0);
+engine_impl0_dot_sigmoid0_s_axis_b_tvalid <= stdl(engine_impl0_or_any4_v /= 0);
 
 
 engine_impl0_region_impl0_read_channel2_m_tready <= engine_impl0_dot_sigmoid0_s_axis_b_tready;
@@ -21814,7 +21494,7 @@ engine_impl0_region_impl3_read_channel38_m_tready <= engine_impl0_dot_sigmoid0_s
 engine_impl0_dot_sigmoid0_s_axis_b_tdata <= engine_impl0_mux295_y;
 
 
-engine_impl0_route_eq12_y <= stdl(bool(engine_impl0_copy_sig157_a) and (sub_w1_num(12-1 downto 8) = 0));
+engine_impl0_route_eq12_y <= stdl(bool(engine_impl0_copy_sig153_a) and (sub_w1_num(12-1 downto 8) = 0));
 
 
 engine_impl0_region_impl0_write_channel1_start <= engine_impl0_route_eq12_y;
@@ -21823,7 +21503,7 @@ engine_impl0_region_impl0_write_channel1_start <= engine_impl0_route_eq12_y;
 engine_impl0_region_impl0_write_channel1_access <= sub_acc2_num;
 
 
-engine_impl0_route_eq13_y <= stdl(bool(engine_impl0_copy_sig157_a) and (sub_w1_num(12-1 downto 8) = 1));
+engine_impl0_route_eq13_y <= stdl(bool(engine_impl0_copy_sig153_a) and (sub_w1_num(12-1 downto 8) = 1));
 
 
 engine_impl0_region_impl1_write_channel7_start <= engine_impl0_route_eq13_y;
@@ -21832,7 +21512,7 @@ engine_impl0_region_impl1_write_channel7_start <= engine_impl0_route_eq13_y;
 engine_impl0_region_impl1_write_channel7_access <= sub_acc2_num;
 
 
-engine_impl0_route_eq14_y <= stdl(bool(engine_impl0_copy_sig157_a) and (sub_w1_num(12-1 downto 8) = 2));
+engine_impl0_route_eq14_y <= stdl(bool(engine_impl0_copy_sig153_a) and (sub_w1_num(12-1 downto 8) = 2));
 
 
 engine_impl0_region_impl2_write_channel13_start <= engine_impl0_route_eq14_y;
@@ -21841,7 +21521,7 @@ engine_impl0_region_impl2_write_channel13_start <= engine_impl0_route_eq14_y;
 engine_impl0_region_impl2_write_channel13_access <= sub_acc2_num;
 
 
-engine_impl0_route_eq15_y <= stdl(bool(engine_impl0_copy_sig157_a) and (sub_w1_num(12-1 downto 8) = 3));
+engine_impl0_route_eq15_y <= stdl(bool(engine_impl0_copy_sig153_a) and (sub_w1_num(12-1 downto 8) = 3));
 
 
 engine_impl0_region_impl3_write_channel19_start <= engine_impl0_route_eq15_y;
@@ -21877,13 +21557,13 @@ engine_impl0_region_impl3_mux268_a <= engine_impl0_scalar_line0_line;
 engine_impl0_region_impl3_write_channel19_s_tvalid <= engine_impl0_dot_sigmoid0_m_axis_res_tvalid;
 
 
-engine_impl0_dot_sigmoid0_m_axis_res_tready <= stdl(engine_impl0_or_any9_v /= 0);
+engine_impl0_dot_sigmoid0_m_axis_res_tready <= stdl(engine_impl0_or_any5_v /= 0);
 
 
-engine_impl0_or_any10_y <= stdl(engine_impl0_or_any10_v /= 0);
+engine_impl0_or_any6_y <= stdl(engine_impl0_or_any6_v /= 0);
 
 
-engine_impl0_copy_sig157_a <= stdl(bool(engine_impl0_bit_of7_y) and (not bool(engine_impl0_or_any10_y)) and bool(engine_impl0_copy_sig156_y));
+engine_impl0_copy_sig153_a <= stdl(bool(engine_impl0_bit_of7_y) and (not bool(engine_impl0_or_any6_y)) and bool(engine_impl0_copy_sig152_y));
 
 engine_impl0_issue_ctl2_s: process (clk) is
 begin
@@ -21891,7 +21571,7 @@ begin
         if (rst = '1') then
             engine_impl0_issue_ctl2_err <= '0';
         else
-            engine_impl0_issue_ctl2_err <= stdl((bool(engine_impl0_bit_of7_y) and (not bool(engine_impl0_or_any10_y)) and (not bool(engine_impl0_copy_sig156_y))) or bool(engine_impl0_and20_0_y));
+            engine_impl0_issue_ctl2_err <= stdl((bool(engine_impl0_bit_of7_y) and (not bool(engine_impl0_or_any6_y)) and (not bool(engine_impl0_copy_sig152_y))) or bool(engine_impl0_and20_0_y));
         end if;
     end if;
 end process engine_impl0_issue_ctl2_s;
@@ -21904,39 +21584,30 @@ engine_impl0_chan_ok4_ln <= sub_acc0_num(30-1 downto 16);
 engine_impl0_chan_ok4_off <= sub_acc0_num(14-1 downto 0);
 
 
-engine_impl0_chan_ok4_ol <= (resize(engine_impl0_chan_ok4_off, 15) + engine_impl0_chan_ok4_ln);
-
-
 engine_impl0_chan_ok4_reg_ok <= stdl(sub_w1_num(4-1 downto 0) < 4);
 
 
-engine_impl0_chan_ok4_ok <= stdl(bool(engine_impl0_chan_ok4_reg_ok) and (sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_chan_ok4_ln /= 0) and (engine_impl0_chan_ok4_ol <= 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok4_ln));
+engine_impl0_chan_ok4_ok <= stdl(bool(engine_impl0_chan_ok4_reg_ok) and (sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_chan_ok4_ln /= 0) and (engine_impl0_chan_ok4_ln <= 256) and (engine_impl0_chan_ok4_off < 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok4_ln));
 
 
 engine_impl0_chan_ok5_ln <= sub_acc1_num(30-1 downto 16);
 engine_impl0_chan_ok5_off <= sub_acc1_num(14-1 downto 0);
 
 
-engine_impl0_chan_ok5_ol <= (resize(engine_impl0_chan_ok5_off, 15) + engine_impl0_chan_ok5_ln);
-
-
 engine_impl0_chan_ok5_reg_ok <= stdl(sub_w1_num(8-1 downto 4) < 4);
 
 
-engine_impl0_chan_ok5_ok <= stdl(bool(engine_impl0_chan_ok5_reg_ok) and (sub_acc1_num(31) /= sub_acc1_num(30)) and (engine_impl0_chan_ok5_ln /= 0) and (engine_impl0_chan_ok5_ol <= 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok5_ln));
+engine_impl0_chan_ok5_ok <= stdl(bool(engine_impl0_chan_ok5_reg_ok) and (sub_acc1_num(31) /= sub_acc1_num(30)) and (engine_impl0_chan_ok5_ln /= 0) and (engine_impl0_chan_ok5_ln <= 256) and (engine_impl0_chan_ok5_off < 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok5_ln));
 
 
 engine_impl0_chan_ok6_ln <= sub_acc2_num(30-1 downto 16);
 engine_impl0_chan_ok6_off <= sub_acc2_num(14-1 downto 0);
 
 
-engine_impl0_chan_ok6_ol <= (resize(engine_impl0_chan_ok6_off, 15) + engine_impl0_chan_ok6_ln);
-
-
 engine_impl0_chan_ok6_reg_ok <= stdl(sub_w1_num(12-1 downto 8) < 4);
 
 
-engine_impl0_chan_ok6_ok <= stdl(bool(engine_impl0_chan_ok6_reg_ok) and (sub_acc2_num(31) /= sub_acc2_num(30)) and (engine_impl0_chan_ok6_ln /= 0) and (engine_impl0_chan_ok6_ol <= 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok6_ln));
+engine_impl0_chan_ok6_ok <= stdl(bool(engine_impl0_chan_ok6_reg_ok) and (sub_acc2_num(31) /= sub_acc2_num(30)) and (engine_impl0_chan_ok6_ln /= 0) and (engine_impl0_chan_ok6_ln <= 256) and (engine_impl0_chan_ok6_off < 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok6_ln));
 
 
 engine_impl0_range_ok4_ok <= stdl((sub_iters_num >= 1) and (sub_iters_num <= 4096));
@@ -21948,10 +21619,10 @@ engine_impl0_range_ok5_ok <= stdl((sub_w6_num >= 1) and (sub_w6_num <= 256));
 engine_impl0_and_all3_y <= stdl(engine_impl0_and_all3_v = 31);
 
 
-engine_impl0_copy_sig201_y <= engine_impl0_and_all3_y;
+engine_impl0_copy_sig197_y <= engine_impl0_and_all3_y;
 
 
-engine_impl0_copy_sig202_y <= engine_impl0_copy_sig202_a;
+engine_impl0_copy_sig198_y <= engine_impl0_copy_sig198_a;
 
 
 engine_impl0_fit3_dst <= sub_w6_num(9-1 downto 0);
@@ -21963,7 +21634,7 @@ engine_impl0_fit4_dst <= sub_iters_num;
 engine_impl0_bit_of10_y <= sub_w1_num(24);
 
 
-engine_impl0_copy_sig203_y <= engine_impl0_bit_of10_y;
+engine_impl0_copy_sig199_y <= engine_impl0_bit_of10_y;
 
 
 engine_impl0_sigmoid_delta0_top0_line_last <= stdl(signed(resize(engine_impl0_sigmoid_delta0_top0_control1_lcnt, 10)) = (signed(resize(engine_impl0_sigmoid_delta0_top0_control1_dim_r, 10)) - 1));
@@ -21983,7 +21654,7 @@ begin
             engine_impl0_sigmoid_delta0_top0_control1_lcnt <= to_unsigned(0, 9);
         else
             engine_impl0_sigmoid_delta0_done <= '0';
-            if (bool(engine_impl0_copy_sig202_y) and (not bool(engine_impl0_sigmoid_delta0_busy))) then
+            if (bool(engine_impl0_copy_sig198_y) and (not bool(engine_impl0_sigmoid_delta0_busy))) then
                 if ((engine_impl0_fit3_dst = 0) or (engine_impl0_fit3_dst > 256) or (engine_impl0_fit4_dst = 0) or (engine_impl0_fit4_dst > 4096)) then
                     engine_impl0_sigmoid_delta0_cfg_err <= '1';
                     engine_impl0_sigmoid_delta0_done <= '1';
@@ -22048,8 +21719,8 @@ begin
         if (rst = '1') then
             engine_impl0_sigmoid_delta0_top0_use_sig <= '0';
         else
-            if (bool(engine_impl0_copy_sig202_y) and (not bool(engine_impl0_sigmoid_delta0_busy))) then
-                engine_impl0_sigmoid_delta0_top0_use_sig <= engine_impl0_copy_sig203_y;
+            if (bool(engine_impl0_copy_sig198_y) and (not bool(engine_impl0_sigmoid_delta0_busy))) then
+                engine_impl0_sigmoid_delta0_top0_use_sig <= engine_impl0_copy_sig199_y;
             end if;
         end if;
     end if;
@@ -23391,7 +23062,7 @@ engine_impl0_sigmoid_delta0_m_axis_y_tvalid <= stdl(engine_impl0_sigmoid_delta0_
 engine_impl0_and21_0_y <= stdl(bool(engine_impl0_sigmoid_delta0_done) and bool(engine_impl0_sigmoid_delta0_cfg_err));
 
 
-engine_impl0_route_eq16_y <= stdl(bool(engine_impl0_copy_sig202_a) and (sub_w1_num(4-1 downto 0) = 0));
+engine_impl0_route_eq16_y <= stdl(bool(engine_impl0_copy_sig198_a) and (sub_w1_num(4-1 downto 0) = 0));
 
 
 engine_impl0_region_impl0_read_channel3_start <= engine_impl0_route_eq16_y;
@@ -23400,7 +23071,7 @@ engine_impl0_region_impl0_read_channel3_start <= engine_impl0_route_eq16_y;
 engine_impl0_region_impl0_read_channel3_access <= sub_acc0_num;
 
 
-engine_impl0_route_eq17_y <= stdl(bool(engine_impl0_copy_sig202_a) and (sub_w1_num(4-1 downto 0) = 1));
+engine_impl0_route_eq17_y <= stdl(bool(engine_impl0_copy_sig198_a) and (sub_w1_num(4-1 downto 0) = 1));
 
 
 engine_impl0_region_impl1_read_channel15_start <= engine_impl0_route_eq17_y;
@@ -23409,7 +23080,7 @@ engine_impl0_region_impl1_read_channel15_start <= engine_impl0_route_eq17_y;
 engine_impl0_region_impl1_read_channel15_access <= sub_acc0_num;
 
 
-engine_impl0_route_eq18_y <= stdl(bool(engine_impl0_copy_sig202_a) and (sub_w1_num(4-1 downto 0) = 2));
+engine_impl0_route_eq18_y <= stdl(bool(engine_impl0_copy_sig198_a) and (sub_w1_num(4-1 downto 0) = 2));
 
 
 engine_impl0_region_impl2_read_channel27_start <= engine_impl0_route_eq18_y;
@@ -23418,7 +23089,7 @@ engine_impl0_region_impl2_read_channel27_start <= engine_impl0_route_eq18_y;
 engine_impl0_region_impl2_read_channel27_access <= sub_acc0_num;
 
 
-engine_impl0_route_eq19_y <= stdl(bool(engine_impl0_copy_sig202_a) and (sub_w1_num(4-1 downto 0) = 3));
+engine_impl0_route_eq19_y <= stdl(bool(engine_impl0_copy_sig198_a) and (sub_w1_num(4-1 downto 0) = 3));
 
 
 engine_impl0_region_impl3_read_channel39_start <= engine_impl0_route_eq19_y;
@@ -23454,7 +23125,7 @@ begin
 end process engine_impl0_mux298_m;
 
 
-engine_impl0_sigmoid_delta0_s_axis_z_tvalid <= stdl(engine_impl0_or_any11_v /= 0);
+engine_impl0_sigmoid_delta0_s_axis_z_tvalid <= stdl(engine_impl0_or_any7_v /= 0);
 
 
 engine_impl0_region_impl0_read_channel3_m_tready <= engine_impl0_sigmoid_delta0_s_axis_z_tready;
@@ -23472,7 +23143,7 @@ engine_impl0_region_impl3_read_channel39_m_tready <= engine_impl0_sigmoid_delta0
 engine_impl0_sigmoid_delta0_s_axis_z_tdata <= engine_impl0_mux298_y;
 
 
-engine_impl0_route_eq20_y <= stdl(bool(engine_impl0_copy_sig202_a) and (sub_w1_num(8-1 downto 4) = 0));
+engine_impl0_route_eq20_y <= stdl(bool(engine_impl0_copy_sig198_a) and (sub_w1_num(8-1 downto 4) = 0));
 
 
 engine_impl0_region_impl0_read_channel4_start <= engine_impl0_route_eq20_y;
@@ -23481,7 +23152,7 @@ engine_impl0_region_impl0_read_channel4_start <= engine_impl0_route_eq20_y;
 engine_impl0_region_impl0_read_channel4_access <= sub_acc1_num;
 
 
-engine_impl0_route_eq21_y <= stdl(bool(engine_impl0_copy_sig202_a) and (sub_w1_num(8-1 downto 4) = 1));
+engine_impl0_route_eq21_y <= stdl(bool(engine_impl0_copy_sig198_a) and (sub_w1_num(8-1 downto 4) = 1));
 
 
 engine_impl0_region_impl1_read_channel16_start <= engine_impl0_route_eq21_y;
@@ -23490,7 +23161,7 @@ engine_impl0_region_impl1_read_channel16_start <= engine_impl0_route_eq21_y;
 engine_impl0_region_impl1_read_channel16_access <= sub_acc1_num;
 
 
-engine_impl0_route_eq22_y <= stdl(bool(engine_impl0_copy_sig202_a) and (sub_w1_num(8-1 downto 4) = 2));
+engine_impl0_route_eq22_y <= stdl(bool(engine_impl0_copy_sig198_a) and (sub_w1_num(8-1 downto 4) = 2));
 
 
 engine_impl0_region_impl2_read_channel28_start <= engine_impl0_route_eq22_y;
@@ -23499,7 +23170,7 @@ engine_impl0_region_impl2_read_channel28_start <= engine_impl0_route_eq22_y;
 engine_impl0_region_impl2_read_channel28_access <= sub_acc1_num;
 
 
-engine_impl0_route_eq23_y <= stdl(bool(engine_impl0_copy_sig202_a) and (sub_w1_num(8-1 downto 4) = 3));
+engine_impl0_route_eq23_y <= stdl(bool(engine_impl0_copy_sig198_a) and (sub_w1_num(8-1 downto 4) = 3));
 
 
 engine_impl0_region_impl3_read_channel40_start <= engine_impl0_route_eq23_y;
@@ -23535,7 +23206,7 @@ begin
 end process engine_impl0_mux2101_m;
 
 
-engine_impl0_sigmoid_delta0_s_axis_b_tvalid <= stdl(engine_impl0_or_any12_v /= 0);
+engine_impl0_sigmoid_delta0_s_axis_b_tvalid <= stdl(engine_impl0_or_any8_v /= 0);
 
 
 engine_impl0_region_impl0_read_channel4_m_tready <= engine_impl0_sigmoid_delta0_s_axis_b_tready;
@@ -23553,7 +23224,7 @@ engine_impl0_region_impl3_read_channel40_m_tready <= engine_impl0_sigmoid_delta0
 engine_impl0_sigmoid_delta0_s_axis_b_tdata <= engine_impl0_mux2101_y;
 
 
-engine_impl0_route_eq24_y <= stdl(bool(engine_impl0_copy_sig202_a) and (sub_w1_num(12-1 downto 8) = 0));
+engine_impl0_route_eq24_y <= stdl(bool(engine_impl0_copy_sig198_a) and (sub_w1_num(12-1 downto 8) = 0));
 
 
 engine_impl0_region_impl0_write_channel2_start <= engine_impl0_route_eq24_y;
@@ -23562,7 +23233,7 @@ engine_impl0_region_impl0_write_channel2_start <= engine_impl0_route_eq24_y;
 engine_impl0_region_impl0_write_channel2_access <= sub_acc2_num;
 
 
-engine_impl0_route_eq25_y <= stdl(bool(engine_impl0_copy_sig202_a) and (sub_w1_num(12-1 downto 8) = 1));
+engine_impl0_route_eq25_y <= stdl(bool(engine_impl0_copy_sig198_a) and (sub_w1_num(12-1 downto 8) = 1));
 
 
 engine_impl0_region_impl1_write_channel8_start <= engine_impl0_route_eq25_y;
@@ -23571,7 +23242,7 @@ engine_impl0_region_impl1_write_channel8_start <= engine_impl0_route_eq25_y;
 engine_impl0_region_impl1_write_channel8_access <= sub_acc2_num;
 
 
-engine_impl0_route_eq26_y <= stdl(bool(engine_impl0_copy_sig202_a) and (sub_w1_num(12-1 downto 8) = 2));
+engine_impl0_route_eq26_y <= stdl(bool(engine_impl0_copy_sig198_a) and (sub_w1_num(12-1 downto 8) = 2));
 
 
 engine_impl0_region_impl2_write_channel14_start <= engine_impl0_route_eq26_y;
@@ -23580,7 +23251,7 @@ engine_impl0_region_impl2_write_channel14_start <= engine_impl0_route_eq26_y;
 engine_impl0_region_impl2_write_channel14_access <= sub_acc2_num;
 
 
-engine_impl0_route_eq27_y <= stdl(bool(engine_impl0_copy_sig202_a) and (sub_w1_num(12-1 downto 8) = 3));
+engine_impl0_route_eq27_y <= stdl(bool(engine_impl0_copy_sig198_a) and (sub_w1_num(12-1 downto 8) = 3));
 
 
 engine_impl0_region_impl3_write_channel20_start <= engine_impl0_route_eq27_y;
@@ -23589,40 +23260,40 @@ engine_impl0_region_impl3_write_channel20_start <= engine_impl0_route_eq27_y;
 engine_impl0_region_impl3_write_channel20_access <= sub_acc2_num;
 
 
-engine_impl0_copy_sig238_y <= engine_impl0_sigmoid_delta0_m_axis_y_tdata;
+engine_impl0_copy_sig234_y <= engine_impl0_sigmoid_delta0_m_axis_y_tdata;
 
 
-engine_impl0_region_impl0_mux26_a <= engine_impl0_copy_sig238_y;
+engine_impl0_region_impl0_mux26_a <= engine_impl0_copy_sig234_y;
 
 
 engine_impl0_region_impl0_write_channel2_s_tvalid <= engine_impl0_sigmoid_delta0_m_axis_y_tvalid;
 
 
-engine_impl0_region_impl1_mux227_a <= engine_impl0_copy_sig238_y;
+engine_impl0_region_impl1_mux227_a <= engine_impl0_copy_sig234_y;
 
 
 engine_impl0_region_impl1_write_channel8_s_tvalid <= engine_impl0_sigmoid_delta0_m_axis_y_tvalid;
 
 
-engine_impl0_region_impl2_mux248_a <= engine_impl0_copy_sig238_y;
+engine_impl0_region_impl2_mux248_a <= engine_impl0_copy_sig234_y;
 
 
 engine_impl0_region_impl2_write_channel14_s_tvalid <= engine_impl0_sigmoid_delta0_m_axis_y_tvalid;
 
 
-engine_impl0_region_impl3_mux269_a <= engine_impl0_copy_sig238_y;
+engine_impl0_region_impl3_mux269_a <= engine_impl0_copy_sig234_y;
 
 
 engine_impl0_region_impl3_write_channel20_s_tvalid <= engine_impl0_sigmoid_delta0_m_axis_y_tvalid;
 
 
-engine_impl0_sigmoid_delta0_m_axis_y_tready <= stdl(engine_impl0_or_any13_v /= 0);
+engine_impl0_sigmoid_delta0_m_axis_y_tready <= stdl(engine_impl0_or_any9_v /= 0);
 
 
-engine_impl0_or_any14_y <= stdl(engine_impl0_or_any14_v /= 0);
+engine_impl0_or_any10_y <= stdl(engine_impl0_or_any10_v /= 0);
 
 
-engine_impl0_copy_sig202_a <= stdl(bool(engine_impl0_bit_of9_y) and (not bool(engine_impl0_or_any14_y)) and bool(engine_impl0_copy_sig201_y));
+engine_impl0_copy_sig198_a <= stdl(bool(engine_impl0_bit_of9_y) and (not bool(engine_impl0_or_any10_y)) and bool(engine_impl0_copy_sig197_y));
 
 engine_impl0_issue_ctl3_s: process (clk) is
 begin
@@ -23630,7 +23301,7 @@ begin
         if (rst = '1') then
             engine_impl0_issue_ctl3_err <= '0';
         else
-            engine_impl0_issue_ctl3_err <= stdl((bool(engine_impl0_bit_of9_y) and (not bool(engine_impl0_or_any14_y)) and (not bool(engine_impl0_copy_sig201_y))) or bool(engine_impl0_and21_0_y));
+            engine_impl0_issue_ctl3_err <= stdl((bool(engine_impl0_bit_of9_y) and (not bool(engine_impl0_or_any10_y)) and (not bool(engine_impl0_copy_sig197_y))) or bool(engine_impl0_and21_0_y));
         end if;
     end if;
 end process engine_impl0_issue_ctl3_s;
@@ -23643,39 +23314,30 @@ engine_impl0_chan_ok7_ln <= sub_acc0_num(30-1 downto 16);
 engine_impl0_chan_ok7_off <= sub_acc0_num(14-1 downto 0);
 
 
-engine_impl0_chan_ok7_ol <= (resize(engine_impl0_chan_ok7_off, 15) + engine_impl0_chan_ok7_ln);
-
-
 engine_impl0_chan_ok7_reg_ok <= stdl(sub_w1_num(4-1 downto 0) < 4);
 
 
-engine_impl0_chan_ok7_ok <= stdl(bool(engine_impl0_chan_ok7_reg_ok) and (sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_chan_ok7_ol <= 256) and (engine_impl0_chan_ok7_ln = 1));
+engine_impl0_chan_ok7_ok <= stdl(bool(engine_impl0_chan_ok7_reg_ok) and (sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_chan_ok7_off < 256) and (engine_impl0_chan_ok7_ln = 1));
 
 
 engine_impl0_chan_ok8_ln <= sub_acc1_num(30-1 downto 16);
 engine_impl0_chan_ok8_off <= sub_acc1_num(14-1 downto 0);
 
 
-engine_impl0_chan_ok8_ol <= (resize(engine_impl0_chan_ok8_off, 15) + engine_impl0_chan_ok8_ln);
-
-
 engine_impl0_chan_ok8_reg_ok <= stdl(sub_w1_num(8-1 downto 4) < 4);
 
 
-engine_impl0_chan_ok8_ok <= stdl(bool(engine_impl0_chan_ok8_reg_ok) and (sub_acc1_num(31) /= sub_acc1_num(30)) and (engine_impl0_chan_ok8_ol <= 256) and (engine_impl0_chan_ok8_ln = 1));
+engine_impl0_chan_ok8_ok <= stdl(bool(engine_impl0_chan_ok8_reg_ok) and (sub_acc1_num(31) /= sub_acc1_num(30)) and (engine_impl0_chan_ok8_off < 256) and (engine_impl0_chan_ok8_ln = 1));
 
 
 engine_impl0_chan_ok9_ln <= sub_acc2_num(30-1 downto 16);
 engine_impl0_chan_ok9_off <= sub_acc2_num(14-1 downto 0);
 
 
-engine_impl0_chan_ok9_ol <= (resize(engine_impl0_chan_ok9_off, 15) + engine_impl0_chan_ok9_ln);
-
-
 engine_impl0_chan_ok9_reg_ok <= stdl(sub_w1_num(12-1 downto 8) < 4);
 
 
-engine_impl0_chan_ok9_ok <= stdl(bool(engine_impl0_chan_ok9_reg_ok) and (sub_acc2_num(31) /= sub_acc2_num(30)) and (engine_impl0_chan_ok9_ol <= 256) and (engine_impl0_chan_ok9_ln = 1));
+engine_impl0_chan_ok9_ok <= stdl(bool(engine_impl0_chan_ok9_reg_ok) and (sub_acc2_num(31) /= sub_acc2_num(30)) and (engine_impl0_chan_ok9_off < 256) and (engine_impl0_chan_ok9_ln = 1));
 
 
 engine_impl0_range_ok6_ok <= stdl((sub_iters_num >= 1) and (sub_iters_num <= 4096));
@@ -23684,10 +23346,10 @@ engine_impl0_range_ok6_ok <= stdl((sub_iters_num >= 1) and (sub_iters_num <= 409
 engine_impl0_and_all4_y <= stdl(engine_impl0_and_all4_v = 15);
 
 
-engine_impl0_copy_sig247_y <= engine_impl0_and_all4_y;
+engine_impl0_copy_sig243_y <= engine_impl0_and_all4_y;
 
 
-engine_impl0_copy_sig248_y <= engine_impl0_copy_sig248_a;
+engine_impl0_copy_sig244_y <= engine_impl0_copy_sig244_a;
 
 
 engine_impl0_fit5_dst <= sub_iters_num;
@@ -23696,7 +23358,7 @@ engine_impl0_fit5_dst <= sub_iters_num;
 engine_impl0_bit_of12_y <= sub_w1_num(24);
 
 
-engine_impl0_copy_sig249_y <= engine_impl0_bit_of12_y;
+engine_impl0_copy_sig245_y <= engine_impl0_bit_of12_y;
 
 
 engine_impl0_fit6_dst <= sub_w6_num;
@@ -23710,7 +23372,7 @@ begin
         if (rst = '1') then
             engine_impl0_flag_reg0_q <= '0';
         else
-            if bool(engine_impl0_copy_sig248_a) then
+            if bool(engine_impl0_copy_sig244_a) then
                 engine_impl0_flag_reg0_q <= engine_impl0_bit_of12_y;
             end if;
         end if;
@@ -23735,7 +23397,7 @@ begin
             engine_impl0_scalar_engine0_running <= '0';
         else
             engine_impl0_scalar_engine0_done <= '0';
-            if (bool(engine_impl0_copy_sig248_y) and (not bool(engine_impl0_scalar_engine0_busy))) then
+            if (bool(engine_impl0_copy_sig244_y) and (not bool(engine_impl0_scalar_engine0_busy))) then
                 if bool(engine_impl0_scalar_engine0_engine_control0_it_bad) then
                     engine_impl0_scalar_engine0_cfg_err <= '1';
                     engine_impl0_scalar_engine0_done <= '1';
@@ -23772,8 +23434,8 @@ begin
             engine_impl0_scalar_engine0_nal_r <= to_signed(0, 33);
             engine_impl0_scalar_engine0_alpha_r <= to_signed(0, 32);
         else
-            if (bool(engine_impl0_copy_sig248_y) and (not bool(engine_impl0_scalar_engine0_busy))) then
-                engine_impl0_scalar_engine0_mode_r <= engine_impl0_copy_sig249_y;
+            if (bool(engine_impl0_copy_sig244_y) and (not bool(engine_impl0_scalar_engine0_busy))) then
+                engine_impl0_scalar_engine0_mode_r <= engine_impl0_copy_sig245_y;
                 engine_impl0_scalar_engine0_alpha_r <= signed(engine_impl0_fit6_dst);
                 engine_impl0_scalar_engine0_al_r <= signed(engine_impl0_fit7_dst);
                 engine_impl0_scalar_engine0_nal_r <= resize((-signed(engine_impl0_fit7_dst)), 33);
@@ -24096,7 +23758,7 @@ engine_impl0_scalar_engine0_m_axis_res_tvalid <= stdl(engine_impl0_scalar_engine
 engine_impl0_and22_0_y <= stdl(bool(engine_impl0_scalar_engine0_done) and bool(engine_impl0_scalar_engine0_cfg_err));
 
 
-engine_impl0_route_eq28_y <= stdl(bool(engine_impl0_copy_sig248_a) and (sub_w1_num(4-1 downto 0) = 0));
+engine_impl0_route_eq28_y <= stdl(bool(engine_impl0_copy_sig244_a) and (sub_w1_num(4-1 downto 0) = 0));
 
 
 engine_impl0_region_impl0_read_channel5_start <= engine_impl0_route_eq28_y;
@@ -24105,7 +23767,7 @@ engine_impl0_region_impl0_read_channel5_start <= engine_impl0_route_eq28_y;
 engine_impl0_region_impl0_read_channel5_access <= sub_acc0_num;
 
 
-engine_impl0_route_eq29_y <= stdl(bool(engine_impl0_copy_sig248_a) and (sub_w1_num(4-1 downto 0) = 1));
+engine_impl0_route_eq29_y <= stdl(bool(engine_impl0_copy_sig244_a) and (sub_w1_num(4-1 downto 0) = 1));
 
 
 engine_impl0_region_impl1_read_channel17_start <= engine_impl0_route_eq29_y;
@@ -24114,7 +23776,7 @@ engine_impl0_region_impl1_read_channel17_start <= engine_impl0_route_eq29_y;
 engine_impl0_region_impl1_read_channel17_access <= sub_acc0_num;
 
 
-engine_impl0_route_eq30_y <= stdl(bool(engine_impl0_copy_sig248_a) and (sub_w1_num(4-1 downto 0) = 2));
+engine_impl0_route_eq30_y <= stdl(bool(engine_impl0_copy_sig244_a) and (sub_w1_num(4-1 downto 0) = 2));
 
 
 engine_impl0_region_impl2_read_channel29_start <= engine_impl0_route_eq30_y;
@@ -24123,7 +23785,7 @@ engine_impl0_region_impl2_read_channel29_start <= engine_impl0_route_eq30_y;
 engine_impl0_region_impl2_read_channel29_access <= sub_acc0_num;
 
 
-engine_impl0_route_eq31_y <= stdl(bool(engine_impl0_copy_sig248_a) and (sub_w1_num(4-1 downto 0) = 3));
+engine_impl0_route_eq31_y <= stdl(bool(engine_impl0_copy_sig244_a) and (sub_w1_num(4-1 downto 0) = 3));
 
 
 engine_impl0_region_impl3_read_channel41_start <= engine_impl0_route_eq31_y;
@@ -24159,7 +23821,7 @@ begin
 end process engine_impl0_mux2104_m;
 
 
-engine_impl0_scalar_engine0_s_axis_a_tvalid <= stdl(engine_impl0_or_any15_v /= 0);
+engine_impl0_scalar_engine0_s_axis_a_tvalid <= stdl(engine_impl0_or_any11_v /= 0);
 
 
 engine_impl0_region_impl0_read_channel5_m_tready <= engine_impl0_scalar_engine0_s_axis_a_tready;
@@ -24183,7 +23845,7 @@ begin
 end process engine_impl0_lane_pick0_o;
 
 
-engine_impl0_route_eq32_y <= stdl(bool(engine_impl0_copy_sig248_a) and (sub_w1_num(8-1 downto 4) = 0));
+engine_impl0_route_eq32_y <= stdl(bool(engine_impl0_copy_sig244_a) and (sub_w1_num(8-1 downto 4) = 0));
 
 
 engine_impl0_region_impl0_read_channel6_start <= engine_impl0_route_eq32_y;
@@ -24192,7 +23854,7 @@ engine_impl0_region_impl0_read_channel6_start <= engine_impl0_route_eq32_y;
 engine_impl0_region_impl0_read_channel6_access <= sub_acc1_num;
 
 
-engine_impl0_route_eq33_y <= stdl(bool(engine_impl0_copy_sig248_a) and (sub_w1_num(8-1 downto 4) = 1));
+engine_impl0_route_eq33_y <= stdl(bool(engine_impl0_copy_sig244_a) and (sub_w1_num(8-1 downto 4) = 1));
 
 
 engine_impl0_region_impl1_read_channel18_start <= engine_impl0_route_eq33_y;
@@ -24201,7 +23863,7 @@ engine_impl0_region_impl1_read_channel18_start <= engine_impl0_route_eq33_y;
 engine_impl0_region_impl1_read_channel18_access <= sub_acc1_num;
 
 
-engine_impl0_route_eq34_y <= stdl(bool(engine_impl0_copy_sig248_a) and (sub_w1_num(8-1 downto 4) = 2));
+engine_impl0_route_eq34_y <= stdl(bool(engine_impl0_copy_sig244_a) and (sub_w1_num(8-1 downto 4) = 2));
 
 
 engine_impl0_region_impl2_read_channel30_start <= engine_impl0_route_eq34_y;
@@ -24210,7 +23872,7 @@ engine_impl0_region_impl2_read_channel30_start <= engine_impl0_route_eq34_y;
 engine_impl0_region_impl2_read_channel30_access <= sub_acc1_num;
 
 
-engine_impl0_route_eq35_y <= stdl(bool(engine_impl0_copy_sig248_a) and (sub_w1_num(8-1 downto 4) = 3));
+engine_impl0_route_eq35_y <= stdl(bool(engine_impl0_copy_sig244_a) and (sub_w1_num(8-1 downto 4) = 3));
 
 
 engine_impl0_region_impl3_read_channel42_start <= engine_impl0_route_eq35_y;
@@ -24246,7 +23908,7 @@ begin
 end process engine_impl0_mux2107_m;
 
 
-engine_impl0_scalar_engine0_s_axis_b_tvalid <= stdl(engine_impl0_or_any16_v /= 0);
+engine_impl0_scalar_engine0_s_axis_b_tvalid <= stdl(engine_impl0_or_any12_v /= 0);
 
 
 engine_impl0_region_impl0_read_channel6_m_tready <= engine_impl0_scalar_engine0_s_axis_b_tready;
@@ -24270,7 +23932,7 @@ begin
 end process engine_impl0_lane_pick1_o;
 
 
-engine_impl0_route_eq36_y <= stdl(bool(engine_impl0_copy_sig248_a) and (sub_w1_num(12-1 downto 8) = 0));
+engine_impl0_route_eq36_y <= stdl(bool(engine_impl0_copy_sig244_a) and (sub_w1_num(12-1 downto 8) = 0));
 
 
 engine_impl0_region_impl0_write_channel3_start <= engine_impl0_route_eq36_y;
@@ -24279,7 +23941,7 @@ engine_impl0_region_impl0_write_channel3_start <= engine_impl0_route_eq36_y;
 engine_impl0_region_impl0_write_channel3_access <= sub_acc2_num;
 
 
-engine_impl0_route_eq37_y <= stdl(bool(engine_impl0_copy_sig248_a) and (sub_w1_num(12-1 downto 8) = 1));
+engine_impl0_route_eq37_y <= stdl(bool(engine_impl0_copy_sig244_a) and (sub_w1_num(12-1 downto 8) = 1));
 
 
 engine_impl0_region_impl1_write_channel9_start <= engine_impl0_route_eq37_y;
@@ -24288,7 +23950,7 @@ engine_impl0_region_impl1_write_channel9_start <= engine_impl0_route_eq37_y;
 engine_impl0_region_impl1_write_channel9_access <= sub_acc2_num;
 
 
-engine_impl0_route_eq38_y <= stdl(bool(engine_impl0_copy_sig248_a) and (sub_w1_num(12-1 downto 8) = 2));
+engine_impl0_route_eq38_y <= stdl(bool(engine_impl0_copy_sig244_a) and (sub_w1_num(12-1 downto 8) = 2));
 
 
 engine_impl0_region_impl2_write_channel15_start <= engine_impl0_route_eq38_y;
@@ -24297,7 +23959,7 @@ engine_impl0_region_impl2_write_channel15_start <= engine_impl0_route_eq38_y;
 engine_impl0_region_impl2_write_channel15_access <= sub_acc2_num;
 
 
-engine_impl0_route_eq39_y <= stdl(bool(engine_impl0_copy_sig248_a) and (sub_w1_num(12-1 downto 8) = 3));
+engine_impl0_route_eq39_y <= stdl(bool(engine_impl0_copy_sig244_a) and (sub_w1_num(12-1 downto 8) = 3));
 
 
 engine_impl0_region_impl3_write_channel21_start <= engine_impl0_route_eq39_y;
@@ -24342,13 +24004,13 @@ engine_impl0_region_impl3_mux270_a <= engine_impl0_scd_line0_line;
 engine_impl0_region_impl3_write_channel21_s_tvalid <= engine_impl0_scalar_engine0_m_axis_res_tvalid;
 
 
-engine_impl0_scalar_engine0_m_axis_res_tready <= stdl(engine_impl0_or_any17_v /= 0);
+engine_impl0_scalar_engine0_m_axis_res_tready <= stdl(engine_impl0_or_any13_v /= 0);
 
 
-engine_impl0_or_any18_y <= stdl(engine_impl0_or_any18_v /= 0);
+engine_impl0_or_any14_y <= stdl(engine_impl0_or_any14_v /= 0);
 
 
-engine_impl0_copy_sig248_a <= stdl(bool(engine_impl0_bit_of11_y) and (not bool(engine_impl0_or_any18_y)) and bool(engine_impl0_copy_sig247_y));
+engine_impl0_copy_sig244_a <= stdl(bool(engine_impl0_bit_of11_y) and (not bool(engine_impl0_or_any14_y)) and bool(engine_impl0_copy_sig243_y));
 
 engine_impl0_issue_ctl4_s: process (clk) is
 begin
@@ -24356,7 +24018,7 @@ begin
         if (rst = '1') then
             engine_impl0_issue_ctl4_err <= '0';
         else
-            engine_impl0_issue_ctl4_err <= stdl((bool(engine_impl0_bit_of11_y) and (not bool(engine_impl0_or_any18_y)) and (not bool(engine_impl0_copy_sig247_y))) or bool(engine_impl0_and22_0_y));
+            engine_impl0_issue_ctl4_err <= stdl((bool(engine_impl0_bit_of11_y) and (not bool(engine_impl0_or_any14_y)) and (not bool(engine_impl0_copy_sig243_y))) or bool(engine_impl0_and22_0_y));
         end if;
     end if;
 end process engine_impl0_issue_ctl4_s;
@@ -24369,52 +24031,40 @@ engine_impl0_chan_ok10_ln <= sub_acc0_num(30-1 downto 16);
 engine_impl0_chan_ok10_off <= sub_acc0_num(14-1 downto 0);
 
 
-engine_impl0_chan_ok10_ol <= (resize(engine_impl0_chan_ok10_off, 15) + engine_impl0_chan_ok10_ln);
-
-
 engine_impl0_chan_ok10_reg_ok <= stdl(sub_w1_num(4-1 downto 0) < 4);
 
 
-engine_impl0_chan_ok10_ok <= stdl(bool(engine_impl0_chan_ok10_reg_ok) and (sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_chan_ok10_ln /= 0) and (engine_impl0_chan_ok10_ol <= 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok10_ln));
+engine_impl0_chan_ok10_ok <= stdl(bool(engine_impl0_chan_ok10_reg_ok) and (sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_chan_ok10_ln /= 0) and (engine_impl0_chan_ok10_ln <= 256) and (engine_impl0_chan_ok10_off < 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok10_ln));
 
 
 engine_impl0_chan_ok11_ln <= sub_acc1_num(30-1 downto 16);
 engine_impl0_chan_ok11_off <= sub_acc1_num(14-1 downto 0);
 
 
-engine_impl0_chan_ok11_ol <= (resize(engine_impl0_chan_ok11_off, 15) + engine_impl0_chan_ok11_ln);
-
-
 engine_impl0_chan_ok11_reg_ok <= stdl(sub_w1_num(8-1 downto 4) < 4);
 
 
-engine_impl0_chan_ok11_ok <= stdl(bool(engine_impl0_chan_ok11_reg_ok) and (sub_acc1_num(31) /= sub_acc1_num(30)) and (engine_impl0_chan_ok11_ln /= 0) and (engine_impl0_chan_ok11_ol <= 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok11_ln));
+engine_impl0_chan_ok11_ok <= stdl(bool(engine_impl0_chan_ok11_reg_ok) and (sub_acc1_num(31) /= sub_acc1_num(30)) and (engine_impl0_chan_ok11_ln /= 0) and (engine_impl0_chan_ok11_ln <= 256) and (engine_impl0_chan_ok11_off < 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok11_ln));
 
 
 engine_impl0_chan_ok12_ln <= sub_acc2_num(30-1 downto 16);
 engine_impl0_chan_ok12_off <= sub_acc2_num(14-1 downto 0);
 
 
-engine_impl0_chan_ok12_ol <= (resize(engine_impl0_chan_ok12_off, 15) + engine_impl0_chan_ok12_ln);
-
-
 engine_impl0_chan_ok12_reg_ok <= stdl(sub_w1_num(12-1 downto 8) < 4);
 
 
-engine_impl0_chan_ok12_ok <= stdl(bool(engine_impl0_chan_ok12_reg_ok) and (sub_acc2_num(31) /= sub_acc2_num(30)) and (engine_impl0_chan_ok12_ol <= 256) and (engine_impl0_chan_ok12_ln = 1));
+engine_impl0_chan_ok12_ok <= stdl(bool(engine_impl0_chan_ok12_reg_ok) and (sub_acc2_num(31) /= sub_acc2_num(30)) and (engine_impl0_chan_ok12_off < 256) and (engine_impl0_chan_ok12_ln = 1));
 
 
 engine_impl0_chan_ok13_ln <= sub_acc3_num(30-1 downto 16);
 engine_impl0_chan_ok13_off <= sub_acc3_num(14-1 downto 0);
 
 
-engine_impl0_chan_ok13_ol <= (resize(engine_impl0_chan_ok13_off, 15) + engine_impl0_chan_ok13_ln);
-
-
 engine_impl0_chan_ok13_reg_ok <= stdl(sub_w1_num(16-1 downto 12) < 4);
 
 
-engine_impl0_chan_ok13_ok <= stdl(bool(engine_impl0_chan_ok13_reg_ok) and (sub_acc3_num(31) /= sub_acc3_num(30)) and (engine_impl0_chan_ok13_ln /= 0) and (engine_impl0_chan_ok13_ol <= 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok13_ln));
+engine_impl0_chan_ok13_ok <= stdl(bool(engine_impl0_chan_ok13_reg_ok) and (sub_acc3_num(31) /= sub_acc3_num(30)) and (engine_impl0_chan_ok13_ln /= 0) and (engine_impl0_chan_ok13_ln <= 256) and (engine_impl0_chan_ok13_off < 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok13_ln));
 
 
 engine_impl0_range_ok7_ok <= stdl((sub_iters_num >= 1) and (sub_iters_num <= 4096));
@@ -24426,10 +24076,10 @@ engine_impl0_range_ok8_ok <= stdl((sub_w6_num >= 1) and (sub_w6_num <= 256));
 engine_impl0_and_all5_y <= stdl(engine_impl0_and_all5_v = 63);
 
 
-engine_impl0_copy_sig290_y <= engine_impl0_and_all5_y;
+engine_impl0_copy_sig286_y <= engine_impl0_and_all5_y;
 
 
-engine_impl0_copy_sig291_y <= engine_impl0_copy_sig291_a;
+engine_impl0_copy_sig287_y <= engine_impl0_copy_sig287_a;
 
 
 engine_impl0_fit8_dst <= sub_w6_num(9-1 downto 0);
@@ -24446,7 +24096,7 @@ begin
         if (rst = '1') then
             engine_impl0_sel1 <= '0';
         else
-            if bool(engine_impl0_copy_sig291_a) then
+            if bool(engine_impl0_copy_sig287_a) then
                 engine_impl0_sel1 <= engine_impl0_bit_of14_y;
             end if;
         end if;
@@ -24471,7 +24121,7 @@ begin
             engine_impl0_multiply_subtract0_top0_0_control2_lcnt <= to_unsigned(0, 9);
         else
             engine_impl0_multiply_subtract0_done <= '0';
-            if (bool(engine_impl0_copy_sig291_y) and (not bool(engine_impl0_multiply_subtract0_busy))) then
+            if (bool(engine_impl0_copy_sig287_y) and (not bool(engine_impl0_multiply_subtract0_busy))) then
                 if ((engine_impl0_fit8_dst = 0) or (engine_impl0_fit8_dst > 256) or (engine_impl0_fit9_dst = 0) or (engine_impl0_fit9_dst > 4096)) then
                     engine_impl0_multiply_subtract0_cfg_err <= '1';
                     engine_impl0_multiply_subtract0_done <= '1';
@@ -24956,7 +24606,7 @@ engine_impl0_multiply_subtract0_m_axis_y_tvalid <= stdl(engine_impl0_multiply_su
 engine_impl0_and23_0_y <= stdl(bool(engine_impl0_multiply_subtract0_done) and bool(engine_impl0_multiply_subtract0_cfg_err));
 
 
-engine_impl0_route_eq40_y <= stdl(bool(engine_impl0_copy_sig291_a) and (sub_w1_num(4-1 downto 0) = 0));
+engine_impl0_route_eq40_y <= stdl(bool(engine_impl0_copy_sig287_a) and (sub_w1_num(4-1 downto 0) = 0));
 
 
 engine_impl0_region_impl0_read_channel7_start <= engine_impl0_route_eq40_y;
@@ -24965,7 +24615,7 @@ engine_impl0_region_impl0_read_channel7_start <= engine_impl0_route_eq40_y;
 engine_impl0_region_impl0_read_channel7_access <= sub_acc0_num;
 
 
-engine_impl0_route_eq41_y <= stdl(bool(engine_impl0_copy_sig291_a) and (sub_w1_num(4-1 downto 0) = 1));
+engine_impl0_route_eq41_y <= stdl(bool(engine_impl0_copy_sig287_a) and (sub_w1_num(4-1 downto 0) = 1));
 
 
 engine_impl0_region_impl1_read_channel19_start <= engine_impl0_route_eq41_y;
@@ -24974,7 +24624,7 @@ engine_impl0_region_impl1_read_channel19_start <= engine_impl0_route_eq41_y;
 engine_impl0_region_impl1_read_channel19_access <= sub_acc0_num;
 
 
-engine_impl0_route_eq42_y <= stdl(bool(engine_impl0_copy_sig291_a) and (sub_w1_num(4-1 downto 0) = 2));
+engine_impl0_route_eq42_y <= stdl(bool(engine_impl0_copy_sig287_a) and (sub_w1_num(4-1 downto 0) = 2));
 
 
 engine_impl0_region_impl2_read_channel31_start <= engine_impl0_route_eq42_y;
@@ -24983,7 +24633,7 @@ engine_impl0_region_impl2_read_channel31_start <= engine_impl0_route_eq42_y;
 engine_impl0_region_impl2_read_channel31_access <= sub_acc0_num;
 
 
-engine_impl0_route_eq43_y <= stdl(bool(engine_impl0_copy_sig291_a) and (sub_w1_num(4-1 downto 0) = 3));
+engine_impl0_route_eq43_y <= stdl(bool(engine_impl0_copy_sig287_a) and (sub_w1_num(4-1 downto 0) = 3));
 
 
 engine_impl0_region_impl3_read_channel43_start <= engine_impl0_route_eq43_y;
@@ -25019,7 +24669,7 @@ begin
 end process engine_impl0_mux2110_m;
 
 
-engine_impl0_multiply_subtract0_s_axis_x_tvalid <= stdl(engine_impl0_or_any19_v /= 0);
+engine_impl0_multiply_subtract0_s_axis_x_tvalid <= stdl(engine_impl0_or_any15_v /= 0);
 
 
 engine_impl0_region_impl0_read_channel7_m_tready <= engine_impl0_multiply_subtract0_s_axis_x_tready;
@@ -25037,7 +24687,7 @@ engine_impl0_region_impl3_read_channel43_m_tready <= engine_impl0_multiply_subtr
 engine_impl0_multiply_subtract0_s_axis_x_tdata <= engine_impl0_mux2110_y;
 
 
-engine_impl0_route_eq44_y <= stdl(bool(engine_impl0_copy_sig291_a) and (sub_w1_num(8-1 downto 4) = 0));
+engine_impl0_route_eq44_y <= stdl(bool(engine_impl0_copy_sig287_a) and (sub_w1_num(8-1 downto 4) = 0));
 
 
 engine_impl0_region_impl0_read_channel8_start <= engine_impl0_route_eq44_y;
@@ -25046,7 +24696,7 @@ engine_impl0_region_impl0_read_channel8_start <= engine_impl0_route_eq44_y;
 engine_impl0_region_impl0_read_channel8_access <= sub_acc1_num;
 
 
-engine_impl0_route_eq45_y <= stdl(bool(engine_impl0_copy_sig291_a) and (sub_w1_num(8-1 downto 4) = 1));
+engine_impl0_route_eq45_y <= stdl(bool(engine_impl0_copy_sig287_a) and (sub_w1_num(8-1 downto 4) = 1));
 
 
 engine_impl0_region_impl1_read_channel20_start <= engine_impl0_route_eq45_y;
@@ -25055,7 +24705,7 @@ engine_impl0_region_impl1_read_channel20_start <= engine_impl0_route_eq45_y;
 engine_impl0_region_impl1_read_channel20_access <= sub_acc1_num;
 
 
-engine_impl0_route_eq46_y <= stdl(bool(engine_impl0_copy_sig291_a) and (sub_w1_num(8-1 downto 4) = 2));
+engine_impl0_route_eq46_y <= stdl(bool(engine_impl0_copy_sig287_a) and (sub_w1_num(8-1 downto 4) = 2));
 
 
 engine_impl0_region_impl2_read_channel32_start <= engine_impl0_route_eq46_y;
@@ -25064,7 +24714,7 @@ engine_impl0_region_impl2_read_channel32_start <= engine_impl0_route_eq46_y;
 engine_impl0_region_impl2_read_channel32_access <= sub_acc1_num;
 
 
-engine_impl0_route_eq47_y <= stdl(bool(engine_impl0_copy_sig291_a) and (sub_w1_num(8-1 downto 4) = 3));
+engine_impl0_route_eq47_y <= stdl(bool(engine_impl0_copy_sig287_a) and (sub_w1_num(8-1 downto 4) = 3));
 
 
 engine_impl0_region_impl3_read_channel44_start <= engine_impl0_route_eq47_y;
@@ -25100,7 +24750,7 @@ begin
 end process engine_impl0_mux2113_m;
 
 
-engine_impl0_multiply_subtract0_s_axis_a_tvalid <= stdl(engine_impl0_or_any20_v /= 0);
+engine_impl0_multiply_subtract0_s_axis_a_tvalid <= stdl(engine_impl0_or_any16_v /= 0);
 
 
 engine_impl0_region_impl0_read_channel8_m_tready <= engine_impl0_multiply_subtract0_s_axis_a_tready;
@@ -25118,7 +24768,7 @@ engine_impl0_region_impl3_read_channel44_m_tready <= engine_impl0_multiply_subtr
 engine_impl0_multiply_subtract0_s_axis_a_tdata <= engine_impl0_mux2113_y;
 
 
-engine_impl0_route_eq48_y <= stdl(bool(engine_impl0_copy_sig291_a) and (sub_w1_num(12-1 downto 8) = 0));
+engine_impl0_route_eq48_y <= stdl(bool(engine_impl0_copy_sig287_a) and (sub_w1_num(12-1 downto 8) = 0));
 
 
 engine_impl0_region_impl0_read_channel9_start <= engine_impl0_route_eq48_y;
@@ -25127,7 +24777,7 @@ engine_impl0_region_impl0_read_channel9_start <= engine_impl0_route_eq48_y;
 engine_impl0_region_impl0_read_channel9_access <= sub_acc2_num;
 
 
-engine_impl0_route_eq49_y <= stdl(bool(engine_impl0_copy_sig291_a) and (sub_w1_num(12-1 downto 8) = 1));
+engine_impl0_route_eq49_y <= stdl(bool(engine_impl0_copy_sig287_a) and (sub_w1_num(12-1 downto 8) = 1));
 
 
 engine_impl0_region_impl1_read_channel21_start <= engine_impl0_route_eq49_y;
@@ -25136,7 +24786,7 @@ engine_impl0_region_impl1_read_channel21_start <= engine_impl0_route_eq49_y;
 engine_impl0_region_impl1_read_channel21_access <= sub_acc2_num;
 
 
-engine_impl0_route_eq50_y <= stdl(bool(engine_impl0_copy_sig291_a) and (sub_w1_num(12-1 downto 8) = 2));
+engine_impl0_route_eq50_y <= stdl(bool(engine_impl0_copy_sig287_a) and (sub_w1_num(12-1 downto 8) = 2));
 
 
 engine_impl0_region_impl2_read_channel33_start <= engine_impl0_route_eq50_y;
@@ -25145,7 +24795,7 @@ engine_impl0_region_impl2_read_channel33_start <= engine_impl0_route_eq50_y;
 engine_impl0_region_impl2_read_channel33_access <= sub_acc2_num;
 
 
-engine_impl0_route_eq51_y <= stdl(bool(engine_impl0_copy_sig291_a) and (sub_w1_num(12-1 downto 8) = 3));
+engine_impl0_route_eq51_y <= stdl(bool(engine_impl0_copy_sig287_a) and (sub_w1_num(12-1 downto 8) = 3));
 
 
 engine_impl0_region_impl3_read_channel45_start <= engine_impl0_route_eq51_y;
@@ -25181,7 +24831,7 @@ begin
 end process engine_impl0_mux2116_m;
 
 
-engine_impl0_multiply_subtract0_s_axis_s_tvalid <= stdl(engine_impl0_or_any21_v /= 0);
+engine_impl0_multiply_subtract0_s_axis_s_tvalid <= stdl(engine_impl0_or_any17_v /= 0);
 
 
 engine_impl0_region_impl0_read_channel9_m_tready <= engine_impl0_multiply_subtract0_s_axis_s_tready;
@@ -25205,7 +24855,7 @@ begin
 end process engine_impl0_lane_pick2_o;
 
 
-engine_impl0_route_eq52_y <= stdl(bool(engine_impl0_copy_sig291_a) and (sub_w1_num(16-1 downto 12) = 0));
+engine_impl0_route_eq52_y <= stdl(bool(engine_impl0_copy_sig287_a) and (sub_w1_num(16-1 downto 12) = 0));
 
 
 engine_impl0_region_impl0_write_channel4_start <= engine_impl0_route_eq52_y;
@@ -25214,7 +24864,7 @@ engine_impl0_region_impl0_write_channel4_start <= engine_impl0_route_eq52_y;
 engine_impl0_region_impl0_write_channel4_access <= sub_acc3_num;
 
 
-engine_impl0_route_eq53_y <= stdl(bool(engine_impl0_copy_sig291_a) and (sub_w1_num(16-1 downto 12) = 1));
+engine_impl0_route_eq53_y <= stdl(bool(engine_impl0_copy_sig287_a) and (sub_w1_num(16-1 downto 12) = 1));
 
 
 engine_impl0_region_impl1_write_channel10_start <= engine_impl0_route_eq53_y;
@@ -25223,7 +24873,7 @@ engine_impl0_region_impl1_write_channel10_start <= engine_impl0_route_eq53_y;
 engine_impl0_region_impl1_write_channel10_access <= sub_acc3_num;
 
 
-engine_impl0_route_eq54_y <= stdl(bool(engine_impl0_copy_sig291_a) and (sub_w1_num(16-1 downto 12) = 2));
+engine_impl0_route_eq54_y <= stdl(bool(engine_impl0_copy_sig287_a) and (sub_w1_num(16-1 downto 12) = 2));
 
 
 engine_impl0_region_impl2_write_channel16_start <= engine_impl0_route_eq54_y;
@@ -25232,7 +24882,7 @@ engine_impl0_region_impl2_write_channel16_start <= engine_impl0_route_eq54_y;
 engine_impl0_region_impl2_write_channel16_access <= sub_acc3_num;
 
 
-engine_impl0_route_eq55_y <= stdl(bool(engine_impl0_copy_sig291_a) and (sub_w1_num(16-1 downto 12) = 3));
+engine_impl0_route_eq55_y <= stdl(bool(engine_impl0_copy_sig287_a) and (sub_w1_num(16-1 downto 12) = 3));
 
 
 engine_impl0_region_impl3_write_channel22_start <= engine_impl0_route_eq55_y;
@@ -25241,40 +24891,40 @@ engine_impl0_region_impl3_write_channel22_start <= engine_impl0_route_eq55_y;
 engine_impl0_region_impl3_write_channel22_access <= sub_acc3_num;
 
 
-engine_impl0_copy_sig338_y <= engine_impl0_multiply_subtract0_m_axis_y_tdata;
+engine_impl0_copy_sig334_y <= engine_impl0_multiply_subtract0_m_axis_y_tdata;
 
 
-engine_impl0_region_impl0_mux28_a <= engine_impl0_copy_sig338_y;
+engine_impl0_region_impl0_mux28_a <= engine_impl0_copy_sig334_y;
 
 
 engine_impl0_region_impl0_write_channel4_s_tvalid <= engine_impl0_multiply_subtract0_m_axis_y_tvalid;
 
 
-engine_impl0_region_impl1_mux229_a <= engine_impl0_copy_sig338_y;
+engine_impl0_region_impl1_mux229_a <= engine_impl0_copy_sig334_y;
 
 
 engine_impl0_region_impl1_write_channel10_s_tvalid <= engine_impl0_multiply_subtract0_m_axis_y_tvalid;
 
 
-engine_impl0_region_impl2_mux250_a <= engine_impl0_copy_sig338_y;
+engine_impl0_region_impl2_mux250_a <= engine_impl0_copy_sig334_y;
 
 
 engine_impl0_region_impl2_write_channel16_s_tvalid <= engine_impl0_multiply_subtract0_m_axis_y_tvalid;
 
 
-engine_impl0_region_impl3_mux271_a <= engine_impl0_copy_sig338_y;
+engine_impl0_region_impl3_mux271_a <= engine_impl0_copy_sig334_y;
 
 
 engine_impl0_region_impl3_write_channel22_s_tvalid <= engine_impl0_multiply_subtract0_m_axis_y_tvalid;
 
 
-engine_impl0_multiply_subtract0_m_axis_y_tready <= stdl(engine_impl0_or_any22_v /= 0);
+engine_impl0_multiply_subtract0_m_axis_y_tready <= stdl(engine_impl0_or_any18_v /= 0);
 
 
-engine_impl0_or_any23_y <= stdl(engine_impl0_or_any23_v /= 0);
+engine_impl0_or_any19_y <= stdl(engine_impl0_or_any19_v /= 0);
 
 
-engine_impl0_copy_sig291_a <= stdl(bool(engine_impl0_bit_of13_y) and (not bool(engine_impl0_or_any23_y)) and bool(engine_impl0_copy_sig290_y));
+engine_impl0_copy_sig287_a <= stdl(bool(engine_impl0_bit_of13_y) and (not bool(engine_impl0_or_any19_y)) and bool(engine_impl0_copy_sig286_y));
 
 engine_impl0_issue_ctl5_s: process (clk) is
 begin
@@ -25282,7 +24932,7 @@ begin
         if (rst = '1') then
             engine_impl0_issue_ctl5_err <= '0';
         else
-            engine_impl0_issue_ctl5_err <= stdl((bool(engine_impl0_bit_of13_y) and (not bool(engine_impl0_or_any23_y)) and (not bool(engine_impl0_copy_sig290_y))) or bool(engine_impl0_and23_0_y));
+            engine_impl0_issue_ctl5_err <= stdl((bool(engine_impl0_bit_of13_y) and (not bool(engine_impl0_or_any19_y)) and (not bool(engine_impl0_copy_sig286_y))) or bool(engine_impl0_and23_0_y));
         end if;
     end if;
 end process engine_impl0_issue_ctl5_s;
@@ -25295,39 +24945,30 @@ engine_impl0_chan_ok14_ln <= sub_acc0_num(30-1 downto 16);
 engine_impl0_chan_ok14_off <= sub_acc0_num(14-1 downto 0);
 
 
-engine_impl0_chan_ok14_ol <= (resize(engine_impl0_chan_ok14_off, 15) + engine_impl0_chan_ok14_ln);
-
-
 engine_impl0_chan_ok14_reg_ok <= stdl(sub_w1_num(4-1 downto 0) < 4);
 
 
-engine_impl0_chan_ok14_ok <= stdl(bool(engine_impl0_chan_ok14_reg_ok) and (sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_chan_ok14_ln /= 0) and (engine_impl0_chan_ok14_ol <= 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok14_ln));
+engine_impl0_chan_ok14_ok <= stdl(bool(engine_impl0_chan_ok14_reg_ok) and (sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_chan_ok14_ln /= 0) and (engine_impl0_chan_ok14_ln <= 256) and (engine_impl0_chan_ok14_off < 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok14_ln));
 
 
 engine_impl0_chan_ok15_ln <= sub_acc1_num(30-1 downto 16);
 engine_impl0_chan_ok15_off <= sub_acc1_num(14-1 downto 0);
 
 
-engine_impl0_chan_ok15_ol <= (resize(engine_impl0_chan_ok15_off, 15) + engine_impl0_chan_ok15_ln);
-
-
 engine_impl0_chan_ok15_reg_ok <= stdl(sub_w1_num(8-1 downto 4) < 4);
 
 
-engine_impl0_chan_ok15_ok <= stdl(bool(engine_impl0_chan_ok15_reg_ok) and (sub_acc1_num(31) /= sub_acc1_num(30)) and (engine_impl0_chan_ok15_ln /= 0) and (engine_impl0_chan_ok15_ol <= 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok15_ln));
+engine_impl0_chan_ok15_ok <= stdl(bool(engine_impl0_chan_ok15_reg_ok) and (sub_acc1_num(31) /= sub_acc1_num(30)) and (engine_impl0_chan_ok15_ln /= 0) and (engine_impl0_chan_ok15_ln <= 256) and (engine_impl0_chan_ok15_off < 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok15_ln));
 
 
 engine_impl0_chan_ok16_ln <= sub_acc2_num(30-1 downto 16);
 engine_impl0_chan_ok16_off <= sub_acc2_num(14-1 downto 0);
 
 
-engine_impl0_chan_ok16_ol <= (resize(engine_impl0_chan_ok16_off, 15) + engine_impl0_chan_ok16_ln);
-
-
 engine_impl0_chan_ok16_reg_ok <= stdl(sub_w1_num(12-1 downto 8) < 4);
 
 
-engine_impl0_chan_ok16_ok <= stdl(bool(engine_impl0_chan_ok16_reg_ok) and (sub_acc2_num(31) /= sub_acc2_num(30)) and (engine_impl0_chan_ok16_ln /= 0) and (engine_impl0_chan_ok16_ol <= 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok16_ln));
+engine_impl0_chan_ok16_ok <= stdl(bool(engine_impl0_chan_ok16_reg_ok) and (sub_acc2_num(31) /= sub_acc2_num(30)) and (engine_impl0_chan_ok16_ln /= 0) and (engine_impl0_chan_ok16_ln <= 256) and (engine_impl0_chan_ok16_off < 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok16_ln));
 
 
 engine_impl0_range_ok9_ok <= stdl((sub_iters_num >= 1) and (sub_iters_num <= 4096));
@@ -25342,7 +24983,7 @@ engine_impl0_allok <= stdl(engine_impl0_and_all6_v = 31);
 engine_impl0_ok <= engine_impl0_allok;
 
 
-engine_impl0_copy_sig348_y <= engine_impl0_go;
+engine_impl0_copy_sig344_y <= engine_impl0_go;
 
 
 engine_impl0_fit10_dst <= sub_w6_num(9-1 downto 0);
@@ -25371,7 +25012,7 @@ begin
             engine_impl0_l2reg0_top0_0_1_control3_lcnt <= to_unsigned(0, 9);
         else
             engine_impl0_l2reg0_done <= '0';
-            if (bool(engine_impl0_copy_sig348_y) and (not bool(engine_impl0_l2reg0_busy))) then
+            if (bool(engine_impl0_copy_sig344_y) and (not bool(engine_impl0_l2reg0_busy))) then
                 if ((engine_impl0_fit10_dst = 0) or (engine_impl0_fit10_dst > 256) or (engine_impl0_fit11_dst = 0) or (engine_impl0_fit11_dst > 4096)) then
                     engine_impl0_l2reg0_cfg_err <= '1';
                     engine_impl0_l2reg0_done <= '1';
@@ -25436,7 +25077,7 @@ begin
         if (rst = '1') then
             engine_impl0_l2reg0_top0_0_1_kr <= to_signed(0, 32);
         else
-            if (bool(engine_impl0_copy_sig348_y) and (not bool(engine_impl0_l2reg0_busy))) then
+            if (bool(engine_impl0_copy_sig344_y) and (not bool(engine_impl0_l2reg0_busy))) then
                 engine_impl0_l2reg0_top0_0_1_kr <= signed(engine_impl0_fit12_dst);
             end if;
         end if;
@@ -25918,7 +25559,7 @@ begin
 end process engine_impl0_mux2119_m;
 
 
-engine_impl0_l2reg0_s_axis_x_tvalid <= stdl(engine_impl0_or_any24_v /= 0);
+engine_impl0_l2reg0_s_axis_x_tvalid <= stdl(engine_impl0_or_any20_v /= 0);
 
 
 engine_impl0_region_impl0_read_channel10_m_tready <= engine_impl0_l2reg0_s_axis_x_tready;
@@ -25999,7 +25640,7 @@ begin
 end process engine_impl0_mux2122_m;
 
 
-engine_impl0_l2reg0_s_axis_xold_tvalid <= stdl(engine_impl0_or_any25_v /= 0);
+engine_impl0_l2reg0_s_axis_xold_tvalid <= stdl(engine_impl0_or_any21_v /= 0);
 
 
 engine_impl0_region_impl0_read_channel11_m_tready <= engine_impl0_l2reg0_s_axis_xold_tready;
@@ -26080,10 +25721,10 @@ engine_impl0_region_impl3_mux272_a <= engine_impl0_wline;
 engine_impl0_region_impl3_write_channel23_s_tvalid <= engine_impl0_l2reg0_m_axis_y_tvalid;
 
 
-engine_impl0_l2reg0_m_axis_y_tready <= stdl(engine_impl0_or_any26_v /= 0);
+engine_impl0_l2reg0_m_axis_y_tready <= stdl(engine_impl0_or_any22_v /= 0);
 
 
-engine_impl0_busy <= stdl(engine_impl0_or_any27_v /= 0);
+engine_impl0_busy <= stdl(engine_impl0_or_any23_v /= 0);
 
 
 engine_impl0_go <= stdl(bool(engine_impl0_start) and (not bool(engine_impl0_busy)) and bool(engine_impl0_ok));
@@ -26100,10 +25741,10 @@ begin
 end process engine_impl0_issue_ctl6_s;
 
 
-sub_busy_num <= engine_impl0_copy_sig392_a;
+sub_busy_num <= engine_impl0_copy_sig388_a;
 
 
-sub_err_num <= engine_impl0_copy_sig393_a;
+sub_err_num <= engine_impl0_copy_sig389_a;
 
 
 engine_impl0_unused_sig <= engine_impl0_unused_sink;
