@@ -168,13 +168,13 @@ def _sgd_stream_job(cfg, m, n, loss, alpha, lam2, epochs, P, reshuffle, base, al
 
     Regions: 0 the model ring (``x`` pushed in FIFO mode, read back in BRAM mode at ring
     line R10; DEPTH >= 2*Dl), 1 and 2 two copies of the partition data (LOAD broadcast)
-    in BRAM mode, each split into two halves of ``H = P*Dl + P`` lines (a partition's
-    samples, then its labels) so that the next partition is loaded, non-blocking, while
-    the current one runs; the FIFOs of regions 1, 2 and 3 carry dot products, steps
-    ``t`` and step sizes.  Per sample ``i`` (R7 = its sample line, R8 = its label line)::
+    in BRAM mode, each split into two halves of ``H = P*(Dl+1)`` lines (a partition: per
+    sample its Dl lines, then its label) so that the next partition is loaded,
+    non-blocking, while the current one runs; the FIFOs of regions 1, 2 and 3 carry dot
+    products, steps ``t`` and step sizes.  Per sample ``i`` (R7 = its block's line)::
 
         DOTSIG   x_i <- FIFO 0 (as L2REG(i-1) pushes it),  a_i <- region 1,  dot -> FIFO 1
-        SCALAR   dot <- FIFO 1,  b_i <- region 2,  s -> FIFO 3
+        SCALAR   dot <- FIFO 1,  b_i <- region 2 (line R7+Dl),  s -> FIFO 3
         MULTSUB  x_i <- region 0 at R10,  a_i <- region 2,  s <- FIFO 3,  t -> FIFO 2
         L2REG    t <- FIFO 2,  x_i <- region 0 at R10,  x_i+1 -> FIFO 0 (ring line R10+Dl)
 
@@ -183,20 +183,26 @@ def _sgd_stream_job(cfg, m, n, loss, alpha, lam2, epochs, P, reshuffle, base, al
     plus the latency from its last model line through DOTSIG and SCALAR to the first
     lines of MULTSUB and L2REG.  Hazards: every FIFO has one producer and one consumer
     channel, so its order is program order whatever the timing; the ring keeps ``x_i``
-    until L2REG(i) has read it; the prefetch into the other half is issued after the
+    until L2REG(i) has read it; a BRAM-mode read channel starts reading when its
+    instruction issues (it fills its output buffer before the subroutine consumes), so
+    MULTSUB(i) is issued only after a BLOCK on L2REG(i-1), the writer of ``x_i``
+    (L2REG(i) is issued after L2REG(i-1) anyway); the prefetch into the other half is issued after the
     first MULTSUB of a partition (decode waited for the previous MULTSUB, so every
     reader of the previous partition is done) and a BLOCK on LOAD precedes the next
     partition.  The YIELD sits between partitions where only the model is live; a
     resumed thread refills the ring from line 0 (START empties the FIFOs) and reloads
     the next partition (LoadContext).
 
-    Area ``ab``: one data copy per epoch (one in all if ``reshuffle=False``), per
-    partition ``P*Dl`` sample lines then ``P`` label lines.
+    Area ``ab``: one data copy per epoch (one in all if ``reshuffle=False``): per
+    partition, per sample in visiting order, its ``Dl`` lines then its label line.
+    The loop issues 9 instructions per sample (the register machine's share: about 32
+    cycles), the first sample of a partition 2 more (the prefetch).
     """
     fmt, L = cfg.fmt, cfg.lanes
     Dl = _cdiv(n, L)
     nparts = m // P
-    H = P * Dl + P
+    S = Dl + 1                       # a sample block: Dl sample lines, then its label
+    H = P * S
     _check_cfg(cfg, {"depth": max(2 * Dl, 2 * H), "max_dim": Dl}, "sgd_job(stream=True)")
     copies = epochs if reshuffle else 1
     al = _Alloc(cfg, base)
@@ -216,39 +222,47 @@ def _sgd_stream_job(cfg, m, n, loss, alpha, lam2, epochs, P, reshuffle, base, al
             p.li(5, 0).li(14, ab_addr)
             p.label(ok)
 
-    def first_sample():              # R7/R8/R9 of the partition in half R13
-        p.addi(7, 13, 0).addi(8, 13, P * Dl).addi(9, 8, P)
-
     def prefetch(nb):                # the partition at R14 into half R4 of regions 1, 2
         p.load(acc(H, ra=True), 0, regions=[RA, RB], ra=4, rb=14, addr_rb=True, nb=nb)
+
+    def sample(first):               # one sample; R7 = its block, R10 = ring line of x_i
+        p.dotsig(ch(RX, Dl, fifo=True), ch(RA, Dl, ra=True), ch(RA, 1, fifo=True),
+                 dim=Dl, sigmoid=(loss == "logistic"), ra=7, nb=True)
+        p.scalar(ch(RA, 1, fifo=True), ch(RB, 1, Dl, ra=True), ch(RS, 1, fifo=True), alpha=alpha_q,
+                 ra=7, nb=True)
+        p.block("l2reg")             # x_i is in the ring before MULTSUB's x channel reads it
+        p.multsub(ch(RX, Dl, ra=True), ch(RB, Dl, rb=True), ch(RS, 1, fifo=True), ch(RB, Dl, fifo=True),
+                  dim=Dl, ra=10, rb=7, nb=True)
+        p.l2reg(ch(RB, Dl, fifo=True), ch(RX, Dl, ra=True), ch(RX, Dl, fifo=True), dim=Dl, c=c_q,
+                ra=10, nb=True)
+        if first:                    # every reader of the other half has finished
+            p.beq(12, 0, "nopf")
+            prefetch(True)
+            p.label("nopf")
+        ring = "ring1" if first else "ring2"
+        p.addi(10, 10, Dl).blt(10, 11, ring).addi(10, 10, -cfg.depth)
+        p.label(ring)
+        p.addi(7, 7, S)
 
     p.load(acc(Dl, fifo=True), x_addr, regions=[RX])          # the ring starts at line 0
     p.li(11, cfg.depth).li(6, nparts).li(12, total - 1).li(4, 0).li(14, ab_addr)
     prefetch(False)                                            # partition 0 into half 0
     p.li(4, H)
     next_part()
-    first_sample()
+    p.label("part")
+    p.addi(7, 13, 0).addi(9, 13, H)
+    sample(True)
+    p.bge(7, 9, "part_end")
     p.label("next")
-    p.dotsig(ch(RX, Dl, fifo=True), ch(RA, Dl, ra=True), ch(RA, 1, fifo=True),
-             dim=Dl, sigmoid=(loss == "logistic"), ra=7, nb=True)
-    p.scalar(ch(RA, 1, fifo=True), ch(RB, 1, rb=True), ch(RS, 1, fifo=True), alpha=alpha_q, rb=8, nb=True)
-    p.multsub(ch(RX, Dl, ra=True), ch(RB, Dl, rb=True), ch(RS, 1, fifo=True), ch(RB, Dl, fifo=True),
-              dim=Dl, ra=10, rb=7, nb=True)
-    p.l2reg(ch(RB, Dl, fifo=True), ch(RX, Dl, ra=True), ch(RX, Dl, fifo=True), dim=Dl, c=c_q,
-            ra=10, nb=True)
-    p.bne(7, 13, "nopf").beq(12, 0, "nopf")
-    prefetch(True)
-    p.label("nopf")
-    p.addi(10, 10, Dl).blt(10, 11, "ring").addi(10, 10, -cfg.depth)
-    p.label("ring")
-    p.addi(7, 7, Dl).addi(8, 8, 1).blt(8, 9, "next")
+    sample(False)
+    p.blt(7, 9, "next")
+    p.label("part_end")
     p.yield_()                                                 # Alg. 1 line 15
     p.beq(12, 0, "done")
     p.addi(15, 13, 0).addi(13, 4, 0).addi(4, 15, 0).addi(12, 12, -1)
     next_part()
-    first_sample()
     p.block("load")
-    p.jmp("next")
+    p.jmp("part")
     p.label("done")
     p.block()
     p.store(ch(RX, Dl, ra=True), x_addr, ra=10)               # Alg. 1 line 16
@@ -283,12 +297,12 @@ def _sgd_stream_job(cfg, m, n, loss, alpha, lam2, epochs, P, reshuffle, base, al
         mem.write_lines(x_addr, vector_lines(x, L))
         for e in range(copies):
             for q in range(nparts):
-                idx = order[e][q * P:(q + 1) * P]
-                rows = np.zeros((P, Dl * L), dtype=np.int64)
-                rows[:, :n] = Aq[idx]
-                at = ab_addr + (e * nparts + q) * H
-                mem.write_lines(at, rows.reshape(P * Dl, L))
-                mem.write_lines(at + P * Dl, scalar_lines(bq[idx], L))
+                for k, i in enumerate(order[e][q * P:(q + 1) * P]):
+                    row = np.zeros(Dl * L, dtype=np.int64)
+                    row[:n] = Aq[i]
+                    at = ab_addr + (e * nparts + q) * H + k * S
+                    mem.write_lines(at, row.reshape(Dl, L))
+                    mem.write_lines(at + Dl, scalar_lines(bq[i:i + 1], L))
         job.data = (A, b)
 
     job.load = load
@@ -338,8 +352,10 @@ def sgd_job(*, m: int, n: int, loss: str, alpha: float, lam2: float, epochs: int
     _check_cfg(cfg, {"nregions": 4, "depth": max(2 * Dl, P * Dl, 2 * batch), "max_dim": Dl,
                      "max_iter": batch}, "sgd_job")
     _require(P * Dl <= (1 << 14) - 1, "partition * ceil(n/LANES) must fit the 14-bit length field")
+    need = max(2 * Dl, 2 * (P * Dl + P))
     why = stream_regions_ok(cfg) or (None if batch == 1 else f"batch = {batch} (streaming is batch 1)") \
-        or (None if context_groups else "context_groups=False (a resumed stream needs its model ring refilled)")
+        or (None if context_groups else "context_groups=False (a resumed stream needs its model ring refilled)") \
+        or (None if cfg.depth >= need else f"the PU needs DEPTH >= {need}, the configuration has {cfg.depth}")
     if stream is None:
         stream = why is None
     _require(not (stream and why), f"sgd_job(stream=True): {why}")

@@ -154,7 +154,8 @@ def test_sgd_stream_choice_and_requirements():
     with pytest.raises(ValueError, match="region 0"):
         sgd_job(**kw, cfg=stream_cfg(4, regions=("type_replicated",) * 4), stream=True)
     with pytest.raises(ValueError, match="DEPTH >= 36"):   # two halves of 6 samples x 2 lines + 6 labels
-        sgd_job(**kw, cfg=stream_cfg(4, depth=16), stream=True)
+        sgd_job(**kw, cfg=stream_cfg(4, depth=32), stream=True)
+    assert not sgd_job(**kw, cfg=stream_cfg(4, depth=32)).info["stream"]   # too shallow: blocking
 
 
 def test_sgd_stream_region_requirement_is_real(monkeypatch):

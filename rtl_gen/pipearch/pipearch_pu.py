@@ -74,8 +74,10 @@ PARAMS = ParamSet([
     Param("DEPTH", 256, "lines per region (power of two)", 2, 8192, power_of_two),
     Param("AMEM_DEPTH", 64, "address-memory entries per (region, channel) (power of two)", 2, 4096,
           power_of_two),
-    Param("CONFIGS", 0, "region configurations, 2 bits per region: 0 regular, 1 replicated, "
-                        "2 type_replicated", 0, (1 << 32) - 1),
+    Param("CONFIGS", 0x29, "region configurations, 2 bits per region (bits [2r+1:2r]): 0 regular, "
+                           "1 replicated, 2 type_replicated; default 0x29 = region 0 replicated, 1 and "
+                           "2 type_replicated, 3 regular (what the streamed SGD program needs)",
+          0, (1 << 32) - 1),
     Param("MAX_DIM", 64, "largest vector dimension in lines", 1, 8192),
     Param("MAX_ITER", 4096, "largest iteration count of a subroutine instruction", 1, isa.ITER_MASK),
     Param("SUBS", 0x7F, "present subroutines, bit s = opcode 0x10+s (LOAD and STORE required)", 3,
@@ -249,6 +251,7 @@ def pu_impl(s, p):
     rm_s["sub_busy"] = s["dbg_sub_busy"]
     # issue fields: register machine -> engine
     eg_s["sub_start"] = rm_s["sub_start"]
+    eg_s["fifo_clr"] = rm_s["fifo_clr"]          # START empties every region FIFO
     for n in ("sub_w1", "sub_acc0", "sub_acc1", "sub_acc2", "sub_acc3", "sub_w6", "sub_w7"):
         eg_s[n] = rm_s[n]
     insts = [fit(rm_s["sub_iter"], eg_s["sub_iters"])]
@@ -324,6 +327,10 @@ def datasheet(p: dict) -> Datasheet:
             "SGD, SCD and LRMF.",
             "The AXI master carries firmware transfers (program, context) and LOAD/STORE; "
             "one transfer per direction at a time.",
+            "Regions (CONFIGS): region 0 replicated, 1 and 2 type_replicated, 3 regular by "
+            "default, the organisation golden/pipearch_programs.py's streamed SGD needs (model "
+            "ring read by three channels at once, sample copies with a separate FIFO); every "
+            "START empties all region FIFOs (the storage is kept).",
         ])
 
 
@@ -332,6 +339,7 @@ CORE = CoreDef(
     description="PipeArch processing unit: register machine, regions, compute subroutines, "
                 "Load/Store AXI4 master, AXI4-Lite host registers, context switch",
     params=PARAMS, build=build, datasheet=datasheet,
-    configs={"default": {}, "lanes16": {"LANES": 16, "MAX_BURST": 4, "DEPTH": 128, "MAX_DIM": 32}},
+    configs={"default": {}, "lanes16": {"LANES": 16, "MAX_BURST": 4, "DEPTH": 128, "MAX_DIM": 32},
+             "deep": {"DEPTH": 1024, "MAX_DIM": 256}},
     generator="rtl_gen/pipearch/pipearch_pu.py",
 )

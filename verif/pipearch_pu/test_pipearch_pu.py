@@ -32,7 +32,8 @@ from golden import scd as scd_mod
 from golden import sgd as sgd_mod
 from golden.pipearch_asm import PUConfig
 from golden.pipearch_iss import Machine, Memory
-from golden.pipearch_programs import lrmf_job, lrmf_slots, scd_job, sgd_job
+from golden.pipearch_programs import lrmf_job, lrmf_slots, scd_job, sgd_job, stream_regions_ok
+from golden.pipearch_region import CONFIGS
 from scoreboards.gates import Gate
 from verif.plots import write_series
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
@@ -45,9 +46,10 @@ POLL = 64
 
 def cfg_of(p: dict) -> PUConfig:
     subs = tuple(op for op in I.ALL_SUBROUTINES if p["SUBS"] >> (op - I.LOAD) & 1)
+    regions = tuple(CONFIGS[(p["CONFIGS"] >> 2 * r) & 3] for r in range(p["NREGIONS"]))
     return PUConfig(lanes=p["LANES"], f=p["F"], nregions=p["NREGIONS"], depth=p["DEPTH"],
                     amem_depth=p["AMEM_DEPTH"], max_iter=p["MAX_ITER"], max_dim=p["MAX_DIM"],
-                    subroutines=subs)
+                    subroutines=subs, region_configs=regions)
 
 
 class PU:
@@ -172,14 +174,15 @@ class TB:
 
 # ------------------------------------------------------------------ jobs and golden runs
 def sgd_case(cfg, rng, *, loss, m=16, n=6, epochs=2, batch=1, partition=None, base=0,
-             context_groups=True):
+             context_groups=True, stream=None):
     A = rng.uniform(-1, 1, (m, n))
     w = rng.normal(size=n)
     b = A @ w + 0.05 * rng.normal(size=m) if loss == "ridge" else (A @ w > 0).astype(float)
     order = np.stack([rng.permutation(m) for _ in range(epochs)])
     x0 = rng.uniform(-0.3, 0.3, n)
     kw = dict(m=m, n=n, loss=loss, alpha=0.25, lam2=0.02, epochs=epochs, batch=batch)
-    job = sgd_job(**kw, partition=partition, cfg=cfg, base=base, context_groups=context_groups)
+    job = sgd_job(**kw, partition=partition, cfg=cfg, base=base, context_groups=context_groups,
+                  stream=stream)
     mem = Memory(job.end, cfg.lanes)
     job.load(mem, A, b, order, x0=x0)
     job.order, job.x0 = order, x0
@@ -290,11 +293,16 @@ async def run_and_compare(tb, job, mem, gold, tag, switch_at=None):
 # ------------------------------------------------------------------ program tests
 @cocotb.test()
 async def sgd_ridge(dut):
-    """Ridge SGD (batch 1, two partitions) on the RTL equals the ISS and golden.sgd."""
+    """Ridge SGD (batch 1, two partitions) on the RTL equals the ISS and golden.sgd: the
+    streamed program where the PU's regions allow it (default config), and the blocking
+    one."""
     tb = TB(dut)
     await tb.reset()
-    job, mem, gold = sgd_case(tb.cfg, tb.rng, loss="ridge", partition=8)
-    await run_and_compare(tb, job, mem, gold, "sgd ridge")
+    streams = [False] + ([True] if stream_regions_ok(tb.cfg) is None else [])
+    for stream in streams:
+        job, mem, gold = sgd_case(tb.cfg, tb.rng, loss="ridge", partition=8, stream=stream)
+        assert job.info["stream"] == stream
+        await run_and_compare(tb, job, mem, gold, f"sgd ridge stream={stream}")
 
 
 @cocotb.test()
@@ -476,22 +484,41 @@ async def checkers_can_fail(dut):
     assert not np.array_equal(model_of(job, bad), gold())
 
 
-async def sgd_cycles_per_sample_line(tb):
-    """Cycles per sample of ridge SGD per line of dimension: the difference of an n=64 and
-    an n=16 run (16 samples each), so the fixed setup cancels."""
-    recs = {}
-    for n in (16, 64):
-        job, mem, gold = sgd_case(tb.cfg, tb.rng, loss="ridge", m=16, n=n, epochs=1, partition=16)
-        _, cyc, _ = await run_and_compare(tb, job, mem, gold, f"bench n={n}")
-        recs[n] = cyc
-    d_lines = -(-64 // tb.L) - -(-16 // tb.L)
-    return (recs[64] - recs[16]) / 16 / max(d_lines, 1), recs
+BENCH_P = 2     # samples per partition in the SGD bench (the same for every model size)
+
+
+def bench_dims(cfg):
+    """Model sizes D (lines) for the SGD bench: those the streamed program fits with
+    partitions of ``BENCH_P`` samples (two halves of P*(D+1) lines per sample region)."""
+    return [d for d in (4, 8, 16, 32, 64, 128, 192)
+            if d <= cfg.max_dim and 2 * BENCH_P * (d + 1) <= cfg.depth]
+
+
+async def sgd_cycles_per_sample(tb, stream):
+    """Busy cycles per ridge-SGD sample for every model size D (lines): (cycles of 6P
+    samples - cycles of 2P samples) / 4P, so setup, the final STORE and the pipeline fill
+    cancel (P = BENCH_P).  Returns {D: cycles per sample}, the slope between the two
+    largest D (cycles per model line; ideal 1) and the constant at the largest D."""
+    per = {}
+    for d in bench_dims(tb.cfg):
+        cyc = {}
+        for mm in (2 * BENCH_P, 6 * BENCH_P):
+            job, mem, gold = sgd_case(tb.cfg, tb.rng, loss="ridge", m=mm, n=d * tb.L, epochs=1,
+                                      partition=BENCH_P, stream=stream)
+            assert job.info["stream"] == stream
+            _, cyc[mm], _ = await run_and_compare(tb, job, mem, gold, f"bench D={d} m={mm}")
+        per[d] = (cyc[6 * BENCH_P] - cyc[2 * BENCH_P]) / (4 * BENCH_P)
+    d1, d2 = sorted(per)[-2:]
+    k = (per[d2] - per[d1]) / (d2 - d1)
+    return per, k, per[d2] - k * d2
 
 
 async def bytes_per_cycle(tb):
     """Main-memory bytes read per busy cycle for SGD, SCD and LRMF."""
     lb = tb.cfg.line_bytes
-    cases = [("sgd", lambda: sgd_case(tb.cfg, tb.rng, loss="ridge", m=16, n=64, epochs=1, partition=16)),
+    d = max(bench_dims(tb.cfg))
+    cases = [("sgd", lambda: sgd_case(tb.cfg, tb.rng, loss="ridge", m=8 * BENCH_P, n=d * tb.L, epochs=1,
+                                      partition=BENCH_P)),
              ("scd", lambda: scd_case(tb.cfg, tb.rng, loss="lasso", m=32, n=8, epochs=1, partition=16)),
              ("lrmf", lambda: lrmf_case(tb.cfg, tb.rng, d=8, epochs=1))]
     out = {}
@@ -505,12 +532,14 @@ async def bytes_per_cycle(tb):
 
 async def context_switch_cycles(tb):
     """Cycles of a run suspended at its first YIELD and resumed, minus the cycles of the same
-    run uninterrupted, by model size (words)."""
+    run uninterrupted, by model size (words); the default SGD program (streamed where the
+    PU allows: the switch then also drains the pipeline and reloads the next partition)."""
     out = {}
     for n in (16, 64, 256):
         if -(-n // tb.L) > tb.cfg.max_dim:
             continue
-        job, mem, gold = sgd_case(tb.cfg, tb.rng, loss="ridge", m=8, n=n, epochs=1, partition=4)
+        part = BENCH_P if -(-n // tb.L) in bench_dims(tb.cfg) else 1
+        job, mem, gold = sgd_case(tb.cfg, tb.rng, loss="ridge", m=2 * part, n=n, epochs=1, partition=part)
         pu = tb.pu
         pu.put(mem, 0, job.end)
         st, _, _, plain = await pu.run(job)
@@ -532,11 +561,19 @@ async def bench_throughput(dut):
     Every run is also checked against the ISS and the golden model."""
     tb = TB(dut, mem_p=1.0)
     await tb.reset()
-    cps, totals = await sgd_cycles_per_sample_line(tb)
+    rec = {}
+    for stream in ([True] if stream_regions_ok(tb.cfg) is None else []) + [False]:
+        per, k, c0 = await sgd_cycles_per_sample(tb, stream)
+        tag = "stream" if stream else "blocking"
+        dmax = max(per)
+        rec[f"sgd_{tag}_cycles_per_line"] = round(k, 4)          # slope, two largest D
+        rec[f"sgd_{tag}_cycles_per_sample_const"] = round(c0, 1)
+        rec[f"sgd_{tag}_cycles_per_sample"] = {int(d): round(c, 1) for d, c in per.items()}
+        rec[f"sgd_{tag}_ratio_at_D{dmax}"] = round(per[dmax] / dmax, 3)
+        dut._log.info("SGD %s: cycles/sample %s; slope %.4f per line + %.1f", tag, per, k, c0)
     bpc = await bytes_per_cycle(tb)
     ctx = await context_switch_cycles(tb)
-    record_bench(CORE, unit="sample_line", cycles_per_sample_line=round(cps, 3), ideal=1.0,
-                 sgd_total_cycles_n16=totals[16], sgd_total_cycles_n64=totals[64],
+    record_bench(CORE, unit="sample", ideal_cycles_per_line=1.0, **rec,
                  **{f"read_bytes_per_cycle_{k}": v for k, v in bpc.items()},
                  peak_bytes_per_cycle=tb.cfg.line_bytes,
                  **{f"ctx_switch_cycles_n{n}": c for n, c in ctx.items()})
@@ -550,3 +587,6 @@ def test_pipearch_pu(cfg, sim):
 
 def test_pipearch_pu_vhdl_smoke():
     run_core(CORE, "default", "ghdl", testcase="sgd_ridge")
+
+
+
