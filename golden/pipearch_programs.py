@@ -29,9 +29,11 @@ k-th coordinate visited sits at region line k; LRMF: the entries of every tile i
 ``golden.lrmf.schedule`` order plus, per entry, the region line addresses of its M and
 U rows).
 
-Every subroutine instruction is blocking and every region is accessed in BRAM mode,
-so the programs are hazard-free by construction (the ISS result is the hardware
-result); non-blocking issue and FIFO streaming are performance refinements.
+SCD, LRMF and mini-batch SGD issue every subroutine blocking and access regions in
+BRAM mode, so they are hazard-free by construction (the ISS result is the hardware
+result).  Batch-1 SGD on a PU whose regions allow it (:func:`stream_regions_ok`) is
+the streamed program of :func:`_sgd_stream_job`: every subroutine non-blocking,
+FIFO-coupled, with its hazard freedom argued instruction by instruction there.
 
 Running: ``r = job.start(machine)`` (one START); :func:`run_to_end` runs, resuming
 after every suspension; :func:`run_epochs` suspends at the last YIELD of every epoch
@@ -167,101 +169,90 @@ def _sgd_stream_job(cfg, m, n, loss, alpha, lam2, epochs, P, reshuffle, base, al
     """Batch-1 SGD as a streamed pipeline (``sgd_job(stream=True)``).
 
     Regions: 0 the model ring (``x`` pushed in FIFO mode, read back in BRAM mode at ring
-    line R10; DEPTH >= 2*Dl), 1 and 2 two copies of the partition data (LOAD broadcast)
-    in BRAM mode, each split into two halves of ``H = P*(Dl+1)`` lines (a partition: per
-    sample its Dl lines, then its label) so that the next partition is loaded,
-    non-blocking, while the current one runs; the FIFOs of regions 1, 2 and 3 carry dot
-    products, steps ``t`` and step sizes.  Per sample ``i`` (R7 = its block's line)::
+    line R10), 1 and 2 two copies of a ring of sample blocks (LOAD broadcast, BRAM mode;
+    a block is a sample's Dl lines then its label line, S = Dl+1 lines), and the FIFOs of
+    regions 1, 2 and 3 carry dot products, steps ``t`` and step sizes.  Region offsets
+    are taken modulo DEPTH, so both rings are plain register additions.  Per sample
+    ``j`` (R7 = ring line of its block, R14 = main-memory line of block j+2)::
 
-        DOTSIG   x_i <- FIFO 0 (as L2REG(i-1) pushes it),  a_i <- region 1,  dot -> FIFO 1
-        SCALAR   dot <- FIFO 1,  b_i <- region 2 (line R7+Dl),  s -> FIFO 3
-        MULTSUB  x_i <- region 0 at R10,  a_i <- region 2,  s <- FIFO 3,  t -> FIFO 2
-        L2REG    t <- FIFO 2,  x_i <- region 0 at R10,  x_i+1 -> FIFO 0 (ring line R10+Dl)
+        DOTSIG   x_j <- FIFO 0 (as L2REG(j-1) pushes it),  a_j <- region 1 at R7,
+                 dot -> FIFO 1
+        SCALAR   dot <- FIFO 1,  b_j <- region 2 at R7+Dl,  s -> FIFO 3
+        BLOCK    L2REG
+        MULTSUB  x_j <- region 0 at R10,  a_j <- region 2 at R7,  s <- FIFO 3,  t -> FIFO 2
+        L2REG    t <- FIFO 2,  x_j <- region 0 at R10,  x_j+1 -> FIFO 0 (ring line R10+Dl)
+        LOAD     block j+2 -> regions 1, 2 at R7+2S (non-blocking)
 
-    All four are non-blocking and DOTSIG(i+1) is issued a few instructions after
-    L2REG(i), so it runs alongside MULTSUB(i)/L2REG(i): a sample costs about Dl cycles
-    plus the latency from its last model line through DOTSIG and SCALAR to the first
-    lines of MULTSUB and L2REG.  Hazards: every FIFO has one producer and one consumer
-    channel, so its order is program order whatever the timing; the ring keeps ``x_i``
-    until L2REG(i) has read it; a BRAM-mode read channel starts reading when its
-    instruction issues (it fills its output buffer before the subroutine consumes), so
-    MULTSUB(i) is issued only after a BLOCK on L2REG(i-1), the writer of ``x_i``
-    (L2REG(i) is issued after L2REG(i-1) anyway); the prefetch into the other half is issued after the
-    first MULTSUB of a partition (decode waited for the previous MULTSUB, so every
-    reader of the previous partition is done) and a BLOCK on LOAD precedes the next
-    partition.  The YIELD sits between partitions where only the model is live; a
-    resumed thread refills the ring from line 0 (START empties the FIFOs) and reloads
-    the next partition (LoadContext).
+    All subroutines are non-blocking, so DOTSIG(j+1) runs alongside MULTSUB(j) and
+    L2REG(j): a sample costs about Dl cycles plus the latency from its last model line
+    through DOTSIG and SCALAR to the first lines of MULTSUB and L2REG; the register
+    machine issues 10 instructions per sample.  Hazard freedom by construction:
 
-    Area ``ab``: one data copy per epoch (one in all if ``reshuffle=False``): per
-    partition, per sample in visiting order, its ``Dl`` lines then its label line.
-    The loop issues 9 instructions per sample (the register machine's share: about 32
-    cycles), the first sample of a partition 2 more (the prefetch).
+    * every FIFO has one producer and one consumer channel, so its order is program
+      order whatever the timing;
+    * a BRAM-mode read channel starts reading when its instruction issues, so MULTSUB(j)
+      is issued after a BLOCK on L2REG(j-1), the writer of ``x_j`` (L2REG(j) is issued
+      after L2REG(j-1) anyway, DOTSIG takes ``x_j`` from the FIFO);
+    * the model ring (DEPTH >= 2*Dl) keeps ``x_j`` until L2REG(j) has read it;
+    * LOAD(j+2) is decoded only once LOAD(j+1) is done, and DOTSIG(j+1) is issued after
+      it, so block j+1 is in place; LOAD(j+2) is issued after MULTSUB(j), so every reader
+      of block j-1 is done, and the sample ring holds three blocks (DEPTH >= 3*S).
+
+    A YIELD follows every partition of ``P`` samples (where only the model and the
+    blocks j+1, j+2 are live); a resumed thread refills the model ring from line 0
+    (START empties the FIFOs) and reloads blocks j+1 and j+2 (LoadContext).
+
+    Area ``ab``: the sample blocks in visiting order, one copy of the data per epoch
+    (one in all if ``reshuffle=False``), then two more blocks (zeros, or with a single
+    copy its first two blocks again) that the last two prefetches read.
     """
     fmt, L = cfg.fmt, cfg.lanes
     Dl = _cdiv(n, L)
     nparts = m // P
-    S = Dl + 1                       # a sample block: Dl sample lines, then its label
-    H = P * S
-    _check_cfg(cfg, {"depth": max(2 * Dl, 2 * H), "max_dim": Dl}, "sgd_job(stream=True)")
+    S = Dl + 1
+    _check_cfg(cfg, {"depth": max(2 * Dl, 3 * S), "max_dim": Dl}, "sgd_job(stream=True)")
+    _require(cfg.depth + (P + 2) * S <= 0x4000 and cfg.depth + P * Dl <= 0x4000,
+             f"sgd_job(stream=True): partition = {P} too large for the 14-bit region offsets")
     copies = epochs if reshuffle else 1
     al = _Alloc(cfg, base)
     x_addr = al.area("x", Dl)
-    ab_addr = al.area("ab", copies * nparts * H)
+    ab_addr = al.area("ab", (copies * m + 2) * S)
     total = epochs * nparts
     RX, RA, RB, RS = 0, 1, 2, 3
     p = Program(cfg, f"sgd_{loss}_stream")
-    nlab = [0]
 
-    def next_part():                 # R14 (R5): the partition after the one at R14
-        p.addi(14, 14, H)
-        if not reshuffle:
-            nlab[0] += 1
-            ok = f"np{nlab[0]}"
-            p.addi(5, 5, 1).blt(5, 6, ok)
-            p.li(5, 0).li(14, ab_addr)
-            p.label(ok)
+    def reduce(r, lab):              # R[r] mod DEPTH (R11 = DEPTH)
+        p.label(lab)
+        p.blt(r, 11, lab + "_ok")
+        p.addi(r, r, -cfg.depth).jmp(lab)
+        p.label(lab + "_ok")
 
-    def prefetch(nb):                # the partition at R14 into half R4 of regions 1, 2
-        p.load(acc(H, ra=True), 0, regions=[RA, RB], ra=4, rb=14, addr_rb=True, nb=nb)
-
-    def sample(first):               # one sample; R7 = its block, R10 = ring line of x_i
-        p.dotsig(ch(RX, Dl, fifo=True), ch(RA, Dl, ra=True), ch(RA, 1, fifo=True),
-                 dim=Dl, sigmoid=(loss == "logistic"), ra=7, nb=True)
-        p.scalar(ch(RA, 1, fifo=True), ch(RB, 1, Dl, ra=True), ch(RS, 1, fifo=True), alpha=alpha_q,
-                 ra=7, nb=True)
-        p.block("l2reg")             # x_i is in the ring before MULTSUB's x channel reads it
-        p.multsub(ch(RX, Dl, ra=True), ch(RB, Dl, rb=True), ch(RS, 1, fifo=True), ch(RB, Dl, fifo=True),
-                  dim=Dl, ra=10, rb=7, nb=True)
-        p.l2reg(ch(RB, Dl, fifo=True), ch(RX, Dl, ra=True), ch(RX, Dl, fifo=True), dim=Dl, c=c_q,
-                ra=10, nb=True)
-        if first:                    # every reader of the other half has finished
-            p.beq(12, 0, "nopf")
-            prefetch(True)
-            p.label("nopf")
-        ring = "ring1" if first else "ring2"
-        p.addi(10, 10, Dl).blt(10, 11, ring).addi(10, 10, -cfg.depth)
-        p.label(ring)
-        p.addi(7, 7, S)
-
-    p.load(acc(Dl, fifo=True), x_addr, regions=[RX])          # the ring starts at line 0
-    p.li(11, cfg.depth).li(6, nparts).li(12, total - 1).li(4, 0).li(14, ab_addr)
-    prefetch(False)                                            # partition 0 into half 0
-    p.li(4, H)
-    next_part()
+    p.load(acc(Dl, fifo=True), x_addr, regions=[RX])          # the model ring starts at line 0
+    p.li(11, cfg.depth).li(12, total - 1).li(14, ab_addr).li(13, ab_addr + (m + 2) * S)
+    p.load(acc(2 * S), 0, regions=[RA, RB], rb=14, addr_rb=True)   # blocks 0 and 1
+    p.addi(14, 14, 2 * S)
     p.label("part")
-    p.addi(7, 13, 0).addi(9, 13, H)
-    sample(True)
-    p.bge(7, 9, "part_end")
+    p.addi(9, 7, P * S)
     p.label("next")
-    sample(False)
-    p.blt(7, 9, "next")
-    p.label("part_end")
+    p.dotsig(ch(RX, Dl, fifo=True), ch(RA, Dl, ra=True), ch(RA, 1, fifo=True),
+             dim=Dl, sigmoid=(loss == "logistic"), ra=7, nb=True)
+    p.scalar(ch(RA, 1, fifo=True), ch(RB, 1, Dl, ra=True), ch(RS, 1, fifo=True), alpha=alpha_q,
+             ra=7, nb=True)
+    p.block("l2reg")                 # x_j is in the ring before MULTSUB's x channel reads it
+    p.multsub(ch(RX, Dl, ra=True), ch(RB, Dl, rb=True), ch(RS, 1, fifo=True), ch(RB, Dl, fifo=True),
+              dim=Dl, ra=10, rb=7, nb=True)
+    p.l2reg(ch(RB, Dl, fifo=True), ch(RX, Dl, ra=True), ch(RX, Dl, fifo=True), dim=Dl, c=c_q,
+            ra=10, nb=True)
+    p.load(acc(S, 2 * S, ra=True), 0, regions=[RA, RB], ra=7, rb=14, addr_rb=True, nb=True)
+    p.addi(14, 14, S).addi(10, 10, Dl).addi(7, 7, S).blt(7, 9, "next")
     p.yield_()                                                 # Alg. 1 line 15
     p.beq(12, 0, "done")
-    p.addi(15, 13, 0).addi(13, 4, 0).addi(4, 15, 0).addi(12, 12, -1)
-    next_part()
-    p.block("load")
+    p.addi(12, 12, -1)
+    if not reshuffle:                # end of the single copy: back to its block 2
+        p.blt(14, 13, "copy_ok").addi(14, 14, -m * S)
+        p.label("copy_ok")
+    reduce(7, "red7")
+    reduce(10, "red10")
     p.jmp("part")
     p.label("done")
     p.block()
@@ -273,9 +264,8 @@ def _sgd_stream_job(cfg, m, n, loss, alpha, lam2, epochs, P, reshuffle, base, al
     p.load_context()
     p.li(10, 0)
     p.load(acc(Dl, fifo=True), x_addr, regions=[RX])
-    p.beq(12, 0, "lc_end")
-    prefetch(False)
-    p.label("lc_end")
+    p.addi(15, 14, -2 * S)
+    p.load(acc(2 * S, ra=True), 0, regions=[RA, RB], ra=7, rb=15, addr_rb=True)   # blocks j+1, j+2
     p.resume()
     asm = p.assemble()
     job = Job(f"sgd_{loss}_stream", cfg, asm, base, al.prog, al.ctx, al.areas, al.end, nparts, epochs,
@@ -284,7 +274,7 @@ def _sgd_stream_job(cfg, m, n, loss, alpha, lam2, epochs, P, reshuffle, base, al
                        "alpha_q": alpha_q, "c_q": c_q, "stream": True})
 
     def load(mem: Memory, A, b, order, x0=None):
-        """Quantise like golden.sgd and lay out the model and the partition blocks."""
+        """Quantise like golden.sgd and lay out the model and the sample blocks."""
         A = V.finite_array(A, "A", 2, (m, n))
         b = V.finite_array(b, "b", 1, (m,))
         order = V.permutations(order, "order", (epochs, m))
@@ -295,14 +285,14 @@ def _sgd_stream_job(cfg, m, n, loss, alpha, lam2, epochs, P, reshuffle, base, al
         x = np.zeros(n, dtype=np.int64) if x0 is None else fmt.to_fixed(V.finite_array(x0, "x0", 1, (n,)), name="x0")
         job.place_program(mem)
         mem.write_lines(x_addr, vector_lines(x, L))
-        for e in range(copies):
-            for q in range(nparts):
-                for k, i in enumerate(order[e][q * P:(q + 1) * P]):
-                    row = np.zeros(Dl * L, dtype=np.int64)
-                    row[:n] = Aq[i]
-                    at = ab_addr + (e * nparts + q) * H + k * S
-                    mem.write_lines(at, row.reshape(Dl, L))
-                    mem.write_lines(at + Dl, scalar_lines(bq[i:i + 1], L))
+        seq = list(np.concatenate([order[e] for e in range(copies)]))
+        if not reshuffle:
+            seq += [order[0][0], order[0][1 % m]]
+        for k, i in enumerate(seq):
+            row = np.zeros(Dl * L, dtype=np.int64)
+            row[:n] = Aq[i]
+            mem.write_lines(ab_addr + k * S, row.reshape(Dl, L))
+            mem.write_lines(ab_addr + k * S + Dl, scalar_lines(bq[i:i + 1], L))
         job.data = (A, b)
 
     job.load = load
@@ -352,7 +342,7 @@ def sgd_job(*, m: int, n: int, loss: str, alpha: float, lam2: float, epochs: int
     _check_cfg(cfg, {"nregions": 4, "depth": max(2 * Dl, P * Dl, 2 * batch), "max_dim": Dl,
                      "max_iter": batch}, "sgd_job")
     _require(P * Dl <= (1 << 14) - 1, "partition * ceil(n/LANES) must fit the 14-bit length field")
-    need = max(2 * Dl, 2 * (P * Dl + P))
+    need = max(2 * Dl, 3 * (Dl + 1))
     why = stream_regions_ok(cfg) or (None if batch == 1 else f"batch = {batch} (streaming is batch 1)") \
         or (None if context_groups else "context_groups=False (a resumed stream needs its model ring refilled)") \
         or (None if cfg.depth >= need else f"the PU needs DEPTH >= {need}, the configuration has {cfg.depth}")

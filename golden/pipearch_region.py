@@ -11,7 +11,7 @@ bits   field
 [29:16] length: lines per iteration, 1..depth
 [15]   keep count at iterations
 [14]   use the channel's address memory
-[13:0] offset (lines), 0..depth-1
+[13:0] offset (lines), taken modulo depth
 ====== =========================================================================
 
 BRAM mode, line ``k`` (0 <= k < length) of iteration ``j`` (0 <= j < iterations):
@@ -19,9 +19,9 @@ BRAM mode, line ``k`` (0 <= k < length) of iteration ``j`` (0 <= j < iterations)
 * index ``i = j*length + k`` when keep-count is set (the position keeps advancing
   across iterations), else ``i = k`` (every iteration repeats the same lines);
 * address ``(offset + i) mod depth``, or with use-address-memory
-  ``(offset + amem[i mod amem_depth]) mod depth``.  An access may run past the end
-  of the region: its addresses wrap (a ring buffer, e.g. the model ring of the
-  streamed SGD program).
+  ``(offset + amem[i mod amem_depth]) mod depth``.  Any 14-bit offset is legal and
+  an access may run past the end of the region: addresses wrap (a ring buffer, e.g.
+  the model and sample rings of the streamed SGD program).
 
 FIFO mode ignores offset, keep-count and use-address-memory: ``length*iterations``
 lines are pushed (write) or popped (read).  The FIFO is a ring over the storage it
@@ -93,8 +93,6 @@ def access_error(word, iterations, depth) -> str | None:
         return "length is 0"
     if f["length"] > depth:
         return f"length {f['length']} exceeds depth {depth}"
-    if f["offset"] >= depth:
-        return f"offset {f['offset']} is not below depth {depth}"
     if iterations == 0:
         return "iterations is 0"
     return None

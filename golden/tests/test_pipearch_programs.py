@@ -116,17 +116,17 @@ def test_sgd_stream_bit_exact_and_preemptable(lanes, loss, n):
 
 
 def test_sgd_stream_ring_wraps_and_two_jobs_interleave():
-    """DEPTH = 16 with Dl = 3 (the model ring wraps mid-vector) and two partitions of
-    2 samples (2 x 8 lines, the data halves fill the region); two streamed jobs (one with a
-    single data copy) preempting each other at every YIELD on one machine."""
+    """DEPTH = 16: Dl = 3 (the model ring wraps mid-vector) and Dl = 4 (5-line sample
+    blocks, the sample ring wraps mid-block); two streamed jobs (one with a single data
+    copy) preempting each other at every YIELD on one machine."""
     cfg = stream_cfg(4, depth=16)
-    A, b, order = sgd_data("ridge", m=8, n=10, epochs=2)
-    A2, b2, order2 = sgd_data("logistic", m=8, n=10, epochs=2, seed=SEED + 5)
+    A, b, order = sgd_data("ridge", m=8, n=11, epochs=2)
+    A2, b2, order2 = sgd_data("logistic", m=8, n=13, epochs=2, seed=SEED + 5)
     order2[:] = order2[0]
-    j1 = sgd_job(m=8, n=10, loss="ridge", alpha=0.25, lam2=0.02, epochs=2, partition=2, cfg=cfg)
-    j2 = sgd_job(m=8, n=10, loss="logistic", alpha=0.25, lam2=0.02, epochs=2, partition=2, cfg=cfg,
+    j1 = sgd_job(m=8, n=11, loss="ridge", alpha=0.25, lam2=0.02, epochs=2, partition=2, cfg=cfg)
+    j2 = sgd_job(m=8, n=13, loss="logistic", alpha=0.25, lam2=0.02, epochs=2, partition=4, cfg=cfg,
                  reshuffle=False, base=-(-j1.end // 32) * 32)
-    assert j1.info["stream"] and j2.info["stream"] and j2.areas["ab"][1] * 2 == j1.areas["ab"][1]
+    assert j1.info["stream"] and j2.info["stream"] and j2.areas["ab"][1] == (8 + 2) * 5
     mem = Memory(j2.end, 4)
     j1.load(mem, A, b, order)
     j2.load(mem, A2, b2, order2)
@@ -153,19 +153,21 @@ def test_sgd_stream_choice_and_requirements():
         sgd_job(**kw, batch=2, cfg=stream_cfg(4), stream=True)
     with pytest.raises(ValueError, match="region 0"):
         sgd_job(**kw, cfg=stream_cfg(4, regions=("type_replicated",) * 4), stream=True)
-    with pytest.raises(ValueError, match="DEPTH >= 36"):   # two halves of 6 samples x 2 lines + 6 labels
-        sgd_job(**kw, cfg=stream_cfg(4, depth=32), stream=True)
-    assert not sgd_job(**kw, cfg=stream_cfg(4, depth=32)).info["stream"]   # too shallow: blocking
+    kw2 = dict(kw, partition=2)
+    with pytest.raises(ValueError, match="DEPTH >= 9"):    # three sample blocks of 2 + 1 lines
+        sgd_job(**kw2, cfg=stream_cfg(4, depth=8), stream=True)
+    assert not sgd_job(**kw2, cfg=stream_cfg(4, depth=8)).info["stream"]    # too shallow: blocking
 
 
 def test_sgd_stream_region_requirement_is_real(monkeypatch):
-    """With the sample regions regular, their FIFO ring overwrites the samples: the
-    requirement check is what keeps the result right."""
+    """With the sample regions regular, their FIFO ring shares the storage of the sample
+    ring and overwrites blocks not yet read once the rings wrap: the requirement check
+    is what keeps the result right."""
     import golden.pipearch_programs as progs
     monkeypatch.setattr(progs, "stream_regions_ok", lambda cfg: None)
     A, b, order = sgd_data("ridge")
     job = sgd_job(m=24, n=7, loss="ridge", alpha=0.25, lam2=0.02, epochs=1, partition=6,
-                  cfg=stream_cfg(4, regions=("replicated", "regular", "regular", "regular")))
+                  cfg=stream_cfg(4, depth=16, regions=("replicated", "regular", "regular", "regular")))
     m, mem = machine(job, 4, A, b, order[:1])
     job.start(m)
     gold = sgd_mod.sgd(A, b, loss="ridge", alpha=0.25, lam2=0.02, epochs=1, order=order[:1], fmt=FMT)
