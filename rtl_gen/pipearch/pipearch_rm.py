@@ -169,10 +169,18 @@ def rm_channel(clk, rst, ir, ra_q, rb_q, w6, e_k, ab_k, lnd_k, ln1_k, ng_k, nz_k
     def ch_end():
         ln32.next = concat(intbv(0)[18:], ln)
 
+    if DEPTH < (1 << 14):
+        @always_comb
+        def ch_ab():
+            ab_k.next = s34[34:14] != 0 or wk[31] == wk[30] or ln == 0 or ln > DEPTH
+    else:                            # a 14-bit length never exceeds DEPTH = 2**14
+        @always_comb
+        def ch_ab():
+            ab_k.next = s34[34:14] != 0 or wk[31] == wk[30] or ln == 0
+
     @always_comb
     def ch_chk():
         e_k.next = concat(wk[32:14], s34[14:])
-        ab_k.next = s34[34:14] != 0 or wk[31] == wk[30] or ln == 0 or ln > DEPTH or s34[14:] >= DEPTH
         lnd_k.next = ln32 != w6
         ln1_k.next = ln != 1
         nz_k.next = nib != 0
@@ -186,7 +194,7 @@ def rm_channel(clk, rst, ir, ra_q, rb_q, w6, e_k, ab_k, lnd_k, ln1_k, ng_k, nz_k
         @always_seq(clk.posedge, reset=rst)
         def ch_ng():
             ng_k.next = False
-    return ch_in, ch_ops, ch_sum, ch_end, ch_chk, ch_ng
+    return ch_in, ch_ops, ch_sum, ch_end, ch_ab, ch_chk, ch_ng
 
 
 def ports_of(p: dict) -> list[Port]:

@@ -713,7 +713,8 @@ def bad_instrs(tb: TB):
         ("both BRAM and FIFO", [w0(I.STORE, it=1), 0, B | (1 << 30) | (1 << 16), 0, 0, 0, 0, 0], I.E_ACCESS),
         ("neither mode", [w0(I.STORE, it=1), 0, (1 << 16), 0, 0, 0, 0, 0], I.E_ACCESS),
         ("length 0", [w0(I.STORE, it=1), 0, B, 0, 0, 0, 0, 0], I.E_ACCESS),
-        ("offset = DEPTH", [w0(I.STORE, it=1), 0, B | (4 << 16) | D, 0, 0, 0, 0, 0], I.E_ACCESS),
+        ("offset = DEPTH: taken modulo DEPTH, legal", [w0(I.STORE, it=1), 0, B | (4 << 16) | D, 0, 0, 0, 0, 0],
+         None),
         ("length > DEPTH", [w0(I.STORE, it=1), 0, B | ((D + 1) << 16), 0, 0, 0, 0, 0], I.E_ACCESS),
         ("offset+length > DEPTH wraps: legal", [w0(I.STORE, it=1), 0, B | (4 << 16) | (D - 3), 0, 0, 0, 0, 0],
          None),
@@ -721,8 +722,8 @@ def bad_instrs(tb: TB):
         ("scalar length", [w0(dot, it=1), 0, ok_acc, ok_acc, B | (2 << 16), 0, 2, 0], I.E_LENGTH),
         ("iterations > MAX_ITER", [w0(I.STORE, it=min(cfg.max_iter + 1, 8191)), 0, ok_acc, 0, 0, 0, 0, 0],
          I.E_FIELD if cfg.max_iter < 8191 else None),
-        ("FIFO ignores offset? no: offset checked", [w0(I.STORE, it=1), 0, (1 << 30) | (2 << 16) | D, 0, 0, 0, 0, 0],
-         I.E_ACCESS),
+        ("FIFO, offset 0x3FFF: legal", [w0(I.STORE, it=1), 0, (1 << 30) | (2 << 16) | 0x3FFF, 0, 0, 0, 0, 0],
+         None),
     ]
     if NR < 16:
         out.append(("region >= NREGIONS", [w0(dot, it=1), NR, ok_acc, ok_acc, B | (1 << 16), 0, 2, 0], I.E_FIELD))

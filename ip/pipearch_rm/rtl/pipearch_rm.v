@@ -769,8 +769,11 @@ assign rm_channel0_ln32 = {18'h0, rm_channel0_ln};
 
 
 
+assign rm_channel0_ab_k = ((rm_channel0_s34[34-1:14] != 0) || (rm_channel0_wk[31] == rm_channel0_wk[30]) || (rm_channel0_ln == 0) || (rm_channel0_ln > 1024));
+
+
+
 assign eff0 = {rm_channel0_wk[32-1:14], rm_channel0_s34[14-1:0]};
-assign rm_channel0_ab_k = ((rm_channel0_s34[34-1:14] != 0) || (rm_channel0_wk[31] == rm_channel0_wk[30]) || (rm_channel0_ln == 0) || (rm_channel0_ln > 1024) || (rm_channel0_s34[14-1:0] >= 1024));
 assign rm_channel0_lnd_k = (rm_channel0_ln32 != w6);
 assign rm_channel0_ln1_k = (rm_channel0_ln != 1);
 assign rm_channel0_nz_k = (rm_channel0_nib != 0);
@@ -815,8 +818,11 @@ assign rm_channel1_ln32 = {18'h0, rm_channel1_ln};
 
 
 
+assign rm_channel1_ab_k = ((rm_channel1_s34[34-1:14] != 0) || (rm_channel1_wk[31] == rm_channel1_wk[30]) || (rm_channel1_ln == 0) || (rm_channel1_ln > 1024));
+
+
+
 assign eff1 = {rm_channel1_wk[32-1:14], rm_channel1_s34[14-1:0]};
-assign rm_channel1_ab_k = ((rm_channel1_s34[34-1:14] != 0) || (rm_channel1_wk[31] == rm_channel1_wk[30]) || (rm_channel1_ln == 0) || (rm_channel1_ln > 1024) || (rm_channel1_s34[14-1:0] >= 1024));
 assign rm_channel1_lnd_k = (rm_channel1_ln32 != w6);
 assign rm_channel1_ln1_k = (rm_channel1_ln != 1);
 assign rm_channel1_nz_k = (rm_channel1_nib != 0);
@@ -861,8 +867,11 @@ assign rm_channel2_ln32 = {18'h0, rm_channel2_ln};
 
 
 
+assign rm_channel2_ab_k = ((rm_channel2_s34[34-1:14] != 0) || (rm_channel2_wk[31] == rm_channel2_wk[30]) || (rm_channel2_ln == 0) || (rm_channel2_ln > 1024));
+
+
+
 assign eff2 = {rm_channel2_wk[32-1:14], rm_channel2_s34[14-1:0]};
-assign rm_channel2_ab_k = ((rm_channel2_s34[34-1:14] != 0) || (rm_channel2_wk[31] == rm_channel2_wk[30]) || (rm_channel2_ln == 0) || (rm_channel2_ln > 1024) || (rm_channel2_s34[14-1:0] >= 1024));
 assign rm_channel2_lnd_k = (rm_channel2_ln32 != w6);
 assign rm_channel2_ln1_k = (rm_channel2_ln != 1);
 assign rm_channel2_nz_k = (rm_channel2_nib != 0);
@@ -907,8 +916,11 @@ assign rm_channel3_ln32 = {18'h0, rm_channel3_ln};
 
 
 
+assign rm_channel3_ab_k = ((rm_channel3_s34[34-1:14] != 0) || (rm_channel3_wk[31] == rm_channel3_wk[30]) || (rm_channel3_ln == 0) || (rm_channel3_ln > 1024));
+
+
+
 assign eff3 = {rm_channel3_wk[32-1:14], rm_channel3_s34[14-1:0]};
-assign rm_channel3_ab_k = ((rm_channel3_s34[34-1:14] != 0) || (rm_channel3_wk[31] == rm_channel3_wk[30]) || (rm_channel3_ln == 0) || (rm_channel3_ln > 1024) || (rm_channel3_s34[14-1:0] >= 1024));
 assign rm_channel3_lnd_k = (rm_channel3_ln32 != w6);
 assign rm_channel3_ln1_k = (rm_channel3_ln != 1);
 assign rm_channel3_nz_k = (rm_channel3_nib != 0);

@@ -723,8 +723,10 @@ rm_channel0_s34 <= ((rm_channel0_o34 + rm_channel0_a34) + rm_channel0_b34);
 rm_channel0_ln32 <= unsigned'(to_unsigned(0, 18) & rm_channel0_ln);
 
 
+rm_channel0_ab_k <= stdl((rm_channel0_s34(34-1 downto 14) /= 0) or (rm_channel0_wk(31) = rm_channel0_wk(30)) or (rm_channel0_ln = 0) or (rm_channel0_ln > 1024));
+
+
 eff0 <= unsigned'(rm_channel0_wk(32-1 downto 14) & rm_channel0_s34(14-1 downto 0));
-rm_channel0_ab_k <= stdl((rm_channel0_s34(34-1 downto 14) /= 0) or (rm_channel0_wk(31) = rm_channel0_wk(30)) or (rm_channel0_ln = 0) or (rm_channel0_ln > 1024) or (rm_channel0_s34(14-1 downto 0) >= 1024));
 rm_channel0_lnd_k <= stdl(rm_channel0_ln32 /= w6);
 rm_channel0_ln1_k <= stdl(rm_channel0_ln /= 1);
 rm_channel0_nz_k <= stdl(rm_channel0_nib /= 0);
@@ -762,8 +764,10 @@ rm_channel1_s34 <= ((rm_channel1_o34 + rm_channel1_a34) + rm_channel1_b34);
 rm_channel1_ln32 <= unsigned'(to_unsigned(0, 18) & rm_channel1_ln);
 
 
+rm_channel1_ab_k <= stdl((rm_channel1_s34(34-1 downto 14) /= 0) or (rm_channel1_wk(31) = rm_channel1_wk(30)) or (rm_channel1_ln = 0) or (rm_channel1_ln > 1024));
+
+
 eff1 <= unsigned'(rm_channel1_wk(32-1 downto 14) & rm_channel1_s34(14-1 downto 0));
-rm_channel1_ab_k <= stdl((rm_channel1_s34(34-1 downto 14) /= 0) or (rm_channel1_wk(31) = rm_channel1_wk(30)) or (rm_channel1_ln = 0) or (rm_channel1_ln > 1024) or (rm_channel1_s34(14-1 downto 0) >= 1024));
 rm_channel1_lnd_k <= stdl(rm_channel1_ln32 /= w6);
 rm_channel1_ln1_k <= stdl(rm_channel1_ln /= 1);
 rm_channel1_nz_k <= stdl(rm_channel1_nib /= 0);
@@ -801,8 +805,10 @@ rm_channel2_s34 <= ((rm_channel2_o34 + rm_channel2_a34) + rm_channel2_b34);
 rm_channel2_ln32 <= unsigned'(to_unsigned(0, 18) & rm_channel2_ln);
 
 
+rm_channel2_ab_k <= stdl((rm_channel2_s34(34-1 downto 14) /= 0) or (rm_channel2_wk(31) = rm_channel2_wk(30)) or (rm_channel2_ln = 0) or (rm_channel2_ln > 1024));
+
+
 eff2 <= unsigned'(rm_channel2_wk(32-1 downto 14) & rm_channel2_s34(14-1 downto 0));
-rm_channel2_ab_k <= stdl((rm_channel2_s34(34-1 downto 14) /= 0) or (rm_channel2_wk(31) = rm_channel2_wk(30)) or (rm_channel2_ln = 0) or (rm_channel2_ln > 1024) or (rm_channel2_s34(14-1 downto 0) >= 1024));
 rm_channel2_lnd_k <= stdl(rm_channel2_ln32 /= w6);
 rm_channel2_ln1_k <= stdl(rm_channel2_ln /= 1);
 rm_channel2_nz_k <= stdl(rm_channel2_nib /= 0);
@@ -840,8 +846,10 @@ rm_channel3_s34 <= ((rm_channel3_o34 + rm_channel3_a34) + rm_channel3_b34);
 rm_channel3_ln32 <= unsigned'(to_unsigned(0, 18) & rm_channel3_ln);
 
 
+rm_channel3_ab_k <= stdl((rm_channel3_s34(34-1 downto 14) /= 0) or (rm_channel3_wk(31) = rm_channel3_wk(30)) or (rm_channel3_ln = 0) or (rm_channel3_ln > 1024));
+
+
 eff3 <= unsigned'(rm_channel3_wk(32-1 downto 14) & rm_channel3_s34(14-1 downto 0));
-rm_channel3_ab_k <= stdl((rm_channel3_s34(34-1 downto 14) /= 0) or (rm_channel3_wk(31) = rm_channel3_wk(30)) or (rm_channel3_ln = 0) or (rm_channel3_ln > 1024) or (rm_channel3_s34(14-1 downto 0) >= 1024));
 rm_channel3_lnd_k <= stdl(rm_channel3_ln32 /= w6);
 rm_channel3_ln1_k <= stdl(rm_channel3_ln /= 1);
 rm_channel3_nz_k <= stdl(rm_channel3_nib /= 0);
