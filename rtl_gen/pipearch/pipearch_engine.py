@@ -264,16 +264,15 @@ def scd_line(res, mode, line, w):
 @block
 def chan_ok(w1, acc, w6, ok, c, kind, depth, nreg):
     """Channel ``c`` of a subroutine instruction: its region exists, its access word
-    passes the region's check (one of BRAM/FIFO, length 1..DEPTH, offset < DEPTH: an
-    access may wrap past the end), and the length rule (vector: = w6, scalar: 1) holds."""
+    passes the region's check (one of BRAM/FIFO, length 1..DEPTH; any 14-bit offset,
+    taken modulo DEPTH: an access may wrap past the end), and the length rule (vector:
+    = w6, scalar: 1) holds."""
     ln = sig_u(14)
-    off = sig_u(14)
     lo, hi = 4 * c, 4 * c + 4
 
     @always_comb
     def dec():
         ln.next = acc[30:16]
-        off.next = acc[14:0]
 
     if nreg < 16:
         @always_comb
@@ -288,16 +287,16 @@ def chan_ok(w1, acc, w6, ok, c, kind, depth, nreg):
     if kind == "vector":
         @always_comb
         def chk():
-            ok.next = reg_ok and (acc[31] != acc[30]) and ln != 0 and ln <= depth and off < depth \
+            ok.next = reg_ok and (acc[31] != acc[30]) and ln != 0 and ln <= depth \
                 and w6[32:14] == 0 and w6[14:0] == ln
     elif kind == "scalar":
         @always_comb
         def chk():
-            ok.next = reg_ok and (acc[31] != acc[30]) and off < depth and ln == 1
+            ok.next = reg_ok and (acc[31] != acc[30]) and ln == 1
     else:
         @always_comb
         def chk():
-            ok.next = reg_ok and (acc[31] != acc[30]) and ln != 0 and ln <= depth and off < depth
+            ok.next = reg_ok and (acc[31] != acc[30]) and ln != 0 and ln <= depth
 
     return dec, reg_ok_c, chk
 
@@ -324,7 +323,6 @@ def load_ok(w1, acc0, w7, ok, depth, nreg, chans):
     rom = tuple(1 if g in chans else 0 for g in range(32))
     mhi = sig_u(max(1, 16 - nreg))
     ln = sig_u(14)
-    off = sig_u(14)
     chid = sig_u(5)
     pres = sig_b()
 
@@ -335,7 +333,6 @@ def load_ok(w1, acc0, w7, ok, depth, nreg, chans):
     @always_comb
     def dec():
         ln.next = acc0[30:16]
-        off.next = acc0[14:0]
         chid.next = w7[21:16]
         if nreg < 16:
             mhi.next = w1[16:nreg]
@@ -349,7 +346,7 @@ def load_ok(w1, acc0, w7, ok, depth, nreg, chans):
         elif w1[24]:
             ok.next = pres
         else:
-            ok.next = (acc0[31] != acc0[30]) and ln != 0 and ln <= depth and off < depth
+            ok.next = (acc0[31] != acc0[30]) and ln != 0 and ln <= depth
 
     return romc, dec, chk
 
@@ -922,8 +919,9 @@ def datasheet(p: dict) -> Datasheet:
             "done pulse: done is the falling edge of `sub_busy[s]`.",
             "Checks at issue (combinational, in the `sub_start` cycle): every used channel's region "
             "< NREGIONS; its access word legal for the region (exactly one of BRAM/FIFO, length "
-            "1..DEPTH, effective offset < DEPTH; offset + length > DEPTH is legal: the addresses "
-            "wrap modulo DEPTH); vector channels' length = w6 (dimension), scalar channels' "
+            "1..DEPTH; any effective offset 0..16383 is legal and taken modulo DEPTH, and "
+            "offset + length > DEPTH is legal: the addresses wrap modulo DEPTH; an effective offset "
+            "outside 0..16383 is rejected by the issuer, `pipearch_rm`); vector channels' length = w6 (dimension), scalar channels' "
             "length = 1; iterations 1..MAX_ITER; dimension 1..MAX_DIM; LOAD: non-empty mask within "
             "NREGIONS, amem mode a present global channel.  A failing issue starts nothing, leaves "
             "`sub_busy` low and pulses `sub_err[s]` for one cycle in the next cycle; so does a core "

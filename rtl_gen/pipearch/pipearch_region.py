@@ -18,9 +18,10 @@ written in exactly one process).  ``CONFIG`` selects the physical organisation:
   write and read port; a BRAM-mode and a FIFO-mode access (of either direction) run in
   the same cycle.  Channels in the same mode share that RAM's port (fixed priority).
 
-Accesses may run past the end of the region: line addresses are (offset + i) mod
-DEPTH (truncation of the address sum); the access check is length 1..DEPTH and
-offset < DEPTH.  ``fifo_clr`` empties the FIFO (pointers and occupancy to 0).
+Any 14-bit offset is legal and accesses may run past the end of the region: line
+addresses are (offset + i) mod DEPTH (the offset register keeps the low log2(DEPTH)
+bits, the address sum is truncated); the access check is exactly one of BRAM/FIFO,
+length 1..DEPTH and iterations != 0.  ``fifo_clr`` empties the FIFO (pointers and occupancy to 0).
 
 The golden model is ``golden/pipearch_region.py``.
 """
@@ -195,7 +196,8 @@ def access_ctl(clk, rst, start, access, iters, err_clr, fire, done_evt,
     AW, AMW = log2(depth), log2(amem_depth)
     LW = max(AW, AMW)
     a_len = sig_u(14)
-    a_off = sig_u(14)
+    a_off = sig_u(AW)   # offset modulo DEPTH: its low log2(DEPTH) bits (any 14-bit offset is legal)
+    off_hi_unused = sig_u(14 - AW) if AW < 14 else None  # the offset bits above them (*unused*: lint ignores it)
     a_ok = sig_b()
     off_r = sig_u(AW)
     len_r = sig_u(14)
@@ -215,14 +217,21 @@ def access_ctl(clk, rst, start, access, iters, err_clr, fire, done_evt,
     @always_comb
     def dec():
         a_len.next = access[30:16]
-        a_off.next = access[14:0]
+        a_off.next = access[AW:0]
+
+    extra = []
+    if AW < 14:  # offset taken modulo DEPTH: its upper bits are read by nothing
+        @always_comb
+        def offhi():
+            off_hi_unused.next = access[14:AW]
+        extra.append(offhi)
 
     if depth < (1 << 14):
         @always_comb
         def chk():
             a_ok.next = (access[31] != access[30]) and a_len != 0 and a_len <= depth \
-                and a_off < depth and iters != 0
-    else:  # every 14-bit length and offset fits
+                and iters != 0
+    else:  # every 14-bit length fits
         @always_comb
         def chk():
             a_ok.next = (access[31] != access[30]) and a_len != 0 and iters != 0
@@ -282,7 +291,7 @@ def access_ctl(clk, rst, start, access, iters, err_clr, fire, done_evt,
                 mfifo.next = access[30]
                 keep_r.next = access[15]
                 useam_r.next = access[14]
-                off_r.next = a_off[AW:]
+                off_r.next = a_off
                 len_r.next = a_len
                 it_r.next = iters
                 lcnt.next = 0
@@ -304,7 +313,7 @@ def access_ctl(clk, rst, start, access, iters, err_clr, fire, done_evt,
             busy.next = False
             done.next = True
 
-    return dec, chk, flags, nxt, amrac, amport, selc, addc, addo, seq
+    return dec, chk, flags, nxt, amrac, amport, selc, addc, addo, seq, *extra
 
 
 @block
@@ -641,8 +650,8 @@ def datasheet(p: dict) -> Datasheet:
               ("[15]", "1", "keep count at iterations: 1 = iteration j continues at index j*length "
                             "(the position keeps advancing), 0 = every iteration restarts at index 0"),
               ("[14]", "1", "use the channel's address memory: index i goes to amem[i mod AMEM_DEPTH]"),
-              ("[13:0]", "14", f"offset in lines, 0..{D - 1}, added to the index (or to the "
-                              "address-memory entry)")]
+              ("[13:0]", "14", f"offset in lines, any value 0..16383, taken modulo {D} (DEPTH) and added to "
+                              "the index (or to the address-memory entry)")]
     org = {0: "one RAM; one write and one read per cycle, channels time-shared by fixed priority "
               "(lowest number first, decided every cycle)",
            1: f"{NR} RAM copies, one per read channel; every write goes to all copies (one write per "
@@ -668,8 +677,9 @@ def datasheet(p: dict) -> Datasheet:
         notes=[
             "BRAM mode: line k of iteration j uses index i = j*length + k when keep-count is set, else "
             "i = k; the line address is (offset + i) mod DEPTH, or with use-address-memory "
-            "(offset + amem[i mod AMEM_DEPTH]) mod DEPTH. An access may run past the end of the "
-            "region (offset + length > DEPTH, or keep-count over several iterations): its addresses "
+            "(offset + amem[i mod AMEM_DEPTH]) mod DEPTH. Any 14-bit offset is legal (an offset >= DEPTH "
+            "acts as offset mod DEPTH), and an access may run past the end of the region "
+            "(offset mod DEPTH + length > DEPTH, or keep-count over several iterations): its addresses "
             "wrap modulo DEPTH, a ring buffer (and modulo AMEM_DEPTH for the address memory).",
             "FIFO mode ignores offset, keep-count and use-address-memory and moves length*iterations "
             "lines. A writer stalls (`tready` low) while the FIFO holds DEPTH lines; a reader stalls "
@@ -681,8 +691,9 @@ def datasheet(p: dict) -> Datasheet:
             "`fifo_clr` (synchronous, one cycle) empties the FIFO: write pointer, read pointer and "
             "occupancy to 0, RAM contents kept, so the next push lands at line 0. Assert it only "
             "while no channel is busy (it wins over a push or pop in the same cycle).",
-            "Rejected accesses: both or neither of BRAM/FIFO set, length 0 or > DEPTH, offset >= "
-            "DEPTH, or iterations 0 (offset + length > DEPTH is legal: the access wraps). The channel sets its sticky `err`, pulses `done`, stays idle and moves no "
+            "Rejected accesses: both or neither of BRAM/FIFO set, length 0 or > DEPTH, or "
+            "iterations 0 (every offset 0..16383 is legal, and so is offset + length > DEPTH: the "
+            "access wraps). The channel sets its sticky `err`, pulses `done`, stays idle and moves no "
             "data. `err` is cleared by `err_clr` or `rst`.",
             "Control per channel: `start` is sampled while `busy` is low (ignored while busy). "
             "Read channels pulse `done` in the cycle after their last line is accepted; write "

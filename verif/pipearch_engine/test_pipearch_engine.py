@@ -390,6 +390,50 @@ async def wrap_and_fifo_clr(dut):
 
 
 @cocotb.test()
+async def large_offsets(dut):
+    """Any 14-bit (effective) offset is legal and taken modulo DEPTH (offsets DEPTH, 2*DEPTH-1,
+    0x3FFF, ...; they were rejected before): LOAD, STORE, every compute subroutine's vector
+    and scalar channels, LOAD/STORE in FIFO mode (offset ignored), with and without
+    wrapping past the end, against the golden ISS; no sub_err."""
+    tb = EngineTB(dut, ld_p=0.8, st_p=0.7)
+    await tb.reset()
+    D, NRG = tb.D, tb.NRG
+    M = 0x3FFF
+    assert D <= M, "every 14-bit offset is below DEPTH: nothing to test"
+    r, ro, rs = 1 % NRG, 2 % NRG, 3 % NRG
+    await tb.load(1 << r, acc(6, D), 1)               # lines 0..5
+    await tb.load((1 << r) | (1 << ro), acc(4, 2 * D - 2), 1)   # lines D-2, D-1, 0, 1 (wraps)
+    await tb.load(1 << rs, acc(3, M, keep=True), 2)    # (0x3FFF mod D) + 0..5, wraps
+    await tb.store(r, acc(8, 0), 1)                    # plain views of what landed where
+    await tb.store(r, acc(4, D - 4), 1)
+    await tb.store(rs, acc(8, D - 2), 1)
+    await tb.store(r, acc(5, 3 * D + 1, keep=True), 2)  # large-offset STOREs
+    await tb.store(rs, acc(D, M), 1)
+    dim = min(4, tb.p["MAX_DIM"])
+    # DOTSIG: a / b / scalar result through offsets >= DEPTH
+    await tb.issue(I.DOTSIG, 2, w1_of((r, ro, rs)), (acc(dim, 2 * D - 2, keep=True), acc(dim, D + 1),
+                                                     acc(1, M - 1, keep=True)), w6=dim)
+    await tb.store(rs, acc(2, (M - 1) % D), 1)
+    await tb.issue(I.SIGDELTA, 1, w1_of((r, ro, ro), 1), (acc(dim, M), acc(dim, D), acc(dim, 2 * D + 8)),
+                   w6=dim)
+    await tb.store(ro, acc(dim, 8), 1)
+    alpha = int(tb.fmt.to_fixed(0.25))
+    await tb.issue(I.SCALAR, 1, w1_of((rs, r, ro)), (acc(1, M), acc(1, D + 2), acc(1, 4 * D + 5)), w6=alpha)
+    await tb.store(ro, acc(1, 5), 1)
+    await tb.issue(I.MULTSUB, 1, w1_of((r, ro, rs, ro)), (acc(dim, D), acc(dim, 2 * D - 1), acc(1, M),
+                                                          acc(dim, 3 * D - 2)), w6=dim)
+    await tb.store(ro, acc(dim, D - 2), 1)
+    await tb.issue(I.L2REG, 1, w1_of((ro, r, rs)), (acc(dim, D - 2 + D), acc(dim, M - 2), acc(dim, D + 10)),
+                   w6=dim, w7=int(tb.fmt.to_fixed(0.125)))
+    await tb.store(rs, acc(dim, 10), 1)
+    # FIFO mode ignores the offset
+    await tb.load(1 << ro, acc(3, M, fifo=True), 1)
+    await tb.store(ro, acc(3, D, fifo=True), 1)
+    assert sum(tb.errs) == 0, f"a legal large-offset access was rejected: {tb.errs}"
+    await tb.finish()
+
+
+@cocotb.test()
 async def sgd_step(dut):
     """One SGD sample (Alg. 1: DOTSIG, SCALAR, MULTSUB, L2REG) equals golden.sgd's update."""
     from golden.sgd import sgd
@@ -458,12 +502,15 @@ async def rejected_issues(dut):
     D = tb.D
     bad = [
         (I.STORE, 1, w1_of((0,)), (acc(1, 0) | (1 << 30),), 0, 0),          # both BRAM and FIFO
-        (I.STORE, 1, w1_of((0,)), (acc(1, D),), 0, 0),                       # offset >= DEPTH
         (I.STORE, 1, w1_of((0,)), (acc(D + 1, 0),), 0, 0),                   # length > DEPTH
-        (I.DOTSIG, 1, w1_of((0, 0, 0)), (acc(2, 0), acc(2, 2 * D - 1), acc(1, 4)), 2, 0),  # b offset >= DEPTH
-        (I.DOTSIG, 1, w1_of((0, 0, 0)), (acc(2, 0), acc(2, 0), acc(1, D)), 2, 0),  # scalar offset >= DEPTH
-        (I.LOAD, 1, 1, (acc(1, D),), 0, 0),                                  # LOAD offset >= DEPTH
+        (I.STORE, 1, w1_of((0,)), (acc(D + 1, D),), 0, 0),                   # length > DEPTH (legal offset >= DEPTH)
+        (I.STORE, 1, w1_of((0,)), (acc(0, 0x3FFF),), 0, 0),                  # length 0
+        (I.DOTSIG, 1, w1_of((0, 0, 0)), (acc(2, 0), acc(2, 2 * D - 1) | (1 << 30), acc(1, 4)), 2, 0),  # b both bits
+        (I.DOTSIG, 1, w1_of((0, 0, 0)), (acc(2, 0), acc(2, 0), acc(2, D)), 2, 0),  # scalar length 2 (offset >= DEPTH)
+        (I.MULTSUB, 1, w1_of((0, 0, 0, 0)), (acc(2, 0), acc(2, 0), acc(1, 0), acc(D + 1, 0x3FFF)), 2, 0),  # y length
         (I.LOAD, 1, 1, (acc(D + 1, 0),), 0, 0),                              # LOAD length > DEPTH
+        (I.LOAD, 1, 1, (acc(D + 1, 0x3FFF),), 0, 0),                         # LOAD length > DEPTH (offset legal)
+        (I.LOAD, 1, 1, (acc(1, D) & ~(1 << 31),), 0, 0),                     # LOAD neither mode bit
         (I.STORE, 0, w1_of((0,)), (acc(1, 0),), 0, 0),                       # iterations 0
         (I.DOTSIG, 1, w1_of((0, 0, 0)), (acc(2, 0), acc(2, 0), acc(1, 4)), 3, 0),  # vector length != dim
         (I.DOTSIG, 1, w1_of((0, 0, 0)), (acc(2, 0), acc(2, 0), acc(2, 4)), 2, 0),  # scalar length != 1

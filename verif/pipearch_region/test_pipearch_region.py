@@ -14,7 +14,7 @@ import pytest
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
-from golden.pipearch_region import CONFIGS, Region, encode_access
+from golden.pipearch_region import CONFIGS, MAX_OFFSET, Region, encode_access
 from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
 from scoreboards.gates import Gate
@@ -188,19 +188,27 @@ class RegionTB:
         self.sb.check()
 
 
+def rand_offset(tb):
+    """Random legal offset: usually 0..DEPTH-1, one time in three anywhere in the
+    14-bit range 0..0x3FFF (taken modulo DEPTH)."""
+    hi = MAX_OFFSET + 1 if tb.rng.integers(0, 3) == 0 else tb.D
+    return int(tb.rng.integers(0, hi))
+
+
 def rand_bram_access(tb, use_amem=False, max_len=None):
-    """Random legal BRAM-mode access: any offset, so about half of them wrap."""
+    """Random legal BRAM-mode access: any offset (sometimes >= DEPTH), so about half of
+    them wrap."""
     D = tb.D
     length = int(tb.rng.integers(1, (max_len or D) + 1))
-    offset = int(tb.rng.integers(0, D))
+    offset = rand_offset(tb)
     return encode_access(length, offset, keep=bool(tb.rng.integers(0, 2)), use_amem=use_amem)
 
 
 @cocotb.test()
 async def bram_random(dut):
     """BRAM mode: random writes (one channel at a time), then every read channel at once,
-    random offsets/lengths/iterations/keep-count (accesses past the end wrap); random
-    bubbles and backpressure."""
+    random offsets (some >= DEPTH, anywhere in 0..0x3FFF)/lengths/iterations/keep-count
+    (accesses past the end wrap); random bubbles and backpressure."""
     tb = RegionTB(dut, src_p=0.7, sink_p=0.6)
     await tb.reset()
     full = encode_access(tb.D, 0)
@@ -241,7 +249,7 @@ async def sparse_address_memory(dut):
         for r in range(tb.NR):
             await tb.load_amem("rd", r, tb.rng.integers(0, D, AMD))
             length = int(tb.rng.integers(1, min(AMD, D) + 1))
-            off = int(tb.rng.integers(0, D))
+            off = rand_offset(tb)
             acc = encode_access(length, off, keep=bool((r + rep) % 2), use_amem=True)
             it = int(tb.rng.integers(1, 4))
             tb.read(r, acc, it)
@@ -347,15 +355,18 @@ async def concurrent_modes(dut):
 
 @cocotb.test()
 async def illegal_access(dut):
-    """Both/neither mode bit, length 0, length > DEPTH, offset >= DEPTH, iterations 0:
-    sticky err, done, no data moved; err_clr clears it; a legal access afterwards is exact."""
+    """Both/neither mode bit, length 0, length > DEPTH (also with an offset >= DEPTH, which
+    alone is legal), iterations 0: sticky err, done, no data moved; err_clr clears it; a
+    legal access afterwards is exact."""
     tb = RegionTB(dut)
     await tb.reset()
     D = tb.D
     ok = encode_access(2, 0)
+    big = min(D, MAX_OFFSET)                        # an offset >= DEPTH where one exists
     bad = [(ok | (1 << 30), 1), (ok & ~(1 << 31), 1), (encode_access(0, 0), 1),
-           (encode_access(D + 1, 0), 1), (encode_access(1, D), 1),
-           (encode_access(2, D | (D - 1)), 1), (ok, 0)]
+           (encode_access(D + 1, 0), 1), (encode_access(D + 1, big), 1),
+           (encode_access(0, MAX_OFFSET), 1), (encode_access(2, big) | (1 << 30), 1),
+           (encode_access(2, big), 0), (ok, 0)]
     z = np.zeros((2, tb.L), dtype=np.int64)
     for kind, ch in (("rd", tb.NR - 1), ("wr", tb.NW - 1)):
         tb.src[tb.NW - 1].append((pack_lanes(z[0], tb.W), 0))   # bait: must not be taken
@@ -415,6 +426,61 @@ async def wrapping_access(dut):
     for k, n in (("rd", tb.NR), ("wr", tb.NW)):
         for i in range(n):
             assert int(tb.sig(k, i, "err").value) == 0, f"{k}{i}: a legal wrapping access set err"
+    await tb.finish()
+
+
+@cocotb.test()
+async def large_offset_access(dut):
+    """Offsets >= DEPTH are legal (any 14-bit offset, taken modulo DEPTH): offsets DEPTH,
+    2*DEPTH-1, 0x3FFF and others on writes and reads (BRAM mode with and without keep-count
+    and wrapping past the end, use-address-memory, FIFO mode, which ignores the offset),
+    checked against the golden model and by plain reads with offset < DEPTH; no err."""
+    tb = RegionTB(dut, src_p=0.8, sink_p=0.7)
+    await tb.reset()
+    D = tb.D
+    assert D < MAX_OFFSET + 1, "every 14-bit offset is below DEPTH: nothing to test"
+    full = encode_access(D, 0)
+    tb.write(0, full, 1)                            # define every line first
+    await tb.run([("wr", 0, full, 1)])
+    w = tb.NW - 1
+    writes = [(encode_access(3, D), 1),                     # lines 0..2
+              (encode_access(2, 2 * D - 1), 1),             # lines D-1, 0 (wraps)
+              (encode_access(3, MAX_OFFSET, keep=True), 2)]  # (0x3FFF mod D) + 0..5
+    for aw, it in writes:
+        assert tb.write(w, aw, it) is None, f"golden model rejected the write {aw:#x}"
+        await tb.run([("wr", w, aw, it)])
+    offs = [D, 2 * D - 1, MAX_OFFSET, 3 * D + 1, MAX_OFFSET - D + 2]
+    for rep in range(2):
+        jobs = []
+        for r in range(tb.NR):
+            off = offs[(r + 2 * rep) % len(offs)]
+            a = (encode_access(D, off), encode_access(4, off, keep=True),
+                 encode_access(D // 2 + 1, off))[(r + rep) % 3]
+            it = 1 + ((r + rep) % 3 == 1)
+            assert not isinstance(tb.read(r, a, it), str), f"golden model rejected the read {a:#x}"
+            jobs.append(("rd", r, a, it))
+        await tb.run(jobs)
+    # plain reads (offset < DEPTH) of the lines written through large offsets
+    r = tb.NR - 1
+    for a in (encode_access(3, 0), encode_access(2, D - 2), encode_access(6, MAX_OFFSET % D)):
+        tb.read(r, a, 1)
+        await tb.run([("rd", r, a, 1)])
+    # use-address-memory with a large offset
+    await tb.load_amem("rd", 0, tb.rng.integers(0, D, tb.AMD))
+    a = encode_access(min(tb.AMD, D), 2 * D + 3, keep=True, use_amem=True)
+    tb.read(0, a, 2)
+    await tb.run([("rd", 0, a, 2)])
+    # FIFO mode ignores the offset: push with offset 0x3FFF, pop with offset DEPTH
+    fr = tb.fifo_readers()[0]
+    push, pop = encode_access(3, MAX_OFFSET, fifo=True), encode_access(3, D, fifo=True)
+    assert tb.write(w, push, 2) is None, "golden model rejected a FIFO push with a large offset"
+    assert not isinstance(tb.read(fr, pop, 2), str), "golden model rejected a FIFO pop with a large offset"
+    await tb.run([("wr", w, push, 2)])
+    await tb.run([("rd", fr, pop, 2)])
+    assert tb.fifo_count() == 0
+    for k, n in (("rd", tb.NR), ("wr", tb.NW)):
+        for i in range(n):
+            assert int(tb.sig(k, i, "err").value) == 0, f"{k}{i}: a legal large-offset access set err"
     await tb.finish()
 
 

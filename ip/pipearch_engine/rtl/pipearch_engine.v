@@ -142,7 +142,7 @@ wire engine_impl0_region_impl0_read_channel0_line_last;
 wire engine_impl0_region_impl0_read_channel0_pop;
 reg engine_impl0_region_impl0_read_channel0_running;
 wire [13:0] engine_impl0_region_impl0_read_channel0_access_ctl0_a_len;
-wire [13:0] engine_impl0_region_impl0_read_channel0_access_ctl0_a_off;
+wire [7:0] engine_impl0_region_impl0_read_channel0_access_ctl0_a_off;
 wire engine_impl0_region_impl0_read_channel0_access_ctl0_a_ok;
 reg [7:0] engine_impl0_region_impl0_read_channel0_access_ctl0_amq;
 wire [3:0] engine_impl0_region_impl0_read_channel0_access_ctl0_amra;
@@ -154,6 +154,7 @@ reg [13:0] engine_impl0_region_impl0_read_channel0_access_ctl0_lcnt;
 reg [13:0] engine_impl0_region_impl0_read_channel0_access_ctl0_len_r;
 reg [7:0] engine_impl0_region_impl0_read_channel0_access_ctl0_lin;
 reg [7:0] engine_impl0_region_impl0_read_channel0_access_ctl0_lin_nxt;
+wire [5:0] engine_impl0_region_impl0_read_channel0_access_ctl0_off_hi_unused;
 reg [7:0] engine_impl0_region_impl0_read_channel0_access_ctl0_off_r;
 reg [7:0] engine_impl0_region_impl0_read_channel0_access_ctl0_sel;
 reg engine_impl0_region_impl0_read_channel0_access_ctl0_useam_r;
@@ -190,7 +191,7 @@ wire engine_impl0_region_impl0_read_channel1_line_last;
 wire engine_impl0_region_impl0_read_channel1_pop;
 reg engine_impl0_region_impl0_read_channel1_running;
 wire [13:0] engine_impl0_region_impl0_read_channel1_access_ctl1_a_len;
-wire [13:0] engine_impl0_region_impl0_read_channel1_access_ctl1_a_off;
+wire [7:0] engine_impl0_region_impl0_read_channel1_access_ctl1_a_off;
 wire engine_impl0_region_impl0_read_channel1_access_ctl1_a_ok;
 reg [7:0] engine_impl0_region_impl0_read_channel1_access_ctl1_amq;
 wire [3:0] engine_impl0_region_impl0_read_channel1_access_ctl1_amra;
@@ -202,6 +203,7 @@ reg [13:0] engine_impl0_region_impl0_read_channel1_access_ctl1_lcnt;
 reg [13:0] engine_impl0_region_impl0_read_channel1_access_ctl1_len_r;
 reg [7:0] engine_impl0_region_impl0_read_channel1_access_ctl1_lin;
 reg [7:0] engine_impl0_region_impl0_read_channel1_access_ctl1_lin_nxt;
+wire [5:0] engine_impl0_region_impl0_read_channel1_access_ctl1_off_hi_unused;
 reg [7:0] engine_impl0_region_impl0_read_channel1_access_ctl1_off_r;
 reg [7:0] engine_impl0_region_impl0_read_channel1_access_ctl1_sel;
 reg engine_impl0_region_impl0_read_channel1_access_ctl1_useam_r;
@@ -238,7 +240,7 @@ wire engine_impl0_region_impl0_read_channel2_line_last;
 wire engine_impl0_region_impl0_read_channel2_pop;
 reg engine_impl0_region_impl0_read_channel2_running;
 wire [13:0] engine_impl0_region_impl0_read_channel2_access_ctl2_a_len;
-wire [13:0] engine_impl0_region_impl0_read_channel2_access_ctl2_a_off;
+wire [7:0] engine_impl0_region_impl0_read_channel2_access_ctl2_a_off;
 wire engine_impl0_region_impl0_read_channel2_access_ctl2_a_ok;
 reg [7:0] engine_impl0_region_impl0_read_channel2_access_ctl2_amq;
 wire [3:0] engine_impl0_region_impl0_read_channel2_access_ctl2_amra;
@@ -250,6 +252,7 @@ reg [13:0] engine_impl0_region_impl0_read_channel2_access_ctl2_lcnt;
 reg [13:0] engine_impl0_region_impl0_read_channel2_access_ctl2_len_r;
 reg [7:0] engine_impl0_region_impl0_read_channel2_access_ctl2_lin;
 reg [7:0] engine_impl0_region_impl0_read_channel2_access_ctl2_lin_nxt;
+wire [5:0] engine_impl0_region_impl0_read_channel2_access_ctl2_off_hi_unused;
 reg [7:0] engine_impl0_region_impl0_read_channel2_access_ctl2_off_r;
 reg [7:0] engine_impl0_region_impl0_read_channel2_access_ctl2_sel;
 reg engine_impl0_region_impl0_read_channel2_access_ctl2_useam_r;
@@ -286,7 +289,7 @@ wire engine_impl0_region_impl0_read_channel3_line_last;
 wire engine_impl0_region_impl0_read_channel3_pop;
 reg engine_impl0_region_impl0_read_channel3_running;
 wire [13:0] engine_impl0_region_impl0_read_channel3_access_ctl3_a_len;
-wire [13:0] engine_impl0_region_impl0_read_channel3_access_ctl3_a_off;
+wire [7:0] engine_impl0_region_impl0_read_channel3_access_ctl3_a_off;
 wire engine_impl0_region_impl0_read_channel3_access_ctl3_a_ok;
 reg [7:0] engine_impl0_region_impl0_read_channel3_access_ctl3_amq;
 wire [3:0] engine_impl0_region_impl0_read_channel3_access_ctl3_amra;
@@ -298,6 +301,7 @@ reg [13:0] engine_impl0_region_impl0_read_channel3_access_ctl3_lcnt;
 reg [13:0] engine_impl0_region_impl0_read_channel3_access_ctl3_len_r;
 reg [7:0] engine_impl0_region_impl0_read_channel3_access_ctl3_lin;
 reg [7:0] engine_impl0_region_impl0_read_channel3_access_ctl3_lin_nxt;
+wire [5:0] engine_impl0_region_impl0_read_channel3_access_ctl3_off_hi_unused;
 reg [7:0] engine_impl0_region_impl0_read_channel3_access_ctl3_off_r;
 reg [7:0] engine_impl0_region_impl0_read_channel3_access_ctl3_sel;
 reg engine_impl0_region_impl0_read_channel3_access_ctl3_useam_r;
@@ -334,7 +338,7 @@ wire engine_impl0_region_impl0_read_channel4_line_last;
 wire engine_impl0_region_impl0_read_channel4_pop;
 reg engine_impl0_region_impl0_read_channel4_running;
 wire [13:0] engine_impl0_region_impl0_read_channel4_access_ctl4_a_len;
-wire [13:0] engine_impl0_region_impl0_read_channel4_access_ctl4_a_off;
+wire [7:0] engine_impl0_region_impl0_read_channel4_access_ctl4_a_off;
 wire engine_impl0_region_impl0_read_channel4_access_ctl4_a_ok;
 reg [7:0] engine_impl0_region_impl0_read_channel4_access_ctl4_amq;
 wire [3:0] engine_impl0_region_impl0_read_channel4_access_ctl4_amra;
@@ -346,6 +350,7 @@ reg [13:0] engine_impl0_region_impl0_read_channel4_access_ctl4_lcnt;
 reg [13:0] engine_impl0_region_impl0_read_channel4_access_ctl4_len_r;
 reg [7:0] engine_impl0_region_impl0_read_channel4_access_ctl4_lin;
 reg [7:0] engine_impl0_region_impl0_read_channel4_access_ctl4_lin_nxt;
+wire [5:0] engine_impl0_region_impl0_read_channel4_access_ctl4_off_hi_unused;
 reg [7:0] engine_impl0_region_impl0_read_channel4_access_ctl4_off_r;
 reg [7:0] engine_impl0_region_impl0_read_channel4_access_ctl4_sel;
 reg engine_impl0_region_impl0_read_channel4_access_ctl4_useam_r;
@@ -382,7 +387,7 @@ wire engine_impl0_region_impl0_read_channel5_line_last;
 wire engine_impl0_region_impl0_read_channel5_pop;
 reg engine_impl0_region_impl0_read_channel5_running;
 wire [13:0] engine_impl0_region_impl0_read_channel5_access_ctl5_a_len;
-wire [13:0] engine_impl0_region_impl0_read_channel5_access_ctl5_a_off;
+wire [7:0] engine_impl0_region_impl0_read_channel5_access_ctl5_a_off;
 wire engine_impl0_region_impl0_read_channel5_access_ctl5_a_ok;
 reg [7:0] engine_impl0_region_impl0_read_channel5_access_ctl5_amq;
 wire [3:0] engine_impl0_region_impl0_read_channel5_access_ctl5_amra;
@@ -394,6 +399,7 @@ reg [13:0] engine_impl0_region_impl0_read_channel5_access_ctl5_lcnt;
 reg [13:0] engine_impl0_region_impl0_read_channel5_access_ctl5_len_r;
 reg [7:0] engine_impl0_region_impl0_read_channel5_access_ctl5_lin;
 reg [7:0] engine_impl0_region_impl0_read_channel5_access_ctl5_lin_nxt;
+wire [5:0] engine_impl0_region_impl0_read_channel5_access_ctl5_off_hi_unused;
 reg [7:0] engine_impl0_region_impl0_read_channel5_access_ctl5_off_r;
 reg [7:0] engine_impl0_region_impl0_read_channel5_access_ctl5_sel;
 reg engine_impl0_region_impl0_read_channel5_access_ctl5_useam_r;
@@ -430,7 +436,7 @@ wire engine_impl0_region_impl0_read_channel6_line_last;
 wire engine_impl0_region_impl0_read_channel6_pop;
 reg engine_impl0_region_impl0_read_channel6_running;
 wire [13:0] engine_impl0_region_impl0_read_channel6_access_ctl6_a_len;
-wire [13:0] engine_impl0_region_impl0_read_channel6_access_ctl6_a_off;
+wire [7:0] engine_impl0_region_impl0_read_channel6_access_ctl6_a_off;
 wire engine_impl0_region_impl0_read_channel6_access_ctl6_a_ok;
 reg [7:0] engine_impl0_region_impl0_read_channel6_access_ctl6_amq;
 wire [3:0] engine_impl0_region_impl0_read_channel6_access_ctl6_amra;
@@ -442,6 +448,7 @@ reg [13:0] engine_impl0_region_impl0_read_channel6_access_ctl6_lcnt;
 reg [13:0] engine_impl0_region_impl0_read_channel6_access_ctl6_len_r;
 reg [7:0] engine_impl0_region_impl0_read_channel6_access_ctl6_lin;
 reg [7:0] engine_impl0_region_impl0_read_channel6_access_ctl6_lin_nxt;
+wire [5:0] engine_impl0_region_impl0_read_channel6_access_ctl6_off_hi_unused;
 reg [7:0] engine_impl0_region_impl0_read_channel6_access_ctl6_off_r;
 reg [7:0] engine_impl0_region_impl0_read_channel6_access_ctl6_sel;
 reg engine_impl0_region_impl0_read_channel6_access_ctl6_useam_r;
@@ -478,7 +485,7 @@ wire engine_impl0_region_impl0_read_channel7_line_last;
 wire engine_impl0_region_impl0_read_channel7_pop;
 reg engine_impl0_region_impl0_read_channel7_running;
 wire [13:0] engine_impl0_region_impl0_read_channel7_access_ctl7_a_len;
-wire [13:0] engine_impl0_region_impl0_read_channel7_access_ctl7_a_off;
+wire [7:0] engine_impl0_region_impl0_read_channel7_access_ctl7_a_off;
 wire engine_impl0_region_impl0_read_channel7_access_ctl7_a_ok;
 reg [7:0] engine_impl0_region_impl0_read_channel7_access_ctl7_amq;
 wire [3:0] engine_impl0_region_impl0_read_channel7_access_ctl7_amra;
@@ -490,6 +497,7 @@ reg [13:0] engine_impl0_region_impl0_read_channel7_access_ctl7_lcnt;
 reg [13:0] engine_impl0_region_impl0_read_channel7_access_ctl7_len_r;
 reg [7:0] engine_impl0_region_impl0_read_channel7_access_ctl7_lin;
 reg [7:0] engine_impl0_region_impl0_read_channel7_access_ctl7_lin_nxt;
+wire [5:0] engine_impl0_region_impl0_read_channel7_access_ctl7_off_hi_unused;
 reg [7:0] engine_impl0_region_impl0_read_channel7_access_ctl7_off_r;
 reg [7:0] engine_impl0_region_impl0_read_channel7_access_ctl7_sel;
 reg engine_impl0_region_impl0_read_channel7_access_ctl7_useam_r;
@@ -526,7 +534,7 @@ wire engine_impl0_region_impl0_read_channel8_line_last;
 wire engine_impl0_region_impl0_read_channel8_pop;
 reg engine_impl0_region_impl0_read_channel8_running;
 wire [13:0] engine_impl0_region_impl0_read_channel8_access_ctl8_a_len;
-wire [13:0] engine_impl0_region_impl0_read_channel8_access_ctl8_a_off;
+wire [7:0] engine_impl0_region_impl0_read_channel8_access_ctl8_a_off;
 wire engine_impl0_region_impl0_read_channel8_access_ctl8_a_ok;
 reg [7:0] engine_impl0_region_impl0_read_channel8_access_ctl8_amq;
 wire [3:0] engine_impl0_region_impl0_read_channel8_access_ctl8_amra;
@@ -538,6 +546,7 @@ reg [13:0] engine_impl0_region_impl0_read_channel8_access_ctl8_lcnt;
 reg [13:0] engine_impl0_region_impl0_read_channel8_access_ctl8_len_r;
 reg [7:0] engine_impl0_region_impl0_read_channel8_access_ctl8_lin;
 reg [7:0] engine_impl0_region_impl0_read_channel8_access_ctl8_lin_nxt;
+wire [5:0] engine_impl0_region_impl0_read_channel8_access_ctl8_off_hi_unused;
 reg [7:0] engine_impl0_region_impl0_read_channel8_access_ctl8_off_r;
 reg [7:0] engine_impl0_region_impl0_read_channel8_access_ctl8_sel;
 reg engine_impl0_region_impl0_read_channel8_access_ctl8_useam_r;
@@ -574,7 +583,7 @@ wire engine_impl0_region_impl0_read_channel9_line_last;
 wire engine_impl0_region_impl0_read_channel9_pop;
 reg engine_impl0_region_impl0_read_channel9_running;
 wire [13:0] engine_impl0_region_impl0_read_channel9_access_ctl9_a_len;
-wire [13:0] engine_impl0_region_impl0_read_channel9_access_ctl9_a_off;
+wire [7:0] engine_impl0_region_impl0_read_channel9_access_ctl9_a_off;
 wire engine_impl0_region_impl0_read_channel9_access_ctl9_a_ok;
 reg [7:0] engine_impl0_region_impl0_read_channel9_access_ctl9_amq;
 wire [3:0] engine_impl0_region_impl0_read_channel9_access_ctl9_amra;
@@ -586,6 +595,7 @@ reg [13:0] engine_impl0_region_impl0_read_channel9_access_ctl9_lcnt;
 reg [13:0] engine_impl0_region_impl0_read_channel9_access_ctl9_len_r;
 reg [7:0] engine_impl0_region_impl0_read_channel9_access_ctl9_lin;
 reg [7:0] engine_impl0_region_impl0_read_channel9_access_ctl9_lin_nxt;
+wire [5:0] engine_impl0_region_impl0_read_channel9_access_ctl9_off_hi_unused;
 reg [7:0] engine_impl0_region_impl0_read_channel9_access_ctl9_off_r;
 reg [7:0] engine_impl0_region_impl0_read_channel9_access_ctl9_sel;
 reg engine_impl0_region_impl0_read_channel9_access_ctl9_useam_r;
@@ -622,7 +632,7 @@ wire engine_impl0_region_impl0_read_channel10_line_last;
 wire engine_impl0_region_impl0_read_channel10_pop;
 reg engine_impl0_region_impl0_read_channel10_running;
 wire [13:0] engine_impl0_region_impl0_read_channel10_access_ctl10_a_len;
-wire [13:0] engine_impl0_region_impl0_read_channel10_access_ctl10_a_off;
+wire [7:0] engine_impl0_region_impl0_read_channel10_access_ctl10_a_off;
 wire engine_impl0_region_impl0_read_channel10_access_ctl10_a_ok;
 reg [7:0] engine_impl0_region_impl0_read_channel10_access_ctl10_amq;
 wire [3:0] engine_impl0_region_impl0_read_channel10_access_ctl10_amra;
@@ -634,6 +644,7 @@ reg [13:0] engine_impl0_region_impl0_read_channel10_access_ctl10_lcnt;
 reg [13:0] engine_impl0_region_impl0_read_channel10_access_ctl10_len_r;
 reg [7:0] engine_impl0_region_impl0_read_channel10_access_ctl10_lin;
 reg [7:0] engine_impl0_region_impl0_read_channel10_access_ctl10_lin_nxt;
+wire [5:0] engine_impl0_region_impl0_read_channel10_access_ctl10_off_hi_unused;
 reg [7:0] engine_impl0_region_impl0_read_channel10_access_ctl10_off_r;
 reg [7:0] engine_impl0_region_impl0_read_channel10_access_ctl10_sel;
 reg engine_impl0_region_impl0_read_channel10_access_ctl10_useam_r;
@@ -670,7 +681,7 @@ wire engine_impl0_region_impl0_read_channel11_line_last;
 wire engine_impl0_region_impl0_read_channel11_pop;
 reg engine_impl0_region_impl0_read_channel11_running;
 wire [13:0] engine_impl0_region_impl0_read_channel11_access_ctl11_a_len;
-wire [13:0] engine_impl0_region_impl0_read_channel11_access_ctl11_a_off;
+wire [7:0] engine_impl0_region_impl0_read_channel11_access_ctl11_a_off;
 wire engine_impl0_region_impl0_read_channel11_access_ctl11_a_ok;
 reg [7:0] engine_impl0_region_impl0_read_channel11_access_ctl11_amq;
 wire [3:0] engine_impl0_region_impl0_read_channel11_access_ctl11_amra;
@@ -682,6 +693,7 @@ reg [13:0] engine_impl0_region_impl0_read_channel11_access_ctl11_lcnt;
 reg [13:0] engine_impl0_region_impl0_read_channel11_access_ctl11_len_r;
 reg [7:0] engine_impl0_region_impl0_read_channel11_access_ctl11_lin;
 reg [7:0] engine_impl0_region_impl0_read_channel11_access_ctl11_lin_nxt;
+wire [5:0] engine_impl0_region_impl0_read_channel11_access_ctl11_off_hi_unused;
 reg [7:0] engine_impl0_region_impl0_read_channel11_access_ctl11_off_r;
 reg [7:0] engine_impl0_region_impl0_read_channel11_access_ctl11_sel;
 reg engine_impl0_region_impl0_read_channel11_access_ctl11_useam_r;
@@ -703,7 +715,7 @@ wire engine_impl0_region_impl0_write_channel0_final;
 wire engine_impl0_region_impl0_write_channel0_line_last;
 reg engine_impl0_region_impl0_write_channel0_running;
 wire [13:0] engine_impl0_region_impl0_write_channel0_access_ctl12_a_len;
-wire [13:0] engine_impl0_region_impl0_write_channel0_access_ctl12_a_off;
+wire [7:0] engine_impl0_region_impl0_write_channel0_access_ctl12_a_off;
 wire engine_impl0_region_impl0_write_channel0_access_ctl12_a_ok;
 reg [7:0] engine_impl0_region_impl0_write_channel0_access_ctl12_amq;
 wire [3:0] engine_impl0_region_impl0_write_channel0_access_ctl12_amra;
@@ -715,6 +727,7 @@ reg [13:0] engine_impl0_region_impl0_write_channel0_access_ctl12_lcnt;
 reg [13:0] engine_impl0_region_impl0_write_channel0_access_ctl12_len_r;
 reg [7:0] engine_impl0_region_impl0_write_channel0_access_ctl12_lin;
 reg [7:0] engine_impl0_region_impl0_write_channel0_access_ctl12_lin_nxt;
+wire [5:0] engine_impl0_region_impl0_write_channel0_access_ctl12_off_hi_unused;
 reg [7:0] engine_impl0_region_impl0_write_channel0_access_ctl12_off_r;
 reg [7:0] engine_impl0_region_impl0_write_channel0_access_ctl12_sel;
 reg engine_impl0_region_impl0_write_channel0_access_ctl12_useam_r;
@@ -736,7 +749,7 @@ wire engine_impl0_region_impl0_write_channel1_final;
 wire engine_impl0_region_impl0_write_channel1_line_last;
 reg engine_impl0_region_impl0_write_channel1_running;
 wire [13:0] engine_impl0_region_impl0_write_channel1_access_ctl13_a_len;
-wire [13:0] engine_impl0_region_impl0_write_channel1_access_ctl13_a_off;
+wire [7:0] engine_impl0_region_impl0_write_channel1_access_ctl13_a_off;
 wire engine_impl0_region_impl0_write_channel1_access_ctl13_a_ok;
 reg [7:0] engine_impl0_region_impl0_write_channel1_access_ctl13_amq;
 wire [3:0] engine_impl0_region_impl0_write_channel1_access_ctl13_amra;
@@ -748,6 +761,7 @@ reg [13:0] engine_impl0_region_impl0_write_channel1_access_ctl13_lcnt;
 reg [13:0] engine_impl0_region_impl0_write_channel1_access_ctl13_len_r;
 reg [7:0] engine_impl0_region_impl0_write_channel1_access_ctl13_lin;
 reg [7:0] engine_impl0_region_impl0_write_channel1_access_ctl13_lin_nxt;
+wire [5:0] engine_impl0_region_impl0_write_channel1_access_ctl13_off_hi_unused;
 reg [7:0] engine_impl0_region_impl0_write_channel1_access_ctl13_off_r;
 reg [7:0] engine_impl0_region_impl0_write_channel1_access_ctl13_sel;
 reg engine_impl0_region_impl0_write_channel1_access_ctl13_useam_r;
@@ -769,7 +783,7 @@ wire engine_impl0_region_impl0_write_channel2_final;
 wire engine_impl0_region_impl0_write_channel2_line_last;
 reg engine_impl0_region_impl0_write_channel2_running;
 wire [13:0] engine_impl0_region_impl0_write_channel2_access_ctl14_a_len;
-wire [13:0] engine_impl0_region_impl0_write_channel2_access_ctl14_a_off;
+wire [7:0] engine_impl0_region_impl0_write_channel2_access_ctl14_a_off;
 wire engine_impl0_region_impl0_write_channel2_access_ctl14_a_ok;
 reg [7:0] engine_impl0_region_impl0_write_channel2_access_ctl14_amq;
 wire [3:0] engine_impl0_region_impl0_write_channel2_access_ctl14_amra;
@@ -781,6 +795,7 @@ reg [13:0] engine_impl0_region_impl0_write_channel2_access_ctl14_lcnt;
 reg [13:0] engine_impl0_region_impl0_write_channel2_access_ctl14_len_r;
 reg [7:0] engine_impl0_region_impl0_write_channel2_access_ctl14_lin;
 reg [7:0] engine_impl0_region_impl0_write_channel2_access_ctl14_lin_nxt;
+wire [5:0] engine_impl0_region_impl0_write_channel2_access_ctl14_off_hi_unused;
 reg [7:0] engine_impl0_region_impl0_write_channel2_access_ctl14_off_r;
 reg [7:0] engine_impl0_region_impl0_write_channel2_access_ctl14_sel;
 reg engine_impl0_region_impl0_write_channel2_access_ctl14_useam_r;
@@ -802,7 +817,7 @@ wire engine_impl0_region_impl0_write_channel3_final;
 wire engine_impl0_region_impl0_write_channel3_line_last;
 reg engine_impl0_region_impl0_write_channel3_running;
 wire [13:0] engine_impl0_region_impl0_write_channel3_access_ctl15_a_len;
-wire [13:0] engine_impl0_region_impl0_write_channel3_access_ctl15_a_off;
+wire [7:0] engine_impl0_region_impl0_write_channel3_access_ctl15_a_off;
 wire engine_impl0_region_impl0_write_channel3_access_ctl15_a_ok;
 reg [7:0] engine_impl0_region_impl0_write_channel3_access_ctl15_amq;
 wire [3:0] engine_impl0_region_impl0_write_channel3_access_ctl15_amra;
@@ -814,6 +829,7 @@ reg [13:0] engine_impl0_region_impl0_write_channel3_access_ctl15_lcnt;
 reg [13:0] engine_impl0_region_impl0_write_channel3_access_ctl15_len_r;
 reg [7:0] engine_impl0_region_impl0_write_channel3_access_ctl15_lin;
 reg [7:0] engine_impl0_region_impl0_write_channel3_access_ctl15_lin_nxt;
+wire [5:0] engine_impl0_region_impl0_write_channel3_access_ctl15_off_hi_unused;
 reg [7:0] engine_impl0_region_impl0_write_channel3_access_ctl15_off_r;
 reg [7:0] engine_impl0_region_impl0_write_channel3_access_ctl15_sel;
 reg engine_impl0_region_impl0_write_channel3_access_ctl15_useam_r;
@@ -835,7 +851,7 @@ wire engine_impl0_region_impl0_write_channel4_final;
 wire engine_impl0_region_impl0_write_channel4_line_last;
 reg engine_impl0_region_impl0_write_channel4_running;
 wire [13:0] engine_impl0_region_impl0_write_channel4_access_ctl16_a_len;
-wire [13:0] engine_impl0_region_impl0_write_channel4_access_ctl16_a_off;
+wire [7:0] engine_impl0_region_impl0_write_channel4_access_ctl16_a_off;
 wire engine_impl0_region_impl0_write_channel4_access_ctl16_a_ok;
 reg [7:0] engine_impl0_region_impl0_write_channel4_access_ctl16_amq;
 wire [3:0] engine_impl0_region_impl0_write_channel4_access_ctl16_amra;
@@ -847,6 +863,7 @@ reg [13:0] engine_impl0_region_impl0_write_channel4_access_ctl16_lcnt;
 reg [13:0] engine_impl0_region_impl0_write_channel4_access_ctl16_len_r;
 reg [7:0] engine_impl0_region_impl0_write_channel4_access_ctl16_lin;
 reg [7:0] engine_impl0_region_impl0_write_channel4_access_ctl16_lin_nxt;
+wire [5:0] engine_impl0_region_impl0_write_channel4_access_ctl16_off_hi_unused;
 reg [7:0] engine_impl0_region_impl0_write_channel4_access_ctl16_off_r;
 reg [7:0] engine_impl0_region_impl0_write_channel4_access_ctl16_sel;
 reg engine_impl0_region_impl0_write_channel4_access_ctl16_useam_r;
@@ -868,7 +885,7 @@ wire engine_impl0_region_impl0_write_channel5_final;
 wire engine_impl0_region_impl0_write_channel5_line_last;
 reg engine_impl0_region_impl0_write_channel5_running;
 wire [13:0] engine_impl0_region_impl0_write_channel5_access_ctl17_a_len;
-wire [13:0] engine_impl0_region_impl0_write_channel5_access_ctl17_a_off;
+wire [7:0] engine_impl0_region_impl0_write_channel5_access_ctl17_a_off;
 wire engine_impl0_region_impl0_write_channel5_access_ctl17_a_ok;
 reg [7:0] engine_impl0_region_impl0_write_channel5_access_ctl17_amq;
 wire [3:0] engine_impl0_region_impl0_write_channel5_access_ctl17_amra;
@@ -880,6 +897,7 @@ reg [13:0] engine_impl0_region_impl0_write_channel5_access_ctl17_lcnt;
 reg [13:0] engine_impl0_region_impl0_write_channel5_access_ctl17_len_r;
 reg [7:0] engine_impl0_region_impl0_write_channel5_access_ctl17_lin;
 reg [7:0] engine_impl0_region_impl0_write_channel5_access_ctl17_lin_nxt;
+wire [5:0] engine_impl0_region_impl0_write_channel5_access_ctl17_off_hi_unused;
 reg [7:0] engine_impl0_region_impl0_write_channel5_access_ctl17_off_r;
 reg [7:0] engine_impl0_region_impl0_write_channel5_access_ctl17_sel;
 reg engine_impl0_region_impl0_write_channel5_access_ctl17_useam_r;
@@ -1011,7 +1029,7 @@ wire engine_impl0_region_impl1_read_channel12_line_last;
 wire engine_impl0_region_impl1_read_channel12_pop;
 reg engine_impl0_region_impl1_read_channel12_running;
 wire [13:0] engine_impl0_region_impl1_read_channel12_access_ctl18_a_len;
-wire [13:0] engine_impl0_region_impl1_read_channel12_access_ctl18_a_off;
+wire [7:0] engine_impl0_region_impl1_read_channel12_access_ctl18_a_off;
 wire engine_impl0_region_impl1_read_channel12_access_ctl18_a_ok;
 reg [7:0] engine_impl0_region_impl1_read_channel12_access_ctl18_amq;
 wire [3:0] engine_impl0_region_impl1_read_channel12_access_ctl18_amra;
@@ -1023,6 +1041,7 @@ reg [13:0] engine_impl0_region_impl1_read_channel12_access_ctl18_lcnt;
 reg [13:0] engine_impl0_region_impl1_read_channel12_access_ctl18_len_r;
 reg [7:0] engine_impl0_region_impl1_read_channel12_access_ctl18_lin;
 reg [7:0] engine_impl0_region_impl1_read_channel12_access_ctl18_lin_nxt;
+wire [5:0] engine_impl0_region_impl1_read_channel12_access_ctl18_off_hi_unused;
 reg [7:0] engine_impl0_region_impl1_read_channel12_access_ctl18_off_r;
 reg [7:0] engine_impl0_region_impl1_read_channel12_access_ctl18_sel;
 reg engine_impl0_region_impl1_read_channel12_access_ctl18_useam_r;
@@ -1059,7 +1078,7 @@ wire engine_impl0_region_impl1_read_channel13_line_last;
 wire engine_impl0_region_impl1_read_channel13_pop;
 reg engine_impl0_region_impl1_read_channel13_running;
 wire [13:0] engine_impl0_region_impl1_read_channel13_access_ctl19_a_len;
-wire [13:0] engine_impl0_region_impl1_read_channel13_access_ctl19_a_off;
+wire [7:0] engine_impl0_region_impl1_read_channel13_access_ctl19_a_off;
 wire engine_impl0_region_impl1_read_channel13_access_ctl19_a_ok;
 reg [7:0] engine_impl0_region_impl1_read_channel13_access_ctl19_amq;
 wire [3:0] engine_impl0_region_impl1_read_channel13_access_ctl19_amra;
@@ -1071,6 +1090,7 @@ reg [13:0] engine_impl0_region_impl1_read_channel13_access_ctl19_lcnt;
 reg [13:0] engine_impl0_region_impl1_read_channel13_access_ctl19_len_r;
 reg [7:0] engine_impl0_region_impl1_read_channel13_access_ctl19_lin;
 reg [7:0] engine_impl0_region_impl1_read_channel13_access_ctl19_lin_nxt;
+wire [5:0] engine_impl0_region_impl1_read_channel13_access_ctl19_off_hi_unused;
 reg [7:0] engine_impl0_region_impl1_read_channel13_access_ctl19_off_r;
 reg [7:0] engine_impl0_region_impl1_read_channel13_access_ctl19_sel;
 reg engine_impl0_region_impl1_read_channel13_access_ctl19_useam_r;
@@ -1107,7 +1127,7 @@ wire engine_impl0_region_impl1_read_channel14_line_last;
 wire engine_impl0_region_impl1_read_channel14_pop;
 reg engine_impl0_region_impl1_read_channel14_running;
 wire [13:0] engine_impl0_region_impl1_read_channel14_access_ctl20_a_len;
-wire [13:0] engine_impl0_region_impl1_read_channel14_access_ctl20_a_off;
+wire [7:0] engine_impl0_region_impl1_read_channel14_access_ctl20_a_off;
 wire engine_impl0_region_impl1_read_channel14_access_ctl20_a_ok;
 reg [7:0] engine_impl0_region_impl1_read_channel14_access_ctl20_amq;
 wire [3:0] engine_impl0_region_impl1_read_channel14_access_ctl20_amra;
@@ -1119,6 +1139,7 @@ reg [13:0] engine_impl0_region_impl1_read_channel14_access_ctl20_lcnt;
 reg [13:0] engine_impl0_region_impl1_read_channel14_access_ctl20_len_r;
 reg [7:0] engine_impl0_region_impl1_read_channel14_access_ctl20_lin;
 reg [7:0] engine_impl0_region_impl1_read_channel14_access_ctl20_lin_nxt;
+wire [5:0] engine_impl0_region_impl1_read_channel14_access_ctl20_off_hi_unused;
 reg [7:0] engine_impl0_region_impl1_read_channel14_access_ctl20_off_r;
 reg [7:0] engine_impl0_region_impl1_read_channel14_access_ctl20_sel;
 reg engine_impl0_region_impl1_read_channel14_access_ctl20_useam_r;
@@ -1155,7 +1176,7 @@ wire engine_impl0_region_impl1_read_channel15_line_last;
 wire engine_impl0_region_impl1_read_channel15_pop;
 reg engine_impl0_region_impl1_read_channel15_running;
 wire [13:0] engine_impl0_region_impl1_read_channel15_access_ctl21_a_len;
-wire [13:0] engine_impl0_region_impl1_read_channel15_access_ctl21_a_off;
+wire [7:0] engine_impl0_region_impl1_read_channel15_access_ctl21_a_off;
 wire engine_impl0_region_impl1_read_channel15_access_ctl21_a_ok;
 reg [7:0] engine_impl0_region_impl1_read_channel15_access_ctl21_amq;
 wire [3:0] engine_impl0_region_impl1_read_channel15_access_ctl21_amra;
@@ -1167,6 +1188,7 @@ reg [13:0] engine_impl0_region_impl1_read_channel15_access_ctl21_lcnt;
 reg [13:0] engine_impl0_region_impl1_read_channel15_access_ctl21_len_r;
 reg [7:0] engine_impl0_region_impl1_read_channel15_access_ctl21_lin;
 reg [7:0] engine_impl0_region_impl1_read_channel15_access_ctl21_lin_nxt;
+wire [5:0] engine_impl0_region_impl1_read_channel15_access_ctl21_off_hi_unused;
 reg [7:0] engine_impl0_region_impl1_read_channel15_access_ctl21_off_r;
 reg [7:0] engine_impl0_region_impl1_read_channel15_access_ctl21_sel;
 reg engine_impl0_region_impl1_read_channel15_access_ctl21_useam_r;
@@ -1203,7 +1225,7 @@ wire engine_impl0_region_impl1_read_channel16_line_last;
 wire engine_impl0_region_impl1_read_channel16_pop;
 reg engine_impl0_region_impl1_read_channel16_running;
 wire [13:0] engine_impl0_region_impl1_read_channel16_access_ctl22_a_len;
-wire [13:0] engine_impl0_region_impl1_read_channel16_access_ctl22_a_off;
+wire [7:0] engine_impl0_region_impl1_read_channel16_access_ctl22_a_off;
 wire engine_impl0_region_impl1_read_channel16_access_ctl22_a_ok;
 reg [7:0] engine_impl0_region_impl1_read_channel16_access_ctl22_amq;
 wire [3:0] engine_impl0_region_impl1_read_channel16_access_ctl22_amra;
@@ -1215,6 +1237,7 @@ reg [13:0] engine_impl0_region_impl1_read_channel16_access_ctl22_lcnt;
 reg [13:0] engine_impl0_region_impl1_read_channel16_access_ctl22_len_r;
 reg [7:0] engine_impl0_region_impl1_read_channel16_access_ctl22_lin;
 reg [7:0] engine_impl0_region_impl1_read_channel16_access_ctl22_lin_nxt;
+wire [5:0] engine_impl0_region_impl1_read_channel16_access_ctl22_off_hi_unused;
 reg [7:0] engine_impl0_region_impl1_read_channel16_access_ctl22_off_r;
 reg [7:0] engine_impl0_region_impl1_read_channel16_access_ctl22_sel;
 reg engine_impl0_region_impl1_read_channel16_access_ctl22_useam_r;
@@ -1251,7 +1274,7 @@ wire engine_impl0_region_impl1_read_channel17_line_last;
 wire engine_impl0_region_impl1_read_channel17_pop;
 reg engine_impl0_region_impl1_read_channel17_running;
 wire [13:0] engine_impl0_region_impl1_read_channel17_access_ctl23_a_len;
-wire [13:0] engine_impl0_region_impl1_read_channel17_access_ctl23_a_off;
+wire [7:0] engine_impl0_region_impl1_read_channel17_access_ctl23_a_off;
 wire engine_impl0_region_impl1_read_channel17_access_ctl23_a_ok;
 reg [7:0] engine_impl0_region_impl1_read_channel17_access_ctl23_amq;
 wire [3:0] engine_impl0_region_impl1_read_channel17_access_ctl23_amra;
@@ -1263,6 +1286,7 @@ reg [13:0] engine_impl0_region_impl1_read_channel17_access_ctl23_lcnt;
 reg [13:0] engine_impl0_region_impl1_read_channel17_access_ctl23_len_r;
 reg [7:0] engine_impl0_region_impl1_read_channel17_access_ctl23_lin;
 reg [7:0] engine_impl0_region_impl1_read_channel17_access_ctl23_lin_nxt;
+wire [5:0] engine_impl0_region_impl1_read_channel17_access_ctl23_off_hi_unused;
 reg [7:0] engine_impl0_region_impl1_read_channel17_access_ctl23_off_r;
 reg [7:0] engine_impl0_region_impl1_read_channel17_access_ctl23_sel;
 reg engine_impl0_region_impl1_read_channel17_access_ctl23_useam_r;
@@ -1299,7 +1323,7 @@ wire engine_impl0_region_impl1_read_channel18_line_last;
 wire engine_impl0_region_impl1_read_channel18_pop;
 reg engine_impl0_region_impl1_read_channel18_running;
 wire [13:0] engine_impl0_region_impl1_read_channel18_access_ctl24_a_len;
-wire [13:0] engine_impl0_region_impl1_read_channel18_access_ctl24_a_off;
+wire [7:0] engine_impl0_region_impl1_read_channel18_access_ctl24_a_off;
 wire engine_impl0_region_impl1_read_channel18_access_ctl24_a_ok;
 reg [7:0] engine_impl0_region_impl1_read_channel18_access_ctl24_amq;
 wire [3:0] engine_impl0_region_impl1_read_channel18_access_ctl24_amra;
@@ -1311,6 +1335,7 @@ reg [13:0] engine_impl0_region_impl1_read_channel18_access_ctl24_lcnt;
 reg [13:0] engine_impl0_region_impl1_read_channel18_access_ctl24_len_r;
 reg [7:0] engine_impl0_region_impl1_read_channel18_access_ctl24_lin;
 reg [7:0] engine_impl0_region_impl1_read_channel18_access_ctl24_lin_nxt;
+wire [5:0] engine_impl0_region_impl1_read_channel18_access_ctl24_off_hi_unused;
 reg [7:0] engine_impl0_region_impl1_read_channel18_access_ctl24_off_r;
 reg [7:0] engine_impl0_region_impl1_read_channel18_access_ctl24_sel;
 reg engine_impl0_region_impl1_read_channel18_access_ctl24_useam_r;
@@ -1347,7 +1372,7 @@ wire engine_impl0_region_impl1_read_channel19_line_last;
 wire engine_impl0_region_impl1_read_channel19_pop;
 reg engine_impl0_region_impl1_read_channel19_running;
 wire [13:0] engine_impl0_region_impl1_read_channel19_access_ctl25_a_len;
-wire [13:0] engine_impl0_region_impl1_read_channel19_access_ctl25_a_off;
+wire [7:0] engine_impl0_region_impl1_read_channel19_access_ctl25_a_off;
 wire engine_impl0_region_impl1_read_channel19_access_ctl25_a_ok;
 reg [7:0] engine_impl0_region_impl1_read_channel19_access_ctl25_amq;
 wire [3:0] engine_impl0_region_impl1_read_channel19_access_ctl25_amra;
@@ -1359,6 +1384,7 @@ reg [13:0] engine_impl0_region_impl1_read_channel19_access_ctl25_lcnt;
 reg [13:0] engine_impl0_region_impl1_read_channel19_access_ctl25_len_r;
 reg [7:0] engine_impl0_region_impl1_read_channel19_access_ctl25_lin;
 reg [7:0] engine_impl0_region_impl1_read_channel19_access_ctl25_lin_nxt;
+wire [5:0] engine_impl0_region_impl1_read_channel19_access_ctl25_off_hi_unused;
 reg [7:0] engine_impl0_region_impl1_read_channel19_access_ctl25_off_r;
 reg [7:0] engine_impl0_region_impl1_read_channel19_access_ctl25_sel;
 reg engine_impl0_region_impl1_read_channel19_access_ctl25_useam_r;
@@ -1395,7 +1421,7 @@ wire engine_impl0_region_impl1_read_channel20_line_last;
 wire engine_impl0_region_impl1_read_channel20_pop;
 reg engine_impl0_region_impl1_read_channel20_running;
 wire [13:0] engine_impl0_region_impl1_read_channel20_access_ctl26_a_len;
-wire [13:0] engine_impl0_region_impl1_read_channel20_access_ctl26_a_off;
+wire [7:0] engine_impl0_region_impl1_read_channel20_access_ctl26_a_off;
 wire engine_impl0_region_impl1_read_channel20_access_ctl26_a_ok;
 reg [7:0] engine_impl0_region_impl1_read_channel20_access_ctl26_amq;
 wire [3:0] engine_impl0_region_impl1_read_channel20_access_ctl26_amra;
@@ -1407,6 +1433,7 @@ reg [13:0] engine_impl0_region_impl1_read_channel20_access_ctl26_lcnt;
 reg [13:0] engine_impl0_region_impl1_read_channel20_access_ctl26_len_r;
 reg [7:0] engine_impl0_region_impl1_read_channel20_access_ctl26_lin;
 reg [7:0] engine_impl0_region_impl1_read_channel20_access_ctl26_lin_nxt;
+wire [5:0] engine_impl0_region_impl1_read_channel20_access_ctl26_off_hi_unused;
 reg [7:0] engine_impl0_region_impl1_read_channel20_access_ctl26_off_r;
 reg [7:0] engine_impl0_region_impl1_read_channel20_access_ctl26_sel;
 reg engine_impl0_region_impl1_read_channel20_access_ctl26_useam_r;
@@ -1443,7 +1470,7 @@ wire engine_impl0_region_impl1_read_channel21_line_last;
 wire engine_impl0_region_impl1_read_channel21_pop;
 reg engine_impl0_region_impl1_read_channel21_running;
 wire [13:0] engine_impl0_region_impl1_read_channel21_access_ctl27_a_len;
-wire [13:0] engine_impl0_region_impl1_read_channel21_access_ctl27_a_off;
+wire [7:0] engine_impl0_region_impl1_read_channel21_access_ctl27_a_off;
 wire engine_impl0_region_impl1_read_channel21_access_ctl27_a_ok;
 reg [7:0] engine_impl0_region_impl1_read_channel21_access_ctl27_amq;
 wire [3:0] engine_impl0_region_impl1_read_channel21_access_ctl27_amra;
@@ -1455,6 +1482,7 @@ reg [13:0] engine_impl0_region_impl1_read_channel21_access_ctl27_lcnt;
 reg [13:0] engine_impl0_region_impl1_read_channel21_access_ctl27_len_r;
 reg [7:0] engine_impl0_region_impl1_read_channel21_access_ctl27_lin;
 reg [7:0] engine_impl0_region_impl1_read_channel21_access_ctl27_lin_nxt;
+wire [5:0] engine_impl0_region_impl1_read_channel21_access_ctl27_off_hi_unused;
 reg [7:0] engine_impl0_region_impl1_read_channel21_access_ctl27_off_r;
 reg [7:0] engine_impl0_region_impl1_read_channel21_access_ctl27_sel;
 reg engine_impl0_region_impl1_read_channel21_access_ctl27_useam_r;
@@ -1491,7 +1519,7 @@ wire engine_impl0_region_impl1_read_channel22_line_last;
 wire engine_impl0_region_impl1_read_channel22_pop;
 reg engine_impl0_region_impl1_read_channel22_running;
 wire [13:0] engine_impl0_region_impl1_read_channel22_access_ctl28_a_len;
-wire [13:0] engine_impl0_region_impl1_read_channel22_access_ctl28_a_off;
+wire [7:0] engine_impl0_region_impl1_read_channel22_access_ctl28_a_off;
 wire engine_impl0_region_impl1_read_channel22_access_ctl28_a_ok;
 reg [7:0] engine_impl0_region_impl1_read_channel22_access_ctl28_amq;
 wire [3:0] engine_impl0_region_impl1_read_channel22_access_ctl28_amra;
@@ -1503,6 +1531,7 @@ reg [13:0] engine_impl0_region_impl1_read_channel22_access_ctl28_lcnt;
 reg [13:0] engine_impl0_region_impl1_read_channel22_access_ctl28_len_r;
 reg [7:0] engine_impl0_region_impl1_read_channel22_access_ctl28_lin;
 reg [7:0] engine_impl0_region_impl1_read_channel22_access_ctl28_lin_nxt;
+wire [5:0] engine_impl0_region_impl1_read_channel22_access_ctl28_off_hi_unused;
 reg [7:0] engine_impl0_region_impl1_read_channel22_access_ctl28_off_r;
 reg [7:0] engine_impl0_region_impl1_read_channel22_access_ctl28_sel;
 reg engine_impl0_region_impl1_read_channel22_access_ctl28_useam_r;
@@ -1539,7 +1568,7 @@ wire engine_impl0_region_impl1_read_channel23_line_last;
 wire engine_impl0_region_impl1_read_channel23_pop;
 reg engine_impl0_region_impl1_read_channel23_running;
 wire [13:0] engine_impl0_region_impl1_read_channel23_access_ctl29_a_len;
-wire [13:0] engine_impl0_region_impl1_read_channel23_access_ctl29_a_off;
+wire [7:0] engine_impl0_region_impl1_read_channel23_access_ctl29_a_off;
 wire engine_impl0_region_impl1_read_channel23_access_ctl29_a_ok;
 reg [7:0] engine_impl0_region_impl1_read_channel23_access_ctl29_amq;
 wire [3:0] engine_impl0_region_impl1_read_channel23_access_ctl29_amra;
@@ -1551,6 +1580,7 @@ reg [13:0] engine_impl0_region_impl1_read_channel23_access_ctl29_lcnt;
 reg [13:0] engine_impl0_region_impl1_read_channel23_access_ctl29_len_r;
 reg [7:0] engine_impl0_region_impl1_read_channel23_access_ctl29_lin;
 reg [7:0] engine_impl0_region_impl1_read_channel23_access_ctl29_lin_nxt;
+wire [5:0] engine_impl0_region_impl1_read_channel23_access_ctl29_off_hi_unused;
 reg [7:0] engine_impl0_region_impl1_read_channel23_access_ctl29_off_r;
 reg [7:0] engine_impl0_region_impl1_read_channel23_access_ctl29_sel;
 reg engine_impl0_region_impl1_read_channel23_access_ctl29_useam_r;
@@ -1572,7 +1602,7 @@ wire engine_impl0_region_impl1_write_channel6_final;
 wire engine_impl0_region_impl1_write_channel6_line_last;
 reg engine_impl0_region_impl1_write_channel6_running;
 wire [13:0] engine_impl0_region_impl1_write_channel6_access_ctl30_a_len;
-wire [13:0] engine_impl0_region_impl1_write_channel6_access_ctl30_a_off;
+wire [7:0] engine_impl0_region_impl1_write_channel6_access_ctl30_a_off;
 wire engine_impl0_region_impl1_write_channel6_access_ctl30_a_ok;
 reg [7:0] engine_impl0_region_impl1_write_channel6_access_ctl30_amq;
 wire [3:0] engine_impl0_region_impl1_write_channel6_access_ctl30_amra;
@@ -1584,6 +1614,7 @@ reg [13:0] engine_impl0_region_impl1_write_channel6_access_ctl30_lcnt;
 reg [13:0] engine_impl0_region_impl1_write_channel6_access_ctl30_len_r;
 reg [7:0] engine_impl0_region_impl1_write_channel6_access_ctl30_lin;
 reg [7:0] engine_impl0_region_impl1_write_channel6_access_ctl30_lin_nxt;
+wire [5:0] engine_impl0_region_impl1_write_channel6_access_ctl30_off_hi_unused;
 reg [7:0] engine_impl0_region_impl1_write_channel6_access_ctl30_off_r;
 reg [7:0] engine_impl0_region_impl1_write_channel6_access_ctl30_sel;
 reg engine_impl0_region_impl1_write_channel6_access_ctl30_useam_r;
@@ -1605,7 +1636,7 @@ wire engine_impl0_region_impl1_write_channel7_final;
 wire engine_impl0_region_impl1_write_channel7_line_last;
 reg engine_impl0_region_impl1_write_channel7_running;
 wire [13:0] engine_impl0_region_impl1_write_channel7_access_ctl31_a_len;
-wire [13:0] engine_impl0_region_impl1_write_channel7_access_ctl31_a_off;
+wire [7:0] engine_impl0_region_impl1_write_channel7_access_ctl31_a_off;
 wire engine_impl0_region_impl1_write_channel7_access_ctl31_a_ok;
 reg [7:0] engine_impl0_region_impl1_write_channel7_access_ctl31_amq;
 wire [3:0] engine_impl0_region_impl1_write_channel7_access_ctl31_amra;
@@ -1617,6 +1648,7 @@ reg [13:0] engine_impl0_region_impl1_write_channel7_access_ctl31_lcnt;
 reg [13:0] engine_impl0_region_impl1_write_channel7_access_ctl31_len_r;
 reg [7:0] engine_impl0_region_impl1_write_channel7_access_ctl31_lin;
 reg [7:0] engine_impl0_region_impl1_write_channel7_access_ctl31_lin_nxt;
+wire [5:0] engine_impl0_region_impl1_write_channel7_access_ctl31_off_hi_unused;
 reg [7:0] engine_impl0_region_impl1_write_channel7_access_ctl31_off_r;
 reg [7:0] engine_impl0_region_impl1_write_channel7_access_ctl31_sel;
 reg engine_impl0_region_impl1_write_channel7_access_ctl31_useam_r;
@@ -1638,7 +1670,7 @@ wire engine_impl0_region_impl1_write_channel8_final;
 wire engine_impl0_region_impl1_write_channel8_line_last;
 reg engine_impl0_region_impl1_write_channel8_running;
 wire [13:0] engine_impl0_region_impl1_write_channel8_access_ctl32_a_len;
-wire [13:0] engine_impl0_region_impl1_write_channel8_access_ctl32_a_off;
+wire [7:0] engine_impl0_region_impl1_write_channel8_access_ctl32_a_off;
 wire engine_impl0_region_impl1_write_channel8_access_ctl32_a_ok;
 reg [7:0] engine_impl0_region_impl1_write_channel8_access_ctl32_amq;
 wire [3:0] engine_impl0_region_impl1_write_channel8_access_ctl32_amra;
@@ -1650,6 +1682,7 @@ reg [13:0] engine_impl0_region_impl1_write_channel8_access_ctl32_lcnt;
 reg [13:0] engine_impl0_region_impl1_write_channel8_access_ctl32_len_r;
 reg [7:0] engine_impl0_region_impl1_write_channel8_access_ctl32_lin;
 reg [7:0] engine_impl0_region_impl1_write_channel8_access_ctl32_lin_nxt;
+wire [5:0] engine_impl0_region_impl1_write_channel8_access_ctl32_off_hi_unused;
 reg [7:0] engine_impl0_region_impl1_write_channel8_access_ctl32_off_r;
 reg [7:0] engine_impl0_region_impl1_write_channel8_access_ctl32_sel;
 reg engine_impl0_region_impl1_write_channel8_access_ctl32_useam_r;
@@ -1671,7 +1704,7 @@ wire engine_impl0_region_impl1_write_channel9_final;
 wire engine_impl0_region_impl1_write_channel9_line_last;
 reg engine_impl0_region_impl1_write_channel9_running;
 wire [13:0] engine_impl0_region_impl1_write_channel9_access_ctl33_a_len;
-wire [13:0] engine_impl0_region_impl1_write_channel9_access_ctl33_a_off;
+wire [7:0] engine_impl0_region_impl1_write_channel9_access_ctl33_a_off;
 wire engine_impl0_region_impl1_write_channel9_access_ctl33_a_ok;
 reg [7:0] engine_impl0_region_impl1_write_channel9_access_ctl33_amq;
 wire [3:0] engine_impl0_region_impl1_write_channel9_access_ctl33_amra;
@@ -1683,6 +1716,7 @@ reg [13:0] engine_impl0_region_impl1_write_channel9_access_ctl33_lcnt;
 reg [13:0] engine_impl0_region_impl1_write_channel9_access_ctl33_len_r;
 reg [7:0] engine_impl0_region_impl1_write_channel9_access_ctl33_lin;
 reg [7:0] engine_impl0_region_impl1_write_channel9_access_ctl33_lin_nxt;
+wire [5:0] engine_impl0_region_impl1_write_channel9_access_ctl33_off_hi_unused;
 reg [7:0] engine_impl0_region_impl1_write_channel9_access_ctl33_off_r;
 reg [7:0] engine_impl0_region_impl1_write_channel9_access_ctl33_sel;
 reg engine_impl0_region_impl1_write_channel9_access_ctl33_useam_r;
@@ -1704,7 +1738,7 @@ wire engine_impl0_region_impl1_write_channel10_final;
 wire engine_impl0_region_impl1_write_channel10_line_last;
 reg engine_impl0_region_impl1_write_channel10_running;
 wire [13:0] engine_impl0_region_impl1_write_channel10_access_ctl34_a_len;
-wire [13:0] engine_impl0_region_impl1_write_channel10_access_ctl34_a_off;
+wire [7:0] engine_impl0_region_impl1_write_channel10_access_ctl34_a_off;
 wire engine_impl0_region_impl1_write_channel10_access_ctl34_a_ok;
 reg [7:0] engine_impl0_region_impl1_write_channel10_access_ctl34_amq;
 wire [3:0] engine_impl0_region_impl1_write_channel10_access_ctl34_amra;
@@ -1716,6 +1750,7 @@ reg [13:0] engine_impl0_region_impl1_write_channel10_access_ctl34_lcnt;
 reg [13:0] engine_impl0_region_impl1_write_channel10_access_ctl34_len_r;
 reg [7:0] engine_impl0_region_impl1_write_channel10_access_ctl34_lin;
 reg [7:0] engine_impl0_region_impl1_write_channel10_access_ctl34_lin_nxt;
+wire [5:0] engine_impl0_region_impl1_write_channel10_access_ctl34_off_hi_unused;
 reg [7:0] engine_impl0_region_impl1_write_channel10_access_ctl34_off_r;
 reg [7:0] engine_impl0_region_impl1_write_channel10_access_ctl34_sel;
 reg engine_impl0_region_impl1_write_channel10_access_ctl34_useam_r;
@@ -1737,7 +1772,7 @@ wire engine_impl0_region_impl1_write_channel11_final;
 wire engine_impl0_region_impl1_write_channel11_line_last;
 reg engine_impl0_region_impl1_write_channel11_running;
 wire [13:0] engine_impl0_region_impl1_write_channel11_access_ctl35_a_len;
-wire [13:0] engine_impl0_region_impl1_write_channel11_access_ctl35_a_off;
+wire [7:0] engine_impl0_region_impl1_write_channel11_access_ctl35_a_off;
 wire engine_impl0_region_impl1_write_channel11_access_ctl35_a_ok;
 reg [7:0] engine_impl0_region_impl1_write_channel11_access_ctl35_amq;
 wire [3:0] engine_impl0_region_impl1_write_channel11_access_ctl35_amra;
@@ -1749,6 +1784,7 @@ reg [13:0] engine_impl0_region_impl1_write_channel11_access_ctl35_lcnt;
 reg [13:0] engine_impl0_region_impl1_write_channel11_access_ctl35_len_r;
 reg [7:0] engine_impl0_region_impl1_write_channel11_access_ctl35_lin;
 reg [7:0] engine_impl0_region_impl1_write_channel11_access_ctl35_lin_nxt;
+wire [5:0] engine_impl0_region_impl1_write_channel11_access_ctl35_off_hi_unused;
 reg [7:0] engine_impl0_region_impl1_write_channel11_access_ctl35_off_r;
 reg [7:0] engine_impl0_region_impl1_write_channel11_access_ctl35_sel;
 reg engine_impl0_region_impl1_write_channel11_access_ctl35_useam_r;
@@ -1880,7 +1916,7 @@ wire engine_impl0_region_impl2_read_channel24_line_last;
 wire engine_impl0_region_impl2_read_channel24_pop;
 reg engine_impl0_region_impl2_read_channel24_running;
 wire [13:0] engine_impl0_region_impl2_read_channel24_access_ctl36_a_len;
-wire [13:0] engine_impl0_region_impl2_read_channel24_access_ctl36_a_off;
+wire [7:0] engine_impl0_region_impl2_read_channel24_access_ctl36_a_off;
 wire engine_impl0_region_impl2_read_channel24_access_ctl36_a_ok;
 reg [7:0] engine_impl0_region_impl2_read_channel24_access_ctl36_amq;
 wire [3:0] engine_impl0_region_impl2_read_channel24_access_ctl36_amra;
@@ -1892,6 +1928,7 @@ reg [13:0] engine_impl0_region_impl2_read_channel24_access_ctl36_lcnt;
 reg [13:0] engine_impl0_region_impl2_read_channel24_access_ctl36_len_r;
 reg [7:0] engine_impl0_region_impl2_read_channel24_access_ctl36_lin;
 reg [7:0] engine_impl0_region_impl2_read_channel24_access_ctl36_lin_nxt;
+wire [5:0] engine_impl0_region_impl2_read_channel24_access_ctl36_off_hi_unused;
 reg [7:0] engine_impl0_region_impl2_read_channel24_access_ctl36_off_r;
 reg [7:0] engine_impl0_region_impl2_read_channel24_access_ctl36_sel;
 reg engine_impl0_region_impl2_read_channel24_access_ctl36_useam_r;
@@ -1928,7 +1965,7 @@ wire engine_impl0_region_impl2_read_channel25_line_last;
 wire engine_impl0_region_impl2_read_channel25_pop;
 reg engine_impl0_region_impl2_read_channel25_running;
 wire [13:0] engine_impl0_region_impl2_read_channel25_access_ctl37_a_len;
-wire [13:0] engine_impl0_region_impl2_read_channel25_access_ctl37_a_off;
+wire [7:0] engine_impl0_region_impl2_read_channel25_access_ctl37_a_off;
 wire engine_impl0_region_impl2_read_channel25_access_ctl37_a_ok;
 reg [7:0] engine_impl0_region_impl2_read_channel25_access_ctl37_amq;
 wire [3:0] engine_impl0_region_impl2_read_channel25_access_ctl37_amra;
@@ -1940,6 +1977,7 @@ reg [13:0] engine_impl0_region_impl2_read_channel25_access_ctl37_lcnt;
 reg [13:0] engine_impl0_region_impl2_read_channel25_access_ctl37_len_r;
 reg [7:0] engine_impl0_region_impl2_read_channel25_access_ctl37_lin;
 reg [7:0] engine_impl0_region_impl2_read_channel25_access_ctl37_lin_nxt;
+wire [5:0] engine_impl0_region_impl2_read_channel25_access_ctl37_off_hi_unused;
 reg [7:0] engine_impl0_region_impl2_read_channel25_access_ctl37_off_r;
 reg [7:0] engine_impl0_region_impl2_read_channel25_access_ctl37_sel;
 reg engine_impl0_region_impl2_read_channel25_access_ctl37_useam_r;
@@ -1976,7 +2014,7 @@ wire engine_impl0_region_impl2_read_channel26_line_last;
 wire engine_impl0_region_impl2_read_channel26_pop;
 reg engine_impl0_region_impl2_read_channel26_running;
 wire [13:0] engine_impl0_region_impl2_read_channel26_access_ctl38_a_len;
-wire [13:0] engine_impl0_region_impl2_read_channel26_access_ctl38_a_off;
+wire [7:0] engine_impl0_region_impl2_read_channel26_access_ctl38_a_off;
 wire engine_impl0_region_impl2_read_channel26_access_ctl38_a_ok;
 reg [7:0] engine_impl0_region_impl2_read_channel26_access_ctl38_amq;
 wire [3:0] engine_impl0_region_impl2_read_channel26_access_ctl38_amra;
@@ -1988,6 +2026,7 @@ reg [13:0] engine_impl0_region_impl2_read_channel26_access_ctl38_lcnt;
 reg [13:0] engine_impl0_region_impl2_read_channel26_access_ctl38_len_r;
 reg [7:0] engine_impl0_region_impl2_read_channel26_access_ctl38_lin;
 reg [7:0] engine_impl0_region_impl2_read_channel26_access_ctl38_lin_nxt;
+wire [5:0] engine_impl0_region_impl2_read_channel26_access_ctl38_off_hi_unused;
 reg [7:0] engine_impl0_region_impl2_read_channel26_access_ctl38_off_r;
 reg [7:0] engine_impl0_region_impl2_read_channel26_access_ctl38_sel;
 reg engine_impl0_region_impl2_read_channel26_access_ctl38_useam_r;
@@ -2024,7 +2063,7 @@ wire engine_impl0_region_impl2_read_channel27_line_last;
 wire engine_impl0_region_impl2_read_channel27_pop;
 reg engine_impl0_region_impl2_read_channel27_running;
 wire [13:0] engine_impl0_region_impl2_read_channel27_access_ctl39_a_len;
-wire [13:0] engine_impl0_region_impl2_read_channel27_access_ctl39_a_off;
+wire [7:0] engine_impl0_region_impl2_read_channel27_access_ctl39_a_off;
 wire engine_impl0_region_impl2_read_channel27_access_ctl39_a_ok;
 reg [7:0] engine_impl0_region_impl2_read_channel27_access_ctl39_amq;
 wire [3:0] engine_impl0_region_impl2_read_channel27_access_ctl39_amra;
@@ -2036,6 +2075,7 @@ reg [13:0] engine_impl0_region_impl2_read_channel27_access_ctl39_lcnt;
 reg [13:0] engine_impl0_region_impl2_read_channel27_access_ctl39_len_r;
 reg [7:0] engine_impl0_region_impl2_read_channel27_access_ctl39_lin;
 reg [7:0] engine_impl0_region_impl2_read_channel27_access_ctl39_lin_nxt;
+wire [5:0] engine_impl0_region_impl2_read_channel27_access_ctl39_off_hi_unused;
 reg [7:0] engine_impl0_region_impl2_read_channel27_access_ctl39_off_r;
 reg [7:0] engine_impl0_region_impl2_read_channel27_access_ctl39_sel;
 reg engine_impl0_region_impl2_read_channel27_access_ctl39_useam_r;
@@ -2072,7 +2112,7 @@ wire engine_impl0_region_impl2_read_channel28_line_last;
 wire engine_impl0_region_impl2_read_channel28_pop;
 reg engine_impl0_region_impl2_read_channel28_running;
 wire [13:0] engine_impl0_region_impl2_read_channel28_access_ctl40_a_len;
-wire [13:0] engine_impl0_region_impl2_read_channel28_access_ctl40_a_off;
+wire [7:0] engine_impl0_region_impl2_read_channel28_access_ctl40_a_off;
 wire engine_impl0_region_impl2_read_channel28_access_ctl40_a_ok;
 reg [7:0] engine_impl0_region_impl2_read_channel28_access_ctl40_amq;
 wire [3:0] engine_impl0_region_impl2_read_channel28_access_ctl40_amra;
@@ -2084,6 +2124,7 @@ reg [13:0] engine_impl0_region_impl2_read_channel28_access_ctl40_lcnt;
 reg [13:0] engine_impl0_region_impl2_read_channel28_access_ctl40_len_r;
 reg [7:0] engine_impl0_region_impl2_read_channel28_access_ctl40_lin;
 reg [7:0] engine_impl0_region_impl2_read_channel28_access_ctl40_lin_nxt;
+wire [5:0] engine_impl0_region_impl2_read_channel28_access_ctl40_off_hi_unused;
 reg [7:0] engine_impl0_region_impl2_read_channel28_access_ctl40_off_r;
 reg [7:0] engine_impl0_region_impl2_read_channel28_access_ctl40_sel;
 reg engine_impl0_region_impl2_read_channel28_access_ctl40_useam_r;
@@ -2120,7 +2161,7 @@ wire engine_impl0_region_impl2_read_channel29_line_last;
 wire engine_impl0_region_impl2_read_channel29_pop;
 reg engine_impl0_region_impl2_read_channel29_running;
 wire [13:0] engine_impl0_region_impl2_read_channel29_access_ctl41_a_len;
-wire [13:0] engine_impl0_region_impl2_read_channel29_access_ctl41_a_off;
+wire [7:0] engine_impl0_region_impl2_read_channel29_access_ctl41_a_off;
 wire engine_impl0_region_impl2_read_channel29_access_ctl41_a_ok;
 reg [7:0] engine_impl0_region_impl2_read_channel29_access_ctl41_amq;
 wire [3:0] engine_impl0_region_impl2_read_channel29_access_ctl41_amra;
@@ -2132,6 +2173,7 @@ reg [13:0] engine_impl0_region_impl2_read_channel29_access_ctl41_lcnt;
 reg [13:0] engine_impl0_region_impl2_read_channel29_access_ctl41_len_r;
 reg [7:0] engine_impl0_region_impl2_read_channel29_access_ctl41_lin;
 reg [7:0] engine_impl0_region_impl2_read_channel29_access_ctl41_lin_nxt;
+wire [5:0] engine_impl0_region_impl2_read_channel29_access_ctl41_off_hi_unused;
 reg [7:0] engine_impl0_region_impl2_read_channel29_access_ctl41_off_r;
 reg [7:0] engine_impl0_region_impl2_read_channel29_access_ctl41_sel;
 reg engine_impl0_region_impl2_read_channel29_access_ctl41_useam_r;
@@ -2168,7 +2210,7 @@ wire engine_impl0_region_impl2_read_channel30_line_last;
 wire engine_impl0_region_impl2_read_channel30_pop;
 reg engine_impl0_region_impl2_read_channel30_running;
 wire [13:0] engine_impl0_region_impl2_read_channel30_access_ctl42_a_len;
-wire [13:0] engine_impl0_region_impl2_read_channel30_access_ctl42_a_off;
+wire [7:0] engine_impl0_region_impl2_read_channel30_access_ctl42_a_off;
 wire engine_impl0_region_impl2_read_channel30_access_ctl42_a_ok;
 reg [7:0] engine_impl0_region_impl2_read_channel30_access_ctl42_amq;
 wire [3:0] engine_impl0_region_impl2_read_channel30_access_ctl42_amra;
@@ -2180,6 +2222,7 @@ reg [13:0] engine_impl0_region_impl2_read_channel30_access_ctl42_lcnt;
 reg [13:0] engine_impl0_region_impl2_read_channel30_access_ctl42_len_r;
 reg [7:0] engine_impl0_region_impl2_read_channel30_access_ctl42_lin;
 reg [7:0] engine_impl0_region_impl2_read_channel30_access_ctl42_lin_nxt;
+wire [5:0] engine_impl0_region_impl2_read_channel30_access_ctl42_off_hi_unused;
 reg [7:0] engine_impl0_region_impl2_read_channel30_access_ctl42_off_r;
 reg [7:0] engine_impl0_region_impl2_read_channel30_access_ctl42_sel;
 reg engine_impl0_region_impl2_read_channel30_access_ctl42_useam_r;
@@ -2216,7 +2259,7 @@ wire engine_impl0_region_impl2_read_channel31_line_last;
 wire engine_impl0_region_impl2_read_channel31_pop;
 reg engine_impl0_region_impl2_read_channel31_running;
 wire [13:0] engine_impl0_region_impl2_read_channel31_access_ctl43_a_len;
-wire [13:0] engine_impl0_region_impl2_read_channel31_access_ctl43_a_off;
+wire [7:0] engine_impl0_region_impl2_read_channel31_access_ctl43_a_off;
 wire engine_impl0_region_impl2_read_channel31_access_ctl43_a_ok;
 reg [7:0] engine_impl0_region_impl2_read_channel31_access_ctl43_amq;
 wire [3:0] engine_impl0_region_impl2_read_channel31_access_ctl43_amra;
@@ -2228,6 +2271,7 @@ reg [13:0] engine_impl0_region_impl2_read_channel31_access_ctl43_lcnt;
 reg [13:0] engine_impl0_region_impl2_read_channel31_access_ctl43_len_r;
 reg [7:0] engine_impl0_region_impl2_read_channel31_access_ctl43_lin;
 reg [7:0] engine_impl0_region_impl2_read_channel31_access_ctl43_lin_nxt;
+wire [5:0] engine_impl0_region_impl2_read_channel31_access_ctl43_off_hi_unused;
 reg [7:0] engine_impl0_region_impl2_read_channel31_access_ctl43_off_r;
 reg [7:0] engine_impl0_region_impl2_read_channel31_access_ctl43_sel;
 reg engine_impl0_region_impl2_read_channel31_access_ctl43_useam_r;
@@ -2264,7 +2308,7 @@ wire engine_impl0_region_impl2_read_channel32_line_last;
 wire engine_impl0_region_impl2_read_channel32_pop;
 reg engine_impl0_region_impl2_read_channel32_running;
 wire [13:0] engine_impl0_region_impl2_read_channel32_access_ctl44_a_len;
-wire [13:0] engine_impl0_region_impl2_read_channel32_access_ctl44_a_off;
+wire [7:0] engine_impl0_region_impl2_read_channel32_access_ctl44_a_off;
 wire engine_impl0_region_impl2_read_channel32_access_ctl44_a_ok;
 reg [7:0] engine_impl0_region_impl2_read_channel32_access_ctl44_amq;
 wire [3:0] engine_impl0_region_impl2_read_channel32_access_ctl44_amra;
@@ -2276,6 +2320,7 @@ reg [13:0] engine_impl0_region_impl2_read_channel32_access_ctl44_lcnt;
 reg [13:0] engine_impl0_region_impl2_read_channel32_access_ctl44_len_r;
 reg [7:0] engine_impl0_region_impl2_read_channel32_access_ctl44_lin;
 reg [7:0] engine_impl0_region_impl2_read_channel32_access_ctl44_lin_nxt;
+wire [5:0] engine_impl0_region_impl2_read_channel32_access_ctl44_off_hi_unused;
 reg [7:0] engine_impl0_region_impl2_read_channel32_access_ctl44_off_r;
 reg [7:0] engine_impl0_region_impl2_read_channel32_access_ctl44_sel;
 reg engine_impl0_region_impl2_read_channel32_access_ctl44_useam_r;
@@ -2312,7 +2357,7 @@ wire engine_impl0_region_impl2_read_channel33_line_last;
 wire engine_impl0_region_impl2_read_channel33_pop;
 reg engine_impl0_region_impl2_read_channel33_running;
 wire [13:0] engine_impl0_region_impl2_read_channel33_access_ctl45_a_len;
-wire [13:0] engine_impl0_region_impl2_read_channel33_access_ctl45_a_off;
+wire [7:0] engine_impl0_region_impl2_read_channel33_access_ctl45_a_off;
 wire engine_impl0_region_impl2_read_channel33_access_ctl45_a_ok;
 reg [7:0] engine_impl0_region_impl2_read_channel33_access_ctl45_amq;
 wire [3:0] engine_impl0_region_impl2_read_channel33_access_ctl45_amra;
@@ -2324,6 +2369,7 @@ reg [13:0] engine_impl0_region_impl2_read_channel33_access_ctl45_lcnt;
 reg [13:0] engine_impl0_region_impl2_read_channel33_access_ctl45_len_r;
 reg [7:0] engine_impl0_region_impl2_read_channel33_access_ctl45_lin;
 reg [7:0] engine_impl0_region_impl2_read_channel33_access_ctl45_lin_nxt;
+wire [5:0] engine_impl0_region_impl2_read_channel33_access_ctl45_off_hi_unused;
 reg [7:0] engine_impl0_region_impl2_read_channel33_access_ctl45_off_r;
 reg [7:0] engine_impl0_region_impl2_read_channel33_access_ctl45_sel;
 reg engine_impl0_region_impl2_read_channel33_access_ctl45_useam_r;
@@ -2360,7 +2406,7 @@ wire engine_impl0_region_impl2_read_channel34_line_last;
 wire engine_impl0_region_impl2_read_channel34_pop;
 reg engine_impl0_region_impl2_read_channel34_running;
 wire [13:0] engine_impl0_region_impl2_read_channel34_access_ctl46_a_len;
-wire [13:0] engine_impl0_region_impl2_read_channel34_access_ctl46_a_off;
+wire [7:0] engine_impl0_region_impl2_read_channel34_access_ctl46_a_off;
 wire engine_impl0_region_impl2_read_channel34_access_ctl46_a_ok;
 reg [7:0] engine_impl0_region_impl2_read_channel34_access_ctl46_amq;
 wire [3:0] engine_impl0_region_impl2_read_channel34_access_ctl46_amra;
@@ -2372,6 +2418,7 @@ reg [13:0] engine_impl0_region_impl2_read_channel34_access_ctl46_lcnt;
 reg [13:0] engine_impl0_region_impl2_read_channel34_access_ctl46_len_r;
 reg [7:0] engine_impl0_region_impl2_read_channel34_access_ctl46_lin;
 reg [7:0] engine_impl0_region_impl2_read_channel34_access_ctl46_lin_nxt;
+wire [5:0] engine_impl0_region_impl2_read_channel34_access_ctl46_off_hi_unused;
 reg [7:0] engine_impl0_region_impl2_read_channel34_access_ctl46_off_r;
 reg [7:0] engine_impl0_region_impl2_read_channel34_access_ctl46_sel;
 reg engine_impl0_region_impl2_read_channel34_access_ctl46_useam_r;
@@ -2408,7 +2455,7 @@ wire engine_impl0_region_impl2_read_channel35_line_last;
 wire engine_impl0_region_impl2_read_channel35_pop;
 reg engine_impl0_region_impl2_read_channel35_running;
 wire [13:0] engine_impl0_region_impl2_read_channel35_access_ctl47_a_len;
-wire [13:0] engine_impl0_region_impl2_read_channel35_access_ctl47_a_off;
+wire [7:0] engine_impl0_region_impl2_read_channel35_access_ctl47_a_off;
 wire engine_impl0_region_impl2_read_channel35_access_ctl47_a_ok;
 reg [7:0] engine_impl0_region_impl2_read_channel35_access_ctl47_amq;
 wire [3:0] engine_impl0_region_impl2_read_channel35_access_ctl47_amra;
@@ -2420,6 +2467,7 @@ reg [13:0] engine_impl0_region_impl2_read_channel35_access_ctl47_lcnt;
 reg [13:0] engine_impl0_region_impl2_read_channel35_access_ctl47_len_r;
 reg [7:0] engine_impl0_region_impl2_read_channel35_access_ctl47_lin;
 reg [7:0] engine_impl0_region_impl2_read_channel35_access_ctl47_lin_nxt;
+wire [5:0] engine_impl0_region_impl2_read_channel35_access_ctl47_off_hi_unused;
 reg [7:0] engine_impl0_region_impl2_read_channel35_access_ctl47_off_r;
 reg [7:0] engine_impl0_region_impl2_read_channel35_access_ctl47_sel;
 reg engine_impl0_region_impl2_read_channel35_access_ctl47_useam_r;
@@ -2441,7 +2489,7 @@ wire engine_impl0_region_impl2_write_channel12_final;
 wire engine_impl0_region_impl2_write_channel12_line_last;
 reg engine_impl0_region_impl2_write_channel12_running;
 wire [13:0] engine_impl0_region_impl2_write_channel12_access_ctl48_a_len;
-wire [13:0] engine_impl0_region_impl2_write_channel12_access_ctl48_a_off;
+wire [7:0] engine_impl0_region_impl2_write_channel12_access_ctl48_a_off;
 wire engine_impl0_region_impl2_write_channel12_access_ctl48_a_ok;
 reg [7:0] engine_impl0_region_impl2_write_channel12_access_ctl48_amq;
 wire [3:0] engine_impl0_region_impl2_write_channel12_access_ctl48_amra;
@@ -2453,6 +2501,7 @@ reg [13:0] engine_impl0_region_impl2_write_channel12_access_ctl48_lcnt;
 reg [13:0] engine_impl0_region_impl2_write_channel12_access_ctl48_len_r;
 reg [7:0] engine_impl0_region_impl2_write_channel12_access_ctl48_lin;
 reg [7:0] engine_impl0_region_impl2_write_channel12_access_ctl48_lin_nxt;
+wire [5:0] engine_impl0_region_impl2_write_channel12_access_ctl48_off_hi_unused;
 reg [7:0] engine_impl0_region_impl2_write_channel12_access_ctl48_off_r;
 reg [7:0] engine_impl0_region_impl2_write_channel12_access_ctl48_sel;
 reg engine_impl0_region_impl2_write_channel12_access_ctl48_useam_r;
@@ -2474,7 +2523,7 @@ wire engine_impl0_region_impl2_write_channel13_final;
 wire engine_impl0_region_impl2_write_channel13_line_last;
 reg engine_impl0_region_impl2_write_channel13_running;
 wire [13:0] engine_impl0_region_impl2_write_channel13_access_ctl49_a_len;
-wire [13:0] engine_impl0_region_impl2_write_channel13_access_ctl49_a_off;
+wire [7:0] engine_impl0_region_impl2_write_channel13_access_ctl49_a_off;
 wire engine_impl0_region_impl2_write_channel13_access_ctl49_a_ok;
 reg [7:0] engine_impl0_region_impl2_write_channel13_access_ctl49_amq;
 wire [3:0] engine_impl0_region_impl2_write_channel13_access_ctl49_amra;
@@ -2486,6 +2535,7 @@ reg [13:0] engine_impl0_region_impl2_write_channel13_access_ctl49_lcnt;
 reg [13:0] engine_impl0_region_impl2_write_channel13_access_ctl49_len_r;
 reg [7:0] engine_impl0_region_impl2_write_channel13_access_ctl49_lin;
 reg [7:0] engine_impl0_region_impl2_write_channel13_access_ctl49_lin_nxt;
+wire [5:0] engine_impl0_region_impl2_write_channel13_access_ctl49_off_hi_unused;
 reg [7:0] engine_impl0_region_impl2_write_channel13_access_ctl49_off_r;
 reg [7:0] engine_impl0_region_impl2_write_channel13_access_ctl49_sel;
 reg engine_impl0_region_impl2_write_channel13_access_ctl49_useam_r;
@@ -2507,7 +2557,7 @@ wire engine_impl0_region_impl2_write_channel14_final;
 wire engine_impl0_region_impl2_write_channel14_line_last;
 reg engine_impl0_region_impl2_write_channel14_running;
 wire [13:0] engine_impl0_region_impl2_write_channel14_access_ctl50_a_len;
-wire [13:0] engine_impl0_region_impl2_write_channel14_access_ctl50_a_off;
+wire [7:0] engine_impl0_region_impl2_write_channel14_access_ctl50_a_off;
 wire engine_impl0_region_impl2_write_channel14_access_ctl50_a_ok;
 reg [7:0] engine_impl0_region_impl2_write_channel14_access_ctl50_amq;
 wire [3:0] engine_impl0_region_impl2_write_channel14_access_ctl50_amra;
@@ -2519,6 +2569,7 @@ reg [13:0] engine_impl0_region_impl2_write_channel14_access_ctl50_lcnt;
 reg [13:0] engine_impl0_region_impl2_write_channel14_access_ctl50_len_r;
 reg [7:0] engine_impl0_region_impl2_write_channel14_access_ctl50_lin;
 reg [7:0] engine_impl0_region_impl2_write_channel14_access_ctl50_lin_nxt;
+wire [5:0] engine_impl0_region_impl2_write_channel14_access_ctl50_off_hi_unused;
 reg [7:0] engine_impl0_region_impl2_write_channel14_access_ctl50_off_r;
 reg [7:0] engine_impl0_region_impl2_write_channel14_access_ctl50_sel;
 reg engine_impl0_region_impl2_write_channel14_access_ctl50_useam_r;
@@ -2540,7 +2591,7 @@ wire engine_impl0_region_impl2_write_channel15_final;
 wire engine_impl0_region_impl2_write_channel15_line_last;
 reg engine_impl0_region_impl2_write_channel15_running;
 wire [13:0] engine_impl0_region_impl2_write_channel15_access_ctl51_a_len;
-wire [13:0] engine_impl0_region_impl2_write_channel15_access_ctl51_a_off;
+wire [7:0] engine_impl0_region_impl2_write_channel15_access_ctl51_a_off;
 wire engine_impl0_region_impl2_write_channel15_access_ctl51_a_ok;
 reg [7:0] engine_impl0_region_impl2_write_channel15_access_ctl51_amq;
 wire [3:0] engine_impl0_region_impl2_write_channel15_access_ctl51_amra;
@@ -2552,6 +2603,7 @@ reg [13:0] engine_impl0_region_impl2_write_channel15_access_ctl51_lcnt;
 reg [13:0] engine_impl0_region_impl2_write_channel15_access_ctl51_len_r;
 reg [7:0] engine_impl0_region_impl2_write_channel15_access_ctl51_lin;
 reg [7:0] engine_impl0_region_impl2_write_channel15_access_ctl51_lin_nxt;
+wire [5:0] engine_impl0_region_impl2_write_channel15_access_ctl51_off_hi_unused;
 reg [7:0] engine_impl0_region_impl2_write_channel15_access_ctl51_off_r;
 reg [7:0] engine_impl0_region_impl2_write_channel15_access_ctl51_sel;
 reg engine_impl0_region_impl2_write_channel15_access_ctl51_useam_r;
@@ -2573,7 +2625,7 @@ wire engine_impl0_region_impl2_write_channel16_final;
 wire engine_impl0_region_impl2_write_channel16_line_last;
 reg engine_impl0_region_impl2_write_channel16_running;
 wire [13:0] engine_impl0_region_impl2_write_channel16_access_ctl52_a_len;
-wire [13:0] engine_impl0_region_impl2_write_channel16_access_ctl52_a_off;
+wire [7:0] engine_impl0_region_impl2_write_channel16_access_ctl52_a_off;
 wire engine_impl0_region_impl2_write_channel16_access_ctl52_a_ok;
 reg [7:0] engine_impl0_region_impl2_write_channel16_access_ctl52_amq;
 wire [3:0] engine_impl0_region_impl2_write_channel16_access_ctl52_amra;
@@ -2585,6 +2637,7 @@ reg [13:0] engine_impl0_region_impl2_write_channel16_access_ctl52_lcnt;
 reg [13:0] engine_impl0_region_impl2_write_channel16_access_ctl52_len_r;
 reg [7:0] engine_impl0_region_impl2_write_channel16_access_ctl52_lin;
 reg [7:0] engine_impl0_region_impl2_write_channel16_access_ctl52_lin_nxt;
+wire [5:0] engine_impl0_region_impl2_write_channel16_access_ctl52_off_hi_unused;
 reg [7:0] engine_impl0_region_impl2_write_channel16_access_ctl52_off_r;
 reg [7:0] engine_impl0_region_impl2_write_channel16_access_ctl52_sel;
 reg engine_impl0_region_impl2_write_channel16_access_ctl52_useam_r;
@@ -2606,7 +2659,7 @@ wire engine_impl0_region_impl2_write_channel17_final;
 wire engine_impl0_region_impl2_write_channel17_line_last;
 reg engine_impl0_region_impl2_write_channel17_running;
 wire [13:0] engine_impl0_region_impl2_write_channel17_access_ctl53_a_len;
-wire [13:0] engine_impl0_region_impl2_write_channel17_access_ctl53_a_off;
+wire [7:0] engine_impl0_region_impl2_write_channel17_access_ctl53_a_off;
 wire engine_impl0_region_impl2_write_channel17_access_ctl53_a_ok;
 reg [7:0] engine_impl0_region_impl2_write_channel17_access_ctl53_amq;
 wire [3:0] engine_impl0_region_impl2_write_channel17_access_ctl53_amra;
@@ -2618,6 +2671,7 @@ reg [13:0] engine_impl0_region_impl2_write_channel17_access_ctl53_lcnt;
 reg [13:0] engine_impl0_region_impl2_write_channel17_access_ctl53_len_r;
 reg [7:0] engine_impl0_region_impl2_write_channel17_access_ctl53_lin;
 reg [7:0] engine_impl0_region_impl2_write_channel17_access_ctl53_lin_nxt;
+wire [5:0] engine_impl0_region_impl2_write_channel17_access_ctl53_off_hi_unused;
 reg [7:0] engine_impl0_region_impl2_write_channel17_access_ctl53_off_r;
 reg [7:0] engine_impl0_region_impl2_write_channel17_access_ctl53_sel;
 reg engine_impl0_region_impl2_write_channel17_access_ctl53_useam_r;
@@ -2749,7 +2803,7 @@ wire engine_impl0_region_impl3_read_channel36_line_last;
 wire engine_impl0_region_impl3_read_channel36_pop;
 reg engine_impl0_region_impl3_read_channel36_running;
 wire [13:0] engine_impl0_region_impl3_read_channel36_access_ctl54_a_len;
-wire [13:0] engine_impl0_region_impl3_read_channel36_access_ctl54_a_off;
+wire [7:0] engine_impl0_region_impl3_read_channel36_access_ctl54_a_off;
 wire engine_impl0_region_impl3_read_channel36_access_ctl54_a_ok;
 reg [7:0] engine_impl0_region_impl3_read_channel36_access_ctl54_amq;
 wire [3:0] engine_impl0_region_impl3_read_channel36_access_ctl54_amra;
@@ -2761,6 +2815,7 @@ reg [13:0] engine_impl0_region_impl3_read_channel36_access_ctl54_lcnt;
 reg [13:0] engine_impl0_region_impl3_read_channel36_access_ctl54_len_r;
 reg [7:0] engine_impl0_region_impl3_read_channel36_access_ctl54_lin;
 reg [7:0] engine_impl0_region_impl3_read_channel36_access_ctl54_lin_nxt;
+wire [5:0] engine_impl0_region_impl3_read_channel36_access_ctl54_off_hi_unused;
 reg [7:0] engine_impl0_region_impl3_read_channel36_access_ctl54_off_r;
 reg [7:0] engine_impl0_region_impl3_read_channel36_access_ctl54_sel;
 reg engine_impl0_region_impl3_read_channel36_access_ctl54_useam_r;
@@ -2797,7 +2852,7 @@ wire engine_impl0_region_impl3_read_channel37_line_last;
 wire engine_impl0_region_impl3_read_channel37_pop;
 reg engine_impl0_region_impl3_read_channel37_running;
 wire [13:0] engine_impl0_region_impl3_read_channel37_access_ctl55_a_len;
-wire [13:0] engine_impl0_region_impl3_read_channel37_access_ctl55_a_off;
+wire [7:0] engine_impl0_region_impl3_read_channel37_access_ctl55_a_off;
 wire engine_impl0_region_impl3_read_channel37_access_ctl55_a_ok;
 reg [7:0] engine_impl0_region_impl3_read_channel37_access_ctl55_amq;
 wire [3:0] engine_impl0_region_impl3_read_channel37_access_ctl55_amra;
@@ -2809,6 +2864,7 @@ reg [13:0] engine_impl0_region_impl3_read_channel37_access_ctl55_lcnt;
 reg [13:0] engine_impl0_region_impl3_read_channel37_access_ctl55_len_r;
 reg [7:0] engine_impl0_region_impl3_read_channel37_access_ctl55_lin;
 reg [7:0] engine_impl0_region_impl3_read_channel37_access_ctl55_lin_nxt;
+wire [5:0] engine_impl0_region_impl3_read_channel37_access_ctl55_off_hi_unused;
 reg [7:0] engine_impl0_region_impl3_read_channel37_access_ctl55_off_r;
 reg [7:0] engine_impl0_region_impl3_read_channel37_access_ctl55_sel;
 reg engine_impl0_region_impl3_read_channel37_access_ctl55_useam_r;
@@ -2845,7 +2901,7 @@ wire engine_impl0_region_impl3_read_channel38_line_last;
 wire engine_impl0_region_impl3_read_channel38_pop;
 reg engine_impl0_region_impl3_read_channel38_running;
 wire [13:0] engine_impl0_region_impl3_read_channel38_access_ctl56_a_len;
-wire [13:0] engine_impl0_region_impl3_read_channel38_access_ctl56_a_off;
+wire [7:0] engine_impl0_region_impl3_read_channel38_access_ctl56_a_off;
 wire engine_impl0_region_impl3_read_channel38_access_ctl56_a_ok;
 reg [7:0] engine_impl0_region_impl3_read_channel38_access_ctl56_amq;
 wire [3:0] engine_impl0_region_impl3_read_channel38_access_ctl56_amra;
@@ -2857,6 +2913,7 @@ reg [13:0] engine_impl0_region_impl3_read_channel38_access_ctl56_lcnt;
 reg [13:0] engine_impl0_region_impl3_read_channel38_access_ctl56_len_r;
 reg [7:0] engine_impl0_region_impl3_read_channel38_access_ctl56_lin;
 reg [7:0] engine_impl0_region_impl3_read_channel38_access_ctl56_lin_nxt;
+wire [5:0] engine_impl0_region_impl3_read_channel38_access_ctl56_off_hi_unused;
 reg [7:0] engine_impl0_region_impl3_read_channel38_access_ctl56_off_r;
 reg [7:0] engine_impl0_region_impl3_read_channel38_access_ctl56_sel;
 reg engine_impl0_region_impl3_read_channel38_access_ctl56_useam_r;
@@ -2893,7 +2950,7 @@ wire engine_impl0_region_impl3_read_channel39_line_last;
 wire engine_impl0_region_impl3_read_channel39_pop;
 reg engine_impl0_region_impl3_read_channel39_running;
 wire [13:0] engine_impl0_region_impl3_read_channel39_access_ctl57_a_len;
-wire [13:0] engine_impl0_region_impl3_read_channel39_access_ctl57_a_off;
+wire [7:0] engine_impl0_region_impl3_read_channel39_access_ctl57_a_off;
 wire engine_impl0_region_impl3_read_channel39_access_ctl57_a_ok;
 reg [7:0] engine_impl0_region_impl3_read_channel39_access_ctl57_amq;
 wire [3:0] engine_impl0_region_impl3_read_channel39_access_ctl57_amra;
@@ -2905,6 +2962,7 @@ reg [13:0] engine_impl0_region_impl3_read_channel39_access_ctl57_lcnt;
 reg [13:0] engine_impl0_region_impl3_read_channel39_access_ctl57_len_r;
 reg [7:0] engine_impl0_region_impl3_read_channel39_access_ctl57_lin;
 reg [7:0] engine_impl0_region_impl3_read_channel39_access_ctl57_lin_nxt;
+wire [5:0] engine_impl0_region_impl3_read_channel39_access_ctl57_off_hi_unused;
 reg [7:0] engine_impl0_region_impl3_read_channel39_access_ctl57_off_r;
 reg [7:0] engine_impl0_region_impl3_read_channel39_access_ctl57_sel;
 reg engine_impl0_region_impl3_read_channel39_access_ctl57_useam_r;
@@ -2941,7 +2999,7 @@ wire engine_impl0_region_impl3_read_channel40_line_last;
 wire engine_impl0_region_impl3_read_channel40_pop;
 reg engine_impl0_region_impl3_read_channel40_running;
 wire [13:0] engine_impl0_region_impl3_read_channel40_access_ctl58_a_len;
-wire [13:0] engine_impl0_region_impl3_read_channel40_access_ctl58_a_off;
+wire [7:0] engine_impl0_region_impl3_read_channel40_access_ctl58_a_off;
 wire engine_impl0_region_impl3_read_channel40_access_ctl58_a_ok;
 reg [7:0] engine_impl0_region_impl3_read_channel40_access_ctl58_amq;
 wire [3:0] engine_impl0_region_impl3_read_channel40_access_ctl58_amra;
@@ -2953,6 +3011,7 @@ reg [13:0] engine_impl0_region_impl3_read_channel40_access_ctl58_lcnt;
 reg [13:0] engine_impl0_region_impl3_read_channel40_access_ctl58_len_r;
 reg [7:0] engine_impl0_region_impl3_read_channel40_access_ctl58_lin;
 reg [7:0] engine_impl0_region_impl3_read_channel40_access_ctl58_lin_nxt;
+wire [5:0] engine_impl0_region_impl3_read_channel40_access_ctl58_off_hi_unused;
 reg [7:0] engine_impl0_region_impl3_read_channel40_access_ctl58_off_r;
 reg [7:0] engine_impl0_region_impl3_read_channel40_access_ctl58_sel;
 reg engine_impl0_region_impl3_read_channel40_access_ctl58_useam_r;
@@ -2989,7 +3048,7 @@ wire engine_impl0_region_impl3_read_channel41_line_last;
 wire engine_impl0_region_impl3_read_channel41_pop;
 reg engine_impl0_region_impl3_read_channel41_running;
 wire [13:0] engine_impl0_region_impl3_read_channel41_access_ctl59_a_len;
-wire [13:0] engine_impl0_region_impl3_read_channel41_access_ctl59_a_off;
+wire [7:0] engine_impl0_region_impl3_read_channel41_access_ctl59_a_off;
 wire engine_impl0_region_impl3_read_channel41_access_ctl59_a_ok;
 reg [7:0] engine_impl0_region_impl3_read_channel41_access_ctl59_amq;
 wire [3:0] engine_impl0_region_impl3_read_channel41_access_ctl59_amra;
@@ -3001,6 +3060,7 @@ reg [13:0] engine_impl0_region_impl3_read_channel41_access_ctl59_lcnt;
 reg [13:0] engine_impl0_region_impl3_read_channel41_access_ctl59_len_r;
 reg [7:0] engine_impl0_region_impl3_read_channel41_access_ctl59_lin;
 reg [7:0] engine_impl0_region_impl3_read_channel41_access_ctl59_lin_nxt;
+wire [5:0] engine_impl0_region_impl3_read_channel41_access_ctl59_off_hi_unused;
 reg [7:0] engine_impl0_region_impl3_read_channel41_access_ctl59_off_r;
 reg [7:0] engine_impl0_region_impl3_read_channel41_access_ctl59_sel;
 reg engine_impl0_region_impl3_read_channel41_access_ctl59_useam_r;
@@ -3037,7 +3097,7 @@ wire engine_impl0_region_impl3_read_channel42_line_last;
 wire engine_impl0_region_impl3_read_channel42_pop;
 reg engine_impl0_region_impl3_read_channel42_running;
 wire [13:0] engine_impl0_region_impl3_read_channel42_access_ctl60_a_len;
-wire [13:0] engine_impl0_region_impl3_read_channel42_access_ctl60_a_off;
+wire [7:0] engine_impl0_region_impl3_read_channel42_access_ctl60_a_off;
 wire engine_impl0_region_impl3_read_channel42_access_ctl60_a_ok;
 reg [7:0] engine_impl0_region_impl3_read_channel42_access_ctl60_amq;
 wire [3:0] engine_impl0_region_impl3_read_channel42_access_ctl60_amra;
@@ -3049,6 +3109,7 @@ reg [13:0] engine_impl0_region_impl3_read_channel42_access_ctl60_lcnt;
 reg [13:0] engine_impl0_region_impl3_read_channel42_access_ctl60_len_r;
 reg [7:0] engine_impl0_region_impl3_read_channel42_access_ctl60_lin;
 reg [7:0] engine_impl0_region_impl3_read_channel42_access_ctl60_lin_nxt;
+wire [5:0] engine_impl0_region_impl3_read_channel42_access_ctl60_off_hi_unused;
 reg [7:0] engine_impl0_region_impl3_read_channel42_access_ctl60_off_r;
 reg [7:0] engine_impl0_region_impl3_read_channel42_access_ctl60_sel;
 reg engine_impl0_region_impl3_read_channel42_access_ctl60_useam_r;
@@ -3085,7 +3146,7 @@ wire engine_impl0_region_impl3_read_channel43_line_last;
 wire engine_impl0_region_impl3_read_channel43_pop;
 reg engine_impl0_region_impl3_read_channel43_running;
 wire [13:0] engine_impl0_region_impl3_read_channel43_access_ctl61_a_len;
-wire [13:0] engine_impl0_region_impl3_read_channel43_access_ctl61_a_off;
+wire [7:0] engine_impl0_region_impl3_read_channel43_access_ctl61_a_off;
 wire engine_impl0_region_impl3_read_channel43_access_ctl61_a_ok;
 reg [7:0] engine_impl0_region_impl3_read_channel43_access_ctl61_amq;
 wire [3:0] engine_impl0_region_impl3_read_channel43_access_ctl61_amra;
@@ -3097,6 +3158,7 @@ reg [13:0] engine_impl0_region_impl3_read_channel43_access_ctl61_lcnt;
 reg [13:0] engine_impl0_region_impl3_read_channel43_access_ctl61_len_r;
 reg [7:0] engine_impl0_region_impl3_read_channel43_access_ctl61_lin;
 reg [7:0] engine_impl0_region_impl3_read_channel43_access_ctl61_lin_nxt;
+wire [5:0] engine_impl0_region_impl3_read_channel43_access_ctl61_off_hi_unused;
 reg [7:0] engine_impl0_region_impl3_read_channel43_access_ctl61_off_r;
 reg [7:0] engine_impl0_region_impl3_read_channel43_access_ctl61_sel;
 reg engine_impl0_region_impl3_read_channel43_access_ctl61_useam_r;
@@ -3133,7 +3195,7 @@ wire engine_impl0_region_impl3_read_channel44_line_last;
 wire engine_impl0_region_impl3_read_channel44_pop;
 reg engine_impl0_region_impl3_read_channel44_running;
 wire [13:0] engine_impl0_region_impl3_read_channel44_access_ctl62_a_len;
-wire [13:0] engine_impl0_region_impl3_read_channel44_access_ctl62_a_off;
+wire [7:0] engine_impl0_region_impl3_read_channel44_access_ctl62_a_off;
 wire engine_impl0_region_impl3_read_channel44_access_ctl62_a_ok;
 reg [7:0] engine_impl0_region_impl3_read_channel44_access_ctl62_amq;
 wire [3:0] engine_impl0_region_impl3_read_channel44_access_ctl62_amra;
@@ -3145,6 +3207,7 @@ reg [13:0] engine_impl0_region_impl3_read_channel44_access_ctl62_lcnt;
 reg [13:0] engine_impl0_region_impl3_read_channel44_access_ctl62_len_r;
 reg [7:0] engine_impl0_region_impl3_read_channel44_access_ctl62_lin;
 reg [7:0] engine_impl0_region_impl3_read_channel44_access_ctl62_lin_nxt;
+wire [5:0] engine_impl0_region_impl3_read_channel44_access_ctl62_off_hi_unused;
 reg [7:0] engine_impl0_region_impl3_read_channel44_access_ctl62_off_r;
 reg [7:0] engine_impl0_region_impl3_read_channel44_access_ctl62_sel;
 reg engine_impl0_region_impl3_read_channel44_access_ctl62_useam_r;
@@ -3181,7 +3244,7 @@ wire engine_impl0_region_impl3_read_channel45_line_last;
 wire engine_impl0_region_impl3_read_channel45_pop;
 reg engine_impl0_region_impl3_read_channel45_running;
 wire [13:0] engine_impl0_region_impl3_read_channel45_access_ctl63_a_len;
-wire [13:0] engine_impl0_region_impl3_read_channel45_access_ctl63_a_off;
+wire [7:0] engine_impl0_region_impl3_read_channel45_access_ctl63_a_off;
 wire engine_impl0_region_impl3_read_channel45_access_ctl63_a_ok;
 reg [7:0] engine_impl0_region_impl3_read_channel45_access_ctl63_amq;
 wire [3:0] engine_impl0_region_impl3_read_channel45_access_ctl63_amra;
@@ -3193,6 +3256,7 @@ reg [13:0] engine_impl0_region_impl3_read_channel45_access_ctl63_lcnt;
 reg [13:0] engine_impl0_region_impl3_read_channel45_access_ctl63_len_r;
 reg [7:0] engine_impl0_region_impl3_read_channel45_access_ctl63_lin;
 reg [7:0] engine_impl0_region_impl3_read_channel45_access_ctl63_lin_nxt;
+wire [5:0] engine_impl0_region_impl3_read_channel45_access_ctl63_off_hi_unused;
 reg [7:0] engine_impl0_region_impl3_read_channel45_access_ctl63_off_r;
 reg [7:0] engine_impl0_region_impl3_read_channel45_access_ctl63_sel;
 reg engine_impl0_region_impl3_read_channel45_access_ctl63_useam_r;
@@ -3229,7 +3293,7 @@ wire engine_impl0_region_impl3_read_channel46_line_last;
 wire engine_impl0_region_impl3_read_channel46_pop;
 reg engine_impl0_region_impl3_read_channel46_running;
 wire [13:0] engine_impl0_region_impl3_read_channel46_access_ctl64_a_len;
-wire [13:0] engine_impl0_region_impl3_read_channel46_access_ctl64_a_off;
+wire [7:0] engine_impl0_region_impl3_read_channel46_access_ctl64_a_off;
 wire engine_impl0_region_impl3_read_channel46_access_ctl64_a_ok;
 reg [7:0] engine_impl0_region_impl3_read_channel46_access_ctl64_amq;
 wire [3:0] engine_impl0_region_impl3_read_channel46_access_ctl64_amra;
@@ -3241,6 +3305,7 @@ reg [13:0] engine_impl0_region_impl3_read_channel46_access_ctl64_lcnt;
 reg [13:0] engine_impl0_region_impl3_read_channel46_access_ctl64_len_r;
 reg [7:0] engine_impl0_region_impl3_read_channel46_access_ctl64_lin;
 reg [7:0] engine_impl0_region_impl3_read_channel46_access_ctl64_lin_nxt;
+wire [5:0] engine_impl0_region_impl3_read_channel46_access_ctl64_off_hi_unused;
 reg [7:0] engine_impl0_region_impl3_read_channel46_access_ctl64_off_r;
 reg [7:0] engine_impl0_region_impl3_read_channel46_access_ctl64_sel;
 reg engine_impl0_region_impl3_read_channel46_access_ctl64_useam_r;
@@ -3277,7 +3342,7 @@ wire engine_impl0_region_impl3_read_channel47_line_last;
 wire engine_impl0_region_impl3_read_channel47_pop;
 reg engine_impl0_region_impl3_read_channel47_running;
 wire [13:0] engine_impl0_region_impl3_read_channel47_access_ctl65_a_len;
-wire [13:0] engine_impl0_region_impl3_read_channel47_access_ctl65_a_off;
+wire [7:0] engine_impl0_region_impl3_read_channel47_access_ctl65_a_off;
 wire engine_impl0_region_impl3_read_channel47_access_ctl65_a_ok;
 reg [7:0] engine_impl0_region_impl3_read_channel47_access_ctl65_amq;
 wire [3:0] engine_impl0_region_impl3_read_channel47_access_ctl65_amra;
@@ -3289,6 +3354,7 @@ reg [13:0] engine_impl0_region_impl3_read_channel47_access_ctl65_lcnt;
 reg [13:0] engine_impl0_region_impl3_read_channel47_access_ctl65_len_r;
 reg [7:0] engine_impl0_region_impl3_read_channel47_access_ctl65_lin;
 reg [7:0] engine_impl0_region_impl3_read_channel47_access_ctl65_lin_nxt;
+wire [5:0] engine_impl0_region_impl3_read_channel47_access_ctl65_off_hi_unused;
 reg [7:0] engine_impl0_region_impl3_read_channel47_access_ctl65_off_r;
 reg [7:0] engine_impl0_region_impl3_read_channel47_access_ctl65_sel;
 reg engine_impl0_region_impl3_read_channel47_access_ctl65_useam_r;
@@ -3310,7 +3376,7 @@ wire engine_impl0_region_impl3_write_channel18_final;
 wire engine_impl0_region_impl3_write_channel18_line_last;
 reg engine_impl0_region_impl3_write_channel18_running;
 wire [13:0] engine_impl0_region_impl3_write_channel18_access_ctl66_a_len;
-wire [13:0] engine_impl0_region_impl3_write_channel18_access_ctl66_a_off;
+wire [7:0] engine_impl0_region_impl3_write_channel18_access_ctl66_a_off;
 wire engine_impl0_region_impl3_write_channel18_access_ctl66_a_ok;
 reg [7:0] engine_impl0_region_impl3_write_channel18_access_ctl66_amq;
 wire [3:0] engine_impl0_region_impl3_write_channel18_access_ctl66_amra;
@@ -3322,6 +3388,7 @@ reg [13:0] engine_impl0_region_impl3_write_channel18_access_ctl66_lcnt;
 reg [13:0] engine_impl0_region_impl3_write_channel18_access_ctl66_len_r;
 reg [7:0] engine_impl0_region_impl3_write_channel18_access_ctl66_lin;
 reg [7:0] engine_impl0_region_impl3_write_channel18_access_ctl66_lin_nxt;
+wire [5:0] engine_impl0_region_impl3_write_channel18_access_ctl66_off_hi_unused;
 reg [7:0] engine_impl0_region_impl3_write_channel18_access_ctl66_off_r;
 reg [7:0] engine_impl0_region_impl3_write_channel18_access_ctl66_sel;
 reg engine_impl0_region_impl3_write_channel18_access_ctl66_useam_r;
@@ -3343,7 +3410,7 @@ wire engine_impl0_region_impl3_write_channel19_final;
 wire engine_impl0_region_impl3_write_channel19_line_last;
 reg engine_impl0_region_impl3_write_channel19_running;
 wire [13:0] engine_impl0_region_impl3_write_channel19_access_ctl67_a_len;
-wire [13:0] engine_impl0_region_impl3_write_channel19_access_ctl67_a_off;
+wire [7:0] engine_impl0_region_impl3_write_channel19_access_ctl67_a_off;
 wire engine_impl0_region_impl3_write_channel19_access_ctl67_a_ok;
 reg [7:0] engine_impl0_region_impl3_write_channel19_access_ctl67_amq;
 wire [3:0] engine_impl0_region_impl3_write_channel19_access_ctl67_amra;
@@ -3355,6 +3422,7 @@ reg [13:0] engine_impl0_region_impl3_write_channel19_access_ctl67_lcnt;
 reg [13:0] engine_impl0_region_impl3_write_channel19_access_ctl67_len_r;
 reg [7:0] engine_impl0_region_impl3_write_channel19_access_ctl67_lin;
 reg [7:0] engine_impl0_region_impl3_write_channel19_access_ctl67_lin_nxt;
+wire [5:0] engine_impl0_region_impl3_write_channel19_access_ctl67_off_hi_unused;
 reg [7:0] engine_impl0_region_impl3_write_channel19_access_ctl67_off_r;
 reg [7:0] engine_impl0_region_impl3_write_channel19_access_ctl67_sel;
 reg engine_impl0_region_impl3_write_channel19_access_ctl67_useam_r;
@@ -3376,7 +3444,7 @@ wire engine_impl0_region_impl3_write_channel20_final;
 wire engine_impl0_region_impl3_write_channel20_line_last;
 reg engine_impl0_region_impl3_write_channel20_running;
 wire [13:0] engine_impl0_region_impl3_write_channel20_access_ctl68_a_len;
-wire [13:0] engine_impl0_region_impl3_write_channel20_access_ctl68_a_off;
+wire [7:0] engine_impl0_region_impl3_write_channel20_access_ctl68_a_off;
 wire engine_impl0_region_impl3_write_channel20_access_ctl68_a_ok;
 reg [7:0] engine_impl0_region_impl3_write_channel20_access_ctl68_amq;
 wire [3:0] engine_impl0_region_impl3_write_channel20_access_ctl68_amra;
@@ -3388,6 +3456,7 @@ reg [13:0] engine_impl0_region_impl3_write_channel20_access_ctl68_lcnt;
 reg [13:0] engine_impl0_region_impl3_write_channel20_access_ctl68_len_r;
 reg [7:0] engine_impl0_region_impl3_write_channel20_access_ctl68_lin;
 reg [7:0] engine_impl0_region_impl3_write_channel20_access_ctl68_lin_nxt;
+wire [5:0] engine_impl0_region_impl3_write_channel20_access_ctl68_off_hi_unused;
 reg [7:0] engine_impl0_region_impl3_write_channel20_access_ctl68_off_r;
 reg [7:0] engine_impl0_region_impl3_write_channel20_access_ctl68_sel;
 reg engine_impl0_region_impl3_write_channel20_access_ctl68_useam_r;
@@ -3409,7 +3478,7 @@ wire engine_impl0_region_impl3_write_channel21_final;
 wire engine_impl0_region_impl3_write_channel21_line_last;
 reg engine_impl0_region_impl3_write_channel21_running;
 wire [13:0] engine_impl0_region_impl3_write_channel21_access_ctl69_a_len;
-wire [13:0] engine_impl0_region_impl3_write_channel21_access_ctl69_a_off;
+wire [7:0] engine_impl0_region_impl3_write_channel21_access_ctl69_a_off;
 wire engine_impl0_region_impl3_write_channel21_access_ctl69_a_ok;
 reg [7:0] engine_impl0_region_impl3_write_channel21_access_ctl69_amq;
 wire [3:0] engine_impl0_region_impl3_write_channel21_access_ctl69_amra;
@@ -3421,6 +3490,7 @@ reg [13:0] engine_impl0_region_impl3_write_channel21_access_ctl69_lcnt;
 reg [13:0] engine_impl0_region_impl3_write_channel21_access_ctl69_len_r;
 reg [7:0] engine_impl0_region_impl3_write_channel21_access_ctl69_lin;
 reg [7:0] engine_impl0_region_impl3_write_channel21_access_ctl69_lin_nxt;
+wire [5:0] engine_impl0_region_impl3_write_channel21_access_ctl69_off_hi_unused;
 reg [7:0] engine_impl0_region_impl3_write_channel21_access_ctl69_off_r;
 reg [7:0] engine_impl0_region_impl3_write_channel21_access_ctl69_sel;
 reg engine_impl0_region_impl3_write_channel21_access_ctl69_useam_r;
@@ -3442,7 +3512,7 @@ wire engine_impl0_region_impl3_write_channel22_final;
 wire engine_impl0_region_impl3_write_channel22_line_last;
 reg engine_impl0_region_impl3_write_channel22_running;
 wire [13:0] engine_impl0_region_impl3_write_channel22_access_ctl70_a_len;
-wire [13:0] engine_impl0_region_impl3_write_channel22_access_ctl70_a_off;
+wire [7:0] engine_impl0_region_impl3_write_channel22_access_ctl70_a_off;
 wire engine_impl0_region_impl3_write_channel22_access_ctl70_a_ok;
 reg [7:0] engine_impl0_region_impl3_write_channel22_access_ctl70_amq;
 wire [3:0] engine_impl0_region_impl3_write_channel22_access_ctl70_amra;
@@ -3454,6 +3524,7 @@ reg [13:0] engine_impl0_region_impl3_write_channel22_access_ctl70_lcnt;
 reg [13:0] engine_impl0_region_impl3_write_channel22_access_ctl70_len_r;
 reg [7:0] engine_impl0_region_impl3_write_channel22_access_ctl70_lin;
 reg [7:0] engine_impl0_region_impl3_write_channel22_access_ctl70_lin_nxt;
+wire [5:0] engine_impl0_region_impl3_write_channel22_access_ctl70_off_hi_unused;
 reg [7:0] engine_impl0_region_impl3_write_channel22_access_ctl70_off_r;
 reg [7:0] engine_impl0_region_impl3_write_channel22_access_ctl70_sel;
 reg engine_impl0_region_impl3_write_channel22_access_ctl70_useam_r;
@@ -3475,7 +3546,7 @@ wire engine_impl0_region_impl3_write_channel23_final;
 wire engine_impl0_region_impl3_write_channel23_line_last;
 reg engine_impl0_region_impl3_write_channel23_running;
 wire [13:0] engine_impl0_region_impl3_write_channel23_access_ctl71_a_len;
-wire [13:0] engine_impl0_region_impl3_write_channel23_access_ctl71_a_off;
+wire [7:0] engine_impl0_region_impl3_write_channel23_access_ctl71_a_off;
 wire engine_impl0_region_impl3_write_channel23_access_ctl71_a_ok;
 reg [7:0] engine_impl0_region_impl3_write_channel23_access_ctl71_amq;
 wire [3:0] engine_impl0_region_impl3_write_channel23_access_ctl71_amra;
@@ -3487,6 +3558,7 @@ reg [13:0] engine_impl0_region_impl3_write_channel23_access_ctl71_lcnt;
 reg [13:0] engine_impl0_region_impl3_write_channel23_access_ctl71_len_r;
 reg [7:0] engine_impl0_region_impl3_write_channel23_access_ctl71_lin;
 reg [7:0] engine_impl0_region_impl3_write_channel23_access_ctl71_lin_nxt;
+wire [5:0] engine_impl0_region_impl3_write_channel23_access_ctl71_off_hi_unused;
 reg [7:0] engine_impl0_region_impl3_write_channel23_access_ctl71_off_r;
 reg [7:0] engine_impl0_region_impl3_write_channel23_access_ctl71_sel;
 reg engine_impl0_region_impl3_write_channel23_access_ctl71_useam_r;
@@ -3584,7 +3656,6 @@ reg engine_impl0_load_ok0_ok;
 reg [4:0] engine_impl0_load_ok0_chid;
 reg [13:0] engine_impl0_load_ok0_ln;
 reg [11:0] engine_impl0_load_ok0_mhi;
-reg [13:0] engine_impl0_load_ok0_off;
 reg engine_impl0_load_ok0_pres;
 wire engine_impl0_range_ok0_ok;
 wire [1:0] engine_impl0_and_all0_v;
@@ -3619,7 +3690,6 @@ reg engine_impl0_issue_ctl0_err;
 wire engine_impl0_bit_of6_y;
 wire engine_impl0_chan_ok0_ok;
 wire [13:0] engine_impl0_chan_ok0_ln;
-wire [13:0] engine_impl0_chan_ok0_off;
 wire engine_impl0_chan_ok0_reg_ok;
 wire engine_impl0_range_ok1_ok;
 wire [1:0] engine_impl0_and_all1_v;
@@ -3644,15 +3714,12 @@ reg engine_impl0_issue_ctl1_err;
 wire engine_impl0_bit_of7_y;
 wire engine_impl0_chan_ok1_ok;
 wire [13:0] engine_impl0_chan_ok1_ln;
-wire [13:0] engine_impl0_chan_ok1_off;
 wire engine_impl0_chan_ok1_reg_ok;
 wire engine_impl0_chan_ok2_ok;
 wire [13:0] engine_impl0_chan_ok2_ln;
-wire [13:0] engine_impl0_chan_ok2_off;
 wire engine_impl0_chan_ok2_reg_ok;
 wire engine_impl0_chan_ok3_ok;
 wire [13:0] engine_impl0_chan_ok3_ln;
-wire [13:0] engine_impl0_chan_ok3_off;
 wire engine_impl0_chan_ok3_reg_ok;
 wire engine_impl0_range_ok2_ok;
 wire engine_impl0_range_ok3_ok;
@@ -3791,15 +3858,12 @@ reg engine_impl0_issue_ctl2_err;
 wire engine_impl0_bit_of9_y;
 wire engine_impl0_chan_ok4_ok;
 wire [13:0] engine_impl0_chan_ok4_ln;
-wire [13:0] engine_impl0_chan_ok4_off;
 wire engine_impl0_chan_ok4_reg_ok;
 wire engine_impl0_chan_ok5_ok;
 wire [13:0] engine_impl0_chan_ok5_ln;
-wire [13:0] engine_impl0_chan_ok5_off;
 wire engine_impl0_chan_ok5_reg_ok;
 wire engine_impl0_chan_ok6_ok;
 wire [13:0] engine_impl0_chan_ok6_ln;
-wire [13:0] engine_impl0_chan_ok6_off;
 wire engine_impl0_chan_ok6_reg_ok;
 wire engine_impl0_range_ok4_ok;
 wire engine_impl0_range_ok5_ok;
@@ -4022,15 +4086,12 @@ reg engine_impl0_issue_ctl3_err;
 wire engine_impl0_bit_of11_y;
 wire engine_impl0_chan_ok7_ok;
 wire [13:0] engine_impl0_chan_ok7_ln;
-wire [13:0] engine_impl0_chan_ok7_off;
 wire engine_impl0_chan_ok7_reg_ok;
 wire engine_impl0_chan_ok8_ok;
 wire [13:0] engine_impl0_chan_ok8_ln;
-wire [13:0] engine_impl0_chan_ok8_off;
 wire engine_impl0_chan_ok8_reg_ok;
 wire engine_impl0_chan_ok9_ok;
 wire [13:0] engine_impl0_chan_ok9_ln;
-wire [13:0] engine_impl0_chan_ok9_off;
 wire engine_impl0_chan_ok9_reg_ok;
 wire engine_impl0_range_ok6_ok;
 wire [3:0] engine_impl0_and_all4_v;
@@ -4169,19 +4230,15 @@ reg engine_impl0_issue_ctl4_err;
 wire engine_impl0_bit_of13_y;
 wire engine_impl0_chan_ok10_ok;
 wire [13:0] engine_impl0_chan_ok10_ln;
-wire [13:0] engine_impl0_chan_ok10_off;
 wire engine_impl0_chan_ok10_reg_ok;
 wire engine_impl0_chan_ok11_ok;
 wire [13:0] engine_impl0_chan_ok11_ln;
-wire [13:0] engine_impl0_chan_ok11_off;
 wire engine_impl0_chan_ok11_reg_ok;
 wire engine_impl0_chan_ok12_ok;
 wire [13:0] engine_impl0_chan_ok12_ln;
-wire [13:0] engine_impl0_chan_ok12_off;
 wire engine_impl0_chan_ok12_reg_ok;
 wire engine_impl0_chan_ok13_ok;
 wire [13:0] engine_impl0_chan_ok13_ln;
-wire [13:0] engine_impl0_chan_ok13_off;
 wire engine_impl0_chan_ok13_reg_ok;
 wire engine_impl0_range_ok7_ok;
 wire engine_impl0_range_ok8_ok;
@@ -4357,15 +4414,12 @@ wire engine_impl0_or_any19_y;
 reg engine_impl0_issue_ctl5_err;
 wire engine_impl0_chan_ok14_ok;
 wire [13:0] engine_impl0_chan_ok14_ln;
-wire [13:0] engine_impl0_chan_ok14_off;
 wire engine_impl0_chan_ok14_reg_ok;
 wire engine_impl0_chan_ok15_ok;
 wire [13:0] engine_impl0_chan_ok15_ln;
-wire [13:0] engine_impl0_chan_ok15_off;
 wire engine_impl0_chan_ok15_reg_ok;
 wire engine_impl0_chan_ok16_ok;
 wire [13:0] engine_impl0_chan_ok16_ln;
-wire [13:0] engine_impl0_chan_ok16_off;
 wire engine_impl0_chan_ok16_reg_ok;
 wire engine_impl0_range_ok9_ok;
 wire [4:0] engine_impl0_and_all6_v;
@@ -6144,11 +6198,11 @@ assign engine_impl0_copy_sig389_a[0] = engine_impl0_issue_ctl0_err;
 
 
 assign engine_impl0_region_impl0_read_channel0_access_ctl0_a_len = engine_impl0_region_impl0_read_channel0_access[30-1:16];
-assign engine_impl0_region_impl0_read_channel0_access_ctl0_a_off = engine_impl0_region_impl0_read_channel0_access[14-1:0];
+assign engine_impl0_region_impl0_read_channel0_access_ctl0_a_off = engine_impl0_region_impl0_read_channel0_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl0_read_channel0_access_ctl0_a_ok = ((engine_impl0_region_impl0_read_channel0_access[31] != engine_impl0_region_impl0_read_channel0_access[30]) && (engine_impl0_region_impl0_read_channel0_access_ctl0_a_len != 0) && (engine_impl0_region_impl0_read_channel0_access_ctl0_a_len <= 256) && (engine_impl0_region_impl0_read_channel0_access_ctl0_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_read_channel0_access_ctl0_a_ok = ((engine_impl0_region_impl0_read_channel0_access[31] != engine_impl0_region_impl0_read_channel0_access[30]) && (engine_impl0_region_impl0_read_channel0_access_ctl0_a_len != 0) && (engine_impl0_region_impl0_read_channel0_access_ctl0_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -6233,7 +6287,7 @@ always @(posedge clk) begin: engine_impl0_region_impl0_read_channel0_access_ctl0
                 engine_impl0_region_impl0_read_channel0_mfifo <= engine_impl0_region_impl0_read_channel0_access[30];
                 engine_impl0_region_impl0_read_channel0_access_ctl0_keep_r <= engine_impl0_region_impl0_read_channel0_access[15];
                 engine_impl0_region_impl0_read_channel0_access_ctl0_useam_r <= engine_impl0_region_impl0_read_channel0_access[14];
-                engine_impl0_region_impl0_read_channel0_access_ctl0_off_r <= engine_impl0_region_impl0_read_channel0_access_ctl0_a_off[8-1:0];
+                engine_impl0_region_impl0_read_channel0_access_ctl0_off_r <= engine_impl0_region_impl0_read_channel0_access_ctl0_a_off;
                 engine_impl0_region_impl0_read_channel0_access_ctl0_len_r <= engine_impl0_region_impl0_read_channel0_access_ctl0_a_len;
                 engine_impl0_region_impl0_read_channel0_access_ctl0_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl0_read_channel0_access_ctl0_lcnt <= 0;
@@ -6265,6 +6319,10 @@ always @(posedge clk) begin: engine_impl0_region_impl0_read_channel0_access_ctl0
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl0_read_channel0_access_ctl0_off_hi_unused = engine_impl0_region_impl0_read_channel0_access[14-1:8];
 
 
 
@@ -6341,11 +6399,11 @@ assign engine_impl0_region_impl0_read_channel0_m_tvalid = (engine_impl0_region_i
 
 
 assign engine_impl0_region_impl0_read_channel1_access_ctl1_a_len = engine_impl0_region_impl0_read_channel1_access[30-1:16];
-assign engine_impl0_region_impl0_read_channel1_access_ctl1_a_off = engine_impl0_region_impl0_read_channel1_access[14-1:0];
+assign engine_impl0_region_impl0_read_channel1_access_ctl1_a_off = engine_impl0_region_impl0_read_channel1_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl0_read_channel1_access_ctl1_a_ok = ((engine_impl0_region_impl0_read_channel1_access[31] != engine_impl0_region_impl0_read_channel1_access[30]) && (engine_impl0_region_impl0_read_channel1_access_ctl1_a_len != 0) && (engine_impl0_region_impl0_read_channel1_access_ctl1_a_len <= 256) && (engine_impl0_region_impl0_read_channel1_access_ctl1_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_read_channel1_access_ctl1_a_ok = ((engine_impl0_region_impl0_read_channel1_access[31] != engine_impl0_region_impl0_read_channel1_access[30]) && (engine_impl0_region_impl0_read_channel1_access_ctl1_a_len != 0) && (engine_impl0_region_impl0_read_channel1_access_ctl1_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -6430,7 +6488,7 @@ always @(posedge clk) begin: engine_impl0_region_impl0_read_channel1_access_ctl1
                 engine_impl0_region_impl0_read_channel1_mfifo <= engine_impl0_region_impl0_read_channel1_access[30];
                 engine_impl0_region_impl0_read_channel1_access_ctl1_keep_r <= engine_impl0_region_impl0_read_channel1_access[15];
                 engine_impl0_region_impl0_read_channel1_access_ctl1_useam_r <= engine_impl0_region_impl0_read_channel1_access[14];
-                engine_impl0_region_impl0_read_channel1_access_ctl1_off_r <= engine_impl0_region_impl0_read_channel1_access_ctl1_a_off[8-1:0];
+                engine_impl0_region_impl0_read_channel1_access_ctl1_off_r <= engine_impl0_region_impl0_read_channel1_access_ctl1_a_off;
                 engine_impl0_region_impl0_read_channel1_access_ctl1_len_r <= engine_impl0_region_impl0_read_channel1_access_ctl1_a_len;
                 engine_impl0_region_impl0_read_channel1_access_ctl1_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl0_read_channel1_access_ctl1_lcnt <= 0;
@@ -6462,6 +6520,10 @@ always @(posedge clk) begin: engine_impl0_region_impl0_read_channel1_access_ctl1
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl0_read_channel1_access_ctl1_off_hi_unused = engine_impl0_region_impl0_read_channel1_access[14-1:8];
 
 
 
@@ -6538,11 +6600,11 @@ assign engine_impl0_region_impl0_read_channel1_m_tvalid = (engine_impl0_region_i
 
 
 assign engine_impl0_region_impl0_read_channel2_access_ctl2_a_len = engine_impl0_region_impl0_read_channel2_access[30-1:16];
-assign engine_impl0_region_impl0_read_channel2_access_ctl2_a_off = engine_impl0_region_impl0_read_channel2_access[14-1:0];
+assign engine_impl0_region_impl0_read_channel2_access_ctl2_a_off = engine_impl0_region_impl0_read_channel2_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl0_read_channel2_access_ctl2_a_ok = ((engine_impl0_region_impl0_read_channel2_access[31] != engine_impl0_region_impl0_read_channel2_access[30]) && (engine_impl0_region_impl0_read_channel2_access_ctl2_a_len != 0) && (engine_impl0_region_impl0_read_channel2_access_ctl2_a_len <= 256) && (engine_impl0_region_impl0_read_channel2_access_ctl2_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_read_channel2_access_ctl2_a_ok = ((engine_impl0_region_impl0_read_channel2_access[31] != engine_impl0_region_impl0_read_channel2_access[30]) && (engine_impl0_region_impl0_read_channel2_access_ctl2_a_len != 0) && (engine_impl0_region_impl0_read_channel2_access_ctl2_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -6627,7 +6689,7 @@ always @(posedge clk) begin: engine_impl0_region_impl0_read_channel2_access_ctl2
                 engine_impl0_region_impl0_read_channel2_mfifo <= engine_impl0_region_impl0_read_channel2_access[30];
                 engine_impl0_region_impl0_read_channel2_access_ctl2_keep_r <= engine_impl0_region_impl0_read_channel2_access[15];
                 engine_impl0_region_impl0_read_channel2_access_ctl2_useam_r <= engine_impl0_region_impl0_read_channel2_access[14];
-                engine_impl0_region_impl0_read_channel2_access_ctl2_off_r <= engine_impl0_region_impl0_read_channel2_access_ctl2_a_off[8-1:0];
+                engine_impl0_region_impl0_read_channel2_access_ctl2_off_r <= engine_impl0_region_impl0_read_channel2_access_ctl2_a_off;
                 engine_impl0_region_impl0_read_channel2_access_ctl2_len_r <= engine_impl0_region_impl0_read_channel2_access_ctl2_a_len;
                 engine_impl0_region_impl0_read_channel2_access_ctl2_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl0_read_channel2_access_ctl2_lcnt <= 0;
@@ -6659,6 +6721,10 @@ always @(posedge clk) begin: engine_impl0_region_impl0_read_channel2_access_ctl2
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl0_read_channel2_access_ctl2_off_hi_unused = engine_impl0_region_impl0_read_channel2_access[14-1:8];
 
 
 
@@ -6735,11 +6801,11 @@ assign engine_impl0_region_impl0_read_channel2_m_tvalid = (engine_impl0_region_i
 
 
 assign engine_impl0_region_impl0_read_channel3_access_ctl3_a_len = engine_impl0_region_impl0_read_channel3_access[30-1:16];
-assign engine_impl0_region_impl0_read_channel3_access_ctl3_a_off = engine_impl0_region_impl0_read_channel3_access[14-1:0];
+assign engine_impl0_region_impl0_read_channel3_access_ctl3_a_off = engine_impl0_region_impl0_read_channel3_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl0_read_channel3_access_ctl3_a_ok = ((engine_impl0_region_impl0_read_channel3_access[31] != engine_impl0_region_impl0_read_channel3_access[30]) && (engine_impl0_region_impl0_read_channel3_access_ctl3_a_len != 0) && (engine_impl0_region_impl0_read_channel3_access_ctl3_a_len <= 256) && (engine_impl0_region_impl0_read_channel3_access_ctl3_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_read_channel3_access_ctl3_a_ok = ((engine_impl0_region_impl0_read_channel3_access[31] != engine_impl0_region_impl0_read_channel3_access[30]) && (engine_impl0_region_impl0_read_channel3_access_ctl3_a_len != 0) && (engine_impl0_region_impl0_read_channel3_access_ctl3_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -6824,7 +6890,7 @@ always @(posedge clk) begin: engine_impl0_region_impl0_read_channel3_access_ctl3
                 engine_impl0_region_impl0_read_channel3_mfifo <= engine_impl0_region_impl0_read_channel3_access[30];
                 engine_impl0_region_impl0_read_channel3_access_ctl3_keep_r <= engine_impl0_region_impl0_read_channel3_access[15];
                 engine_impl0_region_impl0_read_channel3_access_ctl3_useam_r <= engine_impl0_region_impl0_read_channel3_access[14];
-                engine_impl0_region_impl0_read_channel3_access_ctl3_off_r <= engine_impl0_region_impl0_read_channel3_access_ctl3_a_off[8-1:0];
+                engine_impl0_region_impl0_read_channel3_access_ctl3_off_r <= engine_impl0_region_impl0_read_channel3_access_ctl3_a_off;
                 engine_impl0_region_impl0_read_channel3_access_ctl3_len_r <= engine_impl0_region_impl0_read_channel3_access_ctl3_a_len;
                 engine_impl0_region_impl0_read_channel3_access_ctl3_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl0_read_channel3_access_ctl3_lcnt <= 0;
@@ -6856,6 +6922,10 @@ always @(posedge clk) begin: engine_impl0_region_impl0_read_channel3_access_ctl3
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl0_read_channel3_access_ctl3_off_hi_unused = engine_impl0_region_impl0_read_channel3_access[14-1:8];
 
 
 
@@ -6932,11 +7002,11 @@ assign engine_impl0_region_impl0_read_channel3_m_tvalid = (engine_impl0_region_i
 
 
 assign engine_impl0_region_impl0_read_channel4_access_ctl4_a_len = engine_impl0_region_impl0_read_channel4_access[30-1:16];
-assign engine_impl0_region_impl0_read_channel4_access_ctl4_a_off = engine_impl0_region_impl0_read_channel4_access[14-1:0];
+assign engine_impl0_region_impl0_read_channel4_access_ctl4_a_off = engine_impl0_region_impl0_read_channel4_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl0_read_channel4_access_ctl4_a_ok = ((engine_impl0_region_impl0_read_channel4_access[31] != engine_impl0_region_impl0_read_channel4_access[30]) && (engine_impl0_region_impl0_read_channel4_access_ctl4_a_len != 0) && (engine_impl0_region_impl0_read_channel4_access_ctl4_a_len <= 256) && (engine_impl0_region_impl0_read_channel4_access_ctl4_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_read_channel4_access_ctl4_a_ok = ((engine_impl0_region_impl0_read_channel4_access[31] != engine_impl0_region_impl0_read_channel4_access[30]) && (engine_impl0_region_impl0_read_channel4_access_ctl4_a_len != 0) && (engine_impl0_region_impl0_read_channel4_access_ctl4_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -7021,7 +7091,7 @@ always @(posedge clk) begin: engine_impl0_region_impl0_read_channel4_access_ctl4
                 engine_impl0_region_impl0_read_channel4_mfifo <= engine_impl0_region_impl0_read_channel4_access[30];
                 engine_impl0_region_impl0_read_channel4_access_ctl4_keep_r <= engine_impl0_region_impl0_read_channel4_access[15];
                 engine_impl0_region_impl0_read_channel4_access_ctl4_useam_r <= engine_impl0_region_impl0_read_channel4_access[14];
-                engine_impl0_region_impl0_read_channel4_access_ctl4_off_r <= engine_impl0_region_impl0_read_channel4_access_ctl4_a_off[8-1:0];
+                engine_impl0_region_impl0_read_channel4_access_ctl4_off_r <= engine_impl0_region_impl0_read_channel4_access_ctl4_a_off;
                 engine_impl0_region_impl0_read_channel4_access_ctl4_len_r <= engine_impl0_region_impl0_read_channel4_access_ctl4_a_len;
                 engine_impl0_region_impl0_read_channel4_access_ctl4_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl0_read_channel4_access_ctl4_lcnt <= 0;
@@ -7053,6 +7123,10 @@ always @(posedge clk) begin: engine_impl0_region_impl0_read_channel4_access_ctl4
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl0_read_channel4_access_ctl4_off_hi_unused = engine_impl0_region_impl0_read_channel4_access[14-1:8];
 
 
 
@@ -7129,11 +7203,11 @@ assign engine_impl0_region_impl0_read_channel4_m_tvalid = (engine_impl0_region_i
 
 
 assign engine_impl0_region_impl0_read_channel5_access_ctl5_a_len = engine_impl0_region_impl0_read_channel5_access[30-1:16];
-assign engine_impl0_region_impl0_read_channel5_access_ctl5_a_off = engine_impl0_region_impl0_read_channel5_access[14-1:0];
+assign engine_impl0_region_impl0_read_channel5_access_ctl5_a_off = engine_impl0_region_impl0_read_channel5_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl0_read_channel5_access_ctl5_a_ok = ((engine_impl0_region_impl0_read_channel5_access[31] != engine_impl0_region_impl0_read_channel5_access[30]) && (engine_impl0_region_impl0_read_channel5_access_ctl5_a_len != 0) && (engine_impl0_region_impl0_read_channel5_access_ctl5_a_len <= 256) && (engine_impl0_region_impl0_read_channel5_access_ctl5_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_read_channel5_access_ctl5_a_ok = ((engine_impl0_region_impl0_read_channel5_access[31] != engine_impl0_region_impl0_read_channel5_access[30]) && (engine_impl0_region_impl0_read_channel5_access_ctl5_a_len != 0) && (engine_impl0_region_impl0_read_channel5_access_ctl5_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -7218,7 +7292,7 @@ always @(posedge clk) begin: engine_impl0_region_impl0_read_channel5_access_ctl5
                 engine_impl0_region_impl0_read_channel5_mfifo <= engine_impl0_region_impl0_read_channel5_access[30];
                 engine_impl0_region_impl0_read_channel5_access_ctl5_keep_r <= engine_impl0_region_impl0_read_channel5_access[15];
                 engine_impl0_region_impl0_read_channel5_access_ctl5_useam_r <= engine_impl0_region_impl0_read_channel5_access[14];
-                engine_impl0_region_impl0_read_channel5_access_ctl5_off_r <= engine_impl0_region_impl0_read_channel5_access_ctl5_a_off[8-1:0];
+                engine_impl0_region_impl0_read_channel5_access_ctl5_off_r <= engine_impl0_region_impl0_read_channel5_access_ctl5_a_off;
                 engine_impl0_region_impl0_read_channel5_access_ctl5_len_r <= engine_impl0_region_impl0_read_channel5_access_ctl5_a_len;
                 engine_impl0_region_impl0_read_channel5_access_ctl5_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl0_read_channel5_access_ctl5_lcnt <= 0;
@@ -7250,6 +7324,10 @@ always @(posedge clk) begin: engine_impl0_region_impl0_read_channel5_access_ctl5
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl0_read_channel5_access_ctl5_off_hi_unused = engine_impl0_region_impl0_read_channel5_access[14-1:8];
 
 
 
@@ -7326,11 +7404,11 @@ assign engine_impl0_region_impl0_read_channel5_m_tvalid = (engine_impl0_region_i
 
 
 assign engine_impl0_region_impl0_read_channel6_access_ctl6_a_len = engine_impl0_region_impl0_read_channel6_access[30-1:16];
-assign engine_impl0_region_impl0_read_channel6_access_ctl6_a_off = engine_impl0_region_impl0_read_channel6_access[14-1:0];
+assign engine_impl0_region_impl0_read_channel6_access_ctl6_a_off = engine_impl0_region_impl0_read_channel6_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl0_read_channel6_access_ctl6_a_ok = ((engine_impl0_region_impl0_read_channel6_access[31] != engine_impl0_region_impl0_read_channel6_access[30]) && (engine_impl0_region_impl0_read_channel6_access_ctl6_a_len != 0) && (engine_impl0_region_impl0_read_channel6_access_ctl6_a_len <= 256) && (engine_impl0_region_impl0_read_channel6_access_ctl6_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_read_channel6_access_ctl6_a_ok = ((engine_impl0_region_impl0_read_channel6_access[31] != engine_impl0_region_impl0_read_channel6_access[30]) && (engine_impl0_region_impl0_read_channel6_access_ctl6_a_len != 0) && (engine_impl0_region_impl0_read_channel6_access_ctl6_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -7415,7 +7493,7 @@ always @(posedge clk) begin: engine_impl0_region_impl0_read_channel6_access_ctl6
                 engine_impl0_region_impl0_read_channel6_mfifo <= engine_impl0_region_impl0_read_channel6_access[30];
                 engine_impl0_region_impl0_read_channel6_access_ctl6_keep_r <= engine_impl0_region_impl0_read_channel6_access[15];
                 engine_impl0_region_impl0_read_channel6_access_ctl6_useam_r <= engine_impl0_region_impl0_read_channel6_access[14];
-                engine_impl0_region_impl0_read_channel6_access_ctl6_off_r <= engine_impl0_region_impl0_read_channel6_access_ctl6_a_off[8-1:0];
+                engine_impl0_region_impl0_read_channel6_access_ctl6_off_r <= engine_impl0_region_impl0_read_channel6_access_ctl6_a_off;
                 engine_impl0_region_impl0_read_channel6_access_ctl6_len_r <= engine_impl0_region_impl0_read_channel6_access_ctl6_a_len;
                 engine_impl0_region_impl0_read_channel6_access_ctl6_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl0_read_channel6_access_ctl6_lcnt <= 0;
@@ -7447,6 +7525,10 @@ always @(posedge clk) begin: engine_impl0_region_impl0_read_channel6_access_ctl6
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl0_read_channel6_access_ctl6_off_hi_unused = engine_impl0_region_impl0_read_channel6_access[14-1:8];
 
 
 
@@ -7523,11 +7605,11 @@ assign engine_impl0_region_impl0_read_channel6_m_tvalid = (engine_impl0_region_i
 
 
 assign engine_impl0_region_impl0_read_channel7_access_ctl7_a_len = engine_impl0_region_impl0_read_channel7_access[30-1:16];
-assign engine_impl0_region_impl0_read_channel7_access_ctl7_a_off = engine_impl0_region_impl0_read_channel7_access[14-1:0];
+assign engine_impl0_region_impl0_read_channel7_access_ctl7_a_off = engine_impl0_region_impl0_read_channel7_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl0_read_channel7_access_ctl7_a_ok = ((engine_impl0_region_impl0_read_channel7_access[31] != engine_impl0_region_impl0_read_channel7_access[30]) && (engine_impl0_region_impl0_read_channel7_access_ctl7_a_len != 0) && (engine_impl0_region_impl0_read_channel7_access_ctl7_a_len <= 256) && (engine_impl0_region_impl0_read_channel7_access_ctl7_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_read_channel7_access_ctl7_a_ok = ((engine_impl0_region_impl0_read_channel7_access[31] != engine_impl0_region_impl0_read_channel7_access[30]) && (engine_impl0_region_impl0_read_channel7_access_ctl7_a_len != 0) && (engine_impl0_region_impl0_read_channel7_access_ctl7_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -7612,7 +7694,7 @@ always @(posedge clk) begin: engine_impl0_region_impl0_read_channel7_access_ctl7
                 engine_impl0_region_impl0_read_channel7_mfifo <= engine_impl0_region_impl0_read_channel7_access[30];
                 engine_impl0_region_impl0_read_channel7_access_ctl7_keep_r <= engine_impl0_region_impl0_read_channel7_access[15];
                 engine_impl0_region_impl0_read_channel7_access_ctl7_useam_r <= engine_impl0_region_impl0_read_channel7_access[14];
-                engine_impl0_region_impl0_read_channel7_access_ctl7_off_r <= engine_impl0_region_impl0_read_channel7_access_ctl7_a_off[8-1:0];
+                engine_impl0_region_impl0_read_channel7_access_ctl7_off_r <= engine_impl0_region_impl0_read_channel7_access_ctl7_a_off;
                 engine_impl0_region_impl0_read_channel7_access_ctl7_len_r <= engine_impl0_region_impl0_read_channel7_access_ctl7_a_len;
                 engine_impl0_region_impl0_read_channel7_access_ctl7_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl0_read_channel7_access_ctl7_lcnt <= 0;
@@ -7644,6 +7726,10 @@ always @(posedge clk) begin: engine_impl0_region_impl0_read_channel7_access_ctl7
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl0_read_channel7_access_ctl7_off_hi_unused = engine_impl0_region_impl0_read_channel7_access[14-1:8];
 
 
 
@@ -7720,11 +7806,11 @@ assign engine_impl0_region_impl0_read_channel7_m_tvalid = (engine_impl0_region_i
 
 
 assign engine_impl0_region_impl0_read_channel8_access_ctl8_a_len = engine_impl0_region_impl0_read_channel8_access[30-1:16];
-assign engine_impl0_region_impl0_read_channel8_access_ctl8_a_off = engine_impl0_region_impl0_read_channel8_access[14-1:0];
+assign engine_impl0_region_impl0_read_channel8_access_ctl8_a_off = engine_impl0_region_impl0_read_channel8_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl0_read_channel8_access_ctl8_a_ok = ((engine_impl0_region_impl0_read_channel8_access[31] != engine_impl0_region_impl0_read_channel8_access[30]) && (engine_impl0_region_impl0_read_channel8_access_ctl8_a_len != 0) && (engine_impl0_region_impl0_read_channel8_access_ctl8_a_len <= 256) && (engine_impl0_region_impl0_read_channel8_access_ctl8_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_read_channel8_access_ctl8_a_ok = ((engine_impl0_region_impl0_read_channel8_access[31] != engine_impl0_region_impl0_read_channel8_access[30]) && (engine_impl0_region_impl0_read_channel8_access_ctl8_a_len != 0) && (engine_impl0_region_impl0_read_channel8_access_ctl8_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -7809,7 +7895,7 @@ always @(posedge clk) begin: engine_impl0_region_impl0_read_channel8_access_ctl8
                 engine_impl0_region_impl0_read_channel8_mfifo <= engine_impl0_region_impl0_read_channel8_access[30];
                 engine_impl0_region_impl0_read_channel8_access_ctl8_keep_r <= engine_impl0_region_impl0_read_channel8_access[15];
                 engine_impl0_region_impl0_read_channel8_access_ctl8_useam_r <= engine_impl0_region_impl0_read_channel8_access[14];
-                engine_impl0_region_impl0_read_channel8_access_ctl8_off_r <= engine_impl0_region_impl0_read_channel8_access_ctl8_a_off[8-1:0];
+                engine_impl0_region_impl0_read_channel8_access_ctl8_off_r <= engine_impl0_region_impl0_read_channel8_access_ctl8_a_off;
                 engine_impl0_region_impl0_read_channel8_access_ctl8_len_r <= engine_impl0_region_impl0_read_channel8_access_ctl8_a_len;
                 engine_impl0_region_impl0_read_channel8_access_ctl8_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl0_read_channel8_access_ctl8_lcnt <= 0;
@@ -7841,6 +7927,10 @@ always @(posedge clk) begin: engine_impl0_region_impl0_read_channel8_access_ctl8
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl0_read_channel8_access_ctl8_off_hi_unused = engine_impl0_region_impl0_read_channel8_access[14-1:8];
 
 
 
@@ -7917,11 +8007,11 @@ assign engine_impl0_region_impl0_read_channel8_m_tvalid = (engine_impl0_region_i
 
 
 assign engine_impl0_region_impl0_read_channel9_access_ctl9_a_len = engine_impl0_region_impl0_read_channel9_access[30-1:16];
-assign engine_impl0_region_impl0_read_channel9_access_ctl9_a_off = engine_impl0_region_impl0_read_channel9_access[14-1:0];
+assign engine_impl0_region_impl0_read_channel9_access_ctl9_a_off = engine_impl0_region_impl0_read_channel9_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl0_read_channel9_access_ctl9_a_ok = ((engine_impl0_region_impl0_read_channel9_access[31] != engine_impl0_region_impl0_read_channel9_access[30]) && (engine_impl0_region_impl0_read_channel9_access_ctl9_a_len != 0) && (engine_impl0_region_impl0_read_channel9_access_ctl9_a_len <= 256) && (engine_impl0_region_impl0_read_channel9_access_ctl9_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_read_channel9_access_ctl9_a_ok = ((engine_impl0_region_impl0_read_channel9_access[31] != engine_impl0_region_impl0_read_channel9_access[30]) && (engine_impl0_region_impl0_read_channel9_access_ctl9_a_len != 0) && (engine_impl0_region_impl0_read_channel9_access_ctl9_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -8006,7 +8096,7 @@ always @(posedge clk) begin: engine_impl0_region_impl0_read_channel9_access_ctl9
                 engine_impl0_region_impl0_read_channel9_mfifo <= engine_impl0_region_impl0_read_channel9_access[30];
                 engine_impl0_region_impl0_read_channel9_access_ctl9_keep_r <= engine_impl0_region_impl0_read_channel9_access[15];
                 engine_impl0_region_impl0_read_channel9_access_ctl9_useam_r <= engine_impl0_region_impl0_read_channel9_access[14];
-                engine_impl0_region_impl0_read_channel9_access_ctl9_off_r <= engine_impl0_region_impl0_read_channel9_access_ctl9_a_off[8-1:0];
+                engine_impl0_region_impl0_read_channel9_access_ctl9_off_r <= engine_impl0_region_impl0_read_channel9_access_ctl9_a_off;
                 engine_impl0_region_impl0_read_channel9_access_ctl9_len_r <= engine_impl0_region_impl0_read_channel9_access_ctl9_a_len;
                 engine_impl0_region_impl0_read_channel9_access_ctl9_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl0_read_channel9_access_ctl9_lcnt <= 0;
@@ -8038,6 +8128,10 @@ always @(posedge clk) begin: engine_impl0_region_impl0_read_channel9_access_ctl9
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl0_read_channel9_access_ctl9_off_hi_unused = engine_impl0_region_impl0_read_channel9_access[14-1:8];
 
 
 
@@ -8114,11 +8208,11 @@ assign engine_impl0_region_impl0_read_channel9_m_tvalid = (engine_impl0_region_i
 
 
 assign engine_impl0_region_impl0_read_channel10_access_ctl10_a_len = engine_impl0_region_impl0_read_channel10_access[30-1:16];
-assign engine_impl0_region_impl0_read_channel10_access_ctl10_a_off = engine_impl0_region_impl0_read_channel10_access[14-1:0];
+assign engine_impl0_region_impl0_read_channel10_access_ctl10_a_off = engine_impl0_region_impl0_read_channel10_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl0_read_channel10_access_ctl10_a_ok = ((engine_impl0_region_impl0_read_channel10_access[31] != engine_impl0_region_impl0_read_channel10_access[30]) && (engine_impl0_region_impl0_read_channel10_access_ctl10_a_len != 0) && (engine_impl0_region_impl0_read_channel10_access_ctl10_a_len <= 256) && (engine_impl0_region_impl0_read_channel10_access_ctl10_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_read_channel10_access_ctl10_a_ok = ((engine_impl0_region_impl0_read_channel10_access[31] != engine_impl0_region_impl0_read_channel10_access[30]) && (engine_impl0_region_impl0_read_channel10_access_ctl10_a_len != 0) && (engine_impl0_region_impl0_read_channel10_access_ctl10_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -8203,7 +8297,7 @@ always @(posedge clk) begin: engine_impl0_region_impl0_read_channel10_access_ctl
                 engine_impl0_region_impl0_read_channel10_mfifo <= engine_impl0_region_impl0_read_channel10_access[30];
                 engine_impl0_region_impl0_read_channel10_access_ctl10_keep_r <= engine_impl0_region_impl0_read_channel10_access[15];
                 engine_impl0_region_impl0_read_channel10_access_ctl10_useam_r <= engine_impl0_region_impl0_read_channel10_access[14];
-                engine_impl0_region_impl0_read_channel10_access_ctl10_off_r <= engine_impl0_region_impl0_read_channel10_access_ctl10_a_off[8-1:0];
+                engine_impl0_region_impl0_read_channel10_access_ctl10_off_r <= engine_impl0_region_impl0_read_channel10_access_ctl10_a_off;
                 engine_impl0_region_impl0_read_channel10_access_ctl10_len_r <= engine_impl0_region_impl0_read_channel10_access_ctl10_a_len;
                 engine_impl0_region_impl0_read_channel10_access_ctl10_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl0_read_channel10_access_ctl10_lcnt <= 0;
@@ -8235,6 +8329,10 @@ always @(posedge clk) begin: engine_impl0_region_impl0_read_channel10_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl0_read_channel10_access_ctl10_off_hi_unused = engine_impl0_region_impl0_read_channel10_access[14-1:8];
 
 
 
@@ -8311,11 +8409,11 @@ assign engine_impl0_region_impl0_read_channel10_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl0_read_channel11_access_ctl11_a_len = engine_impl0_region_impl0_read_channel11_access[30-1:16];
-assign engine_impl0_region_impl0_read_channel11_access_ctl11_a_off = engine_impl0_region_impl0_read_channel11_access[14-1:0];
+assign engine_impl0_region_impl0_read_channel11_access_ctl11_a_off = engine_impl0_region_impl0_read_channel11_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl0_read_channel11_access_ctl11_a_ok = ((engine_impl0_region_impl0_read_channel11_access[31] != engine_impl0_region_impl0_read_channel11_access[30]) && (engine_impl0_region_impl0_read_channel11_access_ctl11_a_len != 0) && (engine_impl0_region_impl0_read_channel11_access_ctl11_a_len <= 256) && (engine_impl0_region_impl0_read_channel11_access_ctl11_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_read_channel11_access_ctl11_a_ok = ((engine_impl0_region_impl0_read_channel11_access[31] != engine_impl0_region_impl0_read_channel11_access[30]) && (engine_impl0_region_impl0_read_channel11_access_ctl11_a_len != 0) && (engine_impl0_region_impl0_read_channel11_access_ctl11_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -8400,7 +8498,7 @@ always @(posedge clk) begin: engine_impl0_region_impl0_read_channel11_access_ctl
                 engine_impl0_region_impl0_read_channel11_mfifo <= engine_impl0_region_impl0_read_channel11_access[30];
                 engine_impl0_region_impl0_read_channel11_access_ctl11_keep_r <= engine_impl0_region_impl0_read_channel11_access[15];
                 engine_impl0_region_impl0_read_channel11_access_ctl11_useam_r <= engine_impl0_region_impl0_read_channel11_access[14];
-                engine_impl0_region_impl0_read_channel11_access_ctl11_off_r <= engine_impl0_region_impl0_read_channel11_access_ctl11_a_off[8-1:0];
+                engine_impl0_region_impl0_read_channel11_access_ctl11_off_r <= engine_impl0_region_impl0_read_channel11_access_ctl11_a_off;
                 engine_impl0_region_impl0_read_channel11_access_ctl11_len_r <= engine_impl0_region_impl0_read_channel11_access_ctl11_a_len;
                 engine_impl0_region_impl0_read_channel11_access_ctl11_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl0_read_channel11_access_ctl11_lcnt <= 0;
@@ -8432,6 +8530,10 @@ always @(posedge clk) begin: engine_impl0_region_impl0_read_channel11_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl0_read_channel11_access_ctl11_off_hi_unused = engine_impl0_region_impl0_read_channel11_access[14-1:8];
 
 
 
@@ -8508,11 +8610,11 @@ assign engine_impl0_region_impl0_read_channel11_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl0_write_channel0_access_ctl12_a_len = engine_impl0_region_impl0_write_channel0_access[30-1:16];
-assign engine_impl0_region_impl0_write_channel0_access_ctl12_a_off = engine_impl0_region_impl0_write_channel0_access[14-1:0];
+assign engine_impl0_region_impl0_write_channel0_access_ctl12_a_off = engine_impl0_region_impl0_write_channel0_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl0_write_channel0_access_ctl12_a_ok = ((engine_impl0_region_impl0_write_channel0_access[31] != engine_impl0_region_impl0_write_channel0_access[30]) && (engine_impl0_region_impl0_write_channel0_access_ctl12_a_len != 0) && (engine_impl0_region_impl0_write_channel0_access_ctl12_a_len <= 256) && (engine_impl0_region_impl0_write_channel0_access_ctl12_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_write_channel0_access_ctl12_a_ok = ((engine_impl0_region_impl0_write_channel0_access[31] != engine_impl0_region_impl0_write_channel0_access[30]) && (engine_impl0_region_impl0_write_channel0_access_ctl12_a_len != 0) && (engine_impl0_region_impl0_write_channel0_access_ctl12_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -8597,7 +8699,7 @@ always @(posedge clk) begin: engine_impl0_region_impl0_write_channel0_access_ctl
                 engine_impl0_region_impl0_write_channel0_mfifo <= engine_impl0_region_impl0_write_channel0_access[30];
                 engine_impl0_region_impl0_write_channel0_access_ctl12_keep_r <= engine_impl0_region_impl0_write_channel0_access[15];
                 engine_impl0_region_impl0_write_channel0_access_ctl12_useam_r <= engine_impl0_region_impl0_write_channel0_access[14];
-                engine_impl0_region_impl0_write_channel0_access_ctl12_off_r <= engine_impl0_region_impl0_write_channel0_access_ctl12_a_off[8-1:0];
+                engine_impl0_region_impl0_write_channel0_access_ctl12_off_r <= engine_impl0_region_impl0_write_channel0_access_ctl12_a_off;
                 engine_impl0_region_impl0_write_channel0_access_ctl12_len_r <= engine_impl0_region_impl0_write_channel0_access_ctl12_a_len;
                 engine_impl0_region_impl0_write_channel0_access_ctl12_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl0_write_channel0_access_ctl12_lcnt <= 0;
@@ -8632,6 +8734,10 @@ end
 
 
 
+assign engine_impl0_region_impl0_write_channel0_access_ctl12_off_hi_unused = engine_impl0_region_impl0_write_channel0_access[14-1:8];
+
+
+
 assign engine_impl0_region_impl0_write_channel0_req = (engine_impl0_region_impl0_write_channel0_running && engine_impl0_region_impl0_write_channel0_s_tvalid && (engine_impl0_region_impl0_q_nfull || (!engine_impl0_region_impl0_write_channel0_mfifo)));
 assign engine_impl0_region_impl0_write_channel0_s_tready = engine_impl0_region_impl0_write_channel0_grant;
 assign engine_impl0_region_impl0_write_channel0_done_evt = (engine_impl0_region_impl0_write_channel0_grant && engine_impl0_region_impl0_write_channel0_final && engine_impl0_region_impl0_write_channel0_line_last);
@@ -8649,11 +8755,11 @@ end
 
 
 assign engine_impl0_region_impl0_write_channel1_access_ctl13_a_len = engine_impl0_region_impl0_write_channel1_access[30-1:16];
-assign engine_impl0_region_impl0_write_channel1_access_ctl13_a_off = engine_impl0_region_impl0_write_channel1_access[14-1:0];
+assign engine_impl0_region_impl0_write_channel1_access_ctl13_a_off = engine_impl0_region_impl0_write_channel1_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl0_write_channel1_access_ctl13_a_ok = ((engine_impl0_region_impl0_write_channel1_access[31] != engine_impl0_region_impl0_write_channel1_access[30]) && (engine_impl0_region_impl0_write_channel1_access_ctl13_a_len != 0) && (engine_impl0_region_impl0_write_channel1_access_ctl13_a_len <= 256) && (engine_impl0_region_impl0_write_channel1_access_ctl13_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_write_channel1_access_ctl13_a_ok = ((engine_impl0_region_impl0_write_channel1_access[31] != engine_impl0_region_impl0_write_channel1_access[30]) && (engine_impl0_region_impl0_write_channel1_access_ctl13_a_len != 0) && (engine_impl0_region_impl0_write_channel1_access_ctl13_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -8738,7 +8844,7 @@ always @(posedge clk) begin: engine_impl0_region_impl0_write_channel1_access_ctl
                 engine_impl0_region_impl0_write_channel1_mfifo <= engine_impl0_region_impl0_write_channel1_access[30];
                 engine_impl0_region_impl0_write_channel1_access_ctl13_keep_r <= engine_impl0_region_impl0_write_channel1_access[15];
                 engine_impl0_region_impl0_write_channel1_access_ctl13_useam_r <= engine_impl0_region_impl0_write_channel1_access[14];
-                engine_impl0_region_impl0_write_channel1_access_ctl13_off_r <= engine_impl0_region_impl0_write_channel1_access_ctl13_a_off[8-1:0];
+                engine_impl0_region_impl0_write_channel1_access_ctl13_off_r <= engine_impl0_region_impl0_write_channel1_access_ctl13_a_off;
                 engine_impl0_region_impl0_write_channel1_access_ctl13_len_r <= engine_impl0_region_impl0_write_channel1_access_ctl13_a_len;
                 engine_impl0_region_impl0_write_channel1_access_ctl13_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl0_write_channel1_access_ctl13_lcnt <= 0;
@@ -8773,6 +8879,10 @@ end
 
 
 
+assign engine_impl0_region_impl0_write_channel1_access_ctl13_off_hi_unused = engine_impl0_region_impl0_write_channel1_access[14-1:8];
+
+
+
 assign engine_impl0_region_impl0_write_channel1_req = (engine_impl0_region_impl0_write_channel1_running && engine_impl0_region_impl0_write_channel1_s_tvalid && (engine_impl0_region_impl0_q_nfull || (!engine_impl0_region_impl0_write_channel1_mfifo)));
 assign engine_impl0_region_impl0_write_channel1_s_tready = engine_impl0_region_impl0_write_channel1_grant;
 assign engine_impl0_region_impl0_write_channel1_done_evt = (engine_impl0_region_impl0_write_channel1_grant && engine_impl0_region_impl0_write_channel1_final && engine_impl0_region_impl0_write_channel1_line_last);
@@ -8790,11 +8900,11 @@ end
 
 
 assign engine_impl0_region_impl0_write_channel2_access_ctl14_a_len = engine_impl0_region_impl0_write_channel2_access[30-1:16];
-assign engine_impl0_region_impl0_write_channel2_access_ctl14_a_off = engine_impl0_region_impl0_write_channel2_access[14-1:0];
+assign engine_impl0_region_impl0_write_channel2_access_ctl14_a_off = engine_impl0_region_impl0_write_channel2_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl0_write_channel2_access_ctl14_a_ok = ((engine_impl0_region_impl0_write_channel2_access[31] != engine_impl0_region_impl0_write_channel2_access[30]) && (engine_impl0_region_impl0_write_channel2_access_ctl14_a_len != 0) && (engine_impl0_region_impl0_write_channel2_access_ctl14_a_len <= 256) && (engine_impl0_region_impl0_write_channel2_access_ctl14_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_write_channel2_access_ctl14_a_ok = ((engine_impl0_region_impl0_write_channel2_access[31] != engine_impl0_region_impl0_write_channel2_access[30]) && (engine_impl0_region_impl0_write_channel2_access_ctl14_a_len != 0) && (engine_impl0_region_impl0_write_channel2_access_ctl14_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -8879,7 +8989,7 @@ always @(posedge clk) begin: engine_impl0_region_impl0_write_channel2_access_ctl
                 engine_impl0_region_impl0_write_channel2_mfifo <= engine_impl0_region_impl0_write_channel2_access[30];
                 engine_impl0_region_impl0_write_channel2_access_ctl14_keep_r <= engine_impl0_region_impl0_write_channel2_access[15];
                 engine_impl0_region_impl0_write_channel2_access_ctl14_useam_r <= engine_impl0_region_impl0_write_channel2_access[14];
-                engine_impl0_region_impl0_write_channel2_access_ctl14_off_r <= engine_impl0_region_impl0_write_channel2_access_ctl14_a_off[8-1:0];
+                engine_impl0_region_impl0_write_channel2_access_ctl14_off_r <= engine_impl0_region_impl0_write_channel2_access_ctl14_a_off;
                 engine_impl0_region_impl0_write_channel2_access_ctl14_len_r <= engine_impl0_region_impl0_write_channel2_access_ctl14_a_len;
                 engine_impl0_region_impl0_write_channel2_access_ctl14_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl0_write_channel2_access_ctl14_lcnt <= 0;
@@ -8914,6 +9024,10 @@ end
 
 
 
+assign engine_impl0_region_impl0_write_channel2_access_ctl14_off_hi_unused = engine_impl0_region_impl0_write_channel2_access[14-1:8];
+
+
+
 assign engine_impl0_region_impl0_write_channel2_req = (engine_impl0_region_impl0_write_channel2_running && engine_impl0_region_impl0_write_channel2_s_tvalid && (engine_impl0_region_impl0_q_nfull || (!engine_impl0_region_impl0_write_channel2_mfifo)));
 assign engine_impl0_region_impl0_write_channel2_s_tready = engine_impl0_region_impl0_write_channel2_grant;
 assign engine_impl0_region_impl0_write_channel2_done_evt = (engine_impl0_region_impl0_write_channel2_grant && engine_impl0_region_impl0_write_channel2_final && engine_impl0_region_impl0_write_channel2_line_last);
@@ -8931,11 +9045,11 @@ end
 
 
 assign engine_impl0_region_impl0_write_channel3_access_ctl15_a_len = engine_impl0_region_impl0_write_channel3_access[30-1:16];
-assign engine_impl0_region_impl0_write_channel3_access_ctl15_a_off = engine_impl0_region_impl0_write_channel3_access[14-1:0];
+assign engine_impl0_region_impl0_write_channel3_access_ctl15_a_off = engine_impl0_region_impl0_write_channel3_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl0_write_channel3_access_ctl15_a_ok = ((engine_impl0_region_impl0_write_channel3_access[31] != engine_impl0_region_impl0_write_channel3_access[30]) && (engine_impl0_region_impl0_write_channel3_access_ctl15_a_len != 0) && (engine_impl0_region_impl0_write_channel3_access_ctl15_a_len <= 256) && (engine_impl0_region_impl0_write_channel3_access_ctl15_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_write_channel3_access_ctl15_a_ok = ((engine_impl0_region_impl0_write_channel3_access[31] != engine_impl0_region_impl0_write_channel3_access[30]) && (engine_impl0_region_impl0_write_channel3_access_ctl15_a_len != 0) && (engine_impl0_region_impl0_write_channel3_access_ctl15_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -9020,7 +9134,7 @@ always @(posedge clk) begin: engine_impl0_region_impl0_write_channel3_access_ctl
                 engine_impl0_region_impl0_write_channel3_mfifo <= engine_impl0_region_impl0_write_channel3_access[30];
                 engine_impl0_region_impl0_write_channel3_access_ctl15_keep_r <= engine_impl0_region_impl0_write_channel3_access[15];
                 engine_impl0_region_impl0_write_channel3_access_ctl15_useam_r <= engine_impl0_region_impl0_write_channel3_access[14];
-                engine_impl0_region_impl0_write_channel3_access_ctl15_off_r <= engine_impl0_region_impl0_write_channel3_access_ctl15_a_off[8-1:0];
+                engine_impl0_region_impl0_write_channel3_access_ctl15_off_r <= engine_impl0_region_impl0_write_channel3_access_ctl15_a_off;
                 engine_impl0_region_impl0_write_channel3_access_ctl15_len_r <= engine_impl0_region_impl0_write_channel3_access_ctl15_a_len;
                 engine_impl0_region_impl0_write_channel3_access_ctl15_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl0_write_channel3_access_ctl15_lcnt <= 0;
@@ -9055,6 +9169,10 @@ end
 
 
 
+assign engine_impl0_region_impl0_write_channel3_access_ctl15_off_hi_unused = engine_impl0_region_impl0_write_channel3_access[14-1:8];
+
+
+
 assign engine_impl0_region_impl0_write_channel3_req = (engine_impl0_region_impl0_write_channel3_running && engine_impl0_region_impl0_write_channel3_s_tvalid && (engine_impl0_region_impl0_q_nfull || (!engine_impl0_region_impl0_write_channel3_mfifo)));
 assign engine_impl0_region_impl0_write_channel3_s_tready = engine_impl0_region_impl0_write_channel3_grant;
 assign engine_impl0_region_impl0_write_channel3_done_evt = (engine_impl0_region_impl0_write_channel3_grant && engine_impl0_region_impl0_write_channel3_final && engine_impl0_region_impl0_write_channel3_line_last);
@@ -9072,11 +9190,11 @@ end
 
 
 assign engine_impl0_region_impl0_write_channel4_access_ctl16_a_len = engine_impl0_region_impl0_write_channel4_access[30-1:16];
-assign engine_impl0_region_impl0_write_channel4_access_ctl16_a_off = engine_impl0_region_impl0_write_channel4_access[14-1:0];
+assign engine_impl0_region_impl0_write_channel4_access_ctl16_a_off = engine_impl0_region_impl0_write_channel4_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl0_write_channel4_access_ctl16_a_ok = ((engine_impl0_region_impl0_write_channel4_access[31] != engine_impl0_region_impl0_write_channel4_access[30]) && (engine_impl0_region_impl0_write_channel4_access_ctl16_a_len != 0) && (engine_impl0_region_impl0_write_channel4_access_ctl16_a_len <= 256) && (engine_impl0_region_impl0_write_channel4_access_ctl16_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_write_channel4_access_ctl16_a_ok = ((engine_impl0_region_impl0_write_channel4_access[31] != engine_impl0_region_impl0_write_channel4_access[30]) && (engine_impl0_region_impl0_write_channel4_access_ctl16_a_len != 0) && (engine_impl0_region_impl0_write_channel4_access_ctl16_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -9161,7 +9279,7 @@ always @(posedge clk) begin: engine_impl0_region_impl0_write_channel4_access_ctl
                 engine_impl0_region_impl0_write_channel4_mfifo <= engine_impl0_region_impl0_write_channel4_access[30];
                 engine_impl0_region_impl0_write_channel4_access_ctl16_keep_r <= engine_impl0_region_impl0_write_channel4_access[15];
                 engine_impl0_region_impl0_write_channel4_access_ctl16_useam_r <= engine_impl0_region_impl0_write_channel4_access[14];
-                engine_impl0_region_impl0_write_channel4_access_ctl16_off_r <= engine_impl0_region_impl0_write_channel4_access_ctl16_a_off[8-1:0];
+                engine_impl0_region_impl0_write_channel4_access_ctl16_off_r <= engine_impl0_region_impl0_write_channel4_access_ctl16_a_off;
                 engine_impl0_region_impl0_write_channel4_access_ctl16_len_r <= engine_impl0_region_impl0_write_channel4_access_ctl16_a_len;
                 engine_impl0_region_impl0_write_channel4_access_ctl16_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl0_write_channel4_access_ctl16_lcnt <= 0;
@@ -9196,6 +9314,10 @@ end
 
 
 
+assign engine_impl0_region_impl0_write_channel4_access_ctl16_off_hi_unused = engine_impl0_region_impl0_write_channel4_access[14-1:8];
+
+
+
 assign engine_impl0_region_impl0_write_channel4_req = (engine_impl0_region_impl0_write_channel4_running && engine_impl0_region_impl0_write_channel4_s_tvalid && (engine_impl0_region_impl0_q_nfull || (!engine_impl0_region_impl0_write_channel4_mfifo)));
 assign engine_impl0_region_impl0_write_channel4_s_tready = engine_impl0_region_impl0_write_channel4_grant;
 assign engine_impl0_region_impl0_write_channel4_done_evt = (engine_impl0_region_impl0_write_channel4_grant && engine_impl0_region_impl0_write_channel4_final && engine_impl0_region_impl0_write_channel4_line_last);
@@ -9213,11 +9335,11 @@ end
 
 
 assign engine_impl0_region_impl0_write_channel5_access_ctl17_a_len = engine_impl0_region_impl0_write_channel5_access[30-1:16];
-assign engine_impl0_region_impl0_write_channel5_access_ctl17_a_off = engine_impl0_region_impl0_write_channel5_access[14-1:0];
+assign engine_impl0_region_impl0_write_channel5_access_ctl17_a_off = engine_impl0_region_impl0_write_channel5_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl0_write_channel5_access_ctl17_a_ok = ((engine_impl0_region_impl0_write_channel5_access[31] != engine_impl0_region_impl0_write_channel5_access[30]) && (engine_impl0_region_impl0_write_channel5_access_ctl17_a_len != 0) && (engine_impl0_region_impl0_write_channel5_access_ctl17_a_len <= 256) && (engine_impl0_region_impl0_write_channel5_access_ctl17_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl0_write_channel5_access_ctl17_a_ok = ((engine_impl0_region_impl0_write_channel5_access[31] != engine_impl0_region_impl0_write_channel5_access[30]) && (engine_impl0_region_impl0_write_channel5_access_ctl17_a_len != 0) && (engine_impl0_region_impl0_write_channel5_access_ctl17_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -9302,7 +9424,7 @@ always @(posedge clk) begin: engine_impl0_region_impl0_write_channel5_access_ctl
                 engine_impl0_region_impl0_write_channel5_mfifo <= engine_impl0_region_impl0_write_channel5_access[30];
                 engine_impl0_region_impl0_write_channel5_access_ctl17_keep_r <= engine_impl0_region_impl0_write_channel5_access[15];
                 engine_impl0_region_impl0_write_channel5_access_ctl17_useam_r <= engine_impl0_region_impl0_write_channel5_access[14];
-                engine_impl0_region_impl0_write_channel5_access_ctl17_off_r <= engine_impl0_region_impl0_write_channel5_access_ctl17_a_off[8-1:0];
+                engine_impl0_region_impl0_write_channel5_access_ctl17_off_r <= engine_impl0_region_impl0_write_channel5_access_ctl17_a_off;
                 engine_impl0_region_impl0_write_channel5_access_ctl17_len_r <= engine_impl0_region_impl0_write_channel5_access_ctl17_a_len;
                 engine_impl0_region_impl0_write_channel5_access_ctl17_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl0_write_channel5_access_ctl17_lcnt <= 0;
@@ -9334,6 +9456,10 @@ always @(posedge clk) begin: engine_impl0_region_impl0_write_channel5_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl0_write_channel5_access_ctl17_off_hi_unused = engine_impl0_region_impl0_write_channel5_access[14-1:8];
 
 
 
@@ -9923,11 +10049,11 @@ assign engine_impl0_region_impl0_copy_sig30_y = engine_impl0_region_impl0_qcnt;
 
 
 assign engine_impl0_region_impl1_read_channel12_access_ctl18_a_len = engine_impl0_region_impl1_read_channel12_access[30-1:16];
-assign engine_impl0_region_impl1_read_channel12_access_ctl18_a_off = engine_impl0_region_impl1_read_channel12_access[14-1:0];
+assign engine_impl0_region_impl1_read_channel12_access_ctl18_a_off = engine_impl0_region_impl1_read_channel12_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl1_read_channel12_access_ctl18_a_ok = ((engine_impl0_region_impl1_read_channel12_access[31] != engine_impl0_region_impl1_read_channel12_access[30]) && (engine_impl0_region_impl1_read_channel12_access_ctl18_a_len != 0) && (engine_impl0_region_impl1_read_channel12_access_ctl18_a_len <= 256) && (engine_impl0_region_impl1_read_channel12_access_ctl18_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_read_channel12_access_ctl18_a_ok = ((engine_impl0_region_impl1_read_channel12_access[31] != engine_impl0_region_impl1_read_channel12_access[30]) && (engine_impl0_region_impl1_read_channel12_access_ctl18_a_len != 0) && (engine_impl0_region_impl1_read_channel12_access_ctl18_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -10012,7 +10138,7 @@ always @(posedge clk) begin: engine_impl0_region_impl1_read_channel12_access_ctl
                 engine_impl0_region_impl1_read_channel12_mfifo <= engine_impl0_region_impl1_read_channel12_access[30];
                 engine_impl0_region_impl1_read_channel12_access_ctl18_keep_r <= engine_impl0_region_impl1_read_channel12_access[15];
                 engine_impl0_region_impl1_read_channel12_access_ctl18_useam_r <= engine_impl0_region_impl1_read_channel12_access[14];
-                engine_impl0_region_impl1_read_channel12_access_ctl18_off_r <= engine_impl0_region_impl1_read_channel12_access_ctl18_a_off[8-1:0];
+                engine_impl0_region_impl1_read_channel12_access_ctl18_off_r <= engine_impl0_region_impl1_read_channel12_access_ctl18_a_off;
                 engine_impl0_region_impl1_read_channel12_access_ctl18_len_r <= engine_impl0_region_impl1_read_channel12_access_ctl18_a_len;
                 engine_impl0_region_impl1_read_channel12_access_ctl18_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl1_read_channel12_access_ctl18_lcnt <= 0;
@@ -10044,6 +10170,10 @@ always @(posedge clk) begin: engine_impl0_region_impl1_read_channel12_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl1_read_channel12_access_ctl18_off_hi_unused = engine_impl0_region_impl1_read_channel12_access[14-1:8];
 
 
 
@@ -10120,11 +10250,11 @@ assign engine_impl0_region_impl1_read_channel12_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl1_read_channel13_access_ctl19_a_len = engine_impl0_region_impl1_read_channel13_access[30-1:16];
-assign engine_impl0_region_impl1_read_channel13_access_ctl19_a_off = engine_impl0_region_impl1_read_channel13_access[14-1:0];
+assign engine_impl0_region_impl1_read_channel13_access_ctl19_a_off = engine_impl0_region_impl1_read_channel13_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl1_read_channel13_access_ctl19_a_ok = ((engine_impl0_region_impl1_read_channel13_access[31] != engine_impl0_region_impl1_read_channel13_access[30]) && (engine_impl0_region_impl1_read_channel13_access_ctl19_a_len != 0) && (engine_impl0_region_impl1_read_channel13_access_ctl19_a_len <= 256) && (engine_impl0_region_impl1_read_channel13_access_ctl19_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_read_channel13_access_ctl19_a_ok = ((engine_impl0_region_impl1_read_channel13_access[31] != engine_impl0_region_impl1_read_channel13_access[30]) && (engine_impl0_region_impl1_read_channel13_access_ctl19_a_len != 0) && (engine_impl0_region_impl1_read_channel13_access_ctl19_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -10209,7 +10339,7 @@ always @(posedge clk) begin: engine_impl0_region_impl1_read_channel13_access_ctl
                 engine_impl0_region_impl1_read_channel13_mfifo <= engine_impl0_region_impl1_read_channel13_access[30];
                 engine_impl0_region_impl1_read_channel13_access_ctl19_keep_r <= engine_impl0_region_impl1_read_channel13_access[15];
                 engine_impl0_region_impl1_read_channel13_access_ctl19_useam_r <= engine_impl0_region_impl1_read_channel13_access[14];
-                engine_impl0_region_impl1_read_channel13_access_ctl19_off_r <= engine_impl0_region_impl1_read_channel13_access_ctl19_a_off[8-1:0];
+                engine_impl0_region_impl1_read_channel13_access_ctl19_off_r <= engine_impl0_region_impl1_read_channel13_access_ctl19_a_off;
                 engine_impl0_region_impl1_read_channel13_access_ctl19_len_r <= engine_impl0_region_impl1_read_channel13_access_ctl19_a_len;
                 engine_impl0_region_impl1_read_channel13_access_ctl19_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl1_read_channel13_access_ctl19_lcnt <= 0;
@@ -10241,6 +10371,10 @@ always @(posedge clk) begin: engine_impl0_region_impl1_read_channel13_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl1_read_channel13_access_ctl19_off_hi_unused = engine_impl0_region_impl1_read_channel13_access[14-1:8];
 
 
 
@@ -10317,11 +10451,11 @@ assign engine_impl0_region_impl1_read_channel13_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl1_read_channel14_access_ctl20_a_len = engine_impl0_region_impl1_read_channel14_access[30-1:16];
-assign engine_impl0_region_impl1_read_channel14_access_ctl20_a_off = engine_impl0_region_impl1_read_channel14_access[14-1:0];
+assign engine_impl0_region_impl1_read_channel14_access_ctl20_a_off = engine_impl0_region_impl1_read_channel14_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl1_read_channel14_access_ctl20_a_ok = ((engine_impl0_region_impl1_read_channel14_access[31] != engine_impl0_region_impl1_read_channel14_access[30]) && (engine_impl0_region_impl1_read_channel14_access_ctl20_a_len != 0) && (engine_impl0_region_impl1_read_channel14_access_ctl20_a_len <= 256) && (engine_impl0_region_impl1_read_channel14_access_ctl20_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_read_channel14_access_ctl20_a_ok = ((engine_impl0_region_impl1_read_channel14_access[31] != engine_impl0_region_impl1_read_channel14_access[30]) && (engine_impl0_region_impl1_read_channel14_access_ctl20_a_len != 0) && (engine_impl0_region_impl1_read_channel14_access_ctl20_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -10406,7 +10540,7 @@ always @(posedge clk) begin: engine_impl0_region_impl1_read_channel14_access_ctl
                 engine_impl0_region_impl1_read_channel14_mfifo <= engine_impl0_region_impl1_read_channel14_access[30];
                 engine_impl0_region_impl1_read_channel14_access_ctl20_keep_r <= engine_impl0_region_impl1_read_channel14_access[15];
                 engine_impl0_region_impl1_read_channel14_access_ctl20_useam_r <= engine_impl0_region_impl1_read_channel14_access[14];
-                engine_impl0_region_impl1_read_channel14_access_ctl20_off_r <= engine_impl0_region_impl1_read_channel14_access_ctl20_a_off[8-1:0];
+                engine_impl0_region_impl1_read_channel14_access_ctl20_off_r <= engine_impl0_region_impl1_read_channel14_access_ctl20_a_off;
                 engine_impl0_region_impl1_read_channel14_access_ctl20_len_r <= engine_impl0_region_impl1_read_channel14_access_ctl20_a_len;
                 engine_impl0_region_impl1_read_channel14_access_ctl20_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl1_read_channel14_access_ctl20_lcnt <= 0;
@@ -10438,6 +10572,10 @@ always @(posedge clk) begin: engine_impl0_region_impl1_read_channel14_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl1_read_channel14_access_ctl20_off_hi_unused = engine_impl0_region_impl1_read_channel14_access[14-1:8];
 
 
 
@@ -10514,11 +10652,11 @@ assign engine_impl0_region_impl1_read_channel14_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl1_read_channel15_access_ctl21_a_len = engine_impl0_region_impl1_read_channel15_access[30-1:16];
-assign engine_impl0_region_impl1_read_channel15_access_ctl21_a_off = engine_impl0_region_impl1_read_channel15_access[14-1:0];
+assign engine_impl0_region_impl1_read_channel15_access_ctl21_a_off = engine_impl0_region_impl1_read_channel15_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl1_read_channel15_access_ctl21_a_ok = ((engine_impl0_region_impl1_read_channel15_access[31] != engine_impl0_region_impl1_read_channel15_access[30]) && (engine_impl0_region_impl1_read_channel15_access_ctl21_a_len != 0) && (engine_impl0_region_impl1_read_channel15_access_ctl21_a_len <= 256) && (engine_impl0_region_impl1_read_channel15_access_ctl21_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_read_channel15_access_ctl21_a_ok = ((engine_impl0_region_impl1_read_channel15_access[31] != engine_impl0_region_impl1_read_channel15_access[30]) && (engine_impl0_region_impl1_read_channel15_access_ctl21_a_len != 0) && (engine_impl0_region_impl1_read_channel15_access_ctl21_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -10603,7 +10741,7 @@ always @(posedge clk) begin: engine_impl0_region_impl1_read_channel15_access_ctl
                 engine_impl0_region_impl1_read_channel15_mfifo <= engine_impl0_region_impl1_read_channel15_access[30];
                 engine_impl0_region_impl1_read_channel15_access_ctl21_keep_r <= engine_impl0_region_impl1_read_channel15_access[15];
                 engine_impl0_region_impl1_read_channel15_access_ctl21_useam_r <= engine_impl0_region_impl1_read_channel15_access[14];
-                engine_impl0_region_impl1_read_channel15_access_ctl21_off_r <= engine_impl0_region_impl1_read_channel15_access_ctl21_a_off[8-1:0];
+                engine_impl0_region_impl1_read_channel15_access_ctl21_off_r <= engine_impl0_region_impl1_read_channel15_access_ctl21_a_off;
                 engine_impl0_region_impl1_read_channel15_access_ctl21_len_r <= engine_impl0_region_impl1_read_channel15_access_ctl21_a_len;
                 engine_impl0_region_impl1_read_channel15_access_ctl21_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl1_read_channel15_access_ctl21_lcnt <= 0;
@@ -10635,6 +10773,10 @@ always @(posedge clk) begin: engine_impl0_region_impl1_read_channel15_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl1_read_channel15_access_ctl21_off_hi_unused = engine_impl0_region_impl1_read_channel15_access[14-1:8];
 
 
 
@@ -10711,11 +10853,11 @@ assign engine_impl0_region_impl1_read_channel15_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl1_read_channel16_access_ctl22_a_len = engine_impl0_region_impl1_read_channel16_access[30-1:16];
-assign engine_impl0_region_impl1_read_channel16_access_ctl22_a_off = engine_impl0_region_impl1_read_channel16_access[14-1:0];
+assign engine_impl0_region_impl1_read_channel16_access_ctl22_a_off = engine_impl0_region_impl1_read_channel16_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl1_read_channel16_access_ctl22_a_ok = ((engine_impl0_region_impl1_read_channel16_access[31] != engine_impl0_region_impl1_read_channel16_access[30]) && (engine_impl0_region_impl1_read_channel16_access_ctl22_a_len != 0) && (engine_impl0_region_impl1_read_channel16_access_ctl22_a_len <= 256) && (engine_impl0_region_impl1_read_channel16_access_ctl22_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_read_channel16_access_ctl22_a_ok = ((engine_impl0_region_impl1_read_channel16_access[31] != engine_impl0_region_impl1_read_channel16_access[30]) && (engine_impl0_region_impl1_read_channel16_access_ctl22_a_len != 0) && (engine_impl0_region_impl1_read_channel16_access_ctl22_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -10800,7 +10942,7 @@ always @(posedge clk) begin: engine_impl0_region_impl1_read_channel16_access_ctl
                 engine_impl0_region_impl1_read_channel16_mfifo <= engine_impl0_region_impl1_read_channel16_access[30];
                 engine_impl0_region_impl1_read_channel16_access_ctl22_keep_r <= engine_impl0_region_impl1_read_channel16_access[15];
                 engine_impl0_region_impl1_read_channel16_access_ctl22_useam_r <= engine_impl0_region_impl1_read_channel16_access[14];
-                engine_impl0_region_impl1_read_channel16_access_ctl22_off_r <= engine_impl0_region_impl1_read_channel16_access_ctl22_a_off[8-1:0];
+                engine_impl0_region_impl1_read_channel16_access_ctl22_off_r <= engine_impl0_region_impl1_read_channel16_access_ctl22_a_off;
                 engine_impl0_region_impl1_read_channel16_access_ctl22_len_r <= engine_impl0_region_impl1_read_channel16_access_ctl22_a_len;
                 engine_impl0_region_impl1_read_channel16_access_ctl22_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl1_read_channel16_access_ctl22_lcnt <= 0;
@@ -10832,6 +10974,10 @@ always @(posedge clk) begin: engine_impl0_region_impl1_read_channel16_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl1_read_channel16_access_ctl22_off_hi_unused = engine_impl0_region_impl1_read_channel16_access[14-1:8];
 
 
 
@@ -10908,11 +11054,11 @@ assign engine_impl0_region_impl1_read_channel16_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl1_read_channel17_access_ctl23_a_len = engine_impl0_region_impl1_read_channel17_access[30-1:16];
-assign engine_impl0_region_impl1_read_channel17_access_ctl23_a_off = engine_impl0_region_impl1_read_channel17_access[14-1:0];
+assign engine_impl0_region_impl1_read_channel17_access_ctl23_a_off = engine_impl0_region_impl1_read_channel17_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl1_read_channel17_access_ctl23_a_ok = ((engine_impl0_region_impl1_read_channel17_access[31] != engine_impl0_region_impl1_read_channel17_access[30]) && (engine_impl0_region_impl1_read_channel17_access_ctl23_a_len != 0) && (engine_impl0_region_impl1_read_channel17_access_ctl23_a_len <= 256) && (engine_impl0_region_impl1_read_channel17_access_ctl23_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_read_channel17_access_ctl23_a_ok = ((engine_impl0_region_impl1_read_channel17_access[31] != engine_impl0_region_impl1_read_channel17_access[30]) && (engine_impl0_region_impl1_read_channel17_access_ctl23_a_len != 0) && (engine_impl0_region_impl1_read_channel17_access_ctl23_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -10997,7 +11143,7 @@ always @(posedge clk) begin: engine_impl0_region_impl1_read_channel17_access_ctl
                 engine_impl0_region_impl1_read_channel17_mfifo <= engine_impl0_region_impl1_read_channel17_access[30];
                 engine_impl0_region_impl1_read_channel17_access_ctl23_keep_r <= engine_impl0_region_impl1_read_channel17_access[15];
                 engine_impl0_region_impl1_read_channel17_access_ctl23_useam_r <= engine_impl0_region_impl1_read_channel17_access[14];
-                engine_impl0_region_impl1_read_channel17_access_ctl23_off_r <= engine_impl0_region_impl1_read_channel17_access_ctl23_a_off[8-1:0];
+                engine_impl0_region_impl1_read_channel17_access_ctl23_off_r <= engine_impl0_region_impl1_read_channel17_access_ctl23_a_off;
                 engine_impl0_region_impl1_read_channel17_access_ctl23_len_r <= engine_impl0_region_impl1_read_channel17_access_ctl23_a_len;
                 engine_impl0_region_impl1_read_channel17_access_ctl23_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl1_read_channel17_access_ctl23_lcnt <= 0;
@@ -11029,6 +11175,10 @@ always @(posedge clk) begin: engine_impl0_region_impl1_read_channel17_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl1_read_channel17_access_ctl23_off_hi_unused = engine_impl0_region_impl1_read_channel17_access[14-1:8];
 
 
 
@@ -11105,11 +11255,11 @@ assign engine_impl0_region_impl1_read_channel17_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl1_read_channel18_access_ctl24_a_len = engine_impl0_region_impl1_read_channel18_access[30-1:16];
-assign engine_impl0_region_impl1_read_channel18_access_ctl24_a_off = engine_impl0_region_impl1_read_channel18_access[14-1:0];
+assign engine_impl0_region_impl1_read_channel18_access_ctl24_a_off = engine_impl0_region_impl1_read_channel18_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl1_read_channel18_access_ctl24_a_ok = ((engine_impl0_region_impl1_read_channel18_access[31] != engine_impl0_region_impl1_read_channel18_access[30]) && (engine_impl0_region_impl1_read_channel18_access_ctl24_a_len != 0) && (engine_impl0_region_impl1_read_channel18_access_ctl24_a_len <= 256) && (engine_impl0_region_impl1_read_channel18_access_ctl24_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_read_channel18_access_ctl24_a_ok = ((engine_impl0_region_impl1_read_channel18_access[31] != engine_impl0_region_impl1_read_channel18_access[30]) && (engine_impl0_region_impl1_read_channel18_access_ctl24_a_len != 0) && (engine_impl0_region_impl1_read_channel18_access_ctl24_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -11194,7 +11344,7 @@ always @(posedge clk) begin: engine_impl0_region_impl1_read_channel18_access_ctl
                 engine_impl0_region_impl1_read_channel18_mfifo <= engine_impl0_region_impl1_read_channel18_access[30];
                 engine_impl0_region_impl1_read_channel18_access_ctl24_keep_r <= engine_impl0_region_impl1_read_channel18_access[15];
                 engine_impl0_region_impl1_read_channel18_access_ctl24_useam_r <= engine_impl0_region_impl1_read_channel18_access[14];
-                engine_impl0_region_impl1_read_channel18_access_ctl24_off_r <= engine_impl0_region_impl1_read_channel18_access_ctl24_a_off[8-1:0];
+                engine_impl0_region_impl1_read_channel18_access_ctl24_off_r <= engine_impl0_region_impl1_read_channel18_access_ctl24_a_off;
                 engine_impl0_region_impl1_read_channel18_access_ctl24_len_r <= engine_impl0_region_impl1_read_channel18_access_ctl24_a_len;
                 engine_impl0_region_impl1_read_channel18_access_ctl24_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl1_read_channel18_access_ctl24_lcnt <= 0;
@@ -11226,6 +11376,10 @@ always @(posedge clk) begin: engine_impl0_region_impl1_read_channel18_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl1_read_channel18_access_ctl24_off_hi_unused = engine_impl0_region_impl1_read_channel18_access[14-1:8];
 
 
 
@@ -11302,11 +11456,11 @@ assign engine_impl0_region_impl1_read_channel18_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl1_read_channel19_access_ctl25_a_len = engine_impl0_region_impl1_read_channel19_access[30-1:16];
-assign engine_impl0_region_impl1_read_channel19_access_ctl25_a_off = engine_impl0_region_impl1_read_channel19_access[14-1:0];
+assign engine_impl0_region_impl1_read_channel19_access_ctl25_a_off = engine_impl0_region_impl1_read_channel19_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl1_read_channel19_access_ctl25_a_ok = ((engine_impl0_region_impl1_read_channel19_access[31] != engine_impl0_region_impl1_read_channel19_access[30]) && (engine_impl0_region_impl1_read_channel19_access_ctl25_a_len != 0) && (engine_impl0_region_impl1_read_channel19_access_ctl25_a_len <= 256) && (engine_impl0_region_impl1_read_channel19_access_ctl25_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_read_channel19_access_ctl25_a_ok = ((engine_impl0_region_impl1_read_channel19_access[31] != engine_impl0_region_impl1_read_channel19_access[30]) && (engine_impl0_region_impl1_read_channel19_access_ctl25_a_len != 0) && (engine_impl0_region_impl1_read_channel19_access_ctl25_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -11391,7 +11545,7 @@ always @(posedge clk) begin: engine_impl0_region_impl1_read_channel19_access_ctl
                 engine_impl0_region_impl1_read_channel19_mfifo <= engine_impl0_region_impl1_read_channel19_access[30];
                 engine_impl0_region_impl1_read_channel19_access_ctl25_keep_r <= engine_impl0_region_impl1_read_channel19_access[15];
                 engine_impl0_region_impl1_read_channel19_access_ctl25_useam_r <= engine_impl0_region_impl1_read_channel19_access[14];
-                engine_impl0_region_impl1_read_channel19_access_ctl25_off_r <= engine_impl0_region_impl1_read_channel19_access_ctl25_a_off[8-1:0];
+                engine_impl0_region_impl1_read_channel19_access_ctl25_off_r <= engine_impl0_region_impl1_read_channel19_access_ctl25_a_off;
                 engine_impl0_region_impl1_read_channel19_access_ctl25_len_r <= engine_impl0_region_impl1_read_channel19_access_ctl25_a_len;
                 engine_impl0_region_impl1_read_channel19_access_ctl25_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl1_read_channel19_access_ctl25_lcnt <= 0;
@@ -11423,6 +11577,10 @@ always @(posedge clk) begin: engine_impl0_region_impl1_read_channel19_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl1_read_channel19_access_ctl25_off_hi_unused = engine_impl0_region_impl1_read_channel19_access[14-1:8];
 
 
 
@@ -11499,11 +11657,11 @@ assign engine_impl0_region_impl1_read_channel19_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl1_read_channel20_access_ctl26_a_len = engine_impl0_region_impl1_read_channel20_access[30-1:16];
-assign engine_impl0_region_impl1_read_channel20_access_ctl26_a_off = engine_impl0_region_impl1_read_channel20_access[14-1:0];
+assign engine_impl0_region_impl1_read_channel20_access_ctl26_a_off = engine_impl0_region_impl1_read_channel20_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl1_read_channel20_access_ctl26_a_ok = ((engine_impl0_region_impl1_read_channel20_access[31] != engine_impl0_region_impl1_read_channel20_access[30]) && (engine_impl0_region_impl1_read_channel20_access_ctl26_a_len != 0) && (engine_impl0_region_impl1_read_channel20_access_ctl26_a_len <= 256) && (engine_impl0_region_impl1_read_channel20_access_ctl26_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_read_channel20_access_ctl26_a_ok = ((engine_impl0_region_impl1_read_channel20_access[31] != engine_impl0_region_impl1_read_channel20_access[30]) && (engine_impl0_region_impl1_read_channel20_access_ctl26_a_len != 0) && (engine_impl0_region_impl1_read_channel20_access_ctl26_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -11588,7 +11746,7 @@ always @(posedge clk) begin: engine_impl0_region_impl1_read_channel20_access_ctl
                 engine_impl0_region_impl1_read_channel20_mfifo <= engine_impl0_region_impl1_read_channel20_access[30];
                 engine_impl0_region_impl1_read_channel20_access_ctl26_keep_r <= engine_impl0_region_impl1_read_channel20_access[15];
                 engine_impl0_region_impl1_read_channel20_access_ctl26_useam_r <= engine_impl0_region_impl1_read_channel20_access[14];
-                engine_impl0_region_impl1_read_channel20_access_ctl26_off_r <= engine_impl0_region_impl1_read_channel20_access_ctl26_a_off[8-1:0];
+                engine_impl0_region_impl1_read_channel20_access_ctl26_off_r <= engine_impl0_region_impl1_read_channel20_access_ctl26_a_off;
                 engine_impl0_region_impl1_read_channel20_access_ctl26_len_r <= engine_impl0_region_impl1_read_channel20_access_ctl26_a_len;
                 engine_impl0_region_impl1_read_channel20_access_ctl26_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl1_read_channel20_access_ctl26_lcnt <= 0;
@@ -11620,6 +11778,10 @@ always @(posedge clk) begin: engine_impl0_region_impl1_read_channel20_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl1_read_channel20_access_ctl26_off_hi_unused = engine_impl0_region_impl1_read_channel20_access[14-1:8];
 
 
 
@@ -11696,11 +11858,11 @@ assign engine_impl0_region_impl1_read_channel20_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl1_read_channel21_access_ctl27_a_len = engine_impl0_region_impl1_read_channel21_access[30-1:16];
-assign engine_impl0_region_impl1_read_channel21_access_ctl27_a_off = engine_impl0_region_impl1_read_channel21_access[14-1:0];
+assign engine_impl0_region_impl1_read_channel21_access_ctl27_a_off = engine_impl0_region_impl1_read_channel21_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl1_read_channel21_access_ctl27_a_ok = ((engine_impl0_region_impl1_read_channel21_access[31] != engine_impl0_region_impl1_read_channel21_access[30]) && (engine_impl0_region_impl1_read_channel21_access_ctl27_a_len != 0) && (engine_impl0_region_impl1_read_channel21_access_ctl27_a_len <= 256) && (engine_impl0_region_impl1_read_channel21_access_ctl27_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_read_channel21_access_ctl27_a_ok = ((engine_impl0_region_impl1_read_channel21_access[31] != engine_impl0_region_impl1_read_channel21_access[30]) && (engine_impl0_region_impl1_read_channel21_access_ctl27_a_len != 0) && (engine_impl0_region_impl1_read_channel21_access_ctl27_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -11785,7 +11947,7 @@ always @(posedge clk) begin: engine_impl0_region_impl1_read_channel21_access_ctl
                 engine_impl0_region_impl1_read_channel21_mfifo <= engine_impl0_region_impl1_read_channel21_access[30];
                 engine_impl0_region_impl1_read_channel21_access_ctl27_keep_r <= engine_impl0_region_impl1_read_channel21_access[15];
                 engine_impl0_region_impl1_read_channel21_access_ctl27_useam_r <= engine_impl0_region_impl1_read_channel21_access[14];
-                engine_impl0_region_impl1_read_channel21_access_ctl27_off_r <= engine_impl0_region_impl1_read_channel21_access_ctl27_a_off[8-1:0];
+                engine_impl0_region_impl1_read_channel21_access_ctl27_off_r <= engine_impl0_region_impl1_read_channel21_access_ctl27_a_off;
                 engine_impl0_region_impl1_read_channel21_access_ctl27_len_r <= engine_impl0_region_impl1_read_channel21_access_ctl27_a_len;
                 engine_impl0_region_impl1_read_channel21_access_ctl27_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl1_read_channel21_access_ctl27_lcnt <= 0;
@@ -11817,6 +11979,10 @@ always @(posedge clk) begin: engine_impl0_region_impl1_read_channel21_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl1_read_channel21_access_ctl27_off_hi_unused = engine_impl0_region_impl1_read_channel21_access[14-1:8];
 
 
 
@@ -11893,11 +12059,11 @@ assign engine_impl0_region_impl1_read_channel21_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl1_read_channel22_access_ctl28_a_len = engine_impl0_region_impl1_read_channel22_access[30-1:16];
-assign engine_impl0_region_impl1_read_channel22_access_ctl28_a_off = engine_impl0_region_impl1_read_channel22_access[14-1:0];
+assign engine_impl0_region_impl1_read_channel22_access_ctl28_a_off = engine_impl0_region_impl1_read_channel22_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl1_read_channel22_access_ctl28_a_ok = ((engine_impl0_region_impl1_read_channel22_access[31] != engine_impl0_region_impl1_read_channel22_access[30]) && (engine_impl0_region_impl1_read_channel22_access_ctl28_a_len != 0) && (engine_impl0_region_impl1_read_channel22_access_ctl28_a_len <= 256) && (engine_impl0_region_impl1_read_channel22_access_ctl28_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_read_channel22_access_ctl28_a_ok = ((engine_impl0_region_impl1_read_channel22_access[31] != engine_impl0_region_impl1_read_channel22_access[30]) && (engine_impl0_region_impl1_read_channel22_access_ctl28_a_len != 0) && (engine_impl0_region_impl1_read_channel22_access_ctl28_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -11982,7 +12148,7 @@ always @(posedge clk) begin: engine_impl0_region_impl1_read_channel22_access_ctl
                 engine_impl0_region_impl1_read_channel22_mfifo <= engine_impl0_region_impl1_read_channel22_access[30];
                 engine_impl0_region_impl1_read_channel22_access_ctl28_keep_r <= engine_impl0_region_impl1_read_channel22_access[15];
                 engine_impl0_region_impl1_read_channel22_access_ctl28_useam_r <= engine_impl0_region_impl1_read_channel22_access[14];
-                engine_impl0_region_impl1_read_channel22_access_ctl28_off_r <= engine_impl0_region_impl1_read_channel22_access_ctl28_a_off[8-1:0];
+                engine_impl0_region_impl1_read_channel22_access_ctl28_off_r <= engine_impl0_region_impl1_read_channel22_access_ctl28_a_off;
                 engine_impl0_region_impl1_read_channel22_access_ctl28_len_r <= engine_impl0_region_impl1_read_channel22_access_ctl28_a_len;
                 engine_impl0_region_impl1_read_channel22_access_ctl28_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl1_read_channel22_access_ctl28_lcnt <= 0;
@@ -12014,6 +12180,10 @@ always @(posedge clk) begin: engine_impl0_region_impl1_read_channel22_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl1_read_channel22_access_ctl28_off_hi_unused = engine_impl0_region_impl1_read_channel22_access[14-1:8];
 
 
 
@@ -12090,11 +12260,11 @@ assign engine_impl0_region_impl1_read_channel22_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl1_read_channel23_access_ctl29_a_len = engine_impl0_region_impl1_read_channel23_access[30-1:16];
-assign engine_impl0_region_impl1_read_channel23_access_ctl29_a_off = engine_impl0_region_impl1_read_channel23_access[14-1:0];
+assign engine_impl0_region_impl1_read_channel23_access_ctl29_a_off = engine_impl0_region_impl1_read_channel23_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl1_read_channel23_access_ctl29_a_ok = ((engine_impl0_region_impl1_read_channel23_access[31] != engine_impl0_region_impl1_read_channel23_access[30]) && (engine_impl0_region_impl1_read_channel23_access_ctl29_a_len != 0) && (engine_impl0_region_impl1_read_channel23_access_ctl29_a_len <= 256) && (engine_impl0_region_impl1_read_channel23_access_ctl29_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_read_channel23_access_ctl29_a_ok = ((engine_impl0_region_impl1_read_channel23_access[31] != engine_impl0_region_impl1_read_channel23_access[30]) && (engine_impl0_region_impl1_read_channel23_access_ctl29_a_len != 0) && (engine_impl0_region_impl1_read_channel23_access_ctl29_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -12179,7 +12349,7 @@ always @(posedge clk) begin: engine_impl0_region_impl1_read_channel23_access_ctl
                 engine_impl0_region_impl1_read_channel23_mfifo <= engine_impl0_region_impl1_read_channel23_access[30];
                 engine_impl0_region_impl1_read_channel23_access_ctl29_keep_r <= engine_impl0_region_impl1_read_channel23_access[15];
                 engine_impl0_region_impl1_read_channel23_access_ctl29_useam_r <= engine_impl0_region_impl1_read_channel23_access[14];
-                engine_impl0_region_impl1_read_channel23_access_ctl29_off_r <= engine_impl0_region_impl1_read_channel23_access_ctl29_a_off[8-1:0];
+                engine_impl0_region_impl1_read_channel23_access_ctl29_off_r <= engine_impl0_region_impl1_read_channel23_access_ctl29_a_off;
                 engine_impl0_region_impl1_read_channel23_access_ctl29_len_r <= engine_impl0_region_impl1_read_channel23_access_ctl29_a_len;
                 engine_impl0_region_impl1_read_channel23_access_ctl29_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl1_read_channel23_access_ctl29_lcnt <= 0;
@@ -12211,6 +12381,10 @@ always @(posedge clk) begin: engine_impl0_region_impl1_read_channel23_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl1_read_channel23_access_ctl29_off_hi_unused = engine_impl0_region_impl1_read_channel23_access[14-1:8];
 
 
 
@@ -12287,11 +12461,11 @@ assign engine_impl0_region_impl1_read_channel23_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl1_write_channel6_access_ctl30_a_len = engine_impl0_region_impl1_write_channel6_access[30-1:16];
-assign engine_impl0_region_impl1_write_channel6_access_ctl30_a_off = engine_impl0_region_impl1_write_channel6_access[14-1:0];
+assign engine_impl0_region_impl1_write_channel6_access_ctl30_a_off = engine_impl0_region_impl1_write_channel6_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl1_write_channel6_access_ctl30_a_ok = ((engine_impl0_region_impl1_write_channel6_access[31] != engine_impl0_region_impl1_write_channel6_access[30]) && (engine_impl0_region_impl1_write_channel6_access_ctl30_a_len != 0) && (engine_impl0_region_impl1_write_channel6_access_ctl30_a_len <= 256) && (engine_impl0_region_impl1_write_channel6_access_ctl30_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_write_channel6_access_ctl30_a_ok = ((engine_impl0_region_impl1_write_channel6_access[31] != engine_impl0_region_impl1_write_channel6_access[30]) && (engine_impl0_region_impl1_write_channel6_access_ctl30_a_len != 0) && (engine_impl0_region_impl1_write_channel6_access_ctl30_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -12376,7 +12550,7 @@ always @(posedge clk) begin: engine_impl0_region_impl1_write_channel6_access_ctl
                 engine_impl0_region_impl1_write_channel6_mfifo <= engine_impl0_region_impl1_write_channel6_access[30];
                 engine_impl0_region_impl1_write_channel6_access_ctl30_keep_r <= engine_impl0_region_impl1_write_channel6_access[15];
                 engine_impl0_region_impl1_write_channel6_access_ctl30_useam_r <= engine_impl0_region_impl1_write_channel6_access[14];
-                engine_impl0_region_impl1_write_channel6_access_ctl30_off_r <= engine_impl0_region_impl1_write_channel6_access_ctl30_a_off[8-1:0];
+                engine_impl0_region_impl1_write_channel6_access_ctl30_off_r <= engine_impl0_region_impl1_write_channel6_access_ctl30_a_off;
                 engine_impl0_region_impl1_write_channel6_access_ctl30_len_r <= engine_impl0_region_impl1_write_channel6_access_ctl30_a_len;
                 engine_impl0_region_impl1_write_channel6_access_ctl30_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl1_write_channel6_access_ctl30_lcnt <= 0;
@@ -12411,6 +12585,10 @@ end
 
 
 
+assign engine_impl0_region_impl1_write_channel6_access_ctl30_off_hi_unused = engine_impl0_region_impl1_write_channel6_access[14-1:8];
+
+
+
 assign engine_impl0_region_impl1_write_channel6_req = (engine_impl0_region_impl1_write_channel6_running && engine_impl0_region_impl1_write_channel6_s_tvalid && (engine_impl0_region_impl1_q_nfull || (!engine_impl0_region_impl1_write_channel6_mfifo)));
 assign engine_impl0_region_impl1_write_channel6_s_tready = engine_impl0_region_impl1_write_channel6_grant;
 assign engine_impl0_region_impl1_write_channel6_done_evt = (engine_impl0_region_impl1_write_channel6_grant && engine_impl0_region_impl1_write_channel6_final && engine_impl0_region_impl1_write_channel6_line_last);
@@ -12428,11 +12606,11 @@ end
 
 
 assign engine_impl0_region_impl1_write_channel7_access_ctl31_a_len = engine_impl0_region_impl1_write_channel7_access[30-1:16];
-assign engine_impl0_region_impl1_write_channel7_access_ctl31_a_off = engine_impl0_region_impl1_write_channel7_access[14-1:0];
+assign engine_impl0_region_impl1_write_channel7_access_ctl31_a_off = engine_impl0_region_impl1_write_channel7_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl1_write_channel7_access_ctl31_a_ok = ((engine_impl0_region_impl1_write_channel7_access[31] != engine_impl0_region_impl1_write_channel7_access[30]) && (engine_impl0_region_impl1_write_channel7_access_ctl31_a_len != 0) && (engine_impl0_region_impl1_write_channel7_access_ctl31_a_len <= 256) && (engine_impl0_region_impl1_write_channel7_access_ctl31_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_write_channel7_access_ctl31_a_ok = ((engine_impl0_region_impl1_write_channel7_access[31] != engine_impl0_region_impl1_write_channel7_access[30]) && (engine_impl0_region_impl1_write_channel7_access_ctl31_a_len != 0) && (engine_impl0_region_impl1_write_channel7_access_ctl31_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -12517,7 +12695,7 @@ always @(posedge clk) begin: engine_impl0_region_impl1_write_channel7_access_ctl
                 engine_impl0_region_impl1_write_channel7_mfifo <= engine_impl0_region_impl1_write_channel7_access[30];
                 engine_impl0_region_impl1_write_channel7_access_ctl31_keep_r <= engine_impl0_region_impl1_write_channel7_access[15];
                 engine_impl0_region_impl1_write_channel7_access_ctl31_useam_r <= engine_impl0_region_impl1_write_channel7_access[14];
-                engine_impl0_region_impl1_write_channel7_access_ctl31_off_r <= engine_impl0_region_impl1_write_channel7_access_ctl31_a_off[8-1:0];
+                engine_impl0_region_impl1_write_channel7_access_ctl31_off_r <= engine_impl0_region_impl1_write_channel7_access_ctl31_a_off;
                 engine_impl0_region_impl1_write_channel7_access_ctl31_len_r <= engine_impl0_region_impl1_write_channel7_access_ctl31_a_len;
                 engine_impl0_region_impl1_write_channel7_access_ctl31_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl1_write_channel7_access_ctl31_lcnt <= 0;
@@ -12552,6 +12730,10 @@ end
 
 
 
+assign engine_impl0_region_impl1_write_channel7_access_ctl31_off_hi_unused = engine_impl0_region_impl1_write_channel7_access[14-1:8];
+
+
+
 assign engine_impl0_region_impl1_write_channel7_req = (engine_impl0_region_impl1_write_channel7_running && engine_impl0_region_impl1_write_channel7_s_tvalid && (engine_impl0_region_impl1_q_nfull || (!engine_impl0_region_impl1_write_channel7_mfifo)));
 assign engine_impl0_region_impl1_write_channel7_s_tready = engine_impl0_region_impl1_write_channel7_grant;
 assign engine_impl0_region_impl1_write_channel7_done_evt = (engine_impl0_region_impl1_write_channel7_grant && engine_impl0_region_impl1_write_channel7_final && engine_impl0_region_impl1_write_channel7_line_last);
@@ -12569,11 +12751,11 @@ end
 
 
 assign engine_impl0_region_impl1_write_channel8_access_ctl32_a_len = engine_impl0_region_impl1_write_channel8_access[30-1:16];
-assign engine_impl0_region_impl1_write_channel8_access_ctl32_a_off = engine_impl0_region_impl1_write_channel8_access[14-1:0];
+assign engine_impl0_region_impl1_write_channel8_access_ctl32_a_off = engine_impl0_region_impl1_write_channel8_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl1_write_channel8_access_ctl32_a_ok = ((engine_impl0_region_impl1_write_channel8_access[31] != engine_impl0_region_impl1_write_channel8_access[30]) && (engine_impl0_region_impl1_write_channel8_access_ctl32_a_len != 0) && (engine_impl0_region_impl1_write_channel8_access_ctl32_a_len <= 256) && (engine_impl0_region_impl1_write_channel8_access_ctl32_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_write_channel8_access_ctl32_a_ok = ((engine_impl0_region_impl1_write_channel8_access[31] != engine_impl0_region_impl1_write_channel8_access[30]) && (engine_impl0_region_impl1_write_channel8_access_ctl32_a_len != 0) && (engine_impl0_region_impl1_write_channel8_access_ctl32_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -12658,7 +12840,7 @@ always @(posedge clk) begin: engine_impl0_region_impl1_write_channel8_access_ctl
                 engine_impl0_region_impl1_write_channel8_mfifo <= engine_impl0_region_impl1_write_channel8_access[30];
                 engine_impl0_region_impl1_write_channel8_access_ctl32_keep_r <= engine_impl0_region_impl1_write_channel8_access[15];
                 engine_impl0_region_impl1_write_channel8_access_ctl32_useam_r <= engine_impl0_region_impl1_write_channel8_access[14];
-                engine_impl0_region_impl1_write_channel8_access_ctl32_off_r <= engine_impl0_region_impl1_write_channel8_access_ctl32_a_off[8-1:0];
+                engine_impl0_region_impl1_write_channel8_access_ctl32_off_r <= engine_impl0_region_impl1_write_channel8_access_ctl32_a_off;
                 engine_impl0_region_impl1_write_channel8_access_ctl32_len_r <= engine_impl0_region_impl1_write_channel8_access_ctl32_a_len;
                 engine_impl0_region_impl1_write_channel8_access_ctl32_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl1_write_channel8_access_ctl32_lcnt <= 0;
@@ -12693,6 +12875,10 @@ end
 
 
 
+assign engine_impl0_region_impl1_write_channel8_access_ctl32_off_hi_unused = engine_impl0_region_impl1_write_channel8_access[14-1:8];
+
+
+
 assign engine_impl0_region_impl1_write_channel8_req = (engine_impl0_region_impl1_write_channel8_running && engine_impl0_region_impl1_write_channel8_s_tvalid && (engine_impl0_region_impl1_q_nfull || (!engine_impl0_region_impl1_write_channel8_mfifo)));
 assign engine_impl0_region_impl1_write_channel8_s_tready = engine_impl0_region_impl1_write_channel8_grant;
 assign engine_impl0_region_impl1_write_channel8_done_evt = (engine_impl0_region_impl1_write_channel8_grant && engine_impl0_region_impl1_write_channel8_final && engine_impl0_region_impl1_write_channel8_line_last);
@@ -12710,11 +12896,11 @@ end
 
 
 assign engine_impl0_region_impl1_write_channel9_access_ctl33_a_len = engine_impl0_region_impl1_write_channel9_access[30-1:16];
-assign engine_impl0_region_impl1_write_channel9_access_ctl33_a_off = engine_impl0_region_impl1_write_channel9_access[14-1:0];
+assign engine_impl0_region_impl1_write_channel9_access_ctl33_a_off = engine_impl0_region_impl1_write_channel9_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl1_write_channel9_access_ctl33_a_ok = ((engine_impl0_region_impl1_write_channel9_access[31] != engine_impl0_region_impl1_write_channel9_access[30]) && (engine_impl0_region_impl1_write_channel9_access_ctl33_a_len != 0) && (engine_impl0_region_impl1_write_channel9_access_ctl33_a_len <= 256) && (engine_impl0_region_impl1_write_channel9_access_ctl33_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_write_channel9_access_ctl33_a_ok = ((engine_impl0_region_impl1_write_channel9_access[31] != engine_impl0_region_impl1_write_channel9_access[30]) && (engine_impl0_region_impl1_write_channel9_access_ctl33_a_len != 0) && (engine_impl0_region_impl1_write_channel9_access_ctl33_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -12799,7 +12985,7 @@ always @(posedge clk) begin: engine_impl0_region_impl1_write_channel9_access_ctl
                 engine_impl0_region_impl1_write_channel9_mfifo <= engine_impl0_region_impl1_write_channel9_access[30];
                 engine_impl0_region_impl1_write_channel9_access_ctl33_keep_r <= engine_impl0_region_impl1_write_channel9_access[15];
                 engine_impl0_region_impl1_write_channel9_access_ctl33_useam_r <= engine_impl0_region_impl1_write_channel9_access[14];
-                engine_impl0_region_impl1_write_channel9_access_ctl33_off_r <= engine_impl0_region_impl1_write_channel9_access_ctl33_a_off[8-1:0];
+                engine_impl0_region_impl1_write_channel9_access_ctl33_off_r <= engine_impl0_region_impl1_write_channel9_access_ctl33_a_off;
                 engine_impl0_region_impl1_write_channel9_access_ctl33_len_r <= engine_impl0_region_impl1_write_channel9_access_ctl33_a_len;
                 engine_impl0_region_impl1_write_channel9_access_ctl33_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl1_write_channel9_access_ctl33_lcnt <= 0;
@@ -12834,6 +13020,10 @@ end
 
 
 
+assign engine_impl0_region_impl1_write_channel9_access_ctl33_off_hi_unused = engine_impl0_region_impl1_write_channel9_access[14-1:8];
+
+
+
 assign engine_impl0_region_impl1_write_channel9_req = (engine_impl0_region_impl1_write_channel9_running && engine_impl0_region_impl1_write_channel9_s_tvalid && (engine_impl0_region_impl1_q_nfull || (!engine_impl0_region_impl1_write_channel9_mfifo)));
 assign engine_impl0_region_impl1_write_channel9_s_tready = engine_impl0_region_impl1_write_channel9_grant;
 assign engine_impl0_region_impl1_write_channel9_done_evt = (engine_impl0_region_impl1_write_channel9_grant && engine_impl0_region_impl1_write_channel9_final && engine_impl0_region_impl1_write_channel9_line_last);
@@ -12851,11 +13041,11 @@ end
 
 
 assign engine_impl0_region_impl1_write_channel10_access_ctl34_a_len = engine_impl0_region_impl1_write_channel10_access[30-1:16];
-assign engine_impl0_region_impl1_write_channel10_access_ctl34_a_off = engine_impl0_region_impl1_write_channel10_access[14-1:0];
+assign engine_impl0_region_impl1_write_channel10_access_ctl34_a_off = engine_impl0_region_impl1_write_channel10_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl1_write_channel10_access_ctl34_a_ok = ((engine_impl0_region_impl1_write_channel10_access[31] != engine_impl0_region_impl1_write_channel10_access[30]) && (engine_impl0_region_impl1_write_channel10_access_ctl34_a_len != 0) && (engine_impl0_region_impl1_write_channel10_access_ctl34_a_len <= 256) && (engine_impl0_region_impl1_write_channel10_access_ctl34_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_write_channel10_access_ctl34_a_ok = ((engine_impl0_region_impl1_write_channel10_access[31] != engine_impl0_region_impl1_write_channel10_access[30]) && (engine_impl0_region_impl1_write_channel10_access_ctl34_a_len != 0) && (engine_impl0_region_impl1_write_channel10_access_ctl34_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -12940,7 +13130,7 @@ always @(posedge clk) begin: engine_impl0_region_impl1_write_channel10_access_ct
                 engine_impl0_region_impl1_write_channel10_mfifo <= engine_impl0_region_impl1_write_channel10_access[30];
                 engine_impl0_region_impl1_write_channel10_access_ctl34_keep_r <= engine_impl0_region_impl1_write_channel10_access[15];
                 engine_impl0_region_impl1_write_channel10_access_ctl34_useam_r <= engine_impl0_region_impl1_write_channel10_access[14];
-                engine_impl0_region_impl1_write_channel10_access_ctl34_off_r <= engine_impl0_region_impl1_write_channel10_access_ctl34_a_off[8-1:0];
+                engine_impl0_region_impl1_write_channel10_access_ctl34_off_r <= engine_impl0_region_impl1_write_channel10_access_ctl34_a_off;
                 engine_impl0_region_impl1_write_channel10_access_ctl34_len_r <= engine_impl0_region_impl1_write_channel10_access_ctl34_a_len;
                 engine_impl0_region_impl1_write_channel10_access_ctl34_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl1_write_channel10_access_ctl34_lcnt <= 0;
@@ -12975,6 +13165,10 @@ end
 
 
 
+assign engine_impl0_region_impl1_write_channel10_access_ctl34_off_hi_unused = engine_impl0_region_impl1_write_channel10_access[14-1:8];
+
+
+
 assign engine_impl0_region_impl1_write_channel10_req = (engine_impl0_region_impl1_write_channel10_running && engine_impl0_region_impl1_write_channel10_s_tvalid && (engine_impl0_region_impl1_q_nfull || (!engine_impl0_region_impl1_write_channel10_mfifo)));
 assign engine_impl0_region_impl1_write_channel10_s_tready = engine_impl0_region_impl1_write_channel10_grant;
 assign engine_impl0_region_impl1_write_channel10_done_evt = (engine_impl0_region_impl1_write_channel10_grant && engine_impl0_region_impl1_write_channel10_final && engine_impl0_region_impl1_write_channel10_line_last);
@@ -12992,11 +13186,11 @@ end
 
 
 assign engine_impl0_region_impl1_write_channel11_access_ctl35_a_len = engine_impl0_region_impl1_write_channel11_access[30-1:16];
-assign engine_impl0_region_impl1_write_channel11_access_ctl35_a_off = engine_impl0_region_impl1_write_channel11_access[14-1:0];
+assign engine_impl0_region_impl1_write_channel11_access_ctl35_a_off = engine_impl0_region_impl1_write_channel11_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl1_write_channel11_access_ctl35_a_ok = ((engine_impl0_region_impl1_write_channel11_access[31] != engine_impl0_region_impl1_write_channel11_access[30]) && (engine_impl0_region_impl1_write_channel11_access_ctl35_a_len != 0) && (engine_impl0_region_impl1_write_channel11_access_ctl35_a_len <= 256) && (engine_impl0_region_impl1_write_channel11_access_ctl35_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl1_write_channel11_access_ctl35_a_ok = ((engine_impl0_region_impl1_write_channel11_access[31] != engine_impl0_region_impl1_write_channel11_access[30]) && (engine_impl0_region_impl1_write_channel11_access_ctl35_a_len != 0) && (engine_impl0_region_impl1_write_channel11_access_ctl35_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -13081,7 +13275,7 @@ always @(posedge clk) begin: engine_impl0_region_impl1_write_channel11_access_ct
                 engine_impl0_region_impl1_write_channel11_mfifo <= engine_impl0_region_impl1_write_channel11_access[30];
                 engine_impl0_region_impl1_write_channel11_access_ctl35_keep_r <= engine_impl0_region_impl1_write_channel11_access[15];
                 engine_impl0_region_impl1_write_channel11_access_ctl35_useam_r <= engine_impl0_region_impl1_write_channel11_access[14];
-                engine_impl0_region_impl1_write_channel11_access_ctl35_off_r <= engine_impl0_region_impl1_write_channel11_access_ctl35_a_off[8-1:0];
+                engine_impl0_region_impl1_write_channel11_access_ctl35_off_r <= engine_impl0_region_impl1_write_channel11_access_ctl35_a_off;
                 engine_impl0_region_impl1_write_channel11_access_ctl35_len_r <= engine_impl0_region_impl1_write_channel11_access_ctl35_a_len;
                 engine_impl0_region_impl1_write_channel11_access_ctl35_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl1_write_channel11_access_ctl35_lcnt <= 0;
@@ -13113,6 +13307,10 @@ always @(posedge clk) begin: engine_impl0_region_impl1_write_channel11_access_ct
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl1_write_channel11_access_ctl35_off_hi_unused = engine_impl0_region_impl1_write_channel11_access[14-1:8];
 
 
 
@@ -13702,11 +13900,11 @@ assign engine_impl0_region_impl1_copy_sig61_y = engine_impl0_region_impl1_qcnt;
 
 
 assign engine_impl0_region_impl2_read_channel24_access_ctl36_a_len = engine_impl0_region_impl2_read_channel24_access[30-1:16];
-assign engine_impl0_region_impl2_read_channel24_access_ctl36_a_off = engine_impl0_region_impl2_read_channel24_access[14-1:0];
+assign engine_impl0_region_impl2_read_channel24_access_ctl36_a_off = engine_impl0_region_impl2_read_channel24_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl2_read_channel24_access_ctl36_a_ok = ((engine_impl0_region_impl2_read_channel24_access[31] != engine_impl0_region_impl2_read_channel24_access[30]) && (engine_impl0_region_impl2_read_channel24_access_ctl36_a_len != 0) && (engine_impl0_region_impl2_read_channel24_access_ctl36_a_len <= 256) && (engine_impl0_region_impl2_read_channel24_access_ctl36_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_read_channel24_access_ctl36_a_ok = ((engine_impl0_region_impl2_read_channel24_access[31] != engine_impl0_region_impl2_read_channel24_access[30]) && (engine_impl0_region_impl2_read_channel24_access_ctl36_a_len != 0) && (engine_impl0_region_impl2_read_channel24_access_ctl36_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -13791,7 +13989,7 @@ always @(posedge clk) begin: engine_impl0_region_impl2_read_channel24_access_ctl
                 engine_impl0_region_impl2_read_channel24_mfifo <= engine_impl0_region_impl2_read_channel24_access[30];
                 engine_impl0_region_impl2_read_channel24_access_ctl36_keep_r <= engine_impl0_region_impl2_read_channel24_access[15];
                 engine_impl0_region_impl2_read_channel24_access_ctl36_useam_r <= engine_impl0_region_impl2_read_channel24_access[14];
-                engine_impl0_region_impl2_read_channel24_access_ctl36_off_r <= engine_impl0_region_impl2_read_channel24_access_ctl36_a_off[8-1:0];
+                engine_impl0_region_impl2_read_channel24_access_ctl36_off_r <= engine_impl0_region_impl2_read_channel24_access_ctl36_a_off;
                 engine_impl0_region_impl2_read_channel24_access_ctl36_len_r <= engine_impl0_region_impl2_read_channel24_access_ctl36_a_len;
                 engine_impl0_region_impl2_read_channel24_access_ctl36_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl2_read_channel24_access_ctl36_lcnt <= 0;
@@ -13823,6 +14021,10 @@ always @(posedge clk) begin: engine_impl0_region_impl2_read_channel24_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl2_read_channel24_access_ctl36_off_hi_unused = engine_impl0_region_impl2_read_channel24_access[14-1:8];
 
 
 
@@ -13899,11 +14101,11 @@ assign engine_impl0_region_impl2_read_channel24_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl2_read_channel25_access_ctl37_a_len = engine_impl0_region_impl2_read_channel25_access[30-1:16];
-assign engine_impl0_region_impl2_read_channel25_access_ctl37_a_off = engine_impl0_region_impl2_read_channel25_access[14-1:0];
+assign engine_impl0_region_impl2_read_channel25_access_ctl37_a_off = engine_impl0_region_impl2_read_channel25_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl2_read_channel25_access_ctl37_a_ok = ((engine_impl0_region_impl2_read_channel25_access[31] != engine_impl0_region_impl2_read_channel25_access[30]) && (engine_impl0_region_impl2_read_channel25_access_ctl37_a_len != 0) && (engine_impl0_region_impl2_read_channel25_access_ctl37_a_len <= 256) && (engine_impl0_region_impl2_read_channel25_access_ctl37_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_read_channel25_access_ctl37_a_ok = ((engine_impl0_region_impl2_read_channel25_access[31] != engine_impl0_region_impl2_read_channel25_access[30]) && (engine_impl0_region_impl2_read_channel25_access_ctl37_a_len != 0) && (engine_impl0_region_impl2_read_channel25_access_ctl37_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -13988,7 +14190,7 @@ always @(posedge clk) begin: engine_impl0_region_impl2_read_channel25_access_ctl
                 engine_impl0_region_impl2_read_channel25_mfifo <= engine_impl0_region_impl2_read_channel25_access[30];
                 engine_impl0_region_impl2_read_channel25_access_ctl37_keep_r <= engine_impl0_region_impl2_read_channel25_access[15];
                 engine_impl0_region_impl2_read_channel25_access_ctl37_useam_r <= engine_impl0_region_impl2_read_channel25_access[14];
-                engine_impl0_region_impl2_read_channel25_access_ctl37_off_r <= engine_impl0_region_impl2_read_channel25_access_ctl37_a_off[8-1:0];
+                engine_impl0_region_impl2_read_channel25_access_ctl37_off_r <= engine_impl0_region_impl2_read_channel25_access_ctl37_a_off;
                 engine_impl0_region_impl2_read_channel25_access_ctl37_len_r <= engine_impl0_region_impl2_read_channel25_access_ctl37_a_len;
                 engine_impl0_region_impl2_read_channel25_access_ctl37_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl2_read_channel25_access_ctl37_lcnt <= 0;
@@ -14020,6 +14222,10 @@ always @(posedge clk) begin: engine_impl0_region_impl2_read_channel25_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl2_read_channel25_access_ctl37_off_hi_unused = engine_impl0_region_impl2_read_channel25_access[14-1:8];
 
 
 
@@ -14096,11 +14302,11 @@ assign engine_impl0_region_impl2_read_channel25_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl2_read_channel26_access_ctl38_a_len = engine_impl0_region_impl2_read_channel26_access[30-1:16];
-assign engine_impl0_region_impl2_read_channel26_access_ctl38_a_off = engine_impl0_region_impl2_read_channel26_access[14-1:0];
+assign engine_impl0_region_impl2_read_channel26_access_ctl38_a_off = engine_impl0_region_impl2_read_channel26_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl2_read_channel26_access_ctl38_a_ok = ((engine_impl0_region_impl2_read_channel26_access[31] != engine_impl0_region_impl2_read_channel26_access[30]) && (engine_impl0_region_impl2_read_channel26_access_ctl38_a_len != 0) && (engine_impl0_region_impl2_read_channel26_access_ctl38_a_len <= 256) && (engine_impl0_region_impl2_read_channel26_access_ctl38_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_read_channel26_access_ctl38_a_ok = ((engine_impl0_region_impl2_read_channel26_access[31] != engine_impl0_region_impl2_read_channel26_access[30]) && (engine_impl0_region_impl2_read_channel26_access_ctl38_a_len != 0) && (engine_impl0_region_impl2_read_channel26_access_ctl38_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -14185,7 +14391,7 @@ always @(posedge clk) begin: engine_impl0_region_impl2_read_channel26_access_ctl
                 engine_impl0_region_impl2_read_channel26_mfifo <= engine_impl0_region_impl2_read_channel26_access[30];
                 engine_impl0_region_impl2_read_channel26_access_ctl38_keep_r <= engine_impl0_region_impl2_read_channel26_access[15];
                 engine_impl0_region_impl2_read_channel26_access_ctl38_useam_r <= engine_impl0_region_impl2_read_channel26_access[14];
-                engine_impl0_region_impl2_read_channel26_access_ctl38_off_r <= engine_impl0_region_impl2_read_channel26_access_ctl38_a_off[8-1:0];
+                engine_impl0_region_impl2_read_channel26_access_ctl38_off_r <= engine_impl0_region_impl2_read_channel26_access_ctl38_a_off;
                 engine_impl0_region_impl2_read_channel26_access_ctl38_len_r <= engine_impl0_region_impl2_read_channel26_access_ctl38_a_len;
                 engine_impl0_region_impl2_read_channel26_access_ctl38_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl2_read_channel26_access_ctl38_lcnt <= 0;
@@ -14217,6 +14423,10 @@ always @(posedge clk) begin: engine_impl0_region_impl2_read_channel26_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl2_read_channel26_access_ctl38_off_hi_unused = engine_impl0_region_impl2_read_channel26_access[14-1:8];
 
 
 
@@ -14293,11 +14503,11 @@ assign engine_impl0_region_impl2_read_channel26_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl2_read_channel27_access_ctl39_a_len = engine_impl0_region_impl2_read_channel27_access[30-1:16];
-assign engine_impl0_region_impl2_read_channel27_access_ctl39_a_off = engine_impl0_region_impl2_read_channel27_access[14-1:0];
+assign engine_impl0_region_impl2_read_channel27_access_ctl39_a_off = engine_impl0_region_impl2_read_channel27_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl2_read_channel27_access_ctl39_a_ok = ((engine_impl0_region_impl2_read_channel27_access[31] != engine_impl0_region_impl2_read_channel27_access[30]) && (engine_impl0_region_impl2_read_channel27_access_ctl39_a_len != 0) && (engine_impl0_region_impl2_read_channel27_access_ctl39_a_len <= 256) && (engine_impl0_region_impl2_read_channel27_access_ctl39_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_read_channel27_access_ctl39_a_ok = ((engine_impl0_region_impl2_read_channel27_access[31] != engine_impl0_region_impl2_read_channel27_access[30]) && (engine_impl0_region_impl2_read_channel27_access_ctl39_a_len != 0) && (engine_impl0_region_impl2_read_channel27_access_ctl39_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -14382,7 +14592,7 @@ always @(posedge clk) begin: engine_impl0_region_impl2_read_channel27_access_ctl
                 engine_impl0_region_impl2_read_channel27_mfifo <= engine_impl0_region_impl2_read_channel27_access[30];
                 engine_impl0_region_impl2_read_channel27_access_ctl39_keep_r <= engine_impl0_region_impl2_read_channel27_access[15];
                 engine_impl0_region_impl2_read_channel27_access_ctl39_useam_r <= engine_impl0_region_impl2_read_channel27_access[14];
-                engine_impl0_region_impl2_read_channel27_access_ctl39_off_r <= engine_impl0_region_impl2_read_channel27_access_ctl39_a_off[8-1:0];
+                engine_impl0_region_impl2_read_channel27_access_ctl39_off_r <= engine_impl0_region_impl2_read_channel27_access_ctl39_a_off;
                 engine_impl0_region_impl2_read_channel27_access_ctl39_len_r <= engine_impl0_region_impl2_read_channel27_access_ctl39_a_len;
                 engine_impl0_region_impl2_read_channel27_access_ctl39_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl2_read_channel27_access_ctl39_lcnt <= 0;
@@ -14414,6 +14624,10 @@ always @(posedge clk) begin: engine_impl0_region_impl2_read_channel27_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl2_read_channel27_access_ctl39_off_hi_unused = engine_impl0_region_impl2_read_channel27_access[14-1:8];
 
 
 
@@ -14490,11 +14704,11 @@ assign engine_impl0_region_impl2_read_channel27_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl2_read_channel28_access_ctl40_a_len = engine_impl0_region_impl2_read_channel28_access[30-1:16];
-assign engine_impl0_region_impl2_read_channel28_access_ctl40_a_off = engine_impl0_region_impl2_read_channel28_access[14-1:0];
+assign engine_impl0_region_impl2_read_channel28_access_ctl40_a_off = engine_impl0_region_impl2_read_channel28_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl2_read_channel28_access_ctl40_a_ok = ((engine_impl0_region_impl2_read_channel28_access[31] != engine_impl0_region_impl2_read_channel28_access[30]) && (engine_impl0_region_impl2_read_channel28_access_ctl40_a_len != 0) && (engine_impl0_region_impl2_read_channel28_access_ctl40_a_len <= 256) && (engine_impl0_region_impl2_read_channel28_access_ctl40_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_read_channel28_access_ctl40_a_ok = ((engine_impl0_region_impl2_read_channel28_access[31] != engine_impl0_region_impl2_read_channel28_access[30]) && (engine_impl0_region_impl2_read_channel28_access_ctl40_a_len != 0) && (engine_impl0_region_impl2_read_channel28_access_ctl40_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -14579,7 +14793,7 @@ always @(posedge clk) begin: engine_impl0_region_impl2_read_channel28_access_ctl
                 engine_impl0_region_impl2_read_channel28_mfifo <= engine_impl0_region_impl2_read_channel28_access[30];
                 engine_impl0_region_impl2_read_channel28_access_ctl40_keep_r <= engine_impl0_region_impl2_read_channel28_access[15];
                 engine_impl0_region_impl2_read_channel28_access_ctl40_useam_r <= engine_impl0_region_impl2_read_channel28_access[14];
-                engine_impl0_region_impl2_read_channel28_access_ctl40_off_r <= engine_impl0_region_impl2_read_channel28_access_ctl40_a_off[8-1:0];
+                engine_impl0_region_impl2_read_channel28_access_ctl40_off_r <= engine_impl0_region_impl2_read_channel28_access_ctl40_a_off;
                 engine_impl0_region_impl2_read_channel28_access_ctl40_len_r <= engine_impl0_region_impl2_read_channel28_access_ctl40_a_len;
                 engine_impl0_region_impl2_read_channel28_access_ctl40_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl2_read_channel28_access_ctl40_lcnt <= 0;
@@ -14611,6 +14825,10 @@ always @(posedge clk) begin: engine_impl0_region_impl2_read_channel28_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl2_read_channel28_access_ctl40_off_hi_unused = engine_impl0_region_impl2_read_channel28_access[14-1:8];
 
 
 
@@ -14687,11 +14905,11 @@ assign engine_impl0_region_impl2_read_channel28_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl2_read_channel29_access_ctl41_a_len = engine_impl0_region_impl2_read_channel29_access[30-1:16];
-assign engine_impl0_region_impl2_read_channel29_access_ctl41_a_off = engine_impl0_region_impl2_read_channel29_access[14-1:0];
+assign engine_impl0_region_impl2_read_channel29_access_ctl41_a_off = engine_impl0_region_impl2_read_channel29_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl2_read_channel29_access_ctl41_a_ok = ((engine_impl0_region_impl2_read_channel29_access[31] != engine_impl0_region_impl2_read_channel29_access[30]) && (engine_impl0_region_impl2_read_channel29_access_ctl41_a_len != 0) && (engine_impl0_region_impl2_read_channel29_access_ctl41_a_len <= 256) && (engine_impl0_region_impl2_read_channel29_access_ctl41_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_read_channel29_access_ctl41_a_ok = ((engine_impl0_region_impl2_read_channel29_access[31] != engine_impl0_region_impl2_read_channel29_access[30]) && (engine_impl0_region_impl2_read_channel29_access_ctl41_a_len != 0) && (engine_impl0_region_impl2_read_channel29_access_ctl41_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -14776,7 +14994,7 @@ always @(posedge clk) begin: engine_impl0_region_impl2_read_channel29_access_ctl
                 engine_impl0_region_impl2_read_channel29_mfifo <= engine_impl0_region_impl2_read_channel29_access[30];
                 engine_impl0_region_impl2_read_channel29_access_ctl41_keep_r <= engine_impl0_region_impl2_read_channel29_access[15];
                 engine_impl0_region_impl2_read_channel29_access_ctl41_useam_r <= engine_impl0_region_impl2_read_channel29_access[14];
-                engine_impl0_region_impl2_read_channel29_access_ctl41_off_r <= engine_impl0_region_impl2_read_channel29_access_ctl41_a_off[8-1:0];
+                engine_impl0_region_impl2_read_channel29_access_ctl41_off_r <= engine_impl0_region_impl2_read_channel29_access_ctl41_a_off;
                 engine_impl0_region_impl2_read_channel29_access_ctl41_len_r <= engine_impl0_region_impl2_read_channel29_access_ctl41_a_len;
                 engine_impl0_region_impl2_read_channel29_access_ctl41_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl2_read_channel29_access_ctl41_lcnt <= 0;
@@ -14808,6 +15026,10 @@ always @(posedge clk) begin: engine_impl0_region_impl2_read_channel29_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl2_read_channel29_access_ctl41_off_hi_unused = engine_impl0_region_impl2_read_channel29_access[14-1:8];
 
 
 
@@ -14884,11 +15106,11 @@ assign engine_impl0_region_impl2_read_channel29_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl2_read_channel30_access_ctl42_a_len = engine_impl0_region_impl2_read_channel30_access[30-1:16];
-assign engine_impl0_region_impl2_read_channel30_access_ctl42_a_off = engine_impl0_region_impl2_read_channel30_access[14-1:0];
+assign engine_impl0_region_impl2_read_channel30_access_ctl42_a_off = engine_impl0_region_impl2_read_channel30_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl2_read_channel30_access_ctl42_a_ok = ((engine_impl0_region_impl2_read_channel30_access[31] != engine_impl0_region_impl2_read_channel30_access[30]) && (engine_impl0_region_impl2_read_channel30_access_ctl42_a_len != 0) && (engine_impl0_region_impl2_read_channel30_access_ctl42_a_len <= 256) && (engine_impl0_region_impl2_read_channel30_access_ctl42_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_read_channel30_access_ctl42_a_ok = ((engine_impl0_region_impl2_read_channel30_access[31] != engine_impl0_region_impl2_read_channel30_access[30]) && (engine_impl0_region_impl2_read_channel30_access_ctl42_a_len != 0) && (engine_impl0_region_impl2_read_channel30_access_ctl42_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -14973,7 +15195,7 @@ always @(posedge clk) begin: engine_impl0_region_impl2_read_channel30_access_ctl
                 engine_impl0_region_impl2_read_channel30_mfifo <= engine_impl0_region_impl2_read_channel30_access[30];
                 engine_impl0_region_impl2_read_channel30_access_ctl42_keep_r <= engine_impl0_region_impl2_read_channel30_access[15];
                 engine_impl0_region_impl2_read_channel30_access_ctl42_useam_r <= engine_impl0_region_impl2_read_channel30_access[14];
-                engine_impl0_region_impl2_read_channel30_access_ctl42_off_r <= engine_impl0_region_impl2_read_channel30_access_ctl42_a_off[8-1:0];
+                engine_impl0_region_impl2_read_channel30_access_ctl42_off_r <= engine_impl0_region_impl2_read_channel30_access_ctl42_a_off;
                 engine_impl0_region_impl2_read_channel30_access_ctl42_len_r <= engine_impl0_region_impl2_read_channel30_access_ctl42_a_len;
                 engine_impl0_region_impl2_read_channel30_access_ctl42_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl2_read_channel30_access_ctl42_lcnt <= 0;
@@ -15005,6 +15227,10 @@ always @(posedge clk) begin: engine_impl0_region_impl2_read_channel30_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl2_read_channel30_access_ctl42_off_hi_unused = engine_impl0_region_impl2_read_channel30_access[14-1:8];
 
 
 
@@ -15081,11 +15307,11 @@ assign engine_impl0_region_impl2_read_channel30_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl2_read_channel31_access_ctl43_a_len = engine_impl0_region_impl2_read_channel31_access[30-1:16];
-assign engine_impl0_region_impl2_read_channel31_access_ctl43_a_off = engine_impl0_region_impl2_read_channel31_access[14-1:0];
+assign engine_impl0_region_impl2_read_channel31_access_ctl43_a_off = engine_impl0_region_impl2_read_channel31_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl2_read_channel31_access_ctl43_a_ok = ((engine_impl0_region_impl2_read_channel31_access[31] != engine_impl0_region_impl2_read_channel31_access[30]) && (engine_impl0_region_impl2_read_channel31_access_ctl43_a_len != 0) && (engine_impl0_region_impl2_read_channel31_access_ctl43_a_len <= 256) && (engine_impl0_region_impl2_read_channel31_access_ctl43_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_read_channel31_access_ctl43_a_ok = ((engine_impl0_region_impl2_read_channel31_access[31] != engine_impl0_region_impl2_read_channel31_access[30]) && (engine_impl0_region_impl2_read_channel31_access_ctl43_a_len != 0) && (engine_impl0_region_impl2_read_channel31_access_ctl43_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -15170,7 +15396,7 @@ always @(posedge clk) begin: engine_impl0_region_impl2_read_channel31_access_ctl
                 engine_impl0_region_impl2_read_channel31_mfifo <= engine_impl0_region_impl2_read_channel31_access[30];
                 engine_impl0_region_impl2_read_channel31_access_ctl43_keep_r <= engine_impl0_region_impl2_read_channel31_access[15];
                 engine_impl0_region_impl2_read_channel31_access_ctl43_useam_r <= engine_impl0_region_impl2_read_channel31_access[14];
-                engine_impl0_region_impl2_read_channel31_access_ctl43_off_r <= engine_impl0_region_impl2_read_channel31_access_ctl43_a_off[8-1:0];
+                engine_impl0_region_impl2_read_channel31_access_ctl43_off_r <= engine_impl0_region_impl2_read_channel31_access_ctl43_a_off;
                 engine_impl0_region_impl2_read_channel31_access_ctl43_len_r <= engine_impl0_region_impl2_read_channel31_access_ctl43_a_len;
                 engine_impl0_region_impl2_read_channel31_access_ctl43_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl2_read_channel31_access_ctl43_lcnt <= 0;
@@ -15202,6 +15428,10 @@ always @(posedge clk) begin: engine_impl0_region_impl2_read_channel31_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl2_read_channel31_access_ctl43_off_hi_unused = engine_impl0_region_impl2_read_channel31_access[14-1:8];
 
 
 
@@ -15278,11 +15508,11 @@ assign engine_impl0_region_impl2_read_channel31_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl2_read_channel32_access_ctl44_a_len = engine_impl0_region_impl2_read_channel32_access[30-1:16];
-assign engine_impl0_region_impl2_read_channel32_access_ctl44_a_off = engine_impl0_region_impl2_read_channel32_access[14-1:0];
+assign engine_impl0_region_impl2_read_channel32_access_ctl44_a_off = engine_impl0_region_impl2_read_channel32_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl2_read_channel32_access_ctl44_a_ok = ((engine_impl0_region_impl2_read_channel32_access[31] != engine_impl0_region_impl2_read_channel32_access[30]) && (engine_impl0_region_impl2_read_channel32_access_ctl44_a_len != 0) && (engine_impl0_region_impl2_read_channel32_access_ctl44_a_len <= 256) && (engine_impl0_region_impl2_read_channel32_access_ctl44_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_read_channel32_access_ctl44_a_ok = ((engine_impl0_region_impl2_read_channel32_access[31] != engine_impl0_region_impl2_read_channel32_access[30]) && (engine_impl0_region_impl2_read_channel32_access_ctl44_a_len != 0) && (engine_impl0_region_impl2_read_channel32_access_ctl44_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -15367,7 +15597,7 @@ always @(posedge clk) begin: engine_impl0_region_impl2_read_channel32_access_ctl
                 engine_impl0_region_impl2_read_channel32_mfifo <= engine_impl0_region_impl2_read_channel32_access[30];
                 engine_impl0_region_impl2_read_channel32_access_ctl44_keep_r <= engine_impl0_region_impl2_read_channel32_access[15];
                 engine_impl0_region_impl2_read_channel32_access_ctl44_useam_r <= engine_impl0_region_impl2_read_channel32_access[14];
-                engine_impl0_region_impl2_read_channel32_access_ctl44_off_r <= engine_impl0_region_impl2_read_channel32_access_ctl44_a_off[8-1:0];
+                engine_impl0_region_impl2_read_channel32_access_ctl44_off_r <= engine_impl0_region_impl2_read_channel32_access_ctl44_a_off;
                 engine_impl0_region_impl2_read_channel32_access_ctl44_len_r <= engine_impl0_region_impl2_read_channel32_access_ctl44_a_len;
                 engine_impl0_region_impl2_read_channel32_access_ctl44_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl2_read_channel32_access_ctl44_lcnt <= 0;
@@ -15399,6 +15629,10 @@ always @(posedge clk) begin: engine_impl0_region_impl2_read_channel32_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl2_read_channel32_access_ctl44_off_hi_unused = engine_impl0_region_impl2_read_channel32_access[14-1:8];
 
 
 
@@ -15475,11 +15709,11 @@ assign engine_impl0_region_impl2_read_channel32_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl2_read_channel33_access_ctl45_a_len = engine_impl0_region_impl2_read_channel33_access[30-1:16];
-assign engine_impl0_region_impl2_read_channel33_access_ctl45_a_off = engine_impl0_region_impl2_read_channel33_access[14-1:0];
+assign engine_impl0_region_impl2_read_channel33_access_ctl45_a_off = engine_impl0_region_impl2_read_channel33_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl2_read_channel33_access_ctl45_a_ok = ((engine_impl0_region_impl2_read_channel33_access[31] != engine_impl0_region_impl2_read_channel33_access[30]) && (engine_impl0_region_impl2_read_channel33_access_ctl45_a_len != 0) && (engine_impl0_region_impl2_read_channel33_access_ctl45_a_len <= 256) && (engine_impl0_region_impl2_read_channel33_access_ctl45_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_read_channel33_access_ctl45_a_ok = ((engine_impl0_region_impl2_read_channel33_access[31] != engine_impl0_region_impl2_read_channel33_access[30]) && (engine_impl0_region_impl2_read_channel33_access_ctl45_a_len != 0) && (engine_impl0_region_impl2_read_channel33_access_ctl45_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -15564,7 +15798,7 @@ always @(posedge clk) begin: engine_impl0_region_impl2_read_channel33_access_ctl
                 engine_impl0_region_impl2_read_channel33_mfifo <= engine_impl0_region_impl2_read_channel33_access[30];
                 engine_impl0_region_impl2_read_channel33_access_ctl45_keep_r <= engine_impl0_region_impl2_read_channel33_access[15];
                 engine_impl0_region_impl2_read_channel33_access_ctl45_useam_r <= engine_impl0_region_impl2_read_channel33_access[14];
-                engine_impl0_region_impl2_read_channel33_access_ctl45_off_r <= engine_impl0_region_impl2_read_channel33_access_ctl45_a_off[8-1:0];
+                engine_impl0_region_impl2_read_channel33_access_ctl45_off_r <= engine_impl0_region_impl2_read_channel33_access_ctl45_a_off;
                 engine_impl0_region_impl2_read_channel33_access_ctl45_len_r <= engine_impl0_region_impl2_read_channel33_access_ctl45_a_len;
                 engine_impl0_region_impl2_read_channel33_access_ctl45_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl2_read_channel33_access_ctl45_lcnt <= 0;
@@ -15596,6 +15830,10 @@ always @(posedge clk) begin: engine_impl0_region_impl2_read_channel33_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl2_read_channel33_access_ctl45_off_hi_unused = engine_impl0_region_impl2_read_channel33_access[14-1:8];
 
 
 
@@ -15672,11 +15910,11 @@ assign engine_impl0_region_impl2_read_channel33_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl2_read_channel34_access_ctl46_a_len = engine_impl0_region_impl2_read_channel34_access[30-1:16];
-assign engine_impl0_region_impl2_read_channel34_access_ctl46_a_off = engine_impl0_region_impl2_read_channel34_access[14-1:0];
+assign engine_impl0_region_impl2_read_channel34_access_ctl46_a_off = engine_impl0_region_impl2_read_channel34_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl2_read_channel34_access_ctl46_a_ok = ((engine_impl0_region_impl2_read_channel34_access[31] != engine_impl0_region_impl2_read_channel34_access[30]) && (engine_impl0_region_impl2_read_channel34_access_ctl46_a_len != 0) && (engine_impl0_region_impl2_read_channel34_access_ctl46_a_len <= 256) && (engine_impl0_region_impl2_read_channel34_access_ctl46_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_read_channel34_access_ctl46_a_ok = ((engine_impl0_region_impl2_read_channel34_access[31] != engine_impl0_region_impl2_read_channel34_access[30]) && (engine_impl0_region_impl2_read_channel34_access_ctl46_a_len != 0) && (engine_impl0_region_impl2_read_channel34_access_ctl46_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -15761,7 +15999,7 @@ always @(posedge clk) begin: engine_impl0_region_impl2_read_channel34_access_ctl
                 engine_impl0_region_impl2_read_channel34_mfifo <= engine_impl0_region_impl2_read_channel34_access[30];
                 engine_impl0_region_impl2_read_channel34_access_ctl46_keep_r <= engine_impl0_region_impl2_read_channel34_access[15];
                 engine_impl0_region_impl2_read_channel34_access_ctl46_useam_r <= engine_impl0_region_impl2_read_channel34_access[14];
-                engine_impl0_region_impl2_read_channel34_access_ctl46_off_r <= engine_impl0_region_impl2_read_channel34_access_ctl46_a_off[8-1:0];
+                engine_impl0_region_impl2_read_channel34_access_ctl46_off_r <= engine_impl0_region_impl2_read_channel34_access_ctl46_a_off;
                 engine_impl0_region_impl2_read_channel34_access_ctl46_len_r <= engine_impl0_region_impl2_read_channel34_access_ctl46_a_len;
                 engine_impl0_region_impl2_read_channel34_access_ctl46_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl2_read_channel34_access_ctl46_lcnt <= 0;
@@ -15793,6 +16031,10 @@ always @(posedge clk) begin: engine_impl0_region_impl2_read_channel34_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl2_read_channel34_access_ctl46_off_hi_unused = engine_impl0_region_impl2_read_channel34_access[14-1:8];
 
 
 
@@ -15869,11 +16111,11 @@ assign engine_impl0_region_impl2_read_channel34_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl2_read_channel35_access_ctl47_a_len = engine_impl0_region_impl2_read_channel35_access[30-1:16];
-assign engine_impl0_region_impl2_read_channel35_access_ctl47_a_off = engine_impl0_region_impl2_read_channel35_access[14-1:0];
+assign engine_impl0_region_impl2_read_channel35_access_ctl47_a_off = engine_impl0_region_impl2_read_channel35_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl2_read_channel35_access_ctl47_a_ok = ((engine_impl0_region_impl2_read_channel35_access[31] != engine_impl0_region_impl2_read_channel35_access[30]) && (engine_impl0_region_impl2_read_channel35_access_ctl47_a_len != 0) && (engine_impl0_region_impl2_read_channel35_access_ctl47_a_len <= 256) && (engine_impl0_region_impl2_read_channel35_access_ctl47_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_read_channel35_access_ctl47_a_ok = ((engine_impl0_region_impl2_read_channel35_access[31] != engine_impl0_region_impl2_read_channel35_access[30]) && (engine_impl0_region_impl2_read_channel35_access_ctl47_a_len != 0) && (engine_impl0_region_impl2_read_channel35_access_ctl47_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -15958,7 +16200,7 @@ always @(posedge clk) begin: engine_impl0_region_impl2_read_channel35_access_ctl
                 engine_impl0_region_impl2_read_channel35_mfifo <= engine_impl0_region_impl2_read_channel35_access[30];
                 engine_impl0_region_impl2_read_channel35_access_ctl47_keep_r <= engine_impl0_region_impl2_read_channel35_access[15];
                 engine_impl0_region_impl2_read_channel35_access_ctl47_useam_r <= engine_impl0_region_impl2_read_channel35_access[14];
-                engine_impl0_region_impl2_read_channel35_access_ctl47_off_r <= engine_impl0_region_impl2_read_channel35_access_ctl47_a_off[8-1:0];
+                engine_impl0_region_impl2_read_channel35_access_ctl47_off_r <= engine_impl0_region_impl2_read_channel35_access_ctl47_a_off;
                 engine_impl0_region_impl2_read_channel35_access_ctl47_len_r <= engine_impl0_region_impl2_read_channel35_access_ctl47_a_len;
                 engine_impl0_region_impl2_read_channel35_access_ctl47_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl2_read_channel35_access_ctl47_lcnt <= 0;
@@ -15990,6 +16232,10 @@ always @(posedge clk) begin: engine_impl0_region_impl2_read_channel35_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl2_read_channel35_access_ctl47_off_hi_unused = engine_impl0_region_impl2_read_channel35_access[14-1:8];
 
 
 
@@ -16066,11 +16312,11 @@ assign engine_impl0_region_impl2_read_channel35_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl2_write_channel12_access_ctl48_a_len = engine_impl0_region_impl2_write_channel12_access[30-1:16];
-assign engine_impl0_region_impl2_write_channel12_access_ctl48_a_off = engine_impl0_region_impl2_write_channel12_access[14-1:0];
+assign engine_impl0_region_impl2_write_channel12_access_ctl48_a_off = engine_impl0_region_impl2_write_channel12_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl2_write_channel12_access_ctl48_a_ok = ((engine_impl0_region_impl2_write_channel12_access[31] != engine_impl0_region_impl2_write_channel12_access[30]) && (engine_impl0_region_impl2_write_channel12_access_ctl48_a_len != 0) && (engine_impl0_region_impl2_write_channel12_access_ctl48_a_len <= 256) && (engine_impl0_region_impl2_write_channel12_access_ctl48_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_write_channel12_access_ctl48_a_ok = ((engine_impl0_region_impl2_write_channel12_access[31] != engine_impl0_region_impl2_write_channel12_access[30]) && (engine_impl0_region_impl2_write_channel12_access_ctl48_a_len != 0) && (engine_impl0_region_impl2_write_channel12_access_ctl48_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -16155,7 +16401,7 @@ always @(posedge clk) begin: engine_impl0_region_impl2_write_channel12_access_ct
                 engine_impl0_region_impl2_write_channel12_mfifo <= engine_impl0_region_impl2_write_channel12_access[30];
                 engine_impl0_region_impl2_write_channel12_access_ctl48_keep_r <= engine_impl0_region_impl2_write_channel12_access[15];
                 engine_impl0_region_impl2_write_channel12_access_ctl48_useam_r <= engine_impl0_region_impl2_write_channel12_access[14];
-                engine_impl0_region_impl2_write_channel12_access_ctl48_off_r <= engine_impl0_region_impl2_write_channel12_access_ctl48_a_off[8-1:0];
+                engine_impl0_region_impl2_write_channel12_access_ctl48_off_r <= engine_impl0_region_impl2_write_channel12_access_ctl48_a_off;
                 engine_impl0_region_impl2_write_channel12_access_ctl48_len_r <= engine_impl0_region_impl2_write_channel12_access_ctl48_a_len;
                 engine_impl0_region_impl2_write_channel12_access_ctl48_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl2_write_channel12_access_ctl48_lcnt <= 0;
@@ -16190,6 +16436,10 @@ end
 
 
 
+assign engine_impl0_region_impl2_write_channel12_access_ctl48_off_hi_unused = engine_impl0_region_impl2_write_channel12_access[14-1:8];
+
+
+
 assign engine_impl0_region_impl2_write_channel12_req = (engine_impl0_region_impl2_write_channel12_running && engine_impl0_region_impl2_write_channel12_s_tvalid && (engine_impl0_region_impl2_q_nfull || (!engine_impl0_region_impl2_write_channel12_mfifo)));
 assign engine_impl0_region_impl2_write_channel12_s_tready = engine_impl0_region_impl2_write_channel12_grant;
 assign engine_impl0_region_impl2_write_channel12_done_evt = (engine_impl0_region_impl2_write_channel12_grant && engine_impl0_region_impl2_write_channel12_final && engine_impl0_region_impl2_write_channel12_line_last);
@@ -16207,11 +16457,11 @@ end
 
 
 assign engine_impl0_region_impl2_write_channel13_access_ctl49_a_len = engine_impl0_region_impl2_write_channel13_access[30-1:16];
-assign engine_impl0_region_impl2_write_channel13_access_ctl49_a_off = engine_impl0_region_impl2_write_channel13_access[14-1:0];
+assign engine_impl0_region_impl2_write_channel13_access_ctl49_a_off = engine_impl0_region_impl2_write_channel13_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl2_write_channel13_access_ctl49_a_ok = ((engine_impl0_region_impl2_write_channel13_access[31] != engine_impl0_region_impl2_write_channel13_access[30]) && (engine_impl0_region_impl2_write_channel13_access_ctl49_a_len != 0) && (engine_impl0_region_impl2_write_channel13_access_ctl49_a_len <= 256) && (engine_impl0_region_impl2_write_channel13_access_ctl49_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_write_channel13_access_ctl49_a_ok = ((engine_impl0_region_impl2_write_channel13_access[31] != engine_impl0_region_impl2_write_channel13_access[30]) && (engine_impl0_region_impl2_write_channel13_access_ctl49_a_len != 0) && (engine_impl0_region_impl2_write_channel13_access_ctl49_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -16296,7 +16546,7 @@ always @(posedge clk) begin: engine_impl0_region_impl2_write_channel13_access_ct
                 engine_impl0_region_impl2_write_channel13_mfifo <= engine_impl0_region_impl2_write_channel13_access[30];
                 engine_impl0_region_impl2_write_channel13_access_ctl49_keep_r <= engine_impl0_region_impl2_write_channel13_access[15];
                 engine_impl0_region_impl2_write_channel13_access_ctl49_useam_r <= engine_impl0_region_impl2_write_channel13_access[14];
-                engine_impl0_region_impl2_write_channel13_access_ctl49_off_r <= engine_impl0_region_impl2_write_channel13_access_ctl49_a_off[8-1:0];
+                engine_impl0_region_impl2_write_channel13_access_ctl49_off_r <= engine_impl0_region_impl2_write_channel13_access_ctl49_a_off;
                 engine_impl0_region_impl2_write_channel13_access_ctl49_len_r <= engine_impl0_region_impl2_write_channel13_access_ctl49_a_len;
                 engine_impl0_region_impl2_write_channel13_access_ctl49_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl2_write_channel13_access_ctl49_lcnt <= 0;
@@ -16331,6 +16581,10 @@ end
 
 
 
+assign engine_impl0_region_impl2_write_channel13_access_ctl49_off_hi_unused = engine_impl0_region_impl2_write_channel13_access[14-1:8];
+
+
+
 assign engine_impl0_region_impl2_write_channel13_req = (engine_impl0_region_impl2_write_channel13_running && engine_impl0_region_impl2_write_channel13_s_tvalid && (engine_impl0_region_impl2_q_nfull || (!engine_impl0_region_impl2_write_channel13_mfifo)));
 assign engine_impl0_region_impl2_write_channel13_s_tready = engine_impl0_region_impl2_write_channel13_grant;
 assign engine_impl0_region_impl2_write_channel13_done_evt = (engine_impl0_region_impl2_write_channel13_grant && engine_impl0_region_impl2_write_channel13_final && engine_impl0_region_impl2_write_channel13_line_last);
@@ -16348,11 +16602,11 @@ end
 
 
 assign engine_impl0_region_impl2_write_channel14_access_ctl50_a_len = engine_impl0_region_impl2_write_channel14_access[30-1:16];
-assign engine_impl0_region_impl2_write_channel14_access_ctl50_a_off = engine_impl0_region_impl2_write_channel14_access[14-1:0];
+assign engine_impl0_region_impl2_write_channel14_access_ctl50_a_off = engine_impl0_region_impl2_write_channel14_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl2_write_channel14_access_ctl50_a_ok = ((engine_impl0_region_impl2_write_channel14_access[31] != engine_impl0_region_impl2_write_channel14_access[30]) && (engine_impl0_region_impl2_write_channel14_access_ctl50_a_len != 0) && (engine_impl0_region_impl2_write_channel14_access_ctl50_a_len <= 256) && (engine_impl0_region_impl2_write_channel14_access_ctl50_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_write_channel14_access_ctl50_a_ok = ((engine_impl0_region_impl2_write_channel14_access[31] != engine_impl0_region_impl2_write_channel14_access[30]) && (engine_impl0_region_impl2_write_channel14_access_ctl50_a_len != 0) && (engine_impl0_region_impl2_write_channel14_access_ctl50_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -16437,7 +16691,7 @@ always @(posedge clk) begin: engine_impl0_region_impl2_write_channel14_access_ct
                 engine_impl0_region_impl2_write_channel14_mfifo <= engine_impl0_region_impl2_write_channel14_access[30];
                 engine_impl0_region_impl2_write_channel14_access_ctl50_keep_r <= engine_impl0_region_impl2_write_channel14_access[15];
                 engine_impl0_region_impl2_write_channel14_access_ctl50_useam_r <= engine_impl0_region_impl2_write_channel14_access[14];
-                engine_impl0_region_impl2_write_channel14_access_ctl50_off_r <= engine_impl0_region_impl2_write_channel14_access_ctl50_a_off[8-1:0];
+                engine_impl0_region_impl2_write_channel14_access_ctl50_off_r <= engine_impl0_region_impl2_write_channel14_access_ctl50_a_off;
                 engine_impl0_region_impl2_write_channel14_access_ctl50_len_r <= engine_impl0_region_impl2_write_channel14_access_ctl50_a_len;
                 engine_impl0_region_impl2_write_channel14_access_ctl50_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl2_write_channel14_access_ctl50_lcnt <= 0;
@@ -16472,6 +16726,10 @@ end
 
 
 
+assign engine_impl0_region_impl2_write_channel14_access_ctl50_off_hi_unused = engine_impl0_region_impl2_write_channel14_access[14-1:8];
+
+
+
 assign engine_impl0_region_impl2_write_channel14_req = (engine_impl0_region_impl2_write_channel14_running && engine_impl0_region_impl2_write_channel14_s_tvalid && (engine_impl0_region_impl2_q_nfull || (!engine_impl0_region_impl2_write_channel14_mfifo)));
 assign engine_impl0_region_impl2_write_channel14_s_tready = engine_impl0_region_impl2_write_channel14_grant;
 assign engine_impl0_region_impl2_write_channel14_done_evt = (engine_impl0_region_impl2_write_channel14_grant && engine_impl0_region_impl2_write_channel14_final && engine_impl0_region_impl2_write_channel14_line_last);
@@ -16489,11 +16747,11 @@ end
 
 
 assign engine_impl0_region_impl2_write_channel15_access_ctl51_a_len = engine_impl0_region_impl2_write_channel15_access[30-1:16];
-assign engine_impl0_region_impl2_write_channel15_access_ctl51_a_off = engine_impl0_region_impl2_write_channel15_access[14-1:0];
+assign engine_impl0_region_impl2_write_channel15_access_ctl51_a_off = engine_impl0_region_impl2_write_channel15_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl2_write_channel15_access_ctl51_a_ok = ((engine_impl0_region_impl2_write_channel15_access[31] != engine_impl0_region_impl2_write_channel15_access[30]) && (engine_impl0_region_impl2_write_channel15_access_ctl51_a_len != 0) && (engine_impl0_region_impl2_write_channel15_access_ctl51_a_len <= 256) && (engine_impl0_region_impl2_write_channel15_access_ctl51_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_write_channel15_access_ctl51_a_ok = ((engine_impl0_region_impl2_write_channel15_access[31] != engine_impl0_region_impl2_write_channel15_access[30]) && (engine_impl0_region_impl2_write_channel15_access_ctl51_a_len != 0) && (engine_impl0_region_impl2_write_channel15_access_ctl51_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -16578,7 +16836,7 @@ always @(posedge clk) begin: engine_impl0_region_impl2_write_channel15_access_ct
                 engine_impl0_region_impl2_write_channel15_mfifo <= engine_impl0_region_impl2_write_channel15_access[30];
                 engine_impl0_region_impl2_write_channel15_access_ctl51_keep_r <= engine_impl0_region_impl2_write_channel15_access[15];
                 engine_impl0_region_impl2_write_channel15_access_ctl51_useam_r <= engine_impl0_region_impl2_write_channel15_access[14];
-                engine_impl0_region_impl2_write_channel15_access_ctl51_off_r <= engine_impl0_region_impl2_write_channel15_access_ctl51_a_off[8-1:0];
+                engine_impl0_region_impl2_write_channel15_access_ctl51_off_r <= engine_impl0_region_impl2_write_channel15_access_ctl51_a_off;
                 engine_impl0_region_impl2_write_channel15_access_ctl51_len_r <= engine_impl0_region_impl2_write_channel15_access_ctl51_a_len;
                 engine_impl0_region_impl2_write_channel15_access_ctl51_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl2_write_channel15_access_ctl51_lcnt <= 0;
@@ -16613,6 +16871,10 @@ end
 
 
 
+assign engine_impl0_region_impl2_write_channel15_access_ctl51_off_hi_unused = engine_impl0_region_impl2_write_channel15_access[14-1:8];
+
+
+
 assign engine_impl0_region_impl2_write_channel15_req = (engine_impl0_region_impl2_write_channel15_running && engine_impl0_region_impl2_write_channel15_s_tvalid && (engine_impl0_region_impl2_q_nfull || (!engine_impl0_region_impl2_write_channel15_mfifo)));
 assign engine_impl0_region_impl2_write_channel15_s_tready = engine_impl0_region_impl2_write_channel15_grant;
 assign engine_impl0_region_impl2_write_channel15_done_evt = (engine_impl0_region_impl2_write_channel15_grant && engine_impl0_region_impl2_write_channel15_final && engine_impl0_region_impl2_write_channel15_line_last);
@@ -16630,11 +16892,11 @@ end
 
 
 assign engine_impl0_region_impl2_write_channel16_access_ctl52_a_len = engine_impl0_region_impl2_write_channel16_access[30-1:16];
-assign engine_impl0_region_impl2_write_channel16_access_ctl52_a_off = engine_impl0_region_impl2_write_channel16_access[14-1:0];
+assign engine_impl0_region_impl2_write_channel16_access_ctl52_a_off = engine_impl0_region_impl2_write_channel16_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl2_write_channel16_access_ctl52_a_ok = ((engine_impl0_region_impl2_write_channel16_access[31] != engine_impl0_region_impl2_write_channel16_access[30]) && (engine_impl0_region_impl2_write_channel16_access_ctl52_a_len != 0) && (engine_impl0_region_impl2_write_channel16_access_ctl52_a_len <= 256) && (engine_impl0_region_impl2_write_channel16_access_ctl52_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_write_channel16_access_ctl52_a_ok = ((engine_impl0_region_impl2_write_channel16_access[31] != engine_impl0_region_impl2_write_channel16_access[30]) && (engine_impl0_region_impl2_write_channel16_access_ctl52_a_len != 0) && (engine_impl0_region_impl2_write_channel16_access_ctl52_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -16719,7 +16981,7 @@ always @(posedge clk) begin: engine_impl0_region_impl2_write_channel16_access_ct
                 engine_impl0_region_impl2_write_channel16_mfifo <= engine_impl0_region_impl2_write_channel16_access[30];
                 engine_impl0_region_impl2_write_channel16_access_ctl52_keep_r <= engine_impl0_region_impl2_write_channel16_access[15];
                 engine_impl0_region_impl2_write_channel16_access_ctl52_useam_r <= engine_impl0_region_impl2_write_channel16_access[14];
-                engine_impl0_region_impl2_write_channel16_access_ctl52_off_r <= engine_impl0_region_impl2_write_channel16_access_ctl52_a_off[8-1:0];
+                engine_impl0_region_impl2_write_channel16_access_ctl52_off_r <= engine_impl0_region_impl2_write_channel16_access_ctl52_a_off;
                 engine_impl0_region_impl2_write_channel16_access_ctl52_len_r <= engine_impl0_region_impl2_write_channel16_access_ctl52_a_len;
                 engine_impl0_region_impl2_write_channel16_access_ctl52_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl2_write_channel16_access_ctl52_lcnt <= 0;
@@ -16754,6 +17016,10 @@ end
 
 
 
+assign engine_impl0_region_impl2_write_channel16_access_ctl52_off_hi_unused = engine_impl0_region_impl2_write_channel16_access[14-1:8];
+
+
+
 assign engine_impl0_region_impl2_write_channel16_req = (engine_impl0_region_impl2_write_channel16_running && engine_impl0_region_impl2_write_channel16_s_tvalid && (engine_impl0_region_impl2_q_nfull || (!engine_impl0_region_impl2_write_channel16_mfifo)));
 assign engine_impl0_region_impl2_write_channel16_s_tready = engine_impl0_region_impl2_write_channel16_grant;
 assign engine_impl0_region_impl2_write_channel16_done_evt = (engine_impl0_region_impl2_write_channel16_grant && engine_impl0_region_impl2_write_channel16_final && engine_impl0_region_impl2_write_channel16_line_last);
@@ -16771,11 +17037,11 @@ end
 
 
 assign engine_impl0_region_impl2_write_channel17_access_ctl53_a_len = engine_impl0_region_impl2_write_channel17_access[30-1:16];
-assign engine_impl0_region_impl2_write_channel17_access_ctl53_a_off = engine_impl0_region_impl2_write_channel17_access[14-1:0];
+assign engine_impl0_region_impl2_write_channel17_access_ctl53_a_off = engine_impl0_region_impl2_write_channel17_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl2_write_channel17_access_ctl53_a_ok = ((engine_impl0_region_impl2_write_channel17_access[31] != engine_impl0_region_impl2_write_channel17_access[30]) && (engine_impl0_region_impl2_write_channel17_access_ctl53_a_len != 0) && (engine_impl0_region_impl2_write_channel17_access_ctl53_a_len <= 256) && (engine_impl0_region_impl2_write_channel17_access_ctl53_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl2_write_channel17_access_ctl53_a_ok = ((engine_impl0_region_impl2_write_channel17_access[31] != engine_impl0_region_impl2_write_channel17_access[30]) && (engine_impl0_region_impl2_write_channel17_access_ctl53_a_len != 0) && (engine_impl0_region_impl2_write_channel17_access_ctl53_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -16860,7 +17126,7 @@ always @(posedge clk) begin: engine_impl0_region_impl2_write_channel17_access_ct
                 engine_impl0_region_impl2_write_channel17_mfifo <= engine_impl0_region_impl2_write_channel17_access[30];
                 engine_impl0_region_impl2_write_channel17_access_ctl53_keep_r <= engine_impl0_region_impl2_write_channel17_access[15];
                 engine_impl0_region_impl2_write_channel17_access_ctl53_useam_r <= engine_impl0_region_impl2_write_channel17_access[14];
-                engine_impl0_region_impl2_write_channel17_access_ctl53_off_r <= engine_impl0_region_impl2_write_channel17_access_ctl53_a_off[8-1:0];
+                engine_impl0_region_impl2_write_channel17_access_ctl53_off_r <= engine_impl0_region_impl2_write_channel17_access_ctl53_a_off;
                 engine_impl0_region_impl2_write_channel17_access_ctl53_len_r <= engine_impl0_region_impl2_write_channel17_access_ctl53_a_len;
                 engine_impl0_region_impl2_write_channel17_access_ctl53_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl2_write_channel17_access_ctl53_lcnt <= 0;
@@ -16892,6 +17158,10 @@ always @(posedge clk) begin: engine_impl0_region_impl2_write_channel17_access_ct
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl2_write_channel17_access_ctl53_off_hi_unused = engine_impl0_region_impl2_write_channel17_access[14-1:8];
 
 
 
@@ -17481,11 +17751,11 @@ assign engine_impl0_region_impl2_copy_sig92_y = engine_impl0_region_impl2_qcnt;
 
 
 assign engine_impl0_region_impl3_read_channel36_access_ctl54_a_len = engine_impl0_region_impl3_read_channel36_access[30-1:16];
-assign engine_impl0_region_impl3_read_channel36_access_ctl54_a_off = engine_impl0_region_impl3_read_channel36_access[14-1:0];
+assign engine_impl0_region_impl3_read_channel36_access_ctl54_a_off = engine_impl0_region_impl3_read_channel36_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl3_read_channel36_access_ctl54_a_ok = ((engine_impl0_region_impl3_read_channel36_access[31] != engine_impl0_region_impl3_read_channel36_access[30]) && (engine_impl0_region_impl3_read_channel36_access_ctl54_a_len != 0) && (engine_impl0_region_impl3_read_channel36_access_ctl54_a_len <= 256) && (engine_impl0_region_impl3_read_channel36_access_ctl54_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_read_channel36_access_ctl54_a_ok = ((engine_impl0_region_impl3_read_channel36_access[31] != engine_impl0_region_impl3_read_channel36_access[30]) && (engine_impl0_region_impl3_read_channel36_access_ctl54_a_len != 0) && (engine_impl0_region_impl3_read_channel36_access_ctl54_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -17570,7 +17840,7 @@ always @(posedge clk) begin: engine_impl0_region_impl3_read_channel36_access_ctl
                 engine_impl0_region_impl3_read_channel36_mfifo <= engine_impl0_region_impl3_read_channel36_access[30];
                 engine_impl0_region_impl3_read_channel36_access_ctl54_keep_r <= engine_impl0_region_impl3_read_channel36_access[15];
                 engine_impl0_region_impl3_read_channel36_access_ctl54_useam_r <= engine_impl0_region_impl3_read_channel36_access[14];
-                engine_impl0_region_impl3_read_channel36_access_ctl54_off_r <= engine_impl0_region_impl3_read_channel36_access_ctl54_a_off[8-1:0];
+                engine_impl0_region_impl3_read_channel36_access_ctl54_off_r <= engine_impl0_region_impl3_read_channel36_access_ctl54_a_off;
                 engine_impl0_region_impl3_read_channel36_access_ctl54_len_r <= engine_impl0_region_impl3_read_channel36_access_ctl54_a_len;
                 engine_impl0_region_impl3_read_channel36_access_ctl54_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl3_read_channel36_access_ctl54_lcnt <= 0;
@@ -17602,6 +17872,10 @@ always @(posedge clk) begin: engine_impl0_region_impl3_read_channel36_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl3_read_channel36_access_ctl54_off_hi_unused = engine_impl0_region_impl3_read_channel36_access[14-1:8];
 
 
 
@@ -17678,11 +17952,11 @@ assign engine_impl0_region_impl3_read_channel36_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl3_read_channel37_access_ctl55_a_len = engine_impl0_region_impl3_read_channel37_access[30-1:16];
-assign engine_impl0_region_impl3_read_channel37_access_ctl55_a_off = engine_impl0_region_impl3_read_channel37_access[14-1:0];
+assign engine_impl0_region_impl3_read_channel37_access_ctl55_a_off = engine_impl0_region_impl3_read_channel37_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl3_read_channel37_access_ctl55_a_ok = ((engine_impl0_region_impl3_read_channel37_access[31] != engine_impl0_region_impl3_read_channel37_access[30]) && (engine_impl0_region_impl3_read_channel37_access_ctl55_a_len != 0) && (engine_impl0_region_impl3_read_channel37_access_ctl55_a_len <= 256) && (engine_impl0_region_impl3_read_channel37_access_ctl55_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_read_channel37_access_ctl55_a_ok = ((engine_impl0_region_impl3_read_channel37_access[31] != engine_impl0_region_impl3_read_channel37_access[30]) && (engine_impl0_region_impl3_read_channel37_access_ctl55_a_len != 0) && (engine_impl0_region_impl3_read_channel37_access_ctl55_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -17767,7 +18041,7 @@ always @(posedge clk) begin: engine_impl0_region_impl3_read_channel37_access_ctl
                 engine_impl0_region_impl3_read_channel37_mfifo <= engine_impl0_region_impl3_read_channel37_access[30];
                 engine_impl0_region_impl3_read_channel37_access_ctl55_keep_r <= engine_impl0_region_impl3_read_channel37_access[15];
                 engine_impl0_region_impl3_read_channel37_access_ctl55_useam_r <= engine_impl0_region_impl3_read_channel37_access[14];
-                engine_impl0_region_impl3_read_channel37_access_ctl55_off_r <= engine_impl0_region_impl3_read_channel37_access_ctl55_a_off[8-1:0];
+                engine_impl0_region_impl3_read_channel37_access_ctl55_off_r <= engine_impl0_region_impl3_read_channel37_access_ctl55_a_off;
                 engine_impl0_region_impl3_read_channel37_access_ctl55_len_r <= engine_impl0_region_impl3_read_channel37_access_ctl55_a_len;
                 engine_impl0_region_impl3_read_channel37_access_ctl55_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl3_read_channel37_access_ctl55_lcnt <= 0;
@@ -17799,6 +18073,10 @@ always @(posedge clk) begin: engine_impl0_region_impl3_read_channel37_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl3_read_channel37_access_ctl55_off_hi_unused = engine_impl0_region_impl3_read_channel37_access[14-1:8];
 
 
 
@@ -17875,11 +18153,11 @@ assign engine_impl0_region_impl3_read_channel37_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl3_read_channel38_access_ctl56_a_len = engine_impl0_region_impl3_read_channel38_access[30-1:16];
-assign engine_impl0_region_impl3_read_channel38_access_ctl56_a_off = engine_impl0_region_impl3_read_channel38_access[14-1:0];
+assign engine_impl0_region_impl3_read_channel38_access_ctl56_a_off = engine_impl0_region_impl3_read_channel38_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl3_read_channel38_access_ctl56_a_ok = ((engine_impl0_region_impl3_read_channel38_access[31] != engine_impl0_region_impl3_read_channel38_access[30]) && (engine_impl0_region_impl3_read_channel38_access_ctl56_a_len != 0) && (engine_impl0_region_impl3_read_channel38_access_ctl56_a_len <= 256) && (engine_impl0_region_impl3_read_channel38_access_ctl56_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_read_channel38_access_ctl56_a_ok = ((engine_impl0_region_impl3_read_channel38_access[31] != engine_impl0_region_impl3_read_channel38_access[30]) && (engine_impl0_region_impl3_read_channel38_access_ctl56_a_len != 0) && (engine_impl0_region_impl3_read_channel38_access_ctl56_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -17964,7 +18242,7 @@ always @(posedge clk) begin: engine_impl0_region_impl3_read_channel38_access_ctl
                 engine_impl0_region_impl3_read_channel38_mfifo <= engine_impl0_region_impl3_read_channel38_access[30];
                 engine_impl0_region_impl3_read_channel38_access_ctl56_keep_r <= engine_impl0_region_impl3_read_channel38_access[15];
                 engine_impl0_region_impl3_read_channel38_access_ctl56_useam_r <= engine_impl0_region_impl3_read_channel38_access[14];
-                engine_impl0_region_impl3_read_channel38_access_ctl56_off_r <= engine_impl0_region_impl3_read_channel38_access_ctl56_a_off[8-1:0];
+                engine_impl0_region_impl3_read_channel38_access_ctl56_off_r <= engine_impl0_region_impl3_read_channel38_access_ctl56_a_off;
                 engine_impl0_region_impl3_read_channel38_access_ctl56_len_r <= engine_impl0_region_impl3_read_channel38_access_ctl56_a_len;
                 engine_impl0_region_impl3_read_channel38_access_ctl56_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl3_read_channel38_access_ctl56_lcnt <= 0;
@@ -17996,6 +18274,10 @@ always @(posedge clk) begin: engine_impl0_region_impl3_read_channel38_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl3_read_channel38_access_ctl56_off_hi_unused = engine_impl0_region_impl3_read_channel38_access[14-1:8];
 
 
 
@@ -18072,11 +18354,11 @@ assign engine_impl0_region_impl3_read_channel38_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl3_read_channel39_access_ctl57_a_len = engine_impl0_region_impl3_read_channel39_access[30-1:16];
-assign engine_impl0_region_impl3_read_channel39_access_ctl57_a_off = engine_impl0_region_impl3_read_channel39_access[14-1:0];
+assign engine_impl0_region_impl3_read_channel39_access_ctl57_a_off = engine_impl0_region_impl3_read_channel39_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl3_read_channel39_access_ctl57_a_ok = ((engine_impl0_region_impl3_read_channel39_access[31] != engine_impl0_region_impl3_read_channel39_access[30]) && (engine_impl0_region_impl3_read_channel39_access_ctl57_a_len != 0) && (engine_impl0_region_impl3_read_channel39_access_ctl57_a_len <= 256) && (engine_impl0_region_impl3_read_channel39_access_ctl57_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_read_channel39_access_ctl57_a_ok = ((engine_impl0_region_impl3_read_channel39_access[31] != engine_impl0_region_impl3_read_channel39_access[30]) && (engine_impl0_region_impl3_read_channel39_access_ctl57_a_len != 0) && (engine_impl0_region_impl3_read_channel39_access_ctl57_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -18161,7 +18443,7 @@ always @(posedge clk) begin: engine_impl0_region_impl3_read_channel39_access_ctl
                 engine_impl0_region_impl3_read_channel39_mfifo <= engine_impl0_region_impl3_read_channel39_access[30];
                 engine_impl0_region_impl3_read_channel39_access_ctl57_keep_r <= engine_impl0_region_impl3_read_channel39_access[15];
                 engine_impl0_region_impl3_read_channel39_access_ctl57_useam_r <= engine_impl0_region_impl3_read_channel39_access[14];
-                engine_impl0_region_impl3_read_channel39_access_ctl57_off_r <= engine_impl0_region_impl3_read_channel39_access_ctl57_a_off[8-1:0];
+                engine_impl0_region_impl3_read_channel39_access_ctl57_off_r <= engine_impl0_region_impl3_read_channel39_access_ctl57_a_off;
                 engine_impl0_region_impl3_read_channel39_access_ctl57_len_r <= engine_impl0_region_impl3_read_channel39_access_ctl57_a_len;
                 engine_impl0_region_impl3_read_channel39_access_ctl57_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl3_read_channel39_access_ctl57_lcnt <= 0;
@@ -18193,6 +18475,10 @@ always @(posedge clk) begin: engine_impl0_region_impl3_read_channel39_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl3_read_channel39_access_ctl57_off_hi_unused = engine_impl0_region_impl3_read_channel39_access[14-1:8];
 
 
 
@@ -18269,11 +18555,11 @@ assign engine_impl0_region_impl3_read_channel39_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl3_read_channel40_access_ctl58_a_len = engine_impl0_region_impl3_read_channel40_access[30-1:16];
-assign engine_impl0_region_impl3_read_channel40_access_ctl58_a_off = engine_impl0_region_impl3_read_channel40_access[14-1:0];
+assign engine_impl0_region_impl3_read_channel40_access_ctl58_a_off = engine_impl0_region_impl3_read_channel40_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl3_read_channel40_access_ctl58_a_ok = ((engine_impl0_region_impl3_read_channel40_access[31] != engine_impl0_region_impl3_read_channel40_access[30]) && (engine_impl0_region_impl3_read_channel40_access_ctl58_a_len != 0) && (engine_impl0_region_impl3_read_channel40_access_ctl58_a_len <= 256) && (engine_impl0_region_impl3_read_channel40_access_ctl58_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_read_channel40_access_ctl58_a_ok = ((engine_impl0_region_impl3_read_channel40_access[31] != engine_impl0_region_impl3_read_channel40_access[30]) && (engine_impl0_region_impl3_read_channel40_access_ctl58_a_len != 0) && (engine_impl0_region_impl3_read_channel40_access_ctl58_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -18358,7 +18644,7 @@ always @(posedge clk) begin: engine_impl0_region_impl3_read_channel40_access_ctl
                 engine_impl0_region_impl3_read_channel40_mfifo <= engine_impl0_region_impl3_read_channel40_access[30];
                 engine_impl0_region_impl3_read_channel40_access_ctl58_keep_r <= engine_impl0_region_impl3_read_channel40_access[15];
                 engine_impl0_region_impl3_read_channel40_access_ctl58_useam_r <= engine_impl0_region_impl3_read_channel40_access[14];
-                engine_impl0_region_impl3_read_channel40_access_ctl58_off_r <= engine_impl0_region_impl3_read_channel40_access_ctl58_a_off[8-1:0];
+                engine_impl0_region_impl3_read_channel40_access_ctl58_off_r <= engine_impl0_region_impl3_read_channel40_access_ctl58_a_off;
                 engine_impl0_region_impl3_read_channel40_access_ctl58_len_r <= engine_impl0_region_impl3_read_channel40_access_ctl58_a_len;
                 engine_impl0_region_impl3_read_channel40_access_ctl58_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl3_read_channel40_access_ctl58_lcnt <= 0;
@@ -18390,6 +18676,10 @@ always @(posedge clk) begin: engine_impl0_region_impl3_read_channel40_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl3_read_channel40_access_ctl58_off_hi_unused = engine_impl0_region_impl3_read_channel40_access[14-1:8];
 
 
 
@@ -18466,11 +18756,11 @@ assign engine_impl0_region_impl3_read_channel40_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl3_read_channel41_access_ctl59_a_len = engine_impl0_region_impl3_read_channel41_access[30-1:16];
-assign engine_impl0_region_impl3_read_channel41_access_ctl59_a_off = engine_impl0_region_impl3_read_channel41_access[14-1:0];
+assign engine_impl0_region_impl3_read_channel41_access_ctl59_a_off = engine_impl0_region_impl3_read_channel41_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl3_read_channel41_access_ctl59_a_ok = ((engine_impl0_region_impl3_read_channel41_access[31] != engine_impl0_region_impl3_read_channel41_access[30]) && (engine_impl0_region_impl3_read_channel41_access_ctl59_a_len != 0) && (engine_impl0_region_impl3_read_channel41_access_ctl59_a_len <= 256) && (engine_impl0_region_impl3_read_channel41_access_ctl59_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_read_channel41_access_ctl59_a_ok = ((engine_impl0_region_impl3_read_channel41_access[31] != engine_impl0_region_impl3_read_channel41_access[30]) && (engine_impl0_region_impl3_read_channel41_access_ctl59_a_len != 0) && (engine_impl0_region_impl3_read_channel41_access_ctl59_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -18555,7 +18845,7 @@ always @(posedge clk) begin: engine_impl0_region_impl3_read_channel41_access_ctl
                 engine_impl0_region_impl3_read_channel41_mfifo <= engine_impl0_region_impl3_read_channel41_access[30];
                 engine_impl0_region_impl3_read_channel41_access_ctl59_keep_r <= engine_impl0_region_impl3_read_channel41_access[15];
                 engine_impl0_region_impl3_read_channel41_access_ctl59_useam_r <= engine_impl0_region_impl3_read_channel41_access[14];
-                engine_impl0_region_impl3_read_channel41_access_ctl59_off_r <= engine_impl0_region_impl3_read_channel41_access_ctl59_a_off[8-1:0];
+                engine_impl0_region_impl3_read_channel41_access_ctl59_off_r <= engine_impl0_region_impl3_read_channel41_access_ctl59_a_off;
                 engine_impl0_region_impl3_read_channel41_access_ctl59_len_r <= engine_impl0_region_impl3_read_channel41_access_ctl59_a_len;
                 engine_impl0_region_impl3_read_channel41_access_ctl59_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl3_read_channel41_access_ctl59_lcnt <= 0;
@@ -18587,6 +18877,10 @@ always @(posedge clk) begin: engine_impl0_region_impl3_read_channel41_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl3_read_channel41_access_ctl59_off_hi_unused = engine_impl0_region_impl3_read_channel41_access[14-1:8];
 
 
 
@@ -18663,11 +18957,11 @@ assign engine_impl0_region_impl3_read_channel41_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl3_read_channel42_access_ctl60_a_len = engine_impl0_region_impl3_read_channel42_access[30-1:16];
-assign engine_impl0_region_impl3_read_channel42_access_ctl60_a_off = engine_impl0_region_impl3_read_channel42_access[14-1:0];
+assign engine_impl0_region_impl3_read_channel42_access_ctl60_a_off = engine_impl0_region_impl3_read_channel42_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl3_read_channel42_access_ctl60_a_ok = ((engine_impl0_region_impl3_read_channel42_access[31] != engine_impl0_region_impl3_read_channel42_access[30]) && (engine_impl0_region_impl3_read_channel42_access_ctl60_a_len != 0) && (engine_impl0_region_impl3_read_channel42_access_ctl60_a_len <= 256) && (engine_impl0_region_impl3_read_channel42_access_ctl60_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_read_channel42_access_ctl60_a_ok = ((engine_impl0_region_impl3_read_channel42_access[31] != engine_impl0_region_impl3_read_channel42_access[30]) && (engine_impl0_region_impl3_read_channel42_access_ctl60_a_len != 0) && (engine_impl0_region_impl3_read_channel42_access_ctl60_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -18752,7 +19046,7 @@ always @(posedge clk) begin: engine_impl0_region_impl3_read_channel42_access_ctl
                 engine_impl0_region_impl3_read_channel42_mfifo <= engine_impl0_region_impl3_read_channel42_access[30];
                 engine_impl0_region_impl3_read_channel42_access_ctl60_keep_r <= engine_impl0_region_impl3_read_channel42_access[15];
                 engine_impl0_region_impl3_read_channel42_access_ctl60_useam_r <= engine_impl0_region_impl3_read_channel42_access[14];
-                engine_impl0_region_impl3_read_channel42_access_ctl60_off_r <= engine_impl0_region_impl3_read_channel42_access_ctl60_a_off[8-1:0];
+                engine_impl0_region_impl3_read_channel42_access_ctl60_off_r <= engine_impl0_region_impl3_read_channel42_access_ctl60_a_off;
                 engine_impl0_region_impl3_read_channel42_access_ctl60_len_r <= engine_impl0_region_impl3_read_channel42_access_ctl60_a_len;
                 engine_impl0_region_impl3_read_channel42_access_ctl60_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl3_read_channel42_access_ctl60_lcnt <= 0;
@@ -18784,6 +19078,10 @@ always @(posedge clk) begin: engine_impl0_region_impl3_read_channel42_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl3_read_channel42_access_ctl60_off_hi_unused = engine_impl0_region_impl3_read_channel42_access[14-1:8];
 
 
 
@@ -18860,11 +19158,11 @@ assign engine_impl0_region_impl3_read_channel42_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl3_read_channel43_access_ctl61_a_len = engine_impl0_region_impl3_read_channel43_access[30-1:16];
-assign engine_impl0_region_impl3_read_channel43_access_ctl61_a_off = engine_impl0_region_impl3_read_channel43_access[14-1:0];
+assign engine_impl0_region_impl3_read_channel43_access_ctl61_a_off = engine_impl0_region_impl3_read_channel43_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl3_read_channel43_access_ctl61_a_ok = ((engine_impl0_region_impl3_read_channel43_access[31] != engine_impl0_region_impl3_read_channel43_access[30]) && (engine_impl0_region_impl3_read_channel43_access_ctl61_a_len != 0) && (engine_impl0_region_impl3_read_channel43_access_ctl61_a_len <= 256) && (engine_impl0_region_impl3_read_channel43_access_ctl61_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_read_channel43_access_ctl61_a_ok = ((engine_impl0_region_impl3_read_channel43_access[31] != engine_impl0_region_impl3_read_channel43_access[30]) && (engine_impl0_region_impl3_read_channel43_access_ctl61_a_len != 0) && (engine_impl0_region_impl3_read_channel43_access_ctl61_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -18949,7 +19247,7 @@ always @(posedge clk) begin: engine_impl0_region_impl3_read_channel43_access_ctl
                 engine_impl0_region_impl3_read_channel43_mfifo <= engine_impl0_region_impl3_read_channel43_access[30];
                 engine_impl0_region_impl3_read_channel43_access_ctl61_keep_r <= engine_impl0_region_impl3_read_channel43_access[15];
                 engine_impl0_region_impl3_read_channel43_access_ctl61_useam_r <= engine_impl0_region_impl3_read_channel43_access[14];
-                engine_impl0_region_impl3_read_channel43_access_ctl61_off_r <= engine_impl0_region_impl3_read_channel43_access_ctl61_a_off[8-1:0];
+                engine_impl0_region_impl3_read_channel43_access_ctl61_off_r <= engine_impl0_region_impl3_read_channel43_access_ctl61_a_off;
                 engine_impl0_region_impl3_read_channel43_access_ctl61_len_r <= engine_impl0_region_impl3_read_channel43_access_ctl61_a_len;
                 engine_impl0_region_impl3_read_channel43_access_ctl61_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl3_read_channel43_access_ctl61_lcnt <= 0;
@@ -18981,6 +19279,10 @@ always @(posedge clk) begin: engine_impl0_region_impl3_read_channel43_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl3_read_channel43_access_ctl61_off_hi_unused = engine_impl0_region_impl3_read_channel43_access[14-1:8];
 
 
 
@@ -19057,11 +19359,11 @@ assign engine_impl0_region_impl3_read_channel43_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl3_read_channel44_access_ctl62_a_len = engine_impl0_region_impl3_read_channel44_access[30-1:16];
-assign engine_impl0_region_impl3_read_channel44_access_ctl62_a_off = engine_impl0_region_impl3_read_channel44_access[14-1:0];
+assign engine_impl0_region_impl3_read_channel44_access_ctl62_a_off = engine_impl0_region_impl3_read_channel44_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl3_read_channel44_access_ctl62_a_ok = ((engine_impl0_region_impl3_read_channel44_access[31] != engine_impl0_region_impl3_read_channel44_access[30]) && (engine_impl0_region_impl3_read_channel44_access_ctl62_a_len != 0) && (engine_impl0_region_impl3_read_channel44_access_ctl62_a_len <= 256) && (engine_impl0_region_impl3_read_channel44_access_ctl62_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_read_channel44_access_ctl62_a_ok = ((engine_impl0_region_impl3_read_channel44_access[31] != engine_impl0_region_impl3_read_channel44_access[30]) && (engine_impl0_region_impl3_read_channel44_access_ctl62_a_len != 0) && (engine_impl0_region_impl3_read_channel44_access_ctl62_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -19146,7 +19448,7 @@ always @(posedge clk) begin: engine_impl0_region_impl3_read_channel44_access_ctl
                 engine_impl0_region_impl3_read_channel44_mfifo <= engine_impl0_region_impl3_read_channel44_access[30];
                 engine_impl0_region_impl3_read_channel44_access_ctl62_keep_r <= engine_impl0_region_impl3_read_channel44_access[15];
                 engine_impl0_region_impl3_read_channel44_access_ctl62_useam_r <= engine_impl0_region_impl3_read_channel44_access[14];
-                engine_impl0_region_impl3_read_channel44_access_ctl62_off_r <= engine_impl0_region_impl3_read_channel44_access_ctl62_a_off[8-1:0];
+                engine_impl0_region_impl3_read_channel44_access_ctl62_off_r <= engine_impl0_region_impl3_read_channel44_access_ctl62_a_off;
                 engine_impl0_region_impl3_read_channel44_access_ctl62_len_r <= engine_impl0_region_impl3_read_channel44_access_ctl62_a_len;
                 engine_impl0_region_impl3_read_channel44_access_ctl62_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl3_read_channel44_access_ctl62_lcnt <= 0;
@@ -19178,6 +19480,10 @@ always @(posedge clk) begin: engine_impl0_region_impl3_read_channel44_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl3_read_channel44_access_ctl62_off_hi_unused = engine_impl0_region_impl3_read_channel44_access[14-1:8];
 
 
 
@@ -19254,11 +19560,11 @@ assign engine_impl0_region_impl3_read_channel44_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl3_read_channel45_access_ctl63_a_len = engine_impl0_region_impl3_read_channel45_access[30-1:16];
-assign engine_impl0_region_impl3_read_channel45_access_ctl63_a_off = engine_impl0_region_impl3_read_channel45_access[14-1:0];
+assign engine_impl0_region_impl3_read_channel45_access_ctl63_a_off = engine_impl0_region_impl3_read_channel45_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl3_read_channel45_access_ctl63_a_ok = ((engine_impl0_region_impl3_read_channel45_access[31] != engine_impl0_region_impl3_read_channel45_access[30]) && (engine_impl0_region_impl3_read_channel45_access_ctl63_a_len != 0) && (engine_impl0_region_impl3_read_channel45_access_ctl63_a_len <= 256) && (engine_impl0_region_impl3_read_channel45_access_ctl63_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_read_channel45_access_ctl63_a_ok = ((engine_impl0_region_impl3_read_channel45_access[31] != engine_impl0_region_impl3_read_channel45_access[30]) && (engine_impl0_region_impl3_read_channel45_access_ctl63_a_len != 0) && (engine_impl0_region_impl3_read_channel45_access_ctl63_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -19343,7 +19649,7 @@ always @(posedge clk) begin: engine_impl0_region_impl3_read_channel45_access_ctl
                 engine_impl0_region_impl3_read_channel45_mfifo <= engine_impl0_region_impl3_read_channel45_access[30];
                 engine_impl0_region_impl3_read_channel45_access_ctl63_keep_r <= engine_impl0_region_impl3_read_channel45_access[15];
                 engine_impl0_region_impl3_read_channel45_access_ctl63_useam_r <= engine_impl0_region_impl3_read_channel45_access[14];
-                engine_impl0_region_impl3_read_channel45_access_ctl63_off_r <= engine_impl0_region_impl3_read_channel45_access_ctl63_a_off[8-1:0];
+                engine_impl0_region_impl3_read_channel45_access_ctl63_off_r <= engine_impl0_region_impl3_read_channel45_access_ctl63_a_off;
                 engine_impl0_region_impl3_read_channel45_access_ctl63_len_r <= engine_impl0_region_impl3_read_channel45_access_ctl63_a_len;
                 engine_impl0_region_impl3_read_channel45_access_ctl63_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl3_read_channel45_access_ctl63_lcnt <= 0;
@@ -19375,6 +19681,10 @@ always @(posedge clk) begin: engine_impl0_region_impl3_read_channel45_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl3_read_channel45_access_ctl63_off_hi_unused = engine_impl0_region_impl3_read_channel45_access[14-1:8];
 
 
 
@@ -19451,11 +19761,11 @@ assign engine_impl0_region_impl3_read_channel45_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl3_read_channel46_access_ctl64_a_len = engine_impl0_region_impl3_read_channel46_access[30-1:16];
-assign engine_impl0_region_impl3_read_channel46_access_ctl64_a_off = engine_impl0_region_impl3_read_channel46_access[14-1:0];
+assign engine_impl0_region_impl3_read_channel46_access_ctl64_a_off = engine_impl0_region_impl3_read_channel46_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl3_read_channel46_access_ctl64_a_ok = ((engine_impl0_region_impl3_read_channel46_access[31] != engine_impl0_region_impl3_read_channel46_access[30]) && (engine_impl0_region_impl3_read_channel46_access_ctl64_a_len != 0) && (engine_impl0_region_impl3_read_channel46_access_ctl64_a_len <= 256) && (engine_impl0_region_impl3_read_channel46_access_ctl64_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_read_channel46_access_ctl64_a_ok = ((engine_impl0_region_impl3_read_channel46_access[31] != engine_impl0_region_impl3_read_channel46_access[30]) && (engine_impl0_region_impl3_read_channel46_access_ctl64_a_len != 0) && (engine_impl0_region_impl3_read_channel46_access_ctl64_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -19540,7 +19850,7 @@ always @(posedge clk) begin: engine_impl0_region_impl3_read_channel46_access_ctl
                 engine_impl0_region_impl3_read_channel46_mfifo <= engine_impl0_region_impl3_read_channel46_access[30];
                 engine_impl0_region_impl3_read_channel46_access_ctl64_keep_r <= engine_impl0_region_impl3_read_channel46_access[15];
                 engine_impl0_region_impl3_read_channel46_access_ctl64_useam_r <= engine_impl0_region_impl3_read_channel46_access[14];
-                engine_impl0_region_impl3_read_channel46_access_ctl64_off_r <= engine_impl0_region_impl3_read_channel46_access_ctl64_a_off[8-1:0];
+                engine_impl0_region_impl3_read_channel46_access_ctl64_off_r <= engine_impl0_region_impl3_read_channel46_access_ctl64_a_off;
                 engine_impl0_region_impl3_read_channel46_access_ctl64_len_r <= engine_impl0_region_impl3_read_channel46_access_ctl64_a_len;
                 engine_impl0_region_impl3_read_channel46_access_ctl64_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl3_read_channel46_access_ctl64_lcnt <= 0;
@@ -19572,6 +19882,10 @@ always @(posedge clk) begin: engine_impl0_region_impl3_read_channel46_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl3_read_channel46_access_ctl64_off_hi_unused = engine_impl0_region_impl3_read_channel46_access[14-1:8];
 
 
 
@@ -19648,11 +19962,11 @@ assign engine_impl0_region_impl3_read_channel46_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl3_read_channel47_access_ctl65_a_len = engine_impl0_region_impl3_read_channel47_access[30-1:16];
-assign engine_impl0_region_impl3_read_channel47_access_ctl65_a_off = engine_impl0_region_impl3_read_channel47_access[14-1:0];
+assign engine_impl0_region_impl3_read_channel47_access_ctl65_a_off = engine_impl0_region_impl3_read_channel47_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl3_read_channel47_access_ctl65_a_ok = ((engine_impl0_region_impl3_read_channel47_access[31] != engine_impl0_region_impl3_read_channel47_access[30]) && (engine_impl0_region_impl3_read_channel47_access_ctl65_a_len != 0) && (engine_impl0_region_impl3_read_channel47_access_ctl65_a_len <= 256) && (engine_impl0_region_impl3_read_channel47_access_ctl65_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_read_channel47_access_ctl65_a_ok = ((engine_impl0_region_impl3_read_channel47_access[31] != engine_impl0_region_impl3_read_channel47_access[30]) && (engine_impl0_region_impl3_read_channel47_access_ctl65_a_len != 0) && (engine_impl0_region_impl3_read_channel47_access_ctl65_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -19737,7 +20051,7 @@ always @(posedge clk) begin: engine_impl0_region_impl3_read_channel47_access_ctl
                 engine_impl0_region_impl3_read_channel47_mfifo <= engine_impl0_region_impl3_read_channel47_access[30];
                 engine_impl0_region_impl3_read_channel47_access_ctl65_keep_r <= engine_impl0_region_impl3_read_channel47_access[15];
                 engine_impl0_region_impl3_read_channel47_access_ctl65_useam_r <= engine_impl0_region_impl3_read_channel47_access[14];
-                engine_impl0_region_impl3_read_channel47_access_ctl65_off_r <= engine_impl0_region_impl3_read_channel47_access_ctl65_a_off[8-1:0];
+                engine_impl0_region_impl3_read_channel47_access_ctl65_off_r <= engine_impl0_region_impl3_read_channel47_access_ctl65_a_off;
                 engine_impl0_region_impl3_read_channel47_access_ctl65_len_r <= engine_impl0_region_impl3_read_channel47_access_ctl65_a_len;
                 engine_impl0_region_impl3_read_channel47_access_ctl65_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl3_read_channel47_access_ctl65_lcnt <= 0;
@@ -19769,6 +20083,10 @@ always @(posedge clk) begin: engine_impl0_region_impl3_read_channel47_access_ctl
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl3_read_channel47_access_ctl65_off_hi_unused = engine_impl0_region_impl3_read_channel47_access[14-1:8];
 
 
 
@@ -19845,11 +20163,11 @@ assign engine_impl0_region_impl3_read_channel47_m_tvalid = (engine_impl0_region_
 
 
 assign engine_impl0_region_impl3_write_channel18_access_ctl66_a_len = engine_impl0_region_impl3_write_channel18_access[30-1:16];
-assign engine_impl0_region_impl3_write_channel18_access_ctl66_a_off = engine_impl0_region_impl3_write_channel18_access[14-1:0];
+assign engine_impl0_region_impl3_write_channel18_access_ctl66_a_off = engine_impl0_region_impl3_write_channel18_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl3_write_channel18_access_ctl66_a_ok = ((engine_impl0_region_impl3_write_channel18_access[31] != engine_impl0_region_impl3_write_channel18_access[30]) && (engine_impl0_region_impl3_write_channel18_access_ctl66_a_len != 0) && (engine_impl0_region_impl3_write_channel18_access_ctl66_a_len <= 256) && (engine_impl0_region_impl3_write_channel18_access_ctl66_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_write_channel18_access_ctl66_a_ok = ((engine_impl0_region_impl3_write_channel18_access[31] != engine_impl0_region_impl3_write_channel18_access[30]) && (engine_impl0_region_impl3_write_channel18_access_ctl66_a_len != 0) && (engine_impl0_region_impl3_write_channel18_access_ctl66_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -19934,7 +20252,7 @@ always @(posedge clk) begin: engine_impl0_region_impl3_write_channel18_access_ct
                 engine_impl0_region_impl3_write_channel18_mfifo <= engine_impl0_region_impl3_write_channel18_access[30];
                 engine_impl0_region_impl3_write_channel18_access_ctl66_keep_r <= engine_impl0_region_impl3_write_channel18_access[15];
                 engine_impl0_region_impl3_write_channel18_access_ctl66_useam_r <= engine_impl0_region_impl3_write_channel18_access[14];
-                engine_impl0_region_impl3_write_channel18_access_ctl66_off_r <= engine_impl0_region_impl3_write_channel18_access_ctl66_a_off[8-1:0];
+                engine_impl0_region_impl3_write_channel18_access_ctl66_off_r <= engine_impl0_region_impl3_write_channel18_access_ctl66_a_off;
                 engine_impl0_region_impl3_write_channel18_access_ctl66_len_r <= engine_impl0_region_impl3_write_channel18_access_ctl66_a_len;
                 engine_impl0_region_impl3_write_channel18_access_ctl66_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl3_write_channel18_access_ctl66_lcnt <= 0;
@@ -19969,6 +20287,10 @@ end
 
 
 
+assign engine_impl0_region_impl3_write_channel18_access_ctl66_off_hi_unused = engine_impl0_region_impl3_write_channel18_access[14-1:8];
+
+
+
 assign engine_impl0_region_impl3_write_channel18_req = (engine_impl0_region_impl3_write_channel18_running && engine_impl0_region_impl3_write_channel18_s_tvalid && (engine_impl0_region_impl3_q_nfull || (!engine_impl0_region_impl3_write_channel18_mfifo)));
 assign engine_impl0_region_impl3_write_channel18_s_tready = engine_impl0_region_impl3_write_channel18_grant;
 assign engine_impl0_region_impl3_write_channel18_done_evt = (engine_impl0_region_impl3_write_channel18_grant && engine_impl0_region_impl3_write_channel18_final && engine_impl0_region_impl3_write_channel18_line_last);
@@ -19986,11 +20308,11 @@ end
 
 
 assign engine_impl0_region_impl3_write_channel19_access_ctl67_a_len = engine_impl0_region_impl3_write_channel19_access[30-1:16];
-assign engine_impl0_region_impl3_write_channel19_access_ctl67_a_off = engine_impl0_region_impl3_write_channel19_access[14-1:0];
+assign engine_impl0_region_impl3_write_channel19_access_ctl67_a_off = engine_impl0_region_impl3_write_channel19_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl3_write_channel19_access_ctl67_a_ok = ((engine_impl0_region_impl3_write_channel19_access[31] != engine_impl0_region_impl3_write_channel19_access[30]) && (engine_impl0_region_impl3_write_channel19_access_ctl67_a_len != 0) && (engine_impl0_region_impl3_write_channel19_access_ctl67_a_len <= 256) && (engine_impl0_region_impl3_write_channel19_access_ctl67_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_write_channel19_access_ctl67_a_ok = ((engine_impl0_region_impl3_write_channel19_access[31] != engine_impl0_region_impl3_write_channel19_access[30]) && (engine_impl0_region_impl3_write_channel19_access_ctl67_a_len != 0) && (engine_impl0_region_impl3_write_channel19_access_ctl67_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -20075,7 +20397,7 @@ always @(posedge clk) begin: engine_impl0_region_impl3_write_channel19_access_ct
                 engine_impl0_region_impl3_write_channel19_mfifo <= engine_impl0_region_impl3_write_channel19_access[30];
                 engine_impl0_region_impl3_write_channel19_access_ctl67_keep_r <= engine_impl0_region_impl3_write_channel19_access[15];
                 engine_impl0_region_impl3_write_channel19_access_ctl67_useam_r <= engine_impl0_region_impl3_write_channel19_access[14];
-                engine_impl0_region_impl3_write_channel19_access_ctl67_off_r <= engine_impl0_region_impl3_write_channel19_access_ctl67_a_off[8-1:0];
+                engine_impl0_region_impl3_write_channel19_access_ctl67_off_r <= engine_impl0_region_impl3_write_channel19_access_ctl67_a_off;
                 engine_impl0_region_impl3_write_channel19_access_ctl67_len_r <= engine_impl0_region_impl3_write_channel19_access_ctl67_a_len;
                 engine_impl0_region_impl3_write_channel19_access_ctl67_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl3_write_channel19_access_ctl67_lcnt <= 0;
@@ -20110,6 +20432,10 @@ end
 
 
 
+assign engine_impl0_region_impl3_write_channel19_access_ctl67_off_hi_unused = engine_impl0_region_impl3_write_channel19_access[14-1:8];
+
+
+
 assign engine_impl0_region_impl3_write_channel19_req = (engine_impl0_region_impl3_write_channel19_running && engine_impl0_region_impl3_write_channel19_s_tvalid && (engine_impl0_region_impl3_q_nfull || (!engine_impl0_region_impl3_write_channel19_mfifo)));
 assign engine_impl0_region_impl3_write_channel19_s_tready = engine_impl0_region_impl3_write_channel19_grant;
 assign engine_impl0_region_impl3_write_channel19_done_evt = (engine_impl0_region_impl3_write_channel19_grant && engine_impl0_region_impl3_write_channel19_final && engine_impl0_region_impl3_write_channel19_line_last);
@@ -20127,11 +20453,11 @@ end
 
 
 assign engine_impl0_region_impl3_write_channel20_access_ctl68_a_len = engine_impl0_region_impl3_write_channel20_access[30-1:16];
-assign engine_impl0_region_impl3_write_channel20_access_ctl68_a_off = engine_impl0_region_impl3_write_channel20_access[14-1:0];
+assign engine_impl0_region_impl3_write_channel20_access_ctl68_a_off = engine_impl0_region_impl3_write_channel20_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl3_write_channel20_access_ctl68_a_ok = ((engine_impl0_region_impl3_write_channel20_access[31] != engine_impl0_region_impl3_write_channel20_access[30]) && (engine_impl0_region_impl3_write_channel20_access_ctl68_a_len != 0) && (engine_impl0_region_impl3_write_channel20_access_ctl68_a_len <= 256) && (engine_impl0_region_impl3_write_channel20_access_ctl68_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_write_channel20_access_ctl68_a_ok = ((engine_impl0_region_impl3_write_channel20_access[31] != engine_impl0_region_impl3_write_channel20_access[30]) && (engine_impl0_region_impl3_write_channel20_access_ctl68_a_len != 0) && (engine_impl0_region_impl3_write_channel20_access_ctl68_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -20216,7 +20542,7 @@ always @(posedge clk) begin: engine_impl0_region_impl3_write_channel20_access_ct
                 engine_impl0_region_impl3_write_channel20_mfifo <= engine_impl0_region_impl3_write_channel20_access[30];
                 engine_impl0_region_impl3_write_channel20_access_ctl68_keep_r <= engine_impl0_region_impl3_write_channel20_access[15];
                 engine_impl0_region_impl3_write_channel20_access_ctl68_useam_r <= engine_impl0_region_impl3_write_channel20_access[14];
-                engine_impl0_region_impl3_write_channel20_access_ctl68_off_r <= engine_impl0_region_impl3_write_channel20_access_ctl68_a_off[8-1:0];
+                engine_impl0_region_impl3_write_channel20_access_ctl68_off_r <= engine_impl0_region_impl3_write_channel20_access_ctl68_a_off;
                 engine_impl0_region_impl3_write_channel20_access_ctl68_len_r <= engine_impl0_region_impl3_write_channel20_access_ctl68_a_len;
                 engine_impl0_region_impl3_write_channel20_access_ctl68_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl3_write_channel20_access_ctl68_lcnt <= 0;
@@ -20251,6 +20577,10 @@ end
 
 
 
+assign engine_impl0_region_impl3_write_channel20_access_ctl68_off_hi_unused = engine_impl0_region_impl3_write_channel20_access[14-1:8];
+
+
+
 assign engine_impl0_region_impl3_write_channel20_req = (engine_impl0_region_impl3_write_channel20_running && engine_impl0_region_impl3_write_channel20_s_tvalid && (engine_impl0_region_impl3_q_nfull || (!engine_impl0_region_impl3_write_channel20_mfifo)));
 assign engine_impl0_region_impl3_write_channel20_s_tready = engine_impl0_region_impl3_write_channel20_grant;
 assign engine_impl0_region_impl3_write_channel20_done_evt = (engine_impl0_region_impl3_write_channel20_grant && engine_impl0_region_impl3_write_channel20_final && engine_impl0_region_impl3_write_channel20_line_last);
@@ -20268,11 +20598,11 @@ end
 
 
 assign engine_impl0_region_impl3_write_channel21_access_ctl69_a_len = engine_impl0_region_impl3_write_channel21_access[30-1:16];
-assign engine_impl0_region_impl3_write_channel21_access_ctl69_a_off = engine_impl0_region_impl3_write_channel21_access[14-1:0];
+assign engine_impl0_region_impl3_write_channel21_access_ctl69_a_off = engine_impl0_region_impl3_write_channel21_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl3_write_channel21_access_ctl69_a_ok = ((engine_impl0_region_impl3_write_channel21_access[31] != engine_impl0_region_impl3_write_channel21_access[30]) && (engine_impl0_region_impl3_write_channel21_access_ctl69_a_len != 0) && (engine_impl0_region_impl3_write_channel21_access_ctl69_a_len <= 256) && (engine_impl0_region_impl3_write_channel21_access_ctl69_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_write_channel21_access_ctl69_a_ok = ((engine_impl0_region_impl3_write_channel21_access[31] != engine_impl0_region_impl3_write_channel21_access[30]) && (engine_impl0_region_impl3_write_channel21_access_ctl69_a_len != 0) && (engine_impl0_region_impl3_write_channel21_access_ctl69_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -20357,7 +20687,7 @@ always @(posedge clk) begin: engine_impl0_region_impl3_write_channel21_access_ct
                 engine_impl0_region_impl3_write_channel21_mfifo <= engine_impl0_region_impl3_write_channel21_access[30];
                 engine_impl0_region_impl3_write_channel21_access_ctl69_keep_r <= engine_impl0_region_impl3_write_channel21_access[15];
                 engine_impl0_region_impl3_write_channel21_access_ctl69_useam_r <= engine_impl0_region_impl3_write_channel21_access[14];
-                engine_impl0_region_impl3_write_channel21_access_ctl69_off_r <= engine_impl0_region_impl3_write_channel21_access_ctl69_a_off[8-1:0];
+                engine_impl0_region_impl3_write_channel21_access_ctl69_off_r <= engine_impl0_region_impl3_write_channel21_access_ctl69_a_off;
                 engine_impl0_region_impl3_write_channel21_access_ctl69_len_r <= engine_impl0_region_impl3_write_channel21_access_ctl69_a_len;
                 engine_impl0_region_impl3_write_channel21_access_ctl69_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl3_write_channel21_access_ctl69_lcnt <= 0;
@@ -20392,6 +20722,10 @@ end
 
 
 
+assign engine_impl0_region_impl3_write_channel21_access_ctl69_off_hi_unused = engine_impl0_region_impl3_write_channel21_access[14-1:8];
+
+
+
 assign engine_impl0_region_impl3_write_channel21_req = (engine_impl0_region_impl3_write_channel21_running && engine_impl0_region_impl3_write_channel21_s_tvalid && (engine_impl0_region_impl3_q_nfull || (!engine_impl0_region_impl3_write_channel21_mfifo)));
 assign engine_impl0_region_impl3_write_channel21_s_tready = engine_impl0_region_impl3_write_channel21_grant;
 assign engine_impl0_region_impl3_write_channel21_done_evt = (engine_impl0_region_impl3_write_channel21_grant && engine_impl0_region_impl3_write_channel21_final && engine_impl0_region_impl3_write_channel21_line_last);
@@ -20409,11 +20743,11 @@ end
 
 
 assign engine_impl0_region_impl3_write_channel22_access_ctl70_a_len = engine_impl0_region_impl3_write_channel22_access[30-1:16];
-assign engine_impl0_region_impl3_write_channel22_access_ctl70_a_off = engine_impl0_region_impl3_write_channel22_access[14-1:0];
+assign engine_impl0_region_impl3_write_channel22_access_ctl70_a_off = engine_impl0_region_impl3_write_channel22_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl3_write_channel22_access_ctl70_a_ok = ((engine_impl0_region_impl3_write_channel22_access[31] != engine_impl0_region_impl3_write_channel22_access[30]) && (engine_impl0_region_impl3_write_channel22_access_ctl70_a_len != 0) && (engine_impl0_region_impl3_write_channel22_access_ctl70_a_len <= 256) && (engine_impl0_region_impl3_write_channel22_access_ctl70_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_write_channel22_access_ctl70_a_ok = ((engine_impl0_region_impl3_write_channel22_access[31] != engine_impl0_region_impl3_write_channel22_access[30]) && (engine_impl0_region_impl3_write_channel22_access_ctl70_a_len != 0) && (engine_impl0_region_impl3_write_channel22_access_ctl70_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -20498,7 +20832,7 @@ always @(posedge clk) begin: engine_impl0_region_impl3_write_channel22_access_ct
                 engine_impl0_region_impl3_write_channel22_mfifo <= engine_impl0_region_impl3_write_channel22_access[30];
                 engine_impl0_region_impl3_write_channel22_access_ctl70_keep_r <= engine_impl0_region_impl3_write_channel22_access[15];
                 engine_impl0_region_impl3_write_channel22_access_ctl70_useam_r <= engine_impl0_region_impl3_write_channel22_access[14];
-                engine_impl0_region_impl3_write_channel22_access_ctl70_off_r <= engine_impl0_region_impl3_write_channel22_access_ctl70_a_off[8-1:0];
+                engine_impl0_region_impl3_write_channel22_access_ctl70_off_r <= engine_impl0_region_impl3_write_channel22_access_ctl70_a_off;
                 engine_impl0_region_impl3_write_channel22_access_ctl70_len_r <= engine_impl0_region_impl3_write_channel22_access_ctl70_a_len;
                 engine_impl0_region_impl3_write_channel22_access_ctl70_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl3_write_channel22_access_ctl70_lcnt <= 0;
@@ -20533,6 +20867,10 @@ end
 
 
 
+assign engine_impl0_region_impl3_write_channel22_access_ctl70_off_hi_unused = engine_impl0_region_impl3_write_channel22_access[14-1:8];
+
+
+
 assign engine_impl0_region_impl3_write_channel22_req = (engine_impl0_region_impl3_write_channel22_running && engine_impl0_region_impl3_write_channel22_s_tvalid && (engine_impl0_region_impl3_q_nfull || (!engine_impl0_region_impl3_write_channel22_mfifo)));
 assign engine_impl0_region_impl3_write_channel22_s_tready = engine_impl0_region_impl3_write_channel22_grant;
 assign engine_impl0_region_impl3_write_channel22_done_evt = (engine_impl0_region_impl3_write_channel22_grant && engine_impl0_region_impl3_write_channel22_final && engine_impl0_region_impl3_write_channel22_line_last);
@@ -20550,11 +20888,11 @@ end
 
 
 assign engine_impl0_region_impl3_write_channel23_access_ctl71_a_len = engine_impl0_region_impl3_write_channel23_access[30-1:16];
-assign engine_impl0_region_impl3_write_channel23_access_ctl71_a_off = engine_impl0_region_impl3_write_channel23_access[14-1:0];
+assign engine_impl0_region_impl3_write_channel23_access_ctl71_a_off = engine_impl0_region_impl3_write_channel23_access[8-1:0];
 
 
 
-assign engine_impl0_region_impl3_write_channel23_access_ctl71_a_ok = ((engine_impl0_region_impl3_write_channel23_access[31] != engine_impl0_region_impl3_write_channel23_access[30]) && (engine_impl0_region_impl3_write_channel23_access_ctl71_a_len != 0) && (engine_impl0_region_impl3_write_channel23_access_ctl71_a_len <= 256) && (engine_impl0_region_impl3_write_channel23_access_ctl71_a_off < 256) && (engine_impl0_iters16 != 0));
+assign engine_impl0_region_impl3_write_channel23_access_ctl71_a_ok = ((engine_impl0_region_impl3_write_channel23_access[31] != engine_impl0_region_impl3_write_channel23_access[30]) && (engine_impl0_region_impl3_write_channel23_access_ctl71_a_len != 0) && (engine_impl0_region_impl3_write_channel23_access_ctl71_a_len <= 256) && (engine_impl0_iters16 != 0));
 
 
 
@@ -20639,7 +20977,7 @@ always @(posedge clk) begin: engine_impl0_region_impl3_write_channel23_access_ct
                 engine_impl0_region_impl3_write_channel23_mfifo <= engine_impl0_region_impl3_write_channel23_access[30];
                 engine_impl0_region_impl3_write_channel23_access_ctl71_keep_r <= engine_impl0_region_impl3_write_channel23_access[15];
                 engine_impl0_region_impl3_write_channel23_access_ctl71_useam_r <= engine_impl0_region_impl3_write_channel23_access[14];
-                engine_impl0_region_impl3_write_channel23_access_ctl71_off_r <= engine_impl0_region_impl3_write_channel23_access_ctl71_a_off[8-1:0];
+                engine_impl0_region_impl3_write_channel23_access_ctl71_off_r <= engine_impl0_region_impl3_write_channel23_access_ctl71_a_off;
                 engine_impl0_region_impl3_write_channel23_access_ctl71_len_r <= engine_impl0_region_impl3_write_channel23_access_ctl71_a_len;
                 engine_impl0_region_impl3_write_channel23_access_ctl71_it_r <= engine_impl0_iters16;
                 engine_impl0_region_impl3_write_channel23_access_ctl71_lcnt <= 0;
@@ -20671,6 +21009,10 @@ always @(posedge clk) begin: engine_impl0_region_impl3_write_channel23_access_ct
         end
     end
 end
+
+
+
+assign engine_impl0_region_impl3_write_channel23_access_ctl71_off_hi_unused = engine_impl0_region_impl3_write_channel23_access[14-1:8];
 
 
 
@@ -21594,7 +21936,6 @@ end
 
 always @(sub_acc0, sub_w1, sub_w7) begin: engine_impl0_load_ok0_dec
     engine_impl0_load_ok0_ln = sub_acc0[30-1:16];
-    engine_impl0_load_ok0_off = sub_acc0[14-1:0];
     engine_impl0_load_ok0_chid = sub_w7[21-1:16];
     if ((4 < 16)) begin
         engine_impl0_load_ok0_mhi = sub_w1[16-1:4];
@@ -21605,7 +21946,7 @@ always @(sub_acc0, sub_w1, sub_w7) begin: engine_impl0_load_ok0_dec
 end
 
 
-always @(engine_impl0_load_ok0_pres, sub_w1, engine_impl0_load_ok0_off, engine_impl0_load_ok0_ln, sub_acc0, engine_impl0_load_ok0_mhi) begin: engine_impl0_load_ok0_chk
+always @(engine_impl0_load_ok0_pres, sub_w1, engine_impl0_load_ok0_ln, sub_acc0, engine_impl0_load_ok0_mhi) begin: engine_impl0_load_ok0_chk
     if (((sub_w1[16-1:0] == 0) || (engine_impl0_load_ok0_mhi != 0))) begin
         engine_impl0_load_ok0_ok = 1'b0;
     end
@@ -21613,7 +21954,7 @@ always @(engine_impl0_load_ok0_pres, sub_w1, engine_impl0_load_ok0_off, engine_i
         engine_impl0_load_ok0_ok = engine_impl0_load_ok0_pres;
     end
     else begin
-        engine_impl0_load_ok0_ok = ((sub_acc0[31] != sub_acc0[30]) && (engine_impl0_load_ok0_ln != 0) && (engine_impl0_load_ok0_ln <= 256) && (engine_impl0_load_ok0_off < 256));
+        engine_impl0_load_ok0_ok = ((sub_acc0[31] != sub_acc0[30]) && (engine_impl0_load_ok0_ln != 0) && (engine_impl0_load_ok0_ln <= 256));
     end
 end
 
@@ -21892,7 +22233,6 @@ assign engine_impl0_bit_of6_y = sub_start[1];
 
 
 assign engine_impl0_chan_ok0_ln = sub_acc0[30-1:16];
-assign engine_impl0_chan_ok0_off = sub_acc0[14-1:0];
 
 
 
@@ -21900,7 +22240,7 @@ assign engine_impl0_chan_ok0_reg_ok = (sub_w1[4-1:0] < 4);
 
 
 
-assign engine_impl0_chan_ok0_ok = (engine_impl0_chan_ok0_reg_ok && (sub_acc0[31] != sub_acc0[30]) && (engine_impl0_chan_ok0_ln != 0) && (engine_impl0_chan_ok0_ln <= 256) && (engine_impl0_chan_ok0_off < 256));
+assign engine_impl0_chan_ok0_ok = (engine_impl0_chan_ok0_reg_ok && (sub_acc0[31] != sub_acc0[30]) && (engine_impl0_chan_ok0_ln != 0) && (engine_impl0_chan_ok0_ln <= 256));
 
 
 
@@ -22096,7 +22436,6 @@ assign engine_impl0_bit_of7_y = sub_start[2];
 
 
 assign engine_impl0_chan_ok1_ln = sub_acc0[30-1:16];
-assign engine_impl0_chan_ok1_off = sub_acc0[14-1:0];
 
 
 
@@ -22104,12 +22443,11 @@ assign engine_impl0_chan_ok1_reg_ok = (sub_w1[4-1:0] < 4);
 
 
 
-assign engine_impl0_chan_ok1_ok = (engine_impl0_chan_ok1_reg_ok && (sub_acc0[31] != sub_acc0[30]) && (engine_impl0_chan_ok1_ln != 0) && (engine_impl0_chan_ok1_ln <= 256) && (engine_impl0_chan_ok1_off < 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok1_ln));
+assign engine_impl0_chan_ok1_ok = (engine_impl0_chan_ok1_reg_ok && (sub_acc0[31] != sub_acc0[30]) && (engine_impl0_chan_ok1_ln != 0) && (engine_impl0_chan_ok1_ln <= 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok1_ln));
 
 
 
 assign engine_impl0_chan_ok2_ln = sub_acc1[30-1:16];
-assign engine_impl0_chan_ok2_off = sub_acc1[14-1:0];
 
 
 
@@ -22117,12 +22455,11 @@ assign engine_impl0_chan_ok2_reg_ok = (sub_w1[8-1:4] < 4);
 
 
 
-assign engine_impl0_chan_ok2_ok = (engine_impl0_chan_ok2_reg_ok && (sub_acc1[31] != sub_acc1[30]) && (engine_impl0_chan_ok2_ln != 0) && (engine_impl0_chan_ok2_ln <= 256) && (engine_impl0_chan_ok2_off < 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok2_ln));
+assign engine_impl0_chan_ok2_ok = (engine_impl0_chan_ok2_reg_ok && (sub_acc1[31] != sub_acc1[30]) && (engine_impl0_chan_ok2_ln != 0) && (engine_impl0_chan_ok2_ln <= 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok2_ln));
 
 
 
 assign engine_impl0_chan_ok3_ln = sub_acc2[30-1:16];
-assign engine_impl0_chan_ok3_off = sub_acc2[14-1:0];
 
 
 
@@ -22130,7 +22467,7 @@ assign engine_impl0_chan_ok3_reg_ok = (sub_w1[12-1:8] < 4);
 
 
 
-assign engine_impl0_chan_ok3_ok = (engine_impl0_chan_ok3_reg_ok && (sub_acc2[31] != sub_acc2[30]) && (engine_impl0_chan_ok3_off < 256) && (engine_impl0_chan_ok3_ln == 1));
+assign engine_impl0_chan_ok3_ok = (engine_impl0_chan_ok3_reg_ok && (sub_acc2[31] != sub_acc2[30]) && (engine_impl0_chan_ok3_ln == 1));
 
 
 
@@ -23136,7 +23473,6 @@ assign engine_impl0_bit_of9_y = sub_start[3];
 
 
 assign engine_impl0_chan_ok4_ln = sub_acc0[30-1:16];
-assign engine_impl0_chan_ok4_off = sub_acc0[14-1:0];
 
 
 
@@ -23144,12 +23480,11 @@ assign engine_impl0_chan_ok4_reg_ok = (sub_w1[4-1:0] < 4);
 
 
 
-assign engine_impl0_chan_ok4_ok = (engine_impl0_chan_ok4_reg_ok && (sub_acc0[31] != sub_acc0[30]) && (engine_impl0_chan_ok4_ln != 0) && (engine_impl0_chan_ok4_ln <= 256) && (engine_impl0_chan_ok4_off < 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok4_ln));
+assign engine_impl0_chan_ok4_ok = (engine_impl0_chan_ok4_reg_ok && (sub_acc0[31] != sub_acc0[30]) && (engine_impl0_chan_ok4_ln != 0) && (engine_impl0_chan_ok4_ln <= 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok4_ln));
 
 
 
 assign engine_impl0_chan_ok5_ln = sub_acc1[30-1:16];
-assign engine_impl0_chan_ok5_off = sub_acc1[14-1:0];
 
 
 
@@ -23157,12 +23492,11 @@ assign engine_impl0_chan_ok5_reg_ok = (sub_w1[8-1:4] < 4);
 
 
 
-assign engine_impl0_chan_ok5_ok = (engine_impl0_chan_ok5_reg_ok && (sub_acc1[31] != sub_acc1[30]) && (engine_impl0_chan_ok5_ln != 0) && (engine_impl0_chan_ok5_ln <= 256) && (engine_impl0_chan_ok5_off < 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok5_ln));
+assign engine_impl0_chan_ok5_ok = (engine_impl0_chan_ok5_reg_ok && (sub_acc1[31] != sub_acc1[30]) && (engine_impl0_chan_ok5_ln != 0) && (engine_impl0_chan_ok5_ln <= 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok5_ln));
 
 
 
 assign engine_impl0_chan_ok6_ln = sub_acc2[30-1:16];
-assign engine_impl0_chan_ok6_off = sub_acc2[14-1:0];
 
 
 
@@ -23170,7 +23504,7 @@ assign engine_impl0_chan_ok6_reg_ok = (sub_w1[12-1:8] < 4);
 
 
 
-assign engine_impl0_chan_ok6_ok = (engine_impl0_chan_ok6_reg_ok && (sub_acc2[31] != sub_acc2[30]) && (engine_impl0_chan_ok6_ln != 0) && (engine_impl0_chan_ok6_ln <= 256) && (engine_impl0_chan_ok6_off < 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok6_ln));
+assign engine_impl0_chan_ok6_ok = (engine_impl0_chan_ok6_reg_ok && (sub_acc2[31] != sub_acc2[30]) && (engine_impl0_chan_ok6_ln != 0) && (engine_impl0_chan_ok6_ln <= 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok6_ln));
 
 
 
@@ -25029,7 +25363,6 @@ assign engine_impl0_bit_of11_y = sub_start[4];
 
 
 assign engine_impl0_chan_ok7_ln = sub_acc0[30-1:16];
-assign engine_impl0_chan_ok7_off = sub_acc0[14-1:0];
 
 
 
@@ -25037,12 +25370,11 @@ assign engine_impl0_chan_ok7_reg_ok = (sub_w1[4-1:0] < 4);
 
 
 
-assign engine_impl0_chan_ok7_ok = (engine_impl0_chan_ok7_reg_ok && (sub_acc0[31] != sub_acc0[30]) && (engine_impl0_chan_ok7_off < 256) && (engine_impl0_chan_ok7_ln == 1));
+assign engine_impl0_chan_ok7_ok = (engine_impl0_chan_ok7_reg_ok && (sub_acc0[31] != sub_acc0[30]) && (engine_impl0_chan_ok7_ln == 1));
 
 
 
 assign engine_impl0_chan_ok8_ln = sub_acc1[30-1:16];
-assign engine_impl0_chan_ok8_off = sub_acc1[14-1:0];
 
 
 
@@ -25050,12 +25382,11 @@ assign engine_impl0_chan_ok8_reg_ok = (sub_w1[8-1:4] < 4);
 
 
 
-assign engine_impl0_chan_ok8_ok = (engine_impl0_chan_ok8_reg_ok && (sub_acc1[31] != sub_acc1[30]) && (engine_impl0_chan_ok8_off < 256) && (engine_impl0_chan_ok8_ln == 1));
+assign engine_impl0_chan_ok8_ok = (engine_impl0_chan_ok8_reg_ok && (sub_acc1[31] != sub_acc1[30]) && (engine_impl0_chan_ok8_ln == 1));
 
 
 
 assign engine_impl0_chan_ok9_ln = sub_acc2[30-1:16];
-assign engine_impl0_chan_ok9_off = sub_acc2[14-1:0];
 
 
 
@@ -25063,7 +25394,7 @@ assign engine_impl0_chan_ok9_reg_ok = (sub_w1[12-1:8] < 4);
 
 
 
-assign engine_impl0_chan_ok9_ok = (engine_impl0_chan_ok9_reg_ok && (sub_acc2[31] != sub_acc2[30]) && (engine_impl0_chan_ok9_off < 256) && (engine_impl0_chan_ok9_ln == 1));
+assign engine_impl0_chan_ok9_ok = (engine_impl0_chan_ok9_reg_ok && (sub_acc2[31] != sub_acc2[30]) && (engine_impl0_chan_ok9_ln == 1));
 
 
 
@@ -25869,7 +26200,6 @@ assign engine_impl0_bit_of13_y = sub_start[5];
 
 
 assign engine_impl0_chan_ok10_ln = sub_acc0[30-1:16];
-assign engine_impl0_chan_ok10_off = sub_acc0[14-1:0];
 
 
 
@@ -25877,12 +26207,11 @@ assign engine_impl0_chan_ok10_reg_ok = (sub_w1[4-1:0] < 4);
 
 
 
-assign engine_impl0_chan_ok10_ok = (engine_impl0_chan_ok10_reg_ok && (sub_acc0[31] != sub_acc0[30]) && (engine_impl0_chan_ok10_ln != 0) && (engine_impl0_chan_ok10_ln <= 256) && (engine_impl0_chan_ok10_off < 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok10_ln));
+assign engine_impl0_chan_ok10_ok = (engine_impl0_chan_ok10_reg_ok && (sub_acc0[31] != sub_acc0[30]) && (engine_impl0_chan_ok10_ln != 0) && (engine_impl0_chan_ok10_ln <= 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok10_ln));
 
 
 
 assign engine_impl0_chan_ok11_ln = sub_acc1[30-1:16];
-assign engine_impl0_chan_ok11_off = sub_acc1[14-1:0];
 
 
 
@@ -25890,12 +26219,11 @@ assign engine_impl0_chan_ok11_reg_ok = (sub_w1[8-1:4] < 4);
 
 
 
-assign engine_impl0_chan_ok11_ok = (engine_impl0_chan_ok11_reg_ok && (sub_acc1[31] != sub_acc1[30]) && (engine_impl0_chan_ok11_ln != 0) && (engine_impl0_chan_ok11_ln <= 256) && (engine_impl0_chan_ok11_off < 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok11_ln));
+assign engine_impl0_chan_ok11_ok = (engine_impl0_chan_ok11_reg_ok && (sub_acc1[31] != sub_acc1[30]) && (engine_impl0_chan_ok11_ln != 0) && (engine_impl0_chan_ok11_ln <= 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok11_ln));
 
 
 
 assign engine_impl0_chan_ok12_ln = sub_acc2[30-1:16];
-assign engine_impl0_chan_ok12_off = sub_acc2[14-1:0];
 
 
 
@@ -25903,12 +26231,11 @@ assign engine_impl0_chan_ok12_reg_ok = (sub_w1[12-1:8] < 4);
 
 
 
-assign engine_impl0_chan_ok12_ok = (engine_impl0_chan_ok12_reg_ok && (sub_acc2[31] != sub_acc2[30]) && (engine_impl0_chan_ok12_off < 256) && (engine_impl0_chan_ok12_ln == 1));
+assign engine_impl0_chan_ok12_ok = (engine_impl0_chan_ok12_reg_ok && (sub_acc2[31] != sub_acc2[30]) && (engine_impl0_chan_ok12_ln == 1));
 
 
 
 assign engine_impl0_chan_ok13_ln = sub_acc3[30-1:16];
-assign engine_impl0_chan_ok13_off = sub_acc3[14-1:0];
 
 
 
@@ -25916,7 +26243,7 @@ assign engine_impl0_chan_ok13_reg_ok = (sub_w1[16-1:12] < 4);
 
 
 
-assign engine_impl0_chan_ok13_ok = (engine_impl0_chan_ok13_reg_ok && (sub_acc3[31] != sub_acc3[30]) && (engine_impl0_chan_ok13_ln != 0) && (engine_impl0_chan_ok13_ln <= 256) && (engine_impl0_chan_ok13_off < 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok13_ln));
+assign engine_impl0_chan_ok13_ok = (engine_impl0_chan_ok13_reg_ok && (sub_acc3[31] != sub_acc3[30]) && (engine_impl0_chan_ok13_ln != 0) && (engine_impl0_chan_ok13_ln <= 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok13_ln));
 
 
 
@@ -26944,7 +27271,6 @@ assign engine_impl0_start = sub_start[6];
 
 
 assign engine_impl0_chan_ok14_ln = sub_acc0[30-1:16];
-assign engine_impl0_chan_ok14_off = sub_acc0[14-1:0];
 
 
 
@@ -26952,12 +27278,11 @@ assign engine_impl0_chan_ok14_reg_ok = (sub_w1[4-1:0] < 4);
 
 
 
-assign engine_impl0_chan_ok14_ok = (engine_impl0_chan_ok14_reg_ok && (sub_acc0[31] != sub_acc0[30]) && (engine_impl0_chan_ok14_ln != 0) && (engine_impl0_chan_ok14_ln <= 256) && (engine_impl0_chan_ok14_off < 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok14_ln));
+assign engine_impl0_chan_ok14_ok = (engine_impl0_chan_ok14_reg_ok && (sub_acc0[31] != sub_acc0[30]) && (engine_impl0_chan_ok14_ln != 0) && (engine_impl0_chan_ok14_ln <= 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok14_ln));
 
 
 
 assign engine_impl0_chan_ok15_ln = sub_acc1[30-1:16];
-assign engine_impl0_chan_ok15_off = sub_acc1[14-1:0];
 
 
 
@@ -26965,12 +27290,11 @@ assign engine_impl0_chan_ok15_reg_ok = (sub_w1[8-1:4] < 4);
 
 
 
-assign engine_impl0_chan_ok15_ok = (engine_impl0_chan_ok15_reg_ok && (sub_acc1[31] != sub_acc1[30]) && (engine_impl0_chan_ok15_ln != 0) && (engine_impl0_chan_ok15_ln <= 256) && (engine_impl0_chan_ok15_off < 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok15_ln));
+assign engine_impl0_chan_ok15_ok = (engine_impl0_chan_ok15_reg_ok && (sub_acc1[31] != sub_acc1[30]) && (engine_impl0_chan_ok15_ln != 0) && (engine_impl0_chan_ok15_ln <= 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok15_ln));
 
 
 
 assign engine_impl0_chan_ok16_ln = sub_acc2[30-1:16];
-assign engine_impl0_chan_ok16_off = sub_acc2[14-1:0];
 
 
 
@@ -26978,7 +27302,7 @@ assign engine_impl0_chan_ok16_reg_ok = (sub_w1[12-1:8] < 4);
 
 
 
-assign engine_impl0_chan_ok16_ok = (engine_impl0_chan_ok16_reg_ok && (sub_acc2[31] != sub_acc2[30]) && (engine_impl0_chan_ok16_ln != 0) && (engine_impl0_chan_ok16_ln <= 256) && (engine_impl0_chan_ok16_off < 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok16_ln));
+assign engine_impl0_chan_ok16_ok = (engine_impl0_chan_ok16_reg_ok && (sub_acc2[31] != sub_acc2[30]) && (engine_impl0_chan_ok16_ln != 0) && (engine_impl0_chan_ok16_ln <= 256) && (sub_w6[32-1:14] == 0) && (sub_w6[14-1:0] == engine_impl0_chan_ok16_ln));
 
 
 

@@ -130,7 +130,7 @@ signal engine_impl0_region_impl0_read_channel0_line_last: std_logic;
 signal engine_impl0_region_impl0_read_channel0_pop: std_logic;
 signal engine_impl0_region_impl0_read_channel0_running: std_logic;
 signal engine_impl0_region_impl0_read_channel0_access_ctl0_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl0_read_channel0_access_ctl0_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl0_read_channel0_access_ctl0_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel0_access_ctl0_a_ok: std_logic;
 signal engine_impl0_region_impl0_read_channel0_access_ctl0_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel0_access_ctl0_amra: unsigned(3 downto 0);
@@ -142,6 +142,7 @@ signal engine_impl0_region_impl0_read_channel0_access_ctl0_lcnt: unsigned(13 dow
 signal engine_impl0_region_impl0_read_channel0_access_ctl0_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl0_read_channel0_access_ctl0_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel0_access_ctl0_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl0_read_channel0_access_ctl0_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl0_read_channel0_access_ctl0_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel0_access_ctl0_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel0_access_ctl0_useam_r: std_logic;
@@ -178,7 +179,7 @@ signal engine_impl0_region_impl0_read_channel1_line_last: std_logic;
 signal engine_impl0_region_impl0_read_channel1_pop: std_logic;
 signal engine_impl0_region_impl0_read_channel1_running: std_logic;
 signal engine_impl0_region_impl0_read_channel1_access_ctl1_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl0_read_channel1_access_ctl1_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl0_read_channel1_access_ctl1_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel1_access_ctl1_a_ok: std_logic;
 signal engine_impl0_region_impl0_read_channel1_access_ctl1_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel1_access_ctl1_amra: unsigned(3 downto 0);
@@ -190,6 +191,7 @@ signal engine_impl0_region_impl0_read_channel1_access_ctl1_lcnt: unsigned(13 dow
 signal engine_impl0_region_impl0_read_channel1_access_ctl1_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl0_read_channel1_access_ctl1_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel1_access_ctl1_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl0_read_channel1_access_ctl1_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl0_read_channel1_access_ctl1_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel1_access_ctl1_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel1_access_ctl1_useam_r: std_logic;
@@ -226,7 +228,7 @@ signal engine_impl0_region_impl0_read_channel2_line_last: std_logic;
 signal engine_impl0_region_impl0_read_channel2_pop: std_logic;
 signal engine_impl0_region_impl0_read_channel2_running: std_logic;
 signal engine_impl0_region_impl0_read_channel2_access_ctl2_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl0_read_channel2_access_ctl2_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl0_read_channel2_access_ctl2_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel2_access_ctl2_a_ok: std_logic;
 signal engine_impl0_region_impl0_read_channel2_access_ctl2_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel2_access_ctl2_amra: unsigned(3 downto 0);
@@ -238,6 +240,7 @@ signal engine_impl0_region_impl0_read_channel2_access_ctl2_lcnt: unsigned(13 dow
 signal engine_impl0_region_impl0_read_channel2_access_ctl2_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl0_read_channel2_access_ctl2_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel2_access_ctl2_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl0_read_channel2_access_ctl2_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl0_read_channel2_access_ctl2_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel2_access_ctl2_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel2_access_ctl2_useam_r: std_logic;
@@ -274,7 +277,7 @@ signal engine_impl0_region_impl0_read_channel3_line_last: std_logic;
 signal engine_impl0_region_impl0_read_channel3_pop: std_logic;
 signal engine_impl0_region_impl0_read_channel3_running: std_logic;
 signal engine_impl0_region_impl0_read_channel3_access_ctl3_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl0_read_channel3_access_ctl3_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl0_read_channel3_access_ctl3_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel3_access_ctl3_a_ok: std_logic;
 signal engine_impl0_region_impl0_read_channel3_access_ctl3_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel3_access_ctl3_amra: unsigned(3 downto 0);
@@ -286,6 +289,7 @@ signal engine_impl0_region_impl0_read_channel3_access_ctl3_lcnt: unsigned(13 dow
 signal engine_impl0_region_impl0_read_channel3_access_ctl3_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl0_read_channel3_access_ctl3_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel3_access_ctl3_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl0_read_channel3_access_ctl3_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl0_read_channel3_access_ctl3_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel3_access_ctl3_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel3_access_ctl3_useam_r: std_logic;
@@ -322,7 +326,7 @@ signal engine_impl0_region_impl0_read_channel4_line_last: std_logic;
 signal engine_impl0_region_impl0_read_channel4_pop: std_logic;
 signal engine_impl0_region_impl0_read_channel4_running: std_logic;
 signal engine_impl0_region_impl0_read_channel4_access_ctl4_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl0_read_channel4_access_ctl4_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl0_read_channel4_access_ctl4_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel4_access_ctl4_a_ok: std_logic;
 signal engine_impl0_region_impl0_read_channel4_access_ctl4_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel4_access_ctl4_amra: unsigned(3 downto 0);
@@ -334,6 +338,7 @@ signal engine_impl0_region_impl0_read_channel4_access_ctl4_lcnt: unsigned(13 dow
 signal engine_impl0_region_impl0_read_channel4_access_ctl4_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl0_read_channel4_access_ctl4_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel4_access_ctl4_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl0_read_channel4_access_ctl4_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl0_read_channel4_access_ctl4_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel4_access_ctl4_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel4_access_ctl4_useam_r: std_logic;
@@ -370,7 +375,7 @@ signal engine_impl0_region_impl0_read_channel5_line_last: std_logic;
 signal engine_impl0_region_impl0_read_channel5_pop: std_logic;
 signal engine_impl0_region_impl0_read_channel5_running: std_logic;
 signal engine_impl0_region_impl0_read_channel5_access_ctl5_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl0_read_channel5_access_ctl5_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl0_read_channel5_access_ctl5_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel5_access_ctl5_a_ok: std_logic;
 signal engine_impl0_region_impl0_read_channel5_access_ctl5_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel5_access_ctl5_amra: unsigned(3 downto 0);
@@ -382,6 +387,7 @@ signal engine_impl0_region_impl0_read_channel5_access_ctl5_lcnt: unsigned(13 dow
 signal engine_impl0_region_impl0_read_channel5_access_ctl5_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl0_read_channel5_access_ctl5_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel5_access_ctl5_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl0_read_channel5_access_ctl5_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl0_read_channel5_access_ctl5_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel5_access_ctl5_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel5_access_ctl5_useam_r: std_logic;
@@ -418,7 +424,7 @@ signal engine_impl0_region_impl0_read_channel6_line_last: std_logic;
 signal engine_impl0_region_impl0_read_channel6_pop: std_logic;
 signal engine_impl0_region_impl0_read_channel6_running: std_logic;
 signal engine_impl0_region_impl0_read_channel6_access_ctl6_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl0_read_channel6_access_ctl6_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl0_read_channel6_access_ctl6_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel6_access_ctl6_a_ok: std_logic;
 signal engine_impl0_region_impl0_read_channel6_access_ctl6_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel6_access_ctl6_amra: unsigned(3 downto 0);
@@ -430,6 +436,7 @@ signal engine_impl0_region_impl0_read_channel6_access_ctl6_lcnt: unsigned(13 dow
 signal engine_impl0_region_impl0_read_channel6_access_ctl6_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl0_read_channel6_access_ctl6_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel6_access_ctl6_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl0_read_channel6_access_ctl6_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl0_read_channel6_access_ctl6_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel6_access_ctl6_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel6_access_ctl6_useam_r: std_logic;
@@ -466,7 +473,7 @@ signal engine_impl0_region_impl0_read_channel7_line_last: std_logic;
 signal engine_impl0_region_impl0_read_channel7_pop: std_logic;
 signal engine_impl0_region_impl0_read_channel7_running: std_logic;
 signal engine_impl0_region_impl0_read_channel7_access_ctl7_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl0_read_channel7_access_ctl7_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl0_read_channel7_access_ctl7_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel7_access_ctl7_a_ok: std_logic;
 signal engine_impl0_region_impl0_read_channel7_access_ctl7_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel7_access_ctl7_amra: unsigned(3 downto 0);
@@ -478,6 +485,7 @@ signal engine_impl0_region_impl0_read_channel7_access_ctl7_lcnt: unsigned(13 dow
 signal engine_impl0_region_impl0_read_channel7_access_ctl7_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl0_read_channel7_access_ctl7_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel7_access_ctl7_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl0_read_channel7_access_ctl7_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl0_read_channel7_access_ctl7_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel7_access_ctl7_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel7_access_ctl7_useam_r: std_logic;
@@ -514,7 +522,7 @@ signal engine_impl0_region_impl0_read_channel8_line_last: std_logic;
 signal engine_impl0_region_impl0_read_channel8_pop: std_logic;
 signal engine_impl0_region_impl0_read_channel8_running: std_logic;
 signal engine_impl0_region_impl0_read_channel8_access_ctl8_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl0_read_channel8_access_ctl8_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl0_read_channel8_access_ctl8_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel8_access_ctl8_a_ok: std_logic;
 signal engine_impl0_region_impl0_read_channel8_access_ctl8_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel8_access_ctl8_amra: unsigned(3 downto 0);
@@ -526,6 +534,7 @@ signal engine_impl0_region_impl0_read_channel8_access_ctl8_lcnt: unsigned(13 dow
 signal engine_impl0_region_impl0_read_channel8_access_ctl8_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl0_read_channel8_access_ctl8_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel8_access_ctl8_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl0_read_channel8_access_ctl8_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl0_read_channel8_access_ctl8_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel8_access_ctl8_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel8_access_ctl8_useam_r: std_logic;
@@ -562,7 +571,7 @@ signal engine_impl0_region_impl0_read_channel9_line_last: std_logic;
 signal engine_impl0_region_impl0_read_channel9_pop: std_logic;
 signal engine_impl0_region_impl0_read_channel9_running: std_logic;
 signal engine_impl0_region_impl0_read_channel9_access_ctl9_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl0_read_channel9_access_ctl9_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl0_read_channel9_access_ctl9_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel9_access_ctl9_a_ok: std_logic;
 signal engine_impl0_region_impl0_read_channel9_access_ctl9_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel9_access_ctl9_amra: unsigned(3 downto 0);
@@ -574,6 +583,7 @@ signal engine_impl0_region_impl0_read_channel9_access_ctl9_lcnt: unsigned(13 dow
 signal engine_impl0_region_impl0_read_channel9_access_ctl9_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl0_read_channel9_access_ctl9_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel9_access_ctl9_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl0_read_channel9_access_ctl9_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl0_read_channel9_access_ctl9_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel9_access_ctl9_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel9_access_ctl9_useam_r: std_logic;
@@ -610,7 +620,7 @@ signal engine_impl0_region_impl0_read_channel10_line_last: std_logic;
 signal engine_impl0_region_impl0_read_channel10_pop: std_logic;
 signal engine_impl0_region_impl0_read_channel10_running: std_logic;
 signal engine_impl0_region_impl0_read_channel10_access_ctl10_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl0_read_channel10_access_ctl10_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl0_read_channel10_access_ctl10_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel10_access_ctl10_a_ok: std_logic;
 signal engine_impl0_region_impl0_read_channel10_access_ctl10_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel10_access_ctl10_amra: unsigned(3 downto 0);
@@ -622,6 +632,7 @@ signal engine_impl0_region_impl0_read_channel10_access_ctl10_lcnt: unsigned(13 d
 signal engine_impl0_region_impl0_read_channel10_access_ctl10_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl0_read_channel10_access_ctl10_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel10_access_ctl10_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl0_read_channel10_access_ctl10_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl0_read_channel10_access_ctl10_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel10_access_ctl10_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel10_access_ctl10_useam_r: std_logic;
@@ -658,7 +669,7 @@ signal engine_impl0_region_impl0_read_channel11_line_last: std_logic;
 signal engine_impl0_region_impl0_read_channel11_pop: std_logic;
 signal engine_impl0_region_impl0_read_channel11_running: std_logic;
 signal engine_impl0_region_impl0_read_channel11_access_ctl11_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl0_read_channel11_access_ctl11_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl0_read_channel11_access_ctl11_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel11_access_ctl11_a_ok: std_logic;
 signal engine_impl0_region_impl0_read_channel11_access_ctl11_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel11_access_ctl11_amra: unsigned(3 downto 0);
@@ -670,6 +681,7 @@ signal engine_impl0_region_impl0_read_channel11_access_ctl11_lcnt: unsigned(13 d
 signal engine_impl0_region_impl0_read_channel11_access_ctl11_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl0_read_channel11_access_ctl11_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel11_access_ctl11_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl0_read_channel11_access_ctl11_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl0_read_channel11_access_ctl11_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel11_access_ctl11_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_read_channel11_access_ctl11_useam_r: std_logic;
@@ -691,7 +703,7 @@ signal engine_impl0_region_impl0_write_channel0_final: std_logic;
 signal engine_impl0_region_impl0_write_channel0_line_last: std_logic;
 signal engine_impl0_region_impl0_write_channel0_running: std_logic;
 signal engine_impl0_region_impl0_write_channel0_access_ctl12_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl0_write_channel0_access_ctl12_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl0_write_channel0_access_ctl12_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel0_access_ctl12_a_ok: std_logic;
 signal engine_impl0_region_impl0_write_channel0_access_ctl12_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel0_access_ctl12_amra: unsigned(3 downto 0);
@@ -703,6 +715,7 @@ signal engine_impl0_region_impl0_write_channel0_access_ctl12_lcnt: unsigned(13 d
 signal engine_impl0_region_impl0_write_channel0_access_ctl12_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl0_write_channel0_access_ctl12_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel0_access_ctl12_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl0_write_channel0_access_ctl12_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl0_write_channel0_access_ctl12_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel0_access_ctl12_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel0_access_ctl12_useam_r: std_logic;
@@ -724,7 +737,7 @@ signal engine_impl0_region_impl0_write_channel1_final: std_logic;
 signal engine_impl0_region_impl0_write_channel1_line_last: std_logic;
 signal engine_impl0_region_impl0_write_channel1_running: std_logic;
 signal engine_impl0_region_impl0_write_channel1_access_ctl13_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl0_write_channel1_access_ctl13_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl0_write_channel1_access_ctl13_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel1_access_ctl13_a_ok: std_logic;
 signal engine_impl0_region_impl0_write_channel1_access_ctl13_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel1_access_ctl13_amra: unsigned(3 downto 0);
@@ -736,6 +749,7 @@ signal engine_impl0_region_impl0_write_channel1_access_ctl13_lcnt: unsigned(13 d
 signal engine_impl0_region_impl0_write_channel1_access_ctl13_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl0_write_channel1_access_ctl13_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel1_access_ctl13_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl0_write_channel1_access_ctl13_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl0_write_channel1_access_ctl13_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel1_access_ctl13_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel1_access_ctl13_useam_r: std_logic;
@@ -757,7 +771,7 @@ signal engine_impl0_region_impl0_write_channel2_final: std_logic;
 signal engine_impl0_region_impl0_write_channel2_line_last: std_logic;
 signal engine_impl0_region_impl0_write_channel2_running: std_logic;
 signal engine_impl0_region_impl0_write_channel2_access_ctl14_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl0_write_channel2_access_ctl14_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl0_write_channel2_access_ctl14_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel2_access_ctl14_a_ok: std_logic;
 signal engine_impl0_region_impl0_write_channel2_access_ctl14_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel2_access_ctl14_amra: unsigned(3 downto 0);
@@ -769,6 +783,7 @@ signal engine_impl0_region_impl0_write_channel2_access_ctl14_lcnt: unsigned(13 d
 signal engine_impl0_region_impl0_write_channel2_access_ctl14_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl0_write_channel2_access_ctl14_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel2_access_ctl14_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl0_write_channel2_access_ctl14_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl0_write_channel2_access_ctl14_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel2_access_ctl14_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel2_access_ctl14_useam_r: std_logic;
@@ -790,7 +805,7 @@ signal engine_impl0_region_impl0_write_channel3_final: std_logic;
 signal engine_impl0_region_impl0_write_channel3_line_last: std_logic;
 signal engine_impl0_region_impl0_write_channel3_running: std_logic;
 signal engine_impl0_region_impl0_write_channel3_access_ctl15_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl0_write_channel3_access_ctl15_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl0_write_channel3_access_ctl15_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel3_access_ctl15_a_ok: std_logic;
 signal engine_impl0_region_impl0_write_channel3_access_ctl15_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel3_access_ctl15_amra: unsigned(3 downto 0);
@@ -802,6 +817,7 @@ signal engine_impl0_region_impl0_write_channel3_access_ctl15_lcnt: unsigned(13 d
 signal engine_impl0_region_impl0_write_channel3_access_ctl15_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl0_write_channel3_access_ctl15_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel3_access_ctl15_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl0_write_channel3_access_ctl15_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl0_write_channel3_access_ctl15_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel3_access_ctl15_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel3_access_ctl15_useam_r: std_logic;
@@ -823,7 +839,7 @@ signal engine_impl0_region_impl0_write_channel4_final: std_logic;
 signal engine_impl0_region_impl0_write_channel4_line_last: std_logic;
 signal engine_impl0_region_impl0_write_channel4_running: std_logic;
 signal engine_impl0_region_impl0_write_channel4_access_ctl16_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl0_write_channel4_access_ctl16_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl0_write_channel4_access_ctl16_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel4_access_ctl16_a_ok: std_logic;
 signal engine_impl0_region_impl0_write_channel4_access_ctl16_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel4_access_ctl16_amra: unsigned(3 downto 0);
@@ -835,6 +851,7 @@ signal engine_impl0_region_impl0_write_channel4_access_ctl16_lcnt: unsigned(13 d
 signal engine_impl0_region_impl0_write_channel4_access_ctl16_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl0_write_channel4_access_ctl16_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel4_access_ctl16_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl0_write_channel4_access_ctl16_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl0_write_channel4_access_ctl16_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel4_access_ctl16_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel4_access_ctl16_useam_r: std_logic;
@@ -856,7 +873,7 @@ signal engine_impl0_region_impl0_write_channel5_final: std_logic;
 signal engine_impl0_region_impl0_write_channel5_line_last: std_logic;
 signal engine_impl0_region_impl0_write_channel5_running: std_logic;
 signal engine_impl0_region_impl0_write_channel5_access_ctl17_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl0_write_channel5_access_ctl17_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl0_write_channel5_access_ctl17_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel5_access_ctl17_a_ok: std_logic;
 signal engine_impl0_region_impl0_write_channel5_access_ctl17_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel5_access_ctl17_amra: unsigned(3 downto 0);
@@ -868,6 +885,7 @@ signal engine_impl0_region_impl0_write_channel5_access_ctl17_lcnt: unsigned(13 d
 signal engine_impl0_region_impl0_write_channel5_access_ctl17_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl0_write_channel5_access_ctl17_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel5_access_ctl17_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl0_write_channel5_access_ctl17_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl0_write_channel5_access_ctl17_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel5_access_ctl17_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl0_write_channel5_access_ctl17_useam_r: std_logic;
@@ -999,7 +1017,7 @@ signal engine_impl0_region_impl1_read_channel12_line_last: std_logic;
 signal engine_impl0_region_impl1_read_channel12_pop: std_logic;
 signal engine_impl0_region_impl1_read_channel12_running: std_logic;
 signal engine_impl0_region_impl1_read_channel12_access_ctl18_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl1_read_channel12_access_ctl18_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl1_read_channel12_access_ctl18_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel12_access_ctl18_a_ok: std_logic;
 signal engine_impl0_region_impl1_read_channel12_access_ctl18_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel12_access_ctl18_amra: unsigned(3 downto 0);
@@ -1011,6 +1029,7 @@ signal engine_impl0_region_impl1_read_channel12_access_ctl18_lcnt: unsigned(13 d
 signal engine_impl0_region_impl1_read_channel12_access_ctl18_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl1_read_channel12_access_ctl18_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel12_access_ctl18_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl1_read_channel12_access_ctl18_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl1_read_channel12_access_ctl18_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel12_access_ctl18_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel12_access_ctl18_useam_r: std_logic;
@@ -1047,7 +1066,7 @@ signal engine_impl0_region_impl1_read_channel13_line_last: std_logic;
 signal engine_impl0_region_impl1_read_channel13_pop: std_logic;
 signal engine_impl0_region_impl1_read_channel13_running: std_logic;
 signal engine_impl0_region_impl1_read_channel13_access_ctl19_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl1_read_channel13_access_ctl19_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl1_read_channel13_access_ctl19_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel13_access_ctl19_a_ok: std_logic;
 signal engine_impl0_region_impl1_read_channel13_access_ctl19_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel13_access_ctl19_amra: unsigned(3 downto 0);
@@ -1059,6 +1078,7 @@ signal engine_impl0_region_impl1_read_channel13_access_ctl19_lcnt: unsigned(13 d
 signal engine_impl0_region_impl1_read_channel13_access_ctl19_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl1_read_channel13_access_ctl19_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel13_access_ctl19_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl1_read_channel13_access_ctl19_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl1_read_channel13_access_ctl19_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel13_access_ctl19_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel13_access_ctl19_useam_r: std_logic;
@@ -1095,7 +1115,7 @@ signal engine_impl0_region_impl1_read_channel14_line_last: std_logic;
 signal engine_impl0_region_impl1_read_channel14_pop: std_logic;
 signal engine_impl0_region_impl1_read_channel14_running: std_logic;
 signal engine_impl0_region_impl1_read_channel14_access_ctl20_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl1_read_channel14_access_ctl20_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl1_read_channel14_access_ctl20_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel14_access_ctl20_a_ok: std_logic;
 signal engine_impl0_region_impl1_read_channel14_access_ctl20_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel14_access_ctl20_amra: unsigned(3 downto 0);
@@ -1107,6 +1127,7 @@ signal engine_impl0_region_impl1_read_channel14_access_ctl20_lcnt: unsigned(13 d
 signal engine_impl0_region_impl1_read_channel14_access_ctl20_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl1_read_channel14_access_ctl20_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel14_access_ctl20_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl1_read_channel14_access_ctl20_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl1_read_channel14_access_ctl20_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel14_access_ctl20_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel14_access_ctl20_useam_r: std_logic;
@@ -1143,7 +1164,7 @@ signal engine_impl0_region_impl1_read_channel15_line_last: std_logic;
 signal engine_impl0_region_impl1_read_channel15_pop: std_logic;
 signal engine_impl0_region_impl1_read_channel15_running: std_logic;
 signal engine_impl0_region_impl1_read_channel15_access_ctl21_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl1_read_channel15_access_ctl21_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl1_read_channel15_access_ctl21_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel15_access_ctl21_a_ok: std_logic;
 signal engine_impl0_region_impl1_read_channel15_access_ctl21_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel15_access_ctl21_amra: unsigned(3 downto 0);
@@ -1155,6 +1176,7 @@ signal engine_impl0_region_impl1_read_channel15_access_ctl21_lcnt: unsigned(13 d
 signal engine_impl0_region_impl1_read_channel15_access_ctl21_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl1_read_channel15_access_ctl21_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel15_access_ctl21_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl1_read_channel15_access_ctl21_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl1_read_channel15_access_ctl21_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel15_access_ctl21_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel15_access_ctl21_useam_r: std_logic;
@@ -1191,7 +1213,7 @@ signal engine_impl0_region_impl1_read_channel16_line_last: std_logic;
 signal engine_impl0_region_impl1_read_channel16_pop: std_logic;
 signal engine_impl0_region_impl1_read_channel16_running: std_logic;
 signal engine_impl0_region_impl1_read_channel16_access_ctl22_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl1_read_channel16_access_ctl22_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl1_read_channel16_access_ctl22_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel16_access_ctl22_a_ok: std_logic;
 signal engine_impl0_region_impl1_read_channel16_access_ctl22_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel16_access_ctl22_amra: unsigned(3 downto 0);
@@ -1203,6 +1225,7 @@ signal engine_impl0_region_impl1_read_channel16_access_ctl22_lcnt: unsigned(13 d
 signal engine_impl0_region_impl1_read_channel16_access_ctl22_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl1_read_channel16_access_ctl22_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel16_access_ctl22_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl1_read_channel16_access_ctl22_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl1_read_channel16_access_ctl22_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel16_access_ctl22_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel16_access_ctl22_useam_r: std_logic;
@@ -1239,7 +1262,7 @@ signal engine_impl0_region_impl1_read_channel17_line_last: std_logic;
 signal engine_impl0_region_impl1_read_channel17_pop: std_logic;
 signal engine_impl0_region_impl1_read_channel17_running: std_logic;
 signal engine_impl0_region_impl1_read_channel17_access_ctl23_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl1_read_channel17_access_ctl23_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl1_read_channel17_access_ctl23_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel17_access_ctl23_a_ok: std_logic;
 signal engine_impl0_region_impl1_read_channel17_access_ctl23_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel17_access_ctl23_amra: unsigned(3 downto 0);
@@ -1251,6 +1274,7 @@ signal engine_impl0_region_impl1_read_channel17_access_ctl23_lcnt: unsigned(13 d
 signal engine_impl0_region_impl1_read_channel17_access_ctl23_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl1_read_channel17_access_ctl23_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel17_access_ctl23_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl1_read_channel17_access_ctl23_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl1_read_channel17_access_ctl23_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel17_access_ctl23_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel17_access_ctl23_useam_r: std_logic;
@@ -1287,7 +1311,7 @@ signal engine_impl0_region_impl1_read_channel18_line_last: std_logic;
 signal engine_impl0_region_impl1_read_channel18_pop: std_logic;
 signal engine_impl0_region_impl1_read_channel18_running: std_logic;
 signal engine_impl0_region_impl1_read_channel18_access_ctl24_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl1_read_channel18_access_ctl24_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl1_read_channel18_access_ctl24_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel18_access_ctl24_a_ok: std_logic;
 signal engine_impl0_region_impl1_read_channel18_access_ctl24_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel18_access_ctl24_amra: unsigned(3 downto 0);
@@ -1299,6 +1323,7 @@ signal engine_impl0_region_impl1_read_channel18_access_ctl24_lcnt: unsigned(13 d
 signal engine_impl0_region_impl1_read_channel18_access_ctl24_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl1_read_channel18_access_ctl24_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel18_access_ctl24_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl1_read_channel18_access_ctl24_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl1_read_channel18_access_ctl24_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel18_access_ctl24_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel18_access_ctl24_useam_r: std_logic;
@@ -1335,7 +1360,7 @@ signal engine_impl0_region_impl1_read_channel19_line_last: std_logic;
 signal engine_impl0_region_impl1_read_channel19_pop: std_logic;
 signal engine_impl0_region_impl1_read_channel19_running: std_logic;
 signal engine_impl0_region_impl1_read_channel19_access_ctl25_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl1_read_channel19_access_ctl25_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl1_read_channel19_access_ctl25_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel19_access_ctl25_a_ok: std_logic;
 signal engine_impl0_region_impl1_read_channel19_access_ctl25_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel19_access_ctl25_amra: unsigned(3 downto 0);
@@ -1347,6 +1372,7 @@ signal engine_impl0_region_impl1_read_channel19_access_ctl25_lcnt: unsigned(13 d
 signal engine_impl0_region_impl1_read_channel19_access_ctl25_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl1_read_channel19_access_ctl25_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel19_access_ctl25_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl1_read_channel19_access_ctl25_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl1_read_channel19_access_ctl25_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel19_access_ctl25_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel19_access_ctl25_useam_r: std_logic;
@@ -1383,7 +1409,7 @@ signal engine_impl0_region_impl1_read_channel20_line_last: std_logic;
 signal engine_impl0_region_impl1_read_channel20_pop: std_logic;
 signal engine_impl0_region_impl1_read_channel20_running: std_logic;
 signal engine_impl0_region_impl1_read_channel20_access_ctl26_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl1_read_channel20_access_ctl26_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl1_read_channel20_access_ctl26_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel20_access_ctl26_a_ok: std_logic;
 signal engine_impl0_region_impl1_read_channel20_access_ctl26_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel20_access_ctl26_amra: unsigned(3 downto 0);
@@ -1395,6 +1421,7 @@ signal engine_impl0_region_impl1_read_channel20_access_ctl26_lcnt: unsigned(13 d
 signal engine_impl0_region_impl1_read_channel20_access_ctl26_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl1_read_channel20_access_ctl26_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel20_access_ctl26_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl1_read_channel20_access_ctl26_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl1_read_channel20_access_ctl26_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel20_access_ctl26_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel20_access_ctl26_useam_r: std_logic;
@@ -1431,7 +1458,7 @@ signal engine_impl0_region_impl1_read_channel21_line_last: std_logic;
 signal engine_impl0_region_impl1_read_channel21_pop: std_logic;
 signal engine_impl0_region_impl1_read_channel21_running: std_logic;
 signal engine_impl0_region_impl1_read_channel21_access_ctl27_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl1_read_channel21_access_ctl27_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl1_read_channel21_access_ctl27_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel21_access_ctl27_a_ok: std_logic;
 signal engine_impl0_region_impl1_read_channel21_access_ctl27_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel21_access_ctl27_amra: unsigned(3 downto 0);
@@ -1443,6 +1470,7 @@ signal engine_impl0_region_impl1_read_channel21_access_ctl27_lcnt: unsigned(13 d
 signal engine_impl0_region_impl1_read_channel21_access_ctl27_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl1_read_channel21_access_ctl27_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel21_access_ctl27_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl1_read_channel21_access_ctl27_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl1_read_channel21_access_ctl27_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel21_access_ctl27_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel21_access_ctl27_useam_r: std_logic;
@@ -1479,7 +1507,7 @@ signal engine_impl0_region_impl1_read_channel22_line_last: std_logic;
 signal engine_impl0_region_impl1_read_channel22_pop: std_logic;
 signal engine_impl0_region_impl1_read_channel22_running: std_logic;
 signal engine_impl0_region_impl1_read_channel22_access_ctl28_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl1_read_channel22_access_ctl28_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl1_read_channel22_access_ctl28_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel22_access_ctl28_a_ok: std_logic;
 signal engine_impl0_region_impl1_read_channel22_access_ctl28_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel22_access_ctl28_amra: unsigned(3 downto 0);
@@ -1491,6 +1519,7 @@ signal engine_impl0_region_impl1_read_channel22_access_ctl28_lcnt: unsigned(13 d
 signal engine_impl0_region_impl1_read_channel22_access_ctl28_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl1_read_channel22_access_ctl28_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel22_access_ctl28_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl1_read_channel22_access_ctl28_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl1_read_channel22_access_ctl28_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel22_access_ctl28_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel22_access_ctl28_useam_r: std_logic;
@@ -1527,7 +1556,7 @@ signal engine_impl0_region_impl1_read_channel23_line_last: std_logic;
 signal engine_impl0_region_impl1_read_channel23_pop: std_logic;
 signal engine_impl0_region_impl1_read_channel23_running: std_logic;
 signal engine_impl0_region_impl1_read_channel23_access_ctl29_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl1_read_channel23_access_ctl29_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl1_read_channel23_access_ctl29_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel23_access_ctl29_a_ok: std_logic;
 signal engine_impl0_region_impl1_read_channel23_access_ctl29_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel23_access_ctl29_amra: unsigned(3 downto 0);
@@ -1539,6 +1568,7 @@ signal engine_impl0_region_impl1_read_channel23_access_ctl29_lcnt: unsigned(13 d
 signal engine_impl0_region_impl1_read_channel23_access_ctl29_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl1_read_channel23_access_ctl29_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel23_access_ctl29_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl1_read_channel23_access_ctl29_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl1_read_channel23_access_ctl29_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel23_access_ctl29_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_read_channel23_access_ctl29_useam_r: std_logic;
@@ -1560,7 +1590,7 @@ signal engine_impl0_region_impl1_write_channel6_final: std_logic;
 signal engine_impl0_region_impl1_write_channel6_line_last: std_logic;
 signal engine_impl0_region_impl1_write_channel6_running: std_logic;
 signal engine_impl0_region_impl1_write_channel6_access_ctl30_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl1_write_channel6_access_ctl30_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl1_write_channel6_access_ctl30_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel6_access_ctl30_a_ok: std_logic;
 signal engine_impl0_region_impl1_write_channel6_access_ctl30_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel6_access_ctl30_amra: unsigned(3 downto 0);
@@ -1572,6 +1602,7 @@ signal engine_impl0_region_impl1_write_channel6_access_ctl30_lcnt: unsigned(13 d
 signal engine_impl0_region_impl1_write_channel6_access_ctl30_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl1_write_channel6_access_ctl30_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel6_access_ctl30_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl1_write_channel6_access_ctl30_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl1_write_channel6_access_ctl30_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel6_access_ctl30_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel6_access_ctl30_useam_r: std_logic;
@@ -1593,7 +1624,7 @@ signal engine_impl0_region_impl1_write_channel7_final: std_logic;
 signal engine_impl0_region_impl1_write_channel7_line_last: std_logic;
 signal engine_impl0_region_impl1_write_channel7_running: std_logic;
 signal engine_impl0_region_impl1_write_channel7_access_ctl31_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl1_write_channel7_access_ctl31_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl1_write_channel7_access_ctl31_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel7_access_ctl31_a_ok: std_logic;
 signal engine_impl0_region_impl1_write_channel7_access_ctl31_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel7_access_ctl31_amra: unsigned(3 downto 0);
@@ -1605,6 +1636,7 @@ signal engine_impl0_region_impl1_write_channel7_access_ctl31_lcnt: unsigned(13 d
 signal engine_impl0_region_impl1_write_channel7_access_ctl31_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl1_write_channel7_access_ctl31_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel7_access_ctl31_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl1_write_channel7_access_ctl31_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl1_write_channel7_access_ctl31_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel7_access_ctl31_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel7_access_ctl31_useam_r: std_logic;
@@ -1626,7 +1658,7 @@ signal engine_impl0_region_impl1_write_channel8_final: std_logic;
 signal engine_impl0_region_impl1_write_channel8_line_last: std_logic;
 signal engine_impl0_region_impl1_write_channel8_running: std_logic;
 signal engine_impl0_region_impl1_write_channel8_access_ctl32_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl1_write_channel8_access_ctl32_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl1_write_channel8_access_ctl32_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel8_access_ctl32_a_ok: std_logic;
 signal engine_impl0_region_impl1_write_channel8_access_ctl32_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel8_access_ctl32_amra: unsigned(3 downto 0);
@@ -1638,6 +1670,7 @@ signal engine_impl0_region_impl1_write_channel8_access_ctl32_lcnt: unsigned(13 d
 signal engine_impl0_region_impl1_write_channel8_access_ctl32_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl1_write_channel8_access_ctl32_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel8_access_ctl32_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl1_write_channel8_access_ctl32_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl1_write_channel8_access_ctl32_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel8_access_ctl32_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel8_access_ctl32_useam_r: std_logic;
@@ -1659,7 +1692,7 @@ signal engine_impl0_region_impl1_write_channel9_final: std_logic;
 signal engine_impl0_region_impl1_write_channel9_line_last: std_logic;
 signal engine_impl0_region_impl1_write_channel9_running: std_logic;
 signal engine_impl0_region_impl1_write_channel9_access_ctl33_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl1_write_channel9_access_ctl33_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl1_write_channel9_access_ctl33_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel9_access_ctl33_a_ok: std_logic;
 signal engine_impl0_region_impl1_write_channel9_access_ctl33_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel9_access_ctl33_amra: unsigned(3 downto 0);
@@ -1671,6 +1704,7 @@ signal engine_impl0_region_impl1_write_channel9_access_ctl33_lcnt: unsigned(13 d
 signal engine_impl0_region_impl1_write_channel9_access_ctl33_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl1_write_channel9_access_ctl33_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel9_access_ctl33_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl1_write_channel9_access_ctl33_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl1_write_channel9_access_ctl33_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel9_access_ctl33_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel9_access_ctl33_useam_r: std_logic;
@@ -1692,7 +1726,7 @@ signal engine_impl0_region_impl1_write_channel10_final: std_logic;
 signal engine_impl0_region_impl1_write_channel10_line_last: std_logic;
 signal engine_impl0_region_impl1_write_channel10_running: std_logic;
 signal engine_impl0_region_impl1_write_channel10_access_ctl34_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl1_write_channel10_access_ctl34_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl1_write_channel10_access_ctl34_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel10_access_ctl34_a_ok: std_logic;
 signal engine_impl0_region_impl1_write_channel10_access_ctl34_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel10_access_ctl34_amra: unsigned(3 downto 0);
@@ -1704,6 +1738,7 @@ signal engine_impl0_region_impl1_write_channel10_access_ctl34_lcnt: unsigned(13 
 signal engine_impl0_region_impl1_write_channel10_access_ctl34_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl1_write_channel10_access_ctl34_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel10_access_ctl34_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl1_write_channel10_access_ctl34_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl1_write_channel10_access_ctl34_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel10_access_ctl34_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel10_access_ctl34_useam_r: std_logic;
@@ -1725,7 +1760,7 @@ signal engine_impl0_region_impl1_write_channel11_final: std_logic;
 signal engine_impl0_region_impl1_write_channel11_line_last: std_logic;
 signal engine_impl0_region_impl1_write_channel11_running: std_logic;
 signal engine_impl0_region_impl1_write_channel11_access_ctl35_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl1_write_channel11_access_ctl35_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl1_write_channel11_access_ctl35_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel11_access_ctl35_a_ok: std_logic;
 signal engine_impl0_region_impl1_write_channel11_access_ctl35_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel11_access_ctl35_amra: unsigned(3 downto 0);
@@ -1737,6 +1772,7 @@ signal engine_impl0_region_impl1_write_channel11_access_ctl35_lcnt: unsigned(13 
 signal engine_impl0_region_impl1_write_channel11_access_ctl35_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl1_write_channel11_access_ctl35_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel11_access_ctl35_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl1_write_channel11_access_ctl35_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl1_write_channel11_access_ctl35_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel11_access_ctl35_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl1_write_channel11_access_ctl35_useam_r: std_logic;
@@ -1868,7 +1904,7 @@ signal engine_impl0_region_impl2_read_channel24_line_last: std_logic;
 signal engine_impl0_region_impl2_read_channel24_pop: std_logic;
 signal engine_impl0_region_impl2_read_channel24_running: std_logic;
 signal engine_impl0_region_impl2_read_channel24_access_ctl36_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl2_read_channel24_access_ctl36_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl2_read_channel24_access_ctl36_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel24_access_ctl36_a_ok: std_logic;
 signal engine_impl0_region_impl2_read_channel24_access_ctl36_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel24_access_ctl36_amra: unsigned(3 downto 0);
@@ -1880,6 +1916,7 @@ signal engine_impl0_region_impl2_read_channel24_access_ctl36_lcnt: unsigned(13 d
 signal engine_impl0_region_impl2_read_channel24_access_ctl36_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl2_read_channel24_access_ctl36_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel24_access_ctl36_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl2_read_channel24_access_ctl36_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl2_read_channel24_access_ctl36_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel24_access_ctl36_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel24_access_ctl36_useam_r: std_logic;
@@ -1916,7 +1953,7 @@ signal engine_impl0_region_impl2_read_channel25_line_last: std_logic;
 signal engine_impl0_region_impl2_read_channel25_pop: std_logic;
 signal engine_impl0_region_impl2_read_channel25_running: std_logic;
 signal engine_impl0_region_impl2_read_channel25_access_ctl37_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl2_read_channel25_access_ctl37_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl2_read_channel25_access_ctl37_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel25_access_ctl37_a_ok: std_logic;
 signal engine_impl0_region_impl2_read_channel25_access_ctl37_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel25_access_ctl37_amra: unsigned(3 downto 0);
@@ -1928,6 +1965,7 @@ signal engine_impl0_region_impl2_read_channel25_access_ctl37_lcnt: unsigned(13 d
 signal engine_impl0_region_impl2_read_channel25_access_ctl37_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl2_read_channel25_access_ctl37_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel25_access_ctl37_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl2_read_channel25_access_ctl37_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl2_read_channel25_access_ctl37_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel25_access_ctl37_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel25_access_ctl37_useam_r: std_logic;
@@ -1964,7 +2002,7 @@ signal engine_impl0_region_impl2_read_channel26_line_last: std_logic;
 signal engine_impl0_region_impl2_read_channel26_pop: std_logic;
 signal engine_impl0_region_impl2_read_channel26_running: std_logic;
 signal engine_impl0_region_impl2_read_channel26_access_ctl38_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl2_read_channel26_access_ctl38_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl2_read_channel26_access_ctl38_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel26_access_ctl38_a_ok: std_logic;
 signal engine_impl0_region_impl2_read_channel26_access_ctl38_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel26_access_ctl38_amra: unsigned(3 downto 0);
@@ -1976,6 +2014,7 @@ signal engine_impl0_region_impl2_read_channel26_access_ctl38_lcnt: unsigned(13 d
 signal engine_impl0_region_impl2_read_channel26_access_ctl38_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl2_read_channel26_access_ctl38_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel26_access_ctl38_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl2_read_channel26_access_ctl38_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl2_read_channel26_access_ctl38_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel26_access_ctl38_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel26_access_ctl38_useam_r: std_logic;
@@ -2012,7 +2051,7 @@ signal engine_impl0_region_impl2_read_channel27_line_last: std_logic;
 signal engine_impl0_region_impl2_read_channel27_pop: std_logic;
 signal engine_impl0_region_impl2_read_channel27_running: std_logic;
 signal engine_impl0_region_impl2_read_channel27_access_ctl39_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl2_read_channel27_access_ctl39_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl2_read_channel27_access_ctl39_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel27_access_ctl39_a_ok: std_logic;
 signal engine_impl0_region_impl2_read_channel27_access_ctl39_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel27_access_ctl39_amra: unsigned(3 downto 0);
@@ -2024,6 +2063,7 @@ signal engine_impl0_region_impl2_read_channel27_access_ctl39_lcnt: unsigned(13 d
 signal engine_impl0_region_impl2_read_channel27_access_ctl39_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl2_read_channel27_access_ctl39_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel27_access_ctl39_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl2_read_channel27_access_ctl39_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl2_read_channel27_access_ctl39_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel27_access_ctl39_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel27_access_ctl39_useam_r: std_logic;
@@ -2060,7 +2100,7 @@ signal engine_impl0_region_impl2_read_channel28_line_last: std_logic;
 signal engine_impl0_region_impl2_read_channel28_pop: std_logic;
 signal engine_impl0_region_impl2_read_channel28_running: std_logic;
 signal engine_impl0_region_impl2_read_channel28_access_ctl40_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl2_read_channel28_access_ctl40_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl2_read_channel28_access_ctl40_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel28_access_ctl40_a_ok: std_logic;
 signal engine_impl0_region_impl2_read_channel28_access_ctl40_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel28_access_ctl40_amra: unsigned(3 downto 0);
@@ -2072,6 +2112,7 @@ signal engine_impl0_region_impl2_read_channel28_access_ctl40_lcnt: unsigned(13 d
 signal engine_impl0_region_impl2_read_channel28_access_ctl40_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl2_read_channel28_access_ctl40_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel28_access_ctl40_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl2_read_channel28_access_ctl40_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl2_read_channel28_access_ctl40_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel28_access_ctl40_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel28_access_ctl40_useam_r: std_logic;
@@ -2108,7 +2149,7 @@ signal engine_impl0_region_impl2_read_channel29_line_last: std_logic;
 signal engine_impl0_region_impl2_read_channel29_pop: std_logic;
 signal engine_impl0_region_impl2_read_channel29_running: std_logic;
 signal engine_impl0_region_impl2_read_channel29_access_ctl41_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl2_read_channel29_access_ctl41_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl2_read_channel29_access_ctl41_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel29_access_ctl41_a_ok: std_logic;
 signal engine_impl0_region_impl2_read_channel29_access_ctl41_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel29_access_ctl41_amra: unsigned(3 downto 0);
@@ -2120,6 +2161,7 @@ signal engine_impl0_region_impl2_read_channel29_access_ctl41_lcnt: unsigned(13 d
 signal engine_impl0_region_impl2_read_channel29_access_ctl41_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl2_read_channel29_access_ctl41_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel29_access_ctl41_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl2_read_channel29_access_ctl41_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl2_read_channel29_access_ctl41_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel29_access_ctl41_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel29_access_ctl41_useam_r: std_logic;
@@ -2156,7 +2198,7 @@ signal engine_impl0_region_impl2_read_channel30_line_last: std_logic;
 signal engine_impl0_region_impl2_read_channel30_pop: std_logic;
 signal engine_impl0_region_impl2_read_channel30_running: std_logic;
 signal engine_impl0_region_impl2_read_channel30_access_ctl42_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl2_read_channel30_access_ctl42_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl2_read_channel30_access_ctl42_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel30_access_ctl42_a_ok: std_logic;
 signal engine_impl0_region_impl2_read_channel30_access_ctl42_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel30_access_ctl42_amra: unsigned(3 downto 0);
@@ -2168,6 +2210,7 @@ signal engine_impl0_region_impl2_read_channel30_access_ctl42_lcnt: unsigned(13 d
 signal engine_impl0_region_impl2_read_channel30_access_ctl42_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl2_read_channel30_access_ctl42_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel30_access_ctl42_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl2_read_channel30_access_ctl42_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl2_read_channel30_access_ctl42_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel30_access_ctl42_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel30_access_ctl42_useam_r: std_logic;
@@ -2204,7 +2247,7 @@ signal engine_impl0_region_impl2_read_channel31_line_last: std_logic;
 signal engine_impl0_region_impl2_read_channel31_pop: std_logic;
 signal engine_impl0_region_impl2_read_channel31_running: std_logic;
 signal engine_impl0_region_impl2_read_channel31_access_ctl43_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl2_read_channel31_access_ctl43_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl2_read_channel31_access_ctl43_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel31_access_ctl43_a_ok: std_logic;
 signal engine_impl0_region_impl2_read_channel31_access_ctl43_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel31_access_ctl43_amra: unsigned(3 downto 0);
@@ -2216,6 +2259,7 @@ signal engine_impl0_region_impl2_read_channel31_access_ctl43_lcnt: unsigned(13 d
 signal engine_impl0_region_impl2_read_channel31_access_ctl43_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl2_read_channel31_access_ctl43_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel31_access_ctl43_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl2_read_channel31_access_ctl43_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl2_read_channel31_access_ctl43_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel31_access_ctl43_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel31_access_ctl43_useam_r: std_logic;
@@ -2252,7 +2296,7 @@ signal engine_impl0_region_impl2_read_channel32_line_last: std_logic;
 signal engine_impl0_region_impl2_read_channel32_pop: std_logic;
 signal engine_impl0_region_impl2_read_channel32_running: std_logic;
 signal engine_impl0_region_impl2_read_channel32_access_ctl44_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl2_read_channel32_access_ctl44_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl2_read_channel32_access_ctl44_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel32_access_ctl44_a_ok: std_logic;
 signal engine_impl0_region_impl2_read_channel32_access_ctl44_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel32_access_ctl44_amra: unsigned(3 downto 0);
@@ -2264,6 +2308,7 @@ signal engine_impl0_region_impl2_read_channel32_access_ctl44_lcnt: unsigned(13 d
 signal engine_impl0_region_impl2_read_channel32_access_ctl44_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl2_read_channel32_access_ctl44_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel32_access_ctl44_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl2_read_channel32_access_ctl44_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl2_read_channel32_access_ctl44_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel32_access_ctl44_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel32_access_ctl44_useam_r: std_logic;
@@ -2300,7 +2345,7 @@ signal engine_impl0_region_impl2_read_channel33_line_last: std_logic;
 signal engine_impl0_region_impl2_read_channel33_pop: std_logic;
 signal engine_impl0_region_impl2_read_channel33_running: std_logic;
 signal engine_impl0_region_impl2_read_channel33_access_ctl45_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl2_read_channel33_access_ctl45_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl2_read_channel33_access_ctl45_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel33_access_ctl45_a_ok: std_logic;
 signal engine_impl0_region_impl2_read_channel33_access_ctl45_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel33_access_ctl45_amra: unsigned(3 downto 0);
@@ -2312,6 +2357,7 @@ signal engine_impl0_region_impl2_read_channel33_access_ctl45_lcnt: unsigned(13 d
 signal engine_impl0_region_impl2_read_channel33_access_ctl45_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl2_read_channel33_access_ctl45_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel33_access_ctl45_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl2_read_channel33_access_ctl45_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl2_read_channel33_access_ctl45_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel33_access_ctl45_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel33_access_ctl45_useam_r: std_logic;
@@ -2348,7 +2394,7 @@ signal engine_impl0_region_impl2_read_channel34_line_last: std_logic;
 signal engine_impl0_region_impl2_read_channel34_pop: std_logic;
 signal engine_impl0_region_impl2_read_channel34_running: std_logic;
 signal engine_impl0_region_impl2_read_channel34_access_ctl46_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl2_read_channel34_access_ctl46_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl2_read_channel34_access_ctl46_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel34_access_ctl46_a_ok: std_logic;
 signal engine_impl0_region_impl2_read_channel34_access_ctl46_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel34_access_ctl46_amra: unsigned(3 downto 0);
@@ -2360,6 +2406,7 @@ signal engine_impl0_region_impl2_read_channel34_access_ctl46_lcnt: unsigned(13 d
 signal engine_impl0_region_impl2_read_channel34_access_ctl46_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl2_read_channel34_access_ctl46_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel34_access_ctl46_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl2_read_channel34_access_ctl46_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl2_read_channel34_access_ctl46_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel34_access_ctl46_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel34_access_ctl46_useam_r: std_logic;
@@ -2396,7 +2443,7 @@ signal engine_impl0_region_impl2_read_channel35_line_last: std_logic;
 signal engine_impl0_region_impl2_read_channel35_pop: std_logic;
 signal engine_impl0_region_impl2_read_channel35_running: std_logic;
 signal engine_impl0_region_impl2_read_channel35_access_ctl47_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl2_read_channel35_access_ctl47_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl2_read_channel35_access_ctl47_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel35_access_ctl47_a_ok: std_logic;
 signal engine_impl0_region_impl2_read_channel35_access_ctl47_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel35_access_ctl47_amra: unsigned(3 downto 0);
@@ -2408,6 +2455,7 @@ signal engine_impl0_region_impl2_read_channel35_access_ctl47_lcnt: unsigned(13 d
 signal engine_impl0_region_impl2_read_channel35_access_ctl47_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl2_read_channel35_access_ctl47_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel35_access_ctl47_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl2_read_channel35_access_ctl47_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl2_read_channel35_access_ctl47_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel35_access_ctl47_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_read_channel35_access_ctl47_useam_r: std_logic;
@@ -2429,7 +2477,7 @@ signal engine_impl0_region_impl2_write_channel12_final: std_logic;
 signal engine_impl0_region_impl2_write_channel12_line_last: std_logic;
 signal engine_impl0_region_impl2_write_channel12_running: std_logic;
 signal engine_impl0_region_impl2_write_channel12_access_ctl48_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl2_write_channel12_access_ctl48_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl2_write_channel12_access_ctl48_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel12_access_ctl48_a_ok: std_logic;
 signal engine_impl0_region_impl2_write_channel12_access_ctl48_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel12_access_ctl48_amra: unsigned(3 downto 0);
@@ -2441,6 +2489,7 @@ signal engine_impl0_region_impl2_write_channel12_access_ctl48_lcnt: unsigned(13 
 signal engine_impl0_region_impl2_write_channel12_access_ctl48_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl2_write_channel12_access_ctl48_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel12_access_ctl48_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl2_write_channel12_access_ctl48_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl2_write_channel12_access_ctl48_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel12_access_ctl48_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel12_access_ctl48_useam_r: std_logic;
@@ -2462,7 +2511,7 @@ signal engine_impl0_region_impl2_write_channel13_final: std_logic;
 signal engine_impl0_region_impl2_write_channel13_line_last: std_logic;
 signal engine_impl0_region_impl2_write_channel13_running: std_logic;
 signal engine_impl0_region_impl2_write_channel13_access_ctl49_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl2_write_channel13_access_ctl49_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl2_write_channel13_access_ctl49_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel13_access_ctl49_a_ok: std_logic;
 signal engine_impl0_region_impl2_write_channel13_access_ctl49_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel13_access_ctl49_amra: unsigned(3 downto 0);
@@ -2474,6 +2523,7 @@ signal engine_impl0_region_impl2_write_channel13_access_ctl49_lcnt: unsigned(13 
 signal engine_impl0_region_impl2_write_channel13_access_ctl49_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl2_write_channel13_access_ctl49_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel13_access_ctl49_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl2_write_channel13_access_ctl49_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl2_write_channel13_access_ctl49_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel13_access_ctl49_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel13_access_ctl49_useam_r: std_logic;
@@ -2495,7 +2545,7 @@ signal engine_impl0_region_impl2_write_channel14_final: std_logic;
 signal engine_impl0_region_impl2_write_channel14_line_last: std_logic;
 signal engine_impl0_region_impl2_write_channel14_running: std_logic;
 signal engine_impl0_region_impl2_write_channel14_access_ctl50_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl2_write_channel14_access_ctl50_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl2_write_channel14_access_ctl50_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel14_access_ctl50_a_ok: std_logic;
 signal engine_impl0_region_impl2_write_channel14_access_ctl50_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel14_access_ctl50_amra: unsigned(3 downto 0);
@@ -2507,6 +2557,7 @@ signal engine_impl0_region_impl2_write_channel14_access_ctl50_lcnt: unsigned(13 
 signal engine_impl0_region_impl2_write_channel14_access_ctl50_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl2_write_channel14_access_ctl50_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel14_access_ctl50_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl2_write_channel14_access_ctl50_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl2_write_channel14_access_ctl50_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel14_access_ctl50_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel14_access_ctl50_useam_r: std_logic;
@@ -2528,7 +2579,7 @@ signal engine_impl0_region_impl2_write_channel15_final: std_logic;
 signal engine_impl0_region_impl2_write_channel15_line_last: std_logic;
 signal engine_impl0_region_impl2_write_channel15_running: std_logic;
 signal engine_impl0_region_impl2_write_channel15_access_ctl51_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl2_write_channel15_access_ctl51_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl2_write_channel15_access_ctl51_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel15_access_ctl51_a_ok: std_logic;
 signal engine_impl0_region_impl2_write_channel15_access_ctl51_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel15_access_ctl51_amra: unsigned(3 downto 0);
@@ -2540,6 +2591,7 @@ signal engine_impl0_region_impl2_write_channel15_access_ctl51_lcnt: unsigned(13 
 signal engine_impl0_region_impl2_write_channel15_access_ctl51_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl2_write_channel15_access_ctl51_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel15_access_ctl51_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl2_write_channel15_access_ctl51_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl2_write_channel15_access_ctl51_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel15_access_ctl51_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel15_access_ctl51_useam_r: std_logic;
@@ -2561,7 +2613,7 @@ signal engine_impl0_region_impl2_write_channel16_final: std_logic;
 signal engine_impl0_region_impl2_write_channel16_line_last: std_logic;
 signal engine_impl0_region_impl2_write_channel16_running: std_logic;
 signal engine_impl0_region_impl2_write_channel16_access_ctl52_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl2_write_channel16_access_ctl52_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl2_write_channel16_access_ctl52_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel16_access_ctl52_a_ok: std_logic;
 signal engine_impl0_region_impl2_write_channel16_access_ctl52_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel16_access_ctl52_amra: unsigned(3 downto 0);
@@ -2573,6 +2625,7 @@ signal engine_impl0_region_impl2_write_channel16_access_ctl52_lcnt: unsigned(13 
 signal engine_impl0_region_impl2_write_channel16_access_ctl52_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl2_write_channel16_access_ctl52_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel16_access_ctl52_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl2_write_channel16_access_ctl52_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl2_write_channel16_access_ctl52_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel16_access_ctl52_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel16_access_ctl52_useam_r: std_logic;
@@ -2594,7 +2647,7 @@ signal engine_impl0_region_impl2_write_channel17_final: std_logic;
 signal engine_impl0_region_impl2_write_channel17_line_last: std_logic;
 signal engine_impl0_region_impl2_write_channel17_running: std_logic;
 signal engine_impl0_region_impl2_write_channel17_access_ctl53_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl2_write_channel17_access_ctl53_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl2_write_channel17_access_ctl53_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel17_access_ctl53_a_ok: std_logic;
 signal engine_impl0_region_impl2_write_channel17_access_ctl53_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel17_access_ctl53_amra: unsigned(3 downto 0);
@@ -2606,6 +2659,7 @@ signal engine_impl0_region_impl2_write_channel17_access_ctl53_lcnt: unsigned(13 
 signal engine_impl0_region_impl2_write_channel17_access_ctl53_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl2_write_channel17_access_ctl53_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel17_access_ctl53_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl2_write_channel17_access_ctl53_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl2_write_channel17_access_ctl53_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel17_access_ctl53_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl2_write_channel17_access_ctl53_useam_r: std_logic;
@@ -2737,7 +2791,7 @@ signal engine_impl0_region_impl3_read_channel36_line_last: std_logic;
 signal engine_impl0_region_impl3_read_channel36_pop: std_logic;
 signal engine_impl0_region_impl3_read_channel36_running: std_logic;
 signal engine_impl0_region_impl3_read_channel36_access_ctl54_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl3_read_channel36_access_ctl54_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl3_read_channel36_access_ctl54_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel36_access_ctl54_a_ok: std_logic;
 signal engine_impl0_region_impl3_read_channel36_access_ctl54_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel36_access_ctl54_amra: unsigned(3 downto 0);
@@ -2749,6 +2803,7 @@ signal engine_impl0_region_impl3_read_channel36_access_ctl54_lcnt: unsigned(13 d
 signal engine_impl0_region_impl3_read_channel36_access_ctl54_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl3_read_channel36_access_ctl54_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel36_access_ctl54_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl3_read_channel36_access_ctl54_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl3_read_channel36_access_ctl54_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel36_access_ctl54_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel36_access_ctl54_useam_r: std_logic;
@@ -2785,7 +2840,7 @@ signal engine_impl0_region_impl3_read_channel37_line_last: std_logic;
 signal engine_impl0_region_impl3_read_channel37_pop: std_logic;
 signal engine_impl0_region_impl3_read_channel37_running: std_logic;
 signal engine_impl0_region_impl3_read_channel37_access_ctl55_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl3_read_channel37_access_ctl55_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl3_read_channel37_access_ctl55_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel37_access_ctl55_a_ok: std_logic;
 signal engine_impl0_region_impl3_read_channel37_access_ctl55_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel37_access_ctl55_amra: unsigned(3 downto 0);
@@ -2797,6 +2852,7 @@ signal engine_impl0_region_impl3_read_channel37_access_ctl55_lcnt: unsigned(13 d
 signal engine_impl0_region_impl3_read_channel37_access_ctl55_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl3_read_channel37_access_ctl55_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel37_access_ctl55_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl3_read_channel37_access_ctl55_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl3_read_channel37_access_ctl55_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel37_access_ctl55_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel37_access_ctl55_useam_r: std_logic;
@@ -2833,7 +2889,7 @@ signal engine_impl0_region_impl3_read_channel38_line_last: std_logic;
 signal engine_impl0_region_impl3_read_channel38_pop: std_logic;
 signal engine_impl0_region_impl3_read_channel38_running: std_logic;
 signal engine_impl0_region_impl3_read_channel38_access_ctl56_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl3_read_channel38_access_ctl56_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl3_read_channel38_access_ctl56_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel38_access_ctl56_a_ok: std_logic;
 signal engine_impl0_region_impl3_read_channel38_access_ctl56_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel38_access_ctl56_amra: unsigned(3 downto 0);
@@ -2845,6 +2901,7 @@ signal engine_impl0_region_impl3_read_channel38_access_ctl56_lcnt: unsigned(13 d
 signal engine_impl0_region_impl3_read_channel38_access_ctl56_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl3_read_channel38_access_ctl56_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel38_access_ctl56_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl3_read_channel38_access_ctl56_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl3_read_channel38_access_ctl56_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel38_access_ctl56_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel38_access_ctl56_useam_r: std_logic;
@@ -2881,7 +2938,7 @@ signal engine_impl0_region_impl3_read_channel39_line_last: std_logic;
 signal engine_impl0_region_impl3_read_channel39_pop: std_logic;
 signal engine_impl0_region_impl3_read_channel39_running: std_logic;
 signal engine_impl0_region_impl3_read_channel39_access_ctl57_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl3_read_channel39_access_ctl57_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl3_read_channel39_access_ctl57_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel39_access_ctl57_a_ok: std_logic;
 signal engine_impl0_region_impl3_read_channel39_access_ctl57_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel39_access_ctl57_amra: unsigned(3 downto 0);
@@ -2893,6 +2950,7 @@ signal engine_impl0_region_impl3_read_channel39_access_ctl57_lcnt: unsigned(13 d
 signal engine_impl0_region_impl3_read_channel39_access_ctl57_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl3_read_channel39_access_ctl57_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel39_access_ctl57_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl3_read_channel39_access_ctl57_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl3_read_channel39_access_ctl57_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel39_access_ctl57_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel39_access_ctl57_useam_r: std_logic;
@@ -2929,7 +2987,7 @@ signal engine_impl0_region_impl3_read_channel40_line_last: std_logic;
 signal engine_impl0_region_impl3_read_channel40_pop: std_logic;
 signal engine_impl0_region_impl3_read_channel40_running: std_logic;
 signal engine_impl0_region_impl3_read_channel40_access_ctl58_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl3_read_channel40_access_ctl58_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl3_read_channel40_access_ctl58_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel40_access_ctl58_a_ok: std_logic;
 signal engine_impl0_region_impl3_read_channel40_access_ctl58_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel40_access_ctl58_amra: unsigned(3 downto 0);
@@ -2941,6 +2999,7 @@ signal engine_impl0_region_impl3_read_channel40_access_ctl58_lcnt: unsigned(13 d
 signal engine_impl0_region_impl3_read_channel40_access_ctl58_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl3_read_channel40_access_ctl58_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel40_access_ctl58_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl3_read_channel40_access_ctl58_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl3_read_channel40_access_ctl58_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel40_access_ctl58_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel40_access_ctl58_useam_r: std_logic;
@@ -2977,7 +3036,7 @@ signal engine_impl0_region_impl3_read_channel41_line_last: std_logic;
 signal engine_impl0_region_impl3_read_channel41_pop: std_logic;
 signal engine_impl0_region_impl3_read_channel41_running: std_logic;
 signal engine_impl0_region_impl3_read_channel41_access_ctl59_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl3_read_channel41_access_ctl59_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl3_read_channel41_access_ctl59_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel41_access_ctl59_a_ok: std_logic;
 signal engine_impl0_region_impl3_read_channel41_access_ctl59_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel41_access_ctl59_amra: unsigned(3 downto 0);
@@ -2989,6 +3048,7 @@ signal engine_impl0_region_impl3_read_channel41_access_ctl59_lcnt: unsigned(13 d
 signal engine_impl0_region_impl3_read_channel41_access_ctl59_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl3_read_channel41_access_ctl59_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel41_access_ctl59_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl3_read_channel41_access_ctl59_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl3_read_channel41_access_ctl59_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel41_access_ctl59_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel41_access_ctl59_useam_r: std_logic;
@@ -3025,7 +3085,7 @@ signal engine_impl0_region_impl3_read_channel42_line_last: std_logic;
 signal engine_impl0_region_impl3_read_channel42_pop: std_logic;
 signal engine_impl0_region_impl3_read_channel42_running: std_logic;
 signal engine_impl0_region_impl3_read_channel42_access_ctl60_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl3_read_channel42_access_ctl60_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl3_read_channel42_access_ctl60_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel42_access_ctl60_a_ok: std_logic;
 signal engine_impl0_region_impl3_read_channel42_access_ctl60_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel42_access_ctl60_amra: unsigned(3 downto 0);
@@ -3037,6 +3097,7 @@ signal engine_impl0_region_impl3_read_channel42_access_ctl60_lcnt: unsigned(13 d
 signal engine_impl0_region_impl3_read_channel42_access_ctl60_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl3_read_channel42_access_ctl60_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel42_access_ctl60_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl3_read_channel42_access_ctl60_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl3_read_channel42_access_ctl60_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel42_access_ctl60_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel42_access_ctl60_useam_r: std_logic;
@@ -3073,7 +3134,7 @@ signal engine_impl0_region_impl3_read_channel43_line_last: std_logic;
 signal engine_impl0_region_impl3_read_channel43_pop: std_logic;
 signal engine_impl0_region_impl3_read_channel43_running: std_logic;
 signal engine_impl0_region_impl3_read_channel43_access_ctl61_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl3_read_channel43_access_ctl61_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl3_read_channel43_access_ctl61_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel43_access_ctl61_a_ok: std_logic;
 signal engine_impl0_region_impl3_read_channel43_access_ctl61_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel43_access_ctl61_amra: unsigned(3 downto 0);
@@ -3085,6 +3146,7 @@ signal engine_impl0_region_impl3_read_channel43_access_ctl61_lcnt: unsigned(13 d
 signal engine_impl0_region_impl3_read_channel43_access_ctl61_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl3_read_channel43_access_ctl61_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel43_access_ctl61_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl3_read_channel43_access_ctl61_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl3_read_channel43_access_ctl61_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel43_access_ctl61_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel43_access_ctl61_useam_r: std_logic;
@@ -3121,7 +3183,7 @@ signal engine_impl0_region_impl3_read_channel44_line_last: std_logic;
 signal engine_impl0_region_impl3_read_channel44_pop: std_logic;
 signal engine_impl0_region_impl3_read_channel44_running: std_logic;
 signal engine_impl0_region_impl3_read_channel44_access_ctl62_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl3_read_channel44_access_ctl62_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl3_read_channel44_access_ctl62_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel44_access_ctl62_a_ok: std_logic;
 signal engine_impl0_region_impl3_read_channel44_access_ctl62_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel44_access_ctl62_amra: unsigned(3 downto 0);
@@ -3133,6 +3195,7 @@ signal engine_impl0_region_impl3_read_channel44_access_ctl62_lcnt: unsigned(13 d
 signal engine_impl0_region_impl3_read_channel44_access_ctl62_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl3_read_channel44_access_ctl62_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel44_access_ctl62_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl3_read_channel44_access_ctl62_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl3_read_channel44_access_ctl62_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel44_access_ctl62_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel44_access_ctl62_useam_r: std_logic;
@@ -3169,7 +3232,7 @@ signal engine_impl0_region_impl3_read_channel45_line_last: std_logic;
 signal engine_impl0_region_impl3_read_channel45_pop: std_logic;
 signal engine_impl0_region_impl3_read_channel45_running: std_logic;
 signal engine_impl0_region_impl3_read_channel45_access_ctl63_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl3_read_channel45_access_ctl63_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl3_read_channel45_access_ctl63_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel45_access_ctl63_a_ok: std_logic;
 signal engine_impl0_region_impl3_read_channel45_access_ctl63_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel45_access_ctl63_amra: unsigned(3 downto 0);
@@ -3181,6 +3244,7 @@ signal engine_impl0_region_impl3_read_channel45_access_ctl63_lcnt: unsigned(13 d
 signal engine_impl0_region_impl3_read_channel45_access_ctl63_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl3_read_channel45_access_ctl63_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel45_access_ctl63_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl3_read_channel45_access_ctl63_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl3_read_channel45_access_ctl63_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel45_access_ctl63_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel45_access_ctl63_useam_r: std_logic;
@@ -3217,7 +3281,7 @@ signal engine_impl0_region_impl3_read_channel46_line_last: std_logic;
 signal engine_impl0_region_impl3_read_channel46_pop: std_logic;
 signal engine_impl0_region_impl3_read_channel46_running: std_logic;
 signal engine_impl0_region_impl3_read_channel46_access_ctl64_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl3_read_channel46_access_ctl64_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl3_read_channel46_access_ctl64_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel46_access_ctl64_a_ok: std_logic;
 signal engine_impl0_region_impl3_read_channel46_access_ctl64_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel46_access_ctl64_amra: unsigned(3 downto 0);
@@ -3229,6 +3293,7 @@ signal engine_impl0_region_impl3_read_channel46_access_ctl64_lcnt: unsigned(13 d
 signal engine_impl0_region_impl3_read_channel46_access_ctl64_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl3_read_channel46_access_ctl64_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel46_access_ctl64_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl3_read_channel46_access_ctl64_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl3_read_channel46_access_ctl64_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel46_access_ctl64_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel46_access_ctl64_useam_r: std_logic;
@@ -3265,7 +3330,7 @@ signal engine_impl0_region_impl3_read_channel47_line_last: std_logic;
 signal engine_impl0_region_impl3_read_channel47_pop: std_logic;
 signal engine_impl0_region_impl3_read_channel47_running: std_logic;
 signal engine_impl0_region_impl3_read_channel47_access_ctl65_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl3_read_channel47_access_ctl65_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl3_read_channel47_access_ctl65_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel47_access_ctl65_a_ok: std_logic;
 signal engine_impl0_region_impl3_read_channel47_access_ctl65_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel47_access_ctl65_amra: unsigned(3 downto 0);
@@ -3277,6 +3342,7 @@ signal engine_impl0_region_impl3_read_channel47_access_ctl65_lcnt: unsigned(13 d
 signal engine_impl0_region_impl3_read_channel47_access_ctl65_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl3_read_channel47_access_ctl65_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel47_access_ctl65_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl3_read_channel47_access_ctl65_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl3_read_channel47_access_ctl65_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel47_access_ctl65_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_read_channel47_access_ctl65_useam_r: std_logic;
@@ -3298,7 +3364,7 @@ signal engine_impl0_region_impl3_write_channel18_final: std_logic;
 signal engine_impl0_region_impl3_write_channel18_line_last: std_logic;
 signal engine_impl0_region_impl3_write_channel18_running: std_logic;
 signal engine_impl0_region_impl3_write_channel18_access_ctl66_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl3_write_channel18_access_ctl66_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl3_write_channel18_access_ctl66_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel18_access_ctl66_a_ok: std_logic;
 signal engine_impl0_region_impl3_write_channel18_access_ctl66_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel18_access_ctl66_amra: unsigned(3 downto 0);
@@ -3310,6 +3376,7 @@ signal engine_impl0_region_impl3_write_channel18_access_ctl66_lcnt: unsigned(13 
 signal engine_impl0_region_impl3_write_channel18_access_ctl66_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl3_write_channel18_access_ctl66_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel18_access_ctl66_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl3_write_channel18_access_ctl66_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl3_write_channel18_access_ctl66_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel18_access_ctl66_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel18_access_ctl66_useam_r: std_logic;
@@ -3331,7 +3398,7 @@ signal engine_impl0_region_impl3_write_channel19_final: std_logic;
 signal engine_impl0_region_impl3_write_channel19_line_last: std_logic;
 signal engine_impl0_region_impl3_write_channel19_running: std_logic;
 signal engine_impl0_region_impl3_write_channel19_access_ctl67_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl3_write_channel19_access_ctl67_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl3_write_channel19_access_ctl67_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel19_access_ctl67_a_ok: std_logic;
 signal engine_impl0_region_impl3_write_channel19_access_ctl67_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel19_access_ctl67_amra: unsigned(3 downto 0);
@@ -3343,6 +3410,7 @@ signal engine_impl0_region_impl3_write_channel19_access_ctl67_lcnt: unsigned(13 
 signal engine_impl0_region_impl3_write_channel19_access_ctl67_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl3_write_channel19_access_ctl67_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel19_access_ctl67_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl3_write_channel19_access_ctl67_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl3_write_channel19_access_ctl67_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel19_access_ctl67_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel19_access_ctl67_useam_r: std_logic;
@@ -3364,7 +3432,7 @@ signal engine_impl0_region_impl3_write_channel20_final: std_logic;
 signal engine_impl0_region_impl3_write_channel20_line_last: std_logic;
 signal engine_impl0_region_impl3_write_channel20_running: std_logic;
 signal engine_impl0_region_impl3_write_channel20_access_ctl68_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl3_write_channel20_access_ctl68_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl3_write_channel20_access_ctl68_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel20_access_ctl68_a_ok: std_logic;
 signal engine_impl0_region_impl3_write_channel20_access_ctl68_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel20_access_ctl68_amra: unsigned(3 downto 0);
@@ -3376,6 +3444,7 @@ signal engine_impl0_region_impl3_write_channel20_access_ctl68_lcnt: unsigned(13 
 signal engine_impl0_region_impl3_write_channel20_access_ctl68_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl3_write_channel20_access_ctl68_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel20_access_ctl68_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl3_write_channel20_access_ctl68_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl3_write_channel20_access_ctl68_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel20_access_ctl68_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel20_access_ctl68_useam_r: std_logic;
@@ -3397,7 +3466,7 @@ signal engine_impl0_region_impl3_write_channel21_final: std_logic;
 signal engine_impl0_region_impl3_write_channel21_line_last: std_logic;
 signal engine_impl0_region_impl3_write_channel21_running: std_logic;
 signal engine_impl0_region_impl3_write_channel21_access_ctl69_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl3_write_channel21_access_ctl69_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl3_write_channel21_access_ctl69_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel21_access_ctl69_a_ok: std_logic;
 signal engine_impl0_region_impl3_write_channel21_access_ctl69_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel21_access_ctl69_amra: unsigned(3 downto 0);
@@ -3409,6 +3478,7 @@ signal engine_impl0_region_impl3_write_channel21_access_ctl69_lcnt: unsigned(13 
 signal engine_impl0_region_impl3_write_channel21_access_ctl69_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl3_write_channel21_access_ctl69_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel21_access_ctl69_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl3_write_channel21_access_ctl69_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl3_write_channel21_access_ctl69_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel21_access_ctl69_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel21_access_ctl69_useam_r: std_logic;
@@ -3430,7 +3500,7 @@ signal engine_impl0_region_impl3_write_channel22_final: std_logic;
 signal engine_impl0_region_impl3_write_channel22_line_last: std_logic;
 signal engine_impl0_region_impl3_write_channel22_running: std_logic;
 signal engine_impl0_region_impl3_write_channel22_access_ctl70_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl3_write_channel22_access_ctl70_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl3_write_channel22_access_ctl70_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel22_access_ctl70_a_ok: std_logic;
 signal engine_impl0_region_impl3_write_channel22_access_ctl70_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel22_access_ctl70_amra: unsigned(3 downto 0);
@@ -3442,6 +3512,7 @@ signal engine_impl0_region_impl3_write_channel22_access_ctl70_lcnt: unsigned(13 
 signal engine_impl0_region_impl3_write_channel22_access_ctl70_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl3_write_channel22_access_ctl70_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel22_access_ctl70_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl3_write_channel22_access_ctl70_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl3_write_channel22_access_ctl70_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel22_access_ctl70_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel22_access_ctl70_useam_r: std_logic;
@@ -3463,7 +3534,7 @@ signal engine_impl0_region_impl3_write_channel23_final: std_logic;
 signal engine_impl0_region_impl3_write_channel23_line_last: std_logic;
 signal engine_impl0_region_impl3_write_channel23_running: std_logic;
 signal engine_impl0_region_impl3_write_channel23_access_ctl71_a_len: unsigned(13 downto 0);
-signal engine_impl0_region_impl3_write_channel23_access_ctl71_a_off: unsigned(13 downto 0);
+signal engine_impl0_region_impl3_write_channel23_access_ctl71_a_off: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel23_access_ctl71_a_ok: std_logic;
 signal engine_impl0_region_impl3_write_channel23_access_ctl71_amq: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel23_access_ctl71_amra: unsigned(3 downto 0);
@@ -3475,6 +3546,7 @@ signal engine_impl0_region_impl3_write_channel23_access_ctl71_lcnt: unsigned(13 
 signal engine_impl0_region_impl3_write_channel23_access_ctl71_len_r: unsigned(13 downto 0);
 signal engine_impl0_region_impl3_write_channel23_access_ctl71_lin: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel23_access_ctl71_lin_nxt: unsigned(7 downto 0);
+signal engine_impl0_region_impl3_write_channel23_access_ctl71_off_hi_unused: unsigned(5 downto 0);
 signal engine_impl0_region_impl3_write_channel23_access_ctl71_off_r: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel23_access_ctl71_sel: unsigned(7 downto 0);
 signal engine_impl0_region_impl3_write_channel23_access_ctl71_useam_r: std_logic;
@@ -3572,7 +3644,6 @@ signal engine_impl0_load_ok0_ok: std_logic;
 signal engine_impl0_load_ok0_chid: unsigned(4 downto 0);
 signal engine_impl0_load_ok0_ln: unsigned(13 downto 0);
 signal engine_impl0_load_ok0_mhi: unsigned(11 downto 0);
-signal engine_impl0_load_ok0_off: unsigned(13 downto 0);
 signal engine_impl0_load_ok0_pres: std_logic;
 signal engine_impl0_range_ok0_ok: std_logic;
 signal engine_impl0_and_all0_v: unsigned(1 downto 0);
@@ -3607,7 +3678,6 @@ signal engine_impl0_issue_ctl0_err: std_logic;
 signal engine_impl0_bit_of6_y: std_logic;
 signal engine_impl0_chan_ok0_ok: std_logic;
 signal engine_impl0_chan_ok0_ln: unsigned(13 downto 0);
-signal engine_impl0_chan_ok0_off: unsigned(13 downto 0);
 signal engine_impl0_chan_ok0_reg_ok: std_logic;
 signal engine_impl0_range_ok1_ok: std_logic;
 signal engine_impl0_and_all1_v: unsigned(1 downto 0);
@@ -3632,15 +3702,12 @@ signal engine_impl0_issue_ctl1_err: std_logic;
 signal engine_impl0_bit_of7_y: std_logic;
 signal engine_impl0_chan_ok1_ok: std_logic;
 signal engine_impl0_chan_ok1_ln: unsigned(13 downto 0);
-signal engine_impl0_chan_ok1_off: unsigned(13 downto 0);
 signal engine_impl0_chan_ok1_reg_ok: std_logic;
 signal engine_impl0_chan_ok2_ok: std_logic;
 signal engine_impl0_chan_ok2_ln: unsigned(13 downto 0);
-signal engine_impl0_chan_ok2_off: unsigned(13 downto 0);
 signal engine_impl0_chan_ok2_reg_ok: std_logic;
 signal engine_impl0_chan_ok3_ok: std_logic;
 signal engine_impl0_chan_ok3_ln: unsigned(13 downto 0);
-signal engine_impl0_chan_ok3_off: unsigned(13 downto 0);
 signal engine_impl0_chan_ok3_reg_ok: std_logic;
 signal engine_impl0_range_ok2_ok: std_logic;
 signal engine_impl0_range_ok3_ok: std_logic;
@@ -3779,15 +3846,12 @@ signal engine_impl0_issue_ctl2_err: std_logic;
 signal engine_impl0_bit_of9_y: std_logic;
 signal engine_impl0_chan_ok4_ok: std_logic;
 signal engine_impl0_chan_ok4_ln: unsigned(13 downto 0);
-signal engine_impl0_chan_ok4_off: unsigned(13 downto 0);
 signal engine_impl0_chan_ok4_reg_ok: std_logic;
 signal engine_impl0_chan_ok5_ok: std_logic;
 signal engine_impl0_chan_ok5_ln: unsigned(13 downto 0);
-signal engine_impl0_chan_ok5_off: unsigned(13 downto 0);
 signal engine_impl0_chan_ok5_reg_ok: std_logic;
 signal engine_impl0_chan_ok6_ok: std_logic;
 signal engine_impl0_chan_ok6_ln: unsigned(13 downto 0);
-signal engine_impl0_chan_ok6_off: unsigned(13 downto 0);
 signal engine_impl0_chan_ok6_reg_ok: std_logic;
 signal engine_impl0_range_ok4_ok: std_logic;
 signal engine_impl0_range_ok5_ok: std_logic;
@@ -4010,15 +4074,12 @@ signal engine_impl0_issue_ctl3_err: std_logic;
 signal engine_impl0_bit_of11_y: std_logic;
 signal engine_impl0_chan_ok7_ok: std_logic;
 signal engine_impl0_chan_ok7_ln: unsigned(13 downto 0);
-signal engine_impl0_chan_ok7_off: unsigned(13 downto 0);
 signal engine_impl0_chan_ok7_reg_ok: std_logic;
 signal engine_impl0_chan_ok8_ok: std_logic;
 signal engine_impl0_chan_ok8_ln: unsigned(13 downto 0);
-signal engine_impl0_chan_ok8_off: unsigned(13 downto 0);
 signal engine_impl0_chan_ok8_reg_ok: std_logic;
 signal engine_impl0_chan_ok9_ok: std_logic;
 signal engine_impl0_chan_ok9_ln: unsigned(13 downto 0);
-signal engine_impl0_chan_ok9_off: unsigned(13 downto 0);
 signal engine_impl0_chan_ok9_reg_ok: std_logic;
 signal engine_impl0_range_ok6_ok: std_logic;
 signal engine_impl0_and_all4_v: unsigned(3 downto 0);
@@ -4157,19 +4218,15 @@ signal engine_impl0_issue_ctl4_err: std_logic;
 signal engine_impl0_bit_of13_y: std_logic;
 signal engine_impl0_chan_ok10_ok: std_logic;
 signal engine_impl0_chan_ok10_ln: unsigned(13 downto 0);
-signal engine_impl0_chan_ok10_off: unsigned(13 downto 0);
 signal engine_impl0_chan_ok10_reg_ok: std_logic;
 signal engine_impl0_chan_ok11_ok: std_logic;
 signal engine_impl0_chan_ok11_ln: unsigned(13 downto 0);
-signal engine_impl0_chan_ok11_off: unsigned(13 downto 0);
 signal engine_impl0_chan_ok11_reg_ok: std_logic;
 signal engine_impl0_chan_ok12_ok: std_logic;
 signal engine_impl0_chan_ok12_ln: unsigned(13 downto 0);
-signal engine_impl0_chan_ok12_off: unsigned(13 downto 0);
 signal engine_impl0_chan_ok12_reg_ok: std_logic;
 signal engine_impl0_chan_ok13_ok: std_logic;
 signal engine_impl0_chan_ok13_ln: unsigned(13 downto 0);
-signal engine_impl0_chan_ok13_off: unsigned(13 downto 0);
 signal engine_impl0_chan_ok13_reg_ok: std_logic;
 signal engine_impl0_range_ok7_ok: std_logic;
 signal engine_impl0_range_ok8_ok: std_logic;
@@ -4345,15 +4402,12 @@ signal engine_impl0_or_any19_y: std_logic;
 signal engine_impl0_issue_ctl5_err: std_logic;
 signal engine_impl0_chan_ok14_ok: std_logic;
 signal engine_impl0_chan_ok14_ln: unsigned(13 downto 0);
-signal engine_impl0_chan_ok14_off: unsigned(13 downto 0);
 signal engine_impl0_chan_ok14_reg_ok: std_logic;
 signal engine_impl0_chan_ok15_ok: std_logic;
 signal engine_impl0_chan_ok15_ln: unsigned(13 downto 0);
-signal engine_impl0_chan_ok15_off: unsigned(13 downto 0);
 signal engine_impl0_chan_ok15_reg_ok: std_logic;
 signal engine_impl0_chan_ok16_ok: std_logic;
 signal engine_impl0_chan_ok16_ln: unsigned(13 downto 0);
-signal engine_impl0_chan_ok16_off: unsigned(13 downto 0);
 signal engine_impl0_chan_ok16_reg_ok: std_logic;
 signal engine_impl0_range_ok9_ok: std_logic;
 signal engine_impl0_and_all6_v: unsigned(4 downto 0);
@@ -6228,10 +6282,10 @@ engine_impl0_copy_sig389_a(0) <= engine_impl0_issue_ctl0_err;
 
 
 engine_impl0_region_impl0_read_channel0_access_ctl0_a_len <= engine_impl0_region_impl0_read_channel0_access(30-1 downto 16);
-engine_impl0_region_impl0_read_channel0_access_ctl0_a_off <= engine_impl0_region_impl0_read_channel0_access(14-1 downto 0);
+engine_impl0_region_impl0_read_channel0_access_ctl0_a_off <= engine_impl0_region_impl0_read_channel0_access(8-1 downto 0);
 
 
-engine_impl0_region_impl0_read_channel0_access_ctl0_a_ok <= stdl((engine_impl0_region_impl0_read_channel0_access(31) /= engine_impl0_region_impl0_read_channel0_access(30)) and (engine_impl0_region_impl0_read_channel0_access_ctl0_a_len /= 0) and (engine_impl0_region_impl0_read_channel0_access_ctl0_a_len <= 256) and (engine_impl0_region_impl0_read_channel0_access_ctl0_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_read_channel0_access_ctl0_a_ok <= stdl((engine_impl0_region_impl0_read_channel0_access(31) /= engine_impl0_region_impl0_read_channel0_access(30)) and (engine_impl0_region_impl0_read_channel0_access_ctl0_a_len /= 0) and (engine_impl0_region_impl0_read_channel0_access_ctl0_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_read_channel0_line_last <= stdl(signed(resize(engine_impl0_region_impl0_read_channel0_access_ctl0_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_read_channel0_access_ctl0_len_r, 15)) - 1));
@@ -6310,7 +6364,7 @@ begin
                     engine_impl0_region_impl0_read_channel0_mfifo <= engine_impl0_region_impl0_read_channel0_access(30);
                     engine_impl0_region_impl0_read_channel0_access_ctl0_keep_r <= engine_impl0_region_impl0_read_channel0_access(15);
                     engine_impl0_region_impl0_read_channel0_access_ctl0_useam_r <= engine_impl0_region_impl0_read_channel0_access(14);
-                    engine_impl0_region_impl0_read_channel0_access_ctl0_off_r <= engine_impl0_region_impl0_read_channel0_access_ctl0_a_off(8-1 downto 0);
+                    engine_impl0_region_impl0_read_channel0_access_ctl0_off_r <= engine_impl0_region_impl0_read_channel0_access_ctl0_a_off;
                     engine_impl0_region_impl0_read_channel0_access_ctl0_len_r <= engine_impl0_region_impl0_read_channel0_access_ctl0_a_len;
                     engine_impl0_region_impl0_read_channel0_access_ctl0_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl0_read_channel0_access_ctl0_lcnt <= to_unsigned(0, 14);
@@ -6340,6 +6394,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl0_read_channel0_access_ctl0_seq;
+
+
+engine_impl0_region_impl0_read_channel0_access_ctl0_off_hi_unused <= engine_impl0_region_impl0_read_channel0_access(14-1 downto 8);
 
 
 engine_impl0_region_impl0_read_channel0_pop <= stdl((engine_impl0_region_impl0_read_channel0_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel0_m_tready));
@@ -6410,10 +6467,10 @@ engine_impl0_region_impl0_read_channel0_m_tvalid <= stdl(engine_impl0_region_imp
 
 
 engine_impl0_region_impl0_read_channel1_access_ctl1_a_len <= engine_impl0_region_impl0_read_channel1_access(30-1 downto 16);
-engine_impl0_region_impl0_read_channel1_access_ctl1_a_off <= engine_impl0_region_impl0_read_channel1_access(14-1 downto 0);
+engine_impl0_region_impl0_read_channel1_access_ctl1_a_off <= engine_impl0_region_impl0_read_channel1_access(8-1 downto 0);
 
 
-engine_impl0_region_impl0_read_channel1_access_ctl1_a_ok <= stdl((engine_impl0_region_impl0_read_channel1_access(31) /= engine_impl0_region_impl0_read_channel1_access(30)) and (engine_impl0_region_impl0_read_channel1_access_ctl1_a_len /= 0) and (engine_impl0_region_impl0_read_channel1_access_ctl1_a_len <= 256) and (engine_impl0_region_impl0_read_channel1_access_ctl1_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_read_channel1_access_ctl1_a_ok <= stdl((engine_impl0_region_impl0_read_channel1_access(31) /= engine_impl0_region_impl0_read_channel1_access(30)) and (engine_impl0_region_impl0_read_channel1_access_ctl1_a_len /= 0) and (engine_impl0_region_impl0_read_channel1_access_ctl1_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_read_channel1_line_last <= stdl(signed(resize(engine_impl0_region_impl0_read_channel1_access_ctl1_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_read_channel1_access_ctl1_len_r, 15)) - 1));
@@ -6492,7 +6549,7 @@ begin
                     engine_impl0_region_impl0_read_channel1_mfifo <= engine_impl0_region_impl0_read_channel1_access(30);
                     engine_impl0_region_impl0_read_channel1_access_ctl1_keep_r <= engine_impl0_region_impl0_read_channel1_access(15);
                     engine_impl0_region_impl0_read_channel1_access_ctl1_useam_r <= engine_impl0_region_impl0_read_channel1_access(14);
-                    engine_impl0_region_impl0_read_channel1_access_ctl1_off_r <= engine_impl0_region_impl0_read_channel1_access_ctl1_a_off(8-1 downto 0);
+                    engine_impl0_region_impl0_read_channel1_access_ctl1_off_r <= engine_impl0_region_impl0_read_channel1_access_ctl1_a_off;
                     engine_impl0_region_impl0_read_channel1_access_ctl1_len_r <= engine_impl0_region_impl0_read_channel1_access_ctl1_a_len;
                     engine_impl0_region_impl0_read_channel1_access_ctl1_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl0_read_channel1_access_ctl1_lcnt <= to_unsigned(0, 14);
@@ -6522,6 +6579,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl0_read_channel1_access_ctl1_seq;
+
+
+engine_impl0_region_impl0_read_channel1_access_ctl1_off_hi_unused <= engine_impl0_region_impl0_read_channel1_access(14-1 downto 8);
 
 
 engine_impl0_region_impl0_read_channel1_pop <= stdl((engine_impl0_region_impl0_read_channel1_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel1_m_tready));
@@ -6592,10 +6652,10 @@ engine_impl0_region_impl0_read_channel1_m_tvalid <= stdl(engine_impl0_region_imp
 
 
 engine_impl0_region_impl0_read_channel2_access_ctl2_a_len <= engine_impl0_region_impl0_read_channel2_access(30-1 downto 16);
-engine_impl0_region_impl0_read_channel2_access_ctl2_a_off <= engine_impl0_region_impl0_read_channel2_access(14-1 downto 0);
+engine_impl0_region_impl0_read_channel2_access_ctl2_a_off <= engine_impl0_region_impl0_read_channel2_access(8-1 downto 0);
 
 
-engine_impl0_region_impl0_read_channel2_access_ctl2_a_ok <= stdl((engine_impl0_region_impl0_read_channel2_access(31) /= engine_impl0_region_impl0_read_channel2_access(30)) and (engine_impl0_region_impl0_read_channel2_access_ctl2_a_len /= 0) and (engine_impl0_region_impl0_read_channel2_access_ctl2_a_len <= 256) and (engine_impl0_region_impl0_read_channel2_access_ctl2_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_read_channel2_access_ctl2_a_ok <= stdl((engine_impl0_region_impl0_read_channel2_access(31) /= engine_impl0_region_impl0_read_channel2_access(30)) and (engine_impl0_region_impl0_read_channel2_access_ctl2_a_len /= 0) and (engine_impl0_region_impl0_read_channel2_access_ctl2_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_read_channel2_line_last <= stdl(signed(resize(engine_impl0_region_impl0_read_channel2_access_ctl2_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_read_channel2_access_ctl2_len_r, 15)) - 1));
@@ -6674,7 +6734,7 @@ begin
                     engine_impl0_region_impl0_read_channel2_mfifo <= engine_impl0_region_impl0_read_channel2_access(30);
                     engine_impl0_region_impl0_read_channel2_access_ctl2_keep_r <= engine_impl0_region_impl0_read_channel2_access(15);
                     engine_impl0_region_impl0_read_channel2_access_ctl2_useam_r <= engine_impl0_region_impl0_read_channel2_access(14);
-                    engine_impl0_region_impl0_read_channel2_access_ctl2_off_r <= engine_impl0_region_impl0_read_channel2_access_ctl2_a_off(8-1 downto 0);
+                    engine_impl0_region_impl0_read_channel2_access_ctl2_off_r <= engine_impl0_region_impl0_read_channel2_access_ctl2_a_off;
                     engine_impl0_region_impl0_read_channel2_access_ctl2_len_r <= engine_impl0_region_impl0_read_channel2_access_ctl2_a_len;
                     engine_impl0_region_impl0_read_channel2_access_ctl2_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl0_read_channel2_access_ctl2_lcnt <= to_unsigned(0, 14);
@@ -6704,6 +6764,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl0_read_channel2_access_ctl2_seq;
+
+
+engine_impl0_region_impl0_read_channel2_access_ctl2_off_hi_unused <= engine_impl0_region_impl0_read_channel2_access(14-1 downto 8);
 
 
 engine_impl0_region_impl0_read_channel2_pop <= stdl((engine_impl0_region_impl0_read_channel2_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel2_m_tready));
@@ -6774,10 +6837,10 @@ engine_impl0_region_impl0_read_channel2_m_tvalid <= stdl(engine_impl0_region_imp
 
 
 engine_impl0_region_impl0_read_channel3_access_ctl3_a_len <= engine_impl0_region_impl0_read_channel3_access(30-1 downto 16);
-engine_impl0_region_impl0_read_channel3_access_ctl3_a_off <= engine_impl0_region_impl0_read_channel3_access(14-1 downto 0);
+engine_impl0_region_impl0_read_channel3_access_ctl3_a_off <= engine_impl0_region_impl0_read_channel3_access(8-1 downto 0);
 
 
-engine_impl0_region_impl0_read_channel3_access_ctl3_a_ok <= stdl((engine_impl0_region_impl0_read_channel3_access(31) /= engine_impl0_region_impl0_read_channel3_access(30)) and (engine_impl0_region_impl0_read_channel3_access_ctl3_a_len /= 0) and (engine_impl0_region_impl0_read_channel3_access_ctl3_a_len <= 256) and (engine_impl0_region_impl0_read_channel3_access_ctl3_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_read_channel3_access_ctl3_a_ok <= stdl((engine_impl0_region_impl0_read_channel3_access(31) /= engine_impl0_region_impl0_read_channel3_access(30)) and (engine_impl0_region_impl0_read_channel3_access_ctl3_a_len /= 0) and (engine_impl0_region_impl0_read_channel3_access_ctl3_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_read_channel3_line_last <= stdl(signed(resize(engine_impl0_region_impl0_read_channel3_access_ctl3_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_read_channel3_access_ctl3_len_r, 15)) - 1));
@@ -6856,7 +6919,7 @@ begin
                     engine_impl0_region_impl0_read_channel3_mfifo <= engine_impl0_region_impl0_read_channel3_access(30);
                     engine_impl0_region_impl0_read_channel3_access_ctl3_keep_r <= engine_impl0_region_impl0_read_channel3_access(15);
                     engine_impl0_region_impl0_read_channel3_access_ctl3_useam_r <= engine_impl0_region_impl0_read_channel3_access(14);
-                    engine_impl0_region_impl0_read_channel3_access_ctl3_off_r <= engine_impl0_region_impl0_read_channel3_access_ctl3_a_off(8-1 downto 0);
+                    engine_impl0_region_impl0_read_channel3_access_ctl3_off_r <= engine_impl0_region_impl0_read_channel3_access_ctl3_a_off;
                     engine_impl0_region_impl0_read_channel3_access_ctl3_len_r <= engine_impl0_region_impl0_read_channel3_access_ctl3_a_len;
                     engine_impl0_region_impl0_read_channel3_access_ctl3_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl0_read_channel3_access_ctl3_lcnt <= to_unsigned(0, 14);
@@ -6886,6 +6949,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl0_read_channel3_access_ctl3_seq;
+
+
+engine_impl0_region_impl0_read_channel3_access_ctl3_off_hi_unused <= engine_impl0_region_impl0_read_channel3_access(14-1 downto 8);
 
 
 engine_impl0_region_impl0_read_channel3_pop <= stdl((engine_impl0_region_impl0_read_channel3_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel3_m_tready));
@@ -6956,10 +7022,10 @@ engine_impl0_region_impl0_read_channel3_m_tvalid <= stdl(engine_impl0_region_imp
 
 
 engine_impl0_region_impl0_read_channel4_access_ctl4_a_len <= engine_impl0_region_impl0_read_channel4_access(30-1 downto 16);
-engine_impl0_region_impl0_read_channel4_access_ctl4_a_off <= engine_impl0_region_impl0_read_channel4_access(14-1 downto 0);
+engine_impl0_region_impl0_read_channel4_access_ctl4_a_off <= engine_impl0_region_impl0_read_channel4_access(8-1 downto 0);
 
 
-engine_impl0_region_impl0_read_channel4_access_ctl4_a_ok <= stdl((engine_impl0_region_impl0_read_channel4_access(31) /= engine_impl0_region_impl0_read_channel4_access(30)) and (engine_impl0_region_impl0_read_channel4_access_ctl4_a_len /= 0) and (engine_impl0_region_impl0_read_channel4_access_ctl4_a_len <= 256) and (engine_impl0_region_impl0_read_channel4_access_ctl4_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_read_channel4_access_ctl4_a_ok <= stdl((engine_impl0_region_impl0_read_channel4_access(31) /= engine_impl0_region_impl0_read_channel4_access(30)) and (engine_impl0_region_impl0_read_channel4_access_ctl4_a_len /= 0) and (engine_impl0_region_impl0_read_channel4_access_ctl4_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_read_channel4_line_last <= stdl(signed(resize(engine_impl0_region_impl0_read_channel4_access_ctl4_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_read_channel4_access_ctl4_len_r, 15)) - 1));
@@ -7038,7 +7104,7 @@ begin
                     engine_impl0_region_impl0_read_channel4_mfifo <= engine_impl0_region_impl0_read_channel4_access(30);
                     engine_impl0_region_impl0_read_channel4_access_ctl4_keep_r <= engine_impl0_region_impl0_read_channel4_access(15);
                     engine_impl0_region_impl0_read_channel4_access_ctl4_useam_r <= engine_impl0_region_impl0_read_channel4_access(14);
-                    engine_impl0_region_impl0_read_channel4_access_ctl4_off_r <= engine_impl0_region_impl0_read_channel4_access_ctl4_a_off(8-1 downto 0);
+                    engine_impl0_region_impl0_read_channel4_access_ctl4_off_r <= engine_impl0_region_impl0_read_channel4_access_ctl4_a_off;
                     engine_impl0_region_impl0_read_channel4_access_ctl4_len_r <= engine_impl0_region_impl0_read_channel4_access_ctl4_a_len;
                     engine_impl0_region_impl0_read_channel4_access_ctl4_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl0_read_channel4_access_ctl4_lcnt <= to_unsigned(0, 14);
@@ -7068,6 +7134,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl0_read_channel4_access_ctl4_seq;
+
+
+engine_impl0_region_impl0_read_channel4_access_ctl4_off_hi_unused <= engine_impl0_region_impl0_read_channel4_access(14-1 downto 8);
 
 
 engine_impl0_region_impl0_read_channel4_pop <= stdl((engine_impl0_region_impl0_read_channel4_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel4_m_tready));
@@ -7138,10 +7207,10 @@ engine_impl0_region_impl0_read_channel4_m_tvalid <= stdl(engine_impl0_region_imp
 
 
 engine_impl0_region_impl0_read_channel5_access_ctl5_a_len <= engine_impl0_region_impl0_read_channel5_access(30-1 downto 16);
-engine_impl0_region_impl0_read_channel5_access_ctl5_a_off <= engine_impl0_region_impl0_read_channel5_access(14-1 downto 0);
+engine_impl0_region_impl0_read_channel5_access_ctl5_a_off <= engine_impl0_region_impl0_read_channel5_access(8-1 downto 0);
 
 
-engine_impl0_region_impl0_read_channel5_access_ctl5_a_ok <= stdl((engine_impl0_region_impl0_read_channel5_access(31) /= engine_impl0_region_impl0_read_channel5_access(30)) and (engine_impl0_region_impl0_read_channel5_access_ctl5_a_len /= 0) and (engine_impl0_region_impl0_read_channel5_access_ctl5_a_len <= 256) and (engine_impl0_region_impl0_read_channel5_access_ctl5_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_read_channel5_access_ctl5_a_ok <= stdl((engine_impl0_region_impl0_read_channel5_access(31) /= engine_impl0_region_impl0_read_channel5_access(30)) and (engine_impl0_region_impl0_read_channel5_access_ctl5_a_len /= 0) and (engine_impl0_region_impl0_read_channel5_access_ctl5_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_read_channel5_line_last <= stdl(signed(resize(engine_impl0_region_impl0_read_channel5_access_ctl5_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_read_channel5_access_ctl5_len_r, 15)) - 1));
@@ -7220,7 +7289,7 @@ begin
                     engine_impl0_region_impl0_read_channel5_mfifo <= engine_impl0_region_impl0_read_channel5_access(30);
                     engine_impl0_region_impl0_read_channel5_access_ctl5_keep_r <= engine_impl0_region_impl0_read_channel5_access(15);
                     engine_impl0_region_impl0_read_channel5_access_ctl5_useam_r <= engine_impl0_region_impl0_read_channel5_access(14);
-                    engine_impl0_region_impl0_read_channel5_access_ctl5_off_r <= engine_impl0_region_impl0_read_channel5_access_ctl5_a_off(8-1 downto 0);
+                    engine_impl0_region_impl0_read_channel5_access_ctl5_off_r <= engine_impl0_region_impl0_read_channel5_access_ctl5_a_off;
                     engine_impl0_region_impl0_read_channel5_access_ctl5_len_r <= engine_impl0_region_impl0_read_channel5_access_ctl5_a_len;
                     engine_impl0_region_impl0_read_channel5_access_ctl5_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl0_read_channel5_access_ctl5_lcnt <= to_unsigned(0, 14);
@@ -7250,6 +7319,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl0_read_channel5_access_ctl5_seq;
+
+
+engine_impl0_region_impl0_read_channel5_access_ctl5_off_hi_unused <= engine_impl0_region_impl0_read_channel5_access(14-1 downto 8);
 
 
 engine_impl0_region_impl0_read_channel5_pop <= stdl((engine_impl0_region_impl0_read_channel5_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel5_m_tready));
@@ -7320,10 +7392,10 @@ engine_impl0_region_impl0_read_channel5_m_tvalid <= stdl(engine_impl0_region_imp
 
 
 engine_impl0_region_impl0_read_channel6_access_ctl6_a_len <= engine_impl0_region_impl0_read_channel6_access(30-1 downto 16);
-engine_impl0_region_impl0_read_channel6_access_ctl6_a_off <= engine_impl0_region_impl0_read_channel6_access(14-1 downto 0);
+engine_impl0_region_impl0_read_channel6_access_ctl6_a_off <= engine_impl0_region_impl0_read_channel6_access(8-1 downto 0);
 
 
-engine_impl0_region_impl0_read_channel6_access_ctl6_a_ok <= stdl((engine_impl0_region_impl0_read_channel6_access(31) /= engine_impl0_region_impl0_read_channel6_access(30)) and (engine_impl0_region_impl0_read_channel6_access_ctl6_a_len /= 0) and (engine_impl0_region_impl0_read_channel6_access_ctl6_a_len <= 256) and (engine_impl0_region_impl0_read_channel6_access_ctl6_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_read_channel6_access_ctl6_a_ok <= stdl((engine_impl0_region_impl0_read_channel6_access(31) /= engine_impl0_region_impl0_read_channel6_access(30)) and (engine_impl0_region_impl0_read_channel6_access_ctl6_a_len /= 0) and (engine_impl0_region_impl0_read_channel6_access_ctl6_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_read_channel6_line_last <= stdl(signed(resize(engine_impl0_region_impl0_read_channel6_access_ctl6_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_read_channel6_access_ctl6_len_r, 15)) - 1));
@@ -7402,7 +7474,7 @@ begin
                     engine_impl0_region_impl0_read_channel6_mfifo <= engine_impl0_region_impl0_read_channel6_access(30);
                     engine_impl0_region_impl0_read_channel6_access_ctl6_keep_r <= engine_impl0_region_impl0_read_channel6_access(15);
                     engine_impl0_region_impl0_read_channel6_access_ctl6_useam_r <= engine_impl0_region_impl0_read_channel6_access(14);
-                    engine_impl0_region_impl0_read_channel6_access_ctl6_off_r <= engine_impl0_region_impl0_read_channel6_access_ctl6_a_off(8-1 downto 0);
+                    engine_impl0_region_impl0_read_channel6_access_ctl6_off_r <= engine_impl0_region_impl0_read_channel6_access_ctl6_a_off;
                     engine_impl0_region_impl0_read_channel6_access_ctl6_len_r <= engine_impl0_region_impl0_read_channel6_access_ctl6_a_len;
                     engine_impl0_region_impl0_read_channel6_access_ctl6_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl0_read_channel6_access_ctl6_lcnt <= to_unsigned(0, 14);
@@ -7432,6 +7504,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl0_read_channel6_access_ctl6_seq;
+
+
+engine_impl0_region_impl0_read_channel6_access_ctl6_off_hi_unused <= engine_impl0_region_impl0_read_channel6_access(14-1 downto 8);
 
 
 engine_impl0_region_impl0_read_channel6_pop <= stdl((engine_impl0_region_impl0_read_channel6_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel6_m_tready));
@@ -7502,10 +7577,10 @@ engine_impl0_region_impl0_read_channel6_m_tvalid <= stdl(engine_impl0_region_imp
 
 
 engine_impl0_region_impl0_read_channel7_access_ctl7_a_len <= engine_impl0_region_impl0_read_channel7_access(30-1 downto 16);
-engine_impl0_region_impl0_read_channel7_access_ctl7_a_off <= engine_impl0_region_impl0_read_channel7_access(14-1 downto 0);
+engine_impl0_region_impl0_read_channel7_access_ctl7_a_off <= engine_impl0_region_impl0_read_channel7_access(8-1 downto 0);
 
 
-engine_impl0_region_impl0_read_channel7_access_ctl7_a_ok <= stdl((engine_impl0_region_impl0_read_channel7_access(31) /= engine_impl0_region_impl0_read_channel7_access(30)) and (engine_impl0_region_impl0_read_channel7_access_ctl7_a_len /= 0) and (engine_impl0_region_impl0_read_channel7_access_ctl7_a_len <= 256) and (engine_impl0_region_impl0_read_channel7_access_ctl7_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_read_channel7_access_ctl7_a_ok <= stdl((engine_impl0_region_impl0_read_channel7_access(31) /= engine_impl0_region_impl0_read_channel7_access(30)) and (engine_impl0_region_impl0_read_channel7_access_ctl7_a_len /= 0) and (engine_impl0_region_impl0_read_channel7_access_ctl7_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_read_channel7_line_last <= stdl(signed(resize(engine_impl0_region_impl0_read_channel7_access_ctl7_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_read_channel7_access_ctl7_len_r, 15)) - 1));
@@ -7584,7 +7659,7 @@ begin
                     engine_impl0_region_impl0_read_channel7_mfifo <= engine_impl0_region_impl0_read_channel7_access(30);
                     engine_impl0_region_impl0_read_channel7_access_ctl7_keep_r <= engine_impl0_region_impl0_read_channel7_access(15);
                     engine_impl0_region_impl0_read_channel7_access_ctl7_useam_r <= engine_impl0_region_impl0_read_channel7_access(14);
-                    engine_impl0_region_impl0_read_channel7_access_ctl7_off_r <= engine_impl0_region_impl0_read_channel7_access_ctl7_a_off(8-1 downto 0);
+                    engine_impl0_region_impl0_read_channel7_access_ctl7_off_r <= engine_impl0_region_impl0_read_channel7_access_ctl7_a_off;
                     engine_impl0_region_impl0_read_channel7_access_ctl7_len_r <= engine_impl0_region_impl0_read_channel7_access_ctl7_a_len;
                     engine_impl0_region_impl0_read_channel7_access_ctl7_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl0_read_channel7_access_ctl7_lcnt <= to_unsigned(0, 14);
@@ -7614,6 +7689,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl0_read_channel7_access_ctl7_seq;
+
+
+engine_impl0_region_impl0_read_channel7_access_ctl7_off_hi_unused <= engine_impl0_region_impl0_read_channel7_access(14-1 downto 8);
 
 
 engine_impl0_region_impl0_read_channel7_pop <= stdl((engine_impl0_region_impl0_read_channel7_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel7_m_tready));
@@ -7684,10 +7762,10 @@ engine_impl0_region_impl0_read_channel7_m_tvalid <= stdl(engine_impl0_region_imp
 
 
 engine_impl0_region_impl0_read_channel8_access_ctl8_a_len <= engine_impl0_region_impl0_read_channel8_access(30-1 downto 16);
-engine_impl0_region_impl0_read_channel8_access_ctl8_a_off <= engine_impl0_region_impl0_read_channel8_access(14-1 downto 0);
+engine_impl0_region_impl0_read_channel8_access_ctl8_a_off <= engine_impl0_region_impl0_read_channel8_access(8-1 downto 0);
 
 
-engine_impl0_region_impl0_read_channel8_access_ctl8_a_ok <= stdl((engine_impl0_region_impl0_read_channel8_access(31) /= engine_impl0_region_impl0_read_channel8_access(30)) and (engine_impl0_region_impl0_read_channel8_access_ctl8_a_len /= 0) and (engine_impl0_region_impl0_read_channel8_access_ctl8_a_len <= 256) and (engine_impl0_region_impl0_read_channel8_access_ctl8_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_read_channel8_access_ctl8_a_ok <= stdl((engine_impl0_region_impl0_read_channel8_access(31) /= engine_impl0_region_impl0_read_channel8_access(30)) and (engine_impl0_region_impl0_read_channel8_access_ctl8_a_len /= 0) and (engine_impl0_region_impl0_read_channel8_access_ctl8_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_read_channel8_line_last <= stdl(signed(resize(engine_impl0_region_impl0_read_channel8_access_ctl8_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_read_channel8_access_ctl8_len_r, 15)) - 1));
@@ -7766,7 +7844,7 @@ begin
                     engine_impl0_region_impl0_read_channel8_mfifo <= engine_impl0_region_impl0_read_channel8_access(30);
                     engine_impl0_region_impl0_read_channel8_access_ctl8_keep_r <= engine_impl0_region_impl0_read_channel8_access(15);
                     engine_impl0_region_impl0_read_channel8_access_ctl8_useam_r <= engine_impl0_region_impl0_read_channel8_access(14);
-                    engine_impl0_region_impl0_read_channel8_access_ctl8_off_r <= engine_impl0_region_impl0_read_channel8_access_ctl8_a_off(8-1 downto 0);
+                    engine_impl0_region_impl0_read_channel8_access_ctl8_off_r <= engine_impl0_region_impl0_read_channel8_access_ctl8_a_off;
                     engine_impl0_region_impl0_read_channel8_access_ctl8_len_r <= engine_impl0_region_impl0_read_channel8_access_ctl8_a_len;
                     engine_impl0_region_impl0_read_channel8_access_ctl8_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl0_read_channel8_access_ctl8_lcnt <= to_unsigned(0, 14);
@@ -7796,6 +7874,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl0_read_channel8_access_ctl8_seq;
+
+
+engine_impl0_region_impl0_read_channel8_access_ctl8_off_hi_unused <= engine_impl0_region_impl0_read_channel8_access(14-1 downto 8);
 
 
 engine_impl0_region_impl0_read_channel8_pop <= stdl((engine_impl0_region_impl0_read_channel8_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel8_m_tready));
@@ -7866,10 +7947,10 @@ engine_impl0_region_impl0_read_channel8_m_tvalid <= stdl(engine_impl0_region_imp
 
 
 engine_impl0_region_impl0_read_channel9_access_ctl9_a_len <= engine_impl0_region_impl0_read_channel9_access(30-1 downto 16);
-engine_impl0_region_impl0_read_channel9_access_ctl9_a_off <= engine_impl0_region_impl0_read_channel9_access(14-1 downto 0);
+engine_impl0_region_impl0_read_channel9_access_ctl9_a_off <= engine_impl0_region_impl0_read_channel9_access(8-1 downto 0);
 
 
-engine_impl0_region_impl0_read_channel9_access_ctl9_a_ok <= stdl((engine_impl0_region_impl0_read_channel9_access(31) /= engine_impl0_region_impl0_read_channel9_access(30)) and (engine_impl0_region_impl0_read_channel9_access_ctl9_a_len /= 0) and (engine_impl0_region_impl0_read_channel9_access_ctl9_a_len <= 256) and (engine_impl0_region_impl0_read_channel9_access_ctl9_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_read_channel9_access_ctl9_a_ok <= stdl((engine_impl0_region_impl0_read_channel9_access(31) /= engine_impl0_region_impl0_read_channel9_access(30)) and (engine_impl0_region_impl0_read_channel9_access_ctl9_a_len /= 0) and (engine_impl0_region_impl0_read_channel9_access_ctl9_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_read_channel9_line_last <= stdl(signed(resize(engine_impl0_region_impl0_read_channel9_access_ctl9_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_read_channel9_access_ctl9_len_r, 15)) - 1));
@@ -7948,7 +8029,7 @@ begin
                     engine_impl0_region_impl0_read_channel9_mfifo <= engine_impl0_region_impl0_read_channel9_access(30);
                     engine_impl0_region_impl0_read_channel9_access_ctl9_keep_r <= engine_impl0_region_impl0_read_channel9_access(15);
                     engine_impl0_region_impl0_read_channel9_access_ctl9_useam_r <= engine_impl0_region_impl0_read_channel9_access(14);
-                    engine_impl0_region_impl0_read_channel9_access_ctl9_off_r <= engine_impl0_region_impl0_read_channel9_access_ctl9_a_off(8-1 downto 0);
+                    engine_impl0_region_impl0_read_channel9_access_ctl9_off_r <= engine_impl0_region_impl0_read_channel9_access_ctl9_a_off;
                     engine_impl0_region_impl0_read_channel9_access_ctl9_len_r <= engine_impl0_region_impl0_read_channel9_access_ctl9_a_len;
                     engine_impl0_region_impl0_read_channel9_access_ctl9_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl0_read_channel9_access_ctl9_lcnt <= to_unsigned(0, 14);
@@ -7978,6 +8059,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl0_read_channel9_access_ctl9_seq;
+
+
+engine_impl0_region_impl0_read_channel9_access_ctl9_off_hi_unused <= engine_impl0_region_impl0_read_channel9_access(14-1 downto 8);
 
 
 engine_impl0_region_impl0_read_channel9_pop <= stdl((engine_impl0_region_impl0_read_channel9_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel9_m_tready));
@@ -8048,10 +8132,10 @@ engine_impl0_region_impl0_read_channel9_m_tvalid <= stdl(engine_impl0_region_imp
 
 
 engine_impl0_region_impl0_read_channel10_access_ctl10_a_len <= engine_impl0_region_impl0_read_channel10_access(30-1 downto 16);
-engine_impl0_region_impl0_read_channel10_access_ctl10_a_off <= engine_impl0_region_impl0_read_channel10_access(14-1 downto 0);
+engine_impl0_region_impl0_read_channel10_access_ctl10_a_off <= engine_impl0_region_impl0_read_channel10_access(8-1 downto 0);
 
 
-engine_impl0_region_impl0_read_channel10_access_ctl10_a_ok <= stdl((engine_impl0_region_impl0_read_channel10_access(31) /= engine_impl0_region_impl0_read_channel10_access(30)) and (engine_impl0_region_impl0_read_channel10_access_ctl10_a_len /= 0) and (engine_impl0_region_impl0_read_channel10_access_ctl10_a_len <= 256) and (engine_impl0_region_impl0_read_channel10_access_ctl10_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_read_channel10_access_ctl10_a_ok <= stdl((engine_impl0_region_impl0_read_channel10_access(31) /= engine_impl0_region_impl0_read_channel10_access(30)) and (engine_impl0_region_impl0_read_channel10_access_ctl10_a_len /= 0) and (engine_impl0_region_impl0_read_channel10_access_ctl10_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_read_channel10_line_last <= stdl(signed(resize(engine_impl0_region_impl0_read_channel10_access_ctl10_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_read_channel10_access_ctl10_len_r, 15)) - 1));
@@ -8130,7 +8214,7 @@ begin
                     engine_impl0_region_impl0_read_channel10_mfifo <= engine_impl0_region_impl0_read_channel10_access(30);
                     engine_impl0_region_impl0_read_channel10_access_ctl10_keep_r <= engine_impl0_region_impl0_read_channel10_access(15);
                     engine_impl0_region_impl0_read_channel10_access_ctl10_useam_r <= engine_impl0_region_impl0_read_channel10_access(14);
-                    engine_impl0_region_impl0_read_channel10_access_ctl10_off_r <= engine_impl0_region_impl0_read_channel10_access_ctl10_a_off(8-1 downto 0);
+                    engine_impl0_region_impl0_read_channel10_access_ctl10_off_r <= engine_impl0_region_impl0_read_channel10_access_ctl10_a_off;
                     engine_impl0_region_impl0_read_channel10_access_ctl10_len_r <= engine_impl0_region_impl0_read_channel10_access_ctl10_a_len;
                     engine_impl0_region_impl0_read_channel10_access_ctl10_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl0_read_channel10_access_ctl10_lcnt <= to_unsigned(0, 14);
@@ -8160,6 +8244,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl0_read_channel10_access_ctl10_seq;
+
+
+engine_impl0_region_impl0_read_channel10_access_ctl10_off_hi_unused <= engine_impl0_region_impl0_read_channel10_access(14-1 downto 8);
 
 
 engine_impl0_region_impl0_read_channel10_pop <= stdl((engine_impl0_region_impl0_read_channel10_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel10_m_tready));
@@ -8230,10 +8317,10 @@ engine_impl0_region_impl0_read_channel10_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl0_read_channel11_access_ctl11_a_len <= engine_impl0_region_impl0_read_channel11_access(30-1 downto 16);
-engine_impl0_region_impl0_read_channel11_access_ctl11_a_off <= engine_impl0_region_impl0_read_channel11_access(14-1 downto 0);
+engine_impl0_region_impl0_read_channel11_access_ctl11_a_off <= engine_impl0_region_impl0_read_channel11_access(8-1 downto 0);
 
 
-engine_impl0_region_impl0_read_channel11_access_ctl11_a_ok <= stdl((engine_impl0_region_impl0_read_channel11_access(31) /= engine_impl0_region_impl0_read_channel11_access(30)) and (engine_impl0_region_impl0_read_channel11_access_ctl11_a_len /= 0) and (engine_impl0_region_impl0_read_channel11_access_ctl11_a_len <= 256) and (engine_impl0_region_impl0_read_channel11_access_ctl11_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_read_channel11_access_ctl11_a_ok <= stdl((engine_impl0_region_impl0_read_channel11_access(31) /= engine_impl0_region_impl0_read_channel11_access(30)) and (engine_impl0_region_impl0_read_channel11_access_ctl11_a_len /= 0) and (engine_impl0_region_impl0_read_channel11_access_ctl11_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_read_channel11_line_last <= stdl(signed(resize(engine_impl0_region_impl0_read_channel11_access_ctl11_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_read_channel11_access_ctl11_len_r, 15)) - 1));
@@ -8312,7 +8399,7 @@ begin
                     engine_impl0_region_impl0_read_channel11_mfifo <= engine_impl0_region_impl0_read_channel11_access(30);
                     engine_impl0_region_impl0_read_channel11_access_ctl11_keep_r <= engine_impl0_region_impl0_read_channel11_access(15);
                     engine_impl0_region_impl0_read_channel11_access_ctl11_useam_r <= engine_impl0_region_impl0_read_channel11_access(14);
-                    engine_impl0_region_impl0_read_channel11_access_ctl11_off_r <= engine_impl0_region_impl0_read_channel11_access_ctl11_a_off(8-1 downto 0);
+                    engine_impl0_region_impl0_read_channel11_access_ctl11_off_r <= engine_impl0_region_impl0_read_channel11_access_ctl11_a_off;
                     engine_impl0_region_impl0_read_channel11_access_ctl11_len_r <= engine_impl0_region_impl0_read_channel11_access_ctl11_a_len;
                     engine_impl0_region_impl0_read_channel11_access_ctl11_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl0_read_channel11_access_ctl11_lcnt <= to_unsigned(0, 14);
@@ -8342,6 +8429,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl0_read_channel11_access_ctl11_seq;
+
+
+engine_impl0_region_impl0_read_channel11_access_ctl11_off_hi_unused <= engine_impl0_region_impl0_read_channel11_access(14-1 downto 8);
 
 
 engine_impl0_region_impl0_read_channel11_pop <= stdl((engine_impl0_region_impl0_read_channel11_cnt /= 0) and bool(engine_impl0_region_impl0_read_channel11_m_tready));
@@ -8412,10 +8502,10 @@ engine_impl0_region_impl0_read_channel11_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl0_write_channel0_access_ctl12_a_len <= engine_impl0_region_impl0_write_channel0_access(30-1 downto 16);
-engine_impl0_region_impl0_write_channel0_access_ctl12_a_off <= engine_impl0_region_impl0_write_channel0_access(14-1 downto 0);
+engine_impl0_region_impl0_write_channel0_access_ctl12_a_off <= engine_impl0_region_impl0_write_channel0_access(8-1 downto 0);
 
 
-engine_impl0_region_impl0_write_channel0_access_ctl12_a_ok <= stdl((engine_impl0_region_impl0_write_channel0_access(31) /= engine_impl0_region_impl0_write_channel0_access(30)) and (engine_impl0_region_impl0_write_channel0_access_ctl12_a_len /= 0) and (engine_impl0_region_impl0_write_channel0_access_ctl12_a_len <= 256) and (engine_impl0_region_impl0_write_channel0_access_ctl12_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_write_channel0_access_ctl12_a_ok <= stdl((engine_impl0_region_impl0_write_channel0_access(31) /= engine_impl0_region_impl0_write_channel0_access(30)) and (engine_impl0_region_impl0_write_channel0_access_ctl12_a_len /= 0) and (engine_impl0_region_impl0_write_channel0_access_ctl12_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_write_channel0_line_last <= stdl(signed(resize(engine_impl0_region_impl0_write_channel0_access_ctl12_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_write_channel0_access_ctl12_len_r, 15)) - 1));
@@ -8494,7 +8584,7 @@ begin
                     engine_impl0_region_impl0_write_channel0_mfifo <= engine_impl0_region_impl0_write_channel0_access(30);
                     engine_impl0_region_impl0_write_channel0_access_ctl12_keep_r <= engine_impl0_region_impl0_write_channel0_access(15);
                     engine_impl0_region_impl0_write_channel0_access_ctl12_useam_r <= engine_impl0_region_impl0_write_channel0_access(14);
-                    engine_impl0_region_impl0_write_channel0_access_ctl12_off_r <= engine_impl0_region_impl0_write_channel0_access_ctl12_a_off(8-1 downto 0);
+                    engine_impl0_region_impl0_write_channel0_access_ctl12_off_r <= engine_impl0_region_impl0_write_channel0_access_ctl12_a_off;
                     engine_impl0_region_impl0_write_channel0_access_ctl12_len_r <= engine_impl0_region_impl0_write_channel0_access_ctl12_a_len;
                     engine_impl0_region_impl0_write_channel0_access_ctl12_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl0_write_channel0_access_ctl12_lcnt <= to_unsigned(0, 14);
@@ -8526,6 +8616,9 @@ begin
 end process engine_impl0_region_impl0_write_channel0_access_ctl12_seq;
 
 
+engine_impl0_region_impl0_write_channel0_access_ctl12_off_hi_unused <= engine_impl0_region_impl0_write_channel0_access(14-1 downto 8);
+
+
 engine_impl0_region_impl0_write_channel0_req <= stdl(bool(engine_impl0_region_impl0_write_channel0_running) and bool(engine_impl0_region_impl0_write_channel0_s_tvalid) and (bool(engine_impl0_region_impl0_q_nfull) or (not bool(engine_impl0_region_impl0_write_channel0_mfifo))));
 engine_impl0_region_impl0_write_channel0_s_tready <= engine_impl0_region_impl0_write_channel0_grant;
 engine_impl0_region_impl0_write_channel0_done_evt <= stdl(bool(engine_impl0_region_impl0_write_channel0_grant) and bool(engine_impl0_region_impl0_write_channel0_final) and bool(engine_impl0_region_impl0_write_channel0_line_last));
@@ -8541,10 +8634,10 @@ end process engine_impl0_region_impl0_write_channel0_addrc;
 
 
 engine_impl0_region_impl0_write_channel1_access_ctl13_a_len <= engine_impl0_region_impl0_write_channel1_access(30-1 downto 16);
-engine_impl0_region_impl0_write_channel1_access_ctl13_a_off <= engine_impl0_region_impl0_write_channel1_access(14-1 downto 0);
+engine_impl0_region_impl0_write_channel1_access_ctl13_a_off <= engine_impl0_region_impl0_write_channel1_access(8-1 downto 0);
 
 
-engine_impl0_region_impl0_write_channel1_access_ctl13_a_ok <= stdl((engine_impl0_region_impl0_write_channel1_access(31) /= engine_impl0_region_impl0_write_channel1_access(30)) and (engine_impl0_region_impl0_write_channel1_access_ctl13_a_len /= 0) and (engine_impl0_region_impl0_write_channel1_access_ctl13_a_len <= 256) and (engine_impl0_region_impl0_write_channel1_access_ctl13_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_write_channel1_access_ctl13_a_ok <= stdl((engine_impl0_region_impl0_write_channel1_access(31) /= engine_impl0_region_impl0_write_channel1_access(30)) and (engine_impl0_region_impl0_write_channel1_access_ctl13_a_len /= 0) and (engine_impl0_region_impl0_write_channel1_access_ctl13_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_write_channel1_line_last <= stdl(signed(resize(engine_impl0_region_impl0_write_channel1_access_ctl13_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_write_channel1_access_ctl13_len_r, 15)) - 1));
@@ -8623,7 +8716,7 @@ begin
                     engine_impl0_region_impl0_write_channel1_mfifo <= engine_impl0_region_impl0_write_channel1_access(30);
                     engine_impl0_region_impl0_write_channel1_access_ctl13_keep_r <= engine_impl0_region_impl0_write_channel1_access(15);
                     engine_impl0_region_impl0_write_channel1_access_ctl13_useam_r <= engine_impl0_region_impl0_write_channel1_access(14);
-                    engine_impl0_region_impl0_write_channel1_access_ctl13_off_r <= engine_impl0_region_impl0_write_channel1_access_ctl13_a_off(8-1 downto 0);
+                    engine_impl0_region_impl0_write_channel1_access_ctl13_off_r <= engine_impl0_region_impl0_write_channel1_access_ctl13_a_off;
                     engine_impl0_region_impl0_write_channel1_access_ctl13_len_r <= engine_impl0_region_impl0_write_channel1_access_ctl13_a_len;
                     engine_impl0_region_impl0_write_channel1_access_ctl13_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl0_write_channel1_access_ctl13_lcnt <= to_unsigned(0, 14);
@@ -8655,6 +8748,9 @@ begin
 end process engine_impl0_region_impl0_write_channel1_access_ctl13_seq;
 
 
+engine_impl0_region_impl0_write_channel1_access_ctl13_off_hi_unused <= engine_impl0_region_impl0_write_channel1_access(14-1 downto 8);
+
+
 engine_impl0_region_impl0_write_channel1_req <= stdl(bool(engine_impl0_region_impl0_write_channel1_running) and bool(engine_impl0_region_impl0_write_channel1_s_tvalid) and (bool(engine_impl0_region_impl0_q_nfull) or (not bool(engine_impl0_region_impl0_write_channel1_mfifo))));
 engine_impl0_region_impl0_write_channel1_s_tready <= engine_impl0_region_impl0_write_channel1_grant;
 engine_impl0_region_impl0_write_channel1_done_evt <= stdl(bool(engine_impl0_region_impl0_write_channel1_grant) and bool(engine_impl0_region_impl0_write_channel1_final) and bool(engine_impl0_region_impl0_write_channel1_line_last));
@@ -8670,10 +8766,10 @@ end process engine_impl0_region_impl0_write_channel1_addrc;
 
 
 engine_impl0_region_impl0_write_channel2_access_ctl14_a_len <= engine_impl0_region_impl0_write_channel2_access(30-1 downto 16);
-engine_impl0_region_impl0_write_channel2_access_ctl14_a_off <= engine_impl0_region_impl0_write_channel2_access(14-1 downto 0);
+engine_impl0_region_impl0_write_channel2_access_ctl14_a_off <= engine_impl0_region_impl0_write_channel2_access(8-1 downto 0);
 
 
-engine_impl0_region_impl0_write_channel2_access_ctl14_a_ok <= stdl((engine_impl0_region_impl0_write_channel2_access(31) /= engine_impl0_region_impl0_write_channel2_access(30)) and (engine_impl0_region_impl0_write_channel2_access_ctl14_a_len /= 0) and (engine_impl0_region_impl0_write_channel2_access_ctl14_a_len <= 256) and (engine_impl0_region_impl0_write_channel2_access_ctl14_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_write_channel2_access_ctl14_a_ok <= stdl((engine_impl0_region_impl0_write_channel2_access(31) /= engine_impl0_region_impl0_write_channel2_access(30)) and (engine_impl0_region_impl0_write_channel2_access_ctl14_a_len /= 0) and (engine_impl0_region_impl0_write_channel2_access_ctl14_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_write_channel2_line_last <= stdl(signed(resize(engine_impl0_region_impl0_write_channel2_access_ctl14_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_write_channel2_access_ctl14_len_r, 15)) - 1));
@@ -8752,7 +8848,7 @@ begin
                     engine_impl0_region_impl0_write_channel2_mfifo <= engine_impl0_region_impl0_write_channel2_access(30);
                     engine_impl0_region_impl0_write_channel2_access_ctl14_keep_r <= engine_impl0_region_impl0_write_channel2_access(15);
                     engine_impl0_region_impl0_write_channel2_access_ctl14_useam_r <= engine_impl0_region_impl0_write_channel2_access(14);
-                    engine_impl0_region_impl0_write_channel2_access_ctl14_off_r <= engine_impl0_region_impl0_write_channel2_access_ctl14_a_off(8-1 downto 0);
+                    engine_impl0_region_impl0_write_channel2_access_ctl14_off_r <= engine_impl0_region_impl0_write_channel2_access_ctl14_a_off;
                     engine_impl0_region_impl0_write_channel2_access_ctl14_len_r <= engine_impl0_region_impl0_write_channel2_access_ctl14_a_len;
                     engine_impl0_region_impl0_write_channel2_access_ctl14_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl0_write_channel2_access_ctl14_lcnt <= to_unsigned(0, 14);
@@ -8784,6 +8880,9 @@ begin
 end process engine_impl0_region_impl0_write_channel2_access_ctl14_seq;
 
 
+engine_impl0_region_impl0_write_channel2_access_ctl14_off_hi_unused <= engine_impl0_region_impl0_write_channel2_access(14-1 downto 8);
+
+
 engine_impl0_region_impl0_write_channel2_req <= stdl(bool(engine_impl0_region_impl0_write_channel2_running) and bool(engine_impl0_region_impl0_write_channel2_s_tvalid) and (bool(engine_impl0_region_impl0_q_nfull) or (not bool(engine_impl0_region_impl0_write_channel2_mfifo))));
 engine_impl0_region_impl0_write_channel2_s_tready <= engine_impl0_region_impl0_write_channel2_grant;
 engine_impl0_region_impl0_write_channel2_done_evt <= stdl(bool(engine_impl0_region_impl0_write_channel2_grant) and bool(engine_impl0_region_impl0_write_channel2_final) and bool(engine_impl0_region_impl0_write_channel2_line_last));
@@ -8799,10 +8898,10 @@ end process engine_impl0_region_impl0_write_channel2_addrc;
 
 
 engine_impl0_region_impl0_write_channel3_access_ctl15_a_len <= engine_impl0_region_impl0_write_channel3_access(30-1 downto 16);
-engine_impl0_region_impl0_write_channel3_access_ctl15_a_off <= engine_impl0_region_impl0_write_channel3_access(14-1 downto 0);
+engine_impl0_region_impl0_write_channel3_access_ctl15_a_off <= engine_impl0_region_impl0_write_channel3_access(8-1 downto 0);
 
 
-engine_impl0_region_impl0_write_channel3_access_ctl15_a_ok <= stdl((engine_impl0_region_impl0_write_channel3_access(31) /= engine_impl0_region_impl0_write_channel3_access(30)) and (engine_impl0_region_impl0_write_channel3_access_ctl15_a_len /= 0) and (engine_impl0_region_impl0_write_channel3_access_ctl15_a_len <= 256) and (engine_impl0_region_impl0_write_channel3_access_ctl15_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_write_channel3_access_ctl15_a_ok <= stdl((engine_impl0_region_impl0_write_channel3_access(31) /= engine_impl0_region_impl0_write_channel3_access(30)) and (engine_impl0_region_impl0_write_channel3_access_ctl15_a_len /= 0) and (engine_impl0_region_impl0_write_channel3_access_ctl15_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_write_channel3_line_last <= stdl(signed(resize(engine_impl0_region_impl0_write_channel3_access_ctl15_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_write_channel3_access_ctl15_len_r, 15)) - 1));
@@ -8881,7 +8980,7 @@ begin
                     engine_impl0_region_impl0_write_channel3_mfifo <= engine_impl0_region_impl0_write_channel3_access(30);
                     engine_impl0_region_impl0_write_channel3_access_ctl15_keep_r <= engine_impl0_region_impl0_write_channel3_access(15);
                     engine_impl0_region_impl0_write_channel3_access_ctl15_useam_r <= engine_impl0_region_impl0_write_channel3_access(14);
-                    engine_impl0_region_impl0_write_channel3_access_ctl15_off_r <= engine_impl0_region_impl0_write_channel3_access_ctl15_a_off(8-1 downto 0);
+                    engine_impl0_region_impl0_write_channel3_access_ctl15_off_r <= engine_impl0_region_impl0_write_channel3_access_ctl15_a_off;
                     engine_impl0_region_impl0_write_channel3_access_ctl15_len_r <= engine_impl0_region_impl0_write_channel3_access_ctl15_a_len;
                     engine_impl0_region_impl0_write_channel3_access_ctl15_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl0_write_channel3_access_ctl15_lcnt <= to_unsigned(0, 14);
@@ -8913,6 +9012,9 @@ begin
 end process engine_impl0_region_impl0_write_channel3_access_ctl15_seq;
 
 
+engine_impl0_region_impl0_write_channel3_access_ctl15_off_hi_unused <= engine_impl0_region_impl0_write_channel3_access(14-1 downto 8);
+
+
 engine_impl0_region_impl0_write_channel3_req <= stdl(bool(engine_impl0_region_impl0_write_channel3_running) and bool(engine_impl0_region_impl0_write_channel3_s_tvalid) and (bool(engine_impl0_region_impl0_q_nfull) or (not bool(engine_impl0_region_impl0_write_channel3_mfifo))));
 engine_impl0_region_impl0_write_channel3_s_tready <= engine_impl0_region_impl0_write_channel3_grant;
 engine_impl0_region_impl0_write_channel3_done_evt <= stdl(bool(engine_impl0_region_impl0_write_channel3_grant) and bool(engine_impl0_region_impl0_write_channel3_final) and bool(engine_impl0_region_impl0_write_channel3_line_last));
@@ -8928,10 +9030,10 @@ end process engine_impl0_region_impl0_write_channel3_addrc;
 
 
 engine_impl0_region_impl0_write_channel4_access_ctl16_a_len <= engine_impl0_region_impl0_write_channel4_access(30-1 downto 16);
-engine_impl0_region_impl0_write_channel4_access_ctl16_a_off <= engine_impl0_region_impl0_write_channel4_access(14-1 downto 0);
+engine_impl0_region_impl0_write_channel4_access_ctl16_a_off <= engine_impl0_region_impl0_write_channel4_access(8-1 downto 0);
 
 
-engine_impl0_region_impl0_write_channel4_access_ctl16_a_ok <= stdl((engine_impl0_region_impl0_write_channel4_access(31) /= engine_impl0_region_impl0_write_channel4_access(30)) and (engine_impl0_region_impl0_write_channel4_access_ctl16_a_len /= 0) and (engine_impl0_region_impl0_write_channel4_access_ctl16_a_len <= 256) and (engine_impl0_region_impl0_write_channel4_access_ctl16_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_write_channel4_access_ctl16_a_ok <= stdl((engine_impl0_region_impl0_write_channel4_access(31) /= engine_impl0_region_impl0_write_channel4_access(30)) and (engine_impl0_region_impl0_write_channel4_access_ctl16_a_len /= 0) and (engine_impl0_region_impl0_write_channel4_access_ctl16_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_write_channel4_line_last <= stdl(signed(resize(engine_impl0_region_impl0_write_channel4_access_ctl16_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_write_channel4_access_ctl16_len_r, 15)) - 1));
@@ -9010,7 +9112,7 @@ begin
                     engine_impl0_region_impl0_write_channel4_mfifo <= engine_impl0_region_impl0_write_channel4_access(30);
                     engine_impl0_region_impl0_write_channel4_access_ctl16_keep_r <= engine_impl0_region_impl0_write_channel4_access(15);
                     engine_impl0_region_impl0_write_channel4_access_ctl16_useam_r <= engine_impl0_region_impl0_write_channel4_access(14);
-                    engine_impl0_region_impl0_write_channel4_access_ctl16_off_r <= engine_impl0_region_impl0_write_channel4_access_ctl16_a_off(8-1 downto 0);
+                    engine_impl0_region_impl0_write_channel4_access_ctl16_off_r <= engine_impl0_region_impl0_write_channel4_access_ctl16_a_off;
                     engine_impl0_region_impl0_write_channel4_access_ctl16_len_r <= engine_impl0_region_impl0_write_channel4_access_ctl16_a_len;
                     engine_impl0_region_impl0_write_channel4_access_ctl16_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl0_write_channel4_access_ctl16_lcnt <= to_unsigned(0, 14);
@@ -9042,6 +9144,9 @@ begin
 end process engine_impl0_region_impl0_write_channel4_access_ctl16_seq;
 
 
+engine_impl0_region_impl0_write_channel4_access_ctl16_off_hi_unused <= engine_impl0_region_impl0_write_channel4_access(14-1 downto 8);
+
+
 engine_impl0_region_impl0_write_channel4_req <= stdl(bool(engine_impl0_region_impl0_write_channel4_running) and bool(engine_impl0_region_impl0_write_channel4_s_tvalid) and (bool(engine_impl0_region_impl0_q_nfull) or (not bool(engine_impl0_region_impl0_write_channel4_mfifo))));
 engine_impl0_region_impl0_write_channel4_s_tready <= engine_impl0_region_impl0_write_channel4_grant;
 engine_impl0_region_impl0_write_channel4_done_evt <= stdl(bool(engine_impl0_region_impl0_write_channel4_grant) and bool(engine_impl0_region_impl0_write_channel4_final) and bool(engine_impl0_region_impl0_write_channel4_line_last));
@@ -9057,10 +9162,10 @@ end process engine_impl0_region_impl0_write_channel4_addrc;
 
 
 engine_impl0_region_impl0_write_channel5_access_ctl17_a_len <= engine_impl0_region_impl0_write_channel5_access(30-1 downto 16);
-engine_impl0_region_impl0_write_channel5_access_ctl17_a_off <= engine_impl0_region_impl0_write_channel5_access(14-1 downto 0);
+engine_impl0_region_impl0_write_channel5_access_ctl17_a_off <= engine_impl0_region_impl0_write_channel5_access(8-1 downto 0);
 
 
-engine_impl0_region_impl0_write_channel5_access_ctl17_a_ok <= stdl((engine_impl0_region_impl0_write_channel5_access(31) /= engine_impl0_region_impl0_write_channel5_access(30)) and (engine_impl0_region_impl0_write_channel5_access_ctl17_a_len /= 0) and (engine_impl0_region_impl0_write_channel5_access_ctl17_a_len <= 256) and (engine_impl0_region_impl0_write_channel5_access_ctl17_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl0_write_channel5_access_ctl17_a_ok <= stdl((engine_impl0_region_impl0_write_channel5_access(31) /= engine_impl0_region_impl0_write_channel5_access(30)) and (engine_impl0_region_impl0_write_channel5_access_ctl17_a_len /= 0) and (engine_impl0_region_impl0_write_channel5_access_ctl17_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl0_write_channel5_line_last <= stdl(signed(resize(engine_impl0_region_impl0_write_channel5_access_ctl17_lcnt, 15)) = (signed(resize(engine_impl0_region_impl0_write_channel5_access_ctl17_len_r, 15)) - 1));
@@ -9139,7 +9244,7 @@ begin
                     engine_impl0_region_impl0_write_channel5_mfifo <= engine_impl0_region_impl0_write_channel5_access(30);
                     engine_impl0_region_impl0_write_channel5_access_ctl17_keep_r <= engine_impl0_region_impl0_write_channel5_access(15);
                     engine_impl0_region_impl0_write_channel5_access_ctl17_useam_r <= engine_impl0_region_impl0_write_channel5_access(14);
-                    engine_impl0_region_impl0_write_channel5_access_ctl17_off_r <= engine_impl0_region_impl0_write_channel5_access_ctl17_a_off(8-1 downto 0);
+                    engine_impl0_region_impl0_write_channel5_access_ctl17_off_r <= engine_impl0_region_impl0_write_channel5_access_ctl17_a_off;
                     engine_impl0_region_impl0_write_channel5_access_ctl17_len_r <= engine_impl0_region_impl0_write_channel5_access_ctl17_a_len;
                     engine_impl0_region_impl0_write_channel5_access_ctl17_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl0_write_channel5_access_ctl17_lcnt <= to_unsigned(0, 14);
@@ -9169,6 +9274,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl0_write_channel5_access_ctl17_seq;
+
+
+engine_impl0_region_impl0_write_channel5_access_ctl17_off_hi_unused <= engine_impl0_region_impl0_write_channel5_access(14-1 downto 8);
 
 
 engine_impl0_region_impl0_write_channel5_req <= stdl(bool(engine_impl0_region_impl0_write_channel5_running) and bool(engine_impl0_region_impl0_write_channel5_s_tvalid) and (bool(engine_impl0_region_impl0_q_nfull) or (not bool(engine_impl0_region_impl0_write_channel5_mfifo))));
@@ -9662,10 +9770,10 @@ engine_impl0_region_impl0_copy_sig30_y <= engine_impl0_region_impl0_qcnt;
 
 
 engine_impl0_region_impl1_read_channel12_access_ctl18_a_len <= engine_impl0_region_impl1_read_channel12_access(30-1 downto 16);
-engine_impl0_region_impl1_read_channel12_access_ctl18_a_off <= engine_impl0_region_impl1_read_channel12_access(14-1 downto 0);
+engine_impl0_region_impl1_read_channel12_access_ctl18_a_off <= engine_impl0_region_impl1_read_channel12_access(8-1 downto 0);
 
 
-engine_impl0_region_impl1_read_channel12_access_ctl18_a_ok <= stdl((engine_impl0_region_impl1_read_channel12_access(31) /= engine_impl0_region_impl1_read_channel12_access(30)) and (engine_impl0_region_impl1_read_channel12_access_ctl18_a_len /= 0) and (engine_impl0_region_impl1_read_channel12_access_ctl18_a_len <= 256) and (engine_impl0_region_impl1_read_channel12_access_ctl18_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_read_channel12_access_ctl18_a_ok <= stdl((engine_impl0_region_impl1_read_channel12_access(31) /= engine_impl0_region_impl1_read_channel12_access(30)) and (engine_impl0_region_impl1_read_channel12_access_ctl18_a_len /= 0) and (engine_impl0_region_impl1_read_channel12_access_ctl18_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_read_channel12_line_last <= stdl(signed(resize(engine_impl0_region_impl1_read_channel12_access_ctl18_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_read_channel12_access_ctl18_len_r, 15)) - 1));
@@ -9744,7 +9852,7 @@ begin
                     engine_impl0_region_impl1_read_channel12_mfifo <= engine_impl0_region_impl1_read_channel12_access(30);
                     engine_impl0_region_impl1_read_channel12_access_ctl18_keep_r <= engine_impl0_region_impl1_read_channel12_access(15);
                     engine_impl0_region_impl1_read_channel12_access_ctl18_useam_r <= engine_impl0_region_impl1_read_channel12_access(14);
-                    engine_impl0_region_impl1_read_channel12_access_ctl18_off_r <= engine_impl0_region_impl1_read_channel12_access_ctl18_a_off(8-1 downto 0);
+                    engine_impl0_region_impl1_read_channel12_access_ctl18_off_r <= engine_impl0_region_impl1_read_channel12_access_ctl18_a_off;
                     engine_impl0_region_impl1_read_channel12_access_ctl18_len_r <= engine_impl0_region_impl1_read_channel12_access_ctl18_a_len;
                     engine_impl0_region_impl1_read_channel12_access_ctl18_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl1_read_channel12_access_ctl18_lcnt <= to_unsigned(0, 14);
@@ -9774,6 +9882,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl1_read_channel12_access_ctl18_seq;
+
+
+engine_impl0_region_impl1_read_channel12_access_ctl18_off_hi_unused <= engine_impl0_region_impl1_read_channel12_access(14-1 downto 8);
 
 
 engine_impl0_region_impl1_read_channel12_pop <= stdl((engine_impl0_region_impl1_read_channel12_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel12_m_tready));
@@ -9844,10 +9955,10 @@ engine_impl0_region_impl1_read_channel12_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl1_read_channel13_access_ctl19_a_len <= engine_impl0_region_impl1_read_channel13_access(30-1 downto 16);
-engine_impl0_region_impl1_read_channel13_access_ctl19_a_off <= engine_impl0_region_impl1_read_channel13_access(14-1 downto 0);
+engine_impl0_region_impl1_read_channel13_access_ctl19_a_off <= engine_impl0_region_impl1_read_channel13_access(8-1 downto 0);
 
 
-engine_impl0_region_impl1_read_channel13_access_ctl19_a_ok <= stdl((engine_impl0_region_impl1_read_channel13_access(31) /= engine_impl0_region_impl1_read_channel13_access(30)) and (engine_impl0_region_impl1_read_channel13_access_ctl19_a_len /= 0) and (engine_impl0_region_impl1_read_channel13_access_ctl19_a_len <= 256) and (engine_impl0_region_impl1_read_channel13_access_ctl19_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_read_channel13_access_ctl19_a_ok <= stdl((engine_impl0_region_impl1_read_channel13_access(31) /= engine_impl0_region_impl1_read_channel13_access(30)) and (engine_impl0_region_impl1_read_channel13_access_ctl19_a_len /= 0) and (engine_impl0_region_impl1_read_channel13_access_ctl19_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_read_channel13_line_last <= stdl(signed(resize(engine_impl0_region_impl1_read_channel13_access_ctl19_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_read_channel13_access_ctl19_len_r, 15)) - 1));
@@ -9926,7 +10037,7 @@ begin
                     engine_impl0_region_impl1_read_channel13_mfifo <= engine_impl0_region_impl1_read_channel13_access(30);
                     engine_impl0_region_impl1_read_channel13_access_ctl19_keep_r <= engine_impl0_region_impl1_read_channel13_access(15);
                     engine_impl0_region_impl1_read_channel13_access_ctl19_useam_r <= engine_impl0_region_impl1_read_channel13_access(14);
-                    engine_impl0_region_impl1_read_channel13_access_ctl19_off_r <= engine_impl0_region_impl1_read_channel13_access_ctl19_a_off(8-1 downto 0);
+                    engine_impl0_region_impl1_read_channel13_access_ctl19_off_r <= engine_impl0_region_impl1_read_channel13_access_ctl19_a_off;
                     engine_impl0_region_impl1_read_channel13_access_ctl19_len_r <= engine_impl0_region_impl1_read_channel13_access_ctl19_a_len;
                     engine_impl0_region_impl1_read_channel13_access_ctl19_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl1_read_channel13_access_ctl19_lcnt <= to_unsigned(0, 14);
@@ -9956,6 +10067,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl1_read_channel13_access_ctl19_seq;
+
+
+engine_impl0_region_impl1_read_channel13_access_ctl19_off_hi_unused <= engine_impl0_region_impl1_read_channel13_access(14-1 downto 8);
 
 
 engine_impl0_region_impl1_read_channel13_pop <= stdl((engine_impl0_region_impl1_read_channel13_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel13_m_tready));
@@ -10026,10 +10140,10 @@ engine_impl0_region_impl1_read_channel13_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl1_read_channel14_access_ctl20_a_len <= engine_impl0_region_impl1_read_channel14_access(30-1 downto 16);
-engine_impl0_region_impl1_read_channel14_access_ctl20_a_off <= engine_impl0_region_impl1_read_channel14_access(14-1 downto 0);
+engine_impl0_region_impl1_read_channel14_access_ctl20_a_off <= engine_impl0_region_impl1_read_channel14_access(8-1 downto 0);
 
 
-engine_impl0_region_impl1_read_channel14_access_ctl20_a_ok <= stdl((engine_impl0_region_impl1_read_channel14_access(31) /= engine_impl0_region_impl1_read_channel14_access(30)) and (engine_impl0_region_impl1_read_channel14_access_ctl20_a_len /= 0) and (engine_impl0_region_impl1_read_channel14_access_ctl20_a_len <= 256) and (engine_impl0_region_impl1_read_channel14_access_ctl20_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_read_channel14_access_ctl20_a_ok <= stdl((engine_impl0_region_impl1_read_channel14_access(31) /= engine_impl0_region_impl1_read_channel14_access(30)) and (engine_impl0_region_impl1_read_channel14_access_ctl20_a_len /= 0) and (engine_impl0_region_impl1_read_channel14_access_ctl20_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_read_channel14_line_last <= stdl(signed(resize(engine_impl0_region_impl1_read_channel14_access_ctl20_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_read_channel14_access_ctl20_len_r, 15)) - 1));
@@ -10108,7 +10222,7 @@ begin
                     engine_impl0_region_impl1_read_channel14_mfifo <= engine_impl0_region_impl1_read_channel14_access(30);
                     engine_impl0_region_impl1_read_channel14_access_ctl20_keep_r <= engine_impl0_region_impl1_read_channel14_access(15);
                     engine_impl0_region_impl1_read_channel14_access_ctl20_useam_r <= engine_impl0_region_impl1_read_channel14_access(14);
-                    engine_impl0_region_impl1_read_channel14_access_ctl20_off_r <= engine_impl0_region_impl1_read_channel14_access_ctl20_a_off(8-1 downto 0);
+                    engine_impl0_region_impl1_read_channel14_access_ctl20_off_r <= engine_impl0_region_impl1_read_channel14_access_ctl20_a_off;
                     engine_impl0_region_impl1_read_channel14_access_ctl20_len_r <= engine_impl0_region_impl1_read_channel14_access_ctl20_a_len;
                     engine_impl0_region_impl1_read_channel14_access_ctl20_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl1_read_channel14_access_ctl20_lcnt <= to_unsigned(0, 14);
@@ -10138,6 +10252,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl1_read_channel14_access_ctl20_seq;
+
+
+engine_impl0_region_impl1_read_channel14_access_ctl20_off_hi_unused <= engine_impl0_region_impl1_read_channel14_access(14-1 downto 8);
 
 
 engine_impl0_region_impl1_read_channel14_pop <= stdl((engine_impl0_region_impl1_read_channel14_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel14_m_tready));
@@ -10208,10 +10325,10 @@ engine_impl0_region_impl1_read_channel14_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl1_read_channel15_access_ctl21_a_len <= engine_impl0_region_impl1_read_channel15_access(30-1 downto 16);
-engine_impl0_region_impl1_read_channel15_access_ctl21_a_off <= engine_impl0_region_impl1_read_channel15_access(14-1 downto 0);
+engine_impl0_region_impl1_read_channel15_access_ctl21_a_off <= engine_impl0_region_impl1_read_channel15_access(8-1 downto 0);
 
 
-engine_impl0_region_impl1_read_channel15_access_ctl21_a_ok <= stdl((engine_impl0_region_impl1_read_channel15_access(31) /= engine_impl0_region_impl1_read_channel15_access(30)) and (engine_impl0_region_impl1_read_channel15_access_ctl21_a_len /= 0) and (engine_impl0_region_impl1_read_channel15_access_ctl21_a_len <= 256) and (engine_impl0_region_impl1_read_channel15_access_ctl21_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_read_channel15_access_ctl21_a_ok <= stdl((engine_impl0_region_impl1_read_channel15_access(31) /= engine_impl0_region_impl1_read_channel15_access(30)) and (engine_impl0_region_impl1_read_channel15_access_ctl21_a_len /= 0) and (engine_impl0_region_impl1_read_channel15_access_ctl21_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_read_channel15_line_last <= stdl(signed(resize(engine_impl0_region_impl1_read_channel15_access_ctl21_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_read_channel15_access_ctl21_len_r, 15)) - 1));
@@ -10290,7 +10407,7 @@ begin
                     engine_impl0_region_impl1_read_channel15_mfifo <= engine_impl0_region_impl1_read_channel15_access(30);
                     engine_impl0_region_impl1_read_channel15_access_ctl21_keep_r <= engine_impl0_region_impl1_read_channel15_access(15);
                     engine_impl0_region_impl1_read_channel15_access_ctl21_useam_r <= engine_impl0_region_impl1_read_channel15_access(14);
-                    engine_impl0_region_impl1_read_channel15_access_ctl21_off_r <= engine_impl0_region_impl1_read_channel15_access_ctl21_a_off(8-1 downto 0);
+                    engine_impl0_region_impl1_read_channel15_access_ctl21_off_r <= engine_impl0_region_impl1_read_channel15_access_ctl21_a_off;
                     engine_impl0_region_impl1_read_channel15_access_ctl21_len_r <= engine_impl0_region_impl1_read_channel15_access_ctl21_a_len;
                     engine_impl0_region_impl1_read_channel15_access_ctl21_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl1_read_channel15_access_ctl21_lcnt <= to_unsigned(0, 14);
@@ -10320,6 +10437,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl1_read_channel15_access_ctl21_seq;
+
+
+engine_impl0_region_impl1_read_channel15_access_ctl21_off_hi_unused <= engine_impl0_region_impl1_read_channel15_access(14-1 downto 8);
 
 
 engine_impl0_region_impl1_read_channel15_pop <= stdl((engine_impl0_region_impl1_read_channel15_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel15_m_tready));
@@ -10390,10 +10510,10 @@ engine_impl0_region_impl1_read_channel15_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl1_read_channel16_access_ctl22_a_len <= engine_impl0_region_impl1_read_channel16_access(30-1 downto 16);
-engine_impl0_region_impl1_read_channel16_access_ctl22_a_off <= engine_impl0_region_impl1_read_channel16_access(14-1 downto 0);
+engine_impl0_region_impl1_read_channel16_access_ctl22_a_off <= engine_impl0_region_impl1_read_channel16_access(8-1 downto 0);
 
 
-engine_impl0_region_impl1_read_channel16_access_ctl22_a_ok <= stdl((engine_impl0_region_impl1_read_channel16_access(31) /= engine_impl0_region_impl1_read_channel16_access(30)) and (engine_impl0_region_impl1_read_channel16_access_ctl22_a_len /= 0) and (engine_impl0_region_impl1_read_channel16_access_ctl22_a_len <= 256) and (engine_impl0_region_impl1_read_channel16_access_ctl22_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_read_channel16_access_ctl22_a_ok <= stdl((engine_impl0_region_impl1_read_channel16_access(31) /= engine_impl0_region_impl1_read_channel16_access(30)) and (engine_impl0_region_impl1_read_channel16_access_ctl22_a_len /= 0) and (engine_impl0_region_impl1_read_channel16_access_ctl22_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_read_channel16_line_last <= stdl(signed(resize(engine_impl0_region_impl1_read_channel16_access_ctl22_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_read_channel16_access_ctl22_len_r, 15)) - 1));
@@ -10472,7 +10592,7 @@ begin
                     engine_impl0_region_impl1_read_channel16_mfifo <= engine_impl0_region_impl1_read_channel16_access(30);
                     engine_impl0_region_impl1_read_channel16_access_ctl22_keep_r <= engine_impl0_region_impl1_read_channel16_access(15);
                     engine_impl0_region_impl1_read_channel16_access_ctl22_useam_r <= engine_impl0_region_impl1_read_channel16_access(14);
-                    engine_impl0_region_impl1_read_channel16_access_ctl22_off_r <= engine_impl0_region_impl1_read_channel16_access_ctl22_a_off(8-1 downto 0);
+                    engine_impl0_region_impl1_read_channel16_access_ctl22_off_r <= engine_impl0_region_impl1_read_channel16_access_ctl22_a_off;
                     engine_impl0_region_impl1_read_channel16_access_ctl22_len_r <= engine_impl0_region_impl1_read_channel16_access_ctl22_a_len;
                     engine_impl0_region_impl1_read_channel16_access_ctl22_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl1_read_channel16_access_ctl22_lcnt <= to_unsigned(0, 14);
@@ -10502,6 +10622,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl1_read_channel16_access_ctl22_seq;
+
+
+engine_impl0_region_impl1_read_channel16_access_ctl22_off_hi_unused <= engine_impl0_region_impl1_read_channel16_access(14-1 downto 8);
 
 
 engine_impl0_region_impl1_read_channel16_pop <= stdl((engine_impl0_region_impl1_read_channel16_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel16_m_tready));
@@ -10572,10 +10695,10 @@ engine_impl0_region_impl1_read_channel16_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl1_read_channel17_access_ctl23_a_len <= engine_impl0_region_impl1_read_channel17_access(30-1 downto 16);
-engine_impl0_region_impl1_read_channel17_access_ctl23_a_off <= engine_impl0_region_impl1_read_channel17_access(14-1 downto 0);
+engine_impl0_region_impl1_read_channel17_access_ctl23_a_off <= engine_impl0_region_impl1_read_channel17_access(8-1 downto 0);
 
 
-engine_impl0_region_impl1_read_channel17_access_ctl23_a_ok <= stdl((engine_impl0_region_impl1_read_channel17_access(31) /= engine_impl0_region_impl1_read_channel17_access(30)) and (engine_impl0_region_impl1_read_channel17_access_ctl23_a_len /= 0) and (engine_impl0_region_impl1_read_channel17_access_ctl23_a_len <= 256) and (engine_impl0_region_impl1_read_channel17_access_ctl23_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_read_channel17_access_ctl23_a_ok <= stdl((engine_impl0_region_impl1_read_channel17_access(31) /= engine_impl0_region_impl1_read_channel17_access(30)) and (engine_impl0_region_impl1_read_channel17_access_ctl23_a_len /= 0) and (engine_impl0_region_impl1_read_channel17_access_ctl23_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_read_channel17_line_last <= stdl(signed(resize(engine_impl0_region_impl1_read_channel17_access_ctl23_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_read_channel17_access_ctl23_len_r, 15)) - 1));
@@ -10654,7 +10777,7 @@ begin
                     engine_impl0_region_impl1_read_channel17_mfifo <= engine_impl0_region_impl1_read_channel17_access(30);
                     engine_impl0_region_impl1_read_channel17_access_ctl23_keep_r <= engine_impl0_region_impl1_read_channel17_access(15);
                     engine_impl0_region_impl1_read_channel17_access_ctl23_useam_r <= engine_impl0_region_impl1_read_channel17_access(14);
-                    engine_impl0_region_impl1_read_channel17_access_ctl23_off_r <= engine_impl0_region_impl1_read_channel17_access_ctl23_a_off(8-1 downto 0);
+                    engine_impl0_region_impl1_read_channel17_access_ctl23_off_r <= engine_impl0_region_impl1_read_channel17_access_ctl23_a_off;
                     engine_impl0_region_impl1_read_channel17_access_ctl23_len_r <= engine_impl0_region_impl1_read_channel17_access_ctl23_a_len;
                     engine_impl0_region_impl1_read_channel17_access_ctl23_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl1_read_channel17_access_ctl23_lcnt <= to_unsigned(0, 14);
@@ -10684,6 +10807,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl1_read_channel17_access_ctl23_seq;
+
+
+engine_impl0_region_impl1_read_channel17_access_ctl23_off_hi_unused <= engine_impl0_region_impl1_read_channel17_access(14-1 downto 8);
 
 
 engine_impl0_region_impl1_read_channel17_pop <= stdl((engine_impl0_region_impl1_read_channel17_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel17_m_tready));
@@ -10754,10 +10880,10 @@ engine_impl0_region_impl1_read_channel17_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl1_read_channel18_access_ctl24_a_len <= engine_impl0_region_impl1_read_channel18_access(30-1 downto 16);
-engine_impl0_region_impl1_read_channel18_access_ctl24_a_off <= engine_impl0_region_impl1_read_channel18_access(14-1 downto 0);
+engine_impl0_region_impl1_read_channel18_access_ctl24_a_off <= engine_impl0_region_impl1_read_channel18_access(8-1 downto 0);
 
 
-engine_impl0_region_impl1_read_channel18_access_ctl24_a_ok <= stdl((engine_impl0_region_impl1_read_channel18_access(31) /= engine_impl0_region_impl1_read_channel18_access(30)) and (engine_impl0_region_impl1_read_channel18_access_ctl24_a_len /= 0) and (engine_impl0_region_impl1_read_channel18_access_ctl24_a_len <= 256) and (engine_impl0_region_impl1_read_channel18_access_ctl24_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_read_channel18_access_ctl24_a_ok <= stdl((engine_impl0_region_impl1_read_channel18_access(31) /= engine_impl0_region_impl1_read_channel18_access(30)) and (engine_impl0_region_impl1_read_channel18_access_ctl24_a_len /= 0) and (engine_impl0_region_impl1_read_channel18_access_ctl24_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_read_channel18_line_last <= stdl(signed(resize(engine_impl0_region_impl1_read_channel18_access_ctl24_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_read_channel18_access_ctl24_len_r, 15)) - 1));
@@ -10836,7 +10962,7 @@ begin
                     engine_impl0_region_impl1_read_channel18_mfifo <= engine_impl0_region_impl1_read_channel18_access(30);
                     engine_impl0_region_impl1_read_channel18_access_ctl24_keep_r <= engine_impl0_region_impl1_read_channel18_access(15);
                     engine_impl0_region_impl1_read_channel18_access_ctl24_useam_r <= engine_impl0_region_impl1_read_channel18_access(14);
-                    engine_impl0_region_impl1_read_channel18_access_ctl24_off_r <= engine_impl0_region_impl1_read_channel18_access_ctl24_a_off(8-1 downto 0);
+                    engine_impl0_region_impl1_read_channel18_access_ctl24_off_r <= engine_impl0_region_impl1_read_channel18_access_ctl24_a_off;
                     engine_impl0_region_impl1_read_channel18_access_ctl24_len_r <= engine_impl0_region_impl1_read_channel18_access_ctl24_a_len;
                     engine_impl0_region_impl1_read_channel18_access_ctl24_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl1_read_channel18_access_ctl24_lcnt <= to_unsigned(0, 14);
@@ -10866,6 +10992,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl1_read_channel18_access_ctl24_seq;
+
+
+engine_impl0_region_impl1_read_channel18_access_ctl24_off_hi_unused <= engine_impl0_region_impl1_read_channel18_access(14-1 downto 8);
 
 
 engine_impl0_region_impl1_read_channel18_pop <= stdl((engine_impl0_region_impl1_read_channel18_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel18_m_tready));
@@ -10936,10 +11065,10 @@ engine_impl0_region_impl1_read_channel18_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl1_read_channel19_access_ctl25_a_len <= engine_impl0_region_impl1_read_channel19_access(30-1 downto 16);
-engine_impl0_region_impl1_read_channel19_access_ctl25_a_off <= engine_impl0_region_impl1_read_channel19_access(14-1 downto 0);
+engine_impl0_region_impl1_read_channel19_access_ctl25_a_off <= engine_impl0_region_impl1_read_channel19_access(8-1 downto 0);
 
 
-engine_impl0_region_impl1_read_channel19_access_ctl25_a_ok <= stdl((engine_impl0_region_impl1_read_channel19_access(31) /= engine_impl0_region_impl1_read_channel19_access(30)) and (engine_impl0_region_impl1_read_channel19_access_ctl25_a_len /= 0) and (engine_impl0_region_impl1_read_channel19_access_ctl25_a_len <= 256) and (engine_impl0_region_impl1_read_channel19_access_ctl25_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_read_channel19_access_ctl25_a_ok <= stdl((engine_impl0_region_impl1_read_channel19_access(31) /= engine_impl0_region_impl1_read_channel19_access(30)) and (engine_impl0_region_impl1_read_channel19_access_ctl25_a_len /= 0) and (engine_impl0_region_impl1_read_channel19_access_ctl25_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_read_channel19_line_last <= stdl(signed(resize(engine_impl0_region_impl1_read_channel19_access_ctl25_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_read_channel19_access_ctl25_len_r, 15)) - 1));
@@ -11018,7 +11147,7 @@ begin
                     engine_impl0_region_impl1_read_channel19_mfifo <= engine_impl0_region_impl1_read_channel19_access(30);
                     engine_impl0_region_impl1_read_channel19_access_ctl25_keep_r <= engine_impl0_region_impl1_read_channel19_access(15);
                     engine_impl0_region_impl1_read_channel19_access_ctl25_useam_r <= engine_impl0_region_impl1_read_channel19_access(14);
-                    engine_impl0_region_impl1_read_channel19_access_ctl25_off_r <= engine_impl0_region_impl1_read_channel19_access_ctl25_a_off(8-1 downto 0);
+                    engine_impl0_region_impl1_read_channel19_access_ctl25_off_r <= engine_impl0_region_impl1_read_channel19_access_ctl25_a_off;
                     engine_impl0_region_impl1_read_channel19_access_ctl25_len_r <= engine_impl0_region_impl1_read_channel19_access_ctl25_a_len;
                     engine_impl0_region_impl1_read_channel19_access_ctl25_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl1_read_channel19_access_ctl25_lcnt <= to_unsigned(0, 14);
@@ -11048,6 +11177,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl1_read_channel19_access_ctl25_seq;
+
+
+engine_impl0_region_impl1_read_channel19_access_ctl25_off_hi_unused <= engine_impl0_region_impl1_read_channel19_access(14-1 downto 8);
 
 
 engine_impl0_region_impl1_read_channel19_pop <= stdl((engine_impl0_region_impl1_read_channel19_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel19_m_tready));
@@ -11118,10 +11250,10 @@ engine_impl0_region_impl1_read_channel19_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl1_read_channel20_access_ctl26_a_len <= engine_impl0_region_impl1_read_channel20_access(30-1 downto 16);
-engine_impl0_region_impl1_read_channel20_access_ctl26_a_off <= engine_impl0_region_impl1_read_channel20_access(14-1 downto 0);
+engine_impl0_region_impl1_read_channel20_access_ctl26_a_off <= engine_impl0_region_impl1_read_channel20_access(8-1 downto 0);
 
 
-engine_impl0_region_impl1_read_channel20_access_ctl26_a_ok <= stdl((engine_impl0_region_impl1_read_channel20_access(31) /= engine_impl0_region_impl1_read_channel20_access(30)) and (engine_impl0_region_impl1_read_channel20_access_ctl26_a_len /= 0) and (engine_impl0_region_impl1_read_channel20_access_ctl26_a_len <= 256) and (engine_impl0_region_impl1_read_channel20_access_ctl26_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_read_channel20_access_ctl26_a_ok <= stdl((engine_impl0_region_impl1_read_channel20_access(31) /= engine_impl0_region_impl1_read_channel20_access(30)) and (engine_impl0_region_impl1_read_channel20_access_ctl26_a_len /= 0) and (engine_impl0_region_impl1_read_channel20_access_ctl26_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_read_channel20_line_last <= stdl(signed(resize(engine_impl0_region_impl1_read_channel20_access_ctl26_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_read_channel20_access_ctl26_len_r, 15)) - 1));
@@ -11200,7 +11332,7 @@ begin
                     engine_impl0_region_impl1_read_channel20_mfifo <= engine_impl0_region_impl1_read_channel20_access(30);
                     engine_impl0_region_impl1_read_channel20_access_ctl26_keep_r <= engine_impl0_region_impl1_read_channel20_access(15);
                     engine_impl0_region_impl1_read_channel20_access_ctl26_useam_r <= engine_impl0_region_impl1_read_channel20_access(14);
-                    engine_impl0_region_impl1_read_channel20_access_ctl26_off_r <= engine_impl0_region_impl1_read_channel20_access_ctl26_a_off(8-1 downto 0);
+                    engine_impl0_region_impl1_read_channel20_access_ctl26_off_r <= engine_impl0_region_impl1_read_channel20_access_ctl26_a_off;
                     engine_impl0_region_impl1_read_channel20_access_ctl26_len_r <= engine_impl0_region_impl1_read_channel20_access_ctl26_a_len;
                     engine_impl0_region_impl1_read_channel20_access_ctl26_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl1_read_channel20_access_ctl26_lcnt <= to_unsigned(0, 14);
@@ -11230,6 +11362,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl1_read_channel20_access_ctl26_seq;
+
+
+engine_impl0_region_impl1_read_channel20_access_ctl26_off_hi_unused <= engine_impl0_region_impl1_read_channel20_access(14-1 downto 8);
 
 
 engine_impl0_region_impl1_read_channel20_pop <= stdl((engine_impl0_region_impl1_read_channel20_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel20_m_tready));
@@ -11300,10 +11435,10 @@ engine_impl0_region_impl1_read_channel20_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl1_read_channel21_access_ctl27_a_len <= engine_impl0_region_impl1_read_channel21_access(30-1 downto 16);
-engine_impl0_region_impl1_read_channel21_access_ctl27_a_off <= engine_impl0_region_impl1_read_channel21_access(14-1 downto 0);
+engine_impl0_region_impl1_read_channel21_access_ctl27_a_off <= engine_impl0_region_impl1_read_channel21_access(8-1 downto 0);
 
 
-engine_impl0_region_impl1_read_channel21_access_ctl27_a_ok <= stdl((engine_impl0_region_impl1_read_channel21_access(31) /= engine_impl0_region_impl1_read_channel21_access(30)) and (engine_impl0_region_impl1_read_channel21_access_ctl27_a_len /= 0) and (engine_impl0_region_impl1_read_channel21_access_ctl27_a_len <= 256) and (engine_impl0_region_impl1_read_channel21_access_ctl27_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_read_channel21_access_ctl27_a_ok <= stdl((engine_impl0_region_impl1_read_channel21_access(31) /= engine_impl0_region_impl1_read_channel21_access(30)) and (engine_impl0_region_impl1_read_channel21_access_ctl27_a_len /= 0) and (engine_impl0_region_impl1_read_channel21_access_ctl27_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_read_channel21_line_last <= stdl(signed(resize(engine_impl0_region_impl1_read_channel21_access_ctl27_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_read_channel21_access_ctl27_len_r, 15)) - 1));
@@ -11382,7 +11517,7 @@ begin
                     engine_impl0_region_impl1_read_channel21_mfifo <= engine_impl0_region_impl1_read_channel21_access(30);
                     engine_impl0_region_impl1_read_channel21_access_ctl27_keep_r <= engine_impl0_region_impl1_read_channel21_access(15);
                     engine_impl0_region_impl1_read_channel21_access_ctl27_useam_r <= engine_impl0_region_impl1_read_channel21_access(14);
-                    engine_impl0_region_impl1_read_channel21_access_ctl27_off_r <= engine_impl0_region_impl1_read_channel21_access_ctl27_a_off(8-1 downto 0);
+                    engine_impl0_region_impl1_read_channel21_access_ctl27_off_r <= engine_impl0_region_impl1_read_channel21_access_ctl27_a_off;
                     engine_impl0_region_impl1_read_channel21_access_ctl27_len_r <= engine_impl0_region_impl1_read_channel21_access_ctl27_a_len;
                     engine_impl0_region_impl1_read_channel21_access_ctl27_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl1_read_channel21_access_ctl27_lcnt <= to_unsigned(0, 14);
@@ -11412,6 +11547,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl1_read_channel21_access_ctl27_seq;
+
+
+engine_impl0_region_impl1_read_channel21_access_ctl27_off_hi_unused <= engine_impl0_region_impl1_read_channel21_access(14-1 downto 8);
 
 
 engine_impl0_region_impl1_read_channel21_pop <= stdl((engine_impl0_region_impl1_read_channel21_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel21_m_tready));
@@ -11482,10 +11620,10 @@ engine_impl0_region_impl1_read_channel21_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl1_read_channel22_access_ctl28_a_len <= engine_impl0_region_impl1_read_channel22_access(30-1 downto 16);
-engine_impl0_region_impl1_read_channel22_access_ctl28_a_off <= engine_impl0_region_impl1_read_channel22_access(14-1 downto 0);
+engine_impl0_region_impl1_read_channel22_access_ctl28_a_off <= engine_impl0_region_impl1_read_channel22_access(8-1 downto 0);
 
 
-engine_impl0_region_impl1_read_channel22_access_ctl28_a_ok <= stdl((engine_impl0_region_impl1_read_channel22_access(31) /= engine_impl0_region_impl1_read_channel22_access(30)) and (engine_impl0_region_impl1_read_channel22_access_ctl28_a_len /= 0) and (engine_impl0_region_impl1_read_channel22_access_ctl28_a_len <= 256) and (engine_impl0_region_impl1_read_channel22_access_ctl28_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_read_channel22_access_ctl28_a_ok <= stdl((engine_impl0_region_impl1_read_channel22_access(31) /= engine_impl0_region_impl1_read_channel22_access(30)) and (engine_impl0_region_impl1_read_channel22_access_ctl28_a_len /= 0) and (engine_impl0_region_impl1_read_channel22_access_ctl28_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_read_channel22_line_last <= stdl(signed(resize(engine_impl0_region_impl1_read_channel22_access_ctl28_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_read_channel22_access_ctl28_len_r, 15)) - 1));
@@ -11564,7 +11702,7 @@ begin
                     engine_impl0_region_impl1_read_channel22_mfifo <= engine_impl0_region_impl1_read_channel22_access(30);
                     engine_impl0_region_impl1_read_channel22_access_ctl28_keep_r <= engine_impl0_region_impl1_read_channel22_access(15);
                     engine_impl0_region_impl1_read_channel22_access_ctl28_useam_r <= engine_impl0_region_impl1_read_channel22_access(14);
-                    engine_impl0_region_impl1_read_channel22_access_ctl28_off_r <= engine_impl0_region_impl1_read_channel22_access_ctl28_a_off(8-1 downto 0);
+                    engine_impl0_region_impl1_read_channel22_access_ctl28_off_r <= engine_impl0_region_impl1_read_channel22_access_ctl28_a_off;
                     engine_impl0_region_impl1_read_channel22_access_ctl28_len_r <= engine_impl0_region_impl1_read_channel22_access_ctl28_a_len;
                     engine_impl0_region_impl1_read_channel22_access_ctl28_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl1_read_channel22_access_ctl28_lcnt <= to_unsigned(0, 14);
@@ -11594,6 +11732,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl1_read_channel22_access_ctl28_seq;
+
+
+engine_impl0_region_impl1_read_channel22_access_ctl28_off_hi_unused <= engine_impl0_region_impl1_read_channel22_access(14-1 downto 8);
 
 
 engine_impl0_region_impl1_read_channel22_pop <= stdl((engine_impl0_region_impl1_read_channel22_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel22_m_tready));
@@ -11664,10 +11805,10 @@ engine_impl0_region_impl1_read_channel22_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl1_read_channel23_access_ctl29_a_len <= engine_impl0_region_impl1_read_channel23_access(30-1 downto 16);
-engine_impl0_region_impl1_read_channel23_access_ctl29_a_off <= engine_impl0_region_impl1_read_channel23_access(14-1 downto 0);
+engine_impl0_region_impl1_read_channel23_access_ctl29_a_off <= engine_impl0_region_impl1_read_channel23_access(8-1 downto 0);
 
 
-engine_impl0_region_impl1_read_channel23_access_ctl29_a_ok <= stdl((engine_impl0_region_impl1_read_channel23_access(31) /= engine_impl0_region_impl1_read_channel23_access(30)) and (engine_impl0_region_impl1_read_channel23_access_ctl29_a_len /= 0) and (engine_impl0_region_impl1_read_channel23_access_ctl29_a_len <= 256) and (engine_impl0_region_impl1_read_channel23_access_ctl29_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_read_channel23_access_ctl29_a_ok <= stdl((engine_impl0_region_impl1_read_channel23_access(31) /= engine_impl0_region_impl1_read_channel23_access(30)) and (engine_impl0_region_impl1_read_channel23_access_ctl29_a_len /= 0) and (engine_impl0_region_impl1_read_channel23_access_ctl29_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_read_channel23_line_last <= stdl(signed(resize(engine_impl0_region_impl1_read_channel23_access_ctl29_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_read_channel23_access_ctl29_len_r, 15)) - 1));
@@ -11746,7 +11887,7 @@ begin
                     engine_impl0_region_impl1_read_channel23_mfifo <= engine_impl0_region_impl1_read_channel23_access(30);
                     engine_impl0_region_impl1_read_channel23_access_ctl29_keep_r <= engine_impl0_region_impl1_read_channel23_access(15);
                     engine_impl0_region_impl1_read_channel23_access_ctl29_useam_r <= engine_impl0_region_impl1_read_channel23_access(14);
-                    engine_impl0_region_impl1_read_channel23_access_ctl29_off_r <= engine_impl0_region_impl1_read_channel23_access_ctl29_a_off(8-1 downto 0);
+                    engine_impl0_region_impl1_read_channel23_access_ctl29_off_r <= engine_impl0_region_impl1_read_channel23_access_ctl29_a_off;
                     engine_impl0_region_impl1_read_channel23_access_ctl29_len_r <= engine_impl0_region_impl1_read_channel23_access_ctl29_a_len;
                     engine_impl0_region_impl1_read_channel23_access_ctl29_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl1_read_channel23_access_ctl29_lcnt <= to_unsigned(0, 14);
@@ -11776,6 +11917,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl1_read_channel23_access_ctl29_seq;
+
+
+engine_impl0_region_impl1_read_channel23_access_ctl29_off_hi_unused <= engine_impl0_region_impl1_read_channel23_access(14-1 downto 8);
 
 
 engine_impl0_region_impl1_read_channel23_pop <= stdl((engine_impl0_region_impl1_read_channel23_cnt /= 0) and bool(engine_impl0_region_impl1_read_channel23_m_tready));
@@ -11846,10 +11990,10 @@ engine_impl0_region_impl1_read_channel23_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl1_write_channel6_access_ctl30_a_len <= engine_impl0_region_impl1_write_channel6_access(30-1 downto 16);
-engine_impl0_region_impl1_write_channel6_access_ctl30_a_off <= engine_impl0_region_impl1_write_channel6_access(14-1 downto 0);
+engine_impl0_region_impl1_write_channel6_access_ctl30_a_off <= engine_impl0_region_impl1_write_channel6_access(8-1 downto 0);
 
 
-engine_impl0_region_impl1_write_channel6_access_ctl30_a_ok <= stdl((engine_impl0_region_impl1_write_channel6_access(31) /= engine_impl0_region_impl1_write_channel6_access(30)) and (engine_impl0_region_impl1_write_channel6_access_ctl30_a_len /= 0) and (engine_impl0_region_impl1_write_channel6_access_ctl30_a_len <= 256) and (engine_impl0_region_impl1_write_channel6_access_ctl30_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_write_channel6_access_ctl30_a_ok <= stdl((engine_impl0_region_impl1_write_channel6_access(31) /= engine_impl0_region_impl1_write_channel6_access(30)) and (engine_impl0_region_impl1_write_channel6_access_ctl30_a_len /= 0) and (engine_impl0_region_impl1_write_channel6_access_ctl30_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_write_channel6_line_last <= stdl(signed(resize(engine_impl0_region_impl1_write_channel6_access_ctl30_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_write_channel6_access_ctl30_len_r, 15)) - 1));
@@ -11928,7 +12072,7 @@ begin
                     engine_impl0_region_impl1_write_channel6_mfifo <= engine_impl0_region_impl1_write_channel6_access(30);
                     engine_impl0_region_impl1_write_channel6_access_ctl30_keep_r <= engine_impl0_region_impl1_write_channel6_access(15);
                     engine_impl0_region_impl1_write_channel6_access_ctl30_useam_r <= engine_impl0_region_impl1_write_channel6_access(14);
-                    engine_impl0_region_impl1_write_channel6_access_ctl30_off_r <= engine_impl0_region_impl1_write_channel6_access_ctl30_a_off(8-1 downto 0);
+                    engine_impl0_region_impl1_write_channel6_access_ctl30_off_r <= engine_impl0_region_impl1_write_channel6_access_ctl30_a_off;
                     engine_impl0_region_impl1_write_channel6_access_ctl30_len_r <= engine_impl0_region_impl1_write_channel6_access_ctl30_a_len;
                     engine_impl0_region_impl1_write_channel6_access_ctl30_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl1_write_channel6_access_ctl30_lcnt <= to_unsigned(0, 14);
@@ -11960,6 +12104,9 @@ begin
 end process engine_impl0_region_impl1_write_channel6_access_ctl30_seq;
 
 
+engine_impl0_region_impl1_write_channel6_access_ctl30_off_hi_unused <= engine_impl0_region_impl1_write_channel6_access(14-1 downto 8);
+
+
 engine_impl0_region_impl1_write_channel6_req <= stdl(bool(engine_impl0_region_impl1_write_channel6_running) and bool(engine_impl0_region_impl1_write_channel6_s_tvalid) and (bool(engine_impl0_region_impl1_q_nfull) or (not bool(engine_impl0_region_impl1_write_channel6_mfifo))));
 engine_impl0_region_impl1_write_channel6_s_tready <= engine_impl0_region_impl1_write_channel6_grant;
 engine_impl0_region_impl1_write_channel6_done_evt <= stdl(bool(engine_impl0_region_impl1_write_channel6_grant) and bool(engine_impl0_region_impl1_write_channel6_final) and bool(engine_impl0_region_impl1_write_channel6_line_last));
@@ -11975,10 +12122,10 @@ end process engine_impl0_region_impl1_write_channel6_addrc;
 
 
 engine_impl0_region_impl1_write_channel7_access_ctl31_a_len <= engine_impl0_region_impl1_write_channel7_access(30-1 downto 16);
-engine_impl0_region_impl1_write_channel7_access_ctl31_a_off <= engine_impl0_region_impl1_write_channel7_access(14-1 downto 0);
+engine_impl0_region_impl1_write_channel7_access_ctl31_a_off <= engine_impl0_region_impl1_write_channel7_access(8-1 downto 0);
 
 
-engine_impl0_region_impl1_write_channel7_access_ctl31_a_ok <= stdl((engine_impl0_region_impl1_write_channel7_access(31) /= engine_impl0_region_impl1_write_channel7_access(30)) and (engine_impl0_region_impl1_write_channel7_access_ctl31_a_len /= 0) and (engine_impl0_region_impl1_write_channel7_access_ctl31_a_len <= 256) and (engine_impl0_region_impl1_write_channel7_access_ctl31_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_write_channel7_access_ctl31_a_ok <= stdl((engine_impl0_region_impl1_write_channel7_access(31) /= engine_impl0_region_impl1_write_channel7_access(30)) and (engine_impl0_region_impl1_write_channel7_access_ctl31_a_len /= 0) and (engine_impl0_region_impl1_write_channel7_access_ctl31_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_write_channel7_line_last <= stdl(signed(resize(engine_impl0_region_impl1_write_channel7_access_ctl31_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_write_channel7_access_ctl31_len_r, 15)) - 1));
@@ -12057,7 +12204,7 @@ begin
                     engine_impl0_region_impl1_write_channel7_mfifo <= engine_impl0_region_impl1_write_channel7_access(30);
                     engine_impl0_region_impl1_write_channel7_access_ctl31_keep_r <= engine_impl0_region_impl1_write_channel7_access(15);
                     engine_impl0_region_impl1_write_channel7_access_ctl31_useam_r <= engine_impl0_region_impl1_write_channel7_access(14);
-                    engine_impl0_region_impl1_write_channel7_access_ctl31_off_r <= engine_impl0_region_impl1_write_channel7_access_ctl31_a_off(8-1 downto 0);
+                    engine_impl0_region_impl1_write_channel7_access_ctl31_off_r <= engine_impl0_region_impl1_write_channel7_access_ctl31_a_off;
                     engine_impl0_region_impl1_write_channel7_access_ctl31_len_r <= engine_impl0_region_impl1_write_channel7_access_ctl31_a_len;
                     engine_impl0_region_impl1_write_channel7_access_ctl31_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl1_write_channel7_access_ctl31_lcnt <= to_unsigned(0, 14);
@@ -12089,6 +12236,9 @@ begin
 end process engine_impl0_region_impl1_write_channel7_access_ctl31_seq;
 
 
+engine_impl0_region_impl1_write_channel7_access_ctl31_off_hi_unused <= engine_impl0_region_impl1_write_channel7_access(14-1 downto 8);
+
+
 engine_impl0_region_impl1_write_channel7_req <= stdl(bool(engine_impl0_region_impl1_write_channel7_running) and bool(engine_impl0_region_impl1_write_channel7_s_tvalid) and (bool(engine_impl0_region_impl1_q_nfull) or (not bool(engine_impl0_region_impl1_write_channel7_mfifo))));
 engine_impl0_region_impl1_write_channel7_s_tready <= engine_impl0_region_impl1_write_channel7_grant;
 engine_impl0_region_impl1_write_channel7_done_evt <= stdl(bool(engine_impl0_region_impl1_write_channel7_grant) and bool(engine_impl0_region_impl1_write_channel7_final) and bool(engine_impl0_region_impl1_write_channel7_line_last));
@@ -12104,10 +12254,10 @@ end process engine_impl0_region_impl1_write_channel7_addrc;
 
 
 engine_impl0_region_impl1_write_channel8_access_ctl32_a_len <= engine_impl0_region_impl1_write_channel8_access(30-1 downto 16);
-engine_impl0_region_impl1_write_channel8_access_ctl32_a_off <= engine_impl0_region_impl1_write_channel8_access(14-1 downto 0);
+engine_impl0_region_impl1_write_channel8_access_ctl32_a_off <= engine_impl0_region_impl1_write_channel8_access(8-1 downto 0);
 
 
-engine_impl0_region_impl1_write_channel8_access_ctl32_a_ok <= stdl((engine_impl0_region_impl1_write_channel8_access(31) /= engine_impl0_region_impl1_write_channel8_access(30)) and (engine_impl0_region_impl1_write_channel8_access_ctl32_a_len /= 0) and (engine_impl0_region_impl1_write_channel8_access_ctl32_a_len <= 256) and (engine_impl0_region_impl1_write_channel8_access_ctl32_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_write_channel8_access_ctl32_a_ok <= stdl((engine_impl0_region_impl1_write_channel8_access(31) /= engine_impl0_region_impl1_write_channel8_access(30)) and (engine_impl0_region_impl1_write_channel8_access_ctl32_a_len /= 0) and (engine_impl0_region_impl1_write_channel8_access_ctl32_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_write_channel8_line_last <= stdl(signed(resize(engine_impl0_region_impl1_write_channel8_access_ctl32_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_write_channel8_access_ctl32_len_r, 15)) - 1));
@@ -12186,7 +12336,7 @@ begin
                     engine_impl0_region_impl1_write_channel8_mfifo <= engine_impl0_region_impl1_write_channel8_access(30);
                     engine_impl0_region_impl1_write_channel8_access_ctl32_keep_r <= engine_impl0_region_impl1_write_channel8_access(15);
                     engine_impl0_region_impl1_write_channel8_access_ctl32_useam_r <= engine_impl0_region_impl1_write_channel8_access(14);
-                    engine_impl0_region_impl1_write_channel8_access_ctl32_off_r <= engine_impl0_region_impl1_write_channel8_access_ctl32_a_off(8-1 downto 0);
+                    engine_impl0_region_impl1_write_channel8_access_ctl32_off_r <= engine_impl0_region_impl1_write_channel8_access_ctl32_a_off;
                     engine_impl0_region_impl1_write_channel8_access_ctl32_len_r <= engine_impl0_region_impl1_write_channel8_access_ctl32_a_len;
                     engine_impl0_region_impl1_write_channel8_access_ctl32_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl1_write_channel8_access_ctl32_lcnt <= to_unsigned(0, 14);
@@ -12218,6 +12368,9 @@ begin
 end process engine_impl0_region_impl1_write_channel8_access_ctl32_seq;
 
 
+engine_impl0_region_impl1_write_channel8_access_ctl32_off_hi_unused <= engine_impl0_region_impl1_write_channel8_access(14-1 downto 8);
+
+
 engine_impl0_region_impl1_write_channel8_req <= stdl(bool(engine_impl0_region_impl1_write_channel8_running) and bool(engine_impl0_region_impl1_write_channel8_s_tvalid) and (bool(engine_impl0_region_impl1_q_nfull) or (not bool(engine_impl0_region_impl1_write_channel8_mfifo))));
 engine_impl0_region_impl1_write_channel8_s_tready <= engine_impl0_region_impl1_write_channel8_grant;
 engine_impl0_region_impl1_write_channel8_done_evt <= stdl(bool(engine_impl0_region_impl1_write_channel8_grant) and bool(engine_impl0_region_impl1_write_channel8_final) and bool(engine_impl0_region_impl1_write_channel8_line_last));
@@ -12233,10 +12386,10 @@ end process engine_impl0_region_impl1_write_channel8_addrc;
 
 
 engine_impl0_region_impl1_write_channel9_access_ctl33_a_len <= engine_impl0_region_impl1_write_channel9_access(30-1 downto 16);
-engine_impl0_region_impl1_write_channel9_access_ctl33_a_off <= engine_impl0_region_impl1_write_channel9_access(14-1 downto 0);
+engine_impl0_region_impl1_write_channel9_access_ctl33_a_off <= engine_impl0_region_impl1_write_channel9_access(8-1 downto 0);
 
 
-engine_impl0_region_impl1_write_channel9_access_ctl33_a_ok <= stdl((engine_impl0_region_impl1_write_channel9_access(31) /= engine_impl0_region_impl1_write_channel9_access(30)) and (engine_impl0_region_impl1_write_channel9_access_ctl33_a_len /= 0) and (engine_impl0_region_impl1_write_channel9_access_ctl33_a_len <= 256) and (engine_impl0_region_impl1_write_channel9_access_ctl33_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_write_channel9_access_ctl33_a_ok <= stdl((engine_impl0_region_impl1_write_channel9_access(31) /= engine_impl0_region_impl1_write_channel9_access(30)) and (engine_impl0_region_impl1_write_channel9_access_ctl33_a_len /= 0) and (engine_impl0_region_impl1_write_channel9_access_ctl33_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_write_channel9_line_last <= stdl(signed(resize(engine_impl0_region_impl1_write_channel9_access_ctl33_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_write_channel9_access_ctl33_len_r, 15)) - 1));
@@ -12315,7 +12468,7 @@ begin
                     engine_impl0_region_impl1_write_channel9_mfifo <= engine_impl0_region_impl1_write_channel9_access(30);
                     engine_impl0_region_impl1_write_channel9_access_ctl33_keep_r <= engine_impl0_region_impl1_write_channel9_access(15);
                     engine_impl0_region_impl1_write_channel9_access_ctl33_useam_r <= engine_impl0_region_impl1_write_channel9_access(14);
-                    engine_impl0_region_impl1_write_channel9_access_ctl33_off_r <= engine_impl0_region_impl1_write_channel9_access_ctl33_a_off(8-1 downto 0);
+                    engine_impl0_region_impl1_write_channel9_access_ctl33_off_r <= engine_impl0_region_impl1_write_channel9_access_ctl33_a_off;
                     engine_impl0_region_impl1_write_channel9_access_ctl33_len_r <= engine_impl0_region_impl1_write_channel9_access_ctl33_a_len;
                     engine_impl0_region_impl1_write_channel9_access_ctl33_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl1_write_channel9_access_ctl33_lcnt <= to_unsigned(0, 14);
@@ -12347,6 +12500,9 @@ begin
 end process engine_impl0_region_impl1_write_channel9_access_ctl33_seq;
 
 
+engine_impl0_region_impl1_write_channel9_access_ctl33_off_hi_unused <= engine_impl0_region_impl1_write_channel9_access(14-1 downto 8);
+
+
 engine_impl0_region_impl1_write_channel9_req <= stdl(bool(engine_impl0_region_impl1_write_channel9_running) and bool(engine_impl0_region_impl1_write_channel9_s_tvalid) and (bool(engine_impl0_region_impl1_q_nfull) or (not bool(engine_impl0_region_impl1_write_channel9_mfifo))));
 engine_impl0_region_impl1_write_channel9_s_tready <= engine_impl0_region_impl1_write_channel9_grant;
 engine_impl0_region_impl1_write_channel9_done_evt <= stdl(bool(engine_impl0_region_impl1_write_channel9_grant) and bool(engine_impl0_region_impl1_write_channel9_final) and bool(engine_impl0_region_impl1_write_channel9_line_last));
@@ -12362,10 +12518,10 @@ end process engine_impl0_region_impl1_write_channel9_addrc;
 
 
 engine_impl0_region_impl1_write_channel10_access_ctl34_a_len <= engine_impl0_region_impl1_write_channel10_access(30-1 downto 16);
-engine_impl0_region_impl1_write_channel10_access_ctl34_a_off <= engine_impl0_region_impl1_write_channel10_access(14-1 downto 0);
+engine_impl0_region_impl1_write_channel10_access_ctl34_a_off <= engine_impl0_region_impl1_write_channel10_access(8-1 downto 0);
 
 
-engine_impl0_region_impl1_write_channel10_access_ctl34_a_ok <= stdl((engine_impl0_region_impl1_write_channel10_access(31) /= engine_impl0_region_impl1_write_channel10_access(30)) and (engine_impl0_region_impl1_write_channel10_access_ctl34_a_len /= 0) and (engine_impl0_region_impl1_write_channel10_access_ctl34_a_len <= 256) and (engine_impl0_region_impl1_write_channel10_access_ctl34_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_write_channel10_access_ctl34_a_ok <= stdl((engine_impl0_region_impl1_write_channel10_access(31) /= engine_impl0_region_impl1_write_channel10_access(30)) and (engine_impl0_region_impl1_write_channel10_access_ctl34_a_len /= 0) and (engine_impl0_region_impl1_write_channel10_access_ctl34_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_write_channel10_line_last <= stdl(signed(resize(engine_impl0_region_impl1_write_channel10_access_ctl34_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_write_channel10_access_ctl34_len_r, 15)) - 1));
@@ -12444,7 +12600,7 @@ begin
                     engine_impl0_region_impl1_write_channel10_mfifo <= engine_impl0_region_impl1_write_channel10_access(30);
                     engine_impl0_region_impl1_write_channel10_access_ctl34_keep_r <= engine_impl0_region_impl1_write_channel10_access(15);
                     engine_impl0_region_impl1_write_channel10_access_ctl34_useam_r <= engine_impl0_region_impl1_write_channel10_access(14);
-                    engine_impl0_region_impl1_write_channel10_access_ctl34_off_r <= engine_impl0_region_impl1_write_channel10_access_ctl34_a_off(8-1 downto 0);
+                    engine_impl0_region_impl1_write_channel10_access_ctl34_off_r <= engine_impl0_region_impl1_write_channel10_access_ctl34_a_off;
                     engine_impl0_region_impl1_write_channel10_access_ctl34_len_r <= engine_impl0_region_impl1_write_channel10_access_ctl34_a_len;
                     engine_impl0_region_impl1_write_channel10_access_ctl34_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl1_write_channel10_access_ctl34_lcnt <= to_unsigned(0, 14);
@@ -12476,6 +12632,9 @@ begin
 end process engine_impl0_region_impl1_write_channel10_access_ctl34_seq;
 
 
+engine_impl0_region_impl1_write_channel10_access_ctl34_off_hi_unused <= engine_impl0_region_impl1_write_channel10_access(14-1 downto 8);
+
+
 engine_impl0_region_impl1_write_channel10_req <= stdl(bool(engine_impl0_region_impl1_write_channel10_running) and bool(engine_impl0_region_impl1_write_channel10_s_tvalid) and (bool(engine_impl0_region_impl1_q_nfull) or (not bool(engine_impl0_region_impl1_write_channel10_mfifo))));
 engine_impl0_region_impl1_write_channel10_s_tready <= engine_impl0_region_impl1_write_channel10_grant;
 engine_impl0_region_impl1_write_channel10_done_evt <= stdl(bool(engine_impl0_region_impl1_write_channel10_grant) and bool(engine_impl0_region_impl1_write_channel10_final) and bool(engine_impl0_region_impl1_write_channel10_line_last));
@@ -12491,10 +12650,10 @@ end process engine_impl0_region_impl1_write_channel10_addrc;
 
 
 engine_impl0_region_impl1_write_channel11_access_ctl35_a_len <= engine_impl0_region_impl1_write_channel11_access(30-1 downto 16);
-engine_impl0_region_impl1_write_channel11_access_ctl35_a_off <= engine_impl0_region_impl1_write_channel11_access(14-1 downto 0);
+engine_impl0_region_impl1_write_channel11_access_ctl35_a_off <= engine_impl0_region_impl1_write_channel11_access(8-1 downto 0);
 
 
-engine_impl0_region_impl1_write_channel11_access_ctl35_a_ok <= stdl((engine_impl0_region_impl1_write_channel11_access(31) /= engine_impl0_region_impl1_write_channel11_access(30)) and (engine_impl0_region_impl1_write_channel11_access_ctl35_a_len /= 0) and (engine_impl0_region_impl1_write_channel11_access_ctl35_a_len <= 256) and (engine_impl0_region_impl1_write_channel11_access_ctl35_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl1_write_channel11_access_ctl35_a_ok <= stdl((engine_impl0_region_impl1_write_channel11_access(31) /= engine_impl0_region_impl1_write_channel11_access(30)) and (engine_impl0_region_impl1_write_channel11_access_ctl35_a_len /= 0) and (engine_impl0_region_impl1_write_channel11_access_ctl35_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl1_write_channel11_line_last <= stdl(signed(resize(engine_impl0_region_impl1_write_channel11_access_ctl35_lcnt, 15)) = (signed(resize(engine_impl0_region_impl1_write_channel11_access_ctl35_len_r, 15)) - 1));
@@ -12573,7 +12732,7 @@ begin
                     engine_impl0_region_impl1_write_channel11_mfifo <= engine_impl0_region_impl1_write_channel11_access(30);
                     engine_impl0_region_impl1_write_channel11_access_ctl35_keep_r <= engine_impl0_region_impl1_write_channel11_access(15);
                     engine_impl0_region_impl1_write_channel11_access_ctl35_useam_r <= engine_impl0_region_impl1_write_channel11_access(14);
-                    engine_impl0_region_impl1_write_channel11_access_ctl35_off_r <= engine_impl0_region_impl1_write_channel11_access_ctl35_a_off(8-1 downto 0);
+                    engine_impl0_region_impl1_write_channel11_access_ctl35_off_r <= engine_impl0_region_impl1_write_channel11_access_ctl35_a_off;
                     engine_impl0_region_impl1_write_channel11_access_ctl35_len_r <= engine_impl0_region_impl1_write_channel11_access_ctl35_a_len;
                     engine_impl0_region_impl1_write_channel11_access_ctl35_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl1_write_channel11_access_ctl35_lcnt <= to_unsigned(0, 14);
@@ -12603,6 +12762,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl1_write_channel11_access_ctl35_seq;
+
+
+engine_impl0_region_impl1_write_channel11_access_ctl35_off_hi_unused <= engine_impl0_region_impl1_write_channel11_access(14-1 downto 8);
 
 
 engine_impl0_region_impl1_write_channel11_req <= stdl(bool(engine_impl0_region_impl1_write_channel11_running) and bool(engine_impl0_region_impl1_write_channel11_s_tvalid) and (bool(engine_impl0_region_impl1_q_nfull) or (not bool(engine_impl0_region_impl1_write_channel11_mfifo))));
@@ -13096,10 +13258,10 @@ engine_impl0_region_impl1_copy_sig61_y <= engine_impl0_region_impl1_qcnt;
 
 
 engine_impl0_region_impl2_read_channel24_access_ctl36_a_len <= engine_impl0_region_impl2_read_channel24_access(30-1 downto 16);
-engine_impl0_region_impl2_read_channel24_access_ctl36_a_off <= engine_impl0_region_impl2_read_channel24_access(14-1 downto 0);
+engine_impl0_region_impl2_read_channel24_access_ctl36_a_off <= engine_impl0_region_impl2_read_channel24_access(8-1 downto 0);
 
 
-engine_impl0_region_impl2_read_channel24_access_ctl36_a_ok <= stdl((engine_impl0_region_impl2_read_channel24_access(31) /= engine_impl0_region_impl2_read_channel24_access(30)) and (engine_impl0_region_impl2_read_channel24_access_ctl36_a_len /= 0) and (engine_impl0_region_impl2_read_channel24_access_ctl36_a_len <= 256) and (engine_impl0_region_impl2_read_channel24_access_ctl36_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_read_channel24_access_ctl36_a_ok <= stdl((engine_impl0_region_impl2_read_channel24_access(31) /= engine_impl0_region_impl2_read_channel24_access(30)) and (engine_impl0_region_impl2_read_channel24_access_ctl36_a_len /= 0) and (engine_impl0_region_impl2_read_channel24_access_ctl36_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_read_channel24_line_last <= stdl(signed(resize(engine_impl0_region_impl2_read_channel24_access_ctl36_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_read_channel24_access_ctl36_len_r, 15)) - 1));
@@ -13178,7 +13340,7 @@ begin
                     engine_impl0_region_impl2_read_channel24_mfifo <= engine_impl0_region_impl2_read_channel24_access(30);
                     engine_impl0_region_impl2_read_channel24_access_ctl36_keep_r <= engine_impl0_region_impl2_read_channel24_access(15);
                     engine_impl0_region_impl2_read_channel24_access_ctl36_useam_r <= engine_impl0_region_impl2_read_channel24_access(14);
-                    engine_impl0_region_impl2_read_channel24_access_ctl36_off_r <= engine_impl0_region_impl2_read_channel24_access_ctl36_a_off(8-1 downto 0);
+                    engine_impl0_region_impl2_read_channel24_access_ctl36_off_r <= engine_impl0_region_impl2_read_channel24_access_ctl36_a_off;
                     engine_impl0_region_impl2_read_channel24_access_ctl36_len_r <= engine_impl0_region_impl2_read_channel24_access_ctl36_a_len;
                     engine_impl0_region_impl2_read_channel24_access_ctl36_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl2_read_channel24_access_ctl36_lcnt <= to_unsigned(0, 14);
@@ -13208,6 +13370,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl2_read_channel24_access_ctl36_seq;
+
+
+engine_impl0_region_impl2_read_channel24_access_ctl36_off_hi_unused <= engine_impl0_region_impl2_read_channel24_access(14-1 downto 8);
 
 
 engine_impl0_region_impl2_read_channel24_pop <= stdl((engine_impl0_region_impl2_read_channel24_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel24_m_tready));
@@ -13278,10 +13443,10 @@ engine_impl0_region_impl2_read_channel24_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl2_read_channel25_access_ctl37_a_len <= engine_impl0_region_impl2_read_channel25_access(30-1 downto 16);
-engine_impl0_region_impl2_read_channel25_access_ctl37_a_off <= engine_impl0_region_impl2_read_channel25_access(14-1 downto 0);
+engine_impl0_region_impl2_read_channel25_access_ctl37_a_off <= engine_impl0_region_impl2_read_channel25_access(8-1 downto 0);
 
 
-engine_impl0_region_impl2_read_channel25_access_ctl37_a_ok <= stdl((engine_impl0_region_impl2_read_channel25_access(31) /= engine_impl0_region_impl2_read_channel25_access(30)) and (engine_impl0_region_impl2_read_channel25_access_ctl37_a_len /= 0) and (engine_impl0_region_impl2_read_channel25_access_ctl37_a_len <= 256) and (engine_impl0_region_impl2_read_channel25_access_ctl37_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_read_channel25_access_ctl37_a_ok <= stdl((engine_impl0_region_impl2_read_channel25_access(31) /= engine_impl0_region_impl2_read_channel25_access(30)) and (engine_impl0_region_impl2_read_channel25_access_ctl37_a_len /= 0) and (engine_impl0_region_impl2_read_channel25_access_ctl37_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_read_channel25_line_last <= stdl(signed(resize(engine_impl0_region_impl2_read_channel25_access_ctl37_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_read_channel25_access_ctl37_len_r, 15)) - 1));
@@ -13360,7 +13525,7 @@ begin
                     engine_impl0_region_impl2_read_channel25_mfifo <= engine_impl0_region_impl2_read_channel25_access(30);
                     engine_impl0_region_impl2_read_channel25_access_ctl37_keep_r <= engine_impl0_region_impl2_read_channel25_access(15);
                     engine_impl0_region_impl2_read_channel25_access_ctl37_useam_r <= engine_impl0_region_impl2_read_channel25_access(14);
-                    engine_impl0_region_impl2_read_channel25_access_ctl37_off_r <= engine_impl0_region_impl2_read_channel25_access_ctl37_a_off(8-1 downto 0);
+                    engine_impl0_region_impl2_read_channel25_access_ctl37_off_r <= engine_impl0_region_impl2_read_channel25_access_ctl37_a_off;
                     engine_impl0_region_impl2_read_channel25_access_ctl37_len_r <= engine_impl0_region_impl2_read_channel25_access_ctl37_a_len;
                     engine_impl0_region_impl2_read_channel25_access_ctl37_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl2_read_channel25_access_ctl37_lcnt <= to_unsigned(0, 14);
@@ -13390,6 +13555,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl2_read_channel25_access_ctl37_seq;
+
+
+engine_impl0_region_impl2_read_channel25_access_ctl37_off_hi_unused <= engine_impl0_region_impl2_read_channel25_access(14-1 downto 8);
 
 
 engine_impl0_region_impl2_read_channel25_pop <= stdl((engine_impl0_region_impl2_read_channel25_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel25_m_tready));
@@ -13460,10 +13628,10 @@ engine_impl0_region_impl2_read_channel25_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl2_read_channel26_access_ctl38_a_len <= engine_impl0_region_impl2_read_channel26_access(30-1 downto 16);
-engine_impl0_region_impl2_read_channel26_access_ctl38_a_off <= engine_impl0_region_impl2_read_channel26_access(14-1 downto 0);
+engine_impl0_region_impl2_read_channel26_access_ctl38_a_off <= engine_impl0_region_impl2_read_channel26_access(8-1 downto 0);
 
 
-engine_impl0_region_impl2_read_channel26_access_ctl38_a_ok <= stdl((engine_impl0_region_impl2_read_channel26_access(31) /= engine_impl0_region_impl2_read_channel26_access(30)) and (engine_impl0_region_impl2_read_channel26_access_ctl38_a_len /= 0) and (engine_impl0_region_impl2_read_channel26_access_ctl38_a_len <= 256) and (engine_impl0_region_impl2_read_channel26_access_ctl38_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_read_channel26_access_ctl38_a_ok <= stdl((engine_impl0_region_impl2_read_channel26_access(31) /= engine_impl0_region_impl2_read_channel26_access(30)) and (engine_impl0_region_impl2_read_channel26_access_ctl38_a_len /= 0) and (engine_impl0_region_impl2_read_channel26_access_ctl38_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_read_channel26_line_last <= stdl(signed(resize(engine_impl0_region_impl2_read_channel26_access_ctl38_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_read_channel26_access_ctl38_len_r, 15)) - 1));
@@ -13542,7 +13710,7 @@ begin
                     engine_impl0_region_impl2_read_channel26_mfifo <= engine_impl0_region_impl2_read_channel26_access(30);
                     engine_impl0_region_impl2_read_channel26_access_ctl38_keep_r <= engine_impl0_region_impl2_read_channel26_access(15);
                     engine_impl0_region_impl2_read_channel26_access_ctl38_useam_r <= engine_impl0_region_impl2_read_channel26_access(14);
-                    engine_impl0_region_impl2_read_channel26_access_ctl38_off_r <= engine_impl0_region_impl2_read_channel26_access_ctl38_a_off(8-1 downto 0);
+                    engine_impl0_region_impl2_read_channel26_access_ctl38_off_r <= engine_impl0_region_impl2_read_channel26_access_ctl38_a_off;
                     engine_impl0_region_impl2_read_channel26_access_ctl38_len_r <= engine_impl0_region_impl2_read_channel26_access_ctl38_a_len;
                     engine_impl0_region_impl2_read_channel26_access_ctl38_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl2_read_channel26_access_ctl38_lcnt <= to_unsigned(0, 14);
@@ -13572,6 +13740,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl2_read_channel26_access_ctl38_seq;
+
+
+engine_impl0_region_impl2_read_channel26_access_ctl38_off_hi_unused <= engine_impl0_region_impl2_read_channel26_access(14-1 downto 8);
 
 
 engine_impl0_region_impl2_read_channel26_pop <= stdl((engine_impl0_region_impl2_read_channel26_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel26_m_tready));
@@ -13642,10 +13813,10 @@ engine_impl0_region_impl2_read_channel26_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl2_read_channel27_access_ctl39_a_len <= engine_impl0_region_impl2_read_channel27_access(30-1 downto 16);
-engine_impl0_region_impl2_read_channel27_access_ctl39_a_off <= engine_impl0_region_impl2_read_channel27_access(14-1 downto 0);
+engine_impl0_region_impl2_read_channel27_access_ctl39_a_off <= engine_impl0_region_impl2_read_channel27_access(8-1 downto 0);
 
 
-engine_impl0_region_impl2_read_channel27_access_ctl39_a_ok <= stdl((engine_impl0_region_impl2_read_channel27_access(31) /= engine_impl0_region_impl2_read_channel27_access(30)) and (engine_impl0_region_impl2_read_channel27_access_ctl39_a_len /= 0) and (engine_impl0_region_impl2_read_channel27_access_ctl39_a_len <= 256) and (engine_impl0_region_impl2_read_channel27_access_ctl39_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_read_channel27_access_ctl39_a_ok <= stdl((engine_impl0_region_impl2_read_channel27_access(31) /= engine_impl0_region_impl2_read_channel27_access(30)) and (engine_impl0_region_impl2_read_channel27_access_ctl39_a_len /= 0) and (engine_impl0_region_impl2_read_channel27_access_ctl39_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_read_channel27_line_last <= stdl(signed(resize(engine_impl0_region_impl2_read_channel27_access_ctl39_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_read_channel27_access_ctl39_len_r, 15)) - 1));
@@ -13724,7 +13895,7 @@ begin
                     engine_impl0_region_impl2_read_channel27_mfifo <= engine_impl0_region_impl2_read_channel27_access(30);
                     engine_impl0_region_impl2_read_channel27_access_ctl39_keep_r <= engine_impl0_region_impl2_read_channel27_access(15);
                     engine_impl0_region_impl2_read_channel27_access_ctl39_useam_r <= engine_impl0_region_impl2_read_channel27_access(14);
-                    engine_impl0_region_impl2_read_channel27_access_ctl39_off_r <= engine_impl0_region_impl2_read_channel27_access_ctl39_a_off(8-1 downto 0);
+                    engine_impl0_region_impl2_read_channel27_access_ctl39_off_r <= engine_impl0_region_impl2_read_channel27_access_ctl39_a_off;
                     engine_impl0_region_impl2_read_channel27_access_ctl39_len_r <= engine_impl0_region_impl2_read_channel27_access_ctl39_a_len;
                     engine_impl0_region_impl2_read_channel27_access_ctl39_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl2_read_channel27_access_ctl39_lcnt <= to_unsigned(0, 14);
@@ -13754,6 +13925,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl2_read_channel27_access_ctl39_seq;
+
+
+engine_impl0_region_impl2_read_channel27_access_ctl39_off_hi_unused <= engine_impl0_region_impl2_read_channel27_access(14-1 downto 8);
 
 
 engine_impl0_region_impl2_read_channel27_pop <= stdl((engine_impl0_region_impl2_read_channel27_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel27_m_tready));
@@ -13824,10 +13998,10 @@ engine_impl0_region_impl2_read_channel27_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl2_read_channel28_access_ctl40_a_len <= engine_impl0_region_impl2_read_channel28_access(30-1 downto 16);
-engine_impl0_region_impl2_read_channel28_access_ctl40_a_off <= engine_impl0_region_impl2_read_channel28_access(14-1 downto 0);
+engine_impl0_region_impl2_read_channel28_access_ctl40_a_off <= engine_impl0_region_impl2_read_channel28_access(8-1 downto 0);
 
 
-engine_impl0_region_impl2_read_channel28_access_ctl40_a_ok <= stdl((engine_impl0_region_impl2_read_channel28_access(31) /= engine_impl0_region_impl2_read_channel28_access(30)) and (engine_impl0_region_impl2_read_channel28_access_ctl40_a_len /= 0) and (engine_impl0_region_impl2_read_channel28_access_ctl40_a_len <= 256) and (engine_impl0_region_impl2_read_channel28_access_ctl40_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_read_channel28_access_ctl40_a_ok <= stdl((engine_impl0_region_impl2_read_channel28_access(31) /= engine_impl0_region_impl2_read_channel28_access(30)) and (engine_impl0_region_impl2_read_channel28_access_ctl40_a_len /= 0) and (engine_impl0_region_impl2_read_channel28_access_ctl40_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_read_channel28_line_last <= stdl(signed(resize(engine_impl0_region_impl2_read_channel28_access_ctl40_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_read_channel28_access_ctl40_len_r, 15)) - 1));
@@ -13906,7 +14080,7 @@ begin
                     engine_impl0_region_impl2_read_channel28_mfifo <= engine_impl0_region_impl2_read_channel28_access(30);
                     engine_impl0_region_impl2_read_channel28_access_ctl40_keep_r <= engine_impl0_region_impl2_read_channel28_access(15);
                     engine_impl0_region_impl2_read_channel28_access_ctl40_useam_r <= engine_impl0_region_impl2_read_channel28_access(14);
-                    engine_impl0_region_impl2_read_channel28_access_ctl40_off_r <= engine_impl0_region_impl2_read_channel28_access_ctl40_a_off(8-1 downto 0);
+                    engine_impl0_region_impl2_read_channel28_access_ctl40_off_r <= engine_impl0_region_impl2_read_channel28_access_ctl40_a_off;
                     engine_impl0_region_impl2_read_channel28_access_ctl40_len_r <= engine_impl0_region_impl2_read_channel28_access_ctl40_a_len;
                     engine_impl0_region_impl2_read_channel28_access_ctl40_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl2_read_channel28_access_ctl40_lcnt <= to_unsigned(0, 14);
@@ -13936,6 +14110,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl2_read_channel28_access_ctl40_seq;
+
+
+engine_impl0_region_impl2_read_channel28_access_ctl40_off_hi_unused <= engine_impl0_region_impl2_read_channel28_access(14-1 downto 8);
 
 
 engine_impl0_region_impl2_read_channel28_pop <= stdl((engine_impl0_region_impl2_read_channel28_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel28_m_tready));
@@ -14006,10 +14183,10 @@ engine_impl0_region_impl2_read_channel28_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl2_read_channel29_access_ctl41_a_len <= engine_impl0_region_impl2_read_channel29_access(30-1 downto 16);
-engine_impl0_region_impl2_read_channel29_access_ctl41_a_off <= engine_impl0_region_impl2_read_channel29_access(14-1 downto 0);
+engine_impl0_region_impl2_read_channel29_access_ctl41_a_off <= engine_impl0_region_impl2_read_channel29_access(8-1 downto 0);
 
 
-engine_impl0_region_impl2_read_channel29_access_ctl41_a_ok <= stdl((engine_impl0_region_impl2_read_channel29_access(31) /= engine_impl0_region_impl2_read_channel29_access(30)) and (engine_impl0_region_impl2_read_channel29_access_ctl41_a_len /= 0) and (engine_impl0_region_impl2_read_channel29_access_ctl41_a_len <= 256) and (engine_impl0_region_impl2_read_channel29_access_ctl41_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_read_channel29_access_ctl41_a_ok <= stdl((engine_impl0_region_impl2_read_channel29_access(31) /= engine_impl0_region_impl2_read_channel29_access(30)) and (engine_impl0_region_impl2_read_channel29_access_ctl41_a_len /= 0) and (engine_impl0_region_impl2_read_channel29_access_ctl41_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_read_channel29_line_last <= stdl(signed(resize(engine_impl0_region_impl2_read_channel29_access_ctl41_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_read_channel29_access_ctl41_len_r, 15)) - 1));
@@ -14088,7 +14265,7 @@ begin
                     engine_impl0_region_impl2_read_channel29_mfifo <= engine_impl0_region_impl2_read_channel29_access(30);
                     engine_impl0_region_impl2_read_channel29_access_ctl41_keep_r <= engine_impl0_region_impl2_read_channel29_access(15);
                     engine_impl0_region_impl2_read_channel29_access_ctl41_useam_r <= engine_impl0_region_impl2_read_channel29_access(14);
-                    engine_impl0_region_impl2_read_channel29_access_ctl41_off_r <= engine_impl0_region_impl2_read_channel29_access_ctl41_a_off(8-1 downto 0);
+                    engine_impl0_region_impl2_read_channel29_access_ctl41_off_r <= engine_impl0_region_impl2_read_channel29_access_ctl41_a_off;
                     engine_impl0_region_impl2_read_channel29_access_ctl41_len_r <= engine_impl0_region_impl2_read_channel29_access_ctl41_a_len;
                     engine_impl0_region_impl2_read_channel29_access_ctl41_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl2_read_channel29_access_ctl41_lcnt <= to_unsigned(0, 14);
@@ -14118,6 +14295,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl2_read_channel29_access_ctl41_seq;
+
+
+engine_impl0_region_impl2_read_channel29_access_ctl41_off_hi_unused <= engine_impl0_region_impl2_read_channel29_access(14-1 downto 8);
 
 
 engine_impl0_region_impl2_read_channel29_pop <= stdl((engine_impl0_region_impl2_read_channel29_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel29_m_tready));
@@ -14188,10 +14368,10 @@ engine_impl0_region_impl2_read_channel29_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl2_read_channel30_access_ctl42_a_len <= engine_impl0_region_impl2_read_channel30_access(30-1 downto 16);
-engine_impl0_region_impl2_read_channel30_access_ctl42_a_off <= engine_impl0_region_impl2_read_channel30_access(14-1 downto 0);
+engine_impl0_region_impl2_read_channel30_access_ctl42_a_off <= engine_impl0_region_impl2_read_channel30_access(8-1 downto 0);
 
 
-engine_impl0_region_impl2_read_channel30_access_ctl42_a_ok <= stdl((engine_impl0_region_impl2_read_channel30_access(31) /= engine_impl0_region_impl2_read_channel30_access(30)) and (engine_impl0_region_impl2_read_channel30_access_ctl42_a_len /= 0) and (engine_impl0_region_impl2_read_channel30_access_ctl42_a_len <= 256) and (engine_impl0_region_impl2_read_channel30_access_ctl42_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_read_channel30_access_ctl42_a_ok <= stdl((engine_impl0_region_impl2_read_channel30_access(31) /= engine_impl0_region_impl2_read_channel30_access(30)) and (engine_impl0_region_impl2_read_channel30_access_ctl42_a_len /= 0) and (engine_impl0_region_impl2_read_channel30_access_ctl42_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_read_channel30_line_last <= stdl(signed(resize(engine_impl0_region_impl2_read_channel30_access_ctl42_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_read_channel30_access_ctl42_len_r, 15)) - 1));
@@ -14270,7 +14450,7 @@ begin
                     engine_impl0_region_impl2_read_channel30_mfifo <= engine_impl0_region_impl2_read_channel30_access(30);
                     engine_impl0_region_impl2_read_channel30_access_ctl42_keep_r <= engine_impl0_region_impl2_read_channel30_access(15);
                     engine_impl0_region_impl2_read_channel30_access_ctl42_useam_r <= engine_impl0_region_impl2_read_channel30_access(14);
-                    engine_impl0_region_impl2_read_channel30_access_ctl42_off_r <= engine_impl0_region_impl2_read_channel30_access_ctl42_a_off(8-1 downto 0);
+                    engine_impl0_region_impl2_read_channel30_access_ctl42_off_r <= engine_impl0_region_impl2_read_channel30_access_ctl42_a_off;
                     engine_impl0_region_impl2_read_channel30_access_ctl42_len_r <= engine_impl0_region_impl2_read_channel30_access_ctl42_a_len;
                     engine_impl0_region_impl2_read_channel30_access_ctl42_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl2_read_channel30_access_ctl42_lcnt <= to_unsigned(0, 14);
@@ -14300,6 +14480,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl2_read_channel30_access_ctl42_seq;
+
+
+engine_impl0_region_impl2_read_channel30_access_ctl42_off_hi_unused <= engine_impl0_region_impl2_read_channel30_access(14-1 downto 8);
 
 
 engine_impl0_region_impl2_read_channel30_pop <= stdl((engine_impl0_region_impl2_read_channel30_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel30_m_tready));
@@ -14370,10 +14553,10 @@ engine_impl0_region_impl2_read_channel30_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl2_read_channel31_access_ctl43_a_len <= engine_impl0_region_impl2_read_channel31_access(30-1 downto 16);
-engine_impl0_region_impl2_read_channel31_access_ctl43_a_off <= engine_impl0_region_impl2_read_channel31_access(14-1 downto 0);
+engine_impl0_region_impl2_read_channel31_access_ctl43_a_off <= engine_impl0_region_impl2_read_channel31_access(8-1 downto 0);
 
 
-engine_impl0_region_impl2_read_channel31_access_ctl43_a_ok <= stdl((engine_impl0_region_impl2_read_channel31_access(31) /= engine_impl0_region_impl2_read_channel31_access(30)) and (engine_impl0_region_impl2_read_channel31_access_ctl43_a_len /= 0) and (engine_impl0_region_impl2_read_channel31_access_ctl43_a_len <= 256) and (engine_impl0_region_impl2_read_channel31_access_ctl43_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_read_channel31_access_ctl43_a_ok <= stdl((engine_impl0_region_impl2_read_channel31_access(31) /= engine_impl0_region_impl2_read_channel31_access(30)) and (engine_impl0_region_impl2_read_channel31_access_ctl43_a_len /= 0) and (engine_impl0_region_impl2_read_channel31_access_ctl43_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_read_channel31_line_last <= stdl(signed(resize(engine_impl0_region_impl2_read_channel31_access_ctl43_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_read_channel31_access_ctl43_len_r, 15)) - 1));
@@ -14452,7 +14635,7 @@ begin
                     engine_impl0_region_impl2_read_channel31_mfifo <= engine_impl0_region_impl2_read_channel31_access(30);
                     engine_impl0_region_impl2_read_channel31_access_ctl43_keep_r <= engine_impl0_region_impl2_read_channel31_access(15);
                     engine_impl0_region_impl2_read_channel31_access_ctl43_useam_r <= engine_impl0_region_impl2_read_channel31_access(14);
-                    engine_impl0_region_impl2_read_channel31_access_ctl43_off_r <= engine_impl0_region_impl2_read_channel31_access_ctl43_a_off(8-1 downto 0);
+                    engine_impl0_region_impl2_read_channel31_access_ctl43_off_r <= engine_impl0_region_impl2_read_channel31_access_ctl43_a_off;
                     engine_impl0_region_impl2_read_channel31_access_ctl43_len_r <= engine_impl0_region_impl2_read_channel31_access_ctl43_a_len;
                     engine_impl0_region_impl2_read_channel31_access_ctl43_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl2_read_channel31_access_ctl43_lcnt <= to_unsigned(0, 14);
@@ -14482,6 +14665,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl2_read_channel31_access_ctl43_seq;
+
+
+engine_impl0_region_impl2_read_channel31_access_ctl43_off_hi_unused <= engine_impl0_region_impl2_read_channel31_access(14-1 downto 8);
 
 
 engine_impl0_region_impl2_read_channel31_pop <= stdl((engine_impl0_region_impl2_read_channel31_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel31_m_tready));
@@ -14552,10 +14738,10 @@ engine_impl0_region_impl2_read_channel31_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl2_read_channel32_access_ctl44_a_len <= engine_impl0_region_impl2_read_channel32_access(30-1 downto 16);
-engine_impl0_region_impl2_read_channel32_access_ctl44_a_off <= engine_impl0_region_impl2_read_channel32_access(14-1 downto 0);
+engine_impl0_region_impl2_read_channel32_access_ctl44_a_off <= engine_impl0_region_impl2_read_channel32_access(8-1 downto 0);
 
 
-engine_impl0_region_impl2_read_channel32_access_ctl44_a_ok <= stdl((engine_impl0_region_impl2_read_channel32_access(31) /= engine_impl0_region_impl2_read_channel32_access(30)) and (engine_impl0_region_impl2_read_channel32_access_ctl44_a_len /= 0) and (engine_impl0_region_impl2_read_channel32_access_ctl44_a_len <= 256) and (engine_impl0_region_impl2_read_channel32_access_ctl44_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_read_channel32_access_ctl44_a_ok <= stdl((engine_impl0_region_impl2_read_channel32_access(31) /= engine_impl0_region_impl2_read_channel32_access(30)) and (engine_impl0_region_impl2_read_channel32_access_ctl44_a_len /= 0) and (engine_impl0_region_impl2_read_channel32_access_ctl44_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_read_channel32_line_last <= stdl(signed(resize(engine_impl0_region_impl2_read_channel32_access_ctl44_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_read_channel32_access_ctl44_len_r, 15)) - 1));
@@ -14634,7 +14820,7 @@ begin
                     engine_impl0_region_impl2_read_channel32_mfifo <= engine_impl0_region_impl2_read_channel32_access(30);
                     engine_impl0_region_impl2_read_channel32_access_ctl44_keep_r <= engine_impl0_region_impl2_read_channel32_access(15);
                     engine_impl0_region_impl2_read_channel32_access_ctl44_useam_r <= engine_impl0_region_impl2_read_channel32_access(14);
-                    engine_impl0_region_impl2_read_channel32_access_ctl44_off_r <= engine_impl0_region_impl2_read_channel32_access_ctl44_a_off(8-1 downto 0);
+                    engine_impl0_region_impl2_read_channel32_access_ctl44_off_r <= engine_impl0_region_impl2_read_channel32_access_ctl44_a_off;
                     engine_impl0_region_impl2_read_channel32_access_ctl44_len_r <= engine_impl0_region_impl2_read_channel32_access_ctl44_a_len;
                     engine_impl0_region_impl2_read_channel32_access_ctl44_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl2_read_channel32_access_ctl44_lcnt <= to_unsigned(0, 14);
@@ -14664,6 +14850,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl2_read_channel32_access_ctl44_seq;
+
+
+engine_impl0_region_impl2_read_channel32_access_ctl44_off_hi_unused <= engine_impl0_region_impl2_read_channel32_access(14-1 downto 8);
 
 
 engine_impl0_region_impl2_read_channel32_pop <= stdl((engine_impl0_region_impl2_read_channel32_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel32_m_tready));
@@ -14734,10 +14923,10 @@ engine_impl0_region_impl2_read_channel32_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl2_read_channel33_access_ctl45_a_len <= engine_impl0_region_impl2_read_channel33_access(30-1 downto 16);
-engine_impl0_region_impl2_read_channel33_access_ctl45_a_off <= engine_impl0_region_impl2_read_channel33_access(14-1 downto 0);
+engine_impl0_region_impl2_read_channel33_access_ctl45_a_off <= engine_impl0_region_impl2_read_channel33_access(8-1 downto 0);
 
 
-engine_impl0_region_impl2_read_channel33_access_ctl45_a_ok <= stdl((engine_impl0_region_impl2_read_channel33_access(31) /= engine_impl0_region_impl2_read_channel33_access(30)) and (engine_impl0_region_impl2_read_channel33_access_ctl45_a_len /= 0) and (engine_impl0_region_impl2_read_channel33_access_ctl45_a_len <= 256) and (engine_impl0_region_impl2_read_channel33_access_ctl45_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_read_channel33_access_ctl45_a_ok <= stdl((engine_impl0_region_impl2_read_channel33_access(31) /= engine_impl0_region_impl2_read_channel33_access(30)) and (engine_impl0_region_impl2_read_channel33_access_ctl45_a_len /= 0) and (engine_impl0_region_impl2_read_channel33_access_ctl45_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_read_channel33_line_last <= stdl(signed(resize(engine_impl0_region_impl2_read_channel33_access_ctl45_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_read_channel33_access_ctl45_len_r, 15)) - 1));
@@ -14816,7 +15005,7 @@ begin
                     engine_impl0_region_impl2_read_channel33_mfifo <= engine_impl0_region_impl2_read_channel33_access(30);
                     engine_impl0_region_impl2_read_channel33_access_ctl45_keep_r <= engine_impl0_region_impl2_read_channel33_access(15);
                     engine_impl0_region_impl2_read_channel33_access_ctl45_useam_r <= engine_impl0_region_impl2_read_channel33_access(14);
-                    engine_impl0_region_impl2_read_channel33_access_ctl45_off_r <= engine_impl0_region_impl2_read_channel33_access_ctl45_a_off(8-1 downto 0);
+                    engine_impl0_region_impl2_read_channel33_access_ctl45_off_r <= engine_impl0_region_impl2_read_channel33_access_ctl45_a_off;
                     engine_impl0_region_impl2_read_channel33_access_ctl45_len_r <= engine_impl0_region_impl2_read_channel33_access_ctl45_a_len;
                     engine_impl0_region_impl2_read_channel33_access_ctl45_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl2_read_channel33_access_ctl45_lcnt <= to_unsigned(0, 14);
@@ -14846,6 +15035,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl2_read_channel33_access_ctl45_seq;
+
+
+engine_impl0_region_impl2_read_channel33_access_ctl45_off_hi_unused <= engine_impl0_region_impl2_read_channel33_access(14-1 downto 8);
 
 
 engine_impl0_region_impl2_read_channel33_pop <= stdl((engine_impl0_region_impl2_read_channel33_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel33_m_tready));
@@ -14916,10 +15108,10 @@ engine_impl0_region_impl2_read_channel33_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl2_read_channel34_access_ctl46_a_len <= engine_impl0_region_impl2_read_channel34_access(30-1 downto 16);
-engine_impl0_region_impl2_read_channel34_access_ctl46_a_off <= engine_impl0_region_impl2_read_channel34_access(14-1 downto 0);
+engine_impl0_region_impl2_read_channel34_access_ctl46_a_off <= engine_impl0_region_impl2_read_channel34_access(8-1 downto 0);
 
 
-engine_impl0_region_impl2_read_channel34_access_ctl46_a_ok <= stdl((engine_impl0_region_impl2_read_channel34_access(31) /= engine_impl0_region_impl2_read_channel34_access(30)) and (engine_impl0_region_impl2_read_channel34_access_ctl46_a_len /= 0) and (engine_impl0_region_impl2_read_channel34_access_ctl46_a_len <= 256) and (engine_impl0_region_impl2_read_channel34_access_ctl46_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_read_channel34_access_ctl46_a_ok <= stdl((engine_impl0_region_impl2_read_channel34_access(31) /= engine_impl0_region_impl2_read_channel34_access(30)) and (engine_impl0_region_impl2_read_channel34_access_ctl46_a_len /= 0) and (engine_impl0_region_impl2_read_channel34_access_ctl46_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_read_channel34_line_last <= stdl(signed(resize(engine_impl0_region_impl2_read_channel34_access_ctl46_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_read_channel34_access_ctl46_len_r, 15)) - 1));
@@ -14998,7 +15190,7 @@ begin
                     engine_impl0_region_impl2_read_channel34_mfifo <= engine_impl0_region_impl2_read_channel34_access(30);
                     engine_impl0_region_impl2_read_channel34_access_ctl46_keep_r <= engine_impl0_region_impl2_read_channel34_access(15);
                     engine_impl0_region_impl2_read_channel34_access_ctl46_useam_r <= engine_impl0_region_impl2_read_channel34_access(14);
-                    engine_impl0_region_impl2_read_channel34_access_ctl46_off_r <= engine_impl0_region_impl2_read_channel34_access_ctl46_a_off(8-1 downto 0);
+                    engine_impl0_region_impl2_read_channel34_access_ctl46_off_r <= engine_impl0_region_impl2_read_channel34_access_ctl46_a_off;
                     engine_impl0_region_impl2_read_channel34_access_ctl46_len_r <= engine_impl0_region_impl2_read_channel34_access_ctl46_a_len;
                     engine_impl0_region_impl2_read_channel34_access_ctl46_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl2_read_channel34_access_ctl46_lcnt <= to_unsigned(0, 14);
@@ -15028,6 +15220,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl2_read_channel34_access_ctl46_seq;
+
+
+engine_impl0_region_impl2_read_channel34_access_ctl46_off_hi_unused <= engine_impl0_region_impl2_read_channel34_access(14-1 downto 8);
 
 
 engine_impl0_region_impl2_read_channel34_pop <= stdl((engine_impl0_region_impl2_read_channel34_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel34_m_tready));
@@ -15098,10 +15293,10 @@ engine_impl0_region_impl2_read_channel34_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl2_read_channel35_access_ctl47_a_len <= engine_impl0_region_impl2_read_channel35_access(30-1 downto 16);
-engine_impl0_region_impl2_read_channel35_access_ctl47_a_off <= engine_impl0_region_impl2_read_channel35_access(14-1 downto 0);
+engine_impl0_region_impl2_read_channel35_access_ctl47_a_off <= engine_impl0_region_impl2_read_channel35_access(8-1 downto 0);
 
 
-engine_impl0_region_impl2_read_channel35_access_ctl47_a_ok <= stdl((engine_impl0_region_impl2_read_channel35_access(31) /= engine_impl0_region_impl2_read_channel35_access(30)) and (engine_impl0_region_impl2_read_channel35_access_ctl47_a_len /= 0) and (engine_impl0_region_impl2_read_channel35_access_ctl47_a_len <= 256) and (engine_impl0_region_impl2_read_channel35_access_ctl47_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_read_channel35_access_ctl47_a_ok <= stdl((engine_impl0_region_impl2_read_channel35_access(31) /= engine_impl0_region_impl2_read_channel35_access(30)) and (engine_impl0_region_impl2_read_channel35_access_ctl47_a_len /= 0) and (engine_impl0_region_impl2_read_channel35_access_ctl47_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_read_channel35_line_last <= stdl(signed(resize(engine_impl0_region_impl2_read_channel35_access_ctl47_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_read_channel35_access_ctl47_len_r, 15)) - 1));
@@ -15180,7 +15375,7 @@ begin
                     engine_impl0_region_impl2_read_channel35_mfifo <= engine_impl0_region_impl2_read_channel35_access(30);
                     engine_impl0_region_impl2_read_channel35_access_ctl47_keep_r <= engine_impl0_region_impl2_read_channel35_access(15);
                     engine_impl0_region_impl2_read_channel35_access_ctl47_useam_r <= engine_impl0_region_impl2_read_channel35_access(14);
-                    engine_impl0_region_impl2_read_channel35_access_ctl47_off_r <= engine_impl0_region_impl2_read_channel35_access_ctl47_a_off(8-1 downto 0);
+                    engine_impl0_region_impl2_read_channel35_access_ctl47_off_r <= engine_impl0_region_impl2_read_channel35_access_ctl47_a_off;
                     engine_impl0_region_impl2_read_channel35_access_ctl47_len_r <= engine_impl0_region_impl2_read_channel35_access_ctl47_a_len;
                     engine_impl0_region_impl2_read_channel35_access_ctl47_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl2_read_channel35_access_ctl47_lcnt <= to_unsigned(0, 14);
@@ -15210,6 +15405,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl2_read_channel35_access_ctl47_seq;
+
+
+engine_impl0_region_impl2_read_channel35_access_ctl47_off_hi_unused <= engine_impl0_region_impl2_read_channel35_access(14-1 downto 8);
 
 
 engine_impl0_region_impl2_read_channel35_pop <= stdl((engine_impl0_region_impl2_read_channel35_cnt /= 0) and bool(engine_impl0_region_impl2_read_channel35_m_tready));
@@ -15280,10 +15478,10 @@ engine_impl0_region_impl2_read_channel35_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl2_write_channel12_access_ctl48_a_len <= engine_impl0_region_impl2_write_channel12_access(30-1 downto 16);
-engine_impl0_region_impl2_write_channel12_access_ctl48_a_off <= engine_impl0_region_impl2_write_channel12_access(14-1 downto 0);
+engine_impl0_region_impl2_write_channel12_access_ctl48_a_off <= engine_impl0_region_impl2_write_channel12_access(8-1 downto 0);
 
 
-engine_impl0_region_impl2_write_channel12_access_ctl48_a_ok <= stdl((engine_impl0_region_impl2_write_channel12_access(31) /= engine_impl0_region_impl2_write_channel12_access(30)) and (engine_impl0_region_impl2_write_channel12_access_ctl48_a_len /= 0) and (engine_impl0_region_impl2_write_channel12_access_ctl48_a_len <= 256) and (engine_impl0_region_impl2_write_channel12_access_ctl48_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_write_channel12_access_ctl48_a_ok <= stdl((engine_impl0_region_impl2_write_channel12_access(31) /= engine_impl0_region_impl2_write_channel12_access(30)) and (engine_impl0_region_impl2_write_channel12_access_ctl48_a_len /= 0) and (engine_impl0_region_impl2_write_channel12_access_ctl48_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_write_channel12_line_last <= stdl(signed(resize(engine_impl0_region_impl2_write_channel12_access_ctl48_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_write_channel12_access_ctl48_len_r, 15)) - 1));
@@ -15362,7 +15560,7 @@ begin
                     engine_impl0_region_impl2_write_channel12_mfifo <= engine_impl0_region_impl2_write_channel12_access(30);
                     engine_impl0_region_impl2_write_channel12_access_ctl48_keep_r <= engine_impl0_region_impl2_write_channel12_access(15);
                     engine_impl0_region_impl2_write_channel12_access_ctl48_useam_r <= engine_impl0_region_impl2_write_channel12_access(14);
-                    engine_impl0_region_impl2_write_channel12_access_ctl48_off_r <= engine_impl0_region_impl2_write_channel12_access_ctl48_a_off(8-1 downto 0);
+                    engine_impl0_region_impl2_write_channel12_access_ctl48_off_r <= engine_impl0_region_impl2_write_channel12_access_ctl48_a_off;
                     engine_impl0_region_impl2_write_channel12_access_ctl48_len_r <= engine_impl0_region_impl2_write_channel12_access_ctl48_a_len;
                     engine_impl0_region_impl2_write_channel12_access_ctl48_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl2_write_channel12_access_ctl48_lcnt <= to_unsigned(0, 14);
@@ -15394,6 +15592,9 @@ begin
 end process engine_impl0_region_impl2_write_channel12_access_ctl48_seq;
 
 
+engine_impl0_region_impl2_write_channel12_access_ctl48_off_hi_unused <= engine_impl0_region_impl2_write_channel12_access(14-1 downto 8);
+
+
 engine_impl0_region_impl2_write_channel12_req <= stdl(bool(engine_impl0_region_impl2_write_channel12_running) and bool(engine_impl0_region_impl2_write_channel12_s_tvalid) and (bool(engine_impl0_region_impl2_q_nfull) or (not bool(engine_impl0_region_impl2_write_channel12_mfifo))));
 engine_impl0_region_impl2_write_channel12_s_tready <= engine_impl0_region_impl2_write_channel12_grant;
 engine_impl0_region_impl2_write_channel12_done_evt <= stdl(bool(engine_impl0_region_impl2_write_channel12_grant) and bool(engine_impl0_region_impl2_write_channel12_final) and bool(engine_impl0_region_impl2_write_channel12_line_last));
@@ -15409,10 +15610,10 @@ end process engine_impl0_region_impl2_write_channel12_addrc;
 
 
 engine_impl0_region_impl2_write_channel13_access_ctl49_a_len <= engine_impl0_region_impl2_write_channel13_access(30-1 downto 16);
-engine_impl0_region_impl2_write_channel13_access_ctl49_a_off <= engine_impl0_region_impl2_write_channel13_access(14-1 downto 0);
+engine_impl0_region_impl2_write_channel13_access_ctl49_a_off <= engine_impl0_region_impl2_write_channel13_access(8-1 downto 0);
 
 
-engine_impl0_region_impl2_write_channel13_access_ctl49_a_ok <= stdl((engine_impl0_region_impl2_write_channel13_access(31) /= engine_impl0_region_impl2_write_channel13_access(30)) and (engine_impl0_region_impl2_write_channel13_access_ctl49_a_len /= 0) and (engine_impl0_region_impl2_write_channel13_access_ctl49_a_len <= 256) and (engine_impl0_region_impl2_write_channel13_access_ctl49_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_write_channel13_access_ctl49_a_ok <= stdl((engine_impl0_region_impl2_write_channel13_access(31) /= engine_impl0_region_impl2_write_channel13_access(30)) and (engine_impl0_region_impl2_write_channel13_access_ctl49_a_len /= 0) and (engine_impl0_region_impl2_write_channel13_access_ctl49_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_write_channel13_line_last <= stdl(signed(resize(engine_impl0_region_impl2_write_channel13_access_ctl49_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_write_channel13_access_ctl49_len_r, 15)) - 1));
@@ -15491,7 +15692,7 @@ begin
                     engine_impl0_region_impl2_write_channel13_mfifo <= engine_impl0_region_impl2_write_channel13_access(30);
                     engine_impl0_region_impl2_write_channel13_access_ctl49_keep_r <= engine_impl0_region_impl2_write_channel13_access(15);
                     engine_impl0_region_impl2_write_channel13_access_ctl49_useam_r <= engine_impl0_region_impl2_write_channel13_access(14);
-                    engine_impl0_region_impl2_write_channel13_access_ctl49_off_r <= engine_impl0_region_impl2_write_channel13_access_ctl49_a_off(8-1 downto 0);
+                    engine_impl0_region_impl2_write_channel13_access_ctl49_off_r <= engine_impl0_region_impl2_write_channel13_access_ctl49_a_off;
                     engine_impl0_region_impl2_write_channel13_access_ctl49_len_r <= engine_impl0_region_impl2_write_channel13_access_ctl49_a_len;
                     engine_impl0_region_impl2_write_channel13_access_ctl49_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl2_write_channel13_access_ctl49_lcnt <= to_unsigned(0, 14);
@@ -15523,6 +15724,9 @@ begin
 end process engine_impl0_region_impl2_write_channel13_access_ctl49_seq;
 
 
+engine_impl0_region_impl2_write_channel13_access_ctl49_off_hi_unused <= engine_impl0_region_impl2_write_channel13_access(14-1 downto 8);
+
+
 engine_impl0_region_impl2_write_channel13_req <= stdl(bool(engine_impl0_region_impl2_write_channel13_running) and bool(engine_impl0_region_impl2_write_channel13_s_tvalid) and (bool(engine_impl0_region_impl2_q_nfull) or (not bool(engine_impl0_region_impl2_write_channel13_mfifo))));
 engine_impl0_region_impl2_write_channel13_s_tready <= engine_impl0_region_impl2_write_channel13_grant;
 engine_impl0_region_impl2_write_channel13_done_evt <= stdl(bool(engine_impl0_region_impl2_write_channel13_grant) and bool(engine_impl0_region_impl2_write_channel13_final) and bool(engine_impl0_region_impl2_write_channel13_line_last));
@@ -15538,10 +15742,10 @@ end process engine_impl0_region_impl2_write_channel13_addrc;
 
 
 engine_impl0_region_impl2_write_channel14_access_ctl50_a_len <= engine_impl0_region_impl2_write_channel14_access(30-1 downto 16);
-engine_impl0_region_impl2_write_channel14_access_ctl50_a_off <= engine_impl0_region_impl2_write_channel14_access(14-1 downto 0);
+engine_impl0_region_impl2_write_channel14_access_ctl50_a_off <= engine_impl0_region_impl2_write_channel14_access(8-1 downto 0);
 
 
-engine_impl0_region_impl2_write_channel14_access_ctl50_a_ok <= stdl((engine_impl0_region_impl2_write_channel14_access(31) /= engine_impl0_region_impl2_write_channel14_access(30)) and (engine_impl0_region_impl2_write_channel14_access_ctl50_a_len /= 0) and (engine_impl0_region_impl2_write_channel14_access_ctl50_a_len <= 256) and (engine_impl0_region_impl2_write_channel14_access_ctl50_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_write_channel14_access_ctl50_a_ok <= stdl((engine_impl0_region_impl2_write_channel14_access(31) /= engine_impl0_region_impl2_write_channel14_access(30)) and (engine_impl0_region_impl2_write_channel14_access_ctl50_a_len /= 0) and (engine_impl0_region_impl2_write_channel14_access_ctl50_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_write_channel14_line_last <= stdl(signed(resize(engine_impl0_region_impl2_write_channel14_access_ctl50_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_write_channel14_access_ctl50_len_r, 15)) - 1));
@@ -15620,7 +15824,7 @@ begin
                     engine_impl0_region_impl2_write_channel14_mfifo <= engine_impl0_region_impl2_write_channel14_access(30);
                     engine_impl0_region_impl2_write_channel14_access_ctl50_keep_r <= engine_impl0_region_impl2_write_channel14_access(15);
                     engine_impl0_region_impl2_write_channel14_access_ctl50_useam_r <= engine_impl0_region_impl2_write_channel14_access(14);
-                    engine_impl0_region_impl2_write_channel14_access_ctl50_off_r <= engine_impl0_region_impl2_write_channel14_access_ctl50_a_off(8-1 downto 0);
+                    engine_impl0_region_impl2_write_channel14_access_ctl50_off_r <= engine_impl0_region_impl2_write_channel14_access_ctl50_a_off;
                     engine_impl0_region_impl2_write_channel14_access_ctl50_len_r <= engine_impl0_region_impl2_write_channel14_access_ctl50_a_len;
                     engine_impl0_region_impl2_write_channel14_access_ctl50_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl2_write_channel14_access_ctl50_lcnt <= to_unsigned(0, 14);
@@ -15652,6 +15856,9 @@ begin
 end process engine_impl0_region_impl2_write_channel14_access_ctl50_seq;
 
 
+engine_impl0_region_impl2_write_channel14_access_ctl50_off_hi_unused <= engine_impl0_region_impl2_write_channel14_access(14-1 downto 8);
+
+
 engine_impl0_region_impl2_write_channel14_req <= stdl(bool(engine_impl0_region_impl2_write_channel14_running) and bool(engine_impl0_region_impl2_write_channel14_s_tvalid) and (bool(engine_impl0_region_impl2_q_nfull) or (not bool(engine_impl0_region_impl2_write_channel14_mfifo))));
 engine_impl0_region_impl2_write_channel14_s_tready <= engine_impl0_region_impl2_write_channel14_grant;
 engine_impl0_region_impl2_write_channel14_done_evt <= stdl(bool(engine_impl0_region_impl2_write_channel14_grant) and bool(engine_impl0_region_impl2_write_channel14_final) and bool(engine_impl0_region_impl2_write_channel14_line_last));
@@ -15667,10 +15874,10 @@ end process engine_impl0_region_impl2_write_channel14_addrc;
 
 
 engine_impl0_region_impl2_write_channel15_access_ctl51_a_len <= engine_impl0_region_impl2_write_channel15_access(30-1 downto 16);
-engine_impl0_region_impl2_write_channel15_access_ctl51_a_off <= engine_impl0_region_impl2_write_channel15_access(14-1 downto 0);
+engine_impl0_region_impl2_write_channel15_access_ctl51_a_off <= engine_impl0_region_impl2_write_channel15_access(8-1 downto 0);
 
 
-engine_impl0_region_impl2_write_channel15_access_ctl51_a_ok <= stdl((engine_impl0_region_impl2_write_channel15_access(31) /= engine_impl0_region_impl2_write_channel15_access(30)) and (engine_impl0_region_impl2_write_channel15_access_ctl51_a_len /= 0) and (engine_impl0_region_impl2_write_channel15_access_ctl51_a_len <= 256) and (engine_impl0_region_impl2_write_channel15_access_ctl51_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_write_channel15_access_ctl51_a_ok <= stdl((engine_impl0_region_impl2_write_channel15_access(31) /= engine_impl0_region_impl2_write_channel15_access(30)) and (engine_impl0_region_impl2_write_channel15_access_ctl51_a_len /= 0) and (engine_impl0_region_impl2_write_channel15_access_ctl51_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_write_channel15_line_last <= stdl(signed(resize(engine_impl0_region_impl2_write_channel15_access_ctl51_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_write_channel15_access_ctl51_len_r, 15)) - 1));
@@ -15749,7 +15956,7 @@ begin
                     engine_impl0_region_impl2_write_channel15_mfifo <= engine_impl0_region_impl2_write_channel15_access(30);
                     engine_impl0_region_impl2_write_channel15_access_ctl51_keep_r <= engine_impl0_region_impl2_write_channel15_access(15);
                     engine_impl0_region_impl2_write_channel15_access_ctl51_useam_r <= engine_impl0_region_impl2_write_channel15_access(14);
-                    engine_impl0_region_impl2_write_channel15_access_ctl51_off_r <= engine_impl0_region_impl2_write_channel15_access_ctl51_a_off(8-1 downto 0);
+                    engine_impl0_region_impl2_write_channel15_access_ctl51_off_r <= engine_impl0_region_impl2_write_channel15_access_ctl51_a_off;
                     engine_impl0_region_impl2_write_channel15_access_ctl51_len_r <= engine_impl0_region_impl2_write_channel15_access_ctl51_a_len;
                     engine_impl0_region_impl2_write_channel15_access_ctl51_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl2_write_channel15_access_ctl51_lcnt <= to_unsigned(0, 14);
@@ -15781,6 +15988,9 @@ begin
 end process engine_impl0_region_impl2_write_channel15_access_ctl51_seq;
 
 
+engine_impl0_region_impl2_write_channel15_access_ctl51_off_hi_unused <= engine_impl0_region_impl2_write_channel15_access(14-1 downto 8);
+
+
 engine_impl0_region_impl2_write_channel15_req <= stdl(bool(engine_impl0_region_impl2_write_channel15_running) and bool(engine_impl0_region_impl2_write_channel15_s_tvalid) and (bool(engine_impl0_region_impl2_q_nfull) or (not bool(engine_impl0_region_impl2_write_channel15_mfifo))));
 engine_impl0_region_impl2_write_channel15_s_tready <= engine_impl0_region_impl2_write_channel15_grant;
 engine_impl0_region_impl2_write_channel15_done_evt <= stdl(bool(engine_impl0_region_impl2_write_channel15_grant) and bool(engine_impl0_region_impl2_write_channel15_final) and bool(engine_impl0_region_impl2_write_channel15_line_last));
@@ -15796,10 +16006,10 @@ end process engine_impl0_region_impl2_write_channel15_addrc;
 
 
 engine_impl0_region_impl2_write_channel16_access_ctl52_a_len <= engine_impl0_region_impl2_write_channel16_access(30-1 downto 16);
-engine_impl0_region_impl2_write_channel16_access_ctl52_a_off <= engine_impl0_region_impl2_write_channel16_access(14-1 downto 0);
+engine_impl0_region_impl2_write_channel16_access_ctl52_a_off <= engine_impl0_region_impl2_write_channel16_access(8-1 downto 0);
 
 
-engine_impl0_region_impl2_write_channel16_access_ctl52_a_ok <= stdl((engine_impl0_region_impl2_write_channel16_access(31) /= engine_impl0_region_impl2_write_channel16_access(30)) and (engine_impl0_region_impl2_write_channel16_access_ctl52_a_len /= 0) and (engine_impl0_region_impl2_write_channel16_access_ctl52_a_len <= 256) and (engine_impl0_region_impl2_write_channel16_access_ctl52_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_write_channel16_access_ctl52_a_ok <= stdl((engine_impl0_region_impl2_write_channel16_access(31) /= engine_impl0_region_impl2_write_channel16_access(30)) and (engine_impl0_region_impl2_write_channel16_access_ctl52_a_len /= 0) and (engine_impl0_region_impl2_write_channel16_access_ctl52_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_write_channel16_line_last <= stdl(signed(resize(engine_impl0_region_impl2_write_channel16_access_ctl52_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_write_channel16_access_ctl52_len_r, 15)) - 1));
@@ -15878,7 +16088,7 @@ begin
                     engine_impl0_region_impl2_write_channel16_mfifo <= engine_impl0_region_impl2_write_channel16_access(30);
                     engine_impl0_region_impl2_write_channel16_access_ctl52_keep_r <= engine_impl0_region_impl2_write_channel16_access(15);
                     engine_impl0_region_impl2_write_channel16_access_ctl52_useam_r <= engine_impl0_region_impl2_write_channel16_access(14);
-                    engine_impl0_region_impl2_write_channel16_access_ctl52_off_r <= engine_impl0_region_impl2_write_channel16_access_ctl52_a_off(8-1 downto 0);
+                    engine_impl0_region_impl2_write_channel16_access_ctl52_off_r <= engine_impl0_region_impl2_write_channel16_access_ctl52_a_off;
                     engine_impl0_region_impl2_write_channel16_access_ctl52_len_r <= engine_impl0_region_impl2_write_channel16_access_ctl52_a_len;
                     engine_impl0_region_impl2_write_channel16_access_ctl52_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl2_write_channel16_access_ctl52_lcnt <= to_unsigned(0, 14);
@@ -15910,6 +16120,9 @@ begin
 end process engine_impl0_region_impl2_write_channel16_access_ctl52_seq;
 
 
+engine_impl0_region_impl2_write_channel16_access_ctl52_off_hi_unused <= engine_impl0_region_impl2_write_channel16_access(14-1 downto 8);
+
+
 engine_impl0_region_impl2_write_channel16_req <= stdl(bool(engine_impl0_region_impl2_write_channel16_running) and bool(engine_impl0_region_impl2_write_channel16_s_tvalid) and (bool(engine_impl0_region_impl2_q_nfull) or (not bool(engine_impl0_region_impl2_write_channel16_mfifo))));
 engine_impl0_region_impl2_write_channel16_s_tready <= engine_impl0_region_impl2_write_channel16_grant;
 engine_impl0_region_impl2_write_channel16_done_evt <= stdl(bool(engine_impl0_region_impl2_write_channel16_grant) and bool(engine_impl0_region_impl2_write_channel16_final) and bool(engine_impl0_region_impl2_write_channel16_line_last));
@@ -15925,10 +16138,10 @@ end process engine_impl0_region_impl2_write_channel16_addrc;
 
 
 engine_impl0_region_impl2_write_channel17_access_ctl53_a_len <= engine_impl0_region_impl2_write_channel17_access(30-1 downto 16);
-engine_impl0_region_impl2_write_channel17_access_ctl53_a_off <= engine_impl0_region_impl2_write_channel17_access(14-1 downto 0);
+engine_impl0_region_impl2_write_channel17_access_ctl53_a_off <= engine_impl0_region_impl2_write_channel17_access(8-1 downto 0);
 
 
-engine_impl0_region_impl2_write_channel17_access_ctl53_a_ok <= stdl((engine_impl0_region_impl2_write_channel17_access(31) /= engine_impl0_region_impl2_write_channel17_access(30)) and (engine_impl0_region_impl2_write_channel17_access_ctl53_a_len /= 0) and (engine_impl0_region_impl2_write_channel17_access_ctl53_a_len <= 256) and (engine_impl0_region_impl2_write_channel17_access_ctl53_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl2_write_channel17_access_ctl53_a_ok <= stdl((engine_impl0_region_impl2_write_channel17_access(31) /= engine_impl0_region_impl2_write_channel17_access(30)) and (engine_impl0_region_impl2_write_channel17_access_ctl53_a_len /= 0) and (engine_impl0_region_impl2_write_channel17_access_ctl53_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl2_write_channel17_line_last <= stdl(signed(resize(engine_impl0_region_impl2_write_channel17_access_ctl53_lcnt, 15)) = (signed(resize(engine_impl0_region_impl2_write_channel17_access_ctl53_len_r, 15)) - 1));
@@ -16007,7 +16220,7 @@ begin
                     engine_impl0_region_impl2_write_channel17_mfifo <= engine_impl0_region_impl2_write_channel17_access(30);
                     engine_impl0_region_impl2_write_channel17_access_ctl53_keep_r <= engine_impl0_region_impl2_write_channel17_access(15);
                     engine_impl0_region_impl2_write_channel17_access_ctl53_useam_r <= engine_impl0_region_impl2_write_channel17_access(14);
-                    engine_impl0_region_impl2_write_channel17_access_ctl53_off_r <= engine_impl0_region_impl2_write_channel17_access_ctl53_a_off(8-1 downto 0);
+                    engine_impl0_region_impl2_write_channel17_access_ctl53_off_r <= engine_impl0_region_impl2_write_channel17_access_ctl53_a_off;
                     engine_impl0_region_impl2_write_channel17_access_ctl53_len_r <= engine_impl0_region_impl2_write_channel17_access_ctl53_a_len;
                     engine_impl0_region_impl2_write_channel17_access_ctl53_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl2_write_channel17_access_ctl53_lcnt <= to_unsigned(0, 14);
@@ -16037,6 +16250,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl2_write_channel17_access_ctl53_seq;
+
+
+engine_impl0_region_impl2_write_channel17_access_ctl53_off_hi_unused <= engine_impl0_region_impl2_write_channel17_access(14-1 downto 8);
 
 
 engine_impl0_region_impl2_write_channel17_req <= stdl(bool(engine_impl0_region_impl2_write_channel17_running) and bool(engine_impl0_region_impl2_write_channel17_s_tvalid) and (bool(engine_impl0_region_impl2_q_nfull) or (not bool(engine_impl0_region_impl2_write_channel17_mfifo))));
@@ -16530,10 +16746,10 @@ engine_impl0_region_impl2_copy_sig92_y <= engine_impl0_region_impl2_qcnt;
 
 
 engine_impl0_region_impl3_read_channel36_access_ctl54_a_len <= engine_impl0_region_impl3_read_channel36_access(30-1 downto 16);
-engine_impl0_region_impl3_read_channel36_access_ctl54_a_off <= engine_impl0_region_impl3_read_channel36_access(14-1 downto 0);
+engine_impl0_region_impl3_read_channel36_access_ctl54_a_off <= engine_impl0_region_impl3_read_channel36_access(8-1 downto 0);
 
 
-engine_impl0_region_impl3_read_channel36_access_ctl54_a_ok <= stdl((engine_impl0_region_impl3_read_channel36_access(31) /= engine_impl0_region_impl3_read_channel36_access(30)) and (engine_impl0_region_impl3_read_channel36_access_ctl54_a_len /= 0) and (engine_impl0_region_impl3_read_channel36_access_ctl54_a_len <= 256) and (engine_impl0_region_impl3_read_channel36_access_ctl54_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_read_channel36_access_ctl54_a_ok <= stdl((engine_impl0_region_impl3_read_channel36_access(31) /= engine_impl0_region_impl3_read_channel36_access(30)) and (engine_impl0_region_impl3_read_channel36_access_ctl54_a_len /= 0) and (engine_impl0_region_impl3_read_channel36_access_ctl54_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_read_channel36_line_last <= stdl(signed(resize(engine_impl0_region_impl3_read_channel36_access_ctl54_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_read_channel36_access_ctl54_len_r, 15)) - 1));
@@ -16612,7 +16828,7 @@ begin
                     engine_impl0_region_impl3_read_channel36_mfifo <= engine_impl0_region_impl3_read_channel36_access(30);
                     engine_impl0_region_impl3_read_channel36_access_ctl54_keep_r <= engine_impl0_region_impl3_read_channel36_access(15);
                     engine_impl0_region_impl3_read_channel36_access_ctl54_useam_r <= engine_impl0_region_impl3_read_channel36_access(14);
-                    engine_impl0_region_impl3_read_channel36_access_ctl54_off_r <= engine_impl0_region_impl3_read_channel36_access_ctl54_a_off(8-1 downto 0);
+                    engine_impl0_region_impl3_read_channel36_access_ctl54_off_r <= engine_impl0_region_impl3_read_channel36_access_ctl54_a_off;
                     engine_impl0_region_impl3_read_channel36_access_ctl54_len_r <= engine_impl0_region_impl3_read_channel36_access_ctl54_a_len;
                     engine_impl0_region_impl3_read_channel36_access_ctl54_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl3_read_channel36_access_ctl54_lcnt <= to_unsigned(0, 14);
@@ -16642,6 +16858,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl3_read_channel36_access_ctl54_seq;
+
+
+engine_impl0_region_impl3_read_channel36_access_ctl54_off_hi_unused <= engine_impl0_region_impl3_read_channel36_access(14-1 downto 8);
 
 
 engine_impl0_region_impl3_read_channel36_pop <= stdl((engine_impl0_region_impl3_read_channel36_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel36_m_tready));
@@ -16712,10 +16931,10 @@ engine_impl0_region_impl3_read_channel36_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl3_read_channel37_access_ctl55_a_len <= engine_impl0_region_impl3_read_channel37_access(30-1 downto 16);
-engine_impl0_region_impl3_read_channel37_access_ctl55_a_off <= engine_impl0_region_impl3_read_channel37_access(14-1 downto 0);
+engine_impl0_region_impl3_read_channel37_access_ctl55_a_off <= engine_impl0_region_impl3_read_channel37_access(8-1 downto 0);
 
 
-engine_impl0_region_impl3_read_channel37_access_ctl55_a_ok <= stdl((engine_impl0_region_impl3_read_channel37_access(31) /= engine_impl0_region_impl3_read_channel37_access(30)) and (engine_impl0_region_impl3_read_channel37_access_ctl55_a_len /= 0) and (engine_impl0_region_impl3_read_channel37_access_ctl55_a_len <= 256) and (engine_impl0_region_impl3_read_channel37_access_ctl55_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_read_channel37_access_ctl55_a_ok <= stdl((engine_impl0_region_impl3_read_channel37_access(31) /= engine_impl0_region_impl3_read_channel37_access(30)) and (engine_impl0_region_impl3_read_channel37_access_ctl55_a_len /= 0) and (engine_impl0_region_impl3_read_channel37_access_ctl55_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_read_channel37_line_last <= stdl(signed(resize(engine_impl0_region_impl3_read_channel37_access_ctl55_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_read_channel37_access_ctl55_len_r, 15)) - 1));
@@ -16794,7 +17013,7 @@ begin
                     engine_impl0_region_impl3_read_channel37_mfifo <= engine_impl0_region_impl3_read_channel37_access(30);
                     engine_impl0_region_impl3_read_channel37_access_ctl55_keep_r <= engine_impl0_region_impl3_read_channel37_access(15);
                     engine_impl0_region_impl3_read_channel37_access_ctl55_useam_r <= engine_impl0_region_impl3_read_channel37_access(14);
-                    engine_impl0_region_impl3_read_channel37_access_ctl55_off_r <= engine_impl0_region_impl3_read_channel37_access_ctl55_a_off(8-1 downto 0);
+                    engine_impl0_region_impl3_read_channel37_access_ctl55_off_r <= engine_impl0_region_impl3_read_channel37_access_ctl55_a_off;
                     engine_impl0_region_impl3_read_channel37_access_ctl55_len_r <= engine_impl0_region_impl3_read_channel37_access_ctl55_a_len;
                     engine_impl0_region_impl3_read_channel37_access_ctl55_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl3_read_channel37_access_ctl55_lcnt <= to_unsigned(0, 14);
@@ -16824,6 +17043,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl3_read_channel37_access_ctl55_seq;
+
+
+engine_impl0_region_impl3_read_channel37_access_ctl55_off_hi_unused <= engine_impl0_region_impl3_read_channel37_access(14-1 downto 8);
 
 
 engine_impl0_region_impl3_read_channel37_pop <= stdl((engine_impl0_region_impl3_read_channel37_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel37_m_tready));
@@ -16894,10 +17116,10 @@ engine_impl0_region_impl3_read_channel37_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl3_read_channel38_access_ctl56_a_len <= engine_impl0_region_impl3_read_channel38_access(30-1 downto 16);
-engine_impl0_region_impl3_read_channel38_access_ctl56_a_off <= engine_impl0_region_impl3_read_channel38_access(14-1 downto 0);
+engine_impl0_region_impl3_read_channel38_access_ctl56_a_off <= engine_impl0_region_impl3_read_channel38_access(8-1 downto 0);
 
 
-engine_impl0_region_impl3_read_channel38_access_ctl56_a_ok <= stdl((engine_impl0_region_impl3_read_channel38_access(31) /= engine_impl0_region_impl3_read_channel38_access(30)) and (engine_impl0_region_impl3_read_channel38_access_ctl56_a_len /= 0) and (engine_impl0_region_impl3_read_channel38_access_ctl56_a_len <= 256) and (engine_impl0_region_impl3_read_channel38_access_ctl56_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_read_channel38_access_ctl56_a_ok <= stdl((engine_impl0_region_impl3_read_channel38_access(31) /= engine_impl0_region_impl3_read_channel38_access(30)) and (engine_impl0_region_impl3_read_channel38_access_ctl56_a_len /= 0) and (engine_impl0_region_impl3_read_channel38_access_ctl56_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_read_channel38_line_last <= stdl(signed(resize(engine_impl0_region_impl3_read_channel38_access_ctl56_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_read_channel38_access_ctl56_len_r, 15)) - 1));
@@ -16976,7 +17198,7 @@ begin
                     engine_impl0_region_impl3_read_channel38_mfifo <= engine_impl0_region_impl3_read_channel38_access(30);
                     engine_impl0_region_impl3_read_channel38_access_ctl56_keep_r <= engine_impl0_region_impl3_read_channel38_access(15);
                     engine_impl0_region_impl3_read_channel38_access_ctl56_useam_r <= engine_impl0_region_impl3_read_channel38_access(14);
-                    engine_impl0_region_impl3_read_channel38_access_ctl56_off_r <= engine_impl0_region_impl3_read_channel38_access_ctl56_a_off(8-1 downto 0);
+                    engine_impl0_region_impl3_read_channel38_access_ctl56_off_r <= engine_impl0_region_impl3_read_channel38_access_ctl56_a_off;
                     engine_impl0_region_impl3_read_channel38_access_ctl56_len_r <= engine_impl0_region_impl3_read_channel38_access_ctl56_a_len;
                     engine_impl0_region_impl3_read_channel38_access_ctl56_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl3_read_channel38_access_ctl56_lcnt <= to_unsigned(0, 14);
@@ -17006,6 +17228,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl3_read_channel38_access_ctl56_seq;
+
+
+engine_impl0_region_impl3_read_channel38_access_ctl56_off_hi_unused <= engine_impl0_region_impl3_read_channel38_access(14-1 downto 8);
 
 
 engine_impl0_region_impl3_read_channel38_pop <= stdl((engine_impl0_region_impl3_read_channel38_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel38_m_tready));
@@ -17076,10 +17301,10 @@ engine_impl0_region_impl3_read_channel38_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl3_read_channel39_access_ctl57_a_len <= engine_impl0_region_impl3_read_channel39_access(30-1 downto 16);
-engine_impl0_region_impl3_read_channel39_access_ctl57_a_off <= engine_impl0_region_impl3_read_channel39_access(14-1 downto 0);
+engine_impl0_region_impl3_read_channel39_access_ctl57_a_off <= engine_impl0_region_impl3_read_channel39_access(8-1 downto 0);
 
 
-engine_impl0_region_impl3_read_channel39_access_ctl57_a_ok <= stdl((engine_impl0_region_impl3_read_channel39_access(31) /= engine_impl0_region_impl3_read_channel39_access(30)) and (engine_impl0_region_impl3_read_channel39_access_ctl57_a_len /= 0) and (engine_impl0_region_impl3_read_channel39_access_ctl57_a_len <= 256) and (engine_impl0_region_impl3_read_channel39_access_ctl57_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_read_channel39_access_ctl57_a_ok <= stdl((engine_impl0_region_impl3_read_channel39_access(31) /= engine_impl0_region_impl3_read_channel39_access(30)) and (engine_impl0_region_impl3_read_channel39_access_ctl57_a_len /= 0) and (engine_impl0_region_impl3_read_channel39_access_ctl57_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_read_channel39_line_last <= stdl(signed(resize(engine_impl0_region_impl3_read_channel39_access_ctl57_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_read_channel39_access_ctl57_len_r, 15)) - 1));
@@ -17158,7 +17383,7 @@ begin
                     engine_impl0_region_impl3_read_channel39_mfifo <= engine_impl0_region_impl3_read_channel39_access(30);
                     engine_impl0_region_impl3_read_channel39_access_ctl57_keep_r <= engine_impl0_region_impl3_read_channel39_access(15);
                     engine_impl0_region_impl3_read_channel39_access_ctl57_useam_r <= engine_impl0_region_impl3_read_channel39_access(14);
-                    engine_impl0_region_impl3_read_channel39_access_ctl57_off_r <= engine_impl0_region_impl3_read_channel39_access_ctl57_a_off(8-1 downto 0);
+                    engine_impl0_region_impl3_read_channel39_access_ctl57_off_r <= engine_impl0_region_impl3_read_channel39_access_ctl57_a_off;
                     engine_impl0_region_impl3_read_channel39_access_ctl57_len_r <= engine_impl0_region_impl3_read_channel39_access_ctl57_a_len;
                     engine_impl0_region_impl3_read_channel39_access_ctl57_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl3_read_channel39_access_ctl57_lcnt <= to_unsigned(0, 14);
@@ -17188,6 +17413,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl3_read_channel39_access_ctl57_seq;
+
+
+engine_impl0_region_impl3_read_channel39_access_ctl57_off_hi_unused <= engine_impl0_region_impl3_read_channel39_access(14-1 downto 8);
 
 
 engine_impl0_region_impl3_read_channel39_pop <= stdl((engine_impl0_region_impl3_read_channel39_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel39_m_tready));
@@ -17258,10 +17486,10 @@ engine_impl0_region_impl3_read_channel39_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl3_read_channel40_access_ctl58_a_len <= engine_impl0_region_impl3_read_channel40_access(30-1 downto 16);
-engine_impl0_region_impl3_read_channel40_access_ctl58_a_off <= engine_impl0_region_impl3_read_channel40_access(14-1 downto 0);
+engine_impl0_region_impl3_read_channel40_access_ctl58_a_off <= engine_impl0_region_impl3_read_channel40_access(8-1 downto 0);
 
 
-engine_impl0_region_impl3_read_channel40_access_ctl58_a_ok <= stdl((engine_impl0_region_impl3_read_channel40_access(31) /= engine_impl0_region_impl3_read_channel40_access(30)) and (engine_impl0_region_impl3_read_channel40_access_ctl58_a_len /= 0) and (engine_impl0_region_impl3_read_channel40_access_ctl58_a_len <= 256) and (engine_impl0_region_impl3_read_channel40_access_ctl58_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_read_channel40_access_ctl58_a_ok <= stdl((engine_impl0_region_impl3_read_channel40_access(31) /= engine_impl0_region_impl3_read_channel40_access(30)) and (engine_impl0_region_impl3_read_channel40_access_ctl58_a_len /= 0) and (engine_impl0_region_impl3_read_channel40_access_ctl58_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_read_channel40_line_last <= stdl(signed(resize(engine_impl0_region_impl3_read_channel40_access_ctl58_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_read_channel40_access_ctl58_len_r, 15)) - 1));
@@ -17340,7 +17568,7 @@ begin
                     engine_impl0_region_impl3_read_channel40_mfifo <= engine_impl0_region_impl3_read_channel40_access(30);
                     engine_impl0_region_impl3_read_channel40_access_ctl58_keep_r <= engine_impl0_region_impl3_read_channel40_access(15);
                     engine_impl0_region_impl3_read_channel40_access_ctl58_useam_r <= engine_impl0_region_impl3_read_channel40_access(14);
-                    engine_impl0_region_impl3_read_channel40_access_ctl58_off_r <= engine_impl0_region_impl3_read_channel40_access_ctl58_a_off(8-1 downto 0);
+                    engine_impl0_region_impl3_read_channel40_access_ctl58_off_r <= engine_impl0_region_impl3_read_channel40_access_ctl58_a_off;
                     engine_impl0_region_impl3_read_channel40_access_ctl58_len_r <= engine_impl0_region_impl3_read_channel40_access_ctl58_a_len;
                     engine_impl0_region_impl3_read_channel40_access_ctl58_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl3_read_channel40_access_ctl58_lcnt <= to_unsigned(0, 14);
@@ -17370,6 +17598,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl3_read_channel40_access_ctl58_seq;
+
+
+engine_impl0_region_impl3_read_channel40_access_ctl58_off_hi_unused <= engine_impl0_region_impl3_read_channel40_access(14-1 downto 8);
 
 
 engine_impl0_region_impl3_read_channel40_pop <= stdl((engine_impl0_region_impl3_read_channel40_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel40_m_tready));
@@ -17440,10 +17671,10 @@ engine_impl0_region_impl3_read_channel40_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl3_read_channel41_access_ctl59_a_len <= engine_impl0_region_impl3_read_channel41_access(30-1 downto 16);
-engine_impl0_region_impl3_read_channel41_access_ctl59_a_off <= engine_impl0_region_impl3_read_channel41_access(14-1 downto 0);
+engine_impl0_region_impl3_read_channel41_access_ctl59_a_off <= engine_impl0_region_impl3_read_channel41_access(8-1 downto 0);
 
 
-engine_impl0_region_impl3_read_channel41_access_ctl59_a_ok <= stdl((engine_impl0_region_impl3_read_channel41_access(31) /= engine_impl0_region_impl3_read_channel41_access(30)) and (engine_impl0_region_impl3_read_channel41_access_ctl59_a_len /= 0) and (engine_impl0_region_impl3_read_channel41_access_ctl59_a_len <= 256) and (engine_impl0_region_impl3_read_channel41_access_ctl59_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_read_channel41_access_ctl59_a_ok <= stdl((engine_impl0_region_impl3_read_channel41_access(31) /= engine_impl0_region_impl3_read_channel41_access(30)) and (engine_impl0_region_impl3_read_channel41_access_ctl59_a_len /= 0) and (engine_impl0_region_impl3_read_channel41_access_ctl59_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_read_channel41_line_last <= stdl(signed(resize(engine_impl0_region_impl3_read_channel41_access_ctl59_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_read_channel41_access_ctl59_len_r, 15)) - 1));
@@ -17522,7 +17753,7 @@ begin
                     engine_impl0_region_impl3_read_channel41_mfifo <= engine_impl0_region_impl3_read_channel41_access(30);
                     engine_impl0_region_impl3_read_channel41_access_ctl59_keep_r <= engine_impl0_region_impl3_read_channel41_access(15);
                     engine_impl0_region_impl3_read_channel41_access_ctl59_useam_r <= engine_impl0_region_impl3_read_channel41_access(14);
-                    engine_impl0_region_impl3_read_channel41_access_ctl59_off_r <= engine_impl0_region_impl3_read_channel41_access_ctl59_a_off(8-1 downto 0);
+                    engine_impl0_region_impl3_read_channel41_access_ctl59_off_r <= engine_impl0_region_impl3_read_channel41_access_ctl59_a_off;
                     engine_impl0_region_impl3_read_channel41_access_ctl59_len_r <= engine_impl0_region_impl3_read_channel41_access_ctl59_a_len;
                     engine_impl0_region_impl3_read_channel41_access_ctl59_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl3_read_channel41_access_ctl59_lcnt <= to_unsigned(0, 14);
@@ -17552,6 +17783,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl3_read_channel41_access_ctl59_seq;
+
+
+engine_impl0_region_impl3_read_channel41_access_ctl59_off_hi_unused <= engine_impl0_region_impl3_read_channel41_access(14-1 downto 8);
 
 
 engine_impl0_region_impl3_read_channel41_pop <= stdl((engine_impl0_region_impl3_read_channel41_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel41_m_tready));
@@ -17622,10 +17856,10 @@ engine_impl0_region_impl3_read_channel41_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl3_read_channel42_access_ctl60_a_len <= engine_impl0_region_impl3_read_channel42_access(30-1 downto 16);
-engine_impl0_region_impl3_read_channel42_access_ctl60_a_off <= engine_impl0_region_impl3_read_channel42_access(14-1 downto 0);
+engine_impl0_region_impl3_read_channel42_access_ctl60_a_off <= engine_impl0_region_impl3_read_channel42_access(8-1 downto 0);
 
 
-engine_impl0_region_impl3_read_channel42_access_ctl60_a_ok <= stdl((engine_impl0_region_impl3_read_channel42_access(31) /= engine_impl0_region_impl3_read_channel42_access(30)) and (engine_impl0_region_impl3_read_channel42_access_ctl60_a_len /= 0) and (engine_impl0_region_impl3_read_channel42_access_ctl60_a_len <= 256) and (engine_impl0_region_impl3_read_channel42_access_ctl60_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_read_channel42_access_ctl60_a_ok <= stdl((engine_impl0_region_impl3_read_channel42_access(31) /= engine_impl0_region_impl3_read_channel42_access(30)) and (engine_impl0_region_impl3_read_channel42_access_ctl60_a_len /= 0) and (engine_impl0_region_impl3_read_channel42_access_ctl60_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_read_channel42_line_last <= stdl(signed(resize(engine_impl0_region_impl3_read_channel42_access_ctl60_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_read_channel42_access_ctl60_len_r, 15)) - 1));
@@ -17704,7 +17938,7 @@ begin
                     engine_impl0_region_impl3_read_channel42_mfifo <= engine_impl0_region_impl3_read_channel42_access(30);
                     engine_impl0_region_impl3_read_channel42_access_ctl60_keep_r <= engine_impl0_region_impl3_read_channel42_access(15);
                     engine_impl0_region_impl3_read_channel42_access_ctl60_useam_r <= engine_impl0_region_impl3_read_channel42_access(14);
-                    engine_impl0_region_impl3_read_channel42_access_ctl60_off_r <= engine_impl0_region_impl3_read_channel42_access_ctl60_a_off(8-1 downto 0);
+                    engine_impl0_region_impl3_read_channel42_access_ctl60_off_r <= engine_impl0_region_impl3_read_channel42_access_ctl60_a_off;
                     engine_impl0_region_impl3_read_channel42_access_ctl60_len_r <= engine_impl0_region_impl3_read_channel42_access_ctl60_a_len;
                     engine_impl0_region_impl3_read_channel42_access_ctl60_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl3_read_channel42_access_ctl60_lcnt <= to_unsigned(0, 14);
@@ -17734,6 +17968,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl3_read_channel42_access_ctl60_seq;
+
+
+engine_impl0_region_impl3_read_channel42_access_ctl60_off_hi_unused <= engine_impl0_region_impl3_read_channel42_access(14-1 downto 8);
 
 
 engine_impl0_region_impl3_read_channel42_pop <= stdl((engine_impl0_region_impl3_read_channel42_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel42_m_tready));
@@ -17804,10 +18041,10 @@ engine_impl0_region_impl3_read_channel42_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl3_read_channel43_access_ctl61_a_len <= engine_impl0_region_impl3_read_channel43_access(30-1 downto 16);
-engine_impl0_region_impl3_read_channel43_access_ctl61_a_off <= engine_impl0_region_impl3_read_channel43_access(14-1 downto 0);
+engine_impl0_region_impl3_read_channel43_access_ctl61_a_off <= engine_impl0_region_impl3_read_channel43_access(8-1 downto 0);
 
 
-engine_impl0_region_impl3_read_channel43_access_ctl61_a_ok <= stdl((engine_impl0_region_impl3_read_channel43_access(31) /= engine_impl0_region_impl3_read_channel43_access(30)) and (engine_impl0_region_impl3_read_channel43_access_ctl61_a_len /= 0) and (engine_impl0_region_impl3_read_channel43_access_ctl61_a_len <= 256) and (engine_impl0_region_impl3_read_channel43_access_ctl61_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_read_channel43_access_ctl61_a_ok <= stdl((engine_impl0_region_impl3_read_channel43_access(31) /= engine_impl0_region_impl3_read_channel43_access(30)) and (engine_impl0_region_impl3_read_channel43_access_ctl61_a_len /= 0) and (engine_impl0_region_impl3_read_channel43_access_ctl61_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_read_channel43_line_last <= stdl(signed(resize(engine_impl0_region_impl3_read_channel43_access_ctl61_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_read_channel43_access_ctl61_len_r, 15)) - 1));
@@ -17886,7 +18123,7 @@ begin
                     engine_impl0_region_impl3_read_channel43_mfifo <= engine_impl0_region_impl3_read_channel43_access(30);
                     engine_impl0_region_impl3_read_channel43_access_ctl61_keep_r <= engine_impl0_region_impl3_read_channel43_access(15);
                     engine_impl0_region_impl3_read_channel43_access_ctl61_useam_r <= engine_impl0_region_impl3_read_channel43_access(14);
-                    engine_impl0_region_impl3_read_channel43_access_ctl61_off_r <= engine_impl0_region_impl3_read_channel43_access_ctl61_a_off(8-1 downto 0);
+                    engine_impl0_region_impl3_read_channel43_access_ctl61_off_r <= engine_impl0_region_impl3_read_channel43_access_ctl61_a_off;
                     engine_impl0_region_impl3_read_channel43_access_ctl61_len_r <= engine_impl0_region_impl3_read_channel43_access_ctl61_a_len;
                     engine_impl0_region_impl3_read_channel43_access_ctl61_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl3_read_channel43_access_ctl61_lcnt <= to_unsigned(0, 14);
@@ -17916,6 +18153,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl3_read_channel43_access_ctl61_seq;
+
+
+engine_impl0_region_impl3_read_channel43_access_ctl61_off_hi_unused <= engine_impl0_region_impl3_read_channel43_access(14-1 downto 8);
 
 
 engine_impl0_region_impl3_read_channel43_pop <= stdl((engine_impl0_region_impl3_read_channel43_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel43_m_tready));
@@ -17986,10 +18226,10 @@ engine_impl0_region_impl3_read_channel43_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl3_read_channel44_access_ctl62_a_len <= engine_impl0_region_impl3_read_channel44_access(30-1 downto 16);
-engine_impl0_region_impl3_read_channel44_access_ctl62_a_off <= engine_impl0_region_impl3_read_channel44_access(14-1 downto 0);
+engine_impl0_region_impl3_read_channel44_access_ctl62_a_off <= engine_impl0_region_impl3_read_channel44_access(8-1 downto 0);
 
 
-engine_impl0_region_impl3_read_channel44_access_ctl62_a_ok <= stdl((engine_impl0_region_impl3_read_channel44_access(31) /= engine_impl0_region_impl3_read_channel44_access(30)) and (engine_impl0_region_impl3_read_channel44_access_ctl62_a_len /= 0) and (engine_impl0_region_impl3_read_channel44_access_ctl62_a_len <= 256) and (engine_impl0_region_impl3_read_channel44_access_ctl62_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_read_channel44_access_ctl62_a_ok <= stdl((engine_impl0_region_impl3_read_channel44_access(31) /= engine_impl0_region_impl3_read_channel44_access(30)) and (engine_impl0_region_impl3_read_channel44_access_ctl62_a_len /= 0) and (engine_impl0_region_impl3_read_channel44_access_ctl62_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_read_channel44_line_last <= stdl(signed(resize(engine_impl0_region_impl3_read_channel44_access_ctl62_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_read_channel44_access_ctl62_len_r, 15)) - 1));
@@ -18068,7 +18308,7 @@ begin
                     engine_impl0_region_impl3_read_channel44_mfifo <= engine_impl0_region_impl3_read_channel44_access(30);
                     engine_impl0_region_impl3_read_channel44_access_ctl62_keep_r <= engine_impl0_region_impl3_read_channel44_access(15);
                     engine_impl0_region_impl3_read_channel44_access_ctl62_useam_r <= engine_impl0_region_impl3_read_channel44_access(14);
-                    engine_impl0_region_impl3_read_channel44_access_ctl62_off_r <= engine_impl0_region_impl3_read_channel44_access_ctl62_a_off(8-1 downto 0);
+                    engine_impl0_region_impl3_read_channel44_access_ctl62_off_r <= engine_impl0_region_impl3_read_channel44_access_ctl62_a_off;
                     engine_impl0_region_impl3_read_channel44_access_ctl62_len_r <= engine_impl0_region_impl3_read_channel44_access_ctl62_a_len;
                     engine_impl0_region_impl3_read_channel44_access_ctl62_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl3_read_channel44_access_ctl62_lcnt <= to_unsigned(0, 14);
@@ -18098,6 +18338,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl3_read_channel44_access_ctl62_seq;
+
+
+engine_impl0_region_impl3_read_channel44_access_ctl62_off_hi_unused <= engine_impl0_region_impl3_read_channel44_access(14-1 downto 8);
 
 
 engine_impl0_region_impl3_read_channel44_pop <= stdl((engine_impl0_region_impl3_read_channel44_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel44_m_tready));
@@ -18168,10 +18411,10 @@ engine_impl0_region_impl3_read_channel44_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl3_read_channel45_access_ctl63_a_len <= engine_impl0_region_impl3_read_channel45_access(30-1 downto 16);
-engine_impl0_region_impl3_read_channel45_access_ctl63_a_off <= engine_impl0_region_impl3_read_channel45_access(14-1 downto 0);
+engine_impl0_region_impl3_read_channel45_access_ctl63_a_off <= engine_impl0_region_impl3_read_channel45_access(8-1 downto 0);
 
 
-engine_impl0_region_impl3_read_channel45_access_ctl63_a_ok <= stdl((engine_impl0_region_impl3_read_channel45_access(31) /= engine_impl0_region_impl3_read_channel45_access(30)) and (engine_impl0_region_impl3_read_channel45_access_ctl63_a_len /= 0) and (engine_impl0_region_impl3_read_channel45_access_ctl63_a_len <= 256) and (engine_impl0_region_impl3_read_channel45_access_ctl63_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_read_channel45_access_ctl63_a_ok <= stdl((engine_impl0_region_impl3_read_channel45_access(31) /= engine_impl0_region_impl3_read_channel45_access(30)) and (engine_impl0_region_impl3_read_channel45_access_ctl63_a_len /= 0) and (engine_impl0_region_impl3_read_channel45_access_ctl63_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_read_channel45_line_last <= stdl(signed(resize(engine_impl0_region_impl3_read_channel45_access_ctl63_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_read_channel45_access_ctl63_len_r, 15)) - 1));
@@ -18250,7 +18493,7 @@ begin
                     engine_impl0_region_impl3_read_channel45_mfifo <= engine_impl0_region_impl3_read_channel45_access(30);
                     engine_impl0_region_impl3_read_channel45_access_ctl63_keep_r <= engine_impl0_region_impl3_read_channel45_access(15);
                     engine_impl0_region_impl3_read_channel45_access_ctl63_useam_r <= engine_impl0_region_impl3_read_channel45_access(14);
-                    engine_impl0_region_impl3_read_channel45_access_ctl63_off_r <= engine_impl0_region_impl3_read_channel45_access_ctl63_a_off(8-1 downto 0);
+                    engine_impl0_region_impl3_read_channel45_access_ctl63_off_r <= engine_impl0_region_impl3_read_channel45_access_ctl63_a_off;
                     engine_impl0_region_impl3_read_channel45_access_ctl63_len_r <= engine_impl0_region_impl3_read_channel45_access_ctl63_a_len;
                     engine_impl0_region_impl3_read_channel45_access_ctl63_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl3_read_channel45_access_ctl63_lcnt <= to_unsigned(0, 14);
@@ -18280,6 +18523,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl3_read_channel45_access_ctl63_seq;
+
+
+engine_impl0_region_impl3_read_channel45_access_ctl63_off_hi_unused <= engine_impl0_region_impl3_read_channel45_access(14-1 downto 8);
 
 
 engine_impl0_region_impl3_read_channel45_pop <= stdl((engine_impl0_region_impl3_read_channel45_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel45_m_tready));
@@ -18350,10 +18596,10 @@ engine_impl0_region_impl3_read_channel45_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl3_read_channel46_access_ctl64_a_len <= engine_impl0_region_impl3_read_channel46_access(30-1 downto 16);
-engine_impl0_region_impl3_read_channel46_access_ctl64_a_off <= engine_impl0_region_impl3_read_channel46_access(14-1 downto 0);
+engine_impl0_region_impl3_read_channel46_access_ctl64_a_off <= engine_impl0_region_impl3_read_channel46_access(8-1 downto 0);
 
 
-engine_impl0_region_impl3_read_channel46_access_ctl64_a_ok <= stdl((engine_impl0_region_impl3_read_channel46_access(31) /= engine_impl0_region_impl3_read_channel46_access(30)) and (engine_impl0_region_impl3_read_channel46_access_ctl64_a_len /= 0) and (engine_impl0_region_impl3_read_channel46_access_ctl64_a_len <= 256) and (engine_impl0_region_impl3_read_channel46_access_ctl64_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_read_channel46_access_ctl64_a_ok <= stdl((engine_impl0_region_impl3_read_channel46_access(31) /= engine_impl0_region_impl3_read_channel46_access(30)) and (engine_impl0_region_impl3_read_channel46_access_ctl64_a_len /= 0) and (engine_impl0_region_impl3_read_channel46_access_ctl64_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_read_channel46_line_last <= stdl(signed(resize(engine_impl0_region_impl3_read_channel46_access_ctl64_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_read_channel46_access_ctl64_len_r, 15)) - 1));
@@ -18432,7 +18678,7 @@ begin
                     engine_impl0_region_impl3_read_channel46_mfifo <= engine_impl0_region_impl3_read_channel46_access(30);
                     engine_impl0_region_impl3_read_channel46_access_ctl64_keep_r <= engine_impl0_region_impl3_read_channel46_access(15);
                     engine_impl0_region_impl3_read_channel46_access_ctl64_useam_r <= engine_impl0_region_impl3_read_channel46_access(14);
-                    engine_impl0_region_impl3_read_channel46_access_ctl64_off_r <= engine_impl0_region_impl3_read_channel46_access_ctl64_a_off(8-1 downto 0);
+                    engine_impl0_region_impl3_read_channel46_access_ctl64_off_r <= engine_impl0_region_impl3_read_channel46_access_ctl64_a_off;
                     engine_impl0_region_impl3_read_channel46_access_ctl64_len_r <= engine_impl0_region_impl3_read_channel46_access_ctl64_a_len;
                     engine_impl0_region_impl3_read_channel46_access_ctl64_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl3_read_channel46_access_ctl64_lcnt <= to_unsigned(0, 14);
@@ -18462,6 +18708,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl3_read_channel46_access_ctl64_seq;
+
+
+engine_impl0_region_impl3_read_channel46_access_ctl64_off_hi_unused <= engine_impl0_region_impl3_read_channel46_access(14-1 downto 8);
 
 
 engine_impl0_region_impl3_read_channel46_pop <= stdl((engine_impl0_region_impl3_read_channel46_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel46_m_tready));
@@ -18532,10 +18781,10 @@ engine_impl0_region_impl3_read_channel46_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl3_read_channel47_access_ctl65_a_len <= engine_impl0_region_impl3_read_channel47_access(30-1 downto 16);
-engine_impl0_region_impl3_read_channel47_access_ctl65_a_off <= engine_impl0_region_impl3_read_channel47_access(14-1 downto 0);
+engine_impl0_region_impl3_read_channel47_access_ctl65_a_off <= engine_impl0_region_impl3_read_channel47_access(8-1 downto 0);
 
 
-engine_impl0_region_impl3_read_channel47_access_ctl65_a_ok <= stdl((engine_impl0_region_impl3_read_channel47_access(31) /= engine_impl0_region_impl3_read_channel47_access(30)) and (engine_impl0_region_impl3_read_channel47_access_ctl65_a_len /= 0) and (engine_impl0_region_impl3_read_channel47_access_ctl65_a_len <= 256) and (engine_impl0_region_impl3_read_channel47_access_ctl65_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_read_channel47_access_ctl65_a_ok <= stdl((engine_impl0_region_impl3_read_channel47_access(31) /= engine_impl0_region_impl3_read_channel47_access(30)) and (engine_impl0_region_impl3_read_channel47_access_ctl65_a_len /= 0) and (engine_impl0_region_impl3_read_channel47_access_ctl65_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_read_channel47_line_last <= stdl(signed(resize(engine_impl0_region_impl3_read_channel47_access_ctl65_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_read_channel47_access_ctl65_len_r, 15)) - 1));
@@ -18614,7 +18863,7 @@ begin
                     engine_impl0_region_impl3_read_channel47_mfifo <= engine_impl0_region_impl3_read_channel47_access(30);
                     engine_impl0_region_impl3_read_channel47_access_ctl65_keep_r <= engine_impl0_region_impl3_read_channel47_access(15);
                     engine_impl0_region_impl3_read_channel47_access_ctl65_useam_r <= engine_impl0_region_impl3_read_channel47_access(14);
-                    engine_impl0_region_impl3_read_channel47_access_ctl65_off_r <= engine_impl0_region_impl3_read_channel47_access_ctl65_a_off(8-1 downto 0);
+                    engine_impl0_region_impl3_read_channel47_access_ctl65_off_r <= engine_impl0_region_impl3_read_channel47_access_ctl65_a_off;
                     engine_impl0_region_impl3_read_channel47_access_ctl65_len_r <= engine_impl0_region_impl3_read_channel47_access_ctl65_a_len;
                     engine_impl0_region_impl3_read_channel47_access_ctl65_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl3_read_channel47_access_ctl65_lcnt <= to_unsigned(0, 14);
@@ -18644,6 +18893,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl3_read_channel47_access_ctl65_seq;
+
+
+engine_impl0_region_impl3_read_channel47_access_ctl65_off_hi_unused <= engine_impl0_region_impl3_read_channel47_access(14-1 downto 8);
 
 
 engine_impl0_region_impl3_read_channel47_pop <= stdl((engine_impl0_region_impl3_read_channel47_cnt /= 0) and bool(engine_impl0_region_impl3_read_channel47_m_tready));
@@ -18714,10 +18966,10 @@ engine_impl0_region_impl3_read_channel47_m_tvalid <= stdl(engine_impl0_region_im
 
 
 engine_impl0_region_impl3_write_channel18_access_ctl66_a_len <= engine_impl0_region_impl3_write_channel18_access(30-1 downto 16);
-engine_impl0_region_impl3_write_channel18_access_ctl66_a_off <= engine_impl0_region_impl3_write_channel18_access(14-1 downto 0);
+engine_impl0_region_impl3_write_channel18_access_ctl66_a_off <= engine_impl0_region_impl3_write_channel18_access(8-1 downto 0);
 
 
-engine_impl0_region_impl3_write_channel18_access_ctl66_a_ok <= stdl((engine_impl0_region_impl3_write_channel18_access(31) /= engine_impl0_region_impl3_write_channel18_access(30)) and (engine_impl0_region_impl3_write_channel18_access_ctl66_a_len /= 0) and (engine_impl0_region_impl3_write_channel18_access_ctl66_a_len <= 256) and (engine_impl0_region_impl3_write_channel18_access_ctl66_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_write_channel18_access_ctl66_a_ok <= stdl((engine_impl0_region_impl3_write_channel18_access(31) /= engine_impl0_region_impl3_write_channel18_access(30)) and (engine_impl0_region_impl3_write_channel18_access_ctl66_a_len /= 0) and (engine_impl0_region_impl3_write_channel18_access_ctl66_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_write_channel18_line_last <= stdl(signed(resize(engine_impl0_region_impl3_write_channel18_access_ctl66_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_write_channel18_access_ctl66_len_r, 15)) - 1));
@@ -18796,7 +19048,7 @@ begin
                     engine_impl0_region_impl3_write_channel18_mfifo <= engine_impl0_region_impl3_write_channel18_access(30);
                     engine_impl0_region_impl3_write_channel18_access_ctl66_keep_r <= engine_impl0_region_impl3_write_channel18_access(15);
                     engine_impl0_region_impl3_write_channel18_access_ctl66_useam_r <= engine_impl0_region_impl3_write_channel18_access(14);
-                    engine_impl0_region_impl3_write_channel18_access_ctl66_off_r <= engine_impl0_region_impl3_write_channel18_access_ctl66_a_off(8-1 downto 0);
+                    engine_impl0_region_impl3_write_channel18_access_ctl66_off_r <= engine_impl0_region_impl3_write_channel18_access_ctl66_a_off;
                     engine_impl0_region_impl3_write_channel18_access_ctl66_len_r <= engine_impl0_region_impl3_write_channel18_access_ctl66_a_len;
                     engine_impl0_region_impl3_write_channel18_access_ctl66_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl3_write_channel18_access_ctl66_lcnt <= to_unsigned(0, 14);
@@ -18828,6 +19080,9 @@ begin
 end process engine_impl0_region_impl3_write_channel18_access_ctl66_seq;
 
 
+engine_impl0_region_impl3_write_channel18_access_ctl66_off_hi_unused <= engine_impl0_region_impl3_write_channel18_access(14-1 downto 8);
+
+
 engine_impl0_region_impl3_write_channel18_req <= stdl(bool(engine_impl0_region_impl3_write_channel18_running) and bool(engine_impl0_region_impl3_write_channel18_s_tvalid) and (bool(engine_impl0_region_impl3_q_nfull) or (not bool(engine_impl0_region_impl3_write_channel18_mfifo))));
 engine_impl0_region_impl3_write_channel18_s_tready <= engine_impl0_region_impl3_write_channel18_grant;
 engine_impl0_region_impl3_write_channel18_done_evt <= stdl(bool(engine_impl0_region_impl3_write_channel18_grant) and bool(engine_impl0_region_impl3_write_channel18_final) and bool(engine_impl0_region_impl3_write_channel18_line_last));
@@ -18843,10 +19098,10 @@ end process engine_impl0_region_impl3_write_channel18_addrc;
 
 
 engine_impl0_region_impl3_write_channel19_access_ctl67_a_len <= engine_impl0_region_impl3_write_channel19_access(30-1 downto 16);
-engine_impl0_region_impl3_write_channel19_access_ctl67_a_off <= engine_impl0_region_impl3_write_channel19_access(14-1 downto 0);
+engine_impl0_region_impl3_write_channel19_access_ctl67_a_off <= engine_impl0_region_impl3_write_channel19_access(8-1 downto 0);
 
 
-engine_impl0_region_impl3_write_channel19_access_ctl67_a_ok <= stdl((engine_impl0_region_impl3_write_channel19_access(31) /= engine_impl0_region_impl3_write_channel19_access(30)) and (engine_impl0_region_impl3_write_channel19_access_ctl67_a_len /= 0) and (engine_impl0_region_impl3_write_channel19_access_ctl67_a_len <= 256) and (engine_impl0_region_impl3_write_channel19_access_ctl67_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_write_channel19_access_ctl67_a_ok <= stdl((engine_impl0_region_impl3_write_channel19_access(31) /= engine_impl0_region_impl3_write_channel19_access(30)) and (engine_impl0_region_impl3_write_channel19_access_ctl67_a_len /= 0) and (engine_impl0_region_impl3_write_channel19_access_ctl67_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_write_channel19_line_last <= stdl(signed(resize(engine_impl0_region_impl3_write_channel19_access_ctl67_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_write_channel19_access_ctl67_len_r, 15)) - 1));
@@ -18925,7 +19180,7 @@ begin
                     engine_impl0_region_impl3_write_channel19_mfifo <= engine_impl0_region_impl3_write_channel19_access(30);
                     engine_impl0_region_impl3_write_channel19_access_ctl67_keep_r <= engine_impl0_region_impl3_write_channel19_access(15);
                     engine_impl0_region_impl3_write_channel19_access_ctl67_useam_r <= engine_impl0_region_impl3_write_channel19_access(14);
-                    engine_impl0_region_impl3_write_channel19_access_ctl67_off_r <= engine_impl0_region_impl3_write_channel19_access_ctl67_a_off(8-1 downto 0);
+                    engine_impl0_region_impl3_write_channel19_access_ctl67_off_r <= engine_impl0_region_impl3_write_channel19_access_ctl67_a_off;
                     engine_impl0_region_impl3_write_channel19_access_ctl67_len_r <= engine_impl0_region_impl3_write_channel19_access_ctl67_a_len;
                     engine_impl0_region_impl3_write_channel19_access_ctl67_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl3_write_channel19_access_ctl67_lcnt <= to_unsigned(0, 14);
@@ -18957,6 +19212,9 @@ begin
 end process engine_impl0_region_impl3_write_channel19_access_ctl67_seq;
 
 
+engine_impl0_region_impl3_write_channel19_access_ctl67_off_hi_unused <= engine_impl0_region_impl3_write_channel19_access(14-1 downto 8);
+
+
 engine_impl0_region_impl3_write_channel19_req <= stdl(bool(engine_impl0_region_impl3_write_channel19_running) and bool(engine_impl0_region_impl3_write_channel19_s_tvalid) and (bool(engine_impl0_region_impl3_q_nfull) or (not bool(engine_impl0_region_impl3_write_channel19_mfifo))));
 engine_impl0_region_impl3_write_channel19_s_tready <= engine_impl0_region_impl3_write_channel19_grant;
 engine_impl0_region_impl3_write_channel19_done_evt <= stdl(bool(engine_impl0_region_impl3_write_channel19_grant) and bool(engine_impl0_region_impl3_write_channel19_final) and bool(engine_impl0_region_impl3_write_channel19_line_last));
@@ -18972,10 +19230,10 @@ end process engine_impl0_region_impl3_write_channel19_addrc;
 
 
 engine_impl0_region_impl3_write_channel20_access_ctl68_a_len <= engine_impl0_region_impl3_write_channel20_access(30-1 downto 16);
-engine_impl0_region_impl3_write_channel20_access_ctl68_a_off <= engine_impl0_region_impl3_write_channel20_access(14-1 downto 0);
+engine_impl0_region_impl3_write_channel20_access_ctl68_a_off <= engine_impl0_region_impl3_write_channel20_access(8-1 downto 0);
 
 
-engine_impl0_region_impl3_write_channel20_access_ctl68_a_ok <= stdl((engine_impl0_region_impl3_write_channel20_access(31) /= engine_impl0_region_impl3_write_channel20_access(30)) and (engine_impl0_region_impl3_write_channel20_access_ctl68_a_len /= 0) and (engine_impl0_region_impl3_write_channel20_access_ctl68_a_len <= 256) and (engine_impl0_region_impl3_write_channel20_access_ctl68_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_write_channel20_access_ctl68_a_ok <= stdl((engine_impl0_region_impl3_write_channel20_access(31) /= engine_impl0_region_impl3_write_channel20_access(30)) and (engine_impl0_region_impl3_write_channel20_access_ctl68_a_len /= 0) and (engine_impl0_region_impl3_write_channel20_access_ctl68_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_write_channel20_line_last <= stdl(signed(resize(engine_impl0_region_impl3_write_channel20_access_ctl68_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_write_channel20_access_ctl68_len_r, 15)) - 1));
@@ -19054,7 +19312,7 @@ begin
                     engine_impl0_region_impl3_write_channel20_mfifo <= engine_impl0_region_impl3_write_channel20_access(30);
                     engine_impl0_region_impl3_write_channel20_access_ctl68_keep_r <= engine_impl0_region_impl3_write_channel20_access(15);
                     engine_impl0_region_impl3_write_channel20_access_ctl68_useam_r <= engine_impl0_region_impl3_write_channel20_access(14);
-                    engine_impl0_region_impl3_write_channel20_access_ctl68_off_r <= engine_impl0_region_impl3_write_channel20_access_ctl68_a_off(8-1 downto 0);
+                    engine_impl0_region_impl3_write_channel20_access_ctl68_off_r <= engine_impl0_region_impl3_write_channel20_access_ctl68_a_off;
                     engine_impl0_region_impl3_write_channel20_access_ctl68_len_r <= engine_impl0_region_impl3_write_channel20_access_ctl68_a_len;
                     engine_impl0_region_impl3_write_channel20_access_ctl68_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl3_write_channel20_access_ctl68_lcnt <= to_unsigned(0, 14);
@@ -19086,6 +19344,9 @@ begin
 end process engine_impl0_region_impl3_write_channel20_access_ctl68_seq;
 
 
+engine_impl0_region_impl3_write_channel20_access_ctl68_off_hi_unused <= engine_impl0_region_impl3_write_channel20_access(14-1 downto 8);
+
+
 engine_impl0_region_impl3_write_channel20_req <= stdl(bool(engine_impl0_region_impl3_write_channel20_running) and bool(engine_impl0_region_impl3_write_channel20_s_tvalid) and (bool(engine_impl0_region_impl3_q_nfull) or (not bool(engine_impl0_region_impl3_write_channel20_mfifo))));
 engine_impl0_region_impl3_write_channel20_s_tready <= engine_impl0_region_impl3_write_channel20_grant;
 engine_impl0_region_impl3_write_channel20_done_evt <= stdl(bool(engine_impl0_region_impl3_write_channel20_grant) and bool(engine_impl0_region_impl3_write_channel20_final) and bool(engine_impl0_region_impl3_write_channel20_line_last));
@@ -19101,10 +19362,10 @@ end process engine_impl0_region_impl3_write_channel20_addrc;
 
 
 engine_impl0_region_impl3_write_channel21_access_ctl69_a_len <= engine_impl0_region_impl3_write_channel21_access(30-1 downto 16);
-engine_impl0_region_impl3_write_channel21_access_ctl69_a_off <= engine_impl0_region_impl3_write_channel21_access(14-1 downto 0);
+engine_impl0_region_impl3_write_channel21_access_ctl69_a_off <= engine_impl0_region_impl3_write_channel21_access(8-1 downto 0);
 
 
-engine_impl0_region_impl3_write_channel21_access_ctl69_a_ok <= stdl((engine_impl0_region_impl3_write_channel21_access(31) /= engine_impl0_region_impl3_write_channel21_access(30)) and (engine_impl0_region_impl3_write_channel21_access_ctl69_a_len /= 0) and (engine_impl0_region_impl3_write_channel21_access_ctl69_a_len <= 256) and (engine_impl0_region_impl3_write_channel21_access_ctl69_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_write_channel21_access_ctl69_a_ok <= stdl((engine_impl0_region_impl3_write_channel21_access(31) /= engine_impl0_region_impl3_write_channel21_access(30)) and (engine_impl0_region_impl3_write_channel21_access_ctl69_a_len /= 0) and (engine_impl0_region_impl3_write_channel21_access_ctl69_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_write_channel21_line_last <= stdl(signed(resize(engine_impl0_region_impl3_write_channel21_access_ctl69_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_write_channel21_access_ctl69_len_r, 15)) - 1));
@@ -19183,7 +19444,7 @@ begin
                     engine_impl0_region_impl3_write_channel21_mfifo <= engine_impl0_region_impl3_write_channel21_access(30);
                     engine_impl0_region_impl3_write_channel21_access_ctl69_keep_r <= engine_impl0_region_impl3_write_channel21_access(15);
                     engine_impl0_region_impl3_write_channel21_access_ctl69_useam_r <= engine_impl0_region_impl3_write_channel21_access(14);
-                    engine_impl0_region_impl3_write_channel21_access_ctl69_off_r <= engine_impl0_region_impl3_write_channel21_access_ctl69_a_off(8-1 downto 0);
+                    engine_impl0_region_impl3_write_channel21_access_ctl69_off_r <= engine_impl0_region_impl3_write_channel21_access_ctl69_a_off;
                     engine_impl0_region_impl3_write_channel21_access_ctl69_len_r <= engine_impl0_region_impl3_write_channel21_access_ctl69_a_len;
                     engine_impl0_region_impl3_write_channel21_access_ctl69_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl3_write_channel21_access_ctl69_lcnt <= to_unsigned(0, 14);
@@ -19215,6 +19476,9 @@ begin
 end process engine_impl0_region_impl3_write_channel21_access_ctl69_seq;
 
 
+engine_impl0_region_impl3_write_channel21_access_ctl69_off_hi_unused <= engine_impl0_region_impl3_write_channel21_access(14-1 downto 8);
+
+
 engine_impl0_region_impl3_write_channel21_req <= stdl(bool(engine_impl0_region_impl3_write_channel21_running) and bool(engine_impl0_region_impl3_write_channel21_s_tvalid) and (bool(engine_impl0_region_impl3_q_nfull) or (not bool(engine_impl0_region_impl3_write_channel21_mfifo))));
 engine_impl0_region_impl3_write_channel21_s_tready <= engine_impl0_region_impl3_write_channel21_grant;
 engine_impl0_region_impl3_write_channel21_done_evt <= stdl(bool(engine_impl0_region_impl3_write_channel21_grant) and bool(engine_impl0_region_impl3_write_channel21_final) and bool(engine_impl0_region_impl3_write_channel21_line_last));
@@ -19230,10 +19494,10 @@ end process engine_impl0_region_impl3_write_channel21_addrc;
 
 
 engine_impl0_region_impl3_write_channel22_access_ctl70_a_len <= engine_impl0_region_impl3_write_channel22_access(30-1 downto 16);
-engine_impl0_region_impl3_write_channel22_access_ctl70_a_off <= engine_impl0_region_impl3_write_channel22_access(14-1 downto 0);
+engine_impl0_region_impl3_write_channel22_access_ctl70_a_off <= engine_impl0_region_impl3_write_channel22_access(8-1 downto 0);
 
 
-engine_impl0_region_impl3_write_channel22_access_ctl70_a_ok <= stdl((engine_impl0_region_impl3_write_channel22_access(31) /= engine_impl0_region_impl3_write_channel22_access(30)) and (engine_impl0_region_impl3_write_channel22_access_ctl70_a_len /= 0) and (engine_impl0_region_impl3_write_channel22_access_ctl70_a_len <= 256) and (engine_impl0_region_impl3_write_channel22_access_ctl70_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_write_channel22_access_ctl70_a_ok <= stdl((engine_impl0_region_impl3_write_channel22_access(31) /= engine_impl0_region_impl3_write_channel22_access(30)) and (engine_impl0_region_impl3_write_channel22_access_ctl70_a_len /= 0) and (engine_impl0_region_impl3_write_channel22_access_ctl70_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_write_channel22_line_last <= stdl(signed(resize(engine_impl0_region_impl3_write_channel22_access_ctl70_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_write_channel22_access_ctl70_len_r, 15)) - 1));
@@ -19312,7 +19576,7 @@ begin
                     engine_impl0_region_impl3_write_channel22_mfifo <= engine_impl0_region_impl3_write_channel22_access(30);
                     engine_impl0_region_impl3_write_channel22_access_ctl70_keep_r <= engine_impl0_region_impl3_write_channel22_access(15);
                     engine_impl0_region_impl3_write_channel22_access_ctl70_useam_r <= engine_impl0_region_impl3_write_channel22_access(14);
-                    engine_impl0_region_impl3_write_channel22_access_ctl70_off_r <= engine_impl0_region_impl3_write_channel22_access_ctl70_a_off(8-1 downto 0);
+                    engine_impl0_region_impl3_write_channel22_access_ctl70_off_r <= engine_impl0_region_impl3_write_channel22_access_ctl70_a_off;
                     engine_impl0_region_impl3_write_channel22_access_ctl70_len_r <= engine_impl0_region_impl3_write_channel22_access_ctl70_a_len;
                     engine_impl0_region_impl3_write_channel22_access_ctl70_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl3_write_channel22_access_ctl70_lcnt <= to_unsigned(0, 14);
@@ -19344,6 +19608,9 @@ begin
 end process engine_impl0_region_impl3_write_channel22_access_ctl70_seq;
 
 
+engine_impl0_region_impl3_write_channel22_access_ctl70_off_hi_unused <= engine_impl0_region_impl3_write_channel22_access(14-1 downto 8);
+
+
 engine_impl0_region_impl3_write_channel22_req <= stdl(bool(engine_impl0_region_impl3_write_channel22_running) and bool(engine_impl0_region_impl3_write_channel22_s_tvalid) and (bool(engine_impl0_region_impl3_q_nfull) or (not bool(engine_impl0_region_impl3_write_channel22_mfifo))));
 engine_impl0_region_impl3_write_channel22_s_tready <= engine_impl0_region_impl3_write_channel22_grant;
 engine_impl0_region_impl3_write_channel22_done_evt <= stdl(bool(engine_impl0_region_impl3_write_channel22_grant) and bool(engine_impl0_region_impl3_write_channel22_final) and bool(engine_impl0_region_impl3_write_channel22_line_last));
@@ -19359,10 +19626,10 @@ end process engine_impl0_region_impl3_write_channel22_addrc;
 
 
 engine_impl0_region_impl3_write_channel23_access_ctl71_a_len <= engine_impl0_region_impl3_write_channel23_access(30-1 downto 16);
-engine_impl0_region_impl3_write_channel23_access_ctl71_a_off <= engine_impl0_region_impl3_write_channel23_access(14-1 downto 0);
+engine_impl0_region_impl3_write_channel23_access_ctl71_a_off <= engine_impl0_region_impl3_write_channel23_access(8-1 downto 0);
 
 
-engine_impl0_region_impl3_write_channel23_access_ctl71_a_ok <= stdl((engine_impl0_region_impl3_write_channel23_access(31) /= engine_impl0_region_impl3_write_channel23_access(30)) and (engine_impl0_region_impl3_write_channel23_access_ctl71_a_len /= 0) and (engine_impl0_region_impl3_write_channel23_access_ctl71_a_len <= 256) and (engine_impl0_region_impl3_write_channel23_access_ctl71_a_off < 256) and (engine_impl0_iters16 /= 0));
+engine_impl0_region_impl3_write_channel23_access_ctl71_a_ok <= stdl((engine_impl0_region_impl3_write_channel23_access(31) /= engine_impl0_region_impl3_write_channel23_access(30)) and (engine_impl0_region_impl3_write_channel23_access_ctl71_a_len /= 0) and (engine_impl0_region_impl3_write_channel23_access_ctl71_a_len <= 256) and (engine_impl0_iters16 /= 0));
 
 
 engine_impl0_region_impl3_write_channel23_line_last <= stdl(signed(resize(engine_impl0_region_impl3_write_channel23_access_ctl71_lcnt, 15)) = (signed(resize(engine_impl0_region_impl3_write_channel23_access_ctl71_len_r, 15)) - 1));
@@ -19441,7 +19708,7 @@ begin
                     engine_impl0_region_impl3_write_channel23_mfifo <= engine_impl0_region_impl3_write_channel23_access(30);
                     engine_impl0_region_impl3_write_channel23_access_ctl71_keep_r <= engine_impl0_region_impl3_write_channel23_access(15);
                     engine_impl0_region_impl3_write_channel23_access_ctl71_useam_r <= engine_impl0_region_impl3_write_channel23_access(14);
-                    engine_impl0_region_impl3_write_channel23_access_ctl71_off_r <= engine_impl0_region_impl3_write_channel23_access_ctl71_a_off(8-1 downto 0);
+                    engine_impl0_region_impl3_write_channel23_access_ctl71_off_r <= engine_impl0_region_impl3_write_channel23_access_ctl71_a_off;
                     engine_impl0_region_impl3_write_channel23_access_ctl71_len_r <= engine_impl0_region_impl3_write_channel23_access_ctl71_a_len;
                     engine_impl0_region_impl3_write_channel23_access_ctl71_it_r <= engine_impl0_iters16;
                     engine_impl0_region_impl3_write_channel23_access_ctl71_lcnt <= to_unsigned(0, 14);
@@ -19471,6 +19738,9 @@ begin
         end if;
     end if;
 end process engine_impl0_region_impl3_write_channel23_access_ctl71_seq;
+
+
+engine_impl0_region_impl3_write_channel23_access_ctl71_off_hi_unused <= engine_impl0_region_impl3_write_channel23_access(14-1 downto 8);
 
 
 engine_impl0_region_impl3_write_channel23_req <= stdl(bool(engine_impl0_region_impl3_write_channel23_running) and bool(engine_impl0_region_impl3_write_channel23_s_tvalid) and (bool(engine_impl0_region_impl3_q_nfull) or (not bool(engine_impl0_region_impl3_write_channel23_mfifo))));
@@ -20225,7 +20495,6 @@ end process engine_impl0_load_ok0_romc;
 engine_impl0_load_ok0_dec: process (sub_acc0_num, sub_w1_num, sub_w7_num) is
 begin
     engine_impl0_load_ok0_ln <= sub_acc0_num(30-1 downto 16);
-    engine_impl0_load_ok0_off <= sub_acc0_num(14-1 downto 0);
     engine_impl0_load_ok0_chid <= sub_w7_num(21-1 downto 16);
     if (4 < 16) then
         engine_impl0_load_ok0_mhi <= sub_w1_num(16-1 downto 4);
@@ -20234,14 +20503,14 @@ begin
     end if;
 end process engine_impl0_load_ok0_dec;
 
-engine_impl0_load_ok0_chk: process (engine_impl0_load_ok0_pres, sub_w1_num, engine_impl0_load_ok0_off, engine_impl0_load_ok0_ln, sub_acc0_num, engine_impl0_load_ok0_mhi) is
+engine_impl0_load_ok0_chk: process (engine_impl0_load_ok0_pres, sub_w1_num, engine_impl0_load_ok0_ln, sub_acc0_num, engine_impl0_load_ok0_mhi) is
 begin
     if ((sub_w1_num(16-1 downto 0) = 0) or (engine_impl0_load_ok0_mhi /= 0)) then
         engine_impl0_load_ok0_ok <= '0';
     elsif bool(sub_w1_num(24)) then
         engine_impl0_load_ok0_ok <= engine_impl0_load_ok0_pres;
     else
-        engine_impl0_load_ok0_ok <= stdl((sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_load_ok0_ln /= 0) and (engine_impl0_load_ok0_ln <= 256) and (engine_impl0_load_ok0_off < 256));
+        engine_impl0_load_ok0_ok <= stdl((sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_load_ok0_ln /= 0) and (engine_impl0_load_ok0_ln <= 256));
     end if;
 end process engine_impl0_load_ok0_chk;
 
@@ -20477,13 +20746,12 @@ engine_impl0_bit_of6_y <= sub_start_num(1);
 
 
 engine_impl0_chan_ok0_ln <= sub_acc0_num(30-1 downto 16);
-engine_impl0_chan_ok0_off <= sub_acc0_num(14-1 downto 0);
 
 
 engine_impl0_chan_ok0_reg_ok <= stdl(sub_w1_num(4-1 downto 0) < 4);
 
 
-engine_impl0_chan_ok0_ok <= stdl(bool(engine_impl0_chan_ok0_reg_ok) and (sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_chan_ok0_ln /= 0) and (engine_impl0_chan_ok0_ln <= 256) and (engine_impl0_chan_ok0_off < 256));
+engine_impl0_chan_ok0_ok <= stdl(bool(engine_impl0_chan_ok0_reg_ok) and (sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_chan_ok0_ln /= 0) and (engine_impl0_chan_ok0_ln <= 256));
 
 
 engine_impl0_range_ok1_ok <= stdl((sub_iters_num >= 1) and (sub_iters_num <= 4096));
@@ -20648,33 +20916,30 @@ engine_impl0_bit_of7_y <= sub_start_num(2);
 
 
 engine_impl0_chan_ok1_ln <= sub_acc0_num(30-1 downto 16);
-engine_impl0_chan_ok1_off <= sub_acc0_num(14-1 downto 0);
 
 
 engine_impl0_chan_ok1_reg_ok <= stdl(sub_w1_num(4-1 downto 0) < 4);
 
 
-engine_impl0_chan_ok1_ok <= stdl(bool(engine_impl0_chan_ok1_reg_ok) and (sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_chan_ok1_ln /= 0) and (engine_impl0_chan_ok1_ln <= 256) and (engine_impl0_chan_ok1_off < 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok1_ln));
+engine_impl0_chan_ok1_ok <= stdl(bool(engine_impl0_chan_ok1_reg_ok) and (sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_chan_ok1_ln /= 0) and (engine_impl0_chan_ok1_ln <= 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok1_ln));
 
 
 engine_impl0_chan_ok2_ln <= sub_acc1_num(30-1 downto 16);
-engine_impl0_chan_ok2_off <= sub_acc1_num(14-1 downto 0);
 
 
 engine_impl0_chan_ok2_reg_ok <= stdl(sub_w1_num(8-1 downto 4) < 4);
 
 
-engine_impl0_chan_ok2_ok <= stdl(bool(engine_impl0_chan_ok2_reg_ok) and (sub_acc1_num(31) /= sub_acc1_num(30)) and (engine_impl0_chan_ok2_ln /= 0) and (engine_impl0_chan_ok2_ln <= 256) and (engine_impl0_chan_ok2_off < 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok2_ln));
+engine_impl0_chan_ok2_ok <= stdl(bool(engine_impl0_chan_ok2_reg_ok) and (sub_acc1_num(31) /= sub_acc1_num(30)) and (engine_impl0_chan_ok2_ln /= 0) and (engine_impl0_chan_ok2_ln <= 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok2_ln));
 
 
 engine_impl0_chan_ok3_ln <= sub_acc2_num(30-1 downto 16);
-engine_impl0_chan_ok3_off <= sub_acc2_num(14-1 downto 0);
 
 
 engine_impl0_chan_ok3_reg_ok <= stdl(sub_w1_num(12-1 downto 8) < 4);
 
 
-engine_impl0_chan_ok3_ok <= stdl(bool(engine_impl0_chan_ok3_reg_ok) and (sub_acc2_num(31) /= sub_acc2_num(30)) and (engine_impl0_chan_ok3_off < 256) and (engine_impl0_chan_ok3_ln = 1));
+engine_impl0_chan_ok3_ok <= stdl(bool(engine_impl0_chan_ok3_reg_ok) and (sub_acc2_num(31) /= sub_acc2_num(30)) and (engine_impl0_chan_ok3_ln = 1));
 
 
 engine_impl0_range_ok2_ok <= stdl((sub_iters_num >= 1) and (sub_iters_num <= 4096));
@@ -21581,33 +21846,30 @@ engine_impl0_bit_of9_y <= sub_start_num(3);
 
 
 engine_impl0_chan_ok4_ln <= sub_acc0_num(30-1 downto 16);
-engine_impl0_chan_ok4_off <= sub_acc0_num(14-1 downto 0);
 
 
 engine_impl0_chan_ok4_reg_ok <= stdl(sub_w1_num(4-1 downto 0) < 4);
 
 
-engine_impl0_chan_ok4_ok <= stdl(bool(engine_impl0_chan_ok4_reg_ok) and (sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_chan_ok4_ln /= 0) and (engine_impl0_chan_ok4_ln <= 256) and (engine_impl0_chan_ok4_off < 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok4_ln));
+engine_impl0_chan_ok4_ok <= stdl(bool(engine_impl0_chan_ok4_reg_ok) and (sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_chan_ok4_ln /= 0) and (engine_impl0_chan_ok4_ln <= 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok4_ln));
 
 
 engine_impl0_chan_ok5_ln <= sub_acc1_num(30-1 downto 16);
-engine_impl0_chan_ok5_off <= sub_acc1_num(14-1 downto 0);
 
 
 engine_impl0_chan_ok5_reg_ok <= stdl(sub_w1_num(8-1 downto 4) < 4);
 
 
-engine_impl0_chan_ok5_ok <= stdl(bool(engine_impl0_chan_ok5_reg_ok) and (sub_acc1_num(31) /= sub_acc1_num(30)) and (engine_impl0_chan_ok5_ln /= 0) and (engine_impl0_chan_ok5_ln <= 256) and (engine_impl0_chan_ok5_off < 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok5_ln));
+engine_impl0_chan_ok5_ok <= stdl(bool(engine_impl0_chan_ok5_reg_ok) and (sub_acc1_num(31) /= sub_acc1_num(30)) and (engine_impl0_chan_ok5_ln /= 0) and (engine_impl0_chan_ok5_ln <= 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok5_ln));
 
 
 engine_impl0_chan_ok6_ln <= sub_acc2_num(30-1 downto 16);
-engine_impl0_chan_ok6_off <= sub_acc2_num(14-1 downto 0);
 
 
 engine_impl0_chan_ok6_reg_ok <= stdl(sub_w1_num(12-1 downto 8) < 4);
 
 
-engine_impl0_chan_ok6_ok <= stdl(bool(engine_impl0_chan_ok6_reg_ok) and (sub_acc2_num(31) /= sub_acc2_num(30)) and (engine_impl0_chan_ok6_ln /= 0) and (engine_impl0_chan_ok6_ln <= 256) and (engine_impl0_chan_ok6_off < 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok6_ln));
+engine_impl0_chan_ok6_ok <= stdl(bool(engine_impl0_chan_ok6_reg_ok) and (sub_acc2_num(31) /= sub_acc2_num(30)) and (engine_impl0_chan_ok6_ln /= 0) and (engine_impl0_chan_ok6_ln <= 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok6_ln));
 
 
 engine_impl0_range_ok4_ok <= stdl((sub_iters_num >= 1) and (sub_iters_num <= 4096));
@@ -23311,33 +23573,30 @@ engine_impl0_bit_of11_y <= sub_start_num(4);
 
 
 engine_impl0_chan_ok7_ln <= sub_acc0_num(30-1 downto 16);
-engine_impl0_chan_ok7_off <= sub_acc0_num(14-1 downto 0);
 
 
 engine_impl0_chan_ok7_reg_ok <= stdl(sub_w1_num(4-1 downto 0) < 4);
 
 
-engine_impl0_chan_ok7_ok <= stdl(bool(engine_impl0_chan_ok7_reg_ok) and (sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_chan_ok7_off < 256) and (engine_impl0_chan_ok7_ln = 1));
+engine_impl0_chan_ok7_ok <= stdl(bool(engine_impl0_chan_ok7_reg_ok) and (sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_chan_ok7_ln = 1));
 
 
 engine_impl0_chan_ok8_ln <= sub_acc1_num(30-1 downto 16);
-engine_impl0_chan_ok8_off <= sub_acc1_num(14-1 downto 0);
 
 
 engine_impl0_chan_ok8_reg_ok <= stdl(sub_w1_num(8-1 downto 4) < 4);
 
 
-engine_impl0_chan_ok8_ok <= stdl(bool(engine_impl0_chan_ok8_reg_ok) and (sub_acc1_num(31) /= sub_acc1_num(30)) and (engine_impl0_chan_ok8_off < 256) and (engine_impl0_chan_ok8_ln = 1));
+engine_impl0_chan_ok8_ok <= stdl(bool(engine_impl0_chan_ok8_reg_ok) and (sub_acc1_num(31) /= sub_acc1_num(30)) and (engine_impl0_chan_ok8_ln = 1));
 
 
 engine_impl0_chan_ok9_ln <= sub_acc2_num(30-1 downto 16);
-engine_impl0_chan_ok9_off <= sub_acc2_num(14-1 downto 0);
 
 
 engine_impl0_chan_ok9_reg_ok <= stdl(sub_w1_num(12-1 downto 8) < 4);
 
 
-engine_impl0_chan_ok9_ok <= stdl(bool(engine_impl0_chan_ok9_reg_ok) and (sub_acc2_num(31) /= sub_acc2_num(30)) and (engine_impl0_chan_ok9_off < 256) and (engine_impl0_chan_ok9_ln = 1));
+engine_impl0_chan_ok9_ok <= stdl(bool(engine_impl0_chan_ok9_reg_ok) and (sub_acc2_num(31) /= sub_acc2_num(30)) and (engine_impl0_chan_ok9_ln = 1));
 
 
 engine_impl0_range_ok6_ok <= stdl((sub_iters_num >= 1) and (sub_iters_num <= 4096));
@@ -24028,43 +24287,39 @@ engine_impl0_bit_of13_y <= sub_start_num(5);
 
 
 engine_impl0_chan_ok10_ln <= sub_acc0_num(30-1 downto 16);
-engine_impl0_chan_ok10_off <= sub_acc0_num(14-1 downto 0);
 
 
 engine_impl0_chan_ok10_reg_ok <= stdl(sub_w1_num(4-1 downto 0) < 4);
 
 
-engine_impl0_chan_ok10_ok <= stdl(bool(engine_impl0_chan_ok10_reg_ok) and (sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_chan_ok10_ln /= 0) and (engine_impl0_chan_ok10_ln <= 256) and (engine_impl0_chan_ok10_off < 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok10_ln));
+engine_impl0_chan_ok10_ok <= stdl(bool(engine_impl0_chan_ok10_reg_ok) and (sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_chan_ok10_ln /= 0) and (engine_impl0_chan_ok10_ln <= 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok10_ln));
 
 
 engine_impl0_chan_ok11_ln <= sub_acc1_num(30-1 downto 16);
-engine_impl0_chan_ok11_off <= sub_acc1_num(14-1 downto 0);
 
 
 engine_impl0_chan_ok11_reg_ok <= stdl(sub_w1_num(8-1 downto 4) < 4);
 
 
-engine_impl0_chan_ok11_ok <= stdl(bool(engine_impl0_chan_ok11_reg_ok) and (sub_acc1_num(31) /= sub_acc1_num(30)) and (engine_impl0_chan_ok11_ln /= 0) and (engine_impl0_chan_ok11_ln <= 256) and (engine_impl0_chan_ok11_off < 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok11_ln));
+engine_impl0_chan_ok11_ok <= stdl(bool(engine_impl0_chan_ok11_reg_ok) and (sub_acc1_num(31) /= sub_acc1_num(30)) and (engine_impl0_chan_ok11_ln /= 0) and (engine_impl0_chan_ok11_ln <= 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok11_ln));
 
 
 engine_impl0_chan_ok12_ln <= sub_acc2_num(30-1 downto 16);
-engine_impl0_chan_ok12_off <= sub_acc2_num(14-1 downto 0);
 
 
 engine_impl0_chan_ok12_reg_ok <= stdl(sub_w1_num(12-1 downto 8) < 4);
 
 
-engine_impl0_chan_ok12_ok <= stdl(bool(engine_impl0_chan_ok12_reg_ok) and (sub_acc2_num(31) /= sub_acc2_num(30)) and (engine_impl0_chan_ok12_off < 256) and (engine_impl0_chan_ok12_ln = 1));
+engine_impl0_chan_ok12_ok <= stdl(bool(engine_impl0_chan_ok12_reg_ok) and (sub_acc2_num(31) /= sub_acc2_num(30)) and (engine_impl0_chan_ok12_ln = 1));
 
 
 engine_impl0_chan_ok13_ln <= sub_acc3_num(30-1 downto 16);
-engine_impl0_chan_ok13_off <= sub_acc3_num(14-1 downto 0);
 
 
 engine_impl0_chan_ok13_reg_ok <= stdl(sub_w1_num(16-1 downto 12) < 4);
 
 
-engine_impl0_chan_ok13_ok <= stdl(bool(engine_impl0_chan_ok13_reg_ok) and (sub_acc3_num(31) /= sub_acc3_num(30)) and (engine_impl0_chan_ok13_ln /= 0) and (engine_impl0_chan_ok13_ln <= 256) and (engine_impl0_chan_ok13_off < 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok13_ln));
+engine_impl0_chan_ok13_ok <= stdl(bool(engine_impl0_chan_ok13_reg_ok) and (sub_acc3_num(31) /= sub_acc3_num(30)) and (engine_impl0_chan_ok13_ln /= 0) and (engine_impl0_chan_ok13_ln <= 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok13_ln));
 
 
 engine_impl0_range_ok7_ok <= stdl((sub_iters_num >= 1) and (sub_iters_num <= 4096));
@@ -24942,33 +25197,30 @@ engine_impl0_start <= sub_start_num(6);
 
 
 engine_impl0_chan_ok14_ln <= sub_acc0_num(30-1 downto 16);
-engine_impl0_chan_ok14_off <= sub_acc0_num(14-1 downto 0);
 
 
 engine_impl0_chan_ok14_reg_ok <= stdl(sub_w1_num(4-1 downto 0) < 4);
 
 
-engine_impl0_chan_ok14_ok <= stdl(bool(engine_impl0_chan_ok14_reg_ok) and (sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_chan_ok14_ln /= 0) and (engine_impl0_chan_ok14_ln <= 256) and (engine_impl0_chan_ok14_off < 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok14_ln));
+engine_impl0_chan_ok14_ok <= stdl(bool(engine_impl0_chan_ok14_reg_ok) and (sub_acc0_num(31) /= sub_acc0_num(30)) and (engine_impl0_chan_ok14_ln /= 0) and (engine_impl0_chan_ok14_ln <= 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok14_ln));
 
 
 engine_impl0_chan_ok15_ln <= sub_acc1_num(30-1 downto 16);
-engine_impl0_chan_ok15_off <= sub_acc1_num(14-1 downto 0);
 
 
 engine_impl0_chan_ok15_reg_ok <= stdl(sub_w1_num(8-1 downto 4) < 4);
 
 
-engine_impl0_chan_ok15_ok <= stdl(bool(engine_impl0_chan_ok15_reg_ok) and (sub_acc1_num(31) /= sub_acc1_num(30)) and (engine_impl0_chan_ok15_ln /= 0) and (engine_impl0_chan_ok15_ln <= 256) and (engine_impl0_chan_ok15_off < 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok15_ln));
+engine_impl0_chan_ok15_ok <= stdl(bool(engine_impl0_chan_ok15_reg_ok) and (sub_acc1_num(31) /= sub_acc1_num(30)) and (engine_impl0_chan_ok15_ln /= 0) and (engine_impl0_chan_ok15_ln <= 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok15_ln));
 
 
 engine_impl0_chan_ok16_ln <= sub_acc2_num(30-1 downto 16);
-engine_impl0_chan_ok16_off <= sub_acc2_num(14-1 downto 0);
 
 
 engine_impl0_chan_ok16_reg_ok <= stdl(sub_w1_num(12-1 downto 8) < 4);
 
 
-engine_impl0_chan_ok16_ok <= stdl(bool(engine_impl0_chan_ok16_reg_ok) and (sub_acc2_num(31) /= sub_acc2_num(30)) and (engine_impl0_chan_ok16_ln /= 0) and (engine_impl0_chan_ok16_ln <= 256) and (engine_impl0_chan_ok16_off < 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok16_ln));
+engine_impl0_chan_ok16_ok <= stdl(bool(engine_impl0_chan_ok16_reg_ok) and (sub_acc2_num(31) /= sub_acc2_num(30)) and (engine_impl0_chan_ok16_ln /= 0) and (engine_impl0_chan_ok16_ln <= 256) and (sub_w6_num(32-1 downto 14) = 0) and (sub_w6_num(14-1 downto 0) = engine_impl0_chan_ok16_ln));
 
 
 engine_impl0_range_ok9_ok <= stdl((sub_iters_num >= 1) and (sub_iters_num <= 4096));

@@ -170,7 +170,7 @@ wire region_impl0_read_channel0_line_last;
 wire region_impl0_read_channel0_pop;
 reg region_impl0_read_channel0_running;
 wire [13:0] region_impl0_read_channel0_access_ctl0_a_len;
-wire [13:0] region_impl0_read_channel0_access_ctl0_a_off;
+wire [5:0] region_impl0_read_channel0_access_ctl0_a_off;
 wire region_impl0_read_channel0_access_ctl0_a_ok;
 reg [5:0] region_impl0_read_channel0_access_ctl0_amq;
 wire [3:0] region_impl0_read_channel0_access_ctl0_amra;
@@ -182,6 +182,7 @@ reg [13:0] region_impl0_read_channel0_access_ctl0_lcnt;
 reg [13:0] region_impl0_read_channel0_access_ctl0_len_r;
 reg [5:0] region_impl0_read_channel0_access_ctl0_lin;
 reg [5:0] region_impl0_read_channel0_access_ctl0_lin_nxt;
+wire [7:0] region_impl0_read_channel0_access_ctl0_off_hi_unused;
 reg [5:0] region_impl0_read_channel0_access_ctl0_off_r;
 reg [5:0] region_impl0_read_channel0_access_ctl0_sel;
 reg region_impl0_read_channel0_access_ctl0_useam_r;
@@ -208,7 +209,7 @@ wire region_impl0_read_channel1_line_last;
 wire region_impl0_read_channel1_pop;
 reg region_impl0_read_channel1_running;
 wire [13:0] region_impl0_read_channel1_access_ctl1_a_len;
-wire [13:0] region_impl0_read_channel1_access_ctl1_a_off;
+wire [5:0] region_impl0_read_channel1_access_ctl1_a_off;
 wire region_impl0_read_channel1_access_ctl1_a_ok;
 reg [5:0] region_impl0_read_channel1_access_ctl1_amq;
 wire [3:0] region_impl0_read_channel1_access_ctl1_amra;
@@ -220,6 +221,7 @@ reg [13:0] region_impl0_read_channel1_access_ctl1_lcnt;
 reg [13:0] region_impl0_read_channel1_access_ctl1_len_r;
 reg [5:0] region_impl0_read_channel1_access_ctl1_lin;
 reg [5:0] region_impl0_read_channel1_access_ctl1_lin_nxt;
+wire [7:0] region_impl0_read_channel1_access_ctl1_off_hi_unused;
 reg [5:0] region_impl0_read_channel1_access_ctl1_off_r;
 reg [5:0] region_impl0_read_channel1_access_ctl1_sel;
 reg region_impl0_read_channel1_access_ctl1_useam_r;
@@ -233,7 +235,7 @@ wire region_impl0_write_channel0_final;
 wire region_impl0_write_channel0_line_last;
 reg region_impl0_write_channel0_running;
 wire [13:0] region_impl0_write_channel0_access_ctl2_a_len;
-wire [13:0] region_impl0_write_channel0_access_ctl2_a_off;
+wire [5:0] region_impl0_write_channel0_access_ctl2_a_off;
 wire region_impl0_write_channel0_access_ctl2_a_ok;
 reg [5:0] region_impl0_write_channel0_access_ctl2_amq;
 wire [3:0] region_impl0_write_channel0_access_ctl2_amra;
@@ -245,6 +247,7 @@ reg [13:0] region_impl0_write_channel0_access_ctl2_lcnt;
 reg [13:0] region_impl0_write_channel0_access_ctl2_len_r;
 reg [5:0] region_impl0_write_channel0_access_ctl2_lin;
 reg [5:0] region_impl0_write_channel0_access_ctl2_lin_nxt;
+wire [7:0] region_impl0_write_channel0_access_ctl2_off_hi_unused;
 reg [5:0] region_impl0_write_channel0_access_ctl2_off_r;
 reg [5:0] region_impl0_write_channel0_access_ctl2_sel;
 reg region_impl0_write_channel0_access_ctl2_useam_r;
@@ -258,7 +261,7 @@ wire region_impl0_write_channel1_final;
 wire region_impl0_write_channel1_line_last;
 reg region_impl0_write_channel1_running;
 wire [13:0] region_impl0_write_channel1_access_ctl3_a_len;
-wire [13:0] region_impl0_write_channel1_access_ctl3_a_off;
+wire [5:0] region_impl0_write_channel1_access_ctl3_a_off;
 wire region_impl0_write_channel1_access_ctl3_a_ok;
 reg [5:0] region_impl0_write_channel1_access_ctl3_amq;
 wire [3:0] region_impl0_write_channel1_access_ctl3_amra;
@@ -270,6 +273,7 @@ reg [13:0] region_impl0_write_channel1_access_ctl3_lcnt;
 reg [13:0] region_impl0_write_channel1_access_ctl3_len_r;
 reg [5:0] region_impl0_write_channel1_access_ctl3_lin;
 reg [5:0] region_impl0_write_channel1_access_ctl3_lin_nxt;
+wire [7:0] region_impl0_write_channel1_access_ctl3_off_hi_unused;
 reg [5:0] region_impl0_write_channel1_access_ctl3_off_r;
 reg [5:0] region_impl0_write_channel1_access_ctl3_sel;
 reg region_impl0_write_channel1_access_ctl3_useam_r;
@@ -313,11 +317,11 @@ assign region_impl0_or_vec3_v[0] = region_impl0_and23_y;
 
 
 assign region_impl0_read_channel0_access_ctl0_a_len = rd0_access[30-1:16];
-assign region_impl0_read_channel0_access_ctl0_a_off = rd0_access[14-1:0];
+assign region_impl0_read_channel0_access_ctl0_a_off = rd0_access[6-1:0];
 
 
 
-assign region_impl0_read_channel0_access_ctl0_a_ok = ((rd0_access[31] != rd0_access[30]) && (region_impl0_read_channel0_access_ctl0_a_len != 0) && (region_impl0_read_channel0_access_ctl0_a_len <= 64) && (region_impl0_read_channel0_access_ctl0_a_off < 64) && (rd0_iters != 0));
+assign region_impl0_read_channel0_access_ctl0_a_ok = ((rd0_access[31] != rd0_access[30]) && (region_impl0_read_channel0_access_ctl0_a_len != 0) && (region_impl0_read_channel0_access_ctl0_a_len <= 64) && (rd0_iters != 0));
 
 
 
@@ -402,7 +406,7 @@ always @(posedge clk) begin: region_impl0_read_channel0_access_ctl0_seq
                 region_impl0_read_channel0_mfifo <= rd0_access[30];
                 region_impl0_read_channel0_access_ctl0_keep_r <= rd0_access[15];
                 region_impl0_read_channel0_access_ctl0_useam_r <= rd0_access[14];
-                region_impl0_read_channel0_access_ctl0_off_r <= region_impl0_read_channel0_access_ctl0_a_off[6-1:0];
+                region_impl0_read_channel0_access_ctl0_off_r <= region_impl0_read_channel0_access_ctl0_a_off;
                 region_impl0_read_channel0_access_ctl0_len_r <= region_impl0_read_channel0_access_ctl0_a_len;
                 region_impl0_read_channel0_access_ctl0_it_r <= rd0_iters;
                 region_impl0_read_channel0_access_ctl0_lcnt <= 0;
@@ -434,6 +438,10 @@ always @(posedge clk) begin: region_impl0_read_channel0_access_ctl0_seq
         end
     end
 end
+
+
+
+assign region_impl0_read_channel0_access_ctl0_off_hi_unused = rd0_access[14-1:6];
 
 
 
@@ -510,11 +518,11 @@ assign m_axis_rd0_tvalid = (region_impl0_read_channel0_cnt != 0);
 
 
 assign region_impl0_read_channel1_access_ctl1_a_len = rd1_access[30-1:16];
-assign region_impl0_read_channel1_access_ctl1_a_off = rd1_access[14-1:0];
+assign region_impl0_read_channel1_access_ctl1_a_off = rd1_access[6-1:0];
 
 
 
-assign region_impl0_read_channel1_access_ctl1_a_ok = ((rd1_access[31] != rd1_access[30]) && (region_impl0_read_channel1_access_ctl1_a_len != 0) && (region_impl0_read_channel1_access_ctl1_a_len <= 64) && (region_impl0_read_channel1_access_ctl1_a_off < 64) && (rd1_iters != 0));
+assign region_impl0_read_channel1_access_ctl1_a_ok = ((rd1_access[31] != rd1_access[30]) && (region_impl0_read_channel1_access_ctl1_a_len != 0) && (region_impl0_read_channel1_access_ctl1_a_len <= 64) && (rd1_iters != 0));
 
 
 
@@ -599,7 +607,7 @@ always @(posedge clk) begin: region_impl0_read_channel1_access_ctl1_seq
                 region_impl0_read_channel1_mfifo <= rd1_access[30];
                 region_impl0_read_channel1_access_ctl1_keep_r <= rd1_access[15];
                 region_impl0_read_channel1_access_ctl1_useam_r <= rd1_access[14];
-                region_impl0_read_channel1_access_ctl1_off_r <= region_impl0_read_channel1_access_ctl1_a_off[6-1:0];
+                region_impl0_read_channel1_access_ctl1_off_r <= region_impl0_read_channel1_access_ctl1_a_off;
                 region_impl0_read_channel1_access_ctl1_len_r <= region_impl0_read_channel1_access_ctl1_a_len;
                 region_impl0_read_channel1_access_ctl1_it_r <= rd1_iters;
                 region_impl0_read_channel1_access_ctl1_lcnt <= 0;
@@ -631,6 +639,10 @@ always @(posedge clk) begin: region_impl0_read_channel1_access_ctl1_seq
         end
     end
 end
+
+
+
+assign region_impl0_read_channel1_access_ctl1_off_hi_unused = rd1_access[14-1:6];
 
 
 
@@ -707,11 +719,11 @@ assign m_axis_rd1_tvalid = (region_impl0_read_channel1_cnt != 0);
 
 
 assign region_impl0_write_channel0_access_ctl2_a_len = wr0_access[30-1:16];
-assign region_impl0_write_channel0_access_ctl2_a_off = wr0_access[14-1:0];
+assign region_impl0_write_channel0_access_ctl2_a_off = wr0_access[6-1:0];
 
 
 
-assign region_impl0_write_channel0_access_ctl2_a_ok = ((wr0_access[31] != wr0_access[30]) && (region_impl0_write_channel0_access_ctl2_a_len != 0) && (region_impl0_write_channel0_access_ctl2_a_len <= 64) && (region_impl0_write_channel0_access_ctl2_a_off < 64) && (wr0_iters != 0));
+assign region_impl0_write_channel0_access_ctl2_a_ok = ((wr0_access[31] != wr0_access[30]) && (region_impl0_write_channel0_access_ctl2_a_len != 0) && (region_impl0_write_channel0_access_ctl2_a_len <= 64) && (wr0_iters != 0));
 
 
 
@@ -796,7 +808,7 @@ always @(posedge clk) begin: region_impl0_write_channel0_access_ctl2_seq
                 region_impl0_write_channel0_mfifo <= wr0_access[30];
                 region_impl0_write_channel0_access_ctl2_keep_r <= wr0_access[15];
                 region_impl0_write_channel0_access_ctl2_useam_r <= wr0_access[14];
-                region_impl0_write_channel0_access_ctl2_off_r <= region_impl0_write_channel0_access_ctl2_a_off[6-1:0];
+                region_impl0_write_channel0_access_ctl2_off_r <= region_impl0_write_channel0_access_ctl2_a_off;
                 region_impl0_write_channel0_access_ctl2_len_r <= region_impl0_write_channel0_access_ctl2_a_len;
                 region_impl0_write_channel0_access_ctl2_it_r <= wr0_iters;
                 region_impl0_write_channel0_access_ctl2_lcnt <= 0;
@@ -831,6 +843,10 @@ end
 
 
 
+assign region_impl0_write_channel0_access_ctl2_off_hi_unused = wr0_access[14-1:6];
+
+
+
 assign region_impl0_write_channel0_req = (region_impl0_write_channel0_running && s_axis_wr0_tvalid && (region_impl0_q_nfull || (!region_impl0_write_channel0_mfifo)));
 assign s_axis_wr0_tready = region_impl0_write_channel0_grant;
 assign region_impl0_write_channel0_done_evt = (region_impl0_write_channel0_grant && region_impl0_write_channel0_final && region_impl0_write_channel0_line_last);
@@ -848,11 +864,11 @@ end
 
 
 assign region_impl0_write_channel1_access_ctl3_a_len = wr1_access[30-1:16];
-assign region_impl0_write_channel1_access_ctl3_a_off = wr1_access[14-1:0];
+assign region_impl0_write_channel1_access_ctl3_a_off = wr1_access[6-1:0];
 
 
 
-assign region_impl0_write_channel1_access_ctl3_a_ok = ((wr1_access[31] != wr1_access[30]) && (region_impl0_write_channel1_access_ctl3_a_len != 0) && (region_impl0_write_channel1_access_ctl3_a_len <= 64) && (region_impl0_write_channel1_access_ctl3_a_off < 64) && (wr1_iters != 0));
+assign region_impl0_write_channel1_access_ctl3_a_ok = ((wr1_access[31] != wr1_access[30]) && (region_impl0_write_channel1_access_ctl3_a_len != 0) && (region_impl0_write_channel1_access_ctl3_a_len <= 64) && (wr1_iters != 0));
 
 
 
@@ -937,7 +953,7 @@ always @(posedge clk) begin: region_impl0_write_channel1_access_ctl3_seq
                 region_impl0_write_channel1_mfifo <= wr1_access[30];
                 region_impl0_write_channel1_access_ctl3_keep_r <= wr1_access[15];
                 region_impl0_write_channel1_access_ctl3_useam_r <= wr1_access[14];
-                region_impl0_write_channel1_access_ctl3_off_r <= region_impl0_write_channel1_access_ctl3_a_off[6-1:0];
+                region_impl0_write_channel1_access_ctl3_off_r <= region_impl0_write_channel1_access_ctl3_a_off;
                 region_impl0_write_channel1_access_ctl3_len_r <= region_impl0_write_channel1_access_ctl3_a_len;
                 region_impl0_write_channel1_access_ctl3_it_r <= wr1_iters;
                 region_impl0_write_channel1_access_ctl3_lcnt <= 0;
@@ -969,6 +985,10 @@ always @(posedge clk) begin: region_impl0_write_channel1_access_ctl3_seq
         end
     end
 end
+
+
+
+assign region_impl0_write_channel1_access_ctl3_off_hi_unused = wr1_access[14-1:6];
 
 
 

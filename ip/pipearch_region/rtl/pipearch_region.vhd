@@ -125,7 +125,7 @@ signal region_impl0_read_channel0_line_last: std_logic;
 signal region_impl0_read_channel0_pop: std_logic;
 signal region_impl0_read_channel0_running: std_logic;
 signal region_impl0_read_channel0_access_ctl0_a_len: unsigned(13 downto 0);
-signal region_impl0_read_channel0_access_ctl0_a_off: unsigned(13 downto 0);
+signal region_impl0_read_channel0_access_ctl0_a_off: unsigned(5 downto 0);
 signal region_impl0_read_channel0_access_ctl0_a_ok: std_logic;
 signal region_impl0_read_channel0_access_ctl0_amq: unsigned(5 downto 0);
 signal region_impl0_read_channel0_access_ctl0_amra: unsigned(3 downto 0);
@@ -137,6 +137,7 @@ signal region_impl0_read_channel0_access_ctl0_lcnt: unsigned(13 downto 0);
 signal region_impl0_read_channel0_access_ctl0_len_r: unsigned(13 downto 0);
 signal region_impl0_read_channel0_access_ctl0_lin: unsigned(5 downto 0);
 signal region_impl0_read_channel0_access_ctl0_lin_nxt: unsigned(5 downto 0);
+signal region_impl0_read_channel0_access_ctl0_off_hi_unused: unsigned(7 downto 0);
 signal region_impl0_read_channel0_access_ctl0_off_r: unsigned(5 downto 0);
 signal region_impl0_read_channel0_access_ctl0_sel: unsigned(5 downto 0);
 signal region_impl0_read_channel0_access_ctl0_useam_r: std_logic;
@@ -163,7 +164,7 @@ signal region_impl0_read_channel1_line_last: std_logic;
 signal region_impl0_read_channel1_pop: std_logic;
 signal region_impl0_read_channel1_running: std_logic;
 signal region_impl0_read_channel1_access_ctl1_a_len: unsigned(13 downto 0);
-signal region_impl0_read_channel1_access_ctl1_a_off: unsigned(13 downto 0);
+signal region_impl0_read_channel1_access_ctl1_a_off: unsigned(5 downto 0);
 signal region_impl0_read_channel1_access_ctl1_a_ok: std_logic;
 signal region_impl0_read_channel1_access_ctl1_amq: unsigned(5 downto 0);
 signal region_impl0_read_channel1_access_ctl1_amra: unsigned(3 downto 0);
@@ -175,6 +176,7 @@ signal region_impl0_read_channel1_access_ctl1_lcnt: unsigned(13 downto 0);
 signal region_impl0_read_channel1_access_ctl1_len_r: unsigned(13 downto 0);
 signal region_impl0_read_channel1_access_ctl1_lin: unsigned(5 downto 0);
 signal region_impl0_read_channel1_access_ctl1_lin_nxt: unsigned(5 downto 0);
+signal region_impl0_read_channel1_access_ctl1_off_hi_unused: unsigned(7 downto 0);
 signal region_impl0_read_channel1_access_ctl1_off_r: unsigned(5 downto 0);
 signal region_impl0_read_channel1_access_ctl1_sel: unsigned(5 downto 0);
 signal region_impl0_read_channel1_access_ctl1_useam_r: std_logic;
@@ -188,7 +190,7 @@ signal region_impl0_write_channel0_final: std_logic;
 signal region_impl0_write_channel0_line_last: std_logic;
 signal region_impl0_write_channel0_running: std_logic;
 signal region_impl0_write_channel0_access_ctl2_a_len: unsigned(13 downto 0);
-signal region_impl0_write_channel0_access_ctl2_a_off: unsigned(13 downto 0);
+signal region_impl0_write_channel0_access_ctl2_a_off: unsigned(5 downto 0);
 signal region_impl0_write_channel0_access_ctl2_a_ok: std_logic;
 signal region_impl0_write_channel0_access_ctl2_amq: unsigned(5 downto 0);
 signal region_impl0_write_channel0_access_ctl2_amra: unsigned(3 downto 0);
@@ -200,6 +202,7 @@ signal region_impl0_write_channel0_access_ctl2_lcnt: unsigned(13 downto 0);
 signal region_impl0_write_channel0_access_ctl2_len_r: unsigned(13 downto 0);
 signal region_impl0_write_channel0_access_ctl2_lin: unsigned(5 downto 0);
 signal region_impl0_write_channel0_access_ctl2_lin_nxt: unsigned(5 downto 0);
+signal region_impl0_write_channel0_access_ctl2_off_hi_unused: unsigned(7 downto 0);
 signal region_impl0_write_channel0_access_ctl2_off_r: unsigned(5 downto 0);
 signal region_impl0_write_channel0_access_ctl2_sel: unsigned(5 downto 0);
 signal region_impl0_write_channel0_access_ctl2_useam_r: std_logic;
@@ -213,7 +216,7 @@ signal region_impl0_write_channel1_final: std_logic;
 signal region_impl0_write_channel1_line_last: std_logic;
 signal region_impl0_write_channel1_running: std_logic;
 signal region_impl0_write_channel1_access_ctl3_a_len: unsigned(13 downto 0);
-signal region_impl0_write_channel1_access_ctl3_a_off: unsigned(13 downto 0);
+signal region_impl0_write_channel1_access_ctl3_a_off: unsigned(5 downto 0);
 signal region_impl0_write_channel1_access_ctl3_a_ok: std_logic;
 signal region_impl0_write_channel1_access_ctl3_amq: unsigned(5 downto 0);
 signal region_impl0_write_channel1_access_ctl3_amra: unsigned(3 downto 0);
@@ -225,6 +228,7 @@ signal region_impl0_write_channel1_access_ctl3_lcnt: unsigned(13 downto 0);
 signal region_impl0_write_channel1_access_ctl3_len_r: unsigned(13 downto 0);
 signal region_impl0_write_channel1_access_ctl3_lin: unsigned(5 downto 0);
 signal region_impl0_write_channel1_access_ctl3_lin_nxt: unsigned(5 downto 0);
+signal region_impl0_write_channel1_access_ctl3_off_hi_unused: unsigned(7 downto 0);
 signal region_impl0_write_channel1_access_ctl3_off_r: unsigned(5 downto 0);
 signal region_impl0_write_channel1_access_ctl3_sel: unsigned(5 downto 0);
 signal region_impl0_write_channel1_access_ctl3_useam_r: std_logic;
@@ -297,10 +301,10 @@ region_impl0_or_vec3_v(0) <= region_impl0_and23_y;
 
 
 region_impl0_read_channel0_access_ctl0_a_len <= rd0_access_num(30-1 downto 16);
-region_impl0_read_channel0_access_ctl0_a_off <= rd0_access_num(14-1 downto 0);
+region_impl0_read_channel0_access_ctl0_a_off <= rd0_access_num(6-1 downto 0);
 
 
-region_impl0_read_channel0_access_ctl0_a_ok <= stdl((rd0_access_num(31) /= rd0_access_num(30)) and (region_impl0_read_channel0_access_ctl0_a_len /= 0) and (region_impl0_read_channel0_access_ctl0_a_len <= 64) and (region_impl0_read_channel0_access_ctl0_a_off < 64) and (rd0_iters_num /= 0));
+region_impl0_read_channel0_access_ctl0_a_ok <= stdl((rd0_access_num(31) /= rd0_access_num(30)) and (region_impl0_read_channel0_access_ctl0_a_len /= 0) and (region_impl0_read_channel0_access_ctl0_a_len <= 64) and (rd0_iters_num /= 0));
 
 
 region_impl0_read_channel0_line_last <= stdl(signed(resize(region_impl0_read_channel0_access_ctl0_lcnt, 15)) = (signed(resize(region_impl0_read_channel0_access_ctl0_len_r, 15)) - 1));
@@ -379,7 +383,7 @@ begin
                     region_impl0_read_channel0_mfifo <= rd0_access_num(30);
                     region_impl0_read_channel0_access_ctl0_keep_r <= rd0_access_num(15);
                     region_impl0_read_channel0_access_ctl0_useam_r <= rd0_access_num(14);
-                    region_impl0_read_channel0_access_ctl0_off_r <= region_impl0_read_channel0_access_ctl0_a_off(6-1 downto 0);
+                    region_impl0_read_channel0_access_ctl0_off_r <= region_impl0_read_channel0_access_ctl0_a_off;
                     region_impl0_read_channel0_access_ctl0_len_r <= region_impl0_read_channel0_access_ctl0_a_len;
                     region_impl0_read_channel0_access_ctl0_it_r <= rd0_iters_num;
                     region_impl0_read_channel0_access_ctl0_lcnt <= to_unsigned(0, 14);
@@ -409,6 +413,9 @@ begin
         end if;
     end if;
 end process region_impl0_read_channel0_access_ctl0_seq;
+
+
+region_impl0_read_channel0_access_ctl0_off_hi_unused <= rd0_access_num(14-1 downto 6);
 
 
 region_impl0_read_channel0_pop <= stdl((region_impl0_read_channel0_cnt /= 0) and bool(m_axis_rd0_tready));
@@ -479,10 +486,10 @@ m_axis_rd0_tvalid <= stdl(region_impl0_read_channel0_cnt /= 0);
 
 
 region_impl0_read_channel1_access_ctl1_a_len <= rd1_access_num(30-1 downto 16);
-region_impl0_read_channel1_access_ctl1_a_off <= rd1_access_num(14-1 downto 0);
+region_impl0_read_channel1_access_ctl1_a_off <= rd1_access_num(6-1 downto 0);
 
 
-region_impl0_read_channel1_access_ctl1_a_ok <= stdl((rd1_access_num(31) /= rd1_access_num(30)) and (region_impl0_read_channel1_access_ctl1_a_len /= 0) and (region_impl0_read_channel1_access_ctl1_a_len <= 64) and (region_impl0_read_channel1_access_ctl1_a_off < 64) and (rd1_iters_num /= 0));
+region_impl0_read_channel1_access_ctl1_a_ok <= stdl((rd1_access_num(31) /= rd1_access_num(30)) and (region_impl0_read_channel1_access_ctl1_a_len /= 0) and (region_impl0_read_channel1_access_ctl1_a_len <= 64) and (rd1_iters_num /= 0));
 
 
 region_impl0_read_channel1_line_last <= stdl(signed(resize(region_impl0_read_channel1_access_ctl1_lcnt, 15)) = (signed(resize(region_impl0_read_channel1_access_ctl1_len_r, 15)) - 1));
@@ -561,7 +568,7 @@ begin
                     region_impl0_read_channel1_mfifo <= rd1_access_num(30);
                     region_impl0_read_channel1_access_ctl1_keep_r <= rd1_access_num(15);
                     region_impl0_read_channel1_access_ctl1_useam_r <= rd1_access_num(14);
-                    region_impl0_read_channel1_access_ctl1_off_r <= region_impl0_read_channel1_access_ctl1_a_off(6-1 downto 0);
+                    region_impl0_read_channel1_access_ctl1_off_r <= region_impl0_read_channel1_access_ctl1_a_off;
                     region_impl0_read_channel1_access_ctl1_len_r <= region_impl0_read_channel1_access_ctl1_a_len;
                     region_impl0_read_channel1_access_ctl1_it_r <= rd1_iters_num;
                     region_impl0_read_channel1_access_ctl1_lcnt <= to_unsigned(0, 14);
@@ -591,6 +598,9 @@ begin
         end if;
     end if;
 end process region_impl0_read_channel1_access_ctl1_seq;
+
+
+region_impl0_read_channel1_access_ctl1_off_hi_unused <= rd1_access_num(14-1 downto 6);
 
 
 region_impl0_read_channel1_pop <= stdl((region_impl0_read_channel1_cnt /= 0) and bool(m_axis_rd1_tready));
@@ -661,10 +671,10 @@ m_axis_rd1_tvalid <= stdl(region_impl0_read_channel1_cnt /= 0);
 
 
 region_impl0_write_channel0_access_ctl2_a_len <= wr0_access_num(30-1 downto 16);
-region_impl0_write_channel0_access_ctl2_a_off <= wr0_access_num(14-1 downto 0);
+region_impl0_write_channel0_access_ctl2_a_off <= wr0_access_num(6-1 downto 0);
 
 
-region_impl0_write_channel0_access_ctl2_a_ok <= stdl((wr0_access_num(31) /= wr0_access_num(30)) and (region_impl0_write_channel0_access_ctl2_a_len /= 0) and (region_impl0_write_channel0_access_ctl2_a_len <= 64) and (region_impl0_write_channel0_access_ctl2_a_off < 64) and (wr0_iters_num /= 0));
+region_impl0_write_channel0_access_ctl2_a_ok <= stdl((wr0_access_num(31) /= wr0_access_num(30)) and (region_impl0_write_channel0_access_ctl2_a_len /= 0) and (region_impl0_write_channel0_access_ctl2_a_len <= 64) and (wr0_iters_num /= 0));
 
 
 region_impl0_write_channel0_line_last <= stdl(signed(resize(region_impl0_write_channel0_access_ctl2_lcnt, 15)) = (signed(resize(region_impl0_write_channel0_access_ctl2_len_r, 15)) - 1));
@@ -743,7 +753,7 @@ begin
                     region_impl0_write_channel0_mfifo <= wr0_access_num(30);
                     region_impl0_write_channel0_access_ctl2_keep_r <= wr0_access_num(15);
                     region_impl0_write_channel0_access_ctl2_useam_r <= wr0_access_num(14);
-                    region_impl0_write_channel0_access_ctl2_off_r <= region_impl0_write_channel0_access_ctl2_a_off(6-1 downto 0);
+                    region_impl0_write_channel0_access_ctl2_off_r <= region_impl0_write_channel0_access_ctl2_a_off;
                     region_impl0_write_channel0_access_ctl2_len_r <= region_impl0_write_channel0_access_ctl2_a_len;
                     region_impl0_write_channel0_access_ctl2_it_r <= wr0_iters_num;
                     region_impl0_write_channel0_access_ctl2_lcnt <= to_unsigned(0, 14);
@@ -775,6 +785,9 @@ begin
 end process region_impl0_write_channel0_access_ctl2_seq;
 
 
+region_impl0_write_channel0_access_ctl2_off_hi_unused <= wr0_access_num(14-1 downto 6);
+
+
 region_impl0_write_channel0_req <= stdl(bool(region_impl0_write_channel0_running) and bool(s_axis_wr0_tvalid) and (bool(region_impl0_q_nfull) or (not bool(region_impl0_write_channel0_mfifo))));
 s_axis_wr0_tready <= region_impl0_write_channel0_grant;
 region_impl0_write_channel0_done_evt <= stdl(bool(region_impl0_write_channel0_grant) and bool(region_impl0_write_channel0_final) and bool(region_impl0_write_channel0_line_last));
@@ -790,10 +803,10 @@ end process region_impl0_write_channel0_addrc;
 
 
 region_impl0_write_channel1_access_ctl3_a_len <= wr1_access_num(30-1 downto 16);
-region_impl0_write_channel1_access_ctl3_a_off <= wr1_access_num(14-1 downto 0);
+region_impl0_write_channel1_access_ctl3_a_off <= wr1_access_num(6-1 downto 0);
 
 
-region_impl0_write_channel1_access_ctl3_a_ok <= stdl((wr1_access_num(31) /= wr1_access_num(30)) and (region_impl0_write_channel1_access_ctl3_a_len /= 0) and (region_impl0_write_channel1_access_ctl3_a_len <= 64) and (region_impl0_write_channel1_access_ctl3_a_off < 64) and (wr1_iters_num /= 0));
+region_impl0_write_channel1_access_ctl3_a_ok <= stdl((wr1_access_num(31) /= wr1_access_num(30)) and (region_impl0_write_channel1_access_ctl3_a_len /= 0) and (region_impl0_write_channel1_access_ctl3_a_len <= 64) and (wr1_iters_num /= 0));
 
 
 region_impl0_write_channel1_line_last <= stdl(signed(resize(region_impl0_write_channel1_access_ctl3_lcnt, 15)) = (signed(resize(region_impl0_write_channel1_access_ctl3_len_r, 15)) - 1));
@@ -872,7 +885,7 @@ begin
                     region_impl0_write_channel1_mfifo <= wr1_access_num(30);
                     region_impl0_write_channel1_access_ctl3_keep_r <= wr1_access_num(15);
                     region_impl0_write_channel1_access_ctl3_useam_r <= wr1_access_num(14);
-                    region_impl0_write_channel1_access_ctl3_off_r <= region_impl0_write_channel1_access_ctl3_a_off(6-1 downto 0);
+                    region_impl0_write_channel1_access_ctl3_off_r <= region_impl0_write_channel1_access_ctl3_a_off;
                     region_impl0_write_channel1_access_ctl3_len_r <= region_impl0_write_channel1_access_ctl3_a_len;
                     region_impl0_write_channel1_access_ctl3_it_r <= wr1_iters_num;
                     region_impl0_write_channel1_access_ctl3_lcnt <= to_unsigned(0, 14);
@@ -902,6 +915,9 @@ begin
         end if;
     end if;
 end process region_impl0_write_channel1_access_ctl3_seq;
+
+
+region_impl0_write_channel1_access_ctl3_off_hi_unused <= wr1_access_num(14-1 downto 6);
 
 
 region_impl0_write_channel1_req <= stdl(bool(region_impl0_write_channel1_running) and bool(s_axis_wr1_tvalid) and (bool(region_impl0_q_nfull) or (not bool(region_impl0_write_channel1_mfifo))));
