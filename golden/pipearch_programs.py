@@ -186,7 +186,9 @@ def _sgd_stream_job(cfg, m, n, loss, alpha, lam2, epochs, P, reshuffle, base, al
     All subroutines are non-blocking, so DOTSIG(j+1) runs alongside MULTSUB(j) and
     L2REG(j): a sample costs about Dl cycles plus the latency from its last model line
     through DOTSIG and SCALAR to the first lines of MULTSUB and L2REG; the register
-    machine issues 10 instructions per sample.  Hazard freedom by construction:
+    machine issues 10 instructions per sample (and YIELD, BNE and the partition's
+    bookkeeping once per partition, the latter while MULTSUB waits).  Hazard freedom by
+    construction:
 
     * every FIFO has one producer and one consumer channel, so its order is program
       order whatever the timing;
@@ -227,33 +229,43 @@ def _sgd_stream_job(cfg, m, n, loss, alpha, lam2, epochs, P, reshuffle, base, al
         p.addi(r, r, -cfg.depth).jmp(lab)
         p.label(lab + "_ok")
 
+    def sample_head():               # DOTSIG(j), SCALAR(j)
+        p.dotsig(ch(RX, Dl, fifo=True), ch(RA, Dl, ra=True), ch(RA, 1, fifo=True),
+                 dim=Dl, sigmoid=(loss == "logistic"), ra=7, nb=True)
+        p.scalar(ch(RA, 1, fifo=True), ch(RB, 1, Dl, ra=True), ch(RS, 1, fifo=True), alpha=alpha_q,
+                 ra=7, nb=True)
+
+    def sample_tail(loop_to):        # MULTSUB(j), L2REG(j), LOAD(j+2), advance, branch
+        p.block("l2reg")             # x_j is in the ring before MULTSUB's x channel reads it
+        p.multsub(ch(RX, Dl, ra=True), ch(RB, Dl, rb=True), ch(RS, 1, fifo=True), ch(RB, Dl, fifo=True),
+                  dim=Dl, ra=10, rb=7, nb=True)
+        p.l2reg(ch(RB, Dl, fifo=True), ch(RX, Dl, ra=True), ch(RX, Dl, fifo=True), dim=Dl, c=c_q,
+                ra=10, nb=True)
+        p.load(acc(S, 2 * S, ra=True), 0, regions=[RA, RB], ra=7, rb=14, addr_rb=True, nb=True)
+        p.addi(14, 14, S).addi(10, 10, Dl).addi(7, 7, S)
+        loop_to()
+
     p.load(acc(Dl, fifo=True), x_addr, regions=[RX])          # the model ring starts at line 0
-    p.li(11, cfg.depth).li(12, total - 1).li(14, ab_addr).li(13, ab_addr + (m + 2) * S)
+    p.li(11, cfg.depth).li(12, total).li(14, ab_addr).li(13, ab_addr + (m + 2) * S)
     p.load(acc(2 * S), 0, regions=[RA, RB], rb=14, addr_rb=True)   # blocks 0 and 1
     p.addi(14, 14, 2 * S)
+    # first sample of a partition: its bookkeeping runs while MULTSUB waits for L2REG(j-1)
     p.label("part")
-    p.addi(9, 7, P * S)
-    p.label("next")
-    p.dotsig(ch(RX, Dl, fifo=True), ch(RA, Dl, ra=True), ch(RA, 1, fifo=True),
-             dim=Dl, sigmoid=(loss == "logistic"), ra=7, nb=True)
-    p.scalar(ch(RA, 1, fifo=True), ch(RB, 1, Dl, ra=True), ch(RS, 1, fifo=True), alpha=alpha_q,
-             ra=7, nb=True)
-    p.block("l2reg")                 # x_j is in the ring before MULTSUB's x channel reads it
-    p.multsub(ch(RX, Dl, ra=True), ch(RB, Dl, rb=True), ch(RS, 1, fifo=True), ch(RB, Dl, fifo=True),
-              dim=Dl, ra=10, rb=7, nb=True)
-    p.l2reg(ch(RB, Dl, fifo=True), ch(RX, Dl, ra=True), ch(RX, Dl, fifo=True), dim=Dl, c=c_q,
-            ra=10, nb=True)
-    p.load(acc(S, 2 * S, ra=True), 0, regions=[RA, RB], ra=7, rb=14, addr_rb=True, nb=True)
-    p.addi(14, 14, S).addi(10, 10, Dl).addi(7, 7, S).blt(7, 9, "next")
-    p.yield_()                                                 # Alg. 1 line 15
-    p.beq(12, 0, "done")
+    sample_head()
     p.addi(12, 12, -1)
     if not reshuffle:                # end of the single copy: back to its block 2
         p.blt(14, 13, "copy_ok").addi(14, 14, -m * S)
         p.label("copy_ok")
     reduce(7, "red7")
     reduce(10, "red10")
-    p.jmp("part")
+    p.addi(9, 7, P * S)
+    sample_tail(lambda: p.bge(7, 9, "part_end"))
+    p.label("next")
+    sample_head()
+    sample_tail(lambda: p.blt(7, 9, "next"))
+    p.label("part_end")
+    p.yield_()                                                 # Alg. 1 line 15
+    p.bne(12, 0, "part")
     p.label("done")
     p.block()
     p.store(ch(RX, Dl, ra=True), x_addr, ra=10)               # Alg. 1 line 16
