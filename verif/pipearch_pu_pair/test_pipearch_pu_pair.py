@@ -38,7 +38,7 @@ async def migrate_back_and_forth(dut):
     cur, moves = 0, 0
     for start in range(60):
         pu = tb.pus[cur]
-        st, err, trace, _ = await pu.run(job, switch_at=int(tb.rng.integers(50, 2500)))
+        st, err, trace, _ = await pu.run(job, switch_at=int(tb.rng.integers(20, 600)))  # run ~2000 cycles
         if st & I.ST_SUSPENDED:
             k = sum(1 for pc in trace if pc in yield_pcs(job))
             r = job.start(iss, switch_at_yield=k)
