@@ -295,7 +295,7 @@ async def run_and_compare(tb, job, mem, gold, tag, switch_at=None):
 async def sgd_ridge(dut):
     """Ridge SGD (batch 1, two partitions) on the RTL equals the ISS and golden.sgd: the
     streamed program where the PU's regions allow it (default config), and the blocking
-    one."""
+    one; then streamed logistic SGD with a 16-line model."""
     tb = TB(dut)
     await tb.reset()
     streams = [False] + ([True] if stream_regions_ok(tb.cfg) is None else [])
@@ -303,6 +303,13 @@ async def sgd_ridge(dut):
         job, mem, gold = sgd_case(tb.cfg, tb.rng, loss="ridge", partition=8, stream=stream)
         assert job.info["stream"] == stream
         await run_and_compare(tb, job, mem, gold, f"sgd ridge stream={stream}")
+    if streams[-1]:
+        # a longer model (16 lines at LANES=4) under the same memory stalls: the two-ahead
+        # sample prefetch now competes with stalled bursts, and the FIFOs run deeper
+        job, mem, gold = sgd_case(tb.cfg, tb.rng, loss="logistic", m=12, n=16 * tb.L,
+                                  partition=3, epochs=2)
+        assert job.info["stream"]
+        await run_and_compare(tb, job, mem, gold, "sgd logistic stream D=16")
 
 
 @cocotb.test()
