@@ -165,6 +165,52 @@ def stream_regions_ok(cfg: PUConfig) -> str | None:
     return None
 
 
+def _sgd_finish(p, cfg, *, m, n, loss, alpha, lam2, epochs, batch, P, reshuffle, alpha_q, c_q,
+                stream, al, base, x_addr, write_data) -> Job:
+    """Assemble ``p`` and wrap it as an SGD job; ``write_data(mem, Aq, bq, order)`` lays
+    out the program-specific sample area (the model line and the checks are shared)."""
+    fmt, L = cfg.fmt, cfg.lanes
+    name = f"sgd_{loss}" + ("_stream" if stream else "")
+    job = Job(name, cfg, p.assemble(), base, al.prog, al.ctx, al.areas, al.end, m // P, epochs,
+              ("x",), {"m": m, "n": n, "batch": batch, "partition": P, "loss": loss,
+                       "alpha": alpha, "lam2": lam2, "reshuffle": reshuffle,
+                       "alpha_q": alpha_q, "c_q": c_q, "stream": stream})
+
+    def load(mem: Memory, A, b, order, x0=None):
+        """Quantise like golden.sgd and lay out the model, samples and labels."""
+        A = V.finite_array(A, "A", 2, (m, n))
+        b = V.finite_array(b, "b", 1, (m,))
+        order = V.permutations(order, "order", (epochs, m))
+        if not reshuffle and not np.all(order == order[0]):
+            raise ValueError("reshuffle=False needs the same order every epoch")
+        x = np.zeros(n, dtype=np.int64) if x0 is None else fmt.to_fixed(V.finite_array(x0, "x0", 1, (n,)), name="x0")
+        job.place_program(mem)
+        mem.write_lines(x_addr, vector_lines(x, L))
+        write_data(mem, fmt.to_fixed(A, name="A"), fmt.to_fixed(b, name="b"), order)
+        job.data = (A, b)
+
+    job.load = load
+    job.model = lambda mem: mem.read_vector(x_addr, n)
+    job.objective = lambda xw: sgd_mod.objective(job.data[0], job.data[1], fmt.to_float(xw), loss, lam2)
+    return job
+
+
+def _stream_why(cfg, Dl, P) -> str | None:
+    """Why the streamed SGD program cannot run ``Dl``-line models in partitions of ``P``
+    on ``cfg`` (None: it can)."""
+    why = stream_regions_ok(cfg)
+    if why:
+        return why
+    need = max(2 * Dl, 3 * (Dl + 1))       # model ring, ring of three sample blocks
+    if cfg.depth < need:
+        return f"the PU needs DEPTH >= {need}, the configuration has {cfg.depth}"
+    if cfg.max_dim < Dl:
+        return f"the PU needs MAX_DIM >= {Dl}, the configuration has {cfg.max_dim}"
+    if cfg.depth + (P + 2) * (Dl + 1) > 0x4000:
+        return f"partition = {P} too large for the 14-bit region offsets"
+    return None
+
+
 def _sgd_stream_job(cfg, m, n, loss, alpha, lam2, epochs, P, reshuffle, base, alpha_q, c_q) -> Job:
     """Batch-1 SGD as a streamed pipeline (``sgd_job(stream=True)``).
 
@@ -208,13 +254,12 @@ def _sgd_stream_job(cfg, m, n, loss, alpha, lam2, epochs, P, reshuffle, base, al
     (one in all if ``reshuffle=False``), then two more blocks (zeros, or with a single
     copy its first two blocks again) that the last two prefetches read.
     """
-    fmt, L = cfg.fmt, cfg.lanes
+    L = cfg.lanes
     Dl = _cdiv(n, L)
     nparts = m // P
     S = Dl + 1
-    _check_cfg(cfg, {"depth": max(2 * Dl, 3 * S), "max_dim": Dl}, "sgd_job(stream=True)")
-    _require(cfg.depth + (P + 2) * S <= 0x4000 and cfg.depth + P * Dl <= 0x4000,
-             f"sgd_job(stream=True): partition = {P} too large for the 14-bit region offsets")
+    why = _stream_why(cfg, Dl, P)
+    _require(why is None, f"sgd_job(stream=True): {why}")
     copies = epochs if reshuffle else 1
     al = _Alloc(cfg, base)
     x_addr = al.area("x", Dl)
@@ -279,24 +324,8 @@ def _sgd_stream_job(cfg, m, n, loss, alpha, lam2, epochs, P, reshuffle, base, al
     p.addi(15, 14, -2 * S)
     p.load(acc(2 * S, ra=True), 0, regions=[RA, RB], ra=7, rb=15, addr_rb=True)   # blocks j+1, j+2
     p.resume()
-    asm = p.assemble()
-    job = Job(f"sgd_{loss}_stream", cfg, asm, base, al.prog, al.ctx, al.areas, al.end, nparts, epochs,
-              ("x",), {"m": m, "n": n, "batch": 1, "partition": P, "loss": loss,
-                       "alpha": alpha, "lam2": lam2, "reshuffle": reshuffle,
-                       "alpha_q": alpha_q, "c_q": c_q, "stream": True})
 
-    def load(mem: Memory, A, b, order, x0=None):
-        """Quantise like golden.sgd and lay out the model and the sample blocks."""
-        A = V.finite_array(A, "A", 2, (m, n))
-        b = V.finite_array(b, "b", 1, (m,))
-        order = V.permutations(order, "order", (epochs, m))
-        if not reshuffle and not np.all(order == order[0]):
-            raise ValueError("reshuffle=False needs the same order every epoch")
-        Aq = fmt.to_fixed(A, name="A")
-        bq = fmt.to_fixed(b, name="b")
-        x = np.zeros(n, dtype=np.int64) if x0 is None else fmt.to_fixed(V.finite_array(x0, "x0", 1, (n,)), name="x0")
-        job.place_program(mem)
-        mem.write_lines(x_addr, vector_lines(x, L))
+    def write_data(mem, Aq, bq, order):
         seq = list(np.concatenate([order[e] for e in range(copies)]))
         if not reshuffle:
             seq += [order[0][0], order[0][1 % m]]
@@ -305,12 +334,10 @@ def _sgd_stream_job(cfg, m, n, loss, alpha, lam2, epochs, P, reshuffle, base, al
             row[:n] = Aq[i]
             mem.write_lines(ab_addr + k * S, row.reshape(Dl, L))
             mem.write_lines(ab_addr + k * S + Dl, scalar_lines(bq[i:i + 1], L))
-        job.data = (A, b)
 
-    job.load = load
-    job.model = lambda mem: mem.read_vector(x_addr, n)
-    job.objective = lambda xw: sgd_mod.objective(job.data[0], job.data[1], fmt.to_float(xw), loss, lam2)
-    return job
+    return _sgd_finish(p, cfg, m=m, n=n, loss=loss, alpha=alpha, lam2=lam2, epochs=epochs, batch=1,
+                       P=P, reshuffle=reshuffle, alpha_q=alpha_q, c_q=c_q, stream=True, al=al,
+                       base=base, x_addr=x_addr, write_data=write_data)
 
 
 def sgd_job(*, m: int, n: int, loss: str, alpha: float, lam2: float, epochs: int,
@@ -351,18 +378,17 @@ def sgd_job(*, m: int, n: int, loss: str, alpha: float, lam2: float, epochs: int
     nparts = m // P
     alpha_q = V.nonzero_word(fmt.to_fixed(alpha / batch, name="alpha/batch"), "alpha/batch", fmt, alpha / batch)
     c_q = int(fmt.to_fixed(2.0 * alpha * lam2, name="2*alpha*lam2"))
-    _check_cfg(cfg, {"nregions": 4, "depth": max(2 * Dl, P * Dl, 2 * batch), "max_dim": Dl,
-                     "max_iter": batch}, "sgd_job")
-    _require(P * Dl <= (1 << 14) - 1, "partition * ceil(n/LANES) must fit the 14-bit length field")
-    need = max(2 * Dl, 3 * (Dl + 1))
-    why = stream_regions_ok(cfg) or (None if batch == 1 else f"batch = {batch} (streaming is batch 1)") \
+    why = (None if batch == 1 else f"batch = {batch} (streaming is batch 1)") \
         or (None if context_groups else "context_groups=False (a resumed stream needs its model ring refilled)") \
-        or (None if cfg.depth >= need else f"the PU needs DEPTH >= {need}, the configuration has {cfg.depth}")
+        or _stream_why(cfg, Dl, P)
     if stream is None:
         stream = why is None
     _require(not (stream and why), f"sgd_job(stream=True): {why}")
     if stream:
         return _sgd_stream_job(cfg, m, n, loss, alpha, lam2, epochs, P, reshuffle, base, alpha_q, c_q)
+    _check_cfg(cfg, {"nregions": 4, "depth": max(2 * Dl, P * Dl, 2 * batch), "max_dim": Dl,
+                     "max_iter": batch}, "sgd_job")
+    _require(P * Dl <= (1 << 14) - 1, "partition * ceil(n/LANES) must fit the 14-bit length field")
 
     al = _Alloc(cfg, base)
     copies = epochs if reshuffle else 1
@@ -414,35 +440,17 @@ def sgd_job(*, m: int, n: int, loss: str, alpha: float, lam2: float, epochs: int
         p.load_context()
         p.load(acc(Dl), x_addr, regions=[RX])
         p.resume()
-    asm = p.assemble()
-    job = Job(f"sgd_{loss}", cfg, asm, base, al.prog, al.ctx, al.areas, al.end, nparts, epochs,
-              ("x",), {"m": m, "n": n, "batch": batch, "partition": P, "loss": loss,
-                       "alpha": alpha, "lam2": lam2, "reshuffle": reshuffle,
-                       "alpha_q": alpha_q, "c_q": c_q, "stream": False})
 
-    def load(mem: Memory, A, b, order, x0=None):
-        """Quantise like golden.sgd and lay out the model, samples and labels."""
-        A = V.finite_array(A, "A", 2, (m, n))
-        b = V.finite_array(b, "b", 1, (m,))
-        order = V.permutations(order, "order", (epochs, m))
-        if not reshuffle and not np.all(order == order[0]):
-            raise ValueError("reshuffle=False needs the same order every epoch")
-        Aq = fmt.to_fixed(A, name="A")
-        bq = fmt.to_fixed(b, name="b")
-        x = np.zeros(n, dtype=np.int64) if x0 is None else fmt.to_fixed(V.finite_array(x0, "x0", 1, (n,)), name="x0")
-        job.place_program(mem)
-        mem.write_lines(x_addr, vector_lines(x, L))
+    def write_data(mem, Aq, bq, order):
         for e in range(copies):
             rows = np.zeros((m, Dl * L), dtype=np.int64)
             rows[:, :n] = Aq[order[e]]
             mem.write_lines(a_addr + e * m * Dl, rows.reshape(m * Dl, L))
             mem.write_lines(b_addr + e * m, scalar_lines(bq[order[e]], L))
-        job.data = (A, b)
 
-    job.load = load
-    job.model = lambda mem: mem.read_vector(x_addr, n)
-    job.objective = lambda xw: sgd_mod.objective(job.data[0], job.data[1], fmt.to_float(xw), loss, lam2)
-    return job
+    return _sgd_finish(p, cfg, m=m, n=n, loss=loss, alpha=alpha, lam2=lam2, epochs=epochs, batch=batch,
+                       P=P, reshuffle=reshuffle, alpha_q=alpha_q, c_q=c_q, stream=False, al=al,
+                       base=base, x_addr=x_addr, write_data=write_data)
 
 
 # =====================================================================================

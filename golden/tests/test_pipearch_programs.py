@@ -159,6 +159,22 @@ def test_sgd_stream_choice_and_requirements():
     assert not sgd_job(**kw2, cfg=stream_cfg(4, depth=8)).info["stream"]    # too shallow: blocking
 
 
+def test_sgd_stream_needs_no_partition_sized_region():
+    """The streamed program keeps three sample blocks on chip, not a partition: a
+    24-sample partition runs on 16-line regions (the blocking program would need 48)."""
+    A, b, order = sgd_data("ridge")
+    cfg = stream_cfg(4, depth=16)
+    job = sgd_job(m=24, n=7, loss="ridge", alpha=0.25, lam2=0.02, epochs=3, partition=24, cfg=cfg)
+    assert job.info["stream"]
+    with pytest.raises(ValueError, match="DEPTH >= 48"):
+        sgd_job(m=24, n=7, loss="ridge", alpha=0.25, lam2=0.02, epochs=3, partition=24, cfg=cfg,
+                stream=False)
+    m, mem = machine(job, 4, A, b, order)
+    assert job.start(m).finished
+    gold = sgd_mod.sgd(A, b, loss="ridge", alpha=0.25, lam2=0.02, epochs=3, order=order, fmt=FMT)
+    assert np.array_equal(job.model(mem), gold.x)
+
+
 def test_sgd_stream_region_requirement_is_real(monkeypatch):
     """With the sample regions regular, their FIFO ring shares the storage of the sample
     ring and overwrites blocks not yet read once the rings wrap: the requirement check
