@@ -121,7 +121,11 @@ Issue and blocking: Decode waits while the named subroutine is busy.  A blocking
 non-blocking ones go straight to the next Fetch.  The program must avoid hazards
 between concurrently running subroutines (PipeArch section 6.3); the ISS executes
 every subroutine instruction to completion at issue, which is the reference result
-of a hazard-free program.
+of a hazard-free program.  Timing a program must allow for: a BRAM-mode read channel
+starts reading at issue (it fills its output buffer before the subroutine consumes),
+so it must not be issued before the writer of those lines is done (BLOCK); FIFO-mode
+channels wait for their data, so a FIFO with one producer and one consumer channel is
+always safe.
 
 Errors: an instruction that is malformed (unknown opcode, nonzero reserved bits or
 words, NB on a control opcode, a region number >= NREGIONS, iterations or dimension out
