@@ -129,6 +129,10 @@ def build(p):
         alpha_r = sig_s(W)
         al_r = sig_s(W)
         nal_r = sig_s(W + 1)   # -alpha_lambda, exact
+        # widen to W+1 bits BEFORE negating: -(-2**(W-1)) needs W+1 bits.  Negating the
+        # W-bit port and then widening wraps in the VHDL conversion (resize(-x, W+1)).
+        al_e = sig_s(W + 1)
+        ext_al = sext(cfg_alpha_lambda, al_e)
 
         @always_seq(clk.posedge, reset=rst)
         def cfgreg():
@@ -136,7 +140,7 @@ def build(p):
                 mode_r.next = cfg_mode
                 alpha_r.next = cfg_alpha.signed()
                 al_r.next = cfg_alpha_lambda.signed()
-                nal_r.next = -cfg_alpha_lambda.signed()
+                nal_r.next = -al_e
 
         @always_comb
         def firec():
@@ -279,7 +283,7 @@ def build(p):
 
         ofifo = out_fifo2(clk, rst, res, last_in, fin_u, push, en,
                           m_axis_res_tdata, m_axis_res_tvalid, m_axis_res_tready, m_axis_res_tlast, mfin)
-        return (ctl, cfgreg, firec, inreg, subab, st_ab, s1, mul, s2, rs, s3, arith, st_dx, st_pa,
+        return (ctl, ext_al, cfgreg, firec, inreg, subab, st_ab, s1, mul, s2, rs, s3, arith, st_dx, st_pa,
                 st_ma, ext_dx, s4, subx, st_nx, outc, ofifo)
 
     ports = ports_of(p)

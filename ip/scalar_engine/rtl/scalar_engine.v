@@ -67,6 +67,7 @@ reg mode_r;
 reg signed [31:0] alpha_r;
 reg signed [31:0] al_r;
 reg signed [32:0] nal_r;
+wire signed [32:0] al_e;
 reg signed [31:0] a0;
 reg signed [31:0] b0;
 reg [1:0] v0;
@@ -105,6 +106,7 @@ wire [0:0] mfin;
 reg [12:0] engine_control0_icnt;
 wire engine_control0_it_bad;
 reg [12:0] engine_control0_it_r;
+reg [0:0] sext0_sgn;
 wire [30:0] sat0_fill;
 wire [1:0] sat0_hi;
 wire [1:0] sat0_hin;
@@ -128,7 +130,7 @@ wire [30:0] sat4_fill;
 wire [1:0] sat4_hi;
 wire [1:0] sat4_hin;
 wire sat4_nsign;
-reg [0:0] sext0_sgn;
+reg [0:0] sext1_sgn;
 wire [30:0] sat5_fill;
 wire [1:0] sat5_hi;
 wire [1:0] sat5_hin;
@@ -379,6 +381,20 @@ always @(posedge clk) begin: engine_control0_seq
 end
 
 
+always @(cfg_alpha_lambda) begin: sext0_fill
+    if (cfg_alpha_lambda[(32 - 1)]) begin
+        sext0_sgn = 1;
+    end
+    else begin
+        sext0_sgn = 0;
+    end
+end
+
+
+
+assign al_e = $signed({sext0_sgn, cfg_alpha_lambda});
+
+
 always @(posedge clk) begin: cfgreg
     if (rst == 1) begin
         al_r <= 0;
@@ -391,7 +407,7 @@ always @(posedge clk) begin: cfgreg
             mode_r <= cfg_mode;
             alpha_r <= $signed(cfg_alpha);
             al_r <= $signed(cfg_alpha_lambda);
-            nal_r <= (-$signed(cfg_alpha_lambda));
+            nal_r <= (-al_e);
         end
     end
 end
@@ -607,18 +623,18 @@ always @(sat4_fill, sat4_hi, ma, sat4_hin) begin: sat4_clamp
 end
 
 
-always @(dx_s) begin: sext0_fill
+always @(dx_s) begin: sext1_fill
     if (dx_s[(32 - 1)]) begin
-        sext0_sgn = 1;
+        sext1_sgn = 1;
     end
     else begin
-        sext0_sgn = 0;
+        sext1_sgn = 0;
     end
 end
 
 
 
-assign dx_e = $signed({sext0_sgn, dx_s});
+assign dx_e = $signed({sext1_sgn, dx_s});
 
 
 always @(posedge clk) begin: s4

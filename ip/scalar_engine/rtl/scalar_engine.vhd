@@ -55,6 +55,7 @@ signal mode_r: std_logic;
 signal alpha_r: signed (31 downto 0);
 signal al_r: signed (31 downto 0);
 signal nal_r: signed (32 downto 0);
+signal al_e: signed (32 downto 0);
 signal a0: signed (31 downto 0);
 signal b0: signed (31 downto 0);
 signal v0: unsigned(1 downto 0);
@@ -93,6 +94,7 @@ signal mfin: unsigned(0 downto 0);
 signal engine_control0_icnt: unsigned(12 downto 0);
 signal engine_control0_it_bad: std_logic;
 signal engine_control0_it_r: unsigned(12 downto 0);
+signal sext0_sgn: unsigned(0 downto 0);
 signal sat0_fill: unsigned(30 downto 0);
 signal sat0_hi: unsigned(1 downto 0);
 signal sat0_hin: unsigned(1 downto 0);
@@ -116,7 +118,7 @@ signal sat4_fill: unsigned(30 downto 0);
 signal sat4_hi: unsigned(1 downto 0);
 signal sat4_hin: unsigned(1 downto 0);
 signal sat4_nsign: std_logic;
-signal sext0_sgn: unsigned(0 downto 0);
+signal sext1_sgn: unsigned(0 downto 0);
 signal sat5_fill: unsigned(30 downto 0);
 signal sat5_hi: unsigned(1 downto 0);
 signal sat5_hin: unsigned(1 downto 0);
@@ -373,6 +375,18 @@ begin
     end if;
 end process engine_control0_seq;
 
+sext0_fill: process (cfg_alpha_lambda_num) is
+begin
+    if bool(cfg_alpha_lambda_num((32 - 1))) then
+        sext0_sgn <= to_unsigned(1, 1);
+    else
+        sext0_sgn <= to_unsigned(0, 1);
+    end if;
+end process sext0_fill;
+
+
+al_e <= signed(unsigned'(sext0_sgn & cfg_alpha_lambda_num));
+
 cfgreg: process (clk) is
 begin
     if rising_edge(clk) then
@@ -386,7 +400,7 @@ begin
                 mode_r <= cfg_mode;
                 alpha_r <= signed(cfg_alpha_num);
                 al_r <= signed(cfg_alpha_lambda_num);
-                nal_r <= resize((-signed(cfg_alpha_lambda_num)), 33);
+                nal_r <= (-al_e);
             end if;
         end if;
     end if;
@@ -579,17 +593,17 @@ begin
     end if;
 end process sat4_clamp;
 
-sext0_fill: process (dx_s) is
+sext1_fill: process (dx_s) is
 begin
     if bool(dx_s((32 - 1))) then
-        sext0_sgn <= to_unsigned(1, 1);
+        sext1_sgn <= to_unsigned(1, 1);
     else
-        sext0_sgn <= to_unsigned(0, 1);
+        sext1_sgn <= to_unsigned(0, 1);
     end if;
-end process sext0_fill;
+end process sext1_fill;
 
 
-dx_e <= signed(unsigned'(sext0_sgn & unsigned(dx_s)));
+dx_e <= signed(unsigned'(sext1_sgn & unsigned(dx_s)));
 
 s4: process (clk) is
 begin
