@@ -213,3 +213,42 @@ class StartDoneMixin:
                 return c
             await RisingEdge(self.clk)
         raise AssertionError(f"timeout: {self.done_count} of {count} done pulses after {timeout} cycles")
+
+
+async def start_while_busy(dut, clk, fields: dict, start: str = "start", busy: str = "busy",
+                           cfg_prefix: str = "cfg_", pulses: int = 3, timeout: int = 100000,
+                           bit: int | None = None) -> int:
+    """Pulse ``start`` with other ``cfg_*`` values while the core is busy (the datasheets'
+    "start while busy is ignored"): wait (bounded) until ``busy`` is high, then in each of up
+    to ``pulses`` consecutive cycles in which ``busy`` is still high at the falling edge
+    drive ``fields`` and pulse ``start``.  The fields are left driven, so a core that keeps
+    reading its cfg inputs after the accepted start shows it too.  ``bit`` selects one bit
+    of a vector start/busy (e.g. ``sub_start[s]``).  Returns the number of pulses given;
+    fails if ``busy`` never rose."""
+    start_sig, busy_sig = getattr(dut, start), getattr(dut, busy)
+
+    def is_busy():
+        v = busy_sig.value
+        return bool(int(v) >> bit & 1) if bit is not None else bool(int(v))
+
+    await FallingEdge(clk)
+    for _ in range(timeout):
+        if is_busy():
+            break
+        await FallingEdge(clk)
+    else:
+        raise AssertionError(f"start_while_busy: {busy} never rose within {timeout} cycles")
+    given = 0
+    for _ in range(pulses):
+        if not is_busy():
+            break
+        for k, v in fields.items():
+            sig = getattr(dut, f"{cfg_prefix}{k}")
+            sig.value = int(v) & ((1 << len(sig)) - 1)
+        start_sig.value = (1 << bit) if bit is not None else 1
+        await RisingEdge(clk)
+        start_sig.value = 0
+        given += 1
+        await FallingEdge(clk)
+    assert given > 0, f"start_while_busy: {busy} fell before any start could be given"
+    return given

@@ -18,7 +18,7 @@ from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
-from verif.tb_common import StartDoneMixin, record_bench, steady_cycles_per_beat
+from verif.tb_common import StartDoneMixin, record_bench, start_while_busy, steady_cycles_per_beat
 from verif.tb_common import sim_seed as seed_of
 
 CORE = "fpdeep_line_buffer"
@@ -283,6 +283,32 @@ async def reset_mid_stream(dut):
     await tb.abort_and_reset()
     assert int(dut.busy.value) == 0 and int(dut.m_axis_win_tvalid.value) == 0
     await tb.run_jobs([tb.job(*tb.rand_shape()), tb.job(*tb.rand_shape())])
+    await tb.finish()
+
+
+@cocotb.test()
+async def start_while_busy_ignored(dut):
+    """Start pulses with other cfg fields (another valid shape, then an invalid one) while
+    busy: the map in flight completes exactly as first configured (windows bit-exact, one
+    done, no cfg_err), the extra starts consume nothing and produce nothing, and the next
+    legal start works."""
+    tb = LineBufferTB(dut, src_p=0.7, sink_p=0.6)
+    await tb.reset()
+    K = tb.K
+    h, w = min(tb.p["MAX_HEIGHT"], K + 3), min(tb.p["MAX_WIDTH"], K + 4)
+    f = tb.job(h, w, 0)
+    await tb.initiate(**f)
+    n = await start_while_busy(dut, tb.clk, dict(width=K, height=K + 1, pad=tb.p["MAX_PAD"]), pulses=2)
+    n += await start_while_busy(dut, tb.clk, dict(width=0, height=0, pad=0), pulses=1)
+    dut._log.info("%d starts given while busy", n)
+    await tb.wait_done(1)
+    await ClockCycles(dut.clk, 40)
+    assert tb.done_count == 1, f"{tb.done_count} done pulses for one accepted map"
+    assert int(dut.cfg_err.value) == 0 and int(dut.row_err.value) == 0, "error flag from an ignored start"
+    assert int(dut.busy.value) == 0, "busy after the only accepted map finished"
+    assert not tb.src._sendQ, "input left unconsumed"
+    await tb.run_jobs([tb.job(*tb.rand_shape())])
+    assert tb.done_count == 2
     await tb.finish()
 
 
