@@ -4127,6 +4127,7 @@ reg engine_impl0_scalar_engine0_mode_r;
 reg signed [31:0] engine_impl0_scalar_engine0_alpha_r;
 reg signed [31:0] engine_impl0_scalar_engine0_al_r;
 reg signed [32:0] engine_impl0_scalar_engine0_nal_r;
+wire signed [32:0] engine_impl0_scalar_engine0_al_e;
 reg signed [31:0] engine_impl0_scalar_engine0_a0;
 reg signed [31:0] engine_impl0_scalar_engine0_b0;
 reg [1:0] engine_impl0_scalar_engine0_v0;
@@ -4165,6 +4166,7 @@ wire [0:0] engine_impl0_scalar_engine0_mfin;
 reg [12:0] engine_impl0_scalar_engine0_engine_control0_icnt;
 wire engine_impl0_scalar_engine0_engine_control0_it_bad;
 reg [12:0] engine_impl0_scalar_engine0_engine_control0_it_r;
+reg [0:0] engine_impl0_scalar_engine0_sext1_sgn;
 wire [30:0] engine_impl0_scalar_engine0_sat10_fill;
 wire [1:0] engine_impl0_scalar_engine0_sat10_hi;
 wire [1:0] engine_impl0_scalar_engine0_sat10_hin;
@@ -4188,7 +4190,7 @@ wire [30:0] engine_impl0_scalar_engine0_sat14_fill;
 wire [1:0] engine_impl0_scalar_engine0_sat14_hi;
 wire [1:0] engine_impl0_scalar_engine0_sat14_hin;
 wire engine_impl0_scalar_engine0_sat14_nsign;
-reg [0:0] engine_impl0_scalar_engine0_sext1_sgn;
+reg [0:0] engine_impl0_scalar_engine0_sext2_sgn;
 wire [30:0] engine_impl0_scalar_engine0_sat15_fill;
 wire [1:0] engine_impl0_scalar_engine0_sat15_hi;
 wire [1:0] engine_impl0_scalar_engine0_sat15_hin;
@@ -25494,6 +25496,20 @@ always @(posedge clk) begin: engine_impl0_scalar_engine0_engine_control0_seq
 end
 
 
+always @(engine_impl0_fit7_dst) begin: engine_impl0_scalar_engine0_sext1_fill
+    if (engine_impl0_fit7_dst[(32 - 1)]) begin
+        engine_impl0_scalar_engine0_sext1_sgn = 1;
+    end
+    else begin
+        engine_impl0_scalar_engine0_sext1_sgn = 0;
+    end
+end
+
+
+
+assign engine_impl0_scalar_engine0_al_e = $signed({engine_impl0_scalar_engine0_sext1_sgn, engine_impl0_fit7_dst});
+
+
 always @(posedge clk) begin: engine_impl0_scalar_engine0_cfgreg
     if (rst == 1) begin
         engine_impl0_scalar_engine0_al_r <= 0;
@@ -25506,7 +25522,7 @@ always @(posedge clk) begin: engine_impl0_scalar_engine0_cfgreg
             engine_impl0_scalar_engine0_mode_r <= engine_impl0_copy_sig245_y;
             engine_impl0_scalar_engine0_alpha_r <= $signed(engine_impl0_fit6_dst);
             engine_impl0_scalar_engine0_al_r <= $signed(engine_impl0_fit7_dst);
-            engine_impl0_scalar_engine0_nal_r <= (-$signed(engine_impl0_fit7_dst));
+            engine_impl0_scalar_engine0_nal_r <= (-engine_impl0_scalar_engine0_al_e);
         end
     end
 end
@@ -25722,18 +25738,18 @@ always @(engine_impl0_scalar_engine0_sat14_fill, engine_impl0_scalar_engine0_sat
 end
 
 
-always @(engine_impl0_scalar_engine0_dx_s) begin: engine_impl0_scalar_engine0_sext1_fill
+always @(engine_impl0_scalar_engine0_dx_s) begin: engine_impl0_scalar_engine0_sext2_fill
     if (engine_impl0_scalar_engine0_dx_s[(32 - 1)]) begin
-        engine_impl0_scalar_engine0_sext1_sgn = 1;
+        engine_impl0_scalar_engine0_sext2_sgn = 1;
     end
     else begin
-        engine_impl0_scalar_engine0_sext1_sgn = 0;
+        engine_impl0_scalar_engine0_sext2_sgn = 0;
     end
 end
 
 
 
-assign engine_impl0_scalar_engine0_dx_e = $signed({engine_impl0_scalar_engine0_sext1_sgn, engine_impl0_scalar_engine0_dx_s});
+assign engine_impl0_scalar_engine0_dx_e = $signed({engine_impl0_scalar_engine0_sext2_sgn, engine_impl0_scalar_engine0_dx_s});
 
 
 always @(posedge clk) begin: engine_impl0_scalar_engine0_s4

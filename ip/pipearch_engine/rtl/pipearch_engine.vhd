@@ -4115,6 +4115,7 @@ signal engine_impl0_scalar_engine0_mode_r: std_logic;
 signal engine_impl0_scalar_engine0_alpha_r: signed (31 downto 0);
 signal engine_impl0_scalar_engine0_al_r: signed (31 downto 0);
 signal engine_impl0_scalar_engine0_nal_r: signed (32 downto 0);
+signal engine_impl0_scalar_engine0_al_e: signed (32 downto 0);
 signal engine_impl0_scalar_engine0_a0: signed (31 downto 0);
 signal engine_impl0_scalar_engine0_b0: signed (31 downto 0);
 signal engine_impl0_scalar_engine0_v0: unsigned(1 downto 0);
@@ -4153,6 +4154,7 @@ signal engine_impl0_scalar_engine0_mfin: unsigned(0 downto 0);
 signal engine_impl0_scalar_engine0_engine_control0_icnt: unsigned(12 downto 0);
 signal engine_impl0_scalar_engine0_engine_control0_it_bad: std_logic;
 signal engine_impl0_scalar_engine0_engine_control0_it_r: unsigned(12 downto 0);
+signal engine_impl0_scalar_engine0_sext1_sgn: unsigned(0 downto 0);
 signal engine_impl0_scalar_engine0_sat10_fill: unsigned(30 downto 0);
 signal engine_impl0_scalar_engine0_sat10_hi: unsigned(1 downto 0);
 signal engine_impl0_scalar_engine0_sat10_hin: unsigned(1 downto 0);
@@ -4176,7 +4178,7 @@ signal engine_impl0_scalar_engine0_sat14_fill: unsigned(30 downto 0);
 signal engine_impl0_scalar_engine0_sat14_hi: unsigned(1 downto 0);
 signal engine_impl0_scalar_engine0_sat14_hin: unsigned(1 downto 0);
 signal engine_impl0_scalar_engine0_sat14_nsign: std_logic;
-signal engine_impl0_scalar_engine0_sext1_sgn: unsigned(0 downto 0);
+signal engine_impl0_scalar_engine0_sext2_sgn: unsigned(0 downto 0);
 signal engine_impl0_scalar_engine0_sat15_fill: unsigned(30 downto 0);
 signal engine_impl0_scalar_engine0_sat15_hi: unsigned(1 downto 0);
 signal engine_impl0_scalar_engine0_sat15_hin: unsigned(1 downto 0);
@@ -23684,6 +23686,18 @@ begin
     end if;
 end process engine_impl0_scalar_engine0_engine_control0_seq;
 
+engine_impl0_scalar_engine0_sext1_fill: process (engine_impl0_fit7_dst) is
+begin
+    if bool(engine_impl0_fit7_dst((32 - 1))) then
+        engine_impl0_scalar_engine0_sext1_sgn <= to_unsigned(1, 1);
+    else
+        engine_impl0_scalar_engine0_sext1_sgn <= to_unsigned(0, 1);
+    end if;
+end process engine_impl0_scalar_engine0_sext1_fill;
+
+
+engine_impl0_scalar_engine0_al_e <= signed(unsigned'(engine_impl0_scalar_engine0_sext1_sgn & engine_impl0_fit7_dst));
+
 engine_impl0_scalar_engine0_cfgreg: process (clk) is
 begin
     if rising_edge(clk) then
@@ -23697,7 +23711,7 @@ begin
                 engine_impl0_scalar_engine0_mode_r <= engine_impl0_copy_sig245_y;
                 engine_impl0_scalar_engine0_alpha_r <= signed(engine_impl0_fit6_dst);
                 engine_impl0_scalar_engine0_al_r <= signed(engine_impl0_fit7_dst);
-                engine_impl0_scalar_engine0_nal_r <= resize((-signed(engine_impl0_fit7_dst)), 33);
+                engine_impl0_scalar_engine0_nal_r <= (-engine_impl0_scalar_engine0_al_e);
             end if;
         end if;
     end if;
@@ -23890,17 +23904,17 @@ begin
     end if;
 end process engine_impl0_scalar_engine0_sat14_clamp;
 
-engine_impl0_scalar_engine0_sext1_fill: process (engine_impl0_scalar_engine0_dx_s) is
+engine_impl0_scalar_engine0_sext2_fill: process (engine_impl0_scalar_engine0_dx_s) is
 begin
     if bool(engine_impl0_scalar_engine0_dx_s((32 - 1))) then
-        engine_impl0_scalar_engine0_sext1_sgn <= to_unsigned(1, 1);
+        engine_impl0_scalar_engine0_sext2_sgn <= to_unsigned(1, 1);
     else
-        engine_impl0_scalar_engine0_sext1_sgn <= to_unsigned(0, 1);
+        engine_impl0_scalar_engine0_sext2_sgn <= to_unsigned(0, 1);
     end if;
-end process engine_impl0_scalar_engine0_sext1_fill;
+end process engine_impl0_scalar_engine0_sext2_fill;
 
 
-engine_impl0_scalar_engine0_dx_e <= signed(unsigned'(engine_impl0_scalar_engine0_sext1_sgn & unsigned(engine_impl0_scalar_engine0_dx_s)));
+engine_impl0_scalar_engine0_dx_e <= signed(unsigned'(engine_impl0_scalar_engine0_sext2_sgn & unsigned(engine_impl0_scalar_engine0_dx_s)));
 
 engine_impl0_scalar_engine0_s4: process (clk) is
 begin

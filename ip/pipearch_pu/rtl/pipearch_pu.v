@@ -4826,6 +4826,7 @@ reg pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_mode_r;
 reg signed [31:0] pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_alpha_r;
 reg signed [31:0] pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_al_r;
 reg signed [32:0] pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_nal_r;
+wire signed [32:0] pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_al_e;
 reg signed [31:0] pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_a0;
 reg signed [31:0] pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_b0;
 reg [1:0] pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_v0;
@@ -4864,6 +4865,7 @@ wire [0:0] pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_mfin;
 reg [12:0] pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_engine_control0_icnt;
 wire pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_engine_control0_it_bad;
 reg [12:0] pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_engine_control0_it_r;
+reg [0:0] pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext1_sgn;
 wire [30:0] pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sat10_fill;
 wire [1:0] pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sat10_hi;
 wire [1:0] pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sat10_hin;
@@ -4887,7 +4889,7 @@ wire [30:0] pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sat14_fill;
 wire [1:0] pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sat14_hi;
 wire [1:0] pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sat14_hin;
 wire pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sat14_nsign;
-reg [0:0] pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext1_sgn;
+reg [0:0] pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext2_sgn;
 wire [30:0] pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sat15_fill;
 wire [1:0] pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sat15_hi;
 wire [1:0] pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sat15_hin;
@@ -29584,6 +29586,20 @@ always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_scalar_engin
 end
 
 
+always @(pu_impl0_pipearch_engine0_engine_impl0_fit16_dst) begin: pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext1_fill
+    if (pu_impl0_pipearch_engine0_engine_impl0_fit16_dst[(32 - 1)]) begin
+        pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext1_sgn = 1;
+    end
+    else begin
+        pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext1_sgn = 0;
+    end
+end
+
+
+
+assign pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_al_e = $signed({pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext1_sgn, pu_impl0_pipearch_engine0_engine_impl0_fit16_dst});
+
+
 always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_cfgreg
     if (rst == 1) begin
         pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_al_r <= 0;
@@ -29596,7 +29612,7 @@ always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_scalar_engin
             pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_mode_r <= pu_impl0_pipearch_engine0_engine_impl0_copy_sig209_y;
             pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_alpha_r <= $signed(pu_impl0_pipearch_engine0_engine_impl0_fit15_dst);
             pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_al_r <= $signed(pu_impl0_pipearch_engine0_engine_impl0_fit16_dst);
-            pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_nal_r <= (-$signed(pu_impl0_pipearch_engine0_engine_impl0_fit16_dst));
+            pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_nal_r <= (-pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_al_e);
         end
     end
 end
@@ -29812,18 +29828,18 @@ always @(pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sat14_fill, pu_im
 end
 
 
-always @(pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_dx_s) begin: pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext1_fill
+always @(pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_dx_s) begin: pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext2_fill
     if (pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_dx_s[(32 - 1)]) begin
-        pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext1_sgn = 1;
+        pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext2_sgn = 1;
     end
     else begin
-        pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext1_sgn = 0;
+        pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext2_sgn = 0;
     end
 end
 
 
 
-assign pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_dx_e = $signed({pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext1_sgn, pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_dx_s});
+assign pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_dx_e = $signed({pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext2_sgn, pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_dx_s});
 
 
 always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_s4

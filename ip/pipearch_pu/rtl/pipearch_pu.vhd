@@ -4765,6 +4765,7 @@ signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_mode_r: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_alpha_r: signed (31 downto 0);
 signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_al_r: signed (31 downto 0);
 signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_nal_r: signed (32 downto 0);
+signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_al_e: signed (32 downto 0);
 signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_a0: signed (31 downto 0);
 signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_b0: signed (31 downto 0);
 signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_v0: unsigned(1 downto 0);
@@ -4803,6 +4804,7 @@ signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_mfin: unsigned(0 do
 signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_engine_control0_icnt: unsigned(12 downto 0);
 signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_engine_control0_it_bad: std_logic;
 signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_engine_control0_it_r: unsigned(12 downto 0);
+signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext1_sgn: unsigned(0 downto 0);
 signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sat10_fill: unsigned(30 downto 0);
 signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sat10_hi: unsigned(1 downto 0);
 signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sat10_hin: unsigned(1 downto 0);
@@ -4826,7 +4828,7 @@ signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sat14_fill: unsigne
 signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sat14_hi: unsigned(1 downto 0);
 signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sat14_hin: unsigned(1 downto 0);
 signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sat14_nsign: std_logic;
-signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext1_sgn: unsigned(0 downto 0);
+signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext2_sgn: unsigned(0 downto 0);
 signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sat15_fill: unsigned(30 downto 0);
 signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sat15_hi: unsigned(1 downto 0);
 signal pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sat15_hin: unsigned(1 downto 0);
@@ -27383,6 +27385,18 @@ begin
     end if;
 end process pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_engine_control0_seq;
 
+pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext1_fill: process (pu_impl0_pipearch_engine0_engine_impl0_fit16_dst) is
+begin
+    if bool(pu_impl0_pipearch_engine0_engine_impl0_fit16_dst((32 - 1))) then
+        pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext1_sgn <= to_unsigned(1, 1);
+    else
+        pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext1_sgn <= to_unsigned(0, 1);
+    end if;
+end process pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext1_fill;
+
+
+pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_al_e <= signed(unsigned'(pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext1_sgn & pu_impl0_pipearch_engine0_engine_impl0_fit16_dst));
+
 pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_cfgreg: process (clk) is
 begin
     if rising_edge(clk) then
@@ -27396,7 +27410,7 @@ begin
                 pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_mode_r <= pu_impl0_pipearch_engine0_engine_impl0_copy_sig209_y;
                 pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_alpha_r <= signed(pu_impl0_pipearch_engine0_engine_impl0_fit15_dst);
                 pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_al_r <= signed(pu_impl0_pipearch_engine0_engine_impl0_fit16_dst);
-                pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_nal_r <= resize((-signed(pu_impl0_pipearch_engine0_engine_impl0_fit16_dst)), 33);
+                pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_nal_r <= (-pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_al_e);
             end if;
         end if;
     end if;
@@ -27589,17 +27603,17 @@ begin
     end if;
 end process pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sat14_clamp;
 
-pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext1_fill: process (pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_dx_s) is
+pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext2_fill: process (pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_dx_s) is
 begin
     if bool(pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_dx_s((32 - 1))) then
-        pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext1_sgn <= to_unsigned(1, 1);
+        pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext2_sgn <= to_unsigned(1, 1);
     else
-        pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext1_sgn <= to_unsigned(0, 1);
+        pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext2_sgn <= to_unsigned(0, 1);
     end if;
-end process pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext1_fill;
+end process pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext2_fill;
 
 
-pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_dx_e <= signed(unsigned'(pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext1_sgn & unsigned(pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_dx_s)));
+pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_dx_e <= signed(unsigned'(pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_sext2_sgn & unsigned(pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_dx_s)));
 
 pu_impl0_pipearch_engine0_engine_impl0_scalar_engine0_s4: process (clk) is
 begin
