@@ -21,7 +21,7 @@ from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes, split_lanes
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
-from verif.tb_common import StartDoneMixin, rand_words, record_bench
+from verif.tb_common import StartDoneMixin, rand_words, record_bench, start_while_busy, sim_test
 from verif.tb_common import sim_seed as seed_of
 
 CORE = "fpdeep_eb"
@@ -391,7 +391,38 @@ async def tlast_checks(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test()
+async def start_while_busy_ignored(dut):
+    """Start pulses with other cfg fields (another shape and first/last, then an invalid
+    map) while busy: the map in flight completes exactly as first configured (outputs
+    bit-exact, one done, no error flag), the extra starts consume nothing and produce
+    nothing, and the next legal start works."""
+    tb = EbTB(dut, src_p=0.7, sink_p=0.6)
+    await tb.reset()
+    K = tb.K
+    h, w = min(tb.p["MAX_HEIGHT"], 5), min(tb.p["MAX_WIDTH"], 6)
+    e, filt = tb.rand_layer(h, w)
+    await tb.load(filt)
+    f, _ = tb.job(e, filt, 0, False, True, tb.rand_psum(tb.in_shape(h, w, 0)))
+    await tb.initiate(**f)
+    n = await start_while_busy(dut, tb.clk, dict(width=1, height=2, pad=K - 1, first=1, last=0), pulses=2)
+    n += await start_while_busy(dut, tb.clk, dict(width=0, height=0, pad=0, first=0, last=0), pulses=1)
+    dut._log.info("%d starts given while busy", n)
+    await tb.wait_done(1)
+    await ClockCycles(dut.clk, 40)
+    assert tb.done_count == 1, f"{tb.done_count} done pulses for one accepted map"
+    for fl in ("cfg_err", "row_err", "psum_err"):
+        assert int(getattr(dut, fl).value) == 0, f"{fl} set by an ignored start"
+    assert int(dut.busy.value) == 0, "busy after the only accepted map finished"
+    assert not tb.serr._sendQ and not tb.sps._sendQ, "input left unconsumed"
+    h2, w2, pad2 = tb.rand_shape()
+    f2, _ = tb.job(tb.rand((tb.S_OC, h2, w2), scale=2.0), filt, pad2, True, True)
+    await tb.run(f2)
+    assert tb.done_count == 2
+    await tb.finish()
+
+
+@sim_test()
 async def checker_catches_corruption(dut):
     """Negative test: a corrupted expected error word, a corrupted expected psum, an extra
     output and a dropped output must each make the scoreboard fail."""
