@@ -22,7 +22,7 @@ from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
-from verif.tb_common import StartDoneMixin, rand_words, record_bench
+from verif.tb_common import StartDoneMixin, rand_words, record_bench, start_while_busy, sim_test
 from verif.tb_common import sim_seed as seed_of
 
 CORE = "fpdeep_pg"
@@ -358,7 +358,41 @@ async def tlast_checks(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test()
+async def start_while_busy_ignored(dut):
+    """Start pulses with other cfg fields (another shape, batch and learning rate, then an
+    invalid batch) while busy: the mini-batch in flight completes exactly as first
+    configured (updated parameters bit-exact, one done, no error flag), the extra starts
+    consume nothing and produce nothing, and the next legal start works."""
+    tb = PgTB(dut, src_p=0.7, sink_p=0.6)
+    await tb.reset()
+    await tb.load(tb.rand((tb.S_OC, tb.S_IC, tb.K, tb.K), scale=1.0), tb.rand(tb.S_OC, scale=1.0))
+    h, w = min(tb.p["MAX_HEIGHT"], tb.K + 2), min(tb.p["MAX_WIDTH"], tb.K + 3)
+    B = min(2, tb.p["MAX_BATCH"])
+    xs, es = tb.rand_batch(B, h, w, 0)
+    lr = tb.rand_lr()
+    f, _ = tb.job(xs, es, 0, lr)
+    await tb.initiate(**f)
+    n = await start_while_busy(dut, tb.clk, dict(width=tb.K, height=tb.K + 1, pad=tb.K - 1,
+                                                 batch=tb.p["MAX_BATCH"], lr=lr + 7), pulses=2)
+    n += await start_while_busy(dut, tb.clk, dict(width=0, height=0, pad=0, batch=0, lr=0), pulses=1)
+    dut._log.info("%d starts given while busy", n)
+    await tb.wait_done(1)
+    await ClockCycles(dut.clk, 40)
+    assert tb.done_count == 1, f"{tb.done_count} done pulses for one accepted mini-batch"
+    for fl in ("cfg_err", "row_err"):
+        assert int(getattr(dut, fl).value) == 0, f"{fl} set by an ignored start"
+    assert int(dut.busy.value) == 0, "busy after the only accepted mini-batch finished"
+    assert not tb.sx._sendQ and not tb.se._sendQ, "input left unconsumed"
+    h2, w2, pad2 = tb.rand_shape()
+    xs, es = tb.rand_batch(1, h2, w2, pad2)
+    f2, _ = tb.job(xs, es, pad2, tb.rand_lr())
+    await tb.run(f2)
+    assert tb.done_count == 2
+    await tb.finish()
+
+
+@sim_test()
 async def checker_catches_corruption(dut):
     """Negative test: a corrupted expected filter word, a corrupted expected bias, and a
     dropped expectation must each make the scoreboard fail."""
