@@ -11,6 +11,10 @@ from cocotb_bus.drivers import Driver
 from cocotb_bus.monitors import Monitor
 
 from .gates import Gate, always
+from .waits import DEFAULT_CYCLES, wait_until, watch
+
+#: stalls shorter than this are normal random backpressure and not reported
+REPORT_STALL = 16
 
 
 def _opt(dut, name):
@@ -18,11 +22,17 @@ def _opt(dut, name):
 
 
 class AxisSource(Driver):
-    """Drives a stream; inserts bubbles from ``gate``; holds data while ``tready`` is low."""
+    """Drives a stream; inserts bubbles from ``gate``; holds data while ``tready`` is low.
 
-    def __init__(self, dut, prefix: str, clk, gate: Gate | None = None):
+    A beat not accepted within ``stall_cycles`` cycles fails the test with a
+    :class:`~scoreboards.waits.StallError` naming the stream."""
+
+    def __init__(self, dut, prefix: str, clk, gate: Gate | None = None,
+                 stall_cycles: int = DEFAULT_CYCLES):
         self.clk = clk
         self.prefix = prefix
+        self.stall_cycles = stall_cycles
+        self.held = 0  # cycles the current beat has waited for tready
         self.tdata = getattr(dut, f"{prefix}_tdata")
         self.tvalid = getattr(dut, f"{prefix}_tvalid")
         self.tready = getattr(dut, f"{prefix}_tready")
@@ -31,6 +41,18 @@ class AxisSource(Driver):
         self.sent = 0
         self.tvalid.value = 0
         super().__init__()
+        watch(self)
+
+    def stall_status(self) -> str | None:
+        if self.held >= REPORT_STALL:
+            return f"{self.prefix}: tvalid held {self.held} cycles without tready ({self.sent} beats accepted)"
+        return None
+
+    def _accepted(self) -> bool:
+        if int(self.tready.value):
+            return True
+        self.held += 1
+        return False
 
     async def _driver_send(self, transaction, sync: bool = True, **kwargs):
         data, last = transaction if isinstance(transaction, tuple) else (transaction, 0)
@@ -41,17 +63,20 @@ class AxisSource(Driver):
         if self.tlast is not None:
             self.tlast.value = int(last)
         self.tvalid.value = 1
-        while True:
-            await RisingEdge(self.clk)
-            if int(self.tready.value):
-                break
+        self.held = 0
+        await RisingEdge(self.clk)
+        await wait_until(self.clk, self._accepted, self.stall_cycles,
+                         f"{self.prefix}: tvalid held without tready",
+                         expect=f"the DUT to accept beat {self.sent} ({len(self._sendQ)} more queued)")
+        self.held = 0
         self.tvalid.value = 0
         self.sent += 1
 
-    async def drain(self):
-        """Wait until everything queued has been handed over."""
-        while self._sendQ or self.busy_sending():
-            await RisingEdge(self.clk)
+    async def drain(self, cycles: int = DEFAULT_CYCLES):
+        """Wait until everything queued has been handed over (at most ``cycles``)."""
+        await wait_until(self.clk, lambda: not (self._sendQ or self.busy_sending()), cycles,
+                         f"{self.prefix}: source not drained",
+                         expect=f"{len(self._sendQ)} queued beats accepted after {self.sent}")
 
     def busy_sending(self) -> bool:
         return bool(int(self.tvalid.value))
@@ -95,7 +120,14 @@ class AxisMonitor(Monitor):
         self.protocol_errors = 0
         self.cycles = 0
         self.times = []  # cycle index of every handshake (for throughput measurements)
+        self.stall = 0   # consecutive cycles with tvalid high and tready low
         super().__init__(callback=callback)
+        watch(self)
+
+    def stall_status(self) -> str | None:
+        if self.stall >= REPORT_STALL:
+            return f"{self.name}: tvalid held {self.stall} cycles without tready ({len(self.times)} beats taken)"
+        return None
 
     def __str__(self):
         return self.name
@@ -117,6 +149,10 @@ class AxisMonitor(Monitor):
                 if not valid or int(self.tdata.value) != pending:
                     self.protocol_errors += 1
                     self.log.error("%s: tvalid/tdata changed before the handshake", self.name)
+            if valid and not int(self.tready.value):
+                self.stall += 1
+            else:
+                self.stall = 0
             if valid:
                 data = int(self.tdata.value)
                 if int(self.tready.value):

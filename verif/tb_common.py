@@ -6,18 +6,20 @@ and a :class:`~scoreboards.checker.FixedScoreboard` fed by the golden model.
 """
 from __future__ import annotations
 
+import functools
 import os
 import random
 
 import cocotb
 import numpy as np
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
+from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge, SimTimeoutError, with_timeout
 
 from golden.fixedpoint import QFormat
 from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
 from scoreboards.gates import Gate
+from scoreboards.waits import DEFAULT_CYCLES, StallError, clear_watched, set_seed_source, stall_message, wait_until
 from verif.harness import CLOCK_NS, dut_params
 
 
@@ -25,6 +27,49 @@ def sim_seed() -> int:
     """The test's random seed: cocotb's seed (logged by cocotb, settable with
     COCOTB_RANDOM_SEED), so a failing run can be repeated exactly."""
     return int(cocotb.RANDOM_SEED)
+
+
+set_seed_source(sim_seed)
+
+#: simulated-time bound (us) of a cocotb test that declares none: 2 M cycles at 10 ns
+DEFAULT_TIMEOUT_US = 20_000.0
+
+
+def _bound_for_cfg(timeout_us) -> float:
+    """``timeout_us`` is a number, or a dict {config: us} with an optional ``"*"``
+    entry for the configs not listed (the launcher passes the config in DUT_CFG)."""
+    if timeout_us is None:
+        return DEFAULT_TIMEOUT_US
+    if isinstance(timeout_us, dict):
+        cfg = os.environ.get("DUT_CFG", "")
+        if cfg in timeout_us:
+            return float(timeout_us[cfg])
+        if "*" in timeout_us:
+            return float(timeout_us["*"])
+        return max(float(v) for v in timeout_us.values())
+    return float(timeout_us)
+
+
+def sim_test(timeout_us=None, **kwargs):
+    """``@sim_test()`` in place of ``@cocotb.test()``: the test fails once it has run
+    ``timeout_us`` of simulated time (a number or a dict per config, see
+    :func:`_bound_for_cfg`; :data:`DEFAULT_TIMEOUT_US` when omitted), with a message
+    listing the stalled interfaces and the seed.  cocotb's own ``timeout_time`` is set
+    a little later as a backstop.  Other keyword arguments go to :func:`cocotb.test`."""
+    bound = _bound_for_cfg(timeout_us)
+
+    def deco(fn):
+        @functools.wraps(fn)
+        async def bounded(dut, *a, **kw):
+            clear_watched()
+            try:
+                return await with_timeout(fn(dut, *a, **kw), bound, "us")
+            except SimTimeoutError:
+                raise StallError(stall_message(f"test {fn.__name__}: simulated-time bound of {bound:g} us reached",
+                                               int(bound * 1000 / CLOCK_NS),
+                                               expect="the test to finish")) from None
+        return cocotb.test(timeout_time=bound * 1.05 + 1.0, timeout_unit="us", **kwargs)(bounded)
+    return deco
 
 
 def rand_words(rng: np.random.Generator, shape, fmt: QFormat, extreme: float = 0.1,
@@ -119,22 +164,20 @@ class SubroutineTB:
             self.exp[name].append((int(v) & ((1 << w) - 1), 1 if lasts is None else lasts[k]))
 
     async def initiate(self, **fields):
-        """Wait until not busy, then pulse start with the given cfg_* fields."""
-        while int(self.dut.busy.value):
-            await RisingEdge(self.clk)
+        """Wait until not busy (at most ``busy_cycles``, default DEFAULT_CYCLES), then
+        pulse start with the given cfg_* fields."""
+        await wait_until(self.clk, lambda: not int(self.dut.busy.value), getattr(self, "busy_cycles", DEFAULT_CYCLES),
+                         "busy held high", expect="busy to drop so the next start is taken")
         for k, v in fields.items():
             getattr(self.dut, f"cfg_{k}").value = int(v) & ((1 << len(getattr(self.dut, f"cfg_{k}"))) - 1)
         self.dut.start.value = 1
         await RisingEdge(self.clk)
         self.dut.start.value = 0
 
-    async def wait_done(self, count: int, timeout: int = 200000) -> int:
+    async def wait_done(self, count: int, timeout: int = DEFAULT_CYCLES) -> int:
         """Wait until ``count`` done pulses in total; returns cycles waited."""
-        for c in range(timeout):
-            if self.done_count >= count:
-                return c
-            await RisingEdge(self.clk)
-        raise AssertionError(f"timeout: {self.done_count} of {count} done pulses after {timeout} cycles")
+        return await wait_until(self.clk, lambda: self.done_count >= count, timeout, "done: no pulse",
+                                expect=f"{count} done pulses", detail=lambda: f"{self.done_count} seen")
 
     async def finish(self, settle: int = 20):
         """Let late (extra) outputs show up, then check protocol and the scoreboard."""
@@ -198,8 +241,8 @@ class StartDoneMixin:
         # busy is sampled at the falling edge: just after a rising edge a simulator may still
         # show its value from before the edge, and a start given to a busy core is ignored
         await FallingEdge(self.clk)
-        while int(self.dut.busy.value):
-            await FallingEdge(self.clk)
+        await wait_until(self.clk, lambda: not int(self.dut.busy.value), getattr(self, "busy_cycles", DEFAULT_CYCLES),
+                         "busy held high", expect="busy to drop so the next start is taken", edge=FallingEdge)
         for k, v in fields.items():
             sig = getattr(self.dut, f"cfg_{k}")
             sig.value = int(v) & ((1 << len(sig)) - 1)
@@ -208,11 +251,8 @@ class StartDoneMixin:
         self.dut.start.value = 0
 
     async def wait_done(self, count, timeout=100000):
-        for c in range(timeout):
-            if self.done_count >= count:
-                return c
-            await RisingEdge(self.clk)
-        raise AssertionError(f"timeout: {self.done_count} of {count} done pulses after {timeout} cycles")
+        return await wait_until(self.clk, lambda: self.done_count >= count, timeout, "done: no pulse",
+                                expect=f"{count} done pulses", detail=lambda: f"{self.done_count} seen")
 
 
 async def start_while_busy(dut, clk, fields: dict, start: str = "start", busy: str = "busy",
@@ -232,12 +272,8 @@ async def start_while_busy(dut, clk, fields: dict, start: str = "start", busy: s
         return bool(int(v) >> bit & 1) if bit is not None else bool(int(v))
 
     await FallingEdge(clk)
-    for _ in range(timeout):
-        if is_busy():
-            break
-        await FallingEdge(clk)
-    else:
-        raise AssertionError(f"start_while_busy: {busy} never rose within {timeout} cycles")
+    await wait_until(clk, is_busy, timeout, f"start_while_busy: {busy} never rose", edge=FallingEdge,
+                     expect=f"{busy} high after the accepted start")
     given = 0
     for _ in range(pulses):
         if not is_busy():
