@@ -11,6 +11,7 @@ from cocotb_bus.drivers import Driver
 from cocotb_bus.monitors import Monitor
 
 from .gates import Gate, always
+from .protocol import AxisRule
 from .waits import DEFAULT_CYCLES, wait_until, watch
 
 #: stalls shorter than this are normal random backpressure and not reported
@@ -105,9 +106,11 @@ class AxisSink:
 class AxisMonitor(Monitor):
     """Records every handshake (tvalid & tready at a rising edge).
 
-    Also checks the AXI4-Stream hold rule: once ``tvalid`` is high, ``tvalid`` and
-    ``tdata`` must not change until the handshake (reset excepted); violations are
-    counted in ``protocol_errors``."""
+    Also checks the AXI4-Stream rules of :class:`scoreboards.protocol.AxisRule`: once
+    ``tvalid`` is high, ``tvalid``, ``tdata`` and ``tlast``/``tuser``/``tkeep`` (those
+    present) must not change until the handshake (reset excepted), and no X/Z on
+    ``tvalid``/``tready`` once reset was seen; violations are counted in
+    ``protocol_errors``."""
 
     def __init__(self, dut, prefix: str, clk, callback=None, reset=None):
         self.clk = clk
@@ -117,8 +120,11 @@ class AxisMonitor(Monitor):
         self.tvalid = getattr(dut, f"{prefix}_tvalid")
         self.tready = getattr(dut, f"{prefix}_tready")
         self.tlast = _opt(dut, f"{prefix}_tlast")
-        self.protocol_errors = 0
+        self.rule = AxisRule(prefix)
+        self.payload = [self.tdata] + [s for s in (_opt(dut, f"{prefix}_{f}") for f in ("tlast", "tuser", "tkeep"))
+                                       if s is not None]
         self.cycles = 0
+        self._logged = None
         self.times = []  # cycle index of every handshake (for throughput measurements)
         self.stall = 0   # consecutive cycles with tvalid high and tready low
         super().__init__(callback=callback)
@@ -132,35 +138,32 @@ class AxisMonitor(Monitor):
     def __str__(self):
         return self.name
 
+    @property
+    def protocol_errors(self) -> int:
+        return self.rule.errors
+
     async def _monitor_recv(self):
-        pending = None
         while True:
             await RisingEdge(self.clk)
             await ReadOnly()
             self.cycles += 1
             if self.reset is not None and int(self.reset.value):
-                pending = None  # reset may drop tvalid: exempt from the hold rule
+                self.rule.in_reset()  # reset may drop tvalid: exempt from the hold rule
                 continue
             v = self.tvalid.value
-            if not v.is_resolvable:
-                continue
-            valid = int(v)
-            if pending is not None:
-                if not valid or int(self.tdata.value) != pending:
-                    self.protocol_errors += 1
-                    self.log.error("%s: tvalid/tdata changed before the handshake", self.name)
-            if valid and not int(self.tready.value):
+            valid = int(v) if v.is_resolvable else None
+            ready = self.tready.value
+            ready = int(ready) if ready.is_resolvable else None
+            self.rule.cycle(valid, ready, tuple(s.value for s in self.payload) if valid == 1 else None)
+            if self.rule.errors and self.rule.messages and self.rule.messages[-1] is not self._logged:
+                self._logged = self.rule.messages[-1]
+                self.log.error("%s", self._logged)
+            if valid == 1 and ready != 1:
                 self.stall += 1
             else:
                 self.stall = 0
-            if valid:
+            if valid == 1 and ready == 1:
                 data = int(self.tdata.value)
-                if int(self.tready.value):
-                    last = int(self.tlast.value) if self.tlast is not None else 0
-                    self.times.append(self.cycles)
-                    self._recv((data, last))
-                    pending = None
-                else:
-                    pending = data
-            else:
-                pending = None
+                last = int(self.tlast.value) if self.tlast is not None else 0
+                self.times.append(self.cycles)
+                self._recv((data, last))
