@@ -25,7 +25,7 @@ from golden.cosmic_pe import (ERR_ILLEGAL, ERR_LEN, ERR_NL, NL_OPS, OPS, OUT_OFF
 from golden.fixedpoint import sigmoid_table
 from scoreboards.checker import FixedScoreboard, StreamSpec
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
-from verif.tb_common import rand_words, record_bench, sim_seed
+from verif.tb_common import rand_words, record_bench, sim_seed, sim_test, start_while_busy
 
 CORE = "cosmic_pe"
 
@@ -430,7 +430,52 @@ async def reset_mid_program(dut):
     tb.finish()
 
 
-@cocotb.test()
+@sim_test()
+async def start_while_busy_ignored(dut):
+    """start pulses with other cfg_len values (1, then the invalid 0) and ld_en writes of
+    garbage into the schedule and data buffer while a program runs: the program in flight
+    completes exactly as first configured (outputs, done cycle, err and every buffer equal
+    the golden run), one done only, and the next legal start works."""
+    tb = PETB(dut)
+    await tb.reset()
+    cfg = tb.cfg
+    n = min(cfg.SCHED_DEPTH, 40)
+    words = random_program(tb, n, p_illegal=0.0)
+    bufs = tb.random_buffers()
+    inputs = rand_words(tb.rng, (n, 3), tb.fmt, 0.1)
+    await tb.load(0, words)
+    await tb.load_buffers(*bufs)
+    exp = PEModel(cfg, *bufs).run(words, inputs)
+    m = (1 << tb.W) - 1
+    for port in OUT_PORTS:
+        for k, v in exp.outputs[port]:
+            tb.exp[port].append((v & m, k))
+    run = cocotb.start_soon(tb.run(words, inputs))
+    given = await start_while_busy(dut, dut.clk, dict(len=1), pulses=3)
+    given += await start_while_busy(dut, dut.clk, dict(len=0), pulses=1)
+    # loads while busy are ignored too (datasheet): garbage into the schedule and DATA buffer
+    await FallingEdge(dut.clk)
+    assert int(dut.busy.value) == 1, "program finished before the ignored loads"
+    dut.ld_en.value = 1
+    for k in range(4):
+        dut.ld_sel.value = k % 2
+        dut.ld_addr.value = k // 2
+        dut.ld_data.value = 0x5A5A5A5A & ((1 << len(dut.ld_data)) - 1)
+        await FallingEdge(dut.clk)
+    dut.ld_en.value = 0
+    dut._log.info("%d starts given while busy", given)
+    dc = await run
+    assert dc == exp.cycles, f"done in cycle {dc}, expected {exp.cycles}"
+    assert int(dut.err.value) == exp.err, f"err={int(dut.err.value):#x}, expected {exp.err:#x}"
+    await ClockCycles(dut.clk, 10)
+    assert len(tb.done_cycles) == 1, f"{len(tb.done_cycles)} done pulses for one program"
+    await tb.check_buffers(exp)
+    await tb.job(random_program(tb, min(cfg.SCHED_DEPTH, 30)), tb.random_buffers())
+    assert len(tb.done_cycles) == 2
+    tb.finish()
+
+
+@sim_test()
 async def checker_catches_corruption(dut):
     """Negative test: a corrupted expected output value, a corrupted output timing, and a
     corrupted expected buffer word must each make the scoreboard fail."""
