@@ -17,7 +17,7 @@ from rtl_gen.common.params import ParamError
 from rtl_gen.registry import get
 from verif.fpdeep_node.node_tb import NodeTB
 from verif.harness import matrix, run_core
-from verif.tb_common import record_bench
+from verif.tb_common import record_bench, sim_test, start_while_busy
 
 CORE = "fpdeep_node"
 
@@ -204,7 +204,50 @@ async def tlast_checks(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test()
+async def start_while_busy_ignored(dut):
+    """fwd_start while fwd_busy and bwd_start while bwd_busy, with other cfg fields (other
+    sample index, shape, batch, learning rate, chain position): each op in flight completes
+    exactly as first configured (activations, input errors and updated parameters
+    bit-exact), the extra starts give no done and consume nothing, and the next legal
+    starts (the rest of the mini-batch, then a new one) work."""
+    tb = NodeTB(dut, src_p=0.7, sink_p=0.6)
+    await tb.reset()
+    await tb.load(*tb.rand_params())
+    h, w = min(tb.p["MAX_HEIGHT"], 5), min(tb.p["MAX_WIDTH"], 5)
+    B = min(2, tb.p["MAX_BATCH"])
+    xs, es = tb.rand_batch(B, h, w, 1)
+    lr = tb.rand_lr()
+    tb.queue_batch(xs, es, 1, lr)
+    fields = dict(width=w, height=h, pad=1, relu=1, batch=B, lr=lr, first=1, last=1, bend=1)
+    alt = dict(width=tb.K, height=tb.K + 1, pad=0, relu=0, batch=tb.p["MAX_BATCH"], lr=lr + 3,
+               first=0, last=0, bend=0)
+    n = 0
+    for s in range(B):
+        await tb.start(fwd=s, fields=fields)
+        n += await start_while_busy(dut, tb.clk, dict(alt, fsample=(s + 1) % tb.p["MAX_BATCH"]),
+                                    start="fwd_start", busy="fwd_busy", pulses=2)
+        await tb.wait_counts(f=s + 1)
+        await tb.start(bwd=s, fields=fields)
+        n += await start_while_busy(dut, tb.clk, dict(alt, bsample=(s + 1) % tb.p["MAX_BATCH"]),
+                                    start="bwd_start", busy="bwd_busy", pulses=2)
+        await tb.wait_counts(b=s + 1)
+        await ClockCycles(dut.clk, 30)
+        assert (tb.fdone[0], tb.bdone[0]) == (s + 1, s + 1), \
+            f"done counts {tb.fdone[0]}/{tb.bdone[0]} after {s + 1} accepted FWD and BWD ops"
+        tb.check_flags()
+    dut._log.info("%d starts given while busy", n)
+    assert int(dut.fwd_busy.value) == 0 and int(dut.bwd_busy.value) == 0
+    h, w, pad = tb.rand_shape()
+    xs, es = tb.rand_batch(1, h, w, pad)
+    lr = tb.rand_lr()
+    tb.queue_batch(xs, es, pad, lr)
+    await tb.run_batch(1, h, w, pad, lr, True, "seq")
+    assert (tb.fdone[0], tb.bdone[0]) == (B + 1, B + 1)
+    await tb.finish()
+
+
+@sim_test()
 async def checker_catches_corruption(dut):
     """Negative test: a corrupted expected activation, a corrupted expected input error, a
     corrupted expected updated filter word and a dropped expectation each make the
