@@ -93,7 +93,14 @@ class QFormat:
         x = np.asarray(x, dtype=np.float64)
         if not np.all(np.isfinite(x)):
             raise ValueError(f"{name} contains a non-finite value (NaN or inf)")
-        q = np.floor(x * float(self.one) + 0.5)
+        # One rounding, exactly: scaling by 2**F is exact in float64 (a power of two; only
+        # overflow to inf is possible, and such a value does not fit anyway), and so is
+        # ``s - floor(s)``.  Adding 0.5 before the floor would round a second time
+        # (0.49999999999999994 LSB + 0.5 is 1.0 in float64).
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow: s = inf, inf - inf = NaN
+            s = x * float(self.one)
+            q = np.floor(s)
+            q = q + (s - q >= 0.5)  # tie (exactly half) goes up: toward +inf
         if not saturate:
             bad = (q > self.max_int) | (q < self.min_int)
             if np.any(bad):
@@ -120,20 +127,42 @@ class QFormat:
             return out[()] if out.ndim == 0 else out  # 0-d -> np.int64, like np.clip
         return np.clip(v, self.min_int, self.max_int)
 
+    def words(self, v, name: str = "operand"):
+        """``v`` as an integer array after checking every element is a ``W``-bit word.
+
+        The arithmetic below is defined on words of this format only: an operand outside
+        ``[min_int, max_int]`` would make the int64 product wrap (``mul``) or give a
+        result the hardware can never produce, so it raises ``ValueError`` naming it."""
+        v = _as_int_array(v)
+        if v.dtype == object:
+            flat = v.ravel()
+            bad = [e for e in flat if not isinstance(e, (int, np.integer)) or isinstance(e, bool)
+                   or not self.min_int <= int(e) <= self.max_int]
+        else:
+            bad = v[(v < self.min_int) | (v > self.max_int)].ravel().tolist()
+        if bad:
+            raise ValueError(f"{name} = {bad[0]!r} is not a word of {self} "
+                             f"(range [{self.min_int}, {self.max_int}])")
+        return v
+
     def add(self, a, b):
-        return self.sat(_as_int_array(a) + _as_int_array(b))
+        """Element-wise sum of two words, saturated (operands must be words)."""
+        return self.sat(self.words(a, "a") + self.words(b, "b"))
 
     def sub(self, a, b):
-        return self.sat(_as_int_array(a) - _as_int_array(b))
+        """Element-wise difference of two words, saturated (operands must be words)."""
+        return self.sat(self.words(a, "a") - self.words(b, "b"))
 
     def mul(self, a, b):
-        """Element-wise product: full width, round away F bits, saturate."""
-        return self.sat(rshift_round(_as_int_array(a) * _as_int_array(b), self.F))
+        """Element-wise product: full width, round away F bits, saturate.  Operands must
+        be words (``W <= 32``: the product of two words fits int64)."""
+        return self.sat(rshift_round(self.words(a, "a") * self.words(b, "b"), self.F))
 
     def dot(self, a, b, axis: int = -1):
-        """Exact sum of full-width products along ``axis``, then one round and saturate."""
-        a = _as_int_array(a).astype(object)
-        b = _as_int_array(b).astype(object)
+        """Exact sum of full-width products along ``axis``, then one round and saturate.
+        Operands must be words."""
+        a = self.words(a, "a").astype(object)
+        b = self.words(b, "b").astype(object)
         acc = np.sum(a * b, axis=axis)
         return self.sat(rshift_round(np.asarray(acc, dtype=object), self.F))
 

@@ -94,9 +94,11 @@ def test_dot_exact_never_wraps(fmt):
     assert int(fmt.dot(v, -v - 1)) == ref_sat(fmt, (8 * fmt.min_int * (-fmt.min_int - 1)
                                                     + ((1 << fmt.F) >> 1)) >> fmt.F)
     # cancellation: the exact sum is small although partial sums are huge
+    # (``one`` is not a word of Q(8,7): use the largest word up to one)
+    one = min(fmt.one, fmt.max_int)
     a = np.array([fmt.max_int, fmt.max_int, 1])
-    b = np.array([fmt.max_int, -fmt.max_int, fmt.one])
-    assert int(fmt.dot(a, b)) == ref_sat(fmt, (fmt.one + ((1 << fmt.F) >> 1)) >> fmt.F)
+    b = np.array([fmt.max_int, -fmt.max_int, one])
+    assert int(fmt.dot(a, b)) == ref_sat(fmt, (one + ((1 << fmt.F) >> 1)) >> fmt.F)
 
 
 def test_to_fixed_and_to_float():
@@ -226,3 +228,55 @@ def test_pwl_tables_reject_bad_parameters():
         reciprocal_table(QFormat(16, 12))
     with pytest.raises(ValueError, match="not representable"):
         log_table(QFormat(16, 8), lo=0.001, seg_log2=-4)
+
+
+# ---- issue 11: to_fixed rounds once; operands outside the W-bit range raise ------------
+def ref_to_fixed(fmt, x: float) -> int:
+    """Round to nearest, ties toward +inf, by exact rational arithmetic."""
+    from fractions import Fraction
+    return math.floor(Fraction(x) * (1 << fmt.F) + Fraction(1, 2))
+
+
+@pytest.mark.parametrize("fmt", FMTS, ids=str)
+def test_to_fixed_rounds_once_exactly(fmt):
+    below_half = 0.49999999999999994            # largest double below 0.5
+    assert below_half < 0.5 and below_half + 0.5 == 1.0  # why the old floor(x*2**F + 0.5) failed
+    lsb = fmt.lsb
+    assert fmt.to_fixed(below_half * lsb) == 0
+    assert fmt.to_fixed(-below_half * lsb) == 0
+    assert fmt.to_fixed(np.nextafter(1.5, 0) * lsb) == 1
+    assert fmt.to_fixed(-(0.5 + 2 ** -53) * lsb) == -1    # just beyond -1/2: rounds away from 0
+    # exact ties go toward +inf, both signs
+    for k in (-3, -1, 0, 1, 2):
+        assert fmt.to_fixed((k + 0.5) * lsb) == k + 1
+    # random reals near ties and everywhere, compared with exact rational rounding
+    rng = np.random.default_rng(11)
+    k = rng.integers(fmt.min_int // 2, fmt.max_int // 2, size=400).astype(np.float64)
+    near = np.concatenate([np.nextafter(k + 0.5, -np.inf), k + 0.5, np.nextafter(k + 0.5, np.inf),
+                           rng.uniform(fmt.min_int, fmt.max_int, 400)]) * lsb
+    got = fmt.to_fixed(near)
+    assert got.tolist() == [ref_to_fixed(fmt, float(v)) for v in near]
+    # a value that overflows the scale to inf still saturates / raises
+    assert fmt.to_fixed(1e308, saturate=True) == fmt.max_int
+    assert fmt.to_fixed(-1e308, saturate=True) == fmt.min_int
+    with pytest.raises(ValueError, match="does not fit"):
+        fmt.to_fixed(1e308)
+
+
+@pytest.mark.parametrize("fmt", FMTS, ids=str)
+def test_ops_reject_operands_outside_the_word_range(fmt):
+    hi, lo = fmt.max_int + 1, fmt.min_int - 1
+    for op in (fmt.add, fmt.sub, fmt.mul, fmt.dot):
+        for bad in (hi, lo):
+            with pytest.raises(ValueError, match=rf"a = {bad} is not a word of Q\(W={fmt.W}"):
+                op(np.array([bad, 0]), np.array([1, 1]))
+            with pytest.raises(ValueError, match=rf"b = {bad} is not a word"):
+                op(np.int64(1), np.int64(bad))
+        with pytest.raises(ValueError, match="is not a word"):  # object arrays too
+            op(np.array([2 ** 70], dtype=object), np.array([1], dtype=object))
+    # the case that used to wrap: a product of out-of-range int64 operands beyond 2**63
+    with pytest.raises(ValueError, match="is not a word"):
+        fmt.mul(np.int64(2 ** 40), np.int64(2 ** 40))
+    # the rails themselves are words
+    assert fmt.mul(np.int64(fmt.min_int), np.int64(fmt.max_int)) == fmt.sat(
+        np.array((fmt.min_int * fmt.max_int + ((1 << fmt.F) >> 1)) >> fmt.F, dtype=object))
