@@ -7,6 +7,7 @@ and a :class:`~scoreboards.checker.FixedScoreboard` fed by the golden model.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import random
 
@@ -23,10 +24,32 @@ from scoreboards.waits import DEFAULT_CYCLES, StallError, clear_watched, set_see
 from verif.harness import CLOCK_NS, dut_params
 
 
+_SEED_LOGGED: set = set()
+
+
 def sim_seed() -> int:
-    """The test's random seed: cocotb's seed (logged by cocotb, settable with
-    COCOTB_RANDOM_SEED), so a failing run can be repeated exactly."""
-    return int(cocotb.RANDOM_SEED)
+    """The running cocotb test's stimulus seed: ``verif.harness.test_seed(run seed, test
+    name)``.  The run seed is ``MLACCEL_SEED`` (the harness sets it and
+    ``COCOTB_RANDOM_SEED``), else cocotb's regression seed; both are logged once per
+    test with the command that replays it (``make sim ... SEED=<run seed>
+    TESTCASE=<test>``), so a failure repeats exactly."""
+    from verif.harness import test_seed
+    run = os.environ.get("MLACCEL_SEED", "").strip()
+    try:
+        from cocotb import regression
+        mgr = regression._manager_inst
+        name = mgr._test.name
+        run = int(run, 0) if run else int(mgr._regression_seed)
+    except (ImportError, AttributeError, ValueError):  # cocotb internals moved: still deterministic
+        name = os.environ.get("COCOTB_TEST_FILTER", "?")
+        run = int(run, 0) if run else int(os.environ.get("COCOTB_RANDOM_SEED", "0") or 0)
+    seed = test_seed(run, name)
+    if name not in _SEED_LOGGED:
+        _SEED_LOGGED.add(name)
+        log = getattr(cocotb, "log", None) or logging.getLogger("cocotb")
+        log.info("seed: run seed %d, test %s -> stimulus seed %d (replay: SEED=%d TESTCASE=%s)",
+                 run, name, seed, run, name)
+    return seed
 
 
 set_seed_source(sim_seed)
