@@ -15,8 +15,12 @@ and runs it as hook scripts of its ``sim`` target:
 
 ``post_run``: ``python3 fusesoc_cocotb.py check <core>``
     reads the cocotb results XML and exits 1 when a test failed or errored, when no
-    test ran, or when the file is missing or unreadable.  ``fusesoc run`` exits 0
-    even when cocotb tests fail; a failing hook makes it exit non-zero.
+    test ran, when the file is missing or unreadable, or when a test was skipped
+    without being declared in the ``SKIPS`` dict of ``verif/<core>/test_<core>.py``
+    (a literal ``{"<test>": "<reason>"}`` or ``{"<test>": {"reason": ..., "sims":
+    [...]}}``, read with ``ast``; see ``verif.harness.skip_allowed``).  Skips are
+    counted and printed as skips, never as passes.  ``fusesoc run`` exits 0 even when
+    cocotb tests fail; a failing hook makes it exit non-zero.
 
 The hooks are started with whatever ``python3`` is first on PATH, so this file uses
 the standard library only.  cocotb's own settings (libpython, entry point, VPI
@@ -25,7 +29,9 @@ cocotb, the repository's ``.venv/bin/python``, ``cocotb-config`` on PATH.
 
 Environment knobs (read from the shell that runs ``fusesoc run``):
 
-- ``COCOTB_TEST_FILTER`` / ``COCOTB_RANDOM_SEED``: passed to cocotb unchanged.
+- ``COCOTB_TEST_FILTER`` / ``COCOTB_RANDOM_SEED``: passed to cocotb unchanged; the
+  random seed is the run seed each test's stimulus seed is derived from
+  (``verif.tb_common.sim_seed``), so ``COCOTB_RANDOM_SEED=<SEED of a make run>`` replays it.
 - ``MLACCEL_REPO``: repository root, if it cannot be found from the work root.
 - ``FUSESOC_COCOTB_PARAMS_OVERRIDE``: JSON merged over ``DUT_PARAMS``.  It makes the
   testbench's golden model disagree with the netlist on purpose, to prove that a
@@ -37,6 +43,7 @@ wrapper).
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import re
@@ -145,14 +152,56 @@ def cmd_env(core: str) -> int:
     return 0
 
 
-def read_results(path: Path) -> tuple[int, list[str]]:
+def read_results(path: Path) -> tuple[int, list[str], list[str]]:
+    """(tests, failed names, skipped names) of a cocotb results XML."""
     root = ET.parse(path).getroot()
-    n, failed = 0, []
+    n, failed, skipped = 0, [], []
     for tc in root.iter("testcase"):
         n += 1
         if tc.find("failure") is not None or tc.find("error") is not None:
             failed.append(tc.get("name", "?"))
-    return n, failed
+        elif tc.find("skipped") is not None:
+            skipped.append(tc.get("name", "?"))
+    return n, failed, skipped
+
+
+def declared_skips(module: Path) -> dict:
+    """The literal ``SKIPS`` dict of a cocotb test module ({} when it has none)."""
+    tree = ast.parse(module.read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "SKIPS" for t in node.targets):
+            return ast.literal_eval(node.value)
+    return {}
+
+
+def skip_reason(skips: dict, test: str, sim: str = "icarus") -> str | None:
+    """Same rule as ``verif.harness.skip_allowed`` (this file uses the standard library only)."""
+    d = (skips or {}).get(test)
+    if isinstance(d, str):
+        return d.strip() or None
+    if isinstance(d, dict) and str(d.get("reason", "")).strip():
+        if d.get("sims") is None or sim in d["sims"]:
+            return str(d["reason"]).strip()
+    return None
+
+
+def _skips_of(core: str) -> tuple[dict, str]:
+    """SKIPS of the core's test module, and where it came from (lenient: no module, no skips)."""
+    work = Path.cwd()
+    cands = [Path(os.environ["MLACCEL_REPO"])] if os.environ.get("MLACCEL_REPO") else []
+    cands += [work, *work.resolve().parents, Path(__file__).resolve().parent.parent]
+    for c in cands:
+        m = c / "verif" / core / f"test_{core}.py"
+        if m.is_file():
+            try:
+                return declared_skips(m), str(m)
+            except (SyntaxError, ValueError) as e:
+                return {}, f"{m} (unreadable SKIPS: {e})"
+    try:
+        m = find_repo(work, core) / "verif" / core / f"test_{core}.py"
+        return declared_skips(m), str(m)
+    except SystemExit:
+        return {}, "no test module found"
 
 
 def cmd_check(core: str, results: Path) -> int:
@@ -160,17 +209,30 @@ def cmd_check(core: str, results: Path) -> int:
         print(f"fusesoc_cocotb: FAIL {core}: no cocotb results file {results} (did cocotb start?)")
         return 1
     try:
-        n, failed = read_results(results)
+        n, failed, skipped = read_results(results)
     except ET.ParseError as e:
         print(f"fusesoc_cocotb: FAIL {core}: unreadable results file {results}: {e}")
         return 1
     if n == 0:
         print(f"fusesoc_cocotb: FAIL {core}: no cocotb test ran ({results})")
         return 1
+    passed = n - len(failed) - len(skipped)
+    counts = f"{n} tests: {passed} passed, {len(failed)} failed, {len(skipped)} skipped"
+    skips, where = _skips_of(core) if skipped else ({}, "")
+    undeclared = [t for t in skipped if not skip_reason(skips, t)]
+    for t in skipped:
+        r = skip_reason(skips, t)
+        print(f"fusesoc_cocotb: skipped {t}: " + (f"declared: {r}" if r else f"NOT declared in SKIPS ({where})"))
     if failed:
-        print(f"fusesoc_cocotb: FAIL {core}: {len(failed)} of {n} cocotb tests failed: {', '.join(failed)}")
+        print(f"fusesoc_cocotb: FAIL {core}: {len(failed)} of {n} cocotb tests failed: {', '.join(failed)} ({counts})")
         return 1
-    print(f"fusesoc_cocotb: PASS {core}: {n} cocotb tests passed")
+    if undeclared:
+        print(f"fusesoc_cocotb: FAIL {core}: {len(undeclared)} undeclared skip(s): {', '.join(undeclared)} ({counts})")
+        return 1
+    if passed == 0:
+        print(f"fusesoc_cocotb: FAIL {core}: no cocotb test passed ({counts})")
+        return 1
+    print(f"fusesoc_cocotb: PASS {core}: {passed} cocotb tests passed" + (f", {len(skipped)} declared skip(s)" if skipped else "") + f" ({counts})")
     return 0
 
 
