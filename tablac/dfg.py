@@ -41,9 +41,9 @@ Lowering (where the rounding points are chosen):
   is done once per factor, not once per element, and so the rounding order is the one of
   golden/sgd.py (``x - round(round(alpha*(dot-b)) * a_j)``): for a gradient element
   ``g = p*q`` (a ``mul`` node) ``step = hoist(p)*q`` where ``p`` is, in order of preference,
-  the only non-leaf operand, else the operand used by more nodes, else the left operand;
-  ``hoist`` recurses while the chosen operand is itself a ``mul`` of which not both operands
-  are leaves; otherwise ``step = mu*g``.  ``Graph.gradient`` therefore maps to the step nodes
+  the only non-leaf operand, else the operand used by more nodes, else the left operand
+  (``hoist(p) = mu*p``, one level only); when both operands are leaves, or ``g`` is not a
+  ``mul``, ``step = mu*g``.  ``Graph.gradient`` therefore maps to the step nodes
   (``mu*g``; the unscaled gradient need not exist in the graph).
 * Aggregation (CoSMIC Eq. 3b, ``w[i] = sum[j](w[i]) / n``) is not a per-sample node: it is
   recorded in ``Graph.aggregate`` (``{"w": ("mean", T)}``) and done between rounds; bit-true
@@ -405,7 +405,7 @@ class _Builder:
             p, q = b, a
         else:
             p, q = a, b
-        return self.op("mul", self.hoist(mu, p), q)
+        return self.op("mul", self.op("mul", mu, p), q)
 
 
 def _product(ranges):

@@ -27,8 +27,8 @@ mini_batch = 1000;
 pu[f] = sum[a](ou[a] * U[a][f]);            // U[u]
 qv[f] = sum[b](ov[b] * V[b][f]);            // V[v]
 e = sum[f](pu[f] * qv[f]) - r;              // prediction error
-gu[a][f] = ou[a] * (e * qv[f] + lam * pu[f]);
-gv[b][f] = ov[b] * (e * pu[f] + lam * qv[f]);
+gu[a][f] = e * (ou[a] * qv[f]) + lam * (ou[a] * pu[f]);   // rows other than u: 0
+gv[b][f] = e * (ov[b] * pu[f]) + lam * (ov[b] * qv[f]);
 
 U[a][f] = sum[t](U[a][f]) / n;
 V[b][f] = sum[t](V[b][f]) / n;
