@@ -450,13 +450,17 @@ class _AxilPort:
         self.rule.cycle(obs)
 
 
-_AXIS = re.compile(r"^([sm]_axis(?:_\w+?)?)_tvalid$")
-_AXI = re.compile(r"^(m_axi(?:_\w+?)?)_arvalid$|^(m_axi(?:_\w+?)?)_awvalid$")
-_AXIL = re.compile(r"^(s_axil(?:_\w+?)?)_awvalid$")
+# an optional instance prefix (``pu0_m_axi``, ``n1_s_axis_w``) is part of the port name
+_AXIS = re.compile(r"^((?:\w+_)?[sm]_axis(?:_\w+)?)_tvalid$")
+_AXI = re.compile(r"^((?:\w+_)?m_axi(?:_\w+)?)_(?:ar|aw)valid$")
+_AXIL = re.compile(r"^((?:\w+_)?s_axil(?:_\w+)?)_awvalid$")
 
 
 def find_ports(dut) -> dict:
-    """Bus ports of a toplevel by name: {"axis": [prefix], "axi": [prefix], "axil": [prefix]}."""
+    """Bus ports of a toplevel by name: {"axis": [prefix], "axi": [prefix], "axil": [prefix]}.
+
+    ``<x>s_axis<_y>_tvalid`` (with ``_tready``) is AXI4-Stream, ``<x>s_axil<_y>_awvalid`` an
+    AXI4-Lite slave, ``<x>m_axi<_y>_arvalid``/``_awvalid`` an AXI4 master."""
     names = [str(k) for k in dut._keys()]
     out = {"axis": set(), "axi": set(), "axil": set()}
     for n in names:
@@ -469,8 +473,8 @@ def find_ports(dut) -> dict:
             out["axil"].add(m.group(1))
             continue
         m = _AXI.match(n)
-        if m and not n.startswith("m_axis"):
-            out["axi"].add(m.group(1) or m.group(2))
+        if m:
+            out["axi"].add(m.group(1))
     return {k: sorted(v) for k, v in out.items()}
 
 

@@ -291,6 +291,10 @@ def test_find_ports():
              "m_axis_pe_tvalid", "m_axis_pe_tready", "s_tvalid"]
     assert find_ports(_FakeDut(names)) == {"axis": ["m_axis", "m_axis_pe", "s_axis_a"], "axi": ["m_axi"],
                                            "axil": ["s_axil"]}
+    # instance-prefixed ports of the composed benches (two PUs, a chain of nodes)
+    names = ["pu0_m_axi_arvalid", "pu0_m_axi_awvalid", "pu1_s_axil_awvalid", "n0_s_axis_w_tvalid",
+             "n0_s_axis_w_tready"]
+    assert find_ports(_FakeDut(names)) == {"axis": ["n0_s_axis_w"], "axi": ["pu0_m_axi"], "axil": ["pu1_s_axil"]}
 
 
 def test_to_int():
