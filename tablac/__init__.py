@@ -11,17 +11,18 @@ __all__ = ["CompileError", "compile", "load", "program_path", "PROGRAMS"]
 
 
 def compile(text: str, *, file: str = "<input>", overrides: dict | None = None,
-            nonlinear=None, dot_group: int | None = None):
+            nonlinear=None, dot_group: int | None = None, max_nodes: int | None = None):
     """TABLA source -> :class:`tablac.dfg.Graph`.
 
     ``overrides`` replaces constants by name (``{"m": 8}``; ``mu``/``batch`` replace the
     learning rate / mini-batch size), ``nonlinear`` is the set of nonlinear functions the
     target PE provides (default all: sigmoid, gaussian, log, recip), ``dot_group`` the
-    dot lowering group size (None = one dot per sum).  Raises only CompileError."""
+    dot lowering group size (None = one dot per sum), ``max_nodes`` a guard on the DFG
+    size (default dfg.MAX_NODES).  Raises only CompileError."""
     from . import dfg, parser, sema
     mod = parser.parse(text, file)
     prog = sema.check(mod, overrides, sema.NONLINEAR if nonlinear is None else nonlinear)
-    return dfg.build_dfg(prog, dot_group)
+    return dfg.build_dfg(prog, dot_group, dfg.MAX_NODES if max_nodes is None else max_nodes)
 
 
 def load(path, **kw):

@@ -178,8 +178,10 @@ def float_op(op: str, a):
 
 # ---- the builder --------------------------------------------------------------------------
 class _Builder:
-    def __init__(self, prog: S.Program, dot_group):
+    def __init__(self, prog: S.Program, dot_group, max_nodes=MAX_NODES):
         self.prog = prog
+        self.max_nodes = max_nodes
+        self.work = 0
         self.file = prog.file
         self.G = dot_group
         self.nodes: list = []
@@ -202,8 +204,8 @@ class _Builder:
         if key is not None and key in self.cse:
             return self.cse[key]
         nid = len(self.nodes)
-        if nid >= MAX_NODES:
-            raise CompileError(f"the DFG exceeds {MAX_NODES} nodes", self.file, self.line or 0, 0)
+        if nid >= self.max_nodes:
+            raise CompileError(f"the DFG exceeds {self.max_nodes} nodes", self.file, self.line or 0, 0)
         self.nodes.append(Node(nid, op, tuple(args), value, name, self.line))
         if key is not None:
             self.cse[key] = nid
@@ -265,6 +267,10 @@ class _Builder:
 
     # expressions
     def expr(self, e, env):
+        self.work += 1
+        if self.work > 50 * self.max_nodes:
+            self.err(f"the program needs more than {50 * self.max_nodes} expression evaluations",
+                     e.pos)
         if isinstance(e, P.Num):
             return self.const(e.value)
         if isinstance(e, P.Ref):
@@ -442,13 +448,14 @@ def _prune(g: Graph) -> Graph:
     return g
 
 
-def build_dfg(prog: S.Program, dot_group: int | None = None) -> Graph:
-    """Lower a checked program to its DFG (see the module docstring for the rules)."""
+def build_dfg(prog: S.Program, dot_group: int | None = None, max_nodes: int = MAX_NODES) -> Graph:
+    """Lower a checked program to its DFG (see the module docstring for the rules);
+    more than ``max_nodes`` nodes is a CompileError."""
     if dot_group is not None and (not isinstance(dot_group, int) or isinstance(dot_group, bool)
                                   or dot_group < 1):
         raise CompileError(f"dot_group must be a positive int or None, got {dot_group!r}",
                            prog.file)
     try:
-        return _Builder(prog, dot_group).run()
+        return _Builder(prog, dot_group, max_nodes).run()
     except RecursionError:
         raise CompileError("expression nested too deeply", prog.file, 1, 1) from None
