@@ -1,0 +1,340 @@
+"""Cycle-level model of the assembled CoSMIC accelerator running :mod:`tablac.codegen`'s
+output -- the reference for the accelerator RTL (issue 13).
+
+Structure: ``rows x columns`` ``cosmic_pe`` (``plan.pes``), thread ``t`` owning rows
+``[t*rows_per_thread, (t+1)*rows_per_thread)``.  Per PE the instruction behaviour is
+``golden.cosmic_pe.PEModel.execute`` on microcode words decoded with
+``golden.cosmic_pe.Instr.decode``; buffers follow cosmic_pe's rules (``BYPASS=1``: a read
+sees every earlier write; ``BYPASS=0``: only writes 5 or more slots older; addresses use
+the low ``log2(depth)`` bits).  Interconnect, in cycles from the start edge (PE slot ``k``
+samples its link/bus inputs at the end of cycle ``k+1`` and writes its outputs in cycle
+``k+5``):
+
+* links: ``left_out``/``right_out`` registers of each PE, wired to the neighbour's
+  ``right_in``/``left_in`` in the same row (0 at the row ends);
+* row bus: one register per row, written at the end of cycle ``c`` by the PE whose
+  ``bus_out_valid`` is high in cycle ``c`` -- two writers in one cycle are an error;
+* tree bus: one per thread over its rows, ``d = tree_depth(rows_per_thread)`` levels; a
+  program entry ``(c, op, src rows, dst rows)`` combines the bus writes of its source
+  rows in cycle ``c`` (each must have one) with ``op`` (``pass``, saturating ``add`` or
+  ``mul`` in a left-to-right fold) and writes the destination rows' bus registers at the
+  end of cycle ``c+d``; two writes of one register in one cycle are an error.
+
+Memory: one word-addressed image (``W``-bit words): model region, then each thread's
+samples.  ``golden.cosmic_msu.plan``/``run`` turn the memory schedule and the Thread Index
+Table into PE-row beats, delivered by the integration rule of :mod:`tablac.codegen`.  A
+sample is one START of the unit (every thread's rows loaded, one beat per cycle), then
+every PE starts its program; ``done`` comes ``length + 5`` cycles later.
+
+Aggregation (after each round): for every model word ``(pe, addr)`` the unit reads the
+word from each thread's PE through the read-back ports, sums exactly (``W +
+ceil(log2 T)`` bits), divides by ``T`` rounding to nearest with ties toward +inf,
+saturates -- ``golden.sgd.average_fx`` -- and writes the result back into every thread's
+PE through the load ports, one word per cycle.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from golden.cosmic_msu import plan as msu_plan, run as msu_run
+from golden.cosmic_pe import HAZARD_DISTANCE, Instr, PEModel
+from golden.sgd import average_fx
+
+from .schedule import tree_depth
+
+
+class MachineError(RuntimeError):
+    """The compiled program broke a hardware rule (a compiler bug, never user input)."""
+
+
+@dataclass
+class Stats:
+    samples: int = 0
+    compute_cycles: int = 0
+    load_cycles: int = 0
+    aggregation_cycles: int = 0
+    model_load_cycles: int = 0
+    link_words: int = 0
+    bus_words: int = 0
+    tree_ops: int = 0
+    port_inputs: list = field(default_factory=list)   # optional trace per PE
+
+    @property
+    def total(self):
+        return self.compute_cycles + self.load_cycles + self.aggregation_cycles + \
+            self.model_load_cycles
+
+
+class Machine:
+    def __init__(self, comp, *, trace: bool = False):
+        self.c = comp
+        self.plan = comp.plan
+        self.fmt = comp.fmt
+        self.cfg = comp.pe_cfg
+        self.T = self.plan.threads
+        self.P = self.plan.pes_per_thread
+        self.C = self.plan.columns
+        self.N = self.P * self.T
+        self.rpt = self.plan.rows_per_thread
+        self.d = tree_depth(self.rpt)
+        self.progs = [[Instr.decode(w, self.cfg) for w in comp.programs[g % self.P]]
+                      for g in range(self.N)]
+        self.pes = []
+        for g in range(self.N):
+            m = PEModel(self.cfg) if g == 0 else PEModel.__new__(PEModel)
+            if g:
+                m.cfg, m.fmt, m.tables = self.cfg, self.fmt, self.pes[0].tables
+                m.buf = {k: np.zeros(self.cfg.depths[k], dtype=np.int64) for k in (1, 2, 3)}
+                m.acc = 0
+            self.pes.append(m)
+        for g in range(self.N):
+            for b, code in (("D", 1), ("M", 2), ("I", 3)):
+                for a, q in comp.preload[g % self.P][b].items():
+                    self.pes[g].buf[code][a] = q
+        self.stats = Stats()
+        self.trace = trace
+        self.mask = (1 << self.fmt.W) - 1
+        self.msu_cfg = comp.msu_config()
+
+    # ------------------------------------------------------------ words
+    def _u(self, q):
+        return int(q) & self.mask
+
+    def _s(self, u):
+        u = int(u)
+        return u - (1 << self.fmt.W) if u >> (self.fmt.W - 1) else u
+
+    # ------------------------------------------------------------ memory schedule unit
+    def _deliver(self, entries, mem, mem_addr, model_addr, code):
+        p = msu_plan(self.msu_cfg, entries, mem_addr, [self.plan.pe_offset(t) for t in range(self.T)],
+                     model_addr=model_addr)
+        res = msu_run(self.msu_cfg, p, mem)
+        ptr = {}
+        for pe, words, n, last in res.beats:
+            for i in range(n):
+                tgt = pe + i
+                k = ptr.get(tgt, 0)
+                if k >= self.cfg.depths[code]:
+                    raise MachineError(f"delivery overflows PE {tgt}'s buffer {code}")
+                self.pes[tgt].buf[code][k] = self._s(words[i])
+                ptr[tgt] = k + 1
+        return len(res.beats), p
+
+    def load_model(self, words_by_node):
+        """Broadcast the model region (the host wrote ``words_by_node``) into every thread."""
+        image = [0 if m is None else self._u(words_by_node[m[2]]) for m in self.c.model_image]
+        mem = np.array(image or [0], dtype=np.int64)
+        beats, _ = self._deliver(self.c.model_entries, mem, [0] * self.T, 0, 2) \
+            if self.c.model_entries else (0, None)
+        self.stats.model_load_cycles += beats + 3
+
+    def load_samples(self, mem, mem_addr):
+        beats, p = self._deliver(self.c.sample_entries, mem, mem_addr, 0, 1)
+        self.stats.load_cycles += beats + 3
+        return p.mem_addr
+
+    # ------------------------------------------------------------ compute
+    def compute(self):
+        L = len(self.progs[0])
+        N, C, fmt = self.N, self.C, self.fmt
+        regs = {}            # ("L"|"R", pe) or ("B", row) -> value
+        pending = {}         # vis slot -> {reg: value}
+        buswr = {}           # (row, cycle) -> value
+        tree = {}            # cycle -> [(thread, op, srcs, dsts)]
+        for (c, op, srcs, dsts) in self.c.tree:
+            if not 5 <= c < L + 5 or op not in ("pass", "add", "mul"):
+                raise MachineError(f"tree entry ({c}, {op}) outside the program's bus cycles")
+        for t in range(self.T):
+            for (c, op, srcs, dsts) in self.c.tree:
+                tree.setdefault(c, []).append((t, op, srcs, dsts))
+        delayed = [[] for _ in range(N)]    # BYPASS=0 pending buffer writes
+        bypass = self.cfg.BYPASS
+        depth_mask = {1: self.cfg.DATA_DEPTH - 1, 2: self.cfg.MODEL_DEPTH - 1,
+                      3: self.cfg.INTERIM_DEPTH - 1}
+        inputs_trace = [[] for _ in range(N)] if self.trace else None
+        one = fmt.one
+
+        def put(vis, reg, val):
+            slot = pending.setdefault(vis, {})
+            if reg in slot:
+                raise MachineError(f"two writes of {reg} land in the same cycle (slot {vis})")
+            slot[reg] = val
+
+        for m in self.pes:
+            m.acc = 0
+        for k in range(L):
+            for reg, val in pending.pop(k, {}).items():
+                regs[reg] = val
+            emits = []
+            for g in range(N):
+                ins = self.progs[g][k]
+                m = self.pes[g]
+                if not bypass:
+                    q = delayed[g]
+                    while q and q[0][0] <= k - HAZARD_DISTANCE:
+                        _, code, a, v = q.pop(0)
+                        m.buf[code][a] = v
+                r, c = divmod(g, C)
+                left_in = regs.get(("R", g - 1), 0) if c > 0 else 0
+                right_in = regs.get(("L", g + 1), 0) if c < C - 1 else 0
+                bus_in = regs.get(("B", g // C), 0)
+                if inputs_trace is not None:
+                    inputs_trace[g].append((left_in, right_in, bus_in))
+                if ins.op == 0:
+                    continue
+
+                def operand(s):
+                    if s == 0:
+                        return int(m.buf[1][ins.ra_d & depth_mask[1]])
+                    if s == 1:
+                        return int(m.buf[2][ins.ra_m & depth_mask[2]])
+                    if s == 2:
+                        return int(m.buf[3][ins.ra_i & depth_mask[3]])
+                    return (left_in, right_in, bus_in, 0, one)[s - 3]
+
+                res, e = m.execute(ins, operand(ins.src_a), operand(ins.src_b))
+                if e:
+                    raise MachineError(f"PE {g} slot {k}: error bits {e}")
+                if res is None:
+                    continue
+                if ins.wb:
+                    a = ins.wa & depth_mask[ins.wb]
+                    if bypass:
+                        m.buf[ins.wb][a] = res
+                    else:
+                        delayed[g].append((k, ins.wb, a, res))
+                if ins.out:
+                    emits.append((g, ins.out, res))
+            for g, out, res in emits:
+                if out & 1:
+                    put(k + 4, ("L", g), res)
+                    self.stats.link_words += 1
+                if out & 2:
+                    put(k + 4, ("R", g), res)
+                    self.stats.link_words += 1
+                if out & 4:
+                    row = g // C
+                    if (row, k + 5) in buswr:
+                        raise MachineError(f"row {row}: two bus writers in cycle {k + 5}")
+                    buswr[(row, k + 5)] = res
+                    put(k + 5, ("B", row), res)
+                    self.stats.bus_words += 1
+            for (t, op, srcs, dsts) in tree.get(k + 5, []):
+                vals = []
+                for r in srcs:
+                    gr = t * self.rpt + r
+                    if (gr, k + 5) not in buswr:
+                        raise MachineError(f"tree entry at cycle {k + 5}: row {gr} wrote nothing")
+                    vals.append(buswr[(gr, k + 5)])
+                v = vals[0]
+                for w in vals[1:]:
+                    v = int(fmt.add(v, w)) if op == "add" else int(fmt.mul(v, w))
+                for r in dsts:
+                    gr = t * self.rpt + r
+                    slot = pending.setdefault(k + 5 + self.d, {})
+                    # a tree delivery and a PE bus write of the same row in one cycle clash
+                    if ("B", gr) in slot:
+                        raise MachineError(f"row {gr}: tree delivery clashes in slot {k + 5 + self.d}")
+                    slot[("B", gr)] = v
+                self.stats.tree_ops += 1
+        for g in range(N):
+            for _, code, a, v in delayed[g]:
+                self.pes[g].buf[code][a] = v
+        self.stats.compute_cycles += L + 5
+        self.stats.samples += 1
+        if inputs_trace is not None:
+            self.stats.port_inputs = inputs_trace
+
+    # ------------------------------------------------------------ aggregation
+    def aggregate(self):
+        if self.T == 1:
+            return
+        for pe, a, _, _ in self.c.aggregation:
+            vals = [self.pes[t * self.P + pe].buf[2][a] for t in range(self.T)]
+            avg = int(average_fx(self.fmt, np.array(vals, dtype=np.int64)[:, None])[0])
+            for t in range(self.T):
+                self.pes[t * self.P + pe].buf[2][a] = avg
+        self.stats.aggregation_cycles += len(self.c.aggregation) + \
+            max(1, (self.T - 1).bit_length()) + 2
+
+    def read_model(self, thread=0):
+        return {v: int(self.pes[thread * self.P + pe].buf[2][a])
+                for v, (pe, a) in self.c.model_addr.items()}
+
+
+# ---------------------------------------------------------------------- driver
+def _fixed(fmt, x, name):
+    x = np.asarray(x)
+    if np.issubdtype(x.dtype, np.integer):
+        return x.astype(np.int64)
+    return fmt.to_fixed(x, name=name)
+
+
+def train(comp, graph, data, labels, model0, *, rounds=1, order=None, trace=False):
+    """Run ``rounds`` rounds of CoSMIC parallel SGD through the compiled program.
+
+    ``data``/``labels``: {array name: (m, *shape)} (floats are quantised, ints are words);
+    ``model0``: {model name: array}.  Thread ``t`` owns samples ``[t*m/T, (t+1)*m/T)``
+    and visits them in the order they appear in ``order[r]`` (default: ascending); the
+    host writes them into the data region in that order.  Returns (models per round as
+    {name: int64 array}, :class:`Machine`)."""
+    fmt = comp.fmt
+    M = Machine(comp, trace=trace)
+    T = M.T
+    arrays = {}
+    for d in (data, labels):
+        for k, v in d.items():
+            arrays[k] = _fixed(fmt, v, k)
+    m = None
+    for k in list(graph.inputs) + list(graph.labels):
+        n = arrays[k].shape[0]
+        m = n if m is None else m
+        if n != m:
+            raise ValueError(f"{k} has {n} samples, expected {m}")
+    if m % T:
+        raise ValueError(f"threads = {T} does not divide the sample count {m}")
+    sub = m // T
+    # sample vector rows in memory order
+    vec_parts = []
+    for d in (graph.inputs, graph.labels):
+        for k in d:
+            vec_parts.append(arrays[k].reshape(m, -1))
+    samples = np.concatenate(vec_parts, axis=1)
+    if samples.shape[1] != comp.sample_words:
+        raise ValueError(f"samples have {samples.shape[1]} words, the program {comp.sample_words}")
+    model = {k: _fixed(fmt, v, k).copy() for k, v in model0.items()}
+    node_val = {}
+    for k, ids in graph.model.items():
+        for v, q in zip(np.asarray(ids).ravel(), model[k].ravel()):
+            if int(v) >= 0:
+                node_val[int(v)] = int(q)
+    M.load_model(node_val)
+    order = np.tile(np.arange(m), (rounds, 1)) if order is None else np.asarray(order)
+    out = []
+    base = len(comp.model_image)
+    for r in range(rounds):
+        mem = np.zeros(base + m * comp.sample_words, dtype=np.int64)
+        seq = []
+        for t in range(T):
+            mine = order[r][(order[r] >= t * sub) & (order[r] < (t + 1) * sub)]
+            seq.append(mine)
+            blk = samples[mine].ravel() & M.mask
+            mem[base + t * sub * comp.sample_words: base + (t + 1) * sub * comp.sample_words] = blk
+        addr = [base + t * sub * comp.sample_words for t in range(T)]
+        for i in range(sub):
+            addr = M.load_samples(mem, addr)
+            M.compute()
+        M.aggregate()
+        vals = M.read_model(0)
+        res = {}
+        for k, ids in graph.model.items():
+            arr = model[k].copy()
+            flat = arr.reshape(-1)
+            for j, v in enumerate(np.asarray(ids).ravel()):
+                if int(v) in vals:
+                    flat[j] = vals[int(v)]
+            res[k] = arr
+        out.append(res)
+    return out, M

@@ -1,0 +1,160 @@
+"""Mapping of DFG data and operations onto one thread's PEs; two selectable policies.
+
+Both start from the same *data map*, fixed by the memory layout (CoSMIC 6: "each
+training data element is mapped to the PE connected to the memory interface column
+which brings in that element", so nothing is marshalled): a training sample is the
+vector of every ``model_input`` element then every ``model_output`` element in
+declaration order (row-major inside an array), exactly as it lies in memory; it is cut
+into one contiguous chunk per row (as even as possible), and word ``w`` of row ``r``'s
+chunk arrives on lane ``w % columns``, i.e. on PE ``r*columns + w % columns`` at DATA
+address ``w // columns``.
+
+* ``cosmic`` -- CoSMIC Algorithm 1 (minimum communication, data first): a ready vertex
+  goes to the PE of one of its DATA operands (for a ``dot`` the PE holding most of
+  them), and an unmapped MODEL operand is mapped to the same PE; otherwise to the PE of
+  its (mapped) MODEL operand, or, if that is unmapped, to the next PE of a round-robin
+  counter together with the model element; otherwise to the PE of its first INTERIM
+  operand.  Vertices are taken longest-dependence-chain first.
+* ``mlrcs`` -- TABLA's ML-RCS list scheduling (TABLA 5.3): ready operations in order of
+  distance to sink; each takes the PE (resource) on which it can start earliest, with
+  the real transfer latencies counted; a model element lives on the PE of its first
+  operation.  It maps operations first and lets data follow.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import CompileError
+from .schedule import Sched, Scheduler, critical_path, op_count, priorities  # noqa: F401
+
+LEAF = ("input", "label", "model", "const")
+MAPPERS = ("cosmic", "mlrcs")
+
+
+def sample_vector(graph) -> list:
+    """Node ids (None for an element the DFG does not use) in memory order."""
+    out = []
+    for d in (graph.inputs, graph.labels):
+        for name, ids in d.items():
+            for v in np.asarray(ids).ravel():
+                v = int(v)
+                out.append(v if 0 <= v < len(graph.nodes) else None)
+    return out
+
+
+def data_map(graph, columns: int, rows: int):
+    """(sample vector, row chunks [(row, first word, words)], {node: (pe, key)})."""
+    vec = sample_vector(graph)
+    n = len(vec)
+    base, rem = divmod(n, rows)
+    chunks, pos = [], 0
+    where = {}
+    for r in range(rows):
+        size = base + (1 if r < rem else 0)
+        if size == 0:
+            continue
+        chunks.append((r, pos, size))
+        for w in range(size):
+            v = vec[pos + w]
+            if v is not None:
+                where[v] = (r * columns + w % columns, ("d", w // columns))
+        pos += size
+    return vec, chunks, where
+
+
+class CosmicPolicy:
+    name = "cosmic"
+
+    def __init__(self, data_pe, npe):
+        self.data_pe = data_pe
+        self.npe = npe
+        self.rr = 0
+
+    def _pe_of(self, v, S):
+        if v in self.data_pe:
+            return self.data_pe[v][0]
+        if v in S.model_home:
+            return S.model_home[v][0]
+        return S.place.get(v)
+
+    def choose(self, n, S):
+        g = S.g
+        args = list(n.args)
+        data = [a for a in args if g.nodes[a].op in ("input", "label")]
+        if data:
+            pes = [self.data_pe[a][0] for a in data if a in self.data_pe]
+            if pes:
+                return max(set(pes), key=lambda q: (pes.count(q), -pes.index(q)))
+        model = [a for a in args if g.nodes[a].op == "model"]
+        if model:
+            for a in model:
+                if a in S.model_home:
+                    return S.model_home[a][0]
+            p = self.rr
+            self.rr = (self.rr + 1) % self.npe
+            return p
+        for a in args:
+            if g.nodes[a].op not in LEAF:
+                return S.place[a]
+        p = self.rr
+        self.rr = (self.rr + 1) % self.npe
+        return p
+
+    def model_home(self, v, S, p=None):
+        if v in S.model_home:
+            return S.model_home[v][0]
+        return 0 if p is None else p
+
+
+class MlrcsPolicy:
+    name = "mlrcs"
+
+    def __init__(self, data_pe, npe):
+        self.data_pe = data_pe
+        self.npe = npe
+
+    def choose(self, n, S):
+        g = S.g
+        k = len(n.args) // 2 if n.op == "dot" else 1
+        best = None
+        for p in range(self.npe):
+            t, remote = 0, 0
+            for a in set(n.args):
+                op = g.nodes[a].op
+                if op == "const" or (op == "model" and a not in S.model_home):
+                    continue
+                t = max(t, S.earliest_arrival(a, p))
+                if S.local(a, p) is None:
+                    remote += 1
+            s = t
+            while not all(S.free_slot(p, s + i) for i in range(k)):
+                s += 1
+            key = (s, remote, len(S.code[p]), p)
+            if best is None or key < best:
+                best = key
+        return best[3]
+
+    def model_home(self, v, S, p=None):
+        if v in S.model_home:
+            return S.model_home[v][0]
+        return 0 if p is None else p
+
+
+def schedule(graph, plan, fmt, mapper: str = "cosmic", *, bypass: int = 1,
+             file: str = "<input>") -> Sched:
+    """Map and schedule ``graph`` for one thread of ``plan`` (a :class:`tablac.plan.Plan`)."""
+    if mapper not in MAPPERS:
+        raise CompileError(f"unknown mapper '{mapper}' (choose {' or '.join(MAPPERS)})", file)
+    C, R = plan.columns, plan.rows_per_thread
+    vec, chunks, where = data_map(graph, C, R)
+    policy = (CosmicPolicy if mapper == "cosmic" else MlrcsPolicy)(where, C * R)
+    S = Scheduler(graph, C, R, fmt, policy, bypass=bypass, file=file)
+    S.place_leaves(where)
+    S.run(priorities(graph))
+    length = max((max(c) + 1 for c in S.code if c), default=1)
+    return Sched(columns=C, rows=R, length=length, code=S.code, tree=sorted(S.tree),
+                 data_key=where, sample=vec, chunks=chunks, model_home=S.model_home,
+                 model_names={v: graph.nodes[v].name for v in S.model_home},
+                 preload=S.preload, transfers=dict(S.transfers),
+                 slots_used=sum(len(c) for c in S.code), mapper=mapper, bypass=bypass,
+                 nl=S.nl, place=S.place)

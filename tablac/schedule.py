@@ -1,0 +1,578 @@
+"""Static schedule of one thread's DFG on its ``rows x columns`` CoSMIC PEs.
+
+Time is counted in *slots*: every PE of a thread starts its microcode together and issues
+instruction ``k`` in slot ``k`` (stage 1 in cycle ``k+1``, golden/cosmic_pe.py).  The
+real ``cosmic_pe`` latencies the schedule obeys (and :mod:`tablac.machine` checks by
+executing it):
+
+* same PE: a result written by slot ``k`` is read by slot ``k+1`` (``BYPASS=1``) or
+  ``k+5`` (``BYPASS=0``, exposed pipeline); a ``mac`` chain issues one term per slot;
+* neighbour link (PE ``q`` -> ``q-1`` or ``q+1`` in the same row): ``left_out``/
+  ``right_out`` is valid in cycle ``k+5`` and sampled by the neighbour's slot ``s`` at the
+  end of cycle ``s+1``, so ``s >= k+4``; the register holds the value until the next
+  write to that port (one word per cycle each way);
+* row bus: the PE with ``bus_out_valid`` in cycle ``k+5`` writes the row's bus register
+  (at most one writer per row per cycle), readable by the row's slots ``s >= k+5``;
+* tree bus (CoSMIC 5.1) over the thread's rows, ``d = max(1, ceil(log2 rows))`` pipeline
+  levels: a transaction in cycle ``c`` takes the bus writes of its source rows in cycle
+  ``c``, combines them in its nodes (``pass``, saturating ``add``/``mul``) and writes the
+  result into the bus registers of its destination rows at the end of cycle ``c+d``
+  (readable by slots ``s >= c+d``); one transaction starts per cycle.
+
+Every transfer reserves the register it travels on from the slot its value becomes
+readable to the slot of its last reader, and reservations on one register never
+overlap, so no write clobbers a value still to be read.
+
+The placement of operations (which PE) comes from :mod:`tablac.mapper` (CoSMIC
+Algorithm 1, or ML-RCS); this module turns a placement policy into slots, transfers,
+buffer addresses and the tree-bus program.  Operations are taken in priority order
+(longest latency-weighted distance to a sink first, TABLA 5.3 / CoSMIC 6) and each gets
+the earliest slot at which its operands can be on its PE.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import CompileError
+
+LAT_LINK = 4
+LAT_BUS = 5
+SEARCH = 4096           # slots searched for one operation before giving up
+MAX_ACC_TERMS = 256     # 2**ACC_GUARD with the default ACC_GUARD = 8
+
+PE_OP = {"add": "add", "sub": "sub", "mul": "mul", "lt": "lt", "gt": "gt", "min": "min",
+         "max": "max", "sigmoid": "sigmoid", "gaussian": "gauss", "log": "log",
+         "recip": "recip", "pass": "pass"}
+UNARY_OPS = {"sigmoid", "gaussian", "log", "recip", "pass"}
+NL_BIT = {"sigmoid": 1, "gaussian": 2, "recip": 4, "log": 8}
+
+
+def tree_depth(rows: int) -> int:
+    return max(1, math.ceil(math.log2(rows))) if rows > 1 else 1
+
+
+@dataclass
+class Ins:
+    """One microcode slot before address assignment.  Operands are ``(src, key)``:
+    ``src`` in D M I (buffer, ``key`` a symbolic address) or L R BUS ZERO ONE."""
+    op: str
+    a: tuple | None = None
+    b: tuple | None = None
+    wb: tuple | None = None        # (buf, key)
+    outs: set = field(default_factory=set)
+    clr: bool = False
+    node: int | None = None        # DFG node whose value this instruction computes
+    kind: str = "op"               # op, mac, relay, recv, copy, commit
+
+
+@dataclass
+class Copy:
+    pe: int
+    buf: str
+    key: tuple
+    ready: int                     # first slot that may read it
+
+
+@dataclass
+class Sched:
+    """A thread's schedule (symbolic addresses; :mod:`tablac.codegen` assigns numbers)."""
+    columns: int
+    rows: int
+    length: int
+    code: list                     # per PE: {slot: Ins}
+    tree: list                     # (cycle, op, src rows, dst rows)
+    data_key: dict                 # leaf node id -> (pe, key) of its DATA word
+    sample: list                   # sample vector: node ids (or None) in memory order
+    chunks: list                   # (row, first word, words) of each row transfer
+    model_home: dict               # model node id -> (pe, key)
+    model_names: dict              # model node id -> element name
+    preload: dict                  # (pe, buf, key) -> fixed-point word (constants)
+    transfers: dict                # kind -> count (link, bus, tree)
+    slots_used: int
+    mapper: str
+    bypass: int
+    nl: int
+    place: dict                    # op node id -> PE
+
+    @property
+    def pes(self):
+        return self.columns * self.rows
+
+
+class Scheduler:
+    def __init__(self, graph, columns: int, rows: int, fmt, policy, *, bypass: int = 1,
+                 file: str = "<input>"):
+        self.g = graph
+        self.C, self.R = columns, rows
+        self.P = columns * rows
+        self.fmt = fmt
+        self.policy = policy
+        self.dd = 1 if bypass else 5
+        self.bypass = bypass
+        self.file = file
+        self.d = tree_depth(rows)
+        self.code = [dict() for _ in range(self.P)]
+        self.regs = defaultdict(list)       # register -> [(lo, hi)]
+        self.tree_busy = set()
+        self.tree = []
+        self.copies = defaultdict(list)     # node -> [Copy]
+        self.prod = {}                      # node -> (pe, slot) of its producing instruction
+        self.deliv = defaultdict(list)      # (node, pe) -> [[reg, vis, hi, src]]
+        self.reads = defaultdict(lambda: -1)  # (pe, buf, key) -> last slot reading it
+        self.nscratch = 0
+        self.preload = {}
+        self.transfers = {"link": 0, "bus": 0, "tree": 0}
+        self.model_home = {}
+        self.place = {}
+        self.users = defaultdict(list)
+        for n in graph.nodes:
+            for i, a in enumerate(n.args):
+                self.users[a].append((n.id, i))
+        self.nl = 0
+
+    # ------------------------------------------------------------ helpers
+    def err(self, msg, node=None):
+        line = self.g.nodes[node].line if node is not None else 0
+        raise CompileError(msg, self.file, line or 0, 0)
+
+    def row(self, pe):
+        return pe // self.C
+
+    def free_slot(self, pe, s):
+        return s not in self.code[pe]
+
+    def reg_free(self, reg, lo, hi, ignore=None):
+        for iv in self.regs[reg]:
+            if iv is ignore:
+                continue
+            if not (hi < iv[0] or lo > iv[1]):
+                return False
+        return True
+
+    def scratch(self, buf):
+        self.nscratch += 1
+        return ("s", self.nscratch)
+
+    def emit(self, pe, s, ins):
+        assert s not in self.code[pe], (pe, s)
+        self.code[pe][s] = ins
+        for opnd in (ins.a, ins.b):
+            if opnd and opnd[0] in "DMI":
+                k = (pe, opnd[0], opnd[1])
+                self.reads[k] = max(self.reads[k], s)
+
+    def const_operand(self, v, pe, avoid):
+        """Operand for constant node ``v`` on ``pe`` not in buffer ``avoid``: ZERO/ONE or a
+        word preloaded at configuration time."""
+        q = int(self.fmt.to_fixed(self.g.nodes[v].value, name=f"constant {self.g.nodes[v].value}",
+                                   saturate=True))
+        if q == 0:
+            return ("ZERO", None)
+        if q == self.fmt.one:
+            return ("ONE", None)
+        for buf in ("M", "D", "I"):
+            if buf != avoid:
+                key = ("c", v)
+                self.preload[(pe, buf, key)] = q
+                return (buf, key)
+
+    def is_const(self, v):
+        return self.g.nodes[v].op == "const"
+
+    # ------------------------------------------------------------ routes
+    def route(self, q, p):
+        """(kind, latency, source register, destination register, operand code)."""
+        if self.row(q) == self.row(p):
+            if p == q - 1:
+                return "link", LAT_LINK, ("L", q), None, "R"
+            if p == q + 1:
+                return "link", LAT_LINK, ("R", q), None, "L"
+            return "bus", LAT_BUS, ("B", self.row(q)), None, "BUS"
+        return "tree", LAT_BUS + self.d, ("B", self.row(q)), ("B", self.row(p)), "BUS"
+
+    def try_transfer(self, v, p, s):
+        """A way to have ``v`` readable on port of PE ``p`` in slot ``s``: returns an action
+        tuple for :meth:`commit_transfer`, or None."""
+        # reuse an existing delivery by extending its window
+        for dl in self.deliv[(v, p)]:
+            reg, vis, hi, src, iv = dl
+            if vis <= s and (s <= hi or self.reg_free(reg, hi + 1, s, ignore=iv)):
+                return ("extend", dl, s, src)
+        best = None
+        for c in self.copies[v]:
+            q = c.pe
+            if q == p:
+                continue
+            kind, lat, sreg, dreg, src = self.route(q, p)
+            cand = []
+            pr = self.prod.get(v)
+            if pr and pr[0] == q:
+                cand.append((pr[1], False))
+            lo = c.ready
+            for e in range(s - lat, lo - 1, -1):
+                if self.free_slot(q, e):
+                    cand.append((e, True))
+                    if len(cand) > 3:
+                        break
+            for e, relay in cand:
+                if e + lat > s:
+                    continue
+                if kind == "tree":
+                    c0 = e + LAT_BUS
+                    if c0 in self.tree_busy:
+                        continue
+                    if not self.reg_free(sreg, c0, c0) or not self.reg_free(dreg, e + lat, s):
+                        continue
+                    if not relay and (("B" in self.code[q][e].outs)):
+                        continue
+                elif kind == "bus":
+                    if not self.reg_free(sreg, e + lat, s):
+                        continue
+                    if not relay and "B" in self.code[q][e].outs:
+                        continue
+                else:
+                    if not self.reg_free(sreg, e + lat, s):
+                        continue
+                    if not relay and sreg[0] in self.code[q][e].outs:
+                        continue
+                act = ("new", v, c, e, relay, kind, lat, sreg, dreg, s, src)
+                if best is None or (not relay and best[4]):
+                    best = act
+                break
+        return best
+
+    def commit_transfer(self, act, p):
+        if act[0] == "extend":
+            dl, s = act[1], act[2]
+            iv = dl[4]
+            iv[1] = max(iv[1], s)
+            dl[2] = iv[1]
+            return act[3]
+        _, v, c, e, relay, kind, lat, sreg, dreg, s, src = act
+        q = c.pe
+        port = "B" if kind in ("bus", "tree") else sreg[0]
+        if relay:
+            self.emit(q, e, Ins("pass", a=(c.buf, c.key), outs={port}, node=v, kind="relay"))
+        else:
+            self.code[q][e].outs.add(port)
+        if kind == "tree":
+            c0 = e + LAT_BUS
+            self.tree_busy.add(c0)
+            self.regs[sreg].append([c0, c0])
+            iv = [e + lat, s]
+            self.regs[dreg].append(iv)
+            self.tree.append((c0, "pass", (self.row(q),), (self.row(p),)))
+            reg = dreg
+        else:
+            iv = [e + lat, s]
+            self.regs[sreg].append(iv)
+            reg = sreg
+        self.transfers[kind] += 1
+        self.deliv[(v, p)].append([reg, e + lat, s, src, iv])
+        return src
+
+    def earliest_arrival(self, v, p):
+        best = None
+        for c in self.copies[v]:
+            if c.pe == p:
+                t = c.ready
+            else:
+                pr = self.prod.get(v)
+                base = pr[1] if pr and pr[0] == c.pe else c.ready
+                t = base + self.route(c.pe, p)[1]
+            best = t if best is None else min(best, t)
+        if best is None:
+            self.err(f"internal: value of node {v} is nowhere", v)
+        return best
+
+    def local(self, v, p, avoid=None):
+        for c in self.copies[v]:
+            if c.pe == p and c.buf != avoid:
+                return c
+        return None
+
+    def receive(self, v, p, avoid=None):
+        """Bring ``v`` into a buffer of ``p`` (not ``avoid``) with a ``pass``; returns the Copy."""
+        c = self.local(v, p)
+        if c is not None:   # local copy in the wrong buffer: copy across buffers
+            buf = "D" if avoid != "D" else "I"
+            s = c.ready
+            while not self.free_slot(p, s):
+                s += 1
+            key = self.scratch(buf)
+            self.emit(p, s, Ins("pass", a=(c.buf, c.key), wb=(buf, key), node=v, kind="copy"))
+            nc = Copy(p, buf, key, s + self.dd)
+            self.copies[v].append(nc)
+            return nc
+        s = self.earliest_arrival(v, p)
+        for _ in range(SEARCH):
+            if self.free_slot(p, s):
+                act = self.try_transfer(v, p, s)
+                if act:
+                    src = self.commit_transfer(act, p)
+                    buf = "I" if avoid != "I" else "D"
+                    key = self.scratch(buf)
+                    self.emit(p, s, Ins("pass", a=(src, None), wb=(buf, key), node=v, kind="recv"))
+                    nc = Copy(p, buf, key, s + self.dd)
+                    self.copies[v].append(nc)
+                    return nc
+            s += 1
+        self.err(f"cannot route node {v} to PE {p}", v)
+
+    # ------------------------------------------------------------ operations
+    def result_buf(self, n):
+        us = self.users.get(n.id, [])
+        if us:
+            u, i = us[0]
+            un = self.g.nodes[u]
+            if i == 1 and un.op not in ("dot",) and un.args and un.args[0] != n.id \
+                    and self.g.nodes[un.args[0]].op not in ("input", "label", "const"):
+                return "D"
+        return "I"
+
+    def schedule_binary(self, n, p):
+        args = list(n.args)
+        unary = n.op in UNARY_OPS
+        opnds = args[:1] if unary else args[:2]
+        # remote operands: all but one are received into buffers first
+        remote = [v for v in opnds if not self.is_const(v) and self.local(v, p) is None]
+        if len(remote) == 2 and remote[0] != remote[1]:
+            r0 = min(remote, key=lambda v: self.earliest_arrival(v, p))
+            self.receive(r0, p)
+        # buffer conflicts between two local operands
+        if len(opnds) == 2 and opnds[0] != opnds[1]:
+            ca = self.local(opnds[0], p)
+            cb = self.local(opnds[1], p)
+            if ca and cb and ca.buf == cb.buf and ca.key != cb.key:
+                alt = self.local(opnds[1], p, avoid=ca.buf)
+                if alt is None:
+                    self.receive(opnds[1], p, avoid=ca.buf)
+        lo = 0
+        for v in opnds:
+            if not self.is_const(v):
+                lo = max(lo, self.earliest_arrival(v, p))
+        s = lo
+        for _ in range(SEARCH):
+            if self.free_slot(p, s):
+                ops, acts, ok, used = [], [], True, None
+                for j, v in enumerate(opnds):
+                    if j == 1 and v == opnds[0]:
+                        ops.append(("same", None))
+                        continue
+                    if self.is_const(v):
+                        ops.append(("const", v))
+                        continue
+                    c = self.local(v, p)
+                    if c is not None:
+                        if len(opnds) == 2 and opnds[0] != opnds[1]:
+                            other = opnds[1] if v == opnds[0] else opnds[0]
+                            oc = self.local(other, p)
+                            if oc and oc.buf == c.buf and oc.key != c.key:
+                                c = self.local(v, p, avoid=oc.buf) or c
+                        if c.ready > s:
+                            ok = False
+                            break
+                        ops.append(("buf", c))
+                        continue
+                    act = self.try_transfer(v, p, s)
+                    if act is None:
+                        ok = False
+                        break
+                    acts.append(act)
+                    ops.append(("act", act))
+                if ok:
+                    break
+            s += 1
+        else:
+            self.err(f"cannot schedule node {n.id} ({n.op}) on PE {p}", n.id)
+        # commit
+        fin = []
+        bufs_used = {o[1].buf for o in ops if o[0] == "buf"}
+        for o in ops:
+            if o[0] == "same":
+                fin.append(fin[0])
+            elif o[0] == "buf":
+                fin.append((o[1].buf, o[1].key))
+            elif o[0] == "act":
+                fin.append((self.commit_transfer(o[1], p), None))
+            else:
+                other = [b for b in bufs_used]
+                fin.append(self.const_operand(o[1], p, other[0] if other else None))
+                if fin[-1][0] in "DMI":
+                    bufs_used.add(fin[-1][0])
+        buf = self.result_buf(n)
+        key = self.scratch(buf)
+        ins = Ins(PE_OP[n.op], a=fin[0], b=None if unary else fin[1], wb=(buf, key), node=n.id)
+        self.emit(p, s, ins)
+        self.prod[n.id] = (p, s)
+        self.copies[n.id].append(Copy(p, buf, key, s + self.dd))
+        if n.op in NL_BIT:
+            self.nl |= NL_BIT[n.op]
+
+    def schedule_dot(self, n, p):
+        pairs = [(n.args[2 * i], n.args[2 * i + 1]) for i in range(len(n.args) // 2)]
+        if len(n.args) % 2 or not pairs:
+            self.err(f"dot node {n.id} needs an even, non-zero number of operands", n.id)
+        if len(pairs) > MAX_ACC_TERMS:
+            self.err(f"dot of {len(pairs)} terms exceeds the {MAX_ACC_TERMS}-term mac chain "
+                     "the PE accumulator keeps exact (lower with a smaller dot group)", n.id)
+        for a, b in pairs:
+            for v in (a, b):
+                if not self.is_const(v) and self.local(v, p) is None:
+                    self.receive(v, p)
+            if a != b and not self.is_const(a) and not self.is_const(b):
+                ca, cb = self.local(a, p), self.local(b, p)
+                if ca.buf == cb.buf and ca.key != cb.key and self.local(b, p, avoid=ca.buf) is None:
+                    self.receive(b, p, avoid=ca.buf)
+        k = len(pairs)
+        rdy, chosen = [], []
+        for a, b in pairs:
+            if self.is_const(a) and not self.is_const(b):
+                fb, rb = self._buf_operand(b, p, None)
+                fa, ra = self._buf_operand(a, p, fb[0] if fb[0] in "DMI" else None)
+            else:
+                fa, ra = self._buf_operand(a, p, None)
+                fb, rb = self._buf_operand(b, p, fa[0] if a != b and fa[0] in "DMI" else None)
+            chosen.append((fa, fb))
+            rdy.append(max(ra, rb))
+        s = max(r - i for i, r in enumerate(rdy))
+        s = max(s, 0)
+        while not all(self.free_slot(p, s + i) for i in range(k)):
+            s += 1
+        for i, (fa, fb) in enumerate(chosen):
+            last = i == k - 1
+            buf = self.result_buf(n) if last else None
+            key = self.scratch(buf) if last else None
+            self.emit(p, s + i, Ins("mac", a=fa, b=fb, wb=(buf, key) if last else None,
+                                    clr=(i == 0), node=n.id if last else None, kind="mac"))
+        self.prod[n.id] = (p, s + k - 1)
+        self.copies[n.id].append(Copy(p, buf, key, s + k - 1 + self.dd))
+
+    def _buf_operand(self, v, p, avoid):
+        if self.is_const(v):
+            return self.const_operand(v, p, avoid), 0
+        c = self.local(v, p, avoid=avoid) or self.local(v, p)
+        return (c.buf, c.key), c.ready
+
+    # ------------------------------------------------------------ leaves
+    def place_leaves(self, data_pe):
+        for v, (pe, key) in data_pe.items():
+            self.copies[v].append(Copy(pe, "D", key, 0))
+
+    def place_model(self, v, pe):
+        if v in self.model_home:
+            return
+        key = ("m", v)
+        self.model_home[v] = (pe, key)
+        self.copies[v].append(Copy(pe, "M", key, 0))
+
+    # ------------------------------------------------------------ commits
+    def commit_updates(self):
+        g = self.g
+        for name, ids in g.update.items():
+            olds = np.asarray(g.model[name]).ravel()
+            news = np.asarray(ids).ravel()
+            for old, new in zip(olds, news):
+                old, new = int(old), int(new)
+                if old < 0 or old == new:
+                    continue
+                if old not in self.model_home:   # model element read by nobody: home PE 0
+                    self.place_model(old, self.policy.model_home(old, self))
+                h, key = self.model_home[old]
+                last = self.reads[(h, "M", key)]
+                pr = self.prod.get(new)
+                if (pr and pr[0] == h and len(self.users.get(new, [])) == 0
+                        and last <= pr[1] and not self.code[h][pr[1]].outs
+                        and not any(self.deliv[(new, q)] for q in range(self.P))
+                        and len(self.copies[new]) == 1):
+                    self.code[h][pr[1]].wb = ("M", key)
+                    self.copies[new][0] = Copy(h, "M", key, pr[1] + self.dd)
+                    continue
+                lo = last + 1
+                if self.is_const(new):
+                    s = lo
+                    while not self.free_slot(h, s):
+                        s += 1
+                    self.emit(h, s, Ins("pass", a=self.const_operand(new, h, "M"), wb=("M", key),
+                                        kind="commit"))
+                    continue
+                if self.local(new, h) is None:
+                    c = self.receive(new, h, avoid="M")
+                c = self.local(new, h, avoid="M") or self.receive(new, h, avoid="M")
+                s = max(lo, c.ready)
+                while not self.free_slot(h, s):
+                    s += 1
+                self.emit(h, s, Ins("pass", a=(c.buf, c.key), wb=("M", key), kind="commit"))
+
+    # ------------------------------------------------------------ driver
+    def run(self, priority):
+        g = self.g
+        indeg = {}
+        heap = []
+        for n in g.nodes:
+            if n.op in ("input", "label", "model", "const"):
+                continue
+            k = sum(1 for a in set(n.args) if g.nodes[a].op not in ("input", "label", "model", "const"))
+            indeg[n.id] = k
+            if k == 0:
+                heapq.heappush(heap, (-priority[n.id], n.id))
+        done_users = defaultdict(int)
+        while heap:
+            _, v = heapq.heappop(heap)
+            n = g.nodes[v]
+            p = self.policy.choose(n, self)
+            self.place[v] = p
+            for a in n.args:
+                if g.nodes[a].op == "model":
+                    self.place_model(a, self.policy.model_home(a, self, p))
+            if n.op == "dot":
+                self.schedule_dot(n, p)
+            else:
+                self.schedule_binary(n, p)
+            for u in sorted({u for u, _ in self.users.get(v, [])}):
+                done_users[u] += 1
+                if done_users[u] == indeg[u]:
+                    heapq.heappush(heap, (-priority[u], u))
+        self.commit_updates()
+
+
+def priorities(graph) -> dict:
+    """Latency-weighted longest distance from each op to a sink (TABLA's distance to
+    sink, counting a dot of k terms as k slots)."""
+    dist = {}
+    users = defaultdict(list)
+    for n in graph.nodes:
+        for a in n.args:
+            users[a].append(n.id)
+    for n in reversed(graph.nodes):
+        w = len(n.args) // 2 if n.op == "dot" else 1
+        dist[n.id] = w + max((dist[u] for u in users[n.id]), default=0)
+    return dist
+
+
+def critical_path(graph, bypass: int = 1) -> int:
+    """Cycles from start to done of the DFG's longest dependence chain on one PE with the
+    real cosmic_pe latencies: each op one slot (mac chain one per term), a dependent op
+    1 (bypass) or 5 slots later, plus the 5-cycle pipeline of the last instruction."""
+    dd = 1 if bypass else 5
+    fin = {}
+    for n in graph.nodes:
+        if n.op in ("input", "label", "model", "const"):
+            fin[n.id] = -dd
+            continue
+        start = max((fin[a] + dd for a in n.args), default=0)
+        k = len(n.args) // 2 if n.op == "dot" else 1
+        fin[n.id] = start + k - 1
+    last = max((f for f in fin.values()), default=-1)
+    return last + 1 + 5 if last >= 0 else 0
+
+
+def op_count(graph) -> int:
+    """PE issue slots the DFG needs at least (a dot of k terms is k macs)."""
+    return sum(len(n.args) // 2 if n.op == "dot" else 1 for n in graph.nodes
+               if n.op not in ("input", "label", "model", "const"))
