@@ -104,7 +104,7 @@ async def legal_axil(dut):
     await cyc(dut, s_axil_rvalid=0, s_axil_rready=0)
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=30, timeout_unit="us")  # bounded (issue 11): each needs < 1 us
 async def legal_traffic_passes(dut):
     pc = await setup(dut)
     assert sorted(r.name for r in pc.rules) == ["m_axi", "s_axil", "s_axis_a"]
@@ -123,7 +123,7 @@ async def legal_traffic_passes(dut):
 
 
 # ----------------------------------------------------------------- violations, one at a time
-@cocotb.test()
+@cocotb.test(timeout_time=30, timeout_unit="us")  # bounded (issue 11): each needs < 1 us
 async def axis_violations_caught(dut):
     pc = await setup(dut)
     r = rule(pc, "s_axis_a")
@@ -150,7 +150,7 @@ async def axis_violations_caught(dut):
     assert pc.errors == 7  # nothing on the other ports
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=30, timeout_unit="us")  # bounded (issue 11): each needs < 1 us
 async def axi_master_violations_caught(dut):
     pc = await setup(dut)
     r = rule(pc, "m_axi")
@@ -193,7 +193,7 @@ async def axi_master_violations_caught(dut):
     assert r.errors == 6 and "never completed" in msg and "never got a B" in msg, msg
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=30, timeout_unit="us")  # bounded (issue 11): each needs < 1 us
 async def axil_slave_violations_caught(dut):
     pc = await setup(dut)
     r = rule(pc, "s_axil")
@@ -235,7 +235,7 @@ async def axil_slave_violations_caught(dut):
 
 
 # ----------------------------------------------------------------- the guard every testbench uses
-@cocotb.test()
+@cocotb.test(timeout_time=30, timeout_unit="us")  # bounded (issue 11): each needs < 1 us
 async def guarded_legal(dut):
     cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
     await cyc(dut, rst=1)
@@ -246,7 +246,7 @@ async def guarded_legal(dut):
     await idle(dut)
 
 
-@cocotb.test(expect_fail=True)
+@cocotb.test(expect_fail=True, timeout_time=30, timeout_unit="us")
 async def guarded_violation_fails_the_test(dut):
     """Passes only because the guard fails it: tkeep changes under backpressure."""
     cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
@@ -259,7 +259,7 @@ async def guarded_violation_fails_the_test(dut):
     await idle(dut)
 
 
-@cocotb.test(expect_fail=True)
+@cocotb.test(expect_fail=True, timeout_time=30, timeout_unit="us")
 async def guarded_missing_response_fails_the_test(dut):
     """Passes only because the guard's end-of-test rule fails it: an AXI4-Lite read never answered."""
     cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
