@@ -135,9 +135,10 @@ def _expr(t):
         idx = tuple(_expr(c.children[0]) for c in t.children[1:])
         return Ref(str(name), idx, _pos(name))
     if d in _BIN:
-        return Bin(d, _expr(t.children[0]), _expr(t.children[1]), _pos(t))
+        a, op, b = t.children
+        return Bin(d, _expr(a), _expr(b), _pos(op))
     if d == "neg":
-        return Neg(_expr(t.children[0]), _pos(t))
+        return Neg(_expr(t.children[1]), _pos(t.children[0]))
     if d == "call":
         name = t.children[0]
         return Call(str(name), tuple(_expr(c) for c in t.children[1:]), _pos(name))
@@ -193,7 +194,7 @@ def parse(text: str, file: str = "<input>") -> Module:
         exp = sorted(x for x in e.expected if not x.startswith("__"))
         want = f"; expected one of {', '.join(exp)}" if exp else ""
         line, col = e.line, e.column
-        if line in (None, -1):
+        if line in (None, -1) or getattr(e.token, "type", None) == "$END":
             line, col = _end(text)
         raise CompileError(f"syntax error: unexpected {_describe(e.token)}{want}", file,
                            line, col) from None
