@@ -113,7 +113,11 @@ def fmt_and_table(fmt, table, need_table: bool):
 
 
 def nonzero_word(q, name: str, fmt: QFormat, real_value: float) -> int:
-    """A hyper-parameter word that must not quantise to zero."""
+    """A hyper-parameter word that must not quantise to zero.
+
+    Used for every step size and regularisation word: a non-zero real that rounds to
+    the zero word would silently switch the term off (no step, no regularisation).
+    ``real_value == 0.0`` is legal and gives the zero word (e.g. no regularisation)."""
     q = int(q)
     if q == 0 and real_value != 0.0:
         raise ValueError(f"{name} = {real_value!r} quantises to 0 in {fmt} (LSB {fmt.lsb})")

@@ -29,7 +29,8 @@ once per observed entry in it, by ``lam`` rather than ``alpha*lam``), so ``loss`
 monitor, not the exact function being minimised; ``rmse`` is the primary metric.
 
 Bit-true path (``fmt`` a QFormat): ``M0, U0, vals`` are quantised with ``to_fixed``,
-``alpha_q = to_fixed(alpha)``, ``lam_q = to_fixed(lam)``; per entry, using only
+``alpha_q = to_fixed(alpha)``, ``lam_q = to_fixed(lam)`` (a non-zero value rounding to the
+zero word raises ``ValueError``; ``lam = 0.0`` is legal); per entry, using only
 :mod:`golden.pipearch_ops` (a row of ``d`` words is ``d`` lines of one lane)::
 
     e    = dot_sigmoid(fmt, M_r, U_c, d, use_sigmoid=False)
@@ -148,7 +149,7 @@ def lrmf(rows, cols, vals, *, m: int, u: int, d: int, alpha: float, lam: float,
     U = fmt.to_fixed(U0, name="U0")
     vq = fmt.to_fixed(vals, name="vals")
     alpha_q = V.nonzero_word(fmt.to_fixed(alpha, name="alpha"), "alpha", fmt, alpha)
-    lam_q = int(fmt.to_fixed(lam, name="lam"))
+    lam_q = V.nonzero_word(fmt.to_fixed(lam, name="lam"), "lam", fmt, lam)
     for _ in range(epochs):
         for k in seq:
             r, c = rows[k], cols[k]

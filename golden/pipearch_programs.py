@@ -377,7 +377,8 @@ def sgd_job(*, m: int, n: int, loss: str, alpha: float, lam2: float, epochs: int
     Dl = _cdiv(n, L)
     nparts = m // P
     alpha_q = V.nonzero_word(fmt.to_fixed(alpha / batch, name="alpha/batch"), "alpha/batch", fmt, alpha / batch)
-    c_q = int(fmt.to_fixed(2.0 * alpha * lam2, name="2*alpha*lam2"))
+    c_q = V.nonzero_word(fmt.to_fixed(2.0 * alpha * lam2, name="2*alpha*lam2"), "2*alpha*lam2", fmt,
+                         2.0 * alpha * lam2)
     why = (None if batch == 1 else f"batch = {batch} (streaming is batch 1)") \
         or (None if context_groups else "context_groups=False (a resumed stream needs its model ring refilled)") \
         or _stream_why(cfg, Dl, P)
@@ -489,7 +490,8 @@ def scd_job(*, m: int, n: int, loss: str, alpha: float, lam1: float, epochs: int
     nl = _cdiv(n, L)
     nparts = m // P
     alpha_q = V.nonzero_word(fmt.to_fixed(alpha, name="alpha"), "alpha", fmt, alpha)
-    al_q = int(fmt.to_fixed(alpha * lam1 * P, name="alpha*lam1*partition"))
+    al_q = V.nonzero_word(fmt.to_fixed(alpha * lam1 * P, name="alpha*lam1*partition"),
+                          "alpha*lam1*partition", fmt, alpha * lam1 * P)
     _check_cfg(cfg, {"nregions": 4, "depth": max(n, 2 * Pl), "max_dim": Pl, "max_iter": nl,
                      "amem_depth": nl * L}, "scd_job")
 
@@ -621,7 +623,7 @@ def lrmf_job(*, m: int, u: int, d: int, alpha: float, lam: float, epochs: int, t
     Ll = _cdiv(2 * Dl, L)
     ntm, ntu = _cdiv(m, T), _cdiv(u, T)
     alpha_q = V.nonzero_word(fmt.to_fixed(alpha, name="alpha"), "alpha", fmt, alpha)
-    lam_q = int(fmt.to_fixed(lam, name="lam"))
+    lam_q = V.nonzero_word(fmt.to_fixed(lam, name="lam"), "lam", fmt, lam)
     _check_cfg(cfg, {"nregions": 3, "depth": max(2 * T * Dl + Dl, 5 * Dl, slots + 2),
                      "max_dim": Dl, "max_iter": max(2, Ll), "amem_depth": Ll * L}, "lrmf_job")
     al = _Alloc(cfg, base)

@@ -52,7 +52,8 @@ coordinate descent over the partitions, whose loss does fall towards ``min f``
 grows with the disagreement between partitions).
 
 Bit-true path (``fmt`` a QFormat).  ``A, b, x0`` are quantised with ``to_fixed``;
-``alpha_q = to_fixed(alpha)``, ``al_q = to_fixed(alpha*lam1*P)``.  ``z = A x0`` is one
+``alpha_q = to_fixed(alpha)``, ``al_q = to_fixed(alpha*lam1*P)`` (a non-zero value rounding
+to the zero word raises ``ValueError``; ``lam1 = 0.0`` is legal).  ``z = A x0`` is one
 ``dot_sigmoid(use_sigmoid=False)`` call (``m`` iterations of dimension ``n``); then per
 coordinate, using only :mod:`golden.pipearch_ops` (single lane, ``P`` lines)::
 
@@ -200,7 +201,8 @@ def scd(A, b, *, loss: str, alpha: float, lam1: float, epochs: int, partition: i
     bq = fmt.to_fixed(b, name="b").reshape(m, 1)
     x = fmt.to_fixed(x0, name="x0")
     alpha_q = V.nonzero_word(fmt.to_fixed(alpha, name="alpha"), "alpha", fmt, alpha)
-    al_q = int(fmt.to_fixed(alpha * lam1 * P, name="alpha*lam1*partition"))
+    al_q = V.nonzero_word(fmt.to_fixed(alpha * lam1 * P, name="alpha*lam1*partition"),
+                          "alpha*lam1*partition", fmt, alpha * lam1 * P)
     # z = A x0: one DotSig pass, m iterations of dimension n (single lane)
     z = ops.dot_sigmoid(fmt, np.tile(x.reshape(1, n), (m, 1)).reshape(m * n, 1),
                         Aq.reshape(m * n, 1), n, False).reshape(m, 1)

@@ -32,6 +32,9 @@ Bit-true path (``fmt`` a QFormat).  Data and hyper-parameters are quantised once
     A_q = to_fixed(A), b_q = to_fixed(b), x = to_fixed(x0) (or 0)
     alpha_q = to_fixed(alpha / batch),  c_q = to_fixed(2 * alpha * lam2)
 
+(either word raises ``ValueError`` when a non-zero value rounds to the zero word;
+``lam2 = 0.0`` gives ``c_q = 0``, no regularisation)
+
 and every mini-batch is composed only of :mod:`golden.pipearch_ops`, in this order
 (single-lane layout: a vector of n words is n lines of one lane, dimension = n)::
 
@@ -217,7 +220,8 @@ class _Prepared:
             self.x0 = fmt.to_fixed(x0, name="x0").reshape(self.n, 1)
             self.alpha_q = V.nonzero_word(fmt.to_fixed(self.alpha / self.batch, name="alpha/batch"),
                                           "alpha/batch", fmt, self.alpha / self.batch)
-            self.c_q = int(fmt.to_fixed(2.0 * self.alpha * self.lam2, name="2*alpha*lam2"))
+            self.c_q = V.nonzero_word(fmt.to_fixed(2.0 * self.alpha * self.lam2, name="2*alpha*lam2"),
+                                      "2*alpha*lam2", fmt, 2.0 * self.alpha * self.lam2)
 
     def epoch(self, x, order, rows=slice(None)):
         """One epoch over local ``order`` of the samples ``rows``."""

@@ -109,3 +109,15 @@ def test_lrmf_validation(kwargs, match):
     rows, cols, vals = base.pop("rows"), base.pop("cols"), base.pop("vals")
     with pytest.raises(ValueError, match=match):
         lrmf(rows, cols, vals, **base)
+
+
+def test_vanishing_lambda_word_raises_zero_is_legal():
+    """issue 11: lam rounding to the zero word used to switch the shrink off silently
+    (alpha rounding to zero raised); now both raise, and lam = 0.0 stays legal."""
+    kw = dict(m=3, u=2, d=2, alpha=0.1, epochs=1, tile=2, M0=np.full((3, 2), 0.5),
+              U0=np.full((2, 2), 0.5), fmt=DEFAULT)
+    with pytest.raises(ValueError, match=r"lam = 1e-06 quantises to 0 in Q\(W=32,F=16\)"):
+        lrmf([0, 1], [0, 1], [1.0, 2.0], lam=1e-6, **kw)
+    r = lrmf([0, 1], [0, 1], [1.0, 2.0], lam=0.0, **kw)
+    assert r.M.dtype == np.int64
+    lrmf([0, 1], [0, 1], [1.0, 2.0], lam=DEFAULT.lsb, **kw)

@@ -325,3 +325,18 @@ def test_two_jobs_share_memory_and_a_machine():
                        M0=M0, U0=U0, entry_order=eo, fmt=FMT)
     assert np.array_equal(j1.model(mem), g1.x)
     assert np.array_equal(j2.model(mem)[0], g2.M) and np.array_equal(j2.model(mem)[1], g2.U)
+
+
+def test_vanishing_regularisation_words_raise_zero_is_legal():
+    """issue 11: the program builders quantise the same words as golden.sgd/scd/lrmf and
+    raise the same way when a non-zero regulariser rounds to the zero word."""
+    cfg = cfg_for(4)
+    with pytest.raises(ValueError, match=r"2\*alpha\*lam2 = .* quantises to 0"):
+        sgd_job(m=8, n=3, loss="ridge", alpha=0.1, lam2=1e-6, epochs=1, cfg=cfg)
+    with pytest.raises(ValueError, match=r"alpha\*lam1\*partition = .* quantises to 0"):
+        scd_job(m=8, n=3, loss="lasso", alpha=0.1, lam1=1e-7, epochs=1, partition=4, cfg=cfg)
+    with pytest.raises(ValueError, match=r"lam = 1e-06 quantises to 0"):
+        lrmf_job(m=4, u=4, d=2, alpha=0.1, lam=1e-6, epochs=1, tile=2, slots=2, cfg=cfg)
+    sgd_job(m=8, n=3, loss="ridge", alpha=0.1, lam2=0.0, epochs=1, cfg=cfg)
+    scd_job(m=8, n=3, loss="lasso", alpha=0.1, lam1=0.0, epochs=1, partition=4, cfg=cfg)
+    lrmf_job(m=4, u=4, d=2, alpha=0.1, lam=0.0, epochs=1, tile=2, slots=2, cfg=cfg)

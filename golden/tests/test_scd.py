@@ -164,3 +164,17 @@ def test_small_format_runs():
     r = scd(A, b, loss="lasso", alpha=0.25, lam1=0.01, epochs=10, partition=8,
             coord_order=corder(rng, 10, 2, 3), fmt=QFormat(16, 10), refresh_z=True)
     assert r.loss[-1] < 0.2 * objective(A, b, np.zeros(3), "lasso", 0.01)
+
+
+def test_vanishing_threshold_word_raises_zero_is_legal():
+    """issue 11: alpha*lam1*P rounding to the zero word used to drop the L1 term silently
+    (alpha rounding to zero raised); now both raise, and lam1 = 0.0 stays legal."""
+    rng = np.random.default_rng(3)
+    A = rng.uniform(-1, 1, (8, 3))
+    b = A @ np.array([0.5, 0.0, -0.25])
+    kw = dict(loss="lasso", alpha=0.1, epochs=2, partition=4, coord_order=corder(rng, 2, 2, 3), fmt=DEFAULT)
+    with pytest.raises(ValueError, match=r"alpha\*lam1\*partition = 4e-0?8 quantises to 0 in Q\(W=32,F=16\)"):
+        scd(A, b, lam1=1e-7, **kw)
+    r = scd(A, b, lam1=0.0, **kw)                    # no regularisation: legal
+    assert r.x.dtype == np.int64
+    scd(A, b, lam1=DEFAULT.lsb / 0.4, **kw)          # the word is exactly one LSB: legal

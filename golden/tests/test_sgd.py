@@ -191,3 +191,15 @@ def test_parallel_validation():
         parallel_sgd(A, b, threads=4, rounds=1, loss="ridge", alpha=0.1, lam2=0.0, order=o, batch=4)
     with pytest.raises(ValueError, match="rounds must be a positive integer"):
         parallel_sgd(A, b, threads=2, rounds=0, loss="ridge", alpha=0.1, lam2=0.0, order=o)
+
+
+def test_vanishing_regularisation_word_raises_zero_is_legal():
+    """issue 11: 2*alpha*lam2 rounding to the zero word used to switch the ridge term off
+    silently (alpha rounding to zero raised); now both raise, and lam2 = 0.0 stays legal."""
+    A, b = np.ones((8, 3)) * 0.25, np.full(8, 0.5)
+    kw = dict(loss="ridge", alpha=0.1, epochs=1, order=np.tile(np.arange(8), (1, 1)), fmt=DEFAULT)
+    with pytest.raises(ValueError, match=r"2\*alpha\*lam2 = 2e-07 quantises to 0 in Q\(W=32,F=16\)"):
+        sgd(A, b, lam2=1e-6, **kw)
+    r0 = sgd(A, b, lam2=0.0, **kw)                   # no regularisation: legal
+    r1 = sgd(A, b, lam2=0.5 / 0.2 * DEFAULT.lsb, **kw)  # c = exactly one LSB: legal
+    assert r0.x.dtype == np.int64 and r1.x.dtype == np.int64
