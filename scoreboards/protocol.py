@@ -152,6 +152,33 @@ class AxisRule(Rule):
 
 
 # ------------------------------------------------------------------ AXI4 master
+def burst_errors(addr: int, beats: int, size: int, kind: int, data_bytes: int,
+                 max_beats: int = 256) -> list[str]:
+    """What is illegal about one AR/AW (AXI4 A3.4): the reserved burst type, a beat wider
+    than the data bus, FIXED > 16 beats, WRAP not 2/4/8/16 beats or unaligned, INCR
+    longer than ``max_beats`` (the core's MAX_BURST, at most 256) or crossing 4 KiB."""
+    out = []
+    nb = 1 << size
+    if nb > data_bytes:
+        out.append(f"AxSIZE {nb} bytes wider than the {data_bytes}-byte data bus")
+    if kind == 3:
+        out.append("AxBURST=3 is reserved")
+    elif kind == 0 and beats > 16:
+        out.append(f"FIXED burst of {beats} beats (> 16)")
+    elif kind == 2:
+        if beats not in (2, 4, 8, 16):
+            out.append(f"WRAP burst of {beats} beats (must be 2, 4, 8 or 16)")
+        if addr % nb:
+            out.append(f"WRAP burst address 0x{addr:x} not aligned to the size {nb}")
+    elif kind == 1:
+        if beats > min(max_beats, 256):
+            out.append(f"INCR burst of {beats} beats > {min(max_beats, 256)} (MAX_BURST={max_beats})")
+        start = addr - addr % nb
+        if addr // PAGE != (start + beats * nb - 1) // PAGE:
+            out.append(f"burst 0x{addr:x} x {beats} beats x {nb} bytes crosses a 4 KiB boundary")
+    return out
+
+
 class Axi4MasterRule(Rule):
     """AXI4 master port (the DUT issues AR/AW/W; the testbench's memory answers R/B).
 
@@ -183,26 +210,9 @@ class Axi4MasterRule(Rule):
         if None in (addr, ln, size, kind):
             self._err(f"{ch}: X/Z in address/len/size/burst at the handshake")
             return None
-        n = ln + 1
-        nb = 1 << size
-        if nb > self.db:
-            self._err(f"{ch}: AxSIZE {nb} bytes wider than the {self.db}-byte data bus")
-        if kind == 3:
-            self._err(f"{ch}: AxBURST=3 is reserved")
-        elif kind == 0 and n > 16:
-            self._err(f"{ch}: FIXED burst of {n} beats (> 16)")
-        elif kind == 2:
-            if n not in (2, 4, 8, 16):
-                self._err(f"{ch}: WRAP burst of {n} beats (must be 2, 4, 8 or 16)")
-            if addr % nb:
-                self._err(f"{ch}: WRAP burst address 0x{addr:x} not aligned to the size {nb}")
-        elif kind == 1:
-            if n > self.max_beats:
-                self._err(f"{ch}: INCR burst of {n} beats > {self.max_beats}")
-            start = addr - addr % nb
-            if addr // PAGE != (start + n * nb - 1) // PAGE:
-                self._err(f"{ch}: burst 0x{addr:x} x {n} beats x {nb} bytes crosses a 4 KiB boundary")
-        return n, (bid or 0)
+        for m in burst_errors(addr, ln + 1, size, kind, self.db, self.max_beats):
+            self._err(f"{ch}: {m}")
+        return ln + 1, (bid or 0)
 
     def cycle(self, obs: dict):
         """``obs[ch] = (valid, ready, payload)`` for the channels present."""
@@ -570,7 +580,8 @@ def _params_max_beats():
     import json
     import os
     try:
-        return int(json.loads(os.environ.get("DUT_PARAMS", "{}")).get("MAX_BURST", 256))
+        p = json.loads(os.environ.get("DUT_PARAMS", "{}"))
+        return int(p.get("MAX_BURST", p.get("MAXBURST", 256)))
     except (ValueError, TypeError, AttributeError):
         return 256
 
@@ -579,7 +590,8 @@ def guard_tests(namespace: dict, **attach_kw) -> int:
     """Wrap every cocotb test in ``namespace`` (a test module's ``globals()``): the
     checkers of :func:`attach_all` are attached before the test body runs, and when it
     returns, every rule (end-of-test rules included) must have zero violations.  An
-    INCR burst limit is taken from the DUT's ``MAX_BURST`` parameter when it has one.
+    INCR burst limit is taken from the DUT's ``MAX_BURST`` (``MAXBURST``) parameter when
+    it has one.
     Returns the number of tests wrapped."""
     from cocotb._decorators import TestGenerator
 

@@ -460,3 +460,10 @@ def test_maple_smart_memory(cfg, sim):
 
 def test_maple_smart_memory_vhdl_smoke():
     run_core(CORE, "small", "ghdl", testcase="topk_random,rmw_accumulate")
+
+
+# bus protocol checkers (scoreboards/protocol.py) on every AXI4-Stream/AXI4/AXI4-Lite port
+# of the toplevel, attached before each cocotb test; its violations must be zero at the end
+from scoreboards.protocol import guard_tests  # noqa: E402
+
+guard_tests(globals())

@@ -1092,3 +1092,10 @@ def test_pipearch_rm_params():
             cd.resolve(bad)
     for cfg in cd.configs.values():
         cd.resolve(cfg)
+
+
+# bus protocol checkers (scoreboards/protocol.py) on every AXI4-Stream/AXI4/AXI4-Lite port
+# of the toplevel, attached before each cocotb test; its violations must be zero at the end
+from scoreboards.protocol import guard_tests  # noqa: E402
+
+guard_tests(globals())

@@ -271,3 +271,10 @@ def test_scalar_engine(cfg, sim):
 
 def test_scalar_engine_vhdl_smoke():
     run_core(CORE, "small", "ghdl", testcase="random_jobs")
+
+
+# bus protocol checkers (scoreboards/protocol.py) on every AXI4-Stream/AXI4/AXI4-Lite port
+# of the toplevel, attached before each cocotb test; its violations must be zero at the end
+from scoreboards.protocol import guard_tests  # noqa: E402
+
+guard_tests(globals())
