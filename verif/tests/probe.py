@@ -102,7 +102,8 @@ class Probe:
     def run(self, testcase: str | None = None, **flags) -> dict:
         env = {"PYTHONPATH": str(self.dir), "PROBE_OUT": str(self.out)}
         env.update({k: str(v) for k, v in flags.items()})
-        return harness.run_top(self.name, self.name, "default", "icarus", [self.src], [], {},
+        run_top = getattr(harness.run_top, "_real", harness.run_top)  # not a row of a regression
+        return run_top(self.name, self.name, "default", "icarus", [self.src], [], {},
                                testcase=testcase, extra_env=env)
 
     def lines(self) -> list[str]:

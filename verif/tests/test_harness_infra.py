@@ -129,6 +129,12 @@ def test_declared_skip_is_counted_as_skip_not_pass(probe):
     assert case["status"] == "skipped" and case["message"] == "declared skip: probe reason"
 
 
+def test_run_of_only_declared_skips_fails(probe):
+    p = probe(skips={"maybe_skip": "probe reason"})
+    with pytest.raises(AssertionError, match="no cocotb test passed"):
+        p.run(testcase="maybe_skip", PROBE_SKIP=1)
+
+
 def test_skip_declared_for_another_simulator_fails(probe):
     p = probe(skips={"maybe_skip": {"reason": "needs internal signals", "sims": ["verilator"]}})
     with pytest.raises(AssertionError, match="undeclared skip"):
