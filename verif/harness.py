@@ -465,15 +465,41 @@ def run_top(name: str, toplevel: str, cfg: str, sim: str, sources: list, build_a
 
 def matrix(core: str, quick: list[tuple[str, str]]):
     """pytest params over every (config, simulator); those not in ``quick`` are marked
-    ``slow`` (run by ``make sim`` only)."""
+    ``slow`` (run by ``make sim`` only).
+
+    Verilator and Icarus run the Verilog of every config; GHDL runs the committed
+    ``default`` VHDL (the netlist that ships: ``ip/<core>/rtl/<core>.vhd``), id
+    ``default-ghdl``, with the core's FULL cocotb suite -- the launcher may keep named
+    tests Verilog-only, with a reason, through :func:`ghdl_testcase`."""
     out = []
     for cfg in get(core).configs:
         for sim in SIMS:
-            if sim == "ghdl":
-                continue  # VHDL runs as a separate smoke test per core
+            if sim == "ghdl" and cfg != "default":
+                continue  # only the committed (default) VHDL ships
             marks = [] if (cfg, sim) in quick else [pytest.mark.slow]
             out.append(pytest.param(cfg, sim, marks=marks, id=f"{cfg}-{sim}"))
     return out
+
+
+def ghdl_testcase(sim: str, namespace: dict, verilog_only: dict[str, str]) -> str | None:
+    """``testcase`` for ``run_core``: None (the full suite) except on GHDL, where every
+    cocotb test of the module ``namespace`` (its ``globals()``) runs but those named in
+    ``verilog_only`` (name -> reason, e.g. the measured GHDL time); these are kept for
+    Verilator/Icarus and the reason is printed, never dropped silently."""
+    if sim != "ghdl" or not verilog_only:
+        return None
+    names = [n for n, v in namespace.items() if type(v).__name__ == "TestGenerator"]
+    unknown = sorted(set(verilog_only) - set(names))
+    if unknown:
+        raise AssertionError(f"ghdl_testcase: no cocotb test named {', '.join(unknown)}")
+    keep = [n for n in names if n not in verilog_only]
+    # cocotb matches each testcase name as a suffix of the test's full name
+    clash = [(x, k) for x in verilog_only for k in keep if x.endswith(k)]
+    if clash:
+        raise AssertionError(f"ghdl_testcase: excluded test would still match: {clash}")
+    for n, why in verilog_only.items():
+        print(f"GHDL: {n} runs on Verilog only: {why}")
+    return ",".join(keep)
 
 
 def dut_params() -> dict:
