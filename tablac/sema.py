@@ -384,18 +384,20 @@ class _Checker:
         where = (f"model {t.name} is updated by its gradient; the only statement that may "
                  f"assign it is the aggregation {t.name}[...] = sum[j]({t.name}[...]) / n")
         lhs = []
+        if len(t.index) != len(s.shape):
+            self.err(f"model {t.name} has {len(s.shape)} dimension(s) but is indexed with "
+                     f"{len(t.index)}", t.pos)
         for k, ix in enumerate(t.index):
             if not (isinstance(ix, P.Ref) and ix.name in self.iters and not ix.index):
                 self.err(where, t.pos)
+            if ix.name in lhs:
+                self.err(f"iterator {ix.name} appears twice on the left-hand side", ix.pos)
             it = self.iters[ix.name]
             if it.lo != 0 or it.hi != s.shape[k] - 1:
                 self.err(f"aggregation must cover all of {t.name}: iterator {it.name} is "
                          f"[{it.lo}:{it.hi}] but dimension {k + 1} has {s.shape[k]} elements",
                          ix.pos)
             lhs.append(ix.name)
-        if len(t.index) != len(s.shape):
-            self.err(f"model {t.name} has {len(s.shape)} dimension(s) but is indexed with "
-                     f"{len(t.index)}", t.pos)
         e, div = a.expr, None
         if isinstance(e, P.Bin) and e.op == "div":
             e, div = e.a, e.b
