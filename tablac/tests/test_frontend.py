@@ -269,3 +269,34 @@ def test_data_sizes_for_the_planner():
     lines = tablac.program_path("reco").read_text().split("\n")
     ln = next(k for k, t in enumerate(lines, 1) if t.startswith("model U"))
     assert g.decls["U"][2:] == (ln, 7)       # source position for the planner's messages
+
+
+def test_tabla_paper_logistic_example():
+    """TABLA section 4.3's listing (with semicolons; its V line transposes W, which is
+    only square-safe, so it is written W[j][i] here): n outputs, regularised gradient
+    assigned in two statements, names with primes."""
+    text = """
+m = 5; //number of input features
+n = 3; //number of model outputs
+lambda = 0.1; //regularization factor
+model_input X[m]; //model input
+model_output Y'[n]; //model output
+model W[n][m]; //model parameters
+gradient G[n][m]; //gradient
+iterator i[0:m - 1]; //iterator for group operations
+iterator j[0:n - 1]; //iterator for group operations
+learning_rate = 0.125;
+S[j] = sum [i](X[i] * W[j][i]);
+Y[j] = sigmoid (S[j]); //n parallel sigmoid operations
+E[j] = Y[j] - Y'[j]; //n parallel subtractions
+G[j][i] = X[i] * E[j]; //n*m parallel multiplications
+V[j][i] = lambda * W[j][i]; //n*m parallel multiplications
+G[j][i] = G[j][i] + V[j][i]; //n*m parallel additions
+"""
+    g = tablac.compile(text)
+    rng = np.random.default_rng(0)
+    x, y, W = rng.normal(size=5), np.array([1.0, 0.0, 1.0]), rng.normal(size=(3, 5))
+    v = interp.evaluate(g, x, y, W)
+    p = 1 / (1 + np.exp(-(W @ x)))
+    np.testing.assert_allclose(v[g.update["W"]], W - 0.125 * (np.outer(p - y, x) + 0.1 * W),
+                               rtol=1e-13)

@@ -516,7 +516,3 @@ async def bench_throughput(dut):
 @pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus")]))
 def test_cosmic_memory_schedule_unit(cfg, sim):
     run_core(CORE, cfg, sim)
-
-
-def test_cosmic_memory_schedule_unit_vhdl_smoke():
-    run_core(CORE, "small", "ghdl", testcase="random_schedules")

@@ -534,10 +534,6 @@ async def bench_throughput(dut):
 
 
 # ---------------------------------------------------------------- pytest launchers
-@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus")]))
+@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus"), ("default", "ghdl")]))
 def test_cosmic_pe(cfg, sim):
     run_core(CORE, cfg, sim)
-
-
-def test_cosmic_pe_vhdl_smoke():
-    run_core(CORE, "small", "ghdl", testcase="random_programs")

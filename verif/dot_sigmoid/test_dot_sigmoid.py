@@ -267,10 +267,6 @@ def test_dot_sigmoid(cfg, sim):
     run_core(CORE, cfg, sim)
 
 
-def test_dot_sigmoid_vhdl_smoke():
-    run_core(CORE, "small", "ghdl", testcase="random_jobs")
-
-
 # bus protocol checkers (scoreboards/protocol.py) on every AXI4-Stream/AXI4/AXI4-Lite port
 # of the toplevel, attached before each cocotb test; its violations must be zero at the end
 from scoreboards.protocol import guard_tests  # noqa: E402

@@ -334,13 +334,9 @@ async def bench_throughput(dut):
 
 
 # ---------------------------------------------------------------- pytest launchers
-@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("k5", "icarus")]))
+@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("k5", "icarus"), ("default", "ghdl")]))
 def test_fpdeep_conv_engine(cfg, sim):
     run_core(CORE, cfg, sim)
-
-
-def test_fpdeep_conv_engine_vhdl_smoke():
-    run_core(CORE, "k5", "ghdl", testcase="random_windows")
 
 
 @pytest.mark.parametrize("given,param", [({"K": 1}, "K"), ({"S_IC": 0}, "S_IC"), ({"S_OC": 9}, "S_OC"),

@@ -306,13 +306,9 @@ async def bench_throughput(dut):
 
 
 # ---------------------------------------------------------------- pytest launchers
-@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("k5", "icarus")]))
+@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("k5", "icarus"), ("default", "ghdl")]))
 def test_fpdeep_conv_tile(cfg, sim):
     run_core(CORE, cfg, sim)
-
-
-def test_fpdeep_conv_tile_vhdl_smoke():
-    run_core(CORE, "k5", "ghdl", testcase="random_windows")
 
 
 @pytest.mark.parametrize("given,param", [({"K": 1}, "K"), ({"K": 8}, "K"), ({"W": 12}, "W"),

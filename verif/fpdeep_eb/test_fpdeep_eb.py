@@ -516,10 +516,6 @@ def test_fpdeep_eb(cfg, sim):
     run_core(CORE, cfg, sim)
 
 
-def test_fpdeep_eb_vhdl_smoke():
-    run_core(CORE, "k5", "ghdl", testcase="chain_two_runs")
-
-
 @pytest.mark.parametrize("given,param", [({"K": 1}, "K"), ({"S_IC": 0}, "S_IC"), ({"PSUM_W": 32}, "PSUM_W"),
                                          ({"MAX_WIDTH": 0}, "MAX_WIDTH"), ({"W": 8, "F": 8}, "F")])
 def test_fpdeep_eb_invalid_parameters(given, param):
