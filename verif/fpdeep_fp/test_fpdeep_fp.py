@@ -524,10 +524,6 @@ def test_fpdeep_fp(cfg, sim):
     run_core(CORE, cfg, sim)
 
 
-def test_fpdeep_fp_vhdl_smoke():
-    run_core(CORE, "k5", "ghdl", testcase="icp_chain_two_nodes")
-
-
 @pytest.mark.parametrize("given,param", [({"K": 1}, "K"), ({"S_IC": 0}, "S_IC"), ({"MAX_PAD": 3}, "MAX_PAD"),
                                          ({"PSUM_W": 32}, "PSUM_W"), ({"PSUM_W": 44}, "PSUM_W"),
                                          ({"W": 8, "F": 8}, "F")])

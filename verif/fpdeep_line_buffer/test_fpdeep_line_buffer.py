@@ -392,10 +392,6 @@ def test_fpdeep_line_buffer(cfg, sim):
     run_core(CORE, cfg, sim)
 
 
-def test_fpdeep_line_buffer_vhdl_smoke():
-    run_core(CORE, "k5", "ghdl", testcase="random_maps")
-
-
 @pytest.mark.parametrize("given,param", [({"K": 1}, "K"), ({"K": 8}, "K"), ({"MAX_PAD": 3}, "MAX_PAD"),
                                          ({"W": 12}, "W"), ({"MAX_WIDTH": 0}, "MAX_WIDTH"),
                                          ({"K": 5, "MAX_PAD": 0, "MAX_HEIGHT": 4}, "MAX_HEIGHT")])

@@ -302,10 +302,6 @@ def test_fpdeep_node(cfg, sim):
     run_core(CORE, cfg, sim)
 
 
-def test_fpdeep_node_vhdl_smoke():
-    run_core(CORE, "k2", "ghdl", testcase="random_minibatches")
-
-
 @pytest.mark.parametrize("given,param", [({"K": 1}, "K"), ({"S_IC": 0}, "S_IC"), ({"MAX_BATCH": 0}, "MAX_BATCH"),
                                          ({"MAX_WIDTH": 2000}, "MAX_WIDTH"), ({"W": 8, "F": 8}, "F"),
                                          ({"PSUM_W": 16}, "PSUM_W")])

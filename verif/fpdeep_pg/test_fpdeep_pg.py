@@ -479,10 +479,6 @@ def test_fpdeep_pg(cfg, sim):
     run_core(CORE, cfg, sim)
 
 
-def test_fpdeep_pg_vhdl_smoke():
-    run_core(CORE, "k2s", "ghdl", testcase="random_batches")
-
-
 @pytest.mark.parametrize("given,param", [({"K": 1}, "K"), ({"S_IC": 0}, "S_IC"), ({"MAX_BATCH": 0}, "MAX_BATCH"),
                                          ({"MAX_WIDTH": 0}, "MAX_WIDTH"), ({"W": 8, "F": 8}, "F")])
 def test_fpdeep_pg_invalid_parameters(given, param):

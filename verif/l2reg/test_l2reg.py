@@ -17,13 +17,9 @@ ADAPTER = Adapter(
 globals().update(make_tests(ADAPTER))
 
 
-@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus")]))
+@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus"), ("default", "ghdl")]))
 def test_l2reg(cfg, sim):
     run_core(CORE, cfg, sim)
-
-
-def test_l2reg_vhdl_smoke():
-    run_core(CORE, "small", "ghdl", testcase="random_jobs")
 
 
 # bus protocol checkers (scoreboards/protocol.py) on every AXI4-Stream/AXI4/AXI4-Lite port

@@ -403,7 +403,3 @@ async def bench_throughput(dut):
 @pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus")]))
 def test_maple_pe_chain(cfg, sim):
     run_core(CORE, cfg, sim)
-
-
-def test_maple_pe_chain_vhdl_smoke():
-    run_core(CORE, "small", "ghdl", testcase="kmeans_assign,aggregation_rmw")

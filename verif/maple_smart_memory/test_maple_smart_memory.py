@@ -453,13 +453,9 @@ async def bench_throughput(dut):
 
 
 # ---------------------------------------------------------------- pytest launchers
-@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus")]))
+@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus"), ("default", "ghdl")]))
 def test_maple_smart_memory(cfg, sim):
     run_core(CORE, cfg, sim)
-
-
-def test_maple_smart_memory_vhdl_smoke():
-    run_core(CORE, "small", "ghdl", testcase="topk_random,rmw_accumulate")
 
 
 # bus protocol checkers (scoreboards/protocol.py) on every AXI4-Stream/AXI4/AXI4-Lite port

@@ -18,13 +18,9 @@ ADAPTER = Adapter(
 globals().update(make_tests(ADAPTER))
 
 
-@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus")]))
+@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus"), ("default", "ghdl")]))
 def test_multiply_subtract(cfg, sim):
     run_core(CORE, cfg, sim)
-
-
-def test_multiply_subtract_vhdl_smoke():
-    run_core(CORE, "small", "ghdl", testcase="random_jobs")
 
 
 # bus protocol checkers (scoreboards/protocol.py) on every AXI4-Stream/AXI4/AXI4-Lite port

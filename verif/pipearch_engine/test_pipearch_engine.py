@@ -611,7 +611,3 @@ async def bench_throughput(dut):
 @pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("small", "verilator")]))
 def test_pipearch_engine(cfg, sim):
     run_core(CORE, cfg, sim)
-
-
-def test_pipearch_engine_vhdl_smoke():
-    run_core(CORE, "small", "ghdl", testcase="each_subroutine,load_broadcast")

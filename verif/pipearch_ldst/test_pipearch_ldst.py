@@ -828,7 +828,3 @@ def test_pipearch_ldst_params(given, msg):
         get(CORE).resolve(given)
     with pytest.raises(ParamError, match=re.escape(msg)):
         block_fn(given)
-
-
-def test_pipearch_ldst_vhdl_smoke():
-    run_core(CORE, "small", "ghdl", testcase="directed_corners")

@@ -762,10 +762,6 @@ async def bench_throughput(dut):
                  cycles_per_unit=round(1.0 / worst, 4), ideal=1.0, **metrics)
 
 
-@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("replicated", "icarus")]))
+@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("replicated", "icarus"), ("default", "ghdl")]))
 def test_pipearch_region(cfg, sim):
     run_core(CORE, cfg, sim)
-
-
-def test_pipearch_region_vhdl_smoke():
-    run_core(CORE, "type_replicated", "ghdl", testcase="bram_random,fifo_full_empty")

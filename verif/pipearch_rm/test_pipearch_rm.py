@@ -1069,13 +1069,9 @@ async def reset_mid_run(dut):
 
 
 # ---------------------------------------------------------------- pytest launchers
-@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus")]))
+@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus"), ("default", "ghdl")]))
 def test_pipearch_rm(cfg, sim):
     run_core(CORE, cfg, sim)
-
-
-def test_pipearch_rm_vhdl_smoke():
-    run_core(CORE, "small", "ghdl", testcase="straight_and_loops")
 
 
 def test_pipearch_rm_params():

@@ -264,13 +264,9 @@ async def bench_throughput(dut):
 
 
 # ---------------------------------------------------------------- pytest launchers
-@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus")]))
+@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus"), ("default", "ghdl")]))
 def test_scalar_engine(cfg, sim):
     run_core(CORE, cfg, sim)
-
-
-def test_scalar_engine_vhdl_smoke():
-    run_core(CORE, "small", "ghdl", testcase="random_jobs")
 
 
 # bus protocol checkers (scoreboards/protocol.py) on every AXI4-Stream/AXI4/AXI4-Lite port
