@@ -119,6 +119,11 @@ class TB:
             await RisingEdge(self.clk)
             if int(d.s_axis_pe_tvalid.value) and int(d.s_axis_pe_tready.value):
                 self.wq.pop(0)
+            elif int(d.s_axis_pe_tvalid.value) and not int(d.rst.value):
+                continue  # AXI4-Stream: a beat once offered stays until it is taken
+            if int(d.rst.value):
+                d.s_axis_pe_tvalid.value = 0
+                continue
             if self.wq and self.src_gate.next():
                 tid, data = self.wq[0]
                 d.s_axis_pe_tid.value = tid
@@ -516,3 +521,10 @@ async def bench_throughput(dut):
 @pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus")]))
 def test_cosmic_memory_schedule_unit(cfg, sim):
     run_core(CORE, cfg, sim)
+
+
+# bus protocol checkers (scoreboards/protocol.py) on every AXI4-Stream/AXI4/AXI4-Lite port
+# of the toplevel, attached before each cocotb test; its violations must be zero at the end
+from scoreboards.protocol import guard_tests  # noqa: E402
+
+guard_tests(globals())
