@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import lark
-from lark import Lark, Token, Tree
+from lark import Lark, Token
 
 from .errors import CompileError
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tablac
-from tablac import CompileError, dfg, interp, parser, sema
+from tablac import CompileError, dfg, interp
 
 BASE = """\
 m = 4;
@@ -20,10 +20,6 @@ learning_rate = 0.5;
 d = sum[i](w[i] * x[i]);
 g[i] = (d - y) * x[i];
 """
-
-
-def compile_lines(lines, **kw):
-    return tablac.compile("\n".join(lines) + "\n", file="p.t", **kw)
 
 
 def expect_error(text, line, token, msg, occurrence=0, **kw):
