@@ -75,8 +75,8 @@ def stall_report() -> str:
     return "; ".join(out)
 
 
-def stall_message(what: str, cycles: int, expect: str = "", detail: str = "") -> str:
-    msg = f"stall: {what} for {cycles} cycles"
+def stall_message(what: str, cycles: int | None, expect: str = "", detail: str = "") -> str:
+    msg = f"stall: {what}" + (f" for {cycles} cycles" if cycles is not None else "")
     if expect:
         msg += f" (expected: {expect})"
     rep = stall_report()
@@ -106,3 +106,14 @@ async def wait_until(clk, cond: Callable[[], object], cycles: int, what: str, *,
             await ReadOnly()
         n += 1
     return n
+
+
+async def within(coro, cycles: int, what: str, *, period_ns: float = 10.0, expect: str = ""):
+    """Await ``coro`` (a transaction of a bus model, e.g. an AXI4-Lite read) for at most
+    ``cycles`` clock periods of ``period_ns``; on expiry raise :class:`StallError` naming
+    ``what`` (e.g. ``"s_axil: read 0x10 got no response"``)."""
+    from cocotb.triggers import SimTimeoutError, with_timeout
+    try:
+        return await with_timeout(coro, cycles * period_ns, "ns")
+    except SimTimeoutError:
+        raise StallError(stall_message(what, cycles, expect)) from None

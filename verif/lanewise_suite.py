@@ -15,7 +15,7 @@ import pytest
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from verif.harness import dut_params
-from verif.tb_common import (SubroutineTB, line_spec, rand_words, record_bench,
+from verif.tb_common import (SubroutineTB, line_spec, rand_words, record_bench, sim_test,
                              steady_cycles_per_beat)
 
 
@@ -26,6 +26,7 @@ class Adapter:
     golden: Callable                        # (fmt, a_lines, b_lines, k_per_line) -> y_lines
     knob: str                               # "reg" (cfg field word), "scalar" (s_axis_s) or "sigmoid"
     rails_knobs: Callable                   # fmt -> list of knob values for the saturation test
+    timeouts_us: dict | None = None         # test name -> simulated-time bound (see tb_common.sim_test)
 
 
 def _rand_knob(ad: Adapter, tb):
@@ -53,6 +54,23 @@ def job(ad: Adapter, tb, dim, iters, k=None, extreme=0.1, scale=None, a=None, b=
     tb.send_lines(ad.inputs[1], b)
     tb.expect_lines("m_axis_y", ad.golden(fmt, a, b, kl), dim)
     return f
+
+
+#: simulated-time bound (us) of each test (tb_common.sim_test): 4x the most any of l2reg,
+#: multiply_subtract, sigmoid_delta needed on default/Verilator (comment) + 20 us, rounded up
+#: to 10 us; other configs ("*", smaller netlists) 4x that
+TIMEOUT_US = {
+    "random_jobs": {"default": 40, "*": 160},  # 4.0 us
+    "saturation_corners": {"default": 30, "*": 120},  # 0.9 us
+    "dimension_edges": {"default": 100, "*": 400},  # 18.9 us
+    "back_to_back": {"default": 30, "*": 120},  # 1.1 us
+    "invalid_initiation": {"default": 30, "*": 120},  # 0.5 us
+    "reset_mid_stream": {"default": 30, "*": 120},  # 0.7 us
+    "rounding_ties": {"default": 30, "*": 120},  # 1.7 us
+    "start_while_busy_ignored": {"default": 30, "*": 120},  # 2.0 us
+    "checker_catches_corruption": {"default": 30, "*": 120},  # 0.4 us
+    "bench_throughput": {"default": 40, "*": 160},  # 2.9 us
+}
 
 
 def make_tests(ad: Adapter) -> dict:
@@ -191,5 +209,5 @@ def make_tests(ad: Adapter) -> dict:
     for fn in fns:
         fn.__qualname__ = fn.__name__
         fn.__module__ = f"test_{ad.core}"
-        out[fn.__name__] = cocotb.test()(fn)
+        out[fn.__name__] = sim_test((ad.timeouts_us or TIMEOUT_US).get(fn.__name__))(fn)
     return out

@@ -14,13 +14,15 @@ import random
 import cocotb
 import numpy as np
 from cocotb.clock import Clock
+from cocotb.simtime import get_sim_time
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge, SimTimeoutError, with_timeout
 
 from golden.fixedpoint import QFormat
 from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
 from scoreboards.gates import Gate
-from scoreboards.waits import DEFAULT_CYCLES, StallError, clear_watched, set_seed_source, stall_message, wait_until
+from scoreboards.waits import (DEFAULT_CYCLES, StallError, clear_watched, set_seed_source, stall_message, wait_until,
+                              within)
 from verif.harness import CLOCK_NS, dut_params
 
 
@@ -60,17 +62,19 @@ DEFAULT_TIMEOUT_US = 20_000.0
 
 def _bound_for_cfg(timeout_us) -> float:
     """``timeout_us`` is a number, or a dict {config: us} with an optional ``"*"``
-    entry for the configs not listed (the launcher passes the config in DUT_CFG)."""
+    entry for the configs not listed (the launcher passes the config in DUT_CFG).
+    The environment variable SIM_TIMEOUT_SCALE (default 1) multiplies every bound."""
+    scale = float(os.environ.get("SIM_TIMEOUT_SCALE", "1") or 1)
     if timeout_us is None:
-        return DEFAULT_TIMEOUT_US
+        return DEFAULT_TIMEOUT_US * scale
     if isinstance(timeout_us, dict):
         cfg = os.environ.get("DUT_CFG", "")
         if cfg in timeout_us:
-            return float(timeout_us[cfg])
+            return float(timeout_us[cfg]) * scale
         if "*" in timeout_us:
-            return float(timeout_us["*"])
-        return max(float(v) for v in timeout_us.values())
-    return float(timeout_us)
+            return float(timeout_us["*"]) * scale
+        return max(float(v) for v in timeout_us.values()) * scale
+    return float(timeout_us) * scale
 
 
 def sim_test(timeout_us=None, **kwargs):
@@ -85,9 +89,12 @@ def sim_test(timeout_us=None, **kwargs):
         @functools.wraps(fn)
         async def bounded(dut, *a, **kw):
             clear_watched()
+            t0 = get_sim_time("us")
             try:
                 return await with_timeout(fn(dut, *a, **kw), bound, "us")
             except SimTimeoutError:
+                if get_sim_time("us") - t0 < bound - 0.001:
+                    raise  # a timeout of the test's own, not the bound
                 raise StallError(stall_message(f"test {fn.__name__}: simulated-time bound of {bound:g} us reached",
                                                int(bound * 1000 / CLOCK_NS),
                                                expect="the test to finish")) from None
@@ -199,7 +206,7 @@ class SubroutineTB:
 
     async def wait_done(self, count: int, timeout: int = DEFAULT_CYCLES) -> int:
         """Wait until ``count`` done pulses in total; returns cycles waited."""
-        return await wait_until(self.clk, lambda: self.done_count >= count, timeout, "done: no pulse",
+        return await wait_until(self.clk, lambda: self.done_count >= count, timeout - 1, "done: no pulse",
                                 expect=f"{count} done pulses", detail=lambda: f"{self.done_count} seen")
 
     async def finish(self, settle: int = 20):
@@ -274,7 +281,7 @@ class StartDoneMixin:
         self.dut.start.value = 0
 
     async def wait_done(self, count, timeout=100000):
-        return await wait_until(self.clk, lambda: self.done_count >= count, timeout, "done: no pulse",
+        return await wait_until(self.clk, lambda: self.done_count >= count, timeout - 1, "done: no pulse",
                                 expect=f"{count} done pulses", detail=lambda: f"{self.done_count} seen")
 
 

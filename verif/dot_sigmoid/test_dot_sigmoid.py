@@ -15,7 +15,7 @@ from golden import pipearch_ops as ops
 from golden.fixedpoint import sigmoid_table
 from scoreboards.axis import AxisMonitor
 from verif.harness import dut_params, matrix, run_core
-from verif.tb_common import SubroutineTB, rand_words, record_bench, steady_cycles_per_beat, word_spec
+from verif.tb_common import SubroutineTB, rand_words, record_bench, steady_cycles_per_beat, word_spec, sim_test
 
 CORE = "dot_sigmoid"
 OUT = "m_axis_res"
@@ -57,7 +57,7 @@ def job(tb, dim, iters, sig=None, extreme=0.1, scale=None):
     return queue(tb, a, b, dim, sig)
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 40, "*": 160})  # measured 3.5 us on default
 async def random_jobs(dut):
     """Random dimensions, iterations, sigmoid on/off and data; random bubbles and backpressure."""
     tb = make_tb(dut, src_p=0.7, sink_p=0.6)
@@ -70,7 +70,7 @@ async def random_jobs(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 530, "*": 2120})  # measured 125.1 us on default
 async def saturation_corners(dut):
     """Accumulator range (MAX_DIM lines of rail products: exact, no wrap), result saturation
     both ways, an intermediate sum far out of range that comes back in range, rail mixes."""
@@ -101,7 +101,7 @@ async def saturation_corners(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 50, "*": 200})  # measured 7.3 us on default
 async def sigmoid_tails(dut):
     """Sigmoid (and identity) over a sweep of exact dot products: both tails, the clamp
     edges +-8, every segment boundary +-1 LSB, the rails."""
@@ -134,7 +134,7 @@ async def sigmoid_tails(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 490, "*": 1960})  # measured 116.6 us on default
 async def dimension_edges(dut):
     """Dimension 1 and the maximum dimension; iterations 1, several and MAX_ITER."""
     tb = make_tb(dut, src_p=0.8, sink_p=0.8)
@@ -147,7 +147,7 @@ async def dimension_edges(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 1.4 us on default
 async def back_to_back(dut):
     """Start again in the cycle done is seen; no bubbles, sink always ready; sigmoid toggles."""
     tb = make_tb(dut)
@@ -162,7 +162,7 @@ async def back_to_back(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 0.5 us on default
 async def invalid_initiation(dut):
     """dimension 0, iterations 0 and fields above their maximum: cfg_err, done, nothing consumed."""
     tb = make_tb(dut)
@@ -192,7 +192,7 @@ async def invalid_initiation(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 1.0 us on default
 async def reset_mid_stream(dut):
     """Reset in the middle of a job (mid dot product): idle afterwards, the next job exact
     (the accumulator must restart from zero)."""
@@ -210,7 +210,7 @@ async def reset_mid_stream(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 0.6 us on default
 async def checker_catches_corruption(dut):
     """Negative test: a corrupted expectation, a missing expectation (extra output) and
     an unmet expectation (dropped output) must each make the scoreboard fail."""
@@ -241,7 +241,7 @@ async def checker_catches_corruption(dut):
         tb.sb.check()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 50, "*": 200})  # measured 5.5 us on default
 async def bench_throughput(dut):
     """Benchmark (reported by `make bench`, not asserted): cycles per input line (a and b
     handshakes) with no source bubbles and an always-ready sink, over several iterations;

@@ -14,7 +14,7 @@ from golden import pipearch_ops as ops
 from scoreboards.axis import AxisMonitor
 from scoreboards.checker import pack_lanes
 from verif.harness import dut_params, matrix, run_core
-from verif.tb_common import SubroutineTB, rand_words, record_bench, steady_cycles_per_beat, word_spec
+from verif.tb_common import SubroutineTB, rand_words, record_bench, steady_cycles_per_beat, word_spec, sim_test
 
 CORE = "scalar_engine"
 OUT = "m_axis_res"
@@ -68,7 +68,7 @@ def job(tb, iters, mode=None, alpha=None, al=None, extreme=0.1, scale=None):
     return queue(tb, mode, a, b, alpha, al)
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 40, "*": 160})  # measured 4.6 us on default
 async def random_jobs(dut):
     """Random modes, step sizes, thresholds, iterations and data; bubbles and backpressure."""
     tb = make_tb(dut, src_p=0.7, sink_p=0.6)
@@ -80,7 +80,7 @@ async def random_jobs(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 50, "*": 200})  # measured 7.2 us on default
 async def sgd_corners(dut):
     """SGD with operands and alpha at the rails: a - b and the product saturate, never wrap."""
     tb = make_tb(dut, sink_p=0.7)
@@ -99,7 +99,7 @@ async def sgd_corners(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 80, "*": 320})  # measured 13.3 us on default
 async def scd_branches(dut):
     """SCD: all three soft-threshold branches (asserted covered), the boundaries d = +-al,
     al = 0 and al at the rails, and saturation of alpha*g, x - alpha*g, ag +- al and x - mu."""
@@ -143,7 +143,7 @@ async def scd_branches(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 590, "*": 2360})  # measured 140.6 us on default
 async def iteration_edges(dut):
     """Iterations 1 and MAX_ITER in both modes."""
     tb = make_tb(dut, src_p=0.8, sink_p=0.8)
@@ -155,7 +155,7 @@ async def iteration_edges(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 0.9 us on default
 async def back_to_back(dut):
     """Start again in the cycle done is seen; no bubbles, sink always ready; mode toggles."""
     tb = make_tb(dut)
@@ -169,7 +169,7 @@ async def back_to_back(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 0.4 us on default
 async def invalid_initiation(dut):
     """iterations 0 and above MAX_ITER: cfg_err, done, nothing consumed."""
     tb = make_tb(dut)
@@ -197,7 +197,7 @@ async def invalid_initiation(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 0.7 us on default
 async def reset_mid_stream(dut):
     """Reset in the middle of a job: the core returns to idle and the next jobs are exact."""
     tb = make_tb(dut, src_p=0.9, sink_p=0.5)
@@ -214,7 +214,7 @@ async def reset_mid_stream(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 0.4 us on default
 async def checker_catches_corruption(dut):
     """Negative test: a corrupted expectation (in the upper word), a missing expectation
     (extra output) and an unmet expectation (dropped output) must each fail the scoreboard."""
@@ -243,7 +243,7 @@ async def checker_catches_corruption(dut):
         tb.sb.check()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 40, "*": 160})  # measured 2.9 us on default
 async def bench_throughput(dut):
     """Benchmark (reported by `make bench`, not asserted): cycles per input pair with no
     source bubbles and an always-ready sink; ideal is 1.0.  Also records the latency."""
