@@ -234,3 +234,24 @@ def test_train_validation(glm, kw, msg):
     args.update(kw)
     with pytest.raises(ValueError, match=msg):
         interp.train(g, A, labels["linear"], **args)
+
+
+def test_programs_approach_closed_form_and_sklearn():
+    """Trained through the DFG interpreter: linear regression reaches the least-squares
+    solution, logistic regression scikit-learn's unregularised optimum (bit-true run)."""
+    from sklearn.linear_model import LogisticRegression
+    rng = np.random.default_rng(21)
+    m, n = 160, 4
+    A = rng.uniform(-1, 1, (m, n))
+    xt = np.array([1.0, -2.0, 0.5, 1.5])
+    b = A @ xt + 0.05 * rng.normal(size=m)
+    order = np.array([rng.permutation(m) for _ in range(400)])
+    g = prog("linear", m=n, mu=0.02)
+    r = interp.train(g, A, b, rounds=150, order=order[:150], fmt=FMT)
+    xs = np.linalg.lstsq(A, b, rcond=None)[0]
+    assert np.max(np.abs(FMT.to_float(r.model["w"]) - xs)) < 0.02
+    bl = (rng.uniform(size=m) < 1 / (1 + np.exp(-2 * A @ xt))).astype(float)
+    g = prog("logistic", m=n, mu=0.05)
+    r = interp.train(g, A, bl, rounds=400, order=order, fmt=FMT, threads=4)
+    sk = LogisticRegression(C=1e6, fit_intercept=False, max_iter=10000).fit(A, bl).coef_[0]
+    assert np.max(np.abs(FMT.to_float(r.model["w"]) - sk)) < 0.05 * np.max(np.abs(sk))

@@ -20,7 +20,7 @@ from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
-from verif.tb_common import rand_words, record_bench
+from verif.tb_common import DEFAULT_CYCLES, rand_words, record_bench, sim_test, wait_until
 from verif.tb_common import sim_seed as seed_of
 
 CORE = "fpdeep_conv_engine"
@@ -118,8 +118,9 @@ class EngineTB:
         self._clear_model()
 
     async def drain(self):
-        while self.swin.sent < self.n_win:
-            await RisingEdge(self.clk)
+        await wait_until(self.clk, lambda: self.swin.sent >= self.n_win, DEFAULT_CYCLES,
+                         "s_axis_win: windows not all accepted", expect=f"{self.n_win} windows accepted",
+                         detail=lambda: f"{self.swin.sent} accepted")
 
     async def load(self, filt=None, bias=None):
         """Load filters (S_OC, S_IC, K, K) and/or biases after every earlier window is
@@ -131,14 +132,14 @@ class EngineTB:
             for o in range(self.S_OC):
                 for c in range(self.S_IC):
                     self.sw.append((pack_lanes(self.filt[o, c].reshape(-1), self.W), 0))
-            while self.sw.sent < sent + self.S_OC * self.S_IC:
-                await RisingEdge(self.clk)
+            await wait_until(self.clk, lambda: self.sw.sent >= sent + self.S_OC * self.S_IC, DEFAULT_CYCLES,
+                             "s_axis_w: filter load not accepted", expect=f"{self.S_OC * self.S_IC} filter beats")
         if bias is not None:
             self.bias = np.asarray(bias, dtype=np.int64).reshape(self.S_OC)
             sent = self.sbias.sent
             self.sbias.append((pack_lanes(self.bias, self.W), 0))
-            while self.sbias.sent == sent:
-                await RisingEdge(self.clk)
+            await wait_until(self.clk, lambda: self.sbias.sent != sent, DEFAULT_CYCLES,
+                             "s_axis_b: bias load not accepted", expect="1 bias beat")
 
     def expect(self, wins, users, lasts):
         mask = (1 << self.ow) - 1
@@ -176,7 +177,7 @@ class EngineTB:
         assert self.got_user == self.exp_user, "m_axis_res_tuser differs from the windows' tuser"
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 2.5 us on default
 async def random_windows(dut):
     """Random window beats, filters, biases and tuser (mode, bias); several reloads;
     bubbles on all sources and backpressure."""
@@ -190,7 +191,7 @@ async def random_windows(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 1.7 us on default
 async def conv_of_padded_maps(dut):
     """The engine over the windows of zero-padded S_IC-channel maps (every pad 0..K-1, a
     1x1 map with the largest pad) equals golden.conv.forward with bias; exact partials of
@@ -233,7 +234,7 @@ async def conv_of_padded_maps(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 1.4 us on default
 async def saturation_corners(dut):
     """Rails: largest exact sums both ways (exact mode), saturation both ways with and
     without bias (rounded mode), mixed rails."""
@@ -253,7 +254,7 @@ async def saturation_corners(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 1.1 us on default
 async def back_to_back(dut):
     """No bubbles, always-ready sink, filter and bias loads between bursts, all tuser values."""
     tb = EngineTB(dut)
@@ -264,7 +265,7 @@ async def back_to_back(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 1.0 us on default
 async def reset_mid_stream(dut):
     """Reset with beats in the pipeline and the sink stalling: nothing comes out afterwards,
     filters and biases are cleared, the next results are exact."""
@@ -281,7 +282,7 @@ async def reset_mid_stream(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 0.6 us on default
 async def checker_catches_corruption(dut):
     """Negative test: a corrupted expectation (one lane), an extra result and a dropped
     result must each make the scoreboard fail."""
@@ -312,7 +313,7 @@ async def checker_catches_corruption(dut):
         await tb.finish(settle=2, timeout=2)
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 2.4 us on default
 async def bench_throughput(dut):
     """Benchmark (reported, not asserted): MAC utilisation = useful MACs /
     (S_OC*S_IC*K*K MAC units x cycles) between the first and the last result of a long

@@ -20,7 +20,7 @@ from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
-from verif.tb_common import rand_words, record_bench
+from verif.tb_common import DEFAULT_CYCLES, rand_words, record_bench, sim_test, wait_until
 from verif.tb_common import sim_seed as seed_of
 
 CORE = "fpdeep_conv_tile"
@@ -114,8 +114,9 @@ class TileTB:
     async def drain(self):
         """Wait until every queued window has been accepted (a source's own drain() does
         not see a beat held back by a bubble)."""
-        while self.swin.sent < self.n_win:
-            await RisingEdge(self.clk)
+        await wait_until(self.clk, lambda: self.swin.sent >= self.n_win, DEFAULT_CYCLES,
+                         "s_axis_win: windows not all accepted", expect=f"{self.n_win} windows accepted",
+                         detail=lambda: f"{self.swin.sent} accepted")
 
     async def load(self, wk):
         """Load a filter once every earlier window is accepted, and wait until the filter
@@ -124,8 +125,8 @@ class TileTB:
         self.wk = np.asarray(wk, dtype=np.int64).reshape(self.K, self.K)
         sent = self.sw.sent
         self.sw.append((pack_lanes(self.wk.reshape(-1), self.W), 0))
-        while self.sw.sent == sent:
-            await RisingEdge(self.clk)
+        await wait_until(self.clk, lambda: self.sw.sent != sent, DEFAULT_CYCLES,
+                         "s_axis_w: filter load not accepted", expect="1 filter beat")
 
     async def send(self, wins, modes, lasts=None):
         """Queue windows (n, K, K) with their modes; expectations from the golden tile."""
@@ -161,7 +162,7 @@ def make_tb(dut, src_p=1.0, sink_p=1.0):
     return TileTB(dut, src_p, sink_p)
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 2.4 us on default
 async def random_windows(dut):
     """Random windows, filters and modes; several filter reloads; bubbles and backpressure."""
     tb = make_tb(dut, src_p=0.7, sink_p=0.6)
@@ -174,7 +175,7 @@ async def random_windows(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 1.6 us on default
 async def conv_of_padded_maps(dut):
     """The tile over the windows of zero-padded maps (every pad 0..K-1, a 1x1 map with
     padding) equals one channel of golden.conv.forward; mode 1 partials of several input
@@ -209,7 +210,7 @@ async def conv_of_padded_maps(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 0.9 us on default
 async def saturation_corners(dut):
     """Rails: largest positive and negative exact sums (mode 1 range), saturation both
     ways (mode 0), mixed rails."""
@@ -226,7 +227,7 @@ async def saturation_corners(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 1.0 us on default
 async def back_to_back(dut):
     """No bubbles, always-ready sink, filter loads between bursts, alternating modes."""
     tb = make_tb(dut)
@@ -238,7 +239,7 @@ async def back_to_back(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 0.9 us on default
 async def reset_mid_stream(dut):
     """Reset with windows in the pipeline: nothing comes out afterwards, the filter is
     cleared, and the next results are exact."""
@@ -256,7 +257,7 @@ async def reset_mid_stream(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 0.4 us on default
 async def checker_catches_corruption(dut):
     """Negative test: a corrupted expectation, an extra result and a dropped result must
     each make the scoreboard fail."""
@@ -284,7 +285,7 @@ async def checker_catches_corruption(dut):
         tb.sb.check()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 2.3 us on default
 async def bench_throughput(dut):
     """Benchmark (reported, not asserted): MAC utilization = useful MACs / (K*K * cycles)
     between the first and the last result of a long burst (no bubbles, always-ready sink);

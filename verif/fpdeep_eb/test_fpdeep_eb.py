@@ -21,7 +21,8 @@ from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes, split_lanes
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
-from verif.tb_common import StartDoneMixin, rand_words, record_bench, start_while_busy, sim_test
+from verif.tb_common import (DEFAULT_CYCLES, StartDoneMixin, rand_words, record_bench, sim_test, start_while_busy,
+                             wait_until)
 from verif.tb_common import sim_seed as seed_of
 
 CORE = "fpdeep_eb"
@@ -99,8 +100,9 @@ class EbTB(StartDoneMixin):
         for o in range(self.S_OC):
             for c in range(self.S_IC):
                 self.sw.append((pack_lanes(filt[o, c].reshape(-1), self.W), 0))
-        while self.sw.sent < n0 + self.S_OC * self.S_IC:
-            await RisingEdge(self.clk)
+        await wait_until(self.clk, lambda: self.sw.sent >= n0 + self.S_OC * self.S_IC, DEFAULT_CYCLES,
+                         "s_axis_w: filter load not accepted", expect=f"{self.S_OC * self.S_IC} filter beats",
+                         detail=lambda: f"{self.sw.sent - n0} accepted")
 
     def job(self, e, filt, pad, first=True, last=True, psum_in=None, bad_psum_tlast_at=None):
         """Queue one error map's beats (and psum beats); expectations from eb_node.
@@ -157,7 +159,7 @@ class EbTB(StartDoneMixin):
         self.sb.check()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 40, "*": 160})  # measured 4.2 us on default
 async def random_maps(dut):
     """Random error-map sizes, forward pads, errors and filters; random chain position
     (first/last) and psum_in; bubbles on every source, backpressure on both outputs."""
@@ -173,7 +175,7 @@ async def random_maps(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 70, "*": 280})  # measured 12.2 us on default
 async def padding_edges(dut):
     """Every forward pad 0..K-1 with the smallest valid error maps, the maximum map, and a
     1x1 error map with every pad that keeps the output non-empty."""
@@ -195,7 +197,7 @@ async def padding_edges(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 40, "*": 160})  # measured 2.9 us on default
 async def saturation(dut):
     """Rails: input errors saturate both ways in the last run; psum_out saturates to
     PSUM_W bits both ways when psum_in sits at its rails."""
@@ -224,7 +226,7 @@ async def saturation(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 40, "*": 160})  # measured 3.8 us on default
 async def chain_two_runs(dut):
     """System level: a layer with 2*S_OC output channels back-propagated in two runs -- run 0
     (first, not last) sends its exact psum_out, fed back as psum_in of run 1 (last) -- equals
@@ -253,7 +255,7 @@ async def chain_two_runs(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 1.8 us on default
 async def back_to_back(dut):
     """Start again as soon as busy drops; no bubbles, always-ready sinks."""
     tb = EbTB(dut)
@@ -271,7 +273,7 @@ async def back_to_back(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 60, "*": 240})  # measured 9.2 us on default
 async def overlapped_maps(dut):
     """Start each map as soon as busy drops, i.e. while the previous map's windows and
     psums still drain (two maps in flight): random sizes, pads and per-map first/last,
@@ -307,7 +309,7 @@ async def overlapped_maps(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 40, "*": 160})  # measured 3.0 us on default
 async def reset_mid_stream(dut):
     """Reset in the middle of a map (windows and psums in flight, sinks stalling): idle
     afterwards, filters cleared, the next maps exact."""
@@ -336,7 +338,7 @@ async def reset_mid_stream(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 0.9 us on default
 async def invalid_configuration(dut):
     """Width/height 0, above the maximum or all ones, pad above K-1 (every such value the
     field can hold), output map smaller than 1x1: cfg_err and done, nothing consumed; a
@@ -367,7 +369,7 @@ async def invalid_configuration(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 1.5 us on default
 async def tlast_checks(dut):
     """A psum_in tlast off the row end sets psum_err, an error-map tlast off the row end sets
     row_err (both sticky until the next start); results unaffected."""
@@ -391,7 +393,7 @@ async def tlast_checks(dut):
     await tb.finish()
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 40, "*": 160})  # measured 3.1 us on default
 async def start_while_busy_ignored(dut):
     """Start pulses with other cfg fields (another shape and first/last, then an invalid
     map) while busy: the map in flight completes exactly as first configured (outputs
@@ -422,7 +424,7 @@ async def start_while_busy_ignored(dut):
     await tb.finish()
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 1.2 us on default
 async def checker_catches_corruption(dut):
     """Negative test: a corrupted expected error word, a corrupted expected psum, an extra
     output and a dropped output must each make the scoreboard fail."""
@@ -456,7 +458,7 @@ async def checker_catches_corruption(dut):
         tb.sb.check()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 200, "*": 800})  # measured 44.5 us on default
 async def bench_throughput(dut):
     """Benchmark (reported, not asserted): MAC utilisation = useful MACs /
     (S_IC*S_OC*K*K MAC units x cycles), (a) steady state along output rows and (b) over a

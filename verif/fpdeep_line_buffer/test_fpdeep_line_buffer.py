@@ -18,7 +18,7 @@ from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
-from verif.tb_common import StartDoneMixin, record_bench, start_while_busy, steady_cycles_per_beat
+from verif.tb_common import StartDoneMixin, record_bench, start_while_busy, steady_cycles_per_beat, sim_test
 from verif.tb_common import sim_seed as seed_of
 
 CORE = "fpdeep_line_buffer"
@@ -113,7 +113,7 @@ class LineBufferTB(StartDoneMixin):
         self.sb.check()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 2.5 us on default
 async def random_maps(dut):
     """Random sizes, pads and pixels (rails included); random bubbles and backpressure."""
     tb = LineBufferTB(dut, src_p=0.7, sink_p=0.6)
@@ -124,7 +124,7 @@ async def random_maps(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 180, "*": 720})  # measured 37.8 us on default
 async def padding_edges(dut):
     """Every padding value; narrowest/shortest maps for each (one output row/column);
     the maximum width and height; single rows and columns."""
@@ -146,7 +146,7 @@ async def padding_edges(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 0.9 us on default
 async def one_by_one_map(dut):
     """A 1x1 map with every padding that makes it valid: (1+2P-K+1)^2 windows, all zero
     except the pixel; directed values at the rails."""
@@ -162,7 +162,7 @@ async def one_by_one_map(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 40, "*": 160})  # measured 2.7 us on default
 async def back_to_back(dut):
     """Start again as soon as busy drops; no bubbles, always-ready sink."""
     tb = LineBufferTB(dut)
@@ -187,7 +187,7 @@ async def _watch_tuser(tb, out):
             out.append(int(dut.m_axis_win_tuser.value))
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 200, "*": 800})  # measured 43.1 us on default
 async def overlapped_maps(dut):
     """Start each map as soon as ``busy`` drops (the previous map's input is all in, its
     windows still draining): random sizes and pads, random bubbles and backpressure; every
@@ -225,7 +225,7 @@ async def overlapped_maps(dut):
     assert tusers == tuser_exp, "m_axis_win_tuser is not exactly on each map's last window"
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 0.6 us on default
 async def invalid_configuration(dut):
     """Width or height 0 or above the maximum, pad above MAX_PAD, a padded map smaller than
     K: cfg_err and done, nothing consumed; a valid start afterwards clears cfg_err."""
@@ -256,7 +256,7 @@ async def invalid_configuration(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 0.9 us on default
 async def row_tlast_check(dut):
     """A wrong input tlast sets row_err (sticky until the next start); the windows are
     unaffected."""
@@ -270,7 +270,7 @@ async def row_tlast_check(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 50, "*": 200})  # measured 5.1 us on default
 async def reset_mid_stream(dut):
     """Reset in the middle of a map (line RAM half filled, windows in flight): idle
     afterwards, the next maps exact."""
@@ -286,7 +286,7 @@ async def reset_mid_stream(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 50, "*": 200})  # measured 5.5 us on default
 async def start_while_busy_ignored(dut):
     """Start pulses with other cfg fields (another valid shape, then an invalid one) while
     busy: the map in flight completes exactly as first configured (windows bit-exact, one
@@ -312,7 +312,7 @@ async def start_while_busy_ignored(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 0.6 us on default
 async def checker_catches_corruption(dut):
     """Negative test: a corrupted expected window, an extra window and a dropped window
     must each make the scoreboard fail."""
@@ -339,7 +339,7 @@ async def checker_catches_corruption(dut):
         tb.sb.check()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 680, "*": 2720})  # measured 163.4 us on default
 async def bench_throughput(dut):
     """Benchmark (reported, not asserted): windows per cycle along an output row (steady
     state, ideal 1.0) and over whole maximum-size maps from start to done, with and
