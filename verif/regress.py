@@ -1,42 +1,84 @@
 """Regression driver behind ``make test`` and ``make sim``.
 
     python -m verif.regress [--quick] [--jobs N|auto] [--sim S ...] [--core C ...]
+                            [--cfg G ...] [--testcase T[,T...]] [--seed N] [--seeds N]
+                            [--reports DIR] [-- pytest args]
 
 * ``--quick`` (``make test``): ``-m "not slow"`` -- golden-model, generator and
   scoreboard unit tests plus the quick cocotb combinations of every core.  Without it
   (``make sim``) everything runs, including the ``slow`` parameter sets.
 * ``--jobs``: pytest-xdist workers (``-n``; ``auto`` = one per CPU, ``1`` = no xdist).
-* JUnit XML goes to ``reports/junit.xml``; the summary table to stdout and
-  ``reports/summary.md``.
+* ``--reports``: where ``summary.md`` and the JUnit XML go (default ``reports/``).
 
-Narrowing (``--core``/``--sim``, ``make sim CORE=l2reg SIM=icarus``)
---------------------------------------------------------------------
-Narrowing selects *simulations*: once either option is given, only the cocotb
-launchers under ``verif/`` run (the golden/generator/scoreboard unit tests do not
-depend on a core or simulator and run in un-narrowed runs).
+Seeds (``SEED=``, ``SEEDS=``)
+-----------------------------
+Every run has one run seed.  By default it is the commit's: the first 8 hex digits of
+``git rev-parse HEAD`` as an integer (``verif.harness.commit_seed``), so a red CI run
+(``make test``) replays locally at the same commit; ``--seed N`` (``SEED=N``, for
+``make test`` and ``make sim``) overrides it.  The seed reaches every simulation as
+``MLACCEL_SEED`` (and cocotb's ``COCOTB_RANDOM_SEED``); each cocotb test draws its
+stimulus from ``verif.harness.test_seed(run seed, test name)`` and logs both, so a test
+run alone (``TESTCASE=``) sees the same stimulus as in the full suite.
+``--seeds N`` (``make sim SEEDS=N``, the nightly mode) runs the whole selection N times
+with distinct seeds: the first is ``--seed`` if given, the others random; all are
+listed in the summary.  Seeds after the first rerun only the simulations (``verif/``),
+since the unit tests do not depend on the seed.
+
+Narrowing (``--core``/``--sim``/``--cfg``/``--testcase``, ``make sim CORE=l2reg SIM=icarus``)
+-------------------------------------------------------------------------------------------
+Narrowing selects *simulations*: once any of these is given, only the tests under
+``verif/`` run (the golden/generator/scoreboard unit tests do not depend on a core or
+simulator and run in un-narrowed runs).
 
 * ``--core C`` passes the path ``verif/C`` to pytest (C must be a registered core
-  with a ``verif/C`` directory; repeat the option or use commas for several).
+  with a ``verif/C`` directory, or a composed bench ``verif/C/test_C.py`` such as
+  ``sgd_chain``; repeat the option or use commas for several).
+* ``--cfg G`` (``CFG=``): the harness skips every simulation of another parameter set
+  as *deselected* (``MLACCEL_CFG``); deselected calls are no rows and are dropped from
+  the JUnit report.
+* ``--testcase T`` (``TESTCASE=``): every simulation runs only the cocotb tests named
+  (comma list, matched as cocotb matches ``testcase``; ``MLACCEL_TESTCASE``).
 * ``--sim S`` adds ``-k`` on the test ids.  The launchers are parametrised
   ``[<cfg>-<sim>]`` (``verif.harness.matrix``), so ``-k verilator`` / ``-k icarus``
-  select them; GHDL runs the committed default VHDL netlist with the core's full
-  suite in the ``[default-ghdl]`` row, so ``--sim ghdl`` is ``-k ghdl``.  Several
-  ``--sim`` are or-ed.
+  select them; GHDL runs the VHDL netlist in ``test_<core>_vhdl_smoke``, so
+  ``--sim ghdl`` is ``-k "ghdl or vhdl_smoke"``.  Several ``--sim`` are or-ed.
 
 A selection that collects no test (pytest exit code 5) is a failure, never a pass.
 
 Reporting
 ---------
 Every ``verif.harness.run_top`` call (``run_core`` goes through it) made during the
-run is recorded (this module
-is loaded into pytest and its workers as a plugin, ``-p verif.regress``, and wraps
-``run_top`` without changing its behaviour).  Each call is a row of the table:
-core, config, simulator, cocotb tests, result and simulated cycles, read from the
-``build/sim/<core>/<cfg>/<sim>/summary.json`` the harness writes (stale ones in the
-selection are deleted before the run).  A call whose summary is missing is marked
-``MISSING`` and fails the run; a call that pytest skipped (simulator not installed)
-is marked ``SKIPPED`` with the reason and is never counted as passed.  The unit-test
-suites are totalled from the JUnit XML (passed / failed / errors / skipped).
+run is recorded (this module is loaded into pytest and its workers as a plugin,
+``-p verif.regress``, and wraps ``run_top`` without changing its behaviour) together
+with the ``build/sim/<core>/<cfg>/<sim>[-tag]/summary.json`` the harness writes for it
+(the harness deletes the old one before each build, so a stale file is never read).
+Each call is a row of ``reports/summary.md``: core, config, simulator, seed, cocotb
+tests passed/run and skipped, result, simulated cycles and wall seconds.  Results:
+
+* ``pass``: every cocotb test passed or is a *declared* skip (``SKIPS`` in the test
+  module, with a reason; see ``verif.harness.skip_allowed``), at least one passed, and
+  the results list every test the module declares (after ``--testcase``);
+* ``FAIL: ...``: the failed cocotb tests by their full names (never truncated),
+  undeclared skips, tests declared but never run, a seed cocotb did not use;
+* ``TIMEOUT``: the simulation ran past its wall-time budget
+  (``verif.harness.wall_budget``: per core/config, ``MLACCEL_WALL_BUDGET_S``
+  overrides) and was killed;
+* ``MISSING``: no summary (build error, crash before results); ``SKIPPED``: pytest
+  skipped the call (simulator not installed), never counted as passed.
+
+Every failed row is listed again under *Replay* with the one command that repeats it
+exactly, e.g. ``make sim CORE=l2reg SIM=icarus CFG=small SEED=1234
+TESTCASE=random_jobs``; skipped cocotb tests are listed with their declared reason.
+
+``reports/junit.xml`` (what CI reads) is pytest's JUnit report with every launcher
+that ran simulations replaced by one test case per cocotb test: classname
+``cocotb.<core>.<cfg>.<sim>[.<tag>]`` (plus ``.seed<N>`` with ``--seeds``), the
+test's full name, properties ``run_seed``, ``test_seed`` and ``replay``; failures and
+undeclared skips as ``<failure>``, declared skips as ``<skipped>`` with the reason, a
+timed-out or crashed simulation as a ``simulation`` case with an ``<error>``.  pytest's
+own report is kept as ``reports/pytest-junit.xml`` (``pytest-junit-<seed>.xml`` with
+``--seeds``).  The unit-test suites are totalled from the merged report (passed /
+failed / errors / skipped).
 
 Simulators not on this machine are listed with the reason.  Locally the run goes on
 with what is there; under CI (``CI=true``), where the machine kind has all three,
@@ -59,7 +101,7 @@ REPO = Path(__file__).resolve().parents[1]
 REPORTS = REPO / "reports"
 RUN_ENV = "VERIF_REGRESS_RUN_DIR"
 SIMS = ("verilator", "icarus", "ghdl")
-SIM_K = {"verilator": "verilator", "icarus": "icarus", "ghdl": "ghdl"}
+SIM_K = {"verilator": "verilator", "icarus": "icarus", "ghdl": "ghdl or vhdl_smoke"}
 SUITES = [  # (JUnit classname prefix, label)
     ("golden.", "golden models"),
     ("rtl_gen.", "generators"),
