@@ -47,7 +47,7 @@ def _float_expr(n, v):
     if op == "pass":
         return a[0]
     if op == "dot":
-        return "fsum((" + ", ".join(f"{a[2*k]} * {a[2*k+1]}" for k in range(len(a) // 2)) + "))"
+        return "sum((" + ", ".join(f"{a[2*k]} * {a[2*k+1]}" for k in range(len(a) // 2)) + "))"
     return f"F_{op}({a[0]})"
 
 
@@ -122,7 +122,7 @@ def _fl(fn):
     return g
 
 
-FLOAT_ENV = {"fsum": math.fsum, **{"F_" + op: _fl(op) for op in ("sigmoid", "gaussian", "log", "recip")}}
+FLOAT_ENV = {**{"F_" + op: _fl(op) for op in ("sigmoid", "gaussian", "log", "recip")}}
 
 
 def _compile(graph: Graph, fmt, outputs):
