@@ -23,7 +23,7 @@ from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
-from verif.tb_common import record_bench, sim_seed
+from verif.tb_common import record_bench, sim_seed, sim_test, start_while_busy, wait_until
 
 CORE = "pipearch_engine"
 SUB_BIT = {op: op - 0x10 for op in I.ALL_SUBROUTINES}
@@ -537,7 +537,237 @@ async def rejected_issues(dut):
     await tb.finish()
 
 
-@cocotb.test()
+# ------------------------------------------------- issue 11: corners (start while busy, reset, random issues)
+def rand_vec_acc(tb, dim, keep=None):
+    """Random legal BRAM access of length ``dim``: any 14-bit offset (taken modulo DEPTH, so
+    some wrap), keep-count random."""
+    off = int(tb.rng.integers(0, 0x4000)) if tb.rng.integers(0, 3) == 0 else int(tb.rng.integers(0, tb.D))
+    k = bool(tb.rng.integers(0, 2)) if keep is None else keep
+    return acc(dim, off, keep=k)
+
+
+def rand_issue(tb, fifo_occ, exclude=(), nb_ok=False):
+    """One random legal instruction for the engine, as kwargs of ``EngineTB.issue`` plus the
+    set of regions it touches.  Compute subroutines use BRAM mode with their write region
+    different from their read regions (the ISS reads all operands before writing, the RTL
+    streams); LOAD and STORE also use FIFO mode when the region's queue (``fifo_occ``, kept
+    up to date here) has room / enough lines.  ``exclude``: regions not to touch."""
+    NRG, D, L = tb.NRG, tb.D, tb.L
+    free = [r for r in range(NRG) if r not in exclude]
+    ops_ = [I.LOAD, I.STORE, I.DOTSIG, I.SIGDELTA, I.SCALAR, I.MULTSUB, I.L2REG]
+    while True:
+        op = ops_[int(tb.rng.integers(0, len(ops_)))]
+        it = int(tb.rng.integers(1, 4))
+        dim = int(tb.rng.integers(1, min(6, tb.p["MAX_DIM"]) + 1))
+        if op == I.LOAD:
+            r = int(tb.rng.choice(free))
+            use_fifo = not nb_ok and tb.rng.integers(0, 3) == 0
+            if use_fifo:
+                n = int(tb.rng.integers(1, min(8, D) + 1))
+                if fifo_occ[r] + n * it > D:
+                    continue
+                fifo_occ[r] += n * it
+                return dict(op=op, iters=it, w1=1 << r, accs=(acc(n, 0, fifo=True),)), {r}
+            mask = 1 << r
+            for q in free:
+                if tb.rng.integers(0, 3) == 0:
+                    mask |= 1 << q
+            n = int(tb.rng.integers(1, min(10, D) + 1))
+            regs = {q for q in range(NRG) if mask >> q & 1}
+            return dict(op=op, iters=it, w1=mask, accs=(rand_vec_acc(tb, n),)), regs
+        if op == I.STORE:
+            r = int(tb.rng.choice(free))
+            if not nb_ok and fifo_occ[r] and tb.rng.integers(0, 2) == 0:
+                n = int(tb.rng.integers(1, fifo_occ[r] + 1))
+                it = int(tb.rng.integers(1, fifo_occ[r] // n + 1))
+                fifo_occ[r] -= n * it
+                return dict(op=op, iters=it, w1=w1_of((r,)), accs=(acc(n, 0, fifo=True),)), {r}
+            n = int(tb.rng.integers(1, min(10, D) + 1))
+            return dict(op=op, iters=it, w1=w1_of((r,)), accs=(rand_vec_acc(tb, n),)), {r}
+        if len(free) < 2:
+            continue
+        kinds = I.CHANNELS[op]
+        wr = int(tb.rng.choice(free))
+        rd = [q for q in free if q != wr]
+        regions, accs = [], []
+        for name, rw, kind in kinds:
+            regions.append(wr if rw == "w" else int(tb.rng.choice(rd)))
+            accs.append(rand_vec_acc(tb, 1 if kind == "scalar" else dim))
+        flags = int(tb.rng.integers(0, 2))
+        if op == I.MULTSUB and L < 2:
+            flags = 0
+        w6, w7 = dim, 0
+        if op == I.SCALAR:
+            w6 = int(tb.fmt.to_fixed(float(tb.rng.uniform(-2, 2))))
+            w7 = int(tb.fmt.to_fixed(float(tb.rng.uniform(0, 0.5))))
+            if flags and L < 2:
+                flags = 0
+        if op == I.L2REG:
+            flags = 0
+            w7 = int(tb.fmt.to_fixed(float(tb.rng.uniform(-0.5, 0.5))))
+        return (dict(op=op, iters=it, w1=w1_of(regions, flags), accs=tuple(accs), w6=w6, w7=w7),
+                set(regions))
+
+
+async def issue_random(tb, kw, nb=False):
+    n = 0
+    if kw["op"] == I.LOAD:
+        n = ((kw["accs"][0] >> 16) & 0x3FFF) * kw["iters"]
+        kw = dict(kw, lines=tb.rand_words((n, tb.L), scale=None if tb.rng.integers(0, 4) == 0 else 1 << 18))
+    await tb.issue(kw["op"], kw["iters"], kw["w1"], kw["accs"], kw.get("w6", 0), kw.get("w7", 0),
+                   lines=kw.get("lines"), nb=nb)
+
+
+async def random_sequence(tb, n_issues, p_pair=0.3):
+    """``n_issues`` random legal issues (blocking, and with probability ``p_pair`` two
+    non-blocking ones on disjoint regions running concurrently), then every region stored
+    in full (BRAM view) and every FIFO drained: all against the golden ISS."""
+    fifo_occ = [0] * tb.NRG
+    pairs = 0
+    k = 0
+    while k < n_issues:
+        if tb.rng.random() < p_pair:
+            a, ra = rand_issue(tb, fifo_occ, nb_ok=True)
+            b, rb = rand_issue(tb, fifo_occ, exclude=ra, nb_ok=True) if len(ra) <= tb.NRG - 2 else (None, None)
+            if b is not None and b["op"] != a["op"] and not (ra & rb):
+                await issue_random(tb, a, nb=True)
+                await issue_random(tb, b, nb=True)
+                await tb.wait_idle()
+                pairs += 1
+                k += 2
+                continue
+        kw, _ = rand_issue(tb, fifo_occ)
+        await issue_random(tb, kw)
+        k += 1
+    for r in range(tb.NRG):
+        if fifo_occ[r]:
+            await tb.store(r, acc(fifo_occ[r], 0, fifo=True), 1)
+        await tb.store(r, acc(tb.D, 0), 1)
+    return pairs
+
+
+@sim_test()
+async def random_issue_sequences(dut):
+    """Random legal sequences of subroutine issues (all seven subroutines, random regions,
+    LOAD broadcast masks, offsets anywhere in 0..0x3FFF so accesses wrap, keep-count,
+    iterations, dimensions, sigmoid/SCD/lane flags, FIFO-mode LOAD/STORE against a tracked
+    queue occupancy, concurrent non-blocking pairs on disjoint regions) under random Load
+    gaps and Store backpressure; every region's final contents and every STORE equal the
+    golden ISS (``Machine.golden_subroutine``)."""
+    tb = EngineTB(dut, ld_p=0.7, st_p=0.6)
+    await tb.reset()
+    pairs = await random_sequence(tb, 60)
+    dut._log.info("60 random issues, %d concurrent pairs", pairs)
+    assert pairs > 0, "no concurrent pair was drawn"
+    await tb.finish()
+
+
+async def _count_go(tb, cnt):
+    while True:
+        await RisingEdge(tb.clk)
+        await ReadOnly()
+        if int(tb.dut.rst.value) == 0:
+            cnt["ld"] += int(tb.dut.ld_go.value)
+            cnt["st"] += int(tb.dut.st_go.value)
+
+
+@sim_test()
+async def start_while_busy_ignored(dut):
+    """sub_start[s] pulsed while sub_busy[s], with other iterations, routing, access words
+    and w6/w7 (legal ones, then illegal ones): LOAD, STORE and a long DOTSIG complete
+    exactly as first issued (stored lines equal the ISS), no sub_err (an ignored start is
+    not checked), one ld_go/st_go per accepted LOAD/STORE, and the next issues work."""
+    tb = EngineTB(dut, ld_p=0.5, st_p=0.4)
+    await tb.reset()
+    cnt = {"ld": 0, "st": 0}
+    cocotb.start_soon(_count_go(tb, cnt))
+    D, NRG = tb.D, tb.NRG
+    dim = min(4, tb.p["MAX_DIM"])
+    r0, r1, r2 = 0, 1 % NRG, 2 % NRG
+    alt_ok = dict(iters=2, w1=w1_of((r2, r2, r0, r0), 1), acc0=acc(1, 3), acc1=acc(1, 5), acc2=acc(1, 7),
+                  acc3=acc(1, 9), w6=1, w7=5)
+    alt_bad = dict(iters=0, w1=0xF, acc0=0, acc1=0, acc2=0, acc3=0, w6=0, w7=0)
+    given = 0
+    # LOAD (nb) of many lines with Load gaps
+    n = min(24, D)
+    await tb.issue(I.LOAD, 1, 1 << r0, (acc(n, 0),), lines=tb.rand_words((n, tb.L), SMALL), nb=True)
+    for alt in (alt_ok, alt_bad):
+        given += await start_while_busy(dut, tb.clk, alt, start="sub_start", busy="sub_busy",
+                                        cfg_prefix="sub_", bit=SUB_BIT[I.LOAD], pulses=2)
+    await tb.wait_idle()
+    await fill(tb, r1, dim)
+    # a long DOTSIG: a keeps advancing over the loaded lines
+    it = max(1, n // dim)
+    await tb.issue(I.DOTSIG, it, w1_of((r0, r1, r2), 1), (acc(dim, 0, keep=True), acc(dim, 0),
+                                                          acc(1, D // 2, keep=True)), w6=dim, nb=True)
+    for alt in (alt_ok, alt_bad):
+        given += await start_while_busy(dut, tb.clk, alt, start="sub_start", busy="sub_busy",
+                                        cfg_prefix="sub_", bit=SUB_BIT[I.DOTSIG], pulses=2)
+    await tb.wait_idle()
+    # STORE (nb) under backpressure
+    await tb.issue(I.STORE, it, w1_of((r2,)), (acc(1, D // 2, keep=True),), nb=True)
+    for alt in (alt_ok, alt_bad):
+        given += await start_while_busy(dut, tb.clk, alt, start="sub_start", busy="sub_busy",
+                                        cfg_prefix="sub_", bit=SUB_BIT[I.STORE], pulses=2)
+    await tb.wait_idle()
+    dut._log.info("%d starts given while busy", given)
+    await ClockCycles(tb.clk, 10)
+    assert sum(tb.errs) == 0, f"sub_err pulses {tb.errs} from starts given while busy"
+    assert cnt == {"ld": 2, "st": 1}, f"ld_go/st_go pulses {cnt}, expected 2 LOADs and 1 STORE"
+    await tb.store(r0, acc(n, 0), 1)
+    await tb.finish()
+
+
+@sim_test()
+async def reset_during_work(dut):
+    """Reset at a seeded random cycle while a LOAD, a DOTSIG and a STORE run concurrently
+    (Load gaps, Store backpressure): every sub_busy low, no Store line valid, no sub_err, no
+    ld_go/st_go afterwards; then (regions re-zeroed, the ISS restarted) a random issue
+    sequence equals the golden ISS exactly, with nothing of the aborted work on m_axis_st."""
+    tb = EngineTB(dut, ld_p=0.5, st_p=0.3)
+    await tb.reset()
+    cnt = {"ld": 0, "st": 0}
+    cocotb.start_soon(_count_go(tb, cnt))
+    D, NRG = tb.D, tb.NRG
+    dim = min(4, tb.p["MAX_DIM"])
+    r0, r1, r2, r3 = 0, 1 % NRG, 2 % NRG, 3 % NRG
+    await fill(tb, r1, min(16, D))
+    await fill(tb, r2, dim)
+    n = min(24, D)
+    await tb.issue(I.LOAD, 1, 1 << r0, (acc(n, 0),), lines=tb.rand_words((n, tb.L), SMALL), nb=True)
+    await tb.issue(I.DOTSIG, 4, w1_of((r1, r2, r3)), (acc(dim, 0, keep=True), acc(dim, 0),
+                                                      acc(1, 0, keep=True)), w6=dim, nb=True)
+    await tb.issue(I.STORE, 2, w1_of((r1,)), (acc(min(12, D), 0),), nb=True)
+    at = int(tb.rng.integers(1, 25))
+    dut._log.info("reset %d cycles into the work", at)
+    await ClockCycles(tb.clk, at)
+    await ReadOnly()
+    assert int(dut.sub_busy.value) != 0, "the work finished before the reset"
+    await RisingEdge(tb.clk)
+    # abort: drop the queued Load lines and the pending expectations, restart the model
+    tb.src.kill()
+    tb.src.tvalid.value = 0
+    tb.exp.clear()
+    dut.rst.value = 1
+    await ClockCycles(tb.clk, 3)
+    dut.rst.value = 0
+    await RisingEdge(tb.clk)
+    tb.src = AxisSource(dut, "s_axis_ld", dut.clk, Gate(tb.seed * 7 + 1001, 0.7))
+    tb.errs = [0] * 7
+    cnt.update(ld=0, st=0)
+    for _ in range(8):
+        await ReadOnly()
+        assert int(dut.sub_busy.value) == 0, f"sub_busy={int(dut.sub_busy.value):#x} after reset"
+        assert int(dut.m_axis_st_tvalid.value) == 0, "a Store line valid after reset"
+        await RisingEdge(tb.clk)
+    assert sum(tb.errs) == 0 and cnt == {"ld": 0, "st": 0}, f"after reset: sub_err {tb.errs}, go {cnt}"
+    tb.iss = Machine(tb.cfg, tb.mem)
+    await tb.reset(cycles=1)          # a second (short) reset, then every region re-zeroed by LOAD
+    await random_sequence(tb, 20)
+    await tb.finish()
+
+
+@sim_test()
 async def checker_catches_corruption(dut):
     """Negative test: a corrupted expected line, an extra and a dropped line each fail."""
     tb = EngineTB(dut)
