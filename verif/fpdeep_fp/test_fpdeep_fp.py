@@ -21,7 +21,8 @@ from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes, split_lanes
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
-from verif.tb_common import StartDoneMixin, rand_words, record_bench, start_while_busy, sim_test
+from verif.tb_common import (DEFAULT_CYCLES, StartDoneMixin, rand_words, record_bench, sim_test, start_while_busy,
+                             wait_until)
 from verif.tb_common import sim_seed as seed_of
 
 CORE = "fpdeep_fp"
@@ -102,8 +103,10 @@ class FpTB(StartDoneMixin):
             for c in range(self.S_IC):
                 self.sw.append((pack_lanes(filt[o, c].reshape(-1), self.W), 0))
         self.sbias.append((pack_lanes(np.asarray(bias).reshape(-1), self.W), 0))
-        while self.sw.sent < n0 + self.S_OC * self.S_IC or self.sbias.sent == b0:
-            await RisingEdge(self.clk)
+        await wait_until(self.clk, lambda: self.sw.sent >= n0 + self.S_OC * self.S_IC and self.sbias.sent != b0,
+                         DEFAULT_CYCLES, "s_axis_w/s_axis_b: filter and bias load not accepted",
+                         expect=f"{self.S_OC * self.S_IC} filter beats and 1 bias beat",
+                         detail=lambda: f"{self.sw.sent - n0} filter and {self.sbias.sent - b0} bias beats accepted")
 
     def job(self, x, filt, bias, pad, first=True, last=True, relu=True, psum_in=None,
             bad_psum_tlast_at=None):
@@ -165,7 +168,7 @@ class FpTB(StartDoneMixin):
         self.sb.check()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 50, "*": 200})  # measured 6.2 us on default
 async def random_maps(dut):
     """Random sizes, pads, pixels, filters, biases; random chain position (first/last),
     ReLU on/off, random psum_in; bubbles on every source, backpressure on both outputs."""
@@ -181,7 +184,7 @@ async def random_maps(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 60, "*": 240})  # measured 8.3 us on default
 async def padding_edges(dut):
     """Every padding value with the smallest valid maps, the maximum map, and a 1x1 map
     with each padding that makes it valid; alternating chain positions."""
@@ -203,7 +206,7 @@ async def padding_edges(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 40, "*": 160})  # measured 3.1 us on default
 async def saturation(dut):
     """Rails: activations saturate both ways in the last node (with and without ReLU);
     psum_out saturates to PSUM_W bits both ways when psum_in sits at its rails."""
@@ -232,7 +235,7 @@ async def saturation(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 60, "*": 240})  # measured 7.7 us on default
 async def icp_chain_two_nodes(dut):
     """System level (FPDeep ICP): a layer with 2*S_IC input channels split over two node
     runs -- node 0 (first, not last) sends its psum_out, which is fed as psum_in of node 1
@@ -264,7 +267,7 @@ async def icp_chain_two_nodes(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 40, "*": 160})  # measured 2.8 us on default
 async def back_to_back(dut):
     """Start again as soon as busy drops; no bubbles, always-ready sinks."""
     tb = FpTB(dut)
@@ -283,7 +286,7 @@ async def back_to_back(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 70, "*": 280})  # measured 12.1 us on default
 async def overlapped_maps(dut):
     """Start each map as soon as busy drops, i.e. while the previous map's windows and
     psums still drain (two maps in flight): random sizes, pads and per-map first/last/relu,
@@ -319,7 +322,7 @@ async def overlapped_maps(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 40, "*": 160})  # measured 2.8 us on default
 async def reset_mid_stream(dut):
     """Reset in the middle of a map (windows and psums in flight, sinks stalling): idle
     afterwards, filters cleared, the next maps exact."""
@@ -348,7 +351,7 @@ async def reset_mid_stream(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 0.8 us on default
 async def invalid_configuration(dut):
     """Width/height 0, above the maximum or all ones, pad above MAX_PAD, padded map
     smaller than K: cfg_err and done, nothing consumed (pixels nor psums); a valid start
@@ -378,7 +381,7 @@ async def invalid_configuration(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 1.1 us on default
 async def psum_tlast_check(dut):
     """A psum_in tlast off the output row end sets psum_err (sticky until the next start);
     results unaffected."""
@@ -397,7 +400,7 @@ async def psum_tlast_check(dut):
     await tb.finish()
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 40, "*": 160})  # measured 2.8 us on default
 async def start_while_busy_ignored(dut):
     """Start pulses with other cfg fields (another shape and first/last/relu, then an
     invalid map) while busy: the map in flight completes exactly as first configured
@@ -429,7 +432,7 @@ async def start_while_busy_ignored(dut):
     await tb.finish()
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 1.3 us on default
 async def checker_catches_corruption(dut):
     """Negative test: a corrupted expected activation, a corrupted expected psum, an
     extra output and a dropped output must each make the scoreboard fail."""
@@ -464,7 +467,7 @@ async def checker_catches_corruption(dut):
         tb.sb.check()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 140, "*": 560})  # measured 27.6 us on default
 async def bench_throughput(dut):
     """Benchmark (reported, not asserted): MAC utilisation = useful MACs /
     (S_OC*S_IC*K*K MAC units x cycles), (a) in steady state along output rows (first to
