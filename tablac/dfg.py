@@ -188,6 +188,7 @@ class _Builder:
         self.cse: dict = {}
         self.vals: dict = {}      # array name -> object ndarray of node ids (-1 unassigned)
         self.line = None
+        self.cur = None           # position of the expression being lowered
 
     def err(self, msg, pos):
         raise CompileError(msg, self.file, pos.line, pos.col)
@@ -205,7 +206,8 @@ class _Builder:
             return self.cse[key]
         nid = len(self.nodes)
         if nid >= self.max_nodes:
-            raise CompileError(f"the DFG exceeds {self.max_nodes} nodes", self.file, self.line or 0, 0)
+            raise CompileError(f"the DFG exceeds {self.max_nodes} nodes", self.file,
+                               *self._where())
         self.nodes.append(Node(nid, op, tuple(args), value, name, self.line))
         if key is not None:
             self.cse[key] = nid
@@ -214,8 +216,13 @@ class _Builder:
     def const(self, v):
         if not math.isfinite(v):
             raise CompileError(f"constant folding gives a non-finite value ({v})", self.file,
-                               self.line or 0, 0)
+                               *self._where())
         return self.node("const", value=v)
+
+    def _where(self):
+        if self.cur is not None:
+            return self.cur.line, self.cur.col
+        return self.line or 0, 0
 
     def isconst(self, nid, v=None):
         n = self.nodes[nid]
@@ -283,10 +290,13 @@ class _Builder:
                 self.err(f"{_elem(e.name, idx)} is used before it is assigned", e.pos)
             return int(nid)
         if isinstance(e, P.Neg):
-            return self.op("sub", self.const(0.0), self.expr(e.a, env))
+            a = self.expr(e.a, env)
+            self.cur = e.pos
+            return self.op("sub", self.const(0.0), a)
         if isinstance(e, P.Bin):
             a = self.expr(e.a, env)
             b = self.expr(e.b, env)
+            self.cur = e.pos
             if e.op == "div":
                 if self.isconst(b):
                     if self.nodes[b].value == 0:
@@ -296,11 +306,13 @@ class _Builder:
             return self.op(e.op, a, b)
         if isinstance(e, P.Call):
             args = [self.expr(x, env) for x in e.args]
+            self.cur = e.pos
             if e.func in ("log", "recip") and self.isconst(args[0]) and self.nodes[args[0]].value <= 0 \
                     and (e.func == "log" or self.nodes[args[0]].value == 0):
                 self.err(f"{e.func} of the constant {self.nodes[args[0]].value:g}", e.pos)
             return self.op(e.func, *args)
         if isinstance(e, P.Group):
+            self.cur = e.pos
             it = self.prog.iters[e.iter]
             rng = range(it.lo, it.hi + 1)
             if e.op == "norm":
@@ -337,6 +349,7 @@ class _Builder:
     # statements
     def assign(self, a: P.Assign):
         self.line = a.pos.line
+        self.cur = a.pos
         t = a.target
         s = self.prog.symbols[t.name]
         if t.name not in self.vals:
@@ -384,6 +397,7 @@ class _Builder:
             gs = prog.symbols[gname]
             gv = self.vals[gname]
             self.line = gs.pos.line
+            self.cur = gs.pos
             steps = np.empty(gs.shape, dtype=np.int64)
             new = np.empty(gs.shape, dtype=np.int64)
             for idx in np.ndindex(*gs.shape):

@@ -234,6 +234,8 @@ def test_constants_settings_and_aggregation_errors():
     expect_error(t, 11, "3", r"aggregation divides by 3 but sums 4 thread models")
     expect_error(BASE + "iterator t[0:3];\nw[i] = sum[t](x[i]);\n", 11, "sum",
                  r"only statement that may assign it is the aggregation")
+    t = BASE.replace("d = sum[i](w[i] * x[i]);", "q[i] = 1e200;\nd = sum[i](q[i] * q[i]);")
+    expect_error(t, 9, "sum", r"constant folding gives a non-finite value")
     with pytest.raises(CompileError, match=r"no learning_rate"):
         tablac.compile(BASE.replace("learning_rate = 0.5;", ""))
     with pytest.raises(CompileError, match=r"override of unknown constant\(s\): q"):
