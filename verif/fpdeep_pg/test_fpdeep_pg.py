@@ -22,7 +22,8 @@ from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
-from verif.tb_common import StartDoneMixin, rand_words, record_bench, start_while_busy, sim_test
+from verif.tb_common import (DEFAULT_CYCLES, StartDoneMixin, rand_words, record_bench, sim_test, start_while_busy,
+                             wait_until)
 from verif.tb_common import sim_seed as seed_of
 
 CORE = "fpdeep_pg"
@@ -100,8 +101,10 @@ class PgTB(StartDoneMixin):
             for c in range(self.S_IC):
                 self.sw.append((pack_lanes(w[o, c].reshape(-1), self.W), 0))
         self.sbias.append((pack_lanes(b, self.W), 1))
-        while self.sw.sent < n0 + self.S_OC * self.S_IC or self.sbias.sent < m0 + 1:
-            await RisingEdge(self.clk)
+        await wait_until(self.clk, lambda: self.sw.sent >= n0 + self.S_OC * self.S_IC and self.sbias.sent >= m0 + 1,
+                         DEFAULT_CYCLES, "s_axis_w/s_axis_b: filter and bias load not accepted",
+                         expect=f"{self.S_OC * self.S_IC} filter beats and 1 bias beat",
+                         detail=lambda: f"{self.sw.sent - n0} filter and {self.sbias.sent - m0} bias beats accepted")
         self.w, self.b = w.copy(), np.asarray(b, dtype=np.int64).copy()
 
     def out_shape(self, h, w, pad):
@@ -176,7 +179,7 @@ class PgTB(StartDoneMixin):
         self.sb.check()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 60, "*": 960})  # measured 7.9 us on default
 async def random_batches(dut):
     """Random map sizes, pads, batches 1..MAX_BATCH, activations, errors, parameters and
     learning rates; bubbles on every source, backpressure on both outputs; half the
@@ -194,7 +197,7 @@ async def random_batches(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 40, "*": 640})  # measured 4.5 us on default
 async def batch_averaging(dut):
     """Batch 1 then batch MAX_BATCH on the same map: lr_q = to_fixed(lr / batch), one
     rounding of lr_q * (exact sum of the per-sample gradient words)."""
@@ -210,7 +213,7 @@ async def batch_averaging(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 50, "*": 800})  # measured 6.5 us on default
 async def padding_edges(dut):
     """Every pad 0..K-1 with the smallest valid maps (1x1 output map), a 1x1 input map with
     pad K-1, and the maximum map with pads 0 and K-1."""
@@ -233,7 +236,7 @@ async def padding_edges(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 40, "*": 640})  # measured 3.8 us on default
 async def saturation(dut):
     """Rails: per-sample gradients saturate both ways, the step saturates, and w - step
     saturates both ways (parameters at the rails, largest lr)."""
@@ -255,7 +258,7 @@ async def saturation(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 480})  # measured 1.9 us on default
 async def back_to_back(dut):
     """Mini-batches started as soon as busy drops; no bubbles, always-ready sinks; the
     parameters carry over from one step to the next."""
@@ -274,7 +277,7 @@ async def back_to_back(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 480})  # measured 2.1 us on default
 async def reset_mid_stream(dut):
     """Reset in the middle of a mini-batch: idle afterwards, parameters cleared (the next
     step starts from zeros), the next mini-batches exact."""
@@ -302,7 +305,7 @@ async def reset_mid_stream(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 480})  # measured 0.9 us on default
 async def invalid_configuration(dut):
     """Width/height 0 or above the maximum, pad above K-1, padded map smaller than K,
     batch 0 or above MAX_BATCH, lr_q 0 or negative: cfg_err and done, nothing consumed;
@@ -336,7 +339,7 @@ async def invalid_configuration(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 480})  # measured 1.7 us on default
 async def tlast_checks(dut):
     """An error tlast off the row end, then an activation tlast off the row end, set row_err
     (sticky until the next start); results unaffected."""
@@ -358,7 +361,7 @@ async def tlast_checks(dut):
     await tb.finish()
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 30, "*": 480})  # measured 2.3 us on default
 async def start_while_busy_ignored(dut):
     """Start pulses with other cfg fields (another shape, batch and learning rate, then an
     invalid batch) while busy: the mini-batch in flight completes exactly as first
@@ -392,7 +395,7 @@ async def start_while_busy_ignored(dut):
     await tb.finish()
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 30, "*": 480})  # measured 1.1 us on default
 async def checker_catches_corruption(dut):
     """Negative test: a corrupted expected filter word, a corrupted expected bias, and a
     dropped expectation must each make the scoreboard fail."""
@@ -438,7 +441,7 @@ async def _record_handshakes(dut, prefix, out):
             out.append(n)
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 70, "*": 1120})  # measured 10.2 us on default
 async def bench_throughput(dut):
     """Benchmark (reported, not asserted): MAC utilisation = useful MACs (Ho*Wo*S_OC*S_IC*K*K
     per sample) / (MAC units x cycles from start to done) for a maximum-size mini-batch,
