@@ -159,9 +159,15 @@ def compile_graph(graph, plan, *, mapper="cosmic", fmt=None, bypass=1,
     if S.length > plan.max_sched_depth:
         raise CompileError(f"the schedule needs {S.length} instructions per PE, the schedule "
                            f"memory holds at most {plan.max_sched_depth}", file)
-    cfg = PEConfig(W=fmt.W, F=fmt.F, DATA_DEPTH=_pow2(need["D"]), MODEL_DEPTH=_pow2(need["M"]),
-                   INTERIM_DEPTH=_pow2(need["I"]), SCHED_DEPTH=_pow2(S.length),
-                   NL=S.nl, BYPASS=bypass)
+    # the committed cosmic_pe netlist's depths (256-word buffers, 1024 instructions) when
+    # they suffice and the plan allows them, else the smallest power of two that holds
+    d0, s0 = PEConfig.DATA_DEPTH, PEConfig.SCHED_DEPTH
+
+    def depth(n, default, limit):
+        return default if n <= default <= limit else _pow2(n)
+    cfg = PEConfig(W=fmt.W, F=fmt.F, DATA_DEPTH=depth(need["D"], d0, lim),
+                   MODEL_DEPTH=depth(need["M"], d0, lim), INTERIM_DEPTH=depth(need["I"], d0, lim),
+                   SCHED_DEPTH=depth(S.length, s0, plan.max_sched_depth), NL=S.nl, BYPASS=bypass)
     # ---------------------------------------------------------------- microcode
     programs, instrs = [], []
     for pe in range(P):

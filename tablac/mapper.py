@@ -93,9 +93,11 @@ class CosmicPolicy:
             p = self.rr
             self.rr = (self.rr + 1) % self.npe
             return p
-        for a in args:
-            if g.nodes[a].op not in LEAF:
-                return S.place[a]
+        inter = [S.place[a] for a in args if g.nodes[a].op not in LEAF]
+        if inter:
+            # "map v to the PE in which the operand resides": of the operands' PEs, the
+            # one where v can start first (the operand that is ready later stays put)
+            return min(dict.fromkeys(inter), key=lambda q: (self._start(n, q, S), q))
         p = self.rr
         self.rr = (self.rr + 1) % self.npe
         return p
@@ -104,6 +106,18 @@ class CosmicPolicy:
         if v in S.model_home:
             return S.model_home[v][0]
         return 0 if p is None else p
+
+    @staticmethod
+    def _start(n, p, S):
+        t = 0
+        for a in set(n.args):
+            op = S.g.nodes[a].op
+            if op == "const" or (op == "model" and a not in S.model_home):
+                continue
+            t = max(t, S.earliest_arrival(a, p))
+        while not S.free_slot(p, t):
+            t += 1
+        return t
 
 
 class MlrcsPolicy:
@@ -152,7 +166,8 @@ def schedule(graph, plan, fmt, mapper: str = "cosmic", *, bypass: int = 1,
     S.place_leaves(where)
     S.run(priorities(graph))
     length = max((max(c) + 1 for c in S.code if c), default=1)
-    return Sched(columns=C, rows=R, length=length, code=S.code, tree=sorted(S.tree),
+    return Sched(columns=C, rows=R, length=length, code=S.code,
+                 tree=sorted((c, op, tuple(src), tuple(sorted(dst))) for c, op, src, dst, _ in S.tree),
                  data_key=where, sample=vec, chunks=chunks, model_home=S.model_home,
                  model_names={v: graph.nodes[v].name for v in S.model_home},
                  preload=S.preload, transfers=dict(S.transfers),

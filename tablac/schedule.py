@@ -119,7 +119,9 @@ class Scheduler:
         self.code = [dict() for _ in range(self.P)]
         self.regs = defaultdict(list)       # register -> [(lo, hi)]
         self.tree_busy = set()
-        self.tree = []
+        self.tree = []                      # [cycle, op, src rows, dst rows, node]
+        self.txns = defaultdict(list)       # node -> its tree transactions
+        self.bus_deliv = defaultdict(list)  # node -> deliveries on row bus registers
         self.copies = defaultdict(list)     # node -> [Copy]
         self.prod = {}                      # node -> (pe, slot) of its producing instruction
         self.deliv = defaultdict(list)      # (node, pe) -> [[reg, vis, hi, src]]
@@ -134,6 +136,7 @@ class Scheduler:
             for i, a in enumerate(n.args):
                 self.users[a].append((n.id, i))
         self.nl = 0
+        self.acc_busy = defaultdict(list)
 
     # ------------------------------------------------------------ helpers
     def err(self, msg, node=None):
@@ -203,6 +206,19 @@ class Scheduler:
             reg, vis, hi, src, iv = dl
             if vis <= s and (s <= hi or self.reg_free(reg, hi + 1, s, ignore=iv)):
                 return ("extend", dl, s, src)
+        # a value already on this row's bus register (for another PE of the row)
+        breg = ("B", self.row(p))
+        for dl in self.bus_deliv[v]:
+            reg, vis, hi, src, iv = dl
+            if reg == breg and vis <= s and (s <= hi or self.reg_free(reg, hi + 1, s, ignore=iv)):
+                return ("extend", dl, s, "BUS")
+        # a tree transaction of this value: add this row to its destinations
+        for txn in self.txns[v]:
+            c0 = txn[0]
+            vis = c0 + self.d
+            if breg[1] not in txn[3] and breg[1] != txn[2][0] and vis <= s \
+                    and self.reg_free(breg, vis, s):
+                return ("addrow", txn, vis, s, breg)
         best = None
         for c in self.copies[v]:
             q = c.pe
@@ -253,6 +269,13 @@ class Scheduler:
             iv[1] = max(iv[1], s)
             dl[2] = iv[1]
             return act[3]
+        if act[0] == "addrow":
+            _, txn, vis, s, breg = act
+            txn[3].append(breg[1])
+            iv = [vis, s]
+            self.regs[breg].append(iv)
+            self.bus_deliv[txn[4]].append([breg, vis, s, "BUS", iv])
+            return "BUS"
         _, v, c, e, relay, kind, lat, sreg, dreg, s, src = act
         q = c.pe
         port = "B" if kind in ("bus", "tree") else sreg[0]
@@ -266,14 +289,20 @@ class Scheduler:
             self.regs[sreg].append([c0, c0])
             iv = [e + lat, s]
             self.regs[dreg].append(iv)
-            self.tree.append((c0, "pass", (self.row(q),), (self.row(p),)))
+            txn = [c0, "pass", (self.row(q),), [self.row(p)], v]
+            self.tree.append(txn)
+            self.txns[v].append(txn)
             reg = dreg
         else:
             iv = [e + lat, s]
             self.regs[sreg].append(iv)
             reg = sreg
         self.transfers[kind] += 1
-        self.deliv[(v, p)].append([reg, e + lat, s, src, iv])
+        dl = [reg, e + lat, s, src, iv]
+        if reg[0] == "B":
+            self.bus_deliv[v].append(dl)
+        else:
+            self.deliv[(v, p)].append(dl)
         return src
 
     def earliest_arrival(self, v, p):
@@ -440,18 +469,36 @@ class Scheduler:
                 fb, rb = self._buf_operand(b, p, fa[0] if a != b and fa[0] in "DMI" else None)
             chosen.append((fa, fb))
             rdy.append(max(ra, rb))
-        s = max(r - i for i, r in enumerate(rdy))
-        s = max(s, 0)
-        while not all(self.free_slot(p, s + i) for i in range(k)):
-            s += 1
-        for i, (fa, fb) in enumerate(chosen):
-            last = i == k - 1
-            buf = self.result_buf(n) if last else None
-            key = self.scratch(buf) if last else None
-            self.emit(p, s + i, Ins("mac", a=fa, b=fb, wb=(buf, key) if last else None,
-                                    clr=(i == 0), node=n.id if last else None, kind="mac"))
-        self.prod[n.id] = (p, s + k - 1)
-        self.copies[n.id].append(Copy(p, buf, key, s + k - 1 + self.dd))
+        # The accumulator sums exact products (2W + 8 bits, no saturation for <= 256
+        # terms), so the terms may issue in any order: ready ones first, with gaps, as
+        # long as no other mac chain on this PE interleaves (acc reserved first..last).
+        order = sorted(range(k), key=lambda i: (rdy[i], i))
+        t0 = 0
+        for _ in range(SEARCH):
+            slots, t = [], t0
+            for i in order:
+                t = max(t, rdy[i])
+                while not self.free_slot(p, t):
+                    t += 1
+                slots.append(t)
+                t += 1
+            lo, hi = slots[0], slots[-1]
+            clash = [iv for iv in self.acc_busy[p] if not (hi < iv[0] or lo > iv[1])]
+            if not clash:
+                break
+            t0 = max(iv[1] for iv in clash) + 1
+        else:
+            self.err(f"cannot place the mac chain of node {n.id}", n.id)
+        self.acc_busy[p].append((lo, hi))
+        buf = self.result_buf(n)
+        key = self.scratch(buf)
+        for j, (i, sl) in enumerate(zip(order, slots)):
+            fa, fb = chosen[i]
+            last = j == k - 1
+            self.emit(p, sl, Ins("mac", a=fa, b=fb, wb=(buf, key) if last else None,
+                                 clr=(j == 0), node=n.id if last else None, kind="mac"))
+        self.prod[n.id] = (p, hi)
+        self.copies[n.id].append(Copy(p, buf, key, hi + self.dd))
 
     def _buf_operand(self, v, p, avoid):
         if self.is_const(v):
@@ -489,6 +536,7 @@ class Scheduler:
                 if (pr and pr[0] == h and len(self.users.get(new, [])) == 0
                         and last <= pr[1] and not self.code[h][pr[1]].outs
                         and not any(self.deliv[(new, q)] for q in range(self.P))
+                        and not self.bus_deliv[new]
                         and len(self.copies[new]) == 1):
                     self.code[h][pr[1]].wb = ("M", key)
                     self.copies[new][0] = Copy(h, "M", key, pr[1] + self.dd)

@@ -1,0 +1,123 @@
+"""``python -m tablac.bench``: compile the five benchmark programs at TABLA Table 3's
+shapes and PE counts with both mappers and report cycles per training sample against two
+lower bounds and inter-PE transfers per sample (``reports/tablac_bench.md``/``.json``).
+
+Per row:
+
+* ``cycles/sample`` -- compute cycles of one thread per training sample: the microcode
+  length + 5 (start edge to ``done`` of ``cosmic_pe``), which is what the cycle-level
+  machine counts per sample;
+* ``load`` -- memory beats that put one sample into the thread's DATA buffers (one beat
+  per cycle, ``columns`` words each); the PE ignores its load port while busy, so with
+  one thread these cycles add to the compute cycles (``total``);
+* ``CP`` -- the DFG's critical path with the real cosmic_pe latencies and no transfer
+  cost (:func:`tablac.schedule.critical_path`); ``ops/PEs`` -- issue slots the DFG needs
+  (a dot of k terms is k macs) over the thread's PEs, rounded up; ``ratio`` =
+  cycles/sample over the larger bound;
+* ``transfers`` -- words moved between PEs per sample (link + row bus + tree bus).
+
+Every row is also executed for two samples on :mod:`tablac.machine` and compared with
+the DFG interpreter bit for bit (``equal``); a mismatch makes the exit status 1.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from golden.fixedpoint import QFormat
+
+from . import interp, load, program_path
+from .__main__ import auto_dot_group
+from .codegen import compile_graph, load_cycles
+from .machine import train
+from .plan import plan_pes
+
+# TABLA Table 3 (M1 topologies) and PE counts; Reco M1 (2700 users/items, 27000
+# parameters) does not fit 32 PEs' 256-word buffers, so a 64 x 64, 10-factor model
+# (1280 parameters) stands in for it.
+SHAPES = [
+    ("logistic", {"m": 54}, 32, "54 features"),
+    ("svm", {"m": 54}, 32, "54 features"),
+    ("linear", {"m": 55}, 64, "55 features"),
+    ("backprop", {"ni": 10, "nh": 9, "no": 1}, 64, "10-9-1"),
+    ("reco", {"nu": 64, "ni": 64, "k": 10}, 32, "64x10 + 64x10"),
+]
+FMT = QFormat(32, 16)
+
+
+def _check(g, comp, prog):
+    rng = np.random.default_rng(7)
+    ns = 2
+    if prog == "reco":
+        data = {k: np.eye(ids.shape[0])[rng.integers(0, ids.shape[0], ns)] for k, ids in g.inputs.items()}
+    else:
+        data = {k: rng.normal(size=(ns,) + ids.shape) for k, ids in g.inputs.items()}
+    labels = {k: rng.random(size=(ns,) + ids.shape).round() for k, ids in g.labels.items()}
+    model0 = {k: rng.normal(size=ids.shape) * 0.1 for k, ids in g.model.items()}
+    ref = interp.train(g, data, labels, model0, threads=1, rounds=1, fmt=FMT)
+    got, M = train(comp, g, data, labels, model0, rounds=1)
+    return all(np.array_equal(ref.models[0][k], got[0][k]) for k in ref.models[0])
+
+
+def rows(mappers=("cosmic", "mlrcs"), check=True, shapes=SHAPES):
+    out = []
+    for prog, ov, pes, shape in shapes:
+        plan = plan_pes(pes, 1)
+        g0 = load(program_path(prog), overrides=ov)
+        G = auto_dot_group(g0, plan.pes_per_thread)
+        g = load(program_path(prog), overrides=ov, dot_group=G)
+        for mapper in mappers:
+            t0 = time.time()
+            comp = compile_graph(g, plan, mapper=mapper)
+            s = comp.stats
+            cyc = s["cycles_compute"]
+            bound = max(s["critical_path"], s["ops_per_pe"])
+            out.append({
+                "program": prog, "shape": shape, "pes": pes, "mapper": mapper, "dot_group": G,
+                "cycles_per_sample": cyc, "load_cycles": load_cycles(comp),
+                "total": cyc + load_cycles(comp), "critical_path": s["critical_path"],
+                "ops": s["ops"], "ops_per_pe": s["ops_per_pe"],
+                "ratio": round(cyc / bound, 2), "transfers": s["transfers_total"],
+                "link": s["transfers"]["link"], "bus": s["transfers"]["bus"],
+                "tree": s["transfers"]["tree"],
+                "equal": _check(g, comp, prog) if check else None,
+                "compile_s": round(time.time() - t0, 2)})
+    return out
+
+
+def table(rs) -> str:
+    head = ("| program | shape | PEs | mapper | G | cycles/sample | load | total | CP | "
+            "ops/PEs | ratio | transfers (link/bus/tree) | equal |")
+    lines = [head, "|" + "---|" * 13]
+    for r in rs:
+        lines.append(f"| {r['program']} | {r['shape']} | {r['pes']} | {r['mapper']} | "
+                     f"{r['dot_group']} | {r['cycles_per_sample']} | {r['load_cycles']} | "
+                     f"{r['total']} | {r['critical_path']} | {r['ops']}/{r['pes']}="
+                     f"{r['ops_per_pe']} | {r['ratio']} | {r['transfers']} ({r['link']}/"
+                     f"{r['bus']}/{r['tree']}) | {r['equal']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tablac.bench", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--no-check", action="store_true", help="skip the machine-vs-interpreter run")
+    ap.add_argument("--out", default="reports", help="folder for tablac_bench.md/.json")
+    a = ap.parse_args(argv)
+    rs = rows(check=not a.no_check)
+    body = ("# tablac: cycles per training sample (one thread), `python -m tablac.bench`\n\n"
+            + table(rs))
+    print(body)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "tablac_bench.md").write_text(body)
+    (out / "tablac_bench.json").write_text(json.dumps(rs, indent=1) + "\n")
+    return 0 if all(r["equal"] in (True, None) for r in rs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
