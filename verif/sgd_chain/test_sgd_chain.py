@@ -9,7 +9,7 @@ from __future__ import annotations
 import cocotb
 import numpy as np
 import pytest
-from cocotb.triggers import RisingEdge
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from golden import pipearch_ops as ops
 from golden.fixedpoint import sigmoid_table
@@ -34,7 +34,7 @@ def dataset(rng, n):
     return A, b, order
 
 
-async def run_epochs(dut, corrupt_model: bool = False):
+async def run_epochs(dut, corrupt_model: bool = False, abort_first: bool = False):
     tb = SubroutineTB(dut, ["s_axis_xd", "s_axis_ad", "s_axis_b", "s_axis_xm", "s_axis_am", "s_axis_xo"],
                       {"m_axis_y": line_spec("m_axis_y", _params())},
                       src_p=0.8, sink_p=0.7)
@@ -47,6 +47,8 @@ async def run_epochs(dut, corrupt_model: bool = False):
     got = []
     tb.mon["m_axis_y"].add_callback(lambda t: got.append(t[0]))
     await tb.reset()
+    if abort_first:
+        await _aborted_epoch(tb, Aq, bq, order, alpha_q, c_q, table, got)
     x = np.zeros(n, dtype=np.int64)
     for e in range(EPOCHS):
         await tb.initiate(dimension=D, iterations=M, sigmoid=1, alpha=alpha_q, reg=c_q)
@@ -82,6 +84,41 @@ async def run_epochs(dut, corrupt_model: bool = False):
 
 
 def _params():
+async def _aborted_epoch(tb, Aq, bq, order, alpha_q, c_q, table, got):
+    """Start an epoch, stream a seeded random number of samples (all with the zero model,
+    their per-op golden results expected), reset at a seeded random cycle while the chain
+    works, and check that nothing of it survives: busy, done, cfg_err and every output
+    valid low, no model line afterwards, the sources' queued lines dropped."""
+    dut, fmt, L = tb.dut, tb.fmt, tb.lanes()
+    k = int(tb.rng.integers(1, 6))
+    at = int(tb.rng.integers(1, 8 * D + 10))
+    await tb.initiate(dimension=D, iterations=M, sigmoid=1, alpha=alpha_q, reg=c_q)
+    x = np.zeros(L * D, dtype=np.int64)
+    for i in order[0][:k]:
+        a = Aq[i]
+        dot = ops.dot_sigmoid(fmt, x.reshape(D, L), a.reshape(D, L), D, True, table)[0]
+        xn = ops.l2reg(fmt, ops.multiply_subtract(fmt, x, ops.scalar_sgd(fmt, dot, bq[i], alpha_q), a), x, c_q)
+        tb.expect_lines("m_axis_y", xn.reshape(D, L), D)
+        for name in ("s_axis_xd", "s_axis_xm", "s_axis_xo"):
+            tb.send_lines(name, x.reshape(D, L))
+        for name in ("s_axis_ad", "s_axis_am"):
+            tb.send_lines(name, a.reshape(D, L))
+        tb.send_words("s_axis_b", [bq[i]])
+    await ClockCycles(dut.clk, at)
+    assert int(dut.busy.value) == 1, "the aborted epoch is not running"
+    dut._log.info("reset %d cycles into an epoch of which %d samples were streamed (%d model lines out)",
+                  at, k, len(got))
+    await tb.abort_and_reset()
+    got.clear()
+    for _ in range(60):
+        await ReadOnly()
+        assert int(dut.busy.value) == 0 and int(dut.done.value) == 0 and int(dut.cfg_err.value) == 0, \
+            "busy/done/cfg_err not at reset values after the reset"
+        assert int(dut.m_axis_y_tvalid.value) == 0, "a model line of the aborted epoch after the reset"
+        await RisingEdge(dut.clk)
+    assert not got, "stale model lines after the reset"
+
+
     p = get("l2reg").resolve({})
     return p
 
@@ -94,7 +131,17 @@ async def logistic_sgd_epochs(dut):
     assert mism.size == 0, f"final model differs from golden sgd at features {mism.tolist()}"
 
 
-@cocotb.test()
+@sim_test()
+async def reset_during_epoch(dut):
+    """Reset at a seeded random cycle in the middle of an epoch (a random number of samples
+    streamed, random bubbles and backpressure): the chain returns to idle with nothing left
+    over, then two full epochs from scratch equal golden SGD exactly."""
+    tb, mism = await run_epochs(dut, abort_first=True)
+    await tb.finish()
+    assert mism.size == 0, f"final model after the reset differs from golden sgd at features {mism.tolist()}"
+
+
+@sim_test()
 async def final_model_check_can_fail(dut):
     """Negative test: a one-LSB corruption of the final model is caught."""
     tb, mism = await run_epochs(dut, corrupt_model=True)
