@@ -97,6 +97,35 @@ def _array(v, name, ndim, fmt, shape=None):
     return fmt.to_fixed(a, name)
 
 
+def _psum(v, shape, fmt, psum_bits):
+    """``psum_in`` of a node: float64 (fmt None), or exact integers (Python ints in an
+    object array, scale ``2**-2F``) within ``psum_bits`` signed bits when given."""
+    a = np.asarray(v)
+    if a.shape != shape:
+        raise ValueError(f"psum_in has shape {a.shape}, expected {shape}")
+    if fmt is None:
+        if a.dtype == object or a.dtype == np.bool_ or not (
+                np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)):
+            raise ValueError(f"psum_in must be a numeric array, got dtype {a.dtype}")
+        a = a.astype(np.float64)
+        if not np.all(np.isfinite(a)):
+            raise ValueError("psum_in contains a non-finite value (NaN or inf)")
+        return a
+    if a.dtype != object and not np.issubdtype(a.dtype, np.integer):
+        raise ValueError(f"psum_in must hold exact integers (scale 2**-2F) in the bit-true model, "
+                         f"got dtype {a.dtype}")
+    flat = a.ravel().tolist()
+    bad = [e for e in flat if isinstance(e, bool) or not isinstance(e, (int, np.integer))]
+    if bad:
+        raise ValueError(f"psum_in must hold exact integers (scale 2**-2F), got {bad[0]!r}")
+    if psum_bits is not None:
+        lo, hi = -(1 << (psum_bits - 1)), (1 << (psum_bits - 1)) - 1
+        out = [e for e in flat if not lo <= int(e) <= hi]
+        if out:
+            raise ValueError(f"psum_in = {int(out[0])} does not fit the {psum_bits}-bit psum link")
+    return np.array([int(e) for e in flat], dtype=object).reshape(shape)
+
+
 def _out_size(n, k, pad, stride, what):
     span = n + 2 * pad - k
     if span < 0:
@@ -342,17 +371,15 @@ def fp_node(x_part, w_part, psum_in=None, last: bool = True, bias=None, relu_out
     K = w.shape[2]
     pad = _int_param(pad, "pad", 0, K - 1)
     acc = _corr(x, w, pad, 1, fmt)
+    if psum_bits is not None:
+        psum_bits = _int_param(psum_bits, "psum_bits", 2)
     if psum_in is not None:
-        ps = np.asarray(psum_in)
-        if ps.shape != acc.shape:
-            raise ValueError(f"psum_in has shape {ps.shape}, expected {acc.shape}")
-        acc = acc + (ps.astype(np.float64) if fmt is None else ps.astype(object))
+        acc = acc + _psum(psum_in, acc.shape, fmt, psum_bits)
     if not last:
         if fmt is None:
             return acc
         if psum_bits is None:
             return acc
-        psum_bits = _int_param(psum_bits, "psum_bits", 2)
         lo, hi = -(1 << (psum_bits - 1)), (1 << (psum_bits - 1)) - 1
         return np.minimum(np.maximum(np.asarray(acc, dtype=object), lo), hi)
     if bias is not None:
@@ -385,15 +412,13 @@ def eb_node(err_part, w_part, psum_in=None, last: bool = True, pad: int = 0,
         raise ValueError(f"err_part of shape {e.shape} is too small for K={K}, pad={pad}")
     wt = np.ascontiguousarray(w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3))
     acc = _corr(e, wt, K - 1 - pad, 1, fmt)
+    if psum_bits is not None:
+        psum_bits = _int_param(psum_bits, "psum_bits", 2)
     if psum_in is not None:
-        ps = np.asarray(psum_in)
-        if ps.shape != acc.shape:
-            raise ValueError(f"psum_in has shape {ps.shape}, expected {acc.shape}")
-        acc = acc + (ps.astype(np.float64) if fmt is None else ps.astype(object))
+        acc = acc + _psum(psum_in, acc.shape, fmt, psum_bits)
     if not last:
         if fmt is None or psum_bits is None:
             return acc
-        psum_bits = _int_param(psum_bits, "psum_bits", 2)
         lo, hi = -(1 << (psum_bits - 1)), (1 << (psum_bits - 1)) - 1
         return np.minimum(np.maximum(np.asarray(acc, dtype=object), lo), hi)
     return _finish(acc, None, fmt)

@@ -39,6 +39,23 @@ class Entry:
     bcast: bool = False
     size: int = 1
 
+    def __post_init__(self):
+        # fields of the 32-bit entry word: integers / booleans only, in their field widths
+        # (a float would be truncated and an oversized value masked by encode())
+        for n, bits in (("base", BASE_BITS), ("size", SIZE_BITS)):
+            v = getattr(self, n)
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+                raise ValueError(f"Entry.{n} must be an integer, got {v!r}")
+            if not 0 <= int(v) < 1 << bits:
+                raise ValueError(f"Entry.{n} = {int(v)} does not fit its {bits}-bit field")
+            object.__setattr__(self, n, int(v))
+        for n in ("write", "bcast"):
+            v = getattr(self, n)
+            if isinstance(v, (bool, np.bool_)) or (isinstance(v, (int, np.integer)) and int(v) in (0, 1)):
+                object.__setattr__(self, n, bool(v))
+            else:
+                raise ValueError(f"Entry.{n} must be a bool (or 0/1), got {v!r}")
+
     def encode(self) -> int:
         return ((int(self.size) & 0xFFFF) | ((int(self.base) & 0xFFF) << BASE_LSB)
                 | (int(bool(self.write)) << WR_BIT) | (int(bool(self.bcast)) << BC_BIT))
@@ -168,6 +185,25 @@ def plan(cfg: MsuConfig, entries, mem_addr, pe_offset, model_addr: int = 0,
     return Plan(out, addr, maddr, errs)
 
 
+def _words(v, name: str, W: int) -> np.ndarray:
+    """An array of unsigned ``W``-bit integer words as int64 (``W <= 32`` here); floats,
+    booleans and other non-integers raise instead of being truncated."""
+    a = np.asarray(v)
+    if a.dtype == object:
+        flat = a.ravel().tolist()
+        bad = [e for e in flat if isinstance(e, bool) or not isinstance(e, (int, np.integer))]
+        if bad:
+            raise ValueError(f"{name} must hold integer words, got {bad[0]!r}")
+        if any(not 0 <= int(e) < 1 << W for e in flat):
+            raise ValueError(f"{name} words must be unsigned {W}-bit values")
+        return np.array([int(e) for e in flat], dtype=np.int64).reshape(a.shape)
+    if not np.issubdtype(a.dtype, np.integer) and not (a.size == 0 and a.dtype == np.float64):
+        raise ValueError(f"{name} must hold integer words, got dtype {a.dtype}")
+    if a.size and (int(a.min()) < 0 or int(a.max()) >> W):
+        raise ValueError(f"{name} words must be unsigned {W}-bit values")
+    return a.astype(np.int64)
+
+
 @dataclass
 class Result:
     beats: list            # (pe, tuple of LANES words, valid words, last)
@@ -179,7 +215,7 @@ def run(cfg: MsuConfig, p: Plan, mem, write_data=None) -> Result:
     """Execute ``p`` against the word-addressed memory image ``mem`` (unsigned words of
     W bits).  ``write_data`` holds one array of ``size`` words per write transfer, in
     plan order (what the PEs hand back)."""
-    m = np.array(mem, dtype=np.int64, copy=True)
+    m = _words(mem, "mem", cfg.W).copy()
     if m.ndim != 1:
         raise ValueError(f"mem must be 1-D, got shape {m.shape}")
     if np.any(m < 0) or np.any(m >> cfg.W):
@@ -196,7 +232,7 @@ def run(cfg: MsuConfig, p: Plan, mem, write_data=None) -> Result:
             raise ValueError(f"transfer at word address {tr.addr} size {tr.size} runs past mem "
                              f"({len(m)} words)")
         if tr.write:
-            d = np.asarray(wd[wi], dtype=np.int64)
+            d = _words(wd[wi], f"write_data[{wi}]", cfg.W)
             if d.shape != (tr.size,):
                 raise ValueError(f"write_data[{wi}] has shape {d.shape}, expected ({tr.size},)")
             if np.any(d < 0) or np.any(d >> cfg.W):

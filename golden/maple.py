@@ -40,7 +40,31 @@ from .fixedpoint import QFormat
 
 
 # ---------------------------------------------------------------------- validation
+_I64 = np.iinfo(np.int64)
+
+
+def _to_int64(a: np.ndarray, name: str) -> np.ndarray:
+    """Integer array -> int64 without wrapping: uint64 values >= 2**63 (and Python ints
+    beyond int64, which NumPy holds as object or uint64) raise, naming ``name``."""
+    if a.size and a.dtype.kind == "u" and int(a.max()) > _I64.max:
+        raise ValueError(f"{name} holds {int(a.max())}, beyond the signed 64-bit range the "
+                         f"model (and the hardware's word widths) can hold")
+    return a.astype(np.int64)
+
+
+def _no_big_ints(v, name: str) -> None:
+    """Python ints beyond int64 (NumPy would hold them as uint64, float64 or object)."""
+    if isinstance(v, np.ndarray) and v.dtype != object:
+        return
+    big = [e for e in np.asarray(v, dtype=object).ravel().tolist()
+           if isinstance(e, int) and not isinstance(e, bool) and not _I64.min <= e <= _I64.max]
+    if big:
+        raise ValueError(f"{name} holds {big[0]}, beyond the signed 64-bit range the model "
+                         f"(and the hardware's word widths) can hold")
+
+
 def _int_vec(v, name: str, allow_empty: bool = False) -> np.ndarray:
+    _no_big_ints(v, name)
     a = np.asarray(v)
     if a.dtype == object or not (np.issubdtype(a.dtype, np.integer) or a.size == 0):
         raise ValueError(f"{name} must be an integer array, got dtype {a.dtype}")
@@ -48,7 +72,7 @@ def _int_vec(v, name: str, allow_empty: bool = False) -> np.ndarray:
         raise ValueError(f"{name} must be 1-D, got shape {a.shape}")
     if a.size == 0 and not allow_empty:
         raise ValueError(f"{name} must not be empty")
-    return a.astype(np.int64)
+    return _to_int64(a, name)
 
 
 def _pair(values, indices, allow_empty: bool = False):
@@ -74,6 +98,7 @@ def _fmt(fmt) -> QFormat:
 
 
 def _fixed(v, name: str, fmt: QFormat, ndim: int) -> np.ndarray:
+    _no_big_ints(v, name)
     a = np.asarray(v)
     if not np.issubdtype(a.dtype, np.integer):
         raise ValueError(f"{name} must be an integer (fixed-point) array, got dtype {a.dtype}")
@@ -81,7 +106,7 @@ def _fixed(v, name: str, fmt: QFormat, ndim: int) -> np.ndarray:
         raise ValueError(f"{name} must be {ndim}-D, got shape {a.shape}")
     if a.size == 0:
         raise ValueError(f"{name} must not be empty")
-    a = a.astype(np.int64)
+    a = _to_int64(a, name)
     if not fmt.in_range(a):
         raise ValueError(f"{name} holds a value outside {fmt}")
     return a

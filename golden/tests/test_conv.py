@@ -352,3 +352,37 @@ def test_icp_chain_minibatch_equals_full_layer_training(parts, fmt):
     same(r["b_new"], bn)
     with pytest.raises(ValueError, match="parts"):
         conv.icp_chain_minibatch(xs, es, w, b, lr, C + 1, pad, True, fmt)
+
+
+@pytest.mark.parametrize("node", ["fp", "eb"])
+def test_node_psum_in_is_validated(node):
+    """issue 11: psum_in used to be cast blindly (floats truncated or kept as float objects
+    in the bit-true sum, NaN accepted on the float path, values beyond the psum link)."""
+    from golden.conv import eb_node, fp_node
+    fmt = QFormat(8, 4)
+    a = np.full((1, 3, 3), 5)
+    w = np.full((1, 1, 3, 3), 3)
+
+    def call(ps, f=fmt, last=True, **kw):
+        if node == "fp":
+            return fp_node(a, w, ps, last, fmt=f, **kw)
+        return eb_node(a, w, ps, last, 0, f, **kw)
+
+    shape = call(None, last=False, psum_bits=16).shape
+    ok = np.full(shape, 7, dtype=np.int64)
+    ref = call(ok, last=False, psum_bits=16)
+    assert np.array_equal(call(ok.astype(object), last=False, psum_bits=16), ref)
+    with pytest.raises(ValueError, match="psum_in must hold exact integers.*float64"):
+        call(np.full(shape, 7.5))
+    with pytest.raises(ValueError, match=r"psum_in must hold exact integers.*7\.5"):
+        call(np.full(shape, 7.5, dtype=object))
+    with pytest.raises(ValueError, match="psum_in must hold exact integers.*True"):
+        call(np.full(shape, True, dtype=object))
+    with pytest.raises(ValueError, match="psum_in = 32768 does not fit the 16-bit psum link"):
+        call(np.full(shape, 1 << 15, dtype=np.int64), last=False, psum_bits=16)
+    with pytest.raises(ValueError, match="psum_in contains a non-finite"):
+        call(np.full(shape, np.nan), f=None)
+    with pytest.raises(ValueError, match="psum_in must be a numeric array"):
+        call(np.full(shape, "1"), f=None)
+    with pytest.raises(ValueError, match=r"psum_in has shape"):
+        call(np.zeros((1, 2, 2), dtype=np.int64))

@@ -146,3 +146,29 @@ def test_input_validation():
         run(SMALL, p, np.zeros(5, dtype=np.int64), [[1, 2], [3, 4]])
     with pytest.raises(ValueError, match="unsigned"):
         run(SMALL, p, np.zeros(8, dtype=np.int64), [[1, 2], [3, 1 << 16]])
+
+
+def test_non_integer_fields_raise():
+    """issue 11: Entry fields and memory words used to accept non-integers (truncated by
+    int() / astype) and oversized fields (masked by encode())."""
+    for kw, match in ((dict(base=1.5), r"Entry\.base must be an integer, got 1\.5"),
+                      (dict(base=True), r"Entry\.base must be an integer"),
+                      (dict(base=0, size=2.0), r"Entry\.size must be an integer, got 2\.0"),
+                      (dict(base=4096), r"Entry\.base = 4096 does not fit its 12-bit field"),
+                      (dict(base=0, size=1 << 16), r"Entry\.size = 65536 does not fit its 16-bit field"),
+                      (dict(base=0, write=0.5), r"Entry\.write must be a bool"),
+                      (dict(base=0, bcast=2), r"Entry\.bcast must be a bool")):
+        with pytest.raises(ValueError, match=match):
+            Entry(**kw)
+    e = Entry(np.int64(3), 1, np.bool_(False), np.uint16(4))   # integer-likes are normalised
+    assert (e.base, e.write, e.bcast, e.size) == (3, True, False, 4) and type(e.base) is int
+    p = plan(SMALL, [Entry(0, size=2)], [0, 2], [0, 1])
+    with pytest.raises(ValueError, match="mem must hold integer words, got dtype float64"):
+        run(SMALL, p, np.arange(8) + 0.5)
+    with pytest.raises(ValueError, match="mem must hold integer words, got 1.5"):
+        run(SMALL, p, np.array([1.5] * 8, dtype=object))
+    pw = plan(SMALL, [Entry(0, write=True, size=2)], [0, 4], [0, 1])
+    with pytest.raises(ValueError, match=r"write_data\[0\] must hold integer words"):
+        run(SMALL, pw, np.zeros(8, dtype=np.int64), [np.array([1.0, 2.0]), np.array([3, 4])])
+    r = run(SMALL, pw, np.zeros(8, dtype=np.int64), [[1, 2], [3, 4]])
+    assert r.mem.tolist() == [1, 2, 0, 0, 3, 4, 0, 0]

@@ -142,3 +142,23 @@ def test_cnn_aggregate_against_float():
 def test_validation(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_values_at_or_above_2_63_raise_instead_of_wrapping():
+    """issue 11: uint64 values >= 2**63 used to wrap to negative int64 and win a
+    smallest-k selection (or lose a largest-k one)."""
+    big = np.array([2 ** 63, 5, 2 ** 64 - 1], dtype=np.uint64)
+    for fn in (lambda: maple.topk(big, np.arange(3), 1, largest=False),
+               lambda: maple.topk([2 ** 63, 5], [0, 1], 1),
+               lambda: maple.min_max_with_index(big, np.arange(3))):
+        with pytest.raises(ValueError, match="values holds (9223372036854775808|18446744073709551615)"):
+            fn()
+    with pytest.raises(ValueError, match="indices holds 18446744073709551615"):
+        maple.topk([1, 2], np.array([0, 2 ** 64 - 1], dtype=np.uint64), 1)
+    with pytest.raises(ValueError, match="values holds 36893488147419103232"):
+        maple.topk([2 ** 65, 1], [0, 1], 1)
+    with pytest.raises(ValueError, match="mem holds"):   # the fixed-point inputs too
+        maple.rmw_accumulate(np.array([2 ** 64 - 1], dtype=np.uint64), [0], [1], DEFAULT)
+    # unsigned values below 2**63 are fine and compare as unsigned
+    ix, v = maple.topk(np.array([2 ** 63 - 1, 5], dtype=np.uint64), [0, 1], 1)
+    assert ix.tolist() == [0] and v.tolist() == [2 ** 63 - 1]
