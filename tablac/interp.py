@@ -156,6 +156,8 @@ def _kernels(graph: Graph, fmt):
 
 # ---- input handling ------------------------------------------------------------------------
 def _as_dict(v, names: dict, what: str):
+    if not names and (v is None or (isinstance(v, dict) and not v)):
+        return {}
     if isinstance(v, dict):
         extra = set(v) - set(names)
         if extra:

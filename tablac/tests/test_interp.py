@@ -255,3 +255,12 @@ def test_programs_approach_closed_form_and_sklearn():
     r = interp.train(g, A, bl, rounds=400, order=order, fmt=FMT, threads=4)
     sk = LogisticRegression(C=1e6, fit_intercept=False, max_iter=10000).fit(A, bl).coef_[0]
     assert np.max(np.abs(FMT.to_float(r.model["w"]) - sk)) < 0.05 * np.max(np.abs(sk))
+
+
+def test_program_without_labels():
+    g = tablac.compile("m = 2; model_input x[m]; model w[m]; gradient g[m]; iterator i[0:1];"
+                       " learning_rate = 0.5; g[i] = w[i] - x[i];")
+    v = interp.evaluate(g, np.array([1.0, 2.0]), None, np.array([3.0, 5.0]))
+    np.testing.assert_array_equal(v[g.update["w"]], [2.0, 3.5])
+    r = interp.train(g, np.array([[1.0, 2.0], [3.0, 4.0]]), None, rounds=1)
+    np.testing.assert_array_equal(r.model["w"], [1.75, 2.5])   # (0 - .5(0-1)) - .5(.5-3) ...
