@@ -263,4 +263,5 @@ def test_program_without_labels():
     v = interp.evaluate(g, np.array([1.0, 2.0]), None, np.array([3.0, 5.0]))
     np.testing.assert_array_equal(v[g.update["w"]], [2.0, 3.5])
     r = interp.train(g, np.array([[1.0, 2.0], [3.0, 4.0]]), None, rounds=1)
-    np.testing.assert_array_equal(r.model["w"], [1.75, 2.5])   # (0 - .5(0-1)) - .5(.5-3) ...
+    # w = w - 0.5 (w - x): (0, 0) -> (0.5, 1) -> (0.5 + 1.25, 1 + 1.5)
+    np.testing.assert_array_equal(r.model["w"], [1.75, 2.5])
