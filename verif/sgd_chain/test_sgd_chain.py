@@ -83,7 +83,6 @@ async def run_epochs(dut, corrupt_model: bool = False, abort_first: bool = False
     return tb, mism
 
 
-def _params():
 async def _aborted_epoch(tb, Aq, bq, order, alpha_q, c_q, table, got):
     """Start an epoch, stream a seeded random number of samples (all with the zero model,
     their per-op golden results expected), reset at a seeded random cycle while the chain
@@ -119,6 +118,7 @@ async def _aborted_epoch(tb, Aq, bq, order, alpha_q, c_q, table, got):
     assert not got, "stale model lines after the reset"
 
 
+def _params():
     p = get("l2reg").resolve({})
     return p
 
