@@ -144,7 +144,7 @@ class Machine:
         buswr = {}           # (row, cycle) -> value
         tree = {}            # cycle -> [(thread, op, srcs, dsts)]
         for (c, op, srcs, dsts) in self.c.tree:
-            if not 5 <= c < L + 5 or op not in ("pass", "add", "mul"):
+            if not 5 <= c < L + 5 or op not in ("pass", "add", "mul", "expr"):
                 raise MachineError(f"tree entry ({c}, {op}) outside the program's bus cycles")
         for t in range(self.T):
             for (c, op, srcs, dsts) in self.c.tree:
@@ -222,15 +222,18 @@ class Machine:
                     put(k + 5, ("B", row), res)
                     self.stats.bus_words += 1
             for (t, op, srcs, dsts) in tree.get(k + 5, []):
-                vals = []
-                for r in srcs:
+                def row_val(r):
                     gr = t * self.rpt + r
                     if (gr, k + 5) not in buswr:
                         raise MachineError(f"tree entry at cycle {k + 5}: row {gr} wrote nothing")
-                    vals.append(buswr[(gr, k + 5)])
-                v = vals[0]
-                for w in vals[1:]:
-                    v = int(fmt.add(v, w)) if op == "add" else int(fmt.mul(v, w))
+                    return buswr[(gr, k + 5)]
+                if op == "expr":
+                    v = self._tree_eval(srcs, row_val)[0]
+                else:
+                    vals = [row_val(r) for r in srcs]
+                    v = vals[0]
+                    for w in vals[1:]:
+                        v = int(fmt.add(v, w)) if op == "add" else int(fmt.mul(v, w))
                 for r in dsts:
                     gr = t * self.rpt + r
                     slot = pending.setdefault(k + 5 + self.d, {})
@@ -246,6 +249,28 @@ class Machine:
         self.stats.samples += 1
         if inputs_trace is not None:
             self.stats.port_inputs = inputs_trace
+
+    def _tree_eval(self, x, row_val):
+        """(value, rows) of a tree-bus expression: a row number (that row's bus write)
+        or ``(op, left, right)``, evaluated by the tree node at the lowest common ancestor
+        of its rows, its operands coming from the two different subtrees below it."""
+        if isinstance(x, (int, np.integer)):
+            if not 0 <= x < self.rpt:
+                raise MachineError(f"tree expression names row {x} outside the thread")
+            return row_val(int(x)), {int(x)}
+        op, l, r = x
+        (a, ra), (b, rb) = self._tree_eval(l, row_val), self._tree_eval(r, row_val)
+        rows = ra | rb
+        h = (min(rows) ^ max(rows)).bit_length()
+        sl = {(q >> (h - 1)) & 1 for q in ra} if h else set()
+        sr = {(q >> (h - 1)) & 1 for q in rb} if h else set()
+        if ra & rb or len(sl) != 1 or len(sr) != 1 or sl == sr:
+            raise MachineError(f"tree expression {x} does not fit the tree over the rows")
+        if op == "add":
+            return int(self.fmt.add(a, b)), rows
+        if op == "mul":
+            return int(self.fmt.mul(a, b)), rows
+        raise MachineError(f"tree node op {op!r}: the tree bus adds or multiplies")
 
     # ------------------------------------------------------------ aggregation
     def aggregate(self):

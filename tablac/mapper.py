@@ -93,7 +93,15 @@ class CosmicPolicy:
             p = self.rr
             self.rr = (self.rr + 1) % self.npe
             return p
-        inter = [S.place[a] for a in args if g.nodes[a].op not in LEAF]
+        inter = [S.place[a] for a in args if g.nodes[a].op not in LEAF and S.place.get(a) is not None]
+        if not inter and any(g.nodes[a].op not in LEAF for a in args):
+            # every interim operand comes off the tree bus (it can be delivered to any
+            # row): go where the single consumer's DATA operand is, if there is one
+            us = S.users.get(n.id, [])
+            if len(us) == 1:
+                for a in g.nodes[us[0][0]].args:
+                    if a in self.data_pe:
+                        return self.data_pe[a][0]
         if inter:
             # "map v to the PE in which the operand resides": of the operands' PEs, the
             # one where v can start first (the operand that is ready later stays put)

@@ -137,6 +137,8 @@ class Scheduler:
                 self.users[a].append((n.id, i))
         self.nl = 0
         self.acc_busy = defaultdict(list)
+        self.pend = {}                      # node -> pending tree-bus expression
+        self.fold = True
 
     # ------------------------------------------------------------ helpers
     def err(self, msg, node=None):
@@ -219,6 +221,8 @@ class Scheduler:
             if breg[1] not in txn[3] and breg[1] != txn[2][0] and vis <= s \
                     and self.reg_free(breg, vis, s):
                 return ("addrow", txn, vis, s, breg)
+        if v in self.pend and not self.copies[v]:
+            return self.try_tree_expr(v, p, s)
         best = None
         for c in self.copies[v]:
             q = c.pe
@@ -262,7 +266,138 @@ class Scheduler:
                 break
         return best
 
+    # ------------------------------------------------------------ tree-bus expressions
+    def leaf_emit(self, w):
+        """(copy, earliest emission slot, producer slot or None) of a concrete value."""
+        best = None
+        for c in self.copies[w]:
+            pr = self.prod.get(w)
+            ps = pr[1] if pr and pr[0] == c.pe else None
+            e = ps if ps is not None else c.ready
+            if best is None or e < best[1]:
+                best = (c, e, ps)
+        return best
+
+    def expr_leaves(self, x, out):
+        if x[0] == "leaf":
+            out.append(x)
+        else:
+            self.expr_leaves(x[2], out)
+            self.expr_leaves(x[3], out)
+        return out
+
+    @staticmethod
+    def embeds(x):
+        """Whether expression ``x`` fits the fixed binary tree over the rows: every
+        internal node sits at the lowest common ancestor of its leaf rows with its two
+        operands in the two different subtrees below it."""
+        if x[0] == "leaf":
+            return True
+        rows = x[1]
+        lo, hi = min(rows), max(rows)
+        h = (lo ^ hi).bit_length()
+        if h == 0:
+            return False
+        left, right = x[2][1], x[3][1]
+        sl = {(r >> (h - 1)) & 1 for r in left}
+        sr = {(r >> (h - 1)) & 1 for r in right}
+        if len(sl) != 1 or len(sr) != 1 or sl == sr:
+            return False
+        return Scheduler.embeds(x[2]) and Scheduler.embeds(x[3])
+
+    def as_expr(self, v):
+        if v in self.pend and not self.copies[v]:
+            return self.pend[v]["expr"]
+        le = self.leaf_emit(v)
+        if le is None:
+            return None
+        return ("leaf", frozenset({self.row(le[0].pe)}), v)
+
+    def try_fold(self, n):
+        """Make add/mul node ``n`` a pending tree-bus expression if its operands sit on
+        different rows and the combination fits the tree; True if folded."""
+        if self.R < 2 or n.op not in ("add", "mul") or len(n.args) != 2:
+            return False
+        a, b = n.args
+        if a == b or self.is_const(a) or self.is_const(b):
+            return False
+        for v in (a, b):
+            if v in self.pend and len(self.users.get(v, [])) != 1:
+                return False
+        # only reductions: n extends a pending expression, or feeds (alone) another
+        # node of its own op -- a lone cross-row add/mul is cheaper on a PE than a tree
+        # transaction (one starts per cycle)
+        us = self.users.get(n.id, [])
+        inner = len(us) == 1 and self.g.nodes[us[0][0]].op == n.op
+        if not inner and a not in self.pend and b not in self.pend:
+            return False
+        ea, eb = self.as_expr(a), self.as_expr(b)
+        if ea is None or eb is None or ea[1] & eb[1]:
+            return False
+        x = (n.op, ea[1] | eb[1], ea, eb)
+        if not self.embeds(x):
+            return False
+        lo = max(self.leaf_emit(l[2])[1] for l in self.expr_leaves(x, []))
+        self.pend[n.id] = {"expr": x, "lo": lo}
+        return True
+
+    def try_tree_expr(self, v, p, s):
+        x = self.pend[v]["expr"]
+        leaves = self.expr_leaves(x, [])
+        dreg = ("B", self.row(p))
+        hi_e = s - LAT_BUS - self.d
+        e = self.pend[v]["lo"]
+        tries = 0
+        while e <= hi_e and tries < 64:
+            tries += 1
+            c0 = e + LAT_BUS
+            if c0 in self.tree_busy or not self.reg_free(dreg, c0 + self.d, s):
+                e += 1
+                continue
+            plan = []
+            for lf in leaves:
+                c, _, ps = self.leaf_emit(lf[2])
+                q = c.pe
+                if not self.reg_free(("B", self.row(q)), c0, c0):
+                    break
+                if ps == e and "B" not in self.code[q][e].outs:
+                    plan.append((lf[2], c, False))
+                elif e >= c.ready and self.free_slot(q, e):
+                    plan.append((lf[2], c, True))
+                else:
+                    break
+            else:
+                return ("expr", v, e, plan, s, dreg)
+            e += 1
+        return None
+
+    def commit_expr(self, act, p):
+        _, v, e, plan, s, dreg = act
+        c0 = e + LAT_BUS
+        for w, c, relay in plan:
+            if relay:
+                self.emit(c.pe, e, Ins("pass", a=(c.buf, c.key), outs={"B"}, node=w, kind="relay"))
+            else:
+                self.code[c.pe][e].outs.add("B")
+            self.regs[("B", self.row(c.pe))].append([c0, c0])
+        self.tree_busy.add(c0)
+        iv = [c0 + self.d, s]
+        self.regs[dreg].append(iv)
+
+        def rows_only(x):
+            if x[0] == "leaf":
+                return min(x[1])
+            return (x[0], rows_only(x[2]), rows_only(x[3]))
+        txn = [c0, "expr", rows_only(self.pend[v]["expr"]), [dreg[1]], v]
+        self.tree.append(txn)
+        self.txns[v].append(txn)
+        self.bus_deliv[v].append([dreg, c0 + self.d, s, "BUS", iv])
+        self.transfers["tree"] += len(plan)
+        return "BUS"
+
     def commit_transfer(self, act, p):
+        if act[0] == "expr":
+            return self.commit_expr(act, p)
         if act[0] == "extend":
             dl, s = act[1], act[2]
             iv = dl[4]
@@ -314,6 +449,11 @@ class Scheduler:
                 pr = self.prod.get(v)
                 base = pr[1] if pr and pr[0] == c.pe else c.ready
                 t = base + self.route(c.pe, p)[1]
+            best = t if best is None else min(best, t)
+        if v in self.pend:
+            t = self.pend[v]["lo"] + LAT_BUS + self.d
+            for txn in self.txns[v]:
+                t = min(t, txn[0] + self.d)
             best = t if best is None else min(best, t)
         if best is None:
             self.err(f"internal: value of node {v} is nowhere", v)
@@ -450,53 +590,72 @@ class Scheduler:
         if len(pairs) > MAX_ACC_TERMS:
             self.err(f"dot of {len(pairs)} terms exceeds the {MAX_ACC_TERMS}-term mac chain "
                      "the PE accumulator keeps exact (lower with a smaller dot group)", n.id)
+        rem = lambda v: not self.is_const(v) and self.local(v, p) is None  # noqa: E731
+        terms = []
         for a, b in pairs:
-            for v in (a, b):
-                if not self.is_const(v) and self.local(v, p) is None:
-                    self.receive(v, p)
-            if a != b and not self.is_const(a) and not self.is_const(b):
+            if rem(a) and rem(b) and a != b:
+                self.receive(a, p)
+            if not rem(a) and not rem(b) and a != b and not self.is_const(a) \
+                    and not self.is_const(b):
                 ca, cb = self.local(a, p), self.local(b, p)
                 if ca.buf == cb.buf and ca.key != cb.key and self.local(b, p, avoid=ca.buf) is None:
                     self.receive(b, p, avoid=ca.buf)
-        k = len(pairs)
-        rdy, chosen = [], []
-        for a, b in pairs:
-            if self.is_const(a) and not self.is_const(b):
-                fb, rb = self._buf_operand(b, p, None)
-                fa, ra = self._buf_operand(a, p, fb[0] if fb[0] in "DMI" else None)
+            # (remote operand or None, local/const operand, estimated ready slot)
+            if rem(a):
+                terms.append((a, b, self.earliest_arrival(a, p)))
+            elif rem(b):
+                terms.append((b, a, self.earliest_arrival(b, p)))
             else:
-                fa, ra = self._buf_operand(a, p, None)
-                fb, rb = self._buf_operand(b, p, fa[0] if a != b and fa[0] in "DMI" else None)
-            chosen.append((fa, fb))
-            rdy.append(max(ra, rb))
+                terms.append((None, (a, b), 0))
+        chosen = []
+        for r, other, est in terms:
+            if r is None:
+                a, b = other
+                if self.is_const(a) and not self.is_const(b):
+                    fb, rb = self._buf_operand(b, p, None)
+                    fa, ra = self._buf_operand(a, p, fb[0] if fb[0] in "DMI" else None)
+                else:
+                    fa, ra = self._buf_operand(a, p, None)
+                    fb, rb = self._buf_operand(b, p, fa[0] if a != b and fa[0] in "DMI" else None)
+                chosen.append((None, (fa, fb), max(ra, rb)))
+            elif other == r:
+                chosen.append((r, None, est))
+            else:
+                fo, ro = self._buf_operand(other, p, None)
+                chosen.append((r, fo, max(est, ro)))
         # The accumulator sums exact products (2W + 8 bits, no saturation for <= 256
         # terms), so the terms may issue in any order: ready ones first, with gaps, as
-        # long as no other mac chain on this PE interleaves (acc reserved first..last).
-        order = sorted(range(k), key=lambda i: (rdy[i], i))
-        t0 = 0
-        for _ in range(SEARCH):
-            slots, t = [], t0
-            for i in order:
-                t = max(t, rdy[i])
-                while not self.free_slot(p, t):
-                    t += 1
-                slots.append(t)
-                t += 1
-            lo, hi = slots[0], slots[-1]
-            clash = [iv for iv in self.acc_busy[p] if not (hi < iv[0] or lo > iv[1])]
-            if not clash:
-                break
-            t0 = max(iv[1] for iv in clash) + 1
-        else:
-            self.err(f"cannot place the mac chain of node {n.id}", n.id)
-        self.acc_busy[p].append((lo, hi))
+        # long as no other mac chain on this PE interleaves (chains follow each other);
+        # a remote operand is read straight off the link or bus port.
+        k = len(chosen)
+        order = sorted(range(k), key=lambda i: (chosen[i][2], i))
+        t = max([iv[1] + 1 for iv in self.acc_busy[p]], default=0)
+        slots = []
         buf = self.result_buf(n)
         key = self.scratch(buf)
-        for j, (i, sl) in enumerate(zip(order, slots)):
-            fa, fb = chosen[i]
+        for j, i in enumerate(order):
+            r, fo, est = chosen[i]
+            t = max(t, est)
+            for _ in range(SEARCH):
+                if self.free_slot(p, t):
+                    act = self.try_transfer(r, p, t) if r is not None else True
+                    if act:
+                        break
+                t += 1
+            else:
+                self.err(f"cannot place the mac chain of node {n.id}", n.id)
+            if r is None:
+                fa, fb = fo
+            else:
+                src = (self.commit_transfer(act, p), None)
+                fa, fb = (src, src) if fo is None else (src, fo)
             last = j == k - 1
-            self.emit(p, sl, Ins("mac", a=fa, b=fb, wb=(buf, key) if last else None,
-                                 clr=(j == 0), node=n.id if last else None, kind="mac"))
+            self.emit(p, t, Ins("mac", a=fa, b=fb, wb=(buf, key) if last else None,
+                                clr=(j == 0), node=n.id if last else None, kind="mac"))
+            slots.append(t)
+            t += 1
+        lo, hi = slots[0], slots[-1]
+        self.acc_busy[p].append((lo, hi))
         self.prod[n.id] = (p, hi)
         self.copies[n.id].append(Copy(p, buf, key, hi + self.dd))
 
@@ -573,6 +732,13 @@ class Scheduler:
         while heap:
             _, v = heapq.heappop(heap)
             n = g.nodes[v]
+            if self.fold and self.try_fold(n):
+                self.place[v] = None
+                for u in sorted({u for u, _ in self.users.get(v, [])}):
+                    done_users[u] += 1
+                    if done_users[u] == indeg[u]:
+                        heapq.heappush(heap, (-priority[u], u))
+                continue
             p = self.policy.choose(n, self)
             self.place[v] = p
             for a in n.args:
