@@ -25,7 +25,7 @@ from golden.cosmic_pe import (ERR_ILLEGAL, ERR_LEN, ERR_NL, NL_OPS, OPS, OUT_OFF
 from golden.fixedpoint import sigmoid_table
 from scoreboards.checker import FixedScoreboard, StreamSpec
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
-from verif.tb_common import rand_words, record_bench, sim_seed, sim_test, start_while_busy
+from verif.tb_common import rand_words, record_bench, sim_seed, sim_test, start_while_busy, wait_until
 
 CORE = "cosmic_pe"
 
@@ -149,11 +149,8 @@ class PETB:
                 d.left_in.value = int(inputs[k, 0]) & m
                 d.right_in.value = int(inputs[k, 1]) & m
                 d.bus_in.value = int(inputs[k, 2]) & m
-        for _ in range(n + 50):
-            if len(self.done_cycles) > ndone:
-                break
-            await RisingEdge(d.clk)
-        assert len(self.done_cycles) > ndone, f"no done within {n + 50} cycles"
+        await wait_until(d.clk, lambda: len(self.done_cycles) > ndone, n + 50, "done: no pulse",
+                         expect=f"done within {n + 50} cycles of start ({n} instructions)")
         return self.done_cycles[-1] - self.start_cycle
 
     async def job(self, words, bufs, inputs=None, check_buffers=True):
@@ -241,7 +238,7 @@ def nl_inputs(tb, k):
 
 
 # ------------------------------------------------------------------ tests
-@cocotb.test()
+@sim_test(timeout_us={"default": 310, "*": 2480})  # measured 71.4 us on default
 async def random_programs(dut):
     """Random programs with dense hazards (exercising the bypass), link/bus traffic,
     every opcode, illegal and absent-NL words; outputs, timing, err and buffers exact."""
@@ -257,7 +254,7 @@ async def random_programs(dut):
     tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 300, "*": 2400})  # measured 69.9 us on default
 async def opcode_corners(dut):
     """Every opcode on every pair of corner values (rails, 0, +-1 LSB, +-one); the mac
     chain that saturates the accumulator; nonlinear ops across and beyond their domains."""
@@ -306,7 +303,7 @@ async def opcode_corners(dut):
     tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 150, "*": 1200})  # measured 31.1 us on default
 async def errors_and_bad_length(dut):
     """Illegal opcodes and absent nonlinear functions set the sticky err bits, suppress
     their write-back and outputs, and the program continues; a bad cfg_len is refused."""
@@ -339,7 +336,7 @@ async def errors_and_bad_length(dut):
     tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 750, "*": 6000})  # measured 180.1 us on default
 async def hazard_distances(dut):
     """Read-after-write at distances 1..6 through every buffer (bypass in stage 4 with
     BYPASS=1, exposed-pipeline values with BYPASS=0), and a mac chain feeding a consumer."""
@@ -359,7 +356,7 @@ async def hazard_distances(dut):
     tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 290, "*": 2320})  # measured 65.5 us on default
 async def sgd_step_demo(dut):
     """One PE computes a full SGD step (one sample) of linear (ridge) and, when the
     sigmoid unit is present, logistic regression; the model it writes back equals
@@ -398,7 +395,7 @@ async def sgd_step_demo(dut):
     tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 130, "*": 1040})  # measured 25.2 us on default
 async def reset_mid_program(dut):
     """Reset while a program runs: the outputs before the reset are exactly the golden
     prefix, the PE goes idle, outputs stop, and the next job (buffers reloaded) is exact."""
@@ -430,7 +427,7 @@ async def reset_mid_program(dut):
     tb.finish()
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 150, "*": 1200})  # measured 32.4 us on default
 async def start_while_busy_ignored(dut):
     """start pulses with other cfg_len values (1, then the invalid 0) and ld_en writes of
     garbage into the schedule and data buffer while a program runs: the program in flight
@@ -475,7 +472,7 @@ async def start_while_busy_ignored(dut):
     tb.finish()
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 90, "*": 720})  # measured 15.5 us on default
 async def checker_catches_corruption(dut):
     """Negative test: a corrupted expected output value, a corrupted output timing, and a
     corrupted expected buffer word must each make the scoreboard fail."""
@@ -507,7 +504,7 @@ async def checker_catches_corruption(dut):
         tb.sb.check()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 70, "*": 560})  # measured 11.8 us on default
 async def bench_throughput(dut):
     """Benchmark (reported by `make bench`, not asserted): instructions per cycle on a
     dependent chain (each instruction reads the previous one's result).  With BYPASS=1
