@@ -19,10 +19,11 @@ from scoreboards.axis import AxisMonitor, AxisSink
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
-from verif.tb_common import record_bench
+from verif.tb_common import record_bench, sim_test, wait_until, within
 from verif.tb_common import sim_seed as seed_of_test
 
 CORE = "cosmic_memory_schedule_unit"
+AXIL_CYCLES = 10_000  # budget of one AXI4-Lite transaction
 CTRL, STATUS, QCOUNT, QPUSH, MODEL, DELIV, CYCLES = (4 * i for i in range(7))
 START, CLEAR, ERRCLR = 1, 2, 4
 RAM_BYTES = 1 << 16
@@ -154,10 +155,11 @@ class TB:
         await RisingEdge(self.clk)
 
     async def wr(self, addr, val):
-        await self.axil.write_dword(addr, int(val) & 0xFFFFFFFF)
+        await within(self.axil.write_dword(addr, int(val) & 0xFFFFFFFF), AXIL_CYCLES,
+                     f"s_axil: write 0x{addr:x} got no response (AW/W/B)")
 
     async def rd(self, addr) -> int:
-        return int(await self.axil.read_dword(addr))
+        return int(await within(self.axil.read_dword(addr), AXIL_CYCLES, f"s_axil: read 0x{addr:x} got no response (AR/R)"))
 
     async def status(self) -> dict:
         s = await self.rd(STATUS)
@@ -180,11 +182,10 @@ class TB:
         await self.wr(MODEL, model_addr)
 
     async def wait_done(self, timeout=200000):
-        for _ in range(timeout // 8):
-            await ClockCycles(self.clk, 8)
-            if not int(self.dut.busy.value):
-                return
-        raise AssertionError("timeout waiting for the run to finish")
+        await ClockCycles(self.clk, 8)  # busy is polled every 8 cycles
+        await wait_until(self.clk, lambda: not int(self.dut.busy.value), timeout // 8 - 1, "busy held high (in units of 8 cycles)",
+                         expect="the run to finish", edge=lambda c: ClockCycles(c, 8),
+                         detail=lambda: f"{len(self.wq)} PE write beats pending")
 
     def expect_plan(self, plan, mem, tid_xor=0):
         """Queue the golden deliveries and the PE write beats; returns the golden result."""
@@ -260,7 +261,7 @@ class TB:
 
 
 # ---------------------------------------------------------------------------- tests
-@cocotb.test()
+@sim_test(timeout_us={"default": 100, "*": 400})  # measured 17.5 us on default
 async def random_schedules(dut):
     """Random schedules (reads, writes, broadcasts, unaligned starts, sizes around the beat
     and burst sizes) over several threads; random memory latency/backpressure on every
@@ -289,7 +290,7 @@ async def random_schedules(dut):
     assert tb.bursts > 0
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 140, "*": 560})  # measured 29.0 us on default
 async def broadcast_and_alignment(dut):
     """Every start offset within a beat, sizes 1..2*LANES+1 (partial beats, straddling),
     long transfers crossing 4 KiB pages (burst splitting), and broadcast reads."""
@@ -308,7 +309,7 @@ async def broadcast_and_alignment(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 50, "*": 200})  # measured 6.2 us on default
 async def queue_full_and_bad_entries(dut):
     """A full queue, overflow, Size 0, Base >= NPE, reserved bits, broadcast write,
     PE Offset >= NPE, START on an empty queue, configuration while busy, partial and
@@ -372,7 +373,7 @@ async def queue_full_and_bad_entries(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 50, "*": 200})  # measured 5.7 us on default
 async def axi_error_response(dut):
     """Reads past the end of the memory model get SLVERR (zero data): error code 7, the
     beats are still delivered; the next run is clean."""
@@ -400,7 +401,7 @@ async def axi_error_response(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 100, "*": 400})  # measured 18.6 us on default
 async def reset_mid_transfer(dut):
     """Reset while reads, deliveries and writes are in flight (slow memory, slow PEs):
     afterwards idle, queue empty, and a fresh run is exact."""
@@ -430,7 +431,7 @@ async def reset_mid_transfer(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 1.8 us on default
 async def checker_catches_corruption(dut):
     """Negative test: a corrupted expectation, an extra output and a dropped output must
     each make the scoreboard fail; a corrupted memory expectation must be caught too."""
@@ -482,7 +483,7 @@ async def checker_catches_corruption(dut):
         assert len(bi) == 0, f"memory differs at {len(bi)} words"
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 210, "*": 840})  # measured 46.9 us on default
 async def bench_throughput(dut):
     """Benchmark: delivered words per cycle against the memory bandwidth (LANES words per
     cycle) with memory and PEs never stalling; long transfers over all threads, aligned and
