@@ -18,7 +18,7 @@ from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
-from verif.tb_common import record_bench
+from verif.tb_common import record_bench, sim_test, stall_message, within
 from verif.tb_common import sim_seed as seed_of_test
 
 CORE = "maple_smart_memory"
@@ -73,10 +73,11 @@ class TB:
         self.exp.clear()
 
     async def wr(self, addr, val):
-        await self.axil.write_dword(addr, int(val) & 0xFFFFFFFF)
+        await within(self.axil.write_dword(addr, int(val) & 0xFFFFFFFF), AXIL_CYCLES,
+                     f"s_axil: write 0x{addr:x} got no response (AW/W/B)")
 
     async def rd(self, addr) -> int:
-        return int(await self.axil.read_dword(addr))
+        return int(await within(self.axil.read_dword(addr), AXIL_CYCLES, f"s_axil: read 0x{addr:x} got no response (AR/R)"))
 
     async def status(self) -> dict:
         s = await self.rd(STATUS)
@@ -87,7 +88,8 @@ class TB:
             s = await self.status()
             if not s["busy"] and not s["armed"]:
                 return s
-        raise AssertionError("timeout waiting for the store to go idle")
+        raise AssertionError(stall_message(f"STATUS: busy/armed still set after {timeout} status reads", None,
+                                           "the store to go idle"))
 
     def pack(self, idx, val) -> int:
         return ((int(idx) & ((1 << self.IDXW) - 1)) << self.W) | (int(val) & ((1 << self.W) - 1))
@@ -155,7 +157,7 @@ class TB:
 
 
 # ---------------------------------------------------------------------------- tests
-@cocotb.test()
+@sim_test(timeout_us={"default": 90, "*": 360})  # measured 16.3 us on default
 async def topk_random(dut):
     """Random arrays, random k, largest and smallest; input bubbles, output backpressure."""
     tb = TB(dut, src_p=0.7, sink_p=0.6)
@@ -169,7 +171,7 @@ async def topk_random(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 90, "*": 360})  # measured 16.1 us on default
 async def topk_ties(dut):
     """Duplicates and ties: values from a tiny set (indices in arrival order), then repeated
     values with reused, out-of-order indices (exact value+index duplicates included)."""
@@ -187,7 +189,7 @@ async def topk_ties(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 90, "*": 360})  # measured 16.1 us on default
 async def topk_corners(dut):
     """k = 1, k = array length (= KMAX), streams shorter than k, one element, the value
     rails, and the worst case (ascending input for largest: every element replaces)."""
@@ -207,7 +209,7 @@ async def topk_corners(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 60, "*": 240})  # measured 9.2 us on default
 async def minmax_with_index(dut):
     """Min and max with index: random arrays, ties (smaller index wins), one element,
     rails; an empty store dumps nothing."""
@@ -227,7 +229,7 @@ async def minmax_with_index(dut):
     assert tb.sb.compared == 7 * 2
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 100, "*": 400})  # measured 19.6 us on default
 async def rmw_accumulate(dut):
     """Read-modify-write: runs of one address back to back (forwarding), saturation both
     ways, two arrays accumulating, full and partial dumps; bubbles and backpressure."""
@@ -275,7 +277,7 @@ async def rmw_accumulate(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 80, "*": 320})  # measured 13.2 us on default
 async def reset_mid_stream(dut):
     """Reset in the middle of a selection run (scanner busy) and of a dump under
     backpressure: idle afterwards, RAM zeroed, the next runs exact."""
@@ -309,7 +311,7 @@ async def reset_mid_stream(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 60, "*": 240})  # measured 8.1 us on default
 async def bad_configuration(dut):
     """k = 0, k > KMAX, unknown OP, BASE/LEN out of range, a dump past the RAM end,
     partial and unknown-register writes, configuration while armed, an RMW address past
@@ -379,7 +381,7 @@ async def bad_configuration(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 40, "*": 160})  # measured 3.4 us on default
 async def checker_catches_corruption(dut):
     """Negative test: a corrupted expectation, an extra output and a dropped output must
     each make the scoreboard fail."""
@@ -406,7 +408,7 @@ async def checker_catches_corruption(dut):
         tb.sb.check()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 240, "*": 960})  # measured 54.7 us on default
 async def bench_throughput(dut):
     """Benchmark (reported, not asserted beyond the exact counters): scanner stall cycles
     per replacement against k (ideal of the design: k-1), cycles per element of a random
