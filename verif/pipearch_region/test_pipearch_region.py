@@ -19,7 +19,7 @@ from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
-from verif.tb_common import record_bench, sim_seed, sim_test, start_while_busy, steady_cycles_per_beat
+from verif.tb_common import record_bench, sim_seed, sim_test, start_while_busy, steady_cycles_per_beat, wait_until
 
 CORE = "pipearch_region"
 
@@ -149,11 +149,9 @@ class RegionTB:
 
     async def wait_done(self, targets, timeout=100000) -> int:
         """Wait until done counts reach ``targets`` {(kind, ch): count}; returns cycles."""
-        for c in range(timeout):
-            if all(self.dones.get(k, 0) >= n for k, n in targets.items()):
-                return c
-            await RisingEdge(self.clk)
-        raise AssertionError(f"timeout: done counts {self.dones}, wanted {targets}")
+        return await wait_until(self.clk, lambda: all(self.dones.get(k, 0) >= n for k, n in targets.items()),
+                                timeout - 1, "rd*/wr*_done: no pulse", expect=f"done counts {targets}",
+                                detail=lambda: f"done counts {self.dones}")
 
     async def run(self, jobs, timeout=100000) -> int:
         """Start ``jobs`` together and wait for all of their done pulses; returns cycles."""
@@ -204,7 +202,7 @@ def rand_bram_access(tb, use_amem=False, max_len=None):
     return encode_access(length, offset, keep=bool(tb.rng.integers(0, 2)), use_amem=use_amem)
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 70, "*": 280})  # measured 12.2 us on default
 async def bram_random(dut):
     """BRAM mode: random writes (one channel at a time), then every read channel at once,
     random offsets (some >= DEPTH, anywhere in 0..0x3FFF)/lengths/iterations/keep-count
@@ -229,7 +227,7 @@ async def bram_random(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 40, "*": 160})  # measured 2.9 us on default
 async def sparse_address_memory(dut):
     """Use-address-memory on writes (a permutation) and reads (random entries with
     repeats), with offsets, keep-count and several iterations (index wraps modulo AMEM_DEPTH)."""
@@ -258,7 +256,7 @@ async def sparse_address_memory(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 40, "*": 160})  # measured 2.6 us on default
 async def fifo_full_empty(dut):
     """FIFO mode: a reader started on an empty FIFO stalls (tvalid low); a writer of
     DEPTH+4 lines stalls at DEPTH (tready low, fifo_count = DEPTH) until it is drained."""
@@ -310,7 +308,7 @@ async def fifo_full_empty(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 40, "*": 160})  # measured 2.9 us on default
 async def concurrent_modes(dut):
     """A BRAM-mode and a FIFO-mode access at the same time (write side, then read side),
     and every read channel reading the same lines at once; cycle counts show the
@@ -353,7 +351,7 @@ async def concurrent_modes(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 0.9 us on default
 async def illegal_access(dut):
     """Both/neither mode bit, length 0, length > DEPTH (also with an offset >= DEPTH, which
     alone is legal), iterations 0: sticky err, done, no data moved; err_clr clears it; a
@@ -396,7 +394,7 @@ async def illegal_access(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 40, "*": 160})  # measured 2.5 us on default
 async def wrapping_access(dut):
     """Accesses that run past the end of the region (offset + length > DEPTH, legal) wrap
     to line 0: a wrapping write and wrapping reads (with and without keep-count), checked
@@ -429,7 +427,7 @@ async def wrapping_access(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 40, "*": 160})  # measured 4.0 us on default
 async def large_offset_access(dut):
     """Offsets >= DEPTH are legal (any 14-bit offset, taken modulo DEPTH): offsets DEPTH,
     2*DEPTH-1, 0x3FFF and others on writes and reads (BRAM mode with and without keep-count
@@ -484,7 +482,7 @@ async def large_offset_access(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 1.5 us on default
 async def fifo_clear(dut):
     """fifo_clr empties the FIFO: pushed and partly popped lines are dropped,
     fifo_count returns to 0 and the next push lands at line 0 (seen by a BRAM-mode read
@@ -526,7 +524,7 @@ async def fifo_clear(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 40, "*": 160})  # measured 3.5 us on default
 async def shared_fifo_readers(dut):
     """Every read channel pops the one FIFO queue at the same time (random lengths and
     iterations, readers started before the writer, more lines than the FIFO holds,
@@ -590,7 +588,7 @@ async def shared_fifo_readers(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 2.0 us on default
 async def reset_mid_access(dut):
     """Reset during a FIFO write and a BRAM read under backpressure: every channel idle,
     FIFO empty, no output valid; new accesses afterwards are exact."""
@@ -631,7 +629,7 @@ async def reset_mid_access(dut):
     await tb.finish()
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 60, "*": 240})  # measured 8.8 us on default
 async def start_while_busy_ignored(dut):
     """Every channel: start pulses with another access word and iteration count (a legal
     one, then a rejected one) while the channel is busy: the access in flight completes
@@ -681,7 +679,7 @@ async def start_while_busy_ignored(dut):
     await tb.finish()
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 0.4 us on default
 async def checker_catches_corruption(dut):
     """Negative test: a corrupted expectation, an extra output and a dropped output must
     each make the scoreboard fail."""
@@ -711,7 +709,7 @@ async def checker_catches_corruption(dut):
         tb.sb.check()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 90, "*": 360})  # measured 15.8 us on default
 async def bench_throughput(dut):
     """Benchmark (reported, not asserted): lines per cycle per channel with no bubbles and
     always-ready sinks; each channel alone, then every read channel at once. Ideal 1.0."""
