@@ -31,7 +31,7 @@ from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
-from verif.tb_common import record_bench
+from verif.tb_common import DEFAULT_CYCLES, record_bench, sim_test, wait_until
 from verif.tb_common import sim_seed as seed_of_test
 
 CORE = "pipearch_ldst"
@@ -288,8 +288,8 @@ class TB:
     async def start(self, kind, addr, lines):
         """Pulse ``<kind>_start`` (waiting for not busy); returns when it was sampled."""
         d = self.dut
-        while int(getattr(d, f"{kind}_busy").value):
-            await RisingEdge(self.clk)
+        await wait_until(self.clk, lambda: not int(getattr(d, f"{kind}_busy").value), DEFAULT_CYCLES,
+                         f"{kind}_busy held high", expect=f"{kind}_busy low so {kind}_start is taken")
         getattr(d, f"{kind}_addr").value = addr
         getattr(d, f"{kind}_lines").value = lines
         getattr(d, f"{kind}_start").value = 1
@@ -297,11 +297,9 @@ class TB:
         getattr(d, f"{kind}_start").value = 0
 
     async def wait_done(self, kind, count, timeout=400000):
-        for _ in range(timeout):
-            if self.done[kind] >= count:
-                return
-            await RisingEdge(self.clk)
-        raise AssertionError(f"timeout waiting for {kind}_done #{count} (have {self.done[kind]})")
+        await wait_until(self.clk, lambda: self.done[kind] >= count, timeout - 1, f"{kind}_done: no pulse",
+                         expect=f"{kind}_done #{count}", detail=lambda: f"have {self.done[kind]}; "
+                         f"AXI AR/AW/W handshakes so far: {dict(self.rules.count)}")
 
     async def load(self, line_addr, lines, bad=frozenset()):
         """One checked load: memory already holds the data (lines in ``bad`` read as 0)."""
@@ -375,7 +373,7 @@ def regions(tb):
 
 
 # ------------------------------------------------------------------ tests
-@cocotb.test()
+@sim_test(timeout_us={"default": 150, "*": 2400})  # measured 32.1 us on default
 async def random_transfers(dut):
     """Concurrent random loads and stores (1..600 lines, unaligned starts, 4 KiB
     crossings, burst-size corners) with random stalls on every AXI channel, random
@@ -406,7 +404,7 @@ async def random_transfers(dut):
                   tb.max_fill, tb.p["FIFO_DEPTH"])
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 80, "*": 1280})  # measured 13.2 us on default
 async def directed_corners(dut):
     """1 line, MAX_BURST-1/MAX_BURST/MAX_BURST+1 lines, a transfer ending exactly on and
     one starting exactly at a 4 KiB page boundary, a load of the lines just stored
@@ -441,10 +439,9 @@ async def directed_corners(dut):
     await RisingEdge(tb.clk)        # sampled here
     for k in (1, 2):
         d.ld_addr.value = lb + 10 * k   # ignored while busy; sampled in the cycle after done
-        while True:
-            await FallingEdge(tb.clk)
-            if int(d.ld_done.value):
-                break
+        await FallingEdge(tb.clk)
+        await wait_until(tb.clk, lambda: int(d.ld_done.value), DEFAULT_CYCLES, "ld_done: no pulse", edge=FallingEdge,
+                         expect=f"done of back-to-back load {k}")
         await RisingEdge(tb.clk)    # start still high: accepted right after done
         await FallingEdge(tb.clk)
         assert int(d.ld_busy.value) == 1, "start in the cycle after done was not accepted"
@@ -469,7 +466,7 @@ async def directed_corners(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 480})  # measured 1.6 us on default
 async def error_responses(dut):
     """SLVERR on some read beats and on some write bursts (AxiRam raises in its memory
     access): the flags are set, the transfers still complete (failed read beats deliver
@@ -511,7 +508,7 @@ async def error_responses(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 100, "*": 1600})  # measured 17.8 us on default
 async def reset_mid_transfer(dut):
     """Reset (DUT and memory model) while a long load and a long store are in flight
     under heavy stalls: afterwards idle, no stray output, and fresh transfers are exact."""
@@ -549,7 +546,7 @@ async def reset_mid_transfer(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 110, "*": 1760})  # measured 20.3 us on default
 async def checkers_fire(dut):
     """Negative tests: each checker must fail on a deliberately corrupted observation.
     Scoreboard: a corrupted expected line, a dropped line and an extra line.  AXI rules
@@ -724,7 +721,7 @@ class LatencyMem:
             d.m_axi_bvalid.value = int(bool(self.bq) and self.bq[0] <= self.cyc)
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 980, "*": 15680})  # measured 239.8 us on default
 async def bench_throughput(dut):
     """Benchmark: lines per cycle for a long load, a long store and both at once, with
     memory answering after 1 cycle and after a fixed 20-cycle latency (LatencyMem,
