@@ -23,7 +23,7 @@ from golden import pipearch_isa as I
 from golden.pipearch_asm import Program, PUConfig, acc, build_image, ch, effective_access
 from golden.pipearch_iss import AxiError, Machine, Memory, StepLimit
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
-from verif.tb_common import sim_seed
+from verif.tb_common import sim_seed, sim_test, wait_until, within
 
 CORE = "pipearch_rm"
 # declared skips (verif.harness.skip_allowed): a skip not listed here fails the run
@@ -33,6 +33,7 @@ SKIPS = {"cycles_saturate": {"reason": "forces the internal 64-bit cycle counter
 MEM_BYTES = 1 << 16
 PROG = 0x1000
 CTX = 0x4000
+AXIL_CYCLES = 10_000  # budget of one AXI4-Lite transaction
 ST_DONE_STATE = I.STATE_DONE
 
 
@@ -285,10 +286,11 @@ class TB:
 
     # ---------------------------------------------------------------- host
     async def wr(self, addr, val):
-        await self.axil.write_dword(addr, val & 0xFFFFFFFF)
+        await within(self.axil.write_dword(addr, val & 0xFFFFFFFF), AXIL_CYCLES,
+                     f"s_axil: write 0x{addr:x} got no response (AW/W/B)")
 
     async def rd(self, addr):
-        return int(await self.axil.read_dword(addr))
+        return int(await within(self.axil.read_dword(addr), AXIL_CYCLES, f"s_axil: read 0x{addr:x} got no response (AR/R)"))
 
     def _iss_hook(self, machine, call):
         idx = len(self.iss_calls)
@@ -304,13 +306,12 @@ class TB:
         self.put(addr, b)
 
     async def wait_idle(self, limit=200000):
-        for _ in range(limit):
-            await RisingEdge(self.clk)
-            await ReadOnly()
-            if not int(self.dut.busy.value):
-                await RisingEdge(self.clk)
-                return
-        raise AssertionError("the machine never stopped")
+        await RisingEdge(self.clk)
+        await ReadOnly()
+        await wait_until(self.clk, lambda: not int(self.dut.busy.value), limit - 1, "busy held high", readonly=True,
+                         expect="the machine to stop (DONE, ERROR or suspended)",
+                         detail=lambda: f"dbg_state {int(self.dut.dbg_state.value)}")
+        await RisingEdge(self.clk)
 
     async def run(self, image=None, *, prog=PROG, ctx=CTX, iss=True, switch_before=False,
                   switch_at=None, sub_err=None, expect=None, prefix_trace=False, check_cycles=True):
@@ -489,7 +490,7 @@ def loop_program(tb: TB, rng, n_iter=3, body=3, yields=True, groups=True):
 
 
 # ------------------------------------------------------------------- tests
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 480})  # measured 0.6 us on default
 async def registers_and_config(dut):
     """CONFIG, address registers read back, STATUS idle, unknown offsets read 0, CLEAR."""
     tb = TB(dut)
@@ -512,7 +513,7 @@ async def registers_and_config(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 70, "*": 1120})  # measured 10.9 us on default
 async def straight_and_loops(dut):
     """ALU, branches, loops, blocking/non-blocking subroutines with register-added offsets,
     finish (context {2, 0xFF, R}); compared with the ISS; fresh context."""
@@ -546,7 +547,7 @@ async def straight_and_loops(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 480})  # measured 2.4 us on default
 async def blocking_vs_nonblocking(dut):
     """Decode waits while the target is busy; a blocking instruction waits in Execute
     (the next fetch comes after busy falls); non-blocking issues overlap (a later fetch
@@ -592,7 +593,7 @@ async def blocking_vs_nonblocking(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 480})  # measured 1.2 us on default
 async def instruction_timing(dut):
     """Fetch-to-fetch cycles as the datasheet states: 4 for a control instruction, 3 for
     a non-blocking subroutine whose target is idle, >= busy + 2 for a blocking one."""
@@ -620,7 +621,7 @@ async def instruction_timing(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 70, "*": 1120})  # measured 10.1 us on default
 async def context_switch_and_resume(dut):
     """SWITCH before START (first YIELD switches), SWITCH during the run (a later YIELD),
     StoreContext group, resume with and without a LoadContext group (RESUME ->
@@ -643,7 +644,7 @@ async def context_switch_and_resume(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 480})  # measured 1.0 us on default
 async def load_context_state_trace(dut):
     """The states of a resumed run with a LoadContext group, in order, on dbg_state."""
     tb = TB(dut)
@@ -748,7 +749,7 @@ def bad_instrs(tb: TB):
     return res
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 140, "*": 2240})  # measured 29.6 us on default
 async def illegal_instructions(dut):
     """Every decode-time error class stops the machine in Error with ERR_PC/ERR_CODE
     equal to the ISS (and to the expected code); the machine never hangs; START after
@@ -790,7 +791,7 @@ async def illegal_instructions(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 70, "*": 1120})  # measured 10.3 us on default
 async def header_and_context_errors(dut):
     """Program header rules, alignment of PROG/CTX, context state and PC word."""
     tb = TB(dut)
@@ -819,7 +820,7 @@ async def header_and_context_errors(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 60, "*": 960})  # measured 8.3 us on default
 async def axi_and_subroutine_errors(dut):
     """fw_ld_err (program beyond memory), fw_st_err (context write fails: ERR_PC = the
     YIELD, 0xFF at finish), sub_err of LOAD/STORE -> E_AXI and of the others ->
@@ -904,7 +905,7 @@ def fuzz_instr(tb: TB, rng):
     return [w & 0xFFFFFFFF for w in words]
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 200, "*": 3200})  # measured 43.1 us on default
 async def decode_fuzz(dut):
     """Mutated instructions with random register values (effective offsets): the error
     code/PC (or the issued fields) equal the ISS's for every one."""
@@ -933,7 +934,7 @@ async def decode_fuzz(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 70, "*": 1120})  # measured 12.4 us on default
 async def random_programs(dut):
     """Random loop programs, random switch points, chained resumes, against the ISS."""
     tb = TB(dut, mem_p=0.5, st_p=0.5)
@@ -951,7 +952,7 @@ async def random_programs(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test()
 async def cycles_saturate(dut):
     """The 64-bit cycle counter saturates (Icarus only: needs internal signal access)."""
     if not cocotb.SIM_NAME.lower().startswith("icarus"):
@@ -976,7 +977,7 @@ async def cycles_saturate(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 480})  # measured 1.6 us on default
 async def negative_checker(dut):
     """The comparison fails when the model is corrupted: a wrong expected error code, a
     corrupted ISS memory (context), a dropped and an extra issue record, a wrong PC
@@ -1018,7 +1019,7 @@ async def negative_checker(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 40, "*": 640})  # measured 3.5 us on default
 async def negative_protocol(dut):
     """Each protocol checker fails when what it believes is corrupted: a subroutine
     seen busy at its start, fw_ld_start seen while the load engine is busy, a wrong
@@ -1044,7 +1045,7 @@ async def negative_protocol(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 40, "*": 640})  # measured 4.7 us on default
 async def reset_mid_run(dut):
     """Reset in the middle of a run returns to Idle; the next run is correct."""
     tb = TB(dut, sub_max=40)
