@@ -21,7 +21,7 @@ from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params
-from verif.tb_common import rand_words
+from verif.tb_common import DEFAULT_CYCLES, StallError, rand_words, wait_until
 from verif.tb_common import sim_seed as seed_of
 
 
@@ -171,8 +171,11 @@ class NodeTB:
             self.sbias[i].append((pack_lanes(b, self.W), 1))
         ns = self.S_OC * self.S_IC
         for i in range(self.N):
-            while self.sw[i].sent < marks[i][0] + ns or self.sbias[i].sent < marks[i][1] + 1:
-                await RisingEdge(self.clk)
+            await wait_until(self.clk, lambda: self.sw[i].sent >= marks[i][0] + ns and self.sbias[i].sent >= marks[i][1] + 1,
+                             DEFAULT_CYCLES, f"{self.pre(i)}s_axis_w/s_axis_b: filter and bias load not accepted",
+                             expect=f"{ns} filter beats and 1 bias beat",
+                             detail=lambda: f"{self.sw[i].sent - marks[i][0]} filter and "
+                                            f"{self.sbias[i].sent - marks[i][1]} bias beats accepted")
         self.w, self.b = w.copy(), np.asarray(b, dtype=np.int64).copy()
 
     def rand_batch(self, B, h, w, pad, xscale=2.0, escale=0.5):
@@ -247,12 +250,13 @@ class NodeTB:
         d.bwd_start.value = 0
 
     async def wait_counts(self, f=None, b=None, timeout=20000):
-        for _ in range(timeout):
-            if (f is None or min(self.fdone) >= f) and (b is None or min(self.bdone) >= b):
-                return
-            await RisingEdge(self.clk)
-        self.dump()
-        raise AssertionError(f"timeout: fwd_done {self.fdone} (want {f}), bwd_done {self.bdone} (want {b})")
+        try:
+            await wait_until(self.clk, lambda: (f is None or min(self.fdone) >= f) and (b is None or min(self.bdone) >= b),
+                             timeout - 1, "fwd_done/bwd_done: no pulse", expect=f"fwd_done {f}, bwd_done {b} on every node",
+                             detail=lambda: f"fwd_done {self.fdone}, bwd_done {self.bdone}")
+        except StallError:
+            self.dump()
+            raise
 
     def dump(self):
         """Log the node's control state (debug aid on a timeout)."""

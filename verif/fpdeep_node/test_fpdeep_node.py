@@ -32,7 +32,7 @@ def rand_psums(tb, B, h, w, pad):
     return out
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 80, "*": 320})  # measured 13.6 us on default
 async def random_minibatches(dut):
     """Random map sizes, pads, batch sizes, learning rates, chain positions (first/middle/
     last, error chain end or not), ReLU on/off and start schedules (sequential, FWD b+1
@@ -58,7 +58,7 @@ async def random_minibatches(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 100, "*": 400})  # measured 18.7 us on default
 async def padding_edges(dut):
     """Every pad 0..K-1 with the smallest maps (1x1 output) and the maximum map, batch up
     to MAX_BATCH (every activation RAM region)."""
@@ -80,7 +80,7 @@ async def padding_edges(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 70, "*": 280})  # measured 11.8 us on default
 async def saturation(dut):
     """Rails: activations, input errors and gradients saturate both ways; the update
     saturates (parameters at the rails, largest lr)."""
@@ -101,7 +101,7 @@ async def saturation(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 1.6 us on default
 async def invalid_configuration(dut):
     """Width/height 0 or too large, pad > K-1, padded map smaller than K, sample out of
     range; a BWD op opening a mini-batch with batch 0 / too large or lr_q <= 0: cfg_err and
@@ -147,7 +147,7 @@ async def invalid_configuration(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 60, "*": 240})  # measured 7.8 us on default
 async def reset_mid_batch(dut):
     """Reset in the middle of a mini-batch (a BWD op running, a FWD op overlapping): idle
     afterwards, parameters cleared, the next mini-batches exact."""
@@ -178,7 +178,7 @@ async def reset_mid_batch(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 50, "*": 200})  # measured 5.2 us on default
 async def tlast_checks(dut):
     """A pixel tlast off the row end, an error-map tlast off the row end (row_err) and a
     psum_in tlast off the output-row end (psum_err) are flagged, sticky until the next
@@ -204,7 +204,7 @@ async def tlast_checks(dut):
     await tb.finish()
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 50, "*": 200})  # measured 5.8 us on default
 async def start_while_busy_ignored(dut):
     """fwd_start while fwd_busy and bwd_start while bwd_busy, with other cfg fields (other
     sample index, shape, batch, learning rate, chain position): each op in flight completes
@@ -247,7 +247,7 @@ async def start_while_busy_ignored(dut):
     await tb.finish()
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 40, "*": 160})  # measured 3.5 us on default
 async def checker_catches_corruption(dut):
     """Negative test: a corrupted expected activation, a corrupted expected input error, a
     corrupted expected updated filter word and a dropped expectation each make the
@@ -278,7 +278,7 @@ async def checker_catches_corruption(dut):
         tb.sb.check()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"default": 70, "*": 280})  # measured 11.7 us on default
 async def bench_throughput(dut):
     """Benchmark (reported, not asserted): one node on its own (a chain of one) runs a
     maximum-size mini-batch under the overlapped schedule (FWD b+1 with BWD b), no bubbles,
