@@ -16,7 +16,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 
 from verif.harness import dut_params
 from verif.tb_common import (SubroutineTB, line_spec, rand_words, record_bench, sim_test,
-                             steady_cycles_per_beat)
+                             start_while_busy, steady_cycles_per_beat)
 
 
 @dataclass
@@ -32,7 +32,76 @@ class Adapter:
 def _rand_knob(ad: Adapter, tb):
     if ad.knob == "sigmoid":
         return int(tb.rng.integers(0, 2))
-    return int(rand_words(tb.rng, (), tb.fmt, 0.05, 0.5))
+    return rand_scalar(tb.rng, tb.fmt)
+
+
+def rand_scalar(rng, fmt) -> int:
+    """A scalar/knob word of either sign: one draw in eight is a rail (the most negative
+    value -2**(W-1) among them), the rest uniform in +-0.5."""
+    if rng.random() < 0.125:
+        return int(rng.choice([fmt.min_int, fmt.min_int + 1, fmt.max_int, -1, 1]))
+    return int(rand_words(rng, (), fmt, 0.0, 0.5))
+
+
+# ---------------------------------------------------------------- rounding ties
+# Q(W,F) rounds a full-width product P (2F fraction bits) to nearest, ties toward +inf:
+# (P + 2**(F-1)) >> F.  A tie is P = (2k+1) * 2**(F-1): exactly half an LSB between two
+# words.  p = odd * 2**j times q = odd * 2**(F-1-j) is always one.
+def tie_scalar(rng, fmt, j: int, limit: float = 4.0, sign: int | None = None) -> int:
+    """``+-odd * 2**j`` with magnitude <= ``limit`` (real units)."""
+    lim = int(limit * fmt.one)
+    v = (2 * int(rng.integers(0, max(1, lim >> (j + 1)))) + 1) << j
+    sign = sign if sign is not None else (1 if rng.random() < 0.5 else -1)
+    return sign * v
+
+
+def tie_operands(rng, fmt, j: int, shape, limit: float = 4.0):
+    """Words ``+-odd * 2**(F-1-j)`` (both signs, magnitude <= ``limit``): times any
+    :func:`tie_scalar` ``(j)`` they make an exact rounding tie.  The first two words are
+    the smallest of each sign, ``+-2**(F-1-j)``."""
+    s = fmt.F - 1 - j
+    lim = int(limit * fmt.one)
+    odd = 2 * rng.integers(0, max(1, lim >> (s + 1)), size=shape, dtype=np.int64) + 1
+    sign = np.where(rng.random(shape) < 0.5, 1, -1)
+    v = (sign * odd) << s
+    flat = v.reshape(-1)
+    flat[:2] = [1 << s, -(1 << s)][:len(flat)]
+    return v
+
+
+def check_ties(fmt, prod):
+    """Assert the stimulus is what a rounding-tie test needs: every full product ``prod``
+    is exactly half an LSB from a word, both signs occur, and the specified rounding (half
+    up) disagrees with ties-away-from-zero, ties-to-even and truncation on some of them
+    (so a core rounding any of those ways fails the test)."""
+    P = np.asarray(prod, dtype=object).reshape(-1)
+    F = fmt.F
+    half = 1 << (F - 1)
+    assert all(int(x) % (1 << F) == half for x in P), "stimulus is not an exact rounding tie"
+    assert any(x > 0 for x in P) and any(x < 0 for x in P), "ties of one sign only"
+    spec = [(int(x) + half) >> F for x in P]
+    away = [((abs(int(x)) + half) >> F) * (1 if x > 0 else -1) for x in P]
+    even = [(int(x) >> F) + ((int(x) >> F) & 1) for x in P]
+    trunc = [int(x) >> F for x in P]
+    for name, alt in (("ties away from zero", away), ("ties to even", even), ("truncation", trunc)):
+        assert alt != spec, f"tie stimulus cannot tell half-up rounding from {name}"
+    return len(P)
+
+
+def sigmoid_tie_inputs(fmt, per_segment: int = 2):
+    """Inputs z of the PWL sigmoid (``golden.fixedpoint.sigmoid_fx``) whose product
+    slope * offset is an exact rounding tie, up to ``per_segment`` per segment.  The slope
+    and the offset are never negative, so sigmoid ties are positive only."""
+    from golden.fixedpoint import sigmoid_table
+    t = sigmoid_table(fmt)
+    F = fmt.F
+    off = np.arange(1 << t.shift, dtype=np.int64)
+    zs = []
+    for idx, sl in enumerate(t.slope):
+        hit = off[((int(sl) * off) & ((1 << F) - 1)) == (1 << (F - 1))]
+        zs += [-t.r_int + (idx << t.shift) + int(o) for o in hit[:per_segment]]
+    assert zs, f"{fmt}: no sigmoid segment has a rounding tie"
+    return np.array(zs, dtype=np.int64)
 
 
 def job(ad: Adapter, tb, dim, iters, k=None, extreme=0.1, scale=None, a=None, b=None):
@@ -191,6 +260,76 @@ def make_tests(ad: Adapter) -> dict:
         with pytest.raises(AssertionError, match="never received"):
             tb.sb.check()
 
+    async def rounding_ties(dut):
+        """Directed rounding ties: every product the core rounds is exactly half an LSB
+        from a word, both signs (multiplier knobs: the scalar or regularisation word
+        +-odd*2**j against +-odd*2**(F-1-j) lanes for j = 0, F/2, F-1 and two random j;
+        sigmoid: inputs whose slope*offset is a tie, positive by construction).  At the
+        production format Q(32,16) in the default config."""
+        tb = make_tb(dut, src_p=0.8, sink_p=0.8)
+        await tb.reset()
+        fmt, L, F = tb.fmt, tb.lanes(), tb.fmt.F
+        # the stimulus check itself fails on a non-tie and on ties of one sign
+        with pytest.raises(AssertionError):
+            check_ties(fmt, [(1 << (F - 1)) + 1, -(1 << (F - 1))])
+        with pytest.raises(AssertionError):
+            check_ties(fmt, [1 << (F - 1), 3 << (F - 1)])
+        k = 0
+        if ad.knob == "sigmoid":
+            zt = sigmoid_tie_inputs(fmt)
+            n = -(-len(zt) // L)
+            z = np.resize(zt, (n, L))
+            tb.dut._log.info("%d sigmoid ties over %d lines", len(zt), n)
+            for sig in (1, 0):
+                await tb.initiate(**job(ad, tb, n, 1, k=sig, a=z, b=rand_words(tb.rng, (n, L), fmt, 0.0, 1.0)))
+                k += 1
+                await tb.wait_done(k)
+        else:
+            js = [0, F // 2, F - 1] + [int(x) for x in tb.rng.integers(0, F, size=2)]
+            n = min(4, tb.p["MAX_DIM"])
+            ties = 0
+            for j in js:
+                for sign in (1, -1):
+                    kv = tie_scalar(tb.rng, fmt, j, sign=sign)
+                    b = tie_operands(tb.rng, fmt, j, (n, L))
+                    ties += check_ties(fmt, [kv * int(v) for v in b.reshape(-1)])
+                    a = rand_words(tb.rng, (n, L), fmt, 0.0, 2.0)
+                    await tb.initiate(**job(ad, tb, n, 1, k=kv, a=a, b=b))
+                    k += 1
+                    await tb.wait_done(k)
+            tb.dut._log.info("%d rounding ties", ties)
+        await tb.finish()
+
+    async def start_while_busy_ignored(dut):
+        """Start pulses with other cfg fields (another shape and knob, then an invalid
+        one) while busy: the job in flight completes exactly as first configured (one
+        done, no cfg_err), the extra starts consume and produce nothing, and the next
+        legal start works."""
+        tb = make_tb(dut, src_p=0.5, sink_p=0.5)
+        await tb.reset()
+        dim, iters = min(8, tb.p["MAX_DIM"]), 4     # long enough (>= 32 lines) for 4 pulses
+        f = job(ad, tb, dim, iters)
+        await tb.initiate(**f)
+        other = dict(dimension=1, iterations=1)
+        if ad.knob != "scalar":
+            other[ad.knob] = 1 - f[ad.knob] if ad.knob == "sigmoid" else tb.fmt.min_int
+        given = await start_while_busy(dut, tb.clk, other, pulses=3)
+        given += await start_while_busy(dut, tb.clk, dict(dimension=0, iterations=0), pulses=1)
+        dut._log.info("%d starts given while busy", given)
+        await tb.wait_done(1)
+        await ClockCycles(dut.clk, 30)
+        assert tb.done_count == 1, f"{tb.done_count} done pulses for one accepted start"
+        assert int(dut.cfg_err.value) == 0, "cfg_err set by an ignored start"
+        assert int(dut.busy.value) == 0, "busy after the only accepted job finished"
+        n = dim * iters
+        for name in ad.inputs:
+            assert tb.src[name].sent == n, f"{name}: {tb.src[name].sent} lines consumed, expected {n}"
+        if ad.knob == "scalar":
+            assert tb.src["s_axis_s"].sent == iters, f"s_axis_s: {tb.src['s_axis_s'].sent} scalars consumed"
+        await tb.initiate(**job(ad, tb, 2, 1))
+        await tb.wait_done(2)
+        await tb.finish()
+
     async def bench_throughput(dut):
         """Benchmark for `make bench` (reported, not asserted): cycles per output line
         with no bubbles and an always-ready sink; ideal 1.0."""
@@ -204,7 +343,8 @@ def make_tests(ad: Adapter) -> dict:
                      cycles_per_unit=steady_cycles_per_beat(t), ideal=1.0)
 
     fns = [random_jobs, saturation_corners, dimension_edges, back_to_back, invalid_initiation,
-           reset_mid_stream, checker_catches_corruption, bench_throughput]
+           reset_mid_stream, rounding_ties, start_while_busy_ignored, checker_catches_corruption,
+           bench_throughput]
     out = {}
     for fn in fns:
         fn.__qualname__ = fn.__name__

@@ -15,6 +15,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from golden.pipearch_region import CONFIGS, MAX_OFFSET, Region, encode_access
+from scoreboards import protocol
 from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
 from scoreboards.gates import Gate
@@ -379,6 +380,7 @@ async def illegal_access(dut):
         assert tb.src[tb.NW - 1].sent == 0, "a rejected write consumed a line"
         tb.src[tb.NW - 1].kill()
         tb.src[tb.NW - 1].tvalid.value = 0
+        protocol.waive_withdraw(f"s_axis_wr{tb.NW - 1}")  # the bait is withdrawn on purpose
         tb._make_sources(salt=77)
         dut.err_clr.value = 1
         await RisingEdge(dut.clk)
@@ -763,3 +765,10 @@ async def bench_throughput(dut):
 @pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("replicated", "icarus"), ("default", "ghdl")]))
 def test_pipearch_region(cfg, sim):
     run_core(CORE, cfg, sim)
+
+
+# bus protocol checkers (scoreboards/protocol.py) on every AXI4-Stream/AXI4/AXI4-Lite port
+# of the toplevel, attached before each cocotb test; its violations must be zero at the end
+from scoreboards.protocol import guard_tests  # noqa: E402
+
+guard_tests(globals())

@@ -14,7 +14,9 @@ from golden import pipearch_ops as ops
 from scoreboards.axis import AxisMonitor
 from scoreboards.checker import pack_lanes
 from verif.harness import dut_params, matrix, run_core
+from verif.lanewise_suite import check_ties, tie_operands, tie_scalar
 from verif.tb_common import SubroutineTB, rand_words, record_bench, steady_cycles_per_beat, word_spec, sim_test
+from verif.tb_common import start_while_busy
 
 CORE = "scalar_engine"
 OUT = "m_axis_res"
@@ -54,6 +56,20 @@ def queue(tb, mode, a, b, alpha, al):
     return dict(iterations=n, mode=mode, alpha=alpha, alpha_lambda=al)
 
 
+def rand_threshold(rng, fmt, kind=None):
+    """A threshold word of either sign.  ``kind``: "min" (the most negative value
+    -2**(W-1), whose exact negation needs W+1 bits), "neg", "pos", "rail" (one of the
+    rails), None (any of these, a quarter each)."""
+    if kind is None:
+        kind = ("min", "neg", "pos", "rail")[int(rng.integers(0, 4))]
+    if kind == "min":
+        return fmt.min_int
+    if kind == "rail":
+        return int(rng.choice([fmt.min_int, fmt.min_int + 1, fmt.max_int, fmt.max_int - 1, -1, 0, 1]))
+    v = int(rng.integers(1, fmt.one // 2 + 1))
+    return -v if kind == "neg" else v
+
+
 def job(tb, iters, mode=None, alpha=None, al=None, extreme=0.1, scale=None):
     """Queue one initiation's random data and expectations; returns the cfg fields."""
     fmt = tb.fmt
@@ -62,7 +78,7 @@ def job(tb, iters, mode=None, alpha=None, al=None, extreme=0.1, scale=None):
     if alpha is None:
         alpha = int(rand_words(tb.rng, (), fmt, 0.1, 1.0))
     if al is None:
-        al = int(abs(rand_words(tb.rng, (), fmt, 0.0, 0.5)))
+        al = rand_threshold(tb.rng, fmt)
     a = rand_words(tb.rng, (iters,), fmt, extreme, scale)
     b = rand_words(tb.rng, (iters,), fmt, extreme, scale)
     return queue(tb, mode, a, b, alpha, al)
@@ -70,14 +86,37 @@ def job(tb, iters, mode=None, alpha=None, al=None, extreme=0.1, scale=None):
 
 @sim_test(timeout_us={"default": 40, "*": 160})  # measured 4.6 us on default
 async def random_jobs(dut):
-    """Random modes, step sizes, thresholds, iterations and data; bubbles and backpressure."""
+    """Random modes, step sizes (both signs), thresholds, iterations and data; bubbles and
+    backpressure.  The SCD thresholds are stratified so every run sees each kind: the most
+    negative word -2**(W-1), a negative, a positive and a rail value, in random order; the
+    data has rails in a quarter of the words, so x - alpha*g saturates at the most negative
+    value against the most negative threshold (where the exact negation of the threshold
+    matters: a W-bit negation wraps there)."""
     tb = make_tb(dut, src_p=0.7, sink_p=0.6)
     await tb.reset()
-    for k in range(8):
-        f = job(tb, int(tb.rng.integers(1, min(tb.p["MAX_ITER"], 20) + 1)), mode=k % 2)
-        await tb.initiate(**f)
+    for k, (mode, al, iters, extreme) in enumerate(random_job_plan(tb)):
+        await tb.initiate(**job(tb, iters, mode=mode, al=al, extreme=extreme))
         await tb.wait_done(k + 1)
     await tb.finish()
+
+
+def random_job_plan(tb):
+    """(mode, threshold, iterations, rail fraction) of random_jobs' 12 initiations: SGD and
+    SCD alternate; the six SCD thresholds are two most-negative words, a negative, a
+    positive and two rails, in random order; the most-negative jobs have at least 8 pairs
+    and rails in 60 % of their words."""
+    mi = min(tb.p["MAX_ITER"], 20)
+    kinds = list(tb.rng.permutation(["min", "min", "neg", "pos", "rail", "rail"]))
+    plan = []
+    for k in range(12):
+        if k % 2 == SGD:
+            plan.append((SGD, None, int(tb.rng.integers(1, mi + 1)), 0.25))
+        else:
+            kind = kinds[k // 2]
+            lo = min(8, mi) if kind == "min" else 1
+            plan.append((SCD, rand_threshold(tb.rng, tb.fmt, kind), int(tb.rng.integers(lo, mi + 1)),
+                         0.6 if kind == "min" else 0.25))
+    return plan
 
 
 @sim_test(timeout_us={"default": 50, "*": 200})  # measured 7.2 us on default
@@ -210,6 +249,88 @@ async def reset_mid_stream(dut):
     await tb.initiate(**job(tb, 5, SGD))
     await tb.wait_done(1)
     await tb.initiate(**job(tb, 4, SCD))
+    await tb.wait_done(2)
+    await tb.finish()
+
+
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 1.9 us on default
+async def negative_thresholds(dut):
+    """SCD with thresholds of both signs, the most negative word included, against data on
+    both sides of +-al (d = al, -al and one LSB around them) and at the rails."""
+    tb = make_tb(dut, src_p=0.8, sink_p=0.8)
+    await tb.reset()
+    fmt, one = tb.fmt, tb.fmt.one
+    mi = tb.p["MAX_ITER"]
+    k = 0
+    for al in (fmt.min_int, fmt.min_int + 1, -one, -1, 0, 1, one // 4, fmt.max_int):
+        # alpha = 1.0, g = 0: d = x; probe x around +-al (where representable) and the rails
+        xs = {fmt.min_int, fmt.min_int + 1, fmt.max_int, 0, -1, 1}
+        for c in (al, -al):
+            xs.update(c + e for e in (-1, 0, 1))
+        x = np.array(sorted(v for v in xs if fmt.min_int <= v <= fmt.max_int), dtype=np.int64)
+        g = np.zeros(len(x), dtype=np.int64)
+        g[::3] = one        # some with alpha*g != 0, so ag +- al saturates too
+        for s0 in range(0, len(x), mi):
+            await tb.initiate(**queue(tb, SCD, g[s0:s0 + mi], x[s0:s0 + mi], one, al))
+            k += 1
+            await tb.wait_done(k)
+    await tb.finish()
+
+
+@sim_test()
+async def rounding_ties(dut):
+    """Directed rounding ties on both rounding products: SGD alpha*sat(a - b) and SCD
+    alpha*g, each exactly half an LSB from a word, both signs (alpha = +-odd*2**j against
+    +-odd*2**(F-1-j) for j = 0, F/2, F-1 and two random j).  At the production format
+    Q(32,16) in the default config."""
+    tb = make_tb(dut, src_p=0.8, sink_p=0.8)
+    await tb.reset()
+    fmt, F = tb.fmt, tb.fmt.F
+    with pytest.raises(AssertionError):           # the stimulus check fails on a non-tie
+        check_ties(fmt, [(1 << (F - 1)) + 1, -(1 << (F - 1))])
+    n = min(tb.p["MAX_ITER"], 16)
+    js = [0, F // 2, F - 1] + [int(x) for x in tb.rng.integers(0, F, size=2)]
+    k = ties = 0
+    for j in js:
+        for sign in (1, -1):
+            alpha = tie_scalar(tb.rng, fmt, j, sign=sign)
+            op = tie_operands(tb.rng, fmt, j, (n,))
+            ties += check_ties(fmt, [alpha * int(v) for v in op])
+            b = rand_words(tb.rng, (n,), fmt, 0.0, 2.0)
+            a = op + b                      # a - b = op exactly (no saturation at +-6.0)
+            await tb.initiate(**queue(tb, SGD, a, b, alpha, 0))
+            await tb.wait_done(k + 1)
+            x = rand_words(tb.rng, (n,), fmt, 0.0, 2.0)
+            await tb.initiate(**queue(tb, SCD, op, x, alpha, rand_threshold(tb.rng, fmt)))
+            k += 2
+            await tb.wait_done(k)
+    dut._log.info("%d rounding ties per mode", ties)
+    await tb.finish()
+
+
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 1.4 us on default
+async def start_while_busy_ignored(dut):
+    """Start pulses with other cfg fields (other mode, step, threshold and iterations,
+    then an invalid iteration count) while busy: the job in flight completes exactly as
+    first configured (one done, no cfg_err), the extra starts consume and produce nothing,
+    and the next legal start works."""
+    tb = make_tb(dut, src_p=0.5, sink_p=0.5)
+    await tb.reset()
+    fmt = tb.fmt
+    n = min(tb.p["MAX_ITER"], 32)
+    await tb.initiate(**job(tb, n, SCD, al=rand_threshold(tb.rng, fmt)))
+    given = await start_while_busy(dut, tb.clk, dict(iterations=1, mode=SGD, alpha=fmt.max_int,
+                                                     alpha_lambda=fmt.min_int), pulses=3)
+    given += await start_while_busy(dut, tb.clk, dict(iterations=0, mode=SCD, alpha=0, alpha_lambda=0), pulses=1)
+    dut._log.info("%d starts given while busy", given)
+    await tb.wait_done(1)
+    await ClockCycles(dut.clk, 30)
+    assert tb.done_count == 1, f"{tb.done_count} done pulses for one accepted start"
+    assert int(dut.cfg_err.value) == 0, "cfg_err set by an ignored start"
+    assert int(dut.busy.value) == 0, "busy after the only accepted job finished"
+    for name in ("s_axis_a", "s_axis_b"):
+        assert tb.src[name].sent == n, f"{name}: {tb.src[name].sent} words consumed, expected {n}"
+    await tb.initiate(**job(tb, 3, SGD))
     await tb.wait_done(2)
     await tb.finish()
 
