@@ -108,12 +108,15 @@ class _Hold:
         self.rule, self.ch = rule, ch
         self.pend = None
         self.fresh = False      # VALID is high this cycle and was not held from the previous one
+        self.waived = 0         # declared deliberate withdrawals still allowed (see waive_withdraw)
 
     def step(self, valid, ready, payload) -> bool:
         """Returns True for a handshake this cycle."""
         p = self.pend
         if p is not None:
-            if valid != 1:
+            if valid != 1 and self.waived:
+                self.waived -= 1
+            elif valid != 1:
                 self.rule._err(f"{self.ch}: VALID dropped before the handshake")
             elif payload != p:
                 self.rule._err(f"{self.ch}: payload changed while VALID && !READY "
@@ -488,6 +491,28 @@ def find_ports(dut) -> dict:
     return {k: sorted(v) for k, v in out.items()}
 
 
+_active: list = []
+
+
+def active():
+    """The :class:`ProtocolChecker` of the running test (attached by :func:`guard_tests`), or None."""
+    return _active[-1] if _active else None
+
+
+def waive_withdraw(port: str, times: int = 1):
+    """Declare that the test withdraws an offered AXI4-Stream beat on ``port`` on purpose
+    (stimulus that checks a rejected request takes no data): the next ``times`` VALID
+    drops before a handshake on that port are not violations.  Nothing else is waived."""
+    pc = active()
+    if pc is None:
+        return
+    for p in pc.ports:
+        if isinstance(p, _AxisPort) and p.rule.name == port:
+            p.rule.h.waived += times
+            return
+    raise KeyError(f"no AXI4-Stream port {port} under the protocol checker")
+
+
 class ProtocolChecker:
     """Samples every attached port once per clock cycle (after the rising edge, ReadOnly)."""
 
@@ -607,7 +632,11 @@ def guard_tests(namespace: dict, **attach_kw) -> int:
             kw.setdefault("max_beats", _params_max_beats())
             pc = attach_all(dut, **kw)
             dut._log.info("protocol checkers on %s", ", ".join(r.name for r in pc.rules) or "no bus port")
-            await _inner(dut, *args, **kwargs)
+            _active.append(pc)
+            try:
+                await _inner(dut, *args, **kwargs)
+            finally:
+                _active.remove(pc)
             dut._log.info("protocol: %s", pc.assert_clean())
 
         guarded._protocol_guarded = True

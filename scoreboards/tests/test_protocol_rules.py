@@ -41,6 +41,18 @@ def test_axis_valid_dropped_while_stalled():
     assert r.errors == 1 and "VALID dropped" in r.messages[0]
 
 
+def test_axis_waived_withdrawal_counts_down():
+    r = AxisRule("s_axis_wr1")
+    r.h.waived = 1                                   # what waive_withdraw declares
+    for _ in range(2):
+        r.cycle(1, 0, (1,))
+        r.cycle(0, 0, None)
+    assert r.errors == 1 and r.h.waived == 0        # only the declared withdrawal is excused
+    r.cycle(1, 0, (1,))
+    r.cycle(1, 1, (2,))
+    assert r.errors == 2                             # the waiver never covers a payload change
+
+
 def test_axis_change_after_handshake_is_legal():
     assert _axis([(1, 1, (1,)), (1, 0, (2,)), (1, 1, (2,)), (0, 0, None)]).errors == 0
 

@@ -403,3 +403,10 @@ async def bench_throughput(dut):
 @pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus")]))
 def test_maple_pe_chain(cfg, sim):
     run_core(CORE, cfg, sim)
+
+
+# bus protocol checkers (scoreboards/protocol.py) on every AXI4-Stream/AXI4/AXI4-Lite port
+# of the toplevel, attached before each cocotb test; its violations must be zero at the end
+from scoreboards.protocol import guard_tests  # noqa: E402
+
+guard_tests(globals())

@@ -30,6 +30,7 @@ from cocotbext.axi import AxiBus, AxiRam
 from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec
 from scoreboards.gates import Gate
+from scoreboards.protocol import burst_errors
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
 from verif.tb_common import DEFAULT_CYCLES, record_bench, sim_test, wait_until
 from verif.tb_common import sim_seed as seed_of_test
@@ -91,16 +92,15 @@ class AxiRules:
     def burst(self, ch, addr, length, size, kind):
         n = length + 1
         self.count[ch] += 1
+        # AXI4 legality (shared library: burst type, size, MAX_BURST, 4 KiB), then this core's rules
+        for m in burst_errors(addr, n, size, kind, self.lb, self.mb):
+            self._err(f"{ch}: {m}")
         if kind != 1:
             self._err(f"{ch}: burst type {kind} is not INCR")
         if (1 << size) != self.lb:
             self._err(f"{ch}: size {1 << size} bytes is not the line ({self.lb})")
-        if n > self.mb:
-            self._err(f"{ch}: {n} beats > MAX_BURST={self.mb}")
         if addr % self.lb:
             self._err(f"{ch}: address 0x{addr:x} not line aligned")
-        if addr // PAGE != (addr + n * self.lb - 1) // PAGE:
-            self._err(f"{ch}: burst 0x{addr:x} x {n} crosses a 4 KiB boundary")
         if self.exp[ch]:
             e = self.exp[ch].popleft()
             if e != (addr, n):
@@ -825,3 +825,10 @@ def test_pipearch_ldst_params(given, msg):
         get(CORE).resolve(given)
     with pytest.raises(ParamError, match=re.escape(msg)):
         block_fn(given)
+
+
+# bus protocol checkers (scoreboards/protocol.py) on every AXI4-Stream/AXI4/AXI4-Lite port
+# of the toplevel, attached before each cocotb test; its violations must be zero at the end
+from scoreboards.protocol import guard_tests  # noqa: E402
+
+guard_tests(globals())
