@@ -22,6 +22,7 @@ from verif.tb_common import record_bench, sim_test, stall_message, within
 from verif.tb_common import sim_seed as seed_of_test
 
 CORE = "maple_smart_memory"
+AXIL_CYCLES = 10_000  # budget of one AXI4-Lite transaction
 OUT = "m_axis_out"
 # register byte offsets (see the datasheet)
 OP, K, CMP, BASE, LEN, CTRL, STATUS, STALLS, INS, COUNT = (4 * i for i in range(10))

@@ -18,7 +18,7 @@ from rtl_gen.common.core import IP_DIR, REPO
 from rtl_gen.registry import get
 from scoreboards.checker import pack_lanes, split_lanes
 from verif.harness import run_top
-from verif.tb_common import SubroutineTB, line_spec
+from verif.tb_common import DEFAULT_CYCLES, SubroutineTB, line_spec, sim_test, wait_until
 
 NAME = "sgd_chain"
 PARTS = ("dot_sigmoid", "scalar_engine", "multiply_subtract", "l2reg")
@@ -67,8 +67,9 @@ async def run_epochs(dut, corrupt_model: bool = False, abort_first: bool = False
                 tb.send_lines(name, lines)
             tb.send_words("s_axis_b", [bq[i]])
             # closed loop: wait for the D new-model lines and use them as the next x
-            while len(got) < D:
-                await RisingEdge(dut.clk)
+            await wait_until(dut.clk, lambda: len(got) >= D, DEFAULT_CYCLES, "m_axis_y: model lines missing",
+                             expect=f"{D} new-model lines of epoch {e} sample {i}",
+                             detail=lambda: f"{len(got)} received")
             new = np.concatenate([split_lanes(got.pop(0), L, fmt.W) for _ in range(D)])
             x = np.array(new, dtype=np.int64)
         await tb.wait_done(e + 1)
@@ -123,7 +124,7 @@ def _params():
     return p
 
 
-@cocotb.test()
+@sim_test()
 async def logistic_sgd_epochs(dut):
     """Two epochs of logistic SGD with L2 on the chained cores equal golden SGD exactly."""
     tb, mism = await run_epochs(dut)
