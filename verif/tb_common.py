@@ -236,14 +236,21 @@ def env_flag(name: str) -> bool:
 def record_bench(name: str, **metrics):
     """Write one benchmark record (read by ``make bench``) into the build directory.
 
-    Only ``bench_*`` cocotb tests call this; it reports, it does not assert timing."""
+    Only ``bench_*`` cocotb tests call this.  The record is written first (so ``make
+    bench`` shows the number either way), then checked against the datasheet figures of
+    ``verif/bench_limits.py``: a broken promise raises ``AssertionError`` naming core,
+    config, simulator, field, measured and promised figures, failing the bench test."""
     import json
     from pathlib import Path
+
+    from verif.bench_limits import failures
     out = Path(os.environ.get("BENCH_DIR", "build/bench"))
     out.mkdir(parents=True, exist_ok=True)
     rec = {"core": name, "cfg": os.environ.get("DUT_CFG", "?"), "sim": os.environ.get("DUT_SIM", "?"),
            **metrics}
     (out / f"{name}-{rec['cfg']}-{rec['sim']}.json").write_text(json.dumps(rec, indent=1))
+    broken = failures(rec)
+    assert not broken, "benchmark below its datasheet:\n" + "\n".join(broken)
     return rec
 
 

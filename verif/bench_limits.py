@@ -1,0 +1,216 @@
+"""What each core's datasheet promises about its throughput, in one machine-readable place.
+
+Every ``bench_*`` cocotb test records its measurement through
+``verif.tb_common.record_bench``, which checks the record against this table and fails
+the test (message: core, config, simulator, field, measured and promised figures) when a
+promise is broken by more than its tolerance.  ``make bench`` (``verif/bench.py``) shows
+the same verdicts in ``reports/bench.md``.  All figures are simulated clock cycles (or
+units per simulated cycle), never wall-clock time.
+
+A :class:`Promise` names one numeric field of the record (``a.b`` reaches into a nested
+dict) and the figure the datasheet (``ip/<core>/README.md`` "Throughput", or the README
+bench table it points to) promises for it:
+
+* ``better="lower"`` -- cycles per unit of work: the measurement must be
+  ``<= promised * (1 + tol)``;
+* ``better="higher"`` -- units per cycle or utilisation: ``>= promised * (1 - tol)``.
+
+A measurement better than the promise passes (the datasheet is a guarantee, not a
+prediction).  ``LIMITS[core]`` maps a configuration name, or ``"*"`` for every
+configuration, to its promises; a configuration's own list replaces the ``"*"`` entry of
+the same field.  A record of a core (or configuration) without any promise fails too:
+every benchmark must be held to a figure.
+
+Figures are the datasheet's "one per cycle" wherever it states one; where the figure
+depends on the geometry (FPDeep map utilisation, whole-node cycles per sample, the
+PipeArch PU programs) it is the number of the README bench table.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TOL = 0.02  # default relative tolerance: the benches are cycle-exact, 2 % absorbs seed effects
+
+
+@dataclass(frozen=True)
+class Promise:
+    field: str
+    promised: float
+    better: str = "lower"   # "lower": cycles per unit; "higher": units per cycle / utilisation
+    tol: float = TOL
+
+    def __post_init__(self):
+        if self.better not in ("lower", "higher"):
+            raise ValueError(f"Promise({self.field}): better must be 'lower' or 'higher', got {self.better!r}")
+        if not (self.promised > 0 and 0 <= self.tol < 1):
+            raise ValueError(f"Promise({self.field}): need promised > 0 and 0 <= tol < 1")
+
+    @property
+    def limit(self) -> float:
+        return self.promised * (1 + self.tol) if self.better == "lower" else self.promised * (1 - self.tol)
+
+    def holds(self, measured: float) -> bool:
+        return measured <= self.limit if self.better == "lower" else measured >= self.limit
+
+    def text(self) -> str:
+        op = "<=" if self.better == "lower" else ">="
+        return f"{op} {self.promised:g} (tolerance {100 * self.tol:g} %)"
+
+
+def _lo(field, v, tol=TOL):
+    return Promise(field, v, "lower", tol)
+
+
+def _hi(field, v, tol=TOL):
+    return Promise(field, v, "higher", tol)
+
+
+def _hi_all(**fields):
+    return [_hi(k, v) for k, v in fields.items()]
+
+
+ONE_LINE = {"*": [_lo("cycles_per_unit", 1.0)]}   # lane-wise cores: one line per cycle
+_ENGINE_DEFAULT = [_hi("dotsig_two_regions_lines_per_cycle", 0.97),
+                   _hi("dotsig_same_region_lines_per_cycle", 0.49),
+                   _hi("load_broadcast_lines_per_cycle", 0.99),
+                   _lo("dotsig_plus_l2reg_cycles", 528)]
+
+# core -> {config or "*": [Promise, ...]}; source of each figure in the comment
+LIMITS: dict[str, dict[str, list[Promise]]] = {
+    # ip/<core>/README.md: "one line per cycle when every input is valid and the sink is ready"
+    "sigmoid_delta": ONE_LINE,
+    "multiply_subtract": ONE_LINE,
+    "l2reg": ONE_LINE,
+    # "one input line (a and b together) per cycle"
+    "dot_sigmoid": {"*": [_lo("cycles_per_line", 1.0)]},
+    # "one (a, b) pair per cycle"; one result per cycle out
+    "scalar_engine": {"*": [_lo("cycles_per_pair", 1.0), _lo("out_cycles_per_result", 1.0)]},
+    # "one line per cycle per region port" (worst single channel alone)
+    "pipearch_region": {"*": [_lo("cycles_per_unit", 1.0)]},
+    # "one line per cycle in each direction": load at 1-cycle memory latency
+    "pipearch_ldst": {"*": [_lo("cycles_per_line", 1.0)]},
+    # "one element per cycle for fills, discards, min/max and RMW"
+    "maple_smart_memory": {"*": [_hi("rmw_elements_per_cycle", 1.0)]},
+    # "one window (9 MACs) per cycle" / "one window beat (36 MACs) per cycle"
+    "fpdeep_conv_tile": {"*": [_hi("mac_utilization", 1.0)]},
+    "fpdeep_conv_engine": {"*": [_hi("mac_utilization", 1.0)]},
+    # "one instruction per cycle, always"; a dependent chain without bypass issues every 5th
+    # slot (README bench table: 0.203 instructions per cycle over the chain)
+    "cosmic_pe": {"default": [_hi("ipc_dependent_chain", 1.0)], "small": [_hi("ipc_dependent_chain", 1.0)],
+                  "nobypass": [_hi("ipc_dependent_chain", 0.203187)]},
+    # "one PE-row beat (LANES words) per cycle while memory returns one beat per cycle"
+    "cosmic_memory_schedule_unit": {"*": [_hi("long_aligned.fraction_of_peak", 1.0),
+                                          _hi("long_unaligned.fraction_of_peak", 1.0)]},
+    # README bench table (cycles per mac step of the whole K-means/top-k/aggregation mix)
+    "maple_pe_chain": {"default": [_lo("cycles_per_mac_step", 12.253)],
+                       "small": [_lo("cycles_per_mac_step", 7.159)]},
+    # README bench table: a map row of Wo windows takes Wo + max(0, K-1-2P) cycles
+    "fpdeep_line_buffer": {
+        "default": _hi_all(windows_per_cycle_map_pad0=0.8491, windows_per_cycle_batch_pad0=0.8706,
+                           windows_per_cycle_map_pad1=0.9369, windows_per_cycle_batch_pad1=0.982,
+                           windows_per_cycle_map_pad2=0.9698, windows_per_cycle_batch_pad2=0.9916),
+        "k5": _hi_all(windows_per_cycle_map_pad0=0.3529, windows_per_cycle_batch_pad0=0.3848,
+                      windows_per_cycle_map_pad2=0.7407, windows_per_cycle_batch_pad2=0.904,
+                      windows_per_cycle_map_pad4=0.9333, windows_per_cycle_batch_pad4=0.9792)},
+    "fpdeep_fp": {
+        "default": _hi_all(mac_utilization_map_pad0=0.6853, mac_utilization_batch_pad0=0.7417,
+                           mac_utilization_map_pad1=0.8449, mac_utilization_batch_pad1=0.9508),
+        "k5": _hi_all(mac_utilization_map_pad0=0.2308, mac_utilization_batch_pad0=0.2767,
+                      mac_utilization_map_pad2=0.6349, mac_utilization_batch_pad2=0.8533),
+        "b32": _hi_all(mac_utilization_map_pad0=0.8411, mac_utilization_batch_pad0=0.8685,
+                       mac_utilization_map_pad1=0.9284, mac_utilization_batch_pad1=0.9797),
+        "b28k5": _hi_all(mac_utilization_map_pad0=0.6973, mac_utilization_batch_pad0=0.7243,
+                         mac_utilization_map_pad2=0.8869, mac_utilization_batch_pad2=0.9664)},
+    "fpdeep_eb": {
+        "default": _hi_all(mac_utilization_map_useful_pad0=0.7232, mac_utilization_batch_useful_pad0=0.7705,
+                           mac_utilization_map_useful_pad1=0.7759, mac_utilization_batch_useful_pad1=0.8732,
+                           mac_utilization_map_useful_pad2=0.6853, mac_utilization_batch_useful_pad2=0.7417),
+        "k5": _hi_all(mac_utilization_map_useful_pad0=0.2975, mac_utilization_batch_useful_pad0=0.3396,
+                      mac_utilization_map_useful_pad2=0.3245, mac_utilization_batch_useful_pad2=0.4902,
+                      mac_utilization_map_useful_pad4=0.0702, mac_utilization_batch_useful_pad4=0.0952),
+        "b32": _hi_all(mac_utilization_map_useful_pad0=0.8519, mac_utilization_batch_useful_pad0=0.8765,
+                       mac_utilization_map_useful_pad1=0.8901, mac_utilization_batch_useful_pad1=0.9393,
+                       mac_utilization_map_useful_pad2=0.8411, mac_utilization_batch_useful_pad2=0.8685),
+        "b28k5": _hi_all(mac_utilization_map_useful_pad0=0.7348, mac_utilization_batch_useful_pad0=0.7571,
+                         mac_utilization_map_useful_pad2=0.8116, mac_utilization_batch_useful_pad2=0.8851,
+                         mac_utilization_map_useful_pad4=0.6965, mac_utilization_batch_useful_pad4=0.7241)},
+    "fpdeep_pg": {
+        "default": _hi_all(mac_utilization_pad0=0.5143, mac_utilization_pad1=0.8767, mac_utilization_pad2=0.9434),
+        "k2s": _hi_all(mac_utilization_pad0=0.4909, mac_utilization_pad1=0.8219),
+        "k5": _hi_all(mac_utilization_pad0=0.0541, mac_utilization_pad2=0.6977, mac_utilization_pad4=0.9278),
+        "b32": _hi_all(mac_utilization_pad0=0.8687, mac_utilization_pad1=0.9799, mac_utilization_pad2=0.9897),
+        "b28k5": _hi_all(mac_utilization_pad0=0.7245, mac_utilization_pad2=0.9667, mac_utilization_pad4=0.9894)},
+    # README bench table: one mini-batch of the largest map, cycles per sample
+    "fpdeep_node": {"default": [_lo("cycles_per_sample", 139.25)], "k2": [_lo("cycles_per_sample", 68.333)]},
+    "fpdeep_node_chain": {"n2": [_lo("cycles_per_sample", 142.0)], "n3": [_lo("cycles_per_sample", 144.75)],
+                          "n4": [_lo("cycles_per_sample", 147.5)]},
+    # README "pipearch_engine": DotSig 0.97 lines/cycle from two regions, 0.49 from one,
+    # LOAD broadcast 0.99; DotSig + L2Reg on disjoint regions as fast as DotSig alone
+    # (lanes16 only widens the lines: same line counts and dimensions as default, same cycles)
+    "pipearch_engine": {
+        "default": _ENGINE_DEFAULT, "lanes16": _ENGINE_DEFAULT,
+        "small": [_lo("dotsig_plus_l2reg_cycles", 80)]},
+    # README "PipeArch-PU": streamed SGD D + 37 cycles per sample (slope per model line and
+    # constant by config), blocking program 4 cycles per line
+    "pipearch_pu": {
+        "default": [_lo("sgd_stream_cycles_per_line", 0.975, 0.03), _lo("sgd_stream_cycles_per_sample_const", 38.6, 0.03),
+                    _lo("sgd_blocking_cycles_per_line", 4.0)],
+        "deep": [_lo("sgd_stream_cycles_per_line", 1.0, 0.03), _lo("sgd_stream_cycles_per_sample_const", 37.0, 0.03),
+                 _lo("sgd_blocking_cycles_per_line", 4.0)],
+        "lanes16": [_lo("sgd_stream_cycles_per_line", 0.90, 0.03),
+                    _lo("sgd_stream_cycles_per_sample_const", 42.8, 0.03)]},
+}
+
+
+def promises(core: str, cfg: str, table: dict | None = None) -> list[Promise] | None:
+    """The promises for one core and configuration (None: nothing recorded)."""
+    t = (LIMITS if table is None else table).get(core)
+    if t is None:
+        return None
+    merged = {p.field: p for p in t.get("*", [])}
+    merged.update({p.field: p for p in t.get(cfg, [])})
+    return list(merged.values()) or None
+
+
+def _get(rec: dict, field: str):
+    v = rec
+    for part in field.split("."):
+        if not isinstance(v, dict) or part not in v:
+            return None
+        v = v[part]
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def verdicts(rec: dict, table: dict | None = None) -> list[dict]:
+    """One row per promise of the record's core/config: field, measured, promised, ok."""
+    core, cfg = rec.get("core", "?"), rec.get("cfg", "?")
+    ps = promises(core, cfg, table)
+    if ps is None:
+        return [{"field": None, "measured": None, "promised": None, "ok": False,
+                 "why": f"no datasheet figure recorded for {core}/{cfg} in verif/bench_limits.py"}]
+    out = []
+    for p in ps:
+        m = _get(rec, p.field)
+        if m is None:
+            out.append({"field": p.field, "measured": None, "promised": p.text(), "ok": False,
+                        "why": f"the record has no numeric field {p.field!r}"})
+        else:
+            out.append({"field": p.field, "measured": float(m), "promised": p.text(), "ok": p.holds(float(m)),
+                        "why": ""})
+    return out
+
+
+def failures(rec: dict, table: dict | None = None) -> list[str]:
+    """Messages naming core, config, simulator, field, measured and promised figure for
+    every broken promise of one benchmark record (empty: all promises kept)."""
+    where = f"{rec.get('core', '?')}/{rec.get('cfg', '?')} ({rec.get('sim', '?')})"
+    msgs = []
+    for v in verdicts(rec, table):
+        if v["ok"]:
+            continue
+        if v["measured"] is None:
+            msgs.append(f"bench {where}: {v['why']}" + (f" (promised {v['promised']})" if v["promised"] else ""))
+        else:
+            msgs.append(f"bench {where}: {v['field']} measured {v['measured']:g}, datasheet promises "
+                        f"{v['promised']} (simulated cycles)")
+    return msgs
