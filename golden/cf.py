@@ -99,7 +99,7 @@ def cf_sgd(users, items, r, U0, V0, *, alpha: float, lam: float = 0.0, epochs: i
     Vm = fmt.to_fixed(V0, "V0")
     rq = fmt.to_fixed(r, "r")
     aq = V.nonzero_word(fmt.to_fixed(alpha, "alpha"), "alpha", fmt, alpha)
-    lq = int(fmt.to_fixed(lam, "lam"))
+    lq = V.nonzero_word(fmt.to_fixed(lam, "lam"), "lam", fmt, lam)   # lam = 0.0: no regularisation
     for e in range(epochs):
         for s in order[e]:
             u, v = users[s], items[s]

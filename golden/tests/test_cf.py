@@ -64,6 +64,7 @@ def test_one_bit_true_step_by_hand():
     (dict(r=[1.0, np.nan]), "non-finite"),
     (dict(V0=np.ones((2, 3))), "factors"),
     (dict(alpha=1e-9, fmt=FMT), "quantises to 0"),
+    (dict(lam=1e-9, fmt=FMT), r"lam = 1e-09 quantises to 0"),   # issue 11: used to vanish silently
 ])
 def test_validation(kw, msg):
     args = dict(users=[0, 1], items=[1, 0], r=[1.0, 2.0], U0=np.ones((2, 2)), V0=np.ones((2, 2)),
@@ -71,3 +72,10 @@ def test_validation(kw, msg):
     args.update(kw)
     with pytest.raises(ValueError, match=msg):
         cf_sgd(**args)
+
+
+def test_zero_lambda_is_legal_bit_true():
+    """issue 11: a regulariser of exactly 0.0 is no regularisation, not an error."""
+    r = cf_sgd([0, 1], [1, 0], [1.0, 2.0], np.ones((2, 2)), np.ones((2, 2)), alpha=0.1, lam=0.0,
+               epochs=1, order=[[1, 0]], fmt=FMT)
+    assert r.U.dtype == np.int64
