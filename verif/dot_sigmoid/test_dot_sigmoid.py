@@ -15,7 +15,9 @@ from golden import pipearch_ops as ops
 from golden.fixedpoint import sigmoid_table
 from scoreboards.axis import AxisMonitor
 from verif.harness import dut_params, matrix, run_core
+from verif.lanewise_suite import check_ties, sigmoid_tie_inputs
 from verif.tb_common import SubroutineTB, rand_words, record_bench, steady_cycles_per_beat, word_spec, sim_test
+from verif.tb_common import start_while_busy
 
 CORE = "dot_sigmoid"
 OUT = "m_axis_res"
@@ -206,6 +208,93 @@ async def reset_mid_stream(dut):
     await tb.initiate(**job(tb, min(5, tb.p["MAX_DIM"]), 2, 0))
     await tb.wait_done(1)
     await tb.initiate(**job(tb, min(3, tb.p["MAX_DIM"]), 2, 1))
+    await tb.wait_done(2)
+    await tb.finish()
+
+
+def dot_tie_lines(tb, dim, sign):
+    """``dim`` lines whose exact dot product is a rounding tie (half an LSB from a word) of
+    the given sign: random lines (+-0.5), then lane 0 of the last line (1 LSB times the
+    residue) fixes the product sum to 2**(F-1) modulo 2**F and lane 1 (1.0 times a word)
+    sets the result to +-(m + 1/2) LSB with |m| < 2.0 in real units.  Returns (a, b, sum)."""
+    L, fmt, F = tb.lanes(), tb.fmt, tb.fmt.F
+    a = rand_words(tb.rng, (dim, L), fmt, 0.0, 0.5)
+    b = rand_words(tb.rng, (dim, L), fmt, 0.0, 0.5)
+    a[-1, :2] = 0
+    b[-1, :2] = 0
+    s = sum(int(x) * int(y) for x, y in zip(a.reshape(-1), b.reshape(-1)))
+    half = 1 << (F - 1)
+    r0 = (half - s) % (1 << F)
+    m = int(tb.rng.integers(0, 2 * fmt.one))
+    target = sign * ((m << F) + half)
+    b1 = (target - s - r0) >> F
+    assert (target - s - r0) % (1 << F) == 0 and fmt.min_int <= b1 <= fmt.max_int
+    a[-1, 0], b[-1, 0] = 1, r0
+    a[-1, 1], b[-1, 1] = fmt.one, b1
+    return a, b, target
+
+
+@sim_test()
+async def rounding_ties(dut):
+    """Directed rounding ties on both rounding operators: dot products exactly half an
+    LSB from a word, both signs (each iteration a tie; sigmoid off and on), and sigmoid
+    inputs whose slope*offset product is a tie (positive by construction: slope and
+    offset are never negative).  At the production format Q(32,16) in the default config."""
+    tb = make_tb(dut, src_p=0.8, sink_p=0.8)
+    await tb.reset()
+    fmt, L = tb.fmt, tb.lanes()
+    with pytest.raises(AssertionError):           # the stimulus check fails on a non-tie
+        check_ties(fmt, [(1 << (fmt.F - 1)) + 1, -(1 << (fmt.F - 1))])
+    k = ties = 0
+    iters = min(8, tb.p["MAX_ITER"])
+    for sig in (0, 1):
+        for dim in sorted({1, min(3, tb.p["MAX_DIM"])}):
+            lines_a, lines_b, sums = [], [], []
+            for i in range(iters):
+                a, b, t = dot_tie_lines(tb, dim, 1 if i % 2 == 0 else -1)
+                lines_a.append(a)
+                lines_b.append(b)
+                sums.append(t)
+            ties += check_ties(fmt, sums)
+            await tb.initiate(**queue(tb, np.concatenate(lines_a), np.concatenate(lines_b), dim, sig))
+            k += 1
+            await tb.wait_done(k)
+    # sigmoid ties: dimension 1, a = [z, 0, ...], b = [1.0, 0, ...] gives the dot product z exactly
+    zs = sigmoid_tie_inputs(fmt)
+    a = np.zeros((len(zs), L), dtype=np.int64)
+    b = np.zeros((len(zs), L), dtype=np.int64)
+    a[:, 0], b[:, 0] = zs, fmt.one
+    mi = tb.p["MAX_ITER"]
+    for s0 in range(0, len(zs), mi):
+        await tb.initiate(**queue(tb, a[s0:s0 + mi], b[s0:s0 + mi], 1, 1))
+        k += 1
+        await tb.wait_done(k)
+    dut._log.info("%d dot-product ties, %d sigmoid ties", ties, len(zs))
+    await tb.finish()
+
+
+@sim_test()
+async def start_while_busy_ignored(dut):
+    """Start pulses with other cfg fields (another dimension, iteration count and sigmoid
+    flag, then an invalid dimension) while busy: the job in flight completes exactly as
+    first configured (one done, no cfg_err), the extra starts consume and produce nothing,
+    and the next legal start works."""
+    tb = make_tb(dut, src_p=0.5, sink_p=0.5)
+    await tb.reset()
+    dim, iters = min(8, tb.p["MAX_DIM"]), 4
+    f = job(tb, dim, iters, 1)
+    await tb.initiate(**f)
+    given = await start_while_busy(dut, tb.clk, dict(dimension=1, iterations=1, sigmoid=0), pulses=3)
+    given += await start_while_busy(dut, tb.clk, dict(dimension=0, iterations=1, sigmoid=1), pulses=1)
+    dut._log.info("%d starts given while busy", given)
+    await tb.wait_done(1)
+    await ClockCycles(dut.clk, 30)
+    assert tb.done_count == 1, f"{tb.done_count} done pulses for one accepted start"
+    assert int(dut.cfg_err.value) == 0, "cfg_err set by an ignored start"
+    assert int(dut.busy.value) == 0, "busy after the only accepted job finished"
+    for name in ("s_axis_a", "s_axis_b"):
+        assert tb.src[name].sent == dim * iters, f"{name}: {tb.src[name].sent} lines consumed"
+    await tb.initiate(**job(tb, 2, 1, 0))
     await tb.wait_done(2)
     await tb.finish()
 
