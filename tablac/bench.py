@@ -14,7 +14,10 @@ Per row:
   cost (:func:`tablac.schedule.critical_path`); ``ops/PEs`` -- issue slots the DFG needs
   (a dot of k terms is k macs) over the thread's PEs, rounded up; ``ratio`` =
   cycles/sample over the larger bound;
-* ``transfers`` -- words moved between PEs per sample (link + row bus + tree bus).
+* ``transfers`` -- words moved between PEs per sample (link + row bus + tree bus);
+* ``G`` -- the dot lowering group (``build_dfg(dot_group=G)``), chosen per row as the one
+  of ``1, 2, ceil(w/PEs), ceil(w/rows)`` (``w`` input words per sample) giving the fewest
+  cycles; the bounds are those of the DFG lowered with that ``G``.
 
 Every row is also executed for two samples on :mod:`tablac.machine` and compared with
 the DFG interpreter bit for bit (``equal``); a mismatch makes the exit status 1.
@@ -32,20 +35,20 @@ import numpy as np
 from golden.fixedpoint import QFormat
 
 from . import interp, load, program_path
-from .__main__ import auto_dot_group
+from .__main__ import best_dot_group
 from .codegen import compile_graph, load_cycles
 from .machine import train
 from .plan import plan_pes
 
 # TABLA Table 3 (M1 topologies) and PE counts; Reco M1 (2700 users/items, 27000
-# parameters) does not fit 32 PEs' 256-word buffers, so a 64 x 64, 10-factor model
-# (1280 parameters) stands in for it.
+# parameters, one-hot samples) does not fit 32 PEs' 256-word buffers, so a 32 x 32,
+# 5-factor model (320 parameters) stands in for it.
 SHAPES = [
     ("logistic", {"m": 54}, 32, "54 features"),
     ("svm", {"m": 54}, 32, "54 features"),
     ("linear", {"m": 55}, 64, "55 features"),
     ("backprop", {"ni": 10, "nh": 9, "no": 1}, 64, "10-9-1"),
-    ("reco", {"nu": 64, "ni": 64, "k": 10}, 32, "64x10 + 64x10"),
+    ("reco", {"nu": 32, "ni": 32, "k": 5}, 32, "32x5 + 32x5"),
 ]
 FMT = QFormat(32, 16)
 
@@ -69,11 +72,10 @@ def rows(mappers=("cosmic", "mlrcs"), check=True, shapes=SHAPES):
     for prog, ov, pes, shape in shapes:
         plan = plan_pes(pes, 1)
         g0 = load(program_path(prog), overrides=ov)
-        G = auto_dot_group(g0, plan.pes_per_thread)
-        g = load(program_path(prog), overrides=ov, dot_group=G)
         for mapper in mappers:
             t0 = time.time()
-            comp = compile_graph(g, plan, mapper=mapper)
+            G, g, comp = best_dot_group(g0, lambda G: load(program_path(prog), overrides=ov,
+                                                           dot_group=G), plan, mapper)
             s = comp.stats
             cyc = s["cycles_compute"]
             bound = max(s["critical_path"], s["ops_per_pe"])

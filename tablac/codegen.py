@@ -212,7 +212,8 @@ def compile_graph(graph, plan, *, mapper="cosmic", fmt=None, bypass=1,
              "critical_path": critical_path(graph, bypass), "ops": ops,
              "ops_per_pe": -(-ops // P), "transfers": dict(S.transfers),
              "transfers_total": sum(S.transfers.values()), "slots_used": S.slots_used,
-             "tree_depth": tree_depth(S.rows), "mapper": mapper}
+             "tree_depth": tree_depth(S.rows), "mapper": mapper,
+             "dot_group": getattr(graph, "dot_group", None)}
     return Compiled(plan=plan, sched=S, fmt=fmt, pe_cfg=cfg, programs=programs, instrs=instrs,
                     preload=preload, tree=list(S.tree), sample_entries=sample_entries,
                     model_entries=model_entries, model_image=model_image, sample=S.sample,
@@ -313,7 +314,8 @@ def report(comp, source="<input>") -> str:
     lines = [
         f"tablac report for {source}",
         f"plan: {p.pes} PEs = {p.rows} rows x {p.columns} columns, {p.threads} thread(s) of "
-        f"{p.rows_per_thread} row(s) ({p.pes_per_thread} PEs); mapper {s['mapper']}",
+        f"{p.rows_per_thread} row(s) ({p.pes_per_thread} PEs); mapper {s['mapper']}; "
+        f"dot group {s['dot_group']}",
         *[f"  planner: {n}" for n in p.notes],
         f"PE: {comp.pe_cfg}",
         f"buffer words used (max over PEs): DATA {comp.usage['D']}, MODEL {comp.usage['M']}, "

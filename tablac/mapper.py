@@ -46,11 +46,20 @@ def data_map(graph, columns: int, rows: int):
     """(sample vector, row chunks [(row, first word, words)], {node: (pe, key)})."""
     vec = sample_vector(graph)
     n = len(vec)
-    base, rem = divmod(n, rows)
+    G = getattr(graph, "dot_group", None) or 1
+    if G > 1:
+        # whole dot groups per row (a row's dot then needs no other row): ceil(n/G)
+        # groups, as evenly as possible over the rows
+        ng = -(-n // G)
+        gb, gr = divmod(ng, rows)
+        sizes = [(gb + (1 if r < gr else 0)) * G for r in range(rows)]
+    else:
+        base, rem = divmod(n, rows)
+        sizes = [base + (1 if r < rem else 0) for r in range(rows)]
     chunks, pos = [], 0
     where = {}
     for r in range(rows):
-        size = base + (1 if r < rem else 0)
+        size = max(0, min(sizes[r], n - pos))
         if size == 0:
             continue
         chunks.append((r, pos, size))
@@ -135,9 +144,19 @@ class MlrcsPolicy:
         self.data_pe = data_pe
         self.npe = npe
 
+    def _homes(self, S):
+        if not hasattr(self, "_upd"):
+            self._upd = {}
+            for name, ids in S.g.update.items():
+                for old, new in zip(np.asarray(S.g.model[name]).ravel(), np.asarray(ids).ravel()):
+                    self._upd[int(new)] = int(old)
+        return self._upd
+
     def choose(self, n, S):
         g = S.g
         k = len(n.args) // 2 if n.op == "dot" else 1
+        upd = self._homes(S).get(n.id)
+        home = S.model_home[upd][0] if upd is not None and upd in S.model_home else None
         best = None
         for p in range(self.npe):
             t, remote = 0, 0
@@ -151,7 +170,9 @@ class MlrcsPolicy:
             s = t
             while not all(S.free_slot(p, s + i) for i in range(k)):
                 s += 1
-            key = (s, remote, len(S.code[p]), p)
+            # a new model element goes back to its home PE after the operation
+            back = 0 if home is None or home == p else S.route(p, home)[1]
+            key = (s + k + back, remote, len(S.code[p]), p)
             if best is None or key < best:
                 best = key
         return best[3]

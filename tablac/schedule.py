@@ -31,6 +31,7 @@ the earliest slot at which its operands can be on its PE.
 """
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections import defaultdict
@@ -50,6 +51,10 @@ PE_OP = {"add": "add", "sub": "sub", "mul": "mul", "lt": "lt", "gt": "gt", "min"
          "recip": "recip", "pass": "pass"}
 UNARY_OPS = {"sigmoid", "gaussian", "log", "recip", "pass"}
 NL_BIT = {"sigmoid": 1, "gaussian": 2, "recip": 4, "log": 8}
+
+
+def _start(iv):
+    return iv[0]
 
 
 def tree_depth(rows: int) -> int:
@@ -152,12 +157,19 @@ class Scheduler:
         return s not in self.code[pe]
 
     def reg_free(self, reg, lo, hi, ignore=None):
-        for iv in self.regs[reg]:
-            if iv is ignore:
-                continue
-            if not (hi < iv[0] or lo > iv[1]):
-                return False
+        """No reservation of ``reg`` overlaps ``[lo, hi]`` (reservations are disjoint and
+        kept sorted, so only the neighbours of ``lo`` need a look)."""
+        ivs = self.regs[reg]
+        i = bisect.bisect_left(ivs, lo, key=_start)
+        for j in (i - 1, i, i + 1):
+            if 0 <= j < len(ivs):
+                iv = ivs[j]
+                if iv is not ignore and not (hi < iv[0] or lo > iv[1]):
+                    return False
         return True
+
+    def reserve(self, reg, iv):
+        bisect.insort(self.regs[reg], iv, key=_start)
 
     def scratch(self, buf):
         self.nscratch += 1
@@ -346,13 +358,14 @@ class Scheduler:
         leaves = self.expr_leaves(x, [])
         dreg = ("B", self.row(p))
         hi_e = s - LAT_BUS - self.d
-        e = self.pend[v]["lo"]
+        lo_e = self.pend[v]["lo"]
+        e = hi_e + 1
         tries = 0
-        while e <= hi_e and tries < 64:
+        while e > lo_e and tries < 64:     # latest emission first: shortest windows
+            e -= 1
             tries += 1
             c0 = e + LAT_BUS
             if c0 in self.tree_busy or not self.reg_free(dreg, c0 + self.d, s):
-                e += 1
                 continue
             plan = []
             for lf in leaves:
@@ -368,7 +381,6 @@ class Scheduler:
                     break
             else:
                 return ("expr", v, e, plan, s, dreg)
-            e += 1
         return None
 
     def commit_expr(self, act, p):
@@ -379,10 +391,10 @@ class Scheduler:
                 self.emit(c.pe, e, Ins("pass", a=(c.buf, c.key), outs={"B"}, node=w, kind="relay"))
             else:
                 self.code[c.pe][e].outs.add("B")
-            self.regs[("B", self.row(c.pe))].append([c0, c0])
+            self.reserve(("B", self.row(c.pe)), [c0, c0])
         self.tree_busy.add(c0)
         iv = [c0 + self.d, s]
-        self.regs[dreg].append(iv)
+        self.reserve(dreg, iv)
 
         def rows_only(x):
             if x[0] == "leaf":
@@ -408,7 +420,7 @@ class Scheduler:
             _, txn, vis, s, breg = act
             txn[3].append(breg[1])
             iv = [vis, s]
-            self.regs[breg].append(iv)
+            self.reserve(breg, iv)
             self.bus_deliv[txn[4]].append([breg, vis, s, "BUS", iv])
             return "BUS"
         _, v, c, e, relay, kind, lat, sreg, dreg, s, src = act
@@ -421,16 +433,16 @@ class Scheduler:
         if kind == "tree":
             c0 = e + LAT_BUS
             self.tree_busy.add(c0)
-            self.regs[sreg].append([c0, c0])
+            self.reserve(sreg, [c0, c0])
             iv = [e + lat, s]
-            self.regs[dreg].append(iv)
+            self.reserve(dreg, iv)
             txn = [c0, "pass", (self.row(q),), [self.row(p)], v]
             self.tree.append(txn)
             self.txns[v].append(txn)
             reg = dreg
         else:
             iv = [e + lat, s]
-            self.regs[sreg].append(iv)
+            self.reserve(sreg, iv)
             reg = sreg
         self.transfers[kind] += 1
         dl = [reg, e + lat, s, src, iv]
