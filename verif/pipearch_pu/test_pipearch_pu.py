@@ -37,7 +37,7 @@ from golden.pipearch_region import CONFIGS
 from scoreboards.gates import Gate
 from verif.plots import write_series
 from verif.harness import CLOCK_NS, dut_params, ghdl_testcase, matrix, run_core
-from verif.tb_common import record_bench, sim_seed
+from verif.tb_common import record_bench, sim_seed, sim_test, stall_message
 
 CORE = "pipearch_pu"
 MAX_CYCLES = 3_000_000
@@ -470,6 +470,169 @@ async def illegal_instruction(dut):
     assert r.error and st & I.ST_ERROR, f"STATUS {st:#x}, ISS {r.status}"
     assert (err & 0xFF, err >> 8 & 0xFF) == (r.err_pc, r.err_code) == (5, I.E_OPCODE), (err, r.err_pc, r.err_code)
     assert trace == list(r.pc_trace)
+
+
+# ------------------------------------------------------------------ issue 11: corners
+async def start_job(pu, job):
+    await pu.wr(I.REG_PROG_LO, job.prog_addr)
+    await pu.wr(I.REG_CTX_LO, job.ctx_addr)
+    await pu.wr(I.REG_CTRL, I.CTRL_START)
+
+
+async def wait_end(pu, job):
+    """Poll STATUS (bounded) until DONE/ERROR with BUSY low; returns STATUS."""
+    waited = 0
+    while True:
+        await ClockCycles(pu.tb.clk, POLL)
+        waited += POLL
+        st = await pu.rd(I.REG_STATUS)
+        if st & (I.ST_DONE | I.ST_ERROR) and not st & I.ST_BUSY:
+            return st
+        assert waited < MAX_CYCLES, stall_message(f"{job.name}: STATUS without DONE/ERROR", waited,
+                                                  "DONE or ERROR", f"STATUS {st:#x}")
+
+
+async def reset_mid_jobs(tb, runs, at):
+    """START each (pu, job, mem) of ``runs``, reset every PU ``at`` cycles later (all of them
+    busy, AXI bursts in flight under memory stalls), then check the reset values: ``busy``
+    low, STATUS 0 (idle, no DONE/ERROR/SWITCH_PENDING/SUSPENDED/FINISHED, state Idle, PC 0),
+    ERROR 0, CYCLES 0, and no AXI beat on any memory port for 300 cycles (nothing of the
+    aborted job is still moving)."""
+    for pu, job, mem in runs:
+        pu.put(mem, 0, job.end)
+        await start_job(pu, job)
+    await ClockCycles(tb.clk, at)
+    for pu, job, _ in runs:
+        assert int(pu.sig("busy").value) == 1, f"{pu.prefix}{job.name}: finished before the reset at {at}"
+    d = tb.dut
+    d.rst.value = 1
+    await ClockCycles(tb.clk, 3)
+    d.rst.value = 0
+    await RisingEdge(tb.clk)
+    beats = [(pu.r_beats, pu.w_beats) for pu, _, _ in runs]
+    await ClockCycles(tb.clk, 300)
+    for (pu, job, _), b in zip(runs, beats):
+        assert int(pu.sig("busy").value) == 0, f"{pu.prefix}busy after the reset"
+        assert (pu.r_beats, pu.w_beats) == b, f"{pu.prefix}: AXI beats after the reset {b} -> " \
+                                              f"{(pu.r_beats, pu.w_beats)}"
+        regs = {n: await pu.rd(a) for n, a in (("STATUS", I.REG_STATUS), ("ERROR", I.REG_ERROR),
+                                               ("CYCLES_LO", I.REG_CYCLES_LO), ("CYCLES_HI", I.REG_CYCLES_HI))}
+        assert regs == dict(STATUS=0, ERROR=0, CYCLES_LO=0, CYCLES_HI=0), \
+            f"{pu.prefix}registers after the reset: {regs}"
+
+
+@sim_test()
+async def reset_during_job(dut):
+    """Reset at a seeded random cycle while a streamed SGD job runs (bursts in flight under
+    random memory stalls): registers at their reset values and the AXI ports quiet; then
+    the host rewrites the job's memory and the same job, and after it an SCD job, run to
+    the ISS's memory and PC trace and the golden models exactly."""
+    tb = TB(dut)
+    await tb.reset()
+    job, mem, gold = sgd_case(tb.cfg, tb.rng, loss="logistic", m=16, partition=4, epochs=2)
+    at = int(tb.rng.integers(20, 1500))          # the job is ~2000 cycles long
+    dut._log.info("reset %d cycles after START", at)
+    await reset_mid_jobs(tb, [(tb.pu, job, mem)], at)
+    await run_and_compare(tb, job, mem, gold, "sgd after reset")
+    job, mem, gold = scd_case(tb.cfg, tb.rng, loss="lasso", m=8, n=4, epochs=1, partition=4)
+    await run_and_compare(tb, job, mem, gold, "scd after reset")
+
+
+@sim_test()
+async def start_while_busy_ignored(dut):
+    """CTRL.START written while the PU is busy (the register map: START is accepted only
+    when not busy), at seeded random times, also combined with SWITCH-free CLEAR: the job
+    runs exactly as started once (PC trace, whole memory and model equal one ISS run from
+    START, CYCLES consistent with one run), and the next START works."""
+    tb = TB(dut)
+    await tb.reset()
+    pu = tb.pu
+    job, mem, gold = sgd_case(tb.cfg, tb.rng, loss="ridge", m=16, partition=8, epochs=2)
+    pu.put(mem, 0, job.end)
+    imem = mem.copy()
+    t0 = len(pu.trace)
+    await start_job(pu, job)
+    given = 0
+    for k in range(3):
+        await ClockCycles(tb.clk, int(tb.rng.integers(5, 150)))
+        assert int(pu.sig("busy").value) == 1, "the job finished before the extra START"
+        await pu.wr(I.REG_CTRL, I.CTRL_START if k != 1 else I.CTRL_START | I.CTRL_CLEAR)
+        given += 1
+        assert int(pu.sig("busy").value) == 1, "the job ended at an extra START"
+    dut._log.info("%d STARTs written while busy", given)
+    st = await wait_end(pu, job)
+    trace = pu.trace[t0:]
+    r = job.start(iss_for(tb, imem))
+    check_run("start while busy", st, await pu.rd(I.REG_ERROR), trace, r, "finished")
+    got = pu.get(job.end)
+    compare_mem("start while busy", got, imem, 0, job.end)
+    assert np.array_equal(model_of(job, got), gold()), "model differs from the golden run"
+    assert int(pu.sig("busy").value) == 0
+    await ClockCycles(tb.clk, 50)
+    assert len(pu.trace) == t0 + len(trace), "fetches after the job ended (a START was kept)"
+    job, mem, gold = sgd_case(tb.cfg, tb.rng, loss="logistic", m=8, partition=4, epochs=1)
+    await run_and_compare(tb, job, mem, gold, "next start")
+
+
+def random_case(tb, max_tries=200):
+    """A random problem within the configuration's limits (the job builders reject what
+    does not fit): SGD ridge/logistic with random m, n, partition, batch, epochs, streamed
+    or blocking; SCD lasso/logistic with random m, n, partition; LRMF with random matrix
+    size, rank, tile and nonzeros.  Returns (description, job, mem, gold)."""
+    rng, cfg, L = tb.rng, tb.cfg, tb.L
+    for _ in range(max_tries):
+        alg = ["sgd", "sgd", "scd", "lrmf"][int(rng.integers(0, 4))]
+        try:
+            if alg == "sgd":
+                loss = ["ridge", "logistic"][int(rng.integers(0, 2))]
+                batch = int(rng.choice([1, 1, 2, 4]))
+                P = batch * int(rng.integers(1, 5))
+                m = P * int(rng.integers(1, 4))
+                n = int(rng.integers(1, min(cfg.max_dim * L, (6 if rng.integers(0, 4) else cfg.max_dim) * L) + 1))
+                ep = int(rng.integers(1, 3))
+                stream = [None, False][int(rng.integers(0, 2))] if batch == 1 else False
+                desc = f"sgd {loss} m={m} n={n} P={P} batch={batch} epochs={ep} stream={stream}"
+                job, mem, gold = sgd_case(cfg, rng, loss=loss, m=m, n=n, epochs=ep, batch=batch, partition=P,
+                                          stream=stream)
+            elif alg == "scd":
+                loss = ["lasso", "logistic"][int(rng.integers(0, 2))]
+                P = int(rng.integers(1, 9))
+                m = P * int(rng.integers(1, 4))
+                n = int(rng.integers(1, 9))
+                ep = int(rng.integers(1, 3))
+                desc = f"scd {loss} m={m} n={n} P={P} epochs={ep}"
+                job, mem, gold = scd_case(cfg, rng, loss=loss, m=m, n=n, epochs=ep, partition=P)
+            else:
+                m, u = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+                d = int(rng.integers(1, 2 * L + 1))
+                nnz = int(rng.integers(1, min(m * u, 20) + 1))
+                tile = int(rng.integers(1, 5))
+                ep = int(rng.integers(1, 3))
+                desc = f"lrmf m={m} u={u} d={d} nnz={nnz} tile={tile} epochs={ep}"
+                job, mem, gold = lrmf_case(cfg, rng, m=m, u=u, d=d, nnz=nnz, epochs=ep, tile=tile)
+        except ValueError as e:
+            tb.dut._log.info("rejected by the job builder (%s): %s", alg, e)
+            continue
+        if job.end > tb.mem_bytes:
+            continue
+        return desc, job, mem, gold
+    raise AssertionError(f"no random problem fitted the configuration in {max_tries} draws")
+
+
+@sim_test()
+async def random_shapes(dut):
+    """Random problem shapes and algorithms (``random_case``, seeded) within the
+    configuration's limits, each run to the end under random memory stalls: whole job
+    memory and PC trace equal the ISS, the model equals the golden training function."""
+    tb = TB(dut)
+    await tb.reset()
+    algs = set()
+    for k in range(10):
+        desc, job, mem, gold = random_case(tb)
+        dut._log.info("case %d: %s", k, desc)
+        await run_and_compare(tb, job, mem, gold, f"case {k}: {desc}")
+        algs.add(desc.split()[0])
+    dut._log.info("algorithms covered: %s", sorted(algs))
 
 
 @cocotb.test()
