@@ -532,17 +532,23 @@ class ProtocolChecker:
         self.cycles = 0
         self._task = cocotb.start_soon(self._run())
 
-    def add_axis(self, prefix):
-        self.ports.append(_AxisPort(self.dut, prefix))
-        return self.ports[-1].rule
+    def add_axis(self, prefix, scope=None):
+        self.ports.append(_AxisPort(scope if scope is not None else self.dut, prefix))
+        return self._named(self.ports[-1].rule, scope)
 
-    def add_axi_master(self, prefix="m_axi", max_beats=256):
-        self.ports.append(_AxiPort(self.dut, prefix, max_beats))
-        return self.ports[-1].rule
+    def add_axi_master(self, prefix="m_axi", max_beats=256, scope=None):
+        self.ports.append(_AxiPort(scope if scope is not None else self.dut, prefix, max_beats))
+        return self._named(self.ports[-1].rule, scope)
 
-    def add_axil_slave(self, prefix="s_axil", expect_resp=None):
-        self.ports.append(_AxilPort(self.dut, prefix, expect_resp))
-        return self.ports[-1].rule
+    def add_axil_slave(self, prefix="s_axil", expect_resp=None, scope=None):
+        self.ports.append(_AxilPort(scope if scope is not None else self.dut, prefix, expect_resp))
+        return self._named(self.ports[-1].rule, scope)
+
+    @staticmethod
+    def _named(rule, scope):
+        if scope is not None:
+            rule.name = f"{scope._name}.{rule.name}"
+        return rule
 
     @property
     def rules(self):
@@ -587,18 +593,46 @@ class ProtocolChecker:
         return self.report()
 
 
-def attach_all(dut, max_beats: int | None = None, axil_resp=None, **kw) -> ProtocolChecker:
+def attach_all(dut, max_beats: int | None = None, axil_resp=None, instances: bool = True,
+               **kw) -> ProtocolChecker:
     """A :class:`ProtocolChecker` on every AXI4-Stream, AXI4 master and AXI4-Lite slave
-    port of ``dut`` (found by name)."""
+    port of ``dut`` (found by name) and, with ``instances``, of the module instances
+    directly under it."""
     pc = ProtocolChecker(dut, **kw)
-    ports = find_ports(dut)
-    for p in ports["axis"]:
-        pc.add_axis(p)
-    for p in ports["axi"]:
-        pc.add_axi_master(p, max_beats or 256)
-    for p in ports["axil"]:
-        pc.add_axil_slave(p, axil_resp)
+    top = find_ports(dut)
+    scopes = [(None, top)]
+    if instances:
+        # the cores instantiated by a composed testbench's wrapper (one level down): their
+        # ports carry the internal streams between cores; a port the wrapper passes out
+        # under an instance prefix (pu0_m_axi for u0.m_axi) is checked once, at the top
+        names = [p for v in top.values() for p in v]
+        for h in _instances(dut):
+            found = find_ports(h)
+            for k in found:
+                found[k] = [p for p in found[k] if not any(n.endswith("_" + p) for n in names)]
+            scopes.append((h, found))
+    for scope, ports in scopes:
+        for p in ports["axis"]:
+            pc.add_axis(p, scope)
+        for p in ports["axi"]:
+            pc.add_axi_master(p, max_beats or 256, scope)
+        for p in ports["axil"]:
+            pc.add_axil_slave(p, axil_resp, scope)
     return pc
+
+
+def _instances(dut):
+    """Module instances directly under ``dut`` that have a ``clk`` (cores of a wrapper)."""
+    from cocotb.handle import HierarchyObject
+    out = []
+    try:
+        children = list(dut._values())
+    except Exception:  # pragma: no cover - a simulator without hierarchy iteration
+        return out
+    for h in children:
+        if isinstance(h, HierarchyObject) and _sig(h, "clk") is not None:
+            out.append(h)
+    return out
 
 
 def _params_max_beats():

@@ -58,6 +58,21 @@ module protocol_bus (
     input  wire [31:0]  s_axil_rdata,
     input  wire [1:0]   s_axil_rresp,
     input  wire         s_axil_rvalid,
-    input  wire         s_axil_rready
+    input  wire         s_axil_rready,
+    // a stream that is only a port of the instance below (as between the cores of a
+    // composed testbench); these names are not bus names at this level
+    input  wire [7:0]   q_data,
+    input  wire         q_valid,
+    input  wire         q_ready
+);
+    protocol_bus_leaf u_leaf (.clk(clk), .s_axis_q_tdata(q_data), .s_axis_q_tvalid(q_valid),
+                              .s_axis_q_tready(q_ready));
+endmodule
+
+module protocol_bus_leaf (
+    input  wire       clk,
+    input  wire [7:0] s_axis_q_tdata,
+    input  wire       s_axis_q_tvalid,
+    input  wire       s_axis_q_tready
 );
 endmodule

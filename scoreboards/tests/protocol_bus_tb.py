@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import cocotb
 from cocotb.clock import Clock
+from cocotb.handle import HierarchyObject
 from cocotb.triggers import ClockCycles, FallingEdge
 from cocotb.types import Logic
 
@@ -22,7 +23,7 @@ async def setup(dut):
     """Clock, every input 0, a reset; returns the checker on every port."""
     cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
     for h in dut:
-        if h._name not in ("clk",):
+        if h._name != "clk" and not isinstance(h, HierarchyObject):
             h.value = 0
     pc = attach_all(dut)
     dut.rst.value = 1
@@ -107,7 +108,7 @@ async def legal_axil(dut):
 @cocotb.test(timeout_time=30, timeout_unit="us")  # bounded (issue 11): each needs < 1 us
 async def legal_traffic_passes(dut):
     pc = await setup(dut)
-    assert sorted(r.name for r in pc.rules) == ["m_axi", "s_axil", "s_axis_a"]
+    assert sorted(r.name for r in pc.rules) == ["m_axi", "s_axil", "s_axis_a", "u_leaf.s_axis_q"]
     await legal_axis(dut)
     await legal_axi_write(dut, 0x1000, 4)
     await legal_axi_write(dut, 0x2000, 2, early_w=True)
@@ -232,6 +233,19 @@ async def axil_slave_violations_caught(dut):
     else:
         raise AssertionError("assert_clean passed a bus with violations")
     assert r.errors == 5
+
+
+@cocotb.test()
+async def instance_port_violation_caught(dut):
+    """A port of a core instantiated one level down is checked too (named inst.port)."""
+    pc = await setup(dut)
+    r = rule(pc, "u_leaf.s_axis_q")
+    await cyc(dut, q_data=1, q_valid=1, q_ready=0)
+    await cyc(dut, q_data=2)
+    await cyc(dut, q_ready=1)
+    await cyc(dut, q_valid=0, q_ready=0)
+    await idle(dut)
+    assert r.errors == 1 and r.handshakes == 1 and pc.errors == 1, r.messages
 
 
 # ----------------------------------------------------------------- the guard every testbench uses

@@ -345,3 +345,10 @@ def test_fpdeep_conv_engine(cfg, sim):
 def test_fpdeep_conv_engine_invalid_parameters(given, param):
     with pytest.raises(ParamError, match=param):
         get(CORE).resolve(given)
+
+
+# bus protocol checkers (scoreboards/protocol.py) on every AXI4-Stream/AXI4/AXI4-Lite port
+# of the toplevel, attached before each cocotb test; its violations must be zero at the end
+from scoreboards.protocol import guard_tests  # noqa: E402
+
+guard_tests(globals())

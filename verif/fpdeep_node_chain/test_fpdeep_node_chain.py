@@ -247,3 +247,10 @@ def _run(n: int, sim: str, testcase: str | None = None, tag: str | None = None):
 ])
 def test_fpdeep_node_chain(n, sim):
     _run(n, sim)
+
+
+# bus protocol checkers (scoreboards/protocol.py) on every AXI4-Stream/AXI4/AXI4-Lite port
+# of the toplevel, attached before each cocotb test; its violations must be zero at the end
+from scoreboards.protocol import guard_tests  # noqa: E402
+
+guard_tests(globals())

@@ -162,3 +162,10 @@ def test_sgd_chain(sim):
         assert all(q[k] == p[k] for k in ("LANES", "W", "F", "MAX_DIM", "MAX_ITER") if k in q), c
     args = ["--output-split", "0", "-Wno-fatal"] if sim == "verilator" else []
     run_top(NAME, NAME, "default", sim, _sources(), args, p)
+
+
+# bus protocol checkers (scoreboards/protocol.py) on every AXI4-Stream/AXI4/AXI4-Lite port
+# of the toplevel, attached before each cocotb test; its violations must be zero at the end
+from scoreboards.protocol import guard_tests  # noqa: E402
+
+guard_tests(globals())
