@@ -27,6 +27,7 @@ CORE_MODULES = [
     "rtl_gen.fpdeep.fpdeep_node",
     "rtl_gen.cosmic.cosmic_pe",
     "rtl_gen.cosmic.cosmic_memory_schedule_unit",
+    "rtl_gen.cosmic.cosmic_accelerator",
 ]
 
 
