@@ -112,14 +112,14 @@ class EngineTB:
 
     async def wait_idle(self, op=None, timeout=200000):
         """Wait until the subroutine (all with None) is idle; returns after a clock edge."""
-        for _ in range(timeout):
-            await ReadOnly()
+        def idle():
             v = int(self.dut.sub_busy.value)
-            if (v == 0) if op is None else not (v >> SUB_BIT[op]) & 1:
-                await RisingEdge(self.clk)
-                return
-            await RisingEdge(self.clk)
-        raise AssertionError(f"timeout waiting for sub_busy={int(self.dut.sub_busy.value):#x} to clear")
+            return (v == 0) if op is None else not (v >> SUB_BIT[op]) & 1
+        await ReadOnly()
+        await wait_until(self.clk, idle, timeout - 1, "sub_busy held high", readonly=True,
+                         expect="every subroutine idle" if op is None else f"subroutine {op} idle",
+                         detail=lambda: f"sub_busy={int(self.dut.sub_busy.value):#x}")
+        await RisingEdge(self.clk)
 
     async def issue(self, op, iters, w1, accs=(0, 0, 0, 0), w6=0, w7=0, model=True, lines=None,
                     nb=False):
@@ -208,7 +208,7 @@ async def fill(tb, region, n, offset=0, scale=SMALL):
 
 
 # ------------------------------------------------------------------ tests
-@cocotb.test()
+@sim_test(timeout_us={"small": 40, "*": 640})  # measured 5.0 us on small
 async def each_subroutine(dut):
     """Every compute subroutine alone, operands in different regions, results stored."""
     tb = EngineTB(dut)
@@ -248,7 +248,7 @@ async def each_subroutine(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"small": 30, "*": 480})  # measured 2.2 us on small
 async def load_broadcast(dut):
     """LOAD to several regions at once (broadcast mask), random Load gaps and Store
     backpressure; every region stored back."""
@@ -263,7 +263,7 @@ async def load_broadcast(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"small": 30, "*": 480})  # measured 1.7 us on small
 async def amem_sparse(dut):
     """amem-mode LOAD into the address memory of DOTSIG.a and of STORE.in, then
     sparse reads through them (LRMF-style gather)."""
@@ -292,7 +292,7 @@ async def amem_sparse(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"small": 40, "*": 640})  # measured 2.7 us on small
 async def fifo_overlap(dut):
     """Non-blocking DOTSIG writes its results into a FIFO region that SCALAR reads at
     the same time (producer/consumer overlap), then STORE."""
@@ -318,7 +318,7 @@ async def fifo_overlap(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"small": 50, "*": 800})  # measured 5.3 us on small
 async def fifo_full_empty(dut):
     """A STORE from an empty FIFO region waits for a LOAD that pushes more lines than
     the region holds; with the Store sink stopped the LOAD stalls (tready low, no line
@@ -361,7 +361,7 @@ async def fifo_full_empty(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"small": 40, "*": 640})  # measured 3.0 us on small
 async def wrap_and_fifo_clr(dut):
     """Accesses past the end of a region are legal and wrap to line 0 (LOAD, STORE and a
     DOTSIG vector), against the golden ISS; fifo_clr empties every region's FIFO (a
@@ -389,7 +389,7 @@ async def wrap_and_fifo_clr(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"small": 40, "*": 640})  # measured 3.6 us on small
 async def large_offsets(dut):
     """Any 14-bit (effective) offset is legal and taken modulo DEPTH (offsets DEPTH, 2*DEPTH-1,
     0x3FFF, ...; they were rejected before): LOAD, STORE, every compute subroutine's vector
@@ -433,7 +433,7 @@ async def large_offsets(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"small": 30, "*": 480})  # measured 1.6 us on small
 async def sgd_step(dut):
     """One SGD sample (Alg. 1: DOTSIG, SCALAR, MULTSUB, L2REG) equals golden.sgd's update."""
     from golden.sgd import sgd
@@ -467,7 +467,7 @@ async def sgd_step(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"small": 30, "*": 480})  # measured 1.6 us on small
 async def scd_step(dut):
     """One SCD coordinate step (Alg. 2): z = A x (DOTSIG), residual (SIGDELTA), gradient
     (DOTSIG), soft threshold (SCALAR SCD mode: lane 0 x - mu, lane 1 mu), residual
@@ -494,7 +494,7 @@ async def scd_step(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"small": 30, "*": 480})  # measured 1.6 us on small
 async def rejected_issues(dut):
     """Malformed issues pulse sub_err, start nothing and keep sub_busy low."""
     tb = EngineTB(dut)
@@ -646,7 +646,7 @@ async def random_sequence(tb, n_issues, p_pair=0.3):
     return pairs
 
 
-@sim_test()
+@sim_test(timeout_us={"small": 90, "*": 1440})  # measured 15.1 us on small
 async def random_issue_sequences(dut):
     """Random legal sequences of subroutine issues (all seven subroutines, random regions,
     LOAD broadcast masks, offsets anywhere in 0..0x3FFF so accesses wrap, keep-count,
@@ -671,7 +671,7 @@ async def _count_go(tb, cnt):
             cnt["st"] += int(tb.dut.st_go.value)
 
 
-@sim_test()
+@sim_test(timeout_us={"small": 40, "*": 640})  # measured 3.3 us on small
 async def start_while_busy_ignored(dut):
     """sub_start[s] pulsed while sub_busy[s], with other iterations, routing, access words
     and w6/w7 (legal ones, then illegal ones): LOAD, STORE and a long DOTSIG complete
@@ -718,7 +718,7 @@ async def start_while_busy_ignored(dut):
     await tb.finish()
 
 
-@sim_test()
+@sim_test(timeout_us={"small": 70, "*": 1120})  # measured 10.2 us on small
 async def reset_during_work(dut):
     """Reset at a seeded random cycle while a LOAD, a DOTSIG and a STORE run concurrently
     (Load gaps, Store backpressure): every sub_busy low, no Store line valid, no sub_err, no
@@ -767,7 +767,7 @@ async def reset_during_work(dut):
     await tb.finish()
 
 
-@sim_test()
+@sim_test(timeout_us={"small": 30, "*": 480})  # measured 0.8 us on small
 async def checker_catches_corruption(dut):
     """Negative test: a corrupted expected line, an extra and a dropped line each fail."""
     tb = EngineTB(dut)
@@ -793,7 +793,7 @@ async def checker_catches_corruption(dut):
         tb.sb.check()
 
 
-@cocotb.test()
+@sim_test(timeout_us={"small": 40, "*": 640})  # measured 4.9 us on small
 async def bench_throughput(dut):
     """Cycles per line: DOTSIG with a and b in different regions (1 line/cycle) and in
     the same regular region (shared read port: 1/2); two subroutines on disjoint regions
