@@ -183,7 +183,7 @@ class TB:
 
     async def wait_done(self, timeout=200000):
         await ClockCycles(self.clk, 8)  # busy is polled every 8 cycles
-        await wait_until(self.clk, lambda: not int(self.dut.busy.value), timeout // 8 - 1, "busy held high (in units of 8 cycles)",
+        await wait_until(self.clk, lambda: not int(self.dut.busy.value), timeout // 8 - 1, "busy held high (count in 8-cycle polls, not cycles)",
                          expect="the run to finish", edge=lambda c: ClockCycles(c, 8),
                          detail=lambda: f"{len(self.wq)} PE write beats pending")
 
