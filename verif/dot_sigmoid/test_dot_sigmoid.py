@@ -285,7 +285,7 @@ async def start_while_busy_ignored(dut):
     f = job(tb, dim, iters, 1)
     await tb.initiate(**f)
     given = await start_while_busy(dut, tb.clk, dict(dimension=1, iterations=1, sigmoid=0), pulses=3)
-    given += await start_while_busy(dut, tb.clk, dict(dimension=0, iterations=1, sigmoid=1), pulses=1)
+    given += await start_while_busy(dut, tb.clk, dict(dimension=0, iterations=1, sigmoid=0), pulses=1)
     dut._log.info("%d starts given while busy", given)
     await tb.wait_done(1)
     await ClockCycles(dut.clk, 30)
