@@ -235,7 +235,7 @@ async def axil_slave_violations_caught(dut):
     assert r.errors == 5
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=30, timeout_unit="us")
 async def instance_port_violation_caught(dut):
     """A port of a core instantiated one level down is checked too (named inst.port)."""
     pc = await setup(dut)
