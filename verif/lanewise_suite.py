@@ -150,12 +150,16 @@ def make_tests(ad: Adapter) -> dict:
                             src_p=src_p, sink_p=sink_p)
 
     async def random_jobs(dut):
-        """Random dimensions, iterations, knobs and data; random bubbles and backpressure."""
+        """Random dimensions, iterations, knobs (both signs, :func:`rand_scalar`) and data;
+        random bubbles and backpressure.  One job, at a random position, has the most
+        negative knob -2**(W-1) (scalar or regularisation word)."""
         tb = make_tb(dut, src_p=0.7, sink_p=0.6)
         await tb.reset()
         maxd = min(tb.p["MAX_DIM"], 12)
+        at_min = int(tb.rng.integers(0, 6))
         for k in range(6):
-            f = job(ad, tb, int(tb.rng.integers(1, maxd + 1)), int(tb.rng.integers(1, 4)))
+            kv = tb.fmt.min_int if k == at_min and ad.knob != "sigmoid" else None
+            f = job(ad, tb, int(tb.rng.integers(1, maxd + 1)), int(tb.rng.integers(1, 4)), k=kv)
             await tb.initiate(**f)
             await tb.wait_done(k + 1)
         await tb.finish()
