@@ -45,16 +45,21 @@ def dot_group_candidates(graph, plan) -> list:
     return sorted({max(1, min(256, x)) for x in c})
 
 
-def best_dot_group(graph0, build, plan, mapper, bypass=1, file="<input>"):
-    """(G, graph, compiled) with the fewest cycles per sample over the candidates."""
+def best_dot_group(graph0, build, plan, mapper, bypass=1, file="<input>", recompute=None):
+    """(G, graph, compiled) with the fewest cycles per sample over the dot-group
+    candidates and recompute depths 1 and 4 (1 only for graphs over 1500 nodes, where
+    compiling is slow) unless ``recompute`` is given."""
     from .codegen import compile_graph
     best = None
+    depths = [recompute] if recompute is not None else \
+        ([1] if len(graph0.nodes) > 1500 else [1, 4])
     for G in dot_group_candidates(graph0, plan):
         g = build(G)
-        comp = compile_graph(g, plan, mapper=mapper, bypass=bypass, file=file)
-        key = (comp.stats["cycles_compute"], comp.stats["transfers_total"], G)
-        if best is None or key < best[0]:
-            best = (key, G, g, comp)
+        for d in depths:
+            comp = compile_graph(g, plan, mapper=mapper, bypass=bypass, recompute=d, file=file)
+            key = (comp.stats["cycles_compute"], comp.stats["transfers_total"], G, d)
+            if best is None or key < best[0]:
+                best = (key, G, g, comp)
     return best[1], best[2], best[3]
 
 
@@ -78,7 +83,7 @@ def build(args):
     if args.dot_group == "auto":
         g0 = load(src, overrides=ov)
         G, g, comp = best_dot_group(g0, lambda G: load(src, overrides=ov, dot_group=G), plan,
-                                    args.mapper, args.bypass, src)
+                                    args.mapper, args.bypass, src, args.recompute)
         return g, plan, comp
     elif args.dot_group == "none":
         G = None
@@ -89,7 +94,8 @@ def build(args):
             raise CompileError(f"--dot-group must be auto, none or an integer, got "
                                f"'{args.dot_group}'", src) from None
     g = load(src, overrides=ov, dot_group=G)
-    comp = compile_graph(g, plan, mapper=args.mapper, bypass=args.bypass, file=src)
+    comp = compile_graph(g, plan, mapper=args.mapper, bypass=args.bypass,
+                         recompute=3 if args.recompute is None else args.recompute, file=src)
     return g, plan, comp
 
 
@@ -106,6 +112,9 @@ def main(argv=None) -> int:
     c.add_argument("--dot-group", default="auto",
                    help="dot lowering group: auto (the fastest of a few), none or G")
     c.add_argument("--bypass", type=int, choices=(0, 1), default=1)
+    c.add_argument("--recompute", type=int, default=None,
+                   help="levels of an operation chain repeated on a consumer's PE instead of a "
+                        "transfer (default: searched with --dot-group auto, else 3)")
     c.add_argument("-D", "--define", action="append", help="override a constant: name=value")
     c.add_argument("--dot", help="also write the DFG as Graphviz DOT")
     d = sub.add_parser("dot", help="write the DFG as Graphviz DOT")

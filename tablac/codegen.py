@@ -104,10 +104,12 @@ def _operand(o, amap, pe):
     return {"L": "L", "R": "R", "BUS": "BUS", "ZERO": "ZERO", "ONE": "ONE"}[src]
 
 
-def compile_graph(graph, plan, *, mapper="cosmic", fmt=None, bypass=1,
+def compile_graph(graph, plan, *, mapper="cosmic", fmt=None, bypass=1, recompute=3,
                   file="<input>") -> Compiled:
+    """``recompute``: how many levels of an operation chain the scheduler may repeat on a
+    consumer's PE instead of transferring the result (0: never)."""
     fmt = fmt or QFormat(32, 16)
-    S = schedule(graph, plan, fmt, mapper, bypass=bypass, file=file)
+    S = schedule(graph, plan, fmt, mapper, bypass=bypass, recompute=recompute, file=file)
     P, C = S.pes, S.columns
     # ---------------------------------------------------------------- addresses
     amap = {}
@@ -213,7 +215,7 @@ def compile_graph(graph, plan, *, mapper="cosmic", fmt=None, bypass=1,
              "ops_per_pe": -(-ops // P), "transfers": dict(S.transfers),
              "transfers_total": sum(S.transfers.values()), "slots_used": S.slots_used,
              "tree_depth": tree_depth(S.rows), "mapper": mapper,
-             "dot_group": getattr(graph, "dot_group", None)}
+             "dot_group": getattr(graph, "dot_group", None), "recompute": recompute}
     return Compiled(plan=plan, sched=S, fmt=fmt, pe_cfg=cfg, programs=programs, instrs=instrs,
                     preload=preload, tree=list(S.tree), sample_entries=sample_entries,
                     model_entries=model_entries, model_image=model_image, sample=S.sample,
@@ -315,7 +317,7 @@ def report(comp, source="<input>") -> str:
         f"tablac report for {source}",
         f"plan: {p.pes} PEs = {p.rows} rows x {p.columns} columns, {p.threads} thread(s) of "
         f"{p.rows_per_thread} row(s) ({p.pes_per_thread} PEs); mapper {s['mapper']}; "
-        f"dot group {s['dot_group']}",
+        f"dot group {s['dot_group']}; recompute depth {s['recompute']}",
         *[f"  planner: {n}" for n in p.notes],
         f"PE: {comp.pe_cfg}",
         f"buffer words used (max over PEs): DATA {comp.usage['D']}, MODEL {comp.usage['M']}, "

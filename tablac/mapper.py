@@ -74,10 +74,11 @@ def data_map(graph, columns: int, rows: int):
 class CosmicPolicy:
     name = "cosmic"
 
-    def __init__(self, data_pe, npe):
+    def __init__(self, data_pe, npe, model_with_data=True):
         self.data_pe = data_pe
         self.npe = npe
         self.rr = 0
+        self.model_with_data = model_with_data
 
     def _pe_of(self, v, S):
         if v in self.data_pe:
@@ -92,6 +93,8 @@ class CosmicPolicy:
         data = [a for a in args if g.nodes[a].op in ("input", "label")]
         if data:
             pes = [self.data_pe[a][0] for a in data if a in self.data_pe]
+            if pes and n.op == "dot" and len(set(pes)) > 1:
+                return min(sorted(set(pes)), key=lambda q: self._dot_cost(n, q, S))
             if pes:
                 return max(set(pes), key=lambda q: (pes.count(q), -pes.index(q)))
         model = [a for a in args if g.nodes[a].op == "model"]
@@ -119,10 +122,46 @@ class CosmicPolicy:
         self.rr = (self.rr + 1) % self.npe
         return p
 
-    def model_home(self, v, S, p=None):
+    def model_home(self, v, S, p=None, n=None):
         if v in S.model_home:
             return S.model_home[v][0]
+        if n is not None and n.op == "dot" and self.model_with_data:
+            # the dot is TABLA's sum of products: each product w*x maps (Algorithm 1)
+            # to the PE of its DATA operand, and its MODEL operand goes with it
+            for i in range(0, len(n.args) - 1, 2):
+                a, b = n.args[i], n.args[i + 1]
+                partner = b if a == v else a if b == v else None
+                if partner is not None and partner in self.data_pe:
+                    return self.data_pe[partner][0]
         return 0 if p is None else p
+
+    def _where(self, v, S, n):
+        if v in self.data_pe:
+            return self.data_pe[v][0]
+        if S.g.nodes[v].op == "model":
+            return self.model_home(v, S, None, n) if v not in S.model_home else S.model_home[v][0]
+        return S.place.get(v)
+
+    def _dot_cost(self, n, q, S):
+        """Serialisation estimate of gathering a dot's operands on PE ``q``: words per
+        incoming path (each link and the row bus carry one word per cycle, the tree one
+        per cycle), then fewer words in total, then more local terms."""
+        C = S.C
+        paths = {}
+        for a in n.args:
+            if S.g.nodes[a].op == "const":
+                continue
+            w = self._where(a, S, n)
+            if w is None or w == q:
+                continue
+            if w // C != q // C:
+                k = "tree"
+            elif abs(w - q) == 1:
+                k = ("link", w)
+            else:
+                k = "bus"
+            paths[k] = paths.get(k, 0) + 1
+        return (max(paths.values(), default=0), sum(paths.values()), q)
 
     @staticmethod
     def _start(n, p, S):
@@ -177,21 +216,21 @@ class MlrcsPolicy:
                 best = key
         return best[3]
 
-    def model_home(self, v, S, p=None):
+    def model_home(self, v, S, p=None, n=None):
         if v in S.model_home:
             return S.model_home[v][0]
         return 0 if p is None else p
 
 
 def schedule(graph, plan, fmt, mapper: str = "cosmic", *, bypass: int = 1,
-             file: str = "<input>") -> Sched:
+             recompute: int = 3, file: str = "<input>") -> Sched:
     """Map and schedule ``graph`` for one thread of ``plan`` (a :class:`tablac.plan.Plan`)."""
     if mapper not in MAPPERS:
         raise CompileError(f"unknown mapper '{mapper}' (choose {' or '.join(MAPPERS)})", file)
     C, R = plan.columns, plan.rows_per_thread
     vec, chunks, where = data_map(graph, C, R)
     policy = (CosmicPolicy if mapper == "cosmic" else MlrcsPolicy)(where, C * R)
-    S = Scheduler(graph, C, R, fmt, policy, bypass=bypass, file=file)
+    S = Scheduler(graph, C, R, fmt, policy, bypass=bypass, recompute=recompute, file=file)
     S.place_leaves(where)
     S.run(priorities(graph))
     length = max((max(c) + 1 for c in S.code if c), default=1)

@@ -45,6 +45,7 @@ LAT_LINK = 4
 LAT_BUS = 5
 SEARCH = 4096           # slots searched for one operation before giving up
 MAX_ACC_TERMS = 256     # 2**ACC_GUARD with the default ACC_GUARD = 8
+RECOMPUTE_DEPTH = 3     # operations repeated on a consumer's PE instead of a transfer
 
 PE_OP = {"add": "add", "sub": "sub", "mul": "mul", "lt": "lt", "gt": "gt", "min": "min",
          "max": "max", "sigmoid": "sigmoid", "gaussian": "gauss", "log": "log",
@@ -111,7 +112,7 @@ class Sched:
 
 class Scheduler:
     def __init__(self, graph, columns: int, rows: int, fmt, policy, *, bypass: int = 1,
-                 file: str = "<input>"):
+                 recompute: int = RECOMPUTE_DEPTH, file: str = "<input>"):
         self.g = graph
         self.C, self.R = columns, rows
         self.P = columns * rows
@@ -144,6 +145,8 @@ class Scheduler:
         self.acc_busy = defaultdict(list)
         self.pend = {}                      # node -> pending tree-bus expression
         self.fold = True
+        self.recompute = recompute          # depth of repeated operations (0: none)
+        self.recomputed = 0
 
     # ------------------------------------------------------------ helpers
     def err(self, msg, node=None):
@@ -290,6 +293,14 @@ class Scheduler:
                 best = (c, e, ps)
         return best
 
+    def _leaf_at(self, lf):
+        """(copy, earliest emission, producer slot or None) of an expression leaf, on the
+        copy (hence row) fixed when the expression was formed."""
+        c = lf[3]
+        pr = self.prod.get(lf[2])
+        ps = pr[1] if pr and pr[0] == c.pe else None
+        return c, (ps if ps is not None else c.ready), ps
+
     def expr_leaves(self, x, out):
         if x[0] == "leaf":
             out.append(x)
@@ -323,7 +334,7 @@ class Scheduler:
         le = self.leaf_emit(v)
         if le is None:
             return None
-        return ("leaf", frozenset({self.row(le[0].pe)}), v)
+        return ("leaf", frozenset({self.row(le[0].pe)}), v, le[0])
 
     def try_fold(self, n):
         """Make add/mul node ``n`` a pending tree-bus expression if its operands sit on
@@ -349,7 +360,7 @@ class Scheduler:
         x = (n.op, ea[1] | eb[1], ea, eb)
         if not self.embeds(x):
             return False
-        lo = max(self.leaf_emit(l[2])[1] for l in self.expr_leaves(x, []))
+        lo = max(self._leaf_at(l)[1] for l in self.expr_leaves(x, []))
         self.pend[n.id] = {"expr": x, "lo": lo}
         return True
 
@@ -369,7 +380,7 @@ class Scheduler:
                 continue
             plan = []
             for lf in leaves:
-                c, _, ps = self.leaf_emit(lf[2])
+                c, _, ps = self._leaf_at(lf)
                 q = c.pe
                 if not self.reg_free(("B", self.row(q)), c0, c0):
                     break
@@ -516,10 +527,52 @@ class Scheduler:
                 return "D"
         return "I"
 
+    # ------------------------------------------------------------ recomputation
+    def recompute_est(self, v, p, depth):
+        """Slot from which ``v`` could be read on ``p`` if its operation were repeated
+        there (operands brought or repeated in turn, ``depth`` levels); None if not."""
+        n = self.g.nodes[v]
+        if depth <= 0 or n.op not in PE_OP or v in self.pend or v not in self.prod:
+            return None
+        t = 0
+        for a in set(n.args):
+            if self.is_const(a):
+                continue
+            t = max(t, self.avail_est(a, p, depth - 1))
+        while not self.free_slot(p, t):
+            t += 1
+        return t + self.dd
+
+    def avail_est(self, a, p, depth):
+        c = self.local(a, p)
+        if c is not None:
+            return c.ready
+        t = self.earliest_arrival(a, p)
+        r = self.recompute_est(a, p, depth)
+        return t if r is None else min(t, r)
+
+    def maybe_recompute(self, v, p):
+        """Repeat ``v``'s operation on ``p`` when that makes it readable there sooner than
+        a transfer (a node computes the same word wherever its operands are: the result
+        stays bit-exact).  Returns True if it did."""
+        if self.is_const(v) or self.local(v, p) is not None or not self.recompute:
+            return False
+        r = self.recompute_est(v, p, self.recompute)
+        if r is None or r >= self.earliest_arrival(v, p):
+            return False
+        old = self.prod.get(v)
+        self.schedule_binary(self.g.nodes[v], p)
+        if old is not None:
+            self.prod[v] = old
+        self.recomputed += 1
+        return True
+
     def schedule_binary(self, n, p):
         args = list(n.args)
         unary = n.op in UNARY_OPS
         opnds = args[:1] if unary else args[:2]
+        for v in dict.fromkeys(opnds):
+            self.maybe_recompute(v, p)
         # remote operands: all but one are received into buffers first
         remote = [v for v in opnds if not self.is_const(v) and self.local(v, p) is None]
         if len(remote) == 2 and remote[0] != remote[1]:
@@ -602,6 +655,8 @@ class Scheduler:
         if len(pairs) > MAX_ACC_TERMS:
             self.err(f"dot of {len(pairs)} terms exceeds the {MAX_ACC_TERMS}-term mac chain "
                      "the PE accumulator keeps exact (lower with a smaller dot group)", n.id)
+        for v in dict.fromkeys(n.args):
+            self.maybe_recompute(v, p)
         rem = lambda v: not self.is_const(v) and self.local(v, p) is None  # noqa: E731
         terms = []
         for a, b in pairs:
@@ -755,7 +810,7 @@ class Scheduler:
             self.place[v] = p
             for a in n.args:
                 if g.nodes[a].op == "model":
-                    self.place_model(a, self.policy.model_home(a, self, p))
+                    self.place_model(a, self.policy.model_home(a, self, p, n))
             if n.op == "dot":
                 self.schedule_dot(n, p)
             else:

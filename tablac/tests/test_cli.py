@@ -77,7 +77,7 @@ def test_machine_runs_the_written_microcode(tmp_path):
     out = tmp_path / "o"
     assert main(["compile", PROG, "--pes", "8", "-D", "m=6", "--dot-group", "2", "-o", str(out)]) == 0
     args = argparse.Namespace(program=PROG, define=["m=6"], target=None, pes=8, threads=None,
-                              dot_group="2", mapper="cosmic", bypass=1)
+                              dot_group="2", mapper="cosmic", bypass=1, recompute=None)
     g, plan, comp = build(args)
     for pe, words in enumerate(comp.programs):
         got = [int(w, 16) for w in (out / "microcode" / f"pe{pe:03d}.hex").read_text().split()]

@@ -117,6 +117,14 @@ def test_programs_equal_interpreter(prog, threads, mapper):
     check_equal(g, comp, threads, rounds=2, ns_per_thread=2, onehot=(prog == "reco"))
 
 
+@pytest.mark.parametrize("recompute", [0, 1, 5])
+def test_recompute_depths_stay_exact(recompute):
+    g = tablac.load(tablac.program_path("backprop"), overrides={"ni": 5, "nh": 3}, dot_group=1)
+    comp = compile_graph(g, plan_pes(16, 2), recompute=recompute)
+    assert comp.stats["recompute"] == recompute
+    check_equal(g, comp, 2, rounds=2, ns_per_thread=2)
+
+
 def test_no_bypass_and_wide_rows():
     g = tablac.load(tablac.program_path("logistic"), overrides={"m": 12}, dot_group=3)
     comp = compile_graph(g, plan_pes(16, 2), mapper="cosmic", bypass=0)
