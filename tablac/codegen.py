@@ -19,9 +19,11 @@
 * the memory layout: model region at word 0 (``model_image`` gives, per word, the model
   element or None for padding), then each thread's samples, contiguous and unchanged
   (``sample_words`` words each, ``sample`` names them) -- no marshalling;
-* ``aggregation`` -- after every round the model words ``(pe, addr, name)`` of all
-  threads are averaged word by word over the threads and written back into every thread
-  (:mod:`tablac.machine` documents the unit; the result is ``golden.sgd.average_fx``).
+* ``aggregation`` -- after every round the model words ``(pe, addr, name, node, op)`` of
+  all threads are combined word by word over the threads (``mean``: the result is
+  ``golden.sgd.average_fx``; ``sum``: exact sum, saturated -- the program's aggregation
+  operator, ``Graph.aggregate``) and written back into every thread (:mod:`tablac.machine`
+  documents the unit).
 
 Delivery rule the accelerator integration must follow (the memory schedule unit's
 ``m_axis_pe`` is fanned out to a row): lane ``i`` of a beat addressed to PE ``p`` goes to
@@ -70,7 +72,7 @@ class Compiled:
     sample_words: int
     data_addr: dict           # node -> (pe, addr)
     model_addr: dict          # model node -> (pe, addr)
-    aggregation: list         # (pe, addr, name, node)
+    aggregation: list         # (pe, addr, name, node, "mean"|"sum")
     length: int
     usage: dict
     stats: dict = field(default_factory=dict)
@@ -206,8 +208,10 @@ def compile_graph(graph, plan, *, mapper="cosmic", fmt=None, bypass=1, recompute
             pe, a = r * C + w % C, w // C
             vs = per_pe_model[pe]
             model_image.append((pe, a, vs[a]) if a < len(vs) else None)
-    aggregation = [(pe, a, S.model_names.get(v), v) for v, (pe, a) in sorted(
-        model_addr.items(), key=lambda kv: kv[1])]
+    arr_of = {int(v): k for k, ids in graph.model.items() for v in np.asarray(ids).ravel()}
+    agg_op = {k: (getattr(graph, "aggregate", {}) or {}).get(k, ("mean",))[0] for k in graph.model}
+    aggregation = [(pe, a, S.model_names.get(v), v, agg_op.get(arr_of.get(v), "mean"))
+                   for v, (pe, a) in sorted(model_addr.items(), key=lambda kv: kv[1])]
     data_addr = {v: (pe, key[1]) for v, (pe, key) in S.data_key.items()}
     ops = op_count(graph)
     stats = {"length": S.length, "cycles_compute": S.length + 5,
@@ -282,9 +286,11 @@ def write_outputs(comp, outdir, graph=None, *, source="<input>"):
                     for p in comp.preload],
     }
     (out / "layout.json").write_text(json.dumps(layout, indent=1) + "\n")
-    agg = {"rule": "avg = sat(floor((sum_t w_t + T//2) / T)) (golden.sgd.average_fx)",
+    agg = {"rule": {"mean": "sat(floor((sum_t w_t + T//2) / T)) (golden.sgd.average_fx)",
+                    "sum": "sat(sum_t w_t) (exact sum, one saturation)"},
            "when": "after every round (each thread's sub-partition)",
-           "words": [{"pe": pe, "addr": a, "name": n} for pe, a, n, _ in comp.aggregation]}
+           "words": [{"pe": pe, "addr": a, "name": n, "op": op}
+                     for pe, a, n, _, op in comp.aggregation]}
     (out / "aggregation.json").write_text(json.dumps(agg, indent=1) + "\n")
     (out / "tree_bus.json").write_text(json.dumps(
         {"depth": comp.stats["tree_depth"],

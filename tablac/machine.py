@@ -276,9 +276,12 @@ class Machine:
     def aggregate(self):
         if self.T == 1:
             return
-        for pe, a, _, _ in self.c.aggregation:
+        for pe, a, _, _, op in self.c.aggregation:
             vals = [self.pes[t * self.P + pe].buf[2][a] for t in range(self.T)]
-            avg = int(average_fx(self.fmt, np.array(vals, dtype=np.int64)[:, None])[0])
+            if op == "sum":
+                avg = int(self.fmt.sat(np.asarray(sum(int(x) for x in vals), dtype=object)))
+            else:
+                avg = int(average_fx(self.fmt, np.array(vals, dtype=np.int64)[:, None])[0])
             for t in range(self.T):
                 self.pes[t * self.P + pe].buf[2][a] = avg
         self.stats.aggregation_cycles += len(self.c.aggregation) + \

@@ -186,3 +186,14 @@ def test_hardware_rule_violations_raise():
     comp2.tree = comp2.tree + [(5, "add", (0, 1), (0,))]   # cycle 5: slot 0 writes
     with pytest.raises(MachineError, match="wrote nothing"):
         Machine(comp2).compute()
+
+
+def test_sum_aggregation_operator():
+    """``w[i] = sum[t](w[i]);`` (no division): the threads' models are added, saturated."""
+    src = tablac.program_path("linear").read_text().replace(
+        "w[i] = sum[t](w[i]) / n;", "w[i] = sum[t](w[i]);")
+    g = tablac.compile(src, overrides={"m": 6, "n": 2}, dot_group=3)
+    assert g.aggregate["w"][0] == "sum"
+    comp = compile_graph(g, plan_pes(8, 2))
+    assert {a[4] for a in comp.aggregation} == {"sum"}
+    check_equal(g, comp, 2, rounds=2, ns_per_thread=2)
