@@ -482,6 +482,21 @@ class Scheduler:
             self.err(f"internal: value of node {v} is nowhere", v)
         return best
 
+    def pick_pair(self, a, b, p):
+        """Copies of ``a`` and ``b`` on ``p`` that two operands can read together (other
+        buffers, or the same word), earliest first; None if there are none."""
+        best = None
+        for ca in self.copies[a]:
+            if ca.pe != p:
+                continue
+            for cb in self.copies[b]:
+                if cb.pe != p or (ca.buf == cb.buf and ca.key != cb.key):
+                    continue
+                k = max(ca.ready, cb.ready)
+                if best is None or k < best[0]:
+                    best = (k, ca, cb)
+        return None if best is None else (best[1], best[2])
+
     def local(self, v, p, avoid=None):
         for c in self.copies[v]:
             if c.pe == p and c.buf != avoid:
@@ -578,14 +593,15 @@ class Scheduler:
         if len(remote) == 2 and remote[0] != remote[1]:
             r0 = min(remote, key=lambda v: self.earliest_arrival(v, p))
             self.receive(r0, p)
-        # buffer conflicts between two local operands
-        if len(opnds) == 2 and opnds[0] != opnds[1]:
-            ca = self.local(opnds[0], p)
-            cb = self.local(opnds[1], p)
-            if ca and cb and ca.buf == cb.buf and ca.key != cb.key:
-                alt = self.local(opnds[1], p, avoid=ca.buf)
-                if alt is None:
-                    self.receive(opnds[1], p, avoid=ca.buf)
+        # buffer conflicts between two local operands (one read port per buffer)
+        fixed = {}
+        if len(opnds) == 2 and opnds[0] != opnds[1] and self.local(opnds[0], p) \
+                and self.local(opnds[1], p):
+            pair = self.pick_pair(opnds[0], opnds[1], p)
+            if pair is None:
+                self.receive(opnds[1], p, avoid=self.local(opnds[0], p).buf)
+                pair = self.pick_pair(opnds[0], opnds[1], p)
+            fixed = {opnds[0]: pair[0], opnds[1]: pair[1]}
         lo = 0
         for v in opnds:
             if not self.is_const(v):
@@ -601,13 +617,8 @@ class Scheduler:
                     if self.is_const(v):
                         ops.append(("const", v))
                         continue
-                    c = self.local(v, p)
+                    c = fixed.get(v) or self.local(v, p)
                     if c is not None:
-                        if len(opnds) == 2 and opnds[0] != opnds[1]:
-                            other = opnds[1] if v == opnds[0] else opnds[0]
-                            oc = self.local(other, p)
-                            if oc and oc.buf == c.buf and oc.key != c.key:
-                                c = self.local(v, p, avoid=oc.buf) or c
                         if c.ready > s:
                             ok = False
                             break
@@ -663,10 +674,8 @@ class Scheduler:
             if rem(a) and rem(b) and a != b:
                 self.receive(a, p)
             if not rem(a) and not rem(b) and a != b and not self.is_const(a) \
-                    and not self.is_const(b):
-                ca, cb = self.local(a, p), self.local(b, p)
-                if ca.buf == cb.buf and ca.key != cb.key and self.local(b, p, avoid=ca.buf) is None:
-                    self.receive(b, p, avoid=ca.buf)
+                    and not self.is_const(b) and self.pick_pair(a, b, p) is None:
+                self.receive(b, p, avoid=self.local(a, p).buf)
             # (remote operand or None, local/const operand, estimated ready slot)
             if rem(a):
                 terms.append((a, b, self.earliest_arrival(a, p)))
@@ -678,6 +687,11 @@ class Scheduler:
         for r, other, est in terms:
             if r is None:
                 a, b = other
+                if a != b and not self.is_const(a) and not self.is_const(b):
+                    ca, cb = self.pick_pair(a, b, p)
+                    chosen.append((None, ((ca.buf, ca.key), (cb.buf, cb.key)),
+                                   max(ca.ready, cb.ready)))
+                    continue
                 if self.is_const(a) and not self.is_const(b):
                     fb, rb = self._buf_operand(b, p, None)
                     fa, ra = self._buf_operand(a, p, fb[0] if fb[0] in "DMI" else None)
