@@ -197,3 +197,19 @@ def test_sum_aggregation_operator():
     comp = compile_graph(g, plan_pes(8, 2))
     assert {a[4] for a in comp.aggregation} == {"sum"}
     check_equal(g, comp, 2, rounds=2, ns_per_thread=2)
+
+
+@pytest.mark.parametrize("prog,ov,G,pes,threads,mapper", [
+    ("logistic", {"m": 20}, 3, 32, 1, "cosmic"), ("svm", {"m": 20}, 2, 32, 2, "cosmic"),
+    ("linear", {"m": 21}, 3, 32, 2, "mlrcs"), ("backprop", {"ni": 6, "nh": 4}, 1, 32, 1, "cosmic"),
+    ("reco", {"nu": 8, "ni": 8, "k": 2}, 2, 16, 2, "cosmic")])
+def test_many_rows_tree_reductions(prog, ov, G, pes, threads, mapper):
+    """Several rows per thread: reductions run as tree-bus expressions, broadcasts reach
+    several rows, and the result is still the interpreter's."""
+    g = tablac.load(tablac.program_path(prog), overrides=ov, dot_group=G)
+    comp = compile_graph(g, plan_pes(pes, threads), mapper=mapper)
+    M = check_equal(g, comp, threads, rounds=2, ns_per_thread=2, onehot=(prog == "reco"))
+    assert M.stats.tree_ops > 0
+    if prog in ("logistic", "svm"):
+        assert any(op == "expr" for _, op, _, _ in comp.tree)
+        assert any(len(d) > 1 for _, _, _, d in comp.tree)
