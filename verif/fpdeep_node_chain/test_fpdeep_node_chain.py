@@ -133,7 +133,7 @@ async def train(dut, batches=2, stall_p=0.3, src_p=0.7, sink_p=0.6, corrupt=Fals
     return tb
 
 
-@cocotb.test()
+@sim_test()
 async def train_minibatches(dut):
     """Mini-batches of random maps through the chain with random stalls on every chain
     link, source bubbles and sink backpressure; forward output, input errors and updated
@@ -191,7 +191,7 @@ async def reset_during_minibatch(dut):
     await tb.finish()
 
 
-@cocotb.test()
+@sim_test()
 async def checker_catches_corruption(dut):
     """Negative test: a one-LSB corruption of an expected updated filter of the last node
     is caught by the scoreboard (one mismatch per mini-batch)."""
@@ -202,7 +202,7 @@ async def checker_catches_corruption(dut):
         tb.sb.check()
 
 
-@cocotb.test()
+@sim_test()
 async def bench_throughput(dut):
     """Benchmark (reported): idle-stage fraction of the chain -- per node and stage (FP, EB,
     PG) the fraction of cycles from the first start to the last done in which the stage has

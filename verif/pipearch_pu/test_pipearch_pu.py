@@ -37,11 +37,12 @@ from golden.pipearch_region import CONFIGS
 from scoreboards.gates import Gate
 from verif.plots import write_series
 from verif.harness import CLOCK_NS, dut_params, ghdl_testcase, matrix, run_core
-from verif.tb_common import record_bench, sim_seed, sim_test, stall_message
+from verif.tb_common import record_bench, sim_seed, sim_test, stall_message, within
 
 CORE = "pipearch_pu"
 MAX_CYCLES = 3_000_000
 POLL = 64
+AXIL_CYCLES = 10_000  # budget of one AXI4-Lite transaction
 
 
 def cfg_of(p: dict) -> PUConfig:
@@ -97,10 +98,12 @@ class PU:
                 self.w_beats += 1
 
     async def wr(self, addr, value):
-        await self.axil.write_dword(addr, value)
+        await within(self.axil.write_dword(addr, value), AXIL_CYCLES,
+                     f"{self.prefix}s_axil: write 0x{addr:x} got no response (AW/W/B)")
 
     async def rd(self, addr):
-        return await self.axil.read_dword(addr)
+        return await within(self.axil.read_dword(addr), AXIL_CYCLES,
+                            f"{self.prefix}s_axil: read 0x{addr:x} got no response (AR/R)")
 
     def put(self, mem: Memory, lo=0, hi=None):
         hi = len(mem.data) if hi is None else hi
@@ -136,7 +139,8 @@ class PU:
             st = await self.rd(I.REG_STATUS)
             if st & (I.ST_DONE | I.ST_ERROR) and not st & I.ST_BUSY:
                 break
-            assert waited < MAX_CYCLES, f"{job.name}: no DONE after {waited} cycles (STATUS {st:#x})"
+            assert waited < MAX_CYCLES, stall_message(f"{job.name}: STATUS without DONE/ERROR", waited,
+                                                      "DONE or ERROR", f"STATUS {st:#x}")
         err = await self.rd(I.REG_ERROR)
         cyc = await self.rd(I.REG_CYCLES_LO) | (await self.rd(I.REG_CYCLES_HI)) << 32
         return st, err, self.trace[t0:], cyc
@@ -291,7 +295,7 @@ async def run_and_compare(tb, job, mem, gold, tag, switch_at=None):
 
 
 # ------------------------------------------------------------------ program tests
-@cocotb.test()
+@sim_test()
 async def sgd_ridge(dut):
     """Ridge SGD (batch 1, two partitions) on the RTL equals the ISS and golden.sgd: the
     streamed program where the PU's regions allow it (default config), and the blocking
@@ -312,7 +316,7 @@ async def sgd_ridge(dut):
         await run_and_compare(tb, job, mem, gold, "sgd logistic stream D=16")
 
 
-@cocotb.test()
+@sim_test()
 async def sgd_logistic_minibatch(dut):
     """Logistic SGD with L2, mini-batch 4, equals the ISS and golden.sgd."""
     tb = TB(dut)
@@ -321,7 +325,7 @@ async def sgd_logistic_minibatch(dut):
     await run_and_compare(tb, job, mem, gold, "sgd logistic b4")
 
 
-@cocotb.test()
+@sim_test()
 async def scd_lasso(dut):
     """Lasso SCD (two partitions) equals the ISS and golden.scd."""
     tb = TB(dut)
@@ -330,7 +334,7 @@ async def scd_lasso(dut):
     await run_and_compare(tb, job, mem, gold, "scd lasso")
 
 
-@cocotb.test()
+@sim_test()
 async def scd_logistic_l1(dut):
     """L1 logistic SCD equals the ISS and golden.scd."""
     tb = TB(dut)
@@ -339,7 +343,7 @@ async def scd_logistic_l1(dut):
     await run_and_compare(tb, job, mem, gold, "scd logistic")
 
 
-@cocotb.test()
+@sim_test()
 async def lrmf(dut):
     """LRMF by tiled alternating SGD equals the ISS and golden.lrmf."""
     tb = TB(dut)
@@ -349,7 +353,7 @@ async def lrmf(dut):
 
 
 # ------------------------------------------------------------------ context switch
-@cocotb.test()
+@sim_test()
 async def preempt_and_resume(dut):
     """SWITCH at random times: every suspension and resume matches the ISS at the same
     YIELD, and the final model equals an uninterrupted run (golden)."""
@@ -387,7 +391,7 @@ async def preempt_and_resume(dut):
     dut._log.info("suspensions=%d", suspensions)
 
 
-@cocotb.test()
+@sim_test()
 async def interleave_two_jobs(dut):
     """Two jobs (ridge SGD and lasso SCD) time-share one PU, switching at every YIELD
     opportunity; both end equal to their golden runs."""
@@ -420,7 +424,7 @@ async def interleave_two_jobs(dut):
     assert (await pu.rd(I.REG_STATUS)) & I.ST_SWITCH_PENDING
 
 
-@cocotb.test()
+@sim_test()
 async def loss_per_epoch(dut):
     """Suspend at every epoch end (SWITCH pending at START, one YIELD per epoch), read
     the model from memory, and record the loss per epoch with the float64 reference."""
@@ -451,7 +455,7 @@ async def loss_per_epoch(dut):
 
 
 # ------------------------------------------------------------------ errors and checkers
-@cocotb.test()
+@sim_test()
 async def illegal_instruction(dut):
     """A malformed instruction stops the PU in Error with the faulting PC (as the ISS)."""
     tb = TB(dut)
@@ -635,7 +639,7 @@ async def random_shapes(dut):
     dut._log.info("algorithms covered: %s", sorted(algs))
 
 
-@cocotb.test()
+@sim_test()
 async def checkers_can_fail(dut):
     """Negative test: the memory, trace and model checks fire on corrupted observations."""
     tb = TB(dut)
@@ -725,7 +729,7 @@ async def context_switch_cycles(tb):
     return out
 
 
-@cocotb.test()
+@sim_test()
 async def bench_throughput(dut):
     """``make bench``: SGD cycles per sample per model line (ideal 1), bytes read per
     cycle for SGD/SCD/LRMF, context-switch cost by model size; memory without stalls.
