@@ -766,5 +766,8 @@ def test_pipearch_pu(cfg, sim):
     run_core(CORE, cfg, sim, testcase=ghdl_testcase(sim, globals(), GHDL_VERILOG_ONLY))
 
 
+# bus protocol checkers (scoreboards/protocol.py) on every AXI4-Stream/AXI4/AXI4-Lite port
+# of the toplevel, attached before each cocotb test; its violations must be zero at the end
+from scoreboards.protocol import guard_tests  # noqa: E402
 
-
+guard_tests(globals())
