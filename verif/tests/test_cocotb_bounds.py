@@ -33,11 +33,15 @@ def _load(path: Path):
         sys.path.remove(str(path.parent))
 
 
-@pytest.mark.parametrize("path", MODULES, ids=[str(m.relative_to(REPO)) for m in MODULES])
-def test_every_cocotb_test_is_bounded(path):
+def unbounded_tests(path: Path) -> list[str]:
     mod = _load(path)
     tests = {n: t for n, t in vars(mod).items() if isinstance(t, _CocotbTest)}
-    unbounded = sorted(n for n, t in tests.items() if t.timeout is None)
+    return sorted(n for n, t in tests.items() if t.timeout is None)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=[str(m.relative_to(REPO)) for m in MODULES])
+def test_every_cocotb_test_is_bounded(path):
+    unbounded = unbounded_tests(path)
     assert not unbounded, (f"{path.relative_to(REPO)}: cocotb tests without a simulated-time bound "
                            f"(declare them with verif.tb_common.sim_test): {', '.join(unbounded)}")
 
@@ -47,3 +51,12 @@ def test_scan_finds_the_tests():
     mod = _load(REPO / "verif" / "l2reg" / "test_l2reg.py")
     tests = [t for t in vars(mod).values() if isinstance(t, _CocotbTest)]
     assert len(tests) >= 8 and all(t.timeout is not None for t in tests)
+
+
+def test_scan_flags_an_unbounded_test(tmp_path):
+    """Negative test: a plain ``@cocotb.test()`` is reported, a ``sim_test`` one is not."""
+    m = tmp_path / "test_fake.py"
+    m.write_text("import cocotb\nfrom verif.tb_common import sim_test\n\n\n"
+                 "@cocotb.test()\nasync def hangs(dut):\n    pass\n\n\n"
+                 "@sim_test(timeout_us=50)\nasync def bounded(dut):\n    pass\n")
+    assert unbounded_tests(m) == ["hangs"]
