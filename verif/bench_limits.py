@@ -101,6 +101,10 @@ LIMITS: dict[str, dict[str, list[Promise]]] = {
     # "one PE-row beat (LANES words) per cycle while memory returns one beat per cycle"
     "cosmic_memory_schedule_unit": {"*": [_hi("long_aligned.fraction_of_peak", 1.0),
                                           _hi("long_unaligned.fraction_of_peak", 1.0)]},
+    # README bench table: cycles per training sample per thread (unit START + delivery +
+    # polling, then PROG_LEN+5 cycles of compute), all threads in parallel
+    "cosmic_accelerator": {"default": [_lo("linear_cycles_per_sample", 52.62),
+                                       _lo("backprop_cycles_per_sample", 84.62)]},
     # README bench table (cycles per mac step of the whole K-means/top-k/aggregation mix)
     "maple_pe_chain": {"default": [_lo("cycles_per_mac_step", 12.253)],
                        "small": [_lo("cycles_per_mac_step", 7.159)]},

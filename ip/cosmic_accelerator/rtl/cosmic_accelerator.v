@@ -138,32 +138,35 @@ reg busy;
 output irq;
 reg irq;
 
-wire [11:0] x_s_axil_awaddr;
+wire [11:0] msu_s_axil_awaddr;
 reg [11:0] i_awaddr;
-wire x_s_axil_awvalid;
+wire msu_s_axil_awvalid;
 reg i_awvalid;
-wire [31:0] x_s_axil_wdata;
+wire [31:0] msu_s_axil_wdata;
 reg [31:0] i_wdata;
-wire [3:0] x_s_axil_wstrb;
-wire x_s_axil_wvalid;
-wire x_s_axil_bready;
-wire [11:0] x_s_axil_araddr;
-wire x_s_axil_arvalid;
+wire [3:0] msu_s_axil_wstrb;
+wire msu_s_axil_wvalid;
+wire msu_s_axil_bready;
+wire [11:0] msu_s_axil_araddr;
+wire msu_s_axil_arvalid;
 reg i_arvalid;
-wire x_s_axil_rready;
-wire x_m_axis_pe_tready;
-wire [127:0] x_s_axis_pe_tdata;
-wire [2:0] x_s_axis_pe_tid;
-wire x_s_axis_pe_tvalid;
+wire msu_s_axil_rready;
+wire msu_m_axis_pe_tready;
+wire [127:0] msu_s_axis_pe_tdata;
+wire [2:0] msu_s_axis_pe_tid;
+wire msu_s_axis_pe_tvalid;
 wire [3:0] lv_c;
 wire [3:0] lv_cat;
 reg bt_valid;
-wire x_m_axis_pe_tvalid;
+wire msu_m_axis_pe_tvalid;
 reg [127:0] bt_data;
-wire [127:0] x_m_axis_pe_tdata;
+wire [127:0] msu_m_axis_pe_tdata;
 reg [3:0] bt_lv;
 reg [2:0] bt_dest;
-wire [2:0] x_m_axis_pe_tdest;
+wire [2:0] msu_m_axis_pe_tdest;
+wire agg_sum_op;
+reg [31:0] agg_res;
+reg signed [31:0] agg_sat;
 wire [31:0] agg_avg;
 wire signed [33:0] sum2;
 wire [1:0] sum2_hi;
@@ -183,7 +186,7 @@ reg [63:0] h_data;
 reg sv_we;
 reg [0:0] sv_idx;
 reg [31:0] sv_data;
-reg [17:0] agg_entry;
+reg [30:0] agg_entry;
 reg [8:0] ai;
 reg [31:0] sv_out;
 reg [1:0] t_idx;
@@ -245,12 +248,12 @@ reg dptr_clr;
 reg rows_clear;
 reg idone;
 reg [2:0] ist;
-wire x_s_axil_awready;
-wire x_s_axil_bvalid;
-wire x_s_axil_arready;
-wire x_s_axil_rvalid;
+wire msu_s_axil_awready;
+wire msu_s_axil_bvalid;
+wire msu_s_axil_arready;
+wire msu_s_axil_rvalid;
 reg [31:0] irdata;
-wire [31:0] x_s_axil_rdata;
+wire [31:0] msu_s_axil_rdata;
 reg [31:0] cycles;
 reg [31:0] compute_cyc;
 reg [31:0] load_cyc;
@@ -283,14 +286,15 @@ wire pe_err_any;
 reg [1:0] a_pe;
 reg [7:0] a_addr;
 reg [31:0] a_data;
-wire [1493:0] unused_sig;
-wire [1493:0] unused_sink;
-wire cosmic_memory_schedule_unit0_s_axil_wready;
-wire [1:0] cosmic_memory_schedule_unit0_s_axil_bresp;
-wire [1:0] cosmic_memory_schedule_unit0_s_axil_rresp;
-wire [15:0] cosmic_memory_schedule_unit0_m_axis_pe_tkeep;
-wire cosmic_memory_schedule_unit0_m_axis_pe_tlast;
-reg cosmic_memory_schedule_unit0_s_axis_pe_tready;
+wire [22:0] unused_msu;
+reg msu_s_axis_pe_tready;
+wire msu_s_axil_wready;
+wire [1:0] msu_s_axil_rresp;
+wire [1:0] msu_s_axil_bresp;
+wire msu_m_axis_pe_tlast;
+wire [15:0] msu_m_axis_pe_tkeep;
+wire [1506:0] unused_sig;
+wire [1506:0] unused_sink;
 wire [15:0] cosmic_memory_schedule_unit0_w_strb;
 wire cosmic_memory_schedule_unit0_ar_go;
 reg [31:0] cosmic_memory_schedule_unit0_araddr_r;
@@ -2166,6 +2170,10 @@ reg [31:0] or_link15_out;
 wire signed [33:0] add_link1_xe;
 wire signed [31:0] add_link1_xs;
 reg [1:0] add_link1_sext9_sgn;
+wire [30:0] sat56_fill;
+wire [2:0] sat56_hi;
+wire [2:0] sat56_hin;
+wire sat56_nsign;
 wire bus_link0_prev_any;
 wire [31:0] bus_link0_prev_val;
 wire bus_link0_prev_dup;
@@ -2216,17 +2224,17 @@ wire signed [64:0] fold_link0_p2;
 wire signed [32:0] fold_link0_s1;
 reg signed [31:0] fold_link0_sa;
 reg signed [31:0] fold_link0_sm;
-wire [30:0] fold_link0_sat56_fill;
-wire [1:0] fold_link0_sat56_hi;
-wire [1:0] fold_link0_sat56_hin;
-wire fold_link0_sat56_nsign;
+wire [30:0] fold_link0_sat57_fill;
+wire [1:0] fold_link0_sat57_hi;
+wire [1:0] fold_link0_sat57_hin;
+wire fold_link0_sat57_nsign;
 wire signed [64:0] fold_link0_round_sat24_r;
 wire signed [64:0] fold_link0_round_sat24_rb;
 wire signed [64:0] fold_link0_round_sat24_t;
-wire [30:0] fold_link0_round_sat24_sat57_fill;
-wire [33:0] fold_link0_round_sat24_sat57_hi;
-wire [33:0] fold_link0_round_sat24_sat57_hin;
-wire fold_link0_round_sat24_sat57_nsign;
+wire [30:0] fold_link0_round_sat24_sat58_fill;
+wire [33:0] fold_link0_round_sat24_sat58_hi;
+wire [33:0] fold_link0_round_sat24_sat58_hin;
+wire fold_link0_round_sat24_sat58_nsign;
 wire and_nz0_y;
 reg tree_stage0_ov;
 reg [31:0] tree_stage0_ox;
@@ -2244,17 +2252,17 @@ wire signed [64:0] fold_link1_p2;
 wire signed [32:0] fold_link1_s1;
 reg signed [31:0] fold_link1_sa;
 reg signed [31:0] fold_link1_sm;
-wire [30:0] fold_link1_sat58_fill;
-wire [1:0] fold_link1_sat58_hi;
-wire [1:0] fold_link1_sat58_hin;
-wire fold_link1_sat58_nsign;
+wire [30:0] fold_link1_sat59_fill;
+wire [1:0] fold_link1_sat59_hi;
+wire [1:0] fold_link1_sat59_hin;
+wire fold_link1_sat59_nsign;
 wire signed [64:0] fold_link1_round_sat25_r;
 wire signed [64:0] fold_link1_round_sat25_rb;
 wire signed [64:0] fold_link1_round_sat25_t;
-wire [30:0] fold_link1_round_sat25_sat59_fill;
-wire [33:0] fold_link1_round_sat25_sat59_hi;
-wire [33:0] fold_link1_round_sat25_sat59_hin;
-wire fold_link1_round_sat25_sat59_nsign;
+wire [30:0] fold_link1_round_sat25_sat60_fill;
+wire [33:0] fold_link1_round_sat25_sat60_hi;
+wire [33:0] fold_link1_round_sat25_sat60_hin;
+wire fold_link1_round_sat25_sat60_nsign;
 wire and_nz1_y;
 reg tree_stage1_ov;
 reg [31:0] tree_stage1_ox;
@@ -2264,7 +2272,7 @@ wire err_link16_prev;
 wire err_link16_out;
 wire err_link18_prev;
 wire err_link18_out;
-reg [17:0] agg_tab [0:256-1];
+reg [30:0] agg_tab [0:256-1];
 reg [3:0] tree_ram [0:2048-1];
 reg [31:0] sv_mem [0:2-1];
 reg [29:0] cosmic_memory_schedule_unit0_maddr [0:2-1];
@@ -2334,76 +2342,71 @@ assign lv_cat[3] = bit_of3_y;
 assign lv_cat[2] = bit_of2_y;
 assign lv_cat[1] = bit_of1_y;
 assign lv_cat[0] = bit_of0_y;
-assign unused_sink[1494-1:1366] = pe_glue0_shifted;
-assign unused_sink[1366-1:1362] = pe_glue0_lvs;
-assign unused_sink[1361] = cosmic_pe0_busy;
-assign unused_sink[1360] = cosmic_pe0_left_out_valid;
-assign unused_sink[1359] = cosmic_pe0_right_out_valid;
-assign unused_sink[1358] = cosmic_pe0_bus_out_valid;
-assign unused_sink[1358-1:1326] = cosmic_pe0_left_out;
-assign unused_sink[1326-1:1198] = pe_glue1_shifted;
-assign unused_sink[1198-1:1194] = pe_glue1_lvs;
-assign unused_sink[1193] = cosmic_pe1_busy;
-assign unused_sink[1192] = cosmic_pe1_left_out_valid;
-assign unused_sink[1191] = cosmic_pe1_right_out_valid;
-assign unused_sink[1190] = cosmic_pe1_bus_out_valid;
-assign unused_sink[1189] = cosmic_pe1_done;
-assign unused_sink[1189-1:1061] = pe_glue2_shifted;
-assign unused_sink[1061-1:1057] = pe_glue2_lvs;
-assign unused_sink[1056] = cosmic_pe2_busy;
-assign unused_sink[1055] = cosmic_pe2_left_out_valid;
-assign unused_sink[1054] = cosmic_pe2_right_out_valid;
-assign unused_sink[1053] = cosmic_pe2_bus_out_valid;
-assign unused_sink[1052] = cosmic_pe2_done;
-assign unused_sink[1052-1:924] = pe_glue3_shifted;
-assign unused_sink[924-1:920] = pe_glue3_lvs;
-assign unused_sink[919] = cosmic_pe3_busy;
-assign unused_sink[918] = cosmic_pe3_left_out_valid;
-assign unused_sink[917] = cosmic_pe3_right_out_valid;
-assign unused_sink[916] = cosmic_pe3_bus_out_valid;
-assign unused_sink[915] = cosmic_pe3_done;
-assign unused_sink[915-1:883] = cosmic_pe3_right_out;
-assign unused_sink[883-1:755] = pe_glue4_shifted;
-assign unused_sink[755-1:751] = pe_glue4_lvs;
-assign unused_sink[750] = cosmic_pe4_busy;
-assign unused_sink[749] = cosmic_pe4_left_out_valid;
-assign unused_sink[748] = cosmic_pe4_right_out_valid;
-assign unused_sink[747] = cosmic_pe4_bus_out_valid;
-assign unused_sink[746] = cosmic_pe4_done;
-assign unused_sink[746-1:714] = cosmic_pe4_left_out;
-assign unused_sink[714-1:586] = pe_glue5_shifted;
-assign unused_sink[586-1:582] = pe_glue5_lvs;
-assign unused_sink[581] = cosmic_pe5_busy;
-assign unused_sink[580] = cosmic_pe5_left_out_valid;
-assign unused_sink[579] = cosmic_pe5_right_out_valid;
-assign unused_sink[578] = cosmic_pe5_bus_out_valid;
-assign unused_sink[577] = cosmic_pe5_done;
-assign unused_sink[577-1:449] = pe_glue6_shifted;
-assign unused_sink[449-1:445] = pe_glue6_lvs;
-assign unused_sink[444] = cosmic_pe6_busy;
-assign unused_sink[443] = cosmic_pe6_left_out_valid;
-assign unused_sink[442] = cosmic_pe6_right_out_valid;
-assign unused_sink[441] = cosmic_pe6_bus_out_valid;
-assign unused_sink[440] = cosmic_pe6_done;
-assign unused_sink[440-1:312] = pe_glue7_shifted;
-assign unused_sink[312-1:308] = pe_glue7_lvs;
-assign unused_sink[307] = cosmic_pe7_busy;
-assign unused_sink[306] = cosmic_pe7_left_out_valid;
-assign unused_sink[305] = cosmic_pe7_right_out_valid;
-assign unused_sink[304] = cosmic_pe7_bus_out_valid;
-assign unused_sink[303] = cosmic_pe7_done;
-assign unused_sink[303-1:271] = cosmic_pe7_right_out;
-assign unused_sink[270] = cosmic_memory_schedule_unit0_s_axis_pe_tready;
-assign unused_sink[269] = cosmic_memory_schedule_unit0_s_axil_wready;
-assign unused_sink[269-1:267] = cosmic_memory_schedule_unit0_s_axil_rresp;
-assign unused_sink[267-1:265] = cosmic_memory_schedule_unit0_s_axil_bresp;
-assign unused_sink[264] = cosmic_memory_schedule_unit0_m_axis_pe_tlast;
-assign unused_sink[264-1:248] = cosmic_memory_schedule_unit0_m_axis_pe_tkeep;
-assign unused_sink[248-1:246] = sum2_hi;
-assign unused_sink[246-1:198] = mc;
-assign unused_sink[198-1:134] = mc64;
-assign unused_sink[134-1:130] = cmd;
-assign unused_sink[130-1:112] = agg_entry;
+assign unused_sink[1507-1:1379] = pe_glue0_shifted;
+assign unused_sink[1379-1:1375] = pe_glue0_lvs;
+assign unused_sink[1374] = cosmic_pe0_busy;
+assign unused_sink[1373] = cosmic_pe0_left_out_valid;
+assign unused_sink[1372] = cosmic_pe0_right_out_valid;
+assign unused_sink[1371] = cosmic_pe0_bus_out_valid;
+assign unused_sink[1371-1:1339] = cosmic_pe0_left_out;
+assign unused_sink[1339-1:1211] = pe_glue1_shifted;
+assign unused_sink[1211-1:1207] = pe_glue1_lvs;
+assign unused_sink[1206] = cosmic_pe1_busy;
+assign unused_sink[1205] = cosmic_pe1_left_out_valid;
+assign unused_sink[1204] = cosmic_pe1_right_out_valid;
+assign unused_sink[1203] = cosmic_pe1_bus_out_valid;
+assign unused_sink[1202] = cosmic_pe1_done;
+assign unused_sink[1202-1:1074] = pe_glue2_shifted;
+assign unused_sink[1074-1:1070] = pe_glue2_lvs;
+assign unused_sink[1069] = cosmic_pe2_busy;
+assign unused_sink[1068] = cosmic_pe2_left_out_valid;
+assign unused_sink[1067] = cosmic_pe2_right_out_valid;
+assign unused_sink[1066] = cosmic_pe2_bus_out_valid;
+assign unused_sink[1065] = cosmic_pe2_done;
+assign unused_sink[1065-1:937] = pe_glue3_shifted;
+assign unused_sink[937-1:933] = pe_glue3_lvs;
+assign unused_sink[932] = cosmic_pe3_busy;
+assign unused_sink[931] = cosmic_pe3_left_out_valid;
+assign unused_sink[930] = cosmic_pe3_right_out_valid;
+assign unused_sink[929] = cosmic_pe3_bus_out_valid;
+assign unused_sink[928] = cosmic_pe3_done;
+assign unused_sink[928-1:896] = cosmic_pe3_right_out;
+assign unused_sink[896-1:768] = pe_glue4_shifted;
+assign unused_sink[768-1:764] = pe_glue4_lvs;
+assign unused_sink[763] = cosmic_pe4_busy;
+assign unused_sink[762] = cosmic_pe4_left_out_valid;
+assign unused_sink[761] = cosmic_pe4_right_out_valid;
+assign unused_sink[760] = cosmic_pe4_bus_out_valid;
+assign unused_sink[759] = cosmic_pe4_done;
+assign unused_sink[759-1:727] = cosmic_pe4_left_out;
+assign unused_sink[727-1:599] = pe_glue5_shifted;
+assign unused_sink[599-1:595] = pe_glue5_lvs;
+assign unused_sink[594] = cosmic_pe5_busy;
+assign unused_sink[593] = cosmic_pe5_left_out_valid;
+assign unused_sink[592] = cosmic_pe5_right_out_valid;
+assign unused_sink[591] = cosmic_pe5_bus_out_valid;
+assign unused_sink[590] = cosmic_pe5_done;
+assign unused_sink[590-1:462] = pe_glue6_shifted;
+assign unused_sink[462-1:458] = pe_glue6_lvs;
+assign unused_sink[457] = cosmic_pe6_busy;
+assign unused_sink[456] = cosmic_pe6_left_out_valid;
+assign unused_sink[455] = cosmic_pe6_right_out_valid;
+assign unused_sink[454] = cosmic_pe6_bus_out_valid;
+assign unused_sink[453] = cosmic_pe6_done;
+assign unused_sink[453-1:325] = pe_glue7_shifted;
+assign unused_sink[325-1:321] = pe_glue7_lvs;
+assign unused_sink[320] = cosmic_pe7_busy;
+assign unused_sink[319] = cosmic_pe7_left_out_valid;
+assign unused_sink[318] = cosmic_pe7_right_out_valid;
+assign unused_sink[317] = cosmic_pe7_bus_out_valid;
+assign unused_sink[316] = cosmic_pe7_done;
+assign unused_sink[316-1:284] = cosmic_pe7_right_out;
+assign unused_sink[284-1:261] = unused_msu;
+assign unused_sink[261-1:259] = sum2_hi;
+assign unused_sink[259-1:211] = mc;
+assign unused_sink[211-1:147] = mc64;
+assign unused_sink[147-1:143] = cmd;
+assign unused_sink[143-1:112] = agg_entry;
 assign unused_sink[112-1:104] = rd_c;
 assign unused_sink[104-1:96] = rm_c;
 assign unused_sink[96-1:88] = ri_c;
@@ -4626,130 +4629,161 @@ assign cosmic_pe7_pwl_comb7_sat55_fill[3] = cosmic_pe7_pwl_comb7_sat55_nsign;
 assign cosmic_pe7_pwl_comb7_sat55_fill[2] = cosmic_pe7_pwl_comb7_sat55_nsign;
 assign cosmic_pe7_pwl_comb7_sat55_fill[1] = cosmic_pe7_pwl_comb7_sat55_nsign;
 assign cosmic_pe7_pwl_comb7_sat55_fill[0] = cosmic_pe7_pwl_comb7_sat55_nsign;
-assign fold_link0_sat56_fill[30] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[29] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[28] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[27] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[26] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[25] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[24] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[23] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[22] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[21] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[20] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[19] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[18] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[17] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[16] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[15] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[14] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[13] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[12] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[11] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[10] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[9] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[8] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[7] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[6] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[5] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[4] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[3] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[2] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[1] = fold_link0_sat56_nsign;
-assign fold_link0_sat56_fill[0] = fold_link0_sat56_nsign;
-assign fold_link0_round_sat24_sat57_fill[30] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[29] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[28] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[27] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[26] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[25] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[24] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[23] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[22] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[21] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[20] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[19] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[18] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[17] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[16] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[15] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[14] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[13] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[12] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[11] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[10] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[9] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[8] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[7] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[6] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[5] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[4] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[3] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[2] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[1] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link0_round_sat24_sat57_fill[0] = fold_link0_round_sat24_sat57_nsign;
-assign fold_link1_sat58_fill[30] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[29] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[28] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[27] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[26] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[25] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[24] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[23] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[22] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[21] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[20] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[19] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[18] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[17] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[16] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[15] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[14] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[13] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[12] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[11] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[10] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[9] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[8] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[7] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[6] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[5] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[4] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[3] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[2] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[1] = fold_link1_sat58_nsign;
-assign fold_link1_sat58_fill[0] = fold_link1_sat58_nsign;
-assign fold_link1_round_sat25_sat59_fill[30] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[29] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[28] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[27] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[26] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[25] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[24] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[23] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[22] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[21] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[20] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[19] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[18] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[17] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[16] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[15] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[14] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[13] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[12] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[11] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[10] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[9] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[8] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[7] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[6] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[5] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[4] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[3] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[2] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[1] = fold_link1_round_sat25_sat59_nsign;
-assign fold_link1_round_sat25_sat59_fill[0] = fold_link1_round_sat25_sat59_nsign;
+assign sat56_fill[30] = sat56_nsign;
+assign sat56_fill[29] = sat56_nsign;
+assign sat56_fill[28] = sat56_nsign;
+assign sat56_fill[27] = sat56_nsign;
+assign sat56_fill[26] = sat56_nsign;
+assign sat56_fill[25] = sat56_nsign;
+assign sat56_fill[24] = sat56_nsign;
+assign sat56_fill[23] = sat56_nsign;
+assign sat56_fill[22] = sat56_nsign;
+assign sat56_fill[21] = sat56_nsign;
+assign sat56_fill[20] = sat56_nsign;
+assign sat56_fill[19] = sat56_nsign;
+assign sat56_fill[18] = sat56_nsign;
+assign sat56_fill[17] = sat56_nsign;
+assign sat56_fill[16] = sat56_nsign;
+assign sat56_fill[15] = sat56_nsign;
+assign sat56_fill[14] = sat56_nsign;
+assign sat56_fill[13] = sat56_nsign;
+assign sat56_fill[12] = sat56_nsign;
+assign sat56_fill[11] = sat56_nsign;
+assign sat56_fill[10] = sat56_nsign;
+assign sat56_fill[9] = sat56_nsign;
+assign sat56_fill[8] = sat56_nsign;
+assign sat56_fill[7] = sat56_nsign;
+assign sat56_fill[6] = sat56_nsign;
+assign sat56_fill[5] = sat56_nsign;
+assign sat56_fill[4] = sat56_nsign;
+assign sat56_fill[3] = sat56_nsign;
+assign sat56_fill[2] = sat56_nsign;
+assign sat56_fill[1] = sat56_nsign;
+assign sat56_fill[0] = sat56_nsign;
+assign fold_link0_sat57_fill[30] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[29] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[28] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[27] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[26] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[25] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[24] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[23] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[22] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[21] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[20] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[19] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[18] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[17] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[16] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[15] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[14] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[13] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[12] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[11] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[10] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[9] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[8] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[7] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[6] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[5] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[4] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[3] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[2] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[1] = fold_link0_sat57_nsign;
+assign fold_link0_sat57_fill[0] = fold_link0_sat57_nsign;
+assign fold_link0_round_sat24_sat58_fill[30] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[29] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[28] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[27] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[26] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[25] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[24] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[23] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[22] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[21] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[20] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[19] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[18] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[17] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[16] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[15] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[14] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[13] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[12] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[11] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[10] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[9] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[8] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[7] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[6] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[5] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[4] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[3] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[2] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[1] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link0_round_sat24_sat58_fill[0] = fold_link0_round_sat24_sat58_nsign;
+assign fold_link1_sat59_fill[30] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[29] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[28] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[27] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[26] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[25] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[24] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[23] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[22] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[21] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[20] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[19] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[18] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[17] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[16] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[15] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[14] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[13] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[12] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[11] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[10] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[9] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[8] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[7] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[6] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[5] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[4] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[3] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[2] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[1] = fold_link1_sat59_nsign;
+assign fold_link1_sat59_fill[0] = fold_link1_sat59_nsign;
+assign fold_link1_round_sat25_sat60_fill[30] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[29] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[28] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[27] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[26] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[25] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[24] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[23] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[22] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[21] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[20] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[19] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[18] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[17] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[16] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[15] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[14] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[13] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[12] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[11] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[10] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[9] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[8] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[7] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[6] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[5] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[4] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[3] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[2] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[1] = fold_link1_round_sat25_sat60_nsign;
+assign fold_link1_round_sat25_sat60_fill[0] = fold_link1_round_sat25_sat60_nsign;
 
 
 
@@ -4863,7 +4897,7 @@ always @(posedge clk) begin: cosmic_memory_schedule_unit0_out_fifo20_seq
         cosmic_memory_schedule_unit0_out_fifo20_u1 <= 0;
     end
     else begin
-        pop = ((cosmic_memory_schedule_unit0_out_fifo20_cnt != 0) && x_m_axis_pe_tready);
+        pop = ((cosmic_memory_schedule_unit0_out_fifo20_cnt != 0) && msu_m_axis_pe_tready);
         if (pop) begin
             cosmic_memory_schedule_unit0_out_fifo20_d0 <= cosmic_memory_schedule_unit0_out_fifo20_d1;
             cosmic_memory_schedule_unit0_out_fifo20_l0 <= cosmic_memory_schedule_unit0_out_fifo20_l1;
@@ -5139,17 +5173,17 @@ assign cosmic_memory_schedule_unit0_o_user = {cosmic_memory_schedule_unit0_kmask
 
 
 
-assign x_m_axis_pe_tdata = cosmic_memory_schedule_unit0_po_data;
-assign x_m_axis_pe_tvalid = cosmic_memory_schedule_unit0_po_valid;
-assign cosmic_memory_schedule_unit0_m_axis_pe_tlast = cosmic_memory_schedule_unit0_po_last;
-assign x_m_axis_pe_tdest = cosmic_memory_schedule_unit0_po_user[3-1:0];
-assign cosmic_memory_schedule_unit0_m_axis_pe_tkeep = cosmic_memory_schedule_unit0_po_user[(16 + 3)-1:3];
+assign msu_m_axis_pe_tdata = cosmic_memory_schedule_unit0_po_data;
+assign msu_m_axis_pe_tvalid = cosmic_memory_schedule_unit0_po_valid;
+assign msu_m_axis_pe_tlast = cosmic_memory_schedule_unit0_po_last;
+assign msu_m_axis_pe_tdest = cosmic_memory_schedule_unit0_po_user[3-1:0];
+assign msu_m_axis_pe_tkeep = cosmic_memory_schedule_unit0_po_user[(16 + 3)-1:3];
 
 
-always @(x_s_axis_pe_tdata, cosmic_memory_schedule_unit0_w_inrem, cosmic_memory_schedule_unit0_w_sx) begin: cosmic_memory_schedule_unit0_w_c
+always @(msu_s_axis_pe_tdata, cosmic_memory_schedule_unit0_w_inrem, cosmic_memory_schedule_unit0_w_sx) begin: cosmic_memory_schedule_unit0_w_c
     cosmic_memory_schedule_unit0_w_need = (cosmic_memory_schedule_unit0_w_inrem != 0);
     if ((cosmic_memory_schedule_unit0_w_inrem != 0)) begin
-        cosmic_memory_schedule_unit0_w_in = x_s_axis_pe_tdata;
+        cosmic_memory_schedule_unit0_w_in = msu_s_axis_pe_tdata;
     end
     else begin
         cosmic_memory_schedule_unit0_w_in = 0;
@@ -5158,7 +5192,7 @@ always @(x_s_axis_pe_tdata, cosmic_memory_schedule_unit0_w_inrem, cosmic_memory_
 end
 
 
-always @(cosmic_memory_schedule_unit0_w_act, cosmic_memory_schedule_unit0_w_vrem, x_s_axis_pe_tvalid, cosmic_memory_schedule_unit0_w_ls, cosmic_memory_schedule_unit0_w_need, cosmic_memory_schedule_unit0_w_s, cosmic_memory_schedule_unit0_w_prev, cosmic_memory_schedule_unit0_w_nf) begin: cosmic_memory_schedule_unit0_w_c2
+always @(cosmic_memory_schedule_unit0_w_act, cosmic_memory_schedule_unit0_w_vrem, msu_s_axis_pe_tvalid, cosmic_memory_schedule_unit0_w_ls, cosmic_memory_schedule_unit0_w_need, cosmic_memory_schedule_unit0_w_s, cosmic_memory_schedule_unit0_w_prev, cosmic_memory_schedule_unit0_w_nf) begin: cosmic_memory_schedule_unit0_w_c2
     if ((cosmic_memory_schedule_unit0_w_s != 0)) begin
         cosmic_memory_schedule_unit0_w_prev_g = cosmic_memory_schedule_unit0_w_prev;
     end
@@ -5167,8 +5201,8 @@ always @(cosmic_memory_schedule_unit0_w_act, cosmic_memory_schedule_unit0_w_vrem
     end
     cosmic_memory_schedule_unit0_w_shamt = {cosmic_memory_schedule_unit0_w_ls, 5'h0};
     cosmic_memory_schedule_unit0_w_ishamt = {cosmic_memory_schedule_unit0_w_s, 5'h0};
-    cosmic_memory_schedule_unit0_w_fire = (cosmic_memory_schedule_unit0_w_act && cosmic_memory_schedule_unit0_w_nf && ((!cosmic_memory_schedule_unit0_w_need) || x_s_axis_pe_tvalid));
-    cosmic_memory_schedule_unit0_s_axis_pe_tready = (cosmic_memory_schedule_unit0_w_act && cosmic_memory_schedule_unit0_w_nf && cosmic_memory_schedule_unit0_w_need);
+    cosmic_memory_schedule_unit0_w_fire = (cosmic_memory_schedule_unit0_w_act && cosmic_memory_schedule_unit0_w_nf && ((!cosmic_memory_schedule_unit0_w_need) || msu_s_axis_pe_tvalid));
+    msu_s_axis_pe_tready = (cosmic_memory_schedule_unit0_w_act && cosmic_memory_schedule_unit0_w_nf && cosmic_memory_schedule_unit0_w_need);
     if ((cosmic_memory_schedule_unit0_w_vrem >= 4)) begin
         cosmic_memory_schedule_unit0_w_nv = 4;
     end
@@ -5195,7 +5229,7 @@ always @(cosmic_memory_schedule_unit0_w_hm, cosmic_memory_schedule_unit0_w_prev_
 end
 
 
-always @(cosmic_memory_schedule_unit0_can_rd, cosmic_memory_schedule_unit0_waddr, x_s_axil_wdata, cosmic_memory_schedule_unit0_running, cosmic_memory_schedule_unit0_tgt_bad, cosmic_memory_schedule_unit0_ent_wr, cosmic_memory_schedule_unit0_can_wr, cosmic_memory_schedule_unit0_w_tbl, cosmic_memory_schedule_unit0_ent_bc, x_s_axil_wstrb, cosmic_memory_schedule_unit0_wmis, x_s_axil_awaddr, cosmic_memory_schedule_unit0_qcount, cosmic_memory_schedule_unit0_push_err, cosmic_memory_schedule_unit0_x_next, cosmic_memory_schedule_unit0_aw_go, cosmic_memory_schedule_unit0_w_t, cosmic_memory_schedule_unit0_t_idx) begin: cosmic_memory_schedule_unit0_tbl_c
+always @(cosmic_memory_schedule_unit0_can_rd, cosmic_memory_schedule_unit0_waddr, msu_s_axil_wdata, cosmic_memory_schedule_unit0_running, cosmic_memory_schedule_unit0_tgt_bad, cosmic_memory_schedule_unit0_ent_wr, cosmic_memory_schedule_unit0_can_wr, cosmic_memory_schedule_unit0_w_tbl, cosmic_memory_schedule_unit0_ent_bc, msu_s_axil_wstrb, cosmic_memory_schedule_unit0_wmis, msu_s_axil_awaddr, cosmic_memory_schedule_unit0_qcount, cosmic_memory_schedule_unit0_push_err, cosmic_memory_schedule_unit0_x_next, cosmic_memory_schedule_unit0_aw_go, cosmic_memory_schedule_unit0_w_t, cosmic_memory_schedule_unit0_t_idx) begin: cosmic_memory_schedule_unit0_tbl_c
     cosmic_memory_schedule_unit0_ma_we = 1'b0;
     cosmic_memory_schedule_unit0_ma_wa = cosmic_memory_schedule_unit0_t_idx;
     cosmic_memory_schedule_unit0_ma_wd = cosmic_memory_schedule_unit0_x_next;
@@ -5203,15 +5237,15 @@ always @(cosmic_memory_schedule_unit0_can_rd, cosmic_memory_schedule_unit0_waddr
     cosmic_memory_schedule_unit0_of_wa = cosmic_memory_schedule_unit0_w_t[1-1:0];
     cosmic_memory_schedule_unit0_q_we = 1'b0;
     cosmic_memory_schedule_unit0_q_wa = cosmic_memory_schedule_unit0_qcount[4-1:0];
-    if ((cosmic_memory_schedule_unit0_aw_go && (!cosmic_memory_schedule_unit0_running) && (x_s_axil_wstrb == 15) && (!cosmic_memory_schedule_unit0_wmis))) begin
+    if ((cosmic_memory_schedule_unit0_aw_go && (!cosmic_memory_schedule_unit0_running) && (msu_s_axil_wstrb == 15) && (!cosmic_memory_schedule_unit0_wmis))) begin
         if (cosmic_memory_schedule_unit0_w_tbl) begin
-            if (x_s_axil_awaddr[2]) begin
-                cosmic_memory_schedule_unit0_of_we = (x_s_axil_wdata < 8);
+            if (msu_s_axil_awaddr[2]) begin
+                cosmic_memory_schedule_unit0_of_we = (msu_s_axil_wdata < 8);
             end
             else begin
                 cosmic_memory_schedule_unit0_ma_we = 1'b1;
                 cosmic_memory_schedule_unit0_ma_wa = cosmic_memory_schedule_unit0_w_t[1-1:0];
-                cosmic_memory_schedule_unit0_ma_wd = x_s_axil_wdata[30-1:0];
+                cosmic_memory_schedule_unit0_ma_wd = msu_s_axil_wdata[30-1:0];
             end
         end
         else if ((cosmic_memory_schedule_unit0_waddr == 3)) begin
@@ -5229,22 +5263,22 @@ always @(posedge clk) begin: cosmic_memory_schedule_unit0_tbl_ram
         cosmic_memory_schedule_unit0_maddr[cosmic_memory_schedule_unit0_ma_wa] <= cosmic_memory_schedule_unit0_ma_wd;
     end
     if (cosmic_memory_schedule_unit0_of_we) begin
-        cosmic_memory_schedule_unit0_offs[cosmic_memory_schedule_unit0_of_wa] <= x_s_axil_wdata[3-1:0];
+        cosmic_memory_schedule_unit0_offs[cosmic_memory_schedule_unit0_of_wa] <= msu_s_axil_wdata[3-1:0];
     end
     if (cosmic_memory_schedule_unit0_q_we) begin
-        cosmic_memory_schedule_unit0_queue[cosmic_memory_schedule_unit0_q_wa] <= x_s_axil_wdata[30-1:0];
+        cosmic_memory_schedule_unit0_queue[cosmic_memory_schedule_unit0_q_wa] <= msu_s_axil_wdata[30-1:0];
     end
 end
 
 
-always @(x_s_axil_wdata, cosmic_memory_schedule_unit0_qcount) begin: cosmic_memory_schedule_unit0_push_c
-    if (((x_s_axil_wdata[32-1:30] != 0) || (x_s_axil_wdata[28] && x_s_axil_wdata[29]))) begin
+always @(msu_s_axil_wdata, cosmic_memory_schedule_unit0_qcount) begin: cosmic_memory_schedule_unit0_push_c
+    if (((msu_s_axil_wdata[32-1:30] != 0) || (msu_s_axil_wdata[28] && msu_s_axil_wdata[29]))) begin
         cosmic_memory_schedule_unit0_push_err = 5;
     end
-    else if ((x_s_axil_wdata[16+:12] >= 8)) begin
+    else if ((msu_s_axil_wdata[16+:12] >= 8)) begin
         cosmic_memory_schedule_unit0_push_err = 1;
     end
-    else if ((x_s_axil_wdata[16-1:0] == 0)) begin
+    else if ((msu_s_axil_wdata[16-1:0] == 0)) begin
         cosmic_memory_schedule_unit0_push_err = 2;
     end
     else if ((cosmic_memory_schedule_unit0_qcount == 16)) begin
@@ -5257,33 +5291,33 @@ end
 
 
 
-assign cosmic_memory_schedule_unit0_aw_go = (x_s_axil_awvalid && x_s_axil_wvalid && (!cosmic_memory_schedule_unit0_bvalid_r));
-assign cosmic_memory_schedule_unit0_ar_go = (x_s_axil_arvalid && (!cosmic_memory_schedule_unit0_rvalid_r));
-assign cosmic_memory_schedule_unit0_waddr = x_s_axil_awaddr[12-1:2];
-assign cosmic_memory_schedule_unit0_raddr = x_s_axil_araddr[12-1:2];
-assign cosmic_memory_schedule_unit0_wmis = (x_s_axil_awaddr[2-1:0] != 0);
-assign cosmic_memory_schedule_unit0_rmis = (x_s_axil_araddr[2-1:0] != 0);
-assign cosmic_memory_schedule_unit0_w_t = x_s_axil_awaddr[8-1:3];
-assign cosmic_memory_schedule_unit0_r_t = x_s_axil_araddr[8-1:3];
+assign cosmic_memory_schedule_unit0_aw_go = (msu_s_axil_awvalid && msu_s_axil_wvalid && (!cosmic_memory_schedule_unit0_bvalid_r));
+assign cosmic_memory_schedule_unit0_ar_go = (msu_s_axil_arvalid && (!cosmic_memory_schedule_unit0_rvalid_r));
+assign cosmic_memory_schedule_unit0_waddr = msu_s_axil_awaddr[12-1:2];
+assign cosmic_memory_schedule_unit0_raddr = msu_s_axil_araddr[12-1:2];
+assign cosmic_memory_schedule_unit0_wmis = (msu_s_axil_awaddr[2-1:0] != 0);
+assign cosmic_memory_schedule_unit0_rmis = (msu_s_axil_araddr[2-1:0] != 0);
+assign cosmic_memory_schedule_unit0_w_t = msu_s_axil_awaddr[8-1:3];
+assign cosmic_memory_schedule_unit0_r_t = msu_s_axil_araddr[8-1:3];
 
 
 
-assign cosmic_memory_schedule_unit0_w_tbl = ((x_s_axil_awaddr[12-1:8] == 1) && (cosmic_memory_schedule_unit0_w_t < 2));
-assign cosmic_memory_schedule_unit0_r_tbl = ((x_s_axil_araddr[12-1:8] == 1) && (cosmic_memory_schedule_unit0_r_t < 2));
+assign cosmic_memory_schedule_unit0_w_tbl = ((msu_s_axil_awaddr[12-1:8] == 1) && (cosmic_memory_schedule_unit0_w_t < 2));
+assign cosmic_memory_schedule_unit0_r_tbl = ((msu_s_axil_araddr[12-1:8] == 1) && (cosmic_memory_schedule_unit0_r_t < 2));
 assign cosmic_memory_schedule_unit0_r_maddr = cosmic_memory_schedule_unit0_maddr[cosmic_memory_schedule_unit0_r_t[1-1:0]];
 assign cosmic_memory_schedule_unit0_r_off = cosmic_memory_schedule_unit0_offs[cosmic_memory_schedule_unit0_r_t[1-1:0]];
 assign cosmic_memory_schedule_unit0_status32 = {24'h0, cosmic_memory_schedule_unit0_err_code, 1'b0, cosmic_memory_schedule_unit0_err, cosmic_memory_schedule_unit0_done_r, cosmic_memory_schedule_unit0_running};
 
 
 
-assign x_s_axil_awready = cosmic_memory_schedule_unit0_aw_go;
-assign cosmic_memory_schedule_unit0_s_axil_wready = cosmic_memory_schedule_unit0_aw_go;
-assign x_s_axil_bvalid = cosmic_memory_schedule_unit0_bvalid_r;
-assign cosmic_memory_schedule_unit0_s_axil_bresp = 0;
-assign x_s_axil_arready = (!cosmic_memory_schedule_unit0_rvalid_r);
-assign x_s_axil_rvalid = cosmic_memory_schedule_unit0_rvalid_r;
-assign cosmic_memory_schedule_unit0_s_axil_rresp = 0;
-assign x_s_axil_rdata = cosmic_memory_schedule_unit0_rdata_r;
+assign msu_s_axil_awready = cosmic_memory_schedule_unit0_aw_go;
+assign msu_s_axil_wready = cosmic_memory_schedule_unit0_aw_go;
+assign msu_s_axil_bvalid = cosmic_memory_schedule_unit0_bvalid_r;
+assign msu_s_axil_bresp = 0;
+assign msu_s_axil_arready = (!cosmic_memory_schedule_unit0_rvalid_r);
+assign msu_s_axil_rvalid = cosmic_memory_schedule_unit0_rvalid_r;
+assign msu_s_axil_rresp = 0;
+assign msu_s_axil_rdata = cosmic_memory_schedule_unit0_rdata_r;
 
 
 
@@ -5565,7 +5599,7 @@ always @(posedge clk) begin: cosmic_memory_schedule_unit0_main
             cosmic_memory_schedule_unit0_w_first <= 1'b0;
             if ((cosmic_memory_schedule_unit0_w_inrem != 0)) begin
                 cosmic_memory_schedule_unit0_w_inrem <= (cosmic_memory_schedule_unit0_w_inrem - 1);
-                if ((x_s_axis_pe_tid != cosmic_memory_schedule_unit0_w_pe)) begin
+                if ((msu_s_axis_pe_tid != cosmic_memory_schedule_unit0_w_pe)) begin
                     cosmic_memory_schedule_unit0_err <= 1'b1;
                     cosmic_memory_schedule_unit0_err_code <= 6;
                 end
@@ -5613,7 +5647,7 @@ always @(posedge clk) begin: cosmic_memory_schedule_unit0_main
                 cosmic_memory_schedule_unit0_rdata_r <= 0;
             end
             else if (cosmic_memory_schedule_unit0_r_tbl) begin
-                if (x_s_axil_araddr[2]) begin
+                if (msu_s_axil_araddr[2]) begin
                     cosmic_memory_schedule_unit0_rdata_r <= cosmic_memory_schedule_unit0_r_off32;
                 end
                 else begin
@@ -5639,21 +5673,21 @@ always @(posedge clk) begin: cosmic_memory_schedule_unit0_main
                 cosmic_memory_schedule_unit0_rdata_r <= 0;
             end
         end
-        else if ((cosmic_memory_schedule_unit0_rvalid_r && x_s_axil_rready)) begin
+        else if ((cosmic_memory_schedule_unit0_rvalid_r && msu_s_axil_rready)) begin
             cosmic_memory_schedule_unit0_rvalid_r <= 1'b0;
         end
         if (cosmic_memory_schedule_unit0_aw_go) begin
             cosmic_memory_schedule_unit0_bvalid_r <= 1'b1;
-            if (((x_s_axil_wstrb != 15) || cosmic_memory_schedule_unit0_wmis)) begin
+            if (((msu_s_axil_wstrb != 15) || cosmic_memory_schedule_unit0_wmis)) begin
                 cosmic_memory_schedule_unit0_err <= 1'b1;
                 cosmic_memory_schedule_unit0_err_code <= 5;
             end
             else if ((cosmic_memory_schedule_unit0_waddr == 0)) begin
-                if (x_s_axil_wdata[2]) begin
+                if (msu_s_axil_wdata[2]) begin
                     cosmic_memory_schedule_unit0_err <= 1'b0;
                     cosmic_memory_schedule_unit0_err_code <= 0;
                 end
-                if (x_s_axil_wdata[0]) begin
+                if (msu_s_axil_wdata[0]) begin
                     if ((cosmic_memory_schedule_unit0_running || (cosmic_memory_schedule_unit0_qcount == 0))) begin
                         cosmic_memory_schedule_unit0_err <= 1'b1;
                         cosmic_memory_schedule_unit0_err_code <= 4;
@@ -5667,7 +5701,7 @@ always @(posedge clk) begin: cosmic_memory_schedule_unit0_main
                         cosmic_memory_schedule_unit0_cycles <= 0;
                     end
                 end
-                else if (x_s_axil_wdata[1]) begin
+                else if (msu_s_axil_wdata[1]) begin
                     if (cosmic_memory_schedule_unit0_running) begin
                         cosmic_memory_schedule_unit0_err <= 1'b1;
                         cosmic_memory_schedule_unit0_err_code <= 4;
@@ -5691,10 +5725,10 @@ always @(posedge clk) begin: cosmic_memory_schedule_unit0_main
                 end
             end
             else if ((cosmic_memory_schedule_unit0_waddr == 4)) begin
-                cosmic_memory_schedule_unit0_model_addr <= x_s_axil_wdata[30-1:0];
+                cosmic_memory_schedule_unit0_model_addr <= msu_s_axil_wdata[30-1:0];
             end
             else if (cosmic_memory_schedule_unit0_w_tbl) begin
-                if ((x_s_axil_awaddr[2] && (x_s_axil_wdata >= 8))) begin
+                if ((msu_s_axil_awaddr[2] && (msu_s_axil_wdata >= 8))) begin
                     cosmic_memory_schedule_unit0_err <= 1'b1;
                     cosmic_memory_schedule_unit0_err_code <= 1;
                 end
@@ -5704,7 +5738,7 @@ always @(posedge clk) begin: cosmic_memory_schedule_unit0_main
                 cosmic_memory_schedule_unit0_err_code <= 5;
             end
         end
-        else if ((cosmic_memory_schedule_unit0_bvalid_r && x_s_axil_bready)) begin
+        else if ((cosmic_memory_schedule_unit0_bvalid_r && msu_s_axil_bready)) begin
             cosmic_memory_schedule_unit0_bvalid_r <= 1'b0;
         end
     end
@@ -5712,35 +5746,35 @@ end
 
 
 
-assign x_s_axil_awaddr = i_awaddr;
-assign x_s_axil_awvalid = i_awvalid;
-assign x_s_axil_wdata = i_wdata;
-assign x_s_axil_wstrb = 15;
-assign x_s_axil_wvalid = i_awvalid;
-assign x_s_axil_bready = 1'b1;
-assign x_s_axil_araddr = i_awaddr;
-assign x_s_axil_arvalid = i_arvalid;
-assign x_s_axil_rready = 1'b1;
-assign x_m_axis_pe_tready = 1'b1;
-assign x_s_axis_pe_tdata = 0;
-assign x_s_axis_pe_tid = 0;
-assign x_s_axis_pe_tvalid = 1'b0;
+assign msu_s_axil_awaddr = i_awaddr;
+assign msu_s_axil_awvalid = i_awvalid;
+assign msu_s_axil_wdata = i_wdata;
+assign msu_s_axil_wstrb = 15;
+assign msu_s_axil_wvalid = i_awvalid;
+assign msu_s_axil_bready = 1'b1;
+assign msu_s_axil_araddr = i_awaddr;
+assign msu_s_axil_arvalid = i_arvalid;
+assign msu_s_axil_rready = 1'b1;
+assign msu_m_axis_pe_tready = 1'b1;
+assign msu_s_axis_pe_tdata = 0;
+assign msu_s_axis_pe_tid = 0;
+assign msu_s_axis_pe_tvalid = 1'b0;
 
 
 
-assign bit_of0_y = cosmic_memory_schedule_unit0_m_axis_pe_tkeep[0];
+assign bit_of0_y = msu_m_axis_pe_tkeep[0];
 
 
 
-assign bit_of1_y = cosmic_memory_schedule_unit0_m_axis_pe_tkeep[4];
+assign bit_of1_y = msu_m_axis_pe_tkeep[4];
 
 
 
-assign bit_of2_y = cosmic_memory_schedule_unit0_m_axis_pe_tkeep[8];
+assign bit_of2_y = msu_m_axis_pe_tkeep[8];
 
 
 
-assign bit_of3_y = cosmic_memory_schedule_unit0_m_axis_pe_tkeep[12];
+assign bit_of3_y = msu_m_axis_pe_tkeep[12];
 
 
 
@@ -5755,10 +5789,10 @@ always @(posedge clk) begin: beat
         bt_lv <= 0;
     end
     else begin
-        bt_valid <= x_m_axis_pe_tvalid;
-        bt_data <= x_m_axis_pe_tdata;
+        bt_valid <= msu_m_axis_pe_tvalid;
+        bt_data <= msu_m_axis_pe_tdata;
         bt_lv <= lv_c;
-        bt_dest <= x_m_axis_pe_tdest;
+        bt_dest <= msu_m_axis_pe_tdest;
     end
 end
 
@@ -15504,6 +15538,38 @@ assign agg_sum = (add_link0_out + add_link1_xe);
 
 
 
+assign sat56_hi = agg_sum[34-1:(32 - 1)];
+
+
+
+assign sat56_hin = (~sat56_hi);
+
+
+
+assign sat56_nsign = (!agg_sum[(34 - 1)]);
+
+
+always @(sat56_fill, sat56_hi, agg_sum, sat56_hin) begin: sat56_clamp
+    if (((sat56_hi == 0) || (sat56_hin == 0))) begin
+        agg_sat = $signed(agg_sum[32-1:0]);
+    end
+    else begin
+        agg_sat = $signed({agg_sum[(34 - 1)], sat56_fill});
+    end
+end
+
+
+always @(agg_sat, agg_sum_op, agg_avg) begin: aggres
+    if (agg_sum_op) begin
+        agg_res = agg_sat[32-1:0];
+    end
+    else begin
+        agg_res = agg_avg;
+    end
+end
+
+
+
 assign agg_avg = sum2[32-1:0];
 assign sum2_hi = sum2[34-1:32];
 
@@ -15691,23 +15757,23 @@ assign bit_of4_y = t_src[0];
 
 
 
-assign fold_link0_sat56_hi = fold_link0_s1[33-1:(32 - 1)];
+assign fold_link0_sat57_hi = fold_link0_s1[33-1:(32 - 1)];
 
 
 
-assign fold_link0_sat56_hin = (~fold_link0_sat56_hi);
+assign fold_link0_sat57_hin = (~fold_link0_sat57_hi);
 
 
 
-assign fold_link0_sat56_nsign = (!fold_link0_s1[(33 - 1)]);
+assign fold_link0_sat57_nsign = (!fold_link0_s1[(33 - 1)]);
 
 
-always @(fold_link0_sat56_fill, fold_link0_sat56_hi, fold_link0_s1, fold_link0_sat56_hin) begin: fold_link0_sat56_clamp
-    if (((fold_link0_sat56_hi == 0) || (fold_link0_sat56_hin == 0))) begin
+always @(fold_link0_sat57_fill, fold_link0_sat57_hi, fold_link0_s1, fold_link0_sat57_hin) begin: fold_link0_sat57_clamp
+    if (((fold_link0_sat57_hi == 0) || (fold_link0_sat57_hin == 0))) begin
         fold_link0_sa = $signed(fold_link0_s1[32-1:0]);
     end
     else begin
-        fold_link0_sa = $signed({fold_link0_s1[(33 - 1)], fold_link0_sat56_fill});
+        fold_link0_sa = $signed({fold_link0_s1[(33 - 1)], fold_link0_sat57_fill});
     end
 end
 
@@ -15722,23 +15788,23 @@ assign fold_link0_round_sat24_r = (fold_link0_round_sat24_t + fold_link0_round_s
 
 
 
-assign fold_link0_round_sat24_sat57_hi = fold_link0_round_sat24_r[65-1:(32 - 1)];
+assign fold_link0_round_sat24_sat58_hi = fold_link0_round_sat24_r[65-1:(32 - 1)];
 
 
 
-assign fold_link0_round_sat24_sat57_hin = (~fold_link0_round_sat24_sat57_hi);
+assign fold_link0_round_sat24_sat58_hin = (~fold_link0_round_sat24_sat58_hi);
 
 
 
-assign fold_link0_round_sat24_sat57_nsign = (!fold_link0_round_sat24_r[(65 - 1)]);
+assign fold_link0_round_sat24_sat58_nsign = (!fold_link0_round_sat24_r[(65 - 1)]);
 
 
-always @(fold_link0_round_sat24_sat57_fill, fold_link0_round_sat24_sat57_hi, fold_link0_round_sat24_r, fold_link0_round_sat24_sat57_hin) begin: fold_link0_round_sat24_sat57_clamp
-    if (((fold_link0_round_sat24_sat57_hi == 0) || (fold_link0_round_sat24_sat57_hin == 0))) begin
+always @(fold_link0_round_sat24_sat58_fill, fold_link0_round_sat24_sat58_hi, fold_link0_round_sat24_r, fold_link0_round_sat24_sat58_hin) begin: fold_link0_round_sat24_sat58_clamp
+    if (((fold_link0_round_sat24_sat58_hi == 0) || (fold_link0_round_sat24_sat58_hin == 0))) begin
         fold_link0_sm = $signed(fold_link0_round_sat24_r[32-1:0]);
     end
     else begin
-        fold_link0_sm = $signed({fold_link0_round_sat24_r[(65 - 1)], fold_link0_round_sat24_sat57_fill});
+        fold_link0_sm = $signed({fold_link0_round_sat24_r[(65 - 1)], fold_link0_round_sat24_sat58_fill});
     end
 end
 
@@ -15807,23 +15873,23 @@ assign bit_of6_y = t_src[0];
 
 
 
-assign fold_link1_sat58_hi = fold_link1_s1[33-1:(32 - 1)];
+assign fold_link1_sat59_hi = fold_link1_s1[33-1:(32 - 1)];
 
 
 
-assign fold_link1_sat58_hin = (~fold_link1_sat58_hi);
+assign fold_link1_sat59_hin = (~fold_link1_sat59_hi);
 
 
 
-assign fold_link1_sat58_nsign = (!fold_link1_s1[(33 - 1)]);
+assign fold_link1_sat59_nsign = (!fold_link1_s1[(33 - 1)]);
 
 
-always @(fold_link1_sat58_fill, fold_link1_sat58_hi, fold_link1_s1, fold_link1_sat58_hin) begin: fold_link1_sat58_clamp
-    if (((fold_link1_sat58_hi == 0) || (fold_link1_sat58_hin == 0))) begin
+always @(fold_link1_sat59_fill, fold_link1_sat59_hi, fold_link1_s1, fold_link1_sat59_hin) begin: fold_link1_sat59_clamp
+    if (((fold_link1_sat59_hi == 0) || (fold_link1_sat59_hin == 0))) begin
         fold_link1_sa = $signed(fold_link1_s1[32-1:0]);
     end
     else begin
-        fold_link1_sa = $signed({fold_link1_s1[(33 - 1)], fold_link1_sat58_fill});
+        fold_link1_sa = $signed({fold_link1_s1[(33 - 1)], fold_link1_sat59_fill});
     end
 end
 
@@ -15838,23 +15904,23 @@ assign fold_link1_round_sat25_r = (fold_link1_round_sat25_t + fold_link1_round_s
 
 
 
-assign fold_link1_round_sat25_sat59_hi = fold_link1_round_sat25_r[65-1:(32 - 1)];
+assign fold_link1_round_sat25_sat60_hi = fold_link1_round_sat25_r[65-1:(32 - 1)];
 
 
 
-assign fold_link1_round_sat25_sat59_hin = (~fold_link1_round_sat25_sat59_hi);
+assign fold_link1_round_sat25_sat60_hin = (~fold_link1_round_sat25_sat60_hi);
 
 
 
-assign fold_link1_round_sat25_sat59_nsign = (!fold_link1_round_sat25_r[(65 - 1)]);
+assign fold_link1_round_sat25_sat60_nsign = (!fold_link1_round_sat25_r[(65 - 1)]);
 
 
-always @(fold_link1_round_sat25_sat59_fill, fold_link1_round_sat25_sat59_hi, fold_link1_round_sat25_r, fold_link1_round_sat25_sat59_hin) begin: fold_link1_round_sat25_sat59_clamp
-    if (((fold_link1_round_sat25_sat59_hi == 0) || (fold_link1_round_sat25_sat59_hin == 0))) begin
+always @(fold_link1_round_sat25_sat60_fill, fold_link1_round_sat25_sat60_hi, fold_link1_round_sat25_r, fold_link1_round_sat25_sat60_hin) begin: fold_link1_round_sat25_sat60_clamp
+    if (((fold_link1_round_sat25_sat60_hi == 0) || (fold_link1_round_sat25_sat60_hin == 0))) begin
         fold_link1_sm = $signed(fold_link1_round_sat25_r[32-1:0]);
     end
     else begin
-        fold_link1_sm = $signed({fold_link1_round_sat25_r[(65 - 1)], fold_link1_round_sat25_sat59_fill});
+        fold_link1_sm = $signed({fold_link1_round_sat25_r[(65 - 1)], fold_link1_round_sat25_sat60_fill});
     end
 end
 
@@ -15941,7 +16007,7 @@ assign bus_err_any = b_prev;
 
 always @(posedge clk) begin: agg_w
     if ((h_ld && (h_sel == 4))) begin
-        agg_tab[h_addr[8-1:0]] <= h_data[18-1:0];
+        agg_tab[h_addr[8-1:0]] <= h_data[31-1:0];
     end
 end
 
@@ -15974,6 +16040,7 @@ end
 
 
 assign agg_pe_c = agg_entry[(16 + 2)-1:16];
+assign agg_sum_op = agg_entry[30];
 
 
 
@@ -16108,7 +16175,7 @@ always @(sb_c, bin_c, nlm_c, ld_addr, rm_ge, ri_ge, wi_ge, rd_ge, wm_ge, wb_c, s
     else if ((ld_addr >= ldepth)) begin
         lchk = 2;
     end
-    else if (((ld_sel == 4) && (s_axil_wdata[32-1:16] >= 4))) begin
+    else if (((ld_sel == 4) && (s_axil_wdata[30-1:16] >= 4))) begin
         lchk = 1;
     end
     else if (((ld_sel == 4) && (s_axil_wdata[16-1:0] >= 256))) begin
@@ -16241,28 +16308,28 @@ always @(posedge clk) begin: main
         idone <= 1'b0;
         case (ist)
             'h1: begin
-                if (x_s_axil_awready) begin
+                if (msu_s_axil_awready) begin
                     i_awvalid <= 1'b0;
                     ist <= 2;
                 end
             end
             'h2: begin
-                if (x_s_axil_bvalid) begin
+                if (msu_s_axil_bvalid) begin
                     ist <= 0;
                     idone <= 1'b1;
                 end
             end
             'h3: begin
-                if (x_s_axil_arready) begin
+                if (msu_s_axil_arready) begin
                     i_arvalid <= 1'b0;
                     ist <= 4;
                 end
             end
             'h4: begin
-                if (x_s_axil_rvalid) begin
+                if (msu_s_axil_rvalid) begin
                     ist <= 0;
                     idone <= 1'b1;
-                    irdata <= x_s_axil_rdata;
+                    irdata <= msu_s_axil_rdata;
                 end
             end
         endcase
@@ -16712,7 +16779,7 @@ always @(posedge clk) begin: main
                     a_we <= 1'b1;
                     a_pe <= agg_pe_c;
                     a_addr <= agg_addr_r;
-                    a_data <= agg_avg;
+                    a_data <= agg_res;
                     ai <= (ai + 1);
                     cs <= 9;
                 end
@@ -16732,6 +16799,10 @@ always @(posedge clk) begin: main
         end
     end
 end
+
+
+
+assign unused_msu = {msu_s_axis_pe_tready, msu_s_axil_wready, msu_s_axil_rresp, msu_s_axil_bresp, msu_m_axis_pe_tlast, msu_m_axis_pe_tkeep};
 
 
 

@@ -90,32 +90,35 @@ signal m_axi_awburst_num: unsigned(1 downto 0);
 signal m_axi_wdata_num: unsigned(127 downto 0);
 signal m_axi_wstrb_num: unsigned(15 downto 0);
 signal m_axi_bresp_num: unsigned(1 downto 0);
-signal x_s_axil_awaddr: unsigned(11 downto 0);
+signal msu_s_axil_awaddr: unsigned(11 downto 0);
 signal i_awaddr: unsigned(11 downto 0);
-signal x_s_axil_awvalid: std_logic;
+signal msu_s_axil_awvalid: std_logic;
 signal i_awvalid: std_logic;
-signal x_s_axil_wdata: unsigned(31 downto 0);
+signal msu_s_axil_wdata: unsigned(31 downto 0);
 signal i_wdata: unsigned(31 downto 0);
-signal x_s_axil_wstrb: unsigned(3 downto 0);
-signal x_s_axil_wvalid: std_logic;
-signal x_s_axil_bready: std_logic;
-signal x_s_axil_araddr: unsigned(11 downto 0);
-signal x_s_axil_arvalid: std_logic;
+signal msu_s_axil_wstrb: unsigned(3 downto 0);
+signal msu_s_axil_wvalid: std_logic;
+signal msu_s_axil_bready: std_logic;
+signal msu_s_axil_araddr: unsigned(11 downto 0);
+signal msu_s_axil_arvalid: std_logic;
 signal i_arvalid: std_logic;
-signal x_s_axil_rready: std_logic;
-signal x_m_axis_pe_tready: std_logic;
-signal x_s_axis_pe_tdata: unsigned(127 downto 0);
-signal x_s_axis_pe_tid: unsigned(2 downto 0);
-signal x_s_axis_pe_tvalid: std_logic;
+signal msu_s_axil_rready: std_logic;
+signal msu_m_axis_pe_tready: std_logic;
+signal msu_s_axis_pe_tdata: unsigned(127 downto 0);
+signal msu_s_axis_pe_tid: unsigned(2 downto 0);
+signal msu_s_axis_pe_tvalid: std_logic;
 signal lv_c: unsigned(3 downto 0);
 signal lv_cat: unsigned(3 downto 0);
 signal bt_valid: std_logic;
-signal x_m_axis_pe_tvalid: std_logic;
+signal msu_m_axis_pe_tvalid: std_logic;
 signal bt_data: unsigned(127 downto 0);
-signal x_m_axis_pe_tdata: unsigned(127 downto 0);
+signal msu_m_axis_pe_tdata: unsigned(127 downto 0);
 signal bt_lv: unsigned(3 downto 0);
 signal bt_dest: unsigned(2 downto 0);
-signal x_m_axis_pe_tdest: unsigned(2 downto 0);
+signal msu_m_axis_pe_tdest: unsigned(2 downto 0);
+signal agg_sum_op: std_logic;
+signal agg_res: unsigned(31 downto 0);
+signal agg_sat: signed (31 downto 0);
 signal agg_avg: unsigned(31 downto 0);
 signal sum2: signed (33 downto 0);
 signal sum2_hi: unsigned(1 downto 0);
@@ -135,7 +138,7 @@ signal h_data: unsigned(63 downto 0);
 signal sv_we: std_logic;
 signal sv_idx: unsigned(0 downto 0);
 signal sv_data: unsigned(31 downto 0);
-signal agg_entry: unsigned(17 downto 0);
+signal agg_entry: unsigned(30 downto 0);
 signal ai: unsigned(8 downto 0);
 signal sv_out: unsigned(31 downto 0);
 signal t_idx: unsigned(1 downto 0);
@@ -197,12 +200,12 @@ signal dptr_clr: std_logic;
 signal rows_clear: std_logic;
 signal idone: std_logic;
 signal ist: unsigned(2 downto 0);
-signal x_s_axil_awready: std_logic;
-signal x_s_axil_bvalid: std_logic;
-signal x_s_axil_arready: std_logic;
-signal x_s_axil_rvalid: std_logic;
+signal msu_s_axil_awready: std_logic;
+signal msu_s_axil_bvalid: std_logic;
+signal msu_s_axil_arready: std_logic;
+signal msu_s_axil_rvalid: std_logic;
 signal irdata: unsigned(31 downto 0);
-signal x_s_axil_rdata: unsigned(31 downto 0);
+signal msu_s_axil_rdata: unsigned(31 downto 0);
 signal cycles: unsigned(31 downto 0);
 signal compute_cyc: unsigned(31 downto 0);
 signal load_cyc: unsigned(31 downto 0);
@@ -235,14 +238,15 @@ signal pe_err_any: std_logic;
 signal a_pe: unsigned(1 downto 0);
 signal a_addr: unsigned(7 downto 0);
 signal a_data: unsigned(31 downto 0);
-signal unused_sig: unsigned(1493 downto 0);
-signal unused_sink: unsigned(1493 downto 0);
-signal cosmic_memory_schedule_unit0_s_axil_wready: std_logic;
-signal cosmic_memory_schedule_unit0_s_axil_bresp: unsigned(1 downto 0);
-signal cosmic_memory_schedule_unit0_s_axil_rresp: unsigned(1 downto 0);
-signal cosmic_memory_schedule_unit0_m_axis_pe_tkeep: unsigned(15 downto 0);
-signal cosmic_memory_schedule_unit0_m_axis_pe_tlast: std_logic;
-signal cosmic_memory_schedule_unit0_s_axis_pe_tready: std_logic;
+signal unused_msu: unsigned(22 downto 0);
+signal msu_s_axis_pe_tready: std_logic;
+signal msu_s_axil_wready: std_logic;
+signal msu_s_axil_rresp: unsigned(1 downto 0);
+signal msu_s_axil_bresp: unsigned(1 downto 0);
+signal msu_m_axis_pe_tlast: std_logic;
+signal msu_m_axis_pe_tkeep: unsigned(15 downto 0);
+signal unused_sig: unsigned(1506 downto 0);
+signal unused_sink: unsigned(1506 downto 0);
 signal cosmic_memory_schedule_unit0_w_strb: unsigned(15 downto 0);
 signal cosmic_memory_schedule_unit0_ar_go: std_logic;
 signal cosmic_memory_schedule_unit0_araddr_r: unsigned(31 downto 0);
@@ -2118,6 +2122,10 @@ signal or_link15_out: unsigned(31 downto 0);
 signal add_link1_xe: signed (33 downto 0);
 signal add_link1_xs: signed (31 downto 0);
 signal add_link1_sext9_sgn: unsigned(1 downto 0);
+signal sat56_fill: unsigned(30 downto 0);
+signal sat56_hi: unsigned(2 downto 0);
+signal sat56_hin: unsigned(2 downto 0);
+signal sat56_nsign: std_logic;
 signal bus_link0_prev_any: std_logic;
 signal bus_link0_prev_val: unsigned(31 downto 0);
 signal bus_link0_prev_dup: std_logic;
@@ -2168,17 +2176,17 @@ signal fold_link0_p2: signed (64 downto 0);
 signal fold_link0_s1: signed (32 downto 0);
 signal fold_link0_sa: signed (31 downto 0);
 signal fold_link0_sm: signed (31 downto 0);
-signal fold_link0_sat56_fill: unsigned(30 downto 0);
-signal fold_link0_sat56_hi: unsigned(1 downto 0);
-signal fold_link0_sat56_hin: unsigned(1 downto 0);
-signal fold_link0_sat56_nsign: std_logic;
+signal fold_link0_sat57_fill: unsigned(30 downto 0);
+signal fold_link0_sat57_hi: unsigned(1 downto 0);
+signal fold_link0_sat57_hin: unsigned(1 downto 0);
+signal fold_link0_sat57_nsign: std_logic;
 signal fold_link0_round_sat24_r: signed (64 downto 0);
 signal fold_link0_round_sat24_rb: signed (64 downto 0);
 signal fold_link0_round_sat24_t: signed (64 downto 0);
-signal fold_link0_round_sat24_sat57_fill: unsigned(30 downto 0);
-signal fold_link0_round_sat24_sat57_hi: unsigned(33 downto 0);
-signal fold_link0_round_sat24_sat57_hin: unsigned(33 downto 0);
-signal fold_link0_round_sat24_sat57_nsign: std_logic;
+signal fold_link0_round_sat24_sat58_fill: unsigned(30 downto 0);
+signal fold_link0_round_sat24_sat58_hi: unsigned(33 downto 0);
+signal fold_link0_round_sat24_sat58_hin: unsigned(33 downto 0);
+signal fold_link0_round_sat24_sat58_nsign: std_logic;
 signal and_nz0_y: std_logic;
 signal tree_stage0_ov: std_logic;
 signal tree_stage0_ox: unsigned(31 downto 0);
@@ -2196,17 +2204,17 @@ signal fold_link1_p2: signed (64 downto 0);
 signal fold_link1_s1: signed (32 downto 0);
 signal fold_link1_sa: signed (31 downto 0);
 signal fold_link1_sm: signed (31 downto 0);
-signal fold_link1_sat58_fill: unsigned(30 downto 0);
-signal fold_link1_sat58_hi: unsigned(1 downto 0);
-signal fold_link1_sat58_hin: unsigned(1 downto 0);
-signal fold_link1_sat58_nsign: std_logic;
+signal fold_link1_sat59_fill: unsigned(30 downto 0);
+signal fold_link1_sat59_hi: unsigned(1 downto 0);
+signal fold_link1_sat59_hin: unsigned(1 downto 0);
+signal fold_link1_sat59_nsign: std_logic;
 signal fold_link1_round_sat25_r: signed (64 downto 0);
 signal fold_link1_round_sat25_rb: signed (64 downto 0);
 signal fold_link1_round_sat25_t: signed (64 downto 0);
-signal fold_link1_round_sat25_sat59_fill: unsigned(30 downto 0);
-signal fold_link1_round_sat25_sat59_hi: unsigned(33 downto 0);
-signal fold_link1_round_sat25_sat59_hin: unsigned(33 downto 0);
-signal fold_link1_round_sat25_sat59_nsign: std_logic;
+signal fold_link1_round_sat25_sat60_fill: unsigned(30 downto 0);
+signal fold_link1_round_sat25_sat60_hi: unsigned(33 downto 0);
+signal fold_link1_round_sat25_sat60_hin: unsigned(33 downto 0);
+signal fold_link1_round_sat25_sat60_nsign: std_logic;
 signal and_nz1_y: std_logic;
 signal tree_stage1_ov: std_logic;
 signal tree_stage1_ox: unsigned(31 downto 0);
@@ -2216,7 +2224,7 @@ signal err_link16_prev: std_logic;
 signal err_link16_out: std_logic;
 signal err_link18_prev: std_logic;
 signal err_link18_out: std_logic;
-type t_array_agg_tab is array(0 to 256-1) of unsigned(17 downto 0);
+type t_array_agg_tab is array(0 to 256-1) of unsigned(30 downto 0);
 signal agg_tab: t_array_agg_tab;
 type t_array_tree_ram is array(0 to 2048-1) of unsigned(3 downto 0);
 signal tree_ram: t_array_tree_ram;
@@ -2350,76 +2358,71 @@ lv_cat(3) <= bit_of3_y;
 lv_cat(2) <= bit_of2_y;
 lv_cat(1) <= bit_of1_y;
 lv_cat(0) <= bit_of0_y;
-unused_sink(1494-1 downto 1366) <= pe_glue0_shifted;
-unused_sink(1366-1 downto 1362) <= pe_glue0_lvs;
-unused_sink(1361) <= cosmic_pe0_busy;
-unused_sink(1360) <= cosmic_pe0_left_out_valid;
-unused_sink(1359) <= cosmic_pe0_right_out_valid;
-unused_sink(1358) <= cosmic_pe0_bus_out_valid;
-unused_sink(1358-1 downto 1326) <= cosmic_pe0_left_out;
-unused_sink(1326-1 downto 1198) <= pe_glue1_shifted;
-unused_sink(1198-1 downto 1194) <= pe_glue1_lvs;
-unused_sink(1193) <= cosmic_pe1_busy;
-unused_sink(1192) <= cosmic_pe1_left_out_valid;
-unused_sink(1191) <= cosmic_pe1_right_out_valid;
-unused_sink(1190) <= cosmic_pe1_bus_out_valid;
-unused_sink(1189) <= cosmic_pe1_done;
-unused_sink(1189-1 downto 1061) <= pe_glue2_shifted;
-unused_sink(1061-1 downto 1057) <= pe_glue2_lvs;
-unused_sink(1056) <= cosmic_pe2_busy;
-unused_sink(1055) <= cosmic_pe2_left_out_valid;
-unused_sink(1054) <= cosmic_pe2_right_out_valid;
-unused_sink(1053) <= cosmic_pe2_bus_out_valid;
-unused_sink(1052) <= cosmic_pe2_done;
-unused_sink(1052-1 downto 924) <= pe_glue3_shifted;
-unused_sink(924-1 downto 920) <= pe_glue3_lvs;
-unused_sink(919) <= cosmic_pe3_busy;
-unused_sink(918) <= cosmic_pe3_left_out_valid;
-unused_sink(917) <= cosmic_pe3_right_out_valid;
-unused_sink(916) <= cosmic_pe3_bus_out_valid;
-unused_sink(915) <= cosmic_pe3_done;
-unused_sink(915-1 downto 883) <= cosmic_pe3_right_out;
-unused_sink(883-1 downto 755) <= pe_glue4_shifted;
-unused_sink(755-1 downto 751) <= pe_glue4_lvs;
-unused_sink(750) <= cosmic_pe4_busy;
-unused_sink(749) <= cosmic_pe4_left_out_valid;
-unused_sink(748) <= cosmic_pe4_right_out_valid;
-unused_sink(747) <= cosmic_pe4_bus_out_valid;
-unused_sink(746) <= cosmic_pe4_done;
-unused_sink(746-1 downto 714) <= cosmic_pe4_left_out;
-unused_sink(714-1 downto 586) <= pe_glue5_shifted;
-unused_sink(586-1 downto 582) <= pe_glue5_lvs;
-unused_sink(581) <= cosmic_pe5_busy;
-unused_sink(580) <= cosmic_pe5_left_out_valid;
-unused_sink(579) <= cosmic_pe5_right_out_valid;
-unused_sink(578) <= cosmic_pe5_bus_out_valid;
-unused_sink(577) <= cosmic_pe5_done;
-unused_sink(577-1 downto 449) <= pe_glue6_shifted;
-unused_sink(449-1 downto 445) <= pe_glue6_lvs;
-unused_sink(444) <= cosmic_pe6_busy;
-unused_sink(443) <= cosmic_pe6_left_out_valid;
-unused_sink(442) <= cosmic_pe6_right_out_valid;
-unused_sink(441) <= cosmic_pe6_bus_out_valid;
-unused_sink(440) <= cosmic_pe6_done;
-unused_sink(440-1 downto 312) <= pe_glue7_shifted;
-unused_sink(312-1 downto 308) <= pe_glue7_lvs;
-unused_sink(307) <= cosmic_pe7_busy;
-unused_sink(306) <= cosmic_pe7_left_out_valid;
-unused_sink(305) <= cosmic_pe7_right_out_valid;
-unused_sink(304) <= cosmic_pe7_bus_out_valid;
-unused_sink(303) <= cosmic_pe7_done;
-unused_sink(303-1 downto 271) <= cosmic_pe7_right_out;
-unused_sink(270) <= cosmic_memory_schedule_unit0_s_axis_pe_tready;
-unused_sink(269) <= cosmic_memory_schedule_unit0_s_axil_wready;
-unused_sink(269-1 downto 267) <= cosmic_memory_schedule_unit0_s_axil_rresp;
-unused_sink(267-1 downto 265) <= cosmic_memory_schedule_unit0_s_axil_bresp;
-unused_sink(264) <= cosmic_memory_schedule_unit0_m_axis_pe_tlast;
-unused_sink(264-1 downto 248) <= cosmic_memory_schedule_unit0_m_axis_pe_tkeep;
-unused_sink(248-1 downto 246) <= sum2_hi;
-unused_sink(246-1 downto 198) <= mc;
-unused_sink(198-1 downto 134) <= mc64;
-unused_sink(134-1 downto 130) <= cmd;
-unused_sink(130-1 downto 112) <= agg_entry;
+unused_sink(1507-1 downto 1379) <= pe_glue0_shifted;
+unused_sink(1379-1 downto 1375) <= pe_glue0_lvs;
+unused_sink(1374) <= cosmic_pe0_busy;
+unused_sink(1373) <= cosmic_pe0_left_out_valid;
+unused_sink(1372) <= cosmic_pe0_right_out_valid;
+unused_sink(1371) <= cosmic_pe0_bus_out_valid;
+unused_sink(1371-1 downto 1339) <= cosmic_pe0_left_out;
+unused_sink(1339-1 downto 1211) <= pe_glue1_shifted;
+unused_sink(1211-1 downto 1207) <= pe_glue1_lvs;
+unused_sink(1206) <= cosmic_pe1_busy;
+unused_sink(1205) <= cosmic_pe1_left_out_valid;
+unused_sink(1204) <= cosmic_pe1_right_out_valid;
+unused_sink(1203) <= cosmic_pe1_bus_out_valid;
+unused_sink(1202) <= cosmic_pe1_done;
+unused_sink(1202-1 downto 1074) <= pe_glue2_shifted;
+unused_sink(1074-1 downto 1070) <= pe_glue2_lvs;
+unused_sink(1069) <= cosmic_pe2_busy;
+unused_sink(1068) <= cosmic_pe2_left_out_valid;
+unused_sink(1067) <= cosmic_pe2_right_out_valid;
+unused_sink(1066) <= cosmic_pe2_bus_out_valid;
+unused_sink(1065) <= cosmic_pe2_done;
+unused_sink(1065-1 downto 937) <= pe_glue3_shifted;
+unused_sink(937-1 downto 933) <= pe_glue3_lvs;
+unused_sink(932) <= cosmic_pe3_busy;
+unused_sink(931) <= cosmic_pe3_left_out_valid;
+unused_sink(930) <= cosmic_pe3_right_out_valid;
+unused_sink(929) <= cosmic_pe3_bus_out_valid;
+unused_sink(928) <= cosmic_pe3_done;
+unused_sink(928-1 downto 896) <= cosmic_pe3_right_out;
+unused_sink(896-1 downto 768) <= pe_glue4_shifted;
+unused_sink(768-1 downto 764) <= pe_glue4_lvs;
+unused_sink(763) <= cosmic_pe4_busy;
+unused_sink(762) <= cosmic_pe4_left_out_valid;
+unused_sink(761) <= cosmic_pe4_right_out_valid;
+unused_sink(760) <= cosmic_pe4_bus_out_valid;
+unused_sink(759) <= cosmic_pe4_done;
+unused_sink(759-1 downto 727) <= cosmic_pe4_left_out;
+unused_sink(727-1 downto 599) <= pe_glue5_shifted;
+unused_sink(599-1 downto 595) <= pe_glue5_lvs;
+unused_sink(594) <= cosmic_pe5_busy;
+unused_sink(593) <= cosmic_pe5_left_out_valid;
+unused_sink(592) <= cosmic_pe5_right_out_valid;
+unused_sink(591) <= cosmic_pe5_bus_out_valid;
+unused_sink(590) <= cosmic_pe5_done;
+unused_sink(590-1 downto 462) <= pe_glue6_shifted;
+unused_sink(462-1 downto 458) <= pe_glue6_lvs;
+unused_sink(457) <= cosmic_pe6_busy;
+unused_sink(456) <= cosmic_pe6_left_out_valid;
+unused_sink(455) <= cosmic_pe6_right_out_valid;
+unused_sink(454) <= cosmic_pe6_bus_out_valid;
+unused_sink(453) <= cosmic_pe6_done;
+unused_sink(453-1 downto 325) <= pe_glue7_shifted;
+unused_sink(325-1 downto 321) <= pe_glue7_lvs;
+unused_sink(320) <= cosmic_pe7_busy;
+unused_sink(319) <= cosmic_pe7_left_out_valid;
+unused_sink(318) <= cosmic_pe7_right_out_valid;
+unused_sink(317) <= cosmic_pe7_bus_out_valid;
+unused_sink(316) <= cosmic_pe7_done;
+unused_sink(316-1 downto 284) <= cosmic_pe7_right_out;
+unused_sink(284-1 downto 261) <= unused_msu;
+unused_sink(261-1 downto 259) <= sum2_hi;
+unused_sink(259-1 downto 211) <= mc;
+unused_sink(211-1 downto 147) <= mc64;
+unused_sink(147-1 downto 143) <= cmd;
+unused_sink(143-1 downto 112) <= agg_entry;
 unused_sink(112-1 downto 104) <= rd_c;
 unused_sink(104-1 downto 96) <= rm_c;
 unused_sink(96-1 downto 88) <= ri_c;
@@ -4642,130 +4645,161 @@ cosmic_pe7_pwl_comb7_sat55_fill(3) <= cosmic_pe7_pwl_comb7_sat55_nsign;
 cosmic_pe7_pwl_comb7_sat55_fill(2) <= cosmic_pe7_pwl_comb7_sat55_nsign;
 cosmic_pe7_pwl_comb7_sat55_fill(1) <= cosmic_pe7_pwl_comb7_sat55_nsign;
 cosmic_pe7_pwl_comb7_sat55_fill(0) <= cosmic_pe7_pwl_comb7_sat55_nsign;
-fold_link0_sat56_fill(30) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(29) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(28) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(27) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(26) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(25) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(24) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(23) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(22) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(21) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(20) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(19) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(18) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(17) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(16) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(15) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(14) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(13) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(12) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(11) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(10) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(9) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(8) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(7) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(6) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(5) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(4) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(3) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(2) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(1) <= fold_link0_sat56_nsign;
-fold_link0_sat56_fill(0) <= fold_link0_sat56_nsign;
-fold_link0_round_sat24_sat57_fill(30) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(29) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(28) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(27) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(26) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(25) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(24) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(23) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(22) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(21) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(20) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(19) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(18) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(17) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(16) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(15) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(14) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(13) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(12) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(11) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(10) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(9) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(8) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(7) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(6) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(5) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(4) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(3) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(2) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(1) <= fold_link0_round_sat24_sat57_nsign;
-fold_link0_round_sat24_sat57_fill(0) <= fold_link0_round_sat24_sat57_nsign;
-fold_link1_sat58_fill(30) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(29) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(28) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(27) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(26) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(25) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(24) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(23) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(22) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(21) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(20) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(19) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(18) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(17) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(16) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(15) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(14) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(13) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(12) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(11) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(10) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(9) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(8) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(7) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(6) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(5) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(4) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(3) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(2) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(1) <= fold_link1_sat58_nsign;
-fold_link1_sat58_fill(0) <= fold_link1_sat58_nsign;
-fold_link1_round_sat25_sat59_fill(30) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(29) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(28) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(27) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(26) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(25) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(24) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(23) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(22) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(21) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(20) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(19) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(18) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(17) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(16) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(15) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(14) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(13) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(12) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(11) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(10) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(9) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(8) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(7) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(6) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(5) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(4) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(3) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(2) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(1) <= fold_link1_round_sat25_sat59_nsign;
-fold_link1_round_sat25_sat59_fill(0) <= fold_link1_round_sat25_sat59_nsign;
+sat56_fill(30) <= sat56_nsign;
+sat56_fill(29) <= sat56_nsign;
+sat56_fill(28) <= sat56_nsign;
+sat56_fill(27) <= sat56_nsign;
+sat56_fill(26) <= sat56_nsign;
+sat56_fill(25) <= sat56_nsign;
+sat56_fill(24) <= sat56_nsign;
+sat56_fill(23) <= sat56_nsign;
+sat56_fill(22) <= sat56_nsign;
+sat56_fill(21) <= sat56_nsign;
+sat56_fill(20) <= sat56_nsign;
+sat56_fill(19) <= sat56_nsign;
+sat56_fill(18) <= sat56_nsign;
+sat56_fill(17) <= sat56_nsign;
+sat56_fill(16) <= sat56_nsign;
+sat56_fill(15) <= sat56_nsign;
+sat56_fill(14) <= sat56_nsign;
+sat56_fill(13) <= sat56_nsign;
+sat56_fill(12) <= sat56_nsign;
+sat56_fill(11) <= sat56_nsign;
+sat56_fill(10) <= sat56_nsign;
+sat56_fill(9) <= sat56_nsign;
+sat56_fill(8) <= sat56_nsign;
+sat56_fill(7) <= sat56_nsign;
+sat56_fill(6) <= sat56_nsign;
+sat56_fill(5) <= sat56_nsign;
+sat56_fill(4) <= sat56_nsign;
+sat56_fill(3) <= sat56_nsign;
+sat56_fill(2) <= sat56_nsign;
+sat56_fill(1) <= sat56_nsign;
+sat56_fill(0) <= sat56_nsign;
+fold_link0_sat57_fill(30) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(29) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(28) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(27) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(26) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(25) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(24) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(23) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(22) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(21) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(20) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(19) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(18) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(17) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(16) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(15) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(14) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(13) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(12) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(11) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(10) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(9) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(8) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(7) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(6) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(5) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(4) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(3) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(2) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(1) <= fold_link0_sat57_nsign;
+fold_link0_sat57_fill(0) <= fold_link0_sat57_nsign;
+fold_link0_round_sat24_sat58_fill(30) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(29) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(28) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(27) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(26) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(25) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(24) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(23) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(22) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(21) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(20) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(19) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(18) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(17) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(16) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(15) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(14) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(13) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(12) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(11) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(10) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(9) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(8) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(7) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(6) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(5) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(4) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(3) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(2) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(1) <= fold_link0_round_sat24_sat58_nsign;
+fold_link0_round_sat24_sat58_fill(0) <= fold_link0_round_sat24_sat58_nsign;
+fold_link1_sat59_fill(30) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(29) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(28) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(27) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(26) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(25) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(24) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(23) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(22) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(21) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(20) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(19) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(18) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(17) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(16) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(15) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(14) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(13) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(12) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(11) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(10) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(9) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(8) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(7) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(6) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(5) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(4) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(3) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(2) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(1) <= fold_link1_sat59_nsign;
+fold_link1_sat59_fill(0) <= fold_link1_sat59_nsign;
+fold_link1_round_sat25_sat60_fill(30) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(29) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(28) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(27) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(26) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(25) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(24) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(23) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(22) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(21) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(20) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(19) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(18) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(17) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(16) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(15) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(14) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(13) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(12) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(11) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(10) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(9) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(8) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(7) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(6) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(5) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(4) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(3) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(2) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(1) <= fold_link1_round_sat25_sat60_nsign;
+fold_link1_round_sat25_sat60_fill(0) <= fold_link1_round_sat25_sat60_nsign;
 
 
 cosmic_memory_schedule_unit0_t_off_x <= unsigned'(to_unsigned(0, 10) & cosmic_memory_schedule_unit0_t_off);
@@ -4857,7 +4891,7 @@ begin
             cosmic_memory_schedule_unit0_out_fifo20_cnt <= to_unsigned(0, 2);
             cosmic_memory_schedule_unit0_out_fifo20_u1 <= to_unsigned(0, 19);
         else
-            pop := stdl((cosmic_memory_schedule_unit0_out_fifo20_cnt /= 0) and bool(x_m_axis_pe_tready));
+            pop := stdl((cosmic_memory_schedule_unit0_out_fifo20_cnt /= 0) and bool(msu_m_axis_pe_tready));
             if bool(pop) then
                 cosmic_memory_schedule_unit0_out_fifo20_d0 <= cosmic_memory_schedule_unit0_out_fifo20_d1;
                 cosmic_memory_schedule_unit0_out_fifo20_l0 <= cosmic_memory_schedule_unit0_out_fifo20_l1;
@@ -5112,24 +5146,24 @@ cosmic_memory_schedule_unit0_o_push <= stdl(bool(cosmic_memory_schedule_unit0_o_
 cosmic_memory_schedule_unit0_o_user <= unsigned'(cosmic_memory_schedule_unit0_kmask & cosmic_memory_schedule_unit0_o_dest_n);
 
 
-x_m_axis_pe_tdata <= cosmic_memory_schedule_unit0_po_data;
-x_m_axis_pe_tvalid <= cosmic_memory_schedule_unit0_po_valid;
-cosmic_memory_schedule_unit0_m_axis_pe_tlast <= cosmic_memory_schedule_unit0_po_last;
-x_m_axis_pe_tdest <= cosmic_memory_schedule_unit0_po_user(3-1 downto 0);
-cosmic_memory_schedule_unit0_m_axis_pe_tkeep <= cosmic_memory_schedule_unit0_po_user((16 + 3)-1 downto 3);
+msu_m_axis_pe_tdata <= cosmic_memory_schedule_unit0_po_data;
+msu_m_axis_pe_tvalid <= cosmic_memory_schedule_unit0_po_valid;
+msu_m_axis_pe_tlast <= cosmic_memory_schedule_unit0_po_last;
+msu_m_axis_pe_tdest <= cosmic_memory_schedule_unit0_po_user(3-1 downto 0);
+msu_m_axis_pe_tkeep <= cosmic_memory_schedule_unit0_po_user((16 + 3)-1 downto 3);
 
-cosmic_memory_schedule_unit0_w_c: process (x_s_axis_pe_tdata, cosmic_memory_schedule_unit0_w_inrem, cosmic_memory_schedule_unit0_w_sx) is
+cosmic_memory_schedule_unit0_w_c: process (msu_s_axis_pe_tdata, cosmic_memory_schedule_unit0_w_inrem, cosmic_memory_schedule_unit0_w_sx) is
 begin
     cosmic_memory_schedule_unit0_w_need <= stdl(cosmic_memory_schedule_unit0_w_inrem /= 0);
     if (cosmic_memory_schedule_unit0_w_inrem /= 0) then
-        cosmic_memory_schedule_unit0_w_in <= x_s_axis_pe_tdata;
+        cosmic_memory_schedule_unit0_w_in <= msu_s_axis_pe_tdata;
     else
         cosmic_memory_schedule_unit0_w_in <= to_unsigned(0, 128);
     end if;
     cosmic_memory_schedule_unit0_w_ls <= (4 - cosmic_memory_schedule_unit0_w_sx);
 end process cosmic_memory_schedule_unit0_w_c;
 
-cosmic_memory_schedule_unit0_w_c2: process (cosmic_memory_schedule_unit0_w_act, cosmic_memory_schedule_unit0_w_vrem, x_s_axis_pe_tvalid, cosmic_memory_schedule_unit0_w_ls, cosmic_memory_schedule_unit0_w_need, cosmic_memory_schedule_unit0_w_s, cosmic_memory_schedule_unit0_w_prev, cosmic_memory_schedule_unit0_w_nf) is
+cosmic_memory_schedule_unit0_w_c2: process (cosmic_memory_schedule_unit0_w_act, cosmic_memory_schedule_unit0_w_vrem, msu_s_axis_pe_tvalid, cosmic_memory_schedule_unit0_w_ls, cosmic_memory_schedule_unit0_w_need, cosmic_memory_schedule_unit0_w_s, cosmic_memory_schedule_unit0_w_prev, cosmic_memory_schedule_unit0_w_nf) is
 begin
     if (cosmic_memory_schedule_unit0_w_s /= 0) then
         cosmic_memory_schedule_unit0_w_prev_g <= cosmic_memory_schedule_unit0_w_prev;
@@ -5138,8 +5172,8 @@ begin
     end if;
     cosmic_memory_schedule_unit0_w_shamt <= unsigned'(cosmic_memory_schedule_unit0_w_ls & to_unsigned(0, 5));
     cosmic_memory_schedule_unit0_w_ishamt <= unsigned'(cosmic_memory_schedule_unit0_w_s & to_unsigned(0, 5));
-    cosmic_memory_schedule_unit0_w_fire <= stdl(bool(cosmic_memory_schedule_unit0_w_act) and bool(cosmic_memory_schedule_unit0_w_nf) and ((not bool(cosmic_memory_schedule_unit0_w_need)) or bool(x_s_axis_pe_tvalid)));
-    cosmic_memory_schedule_unit0_s_axis_pe_tready <= stdl(bool(cosmic_memory_schedule_unit0_w_act) and bool(cosmic_memory_schedule_unit0_w_nf) and bool(cosmic_memory_schedule_unit0_w_need));
+    cosmic_memory_schedule_unit0_w_fire <= stdl(bool(cosmic_memory_schedule_unit0_w_act) and bool(cosmic_memory_schedule_unit0_w_nf) and ((not bool(cosmic_memory_schedule_unit0_w_need)) or bool(msu_s_axis_pe_tvalid)));
+    msu_s_axis_pe_tready <= stdl(bool(cosmic_memory_schedule_unit0_w_act) and bool(cosmic_memory_schedule_unit0_w_nf) and bool(cosmic_memory_schedule_unit0_w_need));
     if (cosmic_memory_schedule_unit0_w_vrem >= 4) then
         cosmic_memory_schedule_unit0_w_nv <= to_unsigned(4, 3);
     else
@@ -5162,7 +5196,7 @@ begin
     end if;
 end process cosmic_memory_schedule_unit0_w_c3;
 
-cosmic_memory_schedule_unit0_tbl_c: process (cosmic_memory_schedule_unit0_can_rd, cosmic_memory_schedule_unit0_waddr, x_s_axil_wdata, cosmic_memory_schedule_unit0_running, cosmic_memory_schedule_unit0_tgt_bad, cosmic_memory_schedule_unit0_ent_wr, cosmic_memory_schedule_unit0_can_wr, cosmic_memory_schedule_unit0_w_tbl, cosmic_memory_schedule_unit0_ent_bc, x_s_axil_wstrb, cosmic_memory_schedule_unit0_wmis, x_s_axil_awaddr, cosmic_memory_schedule_unit0_qcount, cosmic_memory_schedule_unit0_push_err, cosmic_memory_schedule_unit0_x_next, cosmic_memory_schedule_unit0_aw_go, cosmic_memory_schedule_unit0_w_t, cosmic_memory_schedule_unit0_t_idx) is
+cosmic_memory_schedule_unit0_tbl_c: process (cosmic_memory_schedule_unit0_can_rd, cosmic_memory_schedule_unit0_waddr, msu_s_axil_wdata, cosmic_memory_schedule_unit0_running, cosmic_memory_schedule_unit0_tgt_bad, cosmic_memory_schedule_unit0_ent_wr, cosmic_memory_schedule_unit0_can_wr, cosmic_memory_schedule_unit0_w_tbl, cosmic_memory_schedule_unit0_ent_bc, msu_s_axil_wstrb, cosmic_memory_schedule_unit0_wmis, msu_s_axil_awaddr, cosmic_memory_schedule_unit0_qcount, cosmic_memory_schedule_unit0_push_err, cosmic_memory_schedule_unit0_x_next, cosmic_memory_schedule_unit0_aw_go, cosmic_memory_schedule_unit0_w_t, cosmic_memory_schedule_unit0_t_idx) is
 begin
     cosmic_memory_schedule_unit0_ma_we <= '0';
     cosmic_memory_schedule_unit0_ma_wa <= cosmic_memory_schedule_unit0_t_idx;
@@ -5171,14 +5205,14 @@ begin
     cosmic_memory_schedule_unit0_of_wa <= cosmic_memory_schedule_unit0_w_t(1-1 downto 0);
     cosmic_memory_schedule_unit0_q_we <= '0';
     cosmic_memory_schedule_unit0_q_wa <= cosmic_memory_schedule_unit0_qcount(4-1 downto 0);
-    if (bool(cosmic_memory_schedule_unit0_aw_go) and (not bool(cosmic_memory_schedule_unit0_running)) and (x_s_axil_wstrb = 15) and (not bool(cosmic_memory_schedule_unit0_wmis))) then
+    if (bool(cosmic_memory_schedule_unit0_aw_go) and (not bool(cosmic_memory_schedule_unit0_running)) and (msu_s_axil_wstrb = 15) and (not bool(cosmic_memory_schedule_unit0_wmis))) then
         if bool(cosmic_memory_schedule_unit0_w_tbl) then
-            if bool(x_s_axil_awaddr(2)) then
-                cosmic_memory_schedule_unit0_of_we <= stdl(x_s_axil_wdata < 8);
+            if bool(msu_s_axil_awaddr(2)) then
+                cosmic_memory_schedule_unit0_of_we <= stdl(msu_s_axil_wdata < 8);
             else
                 cosmic_memory_schedule_unit0_ma_we <= '1';
                 cosmic_memory_schedule_unit0_ma_wa <= cosmic_memory_schedule_unit0_w_t(1-1 downto 0);
-                cosmic_memory_schedule_unit0_ma_wd <= x_s_axil_wdata(30-1 downto 0);
+                cosmic_memory_schedule_unit0_ma_wd <= msu_s_axil_wdata(30-1 downto 0);
             end if;
         elsif (cosmic_memory_schedule_unit0_waddr = 3) then
             cosmic_memory_schedule_unit0_q_we <= stdl(cosmic_memory_schedule_unit0_push_err = 0);
@@ -5196,21 +5230,21 @@ begin
             cosmic_memory_schedule_unit0_maddr(to_integer(cosmic_memory_schedule_unit0_ma_wa)) <= cosmic_memory_schedule_unit0_ma_wd;
         end if;
         if bool(cosmic_memory_schedule_unit0_of_we) then
-            cosmic_memory_schedule_unit0_offs(to_integer(cosmic_memory_schedule_unit0_of_wa)) <= x_s_axil_wdata(3-1 downto 0);
+            cosmic_memory_schedule_unit0_offs(to_integer(cosmic_memory_schedule_unit0_of_wa)) <= msu_s_axil_wdata(3-1 downto 0);
         end if;
         if bool(cosmic_memory_schedule_unit0_q_we) then
-            cosmic_memory_schedule_unit0_queue(to_integer(cosmic_memory_schedule_unit0_q_wa)) <= x_s_axil_wdata(30-1 downto 0);
+            cosmic_memory_schedule_unit0_queue(to_integer(cosmic_memory_schedule_unit0_q_wa)) <= msu_s_axil_wdata(30-1 downto 0);
         end if;
     end if;
 end process cosmic_memory_schedule_unit0_tbl_ram;
 
-cosmic_memory_schedule_unit0_push_c: process (x_s_axil_wdata, cosmic_memory_schedule_unit0_qcount) is
+cosmic_memory_schedule_unit0_push_c: process (msu_s_axil_wdata, cosmic_memory_schedule_unit0_qcount) is
 begin
-    if ((x_s_axil_wdata(32-1 downto 30) /= 0) or (bool(x_s_axil_wdata(28)) and bool(x_s_axil_wdata(29)))) then
+    if ((msu_s_axil_wdata(32-1 downto 30) /= 0) or (bool(msu_s_axil_wdata(28)) and bool(msu_s_axil_wdata(29)))) then
         cosmic_memory_schedule_unit0_push_err <= to_unsigned(5, 4);
-    elsif (x_s_axil_wdata((16 + 12)-1 downto 16) >= 8) then
+    elsif (msu_s_axil_wdata((16 + 12)-1 downto 16) >= 8) then
         cosmic_memory_schedule_unit0_push_err <= to_unsigned(1, 4);
-    elsif (x_s_axil_wdata(16-1 downto 0) = 0) then
+    elsif (msu_s_axil_wdata(16-1 downto 0) = 0) then
         cosmic_memory_schedule_unit0_push_err <= to_unsigned(2, 4);
     elsif (cosmic_memory_schedule_unit0_qcount = 16) then
         cosmic_memory_schedule_unit0_push_err <= to_unsigned(3, 4);
@@ -5220,31 +5254,31 @@ begin
 end process cosmic_memory_schedule_unit0_push_c;
 
 
-cosmic_memory_schedule_unit0_aw_go <= stdl(bool(x_s_axil_awvalid) and bool(x_s_axil_wvalid) and (not bool(cosmic_memory_schedule_unit0_bvalid_r)));
-cosmic_memory_schedule_unit0_ar_go <= stdl(bool(x_s_axil_arvalid) and (not bool(cosmic_memory_schedule_unit0_rvalid_r)));
-cosmic_memory_schedule_unit0_waddr <= x_s_axil_awaddr(12-1 downto 2);
-cosmic_memory_schedule_unit0_raddr <= x_s_axil_araddr(12-1 downto 2);
-cosmic_memory_schedule_unit0_wmis <= stdl(x_s_axil_awaddr(2-1 downto 0) /= 0);
-cosmic_memory_schedule_unit0_rmis <= stdl(x_s_axil_araddr(2-1 downto 0) /= 0);
-cosmic_memory_schedule_unit0_w_t <= x_s_axil_awaddr(8-1 downto 3);
-cosmic_memory_schedule_unit0_r_t <= x_s_axil_araddr(8-1 downto 3);
+cosmic_memory_schedule_unit0_aw_go <= stdl(bool(msu_s_axil_awvalid) and bool(msu_s_axil_wvalid) and (not bool(cosmic_memory_schedule_unit0_bvalid_r)));
+cosmic_memory_schedule_unit0_ar_go <= stdl(bool(msu_s_axil_arvalid) and (not bool(cosmic_memory_schedule_unit0_rvalid_r)));
+cosmic_memory_schedule_unit0_waddr <= msu_s_axil_awaddr(12-1 downto 2);
+cosmic_memory_schedule_unit0_raddr <= msu_s_axil_araddr(12-1 downto 2);
+cosmic_memory_schedule_unit0_wmis <= stdl(msu_s_axil_awaddr(2-1 downto 0) /= 0);
+cosmic_memory_schedule_unit0_rmis <= stdl(msu_s_axil_araddr(2-1 downto 0) /= 0);
+cosmic_memory_schedule_unit0_w_t <= msu_s_axil_awaddr(8-1 downto 3);
+cosmic_memory_schedule_unit0_r_t <= msu_s_axil_araddr(8-1 downto 3);
 
 
-cosmic_memory_schedule_unit0_w_tbl <= stdl((x_s_axil_awaddr(12-1 downto 8) = 1) and (cosmic_memory_schedule_unit0_w_t < 2));
-cosmic_memory_schedule_unit0_r_tbl <= stdl((x_s_axil_araddr(12-1 downto 8) = 1) and (cosmic_memory_schedule_unit0_r_t < 2));
+cosmic_memory_schedule_unit0_w_tbl <= stdl((msu_s_axil_awaddr(12-1 downto 8) = 1) and (cosmic_memory_schedule_unit0_w_t < 2));
+cosmic_memory_schedule_unit0_r_tbl <= stdl((msu_s_axil_araddr(12-1 downto 8) = 1) and (cosmic_memory_schedule_unit0_r_t < 2));
 cosmic_memory_schedule_unit0_r_maddr <= cosmic_memory_schedule_unit0_maddr(to_integer(cosmic_memory_schedule_unit0_r_t(1-1 downto 0)));
 cosmic_memory_schedule_unit0_r_off <= cosmic_memory_schedule_unit0_offs(to_integer(cosmic_memory_schedule_unit0_r_t(1-1 downto 0)));
 cosmic_memory_schedule_unit0_status32 <= unsigned'(to_unsigned(0, 24) & cosmic_memory_schedule_unit0_err_code & '0' & cosmic_memory_schedule_unit0_err & cosmic_memory_schedule_unit0_done_r & cosmic_memory_schedule_unit0_running);
 
 
-x_s_axil_awready <= cosmic_memory_schedule_unit0_aw_go;
-cosmic_memory_schedule_unit0_s_axil_wready <= cosmic_memory_schedule_unit0_aw_go;
-x_s_axil_bvalid <= cosmic_memory_schedule_unit0_bvalid_r;
-cosmic_memory_schedule_unit0_s_axil_bresp <= to_unsigned(0, 2);
-x_s_axil_arready <= stdl((not bool(cosmic_memory_schedule_unit0_rvalid_r)));
-x_s_axil_rvalid <= cosmic_memory_schedule_unit0_rvalid_r;
-cosmic_memory_schedule_unit0_s_axil_rresp <= to_unsigned(0, 2);
-x_s_axil_rdata <= cosmic_memory_schedule_unit0_rdata_r;
+msu_s_axil_awready <= cosmic_memory_schedule_unit0_aw_go;
+msu_s_axil_wready <= cosmic_memory_schedule_unit0_aw_go;
+msu_s_axil_bvalid <= cosmic_memory_schedule_unit0_bvalid_r;
+msu_s_axil_bresp <= to_unsigned(0, 2);
+msu_s_axil_arready <= stdl((not bool(cosmic_memory_schedule_unit0_rvalid_r)));
+msu_s_axil_rvalid <= cosmic_memory_schedule_unit0_rvalid_r;
+msu_s_axil_rresp <= to_unsigned(0, 2);
+msu_s_axil_rdata <= cosmic_memory_schedule_unit0_rdata_r;
 
 
 m_axi_arvalid <= cosmic_memory_schedule_unit0_arvalid_r;
@@ -5511,7 +5545,7 @@ begin
                 cosmic_memory_schedule_unit0_w_first <= '0';
                 if (cosmic_memory_schedule_unit0_w_inrem /= 0) then
                     cosmic_memory_schedule_unit0_w_inrem <= (cosmic_memory_schedule_unit0_w_inrem - 1);
-                    if (x_s_axis_pe_tid /= cosmic_memory_schedule_unit0_w_pe) then
+                    if (msu_s_axis_pe_tid /= cosmic_memory_schedule_unit0_w_pe) then
                         cosmic_memory_schedule_unit0_err <= '1';
                         cosmic_memory_schedule_unit0_err_code <= to_unsigned(6, 4);
                     end if;
@@ -5554,7 +5588,7 @@ begin
                 if bool(cosmic_memory_schedule_unit0_rmis) then
                     cosmic_memory_schedule_unit0_rdata_r <= to_unsigned(0, 32);
                 elsif bool(cosmic_memory_schedule_unit0_r_tbl) then
-                    if bool(x_s_axil_araddr(2)) then
+                    if bool(msu_s_axil_araddr(2)) then
                         cosmic_memory_schedule_unit0_rdata_r <= cosmic_memory_schedule_unit0_r_off32;
                     else
                         cosmic_memory_schedule_unit0_rdata_r <= cosmic_memory_schedule_unit0_r_maddr32;
@@ -5572,20 +5606,20 @@ begin
                 else
                     cosmic_memory_schedule_unit0_rdata_r <= to_unsigned(0, 32);
                 end if;
-            elsif (bool(cosmic_memory_schedule_unit0_rvalid_r) and bool(x_s_axil_rready)) then
+            elsif (bool(cosmic_memory_schedule_unit0_rvalid_r) and bool(msu_s_axil_rready)) then
                 cosmic_memory_schedule_unit0_rvalid_r <= '0';
             end if;
             if bool(cosmic_memory_schedule_unit0_aw_go) then
                 cosmic_memory_schedule_unit0_bvalid_r <= '1';
-                if ((x_s_axil_wstrb /= 15) or bool(cosmic_memory_schedule_unit0_wmis)) then
+                if ((msu_s_axil_wstrb /= 15) or bool(cosmic_memory_schedule_unit0_wmis)) then
                     cosmic_memory_schedule_unit0_err <= '1';
                     cosmic_memory_schedule_unit0_err_code <= to_unsigned(5, 4);
                 elsif (cosmic_memory_schedule_unit0_waddr = 0) then
-                    if bool(x_s_axil_wdata(2)) then
+                    if bool(msu_s_axil_wdata(2)) then
                         cosmic_memory_schedule_unit0_err <= '0';
                         cosmic_memory_schedule_unit0_err_code <= to_unsigned(0, 4);
                     end if;
-                    if bool(x_s_axil_wdata(0)) then
+                    if bool(msu_s_axil_wdata(0)) then
                         if (bool(cosmic_memory_schedule_unit0_running) or (cosmic_memory_schedule_unit0_qcount = 0)) then
                             cosmic_memory_schedule_unit0_err <= '1';
                             cosmic_memory_schedule_unit0_err_code <= to_unsigned(4, 4);
@@ -5597,7 +5631,7 @@ begin
                             cosmic_memory_schedule_unit0_deliv <= to_unsigned(0, 32);
                             cosmic_memory_schedule_unit0_cycles <= to_unsigned(0, 32);
                         end if;
-                    elsif bool(x_s_axil_wdata(1)) then
+                    elsif bool(msu_s_axil_wdata(1)) then
                         if bool(cosmic_memory_schedule_unit0_running) then
                             cosmic_memory_schedule_unit0_err <= '1';
                             cosmic_memory_schedule_unit0_err_code <= to_unsigned(4, 4);
@@ -5616,9 +5650,9 @@ begin
                         cosmic_memory_schedule_unit0_qcount <= (cosmic_memory_schedule_unit0_qcount + 1);
                     end if;
                 elsif (cosmic_memory_schedule_unit0_waddr = 4) then
-                    cosmic_memory_schedule_unit0_model_addr <= x_s_axil_wdata(30-1 downto 0);
+                    cosmic_memory_schedule_unit0_model_addr <= msu_s_axil_wdata(30-1 downto 0);
                 elsif bool(cosmic_memory_schedule_unit0_w_tbl) then
-                    if (bool(x_s_axil_awaddr(2)) and (x_s_axil_wdata >= 8)) then
+                    if (bool(msu_s_axil_awaddr(2)) and (msu_s_axil_wdata >= 8)) then
                         cosmic_memory_schedule_unit0_err <= '1';
                         cosmic_memory_schedule_unit0_err_code <= to_unsigned(1, 4);
                     end if;
@@ -5626,7 +5660,7 @@ begin
                     cosmic_memory_schedule_unit0_err <= '1';
                     cosmic_memory_schedule_unit0_err_code <= to_unsigned(5, 4);
                 end if;
-            elsif (bool(cosmic_memory_schedule_unit0_bvalid_r) and bool(x_s_axil_bready)) then
+            elsif (bool(cosmic_memory_schedule_unit0_bvalid_r) and bool(msu_s_axil_bready)) then
                 cosmic_memory_schedule_unit0_bvalid_r <= '0';
             end if;
         end if;
@@ -5634,31 +5668,31 @@ begin
 end process cosmic_memory_schedule_unit0_main;
 
 
-x_s_axil_awaddr <= i_awaddr;
-x_s_axil_awvalid <= i_awvalid;
-x_s_axil_wdata <= i_wdata;
-x_s_axil_wstrb <= to_unsigned(15, 4);
-x_s_axil_wvalid <= i_awvalid;
-x_s_axil_bready <= '1';
-x_s_axil_araddr <= i_awaddr;
-x_s_axil_arvalid <= i_arvalid;
-x_s_axil_rready <= '1';
-x_m_axis_pe_tready <= '1';
-x_s_axis_pe_tdata <= to_unsigned(0, 128);
-x_s_axis_pe_tid <= to_unsigned(0, 3);
-x_s_axis_pe_tvalid <= '0';
+msu_s_axil_awaddr <= i_awaddr;
+msu_s_axil_awvalid <= i_awvalid;
+msu_s_axil_wdata <= i_wdata;
+msu_s_axil_wstrb <= to_unsigned(15, 4);
+msu_s_axil_wvalid <= i_awvalid;
+msu_s_axil_bready <= '1';
+msu_s_axil_araddr <= i_awaddr;
+msu_s_axil_arvalid <= i_arvalid;
+msu_s_axil_rready <= '1';
+msu_m_axis_pe_tready <= '1';
+msu_s_axis_pe_tdata <= to_unsigned(0, 128);
+msu_s_axis_pe_tid <= to_unsigned(0, 3);
+msu_s_axis_pe_tvalid <= '0';
 
 
-bit_of0_y <= cosmic_memory_schedule_unit0_m_axis_pe_tkeep(0);
+bit_of0_y <= msu_m_axis_pe_tkeep(0);
 
 
-bit_of1_y <= cosmic_memory_schedule_unit0_m_axis_pe_tkeep(4);
+bit_of1_y <= msu_m_axis_pe_tkeep(4);
 
 
-bit_of2_y <= cosmic_memory_schedule_unit0_m_axis_pe_tkeep(8);
+bit_of2_y <= msu_m_axis_pe_tkeep(8);
 
 
-bit_of3_y <= cosmic_memory_schedule_unit0_m_axis_pe_tkeep(12);
+bit_of3_y <= msu_m_axis_pe_tkeep(12);
 
 
 lv_c <= lv_cat;
@@ -5672,10 +5706,10 @@ begin
             bt_valid <= '0';
             bt_lv <= to_unsigned(0, 4);
         else
-            bt_valid <= x_m_axis_pe_tvalid;
-            bt_data <= x_m_axis_pe_tdata;
+            bt_valid <= msu_m_axis_pe_tvalid;
+            bt_data <= msu_m_axis_pe_tdata;
             bt_lv <= lv_c;
-            bt_dest <= x_m_axis_pe_tdest;
+            bt_dest <= msu_m_axis_pe_tdest;
         end if;
     end if;
 end process beat;
@@ -14341,6 +14375,33 @@ add_link1_xs <= signed(or_link15_out);
 agg_sum <= (add_link0_out + add_link1_xe);
 
 
+sat56_hi <= unsigned(agg_sum(34-1 downto (32 - 1)));
+
+
+sat56_hin <= (not sat56_hi);
+
+
+sat56_nsign <= stdl((not bool(agg_sum((34 - 1)))));
+
+sat56_clamp: process (sat56_fill, sat56_hi, agg_sum, sat56_hin) is
+begin
+    if ((sat56_hi = 0) or (sat56_hin = 0)) then
+        agg_sat <= signed(unsigned(agg_sum(32-1 downto 0)));
+    else
+        agg_sat <= signed(unsigned'(agg_sum((34 - 1)) & sat56_fill));
+    end if;
+end process sat56_clamp;
+
+aggres: process (agg_sat, agg_sum_op, agg_avg) is
+begin
+    if bool(agg_sum_op) then
+        agg_res <= unsigned(agg_sat(32-1 downto 0));
+    else
+        agg_res <= agg_avg;
+    end if;
+end process aggres;
+
+
 agg_avg <= unsigned(sum2(32-1 downto 0));
 sum2_hi <= unsigned(sum2(34-1 downto 32));
 
@@ -14506,22 +14567,22 @@ t_dst <= tree_word((2 + (2 * 1))-1 downto (2 + 1));
 bit_of4_y <= t_src(0);
 
 
-fold_link0_sat56_hi <= unsigned(fold_link0_s1(33-1 downto (32 - 1)));
+fold_link0_sat57_hi <= unsigned(fold_link0_s1(33-1 downto (32 - 1)));
 
 
-fold_link0_sat56_hin <= (not fold_link0_sat56_hi);
+fold_link0_sat57_hin <= (not fold_link0_sat57_hi);
 
 
-fold_link0_sat56_nsign <= stdl((not bool(fold_link0_s1((33 - 1)))));
+fold_link0_sat57_nsign <= stdl((not bool(fold_link0_s1((33 - 1)))));
 
-fold_link0_sat56_clamp: process (fold_link0_sat56_fill, fold_link0_sat56_hi, fold_link0_s1, fold_link0_sat56_hin) is
+fold_link0_sat57_clamp: process (fold_link0_sat57_fill, fold_link0_sat57_hi, fold_link0_s1, fold_link0_sat57_hin) is
 begin
-    if ((fold_link0_sat56_hi = 0) or (fold_link0_sat56_hin = 0)) then
+    if ((fold_link0_sat57_hi = 0) or (fold_link0_sat57_hin = 0)) then
         fold_link0_sa <= signed(unsigned(fold_link0_s1(32-1 downto 0)));
     else
-        fold_link0_sa <= signed(unsigned'(fold_link0_s1((33 - 1)) & fold_link0_sat56_fill));
+        fold_link0_sa <= signed(unsigned'(fold_link0_s1((33 - 1)) & fold_link0_sat57_fill));
     end if;
-end process fold_link0_sat56_clamp;
+end process fold_link0_sat57_clamp;
 
 
 fold_link0_round_sat24_t <= shift_right(fold_link0_p2, 16);
@@ -14531,22 +14592,22 @@ fold_link0_round_sat24_rb <= signed(unsigned'(unsigned'("00000000000000000000000
 fold_link0_round_sat24_r <= (fold_link0_round_sat24_t + fold_link0_round_sat24_rb);
 
 
-fold_link0_round_sat24_sat57_hi <= unsigned(fold_link0_round_sat24_r(65-1 downto (32 - 1)));
+fold_link0_round_sat24_sat58_hi <= unsigned(fold_link0_round_sat24_r(65-1 downto (32 - 1)));
 
 
-fold_link0_round_sat24_sat57_hin <= (not fold_link0_round_sat24_sat57_hi);
+fold_link0_round_sat24_sat58_hin <= (not fold_link0_round_sat24_sat58_hi);
 
 
-fold_link0_round_sat24_sat57_nsign <= stdl((not bool(fold_link0_round_sat24_r((65 - 1)))));
+fold_link0_round_sat24_sat58_nsign <= stdl((not bool(fold_link0_round_sat24_r((65 - 1)))));
 
-fold_link0_round_sat24_sat57_clamp: process (fold_link0_round_sat24_sat57_fill, fold_link0_round_sat24_sat57_hi, fold_link0_round_sat24_r, fold_link0_round_sat24_sat57_hin) is
+fold_link0_round_sat24_sat58_clamp: process (fold_link0_round_sat24_sat58_fill, fold_link0_round_sat24_sat58_hi, fold_link0_round_sat24_r, fold_link0_round_sat24_sat58_hin) is
 begin
-    if ((fold_link0_round_sat24_sat57_hi = 0) or (fold_link0_round_sat24_sat57_hin = 0)) then
+    if ((fold_link0_round_sat24_sat58_hi = 0) or (fold_link0_round_sat24_sat58_hin = 0)) then
         fold_link0_sm <= signed(unsigned(fold_link0_round_sat24_r(32-1 downto 0)));
     else
-        fold_link0_sm <= signed(unsigned'(fold_link0_round_sat24_r((65 - 1)) & fold_link0_round_sat24_sat57_fill));
+        fold_link0_sm <= signed(unsigned'(fold_link0_round_sat24_r((65 - 1)) & fold_link0_round_sat24_sat58_fill));
     end if;
-end process fold_link0_round_sat24_sat57_clamp;
+end process fold_link0_round_sat24_sat58_clamp;
 
 
 fold_link0_a <= signed(fold_link0_prev_x);
@@ -14604,22 +14665,22 @@ row_bus0_t_val <= tree_stage0_ox;
 bit_of6_y <= t_src(0);
 
 
-fold_link1_sat58_hi <= unsigned(fold_link1_s1(33-1 downto (32 - 1)));
+fold_link1_sat59_hi <= unsigned(fold_link1_s1(33-1 downto (32 - 1)));
 
 
-fold_link1_sat58_hin <= (not fold_link1_sat58_hi);
+fold_link1_sat59_hin <= (not fold_link1_sat59_hi);
 
 
-fold_link1_sat58_nsign <= stdl((not bool(fold_link1_s1((33 - 1)))));
+fold_link1_sat59_nsign <= stdl((not bool(fold_link1_s1((33 - 1)))));
 
-fold_link1_sat58_clamp: process (fold_link1_sat58_fill, fold_link1_sat58_hi, fold_link1_s1, fold_link1_sat58_hin) is
+fold_link1_sat59_clamp: process (fold_link1_sat59_fill, fold_link1_sat59_hi, fold_link1_s1, fold_link1_sat59_hin) is
 begin
-    if ((fold_link1_sat58_hi = 0) or (fold_link1_sat58_hin = 0)) then
+    if ((fold_link1_sat59_hi = 0) or (fold_link1_sat59_hin = 0)) then
         fold_link1_sa <= signed(unsigned(fold_link1_s1(32-1 downto 0)));
     else
-        fold_link1_sa <= signed(unsigned'(fold_link1_s1((33 - 1)) & fold_link1_sat58_fill));
+        fold_link1_sa <= signed(unsigned'(fold_link1_s1((33 - 1)) & fold_link1_sat59_fill));
     end if;
-end process fold_link1_sat58_clamp;
+end process fold_link1_sat59_clamp;
 
 
 fold_link1_round_sat25_t <= shift_right(fold_link1_p2, 16);
@@ -14629,22 +14690,22 @@ fold_link1_round_sat25_rb <= signed(unsigned'(unsigned'("00000000000000000000000
 fold_link1_round_sat25_r <= (fold_link1_round_sat25_t + fold_link1_round_sat25_rb);
 
 
-fold_link1_round_sat25_sat59_hi <= unsigned(fold_link1_round_sat25_r(65-1 downto (32 - 1)));
+fold_link1_round_sat25_sat60_hi <= unsigned(fold_link1_round_sat25_r(65-1 downto (32 - 1)));
 
 
-fold_link1_round_sat25_sat59_hin <= (not fold_link1_round_sat25_sat59_hi);
+fold_link1_round_sat25_sat60_hin <= (not fold_link1_round_sat25_sat60_hi);
 
 
-fold_link1_round_sat25_sat59_nsign <= stdl((not bool(fold_link1_round_sat25_r((65 - 1)))));
+fold_link1_round_sat25_sat60_nsign <= stdl((not bool(fold_link1_round_sat25_r((65 - 1)))));
 
-fold_link1_round_sat25_sat59_clamp: process (fold_link1_round_sat25_sat59_fill, fold_link1_round_sat25_sat59_hi, fold_link1_round_sat25_r, fold_link1_round_sat25_sat59_hin) is
+fold_link1_round_sat25_sat60_clamp: process (fold_link1_round_sat25_sat60_fill, fold_link1_round_sat25_sat60_hi, fold_link1_round_sat25_r, fold_link1_round_sat25_sat60_hin) is
 begin
-    if ((fold_link1_round_sat25_sat59_hi = 0) or (fold_link1_round_sat25_sat59_hin = 0)) then
+    if ((fold_link1_round_sat25_sat60_hi = 0) or (fold_link1_round_sat25_sat60_hin = 0)) then
         fold_link1_sm <= signed(unsigned(fold_link1_round_sat25_r(32-1 downto 0)));
     else
-        fold_link1_sm <= signed(unsigned'(fold_link1_round_sat25_r((65 - 1)) & fold_link1_round_sat25_sat59_fill));
+        fold_link1_sm <= signed(unsigned'(fold_link1_round_sat25_r((65 - 1)) & fold_link1_round_sat25_sat60_fill));
     end if;
-end process fold_link1_round_sat25_sat59_clamp;
+end process fold_link1_round_sat25_sat60_clamp;
 
 
 fold_link1_a <= signed(fold_link1_prev_x);
@@ -14718,7 +14779,7 @@ agg_w: process (clk) is
 begin
     if rising_edge(clk) then
         if (bool(h_ld) and (h_sel = 4)) then
-            agg_tab(to_integer(h_addr(8-1 downto 0))) <= h_data(18-1 downto 0);
+            agg_tab(to_integer(h_addr(8-1 downto 0))) <= h_data(31-1 downto 0);
         end if;
     end if;
 end process agg_w;
@@ -14754,6 +14815,7 @@ end process tabr;
 
 
 agg_pe_c <= agg_entry((16 + 2)-1 downto 16);
+agg_sum_op <= agg_entry(30);
 
 
 prog_len_32 <= unsigned'(to_unsigned(0, 21) & prog_len);
@@ -14868,7 +14930,7 @@ begin
         lchk <= to_unsigned(1, 4);
     elsif (ld_addr >= ldepth) then
         lchk <= to_unsigned(2, 4);
-    elsif ((ld_sel = 4) and (s_axil_wdata_num(32-1 downto 16) >= 4)) then
+    elsif ((ld_sel = 4) and (s_axil_wdata_num(30-1 downto 16) >= 4)) then
         lchk <= to_unsigned(1, 4);
     elsif ((ld_sel = 4) and (s_axil_wdata_num(16-1 downto 0) >= 256)) then
         lchk <= to_unsigned(2, 4);
@@ -14991,25 +15053,25 @@ begin
             sv_we <= '0';
             idone <= '0';
             if (ist = 1) then
-                if bool(x_s_axil_awready) then
+                if bool(msu_s_axil_awready) then
                     i_awvalid <= '0';
                     ist <= to_unsigned(2, 3);
                 end if;
             elsif (ist = 2) then
-                if bool(x_s_axil_bvalid) then
+                if bool(msu_s_axil_bvalid) then
                     ist <= to_unsigned(0, 3);
                     idone <= '1';
                 end if;
             elsif (ist = 3) then
-                if bool(x_s_axil_arready) then
+                if bool(msu_s_axil_arready) then
                     i_arvalid <= '0';
                     ist <= to_unsigned(4, 3);
                 end if;
             elsif (ist = 4) then
-                if bool(x_s_axil_rvalid) then
+                if bool(msu_s_axil_rvalid) then
                     ist <= to_unsigned(0, 3);
                     idone <= '1';
-                    irdata <= x_s_axil_rdata;
+                    irdata <= msu_s_axil_rdata;
                 end if;
             end if;
             if bool(running) then
@@ -15382,7 +15444,7 @@ begin
                     a_we <= '1';
                     a_pe <= agg_pe_c;
                     a_addr <= agg_addr_r;
-                    a_data <= agg_avg;
+                    a_data <= agg_res;
                     ai <= (ai + 1);
                     cs <= to_unsigned(9, 4);
                 elsif (cs = 12) then
@@ -15400,6 +15462,9 @@ begin
         end if;
     end if;
 end process main;
+
+
+unused_msu <= unsigned'(msu_s_axis_pe_tready & msu_s_axil_wready & msu_s_axil_rresp & msu_s_axil_bresp & msu_m_axis_pe_tlast & msu_m_axis_pe_tkeep);
 
 
 unused_sig <= unused_sink;

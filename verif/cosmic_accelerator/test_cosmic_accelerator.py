@@ -1,0 +1,504 @@
+"""cosmic_accelerator: tablac-compiled TABLA programs end to end on the RTL accelerator.
+
+The host is a cocotbext-axi ``AxiLiteMaster``; main memory a cocotbext-axi ``AxiRam``
+stalling every AXI channel at random.  Each benchmark program (linear, logistic, svm,
+reco, backprop at small sizes, ``acc_case.SMALL``) is compiled by ``tablac.codegen`` for
+the netlist's plan, loaded through the register map (microcode, preloads, aggregation
+table, tree program), its model broadcast by the memory schedule unit, and trained for
+several rounds (mini-batches).  After every round the model read back from the PEs (every
+thread's copy) must equal, word for word, ``tablac.machine`` (cycle-level model of the
+compiled program) and the golden parallel SGD (``acc_case.golden_rounds``).
+
+Also: a corrupted expected word must be reported (negative test), every error code
+(bad PE, slot, link, opcode, queue overflow, thread table, busy, register) leaves the
+core idle and readable, reset in the middle of a mini-batch then a restart gives the
+same result, the aggregation of hand-made per-thread values equals
+``golden.sgd.average_fx``, and the cycles per sample are measured (``bench_*``).
+"""
+from __future__ import annotations
+
+import random
+
+import cocotb
+import numpy as np
+import pytest
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, RisingEdge
+from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
+
+from golden.cosmic_msu import Entry
+from golden.cosmic_pe import Instr
+from golden.sgd import average_fx
+from scoreboards.gates import Gate
+from verif.harness import CLOCK_NS, dut_params, ghdl_testcase, matrix, run_core
+from verif.tb_common import record_bench, sim_seed, sim_test, within
+
+CORE = "cosmic_accelerator"
+AXIL_CYCLES = 10_000
+POLL_LIMIT = 20_000          # STATUS reads while waiting for a command
+
+# register map (rtl_gen/cosmic/cosmic_accelerator.py; datasheet ip/cosmic_accelerator)
+A = 0x1000
+CTRL, STATUS, PROG_LEN, SAMPLES, ROUNDS, AGG_LEN = A + 0x00, A + 0x04, A + 0x08, A + 0x0C, \
+    A + 0x10, A + 0x14
+CYCLES, SAMPLE_CNT, ROUND_CNT = A + 0x18, A + 0x1C, A + 0x20
+LD_PE, LD_SEL, LD_ADDR, LD_HI, LD_LO = A + 0x24, A + 0x28, A + 0x2C, A + 0x30, A + 0x34
+RB_PE, RB_SEL, RB_ADDR, RB_DATA = A + 0x38, A + 0x3C, A + 0x40, A + 0x44
+ERR_INFO, SHAPE, COMPUTE_CYC, LOAD_CYC, AGG_CYC = A + 0x48, A + 0x4C, A + 0x50, A + 0x54, A + 0x58
+C_LOAD_MODEL, C_TRAIN, C_ERRCLR, C_AGGREGATE = 1, 2, 4, 8
+E_PE, E_SLOT, E_LINK, E_OP, E_MSU, E_TABLE, E_BUSY, E_BUS, E_REG, E_PEERR = range(1, 11)
+# memory schedule unit registers (its own datasheet)
+M_CTRL, M_STATUS, M_QPUSH, M_MODEL = 0x000, 0x004, 0x00C, 0x010
+
+
+def m_mem(t):
+    return 0x100 + 8 * t
+
+
+def m_off(t):
+    return 0x104 + 8 * t
+
+
+class Host:
+    def __init__(self, dut, mem_p=0.7):
+        self.dut = dut
+        self.p = dut_params()
+        self.seed = sim_seed()
+        self.clk = dut.clk
+        self.ram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst, size=1 << 16)
+        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
+        chans = [self.ram.read_if.ar_channel, self.ram.read_if.r_channel,
+                 self.ram.write_if.aw_channel, self.ram.write_if.w_channel,
+                 self.ram.write_if.b_channel]
+        for i, ch in enumerate(chans):
+            if mem_p < 1.0:
+                gt = Gate(self.seed * 31 + i, mem_p, max_run=5)
+                ch.set_pause_generator(iter(lambda gt=gt: not gt.next(), None))
+        self.T = self.p["THREADS"]
+        self.C = self.p["COLS"]
+        self.N = self.p["ROWS"] * self.C
+        self.P = self.N // self.T
+
+    async def start(self):
+        cocotb.start_soon(Clock(self.clk, CLOCK_NS, unit="ns").start())
+        await self.reset()
+
+    async def reset(self, cycles=5):
+        self.dut.rst.value = 1
+        await ClockCycles(self.clk, cycles)
+        self.dut.rst.value = 0
+        await ClockCycles(self.clk, 2)
+
+    async def wr(self, addr, value):
+        await within(self.axil.write_dword(addr, int(value) & 0xFFFFFFFF), AXIL_CYCLES,
+                     f"s_axil: write 0x{addr:x} got no response (AW/W/B)")
+
+    async def rd(self, addr):
+        return await within(self.axil.read_dword(addr), AXIL_CYCLES,
+                            f"s_axil: read 0x{addr:x} got no response (AR/R)")
+
+    async def status(self):
+        s = await self.rd(STATUS)
+        return dict(busy=s & 1, done=(s >> 1) & 1, err=(s >> 2) & 1, code=(s >> 4) & 15,
+                    msu=(s >> 8) & 15, state=(s >> 12) & 15, raw=s)
+
+    async def wait_idle(self, what):
+        for _ in range(POLL_LIMIT):
+            s = await self.status()
+            if not s["busy"]:
+                return s
+        raise AssertionError(f"{what}: STATUS.busy still set after {POLL_LIMIT} polls "
+                             f"(seed {self.seed})")
+
+    async def expect_error(self, code, what):
+        s = await self.wait_idle(what)
+        assert s["err"] and s["code"] == code and not s["busy"], \
+            f"{what}: expected error {code}, STATUS {s}"
+        await self.wr(CTRL, C_ERRCLR)
+        s = await self.status()
+        assert not s["err"] and s["code"] == 0, f"{what}: ERRCLR left {s}"
+        return s
+
+    # ---------------------------------------------------------------- loading
+    async def load(self, sel, pe, addr, words, hi=True):
+        await self.wr(LD_SEL, sel)
+        await self.wr(LD_PE, pe)
+        await self.wr(LD_ADDR, addr)
+        last_hi = None
+        for w in words:
+            w = int(w)
+            if hi and (w >> 32) != last_hi:
+                await self.wr(LD_HI, w >> 32)
+                last_hi = w >> 32
+            await self.wr(LD_LO, w & 0xFFFFFFFF)
+
+    async def load_case(self, case, programs):
+        comp = case.comp
+        for pe, prog in enumerate(programs):
+            await self.load(0, pe, 0, prog)
+        for pe, pre in enumerate(comp.preload):
+            for b, sel in (("D", 1), ("M", 2), ("I", 3)):
+                for a, q in sorted(pre[b].items()):
+                    await self.load(sel, pe, a, [int(q) & 0xFFFFFFFF], hi=False)
+        agg = [(e[1] & 0xFFFF) | (e[0] << 16) | (1 << 30 if e[4] == "sum" else 0)
+               for e in comp.aggregation]
+        await self.load(4, 0, 0, agg, hi=False)
+        await self.wr(AGG_LEN, len(agg))
+        await self.load(5, 0, 0, tree_words(comp, self.p), hi=False)
+        await self.wr(PROG_LEN, comp.length)
+
+    async def put_mem(self, words):
+        self.ram.write(0, b"".join(int(w & 0xFFFFFFFF).to_bytes(4, "little") for w in words))
+
+    async def msu_queue(self, entries):
+        await self.wr(M_CTRL, 2)           # CLEAR
+        for e in entries:
+            await self.wr(M_QPUSH, e.encode())
+
+    async def load_model(self, case):
+        await self.msu_queue(case.comp.model_entries)
+        await self.wr(M_MODEL, 0)
+        for t in range(case.T):
+            await self.wr(m_off(t), t * self.P)
+        await self.wr(CTRL, C_LOAD_MODEL)
+        s = await self.wait_idle("LOAD_MODEL")
+        assert s["done"] and not s["err"], f"LOAD_MODEL: STATUS {s}"
+        await self.msu_queue(case.comp.sample_entries)
+
+    async def train(self, case, rounds=1, check=True):
+        sw = case.comp.sample_words
+        for t in range(case.T):
+            await self.wr(m_mem(t), case.base + t * case.sub * sw)
+        await self.wr(SAMPLES, case.sub)
+        await self.wr(ROUNDS, rounds)
+        await self.wr(CTRL, C_TRAIN)
+        if check:
+            s = await self.wait_idle("TRAIN")
+            assert s["done"] and not s["err"], f"TRAIN: STATUS {s}"
+            n = await self.rd(SAMPLE_CNT)
+            assert n == case.sub * rounds, f"SAMPLE_CNT {n}, expected {case.sub * rounds}"
+            return s
+
+    async def read_words(self, case, thread):
+        await self.wr(RB_SEL, 2)
+        words = {}
+        for v, (pe, a) in sorted(case.comp.model_addr.items()):
+            await self.wr(RB_PE, thread * self.P + pe)
+            await self.wr(RB_ADDR, a)
+            u = await self.rd(RB_DATA)
+            words[v] = u - (1 << 32) if u >> 31 else u
+        return words
+
+
+def tree_words(comp, p):
+    """The tree-bus program: one word per cycle 0..length+7 (op, source rows, dest rows)."""
+    rpt = p["ROWS"] // p["THREADS"]
+    words = [0] * (comp.length + 8)
+    code = {"pass": 1, "add": 2, "mul": 3}
+    for (c, op, srcs, dsts) in comp.tree:
+        if op not in code:
+            raise ValueError(f"tree op {op!r} has no encoding in this netlist")
+        if words[c]:
+            raise ValueError(f"two tree entries in cycle {c}")
+        sm = sum(1 << r for r in srcs)
+        dm = sum(1 << r for r in dsts)
+        words[c] = code[op] | sm << 2 | dm << (2 + rpt)
+    return words
+
+
+def compare(case, got, r, tag):
+    """Model arrays read from the RTL against tablac.machine and the golden parallel SGD
+    after round r; returns a list of mismatch descriptions (empty: equal)."""
+    bad = []
+    for ref_name, ref in (("tablac.machine", case.machine[r]), ("golden", case.golden[r])):
+        for k, arr in ref.items():
+            g = got[k]
+            if not np.array_equal(g, arr):
+                idx = np.argwhere(g != arr)
+                i = tuple(idx[0])
+                bad.append(f"{tag} round {r}: {k}{list(i)} RTL {int(g[i])} != {ref_name} "
+                           f"{int(arr[i])} ({len(idx)} words differ)")
+    return bad
+
+
+def _case(name, p, **kw):
+    from verif.cosmic_accelerator.acc_case import make_case
+    return make_case(name, p, **kw)
+
+
+async def run_program(h, name, rounds=3, sub=2, shuffle=False):
+    from verif.cosmic_accelerator.acc_case import hw_cfg, model_from_words, transcode
+    case = _case(name, h.p, sub=sub, rounds=rounds, shuffle=False)
+    progs = transcode(case.comp, hw_cfg(h.p))
+    await h.put_mem(case.mem_words)
+    await h.load_case(case, progs)
+    await h.load_model(case)
+    for r in range(rounds):
+        await h.train(case)
+        for t in sorted({0, case.T - 1}):
+            got = model_from_words(case, await h.read_words(case, t))
+            bad = compare(case, got, r, f"{name} thread {t}")
+            assert not bad, "\n".join(bad)
+        h.dut._log.info("%s round %d: RTL == tablac.machine == golden (%d words, %d threads)",
+                        name, r, len(case.comp.model_addr), case.T)
+    return case
+
+
+# ---------------------------------------------------------------------- tests
+@sim_test(timeout_us={"default": 40_000, "*": 120_000})
+async def programs_end_to_end(dut):
+    """All five benchmark programs, three mini-batches each, every AXI channel stalling."""
+    h = Host(dut)
+    await h.start()
+    from verif.cosmic_accelerator.acc_case import PROGRAMS
+    for name in PROGRAMS:
+        await run_program(h, name)
+
+
+@sim_test(timeout_us={"default": 20_000, "*": 60_000})
+async def rounds_in_one_command(dut):
+    """ROUNDS=3 in one TRAIN: the controller restores every thread's Mem Addr per round
+    and aggregates after each; the final model equals round 3 of both references."""
+    from verif.cosmic_accelerator.acc_case import hw_cfg, model_from_words, transcode
+    h = Host(dut)
+    await h.start()
+    case = _case("logistic", h.p, sub=3, rounds=3)
+    await h.put_mem(case.mem_words)
+    await h.load_case(case, transcode(case.comp, hw_cfg(h.p)))
+    await h.load_model(case)
+    await h.train(case, rounds=3)
+    assert await h.rd(ROUND_CNT) == 3
+    got = model_from_words(case, await h.read_words(case, 0))
+    bad = compare(case, got, 2, "logistic x3")
+    assert not bad, "\n".join(bad)
+
+
+@sim_test(timeout_us={"default": 20_000, "*": 60_000})
+async def corrupted_expected_word_fails(dut):
+    """Negative test: the comparison reports a single corrupted expected word."""
+    from verif.cosmic_accelerator.acc_case import hw_cfg, model_from_words, transcode
+    h = Host(dut)
+    await h.start()
+    case = _case("linear", h.p, rounds=1)
+    await h.put_mem(case.mem_words)
+    await h.load_case(case, transcode(case.comp, hw_cfg(h.p)))
+    await h.load_model(case)
+    await h.train(case)
+    got = model_from_words(case, await h.read_words(case, 0))
+    assert not compare(case, got, 0, "clean")
+    rng = random.Random(h.seed)
+    j = rng.randrange(case.golden[0]["w"].size)
+    case.golden[0]["w"].reshape(-1)[j] ^= 1 << rng.randrange(32)
+    bad = compare(case, got, 0, "corrupted")
+    assert len(bad) == 1 and "golden" in bad[0], bad
+
+
+@sim_test(timeout_us={"default": 20_000, "*": 60_000})
+async def error_codes(dut):
+    """Every error code: the load or command is refused, STATUS names the code, the core
+    is idle, ERRCLR clears it, and a good run afterwards is exact."""
+    from verif.cosmic_accelerator.acc_case import hw_cfg
+    h = Host(dut)
+    await h.start()
+    cfg = hw_cfg(h.p)
+    # E_PE: a PE that does not exist
+    await h.load(0, h.P, 0, [0])
+    await h.expect_error(E_PE, "LD_PE = PEs per thread")
+    # E_SLOT: schedule slot beyond SCHED_DEPTH; buffer slot beyond DATA_DEPTH
+    await h.load(0, 0, h.p["SCHED_DEPTH"], [0])
+    await h.expect_error(E_SLOT, "microcode address = SCHED_DEPTH")
+    await h.load(1, 0, h.p["DATA_DEPTH"], [5], hi=False)
+    await h.expect_error(E_SLOT, "DATA address = DATA_DEPTH")
+    # E_LINK: PE at column 0 reads its left link; last column writes right
+    w_left = Instr(op=9, src_a=3, src_b=6, wb=3, wa=0).encode(cfg)
+    await h.load(0, 0, 0, [w_left])
+    await h.expect_error(E_LINK, "column 0 reads left_in")
+    w_right = Instr(op=9, src_a=6, src_b=6, out=2).encode(cfg)
+    await h.load(0, h.C - 1, 0, [w_right])
+    await h.expect_error(E_LINK, "last column writes right_out")
+    # E_OP: illegal opcode, and a nonlinear function the PEs lack
+    await h.load(0, 0, 0, [14])
+    await h.expect_error(E_OP, "opcode 14")
+    missing = [op for op, bit in ((11, 1), (12, 2), (13, 3)) if not (h.p["NL"] >> bit) & 1]
+    if missing:
+        await h.load(0, 0, 0, [Instr(op=missing[0], src_a=6, src_b=6).encode(cfg)])
+        await h.expect_error(E_OP, f"nonlinear opcode {missing[0]} not instantiated")
+    # E_REG: unknown register
+    await h.wr(A + 0x7F0, 1)
+    await h.expect_error(E_REG, "unknown register")
+    # E_MSU: a memory schedule that overflows the unit's queue
+    await h.wr(M_CTRL, 2)
+    for i in range(h.p["QDEPTH"] + 1):
+        await h.wr(M_QPUSH, Entry(base=0, size=1).encode())
+    await h.wr(PROG_LEN, 1)
+    await h.wr(CTRL, C_LOAD_MODEL)
+    s = await h.wait_idle("overflowed queue")
+    assert s["err"] and s["code"] == E_MSU and s["msu"] == 3, f"queue overflow: {s}"
+    await h.wr(CTRL, C_ERRCLR)
+    await h.wr(M_CTRL, 4 | 2)    # the unit's ERRCLR, CLEAR
+    # E_TABLE: overlapping threads in the Thread Index Table
+    if h.T > 1:
+        await h.wr(M_QPUSH, Entry(base=0, size=1).encode())
+        for t in range(h.T):
+            await h.wr(m_off(t), 0)
+        await h.wr(SAMPLES, 1)
+        await h.wr(ROUNDS, 1)
+        await h.wr(CTRL, C_TRAIN)
+        await h.expect_error(E_TABLE, "PE_OFFSET[1] = PE_OFFSET[0]")
+    # E_SLOT: PROG_LEN 0
+    await h.wr(PROG_LEN, 0)
+    await h.wr(CTRL, C_TRAIN)
+    await h.expect_error(E_SLOT, "PROG_LEN 0")
+    # E_BUSY: a command and a load while a command runs (a long nop program)
+    nop = Instr().encode(cfg)
+    for q in range(h.P):
+        await h.load(0, q, 0, [nop] * 64)
+    await h.load(5, 0, 0, [0] * 72, hi=False)
+    await h.wr(PROG_LEN, 64)
+    await h.wr(M_CTRL, 2)
+    await h.wr(M_QPUSH, Entry(base=0, size=1).encode())
+    for t in range(h.T):
+        await h.wr(m_off(t), t * h.P)
+        await h.wr(m_mem(t), 0)
+    await h.wr(SAMPLES, 40)
+    await h.wr(ROUNDS, 1)
+    await h.wr(AGG_LEN, 0)
+    await h.wr(CTRL, C_TRAIN)
+    s = await h.status()
+    assert s["busy"], f"long run not busy: {s}"
+    await h.wr(CTRL, C_TRAIN)
+    await h.wr(LD_LO, 0)
+    await h.wr(M_QPUSH, Entry(base=0, size=1).encode())
+    await h.expect_error(E_BUSY, "command/load/queue push while busy")
+    s = await h.wait_idle("long run after E_BUSY")
+    assert s["done"] and not s["err"], f"the run was disturbed: {s}"
+    # a good run afterwards
+    await run_program(h, "linear", rounds=1)
+
+
+@sim_test(timeout_us={"default": 30_000, "*": 90_000})
+async def reset_mid_minibatch(dut):
+    """Reset at a random cycle inside a mini-batch; reload the model and rerun: the same
+    result as an undisturbed run."""
+    from verif.cosmic_accelerator.acc_case import hw_cfg, model_from_words, transcode
+    h = Host(dut)
+    await h.start()
+    case = _case("backprop", h.p, sub=3, rounds=2)
+    await h.put_mem(case.mem_words)
+    await h.load_case(case, transcode(case.comp, hw_cfg(h.p)))
+    await h.load_model(case)
+    await h.train(case, check=False)
+    await ClockCycles(h.clk, random.Random(h.seed).randrange(20, 3 * case.comp.length + 60))
+    assert (await h.status())["busy"], "the run ended before the reset"
+    await h.reset()
+    s = await h.status()
+    assert not s["busy"] and not s["err"] and s["state"] == 0, f"after reset: {s}"
+    # reset clears the accelerator's registers, not the PE contents or the tables
+    assert await h.rd(PROG_LEN) == 0
+    await h.wr(PROG_LEN, case.comp.length)
+    await h.wr(AGG_LEN, len(case.comp.aggregation))
+    await h.load_model(case)
+    for r in range(case.rounds):
+        await h.train(case)
+        got = model_from_words(case, await h.read_words(case, 0))
+        bad = compare(case, got, r, "after reset")
+        assert not bad, "\n".join(bad)
+
+
+@sim_test(timeout_us={"default": 20_000, "*": 60_000})
+async def aggregation_directed(dut):
+    """Each thread copies its own sample word into MODEL (pass D -> M), then the
+    aggregation averages word by word: average_fx over the threads, written into every
+    thread; extreme words (saturation edges, ties) included."""
+    from verif.cosmic_accelerator.acc_case import FMT, hw_cfg
+    h = Host(dut)
+    await h.start()
+    cfg = hw_cfg(h.p)
+    rng = random.Random(h.seed)
+    T, P, C = h.T, h.P, h.C
+    # program: PE q copies DATA[0] into MODEL[0] and MODEL[1]
+    prog = [Instr(op=9, src_a=0, src_b=6, ra_d=0, wb=2, wa=0).encode(cfg),
+            Instr(op=9, src_a=0, src_b=6, ra_d=0, wb=2, wa=1).encode(cfg)]
+    for q in range(P):
+        await h.load(0, q, 0, prog)
+    await h.load(4, 0, 0, [(a | q << 16) for q in range(P) for a in (0,)], hi=False)
+    await h.wr(AGG_LEN, P)
+    await h.load(5, 0, 0, [0] * 16, hi=False)
+    await h.wr(PROG_LEN, 2)
+    edge = [FMT.max_int, FMT.min_int, -1, 1, 0]
+    vals = [[rng.choice(edge) if rng.random() < 0.3 else rng.randrange(FMT.min_int, FMT.max_int)
+             for q in range(P)] for t in range(T)]
+    # thread t's samples: one word per PE, one beat per row
+    mem = [v & 0xFFFFFFFF for t in range(T) for v in vals[t]]
+    await h.put_mem(mem)
+    await h.wr(M_CTRL, 2)
+    for r in range(P // C):
+        await h.wr(M_QPUSH, Entry(base=r * C, size=C).encode())
+    for t in range(T):
+        await h.wr(m_off(t), t * P)
+        await h.wr(m_mem(t), t * P)
+    await h.wr(SAMPLES, 1)
+    await h.wr(ROUNDS, 1)
+    await h.wr(CTRL, C_TRAIN)
+    s = await h.wait_idle("aggregation run")
+    assert s["done"] and not s["err"], s
+    exp = average_fx(FMT, np.array(vals, dtype=np.int64))
+    await h.wr(RB_SEL, 2)
+    for t in range(T):
+        for q in range(P):
+            await h.wr(RB_PE, t * P + q)
+            for a, want in ((0, int(exp[q])), (1, vals[t][q])):
+                await h.wr(RB_ADDR, a)
+                u = await h.rd(RB_DATA)
+                got = u - (1 << 32) if u >> 31 else u
+                assert got == want, f"thread {t} PE {q} MODEL[{a}]: {got} != {want}"
+
+
+@sim_test(timeout_us={"default": 40_000, "*": 120_000})
+async def bench_cycles_per_sample(dut):
+    """Cycles per training sample per thread against the compiled schedule, and memory
+    words per cycle while a sample streams in."""
+    from verif.cosmic_accelerator.acc_case import hw_cfg, transcode
+    h = Host(dut, mem_p=1.0)
+    await h.start()
+    rec = {}
+    for name in ("linear", "backprop"):
+        sub = 8
+        case = _case(name, h.p, sub=sub, rounds=1)
+        await h.put_mem(case.mem_words)
+        await h.load_case(case, transcode(case.comp, hw_cfg(h.p)))
+        await h.load_model(case)
+        await h.train(case)
+        cyc = await h.rd(CYCLES)
+        comp_c = await h.rd(COMPUTE_CYC)
+        load_c = await h.rd(LOAD_CYC)
+        agg_c = await h.rd(AGG_CYC)
+        sched = case.comp.length + 5
+        per = (cyc - agg_c) / sub
+        words = case.comp.sample_words * case.T
+        rec[f"{name}_schedule_cycles"] = sched
+        rec[f"{name}_cycles_per_sample"] = round(per, 2)
+        rec[f"{name}_compute_cycles_per_sample"] = round(comp_c / sub, 2)
+        rec[f"{name}_load_cycles_per_sample"] = round(load_c / sub, 2)
+        rec[f"{name}_overhead_vs_schedule"] = round(per / sched - 1, 4)
+        rec[f"{name}_mem_words_per_load_cycle"] = round(words / (load_c / sub), 3)
+        rec[f"{name}_agg_cycles"] = agg_c
+        h.dut._log.info("%s: schedule %d cycles, measured %.1f per sample (compute %.1f, "
+                        "load %.1f), aggregation %d", name, sched, per, comp_c / sub,
+                        load_c / sub, agg_c)
+    record_bench(CORE, unit="sample", threads=h.T, peak_words_per_cycle=h.C, **rec)
+
+
+# ------------------------------------------------------------------ pytest launchers
+GHDL_VERILOG_ONLY = {}
+
+
+@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator")]))
+def test_cosmic_accelerator(cfg, sim):
+    run_core(CORE, cfg, sim, testcase=ghdl_testcase(sim, globals(), GHDL_VERILOG_ONLY))
+
+
+# bus protocol checkers (scoreboards/protocol.py) on the AXI4 and AXI4-Lite ports
+from scoreboards.protocol import guard_tests  # noqa: E402
+
+guard_tests(globals())
