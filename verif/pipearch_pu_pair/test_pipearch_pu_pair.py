@@ -19,10 +19,33 @@ import pytest
 from golden import pipearch_isa as I
 from verif.tb_common import sim_test
 from verif.harness import BUILD, REPO, run_top
+from verif.tb_common import sim_test
 from verif.pipearch_pu.test_pipearch_pu import (TB, check_run, compare_mem, iss_for, model_of,
-                                                 sgd_case, yield_pcs)
+                                                 reset_mid_jobs, run_and_compare, scd_case, sgd_case,
+                                                 yield_pcs)
 
 NAME = "pipearch_pu_pair"
+
+
+@sim_test()
+async def reset_during_jobs(dut):
+    """Reset (shared by both PUs) at a seeded random cycle while PU 0 runs an SGD job and
+    PU 1 an SCD job: both PUs' busy low, STATUS/ERROR/CYCLES at reset values, no AXI beat
+    afterwards; then, memory rewritten by the host, each PU runs its job again and ends
+    equal to the ISS (memory, PC trace) and the golden model."""
+    tb = TB(dut, prefixes=("pu0_", "pu1_"))
+    await tb.reset()
+    ja, ma, ga = sgd_case(tb.cfg, tb.rng, loss="logistic", m=16, partition=4, epochs=2)
+    jb, mb, gb = scd_case(tb.cfg, tb.rng, loss="lasso", m=16, n=5, epochs=2, partition=8)
+    at = int(tb.rng.integers(20, 600))
+    dut._log.info("reset %d cycles after the STARTs", at)
+    await reset_mid_jobs(tb, [(tb.pus[0], ja, ma), (tb.pus[1], jb, mb)], at)
+    await run_and_compare(tb, ja, ma, ga, "PU0 sgd after reset")
+    tb.pus.reverse()                    # run_and_compare drives tb.pu = tb.pus[0]
+    try:
+        await run_and_compare(tb, jb, mb, gb, "PU1 scd after reset")
+    finally:
+        tb.pus.reverse()
 
 
 @sim_test(timeout_us={"default": 170, "*": 2720})  # measured 35.8 us on default
