@@ -1,7 +1,7 @@
 """Deadlock regression (issue 11): a stalled stream fails the cocotb test within a bounded
 simulated time, naming the stalled interface and the seed, instead of hanging.
 
-The three cocotb tests below run on the real ``l2reg`` netlist and are EXPECTED TO FAIL:
+The cocotb tests below run on the real ``l2reg`` netlist and are EXPECTED TO FAIL:
 
 * ``sink_never_ready``: the output sink never asserts ``m_axis_y_tready``; the wait for
   ``done`` runs out of its cycle budget and the message names ``m_axis_y``;
@@ -9,6 +9,9 @@ The three cocotb tests below run on the real ``l2reg`` netlist and are EXPECTED 
   never raises ``s_axis_x_tready`` (it waits for ``s_axis_xold``); the source's own
   handshake budget fails the test naming ``s_axis_x``, although the test body waits
   with a budget of a million cycles;
+* ``transaction_never_answered``: a bus-model transaction that never completes, bounded by
+  ``waits.within`` (as the AXI4-Lite reads/writes of the register-mapped testbenches are),
+  fails naming it;
 * ``bound_reached``: the same stall with every cycle budget far away: the test's
   simulated-time bound (``sim_test``) fails it and still names ``s_axis_x``.
 
@@ -31,7 +34,7 @@ import pytest
 from verif.harness import BUILD, CLOCK_NS, REPO, rtl_dir, sim_available
 from verif.l2reg.test_l2reg import ADAPTER
 from verif.lanewise_suite import job
-from verif.tb_common import SubroutineTB, line_spec, sim_test
+from verif.tb_common import SubroutineTB, line_spec, sim_test, within
 
 STALL = 2000          # cycle budget of the stalled wait in the first two tests
 BOUND_US = 40.0       # simulated-time bound of bound_reached (4000 cycles)
@@ -72,6 +75,16 @@ async def bound_reached(dut):
     await tb.wait_done(1, timeout=1_000_000)
 
 
+@sim_test(timeout_us=200)
+async def transaction_never_answered(dut):
+    """A bus-model transaction (here an awaitable that never completes, standing in for an
+    AXI4-Lite read nobody answers) bounded by ``within`` fails naming it."""
+    from cocotb.triggers import Event
+    tb = _tb(dut)
+    await tb.reset()
+    await within(Event().wait(), STALL, "s_axil: read 0x10 got no response (AR/R)")
+
+
 # --------------------------------------------------------------------------------------
 # pytest launcher
 # --------------------------------------------------------------------------------------
@@ -79,6 +92,7 @@ EXPECT = {  # test -> (patterns the failure message must contain, latest failure
     "sink_never_ready": ([r"done: no pulse for 1999 cycles", r"m_axis_y: tvalid held \d+ cycles without tready"],
                          STALL + 100),
     "input_never_accepted": ([r"s_axis_x: tvalid held without tready for 2000 cycles"], STALL + 100),
+    "transaction_never_answered": ([r"s_axil: read 0x10 got no response \(AR/R\) for 2000 cycles"], STALL + 100),
     "bound_reached": ([r"simulated-time bound of 40 us", r"s_axis_x: tvalid held \d+ cycles without tready"],
                            int(BOUND_US * 1000 / CLOCK_NS) + 1),
 }
