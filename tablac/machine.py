@@ -14,11 +14,15 @@ samples its link/bus inputs at the end of cycle ``k+1`` and writes its outputs i
   ``right_in``/``left_in`` in the same row (0 at the row ends);
 * row bus: one register per row, written at the end of cycle ``c`` by the PE whose
   ``bus_out_valid`` is high in cycle ``c`` -- two writers in one cycle are an error;
-* tree bus: one per thread over its rows, ``d = tree_depth(rows_per_thread)`` levels; a
-  program entry ``(c, op, src rows, dst rows)`` combines the bus writes of its source
-  rows in cycle ``c`` (each must have one) with ``op`` (``pass``, saturating ``add`` or
-  ``mul`` in a left-to-right fold) and writes the destination rows' bus registers at the
-  end of cycle ``c+d``; two writes of one register in one cycle are an error.
+* tree bus: one per thread over its rows, ``d = tree_depth(rows_per_thread)`` levels of
+  nodes with an ALU (CoSMIC 5.1); a program entry ``(c, op, src rows, dst rows)`` takes
+  the bus writes of its source rows in cycle ``c`` (each must have one); level ``h``'s
+  node ``k`` (rows ``[k*2**h, (k+1)*2**h)``) applies ``op`` (saturating ``add``, ``mul``
+  = QFormat.mul) to its two children when both carry a source value and passes the one
+  that does otherwise (``pass``: one source row); the root's value is written into the
+  destination rows' bus registers at the end of cycle ``c+d``.  Two writes of one
+  register in one cycle are an error.  (A left-to-right fold would differ from this
+  under saturation: the tree is what the compiler's reductions rely on.)
 
 Memory: one word-addressed image (``W``-bit words): model region, then each thread's
 samples.  ``golden.cosmic_msu.plan``/``run`` turn the memory schedule and the Thread Index
@@ -144,7 +148,7 @@ class Machine:
         buswr = {}           # (row, cycle) -> value
         tree = {}            # cycle -> [(thread, op, srcs, dsts)]
         for (c, op, srcs, dsts) in self.c.tree:
-            if not 5 <= c < L + 5 or op not in ("pass", "add", "mul", "expr"):
+            if not 5 <= c < L + 5 or op not in ("pass", "add", "mul"):
                 raise MachineError(f"tree entry ({c}, {op}) outside the program's bus cycles")
         for t in range(self.T):
             for (c, op, srcs, dsts) in self.c.tree:
@@ -227,13 +231,7 @@ class Machine:
                     if (gr, k + 5) not in buswr:
                         raise MachineError(f"tree entry at cycle {k + 5}: row {gr} wrote nothing")
                     return buswr[(gr, k + 5)]
-                if op == "expr":
-                    v = self._tree_eval(srcs, row_val)[0]
-                else:
-                    vals = [row_val(r) for r in srcs]
-                    v = vals[0]
-                    for w in vals[1:]:
-                        v = int(fmt.add(v, w)) if op == "add" else int(fmt.mul(v, w))
+                v = self._tree_eval(op, srcs, row_val)
                 for r in dsts:
                     gr = t * self.rpt + r
                     slot = pending.setdefault(k + 5 + self.d, {})
@@ -250,27 +248,31 @@ class Machine:
         if inputs_trace is not None:
             self.stats.port_inputs = inputs_trace
 
-    def _tree_eval(self, x, row_val):
-        """(value, rows) of a tree-bus expression: a row number (that row's bus write)
-        or ``(op, left, right)``, evaluated by the tree node at the lowest common ancestor
-        of its rows, its operands coming from the two different subtrees below it."""
-        if isinstance(x, (int, np.integer)):
-            if not 0 <= x < self.rpt:
-                raise MachineError(f"tree expression names row {x} outside the thread")
-            return row_val(int(x)), {int(x)}
-        op, l, r = x
-        (a, ra), (b, rb) = self._tree_eval(l, row_val), self._tree_eval(r, row_val)
-        rows = ra | rb
-        h = (min(rows) ^ max(rows)).bit_length()
-        sl = {(q >> (h - 1)) & 1 for q in ra} if h else set()
-        sr = {(q >> (h - 1)) & 1 for q in rb} if h else set()
-        if ra & rb or len(sl) != 1 or len(sr) != 1 or sl == sr:
-            raise MachineError(f"tree expression {x} does not fit the tree over the rows")
-        if op == "add":
-            return int(self.fmt.add(a, b)), rows
-        if op == "mul":
-            return int(self.fmt.mul(a, b)), rows
-        raise MachineError(f"tree node op {op!r}: the tree bus adds or multiplies")
+    def _tree_eval(self, op, srcs, row_val):
+        """The tree bus: level by level, node ``k`` of level ``h`` covers rows
+        ``[k*2**h, (k+1)*2**h)``; it applies ``op`` to its two children when both hold a
+        source value, passes the one that does otherwise."""
+        if len(set(srcs)) != len(srcs) or not srcs:
+            raise MachineError(f"tree entry sources {srcs}: each row at most once, at least one")
+        if op == "pass" and len(srcs) != 1:
+            raise MachineError(f"a pass entry has one source row, got {srcs}")
+        vals = {}
+        for r in srcs:
+            if not 0 <= r < self.rpt:
+                raise MachineError(f"tree entry names row {r} outside the thread")
+            vals[int(r)] = row_val(int(r))
+        for _ in range(self.d):
+            nxt = {}
+            for k, v in sorted(vals.items()):
+                if k // 2 in nxt:
+                    a = nxt[k // 2]
+                    nxt[k // 2] = int(self.fmt.add(a, v)) if op == "add" else int(self.fmt.mul(a, v))
+                else:
+                    nxt[k // 2] = v
+            vals = nxt
+        if len(vals) != 1:
+            raise MachineError(f"tree of depth {self.d} cannot combine rows {srcs}")
+        return next(iter(vals.values()))
 
     # ------------------------------------------------------------ aggregation
     def aggregate(self):

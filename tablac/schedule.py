@@ -15,9 +15,13 @@ executing it):
   (at most one writer per row per cycle), readable by the row's slots ``s >= k+5``;
 * tree bus (CoSMIC 5.1) over the thread's rows, ``d = max(1, ceil(log2 rows))`` pipeline
   levels: a transaction in cycle ``c`` takes the bus writes of its source rows in cycle
-  ``c``, combines them in its nodes (``pass``, saturating ``add``/``mul``) and writes the
-  result into the bus registers of its destination rows at the end of cycle ``c+d``
-  (readable by slots ``s >= c+d``); one transaction starts per cycle.
+  ``c``, combines them in the tree's nodes (each node applies the transaction's op --
+  saturating ``add`` or ``mul`` -- when both of its subtrees hold a source, passes the
+  one that does otherwise) and writes the result into the bus registers of its
+  destination rows at the end of cycle ``c+d`` (readable by slots ``s >= c+d``); one
+  transaction starts per cycle.  A reduction's add (or mul) nodes whose operands sit on
+  different rows are folded into one transaction when the DFG's subtree is exactly the
+  tree's shape over those rows (:meth:`Scheduler.embeds`).
 
 Every transfer reserves the register it travels on from the slot its value becomes
 readable to the slot of its last reader, and reservations on one register never
@@ -233,7 +237,7 @@ class Scheduler:
         for txn in self.txns[v]:
             c0 = txn[0]
             vis = c0 + self.d
-            if breg[1] not in txn[3] and breg[1] != txn[2][0] and vis <= s \
+            if breg[1] not in txn[3] and vis <= s \
                     and self.reg_free(breg, vis, s):
                 return ("addrow", txn, vis, s, breg)
         if v in self.pend and not self.copies[v]:
@@ -345,8 +349,9 @@ class Scheduler:
         if a == b or self.is_const(a) or self.is_const(b):
             return False
         for v in (a, b):
-            if v in self.pend and len(self.users.get(v, [])) != 1:
-                return False
+            if v in self.pend and (len(self.users.get(v, [])) != 1
+                                   or self.pend[v]["expr"][0] != n.op):
+                return False    # one op per transaction: every tree node adds, or multiplies
         # only reductions: n extends a pending expression, or feeds (alone) another
         # node of its own op -- a lone cross-row add/mul is cheaper on a PE than a tree
         # transaction (one starts per cycle)
@@ -406,12 +411,8 @@ class Scheduler:
         self.tree_busy.add(c0)
         iv = [c0 + self.d, s]
         self.reserve(dreg, iv)
-
-        def rows_only(x):
-            if x[0] == "leaf":
-                return min(x[1])
-            return (x[0], rows_only(x[2]), rows_only(x[3]))
-        txn = [c0, "expr", rows_only(self.pend[v]["expr"]), [dreg[1]], v]
+        x = self.pend[v]["expr"]
+        txn = [c0, x[0], tuple(sorted(x[1])), [dreg[1]], v]
         self.tree.append(txn)
         self.txns[v].append(txn)
         self.bus_deliv[v].append([dreg, c0 + self.d, s, "BUS", iv])

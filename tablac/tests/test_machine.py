@@ -211,5 +211,22 @@ def test_many_rows_tree_reductions(prog, ov, G, pes, threads, mapper):
     M = check_equal(g, comp, threads, rounds=2, ns_per_thread=2, onehot=(prog == "reco"))
     assert M.stats.tree_ops > 0
     if prog in ("logistic", "svm"):
-        assert any(op == "expr" for _, op, _, _ in comp.tree)
+        assert any(op == "add" and len(src) > 2 for _, op, src, _ in comp.tree)
         assert any(len(d) > 1 for _, _, _, d in comp.tree)
+
+
+def test_tree_bus_combines_by_tree_levels():
+    """Rows 0, 2, 3 with MAX, MAX, -MAX: the tree adds r2 + r3 first (= 0) then r0: MAX;
+    a left-to-right fold would give sat(MAX + MAX) - MAX = 0."""
+    g = tablac.load(tablac.program_path("linear"), overrides={"m": 8}, dot_group=2)
+    M = Machine(compile_graph(g, plan_pes(16, 1)))
+    assert M.rpt == 4 and M.d == 2
+    vals = {0: FMT.max_int, 2: FMT.max_int, 3: -FMT.max_int, 1: 5}
+    assert M._tree_eval("add", (0, 2, 3), vals.__getitem__) == FMT.max_int
+    assert M._tree_eval("add", (0, 1), vals.__getitem__) == FMT.max_int
+    assert M._tree_eval("pass", (1,), vals.__getitem__) == 5
+    two = FMT.to_fixed(2.0)
+    assert M._tree_eval("mul", (1, 3), {1: two, 3: two}.__getitem__) == FMT.to_fixed(4.0)
+    for bad in (("pass", (0, 1)), ("add", (0, 0)), ("add", (4,))):
+        with pytest.raises(MachineError):
+            M._tree_eval(bad[0], bad[1], vals.get)
