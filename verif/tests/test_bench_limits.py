@@ -33,6 +33,8 @@ def test_every_benchmarked_core_and_config_has_a_promise():
     assert "l2reg" in names and "fpdeep_fp" in names and len(names) >= 18
     missing = [(n, c) for n in names for c in cores()[n].configs if not bl.promises(n, c)]
     assert not missing, f"no datasheet figure in verif/bench_limits.py for {missing}"
+    # the composed FPDeep chain bench (not a registry core): configs n2, n3, n4
+    assert all(bl.promises("fpdeep_node_chain", f"n{k}") for k in (2, 3, 4))
 
 
 def test_the_measured_figure_keeps_the_promise():
