@@ -953,6 +953,30 @@ async def random_programs(dut):
 
 
 @sim_test()
+async def start_while_busy_ignored(dut):
+    """CTRL.START written while the machine is busy (the register map: START is accepted
+    only when not busy), at seeded random times, once together with CLEAR: the run ends
+    exactly as one run from the first START (PC trace, every issue, memory, STATUS/ERROR
+    and CYCLES against the ISS; fifo_clr pulsed once), and the next START works."""
+    tb = TB(dut, mem_p=0.5, st_p=0.5)
+    await tb.reset()
+    a = loop_program(tb, tb.rng, n_iter=10, body=3, yields=False, groups=False)
+    tb.put_ctx([0] * 32)
+    run = cocotb.start_soon(tb.run(a.image))
+    await wait_until(tb.clk, lambda: int(dut.busy.value) == 1, 2000, "busy: no rise after START")
+    for k in range(3):
+        await ClockCycles(tb.clk, int(tb.rng.integers(1, 25)))
+        assert int(dut.busy.value) == 1, "the run ended before the extra START"
+        await tb.wr(I.REG_CTRL, I.CTRL_START | (I.CTRL_CLEAR if k == 1 else 0))
+        assert int(dut.busy.value) == 1, "the run ended at an extra START"
+    await run
+    b = loop_program(tb, tb.rng, n_iter=2, body=2, yields=False, groups=False)
+    tb.put_ctx([0] * 32)
+    await tb.run(b.image)
+    await tb.finish()
+
+
+@sim_test()
 async def cycles_saturate(dut):
     """The 64-bit cycle counter saturates (Icarus only: needs internal signal access)."""
     if not cocotb.SIM_NAME.lower().startswith("icarus"):
