@@ -32,7 +32,7 @@ from scoreboards.checker import FixedScoreboard, StreamSpec
 from scoreboards.gates import Gate
 from scoreboards.protocol import burst_errors
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
-from verif.tb_common import DEFAULT_CYCLES, record_bench, sim_test, wait_until
+from verif.tb_common import DEFAULT_CYCLES, record_bench, sim_test, start_while_busy, wait_until
 from verif.tb_common import sim_seed as seed_of_test
 
 CORE = "pipearch_ldst"
@@ -463,6 +463,35 @@ async def directed_corners(dut):
     await tb.load(lb, 1)             # a valid start clears cfg_err
     await tb.store(sbase, 1)
     assert int(d.ld_cfg_err.value) == 0 and int(d.st_cfg_err.value) == 0
+    await tb.finish()
+
+
+@sim_test()
+async def start_while_busy_ignored(dut):
+    """ld_start / st_start pulsed while busy with another address and line count (a legal
+    one, then the invalid count 0): the transfer in flight completes exactly as first
+    configured (its bursts only, lines and memory exact, guard lines untouched), one done,
+    no cfg_err, no extra burst, and the next start on each side works."""
+    tb = TB(dut, mem_p=0.6, sink_p=0.6, src_p=0.7)
+    await tb.reset()
+    (lb, ln), (sbase, sn) = regions(tb)
+    tb.mem_fill(0, tb.ram_bytes)
+    given = 0
+    for kind, base, span in (("st", sbase, sn), ("ld", lb, ln)):
+        n = min(tb.MAXL, 3 * tb.MB + 5)
+        addr = tb.rand_addr(n, span, base)
+        n0 = tb.done[kind]
+        job = cocotb.start_soon(tb.store(addr, n) if kind == "st" else tb.load(addr, n))
+        for alt in (dict(addr=base + 1, lines=2), dict(addr=base + 7, lines=0)):
+            given += await start_while_busy(dut, tb.clk, alt, start=f"{kind}_start", busy=f"{kind}_busy",
+                                            cfg_prefix=f"{kind}_", pulses=2)
+        await job
+        await ClockCycles(tb.clk, 30)
+        assert tb.done[kind] == n0 + 1, f"{kind}: {tb.done[kind] - n0} done pulses for one accepted start"
+        assert int(getattr(dut, f"{kind}_cfg_err").value) == 0, f"{kind}_cfg_err set by an ignored start"
+    dut._log.info("%d starts given while busy", given)
+    await tb.store(tb.rand_addr(5, sn, sbase), 5)
+    await tb.load(tb.rand_addr(5, ln, lb), 5)
     await tb.finish()
 
 
