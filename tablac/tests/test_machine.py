@@ -230,3 +230,25 @@ def test_tree_bus_combines_by_tree_levels():
     for bad in (("pass", (0, 1)), ("add", (0, 0)), ("add", (4,))):
         with pytest.raises(MachineError):
             M._tree_eval(bad[0], bad[1], vals.get)
+
+
+def test_linear_regression_trains_towards_least_squares():
+    """Synthetic linear data, 2 threads, 12 rounds on the machine: equal to the
+    interpreter at every round, and the model approaches numpy's least-squares fit."""
+    g = tablac.load(tablac.program_path("linear"), overrides={"m": 4, "n": 2, "mu": 0.1},
+                    dot_group=2)
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-1, 1, size=(32, 4))
+    w_true = np.array([0.5, -1.0, 0.25, 0.75])
+    y = X @ w_true + 0.01 * rng.normal(size=32)
+    comp = compile_graph(g, plan_pes(8, 2))
+    rounds = 12
+    ref = interp.train(g, {"x": X}, {"y": y}, {"w": np.zeros(4)}, threads=2, rounds=rounds, fmt=FMT)
+    got, M = train(comp, g, {"x": X}, {"y": y}, {"w": np.zeros(4)}, rounds=rounds)
+    for r in range(rounds):
+        assert np.array_equal(ref.models[r]["w"], got[r]["w"]), r
+    w_ls = np.linalg.lstsq(X, y, rcond=None)[0]
+    err0 = np.abs(FMT.to_float(got[0]["w"]) - w_ls).max()
+    err = np.abs(FMT.to_float(got[-1]["w"]) - w_ls).max()
+    assert err < 0.05 and err < err0 / 4, (err0, err)
+    assert M.stats.samples == rounds * 16 and M.stats.aggregation_cycles > 0
