@@ -14,8 +14,8 @@ from verif.harness import BUILD, REPO
 
 HERE = Path(__file__).parent
 TESTS = ["legal_traffic_passes", "axis_violations_caught", "axi_master_violations_caught",
-         "axil_slave_violations_caught", "instance_port_violation_caught", "guarded_legal", "guarded_violation_fails_the_test",
-         "guarded_missing_response_fails_the_test"]
+         "axil_slave_violations_caught", "instance_port_violation_caught", "guarded_legal",
+         "guarded_violation_fails_the_test", "guarded_missing_response_fails_the_test"]
 
 
 @pytest.mark.skipif(shutil.which("iverilog") is None, reason="iverilog not on PATH")
