@@ -43,6 +43,7 @@ CORE = "pipearch_pu"
 MAX_CYCLES = 3_000_000
 POLL = 64
 AXIL_CYCLES = 10_000  # budget of one AXI4-Lite transaction
+AXIL_CYCLES = 10_000  # budget of one AXI4-Lite transaction
 
 
 def cfg_of(p: dict) -> PUConfig:
@@ -295,7 +296,7 @@ async def run_and_compare(tb, job, mem, gold, tag, switch_at=None):
 
 
 # ------------------------------------------------------------------ program tests
-@sim_test()
+@sim_test(timeout_us={"default": 280, "*": 4480})  # measured 63.6 us on default
 async def sgd_ridge(dut):
     """Ridge SGD (batch 1, two partitions) on the RTL equals the ISS and golden.sgd: the
     streamed program where the PU's regions allow it (default config), and the blocking
@@ -316,7 +317,7 @@ async def sgd_ridge(dut):
         await run_and_compare(tb, job, mem, gold, "sgd logistic stream D=16")
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 100, "*": 1600})  # measured 19.7 us on default
 async def sgd_logistic_minibatch(dut):
     """Logistic SGD with L2, mini-batch 4, equals the ISS and golden.sgd."""
     tb = TB(dut)
@@ -325,7 +326,7 @@ async def sgd_logistic_minibatch(dut):
     await run_and_compare(tb, job, mem, gold, "sgd logistic b4")
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 140, "*": 2240})  # measured 29.1 us on default
 async def scd_lasso(dut):
     """Lasso SCD (two partitions) equals the ISS and golden.scd."""
     tb = TB(dut)
@@ -334,7 +335,7 @@ async def scd_lasso(dut):
     await run_and_compare(tb, job, mem, gold, "scd lasso")
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 140, "*": 2240})  # measured 29.1 us on default
 async def scd_logistic_l1(dut):
     """L1 logistic SCD equals the ISS and golden.scd."""
     tb = TB(dut)
@@ -343,7 +344,7 @@ async def scd_logistic_l1(dut):
     await run_and_compare(tb, job, mem, gold, "scd logistic")
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 500, "*": 8000})  # measured 119.5 us on default
 async def lrmf(dut):
     """LRMF by tiled alternating SGD equals the ISS and golden.lrmf."""
     tb = TB(dut)
@@ -353,7 +354,7 @@ async def lrmf(dut):
 
 
 # ------------------------------------------------------------------ context switch
-@sim_test()
+@sim_test(timeout_us={"default": 150, "*": 2400})  # measured 31.6 us on default
 async def preempt_and_resume(dut):
     """SWITCH at random times: every suspension and resume matches the ISS at the same
     YIELD, and the final model equals an uninterrupted run (golden)."""
@@ -391,7 +392,7 @@ async def preempt_and_resume(dut):
     dut._log.info("suspensions=%d", suspensions)
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 370, "*": 5920})  # measured 87.5 us on default
 async def interleave_two_jobs(dut):
     """Two jobs (ridge SGD and lasso SCD) time-share one PU, switching at every YIELD
     opportunity; both end equal to their golden runs."""
@@ -424,7 +425,7 @@ async def interleave_two_jobs(dut):
     assert (await pu.rd(I.REG_STATUS)) & I.ST_SWITCH_PENDING
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 300, "*": 4800})  # measured 68.3 us on default
 async def loss_per_epoch(dut):
     """Suspend at every epoch end (SWITCH pending at START, one YIELD per epoch), read
     the model from memory, and record the loss per epoch with the float64 reference."""
@@ -455,7 +456,7 @@ async def loss_per_epoch(dut):
 
 
 # ------------------------------------------------------------------ errors and checkers
-@sim_test()
+@sim_test(timeout_us={"default": 40, "*": 640})  # measured 2.9 us on default
 async def illegal_instruction(dut):
     """A malformed instruction stops the PU in Error with the faulting PC (as the ISS)."""
     tb = TB(dut)
@@ -525,7 +526,7 @@ async def reset_mid_jobs(tb, runs, at):
             f"{pu.prefix}registers after the reset: {regs}"
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 180, "*": 2880})  # measured 39.8 us on default
 async def reset_during_job(dut):
     """Reset at a seeded random cycle while a streamed SGD job runs (bursts in flight under
     random memory stalls): registers at their reset values and the AXI ports quiet; then
@@ -542,7 +543,7 @@ async def reset_during_job(dut):
     await run_and_compare(tb, job, mem, gold, "scd after reset")
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 120, "*": 1920})  # measured 23.6 us on default
 async def start_while_busy_ignored(dut):
     """CTRL.START written while the PU is busy (the register map: START is accepted only
     when not busy), at seeded random times, also combined with SWITCH-free CLEAR: the job
@@ -623,7 +624,7 @@ def random_case(tb, max_tries=200):
     raise AssertionError(f"no random problem fitted the configuration in {max_tries} draws")
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 920, "*": 14720})  # measured 223.0 us on default
 async def random_shapes(dut):
     """Random problem shapes and algorithms (``random_case``, seeded) within the
     configuration's limits, each run to the end under random memory stalls: whole job
@@ -639,7 +640,7 @@ async def random_shapes(dut):
     dut._log.info("algorithms covered: %s", sorted(algs))
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 70, "*": 1120})  # measured 10.3 us on default
 async def checkers_can_fail(dut):
     """Negative test: the memory, trace and model checks fire on corrupted observations."""
     tb = TB(dut)
@@ -729,7 +730,7 @@ async def context_switch_cycles(tb):
     return out
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 3470, "*": 55520})  # measured 860.2 us on default
 async def bench_throughput(dut):
     """``make bench``: SGD cycles per sample per model line (ideal 1), bytes read per
     cycle for SGD/SCD/LRMF, context-switch cost by model size; memory without stalls.
