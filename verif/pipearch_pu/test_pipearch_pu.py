@@ -43,7 +43,6 @@ CORE = "pipearch_pu"
 MAX_CYCLES = 3_000_000
 POLL = 64
 AXIL_CYCLES = 10_000  # budget of one AXI4-Lite transaction
-AXIL_CYCLES = 10_000  # budget of one AXI4-Lite transaction
 
 
 def cfg_of(p: dict) -> PUConfig:
