@@ -278,10 +278,13 @@ async def reset_mid_stream(dut):
     await tb.reset()
     h, w = min(tb.p["MAX_HEIGHT"], 9), min(tb.p["MAX_WIDTH"], 9)
     await tb.initiate(**tb.job(h, w, tb.p["MAX_PAD"]))
-    await ClockCycles(dut.clk, 3 * w + 5)
+    at = int(tb.rng.integers(1, 3 * w + 6))     # seeded random reset cycle within the map
+    dut._log.info("reset %d cycles after start", at)
+    await ClockCycles(dut.clk, at)
     assert tb.done_count == 0, "the map should still be in progress"   # busy may drop once its input is in
     await tb.abort_and_reset()
     assert int(dut.busy.value) == 0 and int(dut.m_axis_win_tvalid.value) == 0
+    assert int(dut.cfg_err.value) == 0 and int(dut.row_err.value) == 0, "error flags not at reset values"
     await tb.run_jobs([tb.job(*tb.rand_shape()), tb.job(*tb.rand_shape())])
     await tb.finish()
 
