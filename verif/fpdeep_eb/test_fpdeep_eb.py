@@ -320,10 +320,14 @@ async def reset_mid_stream(dut):
     await tb.load(filt)
     f, _ = tb.job(e, filt, 0, False, False, tb.rand_psum(tb.in_shape(h, w, 0)))
     await tb.initiate(**f)
-    await ClockCycles(dut.clk, 3 * (w + 2 * tb.K) + 8)
+    at = int(tb.rng.integers(1, 3 * (w + 2 * tb.K) + 9))     # seeded random reset cycle within the map
+    dut._log.info("reset %d cycles after start", at)
+    await ClockCycles(dut.clk, at)
     assert tb.done_count == 0, "the map should still be in progress"   # busy may drop once its input is in
     await tb.abort_and_reset()
     assert int(dut.busy.value) == 0
+    for fl in ("cfg_err", "row_err", "psum_err", "done"):
+        assert int(getattr(dut, fl).value) == 0, f"{fl} not at its reset value"
     assert int(dut.m_axis_err_tvalid.value) == 0 and int(dut.m_axis_psum_out_tvalid.value) == 0
     z = np.zeros((tb.S_OC, tb.S_IC, tb.K, tb.K), dtype=np.int64)
     e2 = tb.rand((tb.S_OC, 2, 3), scale=2.0)
