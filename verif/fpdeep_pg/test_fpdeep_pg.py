@@ -288,10 +288,14 @@ async def reset_mid_stream(dut):
     xs, es = tb.rand_batch(min(2, tb.p["MAX_BATCH"]), h, w, 0)
     f, _ = tb.job(xs, es, 0, tb.rand_lr())
     await tb.initiate(**f)
-    await ClockCycles(dut.clk, 3 * w + 8)
+    at = int(tb.rng.integers(1, 3 * w + 9))     # seeded random reset cycle within the mini-batch
+    dut._log.info("reset %d cycles after start", at)
+    await ClockCycles(dut.clk, at)
     assert int(dut.busy.value) == 1
     await tb.abort_and_reset()
     assert int(dut.busy.value) == 0
+    for fl in ("cfg_err", "row_err", "done"):
+        assert int(getattr(dut, fl).value) == 0, f"{fl} not at its reset value"
     assert int(dut.m_axis_w_tvalid.value) == 0 and int(dut.m_axis_b_tvalid.value) == 0
     xs, es = tb.rand_batch(1, 3, 3, 1)
     f, _ = tb.job(xs, es, 1, tb.rand_lr())     # store cleared by reset: starts from zeros
