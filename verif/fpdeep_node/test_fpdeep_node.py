@@ -162,10 +162,14 @@ async def reset_mid_batch(dut):
     await tb.start(fwd=0, fields=fields)
     await tb.wait_counts(f=1)
     await tb.start(fwd=1 if B > 1 else None, bwd=0, fields=fields)
-    await ClockCycles(dut.clk, 2 * w + 5)
+    at = int(tb.rng.integers(1, 2 * w + 6))     # seeded random reset cycle within the BWD op
+    dut._log.info("reset %d cycles after the BWD start", at)
+    await ClockCycles(dut.clk, at)
     assert int(dut.bwd_busy.value) == 1
     await tb.abort_and_reset()
     assert int(dut.fwd_busy.value) == 0 and int(dut.bwd_busy.value) == 0
+    assert int(dut.stage_busy.value) == 0 and int(dut.fwd_done.value) == 0 and int(dut.bwd_done.value) == 0
+    tb.check_flags()                             # cfg_err, row_err, psum_err at reset values
     for _ in range(2):
         h, w, pad = tb.rand_shape()
         if _:
