@@ -287,10 +287,12 @@ async def reset_mid_stream(dut):
     await tb.config(SEL, tb.KMAX, True)
     await tb.wr(CTRL, START)
     tb.send(np.arange(200), np.arange(200))          # ascending: replaces every time
-    await ClockCycles(dut.clk, 40)
+    await ClockCycles(dut.clk, int(tb.rng.integers(1, 121)))     # seeded random reset cycle
     assert (await tb.status())["armed"] == 1
     await tb.abort_and_reset()
     assert int(dut.m_axis_out_tvalid.value) == 0 and await tb.rd(COUNT) == 0
+    s = await tb.status()
+    assert s == dict(busy=0, armed=0, err=0, code=0), f"STATUS not at its reset value: {s}"
     vals = tb.rand_vals(30)
     await tb.select(vals, np.arange(30), tb.KMAX, False)
     # reset during an RMW dump: the RAM is zeroed afterwards
@@ -302,7 +304,7 @@ async def reset_mid_stream(dut):
     mem[:10] = 3
     tb.expect(np.arange(tb.DEPTH), mem)              # the beats before the reset are checked
     await tb.wr(CTRL, DUMP)
-    await ClockCycles(dut.clk, 10)
+    await ClockCycles(dut.clk, int(tb.rng.integers(1, 21)))     # seeded random reset cycle
     await tb.abort_and_reset()
     assert await tb.rd(OP) == SEL and await tb.rd(K) == tb.KMAX, "reset did not restore the registers"
     await tb.config(RMW)
