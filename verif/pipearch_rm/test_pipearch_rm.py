@@ -952,7 +952,7 @@ async def random_programs(dut):
     await tb.finish()
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 50, "*": 800})  # measured 7.3 us on default
 async def start_while_busy_ignored(dut):
     """CTRL.START written while the machine is busy (the register map: START is accepted
     only when not busy), at seeded random times, once together with CLEAR: the run ends
