@@ -18,7 +18,7 @@ from rtl_gen.common.core import IP_DIR, REPO
 from rtl_gen.registry import get
 from scoreboards.checker import pack_lanes, split_lanes
 from verif.harness import run_top
-from verif.tb_common import DEFAULT_CYCLES, SubroutineTB, line_spec, sim_test, wait_until
+from verif.tb_common import DEFAULT_CYCLES, SubroutineTB, line_spec, sim_test, start_while_busy, wait_until
 
 NAME = "sgd_chain"
 PARTS = ("dot_sigmoid", "scalar_engine", "multiply_subtract", "l2reg")
@@ -34,7 +34,7 @@ def dataset(rng, n):
     return A, b, order
 
 
-async def run_epochs(dut, corrupt_model: bool = False, abort_first: bool = False):
+async def run_epochs(dut, corrupt_model: bool = False, abort_first: bool = False, extra_starts: bool = False):
     tb = SubroutineTB(dut, ["s_axis_xd", "s_axis_ad", "s_axis_b", "s_axis_xm", "s_axis_am", "s_axis_xo"],
                       {"m_axis_y": line_spec("m_axis_y", _params())},
                       src_p=0.8, sink_p=0.7)
@@ -52,6 +52,11 @@ async def run_epochs(dut, corrupt_model: bool = False, abort_first: bool = False
     x = np.zeros(n, dtype=np.int64)
     for e in range(EPOCHS):
         await tb.initiate(dimension=D, iterations=M, sigmoid=1, alpha=alpha_q, reg=c_q)
+        if extra_starts:   # start while busy, other fields (the last ones invalid): ignored
+            await start_while_busy(dut, dut.clk, dict(dimension=1, iterations=3, sigmoid=0, alpha=alpha_q + 1,
+                                                      reg=0), pulses=2)
+            await start_while_busy(dut, dut.clk, dict(dimension=0, iterations=0, sigmoid=0, alpha=0, reg=0),
+                                   pulses=1)
         for i in order[e]:
             a = Aq[i]
             xl, al = x.reshape(D, L), a.reshape(D, L)
@@ -140,6 +145,18 @@ async def reset_during_epoch(dut):
     tb, mism = await run_epochs(dut, abort_first=True)
     await tb.finish()
     assert mism.size == 0, f"final model after the reset differs from golden sgd at features {mism.tolist()}"
+
+
+@sim_test()
+async def start_while_busy_ignored(dut):
+    """In every epoch, start pulsed while the chain is busy with other dimension/iterations/
+    sigmoid/alpha/reg (then an invalid set): ignored, so the two epochs still equal golden
+    SGD exactly, one done per epoch, cfg_err never set."""
+    tb, mism = await run_epochs(dut, extra_starts=True)
+    await tb.finish()
+    assert mism.size == 0, f"final model differs from golden sgd at features {mism.tolist()}"
+    assert tb.done_count == EPOCHS and int(dut.cfg_err.value) == 0 and int(dut.busy.value) == 0, \
+        f"{tb.done_count} done pulses for {EPOCHS} epochs, cfg_err {int(dut.cfg_err.value)}"
 
 
 @sim_test(timeout_us={"default": 150, "*": 600})  # measured 31.5 us on default
