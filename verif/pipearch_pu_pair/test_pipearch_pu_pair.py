@@ -118,3 +118,10 @@ def test_pipearch_pu_pair(sim):
     sources = [REPO / "ip" / "pipearch_pu" / "rtl" / "pipearch_pu.v", wrap]
     args = ["-Wall", "--output-split", "0"] if sim == "verilator" else []
     run_top(NAME, NAME, "default", sim, sources, args, p)
+
+
+# bus protocol checkers (scoreboards/protocol.py) on every AXI4-Stream/AXI4/AXI4-Lite port
+# of the toplevel, attached before each cocotb test; its violations must be zero at the end
+from scoreboards.protocol import guard_tests  # noqa: E402
+
+guard_tests(globals())
