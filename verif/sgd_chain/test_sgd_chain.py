@@ -147,7 +147,7 @@ async def reset_during_epoch(dut):
     assert mism.size == 0, f"final model after the reset differs from golden sgd at features {mism.tolist()}"
 
 
-@sim_test()
+@sim_test(timeout_us={"default": 150, "*": 600})  # measured 32.1 us on default
 async def start_while_busy_ignored(dut):
     """In every epoch, start pulsed while the chain is busy with other dimension/iterations/
     sigmoid/alpha/reg (then an invalid set): ignored, so the two epochs still equal golden
