@@ -18,6 +18,7 @@ from golden.cosmic_msu import Entry, MsuConfig
 from scoreboards.axis import AxisMonitor, AxisSink
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
 from scoreboards.gates import Gate
+from scoreboards.protocol import burst_errors as axi_burst_errors
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
 from verif.tb_common import record_bench, sim_test, wait_until, within
 from verif.tb_common import sim_seed as seed_of_test
@@ -106,9 +107,10 @@ class TB:
             if int(valid.value) and int(ready.value) and not int(d.rst.value):
                 addr = int(getattr(d, f"m_axi_{ch}addr").value)
                 n = int(getattr(d, f"m_axi_{ch}len").value) + 1
-                ok = (int(getattr(d, f"m_axi_{ch}burst").value) == 1 and addr % self.SB == 0
-                      and n <= self.p["MAXBURST"] and addr // 4096 == (addr + n * self.SB - 1) // 4096
-                      and int(getattr(d, f"m_axi_{ch}size").value) == self.SB.bit_length() - 1)
+                kind, size = int(getattr(d, f"m_axi_{ch}burst").value), int(getattr(d, f"m_axi_{ch}size").value)
+                # AXI4 legality from the shared library (size, MAXBURST, 4 KiB), then this core's rules
+                ok = (not axi_burst_errors(addr, n, size, kind, self.SB, self.p["MAXBURST"])
+                      and kind == 1 and addr % self.SB == 0 and size == self.SB.bit_length() - 1)
                 self.bursts += 1
                 if not ok:
                     self.burst_errors += 1
