@@ -40,8 +40,9 @@ simulator and run in un-narrowed runs).
   (comma list, matched as cocotb matches ``testcase``; ``MLACCEL_TESTCASE``).
 * ``--sim S`` adds ``-k`` on the test ids.  The launchers are parametrised
   ``[<cfg>-<sim>]`` (``verif.harness.matrix``), so ``-k verilator`` / ``-k icarus``
-  select them; GHDL runs the VHDL netlist in ``test_<core>_vhdl_smoke``, so
-  ``--sim ghdl`` is ``-k "ghdl or vhdl_smoke"``.  Several ``--sim`` are or-ed.
+  select them; GHDL runs the committed default VHDL netlist with the core's full
+  suite in the ``[default-ghdl]`` row, so ``--sim ghdl`` is ``-k ghdl``.  Several
+  ``--sim`` are or-ed.
 
 A selection that collects no test (pytest exit code 5) is a failure, never a pass.
 
@@ -101,7 +102,7 @@ REPO = Path(__file__).resolve().parents[1]
 REPORTS = REPO / "reports"
 RUN_ENV = "VERIF_REGRESS_RUN_DIR"
 SIMS = ("verilator", "icarus", "ghdl")
-SIM_K = {"verilator": "verilator", "icarus": "icarus", "ghdl": "ghdl or vhdl_smoke"}
+SIM_K = {"verilator": "verilator", "icarus": "icarus", "ghdl": "ghdl"}
 SUITES = [  # (JUnit classname prefix, label)
     ("golden.", "golden models"),
     ("rtl_gen.", "generators"),
