@@ -73,6 +73,7 @@ synth: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m verif.bench
+	$(PY) -m tablac.bench
 
 clean:
 	rm -rf build reports .pytest_cache
