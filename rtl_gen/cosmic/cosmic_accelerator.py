@@ -239,6 +239,8 @@ def pe_glue(clk, rst, g, G, bt_valid, bt_data, bt_lv, bt_dest, dsel, dptr_clr, d
         lvs.next = bt_lv >> off
 
     ptr_a = sig_u(AWD)
+    LWB = log2(W)
+    shamt = sig_u(OW + LWB)
     word_x = sig_u(LW)
     ad_x = sig_u(LW)
     hd_x = sig_u(LW)
@@ -248,8 +250,12 @@ def pe_glue(clk, rst, g, G, bt_valid, bt_data, bt_lv, bt_dest, dsel, dptr_clr, d
             fit(a_addr, aa_x), fit(h_addr, ha_x)]
 
     @always_comb
+    def shamt_c():
+        shamt.next = concat(off, intbv(0)[LWB:])
+
+    @always_comb
     def shc():
-        shifted.next = bt_data >> (off * W)
+        shifted.next = bt_data >> shamt
 
     @always_comb
     def wordc():
@@ -296,7 +302,7 @@ def pe_glue(clk, rst, g, G, bt_valid, bt_data, bt_lv, bt_dest, dsel, dptr_clr, d
             ld_addr.next = ha_x
             ld_data.next = hd_x
 
-    return fits, offc, hitc, lvc, shc, wordc, limc, pointer, port
+    return fits, offc, hitc, lvc, shamt_c, shc, wordc, limc, pointer, port
 
 
 @block
@@ -834,6 +840,27 @@ def build(p):
                 tree_word.next = 0
         insts += [agg_w, tree_w, sv_w, tabr]
 
+        NTI = 1 << (TIW + 1)
+        TBL_MEM = tuple(0x100 + 8 * (t % T) for t in range(NTI))
+        TBL_OFF = tuple(0x104 + 8 * (t % T) for t in range(NTI))
+        TBL_EXP = tuple((t % T) * P for t in range(NTI))
+        tbl_mem_a = sig_u(12)
+        tbl_off_a = sig_u(12)
+        tbl_off_exp = sig_u(32)
+
+        @always_comb
+        def tbl_a():
+            tbl_mem_a.next = TBL_MEM[t_idx]
+
+        @always_comb
+        def tbl_b():
+            tbl_off_a.next = TBL_OFF[t_idx]
+
+        @always_comb
+        def tbl_c():
+            tbl_off_exp.next = TBL_EXP[t_idx]
+        insts += [tbl_a, tbl_b, tbl_c]
+
         @always_comb
         def aggdec():
             agg_pe_c.next = agg_entry[16 + PW:16]
@@ -1274,9 +1301,9 @@ def build(p):
                         ist.next = I_AR
                         i_arvalid.next = True
                         if cs == S_TBL_MEM:
-                            i_awaddr.next = 0x100 + 8 * t_idx[TIW:]
+                            i_awaddr.next = tbl_mem_a
                         else:
-                            i_awaddr.next = 0x104 + 8 * t_idx[TIW:]
+                            i_awaddr.next = tbl_off_a
                         pe_wait_ok.next = True
                     elif idone:
                         pe_wait_ok.next = False
@@ -1285,7 +1312,7 @@ def build(p):
                             sv_idx.next = t_idx[TIW:]
                             sv_data.next = irdata
                             cs.next = S_TBL_OFF
-                        elif irdata != t_idx * P:
+                        elif irdata != tbl_off_exp:
                             running.next = False
                             cs.next = S_IDLE
                             err_f.next = True
@@ -1303,7 +1330,7 @@ def build(p):
                     if ist == I_IDLE and not idone and not pe_wait_ok:
                         ist.next = I_W
                         i_awvalid.next = True
-                        i_awaddr.next = 0x100 + 8 * t_idx[TIW:]
+                        i_awaddr.next = tbl_mem_a
                         i_wdata.next = sv_out
                         pe_wait_ok.next = True
                     elif idone:

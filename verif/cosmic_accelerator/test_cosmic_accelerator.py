@@ -65,22 +65,28 @@ class Host:
         self.p = dut_params()
         self.seed = sim_seed()
         self.clk = dut.clk
-        self.ram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst, size=1 << 16)
-        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
-        chans = [self.ram.read_if.ar_channel, self.ram.read_if.r_channel,
-                 self.ram.write_if.aw_channel, self.ram.write_if.w_channel,
-                 self.ram.write_if.b_channel]
-        for i, ch in enumerate(chans):
-            if mem_p < 1.0:
-                gt = Gate(self.seed * 31 + i, mem_p, max_run=5)
-                ch.set_pause_generator(iter(lambda gt=gt: not gt.next(), None))
+        self.mem_p = mem_p
         self.T = self.p["THREADS"]
         self.C = self.p["COLS"]
         self.N = self.p["ROWS"] * self.C
         self.P = self.N // self.T
 
     async def start(self):
+        """Clock, reset held until the registered outputs are defined (GHDL starts at 'U'),
+        then the bus models, then reset released."""
+        dut = self.dut
+        dut.rst.value = 1
         cocotb.start_soon(Clock(self.clk, CLOCK_NS, unit="ns").start())
+        await ClockCycles(self.clk, 3)
+        self.ram = AxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.clk, dut.rst, size=1 << 16)
+        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
+        chans = [self.ram.read_if.ar_channel, self.ram.read_if.r_channel,
+                 self.ram.write_if.aw_channel, self.ram.write_if.w_channel,
+                 self.ram.write_if.b_channel]
+        for i, ch in enumerate(chans):
+            if self.mem_p < 1.0:
+                gt = Gate(self.seed * 31 + i, self.mem_p, max_run=5)
+                ch.set_pause_generator(iter(lambda gt=gt: not gt.next(), None))
         await self.reset()
 
     async def reset(self, cycles=5):

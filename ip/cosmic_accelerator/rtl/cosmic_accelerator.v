@@ -191,6 +191,9 @@ reg [8:0] ai;
 reg [31:0] sv_out;
 reg [1:0] t_idx;
 reg [11:0] cyc;
+reg [11:0] tbl_mem_a;
+reg [11:0] tbl_off_a;
+reg [31:0] tbl_off_exp;
 wire [1:0] agg_pe_c;
 wire [63:0] mc64;
 reg [31:0] ld_hi;
@@ -684,6 +687,7 @@ wire [47:0] pe_glue0_ad_x;
 wire [9:0] pe_glue0_ha_x;
 wire [47:0] pe_glue0_hd_x;
 wire [9:0] pe_glue0_ptr_a;
+wire [8:0] pe_glue0_shamt;
 wire [47:0] pe_glue0_word_x;
 reg cosmic_pe1_busy;
 reg cosmic_pe1_done;
@@ -888,6 +892,7 @@ wire [47:0] pe_glue1_ad_x;
 wire [9:0] pe_glue1_ha_x;
 wire [47:0] pe_glue1_hd_x;
 wire [9:0] pe_glue1_ptr_a;
+wire [8:0] pe_glue1_shamt;
 wire [47:0] pe_glue1_word_x;
 reg cosmic_pe2_busy;
 reg cosmic_pe2_done;
@@ -1092,6 +1097,7 @@ wire [47:0] pe_glue2_ad_x;
 wire [9:0] pe_glue2_ha_x;
 wire [47:0] pe_glue2_hd_x;
 wire [9:0] pe_glue2_ptr_a;
+wire [8:0] pe_glue2_shamt;
 wire [47:0] pe_glue2_word_x;
 reg cosmic_pe3_busy;
 reg cosmic_pe3_done;
@@ -1295,6 +1301,7 @@ wire [47:0] pe_glue3_ad_x;
 wire [9:0] pe_glue3_ha_x;
 wire [47:0] pe_glue3_hd_x;
 wire [9:0] pe_glue3_ptr_a;
+wire [8:0] pe_glue3_shamt;
 wire [47:0] pe_glue3_word_x;
 reg cosmic_pe4_busy;
 reg cosmic_pe4_done;
@@ -1500,6 +1507,7 @@ wire [47:0] pe_glue4_ad_x;
 wire [9:0] pe_glue4_ha_x;
 wire [47:0] pe_glue4_hd_x;
 wire [9:0] pe_glue4_ptr_a;
+wire [8:0] pe_glue4_shamt;
 wire [47:0] pe_glue4_word_x;
 reg cosmic_pe5_busy;
 reg cosmic_pe5_done;
@@ -1704,6 +1712,7 @@ wire [47:0] pe_glue5_ad_x;
 wire [9:0] pe_glue5_ha_x;
 wire [47:0] pe_glue5_hd_x;
 wire [9:0] pe_glue5_ptr_a;
+wire [8:0] pe_glue5_shamt;
 wire [47:0] pe_glue5_word_x;
 reg cosmic_pe6_busy;
 reg cosmic_pe6_done;
@@ -1908,6 +1917,7 @@ wire [47:0] pe_glue6_ad_x;
 wire [9:0] pe_glue6_ha_x;
 wire [47:0] pe_glue6_hd_x;
 wire [9:0] pe_glue6_ptr_a;
+wire [8:0] pe_glue6_shamt;
 wire [47:0] pe_glue6_word_x;
 reg cosmic_pe7_busy;
 reg cosmic_pe7_done;
@@ -2111,6 +2121,7 @@ wire [47:0] pe_glue7_ad_x;
 wire [9:0] pe_glue7_ha_x;
 wire [47:0] pe_glue7_hd_x;
 wire [9:0] pe_glue7_ptr_a;
+wire [8:0] pe_glue7_shamt;
 wire [47:0] pe_glue7_word_x;
 wire err_link0_prev;
 wire err_link0_out;
@@ -6906,7 +6917,11 @@ assign pe_glue0_lvs = (bt_lv >>> pe_glue0_off);
 
 
 
-assign pe_glue0_shifted = (bt_data >>> (pe_glue0_off * 32));
+assign pe_glue0_shamt = {pe_glue0_off, 5'h0};
+
+
+
+assign pe_glue0_shifted = (bt_data >>> pe_glue0_shamt);
 
 
 
@@ -8082,7 +8097,11 @@ assign pe_glue1_lvs = (bt_lv >>> pe_glue1_off);
 
 
 
-assign pe_glue1_shifted = (bt_data >>> (pe_glue1_off * 32));
+assign pe_glue1_shamt = {pe_glue1_off, 5'h0};
+
+
+
+assign pe_glue1_shifted = (bt_data >>> pe_glue1_shamt);
 
 
 
@@ -9258,7 +9277,11 @@ assign pe_glue2_lvs = (bt_lv >>> pe_glue2_off);
 
 
 
-assign pe_glue2_shifted = (bt_data >>> (pe_glue2_off * 32));
+assign pe_glue2_shamt = {pe_glue2_off, 5'h0};
+
+
+
+assign pe_glue2_shifted = (bt_data >>> pe_glue2_shamt);
 
 
 
@@ -10434,7 +10457,11 @@ assign pe_glue3_lvs = (bt_lv >>> pe_glue3_off);
 
 
 
-assign pe_glue3_shifted = (bt_data >>> (pe_glue3_off * 32));
+assign pe_glue3_shamt = {pe_glue3_off, 5'h0};
+
+
+
+assign pe_glue3_shifted = (bt_data >>> pe_glue3_shamt);
 
 
 
@@ -11610,7 +11637,11 @@ assign pe_glue4_lvs = (bt_lv >>> pe_glue4_off);
 
 
 
-assign pe_glue4_shifted = (bt_data >>> (pe_glue4_off * 32));
+assign pe_glue4_shamt = {pe_glue4_off, 5'h0};
+
+
+
+assign pe_glue4_shifted = (bt_data >>> pe_glue4_shamt);
 
 
 
@@ -12786,7 +12817,11 @@ assign pe_glue5_lvs = (bt_lv >>> pe_glue5_off);
 
 
 
-assign pe_glue5_shifted = (bt_data >>> (pe_glue5_off * 32));
+assign pe_glue5_shamt = {pe_glue5_off, 5'h0};
+
+
+
+assign pe_glue5_shifted = (bt_data >>> pe_glue5_shamt);
 
 
 
@@ -13962,7 +13997,11 @@ assign pe_glue6_lvs = (bt_lv >>> pe_glue6_off);
 
 
 
-assign pe_glue6_shifted = (bt_data >>> (pe_glue6_off * 32));
+assign pe_glue6_shamt = {pe_glue6_off, 5'h0};
+
+
+
+assign pe_glue6_shifted = (bt_data >>> pe_glue6_shamt);
 
 
 
@@ -15138,7 +15177,11 @@ assign pe_glue7_lvs = (bt_lv >>> pe_glue7_off);
 
 
 
-assign pe_glue7_shifted = (bt_data >>> (pe_glue7_off * 32));
+assign pe_glue7_shamt = {pe_glue7_off, 5'h0};
+
+
+
+assign pe_glue7_shifted = (bt_data >>> pe_glue7_shamt);
 
 
 
@@ -16038,6 +16081,36 @@ always @(sv_mem[0], sv_mem[1], ai, agg_tab[0], agg_tab[1], agg_tab[2], agg_tab[3
 end
 
 
+always @(t_idx) begin: tbl_a
+    case (t_idx)
+        0: tbl_mem_a = 256;
+        1: tbl_mem_a = 264;
+        2: tbl_mem_a = 256;
+        default: tbl_mem_a = 264;
+    endcase
+end
+
+
+always @(t_idx) begin: tbl_b
+    case (t_idx)
+        0: tbl_off_a = 260;
+        1: tbl_off_a = 268;
+        2: tbl_off_a = 260;
+        default: tbl_off_a = 268;
+    endcase
+end
+
+
+always @(t_idx) begin: tbl_c
+    case (t_idx)
+        0: tbl_off_exp = 0;
+        1: tbl_off_exp = 4;
+        2: tbl_off_exp = 0;
+        default: tbl_off_exp = 4;
+    endcase
+end
+
+
 
 assign agg_pe_c = agg_entry[(16 + 2)-1:16];
 assign agg_sum_op = agg_entry[30];
@@ -16614,10 +16687,10 @@ always @(posedge clk) begin: main
                     ist <= 3;
                     i_arvalid <= 1'b1;
                     if ((cs == 2)) begin
-                        i_awaddr <= (256 + (8 * t_idx[1-1:0]));
+                        i_awaddr <= tbl_mem_a;
                     end
                     else begin
-                        i_awaddr <= (260 + (8 * t_idx[1-1:0]));
+                        i_awaddr <= tbl_off_a;
                     end
                     pe_wait_ok <= 1'b1;
                 end
@@ -16629,7 +16702,7 @@ always @(posedge clk) begin: main
                         sv_data <= irdata;
                         cs <= 3;
                     end
-                    else if ((irdata != (t_idx * 4))) begin
+                    else if ((irdata != tbl_off_exp)) begin
                         running <= 1'b0;
                         cs <= 0;
                         err_f <= 1'b1;
@@ -16651,7 +16724,7 @@ always @(posedge clk) begin: main
                 if (((ist == 0) && (!idone) && (!pe_wait_ok))) begin
                     ist <= 1;
                     i_awvalid <= 1'b1;
-                    i_awaddr <= (256 + (8 * t_idx[1-1:0]));
+                    i_awaddr <= tbl_mem_a;
                     i_wdata <= sv_out;
                     pe_wait_ok <= 1'b1;
                 end

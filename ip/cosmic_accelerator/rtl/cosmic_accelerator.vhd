@@ -143,6 +143,9 @@ signal ai: unsigned(8 downto 0);
 signal sv_out: unsigned(31 downto 0);
 signal t_idx: unsigned(1 downto 0);
 signal cyc: unsigned(11 downto 0);
+signal tbl_mem_a: unsigned(11 downto 0);
+signal tbl_off_a: unsigned(11 downto 0);
+signal tbl_off_exp: unsigned(31 downto 0);
 signal agg_pe_c: unsigned(1 downto 0);
 signal mc64: unsigned(63 downto 0);
 signal ld_hi: unsigned(31 downto 0);
@@ -636,6 +639,7 @@ signal pe_glue0_ad_x: unsigned(47 downto 0);
 signal pe_glue0_ha_x: unsigned(9 downto 0);
 signal pe_glue0_hd_x: unsigned(47 downto 0);
 signal pe_glue0_ptr_a: unsigned(9 downto 0);
+signal pe_glue0_shamt: unsigned(8 downto 0);
 signal pe_glue0_word_x: unsigned(47 downto 0);
 signal cosmic_pe1_busy: std_logic;
 signal cosmic_pe1_done: std_logic;
@@ -840,6 +844,7 @@ signal pe_glue1_ad_x: unsigned(47 downto 0);
 signal pe_glue1_ha_x: unsigned(9 downto 0);
 signal pe_glue1_hd_x: unsigned(47 downto 0);
 signal pe_glue1_ptr_a: unsigned(9 downto 0);
+signal pe_glue1_shamt: unsigned(8 downto 0);
 signal pe_glue1_word_x: unsigned(47 downto 0);
 signal cosmic_pe2_busy: std_logic;
 signal cosmic_pe2_done: std_logic;
@@ -1044,6 +1049,7 @@ signal pe_glue2_ad_x: unsigned(47 downto 0);
 signal pe_glue2_ha_x: unsigned(9 downto 0);
 signal pe_glue2_hd_x: unsigned(47 downto 0);
 signal pe_glue2_ptr_a: unsigned(9 downto 0);
+signal pe_glue2_shamt: unsigned(8 downto 0);
 signal pe_glue2_word_x: unsigned(47 downto 0);
 signal cosmic_pe3_busy: std_logic;
 signal cosmic_pe3_done: std_logic;
@@ -1247,6 +1253,7 @@ signal pe_glue3_ad_x: unsigned(47 downto 0);
 signal pe_glue3_ha_x: unsigned(9 downto 0);
 signal pe_glue3_hd_x: unsigned(47 downto 0);
 signal pe_glue3_ptr_a: unsigned(9 downto 0);
+signal pe_glue3_shamt: unsigned(8 downto 0);
 signal pe_glue3_word_x: unsigned(47 downto 0);
 signal cosmic_pe4_busy: std_logic;
 signal cosmic_pe4_done: std_logic;
@@ -1452,6 +1459,7 @@ signal pe_glue4_ad_x: unsigned(47 downto 0);
 signal pe_glue4_ha_x: unsigned(9 downto 0);
 signal pe_glue4_hd_x: unsigned(47 downto 0);
 signal pe_glue4_ptr_a: unsigned(9 downto 0);
+signal pe_glue4_shamt: unsigned(8 downto 0);
 signal pe_glue4_word_x: unsigned(47 downto 0);
 signal cosmic_pe5_busy: std_logic;
 signal cosmic_pe5_done: std_logic;
@@ -1656,6 +1664,7 @@ signal pe_glue5_ad_x: unsigned(47 downto 0);
 signal pe_glue5_ha_x: unsigned(9 downto 0);
 signal pe_glue5_hd_x: unsigned(47 downto 0);
 signal pe_glue5_ptr_a: unsigned(9 downto 0);
+signal pe_glue5_shamt: unsigned(8 downto 0);
 signal pe_glue5_word_x: unsigned(47 downto 0);
 signal cosmic_pe6_busy: std_logic;
 signal cosmic_pe6_done: std_logic;
@@ -1860,6 +1869,7 @@ signal pe_glue6_ad_x: unsigned(47 downto 0);
 signal pe_glue6_ha_x: unsigned(9 downto 0);
 signal pe_glue6_hd_x: unsigned(47 downto 0);
 signal pe_glue6_ptr_a: unsigned(9 downto 0);
+signal pe_glue6_shamt: unsigned(8 downto 0);
 signal pe_glue6_word_x: unsigned(47 downto 0);
 signal cosmic_pe7_busy: std_logic;
 signal cosmic_pe7_done: std_logic;
@@ -2063,6 +2073,7 @@ signal pe_glue7_ad_x: unsigned(47 downto 0);
 signal pe_glue7_ha_x: unsigned(9 downto 0);
 signal pe_glue7_hd_x: unsigned(47 downto 0);
 signal pe_glue7_ptr_a: unsigned(9 downto 0);
+signal pe_glue7_shamt: unsigned(8 downto 0);
 signal pe_glue7_word_x: unsigned(47 downto 0);
 signal err_link0_prev: std_logic;
 signal err_link0_out: std_logic;
@@ -6701,7 +6712,10 @@ end process pe_glue0_hitc;
 pe_glue0_lvs <= shift_right(bt_lv, to_integer(pe_glue0_off));
 
 
-pe_glue0_shifted <= shift_right(bt_data, to_integer(pe_glue0_off * 32));
+pe_glue0_shamt <= unsigned'(pe_glue0_off & to_unsigned(0, 5));
+
+
+pe_glue0_shifted <= shift_right(bt_data, to_integer(pe_glue0_shamt));
 
 
 pe_glue0_word <= pe_glue0_shifted(32-1 downto 0);
@@ -7749,7 +7763,10 @@ end process pe_glue1_hitc;
 pe_glue1_lvs <= shift_right(bt_lv, to_integer(pe_glue1_off));
 
 
-pe_glue1_shifted <= shift_right(bt_data, to_integer(pe_glue1_off * 32));
+pe_glue1_shamt <= unsigned'(pe_glue1_off & to_unsigned(0, 5));
+
+
+pe_glue1_shifted <= shift_right(bt_data, to_integer(pe_glue1_shamt));
 
 
 pe_glue1_word <= pe_glue1_shifted(32-1 downto 0);
@@ -8797,7 +8814,10 @@ end process pe_glue2_hitc;
 pe_glue2_lvs <= shift_right(bt_lv, to_integer(pe_glue2_off));
 
 
-pe_glue2_shifted <= shift_right(bt_data, to_integer(pe_glue2_off * 32));
+pe_glue2_shamt <= unsigned'(pe_glue2_off & to_unsigned(0, 5));
+
+
+pe_glue2_shifted <= shift_right(bt_data, to_integer(pe_glue2_shamt));
 
 
 pe_glue2_word <= pe_glue2_shifted(32-1 downto 0);
@@ -9845,7 +9865,10 @@ end process pe_glue3_hitc;
 pe_glue3_lvs <= shift_right(bt_lv, to_integer(pe_glue3_off));
 
 
-pe_glue3_shifted <= shift_right(bt_data, to_integer(pe_glue3_off * 32));
+pe_glue3_shamt <= unsigned'(pe_glue3_off & to_unsigned(0, 5));
+
+
+pe_glue3_shifted <= shift_right(bt_data, to_integer(pe_glue3_shamt));
 
 
 pe_glue3_word <= pe_glue3_shifted(32-1 downto 0);
@@ -10893,7 +10916,10 @@ end process pe_glue4_hitc;
 pe_glue4_lvs <= shift_right(bt_lv, to_integer(pe_glue4_off));
 
 
-pe_glue4_shifted <= shift_right(bt_data, to_integer(pe_glue4_off * 32));
+pe_glue4_shamt <= unsigned'(pe_glue4_off & to_unsigned(0, 5));
+
+
+pe_glue4_shifted <= shift_right(bt_data, to_integer(pe_glue4_shamt));
 
 
 pe_glue4_word <= pe_glue4_shifted(32-1 downto 0);
@@ -11941,7 +11967,10 @@ end process pe_glue5_hitc;
 pe_glue5_lvs <= shift_right(bt_lv, to_integer(pe_glue5_off));
 
 
-pe_glue5_shifted <= shift_right(bt_data, to_integer(pe_glue5_off * 32));
+pe_glue5_shamt <= unsigned'(pe_glue5_off & to_unsigned(0, 5));
+
+
+pe_glue5_shifted <= shift_right(bt_data, to_integer(pe_glue5_shamt));
 
 
 pe_glue5_word <= pe_glue5_shifted(32-1 downto 0);
@@ -12989,7 +13018,10 @@ end process pe_glue6_hitc;
 pe_glue6_lvs <= shift_right(bt_lv, to_integer(pe_glue6_off));
 
 
-pe_glue6_shifted <= shift_right(bt_data, to_integer(pe_glue6_off * 32));
+pe_glue6_shamt <= unsigned'(pe_glue6_off & to_unsigned(0, 5));
+
+
+pe_glue6_shifted <= shift_right(bt_data, to_integer(pe_glue6_shamt));
 
 
 pe_glue6_word <= pe_glue6_shifted(32-1 downto 0);
@@ -14037,7 +14069,10 @@ end process pe_glue7_hitc;
 pe_glue7_lvs <= shift_right(bt_lv, to_integer(pe_glue7_off));
 
 
-pe_glue7_shifted <= shift_right(bt_data, to_integer(pe_glue7_off * 32));
+pe_glue7_shamt <= unsigned'(pe_glue7_off & to_unsigned(0, 5));
+
+
+pe_glue7_shifted <= shift_right(bt_data, to_integer(pe_glue7_shamt));
 
 
 pe_glue7_word <= pe_glue7_shifted(32-1 downto 0);
@@ -14813,6 +14848,36 @@ begin
     end if;
 end process tabr;
 
+tbl_a: process (t_idx) is
+begin
+    case to_integer(t_idx) is
+        when 0 => tbl_mem_a <= "000100000000";
+        when 1 => tbl_mem_a <= "000100001000";
+        when 2 => tbl_mem_a <= "000100000000";
+        when others => tbl_mem_a <= "000100001000";
+    end case;
+end process tbl_a;
+
+tbl_b: process (t_idx) is
+begin
+    case to_integer(t_idx) is
+        when 0 => tbl_off_a <= "000100000100";
+        when 1 => tbl_off_a <= "000100001100";
+        when 2 => tbl_off_a <= "000100000100";
+        when others => tbl_off_a <= "000100001100";
+    end case;
+end process tbl_b;
+
+tbl_c: process (t_idx) is
+begin
+    case to_integer(t_idx) is
+        when 0 => tbl_off_exp <= "00000000000000000000000000000000";
+        when 1 => tbl_off_exp <= "00000000000000000000000000000100";
+        when 2 => tbl_off_exp <= "00000000000000000000000000000000";
+        when others => tbl_off_exp <= "00000000000000000000000000000100";
+    end case;
+end process tbl_c;
+
 
 agg_pe_c <= agg_entry((16 + 2)-1 downto 16);
 agg_sum_op <= agg_entry(30);
@@ -15304,9 +15369,9 @@ begin
                         ist <= to_unsigned(3, 3);
                         i_arvalid <= '1';
                         if (cs = 2) then
-                            i_awaddr <= (256 + resize(8 * t_idx(1-1 downto 0), 12));
+                            i_awaddr <= tbl_mem_a;
                         else
-                            i_awaddr <= (260 + resize(8 * t_idx(1-1 downto 0), 12));
+                            i_awaddr <= tbl_off_a;
                         end if;
                         pe_wait_ok <= '1';
                     elsif bool(idone) then
@@ -15316,7 +15381,7 @@ begin
                             sv_idx <= t_idx(1-1 downto 0);
                             sv_data <= irdata;
                             cs <= to_unsigned(3, 4);
-                        elsif (irdata /= (t_idx * 4)) then
+                        elsif (irdata /= tbl_off_exp) then
                             running <= '0';
                             cs <= to_unsigned(0, 4);
                             err_f <= '1';
@@ -15335,7 +15400,7 @@ begin
                     if ((ist = 0) and (not bool(idone)) and (not bool(pe_wait_ok))) then
                         ist <= to_unsigned(1, 3);
                         i_awvalid <= '1';
-                        i_awaddr <= (256 + resize(8 * t_idx(1-1 downto 0), 12));
+                        i_awaddr <= tbl_mem_a;
                         i_wdata <= sv_out;
                         pe_wait_ok <= '1';
                     elsif bool(idone) then
