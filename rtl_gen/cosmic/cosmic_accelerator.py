@@ -12,10 +12,10 @@ Structure (the cycle-level reference is :mod:`tablac.machine`, its docstring is 
   has ``bus_out_valid`` (two writers in one cycle: error ``E_BUS``), cleared at every PE
   start;
 * a tree bus per thread over its rows, ``d = tree_depth(RPT)`` register stages: a tree
-  program (one word per cycle of the PE run, shared by all threads: op pass/add/mul, source
-  rows, destination rows) folds the bus writes of the source rows of that cycle left to
-  right (saturating add or rounding multiply) and writes the destination rows' bus
-  registers ``d`` cycles later;
+  program (one word per cycle of the PE run, shared by all threads: for every destination
+  row an op pass/add/mul and its source rows) folds the bus writes of the source rows of
+  that cycle left to right (saturating add or rounding multiply) and writes the
+  destination row's bus register ``d`` cycles later;
 * ``cosmic_memory_schedule_unit`` (Memory Schedule queue, Thread Index Table, AXI4 master)
   whose ``m_axis_pe`` beats are fanned out to the PEs: lane ``i`` of a beat for PE ``p``
   goes to PE ``p+i``, into the DATA buffer during training and the MODEL buffer during a
@@ -112,6 +112,10 @@ def _cross(p: dict) -> str | None:
     if p["ROWS"] % p["THREADS"]:
         return (f"parameter THREADS={p['THREADS']} must divide ROWS={p['ROWS']} (each thread "
                 "owns whole rows, CoSMIC 5.2)")
+    rpt = p["ROWS"] // p["THREADS"]
+    if rpt * (2 + rpt) > 64:
+        return (f"ROWS/THREADS = {rpt} rows per thread: at most 6 (a tree-bus program word, "
+                "RPT*(2+RPT) bits, is loaded as one 64-bit LD_HI:LD_LO word)")
     if p["ROWS"] * p["COLS"] < 2:
         return "the accelerator needs at least 2 PEs (ROWS*COLS >= 2)"
     if p["F"] >= p["W"]:
@@ -165,7 +169,7 @@ def geometry(p: dict) -> dict:
     P = RPT * p["COLS"]
     return dict(cfg=cfg, N=N, T=T, RPT=RPT, P=P, D=tree_depth(RPT), C=p["COLS"],
                 TREE_DEPTH=2 * p["SCHED_DEPTH"], IW=cfg.instr_w,
-                TRW=2 + 2 * RPT)
+                TRW=RPT * (2 + RPT))
 
 
 def ports_of(p: dict) -> list[Port]:
@@ -395,7 +399,7 @@ def fold_link(op, src, prev_v, prev_x, any_w, val, out_v, out_x, miss, F):
 
     @always_comb
     def c():
-        miss.next = src and not any_w
+        miss.next = src and not any_w and op != 0
         out_v.next = prev_v
         out_x.next = prev_x
         if src and any_w:
@@ -411,13 +415,23 @@ def fold_link(op, src, prev_v, prev_x, any_w, val, out_v, out_x, miss, F):
 
 
 @block
-def tree_stage(clk, rst, iv, ix, idst, ov, ox, odst):
+def tree_stage(clk, rst, iv, ix, ov, ox):
     @always_seq(clk.posedge, reset=rst)
     def r():
         ov.next = iv
         ox.next = ix
-        odst.next = idst
     return r
+
+
+@block
+def slice_of(x, lsb, y):
+    """``y`` = bits ``[lsb +: len(y)]`` of ``x``."""
+    n = len(y)
+
+    @always_comb
+    def c():
+        y.next = x[lsb + n:lsb]
+    return c
 
 
 @block
@@ -608,6 +622,7 @@ def build(p):
         rb_addr = sig_u(RBA)
         rows_clear = sig_b()
         cyc = sig_u(TW + 1)
+        cyc_hold = sig_b()
 
         # ------------------------------------------------ PEs
         pe_sig = []
@@ -747,40 +762,38 @@ def build(p):
             row_val.append(pv)
             row_twe.append(twe)
             row_tval.append(tval)
-        t_op = sig_u(2)
-        t_src = sig_u(RPT)
-        t_dst = sig_u(RPT)
-
-        @always_comb
-        def tdec():
-            t_op.next = tree_word[2:]
-            t_src.next = tree_word[2 + RPT:2]
-            t_dst.next = tree_word[2 + 2 * RPT:2 + RPT]
-        insts.append(tdec)
+        # tree word: per destination row q, bits [q*(2+RPT) +: 2] op (0 none, 1 pass, 2 add,
+        # 3 mul) and the next RPT bits its source rows
+        FW = 2 + RPT
+        dst_ops, dst_srcs = [], []
+        for q in range(RPT):
+            o_, s_ = sig_u(2), sig_u(RPT)
+            insts.append(slice_of(tree_word, q * FW, o_))
+            insts.append(slice_of(tree_word, q * FW + 2, s_))
+            dst_ops.append(o_)
+            dst_srcs.append(s_)
         miss_list = []
         for t in range(T):
-            pv_, px_ = sig_b(), sig_u(W)
-            pv0, px0 = pv_, px_
             for q in range(RPT):
+                pv_, px_ = sig_b(), sig_u(W)
+                for q2 in range(RPT):
+                    r2 = t * RPT + q2
+                    sb = sig_b()
+                    insts.append(bit_of(dst_srcs[q], q2, sb))
+                    nv, nx, ms = sig_b(), sig_u(W), sig_b()
+                    insts.append(fold_link(dst_ops[q], sb, pv_, px_, row_any[r2], row_val[r2],
+                                           nv, nx, ms, F))
+                    miss_list.append(ms)
+                    pv_, px_ = nv, nx
+                vv = sig_b()
+                insts.append(and_nz(pv_, dst_ops[q], vv))
+                sv, sx = vv, px_
+                for k in range(D):
+                    nv, nx = sig_b(), sig_u(W)
+                    insts.append(tree_stage(clk, rst, sv, sx, nv, nx))
+                    sv, sx = nv, nx
                 r = t * RPT + q
-                sb = sig_b()
-                insts.append(bit_of(t_src, q, sb))
-                nv, nx, ms = sig_b(), sig_u(W), sig_b()
-                insts.append(fold_link(t_op, sb, pv_, px_, row_any[r], row_val[r], nv, nx, ms, F))
-                miss_list.append(ms)
-                pv_, px_ = nv, nx
-            vv = sig_b()
-            insts.append(and_nz(pv_, t_op, vv))
-            sv, sx, sd = vv, px_, t_dst
-            for k in range(D):
-                nv, nx, nd = sig_b(), sig_u(W), sig_u(RPT)
-                insts.append(tree_stage(clk, rst, sv, sx, sd, nv, nx, nd))
-                sv, sx, sd = nv, nx, nd
-            for q in range(RPT):
-                r = t * RPT + q
-                db = sig_b()
-                insts.append(bit_of(sd, q, db))
-                insts.append(and2(sv, db, row_twe[r]))
+                insts.append(copy_sig(sv, row_twe[r]))
                 insts.append(copy_sig(sx, row_tval[r]))
         # bus error: any row error or a tree source without a writer (op != 0)
         b_prev = sig_b()
@@ -799,7 +812,7 @@ def build(p):
 
         @always_comb
         def berr():
-            miss_any.next = m_prev and t_op != 0
+            miss_any.next = m_prev
             bus_err_any.next = b_prev
         insts.append(berr)
 
@@ -1099,7 +1112,12 @@ def build(p):
                 elif cs == S_AGG_A or cs == S_AGG_B or cs == S_AGG_C:
                     agg_cyc.next = agg_cyc + 1
             if cs == S_PE_WAIT:
-                cyc.next = cyc + 1
+                # cyc == k+5 in the cycle in which slot k's outputs are valid (the cycle
+                # numbering of tablac.machine / the tree program)
+                if cyc_hold:
+                    cyc_hold.next = False
+                else:
+                    cyc.next = cyc + 1
             # ---- host side: proxied MSU accesses complete
             if hwait and idone:
                 hwait.next = False
@@ -1381,6 +1399,7 @@ def build(p):
                     pe_start.next = True
                     rows_clear.next = True
                     cyc.next = 0
+                    cyc_hold.next = True
                     cs.next = S_PE_WAIT
                     pe_wait_ok.next = False
                 elif cs == S_PE_WAIT:
@@ -1521,8 +1540,9 @@ REGISTERS = [
     ("0x1028 LD_SEL", "RW", "load target: 0 microcode, 1 DATA, 2 MODEL, 3 INTERIM, 4 "
      "aggregation table (word: bits 15:0 MODEL address, bits 29:16 thread-relative PE, bit 30 "
      "1 = sum (exact sum saturated) instead of mean), 5 "
-     "tree-bus program (word at address = cycle of the PE run: bits 1:0 op 0 none/1 pass/2 "
-     "add/3 mul, then RPT source-row bits, then RPT destination-row bits)"),
+     "tree-bus program (word at address = cycle of the PE run; for every destination row q of "
+     "a thread, bits [q*(2+RPT) +: 2] its op 0 none/1 pass/2 add/3 mul and the next RPT bits its "
+     "source rows)"),
     ("0x102C LD_ADDR", "RW", "load address; incremented by every accepted load"),
     ("0x1030 LD_HI", "RW", "bits 63:32 of the next load word (microcode words are wider than 32 bits)"),
     ("0x1034 LD_LO", "W", "bits 31:0: performs the load of {LD_HI, LD_LO}.  Checked first: "
@@ -1583,10 +1603,11 @@ def datasheet(p):
             f"Error codes (STATUS[7:4]): {errs}.  Every error leaves the core idle; run errors "
             "abort the command (at the end of the current sample or unit run), so bad input "
             "never hangs the core.",
-            "Deviation from the paper: the tree bus folds its source rows left to right in the "
-            "entry's cycle (as tablac.machine does) and the remaining tree levels are register "
-            "stages; tablac's `expr` tree entries (operands from different subtrees) are not "
-            "supported by this tree program format.",
+            "Deviation from the paper: the tree bus folds each destination's source rows left "
+            "to right in the entry's cycle (as tablac.machine does for pass/add/mul entries) and "
+            "the remaining tree levels are register stages.  A tablac `expr` entry is "
+            "representable when it is one operation over its rows (always with 2 rows per "
+            "thread); nested expressions over 3 or more rows are not.",
             "Deviation: the model is read back through the host interface (RB_*), not written to "
             "memory by the unit.",
         ])
@@ -1600,6 +1621,9 @@ CORE = CoreDef(
     build=build, datasheet=datasheet,
     configs={"default": {},
              "large": {"ROWS": 4, "COLS": 8, "THREADS": 4, "DATA_DEPTH": 64, "MODEL_DEPTH": 128,
-                       "INTERIM_DEPTH": 64, "SCHED_DEPTH": 512, "NL": 1}},
+                       "INTERIM_DEPTH": 64, "SCHED_DEPTH": 512, "NL": 1},
+             # two rows per thread (tree bus with add/mul nodes), one thread (no aggregation)
+             "tree": {"ROWS": 2, "COLS": 2, "THREADS": 1, "DATA_DEPTH": 64, "MODEL_DEPTH": 64,
+                      "INTERIM_DEPTH": 64, "SCHED_DEPTH": 256, "NL": 1}},
     generator="rtl_gen/cosmic/cosmic_accelerator.py",
 )

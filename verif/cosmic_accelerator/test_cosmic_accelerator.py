@@ -197,18 +197,27 @@ class Host:
 
 
 def tree_words(comp, p):
-    """The tree-bus program: one word per cycle 0..length+7 (op, source rows, dest rows)."""
+    """The tree-bus program: one word per cycle 0..length+7; for every destination row q
+    of a thread, bits [q*(2+RPT) +: 2] the op and the next RPT bits its source rows.
+    A tablac ``expr`` entry is accepted when it is one add/mul over two rows."""
     rpt = p["ROWS"] // p["THREADS"]
+    fw = 2 + rpt
     words = [0] * (comp.length + 8)
     code = {"pass": 1, "add": 2, "mul": 3}
     for (c, op, srcs, dsts) in comp.tree:
+        if op == "expr":
+            x = srcs
+            if not (isinstance(x, tuple) and len(x) == 3 and x[0] in ("add", "mul")
+                    and all(isinstance(v, (int, np.integer)) for v in x[1:])):
+                raise ValueError(f"tree expression {x} has no encoding in this netlist")
+            op, srcs = x[0], (int(x[1]), int(x[2]))
         if op not in code:
             raise ValueError(f"tree op {op!r} has no encoding in this netlist")
-        if words[c]:
-            raise ValueError(f"two tree entries in cycle {c}")
-        sm = sum(1 << r for r in srcs)
-        dm = sum(1 << r for r in dsts)
-        words[c] = code[op] | sm << 2 | dm << (2 + rpt)
+        sm = sum(1 << int(r) for r in srcs)
+        for q in dsts:
+            if (words[c] >> (int(q) * fw)) & ((1 << fw) - 1):
+                raise ValueError(f"two tree entries write row {q} in cycle {c}")
+            words[c] |= (code[op] | sm << 2) << (int(q) * fw)
     return words
 
 
@@ -233,12 +242,18 @@ def _case(name, p, **kw):
 
 
 async def run_program(h, name, rounds=3, sub=2, shuffle=False):
-    from verif.cosmic_accelerator.acc_case import hw_cfg, model_from_words, transcode
+    from verif.cosmic_accelerator.acc_case import FMT, hw_cfg, model_from_words, transcode
     case = _case(name, h.p, sub=sub, rounds=rounds, shuffle=False)
     progs = transcode(case.comp, hw_cfg(h.p))
     await h.put_mem(case.mem_words)
     await h.load_case(case, progs)
     await h.load_model(case)
+    # the model broadcast reached every thread
+    q0 = {k: FMT.to_fixed(v) for k, v in case.model0.items()}
+    for t in range(case.T):
+        got = model_from_words(case, await h.read_words(case, t))
+        for k, arr in q0.items():
+            assert np.array_equal(got[k], arr), f"{name}: model broadcast, thread {t}, {k}"
     for r in range(rounds):
         await h.train(case)
         for t in sorted({0, case.T - 1}):
@@ -458,6 +473,155 @@ async def aggregation_directed(dut):
                 u = await h.rd(RB_DATA)
                 got = u - (1 << 32) if u >> 31 else u
                 assert got == want, f"thread {t} PE {q} MODEL[{a}]: {got} != {want}"
+
+
+async def run_hand(h, prog_of, vals, length, tree=None, expect_ok=True):
+    """Hand-assembled microcode: ``prog_of(q)`` -> list of Instr of thread-relative PE q
+    (padded with nops to ``length``); ``vals[t][q]`` is delivered to DATA[0] of PE q of
+    thread t (one sample); one TRAIN of one sample, no aggregation."""
+    from verif.cosmic_accelerator.acc_case import hw_cfg
+    cfg = hw_cfg(h.p)
+    T, P, C = h.T, h.P, h.C
+    for q in range(P):
+        prog = list(prog_of(q))
+        prog += [Instr()] * (length - len(prog))
+        await h.load(0, q, 0, [i.encode(cfg) for i in prog])
+    words = list(tree or []) + [0] * (length + 8 - len(tree or []))
+    await h.load(5, 0, 0, words, hi=False)
+    await h.wr(PROG_LEN, length)
+    await h.wr(AGG_LEN, 0)
+    await h.put_mem([v & 0xFFFFFFFF for t in range(T) for v in vals[t]])
+    await h.wr(M_CTRL, 2)
+    for r in range(P // C):
+        await h.wr(M_QPUSH, Entry(base=r * C, size=C).encode())
+    for t in range(T):
+        await h.wr(m_off(t), t * P)
+        await h.wr(m_mem(t), t * P)
+    await h.wr(SAMPLES, 1)
+    await h.wr(ROUNDS, 1)
+    await h.wr(CTRL, C_TRAIN)
+    s = await h.wait_idle("hand-assembled run")
+    if expect_ok:
+        assert s["done"] and not s["err"], f"hand-assembled run: {s}"
+    return s
+
+
+async def read_buf(h, g, sel, a):
+    await h.wr(RB_SEL, sel)
+    await h.wr(RB_PE, g)
+    await h.wr(RB_ADDR, a)
+    u = await h.rd(RB_DATA)
+    return u - (1 << 32) if u >> 31 else u
+
+
+def rand_vals(h, rng):
+    from verif.cosmic_accelerator.acc_case import FMT
+    return [[rng.randrange(-4 * FMT.one, 4 * FMT.one) for q in range(h.P)] for t in range(h.T)]
+
+
+@sim_test(timeout_us={"default": 20_000, "*": 60_000})
+async def neighbour_links_both_ways(dut):
+    """Every PE sends DATA[0] left and right (the row ends only inward); each PE stores
+    what arrives from its left and right neighbour: equal to the neighbours' words."""
+    h = Host(dut)
+    await h.start()
+    C = h.C
+    vals = rand_vals(h, random.Random(h.seed))
+
+    def prog(q):
+        c = q % C
+        out = (1 if c > 0 else 0) | (2 if c < C - 1 else 0)
+        p = [Instr(op=9, src_a=0, ra_d=0, out=out)] + [Instr()] * 5
+        p.append(Instr(op=9, src_a=3, wb=3, wa=0) if c > 0 else Instr())
+        p.append(Instr(op=9, src_a=4, wb=3, wa=1) if c < C - 1 else Instr())
+        return p
+    await run_hand(h, prog, vals, 8)
+    for t in range(h.T):
+        for q in range(h.P):
+            c = q % C
+            if c > 0:
+                assert await read_buf(h, t * h.P + q, 3, 0) == vals[t][q - 1], (t, q, "left")
+            if c < C - 1:
+                assert await read_buf(h, t * h.P + q, 3, 1) == vals[t][q + 1], (t, q, "right")
+
+
+@sim_test(timeout_us={"default": 20_000, "*": 60_000})
+async def row_bus_as_scheduled_and_contention(dut):
+    """PE c of every row writes the row bus in slot 6c, every PE of the row reads it in
+    slot 6c+5 into INTERIM[2+c]; then two writers in one slot must end the run with
+    E_BUS and leave the core idle."""
+    h = Host(dut)
+    await h.start()
+    C = h.C
+    vals = rand_vals(h, random.Random(h.seed))
+
+    def prog(q):
+        c = q % C
+        p = [Instr()] * (6 * C + 6)
+        p[6 * c] = Instr(op=9, src_a=0, ra_d=0, out=4)
+        for c2 in range(C):
+            p[6 * c2 + 5] = Instr(op=9, src_a=5, wb=3, wa=2 + c2)
+        return p
+    await run_hand(h, prog, vals, 6 * C + 6)
+    for t in range(h.T):
+        for q in range(h.P):
+            row0 = q - q % C
+            for c2 in range(C):
+                got = await read_buf(h, t * h.P + q, 3, 2 + c2)
+                assert got == vals[t][row0 + c2], (t, q, c2, got)
+    s = await run_hand(h, lambda q: [Instr(op=9, src_a=0, ra_d=0, out=4)], vals, 8,
+                       expect_ok=False)
+    assert s["err"] and s["code"] == E_BUS and not s["busy"], f"two bus writers: {s}"
+    await h.wr(CTRL, C_ERRCLR)
+
+
+@sim_test(timeout_us={"default": 20_000, "*": 60_000})
+async def tree_bus_add_and_mul(dut):
+    """With 2+ rows per thread: column 0 of rows 0 and 1 write the bus in slot 0 (cycle
+    5); the tree program of cycle 5 sends add(row0, row1) to row 0 and mul(row0, row1) to
+    row 1 (and pass(row 0) to rows >= 2); every PE reads its row bus d slots later."""
+    from verif.cosmic_accelerator.acc_case import FMT
+    from rtl_gen.cosmic.cosmic_accelerator import tree_depth
+    h = Host(dut)
+    await h.start()
+    rpt = h.p["ROWS"] // h.T
+    if rpt < 2:
+        h.dut._log.info("tree_bus_add_and_mul: %d row per thread, the tree has one leaf; "
+                        "checked: pass of row 0 to itself", rpt)
+    C = h.C
+    d = tree_depth(rpt)
+    vals = rand_vals(h, random.Random(h.seed))
+    fw = 2 + rpt
+    word = 0
+    for q in range(rpt):
+        if rpt >= 2 and q == 0:
+            word |= (2 | 0b11 << 2) << (q * fw)
+        elif rpt >= 2 and q == 1:
+            word |= (3 | 0b11 << 2) << (q * fw)
+        else:
+            word |= (1 | 0b1 << 2) << (q * fw)
+    tree = [0] * 5 + [word]
+
+    def prog(q):
+        p = [Instr()] * (5 + d + 1)
+        if q % C == 0 and q // C < min(rpt, 2):
+            p[0] = Instr(op=9, src_a=0, ra_d=0, out=4)
+        p[5 + d] = Instr(op=9, src_a=5, wb=3, wa=0)
+        return p
+    await run_hand(h, prog, vals, 5 + d + 1, tree=tree)
+    for t in range(h.T):
+        a = vals[t][0]
+        b = vals[t][C] if rpt >= 2 else None
+        for q in range(h.P):
+            row = q // C
+            if rpt >= 2 and row == 0:
+                want = int(FMT.add(a, b))
+            elif rpt >= 2 and row == 1:
+                want = int(FMT.mul(a, b))
+            else:
+                want = a
+            got = await read_buf(h, t * h.P + q, 3, 0)
+            assert got == want, f"thread {t} PE {q} (row {row}): {got} != {want}"
 
 
 @sim_test(timeout_us={"default": 40_000, "*": 120_000})

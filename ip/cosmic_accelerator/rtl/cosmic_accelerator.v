@@ -171,10 +171,6 @@ wire [31:0] agg_avg;
 wire signed [33:0] sum2;
 wire [1:0] sum2_hi;
 wire signed [33:0] agg_sum;
-wire [1:0] t_op;
-reg [3:0] tree_word;
-wire [0:0] t_src;
-wire [0:0] t_dst;
 wire miss_any;
 wire m_prev;
 wire bus_err_any;
@@ -191,6 +187,7 @@ reg [8:0] ai;
 reg [31:0] sv_out;
 reg [1:0] t_idx;
 reg [11:0] cyc;
+reg [2:0] tree_word;
 reg [11:0] tbl_mem_a;
 reg [11:0] tbl_off_a;
 reg [31:0] tbl_off_exp;
@@ -261,6 +258,7 @@ reg [31:0] cycles;
 reg [31:0] compute_cyc;
 reg [31:0] load_cyc;
 reg [31:0] agg_cyc;
+reg cyc_hold;
 reg [31:0] err_info;
 reg [10:0] prog_len;
 reg [8:0] agg_len;
@@ -2223,6 +2221,8 @@ wire row_bus1_t_we;
 wire [31:0] row_bus1_t_val;
 reg [31:0] row_bus1_busreg;
 reg row_bus1_err;
+wire [1:0] slice_of0_y;
+wire [0:0] slice_of1_y;
 wire bit_of4_y;
 wire fold_link0_prev_v;
 wire [31:0] fold_link0_prev_x;
@@ -2249,9 +2249,7 @@ wire fold_link0_round_sat24_sat58_nsign;
 wire and_nz0_y;
 reg tree_stage0_ov;
 reg [31:0] tree_stage0_ox;
-reg [0:0] tree_stage0_odst;
 wire bit_of5_y;
-wire bit_of6_y;
 wire fold_link1_prev_v;
 wire [31:0] fold_link1_prev_x;
 reg fold_link1_out_v;
@@ -2277,14 +2275,12 @@ wire fold_link1_round_sat25_sat60_nsign;
 wire and_nz1_y;
 reg tree_stage1_ov;
 reg [31:0] tree_stage1_ox;
-reg [0:0] tree_stage1_odst;
-wire bit_of7_y;
 wire err_link16_prev;
 wire err_link16_out;
 wire err_link18_prev;
 wire err_link18_out;
 reg [30:0] agg_tab [0:256-1];
-reg [3:0] tree_ram [0:2048-1];
+reg [2:0] tree_ram [0:2048-1];
 reg [31:0] sv_mem [0:2-1];
 reg [29:0] cosmic_memory_schedule_unit0_maddr [0:2-1];
 reg [2:0] cosmic_memory_schedule_unit0_offs [0:2-1];
@@ -15790,13 +15786,15 @@ assign cosmic_pe7_bus_in = row_bus1_busreg;
 
 
 
-assign t_op = tree_word[2-1:0];
-assign t_src = tree_word[(2 + 1)-1:2];
-assign t_dst = tree_word[(2 + (2 * 1))-1:(2 + 1)];
+assign slice_of0_y = tree_word[0+:2];
 
 
 
-assign bit_of4_y = t_src[0];
+assign slice_of1_y = tree_word[2+:1];
+
+
+
+assign bit_of4_y = slice_of1_y[0];
 
 
 
@@ -15862,8 +15860,8 @@ assign fold_link0_s1 = (fold_link0_a + fold_link0_b);
 assign fold_link0_p2 = (fold_link0_a * fold_link0_b);
 
 
-always @(t_op, bus_link3_out_any, fold_link0_sa, bus_link3_out_val, fold_link0_prev_v, bit_of4_y, fold_link0_sm, fold_link0_prev_x) begin: fold_link0_c
-    fold_link0_miss = (bit_of4_y && (!bus_link3_out_any));
+always @(slice_of0_y, bus_link3_out_any, fold_link0_sa, fold_link0_prev_v, bus_link3_out_val, bit_of4_y, fold_link0_sm, fold_link0_prev_x) begin: fold_link0_c
+    fold_link0_miss = (bit_of4_y && (!bus_link3_out_any) && (slice_of0_y != 0));
     fold_link0_out_v = fold_link0_prev_v;
     fold_link0_out_x = fold_link0_prev_x;
     if ((bit_of4_y && bus_link3_out_any)) begin
@@ -15871,7 +15869,7 @@ always @(t_op, bus_link3_out_any, fold_link0_sa, bus_link3_out_val, fold_link0_p
         if ((!fold_link0_prev_v)) begin
             fold_link0_out_x = bus_link3_out_val;
         end
-        else if ((t_op == 2)) begin
+        else if ((slice_of0_y == 2)) begin
             fold_link0_out_x = fold_link0_sa[32-1:0];
         end
         else begin
@@ -15882,29 +15880,23 @@ end
 
 
 
-assign and_nz0_y = (fold_link0_out_v && (t_op != 0));
+assign and_nz0_y = (fold_link0_out_v && (slice_of0_y != 0));
 
 
 always @(posedge clk) begin: tree_stage0_r
     if (rst == 1) begin
         tree_stage0_ox <= 0;
-        tree_stage0_odst <= 0;
         tree_stage0_ov <= 0;
     end
     else begin
         tree_stage0_ov <= and_nz0_y;
         tree_stage0_ox <= fold_link0_out_x;
-        tree_stage0_odst <= t_dst;
     end
 end
 
 
 
-assign bit_of5_y = tree_stage0_odst[0];
-
-
-
-assign row_bus0_t_we = (tree_stage0_ov && bit_of5_y);
+assign row_bus0_t_we = tree_stage0_ov;
 
 
 
@@ -15912,7 +15904,7 @@ assign row_bus0_t_val = tree_stage0_ox;
 
 
 
-assign bit_of6_y = t_src[0];
+assign bit_of5_y = slice_of1_y[0];
 
 
 
@@ -15978,16 +15970,16 @@ assign fold_link1_s1 = (fold_link1_a + fold_link1_b);
 assign fold_link1_p2 = (fold_link1_a * fold_link1_b);
 
 
-always @(t_op, bus_link7_out_any, fold_link1_sa, bus_link7_out_val, fold_link1_prev_v, bit_of6_y, fold_link1_sm, fold_link1_prev_x) begin: fold_link1_c
-    fold_link1_miss = (bit_of6_y && (!bus_link7_out_any));
+always @(slice_of0_y, bus_link7_out_any, fold_link1_sa, fold_link1_prev_v, bus_link7_out_val, bit_of5_y, fold_link1_sm, fold_link1_prev_x) begin: fold_link1_c
+    fold_link1_miss = (bit_of5_y && (!bus_link7_out_any) && (slice_of0_y != 0));
     fold_link1_out_v = fold_link1_prev_v;
     fold_link1_out_x = fold_link1_prev_x;
-    if ((bit_of6_y && bus_link7_out_any)) begin
+    if ((bit_of5_y && bus_link7_out_any)) begin
         fold_link1_out_v = 1'b1;
         if ((!fold_link1_prev_v)) begin
             fold_link1_out_x = bus_link7_out_val;
         end
-        else if ((t_op == 2)) begin
+        else if ((slice_of0_y == 2)) begin
             fold_link1_out_x = fold_link1_sa[32-1:0];
         end
         else begin
@@ -15998,29 +15990,23 @@ end
 
 
 
-assign and_nz1_y = (fold_link1_out_v && (t_op != 0));
+assign and_nz1_y = (fold_link1_out_v && (slice_of0_y != 0));
 
 
 always @(posedge clk) begin: tree_stage1_r
     if (rst == 1) begin
         tree_stage1_ox <= 0;
-        tree_stage1_odst <= 0;
         tree_stage1_ov <= 0;
     end
     else begin
         tree_stage1_ov <= and_nz1_y;
         tree_stage1_ox <= fold_link1_out_x;
-        tree_stage1_odst <= t_dst;
     end
 end
 
 
 
-assign bit_of7_y = tree_stage1_odst[0];
-
-
-
-assign row_bus1_t_we = (tree_stage1_ov && bit_of7_y);
+assign row_bus1_t_we = tree_stage1_ov;
 
 
 
@@ -16044,7 +16030,7 @@ assign m_prev = (err_link18_out || (cosmic_pe0_left_in != 0) || fold_link1_miss)
 
 
 
-assign miss_any = (m_prev && (t_op != 0));
+assign miss_any = m_prev;
 assign bus_err_any = b_prev;
 
 
@@ -16057,7 +16043,7 @@ end
 
 always @(posedge clk) begin: tree_w
     if ((h_ld && (h_sel == 5))) begin
-        tree_ram[h_addr[11-1:0]] <= h_data[4-1:0];
+        tree_ram[h_addr[11-1:0]] <= h_data[3-1:0];
     end
 end
 
@@ -16323,6 +16309,7 @@ always @(posedge clk) begin: main
         a_pe <= 0;
         i_awvalid <= 0;
         cyc <= 0;
+        cyc_hold <= 0;
         rb_pe_r <= 0;
         i_arvalid <= 0;
         err_code <= 0;
@@ -16419,7 +16406,12 @@ always @(posedge clk) begin: main
             end
         end
         if ((cs == 8)) begin
-            cyc <= (cyc + 1);
+            if (cyc_hold) begin
+                cyc_hold <= 1'b0;
+            end
+            else begin
+                cyc <= (cyc + 1);
+            end
         end
         if ((hwait && idone)) begin
             hwait <= 1'b0;
@@ -16794,6 +16786,7 @@ always @(posedge clk) begin: main
                     pe_start <= 1'b1;
                     rows_clear <= 1'b1;
                     cyc <= 0;
+                    cyc_hold <= 1'b1;
                     cs <= 8;
                     pe_wait_ok <= 1'b0;
                 end

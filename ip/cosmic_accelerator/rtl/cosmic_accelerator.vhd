@@ -123,10 +123,6 @@ signal agg_avg: unsigned(31 downto 0);
 signal sum2: signed (33 downto 0);
 signal sum2_hi: unsigned(1 downto 0);
 signal agg_sum: signed (33 downto 0);
-signal t_op: unsigned(1 downto 0);
-signal tree_word: unsigned(3 downto 0);
-signal t_src: unsigned(0 downto 0);
-signal t_dst: unsigned(0 downto 0);
 signal miss_any: std_logic;
 signal m_prev: std_logic;
 signal bus_err_any: std_logic;
@@ -143,6 +139,7 @@ signal ai: unsigned(8 downto 0);
 signal sv_out: unsigned(31 downto 0);
 signal t_idx: unsigned(1 downto 0);
 signal cyc: unsigned(11 downto 0);
+signal tree_word: unsigned(2 downto 0);
 signal tbl_mem_a: unsigned(11 downto 0);
 signal tbl_off_a: unsigned(11 downto 0);
 signal tbl_off_exp: unsigned(31 downto 0);
@@ -213,6 +210,7 @@ signal cycles: unsigned(31 downto 0);
 signal compute_cyc: unsigned(31 downto 0);
 signal load_cyc: unsigned(31 downto 0);
 signal agg_cyc: unsigned(31 downto 0);
+signal cyc_hold: std_logic;
 signal err_info: unsigned(31 downto 0);
 signal prog_len: unsigned(10 downto 0);
 signal agg_len: unsigned(8 downto 0);
@@ -2175,6 +2173,8 @@ signal row_bus1_t_we: std_logic;
 signal row_bus1_t_val: unsigned(31 downto 0);
 signal row_bus1_busreg: unsigned(31 downto 0);
 signal row_bus1_err: std_logic;
+signal slice_of0_y: unsigned(1 downto 0);
+signal slice_of1_y: unsigned(0 downto 0);
 signal bit_of4_y: std_logic;
 signal fold_link0_prev_v: std_logic;
 signal fold_link0_prev_x: unsigned(31 downto 0);
@@ -2201,9 +2201,7 @@ signal fold_link0_round_sat24_sat58_nsign: std_logic;
 signal and_nz0_y: std_logic;
 signal tree_stage0_ov: std_logic;
 signal tree_stage0_ox: unsigned(31 downto 0);
-signal tree_stage0_odst: unsigned(0 downto 0);
 signal bit_of5_y: std_logic;
-signal bit_of6_y: std_logic;
 signal fold_link1_prev_v: std_logic;
 signal fold_link1_prev_x: unsigned(31 downto 0);
 signal fold_link1_out_v: std_logic;
@@ -2229,15 +2227,13 @@ signal fold_link1_round_sat25_sat60_nsign: std_logic;
 signal and_nz1_y: std_logic;
 signal tree_stage1_ov: std_logic;
 signal tree_stage1_ox: unsigned(31 downto 0);
-signal tree_stage1_odst: unsigned(0 downto 0);
-signal bit_of7_y: std_logic;
 signal err_link16_prev: std_logic;
 signal err_link16_out: std_logic;
 signal err_link18_prev: std_logic;
 signal err_link18_out: std_logic;
 type t_array_agg_tab is array(0 to 256-1) of unsigned(30 downto 0);
 signal agg_tab: t_array_agg_tab;
-type t_array_tree_ram is array(0 to 2048-1) of unsigned(3 downto 0);
+type t_array_tree_ram is array(0 to 2048-1) of unsigned(2 downto 0);
 signal tree_ram: t_array_tree_ram;
 type t_array_sv_mem is array(0 to 2-1) of unsigned(31 downto 0);
 signal sv_mem: t_array_sv_mem;
@@ -14594,12 +14590,13 @@ cosmic_pe6_bus_in <= row_bus1_busreg;
 cosmic_pe7_bus_in <= row_bus1_busreg;
 
 
-t_op <= tree_word(2-1 downto 0);
-t_src <= tree_word((2 + 1)-1 downto 2);
-t_dst <= tree_word((2 + (2 * 1))-1 downto (2 + 1));
+slice_of0_y <= tree_word((0 + 2)-1 downto 0);
 
 
-bit_of4_y <= t_src(0);
+slice_of1_y <= tree_word((2 + 1)-1 downto 2);
+
+
+bit_of4_y <= slice_of1_y(0);
 
 
 fold_link0_sat57_hi <= unsigned(fold_link0_s1(33-1 downto (32 - 1)));
@@ -14652,16 +14649,16 @@ fold_link0_b <= signed(bus_link3_out_val);
 fold_link0_s1 <= (resize(fold_link0_a, 33) + fold_link0_b);
 fold_link0_p2 <= (resize(fold_link0_a, 33) * fold_link0_b);
 
-fold_link0_c: process (t_op, bus_link3_out_any, fold_link0_sa, bus_link3_out_val, fold_link0_prev_v, bit_of4_y, fold_link0_sm, fold_link0_prev_x) is
+fold_link0_c: process (slice_of0_y, bus_link3_out_any, fold_link0_sa, fold_link0_prev_v, bus_link3_out_val, bit_of4_y, fold_link0_sm, fold_link0_prev_x) is
 begin
-    fold_link0_miss <= stdl(bool(bit_of4_y) and (not bool(bus_link3_out_any)));
+    fold_link0_miss <= stdl(bool(bit_of4_y) and (not bool(bus_link3_out_any)) and (slice_of0_y /= 0));
     fold_link0_out_v <= fold_link0_prev_v;
     fold_link0_out_x <= fold_link0_prev_x;
     if (bool(bit_of4_y) and bool(bus_link3_out_any)) then
         fold_link0_out_v <= '1';
         if (not bool(fold_link0_prev_v)) then
             fold_link0_out_x <= bus_link3_out_val;
-        elsif (t_op = 2) then
+        elsif (slice_of0_y = 2) then
             fold_link0_out_x <= unsigned(fold_link0_sa(32-1 downto 0));
         else
             fold_link0_out_x <= unsigned(fold_link0_sm(32-1 downto 0));
@@ -14670,34 +14667,29 @@ begin
 end process fold_link0_c;
 
 
-and_nz0_y <= stdl(bool(fold_link0_out_v) and (t_op /= 0));
+and_nz0_y <= stdl(bool(fold_link0_out_v) and (slice_of0_y /= 0));
 
 tree_stage0_r: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
             tree_stage0_ox <= to_unsigned(0, 32);
-            tree_stage0_odst <= to_unsigned(0, 1);
             tree_stage0_ov <= '0';
         else
             tree_stage0_ov <= and_nz0_y;
             tree_stage0_ox <= fold_link0_out_x;
-            tree_stage0_odst <= t_dst;
         end if;
     end if;
 end process tree_stage0_r;
 
 
-bit_of5_y <= tree_stage0_odst(0);
-
-
-row_bus0_t_we <= stdl(bool(tree_stage0_ov) and bool(bit_of5_y));
+row_bus0_t_we <= tree_stage0_ov;
 
 
 row_bus0_t_val <= tree_stage0_ox;
 
 
-bit_of6_y <= t_src(0);
+bit_of5_y <= slice_of1_y(0);
 
 
 fold_link1_sat59_hi <= unsigned(fold_link1_s1(33-1 downto (32 - 1)));
@@ -14750,16 +14742,16 @@ fold_link1_b <= signed(bus_link7_out_val);
 fold_link1_s1 <= (resize(fold_link1_a, 33) + fold_link1_b);
 fold_link1_p2 <= (resize(fold_link1_a, 33) * fold_link1_b);
 
-fold_link1_c: process (t_op, bus_link7_out_any, fold_link1_sa, bus_link7_out_val, fold_link1_prev_v, bit_of6_y, fold_link1_sm, fold_link1_prev_x) is
+fold_link1_c: process (slice_of0_y, bus_link7_out_any, fold_link1_sa, fold_link1_prev_v, bus_link7_out_val, bit_of5_y, fold_link1_sm, fold_link1_prev_x) is
 begin
-    fold_link1_miss <= stdl(bool(bit_of6_y) and (not bool(bus_link7_out_any)));
+    fold_link1_miss <= stdl(bool(bit_of5_y) and (not bool(bus_link7_out_any)) and (slice_of0_y /= 0));
     fold_link1_out_v <= fold_link1_prev_v;
     fold_link1_out_x <= fold_link1_prev_x;
-    if (bool(bit_of6_y) and bool(bus_link7_out_any)) then
+    if (bool(bit_of5_y) and bool(bus_link7_out_any)) then
         fold_link1_out_v <= '1';
         if (not bool(fold_link1_prev_v)) then
             fold_link1_out_x <= bus_link7_out_val;
-        elsif (t_op = 2) then
+        elsif (slice_of0_y = 2) then
             fold_link1_out_x <= unsigned(fold_link1_sa(32-1 downto 0));
         else
             fold_link1_out_x <= unsigned(fold_link1_sm(32-1 downto 0));
@@ -14768,28 +14760,23 @@ begin
 end process fold_link1_c;
 
 
-and_nz1_y <= stdl(bool(fold_link1_out_v) and (t_op /= 0));
+and_nz1_y <= stdl(bool(fold_link1_out_v) and (slice_of0_y /= 0));
 
 tree_stage1_r: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
             tree_stage1_ox <= to_unsigned(0, 32);
-            tree_stage1_odst <= to_unsigned(0, 1);
             tree_stage1_ov <= '0';
         else
             tree_stage1_ov <= and_nz1_y;
             tree_stage1_ox <= fold_link1_out_x;
-            tree_stage1_odst <= t_dst;
         end if;
     end if;
 end process tree_stage1_r;
 
 
-bit_of7_y <= tree_stage1_odst(0);
-
-
-row_bus1_t_we <= stdl(bool(tree_stage1_ov) and bool(bit_of7_y));
+row_bus1_t_we <= tree_stage1_ov;
 
 
 row_bus1_t_val <= tree_stage1_ox;
@@ -14807,7 +14794,7 @@ err_link18_out <= stdl(bool(err_link18_prev) or (cosmic_pe0_left_in /= 0) or boo
 m_prev <= stdl(bool(err_link18_out) or (cosmic_pe0_left_in /= 0) or bool(fold_link1_miss));
 
 
-miss_any <= stdl(bool(m_prev) and (t_op /= 0));
+miss_any <= m_prev;
 bus_err_any <= b_prev;
 
 agg_w: process (clk) is
@@ -14823,7 +14810,7 @@ tree_w: process (clk) is
 begin
     if rising_edge(clk) then
         if (bool(h_ld) and (h_sel = 5)) then
-            tree_ram(to_integer(h_addr(11-1 downto 0))) <= h_data(4-1 downto 0);
+            tree_ram(to_integer(h_addr(11-1 downto 0))) <= h_data(3-1 downto 0);
         end if;
     end if;
 end process tree_w;
@@ -14844,7 +14831,7 @@ begin
     if (cyc < 2048) then
         tree_word <= tree_ram(to_integer(cyc(11-1 downto 0)));
     else
-        tree_word <= to_unsigned(0, 4);
+        tree_word <= to_unsigned(0, 3);
     end if;
 end process tabr;
 
@@ -15062,6 +15049,7 @@ begin
             a_pe <= to_unsigned(0, 2);
             i_awvalid <= '0';
             cyc <= to_unsigned(0, 12);
+            cyc_hold <= '0';
             rb_pe_r <= to_unsigned(0, 16);
             i_arvalid <= '0';
             err_code <= to_unsigned(0, 4);
@@ -15150,7 +15138,11 @@ begin
                 end if;
             end if;
             if (cs = 8) then
-                cyc <= (cyc + 1);
+                if bool(cyc_hold) then
+                    cyc_hold <= '0';
+                else
+                    cyc <= (cyc + 1);
+                end if;
             end if;
             if (bool(hwait) and bool(idone)) then
                 hwait <= '0';
@@ -15460,6 +15452,7 @@ begin
                     pe_start <= '1';
                     rows_clear <= '1';
                     cyc <= to_unsigned(0, 12);
+                    cyc_hold <= '1';
                     cs <= to_unsigned(8, 4);
                     pe_wait_ok <= '0';
                 elsif (cs = 8) then
