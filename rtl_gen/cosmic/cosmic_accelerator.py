@@ -67,7 +67,7 @@ ERRORS = {
     E_OP: "microcode with an illegal opcode (14, 15) or a nonlinear function the PEs lack",
     E_MSU: "the memory schedule unit reports an error (its code in STATUS[11:8]: 1 PE index, "
            "2 size 0, 3 queue overflow, 4 busy/empty queue, 5 bad register/entry, 7 AXI "
-           "error); checked at every command and after every unit run (run aborted)",
+           "error); checked at the start and at the end of every command",
     E_TABLE: "Thread Index Table: PE_OFFSET[t] != t * P (threads would overlap or leave "
              "their rows)",
     E_BUSY: "a command, a load or an MSU-window write while a command runs, or a command "
@@ -79,7 +79,7 @@ ERRORS = {
 }
 # controller states
 (S_IDLE, S_CHK, S_TBL_MEM, S_TBL_OFF, S_ROUND, S_MSU_GO, S_POLL, S_PE_GO, S_PE_WAIT,
- S_AGG_A, S_AGG_B, S_AGG_C, S_RND_END) = range(13)
+ S_AGG_A, S_AGG_B, S_AGG_C, S_RND_END, S_FIN) = range(14)
 # internal AXI4-Lite master states
 I_IDLE, I_W, I_B, I_AR, I_R = range(5)
 
@@ -1107,7 +1107,7 @@ def build(p):
                 cycles.next = cycles + 1
                 if cs == S_PE_WAIT or cs == S_PE_GO:
                     compute_cyc.next = compute_cyc + 1
-                elif cs == S_MSU_GO or cs == S_POLL:
+                elif cs == S_MSU_GO or cs == S_POLL or cs == S_FIN:
                     load_cyc.next = load_cyc + 1
                 elif cs == S_AGG_A or cs == S_AGG_B or cs == S_AGG_C:
                     agg_cyc.next = agg_cyc + 1
@@ -1370,6 +1370,20 @@ def build(p):
                         pe_wait_ok.next = False
                         cs.next = S_POLL
                 elif cs == S_POLL:
+                    # the unit's busy output: high from the cycle after START's response
+                    # until every beat is delivered; its STATUS is read once per command
+                    # (S_FIN), so a run error is reported at the end of the command
+                    if not msu_busy:
+                        if d_err_any:
+                            running.next = False
+                            cs.next = S_IDLE
+                            err_f.next = True
+                            err_code.next = E_SLOT
+                        elif cmd[1]:
+                            cs.next = S_PE_GO
+                        else:
+                            cs.next = S_FIN
+                elif cs == S_FIN:
                     if ist == I_IDLE and not idone and not pe_wait_ok:
                         ist.next = I_AR
                         i_arvalid.next = True
@@ -1377,22 +1391,14 @@ def build(p):
                         pe_wait_ok.next = True
                     elif idone:
                         pe_wait_ok.next = False
-                        if irdata[2] or d_err_any:
-                            running.next = False
-                            cs.next = S_IDLE
+                        running.next = False
+                        cs.next = S_IDLE
+                        if irdata[2]:
                             err_f.next = True
-                            if irdata[2]:
-                                err_code.next = E_MSU
-                                msu_code.next = irdata[8:4]
-                            else:
-                                err_code.next = E_SLOT
-                        elif irdata[1] and not irdata[0] and not msu_busy:
-                            if cmd[1]:
-                                cs.next = S_PE_GO
-                            else:
-                                running.next = False
-                                done_f.next = True
-                                cs.next = S_IDLE
+                            err_code.next = E_MSU
+                            msu_code.next = irdata[8:4]
+                        else:
+                            done_f.next = True
                 if d_err_any and (cs == S_POLL or cs == S_MSU_GO):
                     err_info.next = 0xFFFE
                 if cs == S_PE_GO:
@@ -1452,9 +1458,7 @@ def build(p):
                         cs.next = S_ROUND
                         t_idx.next = 0
                     else:
-                        running.next = False
-                        done_f.next = True
-                        cs.next = S_IDLE
+                        cs.next = S_FIN
         insts.append(main)
         unused_msu = sig_u(7 + len(msu_m_axis_pe_tkeep))
 

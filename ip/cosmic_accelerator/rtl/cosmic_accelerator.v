@@ -280,8 +280,8 @@ wire [31:0] rb_addr_r_32;
 reg [31:0] rb_value;
 reg pe_wait_ok;
 reg [1:0] dsel;
-wire d_err_any;
 wire msu_busy;
+wire d_err_any;
 reg pe0_done;
 wire pe_err_any;
 reg [1:0] a_pe;
@@ -16398,7 +16398,7 @@ always @(posedge clk) begin: main
             if (((cs == 8) || (cs == 7))) begin
                 compute_cyc <= (compute_cyc + 1);
             end
-            else if (((cs == 5) || (cs == 6))) begin
+            else if (((cs == 5) || (cs == 6) || (cs == 13))) begin
                 load_cyc <= (load_cyc + 1);
             end
             else if (((cs == 9) || (cs == 10) || (cs == 11))) begin
@@ -16746,6 +16746,22 @@ always @(posedge clk) begin: main
                 end
             end
             else if ((cs == 6)) begin
+                if ((!msu_busy)) begin
+                    if (d_err_any) begin
+                        running <= 1'b0;
+                        cs <= 0;
+                        err_f <= 1'b1;
+                        err_code <= 2;
+                    end
+                    else if (cmd[1]) begin
+                        cs <= 7;
+                    end
+                    else begin
+                        cs <= 13;
+                    end
+                end
+            end
+            else if ((cs == 13)) begin
                 if (((ist == 0) && (!idone) && (!pe_wait_ok))) begin
                     ist <= 3;
                     i_arvalid <= 1'b1;
@@ -16754,27 +16770,15 @@ always @(posedge clk) begin: main
                 end
                 else if (idone) begin
                     pe_wait_ok <= 1'b0;
-                    if ((irdata[2] || d_err_any)) begin
-                        running <= 1'b0;
-                        cs <= 0;
+                    running <= 1'b0;
+                    cs <= 0;
+                    if (irdata[2]) begin
                         err_f <= 1'b1;
-                        if (irdata[2]) begin
-                            err_code <= 5;
-                            msu_code <= irdata[8-1:4];
-                        end
-                        else begin
-                            err_code <= 2;
-                        end
+                        err_code <= 5;
+                        msu_code <= irdata[8-1:4];
                     end
-                    else if ((irdata[1] && (!irdata[0]) && (!msu_busy))) begin
-                        if (cmd[1]) begin
-                            cs <= 7;
-                        end
-                        else begin
-                            running <= 1'b0;
-                            done_f <= 1'b1;
-                            cs <= 0;
-                        end
+                    else begin
+                        done_f <= 1'b1;
                     end
                 end
             end
@@ -16856,9 +16860,7 @@ always @(posedge clk) begin: main
                         t_idx <= 0;
                     end
                     else begin
-                        running <= 1'b0;
-                        done_f <= 1'b1;
-                        cs <= 0;
+                        cs <= 13;
                     end
                 end
             endcase

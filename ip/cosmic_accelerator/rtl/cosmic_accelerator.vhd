@@ -232,8 +232,8 @@ signal rb_addr_r_32: unsigned(31 downto 0);
 signal rb_value: unsigned(31 downto 0);
 signal pe_wait_ok: std_logic;
 signal dsel: unsigned(1 downto 0);
-signal d_err_any: std_logic;
 signal msu_busy: std_logic;
+signal d_err_any: std_logic;
 signal pe0_done: std_logic;
 signal pe_err_any: std_logic;
 signal a_pe: unsigned(1 downto 0);
@@ -15131,7 +15131,7 @@ begin
                 cycles <= (cycles + 1);
                 if ((cs = 8) or (cs = 7)) then
                     compute_cyc <= (compute_cyc + 1);
-                elsif ((cs = 5) or (cs = 6)) then
+                elsif ((cs = 5) or (cs = 6) or (cs = 13)) then
                     load_cyc <= (load_cyc + 1);
                 elsif ((cs = 9) or (cs = 10) or (cs = 11)) then
                     agg_cyc <= (agg_cyc + 1);
@@ -15417,6 +15417,19 @@ begin
                         cs <= to_unsigned(6, 4);
                     end if;
                 elsif (cs = 6) then
+                    if (not bool(msu_busy)) then
+                        if bool(d_err_any) then
+                            running <= '0';
+                            cs <= to_unsigned(0, 4);
+                            err_f <= '1';
+                            err_code <= to_unsigned(2, 4);
+                        elsif bool(cmd(1)) then
+                            cs <= to_unsigned(7, 4);
+                        else
+                            cs <= to_unsigned(13, 4);
+                        end if;
+                    end if;
+                elsif (cs = 13) then
                     if ((ist = 0) and (not bool(idone)) and (not bool(pe_wait_ok))) then
                         ist <= to_unsigned(3, 3);
                         i_arvalid <= '1';
@@ -15424,24 +15437,14 @@ begin
                         pe_wait_ok <= '1';
                     elsif bool(idone) then
                         pe_wait_ok <= '0';
-                        if (bool(irdata(2)) or bool(d_err_any)) then
-                            running <= '0';
-                            cs <= to_unsigned(0, 4);
+                        running <= '0';
+                        cs <= to_unsigned(0, 4);
+                        if bool(irdata(2)) then
                             err_f <= '1';
-                            if bool(irdata(2)) then
-                                err_code <= to_unsigned(5, 4);
-                                msu_code <= irdata(8-1 downto 4);
-                            else
-                                err_code <= to_unsigned(2, 4);
-                            end if;
-                        elsif (bool(irdata(1)) and (not bool(irdata(0))) and (not bool(msu_busy))) then
-                            if bool(cmd(1)) then
-                                cs <= to_unsigned(7, 4);
-                            else
-                                running <= '0';
-                                done_f <= '1';
-                                cs <= to_unsigned(0, 4);
-                            end if;
+                            err_code <= to_unsigned(5, 4);
+                            msu_code <= irdata(8-1 downto 4);
+                        else
+                            done_f <= '1';
                         end if;
                     end if;
                 end if;
@@ -15511,9 +15514,7 @@ begin
                         cs <= to_unsigned(4, 4);
                         t_idx <= to_unsigned(0, 2);
                     else
-                        running <= '0';
-                        done_f <= '1';
-                        cs <= to_unsigned(0, 4);
+                        cs <= to_unsigned(13, 4);
                     end if;
                 end if;
             end if;
