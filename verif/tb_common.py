@@ -292,7 +292,7 @@ class StartDoneMixin:
                                 expect=f"{count} done pulses", detail=lambda: f"{self.done_count} seen")
 
 
-async def start_while_busy(dut, clk, fields: dict, start: str = "start", busy: str = "busy",
+async def start_while_busy(dut, clk, fields: dict, start: str = "start", busy: str | tuple = "busy",
                            cfg_prefix: str = "cfg_", pulses: int = 3, timeout: int = 100000,
                            bit: int | None = None) -> int:
     """Pulse ``start`` with other ``cfg_*`` values while the core is busy (the datasheets'
@@ -300,13 +300,15 @@ async def start_while_busy(dut, clk, fields: dict, start: str = "start", busy: s
     to ``pulses`` consecutive cycles in which ``busy`` is still high at the falling edge
     drive ``fields`` and pulse ``start``.  The fields are left driven, so a core that keeps
     reading its cfg inputs after the accepted start shows it too.  ``bit`` selects one bit
-    of a vector start/busy (e.g. ``sub_start[s]``).  Returns the number of pulses given;
-    fails if ``busy`` never rose."""
-    start_sig, busy_sig = getattr(dut, start), getattr(dut, busy)
+    of a vector start/busy (e.g. ``sub_start[s]``).  ``busy`` may name several signals (a
+    start shared by several cores): pulses are given only while all of them are high.
+    Returns the number of pulses given; fails if ``busy`` never rose."""
+    names = [busy] if isinstance(busy, str) else list(busy)
+    start_sig, busy_sigs = getattr(dut, start), [getattr(dut, n) for n in names]
+    busy = "+".join(names)
 
     def is_busy():
-        v = busy_sig.value
-        return bool(int(v) >> bit & 1) if bit is not None else bool(int(v))
+        return all(bool(int(s.value) >> bit & 1) if bit is not None else bool(int(s.value)) for s in busy_sigs)
 
     await FallingEdge(clk)
     await wait_until(clk, is_busy, timeout, f"start_while_busy: {busy} never rose", edge=FallingEdge,

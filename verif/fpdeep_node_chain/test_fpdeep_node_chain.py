@@ -31,7 +31,7 @@ from rtl_gen.fpdeep.fpdeep_node import ports_of
 from rtl_gen.registry import get
 from verif.fpdeep_node.node_tb import NodeTB
 from verif.harness import BUILD, run_top
-from verif.tb_common import record_bench, sim_test
+from verif.tb_common import record_bench, sim_test, start_while_busy
 
 NAME = "fpdeep_node_chain"
 NODE = "fpdeep_node"
@@ -188,6 +188,47 @@ async def reset_during_minibatch(dut):
         lr = tb.rand_lr()
         tb.queue_batch(xs, es, pad, lr, bool(k))       # the first from the cleared parameters
         await tb.run_batch(B, h, w, pad, lr, bool(k), "overlap")
+    await tb.finish()
+
+
+@sim_test()
+async def start_while_busy_ignored(dut):
+    """The shared fwd_start / bwd_start pulsed while every node is busy with the op, with
+    other shape, batch, learning rate and sample index: every node's ops complete exactly
+    as first configured (forward output, input errors and updated parameters bit-exact),
+    done counts exact, no error flag; the rest of the mini-batch and a new one work."""
+    tb = NodeTB(dut, n_nodes(), src_p=0.7, sink_p=0.6, stall_p=0.3)
+    await tb.reset()
+    await tb.load(*tb.rand_params())
+    h, w = min(tb.p["MAX_HEIGHT"], 5), min(tb.p["MAX_WIDTH"], 5)
+    B = min(2, tb.p["MAX_BATCH"])
+    xs, es = tb.rand_batch(B, h, w, 1)
+    lr = tb.rand_lr()
+    tb.queue_batch(xs, es, 1, lr, True)
+    fields = dict(width=w, height=h, pad=1, relu=1, batch=B, lr=lr)
+    alt = dict(width=tb.K, height=tb.K + 1, pad=0, relu=0, batch=tb.p["MAX_BATCH"], lr=lr + 3)
+    fb = [f"n{i}_fwd_busy" for i in range(tb.N)]
+    bb = [f"n{i}_bwd_busy" for i in range(tb.N)]
+    n = 0
+    for s in range(B):
+        await tb.start(fwd=s, fields=fields)
+        n += await start_while_busy(dut, tb.clk, dict(alt, fsample=(s + 1) % tb.p["MAX_BATCH"]),
+                                    start="fwd_start", busy=fb, pulses=2)
+        await tb.wait_counts(f=s + 1)
+        await tb.start(bwd=s, fields=fields)
+        n += await start_while_busy(dut, tb.clk, dict(alt, bsample=(s + 1) % tb.p["MAX_BATCH"]),
+                                    start="bwd_start", busy=bb, pulses=2)
+        await tb.wait_counts(b=s + 1)
+        await ClockCycles(dut.clk, 30)
+        assert tb.fdone == [s + 1] * tb.N and tb.bdone == [s + 1] * tb.N, \
+            f"done counts fwd {tb.fdone} bwd {tb.bdone} after {s + 1} accepted FWD and BWD ops"
+        tb.check_flags()
+    dut._log.info("%d starts given while busy", n)
+    h, w, pad = tb.rand_shape()
+    xs, es = tb.rand_batch(1, h, w, pad)
+    lr = tb.rand_lr()
+    tb.queue_batch(xs, es, pad, lr, True)
+    await tb.run_batch(1, h, w, pad, lr, True, "seq")
     await tb.finish()
 
 
