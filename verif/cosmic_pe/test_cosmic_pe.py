@@ -440,6 +440,7 @@ async def start_while_busy_ignored(dut):
     cfg = tb.cfg
     n = min(cfg.SCHED_DEPTH, 40)
     words = random_program(tb, n, p_illegal=0.0)
+    n = len(words)                        # the generator may give fewer words than asked
     bufs = tb.random_buffers()
     inputs = rand_words(tb.rng, (n, 3), tb.fmt, 0.1)
     await tb.load(0, words)
