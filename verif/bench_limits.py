@@ -103,8 +103,16 @@ LIMITS: dict[str, dict[str, list[Promise]]] = {
                                           _hi("long_unaligned.fraction_of_peak", 1.0)]},
     # README bench table: cycles per training sample per thread (unit START + delivery +
     # polling, then PROG_LEN+5 cycles of compute), all threads in parallel
-    "cosmic_accelerator": {"default": [_lo("linear_cycles_per_sample", 52.62),
-                                       _lo("backprop_cycles_per_sample", 84.62)]},
+    "cosmic_accelerator": {"default": [_lo("linear_cycles_per_sample", 48.62),
+                                       _lo("backprop_cycles_per_sample", 80.12)],
+                           "large": [_lo("linear_cycles_per_sample", 55.12),
+                                     _lo("backprop_cycles_per_sample", 87.12)],
+                           "tree": [_lo("linear_cycles_per_sample", 47.12),
+                                    _lo("backprop_cycles_per_sample", 94.62)],
+                           "t1": [_lo("linear_cycles_per_sample", 47.62),
+                                  _lo("backprop_cycles_per_sample", 100.62)],
+                           "t4": [_lo("linear_cycles_per_sample", 63.12),
+                                  _lo("backprop_cycles_per_sample", 103.12)]},
     # README bench table (cycles per mac step of the whole K-means/top-k/aggregation mix)
     "maple_pe_chain": {"default": [_lo("cycles_per_mac_step", 12.253)],
                        "small": [_lo("cycles_per_mac_step", 7.159)]},

@@ -1628,6 +1628,12 @@ CORE = CoreDef(
                        "INTERIM_DEPTH": 64, "SCHED_DEPTH": 512, "NL": 1},
              # two rows per thread (tree bus with add/mul nodes), one thread (no aggregation)
              "tree": {"ROWS": 2, "COLS": 2, "THREADS": 1, "DATA_DEPTH": 64, "MODEL_DEPTH": 64,
-                      "INTERIM_DEPTH": 64, "SCHED_DEPTH": 256, "NL": 1}},
+                      "INTERIM_DEPTH": 64, "SCHED_DEPTH": 256, "NL": 1},
+             # thread scaling on the default's budget of 8 PEs: 1 thread of 2 rows x 4, and
+             # 4 threads of one row x 2 (the default is 2 threads of one row x 4)
+             "t1": {"ROWS": 2, "COLS": 4, "THREADS": 1, "DATA_DEPTH": 64, "MODEL_DEPTH": 64,
+                    "INTERIM_DEPTH": 64, "SCHED_DEPTH": 256, "NL": 1},
+             "t4": {"ROWS": 4, "COLS": 2, "THREADS": 4, "DATA_DEPTH": 64, "MODEL_DEPTH": 64,
+                    "INTERIM_DEPTH": 64, "SCHED_DEPTH": 256, "NL": 1}},
     generator="rtl_gen/cosmic/cosmic_accelerator.py",
 )

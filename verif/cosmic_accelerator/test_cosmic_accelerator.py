@@ -653,6 +653,7 @@ async def bench_cycles_per_sample(dut):
         rec[f"{name}_overhead_vs_schedule"] = round(per / sched - 1, 4)
         rec[f"{name}_mem_words_per_load_cycle"] = round(words / (load_c / sub), 3)
         rec[f"{name}_agg_cycles"] = agg_c
+        rec[f"{name}_samples_per_cycle"] = round(case.T * sub / cyc, 5)
         h.dut._log.info("%s: schedule %d cycles, measured %.1f per sample (compute %.1f, "
                         "load %.1f), aggregation %d", name, sched, per, comp_c / sub,
                         load_c / sub, agg_c)
