@@ -1579,11 +1579,17 @@ def datasheet(p):
                  "the threads' models after every round (golden.sgd.average_fx) and an AXI4-Lite "
                  "host interface.  Runs what `tablac.codegen` emits; the cycle-level reference "
                  "is `tablac.machine`."),
-        latency=("one sample: the unit's START and delivery (load beats + polling), then every PE "
-                 f"runs PROG_LEN instructions, done PROG_LEN+5 cycles after the start edge; "
-                 "aggregation 3 cycles per aggregation-table entry"),
-        throughput=(f"{G['T']} samples (one per thread) per sample period; the memory schedule "
-                    f"unit delivers one beat of {p['COLS']} words per cycle"),
+        latency=("one sample: START of the memory schedule unit (an internal AXI4-Lite write), "
+                 "delivery of every thread's beats (the unit's pipeline and the memory latency, "
+                 "then one beat per cycle), 2 cycles to start the PEs, PROG_LEN+5 cycles of "
+                 "compute (done of the PEs), then the next sample; aggregation 3 cycles per "
+                 "aggregation-table entry after every round.  Measured without memory stalls "
+                 "(bench, Verilator): 8-PE default, tablac linear (6 features, schedule 21+5 "
+                 "cycles) 48.6 cycles per sample per thread, backprop 4-3-1 (53+5) 80.1"),
+        throughput=(f"{G['T']} samples (one per thread) per sample period; the unit delivers "
+                    f"one beat of {p['COLS']} words per cycle while a sample streams.  Loading "
+                    "and computing alternate (a PE ignores its load port while busy), so the "
+                    "load time adds to the schedule"),
         fields=REGISTERS, fields_title="Register map (AXI4-Lite, byte offsets, 32-bit registers)",
         fields_header=("offset / register", "access", "meaning"),
         notes=[
