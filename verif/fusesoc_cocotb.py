@@ -65,6 +65,8 @@ print(json.dumps({
     "entry": c.pygpi_entry_point(),
     "vpi": c.lib_entry("vpi", "icarus"),
     "python": sys.executable,
+    "share": str(c.share_dir),
+    "libs": str(c.libs_dir),
 }))
 """
 
@@ -102,7 +104,8 @@ def cocotb_settings(repo: Path) -> dict:
         def q(*a):
             return subprocess.run([cfg, *a], check=True, capture_output=True, text=True).stdout.strip()
         return {"libpython": q("--libpython"), "entry": q("--pygpi-entry-point"),
-                "vpi": q("--lib-entry", "vpi", "icarus"), "python": q("--python-bin")}
+                "vpi": q("--lib-entry", "vpi", "icarus"), "python": q("--python-bin"),
+                "share": q("--share"), "libs": q("--lib-dir")}
     sys.exit("fusesoc_cocotb: no Python with cocotb found (tried " + "; ".join(errors or ["nothing"])
              + "); run `make venv` or put cocotb-config on PATH")
 
@@ -113,7 +116,63 @@ def _mk(value: str) -> str:
     return value.replace("$", "$$")
 
 
-def cmd_env(core: str) -> int:
+VLT_VC = "cocotb_vlt.vc"
+VLT_MAIN = "cocotb_vlt_main.cpp"
+ENV_TXT = "cocotb_env.txt"
+
+
+def cmd_vlt(core: str) -> int:
+    """pre_build hook of the Verilator sim targets.  edalize builds a C++ model with
+    ``--cc --exe`` and links it as ``V<core>``, but the target has no C++ harness, hence
+    "undefined reference to `main'".  This writes the harness: cocotb's own
+    ``share/lib/verilator/verilator.cpp`` (its ``main`` renamed, ``Vtop`` mapped onto
+    edalize's ``V<core>`` class), wrapped by a ``main`` that first loads the cocotb
+    environment the pre_run hook wrote to ``cocotb_env.txt`` (edalize starts the model
+    directly, not through make, so the Icarus trick of a make include cannot pass it), and
+    ``cocotb_vlt.vc`` (``--vpi --public-flat-rw``, cocotb's VPI library, the harness) that
+    the target's ``verilator_options`` read with ``-f``."""
+    work = Path.cwd()
+    cs = cocotb_settings(find_repo(work, core))
+    share, libs = Path(cs["share"]), Path(cs["libs"])
+    cpp = share / "lib" / "verilator" / "verilator.cpp"
+    if not cpp.is_file():
+        sys.exit(f"fusesoc_cocotb: cocotb's Verilator harness {cpp} is missing")
+    (work / "Vtop.h").write_text(f'#include "V{core}.h"\n#define Vtop V{core}\n')
+    (work / VLT_MAIN).write_text(f"""// written by fusesoc_cocotb.py vlt {core}
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#define main cocotb_verilator_main
+#include "{cpp}"
+#undef main
+int main(int argc, char **argv) {{
+    std::ifstream env("{ENV_TXT}");
+    if (!env) {{
+        fprintf(stderr, "fusesoc_cocotb: {ENV_TXT} missing (the pre_run hook writes it)\\n");
+        return 2;
+    }}
+    std::string line;
+    while (std::getline(env, line)) {{
+        std::string::size_type eq = line.find('=');
+        if (eq != std::string::npos)
+            setenv(line.substr(0, eq).c_str(), line.substr(eq + 1).c_str(), 1);
+    }}
+    return cocotb_verilator_main(argc, argv);
+}}
+""")
+    vc = ["--vpi", "--public-flat-rw", "-Wno-fatal",
+          "-LDFLAGS", f"-Wl,-rpath,{libs}", "-LDFLAGS", f"-L{libs}", "-LDFLAGS", "-lcocotbvpi_verilator",
+          "-CFLAGS", f"-I{work}", str(work / VLT_MAIN)]
+    (work / VLT_VC).write_text("\n".join(vc) + "\n")
+    print(f"fusesoc_cocotb: {VLT_VC} and {VLT_MAIN} for {core} (cocotb {share})")
+    return 0
+
+
+# what the fast sim targets run: every test but the benchmarks (cocotb test names bench_*)
+NO_BENCH_FILTER = r"^(?!(.*\.)?bench_)"
+
+
+def cmd_env(core: str, sim: str = "icarus", skip_bench: bool = False) -> int:
     work = Path.cwd()
     repo = find_repo(work, core)
     cs = cocotb_settings(repo)
@@ -140,14 +199,18 @@ def cmd_env(core: str) -> int:
         "PYTHONPATH": os.pathsep.join(pypath),
         "DUT_PARAMS": json.dumps(params),
         "DUT_CFG": os.environ.get("DUT_CFG", "default"),
-        "DUT_SIM": "icarus",
+        "DUT_SIM": sim,
         "BENCH_DIR": str(work / "bench"),  # keep fusesoc runs out of build/bench (make bench)
         "PYTHONDONTWRITEBYTECODE": "1",
     }
+    if skip_bench:
+        # a filter given by the user wins; otherwise leave the benchmarks out
+        env["COCOTB_TEST_FILTER"] = os.environ.get("COCOTB_TEST_FILTER") or NO_BENCH_FILTER
     lines = [f"# written by fusesoc_cocotb.py env {core}; included by the vvp_options of the sim target"]
     lines += [f"export {k} := {_mk(v)}" for k, v in env.items()]
     lines.append(f"COCOTB_VVP_ARGS := -m {_mk(cs['vpi'])}")
     (work / ENV_MK).write_text("\n".join(lines) + "\n")
+    (work / ENV_TXT).write_text("".join(f"{k}={v}\n" for k, v in env.items()))
     print(f"fusesoc_cocotb: {ENV_MK} for {core} (repo {repo}, python {cs['python']})")
     return 0
 
@@ -204,7 +267,7 @@ def _skips_of(core: str) -> tuple[dict, str]:
         return {}, "no test module found"
 
 
-def cmd_check(core: str, results: Path) -> int:
+def cmd_check(core: str, results: Path, sim: str = "icarus") -> int:
     if not results.is_file():
         print(f"fusesoc_cocotb: FAIL {core}: no cocotb results file {results} (did cocotb start?)")
         return 1
@@ -219,9 +282,9 @@ def cmd_check(core: str, results: Path) -> int:
     passed = n - len(failed) - len(skipped)
     counts = f"{n} tests: {passed} passed, {len(failed)} failed, {len(skipped)} skipped"
     skips, where = _skips_of(core) if skipped else ({}, "")
-    undeclared = [t for t in skipped if not skip_reason(skips, t)]
+    undeclared = [t for t in skipped if not skip_reason(skips, t, sim)]
     for t in skipped:
-        r = skip_reason(skips, t)
+        r = skip_reason(skips, t, sim)
         print(f"fusesoc_cocotb: skipped {t}: " + (f"declared: {r}" if r else f"NOT declared in SKIPS ({where})"))
     if failed:
         print(f"fusesoc_cocotb: FAIL {core}: {len(failed)} of {n} cocotb tests failed: {', '.join(failed)} ({counts})")
@@ -241,13 +304,20 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     e = sub.add_parser("env", help="write cocotb_env.mk for the vvp run (pre_run hook)")
     e.add_argument("core")
+    e.add_argument("--sim", choices=["icarus", "verilator"], default="icarus")
+    e.add_argument("--skip-bench", action="store_true", help="run every test except bench_*")
+    v = sub.add_parser("vlt", help="write the Verilator cocotb harness (pre_build hook)")
+    v.add_argument("core")
     c = sub.add_parser("check", help="fail unless the cocotb results show >=1 test and no failure")
     c.add_argument("core")
     c.add_argument("--results", type=Path, default=None)
+    c.add_argument("--sim", choices=["icarus", "verilator"], default="icarus")
     a = ap.parse_args(argv)
     if a.cmd == "env":
-        return cmd_env(a.core)
-    return cmd_check(a.core, a.results or Path.cwd() / RESULTS)
+        return cmd_env(a.core, a.sim, a.skip_bench)
+    if a.cmd == "vlt":
+        return cmd_vlt(a.core)
+    return cmd_check(a.core, a.results or Path.cwd() / RESULTS, a.sim)
 
 
 if __name__ == "__main__":

