@@ -355,7 +355,11 @@ def run_top(name: str, toplevel: str, cfg: str, sim: str, sources: list, build_a
 
     core = name
     seed = run_seed()
-    build_dir = BUILD / "sim" / name / cfg / (sim + (f"-{tag}" if tag else ""))
+    from verif import coverage as _cov  # MLACCEL_COVERAGE=1: Verilator line+toggle coverage build
+    cov = _cov.enabled() and sim == "verilator"
+    if cov:
+        build_args = [*build_args, *_cov.BUILD_FLAGS]  # in the build key, and its own folder
+    build_dir = BUILD / "sim" / name / cfg / (sim + (f"-{tag}" if tag else "") + ("-cov" if cov else ""))
     summary = build_dir / "summary.json"
     summary.unlink(missing_ok=True)
     key = build_key(sim, toplevel, sources, build_args, params)
@@ -395,7 +399,8 @@ def run_top(name: str, toplevel: str, cfg: str, sim: str, sources: list, build_a
         runner.test(test_module=f"test_{core}", hdl_toplevel=toplevel, build_dir=build_dir,
                     test_args=["--std=08"] if sim == "ghdl" else [],
                     test_dir=build_dir, testcase=testcase, extra_env=env, seed=seed,
-                    results_xml=str(xml))
+                    results_xml=str(xml),
+                    plusargs=[_cov.plusarg(core, cfg, tag, seed, testcase)] if cov else [])
     except SystemExit:
         pass  # read the results ourselves below
     except SimTimeout:
