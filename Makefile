@@ -31,7 +31,7 @@ help:
 	@echo "make lint       verilator --lint-only -Wall on every core"
 	@echo "make synth      Yosys synth_xilinx resource table"
 	@echo "make bench      cycles-per-unit-of-work table"
-	@echo "make formal     SymbiYosys proofs of the netlists (FIFO, AXI4-Stream); reports/formal.md"
+	@echo "make formal     SymbiYosys proofs of the netlists (FIFO, AXI4-Stream/Lite/AXI4); reports/formal.md"
 	@echo "make coverage   Verilator line+toggle coverage of the quick Verilator rows (ALL=1: every Verilator row),"
 	@echo "                CORE=<name> CFG=<cfg>; reports/coverage/; fails under 95 % lines with unwaived lines"
 	@echo "make clean      remove build outputs (keeps .venv)"
@@ -76,10 +76,10 @@ synth: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m verif.bench
+	$(PY) -m tablac.bench
 
 formal: $(STAMP)
 	$(PY) -m verif.formal
-	$(PY) -m tablac.bench
 
 # each run starts from no raw coverage of the selected core(s), so a merge never mixes netlists
 coverage: $(STAMP)
