@@ -65,6 +65,7 @@ print(json.dumps({
     "entry": c.pygpi_entry_point(),
     "vpi": c.lib_entry("vpi", "icarus"),
     "python": sys.executable,
+    "vpi_ghdl": str(c.lib_name_path("vpi", "ghdl")),
     "share": str(c.share_dir),
     "libs": str(c.libs_dir),
 }))
@@ -105,7 +106,8 @@ def cocotb_settings(repo: Path) -> dict:
             return subprocess.run([cfg, *a], check=True, capture_output=True, text=True).stdout.strip()
         return {"libpython": q("--libpython"), "entry": q("--pygpi-entry-point"),
                 "vpi": q("--lib-entry", "vpi", "icarus"), "python": q("--python-bin"),
-                "share": q("--share"), "libs": q("--lib-dir")}
+                "share": q("--share"), "libs": q("--lib-dir"),
+                "vpi_ghdl": q("--lib-name-path", "vpi", "ghdl")}
     sys.exit("fusesoc_cocotb: no Python with cocotb found (tried " + "; ".join(errors or ["nothing"])
              + "); run `make venv` or put cocotb-config on PATH")
 
@@ -194,7 +196,7 @@ def cmd_env(core: str, sim: str = "icarus", skip_bench: bool = False) -> int:
         "PYGPI_PYTHON_BIN": cs["python"],
         "COCOTB_TEST_MODULES": f"test_{core}",
         "COCOTB_TOPLEVEL": core,
-        "TOPLEVEL_LANG": "verilog",
+        "TOPLEVEL_LANG": "vhdl" if sim == "ghdl" else "verilog",
         "COCOTB_RESULTS_FILE": str(results),
         "PYTHONPATH": os.pathsep.join(pypath),
         "DUT_PARAMS": json.dumps(params),
@@ -209,6 +211,8 @@ def cmd_env(core: str, sim: str = "icarus", skip_bench: bool = False) -> int:
     lines = [f"# written by fusesoc_cocotb.py env {core}; included by the vvp_options of the sim target"]
     lines += [f"export {k} := {_mk(v)}" for k, v in env.items()]
     lines.append(f"COCOTB_VVP_ARGS := -m {_mk(cs['vpi'])}")
+    if cs.get("vpi_ghdl"):
+        lines.append(f"COCOTB_GHDL_ARGS := --vpi={_mk(cs['vpi_ghdl'])}")
     (work / ENV_MK).write_text("\n".join(lines) + "\n")
     (work / ENV_TXT).write_text("".join(f"{k}={v}\n" for k, v in env.items()))
     print(f"fusesoc_cocotb: {ENV_MK} for {core} (repo {repo}, python {cs['python']})")
@@ -304,14 +308,14 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     e = sub.add_parser("env", help="write cocotb_env.mk for the vvp run (pre_run hook)")
     e.add_argument("core")
-    e.add_argument("--sim", choices=["icarus", "verilator"], default="icarus")
+    e.add_argument("--sim", choices=["icarus", "verilator", "ghdl"], default="icarus")
     e.add_argument("--skip-bench", action="store_true", help="run every test except bench_*")
     v = sub.add_parser("vlt", help="write the Verilator cocotb harness (pre_build hook)")
     v.add_argument("core")
     c = sub.add_parser("check", help="fail unless the cocotb results show >=1 test and no failure")
     c.add_argument("core")
     c.add_argument("--results", type=Path, default=None)
-    c.add_argument("--sim", choices=["icarus", "verilator"], default="icarus")
+    c.add_argument("--sim", choices=["icarus", "verilator", "ghdl"], default="icarus")
     a = ap.parse_args(argv)
     if a.cmd == "env":
         return cmd_env(a.core, a.sim, a.skip_bench)

