@@ -39,7 +39,10 @@ from pathlib import Path
 from rtl_gen.common.core import REPO
 
 ENV = "MLACCEL_COVERAGE"
-BUILD_FLAGS = ["--coverage-line", "--coverage-toggle"]
+# -Wno-fatal: with coverage on, -Wall flags signals read both in a clocked and a
+# combinational block (SYNCASYNCNET) that it does not flag without coverage; lint is gated
+# by ``make lint`` and the normal (uncovered) builds, not by the coverage build
+BUILD_FLAGS = ["--coverage-line", "--coverage-toggle", "-Wno-fatal"]
 TARGET = 95.0
 REPORTS = REPO / "reports" / "coverage"
 LINE_PAGES = ("v_line", "v_branch")

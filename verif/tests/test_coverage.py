@@ -42,19 +42,22 @@ def test_coverage_run_reports_numbers_and_merges(cov_env):
     assert meta["outcome"] == "pass"
     run_core(CORE, CFG, "verilator", testcase=TC)  # a second run: the merge must add counts
     raws = _raws(tmp_path)
-    assert len(raws) == 2
+    assert len(raws) == 2, raws
     one = {tuple(sorted((k, v) for k, v in p.items() if k != "count")): p["count"]
            for p in coverage.parse_dat(raws[0])}
     merged = coverage.parse_dat(coverage.merge(CORE))
-    assert merged and len(merged) == len(one)
+    assert merged and len(merged) == len(one), (len(merged), len(one))
+    differ = []
     for p in merged:
         key = tuple(sorted((k, v) for k, v in p.items() if k != "count"))
-        assert p["count"] == 2 * one[key]  # same seed and test: each point counted twice
+        if p["count"] != 2 * one[key]:  # same seed and test: each point counted twice
+            differ.append((dict(key).get("o"), dict(key).get("l"), one[key], p["count"]))
+    assert not differ, f"{len(differ)} merged counts are not twice one run's: {differ[:5]}"
     nets = coverage.analyse(CORE, merged, waivers=[])
-    assert len(nets) == 1 and nets[0]["file"].endswith(f"{CORE}.v")
+    assert len(nets) == 1 and nets[0]["file"].endswith(f"{CORE}.v"), [n["file"] for n in nets]
     n = nets[0]
     assert n["line_total"] > 50 and n["toggle_total"] > 1000
-    assert 0 < n["line_pct"] <= 100 and 0 < n["toggle_pct"] < 100
+    assert 0 < n["line_pct"] <= 100 and 0 < n["toggle_pct"] < 100, (n["line_pct"], n["toggle_pct"])
     rep = coverage.write_report(CORE, nets, tmp_path / "rep", runs=2).read_text()
     assert re.search(r"\| \d+/\d+ \| \d+\.\d \| \d+/\d+ \| \d+\.\d \|", rep)
 
