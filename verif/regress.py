@@ -148,7 +148,9 @@ def pytest_configure(config):
     def run_top(name, toplevel, cfg, sim, sources, build_args, params, testcase=None,
                 extra_env=None, tag=None):
         node = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
+        from verif import coverage as _cov  # coverage builds live in <sim>[-tag]-cov (verif.harness)
         entry = {"node": node, "core": name, "cfg": cfg, "sim": sim, "tag": tag or "",
+                 "cov": _cov.enabled() and sim == "verilator",
                  "testcase": testcase or "", "start": time.time()}
         try:
             res = real(name, toplevel, cfg, sim, sources, build_args, params, testcase=testcase,
@@ -196,7 +198,8 @@ def _known_cores() -> list[str]:
 
 def _build_dir(c: dict) -> Path:
     from verif.harness import BUILD
-    return BUILD / "sim" / c["core"] / c["cfg"] / (c["sim"] + (f"-{c['tag']}" if c["tag"] else ""))
+    return BUILD / "sim" / c["core"] / c["cfg"] / (c["sim"] + (f"-{c['tag']}" if c["tag"] else "")
+                                                  + ("-cov" if c.get("cov") else ""))
 
 
 def _junit_totals(path: Path):
