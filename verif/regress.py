@@ -107,6 +107,7 @@ SUITES = [  # (JUnit classname prefix, label)
     ("golden.", "golden models"),
     ("rtl_gen.", "generators"),
     ("scoreboards.", "scoreboards"),
+    ("tablac.", "TABLA/CoSMIC compiler"),
     ("verif.tests.", "regression infrastructure"),
     ("verif.", "cocotb launchers"),
     ("cocotb.", "cocotb tests"),
