@@ -446,6 +446,7 @@ class Program:
         self.store_pc: int | None = None
         self.load_pc: int | None = None
         self._line: int | None = None   # set by the text parser
+        self._label_lines: dict[str, int | None] = {}
         self._src = ""
 
     # ---- helpers -----------------------------------------------------------------
@@ -503,6 +504,7 @@ class Program:
         if name in self.labels:
             self._err("label", f"label {name!r} defined twice (first at PC {self.labels[name]})")
         self.labels[name] = self.pc
+        self._label_lines[name] = self._line
         return self
 
     def store_context(self):
@@ -735,7 +737,9 @@ class Program:
                 raise AsmError(f"{self.name}: the {nm} group is marked at PC {pc} but has no instructions")
         for lab, pc in self.labels.items():
             if pc >= n:
-                raise AsmError(f"{self.name}: label {lab!r} is at PC {pc}, past the last instruction")
+                ln = self._label_lines.get(lab)
+                raise AsmError(f"{self.name}: label {lab!r}" + (f" (line {ln})" if ln is not None else "")
+                               + f" is at PC {pc}, past the last instruction")
         words = []
         for pc, it in enumerate(self.items):
             ws = list(it.words)
@@ -751,7 +755,10 @@ class Program:
                     raise AsmError(f"{where}: {I.ERROR_NAMES[err[0]]}: {err[1]}")
             words.append(tuple(w & MASK32 for w in ws))
         if self.load_pc is None and any(w[0] >> I.OP_SHIFT == I.RESUME for w in words):
-            raise AsmError(f"{self.name}: RESUME without a LoadContext group (.load_context)")
+            pc = next(k for k, w in enumerate(words) if w[0] >> I.OP_SHIFT == I.RESUME)
+            ln = self.items[pc].line
+            raise AsmError(f"{self.name}: instruction {pc} (RESUME)" + (f", line {ln}" if ln is not None else "")
+                           + ": RESUME without a LoadContext group (.load_context)")
         sp = I.END_PC if self.store_pc is None else self.store_pc
         lp = I.END_PC if self.load_pc is None else self.load_pc
         image = build_image(words, sp, lp)
@@ -1028,6 +1035,9 @@ def parse(text: str, cfg: PUConfig | None = None, name: str = "text") -> Program
                 raise AsmError(f"{name}: line {ln}: unknown directive {line!r}")
             continue
         m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)\s*(.*)$", line)
+        if not m:
+            raise AsmError(f"{name}: line {ln}: expected a mnemonic, a label or a directive, "
+                           f"got {line!r}")
         mn, rest = m.group(1).upper(), m.group(2).strip()
         where = f"{name}: line {ln} ({mn})"
         if mn not in _TEXT_OPS:
@@ -1052,3 +1062,146 @@ def parse(text: str, cfg: PUConfig | None = None, name: str = "text") -> Program
 
 def assemble_text(text: str, cfg: PUConfig | None = None, name: str = "text") -> Assembled:
     return parse(text, cfg, name).assemble()
+
+
+# ---------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------
+_CLI_HELP = """\
+PipeArch-PU assembler / disassembler.
+
+  python -m golden.pipearch_asm asm PROG.pasm -o PROG.bin [--listing PROG.lst] [--format hex]
+  python -m golden.pipearch_asm disasm PROG.bin [-o PROG.pasm] [--format hex]
+
+The text form is the one of golden.pipearch_asm (one instruction per line, '#'
+comments, 'name:' labels, .store_context / .load_context).  Every instruction is
+checked as the PU's decoder checks it, for the PU generics given by --lanes,
+--nregions, --depth, ... (defaults: PUConfig(); give your PU build's values); an error
+names the file, line and field and the exit status is 1.  Images: 'bin' is the raw
+little-endian program image (header + 32 bytes per instruction, what the host
+copies to PROG_ADDR); 'hex' is one 32-bit word per line, 8 hex digits (for
+$readmemh).  The image does not record the PU generics: assemble a disassembled
+image with the options it was built for."""
+
+
+def _cli_parser():
+    import argparse
+    ap = argparse.ArgumentParser(prog="python -m golden.pipearch_asm", description=_CLI_HELP,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = PUConfig()
+    a = sub.add_parser("asm", help="assemble a text program into an image")
+    a.add_argument("source", help="program text ('-' = standard input)")
+    a.add_argument("-o", "--output", required=True, help="image file to write")
+    a.add_argument("--listing", help="also write a listing (PC, byte offset, words, text, source line)")
+    for flag, key, hlp in (("--lanes", "lanes", "words per line (LANES)"),
+                           ("--nregions", "nregions", "regions (NREGIONS)"),
+                           ("--depth", "depth", "lines per region (DEPTH)"),
+                           ("--amem-depth", "amem_depth", "address-memory entries (AMEM_DEPTH)"),
+                           ("--max-iter", "max_iter", "MAX_ITER"), ("--max-dim", "max_dim", "MAX_DIM"),
+                           ("--f", "f", "fraction bits F of the Q32.F words")):
+        a.add_argument(flag, dest=key, type=int, default=getattr(d, key),
+                       help=f"{hlp} (default {getattr(d, key)})")
+    a.add_argument("--subroutines", default=",".join(I.SUB_OPS[s] for s in d.subroutines),
+                   help="comma-separated subroutines present in the PU (default: all)")
+    a.add_argument("--region-configs", default=None,
+                   help=f"comma-separated per-region configuration, one of {CONFIGS} each "
+                        "(default: all regular)")
+    a.add_argument("--format", choices=("bin", "hex"), default="bin", help="image format (default bin)")
+    s = sub.add_parser("disasm", help="disassemble an image into the text form")
+    s.add_argument("image", help="image file ('bin' or 'hex', see --format)")
+    s.add_argument("-o", "--output", default="-", help="text file to write (default: standard output)")
+    s.add_argument("--format", choices=("bin", "hex"), default="bin", help="image format (default bin)")
+    return ap
+
+
+def image_to_hex(image: bytes) -> str:
+    """One 32-bit word per line (8 lower-case hex digits), header first."""
+    w = np.frombuffer(bytes(image), dtype="<u4")
+    return "".join(f"{int(x):08x}\n" for x in w)
+
+
+def hex_to_image(text: str, name: str = "hex") -> bytes:
+    words = []
+    for ln, line in enumerate(text.splitlines(), 1):
+        line = line.split("//", 1)[0].split("#", 1)[0].strip()
+        if not line:
+            continue
+        for tok in line.split():
+            if not re.fullmatch(r"[0-9A-Fa-f]{1,8}", tok):
+                raise AsmError(f"{name}: line {ln}: {tok!r} is not a 32-bit hex word")
+            words.append(int(tok, 16))
+    return np.asarray(words, dtype="<u4").tobytes()
+
+
+def _cli_config(args) -> PUConfig:
+    names = {v: k for k, v in I.SUB_OPS.items()}
+    subs = []
+    for s in (x.strip().upper() for x in args.subroutines.split(",") if x.strip()):
+        if s not in names:
+            raise AsmError(f"--subroutines: unknown subroutine {s!r} (one of {', '.join(names)})")
+        subs.append(names[s])
+    rc = None
+    if args.region_configs:
+        rc = tuple(x.strip() for x in args.region_configs.split(","))
+    try:
+        return PUConfig(lanes=args.lanes, f=args.f, nregions=args.nregions, depth=args.depth,
+                        amem_depth=args.amem_depth, max_iter=args.max_iter, max_dim=args.max_dim,
+                        subroutines=tuple(subs), region_configs=rc)
+    except ValueError as e:
+        raise AsmError(f"PU configuration: {e}") from None
+
+
+def main(argv=None) -> int:
+    import sys
+    args = _cli_parser().parse_args(argv)
+    try:
+        if args.cmd == "asm":
+            cfg = _cli_config(args)
+            if args.source == "-":
+                text, name = sys.stdin.read(), "<stdin>"
+            else:
+                try:
+                    with open(args.source, encoding="utf-8") as fh:
+                        text = fh.read()
+                except OSError as e:
+                    raise AsmError(f"{args.source}: {e.strerror}") from None
+                name = args.source
+            a = assemble_text(text, cfg, name)
+            if args.format == "hex":
+                with open(args.output, "w", encoding="utf-8") as fh:
+                    fh.write(image_to_hex(a.image))
+            else:
+                with open(args.output, "wb") as fh:
+                    fh.write(a.image)
+            if args.listing:
+                with open(args.listing, "w", encoding="utf-8") as fh:
+                    fh.write(a.listing)
+            print(f"{name}: {a.n} instructions, {len(a.image)} bytes -> {args.output}", file=sys.stderr)
+        else:
+            try:
+                with open(args.image, "rb") as fh:
+                    data = fh.read()
+            except OSError as e:
+                raise AsmError(f"{args.image}: {e.strerror}") from None
+            if args.format == "hex":
+                data = hex_to_image(data.decode("utf-8", "replace"), args.image)
+            try:
+                text = disassemble(data)
+            except ValueError as e:
+                raise AsmError(f"{args.image}: {e}") from None
+            if args.output == "-":
+                sys.stdout.write(text)
+            else:
+                with open(args.output, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+    except AsmError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    # run through the package module so AsmError is one class
+    from golden.pipearch_asm import main as _main
+    raise SystemExit(_main())
