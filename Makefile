@@ -18,18 +18,21 @@ SIM ?=
 CORE ?=
 JOBS ?= auto
 
-.PHONY: all venv env gen check-gen sim test lint synth bench formal coverage clean help
+.PHONY: all venv env gen check-gen sim test lint synth fmax bench formal coverage clean help
 
 all: help
 
 help:
 	@echo "make sim        full regression (all cores, configs, simulators); SIM=verilator|icarus|ghdl CORE=<name>"
 	@echo "                CFG=<cfg> TESTCASE=<t,...> SEED=<n> (default: from the commit) SEEDS=<N> (N seeds, nightly)"
+	@echo "                WAVES=1 (tracing build; every simulation writes a waveform, the summary prints its path)"
 	@echo "make test       golden-model, generator and quick cocotb tests (what CI runs; seed from the commit)"
 	@echo "make gen        regenerate ip/ from rtl_gen/"
 	@echo "make check-gen  fail if ip/ is stale"
 	@echo "make lint       verilator --lint-only -Wall on every core"
 	@echo "make synth      Yosys synth_xilinx resource table"
+	@echo "make fmax       ECP5 place and route (nextpnr, LFE5UM-85F -8): Fmax/LUT4/FF/DSP/RAM per core and config;"
+	@echo "                reports/fmax.md, reports/fmax.json, rtl_gen/fmax_results.json (then make gen); CORE=<name> CFG=<cfg>"
 	@echo "make bench      cycles-per-unit-of-work table"
 	@echo "make formal     SymbiYosys proofs of the netlists (FIFO, AXI4-Stream/Lite/AXI4); reports/formal.md"
 	@echo "make coverage   Verilator line+toggle coverage of the quick Verilator rows (ALL=1: every Verilator row),"
@@ -63,7 +66,8 @@ lint: $(STAMP)
 # SEED=<n> run seed (default: first 8 hex digits of the commit), CFG=<cfg>, TESTCASE=<t,...>;
 # make sim SEEDS=<N>: N distinct seeds (nightly).  A failing row prints its replay command.
 SELECT = $(if $(SIM),--sim $(SIM)) $(if $(CORE),--core $(CORE)) $(if $(CFG),--cfg $(CFG)) \
-         $(if $(SEED),--seed $(SEED)) $(if $(TESTCASE),--testcase $(TESTCASE))
+         $(if $(SEED),--seed $(SEED)) $(if $(TESTCASE),--testcase $(TESTCASE)) \
+         $(if $(filter-out 0 no false off,$(WAVES)),--waves)
 
 test: $(STAMP)
 	$(PY) -m verif.regress --quick $(SELECT)
@@ -73,6 +77,10 @@ sim: $(STAMP)
 
 synth: $(STAMP)
 	$(PY) -m rtl_gen.synth
+
+# one place-and-route job at a time (--threads 1); rows land in rtl_gen/fmax_results.json for the datasheets
+fmax: $(STAMP)
+	$(PY) -m rtl_gen.fmax --record $(CORE) $(if $(CFG),--config $(CFG))
 
 bench: $(STAMP)
 	$(PY) -m verif.bench
