@@ -74,7 +74,7 @@ class CoreDef:
         ooc.write_text(vivado_ooc_tcl(self.name))
         ys = outdir / YOSYS_SCRIPT
         ys.write_text(yosys_script(self))
-        return rtl + [core, readme, ooc, ys]
+        return rtl + [core, readme, ooc, ys] + write_extras(self, params, outdir)
 
     def variant_top(self, prefix: str = "") -> str:
         return f"{prefix}{self.name}"
@@ -117,10 +117,25 @@ class CoreDef:
         core.write_text(variant_core_file(self, params, top, vlnv, [r.name for r in rtl]))
         readme = outdir / "README.md"
         readme.write_text(datasheet_md(self, params, top=top, vlnv=vlnv))
-        return rtl + [core, readme]
+        return rtl + [core, readme] + write_extras(self, params, outdir, top)
 
 
 _IDENT = re.compile(r"[A-Za-z](?:_?[A-Za-z0-9])*_?")
+
+
+def write_extras(cd: "CoreDef", params: dict, outdir: Path, top: str | None = None) -> list[Path]:
+    """Files generated beside the RTL from other sources: the C header of the SystemRDL
+    register map (``sw/``, rtl_gen/regmaps)."""
+    from rtl_gen import regmaps
+
+    out = []
+    if regmaps.has_regmap(cd.name):
+        for rel, text in regmaps.sw_files(cd.name, params, top).items():
+            f = Path(outdir) / rel
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_text(text)
+            out.append(f)
+    return out
 
 
 VIVADO_OOC_TCL = "vivado_ooc.tcl"
@@ -430,6 +445,9 @@ def datasheet_md(cd: CoreDef, params: dict, top: str | None = None, vlnv: str | 
     out += ["", "## Ports", "", "| port | dir | width | description |", "|---|---|---|---|"]
     for p in ports:
         out.append(f"| `{p.name}` | {p.direction} | {p.width} | {p.desc} |")
+    from rtl_gen import regmaps
+    if regmaps.has_regmap(cd.name):
+        out += [""] + regmaps.table_md(cd.name, params, inst=top)
     if ds.fields:
         h = ds.fields_header
         out += ["", f"## {ds.fields_title}", "",

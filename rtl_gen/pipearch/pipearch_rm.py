@@ -1270,25 +1270,6 @@ def build(p):
     return make_factory(block_fn(p), ports), ports
 
 
-REGISTERS = [
-    (isa.REG_CTRL, "CTRL", "W", "bit0 START (accepted when not busy: clears DONE, ERROR, SUSPENDED, "
-                                "FINISHED, the ERROR register and CYCLES), bit1 SWITCH (set the switch "
-                                "request), bit2 CLEAR (clear DONE and ERROR); reads 0"),
-    (isa.REG_STATUS, "STATUS", "R", "bit0 BUSY, bit1 DONE, bit2 ERROR, bit3 SWITCH_PENDING, bit4 "
-                                    "SUSPENDED, bit5 FINISHED, [11:8] state, [23:16] PC"),
-    (isa.REG_PROG_LO, "PROG_LO", "RW", "program image byte address [31:0] (aligned to max(32, 4*LANES))"),
-    (isa.REG_PROG_HI, "PROG_HI", "RW", "[63:32] (bits >= ADDR_W ignored)"),
-    (isa.REG_CTX_LO, "CTX_LO", "RW", "context area byte address [31:0]"),
-    (isa.REG_CTX_HI, "CTX_HI", "RW", "[63:32]"),
-    (isa.REG_ERROR, "ERROR", "R", "[7:0] faulting PC, [15:8] error code (E_* of golden.pipearch_isa)"),
-    (isa.REG_CYCLES_LO, "CYCLES_LO", "R", "busy cycles since START, saturating 64-bit; reading LO "
-                                          "latches HI"),
-    (isa.REG_CYCLES_HI, "CYCLES_HI", "R", "the HI half latched by the last CYCLES_LO read"),
-    (isa.REG_CONFIG, "CONFIG", "R", "[7:0] LANES, [11:8] NREGIONS mod 16, [23:16] log2(DEPTH), "
-                                    "[30:24] SUBS"),
-]
-
-
 def datasheet(p):
     L = p["LANES"]
     return Datasheet(
@@ -1306,9 +1287,6 @@ def datasheet(p):
                 "program and context reads (each until its `fw_ld_done`); at the end, the context write",
         throughput="one instruction per 3-4 cycles; non-blocking subroutines overlap with the "
                    "following instructions (and with other subroutines)",
-        fields=[(f"0x{off:02X} {name}", acc, desc) for off, name, acc, desc in REGISTERS],
-        fields_title="Register map (AXI4-Lite, byte offsets, 32-bit registers)",
-        fields_header=("offset / register", "access", "meaning"),
         notes=[
             "Subroutine handshake: `sub_start[s]` is a one-cycle pulse; `sub_nb`, `sub_pc`, "
             "`sub_iter`, `sub_w1`, `sub_acc0..3`, `sub_w6`, `sub_w7` are valid in that cycle and "

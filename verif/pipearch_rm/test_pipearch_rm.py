@@ -24,6 +24,7 @@ from golden.pipearch_asm import Program, PUConfig, acc, build_image, ch, effecti
 from golden.pipearch_iss import AxiError, Machine, Memory, StepLimit
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
 from verif.tb_common import sim_seed, sim_test, wait_until, within
+from scoreboards import regmap
 
 CORE = "pipearch_rm"
 # declared skips (verif.harness.skip_allowed): a skip not listed here fails the run
@@ -65,6 +66,7 @@ class TB:
     def __init__(self, dut, mem_p=0.7, st_p=0.7, sub_max=12):
         self.dut = dut
         self.p = p = dut_params()
+        self.rm = regmap.load(CORE, p)     # offsets and fields from rtl_gen/regmaps/pipearch_rm.rdl
         self.L = p["LANES"]
         self.LB = 4 * self.L
         subs = tuple(op for op in I.ALL_SUBROUTINES if p["SUBS"] >> (op - I.LOAD) & 1)
@@ -282,7 +284,7 @@ class TB:
 
     async def _late_switch(self):
         await ClockCycles(self.clk, 6)
-        await self.wr(I.REG_CTRL, I.CTRL_SWITCH)
+        await self.wr(self.rm.CTRL.offset, self.rm.CTRL.pack(SWITCH=1))
 
     # ---------------------------------------------------------------- host
     async def wr(self, addr, val):
@@ -339,23 +341,24 @@ class TB:
                         if cnt["n"] == sw[1]:
                             m.request_switch()
             r = self.iss.start(prog, ctx, on_step=on_step, max_steps=20000)
+        rm = self.rm
         if switch_before:
-            await self.wr(I.REG_CTRL, I.CTRL_SWITCH)
+            await self.wr(rm.CTRL.offset, rm.CTRL.pack(SWITCH=1))
         self.switch_after_fetch = list(switch_at) if switch_at is not None else None
-        await self.wr(I.REG_PROG_LO, prog & 0xFFFFFFFF)
-        await self.wr(I.REG_PROG_HI, prog >> 32)
-        await self.wr(I.REG_CTX_LO, ctx & 0xFFFFFFFF)
-        await self.wr(I.REG_CTX_HI, ctx >> 32)
+        await self.wr(rm.PROG_LO.offset, prog & 0xFFFFFFFF)
+        await self.wr(rm.PROG_HI.offset, prog >> 32)
+        await self.wr(rm.CTX_LO.offset, ctx & 0xFFFFFFFF)
+        await self.wr(rm.CTX_HI.offset, ctx >> 32)
         clr0 = self.fifo_clr_pulses
-        await self.wr(I.REG_CTRL, I.CTRL_START)
+        await self.wr(rm.CTRL.offset, rm.CTRL.pack(START=1))
         await self.wait_idle()
         assert self.fifo_clr_pulses == clr0 + 1, "START must pulse fifo_clr exactly once"
-        status = await self.rd(I.REG_STATUS)
-        errw = await self.rd(I.REG_ERROR)
-        lo = await self.rd(I.REG_CYCLES_LO)
-        hi = await self.rd(I.REG_CYCLES_HI)
+        status = await self.rd(rm.STATUS.offset)
+        errw = await self.rd(rm.ERROR.offset)
+        lo = await self.rd(rm.CYCLES_LO.offset)
+        hi = await self.rd(rm.CYCLES_HI.offset)
         assert not self.violations, self.violations
-        assert status & I.ST_BUSY == 0
+        assert rm.STATUS.BUSY.get(status) == 0
         if check_cycles:
             assert (hi << 32 | lo) == self.busy_cycles, (hi, lo, self.busy_cycles)
         if r is not None:
@@ -366,16 +369,17 @@ class TB:
         return status, errw, r
 
     def compare(self, r, status, errw, prefix_trace=False):
-        state = (status >> 8) & 0xF
-        code, epc = (errw >> 8) & 0xFF, errw & 0xFF
+        st = self.rm.STATUS.unpack(status)
+        state = st["STATE"]
+        code, epc = self.rm.ERROR.CODE.get(errw), self.rm.ERROR.PC.get(errw)
         log = self.dut._log
         if r.error:
-            assert status & I.ST_ERROR and state == I.STATE_ERROR, f"status {status:#x}, ISS error {r.err_code}"
+            assert st["ERROR"] and state == I.STATE_ERROR, f"status {status:#x}, ISS error {r.err_code}"
             assert (code, epc) == (r.err_code, r.err_pc), \
                 f"DUT error {code}@{epc}, ISS {r.err_code}@{r.err_pc} ({r.events[-1].info})"
         else:
-            assert status & I.ST_DONE and not status & I.ST_ERROR and state == I.STATE_DONE, f"status {status:#x}"
-            assert bool(status & I.ST_FINISHED) == r.finished and bool(status & I.ST_SUSPENDED) == r.suspended, \
+            assert st["DONE"] and not st["ERROR"] and state == I.STATE_DONE, f"status {status:#x}"
+            assert bool(st["FINISHED"]) == r.finished and bool(st["SUSPENDED"]) == r.suspended, \
                 f"status {status:#x} vs ISS {r.status}"
             assert code == 0
         if prefix_trace:
@@ -495,21 +499,38 @@ async def registers_and_config(dut):
     """CONFIG, address registers read back, STATUS idle, unknown offsets read 0, CLEAR."""
     tb = TB(dut)
     await tb.reset()
-    p = tb.p
-    cfgw = p["LANES"] | ((p["NREGIONS"] % 16) << 8) | ((p["DEPTH"].bit_length() - 1) << 16) | (p["SUBS"] << 24)
-    assert await tb.rd(I.REG_CONFIG) == cfgw
-    st = await tb.rd(I.REG_STATUS)
+    p, rm = tb.p, tb.rm
+    cfgw = rm.CONFIG.pack(LANES=p["LANES"], NREGIONS=p["NREGIONS"] % 16,
+                          LOG2_DEPTH=p["DEPTH"].bit_length() - 1, SUBS=p["SUBS"])
+    assert await tb.rd(rm.CONFIG.offset) == cfgw
+    st = await tb.rd(rm.STATUS.offset)
     assert st == 0, f"{st:#x}"
-    for reg in (I.REG_PROG_LO, I.REG_PROG_HI, I.REG_CTX_LO, I.REG_CTX_HI):
+    for reg in ("PROG_LO", "PROG_HI", "CTX_LO", "CTX_HI"):
         v = int(tb.rng.integers(0, 1 << 32))
-        await tb.wr(reg, v)
-        assert await tb.rd(reg) == v
+        await tb.wr(rm[reg].offset, v)
+        assert await tb.rd(rm[reg].offset) == v
     assert await tb.rd(0x28) == 0 and await tb.rd(0x3C) == 0
-    assert await tb.rd(I.REG_CTRL) == 0
-    await tb.wr(I.REG_CTRL, I.CTRL_SWITCH)
-    assert await tb.rd(I.REG_STATUS) & I.ST_SWITCH_PENDING
+    assert await tb.rd(rm.CTRL.offset) == 0
+    await tb.wr(rm.CTRL.offset, rm.CTRL.pack(SWITCH=1))
+    assert rm.STATUS.SWITCH_PENDING.get(await tb.rd(rm.STATUS.offset))
     # a partial write is ignored
-    await tb.axil.write(I.REG_PROG_LO, b"\x01\x02")
+    v = await tb.rd(rm.PROG_LO.offset)
+    await tb.axil.write(rm.PROG_LO.offset, b"\x01\x02")
+    assert await tb.rd(rm.PROG_LO.offset) == v, "a partial write (wstrb != 0xF) must be ignored"
+    await tb.finish()
+
+
+@sim_test(timeout_us={"default": 60, "*": 600})
+async def regmap_conformance(dut):
+    """The RTL against the SystemRDL map (scoreboards.regmap.check_regmap): reset values,
+    undocumented bits read 0, read/write registers read back, CTRL reads 0, every unknown
+    offset of the 8-bit space reads 0."""
+    tb = TB(dut)
+    await tb.reset()
+    rm = tb.rm
+    res = await regmap.check_regmap(rm, tb.rd, tb.wr, tb.rng, len(dut.s_axil_araddr))
+    assert res["unknown_read"] == (1 << len(dut.s_axil_araddr)) // 4 - len(rm.regs), res
+    dut._log.info("regmap: %s", res)
     await tb.finish()
 
 
@@ -785,9 +806,9 @@ async def illegal_instructions(dut):
     tb.put_ctx([0] * 32)
     await tb.run(build_image([[w0(I.NOP)] + [0] * 7] * 3), expect=I.E_PC_RANGE)
     # CLEAR clears DONE/ERROR
-    await tb.wr(I.REG_CTRL, I.CTRL_CLEAR)
-    st = await tb.rd(I.REG_STATUS)
-    assert st & (I.ST_DONE | I.ST_ERROR) == 0, f"{st:#x}"
+    await tb.wr(tb.rm.CTRL.offset, tb.rm.CTRL.pack(CLEAR=1))
+    st = await tb.rd(tb.rm.STATUS.offset)
+    assert st & tb.rm.mask("STATUS", "DONE", "ERROR") == 0, f"{st:#x}"
     await tb.finish()
 
 
