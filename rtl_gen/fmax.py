@@ -381,11 +381,12 @@ def record(rows: list[dict], path: Path = RESULTS) -> None:
     path.write_text(json.dumps(out, indent=1) + "\n")
 
 
-def datasheet_section(core: str, rtl_sha256: str | None) -> list[str]:
+def datasheet_section(core: str, rtl_sha256: str | None, path: Path | None = None) -> list[str]:
     """Datasheet lines for one core from ``rtl_gen/fmax_results.json`` (empty when none)."""
-    if not RESULTS.exists():
+    path = RESULTS if path is None else path
+    if not path.exists():
         return []
-    rows = [r for r in json.loads(RESULTS.read_text())["rows"] if r["core"] == core]
+    rows = [r for r in json.loads(path.read_text())["rows"] if r["core"] == core]
     if not rows:
         return []
     r0 = rows[0]

@@ -69,7 +69,9 @@ class CoreDef:
         core = outdir / f"{self.name}.core"
         core.write_text(core_file(self, params))
         readme = outdir / "README.md"
-        readme.write_text(datasheet_md(self, params))
+        v = outdir / "rtl" / f"{self.name}.v"
+        readme.write_text(datasheet_md(self, params, rtl_sha256=hashlib.sha256(v.read_bytes()).hexdigest()
+                                       if v.exists() else None))
         ooc = outdir / VIVADO_OOC_TCL
         ooc.write_text(vivado_ooc_tcl(self.name))
         ys = outdir / YOSYS_SCRIPT
@@ -420,7 +422,8 @@ targets:
 """
 
 
-def datasheet_md(cd: CoreDef, params: dict, top: str | None = None, vlnv: str | None = None) -> str:
+def datasheet_md(cd: CoreDef, params: dict, top: str | None = None, vlnv: str | None = None,
+                 rtl_sha256: str | None = None) -> str:
     ds = cd.datasheet(params)
     _, ports = cd.build(params)
     if top is None:
@@ -456,6 +459,9 @@ def datasheet_md(cd: CoreDef, params: dict, top: str | None = None, vlnv: str | 
     out += ["", "## Timing", "", f"- Latency: {ds.latency}", f"- Throughput: {ds.throughput}"]
     if ds.notes:
         out += ["", "## Behaviour", ""] + [f"- {n}" for n in ds.notes]
+    if top is None:  # catalog netlist: its measured place-and-route row(s), rtl_gen/fmax_results.json
+        from rtl_gen.fmax import datasheet_section
+        out += datasheet_section(cd.name, rtl_sha256)
     return "\n".join(out) + "\n"
 
 
