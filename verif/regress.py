@@ -108,6 +108,7 @@ SUITES = [  # (JUnit classname prefix, label)
     ("rtl_gen.", "generators"),
     ("scoreboards.", "scoreboards"),
     ("tablac.", "TABLA/CoSMIC compiler"),
+    ("pipearch_rt.", "PipeArch-RT runtime"),
     ("verif.tests.", "regression infrastructure"),
     ("verif.", "cocotb launchers"),
     ("cocotb.", "cocotb tests"),
@@ -258,7 +259,7 @@ def _rows(calls, seed):
         s = c.get("summary")
         row = {"core": c["core"], "cfg": c["cfg"], "sim": _sim_label(c), "seed": seed, "tests": "-",
                "result": "", "cycles": "-", "wall": "-", "bad": False, "skipped": False,
-               "replay": "", "call": c}
+               "replay": "", "waves": "", "call": c}
         if c["outcome"] == "skipped":
             row.update(result=f"SKIPPED: {c.get('reason', '')}", skipped=True)
         elif s is None:
@@ -267,7 +268,7 @@ def _rows(calls, seed):
             nsk = s.get("skipped", 0)
             row.update(tests=f"{s.get('passed', 0)}/{s.get('tests', 0)}" + (f", {nsk} skipped" if nsk else ""),
                        cycles=str(s.get("cycles", 0)), wall=f"{s.get('wall_s', 0):.0f}",
-                       replay=s.get("replay", ""), seed=s.get("seed", seed))
+                       replay=s.get("replay", ""), seed=s.get("seed", seed), waves=s.get("waves", ""))
             out = s.get("outcome")
             if out == "timeout":
                 row.update(result=f"TIMEOUT: killed after {s.get('wall_s', 0):.0f} s "
@@ -404,6 +405,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=lambda v: int(v, 0), default=None,
                     help="run seed (default: the first 8 hex digits of the commit)")
     ap.add_argument("--seeds", type=int, default=1, help="run the selection with N distinct seeds (nightly)")
+    ap.add_argument("--waves", action="store_true",
+                    help="every simulation writes a waveform (tracing build; also WAVES=1 in the environment)")
     ap.add_argument("--reports", type=Path, default=REPORTS, help="report directory (default reports/)")
     ap.add_argument("--allow-missing-sims", action="store_true",
                     help="under CI=true, do not fail when a simulator is not installed")
@@ -451,6 +454,13 @@ def main(argv=None) -> int:
     paths = [f"verif/{c}" for c in core_sel] if core_sel else (["verif"] if narrowed else [])
 
     env = dict(os.environ)
+    from verif.harness import waves_enabled
+    try:
+        waves = a.waves or waves_enabled()
+    except ValueError as e:
+        print(f"regress: {e}", file=sys.stderr)
+        return 2
+    env["WAVES"] = "1" if waves else "0"   # the harness and cocotb's runner both read it
     env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
     for var, val in (("MLACCEL_CFG", ",".join(cfg_sel)), ("MLACCEL_TESTCASE", a.testcase)):
@@ -532,6 +542,11 @@ def main(argv=None) -> int:
     ntime = sum(r["result"].startswith("TIMEOUT") for r in rows)
     lines += ["", f"{len(rows)} simulation runs: {npass} passed, {len(bad_rows)} failed/timed out/missing "
               f"({ntime} TIMEOUT), {nsk} skipped (skipped runs are not counted as passed)", ""]
+    if waves:
+        lines += ["## Waveforms", ""]
+        lines += [f"- {r['core']}/{r['cfg']}/{r['sim']}: {_rel(Path(r['waves']))}" if r["waves"] else
+                  f"- {r['core']}/{r['cfg']}/{r['sim']}: none ({r['result']})" for r in rows]
+        lines += [""]
     skipped_tests = [(r, c) for r in rows for c in ((r["call"].get("summary") or {}).get("cases") or [])
                      if c["status"] == "skipped"]
     if skipped_tests:
@@ -539,7 +554,8 @@ def main(argv=None) -> int:
         lines += [f"- {r['core']}/{r['cfg']}/{r['sim']} {c['name']}: {c.get('message', '')}" for r, c in skipped_tests]
         lines += [""]
     if bad_rows:
-        lines += ["## Replay", "", "Each failed simulation, replayed exactly by:", ""]
+        lines += ["## Replay", "", "Each failed simulation, replayed exactly by (add WAVES=1 to also write "
+                  "its waveform; the summary then prints the path):", ""]
         for r in bad_rows:
             lines.append(f"- {r['core']}/{r['cfg']}/{r['sim']} seed {r['seed']}: "
                          f"`{r['replay'] or _fallback_replay(r)}`")
