@@ -533,6 +533,96 @@ async def bench_throughput(dut):
     tb.finish()
 
 
+@sim_test(timeout_us={"default": 70, "*": 280})  # measured 10.4 us on default
+async def rounding_ties(dut):
+    """Directed rounding ties (exactly half an LSB, both signs) at every rounding point:
+    mul (tie_scalar(j) x tie_operands(j) for j = 0, F/2, F-1 and two random j, plus
+    products half an LSB above max_int -- the rounding carries out of the word and must
+    saturate -- and next to min_int); mac chains whose final exact accumulator is a tie
+    (two random products, one product fixing the residue, one times ONE fixing the word:
+    random targets of both signs and the edge targets); the nonlinear units at inputs
+    whose segment product slope*offset is a tie (one per segment that has one).  Every
+    output bit-exact against PEModel; the ties in the stimulus are counted per operator
+    and sign (exact arithmetic, not the model) and must occur."""
+    from golden.cosmic_pe import nl_tables
+    from verif.rounding_ties import (edge_pairs, edge_targets, fit_tie_shrinking, odd_coef, pwl_segment_products,
+                                     pwl_tie_inputs, rand_targets, require_ties, tie_operands, tie_scalar,
+                                     tie_value)
+    tb = PETB(dut)
+    await tb.reset()
+    cfg, fmt, rng, F = tb.cfg, tb.fmt, tb.rng, tb.fmt.F
+    groups = []                       # per group: [(op, a word, b word | "ONE" | None, clr, out)]
+    # mul
+    mul_p = []
+    for j in [0, F // 2, F - 1] + [int(x) for x in rng.integers(0, F, size=2)]:
+        for sign in (1, -1):
+            kv = tie_scalar(rng, fmt, j, sign=sign)
+            for b in tie_operands(rng, fmt, j, (3,)):
+                groups.append([("mul", kv, int(b), False, True)])
+                mul_p.append(kv * int(b))
+    for a, b in edge_pairs(fmt):
+        groups.append([("mul", a, b, False, True)])
+        mul_p.append(a * b)
+    # mac: acc = a0 b0 + a1 b1 + a_p f + a_q one
+    mac_acc = []
+    for t in edge_targets(fmt) + rand_targets(fmt, rng, 6):
+        a01 = rand_words(rng, 2, fmt, 0.0, 2.0)
+        b01 = rand_words(rng, 2, fmt, 0.0, 2.0)
+        f = odd_coef(fmt, rng)
+        a_p, a_q = fit_tie_shrinking(fmt, a01, b01, f, t)
+        rest = int(a01[0]) * int(b01[0]) + int(a01[1]) * int(b01[1])
+        groups.append([("mac", int(a01[0]), int(b01[0]), True, False), ("mac", int(a01[1]), int(b01[1]), False, False),
+                       ("mac", a_p, f, False, False), ("mac", a_q, "ONE", False, True)])
+        mac_acc.append(rest + a_p * f + a_q * fmt.one)
+    # nonlinear units
+    tabs = nl_tables(fmt, cfg.NL)
+    nl_p = {}
+    for name, table in tabs.items():
+        zs = pwl_tie_inputs(table, 1)
+        assert len(zs), f"{name}: no segment product is a tie"
+        nl_p[name] = pwl_segment_products(table, zs)
+        groups += [[(name, int(z), None, False, True)] for z in zs]
+    require_ties(fmt, mul_p, "mul", dut._log)
+    require_ties(fmt, mac_acc, "mac", dut._log)
+    assert tie_value(fmt, fmt.max_int) in mac_acc, "no mac tie half an LSB above max_int"
+    if nl_p:
+        allp = [v for p in nl_p.values() for v in p]
+        if any(min(t.slope) < 0 for t in tabs.values()):
+            require_ties(fmt, allp, "nonlinear segment products", dut._log)
+        else:
+            assert any(v > 0 for v in allp), "no nonlinear tie"
+    # pack the groups into jobs that fit the buffers and the schedule
+    njobs = 0
+
+    async def flush(data, model, instrs):
+        nonlocal njobs
+        bufs = [np.zeros(cfg.depths[c], dtype=np.int64) for c in (1, 2, 3)]
+        bufs[0][:len(data)] = data
+        bufs[1][:len(model)] = model
+        await tb.job([i.encode(cfg) for i in instrs], bufs, check_buffers=False)
+        njobs += 1
+
+    asm = Assembler(cfg)
+    data, model, instrs = [], [], []
+    for g in groups:
+        nd, nm = len(g), sum(isinstance(b, int) for _, _, b, _, _ in g)
+        if len(data) + nd > cfg.DATA_DEPTH or len(model) + nm > cfg.MODEL_DEPTH or len(instrs) + nd > cfg.SCHED_DEPTH:
+            await flush(data, model, instrs)
+            data, model, instrs = [], [], []
+        for op, a, b, clr, out in g:
+            data.append(a)
+            if isinstance(b, int):
+                model.append(b)
+                bs = f"M{len(model) - 1}"
+            else:
+                bs = b
+            instrs.append(asm.instr(op, f"D{len(data) - 1}", bs, ["B"] if out else [], clr=clr))
+    if instrs:
+        await flush(data, model, instrs)
+    dut._log.info("%d tie instructions in %d jobs", sum(len(g) for g in groups), njobs)
+    tb.finish()
+
+
 # ---------------------------------------------------------------- pytest launchers
 @pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus"), ("default", "ghdl")]))
 def test_cosmic_pe(cfg, sim):
