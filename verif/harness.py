@@ -25,6 +25,12 @@ What ``run_top`` guarantees (each is tested in ``verif/tests/test_harness_infra.
 * **Skips are skips.**  A skipped cocotb test is counted as skipped; it fails the run
   unless the test module declares it in ``SKIPS`` (:func:`skip_allowed`).  A run whose
   results list fewer tests than the module declares (after the testcase filter) fails.
+* **Waveforms on request.**  ``WAVES=1`` in the environment (``make sim WAVES=1``)
+  builds with tracing and writes the waveform into the build folder (Verilator
+  ``dump.vcd``, Icarus ``<toplevel>.fst``, GHDL ``<toplevel>.ghw``); the flag is part of
+  the build key, so switching it rebuilds.  The path is in ``summary.json`` (``waves``),
+  printed, and named in a failure message; a run asked for a waveform that wrote none
+  fails.
 * **Wall-time guard.**  The simulation (test step) is killed after
   :func:`wall_budget` seconds and reported as ``TIMEOUT`` naming core/config/sim/seed.
 """
@@ -197,17 +203,43 @@ def skip_allowed(skips: dict, test: str, sim: str) -> str | None:
 
 # ---------------------------------------------------------------- content-keyed builds
 def build_key(sim: str, toplevel: str, sources: list, build_args: list, params: dict,
-              timescale=("1ns", "1ps")) -> str:
-    """SHA-256 of everything a simulator build is made from."""
+              timescale=("1ns", "1ps"), waves: bool = False) -> str:
+    """SHA-256 of everything a simulator build is made from (``waves``: a tracing build;
+    only a tracing build adds it, so the keys of other builds stay as they were)."""
     h = hashlib.sha256()
-    h.update(json.dumps({"sim": sim, "toplevel": toplevel, "build_args": [str(a) for a in build_args],
-                         "params": params, "timescale": list(timescale),
-                         "python": sys.version.split()[0]}, sort_keys=True, default=str).encode())
+    what = {"sim": sim, "toplevel": toplevel, "build_args": [str(a) for a in build_args],
+            "params": params, "timescale": list(timescale), "python": sys.version.split()[0]}
+    if waves:
+        what["waves"] = True
+    h.update(json.dumps(what, sort_keys=True, default=str).encode())
     for src in sources:
         p = Path(src)
         h.update(f"\0{p.resolve()}\0".encode())
         h.update(p.read_bytes())
     return h.hexdigest()
+
+
+_TRUE = ("1", "yes", "y", "on", "true", "enable")
+_FALSE = ("0", "no", "n", "off", "false", "disable", "")
+
+
+def waves_enabled() -> bool:
+    """``WAVES`` from the environment, read as cocotb's runner reads it (it overrides the
+    runner's ``waves`` argument, so the harness must agree with it)."""
+    v = os.environ.get("WAVES", "").strip().lower()
+    if v in _TRUE:
+        return True
+    if v in _FALSE:
+        return False
+    raise ValueError(f"WAVES={os.environ['WAVES']!r}: expected 1/0 (yes/no, on/off, true/false)")
+
+
+WAVE_FILES = {"verilator": "dump.vcd", "icarus": "{top}.fst", "ghdl": "{top}.ghw"}
+
+
+def waves_path(build_dir: Path, sim: str, toplevel: str) -> Path:
+    """Where the simulator writes the waveform of a ``WAVES=1`` run."""
+    return Path(build_dir) / WAVE_FILES[sim].format(top=toplevel)
 
 
 def sim_available(sim: str) -> str | None:
@@ -362,15 +394,18 @@ def run_top(name: str, toplevel: str, cfg: str, sim: str, sources: list, build_a
     build_dir = BUILD / "sim" / name / cfg / (sim + (f"-{tag}" if tag else "") + ("-cov" if cov else ""))
     summary = build_dir / "summary.json"
     summary.unlink(missing_ok=True)
-    key = build_key(sim, toplevel, sources, build_args, params)
+    waves = waves_enabled()
+    key = build_key(sim, toplevel, sources, build_args, params, waves=waves)
     key_file = build_dir / ".build_key"
     old_key = key_file.read_text().strip() if key_file.is_file() else None
     if build_dir.exists() and old_key != key:
         shutil.rmtree(build_dir)  # built from other content (or unknown): rebuild from scratch
     runner = get_runner(sim)
     runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=build_dir,
-                 build_args=build_args, timescale=("1ns", "1ps"))
+                 build_args=build_args, timescale=("1ns", "1ps"), waves=waves)
     key_file.write_text(key + "\n")
+    wave_file = waves_path(build_dir, sim, toplevel)
+    wave_file.unlink(missing_ok=True)
     pp = os.pathsep.join(([extra_env["PYTHONPATH"]] if extra_env and extra_env.get("PYTHONPATH") else [])
                          + [str(REPO / "verif" / core), str(REPO), os.environ.get("PYTHONPATH", "")])
     over = os.environ.get("MLACCEL_PARAMS_OVERRIDE")  # negative tests: the testbench's model
@@ -391,6 +426,7 @@ def run_top(name: str, toplevel: str, cfg: str, sim: str, sources: list, build_a
         xml.unlink()
     meta = {"core": core, "cfg": cfg, "sim": sim, "tag": tag or "", "seed": seed,
             "testcase": testcase or "", "budget_s": budget, "build_key": key[:16],
+            "waves": str(wave_file) if waves else "",
             "tests": 0, "passed": 0, "failures": 0, "skipped": 0, "sim_ns": 0.0, "cycles": 0,
             "cases": [], "problems": []}
     t0 = time.monotonic()
@@ -399,7 +435,7 @@ def run_top(name: str, toplevel: str, cfg: str, sim: str, sources: list, build_a
         runner.test(test_module=f"test_{core}", hdl_toplevel=toplevel, build_dir=build_dir,
                     test_args=["--std=08"] if sim == "ghdl" else [],
                     test_dir=build_dir, testcase=testcase, extra_env=env, seed=seed,
-                    results_xml=str(xml),
+                    results_xml=str(xml), waves=waves,
                     plusargs=[_cov.plusarg(core, cfg, tag, seed, testcase)] if cov else [])
     except SystemExit:
         pass  # read the results ourselves below
@@ -409,13 +445,21 @@ def run_top(name: str, toplevel: str, cfg: str, sim: str, sources: list, build_a
         crash = str(e)
     meta["wall_s"] = round(time.monotonic() - t0, 2)
 
+    if waves:
+        if wave_file.is_file() and wave_file.stat().st_size > 0:
+            print(f"waveform: {wave_file}", file=sys.stderr, flush=True)
+        else:
+            meta["waves"] = ""
+
     def finish(outcome: str, message: str | None = None, tests=()):
         meta["outcome"] = outcome
         meta["replay"] = replay_command(core, cfg, sim, seed, tests)
         summary.write_text(json.dumps(meta))
         if message:
+            wv = (f"\n  waveform: {meta['waves']}" if meta["waves"] else
+                  "\n  waveform: add WAVES=1 to the replay command" if not waves else "")
             raise (SimTimeout if outcome == "timeout" else AssertionError)(
-                f"{core}/{cfg}/{sim} seed={seed}: {message}\n  replay: {meta['replay']}")
+                f"{core}/{cfg}/{sim} seed={seed}: {message}\n  replay: {meta['replay']}{wv}")
         return meta
 
     if state.get("timeout"):
@@ -456,6 +500,8 @@ def run_top(name: str, toplevel: str, cfg: str, sim: str, sources: list, build_a
         problems.append("no cocotb test passed (every test was skipped): nothing was verified")
     if crash and not res["failures"]:
         problems.append(f"simulator exited with an error ({crash})")
+    if waves and not meta["waves"]:
+        problems.append(f"WAVES=1 but the simulator wrote no waveform (expected {wave_file})")
     failed = [c["name"] for c in meta["cases"] if c["status"] == "failed"]
     if failed:
         why = [f"{c['name']}: {c['message'].splitlines()[0][:300]}" for c in meta["cases"]
