@@ -16,6 +16,7 @@ CORE_MODULES = [
     "rtl_gen.pipearch.pipearch_rm",
     "rtl_gen.pipearch.pipearch_ldst",
     "rtl_gen.pipearch.pipearch_pu",
+    "rtl_gen.pipearch.pipearch_system",
     "rtl_gen.maple.maple_smart_memory",
     "rtl_gen.maple.maple_pe_chain",
     "rtl_gen.fpdeep.fpdeep_line_buffer",
