@@ -15,7 +15,9 @@ YIELD executed at or after ``t`` (the ISS rerun from a snapshot of the job's mem
 suspends the next thread it runs at that thread's first YIELD -- as the hardware does.
 Shared bandwidth: a run's demand is its bytes over its stand-alone cycles; while the
 running units together demand more than ``mem_bw`` bytes per cycle, every one of them
-advances at ``mem_bw / demand`` of its stand-alone speed (processor sharing).
+advances at ``mem_bw / demand`` of its stand-alone speed (processor sharing).  Each
+START also costs ``host_start`` cycles of the host (its register writes and the polling
+that notices the previous Done; ``CostModel.host_start``).
 """
 from __future__ import annotations
 
@@ -88,8 +90,9 @@ def run_sync(coro):
 class _Run:
     """One START in flight on a fast unit."""
 
-    def __init__(self, built, t0, result, cost, snapshot, stale_at_start):
+    def __init__(self, built, t0, result, cost, snapshot, stale_at_start, host=0.0):
         self.built, self.t0, self.result, self.cost = built, t0, result, cost
+        self.host = host                 # host cycles of the START (register writes, polling)
         self.snapshot = snapshot
         self.stale_at_start = stale_at_start
         self.work = 0.0                  # stand-alone cycles done
@@ -98,7 +101,7 @@ class _Run:
 
     @property
     def total(self):
-        return max(self.cost.cycles, 1.0)
+        return max(self.cost.cycles + self.host, 1.0)
 
     @property
     def demand(self):                   # bytes per stand-alone cycle
@@ -109,7 +112,7 @@ class FastBackend(Backend):
     """ISS units with RTL-calibrated costs (module docstring)."""
 
     def __init__(self, cfg, units: int, mem_bytes: int, *, costs: CostModel | None = None,
-                 mem_bw: float | None = None):
+                 mem_bw: float | None = None, host_start: float | None = None):
         if not 1 <= units <= 8:
             raise ValueError(f"units = {units}: a pipearch_system has 1..8 units")
         self.cfg, self.units = cfg, units
@@ -117,6 +120,7 @@ class FastBackend(Backend):
         self.machines = [Machine(cfg, self.mem) for _ in range(units)]
         self.costs = costs or CostModel.load()
         self.mem_bw = float(mem_bw if mem_bw is not None else cfg.line_bytes)
+        self.host_start = float(self.costs.host_start if host_start is None else host_start)
         self.t = 0.0
         self.runs = [None] * units
         self.rd = [0] * units
@@ -153,7 +157,7 @@ class FastBackend(Backend):
         snap = [(lo, self.mem.data[lo:hi].copy()) for lo, hi in self._ranges(built)]
         stale = m.switch_pending
         r = built.job.start(m)
-        self.runs[unit] = _Run(built, self.t, r, self._cost(built, r), snap, stale)
+        self.runs[unit] = _Run(built, self.t, r, self._cost(built, r), snap, stale, self.host_start)
 
     async def switch(self, unit):
         run = self.runs[unit]
@@ -164,7 +168,7 @@ class FastBackend(Backend):
             run.switch_requested = True       # already suspending (or stopping): nothing new
             return
         run.switch_requested = True
-        k = next((i + 1 for i, y in enumerate(run.cost.yields) if y >= run.work), None)
+        k = next((i + 1 for i, y in enumerate(run.cost.yields) if y + run.host >= run.work), None)
         if k is None:                         # after the last YIELD: stays pending
             run.set_stale_after = True
             return
