@@ -20,6 +20,7 @@ from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
+from verif.rounding_ties import edge_targets, fit_tie, odd_coef, rand_targets, require_ties, tie_value
 from verif.tb_common import DEFAULT_CYCLES, rand_words, record_bench, sim_test, wait_until
 from verif.tb_common import sim_seed as seed_of
 
@@ -332,6 +333,57 @@ async def bench_throughput(dut):
                        mac_utilization=n * units / (units * cycles), ideal=1.0,
                        latency_cycles=t[-1] - inmon.times[-1])
     dut._log.info("bench: %s", rec)
+
+
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 0.8 us on default
+async def rounding_ties(dut):
+    """Directed rounding ties at each engine's rounding point (tuser mode 0, with and
+    without bias): every output of every beat is exactly half an LSB above a word, both
+    signs -- random targets and the edge targets.  Engine o owns two window taps: its
+    filter has ``one`` at tap q_o = 2o and an odd word at tap p_o = 2o + 1, every other
+    filter has 0 there, so window taps p_o (residue) and q_o (word) are solved per engine
+    (``fit_tie``; the other taps zeroed when out of reach) over random other taps,
+    filters and biases.  Ties counted per sign on the exact sums (golden.conv.engine_beat
+    exact) and must occur."""
+    tb = EngineTB(dut, src_p=0.8, sink_p=0.8)
+    await tb.reset()
+    K, fmt, rng, O = tb.K, tb.fmt, tb.rng, tb.S_OC
+    n = tb.S_IC * K * K
+    assert n >= 2 * O, "too few window taps for one residue and one word tap per engine"
+    own = set(range(2 * O))
+    vals = []
+    for rnd in range(2):
+        filt = tb.rand((O, n), 0.0, scale=1.0)
+        for o in range(O):
+            filt[:, 2 * o] = filt[:, 2 * o + 1] = 0
+            filt[o, 2 * o], filt[o, 2 * o + 1] = fmt.one, odd_coef(fmt, rng)
+        bias = tb.rand((O,), 0.0, scale=1.0)
+        await tb.load(filt.reshape(O, tb.S_IC, K, K), bias)
+        targets = (edge_targets(fmt) if rnd == 0 else []) + rand_targets(fmt, rng, 8)
+        wins, users = [], []
+        for b, t0 in enumerate(targets):
+            u = 2 * (b % 2)                    # rounded, bias on odd beats
+            win = tb.rand((n,), 0.0, scale=2.0)
+            free = np.array([i for i in range(n) if i not in own], dtype=np.int64)
+            for o in range(O):
+                t = targets[(b + o) % len(targets)] if o else t0
+                rest = sum(int(win[i]) * int(filt[o, i]) for i in range(n) if i not in own)
+                rest += (int(bias[o]) << fmt.F) if u else 0
+                try:
+                    win[2 * o + 1], win[2 * o] = fit_tie(fmt, rest, int(filt[o, 2 * o + 1]), t)
+                except ValueError:              # out of reach from these taps: smaller free taps
+                    win[free] = 0               # (the taps are shared: restart this beat's engines)
+                    for o2 in range(o + 1):
+                        t2 = targets[(b + o2) % len(targets)] if o2 else t0
+                        ex = (int(bias[o2]) << fmt.F) if u else 0
+                        win[2 * o2 + 1], win[2 * o2] = fit_tie(fmt, ex, int(filt[o2, 2 * o2 + 1]), t2)
+            wins.append(win.reshape(tb.S_IC, K, K))
+            users.append(u)
+            vals += list(conv.engine_beat(wins[-1], tb.filt, fmt, bias if u else None, exact=True))
+        await tb.send(np.stack(wins), users)
+    require_ties(fmt, vals, "engine dot (+bias)", dut._log)
+    assert tie_value(fmt, fmt.max_int) in vals and tie_value(fmt, fmt.min_int - 1) in vals
+    await tb.finish()
 
 
 # ---------------------------------------------------------------- pytest launchers

@@ -20,6 +20,7 @@ from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
+from verif.rounding_ties import edge_targets, fit_tie_shrinking, odd_coef, rand_targets, require_ties, tie_value
 from verif.tb_common import DEFAULT_CYCLES, rand_words, record_bench, sim_test, wait_until
 from verif.tb_common import sim_seed as seed_of
 
@@ -304,6 +305,37 @@ async def bench_throughput(dut):
                        mac_utilization=n * K * K / (K * K * cycles), ideal=1.0,
                        latency_cycles=t[-1] - inmon.times[-1])
     dut._log.info("bench: %s", rec)
+
+
+@sim_test(timeout_us={"default": 30, "*": 120})  # measured 0.9 us on default
+async def rounding_ties(dut):
+    """Directed rounding ties in mode 0 (the tile's only rounding point): windows whose
+    exact dot product with the filter is exactly half an LSB above a word, both signs --
+    random targets and the edge targets (half an LSB above max_int must saturate, above
+    min_int - 1 lands on min_int).  The filter has ``one`` at tap 0 and an odd word at the
+    last tap; the window's other taps are random, the last tap fixes the residue and tap 0
+    the word (``fit_tie_shrinking``).  Ties counted per sign on the exact sums (must occur)."""
+    tb = make_tb(dut, src_p=0.8, sink_p=0.8)
+    await tb.reset()
+    K, fmt, rng = tb.K, tb.fmt, tb.rng
+    n = K * K
+    vals = []
+    for rnd in range(2):
+        wk = tb.rand((n,), 0.0, scale=1.0)
+        wk[0], wk[-1] = fmt.one, odd_coef(fmt, rng)
+        await tb.load(wk.reshape(K, K))
+        wins = []
+        for t in (edge_targets(fmt) if rnd == 0 else []) + rand_targets(fmt, rng, 12):
+            win = tb.rand((n,), 0.0, scale=2.0)
+            mid = win[1:n - 1]
+            win[-1], win[0] = fit_tie_shrinking(fmt, mid, wk[1:n - 1], int(wk[-1]), t)
+            win[1:n - 1] = mid
+            wins.append(win.reshape(K, K))
+        vals += [conv.window_dot(w, wk.reshape(K, K), fmt, exact=True) for w in wins]
+        await tb.send(np.stack(wins), [0] * len(wins))
+    require_ties(fmt, vals, "window dot (mode 0)", dut._log)
+    assert tie_value(fmt, fmt.max_int) in vals and tie_value(fmt, fmt.min_int - 1) in vals
+    await tb.finish()
 
 
 # ---------------------------------------------------------------- pytest launchers

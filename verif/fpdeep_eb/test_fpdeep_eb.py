@@ -21,6 +21,7 @@ from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes, split_lanes
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
+from verif.rounding_ties import edge_targets, rand_targets, require_ties, tie_operands, tie_scalar, tie_value
 from verif.tb_common import (DEFAULT_CYCLES, StartDoneMixin, rand_words, record_bench, sim_test, start_while_busy,
                              wait_until)
 from verif.tb_common import sim_seed as seed_of
@@ -514,6 +515,52 @@ async def bench_throughput(dut):
             if k in ('mac_utilization_map_useful', 'mac_utilization_batch_useful')}
     out = record_bench(CORE, map=f"{h}x{w}", mac_units=units, ideal=1.0, **flat, **rec)
     dut._log.info("bench: %s", out)
+
+
+@sim_test(timeout_us={"default": 40, "*": 160})  # measured 2.4 us on default
+async def rounding_ties(dut):
+    """Directed rounding ties at the last run's one rounding point (psum + exact sum over
+    the output channels), both signs:
+    (1) first run, forward pad K-1 (the error map is not padded, so every tap sees a real
+        error): errors tie_operands(j), filters integer words (multiples of one) except one
+        tie_scalar(j) tap per input channel -- every exact output sum is a tie through the
+        multipliers alone;
+    (2) not first: random errors, filters and padding; psum_in chosen per output element
+        so the exact value is half an LSB above a target word -- random targets of both
+        signs and the edge targets (max_int must saturate).
+    Ties counted per sign on golden.conv.eb_node's exact sums and must occur."""
+    tb = EbTB(dut, src_p=0.8, sink_p=0.8)
+    await tb.reset()
+    K, fmt, rng = tb.K, tb.fmt, tb.rng
+    h, w = min(tb.p["MAX_HEIGHT"], K + 1), min(tb.p["MAX_WIDTH"], K + 2)
+    vals = []
+    for j in (0, int(rng.integers(1, fmt.F))):
+        e = tie_operands(rng, fmt, j, (tb.S_OC, h, w), limit=1.0)
+        filt = rng.integers(-1, 2, size=(tb.S_OC, tb.S_IC, K, K)).astype(np.int64) * fmt.one
+        for c in range(tb.S_IC):
+            o, u, v = (int(rng.integers(0, m)) for m in (tb.S_OC, K, K))
+            filt[o, c, u, v] = tie_scalar(rng, fmt, j, limit=1.0)
+        await tb.load(filt)
+        f, _ = tb.job(e, filt, K - 1, True, True)
+        await tb.run(f)
+        vals += list(conv.eb_node(e, filt, None, False, K - 1, fmt).ravel())
+    targets = edge_targets(fmt)
+    for rnd in range(2):
+        pad = int(rng.choice(tb.valid_pads(h, w)))
+        e, filt = tb.rand_layer(h, w)
+        shp = tb.in_shape(h, w, pad)
+        n = int(np.prod(shp))
+        ts = (targets + rand_targets(fmt, rng, n))[:n]
+        exact = conv.eb_node(e, filt, None, False, pad, fmt)
+        ps = np.array([tie_value(fmt, t) for t in ts], dtype=object).reshape(shp) - exact
+        await tb.load(filt)
+        f, _ = tb.job(e, filt, pad, False, True, ps)
+        await tb.run(f)
+        vals += list(conv.eb_node(e, filt, ps, False, pad, fmt, psum_bits=tb.PS).ravel())
+        targets = []
+    require_ties(fmt, vals, "eb output sums", dut._log)
+    assert tie_value(fmt, fmt.max_int) in vals and tie_value(fmt, fmt.min_int - 1) in vals
+    await tb.finish()
 
 
 # ---------------------------------------------------------------- pytest launchers

@@ -21,6 +21,7 @@ from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes, split_lanes
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
+from verif.rounding_ties import edge_targets, rand_targets, require_ties, tie_operands, tie_scalar, tie_value
 from verif.tb_common import (DEFAULT_CYCLES, StartDoneMixin, rand_words, record_bench, sim_test, start_while_busy,
                              wait_until)
 from verif.tb_common import sim_seed as seed_of
@@ -523,6 +524,52 @@ async def bench_throughput(dut):
             if k in ('mac_utilization_map', 'mac_utilization_batch')}
     out = record_bench(CORE, map=f"{h}x{w}", mac_units=units, ideal=1.0, **flat, **rec)
     dut._log.info("bench: %s", out)
+
+
+@sim_test(timeout_us={"default": 40, "*": 160})  # measured 2.8 us on default
+async def rounding_ties(dut):
+    """Directed rounding ties at the last node's one rounding point (psum + window sums +
+    bias << F), ReLU off so both signs show:
+    (1) first node, no padding: activations tie_operands(j) (+-odd * 2**(F-1-j)), filters
+        integer words (multiples of one) except one tie_scalar(j) tap per output channel,
+        so every exact output sum is a tie through the multipliers alone;
+    (2) not first: random activations, filters, biases and padding; psum_in chosen per
+        output element so the exact value is half an LSB above a target word -- random
+        targets of both signs and the edge targets (max_int must saturate).
+    Ties counted per sign on golden.conv.fp_node's exact sums and must occur."""
+    tb = FpTB(dut, src_p=0.8, sink_p=0.8)
+    await tb.reset()
+    K, fmt, rng, F = tb.K, tb.fmt, tb.rng, tb.F
+    h, w = min(tb.p["MAX_HEIGHT"], K + 1), min(tb.p["MAX_WIDTH"], K + 2)
+    vals = []
+    for j in (0, int(rng.integers(1, F))):
+        x = tie_operands(rng, fmt, j, (tb.S_IC, h, w), limit=1.0)
+        filt = rng.integers(-1, 2, size=(tb.S_OC, tb.S_IC, K, K)).astype(np.int64) * fmt.one
+        for o in range(tb.S_OC):
+            c, u, v = (int(rng.integers(0, m)) for m in (tb.S_IC, K, K))
+            filt[o, c, u, v] = tie_scalar(rng, fmt, j, limit=1.0)
+        b = tb.rand((tb.S_OC,), 0.0, scale=2.0)
+        await tb.load(filt, b)
+        f, _ = tb.job(x, filt, b, 0, True, True, False)
+        await tb.run(f)
+        vals += list((conv.fp_node(x, filt, None, False, fmt=fmt) + (b[:, None, None].astype(object) << F)).ravel())
+    targets = edge_targets(fmt)
+    for rnd in range(2):
+        pad = int(rng.choice(tb.valid_pads(h, w)))
+        x, filt, b = tb.rand_layer(h, w)
+        shp = tb.out_shape(h, w, pad)
+        ts = (targets + rand_targets(fmt, rng, int(np.prod(shp))))[:int(np.prod(shp))]
+        exact = conv.fp_node(x, filt, None, False, pad=pad, fmt=fmt) + (b[:, None, None].astype(object) << F)
+        ps = np.array([tie_value(fmt, t) for t in ts], dtype=object).reshape(shp) - exact
+        await tb.load(filt, b)
+        f, _ = tb.job(x, filt, b, pad, False, True, False, ps)
+        await tb.run(f)
+        vals += list((conv.fp_node(x, filt, ps, False, pad=pad, fmt=fmt, psum_bits=tb.PS)
+                      + (b[:, None, None].astype(object) << F)).ravel())
+        targets = []
+    require_ties(fmt, vals, "fp node output sums", dut._log)
+    assert tie_value(fmt, fmt.max_int) in vals and tie_value(fmt, fmt.min_int - 1) in vals
+    await tb.finish()
 
 
 # ---------------------------------------------------------------- pytest launchers

@@ -22,6 +22,7 @@ from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
+from verif.rounding_ties import is_tie, require_ties, tie_operands, tie_scalar
 from verif.tb_common import (DEFAULT_CYCLES, StartDoneMixin, rand_words, record_bench, sim_test, start_while_busy,
                              wait_until)
 from verif.tb_common import sim_seed as seed_of
@@ -478,6 +479,47 @@ async def bench_throughput(dut):
             if k in ('mac_utilization',)}
     out = record_bench(CORE, map=f"{h}x{w}", mac_units=units, ideal=1.0, **flat, **rec)
     dut._log.info("bench: %s", out)
+
+
+@sim_test(timeout_us={"default": 40, "*": 640})  # measured 2.3 us on default
+async def rounding_ties(dut):
+    """Directed rounding ties at both rounding points, both signs:
+    per-sample gradient -- activations tie_operands(j) (+-odd * 2**(F-1-j)), errors integer
+    words (multiples of one) except one tie_scalar(j) entry per output channel, no padding:
+    every exact K x K accumulator is a tie (the tie entry's window product plus integer
+    products); SGD step -- lr_q = odd * 2**(F-1) (0.5, then 1.5 when it fits), so
+    lr_q * gsum is a tie for every odd gradient sum (filters and biases).  Mini-batches
+    of 1..MAX_BATCH (at least 3, at most 6: until ties of both signs occurred at both points).
+    Ties counted per sign on golden.conv.pg_sample_exact / pg_minibatch and must occur."""
+    tb = PgTB(dut, src_p=0.8, sink_p=0.8)
+    await tb.reset()
+    K, fmt, rng, F = tb.K, tb.fmt, tb.rng, tb.F
+    h, w = min(tb.p["MAX_HEIGHT"], K + 1), min(tb.p["MAX_WIDTH"], K + 2)
+    ho, wo = tb.out_shape(h, w, 0)
+    lrs = [fmt.one // 2] + ([3 * fmt.one // 2] if 3 * fmt.one // 2 <= fmt.max_int else [])
+    grad, step = [], []
+    await tb.load(tb.rand((tb.S_OC, tb.S_IC, K, K), scale=1.0), tb.rand(tb.S_OC, scale=1.0))
+    for k in range(6):
+        B = 1 + k % tb.p["MAX_BATCH"]
+        j = int(rng.integers(0, F))
+        xs, es = [], []
+        for _ in range(B):
+            xs.append(tie_operands(rng, fmt, j, (tb.S_IC, h, w), limit=1.0))
+            e = rng.integers(-1, 2, size=(tb.S_OC, ho, wo)).astype(np.int64) * fmt.one
+            for o in range(tb.S_OC):
+                e[o, int(rng.integers(0, ho)), int(rng.integers(0, wo))] = tie_scalar(rng, fmt, j, limit=1.0)
+            es.append(e)
+            grad += list(conv.pg_sample_exact(xs[-1], e, K, 0, fmt)[0].ravel())
+        lr_q = lrs[k % len(lrs)]
+        _, _, gsw, gsb = conv.pg_minibatch(xs, es, tb.w, tb.b, lr_q * B / fmt.one, K, 0, fmt)
+        step += [int(g) * lr_q for g in list(gsw.ravel()) + list(gsb.ravel())]
+        f, _ = tb.job(xs, es, 0, lr_q)
+        await tb.run(f)
+        if k >= 2 and all(any(is_tie(fmt, v) and (v > 0) == pos for v in vs) for vs in (grad, step) for pos in (True, False)):
+            break
+    require_ties(fmt, grad, "per-sample gradient accumulators", dut._log)
+    require_ties(fmt, step, "SGD step lr_q * gradient sum", dut._log)
+    await tb.finish()
 
 
 # ---------------------------------------------------------------- pytest launchers
