@@ -18,6 +18,8 @@ from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
+from verif.rounding_ties import (edge_targets, fit_tie_shrinking, odd_coef, rand_targets, require_ties,
+                                 tie_operands, tie_scalar, tie_value)
 from verif.tb_common import record_bench, sim_test, wait_until
 from verif.tb_common import sim_seed as seed_of_test
 
@@ -395,6 +397,46 @@ async def bench_throughput(dut):
                        paper_table3="reduction 1.64x (SSI), 25.7x (K-means), 76x (CNN)", **rec_extra)
     await tb.finish()
     return rec
+
+
+@sim_test(timeout_us={"default": 110, "*": 440})  # measured 20.9 us on default
+async def rounding_ties(dut):
+    """Directed rounding ties at the drain unit's one rounding point (the exact sum of the
+    S partial dot products), both signs, through RMW programs (cleared memory, so every
+    dumped value is the rounded dot product):
+    (1) column mode (d small) and split mode (d = LSD + 3, S = 2): column 0 of A is
+        tie_operands(j), row 0 of B tie_scalar(j) of random sign per column, the other
+        rows of B integer words (multiples of one) -- every dot product is a tie;
+    (2) one result per target: B = (odd, one, random), each row of A solved so the exact
+        dot product is half an LSB above the target word -- random targets of both signs
+        and the edge targets (max_int must saturate, min_int - 1 lands on min_int).
+    Ties counted per sign on the exact dot products (Python ints) and must occur."""
+    tb = TB(dut, src_p=0.8, sink_p=0.7)
+    await tb.reset()
+    fmt, rng, cp = tb.fmt, tb.rng, tb.cp
+    vals = []
+    for n, d, m in ((5, 4, 3), (4, cp.LSD + 3, 2)):
+        j = int(rng.integers(0, fmt.F))
+        A = tb.rand((n, d), 2.0)
+        A[:, 0] = tie_operands(rng, fmt, j, (n,), limit=1.0)
+        B = rng.integers(-2, 3, size=(d, m)).astype(np.int64) * fmt.one
+        B[0] = [tie_scalar(rng, fmt, j, limit=1.0) for _ in range(m)]
+        plan = mm.plan_matmul(n, d, m, "rmw", cp=cp)
+        dut._log.info("n=%d d=%d m=%d: %s G=%d S=%d", n, d, m, plan.mode, plan.G, plan.S)
+        await tb.run(only(plan.programs(A, B)))
+        vals += list((A.astype(object) @ B.astype(object)).ravel())
+    ts = edge_targets(fmt) + rand_targets(fmt, rng, 6)
+    B = np.array([[odd_coef(fmt, rng)], [fmt.one], [int(tb.rand((), 1.0))]], dtype=np.int64)
+    A = np.zeros((len(ts), 3), dtype=np.int64)
+    for i, t in enumerate(ts):
+        free = tb.rand((1,), 2.0)
+        A[i, 0], A[i, 1] = fit_tie_shrinking(fmt, free, B[2], int(B[0, 0]), t)
+        A[i, 2] = free[0]
+    await tb.run(only(mm.plan_matmul(len(ts), 3, 1, "rmw", cp=cp).programs(A, B)))
+    vals += list((A.astype(object) @ B.astype(object)).ravel())
+    require_ties(fmt, vals, "chain dot products", dut._log)
+    assert tie_value(fmt, fmt.max_int) in vals and tie_value(fmt, fmt.min_int - 1) in vals
+    await tb.finish()
 
 
 # ---------------------------------------------------------------- pytest launchers
