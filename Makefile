@@ -85,6 +85,7 @@ fmax: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m verif.bench
 	$(PY) -m tablac.bench
+	$(PY) -m pipearch_rt.bench
 
 formal: $(STAMP)
 	$(PY) -m verif.formal

@@ -28,17 +28,16 @@ SYS_UNITS, SYS_RD_BEATS, SYS_WR_BEATS = 0xF04, 0xF10, 0xF30
 
 class RtlBackend(Backend):
     def __init__(self, dut, clk, axil, ram, cfg, units: int, *, clock_ns: float = 10.0, poll: int = 16,
-                 system: bool = False, axil_cycles: int = 10_000):
+                 axil_cycles: int = 10_000):
         self.dut, self.clk, self.axil, self.ram = dut, clk, axil, ram
         self.cfg, self.units = cfg, units
-        self.clock_ns, self.poll, self.system = clock_ns, poll, system
+        self.clock_ns, self.poll = clock_ns, poll
         self.axil_cycles = axil_cycles
         self.t0 = self._cycle()
         self.busy = [None] * units          # start cycle of the START in flight
         self.rd_beats = 0
         self.wr_beats = 0
-        if not system:
-            cocotb.start_soon(self._monitor())
+        cocotb.start_soon(self._monitor())
 
     def _cycle(self) -> int:
         return int(get_sim_time("ns") // self.clock_ns)
@@ -118,6 +117,8 @@ class RtlBackend(Backend):
         return m
 
     def traffic(self):
+        """Bytes on the memory port (all units together, reported as unit 0's; per unit:
+        :meth:`system_traffic`)."""
         lb = self.cfg.line_bytes
         return {"read_bytes": [self.rd_beats * lb] + [0] * (self.units - 1),
                 "write_bytes": [self.wr_beats * lb] + [0] * (self.units - 1)}

@@ -1,8 +1,9 @@
 """PipeArch-RT on the RTL back end (``pipearch_rt.rtl.RtlBackend``) under cocotb.
 
-The DUT is the committed ``ip/pipearch_system`` netlist when it exists (its
-``default`` parameters; units' register blocks at ``0x100*u``), else a single
-``ip/pipearch_pu`` -- one unit, the same register map at 0.  Memory is a cocotbext-axi
+The DUT is the committed ``pipearch_system`` (configs ``units1``, ``default`` = 2 units,
+``units4``; units' register blocks at ``0x100*u``) once it is committed, else a single
+``ip/pipearch_pu`` -- one unit, the same register map at 0 (``PIPEARCH_RT_TOP=pipearch_pu``
+forces that).  Memory is a cocotbext-axi
 ``AxiRam`` without stalls (the runs are also the measurement the fast model is compared
 with); the host a cocotbext-axi ``AxiLiteMaster``.
 
@@ -69,7 +70,7 @@ class Sys:
     def backend(self):
         from pipearch_rt.rtl import RtlBackend
         return RtlBackend(self.dut, self.dut.clk, self.axil, self.ram, self.cfg, self.units,
-                          clock_ns=CLOCK_NS, system=self.units > 1 or hasattr(self.dut, "u_unit0"))
+                          clock_ns=CLOCK_NS)
 
 
 def _out(name):
@@ -144,7 +145,8 @@ async def _compare(dut, s, name, specs, policy, slot=None, migration=True):
     fast = {t.spec.name: t.completion for t in frep.threads}
     dut._log.info("%s: RTL order %s, fast order %s", name, rep.order, frep.order)
     dut._log.info("%s: RTL %s fast %s", name, rtl, fast)
-    return {"name": name, "policy": policy, "slot": slot, "units": s.units, "rtl_order": rep.order,
+    return {"name": name, "top": dut._name, "policy": policy, "slot": slot, "units": s.units,
+            "rtl_order": rep.order,
             "fast_order": frep.order, "rtl": rtl, "fast": fast, "rtl_total": rep.total,
             "fast_total": frep.total, "switches_rtl": rep.switches, "switches_fast": frep.switches}
 
@@ -189,30 +191,37 @@ async def bad_inputs(dut):
     dut._log.info("rejected: %s | %s; failed: %s", bad_asm.reason, overlap.reason, err.reason)
 
 
-def _top():
-    """(toplevel, sources, params): pipearch_system when committed, else pipearch_pu."""
-    sysv = REPO / "ip" / "pipearch_system" / "rtl" / "pipearch_system.v"
-    want = os.environ.get("PIPEARCH_RT_TOP", "")
-    if sysv.is_file() and want != "pipearch_pu":
-        from rtl_gen.registry import get
-        cd = get("pipearch_system")
-        units = int(os.environ.get("PIPEARCH_RT_UNITS", "0") or 0)
-        p = cd.resolve({"UNITS": units} if units else {})
-        return "pipearch_system", [sysv] if not units else None, p
-    from rtl_gen.pipearch import pipearch_pu as m
-    return "pipearch_pu", [REPO / "ip" / "pipearch_pu" / "rtl" / "pipearch_pu.v"], m.CORE.resolve({})
+SYSTEM_CFGS = ("units1", "default", "units4")     # UNITS = 1, 2, 4
+
+
+def _system_committed() -> bool:
+    """Whether ``ip/pipearch_system`` is committed (the launcher then runs the system;
+    until then one ``pipearch_pu``, the UNITS = 1 equivalent)."""
+    import subprocess
+    f = REPO / "ip" / "pipearch_system" / "rtl" / "pipearch_system.v"
+    if not f.is_file():
+        return False
+    r = subprocess.run(["git", "ls-files", "--error-unmatch", str(f)], cwd=REPO, capture_output=True)
+    return r.returncode == 0
+
+
+def _rows():
+    if _system_committed() and os.environ.get("PIPEARCH_RT_TOP", "") != "pipearch_pu":
+        return [("pipearch_system", c) for c in SYSTEM_CFGS]
+    return [("pipearch_pu", "default")]
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("top,cfg", _rows())
 @pytest.mark.parametrize("sim", ["verilator"])
-def test_pipearch_rt(sim):
-    top, sources, p = _top()
-    cfg = "default"
-    if sources is None:             # a non-default UNITS: generate that netlist
-        from verif.harness import rtl_dir
-        raise NotImplementedError("non-default UNITS needs a generated netlist")
+def test_pipearch_rt(top, cfg, sim):
+    from verif.harness import rtl_dir
+    from rtl_gen.registry import get
+    cd = get(top)
+    p = cd.resolve(cd.configs[cfg])
+    sources = [rtl_dir(top, cfg) / f"{top}.v"]
     args = ["-Wall", "--output-split", "0"]
-    run_top(NAME, top, cfg if top == "pipearch_system" else "pu1", sim, sources, args, p)
+    run_top(NAME, top, "pu1" if top == "pipearch_pu" else f"system-{cfg}", sim, sources, args, p)
 
 
 from scoreboards.protocol import guard_tests  # noqa: E402
