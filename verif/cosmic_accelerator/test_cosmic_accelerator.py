@@ -17,6 +17,7 @@ same result, the aggregation of hand-made per-thread values equals
 """
 from __future__ import annotations
 
+import os
 import random
 
 import cocotb
@@ -292,6 +293,64 @@ async def rounds_in_one_command(dut):
     got = model_from_words(case, await h.read_words(case, 0))
     bad = compare(case, got, 2, "logistic x3")
     assert not bad, "\n".join(bad)
+
+
+LOSS_EPOCHS = 8
+LOSS_SAMPLES = 32         # m: every epoch (one round) visits each sample once
+LOSS_TOL = 1e-3           # |RTL loss - float64 loss| bound (Q32.16; measured <= 1e-4)
+
+
+@sim_test(timeout_us={"default": 40_000, "*": 120_000})
+async def loss_per_epoch(dut):
+    """Logistic regression (tablac program, 6 features, m = 32 samples split over the
+    threads) trained on the RTL for 8 epochs (one TRAIN round each, every AXI channel
+    stalling): after every epoch the model read back from the first and last thread
+    equals the bit-true golden parallel SGD word for word, so the logistic loss of the RTL
+    model equals the bit-true loss exactly; it stays within LOSS_TOL of the float64
+    parallel SGD (same data, order and initial model) and decreases.  The series goes to
+    build/plots (``make sim`` renders reports/cosmic_accelerator_loss[_<cfg>].png)."""
+    from golden import sgd as gsgd
+    from verif.cosmic_accelerator.acc_case import FMT, hw_cfg, model_from_words, transcode
+    from verif.plots import write_series
+    h = Host(dut)
+    await h.start()
+    case = _case("logistic", h.p, sub=LOSS_SAMPLES // h.T, rounds=LOSS_EPOCHS, seed=3)
+    A, y = case.data["x"], case.labels["y"]
+    mu = case.graph.consts["mu"]
+    ref = gsgd.parallel_sgd(A, y, threads=case.T, rounds=LOSS_EPOCHS, loss="logistic", alpha=mu,
+                            lam2=0.0, order=case.order, x0=case.model0["w"]).loss
+    await h.put_mem(case.mem_words)
+    await h.load_case(case, transcode(case.comp, hw_cfg(h.p)))
+    await h.load_model(case)
+    rtl, bit_true = [], []
+    for e in range(LOSS_EPOCHS):
+        await h.train(case)
+        for t in sorted({0, case.T - 1}):
+            got = model_from_words(case, await h.read_words(case, t))
+            bad = compare(case, got, e, f"loss_per_epoch thread {t}")
+            assert not bad, "\n".join(bad)
+        w = got["w"]
+        loss = gsgd.objective(A, y, FMT.to_float(w), "logistic", 0.0)
+        gold = gsgd.objective(A, y, FMT.to_float(case.golden[e]["w"]), "logistic", 0.0)
+        assert loss == gold, f"epoch {e}: RTL loss {loss!r} != bit-true golden loss {gold!r}"
+        # the equality above is sensitive: one LSB of one weight changes the loss
+        w1 = w.copy()
+        w1.reshape(-1)[e % w1.size] += 1
+        assert gsgd.objective(A, y, FMT.to_float(w1), "logistic", 0.0) != gold
+        assert abs(loss - ref[e]) <= LOSS_TOL, \
+            f"epoch {e}: RTL loss {loss:.6f}, float64 {ref[e]:.6f}: off by more than {LOSS_TOL}"
+        rtl.append(loss)
+        bit_true.append(gold)
+        h.dut._log.info("epoch %d: loss RTL %.6f == bit-true, float64 %.6f", e + 1, loss, ref[e])
+    assert rtl[-1] < rtl[0], f"loss did not decrease: {rtl}"
+    cfg = os.environ.get("DUT_CFG", "default")
+    sim = os.environ.get("DUT_SIM", "")
+    name = "cosmic_accelerator_loss" + ("" if cfg == "default" else f"_{cfg}")
+    if sim == "verilator":  # one figure per config (the Icarus/GHDL rows compute the same)
+        write_series(name, f"cosmic_accelerator {cfg} ({h.N} PEs, {h.T} threads): "
+                     f"logistic SGD, m={LOSS_SAMPLES}", {"RTL (Q32.16, read back)": rtl,
+                                                         "bit-true golden": bit_true,
+                                                         "float64 reference": list(ref)})
 
 
 @sim_test(timeout_us={"default": 20_000, "*": 60_000})
@@ -624,13 +683,52 @@ async def tree_bus_add_and_mul(dut):
             assert got == want, f"thread {t} PE {q} (row {row}): {got} != {want}"
 
 
+class RBeatMonitor:
+    """Counts the AXI4 read-data handshakes (rvalid & rready) cycle by cycle: the cycles
+    at which memory words reach the memory schedule unit."""
+
+    def __init__(self, dut):
+        self.dut = dut
+        self.cycles = []
+        self.now = 0
+        self.on = True
+        cocotb.start_soon(self._run())
+
+    async def _run(self):
+        d = self.dut
+        while self.on:
+            await RisingEdge(d.clk)
+            self.now += 1
+            if int(d.m_axi_rvalid.value) and int(d.m_axi_rready.value):
+                self.cycles.append(self.now)
+
+    def take(self):
+        c, self.cycles = self.cycles, []
+        return c
+
+
+def streaming_windows(cycles, gap=16):
+    """Clusters of beat cycles separated by more than ``gap`` idle cycles (the PEs compute
+    between two samples' deliveries for PROG_LEN+5 > gap cycles): [(first, last, beats)]."""
+    out = []
+    for c in cycles:
+        if out and c - out[-1][1] <= gap:
+            out[-1] = (out[-1][0], c, out[-1][2] + 1)
+        else:
+            out.append((c, c, 1))
+    return out
+
+
 @sim_test(timeout_us={"default": 40_000, "*": 120_000})
-async def bench_cycles_per_sample(dut):
-    """Cycles per training sample per thread against the compiled schedule, and memory
-    words per cycle while a sample streams in."""
+async def bench_throughput(dut):
+    """Cycles per training sample per thread against the compiled schedule; samples per
+    cycle (all threads; compared across the t1/default/t4 configs of the same 8-PE budget
+    for thread scaling); memory words per cycle while a sample's data streams (first to
+    last read beat of each delivery) against the bus width (COLS words per beat)."""
     from verif.cosmic_accelerator.acc_case import hw_cfg, transcode
     h = Host(dut, mem_p=1.0)
     await h.start()
+    mon = RBeatMonitor(dut)
     rec = {}
     for name in ("linear", "backprop"):
         sub = 8
@@ -638,7 +736,9 @@ async def bench_cycles_per_sample(dut):
         await h.put_mem(case.mem_words)
         await h.load_case(case, transcode(case.comp, hw_cfg(h.p)))
         await h.load_model(case)
+        mon.take()
         await h.train(case)
+        beats = mon.take()
         cyc = await h.rd(CYCLES)
         comp_c = await h.rd(COMPUTE_CYC)
         load_c = await h.rd(LOAD_CYC)
@@ -646,18 +746,31 @@ async def bench_cycles_per_sample(dut):
         sched = case.comp.length + 5
         per = (cyc - agg_c) / sub
         words = case.comp.sample_words * case.T
+        win = streaming_windows(beats)
+        # the next sample's memory reads overlap the PEs' compute, so the reads of
+        # consecutive samples may fall into one window (gap <= 16) while the pipeline fills
+        assert 1 <= len(win) <= sub, f"{name}: {len(win)} delivery windows, expected 1..{sub}"
+        span = sum(b - a + 1 for a, b, _ in win)
+        nbeats = sum(n for _, _, n in win)
+        assert nbeats == len(beats) and nbeats >= sub * case.T, (nbeats, len(beats))
         rec[f"{name}_schedule_cycles"] = sched
         rec[f"{name}_cycles_per_sample"] = round(per, 2)
         rec[f"{name}_compute_cycles_per_sample"] = round(comp_c / sub, 2)
         rec[f"{name}_load_cycles_per_sample"] = round(load_c / sub, 2)
         rec[f"{name}_overhead_vs_schedule"] = round(per / sched - 1, 4)
         rec[f"{name}_mem_words_per_load_cycle"] = round(words / (load_c / sub), 3)
+        # while data streams: sample words (and bus words = beats x COLS) per cycle
+        rec[f"{name}_stream_words_per_cycle"] = round(words * sub / span, 3)
+        rec[f"{name}_stream_bus_words_per_cycle"] = round(nbeats * h.C / span, 3)
+        rec[f"{name}_stream_beats_per_sample"] = round(nbeats / sub, 2)
         rec[f"{name}_agg_cycles"] = agg_c
         rec[f"{name}_samples_per_cycle"] = round(case.T * sub / cyc, 5)
         h.dut._log.info("%s: schedule %d cycles, measured %.1f per sample (compute %.1f, "
-                        "load %.1f), aggregation %d", name, sched, per, comp_c / sub,
-                        load_c / sub, agg_c)
-    record_bench(CORE, unit="sample", threads=h.T, peak_words_per_cycle=h.C, **rec)
+                        "load %.1f), aggregation %d; streaming %.2f words/cycle (bus %d)",
+                        name, sched, per, comp_c / sub, load_c / sub, agg_c,
+                        words * sub / span, h.C)
+    mon.on = False
+    record_bench(CORE, unit="sample", threads=h.T, pes=h.N, peak_words_per_cycle=h.C, **rec)
 
 
 # ------------------------------------------------------------------ pytest launchers
