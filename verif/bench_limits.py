@@ -97,6 +97,7 @@ LIMITS: dict[str, dict[str, list[Promise]]] = {
     # "one instruction per cycle, always"; a dependent chain without bypass issues every 5th
     # slot (README bench table: 0.203 instructions per cycle over the chain)
     "cosmic_pe": {"default": [_hi("ipc_dependent_chain", 1.0)], "small": [_hi("ipc_dependent_chain", 1.0)],
+                  "dbuf": [_hi("ipc_dependent_chain", 1.0)],
                   "nobypass": [_hi("ipc_dependent_chain", 0.203187)]},
     # "one PE-row beat (LANES words) per cycle while memory returns one beat per cycle"
     "cosmic_memory_schedule_unit": {"*": [_hi("long_aligned.fraction_of_peak", 1.0),

@@ -84,7 +84,8 @@ def ports_of(p: dict) -> list[Port]:
         Port("done", "out", 1, "one-cycle pulse: the last instruction has written back (or start had a bad cfg_len)"),
         Port("err", "out", 3, "sticky until the next start: bit0 illegal opcode, bit1 nonlinear "
                               "function not instantiated, bit2 bad cfg_len"),
-        Port("ld_en", "in", 1, "load port write strobe (ignored while busy)"),
+        Port("ld_en", "in", 1, "load port write strobe (ignored while busy" +
+             ("; a DATA load while busy fills the shadow bank)" if p.get("DBUF") else ")")),
         Port("ld_sel", "in", 2, "load target: 0 schedule memory, 1 DATA, 2 MODEL, 3 INTERIM"),
         Port("ld_addr", "in", LDA, "load address (low log2(depth) bits of the target used)"),
         Port("ld_data", "in", max(W, IW), f"load data: a {IW}-bit microcode word or a {W}-bit buffer word (low bits)"),
@@ -115,6 +116,7 @@ def build(p):
     IW = cfg.instr_w
     ACC = cfg.acc_w
     BYPASS = p["BYPASS"]
+    DBUF = p["DBUF"]
     tables = nl_tables(fmt, p["NL"])
     lay = {n: (lsb + w, lsb) for n, lsb, w in cfg.layout()}
     ONE = fmt.one
@@ -263,7 +265,54 @@ def build(p):
         wb5 = sig_u(2)
         wa5 = sig_u(AW)
         bufs = []
+        if DBUF:
+            # DATA in two banks: the program reads and writes bank ``bk``; a DATA load
+            # writes the other bank while busy and both banks while idle; ``bk`` toggles
+            # at every accepted start
+            bk = sig_b()
+            rd_d0, rd_d1 = sig_u(W), sig_u(W)
+
+            @always_seq(clk.posedge, reset=rst)
+            def bank():
+                if go and not len_bad:
+                    bk.next = not bk
+
+            @block
+            def dbufmux(we, wa, wd, ra, prog_side):
+                @always_comb
+                def c():
+                    if prog_side:
+                        we.next = we5 and wb5 == 1
+                        wa.next = wa5[DAW:]
+                        wd.next = res5[W:]
+                    else:
+                        we.next = ld_en and ld_sel == 1
+                        wa.next = ld_addr[DAW:]
+                        wd.next = ld_data[W:]
+                    if v1:
+                        ra.next = rad1[DAW:]
+                    else:
+                        ra.next = rb_addr[DAW:]
+                return c
+
+            ps0, ps1 = sig_b(), sig_b()
+
+            @always_comb
+            def bankside():
+                ps0.next = busy and not bk
+                ps1.next = busy and bk
+                if bk:
+                    rd_d.next = rd_d1
+                else:
+                    rd_d.next = rd_d0
+
+            bufs += [bank, bankside]
+            for ps, rdv in ((ps0, rd_d0), (ps1, rd_d1)):
+                we, wa, wd, ra = sig_b(), sig_u(DAW), sig_u(W), sig_u(DAW)
+                bufs += [dbufmux(we, wa, wd, ra, ps), ram_1r1w(clk, we, wa, wd, ra, rdv, cfg.DATA_DEPTH)]
         for code, (aw_, radr, rdv) in ((1, (DAW, rad1, rd_d)), (2, (MAW, ram1, rd_m)), (3, (IAW, rai1, rd_i))):
+            if DBUF and code == 1:
+                continue
             we = sig_b()
             wa = sig_u(aw_)
             wd = sig_u(W)
@@ -689,7 +738,17 @@ def datasheet(p):
             "single process, so Vivado/Yosys infer block RAM (RAMB18/36 with the output register "
             "as stage 2) for depths >= 64 words; small depths (e.g. 16-32 words) map to LUTRAM "
             "with an output register, which is cheaper there.",
-            "Reset clears the pipeline, the accumulator and err, not the buffers or the schedule.",
+            "DBUF=1 (double-buffered DATA, for overlapping the delivery of the next sample "
+            "with the current program): DATA is two banks of DATA_DEPTH words; the program "
+            "reads and writes the active bank, a DATA load (ld_sel 1) while busy writes the "
+            "other (shadow) bank, and a DATA load while idle writes both banks (so constants "
+            "preloaded at configuration time are in both).  Every accepted start swaps the "
+            "banks: the program started reads what was loaded before it, and loads during "
+            "its run fill the bank of the next start.  Read-back shows the active bank.  "
+            "Loads of the schedule, MODEL and INTERIM are still ignored while busy.  "
+            f"DBUF={p['DBUF']} in this netlist.",
+            "Reset clears the pipeline, the accumulator and err, not the buffers or the "
+            "schedule (with DBUF=1 the active bank becomes bank 0).",
         ])
 
 
@@ -717,6 +776,8 @@ def _params() -> ParamSet:
         Param("NL", 15, "nonlinear units: bit0 sigmoid, bit1 gaussian, bit2 reciprocal, bit3 log", 0, 15),
         Param("BYPASS", 1, "1: forward write-backs into the execute stage; 0: exposed pipeline", 0, 1),
         Param("ACC_GUARD", 8, "guard bits of the mac accumulator above the 2W-bit product", 1, 16),
+        Param("DBUF", 0, "1: double-buffered DATA (a DATA load while busy fills the bank the "
+                         "next start uses); 0: one DATA buffer, loads ignored while busy", 0, 1),
     ], [_check])
 
 
@@ -728,6 +789,8 @@ CORE = CoreDef(
     configs={"default": {},
              "small": {"W": 16, "F": 8, "DATA_DEPTH": 32, "MODEL_DEPTH": 16, "INTERIM_DEPTH": 16,
                        "SCHED_DEPTH": 128, "NL": 0, "ACC_GUARD": 2},
+             "dbuf": {"DBUF": 1, "DATA_DEPTH": 64, "MODEL_DEPTH": 64, "INTERIM_DEPTH": 64,
+                      "SCHED_DEPTH": 256, "NL": 1},
              "nobypass": {"BYPASS": 0, "NL": 1, "SCHED_DEPTH": 256, "DATA_DEPTH": 64,
                           "MODEL_DEPTH": 64, "INTERIM_DEPTH": 64}},
     generator="rtl_gen/cosmic/cosmic_pe.py",

@@ -475,6 +475,68 @@ async def start_while_busy_ignored(dut):
     tb.finish()
 
 
+@sim_test(timeout_us={"default": 200, "*": 1600})
+async def data_load_while_busy(dut):
+    """DATA words loaded while a program runs: the running program is undisturbed (outputs,
+    done cycle, buffers equal the golden run on the old data); then the same program is
+    started again without any load.  DBUF=0: the loads were ignored, so the second run
+    sees the first run's buffers.  DBUF=1: they went to the shadow bank, so the second run
+    sees them (the rest of its DATA bank is what was loaded while idle, not the first
+    run's DATA writes) and the first run's MODEL/INTERIM results."""
+    tb = PETB(dut)
+    await tb.reset()
+    cfg = tb.cfg
+    m = (1 << tb.W) - 1
+    words = random_program(tb, min(cfg.SCHED_DEPTH, 60), p_illegal=0.0)
+    n = len(words)
+    bufs = tb.random_buffers()
+    inputs = rand_words(tb.rng, (n, 3), tb.fmt, 0.1)
+    await tb.load(0, words)
+    await tb.load_buffers(*bufs)
+    exp1 = PEModel(cfg, *bufs).run(words, inputs)
+    for port in OUT_PORTS:
+        for k, v in exp1.outputs[port]:
+            tb.exp[port].append((v & m, k))
+    k_ld = max(1, min(cfg.DATA_DEPTH, n - 8))
+    new = rand_words(tb.rng, k_ld, tb.fmt, 0.1)
+
+    async def loader():
+        await FallingEdge(dut.clk)
+        while not int(dut.busy.value):
+            await FallingEdge(dut.clk)
+        dut.ld_en.value = 1
+        dut.ld_sel.value = 1
+        for a in range(k_ld):
+            assert int(dut.busy.value) == 1, f"program ended before DATA load {a} of {k_ld}"
+            dut.ld_addr.value = a
+            dut.ld_data.value = int(new[a]) & m
+            await FallingEdge(dut.clk)
+        dut.ld_en.value = 0
+
+    ld = cocotb.start_soon(loader())
+    dc = await tb.run(words, inputs)
+    await ld
+    assert dc == exp1.cycles, f"run 1: done in cycle {dc}, expected {exp1.cycles}"
+    await tb.check_buffers(exp1)
+    # second run, nothing reloaded
+    data2 = exp1.buffers[1].copy()
+    if tb.p["DBUF"]:
+        data2 = np.array(bufs[0], dtype=np.int64).copy()
+        data2[:k_ld] = new
+    inputs2 = rand_words(tb.rng, (n, 3), tb.fmt, 0.1)
+    exp2 = PEModel(cfg, data2, exp1.buffers[2].copy(), exp1.buffers[3].copy()).run(words, inputs2)
+    for port in OUT_PORTS:
+        for k, v in exp2.outputs[port]:
+            tb.exp[port].append((v & m, k))
+    await RisingEdge(dut.clk)   # tb.run starts right after an edge (the monitor's cycle 0)
+    dc = await tb.run(words, inputs2)
+    assert dc == exp2.cycles, f"run 2: done in cycle {dc}, expected {exp2.cycles}"
+    await tb.check_buffers(exp2)
+    dut._log.info("DBUF=%d: %d DATA words loaded during a %d-instruction run",
+                  tb.p["DBUF"], k_ld, n)
+    tb.finish()
+
+
 @sim_test(timeout_us={"default": 90, "*": 720})  # measured 15.5 us on default
 async def checker_catches_corruption(dut):
     """Negative test: a corrupted expected output value, a corrupted output timing, and a
