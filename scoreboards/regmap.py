@@ -106,7 +106,7 @@ class RegMap:
     """Registers of one netlist by name; ``rm["CTRL"].offset``, ``rm.CTRL.START.mask``."""
 
     def __init__(self, core: str, params: dict, regs: list[Register], desc: str = ""):
-        self.core, self.params, self.desc = core, dict(params), desc
+        self.core, self.params, self.desc = core, dict(params or {}), desc
         self.regs: dict[str, Register] = {r.name: r for r in regs}
         self.by_offset: dict[int, Register] = {}
         for r in regs:
@@ -168,14 +168,12 @@ _CACHE: dict = {}
 
 
 def load(core: str, params: dict | None = None) -> RegMap:
-    """The register layer of ``core`` for these generator parameters (default: the catalog
-    netlist's); compiled once per (core, parameters)."""
+    """The register layer of ``core`` for these generator parameters (``None``: the map's
+    own defaults, those of the catalog netlist; enough for offsets and command bits);
+    compiled once per (core, parameters)."""
     from rtl_gen import regmaps
 
-    if params is None:
-        from rtl_gen.registry import get
-        params = get(core).resolve()
-    key = (core, tuple(sorted(regmaps.rdl_params(core, params).items())))
+    key = (core, None if params is None else tuple(sorted(regmaps.rdl_params(core, params).items())))
     if key not in _CACHE:
         _CACHE[key] = from_node(core, params, regmaps.compile_map(core, params))
     return _CACHE[key]

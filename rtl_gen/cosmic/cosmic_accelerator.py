@@ -1518,54 +1518,6 @@ def and_nz(v, op, y):
 
 
 # ---------------------------------------------------------------------- datasheet
-REGISTERS = [
-    ("0x0000-0x0FFF MSU", "RW", "the memory schedule unit's own map (its datasheet): CTRL, "
-     "STATUS, QCOUNT, QPUSH, MODEL_ADDR, DELIVERED, CYCLES, MEM_ADDR[t] (0x100+8t), "
-     "PE_OFFSET[t] (0x104+8t), proxied through an internal AXI4-Lite master.  Writes while "
-     "a command runs are refused (E_BUSY), reads return 0"),
-    ("0x1000 CTRL", "W", "bit0 LOAD_MODEL (run the queued schedule once; deliveries go to the "
-     "MODEL buffers), bit1 TRAIN (ROUNDS rounds of SAMPLES samples per thread; deliveries go "
-     "to the DATA buffers; aggregation after every round), bit2 ERRCLR, bit3 AGGREGATE (one "
-     "aggregation only).  A command is refused (E_BUSY) while one runs or the error flag is "
-     "set (unless ERRCLR is in the same write); PROG_LEN 0 or > SCHED_DEPTH, or TRAIN with "
-     "SAMPLES or ROUNDS 0, is refused with E_SLOT"),
-    ("0x1004 STATUS", "R", "bit0 busy, bit1 done (last command finished; cleared by the next "
-     "command), bit2 error (sticky until ERRCLR), bits 7:4 error code, bits 11:8 the memory "
-     "schedule unit's error code (with E_MSU), bits 15:12 controller state"),
-    ("0x1008 PROG_LEN", "RW", "PE program length (instructions, 1..SCHED_DEPTH)"),
-    ("0x100C SAMPLES", "RW", "samples per thread per round (mini-batch per thread)"),
-    ("0x1010 ROUNDS", "RW", "rounds of one TRAIN command"),
-    ("0x1014 AGG_LEN", "RW", "entries of the aggregation table used (<= AGG_DEPTH, else E_SLOT)"),
-    ("0x1018 CYCLES", "R", "cycles of the last command"),
-    ("0x101C SAMPLE_CNT", "R", "samples (per thread) completed by the last command"),
-    ("0x1020 ROUND_CNT", "R", "rounds completed by the last command"),
-    ("0x1024 LD_PE", "RW", "thread-relative PE of the next load (written into that PE of "
-     "every thread; < PEs per thread, else E_PE)"),
-    ("0x1028 LD_SEL", "RW", "load target: 0 microcode, 1 DATA, 2 MODEL, 3 INTERIM, 4 "
-     "aggregation table (word: bits 15:0 MODEL address, bits 29:16 thread-relative PE, bit 30 "
-     "1 = sum (exact sum saturated) instead of mean), 5 "
-     "tree-bus program (word at address = cycle of the PE run; for every destination row q of "
-     "a thread, bits [q*(2+RPT) +: 2] its op 0 none/1 pass/2 add/3 mul and the next RPT bits its "
-     "source rows)"),
-    ("0x102C LD_ADDR", "RW", "load address; incremented by every accepted load"),
-    ("0x1030 LD_HI", "RW", "bits 63:32 of the next load word (microcode words are wider than 32 bits)"),
-    ("0x1034 LD_LO", "W", "bits 31:0: performs the load of {LD_HI, LD_LO}.  Checked first: "
-     "PE, address and (microcode) opcode, nonlinear unit, buffer address fields and links "
-     "of the PE's column; a violation loads nothing and sets the error (ERR_INFO = "
-     "{LD_SEL, LD_PE, LD_ADDR})"),
-    ("0x1038 RB_PE", "RW", "physical PE read back through RB_DATA"),
-    ("0x103C RB_SEL", "RW", "read-back buffer: 1 DATA, 2 MODEL, 3 INTERIM"),
-    ("0x1040 RB_ADDR", "RW", "read-back address"),
-    ("0x1044 RB_DATA", "R", "word RB_ADDR of buffer RB_SEL of PE RB_PE (idle only)"),
-    ("0x1048 ERR_INFO", "R", "detail of the last error (load: {LD_SEL, LD_PE, LD_ADDR}; "
-     "table: the PE_OFFSET read; run errors: the sample count)"),
-    ("0x104C SHAPE", "R", "ROWS | COLS << 8 | THREADS << 16 | rows per thread << 24"),
-    ("0x1050 COMPUTE_CYC", "R", "cycles of the last command spent starting/running the PEs"),
-    ("0x1054 LOAD_CYC", "R", "cycles spent starting and polling the memory schedule unit"),
-    ("0x1058 AGG_CYC", "R", "cycles spent aggregating"),
-]
-
-
 def datasheet(p):
     G = geometry(p)
     errs = "; ".join(f"{k} {v}" for k, v in ERRORS.items())
@@ -1590,8 +1542,6 @@ def datasheet(p):
                     f"one beat of {p['COLS']} words per cycle while a sample streams.  Loading "
                     "and computing alternate (a PE ignores its load port while busy), so the "
                     "load time adds to the schedule"),
-        fields=REGISTERS, fields_title="Register map (AXI4-Lite, byte offsets, 32-bit registers)",
-        fields_header=("offset / register", "access", "meaning"),
         notes=[
             "Use: write microcode (LD_SEL 0, LD_HI then LD_LO per word), preloaded constants, "
             "the aggregation table and the tree program through the load registers; push the "

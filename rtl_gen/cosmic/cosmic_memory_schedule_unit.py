@@ -37,35 +37,6 @@ E_PE, E_SIZE, E_FULL, E_BUSY, E_REG, E_WRPE, E_RESP = 1, 2, 3, 4, 5, 6, 7
 R_CTRL, R_STATUS, R_QCOUNT, R_QPUSH, R_MODEL, R_DELIV, R_CYCLES = range(7)
 TBL_WORD = 0x100 // 4
 
-REGISTERS = [
-    (0x00, "CTRL", "W", "commands (write 1, reads 0): bit 0 START (walk the queue once for every "
-                        "thread; refused with code 4 while busy or when the queue is empty), bit 1 "
-                        "CLEAR (empty the queue; refused while busy), bit 2 ERRCLR (clear the sticky "
-                        "error). START clears DONE, DELIVERED and CYCLES"),
-    (0x04, "STATUS", "R", "bit 0 busy, bit 1 done (a run finished; cleared by START), bit 2 error "
-                          "(sticky), bits 7:4 code of the last error: 1 PE index out of range (pushed "
-                          "Base >= NPE, PE Offset >= NPE, or Base + PE Offset >= NPE at run time: that "
-                          "transfer is skipped), 2 Size 0, 3 queue overflow, 4 command or write while "
-                          "busy, 5 unknown register, partial/misaligned write or malformed entry "
-                          "(bits 31:30 set, broadcast write), 6 write data from the wrong PE "
-                          "(s_axis_pe_tid), 7 AXI error response (SLVERR/DECERR)"),
-    (0x08, "QCOUNT", "R", "entries in the Memory Schedule queue"),
-    (0x0C, "QPUSH", "W", "append one entry: bits 15:0 Size (words, 1..65535), bits 27:16 Base PE "
-                         "Index (< NPE), bit 28 RD/WR (1 = write PEs -> memory), bit 29 Broadcast "
-                         "(reads only), bits 31:30 zero. A bad entry or a full queue rejects it "
-                         "(codes 1, 2, 3, 5); refused while busy (code 4)"),
-    (0x10, "MODEL_ADDR", "RW", "word address of the next broadcast read; advances by Size after each "
-                               "broadcast entry. Reset 0"),
-    (0x14, "DELIVERED", "R", "PE beats delivered on m_axis_pe since START"),
-    (0x18, "CYCLES", "R", "cycles spent busy since START"),
-    (0x100, "MEM_ADDR[t]", "RW", "at 0x100 + 8*t, t < NTHREADS: Thread Index Table Mem Addr (word "
-                                 "address) of thread t; advances by Size after each of its transfers. "
-                                 "Not reset"),
-    (0x104, "PE_OFFSET[t]", "RW", "at 0x104 + 8*t: index of the first PE of thread t (< NPE, else "
-                                  "code 1). Not reset"),
-]
-
-
 def log2(n: int) -> int:
     return n.bit_length() - 1
 
@@ -1004,9 +975,6 @@ def datasheet(p):
                    f"repeated for the {NT} threads (NTHREADS cycles per beat); writes one memory "
                    f"beat per cycle; a change between reads and writes drains the other direction "
                    f"first",
-        fields=[(f"0x{off:03X} {name}", acc, desc) for off, name, acc, desc in REGISTERS],
-        fields_title="Register map (AXI4-Lite, byte offsets, 32-bit registers)",
-        fields_header=("offset / register", "access", "meaning"),
         notes=[
             "Walk: for each queue entry in order, threads 0..NTHREADS-1 each perform the entry's "
             "transfer (a broadcast entry is performed once, for all threads).  Mem Addr of the "

@@ -39,32 +39,6 @@ S_IDLE, S_RUN, S_SCAN, S_CLR, S_DUMP = 0, 1, 2, 3, 4
 R_OP, R_K, R_CMP, R_BASE, R_LEN, R_CTRL, R_STATUS, R_STALLS, R_INS, R_COUNT = range(10)
 E_K, E_OP, E_RANGE, E_BUSY, E_ADDR, E_REG = 1, 2, 3, 4, 5, 6
 
-REGISTERS = [
-    # (offset, name, access, description)
-    (0x00, "OP", "RW", "operation: 0 selection (top-k), 1 min/max with index, 2 read-modify-write; "
-                       "other values are rejected (error code 2). Reset 0"),
-    (0x04, "K", "RW", "LIST size k, 1..KMAX; 0 or above KMAX is rejected (error code 1). Reset KMAX"),
-    (0x08, "CMP", "RW", "bit 0: 1 keep the largest values, 0 keep the smallest (selection only). Reset 1"),
-    (0x0C, "BASE", "RW", "first RAM address of an RMW dump, 0..DEPTH-1 (else error code 3). Reset 0"),
-    (0x10, "LEN", "RW", "entries in an RMW dump, 1..DEPTH (else error code 3); a dump with "
-                        "BASE+LEN > DEPTH is refused with error code 3. Reset DEPTH"),
-    (0x14, "CTRL", "W", "commands (write 1, self-clearing, reads 0): bit 0 START (arm the input for "
-                        "one array ended by tlast; empties the LIST / extremes, keeps the RMW RAM; "
-                        "zeroes STALLS and INSERTIONS), bit 1 CLEAR (zero the RMW RAM in DEPTH cycles, "
-                        "empty the LIST, zero the counters; also aborts an armed store), bit 2 DUMP, "
-                        "bit 3 ERRCLR (clear the sticky error). Priority CLEAR > START > DUMP"),
-    (0x18, "STATUS", "R", "bit 0 busy (scanning, clearing, dumping or draining), bit 1 armed (input "
-                          "accepted until tlast), bit 2 error (sticky), bits 7:4 code of the last "
-                          "error: 1 bad K, 2 bad OP, 3 bad BASE/LEN, 4 command or configuration "
-                          "while busy/armed, 5 RMW address >= DEPTH (element dropped), 6 unknown "
-                          "register, misaligned or partial write (wstrb != 0xF)"),
-    (0x1C, "STALLS", "R", "cycles s_axis_in_tready was held low by the scanner since START/CLEAR"),
-    (0x20, "INSERTIONS", "R", "elements that changed the store since START/CLEAR: LIST writes (fills "
-                              "and replacements), min/max updates, RMW accumulations"),
-    (0x24, "COUNT", "R", "entries currently held in the LIST"),
-]
-
-
 def log2(n: int) -> int:
     return n.bit_length() - 1
 
@@ -709,10 +683,6 @@ def build(p):
     return make_factory(maple_smart_memory, ports), ports
 
 
-def register_map_md() -> list[str]:
-    return [f"Register `{name}` at `0x{off:02X}` ({acc}): {desc}." for off, name, acc, desc in REGISTERS]
-
-
 def datasheet(p):
     W, IDXW, KMAX, DEPTH = p["W"], p["IDXW"], p["KMAX"], p["DEPTH"]
     return Datasheet(
@@ -729,9 +699,6 @@ def datasheet(p):
         throughput=f"one element per cycle for fills, discards, min/max and RMW; a replacement into "
                    f"a full LIST costs 1 + (k-1) cycles (the scanner holds `s_axis_in_tready` low "
                    f"for k-1 cycles, counted in STALLS; none for k=1); DUMP one beat per cycle",
-        fields=[(f"0x{off:02X} {name}", acc, desc) for off, name, acc, desc in REGISTERS],
-        fields_title="Register map (AXI4-Lite, byte offsets, 32-bit registers)",
-        fields_header=("offset / register", "access", "meaning"),
         notes=[
             f"Stream packing: `tdata = {{index, value}}`, value (signed, {W} bits) in the low bits, "
             f"index (unsigned, {IDXW} bits) above it; the same on `m_axis_out`.",

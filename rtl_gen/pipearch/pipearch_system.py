@@ -372,18 +372,6 @@ def datasheet(p: dict) -> Datasheet:
                 "cycle after its AW handshake)",
         throughput="one AXI beat per cycle on each of R and W, shared by the units; aggregate "
                    "bytes per cycle by unit count in the README bench table",
-        fields_title="Host register map (AXI4-Lite, 12-bit byte address)",
-        fields_header=("offset", "access", "meaning"),
-        fields=[("0x100*u + r", "R/W", "unit u's register r: the pipearch_pu register map "
-                                       "(ip/pipearch_pu/README.md, golden/pipearch_isa.py REG_*)"),
-                (f"0x{SYS_BASE + REG_ID:03X} ID", "R", f"constant 0x{SYS_ID:08X} (\"PASY\")"),
-                (f"0x{SYS_BASE + REG_UNITS:03X} UNITS", "R", "number of units"),
-                (f"0x{SYS_BASE + REG_CYCLES:03X} CYCLES", "R", "cycles since reset (low 32 bits)"),
-                (f"0x{SYS_BASE + REG_RD_BEATS:03X} + 4u RD_BEATS[u]", "R",
-                 "AXI read-data beats delivered to unit u since reset (0 for u >= UNITS)"),
-                (f"0x{SYS_BASE + REG_WR_BEATS:03X} + 4u WR_BEATS[u]", "R",
-                 "AXI write-data beats accepted from unit u since reset (0 for u >= UNITS)"),
-                ("anything else", "R/W", "reads 0, writes ignored, response OKAY")],
         notes=[
             "Arbitration (rtl_gen/common/axi_arbiter.py): round-robin on AR and on AW (after a "
             "grant the pointer moves to the next unit, so with every unit requesting each gets "

@@ -30,16 +30,26 @@ def _pipearch(p: dict) -> dict:
 
 
 def _maple(p: dict) -> dict:
-    return {"KMAX": p["KMAX"], "DEPTH": p["DEPTH"]}
+    return {"KMAX": p["KMAX"], "DEPTH": p["DEPTH"], "DW": _log2(p["DEPTH"]) + 1}
+
+
+def _clog2(n: int) -> int:
+    return max(1, (int(n) - 1).bit_length())
 
 
 def _msu(p: dict) -> dict:
-    return {"NTHREADS": p["NTHREADS"]}
+    return {"NTHREADS": p["NTHREADS"], "WAW": p["ADDR_W"] - _log2(p["W"] // 8),
+            "PEW": _clog2(p["NPE"]), "QCW": _log2(p["QDEPTH"]) + 1}
 
 
 def _cosmic_acc(p: dict) -> dict:
-    from rtl_gen.cosmic.cosmic_accelerator import regmap_params
-    return regmap_params(p)
+    from rtl_gen.cosmic import cosmic_accelerator as acc
+    from rtl_gen.cosmic import cosmic_pe as pe
+
+    pe_ports = {pt.name: pt for pt in pe.ports_of(pe.CORE.resolve(acc.pe_params(p)))}
+    return dict(_msu(acc.msu_params(p)), LENW=int(pe_ports["cfg_len"].width),
+                ATW1=_clog2(p["AGG_DEPTH"]) + 1, ROWS=p["ROWS"], COLS=p["COLS"],
+                RPT=p["ROWS"] // p["THREADS"])
 
 
 # core -> (RDL files compiled in order, top addrmap type, generator params -> RDL params)
@@ -49,6 +59,8 @@ SPECS = {
     "maple_smart_memory": (["maple_smart_memory.rdl"], "maple_smart_memory", _maple),
     "cosmic_memory_schedule_unit": (["cosmic_memory_schedule_unit.rdl"],
                                     "cosmic_memory_schedule_unit", _msu),
+    "pipearch_system": (["pipearch_rm.rdl", "pipearch_system.rdl"], "pipearch_system",
+                        lambda p: dict(_pipearch(p), NUNITS=p["UNITS"])),
     "cosmic_accelerator": (["cosmic_memory_schedule_unit.rdl", "cosmic_accelerator.rdl"],
                            "cosmic_accelerator", _cosmic_acc),
 }
@@ -78,9 +90,14 @@ def _compiled(core: str, inst: str, key: tuple):
     return root
 
 
-def compile_map(core: str, params: dict, inst: str | None = None):
-    """The elaborated top ``AddrmapNode`` of ``core``'s map for these generator parameters."""
-    key = tuple(sorted(rdl_params(core, params).items()))
+def compile_map(core: str, params: dict | None, inst: str | None = None):
+    """The elaborated top ``AddrmapNode`` of ``core``'s map for these generator parameters
+    (``None``: the catalog netlist's; for a core with a map of its own these are the RDL
+    file's parameter defaults, so the generators need not be imported)."""
+    if params is None and SPECS[core][1] != core:
+        from rtl_gen.registry import get
+        params = get(core).resolve()
+    key = () if params is None else tuple(sorted(rdl_params(core, params).items()))
     return _compiled(core, inst or core, key).top
 
 
@@ -148,7 +165,7 @@ def _regs(top):
     return [(r.get_path(hier_separator=".")[len(top.inst_name) + 1:], r) for r in regs]
 
 
-def table_md(core: str, params: dict, inst: str | None = None, max_rows_per_array: int = 2) -> list[str]:
+def table_md(core: str, params: dict, inst: str | None = None, max_rows_per_array: int = 1) -> list[str]:
     """Datasheet section: one row per register and one per field.  Arrays are shown by their
     first ``max_rows_per_array`` elements and a stride row."""
     top = compile_map(core, params)

@@ -22,11 +22,41 @@ from rtl_gen.registry import get
 from scoreboards import regmap
 
 CORES = [c for c in regmaps.SPECS if regmaps.has_regmap(c)]
-EXPECTED = {"pipearch_rm", "pipearch_pu"}
+EXPECTED = {"pipearch_rm", "pipearch_pu", "maple_smart_memory", "cosmic_memory_schedule_unit",
+            "cosmic_accelerator", "pipearch_system"}
 
 
 def test_every_host_register_core_has_a_map():
     assert EXPECTED <= set(CORES), sorted(EXPECTED - set(CORES))
+    from rtl_gen.registry import cores
+    with_axil = {n for n, cd in cores().items()
+                 if any(p.name == "s_axil_awaddr" for p in cd.build(cd.resolve())[1])}
+    assert with_axil <= set(CORES), f"cores with an AXI4-Lite slave but no SystemRDL map: {sorted(with_axil - set(CORES))}"
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_rdl_defaults_are_the_catalog_netlist(core):
+    """``regmap.load(core)`` (the RDL's own parameter defaults, used by the tests for offsets
+    at import time) describes the catalog netlist exactly."""
+    a, b = regmap.load(core), regmap.load(core, get(core).resolve())
+    assert [(r.name, r.offset, r.fields) for r in a] == [(r.name, r.offset, r.fields) for r in b]
+
+
+def test_msu_entry_word_matches_the_golden_encoding():
+    """QPUSH fields of the map against golden.cosmic_msu.Entry.encode (the golden model's own
+    constants), over random entries."""
+    from golden.cosmic_msu import Entry
+    rm = regmap.load("cosmic_memory_schedule_unit")
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        e = Entry(int(rng.integers(0, 4096)), bool(rng.integers(0, 2)), bool(rng.integers(0, 2)),
+                  int(rng.integers(0, 1 << 16)))
+        assert rm.QPUSH.pack(SIZE=e.size, BASE_PE=e.base, WRITE=int(e.write),
+                             BROADCAST=int(e.bcast)) == e.encode(), e
+    acc = regmap.load("cosmic_accelerator")
+    assert [(r.name[4:], r.offset, r.fields) for r in acc if r.name.startswith("MSU.")] == \
+        [(r.name, r.offset, r.fields) for r in regmap.load("cosmic_memory_schedule_unit", dict(
+            W=32, NPE=8, NTHREADS=2, QDEPTH=16, ADDR_W=32))]
 
 
 @pytest.mark.parametrize("core", CORES)

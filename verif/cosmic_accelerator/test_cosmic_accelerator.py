@@ -30,6 +30,7 @@ from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 from golden.cosmic_msu import Entry
 from golden.cosmic_pe import Instr
 from golden.sgd import average_fx
+from scoreboards import regmap
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, ghdl_testcase, matrix, run_core
 from verif.tb_common import record_bench, sim_seed, sim_test, within
@@ -38,32 +39,38 @@ CORE = "cosmic_accelerator"
 AXIL_CYCLES = 10_000
 POLL_LIMIT = 20_000          # STATUS reads while waiting for a command
 
-# register map (rtl_gen/cosmic/cosmic_accelerator.py; datasheet ip/cosmic_accelerator)
-A = 0x1000
-CTRL, STATUS, PROG_LEN, SAMPLES, ROUNDS, AGG_LEN = A + 0x00, A + 0x04, A + 0x08, A + 0x0C, \
-    A + 0x10, A + 0x14
-CYCLES, SAMPLE_CNT, ROUND_CNT = A + 0x18, A + 0x1C, A + 0x20
-LD_PE, LD_SEL, LD_ADDR, LD_HI, LD_LO = A + 0x24, A + 0x28, A + 0x2C, A + 0x30, A + 0x34
-RB_PE, RB_SEL, RB_ADDR, RB_DATA = A + 0x38, A + 0x3C, A + 0x40, A + 0x44
-ERR_INFO, SHAPE, COMPUTE_CYC, LOAD_CYC, AGG_CYC = A + 0x48, A + 0x4C, A + 0x50, A + 0x54, A + 0x58
-C_LOAD_MODEL, C_TRAIN, C_ERRCLR, C_AGGREGATE = 1, 2, 4, 8
+# register map: offsets and command bits from the SystemRDL map (rtl_gen/regmaps, the
+# datasheet's source; the unit's window is its own map, MSU.*)
+RM = regmap.load(CORE)
+A = RM.CTRL.offset           # base of the accelerator's own window
+(CTRL, STATUS, PROG_LEN, SAMPLES, ROUNDS, AGG_LEN, CYCLES, SAMPLE_CNT, ROUND_CNT, LD_PE, LD_SEL,
+ LD_ADDR, LD_HI, LD_LO, RB_PE, RB_SEL, RB_ADDR, RB_DATA, ERR_INFO, SHAPE, COMPUTE_CYC, LOAD_CYC,
+ AGG_CYC) = (RM[n].offset for n in (
+     "CTRL", "STATUS", "PROG_LEN", "SAMPLES", "ROUNDS", "AGG_LEN", "CYCLES", "SAMPLE_CNT",
+     "ROUND_CNT", "LD_PE", "LD_SEL", "LD_ADDR", "LD_HI", "LD_LO", "RB_PE", "RB_SEL", "RB_ADDR",
+     "RB_DATA", "ERR_INFO", "SHAPE", "COMPUTE_CYC", "LOAD_CYC", "AGG_CYC"))
+C_LOAD_MODEL, C_TRAIN, C_ERRCLR, C_AGGREGATE = (RM.CTRL.pack(**{n: 1}) for n in (
+    "LOAD_MODEL", "TRAIN", "ERRCLR", "AGGREGATE"))
 E_PE, E_SLOT, E_LINK, E_OP, E_MSU, E_TABLE, E_BUSY, E_BUS, E_REG, E_PEERR = range(1, 11)
-# memory schedule unit registers (its own datasheet)
-M_CTRL, M_STATUS, M_QPUSH, M_MODEL = 0x000, 0x004, 0x00C, 0x010
+# memory schedule unit registers (its own map, in the 0x0000-0x0FFF window)
+M_CTRL, M_STATUS, M_QPUSH, M_MODEL = (RM[f"MSU.{n}"].offset for n in ("CTRL", "STATUS", "QPUSH", "MODEL_ADDR"))
+M_TBL0 = RM["MSU.THREAD[0].MEM_ADDR"].offset
+M_TBL_STRIDE = RM["MSU.THREAD[1].MEM_ADDR"].offset - M_TBL0 if "MSU.THREAD[1].MEM_ADDR" in RM.regs else 8
 
 
 def m_mem(t):
-    return 0x100 + 8 * t
+    return M_TBL0 + M_TBL_STRIDE * t
 
 
 def m_off(t):
-    return 0x104 + 8 * t
+    return RM["MSU.THREAD[0].PE_OFFSET"].offset + M_TBL_STRIDE * t
 
 
 class Host:
     def __init__(self, dut, mem_p=0.7):
         self.dut = dut
         self.p = dut_params()
+        self.rm = regmap.load(CORE, self.p)
         self.seed = sim_seed()
         self.clk = dut.clk
         self.mem_p = mem_p
@@ -105,9 +112,10 @@ class Host:
                             f"s_axil: read 0x{addr:x} got no response (AR/R)")
 
     async def status(self):
-        s = await self.rd(STATUS)
-        return dict(busy=s & 1, done=(s >> 1) & 1, err=(s >> 2) & 1, code=(s >> 4) & 15,
-                    msu=(s >> 8) & 15, state=(s >> 12) & 15, raw=s)
+        s = int(await self.rd(STATUS))
+        f = self.rm.STATUS.unpack(s)
+        return dict(busy=f["BUSY"], done=f["DONE"], err=f["ERROR"], code=f["CODE"],
+                    msu=f["MSU_CODE"], state=f["STATE"], raw=s)
 
     async def wait_idle(self, what):
         for _ in range(POLL_LIMIT):
@@ -371,6 +379,29 @@ async def corrupted_expected_word_fails(dut):
     case.golden[0]["w"].reshape(-1)[j] ^= 1 << rng.randrange(32)
     bad = compare(case, got, 0, "corrupted")
     assert len(bad) == 1 and "golden" in bad[0], bad
+
+
+@sim_test(timeout_us={"default": 5_000, "*": 15_000})
+async def regmap_conformance(dut):
+    """The RTL against the SystemRDL map (scoreboards.regmap.check_regmap), both windows:
+    reset values (SHAPE from the geometry), undocumented bits read 0, every read/write
+    register of the accelerator and of the proxied unit (MODEL_ADDR, Thread Index Table) reads
+    back a legal random value, write-only registers read 0, 512 random unknown offsets of the
+    13-bit space read 0; no error raised in either."""
+    h = Host(dut, mem_p=1.0)
+    await h.start()
+    rm, p = h.rm, h.p
+    rng = np.random.default_rng(h.seed)
+    legal = {f"MSU.THREAD[{t}].PE_OFFSET": (lambda g: int(g.integers(0, h.N))) for t in range(h.T)}
+    legal.update({"AGG_LEN": lambda g: int(g.integers(0, p["AGG_DEPTH"] + 1)),
+                  "LD_SEL": lambda g: int(g.integers(0, 6))})
+    res = await regmap.check_regmap(rm, lambda a: h.rd(a), h.wr, rng, len(dut.s_axil_araddr),
+                                    legal=legal, unknown_sample=512)
+    assert res["unknown_read"] == 512 and res["written"] == 1 + 2 * h.T + 11, res
+    s = await h.status()
+    assert not s["err"] and not s["msu"], f"legal register writes raised an error: {s}"
+    ms = rm["MSU.STATUS"].unpack(int(await h.rd(M_STATUS)))
+    assert not ms["ERROR"], f"the unit flagged an error: {ms}"
 
 
 @sim_test(timeout_us={"default": 20_000, "*": 60_000})

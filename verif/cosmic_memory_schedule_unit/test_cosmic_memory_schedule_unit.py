@@ -17,6 +17,7 @@ from golden import cosmic_msu as gm
 from golden.cosmic_msu import Entry, MsuConfig
 from scoreboards.axis import AxisMonitor, AxisSink
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
+from scoreboards import regmap
 from scoreboards.gates import Gate
 from scoreboards.protocol import burst_errors as axi_burst_errors
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
@@ -25,13 +26,21 @@ from verif.tb_common import sim_seed as seed_of_test
 
 CORE = "cosmic_memory_schedule_unit"
 AXIL_CYCLES = 10_000  # budget of one AXI4-Lite transaction
-CTRL, STATUS, QCOUNT, QPUSH, MODEL, DELIV, CYCLES = (4 * i for i in range(7))
-START, CLEAR, ERRCLR = 1, 2, 4
+# register offsets and command bits from the SystemRDL map (rtl_gen/regmaps, the datasheet's source)
+RM = regmap.load(CORE)
+CTRL, STATUS, QCOUNT, QPUSH, MODEL, DELIV, CYCLES = (RM[n].offset for n in (
+    "CTRL", "STATUS", "QCOUNT", "QPUSH", "MODEL_ADDR", "DELIVERED", "CYCLES"))
+START, CLEAR, ERRCLR = (RM.CTRL.pack(**{n: 1}) for n in ("START", "CLEAR", "ERRCLR"))
 RAM_BYTES = 1 << 16
 
 
+TBL0 = RM["THREAD[0].MEM_ADDR"].offset
+TBL_STRIDE = RM["THREAD[1].MEM_ADDR"].offset - TBL0
+
+
 def tbl(t):
-    return 0x100 + 8 * t
+    """Thread Index Table row t (MEM_ADDR; PE_OFFSET at + 4, as the map's THREAD regfile)."""
+    return TBL0 + TBL_STRIDE * t
 
 
 class _Packed:
@@ -55,6 +64,7 @@ class TB:
         self.LW, self.SB = self.W * self.L, self.W * self.L // 8
         self.PEW = max(1, (self.NPE - 1).bit_length())
         self.cfg = MsuConfig(self.W, self.L, self.NPE, self.NT, self.QD)
+        self.rm = regmap.load(CORE, p)
         self.seed = seed_of_test()
         self.rng = np.random.default_rng(self.seed)
         dut._log.info("seed=%d params=%s", self.seed, p)
@@ -164,8 +174,8 @@ class TB:
         return int(await within(self.axil.read_dword(addr), AXIL_CYCLES, f"s_axil: read 0x{addr:x} got no response (AR/R)"))
 
     async def status(self) -> dict:
-        s = await self.rd(STATUS)
-        return {"busy": s & 1, "done": (s >> 1) & 1, "err": (s >> 2) & 1, "code": (s >> 4) & 15}
+        f = self.rm.STATUS.unpack(await self.rd(STATUS))
+        return {"busy": f["BUSY"], "done": f["DONE"], "err": f["ERROR"], "code": f["CODE"]}
 
     async def expect_err(self, code, what):
         s = await self.status()
@@ -177,7 +187,8 @@ class TB:
     async def program(self, entries, mem_addr, offs, model_addr=0):
         await self.wr(CTRL, CLEAR)
         for e in entries:
-            await self.wr(QPUSH, e.encode() if isinstance(e, Entry) else e)
+            await self.wr(QPUSH, self.rm.QPUSH.pack(SIZE=e.size, BASE_PE=e.base, WRITE=int(e.write),
+                                                    BROADCAST=int(e.bcast)) if isinstance(e, Entry) else e)
         for t in range(self.NT):
             await self.wr(tbl(t), mem_addr[t])
             await self.wr(tbl(t) + 4, offs[t])
@@ -431,6 +442,23 @@ async def reset_mid_transfer(dut):
         await ClockCycles(dut.clk, 10)
         assert int(dut.m_axis_pe_tvalid.value) == 0
         await tb.run_case(tb.rand_entries(tb.QD), *tb.rand_table(1000))
+    await tb.finish()
+
+
+@sim_test(timeout_us={"default": 120, "*": 480})
+async def regmap_conformance(dut):
+    """The RTL against the SystemRDL map (scoreboards.regmap.check_regmap): reset values,
+    undocumented bits read 0, MODEL_ADDR and every Thread Index Table row read back (PE_OFFSET
+    a legal random PE), CTRL and QPUSH read 0, every unknown offset of the 12-bit space (table
+    rows t >= NTHREADS included) reads 0; no error raised."""
+    tb = TB(dut)
+    await tb.reset()
+    rm = tb.rm
+    legal = {f"THREAD[{t}].PE_OFFSET": (lambda g: int(g.integers(0, tb.NPE))) for t in range(tb.NT)}
+    res = await regmap.check_regmap(rm, tb.rd, tb.wr, tb.rng, len(dut.s_axil_araddr), legal=legal)
+    assert res["written"] == 1 + 2 * tb.NT and res["unknown_read"] == 1024 - len(rm.regs), res
+    s = await tb.status()
+    assert s["err"] == 0, f"legal register writes raised an error: {s}"
     await tb.finish()
 
 

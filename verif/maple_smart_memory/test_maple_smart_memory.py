@@ -16,6 +16,7 @@ from golden import maple
 from golden.fixedpoint import QFormat
 from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec
+from scoreboards import regmap
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
 from verif.tb_common import record_bench, sim_test, stall_message, within
@@ -24,9 +25,12 @@ from verif.tb_common import sim_seed as seed_of_test
 CORE = "maple_smart_memory"
 AXIL_CYCLES = 10_000  # budget of one AXI4-Lite transaction
 OUT = "m_axis_out"
-# register byte offsets (see the datasheet)
-OP, K, CMP, BASE, LEN, CTRL, STATUS, STALLS, INS, COUNT = (4 * i for i in range(10))
-START, CLEAR, DUMP, ERRCLR = 1, 2, 4, 8
+# register byte offsets and command bits from the SystemRDL map (rtl_gen/regmaps, the
+# datasheet's source); offsets do not depend on the parameters, fields are read per netlist
+RM = regmap.load("maple_smart_memory")
+OP, K, CMP, BASE, LEN, CTRL, STATUS, STALLS, INS, COUNT = (RM[n].offset for n in (
+    "OP", "K", "CMP", "BASE", "LEN", "CTRL", "STATUS", "STALLS", "INSERTIONS", "COUNT"))
+START, CLEAR, DUMP, ERRCLR = (RM.CTRL.pack(**{n: 1}) for n in ("START", "CLEAR", "DUMP", "ERRCLR"))
 SEL, MINMAX, RMW = 0, 1, 2
 
 
@@ -36,6 +40,7 @@ class TB:
         self.p = dut_params()
         self.W, self.IDXW = self.p["W"], self.p["IDXW"]
         self.KMAX, self.DEPTH = self.p["KMAX"], self.p["DEPTH"]
+        self.rm = regmap.load("maple_smart_memory", self.p)
         self.fmt = QFormat(self.W, self.W // 2)
         self.seed = seed_of_test()
         self.rng = np.random.default_rng(self.seed)
@@ -81,8 +86,8 @@ class TB:
         return int(await within(self.axil.read_dword(addr), AXIL_CYCLES, f"s_axil: read 0x{addr:x} got no response (AR/R)"))
 
     async def status(self) -> dict:
-        s = await self.rd(STATUS)
-        return {"busy": s & 1, "armed": (s >> 1) & 1, "err": (s >> 2) & 1, "code": (s >> 4) & 15}
+        f = self.rm.STATUS.unpack(await self.rd(STATUS))
+        return {"busy": f["BUSY"], "armed": f["ARMED"], "err": f["ERROR"], "code": f["CODE"]}
 
     async def wait_idle(self, timeout=20000):
         for _ in range(timeout):
@@ -381,6 +386,23 @@ async def bad_configuration(dut):
         await tb.wr(LEN, 2)
         tb.expect([0, 1], [0, 12])
         await tb.dump()
+    await tb.finish()
+
+
+@sim_test(timeout_us={"default": 60, "*": 240})
+async def regmap_conformance(dut):
+    """The RTL against the SystemRDL map (scoreboards.regmap.check_regmap): reset values (K =
+    KMAX, LEN = DEPTH, CMP = 1), undocumented bits read 0, every configuration register reads
+    back a legal random value, CTRL reads 0, every unknown offset reads 0; no error raised."""
+    tb = TB(dut)
+    await tb.reset()
+    rm, r = tb.rm, tb.rng
+    legal = {"OP": lambda g: int(g.integers(0, 3)), "K": lambda g: int(g.integers(1, tb.KMAX + 1)),
+             "BASE": lambda g: int(g.integers(0, tb.DEPTH)), "LEN": lambda g: int(g.integers(1, tb.DEPTH + 1))}
+    res = await regmap.check_regmap(rm, tb.rd, tb.wr, r, len(dut.s_axil_araddr), legal=legal)
+    assert res["written"] == 5 and res["unknown_read"] == 64 - len(rm.regs), res
+    s = await tb.status()
+    assert s["err"] == 0, f"legal configuration writes raised an error: {s}"
     await tb.finish()
 
 
