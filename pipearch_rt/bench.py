@@ -116,9 +116,9 @@ def bandwidth(units_list=(1, 2, 4, 8)):
 def rtl(run: bool):
     """Run (optionally) and read the RTL comparison of verif/pipearch_rt."""
     if run:
-        env = dict(os.environ, MLACCEL_TESTCASE="mixed_workloads")
+        env = dict(os.environ, MLACCEL_TESTCASE="mixed_workloads,bandwidth")
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "verif/pipearch_rt"]
-        print("bench: " + " ".join(cmd) + " (MLACCEL_TESTCASE=mixed_workloads)", flush=True)
+        print("bench: " + " ".join(cmd) + " (MLACCEL_TESTCASE=mixed_workloads,bandwidth)", flush=True)
         r = subprocess.run(cmd, cwd=REPO, env=env)
         if r.returncode:
             raise AssertionError("the RTL comparison (verif/pipearch_rt mixed_workloads) failed")
@@ -133,6 +133,8 @@ def rtl(run: bool):
         out[f.stem.split("_")[-1]] = {"workloads": rows, "max_rel_err": float(np.max(np.abs(errs))),
                                       "mean_rel_err": float(np.mean(errs)),
                                       "mean_abs_rel_err": float(np.mean(np.abs(errs)))}
+    for f in sorted(BENCH_DIR.glob("pipearch_rt_bw_u*.json")):
+        out.setdefault(f.stem.split("_")[-1], {"workloads": []})["bandwidth"] = json.loads(f.read_text())
     return out
 
 
@@ -183,9 +185,10 @@ def plots(res):
 
     f10 = res["fig10"]
     fig, ax = plt.subplots(figsize=(7, 3.5))
-    s = sorted(int(k) for k in f10["rr"])
-    ax.plot(s, [f10["rr"][k]["total"] for k in s], "o-", label="RR total")
-    ax.plot(s, [f10["rr"][k]["median"] for k in s], "s--", label="RR median")
+    rr = {int(k): v for k, v in f10["rr"].items()}
+    s = sorted(rr)
+    ax.plot(s, [rr[k]["total"] for k in s], "o-", label="RR total")
+    ax.plot(s, [rr[k]["median"] for k in s], "s--", label="RR median")
     ax.axhline(f10["fcfs"]["total"], color="grey", ls=":", label="FCFS total")
     ax.axhline(f10["sjf"]["total"], color="green", ls=":", label="SJF total")
     ax.set_xscale("log")
@@ -199,9 +202,15 @@ def plots(res):
 
     bw = res["bandwidth"]
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    u = sorted(int(k) for k in bw["rows"])
-    ax.plot(u, [bw["rows"][k]["bytes_per_cycle"] for k in u], "o-", label="achieved (shared memory)")
-    ax.plot(u, [bw["rows"][k]["demand_bytes_per_cycle"] for k in u], "s--", label="unlimited memory")
+    rows = {int(k): v for k, v in bw["rows"].items()}
+    u = sorted(rows)
+    ax.plot(u, [rows[k]["bytes_per_cycle"] for k in u], "o-", label="fast model, shared memory")
+    ax.plot(u, [rows[k]["demand_bytes_per_cycle"] for k in u], "s--", label="fast model, unlimited memory")
+    rb = sorted((r["bandwidth"]["units"], r["bandwidth"]["rtl_bytes_per_cycle"], r["bandwidth"]["D"])
+                for r in res.get("rtl", {}).values() if "bandwidth" in r)
+    if rb:
+        ax.plot([x[0] for x in rb], [x[1] for x in rb], "k*", ms=10,
+                label="RTL pipearch_system (D = " + "/".join(str(x[2]) for x in rb) + ")")
     ax.axhline(bw["peak_bytes_per_cycle"], color="r", ls=":", label="shared memory bandwidth")
     ax.set_xlabel("units")
     ax.set_ylabel("bytes per cycle")
@@ -241,7 +250,17 @@ def markdown(res) -> str:
     for u, r in bw["rows"].items():
         L.append(f"| {u} | {r['bytes_per_cycle']:.2f} | {r['demand_bytes_per_cycle']:.2f} | {r['total']:.0f} | "
                  f"{r['total_unlimited']:.0f} |")
+    bws = [r["bandwidth"] for r in res.get("rtl", {}).values() if "bandwidth" in r]
+    if bws:
+        L += ["", "## Bandwidth on the RTL (one streamed SGD job per unit, all at once)", "",
+              "| units | D | RTL bytes/cycle | fast bytes/cycle | RTL total | fast total | fast, unlimited memory |",
+              "|---|---|---|---|---|---|---|"]
+        for b in bws:
+            L.append(f"| {b['units']} | {b['D']} | {b['rtl_bytes_per_cycle']:.2f} | {b['fast_bytes_per_cycle']:.2f} | "
+                     f"{b['rtl_total']:.0f} | {b['fast_total']:.0f} | {b['fast_unlimited_total']:.0f} |")
     for tag, r in res.get("rtl", {}).items():
+        if not r["workloads"]:
+            continue
         L += ["", f"## RTL vs fast model ({tag})", "",
               "| workload | policy | jobs | order equal | RTL total | fast total | max abs rel. err per job |",
               "|---|---|---|---|---|---|---|"]

@@ -191,6 +191,40 @@ async def bad_inputs(dut):
     dut._log.info("rejected: %s | %s; failed: %s", bad_asm.reason, overlap.reason, err.reason)
 
 
+@sim_test(timeout_us=30_000)
+async def bandwidth(dut):
+    """One streamed SGD job per unit (the most bandwidth-hungry program), all at once:
+    aggregate bytes per cycle on the memory port against its 16 B/cycle, and the completion
+    times against the fast model with and without its shared-bandwidth model."""
+    s = Sys(dut)
+    await s.reset()
+    D = min(s.cfg.max_dim, s.cfg.depth // 3 - 1)
+    specs = [JobSpec(f"sgd{u}", "sgd", dict(m=16, n=D * s.cfg.lanes, partition=4), seed=40 + u)
+             for u in range(s.units)]
+    be = s.backend()
+    rt = Runtime(be, "fcfs")
+    for sp in specs:
+        rt.submit(sp)
+    rep = await rt.run()
+    for th in rep.threads:
+        _model_ok(th)
+    t = be.traffic()
+    bpc = (sum(t["read_bytes"]) + sum(t["write_bytes"])) / rep.end
+    out = {"units": s.units, "D": D, "rtl_total": rep.total, "rtl_bytes_per_cycle": bpc,
+           "peak_bytes_per_cycle": s.cfg.line_bytes}
+    for tag, bw in (("fast", None), ("fast_unlimited", 1e9)):
+        fb = FastBackend(s.cfg, s.units, MEM_BYTES, mem_bw=bw)
+        frt = Runtime(fb, "fcfs")
+        for sp in specs:
+            frt.submit(sp)
+        fr = run_sync(frt.run())
+        out[f"{tag}_total"] = fr.total
+        out[f"{tag}_bytes_per_cycle"] = fr.bytes_per_cycle()
+    dut._log.info("bandwidth: %s", out)
+    _out(f"pipearch_rt_bw_u{s.units}.json").write_text(json.dumps(out, indent=1))
+    assert bpc <= s.cfg.line_bytes * 1.001 + 1e-9, f"more than one beat per cycle? {bpc}"
+
+
 SYSTEM_CFGS = ("units1", "default", "units4")     # UNITS = 1, 2, 4
 
 
