@@ -481,7 +481,7 @@ async def bench_throughput(dut):
     dut._log.info("bench: %s", out)
 
 
-@sim_test(timeout_us={"default": 40, "*": 640})  # measured 2.3 us on default
+@sim_test(timeout_us={"default": 40, "*": 640})  # measured 4.1 us on default
 async def rounding_ties(dut):
     """Directed rounding ties at both rounding points, both signs:
     per-sample gradient -- activations tie_operands(j) (+-odd * 2**(F-1-j)), errors integer
@@ -489,8 +489,9 @@ async def rounding_ties(dut):
     every exact K x K accumulator is a tie (the tie entry's window product plus integer
     products); SGD step -- lr_q = odd * 2**(F-1) (0.5, then 1.5 when it fits), so
     lr_q * gsum is a tie for every odd gradient sum (filters and biases).  Mini-batches
-    of 1..MAX_BATCH (at least 3, at most 6: until ties of both signs occurred at both points).
-    Ties counted per sign on golden.conv.pg_sample_exact / pg_minibatch and must occur."""
+    of 1..MAX_BATCH (at least 3, at most 6: until ties of both signs occurred at both
+    points), then step ties half an LSB above max_int and min_int - 1 (batch 3, saturated
+    gradients).  Ties counted per sign on golden.conv.pg_sample_exact / pg_minibatch and must occur."""
     tb = PgTB(dut, src_p=0.8, sink_p=0.8)
     await tb.reset()
     K, fmt, rng, F = tb.K, tb.fmt, tb.rng, tb.F
@@ -515,8 +516,28 @@ async def rounding_ties(dut):
         step += [int(g) * lr_q for g in list(gsw.ravel()) + list(gsb.ravel())]
         f, _ = tb.job(xs, es, 0, lr_q)
         await tb.run(f)
-        if k >= 2 and all(any(is_tie(fmt, v) and (v > 0) == pos for v in vs) for vs in (grad, step) for pos in (True, False)):
+        if k >= 2 and all(any(is_tie(fmt, v) and (v > 0) == pos for v in vs)
+                          for vs in (grad, step) for pos in (True, False)):
             break
+    # SGD step at the edges (batch 3, lr_q = 0.5): two saturated gradients (max_int or
+    # min_int at every tap and bias) and one of +-1 make gsum = 2 max_int + 1 or
+    # 2 min_int - 1, so lr_q * gsum is half an LSB above max_int (must saturate) or
+    # above min_int - 1 (lands on min_int)
+    if tb.p["MAX_BATCH"] >= 3:
+        mn, mx, lr_q = fmt.min_int, fmt.max_int, fmt.one // 2
+        for ev, unit in ((mx, 1), (mn, -1)):
+            xs = [np.full((tb.S_IC, h, w), v, dtype=np.int64) for v in (mx, mx, fmt.one)]
+            e1 = np.zeros((tb.S_OC, ho, wo), dtype=np.int64)
+            e1[:, 0, 0] = unit
+            es = [np.full((tb.S_OC, ho, wo), ev, dtype=np.int64)] * 2 + [e1]
+            _, _, gsw, gsb = conv.pg_minibatch(xs, es, tb.w, tb.b, lr_q * 3 / fmt.one, K, 0, fmt)
+            step += [int(g) * lr_q for g in list(gsw.ravel()) + list(gsb.ravel())]
+            f, _ = tb.job(xs, es, 0, lr_q)
+            await tb.run(f)
+        half = 1 << (F - 1)
+        assert half * (2 * fmt.max_int + 1) in step and half * (2 * fmt.min_int - 1) in step
+    else:
+        dut._log.info("MAX_BATCH=%d < 3: no SGD-step ties at the saturation edges", tb.p["MAX_BATCH"])
     require_ties(fmt, grad, "per-sample gradient accumulators", dut._log)
     require_ties(fmt, step, "SGD step lr_q * gradient sum", dut._log)
     await tb.finish()
