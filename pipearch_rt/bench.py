@@ -45,9 +45,9 @@ EPOCHS = {"short": 1, "medium": 2, "long": 4}
 SJF_MEDIAN_RATIO = 0.6                # SJF median must be below this fraction of FCFS's and RR's
 
 
-def serve(specs, policy, units, slot=None, migration=True, mem_bw=None):
+def serve(specs, policy, units, slot=None, migration=True, mem_bw=None, **kw):
     cfg = pu_config()
-    rt = Runtime(FastBackend(cfg, units, MEM, mem_bw=mem_bw), policy, slot=slot, migration=migration)
+    rt = Runtime(FastBackend(cfg, units, MEM, mem_bw=mem_bw), policy, slot=slot, migration=migration, **kw)
     for s in specs:
         rt.submit(s)
     rep = run_sync(rt.run())
@@ -110,6 +110,21 @@ def bandwidth(units_list=(1, 2, 4, 8)):
         free = serve(specs, "fcfs", u, mem_bw=1e9)
         out["rows"][u] = {"bytes_per_cycle": capped.bytes_per_cycle(), "total": capped.total,
                           "demand_bytes_per_cycle": free.bytes_per_cycle(), "total_unlimited": free.total}
+    return out
+
+
+def priority(features=(16, 64, 256)):
+    """Figure 11 in shape: a high-priority SGD job submitted to a busy system (2 units,
+    8 long jobs), with and without preemption, against its stand-alone run; the number of
+    features sets the model size and thus the context-switch cost."""
+    busy = [W.long(f"bg{i}", 20 + i).with_(epochs=4) for i in range(8)]
+    out = {}
+    for n in features:
+        hp = JobSpec(f"hp{n}", "sgd", dict(m=16, n=n, partition=4), seed=n, priority=9, arrival=6000)
+        alone = serve([hp.with_(arrival=0)], "fcfs", 2).end
+        on = serve(busy + [hp], "fcfs", 2).by_name()[hp.name].completion
+        off = serve(busy + [hp], "fcfs", 2, priority_preemption=False).by_name()[hp.name].completion
+        out[n] = {"standalone": alone, "preemption": on, "no_preemption": off}
     return out
 
 
@@ -250,6 +265,12 @@ def markdown(res) -> str:
     for u, r in bw["rows"].items():
         L.append(f"| {u} | {r['bytes_per_cycle']:.2f} | {r['demand_bytes_per_cycle']:.2f} | {r['total']:.0f} | "
                  f"{r['total_unlimited']:.0f} |")
+    pr = res.get("priority", {})
+    if pr:
+        L += ["", "## High-priority job on a busy system (Figure 11 in shape; 2 units, 8 long jobs, FCFS)", "",
+              "| features | stand-alone | with preemption | without preemption |", "|---|---|---|---|"]
+        for n, r in pr.items():
+            L.append(f"| {n} | {r['standalone']:.0f} | {r['preemption']:.0f} | {r['no_preemption']:.0f} |")
     bws = [r["bandwidth"] for r in res.get("rtl", {}).values() if "bandwidth" in r]
     if bws:
         L += ["", "## Bandwidth on the RTL (one streamed SGD job per unit, all at once)", "",
@@ -287,6 +308,7 @@ def main(argv=None):
     res["fig10"] = fig10(32)
     print(f"bench: fig10 done ({time.time() - t0:.0f} s)", flush=True)
     res["bandwidth"] = bandwidth()
+    res["priority"] = priority()
     res["rtl"] = rtl(not a.no_rtl)
     REPORTS.mkdir(parents=True, exist_ok=True)
     (REPORTS / "pipearch_rt_bench.json").write_text(json.dumps(res, indent=1))
