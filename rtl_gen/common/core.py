@@ -81,7 +81,9 @@ class CoreDef:
         ooc.write_text(vivado_ooc_tcl(self.name))
         ys = outdir / YOSYS_SCRIPT
         ys.write_text(yosys_script(self))
-        return rtl + [core, readme, ooc, ys] + write_extras(self, params, outdir)
+        from rtl_gen import timing  # the datasheet's protocol diagram (rtl_gen/timing_diagrams)
+        return rtl + [core, readme, ooc, ys] + write_extras(self, params, outdir) \
+            + timing.write_files(self.name, outdir, params)
 
     def variant_top(self, prefix: str = "") -> str:
         return f"{prefix}{self.name}"
@@ -466,6 +468,9 @@ def datasheet_md(cd: CoreDef, params: dict, top: str | None = None, vlnv: str | 
     out += ["", "## Timing", "", f"- Latency: {ds.latency}", f"- Throughput: {ds.throughput}"]
     if ds.notes:
         out += ["", "## Behaviour", ""] + [f"- {n}" for n in ds.notes]
+    if top is None:  # catalog netlist: its recorded protocol timing diagram (rtl_gen/timing.py)
+        from rtl_gen import timing
+        out += timing.datasheet_section(cd.name, params)
     if top is None:  # catalog netlist: its measured place-and-route row(s), rtl_gen/fmax_results.json
         from rtl_gen.fmax import datasheet_section
         out += datasheet_section(cd.name, rtl_sha256)

@@ -1,0 +1,386 @@
+"""Protocol timing diagrams of the datasheets, recorded from the RTL.
+
+One short, deterministic cocotb run per core (the committed ``default`` netlist): a
+``start`` with its ``cfg_*`` fields, every input stream presented from the next cycle
+(one bubble on the first stream), the output sink ready for the first beat and then
+held not-ready for two cycles while the core offers the next one.  Every cycle is
+recorded (:mod:`verif.wavetrace`), the protocol relations the datasheet states are
+asserted on the recording (busy from the cycle after ``start`` until ``done``; the
+datasheet's latency; AXI4-Stream beats held under backpressure; beat counts and
+``tlast``; ``done`` a one-cycle pulse after the last output transfer), and the
+WaveDrom JSON is written for the launcher.
+
+The launcher (pytest, below) compares that JSON with the committed source of the
+datasheet diagram, ``rtl_gen/timing_diagrams/<core>.json`` (rendered to
+``ip/<core>/doc/<core>_protocol.svg`` by ``make gen``): a netlist whose protocol timing
+changed fails here until the diagram is re-recorded with
+``python -m verif.protocol_timing.test_protocol_timing --update <core>``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+CORES = ("l2reg", "multiply_subtract", "sigmoid_delta", "dot_sigmoid", "scalar_engine")
+# (dimension, iterations) of the recorded initiation; scalar_engine has no dimension
+SCENARIO = {"l2reg": (3, 1), "multiply_subtract": (3, 1), "sigmoid_delta": (3, 1),
+            "dot_sigmoid": (2, 2), "scalar_engine": (None, 3)}
+MAX_CYCLES = 200
+PRE = 2    # recorded idle cycles before start
+POST = 2   # recorded cycles after done
+
+try:  # cocotb side (imported by the simulator); absent when pytest collects the launcher
+    import cocotb
+    from cocotb.clock import Clock
+    from cocotb.triggers import FallingEdge, RisingEdge
+
+    from verif.harness import CLOCK_NS, dut_params
+    from verif.tb_common import sim_test
+    from verif.wavetrace import to_wavedrom, transfers
+    _COCOTB = True
+except ImportError:  # pragma: no cover
+    _COCOTB = False
+
+
+def _val(sig):
+    v = sig.value
+    return int(v) if v.is_resolvable else None
+
+
+def _ports(core, params):
+    """Input streams, output streams and cfg_* fields from the core's port list."""
+    from rtl_gen.registry import get
+    _, ports = get(core).build(params)
+    names = [pt.name for pt in ports]
+    ins = [n[:-len("_tvalid")] for n in names if n.startswith("s_axis_") and n.endswith("_tvalid")]
+    outs = [n[:-len("_tvalid")] for n in names if n.startswith("m_axis_") and n.endswith("_tvalid")]
+    cfgs = [n for n in names if n.startswith("cfg_") and n != "cfg_err"]
+    return ins, outs, cfgs
+
+
+def datasheet_latency(core: str, params: dict) -> int:
+    from rtl_gen.registry import get
+    lat = get(core).datasheet(params).latency
+    m = re.match(r"\s*(\d+) cycles? from", lat)
+    assert m, f"{core}: datasheet latency {lat!r} does not start with 'N cycles from'"
+    return int(m.group(1))
+
+
+def _relations(core, trace, ins, out, dim, iters, p, start_c):
+    """Assert the datasheet's protocol relations on ``trace``; return them as text."""
+    s, n = trace["signals"], trace["cycles"]
+    rel = []
+    busy, done = s["busy"], s["done"]
+    assert busy[start_c] == 0, "start must be sampled with busy low"
+    assert busy[start_c + 1] == 1, "busy must be high in the cycle after start"
+    dones = [c for c in range(n) if done[c] == 1]
+    assert len(dones) == 1, f"done must pulse exactly once, was high in cycles {dones}"
+    d = dones[0]
+    assert all(busy[c] == 1 for c in range(start_c + 1, d)), "busy must stay high until done"
+    fall = next(c for c in range(start_c + 1, n) if busy[c] == 0)
+    rel.append(f"start (with cfg_*) is sampled while busy is low; busy is high from the next cycle "
+               f"until done, and low from {'the done cycle' if fall == d else f'{fall - d} cycle(s) after done'}")
+    line_w = p.get("LANES", 0) * p["W"]
+    beats = {}
+    for st in ins + [out]:
+        w = trace["widths"][f"{st}_tdata"]
+        per_iter = dim if (w == line_w and dim) else 1
+        beats[st] = (per_iter * iters, per_iter)
+        got = len(transfers(trace, st))
+        assert got == per_iter * iters, f"{st}: {got} transfers, expected {per_iter * iters}"
+    # AXI4-Stream hold on the output under backpressure
+    ov, orr = s[f"{out}_tvalid"], s[f"{out}_tready"]
+    stalls = [c for c in range(n - 1) if ov[c] == 1 and orr[c] == 0]
+    assert len(stalls) >= 2, f"the scenario must stall {out} (valid, not ready) for 2 cycles, got {stalls}"
+    for c in stalls:
+        for f in ("tvalid", "tdata", "tlast"):
+            assert s[f"{out}_{f}"][c + 1] == s[f"{out}_{f}"][c], \
+                f"{out}_{f} changed from cycle {c} to {c + 1} while tvalid && !tready"
+    rel.append(f"{out}: tdata and tlast are held while tvalid is high and tready low "
+               f"(cycles {stalls[0]}-{stalls[-1]})")
+    # tlast
+    tx = transfers(trace, out)
+    total, per_iter = beats[out]
+    lasts = [k for k, c in enumerate(tx) if s[f"{out}_tlast"][c] == 1]
+    # line outputs: the last line of each iteration; one result per iteration: the last result
+    want = [k for k in range(total) if (k + 1) % per_iter == 0] if per_iter > 1 else [total - 1]
+    assert lasts == want, f"{out}_tlast on beats {lasts}, expected {want}"
+    rel.append(f"{out}_tlast marks the {'last line of each iteration' if per_iter > 1 else 'result of the last iteration'} "
+               f"({total} beats, tlast on beat {', '.join(str(k) for k in lasts)})")
+    # latency (datasheet) on an idle sink: first output beat
+    lat = datasheet_latency(core, p)
+    lines = [st for st in ins if trace["widths"][f"{st}_tdata"] == line_w] or ins
+    if core == "dot_sigmoid":   # from the last input line of iteration 0
+        ref = max(transfers(trace, st)[beats[st][1] - 1] for st in lines)
+        what = "the last input line of the first iteration"
+    else:                        # from the first input beat (every line input's beat 0)
+        ref = max(transfers(trace, st)[0] for st in lines)
+        what = "the first input " + ("line" if lines != ins or line_w in [trace["widths"][f"{st}_tdata"] for st in ins] else "beat")
+    assert orr[tx[0]] == 1 and tx[0] == next(c for c in range(n) if ov[c] == 1), "first output must meet a ready sink"
+    assert tx[0] - ref == lat, (f"first {out} transfer {tx[0] - ref} cycles after {what}; "
+                                f"the datasheet says {lat}")
+    rel.append(f"latency: the first {out} beat transfers {lat} cycles after {what} (datasheet: {lat})")
+    assert d - tx[-1] in (0, 1), f"done {d - tx[-1]} cycles after the last {out} transfer"
+    rel.append(f"done pulses for one cycle, {d - tx[-1]} cycle(s) after the last {out} transfer")
+    return rel
+
+
+if _COCOTB:
+    @sim_test(timeout_us=20)
+    async def capture(dut):
+        """Drive the documented sequence, record it, assert the relations, write JSON."""
+        core = os.environ["TIMING_CORE"]
+        p = dut_params()
+        dim, iters = SCENARIO[core]
+        ins, outs, cfgs = _ports(core, p)
+        assert len(outs) == 1, outs
+        out = outs[0]
+        cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
+        line_w = p.get("LANES", 0) * p["W"]
+        rec = ["start", "busy", "done"] + cfgs
+        for st in ins + [out]:
+            rec += [f"{st}_tvalid", f"{st}_tready", f"{st}_tdata"] + ([f"{st}_tlast"] if st == out else [])
+        widths = {n: len(getattr(dut, n).value) for n in rec}
+        # idle inputs, reset
+        dut.start.value = 0
+        for c in cfgs:
+            getattr(dut, c).value = 0
+        for st in ins:
+            getattr(dut, f"{st}_tvalid").value = 0
+            getattr(dut, f"{st}_tdata").value = 0
+        getattr(dut, f"{out}_tready").value = 1
+        dut.rst.value = 1
+        for _ in range(3):
+            await RisingEdge(dut.clk)
+        dut.rst.value = 0
+        # stimulus: beat k of input stream st carries value k+1 in every lane (distinct, small)
+        need = {st: (dim if widths[f"{st}_tdata"] == line_w and dim else 1) * iters for st in ins}
+        sent = {st: 0 for st in ins}
+        bubble = {ins[0]: 1}            # stream -> beat delayed by one cycle
+        bubbled = set()
+        cfg_vals = {"cfg_dimension": dim, "cfg_iterations": iters, "cfg_alpha": 1 << p["F"],
+                    "cfg_reg": 1 << max(p["F"] - 4, 0)}
+        sig = {n: [] for n in rec}
+        stall_left, seen_out = 2, 0
+        start_c = PRE
+        done_c = None
+        c = 0
+        drive = {}
+        while True:
+            await RisingEdge(dut.clk)
+            for k, v in drive.items():
+                getattr(dut, k).value = v
+            await FallingEdge(dut.clk)
+            for n in rec:
+                sig[n].append(_val(getattr(dut, n)))
+            # handshakes of this cycle (they happen at the next rising edge)
+            for st in ins:
+                if sig[f"{st}_tvalid"][c] == 1 and sig[f"{st}_tready"][c] == 1:
+                    sent[st] += 1
+            ov, orr = sig[f"{out}_tvalid"][c], sig[f"{out}_tready"][c]
+            if ov == 1 and orr == 1:
+                seen_out += 1
+            elif ov == 1 and orr == 0:
+                stall_left -= 1
+            if sig["done"][c] == 1 and done_c is None:
+                done_c = c
+            if done_c is not None and c >= done_c + POST:
+                break
+            assert c < MAX_CYCLES, f"{core}: no done within {MAX_CYCLES} cycles"
+            # drives of the next cycle
+            nxt = c + 1
+            drive = {"start": int(nxt == start_c)}
+            for cf in cfgs:
+                drive[cf] = cfg_vals.get(cf, 0) if nxt == start_c else 0
+            for st in ins:
+                k = sent[st]
+                present = nxt > start_c and k < need[st]
+                if present and bubble.get(st) == k and st not in bubbled:
+                    bubbled.add(st)
+                    present = False
+                drive[f"{st}_tvalid"] = int(present)
+                w = widths[f"{st}_tdata"]
+                word = (k + 1) & ((1 << p["W"]) - 1)
+                drive[f"{st}_tdata"] = sum(word << (i * p["W"]) for i in range(w // p["W"])) if present else 0
+            # sink: ready for the first beat, then not ready until it has refused 2 valid beats
+            drive[f"{out}_tready"] = int(not (seen_out >= 1 and stall_left > 0))
+            c += 1
+        trace = {"cycles": c + 1, "signals": sig, "widths": widths}
+        rel = _relations(core, trace, ins, out, dim, iters, p, start_c)
+
+        def beat_labels(st, short):
+            tx = transfers(trace, st)
+
+            def lab(cyc, v):
+                if sig[f"{st}_tvalid"][cyc] != 1:
+                    return None
+                k = sum(1 for t in tx if t < cyc)
+                return f"{short}{k}"
+            return lab
+
+        def cfg_label(name):
+            return lambda cyc, v: str(v) if sig["start"][cyc] == 1 else None
+        labels = {f"{st}_tdata": beat_labels(st, st.split("_", 2)[2]) for st in ins + [out]}
+        labels.update({cf: cfg_label(cf) for cf in cfgs if widths[cf] > 1})
+        rows = ["start"] + [cf for cf in cfgs if cf in ("cfg_dimension", "cfg_iterations")] + ["busy", "done", None]
+        for st in ins:
+            rows += [f"{st}_tvalid", f"{st}_tready", f"{st}_tdata", None]
+        rows += [f"{out}_tvalid", f"{out}_tready", f"{out}_tdata", f"{out}_tlast"]
+        shape = (f"dimension {dim}, " if dim else "") + f"iterations {iters}"
+        wd = to_wavedrom(trace, rows, labels,
+                         head=f"{core}: start/busy/done and AXI4-Stream with backpressure ({shape})",
+                         foot="recorded from the RTL (verif/protocol_timing)")
+        doc = {"core": core, "config": os.environ.get("DUT_CFG", ""), "params": p, "wavedrom": wd,
+               "relations": rel, "start_cycle": start_c,
+               "widths": {n: w for n, w in widths.items() if n.endswith("_tdata")}}
+        Path(os.environ["TIMING_OUT"]).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+
+    from scoreboards.protocol import guard_tests  # noqa: E402
+
+    guard_tests(globals())
+
+
+# ---------------------------------------------------------------- pytest launcher
+def committed(core: str) -> Path:
+    from rtl_gen.common.core import REPO
+    return REPO / "rtl_gen" / "timing_diagrams" / f"{core}.json"
+
+
+def record(core: str, sim: str = "icarus") -> dict:
+    """Run the capture on the committed netlist of ``core``; the recorded document."""
+    from verif import harness
+    from rtl_gen.registry import get
+    cd = get(core)
+    params = cd.resolve(cd.configs["default"])
+    rtl = harness.rtl_dir(core, "default")
+    out = harness.BUILD / "timing" / f"{core}-{sim}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.unlink(missing_ok=True)
+    run_top = getattr(harness.run_top, "_real", harness.run_top)
+    run_top("protocol_timing", core, "default", sim, [rtl / f"{core}.v"],
+            ["-Wall", "--output-split", "0"] if sim == "verilator" else [], params,
+            extra_env={"TIMING_CORE": core, "TIMING_OUT": str(out)}, tag=core)
+    return json.loads(out.read_text())
+
+
+def compare(recorded: dict, source: dict) -> list[str]:
+    """Differences between a recording and the committed diagram source (empty: same)."""
+    diffs = []
+    for key in ("core", "config", "params", "relations", "start_cycle", "widths"):
+        if recorded.get(key) != source.get(key):
+            diffs.append(f"{key}: recorded {recorded.get(key)!r}, committed {source.get(key)!r}")
+    rs = {r.get("name"): r for r in recorded["wavedrom"]["signal"] if r}
+    cs = {r.get("name"): r for r in source["wavedrom"]["signal"] if r}
+    for name in sorted(set(rs) | set(cs)):
+        if rs.get(name) != cs.get(name):
+            diffs.append(f"{name}: recorded {rs.get(name)}, committed {cs.get(name)}")
+    if not diffs and recorded["wavedrom"] != source["wavedrom"]:
+        diffs.append("wavedrom: layout/text differs")
+    return diffs
+
+
+def check_diagram(doc: dict) -> list[str]:
+    """The protocol relations, asserted on a diagram source itself (no simulator)."""
+    from verif.wavetrace import from_wavedrom
+    core = doc["core"]
+    trace = from_wavedrom(doc["wavedrom"])
+    trace["widths"] = doc["widths"]
+    names = trace["signals"]
+    ins = [n[:-len("_tvalid")] for n in names if n.startswith("s_axis_") and n.endswith("_tvalid")]
+    out = [n[:-len("_tvalid")] for n in names if n.startswith("m_axis_") and n.endswith("_tvalid")][0]
+    dim, iters = SCENARIO[core]
+    return _relations(core, trace, ins, out, dim, iters, doc["params"], doc["start_cycle"])
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_committed_diagram_relations_hold(core):
+    """What the datasheet draws satisfies the relations it lists (checked on the
+    committed WaveDrom source, independently of the recording that produced it)."""
+    doc = json.loads(committed(core).read_text())
+    assert check_diagram(doc) == doc["relations"]
+
+
+def _mutated(core, name, fn):
+    doc = json.loads(committed(core).read_text())
+    row = next(r for r in doc["wavedrom"]["signal"] if r.get("name") == name)
+    fn(row)
+    return doc
+
+
+def test_relation_checks_catch_broken_diagrams():
+    """Negatives: a diagram whose output changes under backpressure, whose done pulses
+    twice, or whose busy drops early fails the relation checks; one changed cell fails
+    the comparison with the recording."""
+    def change_during_stall(row):     # m_axis_y_tdata: y1 replaced by y2 in the second stalled cycle
+        doc = json.loads(committed("l2reg").read_text())
+        rows = {r.get("name"): r for r in doc["wavedrom"]["signal"] if r}
+        v, r_ = rows["m_axis_y_tvalid"]["wave"], rows["m_axis_y_tready"]["wave"]
+        from verif.wavetrace import from_wavedrom
+        t = from_wavedrom(doc["wavedrom"])["signals"]
+        stall = [c for c in range(len(v)) if t["m_axis_y_tvalid"][c] == 1 and t["m_axis_y_tready"][c] == 0]
+        w = list(row["wave"])
+        w[stall[1]] = "="
+        row["wave"] = "".join(w)
+        row["data"] = row["data"][:2] + ["y9"] + row["data"][2:]
+    with pytest.raises(AssertionError, match="m_axis_y_tdata changed"):
+        check_diagram(_mutated("l2reg", "m_axis_y_tdata", change_during_stall))
+
+    def second_done(row):
+        w = list(row["wave"])
+        w[1] = "1"
+        w[2] = "0"
+        row["wave"] = "".join(w)
+    with pytest.raises(AssertionError, match="done must pulse exactly once"):
+        check_diagram(_mutated("l2reg", "done", second_done))
+
+    def busy_gap(row):
+        w = list(row["wave"])
+        i = w.index("1")
+        w[i + 2], w[i + 3] = "0", "1"
+        row["wave"] = "".join(w)
+    with pytest.raises(AssertionError, match="busy must stay high"):
+        check_diagram(_mutated("dot_sigmoid", "busy", busy_gap))
+
+    good = json.loads(committed("scalar_engine").read_text())
+    bad = _mutated("scalar_engine", "s_axis_a_tready", lambda r: r.update(wave=r["wave"][:5] + "0" + r["wave"][6:]))
+    assert compare(good, good) == []
+    assert any(d.startswith("s_axis_a_tready:") for d in compare(good, bad))
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_datasheet_diagram_matches_rtl(core):
+    rec = record(core)
+    src = committed(core)
+    assert src.is_file(), f"no committed diagram {src}: run python -m verif.protocol_timing.test_protocol_timing --update {core}"
+    diffs = compare(rec, json.loads(src.read_text()))
+    assert not diffs, (f"{core}: the datasheet's protocol diagram no longer matches the RTL:\n  "
+                       + "\n  ".join(diffs[:10]) + "\nre-record: python -m verif.protocol_timing."
+                       f"test_protocol_timing --update {core}, then make gen")
+
+
+@pytest.mark.slow
+def test_recording_is_the_same_on_verilator():
+    """The diagram does not depend on the simulator: l2reg recorded on Verilator equals
+    the committed (Icarus) source."""
+    import shutil
+    if shutil.which("verilator") is None:
+        pytest.skip("Verilator not on PATH")
+    diffs = compare(record("l2reg", "verilator"), json.loads(committed("l2reg").read_text()))
+    assert not diffs, diffs
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    if not args or args[0] != "--update":
+        print("usage: python -m verif.protocol_timing.test_protocol_timing --update [core ...]")
+        sys.exit(2)
+    for core in args[1:] or CORES:
+        doc = record(core)
+        committed(core).parent.mkdir(parents=True, exist_ok=True)
+        committed(core).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        print(f"{core}: {committed(core)}")
