@@ -123,8 +123,13 @@ def c_header(core: str, params: dict, inst: str | None = None) -> str:
 
 
 def sw_files(core: str, params: dict, inst: str | None = None) -> dict[str, str]:
-    """Files of the package's ``sw/`` folder (relative path -> text)."""
-    return {f"sw/{header_name(core, inst)}": c_header(core, params, inst)}
+    """Files of the package's ``sw/`` folder (relative path -> text): the C header and, for
+    the catalog netlist, the core's C examples (``rtl_gen/regmaps/sw/<core>_*.c``, verbatim)."""
+    out = {f"sw/{header_name(core, inst)}": c_header(core, params, inst)}
+    if inst is None or inst == core:
+        for f in sorted((RDL_DIR / "sw").glob(f"{core}_*.c")):
+            out[f"sw/{f.name}"] = f.read_text()
+    return out
 
 
 def _access(f) -> str:
