@@ -514,18 +514,22 @@ def run_top(name: str, toplevel: str, cfg: str, sim: str, sources: list, build_a
     return finish("pass")
 
 
-def matrix(core: str, quick: list[tuple[str, str]]):
+def matrix(core: str, quick: list[tuple[str, str]], ghdl_cfgs: tuple[str, ...] = ()):
     """pytest params over every (config, simulator); those not in ``quick`` are marked
     ``slow`` (run by ``make sim`` only).
 
     Verilator and Icarus run the Verilog of every config; GHDL runs the committed
     ``default`` VHDL (the netlist that ships: ``ip/<core>/rtl/<core>.vhd``), id
     ``default-ghdl``, with the core's FULL cocotb suite -- the launcher may keep named
-    tests Verilog-only, with a reason, through :func:`ghdl_testcase`."""
+    tests Verilog-only, with a reason, through :func:`ghdl_testcase`.  ``ghdl_cfgs``
+    adds GHDL rows for other configs (their generated VHDL)."""
+    unknown = set(ghdl_cfgs) - set(get(core).configs)
+    if unknown:
+        raise ValueError(f"matrix({core}): ghdl_cfgs names unknown config(s) {sorted(unknown)}")
     out = []
     for cfg in get(core).configs:
         for sim in SIMS:
-            if sim == "ghdl" and cfg != "default":
+            if sim == "ghdl" and cfg != "default" and cfg not in ghdl_cfgs:
                 continue  # only the committed (default) VHDL ships
             marks = [] if (cfg, sim) in quick else [pytest.mark.slow]
             out.append(pytest.param(cfg, sim, marks=marks, id=f"{cfg}-{sim}"))

@@ -185,3 +185,15 @@ def test_wall_budget_lookup(monkeypatch):
     assert harness.wall_budget("l2reg", "small") == 5
     assert harness.wall_budget("l2reg", "default") == 20
     assert harness.wall_budget("scalar_engine", "default") == 50
+
+
+def test_matrix_ghdl_cfgs():
+    """GHDL rows of non-default configs only when named (ghdl_cfgs); an unknown name fails."""
+    from verif import harness
+    ids = lambda ps: [p.id for p in ps]  # noqa: E731
+    base = ids(harness.matrix("cosmic_accelerator", quick=[]))
+    assert "default-ghdl" in base and "tree-ghdl" not in base
+    more = ids(harness.matrix("cosmic_accelerator", quick=[], ghdl_cfgs=("tree",)))
+    assert set(more) - set(base) == {"tree-ghdl"}
+    with pytest.raises(ValueError, match="nosuch"):
+        harness.matrix("cosmic_accelerator", quick=[], ghdl_cfgs=("nosuch",))
