@@ -50,9 +50,8 @@ def datasheet_section(core: str, params: dict) -> list[str]:
         return []
     return ["", "## Protocol timing", "",
             f"![{core} protocol timing]({svg_name(core)})", "",
-            "One initiation recorded from this netlist on Icarus "
-            f"(`verif/protocol_timing`, source `rtl_gen/timing_diagrams/{core}.json`): `start` with "
-            "its fields, the inputs presented from the next cycle with one bubble, the sink "
-            "ready for the first result and then not ready for two cycles.  The test fails "
+            "Recorded from this netlist on Icarus "
+            f"(`verif/protocol_timing`, source `rtl_gen/timing_diagrams/{core}.json`): "
+            f"{doc['scenario']}.  The test fails "
             "when the RTL no longer produces this diagram, and asserts on the recording:", ""] + \
         [f"- {r}" for r in doc["relations"]]

@@ -86,7 +86,13 @@ def from_wavedrom(wd: dict) -> dict:
                 cur = None
             elif ch == "=":
                 lab = next(data)
-                cur = ids.setdefault(lab, len(ids) + 1)
+                if lab == "OKAY":        # an AXI response code
+                    cur = 0
+                else:
+                    try:                 # a number drawn as its value (addresses, data words)
+                        cur = int(lab, 0)
+                    except ValueError:   # a name (a stream beat): a distinct integer per name
+                        cur = ids.setdefault(lab, -(len(ids) + 1))
             else:
                 raise ValueError(f"{r['name']}: wave character {ch!r} not produced by to_wavedrom")
             vals.append(cur)

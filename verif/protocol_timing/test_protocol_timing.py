@@ -26,8 +26,18 @@ from pathlib import Path
 
 import pytest
 
-CORES = ("l2reg", "multiply_subtract", "sigmoid_delta", "dot_sigmoid", "scalar_engine")
+CORES = ("l2reg", "multiply_subtract", "sigmoid_delta", "dot_sigmoid", "scalar_engine",
+         "pipearch_rm", "cosmic_memory_schedule_unit")
+# AXI4-Lite cores: the register handshake (write then read back) on a read-write register
+# of their SystemRDL map: (byte offset, value written)
+# (maple_smart_memory rejects configuration writes while it clears its RAM after reset,
+# DEPTH cycles: not drawn yet)
+REGISTER = {"pipearch_rm": (0x08, 0x1000),                                   # PROG_LO
+            "cosmic_memory_schedule_unit": (0x010, 0x123)}                   # MODEL_ADDR
+AXIL = ["awvalid", "awready", "awaddr", "wvalid", "wready", "wdata", "bvalid", "bready", "bresp",
+        "arvalid", "arready", "araddr", "rvalid", "rready", "rdata", "rresp"]
 # (dimension, iterations) of the recorded initiation; scalar_engine has no dimension
+# (the AXI4-Lite cores have no scenario of this kind)
 SCENARIO = {"l2reg": (3, 1), "multiply_subtract": (3, 1), "sigmoid_delta": (3, 1),
             "dot_sigmoid": (2, 2), "scalar_engine": (None, 3)}
 MAX_CYCLES = 200
@@ -69,6 +79,40 @@ def datasheet_latency(core: str, params: dict) -> int:
     m = re.match(r"\s*(\d+) cycles? from", lat)
     assert m, f"{core}: datasheet latency {lat!r} does not start with 'N cycles from'"
     return int(m.group(1))
+
+
+def _reg_relations(core, trace, start_c):
+    """AXI4-Lite rules (and the value read back) asserted on a register-handshake trace."""
+    s, n = trace["signals"], trace["cycles"]
+    a = {k: s[f"s_axil_{k}"] for k in AXIL}
+    hs = lambda v, r: [c for c in range(n) if a[v][c] == 1 and a[r][c] == 1]  # noqa: E731
+    aw, w, b = hs("awvalid", "awready"), hs("wvalid", "wready"), hs("bvalid", "bready")
+    ar, r = hs("arvalid", "arready"), hs("rvalid", "rready")
+    for name, h in (("AW", aw), ("W", w), ("B", b), ("AR", ar), ("R", r)):
+        assert len(h) == 1, f"{name}: {len(h)} handshakes, expected 1"
+    aw, w, b, ar, r = aw[0], w[0], b[0], ar[0], r[0]
+    rel = []
+    first_b = next(c for c in range(n) if a["bvalid"][c] == 1)
+    assert first_b > max(aw, w), f"bvalid in cycle {first_b} before the AW ({aw}) and W ({w}) handshakes"
+    stall_b = [c for c in range(first_b, b)]
+    assert stall_b and all(a["bvalid"][c] == 1 and a["bresp"][c] == a["bresp"][b] for c in stall_b), \
+        "bvalid/bresp must be held until bready"
+    assert a["bresp"][b] == 0, f"BRESP {a['bresp'][b]} (the datasheet promises OKAY)"
+    rel.append(f"write: AW and W are accepted together {aw - start_c} cycle(s) after they are offered; "
+               f"bvalid rises {first_b - max(aw, w)} cycle(s) after the AW/W handshake and is held with "
+               f"BRESP OKAY until bready ({len(stall_b)} cycle(s) of backpressure)")
+    first_r = next(c for c in range(n) if a["rvalid"][c] == 1)
+    assert first_r > ar, f"rvalid in cycle {first_r} before the AR handshake ({ar})"
+    stall_r = [c for c in range(first_r, r)]
+    assert stall_r and all(a["rvalid"][c] == 1 and a["rdata"][c] == a["rdata"][r] and a["rresp"][c] == 0
+                           for c in stall_r), "rvalid/rdata/rresp must be held until rready"
+    off, val = REGISTER[core]
+    assert a["awaddr"][aw] == off and a["araddr"][ar] == off
+    assert a["rdata"][r] == a["wdata"][w] == val, f"read back {a['rdata'][r]:#x}, wrote {a['wdata'][w]:#x}"
+    rel.append(f"read: arready {'in the cycle arvalid rises' if ar == next(c for c in range(n) if a['arvalid'][c]) else 'later'}; "
+               f"rvalid {first_r - ar} cycle(s) after the AR handshake, RDATA (the value written, "
+               f"{val:#x} at {off:#x}) and RRESP OKAY held until rready ({len(stall_r)} cycle(s) of backpressure)")
+    return rel
 
 
 def _relations(core, trace, ins, out, dim, iters, p, start_c):
@@ -136,6 +180,10 @@ if _COCOTB:
         """Drive the documented sequence, record it, assert the relations, write JSON."""
         core = os.environ["TIMING_CORE"]
         p = dut_params()
+        if core in REGISTER:
+            doc = await capture_registers(dut, core, p)
+            Path(os.environ["TIMING_OUT"]).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+            return
         dim, iters = SCENARIO[core]
         ins, outs, cfgs = _ports(core, p)
         assert len(outs) == 1, outs
@@ -237,8 +285,90 @@ if _COCOTB:
                          foot="recorded from the RTL (verif/protocol_timing)")
         doc = {"core": core, "config": os.environ.get("DUT_CFG", ""), "params": p, "wavedrom": wd,
                "relations": rel, "start_cycle": start_c,
+               "scenario": "`start` with its fields, the inputs presented from the next cycle with one "
+                           "bubble, the sink ready for the first result and then not ready for two cycles",
                "widths": {n: w for n, w in widths.items() if n.endswith("_tdata")}}
         Path(os.environ["TIMING_OUT"]).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+
+    async def capture_registers(dut, core, p):
+        """Write REGISTER[core] then read it back, bready and rready low for the first
+        cycle their valid is up."""
+        from rtl_gen.registry import get
+        _, ports = get(core).build(p)
+        cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
+        for pt in ports:   # every input idle (AXI4 master side, streams, start)
+            if pt.direction == "in" and pt.name not in ("clk",):
+                getattr(dut, pt.name).value = 0
+        rec = [f"s_axil_{k}" for k in AXIL]
+        sig = {n: [] for n in rec}
+        off, val = REGISTER[core]
+        dut.rst.value = 1
+        for _ in range(3):
+            await RisingEdge(dut.clk)
+        dut.rst.value = 0
+        start_c, c, drive = PRE, 0, {}
+        phase, b_held, r_held, end_c = "idle", False, False, None
+        aw_done = w_done = False
+        while True:
+            await RisingEdge(dut.clk)
+            for k, v in drive.items():
+                getattr(dut, f"s_axil_{k}").value = v
+            await FallingEdge(dut.clk)
+            for n in rec:
+                sig[n].append(_val(getattr(dut, n)))
+            g = {k: sig[f"s_axil_{k}"][c] for k in AXIL}
+            drive = {}
+            if phase == "idle" and c + 1 == start_c:
+                phase = "write"
+                drive.update(awvalid=1, awaddr=off, wvalid=1, wdata=val, wstrb=0xF)
+            elif phase == "write":
+                aw_done = aw_done or (g["awvalid"] == 1 and g["awready"] == 1)
+                w_done = w_done or (g["wvalid"] == 1 and g["wready"] == 1)
+                if aw_done:
+                    drive.update(awvalid=0, awaddr=0)
+                if w_done:
+                    drive.update(wvalid=0, wdata=0, wstrb=0)
+                if g["bvalid"] and g["bready"]:
+                    phase = "gap"
+                    drive.update(bready=0)
+                elif g["bvalid"]:
+                    drive.update(bready=1 if b_held else 0)
+                    b_held = True
+            elif phase == "gap":
+                phase = "read"
+                drive.update(arvalid=1, araddr=off)
+            elif phase == "read":
+                if g["arvalid"] and g["arready"]:
+                    drive.update(arvalid=0, araddr=0)
+                if g["rvalid"] and g["rready"]:
+                    phase, end_c = "end", c
+                    drive.update(rready=0)
+                elif g["rvalid"]:
+                    drive.update(rready=1 if r_held else 0)
+                    r_held = True
+            if end_c is not None and c >= end_c + POST:
+                break
+            assert c < MAX_CYCLES, f"{core}: register handshake not finished within {MAX_CYCLES} cycles"
+            c += 1
+        trace = {"cycles": c + 1, "signals": sig}
+        rel = _reg_relations(core, trace, start_c)
+
+        def vlab(name, valid):
+            return lambda cyc, v: (f"{v:#x}" if sig[f"s_axil_{valid}"][cyc] == 1 else None)
+        labels = {"s_axil_awaddr": vlab("awaddr", "awvalid"), "s_axil_wdata": vlab("wdata", "wvalid"),
+                  "s_axil_bresp": lambda cyc, v: ("OKAY" if v == 0 else str(v)) if sig["s_axil_bvalid"][cyc] == 1 else None,
+                  "s_axil_araddr": vlab("araddr", "arvalid"), "s_axil_rdata": vlab("rdata", "rvalid"),
+                  "s_axil_rresp": lambda cyc, v: ("OKAY" if v == 0 else str(v)) if sig["s_axil_rvalid"][cyc] == 1 else None}
+        rows = [f"s_axil_{k}" for k in ("awvalid", "awready", "awaddr", "wvalid", "wready", "wdata")] + [None] \
+            + [f"s_axil_{k}" for k in ("bvalid", "bready", "bresp")] + [None] \
+            + [f"s_axil_{k}" for k in ("arvalid", "arready", "araddr", "rvalid", "rready", "rdata", "rresp")]
+        wd = to_wavedrom(trace, rows, labels,
+                         head=f"{core}: AXI4-Lite register write and read back ({off:#x})",
+                         foot="recorded from the RTL (verif/protocol_timing)")
+        return {"core": core, "config": os.environ.get("DUT_CFG", ""), "params": p, "wavedrom": wd,
+                "relations": rel, "start_cycle": start_c, "widths": {},
+                "scenario": "a register write (AW and W offered together) and its read-back, with "
+                            "bready and rready low for the first two cycles their valid is up"}
 
     from scoreboards.protocol import guard_tests  # noqa: E402
 
@@ -271,7 +401,7 @@ def record(core: str, sim: str = "icarus") -> dict:
 def compare(recorded: dict, source: dict) -> list[str]:
     """Differences between a recording and the committed diagram source (empty: same)."""
     diffs = []
-    for key in ("core", "config", "params", "relations", "start_cycle", "widths"):
+    for key in ("core", "config", "params", "relations", "start_cycle", "widths", "scenario"):
         if recorded.get(key) != source.get(key):
             diffs.append(f"{key}: recorded {recorded.get(key)!r}, committed {source.get(key)!r}")
     rs = {r.get("name"): r for r in recorded["wavedrom"]["signal"] if r}
@@ -290,6 +420,8 @@ def check_diagram(doc: dict) -> list[str]:
     core = doc["core"]
     trace = from_wavedrom(doc["wavedrom"])
     trace["widths"] = doc["widths"]
+    if core in REGISTER:
+        return _reg_relations(core, trace, doc["start_cycle"])
     names = trace["signals"]
     ins = [n[:-len("_tvalid")] for n in names if n.startswith("s_axis_") and n.endswith("_tvalid")]
     out = [n[:-len("_tvalid")] for n in names if n.startswith("m_axis_") and n.endswith("_tvalid")][0]
@@ -345,6 +477,18 @@ def test_relation_checks_catch_broken_diagrams():
         row["wave"] = "".join(w)
     with pytest.raises(AssertionError, match="busy must stay high"):
         check_diagram(_mutated("dot_sigmoid", "busy", busy_gap))
+
+    # AXI4-Lite: a read that returns another value, a write response before the write
+    with pytest.raises(AssertionError, match="read back 0x999"):
+        check_diagram(_mutated("pipearch_rm", "s_axil_rdata", lambda r: r.update(data=["0x999"])))
+
+    def early_b(row):
+        w = list(row["wave"])
+        i = w.index("1")
+        w[i - 1] = "1"
+        row["wave"] = "".join(w)
+    with pytest.raises(AssertionError, match="bvalid in cycle .* before the AW"):
+        check_diagram(_mutated("cosmic_memory_schedule_unit", "s_axil_bvalid", early_b))
 
     good = json.loads(committed("scalar_engine").read_text())
     bad = _mutated("scalar_engine", "s_axis_a_tready", lambda r: r.update(wave=r["wave"][:5] + "0" + r["wave"][6:]))
