@@ -433,6 +433,10 @@ def main(argv=None) -> int:
     ap.add_argument("--results", type=Path, default=RESULTS, help="the file --record merges into")
     ap.add_argument("--smallest-first", action="store_true",
                     help="generate every netlist first and run the smallest Verilog first")
+    ap.add_argument("--defaults-first", action="store_true",
+                    help="with --smallest-first: every core's default config before the others")
+    ap.add_argument("--resume", action="store_true",
+                    help="reuse the netlists and finished results under --build (same source tree only)")
     a = ap.parse_args(argv)
     allc = cores()
     names = a.cores or list(allc)
@@ -446,18 +450,28 @@ def main(argv=None) -> int:
     if a.smallest_first:
         for n, cfg, params, _ in jobs:
             try:
-                prepared[(n, cfg)] = prepare(n, cfg, params, a.build)
+                v = a.build / n / cfg / "rtl" / f"{n}.v"
+                prepared[(n, cfg)] = (v.parents[1] if a.resume and v.exists()
+                                      else prepare(n, cfg, params, a.build))
             except Exception as e:  # a generator that fails: its row says so, the others run
                 print(f"fmax {n} {cfg}: generation failed: {e!r}", flush=True)
         size = lambda j: ((prepared[(j[0], j[1])] / "rtl" / f"{j[0]}.v").stat().st_size  # noqa: E731
                           if (j[0], j[1]) in prepared else 0)
-        jobs.sort(key=size)
+        jobs.sort(key=lambda j: (a.defaults_first and j[1] != "default", size(j)))
     rows = [{"core": n, "config": c, "status": "pending", "fit_note": why or None}
             for n, c, _, why in jobs]
     print(f"fmax: {len(jobs)} jobs on {DEVICES[a.device][0]} -{a.speed}, one at a time", flush=True)
     t0 = time.monotonic()
     write_reports(rows, a)
     for i, (n, cfg, params, why) in enumerate(jobs):
+        done = a.build / n / cfg / "result.json"
+        old = json.loads(done.read_text()) if a.resume and done.exists() else None
+        if old and old.get("status") in ("ok", "does_not_fit") and old.get("target_mhz") == a.freq \
+                and old.get("device") == DEVICES[a.device][0] and old.get("speed") == a.speed:
+            rows[i] = old
+            print(f"fmax {n:28s} {cfg:16s} (resumed from {done})", flush=True)
+            write_reports(rows, a)
+            continue
         rows[i] = run_job(n, cfg, params, why, a, prepared.get((n, cfg)))
         r = rows[i]
         msg = (f"{r['fmax_mhz']:7.1f} MHz  LUT4 {r['LUT4']} FF {r['FF']} DSP {r['DSP']} RAM {r['RAM']}"
