@@ -30,7 +30,7 @@ def port(id_w):
     return out
 
 
-def run(n, seed, n_txn=14, p_ready=0.6, cycles=12000, id_w=2):
+def run(n, seed, n_txn=14, p_ready=0.6, cycles=12000, id_w=2, p_read=0.5, gaps=(0, 0, 1, 3)):
     rng = random.Random(seed)
     clk, rst = Signal(bool(0)), new_reset()
     up = [port(id_w) for _ in range(n)]
@@ -50,13 +50,13 @@ def run(n, seed, n_txn=14, p_ready=0.6, cycles=12000, id_w=2):
         for t in range(n_txn):
             ln = rng.randint(1, 6)
             addr = (k * 0x1000 + t * 0x40) & 0xFFFF
-            txns.append(("r" if rng.random() < 0.5 else "w", rng.randrange(1 << id_w), addr, ln))
+            txns.append(("r" if rng.random() < p_read else "w", rng.randrange(1 << id_w), addr, ln))
 
         @instance
         def ar_aw():
             yield rst.negedge           # AXI4: valid low during reset
             for kind, i, addr, ln in txns:
-                for _ in range(rng.choice([0, 0, 1, 3])):
+                for _ in range(rng.choice(gaps)):
                     yield clk.posedge
                 if kind == "r":
                     pend_r[k].append((i, addr, ln))
@@ -239,10 +239,17 @@ def test_arbiter_random(n, seed):
 def test_arbiter_saturated_fairness():
     """Every master always requesting (no gaps) and a slow slave: grant counts of the
     masters never differ by more than one within the run's AR grant sequence."""
-    errors, done, ar_chk, aw_chk, _ = run(4, 7, n_txn=20, p_ready=0.3)
-    assert not errors, errors[:5]
-    ar_chk.check()
-    aw_chk.check()
+    for p_read in (1.0, 0.0):          # only reads, then only writes, back to back
+        errors, done, ar_chk, aw_chk, _ = run(4, 7, n_txn=20, p_ready=0.3, p_read=p_read, gaps=(0,))
+        assert not errors, errors[:5]
+        assert done == [20] * 4, done
+        ar_chk.check()
+        aw_chk.check()
+        assert not ar_chk.rotation_breaks() and not aw_chk.rotation_breaks()
+        chk = ar_chk if p_read else aw_chk
+        full = [g for g in chk.grants if len(g[2]) == 4]
+        assert len(full) >= 40, f"only {len(full)} grants with all four masters requesting"
+        assert max(chk.counts) - min(chk.counts) <= 1, chk.counts
 
 
 def test_checker_fails_on_unfair_grants():
@@ -253,6 +260,10 @@ def test_checker_fails_on_unfair_grants():
     c.grant(3, 0, [0, 2])     # 2 waited since cycle 1
     with pytest.raises(AssertionError, match="round-robin"):
         c.check()
+    r = RoundRobinChecker(3)
+    for t, j in ((1, 0), (2, 2), (3, 1)):     # 0 then 2 with everyone requesting
+        r.grant(t, j, [0, 1, 2])
+    assert r.rotation_breaks(), "rotation check missed 0 -> 2 with all requesting"
 
 
 def test_checks_fail_on_broken_routing(monkeypatch):
