@@ -27,7 +27,12 @@ from pathlib import Path
 import pytest
 
 CORES = ("l2reg", "multiply_subtract", "sigmoid_delta", "dot_sigmoid", "scalar_engine",
-         "pipearch_rm", "cosmic_memory_schedule_unit")
+         "pipearch_rm", "cosmic_memory_schedule_unit", "fpdeep_conv_tile")
+# cores without start/busy/done: streams only.  inputs: (stream, beats, beat carrying tlast
+# or None), presented in this order from cycle PRE (one per cycle, the later ones from the
+# cycle after the earlier one's first beat), one bubble on the last stream's beat 1
+STREAMS = {"fpdeep_conv_tile": {"inputs": [("s_axis_w", 1, None), ("s_axis_win", 3, 2)],
+                                "out": "m_axis_res", "latency_from": "s_axis_win"}}
 # AXI4-Lite cores: the register handshake (write then read back) on a read-write register
 # of their SystemRDL map: (byte offset, value written)
 # (maple_smart_memory rejects configuration writes while it clears its RAM after reset,
@@ -115,6 +120,40 @@ def _reg_relations(core, trace, start_c):
     return rel
 
 
+def _stream_relations(core, trace, p):
+    """Beat counts, AXI4-Stream hold on the output, tlast passed through, and the
+    datasheet latency, on a streams-only trace."""
+    s, n = trace["signals"], trace["cycles"]
+    sc = STREAMS[core]
+    out = sc["out"]
+    rel = []
+    for st, beats, _ in sc["inputs"]:
+        assert len(transfers(trace, st)) == beats, f"{st}: {len(transfers(trace, st))} transfers, expected {beats}"
+    src = sc["latency_from"]
+    src_tx, tx = transfers(trace, src), transfers(trace, out)
+    assert len(tx) == len(src_tx), f"{out}: {len(tx)} results for {len(src_tx)} {src} beats"
+    ov, orr = s[f"{out}_tvalid"], s[f"{out}_tready"]
+    stalls = [c for c in range(n - 1) if ov[c] == 1 and orr[c] == 0]
+    assert len(stalls) >= 2, f"the scenario must stall {out} for 2 cycles, got {stalls}"
+    fields = [f for f in ("tvalid", "tdata", "tlast", "tuser") if f"{out}_{f}" in s]
+    for c in stalls:
+        for f in fields:
+            assert s[f"{out}_{f}"][c + 1] == s[f"{out}_{f}"][c], \
+                f"{out}_{f} changed from cycle {c} to {c + 1} while tvalid && !tready"
+    rel.append(f"{out}: {', '.join(fields[1:])} held while tvalid is high and tready low "
+               f"(cycles {stalls[0]}-{stalls[-1]})")
+    src_last = [k for k, c in enumerate(src_tx) if s[f"{src}_tlast"][c] == 1]
+    out_last = [k for k, c in enumerate(tx) if s[f"{out}_tlast"][c] == 1]
+    assert out_last == src_last, f"{out}_tlast on results {out_last}, {src}_tlast on beats {src_last}"
+    rel.append(f"{out}_tlast is the tlast of the result's {src} beat (beat {', '.join(map(str, out_last))})")
+    lat = datasheet_latency(core, p)
+    assert orr[tx[0]] == 1 and tx[0] == next(c for c in range(n) if ov[c] == 1)
+    assert tx[0] - src_tx[0] == lat, f"first {out} transfer {tx[0] - src_tx[0]} cycles after the first {src} " \
+                                     f"transfer; the datasheet says {lat}"
+    rel.append(f"latency: the first {out} beat transfers {lat} cycles after its {src} beat (datasheet: {lat})")
+    return rel
+
+
 def _relations(core, trace, ins, out, dim, iters, p, start_c):
     """Assert the datasheet's protocol relations on ``trace``; return them as text."""
     s, n = trace["signals"], trace["cycles"]
@@ -180,8 +219,8 @@ if _COCOTB:
         """Drive the documented sequence, record it, assert the relations, write JSON."""
         core = os.environ["TIMING_CORE"]
         p = dut_params()
-        if core in REGISTER:
-            doc = await capture_registers(dut, core, p)
+        if core in REGISTER or core in STREAMS:
+            doc = await (capture_registers if core in REGISTER else capture_streams)(dut, core, p)
             Path(os.environ["TIMING_OUT"]).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
             return
         dim, iters = SCENARIO[core]
@@ -370,6 +409,83 @@ if _COCOTB:
                 "scenario": "a register write (AW and W offered together) and its read-back, with "
                             "bready and rready low for the first two cycles their valid is up"}
 
+    async def capture_streams(dut, core, p):
+        sc = STREAMS[core]
+        out = sc["out"]
+        cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
+        ins = [st for st, _, _ in sc["inputs"]]
+        rec = []
+        for st in ins + [out]:
+            rec += [f"{st}_{f}" for f in ("tvalid", "tready", "tdata", "tlast", "tuser") if hasattr(dut, f"{st}_{f}")]
+        widths = {nm: len(getattr(dut, nm).value) for nm in rec}
+        for nm in rec:
+            if not nm.startswith(out) or nm.endswith("tready"):
+                getattr(dut, nm).value = 1 if nm == f"{out}_tready" else 0
+        dut.rst.value = 1
+        for _ in range(3):
+            await RisingEdge(dut.clk)
+        dut.rst.value = 0
+        sent = {st: 0 for st in ins}
+        first_tx = {}
+        bubbled = False
+        sig = {nm: [] for nm in rec}
+        stall_left, seen_out, c, drive, end_c = 2, 0, 0, {}, None
+        total_out = next(b for st, b, _ in sc["inputs"] if st == sc["latency_from"])
+        while True:
+            await RisingEdge(dut.clk)
+            for k, v in drive.items():
+                getattr(dut, k).value = v
+            await FallingEdge(dut.clk)
+            for nm in rec:
+                sig[nm].append(_val(getattr(dut, nm)))
+            for st in ins:
+                if sig[f"{st}_tvalid"][c] == 1 and sig[f"{st}_tready"][c] == 1:
+                    sent[st] += 1
+                    first_tx.setdefault(st, c)
+            ov, orr = sig[f"{out}_tvalid"][c], sig[f"{out}_tready"][c]
+            if ov == 1 and orr == 1:
+                seen_out += 1
+                if seen_out == total_out:
+                    end_c = c
+            elif ov == 1 and orr == 0:
+                stall_left -= 1
+            if end_c is not None and c >= end_c + POST:
+                break
+            assert c < MAX_CYCLES, f"{core}: not finished within {MAX_CYCLES} cycles"
+            nxt, drive = c + 1, {}
+            for i, (st, beats, last) in enumerate(sc["inputs"]):
+                k = sent[st]
+                prev = ins[i - 1] if i else None
+                present = nxt >= PRE and k < beats and (prev is None or prev in first_tx)
+                if present and st == ins[-1] and k == 1 and not bubbled:
+                    bubbled, present = True, False
+                drive[f"{st}_tvalid"] = int(present)
+                w = widths[f"{st}_tdata"]
+                word = (k + 1) & ((1 << p["W"]) - 1)
+                drive[f"{st}_tdata"] = sum(word << (j * p["W"]) for j in range(w // p["W"])) if present else 0
+                if f"{st}_tlast" in widths:
+                    drive[f"{st}_tlast"] = int(present and last == k)
+            drive[f"{out}_tready"] = int(not (seen_out >= 1 and stall_left > 0))
+            c += 1
+        trace = {"cycles": c + 1, "signals": sig, "widths": widths}
+        rel = _stream_relations(core, trace, p)
+
+        def beat_labels(st, short):
+            tx = transfers(trace, st)
+            return lambda cyc, v: (f"{short}{sum(1 for t in tx if t < cyc)}" if sig[f"{st}_tvalid"][cyc] == 1 else None)
+        labels = {f"{st}_tdata": beat_labels(st, st.split("_", 2)[2]) for st in ins + [out]}
+        rows = []
+        for st in ins + [out]:
+            rows += [nm for nm in rec if nm.startswith(st + "_")] + [None]
+        wd = to_wavedrom(trace, rows[:-1], labels,
+                         head=f"{core}: AXI4-Stream in and out with backpressure",
+                         foot="recorded from the RTL (verif/protocol_timing)")
+        return {"core": core, "config": os.environ.get("DUT_CFG", ""), "params": p, "wavedrom": wd,
+                "relations": rel, "start_cycle": PRE,
+                "widths": {nm: w for nm, w in widths.items() if nm.endswith("_tdata")},
+                "scenario": "a filter beat, then three windows (one bubble, tlast on the third), the sink "
+                            "ready for the first result and then not ready for two cycles"}
+
     from scoreboards.protocol import guard_tests  # noqa: E402
 
     guard_tests(globals())
@@ -422,6 +538,8 @@ def check_diagram(doc: dict) -> list[str]:
     trace["widths"] = doc["widths"]
     if core in REGISTER:
         return _reg_relations(core, trace, doc["start_cycle"])
+    if core in STREAMS:
+        return _stream_relations(core, trace, doc["params"])
     names = trace["signals"]
     ins = [n[:-len("_tvalid")] for n in names if n.startswith("s_axis_") and n.endswith("_tvalid")]
     out = [n[:-len("_tvalid")] for n in names if n.startswith("m_axis_") and n.endswith("_tvalid")][0]
@@ -489,6 +607,15 @@ def test_relation_checks_catch_broken_diagrams():
         row["wave"] = "".join(w)
     with pytest.raises(AssertionError, match="bvalid in cycle .* before the AW"):
         check_diagram(_mutated("cosmic_memory_schedule_unit", "s_axil_bvalid", early_b))
+
+    # streams only: the result's tlast moved to another result
+    def tlast_early(row):             # tlast with the first result (handshake in the cycle
+        doc = json.loads(committed("fpdeep_conv_tile").read_text())   # its tvalid rises)
+        v = next(r for r in doc["wavedrom"]["signal"] if r.get("name") == "m_axis_res_tvalid")["wave"]
+        first = v.index("1")
+        row["wave"] = "0" + "." * (first - 1) + "10" + "." * (len(v) - first - 2)
+    with pytest.raises(AssertionError, match="m_axis_res_tlast on results"):
+        check_diagram(_mutated("fpdeep_conv_tile", "m_axis_res_tlast", tlast_early))
 
     good = json.loads(committed("scalar_engine").read_text())
     bad = _mutated("scalar_engine", "s_axis_a_tready", lambda r: r.update(wave=r["wave"][:5] + "0" + r["wave"][6:]))
