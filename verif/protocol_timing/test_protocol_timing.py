@@ -27,12 +27,21 @@ from pathlib import Path
 import pytest
 
 CORES = ("l2reg", "multiply_subtract", "sigmoid_delta", "dot_sigmoid", "scalar_engine",
-         "pipearch_rm", "cosmic_memory_schedule_unit", "fpdeep_conv_tile")
+         "pipearch_rm", "cosmic_memory_schedule_unit", "fpdeep_conv_tile", "fpdeep_conv_engine")
 # cores without start/busy/done: streams only.  inputs: (stream, beats, beat carrying tlast
 # or None), presented in this order from cycle PRE (one per cycle, the later ones from the
 # cycle after the earlier one's first beat), one bubble on the last stream's beat 1
 STREAMS = {"fpdeep_conv_tile": {"inputs": [("s_axis_w", 1, None), ("s_axis_win", 3, 2)],
-                                "out": "m_axis_res", "latency_from": "s_axis_win"}}
+                                "out": "m_axis_res", "latency_from": "s_axis_win",
+                                "scenario": "a filter beat, then three windows (one bubble, tlast on the "
+                                            "third), the sink ready for the first result and then not "
+                                            "ready for two cycles"},
+           "fpdeep_conv_engine": {"inputs": [("s_axis_w", 4, None), ("s_axis_b", 1, None), ("s_axis_win", 3, 2)],
+                                  "out": "m_axis_res", "latency_from": "s_axis_win",
+                                  "scenario": "the S_OC x S_IC = 4 filter beats and the bias beat, then "
+                                              "three window beats (one bubble, tlast on the third), the "
+                                              "sink ready for the first result and then not ready for two "
+                                              "cycles"}}
 # AXI4-Lite cores: the register handshake (write then read back) on a read-write register
 # of their SystemRDL map: (byte offset, value written)
 # (maple_smart_memory rejects configuration writes while it clears its RAM after reset,
@@ -483,8 +492,7 @@ if _COCOTB:
         return {"core": core, "config": os.environ.get("DUT_CFG", ""), "params": p, "wavedrom": wd,
                 "relations": rel, "start_cycle": PRE,
                 "widths": {nm: w for nm, w in widths.items() if nm.endswith("_tdata")},
-                "scenario": "a filter beat, then three windows (one bubble, tlast on the third), the sink "
-                            "ready for the first result and then not ready for two cycles"}
+                "scenario": sc["scenario"]}
 
     from scoreboards.protocol import guard_tests  # noqa: E402
 
