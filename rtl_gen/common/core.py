@@ -126,16 +126,18 @@ class CoreDef:
         core.write_text(variant_core_file(self, params, top, vlnv, [r.name for r in rtl]))
         readme = outdir / "README.md"
         readme.write_text(datasheet_md(self, params, top=top, vlnv=vlnv))
-        return rtl + [core, readme] + write_extras(self, params, outdir, top)
+        return rtl + [core, readme] + write_extras(self, params, outdir, top, vlnv)
 
 
 _IDENT = re.compile(r"[A-Za-z](?:_?[A-Za-z0-9])*_?")
 
 
-def write_extras(cd: "CoreDef", params: dict, outdir: Path, top: str | None = None) -> list[Path]:
-    """Files generated beside the RTL from other sources: the C header of the SystemRDL
-    register map (``sw/``, rtl_gen/regmaps)."""
-    from rtl_gen import regmaps
+def write_extras(cd: "CoreDef", params: dict, outdir: Path, top: str | None = None,
+                 vlnv: str | None = None) -> list[Path]:
+    """Files generated beside the RTL from other sources: the C header (and examples) of the
+    SystemRDL register map (``sw/``, rtl_gen/regmaps) and the IP-XACT ``component.xml`` (bus
+    interfaces, ports, memory map; rtl_gen/ipxact.py)."""
+    from rtl_gen import ipxact, regmaps
 
     out = []
     if regmaps.has_regmap(cd.name):
@@ -144,6 +146,9 @@ def write_extras(cd: "CoreDef", params: dict, outdir: Path, top: str | None = No
             f.parent.mkdir(parents=True, exist_ok=True)
             f.write_text(text)
             out.append(f)
+    f = Path(outdir) / ipxact.FILE
+    f.write_text(ipxact.component_xml(cd, params, top, vlnv))
+    out.append(f)
     return out
 
 

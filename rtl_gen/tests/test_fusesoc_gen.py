@@ -63,8 +63,8 @@ def two(tmp_path_factory):
 def test_package_is_standalone_and_named(two):
     a, _ = two
     files = sorted(str(p.relative_to(a)) for p in a.rglob("*") if p.is_file())
-    assert files == ["README.md", "rtl/va_l2reg.v", "rtl/va_l2reg.vhd", "rtl/va_pck_myhdl_011.vhd",
-                     "va_l2reg.core"], files
+    assert files == ["README.md", "component.xml", "rtl/va_l2reg.v", "rtl/va_l2reg.vhd",
+                     "rtl/va_pck_myhdl_011.vhd", "va_l2reg.core"], files
     core = yaml.safe_load((a / "va_l2reg.core").read_text().split("\n", 1)[1])
     assert core["name"] != cores()["l2reg"].vlnv() and "va_l2reg" in core["name"], core["name"]
     for fs in core["filesets"].values():
