@@ -34,6 +34,7 @@ from golden.pipearch_asm import PUConfig
 from golden.pipearch_iss import Machine, Memory
 from golden.pipearch_programs import lrmf_job, lrmf_slots, scd_job, sgd_job, stream_regions_ok
 from golden.pipearch_region import CONFIGS
+from scoreboards import regmap
 from scoreboards.gates import Gate
 from verif.plots import write_series
 from verif.harness import CLOCK_NS, dut_params, ghdl_testcase, matrix, run_core
@@ -118,13 +119,13 @@ class PU:
         """START ``job`` and wait for DONE/ERROR.  ``switch_at``: cycle (after START) at
         which the host writes CTRL.SWITCH, or "before" (pending at START).
         Returns (status, error register, trace of this run, cycles)."""
-        tb = self.tb
-        await self.wr(I.REG_PROG_LO, job.prog_addr)
-        await self.wr(I.REG_CTX_LO, job.ctx_addr)
+        tb, rm = self.tb, RM
+        await self.wr(rm.PROG_LO.offset, job.prog_addr)
+        await self.wr(rm.CTX_LO.offset, job.ctx_addr)
         if switch_at == "before":
-            await self.wr(I.REG_CTRL, I.CTRL_SWITCH)
+            await self.wr(rm.CTRL.offset, rm.CTRL.pack(SWITCH=1))
         t0 = len(self.trace)
-        await self.wr(I.REG_CTRL, I.CTRL_START)
+        await self.wr(rm.CTRL.offset, rm.CTRL.pack(START=1))
         waited = 0
         switched = switch_at in (None, "before")
         while True:
@@ -134,16 +135,21 @@ class PU:
             await ClockCycles(tb.clk, step)
             waited += step
             if not switched and waited >= switch_at:
-                await self.wr(I.REG_CTRL, I.CTRL_SWITCH)
+                await self.wr(rm.CTRL.offset, rm.CTRL.pack(SWITCH=1))
                 switched = True
-            st = await self.rd(I.REG_STATUS)
-            if st & (I.ST_DONE | I.ST_ERROR) and not st & I.ST_BUSY:
+            st = await self.rd(rm.STATUS.offset)
+            if st & rm.mask("STATUS", "DONE", "ERROR") and not st & rm.STATUS.BUSY.mask:
                 break
             assert waited < MAX_CYCLES, stall_message(f"{job.name}: STATUS without DONE/ERROR", waited,
                                                       "DONE or ERROR", f"STATUS {st:#x}")
-        err = await self.rd(I.REG_ERROR)
-        cyc = await self.rd(I.REG_CYCLES_LO) | (await self.rd(I.REG_CYCLES_HI)) << 32
+        err = await self.rd(rm.ERROR.offset)
+        cyc = await self.rd(rm.CYCLES_LO.offset) | (await self.rd(rm.CYCLES_HI.offset)) << 32
         return st, err, self.trace[t0:], cyc
+
+
+# host register offsets and fields: the SystemRDL map (rtl_gen/regmaps/pipearch_rm.rdl), the
+# source of the datasheet table and of sw/pipearch_pu_regs.h
+RM = regmap.load("pipearch_pu")
 
 
 class TB:
@@ -474,6 +480,22 @@ async def illegal_instruction(dut):
     assert r.error and st & I.ST_ERROR, f"STATUS {st:#x}, ISS {r.status}"
     assert (err & 0xFF, err >> 8 & 0xFF) == (r.err_pc, r.err_code) == (5, I.E_OPCODE), (err, r.err_pc, r.err_code)
     assert trace == list(r.pc_trace)
+
+
+@sim_test(timeout_us={"default": 60, "*": 960})
+async def regmap_conformance(dut):
+    """The RTL against the SystemRDL map (scoreboards.regmap.check_regmap): reset values
+    (CONFIG from this netlist's parameters), undocumented bits read 0, PROG/CTX read back, CTRL
+    reads 0, every unknown offset of the 8-bit space reads 0."""
+    tb = TB(dut)
+    await tb.reset()
+    rm = regmap.load("pipearch_pu", tb.p)
+    res = await regmap.check_regmap(rm, lambda a: tb.pu.rd(a), tb.pu.wr, tb.rng, len(dut.s_axil_araddr))
+    assert res["written"] == 4 and res["unknown_read"] == 64 - len(rm.regs), res
+    p = tb.p
+    assert await tb.pu.rd(rm.CONFIG.offset) == rm.CONFIG.pack(
+        LANES=p["LANES"], NREGIONS=p["NREGIONS"] % 16, LOG2_DEPTH=p["DEPTH"].bit_length() - 1,
+        SUBS=p["SUBS"]), "CONFIG does not hold this netlist's parameters"
 
 
 # ------------------------------------------------------------------ issue 11: corners
