@@ -27,7 +27,8 @@ from pathlib import Path
 import pytest
 
 CORES = ("l2reg", "multiply_subtract", "sigmoid_delta", "dot_sigmoid", "scalar_engine",
-         "pipearch_rm", "cosmic_memory_schedule_unit", "fpdeep_conv_tile", "fpdeep_conv_engine")
+         "pipearch_rm", "pipearch_pu", "cosmic_memory_schedule_unit", "fpdeep_conv_tile",
+         "fpdeep_conv_engine")
 # cores without start/busy/done: streams only.  inputs: (stream, beats, beat carrying tlast
 # or None), presented in this order from cycle PRE (one per cycle, the later ones from the
 # cycle after the earlier one's first beat), one bubble on the last stream's beat 1
@@ -46,7 +47,7 @@ STREAMS = {"fpdeep_conv_tile": {"inputs": [("s_axis_w", 1, None), ("s_axis_win",
 # of their SystemRDL map: (byte offset, value written)
 # (maple_smart_memory rejects configuration writes while it clears its RAM after reset,
 # DEPTH cycles: not drawn yet)
-REGISTER = {"pipearch_rm": (0x08, 0x1000),                                   # PROG_LO
+REGISTER = {"pipearch_rm": (0x08, 0x1000), "pipearch_pu": (0x08, 0x1000),   # PROG_LO
             "cosmic_memory_schedule_unit": (0x010, 0x123)}                   # MODEL_ADDR
 AXIL = ["awvalid", "awready", "awaddr", "wvalid", "wready", "wdata", "bvalid", "bready", "bresp",
         "arvalid", "arready", "araddr", "rvalid", "rready", "rdata", "rresp"]
