@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 CORES = ("l2reg", "multiply_subtract", "sigmoid_delta", "dot_sigmoid", "scalar_engine",
-         "pipearch_rm", "pipearch_pu", "cosmic_memory_schedule_unit", "fpdeep_conv_tile",
+         "pipearch_rm", "pipearch_pu", "cosmic_memory_schedule_unit", "maple_smart_memory", "fpdeep_conv_tile",
          "fpdeep_conv_engine")
 # cores without start/busy/done: streams only.  inputs: (stream, beats, beat carrying tlast
 # or None), presented in this order from cycle PRE (one per cycle, the later ones from the
@@ -45,10 +45,12 @@ STREAMS = {"fpdeep_conv_tile": {"inputs": [("s_axis_w", 1, None), ("s_axis_win",
                                               "cycles"}}
 # AXI4-Lite cores: the register handshake (write then read back) on a read-write register
 # of their SystemRDL map: (byte offset, value written)
-# (maple_smart_memory rejects configuration writes while it clears its RAM after reset,
-# DEPTH cycles: not drawn yet)
 REGISTER = {"pipearch_rm": (0x08, 0x1000), "pipearch_pu": (0x08, 0x1000),   # PROG_LO
-            "cosmic_memory_schedule_unit": (0x010, 0x123)}                   # MODEL_ADDR
+            "cosmic_memory_schedule_unit": (0x010, 0x123),                   # MODEL_ADDR
+            "maple_smart_memory": (0x04, 5)}                                 # K
+# cycles to wait after reset before recording (maple_smart_memory zeroes its RAM for DEPTH
+# cycles after reset and refuses configuration writes meanwhile)
+SETTLE = {"maple_smart_memory": lambda p: p["DEPTH"] + 4}
 AXIL = ["awvalid", "awready", "awaddr", "wvalid", "wready", "wdata", "bvalid", "bready", "bresp",
         "arvalid", "arready", "araddr", "rvalid", "rready", "rdata", "rresp"]
 # (dimension, iterations) of the recorded initiation; scalar_engine has no dimension
@@ -355,6 +357,8 @@ if _COCOTB:
         for _ in range(3):
             await RisingEdge(dut.clk)
         dut.rst.value = 0
+        for _ in range(SETTLE[core](p) if core in SETTLE else 0):
+            await RisingEdge(dut.clk)
         start_c, c, drive = PRE, 0, {}
         phase, b_held, r_held, end_c = "idle", False, False, None
         aw_done = w_done = False
@@ -414,10 +418,12 @@ if _COCOTB:
         wd = to_wavedrom(trace, rows, labels,
                          head=f"{core}: AXI4-Lite register write and read back ({off:#x})",
                          foot="recorded from the RTL (verif/protocol_timing)")
+        settle = (f"; recorded from {SETTLE[core](p)} cycles after reset, once the RAM is cleared"
+                  if core in SETTLE else "")
         return {"core": core, "config": os.environ.get("DUT_CFG", ""), "params": p, "wavedrom": wd,
                 "relations": rel, "start_cycle": start_c, "widths": {},
                 "scenario": "a register write (AW and W offered together) and its read-back, with "
-                            "bready and rready low for the first two cycles their valid is up"}
+                            f"bready and rready low for the first two cycles their valid is up{settle}"}
 
     async def capture_streams(dut, core, p):
         sc = STREAMS[core]
