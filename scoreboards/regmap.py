@@ -184,7 +184,8 @@ def _rand_value(rng, f: Field) -> int:
 
 
 async def check_regmap(rm: RegMap, rd, wr, rng, addr_bits: int, *, legal=None, skip=(),
-                       unknown_sample: int | None = None, check_reset: bool = True):
+                       unknown_sample: int | None = None, check_reset: bool = True,
+                       unknown_writes: int = 0):
     """Conformance of a DUT's AXI4-Lite registers with the compiled map ``rm``.
 
     ``rd(offset) -> int`` and ``wr(offset, value)`` are coroutines doing one AXI4-Lite access.
@@ -198,7 +199,10 @@ async def check_regmap(rm: RegMap, rd, wr, rng, addr_bits: int, *, legal=None, s
        writes (an offset aliasing another register shows up);
     3. every write-only register reads 0;
     4. every word offset below ``2**addr_bits`` that is not in the map reads 0 (all of them,
-       or ``unknown_sample`` of them drawn with ``rng``).
+       or ``unknown_sample`` of them drawn with ``rng``);
+    5. (``unknown_writes`` > 0) random values written to that many unknown offsets change no
+       read/write register and still read 0 there (what a write does to STATUS is per core:
+       the caller checks its documented error code).
     """
     legal = dict(legal or {})
     skip = set(skip)
@@ -238,10 +242,26 @@ async def check_regmap(rm: RegMap, rd, wr, rng, addr_bits: int, *, legal=None, s
             f"{', '.join(f.name for f in r.fields.values() if f.sw == 'rw')})")
     # 4: unknown offsets
     known = set(rm.by_offset)
-    unknown = [a for a in range(0, 1 << addr_bits, 4) if a not in known]
+    unknown = all_unknown = [a for a in range(0, 1 << addr_bits, 4) if a not in known]
     if unknown_sample is not None and unknown_sample < len(unknown):
         unknown = sorted(int(a) for a in rng.choice(unknown, unknown_sample, replace=False))
     for a in unknown:
         v = await rd(a)
         assert v == 0, f"{rm.core}: unknown offset {a:#x} reads {v:#x}, documented 0"
-    return {"registers": len(rm.regs), "written": len(written), "unknown_read": len(unknown)}
+    # 5: writes to unknown offsets
+    hit = sorted(int(a) for a in rng.choice(all_unknown, min(unknown_writes, len(all_unknown)),
+                                            replace=False)) if unknown_writes else []
+    for a in hit:
+        await wr(a, int(rng.integers(1, 1 << 32)))
+    for a in hit:
+        v = await rd(a)
+        assert v == 0, f"{rm.core}: unknown offset {a:#x} reads {v:#x} after a write, documented 0"
+    for name, w in written.items():
+        r = rm[name]
+        rw_mask = sum(f.mask for f in r.fields.values() if f.sw == "rw")
+        v = await rd(r.offset)
+        assert v & rw_mask == w & rw_mask, (
+            f"{rm.core}: {name} at {r.offset:#x} changed from {w & rw_mask:#x} to {v & rw_mask:#x} "
+            f"after writes to unknown offsets {[hex(a) for a in hit]}")
+    return {"registers": len(rm.regs), "written": len(written), "unknown_read": len(unknown),
+            "unknown_written": len(hit)}

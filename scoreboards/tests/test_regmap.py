@@ -102,6 +102,7 @@ class Model:
         self.stuck = None          # (offset, mask): these bits never store
         self.ghost = None          # (offset, value) read at an unknown offset
         self.wo_reads = 0          # value a write-only register reads
+        self.decode_bits = None    # writes decode only these address bits (unknown ones alias)
         self.extra_bits = 0        # ORed into every read of a readable register
 
     async def rd(self, a):
@@ -115,6 +116,8 @@ class Model:
     async def wr(self, a, v):
         if self.alias and a == self.alias[0]:
             a = self.alias[1]
+        if self.decode_bits is not None:
+            a &= (1 << self.decode_bits) - 1
         r = self.rm.by_offset.get(a)
         if r is None:
             return
@@ -124,9 +127,9 @@ class Model:
         self.store[a] = (self.store[a] & ~m) | (v & m)
 
 
-def _run(model, seed=1):
+def _run(model, seed=1, **kw):
     return asyncio.run(regmap.check_regmap(model.rm, model.rd, model.wr,
-                                           np.random.default_rng(seed), model.aw))
+                                           np.random.default_rng(seed), model.aw, **kw))
 
 
 @pytest.fixture
@@ -136,7 +139,18 @@ def rm():
 
 def test_check_regmap_passes_on_a_faithful_model(rm):
     res = _run(Model(rm))
-    assert res == {"registers": 10, "written": 4, "unknown_read": 64 - 10}
+    assert res == {"registers": 10, "written": 4, "unknown_read": 64 - 10, "unknown_written": 0}
+
+
+def test_check_regmap_unknown_writes(rm):
+    """Writes to unknown offsets: none on a faithful model; a write decoder that ignores the
+    top address bits (unknown offsets alias registers) is caught."""
+    res = _run(Model(rm), unknown_writes=54)
+    assert res["unknown_written"] == 54
+    m = Model(rm)
+    m.decode_bits = 5                      # 0x28..0xFC alias 0x08..0x1C (PROG/CTX)
+    with pytest.raises(AssertionError, match="after writes to unknown offsets"):
+        _run(m, unknown_writes=54)
 
 
 def test_check_regmap_catches_a_wrong_reset(rm):

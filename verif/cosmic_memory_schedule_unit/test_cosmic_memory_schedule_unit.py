@@ -459,6 +459,12 @@ async def regmap_conformance(dut):
     assert res["written"] == 1 + 2 * tb.NT and res["unknown_read"] == 1024 - len(rm.regs), res
     s = await tb.status()
     assert s["err"] == 0, f"legal register writes raised an error: {s}"
+    # writes to unknown offsets: registers unchanged, sticky error code 5 (the map's description)
+    res = await regmap.check_regmap(rm, tb.rd, tb.wr, tb.rng, len(dut.s_axil_araddr), legal=legal,
+                                    check_reset=False, unknown_sample=0, unknown_writes=8)
+    s = await tb.status()
+    assert s["err"] == 1 and s["code"] == 5, f"unknown-offset writes: STATUS {s}, documented code 5"
+    await tb.wr(CTRL, ERRCLR)
     await tb.finish()
 
 

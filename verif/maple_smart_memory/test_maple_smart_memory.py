@@ -403,6 +403,12 @@ async def regmap_conformance(dut):
     assert res["written"] == 5 and res["unknown_read"] == 64 - len(rm.regs), res
     s = await tb.status()
     assert s["err"] == 0, f"legal configuration writes raised an error: {s}"
+    # writes to unknown offsets: registers unchanged, sticky error code 6 (the map's description)
+    res = await regmap.check_regmap(rm, tb.rd, tb.wr, r, len(dut.s_axil_araddr), legal=legal,
+                                    check_reset=False, unknown_sample=0, unknown_writes=4)
+    s = await tb.status()
+    assert s["err"] == 1 and s["code"] == 6, f"unknown-offset writes: STATUS {s}, documented code 6"
+    await tb.wr(CTRL, ERRCLR)
     await tb.finish()
 
 

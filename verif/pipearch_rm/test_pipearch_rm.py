@@ -528,8 +528,11 @@ async def regmap_conformance(dut):
     tb = TB(dut)
     await tb.reset()
     rm = tb.rm
-    res = await regmap.check_regmap(rm, tb.rd, tb.wr, tb.rng, len(dut.s_axil_araddr))
+    res = await regmap.check_regmap(rm, tb.rd, tb.wr, tb.rng, len(dut.s_axil_araddr), unknown_writes=8)
     assert res["unknown_read"] == (1 << len(dut.s_axil_araddr)) // 4 - len(rm.regs), res
+    assert res["unknown_written"] == 8, res
+    st = await tb.rd(rm.STATUS.offset)
+    assert st == 0, f"writes to unknown offsets are documented as ignored; STATUS {rm.STATUS.unpack(st)}"
     dut._log.info("regmap: %s", res)
     await tb.finish()
 
