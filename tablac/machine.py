@@ -28,7 +28,16 @@ Memory: one word-addressed image (``W``-bit words): model region, then each thre
 samples.  ``golden.cosmic_msu.plan``/``run`` turn the memory schedule and the Thread Index
 Table into PE-row beats, delivered by the integration rule of :mod:`tablac.codegen`.  A
 sample is one START of the unit (every thread's rows loaded, one beat per cycle), then
-every PE starts its program; ``done`` comes ``length + 5`` cycles later.
+every PE starts its program; ``done`` comes ``length + 5`` cycles later (the schedule
+length, ``Stats.compute_cycles`` per sample).
+
+Timing of the accelerator RTL (the values do not depend on it): the PEs have
+double-buffered DATA (``cosmic_pe`` ``DBUF=1``), so the unit delivers sample ``n+1``
+while the PEs run sample ``n`` and the PEs start sample ``n+1`` in the ``done`` cycle of
+sample ``n``: :func:`sample_period` cycles per sample in steady state when a sample's
+delivery (``load_cycles`` beats, the unit's START and the memory latency) fits in it.
+This model loads and computes one sample after the other; ``Stats.load_cycles`` counts
+what the deliveries would cost without the overlap.
 
 Aggregation (after each round): for every model word ``(pe, addr)`` the unit reads the
 word from each thread's PE through the read-back ports, sums exactly (``W +
@@ -47,6 +56,14 @@ from golden.cosmic_pe import HAZARD_DISTANCE, Instr, PEModel
 from golden.sgd import average_fx
 
 from .schedule import tree_depth
+
+
+def sample_period(comp) -> int:
+    """Steady-state cycles per training sample per thread of the accelerator RTL: the
+    schedule length ``length + 5`` plus the PEs' done cycle (a ``cosmic_pe`` accepts the
+    next start in the cycle ``done`` is high), the delivery of the next sample hidden
+    behind the compute (DBUF=1)."""
+    return comp.length + 6
 
 
 class MachineError(RuntimeError):

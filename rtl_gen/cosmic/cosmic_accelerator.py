@@ -21,8 +21,14 @@ Structure (the cycle-level reference is :mod:`tablac.machine`, its docstring is 
   goes to PE ``p+i``, into the DATA buffer during training and the MODEL buffer during a
   model load, at consecutive addresses from 0 (a write pointer per PE, reset by every
   start of the unit);
-* a controller that sequences model load, samples (unit START, then every PE starts,
-  ``done`` ``PROG_LEN+5`` cycles later), the on-chip aggregation after every round
+* the PEs are ``cosmic_pe`` with ``DBUF=1`` (double-buffered DATA): during training the
+  unit delivers sample ``n+1`` into the shadow DATA banks while the PEs compute sample
+  ``n`` (``m_axis_pe_tready`` is held low while a complete sample waits), and the PEs
+  start sample ``n+1`` in the ``done`` cycle of sample ``n`` when its data is complete;
+* a controller that sequences model load, samples (one unit START per sample, issued as
+  soon as the unit's previous walk has ended, overlapping the PEs' compute; every PE
+  starts when a sample is complete and they are idle, ``done`` ``PROG_LEN+5`` cycles
+  later), the on-chip aggregation after every round
   (``golden.sgd.average_fx`` word by word over the threads through the PE read-back and
   load ports) and the rounds, with an AXI4-Lite host interface.
 """
@@ -78,7 +84,7 @@ ERRORS = {
     E_PEERR: "a PE raised err during a run (run aborted after the sample)",
 }
 # controller states
-(S_IDLE, S_CHK, S_TBL_MEM, S_TBL_OFF, S_ROUND, S_MSU_GO, S_POLL, S_PE_GO, S_PE_WAIT,
+(S_IDLE, S_CHK, S_TBL_MEM, S_TBL_OFF, S_ROUND, S_MSU_GO, S_POLL, S_RUN, S_DRAIN,
  S_AGG_A, S_AGG_B, S_AGG_C, S_RND_END, S_FIN) = range(14)
 # internal AXI4-Lite master states
 I_IDLE, I_W, I_B, I_AR, I_R = range(5)
@@ -100,7 +106,7 @@ def tree_depth(rows: int) -> int:
 def pe_params(p: dict) -> dict:
     return dict(W=p["W"], F=p["F"], DATA_DEPTH=p["DATA_DEPTH"], MODEL_DEPTH=p["MODEL_DEPTH"],
                 INTERIM_DEPTH=p["INTERIM_DEPTH"], SCHED_DEPTH=p["SCHED_DEPTH"], NL=p["NL"],
-                BYPASS=1, ACC_GUARD=8)
+                BYPASS=1, ACC_GUARD=8, DBUF=1)
 
 
 def msu_params(p: dict) -> dict:
@@ -206,11 +212,11 @@ def _inner(factory):
 
 # ---------------------------------------------------------------------- glue blocks
 @block
-def pe_glue(clk, rst, g, G, bt_valid, bt_data, bt_lv, bt_dest, dsel, dptr_clr, d_err,
+def pe_glue(clk, rst, g, G, bt_valid, bt_data, bt_lv, bt_dest, dsel, dptr_clr, derr_clr, d_err,
             h_ld, h_pe, h_sel, h_addr, h_data, a_we, a_pe, a_addr, a_data,
             ld_en, ld_sel, ld_addr, ld_data, shifted, lvs):
     """Load port of physical PE ``g``: memory-unit deliveries (lane ``g - tdest``, write
-    pointer per PE), host loads (thread-relative PE ``h_pe`` of every thread) and
+    pointer per PE, reset by ``dptr_clr``; an overflow sets ``d_err`` until ``derr_clr``), host loads (thread-relative PE ``h_pe`` of every thread) and
     aggregation write-backs (``a_pe`` of every thread)."""
     C, W, P, DD, MD = G["C"], G["W"], G["P"], G["DD"], G["MD"]
     grel = g % P
@@ -276,12 +282,12 @@ def pe_glue(clk, rst, g, G, bt_valid, bt_data, bt_lv, bt_dest, dsel, dptr_clr, d
     def pointer():
         if dptr_clr:
             ptr.next = 0
+        elif hit and ptr < lim:
+            ptr.next = ptr + 1
+        if derr_clr:
             d_err.next = False
-        elif hit:
-            if ptr < lim:
-                ptr.next = ptr + 1
-            else:
-                d_err.next = True
+        elif hit and ptr >= lim:
+            d_err.next = True
 
     @always_comb
     def port():
@@ -563,6 +569,9 @@ def build(p):
             mi["s_axis_pe_tdata"], mi["s_axis_pe_tid"], mi["s_axis_pe_tvalid"],
             mi["s_axis_pe_tready"])
 
+        acc_tready = sig_b()    # m_axis_pe_tready: low while a complete sample waits
+        dlv_on = sig_b()        # deliveries are written into the PEs (not while draining)
+
         @always_comb
         def msu_axil():
             msu_s_axil_awaddr.next = i_awaddr
@@ -574,7 +583,7 @@ def build(p):
             msu_s_axil_araddr.next = i_awaddr
             msu_s_axil_arvalid.next = i_arvalid
             msu_s_axil_rready.next = True
-            msu_m_axis_pe_tready.next = True
+            msu_m_axis_pe_tready.next = acc_tready
             msu_s_axis_pe_tdata.next = 0
             msu_s_axis_pe_tid.next = 0
             msu_s_axis_pe_tvalid.next = False
@@ -598,7 +607,7 @@ def build(p):
 
         @always_seq(clk.posedge, reset=rst)
         def beat():
-            bt_valid.next = msu_m_axis_pe_tvalid
+            bt_valid.next = msu_m_axis_pe_tvalid and acc_tready and dlv_on
             bt_data.next = msu_m_axis_pe_tdata
             bt_lv.next = lv_c
             bt_dest.next = msu_m_axis_pe_tdest
@@ -607,6 +616,7 @@ def build(p):
         # ------------------------------------------------ controller registers
         dsel = sig_u(2)
         dptr_clr = sig_b()
+        derr_clr = sig_b()
         h_ld = sig_b()
         h_pe = sig_u(PW)
         h_sel = sig_u(3)
@@ -622,7 +632,7 @@ def build(p):
         rb_addr = sig_u(RBA)
         rows_clear = sig_b()
         cyc = sig_u(TW + 1)
-        cyc_hold = sig_b()
+        CYC_MAX = (1 << (TW + 1)) - 1
 
         # ------------------------------------------------ PEs
         pe_sig = []
@@ -648,7 +658,7 @@ def build(p):
                                s["left_out"], s["left_out_valid"], s["right_out"],
                                s["right_out_valid"], s["bus_out"], s["bus_out_valid"]))
             insts.append(pe_glue(clk, rst, g, G, bt_valid, bt_data, bt_lv, bt_dest, dsel,
-                                 dptr_clr, s["d_err"], h_ld, h_pe, h_sel, h_addr, h_data,
+                                 dptr_clr, derr_clr, s["d_err"], h_ld, h_pe, h_sel, h_addr, h_data,
                                  a_we, a_pe, a_addr, a_data,
                                  s["ld_en"], s["ld_sel"], s["ld_addr"], s["ld_data"],
                                  s["shifted"], s["lvs"]))
@@ -919,6 +929,32 @@ def build(p):
         agg_mode = sig_b()
         agg_addr_r = sig_u(RBA)
         pe_wait_ok = sig_b()
+        # TRAIN run (S_RUN): unit STARTs of this round, PE starts of this round, a START in
+        # flight, a unit walk running, a complete sample waiting in the PEs' shadow DATA
+        # banks, a bus error of the running sample, the code of an aborted run
+        walks = sig_u(32)
+        started = sig_u(32)
+        st_pend = sig_b()
+        walk_act = sig_b()
+        rdy = sig_b()
+        bus_bad = sig_b()
+        ab_code = sig_u(4)
+        fin_err = sig_b()
+        pe0_busy = pe_sig[0]["busy"]
+        pe_hold = sig_b()
+
+        @always_comb
+        def runc():
+            # no start in the done cycle of a sample with an error (the run is aborted
+            # there), nor after a delivery overflow
+            pe_hold.next = (pe0_done and (pe_err_any or bus_bad)) or d_err_any
+            acc_tready.next = not (cs == S_RUN and rdy)
+            dlv_on.next = cs != S_DRAIN
+
+        @always_comb
+        def startc():
+            pe_start.next = cs == S_RUN and rdy and not pe0_busy and not pe_hold
+            rows_clear.next = cs == S_RUN and rdy and not pe0_busy and not pe_hold
         # microcode / load legality (combinational on the LD_LO write)
         mc = sig_u(IW)
         lchk = sig_u(4)
@@ -1073,15 +1109,14 @@ def build(p):
             else:
                 rb_sel.next = rb_sel_r
                 rb_addr.next = rb_addr_r[RBA:]
-        insts += [mcc64, mcc, fields, roms, roms2, depthc, check, hs, outs]
+        insts += [mcc64, mcc, fields, roms, roms2, depthc, check, hs, outs, runc, startc]
 
         @always_seq(clk.posedge, reset=rst)
         def main():
             h_ld.next = False
             a_we.next = False
-            pe_start.next = False
             dptr_clr.next = False
-            rows_clear.next = False
+            derr_clr.next = False
             sv_we.next = False
             idone.next = False
             # ---- internal AXI4-Lite master
@@ -1105,19 +1140,19 @@ def build(p):
             # ---- counters
             if running:
                 cycles.next = cycles + 1
-                if cs == S_PE_WAIT or cs == S_PE_GO:
+                if pe0_busy:
                     compute_cyc.next = compute_cyc + 1
-                elif cs == S_MSU_GO or cs == S_POLL or cs == S_FIN:
-                    load_cyc.next = load_cyc + 1
                 elif cs == S_AGG_A or cs == S_AGG_B or cs == S_AGG_C:
                     agg_cyc.next = agg_cyc + 1
-            if cs == S_PE_WAIT:
-                # cyc == k+5 in the cycle in which slot k's outputs are valid (the cycle
-                # numbering of tablac.machine / the tree program)
-                if cyc_hold:
-                    cyc_hold.next = False
-                else:
-                    cyc.next = cyc + 1
+                elif cs != S_RND_END:
+                    load_cyc.next = load_cyc + 1
+            # cyc == k+5 in the cycle in which slot k's outputs are valid (the cycle
+            # numbering of tablac.machine / the tree program): 0 in the cycle after the
+            # start edge, saturating (the tree program reads 0 beyond its depth)
+            if pe_start:
+                cyc.next = 0
+            elif cyc != CYC_MAX:
+                cyc.next = cyc + 1
             # ---- host side: proxied MSU accesses complete
             if hwait and idone:
                 hwait.next = False
@@ -1170,6 +1205,7 @@ def build(p):
                                 cmd.next = s_axil_wdata[4:]
                                 cs.next = S_CHK
                                 cycles.next = 0
+                                derr_clr.next = True
                                 sample_cnt.next = 0
                                 sample_in_round.next = 0
                                 round_cnt.next = 0
@@ -1355,7 +1391,15 @@ def build(p):
                         pe_wait_ok.next = False
                         if t_idx == T - 1:
                             t_idx.next = 0
-                            cs.next = S_MSU_GO
+                            cs.next = S_RUN
+                            walks.next = 0
+                            started.next = 0
+                            sample_in_round.next = 0
+                            st_pend.next = False
+                            walk_act.next = False
+                            rdy.next = False
+                            bus_bad.next = False
+                            ab_code.next = 0
                         else:
                             t_idx.next = t_idx + 1
                 elif cs == S_MSU_GO:
@@ -1379,8 +1423,6 @@ def build(p):
                             cs.next = S_IDLE
                             err_f.next = True
                             err_code.next = E_SLOT
-                        elif cmd[1]:
-                            cs.next = S_PE_GO
                         else:
                             cs.next = S_FIN
                 elif cs == S_FIN:
@@ -1391,9 +1433,10 @@ def build(p):
                         pe_wait_ok.next = True
                     elif idone:
                         pe_wait_ok.next = False
+                        fin_err.next = False
                         running.next = False
                         cs.next = S_IDLE
-                        if irdata[2]:
+                        if irdata[2] or fin_err:
                             err_f.next = True
                             err_code.next = E_MSU
                             msu_code.next = irdata[8:4]
@@ -1401,35 +1444,83 @@ def build(p):
                             done_f.next = True
                 if d_err_any and (cs == S_POLL or cs == S_MSU_GO):
                     err_info.next = 0xFFFE
-                if cs == S_PE_GO:
-                    pe_start.next = True
-                    rows_clear.next = True
-                    cyc.next = 0
-                    cyc_hold.next = True
-                    cs.next = S_PE_WAIT
-                    pe_wait_ok.next = False
-                elif cs == S_PE_WAIT:
+                if cs == S_RUN:
+                    # TRAIN, one round: the unit is started once per sample as soon as its
+                    # previous walk has ended, so the next sample streams into the PEs'
+                    # shadow DATA banks while they compute (m_axis_pe_tready is held low
+                    # while a complete sample waits); the PEs start (pe_start, combinational)
+                    # when a sample is complete and they are idle -- in the done cycle of
+                    # the previous sample when the data is there.
                     if bus_err_any or miss_any:
-                        pe_wait_ok.next = True
+                        bus_bad.next = True
+                    if pe_start:
+                        rdy.next = False
+                        started.next = started + 1
+                        bus_bad.next = bus_err_any or miss_any
+                    if ist == I_IDLE and not idone and not st_pend and not walk_act and \
+                            not msu_busy and walks < samples:
+                        ist.next = I_W
+                        i_awvalid.next = True
+                        i_awaddr.next = 0x000
+                        i_wdata.next = 1
+                        dptr_clr.next = True      # the previous sample is complete
+                        st_pend.next = True
+                        walks.next = walks + 1
+                    if st_pend and idone:
+                        st_pend.next = False
+                        walk_act.next = True
+                    if walk_act and not msu_busy:
+                        # the walk ended: every beat of the sample is in the PEs (a walk
+                        # cannot end while a complete sample waits unless the unit
+                        # skipped every transfer: its error is reported by S_FIN)
+                        walk_act.next = False
+                        if rdy:
+                            ab_code.next = E_MSU
+                            cs.next = S_DRAIN
+                        else:
+                            rdy.next = True
                     if pe0_done:
                         sample_cnt.next = sample_cnt + 1
-                        if pe_err_any or pe_wait_ok:
-                            running.next = False
-                            cs.next = S_IDLE
-                            err_f.next = True
+                        sample_in_round.next = sample_in_round + 1
+                        if d_err_any:
+                            ab_code.next = E_SLOT
+                            err_info.next = 0xFFFE
+                            cs.next = S_DRAIN
+                        elif pe_err_any or bus_bad:
                             if pe_err_any:
-                                err_code.next = E_PEERR
+                                ab_code.next = E_PEERR
                             else:
-                                err_code.next = E_BUS
+                                ab_code.next = E_BUS
                             err_info.next = sample_cnt
-                        elif sample_in_round + 1 < samples:
-                            sample_in_round.next = sample_in_round + 1
-                            cs.next = S_MSU_GO
-                        else:
+                            cs.next = S_DRAIN
+                        elif sample_in_round + 1 >= samples:
+                            cs.next = S_DRAIN
+                    elif d_err_any and not pe0_busy:
+                        ab_code.next = E_SLOT
+                        err_info.next = 0xFFFE
+                        cs.next = S_DRAIN
+                elif cs == S_DRAIN:
+                    # end of a round or an aborted run: wait until the unit and the PEs
+                    # are idle (beats of an aborted run are taken and dropped)
+                    if st_pend and idone:
+                        st_pend.next = False
+                    if not msu_busy and ist == I_IDLE and not idone and not st_pend and \
+                            not pe0_busy:
+                        walk_act.next = False
+                        rdy.next = False
+                        ab_code.next = 0
+                        if ab_code == 0:
                             sample_in_round.next = 0
                             cs.next = S_AGG_A
                             ai.next = 0
-                        pe_wait_ok.next = False
+                        elif ab_code == E_MSU:
+                            fin_err.next = True
+                            cs.next = S_FIN
+                        else:
+                            running.next = False
+                            cs.next = S_IDLE
+                            err_f.next = True
+                            err_code.next = ab_code
                 elif cs == S_AGG_A:
                     if ai >= agg_len or T == 1:
                         agg_mode.next = False
@@ -1531,17 +1622,28 @@ def datasheet(p):
                  "the threads' models after every round (golden.sgd.average_fx) and an AXI4-Lite "
                  "host interface.  Runs what `tablac.codegen` emits; the cycle-level reference "
                  "is `tablac.machine`."),
-        latency=("one sample: START of the memory schedule unit (an internal AXI4-Lite write), "
-                 "delivery of every thread's beats (the unit's pipeline and the memory latency, "
-                 "then one beat per cycle), 2 cycles to start the PEs, PROG_LEN+5 cycles of "
-                 "compute (done of the PEs), then the next sample; aggregation 3 cycles per "
-                 "aggregation-table entry after every round.  Measured without memory stalls "
-                 "(bench, Verilator): 8-PE default, tablac linear (6 features, schedule 21+5 "
-                 "cycles) 48.6 cycles per sample per thread, backprop 4-3-1 (53+5) 80.1"),
-        throughput=(f"{G['T']} samples (one per thread) per sample period; the unit delivers "
-                    f"one beat of {p['COLS']} words per cycle while a sample streams.  Loading "
-                    "and computing alternate (a PE ignores its load port while busy), so the "
-                    "load time adds to the schedule"),
+        latency=("schedule length S = PROG_LEN + 5 cycles per sample: tablac's cycles per "
+                 "sample (Compiled.stats['cycles_compute'], tablac.machine's compute_cycles), the "
+                 "program's PROG_LEN issue slots plus the 5-stage pipeline of the last slot, "
+                 "whose write-back (the model update the next sample reads) lands at the end of "
+                 "cycle PROG_LEN+4 after the start edge.  The drain belongs to the schedule: "
+                 "tablac compiles every sample as a closed program (accumulator, link and bus "
+                 "registers start empty; the row buses are cleared at every start), so sample "
+                 "n+1 cannot issue into sample n's pipeline.  Hardware per sample in steady "
+                 "state: S + 1 cycles (the PEs' done cycle: a PE accepts the next start in the "
+                 "cycle done is high), the next sample's unit START and delivery overlapping "
+                 "the compute; the first sample of a round adds the unit START (an internal "
+                 "AXI4-Lite write), the memory latency and its delivery (one beat per cycle); "
+                 "aggregation 3 cycles per aggregation-table entry after every round.  "
+                 "Measured without memory stalls (bench, Verilator, 8-PE default, steady "
+                 "state): linear 27.0 cycles per sample per thread for S = 26 (1.038 S), "
+                 "logistic 28.0 / 27, svm 30.0 / 29, reco 51.0 / 50, backprop 4-3-1 59.0 / 58 "
+                 "(1.017 S)"),
+        throughput=(f"{G['T']} samples (one per thread) per S + 1 cycles while the unit "
+                    "delivers a sample (its beats, one of "
+                    f"{p['COLS']} words per cycle, plus its START and the memory latency) "
+                    "within the previous sample's compute; otherwise the delivery sets the "
+                    "pace"),
         notes=[
             "Use: write microcode (LD_SEL 0, LD_HI then LD_LO per word), preloaded constants, "
             "the aggregation table and the tree program through the load registers; push the "
@@ -1551,8 +1653,18 @@ def datasheet(p):
             "CTRL.TRAIN; read the model back through RB_PE/RB_SEL/RB_ADDR/RB_DATA.",
             "Delivery rule (tablac.codegen): lane i of a beat for PE p goes to PE p+i, at the "
             "PE's write pointer (reset by every start of the unit), DATA during TRAIN, MODEL "
-            "during LOAD_MODEL.  A PE ignores its load port while busy, so loading and computing "
-            "alternate as in tablac.machine.",
+            "during LOAD_MODEL.",
+            "Overlap (TRAIN): the PEs are cosmic_pe with DBUF=1.  The controller starts the "
+            "unit once per sample (SAMPLES STARTs per round), each START as soon as the "
+            "previous walk has ended (the unit's busy output falls: every beat of that sample "
+            "has been taken), so sample n+1 streams into the PEs' shadow DATA banks while "
+            "they run sample n; when a sample is complete and not yet started, "
+            "m_axis_pe_tready is held low, so sample n+2 waits in the unit (its reads are "
+            "prefetched).  The PEs start when a sample is complete and they are idle "
+            "(never on a partly delivered sample: a memory stall makes them wait), swapping "
+            "the banks.  A DATA load while idle writes both banks, so preloaded DATA "
+            "constants are seen by every sample.  Bit-exact with tablac.machine, which loads "
+            "and computes one sample after the other (the overlap changes the timing only).",
             "Every round reads the same data region: TRAIN saves each thread's MEM_ADDR at the "
             "start and writes it back at the start of every round.",
             "Aggregation: for every table entry (pe, addr, op) the MODEL word of that PE of every "
@@ -1561,8 +1673,9 @@ def datasheet(p):
             "written into every thread's PE.  "
             "With one thread there is no aggregation.",
             f"Error codes (STATUS[7:4]): {errs}.  Every error leaves the core idle; run errors "
-            "abort the command (at the end of the current sample or unit run), so bad input "
-            "never hangs the core.",
+            "abort the command at the end of the current sample (no further sample starts; "
+            "the beats the unit still delivers are taken and dropped until it is idle), so "
+            "bad input never hangs the core.",
             "Deviation from the paper: the tree bus folds each destination's source rows left "
             "to right in the entry's cycle (as tablac.machine does for pass/add/mul entries) and "
             "the remaining tree levels are register stages.  A tablac `expr` entry is "

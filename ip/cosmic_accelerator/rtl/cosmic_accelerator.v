@@ -152,6 +152,7 @@ wire msu_s_axil_arvalid;
 reg i_arvalid;
 wire msu_s_axil_rready;
 wire msu_m_axis_pe_tready;
+wire acc_tready;
 wire [127:0] msu_s_axis_pe_tdata;
 wire [2:0] msu_s_axis_pe_tid;
 wire msu_s_axis_pe_tvalid;
@@ -159,6 +160,7 @@ wire [3:0] lv_c;
 wire [3:0] lv_cat;
 reg bt_valid;
 wire msu_m_axis_pe_tvalid;
+wire dlv_on;
 reg [127:0] bt_data;
 wire [127:0] msu_m_axis_pe_tdata;
 reg [3:0] bt_lv;
@@ -242,10 +244,18 @@ reg [7:0] rb_addr;
 reg [7:0] agg_addr_r;
 reg [1:0] rb_sel_r;
 reg [15:0] rb_addr_r;
+wire pe_hold;
+reg pe0_done;
+wire pe_err_any;
+reg bus_bad;
+wire d_err_any;
+reg rdy;
+wire pe_start;
+reg pe0_busy;
+wire rows_clear;
 reg a_we;
-reg pe_start;
 reg dptr_clr;
-reg rows_clear;
+reg derr_clr;
 reg idone;
 reg [2:0] ist;
 wire msu_s_axil_awready;
@@ -256,9 +266,8 @@ reg [31:0] irdata;
 wire [31:0] msu_s_axil_rdata;
 reg [31:0] cycles;
 reg [31:0] compute_cyc;
-reg [31:0] load_cyc;
 reg [31:0] agg_cyc;
-reg cyc_hold;
+reg [31:0] load_cyc;
 reg [31:0] err_info;
 reg [10:0] prog_len;
 reg [8:0] agg_len;
@@ -280,10 +289,13 @@ wire [31:0] rb_addr_r_32;
 reg [31:0] rb_value;
 reg pe_wait_ok;
 reg [1:0] dsel;
+reg [31:0] walks;
+reg [31:0] started;
+reg st_pend;
+reg walk_act;
+reg [3:0] ab_code;
 wire msu_busy;
-wire d_err_any;
-reg pe0_done;
-wire pe_err_any;
+reg fin_err;
 reg [1:0] a_pe;
 reg [7:0] a_addr;
 reg [31:0] a_data;
@@ -481,7 +493,6 @@ wire bit_of0_y;
 wire bit_of1_y;
 wire bit_of2_y;
 wire bit_of3_y;
-reg cosmic_pe0_busy;
 wire [2:0] cosmic_pe0_err;
 reg cosmic_pe0_ld_en;
 reg [1:0] cosmic_pe0_ld_sel;
@@ -525,6 +536,12 @@ reg [7:0] cosmic_pe0_wam1;
 wire [7:0] cosmic_pe0_wad;
 wire [7:0] cosmic_pe0_wam;
 wire [7:0] cosmic_pe0_wai;
+reg cosmic_pe0_bk;
+reg cosmic_pe0_ps0;
+reg cosmic_pe0_ps1;
+reg [31:0] cosmic_pe0_rd_d;
+reg [31:0] cosmic_pe0_rd_d1;
+reg [31:0] cosmic_pe0_rd_d0;
 wire [2:0] cosmic_pe0_sa3;
 reg [43:0] cosmic_pe0_c3;
 wire [2:0] cosmic_pe0_sb3;
@@ -564,7 +581,6 @@ wire [7:0] cosmic_pe0_rai1;
 wire [7:0] cosmic_pe0_wa1;
 wire [2:0] cosmic_pe0_out1;
 reg [1:0] cosmic_pe0_rbq;
-reg [31:0] cosmic_pe0_rd_d;
 reg [31:0] cosmic_pe0_rd_m;
 reg [31:0] cosmic_pe0_rd_i;
 wire [43:0] cosmic_pe0_ctl1;
@@ -611,6 +627,14 @@ reg signed [71:0] cosmic_pe0_acc_new;
 wire [7:0] cosmic_pe0_low_bits3_y;
 wire [7:0] cosmic_pe0_low_bits4_y;
 wire [7:0] cosmic_pe0_low_bits5_y;
+reg cosmic_pe0_dbufmux0_we;
+reg [7:0] cosmic_pe0_dbufmux0_wa;
+reg [31:0] cosmic_pe0_dbufmux0_wd;
+reg [7:0] cosmic_pe0_dbufmux0_ra;
+reg cosmic_pe0_dbufmux1_we;
+reg [7:0] cosmic_pe0_dbufmux1_wa;
+reg [31:0] cosmic_pe0_dbufmux1_wd;
+reg [7:0] cosmic_pe0_dbufmux1_ra;
 reg cosmic_pe0_bufmux0_we;
 reg [7:0] cosmic_pe0_bufmux0_wa;
 reg [31:0] cosmic_pe0_bufmux0_wd;
@@ -619,10 +643,6 @@ reg cosmic_pe0_bufmux0_0_we;
 reg [7:0] cosmic_pe0_bufmux0_0_wa;
 reg [31:0] cosmic_pe0_bufmux0_0_wd;
 reg [7:0] cosmic_pe0_bufmux0_0_ra;
-reg cosmic_pe0_bufmux0_0_1_we;
-reg [7:0] cosmic_pe0_bufmux0_0_1_wa;
-reg [31:0] cosmic_pe0_bufmux0_0_1_wd;
-reg [7:0] cosmic_pe0_bufmux0_0_1_ra;
 wire [30:0] cosmic_pe0_sat0_fill;
 wire [1:0] cosmic_pe0_sat0_hi;
 wire [1:0] cosmic_pe0_sat0_hin;
@@ -730,6 +750,12 @@ reg [7:0] cosmic_pe1_wam1;
 wire [7:0] cosmic_pe1_wad;
 wire [7:0] cosmic_pe1_wam;
 wire [7:0] cosmic_pe1_wai;
+reg cosmic_pe1_bk;
+reg cosmic_pe1_ps0;
+reg cosmic_pe1_ps1;
+reg [31:0] cosmic_pe1_rd_d;
+reg [31:0] cosmic_pe1_rd_d1;
+reg [31:0] cosmic_pe1_rd_d0;
 wire [2:0] cosmic_pe1_sa3;
 reg [43:0] cosmic_pe1_c3;
 wire [2:0] cosmic_pe1_sb3;
@@ -769,7 +795,6 @@ wire [7:0] cosmic_pe1_rai1;
 wire [7:0] cosmic_pe1_wa1;
 wire [2:0] cosmic_pe1_out1;
 reg [1:0] cosmic_pe1_rbq;
-reg [31:0] cosmic_pe1_rd_d;
 reg [31:0] cosmic_pe1_rd_m;
 reg [31:0] cosmic_pe1_rd_i;
 wire [43:0] cosmic_pe1_ctl1;
@@ -816,18 +841,22 @@ reg signed [71:0] cosmic_pe1_acc_new;
 wire [7:0] cosmic_pe1_low_bits9_y;
 wire [7:0] cosmic_pe1_low_bits10_y;
 wire [7:0] cosmic_pe1_low_bits11_y;
+reg cosmic_pe1_dbufmux0_0_we;
+reg [7:0] cosmic_pe1_dbufmux0_0_wa;
+reg [31:0] cosmic_pe1_dbufmux0_0_wd;
+reg [7:0] cosmic_pe1_dbufmux0_0_ra;
+reg cosmic_pe1_dbufmux1_0_we;
+reg [7:0] cosmic_pe1_dbufmux1_0_wa;
+reg [31:0] cosmic_pe1_dbufmux1_0_wd;
+reg [7:0] cosmic_pe1_dbufmux1_0_ra;
+reg cosmic_pe1_bufmux0_0_1_we;
+reg [7:0] cosmic_pe1_bufmux0_0_1_wa;
+reg [31:0] cosmic_pe1_bufmux0_0_1_wd;
+reg [7:0] cosmic_pe1_bufmux0_0_1_ra;
 reg cosmic_pe1_bufmux0_0_1_2_we;
 reg [7:0] cosmic_pe1_bufmux0_0_1_2_wa;
 reg [31:0] cosmic_pe1_bufmux0_0_1_2_wd;
 reg [7:0] cosmic_pe1_bufmux0_0_1_2_ra;
-reg cosmic_pe1_bufmux0_0_1_2_3_we;
-reg [7:0] cosmic_pe1_bufmux0_0_1_2_3_wa;
-reg [31:0] cosmic_pe1_bufmux0_0_1_2_3_wd;
-reg [7:0] cosmic_pe1_bufmux0_0_1_2_3_ra;
-reg cosmic_pe1_bufmux0_0_1_2_3_4_we;
-reg [7:0] cosmic_pe1_bufmux0_0_1_2_3_4_wa;
-reg [31:0] cosmic_pe1_bufmux0_0_1_2_3_4_wd;
-reg [7:0] cosmic_pe1_bufmux0_0_1_2_3_4_ra;
 wire [30:0] cosmic_pe1_sat7_fill;
 wire [1:0] cosmic_pe1_sat7_hi;
 wire [1:0] cosmic_pe1_sat7_hin;
@@ -935,6 +964,12 @@ reg [7:0] cosmic_pe2_wam1;
 wire [7:0] cosmic_pe2_wad;
 wire [7:0] cosmic_pe2_wam;
 wire [7:0] cosmic_pe2_wai;
+reg cosmic_pe2_bk;
+reg cosmic_pe2_ps0;
+reg cosmic_pe2_ps1;
+reg [31:0] cosmic_pe2_rd_d;
+reg [31:0] cosmic_pe2_rd_d1;
+reg [31:0] cosmic_pe2_rd_d0;
 wire [2:0] cosmic_pe2_sa3;
 reg [43:0] cosmic_pe2_c3;
 wire [2:0] cosmic_pe2_sb3;
@@ -974,7 +1009,6 @@ wire [7:0] cosmic_pe2_rai1;
 wire [7:0] cosmic_pe2_wa1;
 wire [2:0] cosmic_pe2_out1;
 reg [1:0] cosmic_pe2_rbq;
-reg [31:0] cosmic_pe2_rd_d;
 reg [31:0] cosmic_pe2_rd_m;
 reg [31:0] cosmic_pe2_rd_i;
 wire [43:0] cosmic_pe2_ctl1;
@@ -1021,18 +1055,22 @@ reg signed [71:0] cosmic_pe2_acc_new;
 wire [7:0] cosmic_pe2_low_bits15_y;
 wire [7:0] cosmic_pe2_low_bits16_y;
 wire [7:0] cosmic_pe2_low_bits17_y;
-reg cosmic_pe2_bufmux0_0_1_2_3_4_5_we;
-reg [7:0] cosmic_pe2_bufmux0_0_1_2_3_4_5_wa;
-reg [31:0] cosmic_pe2_bufmux0_0_1_2_3_4_5_wd;
-reg [7:0] cosmic_pe2_bufmux0_0_1_2_3_4_5_ra;
-reg cosmic_pe2_bufmux0_0_1_2_3_4_5_6_we;
-reg [7:0] cosmic_pe2_bufmux0_0_1_2_3_4_5_6_wa;
-reg [31:0] cosmic_pe2_bufmux0_0_1_2_3_4_5_6_wd;
-reg [7:0] cosmic_pe2_bufmux0_0_1_2_3_4_5_6_ra;
-reg cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_we;
-reg [7:0] cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_wa;
-reg [31:0] cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_wd;
-reg [7:0] cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_ra;
+reg cosmic_pe2_dbufmux0_0_1_we;
+reg [7:0] cosmic_pe2_dbufmux0_0_1_wa;
+reg [31:0] cosmic_pe2_dbufmux0_0_1_wd;
+reg [7:0] cosmic_pe2_dbufmux0_0_1_ra;
+reg cosmic_pe2_dbufmux1_0_1_we;
+reg [7:0] cosmic_pe2_dbufmux1_0_1_wa;
+reg [31:0] cosmic_pe2_dbufmux1_0_1_wd;
+reg [7:0] cosmic_pe2_dbufmux1_0_1_ra;
+reg cosmic_pe2_bufmux0_0_1_2_3_we;
+reg [7:0] cosmic_pe2_bufmux0_0_1_2_3_wa;
+reg [31:0] cosmic_pe2_bufmux0_0_1_2_3_wd;
+reg [7:0] cosmic_pe2_bufmux0_0_1_2_3_ra;
+reg cosmic_pe2_bufmux0_0_1_2_3_4_we;
+reg [7:0] cosmic_pe2_bufmux0_0_1_2_3_4_wa;
+reg [31:0] cosmic_pe2_bufmux0_0_1_2_3_4_wd;
+reg [7:0] cosmic_pe2_bufmux0_0_1_2_3_4_ra;
 wire [30:0] cosmic_pe2_sat14_fill;
 wire [1:0] cosmic_pe2_sat14_hi;
 wire [1:0] cosmic_pe2_sat14_hin;
@@ -1139,6 +1177,12 @@ reg [7:0] cosmic_pe3_wam1;
 wire [7:0] cosmic_pe3_wad;
 wire [7:0] cosmic_pe3_wam;
 wire [7:0] cosmic_pe3_wai;
+reg cosmic_pe3_bk;
+reg cosmic_pe3_ps0;
+reg cosmic_pe3_ps1;
+reg [31:0] cosmic_pe3_rd_d;
+reg [31:0] cosmic_pe3_rd_d1;
+reg [31:0] cosmic_pe3_rd_d0;
 wire [2:0] cosmic_pe3_sa3;
 reg [43:0] cosmic_pe3_c3;
 wire [2:0] cosmic_pe3_sb3;
@@ -1178,7 +1222,6 @@ wire [7:0] cosmic_pe3_rai1;
 wire [7:0] cosmic_pe3_wa1;
 wire [2:0] cosmic_pe3_out1;
 reg [1:0] cosmic_pe3_rbq;
-reg [31:0] cosmic_pe3_rd_d;
 reg [31:0] cosmic_pe3_rd_m;
 reg [31:0] cosmic_pe3_rd_i;
 wire [43:0] cosmic_pe3_ctl1;
@@ -1225,18 +1268,22 @@ reg signed [71:0] cosmic_pe3_acc_new;
 wire [7:0] cosmic_pe3_low_bits21_y;
 wire [7:0] cosmic_pe3_low_bits22_y;
 wire [7:0] cosmic_pe3_low_bits23_y;
-reg cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_we;
-reg [7:0] cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_wa;
-reg [31:0] cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_wd;
-reg [7:0] cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_ra;
-reg cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_we;
-reg [7:0] cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_wa;
-reg [31:0] cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_wd;
-reg [7:0] cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_ra;
-reg cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_we;
-reg [7:0] cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wa;
-reg [31:0] cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wd;
-reg [7:0] cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_ra;
+reg cosmic_pe3_dbufmux0_0_1_2_we;
+reg [7:0] cosmic_pe3_dbufmux0_0_1_2_wa;
+reg [31:0] cosmic_pe3_dbufmux0_0_1_2_wd;
+reg [7:0] cosmic_pe3_dbufmux0_0_1_2_ra;
+reg cosmic_pe3_dbufmux1_0_1_2_we;
+reg [7:0] cosmic_pe3_dbufmux1_0_1_2_wa;
+reg [31:0] cosmic_pe3_dbufmux1_0_1_2_wd;
+reg [7:0] cosmic_pe3_dbufmux1_0_1_2_ra;
+reg cosmic_pe3_bufmux0_0_1_2_3_4_5_we;
+reg [7:0] cosmic_pe3_bufmux0_0_1_2_3_4_5_wa;
+reg [31:0] cosmic_pe3_bufmux0_0_1_2_3_4_5_wd;
+reg [7:0] cosmic_pe3_bufmux0_0_1_2_3_4_5_ra;
+reg cosmic_pe3_bufmux0_0_1_2_3_4_5_6_we;
+reg [7:0] cosmic_pe3_bufmux0_0_1_2_3_4_5_6_wa;
+reg [31:0] cosmic_pe3_bufmux0_0_1_2_3_4_5_6_wd;
+reg [7:0] cosmic_pe3_bufmux0_0_1_2_3_4_5_6_ra;
 wire [30:0] cosmic_pe3_sat21_fill;
 wire [1:0] cosmic_pe3_sat21_hi;
 wire [1:0] cosmic_pe3_sat21_hin;
@@ -1345,6 +1392,12 @@ reg [7:0] cosmic_pe4_wam1;
 wire [7:0] cosmic_pe4_wad;
 wire [7:0] cosmic_pe4_wam;
 wire [7:0] cosmic_pe4_wai;
+reg cosmic_pe4_bk;
+reg cosmic_pe4_ps0;
+reg cosmic_pe4_ps1;
+reg [31:0] cosmic_pe4_rd_d;
+reg [31:0] cosmic_pe4_rd_d1;
+reg [31:0] cosmic_pe4_rd_d0;
 wire [2:0] cosmic_pe4_sa3;
 reg [43:0] cosmic_pe4_c3;
 wire [2:0] cosmic_pe4_sb3;
@@ -1384,7 +1437,6 @@ wire [7:0] cosmic_pe4_rai1;
 wire [7:0] cosmic_pe4_wa1;
 wire [2:0] cosmic_pe4_out1;
 reg [1:0] cosmic_pe4_rbq;
-reg [31:0] cosmic_pe4_rd_d;
 reg [31:0] cosmic_pe4_rd_m;
 reg [31:0] cosmic_pe4_rd_i;
 wire [43:0] cosmic_pe4_ctl1;
@@ -1431,18 +1483,22 @@ reg signed [71:0] cosmic_pe4_acc_new;
 wire [7:0] cosmic_pe4_low_bits27_y;
 wire [7:0] cosmic_pe4_low_bits28_y;
 wire [7:0] cosmic_pe4_low_bits29_y;
-reg cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_we;
-reg [7:0] cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wa;
-reg [31:0] cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wd;
-reg [7:0] cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_ra;
-reg cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_we;
-reg [7:0] cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wa;
-reg [31:0] cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wd;
-reg [7:0] cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_ra;
-reg cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_we;
-reg [7:0] cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wa;
-reg [31:0] cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wd;
-reg [7:0] cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_ra;
+reg cosmic_pe4_dbufmux0_0_1_2_3_we;
+reg [7:0] cosmic_pe4_dbufmux0_0_1_2_3_wa;
+reg [31:0] cosmic_pe4_dbufmux0_0_1_2_3_wd;
+reg [7:0] cosmic_pe4_dbufmux0_0_1_2_3_ra;
+reg cosmic_pe4_dbufmux1_0_1_2_3_we;
+reg [7:0] cosmic_pe4_dbufmux1_0_1_2_3_wa;
+reg [31:0] cosmic_pe4_dbufmux1_0_1_2_3_wd;
+reg [7:0] cosmic_pe4_dbufmux1_0_1_2_3_ra;
+reg cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_we;
+reg [7:0] cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_wa;
+reg [31:0] cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_wd;
+reg [7:0] cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_ra;
+reg cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_we;
+reg [7:0] cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_wa;
+reg [31:0] cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_wd;
+reg [7:0] cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_ra;
 wire [30:0] cosmic_pe4_sat28_fill;
 wire [1:0] cosmic_pe4_sat28_hi;
 wire [1:0] cosmic_pe4_sat28_hin;
@@ -1550,6 +1606,12 @@ reg [7:0] cosmic_pe5_wam1;
 wire [7:0] cosmic_pe5_wad;
 wire [7:0] cosmic_pe5_wam;
 wire [7:0] cosmic_pe5_wai;
+reg cosmic_pe5_bk;
+reg cosmic_pe5_ps0;
+reg cosmic_pe5_ps1;
+reg [31:0] cosmic_pe5_rd_d;
+reg [31:0] cosmic_pe5_rd_d1;
+reg [31:0] cosmic_pe5_rd_d0;
 wire [2:0] cosmic_pe5_sa3;
 reg [43:0] cosmic_pe5_c3;
 wire [2:0] cosmic_pe5_sb3;
@@ -1589,7 +1651,6 @@ wire [7:0] cosmic_pe5_rai1;
 wire [7:0] cosmic_pe5_wa1;
 wire [2:0] cosmic_pe5_out1;
 reg [1:0] cosmic_pe5_rbq;
-reg [31:0] cosmic_pe5_rd_d;
 reg [31:0] cosmic_pe5_rd_m;
 reg [31:0] cosmic_pe5_rd_i;
 wire [43:0] cosmic_pe5_ctl1;
@@ -1636,18 +1697,22 @@ reg signed [71:0] cosmic_pe5_acc_new;
 wire [7:0] cosmic_pe5_low_bits33_y;
 wire [7:0] cosmic_pe5_low_bits34_y;
 wire [7:0] cosmic_pe5_low_bits35_y;
-reg cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_we;
-reg [7:0] cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wa;
-reg [31:0] cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wd;
-reg [7:0] cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_ra;
-reg cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_we;
-reg [7:0] cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_wa;
-reg [31:0] cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_wd;
-reg [7:0] cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_ra;
-reg cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_we;
-reg [7:0] cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_wa;
-reg [31:0] cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_wd;
-reg [7:0] cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_ra;
+reg cosmic_pe5_dbufmux0_0_1_2_3_4_we;
+reg [7:0] cosmic_pe5_dbufmux0_0_1_2_3_4_wa;
+reg [31:0] cosmic_pe5_dbufmux0_0_1_2_3_4_wd;
+reg [7:0] cosmic_pe5_dbufmux0_0_1_2_3_4_ra;
+reg cosmic_pe5_dbufmux1_0_1_2_3_4_we;
+reg [7:0] cosmic_pe5_dbufmux1_0_1_2_3_4_wa;
+reg [31:0] cosmic_pe5_dbufmux1_0_1_2_3_4_wd;
+reg [7:0] cosmic_pe5_dbufmux1_0_1_2_3_4_ra;
+reg cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_we;
+reg [7:0] cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_wa;
+reg [31:0] cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_wd;
+reg [7:0] cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_ra;
+reg cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_we;
+reg [7:0] cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wa;
+reg [31:0] cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wd;
+reg [7:0] cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_ra;
 wire [30:0] cosmic_pe5_sat35_fill;
 wire [1:0] cosmic_pe5_sat35_hi;
 wire [1:0] cosmic_pe5_sat35_hin;
@@ -1755,6 +1820,12 @@ reg [7:0] cosmic_pe6_wam1;
 wire [7:0] cosmic_pe6_wad;
 wire [7:0] cosmic_pe6_wam;
 wire [7:0] cosmic_pe6_wai;
+reg cosmic_pe6_bk;
+reg cosmic_pe6_ps0;
+reg cosmic_pe6_ps1;
+reg [31:0] cosmic_pe6_rd_d;
+reg [31:0] cosmic_pe6_rd_d1;
+reg [31:0] cosmic_pe6_rd_d0;
 wire [2:0] cosmic_pe6_sa3;
 reg [43:0] cosmic_pe6_c3;
 wire [2:0] cosmic_pe6_sb3;
@@ -1794,7 +1865,6 @@ wire [7:0] cosmic_pe6_rai1;
 wire [7:0] cosmic_pe6_wa1;
 wire [2:0] cosmic_pe6_out1;
 reg [1:0] cosmic_pe6_rbq;
-reg [31:0] cosmic_pe6_rd_d;
 reg [31:0] cosmic_pe6_rd_m;
 reg [31:0] cosmic_pe6_rd_i;
 wire [43:0] cosmic_pe6_ctl1;
@@ -1841,18 +1911,22 @@ reg signed [71:0] cosmic_pe6_acc_new;
 wire [7:0] cosmic_pe6_low_bits39_y;
 wire [7:0] cosmic_pe6_low_bits40_y;
 wire [7:0] cosmic_pe6_low_bits41_y;
-reg cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_we;
-reg [7:0] cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_wa;
-reg [31:0] cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_wd;
-reg [7:0] cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_ra;
-reg cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_we;
-reg [7:0] cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_wa;
-reg [31:0] cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_wd;
-reg [7:0] cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_ra;
-reg cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_we;
-reg [7:0] cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_wa;
-reg [31:0] cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_wd;
-reg [7:0] cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_ra;
+reg cosmic_pe6_dbufmux0_0_1_2_3_4_5_we;
+reg [7:0] cosmic_pe6_dbufmux0_0_1_2_3_4_5_wa;
+reg [31:0] cosmic_pe6_dbufmux0_0_1_2_3_4_5_wd;
+reg [7:0] cosmic_pe6_dbufmux0_0_1_2_3_4_5_ra;
+reg cosmic_pe6_dbufmux1_0_1_2_3_4_5_we;
+reg [7:0] cosmic_pe6_dbufmux1_0_1_2_3_4_5_wa;
+reg [31:0] cosmic_pe6_dbufmux1_0_1_2_3_4_5_wd;
+reg [7:0] cosmic_pe6_dbufmux1_0_1_2_3_4_5_ra;
+reg cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_we;
+reg [7:0] cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wa;
+reg [31:0] cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wd;
+reg [7:0] cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_ra;
+reg cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_we;
+reg [7:0] cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wa;
+reg [31:0] cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wd;
+reg [7:0] cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_ra;
 wire [30:0] cosmic_pe6_sat42_fill;
 wire [1:0] cosmic_pe6_sat42_hi;
 wire [1:0] cosmic_pe6_sat42_hin;
@@ -1959,6 +2033,12 @@ reg [7:0] cosmic_pe7_wam1;
 wire [7:0] cosmic_pe7_wad;
 wire [7:0] cosmic_pe7_wam;
 wire [7:0] cosmic_pe7_wai;
+reg cosmic_pe7_bk;
+reg cosmic_pe7_ps0;
+reg cosmic_pe7_ps1;
+reg [31:0] cosmic_pe7_rd_d;
+reg [31:0] cosmic_pe7_rd_d1;
+reg [31:0] cosmic_pe7_rd_d0;
 wire [2:0] cosmic_pe7_sa3;
 reg [43:0] cosmic_pe7_c3;
 wire [2:0] cosmic_pe7_sb3;
@@ -1998,7 +2078,6 @@ wire [7:0] cosmic_pe7_rai1;
 wire [7:0] cosmic_pe7_wa1;
 wire [2:0] cosmic_pe7_out1;
 reg [1:0] cosmic_pe7_rbq;
-reg [31:0] cosmic_pe7_rd_d;
 reg [31:0] cosmic_pe7_rd_m;
 reg [31:0] cosmic_pe7_rd_i;
 wire [43:0] cosmic_pe7_ctl1;
@@ -2045,18 +2124,22 @@ reg signed [71:0] cosmic_pe7_acc_new;
 wire [7:0] cosmic_pe7_low_bits45_y;
 wire [7:0] cosmic_pe7_low_bits46_y;
 wire [7:0] cosmic_pe7_low_bits47_y;
-reg cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_we;
-reg [7:0] cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_wa;
-reg [31:0] cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_wd;
-reg [7:0] cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_ra;
-reg cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_we;
-reg [7:0] cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_wa;
-reg [31:0] cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_wd;
-reg [7:0] cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_ra;
-reg cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_we;
-reg [7:0] cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_wa;
-reg [31:0] cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_wd;
-reg [7:0] cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_ra;
+reg cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_we;
+reg [7:0] cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_wa;
+reg [31:0] cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_wd;
+reg [7:0] cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_ra;
+reg cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_we;
+reg [7:0] cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_wa;
+reg [31:0] cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_wd;
+reg [7:0] cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_ra;
+reg cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_we;
+reg [7:0] cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wa;
+reg [31:0] cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wd;
+reg [7:0] cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_ra;
+reg cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_we;
+reg [7:0] cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wa;
+reg [31:0] cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wd;
+reg [7:0] cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_ra;
 wire [30:0] cosmic_pe7_sat49_fill;
 wire [1:0] cosmic_pe7_sat49_hi;
 wire [1:0] cosmic_pe7_sat49_hin;
@@ -2291,34 +2374,42 @@ reg [47:0] cosmic_pe0_ram_1r1w0_mem [0:1024-1];
 reg [31:0] cosmic_pe0_ram_1r1w1_mem [0:256-1];
 reg [31:0] cosmic_pe0_ram_1r1w2_mem [0:256-1];
 reg [31:0] cosmic_pe0_ram_1r1w3_mem [0:256-1];
-reg [47:0] cosmic_pe1_ram_1r1w4_mem [0:1024-1];
-reg [31:0] cosmic_pe1_ram_1r1w5_mem [0:256-1];
+reg [31:0] cosmic_pe0_ram_1r1w4_mem [0:256-1];
+reg [47:0] cosmic_pe1_ram_1r1w5_mem [0:1024-1];
 reg [31:0] cosmic_pe1_ram_1r1w6_mem [0:256-1];
 reg [31:0] cosmic_pe1_ram_1r1w7_mem [0:256-1];
-reg [47:0] cosmic_pe2_ram_1r1w8_mem [0:1024-1];
-reg [31:0] cosmic_pe2_ram_1r1w9_mem [0:256-1];
-reg [31:0] cosmic_pe2_ram_1r1w10_mem [0:256-1];
+reg [31:0] cosmic_pe1_ram_1r1w8_mem [0:256-1];
+reg [31:0] cosmic_pe1_ram_1r1w9_mem [0:256-1];
+reg [47:0] cosmic_pe2_ram_1r1w10_mem [0:1024-1];
 reg [31:0] cosmic_pe2_ram_1r1w11_mem [0:256-1];
-reg [47:0] cosmic_pe3_ram_1r1w12_mem [0:1024-1];
-reg [31:0] cosmic_pe3_ram_1r1w13_mem [0:256-1];
-reg [31:0] cosmic_pe3_ram_1r1w14_mem [0:256-1];
-reg [31:0] cosmic_pe3_ram_1r1w15_mem [0:256-1];
-reg [47:0] cosmic_pe4_ram_1r1w16_mem [0:1024-1];
-reg [31:0] cosmic_pe4_ram_1r1w17_mem [0:256-1];
-reg [31:0] cosmic_pe4_ram_1r1w18_mem [0:256-1];
-reg [31:0] cosmic_pe4_ram_1r1w19_mem [0:256-1];
-reg [47:0] cosmic_pe5_ram_1r1w20_mem [0:1024-1];
-reg [31:0] cosmic_pe5_ram_1r1w21_mem [0:256-1];
-reg [31:0] cosmic_pe5_ram_1r1w22_mem [0:256-1];
-reg [31:0] cosmic_pe5_ram_1r1w23_mem [0:256-1];
-reg [47:0] cosmic_pe6_ram_1r1w24_mem [0:1024-1];
-reg [31:0] cosmic_pe6_ram_1r1w25_mem [0:256-1];
-reg [31:0] cosmic_pe6_ram_1r1w26_mem [0:256-1];
-reg [31:0] cosmic_pe6_ram_1r1w27_mem [0:256-1];
-reg [47:0] cosmic_pe7_ram_1r1w28_mem [0:1024-1];
-reg [31:0] cosmic_pe7_ram_1r1w29_mem [0:256-1];
-reg [31:0] cosmic_pe7_ram_1r1w30_mem [0:256-1];
-reg [31:0] cosmic_pe7_ram_1r1w31_mem [0:256-1];
+reg [31:0] cosmic_pe2_ram_1r1w12_mem [0:256-1];
+reg [31:0] cosmic_pe2_ram_1r1w13_mem [0:256-1];
+reg [31:0] cosmic_pe2_ram_1r1w14_mem [0:256-1];
+reg [47:0] cosmic_pe3_ram_1r1w15_mem [0:1024-1];
+reg [31:0] cosmic_pe3_ram_1r1w16_mem [0:256-1];
+reg [31:0] cosmic_pe3_ram_1r1w17_mem [0:256-1];
+reg [31:0] cosmic_pe3_ram_1r1w18_mem [0:256-1];
+reg [31:0] cosmic_pe3_ram_1r1w19_mem [0:256-1];
+reg [47:0] cosmic_pe4_ram_1r1w20_mem [0:1024-1];
+reg [31:0] cosmic_pe4_ram_1r1w21_mem [0:256-1];
+reg [31:0] cosmic_pe4_ram_1r1w22_mem [0:256-1];
+reg [31:0] cosmic_pe4_ram_1r1w23_mem [0:256-1];
+reg [31:0] cosmic_pe4_ram_1r1w24_mem [0:256-1];
+reg [47:0] cosmic_pe5_ram_1r1w25_mem [0:1024-1];
+reg [31:0] cosmic_pe5_ram_1r1w26_mem [0:256-1];
+reg [31:0] cosmic_pe5_ram_1r1w27_mem [0:256-1];
+reg [31:0] cosmic_pe5_ram_1r1w28_mem [0:256-1];
+reg [31:0] cosmic_pe5_ram_1r1w29_mem [0:256-1];
+reg [47:0] cosmic_pe6_ram_1r1w30_mem [0:1024-1];
+reg [31:0] cosmic_pe6_ram_1r1w31_mem [0:256-1];
+reg [31:0] cosmic_pe6_ram_1r1w32_mem [0:256-1];
+reg [31:0] cosmic_pe6_ram_1r1w33_mem [0:256-1];
+reg [31:0] cosmic_pe6_ram_1r1w34_mem [0:256-1];
+reg [47:0] cosmic_pe7_ram_1r1w35_mem [0:1024-1];
+reg [31:0] cosmic_pe7_ram_1r1w36_mem [0:256-1];
+reg [31:0] cosmic_pe7_ram_1r1w37_mem [0:256-1];
+reg [31:0] cosmic_pe7_ram_1r1w38_mem [0:256-1];
+reg [31:0] cosmic_pe7_ram_1r1w39_mem [0:256-1];
 
 assign rd_ge = 1'd0;
 assign rm_ge = 1'd0;
@@ -2351,7 +2442,7 @@ assign lv_cat[1] = bit_of1_y;
 assign lv_cat[0] = bit_of0_y;
 assign unused_sink[1507-1:1379] = pe_glue0_shifted;
 assign unused_sink[1379-1:1375] = pe_glue0_lvs;
-assign unused_sink[1374] = cosmic_pe0_busy;
+assign unused_sink[1374] = pe0_busy;
 assign unused_sink[1373] = cosmic_pe0_left_out_valid;
 assign unused_sink[1372] = cosmic_pe0_right_out_valid;
 assign unused_sink[1371] = cosmic_pe0_bus_out_valid;
@@ -5762,7 +5853,7 @@ assign msu_s_axil_bready = 1'b1;
 assign msu_s_axil_araddr = i_awaddr;
 assign msu_s_axil_arvalid = i_arvalid;
 assign msu_s_axil_rready = 1'b1;
-assign msu_m_axis_pe_tready = 1'b1;
+assign msu_m_axis_pe_tready = acc_tready;
 assign msu_s_axis_pe_tdata = 0;
 assign msu_s_axis_pe_tid = 0;
 assign msu_s_axis_pe_tvalid = 1'b0;
@@ -5796,7 +5887,7 @@ always @(posedge clk) begin: beat
         bt_lv <= 0;
     end
     else begin
-        bt_valid <= msu_m_axis_pe_tvalid;
+        bt_valid <= (msu_m_axis_pe_tvalid && acc_tready && dlv_on);
         bt_data <= msu_m_axis_pe_tdata;
         bt_lv <= lv_c;
         bt_dest <= msu_m_axis_pe_tdest;
@@ -5891,19 +5982,99 @@ always @(cosmic_pe0_low_bits5_y, cosmic_pe0_low_bits4_y, cosmic_pe0_sb1, cosmic_
 end
 
 
-always @(cosmic_pe0_res5, cosmic_pe0_ld_sel, cosmic_pe0_rad1, cosmic_pe0_wa5, cosmic_pe0_we5, cosmic_pe0_ld_en, cosmic_pe0_v1, cosmic_pe0_wb5, rb_addr, cosmic_pe0_busy, cosmic_pe0_ld_addr, cosmic_pe0_ld_data) begin: cosmic_pe0_bufmux0_c
-    if (cosmic_pe0_busy) begin
-        cosmic_pe0_bufmux0_we = (cosmic_pe0_we5 && (cosmic_pe0_wb5 == 1));
+always @(posedge clk) begin: cosmic_pe0_bank
+    if (rst == 1) begin
+        cosmic_pe0_bk <= 0;
+    end
+    else begin
+        if ((cosmic_pe0_go && (!cosmic_pe0_len_bad))) begin
+            cosmic_pe0_bk <= (!cosmic_pe0_bk);
+        end
+    end
+end
+
+
+always @(cosmic_pe0_rd_d0, cosmic_pe0_bk, pe0_busy, cosmic_pe0_rd_d1) begin: cosmic_pe0_bankside
+    cosmic_pe0_ps0 = (pe0_busy && (!cosmic_pe0_bk));
+    cosmic_pe0_ps1 = (pe0_busy && cosmic_pe0_bk);
+    if (cosmic_pe0_bk) begin
+        cosmic_pe0_rd_d = cosmic_pe0_rd_d1;
+    end
+    else begin
+        cosmic_pe0_rd_d = cosmic_pe0_rd_d0;
+    end
+end
+
+
+always @(cosmic_pe0_res5, cosmic_pe0_ld_sel, cosmic_pe0_rad1, cosmic_pe0_wa5, cosmic_pe0_we5, cosmic_pe0_ld_en, cosmic_pe0_v1, cosmic_pe0_wb5, rb_addr, cosmic_pe0_ld_addr, cosmic_pe0_ps0, cosmic_pe0_ld_data) begin: cosmic_pe0_dbufmux0_c
+    if (cosmic_pe0_ps0) begin
+        cosmic_pe0_dbufmux0_we = (cosmic_pe0_we5 && (cosmic_pe0_wb5 == 1));
+        cosmic_pe0_dbufmux0_wa = cosmic_pe0_wa5[8-1:0];
+        cosmic_pe0_dbufmux0_wd = cosmic_pe0_res5[32-1:0];
+    end
+    else begin
+        cosmic_pe0_dbufmux0_we = (cosmic_pe0_ld_en && (cosmic_pe0_ld_sel == 1));
+        cosmic_pe0_dbufmux0_wa = cosmic_pe0_ld_addr[8-1:0];
+        cosmic_pe0_dbufmux0_wd = cosmic_pe0_ld_data[32-1:0];
+    end
+    if (cosmic_pe0_v1) begin
+        cosmic_pe0_dbufmux0_ra = cosmic_pe0_rad1[8-1:0];
+    end
+    else begin
+        cosmic_pe0_dbufmux0_ra = rb_addr[8-1:0];
+    end
+end
+
+
+always @(posedge clk) begin: cosmic_pe0_ram_1r1w1_ram
+    if (cosmic_pe0_dbufmux0_we) begin
+        cosmic_pe0_ram_1r1w1_mem[cosmic_pe0_dbufmux0_wa] <= cosmic_pe0_dbufmux0_wd;
+    end
+    cosmic_pe0_rd_d0 <= cosmic_pe0_ram_1r1w1_mem[cosmic_pe0_dbufmux0_ra];
+end
+
+
+always @(cosmic_pe0_res5, cosmic_pe0_ld_sel, cosmic_pe0_rad1, cosmic_pe0_wa5, cosmic_pe0_we5, cosmic_pe0_ld_en, cosmic_pe0_v1, cosmic_pe0_wb5, rb_addr, cosmic_pe0_ld_addr, cosmic_pe0_ps1, cosmic_pe0_ld_data) begin: cosmic_pe0_dbufmux1_c
+    if (cosmic_pe0_ps1) begin
+        cosmic_pe0_dbufmux1_we = (cosmic_pe0_we5 && (cosmic_pe0_wb5 == 1));
+        cosmic_pe0_dbufmux1_wa = cosmic_pe0_wa5[8-1:0];
+        cosmic_pe0_dbufmux1_wd = cosmic_pe0_res5[32-1:0];
+    end
+    else begin
+        cosmic_pe0_dbufmux1_we = (cosmic_pe0_ld_en && (cosmic_pe0_ld_sel == 1));
+        cosmic_pe0_dbufmux1_wa = cosmic_pe0_ld_addr[8-1:0];
+        cosmic_pe0_dbufmux1_wd = cosmic_pe0_ld_data[32-1:0];
+    end
+    if (cosmic_pe0_v1) begin
+        cosmic_pe0_dbufmux1_ra = cosmic_pe0_rad1[8-1:0];
+    end
+    else begin
+        cosmic_pe0_dbufmux1_ra = rb_addr[8-1:0];
+    end
+end
+
+
+always @(posedge clk) begin: cosmic_pe0_ram_1r1w2_ram
+    if (cosmic_pe0_dbufmux1_we) begin
+        cosmic_pe0_ram_1r1w2_mem[cosmic_pe0_dbufmux1_wa] <= cosmic_pe0_dbufmux1_wd;
+    end
+    cosmic_pe0_rd_d1 <= cosmic_pe0_ram_1r1w2_mem[cosmic_pe0_dbufmux1_ra];
+end
+
+
+always @(cosmic_pe0_res5, cosmic_pe0_ld_sel, cosmic_pe0_ram1, cosmic_pe0_wa5, cosmic_pe0_we5, cosmic_pe0_ld_en, cosmic_pe0_v1, cosmic_pe0_wb5, rb_addr, pe0_busy, cosmic_pe0_ld_addr, cosmic_pe0_ld_data) begin: cosmic_pe0_bufmux0_c
+    if (pe0_busy) begin
+        cosmic_pe0_bufmux0_we = (cosmic_pe0_we5 && (cosmic_pe0_wb5 == 2));
         cosmic_pe0_bufmux0_wa = cosmic_pe0_wa5[8-1:0];
         cosmic_pe0_bufmux0_wd = cosmic_pe0_res5[32-1:0];
     end
     else begin
-        cosmic_pe0_bufmux0_we = (cosmic_pe0_ld_en && (cosmic_pe0_ld_sel == 1));
+        cosmic_pe0_bufmux0_we = (cosmic_pe0_ld_en && (cosmic_pe0_ld_sel == 2));
         cosmic_pe0_bufmux0_wa = cosmic_pe0_ld_addr[8-1:0];
         cosmic_pe0_bufmux0_wd = cosmic_pe0_ld_data[32-1:0];
     end
     if (cosmic_pe0_v1) begin
-        cosmic_pe0_bufmux0_ra = cosmic_pe0_rad1[8-1:0];
+        cosmic_pe0_bufmux0_ra = cosmic_pe0_ram1[8-1:0];
     end
     else begin
         cosmic_pe0_bufmux0_ra = rb_addr[8-1:0];
@@ -5911,27 +6082,27 @@ always @(cosmic_pe0_res5, cosmic_pe0_ld_sel, cosmic_pe0_rad1, cosmic_pe0_wa5, co
 end
 
 
-always @(posedge clk) begin: cosmic_pe0_ram_1r1w1_ram
+always @(posedge clk) begin: cosmic_pe0_ram_1r1w3_ram
     if (cosmic_pe0_bufmux0_we) begin
-        cosmic_pe0_ram_1r1w1_mem[cosmic_pe0_bufmux0_wa] <= cosmic_pe0_bufmux0_wd;
+        cosmic_pe0_ram_1r1w3_mem[cosmic_pe0_bufmux0_wa] <= cosmic_pe0_bufmux0_wd;
     end
-    cosmic_pe0_rd_d <= cosmic_pe0_ram_1r1w1_mem[cosmic_pe0_bufmux0_ra];
+    cosmic_pe0_rd_m <= cosmic_pe0_ram_1r1w3_mem[cosmic_pe0_bufmux0_ra];
 end
 
 
-always @(cosmic_pe0_res5, cosmic_pe0_ld_sel, cosmic_pe0_ram1, cosmic_pe0_wa5, cosmic_pe0_we5, cosmic_pe0_ld_en, cosmic_pe0_v1, cosmic_pe0_wb5, rb_addr, cosmic_pe0_busy, cosmic_pe0_ld_addr, cosmic_pe0_ld_data) begin: cosmic_pe0_bufmux0_0_c
-    if (cosmic_pe0_busy) begin
-        cosmic_pe0_bufmux0_0_we = (cosmic_pe0_we5 && (cosmic_pe0_wb5 == 2));
+always @(cosmic_pe0_res5, cosmic_pe0_ld_sel, cosmic_pe0_rai1, cosmic_pe0_wa5, cosmic_pe0_we5, cosmic_pe0_ld_en, cosmic_pe0_v1, cosmic_pe0_wb5, rb_addr, pe0_busy, cosmic_pe0_ld_addr, cosmic_pe0_ld_data) begin: cosmic_pe0_bufmux0_0_c
+    if (pe0_busy) begin
+        cosmic_pe0_bufmux0_0_we = (cosmic_pe0_we5 && (cosmic_pe0_wb5 == 3));
         cosmic_pe0_bufmux0_0_wa = cosmic_pe0_wa5[8-1:0];
         cosmic_pe0_bufmux0_0_wd = cosmic_pe0_res5[32-1:0];
     end
     else begin
-        cosmic_pe0_bufmux0_0_we = (cosmic_pe0_ld_en && (cosmic_pe0_ld_sel == 2));
+        cosmic_pe0_bufmux0_0_we = (cosmic_pe0_ld_en && (cosmic_pe0_ld_sel == 3));
         cosmic_pe0_bufmux0_0_wa = cosmic_pe0_ld_addr[8-1:0];
         cosmic_pe0_bufmux0_0_wd = cosmic_pe0_ld_data[32-1:0];
     end
     if (cosmic_pe0_v1) begin
-        cosmic_pe0_bufmux0_0_ra = cosmic_pe0_ram1[8-1:0];
+        cosmic_pe0_bufmux0_0_ra = cosmic_pe0_rai1[8-1:0];
     end
     else begin
         cosmic_pe0_bufmux0_0_ra = rb_addr[8-1:0];
@@ -5939,39 +6110,11 @@ always @(cosmic_pe0_res5, cosmic_pe0_ld_sel, cosmic_pe0_ram1, cosmic_pe0_wa5, co
 end
 
 
-always @(posedge clk) begin: cosmic_pe0_ram_1r1w2_ram
+always @(posedge clk) begin: cosmic_pe0_ram_1r1w4_ram
     if (cosmic_pe0_bufmux0_0_we) begin
-        cosmic_pe0_ram_1r1w2_mem[cosmic_pe0_bufmux0_0_wa] <= cosmic_pe0_bufmux0_0_wd;
+        cosmic_pe0_ram_1r1w4_mem[cosmic_pe0_bufmux0_0_wa] <= cosmic_pe0_bufmux0_0_wd;
     end
-    cosmic_pe0_rd_m <= cosmic_pe0_ram_1r1w2_mem[cosmic_pe0_bufmux0_0_ra];
-end
-
-
-always @(cosmic_pe0_res5, cosmic_pe0_ld_sel, cosmic_pe0_rai1, cosmic_pe0_wa5, cosmic_pe0_we5, cosmic_pe0_ld_en, cosmic_pe0_v1, cosmic_pe0_wb5, rb_addr, cosmic_pe0_busy, cosmic_pe0_ld_addr, cosmic_pe0_ld_data) begin: cosmic_pe0_bufmux0_0_1_c
-    if (cosmic_pe0_busy) begin
-        cosmic_pe0_bufmux0_0_1_we = (cosmic_pe0_we5 && (cosmic_pe0_wb5 == 3));
-        cosmic_pe0_bufmux0_0_1_wa = cosmic_pe0_wa5[8-1:0];
-        cosmic_pe0_bufmux0_0_1_wd = cosmic_pe0_res5[32-1:0];
-    end
-    else begin
-        cosmic_pe0_bufmux0_0_1_we = (cosmic_pe0_ld_en && (cosmic_pe0_ld_sel == 3));
-        cosmic_pe0_bufmux0_0_1_wa = cosmic_pe0_ld_addr[8-1:0];
-        cosmic_pe0_bufmux0_0_1_wd = cosmic_pe0_ld_data[32-1:0];
-    end
-    if (cosmic_pe0_v1) begin
-        cosmic_pe0_bufmux0_0_1_ra = cosmic_pe0_rai1[8-1:0];
-    end
-    else begin
-        cosmic_pe0_bufmux0_0_1_ra = rb_addr[8-1:0];
-    end
-end
-
-
-always @(posedge clk) begin: cosmic_pe0_ram_1r1w3_ram
-    if (cosmic_pe0_bufmux0_0_1_we) begin
-        cosmic_pe0_ram_1r1w3_mem[cosmic_pe0_bufmux0_0_1_wa] <= cosmic_pe0_bufmux0_0_1_wd;
-    end
-    cosmic_pe0_rd_i <= cosmic_pe0_ram_1r1w3_mem[cosmic_pe0_bufmux0_0_1_ra];
+    cosmic_pe0_rd_i <= cosmic_pe0_ram_1r1w4_mem[cosmic_pe0_bufmux0_0_ra];
 end
 
 
@@ -6517,7 +6660,7 @@ assign cosmic_pe0_y_log = cosmic_pe0_fa;
 
 
 assign cosmic_pe0_len_bad = ((prog_len == 0) || (prog_len > 1024));
-assign cosmic_pe0_go = (pe_start && (!cosmic_pe0_busy));
+assign cosmic_pe0_go = (pe_start && (!pe0_busy));
 assign cosmic_pe0_err = {cosmic_pe0_e_len, cosmic_pe0_e_nl, cosmic_pe0_e_ill};
 
 
@@ -6527,7 +6670,7 @@ always @(posedge clk) begin: cosmic_pe0_sched
         pe0_done <= 0;
         cosmic_pe0_l1 <= 0;
         cosmic_pe0_v1 <= 0;
-        cosmic_pe0_busy <= 0;
+        pe0_busy <= 0;
         cosmic_pe0_pc <= 0;
         cosmic_pe0_running <= 0;
     end
@@ -6544,7 +6687,7 @@ always @(posedge clk) begin: cosmic_pe0_sched
             end
         end
         if ((cosmic_pe0_v5 && cosmic_pe0_l5)) begin
-            cosmic_pe0_busy <= 1'b0;
+            pe0_busy <= 1'b0;
             pe0_done <= 1'b1;
         end
         if (cosmic_pe0_go) begin
@@ -6552,7 +6695,7 @@ always @(posedge clk) begin: cosmic_pe0_sched
                 pe0_done <= 1'b1;
             end
             else begin
-                cosmic_pe0_busy <= 1'b1;
+                pe0_busy <= 1'b1;
                 cosmic_pe0_running <= 1'b1;
                 cosmic_pe0_pc <= 0;
                 cosmic_pe0_lm1 <= (prog_len - 1);
@@ -6563,7 +6706,7 @@ end
 
 
 
-assign cosmic_pe0_s_we = (cosmic_pe0_ld_en && (cosmic_pe0_ld_sel == 0) && (!cosmic_pe0_busy));
+assign cosmic_pe0_s_we = (cosmic_pe0_ld_en && (cosmic_pe0_ld_sel == 0) && (!pe0_busy));
 assign cosmic_pe0_s_wa = cosmic_pe0_ld_addr[10-1:0];
 assign cosmic_pe0_s_wd = cosmic_pe0_ld_data[48-1:0];
 assign cosmic_pe0_s_ra = cosmic_pe0_pc[10-1:0];
@@ -6942,15 +7085,15 @@ always @(posedge clk) begin: pe_glue0_pointer
     else begin
         if (dptr_clr) begin
             pe_glue0_ptr <= 0;
+        end
+        else if ((pe_glue0_hit && (pe_glue0_ptr < pe_glue0_lim))) begin
+            pe_glue0_ptr <= (pe_glue0_ptr + 1);
+        end
+        if (derr_clr) begin
             pe_glue0_d_err <= 1'b0;
         end
-        else if (pe_glue0_hit) begin
-            if ((pe_glue0_ptr < pe_glue0_lim)) begin
-                pe_glue0_ptr <= (pe_glue0_ptr + 1);
-            end
-            else begin
-                pe_glue0_d_err <= 1'b1;
-            end
+        else if ((pe_glue0_hit && (pe_glue0_ptr >= pe_glue0_lim))) begin
+            pe_glue0_d_err <= 1'b1;
         end
     end
 end
@@ -6984,11 +7127,11 @@ always @(h_pe, pe_glue0_lim, h_ld, pe_glue0_aa_x, pe_glue0_hit, pe_glue0_ptr_a, 
 end
 
 
-always @(posedge clk) begin: cosmic_pe1_ram_1r1w4_ram
+always @(posedge clk) begin: cosmic_pe1_ram_1r1w5_ram
     if (cosmic_pe1_s_we) begin
-        cosmic_pe1_ram_1r1w4_mem[cosmic_pe1_s_wa] <= cosmic_pe1_s_wd;
+        cosmic_pe1_ram_1r1w5_mem[cosmic_pe1_s_wa] <= cosmic_pe1_s_wd;
     end
-    cosmic_pe1_ir <= cosmic_pe1_ram_1r1w4_mem[cosmic_pe1_s_ra];
+    cosmic_pe1_ir <= cosmic_pe1_ram_1r1w5_mem[cosmic_pe1_s_ra];
 end
 
 
@@ -7071,19 +7214,127 @@ always @(cosmic_pe1_low_bits11_y, cosmic_pe1_low_bits10_y, cosmic_pe1_sb1, cosmi
 end
 
 
-always @(cosmic_pe1_res5, cosmic_pe1_ld_sel, cosmic_pe1_rad1, cosmic_pe1_wa5, cosmic_pe1_we5, cosmic_pe1_ld_en, cosmic_pe1_v1, cosmic_pe1_wb5, rb_addr, cosmic_pe1_busy, cosmic_pe1_ld_addr, cosmic_pe1_ld_data) begin: cosmic_pe1_bufmux0_0_1_2_c
+always @(posedge clk) begin: cosmic_pe1_bank
+    if (rst == 1) begin
+        cosmic_pe1_bk <= 0;
+    end
+    else begin
+        if ((cosmic_pe1_go && (!cosmic_pe1_len_bad))) begin
+            cosmic_pe1_bk <= (!cosmic_pe1_bk);
+        end
+    end
+end
+
+
+always @(cosmic_pe1_rd_d0, cosmic_pe1_bk, cosmic_pe1_busy, cosmic_pe1_rd_d1) begin: cosmic_pe1_bankside
+    cosmic_pe1_ps0 = (cosmic_pe1_busy && (!cosmic_pe1_bk));
+    cosmic_pe1_ps1 = (cosmic_pe1_busy && cosmic_pe1_bk);
+    if (cosmic_pe1_bk) begin
+        cosmic_pe1_rd_d = cosmic_pe1_rd_d1;
+    end
+    else begin
+        cosmic_pe1_rd_d = cosmic_pe1_rd_d0;
+    end
+end
+
+
+always @(cosmic_pe1_res5, cosmic_pe1_ld_sel, cosmic_pe1_rad1, cosmic_pe1_wa5, cosmic_pe1_we5, cosmic_pe1_ld_en, cosmic_pe1_v1, cosmic_pe1_wb5, rb_addr, cosmic_pe1_ld_addr, cosmic_pe1_ps0, cosmic_pe1_ld_data) begin: cosmic_pe1_dbufmux0_0_c
+    if (cosmic_pe1_ps0) begin
+        cosmic_pe1_dbufmux0_0_we = (cosmic_pe1_we5 && (cosmic_pe1_wb5 == 1));
+        cosmic_pe1_dbufmux0_0_wa = cosmic_pe1_wa5[8-1:0];
+        cosmic_pe1_dbufmux0_0_wd = cosmic_pe1_res5[32-1:0];
+    end
+    else begin
+        cosmic_pe1_dbufmux0_0_we = (cosmic_pe1_ld_en && (cosmic_pe1_ld_sel == 1));
+        cosmic_pe1_dbufmux0_0_wa = cosmic_pe1_ld_addr[8-1:0];
+        cosmic_pe1_dbufmux0_0_wd = cosmic_pe1_ld_data[32-1:0];
+    end
+    if (cosmic_pe1_v1) begin
+        cosmic_pe1_dbufmux0_0_ra = cosmic_pe1_rad1[8-1:0];
+    end
+    else begin
+        cosmic_pe1_dbufmux0_0_ra = rb_addr[8-1:0];
+    end
+end
+
+
+always @(posedge clk) begin: cosmic_pe1_ram_1r1w6_ram
+    if (cosmic_pe1_dbufmux0_0_we) begin
+        cosmic_pe1_ram_1r1w6_mem[cosmic_pe1_dbufmux0_0_wa] <= cosmic_pe1_dbufmux0_0_wd;
+    end
+    cosmic_pe1_rd_d0 <= cosmic_pe1_ram_1r1w6_mem[cosmic_pe1_dbufmux0_0_ra];
+end
+
+
+always @(cosmic_pe1_res5, cosmic_pe1_ld_sel, cosmic_pe1_rad1, cosmic_pe1_wa5, cosmic_pe1_we5, cosmic_pe1_ld_en, cosmic_pe1_v1, cosmic_pe1_wb5, rb_addr, cosmic_pe1_ld_addr, cosmic_pe1_ps1, cosmic_pe1_ld_data) begin: cosmic_pe1_dbufmux1_0_c
+    if (cosmic_pe1_ps1) begin
+        cosmic_pe1_dbufmux1_0_we = (cosmic_pe1_we5 && (cosmic_pe1_wb5 == 1));
+        cosmic_pe1_dbufmux1_0_wa = cosmic_pe1_wa5[8-1:0];
+        cosmic_pe1_dbufmux1_0_wd = cosmic_pe1_res5[32-1:0];
+    end
+    else begin
+        cosmic_pe1_dbufmux1_0_we = (cosmic_pe1_ld_en && (cosmic_pe1_ld_sel == 1));
+        cosmic_pe1_dbufmux1_0_wa = cosmic_pe1_ld_addr[8-1:0];
+        cosmic_pe1_dbufmux1_0_wd = cosmic_pe1_ld_data[32-1:0];
+    end
+    if (cosmic_pe1_v1) begin
+        cosmic_pe1_dbufmux1_0_ra = cosmic_pe1_rad1[8-1:0];
+    end
+    else begin
+        cosmic_pe1_dbufmux1_0_ra = rb_addr[8-1:0];
+    end
+end
+
+
+always @(posedge clk) begin: cosmic_pe1_ram_1r1w7_ram
+    if (cosmic_pe1_dbufmux1_0_we) begin
+        cosmic_pe1_ram_1r1w7_mem[cosmic_pe1_dbufmux1_0_wa] <= cosmic_pe1_dbufmux1_0_wd;
+    end
+    cosmic_pe1_rd_d1 <= cosmic_pe1_ram_1r1w7_mem[cosmic_pe1_dbufmux1_0_ra];
+end
+
+
+always @(cosmic_pe1_res5, cosmic_pe1_ld_sel, cosmic_pe1_ram1, cosmic_pe1_wa5, cosmic_pe1_we5, cosmic_pe1_ld_en, cosmic_pe1_v1, cosmic_pe1_wb5, rb_addr, cosmic_pe1_busy, cosmic_pe1_ld_addr, cosmic_pe1_ld_data) begin: cosmic_pe1_bufmux0_0_1_c
     if (cosmic_pe1_busy) begin
-        cosmic_pe1_bufmux0_0_1_2_we = (cosmic_pe1_we5 && (cosmic_pe1_wb5 == 1));
+        cosmic_pe1_bufmux0_0_1_we = (cosmic_pe1_we5 && (cosmic_pe1_wb5 == 2));
+        cosmic_pe1_bufmux0_0_1_wa = cosmic_pe1_wa5[8-1:0];
+        cosmic_pe1_bufmux0_0_1_wd = cosmic_pe1_res5[32-1:0];
+    end
+    else begin
+        cosmic_pe1_bufmux0_0_1_we = (cosmic_pe1_ld_en && (cosmic_pe1_ld_sel == 2));
+        cosmic_pe1_bufmux0_0_1_wa = cosmic_pe1_ld_addr[8-1:0];
+        cosmic_pe1_bufmux0_0_1_wd = cosmic_pe1_ld_data[32-1:0];
+    end
+    if (cosmic_pe1_v1) begin
+        cosmic_pe1_bufmux0_0_1_ra = cosmic_pe1_ram1[8-1:0];
+    end
+    else begin
+        cosmic_pe1_bufmux0_0_1_ra = rb_addr[8-1:0];
+    end
+end
+
+
+always @(posedge clk) begin: cosmic_pe1_ram_1r1w8_ram
+    if (cosmic_pe1_bufmux0_0_1_we) begin
+        cosmic_pe1_ram_1r1w8_mem[cosmic_pe1_bufmux0_0_1_wa] <= cosmic_pe1_bufmux0_0_1_wd;
+    end
+    cosmic_pe1_rd_m <= cosmic_pe1_ram_1r1w8_mem[cosmic_pe1_bufmux0_0_1_ra];
+end
+
+
+always @(cosmic_pe1_res5, cosmic_pe1_ld_sel, cosmic_pe1_rai1, cosmic_pe1_wa5, cosmic_pe1_we5, cosmic_pe1_ld_en, cosmic_pe1_v1, cosmic_pe1_wb5, rb_addr, cosmic_pe1_busy, cosmic_pe1_ld_addr, cosmic_pe1_ld_data) begin: cosmic_pe1_bufmux0_0_1_2_c
+    if (cosmic_pe1_busy) begin
+        cosmic_pe1_bufmux0_0_1_2_we = (cosmic_pe1_we5 && (cosmic_pe1_wb5 == 3));
         cosmic_pe1_bufmux0_0_1_2_wa = cosmic_pe1_wa5[8-1:0];
         cosmic_pe1_bufmux0_0_1_2_wd = cosmic_pe1_res5[32-1:0];
     end
     else begin
-        cosmic_pe1_bufmux0_0_1_2_we = (cosmic_pe1_ld_en && (cosmic_pe1_ld_sel == 1));
+        cosmic_pe1_bufmux0_0_1_2_we = (cosmic_pe1_ld_en && (cosmic_pe1_ld_sel == 3));
         cosmic_pe1_bufmux0_0_1_2_wa = cosmic_pe1_ld_addr[8-1:0];
         cosmic_pe1_bufmux0_0_1_2_wd = cosmic_pe1_ld_data[32-1:0];
     end
     if (cosmic_pe1_v1) begin
-        cosmic_pe1_bufmux0_0_1_2_ra = cosmic_pe1_rad1[8-1:0];
+        cosmic_pe1_bufmux0_0_1_2_ra = cosmic_pe1_rai1[8-1:0];
     end
     else begin
         cosmic_pe1_bufmux0_0_1_2_ra = rb_addr[8-1:0];
@@ -7091,67 +7342,11 @@ always @(cosmic_pe1_res5, cosmic_pe1_ld_sel, cosmic_pe1_rad1, cosmic_pe1_wa5, co
 end
 
 
-always @(posedge clk) begin: cosmic_pe1_ram_1r1w5_ram
+always @(posedge clk) begin: cosmic_pe1_ram_1r1w9_ram
     if (cosmic_pe1_bufmux0_0_1_2_we) begin
-        cosmic_pe1_ram_1r1w5_mem[cosmic_pe1_bufmux0_0_1_2_wa] <= cosmic_pe1_bufmux0_0_1_2_wd;
+        cosmic_pe1_ram_1r1w9_mem[cosmic_pe1_bufmux0_0_1_2_wa] <= cosmic_pe1_bufmux0_0_1_2_wd;
     end
-    cosmic_pe1_rd_d <= cosmic_pe1_ram_1r1w5_mem[cosmic_pe1_bufmux0_0_1_2_ra];
-end
-
-
-always @(cosmic_pe1_res5, cosmic_pe1_ld_sel, cosmic_pe1_ram1, cosmic_pe1_wa5, cosmic_pe1_we5, cosmic_pe1_ld_en, cosmic_pe1_v1, cosmic_pe1_wb5, rb_addr, cosmic_pe1_busy, cosmic_pe1_ld_addr, cosmic_pe1_ld_data) begin: cosmic_pe1_bufmux0_0_1_2_3_c
-    if (cosmic_pe1_busy) begin
-        cosmic_pe1_bufmux0_0_1_2_3_we = (cosmic_pe1_we5 && (cosmic_pe1_wb5 == 2));
-        cosmic_pe1_bufmux0_0_1_2_3_wa = cosmic_pe1_wa5[8-1:0];
-        cosmic_pe1_bufmux0_0_1_2_3_wd = cosmic_pe1_res5[32-1:0];
-    end
-    else begin
-        cosmic_pe1_bufmux0_0_1_2_3_we = (cosmic_pe1_ld_en && (cosmic_pe1_ld_sel == 2));
-        cosmic_pe1_bufmux0_0_1_2_3_wa = cosmic_pe1_ld_addr[8-1:0];
-        cosmic_pe1_bufmux0_0_1_2_3_wd = cosmic_pe1_ld_data[32-1:0];
-    end
-    if (cosmic_pe1_v1) begin
-        cosmic_pe1_bufmux0_0_1_2_3_ra = cosmic_pe1_ram1[8-1:0];
-    end
-    else begin
-        cosmic_pe1_bufmux0_0_1_2_3_ra = rb_addr[8-1:0];
-    end
-end
-
-
-always @(posedge clk) begin: cosmic_pe1_ram_1r1w6_ram
-    if (cosmic_pe1_bufmux0_0_1_2_3_we) begin
-        cosmic_pe1_ram_1r1w6_mem[cosmic_pe1_bufmux0_0_1_2_3_wa] <= cosmic_pe1_bufmux0_0_1_2_3_wd;
-    end
-    cosmic_pe1_rd_m <= cosmic_pe1_ram_1r1w6_mem[cosmic_pe1_bufmux0_0_1_2_3_ra];
-end
-
-
-always @(cosmic_pe1_res5, cosmic_pe1_ld_sel, cosmic_pe1_rai1, cosmic_pe1_wa5, cosmic_pe1_we5, cosmic_pe1_ld_en, cosmic_pe1_v1, cosmic_pe1_wb5, rb_addr, cosmic_pe1_busy, cosmic_pe1_ld_addr, cosmic_pe1_ld_data) begin: cosmic_pe1_bufmux0_0_1_2_3_4_c
-    if (cosmic_pe1_busy) begin
-        cosmic_pe1_bufmux0_0_1_2_3_4_we = (cosmic_pe1_we5 && (cosmic_pe1_wb5 == 3));
-        cosmic_pe1_bufmux0_0_1_2_3_4_wa = cosmic_pe1_wa5[8-1:0];
-        cosmic_pe1_bufmux0_0_1_2_3_4_wd = cosmic_pe1_res5[32-1:0];
-    end
-    else begin
-        cosmic_pe1_bufmux0_0_1_2_3_4_we = (cosmic_pe1_ld_en && (cosmic_pe1_ld_sel == 3));
-        cosmic_pe1_bufmux0_0_1_2_3_4_wa = cosmic_pe1_ld_addr[8-1:0];
-        cosmic_pe1_bufmux0_0_1_2_3_4_wd = cosmic_pe1_ld_data[32-1:0];
-    end
-    if (cosmic_pe1_v1) begin
-        cosmic_pe1_bufmux0_0_1_2_3_4_ra = cosmic_pe1_rai1[8-1:0];
-    end
-    else begin
-        cosmic_pe1_bufmux0_0_1_2_3_4_ra = rb_addr[8-1:0];
-    end
-end
-
-
-always @(posedge clk) begin: cosmic_pe1_ram_1r1w7_ram
-    if (cosmic_pe1_bufmux0_0_1_2_3_4_we) begin
-        cosmic_pe1_ram_1r1w7_mem[cosmic_pe1_bufmux0_0_1_2_3_4_wa] <= cosmic_pe1_bufmux0_0_1_2_3_4_wd;
-    end
-    cosmic_pe1_rd_i <= cosmic_pe1_ram_1r1w7_mem[cosmic_pe1_bufmux0_0_1_2_3_4_ra];
+    cosmic_pe1_rd_i <= cosmic_pe1_ram_1r1w9_mem[cosmic_pe1_bufmux0_0_1_2_ra];
 end
 
 
@@ -8122,15 +8317,15 @@ always @(posedge clk) begin: pe_glue1_pointer
     else begin
         if (dptr_clr) begin
             pe_glue1_ptr <= 0;
+        end
+        else if ((pe_glue1_hit && (pe_glue1_ptr < pe_glue1_lim))) begin
+            pe_glue1_ptr <= (pe_glue1_ptr + 1);
+        end
+        if (derr_clr) begin
             pe_glue1_d_err <= 1'b0;
         end
-        else if (pe_glue1_hit) begin
-            if ((pe_glue1_ptr < pe_glue1_lim)) begin
-                pe_glue1_ptr <= (pe_glue1_ptr + 1);
-            end
-            else begin
-                pe_glue1_d_err <= 1'b1;
-            end
+        else if ((pe_glue1_hit && (pe_glue1_ptr >= pe_glue1_lim))) begin
+            pe_glue1_d_err <= 1'b1;
         end
     end
 end
@@ -8164,11 +8359,11 @@ always @(h_pe, pe_glue1_lim, h_ld, pe_glue1_aa_x, pe_glue1_hit, pe_glue1_ptr_a, 
 end
 
 
-always @(posedge clk) begin: cosmic_pe2_ram_1r1w8_ram
+always @(posedge clk) begin: cosmic_pe2_ram_1r1w10_ram
     if (cosmic_pe2_s_we) begin
-        cosmic_pe2_ram_1r1w8_mem[cosmic_pe2_s_wa] <= cosmic_pe2_s_wd;
+        cosmic_pe2_ram_1r1w10_mem[cosmic_pe2_s_wa] <= cosmic_pe2_s_wd;
     end
-    cosmic_pe2_ir <= cosmic_pe2_ram_1r1w8_mem[cosmic_pe2_s_ra];
+    cosmic_pe2_ir <= cosmic_pe2_ram_1r1w10_mem[cosmic_pe2_s_ra];
 end
 
 
@@ -8251,87 +8446,139 @@ always @(cosmic_pe2_low_bits17_y, cosmic_pe2_low_bits16_y, cosmic_pe2_sb1, cosmi
 end
 
 
-always @(cosmic_pe2_res5, cosmic_pe2_ld_sel, cosmic_pe2_rad1, cosmic_pe2_wa5, cosmic_pe2_we5, cosmic_pe2_ld_en, cosmic_pe2_v1, cosmic_pe2_wb5, rb_addr, cosmic_pe2_busy, cosmic_pe2_ld_addr, cosmic_pe2_ld_data) begin: cosmic_pe2_bufmux0_0_1_2_3_4_5_c
-    if (cosmic_pe2_busy) begin
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_we = (cosmic_pe2_we5 && (cosmic_pe2_wb5 == 1));
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_wa = cosmic_pe2_wa5[8-1:0];
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_wd = cosmic_pe2_res5[32-1:0];
+always @(posedge clk) begin: cosmic_pe2_bank
+    if (rst == 1) begin
+        cosmic_pe2_bk <= 0;
     end
     else begin
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_we = (cosmic_pe2_ld_en && (cosmic_pe2_ld_sel == 1));
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_wa = cosmic_pe2_ld_addr[8-1:0];
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_wd = cosmic_pe2_ld_data[32-1:0];
+        if ((cosmic_pe2_go && (!cosmic_pe2_len_bad))) begin
+            cosmic_pe2_bk <= (!cosmic_pe2_bk);
+        end
+    end
+end
+
+
+always @(cosmic_pe2_rd_d0, cosmic_pe2_bk, cosmic_pe2_busy, cosmic_pe2_rd_d1) begin: cosmic_pe2_bankside
+    cosmic_pe2_ps0 = (cosmic_pe2_busy && (!cosmic_pe2_bk));
+    cosmic_pe2_ps1 = (cosmic_pe2_busy && cosmic_pe2_bk);
+    if (cosmic_pe2_bk) begin
+        cosmic_pe2_rd_d = cosmic_pe2_rd_d1;
+    end
+    else begin
+        cosmic_pe2_rd_d = cosmic_pe2_rd_d0;
+    end
+end
+
+
+always @(cosmic_pe2_res5, cosmic_pe2_ld_sel, cosmic_pe2_rad1, cosmic_pe2_wa5, cosmic_pe2_we5, cosmic_pe2_ld_en, cosmic_pe2_v1, cosmic_pe2_wb5, rb_addr, cosmic_pe2_ld_addr, cosmic_pe2_ps0, cosmic_pe2_ld_data) begin: cosmic_pe2_dbufmux0_0_1_c
+    if (cosmic_pe2_ps0) begin
+        cosmic_pe2_dbufmux0_0_1_we = (cosmic_pe2_we5 && (cosmic_pe2_wb5 == 1));
+        cosmic_pe2_dbufmux0_0_1_wa = cosmic_pe2_wa5[8-1:0];
+        cosmic_pe2_dbufmux0_0_1_wd = cosmic_pe2_res5[32-1:0];
+    end
+    else begin
+        cosmic_pe2_dbufmux0_0_1_we = (cosmic_pe2_ld_en && (cosmic_pe2_ld_sel == 1));
+        cosmic_pe2_dbufmux0_0_1_wa = cosmic_pe2_ld_addr[8-1:0];
+        cosmic_pe2_dbufmux0_0_1_wd = cosmic_pe2_ld_data[32-1:0];
     end
     if (cosmic_pe2_v1) begin
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_ra = cosmic_pe2_rad1[8-1:0];
+        cosmic_pe2_dbufmux0_0_1_ra = cosmic_pe2_rad1[8-1:0];
     end
     else begin
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_ra = rb_addr[8-1:0];
-    end
-end
-
-
-always @(posedge clk) begin: cosmic_pe2_ram_1r1w9_ram
-    if (cosmic_pe2_bufmux0_0_1_2_3_4_5_we) begin
-        cosmic_pe2_ram_1r1w9_mem[cosmic_pe2_bufmux0_0_1_2_3_4_5_wa] <= cosmic_pe2_bufmux0_0_1_2_3_4_5_wd;
-    end
-    cosmic_pe2_rd_d <= cosmic_pe2_ram_1r1w9_mem[cosmic_pe2_bufmux0_0_1_2_3_4_5_ra];
-end
-
-
-always @(cosmic_pe2_res5, cosmic_pe2_ld_sel, cosmic_pe2_ram1, cosmic_pe2_wa5, cosmic_pe2_we5, cosmic_pe2_ld_en, cosmic_pe2_v1, cosmic_pe2_wb5, rb_addr, cosmic_pe2_busy, cosmic_pe2_ld_addr, cosmic_pe2_ld_data) begin: cosmic_pe2_bufmux0_0_1_2_3_4_5_6_c
-    if (cosmic_pe2_busy) begin
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_we = (cosmic_pe2_we5 && (cosmic_pe2_wb5 == 2));
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_wa = cosmic_pe2_wa5[8-1:0];
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_wd = cosmic_pe2_res5[32-1:0];
-    end
-    else begin
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_we = (cosmic_pe2_ld_en && (cosmic_pe2_ld_sel == 2));
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_wa = cosmic_pe2_ld_addr[8-1:0];
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_wd = cosmic_pe2_ld_data[32-1:0];
-    end
-    if (cosmic_pe2_v1) begin
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_ra = cosmic_pe2_ram1[8-1:0];
-    end
-    else begin
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_ra = rb_addr[8-1:0];
-    end
-end
-
-
-always @(posedge clk) begin: cosmic_pe2_ram_1r1w10_ram
-    if (cosmic_pe2_bufmux0_0_1_2_3_4_5_6_we) begin
-        cosmic_pe2_ram_1r1w10_mem[cosmic_pe2_bufmux0_0_1_2_3_4_5_6_wa] <= cosmic_pe2_bufmux0_0_1_2_3_4_5_6_wd;
-    end
-    cosmic_pe2_rd_m <= cosmic_pe2_ram_1r1w10_mem[cosmic_pe2_bufmux0_0_1_2_3_4_5_6_ra];
-end
-
-
-always @(cosmic_pe2_res5, cosmic_pe2_ld_sel, cosmic_pe2_rai1, cosmic_pe2_wa5, cosmic_pe2_we5, cosmic_pe2_ld_en, cosmic_pe2_v1, cosmic_pe2_wb5, rb_addr, cosmic_pe2_busy, cosmic_pe2_ld_addr, cosmic_pe2_ld_data) begin: cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_c
-    if (cosmic_pe2_busy) begin
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_we = (cosmic_pe2_we5 && (cosmic_pe2_wb5 == 3));
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_wa = cosmic_pe2_wa5[8-1:0];
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_wd = cosmic_pe2_res5[32-1:0];
-    end
-    else begin
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_we = (cosmic_pe2_ld_en && (cosmic_pe2_ld_sel == 3));
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_wa = cosmic_pe2_ld_addr[8-1:0];
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_wd = cosmic_pe2_ld_data[32-1:0];
-    end
-    if (cosmic_pe2_v1) begin
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_ra = cosmic_pe2_rai1[8-1:0];
-    end
-    else begin
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_ra = rb_addr[8-1:0];
+        cosmic_pe2_dbufmux0_0_1_ra = rb_addr[8-1:0];
     end
 end
 
 
 always @(posedge clk) begin: cosmic_pe2_ram_1r1w11_ram
-    if (cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_we) begin
-        cosmic_pe2_ram_1r1w11_mem[cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_wa] <= cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_wd;
+    if (cosmic_pe2_dbufmux0_0_1_we) begin
+        cosmic_pe2_ram_1r1w11_mem[cosmic_pe2_dbufmux0_0_1_wa] <= cosmic_pe2_dbufmux0_0_1_wd;
     end
-    cosmic_pe2_rd_i <= cosmic_pe2_ram_1r1w11_mem[cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_ra];
+    cosmic_pe2_rd_d0 <= cosmic_pe2_ram_1r1w11_mem[cosmic_pe2_dbufmux0_0_1_ra];
+end
+
+
+always @(cosmic_pe2_res5, cosmic_pe2_ld_sel, cosmic_pe2_rad1, cosmic_pe2_wa5, cosmic_pe2_we5, cosmic_pe2_ld_en, cosmic_pe2_v1, cosmic_pe2_wb5, rb_addr, cosmic_pe2_ld_addr, cosmic_pe2_ps1, cosmic_pe2_ld_data) begin: cosmic_pe2_dbufmux1_0_1_c
+    if (cosmic_pe2_ps1) begin
+        cosmic_pe2_dbufmux1_0_1_we = (cosmic_pe2_we5 && (cosmic_pe2_wb5 == 1));
+        cosmic_pe2_dbufmux1_0_1_wa = cosmic_pe2_wa5[8-1:0];
+        cosmic_pe2_dbufmux1_0_1_wd = cosmic_pe2_res5[32-1:0];
+    end
+    else begin
+        cosmic_pe2_dbufmux1_0_1_we = (cosmic_pe2_ld_en && (cosmic_pe2_ld_sel == 1));
+        cosmic_pe2_dbufmux1_0_1_wa = cosmic_pe2_ld_addr[8-1:0];
+        cosmic_pe2_dbufmux1_0_1_wd = cosmic_pe2_ld_data[32-1:0];
+    end
+    if (cosmic_pe2_v1) begin
+        cosmic_pe2_dbufmux1_0_1_ra = cosmic_pe2_rad1[8-1:0];
+    end
+    else begin
+        cosmic_pe2_dbufmux1_0_1_ra = rb_addr[8-1:0];
+    end
+end
+
+
+always @(posedge clk) begin: cosmic_pe2_ram_1r1w12_ram
+    if (cosmic_pe2_dbufmux1_0_1_we) begin
+        cosmic_pe2_ram_1r1w12_mem[cosmic_pe2_dbufmux1_0_1_wa] <= cosmic_pe2_dbufmux1_0_1_wd;
+    end
+    cosmic_pe2_rd_d1 <= cosmic_pe2_ram_1r1w12_mem[cosmic_pe2_dbufmux1_0_1_ra];
+end
+
+
+always @(cosmic_pe2_res5, cosmic_pe2_ld_sel, cosmic_pe2_ram1, cosmic_pe2_wa5, cosmic_pe2_we5, cosmic_pe2_ld_en, cosmic_pe2_v1, cosmic_pe2_wb5, rb_addr, cosmic_pe2_busy, cosmic_pe2_ld_addr, cosmic_pe2_ld_data) begin: cosmic_pe2_bufmux0_0_1_2_3_c
+    if (cosmic_pe2_busy) begin
+        cosmic_pe2_bufmux0_0_1_2_3_we = (cosmic_pe2_we5 && (cosmic_pe2_wb5 == 2));
+        cosmic_pe2_bufmux0_0_1_2_3_wa = cosmic_pe2_wa5[8-1:0];
+        cosmic_pe2_bufmux0_0_1_2_3_wd = cosmic_pe2_res5[32-1:0];
+    end
+    else begin
+        cosmic_pe2_bufmux0_0_1_2_3_we = (cosmic_pe2_ld_en && (cosmic_pe2_ld_sel == 2));
+        cosmic_pe2_bufmux0_0_1_2_3_wa = cosmic_pe2_ld_addr[8-1:0];
+        cosmic_pe2_bufmux0_0_1_2_3_wd = cosmic_pe2_ld_data[32-1:0];
+    end
+    if (cosmic_pe2_v1) begin
+        cosmic_pe2_bufmux0_0_1_2_3_ra = cosmic_pe2_ram1[8-1:0];
+    end
+    else begin
+        cosmic_pe2_bufmux0_0_1_2_3_ra = rb_addr[8-1:0];
+    end
+end
+
+
+always @(posedge clk) begin: cosmic_pe2_ram_1r1w13_ram
+    if (cosmic_pe2_bufmux0_0_1_2_3_we) begin
+        cosmic_pe2_ram_1r1w13_mem[cosmic_pe2_bufmux0_0_1_2_3_wa] <= cosmic_pe2_bufmux0_0_1_2_3_wd;
+    end
+    cosmic_pe2_rd_m <= cosmic_pe2_ram_1r1w13_mem[cosmic_pe2_bufmux0_0_1_2_3_ra];
+end
+
+
+always @(cosmic_pe2_res5, cosmic_pe2_ld_sel, cosmic_pe2_rai1, cosmic_pe2_wa5, cosmic_pe2_we5, cosmic_pe2_ld_en, cosmic_pe2_v1, cosmic_pe2_wb5, rb_addr, cosmic_pe2_busy, cosmic_pe2_ld_addr, cosmic_pe2_ld_data) begin: cosmic_pe2_bufmux0_0_1_2_3_4_c
+    if (cosmic_pe2_busy) begin
+        cosmic_pe2_bufmux0_0_1_2_3_4_we = (cosmic_pe2_we5 && (cosmic_pe2_wb5 == 3));
+        cosmic_pe2_bufmux0_0_1_2_3_4_wa = cosmic_pe2_wa5[8-1:0];
+        cosmic_pe2_bufmux0_0_1_2_3_4_wd = cosmic_pe2_res5[32-1:0];
+    end
+    else begin
+        cosmic_pe2_bufmux0_0_1_2_3_4_we = (cosmic_pe2_ld_en && (cosmic_pe2_ld_sel == 3));
+        cosmic_pe2_bufmux0_0_1_2_3_4_wa = cosmic_pe2_ld_addr[8-1:0];
+        cosmic_pe2_bufmux0_0_1_2_3_4_wd = cosmic_pe2_ld_data[32-1:0];
+    end
+    if (cosmic_pe2_v1) begin
+        cosmic_pe2_bufmux0_0_1_2_3_4_ra = cosmic_pe2_rai1[8-1:0];
+    end
+    else begin
+        cosmic_pe2_bufmux0_0_1_2_3_4_ra = rb_addr[8-1:0];
+    end
+end
+
+
+always @(posedge clk) begin: cosmic_pe2_ram_1r1w14_ram
+    if (cosmic_pe2_bufmux0_0_1_2_3_4_we) begin
+        cosmic_pe2_ram_1r1w14_mem[cosmic_pe2_bufmux0_0_1_2_3_4_wa] <= cosmic_pe2_bufmux0_0_1_2_3_4_wd;
+    end
+    cosmic_pe2_rd_i <= cosmic_pe2_ram_1r1w14_mem[cosmic_pe2_bufmux0_0_1_2_3_4_ra];
 end
 
 
@@ -9302,15 +9549,15 @@ always @(posedge clk) begin: pe_glue2_pointer
     else begin
         if (dptr_clr) begin
             pe_glue2_ptr <= 0;
+        end
+        else if ((pe_glue2_hit && (pe_glue2_ptr < pe_glue2_lim))) begin
+            pe_glue2_ptr <= (pe_glue2_ptr + 1);
+        end
+        if (derr_clr) begin
             pe_glue2_d_err <= 1'b0;
         end
-        else if (pe_glue2_hit) begin
-            if ((pe_glue2_ptr < pe_glue2_lim)) begin
-                pe_glue2_ptr <= (pe_glue2_ptr + 1);
-            end
-            else begin
-                pe_glue2_d_err <= 1'b1;
-            end
+        else if ((pe_glue2_hit && (pe_glue2_ptr >= pe_glue2_lim))) begin
+            pe_glue2_d_err <= 1'b1;
         end
     end
 end
@@ -9344,11 +9591,11 @@ always @(h_pe, pe_glue2_lim, h_ld, pe_glue2_aa_x, pe_glue2_hit, pe_glue2_ptr_a, 
 end
 
 
-always @(posedge clk) begin: cosmic_pe3_ram_1r1w12_ram
+always @(posedge clk) begin: cosmic_pe3_ram_1r1w15_ram
     if (cosmic_pe3_s_we) begin
-        cosmic_pe3_ram_1r1w12_mem[cosmic_pe3_s_wa] <= cosmic_pe3_s_wd;
+        cosmic_pe3_ram_1r1w15_mem[cosmic_pe3_s_wa] <= cosmic_pe3_s_wd;
     end
-    cosmic_pe3_ir <= cosmic_pe3_ram_1r1w12_mem[cosmic_pe3_s_ra];
+    cosmic_pe3_ir <= cosmic_pe3_ram_1r1w15_mem[cosmic_pe3_s_ra];
 end
 
 
@@ -9431,87 +9678,139 @@ always @(cosmic_pe3_low_bits23_y, cosmic_pe3_low_bits22_y, cosmic_pe3_sb1, cosmi
 end
 
 
-always @(cosmic_pe3_res5, cosmic_pe3_ld_sel, cosmic_pe3_rad1, cosmic_pe3_wa5, cosmic_pe3_we5, cosmic_pe3_ld_en, cosmic_pe3_v1, cosmic_pe3_wb5, rb_addr, cosmic_pe3_busy, cosmic_pe3_ld_addr, cosmic_pe3_ld_data) begin: cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_c
-    if (cosmic_pe3_busy) begin
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_we = (cosmic_pe3_we5 && (cosmic_pe3_wb5 == 1));
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_wa = cosmic_pe3_wa5[8-1:0];
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_wd = cosmic_pe3_res5[32-1:0];
+always @(posedge clk) begin: cosmic_pe3_bank
+    if (rst == 1) begin
+        cosmic_pe3_bk <= 0;
     end
     else begin
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_we = (cosmic_pe3_ld_en && (cosmic_pe3_ld_sel == 1));
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_wa = cosmic_pe3_ld_addr[8-1:0];
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_wd = cosmic_pe3_ld_data[32-1:0];
+        if ((cosmic_pe3_go && (!cosmic_pe3_len_bad))) begin
+            cosmic_pe3_bk <= (!cosmic_pe3_bk);
+        end
+    end
+end
+
+
+always @(cosmic_pe3_rd_d0, cosmic_pe3_bk, cosmic_pe3_busy, cosmic_pe3_rd_d1) begin: cosmic_pe3_bankside
+    cosmic_pe3_ps0 = (cosmic_pe3_busy && (!cosmic_pe3_bk));
+    cosmic_pe3_ps1 = (cosmic_pe3_busy && cosmic_pe3_bk);
+    if (cosmic_pe3_bk) begin
+        cosmic_pe3_rd_d = cosmic_pe3_rd_d1;
+    end
+    else begin
+        cosmic_pe3_rd_d = cosmic_pe3_rd_d0;
+    end
+end
+
+
+always @(cosmic_pe3_res5, cosmic_pe3_ld_sel, cosmic_pe3_rad1, cosmic_pe3_wa5, cosmic_pe3_we5, cosmic_pe3_ld_en, cosmic_pe3_v1, cosmic_pe3_wb5, rb_addr, cosmic_pe3_ld_addr, cosmic_pe3_ps0, cosmic_pe3_ld_data) begin: cosmic_pe3_dbufmux0_0_1_2_c
+    if (cosmic_pe3_ps0) begin
+        cosmic_pe3_dbufmux0_0_1_2_we = (cosmic_pe3_we5 && (cosmic_pe3_wb5 == 1));
+        cosmic_pe3_dbufmux0_0_1_2_wa = cosmic_pe3_wa5[8-1:0];
+        cosmic_pe3_dbufmux0_0_1_2_wd = cosmic_pe3_res5[32-1:0];
+    end
+    else begin
+        cosmic_pe3_dbufmux0_0_1_2_we = (cosmic_pe3_ld_en && (cosmic_pe3_ld_sel == 1));
+        cosmic_pe3_dbufmux0_0_1_2_wa = cosmic_pe3_ld_addr[8-1:0];
+        cosmic_pe3_dbufmux0_0_1_2_wd = cosmic_pe3_ld_data[32-1:0];
     end
     if (cosmic_pe3_v1) begin
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_ra = cosmic_pe3_rad1[8-1:0];
+        cosmic_pe3_dbufmux0_0_1_2_ra = cosmic_pe3_rad1[8-1:0];
     end
     else begin
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_ra = rb_addr[8-1:0];
+        cosmic_pe3_dbufmux0_0_1_2_ra = rb_addr[8-1:0];
     end
 end
 
 
-always @(posedge clk) begin: cosmic_pe3_ram_1r1w13_ram
-    if (cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_we) begin
-        cosmic_pe3_ram_1r1w13_mem[cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_wa] <= cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_wd;
+always @(posedge clk) begin: cosmic_pe3_ram_1r1w16_ram
+    if (cosmic_pe3_dbufmux0_0_1_2_we) begin
+        cosmic_pe3_ram_1r1w16_mem[cosmic_pe3_dbufmux0_0_1_2_wa] <= cosmic_pe3_dbufmux0_0_1_2_wd;
     end
-    cosmic_pe3_rd_d <= cosmic_pe3_ram_1r1w13_mem[cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_ra];
+    cosmic_pe3_rd_d0 <= cosmic_pe3_ram_1r1w16_mem[cosmic_pe3_dbufmux0_0_1_2_ra];
 end
 
 
-always @(cosmic_pe3_res5, cosmic_pe3_ld_sel, cosmic_pe3_ram1, cosmic_pe3_wa5, cosmic_pe3_we5, cosmic_pe3_ld_en, cosmic_pe3_v1, cosmic_pe3_wb5, rb_addr, cosmic_pe3_busy, cosmic_pe3_ld_addr, cosmic_pe3_ld_data) begin: cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_c
-    if (cosmic_pe3_busy) begin
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_we = (cosmic_pe3_we5 && (cosmic_pe3_wb5 == 2));
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_wa = cosmic_pe3_wa5[8-1:0];
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_wd = cosmic_pe3_res5[32-1:0];
+always @(cosmic_pe3_res5, cosmic_pe3_ld_sel, cosmic_pe3_rad1, cosmic_pe3_wa5, cosmic_pe3_we5, cosmic_pe3_ld_en, cosmic_pe3_v1, cosmic_pe3_wb5, rb_addr, cosmic_pe3_ld_addr, cosmic_pe3_ps1, cosmic_pe3_ld_data) begin: cosmic_pe3_dbufmux1_0_1_2_c
+    if (cosmic_pe3_ps1) begin
+        cosmic_pe3_dbufmux1_0_1_2_we = (cosmic_pe3_we5 && (cosmic_pe3_wb5 == 1));
+        cosmic_pe3_dbufmux1_0_1_2_wa = cosmic_pe3_wa5[8-1:0];
+        cosmic_pe3_dbufmux1_0_1_2_wd = cosmic_pe3_res5[32-1:0];
     end
     else begin
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_we = (cosmic_pe3_ld_en && (cosmic_pe3_ld_sel == 2));
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_wa = cosmic_pe3_ld_addr[8-1:0];
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_wd = cosmic_pe3_ld_data[32-1:0];
+        cosmic_pe3_dbufmux1_0_1_2_we = (cosmic_pe3_ld_en && (cosmic_pe3_ld_sel == 1));
+        cosmic_pe3_dbufmux1_0_1_2_wa = cosmic_pe3_ld_addr[8-1:0];
+        cosmic_pe3_dbufmux1_0_1_2_wd = cosmic_pe3_ld_data[32-1:0];
     end
     if (cosmic_pe3_v1) begin
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_ra = cosmic_pe3_ram1[8-1:0];
+        cosmic_pe3_dbufmux1_0_1_2_ra = cosmic_pe3_rad1[8-1:0];
     end
     else begin
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_ra = rb_addr[8-1:0];
+        cosmic_pe3_dbufmux1_0_1_2_ra = rb_addr[8-1:0];
     end
 end
 
 
-always @(posedge clk) begin: cosmic_pe3_ram_1r1w14_ram
-    if (cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_we) begin
-        cosmic_pe3_ram_1r1w14_mem[cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_wa] <= cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_wd;
+always @(posedge clk) begin: cosmic_pe3_ram_1r1w17_ram
+    if (cosmic_pe3_dbufmux1_0_1_2_we) begin
+        cosmic_pe3_ram_1r1w17_mem[cosmic_pe3_dbufmux1_0_1_2_wa] <= cosmic_pe3_dbufmux1_0_1_2_wd;
     end
-    cosmic_pe3_rd_m <= cosmic_pe3_ram_1r1w14_mem[cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_ra];
+    cosmic_pe3_rd_d1 <= cosmic_pe3_ram_1r1w17_mem[cosmic_pe3_dbufmux1_0_1_2_ra];
 end
 
 
-always @(cosmic_pe3_res5, cosmic_pe3_ld_sel, cosmic_pe3_rai1, cosmic_pe3_wa5, cosmic_pe3_we5, cosmic_pe3_ld_en, cosmic_pe3_v1, cosmic_pe3_wb5, rb_addr, cosmic_pe3_busy, cosmic_pe3_ld_addr, cosmic_pe3_ld_data) begin: cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_c
+always @(cosmic_pe3_res5, cosmic_pe3_ld_sel, cosmic_pe3_ram1, cosmic_pe3_wa5, cosmic_pe3_we5, cosmic_pe3_ld_en, cosmic_pe3_v1, cosmic_pe3_wb5, rb_addr, cosmic_pe3_busy, cosmic_pe3_ld_addr, cosmic_pe3_ld_data) begin: cosmic_pe3_bufmux0_0_1_2_3_4_5_c
     if (cosmic_pe3_busy) begin
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_we = (cosmic_pe3_we5 && (cosmic_pe3_wb5 == 3));
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wa = cosmic_pe3_wa5[8-1:0];
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wd = cosmic_pe3_res5[32-1:0];
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_we = (cosmic_pe3_we5 && (cosmic_pe3_wb5 == 2));
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_wa = cosmic_pe3_wa5[8-1:0];
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_wd = cosmic_pe3_res5[32-1:0];
     end
     else begin
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_we = (cosmic_pe3_ld_en && (cosmic_pe3_ld_sel == 3));
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wa = cosmic_pe3_ld_addr[8-1:0];
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wd = cosmic_pe3_ld_data[32-1:0];
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_we = (cosmic_pe3_ld_en && (cosmic_pe3_ld_sel == 2));
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_wa = cosmic_pe3_ld_addr[8-1:0];
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_wd = cosmic_pe3_ld_data[32-1:0];
     end
     if (cosmic_pe3_v1) begin
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_ra = cosmic_pe3_rai1[8-1:0];
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_ra = cosmic_pe3_ram1[8-1:0];
     end
     else begin
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_ra = rb_addr[8-1:0];
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_ra = rb_addr[8-1:0];
     end
 end
 
 
-always @(posedge clk) begin: cosmic_pe3_ram_1r1w15_ram
-    if (cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_we) begin
-        cosmic_pe3_ram_1r1w15_mem[cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wa] <= cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wd;
+always @(posedge clk) begin: cosmic_pe3_ram_1r1w18_ram
+    if (cosmic_pe3_bufmux0_0_1_2_3_4_5_we) begin
+        cosmic_pe3_ram_1r1w18_mem[cosmic_pe3_bufmux0_0_1_2_3_4_5_wa] <= cosmic_pe3_bufmux0_0_1_2_3_4_5_wd;
     end
-    cosmic_pe3_rd_i <= cosmic_pe3_ram_1r1w15_mem[cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_ra];
+    cosmic_pe3_rd_m <= cosmic_pe3_ram_1r1w18_mem[cosmic_pe3_bufmux0_0_1_2_3_4_5_ra];
+end
+
+
+always @(cosmic_pe3_res5, cosmic_pe3_ld_sel, cosmic_pe3_rai1, cosmic_pe3_wa5, cosmic_pe3_we5, cosmic_pe3_ld_en, cosmic_pe3_v1, cosmic_pe3_wb5, rb_addr, cosmic_pe3_busy, cosmic_pe3_ld_addr, cosmic_pe3_ld_data) begin: cosmic_pe3_bufmux0_0_1_2_3_4_5_6_c
+    if (cosmic_pe3_busy) begin
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_we = (cosmic_pe3_we5 && (cosmic_pe3_wb5 == 3));
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_wa = cosmic_pe3_wa5[8-1:0];
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_wd = cosmic_pe3_res5[32-1:0];
+    end
+    else begin
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_we = (cosmic_pe3_ld_en && (cosmic_pe3_ld_sel == 3));
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_wa = cosmic_pe3_ld_addr[8-1:0];
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_wd = cosmic_pe3_ld_data[32-1:0];
+    end
+    if (cosmic_pe3_v1) begin
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_ra = cosmic_pe3_rai1[8-1:0];
+    end
+    else begin
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_ra = rb_addr[8-1:0];
+    end
+end
+
+
+always @(posedge clk) begin: cosmic_pe3_ram_1r1w19_ram
+    if (cosmic_pe3_bufmux0_0_1_2_3_4_5_6_we) begin
+        cosmic_pe3_ram_1r1w19_mem[cosmic_pe3_bufmux0_0_1_2_3_4_5_6_wa] <= cosmic_pe3_bufmux0_0_1_2_3_4_5_6_wd;
+    end
+    cosmic_pe3_rd_i <= cosmic_pe3_ram_1r1w19_mem[cosmic_pe3_bufmux0_0_1_2_3_4_5_6_ra];
 end
 
 
@@ -10482,15 +10781,15 @@ always @(posedge clk) begin: pe_glue3_pointer
     else begin
         if (dptr_clr) begin
             pe_glue3_ptr <= 0;
+        end
+        else if ((pe_glue3_hit && (pe_glue3_ptr < pe_glue3_lim))) begin
+            pe_glue3_ptr <= (pe_glue3_ptr + 1);
+        end
+        if (derr_clr) begin
             pe_glue3_d_err <= 1'b0;
         end
-        else if (pe_glue3_hit) begin
-            if ((pe_glue3_ptr < pe_glue3_lim)) begin
-                pe_glue3_ptr <= (pe_glue3_ptr + 1);
-            end
-            else begin
-                pe_glue3_d_err <= 1'b1;
-            end
+        else if ((pe_glue3_hit && (pe_glue3_ptr >= pe_glue3_lim))) begin
+            pe_glue3_d_err <= 1'b1;
         end
     end
 end
@@ -10524,11 +10823,11 @@ always @(h_pe, pe_glue3_lim, h_ld, pe_glue3_aa_x, pe_glue3_hit, pe_glue3_ptr_a, 
 end
 
 
-always @(posedge clk) begin: cosmic_pe4_ram_1r1w16_ram
+always @(posedge clk) begin: cosmic_pe4_ram_1r1w20_ram
     if (cosmic_pe4_s_we) begin
-        cosmic_pe4_ram_1r1w16_mem[cosmic_pe4_s_wa] <= cosmic_pe4_s_wd;
+        cosmic_pe4_ram_1r1w20_mem[cosmic_pe4_s_wa] <= cosmic_pe4_s_wd;
     end
-    cosmic_pe4_ir <= cosmic_pe4_ram_1r1w16_mem[cosmic_pe4_s_ra];
+    cosmic_pe4_ir <= cosmic_pe4_ram_1r1w20_mem[cosmic_pe4_s_ra];
 end
 
 
@@ -10611,87 +10910,139 @@ always @(cosmic_pe4_low_bits29_y, cosmic_pe4_low_bits28_y, cosmic_pe4_sb1, cosmi
 end
 
 
-always @(cosmic_pe4_res5, cosmic_pe4_ld_sel, cosmic_pe4_rad1, cosmic_pe4_wa5, cosmic_pe4_we5, cosmic_pe4_ld_en, cosmic_pe4_v1, cosmic_pe4_wb5, rb_addr, cosmic_pe4_busy, cosmic_pe4_ld_addr, cosmic_pe4_ld_data) begin: cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_c
-    if (cosmic_pe4_busy) begin
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_we = (cosmic_pe4_we5 && (cosmic_pe4_wb5 == 1));
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wa = cosmic_pe4_wa5[8-1:0];
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wd = cosmic_pe4_res5[32-1:0];
+always @(posedge clk) begin: cosmic_pe4_bank
+    if (rst == 1) begin
+        cosmic_pe4_bk <= 0;
     end
     else begin
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_we = (cosmic_pe4_ld_en && (cosmic_pe4_ld_sel == 1));
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wa = cosmic_pe4_ld_addr[8-1:0];
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wd = cosmic_pe4_ld_data[32-1:0];
+        if ((cosmic_pe4_go && (!cosmic_pe4_len_bad))) begin
+            cosmic_pe4_bk <= (!cosmic_pe4_bk);
+        end
+    end
+end
+
+
+always @(cosmic_pe4_rd_d0, cosmic_pe4_bk, cosmic_pe4_busy, cosmic_pe4_rd_d1) begin: cosmic_pe4_bankside
+    cosmic_pe4_ps0 = (cosmic_pe4_busy && (!cosmic_pe4_bk));
+    cosmic_pe4_ps1 = (cosmic_pe4_busy && cosmic_pe4_bk);
+    if (cosmic_pe4_bk) begin
+        cosmic_pe4_rd_d = cosmic_pe4_rd_d1;
+    end
+    else begin
+        cosmic_pe4_rd_d = cosmic_pe4_rd_d0;
+    end
+end
+
+
+always @(cosmic_pe4_res5, cosmic_pe4_ld_sel, cosmic_pe4_rad1, cosmic_pe4_wa5, cosmic_pe4_we5, cosmic_pe4_ld_en, cosmic_pe4_v1, cosmic_pe4_wb5, rb_addr, cosmic_pe4_ld_addr, cosmic_pe4_ps0, cosmic_pe4_ld_data) begin: cosmic_pe4_dbufmux0_0_1_2_3_c
+    if (cosmic_pe4_ps0) begin
+        cosmic_pe4_dbufmux0_0_1_2_3_we = (cosmic_pe4_we5 && (cosmic_pe4_wb5 == 1));
+        cosmic_pe4_dbufmux0_0_1_2_3_wa = cosmic_pe4_wa5[8-1:0];
+        cosmic_pe4_dbufmux0_0_1_2_3_wd = cosmic_pe4_res5[32-1:0];
+    end
+    else begin
+        cosmic_pe4_dbufmux0_0_1_2_3_we = (cosmic_pe4_ld_en && (cosmic_pe4_ld_sel == 1));
+        cosmic_pe4_dbufmux0_0_1_2_3_wa = cosmic_pe4_ld_addr[8-1:0];
+        cosmic_pe4_dbufmux0_0_1_2_3_wd = cosmic_pe4_ld_data[32-1:0];
     end
     if (cosmic_pe4_v1) begin
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_ra = cosmic_pe4_rad1[8-1:0];
+        cosmic_pe4_dbufmux0_0_1_2_3_ra = cosmic_pe4_rad1[8-1:0];
     end
     else begin
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_ra = rb_addr[8-1:0];
+        cosmic_pe4_dbufmux0_0_1_2_3_ra = rb_addr[8-1:0];
     end
 end
 
 
-always @(posedge clk) begin: cosmic_pe4_ram_1r1w17_ram
-    if (cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_we) begin
-        cosmic_pe4_ram_1r1w17_mem[cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wa] <= cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wd;
+always @(posedge clk) begin: cosmic_pe4_ram_1r1w21_ram
+    if (cosmic_pe4_dbufmux0_0_1_2_3_we) begin
+        cosmic_pe4_ram_1r1w21_mem[cosmic_pe4_dbufmux0_0_1_2_3_wa] <= cosmic_pe4_dbufmux0_0_1_2_3_wd;
     end
-    cosmic_pe4_rd_d <= cosmic_pe4_ram_1r1w17_mem[cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_ra];
+    cosmic_pe4_rd_d0 <= cosmic_pe4_ram_1r1w21_mem[cosmic_pe4_dbufmux0_0_1_2_3_ra];
 end
 
 
-always @(cosmic_pe4_res5, cosmic_pe4_ld_sel, cosmic_pe4_ram1, cosmic_pe4_wa5, cosmic_pe4_we5, cosmic_pe4_ld_en, cosmic_pe4_v1, cosmic_pe4_wb5, rb_addr, cosmic_pe4_busy, cosmic_pe4_ld_addr, cosmic_pe4_ld_data) begin: cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_c
-    if (cosmic_pe4_busy) begin
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_we = (cosmic_pe4_we5 && (cosmic_pe4_wb5 == 2));
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wa = cosmic_pe4_wa5[8-1:0];
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wd = cosmic_pe4_res5[32-1:0];
+always @(cosmic_pe4_res5, cosmic_pe4_ld_sel, cosmic_pe4_rad1, cosmic_pe4_wa5, cosmic_pe4_we5, cosmic_pe4_ld_en, cosmic_pe4_v1, cosmic_pe4_wb5, rb_addr, cosmic_pe4_ld_addr, cosmic_pe4_ps1, cosmic_pe4_ld_data) begin: cosmic_pe4_dbufmux1_0_1_2_3_c
+    if (cosmic_pe4_ps1) begin
+        cosmic_pe4_dbufmux1_0_1_2_3_we = (cosmic_pe4_we5 && (cosmic_pe4_wb5 == 1));
+        cosmic_pe4_dbufmux1_0_1_2_3_wa = cosmic_pe4_wa5[8-1:0];
+        cosmic_pe4_dbufmux1_0_1_2_3_wd = cosmic_pe4_res5[32-1:0];
     end
     else begin
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_we = (cosmic_pe4_ld_en && (cosmic_pe4_ld_sel == 2));
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wa = cosmic_pe4_ld_addr[8-1:0];
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wd = cosmic_pe4_ld_data[32-1:0];
+        cosmic_pe4_dbufmux1_0_1_2_3_we = (cosmic_pe4_ld_en && (cosmic_pe4_ld_sel == 1));
+        cosmic_pe4_dbufmux1_0_1_2_3_wa = cosmic_pe4_ld_addr[8-1:0];
+        cosmic_pe4_dbufmux1_0_1_2_3_wd = cosmic_pe4_ld_data[32-1:0];
     end
     if (cosmic_pe4_v1) begin
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_ra = cosmic_pe4_ram1[8-1:0];
+        cosmic_pe4_dbufmux1_0_1_2_3_ra = cosmic_pe4_rad1[8-1:0];
     end
     else begin
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_ra = rb_addr[8-1:0];
+        cosmic_pe4_dbufmux1_0_1_2_3_ra = rb_addr[8-1:0];
     end
 end
 
 
-always @(posedge clk) begin: cosmic_pe4_ram_1r1w18_ram
-    if (cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_we) begin
-        cosmic_pe4_ram_1r1w18_mem[cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wa] <= cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wd;
+always @(posedge clk) begin: cosmic_pe4_ram_1r1w22_ram
+    if (cosmic_pe4_dbufmux1_0_1_2_3_we) begin
+        cosmic_pe4_ram_1r1w22_mem[cosmic_pe4_dbufmux1_0_1_2_3_wa] <= cosmic_pe4_dbufmux1_0_1_2_3_wd;
     end
-    cosmic_pe4_rd_m <= cosmic_pe4_ram_1r1w18_mem[cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_ra];
+    cosmic_pe4_rd_d1 <= cosmic_pe4_ram_1r1w22_mem[cosmic_pe4_dbufmux1_0_1_2_3_ra];
 end
 
 
-always @(cosmic_pe4_res5, cosmic_pe4_ld_sel, cosmic_pe4_rai1, cosmic_pe4_wa5, cosmic_pe4_we5, cosmic_pe4_ld_en, cosmic_pe4_v1, cosmic_pe4_wb5, rb_addr, cosmic_pe4_busy, cosmic_pe4_ld_addr, cosmic_pe4_ld_data) begin: cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_c
+always @(cosmic_pe4_res5, cosmic_pe4_ld_sel, cosmic_pe4_ram1, cosmic_pe4_wa5, cosmic_pe4_we5, cosmic_pe4_ld_en, cosmic_pe4_v1, cosmic_pe4_wb5, rb_addr, cosmic_pe4_busy, cosmic_pe4_ld_addr, cosmic_pe4_ld_data) begin: cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_c
     if (cosmic_pe4_busy) begin
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_we = (cosmic_pe4_we5 && (cosmic_pe4_wb5 == 3));
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wa = cosmic_pe4_wa5[8-1:0];
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wd = cosmic_pe4_res5[32-1:0];
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_we = (cosmic_pe4_we5 && (cosmic_pe4_wb5 == 2));
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_wa = cosmic_pe4_wa5[8-1:0];
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_wd = cosmic_pe4_res5[32-1:0];
     end
     else begin
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_we = (cosmic_pe4_ld_en && (cosmic_pe4_ld_sel == 3));
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wa = cosmic_pe4_ld_addr[8-1:0];
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wd = cosmic_pe4_ld_data[32-1:0];
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_we = (cosmic_pe4_ld_en && (cosmic_pe4_ld_sel == 2));
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_wa = cosmic_pe4_ld_addr[8-1:0];
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_wd = cosmic_pe4_ld_data[32-1:0];
     end
     if (cosmic_pe4_v1) begin
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_ra = cosmic_pe4_rai1[8-1:0];
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_ra = cosmic_pe4_ram1[8-1:0];
     end
     else begin
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_ra = rb_addr[8-1:0];
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_ra = rb_addr[8-1:0];
     end
 end
 
 
-always @(posedge clk) begin: cosmic_pe4_ram_1r1w19_ram
-    if (cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_we) begin
-        cosmic_pe4_ram_1r1w19_mem[cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wa] <= cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wd;
+always @(posedge clk) begin: cosmic_pe4_ram_1r1w23_ram
+    if (cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_we) begin
+        cosmic_pe4_ram_1r1w23_mem[cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_wa] <= cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_wd;
     end
-    cosmic_pe4_rd_i <= cosmic_pe4_ram_1r1w19_mem[cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_ra];
+    cosmic_pe4_rd_m <= cosmic_pe4_ram_1r1w23_mem[cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_ra];
+end
+
+
+always @(cosmic_pe4_res5, cosmic_pe4_ld_sel, cosmic_pe4_rai1, cosmic_pe4_wa5, cosmic_pe4_we5, cosmic_pe4_ld_en, cosmic_pe4_v1, cosmic_pe4_wb5, rb_addr, cosmic_pe4_busy, cosmic_pe4_ld_addr, cosmic_pe4_ld_data) begin: cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_c
+    if (cosmic_pe4_busy) begin
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_we = (cosmic_pe4_we5 && (cosmic_pe4_wb5 == 3));
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_wa = cosmic_pe4_wa5[8-1:0];
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_wd = cosmic_pe4_res5[32-1:0];
+    end
+    else begin
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_we = (cosmic_pe4_ld_en && (cosmic_pe4_ld_sel == 3));
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_wa = cosmic_pe4_ld_addr[8-1:0];
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_wd = cosmic_pe4_ld_data[32-1:0];
+    end
+    if (cosmic_pe4_v1) begin
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_ra = cosmic_pe4_rai1[8-1:0];
+    end
+    else begin
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_ra = rb_addr[8-1:0];
+    end
+end
+
+
+always @(posedge clk) begin: cosmic_pe4_ram_1r1w24_ram
+    if (cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_we) begin
+        cosmic_pe4_ram_1r1w24_mem[cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_wa] <= cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_wd;
+    end
+    cosmic_pe4_rd_i <= cosmic_pe4_ram_1r1w24_mem[cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_ra];
 end
 
 
@@ -11662,15 +12013,15 @@ always @(posedge clk) begin: pe_glue4_pointer
     else begin
         if (dptr_clr) begin
             pe_glue4_ptr <= 0;
+        end
+        else if ((pe_glue4_hit && (pe_glue4_ptr < pe_glue4_lim))) begin
+            pe_glue4_ptr <= (pe_glue4_ptr + 1);
+        end
+        if (derr_clr) begin
             pe_glue4_d_err <= 1'b0;
         end
-        else if (pe_glue4_hit) begin
-            if ((pe_glue4_ptr < pe_glue4_lim)) begin
-                pe_glue4_ptr <= (pe_glue4_ptr + 1);
-            end
-            else begin
-                pe_glue4_d_err <= 1'b1;
-            end
+        else if ((pe_glue4_hit && (pe_glue4_ptr >= pe_glue4_lim))) begin
+            pe_glue4_d_err <= 1'b1;
         end
     end
 end
@@ -11704,11 +12055,11 @@ always @(h_pe, pe_glue4_lim, h_ld, pe_glue4_aa_x, pe_glue4_hit, pe_glue4_ptr_a, 
 end
 
 
-always @(posedge clk) begin: cosmic_pe5_ram_1r1w20_ram
+always @(posedge clk) begin: cosmic_pe5_ram_1r1w25_ram
     if (cosmic_pe5_s_we) begin
-        cosmic_pe5_ram_1r1w20_mem[cosmic_pe5_s_wa] <= cosmic_pe5_s_wd;
+        cosmic_pe5_ram_1r1w25_mem[cosmic_pe5_s_wa] <= cosmic_pe5_s_wd;
     end
-    cosmic_pe5_ir <= cosmic_pe5_ram_1r1w20_mem[cosmic_pe5_s_ra];
+    cosmic_pe5_ir <= cosmic_pe5_ram_1r1w25_mem[cosmic_pe5_s_ra];
 end
 
 
@@ -11791,87 +12142,139 @@ always @(cosmic_pe5_low_bits35_y, cosmic_pe5_low_bits34_y, cosmic_pe5_sb1, cosmi
 end
 
 
-always @(cosmic_pe5_res5, cosmic_pe5_ld_sel, cosmic_pe5_rad1, cosmic_pe5_wa5, cosmic_pe5_we5, cosmic_pe5_ld_en, cosmic_pe5_v1, cosmic_pe5_wb5, rb_addr, cosmic_pe5_busy, cosmic_pe5_ld_addr, cosmic_pe5_ld_data) begin: cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_c
-    if (cosmic_pe5_busy) begin
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_we = (cosmic_pe5_we5 && (cosmic_pe5_wb5 == 1));
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wa = cosmic_pe5_wa5[8-1:0];
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wd = cosmic_pe5_res5[32-1:0];
+always @(posedge clk) begin: cosmic_pe5_bank
+    if (rst == 1) begin
+        cosmic_pe5_bk <= 0;
     end
     else begin
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_we = (cosmic_pe5_ld_en && (cosmic_pe5_ld_sel == 1));
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wa = cosmic_pe5_ld_addr[8-1:0];
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wd = cosmic_pe5_ld_data[32-1:0];
+        if ((cosmic_pe5_go && (!cosmic_pe5_len_bad))) begin
+            cosmic_pe5_bk <= (!cosmic_pe5_bk);
+        end
+    end
+end
+
+
+always @(cosmic_pe5_rd_d0, cosmic_pe5_bk, cosmic_pe5_busy, cosmic_pe5_rd_d1) begin: cosmic_pe5_bankside
+    cosmic_pe5_ps0 = (cosmic_pe5_busy && (!cosmic_pe5_bk));
+    cosmic_pe5_ps1 = (cosmic_pe5_busy && cosmic_pe5_bk);
+    if (cosmic_pe5_bk) begin
+        cosmic_pe5_rd_d = cosmic_pe5_rd_d1;
+    end
+    else begin
+        cosmic_pe5_rd_d = cosmic_pe5_rd_d0;
+    end
+end
+
+
+always @(cosmic_pe5_res5, cosmic_pe5_ld_sel, cosmic_pe5_rad1, cosmic_pe5_wa5, cosmic_pe5_we5, cosmic_pe5_ld_en, cosmic_pe5_v1, cosmic_pe5_wb5, rb_addr, cosmic_pe5_ld_addr, cosmic_pe5_ps0, cosmic_pe5_ld_data) begin: cosmic_pe5_dbufmux0_0_1_2_3_4_c
+    if (cosmic_pe5_ps0) begin
+        cosmic_pe5_dbufmux0_0_1_2_3_4_we = (cosmic_pe5_we5 && (cosmic_pe5_wb5 == 1));
+        cosmic_pe5_dbufmux0_0_1_2_3_4_wa = cosmic_pe5_wa5[8-1:0];
+        cosmic_pe5_dbufmux0_0_1_2_3_4_wd = cosmic_pe5_res5[32-1:0];
+    end
+    else begin
+        cosmic_pe5_dbufmux0_0_1_2_3_4_we = (cosmic_pe5_ld_en && (cosmic_pe5_ld_sel == 1));
+        cosmic_pe5_dbufmux0_0_1_2_3_4_wa = cosmic_pe5_ld_addr[8-1:0];
+        cosmic_pe5_dbufmux0_0_1_2_3_4_wd = cosmic_pe5_ld_data[32-1:0];
     end
     if (cosmic_pe5_v1) begin
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_ra = cosmic_pe5_rad1[8-1:0];
+        cosmic_pe5_dbufmux0_0_1_2_3_4_ra = cosmic_pe5_rad1[8-1:0];
     end
     else begin
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_ra = rb_addr[8-1:0];
+        cosmic_pe5_dbufmux0_0_1_2_3_4_ra = rb_addr[8-1:0];
     end
 end
 
 
-always @(posedge clk) begin: cosmic_pe5_ram_1r1w21_ram
-    if (cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_we) begin
-        cosmic_pe5_ram_1r1w21_mem[cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wa] <= cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wd;
+always @(posedge clk) begin: cosmic_pe5_ram_1r1w26_ram
+    if (cosmic_pe5_dbufmux0_0_1_2_3_4_we) begin
+        cosmic_pe5_ram_1r1w26_mem[cosmic_pe5_dbufmux0_0_1_2_3_4_wa] <= cosmic_pe5_dbufmux0_0_1_2_3_4_wd;
     end
-    cosmic_pe5_rd_d <= cosmic_pe5_ram_1r1w21_mem[cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_ra];
+    cosmic_pe5_rd_d0 <= cosmic_pe5_ram_1r1w26_mem[cosmic_pe5_dbufmux0_0_1_2_3_4_ra];
 end
 
 
-always @(cosmic_pe5_res5, cosmic_pe5_ld_sel, cosmic_pe5_ram1, cosmic_pe5_wa5, cosmic_pe5_we5, cosmic_pe5_ld_en, cosmic_pe5_v1, cosmic_pe5_wb5, rb_addr, cosmic_pe5_busy, cosmic_pe5_ld_addr, cosmic_pe5_ld_data) begin: cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_c
-    if (cosmic_pe5_busy) begin
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_we = (cosmic_pe5_we5 && (cosmic_pe5_wb5 == 2));
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_wa = cosmic_pe5_wa5[8-1:0];
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_wd = cosmic_pe5_res5[32-1:0];
+always @(cosmic_pe5_res5, cosmic_pe5_ld_sel, cosmic_pe5_rad1, cosmic_pe5_wa5, cosmic_pe5_we5, cosmic_pe5_ld_en, cosmic_pe5_v1, cosmic_pe5_wb5, rb_addr, cosmic_pe5_ld_addr, cosmic_pe5_ps1, cosmic_pe5_ld_data) begin: cosmic_pe5_dbufmux1_0_1_2_3_4_c
+    if (cosmic_pe5_ps1) begin
+        cosmic_pe5_dbufmux1_0_1_2_3_4_we = (cosmic_pe5_we5 && (cosmic_pe5_wb5 == 1));
+        cosmic_pe5_dbufmux1_0_1_2_3_4_wa = cosmic_pe5_wa5[8-1:0];
+        cosmic_pe5_dbufmux1_0_1_2_3_4_wd = cosmic_pe5_res5[32-1:0];
     end
     else begin
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_we = (cosmic_pe5_ld_en && (cosmic_pe5_ld_sel == 2));
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_wa = cosmic_pe5_ld_addr[8-1:0];
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_wd = cosmic_pe5_ld_data[32-1:0];
+        cosmic_pe5_dbufmux1_0_1_2_3_4_we = (cosmic_pe5_ld_en && (cosmic_pe5_ld_sel == 1));
+        cosmic_pe5_dbufmux1_0_1_2_3_4_wa = cosmic_pe5_ld_addr[8-1:0];
+        cosmic_pe5_dbufmux1_0_1_2_3_4_wd = cosmic_pe5_ld_data[32-1:0];
     end
     if (cosmic_pe5_v1) begin
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_ra = cosmic_pe5_ram1[8-1:0];
+        cosmic_pe5_dbufmux1_0_1_2_3_4_ra = cosmic_pe5_rad1[8-1:0];
     end
     else begin
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_ra = rb_addr[8-1:0];
+        cosmic_pe5_dbufmux1_0_1_2_3_4_ra = rb_addr[8-1:0];
     end
 end
 
 
-always @(posedge clk) begin: cosmic_pe5_ram_1r1w22_ram
-    if (cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_we) begin
-        cosmic_pe5_ram_1r1w22_mem[cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_wa] <= cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_wd;
+always @(posedge clk) begin: cosmic_pe5_ram_1r1w27_ram
+    if (cosmic_pe5_dbufmux1_0_1_2_3_4_we) begin
+        cosmic_pe5_ram_1r1w27_mem[cosmic_pe5_dbufmux1_0_1_2_3_4_wa] <= cosmic_pe5_dbufmux1_0_1_2_3_4_wd;
     end
-    cosmic_pe5_rd_m <= cosmic_pe5_ram_1r1w22_mem[cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_ra];
+    cosmic_pe5_rd_d1 <= cosmic_pe5_ram_1r1w27_mem[cosmic_pe5_dbufmux1_0_1_2_3_4_ra];
 end
 
 
-always @(cosmic_pe5_res5, cosmic_pe5_ld_sel, cosmic_pe5_rai1, cosmic_pe5_wa5, cosmic_pe5_we5, cosmic_pe5_ld_en, cosmic_pe5_v1, cosmic_pe5_wb5, rb_addr, cosmic_pe5_busy, cosmic_pe5_ld_addr, cosmic_pe5_ld_data) begin: cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_c
+always @(cosmic_pe5_res5, cosmic_pe5_ld_sel, cosmic_pe5_ram1, cosmic_pe5_wa5, cosmic_pe5_we5, cosmic_pe5_ld_en, cosmic_pe5_v1, cosmic_pe5_wb5, rb_addr, cosmic_pe5_busy, cosmic_pe5_ld_addr, cosmic_pe5_ld_data) begin: cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_c
     if (cosmic_pe5_busy) begin
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_we = (cosmic_pe5_we5 && (cosmic_pe5_wb5 == 3));
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_wa = cosmic_pe5_wa5[8-1:0];
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_wd = cosmic_pe5_res5[32-1:0];
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_we = (cosmic_pe5_we5 && (cosmic_pe5_wb5 == 2));
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_wa = cosmic_pe5_wa5[8-1:0];
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_wd = cosmic_pe5_res5[32-1:0];
     end
     else begin
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_we = (cosmic_pe5_ld_en && (cosmic_pe5_ld_sel == 3));
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_wa = cosmic_pe5_ld_addr[8-1:0];
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_wd = cosmic_pe5_ld_data[32-1:0];
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_we = (cosmic_pe5_ld_en && (cosmic_pe5_ld_sel == 2));
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_wa = cosmic_pe5_ld_addr[8-1:0];
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_wd = cosmic_pe5_ld_data[32-1:0];
     end
     if (cosmic_pe5_v1) begin
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_ra = cosmic_pe5_rai1[8-1:0];
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_ra = cosmic_pe5_ram1[8-1:0];
     end
     else begin
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_ra = rb_addr[8-1:0];
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_ra = rb_addr[8-1:0];
     end
 end
 
 
-always @(posedge clk) begin: cosmic_pe5_ram_1r1w23_ram
-    if (cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_we) begin
-        cosmic_pe5_ram_1r1w23_mem[cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_wa] <= cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_wd;
+always @(posedge clk) begin: cosmic_pe5_ram_1r1w28_ram
+    if (cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_we) begin
+        cosmic_pe5_ram_1r1w28_mem[cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_wa] <= cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_wd;
     end
-    cosmic_pe5_rd_i <= cosmic_pe5_ram_1r1w23_mem[cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_ra];
+    cosmic_pe5_rd_m <= cosmic_pe5_ram_1r1w28_mem[cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_ra];
+end
+
+
+always @(cosmic_pe5_res5, cosmic_pe5_ld_sel, cosmic_pe5_rai1, cosmic_pe5_wa5, cosmic_pe5_we5, cosmic_pe5_ld_en, cosmic_pe5_v1, cosmic_pe5_wb5, rb_addr, cosmic_pe5_busy, cosmic_pe5_ld_addr, cosmic_pe5_ld_data) begin: cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_c
+    if (cosmic_pe5_busy) begin
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_we = (cosmic_pe5_we5 && (cosmic_pe5_wb5 == 3));
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wa = cosmic_pe5_wa5[8-1:0];
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wd = cosmic_pe5_res5[32-1:0];
+    end
+    else begin
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_we = (cosmic_pe5_ld_en && (cosmic_pe5_ld_sel == 3));
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wa = cosmic_pe5_ld_addr[8-1:0];
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wd = cosmic_pe5_ld_data[32-1:0];
+    end
+    if (cosmic_pe5_v1) begin
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_ra = cosmic_pe5_rai1[8-1:0];
+    end
+    else begin
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_ra = rb_addr[8-1:0];
+    end
+end
+
+
+always @(posedge clk) begin: cosmic_pe5_ram_1r1w29_ram
+    if (cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_we) begin
+        cosmic_pe5_ram_1r1w29_mem[cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wa] <= cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wd;
+    end
+    cosmic_pe5_rd_i <= cosmic_pe5_ram_1r1w29_mem[cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_ra];
 end
 
 
@@ -12842,15 +13245,15 @@ always @(posedge clk) begin: pe_glue5_pointer
     else begin
         if (dptr_clr) begin
             pe_glue5_ptr <= 0;
+        end
+        else if ((pe_glue5_hit && (pe_glue5_ptr < pe_glue5_lim))) begin
+            pe_glue5_ptr <= (pe_glue5_ptr + 1);
+        end
+        if (derr_clr) begin
             pe_glue5_d_err <= 1'b0;
         end
-        else if (pe_glue5_hit) begin
-            if ((pe_glue5_ptr < pe_glue5_lim)) begin
-                pe_glue5_ptr <= (pe_glue5_ptr + 1);
-            end
-            else begin
-                pe_glue5_d_err <= 1'b1;
-            end
+        else if ((pe_glue5_hit && (pe_glue5_ptr >= pe_glue5_lim))) begin
+            pe_glue5_d_err <= 1'b1;
         end
     end
 end
@@ -12884,11 +13287,11 @@ always @(h_pe, pe_glue5_lim, h_ld, pe_glue5_aa_x, pe_glue5_hit, pe_glue5_ptr_a, 
 end
 
 
-always @(posedge clk) begin: cosmic_pe6_ram_1r1w24_ram
+always @(posedge clk) begin: cosmic_pe6_ram_1r1w30_ram
     if (cosmic_pe6_s_we) begin
-        cosmic_pe6_ram_1r1w24_mem[cosmic_pe6_s_wa] <= cosmic_pe6_s_wd;
+        cosmic_pe6_ram_1r1w30_mem[cosmic_pe6_s_wa] <= cosmic_pe6_s_wd;
     end
-    cosmic_pe6_ir <= cosmic_pe6_ram_1r1w24_mem[cosmic_pe6_s_ra];
+    cosmic_pe6_ir <= cosmic_pe6_ram_1r1w30_mem[cosmic_pe6_s_ra];
 end
 
 
@@ -12971,87 +13374,139 @@ always @(cosmic_pe6_low_bits41_y, cosmic_pe6_low_bits40_y, cosmic_pe6_sb1, cosmi
 end
 
 
-always @(cosmic_pe6_res5, cosmic_pe6_ld_sel, cosmic_pe6_rad1, cosmic_pe6_wa5, cosmic_pe6_we5, cosmic_pe6_ld_en, cosmic_pe6_v1, cosmic_pe6_wb5, rb_addr, cosmic_pe6_busy, cosmic_pe6_ld_addr, cosmic_pe6_ld_data) begin: cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_c
-    if (cosmic_pe6_busy) begin
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_we = (cosmic_pe6_we5 && (cosmic_pe6_wb5 == 1));
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_wa = cosmic_pe6_wa5[8-1:0];
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_wd = cosmic_pe6_res5[32-1:0];
+always @(posedge clk) begin: cosmic_pe6_bank
+    if (rst == 1) begin
+        cosmic_pe6_bk <= 0;
     end
     else begin
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_we = (cosmic_pe6_ld_en && (cosmic_pe6_ld_sel == 1));
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_wa = cosmic_pe6_ld_addr[8-1:0];
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_wd = cosmic_pe6_ld_data[32-1:0];
+        if ((cosmic_pe6_go && (!cosmic_pe6_len_bad))) begin
+            cosmic_pe6_bk <= (!cosmic_pe6_bk);
+        end
+    end
+end
+
+
+always @(cosmic_pe6_rd_d0, cosmic_pe6_bk, cosmic_pe6_busy, cosmic_pe6_rd_d1) begin: cosmic_pe6_bankside
+    cosmic_pe6_ps0 = (cosmic_pe6_busy && (!cosmic_pe6_bk));
+    cosmic_pe6_ps1 = (cosmic_pe6_busy && cosmic_pe6_bk);
+    if (cosmic_pe6_bk) begin
+        cosmic_pe6_rd_d = cosmic_pe6_rd_d1;
+    end
+    else begin
+        cosmic_pe6_rd_d = cosmic_pe6_rd_d0;
+    end
+end
+
+
+always @(cosmic_pe6_res5, cosmic_pe6_ld_sel, cosmic_pe6_rad1, cosmic_pe6_wa5, cosmic_pe6_we5, cosmic_pe6_ld_en, cosmic_pe6_v1, cosmic_pe6_wb5, rb_addr, cosmic_pe6_ld_addr, cosmic_pe6_ps0, cosmic_pe6_ld_data) begin: cosmic_pe6_dbufmux0_0_1_2_3_4_5_c
+    if (cosmic_pe6_ps0) begin
+        cosmic_pe6_dbufmux0_0_1_2_3_4_5_we = (cosmic_pe6_we5 && (cosmic_pe6_wb5 == 1));
+        cosmic_pe6_dbufmux0_0_1_2_3_4_5_wa = cosmic_pe6_wa5[8-1:0];
+        cosmic_pe6_dbufmux0_0_1_2_3_4_5_wd = cosmic_pe6_res5[32-1:0];
+    end
+    else begin
+        cosmic_pe6_dbufmux0_0_1_2_3_4_5_we = (cosmic_pe6_ld_en && (cosmic_pe6_ld_sel == 1));
+        cosmic_pe6_dbufmux0_0_1_2_3_4_5_wa = cosmic_pe6_ld_addr[8-1:0];
+        cosmic_pe6_dbufmux0_0_1_2_3_4_5_wd = cosmic_pe6_ld_data[32-1:0];
     end
     if (cosmic_pe6_v1) begin
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_ra = cosmic_pe6_rad1[8-1:0];
+        cosmic_pe6_dbufmux0_0_1_2_3_4_5_ra = cosmic_pe6_rad1[8-1:0];
     end
     else begin
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_ra = rb_addr[8-1:0];
+        cosmic_pe6_dbufmux0_0_1_2_3_4_5_ra = rb_addr[8-1:0];
     end
 end
 
 
-always @(posedge clk) begin: cosmic_pe6_ram_1r1w25_ram
-    if (cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_we) begin
-        cosmic_pe6_ram_1r1w25_mem[cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_wa] <= cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_wd;
+always @(posedge clk) begin: cosmic_pe6_ram_1r1w31_ram
+    if (cosmic_pe6_dbufmux0_0_1_2_3_4_5_we) begin
+        cosmic_pe6_ram_1r1w31_mem[cosmic_pe6_dbufmux0_0_1_2_3_4_5_wa] <= cosmic_pe6_dbufmux0_0_1_2_3_4_5_wd;
     end
-    cosmic_pe6_rd_d <= cosmic_pe6_ram_1r1w25_mem[cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_ra];
+    cosmic_pe6_rd_d0 <= cosmic_pe6_ram_1r1w31_mem[cosmic_pe6_dbufmux0_0_1_2_3_4_5_ra];
 end
 
 
-always @(cosmic_pe6_res5, cosmic_pe6_ld_sel, cosmic_pe6_ram1, cosmic_pe6_wa5, cosmic_pe6_we5, cosmic_pe6_ld_en, cosmic_pe6_v1, cosmic_pe6_wb5, rb_addr, cosmic_pe6_busy, cosmic_pe6_ld_addr, cosmic_pe6_ld_data) begin: cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_c
-    if (cosmic_pe6_busy) begin
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_we = (cosmic_pe6_we5 && (cosmic_pe6_wb5 == 2));
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_wa = cosmic_pe6_wa5[8-1:0];
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_wd = cosmic_pe6_res5[32-1:0];
+always @(cosmic_pe6_res5, cosmic_pe6_ld_sel, cosmic_pe6_rad1, cosmic_pe6_wa5, cosmic_pe6_we5, cosmic_pe6_ld_en, cosmic_pe6_v1, cosmic_pe6_wb5, rb_addr, cosmic_pe6_ld_addr, cosmic_pe6_ps1, cosmic_pe6_ld_data) begin: cosmic_pe6_dbufmux1_0_1_2_3_4_5_c
+    if (cosmic_pe6_ps1) begin
+        cosmic_pe6_dbufmux1_0_1_2_3_4_5_we = (cosmic_pe6_we5 && (cosmic_pe6_wb5 == 1));
+        cosmic_pe6_dbufmux1_0_1_2_3_4_5_wa = cosmic_pe6_wa5[8-1:0];
+        cosmic_pe6_dbufmux1_0_1_2_3_4_5_wd = cosmic_pe6_res5[32-1:0];
     end
     else begin
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_we = (cosmic_pe6_ld_en && (cosmic_pe6_ld_sel == 2));
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_wa = cosmic_pe6_ld_addr[8-1:0];
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_wd = cosmic_pe6_ld_data[32-1:0];
+        cosmic_pe6_dbufmux1_0_1_2_3_4_5_we = (cosmic_pe6_ld_en && (cosmic_pe6_ld_sel == 1));
+        cosmic_pe6_dbufmux1_0_1_2_3_4_5_wa = cosmic_pe6_ld_addr[8-1:0];
+        cosmic_pe6_dbufmux1_0_1_2_3_4_5_wd = cosmic_pe6_ld_data[32-1:0];
     end
     if (cosmic_pe6_v1) begin
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_ra = cosmic_pe6_ram1[8-1:0];
+        cosmic_pe6_dbufmux1_0_1_2_3_4_5_ra = cosmic_pe6_rad1[8-1:0];
     end
     else begin
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_ra = rb_addr[8-1:0];
+        cosmic_pe6_dbufmux1_0_1_2_3_4_5_ra = rb_addr[8-1:0];
     end
 end
 
 
-always @(posedge clk) begin: cosmic_pe6_ram_1r1w26_ram
-    if (cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_we) begin
-        cosmic_pe6_ram_1r1w26_mem[cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_wa] <= cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_wd;
+always @(posedge clk) begin: cosmic_pe6_ram_1r1w32_ram
+    if (cosmic_pe6_dbufmux1_0_1_2_3_4_5_we) begin
+        cosmic_pe6_ram_1r1w32_mem[cosmic_pe6_dbufmux1_0_1_2_3_4_5_wa] <= cosmic_pe6_dbufmux1_0_1_2_3_4_5_wd;
     end
-    cosmic_pe6_rd_m <= cosmic_pe6_ram_1r1w26_mem[cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_ra];
+    cosmic_pe6_rd_d1 <= cosmic_pe6_ram_1r1w32_mem[cosmic_pe6_dbufmux1_0_1_2_3_4_5_ra];
 end
 
 
-always @(cosmic_pe6_res5, cosmic_pe6_ld_sel, cosmic_pe6_rai1, cosmic_pe6_wa5, cosmic_pe6_we5, cosmic_pe6_ld_en, cosmic_pe6_v1, cosmic_pe6_wb5, rb_addr, cosmic_pe6_busy, cosmic_pe6_ld_addr, cosmic_pe6_ld_data) begin: cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_c
+always @(cosmic_pe6_res5, cosmic_pe6_ld_sel, cosmic_pe6_ram1, cosmic_pe6_wa5, cosmic_pe6_we5, cosmic_pe6_ld_en, cosmic_pe6_v1, cosmic_pe6_wb5, rb_addr, cosmic_pe6_busy, cosmic_pe6_ld_addr, cosmic_pe6_ld_data) begin: cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_c
     if (cosmic_pe6_busy) begin
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_we = (cosmic_pe6_we5 && (cosmic_pe6_wb5 == 3));
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_wa = cosmic_pe6_wa5[8-1:0];
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_wd = cosmic_pe6_res5[32-1:0];
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_we = (cosmic_pe6_we5 && (cosmic_pe6_wb5 == 2));
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wa = cosmic_pe6_wa5[8-1:0];
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wd = cosmic_pe6_res5[32-1:0];
     end
     else begin
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_we = (cosmic_pe6_ld_en && (cosmic_pe6_ld_sel == 3));
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_wa = cosmic_pe6_ld_addr[8-1:0];
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_wd = cosmic_pe6_ld_data[32-1:0];
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_we = (cosmic_pe6_ld_en && (cosmic_pe6_ld_sel == 2));
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wa = cosmic_pe6_ld_addr[8-1:0];
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wd = cosmic_pe6_ld_data[32-1:0];
     end
     if (cosmic_pe6_v1) begin
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_ra = cosmic_pe6_rai1[8-1:0];
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_ra = cosmic_pe6_ram1[8-1:0];
     end
     else begin
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_ra = rb_addr[8-1:0];
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_ra = rb_addr[8-1:0];
     end
 end
 
 
-always @(posedge clk) begin: cosmic_pe6_ram_1r1w27_ram
-    if (cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_we) begin
-        cosmic_pe6_ram_1r1w27_mem[cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_wa] <= cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_wd;
+always @(posedge clk) begin: cosmic_pe6_ram_1r1w33_ram
+    if (cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_we) begin
+        cosmic_pe6_ram_1r1w33_mem[cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wa] <= cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wd;
     end
-    cosmic_pe6_rd_i <= cosmic_pe6_ram_1r1w27_mem[cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_ra];
+    cosmic_pe6_rd_m <= cosmic_pe6_ram_1r1w33_mem[cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_ra];
+end
+
+
+always @(cosmic_pe6_res5, cosmic_pe6_ld_sel, cosmic_pe6_rai1, cosmic_pe6_wa5, cosmic_pe6_we5, cosmic_pe6_ld_en, cosmic_pe6_v1, cosmic_pe6_wb5, rb_addr, cosmic_pe6_busy, cosmic_pe6_ld_addr, cosmic_pe6_ld_data) begin: cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_c
+    if (cosmic_pe6_busy) begin
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_we = (cosmic_pe6_we5 && (cosmic_pe6_wb5 == 3));
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wa = cosmic_pe6_wa5[8-1:0];
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wd = cosmic_pe6_res5[32-1:0];
+    end
+    else begin
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_we = (cosmic_pe6_ld_en && (cosmic_pe6_ld_sel == 3));
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wa = cosmic_pe6_ld_addr[8-1:0];
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wd = cosmic_pe6_ld_data[32-1:0];
+    end
+    if (cosmic_pe6_v1) begin
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_ra = cosmic_pe6_rai1[8-1:0];
+    end
+    else begin
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_ra = rb_addr[8-1:0];
+    end
+end
+
+
+always @(posedge clk) begin: cosmic_pe6_ram_1r1w34_ram
+    if (cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_we) begin
+        cosmic_pe6_ram_1r1w34_mem[cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wa] <= cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wd;
+    end
+    cosmic_pe6_rd_i <= cosmic_pe6_ram_1r1w34_mem[cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_ra];
 end
 
 
@@ -14022,15 +14477,15 @@ always @(posedge clk) begin: pe_glue6_pointer
     else begin
         if (dptr_clr) begin
             pe_glue6_ptr <= 0;
+        end
+        else if ((pe_glue6_hit && (pe_glue6_ptr < pe_glue6_lim))) begin
+            pe_glue6_ptr <= (pe_glue6_ptr + 1);
+        end
+        if (derr_clr) begin
             pe_glue6_d_err <= 1'b0;
         end
-        else if (pe_glue6_hit) begin
-            if ((pe_glue6_ptr < pe_glue6_lim)) begin
-                pe_glue6_ptr <= (pe_glue6_ptr + 1);
-            end
-            else begin
-                pe_glue6_d_err <= 1'b1;
-            end
+        else if ((pe_glue6_hit && (pe_glue6_ptr >= pe_glue6_lim))) begin
+            pe_glue6_d_err <= 1'b1;
         end
     end
 end
@@ -14064,11 +14519,11 @@ always @(h_pe, pe_glue6_lim, h_ld, pe_glue6_aa_x, pe_glue6_hit, pe_glue6_ptr_a, 
 end
 
 
-always @(posedge clk) begin: cosmic_pe7_ram_1r1w28_ram
+always @(posedge clk) begin: cosmic_pe7_ram_1r1w35_ram
     if (cosmic_pe7_s_we) begin
-        cosmic_pe7_ram_1r1w28_mem[cosmic_pe7_s_wa] <= cosmic_pe7_s_wd;
+        cosmic_pe7_ram_1r1w35_mem[cosmic_pe7_s_wa] <= cosmic_pe7_s_wd;
     end
-    cosmic_pe7_ir <= cosmic_pe7_ram_1r1w28_mem[cosmic_pe7_s_ra];
+    cosmic_pe7_ir <= cosmic_pe7_ram_1r1w35_mem[cosmic_pe7_s_ra];
 end
 
 
@@ -14151,87 +14606,139 @@ always @(cosmic_pe7_low_bits47_y, cosmic_pe7_low_bits46_y, cosmic_pe7_sb1, cosmi
 end
 
 
-always @(cosmic_pe7_res5, cosmic_pe7_ld_sel, cosmic_pe7_rad1, cosmic_pe7_wa5, cosmic_pe7_we5, cosmic_pe7_ld_en, cosmic_pe7_v1, cosmic_pe7_wb5, rb_addr, cosmic_pe7_busy, cosmic_pe7_ld_addr, cosmic_pe7_ld_data) begin: cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_c
-    if (cosmic_pe7_busy) begin
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_we = (cosmic_pe7_we5 && (cosmic_pe7_wb5 == 1));
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_wa = cosmic_pe7_wa5[8-1:0];
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_wd = cosmic_pe7_res5[32-1:0];
+always @(posedge clk) begin: cosmic_pe7_bank
+    if (rst == 1) begin
+        cosmic_pe7_bk <= 0;
     end
     else begin
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_we = (cosmic_pe7_ld_en && (cosmic_pe7_ld_sel == 1));
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_wa = cosmic_pe7_ld_addr[8-1:0];
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_wd = cosmic_pe7_ld_data[32-1:0];
+        if ((cosmic_pe7_go && (!cosmic_pe7_len_bad))) begin
+            cosmic_pe7_bk <= (!cosmic_pe7_bk);
+        end
+    end
+end
+
+
+always @(cosmic_pe7_rd_d0, cosmic_pe7_bk, cosmic_pe7_busy, cosmic_pe7_rd_d1) begin: cosmic_pe7_bankside
+    cosmic_pe7_ps0 = (cosmic_pe7_busy && (!cosmic_pe7_bk));
+    cosmic_pe7_ps1 = (cosmic_pe7_busy && cosmic_pe7_bk);
+    if (cosmic_pe7_bk) begin
+        cosmic_pe7_rd_d = cosmic_pe7_rd_d1;
+    end
+    else begin
+        cosmic_pe7_rd_d = cosmic_pe7_rd_d0;
+    end
+end
+
+
+always @(cosmic_pe7_res5, cosmic_pe7_ld_sel, cosmic_pe7_rad1, cosmic_pe7_wa5, cosmic_pe7_we5, cosmic_pe7_ld_en, cosmic_pe7_v1, cosmic_pe7_wb5, rb_addr, cosmic_pe7_ld_addr, cosmic_pe7_ps0, cosmic_pe7_ld_data) begin: cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_c
+    if (cosmic_pe7_ps0) begin
+        cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_we = (cosmic_pe7_we5 && (cosmic_pe7_wb5 == 1));
+        cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_wa = cosmic_pe7_wa5[8-1:0];
+        cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_wd = cosmic_pe7_res5[32-1:0];
+    end
+    else begin
+        cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_we = (cosmic_pe7_ld_en && (cosmic_pe7_ld_sel == 1));
+        cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_wa = cosmic_pe7_ld_addr[8-1:0];
+        cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_wd = cosmic_pe7_ld_data[32-1:0];
     end
     if (cosmic_pe7_v1) begin
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_ra = cosmic_pe7_rad1[8-1:0];
+        cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_ra = cosmic_pe7_rad1[8-1:0];
     end
     else begin
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_ra = rb_addr[8-1:0];
+        cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_ra = rb_addr[8-1:0];
     end
 end
 
 
-always @(posedge clk) begin: cosmic_pe7_ram_1r1w29_ram
-    if (cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_we) begin
-        cosmic_pe7_ram_1r1w29_mem[cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_wa] <= cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_wd;
+always @(posedge clk) begin: cosmic_pe7_ram_1r1w36_ram
+    if (cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_we) begin
+        cosmic_pe7_ram_1r1w36_mem[cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_wa] <= cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_wd;
     end
-    cosmic_pe7_rd_d <= cosmic_pe7_ram_1r1w29_mem[cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_ra];
+    cosmic_pe7_rd_d0 <= cosmic_pe7_ram_1r1w36_mem[cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_ra];
 end
 
 
-always @(cosmic_pe7_res5, cosmic_pe7_ld_sel, cosmic_pe7_ram1, cosmic_pe7_wa5, cosmic_pe7_we5, cosmic_pe7_ld_en, cosmic_pe7_v1, cosmic_pe7_wb5, rb_addr, cosmic_pe7_busy, cosmic_pe7_ld_addr, cosmic_pe7_ld_data) begin: cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_c
-    if (cosmic_pe7_busy) begin
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_we = (cosmic_pe7_we5 && (cosmic_pe7_wb5 == 2));
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_wa = cosmic_pe7_wa5[8-1:0];
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_wd = cosmic_pe7_res5[32-1:0];
+always @(cosmic_pe7_res5, cosmic_pe7_ld_sel, cosmic_pe7_rad1, cosmic_pe7_wa5, cosmic_pe7_we5, cosmic_pe7_ld_en, cosmic_pe7_v1, cosmic_pe7_wb5, rb_addr, cosmic_pe7_ld_addr, cosmic_pe7_ps1, cosmic_pe7_ld_data) begin: cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_c
+    if (cosmic_pe7_ps1) begin
+        cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_we = (cosmic_pe7_we5 && (cosmic_pe7_wb5 == 1));
+        cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_wa = cosmic_pe7_wa5[8-1:0];
+        cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_wd = cosmic_pe7_res5[32-1:0];
     end
     else begin
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_we = (cosmic_pe7_ld_en && (cosmic_pe7_ld_sel == 2));
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_wa = cosmic_pe7_ld_addr[8-1:0];
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_wd = cosmic_pe7_ld_data[32-1:0];
+        cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_we = (cosmic_pe7_ld_en && (cosmic_pe7_ld_sel == 1));
+        cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_wa = cosmic_pe7_ld_addr[8-1:0];
+        cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_wd = cosmic_pe7_ld_data[32-1:0];
     end
     if (cosmic_pe7_v1) begin
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_ra = cosmic_pe7_ram1[8-1:0];
+        cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_ra = cosmic_pe7_rad1[8-1:0];
     end
     else begin
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_ra = rb_addr[8-1:0];
+        cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_ra = rb_addr[8-1:0];
     end
 end
 
 
-always @(posedge clk) begin: cosmic_pe7_ram_1r1w30_ram
-    if (cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_we) begin
-        cosmic_pe7_ram_1r1w30_mem[cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_wa] <= cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_wd;
+always @(posedge clk) begin: cosmic_pe7_ram_1r1w37_ram
+    if (cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_we) begin
+        cosmic_pe7_ram_1r1w37_mem[cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_wa] <= cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_wd;
     end
-    cosmic_pe7_rd_m <= cosmic_pe7_ram_1r1w30_mem[cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_ra];
+    cosmic_pe7_rd_d1 <= cosmic_pe7_ram_1r1w37_mem[cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_ra];
 end
 
 
-always @(cosmic_pe7_res5, cosmic_pe7_ld_sel, cosmic_pe7_rai1, cosmic_pe7_wa5, cosmic_pe7_we5, cosmic_pe7_ld_en, cosmic_pe7_v1, cosmic_pe7_wb5, rb_addr, cosmic_pe7_busy, cosmic_pe7_ld_addr, cosmic_pe7_ld_data) begin: cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_c
+always @(cosmic_pe7_res5, cosmic_pe7_ld_sel, cosmic_pe7_ram1, cosmic_pe7_wa5, cosmic_pe7_we5, cosmic_pe7_ld_en, cosmic_pe7_v1, cosmic_pe7_wb5, rb_addr, cosmic_pe7_busy, cosmic_pe7_ld_addr, cosmic_pe7_ld_data) begin: cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_c
     if (cosmic_pe7_busy) begin
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_we = (cosmic_pe7_we5 && (cosmic_pe7_wb5 == 3));
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_wa = cosmic_pe7_wa5[8-1:0];
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_wd = cosmic_pe7_res5[32-1:0];
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_we = (cosmic_pe7_we5 && (cosmic_pe7_wb5 == 2));
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wa = cosmic_pe7_wa5[8-1:0];
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wd = cosmic_pe7_res5[32-1:0];
     end
     else begin
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_we = (cosmic_pe7_ld_en && (cosmic_pe7_ld_sel == 3));
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_wa = cosmic_pe7_ld_addr[8-1:0];
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_wd = cosmic_pe7_ld_data[32-1:0];
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_we = (cosmic_pe7_ld_en && (cosmic_pe7_ld_sel == 2));
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wa = cosmic_pe7_ld_addr[8-1:0];
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wd = cosmic_pe7_ld_data[32-1:0];
     end
     if (cosmic_pe7_v1) begin
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_ra = cosmic_pe7_rai1[8-1:0];
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_ra = cosmic_pe7_ram1[8-1:0];
     end
     else begin
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_ra = rb_addr[8-1:0];
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_ra = rb_addr[8-1:0];
     end
 end
 
 
-always @(posedge clk) begin: cosmic_pe7_ram_1r1w31_ram
-    if (cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_we) begin
-        cosmic_pe7_ram_1r1w31_mem[cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_wa] <= cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_wd;
+always @(posedge clk) begin: cosmic_pe7_ram_1r1w38_ram
+    if (cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_we) begin
+        cosmic_pe7_ram_1r1w38_mem[cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wa] <= cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wd;
     end
-    cosmic_pe7_rd_i <= cosmic_pe7_ram_1r1w31_mem[cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_ra];
+    cosmic_pe7_rd_m <= cosmic_pe7_ram_1r1w38_mem[cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_ra];
+end
+
+
+always @(cosmic_pe7_res5, cosmic_pe7_ld_sel, cosmic_pe7_rai1, cosmic_pe7_wa5, cosmic_pe7_we5, cosmic_pe7_ld_en, cosmic_pe7_v1, cosmic_pe7_wb5, rb_addr, cosmic_pe7_busy, cosmic_pe7_ld_addr, cosmic_pe7_ld_data) begin: cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_c
+    if (cosmic_pe7_busy) begin
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_we = (cosmic_pe7_we5 && (cosmic_pe7_wb5 == 3));
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wa = cosmic_pe7_wa5[8-1:0];
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wd = cosmic_pe7_res5[32-1:0];
+    end
+    else begin
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_we = (cosmic_pe7_ld_en && (cosmic_pe7_ld_sel == 3));
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wa = cosmic_pe7_ld_addr[8-1:0];
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wd = cosmic_pe7_ld_data[32-1:0];
+    end
+    if (cosmic_pe7_v1) begin
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_ra = cosmic_pe7_rai1[8-1:0];
+    end
+    else begin
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_ra = rb_addr[8-1:0];
+    end
+end
+
+
+always @(posedge clk) begin: cosmic_pe7_ram_1r1w39_ram
+    if (cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_we) begin
+        cosmic_pe7_ram_1r1w39_mem[cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wa] <= cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wd;
+    end
+    cosmic_pe7_rd_i <= cosmic_pe7_ram_1r1w39_mem[cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_ra];
 end
 
 
@@ -15202,15 +15709,15 @@ always @(posedge clk) begin: pe_glue7_pointer
     else begin
         if (dptr_clr) begin
             pe_glue7_ptr <= 0;
+        end
+        else if ((pe_glue7_hit && (pe_glue7_ptr < pe_glue7_lim))) begin
+            pe_glue7_ptr <= (pe_glue7_ptr + 1);
+        end
+        if (derr_clr) begin
             pe_glue7_d_err <= 1'b0;
         end
-        else if (pe_glue7_hit) begin
-            if ((pe_glue7_ptr < pe_glue7_lim)) begin
-                pe_glue7_ptr <= (pe_glue7_ptr + 1);
-            end
-            else begin
-                pe_glue7_d_err <= 1'b1;
-            end
+        else if ((pe_glue7_hit && (pe_glue7_ptr >= pe_glue7_lim))) begin
+            pe_glue7_d_err <= 1'b1;
         end
     end
 end
@@ -16294,6 +16801,17 @@ always @(err_code, rdata_r, err_f, running, bvalid_r, agg_mode, cs, ar_go, rb_se
 end
 
 
+
+assign pe_hold = ((pe0_done && (pe_err_any || bus_bad)) || d_err_any);
+assign acc_tready = (!((cs == 7) && rdy));
+assign dlv_on = (cs != 8);
+
+
+
+assign pe_start = ((cs == 7) && rdy && (!pe0_busy) && (!pe_hold));
+assign rows_clear = ((cs == 7) && rdy && (!pe0_busy) && (!pe_hold));
+
+
 always @(posedge clk) begin: main
     if (rst == 1) begin
         ist <= 0;
@@ -16303,14 +16821,15 @@ always @(posedge clk) begin: main
         i_awaddr <= 0;
         round_cnt <= 0;
         cmd <= 0;
+        started <= 0;
         idone <= 0;
         agg_addr_r <= 0;
         ld_addr <= 0;
         a_pe <= 0;
         i_awvalid <= 0;
         cyc <= 0;
-        cyc_hold <= 0;
         rb_pe_r <= 0;
+        ab_code <= 0;
         i_arvalid <= 0;
         err_code <= 0;
         i_wdata <= 0;
@@ -16325,10 +16844,14 @@ always @(posedge clk) begin: main
         h_pe <= 0;
         a_we <= 0;
         dsel <= 0;
+        walk_act <= 0;
         samples <= 0;
+        rdy <= 0;
         agg_cyc <= 0;
-        rows_clear <= 0;
-        t_idx <= 0;
+        derr_clr <= 0;
+        st_pend <= 0;
+        walks <= 0;
+        bus_bad <= 0;
         h_data <= 0;
         hwait_rd <= 0;
         ld_pe <= 0;
@@ -16337,6 +16860,7 @@ always @(posedge clk) begin: main
         h_addr <= 0;
         rb_addr_r <= 0;
         pe_wait_ok <= 0;
+        fin_err <= 0;
         a_data <= 0;
         rdata_r <= 0;
         err_f <= 0;
@@ -16356,14 +16880,13 @@ always @(posedge clk) begin: main
         running <= 0;
         rvalid_r <= 0;
         sv_we <= 0;
-        pe_start <= 0;
+        t_idx <= 0;
     end
     else begin
         h_ld <= 1'b0;
         a_we <= 1'b0;
-        pe_start <= 1'b0;
         dptr_clr <= 1'b0;
-        rows_clear <= 1'b0;
+        derr_clr <= 1'b0;
         sv_we <= 1'b0;
         idone <= 1'b0;
         case (ist)
@@ -16395,23 +16918,21 @@ always @(posedge clk) begin: main
         endcase
         if (running) begin
             cycles <= (cycles + 1);
-            if (((cs == 8) || (cs == 7))) begin
+            if (pe0_busy) begin
                 compute_cyc <= (compute_cyc + 1);
-            end
-            else if (((cs == 5) || (cs == 6) || (cs == 13))) begin
-                load_cyc <= (load_cyc + 1);
             end
             else if (((cs == 9) || (cs == 10) || (cs == 11))) begin
                 agg_cyc <= (agg_cyc + 1);
             end
+            else if ((cs != 12)) begin
+                load_cyc <= (load_cyc + 1);
+            end
         end
-        if ((cs == 8)) begin
-            if (cyc_hold) begin
-                cyc_hold <= 1'b0;
-            end
-            else begin
-                cyc <= (cyc + 1);
-            end
+        if (pe_start) begin
+            cyc <= 0;
+        end
+        else if ((cyc != 4095)) begin
+            cyc <= (cyc + 1);
         end
         if ((hwait && idone)) begin
             hwait <= 1'b0;
@@ -16473,6 +16994,7 @@ always @(posedge clk) begin: main
                             cmd <= s_axil_wdata[4-1:0];
                             cs <= 1;
                             cycles <= 0;
+                            derr_clr <= 1'b1;
                             sample_cnt <= 0;
                             sample_in_round <= 0;
                             round_cnt <= 0;
@@ -16724,7 +17246,15 @@ always @(posedge clk) begin: main
                     pe_wait_ok <= 1'b0;
                     if (($signed({1'b0, t_idx}) == (2 - 1))) begin
                         t_idx <= 0;
-                        cs <= 5;
+                        cs <= 7;
+                        walks <= 0;
+                        started <= 0;
+                        sample_in_round <= 0;
+                        st_pend <= 1'b0;
+                        walk_act <= 1'b0;
+                        rdy <= 1'b0;
+                        bus_bad <= 1'b0;
+                        ab_code <= 0;
                     end
                     else begin
                         t_idx <= (t_idx + 1);
@@ -16753,9 +17283,6 @@ always @(posedge clk) begin: main
                         err_f <= 1'b1;
                         err_code <= 2;
                     end
-                    else if (cmd[1]) begin
-                        cs <= 7;
-                    end
                     else begin
                         cs <= 13;
                     end
@@ -16770,9 +17297,10 @@ always @(posedge clk) begin: main
                 end
                 else if (idone) begin
                     pe_wait_ok <= 1'b0;
+                    fin_err <= 1'b0;
                     running <= 1'b0;
                     cs <= 0;
-                    if (irdata[2]) begin
+                    if ((irdata[2] || fin_err)) begin
                         err_f <= 1'b1;
                         err_code <= 5;
                         msu_code <= irdata[8-1:4];
@@ -16787,41 +17315,90 @@ always @(posedge clk) begin: main
             end
             case (cs)
                 'h7: begin
-                    pe_start <= 1'b1;
-                    rows_clear <= 1'b1;
-                    cyc <= 0;
-                    cyc_hold <= 1'b1;
-                    cs <= 8;
-                    pe_wait_ok <= 1'b0;
-                end
-                'h8: begin
                     if ((bus_err_any || miss_any)) begin
-                        pe_wait_ok <= 1'b1;
+                        bus_bad <= 1'b1;
+                    end
+                    if (pe_start) begin
+                        rdy <= 1'b0;
+                        started <= (started + 1);
+                        bus_bad <= (bus_err_any || miss_any);
+                    end
+                    if (((ist == 0) && (!idone) && (!st_pend) && (!walk_act) && (!msu_busy) && (walks < samples))) begin
+                        ist <= 1;
+                        i_awvalid <= 1'b1;
+                        i_awaddr <= 0;
+                        i_wdata <= 1;
+                        dptr_clr <= 1'b1;
+                        st_pend <= 1'b1;
+                        walks <= (walks + 1);
+                    end
+                    if ((st_pend && idone)) begin
+                        st_pend <= 1'b0;
+                        walk_act <= 1'b1;
+                    end
+                    if ((walk_act && (!msu_busy))) begin
+                        walk_act <= 1'b0;
+                        if (rdy) begin
+                            ab_code <= 5;
+                            cs <= 8;
+                        end
+                        else begin
+                            rdy <= 1'b1;
+                        end
                     end
                     if (pe0_done) begin
                         sample_cnt <= (sample_cnt + 1);
-                        if ((pe_err_any || pe_wait_ok)) begin
-                            running <= 1'b0;
-                            cs <= 0;
-                            err_f <= 1'b1;
+                        sample_in_round <= (sample_in_round + 1);
+                        if (d_err_any) begin
+                            ab_code <= 2;
+                            err_info <= 65534;
+                            cs <= 8;
+                        end
+                        else if ((pe_err_any || bus_bad)) begin
                             if (pe_err_any) begin
-                                err_code <= 10;
+                                ab_code <= 10;
                             end
                             else begin
-                                err_code <= 8;
+                                ab_code <= 8;
                             end
                             err_info <= sample_cnt;
+                            cs <= 8;
                         end
-                        else if (((sample_in_round + 1) < samples)) begin
-                            sample_in_round <= (sample_in_round + 1);
-                            cs <= 5;
+                        else if (((sample_in_round + 1) >= samples)) begin
+                            cs <= 8;
                         end
-                        else begin
-                            sample_in_round <= 0;
-                            cs <= 9;
-                            ai <= 0;
-                        end
-                        pe_wait_ok <= 1'b0;
+                    end
+                    else if ((d_err_any && (!pe0_busy))) begin
+                        ab_code <= 2;
+                        err_info <= 65534;
+                        cs <= 8;
+                    end
+                end
+                'h8: begin
+                    if ((st_pend && idone)) begin
+                        st_pend <= 1'b0;
+                    end
+                    if (((!msu_busy) && (ist == 0) && (!idone) && (!st_pend) && (!pe0_busy))) begin
+                        walk_act <= 1'b0;
+                        rdy <= 1'b0;
+                        ab_code <= 0;
+                        case (ab_code)
+                            'h0: begin
+                                sample_in_round <= 0;
+                                cs <= 9;
+                                ai <= 0;
+                            end
+                            'h5: begin
+                                fin_err <= 1'b1;
+                                cs <= 13;
+                            end
+                            default: begin
+                                running <= 1'b0;
+                                cs <= 0;
+                                err_f <= 1'b1;
+                                err_code <= ab_code;
+                            end
+                        endcase
                     end
                 end
                 'h9: begin

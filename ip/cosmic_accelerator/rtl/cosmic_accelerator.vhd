@@ -104,6 +104,7 @@ signal msu_s_axil_arvalid: std_logic;
 signal i_arvalid: std_logic;
 signal msu_s_axil_rready: std_logic;
 signal msu_m_axis_pe_tready: std_logic;
+signal acc_tready: std_logic;
 signal msu_s_axis_pe_tdata: unsigned(127 downto 0);
 signal msu_s_axis_pe_tid: unsigned(2 downto 0);
 signal msu_s_axis_pe_tvalid: std_logic;
@@ -111,6 +112,7 @@ signal lv_c: unsigned(3 downto 0);
 signal lv_cat: unsigned(3 downto 0);
 signal bt_valid: std_logic;
 signal msu_m_axis_pe_tvalid: std_logic;
+signal dlv_on: std_logic;
 signal bt_data: unsigned(127 downto 0);
 signal msu_m_axis_pe_tdata: unsigned(127 downto 0);
 signal bt_lv: unsigned(3 downto 0);
@@ -194,10 +196,18 @@ signal rb_addr: unsigned(7 downto 0);
 signal agg_addr_r: unsigned(7 downto 0);
 signal rb_sel_r: unsigned(1 downto 0);
 signal rb_addr_r: unsigned(15 downto 0);
-signal a_we: std_logic;
+signal pe_hold: std_logic;
+signal pe0_done: std_logic;
+signal pe_err_any: std_logic;
+signal bus_bad: std_logic;
+signal d_err_any: std_logic;
+signal rdy: std_logic;
 signal pe_start: std_logic;
-signal dptr_clr: std_logic;
+signal pe0_busy: std_logic;
 signal rows_clear: std_logic;
+signal a_we: std_logic;
+signal dptr_clr: std_logic;
+signal derr_clr: std_logic;
 signal idone: std_logic;
 signal ist: unsigned(2 downto 0);
 signal msu_s_axil_awready: std_logic;
@@ -208,9 +218,8 @@ signal irdata: unsigned(31 downto 0);
 signal msu_s_axil_rdata: unsigned(31 downto 0);
 signal cycles: unsigned(31 downto 0);
 signal compute_cyc: unsigned(31 downto 0);
-signal load_cyc: unsigned(31 downto 0);
 signal agg_cyc: unsigned(31 downto 0);
-signal cyc_hold: std_logic;
+signal load_cyc: unsigned(31 downto 0);
 signal err_info: unsigned(31 downto 0);
 signal prog_len: unsigned(10 downto 0);
 signal agg_len: unsigned(8 downto 0);
@@ -232,10 +241,13 @@ signal rb_addr_r_32: unsigned(31 downto 0);
 signal rb_value: unsigned(31 downto 0);
 signal pe_wait_ok: std_logic;
 signal dsel: unsigned(1 downto 0);
+signal walks: unsigned(31 downto 0);
+signal started: unsigned(31 downto 0);
+signal st_pend: std_logic;
+signal walk_act: std_logic;
+signal ab_code: unsigned(3 downto 0);
 signal msu_busy: std_logic;
-signal d_err_any: std_logic;
-signal pe0_done: std_logic;
-signal pe_err_any: std_logic;
+signal fin_err: std_logic;
 signal a_pe: unsigned(1 downto 0);
 signal a_addr: unsigned(7 downto 0);
 signal a_data: unsigned(31 downto 0);
@@ -433,7 +445,6 @@ signal bit_of0_y: std_logic;
 signal bit_of1_y: std_logic;
 signal bit_of2_y: std_logic;
 signal bit_of3_y: std_logic;
-signal cosmic_pe0_busy: std_logic;
 signal cosmic_pe0_err: unsigned(2 downto 0);
 signal cosmic_pe0_ld_en: std_logic;
 signal cosmic_pe0_ld_sel: unsigned(1 downto 0);
@@ -477,6 +488,12 @@ signal cosmic_pe0_wam1: unsigned(7 downto 0);
 signal cosmic_pe0_wad: unsigned(7 downto 0);
 signal cosmic_pe0_wam: unsigned(7 downto 0);
 signal cosmic_pe0_wai: unsigned(7 downto 0);
+signal cosmic_pe0_bk: std_logic;
+signal cosmic_pe0_ps0: std_logic;
+signal cosmic_pe0_ps1: std_logic;
+signal cosmic_pe0_rd_d: unsigned(31 downto 0);
+signal cosmic_pe0_rd_d1: unsigned(31 downto 0);
+signal cosmic_pe0_rd_d0: unsigned(31 downto 0);
 signal cosmic_pe0_sa3: unsigned(2 downto 0);
 signal cosmic_pe0_c3: unsigned(43 downto 0);
 signal cosmic_pe0_sb3: unsigned(2 downto 0);
@@ -516,7 +533,6 @@ signal cosmic_pe0_rai1: unsigned(7 downto 0);
 signal cosmic_pe0_wa1: unsigned(7 downto 0);
 signal cosmic_pe0_out1: unsigned(2 downto 0);
 signal cosmic_pe0_rbq: unsigned(1 downto 0);
-signal cosmic_pe0_rd_d: unsigned(31 downto 0);
 signal cosmic_pe0_rd_m: unsigned(31 downto 0);
 signal cosmic_pe0_rd_i: unsigned(31 downto 0);
 signal cosmic_pe0_ctl1: unsigned(43 downto 0);
@@ -563,6 +579,14 @@ signal cosmic_pe0_acc_new: signed (71 downto 0);
 signal cosmic_pe0_low_bits3_y: unsigned(7 downto 0);
 signal cosmic_pe0_low_bits4_y: unsigned(7 downto 0);
 signal cosmic_pe0_low_bits5_y: unsigned(7 downto 0);
+signal cosmic_pe0_dbufmux0_we: std_logic;
+signal cosmic_pe0_dbufmux0_wa: unsigned(7 downto 0);
+signal cosmic_pe0_dbufmux0_wd: unsigned(31 downto 0);
+signal cosmic_pe0_dbufmux0_ra: unsigned(7 downto 0);
+signal cosmic_pe0_dbufmux1_we: std_logic;
+signal cosmic_pe0_dbufmux1_wa: unsigned(7 downto 0);
+signal cosmic_pe0_dbufmux1_wd: unsigned(31 downto 0);
+signal cosmic_pe0_dbufmux1_ra: unsigned(7 downto 0);
 signal cosmic_pe0_bufmux0_we: std_logic;
 signal cosmic_pe0_bufmux0_wa: unsigned(7 downto 0);
 signal cosmic_pe0_bufmux0_wd: unsigned(31 downto 0);
@@ -571,10 +595,6 @@ signal cosmic_pe0_bufmux0_0_we: std_logic;
 signal cosmic_pe0_bufmux0_0_wa: unsigned(7 downto 0);
 signal cosmic_pe0_bufmux0_0_wd: unsigned(31 downto 0);
 signal cosmic_pe0_bufmux0_0_ra: unsigned(7 downto 0);
-signal cosmic_pe0_bufmux0_0_1_we: std_logic;
-signal cosmic_pe0_bufmux0_0_1_wa: unsigned(7 downto 0);
-signal cosmic_pe0_bufmux0_0_1_wd: unsigned(31 downto 0);
-signal cosmic_pe0_bufmux0_0_1_ra: unsigned(7 downto 0);
 signal cosmic_pe0_sat0_fill: unsigned(30 downto 0);
 signal cosmic_pe0_sat0_hi: unsigned(1 downto 0);
 signal cosmic_pe0_sat0_hin: unsigned(1 downto 0);
@@ -682,6 +702,12 @@ signal cosmic_pe1_wam1: unsigned(7 downto 0);
 signal cosmic_pe1_wad: unsigned(7 downto 0);
 signal cosmic_pe1_wam: unsigned(7 downto 0);
 signal cosmic_pe1_wai: unsigned(7 downto 0);
+signal cosmic_pe1_bk: std_logic;
+signal cosmic_pe1_ps0: std_logic;
+signal cosmic_pe1_ps1: std_logic;
+signal cosmic_pe1_rd_d: unsigned(31 downto 0);
+signal cosmic_pe1_rd_d1: unsigned(31 downto 0);
+signal cosmic_pe1_rd_d0: unsigned(31 downto 0);
 signal cosmic_pe1_sa3: unsigned(2 downto 0);
 signal cosmic_pe1_c3: unsigned(43 downto 0);
 signal cosmic_pe1_sb3: unsigned(2 downto 0);
@@ -721,7 +747,6 @@ signal cosmic_pe1_rai1: unsigned(7 downto 0);
 signal cosmic_pe1_wa1: unsigned(7 downto 0);
 signal cosmic_pe1_out1: unsigned(2 downto 0);
 signal cosmic_pe1_rbq: unsigned(1 downto 0);
-signal cosmic_pe1_rd_d: unsigned(31 downto 0);
 signal cosmic_pe1_rd_m: unsigned(31 downto 0);
 signal cosmic_pe1_rd_i: unsigned(31 downto 0);
 signal cosmic_pe1_ctl1: unsigned(43 downto 0);
@@ -768,18 +793,22 @@ signal cosmic_pe1_acc_new: signed (71 downto 0);
 signal cosmic_pe1_low_bits9_y: unsigned(7 downto 0);
 signal cosmic_pe1_low_bits10_y: unsigned(7 downto 0);
 signal cosmic_pe1_low_bits11_y: unsigned(7 downto 0);
+signal cosmic_pe1_dbufmux0_0_we: std_logic;
+signal cosmic_pe1_dbufmux0_0_wa: unsigned(7 downto 0);
+signal cosmic_pe1_dbufmux0_0_wd: unsigned(31 downto 0);
+signal cosmic_pe1_dbufmux0_0_ra: unsigned(7 downto 0);
+signal cosmic_pe1_dbufmux1_0_we: std_logic;
+signal cosmic_pe1_dbufmux1_0_wa: unsigned(7 downto 0);
+signal cosmic_pe1_dbufmux1_0_wd: unsigned(31 downto 0);
+signal cosmic_pe1_dbufmux1_0_ra: unsigned(7 downto 0);
+signal cosmic_pe1_bufmux0_0_1_we: std_logic;
+signal cosmic_pe1_bufmux0_0_1_wa: unsigned(7 downto 0);
+signal cosmic_pe1_bufmux0_0_1_wd: unsigned(31 downto 0);
+signal cosmic_pe1_bufmux0_0_1_ra: unsigned(7 downto 0);
 signal cosmic_pe1_bufmux0_0_1_2_we: std_logic;
 signal cosmic_pe1_bufmux0_0_1_2_wa: unsigned(7 downto 0);
 signal cosmic_pe1_bufmux0_0_1_2_wd: unsigned(31 downto 0);
 signal cosmic_pe1_bufmux0_0_1_2_ra: unsigned(7 downto 0);
-signal cosmic_pe1_bufmux0_0_1_2_3_we: std_logic;
-signal cosmic_pe1_bufmux0_0_1_2_3_wa: unsigned(7 downto 0);
-signal cosmic_pe1_bufmux0_0_1_2_3_wd: unsigned(31 downto 0);
-signal cosmic_pe1_bufmux0_0_1_2_3_ra: unsigned(7 downto 0);
-signal cosmic_pe1_bufmux0_0_1_2_3_4_we: std_logic;
-signal cosmic_pe1_bufmux0_0_1_2_3_4_wa: unsigned(7 downto 0);
-signal cosmic_pe1_bufmux0_0_1_2_3_4_wd: unsigned(31 downto 0);
-signal cosmic_pe1_bufmux0_0_1_2_3_4_ra: unsigned(7 downto 0);
 signal cosmic_pe1_sat7_fill: unsigned(30 downto 0);
 signal cosmic_pe1_sat7_hi: unsigned(1 downto 0);
 signal cosmic_pe1_sat7_hin: unsigned(1 downto 0);
@@ -887,6 +916,12 @@ signal cosmic_pe2_wam1: unsigned(7 downto 0);
 signal cosmic_pe2_wad: unsigned(7 downto 0);
 signal cosmic_pe2_wam: unsigned(7 downto 0);
 signal cosmic_pe2_wai: unsigned(7 downto 0);
+signal cosmic_pe2_bk: std_logic;
+signal cosmic_pe2_ps0: std_logic;
+signal cosmic_pe2_ps1: std_logic;
+signal cosmic_pe2_rd_d: unsigned(31 downto 0);
+signal cosmic_pe2_rd_d1: unsigned(31 downto 0);
+signal cosmic_pe2_rd_d0: unsigned(31 downto 0);
 signal cosmic_pe2_sa3: unsigned(2 downto 0);
 signal cosmic_pe2_c3: unsigned(43 downto 0);
 signal cosmic_pe2_sb3: unsigned(2 downto 0);
@@ -926,7 +961,6 @@ signal cosmic_pe2_rai1: unsigned(7 downto 0);
 signal cosmic_pe2_wa1: unsigned(7 downto 0);
 signal cosmic_pe2_out1: unsigned(2 downto 0);
 signal cosmic_pe2_rbq: unsigned(1 downto 0);
-signal cosmic_pe2_rd_d: unsigned(31 downto 0);
 signal cosmic_pe2_rd_m: unsigned(31 downto 0);
 signal cosmic_pe2_rd_i: unsigned(31 downto 0);
 signal cosmic_pe2_ctl1: unsigned(43 downto 0);
@@ -973,18 +1007,22 @@ signal cosmic_pe2_acc_new: signed (71 downto 0);
 signal cosmic_pe2_low_bits15_y: unsigned(7 downto 0);
 signal cosmic_pe2_low_bits16_y: unsigned(7 downto 0);
 signal cosmic_pe2_low_bits17_y: unsigned(7 downto 0);
-signal cosmic_pe2_bufmux0_0_1_2_3_4_5_we: std_logic;
-signal cosmic_pe2_bufmux0_0_1_2_3_4_5_wa: unsigned(7 downto 0);
-signal cosmic_pe2_bufmux0_0_1_2_3_4_5_wd: unsigned(31 downto 0);
-signal cosmic_pe2_bufmux0_0_1_2_3_4_5_ra: unsigned(7 downto 0);
-signal cosmic_pe2_bufmux0_0_1_2_3_4_5_6_we: std_logic;
-signal cosmic_pe2_bufmux0_0_1_2_3_4_5_6_wa: unsigned(7 downto 0);
-signal cosmic_pe2_bufmux0_0_1_2_3_4_5_6_wd: unsigned(31 downto 0);
-signal cosmic_pe2_bufmux0_0_1_2_3_4_5_6_ra: unsigned(7 downto 0);
-signal cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_we: std_logic;
-signal cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_wa: unsigned(7 downto 0);
-signal cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_wd: unsigned(31 downto 0);
-signal cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_ra: unsigned(7 downto 0);
+signal cosmic_pe2_dbufmux0_0_1_we: std_logic;
+signal cosmic_pe2_dbufmux0_0_1_wa: unsigned(7 downto 0);
+signal cosmic_pe2_dbufmux0_0_1_wd: unsigned(31 downto 0);
+signal cosmic_pe2_dbufmux0_0_1_ra: unsigned(7 downto 0);
+signal cosmic_pe2_dbufmux1_0_1_we: std_logic;
+signal cosmic_pe2_dbufmux1_0_1_wa: unsigned(7 downto 0);
+signal cosmic_pe2_dbufmux1_0_1_wd: unsigned(31 downto 0);
+signal cosmic_pe2_dbufmux1_0_1_ra: unsigned(7 downto 0);
+signal cosmic_pe2_bufmux0_0_1_2_3_we: std_logic;
+signal cosmic_pe2_bufmux0_0_1_2_3_wa: unsigned(7 downto 0);
+signal cosmic_pe2_bufmux0_0_1_2_3_wd: unsigned(31 downto 0);
+signal cosmic_pe2_bufmux0_0_1_2_3_ra: unsigned(7 downto 0);
+signal cosmic_pe2_bufmux0_0_1_2_3_4_we: std_logic;
+signal cosmic_pe2_bufmux0_0_1_2_3_4_wa: unsigned(7 downto 0);
+signal cosmic_pe2_bufmux0_0_1_2_3_4_wd: unsigned(31 downto 0);
+signal cosmic_pe2_bufmux0_0_1_2_3_4_ra: unsigned(7 downto 0);
 signal cosmic_pe2_sat14_fill: unsigned(30 downto 0);
 signal cosmic_pe2_sat14_hi: unsigned(1 downto 0);
 signal cosmic_pe2_sat14_hin: unsigned(1 downto 0);
@@ -1091,6 +1129,12 @@ signal cosmic_pe3_wam1: unsigned(7 downto 0);
 signal cosmic_pe3_wad: unsigned(7 downto 0);
 signal cosmic_pe3_wam: unsigned(7 downto 0);
 signal cosmic_pe3_wai: unsigned(7 downto 0);
+signal cosmic_pe3_bk: std_logic;
+signal cosmic_pe3_ps0: std_logic;
+signal cosmic_pe3_ps1: std_logic;
+signal cosmic_pe3_rd_d: unsigned(31 downto 0);
+signal cosmic_pe3_rd_d1: unsigned(31 downto 0);
+signal cosmic_pe3_rd_d0: unsigned(31 downto 0);
 signal cosmic_pe3_sa3: unsigned(2 downto 0);
 signal cosmic_pe3_c3: unsigned(43 downto 0);
 signal cosmic_pe3_sb3: unsigned(2 downto 0);
@@ -1130,7 +1174,6 @@ signal cosmic_pe3_rai1: unsigned(7 downto 0);
 signal cosmic_pe3_wa1: unsigned(7 downto 0);
 signal cosmic_pe3_out1: unsigned(2 downto 0);
 signal cosmic_pe3_rbq: unsigned(1 downto 0);
-signal cosmic_pe3_rd_d: unsigned(31 downto 0);
 signal cosmic_pe3_rd_m: unsigned(31 downto 0);
 signal cosmic_pe3_rd_i: unsigned(31 downto 0);
 signal cosmic_pe3_ctl1: unsigned(43 downto 0);
@@ -1177,18 +1220,22 @@ signal cosmic_pe3_acc_new: signed (71 downto 0);
 signal cosmic_pe3_low_bits21_y: unsigned(7 downto 0);
 signal cosmic_pe3_low_bits22_y: unsigned(7 downto 0);
 signal cosmic_pe3_low_bits23_y: unsigned(7 downto 0);
-signal cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_we: std_logic;
-signal cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_wa: unsigned(7 downto 0);
-signal cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_wd: unsigned(31 downto 0);
-signal cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_ra: unsigned(7 downto 0);
-signal cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_we: std_logic;
-signal cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_wa: unsigned(7 downto 0);
-signal cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_wd: unsigned(31 downto 0);
-signal cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_ra: unsigned(7 downto 0);
-signal cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_we: std_logic;
-signal cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wa: unsigned(7 downto 0);
-signal cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wd: unsigned(31 downto 0);
-signal cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_ra: unsigned(7 downto 0);
+signal cosmic_pe3_dbufmux0_0_1_2_we: std_logic;
+signal cosmic_pe3_dbufmux0_0_1_2_wa: unsigned(7 downto 0);
+signal cosmic_pe3_dbufmux0_0_1_2_wd: unsigned(31 downto 0);
+signal cosmic_pe3_dbufmux0_0_1_2_ra: unsigned(7 downto 0);
+signal cosmic_pe3_dbufmux1_0_1_2_we: std_logic;
+signal cosmic_pe3_dbufmux1_0_1_2_wa: unsigned(7 downto 0);
+signal cosmic_pe3_dbufmux1_0_1_2_wd: unsigned(31 downto 0);
+signal cosmic_pe3_dbufmux1_0_1_2_ra: unsigned(7 downto 0);
+signal cosmic_pe3_bufmux0_0_1_2_3_4_5_we: std_logic;
+signal cosmic_pe3_bufmux0_0_1_2_3_4_5_wa: unsigned(7 downto 0);
+signal cosmic_pe3_bufmux0_0_1_2_3_4_5_wd: unsigned(31 downto 0);
+signal cosmic_pe3_bufmux0_0_1_2_3_4_5_ra: unsigned(7 downto 0);
+signal cosmic_pe3_bufmux0_0_1_2_3_4_5_6_we: std_logic;
+signal cosmic_pe3_bufmux0_0_1_2_3_4_5_6_wa: unsigned(7 downto 0);
+signal cosmic_pe3_bufmux0_0_1_2_3_4_5_6_wd: unsigned(31 downto 0);
+signal cosmic_pe3_bufmux0_0_1_2_3_4_5_6_ra: unsigned(7 downto 0);
 signal cosmic_pe3_sat21_fill: unsigned(30 downto 0);
 signal cosmic_pe3_sat21_hi: unsigned(1 downto 0);
 signal cosmic_pe3_sat21_hin: unsigned(1 downto 0);
@@ -1297,6 +1344,12 @@ signal cosmic_pe4_wam1: unsigned(7 downto 0);
 signal cosmic_pe4_wad: unsigned(7 downto 0);
 signal cosmic_pe4_wam: unsigned(7 downto 0);
 signal cosmic_pe4_wai: unsigned(7 downto 0);
+signal cosmic_pe4_bk: std_logic;
+signal cosmic_pe4_ps0: std_logic;
+signal cosmic_pe4_ps1: std_logic;
+signal cosmic_pe4_rd_d: unsigned(31 downto 0);
+signal cosmic_pe4_rd_d1: unsigned(31 downto 0);
+signal cosmic_pe4_rd_d0: unsigned(31 downto 0);
 signal cosmic_pe4_sa3: unsigned(2 downto 0);
 signal cosmic_pe4_c3: unsigned(43 downto 0);
 signal cosmic_pe4_sb3: unsigned(2 downto 0);
@@ -1336,7 +1389,6 @@ signal cosmic_pe4_rai1: unsigned(7 downto 0);
 signal cosmic_pe4_wa1: unsigned(7 downto 0);
 signal cosmic_pe4_out1: unsigned(2 downto 0);
 signal cosmic_pe4_rbq: unsigned(1 downto 0);
-signal cosmic_pe4_rd_d: unsigned(31 downto 0);
 signal cosmic_pe4_rd_m: unsigned(31 downto 0);
 signal cosmic_pe4_rd_i: unsigned(31 downto 0);
 signal cosmic_pe4_ctl1: unsigned(43 downto 0);
@@ -1383,18 +1435,22 @@ signal cosmic_pe4_acc_new: signed (71 downto 0);
 signal cosmic_pe4_low_bits27_y: unsigned(7 downto 0);
 signal cosmic_pe4_low_bits28_y: unsigned(7 downto 0);
 signal cosmic_pe4_low_bits29_y: unsigned(7 downto 0);
-signal cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_we: std_logic;
-signal cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wa: unsigned(7 downto 0);
-signal cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wd: unsigned(31 downto 0);
-signal cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_ra: unsigned(7 downto 0);
-signal cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_we: std_logic;
-signal cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wa: unsigned(7 downto 0);
-signal cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wd: unsigned(31 downto 0);
-signal cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_ra: unsigned(7 downto 0);
-signal cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_we: std_logic;
-signal cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wa: unsigned(7 downto 0);
-signal cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wd: unsigned(31 downto 0);
-signal cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_ra: unsigned(7 downto 0);
+signal cosmic_pe4_dbufmux0_0_1_2_3_we: std_logic;
+signal cosmic_pe4_dbufmux0_0_1_2_3_wa: unsigned(7 downto 0);
+signal cosmic_pe4_dbufmux0_0_1_2_3_wd: unsigned(31 downto 0);
+signal cosmic_pe4_dbufmux0_0_1_2_3_ra: unsigned(7 downto 0);
+signal cosmic_pe4_dbufmux1_0_1_2_3_we: std_logic;
+signal cosmic_pe4_dbufmux1_0_1_2_3_wa: unsigned(7 downto 0);
+signal cosmic_pe4_dbufmux1_0_1_2_3_wd: unsigned(31 downto 0);
+signal cosmic_pe4_dbufmux1_0_1_2_3_ra: unsigned(7 downto 0);
+signal cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_we: std_logic;
+signal cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_wa: unsigned(7 downto 0);
+signal cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_wd: unsigned(31 downto 0);
+signal cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_ra: unsigned(7 downto 0);
+signal cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_we: std_logic;
+signal cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_wa: unsigned(7 downto 0);
+signal cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_wd: unsigned(31 downto 0);
+signal cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_ra: unsigned(7 downto 0);
 signal cosmic_pe4_sat28_fill: unsigned(30 downto 0);
 signal cosmic_pe4_sat28_hi: unsigned(1 downto 0);
 signal cosmic_pe4_sat28_hin: unsigned(1 downto 0);
@@ -1502,6 +1558,12 @@ signal cosmic_pe5_wam1: unsigned(7 downto 0);
 signal cosmic_pe5_wad: unsigned(7 downto 0);
 signal cosmic_pe5_wam: unsigned(7 downto 0);
 signal cosmic_pe5_wai: unsigned(7 downto 0);
+signal cosmic_pe5_bk: std_logic;
+signal cosmic_pe5_ps0: std_logic;
+signal cosmic_pe5_ps1: std_logic;
+signal cosmic_pe5_rd_d: unsigned(31 downto 0);
+signal cosmic_pe5_rd_d1: unsigned(31 downto 0);
+signal cosmic_pe5_rd_d0: unsigned(31 downto 0);
 signal cosmic_pe5_sa3: unsigned(2 downto 0);
 signal cosmic_pe5_c3: unsigned(43 downto 0);
 signal cosmic_pe5_sb3: unsigned(2 downto 0);
@@ -1541,7 +1603,6 @@ signal cosmic_pe5_rai1: unsigned(7 downto 0);
 signal cosmic_pe5_wa1: unsigned(7 downto 0);
 signal cosmic_pe5_out1: unsigned(2 downto 0);
 signal cosmic_pe5_rbq: unsigned(1 downto 0);
-signal cosmic_pe5_rd_d: unsigned(31 downto 0);
 signal cosmic_pe5_rd_m: unsigned(31 downto 0);
 signal cosmic_pe5_rd_i: unsigned(31 downto 0);
 signal cosmic_pe5_ctl1: unsigned(43 downto 0);
@@ -1588,18 +1649,22 @@ signal cosmic_pe5_acc_new: signed (71 downto 0);
 signal cosmic_pe5_low_bits33_y: unsigned(7 downto 0);
 signal cosmic_pe5_low_bits34_y: unsigned(7 downto 0);
 signal cosmic_pe5_low_bits35_y: unsigned(7 downto 0);
-signal cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_we: std_logic;
-signal cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wa: unsigned(7 downto 0);
-signal cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wd: unsigned(31 downto 0);
-signal cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_ra: unsigned(7 downto 0);
-signal cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_we: std_logic;
-signal cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_wa: unsigned(7 downto 0);
-signal cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_wd: unsigned(31 downto 0);
-signal cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_ra: unsigned(7 downto 0);
-signal cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_we: std_logic;
-signal cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_wa: unsigned(7 downto 0);
-signal cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_wd: unsigned(31 downto 0);
-signal cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_ra: unsigned(7 downto 0);
+signal cosmic_pe5_dbufmux0_0_1_2_3_4_we: std_logic;
+signal cosmic_pe5_dbufmux0_0_1_2_3_4_wa: unsigned(7 downto 0);
+signal cosmic_pe5_dbufmux0_0_1_2_3_4_wd: unsigned(31 downto 0);
+signal cosmic_pe5_dbufmux0_0_1_2_3_4_ra: unsigned(7 downto 0);
+signal cosmic_pe5_dbufmux1_0_1_2_3_4_we: std_logic;
+signal cosmic_pe5_dbufmux1_0_1_2_3_4_wa: unsigned(7 downto 0);
+signal cosmic_pe5_dbufmux1_0_1_2_3_4_wd: unsigned(31 downto 0);
+signal cosmic_pe5_dbufmux1_0_1_2_3_4_ra: unsigned(7 downto 0);
+signal cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_we: std_logic;
+signal cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_wa: unsigned(7 downto 0);
+signal cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_wd: unsigned(31 downto 0);
+signal cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_ra: unsigned(7 downto 0);
+signal cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_we: std_logic;
+signal cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wa: unsigned(7 downto 0);
+signal cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wd: unsigned(31 downto 0);
+signal cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_ra: unsigned(7 downto 0);
 signal cosmic_pe5_sat35_fill: unsigned(30 downto 0);
 signal cosmic_pe5_sat35_hi: unsigned(1 downto 0);
 signal cosmic_pe5_sat35_hin: unsigned(1 downto 0);
@@ -1707,6 +1772,12 @@ signal cosmic_pe6_wam1: unsigned(7 downto 0);
 signal cosmic_pe6_wad: unsigned(7 downto 0);
 signal cosmic_pe6_wam: unsigned(7 downto 0);
 signal cosmic_pe6_wai: unsigned(7 downto 0);
+signal cosmic_pe6_bk: std_logic;
+signal cosmic_pe6_ps0: std_logic;
+signal cosmic_pe6_ps1: std_logic;
+signal cosmic_pe6_rd_d: unsigned(31 downto 0);
+signal cosmic_pe6_rd_d1: unsigned(31 downto 0);
+signal cosmic_pe6_rd_d0: unsigned(31 downto 0);
 signal cosmic_pe6_sa3: unsigned(2 downto 0);
 signal cosmic_pe6_c3: unsigned(43 downto 0);
 signal cosmic_pe6_sb3: unsigned(2 downto 0);
@@ -1746,7 +1817,6 @@ signal cosmic_pe6_rai1: unsigned(7 downto 0);
 signal cosmic_pe6_wa1: unsigned(7 downto 0);
 signal cosmic_pe6_out1: unsigned(2 downto 0);
 signal cosmic_pe6_rbq: unsigned(1 downto 0);
-signal cosmic_pe6_rd_d: unsigned(31 downto 0);
 signal cosmic_pe6_rd_m: unsigned(31 downto 0);
 signal cosmic_pe6_rd_i: unsigned(31 downto 0);
 signal cosmic_pe6_ctl1: unsigned(43 downto 0);
@@ -1793,18 +1863,22 @@ signal cosmic_pe6_acc_new: signed (71 downto 0);
 signal cosmic_pe6_low_bits39_y: unsigned(7 downto 0);
 signal cosmic_pe6_low_bits40_y: unsigned(7 downto 0);
 signal cosmic_pe6_low_bits41_y: unsigned(7 downto 0);
-signal cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_we: std_logic;
-signal cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_wa: unsigned(7 downto 0);
-signal cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_wd: unsigned(31 downto 0);
-signal cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_ra: unsigned(7 downto 0);
-signal cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_we: std_logic;
-signal cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_wa: unsigned(7 downto 0);
-signal cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_wd: unsigned(31 downto 0);
-signal cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_ra: unsigned(7 downto 0);
-signal cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_we: std_logic;
-signal cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_wa: unsigned(7 downto 0);
-signal cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_wd: unsigned(31 downto 0);
-signal cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_ra: unsigned(7 downto 0);
+signal cosmic_pe6_dbufmux0_0_1_2_3_4_5_we: std_logic;
+signal cosmic_pe6_dbufmux0_0_1_2_3_4_5_wa: unsigned(7 downto 0);
+signal cosmic_pe6_dbufmux0_0_1_2_3_4_5_wd: unsigned(31 downto 0);
+signal cosmic_pe6_dbufmux0_0_1_2_3_4_5_ra: unsigned(7 downto 0);
+signal cosmic_pe6_dbufmux1_0_1_2_3_4_5_we: std_logic;
+signal cosmic_pe6_dbufmux1_0_1_2_3_4_5_wa: unsigned(7 downto 0);
+signal cosmic_pe6_dbufmux1_0_1_2_3_4_5_wd: unsigned(31 downto 0);
+signal cosmic_pe6_dbufmux1_0_1_2_3_4_5_ra: unsigned(7 downto 0);
+signal cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_we: std_logic;
+signal cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wa: unsigned(7 downto 0);
+signal cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wd: unsigned(31 downto 0);
+signal cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_ra: unsigned(7 downto 0);
+signal cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_we: std_logic;
+signal cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wa: unsigned(7 downto 0);
+signal cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wd: unsigned(31 downto 0);
+signal cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_ra: unsigned(7 downto 0);
 signal cosmic_pe6_sat42_fill: unsigned(30 downto 0);
 signal cosmic_pe6_sat42_hi: unsigned(1 downto 0);
 signal cosmic_pe6_sat42_hin: unsigned(1 downto 0);
@@ -1911,6 +1985,12 @@ signal cosmic_pe7_wam1: unsigned(7 downto 0);
 signal cosmic_pe7_wad: unsigned(7 downto 0);
 signal cosmic_pe7_wam: unsigned(7 downto 0);
 signal cosmic_pe7_wai: unsigned(7 downto 0);
+signal cosmic_pe7_bk: std_logic;
+signal cosmic_pe7_ps0: std_logic;
+signal cosmic_pe7_ps1: std_logic;
+signal cosmic_pe7_rd_d: unsigned(31 downto 0);
+signal cosmic_pe7_rd_d1: unsigned(31 downto 0);
+signal cosmic_pe7_rd_d0: unsigned(31 downto 0);
 signal cosmic_pe7_sa3: unsigned(2 downto 0);
 signal cosmic_pe7_c3: unsigned(43 downto 0);
 signal cosmic_pe7_sb3: unsigned(2 downto 0);
@@ -1950,7 +2030,6 @@ signal cosmic_pe7_rai1: unsigned(7 downto 0);
 signal cosmic_pe7_wa1: unsigned(7 downto 0);
 signal cosmic_pe7_out1: unsigned(2 downto 0);
 signal cosmic_pe7_rbq: unsigned(1 downto 0);
-signal cosmic_pe7_rd_d: unsigned(31 downto 0);
 signal cosmic_pe7_rd_m: unsigned(31 downto 0);
 signal cosmic_pe7_rd_i: unsigned(31 downto 0);
 signal cosmic_pe7_ctl1: unsigned(43 downto 0);
@@ -1997,18 +2076,22 @@ signal cosmic_pe7_acc_new: signed (71 downto 0);
 signal cosmic_pe7_low_bits45_y: unsigned(7 downto 0);
 signal cosmic_pe7_low_bits46_y: unsigned(7 downto 0);
 signal cosmic_pe7_low_bits47_y: unsigned(7 downto 0);
-signal cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_we: std_logic;
-signal cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_wa: unsigned(7 downto 0);
-signal cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_wd: unsigned(31 downto 0);
-signal cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_ra: unsigned(7 downto 0);
-signal cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_we: std_logic;
-signal cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_wa: unsigned(7 downto 0);
-signal cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_wd: unsigned(31 downto 0);
-signal cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_ra: unsigned(7 downto 0);
-signal cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_we: std_logic;
-signal cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_wa: unsigned(7 downto 0);
-signal cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_wd: unsigned(31 downto 0);
-signal cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_ra: unsigned(7 downto 0);
+signal cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_we: std_logic;
+signal cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_wa: unsigned(7 downto 0);
+signal cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_wd: unsigned(31 downto 0);
+signal cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_ra: unsigned(7 downto 0);
+signal cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_we: std_logic;
+signal cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_wa: unsigned(7 downto 0);
+signal cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_wd: unsigned(31 downto 0);
+signal cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_ra: unsigned(7 downto 0);
+signal cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_we: std_logic;
+signal cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wa: unsigned(7 downto 0);
+signal cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wd: unsigned(31 downto 0);
+signal cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_ra: unsigned(7 downto 0);
+signal cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_we: std_logic;
+signal cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wa: unsigned(7 downto 0);
+signal cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wd: unsigned(31 downto 0);
+signal cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_ra: unsigned(7 downto 0);
 signal cosmic_pe7_sat49_fill: unsigned(30 downto 0);
 signal cosmic_pe7_sat49_hi: unsigned(1 downto 0);
 signal cosmic_pe7_sat49_hin: unsigned(1 downto 0);
@@ -2255,62 +2338,78 @@ type t_array_cosmic_pe0_ram_1r1w2_mem is array(0 to 256-1) of unsigned(31 downto
 signal cosmic_pe0_ram_1r1w2_mem: t_array_cosmic_pe0_ram_1r1w2_mem;
 type t_array_cosmic_pe0_ram_1r1w3_mem is array(0 to 256-1) of unsigned(31 downto 0);
 signal cosmic_pe0_ram_1r1w3_mem: t_array_cosmic_pe0_ram_1r1w3_mem;
-type t_array_cosmic_pe1_ram_1r1w4_mem is array(0 to 1024-1) of unsigned(47 downto 0);
-signal cosmic_pe1_ram_1r1w4_mem: t_array_cosmic_pe1_ram_1r1w4_mem;
-type t_array_cosmic_pe1_ram_1r1w5_mem is array(0 to 256-1) of unsigned(31 downto 0);
+type t_array_cosmic_pe0_ram_1r1w4_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe0_ram_1r1w4_mem: t_array_cosmic_pe0_ram_1r1w4_mem;
+type t_array_cosmic_pe1_ram_1r1w5_mem is array(0 to 1024-1) of unsigned(47 downto 0);
 signal cosmic_pe1_ram_1r1w5_mem: t_array_cosmic_pe1_ram_1r1w5_mem;
 type t_array_cosmic_pe1_ram_1r1w6_mem is array(0 to 256-1) of unsigned(31 downto 0);
 signal cosmic_pe1_ram_1r1w6_mem: t_array_cosmic_pe1_ram_1r1w6_mem;
 type t_array_cosmic_pe1_ram_1r1w7_mem is array(0 to 256-1) of unsigned(31 downto 0);
 signal cosmic_pe1_ram_1r1w7_mem: t_array_cosmic_pe1_ram_1r1w7_mem;
-type t_array_cosmic_pe2_ram_1r1w8_mem is array(0 to 1024-1) of unsigned(47 downto 0);
-signal cosmic_pe2_ram_1r1w8_mem: t_array_cosmic_pe2_ram_1r1w8_mem;
-type t_array_cosmic_pe2_ram_1r1w9_mem is array(0 to 256-1) of unsigned(31 downto 0);
-signal cosmic_pe2_ram_1r1w9_mem: t_array_cosmic_pe2_ram_1r1w9_mem;
-type t_array_cosmic_pe2_ram_1r1w10_mem is array(0 to 256-1) of unsigned(31 downto 0);
+type t_array_cosmic_pe1_ram_1r1w8_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe1_ram_1r1w8_mem: t_array_cosmic_pe1_ram_1r1w8_mem;
+type t_array_cosmic_pe1_ram_1r1w9_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe1_ram_1r1w9_mem: t_array_cosmic_pe1_ram_1r1w9_mem;
+type t_array_cosmic_pe2_ram_1r1w10_mem is array(0 to 1024-1) of unsigned(47 downto 0);
 signal cosmic_pe2_ram_1r1w10_mem: t_array_cosmic_pe2_ram_1r1w10_mem;
 type t_array_cosmic_pe2_ram_1r1w11_mem is array(0 to 256-1) of unsigned(31 downto 0);
 signal cosmic_pe2_ram_1r1w11_mem: t_array_cosmic_pe2_ram_1r1w11_mem;
-type t_array_cosmic_pe3_ram_1r1w12_mem is array(0 to 1024-1) of unsigned(47 downto 0);
-signal cosmic_pe3_ram_1r1w12_mem: t_array_cosmic_pe3_ram_1r1w12_mem;
-type t_array_cosmic_pe3_ram_1r1w13_mem is array(0 to 256-1) of unsigned(31 downto 0);
-signal cosmic_pe3_ram_1r1w13_mem: t_array_cosmic_pe3_ram_1r1w13_mem;
-type t_array_cosmic_pe3_ram_1r1w14_mem is array(0 to 256-1) of unsigned(31 downto 0);
-signal cosmic_pe3_ram_1r1w14_mem: t_array_cosmic_pe3_ram_1r1w14_mem;
-type t_array_cosmic_pe3_ram_1r1w15_mem is array(0 to 256-1) of unsigned(31 downto 0);
+type t_array_cosmic_pe2_ram_1r1w12_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe2_ram_1r1w12_mem: t_array_cosmic_pe2_ram_1r1w12_mem;
+type t_array_cosmic_pe2_ram_1r1w13_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe2_ram_1r1w13_mem: t_array_cosmic_pe2_ram_1r1w13_mem;
+type t_array_cosmic_pe2_ram_1r1w14_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe2_ram_1r1w14_mem: t_array_cosmic_pe2_ram_1r1w14_mem;
+type t_array_cosmic_pe3_ram_1r1w15_mem is array(0 to 1024-1) of unsigned(47 downto 0);
 signal cosmic_pe3_ram_1r1w15_mem: t_array_cosmic_pe3_ram_1r1w15_mem;
-type t_array_cosmic_pe4_ram_1r1w16_mem is array(0 to 1024-1) of unsigned(47 downto 0);
-signal cosmic_pe4_ram_1r1w16_mem: t_array_cosmic_pe4_ram_1r1w16_mem;
-type t_array_cosmic_pe4_ram_1r1w17_mem is array(0 to 256-1) of unsigned(31 downto 0);
-signal cosmic_pe4_ram_1r1w17_mem: t_array_cosmic_pe4_ram_1r1w17_mem;
-type t_array_cosmic_pe4_ram_1r1w18_mem is array(0 to 256-1) of unsigned(31 downto 0);
-signal cosmic_pe4_ram_1r1w18_mem: t_array_cosmic_pe4_ram_1r1w18_mem;
-type t_array_cosmic_pe4_ram_1r1w19_mem is array(0 to 256-1) of unsigned(31 downto 0);
-signal cosmic_pe4_ram_1r1w19_mem: t_array_cosmic_pe4_ram_1r1w19_mem;
-type t_array_cosmic_pe5_ram_1r1w20_mem is array(0 to 1024-1) of unsigned(47 downto 0);
-signal cosmic_pe5_ram_1r1w20_mem: t_array_cosmic_pe5_ram_1r1w20_mem;
-type t_array_cosmic_pe5_ram_1r1w21_mem is array(0 to 256-1) of unsigned(31 downto 0);
-signal cosmic_pe5_ram_1r1w21_mem: t_array_cosmic_pe5_ram_1r1w21_mem;
-type t_array_cosmic_pe5_ram_1r1w22_mem is array(0 to 256-1) of unsigned(31 downto 0);
-signal cosmic_pe5_ram_1r1w22_mem: t_array_cosmic_pe5_ram_1r1w22_mem;
-type t_array_cosmic_pe5_ram_1r1w23_mem is array(0 to 256-1) of unsigned(31 downto 0);
-signal cosmic_pe5_ram_1r1w23_mem: t_array_cosmic_pe5_ram_1r1w23_mem;
-type t_array_cosmic_pe6_ram_1r1w24_mem is array(0 to 1024-1) of unsigned(47 downto 0);
-signal cosmic_pe6_ram_1r1w24_mem: t_array_cosmic_pe6_ram_1r1w24_mem;
-type t_array_cosmic_pe6_ram_1r1w25_mem is array(0 to 256-1) of unsigned(31 downto 0);
-signal cosmic_pe6_ram_1r1w25_mem: t_array_cosmic_pe6_ram_1r1w25_mem;
-type t_array_cosmic_pe6_ram_1r1w26_mem is array(0 to 256-1) of unsigned(31 downto 0);
-signal cosmic_pe6_ram_1r1w26_mem: t_array_cosmic_pe6_ram_1r1w26_mem;
-type t_array_cosmic_pe6_ram_1r1w27_mem is array(0 to 256-1) of unsigned(31 downto 0);
-signal cosmic_pe6_ram_1r1w27_mem: t_array_cosmic_pe6_ram_1r1w27_mem;
-type t_array_cosmic_pe7_ram_1r1w28_mem is array(0 to 1024-1) of unsigned(47 downto 0);
-signal cosmic_pe7_ram_1r1w28_mem: t_array_cosmic_pe7_ram_1r1w28_mem;
-type t_array_cosmic_pe7_ram_1r1w29_mem is array(0 to 256-1) of unsigned(31 downto 0);
-signal cosmic_pe7_ram_1r1w29_mem: t_array_cosmic_pe7_ram_1r1w29_mem;
-type t_array_cosmic_pe7_ram_1r1w30_mem is array(0 to 256-1) of unsigned(31 downto 0);
-signal cosmic_pe7_ram_1r1w30_mem: t_array_cosmic_pe7_ram_1r1w30_mem;
-type t_array_cosmic_pe7_ram_1r1w31_mem is array(0 to 256-1) of unsigned(31 downto 0);
-signal cosmic_pe7_ram_1r1w31_mem: t_array_cosmic_pe7_ram_1r1w31_mem;
+type t_array_cosmic_pe3_ram_1r1w16_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe3_ram_1r1w16_mem: t_array_cosmic_pe3_ram_1r1w16_mem;
+type t_array_cosmic_pe3_ram_1r1w17_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe3_ram_1r1w17_mem: t_array_cosmic_pe3_ram_1r1w17_mem;
+type t_array_cosmic_pe3_ram_1r1w18_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe3_ram_1r1w18_mem: t_array_cosmic_pe3_ram_1r1w18_mem;
+type t_array_cosmic_pe3_ram_1r1w19_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe3_ram_1r1w19_mem: t_array_cosmic_pe3_ram_1r1w19_mem;
+type t_array_cosmic_pe4_ram_1r1w20_mem is array(0 to 1024-1) of unsigned(47 downto 0);
+signal cosmic_pe4_ram_1r1w20_mem: t_array_cosmic_pe4_ram_1r1w20_mem;
+type t_array_cosmic_pe4_ram_1r1w21_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe4_ram_1r1w21_mem: t_array_cosmic_pe4_ram_1r1w21_mem;
+type t_array_cosmic_pe4_ram_1r1w22_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe4_ram_1r1w22_mem: t_array_cosmic_pe4_ram_1r1w22_mem;
+type t_array_cosmic_pe4_ram_1r1w23_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe4_ram_1r1w23_mem: t_array_cosmic_pe4_ram_1r1w23_mem;
+type t_array_cosmic_pe4_ram_1r1w24_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe4_ram_1r1w24_mem: t_array_cosmic_pe4_ram_1r1w24_mem;
+type t_array_cosmic_pe5_ram_1r1w25_mem is array(0 to 1024-1) of unsigned(47 downto 0);
+signal cosmic_pe5_ram_1r1w25_mem: t_array_cosmic_pe5_ram_1r1w25_mem;
+type t_array_cosmic_pe5_ram_1r1w26_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe5_ram_1r1w26_mem: t_array_cosmic_pe5_ram_1r1w26_mem;
+type t_array_cosmic_pe5_ram_1r1w27_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe5_ram_1r1w27_mem: t_array_cosmic_pe5_ram_1r1w27_mem;
+type t_array_cosmic_pe5_ram_1r1w28_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe5_ram_1r1w28_mem: t_array_cosmic_pe5_ram_1r1w28_mem;
+type t_array_cosmic_pe5_ram_1r1w29_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe5_ram_1r1w29_mem: t_array_cosmic_pe5_ram_1r1w29_mem;
+type t_array_cosmic_pe6_ram_1r1w30_mem is array(0 to 1024-1) of unsigned(47 downto 0);
+signal cosmic_pe6_ram_1r1w30_mem: t_array_cosmic_pe6_ram_1r1w30_mem;
+type t_array_cosmic_pe6_ram_1r1w31_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe6_ram_1r1w31_mem: t_array_cosmic_pe6_ram_1r1w31_mem;
+type t_array_cosmic_pe6_ram_1r1w32_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe6_ram_1r1w32_mem: t_array_cosmic_pe6_ram_1r1w32_mem;
+type t_array_cosmic_pe6_ram_1r1w33_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe6_ram_1r1w33_mem: t_array_cosmic_pe6_ram_1r1w33_mem;
+type t_array_cosmic_pe6_ram_1r1w34_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe6_ram_1r1w34_mem: t_array_cosmic_pe6_ram_1r1w34_mem;
+type t_array_cosmic_pe7_ram_1r1w35_mem is array(0 to 1024-1) of unsigned(47 downto 0);
+signal cosmic_pe7_ram_1r1w35_mem: t_array_cosmic_pe7_ram_1r1w35_mem;
+type t_array_cosmic_pe7_ram_1r1w36_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe7_ram_1r1w36_mem: t_array_cosmic_pe7_ram_1r1w36_mem;
+type t_array_cosmic_pe7_ram_1r1w37_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe7_ram_1r1w37_mem: t_array_cosmic_pe7_ram_1r1w37_mem;
+type t_array_cosmic_pe7_ram_1r1w38_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe7_ram_1r1w38_mem: t_array_cosmic_pe7_ram_1r1w38_mem;
+type t_array_cosmic_pe7_ram_1r1w39_mem is array(0 to 256-1) of unsigned(31 downto 0);
+signal cosmic_pe7_ram_1r1w39_mem: t_array_cosmic_pe7_ram_1r1w39_mem;
 
 begin
 
@@ -2367,7 +2466,7 @@ lv_cat(1) <= bit_of1_y;
 lv_cat(0) <= bit_of0_y;
 unused_sink(1507-1 downto 1379) <= pe_glue0_shifted;
 unused_sink(1379-1 downto 1375) <= pe_glue0_lvs;
-unused_sink(1374) <= cosmic_pe0_busy;
+unused_sink(1374) <= pe0_busy;
 unused_sink(1373) <= cosmic_pe0_left_out_valid;
 unused_sink(1372) <= cosmic_pe0_right_out_valid;
 unused_sink(1371) <= cosmic_pe0_bus_out_valid;
@@ -5684,7 +5783,7 @@ msu_s_axil_bready <= '1';
 msu_s_axil_araddr <= i_awaddr;
 msu_s_axil_arvalid <= i_arvalid;
 msu_s_axil_rready <= '1';
-msu_m_axis_pe_tready <= '1';
+msu_m_axis_pe_tready <= acc_tready;
 msu_s_axis_pe_tdata <= to_unsigned(0, 128);
 msu_s_axis_pe_tid <= to_unsigned(0, 3);
 msu_s_axis_pe_tvalid <= '0';
@@ -5713,7 +5812,7 @@ begin
             bt_valid <= '0';
             bt_lv <= to_unsigned(0, 4);
         else
-            bt_valid <= msu_m_axis_pe_tvalid;
+            bt_valid <= stdl(bool(msu_m_axis_pe_tvalid) and bool(acc_tready) and bool(dlv_on));
             bt_data <= msu_m_axis_pe_tdata;
             bt_lv <= lv_c;
             bt_dest <= msu_m_axis_pe_tdest;
@@ -5793,89 +5892,141 @@ begin
     end if;
 end process cosmic_pe0_opaddr1_c;
 
-cosmic_pe0_bufmux0_c: process (cosmic_pe0_res5, cosmic_pe0_ld_sel, cosmic_pe0_rad1, cosmic_pe0_wa5, cosmic_pe0_we5, cosmic_pe0_ld_en, cosmic_pe0_v1, cosmic_pe0_wb5, rb_addr, cosmic_pe0_busy, cosmic_pe0_ld_addr, cosmic_pe0_ld_data) is
+cosmic_pe0_bank: process (clk) is
 begin
-    if bool(cosmic_pe0_busy) then
-        cosmic_pe0_bufmux0_we <= stdl(bool(cosmic_pe0_we5) and (cosmic_pe0_wb5 = 1));
+    if rising_edge(clk) then
+        if (rst = '1') then
+            cosmic_pe0_bk <= '0';
+        else
+            if (bool(cosmic_pe0_go) and (not bool(cosmic_pe0_len_bad))) then
+                cosmic_pe0_bk <= stdl((not bool(cosmic_pe0_bk)));
+            end if;
+        end if;
+    end if;
+end process cosmic_pe0_bank;
+
+cosmic_pe0_bankside: process (cosmic_pe0_rd_d0, cosmic_pe0_bk, pe0_busy, cosmic_pe0_rd_d1) is
+begin
+    cosmic_pe0_ps0 <= stdl(bool(pe0_busy) and (not bool(cosmic_pe0_bk)));
+    cosmic_pe0_ps1 <= stdl(bool(pe0_busy) and bool(cosmic_pe0_bk));
+    if bool(cosmic_pe0_bk) then
+        cosmic_pe0_rd_d <= cosmic_pe0_rd_d1;
+    else
+        cosmic_pe0_rd_d <= cosmic_pe0_rd_d0;
+    end if;
+end process cosmic_pe0_bankside;
+
+cosmic_pe0_dbufmux0_c: process (cosmic_pe0_res5, cosmic_pe0_ld_sel, cosmic_pe0_rad1, cosmic_pe0_wa5, cosmic_pe0_we5, cosmic_pe0_ld_en, cosmic_pe0_v1, cosmic_pe0_wb5, rb_addr, cosmic_pe0_ld_addr, cosmic_pe0_ps0, cosmic_pe0_ld_data) is
+begin
+    if bool(cosmic_pe0_ps0) then
+        cosmic_pe0_dbufmux0_we <= stdl(bool(cosmic_pe0_we5) and (cosmic_pe0_wb5 = 1));
+        cosmic_pe0_dbufmux0_wa <= cosmic_pe0_wa5(8-1 downto 0);
+        cosmic_pe0_dbufmux0_wd <= unsigned(cosmic_pe0_res5(32-1 downto 0));
+    else
+        cosmic_pe0_dbufmux0_we <= stdl(bool(cosmic_pe0_ld_en) and (cosmic_pe0_ld_sel = 1));
+        cosmic_pe0_dbufmux0_wa <= cosmic_pe0_ld_addr(8-1 downto 0);
+        cosmic_pe0_dbufmux0_wd <= cosmic_pe0_ld_data(32-1 downto 0);
+    end if;
+    if bool(cosmic_pe0_v1) then
+        cosmic_pe0_dbufmux0_ra <= cosmic_pe0_rad1(8-1 downto 0);
+    else
+        cosmic_pe0_dbufmux0_ra <= rb_addr(8-1 downto 0);
+    end if;
+end process cosmic_pe0_dbufmux0_c;
+
+cosmic_pe0_ram_1r1w1_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(cosmic_pe0_dbufmux0_we) then
+            cosmic_pe0_ram_1r1w1_mem(to_integer(cosmic_pe0_dbufmux0_wa)) <= cosmic_pe0_dbufmux0_wd;
+        end if;
+        cosmic_pe0_rd_d0 <= cosmic_pe0_ram_1r1w1_mem(to_integer(cosmic_pe0_dbufmux0_ra));
+    end if;
+end process cosmic_pe0_ram_1r1w1_ram;
+
+cosmic_pe0_dbufmux1_c: process (cosmic_pe0_res5, cosmic_pe0_ld_sel, cosmic_pe0_rad1, cosmic_pe0_wa5, cosmic_pe0_we5, cosmic_pe0_ld_en, cosmic_pe0_v1, cosmic_pe0_wb5, rb_addr, cosmic_pe0_ld_addr, cosmic_pe0_ps1, cosmic_pe0_ld_data) is
+begin
+    if bool(cosmic_pe0_ps1) then
+        cosmic_pe0_dbufmux1_we <= stdl(bool(cosmic_pe0_we5) and (cosmic_pe0_wb5 = 1));
+        cosmic_pe0_dbufmux1_wa <= cosmic_pe0_wa5(8-1 downto 0);
+        cosmic_pe0_dbufmux1_wd <= unsigned(cosmic_pe0_res5(32-1 downto 0));
+    else
+        cosmic_pe0_dbufmux1_we <= stdl(bool(cosmic_pe0_ld_en) and (cosmic_pe0_ld_sel = 1));
+        cosmic_pe0_dbufmux1_wa <= cosmic_pe0_ld_addr(8-1 downto 0);
+        cosmic_pe0_dbufmux1_wd <= cosmic_pe0_ld_data(32-1 downto 0);
+    end if;
+    if bool(cosmic_pe0_v1) then
+        cosmic_pe0_dbufmux1_ra <= cosmic_pe0_rad1(8-1 downto 0);
+    else
+        cosmic_pe0_dbufmux1_ra <= rb_addr(8-1 downto 0);
+    end if;
+end process cosmic_pe0_dbufmux1_c;
+
+cosmic_pe0_ram_1r1w2_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(cosmic_pe0_dbufmux1_we) then
+            cosmic_pe0_ram_1r1w2_mem(to_integer(cosmic_pe0_dbufmux1_wa)) <= cosmic_pe0_dbufmux1_wd;
+        end if;
+        cosmic_pe0_rd_d1 <= cosmic_pe0_ram_1r1w2_mem(to_integer(cosmic_pe0_dbufmux1_ra));
+    end if;
+end process cosmic_pe0_ram_1r1w2_ram;
+
+cosmic_pe0_bufmux0_c: process (cosmic_pe0_res5, cosmic_pe0_ld_sel, cosmic_pe0_ram1, cosmic_pe0_wa5, cosmic_pe0_we5, cosmic_pe0_ld_en, cosmic_pe0_v1, cosmic_pe0_wb5, rb_addr, pe0_busy, cosmic_pe0_ld_addr, cosmic_pe0_ld_data) is
+begin
+    if bool(pe0_busy) then
+        cosmic_pe0_bufmux0_we <= stdl(bool(cosmic_pe0_we5) and (cosmic_pe0_wb5 = 2));
         cosmic_pe0_bufmux0_wa <= cosmic_pe0_wa5(8-1 downto 0);
         cosmic_pe0_bufmux0_wd <= unsigned(cosmic_pe0_res5(32-1 downto 0));
     else
-        cosmic_pe0_bufmux0_we <= stdl(bool(cosmic_pe0_ld_en) and (cosmic_pe0_ld_sel = 1));
+        cosmic_pe0_bufmux0_we <= stdl(bool(cosmic_pe0_ld_en) and (cosmic_pe0_ld_sel = 2));
         cosmic_pe0_bufmux0_wa <= cosmic_pe0_ld_addr(8-1 downto 0);
         cosmic_pe0_bufmux0_wd <= cosmic_pe0_ld_data(32-1 downto 0);
     end if;
     if bool(cosmic_pe0_v1) then
-        cosmic_pe0_bufmux0_ra <= cosmic_pe0_rad1(8-1 downto 0);
+        cosmic_pe0_bufmux0_ra <= cosmic_pe0_ram1(8-1 downto 0);
     else
         cosmic_pe0_bufmux0_ra <= rb_addr(8-1 downto 0);
     end if;
 end process cosmic_pe0_bufmux0_c;
 
-cosmic_pe0_ram_1r1w1_ram: process (clk) is
+cosmic_pe0_ram_1r1w3_ram: process (clk) is
 begin
     if rising_edge(clk) then
         if bool(cosmic_pe0_bufmux0_we) then
-            cosmic_pe0_ram_1r1w1_mem(to_integer(cosmic_pe0_bufmux0_wa)) <= cosmic_pe0_bufmux0_wd;
+            cosmic_pe0_ram_1r1w3_mem(to_integer(cosmic_pe0_bufmux0_wa)) <= cosmic_pe0_bufmux0_wd;
         end if;
-        cosmic_pe0_rd_d <= cosmic_pe0_ram_1r1w1_mem(to_integer(cosmic_pe0_bufmux0_ra));
+        cosmic_pe0_rd_m <= cosmic_pe0_ram_1r1w3_mem(to_integer(cosmic_pe0_bufmux0_ra));
     end if;
-end process cosmic_pe0_ram_1r1w1_ram;
+end process cosmic_pe0_ram_1r1w3_ram;
 
-cosmic_pe0_bufmux0_0_c: process (cosmic_pe0_res5, cosmic_pe0_ld_sel, cosmic_pe0_ram1, cosmic_pe0_wa5, cosmic_pe0_we5, cosmic_pe0_ld_en, cosmic_pe0_v1, cosmic_pe0_wb5, rb_addr, cosmic_pe0_busy, cosmic_pe0_ld_addr, cosmic_pe0_ld_data) is
+cosmic_pe0_bufmux0_0_c: process (cosmic_pe0_res5, cosmic_pe0_ld_sel, cosmic_pe0_rai1, cosmic_pe0_wa5, cosmic_pe0_we5, cosmic_pe0_ld_en, cosmic_pe0_v1, cosmic_pe0_wb5, rb_addr, pe0_busy, cosmic_pe0_ld_addr, cosmic_pe0_ld_data) is
 begin
-    if bool(cosmic_pe0_busy) then
-        cosmic_pe0_bufmux0_0_we <= stdl(bool(cosmic_pe0_we5) and (cosmic_pe0_wb5 = 2));
+    if bool(pe0_busy) then
+        cosmic_pe0_bufmux0_0_we <= stdl(bool(cosmic_pe0_we5) and (cosmic_pe0_wb5 = 3));
         cosmic_pe0_bufmux0_0_wa <= cosmic_pe0_wa5(8-1 downto 0);
         cosmic_pe0_bufmux0_0_wd <= unsigned(cosmic_pe0_res5(32-1 downto 0));
     else
-        cosmic_pe0_bufmux0_0_we <= stdl(bool(cosmic_pe0_ld_en) and (cosmic_pe0_ld_sel = 2));
+        cosmic_pe0_bufmux0_0_we <= stdl(bool(cosmic_pe0_ld_en) and (cosmic_pe0_ld_sel = 3));
         cosmic_pe0_bufmux0_0_wa <= cosmic_pe0_ld_addr(8-1 downto 0);
         cosmic_pe0_bufmux0_0_wd <= cosmic_pe0_ld_data(32-1 downto 0);
     end if;
     if bool(cosmic_pe0_v1) then
-        cosmic_pe0_bufmux0_0_ra <= cosmic_pe0_ram1(8-1 downto 0);
+        cosmic_pe0_bufmux0_0_ra <= cosmic_pe0_rai1(8-1 downto 0);
     else
         cosmic_pe0_bufmux0_0_ra <= rb_addr(8-1 downto 0);
     end if;
 end process cosmic_pe0_bufmux0_0_c;
 
-cosmic_pe0_ram_1r1w2_ram: process (clk) is
+cosmic_pe0_ram_1r1w4_ram: process (clk) is
 begin
     if rising_edge(clk) then
         if bool(cosmic_pe0_bufmux0_0_we) then
-            cosmic_pe0_ram_1r1w2_mem(to_integer(cosmic_pe0_bufmux0_0_wa)) <= cosmic_pe0_bufmux0_0_wd;
+            cosmic_pe0_ram_1r1w4_mem(to_integer(cosmic_pe0_bufmux0_0_wa)) <= cosmic_pe0_bufmux0_0_wd;
         end if;
-        cosmic_pe0_rd_m <= cosmic_pe0_ram_1r1w2_mem(to_integer(cosmic_pe0_bufmux0_0_ra));
+        cosmic_pe0_rd_i <= cosmic_pe0_ram_1r1w4_mem(to_integer(cosmic_pe0_bufmux0_0_ra));
     end if;
-end process cosmic_pe0_ram_1r1w2_ram;
-
-cosmic_pe0_bufmux0_0_1_c: process (cosmic_pe0_res5, cosmic_pe0_ld_sel, cosmic_pe0_rai1, cosmic_pe0_wa5, cosmic_pe0_we5, cosmic_pe0_ld_en, cosmic_pe0_v1, cosmic_pe0_wb5, rb_addr, cosmic_pe0_busy, cosmic_pe0_ld_addr, cosmic_pe0_ld_data) is
-begin
-    if bool(cosmic_pe0_busy) then
-        cosmic_pe0_bufmux0_0_1_we <= stdl(bool(cosmic_pe0_we5) and (cosmic_pe0_wb5 = 3));
-        cosmic_pe0_bufmux0_0_1_wa <= cosmic_pe0_wa5(8-1 downto 0);
-        cosmic_pe0_bufmux0_0_1_wd <= unsigned(cosmic_pe0_res5(32-1 downto 0));
-    else
-        cosmic_pe0_bufmux0_0_1_we <= stdl(bool(cosmic_pe0_ld_en) and (cosmic_pe0_ld_sel = 3));
-        cosmic_pe0_bufmux0_0_1_wa <= cosmic_pe0_ld_addr(8-1 downto 0);
-        cosmic_pe0_bufmux0_0_1_wd <= cosmic_pe0_ld_data(32-1 downto 0);
-    end if;
-    if bool(cosmic_pe0_v1) then
-        cosmic_pe0_bufmux0_0_1_ra <= cosmic_pe0_rai1(8-1 downto 0);
-    else
-        cosmic_pe0_bufmux0_0_1_ra <= rb_addr(8-1 downto 0);
-    end if;
-end process cosmic_pe0_bufmux0_0_1_c;
-
-cosmic_pe0_ram_1r1w3_ram: process (clk) is
-begin
-    if rising_edge(clk) then
-        if bool(cosmic_pe0_bufmux0_0_1_we) then
-            cosmic_pe0_ram_1r1w3_mem(to_integer(cosmic_pe0_bufmux0_0_1_wa)) <= cosmic_pe0_bufmux0_0_1_wd;
-        end if;
-        cosmic_pe0_rd_i <= cosmic_pe0_ram_1r1w3_mem(to_integer(cosmic_pe0_bufmux0_0_1_ra));
-    end if;
-end process cosmic_pe0_ram_1r1w3_ram;
+end process cosmic_pe0_ram_1r1w4_ram;
 
 
 cosmic_pe0_sa3 <= cosmic_pe0_c3(44-1 downto 41);
@@ -6345,7 +6496,7 @@ cosmic_pe0_y_log <= cosmic_pe0_fa;
 
 
 cosmic_pe0_len_bad <= stdl((prog_len = 0) or (prog_len > 1024));
-cosmic_pe0_go <= stdl(bool(pe_start) and (not bool(cosmic_pe0_busy)));
+cosmic_pe0_go <= stdl(bool(pe_start) and (not bool(pe0_busy)));
 cosmic_pe0_err <= unsigned'(cosmic_pe0_e_len & cosmic_pe0_e_nl & cosmic_pe0_e_ill);
 
 cosmic_pe0_sched: process (clk) is
@@ -6356,7 +6507,7 @@ begin
             pe0_done <= '0';
             cosmic_pe0_l1 <= '0';
             cosmic_pe0_v1 <= '0';
-            cosmic_pe0_busy <= '0';
+            pe0_busy <= '0';
             cosmic_pe0_pc <= to_unsigned(0, 11);
             cosmic_pe0_running <= '0';
         else
@@ -6371,14 +6522,14 @@ begin
                 end if;
             end if;
             if (bool(cosmic_pe0_v5) and bool(cosmic_pe0_l5)) then
-                cosmic_pe0_busy <= '0';
+                pe0_busy <= '0';
                 pe0_done <= '1';
             end if;
             if bool(cosmic_pe0_go) then
                 if bool(cosmic_pe0_len_bad) then
                     pe0_done <= '1';
                 else
-                    cosmic_pe0_busy <= '1';
+                    pe0_busy <= '1';
                     cosmic_pe0_running <= '1';
                     cosmic_pe0_pc <= to_unsigned(0, 11);
                     cosmic_pe0_lm1 <= (prog_len - 1);
@@ -6389,7 +6540,7 @@ begin
 end process cosmic_pe0_sched;
 
 
-cosmic_pe0_s_we <= stdl(bool(cosmic_pe0_ld_en) and (cosmic_pe0_ld_sel = 0) and (not bool(cosmic_pe0_busy)));
+cosmic_pe0_s_we <= stdl(bool(cosmic_pe0_ld_en) and (cosmic_pe0_ld_sel = 0) and (not bool(pe0_busy)));
 cosmic_pe0_s_wa <= cosmic_pe0_ld_addr(10-1 downto 0);
 cosmic_pe0_s_wd <= cosmic_pe0_ld_data(48-1 downto 0);
 cosmic_pe0_s_ra <= cosmic_pe0_pc(10-1 downto 0);
@@ -6734,13 +6885,13 @@ begin
         else
             if bool(dptr_clr) then
                 pe_glue0_ptr <= to_unsigned(0, 9);
+            elsif (bool(pe_glue0_hit) and (pe_glue0_ptr < pe_glue0_lim)) then
+                pe_glue0_ptr <= (pe_glue0_ptr + 1);
+            end if;
+            if bool(derr_clr) then
                 pe_glue0_d_err <= '0';
-            elsif bool(pe_glue0_hit) then
-                if (pe_glue0_ptr < pe_glue0_lim) then
-                    pe_glue0_ptr <= (pe_glue0_ptr + 1);
-                else
-                    pe_glue0_d_err <= '1';
-                end if;
+            elsif (bool(pe_glue0_hit) and (pe_glue0_ptr >= pe_glue0_lim)) then
+                pe_glue0_d_err <= '1';
             end if;
         end if;
     end if;
@@ -6772,15 +6923,15 @@ begin
     end if;
 end process pe_glue0_port;
 
-cosmic_pe1_ram_1r1w4_ram: process (clk) is
+cosmic_pe1_ram_1r1w5_ram: process (clk) is
 begin
     if rising_edge(clk) then
         if bool(cosmic_pe1_s_we) then
-            cosmic_pe1_ram_1r1w4_mem(to_integer(cosmic_pe1_s_wa)) <= cosmic_pe1_s_wd;
+            cosmic_pe1_ram_1r1w5_mem(to_integer(cosmic_pe1_s_wa)) <= cosmic_pe1_s_wd;
         end if;
-        cosmic_pe1_ir <= cosmic_pe1_ram_1r1w4_mem(to_integer(cosmic_pe1_s_ra));
+        cosmic_pe1_ir <= cosmic_pe1_ram_1r1w5_mem(to_integer(cosmic_pe1_s_ra));
     end if;
-end process cosmic_pe1_ram_1r1w4_ram;
+end process cosmic_pe1_ram_1r1w5_ram;
 
 
 cosmic_pe1_wad <= cosmic_pe1_wa1(8-1 downto 0);
@@ -6844,89 +6995,141 @@ begin
     end if;
 end process cosmic_pe1_opaddr1_0_c;
 
-cosmic_pe1_bufmux0_0_1_2_c: process (cosmic_pe1_res5, cosmic_pe1_ld_sel, cosmic_pe1_rad1, cosmic_pe1_wa5, cosmic_pe1_we5, cosmic_pe1_ld_en, cosmic_pe1_v1, cosmic_pe1_wb5, rb_addr, cosmic_pe1_busy, cosmic_pe1_ld_addr, cosmic_pe1_ld_data) is
+cosmic_pe1_bank: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            cosmic_pe1_bk <= '0';
+        else
+            if (bool(cosmic_pe1_go) and (not bool(cosmic_pe1_len_bad))) then
+                cosmic_pe1_bk <= stdl((not bool(cosmic_pe1_bk)));
+            end if;
+        end if;
+    end if;
+end process cosmic_pe1_bank;
+
+cosmic_pe1_bankside: process (cosmic_pe1_rd_d0, cosmic_pe1_bk, cosmic_pe1_busy, cosmic_pe1_rd_d1) is
+begin
+    cosmic_pe1_ps0 <= stdl(bool(cosmic_pe1_busy) and (not bool(cosmic_pe1_bk)));
+    cosmic_pe1_ps1 <= stdl(bool(cosmic_pe1_busy) and bool(cosmic_pe1_bk));
+    if bool(cosmic_pe1_bk) then
+        cosmic_pe1_rd_d <= cosmic_pe1_rd_d1;
+    else
+        cosmic_pe1_rd_d <= cosmic_pe1_rd_d0;
+    end if;
+end process cosmic_pe1_bankside;
+
+cosmic_pe1_dbufmux0_0_c: process (cosmic_pe1_res5, cosmic_pe1_ld_sel, cosmic_pe1_rad1, cosmic_pe1_wa5, cosmic_pe1_we5, cosmic_pe1_ld_en, cosmic_pe1_v1, cosmic_pe1_wb5, rb_addr, cosmic_pe1_ld_addr, cosmic_pe1_ps0, cosmic_pe1_ld_data) is
+begin
+    if bool(cosmic_pe1_ps0) then
+        cosmic_pe1_dbufmux0_0_we <= stdl(bool(cosmic_pe1_we5) and (cosmic_pe1_wb5 = 1));
+        cosmic_pe1_dbufmux0_0_wa <= cosmic_pe1_wa5(8-1 downto 0);
+        cosmic_pe1_dbufmux0_0_wd <= unsigned(cosmic_pe1_res5(32-1 downto 0));
+    else
+        cosmic_pe1_dbufmux0_0_we <= stdl(bool(cosmic_pe1_ld_en) and (cosmic_pe1_ld_sel = 1));
+        cosmic_pe1_dbufmux0_0_wa <= cosmic_pe1_ld_addr(8-1 downto 0);
+        cosmic_pe1_dbufmux0_0_wd <= cosmic_pe1_ld_data(32-1 downto 0);
+    end if;
+    if bool(cosmic_pe1_v1) then
+        cosmic_pe1_dbufmux0_0_ra <= cosmic_pe1_rad1(8-1 downto 0);
+    else
+        cosmic_pe1_dbufmux0_0_ra <= rb_addr(8-1 downto 0);
+    end if;
+end process cosmic_pe1_dbufmux0_0_c;
+
+cosmic_pe1_ram_1r1w6_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(cosmic_pe1_dbufmux0_0_we) then
+            cosmic_pe1_ram_1r1w6_mem(to_integer(cosmic_pe1_dbufmux0_0_wa)) <= cosmic_pe1_dbufmux0_0_wd;
+        end if;
+        cosmic_pe1_rd_d0 <= cosmic_pe1_ram_1r1w6_mem(to_integer(cosmic_pe1_dbufmux0_0_ra));
+    end if;
+end process cosmic_pe1_ram_1r1w6_ram;
+
+cosmic_pe1_dbufmux1_0_c: process (cosmic_pe1_res5, cosmic_pe1_ld_sel, cosmic_pe1_rad1, cosmic_pe1_wa5, cosmic_pe1_we5, cosmic_pe1_ld_en, cosmic_pe1_v1, cosmic_pe1_wb5, rb_addr, cosmic_pe1_ld_addr, cosmic_pe1_ps1, cosmic_pe1_ld_data) is
+begin
+    if bool(cosmic_pe1_ps1) then
+        cosmic_pe1_dbufmux1_0_we <= stdl(bool(cosmic_pe1_we5) and (cosmic_pe1_wb5 = 1));
+        cosmic_pe1_dbufmux1_0_wa <= cosmic_pe1_wa5(8-1 downto 0);
+        cosmic_pe1_dbufmux1_0_wd <= unsigned(cosmic_pe1_res5(32-1 downto 0));
+    else
+        cosmic_pe1_dbufmux1_0_we <= stdl(bool(cosmic_pe1_ld_en) and (cosmic_pe1_ld_sel = 1));
+        cosmic_pe1_dbufmux1_0_wa <= cosmic_pe1_ld_addr(8-1 downto 0);
+        cosmic_pe1_dbufmux1_0_wd <= cosmic_pe1_ld_data(32-1 downto 0);
+    end if;
+    if bool(cosmic_pe1_v1) then
+        cosmic_pe1_dbufmux1_0_ra <= cosmic_pe1_rad1(8-1 downto 0);
+    else
+        cosmic_pe1_dbufmux1_0_ra <= rb_addr(8-1 downto 0);
+    end if;
+end process cosmic_pe1_dbufmux1_0_c;
+
+cosmic_pe1_ram_1r1w7_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(cosmic_pe1_dbufmux1_0_we) then
+            cosmic_pe1_ram_1r1w7_mem(to_integer(cosmic_pe1_dbufmux1_0_wa)) <= cosmic_pe1_dbufmux1_0_wd;
+        end if;
+        cosmic_pe1_rd_d1 <= cosmic_pe1_ram_1r1w7_mem(to_integer(cosmic_pe1_dbufmux1_0_ra));
+    end if;
+end process cosmic_pe1_ram_1r1w7_ram;
+
+cosmic_pe1_bufmux0_0_1_c: process (cosmic_pe1_res5, cosmic_pe1_ld_sel, cosmic_pe1_ram1, cosmic_pe1_wa5, cosmic_pe1_we5, cosmic_pe1_ld_en, cosmic_pe1_v1, cosmic_pe1_wb5, rb_addr, cosmic_pe1_busy, cosmic_pe1_ld_addr, cosmic_pe1_ld_data) is
 begin
     if bool(cosmic_pe1_busy) then
-        cosmic_pe1_bufmux0_0_1_2_we <= stdl(bool(cosmic_pe1_we5) and (cosmic_pe1_wb5 = 1));
+        cosmic_pe1_bufmux0_0_1_we <= stdl(bool(cosmic_pe1_we5) and (cosmic_pe1_wb5 = 2));
+        cosmic_pe1_bufmux0_0_1_wa <= cosmic_pe1_wa5(8-1 downto 0);
+        cosmic_pe1_bufmux0_0_1_wd <= unsigned(cosmic_pe1_res5(32-1 downto 0));
+    else
+        cosmic_pe1_bufmux0_0_1_we <= stdl(bool(cosmic_pe1_ld_en) and (cosmic_pe1_ld_sel = 2));
+        cosmic_pe1_bufmux0_0_1_wa <= cosmic_pe1_ld_addr(8-1 downto 0);
+        cosmic_pe1_bufmux0_0_1_wd <= cosmic_pe1_ld_data(32-1 downto 0);
+    end if;
+    if bool(cosmic_pe1_v1) then
+        cosmic_pe1_bufmux0_0_1_ra <= cosmic_pe1_ram1(8-1 downto 0);
+    else
+        cosmic_pe1_bufmux0_0_1_ra <= rb_addr(8-1 downto 0);
+    end if;
+end process cosmic_pe1_bufmux0_0_1_c;
+
+cosmic_pe1_ram_1r1w8_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(cosmic_pe1_bufmux0_0_1_we) then
+            cosmic_pe1_ram_1r1w8_mem(to_integer(cosmic_pe1_bufmux0_0_1_wa)) <= cosmic_pe1_bufmux0_0_1_wd;
+        end if;
+        cosmic_pe1_rd_m <= cosmic_pe1_ram_1r1w8_mem(to_integer(cosmic_pe1_bufmux0_0_1_ra));
+    end if;
+end process cosmic_pe1_ram_1r1w8_ram;
+
+cosmic_pe1_bufmux0_0_1_2_c: process (cosmic_pe1_res5, cosmic_pe1_ld_sel, cosmic_pe1_rai1, cosmic_pe1_wa5, cosmic_pe1_we5, cosmic_pe1_ld_en, cosmic_pe1_v1, cosmic_pe1_wb5, rb_addr, cosmic_pe1_busy, cosmic_pe1_ld_addr, cosmic_pe1_ld_data) is
+begin
+    if bool(cosmic_pe1_busy) then
+        cosmic_pe1_bufmux0_0_1_2_we <= stdl(bool(cosmic_pe1_we5) and (cosmic_pe1_wb5 = 3));
         cosmic_pe1_bufmux0_0_1_2_wa <= cosmic_pe1_wa5(8-1 downto 0);
         cosmic_pe1_bufmux0_0_1_2_wd <= unsigned(cosmic_pe1_res5(32-1 downto 0));
     else
-        cosmic_pe1_bufmux0_0_1_2_we <= stdl(bool(cosmic_pe1_ld_en) and (cosmic_pe1_ld_sel = 1));
+        cosmic_pe1_bufmux0_0_1_2_we <= stdl(bool(cosmic_pe1_ld_en) and (cosmic_pe1_ld_sel = 3));
         cosmic_pe1_bufmux0_0_1_2_wa <= cosmic_pe1_ld_addr(8-1 downto 0);
         cosmic_pe1_bufmux0_0_1_2_wd <= cosmic_pe1_ld_data(32-1 downto 0);
     end if;
     if bool(cosmic_pe1_v1) then
-        cosmic_pe1_bufmux0_0_1_2_ra <= cosmic_pe1_rad1(8-1 downto 0);
+        cosmic_pe1_bufmux0_0_1_2_ra <= cosmic_pe1_rai1(8-1 downto 0);
     else
         cosmic_pe1_bufmux0_0_1_2_ra <= rb_addr(8-1 downto 0);
     end if;
 end process cosmic_pe1_bufmux0_0_1_2_c;
 
-cosmic_pe1_ram_1r1w5_ram: process (clk) is
+cosmic_pe1_ram_1r1w9_ram: process (clk) is
 begin
     if rising_edge(clk) then
         if bool(cosmic_pe1_bufmux0_0_1_2_we) then
-            cosmic_pe1_ram_1r1w5_mem(to_integer(cosmic_pe1_bufmux0_0_1_2_wa)) <= cosmic_pe1_bufmux0_0_1_2_wd;
+            cosmic_pe1_ram_1r1w9_mem(to_integer(cosmic_pe1_bufmux0_0_1_2_wa)) <= cosmic_pe1_bufmux0_0_1_2_wd;
         end if;
-        cosmic_pe1_rd_d <= cosmic_pe1_ram_1r1w5_mem(to_integer(cosmic_pe1_bufmux0_0_1_2_ra));
+        cosmic_pe1_rd_i <= cosmic_pe1_ram_1r1w9_mem(to_integer(cosmic_pe1_bufmux0_0_1_2_ra));
     end if;
-end process cosmic_pe1_ram_1r1w5_ram;
-
-cosmic_pe1_bufmux0_0_1_2_3_c: process (cosmic_pe1_res5, cosmic_pe1_ld_sel, cosmic_pe1_ram1, cosmic_pe1_wa5, cosmic_pe1_we5, cosmic_pe1_ld_en, cosmic_pe1_v1, cosmic_pe1_wb5, rb_addr, cosmic_pe1_busy, cosmic_pe1_ld_addr, cosmic_pe1_ld_data) is
-begin
-    if bool(cosmic_pe1_busy) then
-        cosmic_pe1_bufmux0_0_1_2_3_we <= stdl(bool(cosmic_pe1_we5) and (cosmic_pe1_wb5 = 2));
-        cosmic_pe1_bufmux0_0_1_2_3_wa <= cosmic_pe1_wa5(8-1 downto 0);
-        cosmic_pe1_bufmux0_0_1_2_3_wd <= unsigned(cosmic_pe1_res5(32-1 downto 0));
-    else
-        cosmic_pe1_bufmux0_0_1_2_3_we <= stdl(bool(cosmic_pe1_ld_en) and (cosmic_pe1_ld_sel = 2));
-        cosmic_pe1_bufmux0_0_1_2_3_wa <= cosmic_pe1_ld_addr(8-1 downto 0);
-        cosmic_pe1_bufmux0_0_1_2_3_wd <= cosmic_pe1_ld_data(32-1 downto 0);
-    end if;
-    if bool(cosmic_pe1_v1) then
-        cosmic_pe1_bufmux0_0_1_2_3_ra <= cosmic_pe1_ram1(8-1 downto 0);
-    else
-        cosmic_pe1_bufmux0_0_1_2_3_ra <= rb_addr(8-1 downto 0);
-    end if;
-end process cosmic_pe1_bufmux0_0_1_2_3_c;
-
-cosmic_pe1_ram_1r1w6_ram: process (clk) is
-begin
-    if rising_edge(clk) then
-        if bool(cosmic_pe1_bufmux0_0_1_2_3_we) then
-            cosmic_pe1_ram_1r1w6_mem(to_integer(cosmic_pe1_bufmux0_0_1_2_3_wa)) <= cosmic_pe1_bufmux0_0_1_2_3_wd;
-        end if;
-        cosmic_pe1_rd_m <= cosmic_pe1_ram_1r1w6_mem(to_integer(cosmic_pe1_bufmux0_0_1_2_3_ra));
-    end if;
-end process cosmic_pe1_ram_1r1w6_ram;
-
-cosmic_pe1_bufmux0_0_1_2_3_4_c: process (cosmic_pe1_res5, cosmic_pe1_ld_sel, cosmic_pe1_rai1, cosmic_pe1_wa5, cosmic_pe1_we5, cosmic_pe1_ld_en, cosmic_pe1_v1, cosmic_pe1_wb5, rb_addr, cosmic_pe1_busy, cosmic_pe1_ld_addr, cosmic_pe1_ld_data) is
-begin
-    if bool(cosmic_pe1_busy) then
-        cosmic_pe1_bufmux0_0_1_2_3_4_we <= stdl(bool(cosmic_pe1_we5) and (cosmic_pe1_wb5 = 3));
-        cosmic_pe1_bufmux0_0_1_2_3_4_wa <= cosmic_pe1_wa5(8-1 downto 0);
-        cosmic_pe1_bufmux0_0_1_2_3_4_wd <= unsigned(cosmic_pe1_res5(32-1 downto 0));
-    else
-        cosmic_pe1_bufmux0_0_1_2_3_4_we <= stdl(bool(cosmic_pe1_ld_en) and (cosmic_pe1_ld_sel = 3));
-        cosmic_pe1_bufmux0_0_1_2_3_4_wa <= cosmic_pe1_ld_addr(8-1 downto 0);
-        cosmic_pe1_bufmux0_0_1_2_3_4_wd <= cosmic_pe1_ld_data(32-1 downto 0);
-    end if;
-    if bool(cosmic_pe1_v1) then
-        cosmic_pe1_bufmux0_0_1_2_3_4_ra <= cosmic_pe1_rai1(8-1 downto 0);
-    else
-        cosmic_pe1_bufmux0_0_1_2_3_4_ra <= rb_addr(8-1 downto 0);
-    end if;
-end process cosmic_pe1_bufmux0_0_1_2_3_4_c;
-
-cosmic_pe1_ram_1r1w7_ram: process (clk) is
-begin
-    if rising_edge(clk) then
-        if bool(cosmic_pe1_bufmux0_0_1_2_3_4_we) then
-            cosmic_pe1_ram_1r1w7_mem(to_integer(cosmic_pe1_bufmux0_0_1_2_3_4_wa)) <= cosmic_pe1_bufmux0_0_1_2_3_4_wd;
-        end if;
-        cosmic_pe1_rd_i <= cosmic_pe1_ram_1r1w7_mem(to_integer(cosmic_pe1_bufmux0_0_1_2_3_4_ra));
-    end if;
-end process cosmic_pe1_ram_1r1w7_ram;
+end process cosmic_pe1_ram_1r1w9_ram;
 
 
 cosmic_pe1_sa3 <= cosmic_pe1_c3(44-1 downto 41);
@@ -7785,13 +7988,13 @@ begin
         else
             if bool(dptr_clr) then
                 pe_glue1_ptr <= to_unsigned(0, 9);
+            elsif (bool(pe_glue1_hit) and (pe_glue1_ptr < pe_glue1_lim)) then
+                pe_glue1_ptr <= (pe_glue1_ptr + 1);
+            end if;
+            if bool(derr_clr) then
                 pe_glue1_d_err <= '0';
-            elsif bool(pe_glue1_hit) then
-                if (pe_glue1_ptr < pe_glue1_lim) then
-                    pe_glue1_ptr <= (pe_glue1_ptr + 1);
-                else
-                    pe_glue1_d_err <= '1';
-                end if;
+            elsif (bool(pe_glue1_hit) and (pe_glue1_ptr >= pe_glue1_lim)) then
+                pe_glue1_d_err <= '1';
             end if;
         end if;
     end if;
@@ -7823,15 +8026,15 @@ begin
     end if;
 end process pe_glue1_port;
 
-cosmic_pe2_ram_1r1w8_ram: process (clk) is
+cosmic_pe2_ram_1r1w10_ram: process (clk) is
 begin
     if rising_edge(clk) then
         if bool(cosmic_pe2_s_we) then
-            cosmic_pe2_ram_1r1w8_mem(to_integer(cosmic_pe2_s_wa)) <= cosmic_pe2_s_wd;
+            cosmic_pe2_ram_1r1w10_mem(to_integer(cosmic_pe2_s_wa)) <= cosmic_pe2_s_wd;
         end if;
-        cosmic_pe2_ir <= cosmic_pe2_ram_1r1w8_mem(to_integer(cosmic_pe2_s_ra));
+        cosmic_pe2_ir <= cosmic_pe2_ram_1r1w10_mem(to_integer(cosmic_pe2_s_ra));
     end if;
-end process cosmic_pe2_ram_1r1w8_ram;
+end process cosmic_pe2_ram_1r1w10_ram;
 
 
 cosmic_pe2_wad <= cosmic_pe2_wa1(8-1 downto 0);
@@ -7895,89 +8098,141 @@ begin
     end if;
 end process cosmic_pe2_opaddr1_0_1_c;
 
-cosmic_pe2_bufmux0_0_1_2_3_4_5_c: process (cosmic_pe2_res5, cosmic_pe2_ld_sel, cosmic_pe2_rad1, cosmic_pe2_wa5, cosmic_pe2_we5, cosmic_pe2_ld_en, cosmic_pe2_v1, cosmic_pe2_wb5, rb_addr, cosmic_pe2_busy, cosmic_pe2_ld_addr, cosmic_pe2_ld_data) is
-begin
-    if bool(cosmic_pe2_busy) then
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_we <= stdl(bool(cosmic_pe2_we5) and (cosmic_pe2_wb5 = 1));
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_wa <= cosmic_pe2_wa5(8-1 downto 0);
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_wd <= unsigned(cosmic_pe2_res5(32-1 downto 0));
-    else
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_we <= stdl(bool(cosmic_pe2_ld_en) and (cosmic_pe2_ld_sel = 1));
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_wa <= cosmic_pe2_ld_addr(8-1 downto 0);
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_wd <= cosmic_pe2_ld_data(32-1 downto 0);
-    end if;
-    if bool(cosmic_pe2_v1) then
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_ra <= cosmic_pe2_rad1(8-1 downto 0);
-    else
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_ra <= rb_addr(8-1 downto 0);
-    end if;
-end process cosmic_pe2_bufmux0_0_1_2_3_4_5_c;
-
-cosmic_pe2_ram_1r1w9_ram: process (clk) is
+cosmic_pe2_bank: process (clk) is
 begin
     if rising_edge(clk) then
-        if bool(cosmic_pe2_bufmux0_0_1_2_3_4_5_we) then
-            cosmic_pe2_ram_1r1w9_mem(to_integer(cosmic_pe2_bufmux0_0_1_2_3_4_5_wa)) <= cosmic_pe2_bufmux0_0_1_2_3_4_5_wd;
+        if (rst = '1') then
+            cosmic_pe2_bk <= '0';
+        else
+            if (bool(cosmic_pe2_go) and (not bool(cosmic_pe2_len_bad))) then
+                cosmic_pe2_bk <= stdl((not bool(cosmic_pe2_bk)));
+            end if;
         end if;
-        cosmic_pe2_rd_d <= cosmic_pe2_ram_1r1w9_mem(to_integer(cosmic_pe2_bufmux0_0_1_2_3_4_5_ra));
     end if;
-end process cosmic_pe2_ram_1r1w9_ram;
+end process cosmic_pe2_bank;
 
-cosmic_pe2_bufmux0_0_1_2_3_4_5_6_c: process (cosmic_pe2_res5, cosmic_pe2_ld_sel, cosmic_pe2_ram1, cosmic_pe2_wa5, cosmic_pe2_we5, cosmic_pe2_ld_en, cosmic_pe2_v1, cosmic_pe2_wb5, rb_addr, cosmic_pe2_busy, cosmic_pe2_ld_addr, cosmic_pe2_ld_data) is
+cosmic_pe2_bankside: process (cosmic_pe2_rd_d0, cosmic_pe2_bk, cosmic_pe2_busy, cosmic_pe2_rd_d1) is
 begin
-    if bool(cosmic_pe2_busy) then
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_we <= stdl(bool(cosmic_pe2_we5) and (cosmic_pe2_wb5 = 2));
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_wa <= cosmic_pe2_wa5(8-1 downto 0);
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_wd <= unsigned(cosmic_pe2_res5(32-1 downto 0));
+    cosmic_pe2_ps0 <= stdl(bool(cosmic_pe2_busy) and (not bool(cosmic_pe2_bk)));
+    cosmic_pe2_ps1 <= stdl(bool(cosmic_pe2_busy) and bool(cosmic_pe2_bk));
+    if bool(cosmic_pe2_bk) then
+        cosmic_pe2_rd_d <= cosmic_pe2_rd_d1;
     else
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_we <= stdl(bool(cosmic_pe2_ld_en) and (cosmic_pe2_ld_sel = 2));
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_wa <= cosmic_pe2_ld_addr(8-1 downto 0);
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_wd <= cosmic_pe2_ld_data(32-1 downto 0);
+        cosmic_pe2_rd_d <= cosmic_pe2_rd_d0;
+    end if;
+end process cosmic_pe2_bankside;
+
+cosmic_pe2_dbufmux0_0_1_c: process (cosmic_pe2_res5, cosmic_pe2_ld_sel, cosmic_pe2_rad1, cosmic_pe2_wa5, cosmic_pe2_we5, cosmic_pe2_ld_en, cosmic_pe2_v1, cosmic_pe2_wb5, rb_addr, cosmic_pe2_ld_addr, cosmic_pe2_ps0, cosmic_pe2_ld_data) is
+begin
+    if bool(cosmic_pe2_ps0) then
+        cosmic_pe2_dbufmux0_0_1_we <= stdl(bool(cosmic_pe2_we5) and (cosmic_pe2_wb5 = 1));
+        cosmic_pe2_dbufmux0_0_1_wa <= cosmic_pe2_wa5(8-1 downto 0);
+        cosmic_pe2_dbufmux0_0_1_wd <= unsigned(cosmic_pe2_res5(32-1 downto 0));
+    else
+        cosmic_pe2_dbufmux0_0_1_we <= stdl(bool(cosmic_pe2_ld_en) and (cosmic_pe2_ld_sel = 1));
+        cosmic_pe2_dbufmux0_0_1_wa <= cosmic_pe2_ld_addr(8-1 downto 0);
+        cosmic_pe2_dbufmux0_0_1_wd <= cosmic_pe2_ld_data(32-1 downto 0);
     end if;
     if bool(cosmic_pe2_v1) then
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_ra <= cosmic_pe2_ram1(8-1 downto 0);
+        cosmic_pe2_dbufmux0_0_1_ra <= cosmic_pe2_rad1(8-1 downto 0);
     else
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_ra <= rb_addr(8-1 downto 0);
+        cosmic_pe2_dbufmux0_0_1_ra <= rb_addr(8-1 downto 0);
     end if;
-end process cosmic_pe2_bufmux0_0_1_2_3_4_5_6_c;
-
-cosmic_pe2_ram_1r1w10_ram: process (clk) is
-begin
-    if rising_edge(clk) then
-        if bool(cosmic_pe2_bufmux0_0_1_2_3_4_5_6_we) then
-            cosmic_pe2_ram_1r1w10_mem(to_integer(cosmic_pe2_bufmux0_0_1_2_3_4_5_6_wa)) <= cosmic_pe2_bufmux0_0_1_2_3_4_5_6_wd;
-        end if;
-        cosmic_pe2_rd_m <= cosmic_pe2_ram_1r1w10_mem(to_integer(cosmic_pe2_bufmux0_0_1_2_3_4_5_6_ra));
-    end if;
-end process cosmic_pe2_ram_1r1w10_ram;
-
-cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_c: process (cosmic_pe2_res5, cosmic_pe2_ld_sel, cosmic_pe2_rai1, cosmic_pe2_wa5, cosmic_pe2_we5, cosmic_pe2_ld_en, cosmic_pe2_v1, cosmic_pe2_wb5, rb_addr, cosmic_pe2_busy, cosmic_pe2_ld_addr, cosmic_pe2_ld_data) is
-begin
-    if bool(cosmic_pe2_busy) then
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_we <= stdl(bool(cosmic_pe2_we5) and (cosmic_pe2_wb5 = 3));
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_wa <= cosmic_pe2_wa5(8-1 downto 0);
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_wd <= unsigned(cosmic_pe2_res5(32-1 downto 0));
-    else
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_we <= stdl(bool(cosmic_pe2_ld_en) and (cosmic_pe2_ld_sel = 3));
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_wa <= cosmic_pe2_ld_addr(8-1 downto 0);
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_wd <= cosmic_pe2_ld_data(32-1 downto 0);
-    end if;
-    if bool(cosmic_pe2_v1) then
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_ra <= cosmic_pe2_rai1(8-1 downto 0);
-    else
-        cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_ra <= rb_addr(8-1 downto 0);
-    end if;
-end process cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_c;
+end process cosmic_pe2_dbufmux0_0_1_c;
 
 cosmic_pe2_ram_1r1w11_ram: process (clk) is
 begin
     if rising_edge(clk) then
-        if bool(cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_we) then
-            cosmic_pe2_ram_1r1w11_mem(to_integer(cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_wa)) <= cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_wd;
+        if bool(cosmic_pe2_dbufmux0_0_1_we) then
+            cosmic_pe2_ram_1r1w11_mem(to_integer(cosmic_pe2_dbufmux0_0_1_wa)) <= cosmic_pe2_dbufmux0_0_1_wd;
         end if;
-        cosmic_pe2_rd_i <= cosmic_pe2_ram_1r1w11_mem(to_integer(cosmic_pe2_bufmux0_0_1_2_3_4_5_6_7_ra));
+        cosmic_pe2_rd_d0 <= cosmic_pe2_ram_1r1w11_mem(to_integer(cosmic_pe2_dbufmux0_0_1_ra));
     end if;
 end process cosmic_pe2_ram_1r1w11_ram;
+
+cosmic_pe2_dbufmux1_0_1_c: process (cosmic_pe2_res5, cosmic_pe2_ld_sel, cosmic_pe2_rad1, cosmic_pe2_wa5, cosmic_pe2_we5, cosmic_pe2_ld_en, cosmic_pe2_v1, cosmic_pe2_wb5, rb_addr, cosmic_pe2_ld_addr, cosmic_pe2_ps1, cosmic_pe2_ld_data) is
+begin
+    if bool(cosmic_pe2_ps1) then
+        cosmic_pe2_dbufmux1_0_1_we <= stdl(bool(cosmic_pe2_we5) and (cosmic_pe2_wb5 = 1));
+        cosmic_pe2_dbufmux1_0_1_wa <= cosmic_pe2_wa5(8-1 downto 0);
+        cosmic_pe2_dbufmux1_0_1_wd <= unsigned(cosmic_pe2_res5(32-1 downto 0));
+    else
+        cosmic_pe2_dbufmux1_0_1_we <= stdl(bool(cosmic_pe2_ld_en) and (cosmic_pe2_ld_sel = 1));
+        cosmic_pe2_dbufmux1_0_1_wa <= cosmic_pe2_ld_addr(8-1 downto 0);
+        cosmic_pe2_dbufmux1_0_1_wd <= cosmic_pe2_ld_data(32-1 downto 0);
+    end if;
+    if bool(cosmic_pe2_v1) then
+        cosmic_pe2_dbufmux1_0_1_ra <= cosmic_pe2_rad1(8-1 downto 0);
+    else
+        cosmic_pe2_dbufmux1_0_1_ra <= rb_addr(8-1 downto 0);
+    end if;
+end process cosmic_pe2_dbufmux1_0_1_c;
+
+cosmic_pe2_ram_1r1w12_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(cosmic_pe2_dbufmux1_0_1_we) then
+            cosmic_pe2_ram_1r1w12_mem(to_integer(cosmic_pe2_dbufmux1_0_1_wa)) <= cosmic_pe2_dbufmux1_0_1_wd;
+        end if;
+        cosmic_pe2_rd_d1 <= cosmic_pe2_ram_1r1w12_mem(to_integer(cosmic_pe2_dbufmux1_0_1_ra));
+    end if;
+end process cosmic_pe2_ram_1r1w12_ram;
+
+cosmic_pe2_bufmux0_0_1_2_3_c: process (cosmic_pe2_res5, cosmic_pe2_ld_sel, cosmic_pe2_ram1, cosmic_pe2_wa5, cosmic_pe2_we5, cosmic_pe2_ld_en, cosmic_pe2_v1, cosmic_pe2_wb5, rb_addr, cosmic_pe2_busy, cosmic_pe2_ld_addr, cosmic_pe2_ld_data) is
+begin
+    if bool(cosmic_pe2_busy) then
+        cosmic_pe2_bufmux0_0_1_2_3_we <= stdl(bool(cosmic_pe2_we5) and (cosmic_pe2_wb5 = 2));
+        cosmic_pe2_bufmux0_0_1_2_3_wa <= cosmic_pe2_wa5(8-1 downto 0);
+        cosmic_pe2_bufmux0_0_1_2_3_wd <= unsigned(cosmic_pe2_res5(32-1 downto 0));
+    else
+        cosmic_pe2_bufmux0_0_1_2_3_we <= stdl(bool(cosmic_pe2_ld_en) and (cosmic_pe2_ld_sel = 2));
+        cosmic_pe2_bufmux0_0_1_2_3_wa <= cosmic_pe2_ld_addr(8-1 downto 0);
+        cosmic_pe2_bufmux0_0_1_2_3_wd <= cosmic_pe2_ld_data(32-1 downto 0);
+    end if;
+    if bool(cosmic_pe2_v1) then
+        cosmic_pe2_bufmux0_0_1_2_3_ra <= cosmic_pe2_ram1(8-1 downto 0);
+    else
+        cosmic_pe2_bufmux0_0_1_2_3_ra <= rb_addr(8-1 downto 0);
+    end if;
+end process cosmic_pe2_bufmux0_0_1_2_3_c;
+
+cosmic_pe2_ram_1r1w13_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(cosmic_pe2_bufmux0_0_1_2_3_we) then
+            cosmic_pe2_ram_1r1w13_mem(to_integer(cosmic_pe2_bufmux0_0_1_2_3_wa)) <= cosmic_pe2_bufmux0_0_1_2_3_wd;
+        end if;
+        cosmic_pe2_rd_m <= cosmic_pe2_ram_1r1w13_mem(to_integer(cosmic_pe2_bufmux0_0_1_2_3_ra));
+    end if;
+end process cosmic_pe2_ram_1r1w13_ram;
+
+cosmic_pe2_bufmux0_0_1_2_3_4_c: process (cosmic_pe2_res5, cosmic_pe2_ld_sel, cosmic_pe2_rai1, cosmic_pe2_wa5, cosmic_pe2_we5, cosmic_pe2_ld_en, cosmic_pe2_v1, cosmic_pe2_wb5, rb_addr, cosmic_pe2_busy, cosmic_pe2_ld_addr, cosmic_pe2_ld_data) is
+begin
+    if bool(cosmic_pe2_busy) then
+        cosmic_pe2_bufmux0_0_1_2_3_4_we <= stdl(bool(cosmic_pe2_we5) and (cosmic_pe2_wb5 = 3));
+        cosmic_pe2_bufmux0_0_1_2_3_4_wa <= cosmic_pe2_wa5(8-1 downto 0);
+        cosmic_pe2_bufmux0_0_1_2_3_4_wd <= unsigned(cosmic_pe2_res5(32-1 downto 0));
+    else
+        cosmic_pe2_bufmux0_0_1_2_3_4_we <= stdl(bool(cosmic_pe2_ld_en) and (cosmic_pe2_ld_sel = 3));
+        cosmic_pe2_bufmux0_0_1_2_3_4_wa <= cosmic_pe2_ld_addr(8-1 downto 0);
+        cosmic_pe2_bufmux0_0_1_2_3_4_wd <= cosmic_pe2_ld_data(32-1 downto 0);
+    end if;
+    if bool(cosmic_pe2_v1) then
+        cosmic_pe2_bufmux0_0_1_2_3_4_ra <= cosmic_pe2_rai1(8-1 downto 0);
+    else
+        cosmic_pe2_bufmux0_0_1_2_3_4_ra <= rb_addr(8-1 downto 0);
+    end if;
+end process cosmic_pe2_bufmux0_0_1_2_3_4_c;
+
+cosmic_pe2_ram_1r1w14_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(cosmic_pe2_bufmux0_0_1_2_3_4_we) then
+            cosmic_pe2_ram_1r1w14_mem(to_integer(cosmic_pe2_bufmux0_0_1_2_3_4_wa)) <= cosmic_pe2_bufmux0_0_1_2_3_4_wd;
+        end if;
+        cosmic_pe2_rd_i <= cosmic_pe2_ram_1r1w14_mem(to_integer(cosmic_pe2_bufmux0_0_1_2_3_4_ra));
+    end if;
+end process cosmic_pe2_ram_1r1w14_ram;
 
 
 cosmic_pe2_sa3 <= cosmic_pe2_c3(44-1 downto 41);
@@ -8836,13 +9091,13 @@ begin
         else
             if bool(dptr_clr) then
                 pe_glue2_ptr <= to_unsigned(0, 9);
+            elsif (bool(pe_glue2_hit) and (pe_glue2_ptr < pe_glue2_lim)) then
+                pe_glue2_ptr <= (pe_glue2_ptr + 1);
+            end if;
+            if bool(derr_clr) then
                 pe_glue2_d_err <= '0';
-            elsif bool(pe_glue2_hit) then
-                if (pe_glue2_ptr < pe_glue2_lim) then
-                    pe_glue2_ptr <= (pe_glue2_ptr + 1);
-                else
-                    pe_glue2_d_err <= '1';
-                end if;
+            elsif (bool(pe_glue2_hit) and (pe_glue2_ptr >= pe_glue2_lim)) then
+                pe_glue2_d_err <= '1';
             end if;
         end if;
     end if;
@@ -8874,15 +9129,15 @@ begin
     end if;
 end process pe_glue2_port;
 
-cosmic_pe3_ram_1r1w12_ram: process (clk) is
+cosmic_pe3_ram_1r1w15_ram: process (clk) is
 begin
     if rising_edge(clk) then
         if bool(cosmic_pe3_s_we) then
-            cosmic_pe3_ram_1r1w12_mem(to_integer(cosmic_pe3_s_wa)) <= cosmic_pe3_s_wd;
+            cosmic_pe3_ram_1r1w15_mem(to_integer(cosmic_pe3_s_wa)) <= cosmic_pe3_s_wd;
         end if;
-        cosmic_pe3_ir <= cosmic_pe3_ram_1r1w12_mem(to_integer(cosmic_pe3_s_ra));
+        cosmic_pe3_ir <= cosmic_pe3_ram_1r1w15_mem(to_integer(cosmic_pe3_s_ra));
     end if;
-end process cosmic_pe3_ram_1r1w12_ram;
+end process cosmic_pe3_ram_1r1w15_ram;
 
 
 cosmic_pe3_wad <= cosmic_pe3_wa1(8-1 downto 0);
@@ -8946,89 +9201,141 @@ begin
     end if;
 end process cosmic_pe3_opaddr1_0_1_2_c;
 
-cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_c: process (cosmic_pe3_res5, cosmic_pe3_ld_sel, cosmic_pe3_rad1, cosmic_pe3_wa5, cosmic_pe3_we5, cosmic_pe3_ld_en, cosmic_pe3_v1, cosmic_pe3_wb5, rb_addr, cosmic_pe3_busy, cosmic_pe3_ld_addr, cosmic_pe3_ld_data) is
-begin
-    if bool(cosmic_pe3_busy) then
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_we <= stdl(bool(cosmic_pe3_we5) and (cosmic_pe3_wb5 = 1));
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_wa <= cosmic_pe3_wa5(8-1 downto 0);
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_wd <= unsigned(cosmic_pe3_res5(32-1 downto 0));
-    else
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_we <= stdl(bool(cosmic_pe3_ld_en) and (cosmic_pe3_ld_sel = 1));
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_wa <= cosmic_pe3_ld_addr(8-1 downto 0);
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_wd <= cosmic_pe3_ld_data(32-1 downto 0);
-    end if;
-    if bool(cosmic_pe3_v1) then
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_ra <= cosmic_pe3_rad1(8-1 downto 0);
-    else
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_ra <= rb_addr(8-1 downto 0);
-    end if;
-end process cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_c;
-
-cosmic_pe3_ram_1r1w13_ram: process (clk) is
+cosmic_pe3_bank: process (clk) is
 begin
     if rising_edge(clk) then
-        if bool(cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_we) then
-            cosmic_pe3_ram_1r1w13_mem(to_integer(cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_wa)) <= cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_wd;
+        if (rst = '1') then
+            cosmic_pe3_bk <= '0';
+        else
+            if (bool(cosmic_pe3_go) and (not bool(cosmic_pe3_len_bad))) then
+                cosmic_pe3_bk <= stdl((not bool(cosmic_pe3_bk)));
+            end if;
         end if;
-        cosmic_pe3_rd_d <= cosmic_pe3_ram_1r1w13_mem(to_integer(cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_ra));
     end if;
-end process cosmic_pe3_ram_1r1w13_ram;
+end process cosmic_pe3_bank;
 
-cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_c: process (cosmic_pe3_res5, cosmic_pe3_ld_sel, cosmic_pe3_ram1, cosmic_pe3_wa5, cosmic_pe3_we5, cosmic_pe3_ld_en, cosmic_pe3_v1, cosmic_pe3_wb5, rb_addr, cosmic_pe3_busy, cosmic_pe3_ld_addr, cosmic_pe3_ld_data) is
+cosmic_pe3_bankside: process (cosmic_pe3_rd_d0, cosmic_pe3_bk, cosmic_pe3_busy, cosmic_pe3_rd_d1) is
 begin
-    if bool(cosmic_pe3_busy) then
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_we <= stdl(bool(cosmic_pe3_we5) and (cosmic_pe3_wb5 = 2));
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_wa <= cosmic_pe3_wa5(8-1 downto 0);
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_wd <= unsigned(cosmic_pe3_res5(32-1 downto 0));
+    cosmic_pe3_ps0 <= stdl(bool(cosmic_pe3_busy) and (not bool(cosmic_pe3_bk)));
+    cosmic_pe3_ps1 <= stdl(bool(cosmic_pe3_busy) and bool(cosmic_pe3_bk));
+    if bool(cosmic_pe3_bk) then
+        cosmic_pe3_rd_d <= cosmic_pe3_rd_d1;
     else
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_we <= stdl(bool(cosmic_pe3_ld_en) and (cosmic_pe3_ld_sel = 2));
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_wa <= cosmic_pe3_ld_addr(8-1 downto 0);
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_wd <= cosmic_pe3_ld_data(32-1 downto 0);
+        cosmic_pe3_rd_d <= cosmic_pe3_rd_d0;
+    end if;
+end process cosmic_pe3_bankside;
+
+cosmic_pe3_dbufmux0_0_1_2_c: process (cosmic_pe3_res5, cosmic_pe3_ld_sel, cosmic_pe3_rad1, cosmic_pe3_wa5, cosmic_pe3_we5, cosmic_pe3_ld_en, cosmic_pe3_v1, cosmic_pe3_wb5, rb_addr, cosmic_pe3_ld_addr, cosmic_pe3_ps0, cosmic_pe3_ld_data) is
+begin
+    if bool(cosmic_pe3_ps0) then
+        cosmic_pe3_dbufmux0_0_1_2_we <= stdl(bool(cosmic_pe3_we5) and (cosmic_pe3_wb5 = 1));
+        cosmic_pe3_dbufmux0_0_1_2_wa <= cosmic_pe3_wa5(8-1 downto 0);
+        cosmic_pe3_dbufmux0_0_1_2_wd <= unsigned(cosmic_pe3_res5(32-1 downto 0));
+    else
+        cosmic_pe3_dbufmux0_0_1_2_we <= stdl(bool(cosmic_pe3_ld_en) and (cosmic_pe3_ld_sel = 1));
+        cosmic_pe3_dbufmux0_0_1_2_wa <= cosmic_pe3_ld_addr(8-1 downto 0);
+        cosmic_pe3_dbufmux0_0_1_2_wd <= cosmic_pe3_ld_data(32-1 downto 0);
     end if;
     if bool(cosmic_pe3_v1) then
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_ra <= cosmic_pe3_ram1(8-1 downto 0);
+        cosmic_pe3_dbufmux0_0_1_2_ra <= cosmic_pe3_rad1(8-1 downto 0);
     else
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_ra <= rb_addr(8-1 downto 0);
+        cosmic_pe3_dbufmux0_0_1_2_ra <= rb_addr(8-1 downto 0);
     end if;
-end process cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_c;
+end process cosmic_pe3_dbufmux0_0_1_2_c;
 
-cosmic_pe3_ram_1r1w14_ram: process (clk) is
+cosmic_pe3_ram_1r1w16_ram: process (clk) is
 begin
     if rising_edge(clk) then
-        if bool(cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_we) then
-            cosmic_pe3_ram_1r1w14_mem(to_integer(cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_wa)) <= cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_wd;
+        if bool(cosmic_pe3_dbufmux0_0_1_2_we) then
+            cosmic_pe3_ram_1r1w16_mem(to_integer(cosmic_pe3_dbufmux0_0_1_2_wa)) <= cosmic_pe3_dbufmux0_0_1_2_wd;
         end if;
-        cosmic_pe3_rd_m <= cosmic_pe3_ram_1r1w14_mem(to_integer(cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_ra));
+        cosmic_pe3_rd_d0 <= cosmic_pe3_ram_1r1w16_mem(to_integer(cosmic_pe3_dbufmux0_0_1_2_ra));
     end if;
-end process cosmic_pe3_ram_1r1w14_ram;
+end process cosmic_pe3_ram_1r1w16_ram;
 
-cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_c: process (cosmic_pe3_res5, cosmic_pe3_ld_sel, cosmic_pe3_rai1, cosmic_pe3_wa5, cosmic_pe3_we5, cosmic_pe3_ld_en, cosmic_pe3_v1, cosmic_pe3_wb5, rb_addr, cosmic_pe3_busy, cosmic_pe3_ld_addr, cosmic_pe3_ld_data) is
+cosmic_pe3_dbufmux1_0_1_2_c: process (cosmic_pe3_res5, cosmic_pe3_ld_sel, cosmic_pe3_rad1, cosmic_pe3_wa5, cosmic_pe3_we5, cosmic_pe3_ld_en, cosmic_pe3_v1, cosmic_pe3_wb5, rb_addr, cosmic_pe3_ld_addr, cosmic_pe3_ps1, cosmic_pe3_ld_data) is
 begin
-    if bool(cosmic_pe3_busy) then
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_we <= stdl(bool(cosmic_pe3_we5) and (cosmic_pe3_wb5 = 3));
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wa <= cosmic_pe3_wa5(8-1 downto 0);
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wd <= unsigned(cosmic_pe3_res5(32-1 downto 0));
+    if bool(cosmic_pe3_ps1) then
+        cosmic_pe3_dbufmux1_0_1_2_we <= stdl(bool(cosmic_pe3_we5) and (cosmic_pe3_wb5 = 1));
+        cosmic_pe3_dbufmux1_0_1_2_wa <= cosmic_pe3_wa5(8-1 downto 0);
+        cosmic_pe3_dbufmux1_0_1_2_wd <= unsigned(cosmic_pe3_res5(32-1 downto 0));
     else
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_we <= stdl(bool(cosmic_pe3_ld_en) and (cosmic_pe3_ld_sel = 3));
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wa <= cosmic_pe3_ld_addr(8-1 downto 0);
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wd <= cosmic_pe3_ld_data(32-1 downto 0);
+        cosmic_pe3_dbufmux1_0_1_2_we <= stdl(bool(cosmic_pe3_ld_en) and (cosmic_pe3_ld_sel = 1));
+        cosmic_pe3_dbufmux1_0_1_2_wa <= cosmic_pe3_ld_addr(8-1 downto 0);
+        cosmic_pe3_dbufmux1_0_1_2_wd <= cosmic_pe3_ld_data(32-1 downto 0);
     end if;
     if bool(cosmic_pe3_v1) then
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_ra <= cosmic_pe3_rai1(8-1 downto 0);
+        cosmic_pe3_dbufmux1_0_1_2_ra <= cosmic_pe3_rad1(8-1 downto 0);
     else
-        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_ra <= rb_addr(8-1 downto 0);
+        cosmic_pe3_dbufmux1_0_1_2_ra <= rb_addr(8-1 downto 0);
     end if;
-end process cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_c;
+end process cosmic_pe3_dbufmux1_0_1_2_c;
 
-cosmic_pe3_ram_1r1w15_ram: process (clk) is
+cosmic_pe3_ram_1r1w17_ram: process (clk) is
 begin
     if rising_edge(clk) then
-        if bool(cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_we) then
-            cosmic_pe3_ram_1r1w15_mem(to_integer(cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wa)) <= cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wd;
+        if bool(cosmic_pe3_dbufmux1_0_1_2_we) then
+            cosmic_pe3_ram_1r1w17_mem(to_integer(cosmic_pe3_dbufmux1_0_1_2_wa)) <= cosmic_pe3_dbufmux1_0_1_2_wd;
         end if;
-        cosmic_pe3_rd_i <= cosmic_pe3_ram_1r1w15_mem(to_integer(cosmic_pe3_bufmux0_0_1_2_3_4_5_6_7_8_9_10_ra));
+        cosmic_pe3_rd_d1 <= cosmic_pe3_ram_1r1w17_mem(to_integer(cosmic_pe3_dbufmux1_0_1_2_ra));
     end if;
-end process cosmic_pe3_ram_1r1w15_ram;
+end process cosmic_pe3_ram_1r1w17_ram;
+
+cosmic_pe3_bufmux0_0_1_2_3_4_5_c: process (cosmic_pe3_res5, cosmic_pe3_ld_sel, cosmic_pe3_ram1, cosmic_pe3_wa5, cosmic_pe3_we5, cosmic_pe3_ld_en, cosmic_pe3_v1, cosmic_pe3_wb5, rb_addr, cosmic_pe3_busy, cosmic_pe3_ld_addr, cosmic_pe3_ld_data) is
+begin
+    if bool(cosmic_pe3_busy) then
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_we <= stdl(bool(cosmic_pe3_we5) and (cosmic_pe3_wb5 = 2));
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_wa <= cosmic_pe3_wa5(8-1 downto 0);
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_wd <= unsigned(cosmic_pe3_res5(32-1 downto 0));
+    else
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_we <= stdl(bool(cosmic_pe3_ld_en) and (cosmic_pe3_ld_sel = 2));
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_wa <= cosmic_pe3_ld_addr(8-1 downto 0);
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_wd <= cosmic_pe3_ld_data(32-1 downto 0);
+    end if;
+    if bool(cosmic_pe3_v1) then
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_ra <= cosmic_pe3_ram1(8-1 downto 0);
+    else
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_ra <= rb_addr(8-1 downto 0);
+    end if;
+end process cosmic_pe3_bufmux0_0_1_2_3_4_5_c;
+
+cosmic_pe3_ram_1r1w18_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(cosmic_pe3_bufmux0_0_1_2_3_4_5_we) then
+            cosmic_pe3_ram_1r1w18_mem(to_integer(cosmic_pe3_bufmux0_0_1_2_3_4_5_wa)) <= cosmic_pe3_bufmux0_0_1_2_3_4_5_wd;
+        end if;
+        cosmic_pe3_rd_m <= cosmic_pe3_ram_1r1w18_mem(to_integer(cosmic_pe3_bufmux0_0_1_2_3_4_5_ra));
+    end if;
+end process cosmic_pe3_ram_1r1w18_ram;
+
+cosmic_pe3_bufmux0_0_1_2_3_4_5_6_c: process (cosmic_pe3_res5, cosmic_pe3_ld_sel, cosmic_pe3_rai1, cosmic_pe3_wa5, cosmic_pe3_we5, cosmic_pe3_ld_en, cosmic_pe3_v1, cosmic_pe3_wb5, rb_addr, cosmic_pe3_busy, cosmic_pe3_ld_addr, cosmic_pe3_ld_data) is
+begin
+    if bool(cosmic_pe3_busy) then
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_we <= stdl(bool(cosmic_pe3_we5) and (cosmic_pe3_wb5 = 3));
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_wa <= cosmic_pe3_wa5(8-1 downto 0);
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_wd <= unsigned(cosmic_pe3_res5(32-1 downto 0));
+    else
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_we <= stdl(bool(cosmic_pe3_ld_en) and (cosmic_pe3_ld_sel = 3));
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_wa <= cosmic_pe3_ld_addr(8-1 downto 0);
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_wd <= cosmic_pe3_ld_data(32-1 downto 0);
+    end if;
+    if bool(cosmic_pe3_v1) then
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_ra <= cosmic_pe3_rai1(8-1 downto 0);
+    else
+        cosmic_pe3_bufmux0_0_1_2_3_4_5_6_ra <= rb_addr(8-1 downto 0);
+    end if;
+end process cosmic_pe3_bufmux0_0_1_2_3_4_5_6_c;
+
+cosmic_pe3_ram_1r1w19_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(cosmic_pe3_bufmux0_0_1_2_3_4_5_6_we) then
+            cosmic_pe3_ram_1r1w19_mem(to_integer(cosmic_pe3_bufmux0_0_1_2_3_4_5_6_wa)) <= cosmic_pe3_bufmux0_0_1_2_3_4_5_6_wd;
+        end if;
+        cosmic_pe3_rd_i <= cosmic_pe3_ram_1r1w19_mem(to_integer(cosmic_pe3_bufmux0_0_1_2_3_4_5_6_ra));
+    end if;
+end process cosmic_pe3_ram_1r1w19_ram;
 
 
 cosmic_pe3_sa3 <= cosmic_pe3_c3(44-1 downto 41);
@@ -9887,13 +10194,13 @@ begin
         else
             if bool(dptr_clr) then
                 pe_glue3_ptr <= to_unsigned(0, 9);
+            elsif (bool(pe_glue3_hit) and (pe_glue3_ptr < pe_glue3_lim)) then
+                pe_glue3_ptr <= (pe_glue3_ptr + 1);
+            end if;
+            if bool(derr_clr) then
                 pe_glue3_d_err <= '0';
-            elsif bool(pe_glue3_hit) then
-                if (pe_glue3_ptr < pe_glue3_lim) then
-                    pe_glue3_ptr <= (pe_glue3_ptr + 1);
-                else
-                    pe_glue3_d_err <= '1';
-                end if;
+            elsif (bool(pe_glue3_hit) and (pe_glue3_ptr >= pe_glue3_lim)) then
+                pe_glue3_d_err <= '1';
             end if;
         end if;
     end if;
@@ -9925,15 +10232,15 @@ begin
     end if;
 end process pe_glue3_port;
 
-cosmic_pe4_ram_1r1w16_ram: process (clk) is
+cosmic_pe4_ram_1r1w20_ram: process (clk) is
 begin
     if rising_edge(clk) then
         if bool(cosmic_pe4_s_we) then
-            cosmic_pe4_ram_1r1w16_mem(to_integer(cosmic_pe4_s_wa)) <= cosmic_pe4_s_wd;
+            cosmic_pe4_ram_1r1w20_mem(to_integer(cosmic_pe4_s_wa)) <= cosmic_pe4_s_wd;
         end if;
-        cosmic_pe4_ir <= cosmic_pe4_ram_1r1w16_mem(to_integer(cosmic_pe4_s_ra));
+        cosmic_pe4_ir <= cosmic_pe4_ram_1r1w20_mem(to_integer(cosmic_pe4_s_ra));
     end if;
-end process cosmic_pe4_ram_1r1w16_ram;
+end process cosmic_pe4_ram_1r1w20_ram;
 
 
 cosmic_pe4_wad <= cosmic_pe4_wa1(8-1 downto 0);
@@ -9997,89 +10304,141 @@ begin
     end if;
 end process cosmic_pe4_opaddr1_0_1_2_3_c;
 
-cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_c: process (cosmic_pe4_res5, cosmic_pe4_ld_sel, cosmic_pe4_rad1, cosmic_pe4_wa5, cosmic_pe4_we5, cosmic_pe4_ld_en, cosmic_pe4_v1, cosmic_pe4_wb5, rb_addr, cosmic_pe4_busy, cosmic_pe4_ld_addr, cosmic_pe4_ld_data) is
-begin
-    if bool(cosmic_pe4_busy) then
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_we <= stdl(bool(cosmic_pe4_we5) and (cosmic_pe4_wb5 = 1));
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wa <= cosmic_pe4_wa5(8-1 downto 0);
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wd <= unsigned(cosmic_pe4_res5(32-1 downto 0));
-    else
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_we <= stdl(bool(cosmic_pe4_ld_en) and (cosmic_pe4_ld_sel = 1));
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wa <= cosmic_pe4_ld_addr(8-1 downto 0);
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wd <= cosmic_pe4_ld_data(32-1 downto 0);
-    end if;
-    if bool(cosmic_pe4_v1) then
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_ra <= cosmic_pe4_rad1(8-1 downto 0);
-    else
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_ra <= rb_addr(8-1 downto 0);
-    end if;
-end process cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_c;
-
-cosmic_pe4_ram_1r1w17_ram: process (clk) is
+cosmic_pe4_bank: process (clk) is
 begin
     if rising_edge(clk) then
-        if bool(cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_we) then
-            cosmic_pe4_ram_1r1w17_mem(to_integer(cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wa)) <= cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wd;
+        if (rst = '1') then
+            cosmic_pe4_bk <= '0';
+        else
+            if (bool(cosmic_pe4_go) and (not bool(cosmic_pe4_len_bad))) then
+                cosmic_pe4_bk <= stdl((not bool(cosmic_pe4_bk)));
+            end if;
         end if;
-        cosmic_pe4_rd_d <= cosmic_pe4_ram_1r1w17_mem(to_integer(cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_ra));
     end if;
-end process cosmic_pe4_ram_1r1w17_ram;
+end process cosmic_pe4_bank;
 
-cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_c: process (cosmic_pe4_res5, cosmic_pe4_ld_sel, cosmic_pe4_ram1, cosmic_pe4_wa5, cosmic_pe4_we5, cosmic_pe4_ld_en, cosmic_pe4_v1, cosmic_pe4_wb5, rb_addr, cosmic_pe4_busy, cosmic_pe4_ld_addr, cosmic_pe4_ld_data) is
+cosmic_pe4_bankside: process (cosmic_pe4_rd_d0, cosmic_pe4_bk, cosmic_pe4_busy, cosmic_pe4_rd_d1) is
 begin
-    if bool(cosmic_pe4_busy) then
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_we <= stdl(bool(cosmic_pe4_we5) and (cosmic_pe4_wb5 = 2));
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wa <= cosmic_pe4_wa5(8-1 downto 0);
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wd <= unsigned(cosmic_pe4_res5(32-1 downto 0));
+    cosmic_pe4_ps0 <= stdl(bool(cosmic_pe4_busy) and (not bool(cosmic_pe4_bk)));
+    cosmic_pe4_ps1 <= stdl(bool(cosmic_pe4_busy) and bool(cosmic_pe4_bk));
+    if bool(cosmic_pe4_bk) then
+        cosmic_pe4_rd_d <= cosmic_pe4_rd_d1;
     else
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_we <= stdl(bool(cosmic_pe4_ld_en) and (cosmic_pe4_ld_sel = 2));
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wa <= cosmic_pe4_ld_addr(8-1 downto 0);
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wd <= cosmic_pe4_ld_data(32-1 downto 0);
+        cosmic_pe4_rd_d <= cosmic_pe4_rd_d0;
+    end if;
+end process cosmic_pe4_bankside;
+
+cosmic_pe4_dbufmux0_0_1_2_3_c: process (cosmic_pe4_res5, cosmic_pe4_ld_sel, cosmic_pe4_rad1, cosmic_pe4_wa5, cosmic_pe4_we5, cosmic_pe4_ld_en, cosmic_pe4_v1, cosmic_pe4_wb5, rb_addr, cosmic_pe4_ld_addr, cosmic_pe4_ps0, cosmic_pe4_ld_data) is
+begin
+    if bool(cosmic_pe4_ps0) then
+        cosmic_pe4_dbufmux0_0_1_2_3_we <= stdl(bool(cosmic_pe4_we5) and (cosmic_pe4_wb5 = 1));
+        cosmic_pe4_dbufmux0_0_1_2_3_wa <= cosmic_pe4_wa5(8-1 downto 0);
+        cosmic_pe4_dbufmux0_0_1_2_3_wd <= unsigned(cosmic_pe4_res5(32-1 downto 0));
+    else
+        cosmic_pe4_dbufmux0_0_1_2_3_we <= stdl(bool(cosmic_pe4_ld_en) and (cosmic_pe4_ld_sel = 1));
+        cosmic_pe4_dbufmux0_0_1_2_3_wa <= cosmic_pe4_ld_addr(8-1 downto 0);
+        cosmic_pe4_dbufmux0_0_1_2_3_wd <= cosmic_pe4_ld_data(32-1 downto 0);
     end if;
     if bool(cosmic_pe4_v1) then
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_ra <= cosmic_pe4_ram1(8-1 downto 0);
+        cosmic_pe4_dbufmux0_0_1_2_3_ra <= cosmic_pe4_rad1(8-1 downto 0);
     else
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_ra <= rb_addr(8-1 downto 0);
+        cosmic_pe4_dbufmux0_0_1_2_3_ra <= rb_addr(8-1 downto 0);
     end if;
-end process cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_c;
+end process cosmic_pe4_dbufmux0_0_1_2_3_c;
 
-cosmic_pe4_ram_1r1w18_ram: process (clk) is
+cosmic_pe4_ram_1r1w21_ram: process (clk) is
 begin
     if rising_edge(clk) then
-        if bool(cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_we) then
-            cosmic_pe4_ram_1r1w18_mem(to_integer(cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wa)) <= cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wd;
+        if bool(cosmic_pe4_dbufmux0_0_1_2_3_we) then
+            cosmic_pe4_ram_1r1w21_mem(to_integer(cosmic_pe4_dbufmux0_0_1_2_3_wa)) <= cosmic_pe4_dbufmux0_0_1_2_3_wd;
         end if;
-        cosmic_pe4_rd_m <= cosmic_pe4_ram_1r1w18_mem(to_integer(cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_ra));
+        cosmic_pe4_rd_d0 <= cosmic_pe4_ram_1r1w21_mem(to_integer(cosmic_pe4_dbufmux0_0_1_2_3_ra));
     end if;
-end process cosmic_pe4_ram_1r1w18_ram;
+end process cosmic_pe4_ram_1r1w21_ram;
 
-cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_c: process (cosmic_pe4_res5, cosmic_pe4_ld_sel, cosmic_pe4_rai1, cosmic_pe4_wa5, cosmic_pe4_we5, cosmic_pe4_ld_en, cosmic_pe4_v1, cosmic_pe4_wb5, rb_addr, cosmic_pe4_busy, cosmic_pe4_ld_addr, cosmic_pe4_ld_data) is
+cosmic_pe4_dbufmux1_0_1_2_3_c: process (cosmic_pe4_res5, cosmic_pe4_ld_sel, cosmic_pe4_rad1, cosmic_pe4_wa5, cosmic_pe4_we5, cosmic_pe4_ld_en, cosmic_pe4_v1, cosmic_pe4_wb5, rb_addr, cosmic_pe4_ld_addr, cosmic_pe4_ps1, cosmic_pe4_ld_data) is
 begin
-    if bool(cosmic_pe4_busy) then
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_we <= stdl(bool(cosmic_pe4_we5) and (cosmic_pe4_wb5 = 3));
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wa <= cosmic_pe4_wa5(8-1 downto 0);
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wd <= unsigned(cosmic_pe4_res5(32-1 downto 0));
+    if bool(cosmic_pe4_ps1) then
+        cosmic_pe4_dbufmux1_0_1_2_3_we <= stdl(bool(cosmic_pe4_we5) and (cosmic_pe4_wb5 = 1));
+        cosmic_pe4_dbufmux1_0_1_2_3_wa <= cosmic_pe4_wa5(8-1 downto 0);
+        cosmic_pe4_dbufmux1_0_1_2_3_wd <= unsigned(cosmic_pe4_res5(32-1 downto 0));
     else
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_we <= stdl(bool(cosmic_pe4_ld_en) and (cosmic_pe4_ld_sel = 3));
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wa <= cosmic_pe4_ld_addr(8-1 downto 0);
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wd <= cosmic_pe4_ld_data(32-1 downto 0);
+        cosmic_pe4_dbufmux1_0_1_2_3_we <= stdl(bool(cosmic_pe4_ld_en) and (cosmic_pe4_ld_sel = 1));
+        cosmic_pe4_dbufmux1_0_1_2_3_wa <= cosmic_pe4_ld_addr(8-1 downto 0);
+        cosmic_pe4_dbufmux1_0_1_2_3_wd <= cosmic_pe4_ld_data(32-1 downto 0);
     end if;
     if bool(cosmic_pe4_v1) then
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_ra <= cosmic_pe4_rai1(8-1 downto 0);
+        cosmic_pe4_dbufmux1_0_1_2_3_ra <= cosmic_pe4_rad1(8-1 downto 0);
     else
-        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_ra <= rb_addr(8-1 downto 0);
+        cosmic_pe4_dbufmux1_0_1_2_3_ra <= rb_addr(8-1 downto 0);
     end if;
-end process cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_c;
+end process cosmic_pe4_dbufmux1_0_1_2_3_c;
 
-cosmic_pe4_ram_1r1w19_ram: process (clk) is
+cosmic_pe4_ram_1r1w22_ram: process (clk) is
 begin
     if rising_edge(clk) then
-        if bool(cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_we) then
-            cosmic_pe4_ram_1r1w19_mem(to_integer(cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wa)) <= cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wd;
+        if bool(cosmic_pe4_dbufmux1_0_1_2_3_we) then
+            cosmic_pe4_ram_1r1w22_mem(to_integer(cosmic_pe4_dbufmux1_0_1_2_3_wa)) <= cosmic_pe4_dbufmux1_0_1_2_3_wd;
         end if;
-        cosmic_pe4_rd_i <= cosmic_pe4_ram_1r1w19_mem(to_integer(cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_ra));
+        cosmic_pe4_rd_d1 <= cosmic_pe4_ram_1r1w22_mem(to_integer(cosmic_pe4_dbufmux1_0_1_2_3_ra));
     end if;
-end process cosmic_pe4_ram_1r1w19_ram;
+end process cosmic_pe4_ram_1r1w22_ram;
+
+cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_c: process (cosmic_pe4_res5, cosmic_pe4_ld_sel, cosmic_pe4_ram1, cosmic_pe4_wa5, cosmic_pe4_we5, cosmic_pe4_ld_en, cosmic_pe4_v1, cosmic_pe4_wb5, rb_addr, cosmic_pe4_busy, cosmic_pe4_ld_addr, cosmic_pe4_ld_data) is
+begin
+    if bool(cosmic_pe4_busy) then
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_we <= stdl(bool(cosmic_pe4_we5) and (cosmic_pe4_wb5 = 2));
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_wa <= cosmic_pe4_wa5(8-1 downto 0);
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_wd <= unsigned(cosmic_pe4_res5(32-1 downto 0));
+    else
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_we <= stdl(bool(cosmic_pe4_ld_en) and (cosmic_pe4_ld_sel = 2));
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_wa <= cosmic_pe4_ld_addr(8-1 downto 0);
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_wd <= cosmic_pe4_ld_data(32-1 downto 0);
+    end if;
+    if bool(cosmic_pe4_v1) then
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_ra <= cosmic_pe4_ram1(8-1 downto 0);
+    else
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_ra <= rb_addr(8-1 downto 0);
+    end if;
+end process cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_c;
+
+cosmic_pe4_ram_1r1w23_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_we) then
+            cosmic_pe4_ram_1r1w23_mem(to_integer(cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_wa)) <= cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_wd;
+        end if;
+        cosmic_pe4_rd_m <= cosmic_pe4_ram_1r1w23_mem(to_integer(cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_ra));
+    end if;
+end process cosmic_pe4_ram_1r1w23_ram;
+
+cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_c: process (cosmic_pe4_res5, cosmic_pe4_ld_sel, cosmic_pe4_rai1, cosmic_pe4_wa5, cosmic_pe4_we5, cosmic_pe4_ld_en, cosmic_pe4_v1, cosmic_pe4_wb5, rb_addr, cosmic_pe4_busy, cosmic_pe4_ld_addr, cosmic_pe4_ld_data) is
+begin
+    if bool(cosmic_pe4_busy) then
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_we <= stdl(bool(cosmic_pe4_we5) and (cosmic_pe4_wb5 = 3));
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_wa <= cosmic_pe4_wa5(8-1 downto 0);
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_wd <= unsigned(cosmic_pe4_res5(32-1 downto 0));
+    else
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_we <= stdl(bool(cosmic_pe4_ld_en) and (cosmic_pe4_ld_sel = 3));
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_wa <= cosmic_pe4_ld_addr(8-1 downto 0);
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_wd <= cosmic_pe4_ld_data(32-1 downto 0);
+    end if;
+    if bool(cosmic_pe4_v1) then
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_ra <= cosmic_pe4_rai1(8-1 downto 0);
+    else
+        cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_ra <= rb_addr(8-1 downto 0);
+    end if;
+end process cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_c;
+
+cosmic_pe4_ram_1r1w24_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_we) then
+            cosmic_pe4_ram_1r1w24_mem(to_integer(cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_wa)) <= cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_wd;
+        end if;
+        cosmic_pe4_rd_i <= cosmic_pe4_ram_1r1w24_mem(to_integer(cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_ra));
+    end if;
+end process cosmic_pe4_ram_1r1w24_ram;
 
 
 cosmic_pe4_sa3 <= cosmic_pe4_c3(44-1 downto 41);
@@ -10938,13 +11297,13 @@ begin
         else
             if bool(dptr_clr) then
                 pe_glue4_ptr <= to_unsigned(0, 9);
+            elsif (bool(pe_glue4_hit) and (pe_glue4_ptr < pe_glue4_lim)) then
+                pe_glue4_ptr <= (pe_glue4_ptr + 1);
+            end if;
+            if bool(derr_clr) then
                 pe_glue4_d_err <= '0';
-            elsif bool(pe_glue4_hit) then
-                if (pe_glue4_ptr < pe_glue4_lim) then
-                    pe_glue4_ptr <= (pe_glue4_ptr + 1);
-                else
-                    pe_glue4_d_err <= '1';
-                end if;
+            elsif (bool(pe_glue4_hit) and (pe_glue4_ptr >= pe_glue4_lim)) then
+                pe_glue4_d_err <= '1';
             end if;
         end if;
     end if;
@@ -10976,15 +11335,15 @@ begin
     end if;
 end process pe_glue4_port;
 
-cosmic_pe5_ram_1r1w20_ram: process (clk) is
+cosmic_pe5_ram_1r1w25_ram: process (clk) is
 begin
     if rising_edge(clk) then
         if bool(cosmic_pe5_s_we) then
-            cosmic_pe5_ram_1r1w20_mem(to_integer(cosmic_pe5_s_wa)) <= cosmic_pe5_s_wd;
+            cosmic_pe5_ram_1r1w25_mem(to_integer(cosmic_pe5_s_wa)) <= cosmic_pe5_s_wd;
         end if;
-        cosmic_pe5_ir <= cosmic_pe5_ram_1r1w20_mem(to_integer(cosmic_pe5_s_ra));
+        cosmic_pe5_ir <= cosmic_pe5_ram_1r1w25_mem(to_integer(cosmic_pe5_s_ra));
     end if;
-end process cosmic_pe5_ram_1r1w20_ram;
+end process cosmic_pe5_ram_1r1w25_ram;
 
 
 cosmic_pe5_wad <= cosmic_pe5_wa1(8-1 downto 0);
@@ -11048,89 +11407,141 @@ begin
     end if;
 end process cosmic_pe5_opaddr1_0_1_2_3_4_c;
 
-cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_c: process (cosmic_pe5_res5, cosmic_pe5_ld_sel, cosmic_pe5_rad1, cosmic_pe5_wa5, cosmic_pe5_we5, cosmic_pe5_ld_en, cosmic_pe5_v1, cosmic_pe5_wb5, rb_addr, cosmic_pe5_busy, cosmic_pe5_ld_addr, cosmic_pe5_ld_data) is
-begin
-    if bool(cosmic_pe5_busy) then
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_we <= stdl(bool(cosmic_pe5_we5) and (cosmic_pe5_wb5 = 1));
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wa <= cosmic_pe5_wa5(8-1 downto 0);
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wd <= unsigned(cosmic_pe5_res5(32-1 downto 0));
-    else
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_we <= stdl(bool(cosmic_pe5_ld_en) and (cosmic_pe5_ld_sel = 1));
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wa <= cosmic_pe5_ld_addr(8-1 downto 0);
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wd <= cosmic_pe5_ld_data(32-1 downto 0);
-    end if;
-    if bool(cosmic_pe5_v1) then
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_ra <= cosmic_pe5_rad1(8-1 downto 0);
-    else
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_ra <= rb_addr(8-1 downto 0);
-    end if;
-end process cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_c;
-
-cosmic_pe5_ram_1r1w21_ram: process (clk) is
+cosmic_pe5_bank: process (clk) is
 begin
     if rising_edge(clk) then
-        if bool(cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_we) then
-            cosmic_pe5_ram_1r1w21_mem(to_integer(cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wa)) <= cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wd;
+        if (rst = '1') then
+            cosmic_pe5_bk <= '0';
+        else
+            if (bool(cosmic_pe5_go) and (not bool(cosmic_pe5_len_bad))) then
+                cosmic_pe5_bk <= stdl((not bool(cosmic_pe5_bk)));
+            end if;
         end if;
-        cosmic_pe5_rd_d <= cosmic_pe5_ram_1r1w21_mem(to_integer(cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_ra));
     end if;
-end process cosmic_pe5_ram_1r1w21_ram;
+end process cosmic_pe5_bank;
 
-cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_c: process (cosmic_pe5_res5, cosmic_pe5_ld_sel, cosmic_pe5_ram1, cosmic_pe5_wa5, cosmic_pe5_we5, cosmic_pe5_ld_en, cosmic_pe5_v1, cosmic_pe5_wb5, rb_addr, cosmic_pe5_busy, cosmic_pe5_ld_addr, cosmic_pe5_ld_data) is
+cosmic_pe5_bankside: process (cosmic_pe5_rd_d0, cosmic_pe5_bk, cosmic_pe5_busy, cosmic_pe5_rd_d1) is
 begin
-    if bool(cosmic_pe5_busy) then
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_we <= stdl(bool(cosmic_pe5_we5) and (cosmic_pe5_wb5 = 2));
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_wa <= cosmic_pe5_wa5(8-1 downto 0);
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_wd <= unsigned(cosmic_pe5_res5(32-1 downto 0));
+    cosmic_pe5_ps0 <= stdl(bool(cosmic_pe5_busy) and (not bool(cosmic_pe5_bk)));
+    cosmic_pe5_ps1 <= stdl(bool(cosmic_pe5_busy) and bool(cosmic_pe5_bk));
+    if bool(cosmic_pe5_bk) then
+        cosmic_pe5_rd_d <= cosmic_pe5_rd_d1;
     else
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_we <= stdl(bool(cosmic_pe5_ld_en) and (cosmic_pe5_ld_sel = 2));
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_wa <= cosmic_pe5_ld_addr(8-1 downto 0);
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_wd <= cosmic_pe5_ld_data(32-1 downto 0);
+        cosmic_pe5_rd_d <= cosmic_pe5_rd_d0;
+    end if;
+end process cosmic_pe5_bankside;
+
+cosmic_pe5_dbufmux0_0_1_2_3_4_c: process (cosmic_pe5_res5, cosmic_pe5_ld_sel, cosmic_pe5_rad1, cosmic_pe5_wa5, cosmic_pe5_we5, cosmic_pe5_ld_en, cosmic_pe5_v1, cosmic_pe5_wb5, rb_addr, cosmic_pe5_ld_addr, cosmic_pe5_ps0, cosmic_pe5_ld_data) is
+begin
+    if bool(cosmic_pe5_ps0) then
+        cosmic_pe5_dbufmux0_0_1_2_3_4_we <= stdl(bool(cosmic_pe5_we5) and (cosmic_pe5_wb5 = 1));
+        cosmic_pe5_dbufmux0_0_1_2_3_4_wa <= cosmic_pe5_wa5(8-1 downto 0);
+        cosmic_pe5_dbufmux0_0_1_2_3_4_wd <= unsigned(cosmic_pe5_res5(32-1 downto 0));
+    else
+        cosmic_pe5_dbufmux0_0_1_2_3_4_we <= stdl(bool(cosmic_pe5_ld_en) and (cosmic_pe5_ld_sel = 1));
+        cosmic_pe5_dbufmux0_0_1_2_3_4_wa <= cosmic_pe5_ld_addr(8-1 downto 0);
+        cosmic_pe5_dbufmux0_0_1_2_3_4_wd <= cosmic_pe5_ld_data(32-1 downto 0);
     end if;
     if bool(cosmic_pe5_v1) then
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_ra <= cosmic_pe5_ram1(8-1 downto 0);
+        cosmic_pe5_dbufmux0_0_1_2_3_4_ra <= cosmic_pe5_rad1(8-1 downto 0);
     else
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_ra <= rb_addr(8-1 downto 0);
+        cosmic_pe5_dbufmux0_0_1_2_3_4_ra <= rb_addr(8-1 downto 0);
     end if;
-end process cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_c;
+end process cosmic_pe5_dbufmux0_0_1_2_3_4_c;
 
-cosmic_pe5_ram_1r1w22_ram: process (clk) is
+cosmic_pe5_ram_1r1w26_ram: process (clk) is
 begin
     if rising_edge(clk) then
-        if bool(cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_we) then
-            cosmic_pe5_ram_1r1w22_mem(to_integer(cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_wa)) <= cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_wd;
+        if bool(cosmic_pe5_dbufmux0_0_1_2_3_4_we) then
+            cosmic_pe5_ram_1r1w26_mem(to_integer(cosmic_pe5_dbufmux0_0_1_2_3_4_wa)) <= cosmic_pe5_dbufmux0_0_1_2_3_4_wd;
         end if;
-        cosmic_pe5_rd_m <= cosmic_pe5_ram_1r1w22_mem(to_integer(cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_ra));
+        cosmic_pe5_rd_d0 <= cosmic_pe5_ram_1r1w26_mem(to_integer(cosmic_pe5_dbufmux0_0_1_2_3_4_ra));
     end if;
-end process cosmic_pe5_ram_1r1w22_ram;
+end process cosmic_pe5_ram_1r1w26_ram;
 
-cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_c: process (cosmic_pe5_res5, cosmic_pe5_ld_sel, cosmic_pe5_rai1, cosmic_pe5_wa5, cosmic_pe5_we5, cosmic_pe5_ld_en, cosmic_pe5_v1, cosmic_pe5_wb5, rb_addr, cosmic_pe5_busy, cosmic_pe5_ld_addr, cosmic_pe5_ld_data) is
+cosmic_pe5_dbufmux1_0_1_2_3_4_c: process (cosmic_pe5_res5, cosmic_pe5_ld_sel, cosmic_pe5_rad1, cosmic_pe5_wa5, cosmic_pe5_we5, cosmic_pe5_ld_en, cosmic_pe5_v1, cosmic_pe5_wb5, rb_addr, cosmic_pe5_ld_addr, cosmic_pe5_ps1, cosmic_pe5_ld_data) is
 begin
-    if bool(cosmic_pe5_busy) then
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_we <= stdl(bool(cosmic_pe5_we5) and (cosmic_pe5_wb5 = 3));
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_wa <= cosmic_pe5_wa5(8-1 downto 0);
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_wd <= unsigned(cosmic_pe5_res5(32-1 downto 0));
+    if bool(cosmic_pe5_ps1) then
+        cosmic_pe5_dbufmux1_0_1_2_3_4_we <= stdl(bool(cosmic_pe5_we5) and (cosmic_pe5_wb5 = 1));
+        cosmic_pe5_dbufmux1_0_1_2_3_4_wa <= cosmic_pe5_wa5(8-1 downto 0);
+        cosmic_pe5_dbufmux1_0_1_2_3_4_wd <= unsigned(cosmic_pe5_res5(32-1 downto 0));
     else
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_we <= stdl(bool(cosmic_pe5_ld_en) and (cosmic_pe5_ld_sel = 3));
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_wa <= cosmic_pe5_ld_addr(8-1 downto 0);
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_wd <= cosmic_pe5_ld_data(32-1 downto 0);
+        cosmic_pe5_dbufmux1_0_1_2_3_4_we <= stdl(bool(cosmic_pe5_ld_en) and (cosmic_pe5_ld_sel = 1));
+        cosmic_pe5_dbufmux1_0_1_2_3_4_wa <= cosmic_pe5_ld_addr(8-1 downto 0);
+        cosmic_pe5_dbufmux1_0_1_2_3_4_wd <= cosmic_pe5_ld_data(32-1 downto 0);
     end if;
     if bool(cosmic_pe5_v1) then
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_ra <= cosmic_pe5_rai1(8-1 downto 0);
+        cosmic_pe5_dbufmux1_0_1_2_3_4_ra <= cosmic_pe5_rad1(8-1 downto 0);
     else
-        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_ra <= rb_addr(8-1 downto 0);
+        cosmic_pe5_dbufmux1_0_1_2_3_4_ra <= rb_addr(8-1 downto 0);
     end if;
-end process cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_c;
+end process cosmic_pe5_dbufmux1_0_1_2_3_4_c;
 
-cosmic_pe5_ram_1r1w23_ram: process (clk) is
+cosmic_pe5_ram_1r1w27_ram: process (clk) is
 begin
     if rising_edge(clk) then
-        if bool(cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_we) then
-            cosmic_pe5_ram_1r1w23_mem(to_integer(cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_wa)) <= cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_wd;
+        if bool(cosmic_pe5_dbufmux1_0_1_2_3_4_we) then
+            cosmic_pe5_ram_1r1w27_mem(to_integer(cosmic_pe5_dbufmux1_0_1_2_3_4_wa)) <= cosmic_pe5_dbufmux1_0_1_2_3_4_wd;
         end if;
-        cosmic_pe5_rd_i <= cosmic_pe5_ram_1r1w23_mem(to_integer(cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_ra));
+        cosmic_pe5_rd_d1 <= cosmic_pe5_ram_1r1w27_mem(to_integer(cosmic_pe5_dbufmux1_0_1_2_3_4_ra));
     end if;
-end process cosmic_pe5_ram_1r1w23_ram;
+end process cosmic_pe5_ram_1r1w27_ram;
+
+cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_c: process (cosmic_pe5_res5, cosmic_pe5_ld_sel, cosmic_pe5_ram1, cosmic_pe5_wa5, cosmic_pe5_we5, cosmic_pe5_ld_en, cosmic_pe5_v1, cosmic_pe5_wb5, rb_addr, cosmic_pe5_busy, cosmic_pe5_ld_addr, cosmic_pe5_ld_data) is
+begin
+    if bool(cosmic_pe5_busy) then
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_we <= stdl(bool(cosmic_pe5_we5) and (cosmic_pe5_wb5 = 2));
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_wa <= cosmic_pe5_wa5(8-1 downto 0);
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_wd <= unsigned(cosmic_pe5_res5(32-1 downto 0));
+    else
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_we <= stdl(bool(cosmic_pe5_ld_en) and (cosmic_pe5_ld_sel = 2));
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_wa <= cosmic_pe5_ld_addr(8-1 downto 0);
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_wd <= cosmic_pe5_ld_data(32-1 downto 0);
+    end if;
+    if bool(cosmic_pe5_v1) then
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_ra <= cosmic_pe5_ram1(8-1 downto 0);
+    else
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_ra <= rb_addr(8-1 downto 0);
+    end if;
+end process cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_c;
+
+cosmic_pe5_ram_1r1w28_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_we) then
+            cosmic_pe5_ram_1r1w28_mem(to_integer(cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_wa)) <= cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_wd;
+        end if;
+        cosmic_pe5_rd_m <= cosmic_pe5_ram_1r1w28_mem(to_integer(cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_ra));
+    end if;
+end process cosmic_pe5_ram_1r1w28_ram;
+
+cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_c: process (cosmic_pe5_res5, cosmic_pe5_ld_sel, cosmic_pe5_rai1, cosmic_pe5_wa5, cosmic_pe5_we5, cosmic_pe5_ld_en, cosmic_pe5_v1, cosmic_pe5_wb5, rb_addr, cosmic_pe5_busy, cosmic_pe5_ld_addr, cosmic_pe5_ld_data) is
+begin
+    if bool(cosmic_pe5_busy) then
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_we <= stdl(bool(cosmic_pe5_we5) and (cosmic_pe5_wb5 = 3));
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wa <= cosmic_pe5_wa5(8-1 downto 0);
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wd <= unsigned(cosmic_pe5_res5(32-1 downto 0));
+    else
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_we <= stdl(bool(cosmic_pe5_ld_en) and (cosmic_pe5_ld_sel = 3));
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wa <= cosmic_pe5_ld_addr(8-1 downto 0);
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wd <= cosmic_pe5_ld_data(32-1 downto 0);
+    end if;
+    if bool(cosmic_pe5_v1) then
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_ra <= cosmic_pe5_rai1(8-1 downto 0);
+    else
+        cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_ra <= rb_addr(8-1 downto 0);
+    end if;
+end process cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_c;
+
+cosmic_pe5_ram_1r1w29_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_we) then
+            cosmic_pe5_ram_1r1w29_mem(to_integer(cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wa)) <= cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wd;
+        end if;
+        cosmic_pe5_rd_i <= cosmic_pe5_ram_1r1w29_mem(to_integer(cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_ra));
+    end if;
+end process cosmic_pe5_ram_1r1w29_ram;
 
 
 cosmic_pe5_sa3 <= cosmic_pe5_c3(44-1 downto 41);
@@ -11989,13 +12400,13 @@ begin
         else
             if bool(dptr_clr) then
                 pe_glue5_ptr <= to_unsigned(0, 9);
+            elsif (bool(pe_glue5_hit) and (pe_glue5_ptr < pe_glue5_lim)) then
+                pe_glue5_ptr <= (pe_glue5_ptr + 1);
+            end if;
+            if bool(derr_clr) then
                 pe_glue5_d_err <= '0';
-            elsif bool(pe_glue5_hit) then
-                if (pe_glue5_ptr < pe_glue5_lim) then
-                    pe_glue5_ptr <= (pe_glue5_ptr + 1);
-                else
-                    pe_glue5_d_err <= '1';
-                end if;
+            elsif (bool(pe_glue5_hit) and (pe_glue5_ptr >= pe_glue5_lim)) then
+                pe_glue5_d_err <= '1';
             end if;
         end if;
     end if;
@@ -12027,15 +12438,15 @@ begin
     end if;
 end process pe_glue5_port;
 
-cosmic_pe6_ram_1r1w24_ram: process (clk) is
+cosmic_pe6_ram_1r1w30_ram: process (clk) is
 begin
     if rising_edge(clk) then
         if bool(cosmic_pe6_s_we) then
-            cosmic_pe6_ram_1r1w24_mem(to_integer(cosmic_pe6_s_wa)) <= cosmic_pe6_s_wd;
+            cosmic_pe6_ram_1r1w30_mem(to_integer(cosmic_pe6_s_wa)) <= cosmic_pe6_s_wd;
         end if;
-        cosmic_pe6_ir <= cosmic_pe6_ram_1r1w24_mem(to_integer(cosmic_pe6_s_ra));
+        cosmic_pe6_ir <= cosmic_pe6_ram_1r1w30_mem(to_integer(cosmic_pe6_s_ra));
     end if;
-end process cosmic_pe6_ram_1r1w24_ram;
+end process cosmic_pe6_ram_1r1w30_ram;
 
 
 cosmic_pe6_wad <= cosmic_pe6_wa1(8-1 downto 0);
@@ -12099,89 +12510,141 @@ begin
     end if;
 end process cosmic_pe6_opaddr1_0_1_2_3_4_5_c;
 
-cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_c: process (cosmic_pe6_res5, cosmic_pe6_ld_sel, cosmic_pe6_rad1, cosmic_pe6_wa5, cosmic_pe6_we5, cosmic_pe6_ld_en, cosmic_pe6_v1, cosmic_pe6_wb5, rb_addr, cosmic_pe6_busy, cosmic_pe6_ld_addr, cosmic_pe6_ld_data) is
-begin
-    if bool(cosmic_pe6_busy) then
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_we <= stdl(bool(cosmic_pe6_we5) and (cosmic_pe6_wb5 = 1));
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_wa <= cosmic_pe6_wa5(8-1 downto 0);
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_wd <= unsigned(cosmic_pe6_res5(32-1 downto 0));
-    else
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_we <= stdl(bool(cosmic_pe6_ld_en) and (cosmic_pe6_ld_sel = 1));
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_wa <= cosmic_pe6_ld_addr(8-1 downto 0);
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_wd <= cosmic_pe6_ld_data(32-1 downto 0);
-    end if;
-    if bool(cosmic_pe6_v1) then
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_ra <= cosmic_pe6_rad1(8-1 downto 0);
-    else
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_ra <= rb_addr(8-1 downto 0);
-    end if;
-end process cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_c;
-
-cosmic_pe6_ram_1r1w25_ram: process (clk) is
+cosmic_pe6_bank: process (clk) is
 begin
     if rising_edge(clk) then
-        if bool(cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_we) then
-            cosmic_pe6_ram_1r1w25_mem(to_integer(cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_wa)) <= cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_wd;
+        if (rst = '1') then
+            cosmic_pe6_bk <= '0';
+        else
+            if (bool(cosmic_pe6_go) and (not bool(cosmic_pe6_len_bad))) then
+                cosmic_pe6_bk <= stdl((not bool(cosmic_pe6_bk)));
+            end if;
         end if;
-        cosmic_pe6_rd_d <= cosmic_pe6_ram_1r1w25_mem(to_integer(cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_ra));
     end if;
-end process cosmic_pe6_ram_1r1w25_ram;
+end process cosmic_pe6_bank;
 
-cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_c: process (cosmic_pe6_res5, cosmic_pe6_ld_sel, cosmic_pe6_ram1, cosmic_pe6_wa5, cosmic_pe6_we5, cosmic_pe6_ld_en, cosmic_pe6_v1, cosmic_pe6_wb5, rb_addr, cosmic_pe6_busy, cosmic_pe6_ld_addr, cosmic_pe6_ld_data) is
+cosmic_pe6_bankside: process (cosmic_pe6_rd_d0, cosmic_pe6_bk, cosmic_pe6_busy, cosmic_pe6_rd_d1) is
 begin
-    if bool(cosmic_pe6_busy) then
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_we <= stdl(bool(cosmic_pe6_we5) and (cosmic_pe6_wb5 = 2));
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_wa <= cosmic_pe6_wa5(8-1 downto 0);
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_wd <= unsigned(cosmic_pe6_res5(32-1 downto 0));
+    cosmic_pe6_ps0 <= stdl(bool(cosmic_pe6_busy) and (not bool(cosmic_pe6_bk)));
+    cosmic_pe6_ps1 <= stdl(bool(cosmic_pe6_busy) and bool(cosmic_pe6_bk));
+    if bool(cosmic_pe6_bk) then
+        cosmic_pe6_rd_d <= cosmic_pe6_rd_d1;
     else
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_we <= stdl(bool(cosmic_pe6_ld_en) and (cosmic_pe6_ld_sel = 2));
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_wa <= cosmic_pe6_ld_addr(8-1 downto 0);
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_wd <= cosmic_pe6_ld_data(32-1 downto 0);
+        cosmic_pe6_rd_d <= cosmic_pe6_rd_d0;
+    end if;
+end process cosmic_pe6_bankside;
+
+cosmic_pe6_dbufmux0_0_1_2_3_4_5_c: process (cosmic_pe6_res5, cosmic_pe6_ld_sel, cosmic_pe6_rad1, cosmic_pe6_wa5, cosmic_pe6_we5, cosmic_pe6_ld_en, cosmic_pe6_v1, cosmic_pe6_wb5, rb_addr, cosmic_pe6_ld_addr, cosmic_pe6_ps0, cosmic_pe6_ld_data) is
+begin
+    if bool(cosmic_pe6_ps0) then
+        cosmic_pe6_dbufmux0_0_1_2_3_4_5_we <= stdl(bool(cosmic_pe6_we5) and (cosmic_pe6_wb5 = 1));
+        cosmic_pe6_dbufmux0_0_1_2_3_4_5_wa <= cosmic_pe6_wa5(8-1 downto 0);
+        cosmic_pe6_dbufmux0_0_1_2_3_4_5_wd <= unsigned(cosmic_pe6_res5(32-1 downto 0));
+    else
+        cosmic_pe6_dbufmux0_0_1_2_3_4_5_we <= stdl(bool(cosmic_pe6_ld_en) and (cosmic_pe6_ld_sel = 1));
+        cosmic_pe6_dbufmux0_0_1_2_3_4_5_wa <= cosmic_pe6_ld_addr(8-1 downto 0);
+        cosmic_pe6_dbufmux0_0_1_2_3_4_5_wd <= cosmic_pe6_ld_data(32-1 downto 0);
     end if;
     if bool(cosmic_pe6_v1) then
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_ra <= cosmic_pe6_ram1(8-1 downto 0);
+        cosmic_pe6_dbufmux0_0_1_2_3_4_5_ra <= cosmic_pe6_rad1(8-1 downto 0);
     else
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_ra <= rb_addr(8-1 downto 0);
+        cosmic_pe6_dbufmux0_0_1_2_3_4_5_ra <= rb_addr(8-1 downto 0);
     end if;
-end process cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_c;
+end process cosmic_pe6_dbufmux0_0_1_2_3_4_5_c;
 
-cosmic_pe6_ram_1r1w26_ram: process (clk) is
+cosmic_pe6_ram_1r1w31_ram: process (clk) is
 begin
     if rising_edge(clk) then
-        if bool(cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_we) then
-            cosmic_pe6_ram_1r1w26_mem(to_integer(cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_wa)) <= cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_wd;
+        if bool(cosmic_pe6_dbufmux0_0_1_2_3_4_5_we) then
+            cosmic_pe6_ram_1r1w31_mem(to_integer(cosmic_pe6_dbufmux0_0_1_2_3_4_5_wa)) <= cosmic_pe6_dbufmux0_0_1_2_3_4_5_wd;
         end if;
-        cosmic_pe6_rd_m <= cosmic_pe6_ram_1r1w26_mem(to_integer(cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_ra));
+        cosmic_pe6_rd_d0 <= cosmic_pe6_ram_1r1w31_mem(to_integer(cosmic_pe6_dbufmux0_0_1_2_3_4_5_ra));
     end if;
-end process cosmic_pe6_ram_1r1w26_ram;
+end process cosmic_pe6_ram_1r1w31_ram;
 
-cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_c: process (cosmic_pe6_res5, cosmic_pe6_ld_sel, cosmic_pe6_rai1, cosmic_pe6_wa5, cosmic_pe6_we5, cosmic_pe6_ld_en, cosmic_pe6_v1, cosmic_pe6_wb5, rb_addr, cosmic_pe6_busy, cosmic_pe6_ld_addr, cosmic_pe6_ld_data) is
+cosmic_pe6_dbufmux1_0_1_2_3_4_5_c: process (cosmic_pe6_res5, cosmic_pe6_ld_sel, cosmic_pe6_rad1, cosmic_pe6_wa5, cosmic_pe6_we5, cosmic_pe6_ld_en, cosmic_pe6_v1, cosmic_pe6_wb5, rb_addr, cosmic_pe6_ld_addr, cosmic_pe6_ps1, cosmic_pe6_ld_data) is
 begin
-    if bool(cosmic_pe6_busy) then
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_we <= stdl(bool(cosmic_pe6_we5) and (cosmic_pe6_wb5 = 3));
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_wa <= cosmic_pe6_wa5(8-1 downto 0);
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_wd <= unsigned(cosmic_pe6_res5(32-1 downto 0));
+    if bool(cosmic_pe6_ps1) then
+        cosmic_pe6_dbufmux1_0_1_2_3_4_5_we <= stdl(bool(cosmic_pe6_we5) and (cosmic_pe6_wb5 = 1));
+        cosmic_pe6_dbufmux1_0_1_2_3_4_5_wa <= cosmic_pe6_wa5(8-1 downto 0);
+        cosmic_pe6_dbufmux1_0_1_2_3_4_5_wd <= unsigned(cosmic_pe6_res5(32-1 downto 0));
     else
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_we <= stdl(bool(cosmic_pe6_ld_en) and (cosmic_pe6_ld_sel = 3));
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_wa <= cosmic_pe6_ld_addr(8-1 downto 0);
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_wd <= cosmic_pe6_ld_data(32-1 downto 0);
+        cosmic_pe6_dbufmux1_0_1_2_3_4_5_we <= stdl(bool(cosmic_pe6_ld_en) and (cosmic_pe6_ld_sel = 1));
+        cosmic_pe6_dbufmux1_0_1_2_3_4_5_wa <= cosmic_pe6_ld_addr(8-1 downto 0);
+        cosmic_pe6_dbufmux1_0_1_2_3_4_5_wd <= cosmic_pe6_ld_data(32-1 downto 0);
     end if;
     if bool(cosmic_pe6_v1) then
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_ra <= cosmic_pe6_rai1(8-1 downto 0);
+        cosmic_pe6_dbufmux1_0_1_2_3_4_5_ra <= cosmic_pe6_rad1(8-1 downto 0);
     else
-        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_ra <= rb_addr(8-1 downto 0);
+        cosmic_pe6_dbufmux1_0_1_2_3_4_5_ra <= rb_addr(8-1 downto 0);
     end if;
-end process cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_c;
+end process cosmic_pe6_dbufmux1_0_1_2_3_4_5_c;
 
-cosmic_pe6_ram_1r1w27_ram: process (clk) is
+cosmic_pe6_ram_1r1w32_ram: process (clk) is
 begin
     if rising_edge(clk) then
-        if bool(cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_we) then
-            cosmic_pe6_ram_1r1w27_mem(to_integer(cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_wa)) <= cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_wd;
+        if bool(cosmic_pe6_dbufmux1_0_1_2_3_4_5_we) then
+            cosmic_pe6_ram_1r1w32_mem(to_integer(cosmic_pe6_dbufmux1_0_1_2_3_4_5_wa)) <= cosmic_pe6_dbufmux1_0_1_2_3_4_5_wd;
         end if;
-        cosmic_pe6_rd_i <= cosmic_pe6_ram_1r1w27_mem(to_integer(cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_ra));
+        cosmic_pe6_rd_d1 <= cosmic_pe6_ram_1r1w32_mem(to_integer(cosmic_pe6_dbufmux1_0_1_2_3_4_5_ra));
     end if;
-end process cosmic_pe6_ram_1r1w27_ram;
+end process cosmic_pe6_ram_1r1w32_ram;
+
+cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_c: process (cosmic_pe6_res5, cosmic_pe6_ld_sel, cosmic_pe6_ram1, cosmic_pe6_wa5, cosmic_pe6_we5, cosmic_pe6_ld_en, cosmic_pe6_v1, cosmic_pe6_wb5, rb_addr, cosmic_pe6_busy, cosmic_pe6_ld_addr, cosmic_pe6_ld_data) is
+begin
+    if bool(cosmic_pe6_busy) then
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_we <= stdl(bool(cosmic_pe6_we5) and (cosmic_pe6_wb5 = 2));
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wa <= cosmic_pe6_wa5(8-1 downto 0);
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wd <= unsigned(cosmic_pe6_res5(32-1 downto 0));
+    else
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_we <= stdl(bool(cosmic_pe6_ld_en) and (cosmic_pe6_ld_sel = 2));
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wa <= cosmic_pe6_ld_addr(8-1 downto 0);
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wd <= cosmic_pe6_ld_data(32-1 downto 0);
+    end if;
+    if bool(cosmic_pe6_v1) then
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_ra <= cosmic_pe6_ram1(8-1 downto 0);
+    else
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_ra <= rb_addr(8-1 downto 0);
+    end if;
+end process cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_c;
+
+cosmic_pe6_ram_1r1w33_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_we) then
+            cosmic_pe6_ram_1r1w33_mem(to_integer(cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wa)) <= cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_wd;
+        end if;
+        cosmic_pe6_rd_m <= cosmic_pe6_ram_1r1w33_mem(to_integer(cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_ra));
+    end if;
+end process cosmic_pe6_ram_1r1w33_ram;
+
+cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_c: process (cosmic_pe6_res5, cosmic_pe6_ld_sel, cosmic_pe6_rai1, cosmic_pe6_wa5, cosmic_pe6_we5, cosmic_pe6_ld_en, cosmic_pe6_v1, cosmic_pe6_wb5, rb_addr, cosmic_pe6_busy, cosmic_pe6_ld_addr, cosmic_pe6_ld_data) is
+begin
+    if bool(cosmic_pe6_busy) then
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_we <= stdl(bool(cosmic_pe6_we5) and (cosmic_pe6_wb5 = 3));
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wa <= cosmic_pe6_wa5(8-1 downto 0);
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wd <= unsigned(cosmic_pe6_res5(32-1 downto 0));
+    else
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_we <= stdl(bool(cosmic_pe6_ld_en) and (cosmic_pe6_ld_sel = 3));
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wa <= cosmic_pe6_ld_addr(8-1 downto 0);
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wd <= cosmic_pe6_ld_data(32-1 downto 0);
+    end if;
+    if bool(cosmic_pe6_v1) then
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_ra <= cosmic_pe6_rai1(8-1 downto 0);
+    else
+        cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_ra <= rb_addr(8-1 downto 0);
+    end if;
+end process cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_c;
+
+cosmic_pe6_ram_1r1w34_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_we) then
+            cosmic_pe6_ram_1r1w34_mem(to_integer(cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wa)) <= cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wd;
+        end if;
+        cosmic_pe6_rd_i <= cosmic_pe6_ram_1r1w34_mem(to_integer(cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_ra));
+    end if;
+end process cosmic_pe6_ram_1r1w34_ram;
 
 
 cosmic_pe6_sa3 <= cosmic_pe6_c3(44-1 downto 41);
@@ -13040,13 +13503,13 @@ begin
         else
             if bool(dptr_clr) then
                 pe_glue6_ptr <= to_unsigned(0, 9);
+            elsif (bool(pe_glue6_hit) and (pe_glue6_ptr < pe_glue6_lim)) then
+                pe_glue6_ptr <= (pe_glue6_ptr + 1);
+            end if;
+            if bool(derr_clr) then
                 pe_glue6_d_err <= '0';
-            elsif bool(pe_glue6_hit) then
-                if (pe_glue6_ptr < pe_glue6_lim) then
-                    pe_glue6_ptr <= (pe_glue6_ptr + 1);
-                else
-                    pe_glue6_d_err <= '1';
-                end if;
+            elsif (bool(pe_glue6_hit) and (pe_glue6_ptr >= pe_glue6_lim)) then
+                pe_glue6_d_err <= '1';
             end if;
         end if;
     end if;
@@ -13078,15 +13541,15 @@ begin
     end if;
 end process pe_glue6_port;
 
-cosmic_pe7_ram_1r1w28_ram: process (clk) is
+cosmic_pe7_ram_1r1w35_ram: process (clk) is
 begin
     if rising_edge(clk) then
         if bool(cosmic_pe7_s_we) then
-            cosmic_pe7_ram_1r1w28_mem(to_integer(cosmic_pe7_s_wa)) <= cosmic_pe7_s_wd;
+            cosmic_pe7_ram_1r1w35_mem(to_integer(cosmic_pe7_s_wa)) <= cosmic_pe7_s_wd;
         end if;
-        cosmic_pe7_ir <= cosmic_pe7_ram_1r1w28_mem(to_integer(cosmic_pe7_s_ra));
+        cosmic_pe7_ir <= cosmic_pe7_ram_1r1w35_mem(to_integer(cosmic_pe7_s_ra));
     end if;
-end process cosmic_pe7_ram_1r1w28_ram;
+end process cosmic_pe7_ram_1r1w35_ram;
 
 
 cosmic_pe7_wad <= cosmic_pe7_wa1(8-1 downto 0);
@@ -13150,89 +13613,141 @@ begin
     end if;
 end process cosmic_pe7_opaddr1_0_1_2_3_4_5_6_c;
 
-cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_c: process (cosmic_pe7_res5, cosmic_pe7_ld_sel, cosmic_pe7_rad1, cosmic_pe7_wa5, cosmic_pe7_we5, cosmic_pe7_ld_en, cosmic_pe7_v1, cosmic_pe7_wb5, rb_addr, cosmic_pe7_busy, cosmic_pe7_ld_addr, cosmic_pe7_ld_data) is
-begin
-    if bool(cosmic_pe7_busy) then
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_we <= stdl(bool(cosmic_pe7_we5) and (cosmic_pe7_wb5 = 1));
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_wa <= cosmic_pe7_wa5(8-1 downto 0);
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_wd <= unsigned(cosmic_pe7_res5(32-1 downto 0));
-    else
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_we <= stdl(bool(cosmic_pe7_ld_en) and (cosmic_pe7_ld_sel = 1));
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_wa <= cosmic_pe7_ld_addr(8-1 downto 0);
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_wd <= cosmic_pe7_ld_data(32-1 downto 0);
-    end if;
-    if bool(cosmic_pe7_v1) then
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_ra <= cosmic_pe7_rad1(8-1 downto 0);
-    else
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_ra <= rb_addr(8-1 downto 0);
-    end if;
-end process cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_c;
-
-cosmic_pe7_ram_1r1w29_ram: process (clk) is
+cosmic_pe7_bank: process (clk) is
 begin
     if rising_edge(clk) then
-        if bool(cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_we) then
-            cosmic_pe7_ram_1r1w29_mem(to_integer(cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_wa)) <= cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_wd;
+        if (rst = '1') then
+            cosmic_pe7_bk <= '0';
+        else
+            if (bool(cosmic_pe7_go) and (not bool(cosmic_pe7_len_bad))) then
+                cosmic_pe7_bk <= stdl((not bool(cosmic_pe7_bk)));
+            end if;
         end if;
-        cosmic_pe7_rd_d <= cosmic_pe7_ram_1r1w29_mem(to_integer(cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_ra));
     end if;
-end process cosmic_pe7_ram_1r1w29_ram;
+end process cosmic_pe7_bank;
 
-cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_c: process (cosmic_pe7_res5, cosmic_pe7_ld_sel, cosmic_pe7_ram1, cosmic_pe7_wa5, cosmic_pe7_we5, cosmic_pe7_ld_en, cosmic_pe7_v1, cosmic_pe7_wb5, rb_addr, cosmic_pe7_busy, cosmic_pe7_ld_addr, cosmic_pe7_ld_data) is
+cosmic_pe7_bankside: process (cosmic_pe7_rd_d0, cosmic_pe7_bk, cosmic_pe7_busy, cosmic_pe7_rd_d1) is
 begin
-    if bool(cosmic_pe7_busy) then
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_we <= stdl(bool(cosmic_pe7_we5) and (cosmic_pe7_wb5 = 2));
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_wa <= cosmic_pe7_wa5(8-1 downto 0);
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_wd <= unsigned(cosmic_pe7_res5(32-1 downto 0));
+    cosmic_pe7_ps0 <= stdl(bool(cosmic_pe7_busy) and (not bool(cosmic_pe7_bk)));
+    cosmic_pe7_ps1 <= stdl(bool(cosmic_pe7_busy) and bool(cosmic_pe7_bk));
+    if bool(cosmic_pe7_bk) then
+        cosmic_pe7_rd_d <= cosmic_pe7_rd_d1;
     else
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_we <= stdl(bool(cosmic_pe7_ld_en) and (cosmic_pe7_ld_sel = 2));
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_wa <= cosmic_pe7_ld_addr(8-1 downto 0);
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_wd <= cosmic_pe7_ld_data(32-1 downto 0);
+        cosmic_pe7_rd_d <= cosmic_pe7_rd_d0;
+    end if;
+end process cosmic_pe7_bankside;
+
+cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_c: process (cosmic_pe7_res5, cosmic_pe7_ld_sel, cosmic_pe7_rad1, cosmic_pe7_wa5, cosmic_pe7_we5, cosmic_pe7_ld_en, cosmic_pe7_v1, cosmic_pe7_wb5, rb_addr, cosmic_pe7_ld_addr, cosmic_pe7_ps0, cosmic_pe7_ld_data) is
+begin
+    if bool(cosmic_pe7_ps0) then
+        cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_we <= stdl(bool(cosmic_pe7_we5) and (cosmic_pe7_wb5 = 1));
+        cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_wa <= cosmic_pe7_wa5(8-1 downto 0);
+        cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_wd <= unsigned(cosmic_pe7_res5(32-1 downto 0));
+    else
+        cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_we <= stdl(bool(cosmic_pe7_ld_en) and (cosmic_pe7_ld_sel = 1));
+        cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_wa <= cosmic_pe7_ld_addr(8-1 downto 0);
+        cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_wd <= cosmic_pe7_ld_data(32-1 downto 0);
     end if;
     if bool(cosmic_pe7_v1) then
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_ra <= cosmic_pe7_ram1(8-1 downto 0);
+        cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_ra <= cosmic_pe7_rad1(8-1 downto 0);
     else
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_ra <= rb_addr(8-1 downto 0);
+        cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_ra <= rb_addr(8-1 downto 0);
     end if;
-end process cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_c;
+end process cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_c;
 
-cosmic_pe7_ram_1r1w30_ram: process (clk) is
+cosmic_pe7_ram_1r1w36_ram: process (clk) is
 begin
     if rising_edge(clk) then
-        if bool(cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_we) then
-            cosmic_pe7_ram_1r1w30_mem(to_integer(cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_wa)) <= cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_wd;
+        if bool(cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_we) then
+            cosmic_pe7_ram_1r1w36_mem(to_integer(cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_wa)) <= cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_wd;
         end if;
-        cosmic_pe7_rd_m <= cosmic_pe7_ram_1r1w30_mem(to_integer(cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_ra));
+        cosmic_pe7_rd_d0 <= cosmic_pe7_ram_1r1w36_mem(to_integer(cosmic_pe7_dbufmux0_0_1_2_3_4_5_6_ra));
     end if;
-end process cosmic_pe7_ram_1r1w30_ram;
+end process cosmic_pe7_ram_1r1w36_ram;
 
-cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_c: process (cosmic_pe7_res5, cosmic_pe7_ld_sel, cosmic_pe7_rai1, cosmic_pe7_wa5, cosmic_pe7_we5, cosmic_pe7_ld_en, cosmic_pe7_v1, cosmic_pe7_wb5, rb_addr, cosmic_pe7_busy, cosmic_pe7_ld_addr, cosmic_pe7_ld_data) is
+cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_c: process (cosmic_pe7_res5, cosmic_pe7_ld_sel, cosmic_pe7_rad1, cosmic_pe7_wa5, cosmic_pe7_we5, cosmic_pe7_ld_en, cosmic_pe7_v1, cosmic_pe7_wb5, rb_addr, cosmic_pe7_ld_addr, cosmic_pe7_ps1, cosmic_pe7_ld_data) is
 begin
-    if bool(cosmic_pe7_busy) then
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_we <= stdl(bool(cosmic_pe7_we5) and (cosmic_pe7_wb5 = 3));
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_wa <= cosmic_pe7_wa5(8-1 downto 0);
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_wd <= unsigned(cosmic_pe7_res5(32-1 downto 0));
+    if bool(cosmic_pe7_ps1) then
+        cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_we <= stdl(bool(cosmic_pe7_we5) and (cosmic_pe7_wb5 = 1));
+        cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_wa <= cosmic_pe7_wa5(8-1 downto 0);
+        cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_wd <= unsigned(cosmic_pe7_res5(32-1 downto 0));
     else
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_we <= stdl(bool(cosmic_pe7_ld_en) and (cosmic_pe7_ld_sel = 3));
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_wa <= cosmic_pe7_ld_addr(8-1 downto 0);
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_wd <= cosmic_pe7_ld_data(32-1 downto 0);
+        cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_we <= stdl(bool(cosmic_pe7_ld_en) and (cosmic_pe7_ld_sel = 1));
+        cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_wa <= cosmic_pe7_ld_addr(8-1 downto 0);
+        cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_wd <= cosmic_pe7_ld_data(32-1 downto 0);
     end if;
     if bool(cosmic_pe7_v1) then
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_ra <= cosmic_pe7_rai1(8-1 downto 0);
+        cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_ra <= cosmic_pe7_rad1(8-1 downto 0);
     else
-        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_ra <= rb_addr(8-1 downto 0);
+        cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_ra <= rb_addr(8-1 downto 0);
     end if;
-end process cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_c;
+end process cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_c;
 
-cosmic_pe7_ram_1r1w31_ram: process (clk) is
+cosmic_pe7_ram_1r1w37_ram: process (clk) is
 begin
     if rising_edge(clk) then
-        if bool(cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_we) then
-            cosmic_pe7_ram_1r1w31_mem(to_integer(cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_wa)) <= cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_wd;
+        if bool(cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_we) then
+            cosmic_pe7_ram_1r1w37_mem(to_integer(cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_wa)) <= cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_wd;
         end if;
-        cosmic_pe7_rd_i <= cosmic_pe7_ram_1r1w31_mem(to_integer(cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_15_16_17_18_19_20_21_22_ra));
+        cosmic_pe7_rd_d1 <= cosmic_pe7_ram_1r1w37_mem(to_integer(cosmic_pe7_dbufmux1_0_1_2_3_4_5_6_ra));
     end if;
-end process cosmic_pe7_ram_1r1w31_ram;
+end process cosmic_pe7_ram_1r1w37_ram;
+
+cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_c: process (cosmic_pe7_res5, cosmic_pe7_ld_sel, cosmic_pe7_ram1, cosmic_pe7_wa5, cosmic_pe7_we5, cosmic_pe7_ld_en, cosmic_pe7_v1, cosmic_pe7_wb5, rb_addr, cosmic_pe7_busy, cosmic_pe7_ld_addr, cosmic_pe7_ld_data) is
+begin
+    if bool(cosmic_pe7_busy) then
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_we <= stdl(bool(cosmic_pe7_we5) and (cosmic_pe7_wb5 = 2));
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wa <= cosmic_pe7_wa5(8-1 downto 0);
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wd <= unsigned(cosmic_pe7_res5(32-1 downto 0));
+    else
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_we <= stdl(bool(cosmic_pe7_ld_en) and (cosmic_pe7_ld_sel = 2));
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wa <= cosmic_pe7_ld_addr(8-1 downto 0);
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wd <= cosmic_pe7_ld_data(32-1 downto 0);
+    end if;
+    if bool(cosmic_pe7_v1) then
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_ra <= cosmic_pe7_ram1(8-1 downto 0);
+    else
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_ra <= rb_addr(8-1 downto 0);
+    end if;
+end process cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_c;
+
+cosmic_pe7_ram_1r1w38_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_we) then
+            cosmic_pe7_ram_1r1w38_mem(to_integer(cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wa)) <= cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_wd;
+        end if;
+        cosmic_pe7_rd_m <= cosmic_pe7_ram_1r1w38_mem(to_integer(cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_ra));
+    end if;
+end process cosmic_pe7_ram_1r1w38_ram;
+
+cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_c: process (cosmic_pe7_res5, cosmic_pe7_ld_sel, cosmic_pe7_rai1, cosmic_pe7_wa5, cosmic_pe7_we5, cosmic_pe7_ld_en, cosmic_pe7_v1, cosmic_pe7_wb5, rb_addr, cosmic_pe7_busy, cosmic_pe7_ld_addr, cosmic_pe7_ld_data) is
+begin
+    if bool(cosmic_pe7_busy) then
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_we <= stdl(bool(cosmic_pe7_we5) and (cosmic_pe7_wb5 = 3));
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wa <= cosmic_pe7_wa5(8-1 downto 0);
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wd <= unsigned(cosmic_pe7_res5(32-1 downto 0));
+    else
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_we <= stdl(bool(cosmic_pe7_ld_en) and (cosmic_pe7_ld_sel = 3));
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wa <= cosmic_pe7_ld_addr(8-1 downto 0);
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wd <= cosmic_pe7_ld_data(32-1 downto 0);
+    end if;
+    if bool(cosmic_pe7_v1) then
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_ra <= cosmic_pe7_rai1(8-1 downto 0);
+    else
+        cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_ra <= rb_addr(8-1 downto 0);
+    end if;
+end process cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_c;
+
+cosmic_pe7_ram_1r1w39_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_we) then
+            cosmic_pe7_ram_1r1w39_mem(to_integer(cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wa)) <= cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wd;
+        end if;
+        cosmic_pe7_rd_i <= cosmic_pe7_ram_1r1w39_mem(to_integer(cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_ra));
+    end if;
+end process cosmic_pe7_ram_1r1w39_ram;
 
 
 cosmic_pe7_sa3 <= cosmic_pe7_c3(44-1 downto 41);
@@ -14091,13 +14606,13 @@ begin
         else
             if bool(dptr_clr) then
                 pe_glue7_ptr <= to_unsigned(0, 9);
+            elsif (bool(pe_glue7_hit) and (pe_glue7_ptr < pe_glue7_lim)) then
+                pe_glue7_ptr <= (pe_glue7_ptr + 1);
+            end if;
+            if bool(derr_clr) then
                 pe_glue7_d_err <= '0';
-            elsif bool(pe_glue7_hit) then
-                if (pe_glue7_ptr < pe_glue7_lim) then
-                    pe_glue7_ptr <= (pe_glue7_ptr + 1);
-                else
-                    pe_glue7_d_err <= '1';
-                end if;
+            elsif (bool(pe_glue7_hit) and (pe_glue7_ptr >= pe_glue7_lim)) then
+                pe_glue7_d_err <= '1';
             end if;
         end if;
     end if;
@@ -15032,6 +15547,15 @@ begin
     end if;
 end process outs;
 
+
+pe_hold <= stdl((bool(pe0_done) and (bool(pe_err_any) or bool(bus_bad))) or bool(d_err_any));
+acc_tready <= stdl((not ((cs = 7) and bool(rdy))));
+dlv_on <= stdl(cs /= 8);
+
+
+pe_start <= stdl((cs = 7) and bool(rdy) and (not bool(pe0_busy)) and (not bool(pe_hold)));
+rows_clear <= stdl((cs = 7) and bool(rdy) and (not bool(pe0_busy)) and (not bool(pe_hold)));
+
 main: process (clk) is
 begin
     if rising_edge(clk) then
@@ -15043,14 +15567,15 @@ begin
             i_awaddr <= to_unsigned(0, 12);
             round_cnt <= to_unsigned(0, 32);
             cmd <= to_unsigned(0, 4);
+            started <= to_unsigned(0, 32);
             idone <= '0';
             agg_addr_r <= to_unsigned(0, 8);
             ld_addr <= to_unsigned(0, 16);
             a_pe <= to_unsigned(0, 2);
             i_awvalid <= '0';
             cyc <= to_unsigned(0, 12);
-            cyc_hold <= '0';
             rb_pe_r <= to_unsigned(0, 16);
+            ab_code <= to_unsigned(0, 4);
             i_arvalid <= '0';
             err_code <= to_unsigned(0, 4);
             i_wdata <= to_unsigned(0, 32);
@@ -15065,10 +15590,14 @@ begin
             h_pe <= to_unsigned(0, 2);
             a_we <= '0';
             dsel <= to_unsigned(0, 2);
+            walk_act <= '0';
             samples <= to_unsigned(0, 32);
+            rdy <= '0';
             agg_cyc <= to_unsigned(0, 32);
-            rows_clear <= '0';
-            t_idx <= to_unsigned(0, 2);
+            derr_clr <= '0';
+            st_pend <= '0';
+            walks <= to_unsigned(0, 32);
+            bus_bad <= '0';
             h_data <= to_unsigned(0, 64);
             hwait_rd <= '0';
             ld_pe <= to_unsigned(0, 16);
@@ -15077,6 +15606,7 @@ begin
             h_addr <= to_unsigned(0, 16);
             rb_addr_r <= to_unsigned(0, 16);
             pe_wait_ok <= '0';
+            fin_err <= '0';
             a_data <= to_unsigned(0, 32);
             rdata_r <= to_unsigned(0, 32);
             err_f <= '0';
@@ -15096,13 +15626,12 @@ begin
             running <= '0';
             rvalid_r <= '0';
             sv_we <= '0';
-            pe_start <= '0';
+            t_idx <= to_unsigned(0, 2);
         else
             h_ld <= '0';
             a_we <= '0';
-            pe_start <= '0';
             dptr_clr <= '0';
-            rows_clear <= '0';
+            derr_clr <= '0';
             sv_we <= '0';
             idone <= '0';
             if (ist = 1) then
@@ -15129,20 +15658,18 @@ begin
             end if;
             if bool(running) then
                 cycles <= (cycles + 1);
-                if ((cs = 8) or (cs = 7)) then
+                if bool(pe0_busy) then
                     compute_cyc <= (compute_cyc + 1);
-                elsif ((cs = 5) or (cs = 6) or (cs = 13)) then
-                    load_cyc <= (load_cyc + 1);
                 elsif ((cs = 9) or (cs = 10) or (cs = 11)) then
                     agg_cyc <= (agg_cyc + 1);
+                elsif (cs /= 12) then
+                    load_cyc <= (load_cyc + 1);
                 end if;
             end if;
-            if (cs = 8) then
-                if bool(cyc_hold) then
-                    cyc_hold <= '0';
-                else
-                    cyc <= (cyc + 1);
-                end if;
+            if bool(pe_start) then
+                cyc <= to_unsigned(0, 12);
+            elsif (cyc /= 4095) then
+                cyc <= (cyc + 1);
             end if;
             if (bool(hwait) and bool(idone)) then
                 hwait <= '0';
@@ -15199,6 +15726,7 @@ begin
                                 cmd <= s_axil_wdata_num(4-1 downto 0);
                                 cs <= to_unsigned(1, 4);
                                 cycles <= to_unsigned(0, 32);
+                                derr_clr <= '1';
                                 sample_cnt <= to_unsigned(0, 32);
                                 sample_in_round <= to_unsigned(0, 32);
                                 round_cnt <= to_unsigned(0, 32);
@@ -15399,7 +15927,15 @@ begin
                         pe_wait_ok <= '0';
                         if (signed(resize(t_idx, 3)) = (2 - 1)) then
                             t_idx <= to_unsigned(0, 2);
-                            cs <= to_unsigned(5, 4);
+                            cs <= to_unsigned(7, 4);
+                            walks <= to_unsigned(0, 32);
+                            started <= to_unsigned(0, 32);
+                            sample_in_round <= to_unsigned(0, 32);
+                            st_pend <= '0';
+                            walk_act <= '0';
+                            rdy <= '0';
+                            bus_bad <= '0';
+                            ab_code <= to_unsigned(0, 4);
                         else
                             t_idx <= (t_idx + 1);
                         end if;
@@ -15423,8 +15959,6 @@ begin
                             cs <= to_unsigned(0, 4);
                             err_f <= '1';
                             err_code <= to_unsigned(2, 4);
-                        elsif bool(cmd(1)) then
-                            cs <= to_unsigned(7, 4);
                         else
                             cs <= to_unsigned(13, 4);
                         end if;
@@ -15437,9 +15971,10 @@ begin
                         pe_wait_ok <= '1';
                     elsif bool(idone) then
                         pe_wait_ok <= '0';
+                        fin_err <= '0';
                         running <= '0';
                         cs <= to_unsigned(0, 4);
-                        if bool(irdata(2)) then
+                        if (bool(irdata(2)) or bool(fin_err)) then
                             err_f <= '1';
                             err_code <= to_unsigned(5, 4);
                             msu_code <= irdata(8-1 downto 4);
@@ -15452,37 +15987,81 @@ begin
                     err_info <= to_unsigned(65534, 32);
                 end if;
                 if (cs = 7) then
-                    pe_start <= '1';
-                    rows_clear <= '1';
-                    cyc <= to_unsigned(0, 12);
-                    cyc_hold <= '1';
-                    cs <= to_unsigned(8, 4);
-                    pe_wait_ok <= '0';
-                elsif (cs = 8) then
                     if (bool(bus_err_any) or bool(miss_any)) then
-                        pe_wait_ok <= '1';
+                        bus_bad <= '1';
+                    end if;
+                    if bool(pe_start) then
+                        rdy <= '0';
+                        started <= (started + 1);
+                        bus_bad <= stdl(bool(bus_err_any) or bool(miss_any));
+                    end if;
+                    if ((ist = 0) and (not bool(idone)) and (not bool(st_pend)) and (not bool(walk_act)) and (not bool(msu_busy)) and (walks < samples)) then
+                        ist <= to_unsigned(1, 3);
+                        i_awvalid <= '1';
+                        i_awaddr <= to_unsigned(0, 12);
+                        i_wdata <= to_unsigned(1, 32);
+                        dptr_clr <= '1';
+                        st_pend <= '1';
+                        walks <= (walks + 1);
+                    end if;
+                    if (bool(st_pend) and bool(idone)) then
+                        st_pend <= '0';
+                        walk_act <= '1';
+                    end if;
+                    if (bool(walk_act) and (not bool(msu_busy))) then
+                        walk_act <= '0';
+                        if bool(rdy) then
+                            ab_code <= to_unsigned(5, 4);
+                            cs <= to_unsigned(8, 4);
+                        else
+                            rdy <= '1';
+                        end if;
                     end if;
                     if bool(pe0_done) then
                         sample_cnt <= (sample_cnt + 1);
-                        if (bool(pe_err_any) or bool(pe_wait_ok)) then
-                            running <= '0';
-                            cs <= to_unsigned(0, 4);
-                            err_f <= '1';
+                        sample_in_round <= (sample_in_round + 1);
+                        if bool(d_err_any) then
+                            ab_code <= to_unsigned(2, 4);
+                            err_info <= to_unsigned(65534, 32);
+                            cs <= to_unsigned(8, 4);
+                        elsif (bool(pe_err_any) or bool(bus_bad)) then
                             if bool(pe_err_any) then
-                                err_code <= to_unsigned(10, 4);
+                                ab_code <= to_unsigned(10, 4);
                             else
-                                err_code <= to_unsigned(8, 4);
+                                ab_code <= to_unsigned(8, 4);
                             end if;
                             err_info <= sample_cnt;
-                        elsif ((sample_in_round + 1) < samples) then
-                            sample_in_round <= (sample_in_round + 1);
-                            cs <= to_unsigned(5, 4);
-                        else
-                            sample_in_round <= to_unsigned(0, 32);
-                            cs <= to_unsigned(9, 4);
-                            ai <= to_unsigned(0, 9);
+                            cs <= to_unsigned(8, 4);
+                        elsif ((sample_in_round + 1) >= samples) then
+                            cs <= to_unsigned(8, 4);
                         end if;
-                        pe_wait_ok <= '0';
+                    elsif (bool(d_err_any) and (not bool(pe0_busy))) then
+                        ab_code <= to_unsigned(2, 4);
+                        err_info <= to_unsigned(65534, 32);
+                        cs <= to_unsigned(8, 4);
+                    end if;
+                elsif (cs = 8) then
+                    if (bool(st_pend) and bool(idone)) then
+                        st_pend <= '0';
+                    end if;
+                    if ((not bool(msu_busy)) and (ist = 0) and (not bool(idone)) and (not bool(st_pend)) and (not bool(pe0_busy))) then
+                        walk_act <= '0';
+                        rdy <= '0';
+                        ab_code <= to_unsigned(0, 4);
+                        case ab_code is
+                            when "0000" =>
+                                sample_in_round <= to_unsigned(0, 32);
+                                cs <= to_unsigned(9, 4);
+                                ai <= to_unsigned(0, 9);
+                            when "0101" =>
+                                fin_err <= '1';
+                                cs <= to_unsigned(13, 4);
+                            when others =>
+                                running <= '0';
+                                cs <= to_unsigned(0, 4);
+                                err_f <= '1';
+                                err_code <= ab_code;
+                        end case;
                     end if;
                 elsif (cs = 9) then
                     if ((ai >= agg_len) or (2 = 1)) then
