@@ -55,3 +55,15 @@ def test_dsp_count_equals_plan_multipliers(cfg):
     rec = R.synth_config(cfg)
     why = R.check_dsp(R.params(cfg), rec["DSP48E1"])
     assert why is None, f"{cfg}: {why}"
+
+
+def test_regression_covers_1_2_and_max_threads():
+    """aggregation_directed and the end-to-end programs run on every config of the matrix:
+    the configs must include 1 thread (no aggregation), 2 threads, and a config where every
+    row is its own thread (the most threads its rows allow), so aggregation is exercised with
+    1, 2 and the maximum number of threads, and the tree bus with 2 rows per thread."""
+    ps = [R.params(c) for c in CONFIGS]
+    threads = {p["THREADS"] for p in ps}
+    assert {1, 2} <= threads, threads
+    assert any(p["THREADS"] == p["ROWS"] and p["THREADS"] > 2 for p in ps), "no config with T = ROWS > 2"
+    assert any(p["ROWS"] // p["THREADS"] >= 2 for p in ps), "no config with 2+ rows per thread"
