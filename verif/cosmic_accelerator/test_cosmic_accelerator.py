@@ -355,8 +355,8 @@ async def loss_per_epoch(dut):
     sim = os.environ.get("DUT_SIM", "")
     name = "cosmic_accelerator_loss" + ("" if cfg == "default" else f"_{cfg}")
     if sim == "verilator":  # one figure per config (the Icarus/GHDL rows compute the same)
-        write_series(name, f"cosmic_accelerator {cfg} ({h.N} PEs, {h.T} threads): "
-                     f"logistic SGD, m={LOSS_SAMPLES}", {"RTL (Q32.16, read back)": rtl,
+        write_series(name, f"cosmic_accelerator {cfg}: logistic, {h.N} PEs, {h.T} thr., "
+                     f"m={LOSS_SAMPLES}", {"RTL (Q32.16, read back)": rtl,
                                                          "bit-true golden": bit_true,
                                                          "float64 reference": list(ref)})
 
