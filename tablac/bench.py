@@ -8,8 +8,10 @@ Per row:
   length + 5 (start edge to ``done`` of ``cosmic_pe``), which is what the cycle-level
   machine counts per sample;
 * ``load`` -- memory beats that put one sample into the thread's DATA buffers (one beat
-  per cycle, ``columns`` words each); the PE ignores its load port while busy, so with
-  one thread these cycles add to the compute cycles (``total``);
+  per cycle, ``columns`` words each); ``total`` adds them to the compute cycles, the
+  cost without overlap (the accelerator RTL delivers the next sample during the compute
+  into double-buffered DATA, so in steady state it takes ``cycles/sample + 1`` when the
+  delivery fits, :func:`tablac.machine.sample_period`);
 * ``CP`` -- the DFG's critical path with the real cosmic_pe latencies and no transfer
   cost (:func:`tablac.schedule.critical_path`); ``ops/PEs`` -- issue slots the DFG needs
   (a dot of k terms is k macs) over the thread's PEs, rounded up; ``ratio`` =

@@ -234,8 +234,9 @@ def _cfg_dict(cfg):
 
 def load_cycles(comp, threads=None) -> int:
     """Memory beats one sample takes for all threads (the unit walks the entries
-    round-robin over the threads, one beat per cycle) -- the cycles loading costs while
-    the PEs are idle (a PE ignores its load port while busy)."""
+    round-robin over the threads, one beat per cycle) -- the cycles loading would cost
+    with the PEs idle; the accelerator RTL delivers the next sample while the PEs compute
+    (cosmic_pe DBUF=1, :func:`tablac.machine.sample_period`)."""
     T = comp.plan.threads if threads is None else threads
     L = comp.plan.columns
     return T * sum(-(-e.size // L) for e in comp.sample_entries)
