@@ -28,7 +28,7 @@ import pytest
 
 CORES = ("l2reg", "multiply_subtract", "sigmoid_delta", "dot_sigmoid", "scalar_engine",
          "pipearch_rm", "pipearch_pu", "cosmic_memory_schedule_unit", "maple_smart_memory", "fpdeep_conv_tile",
-         "fpdeep_conv_engine")
+         "fpdeep_conv_engine", "fpdeep_line_buffer")
 # cores without start/busy/done: streams only.  inputs: (stream, beats, beat carrying tlast
 # or None), presented in this order from cycle PRE (one per cycle, the later ones from the
 # cycle after the earlier one's first beat), one bubble on the last stream's beat 1
@@ -42,7 +42,22 @@ STREAMS = {"fpdeep_conv_tile": {"inputs": [("s_axis_w", 1, None), ("s_axis_win",
                                   "scenario": "the S_OC x S_IC = 4 filter beats and the bias beat, then "
                                               "three window beats (one bubble, tlast on the third), the "
                                               "sink ready for the first result and then not ready for two "
+                                              "cycles"},
+           # a 3 x 2 map with padding 1: 6 pixels in (tlast closing each row), 6 windows out
+           "fpdeep_line_buffer": {"start": {"cfg_width": 3, "cfg_height": 2, "cfg_pad": 1},
+                                  "inputs": [("s_axis_pix", 6, (2, 5))], "out": "m_axis_win",
+                                  "latency_from": "s_axis_pix", "out_tlast": [2, 5], "out_tuser": [5],
+                                  "scenario": "`start` of a 3 x 2 map with padding 1, its six pixels from "
+                                              "the next cycle (one bubble, tlast closing each row), the "
+                                              "sink ready for the first window and then not ready for two "
                                               "cycles"}}
+
+
+def _line_buffer_latency(p, cfg):
+    """Datasheet: the first window is handed over (K-1-P) + 3 cycles after the handshake
+    of the last pixel of input row K-1-P."""
+    r = p["K"] - 1 - cfg["cfg_pad"]
+    return (r + 1) * cfg["cfg_width"] - 1, r + 3, f"the last pixel of input row {r}"
 # AXI4-Lite cores: the register handshake (write then read back) on a read-write register
 # of their SystemRDL map: (byte offset, value written)
 REGISTER = {"pipearch_rm": (0x08, 0x1000), "pipearch_pu": (0x08, 0x1000),   # PROG_LO
@@ -143,7 +158,18 @@ def _stream_relations(core, trace, p):
         assert len(transfers(trace, st)) == beats, f"{st}: {len(transfers(trace, st))} transfers, expected {beats}"
     src = sc["latency_from"]
     src_tx, tx = transfers(trace, src), transfers(trace, out)
-    assert len(tx) == len(src_tx), f"{out}: {len(tx)} results for {len(src_tx)} {src} beats"
+    if "start" not in sc:
+        assert len(tx) == len(src_tx), f"{out}: {len(tx)} results for {len(src_tx)} {src} beats"
+    else:
+        want_out = sc["out_tuser"][-1] + 1
+        assert len(tx) == want_out, f"{out}: {len(tx)} transfers, expected {want_out}"
+        start_c = next(c for c in range(n) if s["start"][c] == 1)
+        assert s["busy"][start_c] == 0 and s["busy"][start_c + 1] == 1, "busy must rise the cycle after start"
+        dones = [c for c in range(n) if s["done"][c] == 1]
+        assert len(dones) == 1, f"done must pulse exactly once, was high in cycles {dones}"
+        assert dones[0] - tx[-1] in (0, 1), f"done {dones[0] - tx[-1]} cycles after the last {out} transfer"
+        rel.append(f"start (with cfg_*) is sampled while busy is low; busy is high from the next cycle; "
+                   f"done pulses for one cycle, {dones[0] - tx[-1]} cycle(s) after the last {out} transfer")
     ov, orr = s[f"{out}_tvalid"], s[f"{out}_tready"]
     stalls = [c for c in range(n - 1) if ov[c] == 1 and orr[c] == 0]
     assert len(stalls) >= 2, f"the scenario must stall {out} for 2 cycles, got {stalls}"
@@ -156,13 +182,23 @@ def _stream_relations(core, trace, p):
                f"(cycles {stalls[0]}-{stalls[-1]})")
     src_last = [k for k, c in enumerate(src_tx) if s[f"{src}_tlast"][c] == 1]
     out_last = [k for k, c in enumerate(tx) if s[f"{out}_tlast"][c] == 1]
-    assert out_last == src_last, f"{out}_tlast on results {out_last}, {src}_tlast on beats {src_last}"
-    rel.append(f"{out}_tlast is the tlast of the result's {src} beat (beat {', '.join(map(str, out_last))})")
-    lat = datasheet_latency(core, p)
+    if "out_tlast" in sc:
+        assert out_last == sc["out_tlast"], f"{out}_tlast on results {out_last}, expected {sc['out_tlast']}"
+        out_user = [k for k, c in enumerate(tx) if s[f"{out}_tuser"][c] == 1]
+        assert out_user == sc["out_tuser"], f"{out}_tuser on results {out_user}, expected {sc['out_tuser']}"
+        rel.append(f"{out}_tlast closes each output row (beats {', '.join(map(str, out_last))}), "
+                   f"{out}_tuser the map (beat {', '.join(map(str, out_user))})")
+    else:
+        assert out_last == src_last, f"{out}_tlast on results {out_last}, {src}_tlast on beats {src_last}"
+        rel.append(f"{out}_tlast is the tlast of the result's {src} beat (beat {', '.join(map(str, out_last))})")
     assert orr[tx[0]] == 1 and tx[0] == next(c for c in range(n) if ov[c] == 1)
-    assert tx[0] - src_tx[0] == lat, f"first {out} transfer {tx[0] - src_tx[0]} cycles after the first {src} " \
-                                     f"transfer; the datasheet says {lat}"
-    rel.append(f"latency: the first {out} beat transfers {lat} cycles after its {src} beat (datasheet: {lat})")
+    if core == "fpdeep_line_buffer":
+        k, lat, what = _line_buffer_latency(p, sc["start"])
+        ref = src_tx[k]
+    else:
+        lat, ref, what = datasheet_latency(core, p), src_tx[0], f"its {src} beat"
+    assert tx[0] - ref == lat, f"first {out} transfer {tx[0] - ref} cycles after {what}; the datasheet says {lat}"
+    rel.append(f"latency: the first {out} beat transfers {lat} cycles after {what} (datasheet: {lat})")
     return rel
 
 
@@ -430,11 +466,14 @@ if _COCOTB:
         out = sc["out"]
         cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
         ins = [st for st, _, _ in sc["inputs"]]
-        rec = []
+        ctl = (["start"] + list(sc["start"]) + ["busy", "done"]) if "start" in sc else []
+        rec = list(ctl)
         for st in ins + [out]:
             rec += [f"{st}_{f}" for f in ("tvalid", "tready", "tdata", "tlast", "tuser") if hasattr(dut, f"{st}_{f}")]
         widths = {nm: len(getattr(dut, nm).value) for nm in rec}
         for nm in rec:
+            if nm in ("busy", "done"):
+                continue
             if not nm.startswith(out) or nm.endswith("tready"):
                 getattr(dut, nm).value = 1 if nm == f"{out}_tready" else 0
         dut.rst.value = 1
@@ -446,7 +485,8 @@ if _COCOTB:
         bubbled = False
         sig = {nm: [] for nm in rec}
         stall_left, seen_out, c, drive, end_c = 2, 0, 0, {}, None
-        total_out = next(b for st, b, _ in sc["inputs"] if st == sc["latency_from"])
+        total_out = (sc["out_tuser"][-1] + 1 if "start" in sc
+                     else next(b for st, b, _ in sc["inputs"] if st == sc["latency_from"]))
         while True:
             await RisingEdge(dut.clk)
             for k, v in drive.items():
@@ -469,10 +509,15 @@ if _COCOTB:
                 break
             assert c < MAX_CYCLES, f"{core}: not finished within {MAX_CYCLES} cycles"
             nxt, drive = c + 1, {}
+            first_in = PRE + (1 if ctl else 0)
+            if ctl:
+                drive["start"] = int(nxt == PRE)
+                for cf, v in sc["start"].items():
+                    drive[cf] = v if nxt == PRE else 0
             for i, (st, beats, last) in enumerate(sc["inputs"]):
                 k = sent[st]
                 prev = ins[i - 1] if i else None
-                present = nxt >= PRE and k < beats and (prev is None or prev in first_tx)
+                present = nxt >= first_in and k < beats and (prev is None or prev in first_tx)
                 if present and st == ins[-1] and k == 1 and not bubbled:
                     bubbled, present = True, False
                 drive[f"{st}_tvalid"] = int(present)
@@ -480,7 +525,7 @@ if _COCOTB:
                 word = (k + 1) & ((1 << p["W"]) - 1)
                 drive[f"{st}_tdata"] = sum(word << (j * p["W"]) for j in range(w // p["W"])) if present else 0
                 if f"{st}_tlast" in widths:
-                    drive[f"{st}_tlast"] = int(present and last == k)
+                    drive[f"{st}_tlast"] = int(present and (k in last if isinstance(last, tuple) else last == k))
             drive[f"{out}_tready"] = int(not (seen_out >= 1 and stall_left > 0))
             c += 1
         trace = {"cycles": c + 1, "signals": sig, "widths": widths}
@@ -490,11 +535,13 @@ if _COCOTB:
             tx = transfers(trace, st)
             return lambda cyc, v: (f"{short}{sum(1 for t in tx if t < cyc)}" if sig[f"{st}_tvalid"][cyc] == 1 else None)
         labels = {f"{st}_tdata": beat_labels(st, st.split("_", 2)[2]) for st in ins + [out]}
-        rows = []
+        labels.update({cf: (lambda cyc, v: str(v) if sig["start"][cyc] == 1 else None) for cf in sc.get("start", {})})
+        rows = (ctl + [None]) if ctl else []
         for st in ins + [out]:
             rows += [nm for nm in rec if nm.startswith(st + "_")] + [None]
         wd = to_wavedrom(trace, rows[:-1], labels,
-                         head=f"{core}: AXI4-Stream in and out with backpressure",
+                         head=f"{core}: " + ("start/busy/done and " if ctl else "")
+                         + "AXI4-Stream in and out with backpressure",
                          foot="recorded from the RTL (verif/protocol_timing)")
         return {"core": core, "config": os.environ.get("DUT_CFG", ""), "params": p, "wavedrom": wd,
                 "relations": rel, "start_cycle": PRE,
