@@ -81,7 +81,9 @@ ERRORS = {
     E_BUS: "two writers of one row bus in a cycle, or a tree-bus source row without a "
            "bus write in the entry's cycle (run aborted after the sample)",
     E_REG: "unknown register, read-only register written, or a partial write (WSTRB != 0xF)",
-    E_PEERR: "a PE raised err during a run (run aborted after the sample)",
+    E_PEERR: "a PE raised err during a run (run aborted after the sample); no host input "
+             "causes it (loads and PROG_LEN are checked first): it reports a schedule "
+             "memory corrupted after loading",
 }
 # controller states
 (S_IDLE, S_CHK, S_TBL_MEM, S_TBL_OFF, S_ROUND, S_MSU_GO, S_POLL, S_RUN, S_DRAIN,
