@@ -278,15 +278,22 @@ def _route(dn_valid, idx, k, y):
 
 
 @block
-def _ready_back(vec, idx, n, y):
+def _ready_back(vec, valid, idx, n, y):
+    """Response ready of the master named by ``idx``; high while no response is offered
+    (so an undriven ID never reaches the ready) and for an ID that names no master."""
     if n == 1 << len(idx):
         @always_comb
         def o():
-            y.next = vec[idx]
+            if not valid:
+                y.next = True
+            else:
+                y.next = vec[idx]
     else:
         @always_comb
         def o():
-            if idx < n:
+            if not valid:
+                y.next = True
+            elif idx < n:
                 y.next = vec[idx]
             else:
                 y.next = True
@@ -399,7 +406,7 @@ def _resp_channel(up, dn, pre, fields, id_w, ixw):
     """One response channel (R or B): routed to the master named by the ID's top bits."""
     n = len(up)
     idx = dn[pre + "id"](id_w + ixw, id_w)
-    insts = [_ready_back(_vec(up, pre + "ready"), idx, n, dn[pre + "ready"])]
+    insts = [_ready_back(_vec(up, pre + "ready"), dn[pre + "valid"], idx, n, dn[pre + "ready"])]
     for k in range(n):
         insts.append(_route(dn[pre + "valid"], idx, k, up[k][pre + "valid"]))
         uid = up[k][pre + "id"]
