@@ -54,10 +54,11 @@ def rtl_mix():
     return [long("L0", 1), medium("M0", 2), short("S0", 3), long("L1", 4), medium("M1", 5), short("S1", 7)]
 
 
-def rtl_priority_mix():
-    """Three long jobs, then a short high-priority one arriving while they run."""
-    return [long("L0", 1), long("L1", 4), medium("M0", 2),
-            short("urgent", 3, priority=5, arrival=2000)]
+def rtl_priority_mix(units: int = 1):
+    """More jobs than units (two long, a medium, then more long ones up to units + 1),
+    and a short high-priority job arriving at cycle 2000 while every unit is busy."""
+    bg = [long("L0", 1), long("L1", 4), medium("M0", 2)] + [long(f"L{i}", 4 + i) for i in range(2, units)]
+    return bg + [short("urgent", 3, priority=5, arrival=2000)]
 
 
 def calibration_set():
