@@ -17,7 +17,8 @@ Shared bandwidth: a run's demand is its bytes over its stand-alone cycles; while
 running units together demand more than ``mem_bw`` bytes per cycle, every one of them
 advances at ``mem_bw / demand`` of its stand-alone speed (processor sharing).  Each
 START also costs ``host_start`` cycles of the host (its register writes and the polling
-that notices the previous Done; ``CostModel.host_start``).
+that notices the previous Done; ``CostModel.host_start``); the host is one thread, so
+STARTs issued at the same cycle to several units follow one another.
 """
 from __future__ import annotations
 
@@ -121,6 +122,7 @@ class FastBackend(Backend):
         self.costs = costs or CostModel.load()
         self.mem_bw = float(mem_bw if mem_bw is not None else cfg.line_bytes)
         self.host_start = float(self.costs.host_start if host_start is None else host_start)
+        self.host_free = 0.0             # cycle at which the host has issued its last START
         self.t = 0.0
         self.runs = [None] * units
         self.rd = [0] * units
@@ -157,7 +159,10 @@ class FastBackend(Backend):
         snap = [(lo, self.mem.data[lo:hi].copy()) for lo, hi in self._ranges(built)]
         stale = m.switch_pending
         r = built.job.start(m)
-        self.runs[unit] = _Run(built, self.t, r, self._cost(built, r), snap, stale, self.host_start)
+        # one host thread writes the registers: STARTs issued at the same cycle serialise
+        begin = max(self.t, self.host_free) + self.host_start
+        self.host_free = begin
+        self.runs[unit] = _Run(built, self.t, r, self._cost(built, r), snap, stale, begin - self.t)
 
     async def switch(self, unit):
         run = self.runs[unit]
