@@ -217,16 +217,16 @@ def critical_path(job: Path, core: str, report: dict) -> dict | None:
             if pin_in == "FCI":
                 continue  # inside a carry chain: counted once where the chain is entered
             k = "carry chain"
-        elif "MULT18X18D" in cell or "ALU54B" in cell:
+        elif re.fullmatch(r"P\d+", pin_out):
             k = "DSP"
-        elif "DP16KD" in cell:
+        elif re.fullmatch(r"DO[AB]?\d+", pin_out):
             k = "block RAM"
-        elif "RAMW" in cell or "DPR16" in cell:
-            k = "LUT RAM"
         elif pin_out == "OFX":
             k = "LUT mux (PFUMX/L6MUX21)"
-        else:
+        elif pin_out == "F":
             k = "LUT4"
+        else:
+            k = f"other ({pin_out})"
         kinds[k] = kinds.get(k, 0) + 1
     # Verilog lines on the path, in path order, from the log's "Defined in" notes
     lines: list[int] = []
@@ -239,7 +239,11 @@ def critical_path(job: Path, core: str, report: dict) -> dict | None:
             if ln not in lines:
                 lines.append(ln)
     src = (job / "rtl" / f"{core}.v").read_text().splitlines()
+    p0 = path[0]["from"]["port"]
+    start = ("block RAM read port" if re.fullmatch(r"DO[AB]?\d+", p0) else
+             "DSP output" if re.fullmatch(r"P\d+", p0) else "register" if p0 == "Q" else p0)
     return {
+        "start": start,
         "from": signal_of(path[0]["from"]["cell"]),
         "from_cell": path[0]["from"]["cell"],
         "to": signal_of(path[-1]["to"]["cell"]),
@@ -313,7 +317,8 @@ def path_sentence(r: dict) -> str:
         return ""
     kinds = ", ".join(f"{v} {k}" for k, v in cp["kinds"].items())
     lines = "; ".join(f"line {x['line']} `{x['text'][:70]}`" for x in cp["rtl_lines"][:4])
-    return (f"`{cp['from']}` -> `{cp['to']}`: {cp['delay_ns']:.2f} ns ({cp['logic_ns']:.2f} logic, "
+    src = "" if cp.get("start", "register") == "register" else f" ({cp['start']})"
+    return (f"`{cp['from']}`{src} -> `{cp['to']}`: {cp['delay_ns']:.2f} ns ({cp['logic_ns']:.2f} logic, "
             f"{cp['routing_ns']:.2f} routing), {cp['levels']} levels ({kinds}; {cp['carry_bits']} carry bits)"
             + (f"; through {lines}" if lines else ""))
 
@@ -441,6 +446,8 @@ def main(argv=None) -> int:
                     help="generate every netlist first and run the smallest Verilog first")
     ap.add_argument("--defaults-first", action="store_true",
                     help="with --smallest-first: every core's default config before the others")
+    ap.add_argument("--no-run", action="store_true",
+                    help="with --resume: only collect the finished results (others stay pending)")
     ap.add_argument("--resume", action="store_true",
                     help="reuse the netlists and finished results under --build (same source tree only)")
     a = ap.parse_args(argv)
@@ -474,9 +481,14 @@ def main(argv=None) -> int:
         old = json.loads(done.read_text()) if a.resume and done.exists() else None
         if old and old.get("status") in ("ok", "does_not_fit") and old.get("target_mhz") == a.freq \
                 and old.get("device") == DEVICES[a.device][0] and old.get("speed") == a.speed:
+            if old.get("status") == "ok" and (done.parent / "report.json").exists():
+                old["critical_path"] = critical_path(
+                    done.parent, n, json.loads((done.parent / "report.json").read_text()))
             rows[i] = old
             print(f"fmax {n:28s} {cfg:16s} (resumed from {done})", flush=True)
             write_reports(rows, a)
+            continue
+        if a.no_run:
             continue
         rows[i] = run_job(n, cfg, params, why, a, prepared.get((n, cfg)))
         r = rows[i]
@@ -486,9 +498,11 @@ def main(argv=None) -> int:
         write_reports(rows, a)
         if a.record:
             record([r], a.results)
+    if a.record and a.no_run:
+        record([r for r in rows if r.get("status") != "pending"], a.results)
     print(f"\nfmax: {len(rows)} results in {time.monotonic() - t0:.0f} s -> {a.out}/fmax.md, "
           f"{a.out}/fmax.json" + ("; rtl_gen/fmax_results.json updated (run make gen)" if a.record else ""))
-    return 1 if any(r["status"] != "ok" for r in rows) else 0
+    return 1 if any(r["status"] != "ok" for r in rows if not (a.no_run and r["status"] == "pending")) else 0
 
 
 if __name__ == "__main__":
