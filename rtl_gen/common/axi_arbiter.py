@@ -68,7 +68,7 @@ def axi_ports(prefix: str, id_w: int, addr_w: int, data_w: int, master: bool = T
 
 
 @block
-def _wire(a, b):
+def arb_wire(a, b):
     """b = a (same width)."""
     @always_comb
     def o():
@@ -78,7 +78,7 @@ def _wire(a, b):
 
 
 @block
-def _mux_stage(sel, k, x, prev, y):
+def arb_mux_stage(sel, k, x, prev, y):
     """y = x when sel == k, else prev (or 0 for the first stage)."""
     if prev is None:
         @always_comb
@@ -103,13 +103,13 @@ def mux_by_index(sel, ins, out):
     range), unrolled at elaboration time so every slice and index is a constant."""
     n = len(ins)
     acc = [sig_u(len(out)) for _ in range(n)]
-    insts = [_mux_stage(sel, k, ins[k], acc[k - 1] if k else None, acc[k]) for k in range(n)]
-    insts.append(_wire(acc[-1], out))
+    insts = [arb_mux_stage(sel, k, ins[k], acc[k - 1] if k else None, acc[k]) for k in range(n)]
+    insts.append(arb_wire(acc[-1], out))
     return insts
 
 
 @block
-def _split(pay, fields):
+def arb_split(pay, fields):
     """Drive each signal of ``fields`` (MSB first) from its slice of vector ``pay``."""
     insts = []
     hi = len(pay)
@@ -117,15 +117,15 @@ def _split(pay, fields):
         w = len(s)
         lo = hi - w
         if w == 1 and not hasattr(s.val, "_nrbits"):
-            insts.append(_bit(pay, lo, s))
+            insts.append(arb_bit(pay, lo, s))
         else:
-            insts.append(_slice(pay, hi, lo, s))
+            insts.append(arb_slice(pay, hi, lo, s))
         hi = lo
     return insts
 
 
 @block
-def _bit(v, i, y):
+def arb_bit(v, i, y):
     @always_comb
     def o():
         y.next = v[i]
@@ -134,7 +134,7 @@ def _bit(v, i, y):
 
 
 @block
-def _slice(v, hi, lo, y):
+def arb_slice(v, hi, lo, y):
     @always_comb
     def o():
         y.next = v[hi:lo]
@@ -143,7 +143,7 @@ def _slice(v, hi, lo, y):
 
 
 @block
-def _enc_stage(reqv, ptr, k, prev, cur, top):
+def arb_enc_stage(reqv, ptr, k, prev, cur, top):
     """Priority-encoder stage k (stages run from n-1 down to 0, so the lowest index
     wins): b = any request, a = any request at or above the pointer ``ptr``."""
     pa, ha, pb, hb = cur
@@ -196,7 +196,7 @@ def _enc_stage(reqv, ptr, k, prev, cur, top):
 
 
 @block
-def _enc_out(c, pa, ha, pb, hb):
+def arb_enc_out(c, pa, ha, pb, hb):
     qa, qha, qb, qhb = c
 
     @always_comb
@@ -221,9 +221,9 @@ def rr_arbiter(clk, rst, reqv, blocked, dn_valid, dn_ready, sel, n):
     last = n - 1
 
     chain = [(sig_u(ixw), sig_b(), sig_u(ixw), sig_b()) for _ in range(n)]
-    insts = [_enc_stage(reqv, ptr, k, chain[k + 1] if k < n - 1 else None, chain[k],
+    insts = [arb_enc_stage(reqv, ptr, k, chain[k + 1] if k < n - 1 else None, chain[k],
                         k >= (1 << ixw) - 1) for k in range(n)]
-    insts.append(_enc_out(chain[0], pa, ha, pb, hb))
+    insts.append(arb_enc_out(chain[0], pa, ha, pb, hb))
 
     @always_comb
     def grant():
@@ -251,7 +251,7 @@ def rr_arbiter(clk, rst, reqv, blocked, dn_valid, dn_ready, sel, n):
 
 
 @block
-def _ready_to(dn_ready, dn_valid, sel, k, y):
+def arb_ready_to(dn_ready, dn_valid, sel, k, y):
     @always_comb
     def o():
         y.next = dn_ready and dn_valid and sel == k
@@ -260,7 +260,7 @@ def _ready_to(dn_ready, dn_valid, sel, k, y):
 
 
 @block
-def _and2(a, b, y):
+def arb_and2(a, b, y):
     @always_comb
     def o():
         y.next = a and b
@@ -269,7 +269,7 @@ def _and2(a, b, y):
 
 
 @block
-def _route(dn_valid, idx, k, y):
+def arb_route(dn_valid, idx, k, y):
     @always_comb
     def o():
         y.next = dn_valid and idx == k
@@ -278,7 +278,7 @@ def _route(dn_valid, idx, k, y):
 
 
 @block
-def _ready_back(vec, valid, idx, n, y):
+def arb_ready_back(vec, valid, idx, n, y):
     """Response ready of the master named by ``idx``; high while no response is offered
     (so an undriven ID never reaches the ready) and for an ID that names no master."""
     if n == 1 << len(idx):
@@ -302,7 +302,7 @@ def _ready_back(vec, valid, idx, n, y):
 
 
 @block
-def _w_head_valid(vec, head, empty, y):
+def arb_w_head_valid(vec, head, empty, y):
     @always_comb
     def o():
         y.next = (not empty) and vec[head]
@@ -311,7 +311,7 @@ def _w_head_valid(vec, head, empty, y):
 
 
 @block
-def _w_ready_to(dn_ready, head, empty, k, y):
+def arb_w_ready_to(dn_ready, head, empty, k, y):
     @always_comb
     def o():
         y.next = dn_ready and (not empty) and head == k
@@ -320,7 +320,7 @@ def _w_ready_to(dn_ready, head, empty, k, y):
 
 
 @block
-def _id_out(sel, idm, y):
+def arb_id_out(sel, idm, y):
     @always_comb
     def o():
         y.next = concat(sel, idm)
@@ -329,7 +329,7 @@ def _id_out(sel, idm, y):
 
 
 @block
-def _id_low(idv, w, y):
+def arb_id_low(idv, w, y):
     @always_comb
     def o():
         y.next = idv[w:]
@@ -338,7 +338,7 @@ def _id_low(idv, w, y):
 
 
 @block
-def _w_queue(clk, rst, push, push_val, pop, head, empty, full, depth):
+def arb_w_queue(clk, rst, push, push_val, pop, head, empty, full, depth):
     """FIFO of master indices (AW order) for the W channel."""
     pw = max(1, clog2(depth))
     mem = [sig_u(len(push_val)) for _ in range(depth)]
@@ -383,7 +383,7 @@ def _vec(up, name):
 
 
 @block
-def _addr_channel(clk, rst, up, dn, pre, fields, blocked, sel, hs, id_w):
+def arb_addr_channel(clk, rst, up, dn, pre, fields, blocked, sel, hs, id_w):
     """One address channel (AR or AW): round-robin grant, payload mux, ID prefix."""
     n = len(up)
     reqv = _vec(up, pre + "valid")
@@ -393,26 +393,26 @@ def _addr_channel(clk, rst, up, dn, pre, fields, blocked, sel, hs, id_w):
     valid, ready = dn[pre + "valid"], dn[pre + "ready"]
     insts = [rr_arbiter(clk, rst, reqv, blocked, valid, ready, sel, n),
              mux_by_index(sel, pays, pay),
-             _split(pay, [idm] + [dn[f] for f in fields]),
-             _id_out(sel, idm, dn[pre + "id"])]
-    insts += [_ready_to(ready, valid, sel, k, up[k][pre + "ready"]) for k in range(n)]
+             arb_split(pay, [idm] + [dn[f] for f in fields]),
+             arb_id_out(sel, idm, dn[pre + "id"])]
+    insts += [arb_ready_to(ready, valid, sel, k, up[k][pre + "ready"]) for k in range(n)]
     if hs is not None:
-        insts.append(_and2(valid, ready, hs))
+        insts.append(arb_and2(valid, ready, hs))
     return insts
 
 
 @block
-def _resp_channel(up, dn, pre, fields, id_w, ixw):
+def arb_resp_channel(up, dn, pre, fields, id_w, ixw):
     """One response channel (R or B): routed to the master named by the ID's top bits."""
     n = len(up)
     idx = dn[pre + "id"](id_w + ixw, id_w)
-    insts = [_ready_back(_vec(up, pre + "ready"), dn[pre + "valid"], idx, n, dn[pre + "ready"])]
+    insts = [arb_ready_back(_vec(up, pre + "ready"), dn[pre + "valid"], idx, n, dn[pre + "ready"])]
     for k in range(n):
-        insts.append(_route(dn[pre + "valid"], idx, k, up[k][pre + "valid"]))
+        insts.append(arb_route(dn[pre + "valid"], idx, k, up[k][pre + "valid"]))
         uid = up[k][pre + "id"]
-        insts.append(_bit(dn[pre + "id"], 0, uid) if not hasattr(uid.val, "_nrbits")
-                     else _id_low(dn[pre + "id"], id_w, uid))
-        insts += [_wire(dn[f], up[k][f]) for f in fields]
+        insts.append(arb_bit(dn[pre + "id"], 0, uid) if not hasattr(uid.val, "_nrbits")
+                     else arb_id_low(dn[pre + "id"], id_w, uid))
+        insts += [arb_wire(dn[f], up[k][f]) for f in fields]
     return insts
 
 
@@ -426,27 +426,27 @@ def axi_arbiter(clk, rst, up, dn, id_w, wq_depth=8):
         u = up[0]
         for name in ALL:
             if name in TO_DN:
-                insts.append(_wire(u[name], dn[name]))
+                insts.append(arb_wire(u[name], dn[name]))
             else:
-                insts.append(_wire(dn[name], u[name]))
+                insts.append(arb_wire(dn[name], u[name]))
         return insts
     ixw = index_width(n)
 
     ar_sel, aw_sel = sig_u(ixw), sig_u(ixw)
     aw_hs = sig_b()
     never, wq_full = sig_b(False), sig_b()
-    insts.append(_addr_channel(clk, rst, up, dn, "ar", AR_FIELDS, never, ar_sel, None, id_w))
-    insts.append(_addr_channel(clk, rst, up, dn, "aw", AW_FIELDS, wq_full, aw_sel, aw_hs, id_w))
+    insts.append(arb_addr_channel(clk, rst, up, dn, "ar", AR_FIELDS, never, ar_sel, None, id_w))
+    insts.append(arb_addr_channel(clk, rst, up, dn, "aw", AW_FIELDS, wq_full, aw_sel, aw_hs, id_w))
 
     # ---------------- W: from the master at the head of the AW-order queue
     head, empty, w_pop = sig_u(ixw), sig_b(), sig_b()
-    insts.append(_w_queue(clk, rst, aw_hs, aw_sel, w_pop, head, empty, wq_full, wq_depth))
+    insts.append(arb_w_queue(clk, rst, aw_hs, aw_sel, w_pop, head, empty, wq_full, wq_depth))
     w_pays = [ConcatSignal(*[up[k][f] for f in W_FIELDS]) for k in range(n)]
     w_pay = sig_u(len(w_pays[0]))
     insts.append(mux_by_index(head, w_pays, w_pay))
-    insts.append(_split(w_pay, [dn[f] for f in W_FIELDS]))
-    insts.append(_w_head_valid(_vec(up, "wvalid"), head, empty, dn["wvalid"]))
-    insts += [_w_ready_to(dn["wready"], head, empty, k, up[k]["wready"]) for k in range(n)]
+    insts.append(arb_split(w_pay, [dn[f] for f in W_FIELDS]))
+    insts.append(arb_w_head_valid(_vec(up, "wvalid"), head, empty, dn["wvalid"]))
+    insts += [arb_w_ready_to(dn["wready"], head, empty, k, up[k]["wready"]) for k in range(n)]
     dn_wvalid, dn_wready, dn_wlast = dn["wvalid"], dn["wready"], dn["wlast"]
 
     @always_comb
@@ -456,6 +456,6 @@ def axi_arbiter(clk, rst, up, dn, id_w, wq_depth=8):
     insts.append(wpop)
 
     # ---------------- R and B: routed by the ID's top bits
-    insts.append(_resp_channel(up, dn, "r", R_FIELDS, id_w, ixw))
-    insts.append(_resp_channel(up, dn, "b", B_FIELDS, id_w, ixw))
+    insts.append(arb_resp_channel(up, dn, "r", R_FIELDS, id_w, ixw))
+    insts.append(arb_resp_channel(up, dn, "b", B_FIELDS, id_w, ixw))
     return insts

@@ -99,10 +99,10 @@ def port_list(p: dict) -> list[Port]:
 
 # ------------------------------------------------------------------ small blocks
 @block
-def _pack(bits, out):
+def sys_pack(bits, out):
     """out = {bits[n-1], ..., bits[0]} (vector) or bits[0] (one signal)."""
     if len(bits) == 1:
-        return arb._wire(bits[0], out)
+        return arb.arb_wire(bits[0], out)
     v = ConcatSignal(*reversed(bits))
 
     @always_comb
@@ -113,10 +113,10 @@ def _pack(bits, out):
 
 
 @block
-def _pick(bits, idx, y):
+def sys_pick(bits, idx, y):
     """y = bits[idx] (bits: list of one-bit signals)."""
     if len(bits) == 1:
-        return arb._wire(bits[0], y)
+        return arb.arb_wire(bits[0], y)
     v = ConcatSignal(*reversed(bits))
     nb = len(bits)
     if nb == 1 << len(idx):
@@ -134,7 +134,7 @@ def _pick(bits, idx, y):
 
 
 @block
-def _const_stage(sel, k, c, prev, y):
+def sys_const_stage(sel, k, c, prev, y):
     if prev is None:
         @always_comb
         def o():
@@ -153,7 +153,7 @@ def _const_stage(sel, k, c, prev, y):
 
 
 @block
-def _counter(clk, rst, inc_a, inc_b, cnt):
+def sys_counter(clk, rst, inc_a, inc_b, cnt):
     """32-bit wrapping counter of cycles with inc_a and inc_b both high."""
     @always_seq(clk.posedge, reset=rst)
     def o():
@@ -167,7 +167,7 @@ def _counter(clk, rst, inc_a, inc_b, cnt):
 
 
 @block
-def _unit_axil_flat(k, w_unit, aw_pend, w_pend, w_busy, w_addr, w_data, w_strb,
+def sys_unit_axil_flat(k, w_unit, aw_pend, w_pend, w_busy, w_addr, w_data, w_strb,
                     r_unit, ar_pend, r_busy, r_addr,
                     awvalid, wvalid, bready, awaddr, wdata, wstrb, arvalid, rready, araddr):
     @always_comb
@@ -198,7 +198,7 @@ def host_slave(clk, rst, s, units, n, sys_sel, sys_rdata):
     bresp_r, rresp_r, rdata_r = sig_u(2), sig_u(2), sig_u(32)
     insts = []
     for k, u in enumerate(units):
-        insts.append(_unit_axil_flat(k, w_unit, aw_pend, w_pend, w_busy, w_addr, w_data, w_strb,
+        insts.append(sys_unit_axil_flat(k, w_unit, aw_pend, w_pend, w_busy, w_addr, w_data, w_strb,
                                      r_unit, ar_pend, r_busy, r_addr,
                                      u["s_axil_awvalid"], u["s_axil_wvalid"], u["s_axil_bready"],
                                      u["s_axil_awaddr"], u["s_axil_wdata"], u["s_axil_wstrb"],
@@ -208,7 +208,7 @@ def host_slave(clk, rst, s, units, n, sys_sel, sys_rdata):
     for name, sel, y in (("s_axil_awready", w_unit, awready_u), ("s_axil_wready", w_unit, wready_u),
                          ("s_axil_bvalid", w_unit, bvalid_u), ("s_axil_arready", r_unit, arready_u),
                          ("s_axil_rvalid", r_unit, rvalid_u)):
-        insts.append(_pick([units[k][name] for k in range(n)], sel, y))
+        insts.append(sys_pick([units[k][name] for k in range(n)], sel, y))
     u_bresp, u_rresp, u_rdata = sig_u(2), sig_u(2), sig_u(32)
     insts.append(arb.mux_by_index(w_unit, [units[k]["s_axil_bresp"] for k in range(n)], u_bresp))
     insts.append(arb.mux_by_index(r_unit, [units[k]["s_axil_rresp"] for k in range(n)], u_rresp))
@@ -314,12 +314,12 @@ def sys_impl(s, p):
     # system block: counters and the read mux
     cycles = sig_u(32)
     one = sig_b(True)
-    insts.append(_counter(clk, rst, one, one, cycles))
+    insts.append(sys_counter(clk, rst, one, one, cycles))
     rd_cnt = [sig_u(32) for _ in range(U)]
     wr_cnt = [sig_u(32) for _ in range(U)]
     for k, su in enumerate(units):
-        insts.append(_counter(clk, rst, su["m_axi_rvalid"], su["m_axi_rready"], rd_cnt[k]))
-        insts.append(_counter(clk, rst, su["m_axi_wvalid"], su["m_axi_wready"], wr_cnt[k]))
+        insts.append(sys_counter(clk, rst, su["m_axi_rvalid"], su["m_axi_rready"], rd_cnt[k]))
+        insts.append(sys_counter(clk, rst, su["m_axi_wvalid"], su["m_axi_wready"], wr_cnt[k]))
     sys_sel, sys_rdata = sig_u(8), sig_u(32)
     entries = [(REG_ID, SYS_ID), (REG_UNITS, U), (REG_CYCLES, cycles)]
     entries += [(REG_RD_BEATS + 4 * k, rd_cnt[k]) for k in range(U)]
@@ -328,17 +328,17 @@ def sys_impl(s, p):
     for i, (a, v) in enumerate(entries):
         prev = acc[i - 1] if i else None
         if isinstance(v, int):
-            insts.append(_const_stage(sys_sel, a, v, prev, acc[i]))
+            insts.append(sys_const_stage(sys_sel, a, v, prev, acc[i]))
         else:
-            insts.append(arb._mux_stage(sys_sel, a, v, prev, acc[i]))
-    insts.append(arb._wire(acc[-1], sys_rdata))
+            insts.append(arb.arb_mux_stage(sys_sel, a, v, prev, acc[i]))
+    insts.append(arb.arb_wire(acc[-1], sys_rdata))
     insts.append(host_slave(clk, rst, s, units, U, sys_sel, sys_rdata))
     # debug outputs
-    insts.append(_pack([su["busy"] for su in units], s["busy"]))
-    insts.append(_pack([su["dbg_fetch"] for su in units], s["dbg_fetch"]))
-    insts.append(_pack([su["dbg_pc"] for su in units], s["dbg_pc"]))
-    insts.append(_pack([su["m_axi_arvalid"] for su in units], s["dbg_ar_req"]))
-    insts.append(_pack([su["m_axi_awvalid"] for su in units], s["dbg_aw_req"]))
+    insts.append(sys_pack([su["busy"] for su in units], s["busy"]))
+    insts.append(sys_pack([su["dbg_fetch"] for su in units], s["dbg_fetch"]))
+    insts.append(sys_pack([su["dbg_pc"] for su in units], s["dbg_pc"]))
+    insts.append(sys_pack([su["m_axi_arvalid"] for su in units], s["dbg_ar_req"]))
+    insts.append(sys_pack([su["m_axi_awvalid"] for su in units], s["dbg_aw_req"]))
     unused_sink = ConcatSignal(*[x for su in units for x in (su["dbg_state"], su["dbg_sub_busy"])])
     unused_sig = sig_u(len(unused_sink))   # named *unused*: Verilator -Wall waives it
 

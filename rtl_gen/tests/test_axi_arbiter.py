@@ -279,6 +279,6 @@ def test_checks_fail_on_broken_routing(monkeypatch):
 
         return o
 
-    monkeypatch.setattr(arb, "_id_out", id_out_broken)
+    monkeypatch.setattr(arb, "arb_id_out", id_out_broken)
     errors, done, _, _, _ = run(3, 5, n_txn=6, cycles=3000)
     assert errors or done != [6] * 3
