@@ -209,8 +209,11 @@ def build(p):
             busy):
         # ---------------- memories (each written by one process, not reset) ----------------
         queue = [sig_u(30) for _ in range(QD)]
-        maddr = [sig_u(WAW) for _ in range(NT)]
-        offs = [sig_u(PEW) for _ in range(NT)]
+        # the table has 2**TW rows so that every TW-bit index is in range (the VHDL's
+        # combinational reads by a register address, e.g. NTHREADS=1 or 3); rows >= NT are
+        # never written (writes check t < NT) and read 0
+        maddr = [sig_u(WAW) for _ in range(1 << TW)]
+        offs = [sig_u(PEW) for _ in range(1 << TW)]
         pfb = [sig_u(LW) for _ in range(PF)]
         ri_mem = [sig_u(LL + SIZE_BITS + NBW + TGW + 1) for _ in range(RI_DEPTH)]
 
@@ -956,6 +959,8 @@ def datasheet(p):
     W, L, NPE, NT, QD = p["W"], p["LANES"], p["NPE"], p["NTHREADS"], p["QDEPTH"]
     MAXB, PF = p["MAXBURST"], p["PREFETCH"]
     LW = L * W
+    NT2 = 1 << clog2(NT)
+    TBL_PAD = f" (stored as {NT2}, the rest read 0)" if NT2 != NT else ""
     return Datasheet(
         summary="The programmable memory interface of the CoSMIC template accelerator (CoSMIC "
                 "section 5.1 'Memory interface', section 5.2): a Memory Schedule queue shared by all "
@@ -1003,7 +1008,7 @@ def datasheet(p):
             "through memory are safe.",
             "Errors are sticky until ERRCLR; a rejected write changes nothing.  Configuration "
             "(QPUSH, MODEL_ADDR, the table) and START/CLEAR are refused while busy (code 4).",
-            f"Memories: queue {QD}x30 (bits 31:30 of an entry are never stored), table {NT} rows, prefetch buffer {PF}x{LW} (one write "
+            f"Memories: queue {QD}x30 (bits 31:30 of an entry are never stored), table {NT} rows{TBL_PAD}, prefetch buffer {PF}x{LW} (one write "
             "process each, combinational read: LUT RAM); none is reset.",
             "The paper's bus to the PE rows is pipelined and shared; here it is one AXI4-Stream "
             "with tdest, to be fanned out to the rows by the integration.",
