@@ -180,7 +180,8 @@ LIMITS: dict[str, dict[str, list[Promise]]] = {
     # stalls) with 1, 2 (and 4) units streaming ridge SGD through the round-robin arbiter
     "pipearch_system": {
         "default": [_hi("read_bytes_per_cycle_u1", 7.5), _hi("read_bytes_per_cycle_u2", 14.1),
-                    _hi("speedup_read_u2", 1.85)]},
+                    _hi("speedup_read_u2", 1.85)],
+        "units1": [_hi("read_bytes_per_cycle_u1", 7.5)]},   # the default unit, alone
 }
 
 
