@@ -181,7 +181,10 @@ LIMITS: dict[str, dict[str, list[Promise]]] = {
     "pipearch_system": {
         "default": [_hi("read_bytes_per_cycle_u1", 7.5), _hi("read_bytes_per_cycle_u2", 14.1),
                     _hi("speedup_read_u2", 1.85)],
-        "units1": [_hi("read_bytes_per_cycle_u1", 7.5)]},   # the default unit, alone
+        "units1": [_hi("read_bytes_per_cycle_u1", 7.5)],   # the default unit, alone
+        # four small units (16-line model): 4 units reach 96 % of the 16-byte R channel
+        "units4": [_hi("read_bytes_per_cycle_u1", 5.04), _hi("read_bytes_per_cycle_u2", 9.70),
+                   _hi("read_bytes_per_cycle_u4", 15.3), _hi("speedup_read_u2", 1.9)]},
 }
 
 
