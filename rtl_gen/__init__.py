@@ -18,7 +18,7 @@ LICENSE_SPDX = "Apache-2.0"
 # Name the licence in every generated file's header (Verilog, VHDL, .core, datasheet,
 # Yosys/Vivado scripts).  Off until ip/ is regenerated in one go: switching it on
 # changes every generated file's header, and `make check-gen` then wants `make gen`.
-LICENSE_IN_GENERATED_FILES = False
+LICENSE_IN_GENERATED_FILES = True
 
 
 def library_version() -> str:
