@@ -16,8 +16,8 @@ __version__ = "1.0.0"
 
 LICENSE_SPDX = "Apache-2.0"
 # Name the licence in every generated file's header (Verilog, VHDL, .core, datasheet,
-# Yosys/Vivado scripts).  Off until ip/ is regenerated in one go: switching it on
-# changes every generated file's header, and `make check-gen` then wants `make gen`.
+# Yosys/Vivado scripts).  Switching it changes every generated file's header, so
+# `make check-gen` then wants `make gen`.
 LICENSE_IN_GENERATED_FILES = True
 
 

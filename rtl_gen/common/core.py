@@ -75,8 +75,8 @@ class CoreDef:
         core.write_text(core_file(self, params))
         readme = outdir / "README.md"
         v = outdir / "rtl" / f"{self.name}.v"
-        readme.write_text(datasheet_md(self, params, rtl_sha256=hashlib.sha256(v.read_bytes()).hexdigest()
-                                       if v.exists() else None))
+        from rtl_gen.fmax import netlist_sha256
+        readme.write_text(datasheet_md(self, params, rtl_sha256=netlist_sha256(v) if v.exists() else None))
         ooc = outdir / VIVADO_OOC_TCL
         ooc.write_text(vivado_ooc_tcl(self.name))
         ys = outdir / YOSYS_SCRIPT
