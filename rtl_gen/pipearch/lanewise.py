@@ -44,10 +44,19 @@ def lane_sub_mul(clk, rst, en, x_u, v_u, k, y):
     def mul():
         p_c.next = k * v
 
+    # k == 0 registers a zero product whatever v holds: the same value as k*v for every
+    # defined v, and v may be a region line the program never wrote (an L2REG with
+    # cfg_reg = 0 is the PipeArch copy idiom, golden/pipearch_programs.py's LRMF gather
+    # reads such a line as x_old), so an unknown v does not reach y in a 4-state
+    # simulation (it did: X written to memory by a Store on Icarus).  A synchronous
+    # clear of the product register, no DSP or adder change.
     @always_seq(clk.posedge, reset=rst)
     def s1():
         if en:
-            p1.next = p_c
+            if k == 0:
+                p1.next = 0
+            else:
+                p1.next = p_c
             x1.next = x
 
     rs = round_sat(p1, kv, F)
@@ -277,4 +286,9 @@ def datasheet_lanewise(p: dict, kind: str, lat: int, summary: str) -> Datasheet:
                "Backpressure: a two-entry output FIFO with a registered not-full flag stalls the "
                "whole pipeline; no combinational path from `m_axis_y_tready` to an input `tready`.",
                "An invalid initiation (a field of 0 or above its maximum) sets `cfg_err`, pulses "
-               "`done` and consumes nothing.  `start` while `busy` is ignored."])
+               "`done` and consumes nothing.  `start` while `busy` is ignored."]
+        + (["A factor of 0 (`cfg_reg` of l2reg, the scalar of multiply_subtract) gives "
+            "`y = x` whatever the second line holds: the product register is cleared rather "
+            "than loaded, so a line that was never written (unknown in a 4-state simulation) "
+            "does not reach `y` (an L2REG with factor 0 is the PipeArch copy)."]
+           if kind != "sigmoid_delta" else []))

@@ -1556,7 +1556,12 @@ always @(posedge clk) begin: top0_lane_sub_mul0_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul0_p1 <= top0_lane_sub_mul0_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul0_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul0_p1 <= top0_lane_sub_mul0_p_c;
+            end
             top0_lane_sub_mul0_x1 <= top0_lane_sub_mul0_x;
         end
     end
@@ -1652,7 +1657,12 @@ always @(posedge clk) begin: top0_lane_sub_mul1_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul1_p1 <= top0_lane_sub_mul1_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul1_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul1_p1 <= top0_lane_sub_mul1_p_c;
+            end
             top0_lane_sub_mul1_x1 <= top0_lane_sub_mul1_x;
         end
     end
@@ -1748,7 +1758,12 @@ always @(posedge clk) begin: top0_lane_sub_mul2_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul2_p1 <= top0_lane_sub_mul2_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul2_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul2_p1 <= top0_lane_sub_mul2_p_c;
+            end
             top0_lane_sub_mul2_x1 <= top0_lane_sub_mul2_x;
         end
     end
@@ -1844,7 +1859,12 @@ always @(posedge clk) begin: top0_lane_sub_mul3_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul3_p1 <= top0_lane_sub_mul3_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul3_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul3_p1 <= top0_lane_sub_mul3_p_c;
+            end
             top0_lane_sub_mul3_x1 <= top0_lane_sub_mul3_x;
         end
     end
@@ -1940,7 +1960,12 @@ always @(posedge clk) begin: top0_lane_sub_mul4_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul4_p1 <= top0_lane_sub_mul4_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul4_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul4_p1 <= top0_lane_sub_mul4_p_c;
+            end
             top0_lane_sub_mul4_x1 <= top0_lane_sub_mul4_x;
         end
     end
@@ -2036,7 +2061,12 @@ always @(posedge clk) begin: top0_lane_sub_mul5_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul5_p1 <= top0_lane_sub_mul5_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul5_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul5_p1 <= top0_lane_sub_mul5_p_c;
+            end
             top0_lane_sub_mul5_x1 <= top0_lane_sub_mul5_x;
         end
     end
@@ -2132,7 +2162,12 @@ always @(posedge clk) begin: top0_lane_sub_mul6_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul6_p1 <= top0_lane_sub_mul6_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul6_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul6_p1 <= top0_lane_sub_mul6_p_c;
+            end
             top0_lane_sub_mul6_x1 <= top0_lane_sub_mul6_x;
         end
     end
@@ -2228,7 +2263,12 @@ always @(posedge clk) begin: top0_lane_sub_mul7_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul7_p1 <= top0_lane_sub_mul7_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul7_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul7_p1 <= top0_lane_sub_mul7_p_c;
+            end
             top0_lane_sub_mul7_x1 <= top0_lane_sub_mul7_x;
         end
     end
@@ -2324,7 +2364,12 @@ always @(posedge clk) begin: top0_lane_sub_mul8_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul8_p1 <= top0_lane_sub_mul8_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul8_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul8_p1 <= top0_lane_sub_mul8_p_c;
+            end
             top0_lane_sub_mul8_x1 <= top0_lane_sub_mul8_x;
         end
     end
@@ -2420,7 +2465,12 @@ always @(posedge clk) begin: top0_lane_sub_mul9_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul9_p1 <= top0_lane_sub_mul9_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul9_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul9_p1 <= top0_lane_sub_mul9_p_c;
+            end
             top0_lane_sub_mul9_x1 <= top0_lane_sub_mul9_x;
         end
     end
@@ -2516,7 +2566,12 @@ always @(posedge clk) begin: top0_lane_sub_mul10_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul10_p1 <= top0_lane_sub_mul10_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul10_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul10_p1 <= top0_lane_sub_mul10_p_c;
+            end
             top0_lane_sub_mul10_x1 <= top0_lane_sub_mul10_x;
         end
     end
@@ -2612,7 +2667,12 @@ always @(posedge clk) begin: top0_lane_sub_mul11_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul11_p1 <= top0_lane_sub_mul11_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul11_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul11_p1 <= top0_lane_sub_mul11_p_c;
+            end
             top0_lane_sub_mul11_x1 <= top0_lane_sub_mul11_x;
         end
     end
@@ -2708,7 +2768,12 @@ always @(posedge clk) begin: top0_lane_sub_mul12_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul12_p1 <= top0_lane_sub_mul12_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul12_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul12_p1 <= top0_lane_sub_mul12_p_c;
+            end
             top0_lane_sub_mul12_x1 <= top0_lane_sub_mul12_x;
         end
     end
@@ -2804,7 +2869,12 @@ always @(posedge clk) begin: top0_lane_sub_mul13_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul13_p1 <= top0_lane_sub_mul13_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul13_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul13_p1 <= top0_lane_sub_mul13_p_c;
+            end
             top0_lane_sub_mul13_x1 <= top0_lane_sub_mul13_x;
         end
     end
@@ -2900,7 +2970,12 @@ always @(posedge clk) begin: top0_lane_sub_mul14_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul14_p1 <= top0_lane_sub_mul14_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul14_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul14_p1 <= top0_lane_sub_mul14_p_c;
+            end
             top0_lane_sub_mul14_x1 <= top0_lane_sub_mul14_x;
         end
     end
@@ -2996,7 +3071,12 @@ always @(posedge clk) begin: top0_lane_sub_mul15_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul15_p1 <= top0_lane_sub_mul15_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul15_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul15_p1 <= top0_lane_sub_mul15_p_c;
+            end
             top0_lane_sub_mul15_x1 <= top0_lane_sub_mul15_x;
         end
     end

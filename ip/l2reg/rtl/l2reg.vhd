@@ -1551,7 +1551,11 @@ begin
             top0_lane_sub_mul0_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul0_p1 <= top0_lane_sub_mul0_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul0_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul0_p1 <= top0_lane_sub_mul0_p_c;
+                end if;
                 top0_lane_sub_mul0_x1 <= top0_lane_sub_mul0_x;
             end if;
         end if;
@@ -1635,7 +1639,11 @@ begin
             top0_lane_sub_mul1_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul1_p1 <= top0_lane_sub_mul1_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul1_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul1_p1 <= top0_lane_sub_mul1_p_c;
+                end if;
                 top0_lane_sub_mul1_x1 <= top0_lane_sub_mul1_x;
             end if;
         end if;
@@ -1719,7 +1727,11 @@ begin
             top0_lane_sub_mul2_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul2_p1 <= top0_lane_sub_mul2_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul2_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul2_p1 <= top0_lane_sub_mul2_p_c;
+                end if;
                 top0_lane_sub_mul2_x1 <= top0_lane_sub_mul2_x;
             end if;
         end if;
@@ -1803,7 +1815,11 @@ begin
             top0_lane_sub_mul3_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul3_p1 <= top0_lane_sub_mul3_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul3_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul3_p1 <= top0_lane_sub_mul3_p_c;
+                end if;
                 top0_lane_sub_mul3_x1 <= top0_lane_sub_mul3_x;
             end if;
         end if;
@@ -1887,7 +1903,11 @@ begin
             top0_lane_sub_mul4_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul4_p1 <= top0_lane_sub_mul4_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul4_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul4_p1 <= top0_lane_sub_mul4_p_c;
+                end if;
                 top0_lane_sub_mul4_x1 <= top0_lane_sub_mul4_x;
             end if;
         end if;
@@ -1971,7 +1991,11 @@ begin
             top0_lane_sub_mul5_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul5_p1 <= top0_lane_sub_mul5_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul5_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul5_p1 <= top0_lane_sub_mul5_p_c;
+                end if;
                 top0_lane_sub_mul5_x1 <= top0_lane_sub_mul5_x;
             end if;
         end if;
@@ -2055,7 +2079,11 @@ begin
             top0_lane_sub_mul6_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul6_p1 <= top0_lane_sub_mul6_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul6_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul6_p1 <= top0_lane_sub_mul6_p_c;
+                end if;
                 top0_lane_sub_mul6_x1 <= top0_lane_sub_mul6_x;
             end if;
         end if;
@@ -2139,7 +2167,11 @@ begin
             top0_lane_sub_mul7_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul7_p1 <= top0_lane_sub_mul7_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul7_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul7_p1 <= top0_lane_sub_mul7_p_c;
+                end if;
                 top0_lane_sub_mul7_x1 <= top0_lane_sub_mul7_x;
             end if;
         end if;
@@ -2223,7 +2255,11 @@ begin
             top0_lane_sub_mul8_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul8_p1 <= top0_lane_sub_mul8_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul8_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul8_p1 <= top0_lane_sub_mul8_p_c;
+                end if;
                 top0_lane_sub_mul8_x1 <= top0_lane_sub_mul8_x;
             end if;
         end if;
@@ -2307,7 +2343,11 @@ begin
             top0_lane_sub_mul9_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul9_p1 <= top0_lane_sub_mul9_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul9_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul9_p1 <= top0_lane_sub_mul9_p_c;
+                end if;
                 top0_lane_sub_mul9_x1 <= top0_lane_sub_mul9_x;
             end if;
         end if;
@@ -2391,7 +2431,11 @@ begin
             top0_lane_sub_mul10_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul10_p1 <= top0_lane_sub_mul10_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul10_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul10_p1 <= top0_lane_sub_mul10_p_c;
+                end if;
                 top0_lane_sub_mul10_x1 <= top0_lane_sub_mul10_x;
             end if;
         end if;
@@ -2475,7 +2519,11 @@ begin
             top0_lane_sub_mul11_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul11_p1 <= top0_lane_sub_mul11_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul11_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul11_p1 <= top0_lane_sub_mul11_p_c;
+                end if;
                 top0_lane_sub_mul11_x1 <= top0_lane_sub_mul11_x;
             end if;
         end if;
@@ -2559,7 +2607,11 @@ begin
             top0_lane_sub_mul12_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul12_p1 <= top0_lane_sub_mul12_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul12_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul12_p1 <= top0_lane_sub_mul12_p_c;
+                end if;
                 top0_lane_sub_mul12_x1 <= top0_lane_sub_mul12_x;
             end if;
         end if;
@@ -2643,7 +2695,11 @@ begin
             top0_lane_sub_mul13_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul13_p1 <= top0_lane_sub_mul13_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul13_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul13_p1 <= top0_lane_sub_mul13_p_c;
+                end if;
                 top0_lane_sub_mul13_x1 <= top0_lane_sub_mul13_x;
             end if;
         end if;
@@ -2727,7 +2783,11 @@ begin
             top0_lane_sub_mul14_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul14_p1 <= top0_lane_sub_mul14_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul14_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul14_p1 <= top0_lane_sub_mul14_p_c;
+                end if;
                 top0_lane_sub_mul14_x1 <= top0_lane_sub_mul14_x;
             end if;
         end if;
@@ -2811,7 +2871,11 @@ begin
             top0_lane_sub_mul15_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul15_p1 <= top0_lane_sub_mul15_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul15_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul15_p1 <= top0_lane_sub_mul15_p_c;
+                end if;
                 top0_lane_sub_mul15_x1 <= top0_lane_sub_mul15_x;
             end if;
         end if;

@@ -1562,7 +1562,12 @@ always @(posedge clk) begin: top0_lane_sub_mul0_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul0_p1 <= top0_lane_sub_mul0_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul0_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul0_p1 <= top0_lane_sub_mul0_p_c;
+            end
             top0_lane_sub_mul0_x1 <= top0_lane_sub_mul0_x;
         end
     end
@@ -1658,7 +1663,12 @@ always @(posedge clk) begin: top0_lane_sub_mul1_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul1_p1 <= top0_lane_sub_mul1_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul1_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul1_p1 <= top0_lane_sub_mul1_p_c;
+            end
             top0_lane_sub_mul1_x1 <= top0_lane_sub_mul1_x;
         end
     end
@@ -1754,7 +1764,12 @@ always @(posedge clk) begin: top0_lane_sub_mul2_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul2_p1 <= top0_lane_sub_mul2_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul2_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul2_p1 <= top0_lane_sub_mul2_p_c;
+            end
             top0_lane_sub_mul2_x1 <= top0_lane_sub_mul2_x;
         end
     end
@@ -1850,7 +1865,12 @@ always @(posedge clk) begin: top0_lane_sub_mul3_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul3_p1 <= top0_lane_sub_mul3_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul3_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul3_p1 <= top0_lane_sub_mul3_p_c;
+            end
             top0_lane_sub_mul3_x1 <= top0_lane_sub_mul3_x;
         end
     end
@@ -1946,7 +1966,12 @@ always @(posedge clk) begin: top0_lane_sub_mul4_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul4_p1 <= top0_lane_sub_mul4_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul4_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul4_p1 <= top0_lane_sub_mul4_p_c;
+            end
             top0_lane_sub_mul4_x1 <= top0_lane_sub_mul4_x;
         end
     end
@@ -2042,7 +2067,12 @@ always @(posedge clk) begin: top0_lane_sub_mul5_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul5_p1 <= top0_lane_sub_mul5_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul5_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul5_p1 <= top0_lane_sub_mul5_p_c;
+            end
             top0_lane_sub_mul5_x1 <= top0_lane_sub_mul5_x;
         end
     end
@@ -2138,7 +2168,12 @@ always @(posedge clk) begin: top0_lane_sub_mul6_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul6_p1 <= top0_lane_sub_mul6_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul6_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul6_p1 <= top0_lane_sub_mul6_p_c;
+            end
             top0_lane_sub_mul6_x1 <= top0_lane_sub_mul6_x;
         end
     end
@@ -2234,7 +2269,12 @@ always @(posedge clk) begin: top0_lane_sub_mul7_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul7_p1 <= top0_lane_sub_mul7_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul7_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul7_p1 <= top0_lane_sub_mul7_p_c;
+            end
             top0_lane_sub_mul7_x1 <= top0_lane_sub_mul7_x;
         end
     end
@@ -2330,7 +2370,12 @@ always @(posedge clk) begin: top0_lane_sub_mul8_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul8_p1 <= top0_lane_sub_mul8_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul8_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul8_p1 <= top0_lane_sub_mul8_p_c;
+            end
             top0_lane_sub_mul8_x1 <= top0_lane_sub_mul8_x;
         end
     end
@@ -2426,7 +2471,12 @@ always @(posedge clk) begin: top0_lane_sub_mul9_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul9_p1 <= top0_lane_sub_mul9_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul9_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul9_p1 <= top0_lane_sub_mul9_p_c;
+            end
             top0_lane_sub_mul9_x1 <= top0_lane_sub_mul9_x;
         end
     end
@@ -2522,7 +2572,12 @@ always @(posedge clk) begin: top0_lane_sub_mul10_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul10_p1 <= top0_lane_sub_mul10_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul10_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul10_p1 <= top0_lane_sub_mul10_p_c;
+            end
             top0_lane_sub_mul10_x1 <= top0_lane_sub_mul10_x;
         end
     end
@@ -2618,7 +2673,12 @@ always @(posedge clk) begin: top0_lane_sub_mul11_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul11_p1 <= top0_lane_sub_mul11_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul11_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul11_p1 <= top0_lane_sub_mul11_p_c;
+            end
             top0_lane_sub_mul11_x1 <= top0_lane_sub_mul11_x;
         end
     end
@@ -2714,7 +2774,12 @@ always @(posedge clk) begin: top0_lane_sub_mul12_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul12_p1 <= top0_lane_sub_mul12_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul12_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul12_p1 <= top0_lane_sub_mul12_p_c;
+            end
             top0_lane_sub_mul12_x1 <= top0_lane_sub_mul12_x;
         end
     end
@@ -2810,7 +2875,12 @@ always @(posedge clk) begin: top0_lane_sub_mul13_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul13_p1 <= top0_lane_sub_mul13_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul13_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul13_p1 <= top0_lane_sub_mul13_p_c;
+            end
             top0_lane_sub_mul13_x1 <= top0_lane_sub_mul13_x;
         end
     end
@@ -2906,7 +2976,12 @@ always @(posedge clk) begin: top0_lane_sub_mul14_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul14_p1 <= top0_lane_sub_mul14_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul14_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul14_p1 <= top0_lane_sub_mul14_p_c;
+            end
             top0_lane_sub_mul14_x1 <= top0_lane_sub_mul14_x;
         end
     end
@@ -3002,7 +3077,12 @@ always @(posedge clk) begin: top0_lane_sub_mul15_s1
     end
     else begin
         if (top0_en) begin
-            top0_lane_sub_mul15_p1 <= top0_lane_sub_mul15_p_c;
+            if ((top0_kr == 0)) begin
+                top0_lane_sub_mul15_p1 <= 0;
+            end
+            else begin
+                top0_lane_sub_mul15_p1 <= top0_lane_sub_mul15_p_c;
+            end
             top0_lane_sub_mul15_x1 <= top0_lane_sub_mul15_x;
         end
     end

@@ -1554,7 +1554,11 @@ begin
             top0_lane_sub_mul0_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul0_p1 <= top0_lane_sub_mul0_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul0_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul0_p1 <= top0_lane_sub_mul0_p_c;
+                end if;
                 top0_lane_sub_mul0_x1 <= top0_lane_sub_mul0_x;
             end if;
         end if;
@@ -1638,7 +1642,11 @@ begin
             top0_lane_sub_mul1_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul1_p1 <= top0_lane_sub_mul1_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul1_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul1_p1 <= top0_lane_sub_mul1_p_c;
+                end if;
                 top0_lane_sub_mul1_x1 <= top0_lane_sub_mul1_x;
             end if;
         end if;
@@ -1722,7 +1730,11 @@ begin
             top0_lane_sub_mul2_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul2_p1 <= top0_lane_sub_mul2_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul2_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul2_p1 <= top0_lane_sub_mul2_p_c;
+                end if;
                 top0_lane_sub_mul2_x1 <= top0_lane_sub_mul2_x;
             end if;
         end if;
@@ -1806,7 +1818,11 @@ begin
             top0_lane_sub_mul3_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul3_p1 <= top0_lane_sub_mul3_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul3_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul3_p1 <= top0_lane_sub_mul3_p_c;
+                end if;
                 top0_lane_sub_mul3_x1 <= top0_lane_sub_mul3_x;
             end if;
         end if;
@@ -1890,7 +1906,11 @@ begin
             top0_lane_sub_mul4_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul4_p1 <= top0_lane_sub_mul4_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul4_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul4_p1 <= top0_lane_sub_mul4_p_c;
+                end if;
                 top0_lane_sub_mul4_x1 <= top0_lane_sub_mul4_x;
             end if;
         end if;
@@ -1974,7 +1994,11 @@ begin
             top0_lane_sub_mul5_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul5_p1 <= top0_lane_sub_mul5_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul5_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul5_p1 <= top0_lane_sub_mul5_p_c;
+                end if;
                 top0_lane_sub_mul5_x1 <= top0_lane_sub_mul5_x;
             end if;
         end if;
@@ -2058,7 +2082,11 @@ begin
             top0_lane_sub_mul6_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul6_p1 <= top0_lane_sub_mul6_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul6_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul6_p1 <= top0_lane_sub_mul6_p_c;
+                end if;
                 top0_lane_sub_mul6_x1 <= top0_lane_sub_mul6_x;
             end if;
         end if;
@@ -2142,7 +2170,11 @@ begin
             top0_lane_sub_mul7_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul7_p1 <= top0_lane_sub_mul7_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul7_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul7_p1 <= top0_lane_sub_mul7_p_c;
+                end if;
                 top0_lane_sub_mul7_x1 <= top0_lane_sub_mul7_x;
             end if;
         end if;
@@ -2226,7 +2258,11 @@ begin
             top0_lane_sub_mul8_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul8_p1 <= top0_lane_sub_mul8_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul8_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul8_p1 <= top0_lane_sub_mul8_p_c;
+                end if;
                 top0_lane_sub_mul8_x1 <= top0_lane_sub_mul8_x;
             end if;
         end if;
@@ -2310,7 +2346,11 @@ begin
             top0_lane_sub_mul9_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul9_p1 <= top0_lane_sub_mul9_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul9_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul9_p1 <= top0_lane_sub_mul9_p_c;
+                end if;
                 top0_lane_sub_mul9_x1 <= top0_lane_sub_mul9_x;
             end if;
         end if;
@@ -2394,7 +2434,11 @@ begin
             top0_lane_sub_mul10_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul10_p1 <= top0_lane_sub_mul10_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul10_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul10_p1 <= top0_lane_sub_mul10_p_c;
+                end if;
                 top0_lane_sub_mul10_x1 <= top0_lane_sub_mul10_x;
             end if;
         end if;
@@ -2478,7 +2522,11 @@ begin
             top0_lane_sub_mul11_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul11_p1 <= top0_lane_sub_mul11_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul11_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul11_p1 <= top0_lane_sub_mul11_p_c;
+                end if;
                 top0_lane_sub_mul11_x1 <= top0_lane_sub_mul11_x;
             end if;
         end if;
@@ -2562,7 +2610,11 @@ begin
             top0_lane_sub_mul12_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul12_p1 <= top0_lane_sub_mul12_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul12_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul12_p1 <= top0_lane_sub_mul12_p_c;
+                end if;
                 top0_lane_sub_mul12_x1 <= top0_lane_sub_mul12_x;
             end if;
         end if;
@@ -2646,7 +2698,11 @@ begin
             top0_lane_sub_mul13_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul13_p1 <= top0_lane_sub_mul13_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul13_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul13_p1 <= top0_lane_sub_mul13_p_c;
+                end if;
                 top0_lane_sub_mul13_x1 <= top0_lane_sub_mul13_x;
             end if;
         end if;
@@ -2730,7 +2786,11 @@ begin
             top0_lane_sub_mul14_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul14_p1 <= top0_lane_sub_mul14_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul14_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul14_p1 <= top0_lane_sub_mul14_p_c;
+                end if;
                 top0_lane_sub_mul14_x1 <= top0_lane_sub_mul14_x;
             end if;
         end if;
@@ -2814,7 +2874,11 @@ begin
             top0_lane_sub_mul15_p1 <= to_signed(0, 65);
         else
             if bool(top0_en) then
-                top0_lane_sub_mul15_p1 <= top0_lane_sub_mul15_p_c;
+                if (top0_kr = 0) then
+                    top0_lane_sub_mul15_p1 <= to_signed(0, 65);
+                else
+                    top0_lane_sub_mul15_p1 <= top0_lane_sub_mul15_p_c;
+                end if;
                 top0_lane_sub_mul15_x1 <= top0_lane_sub_mul15_x;
             end if;
         end if;

@@ -26432,7 +26432,12 @@ always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul
     end
     else begin
         if (engine_impl0_multiply_subtract0_top0_0_en) begin
-            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p_c;
+            if ((engine_impl0_multiply_subtract0_top0_0_kr == 0)) begin
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1 <= 0;
+            end
+            else begin
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p_c;
+            end
             engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x;
         end
     end
@@ -26528,7 +26533,12 @@ always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul
     end
     else begin
         if (engine_impl0_multiply_subtract0_top0_0_en) begin
-            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p_c;
+            if ((engine_impl0_multiply_subtract0_top0_0_kr == 0)) begin
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1 <= 0;
+            end
+            else begin
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p_c;
+            end
             engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x;
         end
     end
@@ -26624,7 +26634,12 @@ always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul
     end
     else begin
         if (engine_impl0_multiply_subtract0_top0_0_en) begin
-            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p_c;
+            if ((engine_impl0_multiply_subtract0_top0_0_kr == 0)) begin
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1 <= 0;
+            end
+            else begin
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p_c;
+            end
             engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x;
         end
     end
@@ -26720,7 +26735,12 @@ always @(posedge clk) begin: engine_impl0_multiply_subtract0_top0_0_lane_sub_mul
     end
     else begin
         if (engine_impl0_multiply_subtract0_top0_0_en) begin
-            engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p_c;
+            if ((engine_impl0_multiply_subtract0_top0_0_kr == 0)) begin
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1 <= 0;
+            end
+            else begin
+                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p_c;
+            end
             engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x;
         end
     end
@@ -27478,7 +27498,12 @@ always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_s1
     end
     else begin
         if (engine_impl0_l2reg0_top0_0_1_en) begin
-            engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p_c;
+            if ((engine_impl0_l2reg0_top0_0_1_kr == 0)) begin
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1 <= 0;
+            end
+            else begin
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p_c;
+            end
             engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x;
         end
     end
@@ -27574,7 +27599,12 @@ always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_s1
     end
     else begin
         if (engine_impl0_l2reg0_top0_0_1_en) begin
-            engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p_c;
+            if ((engine_impl0_l2reg0_top0_0_1_kr == 0)) begin
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1 <= 0;
+            end
+            else begin
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p_c;
+            end
             engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x;
         end
     end
@@ -27670,7 +27700,12 @@ always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_s1
     end
     else begin
         if (engine_impl0_l2reg0_top0_0_1_en) begin
-            engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p_c;
+            if ((engine_impl0_l2reg0_top0_0_1_kr == 0)) begin
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1 <= 0;
+            end
+            else begin
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p_c;
+            end
             engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x;
         end
     end
@@ -27766,7 +27801,12 @@ always @(posedge clk) begin: engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_s1
     end
     else begin
         if (engine_impl0_l2reg0_top0_0_1_en) begin
-            engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p_c;
+            if ((engine_impl0_l2reg0_top0_0_1_kr == 0)) begin
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1 <= 0;
+            end
+            else begin
+                engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p_c;
+            end
             engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x;
         end
     end

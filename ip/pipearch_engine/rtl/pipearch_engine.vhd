@@ -24495,7 +24495,11 @@ begin
             engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1 <= to_signed(0, 65);
         else
             if bool(engine_impl0_multiply_subtract0_top0_0_en) then
-                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p_c;
+                if (engine_impl0_multiply_subtract0_top0_0_kr = 0) then
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1 <= to_signed(0, 65);
+                else
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p_c;
+                end if;
                 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x;
             end if;
         end if;
@@ -24579,7 +24583,11 @@ begin
             engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1 <= to_signed(0, 65);
         else
             if bool(engine_impl0_multiply_subtract0_top0_0_en) then
-                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p_c;
+                if (engine_impl0_multiply_subtract0_top0_0_kr = 0) then
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1 <= to_signed(0, 65);
+                else
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p_c;
+                end if;
                 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x;
             end if;
         end if;
@@ -24663,7 +24671,11 @@ begin
             engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1 <= to_signed(0, 65);
         else
             if bool(engine_impl0_multiply_subtract0_top0_0_en) then
-                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p_c;
+                if (engine_impl0_multiply_subtract0_top0_0_kr = 0) then
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1 <= to_signed(0, 65);
+                else
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p_c;
+                end if;
                 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x;
             end if;
         end if;
@@ -24747,7 +24759,11 @@ begin
             engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1 <= to_signed(0, 65);
         else
             if bool(engine_impl0_multiply_subtract0_top0_0_en) then
-                engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p_c;
+                if (engine_impl0_multiply_subtract0_top0_0_kr = 0) then
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1 <= to_signed(0, 65);
+                else
+                    engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p_c;
+                end if;
                 engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x1 <= engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x;
             end if;
         end if;
@@ -25382,7 +25398,11 @@ begin
             engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1 <= to_signed(0, 65);
         else
             if bool(engine_impl0_l2reg0_top0_0_1_en) then
-                engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p_c;
+                if (engine_impl0_l2reg0_top0_0_1_kr = 0) then
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1 <= to_signed(0, 65);
+                else
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p_c;
+                end if;
                 engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x;
             end if;
         end if;
@@ -25466,7 +25486,11 @@ begin
             engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1 <= to_signed(0, 65);
         else
             if bool(engine_impl0_l2reg0_top0_0_1_en) then
-                engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p_c;
+                if (engine_impl0_l2reg0_top0_0_1_kr = 0) then
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1 <= to_signed(0, 65);
+                else
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p_c;
+                end if;
                 engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x;
             end if;
         end if;
@@ -25550,7 +25574,11 @@ begin
             engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1 <= to_signed(0, 65);
         else
             if bool(engine_impl0_l2reg0_top0_0_1_en) then
-                engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p_c;
+                if (engine_impl0_l2reg0_top0_0_1_kr = 0) then
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1 <= to_signed(0, 65);
+                else
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p_c;
+                end if;
                 engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x;
             end if;
         end if;
@@ -25634,7 +25662,11 @@ begin
             engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1 <= to_signed(0, 65);
         else
             if bool(engine_impl0_l2reg0_top0_0_1_en) then
-                engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p_c;
+                if (engine_impl0_l2reg0_top0_0_1_kr = 0) then
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1 <= to_signed(0, 65);
+                else
+                    engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p_c;
+                end if;
                 engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x1 <= engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x;
             end if;
         end if;

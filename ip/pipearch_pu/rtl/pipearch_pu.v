@@ -30522,7 +30522,12 @@ always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_multiply_sub
     end
     else begin
         if (pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_en) begin
-            pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1 <= pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p_c;
+            if ((pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_kr == 0)) begin
+                pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1 <= 0;
+            end
+            else begin
+                pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1 <= pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p_c;
+            end
             pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x1 <= pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x;
         end
     end
@@ -30618,7 +30623,12 @@ always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_multiply_sub
     end
     else begin
         if (pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_en) begin
-            pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1 <= pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p_c;
+            if ((pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_kr == 0)) begin
+                pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1 <= 0;
+            end
+            else begin
+                pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1 <= pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p_c;
+            end
             pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x1 <= pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x;
         end
     end
@@ -30714,7 +30724,12 @@ always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_multiply_sub
     end
     else begin
         if (pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_en) begin
-            pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1 <= pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p_c;
+            if ((pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_kr == 0)) begin
+                pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1 <= 0;
+            end
+            else begin
+                pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1 <= pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p_c;
+            end
             pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x1 <= pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x;
         end
     end
@@ -30810,7 +30825,12 @@ always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_multiply_sub
     end
     else begin
         if (pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_en) begin
-            pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1 <= pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p_c;
+            if ((pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_kr == 0)) begin
+                pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1 <= 0;
+            end
+            else begin
+                pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1 <= pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p_c;
+            end
             pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x1 <= pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x;
         end
     end
@@ -31568,7 +31588,12 @@ always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_
     end
     else begin
         if (pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_en) begin
-            pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1 <= pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p_c;
+            if ((pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_kr == 0)) begin
+                pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1 <= 0;
+            end
+            else begin
+                pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1 <= pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p_c;
+            end
             pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x1 <= pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x;
         end
     end
@@ -31664,7 +31689,12 @@ always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_
     end
     else begin
         if (pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_en) begin
-            pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1 <= pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p_c;
+            if ((pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_kr == 0)) begin
+                pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1 <= 0;
+            end
+            else begin
+                pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1 <= pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p_c;
+            end
             pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x1 <= pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x;
         end
     end
@@ -31760,7 +31790,12 @@ always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_
     end
     else begin
         if (pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_en) begin
-            pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1 <= pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p_c;
+            if ((pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_kr == 0)) begin
+                pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1 <= 0;
+            end
+            else begin
+                pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1 <= pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p_c;
+            end
             pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x1 <= pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x;
         end
     end
@@ -31856,7 +31891,12 @@ always @(posedge clk) begin: pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_
     end
     else begin
         if (pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_en) begin
-            pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1 <= pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p_c;
+            if ((pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_kr == 0)) begin
+                pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1 <= 0;
+            end
+            else begin
+                pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1 <= pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p_c;
+            end
             pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x1 <= pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x;
         end
     end

@@ -28194,7 +28194,11 @@ begin
             pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1 <= to_signed(0, 65);
         else
             if bool(pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_en) then
-                pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1 <= pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p_c;
+                if (pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_kr = 0) then
+                    pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1 <= to_signed(0, 65);
+                else
+                    pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p1 <= pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_p_c;
+                end if;
                 pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x1 <= pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul0_x;
             end if;
         end if;
@@ -28278,7 +28282,11 @@ begin
             pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1 <= to_signed(0, 65);
         else
             if bool(pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_en) then
-                pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1 <= pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p_c;
+                if (pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_kr = 0) then
+                    pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1 <= to_signed(0, 65);
+                else
+                    pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p1 <= pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_p_c;
+                end if;
                 pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x1 <= pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul1_x;
             end if;
         end if;
@@ -28362,7 +28370,11 @@ begin
             pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1 <= to_signed(0, 65);
         else
             if bool(pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_en) then
-                pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1 <= pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p_c;
+                if (pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_kr = 0) then
+                    pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1 <= to_signed(0, 65);
+                else
+                    pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p1 <= pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_p_c;
+                end if;
                 pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x1 <= pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul2_x;
             end if;
         end if;
@@ -28446,7 +28458,11 @@ begin
             pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1 <= to_signed(0, 65);
         else
             if bool(pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_en) then
-                pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1 <= pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p_c;
+                if (pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_kr = 0) then
+                    pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1 <= to_signed(0, 65);
+                else
+                    pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p1 <= pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_p_c;
+                end if;
                 pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x1 <= pu_impl0_pipearch_engine0_engine_impl0_multiply_subtract0_top0_0_lane_sub_mul3_x;
             end if;
         end if;
@@ -29081,7 +29097,11 @@ begin
             pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1 <= to_signed(0, 65);
         else
             if bool(pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_en) then
-                pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1 <= pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p_c;
+                if (pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_kr = 0) then
+                    pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1 <= to_signed(0, 65);
+                else
+                    pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p1 <= pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_p_c;
+                end if;
                 pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x1 <= pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul4_x;
             end if;
         end if;
@@ -29165,7 +29185,11 @@ begin
             pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1 <= to_signed(0, 65);
         else
             if bool(pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_en) then
-                pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1 <= pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p_c;
+                if (pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_kr = 0) then
+                    pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1 <= to_signed(0, 65);
+                else
+                    pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p1 <= pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_p_c;
+                end if;
                 pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x1 <= pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul5_x;
             end if;
         end if;
@@ -29249,7 +29273,11 @@ begin
             pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1 <= to_signed(0, 65);
         else
             if bool(pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_en) then
-                pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1 <= pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p_c;
+                if (pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_kr = 0) then
+                    pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1 <= to_signed(0, 65);
+                else
+                    pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p1 <= pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_p_c;
+                end if;
                 pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x1 <= pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul6_x;
             end if;
         end if;
@@ -29333,7 +29361,11 @@ begin
             pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1 <= to_signed(0, 65);
         else
             if bool(pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_en) then
-                pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1 <= pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p_c;
+                if (pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_kr = 0) then
+                    pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1 <= to_signed(0, 65);
+                else
+                    pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p1 <= pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_p_c;
+                end if;
                 pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x1 <= pu_impl0_pipearch_engine0_engine_impl0_l2reg0_top0_0_1_lane_sub_mul7_x;
             end if;
         end if;
