@@ -435,7 +435,7 @@ def datasheet_section(core: str, rtl_sha256: str | None, path: Path | None = Non
 
 
 def main(argv=None) -> int:
-    from rtl_gen.registry import cores
+    from rtl_gen.registry import cores_named
     ap = argparse.ArgumentParser(prog="rtl_gen.fmax", description=__doc__.split("\n\n")[0])
     ap.add_argument("cores", nargs="*", help="cores (default: all)")
     ap.add_argument("--config", action="append", help="only these configs (default: all)")
@@ -459,11 +459,7 @@ def main(argv=None) -> int:
     ap.add_argument("--resume", action="store_true",
                     help="reuse the netlists and finished results under --build (same source tree only)")
     a = ap.parse_args(argv)
-    allc = cores()
-    names = a.cores or list(allc)
-    unknown = [n for n in names if n not in allc]
-    if unknown:
-        sys.exit(f"unknown core(s): {', '.join(unknown)}; known: {', '.join(allc)}")
+    _, names = cores_named(a.cores)
     jobs = job_list(names, a.config)
     if not jobs:
         sys.exit(f"no job: configs {a.config} not found for {', '.join(names)}")

@@ -45,6 +45,17 @@ def cores() -> dict[str, CoreDef]:
     return out
 
 
+def cores_named(names) -> tuple[dict[str, CoreDef], list[str]]:
+    """The catalog and the cores a command line named (all when none); an unknown name
+    exits with the list of known cores (the rtl_gen.synth / rtl_gen.fmax / verif.bench CLIs)."""
+    allc = cores()
+    names = list(names or allc)
+    unknown = [n for n in names if n not in allc]
+    if unknown:
+        raise SystemExit(f"unknown core(s): {', '.join(unknown)}; known: {', '.join(allc)}")
+    return allc, names
+
+
 def get(name: str) -> CoreDef:
     c = cores()
     if name not in c:

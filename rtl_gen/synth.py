@@ -41,7 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from rtl_gen.common.core import IP_DIR, REPO
-from rtl_gen.registry import cores
+from rtl_gen.registry import cores, cores_named
 
 BUILD = REPO / "build" / "synth"
 REPORTS = REPO / "reports"
@@ -148,11 +148,7 @@ def main(argv=None) -> int:
     ap.add_argument("--config", action="append", help="only these configs (default: all)")
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     a = ap.parse_args(argv)
-    allc = cores()
-    names = a.cores or list(allc)
-    unknown = [n for n in names if n not in allc]
-    if unknown:
-        sys.exit(f"unknown core(s): {', '.join(unknown)}; known: {', '.join(allc)}")
+    allc, names = cores_named(a.cores)
     exe = yosys_exe()
     jobs = []
     for n in names:  # MyHDL conversion is not thread-safe: generate first, serially

