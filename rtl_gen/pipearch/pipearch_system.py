@@ -134,25 +134,6 @@ def sys_pick(bits, idx, y):
 
 
 @block
-def sys_const_stage(sel, k, c, prev, y):
-    if prev is None:
-        @always_comb
-        def o():
-            if sel == k:
-                y.next = c
-            else:
-                y.next = 0
-    else:
-        @always_comb
-        def o():
-            if sel == k:
-                y.next = c
-            else:
-                y.next = prev
-    return o
-
-
-@block
 def sys_counter(clk, rst, inc_a, inc_b, cnt):
     """32-bit wrapping counter of cycles with inc_a and inc_b both high."""
     @always_seq(clk.posedge, reset=rst)
@@ -327,10 +308,7 @@ def sys_impl(s, p):
     acc = [sig_u(32) for _ in entries]
     for i, (a, v) in enumerate(entries):
         prev = acc[i - 1] if i else None
-        if isinstance(v, int):
-            insts.append(sys_const_stage(sys_sel, a, v, prev, acc[i]))
-        else:
-            insts.append(arb.arb_mux_stage(sys_sel, a, v, prev, acc[i]))
+        insts.append(arb.arb_mux_stage(sys_sel, a, v, prev, acc[i]))  # v: a word or a counter
     insts.append(arb.arb_wire(acc[-1], sys_rdata))
     insts.append(host_slave(clk, rst, s, units, U, sys_sel, sys_rdata))
     # debug outputs
