@@ -382,7 +382,10 @@ async def bench_throughput(dut):
         tot_steps += steps
         rows.append({"workload": name, "mode": plan.mode, "program_words": len(prog),
                      "intermediate_results": elements, "dump_beats": len(beats), "cycles": cyc,
-                     "mac_steps": steps, **t})
+                     "mac_steps": steps, "cycles_per_mac_step": round(cyc / steps, 3),
+                     # one s_axis_cmd word per cycle at most: the program length alone bounds this
+                     "stream_bound_cycles_per_mac_step": round(len(prog) / steps, 3), **t})
+        rec_extra[f"cycles_per_mac_step_{name}"] = round(cyc / steps, 3)
         rec_extra[f"trans_ratio_{name}"] = t["trans_ratio"]
         rec_extra[f"bytes_ratio_{name}"] = t["bytes_ratio"]
         dut._log.info("bench RTL %s: %s", name, rows[-1])
