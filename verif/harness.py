@@ -259,10 +259,21 @@ def generator_hash() -> str:
     return h.hexdigest()[:10]
 
 
+def rtl_override(core: str) -> Path | None:
+    """``MLACCEL_RTL_OVERRIDE="<core>=<dir>[,<core>=<dir>...]"``: the folder the ``default``
+    netlist of ``core`` is read from instead of ``ip/<core>/rtl`` (``verif.mutate`` points
+    it at a mutant; use it with its own ``MLACCEL_BUILD_DIR``).  None when not set."""
+    for item in os.environ.get("MLACCEL_RTL_OVERRIDE", "").split(","):
+        name, _, d = item.strip().partition("=")
+        if name == core and d:
+            return Path(d)
+    return None
+
+
 def rtl_dir(core: str, cfg: str) -> Path:
     cd = get(core)
     if cfg == "default":
-        return IP_DIR / core / "rtl"
+        return rtl_override(core) or IP_DIR / core / "rtl"
     out = BUILD / "gen" / core / f"{cfg}-{generator_hash()}"
     stamp = out / ".done"
     if not stamp.exists():
@@ -414,6 +425,8 @@ def run_top(name: str, toplevel: str, cfg: str, sim: str, sources: list, build_a
            "BENCH_DIR": str(BUILD / "bench")}
     env.update(extra_env or {})
     env.update({"PYTHONPATH": pp, "MLACCEL_SEED": str(seed), "COCOTB_RANDOM_SEED": str(seed)})
+    from verif import funcov as _funcov  # functional coverage: where the cover models export (verif/funcov.py)
+    env.update(_funcov.harness_env(name, cfg, sim, seed, tag, testcase))
     env.pop("COCOTB_TEST_FILTER", None)
     if testcase:
         want = [s.strip() for s in testcase.split(",") if s.strip()]
