@@ -15,6 +15,7 @@ import pytest
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from verif.harness import dut_params
+from verif.lanewise_cov import observe
 from verif.tb_common import (SubroutineTB, line_spec, rand_words, record_bench, sim_test,
                              start_while_busy, steady_cycles_per_beat)
 
@@ -146,8 +147,10 @@ def make_tests(ad: Adapter) -> dict:
     def make_tb(dut, src_p=1.0, sink_p=1.0):
         p = dut_params()
         ins = list(ad.inputs) + (["s_axis_s"] if ad.knob == "scalar" else [])
-        return SubroutineTB(dut, ins, {"m_axis_y": line_spec("m_axis_y", p)},
-                            src_p=src_p, sink_p=sink_p)
+        tb = SubroutineTB(dut, ins, {"m_axis_y": line_spec("m_axis_y", p)},
+                          src_p=src_p, sink_p=sink_p)
+        observe(ad.core, dut)   # functional coverage (verif/lanewise_cov.py) of what the DUT does
+        return tb
 
     async def random_jobs(dut):
         """Random dimensions, iterations, knobs (both signs, :func:`rand_scalar`) and data;
@@ -180,10 +183,15 @@ def make_tests(ad: Adapter) -> dict:
         await tb.finish()
 
     async def dimension_edges(dut):
-        """Dimension 1 and the maximum dimension; iterations 1 and several."""
+        """Dimension 1 and the maximum dimension; iterations 1, several and (where MAX_ITER
+        <= 256, the small config: at 4096 the job alone costs 4 s of Verilator wall time)
+        the maximum."""
         tb = make_tb(dut, src_p=0.8, sink_p=0.8)
         await tb.reset()
-        for k, (d, i) in enumerate([(1, 1), (1, 5), (tb.p["MAX_DIM"], 1), (2, 3)]):
+        shapes = [(1, 1), (1, 5), (tb.p["MAX_DIM"], 1), (2, 3)]
+        if tb.p["MAX_ITER"] <= 256:
+            shapes.append((1, tb.p["MAX_ITER"]))
+        for k, (d, i) in enumerate(shapes):
             await tb.initiate(**job(ad, tb, d, i))
             await tb.wait_done(k + 1)
         await tb.finish()

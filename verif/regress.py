@@ -469,6 +469,14 @@ def main(argv=None) -> int:
         else:
             env.pop(var, None)
     print(f"regress: seed(s) {', '.join(map(str, seeds))}", flush=True)
+    # functional coverage (verif/funcov.py): an un-narrowed run (cores only) starts from no
+    # exports of its cores, so the report after it shows exactly this regression
+    from verif import funcov
+    fc_narrowed = bool(sims or cfg_sel or a.testcase)
+    if not fc_narrowed:
+        for d in ([funcov.data_root() / c for c in core_sel] + [funcov.data_root() / "merged"]
+                  if core_sel else [funcov.data_root()]):
+            shutil.rmtree(d, ignore_errors=True)
     t0 = time.time()
     runs, rows, rcs, collected = [], [], [], 0
     for i, seed in enumerate(seeds):
@@ -519,6 +527,10 @@ def main(argv=None) -> int:
 
     from verif.plots import render
     figures = render(reports, since=t0 - 1.0)
+    fc_lines = _funcov_report(funcov, core_sel, reports, check=not a.quick and not fc_narrowed,
+                              why="" if not (a.quick or fc_narrowed) else
+                              "quick rows (fewer configs)" if a.quick else "selection narrowed by --sim/--cfg/--testcase",
+                              problems=problems)
 
     # ---------------------------------------------------------------- summary
     mode = "quick (-m 'not slow')" if a.quick else "full"
@@ -562,6 +574,7 @@ def main(argv=None) -> int:
         lines += [""]
     if figures:
         lines += ["## Figures", ""] + [f"- {_rel(f)}" for f in figures] + [""]
+    lines += fc_lines
     lines += ["## Simulators", ""]
     for s in SIMS:
         if s in missing:
@@ -588,6 +601,36 @@ def main(argv=None) -> int:
         bad_rc = [rc for rc in rcs if rc not in (0, 5)]
         return bad_rc[0] if bad_rc else 1
     return 0
+
+
+def _funcov_report(funcov, core_sel: list, reports: Path, check: bool, why: str, problems: list) -> list:
+    """Write reports/coverage/functional/ for the cores with a testplan (the selected ones, or
+    all); with ``check`` an unhit unwaived bin, a plan error or missing data is a problem."""
+    out = reports / "coverage" / "functional"
+    planned = funcov.planned_cores()
+    sel = [c for c in core_sel if c in planned] if core_sel else planned
+    if not sel:
+        return []
+    msgs: list[str] = []
+    try:
+        rc, results = funcov.report(sel, check=check, out_dir=out, log=msgs.append)
+    except Exception as e:  # noqa: BLE001 -- a report crash is a problem only when checking
+        if check:
+            problems.append(f"functional coverage report failed: {type(e).__name__}: {e}")
+        return ["## Functional coverage", "", f"report failed: {type(e).__name__}: {e}", ""]
+    print("\n".join(msgs), flush=True)
+    res = [r for r in results if r.core in sel]
+    bad = [r for r in res if not r.ok]
+    if check and rc:
+        problems.append("functional coverage: " + "; ".join(f"{r.core}: {r.verdict()}" for r in bad)
+                        + f" (see {_rel(out)}/)")
+    lines = ["## Functional coverage", "",
+             f"{_rel(out)}/summary.md: {sum(r.hit for r in res)}/{sum(r.declared for r in res)} bins hit, "
+             f"{sum(r.waived for r in res)} waived, {sum(len(r.unhit) for r in res)} unhit over {len(res)} "
+             f"core(s) with a testplan; " + ("checked (make sim fails on an unhit bin)" if check
+                                             else f"not checked: {why}"), ""]
+    lines += [f"- {r.core}: {r.verdict()}" for r in bad] + ([""] if bad else [])
+    return lines
 
 
 def _rel(p: Path) -> str:

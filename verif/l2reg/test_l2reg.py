@@ -13,7 +13,7 @@ CORE = "l2reg"
 ADAPTER = Adapter(
     core=CORE, inputs=("s_axis_x", "s_axis_xold"), knob="reg",
     golden=lambda fmt, x, xo, c: ops.l2reg(fmt, x, xo, c),
-    rails_knobs=lambda fmt: [fmt.max_int, fmt.min_int, -1, 1])
+    rails_knobs=lambda fmt: [fmt.max_int, fmt.min_int, -1, 1, 0, fmt.one, -fmt.one])
 globals().update(make_tests(ADAPTER))
 
 
