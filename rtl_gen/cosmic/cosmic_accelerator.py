@@ -60,7 +60,7 @@ R_ERR_INFO, R_SHAPE, R_COMPUTE_CYC, R_LOAD_CYC, R_AGG_CYC = 0x48, 0x4C, 0x50, 0x
 # CTRL bits
 C_LOAD_MODEL, C_TRAIN, C_ERRCLR, C_AGGREGATE = 1, 2, 4, 8
 # error codes (STATUS[7:4])
-E_PE, E_SLOT, E_LINK, E_OP, E_MSU, E_TABLE, E_BUSY, E_BUS, E_REG, E_PEERR = range(1, 11)
+E_PE, E_SLOT, E_LINK, E_OP, E_MSU, E_TABLE, E_BUSY, E_BUS, E_REG, E_PEERR, E_WRENT = range(1, 12)
 ERRORS = {
     E_PE: "a load names a PE that does not exist (LD_PE >= PEs per thread, aggregation "
           "entry PE >= PEs per thread)",
@@ -80,10 +80,15 @@ ERRORS = {
             "while the error flag is set",
     E_BUS: "two writers of one row bus in a cycle, or a tree-bus source row without a "
            "bus write in the entry's cycle (run aborted after the sample)",
-    E_REG: "unknown register, read-only register written, or a partial write (WSTRB != 0xF)",
+    E_REG: "unknown register, read-only register written, a partial write (WSTRB != 0xF), or "
+           "START written into the unit's CTRL (only the accelerator starts the unit)",
     E_PEERR: "a PE raised err during a run (run aborted after the sample); no host input "
              "causes it (loads and PROG_LEN are checked first): it reports a schedule "
              "memory corrupted after loading",
+    E_WRENT: "LOAD_MODEL or TRAIN while the unit's queue holds a write entry (PEs -> memory, "
+             "its STATUS.WRQ): the accelerator does not hand PE data to the unit (the model "
+             "is read back through RB_*), so the command is refused at its start instead of "
+             "waiting for write data for ever; CLEAR the queue and push read entries",
 }
 # controller states
 (S_IDLE, S_CHK, S_TBL_MEM, S_TBL_OFF, S_ROUND, S_MSU_GO, S_POLL, S_RUN, S_DRAIN,
@@ -1178,6 +1183,10 @@ def build(p):
                         bvalid_r.next = True
                         err_f.next = True
                         err_code.next = E_BUSY
+                    elif waddr[12:] == 0 and s_axil_wdata[0]:
+                        bvalid_r.next = True
+                        err_f.next = True
+                        err_code.next = E_REG
                     else:
                         hwait.next = True
                         ist.next = I_W
@@ -1343,6 +1352,11 @@ def build(p):
                             err_f.next = True
                             err_code.next = E_MSU
                             msu_code.next = irdata[8:4]
+                        elif irdata[3] and (cmd[0] or cmd[1]):
+                            running.next = False
+                            cs.next = S_IDLE
+                            err_f.next = True
+                            err_code.next = E_WRENT
                         elif cmd[1]:
                             cs.next = S_TBL_MEM
                             t_idx.next = 0

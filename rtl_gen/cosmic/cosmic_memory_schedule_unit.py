@@ -222,6 +222,7 @@ def build(p):
         done_r = sig_b()
         err = sig_b()
         err_code = sig_u(4)
+        wrq = sig_b()                # the queue holds a write entry (STATUS bit 3)
         qcount = sig_u(QW + 1)
         e_idx = sig_u(QW + 1)
         t_idx = sig_u(TW)
@@ -656,7 +657,7 @@ def build(p):
             r_tbl.next = s_axil_araddr[AXIL_AW:8] == 1 and r_t < NT
             r_maddr.next = maddr[r_t[TW:]]
             r_off.next = offs[r_t[TW:]]
-            status32.next = concat(intbv(0)[24:], err_code, False, err, done_r, running)
+            status32.next = concat(intbv(0)[24:], err_code, wrq, err, done_r, running)
 
         @always_comb
         def axil_o():
@@ -926,6 +927,7 @@ def build(p):
                             err_code.next = E_BUSY
                         else:
                             qcount.next = 0
+                            wrq.next = False
                 elif running and (waddr == R_QPUSH or waddr == R_MODEL or w_tbl):
                     err.next = True
                     err_code.next = E_BUSY
@@ -935,6 +937,8 @@ def build(p):
                         err_code.next = push_err
                     else:
                         qcount.next = qcount + 1
+                        if s_axil_wdata[WR_BIT]:
+                            wrq.next = True
                 elif waddr == R_MODEL:
                     model_addr.next = s_axil_wdata[WAW:]
                 elif w_tbl:

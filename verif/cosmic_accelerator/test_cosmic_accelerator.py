@@ -51,7 +51,7 @@ A = RM.CTRL.offset           # base of the accelerator's own window
      "RB_DATA", "ERR_INFO", "SHAPE", "COMPUTE_CYC", "LOAD_CYC", "AGG_CYC"))
 C_LOAD_MODEL, C_TRAIN, C_ERRCLR, C_AGGREGATE = (RM.CTRL.pack(**{n: 1}) for n in (
     "LOAD_MODEL", "TRAIN", "ERRCLR", "AGGREGATE"))
-E_PE, E_SLOT, E_LINK, E_OP, E_MSU, E_TABLE, E_BUSY, E_BUS, E_REG, E_PEERR = range(1, 11)
+E_PE, E_SLOT, E_LINK, E_OP, E_MSU, E_TABLE, E_BUSY, E_BUS, E_REG, E_PEERR, E_WRENT = range(1, 12)
 # memory schedule unit registers (its own map, in the 0x0000-0x0FFF window)
 M_CTRL, M_STATUS, M_QPUSH, M_MODEL = (RM[f"MSU.{n}"].offset for n in ("CTRL", "STATUS", "QPUSH", "MODEL_ADDR"))
 M_TBL0 = RM["MSU.THREAD[0].MEM_ADDR"].offset
@@ -484,6 +484,94 @@ async def error_codes(dut):
     s = await h.wait_idle("long run after E_BUSY")
     assert s["done"] and not s["err"], f"the run was disturbed: {s}"
     # a good run afterwards
+    await run_program(h, "linear", rounds=1)
+
+
+BAD_INPUT_POLLS = 200      # STATUS reads: a refused or aborted command is idle by then
+
+
+async def idle_with_error(h, code, what, msu=None):
+    """A bad command must leave the core idle with ``code`` within BAD_INPUT_POLLS STATUS
+    reads (bounded: a hang fails here, not at the test's time bound); ERRCLR clears it."""
+    for _ in range(BAD_INPUT_POLLS):
+        s = await h.status()
+        if not s["busy"]:
+            break
+    assert not s["busy"], f"{what}: still busy after {BAD_INPUT_POLLS} STATUS reads: {s}"
+    assert s["err"] and s["code"] == code, f"{what}: expected error {code}, STATUS {s}"
+    if msu is not None:
+        assert s["msu"] == msu, f"{what}: expected the unit's code {msu}, STATUS {s}"
+    await h.wr(CTRL, C_ERRCLR)
+    s = await h.status()
+    assert not s["err"] and not s["busy"], f"{what}: ERRCLR left {s}"
+
+
+async def nop_setup(h, length, samples):
+    """Every PE runs ``length`` nops; one read entry per row of a thread; legal table."""
+    from verif.cosmic_accelerator.acc_case import hw_cfg
+    nop = Instr().encode(hw_cfg(h.p))
+    for q in range(h.P):
+        await h.load(0, q, 0, [nop] * length)
+    await h.load(5, 0, 0, [0] * (length + 8), hi=False)
+    await h.wr(PROG_LEN, length)
+    await h.wr(AGG_LEN, 0)
+    await h.wr(M_CTRL, 2)
+    for t in range(h.T):
+        await h.wr(m_off(t), t * h.P)
+        await h.wr(m_mem(t), 64 * t)
+    await h.wr(SAMPLES, samples)
+    await h.wr(ROUNDS, 1)
+
+
+@sim_test(timeout_us={"default": 20_000, "*": 60_000})
+async def bad_schedule_never_hangs(dut):
+    """Bad memory schedules end in an error code and an idle core, never a hang:
+    a write entry (PEs -> memory, which the accelerator does not feed) makes LOAD_MODEL
+    and TRAIN fail at their start with E_WRENT (the unit's STATUS.WRQ), even behind read
+    entries; START written into the unit's CTRL through the window is refused (E_REG)
+    and the unit stays idle; a TRAIN on an empty queue aborts with E_MSU (the unit's
+    code 4: START refused) as soon as a walk delivers nothing while a complete sample
+    waits, before SAMPLES samples ran; a schedule whose transfer falls past the last PE
+    for a thread (Base + PE_OFFSET >= PEs, skipped by the unit) ends with E_MSU code 1.
+    After each, CLEAR and a good program run exactly."""
+    h = Host(dut)
+    await h.start()
+    await nop_setup(h, 32, 8)
+    # a write entry alone, and behind a read entry, for both commands
+    for ents in ([Entry(base=0, write=True, size=h.C)],
+                 [Entry(base=0, size=h.C), Entry(base=0, write=True, size=h.C)]):
+        await h.wr(M_CTRL, 2)
+        for e in ents:
+            await h.wr(M_QPUSH, e.encode())
+        ms = RM["MSU.STATUS"].unpack(int(await h.rd(M_STATUS)))
+        assert ms["WRQ"] == 1 and not ms["ERROR"], f"unit STATUS after a write push: {ms}"
+        for cmd, what in ((C_LOAD_MODEL, "LOAD_MODEL"), (C_TRAIN, "TRAIN")):
+            await h.wr(CTRL, cmd)
+            await idle_with_error(h, E_WRENT, f"{what} with a write entry ({len(ents)} entries)")
+            assert await h.rd(SAMPLE_CNT) == 0
+    # CLEAR drops the flag; a read entry alone does not set it
+    await h.wr(M_CTRL, 2)
+    await h.wr(M_QPUSH, Entry(base=0, size=h.C).encode())
+    ms = RM["MSU.STATUS"].unpack(int(await h.rd(M_STATUS)))
+    assert ms["WRQ"] == 0, f"unit STATUS after CLEAR and a read push: {ms}"
+    # START of the unit through the window: refused, the unit does not run
+    await h.wr(M_CTRL, 1)
+    await idle_with_error(h, E_REG, "unit START through the window")
+    ms = RM["MSU.STATUS"].unpack(int(await h.rd(M_STATUS)))
+    assert not ms["BUSY"] and not ms["DONE"] and not ms["ERROR"], f"the unit ran: {ms}"
+    # empty queue: every walk delivers nothing; the run stops early with E_MSU (code 4)
+    await h.wr(M_CTRL, 2)
+    await h.wr(CTRL, C_TRAIN)
+    await idle_with_error(h, E_MSU, "TRAIN on an empty queue", msu=4)
+    n = await h.rd(SAMPLE_CNT)
+    assert n < 8, f"empty queue: {n} samples ran; the walk delivering nothing must abort"
+    await h.wr(M_CTRL, 4 | 2)
+    # a transfer past the last PE for the last thread (skipped): E_MSU with code 1
+    if h.T > 1:
+        await h.wr(M_QPUSH, Entry(base=h.P, size=1).encode())
+        await h.wr(CTRL, C_TRAIN)
+        await idle_with_error(h, E_MSU, "entry past the last PE", msu=1)
+        await h.wr(M_CTRL, 4 | 2)
     await run_program(h, "linear", rounds=1)
 
 

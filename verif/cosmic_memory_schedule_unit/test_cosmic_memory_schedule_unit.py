@@ -348,6 +348,7 @@ async def queue_full_and_bad_entries(dut):
         await tb.wr(QPUSH, word)
         await tb.expect_err(code, what)
         assert await tb.rd(QCOUNT) == 0
+        assert tb.rm.STATUS.unpack(await tb.rd(STATUS))["WRQ"] == 0, f"{what}: WRQ set"
     await tb.wr(tbl(0) + 4, 3)
     await tb.wr(tbl(0) + 4, tb.NPE)
     await tb.expect_err(gm.E_PE, "PE_OFFSET >= NPE")
@@ -383,6 +384,10 @@ async def queue_full_and_bad_entries(dut):
     # write data handed back by the wrong PE (tid): code 6, the data is still written
     await tb.run_case([Entry(0, write=True, size=tb.L + 1)], *tb.rand_table(1000), check_regs=False, tid_xor=1)
     await tb.expect_err(gm.E_WRPE, "write data from the wrong PE")
+    # STATUS.WRQ: set while the queue holds a write entry (the one just run), CLEAR drops it
+    assert tb.rm.STATUS.unpack(await tb.rd(STATUS))["WRQ"] == 1, "WRQ not set by a write entry"
+    await tb.wr(CTRL, CLEAR)
+    assert tb.rm.STATUS.unpack(await tb.rd(STATUS))["WRQ"] == 0, "WRQ not cleared by CLEAR"
     await tb.finish()
 
 

@@ -466,6 +466,7 @@ reg [15:0] cosmic_memory_schedule_unit0_wb_out;
 wire cosmic_memory_schedule_unit0_wmis;
 wire cosmic_memory_schedule_unit0_wo_valid;
 wire cosmic_memory_schedule_unit0_wr_idle;
+reg cosmic_memory_schedule_unit0_wrq;
 reg [29:0] cosmic_memory_schedule_unit0_x_addr;
 wire [17:0] cosmic_memory_schedule_unit0_x_nb;
 wire [29:0] cosmic_memory_schedule_unit0_x_next;
@@ -5405,7 +5406,7 @@ assign cosmic_memory_schedule_unit0_w_tbl = ((msu_s_axil_awaddr[12-1:8] == 1) &&
 assign cosmic_memory_schedule_unit0_r_tbl = ((msu_s_axil_araddr[12-1:8] == 1) && (cosmic_memory_schedule_unit0_r_t < 2));
 assign cosmic_memory_schedule_unit0_r_maddr = cosmic_memory_schedule_unit0_maddr[cosmic_memory_schedule_unit0_r_t[1-1:0]];
 assign cosmic_memory_schedule_unit0_r_off = cosmic_memory_schedule_unit0_offs[cosmic_memory_schedule_unit0_r_t[1-1:0]];
-assign cosmic_memory_schedule_unit0_status32 = {24'h0, cosmic_memory_schedule_unit0_err_code, 1'b0, cosmic_memory_schedule_unit0_err, cosmic_memory_schedule_unit0_done_r, cosmic_memory_schedule_unit0_running};
+assign cosmic_memory_schedule_unit0_status32 = {24'h0, cosmic_memory_schedule_unit0_err_code, cosmic_memory_schedule_unit0_wrq, cosmic_memory_schedule_unit0_err, cosmic_memory_schedule_unit0_done_r, cosmic_memory_schedule_unit0_running};
 
 
 
@@ -5475,6 +5476,7 @@ always @(posedge clk) begin: cosmic_memory_schedule_unit0_main
         cosmic_memory_schedule_unit0_rb_out <= 0;
         cosmic_memory_schedule_unit0_arlen_r <= 0;
         cosmic_memory_schedule_unit0_cur <= 0;
+        cosmic_memory_schedule_unit0_wrq <= 0;
         cosmic_memory_schedule_unit0_pf_rp <= 0;
         cosmic_memory_schedule_unit0_awvalid_r <= 0;
         cosmic_memory_schedule_unit0_w_ba <= 0;
@@ -5807,6 +5809,7 @@ always @(posedge clk) begin: cosmic_memory_schedule_unit0_main
                     end
                     else begin
                         cosmic_memory_schedule_unit0_qcount <= 0;
+                        cosmic_memory_schedule_unit0_wrq <= 1'b0;
                     end
                 end
             end
@@ -5821,6 +5824,9 @@ always @(posedge clk) begin: cosmic_memory_schedule_unit0_main
                 end
                 else begin
                     cosmic_memory_schedule_unit0_qcount <= (cosmic_memory_schedule_unit0_qcount + 1);
+                    if (msu_s_axil_wdata[28]) begin
+                        cosmic_memory_schedule_unit0_wrq <= 1'b1;
+                    end
                 end
             end
             else if ((cosmic_memory_schedule_unit0_waddr == 4)) begin
@@ -16962,6 +16968,11 @@ always @(posedge clk) begin: main
                     err_f <= 1'b1;
                     err_code <= 7;
                 end
+                else if (((waddr[12-1:0] == 0) && s_axil_wdata[0])) begin
+                    bvalid_r <= 1'b1;
+                    err_f <= 1'b1;
+                    err_code <= 9;
+                end
                 else begin
                     hwait <= 1'b1;
                     ist <= 1;
@@ -17182,6 +17193,12 @@ always @(posedge clk) begin: main
                         err_f <= 1'b1;
                         err_code <= 5;
                         msu_code <= irdata[8-1:4];
+                    end
+                    else if ((irdata[3] && (cmd[0] || cmd[1]))) begin
+                        running <= 1'b0;
+                        cs <= 0;
+                        err_f <= 1'b1;
+                        err_code <= 11;
                     end
                     else if (cmd[1]) begin
                         cs <= 2;

@@ -418,6 +418,7 @@ signal cosmic_memory_schedule_unit0_wb_out: unsigned(15 downto 0);
 signal cosmic_memory_schedule_unit0_wmis: std_logic;
 signal cosmic_memory_schedule_unit0_wo_valid: std_logic;
 signal cosmic_memory_schedule_unit0_wr_idle: std_logic;
+signal cosmic_memory_schedule_unit0_wrq: std_logic;
 signal cosmic_memory_schedule_unit0_x_addr: unsigned(29 downto 0);
 signal cosmic_memory_schedule_unit0_x_nb: unsigned(17 downto 0);
 signal cosmic_memory_schedule_unit0_x_next: unsigned(29 downto 0);
@@ -5375,7 +5376,7 @@ cosmic_memory_schedule_unit0_w_tbl <= stdl((msu_s_axil_awaddr(12-1 downto 8) = 1
 cosmic_memory_schedule_unit0_r_tbl <= stdl((msu_s_axil_araddr(12-1 downto 8) = 1) and (cosmic_memory_schedule_unit0_r_t < 2));
 cosmic_memory_schedule_unit0_r_maddr <= cosmic_memory_schedule_unit0_maddr(to_integer(cosmic_memory_schedule_unit0_r_t(1-1 downto 0)));
 cosmic_memory_schedule_unit0_r_off <= cosmic_memory_schedule_unit0_offs(to_integer(cosmic_memory_schedule_unit0_r_t(1-1 downto 0)));
-cosmic_memory_schedule_unit0_status32 <= unsigned'(to_unsigned(0, 24) & cosmic_memory_schedule_unit0_err_code & '0' & cosmic_memory_schedule_unit0_err & cosmic_memory_schedule_unit0_done_r & cosmic_memory_schedule_unit0_running);
+cosmic_memory_schedule_unit0_status32 <= unsigned'(to_unsigned(0, 24) & cosmic_memory_schedule_unit0_err_code & cosmic_memory_schedule_unit0_wrq & cosmic_memory_schedule_unit0_err & cosmic_memory_schedule_unit0_done_r & cosmic_memory_schedule_unit0_running);
 
 
 msu_s_axil_awready <= cosmic_memory_schedule_unit0_aw_go;
@@ -5444,6 +5445,7 @@ begin
             cosmic_memory_schedule_unit0_rb_out <= to_unsigned(0, 16);
             cosmic_memory_schedule_unit0_arlen_r <= to_unsigned(0, 8);
             cosmic_memory_schedule_unit0_cur <= to_unsigned(0, 128);
+            cosmic_memory_schedule_unit0_wrq <= '0';
             cosmic_memory_schedule_unit0_pf_rp <= to_unsigned(0, 6);
             cosmic_memory_schedule_unit0_awvalid_r <= '0';
             cosmic_memory_schedule_unit0_w_ba <= to_unsigned(0, 28);
@@ -5744,6 +5746,7 @@ begin
                             cosmic_memory_schedule_unit0_err_code <= to_unsigned(4, 4);
                         else
                             cosmic_memory_schedule_unit0_qcount <= to_unsigned(0, 5);
+                            cosmic_memory_schedule_unit0_wrq <= '0';
                         end if;
                     end if;
                 elsif (bool(cosmic_memory_schedule_unit0_running) and ((cosmic_memory_schedule_unit0_waddr = 3) or (cosmic_memory_schedule_unit0_waddr = 4) or bool(cosmic_memory_schedule_unit0_w_tbl))) then
@@ -5755,6 +5758,9 @@ begin
                         cosmic_memory_schedule_unit0_err_code <= cosmic_memory_schedule_unit0_push_err;
                     else
                         cosmic_memory_schedule_unit0_qcount <= (cosmic_memory_schedule_unit0_qcount + 1);
+                        if bool(msu_s_axil_wdata(28)) then
+                            cosmic_memory_schedule_unit0_wrq <= '1';
+                        end if;
                     end if;
                 elsif (cosmic_memory_schedule_unit0_waddr = 4) then
                     cosmic_memory_schedule_unit0_model_addr <= msu_s_axil_wdata(30-1 downto 0);
@@ -15697,6 +15703,10 @@ begin
                         bvalid_r <= '1';
                         err_f <= '1';
                         err_code <= to_unsigned(7, 4);
+                    elsif ((waddr(12-1 downto 0) = 0) and bool(s_axil_wdata_num(0))) then
+                        bvalid_r <= '1';
+                        err_f <= '1';
+                        err_code <= to_unsigned(9, 4);
                     else
                         hwait <= '1';
                         ist <= to_unsigned(1, 3);
@@ -15874,6 +15884,11 @@ begin
                             err_f <= '1';
                             err_code <= to_unsigned(5, 4);
                             msu_code <= irdata(8-1 downto 4);
+                        elsif (bool(irdata(3)) and (bool(cmd(0)) or bool(cmd(1)))) then
+                            running <= '0';
+                            cs <= to_unsigned(0, 4);
+                            err_f <= '1';
+                            err_code <= to_unsigned(11, 4);
                         elsif bool(cmd(1)) then
                             cs <= to_unsigned(2, 4);
                             t_idx <= to_unsigned(0, 2);

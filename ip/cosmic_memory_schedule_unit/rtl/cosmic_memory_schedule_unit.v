@@ -319,6 +319,7 @@ reg [15:0] wb_out;
 wire wmis;
 wire wo_valid;
 wire wr_idle;
+reg wrq;
 reg [29:0] x_addr;
 wire [17:0] x_nb;
 wire [29:0] x_next;
@@ -1031,7 +1032,7 @@ assign w_tbl = ((s_axil_awaddr[12-1:8] == 1) && (w_t < 4));
 assign r_tbl = ((s_axil_araddr[12-1:8] == 1) && (r_t < 4));
 assign r_maddr = maddr[r_t[2-1:0]];
 assign r_off = offs[r_t[2-1:0]];
-assign status32 = {24'h0, err_code, 1'b0, err, done_r, running};
+assign status32 = {24'h0, err_code, wrq, err, done_r, running};
 
 
 
@@ -1101,6 +1102,7 @@ always @(posedge clk) begin: main
         rb_out <= 0;
         arlen_r <= 0;
         cur <= 0;
+        wrq <= 0;
         pf_rp <= 0;
         awvalid_r <= 0;
         w_ba <= 0;
@@ -1433,6 +1435,7 @@ always @(posedge clk) begin: main
                     end
                     else begin
                         qcount <= 0;
+                        wrq <= 1'b0;
                     end
                 end
             end
@@ -1447,6 +1450,9 @@ always @(posedge clk) begin: main
                 end
                 else begin
                     qcount <= (qcount + 1);
+                    if (s_axil_wdata[28]) begin
+                        wrq <= 1'b1;
+                    end
                 end
             end
             else if ((waddr == 4)) begin

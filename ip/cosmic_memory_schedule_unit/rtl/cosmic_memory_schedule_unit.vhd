@@ -262,6 +262,7 @@ signal wb_out: unsigned(15 downto 0);
 signal wmis: std_logic;
 signal wo_valid: std_logic;
 signal wr_idle: std_logic;
+signal wrq: std_logic;
 signal x_addr: unsigned(29 downto 0);
 signal x_nb: unsigned(17 downto 0);
 signal x_next: unsigned(29 downto 0);
@@ -954,7 +955,7 @@ w_tbl <= stdl((s_axil_awaddr_num(12-1 downto 8) = 1) and (w_t < 4));
 r_tbl <= stdl((s_axil_araddr_num(12-1 downto 8) = 1) and (r_t < 4));
 r_maddr <= maddr(to_integer(r_t(2-1 downto 0)));
 r_off <= offs(to_integer(r_t(2-1 downto 0)));
-status32 <= unsigned'(to_unsigned(0, 24) & err_code & '0' & err & done_r & running);
+status32 <= unsigned'(to_unsigned(0, 24) & err_code & wrq & err & done_r & running);
 
 
 s_axil_awready <= aw_go;
@@ -1023,6 +1024,7 @@ begin
             rb_out <= to_unsigned(0, 16);
             arlen_r <= to_unsigned(0, 8);
             cur <= to_unsigned(0, 128);
+            wrq <= '0';
             pf_rp <= to_unsigned(0, 6);
             awvalid_r <= '0';
             w_ba <= to_unsigned(0, 28);
@@ -1323,6 +1325,7 @@ begin
                             err_code <= to_unsigned(4, 4);
                         else
                             qcount <= to_unsigned(0, 5);
+                            wrq <= '0';
                         end if;
                     end if;
                 elsif (bool(running) and ((waddr = 3) or (waddr = 4) or bool(w_tbl))) then
@@ -1334,6 +1337,9 @@ begin
                         err_code <= push_err;
                     else
                         qcount <= (qcount + 1);
+                        if bool(s_axil_wdata_num(28)) then
+                            wrq <= '1';
+                        end if;
                     end if;
                 elsif (waddr = 4) then
                     model_addr <= s_axil_wdata_num(30-1 downto 0);
