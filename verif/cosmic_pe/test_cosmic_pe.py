@@ -26,6 +26,7 @@ from golden.fixedpoint import sigmoid_table
 from scoreboards.checker import FixedScoreboard, StreamSpec
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
 from verif.tb_common import rand_words, record_bench, sim_seed, sim_test, start_while_busy, wait_until
+from verif.cosmic_pe import covermodel as fcov
 
 CORE = "cosmic_pe"
 
@@ -85,6 +86,7 @@ class PETB:
                 continue   # before the first reset (GHDL starts at 'U')
             for n in OUT_PORTS:
                 if int(valid[n].value):
+                    fcov.sample_output(n)
                     k = self.cycle - self.start_cycle - OUT_OFFSET
                     if self.divert is not None:
                         self.divert.append((n, k, int(data[n].value)))
@@ -140,6 +142,7 @@ class PETB:
         m = (1 << self.W) - 1
         ndone = len(self.done_cycles)
         d.cfg_len.value = n
+        fcov.sample_start(n, int(d.busy.value), self.cfg.SCHED_DEPTH)
         d.start.value = 1
         await RisingEdge(d.clk)
         d.start.value = 0
@@ -151,6 +154,7 @@ class PETB:
                 d.bus_in.value = int(inputs[k, 2]) & m
         await wait_until(d.clk, lambda: len(self.done_cycles) > ndone, n + 50, "done: no pulse",
                          expect=f"done within {n + 50} cycles of start ({n} instructions)")
+        fcov.sample_err(int(d.err.value))
         return self.done_cycles[-1] - self.start_cycle
 
     async def job(self, words, bufs, inputs=None, check_buffers=True):
@@ -170,6 +174,7 @@ class PETB:
         assert dc == exp.cycles, f"done in cycle {dc}, expected {exp.cycles}"
         err = int(self.dut.err.value)
         assert err == exp.err, f"err={err:#x}, expected {exp.err:#x}"
+        fcov.sample_run(cfg, words, exp)
         if check_buffers:
             await self.check_buffers(exp)
         return exp
@@ -286,6 +291,12 @@ async def opcode_corners(dut):
     asm.op("mac", "D1", "M0", dst=["B", "I0"])        # max*min pulls it back from the rail
     asm.op("mac", "D0", "M1", dst=["B", "I1"])
     await tb.job([w.encode(cfg) for w in asm.instrs], [data, model, np.zeros(cfg.INTERIM_DEPTH, dtype=np.int64)])
+    # the negative rail: min*max products until the accumulator clips below, then back
+    asm = Assembler(cfg).op("mac", "D0", "M1", clr=True)
+    for _ in range(k):
+        asm.op("mac", "D0", "M1", dst=["B"])
+    asm.op("mac", "D0", "M0", dst=["B", "I0"])
+    await tb.job([w.encode(cfg) for w in asm.instrs], [data, model, np.zeros(cfg.INTERIM_DEPTH, dtype=np.int64)])
     # nonlinear units over and beyond their domains
     if cfg.NL:
         zs = np.concatenate([nl_inputs(tb, 40), corners])[:cfg.DATA_DEPTH]
@@ -326,10 +337,12 @@ async def errors_and_bad_length(dut):
     # cfg_len 0 and above SCHED_DEPTH: done with err bit 2, nothing runs
     for bad in (0, cfg.SCHED_DEPTH + 1):
         dut.cfg_len.value = bad
+        fcov.sample_start(bad, int(dut.busy.value), cfg.SCHED_DEPTH)
         dut.start.value = 1
         await RisingEdge(dut.clk)
         await ReadOnly()
         assert int(dut.done.value) == 1 and int(dut.busy.value) == 0 and int(dut.err.value) == ERR_LEN
+        fcov.sample_err(int(dut.err.value))
         await RisingEdge(dut.clk)
         dut.start.value = 0
         await RisingEdge(dut.clk)
@@ -452,7 +465,11 @@ async def start_while_busy_ignored(dut):
             tb.exp[port].append((v & m, k))
     run = cocotb.start_soon(tb.run(words, inputs))
     given = await start_while_busy(dut, dut.clk, dict(len=1), pulses=3)
+    fcov.sample_start(1, 1, cfg.SCHED_DEPTH)          # start_while_busy saw busy high before each pulse
+    n0 = given
     given += await start_while_busy(dut, dut.clk, dict(len=0), pulses=1)
+    if given > n0:
+        fcov.sample_start(0, 1, cfg.SCHED_DEPTH)
     # loads while busy are ignored too (datasheet): garbage into the schedule and DATA buffer
     await FallingEdge(dut.clk)
     assert int(dut.busy.value) == 1, "program finished before the ignored loads"

@@ -21,6 +21,8 @@ from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
 from verif.tb_common import record_bench, sim_test, stall_message, within
 from verif.tb_common import sim_seed as seed_of_test
+from verif.maple_smart_memory import covermodel as fcov
+from verif.stream_cov import FlowObserver
 
 CORE = "maple_smart_memory"
 AXIL_CYCLES = 10_000  # budget of one AXI4-Lite transaction
@@ -58,6 +60,7 @@ class TB:
         self.sb = FixedScoreboard(dut)
         spec = StreamSpec(OUT, [("value", 1, self.W, self.fmt.F), ("index", 1, self.IDXW, 0)])
         self.exp = self.sb.add_stream(self.mon, spec)
+        self.flow = FlowObserver(fcov.COV, dut, inputs=["s_axis_in"], outputs=[OUT])
 
     # ---- plumbing ----------------------------------------------------------------
     async def reset(self, cycles=3):
@@ -81,12 +84,15 @@ class TB:
     async def wr(self, addr, val):
         await within(self.axil.write_dword(addr, int(val) & 0xFFFFFFFF), AXIL_CYCLES,
                      f"s_axil: write 0x{addr:x} got no response (AW/W/B)")
+        if addr == CTRL:
+            fcov.sample_ctrl(self.rm, int(val))
 
     async def rd(self, addr) -> int:
         return int(await within(self.axil.read_dword(addr), AXIL_CYCLES, f"s_axil: read 0x{addr:x} got no response (AR/R)"))
 
     async def status(self) -> dict:
         f = self.rm.STATUS.unpack(await self.rd(STATUS))
+        fcov.sample_status(f["ERROR"], f["CODE"])
         return {"busy": f["BUSY"], "armed": f["ARMED"], "err": f["ERROR"], "code": f["CODE"]}
 
     async def wait_idle(self, timeout=20000):
@@ -145,6 +151,7 @@ class TB:
             assert cnt == len(t["values"]), f"COUNT {cnt}"
         self.expect(t["indices"], t["values"])
         await self.dump()
+        fcov.sample_selection(values, indices, k, largest)
         return t
 
     async def minmax(self, values, indices):
@@ -153,6 +160,7 @@ class TB:
         (imn, vmn), (imx, vmx) = maple.min_max_with_index(values, indices)
         self.expect([imn, imx], [vmn, vmx])
         await self.dump()
+        fcov.sample_minmax(values)
 
     async def finish(self, settle=20):
         await ClockCycles(self.clk, settle)
@@ -227,12 +235,14 @@ async def minmax_with_index(dut):
         vals = tb.rand_vals(n) if r % 2 else tb.rng.integers(-3, 4, size=n)
         await tb.minmax(vals, tb.rng.permutation(n))
     await tb.minmax(np.array([7]), np.array([3]))
+    await tb.minmax(np.full(5, -2), np.array([4, 0, 3, 1, 2]))     # all equal: index 0 is min and max
     await tb.minmax(np.array([f.max_int, f.min_int, f.min_int, f.max_int]), np.array([9, 4, 2, 1]))
     await tb.wr(CTRL, CLEAR)
     await tb.wait_idle()
     await tb.dump()                                  # nothing held: no beat
+    fcov.sample_minmax([])
     await tb.finish()
-    assert tb.sb.compared == 7 * 2
+    assert tb.sb.compared == 8 * 2
 
 
 @sim_test(timeout_us={"default": 100, "*": 400})  # measured 19.6 us on default
@@ -258,6 +268,7 @@ async def rmw_accumulate(dut):
             addrs[:8] = 3
             vals[:8] = [f.max_int, f.max_int, 5, -1, f.min_int, f.min_int, f.min_int, 7]
         await tb.stream(vals, addrs)
+        fcov.sample_rmw(mem, addrs, vals, f)
         mem = maple.rmw_accumulate(mem, addrs, vals, f)
         assert await tb.rd(INS) == n
     await tb.wr(BASE, 0)
