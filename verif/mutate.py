@@ -12,7 +12,8 @@ What it does
    generated Verilog ``ip/<core>/rtl/<core>.v`` (the ``default`` netlist that ships) in
    these classes (:data:`CLASSES`):
 
-   * ``arith`` ``+`` <-> ``-`` (binary operators only);
+   * ``arith`` ``+`` <-> ``-`` (binary operators only; an operator between two integer
+     literals, e.g. the index ``(32 - 1)``, is left to the ``index`` class);
    * ``logic`` ``&`` <-> ``|``, ``&&`` <-> ``||``, ``^`` -> ``&``;
    * ``relop`` ``==`` <-> ``!=``, ``<`` <-> ``<=``, ``>`` <-> ``>=``;
    * ``shift`` ``>>`` <-> ``<<``, ``>>>`` -> ``>>``;
@@ -164,6 +165,8 @@ def enumerate_mutants(text: str) -> list[Mutant]:
         for cls, rx, rep in _BINOPS:
             for mm in re.finditer(rx, s):
                 a, b = mm.span()
+                if re.search(r"(?<![\w'])\d+\)?$", s[:a]) and re.match(r"\(?\d+(?![\w'])", s[b:]):
+                    continue  # a constant expression (an index like (32 - 1)): the index class
                 if cls == "relop" and rx == r" <= " and _is_nonblocking(s, a):
                     continue
                 out.append(Mutant(i, a, b, cls, s[a:b], rep))
