@@ -20,6 +20,7 @@ from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
 from verif.tb_common import StartDoneMixin, record_bench, start_while_busy, steady_cycles_per_beat, sim_test
 from verif.tb_common import sim_seed as seed_of
+from verif.fpdeep_line_buffer import covermodel as fcov
 
 CORE = "fpdeep_line_buffer"
 IN = "s_axis_pix"
@@ -49,6 +50,7 @@ class LineBufferTB(StartDoneMixin):
         dut.s_axis_pix_tlast.value = 0
         self.done_count = 0
         cocotb.start_soon(self._count_done())
+        self.cov_obs = fcov.start(dut)
 
     async def reset(self, cycles=3):
         self.dut.rst.value = 1
