@@ -126,10 +126,12 @@ class SubroutineObserver:
 
     def __init__(self, cov: CoverModel, dut, fields: list[str], cause: Callable[[dict], str | None],
                  inputs: list[str], outputs: list[str], on_done: Callable | None = None,
-                 signed_fields: tuple = (), clk=None, keep_data: tuple | None = None):
+                 signed_fields: tuple = (), clk=None, keep_data: tuple | None = None,
+                 sample_fields: tuple | None = None):
         self.cov, self.dut, self.clk = cov, dut, clk if clk is not None else dut.clk
         self.fields = {f: getattr(dut, f"cfg_{f}") for f in fields}
         self.signed = set(signed_fields)
+        self.sample_fields = set(fields if sample_fields is None else sample_fields)
         self.cause = cause
         self.on_done = on_done
         self.streams = [(s, getattr(dut, f"{s}_tvalid"), getattr(dut, f"{s}_tready"),
@@ -175,7 +177,7 @@ class SubroutineObserver:
                 if not b:
                     self.cfg = dict(cfg, _cause=why)
                     for f, v in cfg.items():
-                        if not why and f in cov.points:
+                        if not why and f in self.sample_fields and f in cov.points:
                             cov.sample(f, v)
                     for s in self.beats:
                         self.beats[s] = []

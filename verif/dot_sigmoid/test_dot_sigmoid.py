@@ -15,6 +15,7 @@ from golden import pipearch_ops as ops
 from golden.fixedpoint import sigmoid_table
 from scoreboards.axis import AxisMonitor
 from verif.harness import dut_params, matrix, run_core
+from verif.lanewise_cov import observe
 from verif.lanewise_suite import check_ties, sigmoid_tie_inputs
 from verif.tb_common import SubroutineTB, rand_words, record_bench, steady_cycles_per_beat, word_spec, sim_test
 from verif.tb_common import start_while_busy
@@ -25,8 +26,10 @@ OUT = "m_axis_res"
 
 def make_tb(dut, src_p=1.0, sink_p=1.0):
     p = dut_params()
-    return SubroutineTB(dut, ["s_axis_a", "s_axis_b"], {OUT: word_spec(OUT, p)},
-                        src_p=src_p, sink_p=sink_p)
+    tb = SubroutineTB(dut, ["s_axis_a", "s_axis_b"], {OUT: word_spec(OUT, p)},
+                      src_p=src_p, sink_p=sink_p)
+    observe(CORE, dut)   # functional coverage (verif/lanewise_cov.py) of what the DUT does
+    return tb
 
 
 def sigmoid_scale(tb, dim):

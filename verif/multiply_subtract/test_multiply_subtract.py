@@ -14,7 +14,7 @@ CORE = "multiply_subtract"
 ADAPTER = Adapter(
     core=CORE, inputs=("s_axis_x", "s_axis_a"), knob="scalar",
     golden=lambda fmt, x, a, s: ops.multiply_subtract(fmt, x, s, a),
-    rails_knobs=lambda fmt: [fmt.max_int, fmt.min_int, -1, 1])
+    rails_knobs=lambda fmt: [fmt.max_int, fmt.min_int, -1, 1, 0, fmt.one, -fmt.one])
 globals().update(make_tests(ADAPTER))
 
 
