@@ -8,6 +8,10 @@ the DUT just finished and the sticky row/psum error pins; output words are class
 """
 from __future__ import annotations
 
+from collections import deque
+
+import numpy as np
+
 from verif.funcov import CoverModel, enabled
 from verif.funcov_tb import SubroutineObserver, declare_control, declare_flow, field_bins
 
@@ -113,3 +117,72 @@ def observe(cov: CoverModel, dut, fields: list[str], cause, inputs, outputs, out
 
     return SubroutineObserver(cov, dut, fields, cause, inputs, outputs, on_done=on_done,
                               signed_fields=signed_fields, keep_data=())
+
+
+def _round_label(v: int, F: int) -> str:
+    fr = v & ((1 << F) - 1)
+    half = 1 << (F - 1)
+    if fr == 0:
+        return "exact"
+    if fr != half:
+        return "down" if fr < half else "up"
+    return "tie_pos" if v > 0 else "tie_neg"
+
+
+def round_sat_labels(exact, F: int, W: int, op: str, round_point: bool = True, relu: bool = False) -> list:
+    """Per output beat (raster order of the (C, Ho, Wo) or (n,) array ``exact``: the
+    unrounded value, scale 2**-2F), the (point, label) pairs of its lanes: ``<op>_round``
+    (when ``round_point``), ``<op>_sat`` and, with ``relu``, ``relu`` clipped/passed."""
+    a = np.asarray(exact, dtype=object)
+    if a.ndim == 1:
+        a = a.reshape(1, 1, -1)
+    hi, lo = (1 << (W - 1)) - 1, -(1 << (W - 1))
+    out = []
+    for i in range(a.shape[1]):
+        for j in range(a.shape[2]):
+            labs = set()
+            for c in range(a.shape[0]):
+                v = int(a[c, i, j])
+                y = ((v + (1 << (F - 1))) >> F) if round_point else v
+                if round_point:
+                    labs.add((f"{op}_round", _round_label(v, F)))
+                labs.add((f"{op}_sat", "pos" if y > hi else "neg" if y < lo else "none"))
+                if relu:
+                    labs.add(("relu", "clipped" if min(max(y, lo), hi) < 0 else "passed"))
+            out.append(sorted(labs))
+    return out
+
+
+class ResultClasses:
+    """Labels of each expected output beat of one stream, sampled when the testbench's
+    monitor sees that beat (results come out in order; ``clear`` on a reset)."""
+
+    def __init__(self, cov: CoverModel, mon):
+        self.cov = cov
+        self.q = deque()
+        self.seen: set = set()
+        if enabled():
+            mon.add_callback(self._beat)
+
+    def expect(self, beats: list):
+        if enabled():
+            self.q.extend(beats)
+
+    def clear(self):
+        self.q.clear()
+
+    def _beat(self, _txn):
+        if not self.q:
+            return
+        for key in self.q.popleft():
+            if key not in self.seen:
+                self.seen.add(key)
+                self.cov.sample(*key)
+
+
+def declare_round_sat(cov: CoverModel, op: str, doc: str, round_point: bool = True):
+    if round_point and f"{op}_round" not in cov.points:
+        cov.point(f"{op}_round", values=["exact", "down", "up", "tie_pos", "tie_neg"],
+                  doc=f"{doc}: discarded fraction at the one rounding point (round half up)")
+    if f"{op}_sat" not in cov.points:
+        cov.point(f"{op}_sat", values=["none", "pos", "neg"], doc=f"{doc}: saturated high / low")

@@ -23,6 +23,7 @@ from verif.harness import CLOCK_NS, dut_params, matrix, run_core
 from verif.rounding_ties import edge_targets, fit_tie_shrinking, odd_coef, rand_targets, require_ties, tie_value
 from verif.tb_common import DEFAULT_CYCLES, rand_words, record_bench, sim_test, wait_until
 from verif.tb_common import sim_seed as seed_of
+from verif.fpdeep_conv_tile import covermodel as fcov
 
 CORE = "fpdeep_conv_tile"
 OUT = "m_axis_res"
@@ -81,6 +82,7 @@ class TileTB:
         self.wk = np.zeros((self.K, self.K), dtype=np.int64)   # the filter after reset
         self.exp_user, self.got_user = [], []                   # m_axis_res_tuser (mode) per result
         cocotb.start_soon(self._watch_user())
+        self.cls = fcov.start(dut, self.mon)                    # functional coverage
 
     async def _watch_user(self):
         while True:
@@ -109,6 +111,7 @@ class TileTB:
         await self.reset()
         self._sources(1000)
         self.exp.clear()
+        self.cls.clear()
         self.exp_user, self.got_user = [], []
         self.wk = np.zeros((self.K, self.K), dtype=np.int64)
 
@@ -124,6 +127,7 @@ class TileTB:
         is accepted: earlier windows use the old filter, later ones the new one."""
         await self.drain()
         self.wk = np.asarray(wk, dtype=np.int64).reshape(self.K, self.K)
+        fcov.COV.sample("filter_load", "between_windows" if self.exp else "idle")
         sent = self.sw.sent
         self.sw.append((pack_lanes(self.wk.reshape(-1), self.W), 0))
         await wait_until(self.clk, lambda: self.sw.sent != sent, DEFAULT_CYCLES,
@@ -140,6 +144,8 @@ class TileTB:
             y = conv.window_dot(wins[k], self.wk, self.fmt, exact=bool(m))
             self.exp.append((int(y) & mask, int(lasts[k])))
             self.exp_user.append(m)
+            self.cls.expect([fcov.labels(conv.window_dot(wins[k], self.wk, self.fmt, exact=True), m, lasts[k],
+                                         self.fmt.F, self.fmt.W)])
             self.swin.append((pack_lanes(wins[k].reshape(-1), self.W), int(lasts[k]), m))
             self.n_win += 1
 
@@ -237,6 +243,41 @@ async def back_to_back(dut):
     for k in range(3):
         await tb.load(tb.rand((K, K)))
         await tb.send(tb.rand((20, K, K)), [(i + k) % 2 for i in range(20)])
+    await tb.finish()
+
+
+@sim_test(timeout_us={"default": 30, "*": 120})
+async def filter_back_to_back_and_stalled(dut):
+    """Two filter beats in consecutive cycles (later windows use the second), and a filter
+    beat offered while a stopped result sink has filled the output FIFO and stalled the
+    pipeline: it is held (AXI4-Stream), taken once the sink resumes, and the windows
+    accepted before it still use the old filter."""
+    tb = make_tb(dut)
+    await tb.reset()
+    K, W = tb.K, tb.W
+    await tb.load(tb.rand((K, K)))
+    await tb.send(tb.rand((3, K, K)), [0, 1, 0])
+    await tb.drain()
+    f1, f2 = tb.rand((K, K)), tb.rand((K, K))
+    sent = tb.sw.sent
+    for f in (f1, f2):
+        tb.sw.append((pack_lanes(f.reshape(-1), W), 0))
+    await wait_until(tb.clk, lambda: tb.sw.sent >= sent + 2, DEFAULT_CYCLES, "s_axis_w: two filter beats not accepted")
+    tb.wk = np.asarray(f2, dtype=np.int64)
+    await tb.send(tb.rand((4, K, K)), [0, 1, 0, 1])
+    await tb.drain()
+    tb.sink.stop()                                        # results pile up: FIFO full, pipeline stalled
+    await tb.send(tb.rand((3, K, K)), [1, 0, 1])
+    await tb.drain()
+    await ClockCycles(dut.clk, 12)
+    f3 = tb.rand((K, K))
+    sent = tb.sw.sent
+    tb.sw.append((pack_lanes(f3.reshape(-1), W), 0))
+    await ClockCycles(dut.clk, 8)
+    tb.sink = AxisSink(dut, OUT, dut.clk)
+    await wait_until(tb.clk, lambda: tb.sw.sent > sent, DEFAULT_CYCLES, "s_axis_w: filter not accepted after the stall")
+    tb.wk = np.asarray(f3, dtype=np.int64)
+    await tb.send(tb.rand((4, K, K)), [0, 1, 1, 0])
     await tb.finish()
 
 
