@@ -20,6 +20,7 @@ from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
+from verif.pipearch_region import covermodel as funcov
 from verif.tb_common import record_bench, sim_seed, sim_test, start_while_busy, steady_cycles_per_beat, wait_until
 
 CORE = "pipearch_region"
@@ -64,6 +65,7 @@ class RegionTB:
         self.amem = {}
         self.dones = {}
         cocotb.start_soon(self._count_done())
+        funcov.observe(self)   # functional coverage of what the DUT does (covermodel.py)
 
     def _make_sources(self, salt=0):
         self.src = [AxisSource(self.dut, f"s_axis_wr{j}", self.dut.clk,
@@ -241,6 +243,9 @@ async def sparse_address_memory(dut):
     perm = tb.rng.permutation(D)[:AMD] if AMD <= D else tb.rng.integers(0, D, AMD)
     await tb.load_amem("wr", 0, perm)
     a = encode_access(min(AMD, D), 0, keep=True, use_amem=True)
+    tb.write(0, a, 2)
+    await tb.run([("wr", 0, a, 2)])
+    a = encode_access(min(AMD, D), 0, use_amem=True)   # without keep-count: entries 0.. again each iteration
     tb.write(0, a, 2)
     await tb.run([("wr", 0, a, 2)])
     for rep in range(2):

@@ -14,6 +14,7 @@ from golden import pipearch_ops as ops
 from scoreboards.axis import AxisMonitor
 from scoreboards.checker import pack_lanes
 from verif.harness import dut_params, matrix, run_core
+from verif.lanewise_cov import observe
 from verif.lanewise_suite import check_ties, tie_operands, tie_scalar
 from verif.tb_common import SubroutineTB, rand_words, record_bench, steady_cycles_per_beat, word_spec, sim_test
 from verif.tb_common import start_while_busy
@@ -25,8 +26,10 @@ SGD, SCD = ops.SGD_MODE, ops.SCD_MODE
 
 def make_tb(dut, src_p=1.0, sink_p=1.0):
     p = dut_params()
-    return SubroutineTB(dut, ["s_axis_a", "s_axis_b"], {OUT: word_spec(OUT, p, fields=("step_mu", "x_new"))},
-                        src_p=src_p, sink_p=sink_p)
+    tb = SubroutineTB(dut, ["s_axis_a", "s_axis_b"], {OUT: word_spec(OUT, p, fields=("step_mu", "x_new"))},
+                      src_p=src_p, sink_p=sink_p)
+    observe(CORE, dut)   # functional coverage (verif/lanewise_cov.py) of what the DUT does
+    return tb
 
 
 def model(fmt, mode, a, b, alpha, al):
@@ -130,7 +133,7 @@ async def sgd_corners(dut):
     b = np.array([y for _ in rails for y in rails], dtype=np.int64)
     mi = tb.p["MAX_ITER"]
     k = 0
-    for alpha in (fmt.max_int, fmt.min_int, fmt.one, -1, 1, 0):
+    for alpha in (fmt.max_int, fmt.min_int, fmt.one, -fmt.one, -1, 1, 0):
         for s in range(0, len(a), mi):
             await tb.initiate(**queue(tb, SGD, a[s:s + mi], b[s:s + mi], alpha, 0))
             k += 1
