@@ -23,6 +23,7 @@ from verif.harness import CLOCK_NS, dut_params, matrix, run_core
 from verif.rounding_ties import edge_targets, fit_tie, odd_coef, rand_targets, require_ties, tie_value
 from verif.tb_common import DEFAULT_CYCLES, rand_words, record_bench, sim_test, wait_until
 from verif.tb_common import sim_seed as seed_of
+from verif.fpdeep_conv_engine import covermodel as fcov
 
 CORE = "fpdeep_conv_engine"
 OUT = "m_axis_res"
@@ -81,6 +82,7 @@ class EngineTB:
         self.exp = self.sb.add_stream(self.mon, StreamSpec(OUT, [("res", self.S_OC, self.ow, self.p["F"])]))
         self._clear_model()
         cocotb.start_soon(self._watch_user())
+        self.cls = fcov.start(dut, self.mon)                    # functional coverage
 
     def _clear_model(self):
         self.filt = np.zeros((self.S_OC, self.S_IC, self.K, self.K), dtype=np.int64)
@@ -116,6 +118,7 @@ class EngineTB:
         await self.reset()
         self._sources(1000)
         self.exp.clear()
+        self.cls.clear()
         self._clear_model()
 
     async def drain(self):
@@ -135,12 +138,14 @@ class EngineTB:
                     self.sw.append((pack_lanes(self.filt[o, c].reshape(-1), self.W), 0))
             await wait_until(self.clk, lambda: self.sw.sent >= sent + self.S_OC * self.S_IC, DEFAULT_CYCLES,
                              "s_axis_w: filter load not accepted", expect=f"{self.S_OC * self.S_IC} filter beats")
+            fcov.COV.sample("load", "filters")
         if bias is not None:
             self.bias = np.asarray(bias, dtype=np.int64).reshape(self.S_OC)
             sent = self.sbias.sent
             self.sbias.append((pack_lanes(self.bias, self.W), 0))
             await wait_until(self.clk, lambda: self.sbias.sent != sent, DEFAULT_CYCLES,
                              "s_axis_b: bias load not accepted", expect="1 bias beat")
+            fcov.COV.sample("load", "bias")
 
     def expect(self, wins, users, lasts):
         mask = (1 << self.ow) - 1
@@ -149,6 +154,8 @@ class EngineTB:
             y = conv.engine_beat(wins[k], self.filt, self.fmt, self.bias if u & 2 else None, bool(u & 1))
             self.exp.append((pack_lanes([int(v) & mask for v in y], self.ow), int(lasts[k])))
             self.exp_user.append(u)
+            ex = conv.engine_beat(wins[k], self.filt, self.fmt, self.bias if u & 2 else None, True)
+            self.cls.expect([fcov.labels(ex, u, lasts[k], self.fmt.F, self.fmt.W)])
 
     async def send(self, wins, users, lasts=None):
         """Queue window beats (n, S_IC, K, K) with tuser values; expectations from the model."""
@@ -263,6 +270,25 @@ async def back_to_back(dut):
     for k in range(3):
         await tb.load(tb.rand_filters(), tb.rand((tb.S_OC,)))
         await tb.send(tb.rand((20, tb.S_IC, tb.K, tb.K)), [(i + k) % 4 for i in range(20)])
+    await tb.finish()
+
+
+@sim_test(timeout_us={"default": 30, "*": 120})
+async def bias_back_to_back(dut):
+    """Two bias beats in consecutive cycles: the second replaces the first, so the
+    biased windows after them (rounded and exact) use the second bias."""
+    tb = EngineTB(dut)
+    await tb.reset()
+    await tb.load(tb.rand_filters(), tb.rand((tb.S_OC,)))
+    await tb.send(tb.rand((3, tb.S_IC, tb.K, tb.K)), [2, 3, 2])
+    await tb.drain()
+    b1, b2 = tb.rand((tb.S_OC,)), tb.rand((tb.S_OC,))
+    sent = tb.sbias.sent
+    for b in (b1, b2):
+        tb.sbias.append((pack_lanes(np.asarray(b, dtype=np.int64), tb.W), 0))
+    await wait_until(tb.clk, lambda: tb.sbias.sent >= sent + 2, DEFAULT_CYCLES, "s_axis_b: two bias beats not accepted")
+    tb.bias = np.asarray(b2, dtype=np.int64).reshape(tb.S_OC)
+    await tb.send(tb.rand((6, tb.S_IC, tb.K, tb.K)), [2, 3, 0, 1, 3, 2])
     await tb.finish()
 
 
