@@ -18,8 +18,11 @@ cocotb's Verilator main at the end of the simulation) under
 * every uncovered line point, with its netlist line number and source text, and the
   reason from ``verif/<core>/coverage_waivers.txt`` when a waiver matches.
 
-A waiver file holds lines ``<regex> :: <reason>``; the regex is searched in the
-uncovered line's source text (``#`` starts a comment line).  A netlist passes when its
+A waiver file holds lines ``<regex> :: <reason>``; the regex is searched in
+``<block>: <text>``, the name of the labelled ``always``/``initial`` block (MyHDL's
+``begin: <name>``) that holds the uncovered line followed by its source text, so a waiver
+can name one block's ``else begin`` without waiving every ``else`` (``#`` starts a
+comment line).  A netlist passes when its
 line coverage is at least :data:`TARGET` % or every uncovered line is waived; the command
 exits 1 (printing the unwaived lines) when any measured netlist fails.  ``make coverage``
 runs the quick Verilator rows with coverage on and then this command.
@@ -128,14 +131,30 @@ def _page(p: dict) -> str:
 
 def _line_of(p: dict) -> int:
     """The netlist line an unhit point stands for: a branch arm is keyed on its ``if``
-    (``l``) and spans (``S``) from there to the end of its body, so the `if` arm names the
-    first line of its body; an implicit ``else`` (no span) names the ``if`` itself."""
+    (``l``) and spans (``S``) from there to the end of its body, so the `if` arm (and an
+    ``elsif`` arm keyed on its own ``if`` line) names the first line of its body; an
+    implicit ``else`` (no span) names the ``if`` itself."""
     at = int(p.get("l", 0))
     m = re.match(r"(\d+)(?:-(\d+))?", p.get("S", ""))
     if not m:
         return at
     lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
-    return lo + 1 if (p.get("o") == "if" and lo == at and hi > lo) else lo
+    return lo + 1 if (p.get("o") in ("if", "elsif") and lo == at and hi > lo) else lo
+
+
+_BLOCK = re.compile(r"^\s*(?:always|initial)\b.*\bbegin\s*:\s*(\w+)")
+
+
+def block_of(src: list[str], n: int) -> str:
+    """The label of the ``always``/``initial`` block holding netlist line ``n`` (1-based):
+    the nearest labelled block header at or above it ('' when there is none)."""
+    for i in range(min(n, len(src)) - 1, -1, -1):
+        m = _BLOCK.match(src[i])
+        if m:
+            return m.group(1)
+        if src[i].lstrip().startswith(("endmodule", "module ")):
+            break
+    return ""
 
 
 def analyse(core: str, points: list[dict], waivers=None) -> list[dict]:
@@ -157,8 +176,9 @@ def analyse(core: str, points: list[dict], waivers=None) -> list[dict]:
         uncovered = []
         for n in sorted(miss):
             text = src[n - 1].strip() if 0 < n <= len(src) else "?"
-            reason = next((r for rx, _, r in waivers if rx.search(text)), None)
-            uncovered.append({"line": n, "text": text, "points": len(miss[n]),
+            block = block_of(src, n)
+            reason = next((r for rx, _, r in waivers if rx.search(f"{block}: {text}")), None)
+            uncovered.append({"line": n, "text": text, "block": block, "points": len(miss[n]),
                               "kinds": sorted({p.get("o", "") for p in miss[n]}), "waiver": reason})
         lh = sum(p["count"] > 0 for p in line)
         th = sum(p["count"] > 0 for p in tog)
@@ -197,10 +217,10 @@ def write_report(core: str, nets: list[dict], out_dir: Path, runs: int) -> Path:
         if not n["uncovered"]:
             L.append("None: every line point was hit.")
             continue
-        L += ["| line | points | kind | source | reason |", "|---|---|---|---|---|"]
+        L += ["| line | points | kind | block | source | reason |", "|---|---|---|---|---|---|"]
         for u in n["uncovered"]:
             txt = u["text"].replace("|", "\\|")
-            L.append(f"| {u['line']} | {u['points']} | {','.join(u['kinds'])} | `{txt}` | "
+            L.append(f"| {u['line']} | {u['points']} | {','.join(u['kinds'])} | `{u.get('block', '')}` | `{txt}` | "
                      f"{'waived: ' + u['waiver'] if u['waiver'] else 'GAP: not reached by the regression'} |")
     p = out_dir / f"{core}.md"
     p.write_text("\n".join(L) + "\n")
