@@ -132,7 +132,7 @@ def _round_label(v: int, F: int) -> str:
 def round_sat_labels(exact, F: int, W: int, op: str, round_point: bool = True, relu: bool = False) -> list:
     """Per output beat (raster order of the (C, Ho, Wo) or (n,) array ``exact``: the
     unrounded value, scale 2**-2F), the (point, label) pairs of its lanes: ``<op>_round``
-    (when ``round_point``), ``<op>_sat`` and, with ``relu``, ``relu`` clipped/passed."""
+    (when ``round_point``), ``<op>_sat`` and, with ``relu``, ``relu_out`` clipped/passed."""
     a = np.asarray(exact, dtype=object)
     if a.ndim == 1:
         a = a.reshape(1, 1, -1)
@@ -148,7 +148,7 @@ def round_sat_labels(exact, F: int, W: int, op: str, round_point: bool = True, r
                     labs.add((f"{op}_round", _round_label(v, F)))
                 labs.add((f"{op}_sat", "pos" if y > hi else "neg" if y < lo else "none"))
                 if relu:
-                    labs.add(("relu", "clipped" if min(max(y, lo), hi) < 0 else "passed"))
+                    labs.add(("relu_out", "clipped" if min(max(y, lo), hi) < 0 else "passed"))
             out.append(sorted(labs))
     return out
 

@@ -25,6 +25,7 @@ from verif.rounding_ties import edge_targets, rand_targets, require_ties, tie_op
 from verif.tb_common import (DEFAULT_CYCLES, StartDoneMixin, rand_words, record_bench, sim_test, start_while_busy,
                              wait_until)
 from verif.tb_common import sim_seed as seed_of
+from verif.fpdeep_fp import covermodel as fcov
 
 CORE = "fpdeep_fp"
 ACT = "m_axis_act"
@@ -63,6 +64,7 @@ class FpTB(StartDoneMixin):
             getattr(dut, s).value = 0
         self.done_count = 0
         cocotb.start_soon(self._count_done())
+        self.cls_act, self.cls_ps = fcov.start(dut, self.mon_act, self.mon_ps)   # functional coverage
 
     def _sources(self, salt):
         g = lambda k: Gate(self.seed * 7 + k + salt, self.src_p)  # noqa: E731
@@ -85,6 +87,8 @@ class FpTB(StartDoneMixin):
         self._sources(1000)
         self.exp_act.clear()
         self.exp_ps.clear()
+        self.cls_act.clear()
+        self.cls_ps.clear()
         self.done_count = 0
 
     # ---- stimulus ------------------------------------------------------------
@@ -110,17 +114,21 @@ class FpTB(StartDoneMixin):
                          detail=lambda: f"{self.sw.sent - n0} filter and {self.sbias.sent - b0} bias beats accepted")
 
     def job(self, x, filt, bias, pad, first=True, last=True, relu=True, psum_in=None,
-            bad_psum_tlast_at=None):
+            bad_psum_tlast_at=None, bad_tlast_at=None):
         """Queue one map's pixels (and psum beats); expectations from fp_node.  Returns
         (cfg fields, golden output)."""
         x = np.asarray(x, dtype=np.int64)
         C, h, w = x.shape
         for r in range(h):
             for c in range(w):
-                self.spix.append((pack_lanes(x[:, r, c], self.W), int(c == w - 1)))
+                self.spix.append((pack_lanes(x[:, r, c], self.W), int(c == w - 1) ^ int(bad_tlast_at == (r, c))))
         out = conv.fp_node(x, filt, None if first else psum_in, last, bias, relu, pad, self.fmt,
                            psum_bits=self.PS)
         _, ho, wo = out.shape
+        ex = conv.fp_node(x, filt, None if first else psum_in, False, pad=pad, fmt=self.fmt)
+        if last and bias is not None:
+            ex = ex + (np.asarray(bias, dtype=np.int64).astype(object)[:, None, None] << self.F)
+        (self.cls_act if last else self.cls_ps).expect(fcov.labels(ex, last, relu, self.F, self.W, self.PS))
         if not first:
             for i in range(ho):
                 for j in range(wo):
@@ -402,6 +410,44 @@ async def psum_tlast_check(dut):
     x, filt, b = tb.rand_layer(K, K)
     await tb.load(filt, b)
     await tb.run(tb.job(x, filt, b, 0, False, False, True, tb.rand_psum(tb.out_shape(K, K, 0)))[0])
+    await tb.finish()
+
+
+@sim_test(timeout_us={"default": 40, "*": 160})
+async def row_tlast_check(dut):
+    """A pixel tlast off the row end (early and missing) sets row_err (sticky until the next
+    start); the activations are unaffected; the next clean map clears it."""
+    tb = FpTB(dut, src_p=0.8)
+    await tb.reset()
+    K = tb.K
+    for bad in ((0, 1), (1, K + 1)):
+        x, filt, b = tb.rand_layer(K + 1, K + 2)
+        await tb.load(filt, b)
+        f, _ = tb.job(x, filt, b, 0, True, True, False, bad_tlast_at=bad)
+        await tb.run(f, check_flags=False)
+        assert int(dut.row_err.value) == 1, f"row_err not set by a misplaced pixel tlast at {bad}"
+        assert int(dut.cfg_err.value) == 0 and int(dut.psum_err.value) == 0
+    x, filt, b = tb.rand_layer(K, K)
+    await tb.load(filt, b)
+    await tb.run(tb.job(x, filt, b, 0, True, True, True)[0])
+    await tb.finish()
+
+
+@sim_test(timeout_us={"default": 40, "*": 160})
+async def bias_back_to_back(dut):
+    """Two bias beats in consecutive cycles while idle: the second one is the bias of the
+    next map (last node, ReLU off, so both signs show)."""
+    tb = FpTB(dut)
+    await tb.reset()
+    K = tb.K
+    x, filt, b1 = tb.rand_layer(K, K + 1)
+    b2 = tb.rand((tb.S_OC,), scale=4.0)
+    await tb.load(filt, b1)
+    sent = tb.sbias.sent
+    for b in (b1[::-1].copy(), b2):
+        tb.sbias.append((pack_lanes(np.asarray(b).reshape(-1), tb.W), 0))
+    await wait_until(tb.clk, lambda: tb.sbias.sent >= sent + 2, DEFAULT_CYCLES, "s_axis_b: two bias beats not accepted")
+    await tb.run(tb.job(x, filt, b2, 1, True, True, False)[0])
     await tb.finish()
 
 
