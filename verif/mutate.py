@@ -315,6 +315,23 @@ def _child(args) -> int:
     return 0
 
 
+_CHILDREN: set[int] = set()  # process groups of running mutant simulations
+_STOP: list[bool] = []  # set by _kill_children: start no further mutant
+
+
+def _kill_children(signum=None, frame=None):
+    """SIGTERM/SIGINT of the campaign ends its running simulations too (each runs in its
+    own session, so they would outlive it)."""
+    _STOP.append(True)
+    for pid in list(_CHILDREN):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    if signum is not None:
+        raise SystemExit(128 + signum)
+
+
 def run_netlist(core: str, sim: str, rtl: Path, work: Path, seed: int, budget: float,
                 mode: str, tests: list[str], outer_timeout: float) -> dict:
     """Run the regression row on the netlist folder ``rtl`` in a child process."""
@@ -329,14 +346,17 @@ def run_netlist(core: str, sim: str, rtl: Path, work: Path, seed: int, budget: f
         proc = subprocess.Popen([sys.executable, "-m", "verif.mutate", "--child", json.dumps(spec)],
                                 cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
+        _CHILDREN.add(proc.pid)
         try:
             proc.wait(timeout=outer_timeout)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+            _CHILDREN.discard(proc.pid)
             return {"outcome": "timeout", "failed": [], "tests_run": [], "per_test": {},
                     "message": f"whole run killed after {outer_timeout:g} s",
                     "wall_s": round(time.monotonic() - t0, 2)}
+    _CHILDREN.discard(proc.pid)
     if not out.is_file():
         return {"outcome": "error", "failed": [], "tests_run": [], "per_test": {},
                 "message": f"mutation child exited {proc.returncode} without a result (see {work / 'log.txt'})",
@@ -397,7 +417,7 @@ def run_campaign(core: str, n: int, jobs: int, sim: str, seed: int, sample_seed:
         with lock:
             viable = sum(r["outcome"] not in (None, "stillborn") for r in results)
             pending = sum(r["outcome"] is None for r in results)
-            if viable >= n or idx >= len(order):
+            if viable >= n or idx >= len(order) or _STOP:
                 return None
             if viable + pending >= n:
                 return "wait"
@@ -491,10 +511,11 @@ def write_report(camp: dict, reports: Path = REPORTS) -> Path:
                  f"`{_esc(r['mutated_line'])}`: "
                  + (f"argued equivalent: {why}" if why else "**not killed, not argued equivalent**"))
     L += ["", "## Every mutant", "",
-          "| # | line | class | original | mutated | result | first failing test(s) | s |",
+          "| # | line | class | original | mutated | result | failing cocotb test(s) | s |",
           "|---|------|-------|----------|---------|--------|------------------------|---|"]
     for r in camp["results"]:
-        fails = ", ".join(r.get("failed") or [])
+        f = r.get("failed") or []
+        fails = ", ".join(f[:3]) + (f" (+{len(f) - 3} more)" if len(f) > 3 else "")
         if r["outcome"] in ("stillborn", "error") and not fails:
             fails = _esc((r.get("message") or "").splitlines()[0][:80]) if r.get("message") else ""
         L.append(f"| m{r['k']:03d} | {r['line']} | {r['cls']} | `{_esc(r['original'])}` | "
@@ -544,6 +565,9 @@ def main(argv=None) -> int:
     ap.add_argument("--mode", choices=("auto", "suite", "first-fail"), default="auto")
     ap.add_argument("--list", action="store_true", help="print the sampled mutants and exit")
     ap.add_argument("--summary", action="store_true", help="only rebuild reports/mutation/summary.md")
+    ap.add_argument("--report", action="store_true",
+                    help="only rewrite reports/mutation/<core>.md from its .json (after editing "
+                         "verif/mutation_equivalent.txt)")
     ap.add_argument("--work", default=str(REPO / "build" / "mutate"))
     ap.add_argument("--reports", default=str(REPORTS))
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -561,11 +585,18 @@ def main(argv=None) -> int:
     src = netlist_path(a.core)
     if not src.is_file():
         ap.error(f"no netlist {src}")
+    if a.report:
+        camp = json.loads((reports / f"{a.core}.json").read_text())
+        print(write_report(camp, reports))
+        write_summary(reports)
+        return 0
     if a.list:
         order = sample_order(enumerate_mutants(src.read_text()), a.sample_seed)
         for k, m in enumerate(order[:a.n]):
             print(f"m{k:03d} L{m.line} {m.cls} {m.original!r} -> {m.replacement!r}")
         return 0
+    signal.signal(signal.SIGTERM, _kill_children)
+    signal.signal(signal.SIGINT, _kill_children)
     camp = run_campaign(a.core, a.n, a.jobs, a.sim, a.seed, a.sample_seed, a.mode, Path(a.work))
     out = write_report(camp, reports)
     write_summary(reports)
