@@ -25,6 +25,7 @@ from verif.rounding_ties import edge_targets, rand_targets, require_ties, tie_op
 from verif.tb_common import (DEFAULT_CYCLES, StartDoneMixin, rand_words, record_bench, sim_test, start_while_busy,
                              wait_until)
 from verif.tb_common import sim_seed as seed_of
+from verif.fpdeep_eb import covermodel as fcov
 
 CORE = "fpdeep_eb"
 ERR = "m_axis_err"
@@ -62,6 +63,7 @@ class EbTB(StartDoneMixin):
             getattr(dut, s).value = 0
         self.done_count = 0
         cocotb.start_soon(self._count_done())
+        self.cls_err, self.cls_ps = fcov.start(dut, self.mon_err, self.mon_ps)   # functional coverage
 
     def _sources(self, salt):
         g = lambda k: Gate(self.seed * 7 + k + salt, self.src_p)  # noqa: E731
@@ -83,6 +85,8 @@ class EbTB(StartDoneMixin):
         self._sources(1000)
         self.exp_err.clear()
         self.exp_ps.clear()
+        self.cls_err.clear()
+        self.cls_ps.clear()
         self.done_count = 0
 
     # ---- stimulus ------------------------------------------------------------
@@ -115,6 +119,8 @@ class EbTB(StartDoneMixin):
                 self.serr.append((pack_lanes(e[:, r, c], self.W), int(c == w - 1)))
         out = conv.eb_node(e, filt, None if first else psum_in, last, pad, self.fmt, psum_bits=self.PS)
         _, ho, wo = out.shape
+        ex = conv.eb_node(e, filt, None if first else psum_in, False, pad, self.fmt)
+        (self.cls_err if last else self.cls_ps).expect(fcov.labels(ex, last, self.F, self.W, self.PS))
         if not first:
             for i in range(ho):
                 for j in range(wo):
@@ -412,7 +418,8 @@ async def start_while_busy_ignored(dut):
     await tb.load(filt)
     f, _ = tb.job(e, filt, 0, False, True, tb.rand_psum(tb.in_shape(h, w, 0)))
     await tb.initiate(**f)
-    n = await start_while_busy(dut, tb.clk, dict(width=1, height=2, pad=K - 1, first=1, last=0), pulses=2)
+    # a legal other shape (1 x 2 error map with pad (K-1)//2 gives an input map >= 1x1; pad K-1 would not)
+    n = await start_while_busy(dut, tb.clk, dict(width=1, height=2, pad=(K - 1) // 2, first=1, last=0), pulses=2)
     n += await start_while_busy(dut, tb.clk, dict(width=0, height=0, pad=0, first=0, last=0), pulses=1)
     dut._log.info("%d starts given while busy", n)
     await tb.wait_done(1)
