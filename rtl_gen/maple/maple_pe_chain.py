@@ -36,7 +36,16 @@ from rtl_gen.maple import maple_smart_memory as SM
 KIND = "maple_pe_chain"
 
 # sequencer states
-(Q_FETCH, Q_WA, Q_WB, Q_AR, Q_R, Q_AW, Q_B, Q_MAC, Q_WAIT, Q_DACC, Q_DPUSH) = range(11)
+(Q_FETCH, Q_WA, Q_WB, Q_HOLD) = range(4)
+# smart-memory command engine states (its internal AXI4-Lite master)
+(C_IDLE, C_AR, C_R, C_AW, C_B) = range(5)
+# issue of the last step of a MULT_ACC_DUMP -> the walker reads PE 0's final accumulator
+WALK_DELAY = 4
+
+
+def result_queue_depth(M: int) -> int:
+    """Entries of the result queue between the drain and the smart memory."""
+    return 4 * M
 
 
 def log2(n: int) -> int:
@@ -226,7 +235,9 @@ def build(p):
     W, F, M, LSD, IL, IDXW = p["W"], p["F"], p["M"], p["LSD"], p["ILS_LINES"], p["IDXW"]
     wd = widths(p)
     MW, LAW, LNW, IAW, ACCW, WD = wd["MW"], wd["LAW"], wd["LNW"], wd["IAW"], wd["ACCW"], wd["WD"]
-    LAT = M + 3
+    LAT = M + 3            # last step issued -> every PE's store read and accumulate done
+    RQ = result_queue_depth(M)
+    RQW = log2(RQ)
     sm_fn = _sm_block(p)
     AXW = SM.AXIL_AW
     GM_TAB = tuple((1 << t) - 1 if t <= MW else 0 for t in range(16))
@@ -279,7 +290,12 @@ def build(p):
         lptr = sig_u(LAW)
         lpe = sig_u(8)
         wstep = sig_u(2)
-        # MAC issue
+        cs = sig_u(3, C_IDLE)
+        cir = sig_u(32)                    # the smart-memory instruction being executed
+        cq = sig_u(32)                     # the next one, waiting (one-entry queue)
+        cq_v = sig_b()
+        # MAC issue engine (runs while the sequencer fetches the next instructions)
+        e_act = sig_b()
         nsteps = sig_u(16)
         j = sig_u(16)
         w = sig_u(IAW)
@@ -290,22 +306,67 @@ def build(p):
         lsa0 = sig_u(LAW)
         last_r = sig_b()
         nres = sig_u(7)
-        wait_c = sig_u(log2(LAT) + 2)
-        # drain
+        e_sma = sig_u(IDXW)
+        sp = sig_u(MW + 1, M)              # cycles since the last final step (saturates at M)
+        quiet = sig_u(log2(LAT) + 1, LAT)  # cycles since the last step (saturates at LAT)
+        reserved = sig_u(8)                # results committed and not yet taken by the smart memory
+        # drain descriptor delay line (final step issued -> walker start)
+        d1_v = sig_b()
+        d1_sma = sig_u(IDXW)
+        d1_nres = sig_u(7)
+        d1_last = sig_b()
+        d2_v = sig_b()
+        d2_sma = sig_u(IDXW)
+        d2_nres = sig_u(7)
+        d2_last = sig_b()
+        d3_v = sig_b()
+        d3_sma = sig_u(IDXW)
+        d3_nres = sig_u(7)
+        d3_last = sig_b()
+        # drain walker: one PE per cycle, in step with the final accumulators
+        wk_act = sig_b()
+        wk_sma = sig_u(IDXW)
+        wk_nres = sig_u(7)
+        wk_last = sig_b()
         pe_i = sig_u(MW)
         r_i = sig_u(7)
         r_x = sig_u(IDXW)
         gsum = sig_s(ACCW)
-        out_idx = sig_u(IDXW)
+        s2_v = sig_b()
+        s2_acc = sig_s(ACCW)
+        s2_idx = sig_u(IDXW)
+        s2_last = sig_b()
+        # result queue to the smart memory
+        rq = [sig_u(WD + 1) for _ in range(RQ)]
+        rq_wp = sig_u(RQW)
+        rq_rp = sig_u(RQW)
+        rq_cnt = sig_u(RQW + 1)
+        rq_head = sig_u(WD + 1)
+        rq_wd = sig_u(WD + 1)
         out_val = sig_u(W)
         gm_c = sig_u(MW)
         sm_c2 = sig_u(MW)
         gv_c = sig_u(IAW)
         ra_c = sig_u(7)
-        out_last = sig_b()
 
         # ---- combinational ------------------------------------------------------------
         fire = sig_b()
+        xw = sig_u(32)                     # the instruction executing now (ir when held)
+        cmd_free = sig_b()
+        cmd_done = sig_b()
+        sm_go = sig_b()
+        ok = sig_b()
+        go = sig_b()
+        mac_bad = sig_b()
+        e_last = sig_b()
+        e_ok = sig_b()
+        e_fin = sig_b()
+        eng_free = sig_b()
+        chain_quiet = sig_b()
+        all_idle = sig_b()
+        res_plus = sig_u(8)
+        credit_ok = sig_b()
+        pop = sig_b()
         c_op = sig_u(4)
         c_x16 = sig_u(16)
         c_bit16 = sig_b()
@@ -362,24 +423,76 @@ def build(p):
         for i in range(M):
             insts.append(pick_chain(None if i == 0 else acc_pick[i - 1], pe_i, i, accs[i], 0, ACCW,
                                     acc_pick[i]))
-        ext_rs = round_sat(gsum, rs_val, F)
+        ext_rs = round_sat(s2_acc, rs_val, F)
         insts.append(ext_rs)
 
         @always_comb
         def dec():
             fire.next = s_axis_cmd_tvalid and (state == Q_FETCH or state == Q_WA or state == Q_WB)
             s_axis_cmd_tready.next = state == Q_FETCH or state == Q_WA or state == Q_WB
-            c_op.next = s_axis_cmd_tdata[32:28]
-            c_x16.next = s_axis_cmd_tdata[16:]
-            c_bit16.next = s_axis_cmd_tdata[16]
-            c_nres.next = s_axis_cmd_tdata[24:17]
-            c_pe.next = s_axis_cmd_tdata[24:16]
-            c_lgg.next = s_axis_cmd_tdata[4:]
-            c_lgs.next = s_axis_cmd_tdata[8:4]
-            c_ia.next = s_axis_cmd_tdata[IAW:]
-            c_la.next = s_axis_cmd_tdata[LAW:]
+            if state == Q_HOLD:
+                xw.next = ir
+            else:
+                xw.next = s_axis_cmd_tdata
             dw.next = s_axis_cmd_tdata[W:]
             err.next = err_r
+
+        @always_comb
+        def dec2():
+            c_op.next = xw[32:28]
+            c_x16.next = xw[16:]
+            c_bit16.next = xw[16]
+            c_nres.next = xw[24:17]
+            c_pe.next = xw[24:16]
+            c_lgg.next = xw[4:]
+            c_lgs.next = xw[8:4]
+            c_ia.next = xw[IAW:]
+            c_la.next = xw[LAW:]
+
+        @always_comb
+        def eng_c():
+            e_last.next = j == nsteps - 1
+            res_plus.next = reserved + nres
+            eng_free.next = not e_act or e_fin
+            chain_quiet.next = not e_act and quiet == LAT
+            all_idle.next = not e_act and quiet == LAT and reserved == 0
+            pop.next = rq_cnt != 0 and sm_tready
+            cmd_done.next = cs == C_IDLE or (cs == C_B and bvalid and aw_last)
+            cmd_free.next = not cq_v or cs == C_IDLE or (cs == C_B and bvalid and aw_last)
+            awaddr.next = aw_a
+            wdata.next = aw_d
+
+        @always_comb
+        def eng_c2():
+            credit_ok.next = res_plus <= RQ
+            mac_bad.next = c_x16 == 0 or c_x16 > LSD or c_nres > rall
+
+        @always_comb
+        def eng_c3():
+            e_ok.next = e_act and (not e_last or (sp == M and credit_ok))
+            e_fin.next = e_act and e_last and sp == M and credit_ok
+
+        @always_comb
+        def ok_c():
+            # what an instruction waits for before it executes (held in ir meanwhile)
+            if c_op == ISA.MULT_ACC_DUMP:
+                ok.next = eng_free or mac_bad
+            elif c_op == ISA.WRITE_A:
+                ok.next = not e_act
+            elif c_op == ISA.WRITE_B:
+                ok.next = chain_quiet
+            elif c_op == ISA.SET_PARALLEL_MODE:
+                ok.next = all_idle
+            elif c_op == ISA.SET_SM_REDUCTION or c_op == ISA.SM_CTRL or c_op == ISA.DUMP_SM:
+                ok.next = cmd_free
+            else:
+                ok.next = True
+
+        @always_comb
+        def go_c():
+            go.next = ok and (state == Q_HOLD or (state == Q_FETCH and s_axis_cmd_tvalid))
+            sm_go.next = ok and (state == Q_HOLD or (state == Q_FETCH and s_axis_cmd_tvalid)) and \
+                (c_op == ISA.SET_SM_REDUCTION or c_op == ISA.SM_CTRL or c_op == ISA.DUMP_SM)
 
         @always_comb
         def tabs():
@@ -403,27 +516,27 @@ def build(p):
             aw_last.next = False
             aw_a.next = 4 * SM.R_CTRL
             aw_d.next = 0
-            if ir[32:28] == ISA.SET_SM_REDUCTION:
+            if cir[32:28] == ISA.SET_SM_REDUCTION:
                 if wstep == 0:
                     aw_a.next = 4 * SM.R_OP
-                    aw_d.next = concat(intbv(0)[30:], ir[2:])
+                    aw_d.next = concat(intbv(0)[30:], cir[2:])
                 elif wstep == 1:
                     aw_a.next = 4 * SM.R_K
-                    aw_d.next = concat(intbv(0)[16:], ir[24:8])
+                    aw_d.next = concat(intbv(0)[16:], cir[24:8])
                 else:
                     aw_a.next = 4 * SM.R_CMP
-                    aw_d.next = concat(intbv(0)[31:], ir[2])
+                    aw_d.next = concat(intbv(0)[31:], cir[2])
                     aw_last.next = True
-            elif ir[32:28] == ISA.SM_CTRL:
-                aw_d.next = concat(intbv(0)[28:], ir[4:])
+            elif cir[32:28] == ISA.SM_CTRL:
+                aw_d.next = concat(intbv(0)[28:], cir[4:])
                 aw_last.next = True
             else:  # DUMP_SM
-                if ir[14:] != 0 and wstep == 0:
+                if cir[14:] != 0 and wstep == 0:
                     aw_a.next = 4 * SM.R_BASE
-                    aw_d.next = concat(intbv(0)[18:], ir[28:14])
-                elif ir[14:] != 0 and wstep == 1:
+                    aw_d.next = concat(intbv(0)[18:], cir[28:14])
+                elif cir[14:] != 0 and wstep == 1:
                     aw_a.next = 4 * SM.R_LEN
-                    aw_d.next = concat(intbv(0)[18:], ir[14:])
+                    aw_d.next = concat(intbv(0)[18:], cir[14:])
                 else:
                     aw_d.next = 4
                     aw_last.next = True
@@ -447,22 +560,116 @@ def build(p):
                 gsum_n.next = gsum + acc_sel
 
         @always_comb
-        def sm_c():
-            sm_tdata.next = concat(out_idx, out_val)
-
-        @always_comb
         def rs_c():
             out_val.next = rs_val[W:]
-            sm_tvalid.next = state == Q_DPUSH
-            sm_tlast.next = out_last
+
+        @always_comb
+        def rq_c():
+            rq_wd.next = concat(s2_last, s2_idx, out_val)
+
+        @always(clk.posedge)
+        def rq_ram():
+            if s2_v:
+                rq[rq_wp].next = rq_wd
+
+        @always_comb
+        def rq_rd():
+            rq_head.next = rq[rq_rp]
+
+        @always_comb
+        def sm_c():
+            sm_tdata.next = rq_head[WD:]
+            sm_tlast.next = rq_head[WD]
+            sm_tvalid.next = rq_cnt != 0
 
         @always_seq(clk.posedge, reset=rst)
         def main():
+            # ---- MAC issue engine: one step per cycle; the final step waits for the walker
+            # spacing (M cycles) and for room in the result queue
             v0.next = False
             f0.next = False
-            if state == Q_FETCH:
-                if fire:
+            if e_ok:
+                v0.next = True
+                f0.next = j == 0
+                lane0.next = w[MW:]
+                lsa0.next = lsa_c
+                w.next = w_sum
+                if lsa_c == LSD - 1:
+                    lsa_c.next = 0
+                else:
+                    lsa_c.next = lsa_c + 1
+                j.next = j + 1
+                quiet.next = 0
+            elif quiet != LAT:
+                quiet.next = quiet + 1
+            if e_fin:
+                e_act.next = False
+                sp.next = 1
+            elif sp != M:
+                sp.next = sp + 1
+            # ---- drain: descriptor delay line, walker, round + saturate, result queue
+            d1_v.next = e_fin
+            d1_sma.next = e_sma
+            d1_nres.next = nres
+            d1_last.next = last_r
+            d2_v.next = d1_v
+            d2_sma.next = d1_sma
+            d2_nres.next = d1_nres
+            d2_last.next = d1_last
+            d3_v.next = d2_v
+            d3_sma.next = d2_sma
+            d3_nres.next = d2_nres
+            d3_last.next = d2_last
+            s2_v.next = False
+            if wk_act:
+                gsum.next = gsum_n
+                if grp_end:
+                    s2_v.next = True
+                    s2_acc.next = gsum_n
+                    s2_idx.next = wk_sma + r_x
+                    s2_last.next = wk_last and r_i == wk_nres - 1
+                    if r_i == wk_nres - 1:
+                        wk_act.next = False
+                    else:
+                        r_i.next = r_i + 1
+                        pe_i.next = pe_i + 1
+                else:
+                    pe_i.next = pe_i + 1
+            if d3_v:
+                wk_act.next = True
+                pe_i.next = 0
+                r_i.next = 0
+                wk_sma.next = d3_sma
+                wk_nres.next = d3_nres
+                wk_last.next = d3_last
+            if s2_v:
+                if rq_wp == RQ - 1:
+                    rq_wp.next = 0
+                else:
+                    rq_wp.next = rq_wp + 1
+            if pop:
+                if rq_rp == RQ - 1:
+                    rq_rp.next = 0
+                else:
+                    rq_rp.next = rq_rp + 1
+            if s2_v and not pop:
+                rq_cnt.next = rq_cnt + 1
+            elif pop and not s2_v:
+                rq_cnt.next = rq_cnt - 1
+            if e_fin and pop:
+                reserved.next = res_plus - 1
+            elif e_fin:
+                reserved.next = res_plus
+            elif pop:
+                reserved.next = reserved - 1
+            # ---- sequencer: fetch; an instruction that must wait is held in ir (Q_HOLD)
+            if state == Q_FETCH or state == Q_HOLD:
+                if state == Q_FETCH and fire:
                     ir.next = s_axis_cmd_tdata
+                    if not ok:
+                        state.next = Q_HOLD
+                if go:
+                    state.next = Q_FETCH
                     if c_op == ISA.SET_PARALLEL_MODE:
                         if c_lgg <= MW and c_lgs <= c_lgg:
                             gmask.next = gm_c
@@ -472,8 +679,7 @@ def build(p):
                         else:
                             err_r.next = True
                     elif c_op == ISA.SET_SM_REDUCTION or c_op == ISA.SM_CTRL or c_op == ISA.DUMP_SM:
-                        state.next = Q_AR
-                        wstep.next = 0
+                        pass    # handed to the smart-memory command engine (below)
                     elif c_op == ISA.SET_SM_ADDR:
                         sma.next = c_x16[IDXW:]
                     elif c_op == ISA.SET_PE_LS_ADDR:
@@ -494,9 +700,11 @@ def build(p):
                         if c_x16 != 0:
                             state.next = Q_WB
                     elif c_op == ISA.MULT_ACC_DUMP:
-                        if c_x16 == 0 or c_x16 > LSD or c_nres > rall:
+                        if mac_bad:
                             err_r.next = True
                         else:
+                            # hand over to the issue engine (it may be issuing its final step now)
+                            e_act.next = True
                             nsteps.next = c_x16
                             last_r.next = c_bit16
                             if c_nres == 0:
@@ -506,7 +714,7 @@ def build(p):
                             j.next = 0
                             w.next = ila
                             lsa_c.next = lsa
-                            state.next = Q_MAC
+                            e_sma.next = sma
             elif state == Q_WA:
                 if fire:
                     wptr.next = wptr + 1
@@ -522,78 +730,56 @@ def build(p):
                     cnt.next = cnt - 1
                     if cnt == 1:
                         state.next = Q_FETCH
-            elif state == Q_AR:
-                if not arvalid:
-                    arvalid.next = True
-                elif arready:
+            # ---- smart-memory command engine: poll STATUS until idle and not armed, then
+            # write the registers; runs while the sequencer fetches on (results reach the
+            # smart memory only once a START has armed it, in program order)
+            if cs == C_AR:
+                if arready:
                     arvalid.next = False
-                    state.next = Q_R
-            elif state == Q_R:
+                    cs.next = C_R
+            elif cs == C_R:
                 if rvalid:
                     if rdata[32:2] != 0 or rresp != 0:
                         err_r.next = True
                     if rdata[2:] == 0:
-                        state.next = Q_AW
+                        awvalid.next = True
+                        cs.next = C_AW
                     else:
-                        state.next = Q_AR
-            elif state == Q_AW:
-                if not awvalid:
-                    awvalid.next = True
-                    awaddr.next = aw_a
-                    wdata.next = aw_d
-                elif awready and wready:
+                        arvalid.next = True
+                        cs.next = C_AR
+            elif cs == C_AW:
+                if awready and wready:
                     awvalid.next = False
-                    state.next = Q_B
-            elif state == Q_B:
+                    cs.next = C_B
+            elif cs == C_B:
                 if bvalid:
                     if bresp != 0:
                         err_r.next = True
                     if aw_last:
-                        state.next = Q_FETCH
+                        cs.next = C_IDLE
                     else:
                         wstep.next = wstep + 1
-                        state.next = Q_AW
-            elif state == Q_MAC:
-                v0.next = True
-                f0.next = j == 0
-                lane0.next = w[MW:]
-                lsa0.next = lsa_c
-                w.next = w_sum
-                if lsa_c == LSD - 1:
-                    lsa_c.next = 0
-                else:
-                    lsa_c.next = lsa_c + 1
-                j.next = j + 1
-                if j == nsteps - 1:
-                    state.next = Q_WAIT
-                    wait_c.next = LAT
-            elif state == Q_WAIT:
-                if wait_c == 0:
-                    state.next = Q_DACC
-                    pe_i.next = 0
-                    r_i.next = 0
-                else:
-                    wait_c.next = wait_c - 1
-            elif state == Q_DACC:
-                gsum.next = gsum_n
-                if grp_end:
-                    state.next = Q_DPUSH
-            elif state == Q_DPUSH:
-                if sm_tready:
-                    if r_i == nres - 1:
-                        state.next = Q_FETCH
-                    else:
-                        r_i.next = r_i + 1
-                        pe_i.next = pe_i + 1
-                        state.next = Q_DACC
-            # drain outputs: index/last registered when a group completes
-            if state == Q_DACC and grp_end:
-                out_idx.next = sma + r_x
-                out_last.next = last_r and r_i == nres - 1
-            if state == Q_DACC and not grp_end:
-                pe_i.next = pe_i + 1
+                        awvalid.next = True
+                        cs.next = C_AW
+            # in program order: the queued instruction first, then the one fetched now
+            if cmd_done and cq_v:
+                cir.next = cq
+                wstep.next = 0
+                arvalid.next = True
+                cs.next = C_AR
+                cq_v.next = sm_go
+                cq.next = xw
+            elif cmd_done and sm_go:
+                cir.next = xw
+                wstep.next = 0
+                arvalid.next = True
+                cs.next = C_AR
+            elif sm_go:
+                cq_v.next = True
+                cq.next = xw
 
-        return insts, dec, tabs, addr_c, axw_c, drain_c, drain_c2, drain_c3, sm_c, rs_c, main
+        return (insts, dec, dec2, eng_c, eng_c2, eng_c3, ok_c, go_c, tabs, addr_c, axw_c, drain_c,
+                drain_c2, drain_c3, rs_c, rq_c, rq_ram, rq_rd, sm_c, main)
 
     ports = ports_of(p)
     return make_factory(maple_pe_chain, ports), ports

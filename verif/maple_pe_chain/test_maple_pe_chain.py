@@ -284,8 +284,11 @@ async def bad_instructions(dut):
     for w in (mm.i_reduction(mm.OP_SEL, tb.cp.KMAX + 1), mm.i_dump()):
         tb.src.append(w)
     await tb.src.drain()
-    await ClockCycles(tb.clk, 30)
-    assert int(dut.err.value) == 1, "smart-memory error not reported on err"
+    # the words are taken before the smart memory has finished its reset clear (DEPTH
+    # cycles): the DUMP_SM poll that sees the error comes after it
+    await wait_until(tb.clk, lambda: int(dut.err.value) == 1, tb.cp.DEPTH + 60,
+                     "err: smart-memory error not reported on err",
+                     expect="err high after the DUMP_SM STATUS poll")
     await tb.reset()
     tb.model = mm.ChainModel(tb.cp)
     _, prog, _, _ = kmeans_program(tb, 2, 2, 3)

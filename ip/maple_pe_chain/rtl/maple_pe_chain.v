@@ -25,7 +25,7 @@ input rst;
 input [31:0] s_axis_cmd_tdata;
 input s_axis_cmd_tvalid;
 output s_axis_cmd_tready;
-wire s_axis_cmd_tready;
+reg s_axis_cmd_tready;
 output [47:0] m_axis_out_tdata;
 wire [47:0] m_axis_out_tdata;
 output m_axis_out_tvalid;
@@ -34,7 +34,7 @@ input m_axis_out_tready;
 output m_axis_out_tlast;
 wire m_axis_out_tlast;
 output err;
-wire err;
+reg err;
 
 wire [3:0] wstrb;
 wire bready;
@@ -42,7 +42,7 @@ wire [7:0] araddr;
 wire rready;
 wire arready;
 reg arvalid;
-reg [7:0] awaddr;
+wire [7:0] awaddr;
 wire awready;
 reg awvalid;
 wire [1:0] bresp;
@@ -54,10 +54,14 @@ wire [47:0] sm_tdata;
 wire sm_tlast;
 wire sm_tready;
 wire sm_tvalid;
-reg [31:0] wdata;
+wire [31:0] wdata;
 wire wready;
-wire fire;
+reg fire;
 reg [3:0] state;
+reg [31:0] xw;
+reg [31:0] ir;
+reg [31:0] dw;
+reg err_r;
 wire [3:0] c_op;
 wire [15:0] c_x16;
 wire c_bit16;
@@ -67,8 +71,35 @@ wire [3:0] c_lgg;
 wire [3:0] c_lgs;
 wire [7:0] c_ia;
 wire [5:0] c_la;
-wire [31:0] dw;
-reg err_r;
+wire e_last;
+reg [15:0] j;
+reg [15:0] nsteps;
+wire [7:0] res_plus;
+reg [7:0] reserved;
+reg [6:0] nres;
+wire eng_free;
+reg e_act;
+wire e_fin;
+wire chain_quiet;
+reg [2:0] quiet;
+wire all_idle;
+wire pop;
+reg [4:0] rq_cnt;
+wire cmd_done;
+reg [2:0] cs;
+reg aw_last;
+wire cmd_free;
+reg cq_v;
+reg [7:0] aw_a;
+reg [31:0] aw_d;
+wire credit_ok;
+wire mac_bad;
+reg [6:0] rall;
+wire e_ok;
+reg [2:0] sp;
+reg ok;
+wire go;
+wire sm_go;
 reg [1:0] gm_c;
 reg [1:0] sm_c2;
 reg [7:0] gv_c;
@@ -84,10 +115,7 @@ wire [1:0] ils_lane;
 reg [7:0] wptr;
 wire [5:0] ils_wl;
 wire [5:0] ils_rl;
-reg aw_last;
-reg [7:0] aw_a;
-reg [31:0] aw_d;
-reg [31:0] ir;
+reg [31:0] cir;
 reg [1:0] wstep;
 wire grp_first;
 reg [1:0] pe_i;
@@ -97,29 +125,48 @@ wire signed [72:0] acc_sel;
 reg signed [72:0] acc_last;
 reg signed [72:0] gsum_n;
 reg signed [72:0] gsum;
-reg [15:0] out_idx;
 wire [31:0] out_val;
 reg signed [31:0] rs_val;
-reg out_last;
+wire [48:0] rq_wd;
+reg s2_last;
+reg [15:0] s2_idx;
+reg s2_v;
+reg [3:0] rq_wp;
+wire [48:0] rq_head;
+reg [3:0] rq_rp;
 reg v0;
 reg f0;
+reg [1:0] lane0;
+reg [5:0] lsa0;
+reg [5:0] lsa_c;
+reg d1_v;
+reg [15:0] d1_sma;
+reg [15:0] e_sma;
+reg [6:0] d1_nres;
+reg d1_last;
+reg last_r;
+reg d2_v;
+reg [15:0] d2_sma;
+reg [6:0] d2_nres;
+reg d2_last;
+reg d3_v;
+reg [15:0] d3_sma;
+reg [6:0] d3_nres;
+reg d3_last;
+reg wk_act;
+reg signed [72:0] s2_acc;
+reg [15:0] wk_sma;
+wire [15:0] r_x;
+reg wk_last;
+reg [6:0] r_i;
+reg [6:0] wk_nres;
 reg [1:0] gmask;
-reg [6:0] rall;
 reg [15:0] sma;
 reg [5:0] lsa;
 reg [15:0] cnt;
 reg [5:0] lptr;
 reg [7:0] lpe;
-reg [15:0] nsteps;
-reg last_r;
-reg [6:0] nres;
-reg [15:0] j;
-reg [5:0] lsa_c;
-reg [1:0] lane0;
-reg [5:0] lsa0;
-reg [3:0] wait_c;
-reg [6:0] r_i;
-wire [15:0] r_x;
+reg [31:0] cq;
 wire [15:0] maple_smart_memory0_in_i;
 wire signed [31:0] maple_smart_memory0_thr_v;
 wire [15:0] maple_smart_memory0_thr_i;
@@ -333,6 +380,7 @@ wire [30:0] round_sat0_sat1_fill;
 wire [41:0] round_sat0_sat1_hi;
 wire [41:0] round_sat0_sat1_hin;
 wire round_sat0_sat1_nsign;
+reg [48:0] rq [0:16-1];
 reg [48:0] maple_smart_memory0_fifo [0:4-1];
 reg [47:0] maple_smart_memory0_lst [0:16-1];
 reg [31:0] maple_smart_memory0_ram [0:256-1];
@@ -1617,8 +1665,8 @@ end
 
 
 
-assign round_sat0_t = $signed(gsum >>> 16);
-assign round_sat0_rb = $signed({72'h0, gsum[(16 - 1)]});
+assign round_sat0_t = $signed(s2_acc >>> 16);
+assign round_sat0_rb = $signed({72'h0, s2_acc[(16 - 1)]});
 
 
 
@@ -1647,20 +1695,80 @@ always @(round_sat0_sat1_fill, round_sat0_sat1_hi, round_sat0_r, round_sat0_sat1
 end
 
 
+always @(s_axis_cmd_tdata, err_r, ir, s_axis_cmd_tvalid, state) begin: dec
+    fire = (s_axis_cmd_tvalid && ((state == 0) || (state == 1) || (state == 2)));
+    s_axis_cmd_tready = ((state == 0) || (state == 1) || (state == 2));
+    if ((state == 3)) begin
+        xw = ir;
+    end
+    else begin
+        xw = s_axis_cmd_tdata;
+    end
+    dw = s_axis_cmd_tdata[32-1:0];
+    err = err_r;
+end
 
-assign fire = (s_axis_cmd_tvalid && ((state == 0) || (state == 1) || (state == 2)));
-assign s_axis_cmd_tready = ((state == 0) || (state == 1) || (state == 2));
-assign c_op = s_axis_cmd_tdata[32-1:28];
-assign c_x16 = s_axis_cmd_tdata[16-1:0];
-assign c_bit16 = s_axis_cmd_tdata[16];
-assign c_nres = s_axis_cmd_tdata[24-1:17];
-assign c_pe = s_axis_cmd_tdata[24-1:16];
-assign c_lgg = s_axis_cmd_tdata[4-1:0];
-assign c_lgs = s_axis_cmd_tdata[8-1:4];
-assign c_ia = s_axis_cmd_tdata[8-1:0];
-assign c_la = s_axis_cmd_tdata[6-1:0];
-assign dw = s_axis_cmd_tdata[32-1:0];
-assign err = err_r;
+
+
+assign c_op = xw[32-1:28];
+assign c_x16 = xw[16-1:0];
+assign c_bit16 = xw[16];
+assign c_nres = xw[24-1:17];
+assign c_pe = xw[24-1:16];
+assign c_lgg = xw[4-1:0];
+assign c_lgs = xw[8-1:4];
+assign c_ia = xw[8-1:0];
+assign c_la = xw[6-1:0];
+
+
+
+assign e_last = ($signed({1'b0, j}) == ($signed({1'b0, nsteps}) - 1));
+assign res_plus = (reserved + nres);
+assign eng_free = ((!e_act) || e_fin);
+assign chain_quiet = ((!e_act) && (quiet == 7));
+assign all_idle = ((!e_act) && (quiet == 7) && (reserved == 0));
+assign pop = ((rq_cnt != 0) && sm_tready);
+assign cmd_done = ((cs == 0) || ((cs == 4) && bvalid && aw_last));
+assign cmd_free = ((!cq_v) || (cs == 0) || ((cs == 4) && bvalid && aw_last));
+assign awaddr = aw_a;
+assign wdata = aw_d;
+
+
+
+assign credit_ok = (res_plus <= 16);
+assign mac_bad = ((c_x16 == 0) || (c_x16 > 64) || (c_nres > rall));
+
+
+
+assign e_ok = (e_act && ((!e_last) || ((sp == 4) && credit_ok)));
+assign e_fin = (e_act && e_last && (sp == 4) && credit_ok);
+
+
+always @(c_op, cmd_free, e_act, eng_free, mac_bad, chain_quiet, all_idle) begin: ok_c
+    if ((c_op == 11)) begin
+        ok = (eng_free || mac_bad);
+    end
+    else if ((c_op == 9)) begin
+        ok = (!e_act);
+    end
+    else if ((c_op == 10)) begin
+        ok = chain_quiet;
+    end
+    else if ((c_op == 1)) begin
+        ok = all_idle;
+    end
+    else if (((c_op == 2) || (c_op == 3) || (c_op == 4))) begin
+        ok = cmd_free;
+    end
+    else begin
+        ok = 1'b1;
+    end
+end
+
+
+
+assign go = (ok && ((state == 3) || ((state == 0) && s_axis_cmd_tvalid)));
+assign sm_go = (ok && ((state == 3) || ((state == 0) && s_axis_cmd_tvalid)) && ((c_op == 2) || (c_op == 3) || (c_op == 4)));
 
 
 always @(c_lgs, c_lgg) begin: tabs
@@ -1749,39 +1857,39 @@ assign ils_wl = wptr[8-1:2];
 assign ils_rl = w[8-1:2];
 
 
-always @(wstep, ir) begin: axw_c
+always @(cir, wstep) begin: axw_c
     aw_last = 1'b0;
     aw_a = (4 * 5);
     aw_d = 0;
-    if ((ir[32-1:28] == 2)) begin
+    if ((cir[32-1:28] == 2)) begin
         case (wstep)
             'h0: begin
                 aw_a = (4 * 0);
-                aw_d = {30'h0, ir[2-1:0]};
+                aw_d = {30'h0, cir[2-1:0]};
             end
             'h1: begin
                 aw_a = (4 * 1);
-                aw_d = {16'h0, ir[24-1:8]};
+                aw_d = {16'h0, cir[24-1:8]};
             end
             default: begin
                 aw_a = (4 * 2);
-                aw_d = {31'h0, ir[2]};
+                aw_d = {31'h0, cir[2]};
                 aw_last = 1'b1;
             end
         endcase
     end
-    else if ((ir[32-1:28] == 3)) begin
-        aw_d = {28'h0, ir[4-1:0]};
+    else if ((cir[32-1:28] == 3)) begin
+        aw_d = {28'h0, cir[4-1:0]};
         aw_last = 1'b1;
     end
     else begin
-        if (((ir[14-1:0] != 0) && (wstep == 0))) begin
+        if (((cir[14-1:0] != 0) && (wstep == 0))) begin
             aw_a = (4 * 3);
-            aw_d = {18'h0, ir[28-1:14]};
+            aw_d = {18'h0, cir[28-1:14]};
         end
-        else if (((ir[14-1:0] != 0) && (wstep == 1))) begin
+        else if (((cir[14-1:0] != 0) && (wstep == 1))) begin
             aw_a = (4 * 4);
-            aw_d = {18'h0, ir[14-1:0]};
+            aw_d = {18'h0, cir[14-1:0]};
         end
         else begin
             aw_d = 4;
@@ -1811,29 +1919,60 @@ end
 
 
 
-assign sm_tdata = {out_idx, out_val};
-
-
-
 assign out_val = rs_val[32-1:0];
-assign sm_tvalid = (state == 10);
-assign sm_tlast = out_last;
+
+
+
+assign rq_wd = {s2_last, s2_idx, out_val};
+
+
+always @(posedge clk) begin: rq_ram
+    if (s2_v) begin
+        rq[rq_wp] <= rq_wd;
+    end
+end
+
+
+
+assign rq_head = rq[rq_rp];
+
+
+
+assign sm_tdata = rq_head[48-1:0];
+assign sm_tlast = rq_head[48];
+assign sm_tvalid = (rq_cnt != 0);
 
 
 always @(posedge clk) begin: main
     if (rst == 1) begin
-        wait_c <= 0;
         awvalid <= 0;
-        lptr <= 0;
+        d2_nres <= 0;
+        sp <= 4;
+        d2_last <= 0;
+        d3_sma <= 0;
         rall <= 4;
         lsa0 <= 0;
+        rq_cnt <= 0;
+        lptr <= 0;
         r_i <= 0;
+        d3_v <= 0;
+        quiet <= 7;
+        wk_nres <= 0;
         gsum <= 0;
+        reserved <= 0;
         ir <= 0;
         j <= 0;
         gmask <= 0;
+        s2_idx <= 0;
         f0 <= 0;
+        d1_v <= 0;
+        d1_sma <= 0;
+        d2_v <= 0;
+        d3_last <= 0;
+        wk_act <= 0;
+        rq_rp <= 0;
         smask <= 0;
+        wk_last <= 0;
         arvalid <= 0;
         pe_i <= 0;
         last_r <= 0;
@@ -1841,216 +1980,289 @@ always @(posedge clk) begin: main
         lane0 <= 0;
         wptr <= 0;
         nsteps <= 0;
-        out_idx <= 0;
+        cs <= 0;
+        d1_nres <= 0;
         cnt <= 0;
         state <= 0;
-        wdata <= 0;
+        d1_last <= 0;
         lsa_c <= 0;
         nres <= 0;
         err_r <= 0;
-        out_last <= 0;
-        lsa <= 0;
+        e_sma <= 0;
+        cq <= 0;
+        cir <= 0;
+        cq_v <= 0;
         gval <= 1;
-        awaddr <= 0;
+        lsa <= 0;
+        s2_v <= 0;
+        wk_sma <= 0;
         wstep <= 0;
+        s2_last <= 0;
+        e_act <= 0;
+        d3_nres <= 0;
         lpe <= 0;
+        d2_sma <= 0;
+        rq_wp <= 0;
         sma <= 0;
         v0 <= 0;
+        s2_acc <= 0;
         w <= 0;
     end
     else begin
         v0 <= 1'b0;
         f0 <= 1'b0;
-        case (state)
-            'h0: begin
-                if (fire) begin
-                    ir <= s_axis_cmd_tdata;
-                    if ((c_op == 1)) begin
-                        if (((c_lgg <= 2) && (c_lgs <= c_lgg))) begin
-                            gmask <= gm_c;
-                            gval <= gv_c;
-                            smask <= sm_c2;
-                            rall <= ra_c;
+        if (e_ok) begin
+            v0 <= 1'b1;
+            f0 <= (j == 0);
+            lane0 <= w[2-1:0];
+            lsa0 <= lsa_c;
+            w <= w_sum;
+            if (($signed({1'b0, lsa_c}) == (64 - 1))) begin
+                lsa_c <= 0;
+            end
+            else begin
+                lsa_c <= (lsa_c + 1);
+            end
+            j <= (j + 1);
+            quiet <= 0;
+        end
+        else if ((quiet != 7)) begin
+            quiet <= (quiet + 1);
+        end
+        if (e_fin) begin
+            e_act <= 1'b0;
+            sp <= 1;
+        end
+        else if ((sp != 4)) begin
+            sp <= (sp + 1);
+        end
+        d1_v <= e_fin;
+        d1_sma <= e_sma;
+        d1_nres <= nres;
+        d1_last <= last_r;
+        d2_v <= d1_v;
+        d2_sma <= d1_sma;
+        d2_nres <= d1_nres;
+        d2_last <= d1_last;
+        d3_v <= d2_v;
+        d3_sma <= d2_sma;
+        d3_nres <= d2_nres;
+        d3_last <= d2_last;
+        s2_v <= 1'b0;
+        if (wk_act) begin
+            gsum <= gsum_n;
+            if (grp_end) begin
+                s2_v <= 1'b1;
+                s2_acc <= gsum_n;
+                s2_idx <= (wk_sma + r_x);
+                s2_last <= (wk_last && ($signed({1'b0, r_i}) == ($signed({1'b0, wk_nres}) - 1)));
+                if (($signed({1'b0, r_i}) == ($signed({1'b0, wk_nres}) - 1))) begin
+                    wk_act <= 1'b0;
+                end
+                else begin
+                    r_i <= (r_i + 1);
+                    pe_i <= (pe_i + 1);
+                end
+            end
+            else begin
+                pe_i <= (pe_i + 1);
+            end
+        end
+        if (d3_v) begin
+            wk_act <= 1'b1;
+            pe_i <= 0;
+            r_i <= 0;
+            wk_sma <= d3_sma;
+            wk_nres <= d3_nres;
+            wk_last <= d3_last;
+        end
+        if (s2_v) begin
+            if (($signed({1'b0, rq_wp}) == (16 - 1))) begin
+                rq_wp <= 0;
+            end
+            else begin
+                rq_wp <= (rq_wp + 1);
+            end
+        end
+        if (pop) begin
+            if (($signed({1'b0, rq_rp}) == (16 - 1))) begin
+                rq_rp <= 0;
+            end
+            else begin
+                rq_rp <= (rq_rp + 1);
+            end
+        end
+        if ((s2_v && (!pop))) begin
+            rq_cnt <= (rq_cnt + 1);
+        end
+        else if ((pop && (!s2_v))) begin
+            rq_cnt <= (rq_cnt - 1);
+        end
+        if ((e_fin && pop)) begin
+            reserved <= (res_plus - 1);
+        end
+        else if (e_fin) begin
+            reserved <= res_plus;
+        end
+        else if (pop) begin
+            reserved <= (reserved - 1);
+        end
+        if (((state == 0) || (state == 3))) begin
+            if (((state == 0) && fire)) begin
+                ir <= s_axis_cmd_tdata;
+                if ((!ok)) begin
+                    state <= 3;
+                end
+            end
+            if (go) begin
+                state <= 0;
+                if ((c_op == 1)) begin
+                    if (((c_lgg <= 2) && (c_lgs <= c_lgg))) begin
+                        gmask <= gm_c;
+                        gval <= gv_c;
+                        smask <= sm_c2;
+                        rall <= ra_c;
+                    end
+                    else begin
+                        err_r <= 1'b1;
+                    end
+                end
+                else if (((c_op == 2) || (c_op == 3) || (c_op == 4))) begin
+                    // pass
+                end
+                else if ((c_op == 5)) begin
+                    sma <= c_x16[16-1:0];
+                end
+                else if ((c_op == 6)) begin
+                    lsa <= c_la;
+                end
+                else if ((c_op == 7)) begin
+                    ila <= c_ia;
+                end
+                else if ((c_op == 8)) begin
+                    ila <= ila_sum;
+                end
+                else if ((c_op == 9)) begin
+                    cnt <= c_x16;
+                    wptr <= ila;
+                    if ((c_x16 != 0)) begin
+                        state <= 1;
+                    end
+                end
+                else if ((c_op == 10)) begin
+                    cnt <= c_x16;
+                    lptr <= lsa;
+                    lpe <= c_pe;
+                    if ((c_x16 != 0)) begin
+                        state <= 2;
+                    end
+                end
+                else if ((c_op == 11)) begin
+                    if (mac_bad) begin
+                        err_r <= 1'b1;
+                    end
+                    else begin
+                        e_act <= 1'b1;
+                        nsteps <= c_x16;
+                        last_r <= c_bit16;
+                        if ((c_nres == 0)) begin
+                            nres <= rall;
                         end
                         else begin
-                            err_r <= 1'b1;
+                            nres <= c_nres;
                         end
-                    end
-                    else if (((c_op == 2) || (c_op == 3) || (c_op == 4))) begin
-                        state <= 3;
-                        wstep <= 0;
-                    end
-                    else if ((c_op == 5)) begin
-                        sma <= c_x16[16-1:0];
-                    end
-                    else if ((c_op == 6)) begin
-                        lsa <= c_la;
-                    end
-                    else if ((c_op == 7)) begin
-                        ila <= c_ia;
-                    end
-                    else if ((c_op == 8)) begin
-                        ila <= ila_sum;
-                    end
-                    else if ((c_op == 9)) begin
-                        cnt <= c_x16;
-                        wptr <= ila;
-                        if ((c_x16 != 0)) begin
-                            state <= 1;
-                        end
-                    end
-                    else if ((c_op == 10)) begin
-                        cnt <= c_x16;
-                        lptr <= lsa;
-                        lpe <= c_pe;
-                        if ((c_x16 != 0)) begin
-                            state <= 2;
-                        end
-                    end
-                    else if ((c_op == 11)) begin
-                        if (((c_x16 == 0) || (c_x16 > 64) || (c_nres > rall))) begin
-                            err_r <= 1'b1;
-                        end
-                        else begin
-                            nsteps <= c_x16;
-                            last_r <= c_bit16;
-                            if ((c_nres == 0)) begin
-                                nres <= rall;
-                            end
-                            else begin
-                                nres <= c_nres;
-                            end
-                            j <= 0;
-                            w <= ila;
-                            lsa_c <= lsa;
-                            state <= 7;
-                        end
+                        j <= 0;
+                        w <= ila;
+                        lsa_c <= lsa;
+                        e_sma <= sma;
                     end
                 end
             end
+        end
+        else if ((state == 1)) begin
+            if (fire) begin
+                wptr <= (wptr + 1);
+                cnt <= (cnt - 1);
+                if ((cnt == 1)) begin
+                    state <= 0;
+                end
+            end
+        end
+        else if ((state == 2)) begin
+            if (fire) begin
+                if (($signed({1'b0, lptr}) == (64 - 1))) begin
+                    lptr <= 0;
+                end
+                else begin
+                    lptr <= (lptr + 1);
+                end
+                cnt <= (cnt - 1);
+                if ((cnt == 1)) begin
+                    state <= 0;
+                end
+            end
+        end
+        case (cs)
             'h1: begin
-                if (fire) begin
-                    wptr <= (wptr + 1);
-                    cnt <= (cnt - 1);
-                    if ((cnt == 1)) begin
-                        state <= 0;
-                    end
+                if (arready) begin
+                    arvalid <= 1'b0;
+                    cs <= 2;
                 end
             end
             'h2: begin
-                if (fire) begin
-                    if (($signed({1'b0, lptr}) == (64 - 1))) begin
-                        lptr <= 0;
-                    end
-                    else begin
-                        lptr <= (lptr + 1);
-                    end
-                    cnt <= (cnt - 1);
-                    if ((cnt == 1)) begin
-                        state <= 0;
-                    end
-                end
-            end
-            'h3: begin
-                if ((!arvalid)) begin
-                    arvalid <= 1'b1;
-                end
-                else if (arready) begin
-                    arvalid <= 1'b0;
-                    state <= 4;
-                end
-            end
-            'h4: begin
                 if (rvalid) begin
                     if (((rdata[32-1:2] != 0) || (rresp != 0))) begin
                         err_r <= 1'b1;
                     end
                     if ((rdata[2-1:0] == 0)) begin
-                        state <= 5;
+                        awvalid <= 1'b1;
+                        cs <= 3;
                     end
                     else begin
-                        state <= 3;
+                        arvalid <= 1'b1;
+                        cs <= 1;
                     end
                 end
             end
-            'h5: begin
-                if ((!awvalid)) begin
-                    awvalid <= 1'b1;
-                    awaddr <= aw_a;
-                    wdata <= aw_d;
-                end
-                else if ((awready && wready)) begin
+            'h3: begin
+                if ((awready && wready)) begin
                     awvalid <= 1'b0;
-                    state <= 6;
+                    cs <= 4;
                 end
             end
-            'h6: begin
+            'h4: begin
                 if (bvalid) begin
                     if ((bresp != 0)) begin
                         err_r <= 1'b1;
                     end
                     if (aw_last) begin
-                        state <= 0;
+                        cs <= 0;
                     end
                     else begin
                         wstep <= (wstep + 1);
-                        state <= 5;
-                    end
-                end
-            end
-            'h7: begin
-                v0 <= 1'b1;
-                f0 <= (j == 0);
-                lane0 <= w[2-1:0];
-                lsa0 <= lsa_c;
-                w <= w_sum;
-                if (($signed({1'b0, lsa_c}) == (64 - 1))) begin
-                    lsa_c <= 0;
-                end
-                else begin
-                    lsa_c <= (lsa_c + 1);
-                end
-                j <= (j + 1);
-                if (($signed({1'b0, j}) == ($signed({1'b0, nsteps}) - 1))) begin
-                    state <= 8;
-                    wait_c <= 7;
-                end
-            end
-            'h8: begin
-                if ((wait_c == 0)) begin
-                    state <= 9;
-                    pe_i <= 0;
-                    r_i <= 0;
-                end
-                else begin
-                    wait_c <= (wait_c - 1);
-                end
-            end
-            'h9: begin
-                gsum <= gsum_n;
-                if (grp_end) begin
-                    state <= 10;
-                end
-            end
-            'ha: begin
-                if (sm_tready) begin
-                    if (($signed({1'b0, r_i}) == ($signed({1'b0, nres}) - 1))) begin
-                        state <= 0;
-                    end
-                    else begin
-                        r_i <= (r_i + 1);
-                        pe_i <= (pe_i + 1);
-                        state <= 9;
+                        awvalid <= 1'b1;
+                        cs <= 3;
                     end
                 end
             end
         endcase
-        if (((state == 9) && grp_end)) begin
-            out_idx <= (sma + r_x);
-            out_last <= (last_r && ($signed({1'b0, r_i}) == ($signed({1'b0, nres}) - 1)));
+        if ((cmd_done && cq_v)) begin
+            cir <= cq;
+            wstep <= 0;
+            arvalid <= 1'b1;
+            cs <= 1;
+            cq_v <= sm_go;
+            cq <= xw;
         end
-        if (((state == 9) && (!grp_end))) begin
-            pe_i <= (pe_i + 1);
+        else if ((cmd_done && sm_go)) begin
+            cir <= xw;
+            wstep <= 0;
+            arvalid <= 1'b1;
+            cs <= 1;
+        end
+        else if (sm_go) begin
+            cq_v <= 1'b1;
+            cq <= xw;
         end
     end
 end

@@ -55,6 +55,10 @@ signal wdata: unsigned(31 downto 0);
 signal wready: std_logic;
 signal fire: std_logic;
 signal state: unsigned(3 downto 0);
+signal xw: unsigned(31 downto 0);
+signal ir: unsigned(31 downto 0);
+signal dw: unsigned(31 downto 0);
+signal err_r: std_logic;
 signal c_op: unsigned(3 downto 0);
 signal c_x16: unsigned(15 downto 0);
 signal c_bit16: std_logic;
@@ -64,8 +68,35 @@ signal c_lgg: unsigned(3 downto 0);
 signal c_lgs: unsigned(3 downto 0);
 signal c_ia: unsigned(7 downto 0);
 signal c_la: unsigned(5 downto 0);
-signal dw: unsigned(31 downto 0);
-signal err_r: std_logic;
+signal e_last: std_logic;
+signal j: unsigned(15 downto 0);
+signal nsteps: unsigned(15 downto 0);
+signal res_plus: unsigned(7 downto 0);
+signal reserved: unsigned(7 downto 0);
+signal nres: unsigned(6 downto 0);
+signal eng_free: std_logic;
+signal e_act: std_logic;
+signal e_fin: std_logic;
+signal chain_quiet: std_logic;
+signal quiet: unsigned(2 downto 0);
+signal all_idle: std_logic;
+signal pop: std_logic;
+signal rq_cnt: unsigned(4 downto 0);
+signal cmd_done: std_logic;
+signal cs: unsigned(2 downto 0);
+signal aw_last: std_logic;
+signal cmd_free: std_logic;
+signal cq_v: std_logic;
+signal aw_a: unsigned(7 downto 0);
+signal aw_d: unsigned(31 downto 0);
+signal credit_ok: std_logic;
+signal mac_bad: std_logic;
+signal rall: unsigned(6 downto 0);
+signal e_ok: std_logic;
+signal sp: unsigned(2 downto 0);
+signal ok: std_logic;
+signal go: std_logic;
+signal sm_go: std_logic;
 signal gm_c: unsigned(1 downto 0);
 signal sm_c2: unsigned(1 downto 0);
 signal gv_c: unsigned(7 downto 0);
@@ -81,10 +112,7 @@ signal ils_lane: unsigned(1 downto 0);
 signal wptr: unsigned(7 downto 0);
 signal ils_wl: unsigned(5 downto 0);
 signal ils_rl: unsigned(5 downto 0);
-signal aw_last: std_logic;
-signal aw_a: unsigned(7 downto 0);
-signal aw_d: unsigned(31 downto 0);
-signal ir: unsigned(31 downto 0);
+signal cir: unsigned(31 downto 0);
 signal wstep: unsigned(1 downto 0);
 signal grp_first: std_logic;
 signal pe_i: unsigned(1 downto 0);
@@ -94,29 +122,48 @@ signal acc_sel: signed (72 downto 0);
 signal acc_last: signed (72 downto 0);
 signal gsum_n: signed (72 downto 0);
 signal gsum: signed (72 downto 0);
-signal out_idx: unsigned(15 downto 0);
 signal out_val: unsigned(31 downto 0);
 signal rs_val: signed (31 downto 0);
-signal out_last: std_logic;
+signal rq_wd: unsigned(48 downto 0);
+signal s2_last: std_logic;
+signal s2_idx: unsigned(15 downto 0);
+signal s2_v: std_logic;
+signal rq_wp: unsigned(3 downto 0);
+signal rq_head: unsigned(48 downto 0);
+signal rq_rp: unsigned(3 downto 0);
 signal v0: std_logic;
 signal f0: std_logic;
+signal lane0: unsigned(1 downto 0);
+signal lsa0: unsigned(5 downto 0);
+signal lsa_c: unsigned(5 downto 0);
+signal d1_v: std_logic;
+signal d1_sma: unsigned(15 downto 0);
+signal e_sma: unsigned(15 downto 0);
+signal d1_nres: unsigned(6 downto 0);
+signal d1_last: std_logic;
+signal last_r: std_logic;
+signal d2_v: std_logic;
+signal d2_sma: unsigned(15 downto 0);
+signal d2_nres: unsigned(6 downto 0);
+signal d2_last: std_logic;
+signal d3_v: std_logic;
+signal d3_sma: unsigned(15 downto 0);
+signal d3_nres: unsigned(6 downto 0);
+signal d3_last: std_logic;
+signal wk_act: std_logic;
+signal s2_acc: signed (72 downto 0);
+signal wk_sma: unsigned(15 downto 0);
+signal r_x: unsigned(15 downto 0);
+signal wk_last: std_logic;
+signal r_i: unsigned(6 downto 0);
+signal wk_nres: unsigned(6 downto 0);
 signal gmask: unsigned(1 downto 0);
-signal rall: unsigned(6 downto 0);
 signal sma: unsigned(15 downto 0);
 signal lsa: unsigned(5 downto 0);
 signal cnt: unsigned(15 downto 0);
 signal lptr: unsigned(5 downto 0);
 signal lpe: unsigned(7 downto 0);
-signal nsteps: unsigned(15 downto 0);
-signal last_r: std_logic;
-signal nres: unsigned(6 downto 0);
-signal j: unsigned(15 downto 0);
-signal lsa_c: unsigned(5 downto 0);
-signal lane0: unsigned(1 downto 0);
-signal lsa0: unsigned(5 downto 0);
-signal wait_c: unsigned(3 downto 0);
-signal r_i: unsigned(6 downto 0);
-signal r_x: unsigned(15 downto 0);
+signal cq: unsigned(31 downto 0);
 signal maple_smart_memory0_in_i: unsigned(15 downto 0);
 signal maple_smart_memory0_thr_v: signed (31 downto 0);
 signal maple_smart_memory0_thr_i: unsigned(15 downto 0);
@@ -330,6 +377,8 @@ signal round_sat0_sat1_fill: unsigned(30 downto 0);
 signal round_sat0_sat1_hi: unsigned(41 downto 0);
 signal round_sat0_sat1_hin: unsigned(41 downto 0);
 signal round_sat0_sat1_nsign: std_logic;
+type t_array_rq is array(0 to 16-1) of unsigned(48 downto 0);
+signal rq: t_array_rq;
 type t_array_maple_smart_memory0_fifo is array(0 to 4-1) of unsigned(48 downto 0);
 signal maple_smart_memory0_fifo: t_array_maple_smart_memory0_fifo;
 type t_array_maple_smart_memory0_lst is array(0 to 16-1) of unsigned(47 downto 0);
@@ -1524,8 +1573,8 @@ begin
 end process pick_chain19_c;
 
 
-round_sat0_t <= shift_right(gsum, 16);
-round_sat0_rb <= signed(unsigned'(unsigned'("000000000000000000000000000000000000000000000000000000000000000000000000") & gsum((16 - 1))));
+round_sat0_t <= shift_right(s2_acc, 16);
+round_sat0_rb <= signed(unsigned'(unsigned'("000000000000000000000000000000000000000000000000000000000000000000000000") & s2_acc((16 - 1))));
 
 
 round_sat0_r <= (round_sat0_t + round_sat0_rb);
@@ -1548,20 +1597,70 @@ begin
     end if;
 end process round_sat0_sat1_clamp;
 
+dec: process (s_axis_cmd_tdata_num, err_r, ir, s_axis_cmd_tvalid, state) is
+begin
+    fire <= stdl(bool(s_axis_cmd_tvalid) and ((state = 0) or (state = 1) or (state = 2)));
+    s_axis_cmd_tready <= stdl((state = 0) or (state = 1) or (state = 2));
+    if (state = 3) then
+        xw <= ir;
+    else
+        xw <= s_axis_cmd_tdata_num;
+    end if;
+    dw <= s_axis_cmd_tdata_num(32-1 downto 0);
+    err <= err_r;
+end process dec;
 
-fire <= stdl(bool(s_axis_cmd_tvalid) and ((state = 0) or (state = 1) or (state = 2)));
-s_axis_cmd_tready <= stdl((state = 0) or (state = 1) or (state = 2));
-c_op <= s_axis_cmd_tdata_num(32-1 downto 28);
-c_x16 <= s_axis_cmd_tdata_num(16-1 downto 0);
-c_bit16 <= s_axis_cmd_tdata_num(16);
-c_nres <= s_axis_cmd_tdata_num(24-1 downto 17);
-c_pe <= s_axis_cmd_tdata_num(24-1 downto 16);
-c_lgg <= s_axis_cmd_tdata_num(4-1 downto 0);
-c_lgs <= s_axis_cmd_tdata_num(8-1 downto 4);
-c_ia <= s_axis_cmd_tdata_num(8-1 downto 0);
-c_la <= s_axis_cmd_tdata_num(6-1 downto 0);
-dw <= s_axis_cmd_tdata_num(32-1 downto 0);
-err <= err_r;
+
+c_op <= xw(32-1 downto 28);
+c_x16 <= xw(16-1 downto 0);
+c_bit16 <= xw(16);
+c_nres <= xw(24-1 downto 17);
+c_pe <= xw(24-1 downto 16);
+c_lgg <= xw(4-1 downto 0);
+c_lgs <= xw(8-1 downto 4);
+c_ia <= xw(8-1 downto 0);
+c_la <= xw(6-1 downto 0);
+
+
+e_last <= stdl(signed(resize(j, 17)) = (signed(resize(nsteps, 17)) - 1));
+res_plus <= (reserved + nres);
+eng_free <= stdl((not bool(e_act)) or bool(e_fin));
+chain_quiet <= stdl((not bool(e_act)) and (quiet = 7));
+all_idle <= stdl((not bool(e_act)) and (quiet = 7) and (reserved = 0));
+pop <= stdl((rq_cnt /= 0) and bool(sm_tready));
+cmd_done <= stdl((cs = 0) or ((cs = 4) and bool(bvalid) and bool(aw_last)));
+cmd_free <= stdl((not bool(cq_v)) or (cs = 0) or ((cs = 4) and bool(bvalid) and bool(aw_last)));
+awaddr <= aw_a;
+wdata <= aw_d;
+
+
+credit_ok <= stdl(res_plus <= 16);
+mac_bad <= stdl((c_x16 = 0) or (c_x16 > 64) or (c_nres > rall));
+
+
+e_ok <= stdl(bool(e_act) and ((not bool(e_last)) or ((sp = 4) and bool(credit_ok))));
+e_fin <= stdl(bool(e_act) and bool(e_last) and (sp = 4) and bool(credit_ok));
+
+ok_c: process (c_op, cmd_free, e_act, eng_free, mac_bad, chain_quiet, all_idle) is
+begin
+    if (c_op = 11) then
+        ok <= stdl(bool(eng_free) or bool(mac_bad));
+    elsif (c_op = 9) then
+        ok <= stdl((not bool(e_act)));
+    elsif (c_op = 10) then
+        ok <= chain_quiet;
+    elsif (c_op = 1) then
+        ok <= all_idle;
+    elsif ((c_op = 2) or (c_op = 3) or (c_op = 4)) then
+        ok <= cmd_free;
+    else
+        ok <= '1';
+    end if;
+end process ok_c;
+
+
+go <= stdl(bool(ok) and ((state = 3) or ((state = 0) and bool(s_axis_cmd_tvalid))));
+sm_go <= stdl(bool(ok) and ((state = 3) or ((state = 0) and bool(s_axis_cmd_tvalid))) and ((c_op = 2) or (c_op = 3) or (c_op = 4)));
 
 tabs: process (c_lgs, c_lgg) is
 begin
@@ -1648,34 +1747,34 @@ ils_lane <= wptr(2-1 downto 0);
 ils_wl <= wptr(8-1 downto 2);
 ils_rl <= w(8-1 downto 2);
 
-axw_c: process (wstep, ir) is
+axw_c: process (cir, wstep) is
 begin
     aw_last <= '0';
     aw_a <= to_unsigned(4 * 5, 8);
     aw_d <= to_unsigned(0, 32);
-    if (ir(32-1 downto 28) = 2) then
+    if (cir(32-1 downto 28) = 2) then
         case wstep is
             when "00" =>
                 aw_a <= to_unsigned(4 * 0, 8);
-                aw_d <= unsigned'(to_unsigned(0, 30) & ir(2-1 downto 0));
+                aw_d <= unsigned'(to_unsigned(0, 30) & cir(2-1 downto 0));
             when "01" =>
                 aw_a <= to_unsigned(4 * 1, 8);
-                aw_d <= unsigned'(to_unsigned(0, 16) & ir(24-1 downto 8));
+                aw_d <= unsigned'(to_unsigned(0, 16) & cir(24-1 downto 8));
             when others =>
                 aw_a <= to_unsigned(4 * 2, 8);
-                aw_d <= unsigned'(unsigned'("0000000000000000000000000000000") & ir(2));
+                aw_d <= unsigned'(unsigned'("0000000000000000000000000000000") & cir(2));
                 aw_last <= '1';
         end case;
-    elsif (ir(32-1 downto 28) = 3) then
-        aw_d <= unsigned'(to_unsigned(0, 28) & ir(4-1 downto 0));
+    elsif (cir(32-1 downto 28) = 3) then
+        aw_d <= unsigned'(to_unsigned(0, 28) & cir(4-1 downto 0));
         aw_last <= '1';
     else
-        if ((ir(14-1 downto 0) /= 0) and (wstep = 0)) then
+        if ((cir(14-1 downto 0) /= 0) and (wstep = 0)) then
             aw_a <= to_unsigned(4 * 3, 8);
-            aw_d <= unsigned'(to_unsigned(0, 18) & ir(28-1 downto 14));
-        elsif ((ir(14-1 downto 0) /= 0) and (wstep = 1)) then
+            aw_d <= unsigned'(to_unsigned(0, 18) & cir(28-1 downto 14));
+        elsif ((cir(14-1 downto 0) /= 0) and (wstep = 1)) then
             aw_a <= to_unsigned(4 * 4, 8);
-            aw_d <= unsigned'(to_unsigned(0, 18) & ir(14-1 downto 0));
+            aw_d <= unsigned'(to_unsigned(0, 18) & cir(14-1 downto 0));
         else
             aw_d <= to_unsigned(4, 32);
             aw_last <= '1';
@@ -1700,29 +1799,60 @@ begin
 end process drain_c3;
 
 
-sm_tdata <= unsigned'(out_idx & out_val);
-
-
 out_val <= unsigned(rs_val(32-1 downto 0));
-sm_tvalid <= stdl(state = 10);
-sm_tlast <= out_last;
+
+
+rq_wd <= unsigned'(s2_last & s2_idx & out_val);
+
+rq_ram: process (clk) is
+begin
+    if rising_edge(clk) then
+        if bool(s2_v) then
+            rq(to_integer(rq_wp)) <= rq_wd;
+        end if;
+    end if;
+end process rq_ram;
+
+
+rq_head <= rq(to_integer(rq_rp));
+
+
+sm_tdata <= rq_head(48-1 downto 0);
+sm_tlast <= rq_head(48);
+sm_tvalid <= stdl(rq_cnt /= 0);
 
 main: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            wait_c <= to_unsigned(0, 4);
             awvalid <= '0';
-            lptr <= to_unsigned(0, 6);
+            d2_nres <= to_unsigned(0, 7);
+            sp <= to_unsigned(4, 3);
+            d2_last <= '0';
+            d3_sma <= to_unsigned(0, 16);
             rall <= to_unsigned(4, 7);
             lsa0 <= to_unsigned(0, 6);
+            rq_cnt <= to_unsigned(0, 5);
+            lptr <= to_unsigned(0, 6);
             r_i <= to_unsigned(0, 7);
+            d3_v <= '0';
+            quiet <= to_unsigned(7, 3);
+            wk_nres <= to_unsigned(0, 7);
             gsum <= to_signed(0, 73);
+            reserved <= to_unsigned(0, 8);
             ir <= to_unsigned(0, 32);
             j <= to_unsigned(0, 16);
             gmask <= to_unsigned(0, 2);
+            s2_idx <= to_unsigned(0, 16);
             f0 <= '0';
+            d1_v <= '0';
+            d1_sma <= to_unsigned(0, 16);
+            d2_v <= '0';
+            d3_last <= '0';
+            wk_act <= '0';
+            rq_rp <= to_unsigned(0, 4);
             smask <= to_unsigned(0, 2);
+            wk_last <= '0';
             arvalid <= '0';
             pe_i <= to_unsigned(0, 2);
             last_r <= '0';
@@ -1730,28 +1860,131 @@ begin
             lane0 <= to_unsigned(0, 2);
             wptr <= to_unsigned(0, 8);
             nsteps <= to_unsigned(0, 16);
-            out_idx <= to_unsigned(0, 16);
+            cs <= to_unsigned(0, 3);
+            d1_nres <= to_unsigned(0, 7);
             cnt <= to_unsigned(0, 16);
             state <= to_unsigned(0, 4);
-            wdata <= to_unsigned(0, 32);
+            d1_last <= '0';
             lsa_c <= to_unsigned(0, 6);
             nres <= to_unsigned(0, 7);
             err_r <= '0';
-            out_last <= '0';
-            lsa <= to_unsigned(0, 6);
+            e_sma <= to_unsigned(0, 16);
+            cq <= to_unsigned(0, 32);
+            cir <= to_unsigned(0, 32);
+            cq_v <= '0';
             gval <= to_unsigned(1, 8);
-            awaddr <= to_unsigned(0, 8);
+            lsa <= to_unsigned(0, 6);
+            s2_v <= '0';
+            wk_sma <= to_unsigned(0, 16);
             wstep <= to_unsigned(0, 2);
+            s2_last <= '0';
+            e_act <= '0';
+            d3_nres <= to_unsigned(0, 7);
             lpe <= to_unsigned(0, 8);
+            d2_sma <= to_unsigned(0, 16);
+            rq_wp <= to_unsigned(0, 4);
             sma <= to_unsigned(0, 16);
             v0 <= '0';
+            s2_acc <= to_signed(0, 73);
             w <= to_unsigned(0, 8);
         else
             v0 <= '0';
             f0 <= '0';
-            if (state = 0) then
-                if bool(fire) then
+            if bool(e_ok) then
+                v0 <= '1';
+                f0 <= stdl(j = 0);
+                lane0 <= w(2-1 downto 0);
+                lsa0 <= lsa_c;
+                w <= w_sum;
+                if (signed(resize(lsa_c, 7)) = (64 - 1)) then
+                    lsa_c <= to_unsigned(0, 6);
+                else
+                    lsa_c <= (lsa_c + 1);
+                end if;
+                j <= (j + 1);
+                quiet <= to_unsigned(0, 3);
+            elsif (quiet /= 7) then
+                quiet <= (quiet + 1);
+            end if;
+            if bool(e_fin) then
+                e_act <= '0';
+                sp <= to_unsigned(1, 3);
+            elsif (sp /= 4) then
+                sp <= (sp + 1);
+            end if;
+            d1_v <= e_fin;
+            d1_sma <= e_sma;
+            d1_nres <= nres;
+            d1_last <= last_r;
+            d2_v <= d1_v;
+            d2_sma <= d1_sma;
+            d2_nres <= d1_nres;
+            d2_last <= d1_last;
+            d3_v <= d2_v;
+            d3_sma <= d2_sma;
+            d3_nres <= d2_nres;
+            d3_last <= d2_last;
+            s2_v <= '0';
+            if bool(wk_act) then
+                gsum <= gsum_n;
+                if bool(grp_end) then
+                    s2_v <= '1';
+                    s2_acc <= gsum_n;
+                    s2_idx <= (wk_sma + r_x);
+                    s2_last <= stdl(bool(wk_last) and (signed(resize(r_i, 8)) = (signed(resize(wk_nres, 8)) - 1)));
+                    if (signed(resize(r_i, 8)) = (signed(resize(wk_nres, 8)) - 1)) then
+                        wk_act <= '0';
+                    else
+                        r_i <= (r_i + 1);
+                        pe_i <= (pe_i + 1);
+                    end if;
+                else
+                    pe_i <= (pe_i + 1);
+                end if;
+            end if;
+            if bool(d3_v) then
+                wk_act <= '1';
+                pe_i <= to_unsigned(0, 2);
+                r_i <= to_unsigned(0, 7);
+                wk_sma <= d3_sma;
+                wk_nres <= d3_nres;
+                wk_last <= d3_last;
+            end if;
+            if bool(s2_v) then
+                if (signed(resize(rq_wp, 5)) = (16 - 1)) then
+                    rq_wp <= to_unsigned(0, 4);
+                else
+                    rq_wp <= (rq_wp + 1);
+                end if;
+            end if;
+            if bool(pop) then
+                if (signed(resize(rq_rp, 5)) = (16 - 1)) then
+                    rq_rp <= to_unsigned(0, 4);
+                else
+                    rq_rp <= (rq_rp + 1);
+                end if;
+            end if;
+            if (bool(s2_v) and (not bool(pop))) then
+                rq_cnt <= (rq_cnt + 1);
+            elsif (bool(pop) and (not bool(s2_v))) then
+                rq_cnt <= (rq_cnt - 1);
+            end if;
+            if (bool(e_fin) and bool(pop)) then
+                reserved <= (res_plus - 1);
+            elsif bool(e_fin) then
+                reserved <= res_plus;
+            elsif bool(pop) then
+                reserved <= (reserved - 1);
+            end if;
+            if ((state = 0) or (state = 3)) then
+                if ((state = 0) and bool(fire)) then
                     ir <= s_axis_cmd_tdata_num;
+                    if (not bool(ok)) then
+                        state <= to_unsigned(3, 4);
+                    end if;
+                end if;
+                if bool(go) then
+                    state <= to_unsigned(0, 4);
                     if (c_op = 1) then
                         if ((c_lgg <= 2) and (c_lgs <= c_lgg)) then
                             gmask <= gm_c;
@@ -1762,8 +1995,7 @@ begin
                             err_r <= '1';
                         end if;
                     elsif ((c_op = 2) or (c_op = 3) or (c_op = 4)) then
-                        state <= to_unsigned(3, 4);
-                        wstep <= to_unsigned(0, 2);
+                        null;
                     elsif (c_op = 5) then
                         sma <= c_x16(16-1 downto 0);
                     elsif (c_op = 6) then
@@ -1786,9 +2018,10 @@ begin
                             state <= to_unsigned(2, 4);
                         end if;
                     elsif (c_op = 11) then
-                        if ((c_x16 = 0) or (c_x16 > 64) or (c_nres > rall)) then
+                        if bool(mac_bad) then
                             err_r <= '1';
                         else
+                            e_act <= '1';
                             nsteps <= c_x16;
                             last_r <= c_bit16;
                             if (c_nres = 0) then
@@ -1799,7 +2032,7 @@ begin
                             j <= to_unsigned(0, 16);
                             w <= ila;
                             lsa_c <= lsa;
-                            state <= to_unsigned(7, 4);
+                            e_sma <= sma;
                         end if;
                     end if;
                 end if;
@@ -1823,91 +2056,59 @@ begin
                         state <= to_unsigned(0, 4);
                     end if;
                 end if;
-            elsif (state = 3) then
-                if (not bool(arvalid)) then
-                    arvalid <= '1';
-                elsif bool(arready) then
+            end if;
+            if (cs = 1) then
+                if bool(arready) then
                     arvalid <= '0';
-                    state <= to_unsigned(4, 4);
+                    cs <= to_unsigned(2, 3);
                 end if;
-            elsif (state = 4) then
+            elsif (cs = 2) then
                 if bool(rvalid) then
                     if ((rdata(32-1 downto 2) /= 0) or (rresp /= 0)) then
                         err_r <= '1';
                     end if;
                     if (rdata(2-1 downto 0) = 0) then
-                        state <= to_unsigned(5, 4);
+                        awvalid <= '1';
+                        cs <= to_unsigned(3, 3);
                     else
-                        state <= to_unsigned(3, 4);
+                        arvalid <= '1';
+                        cs <= to_unsigned(1, 3);
                     end if;
                 end if;
-            elsif (state = 5) then
-                if (not bool(awvalid)) then
-                    awvalid <= '1';
-                    awaddr <= aw_a;
-                    wdata <= aw_d;
-                elsif (bool(awready) and bool(wready)) then
+            elsif (cs = 3) then
+                if (bool(awready) and bool(wready)) then
                     awvalid <= '0';
-                    state <= to_unsigned(6, 4);
+                    cs <= to_unsigned(4, 3);
                 end if;
-            elsif (state = 6) then
+            elsif (cs = 4) then
                 if bool(bvalid) then
                     if (bresp /= 0) then
                         err_r <= '1';
                     end if;
                     if bool(aw_last) then
-                        state <= to_unsigned(0, 4);
+                        cs <= to_unsigned(0, 3);
                     else
                         wstep <= (wstep + 1);
-                        state <= to_unsigned(5, 4);
-                    end if;
-                end if;
-            elsif (state = 7) then
-                v0 <= '1';
-                f0 <= stdl(j = 0);
-                lane0 <= w(2-1 downto 0);
-                lsa0 <= lsa_c;
-                w <= w_sum;
-                if (signed(resize(lsa_c, 7)) = (64 - 1)) then
-                    lsa_c <= to_unsigned(0, 6);
-                else
-                    lsa_c <= (lsa_c + 1);
-                end if;
-                j <= (j + 1);
-                if (signed(resize(j, 17)) = (signed(resize(nsteps, 17)) - 1)) then
-                    state <= to_unsigned(8, 4);
-                    wait_c <= to_unsigned(7, 4);
-                end if;
-            elsif (state = 8) then
-                if (wait_c = 0) then
-                    state <= to_unsigned(9, 4);
-                    pe_i <= to_unsigned(0, 2);
-                    r_i <= to_unsigned(0, 7);
-                else
-                    wait_c <= (wait_c - 1);
-                end if;
-            elsif (state = 9) then
-                gsum <= gsum_n;
-                if bool(grp_end) then
-                    state <= to_unsigned(10, 4);
-                end if;
-            elsif (state = 10) then
-                if bool(sm_tready) then
-                    if (signed(resize(r_i, 8)) = (signed(resize(nres, 8)) - 1)) then
-                        state <= to_unsigned(0, 4);
-                    else
-                        r_i <= (r_i + 1);
-                        pe_i <= (pe_i + 1);
-                        state <= to_unsigned(9, 4);
+                        awvalid <= '1';
+                        cs <= to_unsigned(3, 3);
                     end if;
                 end if;
             end if;
-            if ((state = 9) and bool(grp_end)) then
-                out_idx <= (sma + r_x);
-                out_last <= stdl(bool(last_r) and (signed(resize(r_i, 8)) = (signed(resize(nres, 8)) - 1)));
-            end if;
-            if ((state = 9) and (not bool(grp_end))) then
-                pe_i <= (pe_i + 1);
+            if (bool(cmd_done) and bool(cq_v)) then
+                cir <= cq;
+                wstep <= to_unsigned(0, 2);
+                arvalid <= '1';
+                cs <= to_unsigned(1, 3);
+                cq_v <= sm_go;
+                cq <= xw;
+            elsif (bool(cmd_done) and bool(sm_go)) then
+                cir <= xw;
+                wstep <= to_unsigned(0, 2);
+                arvalid <= '1';
+                cs <= to_unsigned(1, 3);
+            elsif bool(sm_go) then
+                cq_v <= '1';
+                cq <= xw;
             end if;
         end if;
     end if;
