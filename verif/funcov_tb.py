@@ -214,3 +214,39 @@ class SubroutineObserver:
                 if not e and self.on_done is not None:
                     self.on_done({k: v for k, v in self.cfg.items() if k != "_cause"}, self.beats)
                 self.cfg = None
+
+
+class Flow:
+    """The valid/ready pattern of one stream, fed one cycle at a time by a testbench's own
+    per-cycle observer (``cycle(valid, ready)`` while the transfer is active); samples each
+    ``<stream>_flow`` bin (see :func:`declare_flow`) at its first occurrence after
+    :meth:`restart`."""
+
+    def __init__(self, cov: CoverModel, stream: str, output: bool):
+        self.cov, self.point, self.out = cov, f"{stream}_flow", output
+        self.restart()
+
+    def restart(self):
+        self.seen, self.prev, self.run = set(), False, 0
+
+    def _hit(self, label):
+        if label not in self.seen:
+            self.seen.add(label)
+            self.cov.sample(self.point, label)
+
+    def cycle(self, valid, ready):
+        if valid and ready:
+            self._hit("transfer")
+            if self.prev:
+                self._hit("back_to_back")
+            self.prev, self.run = True, 0
+            return
+        self.prev = False
+        if valid:
+            self.run += 1
+            self._hit("backpressure" if self.out else "stall")
+            if self.run == 4:
+                self._hit("backpressure_4plus" if self.out else "stall_4plus")
+        else:
+            self.run = 0
+            self._hit("idle" if self.out else "bubble")

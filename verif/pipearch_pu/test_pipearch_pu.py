@@ -38,6 +38,7 @@ from scoreboards import regmap
 from scoreboards.gates import Gate
 from verif.plots import write_series
 from verif.harness import CLOCK_NS, dut_params, ghdl_testcase, matrix, run_core
+from verif.pipearch_pu import covermodel as funcov
 from verif.tb_common import record_bench, sim_seed, sim_test, stall_message, within
 
 CORE = "pipearch_pu"
@@ -99,6 +100,8 @@ class PU:
                 self.w_beats += 1
 
     async def wr(self, addr, value):
+        if addr == RM.CTRL.offset:
+            funcov.sample_ctrl(self.sig("busy"), value)
         await within(self.axil.write_dword(addr, value), AXIL_CYCLES,
                      f"{self.prefix}s_axil: write 0x{addr:x} got no response (AW/W/B)")
 
@@ -144,6 +147,7 @@ class PU:
                                                       "DONE or ERROR", f"STATUS {st:#x}")
         err = await self.rd(rm.ERROR.offset)
         cyc = await self.rd(rm.CYCLES_LO.offset) | (await self.rd(rm.CYCLES_HI.offset)) << 32
+        funcov.sample_run(self, job, st, err, self.trace[t0:])   # functional coverage (covermodel.py)
         return st, err, self.trace[t0:], cyc
 
 

@@ -23,6 +23,7 @@ from golden import pipearch_isa as I
 from golden.pipearch_asm import Program, PUConfig, acc, build_image, ch, effective_access
 from golden.pipearch_iss import AxiError, Machine, Memory, StepLimit
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
+from verif.pipearch_rm import covermodel as funcov
 from verif.tb_common import sim_seed, sim_test, wait_until, within
 from scoreboards import regmap
 
@@ -105,8 +106,8 @@ class TB:
         self.tlast_bias = 0
         self.sub_cnt = [0] * 7
         self.sub_err_plan = {}                        # issue index -> delay before sub_err
-        self.iss_err_plan = {}                        # call index -> code
         self.inject_sub_err = 0                       # a sub_err mask driven for one cycle
+        self.iss_err_plan = {}                        # call index -> code
         self.iss_calls = []
         self.switch_after_fetch = None                # (pc, count): host writes SWITCH after
         cocotb.start_soon(self._driver())
@@ -217,9 +218,9 @@ class TB:
                 if e[0] == 0:
                     err |= 1 << e[1]
             pend_sub_err = [e for e in pend_sub_err if e[0] > 0]
-            d.sub_err.value = err
             err |= self.inject_sub_err                 # subroutine_error_masks: one cycle
             self.inject_sub_err = 0
+            d.sub_err.value = err
             # ---- sample
             await ReadOnly()
             if int(d.rst.value):
@@ -291,6 +292,8 @@ class TB:
 
     # ---------------------------------------------------------------- host
     async def wr(self, addr, val):
+        if addr == self.rm.CTRL.offset:
+            funcov.sample_ctrl(self.dut, val)
         await within(self.axil.write_dword(addr, val & 0xFFFFFFFF), AXIL_CYCLES,
                      f"s_axil: write 0x{addr:x} got no response (AW/W/B)")
 
@@ -358,6 +361,7 @@ class TB:
         assert self.fifo_clr_pulses == clr0 + 1, "START must pulse fifo_clr exactly once"
         status = await self.rd(rm.STATUS.offset)
         errw = await self.rd(rm.ERROR.offset)
+        funcov.sample_run(self, prog, status, errw)   # functional coverage (covermodel.py)
         lo = await self.rd(rm.CYCLES_LO.offset)
         hi = await self.rd(rm.CYCLES_HI.offset)
         assert not self.violations, self.violations
@@ -428,11 +432,13 @@ def rand_sub(p: Program, tb: TB, rng, nb=None, ra=0, rb=0, use_regs=False):
         ln = dim if kind == "vector" else (1 if kind == "scalar" else int(rng.integers(1, min(8, D) + 1)))
         off = int(rng.integers(0, max(1, D // 2 - ln)))
         fifo = bool(rng.integers(0, 4) == 0)
+        amem = not fifo and bool(rng.integers(0, 4) == 0)   # BRAM through the address memory
         a = bool(use_regs and rng.integers(0, 2))
         b = bool(use_regs and rng.integers(0, 2))
         if region:
-            return ch(int(rng.integers(0, NR)), ln, off, fifo=fifo, keep=bool(rng.integers(0, 2)), ra=a, rb=b)
-        return acc(ln, off, fifo=fifo, ra=a, rb=b)
+            return ch(int(rng.integers(0, NR)), ln, off, fifo=fifo, keep=bool(rng.integers(0, 2)), amem=amem,
+                      ra=a, rb=b)
+        return acc(ln, off, fifo=fifo, amem=amem, ra=a, rb=b)
 
     kinds = [k for _, _, k in I.CHANNELS[op]]
     if op == I.LOAD:
@@ -1123,12 +1129,6 @@ async def reset_mid_run(dut):
     await tb.finish()
 
 
-# ---------------------------------------------------------------- pytest launchers
-@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus"), ("default", "ghdl")]))
-def test_pipearch_rm(cfg, sim):
-    run_core(CORE, cfg, sim)
-
-
 @sim_test(timeout_us={"default": 120, "*": 1920})
 async def every_opcode_and_register(dut):
     """Every undefined opcode (each entry of the decoder's opcode table that no legal
@@ -1208,6 +1208,12 @@ async def subroutine_error_masks(dut):
         assert [(r["op"] - I.LOAD, r["pc"]) for r in tb.issues] == sorted(pcs.items()), (tb.issues, pcs)
     dut._log.info("%d sub_err masks", len(masks))
     await tb.finish()
+
+
+# ---------------------------------------------------------------- pytest launchers
+@pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("default", "verilator"), ("small", "icarus"), ("default", "ghdl")]))
+def test_pipearch_rm(cfg, sim):
+    run_core(CORE, cfg, sim)
 
 
 def test_pipearch_rm_params():
