@@ -26,6 +26,7 @@ from verif.rounding_ties import is_tie, require_ties, tie_operands, tie_scalar
 from verif.tb_common import (DEFAULT_CYCLES, StartDoneMixin, rand_words, record_bench, sim_test, start_while_busy,
                              wait_until)
 from verif.tb_common import sim_seed as seed_of
+from verif.fpdeep_pg import covermodel as fcov
 
 CORE = "fpdeep_pg"
 MW = "m_axis_w"
@@ -64,6 +65,7 @@ class PgTB(StartDoneMixin):
         self.b = np.zeros(self.S_OC, dtype=np.int64)
         self.done_count = 0
         cocotb.start_soon(self._count_done())
+        self.cls = fcov.start(dut, self.mon_b)                  # functional coverage
 
     def _sources(self, salt):
         g = lambda k: Gate(self.seed * 7 + k + salt, self.src_p)  # noqa: E731
@@ -86,6 +88,7 @@ class PgTB(StartDoneMixin):
         self._sources(1000)
         self.exp_w.clear()
         self.exp_b.clear()
+        self.cls.clear()
         self.done_count = 0
         self.w[...] = 0
         self.b[...] = 0
@@ -161,6 +164,7 @@ class PgTB(StartDoneMixin):
             o, c = divmod(j, self.S_IC)
             self.exp_w.append((pack_lanes(wn[o, c].reshape(-1), self.W), int(j == ns - 1)))
         self.exp_b.append((pack_lanes(bn, self.W), 1))
+        self.cls.expect(fcov.labels(xs, es, self.w, self.b, lr_q, self.K, pad, self.F, self.W))
         self.w, self.b = np.asarray(wn, dtype=np.int64), np.asarray(bn, dtype=np.int64)
         return dict(width=w, height=h, pad=pad, batch=B, lr=lr_q), (wn, bn)
 
@@ -211,6 +215,26 @@ async def batch_averaging(dut):
         xs, es = tb.rand_batch(B, h, w, pad)
         f, _ = tb.job(xs, es, pad, tb.rand_lr())
         await tb.run(f)
+    await tb.finish()
+
+
+@sim_test(timeout_us={"default": 40, "*": 640})
+async def bias_back_to_back(dut):
+    """Two bias beats in consecutive cycles while idle: the second one is the bias the next
+    mini-batch updates (and streams out)."""
+    tb = PgTB(dut)
+    await tb.reset()
+    h, w = min(4, tb.p["MAX_HEIGHT"]), min(4, tb.p["MAX_WIDTH"])
+    await tb.load(tb.rand((tb.S_OC, tb.S_IC, tb.K, tb.K), scale=1.0), tb.rand(tb.S_OC, scale=1.0))
+    b1, b2 = tb.rand(tb.S_OC, scale=1.0), tb.rand(tb.S_OC, scale=1.0)
+    sent = tb.sbias.sent
+    for bb in (b1, b2):
+        tb.sbias.append((pack_lanes(bb, tb.W), 1))
+    await wait_until(tb.clk, lambda: tb.sbias.sent >= sent + 2, DEFAULT_CYCLES, "s_axis_b: two bias beats not accepted")
+    tb.b = np.asarray(b2, dtype=np.int64).copy()
+    xs, es = tb.rand_batch(1, h, w, 0)
+    f, _ = tb.job(xs, es, 0, tb.rand_lr())
+    await tb.run(f)
     await tb.finish()
 
 

@@ -1,0 +1,97 @@
+"""Functional coverage model of fpdeep_pg (testplan: verif/fpdeep_pg/testplan.yaml).
+
+Control, fields (lr signed), map corners, the row_err pin and activation/error/output
+stream patterns are sampled by the pin observer of verif/fpdeep_cov.py; parameter loads
+(taken while idle) by verif/stream_cov.FlowObserver.  The arithmetic of a mini-batch --
+per-sample gradient rounding/saturation, bias-gradient saturation, the update step's
+rounding/saturation and the parameter's saturation -- is classified from the beats the
+testbench queued and sampled when the DUT hands over the mini-batch's bias beat (its last
+output; the scoreboard compares every updated word)."""
+from __future__ import annotations
+
+import numpy as np
+
+from verif.fpdeep_cov import (ResultClasses, _round_label, declare_round_sat, observe, pad_bins, size_bins,
+                              stage_model)
+from verif.funcov import CoverModel
+from verif.stream_cov import FlowObserver
+
+CORE = "fpdeep_pg"
+ERRORS = ["bad_width", "bad_height", "bad_pad", "too_small", "bad_batch", "bad_lr"]
+IN, OUT, LOADS = ["s_axis_x", "s_axis_err"], ["m_axis_w", "m_axis_b"], ["s_axis_w", "s_axis_b"]
+COV = CoverModel(CORE)
+if not COV.points:
+    stage_model(CORE, ERRORS, {"width": size_bins(COV, "MAX_WIDTH"), "height": size_bins(COV, "MAX_HEIGHT"),
+                               "pad": pad_bins(COV), "batch": size_bins(COV, "MAX_BATCH"),
+                               "lr": {"lsb": lambda v: v == 1, "mid": lambda v: 1 < v < (1 << (COV.p["W"] - 1)) - 1,
+                                      "max": lambda v: v == (1 << (COV.p["W"] - 1)) - 1}},
+                IN + LOADS, OUT, sticky=("row_err",))
+    declare_round_sat(COV, "grad", "per-sample filter gradient (exact sum of products, one rounding)")
+    declare_round_sat(COV, "bgrad", "per-sample bias gradient (exact sum of error words)", round_point=False)
+    declare_round_sat(COV, "step", "update step lr_q * sum of gradients (one rounding)")
+    declare_round_sat(COV, "param", "updated parameter w - step", round_point=False)
+
+
+def cause(c):
+    p, K = COV.p, COV.p["K"]
+    if not 1 <= c["width"] <= p["MAX_WIDTH"]:
+        return "bad_width"
+    if not 1 <= c["height"] <= p["MAX_HEIGHT"]:
+        return "bad_height"
+    if c["pad"] > K - 1:
+        return "bad_pad"
+    if c["width"] + 2 * c["pad"] < K or c["height"] + 2 * c["pad"] < K:
+        return "too_small"
+    if not 1 <= c["batch"] <= p["MAX_BATCH"]:
+        return "bad_batch"
+    if c["lr"] <= 0:
+        return "bad_lr"
+    return None
+
+
+def out_shape(c):
+    K = COV.p["K"]
+    return c["height"], c["width"], c["height"] + 2 * c["pad"] - K + 1, c["width"] + 2 * c["pad"] - K + 1
+
+
+def start(dut, mon_b):
+    observe(COV, dut, ["width", "height", "pad", "batch", "lr"], cause, IN, OUT, out_shape,
+            "MAX_HEIGHT", "MAX_WIDTH", sticky=("row_err",), signed_fields=("lr",))
+    FlowObserver(COV, dut, inputs=LOADS)
+    return ResultClasses(COV, mon_b)
+
+
+def _sat(v, W):
+    hi, lo = (1 << (W - 1)) - 1, -(1 << (W - 1))
+    return "pos" if v > hi else "neg" if v < lo else "none"
+
+
+def labels(xs, es, w, b, lr_q: int, K: int, pad: int, F: int, W: int) -> list:
+    """One entry (for the bias beat) with the classes of a whole mini-batch."""
+    from golden.conv import pad_map
+    labs = set()
+    hi, lo = (1 << (W - 1)) - 1, -(1 << (W - 1))
+    clip = lambda v: min(max(int(v), lo), hi)  # noqa: E731
+    gsw = np.zeros(np.asarray(w).shape, dtype=object)
+    gsb = np.zeros(len(b), dtype=object)
+    for x, e in zip(xs, es):
+        x, e = np.asarray(x, dtype=np.int64), np.asarray(e, dtype=np.int64)
+        O, ho, wo = e.shape
+        C = x.shape[0]
+        v = np.lib.stride_tricks.sliding_window_view(pad_map(x, pad), (ho, wo), axis=(1, 2))
+        acc = (e.reshape(O, -1).astype(object) @ v.reshape(C * K * K, ho * wo).astype(object).T).reshape(O, C, K, K)
+        for a in acc.reshape(-1):
+            labs.add(("grad_round", _round_label(int(a), F)))
+            labs.add(("grad_sat", _sat((int(a) + (1 << (F - 1))) >> F, W)))
+        gsw = gsw + np.array([clip((int(a) + (1 << (F - 1))) >> F) for a in acc.reshape(-1)],
+                             dtype=object).reshape(acc.shape)
+        for s in e.reshape(O, -1).astype(object).sum(axis=1):
+            labs.add(("bgrad_sat", _sat(int(s), W)))
+        gsb = gsb + np.array([clip(s) for s in e.reshape(O, -1).astype(object).sum(axis=1)], dtype=object)
+    for g, p in ((gsw.reshape(-1), np.asarray(w).reshape(-1)), (gsb, np.asarray(b).reshape(-1))):
+        for gi, pi in zip(g, p):
+            t = int(gi) * lr_q
+            labs.add(("step_round", _round_label(t, F)))
+            labs.add(("step_sat", _sat((t + (1 << (F - 1))) >> F, W)))
+            labs.add(("param_sat", _sat(int(pi) - clip((t + (1 << (F - 1))) >> F), W)))
+    return [sorted(labs)]
