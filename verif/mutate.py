@@ -42,7 +42,8 @@ What it does
    default 1, the same for the unmutated baseline).  ``--mode suite`` runs the whole
    cocotb suite in one simulation; ``first-fail`` runs the cocotb tests one at a time,
    cheapest first (baseline wall time), and stops at the first failing one; ``auto``
-   (default) picks ``suite`` when the baseline suite takes under 60 s.  The mutant
+   (default) picks ``suite`` when the baseline row takes under :data:`AUTO_SUITE_S`
+   (20 s, build included).  The mutant
    folder's build is deleted after the run (the ``.v`` and ``result.json`` stay).
 4. **Outcomes.**  ``killed`` (a cocotb test failed), ``timeout`` (the simulation ran
    past its wall budget, ``max(60 s, 5 x baseline)``, counted as killed: the
@@ -80,6 +81,9 @@ REPORTS = REPO / "reports" / "mutation"
 EQUIV_FILE = REPO / "verif" / "mutation_equivalent.txt"
 CLASSES = ("arith", "logic", "relop", "shift", "cond", "stuck", "const", "index", "width")
 KILLED = ("killed", "timeout", "error")
+# --mode auto: a baseline (unmutated) row faster than this runs each mutant as one suite
+# simulation; slower ones run the cocotb tests one at a time and stop at the first failure
+AUTO_SUITE_S = 20.0
 
 
 @dataclass(frozen=True)
@@ -400,7 +404,7 @@ def run_campaign(core: str, n: int, jobs: int, sim: str, seed: int, sample_seed:
                          f"({base['outcome']}: {base['message']}); see {base_dir / 'log.txt'}")
     sim_total = sum(base["per_test"].values())
     if mode == "auto":
-        mode = "suite" if base_wall < 60 else "first-fail"
+        mode = "suite" if base_wall < AUTO_SUITE_S else "first-fail"
     tests_sorted = sorted(tests, key=lambda t: (base["per_test"].get(t, 1e9), t))
     budget = max(60.0, 5 * max(base["per_test"].values(), default=sim_total) if mode == "first-fail"
                  else 5 * sim_total)
