@@ -33,9 +33,11 @@ length, ``Stats.compute_cycles`` per sample).
 
 Timing of the accelerator RTL (the values do not depend on it): the PEs have
 double-buffered DATA (``cosmic_pe`` ``DBUF=1``), so the unit delivers sample ``n+1``
-while the PEs run sample ``n`` and the PEs start sample ``n+1`` in the ``done`` cycle of
-sample ``n``: :func:`sample_period` cycles per sample in steady state when a sample's
-delivery (``load_cycles`` beats, the unit's START and the memory latency) fits in it.
+while the PEs run sample ``n``; the threads run MIMD: each thread starts sample ``n+1``
+as soon as its own data is complete and its PEs are idle (at the earliest in the
+``done`` cycle of sample ``n``, :func:`thread_starts`): :func:`sample_period` cycles per
+sample in steady state when a sample's delivery (``load_cycles`` beats, the unit's
+START and the memory latency) fits in it.
 This model loads and computes one sample after the other; ``Stats.load_cycles`` counts
 what the deliveries would cost without the overlap.
 
@@ -64,6 +66,34 @@ def sample_period(comp) -> int:
     next start in the cycle ``done`` is high), the delivery of the next sample hidden
     behind the compute (DBUF=1)."""
     return comp.length + 6
+
+
+START_LATENCY = 2
+
+
+def thread_starts(comp, complete, *, latency: int = START_LATENCY, lockstep: bool = False):
+    """Start cycles of every thread's samples in the accelerator RTL (MIMD: each thread
+    starts on its own, CoSMIC 5.2).  ``complete[t][n]``: the cycle of the handshake, on
+    the memory schedule unit's ``m_axis_pe``, of thread ``t``'s last beat of sample ``n``
+    (its ``len(comp.sample_entries)``-th ``tlast`` of that sample).  Thread ``t`` starts
+    sample ``n`` in cycle ``max(complete[t][n] + latency, start[t][n-1] +
+    sample_period(comp))``: the beat is registered, the thread's count of transfers closes
+    the sample one edge later, and the PEs start as soon as they are idle (in the done
+    cycle of the previous sample).  ``lockstep=True`` is the counterfactual of one start
+    for all threads: every thread waits for the last thread's data
+    (``max_t complete[t][n]``).  Returns ``[[start]]`` per thread and sample."""
+    per = sample_period(comp)
+    T = len(complete)
+    out = [[] for _ in range(T)]
+    for n in range(len(complete[0])):
+        last = max(complete[t][n] for t in range(T))
+        for t in range(T):
+            c = (last if lockstep else complete[t][n]) + latency
+            if n:
+                prev = max(out[u][n - 1] for u in range(T)) if lockstep else out[t][n - 1]
+                c = max(c, prev + per)
+            out[t].append(c)
+    return out
 
 
 class MachineError(RuntimeError):

@@ -23,12 +23,17 @@ Structure (the cycle-level reference is :mod:`tablac.machine`, its docstring is 
   start of the unit);
 * the PEs are ``cosmic_pe`` with ``DBUF=1`` (double-buffered DATA): during training the
   unit delivers sample ``n+1`` into the shadow DATA banks while the PEs compute sample
-  ``n`` (``m_axis_pe_tready`` is held low while a complete sample waits), and the PEs
-  start sample ``n+1`` in the ``done`` cycle of sample ``n`` when its data is complete;
+  ``n`` (``m_axis_pe_tready`` is held low for a beat of a thread whose complete sample
+  waits);
+* the threads run MIMD (``thread_ctl``, one per thread): a thread's sample is complete
+  when its transfers of the walk (one ``tlast`` per queue entry) are in, and its PEs
+  start as soon as it is complete and they are idle (``done`` ``PROG_LEN+5`` cycles
+  later), in the ``done`` cycle of its previous sample when the data is there; each
+  thread has its own cycle count into the shared tree program and clears its own row
+  buses (``tablac.machine.thread_starts`` is the start rule);
 * a controller that sequences model load, samples (one unit START per sample, issued as
-  soon as the unit's previous walk has ended, overlapping the PEs' compute; every PE
-  starts when a sample is complete and they are idle, ``done`` ``PROG_LEN+5`` cycles
-  later), the on-chip aggregation after every round
+  soon as the unit's previous walk has ended, overlapping the PEs' compute), the on-chip
+  aggregation after every round
   (``golden.sgd.average_fx`` word by word over the threads through the PE read-back and
   load ports) and the rounds, with an AXI4-Lite host interface.
 """
@@ -92,7 +97,7 @@ ERRORS = {
 }
 # controller states
 (S_IDLE, S_CHK, S_TBL_MEM, S_TBL_OFF, S_ROUND, S_MSU_GO, S_POLL, S_RUN, S_DRAIN,
- S_AGG_A, S_AGG_B, S_AGG_C, S_RND_END, S_FIN) = range(14)
+ S_AGG_A, S_AGG_B, S_AGG_C, S_RND_END, S_FIN, S_QCNT) = range(15)
 # internal AXI4-Lite master states
 I_IDLE, I_W, I_B, I_AR, I_R = range(5)
 
@@ -472,6 +477,124 @@ def add_link(prev, x, out):
     return i_s, cs, c
 
 
+@block
+def in_range(valid, x, lo, hi, y):
+    """``y = valid and lo <= x < hi`` (constants lo, hi): a PE index in a thread's PEs."""
+    top = 1 << len(x)
+    if lo == 0 and hi >= top:
+        @always_comb
+        def c():
+            y.next = valid
+    elif lo == 0:
+        @always_comb
+        def c():
+            y.next = valid and x < hi
+    elif hi >= top:
+        @always_comb
+        def c():
+            y.next = valid and x >= lo
+    else:
+        @always_comb
+        def c():
+            y.next = valid and x >= lo and x < hi
+    return c
+
+
+@block
+def tree_rd(mem, cyc, word, TD):
+    """A thread's tree-program word: ``mem[cyc]``, 0 beyond the program's depth."""
+    TW = clog2(TD)
+
+    @always_comb
+    def c():
+        if cyc < TD:
+            word.next = mem[cyc[TW:]]
+        else:
+            word.next = 0
+    return c
+
+
+@block
+def thread_ctl(clk, rst, run, cmd_clr, hit, last_n, walk_go, walk_end, busy, done, err, berr,
+               hold, all_dec, full, start, nothing, bad_pe, bad_bus, has, cyc):
+    """One thread's sample sequencing (MIMD, CoSMIC 5.2: every thread starts on its own as
+    soon as its operands have arrived).  ``full``: a complete sample of the thread waits
+    in its PEs' shadow DATA banks; it is closed when the thread's ``last_n``-th transfer
+    of the walk (``hit``: a delivered ``tlast`` beat for one of its PEs) is in, or when
+    the walk ends (transfers skipped by the unit).  ``start`` when full, the PEs idle and
+    no run error (``hold``).  ``nothing``: the walk ended while the previous sample still
+    waits and delivered nothing to this thread.  ``bad_pe``/``bad_bus``: the done cycle of
+    a sample that raised a PE error or a bus error.  ``has``: a completed sample not yet
+    counted in SAMPLE_CNT (``all_dec``: every thread has one).  ``cyc``: cycles since the
+    thread's start (tree-program index)."""
+    CYC_MAX = (1 << len(cyc)) - 1
+    cnt = sig_u(len(last_n))
+    got = sig_b()
+    bus_bad = sig_b()
+    closing = sig_b()
+    pend = sig_u(3)
+
+    @always_comb
+    def comb():
+        start.next = run and full and not busy and not hold
+        closing.next = hit and cnt + 1 == last_n
+        bad_pe.next = done and err
+        bad_bus.next = done and bus_bad
+        has.next = done or pend != 0
+
+    @always_comb
+    def comb2():
+        nothing.next = walk_end and full and not got and not closing
+
+    @always_seq(clk.posedge, reset=rst)
+    def seq():
+        if not run:
+            full.next = False
+            got.next = False
+            cnt.next = 0
+            bus_bad.next = False
+        else:
+            if berr:
+                bus_bad.next = True
+            if start:
+                full.next = False
+                bus_bad.next = berr
+            if walk_go:
+                got.next = False
+                cnt.next = 0
+            elif closing:
+                full.next = True
+                got.next = True
+                cnt.next = 0
+            elif hit:
+                cnt.next = cnt + 1
+            if walk_end and not got and not closing and not full:
+                full.next = True
+        if cmd_clr:
+            pend.next = 0
+        elif done and not all_dec:
+            pend.next = pend + 1
+        elif all_dec and not done:
+            pend.next = pend - 1
+        # cyc == k+5 in the cycle in which slot k's outputs are valid (the cycle numbering
+        # of tablac.machine / the tree program): 0 in the cycle after the start edge,
+        # saturating (the tree program reads 0 beyond its depth)
+        if start:
+            cyc.next = 0
+        elif cyc != CYC_MAX:
+            cyc.next = cyc + 1
+
+    return comb, comb2, seq
+
+
+@block
+def and_link(prev, x, out):
+    @always_comb
+    def c():
+        out.next = prev and x
+    return c
+
+
 # ---------------------------------------------------------------------- top
 def build(p):
     G0 = geometry(p)
@@ -601,6 +724,7 @@ def build(p):
         bt_data = sig_u(C * W)
         bt_lv = sig_u(C)
         bt_dest = sig_u(PEW)
+        bt_last = sig_b()
         lv_c = sig_u(C)
         kb = [sig_b() for _ in range(C)]
         for i in range(C):
@@ -618,6 +742,7 @@ def build(p):
             bt_data.next = msu_m_axis_pe_tdata
             bt_lv.next = lv_c
             bt_dest.next = msu_m_axis_pe_tdest
+            bt_last.next = msu_m_axis_pe_tlast
         insts.append(beat)
 
         # ------------------------------------------------ controller registers
@@ -633,13 +758,12 @@ def build(p):
         a_pe = sig_u(PW)
         a_addr = sig_u(RBA)
         a_data = sig_u(W)
-        pe_start = sig_b()
+        # per thread: start, cycles since start, the first PE's busy/done
+        thr_start = [sig_b() for _ in range(T)]
+        thr_cyc = [sig_u(TW + 1) for _ in range(T)]
         prog_len = sig_u(LENW)
         rb_sel = sig_u(2)
         rb_addr = sig_u(RBA)
-        rows_clear = sig_b()
-        cyc = sig_u(TW + 1)
-        CYC_MAX = (1 << (TW + 1)) - 1
 
         # ------------------------------------------------ PEs
         pe_sig = []
@@ -652,14 +776,16 @@ def build(p):
                      d_err=sig_b(), shifted=sig_u(C * W), lvs=sig_u(C))
             pe_sig.append(s)
         zero_w = sig_u(W)
+        zero_b = sig_b()
         unused = []
-        pe0_done = pe_sig[0]["done"]
+        thr_busy = [pe_sig[t * P]["busy"] for t in range(T)]
+        thr_done = [pe_sig[t * P]["done"] for t in range(T)]
         for g in range(N):
             s = pe_sig[g]
             c = g % C
             left = pe_sig[g - 1]["right_out"] if c > 0 else zero_w
             right = pe_sig[g + 1]["left_out"] if c < C - 1 else zero_w
-            insts.append(pe_fn(clk, rst, pe_start, prog_len, s["busy"], s["done"], s["err"],
+            insts.append(pe_fn(clk, rst, thr_start[g // P], prog_len, s["busy"], s["done"], s["err"],
                                s["ld_en"], s["ld_sel"], s["ld_addr"], s["ld_data"],
                                rb_sel, rb_addr, s["rb_data"], left, right, s["bus_in"],
                                s["left_out"], s["left_out_valid"], s["right_out"],
@@ -671,21 +797,24 @@ def build(p):
                                  s["shifted"], s["lvs"]))
             unused += [s["shifted"], s["lvs"], s["busy"], s["left_out_valid"],
                        s["right_out_valid"], s["bus_out_valid"]]
-            if g:
+            if g % P:
                 unused.append(s["done"])
             if c == 0:
                 unused.append(s["left_out"])
             if c == C - 1:
                 unused.append(s["right_out"])
 
-        # error chain (PE err bits and delivery overflows)
-        e_prev = sig_b()
-        e_first = e_prev
-        for g in range(N):
-            e_nxt = sig_b()
-            insts.append(err_link(e_prev, pe_sig[g]["err"], pe_sig[g]["d_err"], e_nxt))
-            e_prev = e_nxt
-        pe_err_any = e_prev
+        # error chains: per thread its PEs' err bits; delivery overflows of all PEs
+        thr_err = []
+        e_firsts = []
+        for t in range(T):
+            e_prev = sig_b()
+            e_firsts.append(e_prev)
+            for g in range(t * P, (t + 1) * P):
+                e_nxt = sig_b()
+                insts.append(err_link(e_prev, pe_sig[g]["err"], zero_b, e_nxt))
+                e_prev = e_nxt
+            thr_err.append(e_prev)
         d_prev = sig_b()
         d_first = d_prev
         for g in range(N):
@@ -755,8 +884,7 @@ def build(p):
         insts.append(avgc)
 
         # ------------------------------------------------ row buses and tree buses
-        tree_word = sig_u(TRW)
-        bus_err_any = sig_b()
+        tree_ram = [sig_u(TRW) for _ in range(TD)]
         row_err = []
         row_any, row_val = [], []
         row_twe, row_tval = [], []
@@ -771,7 +899,8 @@ def build(p):
             busreg = sig_u(W)
             er = sig_b()
             twe, tval = sig_b(), sig_u(W)
-            insts.append(row_bus(clk, rst, pa, pv, pd, twe, tval, rows_clear, busreg, er))
+            insts.append(row_bus(clk, rst, pa, pv, pd, twe, tval, thr_start[r // RPT], busreg,
+                                 er))
             for c in range(C):
                 insts.append(copy_sig(busreg, pe_sig[r * C + c]["bus_in"]))
             row_err.append(er)
@@ -781,16 +910,21 @@ def build(p):
             row_tval.append(tval)
         # tree word: per destination row q, bits [q*(2+RPT) +: 2] op (0 none, 1 pass, 2 add,
         # 3 mul) and the next RPT bits its source rows
+        # each thread reads the shared tree program at its own cycle count
         FW = 2 + RPT
-        dst_ops, dst_srcs = [], []
-        for q in range(RPT):
-            o_, s_ = sig_u(2), sig_u(RPT)
-            insts.append(slice_of(tree_word, q * FW, o_))
-            insts.append(slice_of(tree_word, q * FW + 2, s_))
-            dst_ops.append(o_)
-            dst_srcs.append(s_)
-        miss_list = []
+        miss_lists = []
         for t in range(T):
+            tword = sig_u(TRW)
+            insts.append(tree_rd(tree_ram, thr_cyc[t], tword, TD))
+            dst_ops, dst_srcs = [], []
+            for q in range(RPT):
+                o_, s_ = sig_u(2), sig_u(RPT)
+                insts.append(slice_of(tword, q * FW, o_))
+                insts.append(slice_of(tword, q * FW + 2, s_))
+                dst_ops.append(o_)
+                dst_srcs.append(s_)
+            miss_list = []
+            miss_lists.append(miss_list)
             for q in range(RPT):
                 pv_, px_ = sig_b(), sig_u(W)
                 for q2 in range(RPT):
@@ -812,30 +946,21 @@ def build(p):
                 r = t * RPT + q
                 insts.append(copy_sig(sv, row_twe[r]))
                 insts.append(copy_sig(sx, row_tval[r]))
-        # bus error: any row error or a tree source without a writer (op != 0)
-        b_prev = sig_b()
-        b_first = b_prev
-        for er in row_err:
-            nb = sig_b()
-            insts.append(err_link(b_prev, zero_w, er, nb))
-            b_prev = nb
-        miss_any = sig_b()
-        m_prev = sig_b()
-        m_first = m_prev
-        for ms in miss_list:
-            nm = sig_b()
-            insts.append(err_link(m_prev, zero_w, ms, nm))
-            m_prev = nm
-
-        @always_comb
-        def berr():
-            miss_any.next = m_prev
-            bus_err_any.next = b_prev
-        insts.append(berr)
+        # bus error per thread: a row error of its rows or a tree source without a writer
+        # (op != 0)
+        thr_berr = []
+        b_firsts = []
+        for t in range(T):
+            b_prev = sig_b()
+            b_firsts.append(b_prev)
+            for er in row_err[t * RPT:(t + 1) * RPT] + miss_lists[t]:
+                nb = sig_b()
+                insts.append(err_link(b_prev, zero_w, er, nb))
+                b_prev = nb
+            thr_berr.append(b_prev)
 
         # ------------------------------------------------ tables (host written)
         agg_tab = [sig_u(AGW) for _ in range(AGD)]
-        tree_ram = [sig_u(TRW) for _ in range(TD)]
         sv_mem = [sig_u(32) for _ in range(T)]
         sv_we = sig_b()
         sv_idx = sig_u(TIW)
@@ -864,10 +989,6 @@ def build(p):
         def tabr():
             agg_entry.next = agg_tab[ai[ATW:]]
             sv_out.next = sv_mem[t_idx[TIW:]]
-            if cyc < TD:
-                tree_word.next = tree_ram[cyc[TW:]]
-            else:
-                tree_word.next = 0
         insts += [agg_w, tree_w, sv_w, tabr]
 
         NTI = 1 << (TIW + 1)
@@ -921,7 +1042,6 @@ def build(p):
         agg_len = sig_u(ATW + 1)
         cycles = sig_u(32)
         sample_cnt = sig_u(32)
-        sample_in_round = sig_u(32)
         round_cnt = sig_u(32)
         compute_cyc = sig_u(32)
         load_cyc = sig_u(32)
@@ -936,32 +1056,70 @@ def build(p):
         agg_mode = sig_b()
         agg_addr_r = sig_u(RBA)
         pe_wait_ok = sig_b()
-        # TRAIN run (S_RUN): unit STARTs of this round, PE starts of this round, a START in
-        # flight, a unit walk running, a complete sample waiting in the PEs' shadow DATA
-        # banks, a bus error of the running sample, the code of an aborted run
+        # TRAIN run (S_RUN): unit STARTs of this round, a START in flight, a unit walk
+        # running, the code of an aborted run, the unit's queue length (transfers per
+        # thread and walk)
         walks = sig_u(32)
-        started = sig_u(32)
         st_pend = sig_b()
         walk_act = sig_b()
-        rdy = sig_b()
-        bus_bad = sig_b()
         ab_code = sig_u(4)
         fin_err = sig_b()
-        pe0_busy = pe_sig[0]["busy"]
+        qn = sig_u(log2(p["QDEPTH"]) + 1)
+        run_c = sig_b()
+        walk_end = sig_b()
         pe_hold = sig_b()
+        bt_lastv = sig_b()
+        # per thread (thread_ctl) and their or/and chains
+        th = {k: [sig_b() for _ in range(T)] for k in (
+            "hit", "blk", "full", "nothing", "bad_pe", "bad_bus", "has")}
+        ch = {}
+        for k in ("blk", "full", "nothing", "bad_pe", "bad_bus", "busy"):
+            prev = sig_b()
+            ch[k + "_first"] = prev
+            src = thr_busy if k == "busy" else th[k]
+            for t in range(T):
+                nx = sig_b()
+                insts.append(err_link(prev, zero_b, src[t], nx))
+                prev = nx
+            ch[k] = prev
+        all_dec = sig_b()
+        a_prev = th["has"][0]
+        for t in range(1, T):
+            nx = sig_b()
+            insts.append(and_link(a_prev, th["has"][t], nx))
+            a_prev = nx
+
+        @always_comb
+        def alldec():
+            all_dec.next = a_prev
+        insts.append(alldec)
+        busy_any, full_any, blk_any = ch["busy"], ch["full"], ch["blk"]
+        nothing_any, bad_pe_any, bad_bus_any = ch["nothing"], ch["bad_pe"], ch["bad_bus"]
+        for t in range(T):
+            insts.append(in_range(bt_lastv, bt_dest, t * P, (t + 1) * P, th["hit"][t]))
+            insts.append(in_range(th["full"][t], msu_m_axis_pe_tdest, t * P, (t + 1) * P,
+                                  th["blk"][t]))
+            insts.append(thread_ctl(clk, rst, run_c, derr_clr, th["hit"][t], qn, dptr_clr,
+                                    walk_end, thr_busy[t], thr_done[t], thr_err[t], thr_berr[t],
+                                    pe_hold, all_dec, th["full"][t], thr_start[t],
+                                    th["nothing"][t], th["bad_pe"][t], th["bad_bus"][t],
+                                    th["has"][t], thr_cyc[t]))
+
+        @always_comb
+        def lastv():
+            bt_lastv.next = bt_valid and bt_last
+        insts.append(lastv)
 
         @always_comb
         def runc():
             # no start in the done cycle of a sample with an error (the run is aborted
             # there), nor after a delivery overflow
-            pe_hold.next = (pe0_done and (pe_err_any or bus_bad)) or d_err_any
-            acc_tready.next = not (cs == S_RUN and rdy)
+            pe_hold.next = bad_pe_any or bad_bus_any or d_err_any
+            # a beat for a thread whose complete sample waits is held back
+            acc_tready.next = not (cs == S_RUN and blk_any)
             dlv_on.next = cs != S_DRAIN
-
-        @always_comb
-        def startc():
-            pe_start.next = cs == S_RUN and rdy and not pe0_busy and not pe_hold
-            rows_clear.next = cs == S_RUN and rdy and not pe0_busy and not pe_hold
+            run_c.next = cs == S_RUN
+            walk_end.next = cs == S_RUN and walk_act and not msu_busy
         # microcode / load legality (combinational on the LD_LO write)
         mc = sig_u(IW)
         lchk = sig_u(4)
@@ -1116,7 +1274,7 @@ def build(p):
             else:
                 rb_sel.next = rb_sel_r
                 rb_addr.next = rb_addr_r[RBA:]
-        insts += [mcc64, mcc, fields, roms, roms2, depthc, check, hs, outs, runc, startc]
+        insts += [mcc64, mcc, fields, roms, roms2, depthc, check, hs, outs, runc]
 
         @always_seq(clk.posedge, reset=rst)
         def main():
@@ -1147,19 +1305,15 @@ def build(p):
             # ---- counters
             if running:
                 cycles.next = cycles + 1
-                if pe0_busy:
+                if busy_any:
                     compute_cyc.next = compute_cyc + 1
                 elif cs == S_AGG_A or cs == S_AGG_B or cs == S_AGG_C:
                     agg_cyc.next = agg_cyc + 1
                 elif cs != S_RND_END:
                     load_cyc.next = load_cyc + 1
-            # cyc == k+5 in the cycle in which slot k's outputs are valid (the cycle
-            # numbering of tablac.machine / the tree program): 0 in the cycle after the
-            # start edge, saturating (the tree program reads 0 beyond its depth)
-            if pe_start:
-                cyc.next = 0
-            elif cyc != CYC_MAX:
-                cyc.next = cyc + 1
+            # a sample counts when every thread has completed it
+            if running and all_dec:
+                sample_cnt.next = sample_cnt + 1
             # ---- host side: proxied MSU accesses complete
             if hwait and idone:
                 hwait.next = False
@@ -1218,7 +1372,6 @@ def build(p):
                                 cycles.next = 0
                                 derr_clr.next = True
                                 sample_cnt.next = 0
-                                sample_in_round.next = 0
                                 round_cnt.next = 0
                                 compute_cyc.next = 0
                                 load_cyc.next = 0
@@ -1358,14 +1511,25 @@ def build(p):
                             err_f.next = True
                             err_code.next = E_WRENT
                         elif cmd[1]:
-                            cs.next = S_TBL_MEM
-                            t_idx.next = 0
+                            cs.next = S_QCNT
                         elif cmd[0]:
                             dsel.next = 2
                             cs.next = S_MSU_GO
                         else:
                             cs.next = S_AGG_A
                             ai.next = 0
+                elif cs == S_QCNT:
+                    # the queue length: transfers per thread in every walk
+                    if ist == I_IDLE and not idone and not pe_wait_ok:
+                        ist.next = I_AR
+                        i_arvalid.next = True
+                        i_awaddr.next = 0x008
+                        pe_wait_ok.next = True
+                    elif idone:
+                        pe_wait_ok.next = False
+                        qn.next = irdata[len(qn):]
+                        cs.next = S_TBL_MEM
+                        t_idx.next = 0
                 elif cs == S_TBL_MEM or cs == S_TBL_OFF:
                     if ist == I_IDLE and not idone and not pe_wait_ok:
                         ist.next = I_AR
@@ -1409,12 +1573,8 @@ def build(p):
                             t_idx.next = 0
                             cs.next = S_RUN
                             walks.next = 0
-                            started.next = 0
-                            sample_in_round.next = 0
                             st_pend.next = False
                             walk_act.next = False
-                            rdy.next = False
-                            bus_bad.next = False
                             ab_code.next = 0
                         else:
                             t_idx.next = t_idx + 1
@@ -1463,57 +1623,45 @@ def build(p):
                 if cs == S_RUN:
                     # TRAIN, one round: the unit is started once per sample as soon as its
                     # previous walk has ended, so the next sample streams into the PEs'
-                    # shadow DATA banks while they compute (m_axis_pe_tready is held low
-                    # while a complete sample waits); the PEs start (pe_start, combinational)
-                    # when a sample is complete and they are idle -- in the done cycle of
-                    # the previous sample when the data is there.
-                    if bus_err_any or miss_any:
-                        bus_bad.next = True
-                    if pe_start:
-                        rdy.next = False
-                        started.next = started + 1
-                        bus_bad.next = bus_err_any or miss_any
+                    # shadow DATA banks while they compute (a beat for a thread whose
+                    # complete sample waits is held back: m_axis_pe_tready low).  The
+                    # threads run MIMD (thread_ctl): each starts when its own sample is
+                    # complete and its PEs are idle -- in the done cycle of its previous
+                    # sample when the data is there.
                     if ist == I_IDLE and not idone and not st_pend and not walk_act and \
                             not msu_busy and walks < samples:
                         ist.next = I_W
                         i_awvalid.next = True
                         i_awaddr.next = 0x000
                         i_wdata.next = 1
-                        dptr_clr.next = True      # the previous sample is complete
+                        dptr_clr.next = True      # the previous walk has ended
                         st_pend.next = True
                         walks.next = walks + 1
                     if st_pend and idone:
                         st_pend.next = False
                         walk_act.next = True
-                    if walk_act and not msu_busy:
-                        # the walk ended: every beat of the sample is in the PEs (a walk
-                        # cannot end while a complete sample waits unless the unit
-                        # skipped every transfer: its error is reported by S_FIN)
+                    if walk_end:
+                        # the walk ended: every beat of the sample is in the PEs; a thread
+                        # whose previous sample still waits got nothing from it (the unit
+                        # skipped every transfer or refused START: its code is read by
+                        # S_FIN)
                         walk_act.next = False
-                        if rdy:
-                            ab_code.next = E_MSU
-                            cs.next = S_DRAIN
-                        else:
-                            rdy.next = True
-                    if pe0_done:
-                        sample_cnt.next = sample_cnt + 1
-                        sample_in_round.next = sample_in_round + 1
-                        if d_err_any:
-                            ab_code.next = E_SLOT
-                            err_info.next = 0xFFFE
-                            cs.next = S_DRAIN
-                        elif pe_err_any or bus_bad:
-                            if pe_err_any:
-                                ab_code.next = E_PEERR
-                            else:
-                                ab_code.next = E_BUS
-                            err_info.next = sample_cnt
-                            cs.next = S_DRAIN
-                        elif sample_in_round + 1 >= samples:
-                            cs.next = S_DRAIN
-                    elif d_err_any and not pe0_busy:
+                    if d_err_any:
                         ab_code.next = E_SLOT
                         err_info.next = 0xFFFE
+                        cs.next = S_DRAIN
+                    elif bad_pe_any or bad_bus_any:
+                        if bad_pe_any:
+                            ab_code.next = E_PEERR
+                        else:
+                            ab_code.next = E_BUS
+                        err_info.next = sample_cnt
+                        cs.next = S_DRAIN
+                    elif nothing_any:
+                        ab_code.next = E_MSU
+                        cs.next = S_DRAIN
+                    elif walks >= samples and not walk_act and not st_pend and \
+                            not full_any and not busy_any:
                         cs.next = S_DRAIN
                 elif cs == S_DRAIN:
                     # end of a round or an aborted run: wait until the unit and the PEs
@@ -1521,12 +1669,10 @@ def build(p):
                     if st_pend and idone:
                         st_pend.next = False
                     if not msu_busy and ist == I_IDLE and not idone and not st_pend and \
-                            not pe0_busy:
+                            not busy_any:
                         walk_act.next = False
-                        rdy.next = False
                         ab_code.next = 0
                         if ab_code == 0:
-                            sample_in_round.next = 0
                             cs.next = S_AGG_A
                             ai.next = 0
                         elif ab_code == E_MSU:
@@ -1674,11 +1820,17 @@ def datasheet(p):
             "unit once per sample (SAMPLES STARTs per round), each START as soon as the "
             "previous walk has ended (the unit's busy output falls: every beat of that sample "
             "has been taken), so sample n+1 streams into the PEs' shadow DATA banks while "
-            "they run sample n; when a sample is complete and not yet started, "
-            "m_axis_pe_tready is held low, so sample n+2 waits in the unit (its reads are "
-            "prefetched).  The PEs start when a sample is complete and they are idle "
-            "(never on a partly delivered sample: a memory stall makes them wait), swapping "
-            "the banks.  A DATA load while idle writes both banks, so preloaded DATA "
+            "they run sample n; a beat for a thread whose complete sample is not yet "
+            "started is held back (m_axis_pe_tready low), so sample n+2 waits in the unit "
+            "(its reads are prefetched).  The threads run MIMD: a thread's sample is "
+            "complete when its transfers of the walk (one tlast per queue entry; QCOUNT is "
+            "read at the start of TRAIN) are in, or when the walk ends; its PEs start when "
+            "its sample is complete and they are idle (never on a partly delivered sample: "
+            "a memory stall makes them wait), swapping the banks, 2 cycles after the "
+            "handshake of its last beat at the earliest (tablac.machine.thread_starts), "
+            "without waiting for the other threads' data.  Each thread reads the tree "
+            "program at its own cycle count.  SAMPLE_CNT counts the samples every thread "
+            "has completed.  A DATA load while idle writes both banks, so preloaded DATA "
             "constants are seen by every sample.  Bit-exact with tablac.machine, which loads "
             "and computes one sample after the other (the overlap changes the timing only).",
             "Every round reads the same data region: TRAIN saves each thread's MEM_ADDR at the "

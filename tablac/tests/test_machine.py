@@ -252,3 +252,31 @@ def test_linear_regression_trains_towards_least_squares():
     err = np.abs(FMT.to_float(got[-1]["w"]) - w_ls).max()
     assert err < 0.05 and err < err0 / 4, (err0, err)
     assert M.stats.samples == rounds * 16 and M.stats.aggregation_cycles > 0
+
+
+def test_thread_starts_mimd_rule():
+    """thread_starts: each thread starts at max(its data + latency, its previous start +
+    sample_period); the lockstep counterfactual waits for the last thread's data."""
+    from tablac.machine import sample_period, thread_starts
+    comp = compile_graph(tablac.load(tablac.program_path("linear"), overrides={"m": 6, "n": 2}),
+                         plan_pes(8, 2, columns=4))
+    per = sample_period(comp)
+    assert per == comp.length + 6
+    # thread 0's data arrives early, thread 1's late for sample 0; both early for sample 1
+    complete = [[10, 12], [40, 42]]
+    got = thread_starts(comp, complete)
+    assert got == [[12, 12 + per], [42, 42 + per]]
+    ls = thread_starts(comp, complete, lockstep=True)
+    assert ls == [[42, 42 + per], [42, 42 + per]]
+    # data later than the previous sample's end sets the start
+    late = [[10, 10 + 3 * per]]
+    assert thread_starts(comp, late, latency=1) == [[11, 11 + 3 * per]]
+    # the rule is monotone and never earlier than the lockstep counterfactual's data bound
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        c = np.sort(rng.integers(0, 500, (3, 6)), axis=1).tolist()
+        m, l = thread_starts(comp, c), thread_starts(comp, c, lockstep=True)
+        for t in range(3):
+            for n in range(6):
+                assert c[t][n] + 2 <= m[t][n] <= l[t][n]
+                assert n == 0 or m[t][n] - m[t][n - 1] >= per

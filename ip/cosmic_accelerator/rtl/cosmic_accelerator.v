@@ -167,6 +167,8 @@ wire [127:0] msu_m_axis_pe_tdata;
 reg [3:0] bt_lv;
 reg [2:0] bt_dest;
 wire [2:0] msu_m_axis_pe_tdest;
+reg bt_last;
+wire msu_m_axis_pe_tlast;
 wire agg_sum_op;
 reg [31:0] agg_res;
 reg signed [31:0] agg_sat;
@@ -174,10 +176,6 @@ wire [31:0] agg_avg;
 wire signed [33:0] sum2;
 wire [1:0] sum2_hi;
 wire signed [33:0] agg_sum;
-wire miss_any;
-wire m_prev;
-wire bus_err_any;
-wire b_prev;
 reg h_ld;
 reg [2:0] h_sel;
 reg [15:0] h_addr;
@@ -185,16 +183,17 @@ reg [63:0] h_data;
 reg sv_we;
 reg [0:0] sv_idx;
 reg [31:0] sv_data;
-reg [30:0] agg_entry;
+wire [30:0] agg_entry;
 reg [8:0] ai;
-reg [31:0] sv_out;
+wire [31:0] sv_out;
 reg [1:0] t_idx;
-reg [11:0] cyc;
-reg [2:0] tree_word;
 reg [11:0] tbl_mem_a;
 reg [11:0] tbl_off_a;
 reg [31:0] tbl_off_exp;
 wire [1:0] agg_pe_c;
+wire all_dec;
+wire a_prev;
+wire bt_lastv;
 wire [63:0] mc64;
 reg [31:0] ld_hi;
 wire [47:0] mc;
@@ -246,14 +245,14 @@ reg [7:0] agg_addr_r;
 reg [1:0] rb_sel_r;
 reg [15:0] rb_addr_r;
 wire pe_hold;
-reg pe0_done;
-wire pe_err_any;
-reg bus_bad;
+wire bad_pe_any;
+wire bad_bus_any;
 wire d_err_any;
-reg rdy;
-wire pe_start;
-reg pe0_busy;
-wire rows_clear;
+wire blk_any;
+wire run_c;
+wire walk_end;
+reg walk_act;
+wire msu_busy;
 reg a_we;
 reg dptr_clr;
 reg derr_clr;
@@ -266,17 +265,17 @@ wire msu_s_axil_rvalid;
 reg [31:0] irdata;
 wire [31:0] msu_s_axil_rdata;
 reg [31:0] cycles;
+wire busy_any;
 reg [31:0] compute_cyc;
 reg [31:0] agg_cyc;
 reg [31:0] load_cyc;
+reg [31:0] sample_cnt;
 reg [31:0] err_info;
 reg [10:0] prog_len;
 reg [8:0] agg_len;
 reg [31:0] samples;
 reg [31:0] rounds;
 reg [3:0] cmd;
-reg [31:0] sample_cnt;
-reg [31:0] sample_in_round;
 reg [31:0] round_cnt;
 reg [1:0] h_pe;
 wire [31:0] prog_len_32;
@@ -290,13 +289,13 @@ wire [31:0] rb_addr_r_32;
 reg [31:0] rb_value;
 reg pe_wait_ok;
 reg [1:0] dsel;
+reg [4:0] qn;
 reg [31:0] walks;
-reg [31:0] started;
 reg st_pend;
-reg walk_act;
 reg [3:0] ab_code;
-wire msu_busy;
 reg fin_err;
+wire nothing_any;
+wire full_any;
 reg [1:0] a_pe;
 reg [7:0] a_addr;
 reg [31:0] a_data;
@@ -305,10 +304,9 @@ reg msu_s_axis_pe_tready;
 wire msu_s_axil_wready;
 wire [1:0] msu_s_axil_rresp;
 wire [1:0] msu_s_axil_bresp;
-wire msu_m_axis_pe_tlast;
 wire [15:0] msu_m_axis_pe_tkeep;
-wire [1506:0] unused_sig;
-wire [1506:0] unused_sink;
+wire [1505:0] unused_sig;
+wire [1505:0] unused_sink;
 wire [15:0] cosmic_memory_schedule_unit0_w_strb;
 wire cosmic_memory_schedule_unit0_ar_go;
 reg [31:0] cosmic_memory_schedule_unit0_araddr_r;
@@ -495,6 +493,9 @@ wire bit_of0_y;
 wire bit_of1_y;
 wire bit_of2_y;
 wire bit_of3_y;
+wire cosmic_pe0_start;
+reg cosmic_pe0_busy;
+reg cosmic_pe0_done;
 wire [2:0] cosmic_pe0_err;
 reg cosmic_pe0_ld_en;
 reg [1:0] cosmic_pe0_ld_sel;
@@ -1350,6 +1351,7 @@ wire [47:0] pe_glue3_hd_x;
 wire [9:0] pe_glue3_ptr_a;
 wire [8:0] pe_glue3_shamt;
 wire [47:0] pe_glue3_word_x;
+wire cosmic_pe4_start;
 reg cosmic_pe4_busy;
 reg cosmic_pe4_done;
 wire [2:0] cosmic_pe4_err;
@@ -2207,13 +2209,16 @@ wire [9:0] pe_glue7_ptr_a;
 wire [8:0] pe_glue7_shamt;
 wire [47:0] pe_glue7_word_x;
 wire err_link0_prev;
+wire err_link0_derr;
 wire err_link0_out;
 wire err_link1_out;
 wire err_link2_out;
 wire err_link3_out;
+wire err_link4_prev;
 wire err_link4_out;
 wire err_link5_out;
 wire err_link6_out;
+wire err_link7_out;
 wire err_link8_prev;
 wire err_link8_out;
 wire err_link9_out;
@@ -2306,6 +2311,8 @@ wire row_bus1_t_we;
 wire [31:0] row_bus1_t_val;
 reg [31:0] row_bus1_busreg;
 reg row_bus1_err;
+reg [11:0] tree_rd0_cyc;
+reg [2:0] tree_rd0_word;
 wire [1:0] slice_of0_y;
 wire [0:0] slice_of1_y;
 wire bit_of4_y;
@@ -2334,6 +2341,10 @@ wire fold_link0_round_sat24_sat58_nsign;
 wire and_nz0_y;
 reg tree_stage0_ov;
 reg [31:0] tree_stage0_ox;
+reg [11:0] tree_rd1_cyc;
+reg [2:0] tree_rd1_word;
+wire [1:0] slice_of2_y;
+wire [0:0] slice_of3_y;
 wire bit_of5_y;
 wire fold_link1_prev_v;
 wire [31:0] fold_link1_prev_x;
@@ -2362,8 +2373,46 @@ reg tree_stage1_ov;
 reg [31:0] tree_stage1_ox;
 wire err_link16_prev;
 wire err_link16_out;
+wire err_link17_out;
 wire err_link18_prev;
 wire err_link18_out;
+wire err_link19_out;
+wire err_link20_prev;
+wire err_link20_derr;
+wire err_link20_out;
+wire err_link21_derr;
+wire err_link22_prev;
+reg err_link22_derr;
+wire err_link22_out;
+reg err_link23_derr;
+wire err_link24_prev;
+wire err_link24_derr;
+wire err_link24_out;
+wire err_link25_derr;
+wire err_link26_prev;
+wire err_link26_derr;
+wire err_link26_out;
+wire err_link27_derr;
+wire err_link28_prev;
+wire err_link28_derr;
+wire err_link28_out;
+wire err_link29_derr;
+wire err_link30_prev;
+wire err_link30_out;
+wire and_link0_prev;
+wire and_link0_x;
+wire in_range0_y;
+reg thread_ctl0_bus_bad;
+wire thread_ctl0_closing;
+reg [4:0] thread_ctl0_cnt;
+reg thread_ctl0_got;
+reg [2:0] thread_ctl0_pend;
+wire in_range2_y;
+reg thread_ctl1_bus_bad;
+wire thread_ctl1_closing;
+reg [4:0] thread_ctl1_cnt;
+reg thread_ctl1_got;
+reg [2:0] thread_ctl1_pend;
 reg [30:0] agg_tab [0:256-1];
 reg [2:0] tree_ram [0:2048-1];
 reg [31:0] sv_mem [0:2-1];
@@ -2421,6 +2470,8 @@ assign wm_ge = 1'd0;
 assign wi_ge = 1'd0;
 assign cosmic_pe0_left_in = 32'd0;
 assign err_link0_prev = 1'd0;
+assign err_link0_derr = 1'd0;
+assign err_link4_prev = 1'd0;
 assign err_link8_prev = 1'd0;
 assign or_link0_prev = 32'd0;
 assign or_link8_prev = 32'd0;
@@ -2438,46 +2489,51 @@ assign fold_link1_prev_v = 1'd0;
 assign fold_link1_prev_x = 32'd0;
 assign err_link16_prev = 1'd0;
 assign err_link18_prev = 1'd0;
+assign err_link20_prev = 1'd0;
+assign err_link22_prev = 1'd0;
+assign err_link24_prev = 1'd0;
+assign err_link26_prev = 1'd0;
+assign err_link28_prev = 1'd0;
+assign err_link30_prev = 1'd0;
 assign lv_cat[3] = bit_of3_y;
 assign lv_cat[2] = bit_of2_y;
 assign lv_cat[1] = bit_of1_y;
 assign lv_cat[0] = bit_of0_y;
-assign unused_sink[1507-1:1379] = pe_glue0_shifted;
-assign unused_sink[1379-1:1375] = pe_glue0_lvs;
-assign unused_sink[1374] = pe0_busy;
-assign unused_sink[1373] = cosmic_pe0_left_out_valid;
-assign unused_sink[1372] = cosmic_pe0_right_out_valid;
-assign unused_sink[1371] = cosmic_pe0_bus_out_valid;
-assign unused_sink[1371-1:1339] = cosmic_pe0_left_out;
-assign unused_sink[1339-1:1211] = pe_glue1_shifted;
-assign unused_sink[1211-1:1207] = pe_glue1_lvs;
-assign unused_sink[1206] = cosmic_pe1_busy;
-assign unused_sink[1205] = cosmic_pe1_left_out_valid;
-assign unused_sink[1204] = cosmic_pe1_right_out_valid;
-assign unused_sink[1203] = cosmic_pe1_bus_out_valid;
-assign unused_sink[1202] = cosmic_pe1_done;
-assign unused_sink[1202-1:1074] = pe_glue2_shifted;
-assign unused_sink[1074-1:1070] = pe_glue2_lvs;
-assign unused_sink[1069] = cosmic_pe2_busy;
-assign unused_sink[1068] = cosmic_pe2_left_out_valid;
-assign unused_sink[1067] = cosmic_pe2_right_out_valid;
-assign unused_sink[1066] = cosmic_pe2_bus_out_valid;
-assign unused_sink[1065] = cosmic_pe2_done;
-assign unused_sink[1065-1:937] = pe_glue3_shifted;
-assign unused_sink[937-1:933] = pe_glue3_lvs;
-assign unused_sink[932] = cosmic_pe3_busy;
-assign unused_sink[931] = cosmic_pe3_left_out_valid;
-assign unused_sink[930] = cosmic_pe3_right_out_valid;
-assign unused_sink[929] = cosmic_pe3_bus_out_valid;
-assign unused_sink[928] = cosmic_pe3_done;
-assign unused_sink[928-1:896] = cosmic_pe3_right_out;
-assign unused_sink[896-1:768] = pe_glue4_shifted;
-assign unused_sink[768-1:764] = pe_glue4_lvs;
-assign unused_sink[763] = cosmic_pe4_busy;
-assign unused_sink[762] = cosmic_pe4_left_out_valid;
-assign unused_sink[761] = cosmic_pe4_right_out_valid;
-assign unused_sink[760] = cosmic_pe4_bus_out_valid;
-assign unused_sink[759] = cosmic_pe4_done;
+assign unused_sink[1506-1:1378] = pe_glue0_shifted;
+assign unused_sink[1378-1:1374] = pe_glue0_lvs;
+assign unused_sink[1373] = cosmic_pe0_busy;
+assign unused_sink[1372] = cosmic_pe0_left_out_valid;
+assign unused_sink[1371] = cosmic_pe0_right_out_valid;
+assign unused_sink[1370] = cosmic_pe0_bus_out_valid;
+assign unused_sink[1370-1:1338] = cosmic_pe0_left_out;
+assign unused_sink[1338-1:1210] = pe_glue1_shifted;
+assign unused_sink[1210-1:1206] = pe_glue1_lvs;
+assign unused_sink[1205] = cosmic_pe1_busy;
+assign unused_sink[1204] = cosmic_pe1_left_out_valid;
+assign unused_sink[1203] = cosmic_pe1_right_out_valid;
+assign unused_sink[1202] = cosmic_pe1_bus_out_valid;
+assign unused_sink[1201] = cosmic_pe1_done;
+assign unused_sink[1201-1:1073] = pe_glue2_shifted;
+assign unused_sink[1073-1:1069] = pe_glue2_lvs;
+assign unused_sink[1068] = cosmic_pe2_busy;
+assign unused_sink[1067] = cosmic_pe2_left_out_valid;
+assign unused_sink[1066] = cosmic_pe2_right_out_valid;
+assign unused_sink[1065] = cosmic_pe2_bus_out_valid;
+assign unused_sink[1064] = cosmic_pe2_done;
+assign unused_sink[1064-1:936] = pe_glue3_shifted;
+assign unused_sink[936-1:932] = pe_glue3_lvs;
+assign unused_sink[931] = cosmic_pe3_busy;
+assign unused_sink[930] = cosmic_pe3_left_out_valid;
+assign unused_sink[929] = cosmic_pe3_right_out_valid;
+assign unused_sink[928] = cosmic_pe3_bus_out_valid;
+assign unused_sink[927] = cosmic_pe3_done;
+assign unused_sink[927-1:895] = cosmic_pe3_right_out;
+assign unused_sink[895-1:767] = pe_glue4_shifted;
+assign unused_sink[767-1:763] = pe_glue4_lvs;
+assign unused_sink[762] = cosmic_pe4_busy;
+assign unused_sink[761] = cosmic_pe4_left_out_valid;
+assign unused_sink[760] = cosmic_pe4_right_out_valid;
+assign unused_sink[759] = cosmic_pe4_bus_out_valid;
 assign unused_sink[759-1:727] = cosmic_pe4_left_out;
 assign unused_sink[727-1:599] = pe_glue5_shifted;
 assign unused_sink[599-1:595] = pe_glue5_lvs;
@@ -5888,16 +5944,18 @@ assign lv_c = lv_cat;
 
 always @(posedge clk) begin: beat
     if (rst == 1) begin
-        bt_dest <= 0;
         bt_data <= 0;
-        bt_valid <= 0;
+        bt_last <= 0;
         bt_lv <= 0;
+        bt_dest <= 0;
+        bt_valid <= 0;
     end
     else begin
         bt_valid <= (msu_m_axis_pe_tvalid && acc_tready && dlv_on);
         bt_data <= msu_m_axis_pe_tdata;
         bt_lv <= lv_c;
         bt_dest <= msu_m_axis_pe_tdest;
+        bt_last <= msu_m_axis_pe_tlast;
     end
 end
 
@@ -6001,9 +6059,9 @@ always @(posedge clk) begin: cosmic_pe0_bank
 end
 
 
-always @(cosmic_pe0_rd_d0, cosmic_pe0_bk, pe0_busy, cosmic_pe0_rd_d1) begin: cosmic_pe0_bankside
-    cosmic_pe0_ps0 = (pe0_busy && (!cosmic_pe0_bk));
-    cosmic_pe0_ps1 = (pe0_busy && cosmic_pe0_bk);
+always @(cosmic_pe0_rd_d0, cosmic_pe0_bk, cosmic_pe0_busy, cosmic_pe0_rd_d1) begin: cosmic_pe0_bankside
+    cosmic_pe0_ps0 = (cosmic_pe0_busy && (!cosmic_pe0_bk));
+    cosmic_pe0_ps1 = (cosmic_pe0_busy && cosmic_pe0_bk);
     if (cosmic_pe0_bk) begin
         cosmic_pe0_rd_d = cosmic_pe0_rd_d1;
     end
@@ -6069,8 +6127,8 @@ always @(posedge clk) begin: cosmic_pe0_ram_1r1w2_ram
 end
 
 
-always @(cosmic_pe0_res5, cosmic_pe0_ld_sel, cosmic_pe0_ram1, cosmic_pe0_wa5, cosmic_pe0_we5, cosmic_pe0_ld_en, cosmic_pe0_v1, cosmic_pe0_wb5, rb_addr, pe0_busy, cosmic_pe0_ld_addr, cosmic_pe0_ld_data) begin: cosmic_pe0_bufmux0_c
-    if (pe0_busy) begin
+always @(cosmic_pe0_res5, cosmic_pe0_ld_sel, cosmic_pe0_ram1, cosmic_pe0_wa5, cosmic_pe0_we5, cosmic_pe0_ld_en, cosmic_pe0_v1, cosmic_pe0_wb5, rb_addr, cosmic_pe0_busy, cosmic_pe0_ld_addr, cosmic_pe0_ld_data) begin: cosmic_pe0_bufmux0_c
+    if (cosmic_pe0_busy) begin
         cosmic_pe0_bufmux0_we = (cosmic_pe0_we5 && (cosmic_pe0_wb5 == 2));
         cosmic_pe0_bufmux0_wa = cosmic_pe0_wa5[8-1:0];
         cosmic_pe0_bufmux0_wd = cosmic_pe0_res5[32-1:0];
@@ -6097,8 +6155,8 @@ always @(posedge clk) begin: cosmic_pe0_ram_1r1w3_ram
 end
 
 
-always @(cosmic_pe0_res5, cosmic_pe0_ld_sel, cosmic_pe0_rai1, cosmic_pe0_wa5, cosmic_pe0_we5, cosmic_pe0_ld_en, cosmic_pe0_v1, cosmic_pe0_wb5, rb_addr, pe0_busy, cosmic_pe0_ld_addr, cosmic_pe0_ld_data) begin: cosmic_pe0_bufmux0_0_c
-    if (pe0_busy) begin
+always @(cosmic_pe0_res5, cosmic_pe0_ld_sel, cosmic_pe0_rai1, cosmic_pe0_wa5, cosmic_pe0_we5, cosmic_pe0_ld_en, cosmic_pe0_v1, cosmic_pe0_wb5, rb_addr, cosmic_pe0_busy, cosmic_pe0_ld_addr, cosmic_pe0_ld_data) begin: cosmic_pe0_bufmux0_0_c
+    if (cosmic_pe0_busy) begin
         cosmic_pe0_bufmux0_0_we = (cosmic_pe0_we5 && (cosmic_pe0_wb5 == 3));
         cosmic_pe0_bufmux0_0_wa = cosmic_pe0_wa5[8-1:0];
         cosmic_pe0_bufmux0_0_wd = cosmic_pe0_res5[32-1:0];
@@ -6667,22 +6725,22 @@ assign cosmic_pe0_y_log = cosmic_pe0_fa;
 
 
 assign cosmic_pe0_len_bad = ((prog_len == 0) || (prog_len > 1024));
-assign cosmic_pe0_go = (pe_start && (!pe0_busy));
+assign cosmic_pe0_go = (cosmic_pe0_start && (!cosmic_pe0_busy));
 assign cosmic_pe0_err = {cosmic_pe0_e_len, cosmic_pe0_e_nl, cosmic_pe0_e_ill};
 
 
 always @(posedge clk) begin: cosmic_pe0_sched
     if (rst == 1) begin
         cosmic_pe0_lm1 <= 0;
-        pe0_done <= 0;
+        cosmic_pe0_done <= 0;
         cosmic_pe0_l1 <= 0;
         cosmic_pe0_v1 <= 0;
-        pe0_busy <= 0;
+        cosmic_pe0_busy <= 0;
         cosmic_pe0_pc <= 0;
         cosmic_pe0_running <= 0;
     end
     else begin
-        pe0_done <= 1'b0;
+        cosmic_pe0_done <= 1'b0;
         cosmic_pe0_v1 <= cosmic_pe0_running;
         cosmic_pe0_l1 <= (cosmic_pe0_running && (cosmic_pe0_pc == cosmic_pe0_lm1));
         if (cosmic_pe0_running) begin
@@ -6694,15 +6752,15 @@ always @(posedge clk) begin: cosmic_pe0_sched
             end
         end
         if ((cosmic_pe0_v5 && cosmic_pe0_l5)) begin
-            pe0_busy <= 1'b0;
-            pe0_done <= 1'b1;
+            cosmic_pe0_busy <= 1'b0;
+            cosmic_pe0_done <= 1'b1;
         end
         if (cosmic_pe0_go) begin
             if (cosmic_pe0_len_bad) begin
-                pe0_done <= 1'b1;
+                cosmic_pe0_done <= 1'b1;
             end
             else begin
-                pe0_busy <= 1'b1;
+                cosmic_pe0_busy <= 1'b1;
                 cosmic_pe0_running <= 1'b1;
                 cosmic_pe0_pc <= 0;
                 cosmic_pe0_lm1 <= (prog_len - 1);
@@ -6713,7 +6771,7 @@ end
 
 
 
-assign cosmic_pe0_s_we = (cosmic_pe0_ld_en && (cosmic_pe0_ld_sel == 0) && (!pe0_busy));
+assign cosmic_pe0_s_we = (cosmic_pe0_ld_en && (cosmic_pe0_ld_sel == 0) && (!cosmic_pe0_busy));
 assign cosmic_pe0_s_wa = cosmic_pe0_ld_addr[10-1:0];
 assign cosmic_pe0_s_wd = cosmic_pe0_ld_data[48-1:0];
 assign cosmic_pe0_s_ra = cosmic_pe0_pc[10-1:0];
@@ -7899,7 +7957,7 @@ assign cosmic_pe1_y_log = cosmic_pe1_fa;
 
 
 assign cosmic_pe1_len_bad = ((prog_len == 0) || (prog_len > 1024));
-assign cosmic_pe1_go = (pe_start && (!cosmic_pe1_busy));
+assign cosmic_pe1_go = (cosmic_pe0_start && (!cosmic_pe1_busy));
 assign cosmic_pe1_err = {cosmic_pe1_e_len, cosmic_pe1_e_nl, cosmic_pe1_e_ill};
 
 
@@ -9131,7 +9189,7 @@ assign cosmic_pe2_y_log = cosmic_pe2_fa;
 
 
 assign cosmic_pe2_len_bad = ((prog_len == 0) || (prog_len > 1024));
-assign cosmic_pe2_go = (pe_start && (!cosmic_pe2_busy));
+assign cosmic_pe2_go = (cosmic_pe0_start && (!cosmic_pe2_busy));
 assign cosmic_pe2_err = {cosmic_pe2_e_len, cosmic_pe2_e_nl, cosmic_pe2_e_ill};
 
 
@@ -10363,7 +10421,7 @@ assign cosmic_pe3_y_log = cosmic_pe3_fa;
 
 
 assign cosmic_pe3_len_bad = ((prog_len == 0) || (prog_len > 1024));
-assign cosmic_pe3_go = (pe_start && (!cosmic_pe3_busy));
+assign cosmic_pe3_go = (cosmic_pe0_start && (!cosmic_pe3_busy));
 assign cosmic_pe3_err = {cosmic_pe3_e_len, cosmic_pe3_e_nl, cosmic_pe3_e_ill};
 
 
@@ -11595,7 +11653,7 @@ assign cosmic_pe4_y_log = cosmic_pe4_fa;
 
 
 assign cosmic_pe4_len_bad = ((prog_len == 0) || (prog_len > 1024));
-assign cosmic_pe4_go = (pe_start && (!cosmic_pe4_busy));
+assign cosmic_pe4_go = (cosmic_pe4_start && (!cosmic_pe4_busy));
 assign cosmic_pe4_err = {cosmic_pe4_e_len, cosmic_pe4_e_nl, cosmic_pe4_e_ill};
 
 
@@ -12827,7 +12885,7 @@ assign cosmic_pe5_y_log = cosmic_pe5_fa;
 
 
 assign cosmic_pe5_len_bad = ((prog_len == 0) || (prog_len > 1024));
-assign cosmic_pe5_go = (pe_start && (!cosmic_pe5_busy));
+assign cosmic_pe5_go = (cosmic_pe4_start && (!cosmic_pe5_busy));
 assign cosmic_pe5_err = {cosmic_pe5_e_len, cosmic_pe5_e_nl, cosmic_pe5_e_ill};
 
 
@@ -14059,7 +14117,7 @@ assign cosmic_pe6_y_log = cosmic_pe6_fa;
 
 
 assign cosmic_pe6_len_bad = ((prog_len == 0) || (prog_len > 1024));
-assign cosmic_pe6_go = (pe_start && (!cosmic_pe6_busy));
+assign cosmic_pe6_go = (cosmic_pe4_start && (!cosmic_pe6_busy));
 assign cosmic_pe6_err = {cosmic_pe6_e_len, cosmic_pe6_e_nl, cosmic_pe6_e_ill};
 
 
@@ -15291,7 +15349,7 @@ assign cosmic_pe7_y_log = cosmic_pe7_fa;
 
 
 assign cosmic_pe7_len_bad = ((prog_len == 0) || (prog_len > 1024));
-assign cosmic_pe7_go = (pe_start && (!cosmic_pe7_busy));
+assign cosmic_pe7_go = (cosmic_pe4_start && (!cosmic_pe7_busy));
 assign cosmic_pe7_err = {cosmic_pe7_e_len, cosmic_pe7_e_nl, cosmic_pe7_e_ill};
 
 
@@ -15759,35 +15817,35 @@ end
 
 
 
-assign err_link0_out = (err_link0_prev || (cosmic_pe0_err != 0) || pe_glue0_d_err);
+assign err_link0_out = (err_link0_prev || (cosmic_pe0_err != 0) || err_link0_derr);
 
 
 
-assign err_link1_out = (err_link0_out || (cosmic_pe1_err != 0) || pe_glue1_d_err);
+assign err_link1_out = (err_link0_out || (cosmic_pe1_err != 0) || err_link0_derr);
 
 
 
-assign err_link2_out = (err_link1_out || (cosmic_pe2_err != 0) || pe_glue2_d_err);
+assign err_link2_out = (err_link1_out || (cosmic_pe2_err != 0) || err_link0_derr);
 
 
 
-assign err_link3_out = (err_link2_out || (cosmic_pe3_err != 0) || pe_glue3_d_err);
+assign err_link3_out = (err_link2_out || (cosmic_pe3_err != 0) || err_link0_derr);
 
 
 
-assign err_link4_out = (err_link3_out || (cosmic_pe4_err != 0) || pe_glue4_d_err);
+assign err_link4_out = (err_link4_prev || (cosmic_pe4_err != 0) || err_link0_derr);
 
 
 
-assign err_link5_out = (err_link4_out || (cosmic_pe5_err != 0) || pe_glue5_d_err);
+assign err_link5_out = (err_link4_out || (cosmic_pe5_err != 0) || err_link0_derr);
 
 
 
-assign err_link6_out = (err_link5_out || (cosmic_pe6_err != 0) || pe_glue6_d_err);
+assign err_link6_out = (err_link5_out || (cosmic_pe6_err != 0) || err_link0_derr);
 
 
 
-assign pe_err_any = (err_link6_out || (cosmic_pe7_err != 0) || pe_glue7_d_err);
+assign err_link7_out = (err_link6_out || (cosmic_pe7_err != 0) || err_link0_derr);
 
 
 
@@ -16186,7 +16244,7 @@ always @(posedge clk) begin: row_bus0_r
     end
     else begin
         row_bus0_err <= (bus_link3_out_dup || (bus_link3_out_any && row_bus0_t_we));
-        if (rows_clear) begin
+        if (cosmic_pe0_start) begin
             row_bus0_busreg <= 0;
         end
         else if (row_bus0_t_we) begin
@@ -16270,7 +16328,7 @@ always @(posedge clk) begin: row_bus1_r
     end
     else begin
         row_bus1_err <= (bus_link7_out_dup || (bus_link7_out_any && row_bus1_t_we));
-        if (rows_clear) begin
+        if (cosmic_pe4_start) begin
             row_bus1_busreg <= 0;
         end
         else if (row_bus1_t_we) begin
@@ -16299,12 +16357,22 @@ assign cosmic_pe6_bus_in = row_bus1_busreg;
 assign cosmic_pe7_bus_in = row_bus1_busreg;
 
 
+always @(tree_rd0_cyc, tree_ram[0], tree_ram[1], tree_ram[2], tree_ram[3], tree_ram[4], tree_ram[5], tree_ram[6], tree_ram[7], tree_ram[8], tree_ram[9], tree_ram[10], tree_ram[11], tree_ram[12], tree_ram[13], tree_ram[14], tree_ram[15], tree_ram[16], tree_ram[17], tree_ram[18], tree_ram[19], tree_ram[20], tree_ram[21], tree_ram[22], tree_ram[23], tree_ram[24], tree_ram[25], tree_ram[26], tree_ram[27], tree_ram[28], tree_ram[29], tree_ram[30], tree_ram[31], tree_ram[32], tree_ram[33], tree_ram[34], tree_ram[35], tree_ram[36], tree_ram[37], tree_ram[38], tree_ram[39], tree_ram[40], tree_ram[41], tree_ram[42], tree_ram[43], tree_ram[44], tree_ram[45], tree_ram[46], tree_ram[47], tree_ram[48], tree_ram[49], tree_ram[50], tree_ram[51], tree_ram[52], tree_ram[53], tree_ram[54], tree_ram[55], tree_ram[56], tree_ram[57], tree_ram[58], tree_ram[59], tree_ram[60], tree_ram[61], tree_ram[62], tree_ram[63], tree_ram[64], tree_ram[65], tree_ram[66], tree_ram[67], tree_ram[68], tree_ram[69], tree_ram[70], tree_ram[71], tree_ram[72], tree_ram[73], tree_ram[74], tree_ram[75], tree_ram[76], tree_ram[77], tree_ram[78], tree_ram[79], tree_ram[80], tree_ram[81], tree_ram[82], tree_ram[83], tree_ram[84], tree_ram[85], tree_ram[86], tree_ram[87], tree_ram[88], tree_ram[89], tree_ram[90], tree_ram[91], tree_ram[92], tree_ram[93], tree_ram[94], tree_ram[95], tree_ram[96], tree_ram[97], tree_ram[98], tree_ram[99], tree_ram[100], tree_ram[101], tree_ram[102], tree_ram[103], tree_ram[104], tree_ram[105], tree_ram[106], tree_ram[107], tree_ram[108], tree_ram[109], tree_ram[110], tree_ram[111], tree_ram[112], tree_ram[113], tree_ram[114], tree_ram[115], tree_ram[116], tree_ram[117], tree_ram[118], tree_ram[119], tree_ram[120], tree_ram[121], tree_ram[122], tree_ram[123], tree_ram[124], tree_ram[125], tree_ram[126], tree_ram[127], tree_ram[128], tree_ram[129], tree_ram[130], tree_ram[131], tree_ram[132], tree_ram[133], tree_ram[134], tree_ram[135], tree_ram[136], tree_ram[137], tree_ram[138], tree_ram[139], tree_ram[140], tree_ram[141], tree_ram[142], tree_ram[143], tree_ram[144], tree_ram[145], tree_ram[146], tree_ram[147], tree_ram[148], tree_ram[149], tree_ram[150], tree_ram[151], tree_ram[152], tree_ram[153], tree_ram[154], tree_ram[155], tree_ram[156], tree_ram[157], tree_ram[158], tree_ram[159], tree_ram[160], tree_ram[161], tree_ram[162], tree_ram[163], tree_ram[164], tree_ram[165], tree_ram[166], tree_ram[167], tree_ram[168], tree_ram[169], tree_ram[170], tree_ram[171], tree_ram[172], tree_ram[173], tree_ram[174], tree_ram[175], tree_ram[176], tree_ram[177], tree_ram[178], tree_ram[179], tree_ram[180], tree_ram[181], tree_ram[182], tree_ram[183], tree_ram[184], tree_ram[185], tree_ram[186], tree_ram[187], tree_ram[188], tree_ram[189], tree_ram[190], tree_ram[191], tree_ram[192], tree_ram[193], tree_ram[194], tree_ram[195], tree_ram[196], tree_ram[197], tree_ram[198], tree_ram[199], tree_ram[200], tree_ram[201], tree_ram[202], tree_ram[203], tree_ram[204], tree_ram[205], tree_ram[206], tree_ram[207], tree_ram[208], tree_ram[209], tree_ram[210], tree_ram[211], tree_ram[212], tree_ram[213], tree_ram[214], tree_ram[215], tree_ram[216], tree_ram[217], tree_ram[218], tree_ram[219], tree_ram[220], tree_ram[221], tree_ram[222], tree_ram[223], tree_ram[224], tree_ram[225], tree_ram[226], tree_ram[227], tree_ram[228], tree_ram[229], tree_ram[230], tree_ram[231], tree_ram[232], tree_ram[233], tree_ram[234], tree_ram[235], tree_ram[236], tree_ram[237], tree_ram[238], tree_ram[239], tree_ram[240], tree_ram[241], tree_ram[242], tree_ram[243], tree_ram[244], tree_ram[245], tree_ram[246], tree_ram[247], tree_ram[248], tree_ram[249], tree_ram[250], tree_ram[251], tree_ram[252], tree_ram[253], tree_ram[254], tree_ram[255], tree_ram[256], tree_ram[257], tree_ram[258], tree_ram[259], tree_ram[260], tree_ram[261], tree_ram[262], tree_ram[263], tree_ram[264], tree_ram[265], tree_ram[266], tree_ram[267], tree_ram[268], tree_ram[269], tree_ram[270], tree_ram[271], tree_ram[272], tree_ram[273], tree_ram[274], tree_ram[275], tree_ram[276], tree_ram[277], tree_ram[278], tree_ram[279], tree_ram[280], tree_ram[281], tree_ram[282], tree_ram[283], tree_ram[284], tree_ram[285], tree_ram[286], tree_ram[287], tree_ram[288], tree_ram[289], tree_ram[290], tree_ram[291], tree_ram[292], tree_ram[293], tree_ram[294], tree_ram[295], tree_ram[296], tree_ram[297], tree_ram[298], tree_ram[299], tree_ram[300], tree_ram[301], tree_ram[302], tree_ram[303], tree_ram[304], tree_ram[305], tree_ram[306], tree_ram[307], tree_ram[308], tree_ram[309], tree_ram[310], tree_ram[311], tree_ram[312], tree_ram[313], tree_ram[314], tree_ram[315], tree_ram[316], tree_ram[317], tree_ram[318], tree_ram[319], tree_ram[320], tree_ram[321], tree_ram[322], tree_ram[323], tree_ram[324], tree_ram[325], tree_ram[326], tree_ram[327], tree_ram[328], tree_ram[329], tree_ram[330], tree_ram[331], tree_ram[332], tree_ram[333], tree_ram[334], tree_ram[335], tree_ram[336], tree_ram[337], tree_ram[338], tree_ram[339], tree_ram[340], tree_ram[341], tree_ram[342], tree_ram[343], tree_ram[344], tree_ram[345], tree_ram[346], tree_ram[347], tree_ram[348], tree_ram[349], tree_ram[350], tree_ram[351], tree_ram[352], tree_ram[353], tree_ram[354], tree_ram[355], tree_ram[356], tree_ram[357], tree_ram[358], tree_ram[359], tree_ram[360], tree_ram[361], tree_ram[362], tree_ram[363], tree_ram[364], tree_ram[365], tree_ram[366], tree_ram[367], tree_ram[368], tree_ram[369], tree_ram[370], tree_ram[371], tree_ram[372], tree_ram[373], tree_ram[374], tree_ram[375], tree_ram[376], tree_ram[377], tree_ram[378], tree_ram[379], tree_ram[380], tree_ram[381], tree_ram[382], tree_ram[383], tree_ram[384], tree_ram[385], tree_ram[386], tree_ram[387], tree_ram[388], tree_ram[389], tree_ram[390], tree_ram[391], tree_ram[392], tree_ram[393], tree_ram[394], tree_ram[395], tree_ram[396], tree_ram[397], tree_ram[398], tree_ram[399], tree_ram[400], tree_ram[401], tree_ram[402], tree_ram[403], tree_ram[404], tree_ram[405], tree_ram[406], tree_ram[407], tree_ram[408], tree_ram[409], tree_ram[410], tree_ram[411], tree_ram[412], tree_ram[413], tree_ram[414], tree_ram[415], tree_ram[416], tree_ram[417], tree_ram[418], tree_ram[419], tree_ram[420], tree_ram[421], tree_ram[422], tree_ram[423], tree_ram[424], tree_ram[425], tree_ram[426], tree_ram[427], tree_ram[428], tree_ram[429], tree_ram[430], tree_ram[431], tree_ram[432], tree_ram[433], tree_ram[434], tree_ram[435], tree_ram[436], tree_ram[437], tree_ram[438], tree_ram[439], tree_ram[440], tree_ram[441], tree_ram[442], tree_ram[443], tree_ram[444], tree_ram[445], tree_ram[446], tree_ram[447], tree_ram[448], tree_ram[449], tree_ram[450], tree_ram[451], tree_ram[452], tree_ram[453], tree_ram[454], tree_ram[455], tree_ram[456], tree_ram[457], tree_ram[458], tree_ram[459], tree_ram[460], tree_ram[461], tree_ram[462], tree_ram[463], tree_ram[464], tree_ram[465], tree_ram[466], tree_ram[467], tree_ram[468], tree_ram[469], tree_ram[470], tree_ram[471], tree_ram[472], tree_ram[473], tree_ram[474], tree_ram[475], tree_ram[476], tree_ram[477], tree_ram[478], tree_ram[479], tree_ram[480], tree_ram[481], tree_ram[482], tree_ram[483], tree_ram[484], tree_ram[485], tree_ram[486], tree_ram[487], tree_ram[488], tree_ram[489], tree_ram[490], tree_ram[491], tree_ram[492], tree_ram[493], tree_ram[494], tree_ram[495], tree_ram[496], tree_ram[497], tree_ram[498], tree_ram[499], tree_ram[500], tree_ram[501], tree_ram[502], tree_ram[503], tree_ram[504], tree_ram[505], tree_ram[506], tree_ram[507], tree_ram[508], tree_ram[509], tree_ram[510], tree_ram[511], tree_ram[512], tree_ram[513], tree_ram[514], tree_ram[515], tree_ram[516], tree_ram[517], tree_ram[518], tree_ram[519], tree_ram[520], tree_ram[521], tree_ram[522], tree_ram[523], tree_ram[524], tree_ram[525], tree_ram[526], tree_ram[527], tree_ram[528], tree_ram[529], tree_ram[530], tree_ram[531], tree_ram[532], tree_ram[533], tree_ram[534], tree_ram[535], tree_ram[536], tree_ram[537], tree_ram[538], tree_ram[539], tree_ram[540], tree_ram[541], tree_ram[542], tree_ram[543], tree_ram[544], tree_ram[545], tree_ram[546], tree_ram[547], tree_ram[548], tree_ram[549], tree_ram[550], tree_ram[551], tree_ram[552], tree_ram[553], tree_ram[554], tree_ram[555], tree_ram[556], tree_ram[557], tree_ram[558], tree_ram[559], tree_ram[560], tree_ram[561], tree_ram[562], tree_ram[563], tree_ram[564], tree_ram[565], tree_ram[566], tree_ram[567], tree_ram[568], tree_ram[569], tree_ram[570], tree_ram[571], tree_ram[572], tree_ram[573], tree_ram[574], tree_ram[575], tree_ram[576], tree_ram[577], tree_ram[578], tree_ram[579], tree_ram[580], tree_ram[581], tree_ram[582], tree_ram[583], tree_ram[584], tree_ram[585], tree_ram[586], tree_ram[587], tree_ram[588], tree_ram[589], tree_ram[590], tree_ram[591], tree_ram[592], tree_ram[593], tree_ram[594], tree_ram[595], tree_ram[596], tree_ram[597], tree_ram[598], tree_ram[599], tree_ram[600], tree_ram[601], tree_ram[602], tree_ram[603], tree_ram[604], tree_ram[605], tree_ram[606], tree_ram[607], tree_ram[608], tree_ram[609], tree_ram[610], tree_ram[611], tree_ram[612], tree_ram[613], tree_ram[614], tree_ram[615], tree_ram[616], tree_ram[617], tree_ram[618], tree_ram[619], tree_ram[620], tree_ram[621], tree_ram[622], tree_ram[623], tree_ram[624], tree_ram[625], tree_ram[626], tree_ram[627], tree_ram[628], tree_ram[629], tree_ram[630], tree_ram[631], tree_ram[632], tree_ram[633], tree_ram[634], tree_ram[635], tree_ram[636], tree_ram[637], tree_ram[638], tree_ram[639], tree_ram[640], tree_ram[641], tree_ram[642], tree_ram[643], tree_ram[644], tree_ram[645], tree_ram[646], tree_ram[647], tree_ram[648], tree_ram[649], tree_ram[650], tree_ram[651], tree_ram[652], tree_ram[653], tree_ram[654], tree_ram[655], tree_ram[656], tree_ram[657], tree_ram[658], tree_ram[659], tree_ram[660], tree_ram[661], tree_ram[662], tree_ram[663], tree_ram[664], tree_ram[665], tree_ram[666], tree_ram[667], tree_ram[668], tree_ram[669], tree_ram[670], tree_ram[671], tree_ram[672], tree_ram[673], tree_ram[674], tree_ram[675], tree_ram[676], tree_ram[677], tree_ram[678], tree_ram[679], tree_ram[680], tree_ram[681], tree_ram[682], tree_ram[683], tree_ram[684], tree_ram[685], tree_ram[686], tree_ram[687], tree_ram[688], tree_ram[689], tree_ram[690], tree_ram[691], tree_ram[692], tree_ram[693], tree_ram[694], tree_ram[695], tree_ram[696], tree_ram[697], tree_ram[698], tree_ram[699], tree_ram[700], tree_ram[701], tree_ram[702], tree_ram[703], tree_ram[704], tree_ram[705], tree_ram[706], tree_ram[707], tree_ram[708], tree_ram[709], tree_ram[710], tree_ram[711], tree_ram[712], tree_ram[713], tree_ram[714], tree_ram[715], tree_ram[716], tree_ram[717], tree_ram[718], tree_ram[719], tree_ram[720], tree_ram[721], tree_ram[722], tree_ram[723], tree_ram[724], tree_ram[725], tree_ram[726], tree_ram[727], tree_ram[728], tree_ram[729], tree_ram[730], tree_ram[731], tree_ram[732], tree_ram[733], tree_ram[734], tree_ram[735], tree_ram[736], tree_ram[737], tree_ram[738], tree_ram[739], tree_ram[740], tree_ram[741], tree_ram[742], tree_ram[743], tree_ram[744], tree_ram[745], tree_ram[746], tree_ram[747], tree_ram[748], tree_ram[749], tree_ram[750], tree_ram[751], tree_ram[752], tree_ram[753], tree_ram[754], tree_ram[755], tree_ram[756], tree_ram[757], tree_ram[758], tree_ram[759], tree_ram[760], tree_ram[761], tree_ram[762], tree_ram[763], tree_ram[764], tree_ram[765], tree_ram[766], tree_ram[767], tree_ram[768], tree_ram[769], tree_ram[770], tree_ram[771], tree_ram[772], tree_ram[773], tree_ram[774], tree_ram[775], tree_ram[776], tree_ram[777], tree_ram[778], tree_ram[779], tree_ram[780], tree_ram[781], tree_ram[782], tree_ram[783], tree_ram[784], tree_ram[785], tree_ram[786], tree_ram[787], tree_ram[788], tree_ram[789], tree_ram[790], tree_ram[791], tree_ram[792], tree_ram[793], tree_ram[794], tree_ram[795], tree_ram[796], tree_ram[797], tree_ram[798], tree_ram[799], tree_ram[800], tree_ram[801], tree_ram[802], tree_ram[803], tree_ram[804], tree_ram[805], tree_ram[806], tree_ram[807], tree_ram[808], tree_ram[809], tree_ram[810], tree_ram[811], tree_ram[812], tree_ram[813], tree_ram[814], tree_ram[815], tree_ram[816], tree_ram[817], tree_ram[818], tree_ram[819], tree_ram[820], tree_ram[821], tree_ram[822], tree_ram[823], tree_ram[824], tree_ram[825], tree_ram[826], tree_ram[827], tree_ram[828], tree_ram[829], tree_ram[830], tree_ram[831], tree_ram[832], tree_ram[833], tree_ram[834], tree_ram[835], tree_ram[836], tree_ram[837], tree_ram[838], tree_ram[839], tree_ram[840], tree_ram[841], tree_ram[842], tree_ram[843], tree_ram[844], tree_ram[845], tree_ram[846], tree_ram[847], tree_ram[848], tree_ram[849], tree_ram[850], tree_ram[851], tree_ram[852], tree_ram[853], tree_ram[854], tree_ram[855], tree_ram[856], tree_ram[857], tree_ram[858], tree_ram[859], tree_ram[860], tree_ram[861], tree_ram[862], tree_ram[863], tree_ram[864], tree_ram[865], tree_ram[866], tree_ram[867], tree_ram[868], tree_ram[869], tree_ram[870], tree_ram[871], tree_ram[872], tree_ram[873], tree_ram[874], tree_ram[875], tree_ram[876], tree_ram[877], tree_ram[878], tree_ram[879], tree_ram[880], tree_ram[881], tree_ram[882], tree_ram[883], tree_ram[884], tree_ram[885], tree_ram[886], tree_ram[887], tree_ram[888], tree_ram[889], tree_ram[890], tree_ram[891], tree_ram[892], tree_ram[893], tree_ram[894], tree_ram[895], tree_ram[896], tree_ram[897], tree_ram[898], tree_ram[899], tree_ram[900], tree_ram[901], tree_ram[902], tree_ram[903], tree_ram[904], tree_ram[905], tree_ram[906], tree_ram[907], tree_ram[908], tree_ram[909], tree_ram[910], tree_ram[911], tree_ram[912], tree_ram[913], tree_ram[914], tree_ram[915], tree_ram[916], tree_ram[917], tree_ram[918], tree_ram[919], tree_ram[920], tree_ram[921], tree_ram[922], tree_ram[923], tree_ram[924], tree_ram[925], tree_ram[926], tree_ram[927], tree_ram[928], tree_ram[929], tree_ram[930], tree_ram[931], tree_ram[932], tree_ram[933], tree_ram[934], tree_ram[935], tree_ram[936], tree_ram[937], tree_ram[938], tree_ram[939], tree_ram[940], tree_ram[941], tree_ram[942], tree_ram[943], tree_ram[944], tree_ram[945], tree_ram[946], tree_ram[947], tree_ram[948], tree_ram[949], tree_ram[950], tree_ram[951], tree_ram[952], tree_ram[953], tree_ram[954], tree_ram[955], tree_ram[956], tree_ram[957], tree_ram[958], tree_ram[959], tree_ram[960], tree_ram[961], tree_ram[962], tree_ram[963], tree_ram[964], tree_ram[965], tree_ram[966], tree_ram[967], tree_ram[968], tree_ram[969], tree_ram[970], tree_ram[971], tree_ram[972], tree_ram[973], tree_ram[974], tree_ram[975], tree_ram[976], tree_ram[977], tree_ram[978], tree_ram[979], tree_ram[980], tree_ram[981], tree_ram[982], tree_ram[983], tree_ram[984], tree_ram[985], tree_ram[986], tree_ram[987], tree_ram[988], tree_ram[989], tree_ram[990], tree_ram[991], tree_ram[992], tree_ram[993], tree_ram[994], tree_ram[995], tree_ram[996], tree_ram[997], tree_ram[998], tree_ram[999], tree_ram[1000], tree_ram[1001], tree_ram[1002], tree_ram[1003], tree_ram[1004], tree_ram[1005], tree_ram[1006], tree_ram[1007], tree_ram[1008], tree_ram[1009], tree_ram[1010], tree_ram[1011], tree_ram[1012], tree_ram[1013], tree_ram[1014], tree_ram[1015], tree_ram[1016], tree_ram[1017], tree_ram[1018], tree_ram[1019], tree_ram[1020], tree_ram[1021], tree_ram[1022], tree_ram[1023], tree_ram[1024], tree_ram[1025], tree_ram[1026], tree_ram[1027], tree_ram[1028], tree_ram[1029], tree_ram[1030], tree_ram[1031], tree_ram[1032], tree_ram[1033], tree_ram[1034], tree_ram[1035], tree_ram[1036], tree_ram[1037], tree_ram[1038], tree_ram[1039], tree_ram[1040], tree_ram[1041], tree_ram[1042], tree_ram[1043], tree_ram[1044], tree_ram[1045], tree_ram[1046], tree_ram[1047], tree_ram[1048], tree_ram[1049], tree_ram[1050], tree_ram[1051], tree_ram[1052], tree_ram[1053], tree_ram[1054], tree_ram[1055], tree_ram[1056], tree_ram[1057], tree_ram[1058], tree_ram[1059], tree_ram[1060], tree_ram[1061], tree_ram[1062], tree_ram[1063], tree_ram[1064], tree_ram[1065], tree_ram[1066], tree_ram[1067], tree_ram[1068], tree_ram[1069], tree_ram[1070], tree_ram[1071], tree_ram[1072], tree_ram[1073], tree_ram[1074], tree_ram[1075], tree_ram[1076], tree_ram[1077], tree_ram[1078], tree_ram[1079], tree_ram[1080], tree_ram[1081], tree_ram[1082], tree_ram[1083], tree_ram[1084], tree_ram[1085], tree_ram[1086], tree_ram[1087], tree_ram[1088], tree_ram[1089], tree_ram[1090], tree_ram[1091], tree_ram[1092], tree_ram[1093], tree_ram[1094], tree_ram[1095], tree_ram[1096], tree_ram[1097], tree_ram[1098], tree_ram[1099], tree_ram[1100], tree_ram[1101], tree_ram[1102], tree_ram[1103], tree_ram[1104], tree_ram[1105], tree_ram[1106], tree_ram[1107], tree_ram[1108], tree_ram[1109], tree_ram[1110], tree_ram[1111], tree_ram[1112], tree_ram[1113], tree_ram[1114], tree_ram[1115], tree_ram[1116], tree_ram[1117], tree_ram[1118], tree_ram[1119], tree_ram[1120], tree_ram[1121], tree_ram[1122], tree_ram[1123], tree_ram[1124], tree_ram[1125], tree_ram[1126], tree_ram[1127], tree_ram[1128], tree_ram[1129], tree_ram[1130], tree_ram[1131], tree_ram[1132], tree_ram[1133], tree_ram[1134], tree_ram[1135], tree_ram[1136], tree_ram[1137], tree_ram[1138], tree_ram[1139], tree_ram[1140], tree_ram[1141], tree_ram[1142], tree_ram[1143], tree_ram[1144], tree_ram[1145], tree_ram[1146], tree_ram[1147], tree_ram[1148], tree_ram[1149], tree_ram[1150], tree_ram[1151], tree_ram[1152], tree_ram[1153], tree_ram[1154], tree_ram[1155], tree_ram[1156], tree_ram[1157], tree_ram[1158], tree_ram[1159], tree_ram[1160], tree_ram[1161], tree_ram[1162], tree_ram[1163], tree_ram[1164], tree_ram[1165], tree_ram[1166], tree_ram[1167], tree_ram[1168], tree_ram[1169], tree_ram[1170], tree_ram[1171], tree_ram[1172], tree_ram[1173], tree_ram[1174], tree_ram[1175], tree_ram[1176], tree_ram[1177], tree_ram[1178], tree_ram[1179], tree_ram[1180], tree_ram[1181], tree_ram[1182], tree_ram[1183], tree_ram[1184], tree_ram[1185], tree_ram[1186], tree_ram[1187], tree_ram[1188], tree_ram[1189], tree_ram[1190], tree_ram[1191], tree_ram[1192], tree_ram[1193], tree_ram[1194], tree_ram[1195], tree_ram[1196], tree_ram[1197], tree_ram[1198], tree_ram[1199], tree_ram[1200], tree_ram[1201], tree_ram[1202], tree_ram[1203], tree_ram[1204], tree_ram[1205], tree_ram[1206], tree_ram[1207], tree_ram[1208], tree_ram[1209], tree_ram[1210], tree_ram[1211], tree_ram[1212], tree_ram[1213], tree_ram[1214], tree_ram[1215], tree_ram[1216], tree_ram[1217], tree_ram[1218], tree_ram[1219], tree_ram[1220], tree_ram[1221], tree_ram[1222], tree_ram[1223], tree_ram[1224], tree_ram[1225], tree_ram[1226], tree_ram[1227], tree_ram[1228], tree_ram[1229], tree_ram[1230], tree_ram[1231], tree_ram[1232], tree_ram[1233], tree_ram[1234], tree_ram[1235], tree_ram[1236], tree_ram[1237], tree_ram[1238], tree_ram[1239], tree_ram[1240], tree_ram[1241], tree_ram[1242], tree_ram[1243], tree_ram[1244], tree_ram[1245], tree_ram[1246], tree_ram[1247], tree_ram[1248], tree_ram[1249], tree_ram[1250], tree_ram[1251], tree_ram[1252], tree_ram[1253], tree_ram[1254], tree_ram[1255], tree_ram[1256], tree_ram[1257], tree_ram[1258], tree_ram[1259], tree_ram[1260], tree_ram[1261], tree_ram[1262], tree_ram[1263], tree_ram[1264], tree_ram[1265], tree_ram[1266], tree_ram[1267], tree_ram[1268], tree_ram[1269], tree_ram[1270], tree_ram[1271], tree_ram[1272], tree_ram[1273], tree_ram[1274], tree_ram[1275], tree_ram[1276], tree_ram[1277], tree_ram[1278], tree_ram[1279], tree_ram[1280], tree_ram[1281], tree_ram[1282], tree_ram[1283], tree_ram[1284], tree_ram[1285], tree_ram[1286], tree_ram[1287], tree_ram[1288], tree_ram[1289], tree_ram[1290], tree_ram[1291], tree_ram[1292], tree_ram[1293], tree_ram[1294], tree_ram[1295], tree_ram[1296], tree_ram[1297], tree_ram[1298], tree_ram[1299], tree_ram[1300], tree_ram[1301], tree_ram[1302], tree_ram[1303], tree_ram[1304], tree_ram[1305], tree_ram[1306], tree_ram[1307], tree_ram[1308], tree_ram[1309], tree_ram[1310], tree_ram[1311], tree_ram[1312], tree_ram[1313], tree_ram[1314], tree_ram[1315], tree_ram[1316], tree_ram[1317], tree_ram[1318], tree_ram[1319], tree_ram[1320], tree_ram[1321], tree_ram[1322], tree_ram[1323], tree_ram[1324], tree_ram[1325], tree_ram[1326], tree_ram[1327], tree_ram[1328], tree_ram[1329], tree_ram[1330], tree_ram[1331], tree_ram[1332], tree_ram[1333], tree_ram[1334], tree_ram[1335], tree_ram[1336], tree_ram[1337], tree_ram[1338], tree_ram[1339], tree_ram[1340], tree_ram[1341], tree_ram[1342], tree_ram[1343], tree_ram[1344], tree_ram[1345], tree_ram[1346], tree_ram[1347], tree_ram[1348], tree_ram[1349], tree_ram[1350], tree_ram[1351], tree_ram[1352], tree_ram[1353], tree_ram[1354], tree_ram[1355], tree_ram[1356], tree_ram[1357], tree_ram[1358], tree_ram[1359], tree_ram[1360], tree_ram[1361], tree_ram[1362], tree_ram[1363], tree_ram[1364], tree_ram[1365], tree_ram[1366], tree_ram[1367], tree_ram[1368], tree_ram[1369], tree_ram[1370], tree_ram[1371], tree_ram[1372], tree_ram[1373], tree_ram[1374], tree_ram[1375], tree_ram[1376], tree_ram[1377], tree_ram[1378], tree_ram[1379], tree_ram[1380], tree_ram[1381], tree_ram[1382], tree_ram[1383], tree_ram[1384], tree_ram[1385], tree_ram[1386], tree_ram[1387], tree_ram[1388], tree_ram[1389], tree_ram[1390], tree_ram[1391], tree_ram[1392], tree_ram[1393], tree_ram[1394], tree_ram[1395], tree_ram[1396], tree_ram[1397], tree_ram[1398], tree_ram[1399], tree_ram[1400], tree_ram[1401], tree_ram[1402], tree_ram[1403], tree_ram[1404], tree_ram[1405], tree_ram[1406], tree_ram[1407], tree_ram[1408], tree_ram[1409], tree_ram[1410], tree_ram[1411], tree_ram[1412], tree_ram[1413], tree_ram[1414], tree_ram[1415], tree_ram[1416], tree_ram[1417], tree_ram[1418], tree_ram[1419], tree_ram[1420], tree_ram[1421], tree_ram[1422], tree_ram[1423], tree_ram[1424], tree_ram[1425], tree_ram[1426], tree_ram[1427], tree_ram[1428], tree_ram[1429], tree_ram[1430], tree_ram[1431], tree_ram[1432], tree_ram[1433], tree_ram[1434], tree_ram[1435], tree_ram[1436], tree_ram[1437], tree_ram[1438], tree_ram[1439], tree_ram[1440], tree_ram[1441], tree_ram[1442], tree_ram[1443], tree_ram[1444], tree_ram[1445], tree_ram[1446], tree_ram[1447], tree_ram[1448], tree_ram[1449], tree_ram[1450], tree_ram[1451], tree_ram[1452], tree_ram[1453], tree_ram[1454], tree_ram[1455], tree_ram[1456], tree_ram[1457], tree_ram[1458], tree_ram[1459], tree_ram[1460], tree_ram[1461], tree_ram[1462], tree_ram[1463], tree_ram[1464], tree_ram[1465], tree_ram[1466], tree_ram[1467], tree_ram[1468], tree_ram[1469], tree_ram[1470], tree_ram[1471], tree_ram[1472], tree_ram[1473], tree_ram[1474], tree_ram[1475], tree_ram[1476], tree_ram[1477], tree_ram[1478], tree_ram[1479], tree_ram[1480], tree_ram[1481], tree_ram[1482], tree_ram[1483], tree_ram[1484], tree_ram[1485], tree_ram[1486], tree_ram[1487], tree_ram[1488], tree_ram[1489], tree_ram[1490], tree_ram[1491], tree_ram[1492], tree_ram[1493], tree_ram[1494], tree_ram[1495], tree_ram[1496], tree_ram[1497], tree_ram[1498], tree_ram[1499], tree_ram[1500], tree_ram[1501], tree_ram[1502], tree_ram[1503], tree_ram[1504], tree_ram[1505], tree_ram[1506], tree_ram[1507], tree_ram[1508], tree_ram[1509], tree_ram[1510], tree_ram[1511], tree_ram[1512], tree_ram[1513], tree_ram[1514], tree_ram[1515], tree_ram[1516], tree_ram[1517], tree_ram[1518], tree_ram[1519], tree_ram[1520], tree_ram[1521], tree_ram[1522], tree_ram[1523], tree_ram[1524], tree_ram[1525], tree_ram[1526], tree_ram[1527], tree_ram[1528], tree_ram[1529], tree_ram[1530], tree_ram[1531], tree_ram[1532], tree_ram[1533], tree_ram[1534], tree_ram[1535], tree_ram[1536], tree_ram[1537], tree_ram[1538], tree_ram[1539], tree_ram[1540], tree_ram[1541], tree_ram[1542], tree_ram[1543], tree_ram[1544], tree_ram[1545], tree_ram[1546], tree_ram[1547], tree_ram[1548], tree_ram[1549], tree_ram[1550], tree_ram[1551], tree_ram[1552], tree_ram[1553], tree_ram[1554], tree_ram[1555], tree_ram[1556], tree_ram[1557], tree_ram[1558], tree_ram[1559], tree_ram[1560], tree_ram[1561], tree_ram[1562], tree_ram[1563], tree_ram[1564], tree_ram[1565], tree_ram[1566], tree_ram[1567], tree_ram[1568], tree_ram[1569], tree_ram[1570], tree_ram[1571], tree_ram[1572], tree_ram[1573], tree_ram[1574], tree_ram[1575], tree_ram[1576], tree_ram[1577], tree_ram[1578], tree_ram[1579], tree_ram[1580], tree_ram[1581], tree_ram[1582], tree_ram[1583], tree_ram[1584], tree_ram[1585], tree_ram[1586], tree_ram[1587], tree_ram[1588], tree_ram[1589], tree_ram[1590], tree_ram[1591], tree_ram[1592], tree_ram[1593], tree_ram[1594], tree_ram[1595], tree_ram[1596], tree_ram[1597], tree_ram[1598], tree_ram[1599], tree_ram[1600], tree_ram[1601], tree_ram[1602], tree_ram[1603], tree_ram[1604], tree_ram[1605], tree_ram[1606], tree_ram[1607], tree_ram[1608], tree_ram[1609], tree_ram[1610], tree_ram[1611], tree_ram[1612], tree_ram[1613], tree_ram[1614], tree_ram[1615], tree_ram[1616], tree_ram[1617], tree_ram[1618], tree_ram[1619], tree_ram[1620], tree_ram[1621], tree_ram[1622], tree_ram[1623], tree_ram[1624], tree_ram[1625], tree_ram[1626], tree_ram[1627], tree_ram[1628], tree_ram[1629], tree_ram[1630], tree_ram[1631], tree_ram[1632], tree_ram[1633], tree_ram[1634], tree_ram[1635], tree_ram[1636], tree_ram[1637], tree_ram[1638], tree_ram[1639], tree_ram[1640], tree_ram[1641], tree_ram[1642], tree_ram[1643], tree_ram[1644], tree_ram[1645], tree_ram[1646], tree_ram[1647], tree_ram[1648], tree_ram[1649], tree_ram[1650], tree_ram[1651], tree_ram[1652], tree_ram[1653], tree_ram[1654], tree_ram[1655], tree_ram[1656], tree_ram[1657], tree_ram[1658], tree_ram[1659], tree_ram[1660], tree_ram[1661], tree_ram[1662], tree_ram[1663], tree_ram[1664], tree_ram[1665], tree_ram[1666], tree_ram[1667], tree_ram[1668], tree_ram[1669], tree_ram[1670], tree_ram[1671], tree_ram[1672], tree_ram[1673], tree_ram[1674], tree_ram[1675], tree_ram[1676], tree_ram[1677], tree_ram[1678], tree_ram[1679], tree_ram[1680], tree_ram[1681], tree_ram[1682], tree_ram[1683], tree_ram[1684], tree_ram[1685], tree_ram[1686], tree_ram[1687], tree_ram[1688], tree_ram[1689], tree_ram[1690], tree_ram[1691], tree_ram[1692], tree_ram[1693], tree_ram[1694], tree_ram[1695], tree_ram[1696], tree_ram[1697], tree_ram[1698], tree_ram[1699], tree_ram[1700], tree_ram[1701], tree_ram[1702], tree_ram[1703], tree_ram[1704], tree_ram[1705], tree_ram[1706], tree_ram[1707], tree_ram[1708], tree_ram[1709], tree_ram[1710], tree_ram[1711], tree_ram[1712], tree_ram[1713], tree_ram[1714], tree_ram[1715], tree_ram[1716], tree_ram[1717], tree_ram[1718], tree_ram[1719], tree_ram[1720], tree_ram[1721], tree_ram[1722], tree_ram[1723], tree_ram[1724], tree_ram[1725], tree_ram[1726], tree_ram[1727], tree_ram[1728], tree_ram[1729], tree_ram[1730], tree_ram[1731], tree_ram[1732], tree_ram[1733], tree_ram[1734], tree_ram[1735], tree_ram[1736], tree_ram[1737], tree_ram[1738], tree_ram[1739], tree_ram[1740], tree_ram[1741], tree_ram[1742], tree_ram[1743], tree_ram[1744], tree_ram[1745], tree_ram[1746], tree_ram[1747], tree_ram[1748], tree_ram[1749], tree_ram[1750], tree_ram[1751], tree_ram[1752], tree_ram[1753], tree_ram[1754], tree_ram[1755], tree_ram[1756], tree_ram[1757], tree_ram[1758], tree_ram[1759], tree_ram[1760], tree_ram[1761], tree_ram[1762], tree_ram[1763], tree_ram[1764], tree_ram[1765], tree_ram[1766], tree_ram[1767], tree_ram[1768], tree_ram[1769], tree_ram[1770], tree_ram[1771], tree_ram[1772], tree_ram[1773], tree_ram[1774], tree_ram[1775], tree_ram[1776], tree_ram[1777], tree_ram[1778], tree_ram[1779], tree_ram[1780], tree_ram[1781], tree_ram[1782], tree_ram[1783], tree_ram[1784], tree_ram[1785], tree_ram[1786], tree_ram[1787], tree_ram[1788], tree_ram[1789], tree_ram[1790], tree_ram[1791], tree_ram[1792], tree_ram[1793], tree_ram[1794], tree_ram[1795], tree_ram[1796], tree_ram[1797], tree_ram[1798], tree_ram[1799], tree_ram[1800], tree_ram[1801], tree_ram[1802], tree_ram[1803], tree_ram[1804], tree_ram[1805], tree_ram[1806], tree_ram[1807], tree_ram[1808], tree_ram[1809], tree_ram[1810], tree_ram[1811], tree_ram[1812], tree_ram[1813], tree_ram[1814], tree_ram[1815], tree_ram[1816], tree_ram[1817], tree_ram[1818], tree_ram[1819], tree_ram[1820], tree_ram[1821], tree_ram[1822], tree_ram[1823], tree_ram[1824], tree_ram[1825], tree_ram[1826], tree_ram[1827], tree_ram[1828], tree_ram[1829], tree_ram[1830], tree_ram[1831], tree_ram[1832], tree_ram[1833], tree_ram[1834], tree_ram[1835], tree_ram[1836], tree_ram[1837], tree_ram[1838], tree_ram[1839], tree_ram[1840], tree_ram[1841], tree_ram[1842], tree_ram[1843], tree_ram[1844], tree_ram[1845], tree_ram[1846], tree_ram[1847], tree_ram[1848], tree_ram[1849], tree_ram[1850], tree_ram[1851], tree_ram[1852], tree_ram[1853], tree_ram[1854], tree_ram[1855], tree_ram[1856], tree_ram[1857], tree_ram[1858], tree_ram[1859], tree_ram[1860], tree_ram[1861], tree_ram[1862], tree_ram[1863], tree_ram[1864], tree_ram[1865], tree_ram[1866], tree_ram[1867], tree_ram[1868], tree_ram[1869], tree_ram[1870], tree_ram[1871], tree_ram[1872], tree_ram[1873], tree_ram[1874], tree_ram[1875], tree_ram[1876], tree_ram[1877], tree_ram[1878], tree_ram[1879], tree_ram[1880], tree_ram[1881], tree_ram[1882], tree_ram[1883], tree_ram[1884], tree_ram[1885], tree_ram[1886], tree_ram[1887], tree_ram[1888], tree_ram[1889], tree_ram[1890], tree_ram[1891], tree_ram[1892], tree_ram[1893], tree_ram[1894], tree_ram[1895], tree_ram[1896], tree_ram[1897], tree_ram[1898], tree_ram[1899], tree_ram[1900], tree_ram[1901], tree_ram[1902], tree_ram[1903], tree_ram[1904], tree_ram[1905], tree_ram[1906], tree_ram[1907], tree_ram[1908], tree_ram[1909], tree_ram[1910], tree_ram[1911], tree_ram[1912], tree_ram[1913], tree_ram[1914], tree_ram[1915], tree_ram[1916], tree_ram[1917], tree_ram[1918], tree_ram[1919], tree_ram[1920], tree_ram[1921], tree_ram[1922], tree_ram[1923], tree_ram[1924], tree_ram[1925], tree_ram[1926], tree_ram[1927], tree_ram[1928], tree_ram[1929], tree_ram[1930], tree_ram[1931], tree_ram[1932], tree_ram[1933], tree_ram[1934], tree_ram[1935], tree_ram[1936], tree_ram[1937], tree_ram[1938], tree_ram[1939], tree_ram[1940], tree_ram[1941], tree_ram[1942], tree_ram[1943], tree_ram[1944], tree_ram[1945], tree_ram[1946], tree_ram[1947], tree_ram[1948], tree_ram[1949], tree_ram[1950], tree_ram[1951], tree_ram[1952], tree_ram[1953], tree_ram[1954], tree_ram[1955], tree_ram[1956], tree_ram[1957], tree_ram[1958], tree_ram[1959], tree_ram[1960], tree_ram[1961], tree_ram[1962], tree_ram[1963], tree_ram[1964], tree_ram[1965], tree_ram[1966], tree_ram[1967], tree_ram[1968], tree_ram[1969], tree_ram[1970], tree_ram[1971], tree_ram[1972], tree_ram[1973], tree_ram[1974], tree_ram[1975], tree_ram[1976], tree_ram[1977], tree_ram[1978], tree_ram[1979], tree_ram[1980], tree_ram[1981], tree_ram[1982], tree_ram[1983], tree_ram[1984], tree_ram[1985], tree_ram[1986], tree_ram[1987], tree_ram[1988], tree_ram[1989], tree_ram[1990], tree_ram[1991], tree_ram[1992], tree_ram[1993], tree_ram[1994], tree_ram[1995], tree_ram[1996], tree_ram[1997], tree_ram[1998], tree_ram[1999], tree_ram[2000], tree_ram[2001], tree_ram[2002], tree_ram[2003], tree_ram[2004], tree_ram[2005], tree_ram[2006], tree_ram[2007], tree_ram[2008], tree_ram[2009], tree_ram[2010], tree_ram[2011], tree_ram[2012], tree_ram[2013], tree_ram[2014], tree_ram[2015], tree_ram[2016], tree_ram[2017], tree_ram[2018], tree_ram[2019], tree_ram[2020], tree_ram[2021], tree_ram[2022], tree_ram[2023], tree_ram[2024], tree_ram[2025], tree_ram[2026], tree_ram[2027], tree_ram[2028], tree_ram[2029], tree_ram[2030], tree_ram[2031], tree_ram[2032], tree_ram[2033], tree_ram[2034], tree_ram[2035], tree_ram[2036], tree_ram[2037], tree_ram[2038], tree_ram[2039], tree_ram[2040], tree_ram[2041], tree_ram[2042], tree_ram[2043], tree_ram[2044], tree_ram[2045], tree_ram[2046], tree_ram[2047]) begin: tree_rd0_c
+    if ((tree_rd0_cyc < 2048)) begin
+        tree_rd0_word = tree_ram[tree_rd0_cyc[11-1:0]];
+    end
+    else begin
+        tree_rd0_word = 0;
+    end
+end
 
-assign slice_of0_y = tree_word[0+:2];
+
+
+assign slice_of0_y = tree_rd0_word[0+:2];
 
 
 
-assign slice_of1_y = tree_word[2+:1];
+assign slice_of1_y = tree_rd0_word[2+:1];
 
 
 
@@ -16417,8 +16485,26 @@ assign row_bus0_t_we = tree_stage0_ov;
 assign row_bus0_t_val = tree_stage0_ox;
 
 
+always @(tree_rd1_cyc, tree_ram[0], tree_ram[1], tree_ram[2], tree_ram[3], tree_ram[4], tree_ram[5], tree_ram[6], tree_ram[7], tree_ram[8], tree_ram[9], tree_ram[10], tree_ram[11], tree_ram[12], tree_ram[13], tree_ram[14], tree_ram[15], tree_ram[16], tree_ram[17], tree_ram[18], tree_ram[19], tree_ram[20], tree_ram[21], tree_ram[22], tree_ram[23], tree_ram[24], tree_ram[25], tree_ram[26], tree_ram[27], tree_ram[28], tree_ram[29], tree_ram[30], tree_ram[31], tree_ram[32], tree_ram[33], tree_ram[34], tree_ram[35], tree_ram[36], tree_ram[37], tree_ram[38], tree_ram[39], tree_ram[40], tree_ram[41], tree_ram[42], tree_ram[43], tree_ram[44], tree_ram[45], tree_ram[46], tree_ram[47], tree_ram[48], tree_ram[49], tree_ram[50], tree_ram[51], tree_ram[52], tree_ram[53], tree_ram[54], tree_ram[55], tree_ram[56], tree_ram[57], tree_ram[58], tree_ram[59], tree_ram[60], tree_ram[61], tree_ram[62], tree_ram[63], tree_ram[64], tree_ram[65], tree_ram[66], tree_ram[67], tree_ram[68], tree_ram[69], tree_ram[70], tree_ram[71], tree_ram[72], tree_ram[73], tree_ram[74], tree_ram[75], tree_ram[76], tree_ram[77], tree_ram[78], tree_ram[79], tree_ram[80], tree_ram[81], tree_ram[82], tree_ram[83], tree_ram[84], tree_ram[85], tree_ram[86], tree_ram[87], tree_ram[88], tree_ram[89], tree_ram[90], tree_ram[91], tree_ram[92], tree_ram[93], tree_ram[94], tree_ram[95], tree_ram[96], tree_ram[97], tree_ram[98], tree_ram[99], tree_ram[100], tree_ram[101], tree_ram[102], tree_ram[103], tree_ram[104], tree_ram[105], tree_ram[106], tree_ram[107], tree_ram[108], tree_ram[109], tree_ram[110], tree_ram[111], tree_ram[112], tree_ram[113], tree_ram[114], tree_ram[115], tree_ram[116], tree_ram[117], tree_ram[118], tree_ram[119], tree_ram[120], tree_ram[121], tree_ram[122], tree_ram[123], tree_ram[124], tree_ram[125], tree_ram[126], tree_ram[127], tree_ram[128], tree_ram[129], tree_ram[130], tree_ram[131], tree_ram[132], tree_ram[133], tree_ram[134], tree_ram[135], tree_ram[136], tree_ram[137], tree_ram[138], tree_ram[139], tree_ram[140], tree_ram[141], tree_ram[142], tree_ram[143], tree_ram[144], tree_ram[145], tree_ram[146], tree_ram[147], tree_ram[148], tree_ram[149], tree_ram[150], tree_ram[151], tree_ram[152], tree_ram[153], tree_ram[154], tree_ram[155], tree_ram[156], tree_ram[157], tree_ram[158], tree_ram[159], tree_ram[160], tree_ram[161], tree_ram[162], tree_ram[163], tree_ram[164], tree_ram[165], tree_ram[166], tree_ram[167], tree_ram[168], tree_ram[169], tree_ram[170], tree_ram[171], tree_ram[172], tree_ram[173], tree_ram[174], tree_ram[175], tree_ram[176], tree_ram[177], tree_ram[178], tree_ram[179], tree_ram[180], tree_ram[181], tree_ram[182], tree_ram[183], tree_ram[184], tree_ram[185], tree_ram[186], tree_ram[187], tree_ram[188], tree_ram[189], tree_ram[190], tree_ram[191], tree_ram[192], tree_ram[193], tree_ram[194], tree_ram[195], tree_ram[196], tree_ram[197], tree_ram[198], tree_ram[199], tree_ram[200], tree_ram[201], tree_ram[202], tree_ram[203], tree_ram[204], tree_ram[205], tree_ram[206], tree_ram[207], tree_ram[208], tree_ram[209], tree_ram[210], tree_ram[211], tree_ram[212], tree_ram[213], tree_ram[214], tree_ram[215], tree_ram[216], tree_ram[217], tree_ram[218], tree_ram[219], tree_ram[220], tree_ram[221], tree_ram[222], tree_ram[223], tree_ram[224], tree_ram[225], tree_ram[226], tree_ram[227], tree_ram[228], tree_ram[229], tree_ram[230], tree_ram[231], tree_ram[232], tree_ram[233], tree_ram[234], tree_ram[235], tree_ram[236], tree_ram[237], tree_ram[238], tree_ram[239], tree_ram[240], tree_ram[241], tree_ram[242], tree_ram[243], tree_ram[244], tree_ram[245], tree_ram[246], tree_ram[247], tree_ram[248], tree_ram[249], tree_ram[250], tree_ram[251], tree_ram[252], tree_ram[253], tree_ram[254], tree_ram[255], tree_ram[256], tree_ram[257], tree_ram[258], tree_ram[259], tree_ram[260], tree_ram[261], tree_ram[262], tree_ram[263], tree_ram[264], tree_ram[265], tree_ram[266], tree_ram[267], tree_ram[268], tree_ram[269], tree_ram[270], tree_ram[271], tree_ram[272], tree_ram[273], tree_ram[274], tree_ram[275], tree_ram[276], tree_ram[277], tree_ram[278], tree_ram[279], tree_ram[280], tree_ram[281], tree_ram[282], tree_ram[283], tree_ram[284], tree_ram[285], tree_ram[286], tree_ram[287], tree_ram[288], tree_ram[289], tree_ram[290], tree_ram[291], tree_ram[292], tree_ram[293], tree_ram[294], tree_ram[295], tree_ram[296], tree_ram[297], tree_ram[298], tree_ram[299], tree_ram[300], tree_ram[301], tree_ram[302], tree_ram[303], tree_ram[304], tree_ram[305], tree_ram[306], tree_ram[307], tree_ram[308], tree_ram[309], tree_ram[310], tree_ram[311], tree_ram[312], tree_ram[313], tree_ram[314], tree_ram[315], tree_ram[316], tree_ram[317], tree_ram[318], tree_ram[319], tree_ram[320], tree_ram[321], tree_ram[322], tree_ram[323], tree_ram[324], tree_ram[325], tree_ram[326], tree_ram[327], tree_ram[328], tree_ram[329], tree_ram[330], tree_ram[331], tree_ram[332], tree_ram[333], tree_ram[334], tree_ram[335], tree_ram[336], tree_ram[337], tree_ram[338], tree_ram[339], tree_ram[340], tree_ram[341], tree_ram[342], tree_ram[343], tree_ram[344], tree_ram[345], tree_ram[346], tree_ram[347], tree_ram[348], tree_ram[349], tree_ram[350], tree_ram[351], tree_ram[352], tree_ram[353], tree_ram[354], tree_ram[355], tree_ram[356], tree_ram[357], tree_ram[358], tree_ram[359], tree_ram[360], tree_ram[361], tree_ram[362], tree_ram[363], tree_ram[364], tree_ram[365], tree_ram[366], tree_ram[367], tree_ram[368], tree_ram[369], tree_ram[370], tree_ram[371], tree_ram[372], tree_ram[373], tree_ram[374], tree_ram[375], tree_ram[376], tree_ram[377], tree_ram[378], tree_ram[379], tree_ram[380], tree_ram[381], tree_ram[382], tree_ram[383], tree_ram[384], tree_ram[385], tree_ram[386], tree_ram[387], tree_ram[388], tree_ram[389], tree_ram[390], tree_ram[391], tree_ram[392], tree_ram[393], tree_ram[394], tree_ram[395], tree_ram[396], tree_ram[397], tree_ram[398], tree_ram[399], tree_ram[400], tree_ram[401], tree_ram[402], tree_ram[403], tree_ram[404], tree_ram[405], tree_ram[406], tree_ram[407], tree_ram[408], tree_ram[409], tree_ram[410], tree_ram[411], tree_ram[412], tree_ram[413], tree_ram[414], tree_ram[415], tree_ram[416], tree_ram[417], tree_ram[418], tree_ram[419], tree_ram[420], tree_ram[421], tree_ram[422], tree_ram[423], tree_ram[424], tree_ram[425], tree_ram[426], tree_ram[427], tree_ram[428], tree_ram[429], tree_ram[430], tree_ram[431], tree_ram[432], tree_ram[433], tree_ram[434], tree_ram[435], tree_ram[436], tree_ram[437], tree_ram[438], tree_ram[439], tree_ram[440], tree_ram[441], tree_ram[442], tree_ram[443], tree_ram[444], tree_ram[445], tree_ram[446], tree_ram[447], tree_ram[448], tree_ram[449], tree_ram[450], tree_ram[451], tree_ram[452], tree_ram[453], tree_ram[454], tree_ram[455], tree_ram[456], tree_ram[457], tree_ram[458], tree_ram[459], tree_ram[460], tree_ram[461], tree_ram[462], tree_ram[463], tree_ram[464], tree_ram[465], tree_ram[466], tree_ram[467], tree_ram[468], tree_ram[469], tree_ram[470], tree_ram[471], tree_ram[472], tree_ram[473], tree_ram[474], tree_ram[475], tree_ram[476], tree_ram[477], tree_ram[478], tree_ram[479], tree_ram[480], tree_ram[481], tree_ram[482], tree_ram[483], tree_ram[484], tree_ram[485], tree_ram[486], tree_ram[487], tree_ram[488], tree_ram[489], tree_ram[490], tree_ram[491], tree_ram[492], tree_ram[493], tree_ram[494], tree_ram[495], tree_ram[496], tree_ram[497], tree_ram[498], tree_ram[499], tree_ram[500], tree_ram[501], tree_ram[502], tree_ram[503], tree_ram[504], tree_ram[505], tree_ram[506], tree_ram[507], tree_ram[508], tree_ram[509], tree_ram[510], tree_ram[511], tree_ram[512], tree_ram[513], tree_ram[514], tree_ram[515], tree_ram[516], tree_ram[517], tree_ram[518], tree_ram[519], tree_ram[520], tree_ram[521], tree_ram[522], tree_ram[523], tree_ram[524], tree_ram[525], tree_ram[526], tree_ram[527], tree_ram[528], tree_ram[529], tree_ram[530], tree_ram[531], tree_ram[532], tree_ram[533], tree_ram[534], tree_ram[535], tree_ram[536], tree_ram[537], tree_ram[538], tree_ram[539], tree_ram[540], tree_ram[541], tree_ram[542], tree_ram[543], tree_ram[544], tree_ram[545], tree_ram[546], tree_ram[547], tree_ram[548], tree_ram[549], tree_ram[550], tree_ram[551], tree_ram[552], tree_ram[553], tree_ram[554], tree_ram[555], tree_ram[556], tree_ram[557], tree_ram[558], tree_ram[559], tree_ram[560], tree_ram[561], tree_ram[562], tree_ram[563], tree_ram[564], tree_ram[565], tree_ram[566], tree_ram[567], tree_ram[568], tree_ram[569], tree_ram[570], tree_ram[571], tree_ram[572], tree_ram[573], tree_ram[574], tree_ram[575], tree_ram[576], tree_ram[577], tree_ram[578], tree_ram[579], tree_ram[580], tree_ram[581], tree_ram[582], tree_ram[583], tree_ram[584], tree_ram[585], tree_ram[586], tree_ram[587], tree_ram[588], tree_ram[589], tree_ram[590], tree_ram[591], tree_ram[592], tree_ram[593], tree_ram[594], tree_ram[595], tree_ram[596], tree_ram[597], tree_ram[598], tree_ram[599], tree_ram[600], tree_ram[601], tree_ram[602], tree_ram[603], tree_ram[604], tree_ram[605], tree_ram[606], tree_ram[607], tree_ram[608], tree_ram[609], tree_ram[610], tree_ram[611], tree_ram[612], tree_ram[613], tree_ram[614], tree_ram[615], tree_ram[616], tree_ram[617], tree_ram[618], tree_ram[619], tree_ram[620], tree_ram[621], tree_ram[622], tree_ram[623], tree_ram[624], tree_ram[625], tree_ram[626], tree_ram[627], tree_ram[628], tree_ram[629], tree_ram[630], tree_ram[631], tree_ram[632], tree_ram[633], tree_ram[634], tree_ram[635], tree_ram[636], tree_ram[637], tree_ram[638], tree_ram[639], tree_ram[640], tree_ram[641], tree_ram[642], tree_ram[643], tree_ram[644], tree_ram[645], tree_ram[646], tree_ram[647], tree_ram[648], tree_ram[649], tree_ram[650], tree_ram[651], tree_ram[652], tree_ram[653], tree_ram[654], tree_ram[655], tree_ram[656], tree_ram[657], tree_ram[658], tree_ram[659], tree_ram[660], tree_ram[661], tree_ram[662], tree_ram[663], tree_ram[664], tree_ram[665], tree_ram[666], tree_ram[667], tree_ram[668], tree_ram[669], tree_ram[670], tree_ram[671], tree_ram[672], tree_ram[673], tree_ram[674], tree_ram[675], tree_ram[676], tree_ram[677], tree_ram[678], tree_ram[679], tree_ram[680], tree_ram[681], tree_ram[682], tree_ram[683], tree_ram[684], tree_ram[685], tree_ram[686], tree_ram[687], tree_ram[688], tree_ram[689], tree_ram[690], tree_ram[691], tree_ram[692], tree_ram[693], tree_ram[694], tree_ram[695], tree_ram[696], tree_ram[697], tree_ram[698], tree_ram[699], tree_ram[700], tree_ram[701], tree_ram[702], tree_ram[703], tree_ram[704], tree_ram[705], tree_ram[706], tree_ram[707], tree_ram[708], tree_ram[709], tree_ram[710], tree_ram[711], tree_ram[712], tree_ram[713], tree_ram[714], tree_ram[715], tree_ram[716], tree_ram[717], tree_ram[718], tree_ram[719], tree_ram[720], tree_ram[721], tree_ram[722], tree_ram[723], tree_ram[724], tree_ram[725], tree_ram[726], tree_ram[727], tree_ram[728], tree_ram[729], tree_ram[730], tree_ram[731], tree_ram[732], tree_ram[733], tree_ram[734], tree_ram[735], tree_ram[736], tree_ram[737], tree_ram[738], tree_ram[739], tree_ram[740], tree_ram[741], tree_ram[742], tree_ram[743], tree_ram[744], tree_ram[745], tree_ram[746], tree_ram[747], tree_ram[748], tree_ram[749], tree_ram[750], tree_ram[751], tree_ram[752], tree_ram[753], tree_ram[754], tree_ram[755], tree_ram[756], tree_ram[757], tree_ram[758], tree_ram[759], tree_ram[760], tree_ram[761], tree_ram[762], tree_ram[763], tree_ram[764], tree_ram[765], tree_ram[766], tree_ram[767], tree_ram[768], tree_ram[769], tree_ram[770], tree_ram[771], tree_ram[772], tree_ram[773], tree_ram[774], tree_ram[775], tree_ram[776], tree_ram[777], tree_ram[778], tree_ram[779], tree_ram[780], tree_ram[781], tree_ram[782], tree_ram[783], tree_ram[784], tree_ram[785], tree_ram[786], tree_ram[787], tree_ram[788], tree_ram[789], tree_ram[790], tree_ram[791], tree_ram[792], tree_ram[793], tree_ram[794], tree_ram[795], tree_ram[796], tree_ram[797], tree_ram[798], tree_ram[799], tree_ram[800], tree_ram[801], tree_ram[802], tree_ram[803], tree_ram[804], tree_ram[805], tree_ram[806], tree_ram[807], tree_ram[808], tree_ram[809], tree_ram[810], tree_ram[811], tree_ram[812], tree_ram[813], tree_ram[814], tree_ram[815], tree_ram[816], tree_ram[817], tree_ram[818], tree_ram[819], tree_ram[820], tree_ram[821], tree_ram[822], tree_ram[823], tree_ram[824], tree_ram[825], tree_ram[826], tree_ram[827], tree_ram[828], tree_ram[829], tree_ram[830], tree_ram[831], tree_ram[832], tree_ram[833], tree_ram[834], tree_ram[835], tree_ram[836], tree_ram[837], tree_ram[838], tree_ram[839], tree_ram[840], tree_ram[841], tree_ram[842], tree_ram[843], tree_ram[844], tree_ram[845], tree_ram[846], tree_ram[847], tree_ram[848], tree_ram[849], tree_ram[850], tree_ram[851], tree_ram[852], tree_ram[853], tree_ram[854], tree_ram[855], tree_ram[856], tree_ram[857], tree_ram[858], tree_ram[859], tree_ram[860], tree_ram[861], tree_ram[862], tree_ram[863], tree_ram[864], tree_ram[865], tree_ram[866], tree_ram[867], tree_ram[868], tree_ram[869], tree_ram[870], tree_ram[871], tree_ram[872], tree_ram[873], tree_ram[874], tree_ram[875], tree_ram[876], tree_ram[877], tree_ram[878], tree_ram[879], tree_ram[880], tree_ram[881], tree_ram[882], tree_ram[883], tree_ram[884], tree_ram[885], tree_ram[886], tree_ram[887], tree_ram[888], tree_ram[889], tree_ram[890], tree_ram[891], tree_ram[892], tree_ram[893], tree_ram[894], tree_ram[895], tree_ram[896], tree_ram[897], tree_ram[898], tree_ram[899], tree_ram[900], tree_ram[901], tree_ram[902], tree_ram[903], tree_ram[904], tree_ram[905], tree_ram[906], tree_ram[907], tree_ram[908], tree_ram[909], tree_ram[910], tree_ram[911], tree_ram[912], tree_ram[913], tree_ram[914], tree_ram[915], tree_ram[916], tree_ram[917], tree_ram[918], tree_ram[919], tree_ram[920], tree_ram[921], tree_ram[922], tree_ram[923], tree_ram[924], tree_ram[925], tree_ram[926], tree_ram[927], tree_ram[928], tree_ram[929], tree_ram[930], tree_ram[931], tree_ram[932], tree_ram[933], tree_ram[934], tree_ram[935], tree_ram[936], tree_ram[937], tree_ram[938], tree_ram[939], tree_ram[940], tree_ram[941], tree_ram[942], tree_ram[943], tree_ram[944], tree_ram[945], tree_ram[946], tree_ram[947], tree_ram[948], tree_ram[949], tree_ram[950], tree_ram[951], tree_ram[952], tree_ram[953], tree_ram[954], tree_ram[955], tree_ram[956], tree_ram[957], tree_ram[958], tree_ram[959], tree_ram[960], tree_ram[961], tree_ram[962], tree_ram[963], tree_ram[964], tree_ram[965], tree_ram[966], tree_ram[967], tree_ram[968], tree_ram[969], tree_ram[970], tree_ram[971], tree_ram[972], tree_ram[973], tree_ram[974], tree_ram[975], tree_ram[976], tree_ram[977], tree_ram[978], tree_ram[979], tree_ram[980], tree_ram[981], tree_ram[982], tree_ram[983], tree_ram[984], tree_ram[985], tree_ram[986], tree_ram[987], tree_ram[988], tree_ram[989], tree_ram[990], tree_ram[991], tree_ram[992], tree_ram[993], tree_ram[994], tree_ram[995], tree_ram[996], tree_ram[997], tree_ram[998], tree_ram[999], tree_ram[1000], tree_ram[1001], tree_ram[1002], tree_ram[1003], tree_ram[1004], tree_ram[1005], tree_ram[1006], tree_ram[1007], tree_ram[1008], tree_ram[1009], tree_ram[1010], tree_ram[1011], tree_ram[1012], tree_ram[1013], tree_ram[1014], tree_ram[1015], tree_ram[1016], tree_ram[1017], tree_ram[1018], tree_ram[1019], tree_ram[1020], tree_ram[1021], tree_ram[1022], tree_ram[1023], tree_ram[1024], tree_ram[1025], tree_ram[1026], tree_ram[1027], tree_ram[1028], tree_ram[1029], tree_ram[1030], tree_ram[1031], tree_ram[1032], tree_ram[1033], tree_ram[1034], tree_ram[1035], tree_ram[1036], tree_ram[1037], tree_ram[1038], tree_ram[1039], tree_ram[1040], tree_ram[1041], tree_ram[1042], tree_ram[1043], tree_ram[1044], tree_ram[1045], tree_ram[1046], tree_ram[1047], tree_ram[1048], tree_ram[1049], tree_ram[1050], tree_ram[1051], tree_ram[1052], tree_ram[1053], tree_ram[1054], tree_ram[1055], tree_ram[1056], tree_ram[1057], tree_ram[1058], tree_ram[1059], tree_ram[1060], tree_ram[1061], tree_ram[1062], tree_ram[1063], tree_ram[1064], tree_ram[1065], tree_ram[1066], tree_ram[1067], tree_ram[1068], tree_ram[1069], tree_ram[1070], tree_ram[1071], tree_ram[1072], tree_ram[1073], tree_ram[1074], tree_ram[1075], tree_ram[1076], tree_ram[1077], tree_ram[1078], tree_ram[1079], tree_ram[1080], tree_ram[1081], tree_ram[1082], tree_ram[1083], tree_ram[1084], tree_ram[1085], tree_ram[1086], tree_ram[1087], tree_ram[1088], tree_ram[1089], tree_ram[1090], tree_ram[1091], tree_ram[1092], tree_ram[1093], tree_ram[1094], tree_ram[1095], tree_ram[1096], tree_ram[1097], tree_ram[1098], tree_ram[1099], tree_ram[1100], tree_ram[1101], tree_ram[1102], tree_ram[1103], tree_ram[1104], tree_ram[1105], tree_ram[1106], tree_ram[1107], tree_ram[1108], tree_ram[1109], tree_ram[1110], tree_ram[1111], tree_ram[1112], tree_ram[1113], tree_ram[1114], tree_ram[1115], tree_ram[1116], tree_ram[1117], tree_ram[1118], tree_ram[1119], tree_ram[1120], tree_ram[1121], tree_ram[1122], tree_ram[1123], tree_ram[1124], tree_ram[1125], tree_ram[1126], tree_ram[1127], tree_ram[1128], tree_ram[1129], tree_ram[1130], tree_ram[1131], tree_ram[1132], tree_ram[1133], tree_ram[1134], tree_ram[1135], tree_ram[1136], tree_ram[1137], tree_ram[1138], tree_ram[1139], tree_ram[1140], tree_ram[1141], tree_ram[1142], tree_ram[1143], tree_ram[1144], tree_ram[1145], tree_ram[1146], tree_ram[1147], tree_ram[1148], tree_ram[1149], tree_ram[1150], tree_ram[1151], tree_ram[1152], tree_ram[1153], tree_ram[1154], tree_ram[1155], tree_ram[1156], tree_ram[1157], tree_ram[1158], tree_ram[1159], tree_ram[1160], tree_ram[1161], tree_ram[1162], tree_ram[1163], tree_ram[1164], tree_ram[1165], tree_ram[1166], tree_ram[1167], tree_ram[1168], tree_ram[1169], tree_ram[1170], tree_ram[1171], tree_ram[1172], tree_ram[1173], tree_ram[1174], tree_ram[1175], tree_ram[1176], tree_ram[1177], tree_ram[1178], tree_ram[1179], tree_ram[1180], tree_ram[1181], tree_ram[1182], tree_ram[1183], tree_ram[1184], tree_ram[1185], tree_ram[1186], tree_ram[1187], tree_ram[1188], tree_ram[1189], tree_ram[1190], tree_ram[1191], tree_ram[1192], tree_ram[1193], tree_ram[1194], tree_ram[1195], tree_ram[1196], tree_ram[1197], tree_ram[1198], tree_ram[1199], tree_ram[1200], tree_ram[1201], tree_ram[1202], tree_ram[1203], tree_ram[1204], tree_ram[1205], tree_ram[1206], tree_ram[1207], tree_ram[1208], tree_ram[1209], tree_ram[1210], tree_ram[1211], tree_ram[1212], tree_ram[1213], tree_ram[1214], tree_ram[1215], tree_ram[1216], tree_ram[1217], tree_ram[1218], tree_ram[1219], tree_ram[1220], tree_ram[1221], tree_ram[1222], tree_ram[1223], tree_ram[1224], tree_ram[1225], tree_ram[1226], tree_ram[1227], tree_ram[1228], tree_ram[1229], tree_ram[1230], tree_ram[1231], tree_ram[1232], tree_ram[1233], tree_ram[1234], tree_ram[1235], tree_ram[1236], tree_ram[1237], tree_ram[1238], tree_ram[1239], tree_ram[1240], tree_ram[1241], tree_ram[1242], tree_ram[1243], tree_ram[1244], tree_ram[1245], tree_ram[1246], tree_ram[1247], tree_ram[1248], tree_ram[1249], tree_ram[1250], tree_ram[1251], tree_ram[1252], tree_ram[1253], tree_ram[1254], tree_ram[1255], tree_ram[1256], tree_ram[1257], tree_ram[1258], tree_ram[1259], tree_ram[1260], tree_ram[1261], tree_ram[1262], tree_ram[1263], tree_ram[1264], tree_ram[1265], tree_ram[1266], tree_ram[1267], tree_ram[1268], tree_ram[1269], tree_ram[1270], tree_ram[1271], tree_ram[1272], tree_ram[1273], tree_ram[1274], tree_ram[1275], tree_ram[1276], tree_ram[1277], tree_ram[1278], tree_ram[1279], tree_ram[1280], tree_ram[1281], tree_ram[1282], tree_ram[1283], tree_ram[1284], tree_ram[1285], tree_ram[1286], tree_ram[1287], tree_ram[1288], tree_ram[1289], tree_ram[1290], tree_ram[1291], tree_ram[1292], tree_ram[1293], tree_ram[1294], tree_ram[1295], tree_ram[1296], tree_ram[1297], tree_ram[1298], tree_ram[1299], tree_ram[1300], tree_ram[1301], tree_ram[1302], tree_ram[1303], tree_ram[1304], tree_ram[1305], tree_ram[1306], tree_ram[1307], tree_ram[1308], tree_ram[1309], tree_ram[1310], tree_ram[1311], tree_ram[1312], tree_ram[1313], tree_ram[1314], tree_ram[1315], tree_ram[1316], tree_ram[1317], tree_ram[1318], tree_ram[1319], tree_ram[1320], tree_ram[1321], tree_ram[1322], tree_ram[1323], tree_ram[1324], tree_ram[1325], tree_ram[1326], tree_ram[1327], tree_ram[1328], tree_ram[1329], tree_ram[1330], tree_ram[1331], tree_ram[1332], tree_ram[1333], tree_ram[1334], tree_ram[1335], tree_ram[1336], tree_ram[1337], tree_ram[1338], tree_ram[1339], tree_ram[1340], tree_ram[1341], tree_ram[1342], tree_ram[1343], tree_ram[1344], tree_ram[1345], tree_ram[1346], tree_ram[1347], tree_ram[1348], tree_ram[1349], tree_ram[1350], tree_ram[1351], tree_ram[1352], tree_ram[1353], tree_ram[1354], tree_ram[1355], tree_ram[1356], tree_ram[1357], tree_ram[1358], tree_ram[1359], tree_ram[1360], tree_ram[1361], tree_ram[1362], tree_ram[1363], tree_ram[1364], tree_ram[1365], tree_ram[1366], tree_ram[1367], tree_ram[1368], tree_ram[1369], tree_ram[1370], tree_ram[1371], tree_ram[1372], tree_ram[1373], tree_ram[1374], tree_ram[1375], tree_ram[1376], tree_ram[1377], tree_ram[1378], tree_ram[1379], tree_ram[1380], tree_ram[1381], tree_ram[1382], tree_ram[1383], tree_ram[1384], tree_ram[1385], tree_ram[1386], tree_ram[1387], tree_ram[1388], tree_ram[1389], tree_ram[1390], tree_ram[1391], tree_ram[1392], tree_ram[1393], tree_ram[1394], tree_ram[1395], tree_ram[1396], tree_ram[1397], tree_ram[1398], tree_ram[1399], tree_ram[1400], tree_ram[1401], tree_ram[1402], tree_ram[1403], tree_ram[1404], tree_ram[1405], tree_ram[1406], tree_ram[1407], tree_ram[1408], tree_ram[1409], tree_ram[1410], tree_ram[1411], tree_ram[1412], tree_ram[1413], tree_ram[1414], tree_ram[1415], tree_ram[1416], tree_ram[1417], tree_ram[1418], tree_ram[1419], tree_ram[1420], tree_ram[1421], tree_ram[1422], tree_ram[1423], tree_ram[1424], tree_ram[1425], tree_ram[1426], tree_ram[1427], tree_ram[1428], tree_ram[1429], tree_ram[1430], tree_ram[1431], tree_ram[1432], tree_ram[1433], tree_ram[1434], tree_ram[1435], tree_ram[1436], tree_ram[1437], tree_ram[1438], tree_ram[1439], tree_ram[1440], tree_ram[1441], tree_ram[1442], tree_ram[1443], tree_ram[1444], tree_ram[1445], tree_ram[1446], tree_ram[1447], tree_ram[1448], tree_ram[1449], tree_ram[1450], tree_ram[1451], tree_ram[1452], tree_ram[1453], tree_ram[1454], tree_ram[1455], tree_ram[1456], tree_ram[1457], tree_ram[1458], tree_ram[1459], tree_ram[1460], tree_ram[1461], tree_ram[1462], tree_ram[1463], tree_ram[1464], tree_ram[1465], tree_ram[1466], tree_ram[1467], tree_ram[1468], tree_ram[1469], tree_ram[1470], tree_ram[1471], tree_ram[1472], tree_ram[1473], tree_ram[1474], tree_ram[1475], tree_ram[1476], tree_ram[1477], tree_ram[1478], tree_ram[1479], tree_ram[1480], tree_ram[1481], tree_ram[1482], tree_ram[1483], tree_ram[1484], tree_ram[1485], tree_ram[1486], tree_ram[1487], tree_ram[1488], tree_ram[1489], tree_ram[1490], tree_ram[1491], tree_ram[1492], tree_ram[1493], tree_ram[1494], tree_ram[1495], tree_ram[1496], tree_ram[1497], tree_ram[1498], tree_ram[1499], tree_ram[1500], tree_ram[1501], tree_ram[1502], tree_ram[1503], tree_ram[1504], tree_ram[1505], tree_ram[1506], tree_ram[1507], tree_ram[1508], tree_ram[1509], tree_ram[1510], tree_ram[1511], tree_ram[1512], tree_ram[1513], tree_ram[1514], tree_ram[1515], tree_ram[1516], tree_ram[1517], tree_ram[1518], tree_ram[1519], tree_ram[1520], tree_ram[1521], tree_ram[1522], tree_ram[1523], tree_ram[1524], tree_ram[1525], tree_ram[1526], tree_ram[1527], tree_ram[1528], tree_ram[1529], tree_ram[1530], tree_ram[1531], tree_ram[1532], tree_ram[1533], tree_ram[1534], tree_ram[1535], tree_ram[1536], tree_ram[1537], tree_ram[1538], tree_ram[1539], tree_ram[1540], tree_ram[1541], tree_ram[1542], tree_ram[1543], tree_ram[1544], tree_ram[1545], tree_ram[1546], tree_ram[1547], tree_ram[1548], tree_ram[1549], tree_ram[1550], tree_ram[1551], tree_ram[1552], tree_ram[1553], tree_ram[1554], tree_ram[1555], tree_ram[1556], tree_ram[1557], tree_ram[1558], tree_ram[1559], tree_ram[1560], tree_ram[1561], tree_ram[1562], tree_ram[1563], tree_ram[1564], tree_ram[1565], tree_ram[1566], tree_ram[1567], tree_ram[1568], tree_ram[1569], tree_ram[1570], tree_ram[1571], tree_ram[1572], tree_ram[1573], tree_ram[1574], tree_ram[1575], tree_ram[1576], tree_ram[1577], tree_ram[1578], tree_ram[1579], tree_ram[1580], tree_ram[1581], tree_ram[1582], tree_ram[1583], tree_ram[1584], tree_ram[1585], tree_ram[1586], tree_ram[1587], tree_ram[1588], tree_ram[1589], tree_ram[1590], tree_ram[1591], tree_ram[1592], tree_ram[1593], tree_ram[1594], tree_ram[1595], tree_ram[1596], tree_ram[1597], tree_ram[1598], tree_ram[1599], tree_ram[1600], tree_ram[1601], tree_ram[1602], tree_ram[1603], tree_ram[1604], tree_ram[1605], tree_ram[1606], tree_ram[1607], tree_ram[1608], tree_ram[1609], tree_ram[1610], tree_ram[1611], tree_ram[1612], tree_ram[1613], tree_ram[1614], tree_ram[1615], tree_ram[1616], tree_ram[1617], tree_ram[1618], tree_ram[1619], tree_ram[1620], tree_ram[1621], tree_ram[1622], tree_ram[1623], tree_ram[1624], tree_ram[1625], tree_ram[1626], tree_ram[1627], tree_ram[1628], tree_ram[1629], tree_ram[1630], tree_ram[1631], tree_ram[1632], tree_ram[1633], tree_ram[1634], tree_ram[1635], tree_ram[1636], tree_ram[1637], tree_ram[1638], tree_ram[1639], tree_ram[1640], tree_ram[1641], tree_ram[1642], tree_ram[1643], tree_ram[1644], tree_ram[1645], tree_ram[1646], tree_ram[1647], tree_ram[1648], tree_ram[1649], tree_ram[1650], tree_ram[1651], tree_ram[1652], tree_ram[1653], tree_ram[1654], tree_ram[1655], tree_ram[1656], tree_ram[1657], tree_ram[1658], tree_ram[1659], tree_ram[1660], tree_ram[1661], tree_ram[1662], tree_ram[1663], tree_ram[1664], tree_ram[1665], tree_ram[1666], tree_ram[1667], tree_ram[1668], tree_ram[1669], tree_ram[1670], tree_ram[1671], tree_ram[1672], tree_ram[1673], tree_ram[1674], tree_ram[1675], tree_ram[1676], tree_ram[1677], tree_ram[1678], tree_ram[1679], tree_ram[1680], tree_ram[1681], tree_ram[1682], tree_ram[1683], tree_ram[1684], tree_ram[1685], tree_ram[1686], tree_ram[1687], tree_ram[1688], tree_ram[1689], tree_ram[1690], tree_ram[1691], tree_ram[1692], tree_ram[1693], tree_ram[1694], tree_ram[1695], tree_ram[1696], tree_ram[1697], tree_ram[1698], tree_ram[1699], tree_ram[1700], tree_ram[1701], tree_ram[1702], tree_ram[1703], tree_ram[1704], tree_ram[1705], tree_ram[1706], tree_ram[1707], tree_ram[1708], tree_ram[1709], tree_ram[1710], tree_ram[1711], tree_ram[1712], tree_ram[1713], tree_ram[1714], tree_ram[1715], tree_ram[1716], tree_ram[1717], tree_ram[1718], tree_ram[1719], tree_ram[1720], tree_ram[1721], tree_ram[1722], tree_ram[1723], tree_ram[1724], tree_ram[1725], tree_ram[1726], tree_ram[1727], tree_ram[1728], tree_ram[1729], tree_ram[1730], tree_ram[1731], tree_ram[1732], tree_ram[1733], tree_ram[1734], tree_ram[1735], tree_ram[1736], tree_ram[1737], tree_ram[1738], tree_ram[1739], tree_ram[1740], tree_ram[1741], tree_ram[1742], tree_ram[1743], tree_ram[1744], tree_ram[1745], tree_ram[1746], tree_ram[1747], tree_ram[1748], tree_ram[1749], tree_ram[1750], tree_ram[1751], tree_ram[1752], tree_ram[1753], tree_ram[1754], tree_ram[1755], tree_ram[1756], tree_ram[1757], tree_ram[1758], tree_ram[1759], tree_ram[1760], tree_ram[1761], tree_ram[1762], tree_ram[1763], tree_ram[1764], tree_ram[1765], tree_ram[1766], tree_ram[1767], tree_ram[1768], tree_ram[1769], tree_ram[1770], tree_ram[1771], tree_ram[1772], tree_ram[1773], tree_ram[1774], tree_ram[1775], tree_ram[1776], tree_ram[1777], tree_ram[1778], tree_ram[1779], tree_ram[1780], tree_ram[1781], tree_ram[1782], tree_ram[1783], tree_ram[1784], tree_ram[1785], tree_ram[1786], tree_ram[1787], tree_ram[1788], tree_ram[1789], tree_ram[1790], tree_ram[1791], tree_ram[1792], tree_ram[1793], tree_ram[1794], tree_ram[1795], tree_ram[1796], tree_ram[1797], tree_ram[1798], tree_ram[1799], tree_ram[1800], tree_ram[1801], tree_ram[1802], tree_ram[1803], tree_ram[1804], tree_ram[1805], tree_ram[1806], tree_ram[1807], tree_ram[1808], tree_ram[1809], tree_ram[1810], tree_ram[1811], tree_ram[1812], tree_ram[1813], tree_ram[1814], tree_ram[1815], tree_ram[1816], tree_ram[1817], tree_ram[1818], tree_ram[1819], tree_ram[1820], tree_ram[1821], tree_ram[1822], tree_ram[1823], tree_ram[1824], tree_ram[1825], tree_ram[1826], tree_ram[1827], tree_ram[1828], tree_ram[1829], tree_ram[1830], tree_ram[1831], tree_ram[1832], tree_ram[1833], tree_ram[1834], tree_ram[1835], tree_ram[1836], tree_ram[1837], tree_ram[1838], tree_ram[1839], tree_ram[1840], tree_ram[1841], tree_ram[1842], tree_ram[1843], tree_ram[1844], tree_ram[1845], tree_ram[1846], tree_ram[1847], tree_ram[1848], tree_ram[1849], tree_ram[1850], tree_ram[1851], tree_ram[1852], tree_ram[1853], tree_ram[1854], tree_ram[1855], tree_ram[1856], tree_ram[1857], tree_ram[1858], tree_ram[1859], tree_ram[1860], tree_ram[1861], tree_ram[1862], tree_ram[1863], tree_ram[1864], tree_ram[1865], tree_ram[1866], tree_ram[1867], tree_ram[1868], tree_ram[1869], tree_ram[1870], tree_ram[1871], tree_ram[1872], tree_ram[1873], tree_ram[1874], tree_ram[1875], tree_ram[1876], tree_ram[1877], tree_ram[1878], tree_ram[1879], tree_ram[1880], tree_ram[1881], tree_ram[1882], tree_ram[1883], tree_ram[1884], tree_ram[1885], tree_ram[1886], tree_ram[1887], tree_ram[1888], tree_ram[1889], tree_ram[1890], tree_ram[1891], tree_ram[1892], tree_ram[1893], tree_ram[1894], tree_ram[1895], tree_ram[1896], tree_ram[1897], tree_ram[1898], tree_ram[1899], tree_ram[1900], tree_ram[1901], tree_ram[1902], tree_ram[1903], tree_ram[1904], tree_ram[1905], tree_ram[1906], tree_ram[1907], tree_ram[1908], tree_ram[1909], tree_ram[1910], tree_ram[1911], tree_ram[1912], tree_ram[1913], tree_ram[1914], tree_ram[1915], tree_ram[1916], tree_ram[1917], tree_ram[1918], tree_ram[1919], tree_ram[1920], tree_ram[1921], tree_ram[1922], tree_ram[1923], tree_ram[1924], tree_ram[1925], tree_ram[1926], tree_ram[1927], tree_ram[1928], tree_ram[1929], tree_ram[1930], tree_ram[1931], tree_ram[1932], tree_ram[1933], tree_ram[1934], tree_ram[1935], tree_ram[1936], tree_ram[1937], tree_ram[1938], tree_ram[1939], tree_ram[1940], tree_ram[1941], tree_ram[1942], tree_ram[1943], tree_ram[1944], tree_ram[1945], tree_ram[1946], tree_ram[1947], tree_ram[1948], tree_ram[1949], tree_ram[1950], tree_ram[1951], tree_ram[1952], tree_ram[1953], tree_ram[1954], tree_ram[1955], tree_ram[1956], tree_ram[1957], tree_ram[1958], tree_ram[1959], tree_ram[1960], tree_ram[1961], tree_ram[1962], tree_ram[1963], tree_ram[1964], tree_ram[1965], tree_ram[1966], tree_ram[1967], tree_ram[1968], tree_ram[1969], tree_ram[1970], tree_ram[1971], tree_ram[1972], tree_ram[1973], tree_ram[1974], tree_ram[1975], tree_ram[1976], tree_ram[1977], tree_ram[1978], tree_ram[1979], tree_ram[1980], tree_ram[1981], tree_ram[1982], tree_ram[1983], tree_ram[1984], tree_ram[1985], tree_ram[1986], tree_ram[1987], tree_ram[1988], tree_ram[1989], tree_ram[1990], tree_ram[1991], tree_ram[1992], tree_ram[1993], tree_ram[1994], tree_ram[1995], tree_ram[1996], tree_ram[1997], tree_ram[1998], tree_ram[1999], tree_ram[2000], tree_ram[2001], tree_ram[2002], tree_ram[2003], tree_ram[2004], tree_ram[2005], tree_ram[2006], tree_ram[2007], tree_ram[2008], tree_ram[2009], tree_ram[2010], tree_ram[2011], tree_ram[2012], tree_ram[2013], tree_ram[2014], tree_ram[2015], tree_ram[2016], tree_ram[2017], tree_ram[2018], tree_ram[2019], tree_ram[2020], tree_ram[2021], tree_ram[2022], tree_ram[2023], tree_ram[2024], tree_ram[2025], tree_ram[2026], tree_ram[2027], tree_ram[2028], tree_ram[2029], tree_ram[2030], tree_ram[2031], tree_ram[2032], tree_ram[2033], tree_ram[2034], tree_ram[2035], tree_ram[2036], tree_ram[2037], tree_ram[2038], tree_ram[2039], tree_ram[2040], tree_ram[2041], tree_ram[2042], tree_ram[2043], tree_ram[2044], tree_ram[2045], tree_ram[2046], tree_ram[2047]) begin: tree_rd1_c
+    if ((tree_rd1_cyc < 2048)) begin
+        tree_rd1_word = tree_ram[tree_rd1_cyc[11-1:0]];
+    end
+    else begin
+        tree_rd1_word = 0;
+    end
+end
 
-assign bit_of5_y = slice_of1_y[0];
+
+
+assign slice_of2_y = tree_rd1_word[0+:2];
+
+
+
+assign slice_of3_y = tree_rd1_word[2+:1];
+
+
+
+assign bit_of5_y = slice_of3_y[0];
 
 
 
@@ -16484,8 +16570,8 @@ assign fold_link1_s1 = (fold_link1_a + fold_link1_b);
 assign fold_link1_p2 = (fold_link1_a * fold_link1_b);
 
 
-always @(slice_of0_y, bus_link7_out_any, fold_link1_sa, fold_link1_prev_v, bus_link7_out_val, bit_of5_y, fold_link1_sm, fold_link1_prev_x) begin: fold_link1_c
-    fold_link1_miss = (bit_of5_y && (!bus_link7_out_any) && (slice_of0_y != 0));
+always @(slice_of2_y, bus_link7_out_any, fold_link1_sa, fold_link1_prev_v, bus_link7_out_val, bit_of5_y, fold_link1_sm, fold_link1_prev_x) begin: fold_link1_c
+    fold_link1_miss = (bit_of5_y && (!bus_link7_out_any) && (slice_of2_y != 0));
     fold_link1_out_v = fold_link1_prev_v;
     fold_link1_out_x = fold_link1_prev_x;
     if ((bit_of5_y && bus_link7_out_any)) begin
@@ -16493,7 +16579,7 @@ always @(slice_of0_y, bus_link7_out_any, fold_link1_sa, fold_link1_prev_v, bus_l
         if ((!fold_link1_prev_v)) begin
             fold_link1_out_x = bus_link7_out_val;
         end
-        else if ((slice_of0_y == 2)) begin
+        else if ((slice_of2_y == 2)) begin
             fold_link1_out_x = fold_link1_sa[32-1:0];
         end
         else begin
@@ -16504,7 +16590,7 @@ end
 
 
 
-assign and_nz1_y = (fold_link1_out_v && (slice_of0_y != 0));
+assign and_nz1_y = (fold_link1_out_v && (slice_of2_y != 0));
 
 
 always @(posedge clk) begin: tree_stage1_r
@@ -16532,20 +16618,15 @@ assign err_link16_out = (err_link16_prev || (cosmic_pe0_left_in != 0) || row_bus
 
 
 
-assign b_prev = (err_link16_out || (cosmic_pe0_left_in != 0) || row_bus1_err);
+assign err_link17_out = (err_link16_out || (cosmic_pe0_left_in != 0) || fold_link0_miss);
 
 
 
-assign err_link18_out = (err_link18_prev || (cosmic_pe0_left_in != 0) || fold_link0_miss);
+assign err_link18_out = (err_link18_prev || (cosmic_pe0_left_in != 0) || row_bus1_err);
 
 
 
-assign m_prev = (err_link18_out || (cosmic_pe0_left_in != 0) || fold_link1_miss);
-
-
-
-assign miss_any = m_prev;
-assign bus_err_any = b_prev;
+assign err_link19_out = (err_link18_out || (cosmic_pe0_left_in != 0) || fold_link1_miss);
 
 
 always @(posedge clk) begin: agg_w
@@ -16569,16 +16650,9 @@ always @(posedge clk) begin: sv_w
 end
 
 
-always @(sv_mem[0], sv_mem[1], ai, agg_tab[0], agg_tab[1], agg_tab[2], agg_tab[3], agg_tab[4], agg_tab[5], agg_tab[6], agg_tab[7], agg_tab[8], agg_tab[9], agg_tab[10], agg_tab[11], agg_tab[12], agg_tab[13], agg_tab[14], agg_tab[15], agg_tab[16], agg_tab[17], agg_tab[18], agg_tab[19], agg_tab[20], agg_tab[21], agg_tab[22], agg_tab[23], agg_tab[24], agg_tab[25], agg_tab[26], agg_tab[27], agg_tab[28], agg_tab[29], agg_tab[30], agg_tab[31], agg_tab[32], agg_tab[33], agg_tab[34], agg_tab[35], agg_tab[36], agg_tab[37], agg_tab[38], agg_tab[39], agg_tab[40], agg_tab[41], agg_tab[42], agg_tab[43], agg_tab[44], agg_tab[45], agg_tab[46], agg_tab[47], agg_tab[48], agg_tab[49], agg_tab[50], agg_tab[51], agg_tab[52], agg_tab[53], agg_tab[54], agg_tab[55], agg_tab[56], agg_tab[57], agg_tab[58], agg_tab[59], agg_tab[60], agg_tab[61], agg_tab[62], agg_tab[63], agg_tab[64], agg_tab[65], agg_tab[66], agg_tab[67], agg_tab[68], agg_tab[69], agg_tab[70], agg_tab[71], agg_tab[72], agg_tab[73], agg_tab[74], agg_tab[75], agg_tab[76], agg_tab[77], agg_tab[78], agg_tab[79], agg_tab[80], agg_tab[81], agg_tab[82], agg_tab[83], agg_tab[84], agg_tab[85], agg_tab[86], agg_tab[87], agg_tab[88], agg_tab[89], agg_tab[90], agg_tab[91], agg_tab[92], agg_tab[93], agg_tab[94], agg_tab[95], agg_tab[96], agg_tab[97], agg_tab[98], agg_tab[99], agg_tab[100], agg_tab[101], agg_tab[102], agg_tab[103], agg_tab[104], agg_tab[105], agg_tab[106], agg_tab[107], agg_tab[108], agg_tab[109], agg_tab[110], agg_tab[111], agg_tab[112], agg_tab[113], agg_tab[114], agg_tab[115], agg_tab[116], agg_tab[117], agg_tab[118], agg_tab[119], agg_tab[120], agg_tab[121], agg_tab[122], agg_tab[123], agg_tab[124], agg_tab[125], agg_tab[126], agg_tab[127], agg_tab[128], agg_tab[129], agg_tab[130], agg_tab[131], agg_tab[132], agg_tab[133], agg_tab[134], agg_tab[135], agg_tab[136], agg_tab[137], agg_tab[138], agg_tab[139], agg_tab[140], agg_tab[141], agg_tab[142], agg_tab[143], agg_tab[144], agg_tab[145], agg_tab[146], agg_tab[147], agg_tab[148], agg_tab[149], agg_tab[150], agg_tab[151], agg_tab[152], agg_tab[153], agg_tab[154], agg_tab[155], agg_tab[156], agg_tab[157], agg_tab[158], agg_tab[159], agg_tab[160], agg_tab[161], agg_tab[162], agg_tab[163], agg_tab[164], agg_tab[165], agg_tab[166], agg_tab[167], agg_tab[168], agg_tab[169], agg_tab[170], agg_tab[171], agg_tab[172], agg_tab[173], agg_tab[174], agg_tab[175], agg_tab[176], agg_tab[177], agg_tab[178], agg_tab[179], agg_tab[180], agg_tab[181], agg_tab[182], agg_tab[183], agg_tab[184], agg_tab[185], agg_tab[186], agg_tab[187], agg_tab[188], agg_tab[189], agg_tab[190], agg_tab[191], agg_tab[192], agg_tab[193], agg_tab[194], agg_tab[195], agg_tab[196], agg_tab[197], agg_tab[198], agg_tab[199], agg_tab[200], agg_tab[201], agg_tab[202], agg_tab[203], agg_tab[204], agg_tab[205], agg_tab[206], agg_tab[207], agg_tab[208], agg_tab[209], agg_tab[210], agg_tab[211], agg_tab[212], agg_tab[213], agg_tab[214], agg_tab[215], agg_tab[216], agg_tab[217], agg_tab[218], agg_tab[219], agg_tab[220], agg_tab[221], agg_tab[222], agg_tab[223], agg_tab[224], agg_tab[225], agg_tab[226], agg_tab[227], agg_tab[228], agg_tab[229], agg_tab[230], agg_tab[231], agg_tab[232], agg_tab[233], agg_tab[234], agg_tab[235], agg_tab[236], agg_tab[237], agg_tab[238], agg_tab[239], agg_tab[240], agg_tab[241], agg_tab[242], agg_tab[243], agg_tab[244], agg_tab[245], agg_tab[246], agg_tab[247], agg_tab[248], agg_tab[249], agg_tab[250], agg_tab[251], agg_tab[252], agg_tab[253], agg_tab[254], agg_tab[255], cyc, tree_ram[0], tree_ram[1], tree_ram[2], tree_ram[3], tree_ram[4], tree_ram[5], tree_ram[6], tree_ram[7], tree_ram[8], tree_ram[9], tree_ram[10], tree_ram[11], tree_ram[12], tree_ram[13], tree_ram[14], tree_ram[15], tree_ram[16], tree_ram[17], tree_ram[18], tree_ram[19], tree_ram[20], tree_ram[21], tree_ram[22], tree_ram[23], tree_ram[24], tree_ram[25], tree_ram[26], tree_ram[27], tree_ram[28], tree_ram[29], tree_ram[30], tree_ram[31], tree_ram[32], tree_ram[33], tree_ram[34], tree_ram[35], tree_ram[36], tree_ram[37], tree_ram[38], tree_ram[39], tree_ram[40], tree_ram[41], tree_ram[42], tree_ram[43], tree_ram[44], tree_ram[45], tree_ram[46], tree_ram[47], tree_ram[48], tree_ram[49], tree_ram[50], tree_ram[51], tree_ram[52], tree_ram[53], tree_ram[54], tree_ram[55], tree_ram[56], tree_ram[57], tree_ram[58], tree_ram[59], tree_ram[60], tree_ram[61], tree_ram[62], tree_ram[63], tree_ram[64], tree_ram[65], tree_ram[66], tree_ram[67], tree_ram[68], tree_ram[69], tree_ram[70], tree_ram[71], tree_ram[72], tree_ram[73], tree_ram[74], tree_ram[75], tree_ram[76], tree_ram[77], tree_ram[78], tree_ram[79], tree_ram[80], tree_ram[81], tree_ram[82], tree_ram[83], tree_ram[84], tree_ram[85], tree_ram[86], tree_ram[87], tree_ram[88], tree_ram[89], tree_ram[90], tree_ram[91], tree_ram[92], tree_ram[93], tree_ram[94], tree_ram[95], tree_ram[96], tree_ram[97], tree_ram[98], tree_ram[99], tree_ram[100], tree_ram[101], tree_ram[102], tree_ram[103], tree_ram[104], tree_ram[105], tree_ram[106], tree_ram[107], tree_ram[108], tree_ram[109], tree_ram[110], tree_ram[111], tree_ram[112], tree_ram[113], tree_ram[114], tree_ram[115], tree_ram[116], tree_ram[117], tree_ram[118], tree_ram[119], tree_ram[120], tree_ram[121], tree_ram[122], tree_ram[123], tree_ram[124], tree_ram[125], tree_ram[126], tree_ram[127], tree_ram[128], tree_ram[129], tree_ram[130], tree_ram[131], tree_ram[132], tree_ram[133], tree_ram[134], tree_ram[135], tree_ram[136], tree_ram[137], tree_ram[138], tree_ram[139], tree_ram[140], tree_ram[141], tree_ram[142], tree_ram[143], tree_ram[144], tree_ram[145], tree_ram[146], tree_ram[147], tree_ram[148], tree_ram[149], tree_ram[150], tree_ram[151], tree_ram[152], tree_ram[153], tree_ram[154], tree_ram[155], tree_ram[156], tree_ram[157], tree_ram[158], tree_ram[159], tree_ram[160], tree_ram[161], tree_ram[162], tree_ram[163], tree_ram[164], tree_ram[165], tree_ram[166], tree_ram[167], tree_ram[168], tree_ram[169], tree_ram[170], tree_ram[171], tree_ram[172], tree_ram[173], tree_ram[174], tree_ram[175], tree_ram[176], tree_ram[177], tree_ram[178], tree_ram[179], tree_ram[180], tree_ram[181], tree_ram[182], tree_ram[183], tree_ram[184], tree_ram[185], tree_ram[186], tree_ram[187], tree_ram[188], tree_ram[189], tree_ram[190], tree_ram[191], tree_ram[192], tree_ram[193], tree_ram[194], tree_ram[195], tree_ram[196], tree_ram[197], tree_ram[198], tree_ram[199], tree_ram[200], tree_ram[201], tree_ram[202], tree_ram[203], tree_ram[204], tree_ram[205], tree_ram[206], tree_ram[207], tree_ram[208], tree_ram[209], tree_ram[210], tree_ram[211], tree_ram[212], tree_ram[213], tree_ram[214], tree_ram[215], tree_ram[216], tree_ram[217], tree_ram[218], tree_ram[219], tree_ram[220], tree_ram[221], tree_ram[222], tree_ram[223], tree_ram[224], tree_ram[225], tree_ram[226], tree_ram[227], tree_ram[228], tree_ram[229], tree_ram[230], tree_ram[231], tree_ram[232], tree_ram[233], tree_ram[234], tree_ram[235], tree_ram[236], tree_ram[237], tree_ram[238], tree_ram[239], tree_ram[240], tree_ram[241], tree_ram[242], tree_ram[243], tree_ram[244], tree_ram[245], tree_ram[246], tree_ram[247], tree_ram[248], tree_ram[249], tree_ram[250], tree_ram[251], tree_ram[252], tree_ram[253], tree_ram[254], tree_ram[255], tree_ram[256], tree_ram[257], tree_ram[258], tree_ram[259], tree_ram[260], tree_ram[261], tree_ram[262], tree_ram[263], tree_ram[264], tree_ram[265], tree_ram[266], tree_ram[267], tree_ram[268], tree_ram[269], tree_ram[270], tree_ram[271], tree_ram[272], tree_ram[273], tree_ram[274], tree_ram[275], tree_ram[276], tree_ram[277], tree_ram[278], tree_ram[279], tree_ram[280], tree_ram[281], tree_ram[282], tree_ram[283], tree_ram[284], tree_ram[285], tree_ram[286], tree_ram[287], tree_ram[288], tree_ram[289], tree_ram[290], tree_ram[291], tree_ram[292], tree_ram[293], tree_ram[294], tree_ram[295], tree_ram[296], tree_ram[297], tree_ram[298], tree_ram[299], tree_ram[300], tree_ram[301], tree_ram[302], tree_ram[303], tree_ram[304], tree_ram[305], tree_ram[306], tree_ram[307], tree_ram[308], tree_ram[309], tree_ram[310], tree_ram[311], tree_ram[312], tree_ram[313], tree_ram[314], tree_ram[315], tree_ram[316], tree_ram[317], tree_ram[318], tree_ram[319], tree_ram[320], tree_ram[321], tree_ram[322], tree_ram[323], tree_ram[324], tree_ram[325], tree_ram[326], tree_ram[327], tree_ram[328], tree_ram[329], tree_ram[330], tree_ram[331], tree_ram[332], tree_ram[333], tree_ram[334], tree_ram[335], tree_ram[336], tree_ram[337], tree_ram[338], tree_ram[339], tree_ram[340], tree_ram[341], tree_ram[342], tree_ram[343], tree_ram[344], tree_ram[345], tree_ram[346], tree_ram[347], tree_ram[348], tree_ram[349], tree_ram[350], tree_ram[351], tree_ram[352], tree_ram[353], tree_ram[354], tree_ram[355], tree_ram[356], tree_ram[357], tree_ram[358], tree_ram[359], tree_ram[360], tree_ram[361], tree_ram[362], tree_ram[363], tree_ram[364], tree_ram[365], tree_ram[366], tree_ram[367], tree_ram[368], tree_ram[369], tree_ram[370], tree_ram[371], tree_ram[372], tree_ram[373], tree_ram[374], tree_ram[375], tree_ram[376], tree_ram[377], tree_ram[378], tree_ram[379], tree_ram[380], tree_ram[381], tree_ram[382], tree_ram[383], tree_ram[384], tree_ram[385], tree_ram[386], tree_ram[387], tree_ram[388], tree_ram[389], tree_ram[390], tree_ram[391], tree_ram[392], tree_ram[393], tree_ram[394], tree_ram[395], tree_ram[396], tree_ram[397], tree_ram[398], tree_ram[399], tree_ram[400], tree_ram[401], tree_ram[402], tree_ram[403], tree_ram[404], tree_ram[405], tree_ram[406], tree_ram[407], tree_ram[408], tree_ram[409], tree_ram[410], tree_ram[411], tree_ram[412], tree_ram[413], tree_ram[414], tree_ram[415], tree_ram[416], tree_ram[417], tree_ram[418], tree_ram[419], tree_ram[420], tree_ram[421], tree_ram[422], tree_ram[423], tree_ram[424], tree_ram[425], tree_ram[426], tree_ram[427], tree_ram[428], tree_ram[429], tree_ram[430], tree_ram[431], tree_ram[432], tree_ram[433], tree_ram[434], tree_ram[435], tree_ram[436], tree_ram[437], tree_ram[438], tree_ram[439], tree_ram[440], tree_ram[441], tree_ram[442], tree_ram[443], tree_ram[444], tree_ram[445], tree_ram[446], tree_ram[447], tree_ram[448], tree_ram[449], tree_ram[450], tree_ram[451], tree_ram[452], tree_ram[453], tree_ram[454], tree_ram[455], tree_ram[456], tree_ram[457], tree_ram[458], tree_ram[459], tree_ram[460], tree_ram[461], tree_ram[462], tree_ram[463], tree_ram[464], tree_ram[465], tree_ram[466], tree_ram[467], tree_ram[468], tree_ram[469], tree_ram[470], tree_ram[471], tree_ram[472], tree_ram[473], tree_ram[474], tree_ram[475], tree_ram[476], tree_ram[477], tree_ram[478], tree_ram[479], tree_ram[480], tree_ram[481], tree_ram[482], tree_ram[483], tree_ram[484], tree_ram[485], tree_ram[486], tree_ram[487], tree_ram[488], tree_ram[489], tree_ram[490], tree_ram[491], tree_ram[492], tree_ram[493], tree_ram[494], tree_ram[495], tree_ram[496], tree_ram[497], tree_ram[498], tree_ram[499], tree_ram[500], tree_ram[501], tree_ram[502], tree_ram[503], tree_ram[504], tree_ram[505], tree_ram[506], tree_ram[507], tree_ram[508], tree_ram[509], tree_ram[510], tree_ram[511], tree_ram[512], tree_ram[513], tree_ram[514], tree_ram[515], tree_ram[516], tree_ram[517], tree_ram[518], tree_ram[519], tree_ram[520], tree_ram[521], tree_ram[522], tree_ram[523], tree_ram[524], tree_ram[525], tree_ram[526], tree_ram[527], tree_ram[528], tree_ram[529], tree_ram[530], tree_ram[531], tree_ram[532], tree_ram[533], tree_ram[534], tree_ram[535], tree_ram[536], tree_ram[537], tree_ram[538], tree_ram[539], tree_ram[540], tree_ram[541], tree_ram[542], tree_ram[543], tree_ram[544], tree_ram[545], tree_ram[546], tree_ram[547], tree_ram[548], tree_ram[549], tree_ram[550], tree_ram[551], tree_ram[552], tree_ram[553], tree_ram[554], tree_ram[555], tree_ram[556], tree_ram[557], tree_ram[558], tree_ram[559], tree_ram[560], tree_ram[561], tree_ram[562], tree_ram[563], tree_ram[564], tree_ram[565], tree_ram[566], tree_ram[567], tree_ram[568], tree_ram[569], tree_ram[570], tree_ram[571], tree_ram[572], tree_ram[573], tree_ram[574], tree_ram[575], tree_ram[576], tree_ram[577], tree_ram[578], tree_ram[579], tree_ram[580], tree_ram[581], tree_ram[582], tree_ram[583], tree_ram[584], tree_ram[585], tree_ram[586], tree_ram[587], tree_ram[588], tree_ram[589], tree_ram[590], tree_ram[591], tree_ram[592], tree_ram[593], tree_ram[594], tree_ram[595], tree_ram[596], tree_ram[597], tree_ram[598], tree_ram[599], tree_ram[600], tree_ram[601], tree_ram[602], tree_ram[603], tree_ram[604], tree_ram[605], tree_ram[606], tree_ram[607], tree_ram[608], tree_ram[609], tree_ram[610], tree_ram[611], tree_ram[612], tree_ram[613], tree_ram[614], tree_ram[615], tree_ram[616], tree_ram[617], tree_ram[618], tree_ram[619], tree_ram[620], tree_ram[621], tree_ram[622], tree_ram[623], tree_ram[624], tree_ram[625], tree_ram[626], tree_ram[627], tree_ram[628], tree_ram[629], tree_ram[630], tree_ram[631], tree_ram[632], tree_ram[633], tree_ram[634], tree_ram[635], tree_ram[636], tree_ram[637], tree_ram[638], tree_ram[639], tree_ram[640], tree_ram[641], tree_ram[642], tree_ram[643], tree_ram[644], tree_ram[645], tree_ram[646], tree_ram[647], tree_ram[648], tree_ram[649], tree_ram[650], tree_ram[651], tree_ram[652], tree_ram[653], tree_ram[654], tree_ram[655], tree_ram[656], tree_ram[657], tree_ram[658], tree_ram[659], tree_ram[660], tree_ram[661], tree_ram[662], tree_ram[663], tree_ram[664], tree_ram[665], tree_ram[666], tree_ram[667], tree_ram[668], tree_ram[669], tree_ram[670], tree_ram[671], tree_ram[672], tree_ram[673], tree_ram[674], tree_ram[675], tree_ram[676], tree_ram[677], tree_ram[678], tree_ram[679], tree_ram[680], tree_ram[681], tree_ram[682], tree_ram[683], tree_ram[684], tree_ram[685], tree_ram[686], tree_ram[687], tree_ram[688], tree_ram[689], tree_ram[690], tree_ram[691], tree_ram[692], tree_ram[693], tree_ram[694], tree_ram[695], tree_ram[696], tree_ram[697], tree_ram[698], tree_ram[699], tree_ram[700], tree_ram[701], tree_ram[702], tree_ram[703], tree_ram[704], tree_ram[705], tree_ram[706], tree_ram[707], tree_ram[708], tree_ram[709], tree_ram[710], tree_ram[711], tree_ram[712], tree_ram[713], tree_ram[714], tree_ram[715], tree_ram[716], tree_ram[717], tree_ram[718], tree_ram[719], tree_ram[720], tree_ram[721], tree_ram[722], tree_ram[723], tree_ram[724], tree_ram[725], tree_ram[726], tree_ram[727], tree_ram[728], tree_ram[729], tree_ram[730], tree_ram[731], tree_ram[732], tree_ram[733], tree_ram[734], tree_ram[735], tree_ram[736], tree_ram[737], tree_ram[738], tree_ram[739], tree_ram[740], tree_ram[741], tree_ram[742], tree_ram[743], tree_ram[744], tree_ram[745], tree_ram[746], tree_ram[747], tree_ram[748], tree_ram[749], tree_ram[750], tree_ram[751], tree_ram[752], tree_ram[753], tree_ram[754], tree_ram[755], tree_ram[756], tree_ram[757], tree_ram[758], tree_ram[759], tree_ram[760], tree_ram[761], tree_ram[762], tree_ram[763], tree_ram[764], tree_ram[765], tree_ram[766], tree_ram[767], tree_ram[768], tree_ram[769], tree_ram[770], tree_ram[771], tree_ram[772], tree_ram[773], tree_ram[774], tree_ram[775], tree_ram[776], tree_ram[777], tree_ram[778], tree_ram[779], tree_ram[780], tree_ram[781], tree_ram[782], tree_ram[783], tree_ram[784], tree_ram[785], tree_ram[786], tree_ram[787], tree_ram[788], tree_ram[789], tree_ram[790], tree_ram[791], tree_ram[792], tree_ram[793], tree_ram[794], tree_ram[795], tree_ram[796], tree_ram[797], tree_ram[798], tree_ram[799], tree_ram[800], tree_ram[801], tree_ram[802], tree_ram[803], tree_ram[804], tree_ram[805], tree_ram[806], tree_ram[807], tree_ram[808], tree_ram[809], tree_ram[810], tree_ram[811], tree_ram[812], tree_ram[813], tree_ram[814], tree_ram[815], tree_ram[816], tree_ram[817], tree_ram[818], tree_ram[819], tree_ram[820], tree_ram[821], tree_ram[822], tree_ram[823], tree_ram[824], tree_ram[825], tree_ram[826], tree_ram[827], tree_ram[828], tree_ram[829], tree_ram[830], tree_ram[831], tree_ram[832], tree_ram[833], tree_ram[834], tree_ram[835], tree_ram[836], tree_ram[837], tree_ram[838], tree_ram[839], tree_ram[840], tree_ram[841], tree_ram[842], tree_ram[843], tree_ram[844], tree_ram[845], tree_ram[846], tree_ram[847], tree_ram[848], tree_ram[849], tree_ram[850], tree_ram[851], tree_ram[852], tree_ram[853], tree_ram[854], tree_ram[855], tree_ram[856], tree_ram[857], tree_ram[858], tree_ram[859], tree_ram[860], tree_ram[861], tree_ram[862], tree_ram[863], tree_ram[864], tree_ram[865], tree_ram[866], tree_ram[867], tree_ram[868], tree_ram[869], tree_ram[870], tree_ram[871], tree_ram[872], tree_ram[873], tree_ram[874], tree_ram[875], tree_ram[876], tree_ram[877], tree_ram[878], tree_ram[879], tree_ram[880], tree_ram[881], tree_ram[882], tree_ram[883], tree_ram[884], tree_ram[885], tree_ram[886], tree_ram[887], tree_ram[888], tree_ram[889], tree_ram[890], tree_ram[891], tree_ram[892], tree_ram[893], tree_ram[894], tree_ram[895], tree_ram[896], tree_ram[897], tree_ram[898], tree_ram[899], tree_ram[900], tree_ram[901], tree_ram[902], tree_ram[903], tree_ram[904], tree_ram[905], tree_ram[906], tree_ram[907], tree_ram[908], tree_ram[909], tree_ram[910], tree_ram[911], tree_ram[912], tree_ram[913], tree_ram[914], tree_ram[915], tree_ram[916], tree_ram[917], tree_ram[918], tree_ram[919], tree_ram[920], tree_ram[921], tree_ram[922], tree_ram[923], tree_ram[924], tree_ram[925], tree_ram[926], tree_ram[927], tree_ram[928], tree_ram[929], tree_ram[930], tree_ram[931], tree_ram[932], tree_ram[933], tree_ram[934], tree_ram[935], tree_ram[936], tree_ram[937], tree_ram[938], tree_ram[939], tree_ram[940], tree_ram[941], tree_ram[942], tree_ram[943], tree_ram[944], tree_ram[945], tree_ram[946], tree_ram[947], tree_ram[948], tree_ram[949], tree_ram[950], tree_ram[951], tree_ram[952], tree_ram[953], tree_ram[954], tree_ram[955], tree_ram[956], tree_ram[957], tree_ram[958], tree_ram[959], tree_ram[960], tree_ram[961], tree_ram[962], tree_ram[963], tree_ram[964], tree_ram[965], tree_ram[966], tree_ram[967], tree_ram[968], tree_ram[969], tree_ram[970], tree_ram[971], tree_ram[972], tree_ram[973], tree_ram[974], tree_ram[975], tree_ram[976], tree_ram[977], tree_ram[978], tree_ram[979], tree_ram[980], tree_ram[981], tree_ram[982], tree_ram[983], tree_ram[984], tree_ram[985], tree_ram[986], tree_ram[987], tree_ram[988], tree_ram[989], tree_ram[990], tree_ram[991], tree_ram[992], tree_ram[993], tree_ram[994], tree_ram[995], tree_ram[996], tree_ram[997], tree_ram[998], tree_ram[999], tree_ram[1000], tree_ram[1001], tree_ram[1002], tree_ram[1003], tree_ram[1004], tree_ram[1005], tree_ram[1006], tree_ram[1007], tree_ram[1008], tree_ram[1009], tree_ram[1010], tree_ram[1011], tree_ram[1012], tree_ram[1013], tree_ram[1014], tree_ram[1015], tree_ram[1016], tree_ram[1017], tree_ram[1018], tree_ram[1019], tree_ram[1020], tree_ram[1021], tree_ram[1022], tree_ram[1023], tree_ram[1024], tree_ram[1025], tree_ram[1026], tree_ram[1027], tree_ram[1028], tree_ram[1029], tree_ram[1030], tree_ram[1031], tree_ram[1032], tree_ram[1033], tree_ram[1034], tree_ram[1035], tree_ram[1036], tree_ram[1037], tree_ram[1038], tree_ram[1039], tree_ram[1040], tree_ram[1041], tree_ram[1042], tree_ram[1043], tree_ram[1044], tree_ram[1045], tree_ram[1046], tree_ram[1047], tree_ram[1048], tree_ram[1049], tree_ram[1050], tree_ram[1051], tree_ram[1052], tree_ram[1053], tree_ram[1054], tree_ram[1055], tree_ram[1056], tree_ram[1057], tree_ram[1058], tree_ram[1059], tree_ram[1060], tree_ram[1061], tree_ram[1062], tree_ram[1063], tree_ram[1064], tree_ram[1065], tree_ram[1066], tree_ram[1067], tree_ram[1068], tree_ram[1069], tree_ram[1070], tree_ram[1071], tree_ram[1072], tree_ram[1073], tree_ram[1074], tree_ram[1075], tree_ram[1076], tree_ram[1077], tree_ram[1078], tree_ram[1079], tree_ram[1080], tree_ram[1081], tree_ram[1082], tree_ram[1083], tree_ram[1084], tree_ram[1085], tree_ram[1086], tree_ram[1087], tree_ram[1088], tree_ram[1089], tree_ram[1090], tree_ram[1091], tree_ram[1092], tree_ram[1093], tree_ram[1094], tree_ram[1095], tree_ram[1096], tree_ram[1097], tree_ram[1098], tree_ram[1099], tree_ram[1100], tree_ram[1101], tree_ram[1102], tree_ram[1103], tree_ram[1104], tree_ram[1105], tree_ram[1106], tree_ram[1107], tree_ram[1108], tree_ram[1109], tree_ram[1110], tree_ram[1111], tree_ram[1112], tree_ram[1113], tree_ram[1114], tree_ram[1115], tree_ram[1116], tree_ram[1117], tree_ram[1118], tree_ram[1119], tree_ram[1120], tree_ram[1121], tree_ram[1122], tree_ram[1123], tree_ram[1124], tree_ram[1125], tree_ram[1126], tree_ram[1127], tree_ram[1128], tree_ram[1129], tree_ram[1130], tree_ram[1131], tree_ram[1132], tree_ram[1133], tree_ram[1134], tree_ram[1135], tree_ram[1136], tree_ram[1137], tree_ram[1138], tree_ram[1139], tree_ram[1140], tree_ram[1141], tree_ram[1142], tree_ram[1143], tree_ram[1144], tree_ram[1145], tree_ram[1146], tree_ram[1147], tree_ram[1148], tree_ram[1149], tree_ram[1150], tree_ram[1151], tree_ram[1152], tree_ram[1153], tree_ram[1154], tree_ram[1155], tree_ram[1156], tree_ram[1157], tree_ram[1158], tree_ram[1159], tree_ram[1160], tree_ram[1161], tree_ram[1162], tree_ram[1163], tree_ram[1164], tree_ram[1165], tree_ram[1166], tree_ram[1167], tree_ram[1168], tree_ram[1169], tree_ram[1170], tree_ram[1171], tree_ram[1172], tree_ram[1173], tree_ram[1174], tree_ram[1175], tree_ram[1176], tree_ram[1177], tree_ram[1178], tree_ram[1179], tree_ram[1180], tree_ram[1181], tree_ram[1182], tree_ram[1183], tree_ram[1184], tree_ram[1185], tree_ram[1186], tree_ram[1187], tree_ram[1188], tree_ram[1189], tree_ram[1190], tree_ram[1191], tree_ram[1192], tree_ram[1193], tree_ram[1194], tree_ram[1195], tree_ram[1196], tree_ram[1197], tree_ram[1198], tree_ram[1199], tree_ram[1200], tree_ram[1201], tree_ram[1202], tree_ram[1203], tree_ram[1204], tree_ram[1205], tree_ram[1206], tree_ram[1207], tree_ram[1208], tree_ram[1209], tree_ram[1210], tree_ram[1211], tree_ram[1212], tree_ram[1213], tree_ram[1214], tree_ram[1215], tree_ram[1216], tree_ram[1217], tree_ram[1218], tree_ram[1219], tree_ram[1220], tree_ram[1221], tree_ram[1222], tree_ram[1223], tree_ram[1224], tree_ram[1225], tree_ram[1226], tree_ram[1227], tree_ram[1228], tree_ram[1229], tree_ram[1230], tree_ram[1231], tree_ram[1232], tree_ram[1233], tree_ram[1234], tree_ram[1235], tree_ram[1236], tree_ram[1237], tree_ram[1238], tree_ram[1239], tree_ram[1240], tree_ram[1241], tree_ram[1242], tree_ram[1243], tree_ram[1244], tree_ram[1245], tree_ram[1246], tree_ram[1247], tree_ram[1248], tree_ram[1249], tree_ram[1250], tree_ram[1251], tree_ram[1252], tree_ram[1253], tree_ram[1254], tree_ram[1255], tree_ram[1256], tree_ram[1257], tree_ram[1258], tree_ram[1259], tree_ram[1260], tree_ram[1261], tree_ram[1262], tree_ram[1263], tree_ram[1264], tree_ram[1265], tree_ram[1266], tree_ram[1267], tree_ram[1268], tree_ram[1269], tree_ram[1270], tree_ram[1271], tree_ram[1272], tree_ram[1273], tree_ram[1274], tree_ram[1275], tree_ram[1276], tree_ram[1277], tree_ram[1278], tree_ram[1279], tree_ram[1280], tree_ram[1281], tree_ram[1282], tree_ram[1283], tree_ram[1284], tree_ram[1285], tree_ram[1286], tree_ram[1287], tree_ram[1288], tree_ram[1289], tree_ram[1290], tree_ram[1291], tree_ram[1292], tree_ram[1293], tree_ram[1294], tree_ram[1295], tree_ram[1296], tree_ram[1297], tree_ram[1298], tree_ram[1299], tree_ram[1300], tree_ram[1301], tree_ram[1302], tree_ram[1303], tree_ram[1304], tree_ram[1305], tree_ram[1306], tree_ram[1307], tree_ram[1308], tree_ram[1309], tree_ram[1310], tree_ram[1311], tree_ram[1312], tree_ram[1313], tree_ram[1314], tree_ram[1315], tree_ram[1316], tree_ram[1317], tree_ram[1318], tree_ram[1319], tree_ram[1320], tree_ram[1321], tree_ram[1322], tree_ram[1323], tree_ram[1324], tree_ram[1325], tree_ram[1326], tree_ram[1327], tree_ram[1328], tree_ram[1329], tree_ram[1330], tree_ram[1331], tree_ram[1332], tree_ram[1333], tree_ram[1334], tree_ram[1335], tree_ram[1336], tree_ram[1337], tree_ram[1338], tree_ram[1339], tree_ram[1340], tree_ram[1341], tree_ram[1342], tree_ram[1343], tree_ram[1344], tree_ram[1345], tree_ram[1346], tree_ram[1347], tree_ram[1348], tree_ram[1349], tree_ram[1350], tree_ram[1351], tree_ram[1352], tree_ram[1353], tree_ram[1354], tree_ram[1355], tree_ram[1356], tree_ram[1357], tree_ram[1358], tree_ram[1359], tree_ram[1360], tree_ram[1361], tree_ram[1362], tree_ram[1363], tree_ram[1364], tree_ram[1365], tree_ram[1366], tree_ram[1367], tree_ram[1368], tree_ram[1369], tree_ram[1370], tree_ram[1371], tree_ram[1372], tree_ram[1373], tree_ram[1374], tree_ram[1375], tree_ram[1376], tree_ram[1377], tree_ram[1378], tree_ram[1379], tree_ram[1380], tree_ram[1381], tree_ram[1382], tree_ram[1383], tree_ram[1384], tree_ram[1385], tree_ram[1386], tree_ram[1387], tree_ram[1388], tree_ram[1389], tree_ram[1390], tree_ram[1391], tree_ram[1392], tree_ram[1393], tree_ram[1394], tree_ram[1395], tree_ram[1396], tree_ram[1397], tree_ram[1398], tree_ram[1399], tree_ram[1400], tree_ram[1401], tree_ram[1402], tree_ram[1403], tree_ram[1404], tree_ram[1405], tree_ram[1406], tree_ram[1407], tree_ram[1408], tree_ram[1409], tree_ram[1410], tree_ram[1411], tree_ram[1412], tree_ram[1413], tree_ram[1414], tree_ram[1415], tree_ram[1416], tree_ram[1417], tree_ram[1418], tree_ram[1419], tree_ram[1420], tree_ram[1421], tree_ram[1422], tree_ram[1423], tree_ram[1424], tree_ram[1425], tree_ram[1426], tree_ram[1427], tree_ram[1428], tree_ram[1429], tree_ram[1430], tree_ram[1431], tree_ram[1432], tree_ram[1433], tree_ram[1434], tree_ram[1435], tree_ram[1436], tree_ram[1437], tree_ram[1438], tree_ram[1439], tree_ram[1440], tree_ram[1441], tree_ram[1442], tree_ram[1443], tree_ram[1444], tree_ram[1445], tree_ram[1446], tree_ram[1447], tree_ram[1448], tree_ram[1449], tree_ram[1450], tree_ram[1451], tree_ram[1452], tree_ram[1453], tree_ram[1454], tree_ram[1455], tree_ram[1456], tree_ram[1457], tree_ram[1458], tree_ram[1459], tree_ram[1460], tree_ram[1461], tree_ram[1462], tree_ram[1463], tree_ram[1464], tree_ram[1465], tree_ram[1466], tree_ram[1467], tree_ram[1468], tree_ram[1469], tree_ram[1470], tree_ram[1471], tree_ram[1472], tree_ram[1473], tree_ram[1474], tree_ram[1475], tree_ram[1476], tree_ram[1477], tree_ram[1478], tree_ram[1479], tree_ram[1480], tree_ram[1481], tree_ram[1482], tree_ram[1483], tree_ram[1484], tree_ram[1485], tree_ram[1486], tree_ram[1487], tree_ram[1488], tree_ram[1489], tree_ram[1490], tree_ram[1491], tree_ram[1492], tree_ram[1493], tree_ram[1494], tree_ram[1495], tree_ram[1496], tree_ram[1497], tree_ram[1498], tree_ram[1499], tree_ram[1500], tree_ram[1501], tree_ram[1502], tree_ram[1503], tree_ram[1504], tree_ram[1505], tree_ram[1506], tree_ram[1507], tree_ram[1508], tree_ram[1509], tree_ram[1510], tree_ram[1511], tree_ram[1512], tree_ram[1513], tree_ram[1514], tree_ram[1515], tree_ram[1516], tree_ram[1517], tree_ram[1518], tree_ram[1519], tree_ram[1520], tree_ram[1521], tree_ram[1522], tree_ram[1523], tree_ram[1524], tree_ram[1525], tree_ram[1526], tree_ram[1527], tree_ram[1528], tree_ram[1529], tree_ram[1530], tree_ram[1531], tree_ram[1532], tree_ram[1533], tree_ram[1534], tree_ram[1535], tree_ram[1536], tree_ram[1537], tree_ram[1538], tree_ram[1539], tree_ram[1540], tree_ram[1541], tree_ram[1542], tree_ram[1543], tree_ram[1544], tree_ram[1545], tree_ram[1546], tree_ram[1547], tree_ram[1548], tree_ram[1549], tree_ram[1550], tree_ram[1551], tree_ram[1552], tree_ram[1553], tree_ram[1554], tree_ram[1555], tree_ram[1556], tree_ram[1557], tree_ram[1558], tree_ram[1559], tree_ram[1560], tree_ram[1561], tree_ram[1562], tree_ram[1563], tree_ram[1564], tree_ram[1565], tree_ram[1566], tree_ram[1567], tree_ram[1568], tree_ram[1569], tree_ram[1570], tree_ram[1571], tree_ram[1572], tree_ram[1573], tree_ram[1574], tree_ram[1575], tree_ram[1576], tree_ram[1577], tree_ram[1578], tree_ram[1579], tree_ram[1580], tree_ram[1581], tree_ram[1582], tree_ram[1583], tree_ram[1584], tree_ram[1585], tree_ram[1586], tree_ram[1587], tree_ram[1588], tree_ram[1589], tree_ram[1590], tree_ram[1591], tree_ram[1592], tree_ram[1593], tree_ram[1594], tree_ram[1595], tree_ram[1596], tree_ram[1597], tree_ram[1598], tree_ram[1599], tree_ram[1600], tree_ram[1601], tree_ram[1602], tree_ram[1603], tree_ram[1604], tree_ram[1605], tree_ram[1606], tree_ram[1607], tree_ram[1608], tree_ram[1609], tree_ram[1610], tree_ram[1611], tree_ram[1612], tree_ram[1613], tree_ram[1614], tree_ram[1615], tree_ram[1616], tree_ram[1617], tree_ram[1618], tree_ram[1619], tree_ram[1620], tree_ram[1621], tree_ram[1622], tree_ram[1623], tree_ram[1624], tree_ram[1625], tree_ram[1626], tree_ram[1627], tree_ram[1628], tree_ram[1629], tree_ram[1630], tree_ram[1631], tree_ram[1632], tree_ram[1633], tree_ram[1634], tree_ram[1635], tree_ram[1636], tree_ram[1637], tree_ram[1638], tree_ram[1639], tree_ram[1640], tree_ram[1641], tree_ram[1642], tree_ram[1643], tree_ram[1644], tree_ram[1645], tree_ram[1646], tree_ram[1647], tree_ram[1648], tree_ram[1649], tree_ram[1650], tree_ram[1651], tree_ram[1652], tree_ram[1653], tree_ram[1654], tree_ram[1655], tree_ram[1656], tree_ram[1657], tree_ram[1658], tree_ram[1659], tree_ram[1660], tree_ram[1661], tree_ram[1662], tree_ram[1663], tree_ram[1664], tree_ram[1665], tree_ram[1666], tree_ram[1667], tree_ram[1668], tree_ram[1669], tree_ram[1670], tree_ram[1671], tree_ram[1672], tree_ram[1673], tree_ram[1674], tree_ram[1675], tree_ram[1676], tree_ram[1677], tree_ram[1678], tree_ram[1679], tree_ram[1680], tree_ram[1681], tree_ram[1682], tree_ram[1683], tree_ram[1684], tree_ram[1685], tree_ram[1686], tree_ram[1687], tree_ram[1688], tree_ram[1689], tree_ram[1690], tree_ram[1691], tree_ram[1692], tree_ram[1693], tree_ram[1694], tree_ram[1695], tree_ram[1696], tree_ram[1697], tree_ram[1698], tree_ram[1699], tree_ram[1700], tree_ram[1701], tree_ram[1702], tree_ram[1703], tree_ram[1704], tree_ram[1705], tree_ram[1706], tree_ram[1707], tree_ram[1708], tree_ram[1709], tree_ram[1710], tree_ram[1711], tree_ram[1712], tree_ram[1713], tree_ram[1714], tree_ram[1715], tree_ram[1716], tree_ram[1717], tree_ram[1718], tree_ram[1719], tree_ram[1720], tree_ram[1721], tree_ram[1722], tree_ram[1723], tree_ram[1724], tree_ram[1725], tree_ram[1726], tree_ram[1727], tree_ram[1728], tree_ram[1729], tree_ram[1730], tree_ram[1731], tree_ram[1732], tree_ram[1733], tree_ram[1734], tree_ram[1735], tree_ram[1736], tree_ram[1737], tree_ram[1738], tree_ram[1739], tree_ram[1740], tree_ram[1741], tree_ram[1742], tree_ram[1743], tree_ram[1744], tree_ram[1745], tree_ram[1746], tree_ram[1747], tree_ram[1748], tree_ram[1749], tree_ram[1750], tree_ram[1751], tree_ram[1752], tree_ram[1753], tree_ram[1754], tree_ram[1755], tree_ram[1756], tree_ram[1757], tree_ram[1758], tree_ram[1759], tree_ram[1760], tree_ram[1761], tree_ram[1762], tree_ram[1763], tree_ram[1764], tree_ram[1765], tree_ram[1766], tree_ram[1767], tree_ram[1768], tree_ram[1769], tree_ram[1770], tree_ram[1771], tree_ram[1772], tree_ram[1773], tree_ram[1774], tree_ram[1775], tree_ram[1776], tree_ram[1777], tree_ram[1778], tree_ram[1779], tree_ram[1780], tree_ram[1781], tree_ram[1782], tree_ram[1783], tree_ram[1784], tree_ram[1785], tree_ram[1786], tree_ram[1787], tree_ram[1788], tree_ram[1789], tree_ram[1790], tree_ram[1791], tree_ram[1792], tree_ram[1793], tree_ram[1794], tree_ram[1795], tree_ram[1796], tree_ram[1797], tree_ram[1798], tree_ram[1799], tree_ram[1800], tree_ram[1801], tree_ram[1802], tree_ram[1803], tree_ram[1804], tree_ram[1805], tree_ram[1806], tree_ram[1807], tree_ram[1808], tree_ram[1809], tree_ram[1810], tree_ram[1811], tree_ram[1812], tree_ram[1813], tree_ram[1814], tree_ram[1815], tree_ram[1816], tree_ram[1817], tree_ram[1818], tree_ram[1819], tree_ram[1820], tree_ram[1821], tree_ram[1822], tree_ram[1823], tree_ram[1824], tree_ram[1825], tree_ram[1826], tree_ram[1827], tree_ram[1828], tree_ram[1829], tree_ram[1830], tree_ram[1831], tree_ram[1832], tree_ram[1833], tree_ram[1834], tree_ram[1835], tree_ram[1836], tree_ram[1837], tree_ram[1838], tree_ram[1839], tree_ram[1840], tree_ram[1841], tree_ram[1842], tree_ram[1843], tree_ram[1844], tree_ram[1845], tree_ram[1846], tree_ram[1847], tree_ram[1848], tree_ram[1849], tree_ram[1850], tree_ram[1851], tree_ram[1852], tree_ram[1853], tree_ram[1854], tree_ram[1855], tree_ram[1856], tree_ram[1857], tree_ram[1858], tree_ram[1859], tree_ram[1860], tree_ram[1861], tree_ram[1862], tree_ram[1863], tree_ram[1864], tree_ram[1865], tree_ram[1866], tree_ram[1867], tree_ram[1868], tree_ram[1869], tree_ram[1870], tree_ram[1871], tree_ram[1872], tree_ram[1873], tree_ram[1874], tree_ram[1875], tree_ram[1876], tree_ram[1877], tree_ram[1878], tree_ram[1879], tree_ram[1880], tree_ram[1881], tree_ram[1882], tree_ram[1883], tree_ram[1884], tree_ram[1885], tree_ram[1886], tree_ram[1887], tree_ram[1888], tree_ram[1889], tree_ram[1890], tree_ram[1891], tree_ram[1892], tree_ram[1893], tree_ram[1894], tree_ram[1895], tree_ram[1896], tree_ram[1897], tree_ram[1898], tree_ram[1899], tree_ram[1900], tree_ram[1901], tree_ram[1902], tree_ram[1903], tree_ram[1904], tree_ram[1905], tree_ram[1906], tree_ram[1907], tree_ram[1908], tree_ram[1909], tree_ram[1910], tree_ram[1911], tree_ram[1912], tree_ram[1913], tree_ram[1914], tree_ram[1915], tree_ram[1916], tree_ram[1917], tree_ram[1918], tree_ram[1919], tree_ram[1920], tree_ram[1921], tree_ram[1922], tree_ram[1923], tree_ram[1924], tree_ram[1925], tree_ram[1926], tree_ram[1927], tree_ram[1928], tree_ram[1929], tree_ram[1930], tree_ram[1931], tree_ram[1932], tree_ram[1933], tree_ram[1934], tree_ram[1935], tree_ram[1936], tree_ram[1937], tree_ram[1938], tree_ram[1939], tree_ram[1940], tree_ram[1941], tree_ram[1942], tree_ram[1943], tree_ram[1944], tree_ram[1945], tree_ram[1946], tree_ram[1947], tree_ram[1948], tree_ram[1949], tree_ram[1950], tree_ram[1951], tree_ram[1952], tree_ram[1953], tree_ram[1954], tree_ram[1955], tree_ram[1956], tree_ram[1957], tree_ram[1958], tree_ram[1959], tree_ram[1960], tree_ram[1961], tree_ram[1962], tree_ram[1963], tree_ram[1964], tree_ram[1965], tree_ram[1966], tree_ram[1967], tree_ram[1968], tree_ram[1969], tree_ram[1970], tree_ram[1971], tree_ram[1972], tree_ram[1973], tree_ram[1974], tree_ram[1975], tree_ram[1976], tree_ram[1977], tree_ram[1978], tree_ram[1979], tree_ram[1980], tree_ram[1981], tree_ram[1982], tree_ram[1983], tree_ram[1984], tree_ram[1985], tree_ram[1986], tree_ram[1987], tree_ram[1988], tree_ram[1989], tree_ram[1990], tree_ram[1991], tree_ram[1992], tree_ram[1993], tree_ram[1994], tree_ram[1995], tree_ram[1996], tree_ram[1997], tree_ram[1998], tree_ram[1999], tree_ram[2000], tree_ram[2001], tree_ram[2002], tree_ram[2003], tree_ram[2004], tree_ram[2005], tree_ram[2006], tree_ram[2007], tree_ram[2008], tree_ram[2009], tree_ram[2010], tree_ram[2011], tree_ram[2012], tree_ram[2013], tree_ram[2014], tree_ram[2015], tree_ram[2016], tree_ram[2017], tree_ram[2018], tree_ram[2019], tree_ram[2020], tree_ram[2021], tree_ram[2022], tree_ram[2023], tree_ram[2024], tree_ram[2025], tree_ram[2026], tree_ram[2027], tree_ram[2028], tree_ram[2029], tree_ram[2030], tree_ram[2031], tree_ram[2032], tree_ram[2033], tree_ram[2034], tree_ram[2035], tree_ram[2036], tree_ram[2037], tree_ram[2038], tree_ram[2039], tree_ram[2040], tree_ram[2041], tree_ram[2042], tree_ram[2043], tree_ram[2044], tree_ram[2045], tree_ram[2046], tree_ram[2047], t_idx) begin: tabr
-    agg_entry = agg_tab[ai[8-1:0]];
-    sv_out = sv_mem[t_idx[1-1:0]];
-    if ((cyc < 2048)) begin
-        tree_word = tree_ram[cyc[11-1:0]];
-    end
-    else begin
-        tree_word = 0;
-    end
-end
+
+assign agg_entry = agg_tab[ai[8-1:0]];
+assign sv_out = sv_mem[t_idx[1-1:0]];
 
 
 always @(t_idx) begin: tbl_a
@@ -16614,6 +16688,224 @@ end
 
 assign agg_pe_c = agg_entry[(16 + 2)-1:16];
 assign agg_sum_op = agg_entry[30];
+
+
+
+assign err_link20_out = (err_link20_prev || (err_link0_derr != 0) || err_link20_derr);
+
+
+
+assign blk_any = (err_link20_out || (err_link0_derr != 0) || err_link21_derr);
+
+
+
+assign err_link22_out = (err_link22_prev || (err_link0_derr != 0) || err_link22_derr);
+
+
+
+assign full_any = (err_link22_out || (err_link0_derr != 0) || err_link23_derr);
+
+
+
+assign err_link24_out = (err_link24_prev || (err_link0_derr != 0) || err_link24_derr);
+
+
+
+assign nothing_any = (err_link24_out || (err_link0_derr != 0) || err_link25_derr);
+
+
+
+assign err_link26_out = (err_link26_prev || (err_link0_derr != 0) || err_link26_derr);
+
+
+
+assign bad_pe_any = (err_link26_out || (err_link0_derr != 0) || err_link27_derr);
+
+
+
+assign err_link28_out = (err_link28_prev || (err_link0_derr != 0) || err_link28_derr);
+
+
+
+assign bad_bus_any = (err_link28_out || (err_link0_derr != 0) || err_link29_derr);
+
+
+
+assign err_link30_out = (err_link30_prev || (err_link0_derr != 0) || cosmic_pe0_busy);
+
+
+
+assign busy_any = (err_link30_out || (err_link0_derr != 0) || cosmic_pe4_busy);
+
+
+
+assign a_prev = (and_link0_prev && and_link0_x);
+
+
+
+assign all_dec = a_prev;
+
+
+
+assign in_range0_y = (bt_lastv && (bt_dest < 4));
+
+
+
+assign err_link20_derr = (err_link22_derr && (msu_m_axis_pe_tdest < 4));
+
+
+
+assign cosmic_pe0_start = (run_c && err_link22_derr && (!cosmic_pe0_busy) && (!pe_hold));
+assign thread_ctl0_closing = (in_range0_y && ((thread_ctl0_cnt + 1) == qn));
+assign err_link26_derr = (cosmic_pe0_done && err_link3_out);
+assign err_link28_derr = (cosmic_pe0_done && thread_ctl0_bus_bad);
+assign and_link0_prev = (cosmic_pe0_done || (thread_ctl0_pend != 0));
+
+
+
+assign err_link24_derr = (walk_end && err_link22_derr && (!thread_ctl0_got) && (!thread_ctl0_closing));
+
+
+always @(posedge clk) begin: thread_ctl0_seq
+    if (rst == 1) begin
+        thread_ctl0_got <= 0;
+        thread_ctl0_bus_bad <= 0;
+        err_link22_derr <= 0;
+        tree_rd0_cyc <= 0;
+        thread_ctl0_cnt <= 0;
+        thread_ctl0_pend <= 0;
+    end
+    else begin
+        if ((!run_c)) begin
+            err_link22_derr <= 1'b0;
+            thread_ctl0_got <= 1'b0;
+            thread_ctl0_cnt <= 0;
+            thread_ctl0_bus_bad <= 1'b0;
+        end
+        else begin
+            if (err_link17_out) begin
+                thread_ctl0_bus_bad <= 1'b1;
+            end
+            if (cosmic_pe0_start) begin
+                err_link22_derr <= 1'b0;
+                thread_ctl0_bus_bad <= err_link17_out;
+            end
+            if (dptr_clr) begin
+                thread_ctl0_got <= 1'b0;
+                thread_ctl0_cnt <= 0;
+            end
+            else if (thread_ctl0_closing) begin
+                err_link22_derr <= 1'b1;
+                thread_ctl0_got <= 1'b1;
+                thread_ctl0_cnt <= 0;
+            end
+            else if (in_range0_y) begin
+                thread_ctl0_cnt <= (thread_ctl0_cnt + 1);
+            end
+            if ((walk_end && (!thread_ctl0_got) && (!thread_ctl0_closing) && (!err_link22_derr))) begin
+                err_link22_derr <= 1'b1;
+            end
+        end
+        if (derr_clr) begin
+            thread_ctl0_pend <= 0;
+        end
+        else if ((cosmic_pe0_done && (!all_dec))) begin
+            thread_ctl0_pend <= (thread_ctl0_pend + 1);
+        end
+        else if ((all_dec && (!cosmic_pe0_done))) begin
+            thread_ctl0_pend <= (thread_ctl0_pend - 1);
+        end
+        if (cosmic_pe0_start) begin
+            tree_rd0_cyc <= 0;
+        end
+        else if ((tree_rd0_cyc != 4095)) begin
+            tree_rd0_cyc <= (tree_rd0_cyc + 1);
+        end
+    end
+end
+
+
+
+assign in_range2_y = (bt_lastv && (bt_dest >= 4));
+
+
+
+assign err_link21_derr = (err_link23_derr && (msu_m_axis_pe_tdest >= 4));
+
+
+
+assign cosmic_pe4_start = (run_c && err_link23_derr && (!cosmic_pe4_busy) && (!pe_hold));
+assign thread_ctl1_closing = (in_range2_y && ((thread_ctl1_cnt + 1) == qn));
+assign err_link27_derr = (cosmic_pe4_done && err_link7_out);
+assign err_link29_derr = (cosmic_pe4_done && thread_ctl1_bus_bad);
+assign and_link0_x = (cosmic_pe4_done || (thread_ctl1_pend != 0));
+
+
+
+assign err_link25_derr = (walk_end && err_link23_derr && (!thread_ctl1_got) && (!thread_ctl1_closing));
+
+
+always @(posedge clk) begin: thread_ctl1_seq
+    if (rst == 1) begin
+        thread_ctl1_got <= 0;
+        thread_ctl1_bus_bad <= 0;
+        err_link23_derr <= 0;
+        tree_rd1_cyc <= 0;
+        thread_ctl1_cnt <= 0;
+        thread_ctl1_pend <= 0;
+    end
+    else begin
+        if ((!run_c)) begin
+            err_link23_derr <= 1'b0;
+            thread_ctl1_got <= 1'b0;
+            thread_ctl1_cnt <= 0;
+            thread_ctl1_bus_bad <= 1'b0;
+        end
+        else begin
+            if (err_link19_out) begin
+                thread_ctl1_bus_bad <= 1'b1;
+            end
+            if (cosmic_pe4_start) begin
+                err_link23_derr <= 1'b0;
+                thread_ctl1_bus_bad <= err_link19_out;
+            end
+            if (dptr_clr) begin
+                thread_ctl1_got <= 1'b0;
+                thread_ctl1_cnt <= 0;
+            end
+            else if (thread_ctl1_closing) begin
+                err_link23_derr <= 1'b1;
+                thread_ctl1_got <= 1'b1;
+                thread_ctl1_cnt <= 0;
+            end
+            else if (in_range2_y) begin
+                thread_ctl1_cnt <= (thread_ctl1_cnt + 1);
+            end
+            if ((walk_end && (!thread_ctl1_got) && (!thread_ctl1_closing) && (!err_link23_derr))) begin
+                err_link23_derr <= 1'b1;
+            end
+        end
+        if (derr_clr) begin
+            thread_ctl1_pend <= 0;
+        end
+        else if ((cosmic_pe4_done && (!all_dec))) begin
+            thread_ctl1_pend <= (thread_ctl1_pend + 1);
+        end
+        else if ((all_dec && (!cosmic_pe4_done))) begin
+            thread_ctl1_pend <= (thread_ctl1_pend - 1);
+        end
+        if (cosmic_pe4_start) begin
+            tree_rd1_cyc <= 0;
+        end
+        else if ((tree_rd1_cyc != 4095)) begin
+            tree_rd1_cyc <= (tree_rd1_cyc + 1);
+        end
+    end
+end
+
+
+
+assign bt_lastv = (bt_valid && bt_last);
 
 
 
@@ -16809,14 +17101,11 @@ end
 
 
 
-assign pe_hold = ((pe0_done && (pe_err_any || bus_bad)) || d_err_any);
-assign acc_tready = (!((cs == 7) && rdy));
+assign pe_hold = (bad_pe_any || bad_bus_any || d_err_any);
+assign acc_tready = (!((cs == 7) && blk_any));
 assign dlv_on = (cs != 8);
-
-
-
-assign pe_start = ((cs == 7) && rdy && (!pe0_busy) && (!pe_hold));
-assign rows_clear = ((cs == 7) && rdy && (!pe0_busy) && (!pe_hold));
+assign run_c = (cs == 7);
+assign walk_end = ((cs == 7) && walk_act && (!msu_busy));
 
 
 always @(posedge clk) begin: main
@@ -16827,14 +17116,13 @@ always @(posedge clk) begin: main
         a_addr <= 0;
         i_awaddr <= 0;
         round_cnt <= 0;
+        qn <= 0;
         cmd <= 0;
-        started <= 0;
         idone <= 0;
         agg_addr_r <= 0;
         ld_addr <= 0;
         a_pe <= 0;
         i_awvalid <= 0;
-        cyc <= 0;
         rb_pe_r <= 0;
         ab_code <= 0;
         i_arvalid <= 0;
@@ -16846,19 +17134,16 @@ always @(posedge clk) begin: main
         err_info <= 0;
         cs <= 0;
         rb_sel_r <= 0;
-        sample_in_round <= 0;
         prog_len <= 0;
         h_pe <= 0;
         a_we <= 0;
         dsel <= 0;
         walk_act <= 0;
         samples <= 0;
-        rdy <= 0;
         agg_cyc <= 0;
         derr_clr <= 0;
         st_pend <= 0;
         walks <= 0;
-        bus_bad <= 0;
         h_data <= 0;
         hwait_rd <= 0;
         ld_pe <= 0;
@@ -16925,7 +17210,7 @@ always @(posedge clk) begin: main
         endcase
         if (running) begin
             cycles <= (cycles + 1);
-            if (pe0_busy) begin
+            if (busy_any) begin
                 compute_cyc <= (compute_cyc + 1);
             end
             else if (((cs == 9) || (cs == 10) || (cs == 11))) begin
@@ -16935,11 +17220,8 @@ always @(posedge clk) begin: main
                 load_cyc <= (load_cyc + 1);
             end
         end
-        if (pe_start) begin
-            cyc <= 0;
-        end
-        else if ((cyc != 4095)) begin
-            cyc <= (cyc + 1);
+        if ((running && all_dec)) begin
+            sample_cnt <= (sample_cnt + 1);
         end
         if ((hwait && idone)) begin
             hwait <= 1'b0;
@@ -17008,7 +17290,6 @@ always @(posedge clk) begin: main
                             cycles <= 0;
                             derr_clr <= 1'b1;
                             sample_cnt <= 0;
-                            sample_in_round <= 0;
                             round_cnt <= 0;
                             compute_cyc <= 0;
                             load_cyc <= 0;
@@ -17201,8 +17482,7 @@ always @(posedge clk) begin: main
                         err_code <= 11;
                     end
                     else if (cmd[1]) begin
-                        cs <= 2;
-                        t_idx <= 0;
+                        cs <= 14;
                     end
                     else if (cmd[0]) begin
                         dsel <= 2;
@@ -17212,6 +17492,20 @@ always @(posedge clk) begin: main
                         cs <= 9;
                         ai <= 0;
                     end
+                end
+            end
+            else if ((cs == 14)) begin
+                if (((ist == 0) && (!idone) && (!pe_wait_ok))) begin
+                    ist <= 3;
+                    i_arvalid <= 1'b1;
+                    i_awaddr <= 8;
+                    pe_wait_ok <= 1'b1;
+                end
+                else if (idone) begin
+                    pe_wait_ok <= 1'b0;
+                    qn <= irdata[5-1:0];
+                    cs <= 2;
+                    t_idx <= 0;
                 end
             end
             else if (((cs == 2) || (cs == 3))) begin
@@ -17266,12 +17560,8 @@ always @(posedge clk) begin: main
                         t_idx <= 0;
                         cs <= 7;
                         walks <= 0;
-                        started <= 0;
-                        sample_in_round <= 0;
                         st_pend <= 1'b0;
                         walk_act <= 1'b0;
-                        rdy <= 1'b0;
-                        bus_bad <= 1'b0;
                         ab_code <= 0;
                     end
                     else begin
@@ -17333,14 +17623,6 @@ always @(posedge clk) begin: main
             end
             case (cs)
                 'h7: begin
-                    if ((bus_err_any || miss_any)) begin
-                        bus_bad <= 1'b1;
-                    end
-                    if (pe_start) begin
-                        rdy <= 1'b0;
-                        started <= (started + 1);
-                        bus_bad <= (bus_err_any || miss_any);
-                    end
                     if (((ist == 0) && (!idone) && (!st_pend) && (!walk_act) && (!msu_busy) && (walks < samples))) begin
                         ist <= 1;
                         i_awvalid <= 1'b1;
@@ -17354,41 +17636,29 @@ always @(posedge clk) begin: main
                         st_pend <= 1'b0;
                         walk_act <= 1'b1;
                     end
-                    if ((walk_act && (!msu_busy))) begin
+                    if (walk_end) begin
                         walk_act <= 1'b0;
-                        if (rdy) begin
-                            ab_code <= 5;
-                            cs <= 8;
-                        end
-                        else begin
-                            rdy <= 1'b1;
-                        end
                     end
-                    if (pe0_done) begin
-                        sample_cnt <= (sample_cnt + 1);
-                        sample_in_round <= (sample_in_round + 1);
-                        if (d_err_any) begin
-                            ab_code <= 2;
-                            err_info <= 65534;
-                            cs <= 8;
-                        end
-                        else if ((pe_err_any || bus_bad)) begin
-                            if (pe_err_any) begin
-                                ab_code <= 10;
-                            end
-                            else begin
-                                ab_code <= 8;
-                            end
-                            err_info <= sample_cnt;
-                            cs <= 8;
-                        end
-                        else if (((sample_in_round + 1) >= samples)) begin
-                            cs <= 8;
-                        end
-                    end
-                    else if ((d_err_any && (!pe0_busy))) begin
+                    if (d_err_any) begin
                         ab_code <= 2;
                         err_info <= 65534;
+                        cs <= 8;
+                    end
+                    else if ((bad_pe_any || bad_bus_any)) begin
+                        if (bad_pe_any) begin
+                            ab_code <= 10;
+                        end
+                        else begin
+                            ab_code <= 8;
+                        end
+                        err_info <= sample_cnt;
+                        cs <= 8;
+                    end
+                    else if (nothing_any) begin
+                        ab_code <= 5;
+                        cs <= 8;
+                    end
+                    else if (((walks >= samples) && (!walk_act) && (!st_pend) && (!full_any) && (!busy_any))) begin
                         cs <= 8;
                     end
                 end
@@ -17396,13 +17666,11 @@ always @(posedge clk) begin: main
                     if ((st_pend && idone)) begin
                         st_pend <= 1'b0;
                     end
-                    if (((!msu_busy) && (ist == 0) && (!idone) && (!st_pend) && (!pe0_busy))) begin
+                    if (((!msu_busy) && (ist == 0) && (!idone) && (!st_pend) && (!busy_any))) begin
                         walk_act <= 1'b0;
-                        rdy <= 1'b0;
                         ab_code <= 0;
                         case (ab_code)
                             'h0: begin
-                                sample_in_round <= 0;
                                 cs <= 9;
                                 ai <= 0;
                             end

@@ -119,6 +119,8 @@ signal msu_m_axis_pe_tdata: unsigned(127 downto 0);
 signal bt_lv: unsigned(3 downto 0);
 signal bt_dest: unsigned(2 downto 0);
 signal msu_m_axis_pe_tdest: unsigned(2 downto 0);
+signal bt_last: std_logic;
+signal msu_m_axis_pe_tlast: std_logic;
 signal agg_sum_op: std_logic;
 signal agg_res: unsigned(31 downto 0);
 signal agg_sat: signed (31 downto 0);
@@ -126,10 +128,6 @@ signal agg_avg: unsigned(31 downto 0);
 signal sum2: signed (33 downto 0);
 signal sum2_hi: unsigned(1 downto 0);
 signal agg_sum: signed (33 downto 0);
-signal miss_any: std_logic;
-signal m_prev: std_logic;
-signal bus_err_any: std_logic;
-signal b_prev: std_logic;
 signal h_ld: std_logic;
 signal h_sel: unsigned(2 downto 0);
 signal h_addr: unsigned(15 downto 0);
@@ -141,12 +139,13 @@ signal agg_entry: unsigned(30 downto 0);
 signal ai: unsigned(8 downto 0);
 signal sv_out: unsigned(31 downto 0);
 signal t_idx: unsigned(1 downto 0);
-signal cyc: unsigned(11 downto 0);
-signal tree_word: unsigned(2 downto 0);
 signal tbl_mem_a: unsigned(11 downto 0);
 signal tbl_off_a: unsigned(11 downto 0);
 signal tbl_off_exp: unsigned(31 downto 0);
 signal agg_pe_c: unsigned(1 downto 0);
+signal all_dec: std_logic;
+signal a_prev: std_logic;
+signal bt_lastv: std_logic;
 signal mc64: unsigned(63 downto 0);
 signal ld_hi: unsigned(31 downto 0);
 signal mc: unsigned(47 downto 0);
@@ -198,14 +197,14 @@ signal agg_addr_r: unsigned(7 downto 0);
 signal rb_sel_r: unsigned(1 downto 0);
 signal rb_addr_r: unsigned(15 downto 0);
 signal pe_hold: std_logic;
-signal pe0_done: std_logic;
-signal pe_err_any: std_logic;
-signal bus_bad: std_logic;
+signal bad_pe_any: std_logic;
+signal bad_bus_any: std_logic;
 signal d_err_any: std_logic;
-signal rdy: std_logic;
-signal pe_start: std_logic;
-signal pe0_busy: std_logic;
-signal rows_clear: std_logic;
+signal blk_any: std_logic;
+signal run_c: std_logic;
+signal walk_end: std_logic;
+signal walk_act: std_logic;
+signal msu_busy: std_logic;
 signal a_we: std_logic;
 signal dptr_clr: std_logic;
 signal derr_clr: std_logic;
@@ -218,17 +217,17 @@ signal msu_s_axil_rvalid: std_logic;
 signal irdata: unsigned(31 downto 0);
 signal msu_s_axil_rdata: unsigned(31 downto 0);
 signal cycles: unsigned(31 downto 0);
+signal busy_any: std_logic;
 signal compute_cyc: unsigned(31 downto 0);
 signal agg_cyc: unsigned(31 downto 0);
 signal load_cyc: unsigned(31 downto 0);
+signal sample_cnt: unsigned(31 downto 0);
 signal err_info: unsigned(31 downto 0);
 signal prog_len: unsigned(10 downto 0);
 signal agg_len: unsigned(8 downto 0);
 signal samples: unsigned(31 downto 0);
 signal rounds: unsigned(31 downto 0);
 signal cmd: unsigned(3 downto 0);
-signal sample_cnt: unsigned(31 downto 0);
-signal sample_in_round: unsigned(31 downto 0);
 signal round_cnt: unsigned(31 downto 0);
 signal h_pe: unsigned(1 downto 0);
 signal prog_len_32: unsigned(31 downto 0);
@@ -242,13 +241,13 @@ signal rb_addr_r_32: unsigned(31 downto 0);
 signal rb_value: unsigned(31 downto 0);
 signal pe_wait_ok: std_logic;
 signal dsel: unsigned(1 downto 0);
+signal qn: unsigned(4 downto 0);
 signal walks: unsigned(31 downto 0);
-signal started: unsigned(31 downto 0);
 signal st_pend: std_logic;
-signal walk_act: std_logic;
 signal ab_code: unsigned(3 downto 0);
-signal msu_busy: std_logic;
 signal fin_err: std_logic;
+signal nothing_any: std_logic;
+signal full_any: std_logic;
 signal a_pe: unsigned(1 downto 0);
 signal a_addr: unsigned(7 downto 0);
 signal a_data: unsigned(31 downto 0);
@@ -257,10 +256,9 @@ signal msu_s_axis_pe_tready: std_logic;
 signal msu_s_axil_wready: std_logic;
 signal msu_s_axil_rresp: unsigned(1 downto 0);
 signal msu_s_axil_bresp: unsigned(1 downto 0);
-signal msu_m_axis_pe_tlast: std_logic;
 signal msu_m_axis_pe_tkeep: unsigned(15 downto 0);
-signal unused_sig: unsigned(1506 downto 0);
-signal unused_sink: unsigned(1506 downto 0);
+signal unused_sig: unsigned(1505 downto 0);
+signal unused_sink: unsigned(1505 downto 0);
 signal cosmic_memory_schedule_unit0_w_strb: unsigned(15 downto 0);
 signal cosmic_memory_schedule_unit0_ar_go: std_logic;
 signal cosmic_memory_schedule_unit0_araddr_r: unsigned(31 downto 0);
@@ -447,6 +445,9 @@ signal bit_of0_y: std_logic;
 signal bit_of1_y: std_logic;
 signal bit_of2_y: std_logic;
 signal bit_of3_y: std_logic;
+signal cosmic_pe0_start: std_logic;
+signal cosmic_pe0_busy: std_logic;
+signal cosmic_pe0_done: std_logic;
 signal cosmic_pe0_err: unsigned(2 downto 0);
 signal cosmic_pe0_ld_en: std_logic;
 signal cosmic_pe0_ld_sel: unsigned(1 downto 0);
@@ -1302,6 +1303,7 @@ signal pe_glue3_hd_x: unsigned(47 downto 0);
 signal pe_glue3_ptr_a: unsigned(9 downto 0);
 signal pe_glue3_shamt: unsigned(8 downto 0);
 signal pe_glue3_word_x: unsigned(47 downto 0);
+signal cosmic_pe4_start: std_logic;
 signal cosmic_pe4_busy: std_logic;
 signal cosmic_pe4_done: std_logic;
 signal cosmic_pe4_err: unsigned(2 downto 0);
@@ -2159,13 +2161,16 @@ signal pe_glue7_ptr_a: unsigned(9 downto 0);
 signal pe_glue7_shamt: unsigned(8 downto 0);
 signal pe_glue7_word_x: unsigned(47 downto 0);
 signal err_link0_prev: std_logic;
+signal err_link0_derr: std_logic;
 signal err_link0_out: std_logic;
 signal err_link1_out: std_logic;
 signal err_link2_out: std_logic;
 signal err_link3_out: std_logic;
+signal err_link4_prev: std_logic;
 signal err_link4_out: std_logic;
 signal err_link5_out: std_logic;
 signal err_link6_out: std_logic;
+signal err_link7_out: std_logic;
 signal err_link8_prev: std_logic;
 signal err_link8_out: std_logic;
 signal err_link9_out: std_logic;
@@ -2258,6 +2263,8 @@ signal row_bus1_t_we: std_logic;
 signal row_bus1_t_val: unsigned(31 downto 0);
 signal row_bus1_busreg: unsigned(31 downto 0);
 signal row_bus1_err: std_logic;
+signal tree_rd0_cyc: unsigned(11 downto 0);
+signal tree_rd0_word: unsigned(2 downto 0);
 signal slice_of0_y: unsigned(1 downto 0);
 signal slice_of1_y: unsigned(0 downto 0);
 signal bit_of4_y: std_logic;
@@ -2286,6 +2293,10 @@ signal fold_link0_round_sat24_sat58_nsign: std_logic;
 signal and_nz0_y: std_logic;
 signal tree_stage0_ov: std_logic;
 signal tree_stage0_ox: unsigned(31 downto 0);
+signal tree_rd1_cyc: unsigned(11 downto 0);
+signal tree_rd1_word: unsigned(2 downto 0);
+signal slice_of2_y: unsigned(1 downto 0);
+signal slice_of3_y: unsigned(0 downto 0);
 signal bit_of5_y: std_logic;
 signal fold_link1_prev_v: std_logic;
 signal fold_link1_prev_x: unsigned(31 downto 0);
@@ -2314,8 +2325,46 @@ signal tree_stage1_ov: std_logic;
 signal tree_stage1_ox: unsigned(31 downto 0);
 signal err_link16_prev: std_logic;
 signal err_link16_out: std_logic;
+signal err_link17_out: std_logic;
 signal err_link18_prev: std_logic;
 signal err_link18_out: std_logic;
+signal err_link19_out: std_logic;
+signal err_link20_prev: std_logic;
+signal err_link20_derr: std_logic;
+signal err_link20_out: std_logic;
+signal err_link21_derr: std_logic;
+signal err_link22_prev: std_logic;
+signal err_link22_derr: std_logic;
+signal err_link22_out: std_logic;
+signal err_link23_derr: std_logic;
+signal err_link24_prev: std_logic;
+signal err_link24_derr: std_logic;
+signal err_link24_out: std_logic;
+signal err_link25_derr: std_logic;
+signal err_link26_prev: std_logic;
+signal err_link26_derr: std_logic;
+signal err_link26_out: std_logic;
+signal err_link27_derr: std_logic;
+signal err_link28_prev: std_logic;
+signal err_link28_derr: std_logic;
+signal err_link28_out: std_logic;
+signal err_link29_derr: std_logic;
+signal err_link30_prev: std_logic;
+signal err_link30_out: std_logic;
+signal and_link0_prev: std_logic;
+signal and_link0_x: std_logic;
+signal in_range0_y: std_logic;
+signal thread_ctl0_bus_bad: std_logic;
+signal thread_ctl0_closing: std_logic;
+signal thread_ctl0_cnt: unsigned(4 downto 0);
+signal thread_ctl0_got: std_logic;
+signal thread_ctl0_pend: unsigned(2 downto 0);
+signal in_range2_y: std_logic;
+signal thread_ctl1_bus_bad: std_logic;
+signal thread_ctl1_closing: std_logic;
+signal thread_ctl1_cnt: unsigned(4 downto 0);
+signal thread_ctl1_got: std_logic;
+signal thread_ctl1_pend: unsigned(2 downto 0);
 type t_array_agg_tab is array(0 to 256-1) of unsigned(30 downto 0);
 signal agg_tab: t_array_agg_tab;
 type t_array_tree_ram is array(0 to 2048-1) of unsigned(2 downto 0);
@@ -2444,6 +2493,8 @@ wm_ge <= '0';
 wi_ge <= '0';
 cosmic_pe0_left_in <= unsigned'("00000000000000000000000000000000");
 err_link0_prev <= '0';
+err_link0_derr <= '0';
+err_link4_prev <= '0';
 err_link8_prev <= '0';
 or_link0_prev <= unsigned'("00000000000000000000000000000000");
 or_link8_prev <= unsigned'("00000000000000000000000000000000");
@@ -2461,47 +2512,52 @@ fold_link1_prev_v <= '0';
 fold_link1_prev_x <= unsigned'("00000000000000000000000000000000");
 err_link16_prev <= '0';
 err_link18_prev <= '0';
+err_link20_prev <= '0';
+err_link22_prev <= '0';
+err_link24_prev <= '0';
+err_link26_prev <= '0';
+err_link28_prev <= '0';
+err_link30_prev <= '0';
 
 lv_cat(3) <= bit_of3_y;
 lv_cat(2) <= bit_of2_y;
 lv_cat(1) <= bit_of1_y;
 lv_cat(0) <= bit_of0_y;
-unused_sink(1507-1 downto 1379) <= pe_glue0_shifted;
-unused_sink(1379-1 downto 1375) <= pe_glue0_lvs;
-unused_sink(1374) <= pe0_busy;
-unused_sink(1373) <= cosmic_pe0_left_out_valid;
-unused_sink(1372) <= cosmic_pe0_right_out_valid;
-unused_sink(1371) <= cosmic_pe0_bus_out_valid;
-unused_sink(1371-1 downto 1339) <= cosmic_pe0_left_out;
-unused_sink(1339-1 downto 1211) <= pe_glue1_shifted;
-unused_sink(1211-1 downto 1207) <= pe_glue1_lvs;
-unused_sink(1206) <= cosmic_pe1_busy;
-unused_sink(1205) <= cosmic_pe1_left_out_valid;
-unused_sink(1204) <= cosmic_pe1_right_out_valid;
-unused_sink(1203) <= cosmic_pe1_bus_out_valid;
-unused_sink(1202) <= cosmic_pe1_done;
-unused_sink(1202-1 downto 1074) <= pe_glue2_shifted;
-unused_sink(1074-1 downto 1070) <= pe_glue2_lvs;
-unused_sink(1069) <= cosmic_pe2_busy;
-unused_sink(1068) <= cosmic_pe2_left_out_valid;
-unused_sink(1067) <= cosmic_pe2_right_out_valid;
-unused_sink(1066) <= cosmic_pe2_bus_out_valid;
-unused_sink(1065) <= cosmic_pe2_done;
-unused_sink(1065-1 downto 937) <= pe_glue3_shifted;
-unused_sink(937-1 downto 933) <= pe_glue3_lvs;
-unused_sink(932) <= cosmic_pe3_busy;
-unused_sink(931) <= cosmic_pe3_left_out_valid;
-unused_sink(930) <= cosmic_pe3_right_out_valid;
-unused_sink(929) <= cosmic_pe3_bus_out_valid;
-unused_sink(928) <= cosmic_pe3_done;
-unused_sink(928-1 downto 896) <= cosmic_pe3_right_out;
-unused_sink(896-1 downto 768) <= pe_glue4_shifted;
-unused_sink(768-1 downto 764) <= pe_glue4_lvs;
-unused_sink(763) <= cosmic_pe4_busy;
-unused_sink(762) <= cosmic_pe4_left_out_valid;
-unused_sink(761) <= cosmic_pe4_right_out_valid;
-unused_sink(760) <= cosmic_pe4_bus_out_valid;
-unused_sink(759) <= cosmic_pe4_done;
+unused_sink(1506-1 downto 1378) <= pe_glue0_shifted;
+unused_sink(1378-1 downto 1374) <= pe_glue0_lvs;
+unused_sink(1373) <= cosmic_pe0_busy;
+unused_sink(1372) <= cosmic_pe0_left_out_valid;
+unused_sink(1371) <= cosmic_pe0_right_out_valid;
+unused_sink(1370) <= cosmic_pe0_bus_out_valid;
+unused_sink(1370-1 downto 1338) <= cosmic_pe0_left_out;
+unused_sink(1338-1 downto 1210) <= pe_glue1_shifted;
+unused_sink(1210-1 downto 1206) <= pe_glue1_lvs;
+unused_sink(1205) <= cosmic_pe1_busy;
+unused_sink(1204) <= cosmic_pe1_left_out_valid;
+unused_sink(1203) <= cosmic_pe1_right_out_valid;
+unused_sink(1202) <= cosmic_pe1_bus_out_valid;
+unused_sink(1201) <= cosmic_pe1_done;
+unused_sink(1201-1 downto 1073) <= pe_glue2_shifted;
+unused_sink(1073-1 downto 1069) <= pe_glue2_lvs;
+unused_sink(1068) <= cosmic_pe2_busy;
+unused_sink(1067) <= cosmic_pe2_left_out_valid;
+unused_sink(1066) <= cosmic_pe2_right_out_valid;
+unused_sink(1065) <= cosmic_pe2_bus_out_valid;
+unused_sink(1064) <= cosmic_pe2_done;
+unused_sink(1064-1 downto 936) <= pe_glue3_shifted;
+unused_sink(936-1 downto 932) <= pe_glue3_lvs;
+unused_sink(931) <= cosmic_pe3_busy;
+unused_sink(930) <= cosmic_pe3_left_out_valid;
+unused_sink(929) <= cosmic_pe3_right_out_valid;
+unused_sink(928) <= cosmic_pe3_bus_out_valid;
+unused_sink(927) <= cosmic_pe3_done;
+unused_sink(927-1 downto 895) <= cosmic_pe3_right_out;
+unused_sink(895-1 downto 767) <= pe_glue4_shifted;
+unused_sink(767-1 downto 763) <= pe_glue4_lvs;
+unused_sink(762) <= cosmic_pe4_busy;
+unused_sink(761) <= cosmic_pe4_left_out_valid;
+unused_sink(760) <= cosmic_pe4_right_out_valid;
+unused_sink(759) <= cosmic_pe4_bus_out_valid;
 unused_sink(759-1 downto 727) <= cosmic_pe4_left_out;
 unused_sink(727-1 downto 599) <= pe_glue5_shifted;
 unused_sink(599-1 downto 595) <= pe_glue5_lvs;
@@ -5814,15 +5870,17 @@ beat: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            bt_dest <= to_unsigned(0, 3);
             bt_data <= to_unsigned(0, 128);
-            bt_valid <= '0';
+            bt_last <= '0';
             bt_lv <= to_unsigned(0, 4);
+            bt_dest <= to_unsigned(0, 3);
+            bt_valid <= '0';
         else
             bt_valid <= stdl(bool(msu_m_axis_pe_tvalid) and bool(acc_tready) and bool(dlv_on));
             bt_data <= msu_m_axis_pe_tdata;
             bt_lv <= lv_c;
             bt_dest <= msu_m_axis_pe_tdest;
+            bt_last <= msu_m_axis_pe_tlast;
         end if;
     end if;
 end process beat;
@@ -5912,10 +5970,10 @@ begin
     end if;
 end process cosmic_pe0_bank;
 
-cosmic_pe0_bankside: process (cosmic_pe0_rd_d0, cosmic_pe0_bk, pe0_busy, cosmic_pe0_rd_d1) is
+cosmic_pe0_bankside: process (cosmic_pe0_rd_d0, cosmic_pe0_bk, cosmic_pe0_busy, cosmic_pe0_rd_d1) is
 begin
-    cosmic_pe0_ps0 <= stdl(bool(pe0_busy) and (not bool(cosmic_pe0_bk)));
-    cosmic_pe0_ps1 <= stdl(bool(pe0_busy) and bool(cosmic_pe0_bk));
+    cosmic_pe0_ps0 <= stdl(bool(cosmic_pe0_busy) and (not bool(cosmic_pe0_bk)));
+    cosmic_pe0_ps1 <= stdl(bool(cosmic_pe0_busy) and bool(cosmic_pe0_bk));
     if bool(cosmic_pe0_bk) then
         cosmic_pe0_rd_d <= cosmic_pe0_rd_d1;
     else
@@ -5979,9 +6037,9 @@ begin
     end if;
 end process cosmic_pe0_ram_1r1w2_ram;
 
-cosmic_pe0_bufmux0_c: process (cosmic_pe0_res5, cosmic_pe0_ld_sel, cosmic_pe0_ram1, cosmic_pe0_wa5, cosmic_pe0_we5, cosmic_pe0_ld_en, cosmic_pe0_v1, cosmic_pe0_wb5, rb_addr, pe0_busy, cosmic_pe0_ld_addr, cosmic_pe0_ld_data) is
+cosmic_pe0_bufmux0_c: process (cosmic_pe0_res5, cosmic_pe0_ld_sel, cosmic_pe0_ram1, cosmic_pe0_wa5, cosmic_pe0_we5, cosmic_pe0_ld_en, cosmic_pe0_v1, cosmic_pe0_wb5, rb_addr, cosmic_pe0_busy, cosmic_pe0_ld_addr, cosmic_pe0_ld_data) is
 begin
-    if bool(pe0_busy) then
+    if bool(cosmic_pe0_busy) then
         cosmic_pe0_bufmux0_we <= stdl(bool(cosmic_pe0_we5) and (cosmic_pe0_wb5 = 2));
         cosmic_pe0_bufmux0_wa <= cosmic_pe0_wa5(8-1 downto 0);
         cosmic_pe0_bufmux0_wd <= unsigned(cosmic_pe0_res5(32-1 downto 0));
@@ -6007,9 +6065,9 @@ begin
     end if;
 end process cosmic_pe0_ram_1r1w3_ram;
 
-cosmic_pe0_bufmux0_0_c: process (cosmic_pe0_res5, cosmic_pe0_ld_sel, cosmic_pe0_rai1, cosmic_pe0_wa5, cosmic_pe0_we5, cosmic_pe0_ld_en, cosmic_pe0_v1, cosmic_pe0_wb5, rb_addr, pe0_busy, cosmic_pe0_ld_addr, cosmic_pe0_ld_data) is
+cosmic_pe0_bufmux0_0_c: process (cosmic_pe0_res5, cosmic_pe0_ld_sel, cosmic_pe0_rai1, cosmic_pe0_wa5, cosmic_pe0_we5, cosmic_pe0_ld_en, cosmic_pe0_v1, cosmic_pe0_wb5, rb_addr, cosmic_pe0_busy, cosmic_pe0_ld_addr, cosmic_pe0_ld_data) is
 begin
-    if bool(pe0_busy) then
+    if bool(cosmic_pe0_busy) then
         cosmic_pe0_bufmux0_0_we <= stdl(bool(cosmic_pe0_we5) and (cosmic_pe0_wb5 = 3));
         cosmic_pe0_bufmux0_0_wa <= cosmic_pe0_wa5(8-1 downto 0);
         cosmic_pe0_bufmux0_0_wd <= unsigned(cosmic_pe0_res5(32-1 downto 0));
@@ -6503,7 +6561,7 @@ cosmic_pe0_y_log <= cosmic_pe0_fa;
 
 
 cosmic_pe0_len_bad <= stdl((prog_len = 0) or (prog_len > 1024));
-cosmic_pe0_go <= stdl(bool(pe_start) and (not bool(pe0_busy)));
+cosmic_pe0_go <= stdl(bool(cosmic_pe0_start) and (not bool(cosmic_pe0_busy)));
 cosmic_pe0_err <= unsigned'(cosmic_pe0_e_len & cosmic_pe0_e_nl & cosmic_pe0_e_ill);
 
 cosmic_pe0_sched: process (clk) is
@@ -6511,14 +6569,14 @@ begin
     if rising_edge(clk) then
         if (rst = '1') then
             cosmic_pe0_lm1 <= to_unsigned(0, 11);
-            pe0_done <= '0';
+            cosmic_pe0_done <= '0';
             cosmic_pe0_l1 <= '0';
             cosmic_pe0_v1 <= '0';
-            pe0_busy <= '0';
+            cosmic_pe0_busy <= '0';
             cosmic_pe0_pc <= to_unsigned(0, 11);
             cosmic_pe0_running <= '0';
         else
-            pe0_done <= '0';
+            cosmic_pe0_done <= '0';
             cosmic_pe0_v1 <= cosmic_pe0_running;
             cosmic_pe0_l1 <= stdl(bool(cosmic_pe0_running) and (cosmic_pe0_pc = cosmic_pe0_lm1));
             if bool(cosmic_pe0_running) then
@@ -6529,14 +6587,14 @@ begin
                 end if;
             end if;
             if (bool(cosmic_pe0_v5) and bool(cosmic_pe0_l5)) then
-                pe0_busy <= '0';
-                pe0_done <= '1';
+                cosmic_pe0_busy <= '0';
+                cosmic_pe0_done <= '1';
             end if;
             if bool(cosmic_pe0_go) then
                 if bool(cosmic_pe0_len_bad) then
-                    pe0_done <= '1';
+                    cosmic_pe0_done <= '1';
                 else
-                    pe0_busy <= '1';
+                    cosmic_pe0_busy <= '1';
                     cosmic_pe0_running <= '1';
                     cosmic_pe0_pc <= to_unsigned(0, 11);
                     cosmic_pe0_lm1 <= (prog_len - 1);
@@ -6547,7 +6605,7 @@ begin
 end process cosmic_pe0_sched;
 
 
-cosmic_pe0_s_we <= stdl(bool(cosmic_pe0_ld_en) and (cosmic_pe0_ld_sel = 0) and (not bool(pe0_busy)));
+cosmic_pe0_s_we <= stdl(bool(cosmic_pe0_ld_en) and (cosmic_pe0_ld_sel = 0) and (not bool(cosmic_pe0_busy)));
 cosmic_pe0_s_wa <= cosmic_pe0_ld_addr(10-1 downto 0);
 cosmic_pe0_s_wd <= cosmic_pe0_ld_data(48-1 downto 0);
 cosmic_pe0_s_ra <= cosmic_pe0_pc(10-1 downto 0);
@@ -7606,7 +7664,7 @@ cosmic_pe1_y_log <= cosmic_pe1_fa;
 
 
 cosmic_pe1_len_bad <= stdl((prog_len = 0) or (prog_len > 1024));
-cosmic_pe1_go <= stdl(bool(pe_start) and (not bool(cosmic_pe1_busy)));
+cosmic_pe1_go <= stdl(bool(cosmic_pe0_start) and (not bool(cosmic_pe1_busy)));
 cosmic_pe1_err <= unsigned'(cosmic_pe1_e_len & cosmic_pe1_e_nl & cosmic_pe1_e_ill);
 
 cosmic_pe1_sched: process (clk) is
@@ -8709,7 +8767,7 @@ cosmic_pe2_y_log <= cosmic_pe2_fa;
 
 
 cosmic_pe2_len_bad <= stdl((prog_len = 0) or (prog_len > 1024));
-cosmic_pe2_go <= stdl(bool(pe_start) and (not bool(cosmic_pe2_busy)));
+cosmic_pe2_go <= stdl(bool(cosmic_pe0_start) and (not bool(cosmic_pe2_busy)));
 cosmic_pe2_err <= unsigned'(cosmic_pe2_e_len & cosmic_pe2_e_nl & cosmic_pe2_e_ill);
 
 cosmic_pe2_sched: process (clk) is
@@ -9812,7 +9870,7 @@ cosmic_pe3_y_log <= cosmic_pe3_fa;
 
 
 cosmic_pe3_len_bad <= stdl((prog_len = 0) or (prog_len > 1024));
-cosmic_pe3_go <= stdl(bool(pe_start) and (not bool(cosmic_pe3_busy)));
+cosmic_pe3_go <= stdl(bool(cosmic_pe0_start) and (not bool(cosmic_pe3_busy)));
 cosmic_pe3_err <= unsigned'(cosmic_pe3_e_len & cosmic_pe3_e_nl & cosmic_pe3_e_ill);
 
 cosmic_pe3_sched: process (clk) is
@@ -10915,7 +10973,7 @@ cosmic_pe4_y_log <= cosmic_pe4_fa;
 
 
 cosmic_pe4_len_bad <= stdl((prog_len = 0) or (prog_len > 1024));
-cosmic_pe4_go <= stdl(bool(pe_start) and (not bool(cosmic_pe4_busy)));
+cosmic_pe4_go <= stdl(bool(cosmic_pe4_start) and (not bool(cosmic_pe4_busy)));
 cosmic_pe4_err <= unsigned'(cosmic_pe4_e_len & cosmic_pe4_e_nl & cosmic_pe4_e_ill);
 
 cosmic_pe4_sched: process (clk) is
@@ -12018,7 +12076,7 @@ cosmic_pe5_y_log <= cosmic_pe5_fa;
 
 
 cosmic_pe5_len_bad <= stdl((prog_len = 0) or (prog_len > 1024));
-cosmic_pe5_go <= stdl(bool(pe_start) and (not bool(cosmic_pe5_busy)));
+cosmic_pe5_go <= stdl(bool(cosmic_pe4_start) and (not bool(cosmic_pe5_busy)));
 cosmic_pe5_err <= unsigned'(cosmic_pe5_e_len & cosmic_pe5_e_nl & cosmic_pe5_e_ill);
 
 cosmic_pe5_sched: process (clk) is
@@ -13121,7 +13179,7 @@ cosmic_pe6_y_log <= cosmic_pe6_fa;
 
 
 cosmic_pe6_len_bad <= stdl((prog_len = 0) or (prog_len > 1024));
-cosmic_pe6_go <= stdl(bool(pe_start) and (not bool(cosmic_pe6_busy)));
+cosmic_pe6_go <= stdl(bool(cosmic_pe4_start) and (not bool(cosmic_pe6_busy)));
 cosmic_pe6_err <= unsigned'(cosmic_pe6_e_len & cosmic_pe6_e_nl & cosmic_pe6_e_ill);
 
 cosmic_pe6_sched: process (clk) is
@@ -14224,7 +14282,7 @@ cosmic_pe7_y_log <= cosmic_pe7_fa;
 
 
 cosmic_pe7_len_bad <= stdl((prog_len = 0) or (prog_len > 1024));
-cosmic_pe7_go <= stdl(bool(pe_start) and (not bool(cosmic_pe7_busy)));
+cosmic_pe7_go <= stdl(bool(cosmic_pe4_start) and (not bool(cosmic_pe7_busy)));
 cosmic_pe7_err <= unsigned'(cosmic_pe7_e_len & cosmic_pe7_e_nl & cosmic_pe7_e_ill);
 
 cosmic_pe7_sched: process (clk) is
@@ -14652,28 +14710,28 @@ begin
 end process pe_glue7_port;
 
 
-err_link0_out <= stdl(bool(err_link0_prev) or (cosmic_pe0_err /= 0) or bool(pe_glue0_d_err));
+err_link0_out <= stdl(bool(err_link0_prev) or (cosmic_pe0_err /= 0) or bool(err_link0_derr));
 
 
-err_link1_out <= stdl(bool(err_link0_out) or (cosmic_pe1_err /= 0) or bool(pe_glue1_d_err));
+err_link1_out <= stdl(bool(err_link0_out) or (cosmic_pe1_err /= 0) or bool(err_link0_derr));
 
 
-err_link2_out <= stdl(bool(err_link1_out) or (cosmic_pe2_err /= 0) or bool(pe_glue2_d_err));
+err_link2_out <= stdl(bool(err_link1_out) or (cosmic_pe2_err /= 0) or bool(err_link0_derr));
 
 
-err_link3_out <= stdl(bool(err_link2_out) or (cosmic_pe3_err /= 0) or bool(pe_glue3_d_err));
+err_link3_out <= stdl(bool(err_link2_out) or (cosmic_pe3_err /= 0) or bool(err_link0_derr));
 
 
-err_link4_out <= stdl(bool(err_link3_out) or (cosmic_pe4_err /= 0) or bool(pe_glue4_d_err));
+err_link4_out <= stdl(bool(err_link4_prev) or (cosmic_pe4_err /= 0) or bool(err_link0_derr));
 
 
-err_link5_out <= stdl(bool(err_link4_out) or (cosmic_pe5_err /= 0) or bool(pe_glue5_d_err));
+err_link5_out <= stdl(bool(err_link4_out) or (cosmic_pe5_err /= 0) or bool(err_link0_derr));
 
 
-err_link6_out <= stdl(bool(err_link5_out) or (cosmic_pe6_err /= 0) or bool(pe_glue6_d_err));
+err_link6_out <= stdl(bool(err_link5_out) or (cosmic_pe6_err /= 0) or bool(err_link0_derr));
 
 
-pe_err_any <= stdl(bool(err_link6_out) or (cosmic_pe7_err /= 0) or bool(pe_glue7_d_err));
+err_link7_out <= stdl(bool(err_link6_out) or (cosmic_pe7_err /= 0) or bool(err_link0_derr));
 
 
 err_link8_out <= stdl(bool(err_link8_prev) or (cosmic_pe0_left_in /= 0) or bool(pe_glue0_d_err));
@@ -15013,7 +15071,7 @@ begin
             row_bus0_busreg <= to_unsigned(0, 32);
         else
             row_bus0_err <= stdl(bool(bus_link3_out_dup) or (bool(bus_link3_out_any) and bool(row_bus0_t_we)));
-            if bool(rows_clear) then
+            if bool(cosmic_pe0_start) then
                 row_bus0_busreg <= to_unsigned(0, 32);
             elsif bool(row_bus0_t_we) then
                 row_bus0_busreg <= row_bus0_t_val;
@@ -15088,7 +15146,7 @@ begin
             row_bus1_busreg <= to_unsigned(0, 32);
         else
             row_bus1_err <= stdl(bool(bus_link7_out_dup) or (bool(bus_link7_out_any) and bool(row_bus1_t_we)));
-            if bool(rows_clear) then
+            if bool(cosmic_pe4_start) then
                 row_bus1_busreg <= to_unsigned(0, 32);
             elsif bool(row_bus1_t_we) then
                 row_bus1_busreg <= row_bus1_t_val;
@@ -15111,11 +15169,20 @@ cosmic_pe6_bus_in <= row_bus1_busreg;
 
 cosmic_pe7_bus_in <= row_bus1_busreg;
 
+tree_rd0_c: process (tree_rd0_cyc, tree_ram) is
+begin
+    if (tree_rd0_cyc < 2048) then
+        tree_rd0_word <= tree_ram(to_integer(tree_rd0_cyc(11-1 downto 0)));
+    else
+        tree_rd0_word <= to_unsigned(0, 3);
+    end if;
+end process tree_rd0_c;
 
-slice_of0_y <= tree_word((0 + 2)-1 downto 0);
+
+slice_of0_y <= tree_rd0_word((0 + 2)-1 downto 0);
 
 
-slice_of1_y <= tree_word((2 + 1)-1 downto 2);
+slice_of1_y <= tree_rd0_word((2 + 1)-1 downto 2);
 
 
 bit_of4_y <= slice_of1_y(0);
@@ -15210,8 +15277,23 @@ row_bus0_t_we <= tree_stage0_ov;
 
 row_bus0_t_val <= tree_stage0_ox;
 
+tree_rd1_c: process (tree_rd1_cyc, tree_ram) is
+begin
+    if (tree_rd1_cyc < 2048) then
+        tree_rd1_word <= tree_ram(to_integer(tree_rd1_cyc(11-1 downto 0)));
+    else
+        tree_rd1_word <= to_unsigned(0, 3);
+    end if;
+end process tree_rd1_c;
 
-bit_of5_y <= slice_of1_y(0);
+
+slice_of2_y <= tree_rd1_word((0 + 2)-1 downto 0);
+
+
+slice_of3_y <= tree_rd1_word((2 + 1)-1 downto 2);
+
+
+bit_of5_y <= slice_of3_y(0);
 
 
 fold_link1_sat59_hi <= unsigned(fold_link1_s1(33-1 downto (32 - 1)));
@@ -15264,16 +15346,16 @@ fold_link1_b <= signed(bus_link7_out_val);
 fold_link1_s1 <= (resize(fold_link1_a, 33) + fold_link1_b);
 fold_link1_p2 <= (resize(fold_link1_a, 33) * fold_link1_b);
 
-fold_link1_c: process (slice_of0_y, bus_link7_out_any, fold_link1_sa, fold_link1_prev_v, bus_link7_out_val, bit_of5_y, fold_link1_sm, fold_link1_prev_x) is
+fold_link1_c: process (slice_of2_y, bus_link7_out_any, fold_link1_sa, fold_link1_prev_v, bus_link7_out_val, bit_of5_y, fold_link1_sm, fold_link1_prev_x) is
 begin
-    fold_link1_miss <= stdl(bool(bit_of5_y) and (not bool(bus_link7_out_any)) and (slice_of0_y /= 0));
+    fold_link1_miss <= stdl(bool(bit_of5_y) and (not bool(bus_link7_out_any)) and (slice_of2_y /= 0));
     fold_link1_out_v <= fold_link1_prev_v;
     fold_link1_out_x <= fold_link1_prev_x;
     if (bool(bit_of5_y) and bool(bus_link7_out_any)) then
         fold_link1_out_v <= '1';
         if (not bool(fold_link1_prev_v)) then
             fold_link1_out_x <= bus_link7_out_val;
-        elsif (slice_of0_y = 2) then
+        elsif (slice_of2_y = 2) then
             fold_link1_out_x <= unsigned(fold_link1_sa(32-1 downto 0));
         else
             fold_link1_out_x <= unsigned(fold_link1_sm(32-1 downto 0));
@@ -15282,7 +15364,7 @@ begin
 end process fold_link1_c;
 
 
-and_nz1_y <= stdl(bool(fold_link1_out_v) and (slice_of0_y /= 0));
+and_nz1_y <= stdl(bool(fold_link1_out_v) and (slice_of2_y /= 0));
 
 tree_stage1_r: process (clk) is
 begin
@@ -15307,17 +15389,13 @@ row_bus1_t_val <= tree_stage1_ox;
 err_link16_out <= stdl(bool(err_link16_prev) or (cosmic_pe0_left_in /= 0) or bool(row_bus0_err));
 
 
-b_prev <= stdl(bool(err_link16_out) or (cosmic_pe0_left_in /= 0) or bool(row_bus1_err));
+err_link17_out <= stdl(bool(err_link16_out) or (cosmic_pe0_left_in /= 0) or bool(fold_link0_miss));
 
 
-err_link18_out <= stdl(bool(err_link18_prev) or (cosmic_pe0_left_in /= 0) or bool(fold_link0_miss));
+err_link18_out <= stdl(bool(err_link18_prev) or (cosmic_pe0_left_in /= 0) or bool(row_bus1_err));
 
 
-m_prev <= stdl(bool(err_link18_out) or (cosmic_pe0_left_in /= 0) or bool(fold_link1_miss));
-
-
-miss_any <= m_prev;
-bus_err_any <= b_prev;
+err_link19_out <= stdl(bool(err_link18_out) or (cosmic_pe0_left_in /= 0) or bool(fold_link1_miss));
 
 agg_w: process (clk) is
 begin
@@ -15346,16 +15424,9 @@ begin
     end if;
 end process sv_w;
 
-tabr: process (sv_mem, ai, agg_tab, cyc, tree_ram, t_idx) is
-begin
-    agg_entry <= agg_tab(to_integer(ai(8-1 downto 0)));
-    sv_out <= sv_mem(to_integer(t_idx(1-1 downto 0)));
-    if (cyc < 2048) then
-        tree_word <= tree_ram(to_integer(cyc(11-1 downto 0)));
-    else
-        tree_word <= to_unsigned(0, 3);
-    end if;
-end process tabr;
+
+agg_entry <= agg_tab(to_integer(ai(8-1 downto 0)));
+sv_out <= sv_mem(to_integer(t_idx(1-1 downto 0)));
 
 tbl_a: process (t_idx) is
 begin
@@ -15390,6 +15461,191 @@ end process tbl_c;
 
 agg_pe_c <= agg_entry((16 + 2)-1 downto 16);
 agg_sum_op <= agg_entry(30);
+
+
+err_link20_out <= stdl(bool(err_link20_prev) or (err_link0_derr /= '0') or bool(err_link20_derr));
+
+
+blk_any <= stdl(bool(err_link20_out) or (err_link0_derr /= '0') or bool(err_link21_derr));
+
+
+err_link22_out <= stdl(bool(err_link22_prev) or (err_link0_derr /= '0') or bool(err_link22_derr));
+
+
+full_any <= stdl(bool(err_link22_out) or (err_link0_derr /= '0') or bool(err_link23_derr));
+
+
+err_link24_out <= stdl(bool(err_link24_prev) or (err_link0_derr /= '0') or bool(err_link24_derr));
+
+
+nothing_any <= stdl(bool(err_link24_out) or (err_link0_derr /= '0') or bool(err_link25_derr));
+
+
+err_link26_out <= stdl(bool(err_link26_prev) or (err_link0_derr /= '0') or bool(err_link26_derr));
+
+
+bad_pe_any <= stdl(bool(err_link26_out) or (err_link0_derr /= '0') or bool(err_link27_derr));
+
+
+err_link28_out <= stdl(bool(err_link28_prev) or (err_link0_derr /= '0') or bool(err_link28_derr));
+
+
+bad_bus_any <= stdl(bool(err_link28_out) or (err_link0_derr /= '0') or bool(err_link29_derr));
+
+
+err_link30_out <= stdl(bool(err_link30_prev) or (err_link0_derr /= '0') or bool(cosmic_pe0_busy));
+
+
+busy_any <= stdl(bool(err_link30_out) or (err_link0_derr /= '0') or bool(cosmic_pe4_busy));
+
+
+a_prev <= stdl(bool(and_link0_prev) and bool(and_link0_x));
+
+
+all_dec <= a_prev;
+
+
+in_range0_y <= stdl(bool(bt_lastv) and (bt_dest < 4));
+
+
+err_link20_derr <= stdl(bool(err_link22_derr) and (msu_m_axis_pe_tdest < 4));
+
+
+cosmic_pe0_start <= stdl(bool(run_c) and bool(err_link22_derr) and (not bool(cosmic_pe0_busy)) and (not bool(pe_hold)));
+thread_ctl0_closing <= stdl(bool(in_range0_y) and ((thread_ctl0_cnt + 1) = qn));
+err_link26_derr <= stdl(bool(cosmic_pe0_done) and bool(err_link3_out));
+err_link28_derr <= stdl(bool(cosmic_pe0_done) and bool(thread_ctl0_bus_bad));
+and_link0_prev <= stdl(bool(cosmic_pe0_done) or (thread_ctl0_pend /= 0));
+
+
+err_link24_derr <= stdl(bool(walk_end) and bool(err_link22_derr) and (not bool(thread_ctl0_got)) and (not bool(thread_ctl0_closing)));
+
+thread_ctl0_seq: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            thread_ctl0_got <= '0';
+            thread_ctl0_bus_bad <= '0';
+            err_link22_derr <= '0';
+            tree_rd0_cyc <= to_unsigned(0, 12);
+            thread_ctl0_cnt <= to_unsigned(0, 5);
+            thread_ctl0_pend <= to_unsigned(0, 3);
+        else
+            if (not bool(run_c)) then
+                err_link22_derr <= '0';
+                thread_ctl0_got <= '0';
+                thread_ctl0_cnt <= to_unsigned(0, 5);
+                thread_ctl0_bus_bad <= '0';
+            else
+                if bool(err_link17_out) then
+                    thread_ctl0_bus_bad <= '1';
+                end if;
+                if bool(cosmic_pe0_start) then
+                    err_link22_derr <= '0';
+                    thread_ctl0_bus_bad <= err_link17_out;
+                end if;
+                if bool(dptr_clr) then
+                    thread_ctl0_got <= '0';
+                    thread_ctl0_cnt <= to_unsigned(0, 5);
+                elsif bool(thread_ctl0_closing) then
+                    err_link22_derr <= '1';
+                    thread_ctl0_got <= '1';
+                    thread_ctl0_cnt <= to_unsigned(0, 5);
+                elsif bool(in_range0_y) then
+                    thread_ctl0_cnt <= (thread_ctl0_cnt + 1);
+                end if;
+                if (bool(walk_end) and (not bool(thread_ctl0_got)) and (not bool(thread_ctl0_closing)) and (not bool(err_link22_derr))) then
+                    err_link22_derr <= '1';
+                end if;
+            end if;
+            if bool(derr_clr) then
+                thread_ctl0_pend <= to_unsigned(0, 3);
+            elsif (bool(cosmic_pe0_done) and (not bool(all_dec))) then
+                thread_ctl0_pend <= (thread_ctl0_pend + 1);
+            elsif (bool(all_dec) and (not bool(cosmic_pe0_done))) then
+                thread_ctl0_pend <= (thread_ctl0_pend - 1);
+            end if;
+            if bool(cosmic_pe0_start) then
+                tree_rd0_cyc <= to_unsigned(0, 12);
+            elsif (tree_rd0_cyc /= 4095) then
+                tree_rd0_cyc <= (tree_rd0_cyc + 1);
+            end if;
+        end if;
+    end if;
+end process thread_ctl0_seq;
+
+
+in_range2_y <= stdl(bool(bt_lastv) and (bt_dest >= 4));
+
+
+err_link21_derr <= stdl(bool(err_link23_derr) and (msu_m_axis_pe_tdest >= 4));
+
+
+cosmic_pe4_start <= stdl(bool(run_c) and bool(err_link23_derr) and (not bool(cosmic_pe4_busy)) and (not bool(pe_hold)));
+thread_ctl1_closing <= stdl(bool(in_range2_y) and ((thread_ctl1_cnt + 1) = qn));
+err_link27_derr <= stdl(bool(cosmic_pe4_done) and bool(err_link7_out));
+err_link29_derr <= stdl(bool(cosmic_pe4_done) and bool(thread_ctl1_bus_bad));
+and_link0_x <= stdl(bool(cosmic_pe4_done) or (thread_ctl1_pend /= 0));
+
+
+err_link25_derr <= stdl(bool(walk_end) and bool(err_link23_derr) and (not bool(thread_ctl1_got)) and (not bool(thread_ctl1_closing)));
+
+thread_ctl1_seq: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            thread_ctl1_got <= '0';
+            thread_ctl1_bus_bad <= '0';
+            err_link23_derr <= '0';
+            tree_rd1_cyc <= to_unsigned(0, 12);
+            thread_ctl1_cnt <= to_unsigned(0, 5);
+            thread_ctl1_pend <= to_unsigned(0, 3);
+        else
+            if (not bool(run_c)) then
+                err_link23_derr <= '0';
+                thread_ctl1_got <= '0';
+                thread_ctl1_cnt <= to_unsigned(0, 5);
+                thread_ctl1_bus_bad <= '0';
+            else
+                if bool(err_link19_out) then
+                    thread_ctl1_bus_bad <= '1';
+                end if;
+                if bool(cosmic_pe4_start) then
+                    err_link23_derr <= '0';
+                    thread_ctl1_bus_bad <= err_link19_out;
+                end if;
+                if bool(dptr_clr) then
+                    thread_ctl1_got <= '0';
+                    thread_ctl1_cnt <= to_unsigned(0, 5);
+                elsif bool(thread_ctl1_closing) then
+                    err_link23_derr <= '1';
+                    thread_ctl1_got <= '1';
+                    thread_ctl1_cnt <= to_unsigned(0, 5);
+                elsif bool(in_range2_y) then
+                    thread_ctl1_cnt <= (thread_ctl1_cnt + 1);
+                end if;
+                if (bool(walk_end) and (not bool(thread_ctl1_got)) and (not bool(thread_ctl1_closing)) and (not bool(err_link23_derr))) then
+                    err_link23_derr <= '1';
+                end if;
+            end if;
+            if bool(derr_clr) then
+                thread_ctl1_pend <= to_unsigned(0, 3);
+            elsif (bool(cosmic_pe4_done) and (not bool(all_dec))) then
+                thread_ctl1_pend <= (thread_ctl1_pend + 1);
+            elsif (bool(all_dec) and (not bool(cosmic_pe4_done))) then
+                thread_ctl1_pend <= (thread_ctl1_pend - 1);
+            end if;
+            if bool(cosmic_pe4_start) then
+                tree_rd1_cyc <= to_unsigned(0, 12);
+            elsif (tree_rd1_cyc /= 4095) then
+                tree_rd1_cyc <= (tree_rd1_cyc + 1);
+            end if;
+        end if;
+    end if;
+end process thread_ctl1_seq;
+
+
+bt_lastv <= stdl(bool(bt_valid) and bool(bt_last));
 
 
 prog_len_32 <= unsigned'(to_unsigned(0, 21) & prog_len);
@@ -15555,13 +15811,11 @@ begin
 end process outs;
 
 
-pe_hold <= stdl((bool(pe0_done) and (bool(pe_err_any) or bool(bus_bad))) or bool(d_err_any));
-acc_tready <= stdl((not ((cs = 7) and bool(rdy))));
+pe_hold <= stdl(bool(bad_pe_any) or bool(bad_bus_any) or bool(d_err_any));
+acc_tready <= stdl((not ((cs = 7) and bool(blk_any))));
 dlv_on <= stdl(cs /= 8);
-
-
-pe_start <= stdl((cs = 7) and bool(rdy) and (not bool(pe0_busy)) and (not bool(pe_hold)));
-rows_clear <= stdl((cs = 7) and bool(rdy) and (not bool(pe0_busy)) and (not bool(pe_hold)));
+run_c <= stdl(cs = 7);
+walk_end <= stdl((cs = 7) and bool(walk_act) and (not bool(msu_busy)));
 
 main: process (clk) is
 begin
@@ -15573,14 +15827,13 @@ begin
             a_addr <= to_unsigned(0, 8);
             i_awaddr <= to_unsigned(0, 12);
             round_cnt <= to_unsigned(0, 32);
+            qn <= to_unsigned(0, 5);
             cmd <= to_unsigned(0, 4);
-            started <= to_unsigned(0, 32);
             idone <= '0';
             agg_addr_r <= to_unsigned(0, 8);
             ld_addr <= to_unsigned(0, 16);
             a_pe <= to_unsigned(0, 2);
             i_awvalid <= '0';
-            cyc <= to_unsigned(0, 12);
             rb_pe_r <= to_unsigned(0, 16);
             ab_code <= to_unsigned(0, 4);
             i_arvalid <= '0';
@@ -15592,19 +15845,16 @@ begin
             err_info <= to_unsigned(0, 32);
             cs <= to_unsigned(0, 4);
             rb_sel_r <= to_unsigned(0, 2);
-            sample_in_round <= to_unsigned(0, 32);
             prog_len <= to_unsigned(0, 11);
             h_pe <= to_unsigned(0, 2);
             a_we <= '0';
             dsel <= to_unsigned(0, 2);
             walk_act <= '0';
             samples <= to_unsigned(0, 32);
-            rdy <= '0';
             agg_cyc <= to_unsigned(0, 32);
             derr_clr <= '0';
             st_pend <= '0';
             walks <= to_unsigned(0, 32);
-            bus_bad <= '0';
             h_data <= to_unsigned(0, 64);
             hwait_rd <= '0';
             ld_pe <= to_unsigned(0, 16);
@@ -15665,7 +15915,7 @@ begin
             end if;
             if bool(running) then
                 cycles <= (cycles + 1);
-                if bool(pe0_busy) then
+                if bool(busy_any) then
                     compute_cyc <= (compute_cyc + 1);
                 elsif ((cs = 9) or (cs = 10) or (cs = 11)) then
                     agg_cyc <= (agg_cyc + 1);
@@ -15673,10 +15923,8 @@ begin
                     load_cyc <= (load_cyc + 1);
                 end if;
             end if;
-            if bool(pe_start) then
-                cyc <= to_unsigned(0, 12);
-            elsif (cyc /= 4095) then
-                cyc <= (cyc + 1);
+            if (bool(running) and bool(all_dec)) then
+                sample_cnt <= (sample_cnt + 1);
             end if;
             if (bool(hwait) and bool(idone)) then
                 hwait <= '0';
@@ -15739,7 +15987,6 @@ begin
                                 cycles <= to_unsigned(0, 32);
                                 derr_clr <= '1';
                                 sample_cnt <= to_unsigned(0, 32);
-                                sample_in_round <= to_unsigned(0, 32);
                                 round_cnt <= to_unsigned(0, 32);
                                 compute_cyc <= to_unsigned(0, 32);
                                 load_cyc <= to_unsigned(0, 32);
@@ -15890,8 +16137,7 @@ begin
                             err_f <= '1';
                             err_code <= to_unsigned(11, 4);
                         elsif bool(cmd(1)) then
-                            cs <= to_unsigned(2, 4);
-                            t_idx <= to_unsigned(0, 2);
+                            cs <= to_unsigned(14, 4);
                         elsif bool(cmd(0)) then
                             dsel <= to_unsigned(2, 2);
                             cs <= to_unsigned(5, 4);
@@ -15899,6 +16145,18 @@ begin
                             cs <= to_unsigned(9, 4);
                             ai <= to_unsigned(0, 9);
                         end if;
+                    end if;
+                elsif (cs = 14) then
+                    if ((ist = 0) and (not bool(idone)) and (not bool(pe_wait_ok))) then
+                        ist <= to_unsigned(3, 3);
+                        i_arvalid <= '1';
+                        i_awaddr <= to_unsigned(8, 12);
+                        pe_wait_ok <= '1';
+                    elsif bool(idone) then
+                        pe_wait_ok <= '0';
+                        qn <= irdata(5-1 downto 0);
+                        cs <= to_unsigned(2, 4);
+                        t_idx <= to_unsigned(0, 2);
                     end if;
                 elsif ((cs = 2) or (cs = 3)) then
                     if ((ist = 0) and (not bool(idone)) and (not bool(pe_wait_ok))) then
@@ -15945,12 +16203,8 @@ begin
                             t_idx <= to_unsigned(0, 2);
                             cs <= to_unsigned(7, 4);
                             walks <= to_unsigned(0, 32);
-                            started <= to_unsigned(0, 32);
-                            sample_in_round <= to_unsigned(0, 32);
                             st_pend <= '0';
                             walk_act <= '0';
-                            rdy <= '0';
-                            bus_bad <= '0';
                             ab_code <= to_unsigned(0, 4);
                         else
                             t_idx <= (t_idx + 1);
@@ -16003,14 +16257,6 @@ begin
                     err_info <= to_unsigned(65534, 32);
                 end if;
                 if (cs = 7) then
-                    if (bool(bus_err_any) or bool(miss_any)) then
-                        bus_bad <= '1';
-                    end if;
-                    if bool(pe_start) then
-                        rdy <= '0';
-                        started <= (started + 1);
-                        bus_bad <= stdl(bool(bus_err_any) or bool(miss_any));
-                    end if;
                     if ((ist = 0) and (not bool(idone)) and (not bool(st_pend)) and (not bool(walk_act)) and (not bool(msu_busy)) and (walks < samples)) then
                         ist <= to_unsigned(1, 3);
                         i_awvalid <= '1';
@@ -16024,49 +16270,36 @@ begin
                         st_pend <= '0';
                         walk_act <= '1';
                     end if;
-                    if (bool(walk_act) and (not bool(msu_busy))) then
+                    if bool(walk_end) then
                         walk_act <= '0';
-                        if bool(rdy) then
-                            ab_code <= to_unsigned(5, 4);
-                            cs <= to_unsigned(8, 4);
-                        else
-                            rdy <= '1';
-                        end if;
                     end if;
-                    if bool(pe0_done) then
-                        sample_cnt <= (sample_cnt + 1);
-                        sample_in_round <= (sample_in_round + 1);
-                        if bool(d_err_any) then
-                            ab_code <= to_unsigned(2, 4);
-                            err_info <= to_unsigned(65534, 32);
-                            cs <= to_unsigned(8, 4);
-                        elsif (bool(pe_err_any) or bool(bus_bad)) then
-                            if bool(pe_err_any) then
-                                ab_code <= to_unsigned(10, 4);
-                            else
-                                ab_code <= to_unsigned(8, 4);
-                            end if;
-                            err_info <= sample_cnt;
-                            cs <= to_unsigned(8, 4);
-                        elsif ((sample_in_round + 1) >= samples) then
-                            cs <= to_unsigned(8, 4);
-                        end if;
-                    elsif (bool(d_err_any) and (not bool(pe0_busy))) then
+                    if bool(d_err_any) then
                         ab_code <= to_unsigned(2, 4);
                         err_info <= to_unsigned(65534, 32);
+                        cs <= to_unsigned(8, 4);
+                    elsif (bool(bad_pe_any) or bool(bad_bus_any)) then
+                        if bool(bad_pe_any) then
+                            ab_code <= to_unsigned(10, 4);
+                        else
+                            ab_code <= to_unsigned(8, 4);
+                        end if;
+                        err_info <= sample_cnt;
+                        cs <= to_unsigned(8, 4);
+                    elsif bool(nothing_any) then
+                        ab_code <= to_unsigned(5, 4);
+                        cs <= to_unsigned(8, 4);
+                    elsif ((walks >= samples) and (not bool(walk_act)) and (not bool(st_pend)) and (not bool(full_any)) and (not bool(busy_any))) then
                         cs <= to_unsigned(8, 4);
                     end if;
                 elsif (cs = 8) then
                     if (bool(st_pend) and bool(idone)) then
                         st_pend <= '0';
                     end if;
-                    if ((not bool(msu_busy)) and (ist = 0) and (not bool(idone)) and (not bool(st_pend)) and (not bool(pe0_busy))) then
+                    if ((not bool(msu_busy)) and (ist = 0) and (not bool(idone)) and (not bool(st_pend)) and (not bool(busy_any))) then
                         walk_act <= '0';
-                        rdy <= '0';
                         ab_code <= to_unsigned(0, 4);
                         case ab_code is
                             when "0000" =>
-                                sample_in_round <= to_unsigned(0, 32);
                                 cs <= to_unsigned(9, 4);
                                 ai <= to_unsigned(0, 9);
                             when "0101" =>
