@@ -86,6 +86,11 @@ KILLED = ("killed", "timeout", "error")
 AUTO_SUITE_S = 20.0
 
 
+def norm_key(key: str) -> str:
+    """A mutant key with its spaces trimmed and runs of spaces made one."""
+    return re.sub(r"\s+", " ", key.strip())
+
+
 @dataclass(frozen=True)
 class Mutant:
     line: int          # 1-based line number in the netlist
@@ -98,7 +103,7 @@ class Mutant:
     @property
     def key(self) -> str:
         """Stable name of the mutant (for the equivalence file)."""
-        return f"L{self.line}:{self.col}:{self.cls}:{self.replacement}"
+        return norm_key(f"L{self.line}:{self.col}:{self.cls}:{self.replacement}")
 
     def apply(self, lines: list[str]) -> list[str]:
         out = list(lines)
@@ -252,7 +257,8 @@ def score(results: list[dict], equivalent: set[str] = frozenset()) -> dict:
          for o in ("killed", "timeout", "error", "survived", "stillborn")}
     killed = n["killed"] + n["timeout"] + n["error"]
     viable = killed + n["survived"]
-    eq = sum(r["outcome"] == "survived" and r["key"] in equivalent for r in results)
+    equivalent = {norm_key(k) for k in equivalent}
+    eq = sum(r["outcome"] == "survived" and norm_key(r["key"]) in equivalent for r in results)
     return {**n, "total_killed": killed, "viable": viable, "equivalent": eq,
             "score": None if viable == 0 else 100.0 * killed / viable,
             "adjusted": None if viable - eq == 0 else 100.0 * killed / (viable - eq)}
@@ -269,7 +275,7 @@ def load_equivalent(core: str, path: Path = EQUIV_FILE) -> dict[str, str]:
         head, reason = ln.split("::", 1)
         parts = head.split(None, 1)
         if len(parts) == 2 and parts[0] == core and reason.strip():
-            out[parts[1].strip()] = reason.strip()
+            out[norm_key(parts[1])] = reason.strip()
     return out
 
 
@@ -510,7 +516,7 @@ def write_report(camp: dict, reports: Path = REPORTS) -> Path:
     if not surv:
         L.append("None.")
     for r in surv:
-        why = eqv.get(r["key"])
+        why = eqv.get(norm_key(r["key"]))
         L.append(f"- m{r['k']:03d} line {r['line']} ({r['cls']}) `{_esc(r['original_line'])}` -> "
                  f"`{_esc(r['mutated_line'])}`: "
                  + (f"argued equivalent: {why}" if why else "**not killed, not argued equivalent**"))

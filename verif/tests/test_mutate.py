@@ -141,6 +141,11 @@ def test_equivalence_file_format(tmp_path):
     f.write_text("# comment\nl2reg L12:4:index:3 :: unused bit\nl2reg L13:4:index:3 ::\n"
                  "scalar_engine L1:0:arith: - :: other core\n")
     assert load_equivalent("l2reg", f) == {"L12:4:index:3": "unused bit"}  # empty reason ignored
+    # a key whose replacement has spaces (an operator) matches the mutant's own key
+    m = Mutant(5, 10, 14, "relop", " >= ", " > ")
+    f.write_text(f"c {m.key} :: same\n")
+    assert score([{"outcome": "survived", "key": m.key}], set(load_equivalent("c", f)))["equivalent"] == 1
+    assert score([{"outcome": "survived", "key": "L5:10:relop: > "}], set(load_equivalent("c", f)))["equivalent"] == 1
 
 
 def test_rtl_override_points_the_default_netlist_elsewhere(monkeypatch, tmp_path):
