@@ -355,6 +355,55 @@ def scaled_traffic(cp, rng) -> dict:
     return out
 
 
+@sim_test(timeout_us={"default": 80, "*": 320})  # measured 14.8 us on default
+async def overlap_hazards(dut):
+    """The overlapped issue/drain (issue 16) against the instruction-level model: passes of
+    n = 1 back to back (the final-step spacing), a WRITE_B / WRITE_A / SET_PARALLEL_MODE
+    right behind the MULT_ACC_DUMP still reading that store or mode, and a top-k array of
+    ascending results (every element an insertion: k-1 scanner stall cycles each) fed by
+    n = 1 passes, so the result queue fills and the final step waits for room.  Dump
+    backpressure on top."""
+    tb = TB(dut, src_p=1.0, sink_p=0.4)
+    await tb.reset()
+    cp, M, LSD, W, one = tb.cp, tb.M, tb.cp.LSD, tb.W, tb.fmt.one
+
+    def data(vals):
+        return [mm.data_word(int(v), W) for v in np.asarray(vals).ravel()]
+
+    def at(ila, lsa, sma):
+        return [mm.enc(mm.SET_INPUT_LS_ADDR, ila), mm.enc(mm.SET_PE_LS_ADDR, lsa), mm.enc(mm.SET_SM_ADDR, sma)]
+
+    prog = [mm.i_mode(1, 1), mm.i_reduction(mm.OP_RMW), mm.enc(mm.SM_CTRL, mm.SM_CLEAR),
+            mm.enc(mm.SM_CTRL, mm.SM_START)]
+    for pe in range(M):
+        prog += [mm.enc(mm.SET_PE_LS_ADDR, 0), mm.i_write_b(LSD, pe)] + data(tb.rand(LSD))
+    prog += [mm.enc(mm.SET_INPUT_LS_ADDR, 0), mm.enc(mm.WRITE_A, 4 * M)] + data(tb.rand(4 * M))
+    prog += at(0, 0, 0) + [mm.i_macc(1)] * 6                      # n = 1 back to back
+    prog += at(M, 1, 4) + [mm.i_macc(3), mm.enc(mm.SET_PE_LS_ADDR, 2), mm.i_write_b(2, 0)] + data(tb.rand(2))
+    # the word WRITE_A replaces is read by the pass's last step, one cycle after the write
+    # would land without the wait
+    prog += at(M, 2, 8) + [mm.i_macc(4), mm.enc(mm.SET_INPUT_LS_ADDR, M + 3), mm.enc(mm.WRITE_A, 1)] + \
+        data(tb.rand(1))
+    prog += at(2 * M, 3, 12) + [mm.i_macc(2), mm.i_mode(2, 2)]
+    prog += at(0, 0, 16) + [mm.i_macc(2), mm.i_mode(M, 1)]
+    prog += at(0, 5, 20) + [mm.i_macc(1, last=True), mm.i_dump(0, 24)]
+    # top-k of ascending results: PE i holds (i+1)/4, pass p reads (p+1)/32
+    npass = 4 * M
+    prog += [mm.i_mode(1, 1), mm.i_reduction(mm.OP_SEL, cp.KMAX), mm.enc(mm.SM_CTRL, mm.SM_START)]
+    for pe in range(M):
+        prog += [mm.enc(mm.SET_PE_LS_ADDR, 0), mm.i_write_b(1, pe)] + data([(pe + 1) * one // 4])
+    prog += [mm.enc(mm.SET_INPUT_LS_ADDR, 0), mm.enc(mm.WRITE_A, npass)] + \
+        data([(p + 1) * one // 32 for p in range(npass)])
+    prog += [mm.enc(mm.SET_PE_LS_ADDR, 0)]
+    for p in range(npass):
+        prog += [mm.enc(mm.SET_INPUT_LS_ADDR, p), mm.enc(mm.SET_SM_ADDR, p * M),
+                 mm.i_macc(1, last=p == npass - 1)]
+    prog.append(mm.i_dump())
+    beats = await tb.run(prog)
+    assert len(beats) == 24 + cp.KMAX
+    await tb.finish()
+
+
 async def steady_mac_rate(tb) -> float:
     """MAC steps per cycle of back-to-back passes (RMW, column mode, n = max(4, LSD/4)
     steps per pass, 3 set-up words each; A and B loaded before, no clear): from the cycle
