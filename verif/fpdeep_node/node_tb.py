@@ -10,6 +10,8 @@ chain); every output stream is scoreboarded bit-exactly.
 """
 from __future__ import annotations
 
+import importlib
+
 import cocotb
 import numpy as np
 from cocotb.clock import Clock
@@ -23,6 +25,7 @@ from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params
 from verif.tb_common import DEFAULT_CYCLES, StallError, rand_words, wait_until
 from verif.tb_common import sim_seed as seed_of
+from verif.fpdeep_node_cov import NodeCov
 
 
 class NodeTB:
@@ -69,6 +72,10 @@ class NodeTB:
         self.cycle = 0
         self.busy_log = None            # list of per-cycle stage_busy tuples while measuring
         cocotb.start_soon(self._watch())
+        # functional coverage (verif/fpdeep_node_cov.py): the node's own model, or the chain's
+        core = "fpdeep_node" if self.single else "fpdeep_node_chain"
+        importlib.import_module(f"verif.{core}.covermodel")
+        self.fcov = NodeCov(core, dut, self)
         if hasattr(dut, "stall"):
             dut.stall.value = 0          # a previous test may have left stall bits set
             if stall_p > 0:
@@ -130,6 +137,7 @@ class NodeTB:
         for q in [self.exp_act] + self.exp_ein + self.exp_pw + self.exp_pb + (
                 [self.exp_ps, self.exp_be] if self.single else []):
             q.clear()
+        self.fcov.clear()
         self.fdone = [0] * self.N
         self.bdone = [0] * self.N
         self.w[...] = 0
@@ -222,6 +230,7 @@ class NodeTB:
                 for rr in range(h):
                     for cc in range(w):
                         self.exp_ein[i].append((pack_lanes(ein[i * S:(i + 1) * S, rr, cc], W), int(cc == w - 1)))
+        self.fcov.batch(self, xs, es, pad, lr_q, relu, first, last)
         ns = self.S_OC * S
         for i in range(self.N):
             for j in range(ns):

@@ -17,7 +17,7 @@ from rtl_gen.common.params import ParamError
 from rtl_gen.registry import get
 from verif.fpdeep_node.node_tb import NodeTB
 from verif.harness import matrix, run_core
-from verif.tb_common import record_bench, sim_test, start_while_busy
+from verif.tb_common import DEFAULT_CYCLES, record_bench, sim_test, start_while_busy, wait_until
 
 CORE = "fpdeep_node"
 
@@ -248,6 +248,46 @@ async def start_while_busy_ignored(dut):
     tb.queue_batch(xs, es, pad, lr)
     await tb.run_batch(1, h, w, pad, lr, True, "seq")
     assert (tb.fdone[0], tb.bdone[0]) == (B + 1, B + 1)
+    await tb.finish()
+
+
+@sim_test(timeout_us={"default": 60, "*": 240})
+async def load_waits_for_idle(dut):
+    """Filter and bias beats offered while a mini-batch is open (from its first BWD op to its
+    update) are held (tready low) until the node is idle again: that mini-batch runs and
+    updates with the old parameters, the
+    next one starts from the loaded ones; the two bias beats come back to back (the second
+    one wins)."""
+    from scoreboards.checker import pack_lanes
+    tb = NodeTB(dut)
+    await tb.reset()
+    h, w, pad = tb.rand_shape()
+    await tb.load(*tb.rand_params())
+    B = min(2, tb.p["MAX_BATCH"])
+    xs, es = tb.rand_batch(B, h, w, pad)
+    lr = tb.rand_lr()
+    tb.queue_batch(xs, es, pad, lr)
+    run = cocotb.start_soon(tb.run_batch(B, h, w, pad, lr))
+    # the first BWD op opens the mini-batch (a load between FWD 0 and BWD 0 would be taken)
+    await wait_until(dut.clk, lambda: int(dut.bwd_busy.value) == 1, DEFAULT_CYCLES, "bwd_busy never rose")
+    w2, b2 = tb.rand_params()
+    n0, m0 = tb.sw[0].sent, tb.sbias[0].sent
+    for o in range(tb.S_OC):
+        for c in range(tb.S_IC):
+            tb.sw[0].append((pack_lanes(w2[o, c].reshape(-1), tb.W), 0))
+    for bb in (b2[::-1].copy(), b2):
+        tb.sbias[0].append((pack_lanes(bb, tb.W), 1))
+    await ClockCycles(dut.clk, 8)
+    assert tb.sw[0].sent == n0 and tb.sbias[0].sent == m0, "a load was taken while a mini-batch is open"
+    await run
+    await tb.wait_counts(f=B, b=B)
+    await wait_until(dut.clk, lambda: tb.sw[0].sent >= n0 + tb.S_OC * tb.S_IC and tb.sbias[0].sent >= m0 + 2,
+                     DEFAULT_CYCLES, "s_axis_w/s_axis_b: load not taken once the node is idle")
+    tb.w, tb.b = np.asarray(w2, dtype=np.int64), np.asarray(b2, dtype=np.int64)
+    xs, es = tb.rand_batch(1, h, w, pad)
+    lr = tb.rand_lr()
+    tb.queue_batch(xs, es, pad, lr)
+    await tb.run_batch(1, h, w, pad, lr)
     await tb.finish()
 
 

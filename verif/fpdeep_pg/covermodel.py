@@ -9,9 +9,7 @@ testbench queued and sampled when the DUT hands over the mini-batch's bias beat 
 output; the scoreboard compares every updated word)."""
 from __future__ import annotations
 
-import numpy as np
-
-from verif.fpdeep_cov import (ResultClasses, _round_label, declare_round_sat, observe, pad_bins, size_bins,
+from verif.fpdeep_cov import (ResultClasses, declare_round_sat, minibatch_labels, observe, pad_bins, size_bins,
                               stage_model)
 from verif.funcov import CoverModel
 from verif.stream_cov import FlowObserver
@@ -61,37 +59,6 @@ def start(dut, mon_b):
     return ResultClasses(COV, mon_b)
 
 
-def _sat(v, W):
-    hi, lo = (1 << (W - 1)) - 1, -(1 << (W - 1))
-    return "pos" if v > hi else "neg" if v < lo else "none"
-
-
 def labels(xs, es, w, b, lr_q: int, K: int, pad: int, F: int, W: int) -> list:
     """One entry (for the bias beat) with the classes of a whole mini-batch."""
-    from golden.conv import pad_map
-    labs = set()
-    hi, lo = (1 << (W - 1)) - 1, -(1 << (W - 1))
-    clip = lambda v: min(max(int(v), lo), hi)  # noqa: E731
-    gsw = np.zeros(np.asarray(w).shape, dtype=object)
-    gsb = np.zeros(len(b), dtype=object)
-    for x, e in zip(xs, es):
-        x, e = np.asarray(x, dtype=np.int64), np.asarray(e, dtype=np.int64)
-        O, ho, wo = e.shape
-        C = x.shape[0]
-        v = np.lib.stride_tricks.sliding_window_view(pad_map(x, pad), (ho, wo), axis=(1, 2))
-        acc = (e.reshape(O, -1).astype(object) @ v.reshape(C * K * K, ho * wo).astype(object).T).reshape(O, C, K, K)
-        for a in acc.reshape(-1):
-            labs.add(("grad_round", _round_label(int(a), F)))
-            labs.add(("grad_sat", _sat((int(a) + (1 << (F - 1))) >> F, W)))
-        gsw = gsw + np.array([clip((int(a) + (1 << (F - 1))) >> F) for a in acc.reshape(-1)],
-                             dtype=object).reshape(acc.shape)
-        for s in e.reshape(O, -1).astype(object).sum(axis=1):
-            labs.add(("bgrad_sat", _sat(int(s), W)))
-        gsb = gsb + np.array([clip(s) for s in e.reshape(O, -1).astype(object).sum(axis=1)], dtype=object)
-    for g, p in ((gsw.reshape(-1), np.asarray(w).reshape(-1)), (gsb, np.asarray(b).reshape(-1))):
-        for gi, pi in zip(g, p):
-            t = int(gi) * lr_q
-            labs.add(("step_round", _round_label(t, F)))
-            labs.add(("step_sat", _sat((t + (1 << (F - 1))) >> F, W)))
-            labs.add(("param_sat", _sat(int(pi) - clip((t + (1 << (F - 1))) >> F), W)))
-    return [sorted(labs)]
+    return minibatch_labels(xs, es, w, b, lr_q, K, pad, F, W)
