@@ -97,7 +97,7 @@ ERRORS = {
 }
 # controller states
 (S_IDLE, S_CHK, S_TBL_MEM, S_TBL_OFF, S_ROUND, S_MSU_GO, S_POLL, S_RUN, S_DRAIN,
- S_AGG_A, S_AGG_B, S_AGG_C, S_RND_END, S_FIN, S_QCNT) = range(15)
+ S_AGG_A, S_AGG_B, S_AGG_C, S_RND_END, S_FIN) = range(14)
 # internal AXI4-Lite master states
 I_IDLE, I_W, I_B, I_AR, I_R = range(5)
 
@@ -1511,25 +1511,16 @@ def build(p):
                             err_f.next = True
                             err_code.next = E_WRENT
                         elif cmd[1]:
-                            cs.next = S_QCNT
+                            # the queue length (STATUS.QCOUNT): transfers per thread and walk
+                            qn.next = irdata[16 + len(qn):16]
+                            cs.next = S_TBL_MEM
+                            t_idx.next = 0
                         elif cmd[0]:
                             dsel.next = 2
                             cs.next = S_MSU_GO
                         else:
                             cs.next = S_AGG_A
                             ai.next = 0
-                elif cs == S_QCNT:
-                    # the queue length: transfers per thread in every walk
-                    if ist == I_IDLE and not idone and not pe_wait_ok:
-                        ist.next = I_AR
-                        i_arvalid.next = True
-                        i_awaddr.next = 0x008
-                        pe_wait_ok.next = True
-                    elif idone:
-                        pe_wait_ok.next = False
-                        qn.next = irdata[len(qn):]
-                        cs.next = S_TBL_MEM
-                        t_idx.next = 0
                 elif cs == S_TBL_MEM or cs == S_TBL_OFF:
                     if ist == I_IDLE and not idone and not pe_wait_ok:
                         ist.next = I_AR
@@ -1823,9 +1814,9 @@ def datasheet(p):
             "they run sample n; a beat for a thread whose complete sample is not yet "
             "started is held back (m_axis_pe_tready low), so sample n+2 waits in the unit "
             "(its reads are prefetched).  The threads run MIMD: a thread's sample is "
-            "complete when its transfers of the walk (one tlast per queue entry; QCOUNT is "
-            "read at the start of TRAIN) are in, or when the walk ends; its PEs start when "
-            "its sample is complete and they are idle (never on a partly delivered sample: "
+            "complete when its transfers of the walk (one tlast per queue entry; the unit's "
+            "STATUS.QCOUNT is read at the start of TRAIN) are in, or when the walk "
+            "ends; its PEs start when its sample is complete and they are idle (never on a partly delivered sample: "
             "a memory stall makes them wait), swapping the banks, 2 cycles after the "
             "handshake of its last beat at the earliest (tablac.machine.thread_starts), "
             "without waiting for the other threads' data.  Each thread reads the tree "

@@ -657,7 +657,8 @@ def build(p):
             r_tbl.next = s_axil_araddr[AXIL_AW:8] == 1 and r_t < NT
             r_maddr.next = maddr[r_t[TW:]]
             r_off.next = offs[r_t[TW:]]
-            status32.next = concat(intbv(0)[24:], err_code, wrq, err, done_r, running)
+            status32.next = concat(intbv(0)[15 - QW:], qcount, intbv(0)[8:], err_code, wrq, err,
+                                   done_r, running)
 
         @always_comb
         def axil_o():

@@ -288,8 +288,8 @@ wire [31:0] rb_sel_r_32;
 wire [31:0] rb_addr_r_32;
 reg [31:0] rb_value;
 reg pe_wait_ok;
-reg [1:0] dsel;
 reg [4:0] qn;
+reg [1:0] dsel;
 reg [31:0] walks;
 reg st_pend;
 reg [3:0] ab_code;
@@ -5462,7 +5462,7 @@ assign cosmic_memory_schedule_unit0_w_tbl = ((msu_s_axil_awaddr[12-1:8] == 1) &&
 assign cosmic_memory_schedule_unit0_r_tbl = ((msu_s_axil_araddr[12-1:8] == 1) && (cosmic_memory_schedule_unit0_r_t < 2));
 assign cosmic_memory_schedule_unit0_r_maddr = cosmic_memory_schedule_unit0_maddr[cosmic_memory_schedule_unit0_r_t[1-1:0]];
 assign cosmic_memory_schedule_unit0_r_off = cosmic_memory_schedule_unit0_offs[cosmic_memory_schedule_unit0_r_t[1-1:0]];
-assign cosmic_memory_schedule_unit0_status32 = {24'h0, cosmic_memory_schedule_unit0_err_code, cosmic_memory_schedule_unit0_wrq, cosmic_memory_schedule_unit0_err, cosmic_memory_schedule_unit0_done_r, cosmic_memory_schedule_unit0_running};
+assign cosmic_memory_schedule_unit0_status32 = {11'h0, cosmic_memory_schedule_unit0_qcount, 8'h0, cosmic_memory_schedule_unit0_err_code, cosmic_memory_schedule_unit0_wrq, cosmic_memory_schedule_unit0_err, cosmic_memory_schedule_unit0_done_r, cosmic_memory_schedule_unit0_running};
 
 
 
@@ -17482,7 +17482,9 @@ always @(posedge clk) begin: main
                         err_code <= 11;
                     end
                     else if (cmd[1]) begin
-                        cs <= 14;
+                        qn <= irdata[(16 + 5)-1:16];
+                        cs <= 2;
+                        t_idx <= 0;
                     end
                     else if (cmd[0]) begin
                         dsel <= 2;
@@ -17492,20 +17494,6 @@ always @(posedge clk) begin: main
                         cs <= 9;
                         ai <= 0;
                     end
-                end
-            end
-            else if ((cs == 14)) begin
-                if (((ist == 0) && (!idone) && (!pe_wait_ok))) begin
-                    ist <= 3;
-                    i_arvalid <= 1'b1;
-                    i_awaddr <= 8;
-                    pe_wait_ok <= 1'b1;
-                end
-                else if (idone) begin
-                    pe_wait_ok <= 1'b0;
-                    qn <= irdata[5-1:0];
-                    cs <= 2;
-                    t_idx <= 0;
                 end
             end
             else if (((cs == 2) || (cs == 3))) begin

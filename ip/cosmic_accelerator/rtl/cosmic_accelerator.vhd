@@ -240,8 +240,8 @@ signal rb_sel_r_32: unsigned(31 downto 0);
 signal rb_addr_r_32: unsigned(31 downto 0);
 signal rb_value: unsigned(31 downto 0);
 signal pe_wait_ok: std_logic;
-signal dsel: unsigned(1 downto 0);
 signal qn: unsigned(4 downto 0);
+signal dsel: unsigned(1 downto 0);
 signal walks: unsigned(31 downto 0);
 signal st_pend: std_logic;
 signal ab_code: unsigned(3 downto 0);
@@ -5432,7 +5432,7 @@ cosmic_memory_schedule_unit0_w_tbl <= stdl((msu_s_axil_awaddr(12-1 downto 8) = 1
 cosmic_memory_schedule_unit0_r_tbl <= stdl((msu_s_axil_araddr(12-1 downto 8) = 1) and (cosmic_memory_schedule_unit0_r_t < 2));
 cosmic_memory_schedule_unit0_r_maddr <= cosmic_memory_schedule_unit0_maddr(to_integer(cosmic_memory_schedule_unit0_r_t(1-1 downto 0)));
 cosmic_memory_schedule_unit0_r_off <= cosmic_memory_schedule_unit0_offs(to_integer(cosmic_memory_schedule_unit0_r_t(1-1 downto 0)));
-cosmic_memory_schedule_unit0_status32 <= unsigned'(to_unsigned(0, 24) & cosmic_memory_schedule_unit0_err_code & cosmic_memory_schedule_unit0_wrq & cosmic_memory_schedule_unit0_err & cosmic_memory_schedule_unit0_done_r & cosmic_memory_schedule_unit0_running);
+cosmic_memory_schedule_unit0_status32 <= unsigned'(to_unsigned(0, 11) & cosmic_memory_schedule_unit0_qcount & to_unsigned(0, 8) & cosmic_memory_schedule_unit0_err_code & cosmic_memory_schedule_unit0_wrq & cosmic_memory_schedule_unit0_err & cosmic_memory_schedule_unit0_done_r & cosmic_memory_schedule_unit0_running);
 
 
 msu_s_axil_awready <= cosmic_memory_schedule_unit0_aw_go;
@@ -16137,7 +16137,9 @@ begin
                             err_f <= '1';
                             err_code <= to_unsigned(11, 4);
                         elsif bool(cmd(1)) then
-                            cs <= to_unsigned(14, 4);
+                            qn <= irdata((16 + 5)-1 downto 16);
+                            cs <= to_unsigned(2, 4);
+                            t_idx <= to_unsigned(0, 2);
                         elsif bool(cmd(0)) then
                             dsel <= to_unsigned(2, 2);
                             cs <= to_unsigned(5, 4);
@@ -16145,18 +16147,6 @@ begin
                             cs <= to_unsigned(9, 4);
                             ai <= to_unsigned(0, 9);
                         end if;
-                    end if;
-                elsif (cs = 14) then
-                    if ((ist = 0) and (not bool(idone)) and (not bool(pe_wait_ok))) then
-                        ist <= to_unsigned(3, 3);
-                        i_arvalid <= '1';
-                        i_awaddr <= to_unsigned(8, 12);
-                        pe_wait_ok <= '1';
-                    elsif bool(idone) then
-                        pe_wait_ok <= '0';
-                        qn <= irdata(5-1 downto 0);
-                        cs <= to_unsigned(2, 4);
-                        t_idx <= to_unsigned(0, 2);
                     end if;
                 elsif ((cs = 2) or (cs = 3)) then
                     if ((ist = 0) and (not bool(idone)) and (not bool(pe_wait_ok))) then

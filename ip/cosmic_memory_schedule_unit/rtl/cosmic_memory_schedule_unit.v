@@ -1032,7 +1032,7 @@ assign w_tbl = ((s_axil_awaddr[12-1:8] == 1) && (w_t < 4));
 assign r_tbl = ((s_axil_araddr[12-1:8] == 1) && (r_t < 4));
 assign r_maddr = maddr[r_t[2-1:0]];
 assign r_off = offs[r_t[2-1:0]];
-assign status32 = {24'h0, err_code, wrq, err, done_r, running};
+assign status32 = {11'h0, qcount, 8'h0, err_code, wrq, err, done_r, running};
 
 
 

@@ -955,7 +955,7 @@ w_tbl <= stdl((s_axil_awaddr_num(12-1 downto 8) = 1) and (w_t < 4));
 r_tbl <= stdl((s_axil_araddr_num(12-1 downto 8) = 1) and (r_t < 4));
 r_maddr <= maddr(to_integer(r_t(2-1 downto 0)));
 r_off <= offs(to_integer(r_t(2-1 downto 0)));
-status32 <= unsigned'(to_unsigned(0, 24) & err_code & wrq & err & done_r & running);
+status32 <= unsigned'(to_unsigned(0, 11) & qcount & to_unsigned(0, 8) & err_code & wrq & err & done_r & running);
 
 
 s_axil_awready <= aw_go;
