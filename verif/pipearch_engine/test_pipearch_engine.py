@@ -23,6 +23,7 @@ from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
 from scoreboards.checker import FixedScoreboard, StreamSpec, pack_lanes
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
+from verif.pipearch_engine import covermodel as funcov
 from verif.tb_common import record_bench, sim_seed, sim_test, start_while_busy, wait_until
 
 CORE = "pipearch_engine"
@@ -70,6 +71,7 @@ class EngineTB:
         self.exp = self.sb.add_stream(self.mon, StreamSpec("m_axis_st", [("line", self.L, self.W, 0)]))
         self.errs = [0] * 7
         self.addr = 0x1000
+        self.fc = funcov.Sampler(dut)
         cocotb.start_soon(self._count_err())
 
     async def _count_err(self):
@@ -80,6 +82,7 @@ class EngineTB:
             if v.is_resolvable:
                 for s in range(7):
                     self.errs[s] += (int(v) >> s) & 1
+                self.fc.cycle(int(v))   # functional coverage (covermodel.py)
 
     async def reset(self, cycles=3, clear=True):
         """Reset; then (``clear``) zero every region with one broadcast LOAD, since region
@@ -515,6 +518,8 @@ async def rejected_issues(dut):
         (I.DOTSIG, 1, w1_of((0, 0, 0)), (acc(2, 0), acc(2, 0), acc(1, 4)), 3, 0),  # vector length != dim
         (I.DOTSIG, 1, w1_of((0, 0, 0)), (acc(2, 0), acc(2, 0), acc(2, 4)), 2, 0),  # scalar length != 1
         (I.L2REG, 1, w1_of((0, 0, 0)), (acc(1, 0),) * 3, 0, 0),             # dimension 0
+        (I.SIGDELTA, 1, w1_of((0, 0, 0)), (acc(1, 0),) * 3, 0, 0),          # dimension 0
+        (I.SCALAR, 1, w1_of((0, 0, 0)), (acc(2, 0), acc(1, 0), acc(1, 4)), 0, 0),  # scalar a of length 2
         (I.LOAD, 1, 0, (acc(1, 0),), 0, 0),                                  # empty mask
         (I.LOAD, 1, 1 | (1 << 24), (0,), 0, 31 << 16),                       # amem: no channel 31
     ]
@@ -692,8 +697,10 @@ async def start_while_busy_ignored(dut):
     n = min(24, D)
     await tb.issue(I.LOAD, 1, 1 << r0, (acc(n, 0),), lines=tb.rand_words((n, tb.L), SMALL), nb=True)
     for alt in (alt_ok, alt_bad):
-        given += await start_while_busy(dut, tb.clk, alt, start="sub_start", busy="sub_busy",
-                                        cfg_prefix="sub_", bit=SUB_BIT[I.LOAD], pulses=2)
+        g = await start_while_busy(dut, tb.clk, alt, start="sub_start", busy="sub_busy",
+                                   cfg_prefix="sub_", bit=SUB_BIT[I.LOAD], pulses=2)
+        funcov.sample_start_busy("LOAD", g)   # pulses given with sub_busy[LOAD] seen high
+        given += g
     await tb.wait_idle()
     await fill(tb, r1, dim)
     # a long DOTSIG: a keeps advancing over the loaded lines
@@ -701,14 +708,18 @@ async def start_while_busy_ignored(dut):
     await tb.issue(I.DOTSIG, it, w1_of((r0, r1, r2), 1), (acc(dim, 0, keep=True), acc(dim, 0),
                                                           acc(1, D // 2, keep=True)), w6=dim, nb=True)
     for alt in (alt_ok, alt_bad):
-        given += await start_while_busy(dut, tb.clk, alt, start="sub_start", busy="sub_busy",
-                                        cfg_prefix="sub_", bit=SUB_BIT[I.DOTSIG], pulses=2)
+        g = await start_while_busy(dut, tb.clk, alt, start="sub_start", busy="sub_busy",
+                                   cfg_prefix="sub_", bit=SUB_BIT[I.DOTSIG], pulses=2)
+        funcov.sample_start_busy("DOTSIG", g)   # pulses given with sub_busy[DOTSIG] seen high
+        given += g
     await tb.wait_idle()
     # STORE (nb) under backpressure
     await tb.issue(I.STORE, it, w1_of((r2,)), (acc(1, D // 2, keep=True),), nb=True)
     for alt in (alt_ok, alt_bad):
-        given += await start_while_busy(dut, tb.clk, alt, start="sub_start", busy="sub_busy",
-                                        cfg_prefix="sub_", bit=SUB_BIT[I.STORE], pulses=2)
+        g = await start_while_busy(dut, tb.clk, alt, start="sub_start", busy="sub_busy",
+                                   cfg_prefix="sub_", bit=SUB_BIT[I.STORE], pulses=2)
+        funcov.sample_start_busy("STORE", g)   # pulses given with sub_busy[STORE] seen high
+        given += g
     await tb.wait_idle()
     dut._log.info("%d starts given while busy", given)
     await ClockCycles(tb.clk, 10)
@@ -836,6 +847,47 @@ async def bench_throughput(dut):
     m["load_broadcast_lines_per_cycle"] = round(n / t, 3)
     dut._log.info("throughput %s (regions %s)", m, r_in)
     record_bench(CORE, unit="line", config=tb.p, **m)
+
+
+@sim_test(timeout_us={"small": 90, "*": 1440})  # measured 17.2 us on small
+async def sigmoid_every_segment(dut):
+    """The PWL sigmoid of SIGDELTA (one pipe per lane) and of DOTSIG (one pipe) in every
+    segment of its table: SIGDELTA z lines where lane j of line i lies in segment
+    (i + j) mod 64 at a random offset, plus the domain edges and beyond; DOTSIG with dim 1,
+    a = (z, 0, ..), b = (1.0, 0, ..), so each dot product is exactly one z of the sweep.
+    Results stored and checked against the ISS's golden subroutines."""
+    from golden.fixedpoint import sigmoid_table
+    tb = EngineTB(dut)
+    await tb.reset()
+    t = sigmoid_table(tb.fmt)
+    nseg, r, L = len(t.base), t.r_int, tb.L
+    edges = [-r, r - 1, -r - 1, r, -r + (1 << t.shift) - 1, r - (1 << t.shift)]
+    z = np.array([[-r + (((i + j) % nseg) << t.shift) + int(tb.rng.integers(0, 1 << t.shift))
+                   for j in range(L)] for i in range(nseg)]
+                 + [[edges[(i + j) % len(edges)] for j in range(L)] for i in range(2)], dtype=np.int64)
+    assert all(len({(int(v) + r) >> t.shift for v in z[:nseg, j]}) == nseg for j in range(L))
+    r0, r1, r2 = 0, 1 % tb.NRG, 2 % tb.NRG
+    n = min(16, tb.D // 2, tb.p["MAX_DIM"], tb.p["MAX_ITER"])
+    for s in range(0, len(z), n):
+        zc = z[s:s + n]
+        k = len(zc)
+        await tb.load(1 << r0, acc(k, 0), 1, lines=zc)
+        await tb.load(1 << r1, acc(k, 0), 1, lines=tb.rand_words((k, L), SMALL))
+        await tb.issue(I.SIGDELTA, 1, w1_of((r0, r1, r2), 1), (acc(k, 0, keep=True),) * 3, w6=k)
+        await tb.store(r2, acc(k, 0, keep=True), 1)
+    one = int(tb.fmt.one)
+    zs = z.reshape(-1)
+    for s in range(0, len(zs), n):
+        zc = zs[s:s + n]
+        k = len(zc)
+        a = np.zeros((k, L), dtype=np.int64)
+        a[:, 0] = zc
+        await tb.load(1 << r0, acc(k, 0), 1, lines=a)
+        await tb.load(1 << r1, acc(1, 0), 1, lines=np.array([[one] + [0] * (L - 1)], dtype=np.int64))
+        await tb.issue(I.DOTSIG, k, w1_of((r0, r1, r2), 1),
+                       (acc(1, 0, keep=True), acc(1, 0), acc(1, n, keep=True)), w6=1)
+        await tb.store(r2, acc(1, n, keep=True), k)
+    await tb.finish()
 
 
 # ------------------------------------------------------------------ pytest launchers

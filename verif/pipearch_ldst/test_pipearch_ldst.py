@@ -28,6 +28,7 @@ from cocotb_bus.monitors import Monitor
 from cocotbext.axi import AxiBus, AxiRam
 
 from scoreboards.axis import AxisMonitor, AxisSink, AxisSource
+from verif.pipearch_ldst import covermodel as funcov
 from scoreboards.checker import FixedScoreboard, StreamSpec
 from scoreboards.gates import Gate
 from scoreboards.protocol import burst_errors
@@ -198,6 +199,7 @@ class TB:
         self.done = {"ld": 0, "st": 0}
         self.w_times = []
         self.ld_times = []
+        self.fc = funcov.Sampler(dut)
         cocotb.start_soon(self._observe())
 
     # ---- memory
@@ -250,10 +252,13 @@ class TB:
             if v(d.rst) != 0:
                 self.rules.pend.clear()
                 self.fill = 0
+                self.fc.reset()
                 continue
             self.fill += int(bool(v(d.m_axi_rvalid) and v(d.m_axi_rready)))
             self.fill -= int(bool(v(d.m_axis_ld_tvalid) and v(d.m_axis_ld_tready)))
             self.max_fill = max(self.max_fill, self.fill)
+            self.fc.fill(self.fill)
+            self.fc.cycle(v)   # functional coverage (covermodel.py), raw values
             self.rules.fifo(self.fill, fd, v(d.m_axi_rready))
             for sig in ("ld_done", "st_done"):
                 if v(getattr(d, sig)):
@@ -290,6 +295,7 @@ class TB:
         d = self.dut
         await wait_until(self.clk, lambda: not int(getattr(d, f"{kind}_busy").value), DEFAULT_CYCLES,
                          f"{kind}_busy held high", expect=f"{kind}_busy low so {kind}_start is taken")
+        funcov.sample_start(kind, False, lines)   # busy seen low just above
         getattr(d, f"{kind}_addr").value = addr
         getattr(d, f"{kind}_lines").value = lines
         getattr(d, f"{kind}_start").value = 1
@@ -447,6 +453,22 @@ async def directed_corners(dut):
         assert int(d.ld_busy.value) == 1, "start in the cycle after done was not accepted"
     d.ld_start.value = 0
     await tb.wait_done("ld", n0 + 3)
+    # load FIFO full: the sink stops while a load of more than FIFO_DEPTH lines runs, until the
+    # FIFO holds FIFO_DEPTH lines (no beat lost or dropped: the scoreboard checks every line)
+    # (page-aligned start: every burst is MAX_BURST lines, so the reserved bursts fill it exactly)
+    fd = tb.p["FIFO_DEPTH"]
+    a0 = -(-lb // pl) * pl
+    tb.sink.stop()
+    job = cocotb.start_soon(tb.load(a0, fd + tb.MB))
+    await wait_until(tb.clk, lambda: tb.fill >= fd, 8 * fd + 500, "load FIFO never full",
+                     expect=f"{fd} lines buffered with m_axis_ld_tready low", detail=lambda: f"fill {tb.fill}")
+    tb.sink = AxisSink(dut, "m_axis_ld", dut.clk, Gate(tb.seed * 17 + 3, 0.8))
+    await job
+    # the largest legal count, where it is small enough to run (small: 1023, b256: 4095 lines;
+    # the default's 2**20 lines = 64 MiB is not run: MAX_LINES + 1 below checks that compare)
+    if tb.MAXL <= 4096:
+        await tb.load(lb, tb.MAXL)
+        await tb.store(sbase, tb.MAXL)
     # invalid initiations
     for kind in ("ld", "st"):
         for bad in (0, tb.MAXL + 1):
@@ -483,8 +505,11 @@ async def start_while_busy_ignored(dut):
         n0 = tb.done[kind]
         job = cocotb.start_soon(tb.store(addr, n) if kind == "st" else tb.load(addr, n))
         for alt in (dict(addr=base + 1, lines=2), dict(addr=base + 7, lines=0)):
-            given += await start_while_busy(dut, tb.clk, alt, start=f"{kind}_start", busy=f"{kind}_busy",
-                                            cfg_prefix=f"{kind}_", pulses=2)
+            g = await start_while_busy(dut, tb.clk, alt, start=f"{kind}_start", busy=f"{kind}_busy",
+                                       cfg_prefix=f"{kind}_", pulses=2)
+            for _ in range(g):                     # each pulse was given with busy seen high
+                funcov.sample_start(kind, True)
+            given += g
         await job
         await ClockCycles(tb.clk, 30)
         assert tb.done[kind] == n0 + 1, f"{kind}: {tb.done[kind] - n0} done pulses for one accepted start"
