@@ -23,6 +23,9 @@ from scoreboards.protocol import burst_errors as axi_burst_errors
 from verif.harness import CLOCK_NS, dut_params, matrix, run_core
 from verif.tb_common import record_bench, sim_test, wait_until, within
 from verif.tb_common import sim_seed as seed_of_test
+from verif.cosmic_memory_schedule_unit import covermodel as fcov
+from verif.funcov import enabled as fcov_enabled
+from verif.stream_cov import FlowObserver
 
 CORE = "cosmic_memory_schedule_unit"
 AXIL_CYCLES = 10_000  # budget of one AXI4-Lite transaction
@@ -86,6 +89,10 @@ class TB:
         spec = StreamSpec("m_axis_pe", [("word", self.L, self.W, 0), ("tkeep", 1, self.SB, 0),
                                         ("tdest", 1, self.PEW, 0)])
         self.exp = self.sb.add_stream(self.mon, spec)
+        if fcov_enabled():                                  # functional coverage
+            beats = fcov.BeatSampler(self.LW, self.SB, self.NPE)
+            self.mon.add_callback(lambda t: beats(t))
+        FlowObserver(fcov.COV, dut, inputs=["s_axis_pe"], outputs=["m_axis_pe"])
         self.src_gate = Gate(self.seed * 7 + 3, src_p)
         self.wq = []                      # (tid, tdata) beats the PEs hand back
         self.burst_errors = 0
@@ -122,6 +129,7 @@ class TB:
                 ok = (not axi_burst_errors(addr, n, size, kind, self.SB, self.p["MAXBURST"])
                       and kind == 1 and addr % self.SB == 0 and size == self.SB.bit_length() - 1)
                 self.bursts += 1
+                fcov.sample_burst(ch, addr, n, self.SB, self.p["MAXBURST"])
                 if not ok:
                     self.burst_errors += 1
                     d._log.error("bad %s burst addr=0x%x len=%d", ch, addr, n)
@@ -167,14 +175,21 @@ class TB:
         await RisingEdge(self.clk)
 
     async def wr(self, addr, val):
+        if addr == CTRL and int(val) & START:
+            fcov.COV.sample("start", "busy" if int(self.dut.busy.value) else "idle")
         await within(self.axil.write_dword(addr, int(val) & 0xFFFFFFFF), AXIL_CYCLES,
                      f"s_axil: write 0x{addr:x} got no response (AW/W/B)")
 
     async def rd(self, addr) -> int:
-        return int(await within(self.axil.read_dword(addr), AXIL_CYCLES, f"s_axil: read 0x{addr:x} got no response (AR/R)"))
+        v = int(await within(self.axil.read_dword(addr), AXIL_CYCLES, f"s_axil: read 0x{addr:x} got no response (AR/R)"))
+        if addr == QCOUNT:
+            fcov.COV.sample("qcount", v)
+        return v
 
     async def status(self) -> dict:
         f = self.rm.STATUS.unpack(await self.rd(STATUS))
+        if f["ERROR"]:
+            fcov.COV.sample("error_code", f["CODE"])
         return {"busy": f["BUSY"], "done": f["DONE"], "err": f["ERROR"], "code": f["CODE"]}
 
     async def expect_err(self, code, what):
@@ -233,6 +248,7 @@ class TB:
         await self.wait_done()
         s = await self.status()
         assert s["done"] == 1 and s["busy"] == 0
+        fcov.sample_entries(entries, mem_addr, self.L, self.p["MAXBURST"])
         if check_regs:
             assert not s["err"], f"unexpected error code {s['code']}"
             for t in range(self.NT):
@@ -319,6 +335,8 @@ async def broadcast_and_alignment(dut):
     ents = [Entry(span - 1, bcast=True, size=3 * tb.L + 1), Entry(0, size=long), Entry(1, bcast=True, size=1)]
     await tb.run_case(ents, [words_4k - 3 + t * (long + 16) for t in range(tb.NT)], offs,
                       model_addr=words_4k * 2 * tb.NT // tb.NT - 2)
+    # a long write entry: the write bursts are split at the 4 KiB page too
+    await tb.run_case([Entry(0, write=True, size=long)], [words_4k - 3 + t * (long + 16) for t in range(tb.NT)], offs)
     await tb.finish()
 
 
@@ -334,8 +352,10 @@ async def queue_full_and_bad_entries(dut):
     await tb.wr(CTRL, START)
     await tb.expect_err(gm.E_BUSY, "START on empty queue")
     ents = [Entry(int(tb.rng.integers(0, tb.NPE // tb.NT)), size=int(tb.rng.integers(1, 9))) for _ in range(tb.QD)]
-    for e in ents:
+    for i, e in enumerate(ents):
         await tb.wr(QPUSH, e.encode())
+        if i == 0:
+            assert await tb.rd(QCOUNT) == 1, "QCOUNT after one push"
     assert await tb.rd(QCOUNT) == tb.QD
     await tb.wr(QPUSH, Entry(0, size=1).encode())
     await tb.expect_err(gm.E_FULL, "overflow")
