@@ -22,6 +22,9 @@ from verif.rounding_ties import (edge_targets, fit_tie_shrinking, odd_coef, rand
                                  tie_operands, tie_scalar, tie_value)
 from verif.tb_common import record_bench, sim_test, wait_until
 from verif.tb_common import sim_seed as seed_of_test
+from verif.funcov import enabled as fcov_enabled
+from verif.maple_pe_chain import covermodel as fcov
+from verif.stream_cov import FlowObserver
 
 CORE = "maple_pe_chain"
 OUT = "m_axis_out"
@@ -50,6 +53,13 @@ class TB:
         spec = StreamSpec(OUT, [("value", 1, self.W, self.cp.F), ("index", 1, self.IDXW, 0)])
         self.exp = self.sb.add_stream(self.mon, spec)
         self.model = mm.ChainModel(self.cp)
+        self.fcov_on = fcov_enabled()                # functional coverage: decoded commands, result classes
+        self.cmd_dec = fcov.CmdDecoder(self.M, self.cp.LSD)
+        if self.fcov_on:
+            self.inmon.add_callback(lambda t: self.cmd_dec(t))
+            self.shadow = fcov.shadow_model(self.cp)
+        self.fcov_pending = []
+        FlowObserver(fcov.COV, dut, inputs=[CMD], outputs=[OUT])
 
     async def reset(self, cycles=3):
         self.dut.rst.value = 1
@@ -65,6 +75,10 @@ class TB:
         self.src = AxisSource(self.dut, CMD, self.dut.clk, Gate(self.seed * 7 + 999, self.src_p))
         self.exp.clear()
         self.model = mm.ChainModel(self.cp)
+        self.cmd_dec.reset()
+        if self.fcov_on:
+            self.shadow = fcov.shadow_model(self.cp)
+            self.fcov_pending = []
 
     def pack(self, idx, val) -> int:
         return ((int(idx) & ((1 << self.IDXW) - 1)) << self.W) | (int(val) & ((1 << self.W) - 1))
@@ -73,6 +87,10 @@ class TB:
         """Queue a program (and its expected dump beats from the model)."""
         n0 = len(self.model.beats)
         self.model.run(words)
+        if self.fcov_on:
+            e0 = len(self.shadow.exact)
+            self.shadow.run(words)
+            self.fcov_pending += fcov.result_labels(self.shadow.exact[e0:], self.cp.F, self.W)
         beats = self.model.beats[n0:]
         for i, v, last in beats:
             self.exp.append((self.pack(i, v), last))
@@ -86,6 +104,9 @@ class TB:
         await wait_until(self.clk, lambda: not self.src._sendQ and not self.src.busy_sending() and not self.exp,
                          timeout - 1, f"{OUT}: dump beats missing", expect="every instruction taken and every dump beat out",
                          detail=lambda: f"{len(self.exp)} dump beats still expected, {len(self.src._sendQ)} words queued")
+        for key in self.fcov_pending:          # every dump beat of the program delivered
+            fcov.COV.sample(*key)
+        self.fcov_pending = []
         return beats
 
     def rand(self, shape, lim=1.0):
@@ -97,6 +118,7 @@ class TB:
         await ReadOnly()
         assert self.mon.protocol_errors == 0, f"{self.mon.protocol_errors} AXI4-Stream hold violations"
         assert int(self.dut.err.value) == 0, "unexpected chain error"
+        fcov.COV.sample("err", "clear")
         await RisingEdge(self.clk)
         self.sb.check()
 
@@ -266,6 +288,30 @@ async def reset_mid_stream(dut):
     await tb.finish()
 
 
+@sim_test(timeout_us={"default": 60, "*": 240})
+async def instruction_corners(dut):
+    """NOP, INC_INPUT_LS_ADDR, SM_CTRL ERRCLR, a top-k of the smallest results and a
+    MULT_ACC_DUMP of LSD steps (the whole PE local store) from an advanced input address,
+    every dump beat against the instruction-level model."""
+    tb = TB(dut, src_p=0.8, sink_p=0.7)
+    await tb.reset()
+    cp, M, L = tb.cp, tb.M, tb.cp.LSD
+    k = min(3, cp.KMAX)
+    A = tb.rand(L + 4)
+    B = tb.rand((M, L))
+    words = [mm.enc(mm.NOP), mm.i_mode(1, 1), mm.enc(mm.SET_INPUT_LS_ADDR, 0), mm.enc(mm.WRITE_A, L + 4)]
+    words += [int(a) & 0xFFFFFFFF for a in A]
+    for pe in range(M):
+        words += [mm.enc(mm.SET_PE_LS_ADDR, 0), mm.i_write_b(L, pe)] + [int(v) & 0xFFFFFFFF for v in B[pe]]
+    words += [mm.enc(mm.SM_CTRL, mm.SM_ERRCLR), mm.i_reduction(mm.OP_SEL, k, largest=False),
+              mm.enc(mm.SM_CTRL, mm.SM_START), mm.enc(mm.SET_SM_ADDR, 0), mm.enc(mm.SET_INPUT_LS_ADDR, 0),
+              mm.enc(mm.INC_INPUT_LS_ADDR, 4), mm.enc(mm.SET_PE_LS_ADDR, 0), mm.i_macc(L, last=True),
+              mm.enc(mm.NOP), mm.i_dump()]
+    beats = await tb.run(words)
+    assert len(beats) == min(k, M), f"{len(beats)} dump beats for the {k} smallest of {M} results"
+    await tb.finish()
+
+
 @sim_test(timeout_us={"default": 60, "*": 240})  # measured 9.8 us on default
 async def bad_instructions(dut):
     """A bad SET_PARALLEL_MODE and bad MULT_ACC_DUMPs raise the sticky err and send nothing;
@@ -279,6 +325,7 @@ async def bad_instructions(dut):
     assert tb.model.errors == 5
     await ClockCycles(tb.clk, 5)
     assert int(dut.err.value) == 1
+    fcov.COV.sample("err", "set")
     await tb.reset()
     # a smart-memory error (k > KMAX, rejected by the smart memory) is seen at the next poll
     for w in (mm.i_reduction(mm.OP_SEL, tb.cp.KMAX + 1), mm.i_dump()):
@@ -291,6 +338,8 @@ async def bad_instructions(dut):
                      expect="err high after the DUMP_SM STATUS poll")
     await tb.reset()
     tb.model = mm.ChainModel(tb.cp)
+    if tb.fcov_on:
+        tb.shadow = fcov.shadow_model(tb.cp)
     _, prog, _, _ = kmeans_program(tb, 2, 2, 3)
     await tb.run(prog)
     await tb.finish()
