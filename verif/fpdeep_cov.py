@@ -3,8 +3,9 @@ fpdeep_fp, fpdeep_eb, fpdeep_pg): their cover models are built by :func:`stage_m
 and sampled by a :class:`verif.funcov_tb.SubroutineObserver` on the DUT's pins (start
 with busy, the cfg fields of every accepted start, cfg_err at done, the valid/ready
 pattern of every stream) plus, at each error-free done, the map-size corners of the job
-the DUT just finished and the sticky row/psum error pins; output words are classified
-(rails, zero) from the handshakes the testbench's monitors saw.
+the DUT just finished and the sticky row/psum error pins; the arithmetic class of each
+output beat (rounding, saturation) is queued with its expectation and sampled when the DUT
+hands that beat over (:class:`ResultClasses`).
 """
 from __future__ import annotations
 
@@ -19,9 +20,8 @@ CORNERS = ["out_1x1", "out_w1", "out_h1", "w_below_k", "h_below_k", "w_max", "h_
 
 
 def stage_model(core: str, errors: list[str], fields: dict, inputs: list[str], outputs: list[str],
-                sticky: tuple = ("row_err",), words: tuple = ()) -> CoverModel:
-    """``fields``: cfg field -> bins (dict label -> predicate) or a list of values.
-    ``words``: output streams whose words are classified (``<stream>_word``)."""
+                sticky: tuple = ("row_err",)) -> CoverModel:
+    """``fields``: cfg field -> bins (dict label -> predicate) or a list of values."""
     cov = CoverModel(core)
     if cov.points:
         return cov
@@ -40,9 +40,6 @@ def stage_model(core: str, errors: list[str], fields: dict, inputs: list[str], o
         declare_flow(cov, s, False)
     for s in outputs:
         declare_flow(cov, s, True)
-    for s in words:
-        cov.point(f"{s}_word", values=["max", "min", "zero", "positive", "negative"],
-                  doc=f"{s}: a lane at the positive / negative rail (saturated), zero, other signs")
     return cov
 
 
@@ -76,30 +73,6 @@ def map_corners(cov: CoverModel, h: int, w: int, ho: int, wo: int, maxh: int, ma
     hits.add("square" if h == w else "wide" if w > h else "tall")
     for lb in hits:
         cov.sample("map_corner", lb)
-
-
-class WordSampler:
-    """Callback for a monitor: classify each lane of an output beat once per label."""
-
-    def __init__(self, cov: CoverModel, stream: str, lanes: int, width: int):
-        self.cov, self.pt = cov, f"{stream}_word"
-        self.lanes, self.w = lanes, width
-        self.todo = set(cov.points[self.pt].labels)
-
-    def __call__(self, txn):
-        if not self.todo:
-            return
-        data = txn[0] if isinstance(txn, tuple) else txn
-        m, top = (1 << self.w) - 1, 1 << (self.w - 1)
-        for j in range(self.lanes):
-            v = (int(data) >> (j * self.w)) & m
-            v = v - (1 << self.w) if v & top else v
-            lb = "max" if v == top - 1 else "min" if v == -top else "zero" if v == 0 else \
-                "positive" if v > 0 else "negative"
-            for x in ([lb] + (["positive"] if lb == "max" else ["negative"] if lb == "min" else [])):
-                if x in self.todo:
-                    self.todo.discard(x)
-                    self.cov.sample(self.pt, x)
 
 
 def observe(cov: CoverModel, dut, fields: list[str], cause, inputs, outputs, out_shape,

@@ -10,7 +10,6 @@ program; and the valid/ready patterns of both streams (verif/stream_cov.FlowObse
 """
 from __future__ import annotations
 
-import numpy as np
 
 from verif.funcov import CoverModel
 from verif.funcov_tb import declare_flow
