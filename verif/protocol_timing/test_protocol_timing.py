@@ -28,7 +28,7 @@ import pytest
 
 CORES = ("l2reg", "multiply_subtract", "sigmoid_delta", "dot_sigmoid", "scalar_engine",
          "pipearch_rm", "pipearch_pu", "cosmic_memory_schedule_unit", "maple_smart_memory", "fpdeep_conv_tile",
-         "fpdeep_conv_engine", "fpdeep_line_buffer")
+         "fpdeep_conv_engine", "fpdeep_line_buffer", "cosmic_accelerator", "pipearch_system")
 # cores without start/busy/done: streams only.  inputs: (stream, beats, beat carrying tlast
 # or None), presented in this order from cycle PRE (one per cycle, the later ones from the
 # cycle after the earlier one's first beat), one bubble on the last stream's beat 1
@@ -62,7 +62,9 @@ def _line_buffer_latency(p, cfg):
 # of their SystemRDL map: (byte offset, value written)
 REGISTER = {"pipearch_rm": (0x08, 0x1000), "pipearch_pu": (0x08, 0x1000),   # PROG_LO
             "cosmic_memory_schedule_unit": (0x010, 0x123),                   # MODEL_ADDR
-            "maple_smart_memory": (0x04, 5)}                                 # K
+            "maple_smart_memory": (0x04, 5),                                 # K
+            "cosmic_accelerator": (0x100C, 8),                               # SAMPLES
+            "pipearch_system": (0x108, 0x1000)}                              # UNIT[1].PROG_LO
 # cycles to wait after reset before recording (maple_smart_memory zeroes its RAM for DEPTH
 # cycles after reset and refuses configuration writes meanwhile)
 SETTLE = {"maple_smart_memory": lambda p: p["DEPTH"] + 4}
