@@ -157,11 +157,35 @@ def block_of(src: list[str], n: int) -> str:
     return ""
 
 
+def same_netlists(points: list[dict]) -> list[dict]:
+    """Points of byte-identical netlists read from different paths merged onto one path
+    (counts summed).  A generated config netlist lives in ``build/gen/<core>/<cfg>-<hash>``
+    where the hash covers the generator sources, so an edit anywhere under rtl_gen/ moves an
+    unchanged netlist to a new folder between two runs of one merge; without this its
+    points would split into two half-covered netlists."""
+    canon, by_digest = {}, {}
+    for f in sorted({p["f"] for p in points if p.get("f")}):
+        fp = Path(f)
+        d = hashlib.sha256(fp.read_bytes()).hexdigest() if fp.is_file() else f
+        canon[f] = by_digest.setdefault(d, f)
+    if all(k == v for k, v in canon.items()):
+        return points
+    merged: dict[tuple, dict] = {}
+    for p in points:
+        q = dict(p, f=canon.get(p.get("f"), p.get("f"))) if p.get("f") else dict(p)
+        key = tuple(sorted((k, v) for k, v in q.items() if k != "count"))
+        if key in merged:
+            merged[key]["count"] += q["count"]
+        else:
+            merged[key] = q
+    return list(merged.values())
+
+
 def analyse(core: str, points: list[dict], waivers=None) -> list[dict]:
     """One entry per netlist (source file) of ``core``: line/toggle numbers and uncovered lines."""
     waivers = read_waivers(core) if waivers is None else waivers
     by_file: dict[str, list[dict]] = defaultdict(list)
-    for p in points:
+    for p in same_netlists(points):
         if p.get("f"):
             by_file[p["f"]].append(p)
     nets = []

@@ -127,3 +127,18 @@ def test_block_of_names_the_enclosing_always_block():
     # a waiver naming one block's `else` does not match another block's
     rx = re.compile(r"^blk_two: else begin$")
     assert not rx.search(f"{coverage.block_of(src, 6)}: {src[5].strip()}")
+
+
+def test_same_netlists_merges_identical_files_only(tmp_path):
+    """One netlist read from two build/gen folders merges (counts summed); a netlist whose
+    text differs stays separate."""
+    a, b, c = tmp_path / "a.v", tmp_path / "b.v", tmp_path / "c.v"
+    a.write_text("module m; endmodule\n")
+    b.write_text("module m; endmodule\n")
+    c.write_text("module m2; endmodule\n")
+    pt = lambda f, n: {"f": str(f), "l": "1", "page": "v_line/m", "o": "block", "count": n}  # noqa: E731
+    out = coverage.same_netlists([pt(a, 0), pt(b, 3), pt(c, 0)])
+    got = sorted((Path(p["f"]).name, p["count"]) for p in out)
+    assert got == [("a.v", 3), ("c.v", 0)], got
+    nets = coverage.analyse("none", [pt(a, 0), pt(b, 3)], waivers=[])
+    assert len(nets) == 1 and nets[0]["line_pct"] == 100.0, nets
