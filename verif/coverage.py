@@ -21,8 +21,9 @@ cocotb's Verilator main at the end of the simulation) under
 A waiver file holds lines ``<regex> :: <reason>``; the regex is searched in
 ``<block>: <text>``, the name of the labelled ``always``/``initial`` block (MyHDL's
 ``begin: <name>``) that holds the uncovered line followed by its source text, so a waiver
-can name one block's ``else begin`` without waiving every ``else`` (``#`` starts a
-comment line).  A netlist passes when its
+can name one block's ``else begin`` without waiving every ``else``, and in
+``<block>: <previous line> | <text>`` (an arm's body line with its condition)
+(``#`` starts a comment line).  A netlist passes when its
 line coverage is at least :data:`TARGET` % or every uncovered line is waived; the command
 exits 1 (printing the unwaived lines) when any measured netlist fails.  ``make coverage``
 runs the quick Verilator rows with coverage on and then this command.
@@ -157,6 +158,16 @@ def block_of(src: list[str], n: int) -> str:
     return ""
 
 
+def match_texts(src: list[str], n: int) -> tuple[str, str]:
+    """What a waiver regex is searched in for netlist line ``n``: ``<block>: <text>`` and
+    ``<block>: <previous non-blank line> | <text>`` (the second names an arm's first body
+    line together with its ``if``/``case`` condition, for bodies whose text repeats)."""
+    text = src[n - 1].strip() if 0 < n <= len(src) else "?"
+    prev = next((src[i].strip() for i in range(n - 2, -1, -1) if src[i].strip()), "")
+    block = block_of(src, n)
+    return f"{block}: {text}", f"{block}: {prev} | {text}"
+
+
 def same_netlists(points: list[dict]) -> list[dict]:
     """Points of byte-identical netlists read from different paths merged onto one path
     (counts summed).  A generated config netlist lives in ``build/gen/<core>/<cfg>-<hash>``
@@ -201,7 +212,8 @@ def analyse(core: str, points: list[dict], waivers=None) -> list[dict]:
         for n in sorted(miss):
             text = src[n - 1].strip() if 0 < n <= len(src) else "?"
             block = block_of(src, n)
-            reason = next((r for rx, _, r in waivers if rx.search(f"{block}: {text}")), None)
+            keys = match_texts(src, n)
+            reason = next((r for rx, _, r in waivers if any(rx.search(k) for k in keys)), None)
             uncovered.append({"line": n, "text": text, "block": block, "points": len(miss[n]),
                               "kinds": sorted({p.get("o", "") for p in miss[n]}), "waiver": reason})
         lh = sum(p["count"] > 0 for p in line)
