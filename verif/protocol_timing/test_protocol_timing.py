@@ -28,7 +28,8 @@ import pytest
 
 CORES = ("l2reg", "multiply_subtract", "sigmoid_delta", "dot_sigmoid", "scalar_engine",
          "pipearch_rm", "pipearch_pu", "cosmic_memory_schedule_unit", "maple_smart_memory", "fpdeep_conv_tile",
-         "fpdeep_conv_engine", "fpdeep_line_buffer", "cosmic_accelerator", "pipearch_system")
+         "fpdeep_conv_engine", "fpdeep_line_buffer", "cosmic_accelerator", "pipearch_system",
+         "fpdeep_fp", "fpdeep_eb", "fpdeep_pg")
 # cores without start/busy/done: streams only.  inputs: (stream, beats, beat carrying tlast
 # or None), presented in this order from cycle PRE (one per cycle, the later ones from the
 # cycle after the earlier one's first beat), one bubble on the last stream's beat 1
@@ -50,7 +51,53 @@ STREAMS = {"fpdeep_conv_tile": {"inputs": [("s_axis_w", 1, None), ("s_axis_win",
                                   "scenario": "`start` of a 3 x 2 map with padding 1, its six pixels from "
                                               "the next cycle (one bubble, tlast closing each row), the "
                                               "sink ready for the first window and then not ready for two "
-                                              "cycles"}}
+                                              "cycles"},
+           # FPDeep nodes: the filters (and biases) are loaded while idle ("load" leading
+           # entries of inputs), then start and the map.  3 x 2 map, padding 1, K = 3
+           "fpdeep_fp": {"load": 1, "inputs": [("s_axis_w", 4, None), ("s_axis_pix", 12, (3, 7, 11)),
+                                               ("s_axis_psum_in", 2, 1)],
+                         "start": {"cfg_width": 4, "cfg_height": 3, "cfg_pad": 0, "cfg_first": 0,
+                                   "cfg_last": 0, "cfg_relu": 0},
+                         "out": "m_axis_psum_out", "out_beats": 2, "out_tlast": [1],
+                         "latency_from": "s_axis_pix",
+                         "lb_pad": lambda p, cfg: cfg["cfg_pad"],
+                         "scenario": "the 4 filter beats loaded while idle, then `start` of a 4 x 3 map "
+                                     "without padding as a middle node (partial sums in and out), its 12 "
+                                     "pixels from the next cycle (tlast closing each row), the two partial "
+                                     "sums of the previous node (one bubble), the sink ready for the first "
+                                     "partial sum and then not ready for two cycles"},
+           # forward padding K-1: the error map is not padded
+           "fpdeep_eb": {"load": 1, "inputs": [("s_axis_w", 4, None), ("s_axis_err", 12, (3, 7, 11)),
+                                               ("s_axis_psum_in", 2, 1)],
+                         "start": {"cfg_width": 4, "cfg_height": 3, "cfg_pad": 2, "cfg_first": 0,
+                                   "cfg_last": 0},
+                         "out": "m_axis_psum_out", "out_beats": 2, "out_tlast": [1],
+                         "latency_from": "s_axis_err",
+                         "lb_pad": lambda p, cfg: p["K"] - 1 - cfg["cfg_pad"], "pixel": "error beat",
+                         "scenario": "the 4 filter beats loaded while idle, then `start` of a 4 x 3 error "
+                                     "map with forward padding 2 (the error map is not padded) as a middle "
+                                     "run (partial sums in and out), its 12 beats from the next cycle "
+                                     "(tlast closing each row), the two partial sums of the previous run "
+                                     "(one bubble), the sink ready for the first partial sum and then not "
+                                     "ready for two cycles"},
+           "fpdeep_pg": {"load": 2, "inputs": [("s_axis_w", 2, None), ("s_axis_b", 1, None),
+                                               ("s_axis_x", 6, (2, 5)), ("s_axis_err", 6, (2, 5))],
+                         "start": {"cfg_width": 3, "cfg_height": 2, "cfg_pad": 1, "cfg_batch": 1,
+                                   "cfg_lr": 16},
+                         "out": "m_axis_w", "out_beats": 2, "out_tlast": [1],
+                         "tlast_text": "marks the last filter of the step",
+                         "extra_out": {"m_axis_b": 1}, "done_after": "m_axis_b", "done_gap": 2,
+                         "latency_from": "s_axis_err",
+                         "latency_ref": (5, "the last error beat of the mini-batch"),
+                         "scenario": "the 2 filter beats and the bias beat loaded while idle, then `start` "
+                                     "of a one-sample mini-batch over a 3 x 2 map with padding 1, its six "
+                                     "activations and six errors from the next cycle (one bubble on the "
+                                     "errors, tlast closing each row), the filter sink ready for the first "
+                                     "updated filter and then not ready for two cycles, the bias sink ready"}}
+
+
+def _out_beats(sc):
+    return sc["out_beats"] if "out_beats" in sc else sc["out_tuser"][-1] + 1
 
 
 def _line_buffer_latency(p, cfg):
@@ -163,15 +210,32 @@ def _stream_relations(core, trace, p):
     if "start" not in sc:
         assert len(tx) == len(src_tx), f"{out}: {len(tx)} results for {len(src_tx)} {src} beats"
     else:
-        want_out = sc["out_tuser"][-1] + 1
+        want_out = _out_beats(sc)
         assert len(tx) == want_out, f"{out}: {len(tx)} transfers, expected {want_out}"
-        start_c = next(c for c in range(n) if s["start"][c] == 1)
+        starts = [c for c in range(n) if s["start"][c] == 1]
+        assert len(starts) == 1, f"start must be driven for exactly one cycle, was high in cycles {starts}"
+        start_c = starts[0]
+        for st, beats, _ in sc["inputs"][:sc.get("load", 0)]:     # loads: all in before start
+            assert transfers(trace, st)[-1] < start_c, f"{st}: a load beat transferred after start"
+        for st, beats, _ in sc["inputs"][sc.get("load", 0):]:     # map inputs: after start
+            assert transfers(trace, st)[0] > start_c, f"{st}: a beat transferred before start"
         assert s["busy"][start_c] == 0 and s["busy"][start_c + 1] == 1, "busy must rise the cycle after start"
         dones = [c for c in range(n) if s["done"][c] == 1]
         assert len(dones) == 1, f"done must pulse exactly once, was high in cycles {dones}"
-        assert dones[0] - tx[-1] in (0, 1), f"done {dones[0] - tx[-1]} cycles after the last {out} transfer"
-        rel.append(f"start (with cfg_*) is sampled while busy is low; busy is high from the next cycle; "
-                   f"done pulses for one cycle, {dones[0] - tx[-1]} cycle(s) after the last {out} transfer")
+        last_st = sc.get("done_after", out)
+        for st in sc.get("extra_out", []):
+            want = sc["extra_out"][st]
+            assert len(transfers(trace, st)) == want, f"{st}: {len(transfers(trace, st))} transfers, expected {want}"
+            assert transfers(trace, st)[0] > tx[-1], f"{st}: a beat before the last {out} beat"
+        last_tx = transfers(trace, last_st)[-1]
+        gaps = (sc["done_gap"],) if "done_gap" in sc else (0, 1)
+        assert dones[0] - last_tx in gaps, f"done {dones[0] - last_tx} cycles after the last {last_st} transfer"
+        loads = [st for st, _, _ in sc["inputs"][:sc.get("load", 0)]]
+        rel.append((f"{' and '.join(loads)} loaded while idle, before start; " if loads else "")
+                   + "start (with cfg_*) is sampled while busy is low; busy is high from the next cycle; "
+                   + "".join(f"{st} ({sc['extra_out'][st]} beat(s)) follows the last {out} beat; "
+                             for st in sc.get("extra_out", []))
+                   + f"done pulses for one cycle, {dones[0] - last_tx} cycle(s) after the last {last_st} transfer")
     ov, orr = s[f"{out}_tvalid"], s[f"{out}_tready"]
     stalls = [c for c in range(n - 1) if ov[c] == 1 and orr[c] == 0]
     assert len(stalls) >= 2, f"the scenario must stall {out} for 2 cycles, got {stalls}"
@@ -186,10 +250,14 @@ def _stream_relations(core, trace, p):
     out_last = [k for k, c in enumerate(tx) if s[f"{out}_tlast"][c] == 1]
     if "out_tlast" in sc:
         assert out_last == sc["out_tlast"], f"{out}_tlast on results {out_last}, expected {sc['out_tlast']}"
-        out_user = [k for k, c in enumerate(tx) if s[f"{out}_tuser"][c] == 1]
-        assert out_user == sc["out_tuser"], f"{out}_tuser on results {out_user}, expected {sc['out_tuser']}"
-        rel.append(f"{out}_tlast closes each output row (beats {', '.join(map(str, out_last))}), "
-                   f"{out}_tuser the map (beat {', '.join(map(str, out_user))})")
+        if "out_tuser" in sc:
+            out_user = [k for k, c in enumerate(tx) if s[f"{out}_tuser"][c] == 1]
+            assert out_user == sc["out_tuser"], f"{out}_tuser on results {out_user}, expected {sc['out_tuser']}"
+            rel.append(f"{out}_tlast closes each output row (beats {', '.join(map(str, out_last))}), "
+                       f"{out}_tuser the map (beat {', '.join(map(str, out_user))})")
+        else:
+            rel.append(f"{out}_tlast {sc.get('tlast_text', 'closes each output row')} "
+                       f"(beat{'s' if len(out_last) > 1 else ''} {', '.join(map(str, out_last))})")
     else:
         assert out_last == src_last, f"{out}_tlast on results {out_last}, {src}_tlast on beats {src_last}"
         rel.append(f"{out}_tlast is the tlast of the result's {src} beat (beat {', '.join(map(str, out_last))})")
@@ -197,10 +265,28 @@ def _stream_relations(core, trace, p):
     if core == "fpdeep_line_buffer":
         k, lat, what = _line_buffer_latency(p, sc["start"])
         ref = src_tx[k]
+    elif "latency_ref" in sc:
+        k, what = sc["latency_ref"]
+        lat, ref = datasheet_latency(core, p), src_tx[k]
+    elif "lb_pad" in sc:
+        # the node's datasheet latency (steady state, from the pixel completing a window)
+        # includes the line buffer's share; a map's first window leaves the line buffer
+        # (K-1-P)+3 cycles after the last pixel of row K-1-P (fpdeep_line_buffer datasheet)
+        total = datasheet_latency(core, p)
+        from rtl_gen.registry import get
+        m = re.search(r"line buffer (\d+)", get(core).datasheet(p).latency)
+        assert m, f"{core}: the datasheet latency does not give the line buffer's share"
+        lb_share = int(m.group(1))
+        k, lb_lat, lb_what = _line_buffer_latency(p, {"cfg_width": sc["start"]["cfg_width"],
+                                                      "cfg_pad": sc["lb_pad"](p, sc["start"])})
+        lat, ref = lb_lat + total - lb_share, src_tx[k]
+        what = (f"{lb_what.replace('pixel', sc.get('pixel', 'pixel'))} (the line buffer's first window of a "
+                f"map: {lb_lat} cycles, then the node's {total} - {lb_share} cycles after the line buffer)")
     else:
         lat, ref, what = datasheet_latency(core, p), src_tx[0], f"its {src} beat"
     assert tx[0] - ref == lat, f"first {out} transfer {tx[0] - ref} cycles after {what}; the datasheet says {lat}"
-    rel.append(f"latency: the first {out} beat transfers {lat} cycles after {what} (datasheet: {lat})")
+    rel.append(f"latency: the first {out} beat transfers {lat} cycles after {what}"
+               + ("" if "lb_pad" in sc else f" (datasheet: {lat})"))
     return rel
 
 
@@ -470,14 +556,20 @@ if _COCOTB:
         ins = [st for st, _, _ in sc["inputs"]]
         ctl = (["start"] + list(sc["start"]) + ["busy", "done"]) if "start" in sc else []
         rec = list(ctl)
-        for st in ins + [out]:
+        outs = [out] + list(sc.get("extra_out", []))
+        for st in ins + outs:
             rec += [f"{st}_{f}" for f in ("tvalid", "tready", "tdata", "tlast", "tuser") if hasattr(dut, f"{st}_{f}")]
         widths = {nm: len(getattr(dut, nm).value) for nm in rec}
+        if "load" in sc or "extra_out" in sc:   # ports not in the scenario: idle, sinks ready
+            from rtl_gen.registry import get
+            for pt in get(core).build(p)[1]:
+                if pt.direction == "in" and pt.name not in rec and pt.name not in ("clk", "rst"):
+                    getattr(dut, pt.name).value = int(pt.name.startswith("m_axis_") and pt.name.endswith("_tready"))
         for nm in rec:
             if nm in ("busy", "done"):
                 continue
-            if not nm.startswith(out) or nm.endswith("tready"):
-                getattr(dut, nm).value = 1 if nm == f"{out}_tready" else 0
+            if not any(nm.startswith(o) for o in outs) or nm.endswith("tready"):
+                getattr(dut, nm).value = 1 if nm in [f"{o}_tready" for o in outs] else 0
         dut.rst.value = 1
         for _ in range(3):
             await RisingEdge(dut.clk)
@@ -487,8 +579,10 @@ if _COCOTB:
         bubbled = False
         sig = {nm: [] for nm in rec}
         stall_left, seen_out, c, drive, end_c = 2, 0, 0, {}, None
-        total_out = (sc["out_tuser"][-1] + 1 if "start" in sc
+        total_out = (_out_beats(sc) if "start" in sc
                      else next(b for st, b, _ in sc["inputs"] if st == sc["latency_from"]))
+        nload = sc.get("load", 0)
+        start_at = PRE if not nload else None   # with loads: the cycle after the last load beat
         while True:
             await RisingEdge(dut.clk)
             for k, v in drive.items():
@@ -503,23 +597,30 @@ if _COCOTB:
             ov, orr = sig[f"{out}_tvalid"][c], sig[f"{out}_tready"][c]
             if ov == 1 and orr == 1:
                 seen_out += 1
-                if seen_out == total_out:
+                if seen_out == total_out and "done_after" not in sc:
                     end_c = c
             elif ov == 1 and orr == 0:
                 stall_left -= 1
+            if "done_after" in sc and sig["done"][c] == 1:
+                end_c = c
             if end_c is not None and c >= end_c + POST:
                 break
             assert c < MAX_CYCLES, f"{core}: not finished within {MAX_CYCLES} cycles"
             nxt, drive = c + 1, {}
+            if start_at is None and all(sent[st] == b for st, b, _ in sc["inputs"][:nload]):
+                start_at = nxt
             first_in = PRE + (1 if ctl else 0)
             if ctl:
-                drive["start"] = int(nxt == PRE)
+                drive["start"] = int(nxt == start_at)
                 for cf, v in sc["start"].items():
-                    drive[cf] = v if nxt == PRE else 0
+                    drive[cf] = v if nxt == start_at else 0
             for i, (st, beats, last) in enumerate(sc["inputs"]):
                 k = sent[st]
-                prev = ins[i - 1] if i else None
-                present = nxt >= first_in and k < beats and (prev is None or prev in first_tx)
+                prev = ins[i - 1] if i and i != nload else None
+                after = ((PRE if i < nload else (None if start_at is None else start_at + 1))
+                         if nload else first_in)
+                present = (after is not None and nxt >= after and k < beats
+                           and (prev is None or prev in first_tx))
                 if present and st == ins[-1] and k == 1 and not bubbled:
                     bubbled, present = True, False
                 drive[f"{st}_tvalid"] = int(present)
@@ -536,17 +637,18 @@ if _COCOTB:
         def beat_labels(st, short):
             tx = transfers(trace, st)
             return lambda cyc, v: (f"{short}{sum(1 for t in tx if t < cyc)}" if sig[f"{st}_tvalid"][cyc] == 1 else None)
-        labels = {f"{st}_tdata": beat_labels(st, st.split("_", 2)[2]) for st in ins + [out]}
-        labels.update({cf: (lambda cyc, v: str(v) if sig["start"][cyc] == 1 else None) for cf in sc.get("start", {})})
+        labels = {f"{st}_tdata": beat_labels(st, st.split("_", 2)[2]) for st in ins + outs}
+        labels.update({cf: (lambda cyc, v: str(v) if sig["start"][cyc] == 1 else None)
+                       for cf in sc.get("start", {}) if widths[cf] > 1 or not nload})
         rows = (ctl + [None]) if ctl else []
-        for st in ins + [out]:
+        for st in ins + outs:
             rows += [nm for nm in rec if nm.startswith(st + "_")] + [None]
         wd = to_wavedrom(trace, rows[:-1], labels,
                          head=f"{core}: " + ("start/busy/done and " if ctl else "")
                          + "AXI4-Stream in and out with backpressure",
                          foot="recorded from the RTL (verif/protocol_timing)")
         return {"core": core, "config": os.environ.get("DUT_CFG", ""), "params": p, "wavedrom": wd,
-                "relations": rel, "start_cycle": PRE,
+                "relations": rel, "start_cycle": start_at,
                 "widths": {nm: w for nm, w in widths.items() if nm.endswith("_tdata")},
                 "scenario": sc["scenario"]}
 
@@ -680,6 +782,24 @@ def test_relation_checks_catch_broken_diagrams():
         row["wave"] = "0" + "." * (first - 1) + "10" + "." * (len(v) - first - 2)
     with pytest.raises(AssertionError, match="m_axis_res_tlast on results"):
         check_diagram(_mutated("fpdeep_conv_tile", "m_axis_res_tlast", tlast_early))
+
+    # loads then start: start moved two cycles earlier (before the last filter beat); the
+    # parameter generator's done moved to one cycle after its bias beat
+    def shift_pulse(by):
+        def fn(row):
+            from verif.wavetrace import level_wave
+            lv, cur = [], None
+            for ch in row["wave"]:
+                cur = cur if ch == "." else int(ch)
+                lv.append(cur)
+            i = lv.index(1)
+            lv[i], lv[i + by] = 0, 1
+            row["wave"] = level_wave(lv)
+        return fn
+    with pytest.raises(AssertionError, match="s_axis_w: a load beat transferred after start"):
+        check_diagram(_mutated("fpdeep_fp", "start", shift_pulse(-2)))
+    with pytest.raises(AssertionError, match="done 1 cycles after the last m_axis_b transfer"):
+        check_diagram(_mutated("fpdeep_pg", "done", shift_pulse(-1)))
 
     good = json.loads(committed("scalar_engine").read_text())
     bad = _mutated("scalar_engine", "s_axis_a_tready", lambda r: r.update(wave=r["wave"][:5] + "0" + r["wave"][6:]))
