@@ -29,7 +29,7 @@ import pytest
 CORES = ("l2reg", "multiply_subtract", "sigmoid_delta", "dot_sigmoid", "scalar_engine",
          "pipearch_rm", "pipearch_pu", "cosmic_memory_schedule_unit", "maple_smart_memory", "fpdeep_conv_tile",
          "fpdeep_conv_engine", "fpdeep_line_buffer", "cosmic_accelerator", "pipearch_system",
-         "fpdeep_fp", "fpdeep_eb", "fpdeep_pg")
+         "fpdeep_fp", "fpdeep_eb", "fpdeep_pg", "fpdeep_node")
 # cores without start/busy/done: streams only.  inputs: (stream, beats, beat carrying tlast
 # or None), presented in this order from cycle PRE (one per cycle, the later ones from the
 # cycle after the earlier one's first beat), one bubble on the last stream's beat 1
@@ -80,6 +80,21 @@ STREAMS = {"fpdeep_conv_tile": {"inputs": [("s_axis_w", 1, None), ("s_axis_win",
                                      "(tlast closing each row), the two partial sums of the previous run "
                                      "(one bubble), the sink ready for the first partial sum and then not "
                                      "ready for two cycles"},
+           # the node's FWD op: that of fpdeep_fp (its activations also go to the RAM region)
+           "fpdeep_node": {"ctl": "fwd_", "load": 1,
+                           "inputs": [("s_axis_w", 4, None), ("s_axis_pix", 12, (3, 7, 11)),
+                                      ("s_axis_psum_in", 2, 1)],
+                           "start": {"cfg_width": 4, "cfg_height": 3, "cfg_pad": 0, "cfg_first": 0,
+                                     "cfg_last": 0, "cfg_relu": 0, "cfg_fsample": 0},
+                           "out": "m_axis_psum_out", "out_beats": 2, "out_tlast": [1],
+                           "latency_from": "s_axis_pix", "latency_of": "fpdeep_fp",
+                           "lb_pad": lambda p, cfg: cfg["cfg_pad"],
+                           "scenario": "the 4 filter beats loaded while idle, then `fwd_start` (a FWD op) "
+                                       "of a 4 x 3 map without padding as a middle node into activation "
+                                       "region 0, its 12 pixels from the next cycle (tlast closing each "
+                                       "row), the two partial sums of the previous node (one bubble), the "
+                                       "sink ready for the first partial sum and then not ready for two "
+                                       "cycles; the BWD side idle"},
            "fpdeep_pg": {"load": 2, "inputs": [("s_axis_w", 2, None), ("s_axis_b", 1, None),
                                                ("s_axis_x", 6, (2, 5)), ("s_axis_err", 6, (2, 5))],
                          "start": {"cfg_width": 3, "cfg_height": 2, "cfg_pad": 1, "cfg_batch": 1,
@@ -212,15 +227,16 @@ def _stream_relations(core, trace, p):
     else:
         want_out = _out_beats(sc)
         assert len(tx) == want_out, f"{out}: {len(tx)} transfers, expected {want_out}"
-        starts = [c for c in range(n) if s["start"][c] == 1]
+        cs, cb, cd = (sc.get("ctl", "") + x for x in ("start", "busy", "done"))
+        starts = [c for c in range(n) if s[cs][c] == 1]
         assert len(starts) == 1, f"start must be driven for exactly one cycle, was high in cycles {starts}"
         start_c = starts[0]
         for st, beats, _ in sc["inputs"][:sc.get("load", 0)]:     # loads: all in before start
             assert transfers(trace, st)[-1] < start_c, f"{st}: a load beat transferred after start"
         for st, beats, _ in sc["inputs"][sc.get("load", 0):]:     # map inputs: after start
             assert transfers(trace, st)[0] > start_c, f"{st}: a beat transferred before start"
-        assert s["busy"][start_c] == 0 and s["busy"][start_c + 1] == 1, "busy must rise the cycle after start"
-        dones = [c for c in range(n) if s["done"][c] == 1]
+        assert s[cb][start_c] == 0 and s[cb][start_c + 1] == 1, "busy must rise the cycle after start"
+        dones = [c for c in range(n) if s[cd][c] == 1]
         assert len(dones) == 1, f"done must pulse exactly once, was high in cycles {dones}"
         last_st = sc.get("done_after", out)
         for st in sc.get("extra_out", []):
@@ -231,11 +247,11 @@ def _stream_relations(core, trace, p):
         gaps = (sc["done_gap"],) if "done_gap" in sc else (0, 1)
         assert dones[0] - last_tx in gaps, f"done {dones[0] - last_tx} cycles after the last {last_st} transfer"
         loads = [st for st, _, _ in sc["inputs"][:sc.get("load", 0)]]
-        rel.append((f"{' and '.join(loads)} loaded while idle, before start; " if loads else "")
-                   + "start (with cfg_*) is sampled while busy is low; busy is high from the next cycle; "
+        rel.append((f"{' and '.join(loads)} loaded while idle, before {cs}; " if loads else "")
+                   + f"{cs} (with cfg_*) is sampled while {cb} is low; {cb} is high from the next cycle; "
                    + "".join(f"{st} ({sc['extra_out'][st]} beat(s)) follows the last {out} beat; "
                              for st in sc.get("extra_out", []))
-                   + f"done pulses for one cycle, {dones[0] - last_tx} cycle(s) after the last {last_st} transfer")
+                   + f"{cd} pulses for one cycle, {dones[0] - last_tx} cycle(s) after the last {last_st} transfer")
     ov, orr = s[f"{out}_tvalid"], s[f"{out}_tready"]
     stalls = [c for c in range(n - 1) if ov[c] == 1 and orr[c] == 0]
     assert len(stalls) >= 2, f"the scenario must stall {out} for 2 cycles, got {stalls}"
@@ -272,16 +288,20 @@ def _stream_relations(core, trace, p):
         # the node's datasheet latency (steady state, from the pixel completing a window)
         # includes the line buffer's share; a map's first window leaves the line buffer
         # (K-1-P)+3 cycles after the last pixel of row K-1-P (fpdeep_line_buffer datasheet)
-        total = datasheet_latency(core, p)
         from rtl_gen.registry import get
-        m = re.search(r"line buffer (\d+)", get(core).datasheet(p).latency)
+        of = sc.get("latency_of", core)     # the node's FWD latency is that of fpdeep_fp
+        po = get(of).resolve({k: v for k, v in p.items() if k in get(of).resolve({})})
+        total = datasheet_latency(of, po)
+        m = re.search(r"line buffer (\d+)", get(of).datasheet(po).latency)
         assert m, f"{core}: the datasheet latency does not give the line buffer's share"
         lb_share = int(m.group(1))
         k, lb_lat, lb_what = _line_buffer_latency(p, {"cfg_width": sc["start"]["cfg_width"],
                                                       "cfg_pad": sc["lb_pad"](p, sc["start"])})
         lat, ref = lb_lat + total - lb_share, src_tx[k]
         what = (f"{lb_what.replace('pixel', sc.get('pixel', 'pixel'))} (the line buffer's first window of a "
-                f"map: {lb_lat} cycles, then the node's {total} - {lb_share} cycles after the line buffer)")
+                f"map: {lb_lat} cycles, then the "
+                + (f"{of} datasheet's" if of != core else "node's")
+                + f" {total} - {lb_share} cycles after the line buffer)")
     else:
         lat, ref, what = datasheet_latency(core, p), src_tx[0], f"its {src} beat"
     assert tx[0] - ref == lat, f"first {out} transfer {tx[0] - ref} cycles after {what}; the datasheet says {lat}"
@@ -554,7 +574,8 @@ if _COCOTB:
         out = sc["out"]
         cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
         ins = [st for st, _, _ in sc["inputs"]]
-        ctl = (["start"] + list(sc["start"]) + ["busy", "done"]) if "start" in sc else []
+        cs, cb, cd = (sc.get("ctl", "") + x for x in ("start", "busy", "done"))
+        ctl = ([cs] + list(sc["start"]) + [cb, cd]) if "start" in sc else []
         rec = list(ctl)
         outs = [out] + list(sc.get("extra_out", []))
         for st in ins + outs:
@@ -566,7 +587,7 @@ if _COCOTB:
                 if pt.direction == "in" and pt.name not in rec and pt.name not in ("clk", "rst"):
                     getattr(dut, pt.name).value = int(pt.name.startswith("m_axis_") and pt.name.endswith("_tready"))
         for nm in rec:
-            if nm in ("busy", "done"):
+            if nm in (cb, cd):
                 continue
             if not any(nm.startswith(o) for o in outs) or nm.endswith("tready"):
                 getattr(dut, nm).value = 1 if nm in [f"{o}_tready" for o in outs] else 0
@@ -601,7 +622,7 @@ if _COCOTB:
                     end_c = c
             elif ov == 1 and orr == 0:
                 stall_left -= 1
-            if "done_after" in sc and sig["done"][c] == 1:
+            if "done_after" in sc and sig[cd][c] == 1:
                 end_c = c
             if end_c is not None and c >= end_c + POST:
                 break
@@ -611,7 +632,7 @@ if _COCOTB:
                 start_at = nxt
             first_in = PRE + (1 if ctl else 0)
             if ctl:
-                drive["start"] = int(nxt == start_at)
+                drive[cs] = int(nxt == start_at)
                 for cf, v in sc["start"].items():
                     drive[cf] = v if nxt == start_at else 0
             for i, (st, beats, last) in enumerate(sc["inputs"]):
@@ -638,7 +659,7 @@ if _COCOTB:
             tx = transfers(trace, st)
             return lambda cyc, v: (f"{short}{sum(1 for t in tx if t < cyc)}" if sig[f"{st}_tvalid"][cyc] == 1 else None)
         labels = {f"{st}_tdata": beat_labels(st, st.split("_", 2)[2]) for st in ins + outs}
-        labels.update({cf: (lambda cyc, v: str(v) if sig["start"][cyc] == 1 else None)
+        labels.update({cf: (lambda cyc, v: str(v) if sig[cs][cyc] == 1 else None)
                        for cf in sc.get("start", {}) if widths[cf] > 1 or not nload})
         rows = (ctl + [None]) if ctl else []
         for st in ins + outs:
