@@ -52,7 +52,10 @@ What it does
    ``survived`` (the row passed), ``stillborn`` (the simulator's build rejected the
    mutant: excluded from the score, counted in the report).  The unmutated netlist
    runs first; if it does not pass, nothing is scored.
-5. **Report.**  ``reports/mutation/<core>.md`` (+ ``.json``) lists every mutant (line,
+5. **Killing a survivor.**  After a test is added, ``--rerun-survivors`` runs the
+   campaign's survivors again (same mutants of the unchanged netlist) against the current
+   tests and records the new outcome with the date and the old one.
+6. **Report.**  ``reports/mutation/<core>.md`` (+ ``.json``) lists every mutant (line,
    class, original and mutated text, outcome, the killing tests), every survivor with
    the reason from :data:`EQUIV_FILE` when one is given, the score and the measured
    cost; ``reports/mutation/summary.md`` tabulates every core measured so far.
@@ -477,6 +480,37 @@ def run_campaign(core: str, n: int, jobs: int, sim: str, seed: int, sample_seed:
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 
+def rerun_survivors(camp: dict, work_root: Path, log=print, only: set[int] | None = None) -> dict:
+    """Run every survivor of a finished campaign again against the current regression (after
+    a test was added to kill it): the same mutant of the same netlist (its SHA-256 must be
+    unchanged), the same row, seed and mode, every cocotb test the module declares now.
+    Killed mutants are not rerun (a test added later cannot make them pass).  A survivor's
+    new outcome replaces the old one; ``rerun`` records when, and the old outcome."""
+    core = camp["core"]
+    src = netlist_path(core)
+    text = src.read_text()
+    if hashlib.sha256(text.encode()).hexdigest()[:16] != camp["netlist_sha256"]:
+        raise SystemExit(f"{core}: the netlist changed since the campaign; run make mutate again")
+    lines = text.splitlines(keepends=True)
+    from verif import harness
+    tests = harness.declared_tests(harness._test_module(core, [str(REPO / "verif" / core)]))
+    for r in camp["results"]:
+        if r["outcome"] != "survived" or (only is not None and r["k"] not in only):
+            continue
+        m = Mutant(r["line"], r["col"], r["end"], r["cls"], r["original"], r["replacement"])
+        wd = work_root / core / f"rerun-m{r['k']:03d}"
+        (wd / "rtl").mkdir(parents=True, exist_ok=True)
+        (wd / "rtl" / src.name).write_text("".join(m.apply(lines)))
+        res = run_netlist(core, camp["sim"], wd / "rtl", wd, camp["seed"], camp["budget_s"],
+                          camp["mode"], tests, 5 * camp["baseline_wall_s"] + camp["budget_s"] * len(tests) + 300)
+        shutil.rmtree(wd / "build", ignore_errors=True)
+        r["rerun"] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "was": r["outcome"],
+                      "tests": len(tests)}
+        r.update(outcome=res["outcome"], failed=res.get("failed"), message=res.get("message"))
+        log(f"{core} m{r['k']:03d} rerun: {res['outcome']} {', '.join(res.get('failed') or [])}")
+    return camp
+
+
 # ---------------------------------------------------------------- reports
 def _esc(s: str) -> str:
     return s.replace("|", "\\|").replace("`", "'")
@@ -520,6 +554,13 @@ def write_report(camp: dict, reports: Path = REPORTS) -> Path:
         L.append(f"- m{r['k']:03d} line {r['line']} ({r['cls']}) `{_esc(r['original_line'])}` -> "
                  f"`{_esc(r['mutated_line'])}`: "
                  + (f"argued equivalent: {why}" if why else "**not killed, not argued equivalent**"))
+    late = [r for r in ran if r.get("rerun") and r["outcome"] != "survived"]
+    if late:
+        L += ["", "Survivors of the campaign killed by a test added afterwards (`--rerun-survivors`):", ""]
+        for r in late:
+            L.append(f"- m{r['k']:03d} line {r['line']} ({r['cls']}) `{_esc(r['original_line'])}` -> "
+                     f"`{_esc(r['mutated_line'])}`: {r['outcome']} by {', '.join(r.get('failed') or []) or '?'} "
+                     f"({r['rerun']['date']})")
     L += ["", "## Every mutant", "",
           "| # | line | class | original | mutated | result | failing cocotb test(s) | s |",
           "|---|------|-------|----------|---------|--------|------------------------|---|"]
@@ -528,8 +569,9 @@ def write_report(camp: dict, reports: Path = REPORTS) -> Path:
         fails = ", ".join(f[:3]) + (f" (+{len(f) - 3} more)" if len(f) > 3 else "")
         if r["outcome"] in ("stillborn", "error") and not fails:
             fails = _esc((r.get("message") or "").splitlines()[0][:80]) if r.get("message") else ""
+        res = r["outcome"] + (f" (rerun {r['rerun']['date']}; was {r['rerun']['was']})" if r.get("rerun") else "")
         L.append(f"| m{r['k']:03d} | {r['line']} | {r['cls']} | `{_esc(r['original'])}` | "
-                 f"`{_esc(r['replacement'])}` | {r['outcome']} | {_esc(fails)} | {r.get('wall_s_total') or 0:.0f} |")
+                 f"`{_esc(r['replacement'])}` | {res} | {_esc(fails)} | {r.get('wall_s_total') or 0:.0f} |")
     L += ["", "Line text of every mutant: `reports/mutation/" + core + ".json` (`original_line`, "
           "`mutated_line`). Replay one: `make mutate CORE=" + core + f" N={camp['n']}` rewrites "
           f"`build/mutate/{core}/m<k>/rtl/{core}.v`.", ""]
@@ -573,6 +615,10 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1, help="run seed of every simulation (default 1)")
     ap.add_argument("--sample-seed", type=int, default=1)
     ap.add_argument("--mode", choices=("auto", "suite", "first-fail"), default="auto")
+    ap.add_argument("--rerun-survivors", action="store_true",
+                    help="run the survivors in reports/mutation/<core>.json again against the "
+                         "current tests (after adding a test that kills one)")
+    ap.add_argument("--only", help="with --rerun-survivors: these mutants only (m027,m031)")
     ap.add_argument("--list", action="store_true", help="print the sampled mutants and exit")
     ap.add_argument("--summary", action="store_true", help="only rebuild reports/mutation/summary.md")
     ap.add_argument("--report", action="store_true",
@@ -595,6 +641,12 @@ def main(argv=None) -> int:
     src = netlist_path(a.core)
     if not src.is_file():
         ap.error(f"no netlist {src}")
+    if a.rerun_survivors:
+        only = {int(x.strip().lstrip("m")) for x in a.only.split(",")} if a.only else None
+        camp = rerun_survivors(json.loads((reports / f"{a.core}.json").read_text()), Path(a.work), only=only)
+        print(write_report(camp, reports))
+        write_summary(reports)
+        return 0
     if a.report:
         camp = json.loads((reports / f"{a.core}.json").read_text())
         print(write_report(camp, reports))
