@@ -28,6 +28,7 @@ from scoreboards.gates import Gate
 from scoreboards.rr_fairness import RoundRobinChecker
 from scoreboards.waits import within
 from verif.harness import CLOCK_NS, dut_params, ghdl_testcase, matrix, run_core
+from verif.pipearch_system import covermodel as funcov
 from verif.pipearch_pu.test_pipearch_pu import (AXIL_CYCLES, PU, cfg_of, check_run, compare_mem,
                                                  iss_for, lrmf_case, model_of, scd_case, sgd_case,
                                                  yield_pcs)
@@ -70,6 +71,11 @@ class Unit(PU):
     async def wr(self, addr, value):
         await super().wr(self.base + addr, value)
 
+    async def run(self, job, switch_at=None):
+        res = await super().run(job, switch_at=switch_at)
+        funcov.sample_unit_run(self, job, res[0])   # functional coverage (covermodel.py)
+        return res
+
     async def rd(self, addr):
         return await super().rd(self.base + addr)
 
@@ -89,6 +95,7 @@ class SysTB:
         self.units: list[Unit] = []
         self.ar_chk = RoundRobinChecker(self.U, "AR")
         self.aw_chk = RoundRobinChecker(self.U, "AW")
+        self.fc = funcov.Sampler()
         self.cycle = 0
         self.busy_first = [None] * self.U
         self.busy_last = [None] * self.U
@@ -142,6 +149,7 @@ class SysTB:
                     un.r_since = un.w_since = 0
                 continue
             fetch, pcs, busy = int(d.dbg_fetch.value), int(d.dbg_pc.value), int(d.busy.value)
+            self.fc.busy(busy)
             for u in range(U):
                 if fetch >> u & 1:
                     self.units[u].trace.append(pcs >> (8 * u) & 0xFF)
@@ -154,10 +162,12 @@ class SysTB:
                 req = int(d.dbg_ar_req.value)
                 self.ar_chk.grant(self.cycle, self.unit_of_id(d.m_axi_arid.value),
                                   [u for u in range(U) if req >> u & 1])
+                self.fc.grant("ar", self.unit_of_id(d.m_axi_arid.value), req)
             if int(d.m_axi_awvalid.value) and int(d.m_axi_awready.value):
                 req = int(d.dbg_aw_req.value)
                 g = self.unit_of_id(d.m_axi_awid.value)
                 self.aw_chk.grant(self.cycle, g, [u for u in range(U) if req >> u & 1])
+                self.fc.grant("aw", g, req)
                 aw_order.append(g)
             if int(d.m_axi_rvalid.value) and int(d.m_axi_rready.value):
                 u = self.unit_of_id(d.m_axi_rid.value)
