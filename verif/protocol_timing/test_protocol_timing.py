@@ -29,7 +29,7 @@ import pytest
 CORES = ("l2reg", "multiply_subtract", "sigmoid_delta", "dot_sigmoid", "scalar_engine",
          "pipearch_rm", "pipearch_pu", "cosmic_memory_schedule_unit", "maple_smart_memory", "fpdeep_conv_tile",
          "fpdeep_conv_engine", "fpdeep_line_buffer", "cosmic_accelerator", "pipearch_system",
-         "fpdeep_fp", "fpdeep_eb", "fpdeep_pg", "fpdeep_node", "pipearch_ldst")
+         "fpdeep_fp", "fpdeep_eb", "fpdeep_pg", "fpdeep_node", "pipearch_ldst", "cosmic_pe")
 # cores without start/busy/done: streams only.  inputs: (stream, beats, beat carrying tlast
 # or None), presented in this order from cycle PRE (one per cycle, the later ones from the
 # cycle after the earlier one's first beat), one bubble on the last stream's beat 1
@@ -359,6 +359,45 @@ def _ldst_relations(trace, p):
     return rel
 
 
+# cosmic_pe: a 3-instruction program loaded through the load port, then start:
+# (microcode word, output port written, expected value from the inputs sampled in stage 1)
+PE_PROG = [(9 | 3 << 5 | 1 << 45, "left_out", lambda i: i["left_in"]),              # pass left_in
+           (1 | 3 << 5 | 7 << 8 | 4 << 45, "bus_out", lambda i: i["left_in"] + (1 << 16)),  # left_in + one
+           (9 | 5 << 5 | 2 << 45, "right_out", lambda i: i["bus_in"])]               # pass bus_in
+PE_LOAD_AT, PE_START_AT = 1, 5
+
+
+def _pe_relations(trace, p):
+    """cosmic_pe's datasheet timing, asserted on a trace."""
+    s, n = trace["signals"], trace["cycles"]
+    rel = []
+    lds = [c for c in range(n) if s["ld_en"][c] == 1]
+    starts = [c for c in range(n) if s["start"][c] == 1]
+    assert len(starts) == 1, f"start high in cycles {starts}"
+    st, L = starts[0], s["cfg_len"][starts[0]]
+    c0 = st + 1          # the datasheet's cycle 0 begins at the edge that accepts start
+    assert L == len(PE_PROG) and len(lds) == len(PE_PROG) and lds[-1] < st
+    assert s["busy"][st] == 0, "start must be sampled with busy low"
+    dones = [c for c in range(n) if s["done"][c] == 1]
+    assert dones == [c0 + L + 5], f"done high in cycles {dones}; datasheet: cycle cfg_len+5 = {L + 5} from the start edge ({c0 + L + 5})"
+    assert all(s["busy"][c] == 1 for c in range(st + 1, dones[0])), "busy must be high from the start edge until done"
+    assert all(s["busy"][c] == 0 for c in range(dones[0] + 1, n)), "busy must drop after done"
+    rel.append(f"the {L} instructions are written through the load port while idle; start (cfg_len {L}) is "
+               f"sampled while busy is low; busy is high from the start edge until done, which is high in "
+               f"cycle cfg_len+5 = {L + 5} counting the cycle that edge begins as cycle 0 (datasheet)")
+    for k, (_, port, fn) in enumerate(PE_PROG):
+        s1 = c0 + k + 1                       # stage 1 of instruction k
+        vs = [c for c in range(n) if s[f"{port}_valid"][c] == 1]
+        assert vs == [c0 + k + 5], f"{port}_valid high in cycles {vs}; datasheet: instruction {k}'s outputs in cycle {k + 5} ({c0 + k + 5})"
+        want = fn({"left_in": s["left_in"][s1], "bus_in": s["bus_in"][s1]})
+        assert s[port][vs[0]] == want, f"{port} {s[port][vs[0]]:#x}, expected {want:#x} from the inputs of cycle {s1}"
+    rel.append("instruction k is in stage 1 in cycle k+1 after the start edge, where its link/bus inputs are "
+               "sampled, and its outputs are valid in cycle k+5 for one cycle (datasheet): left_out (pass "
+               "left_in) in cycle 5, bus_out (left_in + 1.0) in cycle 6, right_out (pass bus_in) in cycle 7")
+    assert all(s["err"][c] == 0 for c in range(n)), "err set"
+    return rel
+
+
 def _relations(core, trace, ins, out, dim, iters, p, start_c):
     """Assert the datasheet's protocol relations on ``trace``; return them as text."""
     s, n = trace["signals"], trace["cycles"]
@@ -424,8 +463,8 @@ if _COCOTB:
         """Drive the documented sequence, record it, assert the relations, write JSON."""
         core = os.environ["TIMING_CORE"]
         p = dut_params()
-        if core == "pipearch_ldst":
-            doc = await capture_ldst(dut, core, p)
+        if core in ("pipearch_ldst", "cosmic_pe"):
+            doc = await (capture_ldst if core == "pipearch_ldst" else capture_pe)(dut, core, p)
             Path(os.environ["TIMING_OUT"]).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
             return
         if core in REGISTER or core in STREAMS:
@@ -803,6 +842,62 @@ if _COCOTB:
                             "bubble, the m_axis_ld sink ready for the first line and then not ready for two "
                             "cycles; the Store side idle"}
 
+    async def capture_pe(dut, core, p):
+        """Load PE_PROG through the load port, start it; left_in changes every cycle and
+        bus_in is constant, so the recording shows in which cycle each input is sampled."""
+        from rtl_gen.registry import get
+        _, ports = get(core).build(p)
+        cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
+        for pt in ports:
+            if pt.direction == "in" and pt.name != "clk":
+                getattr(dut, pt.name).value = 0
+        rec = ["ld_en", "ld_addr", "ld_data", "start", "cfg_len", "busy", "done", "err", "left_in", "bus_in",
+               "left_out_valid", "left_out", "bus_out_valid", "bus_out", "right_out_valid", "right_out"]
+        sig = {nm: [] for nm in rec}
+        dut.rst.value = 1
+        for _ in range(3):
+            await RisingEdge(dut.clk)
+        dut.rst.value = 0
+        c, drive, end_c = 0, {}, None
+        while True:
+            await RisingEdge(dut.clk)
+            for k, v in drive.items():
+                getattr(dut, k).value = v
+            await FallingEdge(dut.clk)
+            for nm in rec:
+                sig[nm].append(_val(getattr(dut, nm)))
+            if sig["done"][c] == 1:
+                end_c = c
+            if end_c is not None and c >= end_c + POST:
+                break
+            assert c < MAX_CYCLES, f"{core}: no done within {MAX_CYCLES} cycles"
+            nxt = c + 1
+            k = nxt - PE_LOAD_AT
+            ld = 0 <= k < len(PE_PROG)
+            drive = {"ld_en": int(ld), "ld_sel": 0, "ld_addr": k if ld else 0, "ld_data": PE_PROG[k][0] if ld else 0,
+                     "start": int(nxt == PE_START_AT), "cfg_len": len(PE_PROG) if nxt == PE_START_AT else 0,
+                     "left_in": 0x100 * nxt, "bus_in": 0x5000}
+            c += 1
+        trace = {"cycles": c + 1, "signals": sig}
+        rel = _pe_relations(trace, p)
+        hexv = lambda cyc, v: f"{v:#x}"  # noqa: E731
+        labels = {"ld_addr": lambda cyc, v: str(v) if sig["ld_en"][cyc] == 1 else None,
+                  "ld_data": lambda cyc, v: f"i{sig['ld_addr'][cyc]}" if sig["ld_en"][cyc] == 1 else None,
+                  "cfg_len": lambda cyc, v: str(v) if sig["start"][cyc] == 1 else None,
+                  "err": lambda cyc, v: str(v), "left_in": hexv, "bus_in": hexv,
+                  "left_out": hexv, "bus_out": hexv, "right_out": hexv}
+        rows = ["ld_en", "ld_addr", "ld_data", None, "start", "cfg_len", "busy", "done", "err", None,
+                "left_in", "bus_in", None, "left_out_valid", "left_out", "bus_out_valid", "bus_out",
+                "right_out_valid", "right_out"]
+        wd = to_wavedrom(trace, rows, labels,
+                         head=f"{core}: program load, start/busy/done and the 5-stage pipeline's link/bus timing",
+                         foot="recorded from the RTL (verif/protocol_timing)")
+        return {"core": core, "config": os.environ.get("DUT_CFG", ""), "params": p, "wavedrom": wd,
+                "relations": rel, "start_cycle": PE_START_AT, "widths": {},
+                "scenario": "three microcode words (i0: left_out = left_in, i1: bus_out = left_in + 1.0, "
+                            "i2: right_out = bus_in) written through the load port, then `start` with "
+                            "cfg_len 3; left_in changes every cycle, bus_in is constant"}
+
     from scoreboards.protocol import guard_tests  # noqa: E402
 
     guard_tests(globals())
@@ -857,6 +952,8 @@ def check_diagram(doc: dict) -> list[str]:
         return _reg_relations(core, trace, doc["start_cycle"])
     if core == "pipearch_ldst":
         return _ldst_relations(trace, doc["params"])
+    if core == "cosmic_pe":
+        return _pe_relations(trace, doc["params"])
     if core in STREAMS:
         return _stream_relations(core, trace, doc["params"])
     names = trace["signals"]
@@ -956,6 +1053,11 @@ def test_relation_checks_catch_broken_diagrams():
     # pipearch_ldst: ld_done a cycle late; the first line handed out twice (line1 lost)
     with pytest.raises(AssertionError, match="ld_done high in cycles"):
         check_diagram(_mutated("pipearch_ldst", "ld_done", shift_pulse(1)))
+    # cosmic_pe: an output a cycle late; right_out not the bus_in sampled in stage 1
+    with pytest.raises(AssertionError, match="left_out_valid high in cycles"):
+        check_diagram(_mutated("cosmic_pe", "left_out_valid", shift_pulse(1)))
+    with pytest.raises(AssertionError, match="right_out 0x7777, expected"):
+        check_diagram(_mutated("cosmic_pe", "right_out", lambda r: r.update(data=r["data"][:-1] + ["0x7777"])))
     with pytest.raises(AssertionError, match="lines out of order"):
         check_diagram(_mutated("pipearch_ldst", "m_axis_ld_tdata",
                                lambda r: r.update(data=[r["data"][0], r["data"][0]] + r["data"][2:])))
