@@ -29,7 +29,8 @@ import pytest
 CORES = ("l2reg", "multiply_subtract", "sigmoid_delta", "dot_sigmoid", "scalar_engine",
          "pipearch_rm", "pipearch_pu", "cosmic_memory_schedule_unit", "maple_smart_memory", "fpdeep_conv_tile",
          "fpdeep_conv_engine", "fpdeep_line_buffer", "cosmic_accelerator", "pipearch_system",
-         "fpdeep_fp", "fpdeep_eb", "fpdeep_pg", "fpdeep_node", "pipearch_ldst", "cosmic_pe")
+         "fpdeep_fp", "fpdeep_eb", "fpdeep_pg", "fpdeep_node", "pipearch_ldst", "cosmic_pe",
+         "pipearch_region")
 # cores without start/busy/done: streams only.  inputs: (stream, beats, beat carrying tlast
 # or None), presented in this order from cycle PRE (one per cycle, the later ones from the
 # cycle after the earlier one's first beat), one bubble on the last stream's beat 1
@@ -398,6 +399,51 @@ def _pe_relations(trace, p):
     return rel
 
 
+# pipearch_region: WriteRegion 0 writes REG_LINES lines at line REG_OFFSET (BRAM mode, one
+# iteration), then ReadRegion 0 reads them back with the same access word
+REG_LINES, REG_OFFSET = 3, 8
+REG_ACCESS = 1 << 31 | REG_LINES << 16 | REG_OFFSET
+
+
+def _region_relations(trace, p):
+    """pipearch_region's datasheet timing and control, asserted on a trace."""
+    s, n = trace["signals"], trace["cycles"]
+    rel = []
+    one = lambda nm: [c for c in range(n) if s[nm][c] == 1]  # noqa: E731
+    ws, rs, wd, rd = one("wr0_start"), one("rd0_start"), one("wr0_done"), one("rd0_done")
+    assert len(ws) == 1 and len(rs) == 1, f"wr0_start in {ws}, rd0_start in {rs}"
+    ws, rs = ws[0], rs[0]
+    for ch, st in (("wr0", ws), ("rd0", rs)):
+        assert s[f"{ch}_busy"][st] == 0 and s[f"{ch}_busy"][st + 1] == 1, f"{ch}_busy must rise the cycle after {ch}_start"
+        assert s[f"{ch}_access"][st] == REG_ACCESS and s[f"{ch}_iters"][st] == 1
+    wtx, rtx = transfers(trace, "s_axis_wr0"), transfers(trace, "m_axis_rd0")
+    assert len(wtx) == REG_LINES and len(rtx) == REG_LINES, f"{len(wtx)} lines written, {len(rtx)} read"
+    assert wtx[0] == ws + 1, f"first line taken {wtx[0] - ws} cycle(s) after wr0_start; datasheet: 1"
+    assert wd == [wtx[-1] + 1], f"wr0_done high in cycles {wd}; datasheet: the cycle after the last line is taken ({wtx[-1] + 1})"
+    assert rs > wd[0], "the read must start after the write's done"
+    rel.append(f"WriteRegion 0 (BRAM mode, {REG_LINES} lines at line {REG_OFFSET}): wr0_start with the access word "
+               f"and iterations is sampled while wr0_busy is low, wr0_busy is high from the next cycle, the first "
+               f"line is taken 1 cycle after wr0_start and wr0_done pulses in the cycle after the last line is "
+               f"taken (datasheet)")
+    first_v = next(c for c in range(n) if s["m_axis_rd0_tvalid"][c] == 1)
+    assert first_v == rs + 3, f"first read line valid {first_v - rs} cycles after rd0_start; datasheet: 3"
+    assert [s["m_axis_rd0_tdata"][c] for c in rtx] == [s["s_axis_wr0_tdata"][c] for c in wtx], "lines read back differ"
+    last = [k for k, c in enumerate(rtx) if s["m_axis_rd0_tlast"][c] == 1]
+    assert last == [REG_LINES - 1], f"m_axis_rd0_tlast on lines {last}, expected the last of the iteration"
+    stalls = [c for c in range(n - 1) if s["m_axis_rd0_tvalid"][c] == 1 and s["m_axis_rd0_tready"][c] == 0]
+    assert len(stalls) >= 2, f"the scenario must stall m_axis_rd0 for 2 cycles, got {stalls}"
+    for c in stalls:
+        for f in ("tvalid", "tdata", "tlast"):
+            assert s[f"m_axis_rd0_{f}"][c + 1] == s[f"m_axis_rd0_{f}"][c], \
+                f"m_axis_rd0_{f} changed from cycle {c} to {c + 1} while tvalid && !tready"
+    assert rd == [rtx[-1] + 1], f"rd0_done high in cycles {rd}; datasheet: the cycle after the last line is accepted ({rtx[-1] + 1})"
+    rel.append("ReadRegion 0 with the same access word after wr0_done: the first line is valid 3 cycles after "
+               "rd0_start (datasheet: decode, RAM read, output buffer), the lines written come back in order "
+               f"with tlast on the last line of the iteration, held while tready is low (cycles {stalls[0]}-"
+               f"{stalls[-1]}), and rd0_done pulses in the cycle after the last line is accepted (datasheet)")
+    return rel
+
+
 def _relations(core, trace, ins, out, dim, iters, p, start_c):
     """Assert the datasheet's protocol relations on ``trace``; return them as text."""
     s, n = trace["signals"], trace["cycles"]
@@ -463,8 +509,9 @@ if _COCOTB:
         """Drive the documented sequence, record it, assert the relations, write JSON."""
         core = os.environ["TIMING_CORE"]
         p = dut_params()
-        if core in ("pipearch_ldst", "cosmic_pe"):
-            doc = await (capture_ldst if core == "pipearch_ldst" else capture_pe)(dut, core, p)
+        if core in ("pipearch_ldst", "cosmic_pe", "pipearch_region"):
+            doc = await {"pipearch_ldst": capture_ldst, "cosmic_pe": capture_pe,
+                         "pipearch_region": capture_region}[core](dut, core, p)
             Path(os.environ["TIMING_OUT"]).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
             return
         if core in REGISTER or core in STREAMS:
@@ -898,6 +945,78 @@ if _COCOTB:
                             "i2: right_out = bus_in) written through the load port, then `start` with "
                             "cfg_len 3; left_in changes every cycle, bus_in is constant"}
 
+    async def capture_region(dut, core, p):
+        """WriteRegion 0 then ReadRegion 0 over the same lines: one bubble in the written
+        lines, the read sink ready for the first line and then not ready for two cycles."""
+        from rtl_gen.registry import get
+        _, ports = get(core).build(p)
+        cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
+        for pt in ports:
+            if pt.direction == "in" and pt.name != "clk":
+                getattr(dut, pt.name).value = int(pt.name.startswith("m_axis_") and pt.name.endswith("_tready"))
+        rec = [f"wr0_{k}" for k in ("start", "access", "iters", "busy", "done")] \
+            + [f"s_axis_wr0_{k}" for k in ("tvalid", "tready", "tdata")] \
+            + [f"rd0_{k}" for k in ("start", "access", "iters", "busy", "done")] \
+            + [f"m_axis_rd0_{k}" for k in ("tvalid", "tready", "tdata", "tlast")]
+        sig = {nm: [] for nm in rec}
+        dut.rst.value = 1
+        for _ in range(3):
+            await RisingEdge(dut.clk)
+        dut.rst.value = 0
+        c, drive, sent, bubbled, seen, stall_left, rd_at, end_c = 0, {}, 0, False, 0, 2, None, None
+        while True:
+            await RisingEdge(dut.clk)
+            for k, v in drive.items():
+                getattr(dut, k).value = v
+            await FallingEdge(dut.clk)
+            for nm in rec:
+                sig[nm].append(_val(getattr(dut, nm)))
+            g = {nm: sig[nm][c] for nm in rec}
+            if g["s_axis_wr0_tvalid"] == 1 and g["s_axis_wr0_tready"] == 1:
+                sent += 1
+            if g["wr0_done"] == 1:
+                rd_at = c + 2
+            if g["m_axis_rd0_tvalid"] == 1 and g["m_axis_rd0_tready"] == 1:
+                seen += 1
+            elif g["m_axis_rd0_tvalid"] == 1:
+                stall_left -= 1
+            if g["rd0_done"] == 1:
+                end_c = c
+            if end_c is not None and c >= end_c + POST:
+                break
+            assert c < MAX_CYCLES, f"{core}: not finished within {MAX_CYCLES} cycles"
+            nxt = c + 1
+            present = PRE < nxt and sent < REG_LINES
+            if present and sent == 1 and not bubbled:
+                bubbled, present = True, False
+            drive = {"wr0_start": int(nxt == PRE), "wr0_access": REG_ACCESS if nxt == PRE else 0,
+                     "wr0_iters": 1 if nxt == PRE else 0, "s_axis_wr0_tvalid": int(present),
+                     "s_axis_wr0_tdata": sum((sent + 1) << (32 * i) for i in range(p["LANES"])) if present else 0,
+                     "rd0_start": int(nxt == rd_at), "rd0_access": REG_ACCESS if nxt == rd_at else 0,
+                     "rd0_iters": 1 if nxt == rd_at else 0,
+                     "m_axis_rd0_tready": int(not (seen >= 1 and stall_left > 0))}
+            c += 1
+        trace = {"cycles": c + 1, "signals": sig}
+        rel = _region_relations(trace, p)
+
+        def beats(st, short):
+            tx = transfers(trace, st)
+            return lambda cyc, v: (f"{short}{sum(1 for t in tx if t < cyc)}" if sig[f"{st}_tvalid"][cyc] == 1 else None)
+        labels = {"s_axis_wr0_tdata": beats("s_axis_wr0", "line"), "m_axis_rd0_tdata": beats("m_axis_rd0", "line")}
+        for ch in ("wr0", "rd0"):
+            labels[f"{ch}_access"] = (lambda ch: lambda cyc, v: f"{v:#x}" if sig[f"{ch}_start"][cyc] == 1 else None)(ch)
+            labels[f"{ch}_iters"] = (lambda ch: lambda cyc, v: str(v) if sig[f"{ch}_start"][cyc] == 1 else None)(ch)
+        rows = rec[:8] + [None] + rec[8:]
+        wd = to_wavedrom(trace, rows, labels,
+                         head=f"{core}: WriteRegion then ReadRegion (BRAM mode, {REG_LINES} lines at line {REG_OFFSET})",
+                         foot="recorded from the RTL (verif/protocol_timing)")
+        return {"core": core, "config": os.environ.get("DUT_CFG", ""), "params": p, "wavedrom": wd,
+                "relations": rel, "start_cycle": PRE, "widths": {},
+                "scenario": f"WriteRegion channel 0 writes {REG_LINES} lines at line {REG_OFFSET} (BRAM mode, "
+                            f"access word {REG_ACCESS:#x}, one iteration; one bubble in the lines), then "
+                            "ReadRegion channel 0 reads them back with the same word, its sink ready for "
+                            "the first line and then not ready for two cycles; the other channels idle"}
+
     from scoreboards.protocol import guard_tests  # noqa: E402
 
     guard_tests(globals())
@@ -954,6 +1073,8 @@ def check_diagram(doc: dict) -> list[str]:
         return _ldst_relations(trace, doc["params"])
     if core == "cosmic_pe":
         return _pe_relations(trace, doc["params"])
+    if core == "pipearch_region":
+        return _region_relations(trace, doc["params"])
     if core in STREAMS:
         return _stream_relations(core, trace, doc["params"])
     names = trace["signals"]
@@ -1058,6 +1179,12 @@ def test_relation_checks_catch_broken_diagrams():
         check_diagram(_mutated("cosmic_pe", "left_out_valid", shift_pulse(1)))
     with pytest.raises(AssertionError, match="right_out 0x7777, expected"):
         check_diagram(_mutated("cosmic_pe", "right_out", lambda r: r.update(data=r["data"][:-1] + ["0x7777"])))
+    # pipearch_region: rd0_start drawn a cycle late (while the channel is busy); a line read back twice
+    with pytest.raises(AssertionError, match="rd0_busy must rise the cycle after rd0_start"):
+        check_diagram(_mutated("pipearch_region", "rd0_start", shift_pulse(1)))
+    with pytest.raises(AssertionError, match="lines read back differ"):
+        check_diagram(_mutated("pipearch_region", "m_axis_rd0_tdata",
+                               lambda r: r.update(data=[r["data"][0], r["data"][0]] + r["data"][2:])))
     with pytest.raises(AssertionError, match="lines out of order"):
         check_diagram(_mutated("pipearch_ldst", "m_axis_ld_tdata",
                                lambda r: r.update(data=[r["data"][0], r["data"][0]] + r["data"][2:])))
