@@ -30,7 +30,7 @@ CORES = ("l2reg", "multiply_subtract", "sigmoid_delta", "dot_sigmoid", "scalar_e
          "pipearch_rm", "pipearch_pu", "cosmic_memory_schedule_unit", "maple_smart_memory", "fpdeep_conv_tile",
          "fpdeep_conv_engine", "fpdeep_line_buffer", "cosmic_accelerator", "pipearch_system",
          "fpdeep_fp", "fpdeep_eb", "fpdeep_pg", "fpdeep_node", "pipearch_ldst", "cosmic_pe",
-         "pipearch_region")
+         "pipearch_region", "pipearch_engine")
 # cores without start/busy/done: streams only.  inputs: (stream, beats, beat carrying tlast
 # or None), presented in this order from cycle PRE (one per cycle, the later ones from the
 # cycle after the earlier one's first beat), one bubble on the last stream's beat 1
@@ -444,6 +444,53 @@ def _region_relations(trace, p):
     return rel
 
 
+# pipearch_engine: LOAD (opcode 0x10, sub_start bit 0) of ENG_LINES lines into region 0,
+# then STORE (0x11, bit 1) of the same lines; w6 is the line address of each
+ENG_LINES, ENG_ACCESS, ENG_LD_ADDR, ENG_ST_ADDR = 3, 1 << 31 | 3 << 16 | 8, 0x40, 0x80
+
+
+def _engine_relations(trace, p):
+    """pipearch_engine's issue/busy protocol and its LOAD/STORE sides, asserted on a trace."""
+    s, n = trace["signals"], trace["cycles"]
+    rel = []
+    one = lambda nm: [c for c in range(n) if s[nm][c] == 1]  # noqa: E731
+    for b, op, go, lines, addr, w6, st in ((0, "LOAD", "ld_go", "ld_lines", "ld_addr", ENG_LD_ADDR, "s_axis_ld"),
+                                          (1, "STORE", "st_go", "st_lines", "st_addr", ENG_ST_ADDR, "m_axis_st")):
+        starts = one(f"sub_start[{b}]")
+        assert len(starts) == 1, f"sub_start[{b}] high in cycles {starts}"
+        c0 = starts[0]
+        busy = s[f"sub_busy[{b}]"]
+        assert busy[c0] == 0 and busy[c0 + 1] == 1, f"sub_busy[{b}] must rise the cycle after sub_start[{b}] (datasheet)"
+        assert s["sub_w6"][c0] == w6 and s["sub_acc0"][c0] == ENG_ACCESS and s["sub_iters"][c0] == 1
+        assert one(go) == [c0 + 1], f"{go} high in cycles {one(go)}; datasheet: the cycle after the {op} was accepted ({c0 + 1})"
+        fall = next((c for c in range(c0 + 1, n) if busy[c] == 0), None)
+        assert fall is not None, f"sub_busy[{b}] never falls"
+        assert all(s[lines][c] == ENG_LINES and s[addr][c] == w6 for c in range(c0 + 1, fall)), \
+            f"{lines}/{addr} must be length*iterations = {ENG_LINES} and w6 = {w6:#x}, held from {go}"
+        tx = transfers(trace, st)
+        assert len(tx) == ENG_LINES and tx[-1] < fall, f"{st}: {len(tx)} lines, last before sub_busy[{b}] falls ({fall})"
+        rel.append(f"{op} (sub_start bit {b}, w6 = line address {w6:#x}): sub_busy[{b}] is high from the cycle after "
+                   f"the issue (datasheet); {go} pulses in that cycle with {lines} = length x iterations = "
+                   f"{ENG_LINES} and {addr} = w6 held from it; sub_busy[{b}] falls (done) after the last "
+                   f"{st} line, {fall - tx[-1]} cycle(s) later")
+        if b == 1:
+            assert c0 > fall_ld, "the STORE is issued after the LOAD's sub_busy fell"
+        fall_ld = fall
+    ltx, stx = transfers(trace, "s_axis_ld"), transfers(trace, "m_axis_st")
+    assert [s["m_axis_st_tdata"][c] for c in stx] == [s["s_axis_ld_tdata"][c] for c in ltx], "the stored lines differ from the loaded ones"
+    last = [k for k, c in enumerate(stx) if s["m_axis_st_tlast"][c] == 1]
+    assert last == [ENG_LINES - 1], f"m_axis_st_tlast on lines {last}"
+    stalls = [c for c in range(n - 1) if s["m_axis_st_tvalid"][c] == 1 and s["m_axis_st_tready"][c] == 0]
+    assert len(stalls) >= 2, f"the scenario must stall m_axis_st for 2 cycles, got {stalls}"
+    for c in stalls:
+        for f in ("tvalid", "tdata", "tlast"):
+            assert s[f"m_axis_st_{f}"][c + 1] == s[f"m_axis_st_{f}"][c], \
+                f"m_axis_st_{f} changed from cycle {c} to {c + 1} while tvalid && !tready"
+    rel.append(f"m_axis_st: the loaded lines in order, tlast on the last line of the iteration, tdata and "
+               f"tlast held while tvalid is high and tready low (cycles {stalls[0]}-{stalls[-1]})")
+    return rel
+
+
 def _relations(core, trace, ins, out, dim, iters, p, start_c):
     """Assert the datasheet's protocol relations on ``trace``; return them as text."""
     s, n = trace["signals"], trace["cycles"]
@@ -509,9 +556,9 @@ if _COCOTB:
         """Drive the documented sequence, record it, assert the relations, write JSON."""
         core = os.environ["TIMING_CORE"]
         p = dut_params()
-        if core in ("pipearch_ldst", "cosmic_pe", "pipearch_region"):
+        if core in ("pipearch_ldst", "cosmic_pe", "pipearch_region", "pipearch_engine"):
             doc = await {"pipearch_ldst": capture_ldst, "cosmic_pe": capture_pe,
-                         "pipearch_region": capture_region}[core](dut, core, p)
+                         "pipearch_region": capture_region, "pipearch_engine": capture_engine}[core](dut, core, p)
             Path(os.environ["TIMING_OUT"]).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
             return
         if core in REGISTER or core in STREAMS:
@@ -1017,6 +1064,96 @@ if _COCOTB:
                             "ReadRegion channel 0 reads them back with the same word, its sink ready for "
                             "the first line and then not ready for two cycles; the other channels idle"}
 
+    async def capture_engine(dut, core, p):
+        """LOAD 3 lines into region 0 (lines offered from the cycle after ld_go, one bubble),
+        then STORE them, the Store sink ready for the first line and then not for two."""
+        from rtl_gen.registry import get
+        _, ports = get(core).build(p)
+        cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
+        for pt in ports:
+            if pt.direction == "in" and pt.name != "clk":
+                getattr(dut, pt.name).value = int(pt.name == "m_axis_st_tready")
+        raw = ["sub_start", "sub_iters", "sub_w1", "sub_acc0", "sub_w6", "sub_busy", "ld_go", "ld_lines", "ld_addr",
+               "s_axis_ld_tvalid", "s_axis_ld_tready", "s_axis_ld_tdata", "st_go", "st_lines", "st_addr",
+               "m_axis_st_tvalid", "m_axis_st_tready", "m_axis_st_tdata", "m_axis_st_tlast"]
+        sig = {nm: [] for nm in raw}
+        dut.rst.value = 1
+        for _ in range(3):
+            await RisingEdge(dut.clk)
+        dut.rst.value = 0
+        c, drive, sent, bubbled, seen, stall_left = 0, {}, 0, False, 0, 2
+        ld_go_c, st_at, end_c, ld_started = None, None, None, False
+        while True:
+            await RisingEdge(dut.clk)
+            for k, v in drive.items():
+                getattr(dut, k).value = v
+            await FallingEdge(dut.clk)
+            for nm in raw:
+                sig[nm].append(_val(getattr(dut, nm)))
+            g = {nm: sig[nm][c] for nm in raw}
+            if g["ld_go"] == 1:
+                ld_go_c = c
+            if g["s_axis_ld_tvalid"] == 1 and g["s_axis_ld_tready"] == 1:
+                sent += 1
+            ld_started = ld_started or (g["sub_busy"] & 1) == 1
+            if ld_started and st_at is None and sent == ENG_LINES and g["sub_busy"] & 1 == 0:
+                st_at = c + 2
+            if g["m_axis_st_tvalid"] == 1 and g["m_axis_st_tready"] == 1:
+                seen += 1
+            elif g["m_axis_st_tvalid"] == 1:
+                stall_left -= 1
+            if st_at is not None and c > st_at and g["sub_busy"] & 2 == 0 and end_c is None:
+                end_c = c
+            if end_c is not None and c >= end_c + POST:
+                break
+            assert c < MAX_CYCLES, f"{core}: not finished within {MAX_CYCLES} cycles"
+            nxt = c + 1
+            present = ld_go_c is not None and nxt > ld_go_c and sent < ENG_LINES
+            if present and sent == 1 and not bubbled:
+                bubbled, present = True, False
+            issue = 1 if nxt == PRE else 2 if nxt == st_at else 0
+            drive = {"sub_start": issue, "sub_iters": 1 if issue else 0,
+                     "sub_w1": (1 if issue == 1 else 0), "sub_acc0": ENG_ACCESS if issue else 0,
+                     "sub_w6": {1: ENG_LD_ADDR, 2: ENG_ST_ADDR}.get(issue, 0),
+                     "s_axis_ld_tvalid": int(present),
+                     "s_axis_ld_tdata": sum((sent + 1) << (p["W"] * i) for i in range(p["LANES"])) if present else 0,
+                     "m_axis_st_tready": int(not (seen >= 1 and stall_left > 0))}
+            c += 1
+        n = c + 1
+        for b in (0, 1):   # the two bits of the issue pulse and of busy used here, as their own rows
+            sig[f"sub_start[{b}]"] = [None if v is None else v >> b & 1 for v in sig["sub_start"]]
+            sig[f"sub_busy[{b}]"] = [None if v is None else v >> b & 1 for v in sig["sub_busy"]]
+        assert all(v in (0, None) for v in [x & ~3 if x is not None else 0 for x in sig["sub_busy"]]), "other subroutines busy"
+        keep = ["sub_start[0]", "sub_start[1]", "sub_iters", "sub_w1", "sub_acc0", "sub_w6", "sub_busy[0]",
+                "sub_busy[1]", "ld_go", "ld_lines", "ld_addr", "s_axis_ld_tvalid", "s_axis_ld_tready",
+                "s_axis_ld_tdata", "st_go", "st_lines", "st_addr", "m_axis_st_tvalid", "m_axis_st_tready",
+                "m_axis_st_tdata", "m_axis_st_tlast"]
+        trace = {"cycles": n, "signals": {k: sig[k] for k in keep}}
+        rel = _engine_relations(trace, p)
+        issued = lambda cyc: sig["sub_start"][cyc] not in (0, None)  # noqa: E731
+
+        def beats(st, short):
+            tx = transfers(trace, st)
+            return lambda cyc, v: (f"{short}{sum(1 for t in tx if t < cyc)}" if sig[f"{st}_tvalid"][cyc] == 1 else None)
+        labels = {"s_axis_ld_tdata": beats("s_axis_ld", "line"), "m_axis_st_tdata": beats("m_axis_st", "line"),
+                  "sub_iters": lambda cyc, v: str(v) if issued(cyc) else None,
+                  "sub_w1": lambda cyc, v: f"{v:#x}" if issued(cyc) else None,
+                  "sub_acc0": lambda cyc, v: f"{v:#x}" if issued(cyc) else None,
+                  "sub_w6": lambda cyc, v: f"{v:#x}" if issued(cyc) else None,
+                  "ld_lines": lambda cyc, v: str(v), "st_lines": lambda cyc, v: str(v),
+                  "ld_addr": lambda cyc, v: f"{v:#x}", "st_addr": lambda cyc, v: f"{v:#x}"}
+        rows = keep[:8] + [None] + keep[8:14] + [None] + keep[14:]
+        wd = to_wavedrom(trace, rows, labels,
+                         head=f"{core}: LOAD then STORE issued on sub_*, busy, the Load and Store sides",
+                         foot="recorded from the RTL (verif/protocol_timing)")
+        return {"core": core, "config": os.environ.get("DUT_CFG", ""), "params": p, "wavedrom": wd,
+                "relations": rel, "start_cycle": PRE, "widths": {},
+                "scenario": f"a LOAD (region mask 1, access word {ENG_ACCESS:#x}: {ENG_LINES} lines at line 8 of "
+                            f"region 0, one iteration, w6 = {ENG_LD_ADDR:#x}) whose lines arrive from the cycle "
+                            "after ld_go with one bubble, then, once its sub_busy bit fell, a STORE of the same "
+                            f"lines (w6 = {ENG_ST_ADDR:#x}), the Store sink ready for the first line and then "
+                            "not ready for two cycles (sub_start and sub_busy: bits 0 and 1)"}
+
     from scoreboards.protocol import guard_tests  # noqa: E402
 
     guard_tests(globals())
@@ -1075,6 +1212,8 @@ def check_diagram(doc: dict) -> list[str]:
         return _pe_relations(trace, doc["params"])
     if core == "pipearch_region":
         return _region_relations(trace, doc["params"])
+    if core == "pipearch_engine":
+        return _engine_relations(trace, doc["params"])
     if core in STREAMS:
         return _stream_relations(core, trace, doc["params"])
     names = trace["signals"]
@@ -1184,6 +1323,12 @@ def test_relation_checks_catch_broken_diagrams():
         check_diagram(_mutated("pipearch_region", "rd0_start", shift_pulse(1)))
     with pytest.raises(AssertionError, match="lines read back differ"):
         check_diagram(_mutated("pipearch_region", "m_axis_rd0_tdata",
+                               lambda r: r.update(data=[r["data"][0], r["data"][0]] + r["data"][2:])))
+    # pipearch_engine: st_go a cycle late; a stored line that was not loaded
+    with pytest.raises(AssertionError, match="st_go high in cycles"):
+        check_diagram(_mutated("pipearch_engine", "st_go", shift_pulse(1)))
+    with pytest.raises(AssertionError, match="the stored lines differ"):
+        check_diagram(_mutated("pipearch_engine", "m_axis_st_tdata",
                                lambda r: r.update(data=[r["data"][0], r["data"][0]] + r["data"][2:])))
     with pytest.raises(AssertionError, match="lines out of order"):
         check_diagram(_mutated("pipearch_ldst", "m_axis_ld_tdata",
