@@ -501,13 +501,15 @@ def in_range(valid, x, lo, hi, y):
 
 
 @block
-def tree_rd(mem, cyc, word, TD):
-    """A thread's tree-program word: ``mem[cyc]``, 0 beyond the program's depth."""
+def tree_rd(mem, cyc, busy, word, TD):
+    """A thread's tree-program word: ``mem[cyc]`` while the thread's PEs run, else 0 (so
+    words never loaded -- beyond the program, unknown in simulation -- are not read between
+    samples, where a start cycle would take them into the bus-error flag)."""
     TW = clog2(TD)
 
     @always_comb
     def c():
-        if cyc < TD:
+        if busy and cyc < TD:
             word.next = mem[cyc[TW:]]
         else:
             word.next = 0
@@ -915,7 +917,7 @@ def build(p):
         miss_lists = []
         for t in range(T):
             tword = sig_u(TRW)
-            insts.append(tree_rd(tree_ram, thr_cyc[t], tword, TD))
+            insts.append(tree_rd(tree_ram, thr_cyc[t], thr_busy[t], tword, TD))
             dst_ops, dst_srcs = [], []
             for q in range(RPT):
                 o_, s_ = sig_u(2), sig_u(RPT)

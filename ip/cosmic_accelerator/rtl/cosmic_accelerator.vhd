@@ -15169,9 +15169,9 @@ cosmic_pe6_bus_in <= row_bus1_busreg;
 
 cosmic_pe7_bus_in <= row_bus1_busreg;
 
-tree_rd0_c: process (tree_rd0_cyc, tree_ram) is
+tree_rd0_c: process (tree_rd0_cyc, tree_ram, cosmic_pe0_busy) is
 begin
-    if (tree_rd0_cyc < 2048) then
+    if (bool(cosmic_pe0_busy) and (tree_rd0_cyc < 2048)) then
         tree_rd0_word <= tree_ram(to_integer(tree_rd0_cyc(11-1 downto 0)));
     else
         tree_rd0_word <= to_unsigned(0, 3);
@@ -15277,9 +15277,9 @@ row_bus0_t_we <= tree_stage0_ov;
 
 row_bus0_t_val <= tree_stage0_ox;
 
-tree_rd1_c: process (tree_rd1_cyc, tree_ram) is
+tree_rd1_c: process (tree_rd1_cyc, tree_ram, cosmic_pe4_busy) is
 begin
-    if (tree_rd1_cyc < 2048) then
+    if (bool(cosmic_pe4_busy) and (tree_rd1_cyc < 2048)) then
         tree_rd1_word <= tree_ram(to_integer(tree_rd1_cyc(11-1 downto 0)));
     else
         tree_rd1_word <= to_unsigned(0, 3);
