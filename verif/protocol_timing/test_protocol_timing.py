@@ -30,7 +30,7 @@ CORES = ("l2reg", "multiply_subtract", "sigmoid_delta", "dot_sigmoid", "scalar_e
          "pipearch_rm", "pipearch_pu", "cosmic_memory_schedule_unit", "maple_smart_memory", "fpdeep_conv_tile",
          "fpdeep_conv_engine", "fpdeep_line_buffer", "cosmic_accelerator", "pipearch_system",
          "fpdeep_fp", "fpdeep_eb", "fpdeep_pg", "fpdeep_node", "pipearch_ldst", "cosmic_pe",
-         "pipearch_region", "pipearch_engine")
+         "pipearch_region", "pipearch_engine", "maple_pe_chain")
 # cores without start/busy/done: streams only.  inputs: (stream, beats, beat carrying tlast
 # or None), presented in this order from cycle PRE (one per cycle, the later ones from the
 # cycle after the earlier one's first beat), one bubble on the last stream's beat 1
@@ -491,6 +491,58 @@ def _engine_relations(trace, p):
     return rel
 
 
+# maple_pe_chain: one array through the command stream (read-modify-write reduction):
+# a = 2.0 into the input local store, b = 3.0 into every PE's local store, one MAC step
+# whose M results (S = 1) add into smart-memory entries 0..M-1, then a dump of those entries
+MPC_A, MPC_B = 2 << 16, 3 << 16
+
+
+def _mpc_cmds(p):
+    m = p["M"]
+    # SET_SM_REDUCTION writes K too: k = 1 (0 is refused by the smart memory)
+    return [(0x2 << 28 | 1 << 8 | 2, "SET_SM_REDUCTION rmw"), (0x3 << 28 | 1, "SM_CTRL START"),
+            (0x9 << 28 | 1, "WRITE_A 1"), (MPC_A, "a=2.0"), (0xA << 28 | 255 << 16 | 1, "WRITE_B 1 all"),
+            (MPC_B, "b=3.0"), (0xB << 28 | 1 << 16 | 1, "MULT_ACC_DUMP 1 last"),
+            (0x4 << 28 | m, f"DUMP_SM {m}")]
+
+
+def _mpc_relations(trace, p):
+    """maple_pe_chain's command and dump streams, asserted on a trace."""
+    s, n = trace["signals"], trace["cycles"]
+    cmds, m, f = _mpc_cmds(p), p["M"], p["F"]
+    rel = []
+    ctx = transfers(trace, "s_axis_cmd")
+    assert [s["s_axis_cmd_tdata"][c] for c in ctx] == [w for w, _ in cmds], "command words taken out of order or repeated"
+    for c in range(n - 1):   # an offered word is held until taken
+        if s["s_axis_cmd_tvalid"][c] == 1 and s["s_axis_cmd_tready"][c] == 0:
+            assert s["s_axis_cmd_tvalid"][c + 1] == 1 and s["s_axis_cmd_tdata"][c + 1] == s["s_axis_cmd_tdata"][c]
+    rel.append(f"the {len(cmds)} command words (instructions and the data words after WRITE_A/WRITE_B) are each "
+               "taken once, in order, on s_axis_cmd")
+    tx = transfers(trace, "m_axis_out")
+    assert len(tx) == m, f"m_axis_out: {len(tx)} beats, expected the {m} dumped entries"
+    assert tx[0] > ctx[-1], "the dump starts after DUMP_SM is taken"
+    from golden.maple_mapping import ChainParams, run_program
+    gold = run_program(ChainParams.from_params(p), [w for w, _ in cmds])   # [(index, value, last)]
+    want = (MPC_A * MPC_B) >> f
+    assert [(i, v) for i, v, _ in gold] == [(r, want) for r in range(m)], gold   # the scenario as intended
+    got = [(s["m_axis_out_tdata"][c] >> 32, s["m_axis_out_tdata"][c] & 0xFFFFFFFF) for c in tx]
+    assert got == [(r, want) for r in range(m)], f"dump {got}, expected (index r, a*b = {want:#x}) for r < {m}"
+    last = [k for k, c in enumerate(tx) if s["m_axis_out_tlast"][c] == 1]
+    assert last == [m - 1], f"m_axis_out_tlast on beats {last}"
+    stalls = [c for c in range(n - 1) if s["m_axis_out_tvalid"][c] == 1 and s["m_axis_out_tready"][c] == 0]
+    assert len(stalls) >= 2, f"the scenario must stall m_axis_out for 2 cycles, got {stalls}"
+    for c in stalls:
+        for fl in ("tvalid", "tdata", "tlast"):
+            assert s[f"m_axis_out_{fl}"][c + 1] == s[f"m_axis_out_{fl}"][c], \
+                f"m_axis_out_{fl} changed from cycle {c} to {c + 1} while tvalid && !tready"
+    assert all(v == 0 for v in s["err"]), "err set"
+    rel.append(f"m_axis_out dumps entries 0..{m - 1} as {{index, value}} with value a*b = {want:#x} (each PE's one "
+               f"product, added into a cleared entry), tlast on the last beat, held while tvalid is high and "
+               f"tready low (cycles {stalls[0]}-{stalls[-1]}); the dump starts {tx[0] - ctx[-1]} cycles after "
+               "DUMP_SM is taken; err stays low")
+    return rel
+
+
 def _relations(core, trace, ins, out, dim, iters, p, start_c):
     """Assert the datasheet's protocol relations on ``trace``; return them as text."""
     s, n = trace["signals"], trace["cycles"]
@@ -556,9 +608,10 @@ if _COCOTB:
         """Drive the documented sequence, record it, assert the relations, write JSON."""
         core = os.environ["TIMING_CORE"]
         p = dut_params()
-        if core in ("pipearch_ldst", "cosmic_pe", "pipearch_region", "pipearch_engine"):
+        if core in ("pipearch_ldst", "cosmic_pe", "pipearch_region", "pipearch_engine", "maple_pe_chain"):
             doc = await {"pipearch_ldst": capture_ldst, "cosmic_pe": capture_pe,
-                         "pipearch_region": capture_region, "pipearch_engine": capture_engine}[core](dut, core, p)
+                         "pipearch_region": capture_region, "pipearch_engine": capture_engine,
+                         "maple_pe_chain": capture_mpc}[core](dut, core, p)
             Path(os.environ["TIMING_OUT"]).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
             return
         if core in REGISTER or core in STREAMS:
@@ -1154,6 +1207,71 @@ if _COCOTB:
                             f"lines (w6 = {ENG_ST_ADDR:#x}), the Store sink ready for the first line and then "
                             "not ready for two cycles (sub_start and sub_busy: bits 0 and 1)"}
 
+    async def capture_mpc(dut, core, p):
+        """The command words of _mpc_cmds, offered one per cycle (one bubble after the first),
+        recorded from DEPTH+4 cycles after reset (the smart memory clears its RAM first);
+        the dump sink ready for the first beat and then not ready for two cycles."""
+        cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
+        dut.s_axis_cmd_tvalid.value = 0
+        dut.s_axis_cmd_tdata.value = 0
+        dut.m_axis_out_tready.value = 1
+        rec = ["s_axis_cmd_tvalid", "s_axis_cmd_tready", "s_axis_cmd_tdata", "m_axis_out_tvalid",
+               "m_axis_out_tready", "m_axis_out_tdata", "m_axis_out_tlast", "err"]
+        sig = {nm: [] for nm in rec}
+        cmds = _mpc_cmds(p)
+        dut.rst.value = 1
+        for _ in range(3):
+            await RisingEdge(dut.clk)
+        dut.rst.value = 0
+        for _ in range(p["DEPTH"] + 4):
+            await RisingEdge(dut.clk)
+        c, drive, sent, bubbled, seen, stall_left, end_c = 0, {}, 0, False, 0, 2, None
+        while True:
+            await RisingEdge(dut.clk)
+            for k, v in drive.items():
+                getattr(dut, k).value = v
+            await FallingEdge(dut.clk)
+            for nm in rec:
+                sig[nm].append(_val(getattr(dut, nm)))
+            g = {nm: sig[nm][c] for nm in rec}
+            if g["s_axis_cmd_tvalid"] == 1 and g["s_axis_cmd_tready"] == 1:
+                sent += 1
+            if g["m_axis_out_tvalid"] == 1 and g["m_axis_out_tready"] == 1:
+                seen += 1
+                if seen == p["M"]:
+                    end_c = c
+            elif g["m_axis_out_tvalid"] == 1:
+                stall_left -= 1
+            if end_c is not None and c >= end_c + POST:
+                break
+            assert c < MAX_CYCLES, f"{core}: dump not finished within {MAX_CYCLES} cycles"
+            present = c + 1 >= PRE and sent < len(cmds)
+            if present and sent == 1 and not bubbled:
+                bubbled, present = True, False
+            drive = {"s_axis_cmd_tvalid": int(present), "s_axis_cmd_tdata": cmds[sent][0] if present else 0,
+                     "m_axis_out_tready": int(not (seen >= 1 and stall_left > 0))}
+            c += 1
+        trace = {"cycles": c + 1, "signals": sig}
+        rel = _mpc_relations(trace, p)
+        names = {w: nm for w, nm in cmds}
+
+        # a row naming the word offered (drawn only; the relations use s_axis_cmd_tdata)
+        sig["s_axis_cmd (meaning)"] = list(sig["s_axis_cmd_tdata"])
+        labels = {"s_axis_cmd_tdata": lambda cyc, v: f"{v:#x}" if sig["s_axis_cmd_tvalid"][cyc] == 1 else None,
+                  "s_axis_cmd (meaning)": lambda cyc, v: names.get(v) if sig["s_axis_cmd_tvalid"][cyc] == 1 else None,
+                  "m_axis_out_tdata": lambda cyc, v: f"{v:#x}" if sig["m_axis_out_tvalid"][cyc] == 1 else None}
+        rows = rec[:3] + ["s_axis_cmd (meaning)", None] + rec[3:7] + [None, "err"]
+        wd = to_wavedrom(trace, rows, labels,
+                         head=f"{core}: command stream (one array, read-modify-write) and the smart-memory dump",
+                         foot="recorded from the RTL (verif/protocol_timing)")
+        return {"core": core, "config": os.environ.get("DUT_CFG", ""), "params": p, "wavedrom": wd,
+                "relations": rel, "start_cycle": PRE, "widths": {},
+                "scenario": "SET_SM_REDUCTION (read-modify-write), SM_CTRL START, WRITE_A of a = 2.0, WRITE_B of "
+                            "b = 3.0 to every PE, MULT_ACC_DUMP of one step (last), DUMP_SM of the M entries, "
+                            "offered one word per cycle (one bubble after the first), recorded from "
+                            f"{p['DEPTH'] + 4} cycles after reset, once the smart memory has cleared its RAM; "
+                            "the dump sink ready for the first beat and then not ready for two cycles"}
+
     from scoreboards.protocol import guard_tests  # noqa: E402
 
     guard_tests(globals())
@@ -1214,6 +1332,8 @@ def check_diagram(doc: dict) -> list[str]:
         return _region_relations(trace, doc["params"])
     if core == "pipearch_engine":
         return _engine_relations(trace, doc["params"])
+    if core == "maple_pe_chain":
+        return _mpc_relations(trace, doc["params"])
     if core in STREAMS:
         return _stream_relations(core, trace, doc["params"])
     names = trace["signals"]
@@ -1323,6 +1443,12 @@ def test_relation_checks_catch_broken_diagrams():
         check_diagram(_mutated("pipearch_region", "rd0_start", shift_pulse(1)))
     with pytest.raises(AssertionError, match="lines read back differ"):
         check_diagram(_mutated("pipearch_region", "m_axis_rd0_tdata",
+                               lambda r: r.update(data=[r["data"][0], r["data"][0]] + r["data"][2:])))
+    # maple_pe_chain: a dumped value that is not a*b; a command word taken twice
+    with pytest.raises(AssertionError, match="dump .* expected"):
+        check_diagram(_mutated("maple_pe_chain", "m_axis_out_tdata", lambda r: r.update(data=["0x5"] + r["data"][1:])))
+    with pytest.raises(AssertionError, match="command words taken out of order"):
+        check_diagram(_mutated("maple_pe_chain", "s_axis_cmd_tdata",
                                lambda r: r.update(data=[r["data"][0], r["data"][0]] + r["data"][2:])))
     # pipearch_engine: st_go a cycle late; a stored line that was not loaded
     with pytest.raises(AssertionError, match="st_go high in cycles"):
