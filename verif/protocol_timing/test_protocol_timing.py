@@ -1343,6 +1343,17 @@ def check_diagram(doc: dict) -> list[str]:
     return _relations(core, trace, ins, out, dim, iters, doc["params"], doc["start_cycle"])
 
 
+def test_every_catalog_core_has_a_diagram():
+    """Every core of the catalog has a recorded diagram, checked here, and its datasheet shows it."""
+    from rtl_gen.common.core import REPO
+    from rtl_gen.registry import cores
+    assert sorted(CORES) == sorted(cores()), f"cores without a diagram: {sorted(set(cores()) - set(CORES))}"
+    for core in CORES:
+        assert committed(core).is_file(), core
+        assert f"doc/{core}_protocol.svg" in (REPO / "ip" / core / "README.md").read_text(), core
+        assert (REPO / "ip" / core / "doc" / f"{core}_protocol.svg").is_file(), core
+
+
 @pytest.mark.parametrize("core", CORES)
 def test_committed_diagram_relations_hold(core):
     """What the datasheet draws satisfies the relations it lists (checked on the
