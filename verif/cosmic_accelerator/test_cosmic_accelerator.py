@@ -34,6 +34,7 @@ from scoreboards import regmap
 from scoreboards.gates import Gate
 from verif.harness import CLOCK_NS, dut_params, ghdl_testcase, matrix, run_core
 from verif.tb_common import record_bench, sim_seed, sim_test, within
+from verif.cosmic_accelerator import covermodel as fcov
 
 CORE = "cosmic_accelerator"
 AXIL_CYCLES = 10_000
@@ -106,6 +107,8 @@ class Host:
     async def wr(self, addr, value):
         await within(self.axil.write_dword(addr, int(value) & 0xFFFFFFFF), AXIL_CYCLES,
                      f"s_axil: write 0x{addr:x} got no response (AW/W/B)")
+        if addr == CTRL:
+            fcov.sample_ctrl(self.rm, int(value))
 
     async def rd(self, addr):
         return await within(self.axil.read_dword(addr), AXIL_CYCLES,
@@ -114,6 +117,7 @@ class Host:
     async def status(self):
         s = int(await self.rd(STATUS))
         f = self.rm.STATUS.unpack(s)
+        fcov.sample_status(f["ERROR"], f["CODE"], f["MSU_CODE"])
         return dict(busy=f["BUSY"], done=f["DONE"], err=f["ERROR"], code=f["CODE"],
                     msu=f["MSU_CODE"], state=f["STATE"], raw=s)
 
@@ -271,6 +275,9 @@ async def run_program(h, name, rounds=3, sub=2, shuffle=False):
             assert not bad, "\n".join(bad)
         h.dut._log.info("%s round %d: RTL == tablac.machine == golden (%d words, %d threads)",
                         name, r, len(case.comp.model_addr), case.T)
+        fcov.COV.sample("rounds", await h.rd(ROUND_CNT))
+    fcov.COV.sample("program", name)
+    fcov.COV.sample("threads", case.T)
     return case
 
 
@@ -298,6 +305,7 @@ async def rounds_in_one_command(dut):
     await h.load_model(case)
     await h.train(case, rounds=3)
     assert await h.rd(ROUND_CNT) == 3
+    fcov.COV.sample("rounds", 3)
     got = model_from_words(case, await h.read_words(case, 0))
     bad = compare(case, got, 2, "logistic x3")
     assert not bad, "\n".join(bad)
@@ -672,7 +680,8 @@ async def reset_mid_minibatch(dut):
 async def aggregation_directed(dut):
     """Each thread copies its own sample word into MODEL (pass D -> M), then the
     aggregation averages word by word: average_fx over the threads, written into every
-    thread; extreme words (saturation edges, ties) included."""
+    thread; extreme words (saturation edges, ties) included.  Then the AGGREGATE command
+    alone averages the other copy (MODEL[1]) the same way."""
     from verif.cosmic_accelerator.acc_case import FMT, hw_cfg
     h = Host(dut)
     await h.start()
@@ -715,6 +724,19 @@ async def aggregation_directed(dut):
                 u = await h.rd(RB_DATA)
                 got = u - (1 << 32) if u >> 31 else u
                 assert got == want, f"thread {t} PE {q} MODEL[{a}]: {got} != {want}"
+    # CTRL.AGGREGATE alone (no TRAIN): the table now names MODEL[1], which still holds each
+    # thread's own word; afterwards every thread holds the average there
+    await h.load(4, 0, 0, [(1 | q << 16) for q in range(P)], hi=False)
+    await h.wr(CTRL, C_AGGREGATE)
+    s = await h.wait_idle("AGGREGATE command")
+    assert s["done"] and not s["err"], s
+    for t in range(T):
+        for q in range(P):
+            await h.wr(RB_PE, t * P + q)
+            await h.wr(RB_ADDR, 1)
+            u = await h.rd(RB_DATA)
+            got = u - (1 << 32) if u >> 31 else u
+            assert got == int(exp[q]), f"AGGREGATE: thread {t} PE {q} MODEL[1]: {got} != {int(exp[q])}"
 
 
 async def run_hand(h, prog_of, vals, length, tree=None, expect_ok=True):
