@@ -1129,7 +1129,7 @@ async def reset_mid_run(dut):
     await tb.finish()
 
 
-@sim_test(timeout_us={"default": 120, "*": 1920})
+@sim_test(timeout_us={"default": 160, "*": 2560})  # measured 33.2 us on default
 async def every_opcode_and_register(dut):
     """Every undefined opcode (each entry of the decoder's opcode table that no legal
     instruction selects) stops the machine with E_OPCODE at its PC; every register R1-R15
@@ -1164,7 +1164,7 @@ async def every_opcode_and_register(dut):
     await tb.finish()
 
 
-@sim_test(timeout_us={"default": 800, "*": 2400})
+@sim_test(timeout_us={"default": 500, "*": 2400})  # measured 119.7 us on default (127 masks)
 async def subroutine_error_masks(dut):
     """Several subroutines raise sub_err in the same cycle (every non-empty mask of the
     present subroutines on default/Verilator, 12 random masks elsewhere), each issued
