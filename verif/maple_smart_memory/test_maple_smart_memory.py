@@ -203,6 +203,35 @@ async def topk_ties(dut):
     await tb.finish()
 
 
+@sim_test(timeout_us={"default": 60, "*": 240})
+async def topk_exact_duplicate_of_threshold(dut):
+    """The same element (value and index) streamed twice.  While the LIST fills, the second
+    copy is not strictly worse than the threshold (the first copy), so the threshold stays
+    on the first copy's slot and the next better element replaces that slot (the dump order
+    tells the slots apart).  Once the LIST is full, a copy of the threshold is not strictly
+    better: discarded, no replacement, no stall.  k = 2, 3 and KMAX, largest and smallest."""
+    tb = TB(dut)
+    await tb.reset()
+    for k in sorted({min(2, tb.KMAX), min(3, tb.KMAX), tb.KMAX}):
+        if k < 2:
+            continue
+        for largest in (True, False):
+            sgn = 1 if largest else -1
+            good = [sgn * (50 - j) for j in range(k - 2)]          # better than the worst
+            worst, best = sgn * 5, sgn * 90
+            vals = np.array(good + [worst, worst, best], dtype=np.int64)
+            idx = np.array(list(range(10, 10 + k - 2)) + [7, 7, 3], dtype=np.int64)
+            t = await tb.select(vals, idx, k, largest)
+            assert t["fills"] == k and t["replacements"] == 1, t
+            assert list(t["indices"]).index(3) == k - 2, f"the first copy's slot is replaced: {t}"
+            # full LIST: a copy of the threshold is discarded
+            vals2 = np.array(good + [worst, sgn * 3, sgn * 3], dtype=np.int64)
+            idx2 = np.array(list(range(10, 10 + k - 2)) + [7, 8, 8], dtype=np.int64)
+            t = await tb.select(vals2, idx2, k, largest)
+            assert t["replacements"] == 0 and t["discards"] == 1, t
+    await tb.finish()
+
+
 @sim_test(timeout_us={"default": 90, "*": 360})  # measured 16.1 us on default
 async def topk_corners(dut):
     """k = 1, k = array length (= KMAX), streams shorter than k, one element, the value
@@ -243,6 +272,26 @@ async def minmax_with_index(dut):
     fcov.sample_minmax([])
     await tb.finish()
     assert tb.sb.compared == 8 * 2
+
+
+@sim_test(timeout_us={"default": 30, "*": 120})
+async def status_busy_while_clearing(dut):
+    """STATUS.BUSY is 1 while the store clears (CTRL.CLEAR zeroes every RAM word, one per
+    cycle, with nothing in flight and nothing to output), a configuration write meanwhile is
+    refused with code 4, and BUSY drops once the clear is over."""
+    tb = TB(dut)
+    await tb.reset()
+    await tb.config(RMW)
+    await tb.wr(CTRL, CLEAR)
+    s = await tb.status()
+    assert s["busy"] == 1 and s["armed"] == 0, f"STATUS right after CLEAR: {s}; expected busy while clearing"
+    await tb.wr(OP, SEL)
+    s = await tb.status()
+    assert s["err"] == 1 and s["code"] == 4, f"OP written while clearing: STATUS {s}, expected error code 4"
+    await tb.wr(CTRL, ERRCLR)
+    s = await tb.wait_idle()
+    assert s["busy"] == 0 and s["armed"] == 0
+    await tb.finish()
 
 
 @sim_test(timeout_us={"default": 100, "*": 400})  # measured 19.6 us on default
