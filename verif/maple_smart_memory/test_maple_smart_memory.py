@@ -497,20 +497,34 @@ async def regmap_aliases_refused(dut):
 @sim_test(timeout_us={"default": 40, "*": 160})
 async def minmax_large_indices(dut):
     """MIN/MAX with indices spread over the whole IDXW range (the top index bits set): the
-    dumped min and max carry every bit of their index, and ties between equal values are
-    decided on every index bit."""
+    dumped min and max carry every bit of their index, ties between equal values are
+    decided on every index bit, and INSERTIONS counts the elements that changed the min or
+    the max (the first one included), per golden.maple's tie rule."""
     tb = TB(dut, src_p=0.8, sink_p=0.7)
     await tb.reset()
     hi = 1 << tb.IDXW
+
+    async def run(vals, idx):
+        await tb.minmax(vals, idx)
+        mn = mx = None
+        changes = 0
+        for v, i in zip(np.asarray(vals).tolist(), np.asarray(idx).tolist()):
+            up = mn is None or maple.better(v, i, *mn, False) or maple.better(v, i, *mx, True)
+            if mn is None or maple.better(v, i, *mn, False):
+                mn = (v, i)
+            if mx is None or maple.better(v, i, *mx, True):
+                mx = (v, i)
+            changes += bool(up)
+        ins = await tb.rd(INS)
+        assert ins == changes, f"INSERTIONS {ins} after MIN/MAX of {len(vals)} elements, expected {changes}"
+
     for _ in range(3):
         n = 12
-        vals = tb.rng.integers(-1000, 1000, size=n)
-        idx = tb.rng.integers(hi // 2, hi, size=n)      # top bit set on every index
-        await tb.minmax(vals, idx)
-    await tb.minmax(np.array([3, -7, 9]), np.array([hi - 1, hi - 2, hi // 2]))
+        await run(tb.rng.integers(-1000, 1000, size=n), tb.rng.integers(hi // 2, hi, size=n))
+    await run(np.array([3, -7, 9]), np.array([hi - 1, hi - 2, hi // 2]))
     # equal values: the smaller index wins min and max, also when only the top bit tells
-    await tb.minmax(np.array([4, 4, 4]), np.array([hi // 2 + 1, 2, hi // 2 + 3]))
-    await tb.minmax(np.array([4, 4, 4]), np.array([hi // 2 + 3, hi // 2 + 1, 2]))
+    await run(np.array([4, 4, 4]), np.array([hi // 2 + 1, 2, hi // 2 + 3]))
+    await run(np.array([4, 4, 4]), np.array([hi // 2 + 3, hi // 2 + 1, 2]))
     await tb.finish()
 
 
