@@ -1,7 +1,7 @@
 """Functional coverage model of cosmic_pe (testplan: verif/cosmic_pe/testplan.yaml).
 
 Sampled by verif/cosmic_pe/test_cosmic_pe.py on what the DUT did:
-* ``sample_run``: after the DUT pulsed ``done`` for a program (at the cycle the golden
+* ``sample_run`` (each class once per simulation): after the DUT pulsed ``done`` for a program (at the cycle the golden
   timing says, err read from the pins), every instruction it retired: opcode, operand
   sources, write-back target, mac clr, the read-after-write distance of each buffer
   operand, and the arithmetic class of each result (rounding, saturation, nonlinear
@@ -13,7 +13,7 @@ Sampled by verif/cosmic_pe/test_cosmic_pe.py on what the DUT did:
 """
 from __future__ import annotations
 
-from verif.funcov import CoverModel
+from verif.funcov import CoverModel, enabled
 
 COV = CoverModel("cosmic_pe")
 
@@ -96,10 +96,15 @@ def sample_output(port: str):
 
 
 _TABLES: dict = {}
+_SEEN: set = set()        # (point, label) sampled by sample_run in this process (each once)
+RUN_POINTS = ("opcode", "src_a", "src_b", "writeback", "mac_clr", "raw_distance", "mul_round", "mul_sat",
+              "mac_round", "mac_sat", "acc_sat", "add_sat", "sub_sat", "compare", "nl_domain")
 
 
 def sample_run(cfg, words, res):
     """Every instruction of a program the DUT ran to done (``res``: PEModel.run of it)."""
+    if not enabled() or all((p, lb) in _SEEN for p in RUN_POINTS for lb in COV.points[p].labels):
+        return
     from golden.cosmic_pe import Instr, nl_tables
     key = (cfg.fmt.W, cfg.fmt.F, cfg.NL)
     if key not in _TABLES:
@@ -111,7 +116,7 @@ def sample_run(cfg, words, res):
     depth = {1: cfg.DATA_DEPTH, 2: cfg.MODEL_DEPTH, 3: cfg.INTERIM_DEPTH}
     acc = 0
     lim = 1 << (cfg.acc_w - 1)
-    seen = set()
+    seen = _SEEN
 
     def hit(point, label):
         if (point, label) not in seen:
