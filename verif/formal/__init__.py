@@ -109,9 +109,9 @@ def _base(expr: str) -> str:
     return m.group(1)
 
 
-def fifo2_sites(core: str) -> list[Fifo2Site]:
+def fifo2_sites(core: str, params: tuple = ()) -> list[Fifo2Site]:
     """Every flattened ``out_fifo2`` of the netlist, with the signals around it."""
-    text = netlist(core)
+    text = netlist(core, params)
     sites = []
     for m in re.finditer(r"always @\(posedge clk\) begin: (\w*out_fifo2\d+)_seq\n(.*?)\nend\n", text, re.S):
         p, body = m.group(1), m.group(2)
@@ -157,9 +157,6 @@ FIFO_CORES = SUBROUTINES + ("cosmic_memory_schedule_unit",)
 FIFO_MUTANT = (r"(<= \((\w*out_fifo20)_cnt == 0\);)", r"<= 1'b1; // mutant", 1)
 
 
-FIFO_BMC = 4
-
-
 def fifo_jobs() -> list[Job]:
     jobs = []
     for core in FIFO_CORES:
@@ -167,13 +164,11 @@ def fifo_jobs() -> list[Job]:
         if not sites:
             raise ValueError(f"{core}: no out_fifo2 found in the netlist")
         cut = tuple(sorted({w for s in sites for w in s.din_wires}))
-        # z3 needs minutes for the induction step on the 514-bit payload of the lanewise
-        # cores (measured 231-298 s for l2reg) and BMC grows as fast (step 4: 21 s, step 6:
-        # 175 s): there a bounded check of FIFO_BMC cycles from reset
-        wide = max(s.width for s in sites) > 200
+        # k-induction everywhere (z3 needed 231-298 s for the induction step on the 514-bit
+        # payload of the lanewise cores and they were only BMC-checked; yices: 36-60 s)
         # prove depth: CMSU's full flag resets low, so the mutant needs one more cycle
         # than the induction needs to show up in the base case: depth 6 there
-        mode, depth = ("bmc", FIFO_BMC) if wide else ("prove", 6 if core.startswith("cosmic") else 4)
+        mode, depth = "prove", 6 if core.startswith("cosmic") else 4
         for neg in (False, True):
             jobs.append(Job(
                 name=f"{core}.fifo2{'.neg' if neg else ''}", core=core,
@@ -185,26 +180,38 @@ def fifo_jobs() -> list[Job]:
 
 
 # ---- AXI4-Stream on the PipeArch subroutine cores -------------------------------------
-def _pop_mutant(core: str) -> tuple:
+def _pop_mutant(core: str, params: tuple = ()) -> tuple:
     """Negative variant: the output FIFO pops whether or not the sink is ready (a beat
     is dropped and the output changes while not accepted)."""
-    p = fifo2_sites(core)[0]
+    p = fifo2_sites(core, params)[0]
     return (rf"pop = \(\({p.prefix}_cnt != 0\) && {p.m_tready}\);",
             f"pop = ({p.prefix}_cnt != 0); // mutant", 1)
 
 
-AXIS_BMC = 12
+def small(core: str) -> tuple:
+    """The generator parameters of ``core``'s ``small`` configuration (the one the
+    regression runs besides the default) as ``("NAME=VALUE", ...)``."""
+    from rtl_gen import registry
+    return tuple(f"{k}={v}" for k, v in registry.get(core).configs["small"].items())
+
+
+AXIS_BMC = 20
 AXIS_WITH_FIFO = False
 # dot_sigmoid's first result needs the multiplier, the adder tree and the sigmoid stages:
-# within 12 cycles its output FIFO is never filled and the negative check passed (vacuous)
-AXIS_DEPTH = {"dot_sigmoid": 18}
+# within 12 cycles (default config) its output FIFO is never filled and the negative
+# check passed (vacuous); at 20 it is
+AXIS_DEPTH: dict = {}
+# the lanewise cores' default netlists (16 x 32-bit lanes) take minutes per step past 12
+# (l2reg at depth 20: 268 s): their stream proofs run on the small configuration
+AXIS_SMALL = ("l2reg", "multiply_subtract", "sigmoid_delta")
 
 
 def axis_jobs(depth: int = AXIS_BMC) -> list[Job]:
     jobs = []
     for core in SUBROUTINES:
         frag = (ROOT / "verif" / core / "formal" / f"{core}_axis.svh").read_text()
-        sites = fifo2_sites(core)
+        params, cfg = (small(core), "small") if core in AXIS_SMALL else ((), "default")
+        sites = fifo2_sites(core)     # the same instance names in the small variant
         if AXIS_WITH_FIFO:
             frag += fifo2_fragment(sites, env_free=False)
         # the payload data is irrelevant to handshakes and counts: cut it (and every
@@ -216,7 +223,7 @@ def axis_jobs(depth: int = AXIS_BMC) -> list[Job]:
                 name=f"{core}.axis{'.neg' if neg else ''}", core=core,
                 propset="AXI4-Stream hold + beat counts + FIFO in core"
                         + (" (mutant: pop ignores tready)" if neg else ""),
-                mode="bmc", depth=d, fragment=frag,
+                mode="bmc", depth=d, fragment=frag, params=params, cfg=cfg,
                 libs=("axis_props.sv", "fifo2_props.sv"), cut=cut, cut_mul=True,
                 mutate=_pop_mutant(core) if neg else None,
                 expect="FAIL" if neg else "PASS"))
@@ -249,9 +256,136 @@ def struct_jobs() -> list[Job]:
     return jobs
 
 
+# ---- AXI4-Stream handshake rules on every other stream port ---------------------------------
+PAYLOAD = ("tdata", "tlast", "tkeep", "tstrb", "tid", "tdest", "tuser")
+
+
+def stream_port_list(text: str) -> list[tuple[str, str, tuple]]:
+    """Every AXI4-Stream port of a netlist: (direction 's'/'m', prefix, payload signals)."""
+    out = []
+    for m in re.finditer(r"^(?:input|output) (?:\[\d+:0\] )?(([sm])_axis_\w+)_tvalid;", text, re.M):
+        pre = m.group(1)
+        pay = tuple(f"{pre}_{s}" for s in PAYLOAD
+                    if re.search(rf"^(?:input|output) (?:\[\d+:0\] )?{pre}_{s};", text, re.M))
+        out.append((m.group(2), pre, pay))
+    return out
+
+
+def _driver_mutant(text: str, names: list[str], tail: str) -> tuple | None:
+    """A mutant that ANDs ``tail`` (with the name substituted for {n}) into the continuous
+    or combinational assignment of the first of ``names`` that has one."""
+    for n in names:
+        rx = rf"(?m)^(\s*(?:assign )?{n} = )(.*);$"
+        if re.search(rx, text):
+            return (rx, r"\1((\2) && " + tail.format(n=n.rsplit("_", 1)[0]) + "); // mutant", 1), n
+    return None
+
+
+def stream_fragment(ports) -> str:
+    lines = ["// generated by verif.formal: AXI4-Stream handshake rules on every stream port",
+             "// (inputs: a legal source holds tvalid and payload until accepted; outputs: the",
+             "// core does the same)"]
+    for i, (d, pre, pay) in enumerate(ports):
+        data = "{" + ", ".join(pay) + "}" if pay else "1'b0"
+        mod = "axis_in_env" if d == "s" else "axis_out_props"
+        lines.append(f"wire [7:0] formal_sp{i}_n;")
+        lines.append(f"{mod} #(.W($bits({data}))) formal_sp{i} (.clk(clk), .rst(rst), "
+                     f".tvalid({pre}_tvalid), .tready({pre}_tready), .tdata({data}), .beats(formal_sp{i}_n));")
+    return "\n".join(lines) + "\n"
+
+
+# the cores whose stream ports the subroutine sets above do not cover; proofs on the small
+# configuration where the registry has one
+STREAM_CORES = ("cosmic_memory_schedule_unit", "fpdeep_conv_engine", "fpdeep_conv_tile", "fpdeep_eb",
+                "fpdeep_fp", "fpdeep_line_buffer", "fpdeep_node", "fpdeep_pg", "maple_pe_chain",
+                "maple_smart_memory", "pipearch_engine", "pipearch_ldst", "pipearch_region",
+                "pipearch_rm")
+STREAM_BMC = 20
+# the MAPLE cores clear their RAMs after reset (DEPTH cycles): with the small config's 32
+# entries no output is ever valid within 20 cycles (the negatives passed: vacuous); the
+# smallest legal ones
+STREAM_TINY = {
+    "maple_smart_memory": ("W=8", "IDXW=8", "KMAX=2", "DEPTH=2"),
+    "maple_pe_chain": ("W=8", "F=4", "M=2", "LSD=2", "ILS_LINES=2", "IDXW=8", "KMAX=2", "DEPTH=2"),
+}
+
+
+# pipearch_engine (small) reached step 12 of 20 in 196 s and did not finish in 300 s; its
+# negative fails at step 6.  pipearch_ldst's load stream needs a legal AXI4 slave behind it
+# (with free R inputs the slave sends beats never asked for and a new job's TLAST changes
+# a pending line): the AXI4 master checker is its environment, at the AXI4 depth
+# pipearch_region (small) reached step 15 in 221 s, step 16 in 273 s (negative: step 6)
+# pipearch_rm: its context store stream (m_axis_fw) carries data only after a program has
+# been loaded and reached its end (a JMP to 0xFF): about 25 cycles on the tiny variant
+STREAM_DEPTH = {"pipearch_engine": 10, "pipearch_region": 13, "pipearch_rm": 30}
+STREAM_AXI_ENV = ("pipearch_ldst",)
+
+
+def _small_or_default(core: str) -> tuple[tuple, str]:
+    from rtl_gen import registry
+    if core == "pipearch_rm":       # the context store stream needs a whole (short) program
+        return RM_SMALL, "tiny"
+    if core in STREAM_TINY:
+        return STREAM_TINY[core], "tiny"
+    return (small(core), "small") if "small" in registry.get(core).configs else ((), "default")
+
+
+def stream_hold_jobs(cores=STREAM_CORES, depth: int = STREAM_BMC) -> list[Job]:
+    """Every output stream holds tvalid and payload until accepted (inputs driven by a
+    legal source); negative: the first output whose tvalid is a (combinational)
+    assignment drops it whenever tready is high (never accepted, withdrawn)."""
+    jobs = []
+    for core in cores:
+        params, cfg = _small_or_default(core)
+        # port names and the mutated assignment from the committed netlist (the variant has
+        # the same names; a mutant that does not match it is an error at build time)
+        text = netlist(core)
+        ports = stream_port_list(text)
+        outs = [f"{pre}_tvalid" for d, pre, _ in ports if d == "m"]
+        mut = _driver_mutant(text, outs, "!{n}_tready")
+        frag, libs, d = stream_fragment(ports), ("axis_props.sv",), STREAM_DEPTH.get(core, depth)
+        if core in STREAM_AXI_ENV:
+            frag += axi_fragment(core, params)
+            libs += ("axi_master_props.sv",)
+            d = AXI_BMC
+        for neg in (False, True):
+            if neg and mut is None:
+                continue
+            jobs.append(Job(
+                name=f"{core}.stream{'.neg' if neg else ''}", core=core, params=params, cfg=cfg,
+                propset=f"AXI4-Stream outputs held until accepted ({', '.join(p for _, p, _ in ports)})"
+                        + (f" (mutant: {mut[1]} drops while tready)" if neg else ""),
+                mode="bmc", depth=d, fragment=frag, libs=libs,
+                cut_mul=True, mutate=mut[0] if neg else None, expect="FAIL" if neg else "PASS"))
+    return jobs
+
+
+def tready_jobs(cores=STREAM_CORES) -> list[Job]:
+    """The ``tready`` cone check of :func:`struct_jobs` on the committed netlists of the
+    other stream cores; negative: the first input whose tready is a (combinational)
+    assignment gets ``&& tvalid`` of its own port."""
+    jobs = []
+    for core in cores:
+        text = netlist(core)
+        ports = [pre[len("s_axis_"):] for d, pre, _ in stream_port_list(text) if d == "s"]
+        if not ports:
+            continue
+        mut = _driver_mutant(text, [f"s_axis_{p}_tready" for p in ports], "{n}_tvalid")
+        for neg in (False, True):
+            if neg and mut is None:
+                continue
+            jobs.append(Job(
+                name=f"{core}.tready{'.neg' if neg else ''}", core=core,
+                propset=f"tready not comb. of own tvalid ({', '.join(ports)})"
+                        + (f" (mutant: {mut[1]} & tvalid)" if neg else ""),
+                mode="struct", depth=0, fragment="", ports=tuple(ports),
+                mutate=mut[0] if neg else None, expect="FAIL" if neg else "PASS"))
+    return jobs
+
+
 # ---- AXI4-Lite slaves ---------------------------------------------------------------------
 AXIL_SLAVES = ("pipearch_rm", "maple_smart_memory", "cosmic_memory_schedule_unit")
-AXIL_BMC = 10
+AXIL_BMC = 20
 # negative variant: the write response is withdrawn whether or not the master took it
 AXIL_MUTANT = (r"else if \(\(bvalid_r && s_axil_bready\)\) begin", "else if (bvalid_r) begin // mutant", 1)
 
@@ -283,7 +417,19 @@ def axil_jobs(depth: int = AXIL_BMC) -> list[Job]:
 
 # ---- AXI4 masters ----------------------------------------------------------------------------
 AXI_MASTERS = ("pipearch_ldst", "cosmic_memory_schedule_unit")
-AXI_BMC = 10
+# depth 20 is not affordable: on the tiny configurations step 14 took 4-6 min and neither
+# finished depth 20 in 600 s (load 6-12); k-induction fails (the checker's burst queue
+# is not related to the master's counters by any invariant yet).  13: 1-2 min each
+AXI_BMC = 13
+# the smallest legal masters: one 32-bit (ldst) / 16-bit (CMSU) lane, bursts of at most 4 / 2
+# beats, so several bursts (and their 4 KiB splits) fit in 20 cycles; the default ldst
+# netlist timed out at depth 20 after 600 s (yices) and did not finish depth 10 with z3
+AXI_SMALL = {
+    "pipearch_ldst": ("LANES=1", "ADDR_W=32", "ID_W=1", "MAX_BURST=4", "FIFO_DEPTH=4",
+                      "MAX_LINES=64", "OUTSTANDING=2"),
+    "cosmic_memory_schedule_unit": ("W=8", "LANES=2", "NPE=2", "NTHREADS=1", "QDEPTH=2",
+                                    "ADDR_W=18", "MAXBURST=2", "PREFETCH=4"),
+}
 # negative variant: WLAST one beat early (on the beat before the last of each burst)
 AXI_MUTANT = {
     "pipearch_ldst": (r"(?m)^assign m_axi_wlast = \((\w+) == (\w+)\);",
@@ -292,8 +438,8 @@ AXI_MUTANT = {
 }
 
 
-def axi_fragment(core: str) -> str:
-    text = netlist(core)
+def axi_fragment(core: str, params: tuple = ()) -> str:
+    text = netlist(core, params)
     aw = _width(text, "m_axi_araddr")
     dw = _width(text, "m_axi_wdata")
     size = (dw // 8).bit_length() - 1
@@ -309,11 +455,13 @@ def axi_jobs(depth: int = AXI_BMC) -> list[Job]:
     jobs = []
     for core in AXI_MASTERS:
         for neg in (False, True):
+            params = AXI_SMALL[core]
             jobs.append(Job(
-                name=f"{core}.axi{'.neg' if neg else ''}", core=core,
+                name=f"{core}.axi{'.neg' if neg else ''}", core=core, params=params, cfg="tiny",
                 propset="AXI4 master: INCR full-size bursts, no 4 KiB crossing, held, WLAST"
                         + (" (mutant: WLAST early)" if neg else ""),
-                mode="bmc", depth=depth, fragment=axi_fragment(core), libs=("axi_master_props.sv",),
+                mode="bmc", depth=depth, fragment=axi_fragment(core, params),
+                libs=("axi_master_props.sv",),
                 cut_mul=True, mutate=AXI_MUTANT[core] if neg else None,
                 expect="FAIL" if neg else "PASS"))
     return jobs
@@ -348,11 +496,20 @@ def rm_live_jobs() -> list[Job]:
     return jobs
 
 
+def axis_default_jobs(depth: int = AXIS_BMC) -> list[Job]:
+    """The stream proofs of the lanewise cores on their committed (16-lane) netlists
+    (``--extra``: l2reg took 268 s at depth 20)."""
+    small_ones = [j for j in axis_jobs(depth) if j.core in AXIS_SMALL]
+    return [Job(**{**j.__dict__, "name": j.name.replace(".axis", ".axis.default"), "params": (),
+                   "cfg": "default"}) for j in small_ones]
+
+
 def all_jobs(extra: bool = False) -> list[Job]:
-    """The ``make formal`` set; ``extra`` adds the AXI4 master proofs, left out of the
-    default run for time (pipearch_ldst's negative alone took 290 s at depth 10)."""
-    return (fifo_jobs() + struct_jobs() + axis_jobs() + axil_jobs() + rm_live_jobs()
-            + (axi_jobs() if extra else []))
+    """The ``make formal`` set; ``extra`` adds the lanewise stream proofs on the
+    committed 16-lane netlists (minutes each)."""
+    return (fifo_jobs() + struct_jobs() + tready_jobs() + axis_jobs() + stream_hold_jobs()
+            + axil_jobs() + rm_live_jobs() + axi_jobs()
+            + (axis_default_jobs() if extra else []))
 
 
 # ---- running ----------------------------------------------------------------------------

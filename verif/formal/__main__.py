@@ -14,7 +14,7 @@ def main(argv=None) -> int:
                     help="run the jobs whose name contains this text (repeatable)")
     ap.add_argument("--list", action="store_true", help="list the jobs and exit")
     ap.add_argument("--extra", action="store_true",
-                    help="also the AXI4 master burst proofs (slow: minutes each)")
+                    help="also the lanewise stream proofs on the committed 16-lane netlists (minutes each)")
     args = ap.parse_args(argv)
     jobs = [j for j in all_jobs(args.extra) if not args.only or any(s in j.name for s in args.only)]
     if args.list:
