@@ -470,6 +470,29 @@ async def reset_mid_transfer(dut):
     await tb.finish()
 
 
+@sim_test(timeout_us={"default": 30, "*": 120})
+async def axil_write_lines_without_valid_ignored(dut):
+    """AXI4-Lite write address, data and strobes that sit on the bus without AWVALID/WVALID
+    (a master may leave them there between transactions) write nothing: a Thread Index
+    Table row keeps its value, and the next real write still lands."""
+    tb = TB(dut)
+    await tb.reset()
+    a, b = 0x1230, 0x4560
+    await tb.wr(tbl(0), a)
+    assert await tb.rd(tbl(0)) == a
+    dut.s_axil_awvalid.value = 0
+    dut.s_axil_wvalid.value = 0
+    dut.s_axil_awaddr.value = tbl(0)
+    dut.s_axil_wdata.value = b
+    dut.s_axil_wstrb.value = 0xF
+    await ClockCycles(dut.clk, 10)
+    got = await tb.rd(tbl(0))
+    assert got == a, f"THREAD[0].MEM_ADDR changed to 0x{got:x} without a write handshake (was 0x{a:x})"
+    await tb.wr(tbl(0), b)
+    assert await tb.rd(tbl(0)) == b
+    await tb.finish()
+
+
 @sim_test(timeout_us={"default": 120, "*": 480})
 async def regmap_conformance(dut):
     """The RTL against the SystemRDL map (scoreboards.regmap.check_regmap): reset values,
