@@ -34,7 +34,7 @@ help:
 	@echo "make fmax       ECP5 place and route (nextpnr, LFE5UM-85F -8): Fmax/LUT4/FF/DSP/RAM per core and config;"
 	@echo "                reports/fmax.md, reports/fmax.json, rtl_gen/fmax_results.json (then make gen); CORE=<name> CFG=<cfg>"
 	@echo "make bench      cycles-per-unit-of-work table"
-	@echo "make formal     SymbiYosys proofs of the netlists (FIFO, AXI4-Stream/Lite/AXI4); reports/formal.md"
+	@echo "make formal     SymbiYosys proofs (FIFO, AXI4-Stream/Lite/AXI4, RM liveness); reports/formal.md"
 	@echo "make coverage   Verilator line+toggle coverage of the quick Verilator rows (ALL=1: every Verilator row),"
 	@echo "                CORE=<name> CFG=<cfg>; reports/coverage/; fails under 95 % lines with unwaived lines"
 	@echo "make mutate     CORE=<name> [N=40] [JOBS=2]: mutation score of the core's default-icarus row on"
