@@ -75,6 +75,27 @@ def map_corners(cov: CoverModel, h: int, w: int, ho: int, wo: int, maxh: int, ma
         cov.sample("map_corner", lb)
 
 
+def forward_cause(cov: CoverModel, c: dict, max_pad: int) -> str | None:
+    """The configuration error a forward (K x K window, stride 1) job raises, first cause
+    first, as the FP/PG/line-buffer datasheets order them; None for a legal job."""
+    p = cov.p
+    if not 1 <= c["width"] <= p["MAX_WIDTH"]:
+        return "bad_width"
+    if not 1 <= c["height"] <= p["MAX_HEIGHT"]:
+        return "bad_height"
+    if c["pad"] > max_pad:
+        return "bad_pad"
+    if c["width"] + 2 * c["pad"] < p["K"] or c["height"] + 2 * c["pad"] < p["K"]:
+        return "too_small"
+    return None
+
+
+def forward_out_shape(cov: CoverModel, c: dict):
+    """(h, w, ho, wo) of a legal forward job: the input map and the output map."""
+    K = cov.p["K"]
+    return c["height"], c["width"], c["height"] + 2 * c["pad"] - K + 1, c["width"] + 2 * c["pad"] - K + 1
+
+
 def observe(cov: CoverModel, dut, fields: list[str], cause, inputs, outputs, out_shape,
             maxh_key: str, maxw_key: str, sticky: tuple = ("row_err",), signed_fields: tuple = ()):
     """Start the observer; ``out_shape(cfg) -> (h, w, ho, wo)`` of a legal job."""

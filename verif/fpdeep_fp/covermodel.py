@@ -7,7 +7,7 @@ and ReLU of psum + partial + bias; other nodes: psum_out saturation) is queued w
 expectation and sampled when the DUT hands that beat over (verif/fpdeep_cov.ResultClasses)."""
 from __future__ import annotations
 
-from verif.fpdeep_cov import ResultClasses, declare_round_sat, observe, pad_bins, round_sat_labels, size_bins, stage_model
+from verif.fpdeep_cov import forward_cause, forward_out_shape, ResultClasses, declare_round_sat, observe, pad_bins, round_sat_labels, size_bins, stage_model
 from verif.funcov import CoverModel
 from verif.stream_cov import FlowObserver
 
@@ -25,21 +25,11 @@ if not COV.points:
 
 
 def cause(c):
-    p = COV.p
-    if not 1 <= c["width"] <= p["MAX_WIDTH"]:
-        return "bad_width"
-    if not 1 <= c["height"] <= p["MAX_HEIGHT"]:
-        return "bad_height"
-    if c["pad"] > p["MAX_PAD"]:
-        return "bad_pad"
-    if c["width"] + 2 * c["pad"] < p["K"] or c["height"] + 2 * c["pad"] < p["K"]:
-        return "too_small"
-    return None
+    return forward_cause(COV, c, COV.p["MAX_PAD"])
 
 
 def out_shape(c):
-    K = COV.p["K"]
-    return c["height"], c["width"], c["height"] + 2 * c["pad"] - K + 1, c["width"] + 2 * c["pad"] - K + 1
+    return forward_out_shape(COV, c)
 
 
 def start(dut, mon_act, mon_ps):

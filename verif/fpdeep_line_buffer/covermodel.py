@@ -2,7 +2,7 @@
 built and sampled by verif/fpdeep_cov.py (observer on the DUT pins)."""
 from __future__ import annotations
 
-from verif.fpdeep_cov import observe, pad_bins, size_bins, stage_model
+from verif.fpdeep_cov import forward_cause, forward_out_shape, observe, pad_bins, size_bins, stage_model
 from verif.funcov import CoverModel
 
 CORE = "fpdeep_line_buffer"
@@ -14,21 +14,11 @@ stage_model(CORE, ERRORS, {"width": size_bins(COV, "MAX_WIDTH"), "height": size_
 
 
 def cause(c):
-    p = COV.p
-    if not 1 <= c["width"] <= p["MAX_WIDTH"]:
-        return "bad_width"
-    if not 1 <= c["height"] <= p["MAX_HEIGHT"]:
-        return "bad_height"
-    if c["pad"] > p["MAX_PAD"]:
-        return "bad_pad"
-    if c["width"] + 2 * c["pad"] < p["K"] or c["height"] + 2 * c["pad"] < p["K"]:
-        return "too_small"
-    return None
+    return forward_cause(COV, c, COV.p["MAX_PAD"])
 
 
 def out_shape(c):
-    K = COV.p["K"]
-    return c["height"], c["width"], c["height"] + 2 * c["pad"] - K + 1, c["width"] + 2 * c["pad"] - K + 1
+    return forward_out_shape(COV, c)
 
 
 def start(dut):

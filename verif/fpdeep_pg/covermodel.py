@@ -9,7 +9,7 @@ testbench queued and sampled when the DUT hands over the mini-batch's bias beat 
 output; the scoreboard compares every updated word)."""
 from __future__ import annotations
 
-from verif.fpdeep_cov import (ResultClasses, declare_round_sat, minibatch_labels, observe, pad_bins, size_bins,
+from verif.fpdeep_cov import (ResultClasses, forward_cause, forward_out_shape, declare_round_sat, minibatch_labels, observe, pad_bins, size_bins,
                               stage_model)
 from verif.funcov import CoverModel
 from verif.stream_cov import FlowObserver
@@ -31,25 +31,16 @@ if not COV.points:
 
 
 def cause(c):
-    p, K = COV.p, COV.p["K"]
-    if not 1 <= c["width"] <= p["MAX_WIDTH"]:
-        return "bad_width"
-    if not 1 <= c["height"] <= p["MAX_HEIGHT"]:
-        return "bad_height"
-    if c["pad"] > K - 1:
-        return "bad_pad"
-    if c["width"] + 2 * c["pad"] < K or c["height"] + 2 * c["pad"] < K:
-        return "too_small"
-    if not 1 <= c["batch"] <= p["MAX_BATCH"]:
+    why = forward_cause(COV, c, COV.p["K"] - 1)
+    if why is None and not 1 <= c["batch"] <= COV.p["MAX_BATCH"]:
         return "bad_batch"
-    if c["lr"] <= 0:
+    if why is None and c["lr"] <= 0:
         return "bad_lr"
-    return None
+    return why
 
 
 def out_shape(c):
-    K = COV.p["K"]
-    return c["height"], c["width"], c["height"] + 2 * c["pad"] - K + 1, c["width"] + 2 * c["pad"] - K + 1
+    return forward_out_shape(COV, c)
 
 
 def start(dut, mon_b):
