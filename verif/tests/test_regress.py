@@ -157,3 +157,23 @@ def test_printed_replay_command_reproduces_a_regression_failure(tmp_path):
     assert r2.returncode != 0 and _failure(root2, r2.stdout, "random_jobs") == first, summ2
     r3, summ3, root3 = _regress(tmp_path, "r3", _make_args(cmd.replace("SEED=1234", "SEED=1235")), bad)
     assert r3.returncode != 0 and _failure(root3, r3.stdout, "random_jobs") != first, summ3
+
+
+def test_funcov_summary_fails_only_when_checked(tmp_path):
+    """make test (unchecked) lists a core with unhit bins without 'FAIL' and adds no
+    problem; make sim (checked) says FAIL and records the problem that fails the run."""
+    from types import SimpleNamespace
+
+    class Res:
+        core, hit, declared, waived, unhit, ok = "x", 1, 2, 0, ["p/b"], False
+
+        def verdict(self):
+            return "FAIL: 1 unhit"
+
+    fake = SimpleNamespace(report=lambda sel, check, out_dir, log: (1 if check else 0, [Res()]),
+                           planned_cores=lambda: ["x"])
+    problems = []
+    lines = regress._funcov_report(fake, ["x"], tmp_path, False, "quick", problems)
+    assert "- x: 1 unhit" in lines and not any("FAIL" in ln for ln in lines) and problems == []
+    lines = regress._funcov_report(fake, ["x"], tmp_path, True, "", problems)
+    assert "- x: FAIL: 1 unhit" in lines and len(problems) == 1 and "x: FAIL: 1 unhit" in problems[0]
