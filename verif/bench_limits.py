@@ -124,14 +124,14 @@ LIMITS: dict[str, dict[str, list[Promise]]] = {
     # steps per cycle from the first MULT_ACC_DUMP to the first dump beat).  Top-k is bound
     # by the smart memory's scanner stalls, which depend on the seed's data (default 8.05 to
     # 9.09 over four seeds): 5 % tolerance there.
-    "maple_pe_chain": {"default": [_lo("cycles_per_mac_step", 7.2, 0.03),
+    "maple_pe_chain": {"default": [_lo("cycles_per_mac_step", 6.825),
                                    _lo("cycles_per_mac_step_kmeans", 4.555),
-                                   _lo("cycles_per_mac_step_topk", 9.1, 0.05),
+                                   _lo("cycles_per_mac_step_topk", 8.398),
                                    _lo("cycles_per_mac_step_aggregation", 8.219),
                                    _hi("steady_mac_steps_per_cycle", 0.98)],
-                       "small": [_lo("cycles_per_mac_step", 3.0),
+                       "small": [_lo("cycles_per_mac_step", 2.972),
                                  _lo("cycles_per_mac_step_kmeans", 2.75),
-                                 _lo("cycles_per_mac_step_topk", 3.9, 0.05),
+                                 _lo("cycles_per_mac_step_topk", 3.812),
                                  _lo("cycles_per_mac_step_aggregation", 2.773),
                                  _hi("steady_mac_steps_per_cycle", 0.771)]},
     # README bench table: a map row of Wo windows takes Wo + max(0, K-1-2P) cycles

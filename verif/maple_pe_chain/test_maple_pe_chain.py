@@ -481,6 +481,9 @@ async def bench_throughput(dut):
     K-means, top-k and aggregation run on the RTL (small sizes) and, with the same mapping
     and counting, on the model at larger sizes; cycles per multiply-accumulate step."""
     tb = TB(dut)
+    # the figures are checked against bench_limits: their data (top-k's scanner stalls depend
+    # on the values) is fixed, not drawn from the run seed, so every seed measures the same
+    tb.rng = np.random.default_rng(0x4D41504C)
     await tb.reset()
     M, K = tb.M, tb.cp.KMAX
     rows = []
