@@ -890,6 +890,114 @@ async def sigmoid_every_segment(dut):
     await tb.finish()
 
 
+# ------------------------------------------------- issue 14: every channel of every region
+COMPUTE = (I.DOTSIG, I.SIGDELTA, I.SCALAR, I.MULTSUB, I.L2REG)
+
+
+def op_accs(op, dim, **mode):
+    """One access word per channel of ``op``: vector channels of length ``dim``, scalar
+    channels of length 1 (``mode``: encode_access flags, the same on every channel)."""
+    return tuple(acc(dim if kind == "vector" else 1, 0, **mode) for _, _, kind in I.CHANNELS[op])
+
+
+async def issue_compute(tb, op, regions, accs, it, dim, nb=False, flags=0):
+    """A compute subroutine with channel k in ``regions[k]`` (w6/w7 as each one needs)."""
+    f = tb.fmt
+    w6, w7 = dim, 0
+    if op == I.SCALAR:
+        w6, w7 = int(f.to_fixed(0.25)), int(f.to_fixed(0.01))
+    elif op == I.L2REG:
+        w7 = int(f.to_fixed(0.125))
+    await tb.issue(op, it, w1_of(regions, flags), accs, w6=w6, w7=w7, nb=nb)
+
+
+@sim_test(timeout_us={"small": 120, "*": 1920})
+async def every_channel_amem_and_fifo(dut):
+    """Every (region, global channel) pair in both non-plain modes, against the ISS:
+    (1) an amem-mode LOAD into each of the 18 channels' address memories of each region,
+    then every subroutine with all its channels in that region in amem mode (reads gather
+    from lines 0..15, writes scatter into lines 16..31), LOAD and STORE through theirs, and
+    the region stored back; (2) every compute subroutine with channel k in region
+    (rot + k) mod NREGIONS, every channel in FIFO mode (inputs pushed by FIFO LOADs, the
+    result popped by a FIFO STORE), for each rotation; (3) an amem LOAD naming each absent
+    global channel id (18..31) is refused with sub_err."""
+    tb = EngineTB(dut)
+    await tb.reset()
+    D, L, AMD, NRG = tb.D, tb.L, tb.AMD, tb.NRG
+    half = D // 2
+    dim, it = 4, 2
+    assert dim * it <= AMD and AMD % L == 0 and 2 * AMD <= half, tb.p
+    NG = len(I.GLOBAL_CHANNELS)
+    for r in range(NRG):
+        for g, (op, k) in enumerate(I.GLOBAL_CHANNELS):
+            write = I.CHANNELS[op][k][1] == "w"
+            idx = (half if write else 0) + tb.rng.permutation(half)[:AMD]
+            await tb.issue(I.LOAD, AMD // L, (1 << r) | (1 << 24), (0,), w7=g << 16,
+                           lines=idx.reshape(-1, L))
+        await tb.load(1 << r, acc(half, 0), 1, scale=SMALL)
+        for op in COMPUTE:
+            await issue_compute(tb, op, (r,) * len(I.CHANNELS[op]),
+                                op_accs(op, dim, keep=True, amem=True), it, dim, flags=op & 1)
+            await tb.store(r, acc(half, half), 1)
+        await tb.load(1 << r, acc(AMD, 0, keep=True, amem=True), 1, scale=SMALL)   # LOAD.out scatter
+        await tb.store(r, acc(half, half), 1)
+        await tb.store(r, acc(AMD, 0, keep=True, amem=True), 1)                   # STORE.in gather
+    await tb.pulse_fifo_clr()
+    for rot in range(NRG):
+        for op in COMPUTE:
+            chans = I.CHANNELS[op]
+            regs = tuple((rot + k) % NRG for k in range(len(chans)))
+            for k, (_, rw, kind) in enumerate(chans):
+                n = (dim if kind == "vector" else 1) * it
+                if rw == "r":
+                    await tb.load(1 << regs[k], acc(n, 0, fifo=True), 1, scale=SMALL)
+            await issue_compute(tb, op, regs, op_accs(op, dim, fifo=True), it, dim)
+            kw = len(chans) - 1
+            await tb.store(regs[kw], acc((dim if chans[kw][2] == "vector" else 1) * it, 0, fifo=True), 1)
+    for g in range(NG, 32):
+        before = tb.errs[SUB_BIT[I.LOAD]]
+        await tb.issue(I.LOAD, 1, 1 | (1 << 24), (0,), w7=g << 16, model=False, nb=True)
+        await ReadOnly()
+        assert (int(dut.sub_err.value) >> SUB_BIT[I.LOAD]) & 1, f"amem LOAD to absent channel {g}: no sub_err"
+        assert int(dut.sub_busy.value) == 0, f"amem LOAD to absent channel {g} started"
+        await ClockCycles(tb.clk, 2)
+        assert tb.errs[SUB_BIT[I.LOAD]] == before + 1, f"channel {g}: err count {tb.errs}"
+    tb.errs = [0] * 7
+    await tb.finish()
+
+
+@sim_test(timeout_us={"small": 200, "*": 3200})
+async def producers_stall_on_full_fifo(dut):
+    """Every compute subroutine writes its results in FIFO mode into a region whose FIFO is
+    full, while a non-blocking STORE drains that FIFO against a slow Store stream: the
+    producer's pipeline and its input channels must hold (en low, read buffers full) without
+    losing or repeating a line.  Order for the ISS: the STORE pops the DEPTH prefilled lines,
+    then the producer pushes its results, which a second STORE pops; each rotation puts the
+    FIFO and the inputs in other regions."""
+    tb = EngineTB(dut, st_p=0.15)
+    await tb.reset()
+    D, NRG = tb.D, tb.NRG
+    dim, it = 4, 4
+    await tb.pulse_fifo_clr()
+    for rot in range(NRG):
+        for op in COMPUTE:
+            chans = I.CHANNELS[op]
+            kw = len(chans) - 1
+            regs = tuple((rot + 1 + k) % NRG for k in range(kw)) + (rot,)
+            for k in range(kw):
+                n = (dim if chans[k][2] == "vector" else 1) * it
+                await tb.load(1 << regs[k], acc(n, 0), 1, scale=SMALL)
+            await tb.load(1 << rot, acc(D, 0, fifo=True), 1, scale=SMALL)        # FIFO full
+            await tb.issue(I.STORE, 1, w1_of((rot,)), (acc(D, 0, fifo=True),), nb=True)
+            accs = tuple(acc(dim if kind == "vector" else 1, 0, keep=True) for _, _, kind in chans[:kw])
+            nw = (dim if chans[kw][2] == "vector" else 1) * it
+            await issue_compute(tb, op, regs, accs + (acc(nw // it, 0, fifo=True),), it, dim, nb=True,
+                                flags=op & 1)
+            await tb.wait_idle()
+            await tb.store(rot, acc(nw, 0, fifo=True), 1)
+    await tb.finish()
+
+
 # ------------------------------------------------------------------ pytest launchers
 @pytest.mark.parametrize("cfg,sim", matrix(CORE, quick=[("small", "verilator")]))
 def test_pipearch_engine(cfg, sim):
