@@ -124,10 +124,12 @@ LIMITS: dict[str, dict[str, list[Promise]]] = {
     # steps per cycle from the first MULT_ACC_DUMP to the first dump beat).  Top-k is bound
     # by the smart memory's scanner stalls, which depend on the seed's data (default 8.05 to
     # 9.09 over four seeds): 5 % tolerance there.
-    "maple_pe_chain": {"default": [_lo("cycles_per_mac_step", 6.825),
-                                   _lo("cycles_per_mac_step_kmeans", 4.555),
+    # Background smart-memory clear (issue 16): default whole 6.825 -> 5.759, K-means 4.555 ->
+    # 3.414, aggregation 8.219 -> 5.172 (small: DEPTH 32, unchanged).
+    "maple_pe_chain": {"default": [_lo("cycles_per_mac_step", 5.759),
+                                   _lo("cycles_per_mac_step_kmeans", 3.414),
                                    _lo("cycles_per_mac_step_topk", 8.398),
-                                   _lo("cycles_per_mac_step_aggregation", 8.219),
+                                   _lo("cycles_per_mac_step_aggregation", 5.172),
                                    _hi("steady_mac_steps_per_cycle", 0.98)],
                        "small": [_lo("cycles_per_mac_step", 2.972),
                                  _lo("cycles_per_mac_step_kmeans", 2.75),

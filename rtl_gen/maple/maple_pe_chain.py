@@ -739,7 +739,8 @@ def build(p):
                     cs.next = C_R
             elif cs == C_R:
                 if rvalid:
-                    if rdata[32:2] != 0 or rresp != 0:
+                    # STATUS [31:2] = {code, CLEARING, error}: only CLEARING alone is no error
+                    if (rdata[32:2] != 0 and rdata[32:2] != 2) or rresp != 0:
                         err_r.next = True
                     if rdata[2:] == 0:
                         awvalid.next = True
@@ -813,8 +814,10 @@ def datasheet(p):
                    f"final step of a pass waits until M cycles after the previous final step and for "
                    f"room for its nres results in the result queue). Whole programs are bound by "
                    f"the instruction stream (one word per cycle, data words included) and by the "
-                   f"smart memory (scanner stalls, DEPTH-cycle RAM clear, per-array START/DUMP "
-                   f"handshakes): README bench table. WRITE_A/WRITE_B one word per cycle",
+                   f"smart memory (scanner stalls, per-array START/DUMP handshakes; its RAM clear "
+                   f"after reset and CLEAR runs in the background, an RMW result waits only for an "
+                   f"address the clear has not reached): README bench table. WRITE_A/WRITE_B one "
+                   f"word per cycle",
         fields=fields,
         fields_title="Instruction set (32-bit words on s_axis_cmd: opcode [31:28], operand [27:0])",
         fields_header=("opcode", "operand fields", "meaning"),

@@ -35,7 +35,7 @@ FIFO_DEPTH = 4
 
 # operations, states, registers (word index = byte address / 4), error codes
 OP_SEL, OP_MINMAX, OP_RMW = 0, 1, 2
-S_IDLE, S_RUN, S_SCAN, S_CLR, S_DUMP = 0, 1, 2, 3, 4
+S_IDLE, S_RUN, S_SCAN, S_DUMP = 0, 1, 2, 3
 R_OP, R_K, R_CMP, R_BASE, R_LEN, R_CTRL, R_STATUS, R_STALLS, R_INS, R_COUNT = range(10)
 E_K, E_OP, E_RANGE, E_BUSY, E_ADDR, E_REG = 1, 2, 3, 4, 5, 6
 
@@ -139,7 +139,8 @@ def ports_of(p: dict) -> list[Port]:
     pk = f"{{index[{IDXW}], value[{W}]}}: value in bits [{W - 1}:0], index in [{WD - 1}:{W}]"
     ports = [
         Port("clk", "in", 1, "clock, rising edge"),
-        Port("rst", "in", 1, "synchronous active-high reset (then the RMW RAM is zeroed: busy for DEPTH cycles)"),
+        Port("rst", "in", 1, "synchronous active-high reset (then the RMW RAM is zeroed in the background, "
+                              "STATUS.CLEARING, DEPTH cycles)"),
         Port("s_axil_awaddr", "in", AXIL_AW, "AXI4-Lite write address (byte address, word aligned: a misaligned write is ignored, error code 6)"),
         Port("s_axil_awvalid", "in", 1, ""),
         Port("s_axil_awready", "out", 1, "high with wready when awvalid and wvalid and no response pending"),
@@ -159,7 +160,9 @@ def ports_of(p: dict) -> list[Port]:
         Port("s_axil_rready", "in", 1, ""),
         Port("s_axis_in_tdata", "in", WD, pk + " (RMW: index is the RAM address)"),
         Port("s_axis_in_tvalid", "in", 1, ""),
-        Port("s_axis_in_tready", "out", 1, "high while armed and not scanning (registered)"),
+        Port("s_axis_in_tready", "out", 1, "high while armed and not scanning (registered), except that "
+                                           "an RMW element waits while its address is at or above "
+                                           "the background clear's pointer"),
         Port("s_axis_in_tlast", "in", 1, "last element of the array: disarms the input"),
         Port("m_axis_out_tdata", "out", WD, pk + " (RMW: index is the RAM address)"),
         Port("m_axis_out_tvalid", "out", 1, ""),
@@ -185,7 +188,8 @@ def build(p):
                            s_axis_in_tdata, s_axis_in_tvalid, s_axis_in_tready, s_axis_in_tlast,
                            m_axis_out_tdata, m_axis_out_tvalid, m_axis_out_tready, m_axis_out_tlast):
         # ---- registers ------------------------------------------------------------
-        state = sig_u(3, S_CLR)          # after reset the RAM is zeroed
+        state = sig_u(3, S_IDLE)
+        clearing = sig_b(True)           # RAM being zeroed in the background (after reset, CLEAR)
         op_r = sig_u(2, OP_SEL)
         k_r = sig_u(DW, KMAX)
         cmp_r = sig_b(True)
@@ -286,6 +290,8 @@ def build(p):
         wmis = sig_b()
         rmis = sig_b()
         idle_ok = sig_b()
+        rmw_hold = sig_b()          # an RMW element ahead of the clear pointer waits
+        clr_go = sig_b()            # the clear writes this cycle (the RMW write has the port first)
         busy_s = sig_b()
         armed_s = sig_b()
         blsum = sig_u(DW + 1)
@@ -331,18 +337,19 @@ def build(p):
         @always_comb
         def status_c():
             busy_s.next = (not (state == S_IDLE or state == S_RUN)) or fcnt != 0 or inflight or r1_valid
+            clr_go.next = clearing and not r1_valid
             armed_s.next = state == S_RUN or state == S_SCAN
             idle_ok.next = state == S_IDLE and fcnt == 0 and not inflight and not r1_valid
             blsum.next = base_r + len_r
 
         @always_comb
         def status_w():
-            status32.next = concat(intbv(0)[24:], err_code, False, err, armed_s, busy_s)
+            status32.next = concat(intbv(0)[24:], err_code, clearing, err, armed_s, busy_s)
 
         @always_comb
         def in_c():
-            s_axis_in_tready.next = state == S_RUN
-            fire.next = s_axis_in_tvalid and state == S_RUN
+            s_axis_in_tready.next = state == S_RUN and not rmw_hold
+            fire.next = s_axis_in_tvalid and state == S_RUN and not rmw_hold
             in_addr.next = s_axis_in_tdata[W + AW:W]
             not_full.next = count < k_r
             cnt_slot.next = count[SW:]
@@ -355,6 +362,10 @@ def build(p):
             @always_comb
             def bad_c():
                 in_bad.next = s_axis_in_tdata[W] and False
+
+        @always_comb
+        def hold_c():
+            rmw_hold.next = clearing and op_r == OP_RMW and s_axis_in_tdata[W + AW:W] >= clr_i
 
         @always_comb
         def sel_c():
@@ -405,7 +416,7 @@ def build(p):
                 ram_ra.next = dump_addr
             else:
                 ram_ra.next = in_addr
-            if state == S_CLR:
+            if clr_go:
                 ram_we.next = True
                 ram_wa.next = clr_i
                 ram_wd.next = 0
@@ -436,7 +447,7 @@ def build(p):
         @always_comb
         def dump_c():
             issue.next = state == S_DUMP and dump_i != dump_n and \
-                (fcnt < 3 or (fcnt == 3 and not inflight))
+                (fcnt < 3 or (fcnt == 3 and not inflight)) and not (clearing and op_r == OP_RMW)
             pop.next = fcnt != 0 and m_axis_out_tready
             if op_r == OP_SEL:
                 sel_src.next = lst[dump_slot]
@@ -523,11 +534,11 @@ def build(p):
                         state.next = S_RUN
                 else:
                     scan_i.next = scan_i + 1
-            # RAM clear
-            if state == S_CLR:
+            # RAM clear, in the background: one word per cycle the RMW write leaves free
+            if clr_go:
                 if clr_i == DEPTH - 1:
                     clr_i.next = 0
-                    state.next = S_IDLE
+                    clearing.next = False
                 else:
                     clr_i.next = clr_i + 1
             # write forwarding follows the RAM write port
@@ -598,7 +609,8 @@ def build(p):
                         err_code.next = 0
                     if s_axil_wdata[1]:
                         if idle_ok or state == S_RUN:
-                            state.next = S_CLR
+                            state.next = S_IDLE
+                            clearing.next = True
                             clr_i.next = 0
                             count.next = 0
                             have.next = False
@@ -675,7 +687,7 @@ def build(p):
             elif bvalid_r and s_axil_bready:
                 bvalid_r.next = False
 
-        return (insts, axil_c, axil_o, status_c, status_w, in_c, bad_c, sel_c, lst_ram, scan_idx,
+        return (insts, axil_c, axil_o, status_c, status_w, in_c, bad_c, hold_c, sel_c, lst_ram, scan_idx,
                 scan_rd, scan_a, scan_res, ram_c, rmw_ram, rmw_c, rmw_add, dump_c, push_c,
                 fifo_ram, fifo_rd, out_c, main)
 
@@ -716,8 +728,12 @@ def datasheet(p):
             "{min index, min} then {max index, max} (tlast); nothing if no element arrived.",
             f"RMW: `mem[index] = sat(mem[index] + value)` to {W} bits; an index >= DEPTH "
             f"({DEPTH}) is dropped with error code 5.  START keeps the RAM (several arrays "
-            "accumulate); CLEAR and reset zero it (DEPTH cycles, busy).  DUMP emits "
-            "BASE..BASE+LEN-1 with the address as index.",
+            "accumulate); CLEAR and reset zero it in the background, one word per cycle the RMW "
+            "write leaves the RAM port free (DEPTH cycles when idle; STATUS.CLEARING, not BUSY): "
+            "configuration, START, selection and min/max work meanwhile, an RMW element whose "
+            "address the clear has not passed yet waits (`s_axis_in_tready` low; the clear "
+            "pointer only grows, so it waits at most DEPTH cycles), and an RMW DUMP starts "
+            "once the clear is over.  DUMP emits BASE..BASE+LEN-1 with the address as index.",
             "An array is one START followed by elements up to tlast; the input is then disarmed "
             "until the next START.  Configuration writes and START/DUMP are accepted only when "
             "idle (not armed, not busy); CLEAR also aborts an armed store.  A rejected write "

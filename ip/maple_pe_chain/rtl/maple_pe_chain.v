@@ -190,6 +190,8 @@ reg [8:0] maple_smart_memory0_base_r;
 wire [9:0] maple_smart_memory0_blsum;
 wire maple_smart_memory0_busy_s;
 reg maple_smart_memory0_bvalid_r;
+reg maple_smart_memory0_clearing;
+wire maple_smart_memory0_clr_go;
 reg [7:0] maple_smart_memory0_clr_i;
 reg maple_smart_memory0_cmp_r;
 wire [3:0] maple_smart_memory0_cnt_slot;
@@ -251,6 +253,7 @@ reg [31:0] maple_smart_memory0_rdata_r;
 reg [47:0] maple_smart_memory0_res_pk;
 reg [3:0] maple_smart_memory0_res_s;
 wire maple_smart_memory0_rmis;
+wire maple_smart_memory0_rmw_hold;
 reg [1:0] maple_smart_memory0_rp;
 reg maple_smart_memory0_rvalid_r;
 reg [8:0] maple_smart_memory0_scan_i;
@@ -622,18 +625,19 @@ assign rdata = maple_smart_memory0_rdata_r;
 
 
 assign maple_smart_memory0_busy_s = ((!((maple_smart_memory0_state == 0) || (maple_smart_memory0_state == 1))) || (maple_smart_memory0_fcnt != 0) || maple_smart_memory0_inflight || maple_smart_memory0_r1_valid);
+assign maple_smart_memory0_clr_go = (maple_smart_memory0_clearing && (!maple_smart_memory0_r1_valid));
 assign maple_smart_memory0_armed_s = ((maple_smart_memory0_state == 1) || (maple_smart_memory0_state == 2));
 assign maple_smart_memory0_idle_ok = ((maple_smart_memory0_state == 0) && (maple_smart_memory0_fcnt == 0) && (!maple_smart_memory0_inflight) && (!maple_smart_memory0_r1_valid));
 assign maple_smart_memory0_blsum = (maple_smart_memory0_base_r + maple_smart_memory0_len_r);
 
 
 
-assign maple_smart_memory0_status32 = {24'h0, maple_smart_memory0_err_code, 1'b0, maple_smart_memory0_err, maple_smart_memory0_armed_s, maple_smart_memory0_busy_s};
+assign maple_smart_memory0_status32 = {24'h0, maple_smart_memory0_err_code, maple_smart_memory0_clearing, maple_smart_memory0_err, maple_smart_memory0_armed_s, maple_smart_memory0_busy_s};
 
 
 
-assign sm_tready = (maple_smart_memory0_state == 1);
-assign maple_smart_memory0_fire = (sm_tvalid && (maple_smart_memory0_state == 1));
+assign sm_tready = ((maple_smart_memory0_state == 1) && (!maple_smart_memory0_rmw_hold));
+assign maple_smart_memory0_fire = (sm_tvalid && (maple_smart_memory0_state == 1) && (!maple_smart_memory0_rmw_hold));
 assign maple_smart_memory0_in_addr = sm_tdata[32+:8];
 assign maple_smart_memory0_not_full = (maple_smart_memory0_count < maple_smart_memory0_k_r);
 assign maple_smart_memory0_cnt_slot = maple_smart_memory0_count[4-1:0];
@@ -641,6 +645,10 @@ assign maple_smart_memory0_cnt_slot = maple_smart_memory0_count[4-1:0];
 
 
 assign maple_smart_memory0_in_bad = (sm_tdata[48-1:(32 + 8)] != 0);
+
+
+
+assign maple_smart_memory0_rmw_hold = (maple_smart_memory0_clearing && (maple_smart_memory0_op_r == 2) && (sm_tdata[32+:8] >= maple_smart_memory0_clr_i));
 
 
 always @(maple_smart_memory0_not_full, maple_smart_memory0_fire, maple_smart_memory0_cnt_slot, maple_smart_memory0_op_r, maple_smart_memory0_thr_s, maple_smart_memory0_k_r, maple_smart_memory0_nb) begin: maple_smart_memory0_sel_c
@@ -695,14 +703,14 @@ always @(maple_smart_memory0_scan_slot, maple_smart_memory0_b_worse, maple_smart
 end
 
 
-always @(maple_smart_memory0_dump_addr, maple_smart_memory0_r1_valid, maple_smart_memory0_clr_i, maple_smart_memory0_sum_sat, maple_smart_memory0_r1_addr, maple_smart_memory0_in_addr, maple_smart_memory0_state) begin: maple_smart_memory0_ram_c
-    if ((maple_smart_memory0_state == 4)) begin
+always @(maple_smart_memory0_clr_go, maple_smart_memory0_dump_addr, maple_smart_memory0_r1_valid, maple_smart_memory0_clr_i, maple_smart_memory0_sum_sat, maple_smart_memory0_r1_addr, maple_smart_memory0_in_addr, maple_smart_memory0_state) begin: maple_smart_memory0_ram_c
+    if ((maple_smart_memory0_state == 3)) begin
         maple_smart_memory0_ram_ra = maple_smart_memory0_dump_addr;
     end
     else begin
         maple_smart_memory0_ram_ra = maple_smart_memory0_in_addr;
     end
-    if ((maple_smart_memory0_state == 3)) begin
+    if (maple_smart_memory0_clr_go) begin
         maple_smart_memory0_ram_we = 1'b1;
         maple_smart_memory0_ram_wa = maple_smart_memory0_clr_i;
         maple_smart_memory0_ram_wd = 0;
@@ -738,8 +746,8 @@ end
 assign maple_smart_memory0_sum_w = (maple_smart_memory0_old + maple_smart_memory0_r1_val);
 
 
-always @(maple_smart_memory0_fcnt, maple_smart_memory0_dump_n, maple_smart_memory0_op_r, maple_smart_memory0_max_pk, maple_smart_memory0_lst[0], maple_smart_memory0_lst[1], maple_smart_memory0_lst[2], maple_smart_memory0_lst[3], maple_smart_memory0_lst[4], maple_smart_memory0_lst[5], maple_smart_memory0_lst[6], maple_smart_memory0_lst[7], maple_smart_memory0_lst[8], maple_smart_memory0_lst[9], maple_smart_memory0_lst[10], maple_smart_memory0_lst[11], maple_smart_memory0_lst[12], maple_smart_memory0_lst[13], maple_smart_memory0_lst[14], maple_smart_memory0_lst[15], maple_smart_memory0_dump_i, m_axis_out_tready, maple_smart_memory0_dump_slot, maple_smart_memory0_min_pk, maple_smart_memory0_state, maple_smart_memory0_inflight) begin: maple_smart_memory0_dump_c
-    maple_smart_memory0_issue = ((maple_smart_memory0_state == 4) && (maple_smart_memory0_dump_i != maple_smart_memory0_dump_n) && ((maple_smart_memory0_fcnt < 3) || ((maple_smart_memory0_fcnt == 3) && (!maple_smart_memory0_inflight))));
+always @(maple_smart_memory0_fcnt, maple_smart_memory0_dump_n, maple_smart_memory0_max_pk, maple_smart_memory0_dump_slot, maple_smart_memory0_lst[0], maple_smart_memory0_lst[1], maple_smart_memory0_lst[2], maple_smart_memory0_lst[3], maple_smart_memory0_lst[4], maple_smart_memory0_lst[5], maple_smart_memory0_lst[6], maple_smart_memory0_lst[7], maple_smart_memory0_lst[8], maple_smart_memory0_lst[9], maple_smart_memory0_lst[10], maple_smart_memory0_lst[11], maple_smart_memory0_lst[12], maple_smart_memory0_lst[13], maple_smart_memory0_lst[14], maple_smart_memory0_lst[15], m_axis_out_tready, maple_smart_memory0_dump_i, maple_smart_memory0_op_r, maple_smart_memory0_clearing, maple_smart_memory0_min_pk, maple_smart_memory0_state, maple_smart_memory0_inflight) begin: maple_smart_memory0_dump_c
+    maple_smart_memory0_issue = ((maple_smart_memory0_state == 3) && (maple_smart_memory0_dump_i != maple_smart_memory0_dump_n) && ((maple_smart_memory0_fcnt < 3) || ((maple_smart_memory0_fcnt == 3) && (!maple_smart_memory0_inflight))) && (!(maple_smart_memory0_clearing && (maple_smart_memory0_op_r == 2))));
     maple_smart_memory0_pop = ((maple_smart_memory0_fcnt != 0) && m_axis_out_tready);
     if ((maple_smart_memory0_op_r == 0)) begin
         maple_smart_memory0_sel_src = maple_smart_memory0_lst[maple_smart_memory0_dump_slot];
@@ -800,7 +808,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
         maple_smart_memory0_dump_n <= 0;
         maple_smart_memory0_fw_data <= 0;
         maple_smart_memory0_min_pk <= 0;
-        maple_smart_memory0_state <= 3;
+        maple_smart_memory0_state <= 0;
         maple_smart_memory0_fw_valid <= 0;
         maple_smart_memory0_last_pend <= 0;
         maple_smart_memory0_w_pk <= 0;
@@ -821,6 +829,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
         maple_smart_memory0_w_s <= 0;
         maple_smart_memory0_rvalid_r <= 0;
         maple_smart_memory0_stalls <= 0;
+        maple_smart_memory0_clearing <= 1;
         maple_smart_memory0_p_last <= 0;
     end
     else begin
@@ -899,10 +908,10 @@ always @(posedge clk) begin: maple_smart_memory0_main
                 maple_smart_memory0_scan_i <= (maple_smart_memory0_scan_i + 1);
             end
         end
-        if ((maple_smart_memory0_state == 3)) begin
+        if (maple_smart_memory0_clr_go) begin
             if (($signed({1'b0, maple_smart_memory0_clr_i}) == (256 - 1))) begin
                 maple_smart_memory0_clr_i <= 0;
-                maple_smart_memory0_state <= 0;
+                maple_smart_memory0_clearing <= 1'b0;
             end
             else begin
                 maple_smart_memory0_clr_i <= (maple_smart_memory0_clr_i + 1);
@@ -921,7 +930,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
             maple_smart_memory0_p_idx <= maple_smart_memory0_dump_addr_x;
             maple_smart_memory0_sel_rd <= maple_smart_memory0_sel_src;
         end
-        if (((maple_smart_memory0_state == 4) && (maple_smart_memory0_dump_i == maple_smart_memory0_dump_n) && (!maple_smart_memory0_inflight) && (maple_smart_memory0_fcnt == 0))) begin
+        if (((maple_smart_memory0_state == 3) && (maple_smart_memory0_dump_i == maple_smart_memory0_dump_n) && (!maple_smart_memory0_inflight) && (maple_smart_memory0_fcnt == 0))) begin
             maple_smart_memory0_state <= 0;
         end
         if (maple_smart_memory0_inflight) begin
@@ -998,7 +1007,8 @@ always @(posedge clk) begin: maple_smart_memory0_main
                 end
                 if (wdata[1]) begin
                     if ((maple_smart_memory0_idle_ok || (maple_smart_memory0_state == 1))) begin
-                        maple_smart_memory0_state <= 3;
+                        maple_smart_memory0_state <= 0;
+                        maple_smart_memory0_clearing <= 1'b1;
                         maple_smart_memory0_clr_i <= 0;
                         maple_smart_memory0_count <= 0;
                         maple_smart_memory0_have <= 1'b0;
@@ -1035,7 +1045,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
                         maple_smart_memory0_err_code <= 3;
                     end
                     else begin
-                        maple_smart_memory0_state <= 4;
+                        maple_smart_memory0_state <= 3;
                         maple_smart_memory0_dump_i <= 0;
                         case (maple_smart_memory0_op_r)
                             'h0: begin
@@ -2211,7 +2221,7 @@ always @(posedge clk) begin: main
             end
             'h2: begin
                 if (rvalid) begin
-                    if (((rdata[32-1:2] != 0) || (rresp != 0))) begin
+                    if ((((rdata[32-1:2] != 0) && (rdata[32-1:2] != 2)) || (rresp != 0))) begin
                         err_r <= 1'b1;
                     end
                     if ((rdata[2-1:0] == 0)) begin

@@ -187,6 +187,8 @@ signal maple_smart_memory0_base_r: unsigned(8 downto 0);
 signal maple_smart_memory0_blsum: unsigned(9 downto 0);
 signal maple_smart_memory0_busy_s: std_logic;
 signal maple_smart_memory0_bvalid_r: std_logic;
+signal maple_smart_memory0_clearing: std_logic;
+signal maple_smart_memory0_clr_go: std_logic;
 signal maple_smart_memory0_clr_i: unsigned(7 downto 0);
 signal maple_smart_memory0_cmp_r: std_logic;
 signal maple_smart_memory0_cnt_slot: unsigned(3 downto 0);
@@ -248,6 +250,7 @@ signal maple_smart_memory0_rdata_r: unsigned(31 downto 0);
 signal maple_smart_memory0_res_pk: unsigned(47 downto 0);
 signal maple_smart_memory0_res_s: unsigned(3 downto 0);
 signal maple_smart_memory0_rmis: std_logic;
+signal maple_smart_memory0_rmw_hold: std_logic;
 signal maple_smart_memory0_rp: unsigned(1 downto 0);
 signal maple_smart_memory0_rvalid_r: std_logic;
 signal maple_smart_memory0_scan_i: unsigned(8 downto 0);
@@ -610,22 +613,26 @@ rdata <= maple_smart_memory0_rdata_r;
 
 
 maple_smart_memory0_busy_s <= stdl((not ((maple_smart_memory0_state = 0) or (maple_smart_memory0_state = 1))) or (maple_smart_memory0_fcnt /= 0) or bool(maple_smart_memory0_inflight) or bool(maple_smart_memory0_r1_valid));
+maple_smart_memory0_clr_go <= stdl(bool(maple_smart_memory0_clearing) and (not bool(maple_smart_memory0_r1_valid)));
 maple_smart_memory0_armed_s <= stdl((maple_smart_memory0_state = 1) or (maple_smart_memory0_state = 2));
 maple_smart_memory0_idle_ok <= stdl((maple_smart_memory0_state = 0) and (maple_smart_memory0_fcnt = 0) and (not bool(maple_smart_memory0_inflight)) and (not bool(maple_smart_memory0_r1_valid)));
 maple_smart_memory0_blsum <= (resize(maple_smart_memory0_base_r, 10) + maple_smart_memory0_len_r);
 
 
-maple_smart_memory0_status32 <= unsigned'(to_unsigned(0, 24) & maple_smart_memory0_err_code & '0' & maple_smart_memory0_err & maple_smart_memory0_armed_s & maple_smart_memory0_busy_s);
+maple_smart_memory0_status32 <= unsigned'(to_unsigned(0, 24) & maple_smart_memory0_err_code & maple_smart_memory0_clearing & maple_smart_memory0_err & maple_smart_memory0_armed_s & maple_smart_memory0_busy_s);
 
 
-sm_tready <= stdl(maple_smart_memory0_state = 1);
-maple_smart_memory0_fire <= stdl(bool(sm_tvalid) and (maple_smart_memory0_state = 1));
+sm_tready <= stdl((maple_smart_memory0_state = 1) and (not bool(maple_smart_memory0_rmw_hold)));
+maple_smart_memory0_fire <= stdl(bool(sm_tvalid) and (maple_smart_memory0_state = 1) and (not bool(maple_smart_memory0_rmw_hold)));
 maple_smart_memory0_in_addr <= sm_tdata((32 + 8)-1 downto 32);
 maple_smart_memory0_not_full <= stdl(maple_smart_memory0_count < maple_smart_memory0_k_r);
 maple_smart_memory0_cnt_slot <= maple_smart_memory0_count(4-1 downto 0);
 
 
 maple_smart_memory0_in_bad <= stdl(sm_tdata(48-1 downto (32 + 8)) /= 0);
+
+
+maple_smart_memory0_rmw_hold <= stdl(bool(maple_smart_memory0_clearing) and (maple_smart_memory0_op_r = 2) and (sm_tdata((32 + 8)-1 downto 32) >= maple_smart_memory0_clr_i));
 
 maple_smart_memory0_sel_c: process (maple_smart_memory0_not_full, maple_smart_memory0_fire, maple_smart_memory0_cnt_slot, maple_smart_memory0_op_r, maple_smart_memory0_thr_s, maple_smart_memory0_k_r, maple_smart_memory0_nb) is
 begin
@@ -676,14 +683,14 @@ begin
     end if;
 end process maple_smart_memory0_scan_res;
 
-maple_smart_memory0_ram_c: process (maple_smart_memory0_dump_addr, maple_smart_memory0_r1_valid, maple_smart_memory0_clr_i, maple_smart_memory0_sum_sat, maple_smart_memory0_r1_addr, maple_smart_memory0_in_addr, maple_smart_memory0_state) is
+maple_smart_memory0_ram_c: process (maple_smart_memory0_clr_go, maple_smart_memory0_dump_addr, maple_smart_memory0_r1_valid, maple_smart_memory0_clr_i, maple_smart_memory0_sum_sat, maple_smart_memory0_r1_addr, maple_smart_memory0_in_addr, maple_smart_memory0_state) is
 begin
-    if (maple_smart_memory0_state = 4) then
+    if (maple_smart_memory0_state = 3) then
         maple_smart_memory0_ram_ra <= maple_smart_memory0_dump_addr;
     else
         maple_smart_memory0_ram_ra <= maple_smart_memory0_in_addr;
     end if;
-    if (maple_smart_memory0_state = 3) then
+    if bool(maple_smart_memory0_clr_go) then
         maple_smart_memory0_ram_we <= '1';
         maple_smart_memory0_ram_wa <= maple_smart_memory0_clr_i;
         maple_smart_memory0_ram_wd <= to_unsigned(0, 32);
@@ -717,9 +724,9 @@ end process maple_smart_memory0_rmw_c;
 
 maple_smart_memory0_sum_w <= (resize(maple_smart_memory0_old, 33) + maple_smart_memory0_r1_val);
 
-maple_smart_memory0_dump_c: process (maple_smart_memory0_fcnt, maple_smart_memory0_dump_n, maple_smart_memory0_op_r, maple_smart_memory0_max_pk, maple_smart_memory0_lst, maple_smart_memory0_dump_i, m_axis_out_tready, maple_smart_memory0_dump_slot, maple_smart_memory0_min_pk, maple_smart_memory0_state, maple_smart_memory0_inflight) is
+maple_smart_memory0_dump_c: process (maple_smart_memory0_fcnt, maple_smart_memory0_dump_n, maple_smart_memory0_max_pk, maple_smart_memory0_dump_slot, maple_smart_memory0_lst, m_axis_out_tready, maple_smart_memory0_dump_i, maple_smart_memory0_op_r, maple_smart_memory0_clearing, maple_smart_memory0_min_pk, maple_smart_memory0_state, maple_smart_memory0_inflight) is
 begin
-    maple_smart_memory0_issue <= stdl((maple_smart_memory0_state = 4) and (maple_smart_memory0_dump_i /= maple_smart_memory0_dump_n) and ((maple_smart_memory0_fcnt < 3) or ((maple_smart_memory0_fcnt = 3) and (not bool(maple_smart_memory0_inflight)))));
+    maple_smart_memory0_issue <= stdl((maple_smart_memory0_state = 3) and (maple_smart_memory0_dump_i /= maple_smart_memory0_dump_n) and ((maple_smart_memory0_fcnt < 3) or ((maple_smart_memory0_fcnt = 3) and (not bool(maple_smart_memory0_inflight)))) and (not (bool(maple_smart_memory0_clearing) and (maple_smart_memory0_op_r = 2))));
     maple_smart_memory0_pop <= stdl((maple_smart_memory0_fcnt /= 0) and bool(m_axis_out_tready));
     if (maple_smart_memory0_op_r = 0) then
         maple_smart_memory0_sel_src <= maple_smart_memory0_lst(to_integer(maple_smart_memory0_dump_slot));
@@ -778,7 +785,7 @@ begin
             maple_smart_memory0_dump_n <= to_unsigned(0, 9);
             maple_smart_memory0_fw_data <= to_signed(0, 32);
             maple_smart_memory0_min_pk <= to_unsigned(0, 48);
-            maple_smart_memory0_state <= to_unsigned(3, 3);
+            maple_smart_memory0_state <= to_unsigned(0, 3);
             maple_smart_memory0_fw_valid <= '0';
             maple_smart_memory0_last_pend <= '0';
             maple_smart_memory0_w_pk <= to_unsigned(0, 48);
@@ -799,6 +806,7 @@ begin
             maple_smart_memory0_w_s <= to_unsigned(0, 4);
             maple_smart_memory0_rvalid_r <= '0';
             maple_smart_memory0_stalls <= to_unsigned(0, 32);
+            maple_smart_memory0_clearing <= '1';
             maple_smart_memory0_p_last <= '0';
         else
             maple_smart_memory0_r1_valid <= stdl(bool(maple_smart_memory0_fire) and (maple_smart_memory0_op_r = 2) and (not bool(maple_smart_memory0_in_bad)));
@@ -867,10 +875,10 @@ begin
                     maple_smart_memory0_scan_i <= (maple_smart_memory0_scan_i + 1);
                 end if;
             end if;
-            if (maple_smart_memory0_state = 3) then
+            if bool(maple_smart_memory0_clr_go) then
                 if (signed(resize(maple_smart_memory0_clr_i, 9)) = (256 - 1)) then
                     maple_smart_memory0_clr_i <= to_unsigned(0, 8);
-                    maple_smart_memory0_state <= to_unsigned(0, 3);
+                    maple_smart_memory0_clearing <= '0';
                 else
                     maple_smart_memory0_clr_i <= (maple_smart_memory0_clr_i + 1);
                 end if;
@@ -888,7 +896,7 @@ begin
                 maple_smart_memory0_p_idx <= maple_smart_memory0_dump_addr_x;
                 maple_smart_memory0_sel_rd <= maple_smart_memory0_sel_src;
             end if;
-            if ((maple_smart_memory0_state = 4) and (maple_smart_memory0_dump_i = maple_smart_memory0_dump_n) and (not bool(maple_smart_memory0_inflight)) and (maple_smart_memory0_fcnt = 0)) then
+            if ((maple_smart_memory0_state = 3) and (maple_smart_memory0_dump_i = maple_smart_memory0_dump_n) and (not bool(maple_smart_memory0_inflight)) and (maple_smart_memory0_fcnt = 0)) then
                 maple_smart_memory0_state <= to_unsigned(0, 3);
             end if;
             if bool(maple_smart_memory0_inflight) then
@@ -950,7 +958,8 @@ begin
                     end if;
                     if bool(wdata(1)) then
                         if (bool(maple_smart_memory0_idle_ok) or (maple_smart_memory0_state = 1)) then
-                            maple_smart_memory0_state <= to_unsigned(3, 3);
+                            maple_smart_memory0_state <= to_unsigned(0, 3);
+                            maple_smart_memory0_clearing <= '1';
                             maple_smart_memory0_clr_i <= to_unsigned(0, 8);
                             maple_smart_memory0_count <= to_unsigned(0, 9);
                             maple_smart_memory0_have <= '0';
@@ -981,7 +990,7 @@ begin
                             maple_smart_memory0_err <= '1';
                             maple_smart_memory0_err_code <= to_unsigned(3, 4);
                         else
-                            maple_smart_memory0_state <= to_unsigned(4, 3);
+                            maple_smart_memory0_state <= to_unsigned(3, 3);
                             maple_smart_memory0_dump_i <= to_unsigned(0, 9);
                             case maple_smart_memory0_op_r is
                                 when "00" =>
@@ -2064,7 +2073,7 @@ begin
                 end if;
             elsif (cs = 2) then
                 if bool(rvalid) then
-                    if ((rdata(32-1 downto 2) /= 0) or (rresp /= 0)) then
+                    if (((rdata(32-1 downto 2) /= 0) and (rdata(32-1 downto 2) /= 2)) or (rresp /= 0)) then
                         err_r <= '1';
                     end if;
                     if (rdata(2-1 downto 0) = 0) then

@@ -100,6 +100,8 @@ reg [8:0] base_r;
 wire [9:0] blsum;
 wire busy_s;
 reg bvalid_r;
+reg clearing;
+wire clr_go;
 reg [7:0] clr_i;
 reg cmp_r;
 wire [3:0] cnt_slot;
@@ -161,6 +163,7 @@ reg [31:0] rdata_r;
 reg [47:0] res_pk;
 reg [3:0] res_s;
 wire rmis;
+wire rmw_hold;
 reg [1:0] rp;
 reg rvalid_r;
 reg [8:0] scan_i;
@@ -378,18 +381,19 @@ assign s_axil_rdata = rdata_r;
 
 
 assign busy_s = ((!((state == 0) || (state == 1))) || (fcnt != 0) || inflight || r1_valid);
+assign clr_go = (clearing && (!r1_valid));
 assign armed_s = ((state == 1) || (state == 2));
 assign idle_ok = ((state == 0) && (fcnt == 0) && (!inflight) && (!r1_valid));
 assign blsum = (base_r + len_r);
 
 
 
-assign status32 = {24'h0, err_code, 1'b0, err, armed_s, busy_s};
+assign status32 = {24'h0, err_code, clearing, err, armed_s, busy_s};
 
 
 
-assign s_axis_in_tready = (state == 1);
-assign fire = (s_axis_in_tvalid && (state == 1));
+assign s_axis_in_tready = ((state == 1) && (!rmw_hold));
+assign fire = (s_axis_in_tvalid && (state == 1) && (!rmw_hold));
 assign in_addr = s_axis_in_tdata[32+:8];
 assign not_full = (count < k_r);
 assign cnt_slot = count[4-1:0];
@@ -397,6 +401,10 @@ assign cnt_slot = count[4-1:0];
 
 
 assign in_bad = (s_axis_in_tdata[48-1:(32 + 8)] != 0);
+
+
+
+assign rmw_hold = (clearing && (op_r == 2) && (s_axis_in_tdata[32+:8] >= clr_i));
 
 
 always @(not_full, fire, cnt_slot, op_r, thr_s, k_r, nb) begin: sel_c
@@ -451,14 +459,14 @@ always @(scan_slot, b_worse, a_pk, b_pk, a_s) begin: scan_res
 end
 
 
-always @(dump_addr, r1_valid, clr_i, sum_sat, r1_addr, in_addr, state) begin: ram_c
-    if ((state == 4)) begin
+always @(clr_go, dump_addr, r1_valid, clr_i, sum_sat, r1_addr, in_addr, state) begin: ram_c
+    if ((state == 3)) begin
         ram_ra = dump_addr;
     end
     else begin
         ram_ra = in_addr;
     end
-    if ((state == 3)) begin
+    if (clr_go) begin
         ram_we = 1'b1;
         ram_wa = clr_i;
         ram_wd = 0;
@@ -494,8 +502,8 @@ end
 assign sum_w = (old + r1_val);
 
 
-always @(fcnt, dump_n, op_r, max_pk, lst[0], lst[1], lst[2], lst[3], lst[4], lst[5], lst[6], lst[7], lst[8], lst[9], lst[10], lst[11], lst[12], lst[13], lst[14], lst[15], dump_i, m_axis_out_tready, dump_slot, min_pk, state, inflight) begin: dump_c
-    issue = ((state == 4) && (dump_i != dump_n) && ((fcnt < 3) || ((fcnt == 3) && (!inflight))));
+always @(fcnt, dump_n, max_pk, dump_slot, lst[0], lst[1], lst[2], lst[3], lst[4], lst[5], lst[6], lst[7], lst[8], lst[9], lst[10], lst[11], lst[12], lst[13], lst[14], lst[15], m_axis_out_tready, dump_i, op_r, clearing, min_pk, state, inflight) begin: dump_c
+    issue = ((state == 3) && (dump_i != dump_n) && ((fcnt < 3) || ((fcnt == 3) && (!inflight))) && (!(clearing && (op_r == 2))));
     pop = ((fcnt != 0) && m_axis_out_tready);
     if ((op_r == 0)) begin
         sel_src = lst[dump_slot];
@@ -556,7 +564,7 @@ always @(posedge clk) begin: main
         dump_n <= 0;
         fw_data <= 0;
         min_pk <= 0;
-        state <= 3;
+        state <= 0;
         fw_valid <= 0;
         last_pend <= 0;
         w_pk <= 0;
@@ -577,6 +585,7 @@ always @(posedge clk) begin: main
         w_s <= 0;
         rvalid_r <= 0;
         stalls <= 0;
+        clearing <= 1;
         p_last <= 0;
     end
     else begin
@@ -655,10 +664,10 @@ always @(posedge clk) begin: main
                 scan_i <= (scan_i + 1);
             end
         end
-        if ((state == 3)) begin
+        if (clr_go) begin
             if (($signed({1'b0, clr_i}) == (256 - 1))) begin
                 clr_i <= 0;
-                state <= 0;
+                clearing <= 1'b0;
             end
             else begin
                 clr_i <= (clr_i + 1);
@@ -677,7 +686,7 @@ always @(posedge clk) begin: main
             p_idx <= dump_addr_x;
             sel_rd <= sel_src;
         end
-        if (((state == 4) && (dump_i == dump_n) && (!inflight) && (fcnt == 0))) begin
+        if (((state == 3) && (dump_i == dump_n) && (!inflight) && (fcnt == 0))) begin
             state <= 0;
         end
         if (inflight) begin
@@ -754,7 +763,8 @@ always @(posedge clk) begin: main
                 end
                 if (s_axil_wdata[1]) begin
                     if ((idle_ok || (state == 1))) begin
-                        state <= 3;
+                        state <= 0;
+                        clearing <= 1'b1;
                         clr_i <= 0;
                         count <= 0;
                         have <= 1'b0;
@@ -791,7 +801,7 @@ always @(posedge clk) begin: main
                         err_code <= 3;
                     end
                     else begin
-                        state <= 4;
+                        state <= 3;
                         dump_i <= 0;
                         case (op_r)
                             'h0: begin

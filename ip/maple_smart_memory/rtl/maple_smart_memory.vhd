@@ -80,6 +80,8 @@ signal base_r: unsigned(8 downto 0);
 signal blsum: unsigned(9 downto 0);
 signal busy_s: std_logic;
 signal bvalid_r: std_logic;
+signal clearing: std_logic;
+signal clr_go: std_logic;
 signal clr_i: unsigned(7 downto 0);
 signal cmp_r: std_logic;
 signal cnt_slot: unsigned(3 downto 0);
@@ -141,6 +143,7 @@ signal rdata_r: unsigned(31 downto 0);
 signal res_pk: unsigned(47 downto 0);
 signal res_s: unsigned(3 downto 0);
 signal rmis: std_logic;
+signal rmw_hold: std_logic;
 signal rp: unsigned(1 downto 0);
 signal rvalid_r: std_logic;
 signal scan_i: unsigned(8 downto 0);
@@ -347,22 +350,26 @@ s_axil_rdata_num <= rdata_r;
 
 
 busy_s <= stdl((not ((state = 0) or (state = 1))) or (fcnt /= 0) or bool(inflight) or bool(r1_valid));
+clr_go <= stdl(bool(clearing) and (not bool(r1_valid)));
 armed_s <= stdl((state = 1) or (state = 2));
 idle_ok <= stdl((state = 0) and (fcnt = 0) and (not bool(inflight)) and (not bool(r1_valid)));
 blsum <= (resize(base_r, 10) + len_r);
 
 
-status32 <= unsigned'(to_unsigned(0, 24) & err_code & '0' & err & armed_s & busy_s);
+status32 <= unsigned'(to_unsigned(0, 24) & err_code & clearing & err & armed_s & busy_s);
 
 
-s_axis_in_tready <= stdl(state = 1);
-fire <= stdl(bool(s_axis_in_tvalid) and (state = 1));
+s_axis_in_tready <= stdl((state = 1) and (not bool(rmw_hold)));
+fire <= stdl(bool(s_axis_in_tvalid) and (state = 1) and (not bool(rmw_hold)));
 in_addr <= s_axis_in_tdata_num((32 + 8)-1 downto 32);
 not_full <= stdl(count < k_r);
 cnt_slot <= count(4-1 downto 0);
 
 
 in_bad <= stdl(s_axis_in_tdata_num(48-1 downto (32 + 8)) /= 0);
+
+
+rmw_hold <= stdl(bool(clearing) and (op_r = 2) and (s_axis_in_tdata_num((32 + 8)-1 downto 32) >= clr_i));
 
 sel_c: process (not_full, fire, cnt_slot, op_r, thr_s, k_r, nb) is
 begin
@@ -413,14 +420,14 @@ begin
     end if;
 end process scan_res;
 
-ram_c: process (dump_addr, r1_valid, clr_i, sum_sat, r1_addr, in_addr, state) is
+ram_c: process (clr_go, dump_addr, r1_valid, clr_i, sum_sat, r1_addr, in_addr, state) is
 begin
-    if (state = 4) then
+    if (state = 3) then
         ram_ra <= dump_addr;
     else
         ram_ra <= in_addr;
     end if;
-    if (state = 3) then
+    if bool(clr_go) then
         ram_we <= '1';
         ram_wa <= clr_i;
         ram_wd <= to_unsigned(0, 32);
@@ -454,9 +461,9 @@ end process rmw_c;
 
 sum_w <= (resize(old, 33) + r1_val);
 
-dump_c: process (fcnt, dump_n, op_r, max_pk, lst, dump_i, m_axis_out_tready, dump_slot, min_pk, state, inflight) is
+dump_c: process (fcnt, dump_n, max_pk, dump_slot, lst, m_axis_out_tready, dump_i, op_r, clearing, min_pk, state, inflight) is
 begin
-    issue <= stdl((state = 4) and (dump_i /= dump_n) and ((fcnt < 3) or ((fcnt = 3) and (not bool(inflight)))));
+    issue <= stdl((state = 3) and (dump_i /= dump_n) and ((fcnt < 3) or ((fcnt = 3) and (not bool(inflight)))) and (not (bool(clearing) and (op_r = 2))));
     pop <= stdl((fcnt /= 0) and bool(m_axis_out_tready));
     if (op_r = 0) then
         sel_src <= lst(to_integer(dump_slot));
@@ -515,7 +522,7 @@ begin
             dump_n <= to_unsigned(0, 9);
             fw_data <= to_signed(0, 32);
             min_pk <= to_unsigned(0, 48);
-            state <= to_unsigned(3, 3);
+            state <= to_unsigned(0, 3);
             fw_valid <= '0';
             last_pend <= '0';
             w_pk <= to_unsigned(0, 48);
@@ -536,6 +543,7 @@ begin
             w_s <= to_unsigned(0, 4);
             rvalid_r <= '0';
             stalls <= to_unsigned(0, 32);
+            clearing <= '1';
             p_last <= '0';
         else
             r1_valid <= stdl(bool(fire) and (op_r = 2) and (not bool(in_bad)));
@@ -604,10 +612,10 @@ begin
                     scan_i <= (scan_i + 1);
                 end if;
             end if;
-            if (state = 3) then
+            if bool(clr_go) then
                 if (signed(resize(clr_i, 9)) = (256 - 1)) then
                     clr_i <= to_unsigned(0, 8);
-                    state <= to_unsigned(0, 3);
+                    clearing <= '0';
                 else
                     clr_i <= (clr_i + 1);
                 end if;
@@ -625,7 +633,7 @@ begin
                 p_idx <= dump_addr_x;
                 sel_rd <= sel_src;
             end if;
-            if ((state = 4) and (dump_i = dump_n) and (not bool(inflight)) and (fcnt = 0)) then
+            if ((state = 3) and (dump_i = dump_n) and (not bool(inflight)) and (fcnt = 0)) then
                 state <= to_unsigned(0, 3);
             end if;
             if bool(inflight) then
@@ -687,7 +695,8 @@ begin
                     end if;
                     if bool(s_axil_wdata_num(1)) then
                         if (bool(idle_ok) or (state = 1)) then
-                            state <= to_unsigned(3, 3);
+                            state <= to_unsigned(0, 3);
+                            clearing <= '1';
                             clr_i <= to_unsigned(0, 8);
                             count <= to_unsigned(0, 9);
                             have <= '0';
@@ -718,7 +727,7 @@ begin
                             err <= '1';
                             err_code <= to_unsigned(3, 4);
                         else
-                            state <= to_unsigned(4, 3);
+                            state <= to_unsigned(3, 3);
                             dump_i <= to_unsigned(0, 9);
                             case op_r is
                                 when "00" =>
