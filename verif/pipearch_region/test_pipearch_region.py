@@ -690,6 +690,73 @@ async def start_while_busy_ignored(dut):
     await tb.finish()
 
 
+@sim_test(timeout_us={"default": 30, "*": 120})
+async def errors_sticky_top_length_bit(dut):
+    """Every read and write channel is given an access whose 14-bit length field has its top
+    bit set (8192 + 2, above any depth; the model refuses it): each sets err and moves no
+    data; every err then stays set over 16 idle cycles without err_clr, and one err_clr
+    pulse clears all of them at once."""
+    tb = RegionTB(dut)
+    await tb.reset()
+    bad = encode_access((1 << 13) + 2, 0)
+    chans = [("rd", r) for r in range(tb.NR)] + [("wr", j) for j in range(tb.NW)]
+    for kind, ch in chans:
+        z = np.zeros(((1 << 13) + 2, tb.L), dtype=np.int64)
+        err = tb.model.write(bad, 1, z) if kind == "wr" else tb.model.read(ch, bad, 1)
+        assert isinstance(err, str), f"model accepted {bad:#x}"
+        await tb.run([(kind, ch, bad, 1)], timeout=5)
+        await ReadOnly()
+        assert int(tb.sig(kind, ch, "err").value) == 1, f"{kind}{ch}: err not set for length 8194"
+        assert int(tb.sig(kind, ch, "busy").value) == 0, f"{kind}{ch}: busy after a refused access"
+        await RisingEdge(dut.clk)
+    for _ in range(16):
+        await RisingEdge(dut.clk)
+        await ReadOnly()
+        for kind, ch in chans:
+            assert int(tb.sig(kind, ch, "err").value) == 1, f"{kind}{ch}_err cleared without err_clr"
+    await RisingEdge(dut.clk)
+    dut.err_clr.value = 1
+    await RisingEdge(dut.clk)
+    dut.err_clr.value = 0
+    await ReadOnly()
+    for kind, ch in chans:
+        assert int(tb.sig(kind, ch, "err").value) == 0, f"{kind}{ch}: err_clr did not clear err"
+    for j in range(tb.NW):
+        assert tb.src[j].sent == 0, f"a refused write took a line on s_axis_wr{j}"
+    await RisingEdge(dut.clk)
+    await tb.finish()
+
+
+@sim_test(timeout_us={"default": 40, "*": 160})
+async def iterations_with_top_bit(dut):
+    """Every read channel: a one-line read of 32768 + 3 iterations (the top bit of the 16-bit
+    iteration count set) must still be running after 300 lines, each line the stored one with
+    tlast (one line per iteration); then a reset aborts it (a full run would be 32771 cycles)."""
+    nr = dut_params()["NR"]
+    tb = RegionTB(dut, unchecked=tuple(range(nr)))
+    D = tb.D
+    for r in range(nr):
+        await tb.reset()
+        a = encode_access(1, (5 * r + 1) % D)
+        tb.write(0, a, 1)
+        await tb.run([("wr", 0, a, 1)])
+        want = pack_lanes(tb.model.read(r, a, 1)[0], tb.W)
+        tb.got[r].clear()
+        await tb.start([("rd", r, a, (1 << 15) + 3)])
+        await wait_until(tb.clk, lambda: len(tb.got[r]) >= 300, 2000, f"rd{r}: 300 lines",
+                         expect="300 lines of a 32771-iteration read")
+        await ReadOnly()
+        assert int(tb.sig("rd", r, "busy").value) == 1, f"rd{r} finished a 32771-iteration read early"
+        bad = [k for k, (d, last) in enumerate(tb.got[r]) if int(d) != want or int(last) != 1]
+        assert not bad, f"rd{r}: lines {bad[:5]} differ from the stored line / tlast"
+        await RisingEdge(dut.clk)    # the reset at the top of the loop (or below) aborts the read
+    await tb.reset()
+    await ReadOnly()
+    assert all(int(tb.sig("rd", r, "busy").value) == 0 for r in range(nr)), "a read survived the reset"
+    await RisingEdge(dut.clk)
+    await tb.finish()
+
+
 @sim_test(timeout_us={"default": 30, "*": 120})  # measured 0.4 us on default
 async def checker_catches_corruption(dut):
     """Negative test: a corrupted expectation, an extra output and a dropped output must
