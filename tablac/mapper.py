@@ -29,6 +29,11 @@ from .schedule import Sched, Scheduler, critical_path, op_count, priorities  # n
 
 LEAF = ("input", "label", "model", "const")
 MAPPERS = ("cosmic", "mlrcs")
+# (data_map align, CosmicPolicy neighbours) candidates; the shortest schedule wins (then
+# the fewest transfers).  The neighbour choice is tried on graphs of at most SMALL_GRAPH
+# nodes only (each variant is a full scheduling pass).
+VARIANTS = ((False, False), (True, False), (False, True), (True, True))
+SMALL_GRAPH = 1000
 
 
 def sample_vector(graph) -> list:
@@ -42,12 +47,24 @@ def sample_vector(graph) -> list:
     return out
 
 
-def data_map(graph, columns: int, rows: int):
-    """(sample vector, row chunks [(row, first word, words)], {node: (pe, key)})."""
+def data_map(graph, columns: int, rows: int, align: bool = False):
+    """(sample vector, row chunks [(row, first word, words)], {node: (pe, key)}).
+
+    ``align=True`` cuts the sample into blocks of ``2**h`` dot groups (words when
+    ``G = 1``) per row, the smallest power of two that fits the rows: the DFG's reduction
+    tree pairs its terms level by level from the left (``dfg.tree``), so every row then
+    holds whole subtrees and the cross-row levels are exactly the tree bus's shape (one
+    fold, CoSMIC 5.1) instead of rows whose terms straddle a subtree boundary."""
     vec = sample_vector(graph)
     n = len(vec)
     G = getattr(graph, "dot_group", None) or 1
-    if G > 1:
+    if align:
+        nu = -(-n // G)
+        blk = 1
+        while blk * rows < nu:
+            blk *= 2
+        sizes = [blk * G] * rows
+    elif G > 1:
         # whole dot groups per row (a row's dot then needs no other row): ceil(n/G)
         # groups, as evenly as possible over the rows
         ng = -(-n // G)
@@ -74,11 +91,12 @@ def data_map(graph, columns: int, rows: int):
 class CosmicPolicy:
     name = "cosmic"
 
-    def __init__(self, data_pe, npe, model_with_data=True):
+    def __init__(self, data_pe, npe, model_with_data=True, neighbours=True):
         self.data_pe = data_pe
         self.npe = npe
         self.rr = 0
         self.model_with_data = model_with_data
+        self.neighbours = neighbours
 
     def _pe_of(self, v, S):
         if v in self.data_pe:
@@ -116,8 +134,18 @@ class CosmicPolicy:
                         return self.data_pe[a][0]
         if inter:
             # "map v to the PE in which the operand resides": of the operands' PEs, the
-            # one where v can start first (the operand that is ready later stays put)
-            return min(dict.fromkeys(inter), key=lambda q: (self._start(n, q, S), q))
+            # one where v can start first (the operand that is ready later stays put);
+            # a row neighbour of them competes too (it takes one operand off each link in
+            # the same slot: a reduction's level needs no bus word), at equal start the
+            # operand's own PE wins (fewer transfers).  Only the PE between two operand
+            # PEs: wider choices made backprop and reco slower (their reductions feed
+            # broadcasts, where the operand's PE is the better seed)
+            cand = list(dict.fromkeys(inter))
+            if self.neighbours and len(cand) == 2 and abs(cand[0] - cand[1]) == 2 \
+                    and cand[0] // S.C == cand[1] // S.C:
+                mid = (cand[0] + cand[1]) // 2
+                return min(cand + [mid], key=lambda q: (self._start(n, q, S), q == mid, q))
+            return min(cand, key=lambda q: (self._start(n, q, S), q))
         p = self.rr
         self.rr = (self.rr + 1) % self.npe
         return p
@@ -228,12 +256,26 @@ def schedule(graph, plan, fmt, mapper: str = "cosmic", *, bypass: int = 1,
     if mapper not in MAPPERS:
         raise CompileError(f"unknown mapper '{mapper}' (choose {' or '.join(MAPPERS)})", file)
     C, R = plan.columns, plan.rows_per_thread
-    vec, chunks, where = data_map(graph, C, R)
-    policy = (CosmicPolicy if mapper == "cosmic" else MlrcsPolicy)(where, C * R)
-    S = Scheduler(graph, C, R, fmt, policy, bypass=bypass, recompute=recompute, file=file)
-    S.place_leaves(where)
-    S.run(priorities(graph))
-    length = max((max(c) + 1 for c in S.code if c), default=1)
+    best = None
+    tried = []
+    small = len(graph.nodes) <= SMALL_GRAPH
+    for align, nb in VARIANTS:
+        if nb and (mapper != "cosmic" or not small):
+            continue
+        vec, chunks, where = data_map(graph, C, R, align)
+        if (chunks, nb) in tried:
+            continue
+        tried.append((chunks, nb))
+        policy = CosmicPolicy(where, C * R, neighbours=nb) if mapper == "cosmic" else \
+            MlrcsPolicy(where, C * R)
+        S = Scheduler(graph, C, R, fmt, policy, bypass=bypass, recompute=recompute, file=file)
+        S.place_leaves(where)
+        S.run(priorities(graph))
+        length = max((max(c) + 1 for c in S.code if c), default=1)
+        key = (length, sum(S.transfers.values()))
+        if best is None or key < best[0]:
+            best = (key, (vec, chunks, where), S, length)
+    _, (vec, chunks, where), S, length = best
     return Sched(columns=C, rows=R, length=length, code=S.code,
                  tree=sorted((c, op, tuple(src), tuple(sorted(dst))) for c, op, src, dst, _ in S.tree),
                  data_key=where, sample=vec, chunks=chunks, model_home=S.model_home,
