@@ -39,8 +39,32 @@ KIND = "maple_pe_chain"
 (Q_FETCH, Q_WA, Q_WB, Q_HOLD) = range(4)
 # smart-memory command engine states (its internal AXI4-Lite master)
 (C_IDLE, C_AR, C_R, C_AW, C_B) = range(5)
-# issue of the last step of a MULT_ACC_DUMP -> the walker reads PE 0's final accumulator
-WALK_DELAY = 4
+
+
+def pe_extra(W: int) -> int:
+    """Pipeline stages a PE adds to the plain RAM-read / multiply / accumulate: the store's
+    read data is registered (1); a product wider than one 18x18 DSP block is split into
+    four half-width partial products, their two non-overlapping halves and the middle sum,
+    and the final sum (2 more)."""
+    return 1 if W <= 18 else 3
+
+
+def walk_delay(W: int) -> int:
+    """Issue of the last step of a MULT_ACC_DUMP -> the drain walker reads PE 0's final
+    accumulator (cycles)."""
+    return 4 + pe_extra(W)
+
+
+@block
+def dstage(clk, rst, vi, si, ni, li, vo, so, no, lo):
+    """One stage of the drain descriptor delay line."""
+    @always_seq(clk.posedge, reset=rst)
+    def r():
+        vo.next = vi
+        so.next = si
+        no.next = ni
+        lo.next = li
+    return r
 
 
 def result_queue_depth(M: int) -> int:
@@ -154,12 +178,39 @@ def pe(clk, rst, idx, line_in, v_in, f_in, lane_in, lsa_in, gmask,
     picks = {b: sig_u(W) for b in range(M)}   # a dict, not a list: no HDL array
     a_sel = sig_s(W)
     a_r = sig_s(W)
+    a_r2 = sig_s(W)
     ls_q = sig_u(W)
-    b_s = sig_s(W)
+    b_r = sig_s(W)
     v1 = sig_b()
     f1 = sig_b()
     v2 = sig_b()
     f2 = sig_b()
+    v3 = sig_b()
+    f3 = sig_b()
+    v4 = sig_b()
+    f4 = sig_b()
+    v5 = sig_b()
+    f5 = sig_b()
+    # the W x W product in two stages: four half-width partial products (one MULT18X18D
+    # each for W <= 32), then their sum; the halves of a and b: hi signed, lo unsigned
+    H = W // 2
+    a_hi = sig_s(W - H)
+    a_lo = sig_s(H + 1)
+    b_hi = sig_s(W - H)
+    b_lo = sig_s(H + 1)
+    a_lo_u = sig_u(H)
+    b_lo_u = sig_u(H)
+    p_hh = sig_s(2 * (W - H))
+    p_hl = sig_s(W - H + H + 1)
+    p_lh = sig_s(W - H + H + 1)
+    p_ll = sig_u(2 * H)
+    p_hl_e = sig_s(W + 2)
+    p_lh_e = sig_s(W + 2)
+    mid = sig_s(W + 2)                 # a_hi b_lo + a_lo b_hi
+    mid_e = sig_s(2 * W - H)
+    mid_sh = sig_s(2 * W)
+    outer = sig_s(2 * W)               # a_hi b_hi 2^2H + a_lo b_lo: the two do not overlap
+    outer_c = sig_s(2 * W)
     prod = sig_s(2 * W)
     prod_e = sig_s(ACCW)
     we = sig_b()
@@ -177,7 +228,22 @@ def pe(clk, rst, idx, line_in, v_in, f_in, lane_in, lsa_in, gmask,
     @always_comb
     def pick():
         a_sel.next = last_pick.signed()
-        b_s.next = ls_q.signed()
+
+    @always_comb
+    def halves():
+        a_hi.next = a_r2[W:H].signed()
+        a_lo.next = concat(False, a_r2[H:]).signed()
+        b_hi.next = b_r[W:H].signed()
+        b_lo.next = concat(False, b_r[H:]).signed()
+        a_lo_u.next = a_r2[H:]
+        b_lo_u.next = b_r[H:]
+
+    @always_comb
+    def parts():
+        outer_c.next = concat(p_hh, p_ll).signed()
+        mid_sh.next = concat(mid_e, intbv(0)[H:]).signed()
+
+    ext_parts = [sext(p_hl, p_hl_e), sext(p_lh, p_lh_e), sext(mid, mid_e)] if pe_extra(W) == 3 else []
 
     store = ram_1w1r(clk, we, ls_wa, ls_wd, lsa_in, ls_q, LSD)
     ext = sext(prod, prod_e)
@@ -195,18 +261,54 @@ def pe(clk, rst, idx, line_in, v_in, f_in, lane_in, lsa_in, gmask,
         a_r.next = a_sel
         v1.next = v_in
         f1.next = f_in
+        # the store's read data is registered before the multiplier (no RAM-to-DSP path)
+        a_r2.next = a_r
+        b_r.next = ls_q.signed()
         v2.next = v1
         f2.next = f1
-        prod.next = a_r * b_s
-        if v2:
-            if f2:
+        p_hh.next = a_hi * b_hi
+        p_hl.next = a_hi * b_lo
+        p_lh.next = a_lo * b_hi
+        p_ll.next = a_lo_u * b_lo_u
+        v3.next = v2
+        f3.next = f2
+        outer.next = outer_c
+        mid.next = p_hl_e + p_lh_e
+        v4.next = v3
+        f4.next = f3
+        prod.next = outer + mid_sh
+        v5.next = v4
+        f5.next = f4
+        if v5:
+            if f5:
                 acc.next = prod_e
             else:
                 acc.next = acc + prod_e
 
+    @always_seq(clk.posedge, reset=rst)
+    def seq_n():
+        a_r.next = a_sel
+        v1.next = v_in
+        f1.next = f_in
+        # the store's read data is registered before the multiplier (no RAM-to-DSP path)
+        a_r2.next = a_r
+        b_r.next = ls_q.signed()
+        v2.next = v1
+        f2.next = f1
+        prod.next = a_r2 * b_r
+        v3.next = v2
+        f3.next = f2
+        if v3:
+            if f3:
+                acc.next = prod_e
+            else:
+                acc.next = acc + prod_e
+
+    insts = [sel, muxes, pick, store, ext]
+    insts += [halves, parts, ext_parts, seq] if pe_extra(W) == 3 else [seq_n]
     if fwd:
-        return sel, muxes, pick, store, ext, fwd_regs, seq
-    return sel, muxes, pick, store, ext, seq
+        insts.append(fwd_regs)
+    return insts
 
 
 # ------------------------------------------------------------------ ports
@@ -235,7 +337,7 @@ def build(p):
     W, F, M, LSD, IL, IDXW = p["W"], p["F"], p["M"], p["LSD"], p["ILS_LINES"], p["IDXW"]
     wd = widths(p)
     MW, LAW, LNW, IAW, ACCW, WD = wd["MW"], wd["LAW"], wd["LNW"], wd["IAW"], wd["ACCW"], wd["WD"]
-    LAT = M + 3            # last step issued -> every PE's store read and accumulate done
+    LAT = M + 3 + pe_extra(W)   # last step issued -> every PE's store read and accumulate done
     RQ = result_queue_depth(M)
     RQW = log2(RQ)
     sm_fn = _sm_block(p)
@@ -315,14 +417,14 @@ def build(p):
         d1_sma = sig_u(IDXW)
         d1_nres = sig_u(7)
         d1_last = sig_b()
-        d2_v = sig_b()
-        d2_sma = sig_u(IDXW)
-        d2_nres = sig_u(7)
-        d2_last = sig_b()
-        d3_v = sig_b()
-        d3_sma = sig_u(IDXW)
-        d3_nres = sig_u(7)
-        d3_last = sig_b()
+        # d2 .. d<WALK_DELAY-1>: one dstage each (below); the walker starts from the last
+        dl = (d1_v, d1_sma, d1_nres, d1_last)
+        dstages = []
+        for _ in range(walk_delay(W) - 2):
+            nxt = (sig_b(), sig_u(IDXW), sig_u(7), sig_b())
+            dstages.append(dstage(clk, rst, *dl, *nxt))
+            dl = nxt
+        dl_v, dl_sma, dl_nres, dl_last = dl
         # drain walker: one PE per cycle, in step with the final accumulators
         wk_act = sig_b()
         wk_sma = sig_u(IDXW)
@@ -396,7 +498,7 @@ def build(p):
         # ---- input local store: M banks -------------------------------------------------
         bank_q = {b: sig_u(W) for b in range(M)}   # dicts, not lists: no HDL arrays
         bank_we_s = {b: sig_b() for b in range(M)}
-        insts = [sm, SM.zext(r_i, r_x)]
+        insts = [sm, SM.zext(r_i, r_x), dstages]
         for b in range(M):
             insts.append(bank_we(ils_we, ils_lane, b, bank_we_s[b]))
             insts.append(ram_1w1r(clk, bank_we_s[b], ils_wl, dw, ils_rl, bank_q[b], IL))
@@ -612,14 +714,6 @@ def build(p):
             d1_sma.next = e_sma
             d1_nres.next = nres
             d1_last.next = last_r
-            d2_v.next = d1_v
-            d2_sma.next = d1_sma
-            d2_nres.next = d1_nres
-            d2_last.next = d1_last
-            d3_v.next = d2_v
-            d3_sma.next = d2_sma
-            d3_nres.next = d2_nres
-            d3_last.next = d2_last
             s2_v.next = False
             if wk_act:
                 gsum.next = gsum_n
@@ -635,13 +729,13 @@ def build(p):
                         pe_i.next = pe_i + 1
                 else:
                     pe_i.next = pe_i + 1
-            if d3_v:
+            if dl_v:
                 wk_act.next = True
                 pe_i.next = 0
                 r_i.next = 0
-                wk_sma.next = d3_sma
-                wk_nres.next = d3_nres
-                wk_last.next = d3_last
+                wk_sma.next = dl_sma
+                wk_nres.next = dl_nres
+                wk_last.next = dl_last
             if s2_v:
                 if rq_wp == RQ - 1:
                     rq_wp.next = 0
@@ -799,10 +893,10 @@ def datasheet(p):
                 f"instantiated inside) receiving every result with its index. Programmed by an "
                 f"instruction stream after the paper's mapping pseudo-assembly; the mapping tool "
                 f"and an instruction-level model are `golden.maple_mapping`, bit-exact with this core.",
-        latency=f"MULT_ACC_DUMP n: n issue cycles; PE i's accumulator is final 4 + i cycles after "
+        latency=f"MULT_ACC_DUMP n: n issue cycles; PE i's accumulator is final {4 + pe_extra(W)} + i cycles after "
                 f"the final step is issued and is read then by the drain walker (one PE per cycle, "
                 f"S accumulators summed exactly); result r (r = 0..nres-1) is rounded, saturated and "
-                f"in the {result_queue_depth(M)}-entry result queue 5 + (r+1)S cycles after the final "
+                f"in the {result_queue_depth(M)}-entry result queue {5 + pe_extra(W)} + (r+1)S cycles after the final "
                 f"step, and enters the smart memory from there once it is armed (plus its stalls). "
                 f"Smart-memory instructions poll its STATUS (2 cycles per poll) and write its "
                 f"registers (2 cycles per write) on a command engine of their own",

@@ -11,8 +11,9 @@ Three operations on one input stream ``s_axis_in`` (tdata = {index, value}):
   to find the new threshold -- the stall the paper describes.
 * min/max with index (OP=1): both extremes, one element per cycle.
 * read-modify-write store (OP=2): ``mem[index] = sat(mem[index] + value)``, one element
-  per cycle through a synchronous-read RAM with a one-entry write-forwarding register
-  (back-to-back updates of one address are exact).
+  per cycle through a synchronous-read RAM whose read data is registered before the
+  adder, with two write-forwarding registers (the last two writes: back-to-back updates
+  of one address are exact).
 
 A DUMP streams the LIST (slot order), the two extremes, or the RAM range BASE..BASE+LEN-1
 out of ``m_axis_out`` through a 4-entry FIFO fed by credit (full rate, full backpressure,
@@ -225,9 +226,16 @@ def build(p):
         r1_valid = sig_b()
         r1_addr = sig_u(AW)
         r1_val = sig_s(W)
-        fw_valid = sig_b()
+        r2_valid = sig_b()
+        r2_addr = sig_u(AW)
+        r2_val = sig_s(W)
+        ram_q = sig_s(W)                 # the RAM read data, registered (no RAM-to-adder path)
+        fw_valid = sig_b()               # the last two RAM writes (forwarded to the adder)
         fw_addr = sig_u(AW)
         fw_data = sig_s(W)
+        fw2_valid = sig_b()
+        fw2_addr = sig_u(AW)
+        fw2_data = sig_s(W)
 
         # ---- memories (each written by exactly one process, no reset) ----------------
         lst = [sig_u(WD) for _ in range(KMAX)]
@@ -336,10 +344,11 @@ def build(p):
 
         @always_comb
         def status_c():
-            busy_s.next = (not (state == S_IDLE or state == S_RUN)) or fcnt != 0 or inflight or r1_valid
-            clr_go.next = clearing and not r1_valid
+            busy_s.next = (not (state == S_IDLE or state == S_RUN)) or fcnt != 0 or inflight or r1_valid \
+                or r2_valid
+            clr_go.next = clearing and not r2_valid
             armed_s.next = state == S_RUN or state == S_SCAN
-            idle_ok.next = state == S_IDLE and fcnt == 0 and not inflight and not r1_valid
+            idle_ok.next = state == S_IDLE and fcnt == 0 and not inflight and not r1_valid and not r2_valid
             blsum.next = base_r + len_r
 
         @always_comb
@@ -421,8 +430,8 @@ def build(p):
                 ram_wa.next = clr_i
                 ram_wd.next = 0
             else:
-                ram_we.next = r1_valid
-                ram_wa.next = r1_addr
+                ram_we.next = r2_valid
+                ram_wa.next = r2_addr
                 ram_wd.next = sum_sat[W:]
 
         @always(clk.posedge)
@@ -433,15 +442,17 @@ def build(p):
 
         @always_comb
         def rmw_c():
-            rd_s.next = ram_rd.signed()
-            if fw_valid and fw_addr == r1_addr:
+            rd_s.next = ram_q
+            if fw_valid and fw_addr == r2_addr:
                 old.next = fw_data
+            elif fw2_valid and fw2_addr == r2_addr:
+                old.next = fw2_data
             else:
                 old.next = rd_s
 
         @always_comb
         def rmw_add():
-            sum_w.next = old + r1_val
+            sum_w.next = old + r2_val
 
         # ---- dump: credit-fed 4-entry FIFO ---------------------------------------------
         @always_comb
@@ -485,6 +496,10 @@ def build(p):
             r1_valid.next = fire and op_r == OP_RMW and not in_bad
             r1_addr.next = in_addr
             r1_val.next = in_v
+            r2_valid.next = r1_valid
+            r2_addr.next = r1_addr
+            r2_val.next = r1_val
+            ram_q.next = ram_rd.signed()
             if fire:
                 if op_r == OP_SEL:
                     if not_full:
@@ -546,6 +561,9 @@ def build(p):
                 fw_valid.next = True
                 fw_addr.next = ram_wa
                 fw_data.next = ram_wd.signed()
+                fw2_valid.next = fw_valid
+                fw2_addr.next = fw_addr
+                fw2_data.next = fw_data
             # dump issue and FIFO
             inflight.next = issue
             if issue:
@@ -705,7 +723,7 @@ def datasheet(p):
                 "Bit-exact with `golden.maple` (`topk`/`selection_trace`, `min_max_with_index`, "
                 "`rmw_accumulate`).",
         latency="selection/min-max: an element is decided in the cycle it is accepted; RMW: the RAM "
-                "entry is written 2 cycles after the element is accepted (forwarded, so the next "
+                "entry is written 3 cycles after the element is accepted (forwarded, so the next "
                 "element may hit the same address); DUMP: first beat 3 cycles after the AXI4-Lite "
                 "write response of the DUMP command is issued",
         throughput=f"one element per cycle for fills, discards, min/max and RMW; a replacement into "

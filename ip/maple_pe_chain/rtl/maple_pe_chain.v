@@ -81,7 +81,7 @@ wire eng_free;
 reg e_act;
 wire e_fin;
 wire chain_quiet;
-reg [2:0] quiet;
+reg [3:0] quiet;
 wire all_idle;
 wire pop;
 reg [4:0] rq_cnt;
@@ -145,14 +145,6 @@ reg [15:0] e_sma;
 reg [6:0] d1_nres;
 reg d1_last;
 reg last_r;
-reg d2_v;
-reg [15:0] d2_sma;
-reg [6:0] d2_nres;
-reg d2_last;
-reg d3_v;
-reg [15:0] d3_sma;
-reg [6:0] d3_nres;
-reg d3_last;
 reg wk_act;
 reg signed [72:0] s2_acc;
 reg [15:0] wk_sma;
@@ -160,6 +152,10 @@ wire [15:0] r_x;
 reg wk_last;
 reg [6:0] r_i;
 reg [6:0] wk_nres;
+reg dl_v;
+reg [15:0] dl_sma;
+reg [6:0] dl_nres;
+reg dl_last;
 reg [1:0] gmask;
 reg [15:0] sma;
 reg [5:0] lsa;
@@ -206,6 +202,9 @@ reg maple_smart_memory0_err;
 reg [3:0] maple_smart_memory0_err_code;
 reg [2:0] maple_smart_memory0_fcnt;
 wire maple_smart_memory0_fire;
+reg [7:0] maple_smart_memory0_fw2_addr;
+reg signed [31:0] maple_smart_memory0_fw2_data;
+reg maple_smart_memory0_fw2_valid;
 reg [7:0] maple_smart_memory0_fw_addr;
 reg signed [31:0] maple_smart_memory0_fw_data;
 reg maple_smart_memory0_fw_valid;
@@ -242,7 +241,11 @@ reg [48:0] maple_smart_memory0_push_d;
 reg [7:0] maple_smart_memory0_r1_addr;
 reg signed [31:0] maple_smart_memory0_r1_val;
 reg maple_smart_memory0_r1_valid;
+reg [7:0] maple_smart_memory0_r2_addr;
+reg signed [31:0] maple_smart_memory0_r2_val;
+reg maple_smart_memory0_r2_valid;
 wire [5:0] maple_smart_memory0_raddr;
+reg signed [31:0] maple_smart_memory0_ram_q;
 reg [7:0] maple_smart_memory0_ram_ra;
 reg [31:0] maple_smart_memory0_ram_rd;
 reg [7:0] maple_smart_memory0_ram_wa;
@@ -277,6 +280,22 @@ wire [30:0] maple_smart_memory0_sat0_fill;
 wire [1:0] maple_smart_memory0_sat0_hi;
 wire [1:0] maple_smart_memory0_sat0_hin;
 wire maple_smart_memory0_sat0_nsign;
+reg dstage0_vo;
+reg [15:0] dstage0_so;
+reg [6:0] dstage0_no;
+reg dstage0_lo;
+reg dstage1_vo;
+reg [15:0] dstage1_so;
+reg [6:0] dstage1_no;
+reg dstage1_lo;
+reg dstage2_vo;
+reg [15:0] dstage2_so;
+reg [6:0] dstage2_no;
+reg dstage2_lo;
+reg dstage3_vo;
+reg [15:0] dstage3_so;
+reg [6:0] dstage3_no;
+reg dstage3_lo;
 wire bank_we0_out;
 reg [31:0] ram_1w1r0_rd;
 wire bank_we1_out;
@@ -292,87 +311,195 @@ reg pe0_f_out;
 reg [1:0] pe0_lane_out;
 reg [5:0] pe0_lsa_out;
 reg signed [72:0] pe0_acc;
+wire signed [15:0] pe0_a_hi;
+wire signed [16:0] pe0_a_lo;
+wire [15:0] pe0_a_lo_u;
 reg signed [31:0] pe0_a_r;
+reg signed [31:0] pe0_a_r2;
 wire signed [31:0] pe0_a_sel;
-wire signed [31:0] pe0_b_s;
+wire signed [15:0] pe0_b_hi;
+wire signed [16:0] pe0_b_lo;
+wire [15:0] pe0_b_lo_u;
+reg signed [31:0] pe0_b_r;
 reg pe0_f1;
 reg pe0_f2;
+reg pe0_f3;
+reg pe0_f4;
+reg pe0_f5;
 wire [1:0] pe0_lane;
 reg [31:0] pe0_ls_q;
+reg signed [33:0] pe0_mid;
+wire signed [47:0] pe0_mid_e;
+wire signed [63:0] pe0_mid_sh;
+reg signed [63:0] pe0_outer;
+wire signed [63:0] pe0_outer_c;
+reg signed [31:0] pe0_p_hh;
+reg signed [32:0] pe0_p_hl;
+wire signed [33:0] pe0_p_hl_e;
+reg signed [32:0] pe0_p_lh;
+wire signed [33:0] pe0_p_lh_e;
+reg [31:0] pe0_p_ll;
 reg signed [63:0] pe0_prod;
 wire signed [72:0] pe0_prod_e;
 reg pe0_v1;
 reg pe0_v2;
+reg pe0_v3;
+reg pe0_v4;
+reg pe0_v5;
 wire pe0_we;
 reg [31:0] pe0_last_pick;
 reg [31:0] pe0_pick_chain0_out;
 reg [31:0] pe0_pick_chain1_out;
 reg [31:0] pe0_pick_chain2_out;
-reg [8:0] pe0_sext0_sgn;
+reg [8:0] pe0_sext3_sgn;
+reg [0:0] pe0_sext0_sgn;
+reg [0:0] pe0_sext1_sgn;
+reg [13:0] pe0_sext2_sgn;
 reg [127:0] pe1_line_out;
 reg pe1_v_out;
 reg pe1_f_out;
 reg [1:0] pe1_lane_out;
 reg [5:0] pe1_lsa_out;
 reg signed [72:0] pe1_acc;
+wire signed [15:0] pe1_a_hi;
+wire signed [16:0] pe1_a_lo;
+wire [15:0] pe1_a_lo_u;
 reg signed [31:0] pe1_a_r;
+reg signed [31:0] pe1_a_r2;
 wire signed [31:0] pe1_a_sel;
-wire signed [31:0] pe1_b_s;
+wire signed [15:0] pe1_b_hi;
+wire signed [16:0] pe1_b_lo;
+wire [15:0] pe1_b_lo_u;
+reg signed [31:0] pe1_b_r;
 reg pe1_f1;
 reg pe1_f2;
+reg pe1_f3;
+reg pe1_f4;
+reg pe1_f5;
 wire [1:0] pe1_lane;
 reg [31:0] pe1_ls_q;
+reg signed [33:0] pe1_mid;
+wire signed [47:0] pe1_mid_e;
+wire signed [63:0] pe1_mid_sh;
+reg signed [63:0] pe1_outer;
+wire signed [63:0] pe1_outer_c;
+reg signed [31:0] pe1_p_hh;
+reg signed [32:0] pe1_p_hl;
+wire signed [33:0] pe1_p_hl_e;
+reg signed [32:0] pe1_p_lh;
+wire signed [33:0] pe1_p_lh_e;
+reg [31:0] pe1_p_ll;
 reg signed [63:0] pe1_prod;
 wire signed [72:0] pe1_prod_e;
 reg pe1_v1;
 reg pe1_v2;
+reg pe1_v3;
+reg pe1_v4;
+reg pe1_v5;
 wire pe1_we;
 reg [31:0] pe1_last_pick;
 reg [31:0] pe1_pick_chain4_out;
 reg [31:0] pe1_pick_chain5_out;
 reg [31:0] pe1_pick_chain6_out;
-reg [8:0] pe1_sext1_sgn;
+reg [8:0] pe1_sext7_sgn;
+reg [0:0] pe1_sext4_sgn;
+reg [0:0] pe1_sext5_sgn;
+reg [13:0] pe1_sext6_sgn;
 reg [127:0] pe2_line_out;
 reg pe2_v_out;
 reg pe2_f_out;
 reg [1:0] pe2_lane_out;
 reg [5:0] pe2_lsa_out;
 reg signed [72:0] pe2_acc;
+wire signed [15:0] pe2_a_hi;
+wire signed [16:0] pe2_a_lo;
+wire [15:0] pe2_a_lo_u;
 reg signed [31:0] pe2_a_r;
+reg signed [31:0] pe2_a_r2;
 wire signed [31:0] pe2_a_sel;
-wire signed [31:0] pe2_b_s;
+wire signed [15:0] pe2_b_hi;
+wire signed [16:0] pe2_b_lo;
+wire [15:0] pe2_b_lo_u;
+reg signed [31:0] pe2_b_r;
 reg pe2_f1;
 reg pe2_f2;
+reg pe2_f3;
+reg pe2_f4;
+reg pe2_f5;
 wire [1:0] pe2_lane;
 reg [31:0] pe2_ls_q;
+reg signed [33:0] pe2_mid;
+wire signed [47:0] pe2_mid_e;
+wire signed [63:0] pe2_mid_sh;
+reg signed [63:0] pe2_outer;
+wire signed [63:0] pe2_outer_c;
+reg signed [31:0] pe2_p_hh;
+reg signed [32:0] pe2_p_hl;
+wire signed [33:0] pe2_p_hl_e;
+reg signed [32:0] pe2_p_lh;
+wire signed [33:0] pe2_p_lh_e;
+reg [31:0] pe2_p_ll;
 reg signed [63:0] pe2_prod;
 wire signed [72:0] pe2_prod_e;
 reg pe2_v1;
 reg pe2_v2;
+reg pe2_v3;
+reg pe2_v4;
+reg pe2_v5;
 wire pe2_we;
 reg [31:0] pe2_last_pick;
 reg [31:0] pe2_pick_chain8_out;
 reg [31:0] pe2_pick_chain9_out;
 reg [31:0] pe2_pick_chain10_out;
-reg [8:0] pe2_sext2_sgn;
+reg [8:0] pe2_sext11_sgn;
+reg [0:0] pe2_sext8_sgn;
+reg [0:0] pe2_sext9_sgn;
+reg [13:0] pe2_sext10_sgn;
 reg signed [72:0] pe3_acc;
+wire signed [15:0] pe3_a_hi;
+wire signed [16:0] pe3_a_lo;
+wire [15:0] pe3_a_lo_u;
 reg signed [31:0] pe3_a_r;
+reg signed [31:0] pe3_a_r2;
 wire signed [31:0] pe3_a_sel;
-wire signed [31:0] pe3_b_s;
+wire signed [15:0] pe3_b_hi;
+wire signed [16:0] pe3_b_lo;
+wire [15:0] pe3_b_lo_u;
+reg signed [31:0] pe3_b_r;
 reg pe3_f1;
 reg pe3_f2;
+reg pe3_f3;
+reg pe3_f4;
+reg pe3_f5;
 wire [1:0] pe3_lane;
 reg [31:0] pe3_ls_q;
+reg signed [33:0] pe3_mid;
+wire signed [47:0] pe3_mid_e;
+wire signed [63:0] pe3_mid_sh;
+reg signed [63:0] pe3_outer;
+wire signed [63:0] pe3_outer_c;
+reg signed [31:0] pe3_p_hh;
+reg signed [32:0] pe3_p_hl;
+wire signed [33:0] pe3_p_hl_e;
+reg signed [32:0] pe3_p_lh;
+wire signed [33:0] pe3_p_lh_e;
+reg [31:0] pe3_p_ll;
 reg signed [63:0] pe3_prod;
 wire signed [72:0] pe3_prod_e;
 reg pe3_v1;
 reg pe3_v2;
+reg pe3_v3;
+reg pe3_v4;
+reg pe3_v5;
 wire pe3_we;
 reg [31:0] pe3_last_pick;
 reg [31:0] pe3_pick_chain12_out;
 reg [31:0] pe3_pick_chain13_out;
 reg [31:0] pe3_pick_chain14_out;
-reg [8:0] pe3_sext3_sgn;
+reg [8:0] pe3_sext15_sgn;
+reg [0:0] pe3_sext12_sgn;
+reg [0:0] pe3_sext13_sgn;
+reg [13:0] pe3_sext14_sgn;
 reg signed [72:0] pick_chain16_out;
 reg signed [72:0] pick_chain17_out;
 reg signed [72:0] pick_chain18_out;
@@ -624,10 +751,10 @@ assign rdata = maple_smart_memory0_rdata_r;
 
 
 
-assign maple_smart_memory0_busy_s = ((!((maple_smart_memory0_state == 0) || (maple_smart_memory0_state == 1))) || (maple_smart_memory0_fcnt != 0) || maple_smart_memory0_inflight || maple_smart_memory0_r1_valid);
-assign maple_smart_memory0_clr_go = (maple_smart_memory0_clearing && (!maple_smart_memory0_r1_valid));
+assign maple_smart_memory0_busy_s = ((!((maple_smart_memory0_state == 0) || (maple_smart_memory0_state == 1))) || (maple_smart_memory0_fcnt != 0) || maple_smart_memory0_inflight || maple_smart_memory0_r1_valid || maple_smart_memory0_r2_valid);
+assign maple_smart_memory0_clr_go = (maple_smart_memory0_clearing && (!maple_smart_memory0_r2_valid));
 assign maple_smart_memory0_armed_s = ((maple_smart_memory0_state == 1) || (maple_smart_memory0_state == 2));
-assign maple_smart_memory0_idle_ok = ((maple_smart_memory0_state == 0) && (maple_smart_memory0_fcnt == 0) && (!maple_smart_memory0_inflight) && (!maple_smart_memory0_r1_valid));
+assign maple_smart_memory0_idle_ok = ((maple_smart_memory0_state == 0) && (maple_smart_memory0_fcnt == 0) && (!maple_smart_memory0_inflight) && (!maple_smart_memory0_r1_valid) && (!maple_smart_memory0_r2_valid));
 assign maple_smart_memory0_blsum = (maple_smart_memory0_base_r + maple_smart_memory0_len_r);
 
 
@@ -703,7 +830,7 @@ always @(maple_smart_memory0_scan_slot, maple_smart_memory0_b_worse, maple_smart
 end
 
 
-always @(maple_smart_memory0_clr_go, maple_smart_memory0_dump_addr, maple_smart_memory0_r1_valid, maple_smart_memory0_clr_i, maple_smart_memory0_sum_sat, maple_smart_memory0_r1_addr, maple_smart_memory0_in_addr, maple_smart_memory0_state) begin: maple_smart_memory0_ram_c
+always @(maple_smart_memory0_r2_valid, maple_smart_memory0_r2_addr, maple_smart_memory0_clr_go, maple_smart_memory0_dump_addr, maple_smart_memory0_clr_i, maple_smart_memory0_sum_sat, maple_smart_memory0_in_addr, maple_smart_memory0_state) begin: maple_smart_memory0_ram_c
     if ((maple_smart_memory0_state == 3)) begin
         maple_smart_memory0_ram_ra = maple_smart_memory0_dump_addr;
     end
@@ -716,8 +843,8 @@ always @(maple_smart_memory0_clr_go, maple_smart_memory0_dump_addr, maple_smart_
         maple_smart_memory0_ram_wd = 0;
     end
     else begin
-        maple_smart_memory0_ram_we = maple_smart_memory0_r1_valid;
-        maple_smart_memory0_ram_wa = maple_smart_memory0_r1_addr;
+        maple_smart_memory0_ram_we = maple_smart_memory0_r2_valid;
+        maple_smart_memory0_ram_wa = maple_smart_memory0_r2_addr;
         maple_smart_memory0_ram_wd = maple_smart_memory0_sum_sat[32-1:0];
     end
 end
@@ -731,10 +858,13 @@ always @(posedge clk) begin: maple_smart_memory0_rmw_ram
 end
 
 
-always @(maple_smart_memory0_ram_rd, maple_smart_memory0_fw_addr, maple_smart_memory0_r1_addr, maple_smart_memory0_fw_data, maple_smart_memory0_fw_valid, maple_smart_memory0_rd_s) begin: maple_smart_memory0_rmw_c
-    maple_smart_memory0_rd_s = $signed(maple_smart_memory0_ram_rd);
-    if ((maple_smart_memory0_fw_valid && (maple_smart_memory0_fw_addr == maple_smart_memory0_r1_addr))) begin
+always @(maple_smart_memory0_r2_addr, maple_smart_memory0_fw2_data, maple_smart_memory0_fw_addr, maple_smart_memory0_ram_q, maple_smart_memory0_fw2_valid, maple_smart_memory0_fw2_addr, maple_smart_memory0_fw_data, maple_smart_memory0_fw_valid, maple_smart_memory0_rd_s) begin: maple_smart_memory0_rmw_c
+    maple_smart_memory0_rd_s = maple_smart_memory0_ram_q;
+    if ((maple_smart_memory0_fw_valid && (maple_smart_memory0_fw_addr == maple_smart_memory0_r2_addr))) begin
         maple_smart_memory0_old = maple_smart_memory0_fw_data;
+    end
+    else if ((maple_smart_memory0_fw2_valid && (maple_smart_memory0_fw2_addr == maple_smart_memory0_r2_addr))) begin
+        maple_smart_memory0_old = maple_smart_memory0_fw2_data;
     end
     else begin
         maple_smart_memory0_old = maple_smart_memory0_rd_s;
@@ -743,7 +873,7 @@ end
 
 
 
-assign maple_smart_memory0_sum_w = (maple_smart_memory0_old + maple_smart_memory0_r1_val);
+assign maple_smart_memory0_sum_w = (maple_smart_memory0_old + maple_smart_memory0_r2_val);
 
 
 always @(maple_smart_memory0_fcnt, maple_smart_memory0_dump_n, maple_smart_memory0_max_pk, maple_smart_memory0_dump_slot, maple_smart_memory0_lst[0], maple_smart_memory0_lst[1], maple_smart_memory0_lst[2], maple_smart_memory0_lst[3], maple_smart_memory0_lst[4], maple_smart_memory0_lst[5], maple_smart_memory0_lst[6], maple_smart_memory0_lst[7], maple_smart_memory0_lst[8], maple_smart_memory0_lst[9], maple_smart_memory0_lst[10], maple_smart_memory0_lst[11], maple_smart_memory0_lst[12], maple_smart_memory0_lst[13], maple_smart_memory0_lst[14], maple_smart_memory0_lst[15], m_axis_out_tready, maple_smart_memory0_dump_i, maple_smart_memory0_op_r, maple_smart_memory0_clearing, maple_smart_memory0_min_pk, maple_smart_memory0_state, maple_smart_memory0_inflight) begin: maple_smart_memory0_dump_c
@@ -790,11 +920,14 @@ assign m_axis_out_tvalid = (maple_smart_memory0_fcnt != 0);
 
 always @(posedge clk) begin: maple_smart_memory0_main
     if (rst == 1) begin
+        maple_smart_memory0_r2_valid <= 0;
         maple_smart_memory0_r1_val <= 0;
         maple_smart_memory0_p_idx <= 0;
         maple_smart_memory0_dump_addr <= 0;
         maple_smart_memory0_ins <= 0;
+        maple_smart_memory0_r2_val <= 0;
         maple_smart_memory0_scan_i <= 0;
+        maple_smart_memory0_w_s <= 0;
         maple_smart_memory0_rp <= 0;
         maple_smart_memory0_err <= 0;
         maple_smart_memory0_clr_i <= 0;
@@ -803,30 +936,34 @@ always @(posedge clk) begin: maple_smart_memory0_main
         maple_smart_memory0_inflight <= 0;
         maple_smart_memory0_err_code <= 0;
         maple_smart_memory0_len_r <= 256;
+        maple_smart_memory0_r2_addr <= 0;
         maple_smart_memory0_fw_addr <= 0;
         maple_smart_memory0_count <= 0;
         maple_smart_memory0_dump_n <= 0;
+        maple_smart_memory0_fw2_addr <= 0;
         maple_smart_memory0_fw_data <= 0;
         maple_smart_memory0_min_pk <= 0;
         maple_smart_memory0_state <= 0;
         maple_smart_memory0_fw_valid <= 0;
+        maple_smart_memory0_fw2_data <= 0;
         maple_smart_memory0_last_pend <= 0;
+        maple_smart_memory0_ram_q <= 0;
         maple_smart_memory0_w_pk <= 0;
         maple_smart_memory0_max_pk <= 0;
         maple_smart_memory0_wp <= 0;
         maple_smart_memory0_dump_i <= 0;
         maple_smart_memory0_cmp_r <= 1;
         maple_smart_memory0_op_r <= 0;
-        maple_smart_memory0_thr_s <= 0;
         maple_smart_memory0_k_r <= 16;
         maple_smart_memory0_rdata_r <= 0;
         maple_smart_memory0_fcnt <= 0;
         maple_smart_memory0_thr_pk <= 0;
         maple_smart_memory0_bvalid_r <= 0;
+        maple_smart_memory0_fw2_valid <= 0;
         maple_smart_memory0_r1_valid <= 0;
         maple_smart_memory0_sel_rd <= 0;
         maple_smart_memory0_r1_addr <= 0;
-        maple_smart_memory0_w_s <= 0;
+        maple_smart_memory0_thr_s <= 0;
         maple_smart_memory0_rvalid_r <= 0;
         maple_smart_memory0_stalls <= 0;
         maple_smart_memory0_clearing <= 1;
@@ -836,6 +973,10 @@ always @(posedge clk) begin: maple_smart_memory0_main
         maple_smart_memory0_r1_valid <= (maple_smart_memory0_fire && (maple_smart_memory0_op_r == 2) && (!maple_smart_memory0_in_bad));
         maple_smart_memory0_r1_addr <= maple_smart_memory0_in_addr;
         maple_smart_memory0_r1_val <= maple_smart_memory0_in_v;
+        maple_smart_memory0_r2_valid <= maple_smart_memory0_r1_valid;
+        maple_smart_memory0_r2_addr <= maple_smart_memory0_r1_addr;
+        maple_smart_memory0_r2_val <= maple_smart_memory0_r1_val;
+        maple_smart_memory0_ram_q <= $signed(maple_smart_memory0_ram_rd);
         if (maple_smart_memory0_fire) begin
             case (maple_smart_memory0_op_r)
                 'h0: begin
@@ -921,6 +1062,9 @@ always @(posedge clk) begin: maple_smart_memory0_main
             maple_smart_memory0_fw_valid <= 1'b1;
             maple_smart_memory0_fw_addr <= maple_smart_memory0_ram_wa;
             maple_smart_memory0_fw_data <= $signed(maple_smart_memory0_ram_wd);
+            maple_smart_memory0_fw2_valid <= maple_smart_memory0_fw_valid;
+            maple_smart_memory0_fw2_addr <= maple_smart_memory0_fw_addr;
+            maple_smart_memory0_fw2_data <= maple_smart_memory0_fw_data;
         end
         maple_smart_memory0_inflight <= maple_smart_memory0_issue;
         if (maple_smart_memory0_issue) begin
@@ -1128,6 +1272,86 @@ end
 assign r_x = {9'h0, r_i};
 
 
+always @(posedge clk) begin: dstage0_r
+    if (rst == 1) begin
+        dstage0_vo <= 0;
+        dstage0_so <= 0;
+        dstage0_lo <= 0;
+        dstage0_no <= 0;
+    end
+    else begin
+        dstage0_vo <= d1_v;
+        dstage0_so <= d1_sma;
+        dstage0_no <= d1_nres;
+        dstage0_lo <= d1_last;
+    end
+end
+
+
+always @(posedge clk) begin: dstage1_r
+    if (rst == 1) begin
+        dstage1_vo <= 0;
+        dstage1_so <= 0;
+        dstage1_lo <= 0;
+        dstage1_no <= 0;
+    end
+    else begin
+        dstage1_vo <= dstage0_vo;
+        dstage1_so <= dstage0_so;
+        dstage1_no <= dstage0_no;
+        dstage1_lo <= dstage0_lo;
+    end
+end
+
+
+always @(posedge clk) begin: dstage2_r
+    if (rst == 1) begin
+        dstage2_vo <= 0;
+        dstage2_so <= 0;
+        dstage2_lo <= 0;
+        dstage2_no <= 0;
+    end
+    else begin
+        dstage2_vo <= dstage1_vo;
+        dstage2_so <= dstage1_so;
+        dstage2_no <= dstage1_no;
+        dstage2_lo <= dstage1_lo;
+    end
+end
+
+
+always @(posedge clk) begin: dstage3_r
+    if (rst == 1) begin
+        dstage3_vo <= 0;
+        dstage3_so <= 0;
+        dstage3_lo <= 0;
+        dstage3_no <= 0;
+    end
+    else begin
+        dstage3_vo <= dstage2_vo;
+        dstage3_so <= dstage2_so;
+        dstage3_no <= dstage2_no;
+        dstage3_lo <= dstage2_lo;
+    end
+end
+
+
+always @(posedge clk) begin: dstage4_r
+    if (rst == 1) begin
+        dl_v <= 0;
+        dl_sma <= 0;
+        dl_last <= 0;
+        dl_nres <= 0;
+    end
+    else begin
+        dl_v <= dstage3_vo;
+        dl_sma <= dstage3_so;
+        dl_nres <= dstage3_no;
+        dl_last <= dstage3_lo;
+    end
+end
+
+
 
 assign bank_we0_out = (ils_we && (ils_lane == 0));
 
@@ -1223,7 +1447,6 @@ end
 
 
 assign pe0_a_sel = $signed(pe0_last_pick);
-assign pe0_b_s = $signed(pe0_ls_q);
 
 
 always @(posedge clk) begin: pe0_ram_1w1r4_ram
@@ -1234,9 +1457,37 @@ always @(posedge clk) begin: pe0_ram_1w1r4_ram
 end
 
 
-always @(pe0_prod) begin: pe0_sext0_fill
+always @(pe0_prod) begin: pe0_sext3_fill
     if (pe0_prod[(64 - 1)]) begin
-        pe0_sext0_sgn = 511;
+        pe0_sext3_sgn = 511;
+    end
+    else begin
+        pe0_sext3_sgn = 0;
+    end
+end
+
+
+
+assign pe0_prod_e = $signed({pe0_sext3_sgn, pe0_prod});
+
+
+
+assign pe0_a_hi = $signed(pe0_a_r2[32-1:16]);
+assign pe0_a_lo = $signed({1'b0, pe0_a_r2[16-1:0]});
+assign pe0_b_hi = $signed(pe0_b_r[32-1:16]);
+assign pe0_b_lo = $signed({1'b0, pe0_b_r[16-1:0]});
+assign pe0_a_lo_u = pe0_a_r2[16-1:0];
+assign pe0_b_lo_u = pe0_b_r[16-1:0];
+
+
+
+assign pe0_outer_c = $signed({pe0_p_hh, pe0_p_ll});
+assign pe0_mid_sh = $signed({pe0_mid_e, 16'h0});
+
+
+always @(pe0_p_hl) begin: pe0_sext0_fill
+    if (pe0_p_hl[(33 - 1)]) begin
+        pe0_sext0_sgn = 1;
     end
     else begin
         pe0_sext0_sgn = 0;
@@ -1245,7 +1496,92 @@ end
 
 
 
-assign pe0_prod_e = $signed({pe0_sext0_sgn, pe0_prod});
+assign pe0_p_hl_e = $signed({pe0_sext0_sgn, pe0_p_hl});
+
+
+always @(pe0_p_lh) begin: pe0_sext1_fill
+    if (pe0_p_lh[(33 - 1)]) begin
+        pe0_sext1_sgn = 1;
+    end
+    else begin
+        pe0_sext1_sgn = 0;
+    end
+end
+
+
+
+assign pe0_p_lh_e = $signed({pe0_sext1_sgn, pe0_p_lh});
+
+
+always @(pe0_mid) begin: pe0_sext2_fill
+    if (pe0_mid[(34 - 1)]) begin
+        pe0_sext2_sgn = 16383;
+    end
+    else begin
+        pe0_sext2_sgn = 0;
+    end
+end
+
+
+
+assign pe0_mid_e = $signed({pe0_sext2_sgn, pe0_mid});
+
+
+always @(posedge clk) begin: pe0_seq
+    if (rst == 1) begin
+        pe0_prod <= 0;
+        pe0_v3 <= 0;
+        pe0_p_ll <= 0;
+        pe0_b_r <= 0;
+        pe0_a_r2 <= 0;
+        pe0_a_r <= 0;
+        pe0_f1 <= 0;
+        pe0_outer <= 0;
+        pe0_v1 <= 0;
+        pe0_acc <= 0;
+        pe0_p_hl <= 0;
+        pe0_mid <= 0;
+        pe0_f5 <= 0;
+        pe0_v2 <= 0;
+        pe0_v4 <= 0;
+        pe0_f2 <= 0;
+        pe0_p_hh <= 0;
+        pe0_f4 <= 0;
+        pe0_f3 <= 0;
+        pe0_p_lh <= 0;
+        pe0_v5 <= 0;
+    end
+    else begin
+        pe0_a_r <= pe0_a_sel;
+        pe0_v1 <= v0;
+        pe0_f1 <= f0;
+        pe0_a_r2 <= pe0_a_r;
+        pe0_b_r <= $signed(pe0_ls_q);
+        pe0_v2 <= pe0_v1;
+        pe0_f2 <= pe0_f1;
+        pe0_p_hh <= (pe0_a_hi * pe0_b_hi);
+        pe0_p_hl <= (pe0_a_hi * pe0_b_lo);
+        pe0_p_lh <= (pe0_a_lo * pe0_b_hi);
+        pe0_p_ll <= (pe0_a_lo_u * pe0_b_lo_u);
+        pe0_v3 <= pe0_v2;
+        pe0_f3 <= pe0_f2;
+        pe0_outer <= pe0_outer_c;
+        pe0_mid <= (pe0_p_hl_e + pe0_p_lh_e);
+        pe0_v4 <= pe0_v3;
+        pe0_f4 <= pe0_f3;
+        pe0_prod <= (pe0_outer + pe0_mid_sh);
+        pe0_v5 <= pe0_v4;
+        pe0_f5 <= pe0_f4;
+        if (pe0_v5) begin
+            if (pe0_f5) begin
+                pe0_acc <= pe0_prod_e;
+            end
+            else begin
+                pe0_acc <= (pe0_acc + pe0_prod_e);
+            end
+        end
+    end
+end
 
 
 always @(posedge clk) begin: pe0_fwd_regs
@@ -1262,35 +1598,6 @@ always @(posedge clk) begin: pe0_fwd_regs
         pe0_f_out <= f0;
         pe0_lane_out <= lane0;
         pe0_lsa_out <= lsa0;
-    end
-end
-
-
-always @(posedge clk) begin: pe0_seq
-    if (rst == 1) begin
-        pe0_f2 <= 0;
-        pe0_prod <= 0;
-        pe0_a_r <= 0;
-        pe0_f1 <= 0;
-        pe0_v2 <= 0;
-        pe0_v1 <= 0;
-        pe0_acc <= 0;
-    end
-    else begin
-        pe0_a_r <= pe0_a_sel;
-        pe0_v1 <= v0;
-        pe0_f1 <= f0;
-        pe0_v2 <= pe0_v1;
-        pe0_f2 <= pe0_f1;
-        pe0_prod <= (pe0_a_r * pe0_b_s);
-        if (pe0_v2) begin
-            if (pe0_f2) begin
-                pe0_acc <= pe0_prod_e;
-            end
-            else begin
-                pe0_acc <= (pe0_acc + pe0_prod_e);
-            end
-        end
     end
 end
 
@@ -1342,7 +1649,6 @@ end
 
 
 assign pe1_a_sel = $signed(pe1_last_pick);
-assign pe1_b_s = $signed(pe1_ls_q);
 
 
 always @(posedge clk) begin: pe1_ram_1w1r5_ram
@@ -1353,18 +1659,131 @@ always @(posedge clk) begin: pe1_ram_1w1r5_ram
 end
 
 
-always @(pe1_prod) begin: pe1_sext1_fill
+always @(pe1_prod) begin: pe1_sext7_fill
     if (pe1_prod[(64 - 1)]) begin
-        pe1_sext1_sgn = 511;
+        pe1_sext7_sgn = 511;
     end
     else begin
-        pe1_sext1_sgn = 0;
+        pe1_sext7_sgn = 0;
     end
 end
 
 
 
-assign pe1_prod_e = $signed({pe1_sext1_sgn, pe1_prod});
+assign pe1_prod_e = $signed({pe1_sext7_sgn, pe1_prod});
+
+
+
+assign pe1_a_hi = $signed(pe1_a_r2[32-1:16]);
+assign pe1_a_lo = $signed({1'b0, pe1_a_r2[16-1:0]});
+assign pe1_b_hi = $signed(pe1_b_r[32-1:16]);
+assign pe1_b_lo = $signed({1'b0, pe1_b_r[16-1:0]});
+assign pe1_a_lo_u = pe1_a_r2[16-1:0];
+assign pe1_b_lo_u = pe1_b_r[16-1:0];
+
+
+
+assign pe1_outer_c = $signed({pe1_p_hh, pe1_p_ll});
+assign pe1_mid_sh = $signed({pe1_mid_e, 16'h0});
+
+
+always @(pe1_p_hl) begin: pe1_sext4_fill
+    if (pe1_p_hl[(33 - 1)]) begin
+        pe1_sext4_sgn = 1;
+    end
+    else begin
+        pe1_sext4_sgn = 0;
+    end
+end
+
+
+
+assign pe1_p_hl_e = $signed({pe1_sext4_sgn, pe1_p_hl});
+
+
+always @(pe1_p_lh) begin: pe1_sext5_fill
+    if (pe1_p_lh[(33 - 1)]) begin
+        pe1_sext5_sgn = 1;
+    end
+    else begin
+        pe1_sext5_sgn = 0;
+    end
+end
+
+
+
+assign pe1_p_lh_e = $signed({pe1_sext5_sgn, pe1_p_lh});
+
+
+always @(pe1_mid) begin: pe1_sext6_fill
+    if (pe1_mid[(34 - 1)]) begin
+        pe1_sext6_sgn = 16383;
+    end
+    else begin
+        pe1_sext6_sgn = 0;
+    end
+end
+
+
+
+assign pe1_mid_e = $signed({pe1_sext6_sgn, pe1_mid});
+
+
+always @(posedge clk) begin: pe1_seq
+    if (rst == 1) begin
+        pe1_prod <= 0;
+        pe1_v3 <= 0;
+        pe1_p_ll <= 0;
+        pe1_b_r <= 0;
+        pe1_a_r2 <= 0;
+        pe1_a_r <= 0;
+        pe1_f1 <= 0;
+        pe1_outer <= 0;
+        pe1_v1 <= 0;
+        pe1_acc <= 0;
+        pe1_p_hl <= 0;
+        pe1_mid <= 0;
+        pe1_f5 <= 0;
+        pe1_v2 <= 0;
+        pe1_v4 <= 0;
+        pe1_f2 <= 0;
+        pe1_p_hh <= 0;
+        pe1_f4 <= 0;
+        pe1_f3 <= 0;
+        pe1_p_lh <= 0;
+        pe1_v5 <= 0;
+    end
+    else begin
+        pe1_a_r <= pe1_a_sel;
+        pe1_v1 <= pe0_v_out;
+        pe1_f1 <= pe0_f_out;
+        pe1_a_r2 <= pe1_a_r;
+        pe1_b_r <= $signed(pe1_ls_q);
+        pe1_v2 <= pe1_v1;
+        pe1_f2 <= pe1_f1;
+        pe1_p_hh <= (pe1_a_hi * pe1_b_hi);
+        pe1_p_hl <= (pe1_a_hi * pe1_b_lo);
+        pe1_p_lh <= (pe1_a_lo * pe1_b_hi);
+        pe1_p_ll <= (pe1_a_lo_u * pe1_b_lo_u);
+        pe1_v3 <= pe1_v2;
+        pe1_f3 <= pe1_f2;
+        pe1_outer <= pe1_outer_c;
+        pe1_mid <= (pe1_p_hl_e + pe1_p_lh_e);
+        pe1_v4 <= pe1_v3;
+        pe1_f4 <= pe1_f3;
+        pe1_prod <= (pe1_outer + pe1_mid_sh);
+        pe1_v5 <= pe1_v4;
+        pe1_f5 <= pe1_f4;
+        if (pe1_v5) begin
+            if (pe1_f5) begin
+                pe1_acc <= pe1_prod_e;
+            end
+            else begin
+                pe1_acc <= (pe1_acc + pe1_prod_e);
+            end
+        end
+    end
+end
 
 
 always @(posedge clk) begin: pe1_fwd_regs
@@ -1381,35 +1800,6 @@ always @(posedge clk) begin: pe1_fwd_regs
         pe1_f_out <= pe0_f_out;
         pe1_lane_out <= pe0_lane_out;
         pe1_lsa_out <= pe0_lsa_out;
-    end
-end
-
-
-always @(posedge clk) begin: pe1_seq
-    if (rst == 1) begin
-        pe1_f2 <= 0;
-        pe1_prod <= 0;
-        pe1_a_r <= 0;
-        pe1_f1 <= 0;
-        pe1_v2 <= 0;
-        pe1_v1 <= 0;
-        pe1_acc <= 0;
-    end
-    else begin
-        pe1_a_r <= pe1_a_sel;
-        pe1_v1 <= pe0_v_out;
-        pe1_f1 <= pe0_f_out;
-        pe1_v2 <= pe1_v1;
-        pe1_f2 <= pe1_f1;
-        pe1_prod <= (pe1_a_r * pe1_b_s);
-        if (pe1_v2) begin
-            if (pe1_f2) begin
-                pe1_acc <= pe1_prod_e;
-            end
-            else begin
-                pe1_acc <= (pe1_acc + pe1_prod_e);
-            end
-        end
     end
 end
 
@@ -1461,7 +1851,6 @@ end
 
 
 assign pe2_a_sel = $signed(pe2_last_pick);
-assign pe2_b_s = $signed(pe2_ls_q);
 
 
 always @(posedge clk) begin: pe2_ram_1w1r6_ram
@@ -1472,18 +1861,131 @@ always @(posedge clk) begin: pe2_ram_1w1r6_ram
 end
 
 
-always @(pe2_prod) begin: pe2_sext2_fill
+always @(pe2_prod) begin: pe2_sext11_fill
     if (pe2_prod[(64 - 1)]) begin
-        pe2_sext2_sgn = 511;
+        pe2_sext11_sgn = 511;
     end
     else begin
-        pe2_sext2_sgn = 0;
+        pe2_sext11_sgn = 0;
     end
 end
 
 
 
-assign pe2_prod_e = $signed({pe2_sext2_sgn, pe2_prod});
+assign pe2_prod_e = $signed({pe2_sext11_sgn, pe2_prod});
+
+
+
+assign pe2_a_hi = $signed(pe2_a_r2[32-1:16]);
+assign pe2_a_lo = $signed({1'b0, pe2_a_r2[16-1:0]});
+assign pe2_b_hi = $signed(pe2_b_r[32-1:16]);
+assign pe2_b_lo = $signed({1'b0, pe2_b_r[16-1:0]});
+assign pe2_a_lo_u = pe2_a_r2[16-1:0];
+assign pe2_b_lo_u = pe2_b_r[16-1:0];
+
+
+
+assign pe2_outer_c = $signed({pe2_p_hh, pe2_p_ll});
+assign pe2_mid_sh = $signed({pe2_mid_e, 16'h0});
+
+
+always @(pe2_p_hl) begin: pe2_sext8_fill
+    if (pe2_p_hl[(33 - 1)]) begin
+        pe2_sext8_sgn = 1;
+    end
+    else begin
+        pe2_sext8_sgn = 0;
+    end
+end
+
+
+
+assign pe2_p_hl_e = $signed({pe2_sext8_sgn, pe2_p_hl});
+
+
+always @(pe2_p_lh) begin: pe2_sext9_fill
+    if (pe2_p_lh[(33 - 1)]) begin
+        pe2_sext9_sgn = 1;
+    end
+    else begin
+        pe2_sext9_sgn = 0;
+    end
+end
+
+
+
+assign pe2_p_lh_e = $signed({pe2_sext9_sgn, pe2_p_lh});
+
+
+always @(pe2_mid) begin: pe2_sext10_fill
+    if (pe2_mid[(34 - 1)]) begin
+        pe2_sext10_sgn = 16383;
+    end
+    else begin
+        pe2_sext10_sgn = 0;
+    end
+end
+
+
+
+assign pe2_mid_e = $signed({pe2_sext10_sgn, pe2_mid});
+
+
+always @(posedge clk) begin: pe2_seq
+    if (rst == 1) begin
+        pe2_prod <= 0;
+        pe2_v3 <= 0;
+        pe2_p_ll <= 0;
+        pe2_b_r <= 0;
+        pe2_a_r2 <= 0;
+        pe2_a_r <= 0;
+        pe2_f1 <= 0;
+        pe2_outer <= 0;
+        pe2_v1 <= 0;
+        pe2_acc <= 0;
+        pe2_p_hl <= 0;
+        pe2_mid <= 0;
+        pe2_f5 <= 0;
+        pe2_v2 <= 0;
+        pe2_v4 <= 0;
+        pe2_f2 <= 0;
+        pe2_p_hh <= 0;
+        pe2_f4 <= 0;
+        pe2_f3 <= 0;
+        pe2_p_lh <= 0;
+        pe2_v5 <= 0;
+    end
+    else begin
+        pe2_a_r <= pe2_a_sel;
+        pe2_v1 <= pe1_v_out;
+        pe2_f1 <= pe1_f_out;
+        pe2_a_r2 <= pe2_a_r;
+        pe2_b_r <= $signed(pe2_ls_q);
+        pe2_v2 <= pe2_v1;
+        pe2_f2 <= pe2_f1;
+        pe2_p_hh <= (pe2_a_hi * pe2_b_hi);
+        pe2_p_hl <= (pe2_a_hi * pe2_b_lo);
+        pe2_p_lh <= (pe2_a_lo * pe2_b_hi);
+        pe2_p_ll <= (pe2_a_lo_u * pe2_b_lo_u);
+        pe2_v3 <= pe2_v2;
+        pe2_f3 <= pe2_f2;
+        pe2_outer <= pe2_outer_c;
+        pe2_mid <= (pe2_p_hl_e + pe2_p_lh_e);
+        pe2_v4 <= pe2_v3;
+        pe2_f4 <= pe2_f3;
+        pe2_prod <= (pe2_outer + pe2_mid_sh);
+        pe2_v5 <= pe2_v4;
+        pe2_f5 <= pe2_f4;
+        if (pe2_v5) begin
+            if (pe2_f5) begin
+                pe2_acc <= pe2_prod_e;
+            end
+            else begin
+                pe2_acc <= (pe2_acc + pe2_prod_e);
+            end
+        end
+    end
+end
 
 
 always @(posedge clk) begin: pe2_fwd_regs
@@ -1500,35 +2002,6 @@ always @(posedge clk) begin: pe2_fwd_regs
         pe2_f_out <= pe1_f_out;
         pe2_lane_out <= pe1_lane_out;
         pe2_lsa_out <= pe1_lsa_out;
-    end
-end
-
-
-always @(posedge clk) begin: pe2_seq
-    if (rst == 1) begin
-        pe2_f2 <= 0;
-        pe2_prod <= 0;
-        pe2_a_r <= 0;
-        pe2_f1 <= 0;
-        pe2_v2 <= 0;
-        pe2_v1 <= 0;
-        pe2_acc <= 0;
-    end
-    else begin
-        pe2_a_r <= pe2_a_sel;
-        pe2_v1 <= pe1_v_out;
-        pe2_f1 <= pe1_f_out;
-        pe2_v2 <= pe2_v1;
-        pe2_f2 <= pe2_f1;
-        pe2_prod <= (pe2_a_r * pe2_b_s);
-        if (pe2_v2) begin
-            if (pe2_f2) begin
-                pe2_acc <= pe2_prod_e;
-            end
-            else begin
-                pe2_acc <= (pe2_acc + pe2_prod_e);
-            end
-        end
     end
 end
 
@@ -1580,7 +2053,6 @@ end
 
 
 assign pe3_a_sel = $signed(pe3_last_pick);
-assign pe3_b_s = $signed(pe3_ls_q);
 
 
 always @(posedge clk) begin: pe3_ram_1w1r7_ram
@@ -1591,39 +2063,123 @@ always @(posedge clk) begin: pe3_ram_1w1r7_ram
 end
 
 
-always @(pe3_prod) begin: pe3_sext3_fill
+always @(pe3_prod) begin: pe3_sext15_fill
     if (pe3_prod[(64 - 1)]) begin
-        pe3_sext3_sgn = 511;
+        pe3_sext15_sgn = 511;
     end
     else begin
-        pe3_sext3_sgn = 0;
+        pe3_sext15_sgn = 0;
     end
 end
 
 
 
-assign pe3_prod_e = $signed({pe3_sext3_sgn, pe3_prod});
+assign pe3_prod_e = $signed({pe3_sext15_sgn, pe3_prod});
+
+
+
+assign pe3_a_hi = $signed(pe3_a_r2[32-1:16]);
+assign pe3_a_lo = $signed({1'b0, pe3_a_r2[16-1:0]});
+assign pe3_b_hi = $signed(pe3_b_r[32-1:16]);
+assign pe3_b_lo = $signed({1'b0, pe3_b_r[16-1:0]});
+assign pe3_a_lo_u = pe3_a_r2[16-1:0];
+assign pe3_b_lo_u = pe3_b_r[16-1:0];
+
+
+
+assign pe3_outer_c = $signed({pe3_p_hh, pe3_p_ll});
+assign pe3_mid_sh = $signed({pe3_mid_e, 16'h0});
+
+
+always @(pe3_p_hl) begin: pe3_sext12_fill
+    if (pe3_p_hl[(33 - 1)]) begin
+        pe3_sext12_sgn = 1;
+    end
+    else begin
+        pe3_sext12_sgn = 0;
+    end
+end
+
+
+
+assign pe3_p_hl_e = $signed({pe3_sext12_sgn, pe3_p_hl});
+
+
+always @(pe3_p_lh) begin: pe3_sext13_fill
+    if (pe3_p_lh[(33 - 1)]) begin
+        pe3_sext13_sgn = 1;
+    end
+    else begin
+        pe3_sext13_sgn = 0;
+    end
+end
+
+
+
+assign pe3_p_lh_e = $signed({pe3_sext13_sgn, pe3_p_lh});
+
+
+always @(pe3_mid) begin: pe3_sext14_fill
+    if (pe3_mid[(34 - 1)]) begin
+        pe3_sext14_sgn = 16383;
+    end
+    else begin
+        pe3_sext14_sgn = 0;
+    end
+end
+
+
+
+assign pe3_mid_e = $signed({pe3_sext14_sgn, pe3_mid});
 
 
 always @(posedge clk) begin: pe3_seq
     if (rst == 1) begin
-        pe3_f2 <= 0;
         pe3_prod <= 0;
+        pe3_v3 <= 0;
+        pe3_p_ll <= 0;
+        pe3_b_r <= 0;
+        pe3_a_r2 <= 0;
         pe3_a_r <= 0;
         pe3_f1 <= 0;
-        pe3_v2 <= 0;
+        pe3_outer <= 0;
         pe3_v1 <= 0;
         pe3_acc <= 0;
+        pe3_p_hl <= 0;
+        pe3_mid <= 0;
+        pe3_f5 <= 0;
+        pe3_v2 <= 0;
+        pe3_v4 <= 0;
+        pe3_f2 <= 0;
+        pe3_p_hh <= 0;
+        pe3_f4 <= 0;
+        pe3_f3 <= 0;
+        pe3_p_lh <= 0;
+        pe3_v5 <= 0;
     end
     else begin
         pe3_a_r <= pe3_a_sel;
         pe3_v1 <= pe2_v_out;
         pe3_f1 <= pe2_f_out;
+        pe3_a_r2 <= pe3_a_r;
+        pe3_b_r <= $signed(pe3_ls_q);
         pe3_v2 <= pe3_v1;
         pe3_f2 <= pe3_f1;
-        pe3_prod <= (pe3_a_r * pe3_b_s);
-        if (pe3_v2) begin
-            if (pe3_f2) begin
+        pe3_p_hh <= (pe3_a_hi * pe3_b_hi);
+        pe3_p_hl <= (pe3_a_hi * pe3_b_lo);
+        pe3_p_lh <= (pe3_a_lo * pe3_b_hi);
+        pe3_p_ll <= (pe3_a_lo_u * pe3_b_lo_u);
+        pe3_v3 <= pe3_v2;
+        pe3_f3 <= pe3_f2;
+        pe3_outer <= pe3_outer_c;
+        pe3_mid <= (pe3_p_hl_e + pe3_p_lh_e);
+        pe3_v4 <= pe3_v3;
+        pe3_f4 <= pe3_f3;
+        pe3_prod <= (pe3_outer + pe3_mid_sh);
+        pe3_v5 <= pe3_v4;
+        pe3_f5 <= pe3_f4;
+        if (pe3_v5) begin
+            if (pe3_f5) begin
                 pe3_acc <= pe3_prod_e;
             end
             else begin
@@ -1735,8 +2291,8 @@ assign c_la = xw[6-1:0];
 assign e_last = ($signed({1'b0, j}) == ($signed({1'b0, nsteps}) - 1));
 assign res_plus = (reserved + nres);
 assign eng_free = ((!e_act) || e_fin);
-assign chain_quiet = ((!e_act) && (quiet == 7));
-assign all_idle = ((!e_act) && (quiet == 7) && (reserved == 0));
+assign chain_quiet = ((!e_act) && (quiet == 10));
+assign all_idle = ((!e_act) && (quiet == 10) && (reserved == 0));
 assign pop = ((rq_cnt != 0) && sm_tready);
 assign cmd_done = ((cs == 0) || ((cs == 4) && bvalid && aw_last));
 assign cmd_free = ((!cq_v) || (cs == 0) || ((cs == 4) && bvalid && aw_last));
@@ -1956,18 +2512,14 @@ assign sm_tvalid = (rq_cnt != 0);
 always @(posedge clk) begin: main
     if (rst == 1) begin
         awvalid <= 0;
-        d2_nres <= 0;
+        lptr <= 0;
         sp <= 4;
-        d2_last <= 0;
-        d3_sma <= 0;
         rall <= 4;
         lsa0 <= 0;
         rq_cnt <= 0;
-        lptr <= 0;
         r_i <= 0;
-        d3_v <= 0;
-        quiet <= 7;
         wk_nres <= 0;
+        quiet <= 10;
         gsum <= 0;
         reserved <= 0;
         ir <= 0;
@@ -1977,13 +2529,11 @@ always @(posedge clk) begin: main
         f0 <= 0;
         d1_v <= 0;
         d1_sma <= 0;
-        d2_v <= 0;
-        d3_last <= 0;
         wk_act <= 0;
         rq_rp <= 0;
         smask <= 0;
-        wk_last <= 0;
         arvalid <= 0;
+        wk_last <= 0;
         pe_i <= 0;
         last_r <= 0;
         ila <= 0;
@@ -2009,9 +2559,7 @@ always @(posedge clk) begin: main
         wstep <= 0;
         s2_last <= 0;
         e_act <= 0;
-        d3_nres <= 0;
         lpe <= 0;
-        d2_sma <= 0;
         rq_wp <= 0;
         sma <= 0;
         v0 <= 0;
@@ -2036,7 +2584,7 @@ always @(posedge clk) begin: main
             j <= (j + 1);
             quiet <= 0;
         end
-        else if ((quiet != 7)) begin
+        else if ((quiet != 10)) begin
             quiet <= (quiet + 1);
         end
         if (e_fin) begin
@@ -2050,14 +2598,6 @@ always @(posedge clk) begin: main
         d1_sma <= e_sma;
         d1_nres <= nres;
         d1_last <= last_r;
-        d2_v <= d1_v;
-        d2_sma <= d1_sma;
-        d2_nres <= d1_nres;
-        d2_last <= d1_last;
-        d3_v <= d2_v;
-        d3_sma <= d2_sma;
-        d3_nres <= d2_nres;
-        d3_last <= d2_last;
         s2_v <= 1'b0;
         if (wk_act) begin
             gsum <= gsum_n;
@@ -2078,13 +2618,13 @@ always @(posedge clk) begin: main
                 pe_i <= (pe_i + 1);
             end
         end
-        if (d3_v) begin
+        if (dl_v) begin
             wk_act <= 1'b1;
             pe_i <= 0;
             r_i <= 0;
-            wk_sma <= d3_sma;
-            wk_nres <= d3_nres;
-            wk_last <= d3_last;
+            wk_sma <= dl_sma;
+            wk_nres <= dl_nres;
+            wk_last <= dl_last;
         end
         if (s2_v) begin
             if (($signed({1'b0, rq_wp}) == (16 - 1))) begin

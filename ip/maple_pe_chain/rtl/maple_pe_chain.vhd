@@ -78,7 +78,7 @@ signal eng_free: std_logic;
 signal e_act: std_logic;
 signal e_fin: std_logic;
 signal chain_quiet: std_logic;
-signal quiet: unsigned(2 downto 0);
+signal quiet: unsigned(3 downto 0);
 signal all_idle: std_logic;
 signal pop: std_logic;
 signal rq_cnt: unsigned(4 downto 0);
@@ -142,14 +142,6 @@ signal e_sma: unsigned(15 downto 0);
 signal d1_nres: unsigned(6 downto 0);
 signal d1_last: std_logic;
 signal last_r: std_logic;
-signal d2_v: std_logic;
-signal d2_sma: unsigned(15 downto 0);
-signal d2_nres: unsigned(6 downto 0);
-signal d2_last: std_logic;
-signal d3_v: std_logic;
-signal d3_sma: unsigned(15 downto 0);
-signal d3_nres: unsigned(6 downto 0);
-signal d3_last: std_logic;
 signal wk_act: std_logic;
 signal s2_acc: signed (72 downto 0);
 signal wk_sma: unsigned(15 downto 0);
@@ -157,6 +149,10 @@ signal r_x: unsigned(15 downto 0);
 signal wk_last: std_logic;
 signal r_i: unsigned(6 downto 0);
 signal wk_nres: unsigned(6 downto 0);
+signal dl_v: std_logic;
+signal dl_sma: unsigned(15 downto 0);
+signal dl_nres: unsigned(6 downto 0);
+signal dl_last: std_logic;
 signal gmask: unsigned(1 downto 0);
 signal sma: unsigned(15 downto 0);
 signal lsa: unsigned(5 downto 0);
@@ -203,6 +199,9 @@ signal maple_smart_memory0_err: std_logic;
 signal maple_smart_memory0_err_code: unsigned(3 downto 0);
 signal maple_smart_memory0_fcnt: unsigned(2 downto 0);
 signal maple_smart_memory0_fire: std_logic;
+signal maple_smart_memory0_fw2_addr: unsigned(7 downto 0);
+signal maple_smart_memory0_fw2_data: signed (31 downto 0);
+signal maple_smart_memory0_fw2_valid: std_logic;
 signal maple_smart_memory0_fw_addr: unsigned(7 downto 0);
 signal maple_smart_memory0_fw_data: signed (31 downto 0);
 signal maple_smart_memory0_fw_valid: std_logic;
@@ -239,7 +238,11 @@ signal maple_smart_memory0_push_d: unsigned(48 downto 0);
 signal maple_smart_memory0_r1_addr: unsigned(7 downto 0);
 signal maple_smart_memory0_r1_val: signed (31 downto 0);
 signal maple_smart_memory0_r1_valid: std_logic;
+signal maple_smart_memory0_r2_addr: unsigned(7 downto 0);
+signal maple_smart_memory0_r2_val: signed (31 downto 0);
+signal maple_smart_memory0_r2_valid: std_logic;
 signal maple_smart_memory0_raddr: unsigned(5 downto 0);
+signal maple_smart_memory0_ram_q: signed (31 downto 0);
 signal maple_smart_memory0_ram_ra: unsigned(7 downto 0);
 signal maple_smart_memory0_ram_rd: unsigned(31 downto 0);
 signal maple_smart_memory0_ram_wa: unsigned(7 downto 0);
@@ -274,6 +277,22 @@ signal maple_smart_memory0_sat0_fill: unsigned(30 downto 0);
 signal maple_smart_memory0_sat0_hi: unsigned(1 downto 0);
 signal maple_smart_memory0_sat0_hin: unsigned(1 downto 0);
 signal maple_smart_memory0_sat0_nsign: std_logic;
+signal dstage0_vo: std_logic;
+signal dstage0_so: unsigned(15 downto 0);
+signal dstage0_no: unsigned(6 downto 0);
+signal dstage0_lo: std_logic;
+signal dstage1_vo: std_logic;
+signal dstage1_so: unsigned(15 downto 0);
+signal dstage1_no: unsigned(6 downto 0);
+signal dstage1_lo: std_logic;
+signal dstage2_vo: std_logic;
+signal dstage2_so: unsigned(15 downto 0);
+signal dstage2_no: unsigned(6 downto 0);
+signal dstage2_lo: std_logic;
+signal dstage3_vo: std_logic;
+signal dstage3_so: unsigned(15 downto 0);
+signal dstage3_no: unsigned(6 downto 0);
+signal dstage3_lo: std_logic;
 signal bank_we0_out: std_logic;
 signal ram_1w1r0_rd: unsigned(31 downto 0);
 signal bank_we1_out: std_logic;
@@ -289,87 +308,195 @@ signal pe0_f_out: std_logic;
 signal pe0_lane_out: unsigned(1 downto 0);
 signal pe0_lsa_out: unsigned(5 downto 0);
 signal pe0_acc: signed (72 downto 0);
+signal pe0_a_hi: signed (15 downto 0);
+signal pe0_a_lo: signed (16 downto 0);
+signal pe0_a_lo_u: unsigned(15 downto 0);
 signal pe0_a_r: signed (31 downto 0);
+signal pe0_a_r2: signed (31 downto 0);
 signal pe0_a_sel: signed (31 downto 0);
-signal pe0_b_s: signed (31 downto 0);
+signal pe0_b_hi: signed (15 downto 0);
+signal pe0_b_lo: signed (16 downto 0);
+signal pe0_b_lo_u: unsigned(15 downto 0);
+signal pe0_b_r: signed (31 downto 0);
 signal pe0_f1: std_logic;
 signal pe0_f2: std_logic;
+signal pe0_f3: std_logic;
+signal pe0_f4: std_logic;
+signal pe0_f5: std_logic;
 signal pe0_lane: unsigned(1 downto 0);
 signal pe0_ls_q: unsigned(31 downto 0);
+signal pe0_mid: signed (33 downto 0);
+signal pe0_mid_e: signed (47 downto 0);
+signal pe0_mid_sh: signed (63 downto 0);
+signal pe0_outer: signed (63 downto 0);
+signal pe0_outer_c: signed (63 downto 0);
+signal pe0_p_hh: signed (31 downto 0);
+signal pe0_p_hl: signed (32 downto 0);
+signal pe0_p_hl_e: signed (33 downto 0);
+signal pe0_p_lh: signed (32 downto 0);
+signal pe0_p_lh_e: signed (33 downto 0);
+signal pe0_p_ll: unsigned(31 downto 0);
 signal pe0_prod: signed (63 downto 0);
 signal pe0_prod_e: signed (72 downto 0);
 signal pe0_v1: std_logic;
 signal pe0_v2: std_logic;
+signal pe0_v3: std_logic;
+signal pe0_v4: std_logic;
+signal pe0_v5: std_logic;
 signal pe0_we: std_logic;
 signal pe0_last_pick: unsigned(31 downto 0);
 signal pe0_pick_chain0_out: unsigned(31 downto 0);
 signal pe0_pick_chain1_out: unsigned(31 downto 0);
 signal pe0_pick_chain2_out: unsigned(31 downto 0);
-signal pe0_sext0_sgn: unsigned(8 downto 0);
+signal pe0_sext3_sgn: unsigned(8 downto 0);
+signal pe0_sext0_sgn: unsigned(0 downto 0);
+signal pe0_sext1_sgn: unsigned(0 downto 0);
+signal pe0_sext2_sgn: unsigned(13 downto 0);
 signal pe1_line_out: unsigned(127 downto 0);
 signal pe1_v_out: std_logic;
 signal pe1_f_out: std_logic;
 signal pe1_lane_out: unsigned(1 downto 0);
 signal pe1_lsa_out: unsigned(5 downto 0);
 signal pe1_acc: signed (72 downto 0);
+signal pe1_a_hi: signed (15 downto 0);
+signal pe1_a_lo: signed (16 downto 0);
+signal pe1_a_lo_u: unsigned(15 downto 0);
 signal pe1_a_r: signed (31 downto 0);
+signal pe1_a_r2: signed (31 downto 0);
 signal pe1_a_sel: signed (31 downto 0);
-signal pe1_b_s: signed (31 downto 0);
+signal pe1_b_hi: signed (15 downto 0);
+signal pe1_b_lo: signed (16 downto 0);
+signal pe1_b_lo_u: unsigned(15 downto 0);
+signal pe1_b_r: signed (31 downto 0);
 signal pe1_f1: std_logic;
 signal pe1_f2: std_logic;
+signal pe1_f3: std_logic;
+signal pe1_f4: std_logic;
+signal pe1_f5: std_logic;
 signal pe1_lane: unsigned(1 downto 0);
 signal pe1_ls_q: unsigned(31 downto 0);
+signal pe1_mid: signed (33 downto 0);
+signal pe1_mid_e: signed (47 downto 0);
+signal pe1_mid_sh: signed (63 downto 0);
+signal pe1_outer: signed (63 downto 0);
+signal pe1_outer_c: signed (63 downto 0);
+signal pe1_p_hh: signed (31 downto 0);
+signal pe1_p_hl: signed (32 downto 0);
+signal pe1_p_hl_e: signed (33 downto 0);
+signal pe1_p_lh: signed (32 downto 0);
+signal pe1_p_lh_e: signed (33 downto 0);
+signal pe1_p_ll: unsigned(31 downto 0);
 signal pe1_prod: signed (63 downto 0);
 signal pe1_prod_e: signed (72 downto 0);
 signal pe1_v1: std_logic;
 signal pe1_v2: std_logic;
+signal pe1_v3: std_logic;
+signal pe1_v4: std_logic;
+signal pe1_v5: std_logic;
 signal pe1_we: std_logic;
 signal pe1_last_pick: unsigned(31 downto 0);
 signal pe1_pick_chain4_out: unsigned(31 downto 0);
 signal pe1_pick_chain5_out: unsigned(31 downto 0);
 signal pe1_pick_chain6_out: unsigned(31 downto 0);
-signal pe1_sext1_sgn: unsigned(8 downto 0);
+signal pe1_sext7_sgn: unsigned(8 downto 0);
+signal pe1_sext4_sgn: unsigned(0 downto 0);
+signal pe1_sext5_sgn: unsigned(0 downto 0);
+signal pe1_sext6_sgn: unsigned(13 downto 0);
 signal pe2_line_out: unsigned(127 downto 0);
 signal pe2_v_out: std_logic;
 signal pe2_f_out: std_logic;
 signal pe2_lane_out: unsigned(1 downto 0);
 signal pe2_lsa_out: unsigned(5 downto 0);
 signal pe2_acc: signed (72 downto 0);
+signal pe2_a_hi: signed (15 downto 0);
+signal pe2_a_lo: signed (16 downto 0);
+signal pe2_a_lo_u: unsigned(15 downto 0);
 signal pe2_a_r: signed (31 downto 0);
+signal pe2_a_r2: signed (31 downto 0);
 signal pe2_a_sel: signed (31 downto 0);
-signal pe2_b_s: signed (31 downto 0);
+signal pe2_b_hi: signed (15 downto 0);
+signal pe2_b_lo: signed (16 downto 0);
+signal pe2_b_lo_u: unsigned(15 downto 0);
+signal pe2_b_r: signed (31 downto 0);
 signal pe2_f1: std_logic;
 signal pe2_f2: std_logic;
+signal pe2_f3: std_logic;
+signal pe2_f4: std_logic;
+signal pe2_f5: std_logic;
 signal pe2_lane: unsigned(1 downto 0);
 signal pe2_ls_q: unsigned(31 downto 0);
+signal pe2_mid: signed (33 downto 0);
+signal pe2_mid_e: signed (47 downto 0);
+signal pe2_mid_sh: signed (63 downto 0);
+signal pe2_outer: signed (63 downto 0);
+signal pe2_outer_c: signed (63 downto 0);
+signal pe2_p_hh: signed (31 downto 0);
+signal pe2_p_hl: signed (32 downto 0);
+signal pe2_p_hl_e: signed (33 downto 0);
+signal pe2_p_lh: signed (32 downto 0);
+signal pe2_p_lh_e: signed (33 downto 0);
+signal pe2_p_ll: unsigned(31 downto 0);
 signal pe2_prod: signed (63 downto 0);
 signal pe2_prod_e: signed (72 downto 0);
 signal pe2_v1: std_logic;
 signal pe2_v2: std_logic;
+signal pe2_v3: std_logic;
+signal pe2_v4: std_logic;
+signal pe2_v5: std_logic;
 signal pe2_we: std_logic;
 signal pe2_last_pick: unsigned(31 downto 0);
 signal pe2_pick_chain8_out: unsigned(31 downto 0);
 signal pe2_pick_chain9_out: unsigned(31 downto 0);
 signal pe2_pick_chain10_out: unsigned(31 downto 0);
-signal pe2_sext2_sgn: unsigned(8 downto 0);
+signal pe2_sext11_sgn: unsigned(8 downto 0);
+signal pe2_sext8_sgn: unsigned(0 downto 0);
+signal pe2_sext9_sgn: unsigned(0 downto 0);
+signal pe2_sext10_sgn: unsigned(13 downto 0);
 signal pe3_acc: signed (72 downto 0);
+signal pe3_a_hi: signed (15 downto 0);
+signal pe3_a_lo: signed (16 downto 0);
+signal pe3_a_lo_u: unsigned(15 downto 0);
 signal pe3_a_r: signed (31 downto 0);
+signal pe3_a_r2: signed (31 downto 0);
 signal pe3_a_sel: signed (31 downto 0);
-signal pe3_b_s: signed (31 downto 0);
+signal pe3_b_hi: signed (15 downto 0);
+signal pe3_b_lo: signed (16 downto 0);
+signal pe3_b_lo_u: unsigned(15 downto 0);
+signal pe3_b_r: signed (31 downto 0);
 signal pe3_f1: std_logic;
 signal pe3_f2: std_logic;
+signal pe3_f3: std_logic;
+signal pe3_f4: std_logic;
+signal pe3_f5: std_logic;
 signal pe3_lane: unsigned(1 downto 0);
 signal pe3_ls_q: unsigned(31 downto 0);
+signal pe3_mid: signed (33 downto 0);
+signal pe3_mid_e: signed (47 downto 0);
+signal pe3_mid_sh: signed (63 downto 0);
+signal pe3_outer: signed (63 downto 0);
+signal pe3_outer_c: signed (63 downto 0);
+signal pe3_p_hh: signed (31 downto 0);
+signal pe3_p_hl: signed (32 downto 0);
+signal pe3_p_hl_e: signed (33 downto 0);
+signal pe3_p_lh: signed (32 downto 0);
+signal pe3_p_lh_e: signed (33 downto 0);
+signal pe3_p_ll: unsigned(31 downto 0);
 signal pe3_prod: signed (63 downto 0);
 signal pe3_prod_e: signed (72 downto 0);
 signal pe3_v1: std_logic;
 signal pe3_v2: std_logic;
+signal pe3_v3: std_logic;
+signal pe3_v4: std_logic;
+signal pe3_v5: std_logic;
 signal pe3_we: std_logic;
 signal pe3_last_pick: unsigned(31 downto 0);
 signal pe3_pick_chain12_out: unsigned(31 downto 0);
 signal pe3_pick_chain13_out: unsigned(31 downto 0);
 signal pe3_pick_chain14_out: unsigned(31 downto 0);
-signal pe3_sext3_sgn: unsigned(8 downto 0);
+signal pe3_sext15_sgn: unsigned(8 downto 0);
+signal pe3_sext12_sgn: unsigned(0 downto 0);
+signal pe3_sext13_sgn: unsigned(0 downto 0);
+signal pe3_sext14_sgn: unsigned(13 downto 0);
 signal pick_chain16_out: signed (72 downto 0);
 signal pick_chain17_out: signed (72 downto 0);
 signal pick_chain18_out: signed (72 downto 0);
@@ -612,10 +739,10 @@ rresp <= to_unsigned(0, 2);
 rdata <= maple_smart_memory0_rdata_r;
 
 
-maple_smart_memory0_busy_s <= stdl((not ((maple_smart_memory0_state = 0) or (maple_smart_memory0_state = 1))) or (maple_smart_memory0_fcnt /= 0) or bool(maple_smart_memory0_inflight) or bool(maple_smart_memory0_r1_valid));
-maple_smart_memory0_clr_go <= stdl(bool(maple_smart_memory0_clearing) and (not bool(maple_smart_memory0_r1_valid)));
+maple_smart_memory0_busy_s <= stdl((not ((maple_smart_memory0_state = 0) or (maple_smart_memory0_state = 1))) or (maple_smart_memory0_fcnt /= 0) or bool(maple_smart_memory0_inflight) or bool(maple_smart_memory0_r1_valid) or bool(maple_smart_memory0_r2_valid));
+maple_smart_memory0_clr_go <= stdl(bool(maple_smart_memory0_clearing) and (not bool(maple_smart_memory0_r2_valid)));
 maple_smart_memory0_armed_s <= stdl((maple_smart_memory0_state = 1) or (maple_smart_memory0_state = 2));
-maple_smart_memory0_idle_ok <= stdl((maple_smart_memory0_state = 0) and (maple_smart_memory0_fcnt = 0) and (not bool(maple_smart_memory0_inflight)) and (not bool(maple_smart_memory0_r1_valid)));
+maple_smart_memory0_idle_ok <= stdl((maple_smart_memory0_state = 0) and (maple_smart_memory0_fcnt = 0) and (not bool(maple_smart_memory0_inflight)) and (not bool(maple_smart_memory0_r1_valid)) and (not bool(maple_smart_memory0_r2_valid)));
 maple_smart_memory0_blsum <= (resize(maple_smart_memory0_base_r, 10) + maple_smart_memory0_len_r);
 
 
@@ -683,7 +810,7 @@ begin
     end if;
 end process maple_smart_memory0_scan_res;
 
-maple_smart_memory0_ram_c: process (maple_smart_memory0_clr_go, maple_smart_memory0_dump_addr, maple_smart_memory0_r1_valid, maple_smart_memory0_clr_i, maple_smart_memory0_sum_sat, maple_smart_memory0_r1_addr, maple_smart_memory0_in_addr, maple_smart_memory0_state) is
+maple_smart_memory0_ram_c: process (maple_smart_memory0_r2_valid, maple_smart_memory0_r2_addr, maple_smart_memory0_clr_go, maple_smart_memory0_dump_addr, maple_smart_memory0_clr_i, maple_smart_memory0_sum_sat, maple_smart_memory0_in_addr, maple_smart_memory0_state) is
 begin
     if (maple_smart_memory0_state = 3) then
         maple_smart_memory0_ram_ra <= maple_smart_memory0_dump_addr;
@@ -695,8 +822,8 @@ begin
         maple_smart_memory0_ram_wa <= maple_smart_memory0_clr_i;
         maple_smart_memory0_ram_wd <= to_unsigned(0, 32);
     else
-        maple_smart_memory0_ram_we <= maple_smart_memory0_r1_valid;
-        maple_smart_memory0_ram_wa <= maple_smart_memory0_r1_addr;
+        maple_smart_memory0_ram_we <= maple_smart_memory0_r2_valid;
+        maple_smart_memory0_ram_wa <= maple_smart_memory0_r2_addr;
         maple_smart_memory0_ram_wd <= unsigned(maple_smart_memory0_sum_sat(32-1 downto 0));
     end if;
 end process maple_smart_memory0_ram_c;
@@ -711,18 +838,20 @@ begin
     end if;
 end process maple_smart_memory0_rmw_ram;
 
-maple_smart_memory0_rmw_c: process (maple_smart_memory0_ram_rd, maple_smart_memory0_fw_addr, maple_smart_memory0_r1_addr, maple_smart_memory0_fw_data, maple_smart_memory0_fw_valid, maple_smart_memory0_rd_s) is
+maple_smart_memory0_rmw_c: process (maple_smart_memory0_r2_addr, maple_smart_memory0_fw2_data, maple_smart_memory0_fw_addr, maple_smart_memory0_ram_q, maple_smart_memory0_fw2_valid, maple_smart_memory0_fw2_addr, maple_smart_memory0_fw_data, maple_smart_memory0_fw_valid, maple_smart_memory0_rd_s) is
 begin
-    maple_smart_memory0_rd_s <= signed(maple_smart_memory0_ram_rd);
-    if (bool(maple_smart_memory0_fw_valid) and (maple_smart_memory0_fw_addr = maple_smart_memory0_r1_addr)) then
+    maple_smart_memory0_rd_s <= maple_smart_memory0_ram_q;
+    if (bool(maple_smart_memory0_fw_valid) and (maple_smart_memory0_fw_addr = maple_smart_memory0_r2_addr)) then
         maple_smart_memory0_old <= maple_smart_memory0_fw_data;
+    elsif (bool(maple_smart_memory0_fw2_valid) and (maple_smart_memory0_fw2_addr = maple_smart_memory0_r2_addr)) then
+        maple_smart_memory0_old <= maple_smart_memory0_fw2_data;
     else
         maple_smart_memory0_old <= maple_smart_memory0_rd_s;
     end if;
 end process maple_smart_memory0_rmw_c;
 
 
-maple_smart_memory0_sum_w <= (resize(maple_smart_memory0_old, 33) + maple_smart_memory0_r1_val);
+maple_smart_memory0_sum_w <= (resize(maple_smart_memory0_old, 33) + maple_smart_memory0_r2_val);
 
 maple_smart_memory0_dump_c: process (maple_smart_memory0_fcnt, maple_smart_memory0_dump_n, maple_smart_memory0_max_pk, maple_smart_memory0_dump_slot, maple_smart_memory0_lst, m_axis_out_tready, maple_smart_memory0_dump_i, maple_smart_memory0_op_r, maple_smart_memory0_clearing, maple_smart_memory0_min_pk, maple_smart_memory0_state, maple_smart_memory0_inflight) is
 begin
@@ -767,11 +896,14 @@ maple_smart_memory0_main: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
+            maple_smart_memory0_r2_valid <= '0';
             maple_smart_memory0_r1_val <= to_signed(0, 32);
             maple_smart_memory0_p_idx <= to_unsigned(0, 16);
             maple_smart_memory0_dump_addr <= to_unsigned(0, 8);
             maple_smart_memory0_ins <= to_unsigned(0, 32);
+            maple_smart_memory0_r2_val <= to_signed(0, 32);
             maple_smart_memory0_scan_i <= to_unsigned(0, 9);
+            maple_smart_memory0_w_s <= to_unsigned(0, 4);
             maple_smart_memory0_rp <= to_unsigned(0, 2);
             maple_smart_memory0_err <= '0';
             maple_smart_memory0_clr_i <= to_unsigned(0, 8);
@@ -780,30 +912,34 @@ begin
             maple_smart_memory0_inflight <= '0';
             maple_smart_memory0_err_code <= to_unsigned(0, 4);
             maple_smart_memory0_len_r <= to_unsigned(256, 9);
+            maple_smart_memory0_r2_addr <= to_unsigned(0, 8);
             maple_smart_memory0_fw_addr <= to_unsigned(0, 8);
             maple_smart_memory0_count <= to_unsigned(0, 9);
             maple_smart_memory0_dump_n <= to_unsigned(0, 9);
+            maple_smart_memory0_fw2_addr <= to_unsigned(0, 8);
             maple_smart_memory0_fw_data <= to_signed(0, 32);
             maple_smart_memory0_min_pk <= to_unsigned(0, 48);
             maple_smart_memory0_state <= to_unsigned(0, 3);
             maple_smart_memory0_fw_valid <= '0';
+            maple_smart_memory0_fw2_data <= to_signed(0, 32);
             maple_smart_memory0_last_pend <= '0';
+            maple_smart_memory0_ram_q <= to_signed(0, 32);
             maple_smart_memory0_w_pk <= to_unsigned(0, 48);
             maple_smart_memory0_max_pk <= to_unsigned(0, 48);
             maple_smart_memory0_wp <= to_unsigned(0, 2);
             maple_smart_memory0_dump_i <= to_unsigned(0, 9);
             maple_smart_memory0_cmp_r <= '1';
             maple_smart_memory0_op_r <= to_unsigned(0, 2);
-            maple_smart_memory0_thr_s <= to_unsigned(0, 4);
             maple_smart_memory0_k_r <= to_unsigned(16, 9);
             maple_smart_memory0_rdata_r <= to_unsigned(0, 32);
             maple_smart_memory0_fcnt <= to_unsigned(0, 3);
             maple_smart_memory0_thr_pk <= to_unsigned(0, 48);
             maple_smart_memory0_bvalid_r <= '0';
+            maple_smart_memory0_fw2_valid <= '0';
             maple_smart_memory0_r1_valid <= '0';
             maple_smart_memory0_sel_rd <= to_unsigned(0, 48);
             maple_smart_memory0_r1_addr <= to_unsigned(0, 8);
-            maple_smart_memory0_w_s <= to_unsigned(0, 4);
+            maple_smart_memory0_thr_s <= to_unsigned(0, 4);
             maple_smart_memory0_rvalid_r <= '0';
             maple_smart_memory0_stalls <= to_unsigned(0, 32);
             maple_smart_memory0_clearing <= '1';
@@ -812,6 +948,10 @@ begin
             maple_smart_memory0_r1_valid <= stdl(bool(maple_smart_memory0_fire) and (maple_smart_memory0_op_r = 2) and (not bool(maple_smart_memory0_in_bad)));
             maple_smart_memory0_r1_addr <= maple_smart_memory0_in_addr;
             maple_smart_memory0_r1_val <= maple_smart_memory0_in_v;
+            maple_smart_memory0_r2_valid <= maple_smart_memory0_r1_valid;
+            maple_smart_memory0_r2_addr <= maple_smart_memory0_r1_addr;
+            maple_smart_memory0_r2_val <= maple_smart_memory0_r1_val;
+            maple_smart_memory0_ram_q <= signed(maple_smart_memory0_ram_rd);
             if bool(maple_smart_memory0_fire) then
                 case maple_smart_memory0_op_r is
                     when "00" =>
@@ -887,6 +1027,9 @@ begin
                 maple_smart_memory0_fw_valid <= '1';
                 maple_smart_memory0_fw_addr <= maple_smart_memory0_ram_wa;
                 maple_smart_memory0_fw_data <= signed(maple_smart_memory0_ram_wd);
+                maple_smart_memory0_fw2_valid <= maple_smart_memory0_fw_valid;
+                maple_smart_memory0_fw2_addr <= maple_smart_memory0_fw_addr;
+                maple_smart_memory0_fw2_data <= maple_smart_memory0_fw_data;
             end if;
             maple_smart_memory0_inflight <= maple_smart_memory0_issue;
             if bool(maple_smart_memory0_issue) then
@@ -1056,6 +1199,91 @@ end process maple_smart_memory0_main;
 
 r_x <= unsigned'(to_unsigned(0, 9) & r_i);
 
+dstage0_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            dstage0_vo <= '0';
+            dstage0_so <= to_unsigned(0, 16);
+            dstage0_lo <= '0';
+            dstage0_no <= to_unsigned(0, 7);
+        else
+            dstage0_vo <= d1_v;
+            dstage0_so <= d1_sma;
+            dstage0_no <= d1_nres;
+            dstage0_lo <= d1_last;
+        end if;
+    end if;
+end process dstage0_r;
+
+dstage1_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            dstage1_vo <= '0';
+            dstage1_so <= to_unsigned(0, 16);
+            dstage1_lo <= '0';
+            dstage1_no <= to_unsigned(0, 7);
+        else
+            dstage1_vo <= dstage0_vo;
+            dstage1_so <= dstage0_so;
+            dstage1_no <= dstage0_no;
+            dstage1_lo <= dstage0_lo;
+        end if;
+    end if;
+end process dstage1_r;
+
+dstage2_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            dstage2_vo <= '0';
+            dstage2_so <= to_unsigned(0, 16);
+            dstage2_lo <= '0';
+            dstage2_no <= to_unsigned(0, 7);
+        else
+            dstage2_vo <= dstage1_vo;
+            dstage2_so <= dstage1_so;
+            dstage2_no <= dstage1_no;
+            dstage2_lo <= dstage1_lo;
+        end if;
+    end if;
+end process dstage2_r;
+
+dstage3_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            dstage3_vo <= '0';
+            dstage3_so <= to_unsigned(0, 16);
+            dstage3_lo <= '0';
+            dstage3_no <= to_unsigned(0, 7);
+        else
+            dstage3_vo <= dstage2_vo;
+            dstage3_so <= dstage2_so;
+            dstage3_no <= dstage2_no;
+            dstage3_lo <= dstage2_lo;
+        end if;
+    end if;
+end process dstage3_r;
+
+dstage4_r: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            dl_v <= '0';
+            dl_sma <= to_unsigned(0, 16);
+            dl_last <= '0';
+            dl_nres <= to_unsigned(0, 7);
+        else
+            dl_v <= dstage3_vo;
+            dl_sma <= dstage3_so;
+            dl_nres <= dstage3_no;
+            dl_last <= dstage3_lo;
+        end if;
+    end if;
+end process dstage4_r;
+
 
 bank_we0_out <= stdl(bool(ils_we) and (ils_lane = 0));
 
@@ -1150,7 +1378,6 @@ end process pe0_pick_chain3_c;
 
 
 pe0_a_sel <= signed(pe0_last_pick);
-pe0_b_s <= signed(pe0_ls_q);
 
 pe0_ram_1w1r4_ram: process (clk) is
 begin
@@ -1162,17 +1389,122 @@ begin
     end if;
 end process pe0_ram_1w1r4_ram;
 
-pe0_sext0_fill: process (pe0_prod) is
+pe0_sext3_fill: process (pe0_prod) is
 begin
     if bool(pe0_prod((64 - 1))) then
-        pe0_sext0_sgn <= to_unsigned(511, 9);
+        pe0_sext3_sgn <= to_unsigned(511, 9);
     else
-        pe0_sext0_sgn <= to_unsigned(0, 9);
+        pe0_sext3_sgn <= to_unsigned(0, 9);
+    end if;
+end process pe0_sext3_fill;
+
+
+pe0_prod_e <= signed(unsigned'(pe0_sext3_sgn & unsigned(pe0_prod)));
+
+
+pe0_a_hi <= signed(unsigned(pe0_a_r2(32-1 downto 16)));
+pe0_a_lo <= signed(unsigned'('0' & unsigned(pe0_a_r2(16-1 downto 0))));
+pe0_b_hi <= signed(unsigned(pe0_b_r(32-1 downto 16)));
+pe0_b_lo <= signed(unsigned'('0' & unsigned(pe0_b_r(16-1 downto 0))));
+pe0_a_lo_u <= unsigned(pe0_a_r2(16-1 downto 0));
+pe0_b_lo_u <= unsigned(pe0_b_r(16-1 downto 0));
+
+
+pe0_outer_c <= signed(unsigned'(unsigned(pe0_p_hh) & pe0_p_ll));
+pe0_mid_sh <= signed(unsigned'(unsigned(pe0_mid_e) & to_unsigned(0, 16)));
+
+pe0_sext0_fill: process (pe0_p_hl) is
+begin
+    if bool(pe0_p_hl((33 - 1))) then
+        pe0_sext0_sgn <= to_unsigned(1, 1);
+    else
+        pe0_sext0_sgn <= to_unsigned(0, 1);
     end if;
 end process pe0_sext0_fill;
 
 
-pe0_prod_e <= signed(unsigned'(pe0_sext0_sgn & unsigned(pe0_prod)));
+pe0_p_hl_e <= signed(unsigned'(pe0_sext0_sgn & unsigned(pe0_p_hl)));
+
+pe0_sext1_fill: process (pe0_p_lh) is
+begin
+    if bool(pe0_p_lh((33 - 1))) then
+        pe0_sext1_sgn <= to_unsigned(1, 1);
+    else
+        pe0_sext1_sgn <= to_unsigned(0, 1);
+    end if;
+end process pe0_sext1_fill;
+
+
+pe0_p_lh_e <= signed(unsigned'(pe0_sext1_sgn & unsigned(pe0_p_lh)));
+
+pe0_sext2_fill: process (pe0_mid) is
+begin
+    if bool(pe0_mid((34 - 1))) then
+        pe0_sext2_sgn <= to_unsigned(16383, 14);
+    else
+        pe0_sext2_sgn <= to_unsigned(0, 14);
+    end if;
+end process pe0_sext2_fill;
+
+
+pe0_mid_e <= signed(unsigned'(pe0_sext2_sgn & unsigned(pe0_mid)));
+
+pe0_seq: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            pe0_prod <= to_signed(0, 64);
+            pe0_v3 <= '0';
+            pe0_p_ll <= to_unsigned(0, 32);
+            pe0_b_r <= to_signed(0, 32);
+            pe0_a_r2 <= to_signed(0, 32);
+            pe0_a_r <= to_signed(0, 32);
+            pe0_f1 <= '0';
+            pe0_outer <= to_signed(0, 64);
+            pe0_v1 <= '0';
+            pe0_acc <= to_signed(0, 73);
+            pe0_p_hl <= to_signed(0, 33);
+            pe0_mid <= to_signed(0, 34);
+            pe0_f5 <= '0';
+            pe0_v2 <= '0';
+            pe0_v4 <= '0';
+            pe0_f2 <= '0';
+            pe0_p_hh <= to_signed(0, 32);
+            pe0_f4 <= '0';
+            pe0_f3 <= '0';
+            pe0_p_lh <= to_signed(0, 33);
+            pe0_v5 <= '0';
+        else
+            pe0_a_r <= pe0_a_sel;
+            pe0_v1 <= v0;
+            pe0_f1 <= f0;
+            pe0_a_r2 <= pe0_a_r;
+            pe0_b_r <= signed(pe0_ls_q);
+            pe0_v2 <= pe0_v1;
+            pe0_f2 <= pe0_f1;
+            pe0_p_hh <= (pe0_a_hi * pe0_b_hi);
+            pe0_p_hl <= (pe0_a_hi * pe0_b_lo);
+            pe0_p_lh <= (pe0_a_lo * pe0_b_hi);
+            pe0_p_ll <= (pe0_a_lo_u * pe0_b_lo_u);
+            pe0_v3 <= pe0_v2;
+            pe0_f3 <= pe0_f2;
+            pe0_outer <= pe0_outer_c;
+            pe0_mid <= (pe0_p_hl_e + pe0_p_lh_e);
+            pe0_v4 <= pe0_v3;
+            pe0_f4 <= pe0_f3;
+            pe0_prod <= (pe0_outer + pe0_mid_sh);
+            pe0_v5 <= pe0_v4;
+            pe0_f5 <= pe0_f4;
+            if bool(pe0_v5) then
+                if bool(pe0_f5) then
+                    pe0_acc <= pe0_prod_e;
+                else
+                    pe0_acc <= (pe0_acc + pe0_prod_e);
+                end if;
+            end if;
+        end if;
+    end if;
+end process pe0_seq;
 
 pe0_fwd_regs: process (clk) is
 begin
@@ -1192,35 +1524,6 @@ begin
         end if;
     end if;
 end process pe0_fwd_regs;
-
-pe0_seq: process (clk) is
-begin
-    if rising_edge(clk) then
-        if (rst = '1') then
-            pe0_f2 <= '0';
-            pe0_prod <= to_signed(0, 64);
-            pe0_a_r <= to_signed(0, 32);
-            pe0_f1 <= '0';
-            pe0_v2 <= '0';
-            pe0_v1 <= '0';
-            pe0_acc <= to_signed(0, 73);
-        else
-            pe0_a_r <= pe0_a_sel;
-            pe0_v1 <= v0;
-            pe0_f1 <= f0;
-            pe0_v2 <= pe0_v1;
-            pe0_f2 <= pe0_f1;
-            pe0_prod <= (pe0_a_r * pe0_b_s);
-            if bool(pe0_v2) then
-                if bool(pe0_f2) then
-                    pe0_acc <= pe0_prod_e;
-                else
-                    pe0_acc <= (pe0_acc + pe0_prod_e);
-                end if;
-            end if;
-        end if;
-    end if;
-end process pe0_seq;
 
 
 pe1_lane <= (pe0_lane_out or (gmask and to_unsigned(1, 2)));
@@ -1264,7 +1567,6 @@ end process pe1_pick_chain7_c;
 
 
 pe1_a_sel <= signed(pe1_last_pick);
-pe1_b_s <= signed(pe1_ls_q);
 
 pe1_ram_1w1r5_ram: process (clk) is
 begin
@@ -1276,17 +1578,122 @@ begin
     end if;
 end process pe1_ram_1w1r5_ram;
 
-pe1_sext1_fill: process (pe1_prod) is
+pe1_sext7_fill: process (pe1_prod) is
 begin
     if bool(pe1_prod((64 - 1))) then
-        pe1_sext1_sgn <= to_unsigned(511, 9);
+        pe1_sext7_sgn <= to_unsigned(511, 9);
     else
-        pe1_sext1_sgn <= to_unsigned(0, 9);
+        pe1_sext7_sgn <= to_unsigned(0, 9);
     end if;
-end process pe1_sext1_fill;
+end process pe1_sext7_fill;
 
 
-pe1_prod_e <= signed(unsigned'(pe1_sext1_sgn & unsigned(pe1_prod)));
+pe1_prod_e <= signed(unsigned'(pe1_sext7_sgn & unsigned(pe1_prod)));
+
+
+pe1_a_hi <= signed(unsigned(pe1_a_r2(32-1 downto 16)));
+pe1_a_lo <= signed(unsigned'('0' & unsigned(pe1_a_r2(16-1 downto 0))));
+pe1_b_hi <= signed(unsigned(pe1_b_r(32-1 downto 16)));
+pe1_b_lo <= signed(unsigned'('0' & unsigned(pe1_b_r(16-1 downto 0))));
+pe1_a_lo_u <= unsigned(pe1_a_r2(16-1 downto 0));
+pe1_b_lo_u <= unsigned(pe1_b_r(16-1 downto 0));
+
+
+pe1_outer_c <= signed(unsigned'(unsigned(pe1_p_hh) & pe1_p_ll));
+pe1_mid_sh <= signed(unsigned'(unsigned(pe1_mid_e) & to_unsigned(0, 16)));
+
+pe1_sext4_fill: process (pe1_p_hl) is
+begin
+    if bool(pe1_p_hl((33 - 1))) then
+        pe1_sext4_sgn <= to_unsigned(1, 1);
+    else
+        pe1_sext4_sgn <= to_unsigned(0, 1);
+    end if;
+end process pe1_sext4_fill;
+
+
+pe1_p_hl_e <= signed(unsigned'(pe1_sext4_sgn & unsigned(pe1_p_hl)));
+
+pe1_sext5_fill: process (pe1_p_lh) is
+begin
+    if bool(pe1_p_lh((33 - 1))) then
+        pe1_sext5_sgn <= to_unsigned(1, 1);
+    else
+        pe1_sext5_sgn <= to_unsigned(0, 1);
+    end if;
+end process pe1_sext5_fill;
+
+
+pe1_p_lh_e <= signed(unsigned'(pe1_sext5_sgn & unsigned(pe1_p_lh)));
+
+pe1_sext6_fill: process (pe1_mid) is
+begin
+    if bool(pe1_mid((34 - 1))) then
+        pe1_sext6_sgn <= to_unsigned(16383, 14);
+    else
+        pe1_sext6_sgn <= to_unsigned(0, 14);
+    end if;
+end process pe1_sext6_fill;
+
+
+pe1_mid_e <= signed(unsigned'(pe1_sext6_sgn & unsigned(pe1_mid)));
+
+pe1_seq: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            pe1_prod <= to_signed(0, 64);
+            pe1_v3 <= '0';
+            pe1_p_ll <= to_unsigned(0, 32);
+            pe1_b_r <= to_signed(0, 32);
+            pe1_a_r2 <= to_signed(0, 32);
+            pe1_a_r <= to_signed(0, 32);
+            pe1_f1 <= '0';
+            pe1_outer <= to_signed(0, 64);
+            pe1_v1 <= '0';
+            pe1_acc <= to_signed(0, 73);
+            pe1_p_hl <= to_signed(0, 33);
+            pe1_mid <= to_signed(0, 34);
+            pe1_f5 <= '0';
+            pe1_v2 <= '0';
+            pe1_v4 <= '0';
+            pe1_f2 <= '0';
+            pe1_p_hh <= to_signed(0, 32);
+            pe1_f4 <= '0';
+            pe1_f3 <= '0';
+            pe1_p_lh <= to_signed(0, 33);
+            pe1_v5 <= '0';
+        else
+            pe1_a_r <= pe1_a_sel;
+            pe1_v1 <= pe0_v_out;
+            pe1_f1 <= pe0_f_out;
+            pe1_a_r2 <= pe1_a_r;
+            pe1_b_r <= signed(pe1_ls_q);
+            pe1_v2 <= pe1_v1;
+            pe1_f2 <= pe1_f1;
+            pe1_p_hh <= (pe1_a_hi * pe1_b_hi);
+            pe1_p_hl <= (pe1_a_hi * pe1_b_lo);
+            pe1_p_lh <= (pe1_a_lo * pe1_b_hi);
+            pe1_p_ll <= (pe1_a_lo_u * pe1_b_lo_u);
+            pe1_v3 <= pe1_v2;
+            pe1_f3 <= pe1_f2;
+            pe1_outer <= pe1_outer_c;
+            pe1_mid <= (pe1_p_hl_e + pe1_p_lh_e);
+            pe1_v4 <= pe1_v3;
+            pe1_f4 <= pe1_f3;
+            pe1_prod <= (pe1_outer + pe1_mid_sh);
+            pe1_v5 <= pe1_v4;
+            pe1_f5 <= pe1_f4;
+            if bool(pe1_v5) then
+                if bool(pe1_f5) then
+                    pe1_acc <= pe1_prod_e;
+                else
+                    pe1_acc <= (pe1_acc + pe1_prod_e);
+                end if;
+            end if;
+        end if;
+    end if;
+end process pe1_seq;
 
 pe1_fwd_regs: process (clk) is
 begin
@@ -1306,35 +1713,6 @@ begin
         end if;
     end if;
 end process pe1_fwd_regs;
-
-pe1_seq: process (clk) is
-begin
-    if rising_edge(clk) then
-        if (rst = '1') then
-            pe1_f2 <= '0';
-            pe1_prod <= to_signed(0, 64);
-            pe1_a_r <= to_signed(0, 32);
-            pe1_f1 <= '0';
-            pe1_v2 <= '0';
-            pe1_v1 <= '0';
-            pe1_acc <= to_signed(0, 73);
-        else
-            pe1_a_r <= pe1_a_sel;
-            pe1_v1 <= pe0_v_out;
-            pe1_f1 <= pe0_f_out;
-            pe1_v2 <= pe1_v1;
-            pe1_f2 <= pe1_f1;
-            pe1_prod <= (pe1_a_r * pe1_b_s);
-            if bool(pe1_v2) then
-                if bool(pe1_f2) then
-                    pe1_acc <= pe1_prod_e;
-                else
-                    pe1_acc <= (pe1_acc + pe1_prod_e);
-                end if;
-            end if;
-        end if;
-    end if;
-end process pe1_seq;
 
 
 pe2_lane <= (pe1_lane_out or (gmask and to_unsigned(2, 2)));
@@ -1378,7 +1756,6 @@ end process pe2_pick_chain11_c;
 
 
 pe2_a_sel <= signed(pe2_last_pick);
-pe2_b_s <= signed(pe2_ls_q);
 
 pe2_ram_1w1r6_ram: process (clk) is
 begin
@@ -1390,17 +1767,122 @@ begin
     end if;
 end process pe2_ram_1w1r6_ram;
 
-pe2_sext2_fill: process (pe2_prod) is
+pe2_sext11_fill: process (pe2_prod) is
 begin
     if bool(pe2_prod((64 - 1))) then
-        pe2_sext2_sgn <= to_unsigned(511, 9);
+        pe2_sext11_sgn <= to_unsigned(511, 9);
     else
-        pe2_sext2_sgn <= to_unsigned(0, 9);
+        pe2_sext11_sgn <= to_unsigned(0, 9);
     end if;
-end process pe2_sext2_fill;
+end process pe2_sext11_fill;
 
 
-pe2_prod_e <= signed(unsigned'(pe2_sext2_sgn & unsigned(pe2_prod)));
+pe2_prod_e <= signed(unsigned'(pe2_sext11_sgn & unsigned(pe2_prod)));
+
+
+pe2_a_hi <= signed(unsigned(pe2_a_r2(32-1 downto 16)));
+pe2_a_lo <= signed(unsigned'('0' & unsigned(pe2_a_r2(16-1 downto 0))));
+pe2_b_hi <= signed(unsigned(pe2_b_r(32-1 downto 16)));
+pe2_b_lo <= signed(unsigned'('0' & unsigned(pe2_b_r(16-1 downto 0))));
+pe2_a_lo_u <= unsigned(pe2_a_r2(16-1 downto 0));
+pe2_b_lo_u <= unsigned(pe2_b_r(16-1 downto 0));
+
+
+pe2_outer_c <= signed(unsigned'(unsigned(pe2_p_hh) & pe2_p_ll));
+pe2_mid_sh <= signed(unsigned'(unsigned(pe2_mid_e) & to_unsigned(0, 16)));
+
+pe2_sext8_fill: process (pe2_p_hl) is
+begin
+    if bool(pe2_p_hl((33 - 1))) then
+        pe2_sext8_sgn <= to_unsigned(1, 1);
+    else
+        pe2_sext8_sgn <= to_unsigned(0, 1);
+    end if;
+end process pe2_sext8_fill;
+
+
+pe2_p_hl_e <= signed(unsigned'(pe2_sext8_sgn & unsigned(pe2_p_hl)));
+
+pe2_sext9_fill: process (pe2_p_lh) is
+begin
+    if bool(pe2_p_lh((33 - 1))) then
+        pe2_sext9_sgn <= to_unsigned(1, 1);
+    else
+        pe2_sext9_sgn <= to_unsigned(0, 1);
+    end if;
+end process pe2_sext9_fill;
+
+
+pe2_p_lh_e <= signed(unsigned'(pe2_sext9_sgn & unsigned(pe2_p_lh)));
+
+pe2_sext10_fill: process (pe2_mid) is
+begin
+    if bool(pe2_mid((34 - 1))) then
+        pe2_sext10_sgn <= to_unsigned(16383, 14);
+    else
+        pe2_sext10_sgn <= to_unsigned(0, 14);
+    end if;
+end process pe2_sext10_fill;
+
+
+pe2_mid_e <= signed(unsigned'(pe2_sext10_sgn & unsigned(pe2_mid)));
+
+pe2_seq: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            pe2_prod <= to_signed(0, 64);
+            pe2_v3 <= '0';
+            pe2_p_ll <= to_unsigned(0, 32);
+            pe2_b_r <= to_signed(0, 32);
+            pe2_a_r2 <= to_signed(0, 32);
+            pe2_a_r <= to_signed(0, 32);
+            pe2_f1 <= '0';
+            pe2_outer <= to_signed(0, 64);
+            pe2_v1 <= '0';
+            pe2_acc <= to_signed(0, 73);
+            pe2_p_hl <= to_signed(0, 33);
+            pe2_mid <= to_signed(0, 34);
+            pe2_f5 <= '0';
+            pe2_v2 <= '0';
+            pe2_v4 <= '0';
+            pe2_f2 <= '0';
+            pe2_p_hh <= to_signed(0, 32);
+            pe2_f4 <= '0';
+            pe2_f3 <= '0';
+            pe2_p_lh <= to_signed(0, 33);
+            pe2_v5 <= '0';
+        else
+            pe2_a_r <= pe2_a_sel;
+            pe2_v1 <= pe1_v_out;
+            pe2_f1 <= pe1_f_out;
+            pe2_a_r2 <= pe2_a_r;
+            pe2_b_r <= signed(pe2_ls_q);
+            pe2_v2 <= pe2_v1;
+            pe2_f2 <= pe2_f1;
+            pe2_p_hh <= (pe2_a_hi * pe2_b_hi);
+            pe2_p_hl <= (pe2_a_hi * pe2_b_lo);
+            pe2_p_lh <= (pe2_a_lo * pe2_b_hi);
+            pe2_p_ll <= (pe2_a_lo_u * pe2_b_lo_u);
+            pe2_v3 <= pe2_v2;
+            pe2_f3 <= pe2_f2;
+            pe2_outer <= pe2_outer_c;
+            pe2_mid <= (pe2_p_hl_e + pe2_p_lh_e);
+            pe2_v4 <= pe2_v3;
+            pe2_f4 <= pe2_f3;
+            pe2_prod <= (pe2_outer + pe2_mid_sh);
+            pe2_v5 <= pe2_v4;
+            pe2_f5 <= pe2_f4;
+            if bool(pe2_v5) then
+                if bool(pe2_f5) then
+                    pe2_acc <= pe2_prod_e;
+                else
+                    pe2_acc <= (pe2_acc + pe2_prod_e);
+                end if;
+            end if;
+        end if;
+    end if;
+end process pe2_seq;
 
 pe2_fwd_regs: process (clk) is
 begin
@@ -1420,35 +1902,6 @@ begin
         end if;
     end if;
 end process pe2_fwd_regs;
-
-pe2_seq: process (clk) is
-begin
-    if rising_edge(clk) then
-        if (rst = '1') then
-            pe2_f2 <= '0';
-            pe2_prod <= to_signed(0, 64);
-            pe2_a_r <= to_signed(0, 32);
-            pe2_f1 <= '0';
-            pe2_v2 <= '0';
-            pe2_v1 <= '0';
-            pe2_acc <= to_signed(0, 73);
-        else
-            pe2_a_r <= pe2_a_sel;
-            pe2_v1 <= pe1_v_out;
-            pe2_f1 <= pe1_f_out;
-            pe2_v2 <= pe2_v1;
-            pe2_f2 <= pe2_f1;
-            pe2_prod <= (pe2_a_r * pe2_b_s);
-            if bool(pe2_v2) then
-                if bool(pe2_f2) then
-                    pe2_acc <= pe2_prod_e;
-                else
-                    pe2_acc <= (pe2_acc + pe2_prod_e);
-                end if;
-            end if;
-        end if;
-    end if;
-end process pe2_seq;
 
 
 pe3_lane <= (pe2_lane_out or (gmask and to_unsigned(3, 2)));
@@ -1492,7 +1945,6 @@ end process pe3_pick_chain15_c;
 
 
 pe3_a_sel <= signed(pe3_last_pick);
-pe3_b_s <= signed(pe3_ls_q);
 
 pe3_ram_1w1r7_ram: process (clk) is
 begin
@@ -1504,38 +1956,114 @@ begin
     end if;
 end process pe3_ram_1w1r7_ram;
 
-pe3_sext3_fill: process (pe3_prod) is
+pe3_sext15_fill: process (pe3_prod) is
 begin
     if bool(pe3_prod((64 - 1))) then
-        pe3_sext3_sgn <= to_unsigned(511, 9);
+        pe3_sext15_sgn <= to_unsigned(511, 9);
     else
-        pe3_sext3_sgn <= to_unsigned(0, 9);
+        pe3_sext15_sgn <= to_unsigned(0, 9);
     end if;
-end process pe3_sext3_fill;
+end process pe3_sext15_fill;
 
 
-pe3_prod_e <= signed(unsigned'(pe3_sext3_sgn & unsigned(pe3_prod)));
+pe3_prod_e <= signed(unsigned'(pe3_sext15_sgn & unsigned(pe3_prod)));
+
+
+pe3_a_hi <= signed(unsigned(pe3_a_r2(32-1 downto 16)));
+pe3_a_lo <= signed(unsigned'('0' & unsigned(pe3_a_r2(16-1 downto 0))));
+pe3_b_hi <= signed(unsigned(pe3_b_r(32-1 downto 16)));
+pe3_b_lo <= signed(unsigned'('0' & unsigned(pe3_b_r(16-1 downto 0))));
+pe3_a_lo_u <= unsigned(pe3_a_r2(16-1 downto 0));
+pe3_b_lo_u <= unsigned(pe3_b_r(16-1 downto 0));
+
+
+pe3_outer_c <= signed(unsigned'(unsigned(pe3_p_hh) & pe3_p_ll));
+pe3_mid_sh <= signed(unsigned'(unsigned(pe3_mid_e) & to_unsigned(0, 16)));
+
+pe3_sext12_fill: process (pe3_p_hl) is
+begin
+    if bool(pe3_p_hl((33 - 1))) then
+        pe3_sext12_sgn <= to_unsigned(1, 1);
+    else
+        pe3_sext12_sgn <= to_unsigned(0, 1);
+    end if;
+end process pe3_sext12_fill;
+
+
+pe3_p_hl_e <= signed(unsigned'(pe3_sext12_sgn & unsigned(pe3_p_hl)));
+
+pe3_sext13_fill: process (pe3_p_lh) is
+begin
+    if bool(pe3_p_lh((33 - 1))) then
+        pe3_sext13_sgn <= to_unsigned(1, 1);
+    else
+        pe3_sext13_sgn <= to_unsigned(0, 1);
+    end if;
+end process pe3_sext13_fill;
+
+
+pe3_p_lh_e <= signed(unsigned'(pe3_sext13_sgn & unsigned(pe3_p_lh)));
+
+pe3_sext14_fill: process (pe3_mid) is
+begin
+    if bool(pe3_mid((34 - 1))) then
+        pe3_sext14_sgn <= to_unsigned(16383, 14);
+    else
+        pe3_sext14_sgn <= to_unsigned(0, 14);
+    end if;
+end process pe3_sext14_fill;
+
+
+pe3_mid_e <= signed(unsigned'(pe3_sext14_sgn & unsigned(pe3_mid)));
 
 pe3_seq: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            pe3_f2 <= '0';
             pe3_prod <= to_signed(0, 64);
+            pe3_v3 <= '0';
+            pe3_p_ll <= to_unsigned(0, 32);
+            pe3_b_r <= to_signed(0, 32);
+            pe3_a_r2 <= to_signed(0, 32);
             pe3_a_r <= to_signed(0, 32);
             pe3_f1 <= '0';
-            pe3_v2 <= '0';
+            pe3_outer <= to_signed(0, 64);
             pe3_v1 <= '0';
             pe3_acc <= to_signed(0, 73);
+            pe3_p_hl <= to_signed(0, 33);
+            pe3_mid <= to_signed(0, 34);
+            pe3_f5 <= '0';
+            pe3_v2 <= '0';
+            pe3_v4 <= '0';
+            pe3_f2 <= '0';
+            pe3_p_hh <= to_signed(0, 32);
+            pe3_f4 <= '0';
+            pe3_f3 <= '0';
+            pe3_p_lh <= to_signed(0, 33);
+            pe3_v5 <= '0';
         else
             pe3_a_r <= pe3_a_sel;
             pe3_v1 <= pe2_v_out;
             pe3_f1 <= pe2_f_out;
+            pe3_a_r2 <= pe3_a_r;
+            pe3_b_r <= signed(pe3_ls_q);
             pe3_v2 <= pe3_v1;
             pe3_f2 <= pe3_f1;
-            pe3_prod <= (pe3_a_r * pe3_b_s);
-            if bool(pe3_v2) then
-                if bool(pe3_f2) then
+            pe3_p_hh <= (pe3_a_hi * pe3_b_hi);
+            pe3_p_hl <= (pe3_a_hi * pe3_b_lo);
+            pe3_p_lh <= (pe3_a_lo * pe3_b_hi);
+            pe3_p_ll <= (pe3_a_lo_u * pe3_b_lo_u);
+            pe3_v3 <= pe3_v2;
+            pe3_f3 <= pe3_f2;
+            pe3_outer <= pe3_outer_c;
+            pe3_mid <= (pe3_p_hl_e + pe3_p_lh_e);
+            pe3_v4 <= pe3_v3;
+            pe3_f4 <= pe3_f3;
+            pe3_prod <= (pe3_outer + pe3_mid_sh);
+            pe3_v5 <= pe3_v4;
+            pe3_f5 <= pe3_f4;
+            if bool(pe3_v5) then
+                if bool(pe3_f5) then
                     pe3_acc <= pe3_prod_e;
                 else
                     pe3_acc <= (pe3_acc + pe3_prod_e);
@@ -1634,8 +2162,8 @@ c_la <= xw(6-1 downto 0);
 e_last <= stdl(signed(resize(j, 17)) = (signed(resize(nsteps, 17)) - 1));
 res_plus <= (reserved + nres);
 eng_free <= stdl((not bool(e_act)) or bool(e_fin));
-chain_quiet <= stdl((not bool(e_act)) and (quiet = 7));
-all_idle <= stdl((not bool(e_act)) and (quiet = 7) and (reserved = 0));
+chain_quiet <= stdl((not bool(e_act)) and (quiet = 10));
+all_idle <= stdl((not bool(e_act)) and (quiet = 10) and (reserved = 0));
 pop <= stdl((rq_cnt /= 0) and bool(sm_tready));
 cmd_done <= stdl((cs = 0) or ((cs = 4) and bool(bvalid) and bool(aw_last)));
 cmd_free <= stdl((not bool(cq_v)) or (cs = 0) or ((cs = 4) and bool(bvalid) and bool(aw_last)));
@@ -1835,18 +2363,14 @@ begin
     if rising_edge(clk) then
         if (rst = '1') then
             awvalid <= '0';
-            d2_nres <= to_unsigned(0, 7);
+            lptr <= to_unsigned(0, 6);
             sp <= to_unsigned(4, 3);
-            d2_last <= '0';
-            d3_sma <= to_unsigned(0, 16);
             rall <= to_unsigned(4, 7);
             lsa0 <= to_unsigned(0, 6);
             rq_cnt <= to_unsigned(0, 5);
-            lptr <= to_unsigned(0, 6);
             r_i <= to_unsigned(0, 7);
-            d3_v <= '0';
-            quiet <= to_unsigned(7, 3);
             wk_nres <= to_unsigned(0, 7);
+            quiet <= to_unsigned(10, 4);
             gsum <= to_signed(0, 73);
             reserved <= to_unsigned(0, 8);
             ir <= to_unsigned(0, 32);
@@ -1856,13 +2380,11 @@ begin
             f0 <= '0';
             d1_v <= '0';
             d1_sma <= to_unsigned(0, 16);
-            d2_v <= '0';
-            d3_last <= '0';
             wk_act <= '0';
             rq_rp <= to_unsigned(0, 4);
             smask <= to_unsigned(0, 2);
-            wk_last <= '0';
             arvalid <= '0';
+            wk_last <= '0';
             pe_i <= to_unsigned(0, 2);
             last_r <= '0';
             ila <= to_unsigned(0, 8);
@@ -1888,9 +2410,7 @@ begin
             wstep <= to_unsigned(0, 2);
             s2_last <= '0';
             e_act <= '0';
-            d3_nres <= to_unsigned(0, 7);
             lpe <= to_unsigned(0, 8);
-            d2_sma <= to_unsigned(0, 16);
             rq_wp <= to_unsigned(0, 4);
             sma <= to_unsigned(0, 16);
             v0 <= '0';
@@ -1911,8 +2431,8 @@ begin
                     lsa_c <= (lsa_c + 1);
                 end if;
                 j <= (j + 1);
-                quiet <= to_unsigned(0, 3);
-            elsif (quiet /= 7) then
+                quiet <= to_unsigned(0, 4);
+            elsif (quiet /= 10) then
                 quiet <= (quiet + 1);
             end if;
             if bool(e_fin) then
@@ -1925,14 +2445,6 @@ begin
             d1_sma <= e_sma;
             d1_nres <= nres;
             d1_last <= last_r;
-            d2_v <= d1_v;
-            d2_sma <= d1_sma;
-            d2_nres <= d1_nres;
-            d2_last <= d1_last;
-            d3_v <= d2_v;
-            d3_sma <= d2_sma;
-            d3_nres <= d2_nres;
-            d3_last <= d2_last;
             s2_v <= '0';
             if bool(wk_act) then
                 gsum <= gsum_n;
@@ -1951,13 +2463,13 @@ begin
                     pe_i <= (pe_i + 1);
                 end if;
             end if;
-            if bool(d3_v) then
+            if bool(dl_v) then
                 wk_act <= '1';
                 pe_i <= to_unsigned(0, 2);
                 r_i <= to_unsigned(0, 7);
-                wk_sma <= d3_sma;
-                wk_nres <= d3_nres;
-                wk_last <= d3_last;
+                wk_sma <= dl_sma;
+                wk_nres <= dl_nres;
+                wk_last <= dl_last;
             end if;
             if bool(s2_v) then
                 if (signed(resize(rq_wp, 5)) = (16 - 1)) then

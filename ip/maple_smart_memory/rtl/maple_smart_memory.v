@@ -116,6 +116,9 @@ reg err;
 reg [3:0] err_code;
 reg [2:0] fcnt;
 wire fire;
+reg [7:0] fw2_addr;
+reg signed [31:0] fw2_data;
+reg fw2_valid;
 reg [7:0] fw_addr;
 reg signed [31:0] fw_data;
 reg fw_valid;
@@ -152,7 +155,11 @@ reg [48:0] push_d;
 reg [7:0] r1_addr;
 reg signed [31:0] r1_val;
 reg r1_valid;
+reg [7:0] r2_addr;
+reg signed [31:0] r2_val;
+reg r2_valid;
 wire [5:0] raddr;
+reg signed [31:0] ram_q;
 reg [7:0] ram_ra;
 reg [31:0] ram_rd;
 reg [7:0] ram_wa;
@@ -380,10 +387,10 @@ assign s_axil_rdata = rdata_r;
 
 
 
-assign busy_s = ((!((state == 0) || (state == 1))) || (fcnt != 0) || inflight || r1_valid);
-assign clr_go = (clearing && (!r1_valid));
+assign busy_s = ((!((state == 0) || (state == 1))) || (fcnt != 0) || inflight || r1_valid || r2_valid);
+assign clr_go = (clearing && (!r2_valid));
 assign armed_s = ((state == 1) || (state == 2));
-assign idle_ok = ((state == 0) && (fcnt == 0) && (!inflight) && (!r1_valid));
+assign idle_ok = ((state == 0) && (fcnt == 0) && (!inflight) && (!r1_valid) && (!r2_valid));
 assign blsum = (base_r + len_r);
 
 
@@ -459,7 +466,7 @@ always @(scan_slot, b_worse, a_pk, b_pk, a_s) begin: scan_res
 end
 
 
-always @(clr_go, dump_addr, r1_valid, clr_i, sum_sat, r1_addr, in_addr, state) begin: ram_c
+always @(r2_valid, r2_addr, clr_go, dump_addr, clr_i, sum_sat, in_addr, state) begin: ram_c
     if ((state == 3)) begin
         ram_ra = dump_addr;
     end
@@ -472,8 +479,8 @@ always @(clr_go, dump_addr, r1_valid, clr_i, sum_sat, r1_addr, in_addr, state) b
         ram_wd = 0;
     end
     else begin
-        ram_we = r1_valid;
-        ram_wa = r1_addr;
+        ram_we = r2_valid;
+        ram_wa = r2_addr;
         ram_wd = sum_sat[32-1:0];
     end
 end
@@ -487,10 +494,13 @@ always @(posedge clk) begin: rmw_ram
 end
 
 
-always @(ram_rd, fw_addr, r1_addr, fw_data, fw_valid, rd_s) begin: rmw_c
-    rd_s = $signed(ram_rd);
-    if ((fw_valid && (fw_addr == r1_addr))) begin
+always @(r2_addr, fw2_data, fw_addr, ram_q, fw2_valid, fw2_addr, fw_data, fw_valid, rd_s) begin: rmw_c
+    rd_s = ram_q;
+    if ((fw_valid && (fw_addr == r2_addr))) begin
         old = fw_data;
+    end
+    else if ((fw2_valid && (fw2_addr == r2_addr))) begin
+        old = fw2_data;
     end
     else begin
         old = rd_s;
@@ -499,7 +509,7 @@ end
 
 
 
-assign sum_w = (old + r1_val);
+assign sum_w = (old + r2_val);
 
 
 always @(fcnt, dump_n, max_pk, dump_slot, lst[0], lst[1], lst[2], lst[3], lst[4], lst[5], lst[6], lst[7], lst[8], lst[9], lst[10], lst[11], lst[12], lst[13], lst[14], lst[15], m_axis_out_tready, dump_i, op_r, clearing, min_pk, state, inflight) begin: dump_c
@@ -546,11 +556,14 @@ assign m_axis_out_tvalid = (fcnt != 0);
 
 always @(posedge clk) begin: main
     if (rst == 1) begin
+        r2_valid <= 0;
         r1_val <= 0;
         p_idx <= 0;
         dump_addr <= 0;
         ins <= 0;
+        r2_val <= 0;
         scan_i <= 0;
+        w_s <= 0;
         rp <= 0;
         err <= 0;
         clr_i <= 0;
@@ -559,30 +572,34 @@ always @(posedge clk) begin: main
         inflight <= 0;
         err_code <= 0;
         len_r <= 256;
+        r2_addr <= 0;
         fw_addr <= 0;
         count <= 0;
         dump_n <= 0;
+        fw2_addr <= 0;
         fw_data <= 0;
         min_pk <= 0;
         state <= 0;
         fw_valid <= 0;
+        fw2_data <= 0;
         last_pend <= 0;
+        ram_q <= 0;
         w_pk <= 0;
         max_pk <= 0;
         wp <= 0;
         dump_i <= 0;
         cmp_r <= 1;
         op_r <= 0;
-        thr_s <= 0;
         k_r <= 16;
         rdata_r <= 0;
         fcnt <= 0;
         thr_pk <= 0;
         bvalid_r <= 0;
+        fw2_valid <= 0;
         r1_valid <= 0;
         sel_rd <= 0;
         r1_addr <= 0;
-        w_s <= 0;
+        thr_s <= 0;
         rvalid_r <= 0;
         stalls <= 0;
         clearing <= 1;
@@ -592,6 +609,10 @@ always @(posedge clk) begin: main
         r1_valid <= (fire && (op_r == 2) && (!in_bad));
         r1_addr <= in_addr;
         r1_val <= in_v;
+        r2_valid <= r1_valid;
+        r2_addr <= r1_addr;
+        r2_val <= r1_val;
+        ram_q <= $signed(ram_rd);
         if (fire) begin
             case (op_r)
                 'h0: begin
@@ -677,6 +698,9 @@ always @(posedge clk) begin: main
             fw_valid <= 1'b1;
             fw_addr <= ram_wa;
             fw_data <= $signed(ram_wd);
+            fw2_valid <= fw_valid;
+            fw2_addr <= fw_addr;
+            fw2_data <= fw_data;
         end
         inflight <= issue;
         if (issue) begin

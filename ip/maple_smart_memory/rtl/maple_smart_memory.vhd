@@ -96,6 +96,9 @@ signal err: std_logic;
 signal err_code: unsigned(3 downto 0);
 signal fcnt: unsigned(2 downto 0);
 signal fire: std_logic;
+signal fw2_addr: unsigned(7 downto 0);
+signal fw2_data: signed (31 downto 0);
+signal fw2_valid: std_logic;
 signal fw_addr: unsigned(7 downto 0);
 signal fw_data: signed (31 downto 0);
 signal fw_valid: std_logic;
@@ -132,7 +135,11 @@ signal push_d: unsigned(48 downto 0);
 signal r1_addr: unsigned(7 downto 0);
 signal r1_val: signed (31 downto 0);
 signal r1_valid: std_logic;
+signal r2_addr: unsigned(7 downto 0);
+signal r2_val: signed (31 downto 0);
+signal r2_valid: std_logic;
 signal raddr: unsigned(5 downto 0);
+signal ram_q: signed (31 downto 0);
 signal ram_ra: unsigned(7 downto 0);
 signal ram_rd: unsigned(31 downto 0);
 signal ram_wa: unsigned(7 downto 0);
@@ -349,10 +356,10 @@ s_axil_rresp_num <= to_unsigned(0, 2);
 s_axil_rdata_num <= rdata_r;
 
 
-busy_s <= stdl((not ((state = 0) or (state = 1))) or (fcnt /= 0) or bool(inflight) or bool(r1_valid));
-clr_go <= stdl(bool(clearing) and (not bool(r1_valid)));
+busy_s <= stdl((not ((state = 0) or (state = 1))) or (fcnt /= 0) or bool(inflight) or bool(r1_valid) or bool(r2_valid));
+clr_go <= stdl(bool(clearing) and (not bool(r2_valid)));
 armed_s <= stdl((state = 1) or (state = 2));
-idle_ok <= stdl((state = 0) and (fcnt = 0) and (not bool(inflight)) and (not bool(r1_valid)));
+idle_ok <= stdl((state = 0) and (fcnt = 0) and (not bool(inflight)) and (not bool(r1_valid)) and (not bool(r2_valid)));
 blsum <= (resize(base_r, 10) + len_r);
 
 
@@ -420,7 +427,7 @@ begin
     end if;
 end process scan_res;
 
-ram_c: process (clr_go, dump_addr, r1_valid, clr_i, sum_sat, r1_addr, in_addr, state) is
+ram_c: process (r2_valid, r2_addr, clr_go, dump_addr, clr_i, sum_sat, in_addr, state) is
 begin
     if (state = 3) then
         ram_ra <= dump_addr;
@@ -432,8 +439,8 @@ begin
         ram_wa <= clr_i;
         ram_wd <= to_unsigned(0, 32);
     else
-        ram_we <= r1_valid;
-        ram_wa <= r1_addr;
+        ram_we <= r2_valid;
+        ram_wa <= r2_addr;
         ram_wd <= unsigned(sum_sat(32-1 downto 0));
     end if;
 end process ram_c;
@@ -448,18 +455,20 @@ begin
     end if;
 end process rmw_ram;
 
-rmw_c: process (ram_rd, fw_addr, r1_addr, fw_data, fw_valid, rd_s) is
+rmw_c: process (r2_addr, fw2_data, fw_addr, ram_q, fw2_valid, fw2_addr, fw_data, fw_valid, rd_s) is
 begin
-    rd_s <= signed(ram_rd);
-    if (bool(fw_valid) and (fw_addr = r1_addr)) then
+    rd_s <= ram_q;
+    if (bool(fw_valid) and (fw_addr = r2_addr)) then
         old <= fw_data;
+    elsif (bool(fw2_valid) and (fw2_addr = r2_addr)) then
+        old <= fw2_data;
     else
         old <= rd_s;
     end if;
 end process rmw_c;
 
 
-sum_w <= (resize(old, 33) + r1_val);
+sum_w <= (resize(old, 33) + r2_val);
 
 dump_c: process (fcnt, dump_n, max_pk, dump_slot, lst, m_axis_out_tready, dump_i, op_r, clearing, min_pk, state, inflight) is
 begin
@@ -504,11 +513,14 @@ main: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
+            r2_valid <= '0';
             r1_val <= to_signed(0, 32);
             p_idx <= to_unsigned(0, 16);
             dump_addr <= to_unsigned(0, 8);
             ins <= to_unsigned(0, 32);
+            r2_val <= to_signed(0, 32);
             scan_i <= to_unsigned(0, 9);
+            w_s <= to_unsigned(0, 4);
             rp <= to_unsigned(0, 2);
             err <= '0';
             clr_i <= to_unsigned(0, 8);
@@ -517,30 +529,34 @@ begin
             inflight <= '0';
             err_code <= to_unsigned(0, 4);
             len_r <= to_unsigned(256, 9);
+            r2_addr <= to_unsigned(0, 8);
             fw_addr <= to_unsigned(0, 8);
             count <= to_unsigned(0, 9);
             dump_n <= to_unsigned(0, 9);
+            fw2_addr <= to_unsigned(0, 8);
             fw_data <= to_signed(0, 32);
             min_pk <= to_unsigned(0, 48);
             state <= to_unsigned(0, 3);
             fw_valid <= '0';
+            fw2_data <= to_signed(0, 32);
             last_pend <= '0';
+            ram_q <= to_signed(0, 32);
             w_pk <= to_unsigned(0, 48);
             max_pk <= to_unsigned(0, 48);
             wp <= to_unsigned(0, 2);
             dump_i <= to_unsigned(0, 9);
             cmp_r <= '1';
             op_r <= to_unsigned(0, 2);
-            thr_s <= to_unsigned(0, 4);
             k_r <= to_unsigned(16, 9);
             rdata_r <= to_unsigned(0, 32);
             fcnt <= to_unsigned(0, 3);
             thr_pk <= to_unsigned(0, 48);
             bvalid_r <= '0';
+            fw2_valid <= '0';
             r1_valid <= '0';
             sel_rd <= to_unsigned(0, 48);
             r1_addr <= to_unsigned(0, 8);
-            w_s <= to_unsigned(0, 4);
+            thr_s <= to_unsigned(0, 4);
             rvalid_r <= '0';
             stalls <= to_unsigned(0, 32);
             clearing <= '1';
@@ -549,6 +565,10 @@ begin
             r1_valid <= stdl(bool(fire) and (op_r = 2) and (not bool(in_bad)));
             r1_addr <= in_addr;
             r1_val <= in_v;
+            r2_valid <= r1_valid;
+            r2_addr <= r1_addr;
+            r2_val <= r1_val;
+            ram_q <= signed(ram_rd);
             if bool(fire) then
                 case op_r is
                     when "00" =>
@@ -624,6 +644,9 @@ begin
                 fw_valid <= '1';
                 fw_addr <= ram_wa;
                 fw_data <= signed(ram_wd);
+                fw2_valid <= fw_valid;
+                fw2_addr <= fw_addr;
+                fw2_data <= fw_data;
             end if;
             inflight <= issue;
             if bool(issue) then
