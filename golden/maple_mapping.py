@@ -45,7 +45,9 @@ from .fixedpoint import QFormat, rshift_round
 
 # ---------------------------------------------------------------------- the ISA
 NOP, SET_PARALLEL_MODE, SET_SM_REDUCTION, SM_CTRL, DUMP_SM, SET_SM_ADDR, SET_PE_LS_ADDR, \
-    SET_INPUT_LS_ADDR, INC_INPUT_LS_ADDR, WRITE_A, WRITE_B, MULT_ACC_DUMP = range(12)
+    SET_INPUT_LS_ADDR, INC_INPUT_LS_ADDR, WRITE_A, WRITE_B, MULT_ACC_DUMP, MULT_ACC_RUN, \
+    SET_RUN_STRIDE = range(14)
+RUN_MAX_PASSES = 127
 
 OPCODES = [
     # (code, mnemonic, operand fields, meaning)
@@ -75,6 +77,13 @@ OPCODES = [
      "n multiply-accumulate steps (1 <= n <= LSD, else error and skipped), then results "
      "0..nres-1 (nres = 0: all M/S; nres > M/S: error, skipped) to the smart memory, tlast on "
      "the final one when last = 1"),
+    (MULT_ACC_RUN, "MULT_ACC_RUN", "[12:0] n, [13] last, [20:14] nres, [27:21] passes",
+     "self-advancing MULT_ACC_DUMP: `passes` MAC passes of n steps back to back, pass p reading "
+     "from ila + p*ila_stride and lsa + p*lsa_stride and sending its results to sm_addr + p*R "
+     "(R = nres, or M/S for nres = 0); last applies to the final pass only. ila/lsa/sm_addr "
+     "themselves are not changed. n, nres as MULT_ACC_DUMP; passes = 0 is an error (skipped)"),
+    (SET_RUN_STRIDE, "SET_RUN_STRIDE", "[15:0] ila stride, [27:16] lsa stride",
+     "address advance per MULT_ACC_RUN pass (mod ILW / LSD). Reset 0, 0"),
 ]
 MNEMONIC = {c: name for c, name, _, _ in OPCODES}
 SM_START, SM_CLEAR, SM_ERRCLR = 1, 2, 8
@@ -100,6 +109,16 @@ def i_reduction(op: int, k: int = 1, largest: bool = True) -> int:
 
 def i_macc(n: int, last: bool = False, nres: int = 0) -> int:
     return enc(MULT_ACC_DUMP, (nres << 17) | (int(bool(last)) << 16) | n)
+
+
+def i_run(n: int, passes: int, last: bool = False, nres: int = 0) -> int:
+    if not 0 <= n < (1 << 13) or not 0 <= passes <= RUN_MAX_PASSES or not 0 <= nres < 128:
+        raise ValueError(f"MULT_ACC_RUN fields out of range: n={n} passes={passes} nres={nres}")
+    return enc(MULT_ACC_RUN, (passes << 21) | (nres << 14) | (int(bool(last)) << 13) | n)
+
+
+def i_stride(ila: int, lsa: int) -> int:
+    return enc(SET_RUN_STRIDE, ((lsa & 0xFFF) << 16) | (ila & 0xFFFF))
 
 
 def i_dump(base: int = 0, length: int = 0) -> int:
@@ -160,6 +179,7 @@ class ChainModel:
         self.ls = np.zeros((M, cp.LSD), dtype=np.int64)
         self.G = self.S = 1
         self.ila = self.lsa = self.sma = 0
+        self.ila_st = self.lsa_st = 0
         self.sm_op, self.sm_k, self.sm_largest = OP_SEL, cp.KMAX, True
         self.sm_mem = np.zeros(cp.DEPTH, dtype=np.int64)
         self.sm_arr: list[tuple[int, int]] = []
@@ -216,27 +236,31 @@ class ChainModel:
         return beats
 
     # -- the chain ----------------------------------------------------------------
-    def _macc(self, n: int, last: bool, nres: int):
+    def _macc(self, n: int, last: bool, nres: int, passes: int = 1):
         cp, M, G, S = self.cp, self.cp.M, self.G, self.S
         R = M // S
-        if n == 0 or n > cp.LSD or nres > R:
+        if n == 0 or n > cp.LSD or nres > R or passes == 0:
             self.errors += 1
             return
         nres = R if nres == 0 else nres
-        acc = [0] * M
-        for j in range(n):
-            w = (self.ila + j * G) % cp.ilw
-            line, lane0 = w // M, w % M
-            for i in range(M):
-                a = int(self.ils[line * M + (lane0 | (i % G))])
-                b = int(self.ls[i, (self.lsa + j) % cp.LSD])
-                acc[i] += a * b
-        for r in range(nres):
-            s = sum(acc[r * S:(r + 1) * S])
-            v = int(self.fmt.sat(rshift_round(np.asarray(s, dtype=object), self.fmt.F)))
-            idx = (self.sma + r) % (1 << cp.IDXW)
-            self.elements.append((idx, v))
-            self._sm_push(idx, v, last and r == nres - 1)
+        for p in range(passes):
+            ila = (self.ila + p * self.ila_st) % cp.ilw
+            lsa = (self.lsa + p * self.lsa_st) % cp.LSD
+            sma = self.sma + p * nres
+            acc = [0] * M
+            for j in range(n):
+                w = (ila + j * G) % cp.ilw
+                line, lane0 = w // M, w % M
+                for i in range(M):
+                    a = int(self.ils[line * M + (lane0 | (i % G))])
+                    b = int(self.ls[i, (lsa + j) % cp.LSD])
+                    acc[i] += a * b
+            for r in range(nres):
+                s = sum(acc[r * S:(r + 1) * S])
+                v = int(self.fmt.sat(rshift_round(np.asarray(s, dtype=object), self.fmt.F)))
+                idx = (sma + r) % (1 << cp.IDXW)
+                self.elements.append((idx, v))
+                self._sm_push(idx, v, last and p == passes - 1 and r == nres - 1)
 
     def run(self, words) -> list[tuple[int, int, int]]:
         cp = self.cp
@@ -293,6 +317,11 @@ class ChainModel:
                 pc += n
             elif op == MULT_ACC_DUMP:
                 self._macc(x & 0xFFFF, bool((x >> 16) & 1), (x >> 17) & 0x7F)
+            elif op == MULT_ACC_RUN:
+                self._macc(x & 0x1FFF, bool((x >> 13) & 1), (x >> 14) & 0x7F, (x >> 21) & 0x7F)
+            elif op == SET_RUN_STRIDE:
+                self.ila_st = (x & 0xFFFF) % cp.ilw
+                self.lsa_st = ((x >> 16) & 0xFFF) % cp.LSD
         return self.beats
 
 
@@ -379,8 +408,45 @@ class Plan:
     def _w(self, v) -> list[int]:
         return [data_word(x, self.cp.W) for x in np.asarray(v).ravel().tolist()]
 
+    def _passes(self, passes) -> list[int]:
+        """Instruction words for a list of MAC passes ``(ila, lsa, sma, n, nres, last)``
+        (``nres`` as encoded: 0 = all): consecutive passes with equal n and nres, constant
+        ila and lsa strides and sma advancing by the results per pass (and ``last`` only on
+        the final one) become one MULT_ACC_RUN; a set-up word is emitted only when its
+        register (ila, lsa, sm_addr, the strides) does not already hold the value."""
+        cp, R = self.cp, self.cp.M // self.S
+        out, i, st = [], 0, self._st
+        while i < len(passes):
+            ila, lsa, sma, n, nres, last = passes[i]
+            step = R if nres == 0 else nres
+            k = 1
+            if i + 1 < len(passes):
+                d_ila = (passes[i + 1][0] - ila) % cp.ilw
+                d_lsa = (passes[i + 1][1] - lsa) % cp.LSD
+                while i + k < len(passes) and k < RUN_MAX_PASSES and not passes[i + k - 1][5]:
+                    q, pv = passes[i + k], passes[i + k - 1]
+                    if q[3] != n or q[4] != nres or (q[0] - pv[0]) % cp.ilw != d_ila or \
+                            (q[1] - pv[1]) % cp.LSD != d_lsa or q[2] - pv[2] != step:
+                        break
+                    k += 1
+            for key, op, v in (("ila", SET_INPUT_LS_ADDR, ila), ("lsa", SET_PE_LS_ADDR, lsa),
+                               ("sma", SET_SM_ADDR, sma)):
+                if st.get(key) != v:
+                    out.append(enc(op, v))
+                    st[key] = v
+            if k == 1:
+                out.append(i_macc(n, last, nres))
+            else:
+                if st.get("stride") != (d_ila, d_lsa):
+                    out.append(i_stride(d_ila, d_lsa))
+                    st["stride"] = (d_ila, d_lsa)
+                out.append(i_run(n, k, passes[i + k - 1][5], nres))
+            i += k
+        return out
+
     def _head(self) -> list[int]:
         op = {"topk": OP_SEL, "minmax": OP_MINMAX, "rmw": OP_RMW}[self.reduction]
+        self._st = {}          # set-up registers as the program leaves them (unknown at its start)
         return [i_mode(self.G, self.S), i_reduction(op, self.k, self.largest)]
 
     # ---- axis = cols: B column replicated, A rows stream, one array per column ----
@@ -396,6 +462,7 @@ class Plan:
                     c = (lane % S) * bcs + j
                     if r < r1 and c < self.d:
                         img[(g * bcs + j) * M + lane] = A[r, c]
+        self._st["ila"] = 0
         return [enc(SET_INPUT_LS_ADDR, 0), enc(WRITE_A, len(img))] + self._w(img)
 
     def _prog_cols(self, A, B) -> list[int]:
@@ -414,20 +481,20 @@ class Plan:
                 pes = [BCAST] if S == 1 else [i for i in range(M) if i % S == s]
                 for pe in pes:
                     prog += [enc(SET_PE_LS_ADDR, 0), i_write_b(len(img), pe)] + self._w(img)
+                    self._st["lsa"] = 0
             for c in range(b0, b1):
                 prog.append(enc(SM_CTRL, SM_START))
                 for ab, (r0, r1) in enumerate(a_blocks):
                     if not a_once:
                         prog += self._write_a_cols(A, r0, r1)
                     groups = -(-(r1 - r0) // RF)
+                    passes = []
                     for g in range(groups):
                         row0 = r0 + g * RF
                         nres = min(RF, self.n - row0)
                         last = ab == len(a_blocks) - 1 and g == groups - 1
-                        prog += [enc(SET_INPUT_LS_ADDR, g * bcs * M),
-                                 enc(SET_PE_LS_ADDR, (c - b0) * bcs),
-                                 enc(SET_SM_ADDR, row0),
-                                 i_macc(bcs, last, 0 if nres == RF else nres)]
+                        passes.append((g * bcs * M, (c - b0) * bcs, row0, bcs, 0 if nres == RF else nres, last))
+                    prog += self._passes(passes)
                 prog.append(i_dump())
         return prog
 
@@ -451,6 +518,7 @@ class Plan:
                     if c < b1:
                         img[st * bcs:(st + 1) * bcs] = self._seg(B[:, c], i % S)
                 prog += [enc(SET_PE_LS_ADDR, 0), i_write_b(len(img), i)] + self._w(img)
+                self._st["lsa"] = 0
             for r0 in range(0, nloc, self.a_num_rows):
                 r1 = min(r0 + self.a_num_rows, nloc)
                 img = np.zeros((r1 - r0) * rowlen, dtype=np.int64)
@@ -461,8 +529,10 @@ class Plan:
                             if c < self.d:
                                 img[(r - r0) * rowlen + j * S + s] = A[r, c]
                 prog += [enc(SET_INPUT_LS_ADDR, 0), enc(WRITE_A, len(img))] + self._w(img)
+                self._st["ila"] = 0
                 if rmw:
                     prog.append(enc(SM_CTRL, SM_START))
+                passes = []
                 for r in range(r0, r1):
                     if not rmw:
                         prog.append(enc(SM_CTRL, SM_START))
@@ -471,12 +541,11 @@ class Plan:
                         nres = min(CPS, b1 - c0)
                         last = st == nsets - 1 and (not rmw or r == r1 - 1)
                         sma = self.rmw_base + r * self.m + c0 if rmw else c0
-                        prog += [enc(SET_INPUT_LS_ADDR, (r - r0) * rowlen),
-                                 enc(SET_PE_LS_ADDR, st * bcs),
-                                 enc(SET_SM_ADDR, sma),
-                                 i_macc(bcs, last, 0 if nres == CPS else nres)]
+                        passes.append(((r - r0) * rowlen, st * bcs, sma, bcs, 0 if nres == CPS else nres, last))
                     if not rmw:
-                        prog.append(i_dump())
+                        prog += self._passes(passes) + [i_dump()]
+                        passes = []
+                prog += self._passes(passes)
         if rmw and getattr(self, "_dump", True):
             prog.append(i_dump(self.rmw_base, nloc * self.m))
         return prog
@@ -587,6 +656,21 @@ def split_words(words) -> tuple[int, int]:
             pc += x
             nd += x
     return ni, nd
+
+
+def mac_steps(words) -> int:
+    """MAC steps a program issues (MULT_ACC_DUMP n, MULT_ACC_RUN passes x n)."""
+    pc, words, steps = 0, [int(w) for w in words], 0
+    while pc < len(words):
+        op, x = words[pc] >> 28, words[pc] & ((1 << 28) - 1)
+        pc += 1
+        if op in (WRITE_A, WRITE_B):
+            pc += x & 0xFFFF
+        elif op == MULT_ACC_DUMP:
+            steps += x & 0xFFFF
+        elif op == MULT_ACC_RUN:
+            steps += (x & 0x1FFF) * ((x >> 21) & 0x7F)
+    return steps
 
 
 def bus_traffic(words, dump_beats: int, elements: int, results: int, cp: ChainParams) -> dict:

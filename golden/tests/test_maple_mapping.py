@@ -219,3 +219,74 @@ def test_bus_traffic_counts():
 def test_listing():
     lst = mm.mnemonics([mm.enc(mm.WRITE_A, 2), 5, 6, mm.i_macc(3, True)])
     assert lst[0].startswith("WRITE_A") and lst[1] == ".word 0x5" and lst[3].startswith("MULT_ACC_DUMP")
+
+
+@pytest.mark.parametrize("cp", [CP, SMALL], ids=["default", "small"])
+def test_mult_acc_run_equals_its_passes(cp):
+    """MULT_ACC_RUN (issue 16) against the same passes written out as MULT_ACC_DUMPs with
+    their own set-up words: same elements, same tlast, same dump; strides wrap modulo
+    ILW / LSD, sm_addr advances by the results per pass (nres = 0 and nres < M/S), and
+    ila / lsa / sm_addr are left as they were."""
+    rng = np.random.default_rng(7)
+    f, M = cp.fmt, cp.M
+    A, B = rand(rng, cp.ilw, f), rand(rng, (M, cp.LSD), f)
+    load = [mm.i_mode(2, 1) if M > 2 else mm.i_mode(1, 1), mm.i_reduction(mm.OP_SEL, cp.KMAX),
+            mm.enc(mm.SET_INPUT_LS_ADDR, 0), mm.enc(mm.WRITE_A, cp.ilw)] + [mm.data_word(v, cp.W) for v in A]
+    for pe in range(M):
+        load += [mm.enc(mm.SET_PE_LS_ADDR, 0), mm.i_write_b(cp.LSD, pe)] + [mm.data_word(v, cp.W) for v in B[pe]]
+    G = 2 if M > 2 else 1
+    for n, passes, ist, lst, nres, ila, lsa, sma in ((3, 5, 6, 3, 0, 2, 1, 10), (2, 4, cp.ilw - 4, cp.LSD - 1, 1, 8, 0, 3),
+                                                     (cp.LSD, 2, 0, 0, 0, 0, 0, 0)):
+        R = M if nres == 0 else nres
+        head = [mm.enc(mm.SM_CTRL, mm.SM_START), mm.enc(mm.SET_INPUT_LS_ADDR, ila), mm.enc(mm.SET_PE_LS_ADDR, lsa),
+                mm.enc(mm.SET_SM_ADDR, sma)]
+        run = head + [mm.i_stride(ist, lst), mm.i_run(n, passes, True, nres), mm.i_dump()]
+        ref = [mm.enc(mm.SM_CTRL, mm.SM_START)]
+        for p in range(passes):
+            ref += [mm.enc(mm.SET_INPUT_LS_ADDR, (ila + p * ist) % cp.ilw),
+                    mm.enc(mm.SET_PE_LS_ADDR, (lsa + p * lst) % cp.LSD),
+                    mm.enc(mm.SET_SM_ADDR, sma + p * R), mm.i_macc(n, p == passes - 1, nres)]
+        ref.append(mm.i_dump())
+        a, b = mm.ChainModel(cp), mm.ChainModel(cp)
+        a.run(load + run)
+        b.run(load + ref)
+        assert a.elements == b.elements and len(a.elements) == passes * R
+        assert a.beats == b.beats and a.errors == b.errors == 0
+        assert (a.ila, a.lsa, a.sma) == (ila, lsa, sma)
+        assert mm.mac_steps(run) == mm.mac_steps(ref) == n * passes
+    m = mm.ChainModel(cp)
+    m.run([mm.i_run(2, 0), mm.i_run(0, 3), mm.i_run(cp.LSD + 1, 2), mm.i_run(2, 2, nres=M + 1)])
+    assert m.errors == 4 and m.elements == []
+
+
+@pytest.mark.parametrize("axis,red,n,d,m,folds", [
+    ("rows", "minmax", 16, 4, 8, True), ("cols", "topk", 40, 4, 2, True), ("rows", "rmw", 6, 4, 3, True),
+    ("rows", "rmw", 9, 4, 8, True),
+    # nothing to fold: sm_addr advances by m, not by the 2 results of a pass; one row group
+    # per A block; the last set of a row has fewer results than the others
+    ("rows", "rmw", 5, 70, 6, False), ("cols", "minmax", 9, 70, 2, False), ("rows", "minmax", 7, 5, 7, False)])
+def test_programs_use_mult_acc_run(axis, red, n, d, m, folds):
+    """The mapping tool folds its passes into MULT_ACC_RUN where their addresses advance by
+    constant strides (and sm_addr by the results per pass): fewer words than one
+    MULT_ACC_DUMP (and its set-up words) per pass, the same elements and beats as the
+    pass-by-pass program (the compressor disabled), every MAC step still issued."""
+    rng = np.random.default_rng(n * d + m)
+    f = CP.fmt
+    A, B = rand(rng, (n, d), f), rand(rng, (d, m), f)
+    k = 3 if red == "topk" else 1
+    plan = mm.plan_matmul(n, d, m, red, axis=axis, k=k, cp=CP)
+    prog = plan.programs(A, B)[0]
+    orig = mm.Plan._passes
+    try:
+        mm.Plan._passes = lambda self, ps: [w for (ila, lsa, sma, nn, nres, last) in ps for w in (
+            mm.enc(mm.SET_INPUT_LS_ADDR, ila), mm.enc(mm.SET_PE_LS_ADDR, lsa), mm.enc(mm.SET_SM_ADDR, sma),
+            mm.i_macc(nn, last, nres))]
+        flat = plan.programs(A, B)[0]
+    finally:
+        mm.Plan._passes = orig
+    a, b = mm.ChainModel(CP), mm.ChainModel(CP)
+    assert a.run(prog) == b.run(flat) and a.elements == b.elements
+    assert mm.mac_steps(prog) == mm.mac_steps(flat)
+    ops = [w.split()[0] for w in mm.mnemonics(prog)]
+    # set-up words whose register already holds the value are dropped as well
+    assert ("MULT_ACC_RUN" in ops) == folds and len(prog) < len(flat)

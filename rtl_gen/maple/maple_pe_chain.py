@@ -409,6 +409,14 @@ def build(p):
         last_r = sig_b()
         nres = sig_u(7)
         e_sma = sig_u(IDXW)
+        # MULT_ACC_RUN: passes left (this one included), this pass's start addresses, strides
+        p_left = sig_u(7)
+        p_ila = sig_u(IAW)
+        p_lsa = sig_u(LAW)
+        e_ist = sig_u(IAW)
+        e_lst = sig_u(LAW)
+        ist = sig_u(IAW)                   # SET_RUN_STRIDE (architectural)
+        lst = sig_u(LAW)
         sp = sig_u(MW + 1, M)              # cycles since the last final step (saturates at M)
         quiet = sig_u(log2(LAT) + 1, LAT)  # cycles since the last step (saturates at LAT)
         reserved = sig_u(8)                # results committed and not yet taken by the smart memory
@@ -471,8 +479,18 @@ def build(p):
         pop = sig_b()
         c_op = sig_u(4)
         c_x16 = sig_u(16)
-        c_bit16 = sig_b()
-        c_nres = sig_u(7)
+        c_n = sig_u(16)                    # MULT_ACC_DUMP / MULT_ACC_RUN fields
+        c_lb = sig_b()
+        c_nr = sig_u(7)
+        c_np = sig_u(7)
+        c_mac = sig_b()
+        c_ls = sig_u(LAW)
+        p_one = sig_b()
+        e_done = sig_b()
+        pn_ila = sig_u(IAW)
+        pn_lsa = sig_u(LAW)
+        sma_nx = sig_u(IDXW)
+        nres_x = sig_u(IDXW)
         c_pe = sig_u(8)
         c_lgg = sig_u(4)
         c_lgs = sig_u(4)
@@ -498,7 +516,7 @@ def build(p):
         # ---- input local store: M banks -------------------------------------------------
         bank_q = {b: sig_u(W) for b in range(M)}   # dicts, not lists: no HDL arrays
         bank_we_s = {b: sig_b() for b in range(M)}
-        insts = [sm, SM.zext(r_i, r_x), dstages]
+        insts = [sm, SM.zext(r_i, r_x), SM.zext(nres, nres_x), dstages]
         for b in range(M):
             insts.append(bank_we(ils_we, ils_lane, b, bank_we_s[b]))
             insts.append(ram_1w1r(clk, bank_we_s[b], ils_wl, dw, ils_rl, bank_q[b], IL))
@@ -543,19 +561,40 @@ def build(p):
         def dec2():
             c_op.next = xw[32:28]
             c_x16.next = xw[16:]
-            c_bit16.next = xw[16]
-            c_nres.next = xw[24:17]
             c_pe.next = xw[24:16]
             c_lgg.next = xw[4:]
             c_lgs.next = xw[8:4]
             c_ia.next = xw[IAW:]
             c_la.next = xw[LAW:]
+            c_ls.next = xw[16 + LAW:16]
+
+        @always_comb
+        def dec3():
+            c_mac.next = c_op == ISA.MULT_ACC_DUMP or c_op == ISA.MULT_ACC_RUN
+            if c_op == ISA.MULT_ACC_RUN:
+                c_n.next = concat(intbv(0)[3:], xw[13:])
+                c_lb.next = xw[13]
+                c_nr.next = xw[21:14]
+                c_np.next = xw[28:21]
+            else:
+                c_n.next = xw[16:]
+                c_lb.next = xw[16]
+                c_nr.next = xw[24:17]
+                c_np.next = 1
+
+        @always_comb
+        def run_c():
+            p_one.next = p_left == 1
+            e_done.next = e_fin and p_left == 1
+            pn_ila.next = p_ila + e_ist
+            pn_lsa.next = p_lsa + e_lst
+            sma_nx.next = e_sma + nres_x
 
         @always_comb
         def eng_c():
             e_last.next = j == nsteps - 1
             res_plus.next = reserved + nres
-            eng_free.next = not e_act or e_fin
+            eng_free.next = not e_act or e_done
             chain_quiet.next = not e_act and quiet == LAT
             all_idle.next = not e_act and quiet == LAT and reserved == 0
             pop.next = rq_cnt != 0 and sm_tready
@@ -567,7 +606,7 @@ def build(p):
         @always_comb
         def eng_c2():
             credit_ok.next = res_plus <= RQ
-            mac_bad.next = c_x16 == 0 or c_x16 > LSD or c_nres > rall
+            mac_bad.next = c_n == 0 or c_n > LSD or c_nr > rall or c_np == 0
 
         @always_comb
         def eng_c3():
@@ -577,7 +616,7 @@ def build(p):
         @always_comb
         def ok_c():
             # what an instruction waits for before it executes (held in ir meanwhile)
-            if c_op == ISA.MULT_ACC_DUMP:
+            if c_mac:
                 ok.next = eng_free or mac_bad
             elif c_op == ISA.WRITE_A:
                 ok.next = not e_act
@@ -705,15 +744,25 @@ def build(p):
             elif quiet != LAT:
                 quiet.next = quiet + 1
             if e_fin:
-                e_act.next = False
                 sp.next = 1
+                if p_one:
+                    e_act.next = False
+                else:
+                    # MULT_ACC_RUN: the next pass starts in the next cycle, advanced by the strides
+                    p_left.next = p_left - 1
+                    j.next = 0
+                    w.next = pn_ila
+                    p_ila.next = pn_ila
+                    lsa_c.next = pn_lsa
+                    p_lsa.next = pn_lsa
+                    e_sma.next = sma_nx
             elif sp != M:
                 sp.next = sp + 1
             # ---- drain: descriptor delay line, walker, round + saturate, result queue
             d1_v.next = e_fin
             d1_sma.next = e_sma
             d1_nres.next = nres
-            d1_last.next = last_r
+            d1_last.next = last_r and p_one
             s2_v.next = False
             if wk_act:
                 gsum.next = gsum_n
@@ -793,22 +842,30 @@ def build(p):
                         lpe.next = c_pe
                         if c_x16 != 0:
                             state.next = Q_WB
-                    elif c_op == ISA.MULT_ACC_DUMP:
+                    elif c_op == ISA.SET_RUN_STRIDE:
+                        ist.next = c_ia
+                        lst.next = c_ls
+                    elif c_mac:
                         if mac_bad:
                             err_r.next = True
                         else:
                             # hand over to the issue engine (it may be issuing its final step now)
                             e_act.next = True
-                            nsteps.next = c_x16
-                            last_r.next = c_bit16
-                            if c_nres == 0:
+                            nsteps.next = c_n
+                            last_r.next = c_lb
+                            if c_nr == 0:
                                 nres.next = rall
                             else:
-                                nres.next = c_nres
+                                nres.next = c_nr
                             j.next = 0
                             w.next = ila
                             lsa_c.next = lsa
                             e_sma.next = sma
+                            p_left.next = c_np
+                            p_ila.next = ila
+                            p_lsa.next = lsa
+                            e_ist.next = ist
+                            e_lst.next = lst
             elif state == Q_WA:
                 if fire:
                     wptr.next = wptr + 1
@@ -873,7 +930,7 @@ def build(p):
                 cq_v.next = True
                 cq.next = xw
 
-        return (insts, dec, dec2, eng_c, eng_c2, eng_c3, ok_c, go_c, tabs, addr_c, axw_c, drain_c,
+        return (insts, dec, dec2, dec3, run_c, eng_c, eng_c2, eng_c3, ok_c, go_c, tabs, addr_c, axw_c, drain_c,
                 drain_c2, drain_c3, rs_c, rq_c, rq_ram, rq_rd, sm_c, main)
 
     ports = ports_of(p)
@@ -904,7 +961,8 @@ def datasheet(p):
                    f"sequencer fetches the next instructions (one word per cycle) meanwhile and "
                    f"hands the next MULT_ACC_DUMP over in the cycle of the final step, the drain "
                    f"and the smart-memory commands run beside both: back-to-back passes of n >= "
-                   f"max(4, M) steps with their 3 set-up words keep every PE busy every cycle (the "
+                   f"max(4, M) steps (each with its 3 set-up words, or all in one MULT_ACC_RUN) "
+                   f"keep every PE busy every cycle (the "
                    f"final step of a pass waits until M cycles after the previous final step and for "
                    f"room for its nres results in the result queue). Whole programs are bound by "
                    f"the instruction stream (one word per cycle, data words included) and by the "
@@ -956,8 +1014,18 @@ def datasheet(p):
             "the engine issues its final step, WRITE_A until the engine is idle, WRITE_B until "
             "the last step has passed every PE, SET_PARALLEL_MODE until every result is in the "
             "smart memory, a smart-memory instruction until the command queue has room. "
-            "SET_SM_ADDR / SET_PE_LS_ADDR / SET_INPUT_LS_ADDR are copied by MULT_ACC_DUMP when "
-            "it is handed over, so they never wait.",
+            "SET_SM_ADDR / SET_PE_LS_ADDR / SET_INPUT_LS_ADDR / SET_RUN_STRIDE are copied by "
+            "MULT_ACC_DUMP / MULT_ACC_RUN when it is handed over, so they never wait.",
+            "MULT_ACC_RUN (self-advancing MULT_ACC_DUMP): the issue engine runs its passes back to "
+            "back, pass p+1 starting in the cycle after the final step of pass p (that final "
+            "step waiting, as between two MULT_ACC_DUMPs, for the walker spacing and for room "
+            "for its results), from ila + (p+1)*ila_stride, lsa + (p+1)*lsa_stride, with its "
+            "results at sm_addr + (p+1)*R; only the final pass carries last. One instruction "
+            "word replaces 4 per pass (3 set-up words and the MULT_ACC_DUMP); the mapping tool "
+            "folds every run of passes with constant strides (and sm_addr advancing by the "
+            "results per pass) into one (`Plan._passes`) and drops set-up words whose register "
+            "already holds the value. The engine is free for the next MULT_ACC_DUMP / "
+            "MULT_ACC_RUN at the final step of its final pass; WRITE_A waits until it is idle.",
             "Mapping tool (`golden.maple_mapping.plan_matmul`, `Plan.programs`): A (n x d) "
             "streams row-wise through the input local store, B (d x m) is held column-wise in "
             "the PE local stores; a column longer than LSD is split over S PEs. Reductions per "

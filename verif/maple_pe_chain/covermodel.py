@@ -16,7 +16,8 @@ from verif.funcov_tb import declare_flow
 
 COV = CoverModel("maple_pe_chain")
 NAMES = ["NOP", "SET_PARALLEL_MODE", "SET_SM_REDUCTION", "SM_CTRL", "DUMP_SM", "SET_SM_ADDR", "SET_PE_LS_ADDR",
-         "SET_INPUT_LS_ADDR", "INC_INPUT_LS_ADDR", "WRITE_A", "WRITE_B", "MULT_ACC_DUMP"]
+         "SET_INPUT_LS_ADDR", "INC_INPUT_LS_ADDR", "WRITE_A", "WRITE_B", "MULT_ACC_DUMP", "MULT_ACC_RUN",
+         "SET_RUN_STRIDE"]
 if not COV.points:
     COV.point("opcode", values=NAMES, doc="instruction accepted on s_axis_cmd")
     COV.point("mode", values=["column", "split", "replicate", "split_replicate", "bad"],
@@ -80,8 +81,11 @@ class CmdDecoder:
         elif op == 10:
             self.skip = x & 0xFFFF
             COV.sample("write_b", "broadcast" if (x >> 16) & 0xFF == 255 else "one_pe")
-        elif op == 11:
-            n, last, nres = x & 0xFFFF, (x >> 16) & 1, (x >> 17) & 0x7F
+        elif op in (11, 12):         # MULT_ACC_DUMP, MULT_ACC_RUN (its n / last / nres fields)
+            if op == 11:
+                n, last, nres = x & 0xFFFF, (x >> 16) & 1, (x >> 17) & 0x7F
+            else:
+                n, last, nres = x & 0x1FFF, (x >> 13) & 1, (x >> 14) & 0x7F
             R = self.M // self.S
             if n == 0:
                 COV.sample("macc", "bad_n_zero")
@@ -114,18 +118,20 @@ def shadow_model(cp):
             super().__init__(cp)
             self.exact = []
 
-        def _macc(self, n, last, nres):
+        def _macc(self, n, last, nres, passes=1):
             cp, M, G, S = self.cp, self.cp.M, self.G, self.S
             R = M // S
             if not (n == 0 or n > cp.LSD or nres > R):
-                acc = [0] * M
-                for j in range(n):
-                    w = (self.ila + j * G) % cp.ilw
-                    line, lane0 = w // M, w % M
-                    for i in range(M):
-                        acc[i] += int(self.ils[line * M + (lane0 | (i % G))]) * int(self.ls[i, (self.lsa + j) % cp.LSD])
-                self.exact += [sum(acc[r * S:(r + 1) * S]) for r in range(R if nres == 0 else nres)]
-            super()._macc(n, last, nres)
+                for p in range(passes):
+                    ila, lsa = (self.ila + p * self.ila_st) % cp.ilw, (self.lsa + p * self.lsa_st) % cp.LSD
+                    acc = [0] * M
+                    for j in range(n):
+                        w = (ila + j * G) % cp.ilw
+                        line, lane0 = w // M, w % M
+                        for i in range(M):
+                            acc[i] += int(self.ils[line * M + (lane0 | (i % G))]) * int(self.ls[i, (lsa + j) % cp.LSD])
+                    self.exact += [sum(acc[r * S:(r + 1) * S]) for r in range(R if nres == 0 else nres)]
+            super()._macc(n, last, nres, passes)
 
     return Shadow(cp)
 

@@ -320,9 +320,9 @@ async def bad_instructions(dut):
     tb = TB(dut)
     await tb.reset()
     words = [mm.i_mode(2 * tb.M, 1), mm.i_mode(1, 2), mm.enc(mm.SM_CTRL, mm.SM_START), mm.i_macc(0),
-             mm.i_macc(tb.cp.LSD + 1), mm.i_macc(1, nres=tb.M + 1)]
+             mm.i_macc(tb.cp.LSD + 1), mm.i_macc(1, nres=tb.M + 1), mm.i_run(2, 0), mm.i_run(0, 2)]
     await tb.run(words)
-    assert tb.model.errors == 5
+    assert tb.model.errors == 7
     await ClockCycles(tb.clk, 5)
     assert int(dut.err.value) == 1
     fcov.COV.sample("err", "set")
@@ -453,6 +453,51 @@ async def overlap_hazards(dut):
     await tb.finish()
 
 
+@sim_test(timeout_us={"default": 60, "*": 240})
+async def mult_acc_run_strides(dut):
+    """MULT_ACC_RUN (self-advancing MULT_ACC_DUMP, issue 16) against the instruction-level
+    model, RMW so every result lands at its own address: input and local-store strides
+    that wrap (ILW - 7 start, LSD - 3 stride), all and some results per pass, a RUN right
+    behind a RUN and a MULT_ACC_DUMP right behind that (the engine hand-over at the final
+    pass), split mode with one result per pass, last on the final pass only.  Bubbles on
+    the stream, backpressure on the dump."""
+    tb = TB(dut, src_p=0.8, sink_p=0.6)
+    await tb.reset()
+    cp, M, L, W = tb.cp, tb.M, tb.cp.LSD, tb.W
+
+    def data(vals):
+        return [mm.data_word(int(v), W) for v in np.asarray(vals).ravel()]
+
+    prog = [mm.i_mode(1, 1), mm.i_reduction(mm.OP_RMW), mm.enc(mm.SM_CTRL, mm.SM_CLEAR),
+            mm.enc(mm.SM_CTRL, mm.SM_START)]
+    for pe in range(M):
+        prog += [mm.enc(mm.SET_PE_LS_ADDR, 0), mm.i_write_b(L, pe)] + data(tb.rand(L))
+    prog += [mm.enc(mm.SET_INPUT_LS_ADDR, 0), mm.enc(mm.WRITE_A, cp.ilw)] + data(tb.rand(cp.ilw))
+    prog += [mm.i_stride(5, L - 3), mm.enc(mm.SET_INPUT_LS_ADDR, cp.ilw - 7), mm.enc(mm.SET_PE_LS_ADDR, 2),
+             mm.enc(mm.SET_SM_ADDR, 0), mm.i_run(3, 6)]                       # 6 M results at 0 ..
+    prog += [mm.enc(mm.SET_SM_ADDR, 6 * M), mm.i_run(2, 2, nres=1)]           # 6M, 6M+1
+    prog += [mm.enc(mm.SET_SM_ADDR, 6 * M + 2), mm.i_macc(4)]                 # 6M+2 .. 7M+1
+    prog += [mm.i_mode(2, 2), mm.i_stride(2, 1), mm.enc(mm.SET_INPUT_LS_ADDR, 0),
+             mm.enc(mm.SET_SM_ADDR, 7 * M + 2), mm.i_run(3, 5, last=True, nres=1)]   # 7M+2 .. 7M+6
+    total = 7 * M + 7
+    prog += [mm.i_dump(0, total), mm.i_mode(1, 1)]
+    beats = await tb.run(prog)
+    assert len(beats) == total and len(tb.model.elements) == total
+    assert sorted(i for i, _ in tb.model.elements) == list(range(total)), "every result at its own address"
+    await tb.finish()
+
+
+def first_mac(prog) -> int:
+    """Stream position of a program's first MULT_ACC_DUMP / MULT_ACC_RUN (data words skipped)."""
+    pc = 0
+    while pc < len(prog):
+        op, x = prog[pc] >> 28, prog[pc] & 0xFFFF
+        if op in (mm.MULT_ACC_DUMP, mm.MULT_ACC_RUN):
+            return pc
+        pc += 1 + (x if op in (mm.WRITE_A, mm.WRITE_B) else 0)
+    raise AssertionError("program without a MAC instruction")
+
+
 async def steady_mac_rate(tb) -> float:
     """MAC steps per cycle of back-to-back passes (RMW, column mode, n = max(4, LSD/4)
     steps per pass, 3 set-up words each; A and B loaded before, no clear): from the cycle
@@ -464,8 +509,8 @@ async def steady_mac_rate(tb) -> float:
     plan = mm.plan_matmul(n, d, m, "rmw", cp=cp)
     assert plan.n_a_blocks == 1 and plan.n_b_blocks == 1, "steady bench must load A and B once"
     prog = only(plan.programs(tb.rand((n, d)), tb.rand((d, m)), rmw_clear=False))
-    first = next(k for k, w in enumerate(prog) if w >> 28 == mm.MULT_ACC_DUMP)
-    steps = sum(w & 0xFFFF for w in prog if w >> 28 == mm.MULT_ACC_DUMP)
+    first = first_mac(prog)
+    steps = mm.mac_steps(prog)
     i0, b0 = len(tb.inmon.times), len(tb.mon.times)
     await tb.run(prog)
     window = tb.mon.times[b0] - tb.inmon.times[i0 + first]
@@ -502,7 +547,7 @@ async def bench_throughput(dut):
         results = {"kmeans": len(beats) // 2, "topk": len(beats), "aggregation": len(beats)}[name]
         t = mm.bus_traffic(prog, len(beats), elements, results, tb.cp)
         cyc = tb.inmon.cycles - c0
-        steps = sum(w & 0xFFFF for w in prog if w >> 28 == mm.MULT_ACC_DUMP)
+        steps = mm.mac_steps(prog)
         tot_cyc += cyc
         tot_steps += steps
         rows.append({"workload": name, "mode": plan.mode, "program_words": len(prog),

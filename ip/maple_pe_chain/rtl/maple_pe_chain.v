@@ -64,13 +64,30 @@ reg [31:0] dw;
 reg err_r;
 wire [3:0] c_op;
 wire [15:0] c_x16;
-wire c_bit16;
-wire [6:0] c_nres;
 wire [7:0] c_pe;
 wire [3:0] c_lgg;
 wire [3:0] c_lgs;
 wire [7:0] c_ia;
 wire [5:0] c_la;
+wire [5:0] c_ls;
+reg c_mac;
+reg [15:0] c_n;
+reg c_lb;
+reg [6:0] c_nr;
+reg [6:0] c_np;
+wire p_one;
+reg [6:0] p_left;
+wire e_done;
+wire e_fin;
+wire [7:0] pn_ila;
+reg [7:0] p_ila;
+reg [7:0] e_ist;
+wire [5:0] pn_lsa;
+reg [5:0] p_lsa;
+reg [5:0] e_lst;
+wire [15:0] sma_nx;
+reg [15:0] e_sma;
+wire [15:0] nres_x;
 wire e_last;
 reg [15:0] j;
 reg [15:0] nsteps;
@@ -79,7 +96,6 @@ reg [7:0] reserved;
 reg [6:0] nres;
 wire eng_free;
 reg e_act;
-wire e_fin;
 wire chain_quiet;
 reg [3:0] quiet;
 wire all_idle;
@@ -141,7 +157,6 @@ reg [5:0] lsa0;
 reg [5:0] lsa_c;
 reg d1_v;
 reg [15:0] d1_sma;
-reg [15:0] e_sma;
 reg [6:0] d1_nres;
 reg d1_last;
 reg last_r;
@@ -162,6 +177,8 @@ reg [5:0] lsa;
 reg [15:0] cnt;
 reg [5:0] lptr;
 reg [7:0] lpe;
+reg [7:0] ist;
+reg [5:0] lst;
 reg [31:0] cq;
 wire [15:0] maple_smart_memory0_in_i;
 wire signed [31:0] maple_smart_memory0_thr_v;
@@ -1272,6 +1289,10 @@ end
 assign r_x = {9'h0, r_i};
 
 
+
+assign nres_x = {9'h0, nres};
+
+
 always @(posedge clk) begin: dstage0_r
     if (rst == 1) begin
         dstage0_vo <= 0;
@@ -2278,19 +2299,43 @@ end
 
 assign c_op = xw[32-1:28];
 assign c_x16 = xw[16-1:0];
-assign c_bit16 = xw[16];
-assign c_nres = xw[24-1:17];
 assign c_pe = xw[24-1:16];
 assign c_lgg = xw[4-1:0];
 assign c_lgs = xw[8-1:4];
 assign c_ia = xw[8-1:0];
 assign c_la = xw[6-1:0];
+assign c_ls = xw[(16 + 6)-1:16];
+
+
+always @(xw, c_op) begin: dec3
+    c_mac = ((c_op == 11) || (c_op == 12));
+    if ((c_op == 12)) begin
+        c_n = {3'h0, xw[13-1:0]};
+        c_lb = xw[13];
+        c_nr = xw[21-1:14];
+        c_np = xw[28-1:21];
+    end
+    else begin
+        c_n = xw[16-1:0];
+        c_lb = xw[16];
+        c_nr = xw[24-1:17];
+        c_np = 1;
+    end
+end
+
+
+
+assign p_one = (p_left == 1);
+assign e_done = (e_fin && (p_left == 1));
+assign pn_ila = (p_ila + e_ist);
+assign pn_lsa = (p_lsa + e_lst);
+assign sma_nx = (e_sma + nres_x);
 
 
 
 assign e_last = ($signed({1'b0, j}) == ($signed({1'b0, nsteps}) - 1));
 assign res_plus = (reserved + nres);
-assign eng_free = ((!e_act) || e_fin);
+assign eng_free = ((!e_act) || e_done);
 assign chain_quiet = ((!e_act) && (quiet == 10));
 assign all_idle = ((!e_act) && (quiet == 10) && (reserved == 0));
 assign pop = ((rq_cnt != 0) && sm_tready);
@@ -2302,7 +2347,7 @@ assign wdata = aw_d;
 
 
 assign credit_ok = (res_plus <= 16);
-assign mac_bad = ((c_x16 == 0) || (c_x16 > 64) || (c_nres > rall));
+assign mac_bad = ((c_n == 0) || (c_n > 64) || (c_nr > rall) || (c_np == 0));
 
 
 
@@ -2310,8 +2355,8 @@ assign e_ok = (e_act && ((!e_last) || ((sp == 4) && credit_ok)));
 assign e_fin = (e_act && e_last && (sp == 4) && credit_ok);
 
 
-always @(c_op, cmd_free, e_act, eng_free, mac_bad, chain_quiet, all_idle) begin: ok_c
-    if ((c_op == 11)) begin
+always @(c_op, cmd_free, e_act, eng_free, mac_bad, c_mac, chain_quiet, all_idle) begin: ok_c
+    if (c_mac) begin
         ok = (eng_free || mac_bad);
     end
     else if ((c_op == 9)) begin
@@ -2511,11 +2556,14 @@ assign sm_tvalid = (rq_cnt != 0);
 
 always @(posedge clk) begin: main
     if (rst == 1) begin
+        ist <= 0;
         awvalid <= 0;
+        e_ist <= 0;
         lptr <= 0;
         sp <= 4;
         rall <= 4;
         lsa0 <= 0;
+        p_ila <= 0;
         rq_cnt <= 0;
         r_i <= 0;
         wk_nres <= 0;
@@ -2530,6 +2578,7 @@ always @(posedge clk) begin: main
         d1_v <= 0;
         d1_sma <= 0;
         wk_act <= 0;
+        p_left <= 0;
         rq_rp <= 0;
         smask <= 0;
         arvalid <= 0;
@@ -2541,11 +2590,13 @@ always @(posedge clk) begin: main
         wptr <= 0;
         nsteps <= 0;
         cs <= 0;
+        lst <= 0;
         d1_nres <= 0;
         cnt <= 0;
         state <= 0;
         d1_last <= 0;
         lsa_c <= 0;
+        p_lsa <= 0;
         nres <= 0;
         err_r <= 0;
         e_sma <= 0;
@@ -2565,6 +2616,7 @@ always @(posedge clk) begin: main
         v0 <= 0;
         s2_acc <= 0;
         w <= 0;
+        e_lst <= 0;
     end
     else begin
         v0 <= 1'b0;
@@ -2588,8 +2640,19 @@ always @(posedge clk) begin: main
             quiet <= (quiet + 1);
         end
         if (e_fin) begin
-            e_act <= 1'b0;
             sp <= 1;
+            if (p_one) begin
+                e_act <= 1'b0;
+            end
+            else begin
+                p_left <= (p_left - 1);
+                j <= 0;
+                w <= pn_ila;
+                p_ila <= pn_ila;
+                lsa_c <= pn_lsa;
+                p_lsa <= pn_lsa;
+                e_sma <= sma_nx;
+            end
         end
         else if ((sp != 4)) begin
             sp <= (sp + 1);
@@ -2597,7 +2660,7 @@ always @(posedge clk) begin: main
         d1_v <= e_fin;
         d1_sma <= e_sma;
         d1_nres <= nres;
-        d1_last <= last_r;
+        d1_last <= (last_r && p_one);
         s2_v <= 1'b0;
         if (wk_act) begin
             gsum <= gsum_n;
@@ -2707,24 +2770,33 @@ always @(posedge clk) begin: main
                         state <= 2;
                     end
                 end
-                else if ((c_op == 11)) begin
+                else if ((c_op == 13)) begin
+                    ist <= c_ia;
+                    lst <= c_ls;
+                end
+                else if (c_mac) begin
                     if (mac_bad) begin
                         err_r <= 1'b1;
                     end
                     else begin
                         e_act <= 1'b1;
-                        nsteps <= c_x16;
-                        last_r <= c_bit16;
-                        if ((c_nres == 0)) begin
+                        nsteps <= c_n;
+                        last_r <= c_lb;
+                        if ((c_nr == 0)) begin
                             nres <= rall;
                         end
                         else begin
-                            nres <= c_nres;
+                            nres <= c_nr;
                         end
                         j <= 0;
                         w <= ila;
                         lsa_c <= lsa;
                         e_sma <= sma;
+                        p_left <= c_np;
+                        p_ila <= ila;
+                        p_lsa <= lsa;
+                        e_ist <= ist;
+                        e_lst <= lst;
                     end
                 end
             end

@@ -61,13 +61,30 @@ signal dw: unsigned(31 downto 0);
 signal err_r: std_logic;
 signal c_op: unsigned(3 downto 0);
 signal c_x16: unsigned(15 downto 0);
-signal c_bit16: std_logic;
-signal c_nres: unsigned(6 downto 0);
 signal c_pe: unsigned(7 downto 0);
 signal c_lgg: unsigned(3 downto 0);
 signal c_lgs: unsigned(3 downto 0);
 signal c_ia: unsigned(7 downto 0);
 signal c_la: unsigned(5 downto 0);
+signal c_ls: unsigned(5 downto 0);
+signal c_mac: std_logic;
+signal c_n: unsigned(15 downto 0);
+signal c_lb: std_logic;
+signal c_nr: unsigned(6 downto 0);
+signal c_np: unsigned(6 downto 0);
+signal p_one: std_logic;
+signal p_left: unsigned(6 downto 0);
+signal e_done: std_logic;
+signal e_fin: std_logic;
+signal pn_ila: unsigned(7 downto 0);
+signal p_ila: unsigned(7 downto 0);
+signal e_ist: unsigned(7 downto 0);
+signal pn_lsa: unsigned(5 downto 0);
+signal p_lsa: unsigned(5 downto 0);
+signal e_lst: unsigned(5 downto 0);
+signal sma_nx: unsigned(15 downto 0);
+signal e_sma: unsigned(15 downto 0);
+signal nres_x: unsigned(15 downto 0);
 signal e_last: std_logic;
 signal j: unsigned(15 downto 0);
 signal nsteps: unsigned(15 downto 0);
@@ -76,7 +93,6 @@ signal reserved: unsigned(7 downto 0);
 signal nres: unsigned(6 downto 0);
 signal eng_free: std_logic;
 signal e_act: std_logic;
-signal e_fin: std_logic;
 signal chain_quiet: std_logic;
 signal quiet: unsigned(3 downto 0);
 signal all_idle: std_logic;
@@ -138,7 +154,6 @@ signal lsa0: unsigned(5 downto 0);
 signal lsa_c: unsigned(5 downto 0);
 signal d1_v: std_logic;
 signal d1_sma: unsigned(15 downto 0);
-signal e_sma: unsigned(15 downto 0);
 signal d1_nres: unsigned(6 downto 0);
 signal d1_last: std_logic;
 signal last_r: std_logic;
@@ -159,6 +174,8 @@ signal lsa: unsigned(5 downto 0);
 signal cnt: unsigned(15 downto 0);
 signal lptr: unsigned(5 downto 0);
 signal lpe: unsigned(7 downto 0);
+signal ist: unsigned(7 downto 0);
+signal lst: unsigned(5 downto 0);
 signal cq: unsigned(31 downto 0);
 signal maple_smart_memory0_in_i: unsigned(15 downto 0);
 signal maple_smart_memory0_thr_v: signed (31 downto 0);
@@ -1199,6 +1216,9 @@ end process maple_smart_memory0_main;
 
 r_x <= unsigned'(to_unsigned(0, 9) & r_i);
 
+
+nres_x <= unsigned'(to_unsigned(0, 9) & nres);
+
 dstage0_r: process (clk) is
 begin
     if rising_edge(clk) then
@@ -2150,18 +2170,40 @@ end process dec;
 
 c_op <= xw(32-1 downto 28);
 c_x16 <= xw(16-1 downto 0);
-c_bit16 <= xw(16);
-c_nres <= xw(24-1 downto 17);
 c_pe <= xw(24-1 downto 16);
 c_lgg <= xw(4-1 downto 0);
 c_lgs <= xw(8-1 downto 4);
 c_ia <= xw(8-1 downto 0);
 c_la <= xw(6-1 downto 0);
+c_ls <= xw((16 + 6)-1 downto 16);
+
+dec3: process (xw, c_op) is
+begin
+    c_mac <= stdl((c_op = 11) or (c_op = 12));
+    if (c_op = 12) then
+        c_n <= unsigned'(to_unsigned(0, 3) & xw(13-1 downto 0));
+        c_lb <= xw(13);
+        c_nr <= xw(21-1 downto 14);
+        c_np <= xw(28-1 downto 21);
+    else
+        c_n <= xw(16-1 downto 0);
+        c_lb <= xw(16);
+        c_nr <= xw(24-1 downto 17);
+        c_np <= to_unsigned(1, 7);
+    end if;
+end process dec3;
+
+
+p_one <= stdl(p_left = 1);
+e_done <= stdl(bool(e_fin) and (p_left = 1));
+pn_ila <= (p_ila + e_ist);
+pn_lsa <= (p_lsa + e_lst);
+sma_nx <= (e_sma + nres_x);
 
 
 e_last <= stdl(signed(resize(j, 17)) = (signed(resize(nsteps, 17)) - 1));
 res_plus <= (reserved + nres);
-eng_free <= stdl((not bool(e_act)) or bool(e_fin));
+eng_free <= stdl((not bool(e_act)) or bool(e_done));
 chain_quiet <= stdl((not bool(e_act)) and (quiet = 10));
 all_idle <= stdl((not bool(e_act)) and (quiet = 10) and (reserved = 0));
 pop <= stdl((rq_cnt /= 0) and bool(sm_tready));
@@ -2172,15 +2214,15 @@ wdata <= aw_d;
 
 
 credit_ok <= stdl(res_plus <= 16);
-mac_bad <= stdl((c_x16 = 0) or (c_x16 > 64) or (c_nres > rall));
+mac_bad <= stdl((c_n = 0) or (c_n > 64) or (c_nr > rall) or (c_np = 0));
 
 
 e_ok <= stdl(bool(e_act) and ((not bool(e_last)) or ((sp = 4) and bool(credit_ok))));
 e_fin <= stdl(bool(e_act) and bool(e_last) and (sp = 4) and bool(credit_ok));
 
-ok_c: process (c_op, cmd_free, e_act, eng_free, mac_bad, chain_quiet, all_idle) is
+ok_c: process (c_op, cmd_free, e_act, eng_free, mac_bad, c_mac, chain_quiet, all_idle) is
 begin
-    if (c_op = 11) then
+    if bool(c_mac) then
         ok <= stdl(bool(eng_free) or bool(mac_bad));
     elsif (c_op = 9) then
         ok <= stdl((not bool(e_act)));
@@ -2362,11 +2404,14 @@ main: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
+            ist <= to_unsigned(0, 8);
             awvalid <= '0';
+            e_ist <= to_unsigned(0, 8);
             lptr <= to_unsigned(0, 6);
             sp <= to_unsigned(4, 3);
             rall <= to_unsigned(4, 7);
             lsa0 <= to_unsigned(0, 6);
+            p_ila <= to_unsigned(0, 8);
             rq_cnt <= to_unsigned(0, 5);
             r_i <= to_unsigned(0, 7);
             wk_nres <= to_unsigned(0, 7);
@@ -2381,6 +2426,7 @@ begin
             d1_v <= '0';
             d1_sma <= to_unsigned(0, 16);
             wk_act <= '0';
+            p_left <= to_unsigned(0, 7);
             rq_rp <= to_unsigned(0, 4);
             smask <= to_unsigned(0, 2);
             arvalid <= '0';
@@ -2392,11 +2438,13 @@ begin
             wptr <= to_unsigned(0, 8);
             nsteps <= to_unsigned(0, 16);
             cs <= to_unsigned(0, 3);
+            lst <= to_unsigned(0, 6);
             d1_nres <= to_unsigned(0, 7);
             cnt <= to_unsigned(0, 16);
             state <= to_unsigned(0, 4);
             d1_last <= '0';
             lsa_c <= to_unsigned(0, 6);
+            p_lsa <= to_unsigned(0, 6);
             nres <= to_unsigned(0, 7);
             err_r <= '0';
             e_sma <= to_unsigned(0, 16);
@@ -2416,6 +2464,7 @@ begin
             v0 <= '0';
             s2_acc <= to_signed(0, 73);
             w <= to_unsigned(0, 8);
+            e_lst <= to_unsigned(0, 6);
         else
             v0 <= '0';
             f0 <= '0';
@@ -2436,15 +2485,25 @@ begin
                 quiet <= (quiet + 1);
             end if;
             if bool(e_fin) then
-                e_act <= '0';
                 sp <= to_unsigned(1, 3);
+                if bool(p_one) then
+                    e_act <= '0';
+                else
+                    p_left <= (p_left - 1);
+                    j <= to_unsigned(0, 16);
+                    w <= pn_ila;
+                    p_ila <= pn_ila;
+                    lsa_c <= pn_lsa;
+                    p_lsa <= pn_lsa;
+                    e_sma <= sma_nx;
+                end if;
             elsif (sp /= 4) then
                 sp <= (sp + 1);
             end if;
             d1_v <= e_fin;
             d1_sma <= e_sma;
             d1_nres <= nres;
-            d1_last <= last_r;
+            d1_last <= stdl(bool(last_r) and bool(p_one));
             s2_v <= '0';
             if bool(wk_act) then
                 gsum <= gsum_n;
@@ -2538,22 +2597,30 @@ begin
                         if (c_x16 /= 0) then
                             state <= to_unsigned(2, 4);
                         end if;
-                    elsif (c_op = 11) then
+                    elsif (c_op = 13) then
+                        ist <= c_ia;
+                        lst <= c_ls;
+                    elsif bool(c_mac) then
                         if bool(mac_bad) then
                             err_r <= '1';
                         else
                             e_act <= '1';
-                            nsteps <= c_x16;
-                            last_r <= c_bit16;
-                            if (c_nres = 0) then
+                            nsteps <= c_n;
+                            last_r <= c_lb;
+                            if (c_nr = 0) then
                                 nres <= rall;
                             else
-                                nres <= c_nres;
+                                nres <= c_nr;
                             end if;
                             j <= to_unsigned(0, 16);
                             w <= ila;
                             lsa_c <= lsa;
                             e_sma <= sma;
+                            p_left <= c_np;
+                            p_ila <= ila;
+                            p_lsa <= lsa;
+                            e_ist <= ist;
+                            e_lst <= lst;
                         end if;
                     end if;
                 end if;
