@@ -226,6 +226,7 @@ def block_fn(p):
         g_wm1, g_hc, g_wo1 = sig_u(cw), sig_u(cw), sig_u(cw)
         g_w = sig_u(cw)
         g_hm1, g_ho1, g_hp, g_p = sig_u(rw2), sig_u(rw2), sig_u(rw2), sig_u(rw2)
+        g_h, g_hcr = sig_u(rw2), sig_u(rw2)     # g_h = height, g_hcr = g_hc at the row width
         wbusy, rpend, errq = sig_b(), sig_b(), sig_b()
         wcol = sig_u(cw)
         wrow = sig_u(rw2)
@@ -245,60 +246,56 @@ def block_fn(p):
 
         # ---- reader: one window per cycle, padding from the counters ---------------
         ract = sig_b()
-        r_w, r_hc, r_wo1 = sig_u(cw), sig_u(cw), sig_u(cw)
+        r_w, r_hc, r_wo1, r_wm1 = sig_u(cw), sig_u(cw), sig_u(cw), sig_u(cw)
         r_hm1, r_ho1, r_hp, r_p = sig_u(rw2), sig_u(rw2), sig_u(rw2), sig_u(rw2)
+        r_h = sig_u(rw2)
+        r_tw0 = sig_b()
         rr = sig_u(rw2)             # output row
         jj = sig_u(cw)              # window in the row
         hq = sig_u(cw)              # head columns of the upcoming row read so far
         lo = sig_u(rw2)             # oldest real row still held (reader's map)
         rsl = sig_u(rw2)            # its ring slot
-        q, ur = sig_u(cw), sig_u(rw2)
-        tailw, first, lastj, lastr, uex = (sig_b() for _ in range(5))
-        need_r, need_u, lim = sig_u(rw2), sig_u(rw2), sig_u(rw2)
+        q = sig_u(cw)               # jj + r_hc: the column a window reads (register)
+        tailw = sig_b()             # jj + r_hc >= r_w: the window's new column is right padding (register)
+        first, lastj, lastr, uex = (sig_b() for _ in range(4))
+        # rows the window / head reads need, kept in registers beside rr:
+        # nr0 = min(rr + r_hc, r_hm1), nr1 = min(rr + r_hc + 1, r_hm1)
+        nr0, nr1 = sig_u(rw2), sig_u(rw2)
+        lim = sig_u(rw2)            # lo + nfull, kept in a register
+        ok0, oku = sig_b(), sig_b()
         can_win, can_head, wf, hf = sig_b(), sig_b(), sig_b(), sig_b()
-        rrow = sig_u(rw2)
+        nxt = sig_b()               # the RAM read is for padded row rr + 1 (else row rr)
         rdad = sig_u(ab)
         rden = sig_b()
-        sbr, dd = sig_u(rw2), sig_u(rw2)
-        slot0 = sig_u(rw2)
-        g_off, r_off = sig_u(rw2), sig_u(rw2)
+        g_off = sig_u(rw2)
+        # ring slot of padded row rr + i (mod R; only rows inside the map are used) and its
+        # row mask (rr + i inside the map), i = 0..K, shifted down by one per output row
+        tsl = [sig_u(sb) for _ in range(K + 1)]
+        tmk = [sig_b() for _ in range(K + 1)]
+        rk = sig_u(rw2)             # rr + K + 1: the row entering tmk[K] on the next row step
         mask0 = sig_u(K)
         dec = sig_u(rw2)
         fin_pop = sig_b()
+        rowin = sig_b()             # the writer completes an input row this cycle
 
         @always_comb
         def rscan():
-            q.next = jj + r_hc
-            tailw.next = jj + r_hc >= r_w
             first.next = jj == 0
             lastj.next = jj == r_wo1
             lastr.next = rr == r_ho1
-            if jj == 0:
-                ur.next = rr
-            else:
-                ur.next = rr + 1
             uex.next = jj == 0 or rr != r_ho1
-            lim.next = lo + nfull
-            if rr + r_hc > r_hm1:
-                need_r.next = r_hm1
-            else:
-                need_r.next = rr + r_hc
+            ok0.next = nr0 < lim
             if jj == 0:
-                if rr + r_hc > r_hm1:
-                    need_u.next = r_hm1
-                else:
-                    need_u.next = rr + r_hc
+                oku.next = nr0 < lim
             else:
-                if rr + r_hc + 1 > r_hm1:
-                    need_u.next = r_hm1
-                else:
-                    need_u.next = rr + r_hc + 1
+                oku.next = nr1 < lim
+            rowin.next = wfire and wcol == g_wm1
 
         @always_comb
         def rdec():
-            cwin = ract and (jj != 0 or hq == r_hc) and (tailw or need_r < lim)
+            cwin = ract and (jj != 0 or hq == r_hc) and (tailw or ok0)
             can_win.next = cwin
-            can_head.next = (ract and hq != r_hc and uex and need_u < lim
+            can_head.next = (ract and hq != r_hc and uex and oku
                              and (not cwin or (tailw and jj != 0)))
 
         @always_comb
@@ -308,31 +305,16 @@ def block_fn(p):
             rden.next = (en and can_win and not tailw) or (en and can_head)
             if can_win and not tailw:
                 rdad.next = q[ab:]
-                rrow.next = rr
+                nxt.next = False
             else:
                 rdad.next = hq[ab:]
-                rrow.next = ur
+                nxt.next = jj != 0
             if lastr:
-                dec.next = r_hm1 + 1 - lo
+                dec.next = r_h - lo
             elif rr >= r_p:
                 dec.next = 1
             else:
                 dec.next = 0
-
-        @always_comb
-        def rslot():
-            # slot of padded row rrow (real row rrow - P), offset by R so it is never negative
-            dd.next = rrow - lo
-            sbr.next = rsl + dd + r_off
-
-        @always_comb
-        def rslot2():
-            if sbr >= 2 * R:
-                slot0.next = sbr - 2 * R
-            elif sbr >= R:
-                slot0.next = sbr - R
-            else:
-                slot0.next = sbr
 
         mparts = []
         for i in range(K):
@@ -341,9 +323,14 @@ def block_fn(p):
 
         @block
         def mask_bit(i, mb):
+            a, b = tmk[i], tmk[i + 1]
+
             @always_comb
             def mk():
-                mb.next = rrow + i >= r_p and rrow + i < r_hp
+                if nxt:
+                    mb.next = b
+                else:
+                    mb.next = a
             return mk
         mks = [mask_bit(i, mparts[i]) for i in range(K)]
         mcat = mparts[0] if K == 1 else ConcatSignal(*reversed(mparts))
@@ -351,6 +338,61 @@ def block_fn(p):
         @always_comb
         def mcp():
             mask0.next = mcat
+
+        # start-of-map values of the slot / mask tables (from registers only)
+        tsl0 = [sig_u(sb) for _ in range(K + 1)]
+        tmk0 = [sig_b() for _ in range(K + 1)]
+        tsum = [sig_u(rw2) for _ in range(K + 1)]
+
+        # (rsl + g_off + i) mod R, < 3R: the low sb bits minus 0, R or 2R (mod 2**sb)
+        C1, C2 = (-R) % (1 << sb), (-2 * R) % (1 << sb)
+
+        @block
+        def tab0(i, ts, t0, m0):
+            tl = sig_u(sb)
+
+            @always_comb
+            def sm():
+                ts.next = rsl + g_off + i
+
+            @always_comb
+            def lo_():
+                tl.next = ts[sb:]
+
+            @always_comb
+            def md():
+                if ts >= 2 * R:
+                    t0.next = tl + C2
+                elif ts >= R:
+                    t0.next = tl + C1
+                else:
+                    t0.next = tl
+                m0.next = i >= g_p and i < g_hp
+            return sm, lo_, md
+        tab0s = [tab0(i, tsum[i], tsl0[i], tmk0[i]) for i in range(K + 1)]
+        tkn, mkn = sig_u(sb), sig_b()
+
+        @always_comb
+        def tabn():
+            if tsl[K] == R - 1:
+                tkn.next = 0
+            else:
+                tkn.next = tsl[K] + 1
+            mkn.next = rk >= r_p and rk < r_hp
+
+        @block
+        def tab_reg(i, t, m, t0, m0, tn, mn):
+            @always_seq(clk.posedge, reset=rst)
+            def st():
+                if not ract and rpend:
+                    t.next = t0
+                    m.next = m0
+                elif wf and lastj and not lastr:
+                    t.next = tn
+                    m.next = mn
+            return st
+        tabs = [tab_reg(i, tsl[i], tmk[i], tsl0[i], tmk0[i],
+                        tsl[i + 1] if i < K else tkn, tmk[i + 1] if i < K else mkn) for i in range(K + 1)]
 
         # ---- control ----------------------------------------------------------------
         @always_seq(clk.posedge, reset=rst)
@@ -375,6 +417,8 @@ def block_fn(p):
                     g_hc.next = K - 1 - pe_c
                     g_wo1.next = wsum - K
                     g_hm1.next = he_r - 1
+                    g_h.next = he_r
+                    g_hcr.next = K - 1 - pe_r
                     g_ho1.next = hsum - K
                     g_hp.next = he_r + pe_r
                     g_p.next = pe_r
@@ -413,6 +457,14 @@ def block_fn(p):
                     rsl.next = rsl + dec
             elif wfire and wcol == g_wm1:
                 nfull.next = nfull + 1
+            # lim = lo + nfull: a finished input row adds one; the end of a map drops its rows
+            if wf and lastj and lastr:
+                if rowin:
+                    lim.next = lim + 1 - r_h
+                else:
+                    lim.next = lim - r_h
+            elif rowin:
+                lim.next = lim + 1
             # reader
             if not ract and rpend:
                 ract.next = True
@@ -421,10 +473,23 @@ def block_fn(p):
                 r_hc.next = g_hc
                 r_wo1.next = g_wo1
                 r_hm1.next = g_hm1
+                r_h.next = g_h
+                r_wm1.next = g_wm1
+                r_tw0.next = g_hc >= g_w
+                q.next = g_hc
+                tailw.next = g_hc >= g_w
+                rk.next = K + 1
+                if g_hcr > g_hm1:
+                    nr0.next = g_hm1
+                else:
+                    nr0.next = g_hcr
+                if g_hcr + 1 > g_hm1:
+                    nr1.next = g_hm1
+                else:
+                    nr1.next = g_hcr + 1
                 r_ho1.next = g_ho1
                 r_hp.next = g_hp
                 r_p.next = g_p
-                r_off.next = g_off
                 rr.next = 0
                 jj.next = 0
                 hq.next = 0
@@ -436,14 +501,22 @@ def block_fn(p):
                     hq.next = 0
                 if lastj:
                     jj.next = 0
+                    q.next = r_hc
+                    tailw.next = r_tw0
                     if lastr:
                         ract.next = False
                         lo.next = 0
                     else:
                         rr.next = rr + 1
                         lo.next = lo + dec
+                        rk.next = rk + 1
+                        nr0.next = nr1
+                        if nr1 != r_hm1:
+                            nr1.next = nr1 + 1
                 else:
                     jj.next = jj + 1
+                    q.next = q + 1
+                    tailw.next = q >= r_wm1
 
         # ---- ring of row RAMs: one process and one synchronous read each --------------
         rds = []
@@ -469,9 +542,9 @@ def block_fn(p):
         # ---- stage 1: column select + mask, window assembly --------------------------
         v1w, v1h, t1, f1, last1, fin1, hz1 = (sig_b() for _ in range(7))
         m1 = sig_u(K)
-        sel0 = [sig_u(rw2) for _ in range(K)]
-        sel1 = [sig_u(rw2) for _ in range(K)]
-        sls = [slot_add(slot0, i, R, sel0[i]) for i in range(K)]
+        sel0 = [sig_u(sb) for _ in range(K)]
+        sel1 = [sig_u(sb) for _ in range(K)]
+        sls = [mux2(nxt, tsl[i], tsl[i + 1], sel0[i]) for i in range(K)]
         sregs = [slot_reg(clk, rst, en, sel0[i], sel1[i]) for i in range(K)]
 
         @always_seq(clk.posedge, reset=rst)
@@ -566,7 +639,7 @@ def block_fn(p):
 
         ofifo = out_fifo2(clk, rst, win, last1, fin_u, push, en,
                           m_axis_win_tdata, m_axis_win_tvalid, m_axis_win_tready, m_axis_win_tlast, mfin)
-        return (z1, z2, z3, z4, cfgc, cfgchk, whand, rscan, rdec, rfire, rslot, rslot2, mks, mcp, ctl,
+        return (z1, z2, z3, z4, cfgc, cfgchk, whand, rscan, rdec, rfire, mks, mcp, tab0s, tabn, tabs, ctl,
                 rams, sls, sregs, st1, muxes, pms, wsel, shn, wreg, outc, ofifo)
 
     return fpdeep_line_buffer

@@ -152,55 +152,61 @@ reg [4:0] fpdeep_line_buffer0_wcol;
 wire fpdeep_line_buffer0_accept;
 reg fpdeep_line_buffer0_rpend;
 reg fpdeep_line_buffer0_errq;
-reg [4:0] fpdeep_line_buffer0_q;
-reg [4:0] fpdeep_line_buffer0_jj;
-reg [4:0] fpdeep_line_buffer0_r_hc;
-reg fpdeep_line_buffer0_tailw;
-reg [4:0] fpdeep_line_buffer0_r_w;
 reg fpdeep_line_buffer0_first;
+reg [4:0] fpdeep_line_buffer0_jj;
 reg fpdeep_line_buffer0_lastj;
 reg [4:0] fpdeep_line_buffer0_r_wo1;
 reg fpdeep_line_buffer0_lastr;
 reg [5:0] fpdeep_line_buffer0_rr;
 reg [5:0] fpdeep_line_buffer0_r_ho1;
-reg [5:0] fpdeep_line_buffer0_ur;
 reg fpdeep_line_buffer0_uex;
+reg fpdeep_line_buffer0_ok0;
+reg [5:0] fpdeep_line_buffer0_nr0;
 reg [5:0] fpdeep_line_buffer0_lim;
-reg [5:0] fpdeep_line_buffer0_lo;
-reg [5:0] fpdeep_line_buffer0_r_hm1;
-reg [5:0] fpdeep_line_buffer0_need_r;
-reg [5:0] fpdeep_line_buffer0_need_u;
+reg fpdeep_line_buffer0_oku;
+reg [5:0] fpdeep_line_buffer0_nr1;
+reg fpdeep_line_buffer0_rowin;
+reg [4:0] fpdeep_line_buffer0_g_wm1;
 reg fpdeep_line_buffer0_ract;
 reg [4:0] fpdeep_line_buffer0_hq;
+reg [4:0] fpdeep_line_buffer0_r_hc;
+reg fpdeep_line_buffer0_tailw;
 reg fpdeep_line_buffer0_can_win;
 reg fpdeep_line_buffer0_can_head;
 reg fpdeep_line_buffer0_wf;
 reg fpdeep_line_buffer0_hf;
 reg fpdeep_line_buffer0_rden;
 reg [3:0] fpdeep_line_buffer0_rdad;
-reg [5:0] fpdeep_line_buffer0_rrow;
+reg [4:0] fpdeep_line_buffer0_q;
+reg fpdeep_line_buffer0_nxt;
 reg [5:0] fpdeep_line_buffer0_dec;
+reg [5:0] fpdeep_line_buffer0_r_h;
+reg [5:0] fpdeep_line_buffer0_lo;
 reg [5:0] fpdeep_line_buffer0_r_p;
-wire [5:0] fpdeep_line_buffer0_dd;
-wire [5:0] fpdeep_line_buffer0_sbr;
-reg [5:0] fpdeep_line_buffer0_rsl;
-reg [5:0] fpdeep_line_buffer0_r_off;
-reg [5:0] fpdeep_line_buffer0_slot0;
 wire [2:0] fpdeep_line_buffer0_mask0;
 wire [2:0] fpdeep_line_buffer0_mcat;
+reg [2:0] fpdeep_line_buffer0_tkn;
+reg fpdeep_line_buffer0_mkn;
+reg [5:0] fpdeep_line_buffer0_rk;
+reg [5:0] fpdeep_line_buffer0_r_hp;
 wire fpdeep_line_buffer0_fin_pop;
 reg [5:0] fpdeep_line_buffer0_wrow;
 reg [4:0] fpdeep_line_buffer0_g_w;
-reg [4:0] fpdeep_line_buffer0_g_wm1;
 reg [4:0] fpdeep_line_buffer0_g_hc;
 reg [4:0] fpdeep_line_buffer0_g_wo1;
 reg [5:0] fpdeep_line_buffer0_g_hm1;
+reg [5:0] fpdeep_line_buffer0_g_h;
+reg [5:0] fpdeep_line_buffer0_g_hcr;
 reg [5:0] fpdeep_line_buffer0_g_ho1;
 reg [5:0] fpdeep_line_buffer0_g_hp;
 reg [5:0] fpdeep_line_buffer0_g_p;
 reg [5:0] fpdeep_line_buffer0_g_off;
 reg [2:0] fpdeep_line_buffer0_wslot;
-reg [5:0] fpdeep_line_buffer0_r_hp;
+reg [5:0] fpdeep_line_buffer0_rsl;
+reg [4:0] fpdeep_line_buffer0_r_w;
+reg [5:0] fpdeep_line_buffer0_r_hm1;
+reg [4:0] fpdeep_line_buffer0_r_wm1;
+reg fpdeep_line_buffer0_r_tw0;
 reg fpdeep_line_buffer0_v1w;
 reg fpdeep_line_buffer0_v1h;
 reg fpdeep_line_buffer0_t1;
@@ -219,26 +225,43 @@ wire [191:0] fpdeep_line_buffer0_nhnext;
 wire fpdeep_line_buffer0_push;
 wire [0:0] fpdeep_line_buffer0_fin_u;
 wire [0:0] fpdeep_line_buffer0_mfin;
-wire fpdeep_line_buffer0_mask_bit0_mb;
-wire fpdeep_line_buffer0_mask_bit1_mb;
-wire fpdeep_line_buffer0_mask_bit2_mb;
+reg fpdeep_line_buffer0_mask_bit0_mb;
+reg fpdeep_line_buffer0_mask_bit0_a;
+reg fpdeep_line_buffer0_mask_bit0_b;
+reg fpdeep_line_buffer0_mask_bit1_mb;
+reg fpdeep_line_buffer0_mask_bit1_b;
+reg fpdeep_line_buffer0_mask_bit2_mb;
+reg fpdeep_line_buffer0_mask_bit2_b;
+wire [5:0] fpdeep_line_buffer0_tab00_ts;
+reg [2:0] fpdeep_line_buffer0_tab00_t0;
+reg fpdeep_line_buffer0_tab00_m0;
+wire [2:0] fpdeep_line_buffer0_tab00_tl;
+wire [5:0] fpdeep_line_buffer0_tab01_ts;
+reg [2:0] fpdeep_line_buffer0_tab01_t0;
+reg fpdeep_line_buffer0_tab01_m0;
+wire [2:0] fpdeep_line_buffer0_tab01_tl;
+wire [5:0] fpdeep_line_buffer0_tab02_ts;
+reg [2:0] fpdeep_line_buffer0_tab02_t0;
+reg fpdeep_line_buffer0_tab02_m0;
+wire [2:0] fpdeep_line_buffer0_tab02_tl;
+wire [5:0] fpdeep_line_buffer0_tab03_ts;
+reg [2:0] fpdeep_line_buffer0_tab03_t0;
+reg fpdeep_line_buffer0_tab03_m0;
+wire [2:0] fpdeep_line_buffer0_tab03_tl;
 reg [31:0] fpdeep_line_buffer0_row_ram0_rd;
 reg [31:0] fpdeep_line_buffer0_row_ram1_rd;
 reg [31:0] fpdeep_line_buffer0_row_ram2_rd;
 reg [31:0] fpdeep_line_buffer0_row_ram3_rd;
 reg [31:0] fpdeep_line_buffer0_row_ram4_rd;
-reg [5:0] fpdeep_line_buffer0_slot_add0_y;
-reg [5:0] fpdeep_line_buffer0_slot_add1_y;
-reg [5:0] fpdeep_line_buffer0_slot_add2_y;
-reg [5:0] fpdeep_line_buffer0_slot_reg0_y;
-reg [5:0] fpdeep_line_buffer0_slot_reg1_y;
-reg [5:0] fpdeep_line_buffer0_slot_reg2_y;
+reg [2:0] fpdeep_line_buffer0_mux20_y;
+reg [2:0] fpdeep_line_buffer0_mux21_y;
+reg [2:0] fpdeep_line_buffer0_mux22_y;
+reg [2:0] fpdeep_line_buffer0_slot_reg0_y;
+reg [2:0] fpdeep_line_buffer0_slot_reg1_y;
+reg [2:0] fpdeep_line_buffer0_slot_reg2_y;
 reg [31:0] fpdeep_line_buffer0_slot_mux0_y;
 wire [31:0] fpdeep_line_buffer0_slot_mux0_zero;
 reg [31:0] fpdeep_line_buffer0_slot_mux0_o;
-reg [31:0] fpdeep_line_buffer0_slot_mux0_mux21_y;
-reg [31:0] fpdeep_line_buffer0_slot_mux0_mux22_y;
-reg [31:0] fpdeep_line_buffer0_slot_mux0_mux23_y;
 reg [31:0] fpdeep_line_buffer0_slot_mux0_mux24_y;
 reg [31:0] fpdeep_line_buffer0_slot_mux0_mux25_y;
 reg [31:0] fpdeep_line_buffer0_slot_mux0_mux26_y;
@@ -250,19 +273,13 @@ reg [31:0] fpdeep_line_buffer0_slot_mux1_mux210_y;
 reg [31:0] fpdeep_line_buffer0_slot_mux1_mux211_y;
 reg [31:0] fpdeep_line_buffer0_slot_mux1_mux212_y;
 reg [31:0] fpdeep_line_buffer0_slot_mux1_mux213_y;
-reg [31:0] fpdeep_line_buffer0_slot_mux1_mux214_y;
-reg [31:0] fpdeep_line_buffer0_slot_mux1_mux215_y;
-reg [31:0] fpdeep_line_buffer0_slot_mux1_mux216_y;
 reg [31:0] fpdeep_line_buffer0_slot_mux2_y;
 wire [31:0] fpdeep_line_buffer0_slot_mux2_zero;
 reg [31:0] fpdeep_line_buffer0_slot_mux2_o;
+reg [31:0] fpdeep_line_buffer0_slot_mux2_mux216_y;
+reg [31:0] fpdeep_line_buffer0_slot_mux2_mux217_y;
+reg [31:0] fpdeep_line_buffer0_slot_mux2_mux218_y;
 reg [31:0] fpdeep_line_buffer0_slot_mux2_mux219_y;
-reg [31:0] fpdeep_line_buffer0_slot_mux2_mux220_y;
-reg [31:0] fpdeep_line_buffer0_slot_mux2_mux221_y;
-reg [31:0] fpdeep_line_buffer0_slot_mux2_mux222_y;
-reg [31:0] fpdeep_line_buffer0_slot_mux2_mux223_y;
-reg [31:0] fpdeep_line_buffer0_slot_mux2_mux224_y;
-reg [31:0] fpdeep_line_buffer0_slot_mux2_mux225_y;
 reg [31:0] fpdeep_line_buffer0_pix_mask0_o;
 reg [31:0] fpdeep_line_buffer0_pix_mask1_o;
 reg [31:0] fpdeep_line_buffer0_pix_mask2_o;
@@ -528,6 +545,7 @@ reg chain_output0_out_fifo22_l0;
 reg chain_output0_out_fifo22_l1;
 reg [1:0] chain_output0_out_fifo22_u0;
 reg [1:0] chain_output0_out_fifo22_u1;
+reg [2:0] fpdeep_line_buffer0_tsl [0:4-1];
 reg [31:0] fpdeep_line_buffer0_row_ram0_mem [0:16-1];
 reg [31:0] fpdeep_line_buffer0_row_ram1_mem [0:16-1];
 reg [31:0] fpdeep_line_buffer0_row_ram2_mem [0:16-1];
@@ -737,67 +755,44 @@ assign fpdeep_line_buffer0_accept = (lb_start && (!(fpdeep_line_buffer0_wbusy ||
 assign lb_busy = (fpdeep_line_buffer0_wbusy || fpdeep_line_buffer0_rpend || fpdeep_line_buffer0_errq);
 
 
-always @(fpdeep_line_buffer0_r_w, fpdeep_line_buffer0_r_ho1, fpdeep_line_buffer0_r_hm1, fpdeep_line_buffer0_r_hc, fpdeep_line_buffer0_jj, fpdeep_line_buffer0_lo, fpdeep_line_buffer0_nfull, fpdeep_line_buffer0_rr, fpdeep_line_buffer0_r_wo1) begin: fpdeep_line_buffer0_rscan
-    fpdeep_line_buffer0_q = (fpdeep_line_buffer0_jj + fpdeep_line_buffer0_r_hc);
-    fpdeep_line_buffer0_tailw = ((fpdeep_line_buffer0_jj + fpdeep_line_buffer0_r_hc) >= fpdeep_line_buffer0_r_w);
+always @(fpdeep_line_buffer0_nr1, fpdeep_line_buffer0_wcol, fpdeep_line_buffer0_lim, fpdeep_line_buffer0_r_ho1, fpdeep_line_buffer0_nr0, fpdeep_line_buffer0_g_wm1, fpdeep_line_buffer0_jj, fpdeep_line_buffer0_wfire, fpdeep_line_buffer0_rr, fpdeep_line_buffer0_r_wo1) begin: fpdeep_line_buffer0_rscan
     fpdeep_line_buffer0_first = (fpdeep_line_buffer0_jj == 0);
     fpdeep_line_buffer0_lastj = (fpdeep_line_buffer0_jj == fpdeep_line_buffer0_r_wo1);
     fpdeep_line_buffer0_lastr = (fpdeep_line_buffer0_rr == fpdeep_line_buffer0_r_ho1);
-    if ((fpdeep_line_buffer0_jj == 0)) begin
-        fpdeep_line_buffer0_ur = fpdeep_line_buffer0_rr;
-    end
-    else begin
-        fpdeep_line_buffer0_ur = (fpdeep_line_buffer0_rr + 1);
-    end
     fpdeep_line_buffer0_uex = ((fpdeep_line_buffer0_jj == 0) || (fpdeep_line_buffer0_rr != fpdeep_line_buffer0_r_ho1));
-    fpdeep_line_buffer0_lim = (fpdeep_line_buffer0_lo + fpdeep_line_buffer0_nfull);
-    if (((fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc) > fpdeep_line_buffer0_r_hm1)) begin
-        fpdeep_line_buffer0_need_r = fpdeep_line_buffer0_r_hm1;
-    end
-    else begin
-        fpdeep_line_buffer0_need_r = (fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc);
-    end
+    fpdeep_line_buffer0_ok0 = (fpdeep_line_buffer0_nr0 < fpdeep_line_buffer0_lim);
     if ((fpdeep_line_buffer0_jj == 0)) begin
-        if (((fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc) > fpdeep_line_buffer0_r_hm1)) begin
-            fpdeep_line_buffer0_need_u = fpdeep_line_buffer0_r_hm1;
-        end
-        else begin
-            fpdeep_line_buffer0_need_u = (fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc);
-        end
+        fpdeep_line_buffer0_oku = (fpdeep_line_buffer0_nr0 < fpdeep_line_buffer0_lim);
     end
     else begin
-        if ((((fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc) + 1) > fpdeep_line_buffer0_r_hm1)) begin
-            fpdeep_line_buffer0_need_u = fpdeep_line_buffer0_r_hm1;
-        end
-        else begin
-            fpdeep_line_buffer0_need_u = ((fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc) + 1);
-        end
+        fpdeep_line_buffer0_oku = (fpdeep_line_buffer0_nr1 < fpdeep_line_buffer0_lim);
     end
+    fpdeep_line_buffer0_rowin = (fpdeep_line_buffer0_wfire && (fpdeep_line_buffer0_wcol == fpdeep_line_buffer0_g_wm1));
 end
 
 
-always @(fpdeep_line_buffer0_need_r, fpdeep_line_buffer0_need_u, fpdeep_line_buffer0_lim, fpdeep_line_buffer0_hq, fpdeep_line_buffer0_ract, fpdeep_line_buffer0_r_hc, fpdeep_line_buffer0_jj, fpdeep_line_buffer0_tailw, fpdeep_line_buffer0_uex) begin: fpdeep_line_buffer0_rdec
+always @(fpdeep_line_buffer0_oku, fpdeep_line_buffer0_hq, fpdeep_line_buffer0_ract, fpdeep_line_buffer0_r_hc, fpdeep_line_buffer0_jj, fpdeep_line_buffer0_tailw, fpdeep_line_buffer0_uex, fpdeep_line_buffer0_ok0) begin: fpdeep_line_buffer0_rdec
     reg cwin;
-    cwin = (fpdeep_line_buffer0_ract && ((fpdeep_line_buffer0_jj != 0) || (fpdeep_line_buffer0_hq == fpdeep_line_buffer0_r_hc)) && (fpdeep_line_buffer0_tailw || (fpdeep_line_buffer0_need_r < fpdeep_line_buffer0_lim)));
+    cwin = (fpdeep_line_buffer0_ract && ((fpdeep_line_buffer0_jj != 0) || (fpdeep_line_buffer0_hq == fpdeep_line_buffer0_r_hc)) && (fpdeep_line_buffer0_tailw || fpdeep_line_buffer0_ok0));
     fpdeep_line_buffer0_can_win = cwin;
-    fpdeep_line_buffer0_can_head = (fpdeep_line_buffer0_ract && (fpdeep_line_buffer0_hq != fpdeep_line_buffer0_r_hc) && fpdeep_line_buffer0_uex && (fpdeep_line_buffer0_need_u < fpdeep_line_buffer0_lim) && ((!cwin) || (fpdeep_line_buffer0_tailw && (fpdeep_line_buffer0_jj != 0))));
+    fpdeep_line_buffer0_can_head = (fpdeep_line_buffer0_ract && (fpdeep_line_buffer0_hq != fpdeep_line_buffer0_r_hc) && fpdeep_line_buffer0_uex && fpdeep_line_buffer0_oku && ((!cwin) || (fpdeep_line_buffer0_tailw && (fpdeep_line_buffer0_jj != 0))));
 end
 
 
-always @(fpdeep_line_buffer0_r_p, fpdeep_line_buffer0_q, fpdeep_line_buffer0_can_head, fpdeep_line_buffer0_ur, fpdeep_line_buffer0_lastr, fpdeep_line_buffer0_hq, fpdeep_line_buffer0_r_hm1, fpdeep_line_buffer0_tailw, fpdeep_line_buffer0_en, fpdeep_line_buffer0_lo, fpdeep_line_buffer0_can_win, fpdeep_line_buffer0_rr) begin: fpdeep_line_buffer0_rfire
+always @(fpdeep_line_buffer0_r_p, fpdeep_line_buffer0_q, fpdeep_line_buffer0_can_head, fpdeep_line_buffer0_r_h, fpdeep_line_buffer0_lastr, fpdeep_line_buffer0_hq, fpdeep_line_buffer0_jj, fpdeep_line_buffer0_tailw, fpdeep_line_buffer0_en, fpdeep_line_buffer0_lo, fpdeep_line_buffer0_can_win, fpdeep_line_buffer0_rr) begin: fpdeep_line_buffer0_rfire
     fpdeep_line_buffer0_wf = (fpdeep_line_buffer0_en && fpdeep_line_buffer0_can_win);
     fpdeep_line_buffer0_hf = (fpdeep_line_buffer0_en && fpdeep_line_buffer0_can_head);
     fpdeep_line_buffer0_rden = ((fpdeep_line_buffer0_en && fpdeep_line_buffer0_can_win && (!fpdeep_line_buffer0_tailw)) || (fpdeep_line_buffer0_en && fpdeep_line_buffer0_can_head));
     if ((fpdeep_line_buffer0_can_win && (!fpdeep_line_buffer0_tailw))) begin
         fpdeep_line_buffer0_rdad = fpdeep_line_buffer0_q[4-1:0];
-        fpdeep_line_buffer0_rrow = fpdeep_line_buffer0_rr;
+        fpdeep_line_buffer0_nxt = 1'b0;
     end
     else begin
         fpdeep_line_buffer0_rdad = fpdeep_line_buffer0_hq[4-1:0];
-        fpdeep_line_buffer0_rrow = fpdeep_line_buffer0_ur;
+        fpdeep_line_buffer0_nxt = (fpdeep_line_buffer0_jj != 0);
     end
     if (fpdeep_line_buffer0_lastr) begin
-        fpdeep_line_buffer0_dec = ((fpdeep_line_buffer0_r_hm1 + 1) - fpdeep_line_buffer0_lo);
+        fpdeep_line_buffer0_dec = (fpdeep_line_buffer0_r_h - fpdeep_line_buffer0_lo);
     end
     else if ((fpdeep_line_buffer0_rr >= fpdeep_line_buffer0_r_p)) begin
         fpdeep_line_buffer0_dec = 1;
@@ -808,48 +803,223 @@ always @(fpdeep_line_buffer0_r_p, fpdeep_line_buffer0_q, fpdeep_line_buffer0_can
 end
 
 
-
-assign fpdeep_line_buffer0_dd = (fpdeep_line_buffer0_rrow - fpdeep_line_buffer0_lo);
-assign fpdeep_line_buffer0_sbr = ((fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_dd) + fpdeep_line_buffer0_r_off);
-
-
-always @(fpdeep_line_buffer0_sbr) begin: fpdeep_line_buffer0_rslot2
-    if ((fpdeep_line_buffer0_sbr >= (2 * 5))) begin
-        fpdeep_line_buffer0_slot0 = (fpdeep_line_buffer0_sbr - (2 * 5));
-    end
-    else if ((fpdeep_line_buffer0_sbr >= 5)) begin
-        fpdeep_line_buffer0_slot0 = (fpdeep_line_buffer0_sbr - 5);
+always @(fpdeep_line_buffer0_nxt, fpdeep_line_buffer0_mask_bit0_a, fpdeep_line_buffer0_mask_bit0_b) begin: fpdeep_line_buffer0_mask_bit0_mk
+    if (fpdeep_line_buffer0_nxt) begin
+        fpdeep_line_buffer0_mask_bit0_mb = fpdeep_line_buffer0_mask_bit0_b;
     end
     else begin
-        fpdeep_line_buffer0_slot0 = fpdeep_line_buffer0_sbr;
+        fpdeep_line_buffer0_mask_bit0_mb = fpdeep_line_buffer0_mask_bit0_a;
     end
 end
 
 
+always @(fpdeep_line_buffer0_nxt, fpdeep_line_buffer0_mask_bit0_b, fpdeep_line_buffer0_mask_bit1_b) begin: fpdeep_line_buffer0_mask_bit1_mk
+    if (fpdeep_line_buffer0_nxt) begin
+        fpdeep_line_buffer0_mask_bit1_mb = fpdeep_line_buffer0_mask_bit1_b;
+    end
+    else begin
+        fpdeep_line_buffer0_mask_bit1_mb = fpdeep_line_buffer0_mask_bit0_b;
+    end
+end
 
-assign fpdeep_line_buffer0_mask_bit0_mb = (((fpdeep_line_buffer0_rrow + 0) >= fpdeep_line_buffer0_r_p) && ((fpdeep_line_buffer0_rrow + 0) < fpdeep_line_buffer0_r_hp));
 
-
-
-assign fpdeep_line_buffer0_mask_bit1_mb = (((fpdeep_line_buffer0_rrow + 1) >= fpdeep_line_buffer0_r_p) && ((fpdeep_line_buffer0_rrow + 1) < fpdeep_line_buffer0_r_hp));
-
-
-
-assign fpdeep_line_buffer0_mask_bit2_mb = (((fpdeep_line_buffer0_rrow + 2) >= fpdeep_line_buffer0_r_p) && ((fpdeep_line_buffer0_rrow + 2) < fpdeep_line_buffer0_r_hp));
+always @(fpdeep_line_buffer0_nxt, fpdeep_line_buffer0_mask_bit1_b, fpdeep_line_buffer0_mask_bit2_b) begin: fpdeep_line_buffer0_mask_bit2_mk
+    if (fpdeep_line_buffer0_nxt) begin
+        fpdeep_line_buffer0_mask_bit2_mb = fpdeep_line_buffer0_mask_bit2_b;
+    end
+    else begin
+        fpdeep_line_buffer0_mask_bit2_mb = fpdeep_line_buffer0_mask_bit1_b;
+    end
+end
 
 
 
 assign fpdeep_line_buffer0_mask0 = fpdeep_line_buffer0_mcat;
 
 
+
+assign fpdeep_line_buffer0_tab00_ts = ((fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_g_off) + 0);
+
+
+
+assign fpdeep_line_buffer0_tab00_tl = fpdeep_line_buffer0_tab00_ts[3-1:0];
+
+
+always @(fpdeep_line_buffer0_tab00_ts, fpdeep_line_buffer0_g_p, fpdeep_line_buffer0_tab00_tl, fpdeep_line_buffer0_g_hp) begin: fpdeep_line_buffer0_tab00_md
+    if ((fpdeep_line_buffer0_tab00_ts >= (2 * 5))) begin
+        fpdeep_line_buffer0_tab00_t0 = (fpdeep_line_buffer0_tab00_tl + 6);
+    end
+    else if ((fpdeep_line_buffer0_tab00_ts >= 5)) begin
+        fpdeep_line_buffer0_tab00_t0 = (fpdeep_line_buffer0_tab00_tl + 3);
+    end
+    else begin
+        fpdeep_line_buffer0_tab00_t0 = fpdeep_line_buffer0_tab00_tl;
+    end
+    fpdeep_line_buffer0_tab00_m0 = ((0 >= fpdeep_line_buffer0_g_p) && (0 < fpdeep_line_buffer0_g_hp));
+end
+
+
+
+assign fpdeep_line_buffer0_tab01_ts = ((fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_g_off) + 1);
+
+
+
+assign fpdeep_line_buffer0_tab01_tl = fpdeep_line_buffer0_tab01_ts[3-1:0];
+
+
+always @(fpdeep_line_buffer0_tab01_ts, fpdeep_line_buffer0_g_p, fpdeep_line_buffer0_tab01_tl, fpdeep_line_buffer0_g_hp) begin: fpdeep_line_buffer0_tab01_md
+    if ((fpdeep_line_buffer0_tab01_ts >= (2 * 5))) begin
+        fpdeep_line_buffer0_tab01_t0 = (fpdeep_line_buffer0_tab01_tl + 6);
+    end
+    else if ((fpdeep_line_buffer0_tab01_ts >= 5)) begin
+        fpdeep_line_buffer0_tab01_t0 = (fpdeep_line_buffer0_tab01_tl + 3);
+    end
+    else begin
+        fpdeep_line_buffer0_tab01_t0 = fpdeep_line_buffer0_tab01_tl;
+    end
+    fpdeep_line_buffer0_tab01_m0 = ((1 >= fpdeep_line_buffer0_g_p) && (1 < fpdeep_line_buffer0_g_hp));
+end
+
+
+
+assign fpdeep_line_buffer0_tab02_ts = ((fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_g_off) + 2);
+
+
+
+assign fpdeep_line_buffer0_tab02_tl = fpdeep_line_buffer0_tab02_ts[3-1:0];
+
+
+always @(fpdeep_line_buffer0_tab02_ts, fpdeep_line_buffer0_g_p, fpdeep_line_buffer0_tab02_tl, fpdeep_line_buffer0_g_hp) begin: fpdeep_line_buffer0_tab02_md
+    if ((fpdeep_line_buffer0_tab02_ts >= (2 * 5))) begin
+        fpdeep_line_buffer0_tab02_t0 = (fpdeep_line_buffer0_tab02_tl + 6);
+    end
+    else if ((fpdeep_line_buffer0_tab02_ts >= 5)) begin
+        fpdeep_line_buffer0_tab02_t0 = (fpdeep_line_buffer0_tab02_tl + 3);
+    end
+    else begin
+        fpdeep_line_buffer0_tab02_t0 = fpdeep_line_buffer0_tab02_tl;
+    end
+    fpdeep_line_buffer0_tab02_m0 = ((2 >= fpdeep_line_buffer0_g_p) && (2 < fpdeep_line_buffer0_g_hp));
+end
+
+
+
+assign fpdeep_line_buffer0_tab03_ts = ((fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_g_off) + 3);
+
+
+
+assign fpdeep_line_buffer0_tab03_tl = fpdeep_line_buffer0_tab03_ts[3-1:0];
+
+
+always @(fpdeep_line_buffer0_tab03_ts, fpdeep_line_buffer0_g_p, fpdeep_line_buffer0_tab03_tl, fpdeep_line_buffer0_g_hp) begin: fpdeep_line_buffer0_tab03_md
+    if ((fpdeep_line_buffer0_tab03_ts >= (2 * 5))) begin
+        fpdeep_line_buffer0_tab03_t0 = (fpdeep_line_buffer0_tab03_tl + 6);
+    end
+    else if ((fpdeep_line_buffer0_tab03_ts >= 5)) begin
+        fpdeep_line_buffer0_tab03_t0 = (fpdeep_line_buffer0_tab03_tl + 3);
+    end
+    else begin
+        fpdeep_line_buffer0_tab03_t0 = fpdeep_line_buffer0_tab03_tl;
+    end
+    fpdeep_line_buffer0_tab03_m0 = ((3 >= fpdeep_line_buffer0_g_p) && (3 < fpdeep_line_buffer0_g_hp));
+end
+
+
+always @(fpdeep_line_buffer0_r_p, fpdeep_line_buffer0_r_hp, fpdeep_line_buffer0_tsl[0], fpdeep_line_buffer0_tsl[1], fpdeep_line_buffer0_tsl[2], fpdeep_line_buffer0_tsl[3], fpdeep_line_buffer0_rk) begin: fpdeep_line_buffer0_tabn
+    if (($signed({1'b0, fpdeep_line_buffer0_tsl[3]}) == (5 - 1))) begin
+        fpdeep_line_buffer0_tkn = 0;
+    end
+    else begin
+        fpdeep_line_buffer0_tkn = (fpdeep_line_buffer0_tsl[3] + 1);
+    end
+    fpdeep_line_buffer0_mkn = ((fpdeep_line_buffer0_rk >= fpdeep_line_buffer0_r_p) && (fpdeep_line_buffer0_rk < fpdeep_line_buffer0_r_hp));
+end
+
+
+always @(posedge clk) begin: fpdeep_line_buffer0_tab_reg0_st
+    if (rst == 1) begin
+        fpdeep_line_buffer0_mask_bit0_a <= 0;
+        fpdeep_line_buffer0_tsl[0] <= 0;
+    end
+    else begin
+        if (((!fpdeep_line_buffer0_ract) && fpdeep_line_buffer0_rpend)) begin
+            fpdeep_line_buffer0_tsl[0] <= fpdeep_line_buffer0_tab00_t0;
+            fpdeep_line_buffer0_mask_bit0_a <= fpdeep_line_buffer0_tab00_m0;
+        end
+        else if ((fpdeep_line_buffer0_wf && fpdeep_line_buffer0_lastj && (!fpdeep_line_buffer0_lastr))) begin
+            fpdeep_line_buffer0_tsl[0] <= fpdeep_line_buffer0_tsl[1];
+            fpdeep_line_buffer0_mask_bit0_a <= fpdeep_line_buffer0_mask_bit0_b;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_line_buffer0_tab_reg1_st
+    if (rst == 1) begin
+        fpdeep_line_buffer0_mask_bit0_b <= 0;
+        fpdeep_line_buffer0_tsl[1] <= 0;
+    end
+    else begin
+        if (((!fpdeep_line_buffer0_ract) && fpdeep_line_buffer0_rpend)) begin
+            fpdeep_line_buffer0_tsl[1] <= fpdeep_line_buffer0_tab01_t0;
+            fpdeep_line_buffer0_mask_bit0_b <= fpdeep_line_buffer0_tab01_m0;
+        end
+        else if ((fpdeep_line_buffer0_wf && fpdeep_line_buffer0_lastj && (!fpdeep_line_buffer0_lastr))) begin
+            fpdeep_line_buffer0_tsl[1] <= fpdeep_line_buffer0_tsl[2];
+            fpdeep_line_buffer0_mask_bit0_b <= fpdeep_line_buffer0_mask_bit1_b;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_line_buffer0_tab_reg2_st
+    if (rst == 1) begin
+        fpdeep_line_buffer0_mask_bit1_b <= 0;
+        fpdeep_line_buffer0_tsl[2] <= 0;
+    end
+    else begin
+        if (((!fpdeep_line_buffer0_ract) && fpdeep_line_buffer0_rpend)) begin
+            fpdeep_line_buffer0_tsl[2] <= fpdeep_line_buffer0_tab02_t0;
+            fpdeep_line_buffer0_mask_bit1_b <= fpdeep_line_buffer0_tab02_m0;
+        end
+        else if ((fpdeep_line_buffer0_wf && fpdeep_line_buffer0_lastj && (!fpdeep_line_buffer0_lastr))) begin
+            fpdeep_line_buffer0_tsl[2] <= fpdeep_line_buffer0_tsl[3];
+            fpdeep_line_buffer0_mask_bit1_b <= fpdeep_line_buffer0_mask_bit2_b;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_line_buffer0_tab_reg3_st
+    if (rst == 1) begin
+        fpdeep_line_buffer0_mask_bit2_b <= 0;
+        fpdeep_line_buffer0_tsl[3] <= 0;
+    end
+    else begin
+        if (((!fpdeep_line_buffer0_ract) && fpdeep_line_buffer0_rpend)) begin
+            fpdeep_line_buffer0_tsl[3] <= fpdeep_line_buffer0_tab03_t0;
+            fpdeep_line_buffer0_mask_bit2_b <= fpdeep_line_buffer0_tab03_m0;
+        end
+        else if ((fpdeep_line_buffer0_wf && fpdeep_line_buffer0_lastj && (!fpdeep_line_buffer0_lastr))) begin
+            fpdeep_line_buffer0_tsl[3] <= fpdeep_line_buffer0_tkn;
+            fpdeep_line_buffer0_mask_bit2_b <= fpdeep_line_buffer0_mkn;
+        end
+    end
+end
+
+
 always @(posedge clk) begin: fpdeep_line_buffer0_ctl
     if (rst == 1) begin
         fpdeep_line_buffer0_errq <= 0;
+        fpdeep_line_buffer0_r_h <= 0;
+        fpdeep_line_buffer0_lim <= 0;
         fpdeep_line_buffer0_r_w <= 0;
         lb_done_unused <= 0;
         fpdeep_line_buffer0_r_hm1 <= 0;
+        fpdeep_line_buffer0_g_h <= 0;
         cfg_err <= 0;
         fpdeep_line_buffer0_rsl <= 0;
+        fpdeep_line_buffer0_r_wm1 <= 0;
         fpdeep_line_buffer0_g_hp <= 0;
         fpdeep_line_buffer0_r_wo1 <= 0;
         fpdeep_line_buffer0_rpend <= 0;
@@ -858,6 +1028,8 @@ always @(posedge clk) begin: fpdeep_line_buffer0_ctl
         fpdeep_line_buffer0_g_off <= 0;
         fpdeep_line_buffer0_jj <= 0;
         row_err <= 0;
+        fpdeep_line_buffer0_g_hcr <= 0;
+        fpdeep_line_buffer0_rk <= 0;
         fpdeep_line_buffer0_nfull <= 0;
         fpdeep_line_buffer0_rr <= 0;
         fpdeep_line_buffer0_g_hm1 <= 0;
@@ -865,16 +1037,20 @@ always @(posedge clk) begin: fpdeep_line_buffer0_ctl
         fpdeep_line_buffer0_wbusy <= 0;
         fpdeep_line_buffer0_g_p <= 0;
         fpdeep_line_buffer0_wslot <= 0;
-        fpdeep_line_buffer0_r_off <= 0;
         fpdeep_line_buffer0_g_wm1 <= 0;
         fpdeep_line_buffer0_g_wo1 <= 0;
         fpdeep_line_buffer0_g_hc <= 0;
         fpdeep_line_buffer0_g_ho1 <= 0;
         fpdeep_line_buffer0_g_w <= 0;
         fpdeep_line_buffer0_r_p <= 0;
+        fpdeep_line_buffer0_q <= 0;
+        fpdeep_line_buffer0_nr1 <= 0;
         fpdeep_line_buffer0_r_ho1 <= 0;
+        fpdeep_line_buffer0_nr0 <= 0;
         fpdeep_line_buffer0_r_hc <= 0;
         fpdeep_line_buffer0_r_hp <= 0;
+        fpdeep_line_buffer0_tailw <= 0;
+        fpdeep_line_buffer0_r_tw0 <= 0;
         fpdeep_line_buffer0_lo <= 0;
         fpdeep_line_buffer0_wrow <= 0;
     end
@@ -902,6 +1078,8 @@ always @(posedge clk) begin: fpdeep_line_buffer0_ctl
                 fpdeep_line_buffer0_g_hc <= ((3 - 1) - fpdeep_line_buffer0_pe_c);
                 fpdeep_line_buffer0_g_wo1 <= (fpdeep_line_buffer0_wsum - 3);
                 fpdeep_line_buffer0_g_hm1 <= (fpdeep_line_buffer0_he_r - 1);
+                fpdeep_line_buffer0_g_h <= fpdeep_line_buffer0_he_r;
+                fpdeep_line_buffer0_g_hcr <= ((3 - 1) - fpdeep_line_buffer0_pe_r);
                 fpdeep_line_buffer0_g_ho1 <= (fpdeep_line_buffer0_hsum - 3);
                 fpdeep_line_buffer0_g_hp <= (fpdeep_line_buffer0_he_r + fpdeep_line_buffer0_pe_r);
                 fpdeep_line_buffer0_g_p <= fpdeep_line_buffer0_pe_r;
@@ -956,6 +1134,17 @@ always @(posedge clk) begin: fpdeep_line_buffer0_ctl
         else if ((fpdeep_line_buffer0_wfire && (fpdeep_line_buffer0_wcol == fpdeep_line_buffer0_g_wm1))) begin
             fpdeep_line_buffer0_nfull <= (fpdeep_line_buffer0_nfull + 1);
         end
+        if ((fpdeep_line_buffer0_wf && fpdeep_line_buffer0_lastj && fpdeep_line_buffer0_lastr)) begin
+            if (fpdeep_line_buffer0_rowin) begin
+                fpdeep_line_buffer0_lim <= ((fpdeep_line_buffer0_lim + 1) - fpdeep_line_buffer0_r_h);
+            end
+            else begin
+                fpdeep_line_buffer0_lim <= (fpdeep_line_buffer0_lim - fpdeep_line_buffer0_r_h);
+            end
+        end
+        else if (fpdeep_line_buffer0_rowin) begin
+            fpdeep_line_buffer0_lim <= (fpdeep_line_buffer0_lim + 1);
+        end
         if (((!fpdeep_line_buffer0_ract) && fpdeep_line_buffer0_rpend)) begin
             fpdeep_line_buffer0_ract <= 1'b1;
             fpdeep_line_buffer0_rpend <= 1'b0;
@@ -963,10 +1152,27 @@ always @(posedge clk) begin: fpdeep_line_buffer0_ctl
             fpdeep_line_buffer0_r_hc <= fpdeep_line_buffer0_g_hc;
             fpdeep_line_buffer0_r_wo1 <= fpdeep_line_buffer0_g_wo1;
             fpdeep_line_buffer0_r_hm1 <= fpdeep_line_buffer0_g_hm1;
+            fpdeep_line_buffer0_r_h <= fpdeep_line_buffer0_g_h;
+            fpdeep_line_buffer0_r_wm1 <= fpdeep_line_buffer0_g_wm1;
+            fpdeep_line_buffer0_r_tw0 <= (fpdeep_line_buffer0_g_hc >= fpdeep_line_buffer0_g_w);
+            fpdeep_line_buffer0_q <= fpdeep_line_buffer0_g_hc;
+            fpdeep_line_buffer0_tailw <= (fpdeep_line_buffer0_g_hc >= fpdeep_line_buffer0_g_w);
+            fpdeep_line_buffer0_rk <= (3 + 1);
+            if ((fpdeep_line_buffer0_g_hcr > fpdeep_line_buffer0_g_hm1)) begin
+                fpdeep_line_buffer0_nr0 <= fpdeep_line_buffer0_g_hm1;
+            end
+            else begin
+                fpdeep_line_buffer0_nr0 <= fpdeep_line_buffer0_g_hcr;
+            end
+            if (((fpdeep_line_buffer0_g_hcr + 1) > fpdeep_line_buffer0_g_hm1)) begin
+                fpdeep_line_buffer0_nr1 <= fpdeep_line_buffer0_g_hm1;
+            end
+            else begin
+                fpdeep_line_buffer0_nr1 <= (fpdeep_line_buffer0_g_hcr + 1);
+            end
             fpdeep_line_buffer0_r_ho1 <= fpdeep_line_buffer0_g_ho1;
             fpdeep_line_buffer0_r_hp <= fpdeep_line_buffer0_g_hp;
             fpdeep_line_buffer0_r_p <= fpdeep_line_buffer0_g_p;
-            fpdeep_line_buffer0_r_off <= fpdeep_line_buffer0_g_off;
             fpdeep_line_buffer0_rr <= 0;
             fpdeep_line_buffer0_jj <= 0;
             fpdeep_line_buffer0_hq <= 0;
@@ -981,6 +1187,8 @@ always @(posedge clk) begin: fpdeep_line_buffer0_ctl
             end
             if (fpdeep_line_buffer0_lastj) begin
                 fpdeep_line_buffer0_jj <= 0;
+                fpdeep_line_buffer0_q <= fpdeep_line_buffer0_r_hc;
+                fpdeep_line_buffer0_tailw <= fpdeep_line_buffer0_r_tw0;
                 if (fpdeep_line_buffer0_lastr) begin
                     fpdeep_line_buffer0_ract <= 1'b0;
                     fpdeep_line_buffer0_lo <= 0;
@@ -988,10 +1196,17 @@ always @(posedge clk) begin: fpdeep_line_buffer0_ctl
                 else begin
                     fpdeep_line_buffer0_rr <= (fpdeep_line_buffer0_rr + 1);
                     fpdeep_line_buffer0_lo <= (fpdeep_line_buffer0_lo + fpdeep_line_buffer0_dec);
+                    fpdeep_line_buffer0_rk <= (fpdeep_line_buffer0_rk + 1);
+                    fpdeep_line_buffer0_nr0 <= fpdeep_line_buffer0_nr1;
+                    if ((fpdeep_line_buffer0_nr1 != fpdeep_line_buffer0_r_hm1)) begin
+                        fpdeep_line_buffer0_nr1 <= (fpdeep_line_buffer0_nr1 + 1);
+                    end
                 end
             end
             else begin
                 fpdeep_line_buffer0_jj <= (fpdeep_line_buffer0_jj + 1);
+                fpdeep_line_buffer0_q <= (fpdeep_line_buffer0_q + 1);
+                fpdeep_line_buffer0_tailw <= (fpdeep_line_buffer0_q >= fpdeep_line_buffer0_r_wm1);
             end
         end
     end
@@ -1048,32 +1263,32 @@ always @(posedge clk) begin: fpdeep_line_buffer0_row_ram4_ram
 end
 
 
-always @(fpdeep_line_buffer0_slot0) begin: fpdeep_line_buffer0_slot_add0_add
-    if (((fpdeep_line_buffer0_slot0 + 0) >= 5)) begin
-        fpdeep_line_buffer0_slot_add0_y = ((fpdeep_line_buffer0_slot0 + 0) - 5);
+always @(fpdeep_line_buffer0_tsl[0], fpdeep_line_buffer0_nxt, fpdeep_line_buffer0_tsl[1]) begin: fpdeep_line_buffer0_mux20_m
+    if (fpdeep_line_buffer0_nxt) begin
+        fpdeep_line_buffer0_mux20_y = fpdeep_line_buffer0_tsl[1];
     end
     else begin
-        fpdeep_line_buffer0_slot_add0_y = (fpdeep_line_buffer0_slot0 + 0);
+        fpdeep_line_buffer0_mux20_y = fpdeep_line_buffer0_tsl[0];
     end
 end
 
 
-always @(fpdeep_line_buffer0_slot0) begin: fpdeep_line_buffer0_slot_add1_add
-    if (((fpdeep_line_buffer0_slot0 + 1) >= 5)) begin
-        fpdeep_line_buffer0_slot_add1_y = ((fpdeep_line_buffer0_slot0 + 1) - 5);
+always @(fpdeep_line_buffer0_tsl[1], fpdeep_line_buffer0_nxt, fpdeep_line_buffer0_tsl[2]) begin: fpdeep_line_buffer0_mux21_m
+    if (fpdeep_line_buffer0_nxt) begin
+        fpdeep_line_buffer0_mux21_y = fpdeep_line_buffer0_tsl[2];
     end
     else begin
-        fpdeep_line_buffer0_slot_add1_y = (fpdeep_line_buffer0_slot0 + 1);
+        fpdeep_line_buffer0_mux21_y = fpdeep_line_buffer0_tsl[1];
     end
 end
 
 
-always @(fpdeep_line_buffer0_slot0) begin: fpdeep_line_buffer0_slot_add2_add
-    if (((fpdeep_line_buffer0_slot0 + 2) >= 5)) begin
-        fpdeep_line_buffer0_slot_add2_y = ((fpdeep_line_buffer0_slot0 + 2) - 5);
+always @(fpdeep_line_buffer0_tsl[2], fpdeep_line_buffer0_nxt, fpdeep_line_buffer0_tsl[3]) begin: fpdeep_line_buffer0_mux22_m
+    if (fpdeep_line_buffer0_nxt) begin
+        fpdeep_line_buffer0_mux22_y = fpdeep_line_buffer0_tsl[3];
     end
     else begin
-        fpdeep_line_buffer0_slot_add2_y = (fpdeep_line_buffer0_slot0 + 2);
+        fpdeep_line_buffer0_mux22_y = fpdeep_line_buffer0_tsl[2];
     end
 end
 
@@ -1084,7 +1299,7 @@ always @(posedge clk) begin: fpdeep_line_buffer0_slot_reg0_st
     end
     else begin
         if (fpdeep_line_buffer0_en) begin
-            fpdeep_line_buffer0_slot_reg0_y <= fpdeep_line_buffer0_slot_add0_y;
+            fpdeep_line_buffer0_slot_reg0_y <= fpdeep_line_buffer0_mux20_y;
         end
     end
 end
@@ -1096,7 +1311,7 @@ always @(posedge clk) begin: fpdeep_line_buffer0_slot_reg1_st
     end
     else begin
         if (fpdeep_line_buffer0_en) begin
-            fpdeep_line_buffer0_slot_reg1_y <= fpdeep_line_buffer0_slot_add1_y;
+            fpdeep_line_buffer0_slot_reg1_y <= fpdeep_line_buffer0_mux21_y;
         end
     end
 end
@@ -1108,7 +1323,7 @@ always @(posedge clk) begin: fpdeep_line_buffer0_slot_reg2_st
     end
     else begin
         if (fpdeep_line_buffer0_en) begin
-            fpdeep_line_buffer0_slot_reg2_y <= fpdeep_line_buffer0_slot_add2_y;
+            fpdeep_line_buffer0_slot_reg2_y <= fpdeep_line_buffer0_mux22_y;
         end
     end
 end
@@ -1140,7 +1355,7 @@ always @(posedge clk) begin: fpdeep_line_buffer0_st1
 end
 
 
-always @(fpdeep_line_buffer0_row_ram0_rd, fpdeep_line_buffer0_slot_reg0_y[1-1:0], fpdeep_line_buffer0_row_ram1_rd) begin: fpdeep_line_buffer0_slot_mux0_mux20_m
+always @(fpdeep_line_buffer0_row_ram0_rd, fpdeep_line_buffer0_slot_reg0_y[1-1:0], fpdeep_line_buffer0_row_ram1_rd) begin: fpdeep_line_buffer0_slot_mux0_mux23_m
     if (fpdeep_line_buffer0_slot_reg0_y[1-1:0]) begin
         fpdeep_line_buffer0_slot_mux0_o = fpdeep_line_buffer0_row_ram1_rd;
     end
@@ -1150,82 +1365,52 @@ always @(fpdeep_line_buffer0_row_ram0_rd, fpdeep_line_buffer0_slot_reg0_y[1-1:0]
 end
 
 
-always @(fpdeep_line_buffer0_row_ram2_rd, fpdeep_line_buffer0_slot_reg0_y[1-1:0], fpdeep_line_buffer0_row_ram3_rd) begin: fpdeep_line_buffer0_slot_mux0_mux21_m
+always @(fpdeep_line_buffer0_row_ram2_rd, fpdeep_line_buffer0_slot_reg0_y[1-1:0], fpdeep_line_buffer0_row_ram3_rd) begin: fpdeep_line_buffer0_slot_mux0_mux24_m
     if (fpdeep_line_buffer0_slot_reg0_y[1-1:0]) begin
-        fpdeep_line_buffer0_slot_mux0_mux21_y = fpdeep_line_buffer0_row_ram3_rd;
+        fpdeep_line_buffer0_slot_mux0_mux24_y = fpdeep_line_buffer0_row_ram3_rd;
     end
     else begin
-        fpdeep_line_buffer0_slot_mux0_mux21_y = fpdeep_line_buffer0_row_ram2_rd;
+        fpdeep_line_buffer0_slot_mux0_mux24_y = fpdeep_line_buffer0_row_ram2_rd;
     end
 end
 
 
-always @(fpdeep_line_buffer0_row_ram4_rd, fpdeep_line_buffer0_slot_reg0_y[1-1:0], fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_line_buffer0_slot_mux0_mux22_m
+always @(fpdeep_line_buffer0_row_ram4_rd, fpdeep_line_buffer0_slot_reg0_y[1-1:0], fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_line_buffer0_slot_mux0_mux25_m
     if (fpdeep_line_buffer0_slot_reg0_y[1-1:0]) begin
-        fpdeep_line_buffer0_slot_mux0_mux22_y = fpdeep_line_buffer0_slot_mux0_zero;
+        fpdeep_line_buffer0_slot_mux0_mux25_y = fpdeep_line_buffer0_slot_mux0_zero;
     end
     else begin
-        fpdeep_line_buffer0_slot_mux0_mux22_y = fpdeep_line_buffer0_row_ram4_rd;
+        fpdeep_line_buffer0_slot_mux0_mux25_y = fpdeep_line_buffer0_row_ram4_rd;
     end
 end
 
 
-always @(fpdeep_line_buffer0_slot_mux0_o, fpdeep_line_buffer0_slot_reg0_y[2-1:1], fpdeep_line_buffer0_slot_mux0_mux21_y) begin: fpdeep_line_buffer0_slot_mux0_mux23_m
+always @(fpdeep_line_buffer0_slot_mux0_o, fpdeep_line_buffer0_slot_reg0_y[2-1:1], fpdeep_line_buffer0_slot_mux0_mux24_y) begin: fpdeep_line_buffer0_slot_mux0_mux26_m
     if (fpdeep_line_buffer0_slot_reg0_y[2-1:1]) begin
-        fpdeep_line_buffer0_slot_mux0_mux23_y = fpdeep_line_buffer0_slot_mux0_mux21_y;
+        fpdeep_line_buffer0_slot_mux0_mux26_y = fpdeep_line_buffer0_slot_mux0_mux24_y;
     end
     else begin
-        fpdeep_line_buffer0_slot_mux0_mux23_y = fpdeep_line_buffer0_slot_mux0_o;
+        fpdeep_line_buffer0_slot_mux0_mux26_y = fpdeep_line_buffer0_slot_mux0_o;
     end
 end
 
 
-always @(fpdeep_line_buffer0_slot_mux0_mux22_y, fpdeep_line_buffer0_slot_reg0_y[2-1:1], fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_line_buffer0_slot_mux0_mux24_m
+always @(fpdeep_line_buffer0_slot_mux0_mux25_y, fpdeep_line_buffer0_slot_reg0_y[2-1:1], fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_line_buffer0_slot_mux0_mux27_m
     if (fpdeep_line_buffer0_slot_reg0_y[2-1:1]) begin
-        fpdeep_line_buffer0_slot_mux0_mux24_y = fpdeep_line_buffer0_slot_mux0_zero;
-    end
-    else begin
-        fpdeep_line_buffer0_slot_mux0_mux24_y = fpdeep_line_buffer0_slot_mux0_mux22_y;
-    end
-end
-
-
-always @(fpdeep_line_buffer0_slot_mux0_mux23_y, fpdeep_line_buffer0_slot_reg0_y[3-1:2], fpdeep_line_buffer0_slot_mux0_mux24_y) begin: fpdeep_line_buffer0_slot_mux0_mux25_m
-    if (fpdeep_line_buffer0_slot_reg0_y[3-1:2]) begin
-        fpdeep_line_buffer0_slot_mux0_mux25_y = fpdeep_line_buffer0_slot_mux0_mux24_y;
-    end
-    else begin
-        fpdeep_line_buffer0_slot_mux0_mux25_y = fpdeep_line_buffer0_slot_mux0_mux23_y;
-    end
-end
-
-
-always @(fpdeep_line_buffer0_slot_mux0_mux25_y, fpdeep_line_buffer0_slot_reg0_y[4-1:3], fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_line_buffer0_slot_mux0_mux26_m
-    if (fpdeep_line_buffer0_slot_reg0_y[4-1:3]) begin
-        fpdeep_line_buffer0_slot_mux0_mux26_y = fpdeep_line_buffer0_slot_mux0_zero;
-    end
-    else begin
-        fpdeep_line_buffer0_slot_mux0_mux26_y = fpdeep_line_buffer0_slot_mux0_mux25_y;
-    end
-end
-
-
-always @(fpdeep_line_buffer0_slot_mux0_mux26_y, fpdeep_line_buffer0_slot_reg0_y[5-1:4], fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_line_buffer0_slot_mux0_mux27_m
-    if (fpdeep_line_buffer0_slot_reg0_y[5-1:4]) begin
         fpdeep_line_buffer0_slot_mux0_mux27_y = fpdeep_line_buffer0_slot_mux0_zero;
     end
     else begin
-        fpdeep_line_buffer0_slot_mux0_mux27_y = fpdeep_line_buffer0_slot_mux0_mux26_y;
+        fpdeep_line_buffer0_slot_mux0_mux27_y = fpdeep_line_buffer0_slot_mux0_mux25_y;
     end
 end
 
 
-always @(fpdeep_line_buffer0_slot_mux0_mux27_y, fpdeep_line_buffer0_slot_reg0_y[6-1:5], fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_line_buffer0_slot_mux0_mux28_m
-    if (fpdeep_line_buffer0_slot_reg0_y[6-1:5]) begin
-        fpdeep_line_buffer0_slot_mux0_y = fpdeep_line_buffer0_slot_mux0_zero;
+always @(fpdeep_line_buffer0_slot_mux0_mux26_y, fpdeep_line_buffer0_slot_reg0_y[3-1:2], fpdeep_line_buffer0_slot_mux0_mux27_y) begin: fpdeep_line_buffer0_slot_mux0_mux28_m
+    if (fpdeep_line_buffer0_slot_reg0_y[3-1:2]) begin
+        fpdeep_line_buffer0_slot_mux0_y = fpdeep_line_buffer0_slot_mux0_mux27_y;
     end
     else begin
-        fpdeep_line_buffer0_slot_mux0_y = fpdeep_line_buffer0_slot_mux0_mux27_y;
+        fpdeep_line_buffer0_slot_mux0_y = fpdeep_line_buffer0_slot_mux0_mux26_y;
     end
 end
 
@@ -1282,45 +1467,15 @@ end
 
 always @(fpdeep_line_buffer0_slot_mux1_mux212_y, fpdeep_line_buffer0_slot_reg1_y[3-1:2], fpdeep_line_buffer0_slot_mux1_mux213_y) begin: fpdeep_line_buffer0_slot_mux1_mux214_m
     if (fpdeep_line_buffer0_slot_reg1_y[3-1:2]) begin
-        fpdeep_line_buffer0_slot_mux1_mux214_y = fpdeep_line_buffer0_slot_mux1_mux213_y;
+        fpdeep_line_buffer0_slot_mux1_y = fpdeep_line_buffer0_slot_mux1_mux213_y;
     end
     else begin
-        fpdeep_line_buffer0_slot_mux1_mux214_y = fpdeep_line_buffer0_slot_mux1_mux212_y;
+        fpdeep_line_buffer0_slot_mux1_y = fpdeep_line_buffer0_slot_mux1_mux212_y;
     end
 end
 
 
-always @(fpdeep_line_buffer0_slot_mux1_mux214_y, fpdeep_line_buffer0_slot_reg1_y[4-1:3], fpdeep_line_buffer0_slot_mux1_zero) begin: fpdeep_line_buffer0_slot_mux1_mux215_m
-    if (fpdeep_line_buffer0_slot_reg1_y[4-1:3]) begin
-        fpdeep_line_buffer0_slot_mux1_mux215_y = fpdeep_line_buffer0_slot_mux1_zero;
-    end
-    else begin
-        fpdeep_line_buffer0_slot_mux1_mux215_y = fpdeep_line_buffer0_slot_mux1_mux214_y;
-    end
-end
-
-
-always @(fpdeep_line_buffer0_slot_mux1_mux215_y, fpdeep_line_buffer0_slot_reg1_y[5-1:4], fpdeep_line_buffer0_slot_mux1_zero) begin: fpdeep_line_buffer0_slot_mux1_mux216_m
-    if (fpdeep_line_buffer0_slot_reg1_y[5-1:4]) begin
-        fpdeep_line_buffer0_slot_mux1_mux216_y = fpdeep_line_buffer0_slot_mux1_zero;
-    end
-    else begin
-        fpdeep_line_buffer0_slot_mux1_mux216_y = fpdeep_line_buffer0_slot_mux1_mux215_y;
-    end
-end
-
-
-always @(fpdeep_line_buffer0_slot_mux1_mux216_y, fpdeep_line_buffer0_slot_reg1_y[6-1:5], fpdeep_line_buffer0_slot_mux1_zero) begin: fpdeep_line_buffer0_slot_mux1_mux217_m
-    if (fpdeep_line_buffer0_slot_reg1_y[6-1:5]) begin
-        fpdeep_line_buffer0_slot_mux1_y = fpdeep_line_buffer0_slot_mux1_zero;
-    end
-    else begin
-        fpdeep_line_buffer0_slot_mux1_y = fpdeep_line_buffer0_slot_mux1_mux216_y;
-    end
-end
-
-
-always @(fpdeep_line_buffer0_row_ram0_rd, fpdeep_line_buffer0_slot_reg2_y[1-1:0], fpdeep_line_buffer0_row_ram1_rd) begin: fpdeep_line_buffer0_slot_mux2_mux218_m
+always @(fpdeep_line_buffer0_row_ram0_rd, fpdeep_line_buffer0_slot_reg2_y[1-1:0], fpdeep_line_buffer0_row_ram1_rd) begin: fpdeep_line_buffer0_slot_mux2_mux215_m
     if (fpdeep_line_buffer0_slot_reg2_y[1-1:0]) begin
         fpdeep_line_buffer0_slot_mux2_o = fpdeep_line_buffer0_row_ram1_rd;
     end
@@ -1330,82 +1485,52 @@ always @(fpdeep_line_buffer0_row_ram0_rd, fpdeep_line_buffer0_slot_reg2_y[1-1:0]
 end
 
 
-always @(fpdeep_line_buffer0_row_ram2_rd, fpdeep_line_buffer0_slot_reg2_y[1-1:0], fpdeep_line_buffer0_row_ram3_rd) begin: fpdeep_line_buffer0_slot_mux2_mux219_m
+always @(fpdeep_line_buffer0_row_ram2_rd, fpdeep_line_buffer0_slot_reg2_y[1-1:0], fpdeep_line_buffer0_row_ram3_rd) begin: fpdeep_line_buffer0_slot_mux2_mux216_m
     if (fpdeep_line_buffer0_slot_reg2_y[1-1:0]) begin
-        fpdeep_line_buffer0_slot_mux2_mux219_y = fpdeep_line_buffer0_row_ram3_rd;
+        fpdeep_line_buffer0_slot_mux2_mux216_y = fpdeep_line_buffer0_row_ram3_rd;
     end
     else begin
-        fpdeep_line_buffer0_slot_mux2_mux219_y = fpdeep_line_buffer0_row_ram2_rd;
+        fpdeep_line_buffer0_slot_mux2_mux216_y = fpdeep_line_buffer0_row_ram2_rd;
     end
 end
 
 
-always @(fpdeep_line_buffer0_row_ram4_rd, fpdeep_line_buffer0_slot_reg2_y[1-1:0], fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_line_buffer0_slot_mux2_mux220_m
+always @(fpdeep_line_buffer0_row_ram4_rd, fpdeep_line_buffer0_slot_reg2_y[1-1:0], fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_line_buffer0_slot_mux2_mux217_m
     if (fpdeep_line_buffer0_slot_reg2_y[1-1:0]) begin
-        fpdeep_line_buffer0_slot_mux2_mux220_y = fpdeep_line_buffer0_slot_mux2_zero;
+        fpdeep_line_buffer0_slot_mux2_mux217_y = fpdeep_line_buffer0_slot_mux2_zero;
     end
     else begin
-        fpdeep_line_buffer0_slot_mux2_mux220_y = fpdeep_line_buffer0_row_ram4_rd;
+        fpdeep_line_buffer0_slot_mux2_mux217_y = fpdeep_line_buffer0_row_ram4_rd;
     end
 end
 
 
-always @(fpdeep_line_buffer0_slot_mux2_o, fpdeep_line_buffer0_slot_reg2_y[2-1:1], fpdeep_line_buffer0_slot_mux2_mux219_y) begin: fpdeep_line_buffer0_slot_mux2_mux221_m
+always @(fpdeep_line_buffer0_slot_mux2_o, fpdeep_line_buffer0_slot_reg2_y[2-1:1], fpdeep_line_buffer0_slot_mux2_mux216_y) begin: fpdeep_line_buffer0_slot_mux2_mux218_m
     if (fpdeep_line_buffer0_slot_reg2_y[2-1:1]) begin
-        fpdeep_line_buffer0_slot_mux2_mux221_y = fpdeep_line_buffer0_slot_mux2_mux219_y;
+        fpdeep_line_buffer0_slot_mux2_mux218_y = fpdeep_line_buffer0_slot_mux2_mux216_y;
     end
     else begin
-        fpdeep_line_buffer0_slot_mux2_mux221_y = fpdeep_line_buffer0_slot_mux2_o;
+        fpdeep_line_buffer0_slot_mux2_mux218_y = fpdeep_line_buffer0_slot_mux2_o;
     end
 end
 
 
-always @(fpdeep_line_buffer0_slot_mux2_mux220_y, fpdeep_line_buffer0_slot_reg2_y[2-1:1], fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_line_buffer0_slot_mux2_mux222_m
+always @(fpdeep_line_buffer0_slot_mux2_mux217_y, fpdeep_line_buffer0_slot_reg2_y[2-1:1], fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_line_buffer0_slot_mux2_mux219_m
     if (fpdeep_line_buffer0_slot_reg2_y[2-1:1]) begin
-        fpdeep_line_buffer0_slot_mux2_mux222_y = fpdeep_line_buffer0_slot_mux2_zero;
+        fpdeep_line_buffer0_slot_mux2_mux219_y = fpdeep_line_buffer0_slot_mux2_zero;
     end
     else begin
-        fpdeep_line_buffer0_slot_mux2_mux222_y = fpdeep_line_buffer0_slot_mux2_mux220_y;
+        fpdeep_line_buffer0_slot_mux2_mux219_y = fpdeep_line_buffer0_slot_mux2_mux217_y;
     end
 end
 
 
-always @(fpdeep_line_buffer0_slot_mux2_mux221_y, fpdeep_line_buffer0_slot_reg2_y[3-1:2], fpdeep_line_buffer0_slot_mux2_mux222_y) begin: fpdeep_line_buffer0_slot_mux2_mux223_m
+always @(fpdeep_line_buffer0_slot_mux2_mux218_y, fpdeep_line_buffer0_slot_reg2_y[3-1:2], fpdeep_line_buffer0_slot_mux2_mux219_y) begin: fpdeep_line_buffer0_slot_mux2_mux220_m
     if (fpdeep_line_buffer0_slot_reg2_y[3-1:2]) begin
-        fpdeep_line_buffer0_slot_mux2_mux223_y = fpdeep_line_buffer0_slot_mux2_mux222_y;
+        fpdeep_line_buffer0_slot_mux2_y = fpdeep_line_buffer0_slot_mux2_mux219_y;
     end
     else begin
-        fpdeep_line_buffer0_slot_mux2_mux223_y = fpdeep_line_buffer0_slot_mux2_mux221_y;
-    end
-end
-
-
-always @(fpdeep_line_buffer0_slot_mux2_mux223_y, fpdeep_line_buffer0_slot_reg2_y[4-1:3], fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_line_buffer0_slot_mux2_mux224_m
-    if (fpdeep_line_buffer0_slot_reg2_y[4-1:3]) begin
-        fpdeep_line_buffer0_slot_mux2_mux224_y = fpdeep_line_buffer0_slot_mux2_zero;
-    end
-    else begin
-        fpdeep_line_buffer0_slot_mux2_mux224_y = fpdeep_line_buffer0_slot_mux2_mux223_y;
-    end
-end
-
-
-always @(fpdeep_line_buffer0_slot_mux2_mux224_y, fpdeep_line_buffer0_slot_reg2_y[5-1:4], fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_line_buffer0_slot_mux2_mux225_m
-    if (fpdeep_line_buffer0_slot_reg2_y[5-1:4]) begin
-        fpdeep_line_buffer0_slot_mux2_mux225_y = fpdeep_line_buffer0_slot_mux2_zero;
-    end
-    else begin
-        fpdeep_line_buffer0_slot_mux2_mux225_y = fpdeep_line_buffer0_slot_mux2_mux224_y;
-    end
-end
-
-
-always @(fpdeep_line_buffer0_slot_mux2_mux225_y, fpdeep_line_buffer0_slot_reg2_y[6-1:5], fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_line_buffer0_slot_mux2_mux226_m
-    if (fpdeep_line_buffer0_slot_reg2_y[6-1:5]) begin
-        fpdeep_line_buffer0_slot_mux2_y = fpdeep_line_buffer0_slot_mux2_zero;
-    end
-    else begin
-        fpdeep_line_buffer0_slot_mux2_y = fpdeep_line_buffer0_slot_mux2_mux225_y;
+        fpdeep_line_buffer0_slot_mux2_y = fpdeep_line_buffer0_slot_mux2_mux218_y;
     end
 end
 

@@ -74,55 +74,61 @@ reg [5:0] wcol;
 wire accept;
 reg rpend;
 reg errq;
-reg [5:0] q;
-reg [5:0] jj;
-reg [5:0] r_hc;
-reg tailw;
-reg [5:0] r_w;
 reg first;
+reg [5:0] jj;
 reg lastj;
 reg [5:0] r_wo1;
 reg lastr;
 reg [5:0] rr;
 reg [5:0] r_ho1;
-reg [5:0] ur;
 reg uex;
+reg ok0;
+reg [5:0] nr0;
 reg [5:0] lim;
-reg [5:0] lo;
-reg [5:0] r_hm1;
-reg [5:0] need_r;
-reg [5:0] need_u;
+reg oku;
+reg [5:0] nr1;
+reg rowin;
+reg [5:0] g_wm1;
 reg ract;
 reg [5:0] hq;
+reg [5:0] r_hc;
+reg tailw;
 reg can_win;
 reg can_head;
 reg wf;
 reg hf;
 reg rden;
 reg [4:0] rdad;
-reg [5:0] rrow;
+reg [5:0] q;
+reg nxt;
 reg [5:0] dec;
+reg [5:0] r_h;
+reg [5:0] lo;
 reg [5:0] r_p;
-wire [5:0] dd;
-wire [5:0] sbr;
-reg [5:0] rsl;
-reg [5:0] r_off;
-reg [5:0] slot0;
 wire [2:0] mask0;
 wire [2:0] mcat;
+reg [2:0] tkn;
+reg mkn;
+reg [5:0] rk;
+reg [5:0] r_hp;
 wire fin_pop;
 reg [5:0] wrow;
 reg [5:0] g_w;
-reg [5:0] g_wm1;
 reg [5:0] g_hc;
 reg [5:0] g_wo1;
 reg [5:0] g_hm1;
+reg [5:0] g_h;
+reg [5:0] g_hcr;
 reg [5:0] g_ho1;
 reg [5:0] g_hp;
 reg [5:0] g_p;
 reg [5:0] g_off;
 reg [2:0] wslot;
-reg [5:0] r_hp;
+reg [5:0] rsl;
+reg [5:0] r_w;
+reg [5:0] r_hm1;
+reg [5:0] r_wm1;
+reg r_tw0;
 reg v1w;
 reg v1h;
 reg t1;
@@ -141,26 +147,43 @@ wire [95:0] nhnext;
 wire push;
 wire [0:0] fin_u;
 wire [0:0] mfin;
-wire mask_bit0_mb;
-wire mask_bit1_mb;
-wire mask_bit2_mb;
+reg mask_bit0_mb;
+reg mask_bit0_a;
+reg mask_bit0_b;
+reg mask_bit1_mb;
+reg mask_bit1_b;
+reg mask_bit2_mb;
+reg mask_bit2_b;
+wire [5:0] tab00_ts;
+reg [2:0] tab00_t0;
+reg tab00_m0;
+wire [2:0] tab00_tl;
+wire [5:0] tab01_ts;
+reg [2:0] tab01_t0;
+reg tab01_m0;
+wire [2:0] tab01_tl;
+wire [5:0] tab02_ts;
+reg [2:0] tab02_t0;
+reg tab02_m0;
+wire [2:0] tab02_tl;
+wire [5:0] tab03_ts;
+reg [2:0] tab03_t0;
+reg tab03_m0;
+wire [2:0] tab03_tl;
 reg [15:0] row_ram0_rd;
 reg [15:0] row_ram1_rd;
 reg [15:0] row_ram2_rd;
 reg [15:0] row_ram3_rd;
 reg [15:0] row_ram4_rd;
-reg [5:0] slot_add0_y;
-reg [5:0] slot_add1_y;
-reg [5:0] slot_add2_y;
-reg [5:0] slot_reg0_y;
-reg [5:0] slot_reg1_y;
-reg [5:0] slot_reg2_y;
+reg [2:0] mux20_y;
+reg [2:0] mux21_y;
+reg [2:0] mux22_y;
+reg [2:0] slot_reg0_y;
+reg [2:0] slot_reg1_y;
+reg [2:0] slot_reg2_y;
 reg [15:0] slot_mux0_y;
 wire [15:0] slot_mux0_zero;
 reg [15:0] slot_mux0_o;
-reg [15:0] slot_mux0_mux21_y;
-reg [15:0] slot_mux0_mux22_y;
-reg [15:0] slot_mux0_mux23_y;
 reg [15:0] slot_mux0_mux24_y;
 reg [15:0] slot_mux0_mux25_y;
 reg [15:0] slot_mux0_mux26_y;
@@ -172,19 +195,13 @@ reg [15:0] slot_mux1_mux210_y;
 reg [15:0] slot_mux1_mux211_y;
 reg [15:0] slot_mux1_mux212_y;
 reg [15:0] slot_mux1_mux213_y;
-reg [15:0] slot_mux1_mux214_y;
-reg [15:0] slot_mux1_mux215_y;
-reg [15:0] slot_mux1_mux216_y;
 reg [15:0] slot_mux2_y;
 wire [15:0] slot_mux2_zero;
 reg [15:0] slot_mux2_o;
+reg [15:0] slot_mux2_mux216_y;
+reg [15:0] slot_mux2_mux217_y;
+reg [15:0] slot_mux2_mux218_y;
 reg [15:0] slot_mux2_mux219_y;
-reg [15:0] slot_mux2_mux220_y;
-reg [15:0] slot_mux2_mux221_y;
-reg [15:0] slot_mux2_mux222_y;
-reg [15:0] slot_mux2_mux223_y;
-reg [15:0] slot_mux2_mux224_y;
-reg [15:0] slot_mux2_mux225_y;
 reg [15:0] pix_mask0_o;
 reg [15:0] pix_mask1_o;
 reg [15:0] pix_mask2_o;
@@ -196,6 +213,7 @@ reg out_fifo20_l0;
 reg out_fifo20_l1;
 reg [0:0] out_fifo20_u0;
 reg [0:0] out_fifo20_u1;
+reg [2:0] tsl [0:4-1];
 reg [15:0] row_ram0_mem [0:32-1];
 reg [15:0] row_ram1_mem [0:32-1];
 reg [15:0] row_ram2_mem [0:32-1];
@@ -255,67 +273,44 @@ assign accept = (start && (!(wbusy || rpend || errq)));
 assign busy = (wbusy || rpend || errq);
 
 
-always @(r_w, r_ho1, r_hm1, r_hc, jj, lo, nfull, rr, r_wo1) begin: rscan
-    q = (jj + r_hc);
-    tailw = ((jj + r_hc) >= r_w);
+always @(nr1, wcol, lim, r_ho1, nr0, g_wm1, jj, wfire, rr, r_wo1) begin: rscan
     first = (jj == 0);
     lastj = (jj == r_wo1);
     lastr = (rr == r_ho1);
-    if ((jj == 0)) begin
-        ur = rr;
-    end
-    else begin
-        ur = (rr + 1);
-    end
     uex = ((jj == 0) || (rr != r_ho1));
-    lim = (lo + nfull);
-    if (((rr + r_hc) > r_hm1)) begin
-        need_r = r_hm1;
-    end
-    else begin
-        need_r = (rr + r_hc);
-    end
+    ok0 = (nr0 < lim);
     if ((jj == 0)) begin
-        if (((rr + r_hc) > r_hm1)) begin
-            need_u = r_hm1;
-        end
-        else begin
-            need_u = (rr + r_hc);
-        end
+        oku = (nr0 < lim);
     end
     else begin
-        if ((((rr + r_hc) + 1) > r_hm1)) begin
-            need_u = r_hm1;
-        end
-        else begin
-            need_u = ((rr + r_hc) + 1);
-        end
+        oku = (nr1 < lim);
     end
+    rowin = (wfire && (wcol == g_wm1));
 end
 
 
-always @(need_r, need_u, lim, hq, ract, r_hc, jj, tailw, uex) begin: rdec
+always @(oku, hq, ract, r_hc, jj, tailw, uex, ok0) begin: rdec
     reg cwin;
-    cwin = (ract && ((jj != 0) || (hq == r_hc)) && (tailw || (need_r < lim)));
+    cwin = (ract && ((jj != 0) || (hq == r_hc)) && (tailw || ok0));
     can_win = cwin;
-    can_head = (ract && (hq != r_hc) && uex && (need_u < lim) && ((!cwin) || (tailw && (jj != 0))));
+    can_head = (ract && (hq != r_hc) && uex && oku && ((!cwin) || (tailw && (jj != 0))));
 end
 
 
-always @(r_p, q, can_head, ur, lastr, hq, r_hm1, tailw, en, lo, can_win, rr) begin: rfire
+always @(r_p, q, can_head, r_h, lastr, hq, jj, tailw, en, lo, can_win, rr) begin: rfire
     wf = (en && can_win);
     hf = (en && can_head);
     rden = ((en && can_win && (!tailw)) || (en && can_head));
     if ((can_win && (!tailw))) begin
         rdad = q[5-1:0];
-        rrow = rr;
+        nxt = 1'b0;
     end
     else begin
         rdad = hq[5-1:0];
-        rrow = ur;
+        nxt = (jj != 0);
     end
     if (lastr) begin
-        dec = ((r_hm1 + 1) - lo);
+        dec = (r_h - lo);
     end
     else if ((rr >= r_p)) begin
         dec = 1;
@@ -326,48 +321,223 @@ always @(r_p, q, can_head, ur, lastr, hq, r_hm1, tailw, en, lo, can_win, rr) beg
 end
 
 
-
-assign dd = (rrow - lo);
-assign sbr = ((rsl + dd) + r_off);
-
-
-always @(sbr) begin: rslot2
-    if ((sbr >= (2 * 5))) begin
-        slot0 = (sbr - (2 * 5));
-    end
-    else if ((sbr >= 5)) begin
-        slot0 = (sbr - 5);
+always @(nxt, mask_bit0_a, mask_bit0_b) begin: mask_bit0_mk
+    if (nxt) begin
+        mask_bit0_mb = mask_bit0_b;
     end
     else begin
-        slot0 = sbr;
+        mask_bit0_mb = mask_bit0_a;
     end
 end
 
 
+always @(nxt, mask_bit0_b, mask_bit1_b) begin: mask_bit1_mk
+    if (nxt) begin
+        mask_bit1_mb = mask_bit1_b;
+    end
+    else begin
+        mask_bit1_mb = mask_bit0_b;
+    end
+end
 
-assign mask_bit0_mb = (((rrow + 0) >= r_p) && ((rrow + 0) < r_hp));
 
-
-
-assign mask_bit1_mb = (((rrow + 1) >= r_p) && ((rrow + 1) < r_hp));
-
-
-
-assign mask_bit2_mb = (((rrow + 2) >= r_p) && ((rrow + 2) < r_hp));
+always @(nxt, mask_bit1_b, mask_bit2_b) begin: mask_bit2_mk
+    if (nxt) begin
+        mask_bit2_mb = mask_bit2_b;
+    end
+    else begin
+        mask_bit2_mb = mask_bit1_b;
+    end
+end
 
 
 
 assign mask0 = mcat;
 
 
+
+assign tab00_ts = ((rsl + g_off) + 0);
+
+
+
+assign tab00_tl = tab00_ts[3-1:0];
+
+
+always @(tab00_ts, g_p, tab00_tl, g_hp) begin: tab00_md
+    if ((tab00_ts >= (2 * 5))) begin
+        tab00_t0 = (tab00_tl + 6);
+    end
+    else if ((tab00_ts >= 5)) begin
+        tab00_t0 = (tab00_tl + 3);
+    end
+    else begin
+        tab00_t0 = tab00_tl;
+    end
+    tab00_m0 = ((0 >= g_p) && (0 < g_hp));
+end
+
+
+
+assign tab01_ts = ((rsl + g_off) + 1);
+
+
+
+assign tab01_tl = tab01_ts[3-1:0];
+
+
+always @(tab01_ts, g_p, tab01_tl, g_hp) begin: tab01_md
+    if ((tab01_ts >= (2 * 5))) begin
+        tab01_t0 = (tab01_tl + 6);
+    end
+    else if ((tab01_ts >= 5)) begin
+        tab01_t0 = (tab01_tl + 3);
+    end
+    else begin
+        tab01_t0 = tab01_tl;
+    end
+    tab01_m0 = ((1 >= g_p) && (1 < g_hp));
+end
+
+
+
+assign tab02_ts = ((rsl + g_off) + 2);
+
+
+
+assign tab02_tl = tab02_ts[3-1:0];
+
+
+always @(tab02_ts, g_p, tab02_tl, g_hp) begin: tab02_md
+    if ((tab02_ts >= (2 * 5))) begin
+        tab02_t0 = (tab02_tl + 6);
+    end
+    else if ((tab02_ts >= 5)) begin
+        tab02_t0 = (tab02_tl + 3);
+    end
+    else begin
+        tab02_t0 = tab02_tl;
+    end
+    tab02_m0 = ((2 >= g_p) && (2 < g_hp));
+end
+
+
+
+assign tab03_ts = ((rsl + g_off) + 3);
+
+
+
+assign tab03_tl = tab03_ts[3-1:0];
+
+
+always @(tab03_ts, g_p, tab03_tl, g_hp) begin: tab03_md
+    if ((tab03_ts >= (2 * 5))) begin
+        tab03_t0 = (tab03_tl + 6);
+    end
+    else if ((tab03_ts >= 5)) begin
+        tab03_t0 = (tab03_tl + 3);
+    end
+    else begin
+        tab03_t0 = tab03_tl;
+    end
+    tab03_m0 = ((3 >= g_p) && (3 < g_hp));
+end
+
+
+always @(r_p, r_hp, tsl[0], tsl[1], tsl[2], tsl[3], rk) begin: tabn
+    if (($signed({1'b0, tsl[3]}) == (5 - 1))) begin
+        tkn = 0;
+    end
+    else begin
+        tkn = (tsl[3] + 1);
+    end
+    mkn = ((rk >= r_p) && (rk < r_hp));
+end
+
+
+always @(posedge clk) begin: tab_reg0_st
+    if (rst == 1) begin
+        mask_bit0_a <= 0;
+        tsl[0] <= 0;
+    end
+    else begin
+        if (((!ract) && rpend)) begin
+            tsl[0] <= tab00_t0;
+            mask_bit0_a <= tab00_m0;
+        end
+        else if ((wf && lastj && (!lastr))) begin
+            tsl[0] <= tsl[1];
+            mask_bit0_a <= mask_bit0_b;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: tab_reg1_st
+    if (rst == 1) begin
+        mask_bit0_b <= 0;
+        tsl[1] <= 0;
+    end
+    else begin
+        if (((!ract) && rpend)) begin
+            tsl[1] <= tab01_t0;
+            mask_bit0_b <= tab01_m0;
+        end
+        else if ((wf && lastj && (!lastr))) begin
+            tsl[1] <= tsl[2];
+            mask_bit0_b <= mask_bit1_b;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: tab_reg2_st
+    if (rst == 1) begin
+        mask_bit1_b <= 0;
+        tsl[2] <= 0;
+    end
+    else begin
+        if (((!ract) && rpend)) begin
+            tsl[2] <= tab02_t0;
+            mask_bit1_b <= tab02_m0;
+        end
+        else if ((wf && lastj && (!lastr))) begin
+            tsl[2] <= tsl[3];
+            mask_bit1_b <= mask_bit2_b;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: tab_reg3_st
+    if (rst == 1) begin
+        mask_bit2_b <= 0;
+        tsl[3] <= 0;
+    end
+    else begin
+        if (((!ract) && rpend)) begin
+            tsl[3] <= tab03_t0;
+            mask_bit2_b <= tab03_m0;
+        end
+        else if ((wf && lastj && (!lastr))) begin
+            tsl[3] <= tkn;
+            mask_bit2_b <= mkn;
+        end
+    end
+end
+
+
 always @(posedge clk) begin: ctl
     if (rst == 1) begin
         errq <= 0;
+        r_h <= 0;
+        lim <= 0;
         r_w <= 0;
         done <= 0;
         r_hm1 <= 0;
+        g_h <= 0;
         cfg_err <= 0;
         rsl <= 0;
+        r_wm1 <= 0;
         g_hp <= 0;
         r_wo1 <= 0;
         rpend <= 0;
@@ -376,6 +546,8 @@ always @(posedge clk) begin: ctl
         g_off <= 0;
         jj <= 0;
         row_err <= 0;
+        g_hcr <= 0;
+        rk <= 0;
         nfull <= 0;
         rr <= 0;
         g_hm1 <= 0;
@@ -383,16 +555,20 @@ always @(posedge clk) begin: ctl
         wbusy <= 0;
         g_p <= 0;
         wslot <= 0;
-        r_off <= 0;
         g_wm1 <= 0;
         g_wo1 <= 0;
         g_hc <= 0;
         g_ho1 <= 0;
         g_w <= 0;
         r_p <= 0;
+        q <= 0;
+        nr1 <= 0;
         r_ho1 <= 0;
+        nr0 <= 0;
         r_hc <= 0;
         r_hp <= 0;
+        tailw <= 0;
+        r_tw0 <= 0;
         lo <= 0;
         wrow <= 0;
     end
@@ -420,6 +596,8 @@ always @(posedge clk) begin: ctl
                 g_hc <= ((3 - 1) - pe_c);
                 g_wo1 <= (wsum - 3);
                 g_hm1 <= (he_r - 1);
+                g_h <= he_r;
+                g_hcr <= ((3 - 1) - pe_r);
                 g_ho1 <= (hsum - 3);
                 g_hp <= (he_r + pe_r);
                 g_p <= pe_r;
@@ -474,6 +652,17 @@ always @(posedge clk) begin: ctl
         else if ((wfire && (wcol == g_wm1))) begin
             nfull <= (nfull + 1);
         end
+        if ((wf && lastj && lastr)) begin
+            if (rowin) begin
+                lim <= ((lim + 1) - r_h);
+            end
+            else begin
+                lim <= (lim - r_h);
+            end
+        end
+        else if (rowin) begin
+            lim <= (lim + 1);
+        end
         if (((!ract) && rpend)) begin
             ract <= 1'b1;
             rpend <= 1'b0;
@@ -481,10 +670,27 @@ always @(posedge clk) begin: ctl
             r_hc <= g_hc;
             r_wo1 <= g_wo1;
             r_hm1 <= g_hm1;
+            r_h <= g_h;
+            r_wm1 <= g_wm1;
+            r_tw0 <= (g_hc >= g_w);
+            q <= g_hc;
+            tailw <= (g_hc >= g_w);
+            rk <= (3 + 1);
+            if ((g_hcr > g_hm1)) begin
+                nr0 <= g_hm1;
+            end
+            else begin
+                nr0 <= g_hcr;
+            end
+            if (((g_hcr + 1) > g_hm1)) begin
+                nr1 <= g_hm1;
+            end
+            else begin
+                nr1 <= (g_hcr + 1);
+            end
             r_ho1 <= g_ho1;
             r_hp <= g_hp;
             r_p <= g_p;
-            r_off <= g_off;
             rr <= 0;
             jj <= 0;
             hq <= 0;
@@ -499,6 +705,8 @@ always @(posedge clk) begin: ctl
             end
             if (lastj) begin
                 jj <= 0;
+                q <= r_hc;
+                tailw <= r_tw0;
                 if (lastr) begin
                     ract <= 1'b0;
                     lo <= 0;
@@ -506,10 +714,17 @@ always @(posedge clk) begin: ctl
                 else begin
                     rr <= (rr + 1);
                     lo <= (lo + dec);
+                    rk <= (rk + 1);
+                    nr0 <= nr1;
+                    if ((nr1 != r_hm1)) begin
+                        nr1 <= (nr1 + 1);
+                    end
                 end
             end
             else begin
                 jj <= (jj + 1);
+                q <= (q + 1);
+                tailw <= (q >= r_wm1);
             end
         end
     end
@@ -566,32 +781,32 @@ always @(posedge clk) begin: row_ram4_ram
 end
 
 
-always @(slot0) begin: slot_add0_add
-    if (((slot0 + 0) >= 5)) begin
-        slot_add0_y = ((slot0 + 0) - 5);
+always @(tsl[0], nxt, tsl[1]) begin: mux20_m
+    if (nxt) begin
+        mux20_y = tsl[1];
     end
     else begin
-        slot_add0_y = (slot0 + 0);
+        mux20_y = tsl[0];
     end
 end
 
 
-always @(slot0) begin: slot_add1_add
-    if (((slot0 + 1) >= 5)) begin
-        slot_add1_y = ((slot0 + 1) - 5);
+always @(tsl[1], nxt, tsl[2]) begin: mux21_m
+    if (nxt) begin
+        mux21_y = tsl[2];
     end
     else begin
-        slot_add1_y = (slot0 + 1);
+        mux21_y = tsl[1];
     end
 end
 
 
-always @(slot0) begin: slot_add2_add
-    if (((slot0 + 2) >= 5)) begin
-        slot_add2_y = ((slot0 + 2) - 5);
+always @(tsl[2], nxt, tsl[3]) begin: mux22_m
+    if (nxt) begin
+        mux22_y = tsl[3];
     end
     else begin
-        slot_add2_y = (slot0 + 2);
+        mux22_y = tsl[2];
     end
 end
 
@@ -602,7 +817,7 @@ always @(posedge clk) begin: slot_reg0_st
     end
     else begin
         if (en) begin
-            slot_reg0_y <= slot_add0_y;
+            slot_reg0_y <= mux20_y;
         end
     end
 end
@@ -614,7 +829,7 @@ always @(posedge clk) begin: slot_reg1_st
     end
     else begin
         if (en) begin
-            slot_reg1_y <= slot_add1_y;
+            slot_reg1_y <= mux21_y;
         end
     end
 end
@@ -626,7 +841,7 @@ always @(posedge clk) begin: slot_reg2_st
     end
     else begin
         if (en) begin
-            slot_reg2_y <= slot_add2_y;
+            slot_reg2_y <= mux22_y;
         end
     end
 end
@@ -658,7 +873,7 @@ always @(posedge clk) begin: st1
 end
 
 
-always @(row_ram0_rd, slot_reg0_y[1-1:0], row_ram1_rd) begin: slot_mux0_mux20_m
+always @(row_ram0_rd, slot_reg0_y[1-1:0], row_ram1_rd) begin: slot_mux0_mux23_m
     if (slot_reg0_y[1-1:0]) begin
         slot_mux0_o = row_ram1_rd;
     end
@@ -668,82 +883,52 @@ always @(row_ram0_rd, slot_reg0_y[1-1:0], row_ram1_rd) begin: slot_mux0_mux20_m
 end
 
 
-always @(row_ram2_rd, slot_reg0_y[1-1:0], row_ram3_rd) begin: slot_mux0_mux21_m
+always @(row_ram2_rd, slot_reg0_y[1-1:0], row_ram3_rd) begin: slot_mux0_mux24_m
     if (slot_reg0_y[1-1:0]) begin
-        slot_mux0_mux21_y = row_ram3_rd;
+        slot_mux0_mux24_y = row_ram3_rd;
     end
     else begin
-        slot_mux0_mux21_y = row_ram2_rd;
+        slot_mux0_mux24_y = row_ram2_rd;
     end
 end
 
 
-always @(row_ram4_rd, slot_reg0_y[1-1:0], slot_mux0_zero) begin: slot_mux0_mux22_m
+always @(row_ram4_rd, slot_reg0_y[1-1:0], slot_mux0_zero) begin: slot_mux0_mux25_m
     if (slot_reg0_y[1-1:0]) begin
-        slot_mux0_mux22_y = slot_mux0_zero;
+        slot_mux0_mux25_y = slot_mux0_zero;
     end
     else begin
-        slot_mux0_mux22_y = row_ram4_rd;
+        slot_mux0_mux25_y = row_ram4_rd;
     end
 end
 
 
-always @(slot_mux0_o, slot_reg0_y[2-1:1], slot_mux0_mux21_y) begin: slot_mux0_mux23_m
+always @(slot_mux0_o, slot_reg0_y[2-1:1], slot_mux0_mux24_y) begin: slot_mux0_mux26_m
     if (slot_reg0_y[2-1:1]) begin
-        slot_mux0_mux23_y = slot_mux0_mux21_y;
+        slot_mux0_mux26_y = slot_mux0_mux24_y;
     end
     else begin
-        slot_mux0_mux23_y = slot_mux0_o;
+        slot_mux0_mux26_y = slot_mux0_o;
     end
 end
 
 
-always @(slot_mux0_mux22_y, slot_reg0_y[2-1:1], slot_mux0_zero) begin: slot_mux0_mux24_m
+always @(slot_mux0_mux25_y, slot_reg0_y[2-1:1], slot_mux0_zero) begin: slot_mux0_mux27_m
     if (slot_reg0_y[2-1:1]) begin
-        slot_mux0_mux24_y = slot_mux0_zero;
-    end
-    else begin
-        slot_mux0_mux24_y = slot_mux0_mux22_y;
-    end
-end
-
-
-always @(slot_mux0_mux23_y, slot_reg0_y[3-1:2], slot_mux0_mux24_y) begin: slot_mux0_mux25_m
-    if (slot_reg0_y[3-1:2]) begin
-        slot_mux0_mux25_y = slot_mux0_mux24_y;
-    end
-    else begin
-        slot_mux0_mux25_y = slot_mux0_mux23_y;
-    end
-end
-
-
-always @(slot_mux0_mux25_y, slot_reg0_y[4-1:3], slot_mux0_zero) begin: slot_mux0_mux26_m
-    if (slot_reg0_y[4-1:3]) begin
-        slot_mux0_mux26_y = slot_mux0_zero;
-    end
-    else begin
-        slot_mux0_mux26_y = slot_mux0_mux25_y;
-    end
-end
-
-
-always @(slot_mux0_mux26_y, slot_reg0_y[5-1:4], slot_mux0_zero) begin: slot_mux0_mux27_m
-    if (slot_reg0_y[5-1:4]) begin
         slot_mux0_mux27_y = slot_mux0_zero;
     end
     else begin
-        slot_mux0_mux27_y = slot_mux0_mux26_y;
+        slot_mux0_mux27_y = slot_mux0_mux25_y;
     end
 end
 
 
-always @(slot_mux0_mux27_y, slot_reg0_y[6-1:5], slot_mux0_zero) begin: slot_mux0_mux28_m
-    if (slot_reg0_y[6-1:5]) begin
-        slot_mux0_y = slot_mux0_zero;
+always @(slot_mux0_mux26_y, slot_reg0_y[3-1:2], slot_mux0_mux27_y) begin: slot_mux0_mux28_m
+    if (slot_reg0_y[3-1:2]) begin
+        slot_mux0_y = slot_mux0_mux27_y;
     end
     else begin
-        slot_mux0_y = slot_mux0_mux27_y;
+        slot_mux0_y = slot_mux0_mux26_y;
     end
 end
 
@@ -800,45 +985,15 @@ end
 
 always @(slot_mux1_mux212_y, slot_reg1_y[3-1:2], slot_mux1_mux213_y) begin: slot_mux1_mux214_m
     if (slot_reg1_y[3-1:2]) begin
-        slot_mux1_mux214_y = slot_mux1_mux213_y;
+        slot_mux1_y = slot_mux1_mux213_y;
     end
     else begin
-        slot_mux1_mux214_y = slot_mux1_mux212_y;
+        slot_mux1_y = slot_mux1_mux212_y;
     end
 end
 
 
-always @(slot_mux1_mux214_y, slot_reg1_y[4-1:3], slot_mux1_zero) begin: slot_mux1_mux215_m
-    if (slot_reg1_y[4-1:3]) begin
-        slot_mux1_mux215_y = slot_mux1_zero;
-    end
-    else begin
-        slot_mux1_mux215_y = slot_mux1_mux214_y;
-    end
-end
-
-
-always @(slot_mux1_mux215_y, slot_reg1_y[5-1:4], slot_mux1_zero) begin: slot_mux1_mux216_m
-    if (slot_reg1_y[5-1:4]) begin
-        slot_mux1_mux216_y = slot_mux1_zero;
-    end
-    else begin
-        slot_mux1_mux216_y = slot_mux1_mux215_y;
-    end
-end
-
-
-always @(slot_mux1_mux216_y, slot_reg1_y[6-1:5], slot_mux1_zero) begin: slot_mux1_mux217_m
-    if (slot_reg1_y[6-1:5]) begin
-        slot_mux1_y = slot_mux1_zero;
-    end
-    else begin
-        slot_mux1_y = slot_mux1_mux216_y;
-    end
-end
-
-
-always @(row_ram0_rd, slot_reg2_y[1-1:0], row_ram1_rd) begin: slot_mux2_mux218_m
+always @(row_ram0_rd, slot_reg2_y[1-1:0], row_ram1_rd) begin: slot_mux2_mux215_m
     if (slot_reg2_y[1-1:0]) begin
         slot_mux2_o = row_ram1_rd;
     end
@@ -848,82 +1003,52 @@ always @(row_ram0_rd, slot_reg2_y[1-1:0], row_ram1_rd) begin: slot_mux2_mux218_m
 end
 
 
-always @(row_ram2_rd, slot_reg2_y[1-1:0], row_ram3_rd) begin: slot_mux2_mux219_m
+always @(row_ram2_rd, slot_reg2_y[1-1:0], row_ram3_rd) begin: slot_mux2_mux216_m
     if (slot_reg2_y[1-1:0]) begin
-        slot_mux2_mux219_y = row_ram3_rd;
+        slot_mux2_mux216_y = row_ram3_rd;
     end
     else begin
-        slot_mux2_mux219_y = row_ram2_rd;
+        slot_mux2_mux216_y = row_ram2_rd;
     end
 end
 
 
-always @(row_ram4_rd, slot_reg2_y[1-1:0], slot_mux2_zero) begin: slot_mux2_mux220_m
+always @(row_ram4_rd, slot_reg2_y[1-1:0], slot_mux2_zero) begin: slot_mux2_mux217_m
     if (slot_reg2_y[1-1:0]) begin
-        slot_mux2_mux220_y = slot_mux2_zero;
+        slot_mux2_mux217_y = slot_mux2_zero;
     end
     else begin
-        slot_mux2_mux220_y = row_ram4_rd;
+        slot_mux2_mux217_y = row_ram4_rd;
     end
 end
 
 
-always @(slot_mux2_o, slot_reg2_y[2-1:1], slot_mux2_mux219_y) begin: slot_mux2_mux221_m
+always @(slot_mux2_o, slot_reg2_y[2-1:1], slot_mux2_mux216_y) begin: slot_mux2_mux218_m
     if (slot_reg2_y[2-1:1]) begin
-        slot_mux2_mux221_y = slot_mux2_mux219_y;
+        slot_mux2_mux218_y = slot_mux2_mux216_y;
     end
     else begin
-        slot_mux2_mux221_y = slot_mux2_o;
+        slot_mux2_mux218_y = slot_mux2_o;
     end
 end
 
 
-always @(slot_mux2_mux220_y, slot_reg2_y[2-1:1], slot_mux2_zero) begin: slot_mux2_mux222_m
+always @(slot_mux2_mux217_y, slot_reg2_y[2-1:1], slot_mux2_zero) begin: slot_mux2_mux219_m
     if (slot_reg2_y[2-1:1]) begin
-        slot_mux2_mux222_y = slot_mux2_zero;
+        slot_mux2_mux219_y = slot_mux2_zero;
     end
     else begin
-        slot_mux2_mux222_y = slot_mux2_mux220_y;
+        slot_mux2_mux219_y = slot_mux2_mux217_y;
     end
 end
 
 
-always @(slot_mux2_mux221_y, slot_reg2_y[3-1:2], slot_mux2_mux222_y) begin: slot_mux2_mux223_m
+always @(slot_mux2_mux218_y, slot_reg2_y[3-1:2], slot_mux2_mux219_y) begin: slot_mux2_mux220_m
     if (slot_reg2_y[3-1:2]) begin
-        slot_mux2_mux223_y = slot_mux2_mux222_y;
+        slot_mux2_y = slot_mux2_mux219_y;
     end
     else begin
-        slot_mux2_mux223_y = slot_mux2_mux221_y;
-    end
-end
-
-
-always @(slot_mux2_mux223_y, slot_reg2_y[4-1:3], slot_mux2_zero) begin: slot_mux2_mux224_m
-    if (slot_reg2_y[4-1:3]) begin
-        slot_mux2_mux224_y = slot_mux2_zero;
-    end
-    else begin
-        slot_mux2_mux224_y = slot_mux2_mux223_y;
-    end
-end
-
-
-always @(slot_mux2_mux224_y, slot_reg2_y[5-1:4], slot_mux2_zero) begin: slot_mux2_mux225_m
-    if (slot_reg2_y[5-1:4]) begin
-        slot_mux2_mux225_y = slot_mux2_zero;
-    end
-    else begin
-        slot_mux2_mux225_y = slot_mux2_mux224_y;
-    end
-end
-
-
-always @(slot_mux2_mux225_y, slot_reg2_y[6-1:5], slot_mux2_zero) begin: slot_mux2_mux226_m
-    if (slot_reg2_y[6-1:5]) begin
-        slot_mux2_y = slot_mux2_zero;
-    end
-    else begin
-        slot_mux2_y = slot_mux2_mux225_y;
+        slot_mux2_y = slot_mux2_mux218_y;
     end
 end
 

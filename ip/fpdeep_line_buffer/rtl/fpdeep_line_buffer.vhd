@@ -61,55 +61,61 @@ signal wcol: unsigned(5 downto 0);
 signal accept: std_logic;
 signal rpend: std_logic;
 signal errq: std_logic;
-signal q: unsigned(5 downto 0);
-signal jj: unsigned(5 downto 0);
-signal r_hc: unsigned(5 downto 0);
-signal tailw: std_logic;
-signal r_w: unsigned(5 downto 0);
 signal first: std_logic;
+signal jj: unsigned(5 downto 0);
 signal lastj: std_logic;
 signal r_wo1: unsigned(5 downto 0);
 signal lastr: std_logic;
 signal rr: unsigned(5 downto 0);
 signal r_ho1: unsigned(5 downto 0);
-signal ur: unsigned(5 downto 0);
 signal uex: std_logic;
+signal ok0: std_logic;
+signal nr0: unsigned(5 downto 0);
 signal lim: unsigned(5 downto 0);
-signal lo: unsigned(5 downto 0);
-signal r_hm1: unsigned(5 downto 0);
-signal need_r: unsigned(5 downto 0);
-signal need_u: unsigned(5 downto 0);
+signal oku: std_logic;
+signal nr1: unsigned(5 downto 0);
+signal rowin: std_logic;
+signal g_wm1: unsigned(5 downto 0);
 signal ract: std_logic;
 signal hq: unsigned(5 downto 0);
+signal r_hc: unsigned(5 downto 0);
+signal tailw: std_logic;
 signal can_win: std_logic;
 signal can_head: std_logic;
 signal wf: std_logic;
 signal hf: std_logic;
 signal rden: std_logic;
 signal rdad: unsigned(4 downto 0);
-signal rrow: unsigned(5 downto 0);
+signal q: unsigned(5 downto 0);
+signal nxt: std_logic;
 signal dec: unsigned(5 downto 0);
+signal r_h: unsigned(5 downto 0);
+signal lo: unsigned(5 downto 0);
 signal r_p: unsigned(5 downto 0);
-signal dd: unsigned(5 downto 0);
-signal sbr: unsigned(5 downto 0);
-signal rsl: unsigned(5 downto 0);
-signal r_off: unsigned(5 downto 0);
-signal slot0: unsigned(5 downto 0);
 signal mask0: unsigned(2 downto 0);
 signal mcat: unsigned(2 downto 0);
+signal tkn: unsigned(2 downto 0);
+signal mkn: std_logic;
+signal rk: unsigned(5 downto 0);
+signal r_hp: unsigned(5 downto 0);
 signal fin_pop: std_logic;
 signal wrow: unsigned(5 downto 0);
 signal g_w: unsigned(5 downto 0);
-signal g_wm1: unsigned(5 downto 0);
 signal g_hc: unsigned(5 downto 0);
 signal g_wo1: unsigned(5 downto 0);
 signal g_hm1: unsigned(5 downto 0);
+signal g_h: unsigned(5 downto 0);
+signal g_hcr: unsigned(5 downto 0);
 signal g_ho1: unsigned(5 downto 0);
 signal g_hp: unsigned(5 downto 0);
 signal g_p: unsigned(5 downto 0);
 signal g_off: unsigned(5 downto 0);
 signal wslot: unsigned(2 downto 0);
-signal r_hp: unsigned(5 downto 0);
+signal rsl: unsigned(5 downto 0);
+signal r_w: unsigned(5 downto 0);
+signal r_hm1: unsigned(5 downto 0);
+signal r_wm1: unsigned(5 downto 0);
+signal r_tw0: std_logic;
 signal v1w: std_logic;
 signal v1h: std_logic;
 signal t1: std_logic;
@@ -129,25 +135,42 @@ signal push: std_logic;
 signal fin_u: unsigned(0 downto 0);
 signal mfin: unsigned(0 downto 0);
 signal mask_bit0_mb: std_logic;
+signal mask_bit0_a: std_logic;
+signal mask_bit0_b: std_logic;
 signal mask_bit1_mb: std_logic;
+signal mask_bit1_b: std_logic;
 signal mask_bit2_mb: std_logic;
+signal mask_bit2_b: std_logic;
+signal tab00_ts: unsigned(5 downto 0);
+signal tab00_t0: unsigned(2 downto 0);
+signal tab00_m0: std_logic;
+signal tab00_tl: unsigned(2 downto 0);
+signal tab01_ts: unsigned(5 downto 0);
+signal tab01_t0: unsigned(2 downto 0);
+signal tab01_m0: std_logic;
+signal tab01_tl: unsigned(2 downto 0);
+signal tab02_ts: unsigned(5 downto 0);
+signal tab02_t0: unsigned(2 downto 0);
+signal tab02_m0: std_logic;
+signal tab02_tl: unsigned(2 downto 0);
+signal tab03_ts: unsigned(5 downto 0);
+signal tab03_t0: unsigned(2 downto 0);
+signal tab03_m0: std_logic;
+signal tab03_tl: unsigned(2 downto 0);
 signal row_ram0_rd: unsigned(15 downto 0);
 signal row_ram1_rd: unsigned(15 downto 0);
 signal row_ram2_rd: unsigned(15 downto 0);
 signal row_ram3_rd: unsigned(15 downto 0);
 signal row_ram4_rd: unsigned(15 downto 0);
-signal slot_add0_y: unsigned(5 downto 0);
-signal slot_add1_y: unsigned(5 downto 0);
-signal slot_add2_y: unsigned(5 downto 0);
-signal slot_reg0_y: unsigned(5 downto 0);
-signal slot_reg1_y: unsigned(5 downto 0);
-signal slot_reg2_y: unsigned(5 downto 0);
+signal mux20_y: unsigned(2 downto 0);
+signal mux21_y: unsigned(2 downto 0);
+signal mux22_y: unsigned(2 downto 0);
+signal slot_reg0_y: unsigned(2 downto 0);
+signal slot_reg1_y: unsigned(2 downto 0);
+signal slot_reg2_y: unsigned(2 downto 0);
 signal slot_mux0_y: unsigned(15 downto 0);
 signal slot_mux0_zero: unsigned(15 downto 0);
 signal slot_mux0_o: unsigned(15 downto 0);
-signal slot_mux0_mux21_y: unsigned(15 downto 0);
-signal slot_mux0_mux22_y: unsigned(15 downto 0);
-signal slot_mux0_mux23_y: unsigned(15 downto 0);
 signal slot_mux0_mux24_y: unsigned(15 downto 0);
 signal slot_mux0_mux25_y: unsigned(15 downto 0);
 signal slot_mux0_mux26_y: unsigned(15 downto 0);
@@ -159,19 +182,13 @@ signal slot_mux1_mux210_y: unsigned(15 downto 0);
 signal slot_mux1_mux211_y: unsigned(15 downto 0);
 signal slot_mux1_mux212_y: unsigned(15 downto 0);
 signal slot_mux1_mux213_y: unsigned(15 downto 0);
-signal slot_mux1_mux214_y: unsigned(15 downto 0);
-signal slot_mux1_mux215_y: unsigned(15 downto 0);
-signal slot_mux1_mux216_y: unsigned(15 downto 0);
 signal slot_mux2_y: unsigned(15 downto 0);
 signal slot_mux2_zero: unsigned(15 downto 0);
 signal slot_mux2_o: unsigned(15 downto 0);
+signal slot_mux2_mux216_y: unsigned(15 downto 0);
+signal slot_mux2_mux217_y: unsigned(15 downto 0);
+signal slot_mux2_mux218_y: unsigned(15 downto 0);
 signal slot_mux2_mux219_y: unsigned(15 downto 0);
-signal slot_mux2_mux220_y: unsigned(15 downto 0);
-signal slot_mux2_mux221_y: unsigned(15 downto 0);
-signal slot_mux2_mux222_y: unsigned(15 downto 0);
-signal slot_mux2_mux223_y: unsigned(15 downto 0);
-signal slot_mux2_mux224_y: unsigned(15 downto 0);
-signal slot_mux2_mux225_y: unsigned(15 downto 0);
 signal pix_mask0_o: unsigned(15 downto 0);
 signal pix_mask1_o: unsigned(15 downto 0);
 signal pix_mask2_o: unsigned(15 downto 0);
@@ -183,6 +200,8 @@ signal out_fifo20_l0: std_logic;
 signal out_fifo20_l1: std_logic;
 signal out_fifo20_u0: unsigned(0 downto 0);
 signal out_fifo20_u1: unsigned(0 downto 0);
+type t_array_tsl is array(0 to 4-1) of unsigned(2 downto 0);
+signal tsl: t_array_tsl;
 type t_array_row_ram0_mem is array(0 to 32-1) of unsigned(15 downto 0);
 signal row_ram0_mem: t_array_row_ram0_mem;
 type t_array_row_ram1_mem is array(0 to 32-1) of unsigned(15 downto 0);
@@ -248,62 +267,43 @@ wadr <= wcol(5-1 downto 0);
 accept <= stdl(bool(start) and (not (bool(wbusy) or bool(rpend) or bool(errq))));
 busy <= stdl(bool(wbusy) or bool(rpend) or bool(errq));
 
-rscan: process (r_w, r_ho1, r_hm1, r_hc, jj, lo, nfull, rr, r_wo1) is
+rscan: process (nr1, wcol, lim, r_ho1, nr0, g_wm1, jj, wfire, rr, r_wo1) is
 begin
-    q <= (jj + r_hc);
-    tailw <= stdl((jj + r_hc) >= r_w);
     first <= stdl(jj = 0);
     lastj <= stdl(jj = r_wo1);
     lastr <= stdl(rr = r_ho1);
-    if (jj = 0) then
-        ur <= rr;
-    else
-        ur <= (rr + 1);
-    end if;
     uex <= stdl((jj = 0) or (rr /= r_ho1));
-    lim <= (lo + nfull);
-    if ((rr + r_hc) > r_hm1) then
-        need_r <= r_hm1;
-    else
-        need_r <= (rr + r_hc);
-    end if;
+    ok0 <= stdl(nr0 < lim);
     if (jj = 0) then
-        if ((rr + r_hc) > r_hm1) then
-            need_u <= r_hm1;
-        else
-            need_u <= (rr + r_hc);
-        end if;
+        oku <= stdl(nr0 < lim);
     else
-        if (((rr + r_hc) + 1) > r_hm1) then
-            need_u <= r_hm1;
-        else
-            need_u <= ((rr + r_hc) + 1);
-        end if;
+        oku <= stdl(nr1 < lim);
     end if;
+    rowin <= stdl(bool(wfire) and (wcol = g_wm1));
 end process rscan;
 
-rdec: process (need_r, need_u, lim, hq, ract, r_hc, jj, tailw, uex) is
+rdec: process (oku, hq, ract, r_hc, jj, tailw, uex, ok0) is
     variable cwin: std_logic;
 begin
-    cwin := stdl(bool(ract) and ((jj /= 0) or (hq = r_hc)) and (bool(tailw) or (need_r < lim)));
+    cwin := stdl(bool(ract) and ((jj /= 0) or (hq = r_hc)) and (bool(tailw) or bool(ok0)));
     can_win <= cwin;
-    can_head <= stdl(bool(ract) and (hq /= r_hc) and bool(uex) and (need_u < lim) and ((not bool(cwin)) or (bool(tailw) and (jj /= 0))));
+    can_head <= stdl(bool(ract) and (hq /= r_hc) and bool(uex) and bool(oku) and ((not bool(cwin)) or (bool(tailw) and (jj /= 0))));
 end process rdec;
 
-rfire: process (r_p, q, can_head, ur, lastr, hq, r_hm1, tailw, en, lo, can_win, rr) is
+rfire: process (r_p, q, can_head, r_h, lastr, hq, jj, tailw, en, lo, can_win, rr) is
 begin
     wf <= stdl(bool(en) and bool(can_win));
     hf <= stdl(bool(en) and bool(can_head));
     rden <= stdl((bool(en) and bool(can_win) and (not bool(tailw))) or (bool(en) and bool(can_head)));
     if (bool(can_win) and (not bool(tailw))) then
         rdad <= q(5-1 downto 0);
-        rrow <= rr;
+        nxt <= '0';
     else
         rdad <= hq(5-1 downto 0);
-        rrow <= ur;
+        nxt <= stdl(jj /= 0);
     end if;
     if bool(lastr) then
-        dec <= ((r_hm1 + 1) - lo);
+        dec <= (r_h - lo);
     elsif (rr >= r_p) then
         dec <= to_unsigned(1, 6);
     else
@@ -311,43 +311,204 @@ begin
     end if;
 end process rfire;
 
-
-dd <= (rrow - lo);
-sbr <= ((rsl + dd) + r_off);
-
-rslot2: process (sbr) is
+mask_bit0_mk: process (nxt, mask_bit0_a, mask_bit0_b) is
 begin
-    if (signed(resize(sbr, 7)) >= (2 * 5)) then
-        slot0 <= resize(unsigned(signed(resize(sbr, 7)) - (2 * 5)), 6);
-    elsif (sbr >= 5) then
-        slot0 <= (sbr - 5);
+    if bool(nxt) then
+        mask_bit0_mb <= mask_bit0_b;
     else
-        slot0 <= sbr;
+        mask_bit0_mb <= mask_bit0_a;
     end if;
-end process rslot2;
+end process mask_bit0_mk;
 
+mask_bit1_mk: process (nxt, mask_bit0_b, mask_bit1_b) is
+begin
+    if bool(nxt) then
+        mask_bit1_mb <= mask_bit1_b;
+    else
+        mask_bit1_mb <= mask_bit0_b;
+    end if;
+end process mask_bit1_mk;
 
-mask_bit0_mb <= stdl(((rrow + 0) >= r_p) and ((rrow + 0) < r_hp));
-
-
-mask_bit1_mb <= stdl(((rrow + 1) >= r_p) and ((rrow + 1) < r_hp));
-
-
-mask_bit2_mb <= stdl(((rrow + 2) >= r_p) and ((rrow + 2) < r_hp));
+mask_bit2_mk: process (nxt, mask_bit1_b, mask_bit2_b) is
+begin
+    if bool(nxt) then
+        mask_bit2_mb <= mask_bit2_b;
+    else
+        mask_bit2_mb <= mask_bit1_b;
+    end if;
+end process mask_bit2_mk;
 
 
 mask0 <= mcat;
+
+
+tab00_ts <= ((rsl + g_off) + 0);
+
+
+tab00_tl <= tab00_ts(3-1 downto 0);
+
+tab00_md: process (tab00_ts, g_p, tab00_tl, g_hp) is
+begin
+    if (signed(resize(tab00_ts, 7)) >= (2 * 5)) then
+        tab00_t0 <= (tab00_tl + 6);
+    elsif (tab00_ts >= 5) then
+        tab00_t0 <= (tab00_tl + 3);
+    else
+        tab00_t0 <= tab00_tl;
+    end if;
+    tab00_m0 <= stdl((0 >= g_p) and (0 < g_hp));
+end process tab00_md;
+
+
+tab01_ts <= ((rsl + g_off) + 1);
+
+
+tab01_tl <= tab01_ts(3-1 downto 0);
+
+tab01_md: process (tab01_ts, g_p, tab01_tl, g_hp) is
+begin
+    if (signed(resize(tab01_ts, 7)) >= (2 * 5)) then
+        tab01_t0 <= (tab01_tl + 6);
+    elsif (tab01_ts >= 5) then
+        tab01_t0 <= (tab01_tl + 3);
+    else
+        tab01_t0 <= tab01_tl;
+    end if;
+    tab01_m0 <= stdl((1 >= g_p) and (1 < g_hp));
+end process tab01_md;
+
+
+tab02_ts <= ((rsl + g_off) + 2);
+
+
+tab02_tl <= tab02_ts(3-1 downto 0);
+
+tab02_md: process (tab02_ts, g_p, tab02_tl, g_hp) is
+begin
+    if (signed(resize(tab02_ts, 7)) >= (2 * 5)) then
+        tab02_t0 <= (tab02_tl + 6);
+    elsif (tab02_ts >= 5) then
+        tab02_t0 <= (tab02_tl + 3);
+    else
+        tab02_t0 <= tab02_tl;
+    end if;
+    tab02_m0 <= stdl((2 >= g_p) and (2 < g_hp));
+end process tab02_md;
+
+
+tab03_ts <= ((rsl + g_off) + 3);
+
+
+tab03_tl <= tab03_ts(3-1 downto 0);
+
+tab03_md: process (tab03_ts, g_p, tab03_tl, g_hp) is
+begin
+    if (signed(resize(tab03_ts, 7)) >= (2 * 5)) then
+        tab03_t0 <= (tab03_tl + 6);
+    elsif (tab03_ts >= 5) then
+        tab03_t0 <= (tab03_tl + 3);
+    else
+        tab03_t0 <= tab03_tl;
+    end if;
+    tab03_m0 <= stdl((3 >= g_p) and (3 < g_hp));
+end process tab03_md;
+
+tabn: process (r_p, r_hp, tsl, rk) is
+begin
+    if (signed(resize(tsl(3), 4)) = (5 - 1)) then
+        tkn <= to_unsigned(0, 3);
+    else
+        tkn <= (tsl(3) + 1);
+    end if;
+    mkn <= stdl((rk >= r_p) and (rk < r_hp));
+end process tabn;
+
+tab_reg0_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            mask_bit0_a <= '0';
+            tsl(0) <= to_unsigned(0, 3);
+        else
+            if ((not bool(ract)) and bool(rpend)) then
+                tsl(0) <= tab00_t0;
+                mask_bit0_a <= tab00_m0;
+            elsif (bool(wf) and bool(lastj) and (not bool(lastr))) then
+                tsl(0) <= tsl(1);
+                mask_bit0_a <= mask_bit0_b;
+            end if;
+        end if;
+    end if;
+end process tab_reg0_st;
+
+tab_reg1_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            mask_bit0_b <= '0';
+            tsl(1) <= to_unsigned(0, 3);
+        else
+            if ((not bool(ract)) and bool(rpend)) then
+                tsl(1) <= tab01_t0;
+                mask_bit0_b <= tab01_m0;
+            elsif (bool(wf) and bool(lastj) and (not bool(lastr))) then
+                tsl(1) <= tsl(2);
+                mask_bit0_b <= mask_bit1_b;
+            end if;
+        end if;
+    end if;
+end process tab_reg1_st;
+
+tab_reg2_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            mask_bit1_b <= '0';
+            tsl(2) <= to_unsigned(0, 3);
+        else
+            if ((not bool(ract)) and bool(rpend)) then
+                tsl(2) <= tab02_t0;
+                mask_bit1_b <= tab02_m0;
+            elsif (bool(wf) and bool(lastj) and (not bool(lastr))) then
+                tsl(2) <= tsl(3);
+                mask_bit1_b <= mask_bit2_b;
+            end if;
+        end if;
+    end if;
+end process tab_reg2_st;
+
+tab_reg3_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            mask_bit2_b <= '0';
+            tsl(3) <= to_unsigned(0, 3);
+        else
+            if ((not bool(ract)) and bool(rpend)) then
+                tsl(3) <= tab03_t0;
+                mask_bit2_b <= tab03_m0;
+            elsif (bool(wf) and bool(lastj) and (not bool(lastr))) then
+                tsl(3) <= tkn;
+                mask_bit2_b <= mkn;
+            end if;
+        end if;
+    end if;
+end process tab_reg3_st;
 
 ctl: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
             errq <= '0';
+            r_h <= to_unsigned(0, 6);
+            lim <= to_unsigned(0, 6);
             r_w <= to_unsigned(0, 6);
             done <= '0';
             r_hm1 <= to_unsigned(0, 6);
+            g_h <= to_unsigned(0, 6);
             cfg_err <= '0';
             rsl <= to_unsigned(0, 6);
+            r_wm1 <= to_unsigned(0, 6);
             g_hp <= to_unsigned(0, 6);
             r_wo1 <= to_unsigned(0, 6);
             rpend <= '0';
@@ -356,6 +517,8 @@ begin
             g_off <= to_unsigned(0, 6);
             jj <= to_unsigned(0, 6);
             row_err <= '0';
+            g_hcr <= to_unsigned(0, 6);
+            rk <= to_unsigned(0, 6);
             nfull <= to_unsigned(0, 6);
             rr <= to_unsigned(0, 6);
             g_hm1 <= to_unsigned(0, 6);
@@ -363,16 +526,20 @@ begin
             wbusy <= '0';
             g_p <= to_unsigned(0, 6);
             wslot <= to_unsigned(0, 3);
-            r_off <= to_unsigned(0, 6);
             g_wm1 <= to_unsigned(0, 6);
             g_wo1 <= to_unsigned(0, 6);
             g_hc <= to_unsigned(0, 6);
             g_ho1 <= to_unsigned(0, 6);
             g_w <= to_unsigned(0, 6);
             r_p <= to_unsigned(0, 6);
+            q <= to_unsigned(0, 6);
+            nr1 <= to_unsigned(0, 6);
             r_ho1 <= to_unsigned(0, 6);
+            nr0 <= to_unsigned(0, 6);
             r_hc <= to_unsigned(0, 6);
             r_hp <= to_unsigned(0, 6);
+            tailw <= '0';
+            r_tw0 <= '0';
             lo <= to_unsigned(0, 6);
             wrow <= to_unsigned(0, 6);
         else
@@ -397,6 +564,8 @@ begin
                     g_hc <= resize(unsigned((3 - 1) - signed(resize(pe_c, 7))), 6);
                     g_wo1 <= (wsum - 3);
                     g_hm1 <= (he_r - 1);
+                    g_h <= he_r;
+                    g_hcr <= resize(unsigned((3 - 1) - signed(resize(pe_r, 7))), 6);
                     g_ho1 <= (hsum - 3);
                     g_hp <= (he_r + pe_r);
                     g_p <= pe_r;
@@ -444,6 +613,15 @@ begin
             elsif (bool(wfire) and (wcol = g_wm1)) then
                 nfull <= (nfull + 1);
             end if;
+            if (bool(wf) and bool(lastj) and bool(lastr)) then
+                if bool(rowin) then
+                    lim <= ((lim + 1) - r_h);
+                else
+                    lim <= (lim - r_h);
+                end if;
+            elsif bool(rowin) then
+                lim <= (lim + 1);
+            end if;
             if ((not bool(ract)) and bool(rpend)) then
                 ract <= '1';
                 rpend <= '0';
@@ -451,10 +629,25 @@ begin
                 r_hc <= g_hc;
                 r_wo1 <= g_wo1;
                 r_hm1 <= g_hm1;
+                r_h <= g_h;
+                r_wm1 <= g_wm1;
+                r_tw0 <= stdl(g_hc >= g_w);
+                q <= g_hc;
+                tailw <= stdl(g_hc >= g_w);
+                rk <= to_unsigned(3 + 1, 6);
+                if (g_hcr > g_hm1) then
+                    nr0 <= g_hm1;
+                else
+                    nr0 <= g_hcr;
+                end if;
+                if ((g_hcr + 1) > g_hm1) then
+                    nr1 <= g_hm1;
+                else
+                    nr1 <= (g_hcr + 1);
+                end if;
                 r_ho1 <= g_ho1;
                 r_hp <= g_hp;
                 r_p <= g_p;
-                r_off <= g_off;
                 rr <= to_unsigned(0, 6);
                 jj <= to_unsigned(0, 6);
                 hq <= to_unsigned(0, 6);
@@ -469,15 +662,24 @@ begin
                 end if;
                 if bool(lastj) then
                     jj <= to_unsigned(0, 6);
+                    q <= r_hc;
+                    tailw <= r_tw0;
                     if bool(lastr) then
                         ract <= '0';
                         lo <= to_unsigned(0, 6);
                     else
                         rr <= (rr + 1);
                         lo <= (lo + dec);
+                        rk <= (rk + 1);
+                        nr0 <= nr1;
+                        if (nr1 /= r_hm1) then
+                            nr1 <= (nr1 + 1);
+                        end if;
                     end if;
                 else
                     jj <= (jj + 1);
+                    q <= (q + 1);
+                    tailw <= stdl(q >= r_wm1);
                 end if;
             end if;
         end if;
@@ -544,41 +746,41 @@ begin
     end if;
 end process row_ram4_ram;
 
-slot_add0_add: process (slot0) is
+mux20_m: process (tsl, nxt) is
 begin
-    if ((slot0 + 0) >= 5) then
-        slot_add0_y <= ((slot0 + 0) - 5);
+    if bool(nxt) then
+        mux20_y <= tsl(1);
     else
-        slot_add0_y <= (slot0 + 0);
+        mux20_y <= tsl(0);
     end if;
-end process slot_add0_add;
+end process mux20_m;
 
-slot_add1_add: process (slot0) is
+mux21_m: process (tsl, nxt) is
 begin
-    if ((slot0 + 1) >= 5) then
-        slot_add1_y <= ((slot0 + 1) - 5);
+    if bool(nxt) then
+        mux21_y <= tsl(2);
     else
-        slot_add1_y <= (slot0 + 1);
+        mux21_y <= tsl(1);
     end if;
-end process slot_add1_add;
+end process mux21_m;
 
-slot_add2_add: process (slot0) is
+mux22_m: process (tsl, nxt) is
 begin
-    if ((slot0 + 2) >= 5) then
-        slot_add2_y <= ((slot0 + 2) - 5);
+    if bool(nxt) then
+        mux22_y <= tsl(3);
     else
-        slot_add2_y <= (slot0 + 2);
+        mux22_y <= tsl(2);
     end if;
-end process slot_add2_add;
+end process mux22_m;
 
 slot_reg0_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            slot_reg0_y <= to_unsigned(0, 6);
+            slot_reg0_y <= to_unsigned(0, 3);
         else
             if bool(en) then
-                slot_reg0_y <= slot_add0_y;
+                slot_reg0_y <= mux20_y;
             end if;
         end if;
     end if;
@@ -588,10 +790,10 @@ slot_reg1_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            slot_reg1_y <= to_unsigned(0, 6);
+            slot_reg1_y <= to_unsigned(0, 3);
         else
             if bool(en) then
-                slot_reg1_y <= slot_add1_y;
+                slot_reg1_y <= mux21_y;
             end if;
         end if;
     end if;
@@ -601,10 +803,10 @@ slot_reg2_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            slot_reg2_y <= to_unsigned(0, 6);
+            slot_reg2_y <= to_unsigned(0, 3);
         else
             if bool(en) then
-                slot_reg2_y <= slot_add2_y;
+                slot_reg2_y <= mux22_y;
             end if;
         end if;
     end if;
@@ -637,84 +839,57 @@ begin
     end if;
 end process st1;
 
-slot_mux0_mux20_m: process (row_ram0_rd, slot_reg0_y, row_ram1_rd) is
+slot_mux0_mux23_m: process (row_ram0_rd, slot_reg0_y, row_ram1_rd) is
 begin
     if bool(slot_reg0_y(1-1 downto 0)) then
         slot_mux0_o <= row_ram1_rd;
     else
         slot_mux0_o <= row_ram0_rd;
     end if;
-end process slot_mux0_mux20_m;
-
-slot_mux0_mux21_m: process (row_ram2_rd, slot_reg0_y, row_ram3_rd) is
-begin
-    if bool(slot_reg0_y(1-1 downto 0)) then
-        slot_mux0_mux21_y <= row_ram3_rd;
-    else
-        slot_mux0_mux21_y <= row_ram2_rd;
-    end if;
-end process slot_mux0_mux21_m;
-
-slot_mux0_mux22_m: process (row_ram4_rd, slot_reg0_y, slot_mux0_zero) is
-begin
-    if bool(slot_reg0_y(1-1 downto 0)) then
-        slot_mux0_mux22_y <= slot_mux0_zero;
-    else
-        slot_mux0_mux22_y <= row_ram4_rd;
-    end if;
-end process slot_mux0_mux22_m;
-
-slot_mux0_mux23_m: process (slot_mux0_o, slot_reg0_y, slot_mux0_mux21_y) is
-begin
-    if bool(slot_reg0_y(2-1 downto 1)) then
-        slot_mux0_mux23_y <= slot_mux0_mux21_y;
-    else
-        slot_mux0_mux23_y <= slot_mux0_o;
-    end if;
 end process slot_mux0_mux23_m;
 
-slot_mux0_mux24_m: process (slot_mux0_mux22_y, slot_reg0_y, slot_mux0_zero) is
+slot_mux0_mux24_m: process (row_ram2_rd, slot_reg0_y, row_ram3_rd) is
 begin
-    if bool(slot_reg0_y(2-1 downto 1)) then
-        slot_mux0_mux24_y <= slot_mux0_zero;
+    if bool(slot_reg0_y(1-1 downto 0)) then
+        slot_mux0_mux24_y <= row_ram3_rd;
     else
-        slot_mux0_mux24_y <= slot_mux0_mux22_y;
+        slot_mux0_mux24_y <= row_ram2_rd;
     end if;
 end process slot_mux0_mux24_m;
 
-slot_mux0_mux25_m: process (slot_mux0_mux23_y, slot_reg0_y, slot_mux0_mux24_y) is
+slot_mux0_mux25_m: process (row_ram4_rd, slot_reg0_y, slot_mux0_zero) is
 begin
-    if bool(slot_reg0_y(3-1 downto 2)) then
-        slot_mux0_mux25_y <= slot_mux0_mux24_y;
+    if bool(slot_reg0_y(1-1 downto 0)) then
+        slot_mux0_mux25_y <= slot_mux0_zero;
     else
-        slot_mux0_mux25_y <= slot_mux0_mux23_y;
+        slot_mux0_mux25_y <= row_ram4_rd;
     end if;
 end process slot_mux0_mux25_m;
 
-slot_mux0_mux26_m: process (slot_mux0_mux25_y, slot_reg0_y, slot_mux0_zero) is
+slot_mux0_mux26_m: process (slot_mux0_o, slot_reg0_y, slot_mux0_mux24_y) is
 begin
-    if bool(slot_reg0_y(4-1 downto 3)) then
-        slot_mux0_mux26_y <= slot_mux0_zero;
+    if bool(slot_reg0_y(2-1 downto 1)) then
+        slot_mux0_mux26_y <= slot_mux0_mux24_y;
     else
-        slot_mux0_mux26_y <= slot_mux0_mux25_y;
+        slot_mux0_mux26_y <= slot_mux0_o;
     end if;
 end process slot_mux0_mux26_m;
 
-slot_mux0_mux27_m: process (slot_mux0_mux26_y, slot_reg0_y, slot_mux0_zero) is
+slot_mux0_mux27_m: process (slot_mux0_mux25_y, slot_reg0_y, slot_mux0_zero) is
 begin
-    if bool(slot_reg0_y(5-1 downto 4)) then
+    if bool(slot_reg0_y(2-1 downto 1)) then
         slot_mux0_mux27_y <= slot_mux0_zero;
     else
-        slot_mux0_mux27_y <= slot_mux0_mux26_y;
+        slot_mux0_mux27_y <= slot_mux0_mux25_y;
     end if;
 end process slot_mux0_mux27_m;
 
-slot_mux0_mux28_m: process (slot_mux0_mux27_y, slot_reg0_y, slot_mux0_zero) is
+slot_mux0_mux28_m: process (slot_mux0_mux26_y, slot_reg0_y, slot_mux0_mux27_y) is
 begin
-    if bool(slot_reg0_y(6-1 downto 5)) then
-        slot_mux0_y <= slot_mux0_zero;
-    else
+    if bool(slot_reg0_y(3-1 downto 2)) then
         slot_mux0_y <= slot_mux0_mux27_y;
+    else
+        slot_mux0_y <= slot_mux0_mux26_y;
     end if;
 end process slot_mux0_mux28_m;
 
@@ -766,119 +941,65 @@ end process slot_mux1_mux213_m;
 slot_mux1_mux214_m: process (slot_mux1_mux212_y, slot_reg1_y, slot_mux1_mux213_y) is
 begin
     if bool(slot_reg1_y(3-1 downto 2)) then
-        slot_mux1_mux214_y <= slot_mux1_mux213_y;
+        slot_mux1_y <= slot_mux1_mux213_y;
     else
-        slot_mux1_mux214_y <= slot_mux1_mux212_y;
+        slot_mux1_y <= slot_mux1_mux212_y;
     end if;
 end process slot_mux1_mux214_m;
 
-slot_mux1_mux215_m: process (slot_mux1_mux214_y, slot_reg1_y, slot_mux1_zero) is
-begin
-    if bool(slot_reg1_y(4-1 downto 3)) then
-        slot_mux1_mux215_y <= slot_mux1_zero;
-    else
-        slot_mux1_mux215_y <= slot_mux1_mux214_y;
-    end if;
-end process slot_mux1_mux215_m;
-
-slot_mux1_mux216_m: process (slot_mux1_mux215_y, slot_reg1_y, slot_mux1_zero) is
-begin
-    if bool(slot_reg1_y(5-1 downto 4)) then
-        slot_mux1_mux216_y <= slot_mux1_zero;
-    else
-        slot_mux1_mux216_y <= slot_mux1_mux215_y;
-    end if;
-end process slot_mux1_mux216_m;
-
-slot_mux1_mux217_m: process (slot_mux1_mux216_y, slot_reg1_y, slot_mux1_zero) is
-begin
-    if bool(slot_reg1_y(6-1 downto 5)) then
-        slot_mux1_y <= slot_mux1_zero;
-    else
-        slot_mux1_y <= slot_mux1_mux216_y;
-    end if;
-end process slot_mux1_mux217_m;
-
-slot_mux2_mux218_m: process (row_ram0_rd, slot_reg2_y, row_ram1_rd) is
+slot_mux2_mux215_m: process (row_ram0_rd, slot_reg2_y, row_ram1_rd) is
 begin
     if bool(slot_reg2_y(1-1 downto 0)) then
         slot_mux2_o <= row_ram1_rd;
     else
         slot_mux2_o <= row_ram0_rd;
     end if;
-end process slot_mux2_mux218_m;
+end process slot_mux2_mux215_m;
 
-slot_mux2_mux219_m: process (row_ram2_rd, slot_reg2_y, row_ram3_rd) is
+slot_mux2_mux216_m: process (row_ram2_rd, slot_reg2_y, row_ram3_rd) is
 begin
     if bool(slot_reg2_y(1-1 downto 0)) then
-        slot_mux2_mux219_y <= row_ram3_rd;
+        slot_mux2_mux216_y <= row_ram3_rd;
     else
-        slot_mux2_mux219_y <= row_ram2_rd;
+        slot_mux2_mux216_y <= row_ram2_rd;
+    end if;
+end process slot_mux2_mux216_m;
+
+slot_mux2_mux217_m: process (row_ram4_rd, slot_reg2_y, slot_mux2_zero) is
+begin
+    if bool(slot_reg2_y(1-1 downto 0)) then
+        slot_mux2_mux217_y <= slot_mux2_zero;
+    else
+        slot_mux2_mux217_y <= row_ram4_rd;
+    end if;
+end process slot_mux2_mux217_m;
+
+slot_mux2_mux218_m: process (slot_mux2_o, slot_reg2_y, slot_mux2_mux216_y) is
+begin
+    if bool(slot_reg2_y(2-1 downto 1)) then
+        slot_mux2_mux218_y <= slot_mux2_mux216_y;
+    else
+        slot_mux2_mux218_y <= slot_mux2_o;
+    end if;
+end process slot_mux2_mux218_m;
+
+slot_mux2_mux219_m: process (slot_mux2_mux217_y, slot_reg2_y, slot_mux2_zero) is
+begin
+    if bool(slot_reg2_y(2-1 downto 1)) then
+        slot_mux2_mux219_y <= slot_mux2_zero;
+    else
+        slot_mux2_mux219_y <= slot_mux2_mux217_y;
     end if;
 end process slot_mux2_mux219_m;
 
-slot_mux2_mux220_m: process (row_ram4_rd, slot_reg2_y, slot_mux2_zero) is
-begin
-    if bool(slot_reg2_y(1-1 downto 0)) then
-        slot_mux2_mux220_y <= slot_mux2_zero;
-    else
-        slot_mux2_mux220_y <= row_ram4_rd;
-    end if;
-end process slot_mux2_mux220_m;
-
-slot_mux2_mux221_m: process (slot_mux2_o, slot_reg2_y, slot_mux2_mux219_y) is
-begin
-    if bool(slot_reg2_y(2-1 downto 1)) then
-        slot_mux2_mux221_y <= slot_mux2_mux219_y;
-    else
-        slot_mux2_mux221_y <= slot_mux2_o;
-    end if;
-end process slot_mux2_mux221_m;
-
-slot_mux2_mux222_m: process (slot_mux2_mux220_y, slot_reg2_y, slot_mux2_zero) is
-begin
-    if bool(slot_reg2_y(2-1 downto 1)) then
-        slot_mux2_mux222_y <= slot_mux2_zero;
-    else
-        slot_mux2_mux222_y <= slot_mux2_mux220_y;
-    end if;
-end process slot_mux2_mux222_m;
-
-slot_mux2_mux223_m: process (slot_mux2_mux221_y, slot_reg2_y, slot_mux2_mux222_y) is
+slot_mux2_mux220_m: process (slot_mux2_mux218_y, slot_reg2_y, slot_mux2_mux219_y) is
 begin
     if bool(slot_reg2_y(3-1 downto 2)) then
-        slot_mux2_mux223_y <= slot_mux2_mux222_y;
+        slot_mux2_y <= slot_mux2_mux219_y;
     else
-        slot_mux2_mux223_y <= slot_mux2_mux221_y;
+        slot_mux2_y <= slot_mux2_mux218_y;
     end if;
-end process slot_mux2_mux223_m;
-
-slot_mux2_mux224_m: process (slot_mux2_mux223_y, slot_reg2_y, slot_mux2_zero) is
-begin
-    if bool(slot_reg2_y(4-1 downto 3)) then
-        slot_mux2_mux224_y <= slot_mux2_zero;
-    else
-        slot_mux2_mux224_y <= slot_mux2_mux223_y;
-    end if;
-end process slot_mux2_mux224_m;
-
-slot_mux2_mux225_m: process (slot_mux2_mux224_y, slot_reg2_y, slot_mux2_zero) is
-begin
-    if bool(slot_reg2_y(5-1 downto 4)) then
-        slot_mux2_mux225_y <= slot_mux2_zero;
-    else
-        slot_mux2_mux225_y <= slot_mux2_mux224_y;
-    end if;
-end process slot_mux2_mux225_m;
-
-slot_mux2_mux226_m: process (slot_mux2_mux225_y, slot_reg2_y, slot_mux2_zero) is
-begin
-    if bool(slot_reg2_y(6-1 downto 5)) then
-        slot_mux2_y <= slot_mux2_zero;
-    else
-        slot_mux2_y <= slot_mux2_mux225_y;
-    end if;
-end process slot_mux2_mux226_m;
+end process slot_mux2_mux220_m;
 
 pix_mask0_pm: process (hz1, m1, slot_mux0_y) is
 begin

@@ -348,55 +348,61 @@ reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_wcol;
 wire fpdeep_fp0_fpdeep_line_buffer0_accept;
 reg fpdeep_fp0_fpdeep_line_buffer0_rpend;
 reg fpdeep_fp0_fpdeep_line_buffer0_errq;
-reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_q;
-reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_jj;
-reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_r_hc;
-reg fpdeep_fp0_fpdeep_line_buffer0_tailw;
-reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_r_w;
 reg fpdeep_fp0_fpdeep_line_buffer0_first;
+reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_jj;
 reg fpdeep_fp0_fpdeep_line_buffer0_lastj;
 reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_r_wo1;
 reg fpdeep_fp0_fpdeep_line_buffer0_lastr;
 reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_rr;
 reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_r_ho1;
-reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_ur;
 reg fpdeep_fp0_fpdeep_line_buffer0_uex;
+reg fpdeep_fp0_fpdeep_line_buffer0_ok0;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_nr0;
 reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_lim;
-reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_lo;
-reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_r_hm1;
-reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_need_r;
-reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_need_u;
+reg fpdeep_fp0_fpdeep_line_buffer0_oku;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_nr1;
+reg fpdeep_fp0_fpdeep_line_buffer0_rowin;
+reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_g_wm1;
 reg fpdeep_fp0_fpdeep_line_buffer0_ract;
 reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_hq;
+reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_r_hc;
+reg fpdeep_fp0_fpdeep_line_buffer0_tailw;
 reg fpdeep_fp0_fpdeep_line_buffer0_can_win;
 reg fpdeep_fp0_fpdeep_line_buffer0_can_head;
 reg fpdeep_fp0_fpdeep_line_buffer0_wf;
 reg fpdeep_fp0_fpdeep_line_buffer0_hf;
 reg fpdeep_fp0_fpdeep_line_buffer0_rden;
 reg [2:0] fpdeep_fp0_fpdeep_line_buffer0_rdad;
-reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_rrow;
+reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_q;
+reg fpdeep_fp0_fpdeep_line_buffer0_nxt;
 reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_dec;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_r_h;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_lo;
 reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_r_p;
-wire [4:0] fpdeep_fp0_fpdeep_line_buffer0_dd;
-wire [4:0] fpdeep_fp0_fpdeep_line_buffer0_sbr;
-reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_rsl;
-reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_r_off;
-reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_slot0;
 wire [2:0] fpdeep_fp0_fpdeep_line_buffer0_mask0;
 wire [2:0] fpdeep_fp0_fpdeep_line_buffer0_mcat;
+reg [2:0] fpdeep_fp0_fpdeep_line_buffer0_tkn;
+reg fpdeep_fp0_fpdeep_line_buffer0_mkn;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_rk;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_r_hp;
 wire fpdeep_fp0_fpdeep_line_buffer0_fin_pop;
 reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_wrow;
 reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_g_w;
-reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_g_wm1;
 reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_g_hc;
 reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_g_wo1;
 reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_g_hm1;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_g_h;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_g_hcr;
 reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_g_ho1;
 reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_g_hp;
 reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_g_p;
 reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_g_off;
 reg [2:0] fpdeep_fp0_fpdeep_line_buffer0_wslot;
-reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_r_hp;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_rsl;
+reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_r_w;
+reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_r_hm1;
+reg [3:0] fpdeep_fp0_fpdeep_line_buffer0_r_wm1;
+reg fpdeep_fp0_fpdeep_line_buffer0_r_tw0;
 reg fpdeep_fp0_fpdeep_line_buffer0_v1w;
 reg fpdeep_fp0_fpdeep_line_buffer0_v1h;
 reg fpdeep_fp0_fpdeep_line_buffer0_t1;
@@ -415,47 +421,61 @@ wire [191:0] fpdeep_fp0_fpdeep_line_buffer0_nhnext;
 wire fpdeep_fp0_fpdeep_line_buffer0_push;
 wire [0:0] fpdeep_fp0_fpdeep_line_buffer0_fin_u;
 wire [0:0] fpdeep_fp0_fpdeep_line_buffer0_mfin;
-wire fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_mb;
-wire fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_mb;
-wire fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_mb;
+reg fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_mb;
+reg fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_a;
+reg fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_b;
+reg fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_mb;
+reg fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_b;
+reg fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_mb;
+reg fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_b;
+wire [4:0] fpdeep_fp0_fpdeep_line_buffer0_tab00_ts;
+reg [2:0] fpdeep_fp0_fpdeep_line_buffer0_tab00_t0;
+reg fpdeep_fp0_fpdeep_line_buffer0_tab00_m0;
+wire [2:0] fpdeep_fp0_fpdeep_line_buffer0_tab00_tl;
+wire [4:0] fpdeep_fp0_fpdeep_line_buffer0_tab01_ts;
+reg [2:0] fpdeep_fp0_fpdeep_line_buffer0_tab01_t0;
+reg fpdeep_fp0_fpdeep_line_buffer0_tab01_m0;
+wire [2:0] fpdeep_fp0_fpdeep_line_buffer0_tab01_tl;
+wire [4:0] fpdeep_fp0_fpdeep_line_buffer0_tab02_ts;
+reg [2:0] fpdeep_fp0_fpdeep_line_buffer0_tab02_t0;
+reg fpdeep_fp0_fpdeep_line_buffer0_tab02_m0;
+wire [2:0] fpdeep_fp0_fpdeep_line_buffer0_tab02_tl;
+wire [4:0] fpdeep_fp0_fpdeep_line_buffer0_tab03_ts;
+reg [2:0] fpdeep_fp0_fpdeep_line_buffer0_tab03_t0;
+reg fpdeep_fp0_fpdeep_line_buffer0_tab03_m0;
+wire [2:0] fpdeep_fp0_fpdeep_line_buffer0_tab03_tl;
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd;
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd;
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd;
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd;
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd;
-reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_slot_add0_y;
-reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_slot_add1_y;
-reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_slot_add2_y;
-reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y;
-reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y;
-reg [4:0] fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y;
+reg [2:0] fpdeep_fp0_fpdeep_line_buffer0_mux20_y;
+reg [2:0] fpdeep_fp0_fpdeep_line_buffer0_mux21_y;
+reg [2:0] fpdeep_fp0_fpdeep_line_buffer0_mux22_y;
+reg [2:0] fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y;
+reg [2:0] fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y;
+reg [2:0] fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y;
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_y;
 wire [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero;
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_o;
-reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_y;
-reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_y;
-reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_y;
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y;
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y;
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux27_y;
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_y;
 wire [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero;
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_o;
-reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_y;
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y;
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y;
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y;
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y;
-reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_y;
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_y;
 wire [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero;
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_o;
+reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux216_y;
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y;
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y;
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y;
-reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_y;
-reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_y;
-reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_y;
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_pix_mask0_o;
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_pix_mask1_o;
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_pix_mask2_o;
@@ -793,55 +813,61 @@ reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_wcol;
 wire fpdeep_eb0_fpdeep_line_buffer0_0_accept;
 reg fpdeep_eb0_fpdeep_line_buffer0_0_rpend;
 reg fpdeep_eb0_fpdeep_line_buffer0_0_errq;
-reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_q;
-reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_jj;
-reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_r_hc;
-reg fpdeep_eb0_fpdeep_line_buffer0_0_tailw;
-reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_r_w;
 reg fpdeep_eb0_fpdeep_line_buffer0_0_first;
+reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_jj;
 reg fpdeep_eb0_fpdeep_line_buffer0_0_lastj;
 reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_r_wo1;
 reg fpdeep_eb0_fpdeep_line_buffer0_0_lastr;
 reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_rr;
 reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1;
-reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_ur;
 reg fpdeep_eb0_fpdeep_line_buffer0_0_uex;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_ok0;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_nr0;
 reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_lim;
-reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_lo;
-reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1;
-reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_need_r;
-reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_need_u;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_oku;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_nr1;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_rowin;
+reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1;
 reg fpdeep_eb0_fpdeep_line_buffer0_0_ract;
 reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_hq;
+reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_r_hc;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_tailw;
 reg fpdeep_eb0_fpdeep_line_buffer0_0_can_win;
 reg fpdeep_eb0_fpdeep_line_buffer0_0_can_head;
 reg fpdeep_eb0_fpdeep_line_buffer0_0_wf;
 reg fpdeep_eb0_fpdeep_line_buffer0_0_hf;
 reg fpdeep_eb0_fpdeep_line_buffer0_0_rden;
 reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_rdad;
-reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_rrow;
+reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_q;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_nxt;
 reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_dec;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_r_h;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_lo;
 reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_r_p;
-wire [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_dd;
-wire [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_sbr;
-reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_rsl;
-reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_r_off;
-reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot0;
 wire [2:0] fpdeep_eb0_fpdeep_line_buffer0_0_mask0;
 wire [2:0] fpdeep_eb0_fpdeep_line_buffer0_0_mcat;
+reg [2:0] fpdeep_eb0_fpdeep_line_buffer0_0_tkn;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_mkn;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_rk;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_r_hp;
 wire fpdeep_eb0_fpdeep_line_buffer0_0_fin_pop;
 reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_wrow;
 reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_g_w;
-reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1;
 reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_g_hc;
 reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_g_wo1;
 reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_g_h;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_g_hcr;
 reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_g_ho1;
 reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_g_hp;
 reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_g_p;
 reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_g_off;
 reg [2:0] fpdeep_eb0_fpdeep_line_buffer0_0_wslot;
-reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_r_hp;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_rsl;
+reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_r_w;
+reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1;
+reg [3:0] fpdeep_eb0_fpdeep_line_buffer0_0_r_wm1;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_r_tw0;
 reg fpdeep_eb0_fpdeep_line_buffer0_0_v1w;
 reg fpdeep_eb0_fpdeep_line_buffer0_0_v1h;
 reg fpdeep_eb0_fpdeep_line_buffer0_0_t1;
@@ -860,20 +886,40 @@ wire [191:0] fpdeep_eb0_fpdeep_line_buffer0_0_nhnext;
 wire fpdeep_eb0_fpdeep_line_buffer0_0_push;
 wire [0:0] fpdeep_eb0_fpdeep_line_buffer0_0_fin_u;
 wire [0:0] fpdeep_eb0_fpdeep_line_buffer0_0_mfin;
-wire fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_mb;
-wire fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_mb;
-wire fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_mb;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_mb;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_a;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_b;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_mb;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_b;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_mb;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_b;
+wire [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_ts;
+reg [2:0] fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_t0;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_m0;
+wire [2:0] fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_tl;
+wire [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_ts;
+reg [2:0] fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_t0;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_m0;
+wire [2:0] fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_tl;
+wire [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_ts;
+reg [2:0] fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_t0;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_m0;
+wire [2:0] fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_tl;
+wire [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_ts;
+reg [2:0] fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_t0;
+reg fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_m0;
+wire [2:0] fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_tl;
 reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd;
 reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd;
 reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd;
 reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd;
 reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd;
-reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_add3_y;
-reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_add4_y;
-reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_add5_y;
-reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y;
-reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y;
-reg [4:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y;
+reg [2:0] fpdeep_eb0_fpdeep_line_buffer0_0_mux221_y;
+reg [2:0] fpdeep_eb0_fpdeep_line_buffer0_0_mux222_y;
+reg [2:0] fpdeep_eb0_fpdeep_line_buffer0_0_mux223_y;
+reg [2:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y;
+reg [2:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y;
+reg [2:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y;
 reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_y;
 wire [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero;
 reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_o;
@@ -881,26 +927,20 @@ reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux225_y;
 reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux226_y;
 reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux227_y;
 reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux228_y;
-reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_y;
-reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_y;
 reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_y;
 wire [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero;
 reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_o;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux231_y;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux232_y;
 reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y;
 reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y;
-reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_y;
-reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_y;
-reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_y;
-reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_y;
 reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_y;
 wire [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero;
 reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_o;
-reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_y;
-reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_y;
-reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_y;
-reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_y;
-reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_y;
-reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_y;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux237_y;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux238_y;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux239_y;
+reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux240_y;
 reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask0_0_o;
 reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask1_0_o;
 reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask2_0_o;
@@ -1257,55 +1297,61 @@ reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol;
 wire fpdeep_pg0_fpdeep_line_buffer0_0_1_accept;
 reg fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend;
 reg fpdeep_pg0_fpdeep_line_buffer0_0_1_errq;
-reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_q;
-reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_jj;
-reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc;
-reg fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw;
-reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_r_w;
 reg fpdeep_pg0_fpdeep_line_buffer0_0_1_first;
+reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_jj;
 reg fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj;
 reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wo1;
 reg fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr;
 reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_rr;
 reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1;
-reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_ur;
 reg fpdeep_pg0_fpdeep_line_buffer0_0_1_uex;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_ok0;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_nr0;
 reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_lim;
-reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_lo;
-reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1;
-reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_need_r;
-reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_oku;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_nr1;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_rowin;
+reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1;
 reg fpdeep_pg0_fpdeep_line_buffer0_0_1_ract;
 reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_hq;
+reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw;
 reg fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win;
 reg fpdeep_pg0_fpdeep_line_buffer0_0_1_can_head;
 reg fpdeep_pg0_fpdeep_line_buffer0_0_1_wf;
 reg fpdeep_pg0_fpdeep_line_buffer0_0_1_hf;
 reg fpdeep_pg0_fpdeep_line_buffer0_0_1_rden;
 reg [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_rdad;
-reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow;
+reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_q;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt;
 reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_dec;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_r_h;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_lo;
 reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p;
-wire [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_dd;
-wire [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr;
-reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl;
-reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_r_off;
-reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0;
 wire [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_mask0;
 wire [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_mcat;
+reg [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_tkn;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_mkn;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_rk;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp;
 wire fpdeep_pg0_fpdeep_line_buffer0_0_1_fin_pop;
 reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_wrow;
 reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_g_w;
-reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1;
 reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hc;
 reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wo1;
 reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_g_h;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hcr;
 reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_g_ho1;
 reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp;
 reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p;
 reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_g_off;
 reg [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot;
-reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl;
+reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_r_w;
+reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1;
+reg [3:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wm1;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_r_tw0;
 reg fpdeep_pg0_fpdeep_line_buffer0_0_1_v1w;
 reg fpdeep_pg0_fpdeep_line_buffer0_0_1_v1h;
 reg fpdeep_pg0_fpdeep_line_buffer0_0_1_t1;
@@ -1324,47 +1370,61 @@ wire [191:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_nhnext;
 wire fpdeep_pg0_fpdeep_line_buffer0_0_1_push;
 wire [0:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_fin_u;
 wire [0:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_mfin;
-wire fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_mb;
-wire fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_mb;
-wire fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_mb;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_mb;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_a;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_b;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_mb;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_b;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_mb;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_b;
+wire [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_ts;
+reg [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_t0;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_m0;
+wire [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_tl;
+wire [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_ts;
+reg [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_t0;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_m0;
+wire [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_tl;
+wire [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_ts;
+reg [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_t0;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_m0;
+wire [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_tl;
+wire [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_ts;
+reg [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_t0;
+reg fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_m0;
+wire [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_tl;
 reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd;
 reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd;
 reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd;
 reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd;
 reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd;
-reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add6_y;
-reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add7_y;
-reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add8_y;
-reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y;
-reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y;
-reg [4:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y;
+reg [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_mux242_y;
+reg [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_mux243_y;
+reg [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_mux244_y;
+reg [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y;
+reg [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y;
+reg [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y;
 reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_y;
 wire [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero;
 reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_o;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux246_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux247_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux248_y;
 reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y;
-reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_y;
-reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_y;
-reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_y;
-reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_y;
-reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_y;
 reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_y;
 wire [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero;
 reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_o;
-reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_y;
-reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_y;
-reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_y;
-reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_y;
-reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_y;
-reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux252_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux253_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux254_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux255_y;
 reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_y;
 wire [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero;
 reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_o;
-reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_y;
-reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_y;
-reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_y;
-reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_y;
-reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_y;
-reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux258_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux259_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux260_y;
+reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux261_y;
 reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask0_0_1_o;
 reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask1_0_1_o;
 reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask2_0_1_o;
@@ -2358,16 +2418,19 @@ reg [31:0] fifo20_d0;
 reg [31:0] fifo20_d1;
 reg fifo20_l0;
 reg fifo20_l1;
+reg [2:0] fpdeep_fp0_fpdeep_line_buffer0_tsl [0:4-1];
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_row_ram0_mem [0:8-1];
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_row_ram1_mem [0:8-1];
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_row_ram2_mem [0:8-1];
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_row_ram3_mem [0:8-1];
 reg [31:0] fpdeep_fp0_fpdeep_line_buffer0_row_ram4_mem [0:8-1];
+reg [2:0] fpdeep_eb0_fpdeep_line_buffer0_0_tsl [0:4-1];
 reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_mem [0:10-1];
 reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_mem [0:10-1];
 reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_mem [0:10-1];
 reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_mem [0:10-1];
 reg [31:0] fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_mem [0:10-1];
+reg [2:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl [0:4-1];
 reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_mem [0:8-1];
 reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_mem [0:8-1];
 reg [31:0] fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_mem [0:8-1];
@@ -3705,67 +3768,44 @@ assign fpdeep_fp0_fpdeep_line_buffer0_accept = (fpdeep_fp0_lb_start && (!(fpdeep
 assign fpdeep_fp0_lb_busy = (fpdeep_fp0_fpdeep_line_buffer0_wbusy || fpdeep_fp0_fpdeep_line_buffer0_rpend || fpdeep_fp0_fpdeep_line_buffer0_errq);
 
 
-always @(fpdeep_fp0_fpdeep_line_buffer0_r_w, fpdeep_fp0_fpdeep_line_buffer0_r_ho1, fpdeep_fp0_fpdeep_line_buffer0_r_hm1, fpdeep_fp0_fpdeep_line_buffer0_r_hc, fpdeep_fp0_fpdeep_line_buffer0_jj, fpdeep_fp0_fpdeep_line_buffer0_lo, fpdeep_fp0_fpdeep_line_buffer0_nfull, fpdeep_fp0_fpdeep_line_buffer0_rr, fpdeep_fp0_fpdeep_line_buffer0_r_wo1) begin: fpdeep_fp0_fpdeep_line_buffer0_rscan
-    fpdeep_fp0_fpdeep_line_buffer0_q = (fpdeep_fp0_fpdeep_line_buffer0_jj + fpdeep_fp0_fpdeep_line_buffer0_r_hc);
-    fpdeep_fp0_fpdeep_line_buffer0_tailw = ((fpdeep_fp0_fpdeep_line_buffer0_jj + fpdeep_fp0_fpdeep_line_buffer0_r_hc) >= fpdeep_fp0_fpdeep_line_buffer0_r_w);
+always @(fpdeep_fp0_fpdeep_line_buffer0_nr1, fpdeep_fp0_fpdeep_line_buffer0_wcol, fpdeep_fp0_fpdeep_line_buffer0_lim, fpdeep_fp0_fpdeep_line_buffer0_r_ho1, fpdeep_fp0_fpdeep_line_buffer0_nr0, fpdeep_fp0_fpdeep_line_buffer0_g_wm1, fpdeep_fp0_fpdeep_line_buffer0_jj, fpdeep_fp0_fpdeep_line_buffer0_wfire, fpdeep_fp0_fpdeep_line_buffer0_rr, fpdeep_fp0_fpdeep_line_buffer0_r_wo1) begin: fpdeep_fp0_fpdeep_line_buffer0_rscan
     fpdeep_fp0_fpdeep_line_buffer0_first = (fpdeep_fp0_fpdeep_line_buffer0_jj == 0);
     fpdeep_fp0_fpdeep_line_buffer0_lastj = (fpdeep_fp0_fpdeep_line_buffer0_jj == fpdeep_fp0_fpdeep_line_buffer0_r_wo1);
     fpdeep_fp0_fpdeep_line_buffer0_lastr = (fpdeep_fp0_fpdeep_line_buffer0_rr == fpdeep_fp0_fpdeep_line_buffer0_r_ho1);
-    if ((fpdeep_fp0_fpdeep_line_buffer0_jj == 0)) begin
-        fpdeep_fp0_fpdeep_line_buffer0_ur = fpdeep_fp0_fpdeep_line_buffer0_rr;
-    end
-    else begin
-        fpdeep_fp0_fpdeep_line_buffer0_ur = (fpdeep_fp0_fpdeep_line_buffer0_rr + 1);
-    end
     fpdeep_fp0_fpdeep_line_buffer0_uex = ((fpdeep_fp0_fpdeep_line_buffer0_jj == 0) || (fpdeep_fp0_fpdeep_line_buffer0_rr != fpdeep_fp0_fpdeep_line_buffer0_r_ho1));
-    fpdeep_fp0_fpdeep_line_buffer0_lim = (fpdeep_fp0_fpdeep_line_buffer0_lo + fpdeep_fp0_fpdeep_line_buffer0_nfull);
-    if (((fpdeep_fp0_fpdeep_line_buffer0_rr + fpdeep_fp0_fpdeep_line_buffer0_r_hc) > fpdeep_fp0_fpdeep_line_buffer0_r_hm1)) begin
-        fpdeep_fp0_fpdeep_line_buffer0_need_r = fpdeep_fp0_fpdeep_line_buffer0_r_hm1;
-    end
-    else begin
-        fpdeep_fp0_fpdeep_line_buffer0_need_r = (fpdeep_fp0_fpdeep_line_buffer0_rr + fpdeep_fp0_fpdeep_line_buffer0_r_hc);
-    end
+    fpdeep_fp0_fpdeep_line_buffer0_ok0 = (fpdeep_fp0_fpdeep_line_buffer0_nr0 < fpdeep_fp0_fpdeep_line_buffer0_lim);
     if ((fpdeep_fp0_fpdeep_line_buffer0_jj == 0)) begin
-        if (((fpdeep_fp0_fpdeep_line_buffer0_rr + fpdeep_fp0_fpdeep_line_buffer0_r_hc) > fpdeep_fp0_fpdeep_line_buffer0_r_hm1)) begin
-            fpdeep_fp0_fpdeep_line_buffer0_need_u = fpdeep_fp0_fpdeep_line_buffer0_r_hm1;
-        end
-        else begin
-            fpdeep_fp0_fpdeep_line_buffer0_need_u = (fpdeep_fp0_fpdeep_line_buffer0_rr + fpdeep_fp0_fpdeep_line_buffer0_r_hc);
-        end
+        fpdeep_fp0_fpdeep_line_buffer0_oku = (fpdeep_fp0_fpdeep_line_buffer0_nr0 < fpdeep_fp0_fpdeep_line_buffer0_lim);
     end
     else begin
-        if ((((fpdeep_fp0_fpdeep_line_buffer0_rr + fpdeep_fp0_fpdeep_line_buffer0_r_hc) + 1) > fpdeep_fp0_fpdeep_line_buffer0_r_hm1)) begin
-            fpdeep_fp0_fpdeep_line_buffer0_need_u = fpdeep_fp0_fpdeep_line_buffer0_r_hm1;
-        end
-        else begin
-            fpdeep_fp0_fpdeep_line_buffer0_need_u = ((fpdeep_fp0_fpdeep_line_buffer0_rr + fpdeep_fp0_fpdeep_line_buffer0_r_hc) + 1);
-        end
+        fpdeep_fp0_fpdeep_line_buffer0_oku = (fpdeep_fp0_fpdeep_line_buffer0_nr1 < fpdeep_fp0_fpdeep_line_buffer0_lim);
     end
+    fpdeep_fp0_fpdeep_line_buffer0_rowin = (fpdeep_fp0_fpdeep_line_buffer0_wfire && (fpdeep_fp0_fpdeep_line_buffer0_wcol == fpdeep_fp0_fpdeep_line_buffer0_g_wm1));
 end
 
 
-always @(fpdeep_fp0_fpdeep_line_buffer0_need_r, fpdeep_fp0_fpdeep_line_buffer0_need_u, fpdeep_fp0_fpdeep_line_buffer0_lim, fpdeep_fp0_fpdeep_line_buffer0_hq, fpdeep_fp0_fpdeep_line_buffer0_ract, fpdeep_fp0_fpdeep_line_buffer0_r_hc, fpdeep_fp0_fpdeep_line_buffer0_jj, fpdeep_fp0_fpdeep_line_buffer0_tailw, fpdeep_fp0_fpdeep_line_buffer0_uex) begin: fpdeep_fp0_fpdeep_line_buffer0_rdec
+always @(fpdeep_fp0_fpdeep_line_buffer0_oku, fpdeep_fp0_fpdeep_line_buffer0_hq, fpdeep_fp0_fpdeep_line_buffer0_ract, fpdeep_fp0_fpdeep_line_buffer0_r_hc, fpdeep_fp0_fpdeep_line_buffer0_jj, fpdeep_fp0_fpdeep_line_buffer0_tailw, fpdeep_fp0_fpdeep_line_buffer0_uex, fpdeep_fp0_fpdeep_line_buffer0_ok0) begin: fpdeep_fp0_fpdeep_line_buffer0_rdec
     reg cwin;
-    cwin = (fpdeep_fp0_fpdeep_line_buffer0_ract && ((fpdeep_fp0_fpdeep_line_buffer0_jj != 0) || (fpdeep_fp0_fpdeep_line_buffer0_hq == fpdeep_fp0_fpdeep_line_buffer0_r_hc)) && (fpdeep_fp0_fpdeep_line_buffer0_tailw || (fpdeep_fp0_fpdeep_line_buffer0_need_r < fpdeep_fp0_fpdeep_line_buffer0_lim)));
+    cwin = (fpdeep_fp0_fpdeep_line_buffer0_ract && ((fpdeep_fp0_fpdeep_line_buffer0_jj != 0) || (fpdeep_fp0_fpdeep_line_buffer0_hq == fpdeep_fp0_fpdeep_line_buffer0_r_hc)) && (fpdeep_fp0_fpdeep_line_buffer0_tailw || fpdeep_fp0_fpdeep_line_buffer0_ok0));
     fpdeep_fp0_fpdeep_line_buffer0_can_win = cwin;
-    fpdeep_fp0_fpdeep_line_buffer0_can_head = (fpdeep_fp0_fpdeep_line_buffer0_ract && (fpdeep_fp0_fpdeep_line_buffer0_hq != fpdeep_fp0_fpdeep_line_buffer0_r_hc) && fpdeep_fp0_fpdeep_line_buffer0_uex && (fpdeep_fp0_fpdeep_line_buffer0_need_u < fpdeep_fp0_fpdeep_line_buffer0_lim) && ((!cwin) || (fpdeep_fp0_fpdeep_line_buffer0_tailw && (fpdeep_fp0_fpdeep_line_buffer0_jj != 0))));
+    fpdeep_fp0_fpdeep_line_buffer0_can_head = (fpdeep_fp0_fpdeep_line_buffer0_ract && (fpdeep_fp0_fpdeep_line_buffer0_hq != fpdeep_fp0_fpdeep_line_buffer0_r_hc) && fpdeep_fp0_fpdeep_line_buffer0_uex && fpdeep_fp0_fpdeep_line_buffer0_oku && ((!cwin) || (fpdeep_fp0_fpdeep_line_buffer0_tailw && (fpdeep_fp0_fpdeep_line_buffer0_jj != 0))));
 end
 
 
-always @(fpdeep_fp0_fpdeep_line_buffer0_r_p, fpdeep_fp0_fpdeep_line_buffer0_q, fpdeep_fp0_fpdeep_line_buffer0_can_head, fpdeep_fp0_fpdeep_line_buffer0_ur, fpdeep_fp0_fpdeep_line_buffer0_lastr, fpdeep_fp0_fpdeep_line_buffer0_hq, fpdeep_fp0_fpdeep_line_buffer0_r_hm1, fpdeep_fp0_fpdeep_line_buffer0_tailw, fpdeep_fp0_fpdeep_line_buffer0_en, fpdeep_fp0_fpdeep_line_buffer0_lo, fpdeep_fp0_fpdeep_line_buffer0_can_win, fpdeep_fp0_fpdeep_line_buffer0_rr) begin: fpdeep_fp0_fpdeep_line_buffer0_rfire
+always @(fpdeep_fp0_fpdeep_line_buffer0_r_p, fpdeep_fp0_fpdeep_line_buffer0_q, fpdeep_fp0_fpdeep_line_buffer0_can_head, fpdeep_fp0_fpdeep_line_buffer0_r_h, fpdeep_fp0_fpdeep_line_buffer0_lastr, fpdeep_fp0_fpdeep_line_buffer0_hq, fpdeep_fp0_fpdeep_line_buffer0_jj, fpdeep_fp0_fpdeep_line_buffer0_tailw, fpdeep_fp0_fpdeep_line_buffer0_en, fpdeep_fp0_fpdeep_line_buffer0_lo, fpdeep_fp0_fpdeep_line_buffer0_can_win, fpdeep_fp0_fpdeep_line_buffer0_rr) begin: fpdeep_fp0_fpdeep_line_buffer0_rfire
     fpdeep_fp0_fpdeep_line_buffer0_wf = (fpdeep_fp0_fpdeep_line_buffer0_en && fpdeep_fp0_fpdeep_line_buffer0_can_win);
     fpdeep_fp0_fpdeep_line_buffer0_hf = (fpdeep_fp0_fpdeep_line_buffer0_en && fpdeep_fp0_fpdeep_line_buffer0_can_head);
     fpdeep_fp0_fpdeep_line_buffer0_rden = ((fpdeep_fp0_fpdeep_line_buffer0_en && fpdeep_fp0_fpdeep_line_buffer0_can_win && (!fpdeep_fp0_fpdeep_line_buffer0_tailw)) || (fpdeep_fp0_fpdeep_line_buffer0_en && fpdeep_fp0_fpdeep_line_buffer0_can_head));
     if ((fpdeep_fp0_fpdeep_line_buffer0_can_win && (!fpdeep_fp0_fpdeep_line_buffer0_tailw))) begin
         fpdeep_fp0_fpdeep_line_buffer0_rdad = fpdeep_fp0_fpdeep_line_buffer0_q[3-1:0];
-        fpdeep_fp0_fpdeep_line_buffer0_rrow = fpdeep_fp0_fpdeep_line_buffer0_rr;
+        fpdeep_fp0_fpdeep_line_buffer0_nxt = 1'b0;
     end
     else begin
         fpdeep_fp0_fpdeep_line_buffer0_rdad = fpdeep_fp0_fpdeep_line_buffer0_hq[3-1:0];
-        fpdeep_fp0_fpdeep_line_buffer0_rrow = fpdeep_fp0_fpdeep_line_buffer0_ur;
+        fpdeep_fp0_fpdeep_line_buffer0_nxt = (fpdeep_fp0_fpdeep_line_buffer0_jj != 0);
     end
     if (fpdeep_fp0_fpdeep_line_buffer0_lastr) begin
-        fpdeep_fp0_fpdeep_line_buffer0_dec = ((fpdeep_fp0_fpdeep_line_buffer0_r_hm1 + 1) - fpdeep_fp0_fpdeep_line_buffer0_lo);
+        fpdeep_fp0_fpdeep_line_buffer0_dec = (fpdeep_fp0_fpdeep_line_buffer0_r_h - fpdeep_fp0_fpdeep_line_buffer0_lo);
     end
     else if ((fpdeep_fp0_fpdeep_line_buffer0_rr >= fpdeep_fp0_fpdeep_line_buffer0_r_p)) begin
         fpdeep_fp0_fpdeep_line_buffer0_dec = 1;
@@ -3776,48 +3816,223 @@ always @(fpdeep_fp0_fpdeep_line_buffer0_r_p, fpdeep_fp0_fpdeep_line_buffer0_q, f
 end
 
 
-
-assign fpdeep_fp0_fpdeep_line_buffer0_dd = (fpdeep_fp0_fpdeep_line_buffer0_rrow - fpdeep_fp0_fpdeep_line_buffer0_lo);
-assign fpdeep_fp0_fpdeep_line_buffer0_sbr = ((fpdeep_fp0_fpdeep_line_buffer0_rsl + fpdeep_fp0_fpdeep_line_buffer0_dd) + fpdeep_fp0_fpdeep_line_buffer0_r_off);
-
-
-always @(fpdeep_fp0_fpdeep_line_buffer0_sbr) begin: fpdeep_fp0_fpdeep_line_buffer0_rslot2
-    if ((fpdeep_fp0_fpdeep_line_buffer0_sbr >= (2 * 5))) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot0 = (fpdeep_fp0_fpdeep_line_buffer0_sbr - (2 * 5));
-    end
-    else if ((fpdeep_fp0_fpdeep_line_buffer0_sbr >= 5)) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot0 = (fpdeep_fp0_fpdeep_line_buffer0_sbr - 5);
+always @(fpdeep_fp0_fpdeep_line_buffer0_nxt, fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_a, fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_b) begin: fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_mk
+    if (fpdeep_fp0_fpdeep_line_buffer0_nxt) begin
+        fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_mb = fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_b;
     end
     else begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot0 = fpdeep_fp0_fpdeep_line_buffer0_sbr;
+        fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_mb = fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_a;
     end
 end
 
 
+always @(fpdeep_fp0_fpdeep_line_buffer0_nxt, fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_b, fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_b) begin: fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_mk
+    if (fpdeep_fp0_fpdeep_line_buffer0_nxt) begin
+        fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_mb = fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_b;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_mb = fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_b;
+    end
+end
 
-assign fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_mb = (((fpdeep_fp0_fpdeep_line_buffer0_rrow + 0) >= fpdeep_fp0_fpdeep_line_buffer0_r_p) && ((fpdeep_fp0_fpdeep_line_buffer0_rrow + 0) < fpdeep_fp0_fpdeep_line_buffer0_r_hp));
 
-
-
-assign fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_mb = (((fpdeep_fp0_fpdeep_line_buffer0_rrow + 1) >= fpdeep_fp0_fpdeep_line_buffer0_r_p) && ((fpdeep_fp0_fpdeep_line_buffer0_rrow + 1) < fpdeep_fp0_fpdeep_line_buffer0_r_hp));
-
-
-
-assign fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_mb = (((fpdeep_fp0_fpdeep_line_buffer0_rrow + 2) >= fpdeep_fp0_fpdeep_line_buffer0_r_p) && ((fpdeep_fp0_fpdeep_line_buffer0_rrow + 2) < fpdeep_fp0_fpdeep_line_buffer0_r_hp));
+always @(fpdeep_fp0_fpdeep_line_buffer0_nxt, fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_b, fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_b) begin: fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_mk
+    if (fpdeep_fp0_fpdeep_line_buffer0_nxt) begin
+        fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_mb = fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_b;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_mb = fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_b;
+    end
+end
 
 
 
 assign fpdeep_fp0_fpdeep_line_buffer0_mask0 = fpdeep_fp0_fpdeep_line_buffer0_mcat;
 
 
+
+assign fpdeep_fp0_fpdeep_line_buffer0_tab00_ts = ((fpdeep_fp0_fpdeep_line_buffer0_rsl + fpdeep_fp0_fpdeep_line_buffer0_g_off) + 0);
+
+
+
+assign fpdeep_fp0_fpdeep_line_buffer0_tab00_tl = fpdeep_fp0_fpdeep_line_buffer0_tab00_ts[3-1:0];
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_tab00_ts, fpdeep_fp0_fpdeep_line_buffer0_g_p, fpdeep_fp0_fpdeep_line_buffer0_tab00_tl, fpdeep_fp0_fpdeep_line_buffer0_g_hp) begin: fpdeep_fp0_fpdeep_line_buffer0_tab00_md
+    if ((fpdeep_fp0_fpdeep_line_buffer0_tab00_ts >= (2 * 5))) begin
+        fpdeep_fp0_fpdeep_line_buffer0_tab00_t0 = (fpdeep_fp0_fpdeep_line_buffer0_tab00_tl + 6);
+    end
+    else if ((fpdeep_fp0_fpdeep_line_buffer0_tab00_ts >= 5)) begin
+        fpdeep_fp0_fpdeep_line_buffer0_tab00_t0 = (fpdeep_fp0_fpdeep_line_buffer0_tab00_tl + 3);
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_tab00_t0 = fpdeep_fp0_fpdeep_line_buffer0_tab00_tl;
+    end
+    fpdeep_fp0_fpdeep_line_buffer0_tab00_m0 = ((0 >= fpdeep_fp0_fpdeep_line_buffer0_g_p) && (0 < fpdeep_fp0_fpdeep_line_buffer0_g_hp));
+end
+
+
+
+assign fpdeep_fp0_fpdeep_line_buffer0_tab01_ts = ((fpdeep_fp0_fpdeep_line_buffer0_rsl + fpdeep_fp0_fpdeep_line_buffer0_g_off) + 1);
+
+
+
+assign fpdeep_fp0_fpdeep_line_buffer0_tab01_tl = fpdeep_fp0_fpdeep_line_buffer0_tab01_ts[3-1:0];
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_tab01_ts, fpdeep_fp0_fpdeep_line_buffer0_g_p, fpdeep_fp0_fpdeep_line_buffer0_tab01_tl, fpdeep_fp0_fpdeep_line_buffer0_g_hp) begin: fpdeep_fp0_fpdeep_line_buffer0_tab01_md
+    if ((fpdeep_fp0_fpdeep_line_buffer0_tab01_ts >= (2 * 5))) begin
+        fpdeep_fp0_fpdeep_line_buffer0_tab01_t0 = (fpdeep_fp0_fpdeep_line_buffer0_tab01_tl + 6);
+    end
+    else if ((fpdeep_fp0_fpdeep_line_buffer0_tab01_ts >= 5)) begin
+        fpdeep_fp0_fpdeep_line_buffer0_tab01_t0 = (fpdeep_fp0_fpdeep_line_buffer0_tab01_tl + 3);
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_tab01_t0 = fpdeep_fp0_fpdeep_line_buffer0_tab01_tl;
+    end
+    fpdeep_fp0_fpdeep_line_buffer0_tab01_m0 = ((1 >= fpdeep_fp0_fpdeep_line_buffer0_g_p) && (1 < fpdeep_fp0_fpdeep_line_buffer0_g_hp));
+end
+
+
+
+assign fpdeep_fp0_fpdeep_line_buffer0_tab02_ts = ((fpdeep_fp0_fpdeep_line_buffer0_rsl + fpdeep_fp0_fpdeep_line_buffer0_g_off) + 2);
+
+
+
+assign fpdeep_fp0_fpdeep_line_buffer0_tab02_tl = fpdeep_fp0_fpdeep_line_buffer0_tab02_ts[3-1:0];
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_tab02_ts, fpdeep_fp0_fpdeep_line_buffer0_g_p, fpdeep_fp0_fpdeep_line_buffer0_tab02_tl, fpdeep_fp0_fpdeep_line_buffer0_g_hp) begin: fpdeep_fp0_fpdeep_line_buffer0_tab02_md
+    if ((fpdeep_fp0_fpdeep_line_buffer0_tab02_ts >= (2 * 5))) begin
+        fpdeep_fp0_fpdeep_line_buffer0_tab02_t0 = (fpdeep_fp0_fpdeep_line_buffer0_tab02_tl + 6);
+    end
+    else if ((fpdeep_fp0_fpdeep_line_buffer0_tab02_ts >= 5)) begin
+        fpdeep_fp0_fpdeep_line_buffer0_tab02_t0 = (fpdeep_fp0_fpdeep_line_buffer0_tab02_tl + 3);
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_tab02_t0 = fpdeep_fp0_fpdeep_line_buffer0_tab02_tl;
+    end
+    fpdeep_fp0_fpdeep_line_buffer0_tab02_m0 = ((2 >= fpdeep_fp0_fpdeep_line_buffer0_g_p) && (2 < fpdeep_fp0_fpdeep_line_buffer0_g_hp));
+end
+
+
+
+assign fpdeep_fp0_fpdeep_line_buffer0_tab03_ts = ((fpdeep_fp0_fpdeep_line_buffer0_rsl + fpdeep_fp0_fpdeep_line_buffer0_g_off) + 3);
+
+
+
+assign fpdeep_fp0_fpdeep_line_buffer0_tab03_tl = fpdeep_fp0_fpdeep_line_buffer0_tab03_ts[3-1:0];
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_tab03_ts, fpdeep_fp0_fpdeep_line_buffer0_g_p, fpdeep_fp0_fpdeep_line_buffer0_tab03_tl, fpdeep_fp0_fpdeep_line_buffer0_g_hp) begin: fpdeep_fp0_fpdeep_line_buffer0_tab03_md
+    if ((fpdeep_fp0_fpdeep_line_buffer0_tab03_ts >= (2 * 5))) begin
+        fpdeep_fp0_fpdeep_line_buffer0_tab03_t0 = (fpdeep_fp0_fpdeep_line_buffer0_tab03_tl + 6);
+    end
+    else if ((fpdeep_fp0_fpdeep_line_buffer0_tab03_ts >= 5)) begin
+        fpdeep_fp0_fpdeep_line_buffer0_tab03_t0 = (fpdeep_fp0_fpdeep_line_buffer0_tab03_tl + 3);
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_tab03_t0 = fpdeep_fp0_fpdeep_line_buffer0_tab03_tl;
+    end
+    fpdeep_fp0_fpdeep_line_buffer0_tab03_m0 = ((3 >= fpdeep_fp0_fpdeep_line_buffer0_g_p) && (3 < fpdeep_fp0_fpdeep_line_buffer0_g_hp));
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_r_p, fpdeep_fp0_fpdeep_line_buffer0_r_hp, fpdeep_fp0_fpdeep_line_buffer0_tsl[0], fpdeep_fp0_fpdeep_line_buffer0_tsl[1], fpdeep_fp0_fpdeep_line_buffer0_tsl[2], fpdeep_fp0_fpdeep_line_buffer0_tsl[3], fpdeep_fp0_fpdeep_line_buffer0_rk) begin: fpdeep_fp0_fpdeep_line_buffer0_tabn
+    if (($signed({1'b0, fpdeep_fp0_fpdeep_line_buffer0_tsl[3]}) == (5 - 1))) begin
+        fpdeep_fp0_fpdeep_line_buffer0_tkn = 0;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_tkn = (fpdeep_fp0_fpdeep_line_buffer0_tsl[3] + 1);
+    end
+    fpdeep_fp0_fpdeep_line_buffer0_mkn = ((fpdeep_fp0_fpdeep_line_buffer0_rk >= fpdeep_fp0_fpdeep_line_buffer0_r_p) && (fpdeep_fp0_fpdeep_line_buffer0_rk < fpdeep_fp0_fpdeep_line_buffer0_r_hp));
+end
+
+
+always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_tab_reg0_st
+    if (rst == 1) begin
+        fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_a <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_tsl[0] <= 0;
+    end
+    else begin
+        if (((!fpdeep_fp0_fpdeep_line_buffer0_ract) && fpdeep_fp0_fpdeep_line_buffer0_rpend)) begin
+            fpdeep_fp0_fpdeep_line_buffer0_tsl[0] <= fpdeep_fp0_fpdeep_line_buffer0_tab00_t0;
+            fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_a <= fpdeep_fp0_fpdeep_line_buffer0_tab00_m0;
+        end
+        else if ((fpdeep_fp0_fpdeep_line_buffer0_wf && fpdeep_fp0_fpdeep_line_buffer0_lastj && (!fpdeep_fp0_fpdeep_line_buffer0_lastr))) begin
+            fpdeep_fp0_fpdeep_line_buffer0_tsl[0] <= fpdeep_fp0_fpdeep_line_buffer0_tsl[1];
+            fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_a <= fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_b;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_tab_reg1_st
+    if (rst == 1) begin
+        fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_b <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_tsl[1] <= 0;
+    end
+    else begin
+        if (((!fpdeep_fp0_fpdeep_line_buffer0_ract) && fpdeep_fp0_fpdeep_line_buffer0_rpend)) begin
+            fpdeep_fp0_fpdeep_line_buffer0_tsl[1] <= fpdeep_fp0_fpdeep_line_buffer0_tab01_t0;
+            fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_b <= fpdeep_fp0_fpdeep_line_buffer0_tab01_m0;
+        end
+        else if ((fpdeep_fp0_fpdeep_line_buffer0_wf && fpdeep_fp0_fpdeep_line_buffer0_lastj && (!fpdeep_fp0_fpdeep_line_buffer0_lastr))) begin
+            fpdeep_fp0_fpdeep_line_buffer0_tsl[1] <= fpdeep_fp0_fpdeep_line_buffer0_tsl[2];
+            fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_b <= fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_b;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_tab_reg2_st
+    if (rst == 1) begin
+        fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_b <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_tsl[2] <= 0;
+    end
+    else begin
+        if (((!fpdeep_fp0_fpdeep_line_buffer0_ract) && fpdeep_fp0_fpdeep_line_buffer0_rpend)) begin
+            fpdeep_fp0_fpdeep_line_buffer0_tsl[2] <= fpdeep_fp0_fpdeep_line_buffer0_tab02_t0;
+            fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_b <= fpdeep_fp0_fpdeep_line_buffer0_tab02_m0;
+        end
+        else if ((fpdeep_fp0_fpdeep_line_buffer0_wf && fpdeep_fp0_fpdeep_line_buffer0_lastj && (!fpdeep_fp0_fpdeep_line_buffer0_lastr))) begin
+            fpdeep_fp0_fpdeep_line_buffer0_tsl[2] <= fpdeep_fp0_fpdeep_line_buffer0_tsl[3];
+            fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_b <= fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_b;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_tab_reg3_st
+    if (rst == 1) begin
+        fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_b <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_tsl[3] <= 0;
+    end
+    else begin
+        if (((!fpdeep_fp0_fpdeep_line_buffer0_ract) && fpdeep_fp0_fpdeep_line_buffer0_rpend)) begin
+            fpdeep_fp0_fpdeep_line_buffer0_tsl[3] <= fpdeep_fp0_fpdeep_line_buffer0_tab03_t0;
+            fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_b <= fpdeep_fp0_fpdeep_line_buffer0_tab03_m0;
+        end
+        else if ((fpdeep_fp0_fpdeep_line_buffer0_wf && fpdeep_fp0_fpdeep_line_buffer0_lastj && (!fpdeep_fp0_fpdeep_line_buffer0_lastr))) begin
+            fpdeep_fp0_fpdeep_line_buffer0_tsl[3] <= fpdeep_fp0_fpdeep_line_buffer0_tkn;
+            fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_b <= fpdeep_fp0_fpdeep_line_buffer0_mkn;
+        end
+    end
+end
+
+
 always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_ctl
     if (rst == 1) begin
         fpdeep_fp0_fpdeep_line_buffer0_errq <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_r_h <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_lim <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_r_w <= 0;
         fpdeep_fp0_lb_done_unused <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_r_hm1 <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_g_h <= 0;
         fp_cerr <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_rsl <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_r_wm1 <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_g_hp <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_r_wo1 <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_rpend <= 0;
@@ -3826,6 +4041,8 @@ always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_ctl
         fpdeep_fp0_fpdeep_line_buffer0_g_off <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_jj <= 0;
         fp_rerr <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_g_hcr <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_rk <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_nfull <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_rr <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_g_hm1 <= 0;
@@ -3833,16 +4050,20 @@ always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_ctl
         fpdeep_fp0_fpdeep_line_buffer0_wbusy <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_g_p <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_wslot <= 0;
-        fpdeep_fp0_fpdeep_line_buffer0_r_off <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_g_wm1 <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_g_wo1 <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_g_hc <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_g_ho1 <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_g_w <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_r_p <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_q <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_nr1 <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_r_ho1 <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_nr0 <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_r_hc <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_r_hp <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_tailw <= 0;
+        fpdeep_fp0_fpdeep_line_buffer0_r_tw0 <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_lo <= 0;
         fpdeep_fp0_fpdeep_line_buffer0_wrow <= 0;
     end
@@ -3870,6 +4091,8 @@ always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_ctl
                 fpdeep_fp0_fpdeep_line_buffer0_g_hc <= ((3 - 1) - fpdeep_fp0_fpdeep_line_buffer0_pe_c);
                 fpdeep_fp0_fpdeep_line_buffer0_g_wo1 <= (fpdeep_fp0_fpdeep_line_buffer0_wsum - 3);
                 fpdeep_fp0_fpdeep_line_buffer0_g_hm1 <= (fpdeep_fp0_fpdeep_line_buffer0_he_r - 1);
+                fpdeep_fp0_fpdeep_line_buffer0_g_h <= fpdeep_fp0_fpdeep_line_buffer0_he_r;
+                fpdeep_fp0_fpdeep_line_buffer0_g_hcr <= ((3 - 1) - fpdeep_fp0_fpdeep_line_buffer0_pe_r);
                 fpdeep_fp0_fpdeep_line_buffer0_g_ho1 <= (fpdeep_fp0_fpdeep_line_buffer0_hsum - 3);
                 fpdeep_fp0_fpdeep_line_buffer0_g_hp <= (fpdeep_fp0_fpdeep_line_buffer0_he_r + fpdeep_fp0_fpdeep_line_buffer0_pe_r);
                 fpdeep_fp0_fpdeep_line_buffer0_g_p <= fpdeep_fp0_fpdeep_line_buffer0_pe_r;
@@ -3924,6 +4147,17 @@ always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_ctl
         else if ((fpdeep_fp0_fpdeep_line_buffer0_wfire && (fpdeep_fp0_fpdeep_line_buffer0_wcol == fpdeep_fp0_fpdeep_line_buffer0_g_wm1))) begin
             fpdeep_fp0_fpdeep_line_buffer0_nfull <= (fpdeep_fp0_fpdeep_line_buffer0_nfull + 1);
         end
+        if ((fpdeep_fp0_fpdeep_line_buffer0_wf && fpdeep_fp0_fpdeep_line_buffer0_lastj && fpdeep_fp0_fpdeep_line_buffer0_lastr)) begin
+            if (fpdeep_fp0_fpdeep_line_buffer0_rowin) begin
+                fpdeep_fp0_fpdeep_line_buffer0_lim <= ((fpdeep_fp0_fpdeep_line_buffer0_lim + 1) - fpdeep_fp0_fpdeep_line_buffer0_r_h);
+            end
+            else begin
+                fpdeep_fp0_fpdeep_line_buffer0_lim <= (fpdeep_fp0_fpdeep_line_buffer0_lim - fpdeep_fp0_fpdeep_line_buffer0_r_h);
+            end
+        end
+        else if (fpdeep_fp0_fpdeep_line_buffer0_rowin) begin
+            fpdeep_fp0_fpdeep_line_buffer0_lim <= (fpdeep_fp0_fpdeep_line_buffer0_lim + 1);
+        end
         if (((!fpdeep_fp0_fpdeep_line_buffer0_ract) && fpdeep_fp0_fpdeep_line_buffer0_rpend)) begin
             fpdeep_fp0_fpdeep_line_buffer0_ract <= 1'b1;
             fpdeep_fp0_fpdeep_line_buffer0_rpend <= 1'b0;
@@ -3931,10 +4165,27 @@ always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_ctl
             fpdeep_fp0_fpdeep_line_buffer0_r_hc <= fpdeep_fp0_fpdeep_line_buffer0_g_hc;
             fpdeep_fp0_fpdeep_line_buffer0_r_wo1 <= fpdeep_fp0_fpdeep_line_buffer0_g_wo1;
             fpdeep_fp0_fpdeep_line_buffer0_r_hm1 <= fpdeep_fp0_fpdeep_line_buffer0_g_hm1;
+            fpdeep_fp0_fpdeep_line_buffer0_r_h <= fpdeep_fp0_fpdeep_line_buffer0_g_h;
+            fpdeep_fp0_fpdeep_line_buffer0_r_wm1 <= fpdeep_fp0_fpdeep_line_buffer0_g_wm1;
+            fpdeep_fp0_fpdeep_line_buffer0_r_tw0 <= (fpdeep_fp0_fpdeep_line_buffer0_g_hc >= fpdeep_fp0_fpdeep_line_buffer0_g_w);
+            fpdeep_fp0_fpdeep_line_buffer0_q <= fpdeep_fp0_fpdeep_line_buffer0_g_hc;
+            fpdeep_fp0_fpdeep_line_buffer0_tailw <= (fpdeep_fp0_fpdeep_line_buffer0_g_hc >= fpdeep_fp0_fpdeep_line_buffer0_g_w);
+            fpdeep_fp0_fpdeep_line_buffer0_rk <= (3 + 1);
+            if ((fpdeep_fp0_fpdeep_line_buffer0_g_hcr > fpdeep_fp0_fpdeep_line_buffer0_g_hm1)) begin
+                fpdeep_fp0_fpdeep_line_buffer0_nr0 <= fpdeep_fp0_fpdeep_line_buffer0_g_hm1;
+            end
+            else begin
+                fpdeep_fp0_fpdeep_line_buffer0_nr0 <= fpdeep_fp0_fpdeep_line_buffer0_g_hcr;
+            end
+            if (((fpdeep_fp0_fpdeep_line_buffer0_g_hcr + 1) > fpdeep_fp0_fpdeep_line_buffer0_g_hm1)) begin
+                fpdeep_fp0_fpdeep_line_buffer0_nr1 <= fpdeep_fp0_fpdeep_line_buffer0_g_hm1;
+            end
+            else begin
+                fpdeep_fp0_fpdeep_line_buffer0_nr1 <= (fpdeep_fp0_fpdeep_line_buffer0_g_hcr + 1);
+            end
             fpdeep_fp0_fpdeep_line_buffer0_r_ho1 <= fpdeep_fp0_fpdeep_line_buffer0_g_ho1;
             fpdeep_fp0_fpdeep_line_buffer0_r_hp <= fpdeep_fp0_fpdeep_line_buffer0_g_hp;
             fpdeep_fp0_fpdeep_line_buffer0_r_p <= fpdeep_fp0_fpdeep_line_buffer0_g_p;
-            fpdeep_fp0_fpdeep_line_buffer0_r_off <= fpdeep_fp0_fpdeep_line_buffer0_g_off;
             fpdeep_fp0_fpdeep_line_buffer0_rr <= 0;
             fpdeep_fp0_fpdeep_line_buffer0_jj <= 0;
             fpdeep_fp0_fpdeep_line_buffer0_hq <= 0;
@@ -3949,6 +4200,8 @@ always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_ctl
             end
             if (fpdeep_fp0_fpdeep_line_buffer0_lastj) begin
                 fpdeep_fp0_fpdeep_line_buffer0_jj <= 0;
+                fpdeep_fp0_fpdeep_line_buffer0_q <= fpdeep_fp0_fpdeep_line_buffer0_r_hc;
+                fpdeep_fp0_fpdeep_line_buffer0_tailw <= fpdeep_fp0_fpdeep_line_buffer0_r_tw0;
                 if (fpdeep_fp0_fpdeep_line_buffer0_lastr) begin
                     fpdeep_fp0_fpdeep_line_buffer0_ract <= 1'b0;
                     fpdeep_fp0_fpdeep_line_buffer0_lo <= 0;
@@ -3956,10 +4209,17 @@ always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_ctl
                 else begin
                     fpdeep_fp0_fpdeep_line_buffer0_rr <= (fpdeep_fp0_fpdeep_line_buffer0_rr + 1);
                     fpdeep_fp0_fpdeep_line_buffer0_lo <= (fpdeep_fp0_fpdeep_line_buffer0_lo + fpdeep_fp0_fpdeep_line_buffer0_dec);
+                    fpdeep_fp0_fpdeep_line_buffer0_rk <= (fpdeep_fp0_fpdeep_line_buffer0_rk + 1);
+                    fpdeep_fp0_fpdeep_line_buffer0_nr0 <= fpdeep_fp0_fpdeep_line_buffer0_nr1;
+                    if ((fpdeep_fp0_fpdeep_line_buffer0_nr1 != fpdeep_fp0_fpdeep_line_buffer0_r_hm1)) begin
+                        fpdeep_fp0_fpdeep_line_buffer0_nr1 <= (fpdeep_fp0_fpdeep_line_buffer0_nr1 + 1);
+                    end
                 end
             end
             else begin
                 fpdeep_fp0_fpdeep_line_buffer0_jj <= (fpdeep_fp0_fpdeep_line_buffer0_jj + 1);
+                fpdeep_fp0_fpdeep_line_buffer0_q <= (fpdeep_fp0_fpdeep_line_buffer0_q + 1);
+                fpdeep_fp0_fpdeep_line_buffer0_tailw <= (fpdeep_fp0_fpdeep_line_buffer0_q >= fpdeep_fp0_fpdeep_line_buffer0_r_wm1);
             end
         end
     end
@@ -4016,32 +4276,32 @@ always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_row_ram4_ram
 end
 
 
-always @(fpdeep_fp0_fpdeep_line_buffer0_slot0) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_add0_add
-    if (((fpdeep_fp0_fpdeep_line_buffer0_slot0 + 0) >= 5)) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_add0_y = ((fpdeep_fp0_fpdeep_line_buffer0_slot0 + 0) - 5);
+always @(fpdeep_fp0_fpdeep_line_buffer0_tsl[0], fpdeep_fp0_fpdeep_line_buffer0_nxt, fpdeep_fp0_fpdeep_line_buffer0_tsl[1]) begin: fpdeep_fp0_fpdeep_line_buffer0_mux20_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_nxt) begin
+        fpdeep_fp0_fpdeep_line_buffer0_mux20_y = fpdeep_fp0_fpdeep_line_buffer0_tsl[1];
     end
     else begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_add0_y = (fpdeep_fp0_fpdeep_line_buffer0_slot0 + 0);
+        fpdeep_fp0_fpdeep_line_buffer0_mux20_y = fpdeep_fp0_fpdeep_line_buffer0_tsl[0];
     end
 end
 
 
-always @(fpdeep_fp0_fpdeep_line_buffer0_slot0) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_add1_add
-    if (((fpdeep_fp0_fpdeep_line_buffer0_slot0 + 1) >= 5)) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_add1_y = ((fpdeep_fp0_fpdeep_line_buffer0_slot0 + 1) - 5);
+always @(fpdeep_fp0_fpdeep_line_buffer0_tsl[1], fpdeep_fp0_fpdeep_line_buffer0_nxt, fpdeep_fp0_fpdeep_line_buffer0_tsl[2]) begin: fpdeep_fp0_fpdeep_line_buffer0_mux21_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_nxt) begin
+        fpdeep_fp0_fpdeep_line_buffer0_mux21_y = fpdeep_fp0_fpdeep_line_buffer0_tsl[2];
     end
     else begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_add1_y = (fpdeep_fp0_fpdeep_line_buffer0_slot0 + 1);
+        fpdeep_fp0_fpdeep_line_buffer0_mux21_y = fpdeep_fp0_fpdeep_line_buffer0_tsl[1];
     end
 end
 
 
-always @(fpdeep_fp0_fpdeep_line_buffer0_slot0) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_add2_add
-    if (((fpdeep_fp0_fpdeep_line_buffer0_slot0 + 2) >= 5)) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_add2_y = ((fpdeep_fp0_fpdeep_line_buffer0_slot0 + 2) - 5);
+always @(fpdeep_fp0_fpdeep_line_buffer0_tsl[2], fpdeep_fp0_fpdeep_line_buffer0_nxt, fpdeep_fp0_fpdeep_line_buffer0_tsl[3]) begin: fpdeep_fp0_fpdeep_line_buffer0_mux22_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_nxt) begin
+        fpdeep_fp0_fpdeep_line_buffer0_mux22_y = fpdeep_fp0_fpdeep_line_buffer0_tsl[3];
     end
     else begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_add2_y = (fpdeep_fp0_fpdeep_line_buffer0_slot0 + 2);
+        fpdeep_fp0_fpdeep_line_buffer0_mux22_y = fpdeep_fp0_fpdeep_line_buffer0_tsl[2];
     end
 end
 
@@ -4052,7 +4312,7 @@ always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_st
     end
     else begin
         if (fpdeep_fp0_fpdeep_line_buffer0_en) begin
-            fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_add0_y;
+            fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y <= fpdeep_fp0_fpdeep_line_buffer0_mux20_y;
         end
     end
 end
@@ -4064,7 +4324,7 @@ always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_st
     end
     else begin
         if (fpdeep_fp0_fpdeep_line_buffer0_en) begin
-            fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_add1_y;
+            fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y <= fpdeep_fp0_fpdeep_line_buffer0_mux21_y;
         end
     end
 end
@@ -4076,7 +4336,7 @@ always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_st
     end
     else begin
         if (fpdeep_fp0_fpdeep_line_buffer0_en) begin
-            fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_add2_y;
+            fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y <= fpdeep_fp0_fpdeep_line_buffer0_mux22_y;
         end
     end
 end
@@ -4108,7 +4368,7 @@ always @(posedge clk) begin: fpdeep_fp0_fpdeep_line_buffer0_st1
 end
 
 
-always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux20_m
+always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_m
     if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[1-1:0]) begin
         fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_o = fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd;
     end
@@ -4118,69 +4378,49 @@ always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd, fpdeep_fp0_fpdeep_line_buff
 end
 
 
-always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_m
+always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_m
     if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[1-1:0]) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd;
     end
     else begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd;
     end
 end
 
 
-always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_m
+always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_m
     if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[1-1:0]) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero;
     end
     else begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd;
     end
 end
 
 
-always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_o, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[2-1:1], fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_y) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_m
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_o, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[2-1:1], fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_m
     if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[2-1:1]) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_y;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y;
     end
     else begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_o;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_o;
     end
 end
 
 
-always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[2-1:1], fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_m
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[2-1:1], fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux27_m
     if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[2-1:1]) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux27_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero;
     end
     else begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_y;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux27_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y;
     end
 end
 
 
-always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[3-1:2], fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_m
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[3-1:2], fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux27_y) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux28_m
     if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[3-1:2]) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y;
-    end
-    else begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_y;
-    end
-end
-
-
-always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[4-1:3], fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_m
-    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[4-1:3]) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero;
-    end
-    else begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y;
-    end
-end
-
-
-always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[5-1:4], fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux27_m
-    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y[5-1:4]) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux27_y;
     end
     else begin
         fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y;
@@ -4188,7 +4428,7 @@ always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y, fpdeep_fp0_fpdeep_lin
 end
 
 
-always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux28_m
+always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_m
     if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[1-1:0]) begin
         fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_o = fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd;
     end
@@ -4198,49 +4438,39 @@ always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd, fpdeep_fp0_fpdeep_line_buff
 end
 
 
-always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_m
+always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_m
     if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[1-1:0]) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd;
     end
     else begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd;
     end
 end
 
 
-always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_m
+always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_m
     if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[1-1:0]) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero;
     end
     else begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd;
     end
 end
 
 
-always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_o, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[2-1:1], fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_y) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_m
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_o, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[2-1:1], fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_m
     if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[2-1:1]) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_y;
-    end
-    else begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_o;
-    end
-end
-
-
-always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[2-1:1], fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_m
-    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[2-1:1]) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero;
-    end
-    else begin
         fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y;
     end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_o;
+    end
 end
 
 
-always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[3-1:2], fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_m
-    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[3-1:2]) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y;
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[2-1:1], fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[2-1:1]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero;
     end
     else begin
         fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y;
@@ -4248,27 +4478,17 @@ always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y, fpdeep_fp0_fpdeep_li
 end
 
 
-always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[4-1:3], fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_m
-    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[4-1:3]) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero;
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[3-1:2], fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[3-1:2]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y;
     end
     else begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y;
     end
 end
 
 
-always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[5-1:4], fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux215_m
-    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y[5-1:4]) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero;
-    end
-    else begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_y;
-    end
-end
-
-
-always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux216_m
+always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux215_m
     if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[1-1:0]) begin
         fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_o = fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd;
     end
@@ -4278,72 +4498,52 @@ always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd, fpdeep_fp0_fpdeep_line_buff
 end
 
 
-always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_m
+always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux216_m
     if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[1-1:0]) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux216_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd;
     end
     else begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux216_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd;
     end
 end
 
 
-always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_m
+always @(fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[1-1:0], fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_m
     if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[1-1:0]) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero;
     end
     else begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y = fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd;
     end
 end
 
 
-always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_o, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[2-1:1], fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_m
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_o, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[2-1:1], fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux216_y) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_m
     if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[2-1:1]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux216_y;
+    end
+    else begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_o;
+    end
+end
+
+
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[2-1:1], fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_m
+    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[2-1:1]) begin
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero;
+    end
+    else begin
         fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y;
     end
-    else begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_o;
-    end
 end
 
 
-always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[2-1:1], fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_m
-    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[2-1:1]) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero;
-    end
-    else begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y;
-    end
-end
-
-
-always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[3-1:2], fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_y) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_m
+always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[3-1:2], fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_m
     if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[3-1:2]) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_y;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y;
     end
     else begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y;
-    end
-end
-
-
-always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[4-1:3], fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_m
-    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[4-1:3]) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero;
-    end
-    else begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_y;
-    end
-end
-
-
-always @(fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[5-1:4], fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero) begin: fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux223_m
-    if (fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y[5-1:4]) begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero;
-    end
-    else begin
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_y;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_y = fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y;
     end
 end
 
@@ -6450,67 +6650,44 @@ assign fpdeep_eb0_fpdeep_line_buffer0_0_accept = (fpdeep_eb0_lb_start && (!(fpde
 assign fpdeep_eb0_lb_busy = (fpdeep_eb0_fpdeep_line_buffer0_0_wbusy || fpdeep_eb0_fpdeep_line_buffer0_0_rpend || fpdeep_eb0_fpdeep_line_buffer0_0_errq);
 
 
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_r_w, fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1, fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1, fpdeep_eb0_fpdeep_line_buffer0_0_r_hc, fpdeep_eb0_fpdeep_line_buffer0_0_jj, fpdeep_eb0_fpdeep_line_buffer0_0_lo, fpdeep_eb0_fpdeep_line_buffer0_0_nfull, fpdeep_eb0_fpdeep_line_buffer0_0_rr, fpdeep_eb0_fpdeep_line_buffer0_0_r_wo1) begin: fpdeep_eb0_fpdeep_line_buffer0_0_rscan
-    fpdeep_eb0_fpdeep_line_buffer0_0_q = (fpdeep_eb0_fpdeep_line_buffer0_0_jj + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc);
-    fpdeep_eb0_fpdeep_line_buffer0_0_tailw = ((fpdeep_eb0_fpdeep_line_buffer0_0_jj + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) >= fpdeep_eb0_fpdeep_line_buffer0_0_r_w);
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_nr1, fpdeep_eb0_fpdeep_line_buffer0_0_wcol, fpdeep_eb0_fpdeep_line_buffer0_0_lim, fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1, fpdeep_eb0_fpdeep_line_buffer0_0_nr0, fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1, fpdeep_eb0_fpdeep_line_buffer0_0_jj, fpdeep_eb0_fpdeep_line_buffer0_0_wfire, fpdeep_eb0_fpdeep_line_buffer0_0_rr, fpdeep_eb0_fpdeep_line_buffer0_0_r_wo1) begin: fpdeep_eb0_fpdeep_line_buffer0_0_rscan
     fpdeep_eb0_fpdeep_line_buffer0_0_first = (fpdeep_eb0_fpdeep_line_buffer0_0_jj == 0);
     fpdeep_eb0_fpdeep_line_buffer0_0_lastj = (fpdeep_eb0_fpdeep_line_buffer0_0_jj == fpdeep_eb0_fpdeep_line_buffer0_0_r_wo1);
     fpdeep_eb0_fpdeep_line_buffer0_0_lastr = (fpdeep_eb0_fpdeep_line_buffer0_0_rr == fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1);
-    if ((fpdeep_eb0_fpdeep_line_buffer0_0_jj == 0)) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_ur = fpdeep_eb0_fpdeep_line_buffer0_0_rr;
-    end
-    else begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_ur = (fpdeep_eb0_fpdeep_line_buffer0_0_rr + 1);
-    end
     fpdeep_eb0_fpdeep_line_buffer0_0_uex = ((fpdeep_eb0_fpdeep_line_buffer0_0_jj == 0) || (fpdeep_eb0_fpdeep_line_buffer0_0_rr != fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1));
-    fpdeep_eb0_fpdeep_line_buffer0_0_lim = (fpdeep_eb0_fpdeep_line_buffer0_0_lo + fpdeep_eb0_fpdeep_line_buffer0_0_nfull);
-    if (((fpdeep_eb0_fpdeep_line_buffer0_0_rr + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) > fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1)) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_need_r = fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1;
-    end
-    else begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_need_r = (fpdeep_eb0_fpdeep_line_buffer0_0_rr + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc);
-    end
+    fpdeep_eb0_fpdeep_line_buffer0_0_ok0 = (fpdeep_eb0_fpdeep_line_buffer0_0_nr0 < fpdeep_eb0_fpdeep_line_buffer0_0_lim);
     if ((fpdeep_eb0_fpdeep_line_buffer0_0_jj == 0)) begin
-        if (((fpdeep_eb0_fpdeep_line_buffer0_0_rr + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) > fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1)) begin
-            fpdeep_eb0_fpdeep_line_buffer0_0_need_u = fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1;
-        end
-        else begin
-            fpdeep_eb0_fpdeep_line_buffer0_0_need_u = (fpdeep_eb0_fpdeep_line_buffer0_0_rr + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc);
-        end
+        fpdeep_eb0_fpdeep_line_buffer0_0_oku = (fpdeep_eb0_fpdeep_line_buffer0_0_nr0 < fpdeep_eb0_fpdeep_line_buffer0_0_lim);
     end
     else begin
-        if ((((fpdeep_eb0_fpdeep_line_buffer0_0_rr + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) + 1) > fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1)) begin
-            fpdeep_eb0_fpdeep_line_buffer0_0_need_u = fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1;
-        end
-        else begin
-            fpdeep_eb0_fpdeep_line_buffer0_0_need_u = ((fpdeep_eb0_fpdeep_line_buffer0_0_rr + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) + 1);
-        end
+        fpdeep_eb0_fpdeep_line_buffer0_0_oku = (fpdeep_eb0_fpdeep_line_buffer0_0_nr1 < fpdeep_eb0_fpdeep_line_buffer0_0_lim);
     end
+    fpdeep_eb0_fpdeep_line_buffer0_0_rowin = (fpdeep_eb0_fpdeep_line_buffer0_0_wfire && (fpdeep_eb0_fpdeep_line_buffer0_0_wcol == fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1));
 end
 
 
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_need_r, fpdeep_eb0_fpdeep_line_buffer0_0_need_u, fpdeep_eb0_fpdeep_line_buffer0_0_lim, fpdeep_eb0_fpdeep_line_buffer0_0_hq, fpdeep_eb0_fpdeep_line_buffer0_0_ract, fpdeep_eb0_fpdeep_line_buffer0_0_r_hc, fpdeep_eb0_fpdeep_line_buffer0_0_jj, fpdeep_eb0_fpdeep_line_buffer0_0_tailw, fpdeep_eb0_fpdeep_line_buffer0_0_uex) begin: fpdeep_eb0_fpdeep_line_buffer0_0_rdec
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_oku, fpdeep_eb0_fpdeep_line_buffer0_0_hq, fpdeep_eb0_fpdeep_line_buffer0_0_ract, fpdeep_eb0_fpdeep_line_buffer0_0_r_hc, fpdeep_eb0_fpdeep_line_buffer0_0_jj, fpdeep_eb0_fpdeep_line_buffer0_0_tailw, fpdeep_eb0_fpdeep_line_buffer0_0_uex, fpdeep_eb0_fpdeep_line_buffer0_0_ok0) begin: fpdeep_eb0_fpdeep_line_buffer0_0_rdec
     reg cwin;
-    cwin = (fpdeep_eb0_fpdeep_line_buffer0_0_ract && ((fpdeep_eb0_fpdeep_line_buffer0_0_jj != 0) || (fpdeep_eb0_fpdeep_line_buffer0_0_hq == fpdeep_eb0_fpdeep_line_buffer0_0_r_hc)) && (fpdeep_eb0_fpdeep_line_buffer0_0_tailw || (fpdeep_eb0_fpdeep_line_buffer0_0_need_r < fpdeep_eb0_fpdeep_line_buffer0_0_lim)));
+    cwin = (fpdeep_eb0_fpdeep_line_buffer0_0_ract && ((fpdeep_eb0_fpdeep_line_buffer0_0_jj != 0) || (fpdeep_eb0_fpdeep_line_buffer0_0_hq == fpdeep_eb0_fpdeep_line_buffer0_0_r_hc)) && (fpdeep_eb0_fpdeep_line_buffer0_0_tailw || fpdeep_eb0_fpdeep_line_buffer0_0_ok0));
     fpdeep_eb0_fpdeep_line_buffer0_0_can_win = cwin;
-    fpdeep_eb0_fpdeep_line_buffer0_0_can_head = (fpdeep_eb0_fpdeep_line_buffer0_0_ract && (fpdeep_eb0_fpdeep_line_buffer0_0_hq != fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) && fpdeep_eb0_fpdeep_line_buffer0_0_uex && (fpdeep_eb0_fpdeep_line_buffer0_0_need_u < fpdeep_eb0_fpdeep_line_buffer0_0_lim) && ((!cwin) || (fpdeep_eb0_fpdeep_line_buffer0_0_tailw && (fpdeep_eb0_fpdeep_line_buffer0_0_jj != 0))));
+    fpdeep_eb0_fpdeep_line_buffer0_0_can_head = (fpdeep_eb0_fpdeep_line_buffer0_0_ract && (fpdeep_eb0_fpdeep_line_buffer0_0_hq != fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) && fpdeep_eb0_fpdeep_line_buffer0_0_uex && fpdeep_eb0_fpdeep_line_buffer0_0_oku && ((!cwin) || (fpdeep_eb0_fpdeep_line_buffer0_0_tailw && (fpdeep_eb0_fpdeep_line_buffer0_0_jj != 0))));
 end
 
 
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_r_p, fpdeep_eb0_fpdeep_line_buffer0_0_q, fpdeep_eb0_fpdeep_line_buffer0_0_can_head, fpdeep_eb0_fpdeep_line_buffer0_0_ur, fpdeep_eb0_fpdeep_line_buffer0_0_lastr, fpdeep_eb0_fpdeep_line_buffer0_0_hq, fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1, fpdeep_eb0_fpdeep_line_buffer0_0_tailw, fpdeep_eb0_fpdeep_line_buffer0_0_en, fpdeep_eb0_fpdeep_line_buffer0_0_lo, fpdeep_eb0_fpdeep_line_buffer0_0_can_win, fpdeep_eb0_fpdeep_line_buffer0_0_rr) begin: fpdeep_eb0_fpdeep_line_buffer0_0_rfire
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_r_p, fpdeep_eb0_fpdeep_line_buffer0_0_q, fpdeep_eb0_fpdeep_line_buffer0_0_can_head, fpdeep_eb0_fpdeep_line_buffer0_0_r_h, fpdeep_eb0_fpdeep_line_buffer0_0_lastr, fpdeep_eb0_fpdeep_line_buffer0_0_hq, fpdeep_eb0_fpdeep_line_buffer0_0_jj, fpdeep_eb0_fpdeep_line_buffer0_0_tailw, fpdeep_eb0_fpdeep_line_buffer0_0_en, fpdeep_eb0_fpdeep_line_buffer0_0_lo, fpdeep_eb0_fpdeep_line_buffer0_0_can_win, fpdeep_eb0_fpdeep_line_buffer0_0_rr) begin: fpdeep_eb0_fpdeep_line_buffer0_0_rfire
     fpdeep_eb0_fpdeep_line_buffer0_0_wf = (fpdeep_eb0_fpdeep_line_buffer0_0_en && fpdeep_eb0_fpdeep_line_buffer0_0_can_win);
     fpdeep_eb0_fpdeep_line_buffer0_0_hf = (fpdeep_eb0_fpdeep_line_buffer0_0_en && fpdeep_eb0_fpdeep_line_buffer0_0_can_head);
     fpdeep_eb0_fpdeep_line_buffer0_0_rden = ((fpdeep_eb0_fpdeep_line_buffer0_0_en && fpdeep_eb0_fpdeep_line_buffer0_0_can_win && (!fpdeep_eb0_fpdeep_line_buffer0_0_tailw)) || (fpdeep_eb0_fpdeep_line_buffer0_0_en && fpdeep_eb0_fpdeep_line_buffer0_0_can_head));
     if ((fpdeep_eb0_fpdeep_line_buffer0_0_can_win && (!fpdeep_eb0_fpdeep_line_buffer0_0_tailw))) begin
         fpdeep_eb0_fpdeep_line_buffer0_0_rdad = fpdeep_eb0_fpdeep_line_buffer0_0_q[4-1:0];
-        fpdeep_eb0_fpdeep_line_buffer0_0_rrow = fpdeep_eb0_fpdeep_line_buffer0_0_rr;
+        fpdeep_eb0_fpdeep_line_buffer0_0_nxt = 1'b0;
     end
     else begin
         fpdeep_eb0_fpdeep_line_buffer0_0_rdad = fpdeep_eb0_fpdeep_line_buffer0_0_hq[4-1:0];
-        fpdeep_eb0_fpdeep_line_buffer0_0_rrow = fpdeep_eb0_fpdeep_line_buffer0_0_ur;
+        fpdeep_eb0_fpdeep_line_buffer0_0_nxt = (fpdeep_eb0_fpdeep_line_buffer0_0_jj != 0);
     end
     if (fpdeep_eb0_fpdeep_line_buffer0_0_lastr) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_dec = ((fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1 + 1) - fpdeep_eb0_fpdeep_line_buffer0_0_lo);
+        fpdeep_eb0_fpdeep_line_buffer0_0_dec = (fpdeep_eb0_fpdeep_line_buffer0_0_r_h - fpdeep_eb0_fpdeep_line_buffer0_0_lo);
     end
     else if ((fpdeep_eb0_fpdeep_line_buffer0_0_rr >= fpdeep_eb0_fpdeep_line_buffer0_0_r_p)) begin
         fpdeep_eb0_fpdeep_line_buffer0_0_dec = 1;
@@ -6521,48 +6698,223 @@ always @(fpdeep_eb0_fpdeep_line_buffer0_0_r_p, fpdeep_eb0_fpdeep_line_buffer0_0_
 end
 
 
-
-assign fpdeep_eb0_fpdeep_line_buffer0_0_dd = (fpdeep_eb0_fpdeep_line_buffer0_0_rrow - fpdeep_eb0_fpdeep_line_buffer0_0_lo);
-assign fpdeep_eb0_fpdeep_line_buffer0_0_sbr = ((fpdeep_eb0_fpdeep_line_buffer0_0_rsl + fpdeep_eb0_fpdeep_line_buffer0_0_dd) + fpdeep_eb0_fpdeep_line_buffer0_0_r_off);
-
-
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_sbr) begin: fpdeep_eb0_fpdeep_line_buffer0_0_rslot2
-    if ((fpdeep_eb0_fpdeep_line_buffer0_0_sbr >= (2 * 5))) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot0 = (fpdeep_eb0_fpdeep_line_buffer0_0_sbr - (2 * 5));
-    end
-    else if ((fpdeep_eb0_fpdeep_line_buffer0_0_sbr >= 5)) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot0 = (fpdeep_eb0_fpdeep_line_buffer0_0_sbr - 5);
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_nxt, fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_a, fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_b) begin: fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_mk
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_nxt) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_mb = fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_b;
     end
     else begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot0 = fpdeep_eb0_fpdeep_line_buffer0_0_sbr;
+        fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_mb = fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_a;
     end
 end
 
 
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_nxt, fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_b, fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_b) begin: fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_mk
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_nxt) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_mb = fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_b;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_mb = fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_b;
+    end
+end
 
-assign fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_mb = (((fpdeep_eb0_fpdeep_line_buffer0_0_rrow + 0) >= fpdeep_eb0_fpdeep_line_buffer0_0_r_p) && ((fpdeep_eb0_fpdeep_line_buffer0_0_rrow + 0) < fpdeep_eb0_fpdeep_line_buffer0_0_r_hp));
 
-
-
-assign fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_mb = (((fpdeep_eb0_fpdeep_line_buffer0_0_rrow + 1) >= fpdeep_eb0_fpdeep_line_buffer0_0_r_p) && ((fpdeep_eb0_fpdeep_line_buffer0_0_rrow + 1) < fpdeep_eb0_fpdeep_line_buffer0_0_r_hp));
-
-
-
-assign fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_mb = (((fpdeep_eb0_fpdeep_line_buffer0_0_rrow + 2) >= fpdeep_eb0_fpdeep_line_buffer0_0_r_p) && ((fpdeep_eb0_fpdeep_line_buffer0_0_rrow + 2) < fpdeep_eb0_fpdeep_line_buffer0_0_r_hp));
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_nxt, fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_b, fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_b) begin: fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_mk
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_nxt) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_mb = fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_b;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_mb = fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_b;
+    end
+end
 
 
 
 assign fpdeep_eb0_fpdeep_line_buffer0_0_mask0 = fpdeep_eb0_fpdeep_line_buffer0_0_mcat;
 
 
+
+assign fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_ts = ((fpdeep_eb0_fpdeep_line_buffer0_0_rsl + fpdeep_eb0_fpdeep_line_buffer0_0_g_off) + 0);
+
+
+
+assign fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_tl = fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_ts[3-1:0];
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_ts, fpdeep_eb0_fpdeep_line_buffer0_0_g_p, fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_tl, fpdeep_eb0_fpdeep_line_buffer0_0_g_hp) begin: fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_md
+    if ((fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_ts >= (2 * 5))) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_t0 = (fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_tl + 6);
+    end
+    else if ((fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_ts >= 5)) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_t0 = (fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_tl + 3);
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_t0 = fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_tl;
+    end
+    fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_m0 = ((0 >= fpdeep_eb0_fpdeep_line_buffer0_0_g_p) && (0 < fpdeep_eb0_fpdeep_line_buffer0_0_g_hp));
+end
+
+
+
+assign fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_ts = ((fpdeep_eb0_fpdeep_line_buffer0_0_rsl + fpdeep_eb0_fpdeep_line_buffer0_0_g_off) + 1);
+
+
+
+assign fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_tl = fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_ts[3-1:0];
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_ts, fpdeep_eb0_fpdeep_line_buffer0_0_g_p, fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_tl, fpdeep_eb0_fpdeep_line_buffer0_0_g_hp) begin: fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_md
+    if ((fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_ts >= (2 * 5))) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_t0 = (fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_tl + 6);
+    end
+    else if ((fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_ts >= 5)) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_t0 = (fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_tl + 3);
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_t0 = fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_tl;
+    end
+    fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_m0 = ((1 >= fpdeep_eb0_fpdeep_line_buffer0_0_g_p) && (1 < fpdeep_eb0_fpdeep_line_buffer0_0_g_hp));
+end
+
+
+
+assign fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_ts = ((fpdeep_eb0_fpdeep_line_buffer0_0_rsl + fpdeep_eb0_fpdeep_line_buffer0_0_g_off) + 2);
+
+
+
+assign fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_tl = fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_ts[3-1:0];
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_ts, fpdeep_eb0_fpdeep_line_buffer0_0_g_p, fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_tl, fpdeep_eb0_fpdeep_line_buffer0_0_g_hp) begin: fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_md
+    if ((fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_ts >= (2 * 5))) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_t0 = (fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_tl + 6);
+    end
+    else if ((fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_ts >= 5)) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_t0 = (fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_tl + 3);
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_t0 = fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_tl;
+    end
+    fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_m0 = ((2 >= fpdeep_eb0_fpdeep_line_buffer0_0_g_p) && (2 < fpdeep_eb0_fpdeep_line_buffer0_0_g_hp));
+end
+
+
+
+assign fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_ts = ((fpdeep_eb0_fpdeep_line_buffer0_0_rsl + fpdeep_eb0_fpdeep_line_buffer0_0_g_off) + 3);
+
+
+
+assign fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_tl = fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_ts[3-1:0];
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_ts, fpdeep_eb0_fpdeep_line_buffer0_0_g_p, fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_tl, fpdeep_eb0_fpdeep_line_buffer0_0_g_hp) begin: fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_md
+    if ((fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_ts >= (2 * 5))) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_t0 = (fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_tl + 6);
+    end
+    else if ((fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_ts >= 5)) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_t0 = (fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_tl + 3);
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_t0 = fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_tl;
+    end
+    fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_m0 = ((3 >= fpdeep_eb0_fpdeep_line_buffer0_0_g_p) && (3 < fpdeep_eb0_fpdeep_line_buffer0_0_g_hp));
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_r_p, fpdeep_eb0_fpdeep_line_buffer0_0_r_hp, fpdeep_eb0_fpdeep_line_buffer0_0_tsl[0], fpdeep_eb0_fpdeep_line_buffer0_0_tsl[1], fpdeep_eb0_fpdeep_line_buffer0_0_tsl[2], fpdeep_eb0_fpdeep_line_buffer0_0_tsl[3], fpdeep_eb0_fpdeep_line_buffer0_0_rk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_tabn
+    if (($signed({1'b0, fpdeep_eb0_fpdeep_line_buffer0_0_tsl[3]}) == (5 - 1))) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_tkn = 0;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_tkn = (fpdeep_eb0_fpdeep_line_buffer0_0_tsl[3] + 1);
+    end
+    fpdeep_eb0_fpdeep_line_buffer0_0_mkn = ((fpdeep_eb0_fpdeep_line_buffer0_0_rk >= fpdeep_eb0_fpdeep_line_buffer0_0_r_p) && (fpdeep_eb0_fpdeep_line_buffer0_0_rk < fpdeep_eb0_fpdeep_line_buffer0_0_r_hp));
+end
+
+
+always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_tab_reg0_0_st
+    if (rst == 1) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_a <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_tsl[0] <= 0;
+    end
+    else begin
+        if (((!fpdeep_eb0_fpdeep_line_buffer0_0_ract) && fpdeep_eb0_fpdeep_line_buffer0_0_rpend)) begin
+            fpdeep_eb0_fpdeep_line_buffer0_0_tsl[0] <= fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_t0;
+            fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_a <= fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_m0;
+        end
+        else if ((fpdeep_eb0_fpdeep_line_buffer0_0_wf && fpdeep_eb0_fpdeep_line_buffer0_0_lastj && (!fpdeep_eb0_fpdeep_line_buffer0_0_lastr))) begin
+            fpdeep_eb0_fpdeep_line_buffer0_0_tsl[0] <= fpdeep_eb0_fpdeep_line_buffer0_0_tsl[1];
+            fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_a <= fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_b;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_tab_reg1_0_st
+    if (rst == 1) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_b <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_tsl[1] <= 0;
+    end
+    else begin
+        if (((!fpdeep_eb0_fpdeep_line_buffer0_0_ract) && fpdeep_eb0_fpdeep_line_buffer0_0_rpend)) begin
+            fpdeep_eb0_fpdeep_line_buffer0_0_tsl[1] <= fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_t0;
+            fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_b <= fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_m0;
+        end
+        else if ((fpdeep_eb0_fpdeep_line_buffer0_0_wf && fpdeep_eb0_fpdeep_line_buffer0_0_lastj && (!fpdeep_eb0_fpdeep_line_buffer0_0_lastr))) begin
+            fpdeep_eb0_fpdeep_line_buffer0_0_tsl[1] <= fpdeep_eb0_fpdeep_line_buffer0_0_tsl[2];
+            fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_b <= fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_b;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_tab_reg2_0_st
+    if (rst == 1) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_b <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_tsl[2] <= 0;
+    end
+    else begin
+        if (((!fpdeep_eb0_fpdeep_line_buffer0_0_ract) && fpdeep_eb0_fpdeep_line_buffer0_0_rpend)) begin
+            fpdeep_eb0_fpdeep_line_buffer0_0_tsl[2] <= fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_t0;
+            fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_b <= fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_m0;
+        end
+        else if ((fpdeep_eb0_fpdeep_line_buffer0_0_wf && fpdeep_eb0_fpdeep_line_buffer0_0_lastj && (!fpdeep_eb0_fpdeep_line_buffer0_0_lastr))) begin
+            fpdeep_eb0_fpdeep_line_buffer0_0_tsl[2] <= fpdeep_eb0_fpdeep_line_buffer0_0_tsl[3];
+            fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_b <= fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_b;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_tab_reg3_0_st
+    if (rst == 1) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_b <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_tsl[3] <= 0;
+    end
+    else begin
+        if (((!fpdeep_eb0_fpdeep_line_buffer0_0_ract) && fpdeep_eb0_fpdeep_line_buffer0_0_rpend)) begin
+            fpdeep_eb0_fpdeep_line_buffer0_0_tsl[3] <= fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_t0;
+            fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_b <= fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_m0;
+        end
+        else if ((fpdeep_eb0_fpdeep_line_buffer0_0_wf && fpdeep_eb0_fpdeep_line_buffer0_0_lastj && (!fpdeep_eb0_fpdeep_line_buffer0_0_lastr))) begin
+            fpdeep_eb0_fpdeep_line_buffer0_0_tsl[3] <= fpdeep_eb0_fpdeep_line_buffer0_0_tkn;
+            fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_b <= fpdeep_eb0_fpdeep_line_buffer0_0_mkn;
+        end
+    end
+end
+
+
 always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_ctl
     if (rst == 1) begin
         fpdeep_eb0_fpdeep_line_buffer0_0_errq <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_r_h <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_lim <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_r_w <= 0;
         fpdeep_eb0_lb_done_unused <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1 <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_g_h <= 0;
         eb_cerr <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_rsl <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_r_wm1 <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_g_hp <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_r_wo1 <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_rpend <= 0;
@@ -6571,6 +6923,8 @@ always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_ctl
         fpdeep_eb0_fpdeep_line_buffer0_0_g_off <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_jj <= 0;
         eb_rerr <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_g_hcr <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_rk <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_nfull <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_rr <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1 <= 0;
@@ -6578,16 +6932,20 @@ always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_ctl
         fpdeep_eb0_fpdeep_line_buffer0_0_wbusy <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_g_p <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_wslot <= 0;
-        fpdeep_eb0_fpdeep_line_buffer0_0_r_off <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1 <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_g_wo1 <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_g_hc <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_g_ho1 <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_g_w <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_r_p <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_q <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_nr1 <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1 <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_nr0 <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_r_hc <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_r_hp <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_tailw <= 0;
+        fpdeep_eb0_fpdeep_line_buffer0_0_r_tw0 <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_lo <= 0;
         fpdeep_eb0_fpdeep_line_buffer0_0_wrow <= 0;
     end
@@ -6615,6 +6973,8 @@ always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_ctl
                 fpdeep_eb0_fpdeep_line_buffer0_0_g_hc <= ((3 - 1) - fpdeep_eb0_fpdeep_line_buffer0_0_pe_c);
                 fpdeep_eb0_fpdeep_line_buffer0_0_g_wo1 <= (fpdeep_eb0_fpdeep_line_buffer0_0_wsum - 3);
                 fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1 <= (fpdeep_eb0_fpdeep_line_buffer0_0_he_r - 1);
+                fpdeep_eb0_fpdeep_line_buffer0_0_g_h <= fpdeep_eb0_fpdeep_line_buffer0_0_he_r;
+                fpdeep_eb0_fpdeep_line_buffer0_0_g_hcr <= ((3 - 1) - fpdeep_eb0_fpdeep_line_buffer0_0_pe_r);
                 fpdeep_eb0_fpdeep_line_buffer0_0_g_ho1 <= (fpdeep_eb0_fpdeep_line_buffer0_0_hsum - 3);
                 fpdeep_eb0_fpdeep_line_buffer0_0_g_hp <= (fpdeep_eb0_fpdeep_line_buffer0_0_he_r + fpdeep_eb0_fpdeep_line_buffer0_0_pe_r);
                 fpdeep_eb0_fpdeep_line_buffer0_0_g_p <= fpdeep_eb0_fpdeep_line_buffer0_0_pe_r;
@@ -6669,6 +7029,17 @@ always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_ctl
         else if ((fpdeep_eb0_fpdeep_line_buffer0_0_wfire && (fpdeep_eb0_fpdeep_line_buffer0_0_wcol == fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1))) begin
             fpdeep_eb0_fpdeep_line_buffer0_0_nfull <= (fpdeep_eb0_fpdeep_line_buffer0_0_nfull + 1);
         end
+        if ((fpdeep_eb0_fpdeep_line_buffer0_0_wf && fpdeep_eb0_fpdeep_line_buffer0_0_lastj && fpdeep_eb0_fpdeep_line_buffer0_0_lastr)) begin
+            if (fpdeep_eb0_fpdeep_line_buffer0_0_rowin) begin
+                fpdeep_eb0_fpdeep_line_buffer0_0_lim <= ((fpdeep_eb0_fpdeep_line_buffer0_0_lim + 1) - fpdeep_eb0_fpdeep_line_buffer0_0_r_h);
+            end
+            else begin
+                fpdeep_eb0_fpdeep_line_buffer0_0_lim <= (fpdeep_eb0_fpdeep_line_buffer0_0_lim - fpdeep_eb0_fpdeep_line_buffer0_0_r_h);
+            end
+        end
+        else if (fpdeep_eb0_fpdeep_line_buffer0_0_rowin) begin
+            fpdeep_eb0_fpdeep_line_buffer0_0_lim <= (fpdeep_eb0_fpdeep_line_buffer0_0_lim + 1);
+        end
         if (((!fpdeep_eb0_fpdeep_line_buffer0_0_ract) && fpdeep_eb0_fpdeep_line_buffer0_0_rpend)) begin
             fpdeep_eb0_fpdeep_line_buffer0_0_ract <= 1'b1;
             fpdeep_eb0_fpdeep_line_buffer0_0_rpend <= 1'b0;
@@ -6676,10 +7047,27 @@ always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_ctl
             fpdeep_eb0_fpdeep_line_buffer0_0_r_hc <= fpdeep_eb0_fpdeep_line_buffer0_0_g_hc;
             fpdeep_eb0_fpdeep_line_buffer0_0_r_wo1 <= fpdeep_eb0_fpdeep_line_buffer0_0_g_wo1;
             fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1 <= fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1;
+            fpdeep_eb0_fpdeep_line_buffer0_0_r_h <= fpdeep_eb0_fpdeep_line_buffer0_0_g_h;
+            fpdeep_eb0_fpdeep_line_buffer0_0_r_wm1 <= fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1;
+            fpdeep_eb0_fpdeep_line_buffer0_0_r_tw0 <= (fpdeep_eb0_fpdeep_line_buffer0_0_g_hc >= fpdeep_eb0_fpdeep_line_buffer0_0_g_w);
+            fpdeep_eb0_fpdeep_line_buffer0_0_q <= fpdeep_eb0_fpdeep_line_buffer0_0_g_hc;
+            fpdeep_eb0_fpdeep_line_buffer0_0_tailw <= (fpdeep_eb0_fpdeep_line_buffer0_0_g_hc >= fpdeep_eb0_fpdeep_line_buffer0_0_g_w);
+            fpdeep_eb0_fpdeep_line_buffer0_0_rk <= (3 + 1);
+            if ((fpdeep_eb0_fpdeep_line_buffer0_0_g_hcr > fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1)) begin
+                fpdeep_eb0_fpdeep_line_buffer0_0_nr0 <= fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1;
+            end
+            else begin
+                fpdeep_eb0_fpdeep_line_buffer0_0_nr0 <= fpdeep_eb0_fpdeep_line_buffer0_0_g_hcr;
+            end
+            if (((fpdeep_eb0_fpdeep_line_buffer0_0_g_hcr + 1) > fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1)) begin
+                fpdeep_eb0_fpdeep_line_buffer0_0_nr1 <= fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1;
+            end
+            else begin
+                fpdeep_eb0_fpdeep_line_buffer0_0_nr1 <= (fpdeep_eb0_fpdeep_line_buffer0_0_g_hcr + 1);
+            end
             fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1 <= fpdeep_eb0_fpdeep_line_buffer0_0_g_ho1;
             fpdeep_eb0_fpdeep_line_buffer0_0_r_hp <= fpdeep_eb0_fpdeep_line_buffer0_0_g_hp;
             fpdeep_eb0_fpdeep_line_buffer0_0_r_p <= fpdeep_eb0_fpdeep_line_buffer0_0_g_p;
-            fpdeep_eb0_fpdeep_line_buffer0_0_r_off <= fpdeep_eb0_fpdeep_line_buffer0_0_g_off;
             fpdeep_eb0_fpdeep_line_buffer0_0_rr <= 0;
             fpdeep_eb0_fpdeep_line_buffer0_0_jj <= 0;
             fpdeep_eb0_fpdeep_line_buffer0_0_hq <= 0;
@@ -6694,6 +7082,8 @@ always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_ctl
             end
             if (fpdeep_eb0_fpdeep_line_buffer0_0_lastj) begin
                 fpdeep_eb0_fpdeep_line_buffer0_0_jj <= 0;
+                fpdeep_eb0_fpdeep_line_buffer0_0_q <= fpdeep_eb0_fpdeep_line_buffer0_0_r_hc;
+                fpdeep_eb0_fpdeep_line_buffer0_0_tailw <= fpdeep_eb0_fpdeep_line_buffer0_0_r_tw0;
                 if (fpdeep_eb0_fpdeep_line_buffer0_0_lastr) begin
                     fpdeep_eb0_fpdeep_line_buffer0_0_ract <= 1'b0;
                     fpdeep_eb0_fpdeep_line_buffer0_0_lo <= 0;
@@ -6701,10 +7091,17 @@ always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_ctl
                 else begin
                     fpdeep_eb0_fpdeep_line_buffer0_0_rr <= (fpdeep_eb0_fpdeep_line_buffer0_0_rr + 1);
                     fpdeep_eb0_fpdeep_line_buffer0_0_lo <= (fpdeep_eb0_fpdeep_line_buffer0_0_lo + fpdeep_eb0_fpdeep_line_buffer0_0_dec);
+                    fpdeep_eb0_fpdeep_line_buffer0_0_rk <= (fpdeep_eb0_fpdeep_line_buffer0_0_rk + 1);
+                    fpdeep_eb0_fpdeep_line_buffer0_0_nr0 <= fpdeep_eb0_fpdeep_line_buffer0_0_nr1;
+                    if ((fpdeep_eb0_fpdeep_line_buffer0_0_nr1 != fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1)) begin
+                        fpdeep_eb0_fpdeep_line_buffer0_0_nr1 <= (fpdeep_eb0_fpdeep_line_buffer0_0_nr1 + 1);
+                    end
                 end
             end
             else begin
                 fpdeep_eb0_fpdeep_line_buffer0_0_jj <= (fpdeep_eb0_fpdeep_line_buffer0_0_jj + 1);
+                fpdeep_eb0_fpdeep_line_buffer0_0_q <= (fpdeep_eb0_fpdeep_line_buffer0_0_q + 1);
+                fpdeep_eb0_fpdeep_line_buffer0_0_tailw <= (fpdeep_eb0_fpdeep_line_buffer0_0_q >= fpdeep_eb0_fpdeep_line_buffer0_0_r_wm1);
             end
         end
     end
@@ -6761,32 +7158,32 @@ always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_ram
 end
 
 
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot0) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_add3_add
-    if (((fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 0) >= 5)) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_add3_y = ((fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 0) - 5);
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_tsl[0], fpdeep_eb0_fpdeep_line_buffer0_0_nxt, fpdeep_eb0_fpdeep_line_buffer0_0_tsl[1]) begin: fpdeep_eb0_fpdeep_line_buffer0_0_mux221_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_nxt) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_mux221_y = fpdeep_eb0_fpdeep_line_buffer0_0_tsl[1];
     end
     else begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_add3_y = (fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 0);
+        fpdeep_eb0_fpdeep_line_buffer0_0_mux221_y = fpdeep_eb0_fpdeep_line_buffer0_0_tsl[0];
     end
 end
 
 
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot0) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_add4_add
-    if (((fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 1) >= 5)) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_add4_y = ((fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 1) - 5);
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_tsl[1], fpdeep_eb0_fpdeep_line_buffer0_0_nxt, fpdeep_eb0_fpdeep_line_buffer0_0_tsl[2]) begin: fpdeep_eb0_fpdeep_line_buffer0_0_mux222_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_nxt) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_mux222_y = fpdeep_eb0_fpdeep_line_buffer0_0_tsl[2];
     end
     else begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_add4_y = (fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 1);
+        fpdeep_eb0_fpdeep_line_buffer0_0_mux222_y = fpdeep_eb0_fpdeep_line_buffer0_0_tsl[1];
     end
 end
 
 
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot0) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_add5_add
-    if (((fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 2) >= 5)) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_add5_y = ((fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 2) - 5);
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_tsl[2], fpdeep_eb0_fpdeep_line_buffer0_0_nxt, fpdeep_eb0_fpdeep_line_buffer0_0_tsl[3]) begin: fpdeep_eb0_fpdeep_line_buffer0_0_mux223_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_nxt) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_mux223_y = fpdeep_eb0_fpdeep_line_buffer0_0_tsl[3];
     end
     else begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_add5_y = (fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 2);
+        fpdeep_eb0_fpdeep_line_buffer0_0_mux223_y = fpdeep_eb0_fpdeep_line_buffer0_0_tsl[2];
     end
 end
 
@@ -6797,7 +7194,7 @@ always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_st
     end
     else begin
         if (fpdeep_eb0_fpdeep_line_buffer0_0_en) begin
-            fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_add3_y;
+            fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y <= fpdeep_eb0_fpdeep_line_buffer0_0_mux221_y;
         end
     end
 end
@@ -6809,7 +7206,7 @@ always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_st
     end
     else begin
         if (fpdeep_eb0_fpdeep_line_buffer0_0_en) begin
-            fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_add4_y;
+            fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y <= fpdeep_eb0_fpdeep_line_buffer0_0_mux222_y;
         end
     end
 end
@@ -6821,7 +7218,7 @@ always @(posedge clk) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_st
     end
     else begin
         if (fpdeep_eb0_fpdeep_line_buffer0_0_en) begin
-            fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_add5_y;
+            fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y <= fpdeep_eb0_fpdeep_line_buffer0_0_mux223_y;
         end
     end
 end
@@ -6905,35 +7302,15 @@ end
 
 always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux227_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y[3-1:2], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux228_y) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_m
     if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y[3-1:2]) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux228_y;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux228_y;
     end
     else begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux227_y;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux227_y;
     end
 end
 
 
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y[4-1:3], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_m
-    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y[4-1:3]) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero;
-    end
-    else begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_y;
-    end
-end
-
-
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y[5-1:4], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux231_m
-    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y[5-1:4]) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero;
-    end
-    else begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_y;
-    end
-end
-
-
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[1-1:0], fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux232_m
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[1-1:0], fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux230_m
     if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[1-1:0]) begin
         fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_o = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd;
     end
@@ -6943,77 +7320,57 @@ always @(fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd, fpdeep_eb0_fpdeep_line_
 end
 
 
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[1-1:0], fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_m
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[1-1:0], fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux231_m
     if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[1-1:0]) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux231_y = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd;
     end
     else begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux231_y = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd;
     end
 end
 
 
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[1-1:0], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_m
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[1-1:0], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux232_m
     if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[1-1:0]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux232_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux232_y = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_o, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[2-1:1], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux231_y) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[2-1:1]) begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux231_y;
+    end
+    else begin
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_o;
+    end
+end
+
+
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux232_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[2-1:1], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_m
+    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[2-1:1]) begin
         fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero;
     end
     else begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux232_y;
     end
 end
 
 
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_o, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[2-1:1], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_m
-    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[2-1:1]) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y;
-    end
-    else begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_o;
-    end
-end
-
-
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[2-1:1], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_m
-    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[2-1:1]) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero;
-    end
-    else begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y;
-    end
-end
-
-
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[3-1:2], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_y) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_m
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[3-1:2], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_m
     if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[3-1:2]) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_y;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y;
     end
     else begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_y;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y;
     end
 end
 
 
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[4-1:3], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_m
-    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[4-1:3]) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero;
-    end
-    else begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_y;
-    end
-end
-
-
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[5-1:4], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux239_m
-    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y[5-1:4]) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero;
-    end
-    else begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_y;
-    end
-end
-
-
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[1-1:0], fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux240_m
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[1-1:0], fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux236_m
     if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[1-1:0]) begin
         fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_o = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd;
     end
@@ -7023,72 +7380,52 @@ always @(fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd, fpdeep_eb0_fpdeep_line_
 end
 
 
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[1-1:0], fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_m
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[1-1:0], fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux237_m
     if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[1-1:0]) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_y = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux237_y = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd;
     end
     else begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_y = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux237_y = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd;
     end
 end
 
 
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[1-1:0], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_m
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[1-1:0], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux238_m
     if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[1-1:0]) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux238_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero;
     end
     else begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_y = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux238_y = fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd;
     end
 end
 
 
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_o, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[2-1:1], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_y) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_m
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_o, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[2-1:1], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux237_y) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux239_m
     if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[2-1:1]) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_y;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux239_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux237_y;
     end
     else begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_o;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux239_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_o;
     end
 end
 
 
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[2-1:1], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_m
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux238_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[2-1:1], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux240_m
     if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[2-1:1]) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux240_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero;
     end
     else begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_y;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux240_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux238_y;
     end
 end
 
 
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[3-1:2], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_y) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_m
+always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux239_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[3-1:2], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux240_y) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_m
     if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[3-1:2]) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_y;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux240_y;
     end
     else begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_y;
-    end
-end
-
-
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[4-1:3], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_m
-    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[4-1:3]) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero;
-    end
-    else begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_y;
-    end
-end
-
-
-always @(fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[5-1:4], fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero) begin: fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux247_m
-    if (fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y[5-1:4]) begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero;
-    end
-    else begin
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_y;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_y = fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux239_y;
     end
 end
 
@@ -9168,67 +9505,44 @@ assign fpdeep_pg0_fpdeep_line_buffer0_0_1_accept = (fpdeep_pg0_lb_start && (!(fp
 assign fpdeep_pg0_lb_busy = (fpdeep_pg0_fpdeep_line_buffer0_0_1_wbusy || fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend || fpdeep_pg0_fpdeep_line_buffer0_0_1_errq);
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_r_w, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc, fpdeep_pg0_fpdeep_line_buffer0_0_1_jj, fpdeep_pg0_fpdeep_line_buffer0_0_1_lo, fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull, fpdeep_pg0_fpdeep_line_buffer0_0_1_rr, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wo1) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_rscan
-    fpdeep_pg0_fpdeep_line_buffer0_0_1_q = (fpdeep_pg0_fpdeep_line_buffer0_0_1_jj + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc);
-    fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_jj + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_w);
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_nr1, fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol, fpdeep_pg0_fpdeep_line_buffer0_0_1_lim, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1, fpdeep_pg0_fpdeep_line_buffer0_0_1_nr0, fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1, fpdeep_pg0_fpdeep_line_buffer0_0_1_jj, fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire, fpdeep_pg0_fpdeep_line_buffer0_0_1_rr, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wo1) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_rscan
     fpdeep_pg0_fpdeep_line_buffer0_0_1_first = (fpdeep_pg0_fpdeep_line_buffer0_0_1_jj == 0);
     fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj = (fpdeep_pg0_fpdeep_line_buffer0_0_1_jj == fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wo1);
     fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr = (fpdeep_pg0_fpdeep_line_buffer0_0_1_rr == fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1);
-    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_jj == 0)) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_ur = fpdeep_pg0_fpdeep_line_buffer0_0_1_rr;
-    end
-    else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_ur = (fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + 1);
-    end
     fpdeep_pg0_fpdeep_line_buffer0_0_1_uex = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_jj == 0) || (fpdeep_pg0_fpdeep_line_buffer0_0_1_rr != fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1));
-    fpdeep_pg0_fpdeep_line_buffer0_0_1_lim = (fpdeep_pg0_fpdeep_line_buffer0_0_1_lo + fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull);
-    if (((fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) > fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1)) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_need_r = fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1;
-    end
-    else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_need_r = (fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc);
-    end
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_ok0 = (fpdeep_pg0_fpdeep_line_buffer0_0_1_nr0 < fpdeep_pg0_fpdeep_line_buffer0_0_1_lim);
     if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_jj == 0)) begin
-        if (((fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) > fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1)) begin
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u = fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1;
-        end
-        else begin
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u = (fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc);
-        end
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_oku = (fpdeep_pg0_fpdeep_line_buffer0_0_1_nr0 < fpdeep_pg0_fpdeep_line_buffer0_0_1_lim);
     end
     else begin
-        if ((((fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) + 1) > fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1)) begin
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u = fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1;
-        end
-        else begin
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) + 1);
-        end
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_oku = (fpdeep_pg0_fpdeep_line_buffer0_0_1_nr1 < fpdeep_pg0_fpdeep_line_buffer0_0_1_lim);
     end
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_rowin = (fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire && (fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol == fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1));
 end
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_need_r, fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u, fpdeep_pg0_fpdeep_line_buffer0_0_1_lim, fpdeep_pg0_fpdeep_line_buffer0_0_1_hq, fpdeep_pg0_fpdeep_line_buffer0_0_1_ract, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc, fpdeep_pg0_fpdeep_line_buffer0_0_1_jj, fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw, fpdeep_pg0_fpdeep_line_buffer0_0_1_uex) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_rdec
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_oku, fpdeep_pg0_fpdeep_line_buffer0_0_1_hq, fpdeep_pg0_fpdeep_line_buffer0_0_1_ract, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc, fpdeep_pg0_fpdeep_line_buffer0_0_1_jj, fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw, fpdeep_pg0_fpdeep_line_buffer0_0_1_uex, fpdeep_pg0_fpdeep_line_buffer0_0_1_ok0) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_rdec
     reg cwin;
-    cwin = (fpdeep_pg0_fpdeep_line_buffer0_0_1_ract && ((fpdeep_pg0_fpdeep_line_buffer0_0_1_jj != 0) || (fpdeep_pg0_fpdeep_line_buffer0_0_1_hq == fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc)) && (fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw || (fpdeep_pg0_fpdeep_line_buffer0_0_1_need_r < fpdeep_pg0_fpdeep_line_buffer0_0_1_lim)));
+    cwin = (fpdeep_pg0_fpdeep_line_buffer0_0_1_ract && ((fpdeep_pg0_fpdeep_line_buffer0_0_1_jj != 0) || (fpdeep_pg0_fpdeep_line_buffer0_0_1_hq == fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc)) && (fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw || fpdeep_pg0_fpdeep_line_buffer0_0_1_ok0));
     fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win = cwin;
-    fpdeep_pg0_fpdeep_line_buffer0_0_1_can_head = (fpdeep_pg0_fpdeep_line_buffer0_0_1_ract && (fpdeep_pg0_fpdeep_line_buffer0_0_1_hq != fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) && fpdeep_pg0_fpdeep_line_buffer0_0_1_uex && (fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u < fpdeep_pg0_fpdeep_line_buffer0_0_1_lim) && ((!cwin) || (fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw && (fpdeep_pg0_fpdeep_line_buffer0_0_1_jj != 0))));
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_can_head = (fpdeep_pg0_fpdeep_line_buffer0_0_1_ract && (fpdeep_pg0_fpdeep_line_buffer0_0_1_hq != fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) && fpdeep_pg0_fpdeep_line_buffer0_0_1_uex && fpdeep_pg0_fpdeep_line_buffer0_0_1_oku && ((!cwin) || (fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw && (fpdeep_pg0_fpdeep_line_buffer0_0_1_jj != 0))));
 end
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p, fpdeep_pg0_fpdeep_line_buffer0_0_1_q, fpdeep_pg0_fpdeep_line_buffer0_0_1_can_head, fpdeep_pg0_fpdeep_line_buffer0_0_1_ur, fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr, fpdeep_pg0_fpdeep_line_buffer0_0_1_hq, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1, fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw, fpdeep_pg0_fpdeep_line_buffer0_0_1_en, fpdeep_pg0_fpdeep_line_buffer0_0_1_lo, fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win, fpdeep_pg0_fpdeep_line_buffer0_0_1_rr) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_rfire
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p, fpdeep_pg0_fpdeep_line_buffer0_0_1_q, fpdeep_pg0_fpdeep_line_buffer0_0_1_can_head, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_h, fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr, fpdeep_pg0_fpdeep_line_buffer0_0_1_hq, fpdeep_pg0_fpdeep_line_buffer0_0_1_jj, fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw, fpdeep_pg0_fpdeep_line_buffer0_0_1_en, fpdeep_pg0_fpdeep_line_buffer0_0_1_lo, fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win, fpdeep_pg0_fpdeep_line_buffer0_0_1_rr) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_rfire
     fpdeep_pg0_fpdeep_line_buffer0_0_1_wf = (fpdeep_pg0_fpdeep_line_buffer0_0_1_en && fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win);
     fpdeep_pg0_fpdeep_line_buffer0_0_1_hf = (fpdeep_pg0_fpdeep_line_buffer0_0_1_en && fpdeep_pg0_fpdeep_line_buffer0_0_1_can_head);
     fpdeep_pg0_fpdeep_line_buffer0_0_1_rden = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_en && fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win && (!fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw)) || (fpdeep_pg0_fpdeep_line_buffer0_0_1_en && fpdeep_pg0_fpdeep_line_buffer0_0_1_can_head));
     if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win && (!fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw))) begin
         fpdeep_pg0_fpdeep_line_buffer0_0_1_rdad = fpdeep_pg0_fpdeep_line_buffer0_0_1_q[3-1:0];
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow = fpdeep_pg0_fpdeep_line_buffer0_0_1_rr;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt = 1'b0;
     end
     else begin
         fpdeep_pg0_fpdeep_line_buffer0_0_1_rdad = fpdeep_pg0_fpdeep_line_buffer0_0_1_hq[3-1:0];
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow = fpdeep_pg0_fpdeep_line_buffer0_0_1_ur;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt = (fpdeep_pg0_fpdeep_line_buffer0_0_1_jj != 0);
     end
     if (fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_dec = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1 + 1) - fpdeep_pg0_fpdeep_line_buffer0_0_1_lo);
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_dec = (fpdeep_pg0_fpdeep_line_buffer0_0_1_r_h - fpdeep_pg0_fpdeep_line_buffer0_0_1_lo);
     end
     else if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rr >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p)) begin
         fpdeep_pg0_fpdeep_line_buffer0_0_1_dec = 1;
@@ -9239,48 +9553,223 @@ always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p, fpdeep_pg0_fpdeep_line_buffer0_
 end
 
 
-
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_dd = (fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow - fpdeep_pg0_fpdeep_line_buffer0_0_1_lo);
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl + fpdeep_pg0_fpdeep_line_buffer0_0_1_dd) + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_off);
-
-
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_rslot2
-    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr >= (2 * 5))) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 = (fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr - (2 * 5));
-    end
-    else if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr >= 5)) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 = (fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr - 5);
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt, fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_a, fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_b) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_mk
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_mb = fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_b;
     end
     else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 = fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_mb = fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_a;
     end
 end
 
 
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt, fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_b, fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_b) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_mk
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_mb = fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_b;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_mb = fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_b;
+    end
+end
 
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_mb = (((fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow + 0) >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p) && ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow + 0) < fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp));
 
-
-
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_mb = (((fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow + 1) >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p) && ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow + 1) < fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp));
-
-
-
-assign fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_mb = (((fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow + 2) >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p) && ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow + 2) < fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp));
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt, fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_b, fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_b) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_mk
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_mb = fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_b;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_mb = fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_b;
+    end
+end
 
 
 
 assign fpdeep_pg0_fpdeep_line_buffer0_0_1_mask0 = fpdeep_pg0_fpdeep_line_buffer0_0_1_mcat;
 
 
+
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_ts = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl + fpdeep_pg0_fpdeep_line_buffer0_0_1_g_off) + 0);
+
+
+
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_tl = fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_ts[3-1:0];
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_ts, fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p, fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_tl, fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_md
+    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_ts >= (2 * 5))) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_t0 = (fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_tl + 6);
+    end
+    else if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_ts >= 5)) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_t0 = (fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_tl + 3);
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_t0 = fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_tl;
+    end
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_m0 = ((0 >= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p) && (0 < fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp));
+end
+
+
+
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_ts = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl + fpdeep_pg0_fpdeep_line_buffer0_0_1_g_off) + 1);
+
+
+
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_tl = fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_ts[3-1:0];
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_ts, fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p, fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_tl, fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_md
+    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_ts >= (2 * 5))) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_t0 = (fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_tl + 6);
+    end
+    else if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_ts >= 5)) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_t0 = (fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_tl + 3);
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_t0 = fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_tl;
+    end
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_m0 = ((1 >= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p) && (1 < fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp));
+end
+
+
+
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_ts = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl + fpdeep_pg0_fpdeep_line_buffer0_0_1_g_off) + 2);
+
+
+
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_tl = fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_ts[3-1:0];
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_ts, fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p, fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_tl, fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_md
+    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_ts >= (2 * 5))) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_t0 = (fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_tl + 6);
+    end
+    else if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_ts >= 5)) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_t0 = (fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_tl + 3);
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_t0 = fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_tl;
+    end
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_m0 = ((2 >= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p) && (2 < fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp));
+end
+
+
+
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_ts = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl + fpdeep_pg0_fpdeep_line_buffer0_0_1_g_off) + 3);
+
+
+
+assign fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_tl = fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_ts[3-1:0];
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_ts, fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p, fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_tl, fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_md
+    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_ts >= (2 * 5))) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_t0 = (fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_tl + 6);
+    end
+    else if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_ts >= 5)) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_t0 = (fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_tl + 3);
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_t0 = fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_tl;
+    end
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_m0 = ((3 >= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p) && (3 < fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp));
+end
+
+
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp, fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[0], fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[1], fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[2], fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[3], fpdeep_pg0_fpdeep_line_buffer0_0_1_rk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_tabn
+    if (($signed({1'b0, fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[3]}) == (5 - 1))) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tkn = 0;
+    end
+    else begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tkn = (fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[3] + 1);
+    end
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_mkn = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rk >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p) && (fpdeep_pg0_fpdeep_line_buffer0_0_1_rk < fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp));
+end
+
+
+always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_tab_reg0_0_1_st
+    if (rst == 1) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_a <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[0] <= 0;
+    end
+    else begin
+        if (((!fpdeep_pg0_fpdeep_line_buffer0_0_1_ract) && fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend)) begin
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[0] <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_t0;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_a <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_m0;
+        end
+        else if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_wf && fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj && (!fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr))) begin
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[0] <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[1];
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_a <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_b;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_tab_reg1_0_1_st
+    if (rst == 1) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_b <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[1] <= 0;
+    end
+    else begin
+        if (((!fpdeep_pg0_fpdeep_line_buffer0_0_1_ract) && fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend)) begin
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[1] <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_t0;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_b <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_m0;
+        end
+        else if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_wf && fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj && (!fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr))) begin
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[1] <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[2];
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_b <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_b;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_tab_reg2_0_1_st
+    if (rst == 1) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_b <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[2] <= 0;
+    end
+    else begin
+        if (((!fpdeep_pg0_fpdeep_line_buffer0_0_1_ract) && fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend)) begin
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[2] <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_t0;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_b <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_m0;
+        end
+        else if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_wf && fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj && (!fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr))) begin
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[2] <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[3];
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_b <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_b;
+        end
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_tab_reg3_0_1_st
+    if (rst == 1) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_b <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[3] <= 0;
+    end
+    else begin
+        if (((!fpdeep_pg0_fpdeep_line_buffer0_0_1_ract) && fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend)) begin
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[3] <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_t0;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_b <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_m0;
+        end
+        else if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_wf && fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj && (!fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr))) begin
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[3] <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tkn;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_b <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mkn;
+        end
+    end
+end
+
+
 always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_ctl
     if (rst == 1) begin
         fpdeep_pg0_fpdeep_line_buffer0_0_1_errq <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_r_h <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_lim <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_r_w <= 0;
         fpdeep_pg0_lb_done <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1 <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_g_h <= 0;
         fpdeep_pg0_lb_cerr <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wm1 <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wo1 <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend <= 0;
@@ -9289,6 +9778,8 @@ always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_ctl
         fpdeep_pg0_fpdeep_line_buffer0_0_1_g_off <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_jj <= 0;
         fpdeep_pg0_lb_rerr <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hcr <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_rk <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_rr <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1 <= 0;
@@ -9296,16 +9787,20 @@ always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_ctl
         fpdeep_pg0_fpdeep_line_buffer0_0_1_wbusy <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot <= 0;
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_r_off <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1 <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wo1 <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hc <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_g_ho1 <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_g_w <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_q <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_nr1 <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1 <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_nr0 <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw <= 0;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_r_tw0 <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_lo <= 0;
         fpdeep_pg0_fpdeep_line_buffer0_0_1_wrow <= 0;
     end
@@ -9333,6 +9828,8 @@ always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_ctl
                 fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hc <= ((3 - 1) - fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_c);
                 fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wo1 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_wsum - 3);
                 fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_he_r - 1);
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_g_h <= fpdeep_pg0_fpdeep_line_buffer0_0_1_he_r;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hcr <= ((3 - 1) - fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_r);
                 fpdeep_pg0_fpdeep_line_buffer0_0_1_g_ho1 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_hsum - 3);
                 fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_he_r + fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_r);
                 fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p <= fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_r;
@@ -9387,6 +9884,17 @@ always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_ctl
         else if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire && (fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol == fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1))) begin
             fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull + 1);
         end
+        if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_wf && fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj && fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr)) begin
+            if (fpdeep_pg0_fpdeep_line_buffer0_0_1_rowin) begin
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_lim <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_lim + 1) - fpdeep_pg0_fpdeep_line_buffer0_0_1_r_h);
+            end
+            else begin
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_lim <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_lim - fpdeep_pg0_fpdeep_line_buffer0_0_1_r_h);
+            end
+        end
+        else if (fpdeep_pg0_fpdeep_line_buffer0_0_1_rowin) begin
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_lim <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_lim + 1);
+        end
         if (((!fpdeep_pg0_fpdeep_line_buffer0_0_1_ract) && fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend)) begin
             fpdeep_pg0_fpdeep_line_buffer0_0_1_ract <= 1'b1;
             fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend <= 1'b0;
@@ -9394,10 +9902,27 @@ always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_ctl
             fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hc;
             fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wo1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wo1;
             fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_r_h <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_h;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wm1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_r_tw0 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hc >= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_w);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_q <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hc;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hc >= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_w);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_rk <= (3 + 1);
+            if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hcr > fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1)) begin
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_nr0 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1;
+            end
+            else begin
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_nr0 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hcr;
+            end
+            if (((fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hcr + 1) > fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1)) begin
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_nr1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1;
+            end
+            else begin
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_nr1 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hcr + 1);
+            end
             fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_ho1;
             fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp;
             fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p;
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_r_off <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_off;
             fpdeep_pg0_fpdeep_line_buffer0_0_1_rr <= 0;
             fpdeep_pg0_fpdeep_line_buffer0_0_1_jj <= 0;
             fpdeep_pg0_fpdeep_line_buffer0_0_1_hq <= 0;
@@ -9412,6 +9937,8 @@ always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_ctl
             end
             if (fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj) begin
                 fpdeep_pg0_fpdeep_line_buffer0_0_1_jj <= 0;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_q <= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw <= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_tw0;
                 if (fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr) begin
                     fpdeep_pg0_fpdeep_line_buffer0_0_1_ract <= 1'b0;
                     fpdeep_pg0_fpdeep_line_buffer0_0_1_lo <= 0;
@@ -9419,10 +9946,17 @@ always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_ctl
                 else begin
                     fpdeep_pg0_fpdeep_line_buffer0_0_1_rr <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + 1);
                     fpdeep_pg0_fpdeep_line_buffer0_0_1_lo <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_lo + fpdeep_pg0_fpdeep_line_buffer0_0_1_dec);
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_rk <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_rk + 1);
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_nr0 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_nr1;
+                    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_nr1 != fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1)) begin
+                        fpdeep_pg0_fpdeep_line_buffer0_0_1_nr1 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_nr1 + 1);
+                    end
                 end
             end
             else begin
                 fpdeep_pg0_fpdeep_line_buffer0_0_1_jj <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_jj + 1);
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_q <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_q + 1);
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_q >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wm1);
             end
         end
     end
@@ -9479,32 +10013,32 @@ always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_ram
 end
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add6_add
-    if (((fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 0) >= 5)) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add6_y = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 0) - 5);
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[0], fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt, fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[1]) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_mux242_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mux242_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[1];
     end
     else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add6_y = (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 0);
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mux242_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[0];
     end
 end
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add7_add
-    if (((fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 1) >= 5)) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add7_y = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 1) - 5);
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[1], fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt, fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[2]) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_mux243_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mux243_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[2];
     end
     else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add7_y = (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 1);
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mux243_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[1];
     end
 end
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add8_add
-    if (((fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 2) >= 5)) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add8_y = ((fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 2) - 5);
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[2], fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt, fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[3]) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_mux244_m
+    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt) begin
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mux244_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[3];
     end
     else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add8_y = (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 2);
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mux244_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl[2];
     end
 end
 
@@ -9515,7 +10049,7 @@ always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_st
     end
     else begin
         if (fpdeep_pg0_fpdeep_line_buffer0_0_1_en) begin
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add6_y;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mux242_y;
         end
     end
 end
@@ -9527,7 +10061,7 @@ always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_st
     end
     else begin
         if (fpdeep_pg0_fpdeep_line_buffer0_0_1_en) begin
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add7_y;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mux243_y;
         end
     end
 end
@@ -9539,7 +10073,7 @@ always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_st
     end
     else begin
         if (fpdeep_pg0_fpdeep_line_buffer0_0_1_en) begin
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add8_y;
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mux244_y;
         end
     end
 end
@@ -9571,7 +10105,7 @@ always @(posedge clk) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_st1
 end
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux248_m
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux245_m
     if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[1-1:0]) begin
         fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_o = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd;
     end
@@ -9581,77 +10115,57 @@ always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd, fpdeep_pg0_fpdeep_l
 end
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_m
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux246_m
     if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[1-1:0]) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux246_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd;
     end
     else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux246_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd;
     end
 end
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_m
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux247_m
     if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[1-1:0]) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux247_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero;
     end
     else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux247_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd;
     end
 end
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_o, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[2-1:1], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_m
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_o, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[2-1:1], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux246_y) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux248_m
     if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[2-1:1]) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux248_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux246_y;
     end
     else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_o;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux248_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_o;
     end
 end
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[2-1:1], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_m
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux247_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[2-1:1], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_m
     if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[2-1:1]) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero;
     end
     else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_y;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux247_y;
     end
 end
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[3-1:2], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_y) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_m
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux248_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[3-1:2], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_m
     if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[3-1:2]) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_y;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y;
     end
     else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_y;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux248_y;
     end
 end
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[4-1:3], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_m
-    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[4-1:3]) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero;
-    end
-    else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_y;
-    end
-end
-
-
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[5-1:4], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux255_m
-    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y[5-1:4]) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero;
-    end
-    else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_y;
-    end
-end
-
-
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux256_m
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux251_m
     if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[1-1:0]) begin
         fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_o = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd;
     end
@@ -9661,77 +10175,57 @@ always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd, fpdeep_pg0_fpdeep_l
 end
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_m
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux252_m
     if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[1-1:0]) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux252_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd;
     end
     else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux252_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd;
     end
 end
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_m
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux253_m
     if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[1-1:0]) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux253_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero;
     end
     else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux253_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd;
     end
 end
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_o, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[2-1:1], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_y) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_m
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_o, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[2-1:1], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux252_y) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux254_m
     if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[2-1:1]) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_y;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux254_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux252_y;
     end
     else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_o;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux254_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_o;
     end
 end
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[2-1:1], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_m
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux253_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[2-1:1], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux255_m
     if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[2-1:1]) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux255_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero;
     end
     else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_y;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux255_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux253_y;
     end
 end
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[3-1:2], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_y) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_m
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux254_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[3-1:2], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux255_y) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux256_m
     if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[3-1:2]) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_y;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux255_y;
     end
     else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_y;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux254_y;
     end
 end
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[4-1:3], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_m
-    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[4-1:3]) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero;
-    end
-    else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_y;
-    end
-end
-
-
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[5-1:4], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux263_m
-    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y[5-1:4]) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero;
-    end
-    else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_y;
-    end
-end
-
-
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux264_m
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux257_m
     if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[1-1:0]) begin
         fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_o = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd;
     end
@@ -9741,72 +10235,52 @@ always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd, fpdeep_pg0_fpdeep_l
 end
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_m
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux258_m
     if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[1-1:0]) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux258_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd;
     end
     else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux258_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd;
     end
 end
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_m
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[1-1:0], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux259_m
     if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[1-1:0]) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux259_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero;
     end
     else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux259_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd;
     end
 end
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_o, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[2-1:1], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_y) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_m
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_o, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[2-1:1], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux258_y) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux260_m
     if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[2-1:1]) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_y;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux260_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux258_y;
     end
     else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_o;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux260_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_o;
     end
 end
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[2-1:1], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_m
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux259_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[2-1:1], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux261_m
     if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[2-1:1]) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux261_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero;
     end
     else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_y;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux261_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux259_y;
     end
 end
 
 
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[3-1:2], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_y) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_m
+always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux260_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[3-1:2], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux261_y) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux262_m
     if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[3-1:2]) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_y;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux261_y;
     end
     else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_y;
-    end
-end
-
-
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[4-1:3], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_m
-    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[4-1:3]) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero;
-    end
-    else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_y;
-    end
-end
-
-
-always @(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[5-1:4], fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero) begin: fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux271_m
-    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y[5-1:4]) begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero;
-    end
-    else begin
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_y;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_y = fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux260_y;
     end
 end
 

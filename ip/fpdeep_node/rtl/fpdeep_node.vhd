@@ -281,55 +281,61 @@ signal fpdeep_fp0_fpdeep_line_buffer0_wcol: unsigned(3 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_accept: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_rpend: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_errq: std_logic;
-signal fpdeep_fp0_fpdeep_line_buffer0_q: unsigned(3 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_jj: unsigned(3 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_r_hc: unsigned(3 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_tailw: std_logic;
-signal fpdeep_fp0_fpdeep_line_buffer0_r_w: unsigned(3 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_first: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_jj: unsigned(3 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_lastj: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_r_wo1: unsigned(3 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_lastr: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_rr: unsigned(4 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_r_ho1: unsigned(4 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_ur: unsigned(4 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_uex: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_ok0: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_nr0: unsigned(4 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_lim: unsigned(4 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_lo: unsigned(4 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_r_hm1: unsigned(4 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_need_r: unsigned(4 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_need_u: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_oku: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_nr1: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_rowin: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_g_wm1: unsigned(3 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_ract: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_hq: unsigned(3 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_r_hc: unsigned(3 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_tailw: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_can_win: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_can_head: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_wf: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_hf: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_rden: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_rdad: unsigned(2 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_rrow: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_q: unsigned(3 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_nxt: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_dec: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_r_h: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_lo: unsigned(4 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_r_p: unsigned(4 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_dd: unsigned(4 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_sbr: unsigned(4 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_rsl: unsigned(4 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_r_off: unsigned(4 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_slot0: unsigned(4 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_mask0: unsigned(2 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_mcat: unsigned(2 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_tkn: unsigned(2 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_mkn: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_rk: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_r_hp: unsigned(4 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_fin_pop: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_wrow: unsigned(4 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_g_w: unsigned(3 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_g_wm1: unsigned(3 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_g_hc: unsigned(3 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_g_wo1: unsigned(3 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_g_hm1: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_g_h: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_g_hcr: unsigned(4 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_g_ho1: unsigned(4 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_g_hp: unsigned(4 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_g_p: unsigned(4 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_g_off: unsigned(4 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_wslot: unsigned(2 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_r_hp: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_rsl: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_r_w: unsigned(3 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_r_hm1: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_r_wm1: unsigned(3 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_r_tw0: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_v1w: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_v1h: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_t1: std_logic;
@@ -349,46 +355,60 @@ signal fpdeep_fp0_fpdeep_line_buffer0_push: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_fin_u: unsigned(0 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_mfin: unsigned(0 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_mb: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_a: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_b: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_mb: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_b: std_logic;
 signal fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_mb: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_b: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_tab00_ts: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_tab00_t0: unsigned(2 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_tab00_m0: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_tab00_tl: unsigned(2 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_tab01_ts: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_tab01_t0: unsigned(2 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_tab01_m0: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_tab01_tl: unsigned(2 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_tab02_ts: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_tab02_t0: unsigned(2 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_tab02_m0: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_tab02_tl: unsigned(2 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_tab03_ts: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_tab03_t0: unsigned(2 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_tab03_m0: std_logic;
+signal fpdeep_fp0_fpdeep_line_buffer0_tab03_tl: unsigned(2 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd: unsigned(31 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_slot_add0_y: unsigned(4 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_slot_add1_y: unsigned(4 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_slot_add2_y: unsigned(4 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y: unsigned(4 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y: unsigned(4 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y: unsigned(4 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_mux20_y: unsigned(2 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_mux21_y: unsigned(2 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_mux22_y: unsigned(2 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y: unsigned(2 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y: unsigned(2 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y: unsigned(2 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_y: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_o: unsigned(31 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_y: unsigned(31 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_y: unsigned(31 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_y: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux27_y: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_y: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_o: unsigned(31 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_y: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y: unsigned(31 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_y: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_y: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_o: unsigned(31 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux216_y: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y: unsigned(31 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_y: unsigned(31 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_y: unsigned(31 downto 0);
-signal fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_y: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_pix_mask0_o: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_pix_mask1_o: unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_pix_mask2_o: unsigned(31 downto 0);
@@ -726,55 +746,61 @@ signal fpdeep_eb0_fpdeep_line_buffer0_0_wcol: unsigned(3 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_accept: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_rpend: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_errq: std_logic;
-signal fpdeep_eb0_fpdeep_line_buffer0_0_q: unsigned(3 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_jj: unsigned(3 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_r_hc: unsigned(3 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_tailw: std_logic;
-signal fpdeep_eb0_fpdeep_line_buffer0_0_r_w: unsigned(3 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_first: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_jj: unsigned(3 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_lastj: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_r_wo1: unsigned(3 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_lastr: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_rr: unsigned(4 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1: unsigned(4 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_ur: unsigned(4 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_uex: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_ok0: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_nr0: unsigned(4 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_lim: unsigned(4 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_lo: unsigned(4 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1: unsigned(4 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_need_r: unsigned(4 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_need_u: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_oku: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_nr1: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_rowin: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1: unsigned(3 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_ract: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_hq: unsigned(3 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_r_hc: unsigned(3 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_tailw: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_can_win: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_can_head: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_wf: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_hf: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_rden: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_rdad: unsigned(3 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_rrow: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_q: unsigned(3 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_nxt: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_dec: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_r_h: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_lo: unsigned(4 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_r_p: unsigned(4 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_dd: unsigned(4 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_sbr: unsigned(4 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_rsl: unsigned(4 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_r_off: unsigned(4 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_slot0: unsigned(4 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_mask0: unsigned(2 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_mcat: unsigned(2 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_tkn: unsigned(2 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_mkn: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_rk: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_r_hp: unsigned(4 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_fin_pop: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_wrow: unsigned(4 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_g_w: unsigned(3 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1: unsigned(3 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_g_hc: unsigned(3 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_g_wo1: unsigned(3 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_g_h: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_g_hcr: unsigned(4 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_g_ho1: unsigned(4 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_g_hp: unsigned(4 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_g_p: unsigned(4 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_g_off: unsigned(4 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_wslot: unsigned(2 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_r_hp: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_rsl: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_r_w: unsigned(3 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_r_wm1: unsigned(3 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_r_tw0: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_v1w: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_v1h: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_t1: std_logic;
@@ -794,19 +820,39 @@ signal fpdeep_eb0_fpdeep_line_buffer0_0_push: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_fin_u: unsigned(0 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_mfin: unsigned(0 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_mb: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_a: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_b: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_mb: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_b: std_logic;
 signal fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_mb: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_b: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_ts: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_t0: unsigned(2 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_m0: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_tl: unsigned(2 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_ts: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_t0: unsigned(2 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_m0: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_tl: unsigned(2 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_ts: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_t0: unsigned(2 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_m0: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_tl: unsigned(2 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_ts: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_t0: unsigned(2 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_m0: std_logic;
+signal fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_tl: unsigned(2 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd: unsigned(31 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd: unsigned(31 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd: unsigned(31 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd: unsigned(31 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd: unsigned(31 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_add3_y: unsigned(4 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_add4_y: unsigned(4 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_add5_y: unsigned(4 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y: unsigned(4 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y: unsigned(4 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y: unsigned(4 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_mux221_y: unsigned(2 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_mux222_y: unsigned(2 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_mux223_y: unsigned(2 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y: unsigned(2 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y: unsigned(2 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y: unsigned(2 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_y: unsigned(31 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero: unsigned(31 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_o: unsigned(31 downto 0);
@@ -814,26 +860,20 @@ signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux225_y: unsigned(31 downto 0
 signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux226_y: unsigned(31 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux227_y: unsigned(31 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux228_y: unsigned(31 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_y: unsigned(31 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_y: unsigned(31 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_y: unsigned(31 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero: unsigned(31 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_o: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux231_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux232_y: unsigned(31 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y: unsigned(31 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y: unsigned(31 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_y: unsigned(31 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_y: unsigned(31 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_y: unsigned(31 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_y: unsigned(31 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_y: unsigned(31 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero: unsigned(31 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_o: unsigned(31 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_y: unsigned(31 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_y: unsigned(31 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_y: unsigned(31 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_y: unsigned(31 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_y: unsigned(31 downto 0);
-signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux237_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux238_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux239_y: unsigned(31 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux240_y: unsigned(31 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask0_0_o: unsigned(31 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask1_0_o: unsigned(31 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask2_0_o: unsigned(31 downto 0);
@@ -1190,55 +1230,61 @@ signal fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol: unsigned(3 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_accept: std_logic;
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend: std_logic;
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_errq: std_logic;
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_q: unsigned(3 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_jj: unsigned(3 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc: unsigned(3 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw: std_logic;
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_r_w: unsigned(3 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_first: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_jj: unsigned(3 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj: std_logic;
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wo1: unsigned(3 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr: std_logic;
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_rr: unsigned(4 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1: unsigned(4 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_ur: unsigned(4 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_uex: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_ok0: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_nr0: unsigned(4 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_lim: unsigned(4 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_lo: unsigned(4 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1: unsigned(4 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_need_r: unsigned(4 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_oku: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_nr1: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_rowin: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1: unsigned(3 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_ract: std_logic;
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_hq: unsigned(3 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc: unsigned(3 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw: std_logic;
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win: std_logic;
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_can_head: std_logic;
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_wf: std_logic;
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_hf: std_logic;
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_rden: std_logic;
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_rdad: unsigned(2 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_q: unsigned(3 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt: std_logic;
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_dec: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_r_h: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_lo: unsigned(4 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p: unsigned(4 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_dd: unsigned(4 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr: unsigned(4 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl: unsigned(4 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_r_off: unsigned(4 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0: unsigned(4 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_mask0: unsigned(2 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_mcat: unsigned(2 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_tkn: unsigned(2 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_mkn: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_rk: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp: unsigned(4 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_fin_pop: std_logic;
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_wrow: unsigned(4 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_g_w: unsigned(3 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1: unsigned(3 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hc: unsigned(3 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wo1: unsigned(3 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_g_h: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hcr: unsigned(4 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_g_ho1: unsigned(4 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp: unsigned(4 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p: unsigned(4 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_g_off: unsigned(4 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot: unsigned(2 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_r_w: unsigned(3 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wm1: unsigned(3 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_r_tw0: std_logic;
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_v1w: std_logic;
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_v1h: std_logic;
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_t1: std_logic;
@@ -1258,46 +1304,60 @@ signal fpdeep_pg0_fpdeep_line_buffer0_0_1_push: std_logic;
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_fin_u: unsigned(0 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_mfin: unsigned(0 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_mb: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_a: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_b: std_logic;
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_mb: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_b: std_logic;
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_mb: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_b: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_ts: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_t0: unsigned(2 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_m0: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_tl: unsigned(2 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_ts: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_t0: unsigned(2 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_m0: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_tl: unsigned(2 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_ts: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_t0: unsigned(2 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_m0: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_tl: unsigned(2 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_ts: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_t0: unsigned(2 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_m0: std_logic;
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_tl: unsigned(2 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd: unsigned(31 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd: unsigned(31 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd: unsigned(31 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd: unsigned(31 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd: unsigned(31 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add6_y: unsigned(4 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add7_y: unsigned(4 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add8_y: unsigned(4 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y: unsigned(4 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y: unsigned(4 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y: unsigned(4 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_mux242_y: unsigned(2 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_mux243_y: unsigned(2 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_mux244_y: unsigned(2 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y: unsigned(2 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y: unsigned(2 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y: unsigned(2 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_y: unsigned(31 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero: unsigned(31 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_o: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux246_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux247_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux248_y: unsigned(31 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y: unsigned(31 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_y: unsigned(31 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_y: unsigned(31 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_y: unsigned(31 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_y: unsigned(31 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_y: unsigned(31 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_y: unsigned(31 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero: unsigned(31 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_o: unsigned(31 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_y: unsigned(31 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_y: unsigned(31 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_y: unsigned(31 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_y: unsigned(31 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_y: unsigned(31 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux252_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux253_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux254_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux255_y: unsigned(31 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_y: unsigned(31 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero: unsigned(31 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_o: unsigned(31 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_y: unsigned(31 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_y: unsigned(31 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_y: unsigned(31 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_y: unsigned(31 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_y: unsigned(31 downto 0);
-signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux258_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux259_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux260_y: unsigned(31 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux261_y: unsigned(31 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask0_0_1_o: unsigned(31 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask1_0_1_o: unsigned(31 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask2_0_1_o: unsigned(31 downto 0);
@@ -2291,6 +2351,8 @@ signal fifo20_d0: unsigned(31 downto 0);
 signal fifo20_d1: unsigned(31 downto 0);
 signal fifo20_l0: std_logic;
 signal fifo20_l1: std_logic;
+type t_array_fpdeep_fp0_fpdeep_line_buffer0_tsl is array(0 to 4-1) of unsigned(2 downto 0);
+signal fpdeep_fp0_fpdeep_line_buffer0_tsl: t_array_fpdeep_fp0_fpdeep_line_buffer0_tsl;
 type t_array_fpdeep_fp0_fpdeep_line_buffer0_row_ram0_mem is array(0 to 8-1) of unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_row_ram0_mem: t_array_fpdeep_fp0_fpdeep_line_buffer0_row_ram0_mem;
 type t_array_fpdeep_fp0_fpdeep_line_buffer0_row_ram1_mem is array(0 to 8-1) of unsigned(31 downto 0);
@@ -2301,6 +2363,8 @@ type t_array_fpdeep_fp0_fpdeep_line_buffer0_row_ram3_mem is array(0 to 8-1) of u
 signal fpdeep_fp0_fpdeep_line_buffer0_row_ram3_mem: t_array_fpdeep_fp0_fpdeep_line_buffer0_row_ram3_mem;
 type t_array_fpdeep_fp0_fpdeep_line_buffer0_row_ram4_mem is array(0 to 8-1) of unsigned(31 downto 0);
 signal fpdeep_fp0_fpdeep_line_buffer0_row_ram4_mem: t_array_fpdeep_fp0_fpdeep_line_buffer0_row_ram4_mem;
+type t_array_fpdeep_eb0_fpdeep_line_buffer0_0_tsl is array(0 to 4-1) of unsigned(2 downto 0);
+signal fpdeep_eb0_fpdeep_line_buffer0_0_tsl: t_array_fpdeep_eb0_fpdeep_line_buffer0_0_tsl;
 type t_array_fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_mem is array(0 to 10-1) of unsigned(31 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_mem: t_array_fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_mem;
 type t_array_fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_mem is array(0 to 10-1) of unsigned(31 downto 0);
@@ -2311,6 +2375,8 @@ type t_array_fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_mem is array(0 to 10-1)
 signal fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_mem: t_array_fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_mem;
 type t_array_fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_mem is array(0 to 10-1) of unsigned(31 downto 0);
 signal fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_mem: t_array_fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_mem;
+type t_array_fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl is array(0 to 4-1) of unsigned(2 downto 0);
+signal fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl: t_array_fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl;
 type t_array_fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_mem is array(0 to 8-1) of unsigned(31 downto 0);
 signal fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_mem: t_array_fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_mem;
 type t_array_fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_mem is array(0 to 8-1) of unsigned(31 downto 0);
@@ -3666,62 +3732,43 @@ fpdeep_fp0_fpdeep_line_buffer0_wadr <= fpdeep_fp0_fpdeep_line_buffer0_wcol(3-1 d
 fpdeep_fp0_fpdeep_line_buffer0_accept <= stdl(bool(fpdeep_fp0_lb_start) and (not (bool(fpdeep_fp0_fpdeep_line_buffer0_wbusy) or bool(fpdeep_fp0_fpdeep_line_buffer0_rpend) or bool(fpdeep_fp0_fpdeep_line_buffer0_errq))));
 fpdeep_fp0_lb_busy <= stdl(bool(fpdeep_fp0_fpdeep_line_buffer0_wbusy) or bool(fpdeep_fp0_fpdeep_line_buffer0_rpend) or bool(fpdeep_fp0_fpdeep_line_buffer0_errq));
 
-fpdeep_fp0_fpdeep_line_buffer0_rscan: process (fpdeep_fp0_fpdeep_line_buffer0_r_w, fpdeep_fp0_fpdeep_line_buffer0_r_ho1, fpdeep_fp0_fpdeep_line_buffer0_r_hm1, fpdeep_fp0_fpdeep_line_buffer0_r_hc, fpdeep_fp0_fpdeep_line_buffer0_jj, fpdeep_fp0_fpdeep_line_buffer0_lo, fpdeep_fp0_fpdeep_line_buffer0_nfull, fpdeep_fp0_fpdeep_line_buffer0_rr, fpdeep_fp0_fpdeep_line_buffer0_r_wo1) is
+fpdeep_fp0_fpdeep_line_buffer0_rscan: process (fpdeep_fp0_fpdeep_line_buffer0_nr1, fpdeep_fp0_fpdeep_line_buffer0_wcol, fpdeep_fp0_fpdeep_line_buffer0_lim, fpdeep_fp0_fpdeep_line_buffer0_r_ho1, fpdeep_fp0_fpdeep_line_buffer0_nr0, fpdeep_fp0_fpdeep_line_buffer0_g_wm1, fpdeep_fp0_fpdeep_line_buffer0_jj, fpdeep_fp0_fpdeep_line_buffer0_wfire, fpdeep_fp0_fpdeep_line_buffer0_rr, fpdeep_fp0_fpdeep_line_buffer0_r_wo1) is
 begin
-    fpdeep_fp0_fpdeep_line_buffer0_q <= (fpdeep_fp0_fpdeep_line_buffer0_jj + fpdeep_fp0_fpdeep_line_buffer0_r_hc);
-    fpdeep_fp0_fpdeep_line_buffer0_tailw <= stdl((fpdeep_fp0_fpdeep_line_buffer0_jj + fpdeep_fp0_fpdeep_line_buffer0_r_hc) >= fpdeep_fp0_fpdeep_line_buffer0_r_w);
     fpdeep_fp0_fpdeep_line_buffer0_first <= stdl(fpdeep_fp0_fpdeep_line_buffer0_jj = 0);
     fpdeep_fp0_fpdeep_line_buffer0_lastj <= stdl(fpdeep_fp0_fpdeep_line_buffer0_jj = fpdeep_fp0_fpdeep_line_buffer0_r_wo1);
     fpdeep_fp0_fpdeep_line_buffer0_lastr <= stdl(fpdeep_fp0_fpdeep_line_buffer0_rr = fpdeep_fp0_fpdeep_line_buffer0_r_ho1);
-    if (fpdeep_fp0_fpdeep_line_buffer0_jj = 0) then
-        fpdeep_fp0_fpdeep_line_buffer0_ur <= fpdeep_fp0_fpdeep_line_buffer0_rr;
-    else
-        fpdeep_fp0_fpdeep_line_buffer0_ur <= (fpdeep_fp0_fpdeep_line_buffer0_rr + 1);
-    end if;
     fpdeep_fp0_fpdeep_line_buffer0_uex <= stdl((fpdeep_fp0_fpdeep_line_buffer0_jj = 0) or (fpdeep_fp0_fpdeep_line_buffer0_rr /= fpdeep_fp0_fpdeep_line_buffer0_r_ho1));
-    fpdeep_fp0_fpdeep_line_buffer0_lim <= (fpdeep_fp0_fpdeep_line_buffer0_lo + fpdeep_fp0_fpdeep_line_buffer0_nfull);
-    if ((fpdeep_fp0_fpdeep_line_buffer0_rr + fpdeep_fp0_fpdeep_line_buffer0_r_hc) > fpdeep_fp0_fpdeep_line_buffer0_r_hm1) then
-        fpdeep_fp0_fpdeep_line_buffer0_need_r <= fpdeep_fp0_fpdeep_line_buffer0_r_hm1;
-    else
-        fpdeep_fp0_fpdeep_line_buffer0_need_r <= (fpdeep_fp0_fpdeep_line_buffer0_rr + fpdeep_fp0_fpdeep_line_buffer0_r_hc);
-    end if;
+    fpdeep_fp0_fpdeep_line_buffer0_ok0 <= stdl(fpdeep_fp0_fpdeep_line_buffer0_nr0 < fpdeep_fp0_fpdeep_line_buffer0_lim);
     if (fpdeep_fp0_fpdeep_line_buffer0_jj = 0) then
-        if ((fpdeep_fp0_fpdeep_line_buffer0_rr + fpdeep_fp0_fpdeep_line_buffer0_r_hc) > fpdeep_fp0_fpdeep_line_buffer0_r_hm1) then
-            fpdeep_fp0_fpdeep_line_buffer0_need_u <= fpdeep_fp0_fpdeep_line_buffer0_r_hm1;
-        else
-            fpdeep_fp0_fpdeep_line_buffer0_need_u <= (fpdeep_fp0_fpdeep_line_buffer0_rr + fpdeep_fp0_fpdeep_line_buffer0_r_hc);
-        end if;
+        fpdeep_fp0_fpdeep_line_buffer0_oku <= stdl(fpdeep_fp0_fpdeep_line_buffer0_nr0 < fpdeep_fp0_fpdeep_line_buffer0_lim);
     else
-        if (((fpdeep_fp0_fpdeep_line_buffer0_rr + fpdeep_fp0_fpdeep_line_buffer0_r_hc) + 1) > fpdeep_fp0_fpdeep_line_buffer0_r_hm1) then
-            fpdeep_fp0_fpdeep_line_buffer0_need_u <= fpdeep_fp0_fpdeep_line_buffer0_r_hm1;
-        else
-            fpdeep_fp0_fpdeep_line_buffer0_need_u <= ((fpdeep_fp0_fpdeep_line_buffer0_rr + fpdeep_fp0_fpdeep_line_buffer0_r_hc) + 1);
-        end if;
+        fpdeep_fp0_fpdeep_line_buffer0_oku <= stdl(fpdeep_fp0_fpdeep_line_buffer0_nr1 < fpdeep_fp0_fpdeep_line_buffer0_lim);
     end if;
+    fpdeep_fp0_fpdeep_line_buffer0_rowin <= stdl(bool(fpdeep_fp0_fpdeep_line_buffer0_wfire) and (fpdeep_fp0_fpdeep_line_buffer0_wcol = fpdeep_fp0_fpdeep_line_buffer0_g_wm1));
 end process fpdeep_fp0_fpdeep_line_buffer0_rscan;
 
-fpdeep_fp0_fpdeep_line_buffer0_rdec: process (fpdeep_fp0_fpdeep_line_buffer0_need_r, fpdeep_fp0_fpdeep_line_buffer0_need_u, fpdeep_fp0_fpdeep_line_buffer0_lim, fpdeep_fp0_fpdeep_line_buffer0_hq, fpdeep_fp0_fpdeep_line_buffer0_ract, fpdeep_fp0_fpdeep_line_buffer0_r_hc, fpdeep_fp0_fpdeep_line_buffer0_jj, fpdeep_fp0_fpdeep_line_buffer0_tailw, fpdeep_fp0_fpdeep_line_buffer0_uex) is
+fpdeep_fp0_fpdeep_line_buffer0_rdec: process (fpdeep_fp0_fpdeep_line_buffer0_oku, fpdeep_fp0_fpdeep_line_buffer0_hq, fpdeep_fp0_fpdeep_line_buffer0_ract, fpdeep_fp0_fpdeep_line_buffer0_r_hc, fpdeep_fp0_fpdeep_line_buffer0_jj, fpdeep_fp0_fpdeep_line_buffer0_tailw, fpdeep_fp0_fpdeep_line_buffer0_uex, fpdeep_fp0_fpdeep_line_buffer0_ok0) is
     variable cwin: std_logic;
 begin
-    cwin := stdl(bool(fpdeep_fp0_fpdeep_line_buffer0_ract) and ((fpdeep_fp0_fpdeep_line_buffer0_jj /= 0) or (fpdeep_fp0_fpdeep_line_buffer0_hq = fpdeep_fp0_fpdeep_line_buffer0_r_hc)) and (bool(fpdeep_fp0_fpdeep_line_buffer0_tailw) or (fpdeep_fp0_fpdeep_line_buffer0_need_r < fpdeep_fp0_fpdeep_line_buffer0_lim)));
+    cwin := stdl(bool(fpdeep_fp0_fpdeep_line_buffer0_ract) and ((fpdeep_fp0_fpdeep_line_buffer0_jj /= 0) or (fpdeep_fp0_fpdeep_line_buffer0_hq = fpdeep_fp0_fpdeep_line_buffer0_r_hc)) and (bool(fpdeep_fp0_fpdeep_line_buffer0_tailw) or bool(fpdeep_fp0_fpdeep_line_buffer0_ok0)));
     fpdeep_fp0_fpdeep_line_buffer0_can_win <= cwin;
-    fpdeep_fp0_fpdeep_line_buffer0_can_head <= stdl(bool(fpdeep_fp0_fpdeep_line_buffer0_ract) and (fpdeep_fp0_fpdeep_line_buffer0_hq /= fpdeep_fp0_fpdeep_line_buffer0_r_hc) and bool(fpdeep_fp0_fpdeep_line_buffer0_uex) and (fpdeep_fp0_fpdeep_line_buffer0_need_u < fpdeep_fp0_fpdeep_line_buffer0_lim) and ((not bool(cwin)) or (bool(fpdeep_fp0_fpdeep_line_buffer0_tailw) and (fpdeep_fp0_fpdeep_line_buffer0_jj /= 0))));
+    fpdeep_fp0_fpdeep_line_buffer0_can_head <= stdl(bool(fpdeep_fp0_fpdeep_line_buffer0_ract) and (fpdeep_fp0_fpdeep_line_buffer0_hq /= fpdeep_fp0_fpdeep_line_buffer0_r_hc) and bool(fpdeep_fp0_fpdeep_line_buffer0_uex) and bool(fpdeep_fp0_fpdeep_line_buffer0_oku) and ((not bool(cwin)) or (bool(fpdeep_fp0_fpdeep_line_buffer0_tailw) and (fpdeep_fp0_fpdeep_line_buffer0_jj /= 0))));
 end process fpdeep_fp0_fpdeep_line_buffer0_rdec;
 
-fpdeep_fp0_fpdeep_line_buffer0_rfire: process (fpdeep_fp0_fpdeep_line_buffer0_r_p, fpdeep_fp0_fpdeep_line_buffer0_q, fpdeep_fp0_fpdeep_line_buffer0_can_head, fpdeep_fp0_fpdeep_line_buffer0_ur, fpdeep_fp0_fpdeep_line_buffer0_lastr, fpdeep_fp0_fpdeep_line_buffer0_hq, fpdeep_fp0_fpdeep_line_buffer0_r_hm1, fpdeep_fp0_fpdeep_line_buffer0_tailw, fpdeep_fp0_fpdeep_line_buffer0_en, fpdeep_fp0_fpdeep_line_buffer0_lo, fpdeep_fp0_fpdeep_line_buffer0_can_win, fpdeep_fp0_fpdeep_line_buffer0_rr) is
+fpdeep_fp0_fpdeep_line_buffer0_rfire: process (fpdeep_fp0_fpdeep_line_buffer0_r_p, fpdeep_fp0_fpdeep_line_buffer0_q, fpdeep_fp0_fpdeep_line_buffer0_can_head, fpdeep_fp0_fpdeep_line_buffer0_r_h, fpdeep_fp0_fpdeep_line_buffer0_lastr, fpdeep_fp0_fpdeep_line_buffer0_hq, fpdeep_fp0_fpdeep_line_buffer0_jj, fpdeep_fp0_fpdeep_line_buffer0_tailw, fpdeep_fp0_fpdeep_line_buffer0_en, fpdeep_fp0_fpdeep_line_buffer0_lo, fpdeep_fp0_fpdeep_line_buffer0_can_win, fpdeep_fp0_fpdeep_line_buffer0_rr) is
 begin
     fpdeep_fp0_fpdeep_line_buffer0_wf <= stdl(bool(fpdeep_fp0_fpdeep_line_buffer0_en) and bool(fpdeep_fp0_fpdeep_line_buffer0_can_win));
     fpdeep_fp0_fpdeep_line_buffer0_hf <= stdl(bool(fpdeep_fp0_fpdeep_line_buffer0_en) and bool(fpdeep_fp0_fpdeep_line_buffer0_can_head));
     fpdeep_fp0_fpdeep_line_buffer0_rden <= stdl((bool(fpdeep_fp0_fpdeep_line_buffer0_en) and bool(fpdeep_fp0_fpdeep_line_buffer0_can_win) and (not bool(fpdeep_fp0_fpdeep_line_buffer0_tailw))) or (bool(fpdeep_fp0_fpdeep_line_buffer0_en) and bool(fpdeep_fp0_fpdeep_line_buffer0_can_head)));
     if (bool(fpdeep_fp0_fpdeep_line_buffer0_can_win) and (not bool(fpdeep_fp0_fpdeep_line_buffer0_tailw))) then
         fpdeep_fp0_fpdeep_line_buffer0_rdad <= fpdeep_fp0_fpdeep_line_buffer0_q(3-1 downto 0);
-        fpdeep_fp0_fpdeep_line_buffer0_rrow <= fpdeep_fp0_fpdeep_line_buffer0_rr;
+        fpdeep_fp0_fpdeep_line_buffer0_nxt <= '0';
     else
         fpdeep_fp0_fpdeep_line_buffer0_rdad <= fpdeep_fp0_fpdeep_line_buffer0_hq(3-1 downto 0);
-        fpdeep_fp0_fpdeep_line_buffer0_rrow <= fpdeep_fp0_fpdeep_line_buffer0_ur;
+        fpdeep_fp0_fpdeep_line_buffer0_nxt <= stdl(fpdeep_fp0_fpdeep_line_buffer0_jj /= 0);
     end if;
     if bool(fpdeep_fp0_fpdeep_line_buffer0_lastr) then
-        fpdeep_fp0_fpdeep_line_buffer0_dec <= ((fpdeep_fp0_fpdeep_line_buffer0_r_hm1 + 1) - fpdeep_fp0_fpdeep_line_buffer0_lo);
+        fpdeep_fp0_fpdeep_line_buffer0_dec <= (fpdeep_fp0_fpdeep_line_buffer0_r_h - fpdeep_fp0_fpdeep_line_buffer0_lo);
     elsif (fpdeep_fp0_fpdeep_line_buffer0_rr >= fpdeep_fp0_fpdeep_line_buffer0_r_p) then
         fpdeep_fp0_fpdeep_line_buffer0_dec <= to_unsigned(1, 5);
     else
@@ -3729,43 +3776,204 @@ begin
     end if;
 end process fpdeep_fp0_fpdeep_line_buffer0_rfire;
 
-
-fpdeep_fp0_fpdeep_line_buffer0_dd <= (fpdeep_fp0_fpdeep_line_buffer0_rrow - fpdeep_fp0_fpdeep_line_buffer0_lo);
-fpdeep_fp0_fpdeep_line_buffer0_sbr <= ((fpdeep_fp0_fpdeep_line_buffer0_rsl + fpdeep_fp0_fpdeep_line_buffer0_dd) + fpdeep_fp0_fpdeep_line_buffer0_r_off);
-
-fpdeep_fp0_fpdeep_line_buffer0_rslot2: process (fpdeep_fp0_fpdeep_line_buffer0_sbr) is
+fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_mk: process (fpdeep_fp0_fpdeep_line_buffer0_nxt, fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_a, fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_b) is
 begin
-    if (signed(resize(fpdeep_fp0_fpdeep_line_buffer0_sbr, 6)) >= (2 * 5)) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot0 <= resize(unsigned(signed(resize(fpdeep_fp0_fpdeep_line_buffer0_sbr, 6)) - (2 * 5)), 5);
-    elsif (fpdeep_fp0_fpdeep_line_buffer0_sbr >= 5) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot0 <= (fpdeep_fp0_fpdeep_line_buffer0_sbr - 5);
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_nxt) then
+        fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_mb <= fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_b;
     else
-        fpdeep_fp0_fpdeep_line_buffer0_slot0 <= fpdeep_fp0_fpdeep_line_buffer0_sbr;
+        fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_mb <= fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_a;
     end if;
-end process fpdeep_fp0_fpdeep_line_buffer0_rslot2;
+end process fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_mk;
 
+fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_mk: process (fpdeep_fp0_fpdeep_line_buffer0_nxt, fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_b, fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_b) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_nxt) then
+        fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_mb <= fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_b;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_mb <= fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_b;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_mk;
 
-fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_mb <= stdl(((fpdeep_fp0_fpdeep_line_buffer0_rrow + 0) >= fpdeep_fp0_fpdeep_line_buffer0_r_p) and ((fpdeep_fp0_fpdeep_line_buffer0_rrow + 0) < fpdeep_fp0_fpdeep_line_buffer0_r_hp));
-
-
-fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_mb <= stdl(((fpdeep_fp0_fpdeep_line_buffer0_rrow + 1) >= fpdeep_fp0_fpdeep_line_buffer0_r_p) and ((fpdeep_fp0_fpdeep_line_buffer0_rrow + 1) < fpdeep_fp0_fpdeep_line_buffer0_r_hp));
-
-
-fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_mb <= stdl(((fpdeep_fp0_fpdeep_line_buffer0_rrow + 2) >= fpdeep_fp0_fpdeep_line_buffer0_r_p) and ((fpdeep_fp0_fpdeep_line_buffer0_rrow + 2) < fpdeep_fp0_fpdeep_line_buffer0_r_hp));
+fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_mk: process (fpdeep_fp0_fpdeep_line_buffer0_nxt, fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_b, fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_b) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_nxt) then
+        fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_mb <= fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_b;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_mb <= fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_b;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_mk;
 
 
 fpdeep_fp0_fpdeep_line_buffer0_mask0 <= fpdeep_fp0_fpdeep_line_buffer0_mcat;
+
+
+fpdeep_fp0_fpdeep_line_buffer0_tab00_ts <= ((fpdeep_fp0_fpdeep_line_buffer0_rsl + fpdeep_fp0_fpdeep_line_buffer0_g_off) + 0);
+
+
+fpdeep_fp0_fpdeep_line_buffer0_tab00_tl <= fpdeep_fp0_fpdeep_line_buffer0_tab00_ts(3-1 downto 0);
+
+fpdeep_fp0_fpdeep_line_buffer0_tab00_md: process (fpdeep_fp0_fpdeep_line_buffer0_tab00_ts, fpdeep_fp0_fpdeep_line_buffer0_g_p, fpdeep_fp0_fpdeep_line_buffer0_tab00_tl, fpdeep_fp0_fpdeep_line_buffer0_g_hp) is
+begin
+    if (signed(resize(fpdeep_fp0_fpdeep_line_buffer0_tab00_ts, 6)) >= (2 * 5)) then
+        fpdeep_fp0_fpdeep_line_buffer0_tab00_t0 <= (fpdeep_fp0_fpdeep_line_buffer0_tab00_tl + 6);
+    elsif (fpdeep_fp0_fpdeep_line_buffer0_tab00_ts >= 5) then
+        fpdeep_fp0_fpdeep_line_buffer0_tab00_t0 <= (fpdeep_fp0_fpdeep_line_buffer0_tab00_tl + 3);
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_tab00_t0 <= fpdeep_fp0_fpdeep_line_buffer0_tab00_tl;
+    end if;
+    fpdeep_fp0_fpdeep_line_buffer0_tab00_m0 <= stdl((0 >= fpdeep_fp0_fpdeep_line_buffer0_g_p) and (0 < fpdeep_fp0_fpdeep_line_buffer0_g_hp));
+end process fpdeep_fp0_fpdeep_line_buffer0_tab00_md;
+
+
+fpdeep_fp0_fpdeep_line_buffer0_tab01_ts <= ((fpdeep_fp0_fpdeep_line_buffer0_rsl + fpdeep_fp0_fpdeep_line_buffer0_g_off) + 1);
+
+
+fpdeep_fp0_fpdeep_line_buffer0_tab01_tl <= fpdeep_fp0_fpdeep_line_buffer0_tab01_ts(3-1 downto 0);
+
+fpdeep_fp0_fpdeep_line_buffer0_tab01_md: process (fpdeep_fp0_fpdeep_line_buffer0_tab01_ts, fpdeep_fp0_fpdeep_line_buffer0_g_p, fpdeep_fp0_fpdeep_line_buffer0_tab01_tl, fpdeep_fp0_fpdeep_line_buffer0_g_hp) is
+begin
+    if (signed(resize(fpdeep_fp0_fpdeep_line_buffer0_tab01_ts, 6)) >= (2 * 5)) then
+        fpdeep_fp0_fpdeep_line_buffer0_tab01_t0 <= (fpdeep_fp0_fpdeep_line_buffer0_tab01_tl + 6);
+    elsif (fpdeep_fp0_fpdeep_line_buffer0_tab01_ts >= 5) then
+        fpdeep_fp0_fpdeep_line_buffer0_tab01_t0 <= (fpdeep_fp0_fpdeep_line_buffer0_tab01_tl + 3);
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_tab01_t0 <= fpdeep_fp0_fpdeep_line_buffer0_tab01_tl;
+    end if;
+    fpdeep_fp0_fpdeep_line_buffer0_tab01_m0 <= stdl((1 >= fpdeep_fp0_fpdeep_line_buffer0_g_p) and (1 < fpdeep_fp0_fpdeep_line_buffer0_g_hp));
+end process fpdeep_fp0_fpdeep_line_buffer0_tab01_md;
+
+
+fpdeep_fp0_fpdeep_line_buffer0_tab02_ts <= ((fpdeep_fp0_fpdeep_line_buffer0_rsl + fpdeep_fp0_fpdeep_line_buffer0_g_off) + 2);
+
+
+fpdeep_fp0_fpdeep_line_buffer0_tab02_tl <= fpdeep_fp0_fpdeep_line_buffer0_tab02_ts(3-1 downto 0);
+
+fpdeep_fp0_fpdeep_line_buffer0_tab02_md: process (fpdeep_fp0_fpdeep_line_buffer0_tab02_ts, fpdeep_fp0_fpdeep_line_buffer0_g_p, fpdeep_fp0_fpdeep_line_buffer0_tab02_tl, fpdeep_fp0_fpdeep_line_buffer0_g_hp) is
+begin
+    if (signed(resize(fpdeep_fp0_fpdeep_line_buffer0_tab02_ts, 6)) >= (2 * 5)) then
+        fpdeep_fp0_fpdeep_line_buffer0_tab02_t0 <= (fpdeep_fp0_fpdeep_line_buffer0_tab02_tl + 6);
+    elsif (fpdeep_fp0_fpdeep_line_buffer0_tab02_ts >= 5) then
+        fpdeep_fp0_fpdeep_line_buffer0_tab02_t0 <= (fpdeep_fp0_fpdeep_line_buffer0_tab02_tl + 3);
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_tab02_t0 <= fpdeep_fp0_fpdeep_line_buffer0_tab02_tl;
+    end if;
+    fpdeep_fp0_fpdeep_line_buffer0_tab02_m0 <= stdl((2 >= fpdeep_fp0_fpdeep_line_buffer0_g_p) and (2 < fpdeep_fp0_fpdeep_line_buffer0_g_hp));
+end process fpdeep_fp0_fpdeep_line_buffer0_tab02_md;
+
+
+fpdeep_fp0_fpdeep_line_buffer0_tab03_ts <= ((fpdeep_fp0_fpdeep_line_buffer0_rsl + fpdeep_fp0_fpdeep_line_buffer0_g_off) + 3);
+
+
+fpdeep_fp0_fpdeep_line_buffer0_tab03_tl <= fpdeep_fp0_fpdeep_line_buffer0_tab03_ts(3-1 downto 0);
+
+fpdeep_fp0_fpdeep_line_buffer0_tab03_md: process (fpdeep_fp0_fpdeep_line_buffer0_tab03_ts, fpdeep_fp0_fpdeep_line_buffer0_g_p, fpdeep_fp0_fpdeep_line_buffer0_tab03_tl, fpdeep_fp0_fpdeep_line_buffer0_g_hp) is
+begin
+    if (signed(resize(fpdeep_fp0_fpdeep_line_buffer0_tab03_ts, 6)) >= (2 * 5)) then
+        fpdeep_fp0_fpdeep_line_buffer0_tab03_t0 <= (fpdeep_fp0_fpdeep_line_buffer0_tab03_tl + 6);
+    elsif (fpdeep_fp0_fpdeep_line_buffer0_tab03_ts >= 5) then
+        fpdeep_fp0_fpdeep_line_buffer0_tab03_t0 <= (fpdeep_fp0_fpdeep_line_buffer0_tab03_tl + 3);
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_tab03_t0 <= fpdeep_fp0_fpdeep_line_buffer0_tab03_tl;
+    end if;
+    fpdeep_fp0_fpdeep_line_buffer0_tab03_m0 <= stdl((3 >= fpdeep_fp0_fpdeep_line_buffer0_g_p) and (3 < fpdeep_fp0_fpdeep_line_buffer0_g_hp));
+end process fpdeep_fp0_fpdeep_line_buffer0_tab03_md;
+
+fpdeep_fp0_fpdeep_line_buffer0_tabn: process (fpdeep_fp0_fpdeep_line_buffer0_r_p, fpdeep_fp0_fpdeep_line_buffer0_r_hp, fpdeep_fp0_fpdeep_line_buffer0_tsl, fpdeep_fp0_fpdeep_line_buffer0_rk) is
+begin
+    if (signed(resize(fpdeep_fp0_fpdeep_line_buffer0_tsl(3), 4)) = (5 - 1)) then
+        fpdeep_fp0_fpdeep_line_buffer0_tkn <= to_unsigned(0, 3);
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_tkn <= (fpdeep_fp0_fpdeep_line_buffer0_tsl(3) + 1);
+    end if;
+    fpdeep_fp0_fpdeep_line_buffer0_mkn <= stdl((fpdeep_fp0_fpdeep_line_buffer0_rk >= fpdeep_fp0_fpdeep_line_buffer0_r_p) and (fpdeep_fp0_fpdeep_line_buffer0_rk < fpdeep_fp0_fpdeep_line_buffer0_r_hp));
+end process fpdeep_fp0_fpdeep_line_buffer0_tabn;
+
+fpdeep_fp0_fpdeep_line_buffer0_tab_reg0_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_a <= '0';
+            fpdeep_fp0_fpdeep_line_buffer0_tsl(0) <= to_unsigned(0, 3);
+        else
+            if ((not bool(fpdeep_fp0_fpdeep_line_buffer0_ract)) and bool(fpdeep_fp0_fpdeep_line_buffer0_rpend)) then
+                fpdeep_fp0_fpdeep_line_buffer0_tsl(0) <= fpdeep_fp0_fpdeep_line_buffer0_tab00_t0;
+                fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_a <= fpdeep_fp0_fpdeep_line_buffer0_tab00_m0;
+            elsif (bool(fpdeep_fp0_fpdeep_line_buffer0_wf) and bool(fpdeep_fp0_fpdeep_line_buffer0_lastj) and (not bool(fpdeep_fp0_fpdeep_line_buffer0_lastr))) then
+                fpdeep_fp0_fpdeep_line_buffer0_tsl(0) <= fpdeep_fp0_fpdeep_line_buffer0_tsl(1);
+                fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_a <= fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_b;
+            end if;
+        end if;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_tab_reg0_st;
+
+fpdeep_fp0_fpdeep_line_buffer0_tab_reg1_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_b <= '0';
+            fpdeep_fp0_fpdeep_line_buffer0_tsl(1) <= to_unsigned(0, 3);
+        else
+            if ((not bool(fpdeep_fp0_fpdeep_line_buffer0_ract)) and bool(fpdeep_fp0_fpdeep_line_buffer0_rpend)) then
+                fpdeep_fp0_fpdeep_line_buffer0_tsl(1) <= fpdeep_fp0_fpdeep_line_buffer0_tab01_t0;
+                fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_b <= fpdeep_fp0_fpdeep_line_buffer0_tab01_m0;
+            elsif (bool(fpdeep_fp0_fpdeep_line_buffer0_wf) and bool(fpdeep_fp0_fpdeep_line_buffer0_lastj) and (not bool(fpdeep_fp0_fpdeep_line_buffer0_lastr))) then
+                fpdeep_fp0_fpdeep_line_buffer0_tsl(1) <= fpdeep_fp0_fpdeep_line_buffer0_tsl(2);
+                fpdeep_fp0_fpdeep_line_buffer0_mask_bit0_b <= fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_b;
+            end if;
+        end if;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_tab_reg1_st;
+
+fpdeep_fp0_fpdeep_line_buffer0_tab_reg2_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_b <= '0';
+            fpdeep_fp0_fpdeep_line_buffer0_tsl(2) <= to_unsigned(0, 3);
+        else
+            if ((not bool(fpdeep_fp0_fpdeep_line_buffer0_ract)) and bool(fpdeep_fp0_fpdeep_line_buffer0_rpend)) then
+                fpdeep_fp0_fpdeep_line_buffer0_tsl(2) <= fpdeep_fp0_fpdeep_line_buffer0_tab02_t0;
+                fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_b <= fpdeep_fp0_fpdeep_line_buffer0_tab02_m0;
+            elsif (bool(fpdeep_fp0_fpdeep_line_buffer0_wf) and bool(fpdeep_fp0_fpdeep_line_buffer0_lastj) and (not bool(fpdeep_fp0_fpdeep_line_buffer0_lastr))) then
+                fpdeep_fp0_fpdeep_line_buffer0_tsl(2) <= fpdeep_fp0_fpdeep_line_buffer0_tsl(3);
+                fpdeep_fp0_fpdeep_line_buffer0_mask_bit1_b <= fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_b;
+            end if;
+        end if;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_tab_reg2_st;
+
+fpdeep_fp0_fpdeep_line_buffer0_tab_reg3_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_b <= '0';
+            fpdeep_fp0_fpdeep_line_buffer0_tsl(3) <= to_unsigned(0, 3);
+        else
+            if ((not bool(fpdeep_fp0_fpdeep_line_buffer0_ract)) and bool(fpdeep_fp0_fpdeep_line_buffer0_rpend)) then
+                fpdeep_fp0_fpdeep_line_buffer0_tsl(3) <= fpdeep_fp0_fpdeep_line_buffer0_tab03_t0;
+                fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_b <= fpdeep_fp0_fpdeep_line_buffer0_tab03_m0;
+            elsif (bool(fpdeep_fp0_fpdeep_line_buffer0_wf) and bool(fpdeep_fp0_fpdeep_line_buffer0_lastj) and (not bool(fpdeep_fp0_fpdeep_line_buffer0_lastr))) then
+                fpdeep_fp0_fpdeep_line_buffer0_tsl(3) <= fpdeep_fp0_fpdeep_line_buffer0_tkn;
+                fpdeep_fp0_fpdeep_line_buffer0_mask_bit2_b <= fpdeep_fp0_fpdeep_line_buffer0_mkn;
+            end if;
+        end if;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_tab_reg3_st;
 
 fpdeep_fp0_fpdeep_line_buffer0_ctl: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
             fpdeep_fp0_fpdeep_line_buffer0_errq <= '0';
+            fpdeep_fp0_fpdeep_line_buffer0_r_h <= to_unsigned(0, 5);
+            fpdeep_fp0_fpdeep_line_buffer0_lim <= to_unsigned(0, 5);
             fpdeep_fp0_fpdeep_line_buffer0_r_w <= to_unsigned(0, 4);
             fpdeep_fp0_lb_done_unused <= '0';
             fpdeep_fp0_fpdeep_line_buffer0_r_hm1 <= to_unsigned(0, 5);
+            fpdeep_fp0_fpdeep_line_buffer0_g_h <= to_unsigned(0, 5);
             fp_cerr <= '0';
             fpdeep_fp0_fpdeep_line_buffer0_rsl <= to_unsigned(0, 5);
+            fpdeep_fp0_fpdeep_line_buffer0_r_wm1 <= to_unsigned(0, 4);
             fpdeep_fp0_fpdeep_line_buffer0_g_hp <= to_unsigned(0, 5);
             fpdeep_fp0_fpdeep_line_buffer0_r_wo1 <= to_unsigned(0, 4);
             fpdeep_fp0_fpdeep_line_buffer0_rpend <= '0';
@@ -3774,6 +3982,8 @@ begin
             fpdeep_fp0_fpdeep_line_buffer0_g_off <= to_unsigned(0, 5);
             fpdeep_fp0_fpdeep_line_buffer0_jj <= to_unsigned(0, 4);
             fp_rerr <= '0';
+            fpdeep_fp0_fpdeep_line_buffer0_g_hcr <= to_unsigned(0, 5);
+            fpdeep_fp0_fpdeep_line_buffer0_rk <= to_unsigned(0, 5);
             fpdeep_fp0_fpdeep_line_buffer0_nfull <= to_unsigned(0, 5);
             fpdeep_fp0_fpdeep_line_buffer0_rr <= to_unsigned(0, 5);
             fpdeep_fp0_fpdeep_line_buffer0_g_hm1 <= to_unsigned(0, 5);
@@ -3781,16 +3991,20 @@ begin
             fpdeep_fp0_fpdeep_line_buffer0_wbusy <= '0';
             fpdeep_fp0_fpdeep_line_buffer0_g_p <= to_unsigned(0, 5);
             fpdeep_fp0_fpdeep_line_buffer0_wslot <= to_unsigned(0, 3);
-            fpdeep_fp0_fpdeep_line_buffer0_r_off <= to_unsigned(0, 5);
             fpdeep_fp0_fpdeep_line_buffer0_g_wm1 <= to_unsigned(0, 4);
             fpdeep_fp0_fpdeep_line_buffer0_g_wo1 <= to_unsigned(0, 4);
             fpdeep_fp0_fpdeep_line_buffer0_g_hc <= to_unsigned(0, 4);
             fpdeep_fp0_fpdeep_line_buffer0_g_ho1 <= to_unsigned(0, 5);
             fpdeep_fp0_fpdeep_line_buffer0_g_w <= to_unsigned(0, 4);
             fpdeep_fp0_fpdeep_line_buffer0_r_p <= to_unsigned(0, 5);
+            fpdeep_fp0_fpdeep_line_buffer0_q <= to_unsigned(0, 4);
+            fpdeep_fp0_fpdeep_line_buffer0_nr1 <= to_unsigned(0, 5);
             fpdeep_fp0_fpdeep_line_buffer0_r_ho1 <= to_unsigned(0, 5);
+            fpdeep_fp0_fpdeep_line_buffer0_nr0 <= to_unsigned(0, 5);
             fpdeep_fp0_fpdeep_line_buffer0_r_hc <= to_unsigned(0, 4);
             fpdeep_fp0_fpdeep_line_buffer0_r_hp <= to_unsigned(0, 5);
+            fpdeep_fp0_fpdeep_line_buffer0_tailw <= '0';
+            fpdeep_fp0_fpdeep_line_buffer0_r_tw0 <= '0';
             fpdeep_fp0_fpdeep_line_buffer0_lo <= to_unsigned(0, 5);
             fpdeep_fp0_fpdeep_line_buffer0_wrow <= to_unsigned(0, 5);
         else
@@ -3815,6 +4029,8 @@ begin
                     fpdeep_fp0_fpdeep_line_buffer0_g_hc <= resize(unsigned((3 - 1) - signed(resize(fpdeep_fp0_fpdeep_line_buffer0_pe_c, 5))), 4);
                     fpdeep_fp0_fpdeep_line_buffer0_g_wo1 <= (fpdeep_fp0_fpdeep_line_buffer0_wsum - 3);
                     fpdeep_fp0_fpdeep_line_buffer0_g_hm1 <= (fpdeep_fp0_fpdeep_line_buffer0_he_r - 1);
+                    fpdeep_fp0_fpdeep_line_buffer0_g_h <= fpdeep_fp0_fpdeep_line_buffer0_he_r;
+                    fpdeep_fp0_fpdeep_line_buffer0_g_hcr <= resize(unsigned((3 - 1) - signed(resize(fpdeep_fp0_fpdeep_line_buffer0_pe_r, 6))), 5);
                     fpdeep_fp0_fpdeep_line_buffer0_g_ho1 <= (fpdeep_fp0_fpdeep_line_buffer0_hsum - 3);
                     fpdeep_fp0_fpdeep_line_buffer0_g_hp <= (fpdeep_fp0_fpdeep_line_buffer0_he_r + fpdeep_fp0_fpdeep_line_buffer0_pe_r);
                     fpdeep_fp0_fpdeep_line_buffer0_g_p <= fpdeep_fp0_fpdeep_line_buffer0_pe_r;
@@ -3862,6 +4078,15 @@ begin
             elsif (bool(fpdeep_fp0_fpdeep_line_buffer0_wfire) and (fpdeep_fp0_fpdeep_line_buffer0_wcol = fpdeep_fp0_fpdeep_line_buffer0_g_wm1)) then
                 fpdeep_fp0_fpdeep_line_buffer0_nfull <= (fpdeep_fp0_fpdeep_line_buffer0_nfull + 1);
             end if;
+            if (bool(fpdeep_fp0_fpdeep_line_buffer0_wf) and bool(fpdeep_fp0_fpdeep_line_buffer0_lastj) and bool(fpdeep_fp0_fpdeep_line_buffer0_lastr)) then
+                if bool(fpdeep_fp0_fpdeep_line_buffer0_rowin) then
+                    fpdeep_fp0_fpdeep_line_buffer0_lim <= ((fpdeep_fp0_fpdeep_line_buffer0_lim + 1) - fpdeep_fp0_fpdeep_line_buffer0_r_h);
+                else
+                    fpdeep_fp0_fpdeep_line_buffer0_lim <= (fpdeep_fp0_fpdeep_line_buffer0_lim - fpdeep_fp0_fpdeep_line_buffer0_r_h);
+                end if;
+            elsif bool(fpdeep_fp0_fpdeep_line_buffer0_rowin) then
+                fpdeep_fp0_fpdeep_line_buffer0_lim <= (fpdeep_fp0_fpdeep_line_buffer0_lim + 1);
+            end if;
             if ((not bool(fpdeep_fp0_fpdeep_line_buffer0_ract)) and bool(fpdeep_fp0_fpdeep_line_buffer0_rpend)) then
                 fpdeep_fp0_fpdeep_line_buffer0_ract <= '1';
                 fpdeep_fp0_fpdeep_line_buffer0_rpend <= '0';
@@ -3869,10 +4094,25 @@ begin
                 fpdeep_fp0_fpdeep_line_buffer0_r_hc <= fpdeep_fp0_fpdeep_line_buffer0_g_hc;
                 fpdeep_fp0_fpdeep_line_buffer0_r_wo1 <= fpdeep_fp0_fpdeep_line_buffer0_g_wo1;
                 fpdeep_fp0_fpdeep_line_buffer0_r_hm1 <= fpdeep_fp0_fpdeep_line_buffer0_g_hm1;
+                fpdeep_fp0_fpdeep_line_buffer0_r_h <= fpdeep_fp0_fpdeep_line_buffer0_g_h;
+                fpdeep_fp0_fpdeep_line_buffer0_r_wm1 <= fpdeep_fp0_fpdeep_line_buffer0_g_wm1;
+                fpdeep_fp0_fpdeep_line_buffer0_r_tw0 <= stdl(fpdeep_fp0_fpdeep_line_buffer0_g_hc >= fpdeep_fp0_fpdeep_line_buffer0_g_w);
+                fpdeep_fp0_fpdeep_line_buffer0_q <= fpdeep_fp0_fpdeep_line_buffer0_g_hc;
+                fpdeep_fp0_fpdeep_line_buffer0_tailw <= stdl(fpdeep_fp0_fpdeep_line_buffer0_g_hc >= fpdeep_fp0_fpdeep_line_buffer0_g_w);
+                fpdeep_fp0_fpdeep_line_buffer0_rk <= to_unsigned(3 + 1, 5);
+                if (fpdeep_fp0_fpdeep_line_buffer0_g_hcr > fpdeep_fp0_fpdeep_line_buffer0_g_hm1) then
+                    fpdeep_fp0_fpdeep_line_buffer0_nr0 <= fpdeep_fp0_fpdeep_line_buffer0_g_hm1;
+                else
+                    fpdeep_fp0_fpdeep_line_buffer0_nr0 <= fpdeep_fp0_fpdeep_line_buffer0_g_hcr;
+                end if;
+                if ((fpdeep_fp0_fpdeep_line_buffer0_g_hcr + 1) > fpdeep_fp0_fpdeep_line_buffer0_g_hm1) then
+                    fpdeep_fp0_fpdeep_line_buffer0_nr1 <= fpdeep_fp0_fpdeep_line_buffer0_g_hm1;
+                else
+                    fpdeep_fp0_fpdeep_line_buffer0_nr1 <= (fpdeep_fp0_fpdeep_line_buffer0_g_hcr + 1);
+                end if;
                 fpdeep_fp0_fpdeep_line_buffer0_r_ho1 <= fpdeep_fp0_fpdeep_line_buffer0_g_ho1;
                 fpdeep_fp0_fpdeep_line_buffer0_r_hp <= fpdeep_fp0_fpdeep_line_buffer0_g_hp;
                 fpdeep_fp0_fpdeep_line_buffer0_r_p <= fpdeep_fp0_fpdeep_line_buffer0_g_p;
-                fpdeep_fp0_fpdeep_line_buffer0_r_off <= fpdeep_fp0_fpdeep_line_buffer0_g_off;
                 fpdeep_fp0_fpdeep_line_buffer0_rr <= to_unsigned(0, 5);
                 fpdeep_fp0_fpdeep_line_buffer0_jj <= to_unsigned(0, 4);
                 fpdeep_fp0_fpdeep_line_buffer0_hq <= to_unsigned(0, 4);
@@ -3887,15 +4127,24 @@ begin
                 end if;
                 if bool(fpdeep_fp0_fpdeep_line_buffer0_lastj) then
                     fpdeep_fp0_fpdeep_line_buffer0_jj <= to_unsigned(0, 4);
+                    fpdeep_fp0_fpdeep_line_buffer0_q <= fpdeep_fp0_fpdeep_line_buffer0_r_hc;
+                    fpdeep_fp0_fpdeep_line_buffer0_tailw <= fpdeep_fp0_fpdeep_line_buffer0_r_tw0;
                     if bool(fpdeep_fp0_fpdeep_line_buffer0_lastr) then
                         fpdeep_fp0_fpdeep_line_buffer0_ract <= '0';
                         fpdeep_fp0_fpdeep_line_buffer0_lo <= to_unsigned(0, 5);
                     else
                         fpdeep_fp0_fpdeep_line_buffer0_rr <= (fpdeep_fp0_fpdeep_line_buffer0_rr + 1);
                         fpdeep_fp0_fpdeep_line_buffer0_lo <= (fpdeep_fp0_fpdeep_line_buffer0_lo + fpdeep_fp0_fpdeep_line_buffer0_dec);
+                        fpdeep_fp0_fpdeep_line_buffer0_rk <= (fpdeep_fp0_fpdeep_line_buffer0_rk + 1);
+                        fpdeep_fp0_fpdeep_line_buffer0_nr0 <= fpdeep_fp0_fpdeep_line_buffer0_nr1;
+                        if (fpdeep_fp0_fpdeep_line_buffer0_nr1 /= fpdeep_fp0_fpdeep_line_buffer0_r_hm1) then
+                            fpdeep_fp0_fpdeep_line_buffer0_nr1 <= (fpdeep_fp0_fpdeep_line_buffer0_nr1 + 1);
+                        end if;
                     end if;
                 else
                     fpdeep_fp0_fpdeep_line_buffer0_jj <= (fpdeep_fp0_fpdeep_line_buffer0_jj + 1);
+                    fpdeep_fp0_fpdeep_line_buffer0_q <= (fpdeep_fp0_fpdeep_line_buffer0_q + 1);
+                    fpdeep_fp0_fpdeep_line_buffer0_tailw <= stdl(fpdeep_fp0_fpdeep_line_buffer0_q >= fpdeep_fp0_fpdeep_line_buffer0_r_wm1);
                 end if;
             end if;
         end if;
@@ -3962,41 +4211,41 @@ begin
     end if;
 end process fpdeep_fp0_fpdeep_line_buffer0_row_ram4_ram;
 
-fpdeep_fp0_fpdeep_line_buffer0_slot_add0_add: process (fpdeep_fp0_fpdeep_line_buffer0_slot0) is
+fpdeep_fp0_fpdeep_line_buffer0_mux20_m: process (fpdeep_fp0_fpdeep_line_buffer0_tsl, fpdeep_fp0_fpdeep_line_buffer0_nxt) is
 begin
-    if ((fpdeep_fp0_fpdeep_line_buffer0_slot0 + 0) >= 5) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot_add0_y <= ((fpdeep_fp0_fpdeep_line_buffer0_slot0 + 0) - 5);
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_nxt) then
+        fpdeep_fp0_fpdeep_line_buffer0_mux20_y <= fpdeep_fp0_fpdeep_line_buffer0_tsl(1);
     else
-        fpdeep_fp0_fpdeep_line_buffer0_slot_add0_y <= (fpdeep_fp0_fpdeep_line_buffer0_slot0 + 0);
+        fpdeep_fp0_fpdeep_line_buffer0_mux20_y <= fpdeep_fp0_fpdeep_line_buffer0_tsl(0);
     end if;
-end process fpdeep_fp0_fpdeep_line_buffer0_slot_add0_add;
+end process fpdeep_fp0_fpdeep_line_buffer0_mux20_m;
 
-fpdeep_fp0_fpdeep_line_buffer0_slot_add1_add: process (fpdeep_fp0_fpdeep_line_buffer0_slot0) is
+fpdeep_fp0_fpdeep_line_buffer0_mux21_m: process (fpdeep_fp0_fpdeep_line_buffer0_tsl, fpdeep_fp0_fpdeep_line_buffer0_nxt) is
 begin
-    if ((fpdeep_fp0_fpdeep_line_buffer0_slot0 + 1) >= 5) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot_add1_y <= ((fpdeep_fp0_fpdeep_line_buffer0_slot0 + 1) - 5);
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_nxt) then
+        fpdeep_fp0_fpdeep_line_buffer0_mux21_y <= fpdeep_fp0_fpdeep_line_buffer0_tsl(2);
     else
-        fpdeep_fp0_fpdeep_line_buffer0_slot_add1_y <= (fpdeep_fp0_fpdeep_line_buffer0_slot0 + 1);
+        fpdeep_fp0_fpdeep_line_buffer0_mux21_y <= fpdeep_fp0_fpdeep_line_buffer0_tsl(1);
     end if;
-end process fpdeep_fp0_fpdeep_line_buffer0_slot_add1_add;
+end process fpdeep_fp0_fpdeep_line_buffer0_mux21_m;
 
-fpdeep_fp0_fpdeep_line_buffer0_slot_add2_add: process (fpdeep_fp0_fpdeep_line_buffer0_slot0) is
+fpdeep_fp0_fpdeep_line_buffer0_mux22_m: process (fpdeep_fp0_fpdeep_line_buffer0_tsl, fpdeep_fp0_fpdeep_line_buffer0_nxt) is
 begin
-    if ((fpdeep_fp0_fpdeep_line_buffer0_slot0 + 2) >= 5) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot_add2_y <= ((fpdeep_fp0_fpdeep_line_buffer0_slot0 + 2) - 5);
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_nxt) then
+        fpdeep_fp0_fpdeep_line_buffer0_mux22_y <= fpdeep_fp0_fpdeep_line_buffer0_tsl(3);
     else
-        fpdeep_fp0_fpdeep_line_buffer0_slot_add2_y <= (fpdeep_fp0_fpdeep_line_buffer0_slot0 + 2);
+        fpdeep_fp0_fpdeep_line_buffer0_mux22_y <= fpdeep_fp0_fpdeep_line_buffer0_tsl(2);
     end if;
-end process fpdeep_fp0_fpdeep_line_buffer0_slot_add2_add;
+end process fpdeep_fp0_fpdeep_line_buffer0_mux22_m;
 
 fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y <= to_unsigned(0, 5);
+            fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y <= to_unsigned(0, 3);
         else
             if bool(fpdeep_fp0_fpdeep_line_buffer0_en) then
-                fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_add0_y;
+                fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y <= fpdeep_fp0_fpdeep_line_buffer0_mux20_y;
             end if;
         end if;
     end if;
@@ -4006,10 +4255,10 @@ fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y <= to_unsigned(0, 5);
+            fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y <= to_unsigned(0, 3);
         else
             if bool(fpdeep_fp0_fpdeep_line_buffer0_en) then
-                fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_add1_y;
+                fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y <= fpdeep_fp0_fpdeep_line_buffer0_mux21_y;
             end if;
         end if;
     end if;
@@ -4019,10 +4268,10 @@ fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y <= to_unsigned(0, 5);
+            fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y <= to_unsigned(0, 3);
         else
             if bool(fpdeep_fp0_fpdeep_line_buffer0_en) then
-                fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_add2_y;
+                fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y <= fpdeep_fp0_fpdeep_line_buffer0_mux22_y;
             end if;
         end if;
     end if;
@@ -4055,221 +4304,167 @@ begin
     end if;
 end process fpdeep_fp0_fpdeep_line_buffer0_st1;
 
-fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux20_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y, fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd) is
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y, fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd) is
 begin
     if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y(1-1 downto 0)) then
         fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_o <= fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd;
     else
         fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_o <= fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd;
     end if;
-end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux20_m;
-
-fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y, fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd) is
-begin
-    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y(1-1 downto 0)) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd;
-    else
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd;
-    end if;
-end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_m;
-
-fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero) is
-begin
-    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y(1-1 downto 0)) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero;
-    else
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd;
-    end if;
-end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_m;
-
-fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_o, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_y) is
-begin
-    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y(2-1 downto 1)) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux21_y;
-    else
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_o;
-    end if;
 end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_m;
 
-fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero) is
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y, fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd) is
 begin
-    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y(2-1 downto 1)) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero;
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y(1-1 downto 0)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd;
     else
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux22_y;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd;
     end if;
 end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_m;
 
-fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y) is
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero) is
 begin
-    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y(3-1 downto 2)) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y;
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y(1-1 downto 0)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero;
     else
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux23_y;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd;
     end if;
 end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_m;
 
-fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero) is
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_o, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y) is
 begin
-    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y(4-1 downto 3)) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero;
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y(2-1 downto 1)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux24_y;
     else
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_o;
     end if;
 end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_m;
 
-fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux27_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero) is
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux27_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero) is
 begin
-    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y(5-1 downto 4)) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero;
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y(2-1 downto 1)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux27_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_zero;
     else
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux27_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux25_y;
     end if;
 end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux27_m;
 
-fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux28_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y, fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd) is
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux28_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux27_y) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg0_y(3-1 downto 2)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux27_y;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux26_y;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_mux28_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y, fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd) is
 begin
     if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y(1-1 downto 0)) then
         fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_o <= fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd;
     else
         fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_o <= fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd;
     end if;
-end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux28_m;
-
-fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y, fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd) is
-begin
-    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y(1-1 downto 0)) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd;
-    else
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd;
-    end if;
 end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_m;
 
-fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero) is
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y, fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd) is
 begin
     if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y(1-1 downto 0)) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd;
     else
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd;
     end if;
 end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_m;
 
-fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_o, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_y) is
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero) is
 begin
-    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y(2-1 downto 1)) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux29_y;
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y(1-1 downto 0)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero;
     else
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_o;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd;
     end if;
 end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_m;
 
-fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero) is
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_o, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y) is
 begin
     if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y(2-1 downto 1)) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero;
-    else
         fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux210_y;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_o;
     end if;
 end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_m;
 
-fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y) is
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero) is
 begin
-    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y(3-1 downto 2)) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y;
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y(2-1 downto 1)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero;
     else
         fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux211_y;
     end if;
 end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_m;
 
-fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero) is
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y) is
 begin
-    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y(4-1 downto 3)) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero;
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y(3-1 downto 2)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y;
     else
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux213_y;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux212_y;
     end if;
 end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_m;
 
-fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux215_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero) is
-begin
-    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg1_y(5-1 downto 4)) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_zero;
-    else
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux214_y;
-    end if;
-end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux1_mux215_m;
-
-fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux216_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y, fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd) is
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux215_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y, fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd) is
 begin
     if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y(1-1 downto 0)) then
         fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_o <= fpdeep_fp0_fpdeep_line_buffer0_row_ram1_rd;
     else
         fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_o <= fpdeep_fp0_fpdeep_line_buffer0_row_ram0_rd;
     end if;
-end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux216_m;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux215_m;
 
-fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y, fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd) is
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux216_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y, fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd) is
 begin
     if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y(1-1 downto 0)) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux216_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram3_rd;
     else
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux216_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram2_rd;
+    end if;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux216_m;
+
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero) is
+begin
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y(1-1 downto 0)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero;
+    else
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd;
     end if;
 end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_m;
 
-fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_m: process (fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero) is
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_o, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux216_y) is
 begin
-    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y(1-1 downto 0)) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero;
+    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y(2-1 downto 1)) then
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux216_y;
     else
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y <= fpdeep_fp0_fpdeep_line_buffer0_row_ram4_rd;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_o;
     end if;
 end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_m;
 
-fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_o, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y) is
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero) is
 begin
     if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y(2-1 downto 1)) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero;
     else
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_o;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux217_y;
     end if;
 end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_m;
 
-fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero) is
-begin
-    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y(2-1 downto 1)) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero;
-    else
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y;
-    end if;
-end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_m;
-
-fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_y) is
+fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y) is
 begin
     if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y(3-1 downto 2)) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_y;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y;
     else
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux219_y;
+        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux218_y;
     end if;
-end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_m;
-
-fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero) is
-begin
-    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y(4-1 downto 3)) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero;
-    else
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux221_y;
-    end if;
-end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_m;
-
-fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux223_m: process (fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_y, fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y, fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero) is
-begin
-    if bool(fpdeep_fp0_fpdeep_line_buffer0_slot_reg2_y(5-1 downto 4)) then
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_zero;
-    else
-        fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_y <= fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux222_y;
-    end if;
-end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux223_m;
+end process fpdeep_fp0_fpdeep_line_buffer0_slot_mux2_mux220_m;
 
 fpdeep_fp0_fpdeep_line_buffer0_pix_mask0_pm: process (fpdeep_fp0_fpdeep_line_buffer0_hz1, fpdeep_fp0_fpdeep_line_buffer0_m1, fpdeep_fp0_fpdeep_line_buffer0_slot_mux0_y) is
 begin
@@ -6320,62 +6515,43 @@ fpdeep_eb0_fpdeep_line_buffer0_0_wadr <= fpdeep_eb0_fpdeep_line_buffer0_0_wcol(4
 fpdeep_eb0_fpdeep_line_buffer0_0_accept <= stdl(bool(fpdeep_eb0_lb_start) and (not (bool(fpdeep_eb0_fpdeep_line_buffer0_0_wbusy) or bool(fpdeep_eb0_fpdeep_line_buffer0_0_rpend) or bool(fpdeep_eb0_fpdeep_line_buffer0_0_errq))));
 fpdeep_eb0_lb_busy <= stdl(bool(fpdeep_eb0_fpdeep_line_buffer0_0_wbusy) or bool(fpdeep_eb0_fpdeep_line_buffer0_0_rpend) or bool(fpdeep_eb0_fpdeep_line_buffer0_0_errq));
 
-fpdeep_eb0_fpdeep_line_buffer0_0_rscan: process (fpdeep_eb0_fpdeep_line_buffer0_0_r_w, fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1, fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1, fpdeep_eb0_fpdeep_line_buffer0_0_r_hc, fpdeep_eb0_fpdeep_line_buffer0_0_jj, fpdeep_eb0_fpdeep_line_buffer0_0_lo, fpdeep_eb0_fpdeep_line_buffer0_0_nfull, fpdeep_eb0_fpdeep_line_buffer0_0_rr, fpdeep_eb0_fpdeep_line_buffer0_0_r_wo1) is
+fpdeep_eb0_fpdeep_line_buffer0_0_rscan: process (fpdeep_eb0_fpdeep_line_buffer0_0_nr1, fpdeep_eb0_fpdeep_line_buffer0_0_wcol, fpdeep_eb0_fpdeep_line_buffer0_0_lim, fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1, fpdeep_eb0_fpdeep_line_buffer0_0_nr0, fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1, fpdeep_eb0_fpdeep_line_buffer0_0_jj, fpdeep_eb0_fpdeep_line_buffer0_0_wfire, fpdeep_eb0_fpdeep_line_buffer0_0_rr, fpdeep_eb0_fpdeep_line_buffer0_0_r_wo1) is
 begin
-    fpdeep_eb0_fpdeep_line_buffer0_0_q <= (fpdeep_eb0_fpdeep_line_buffer0_0_jj + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc);
-    fpdeep_eb0_fpdeep_line_buffer0_0_tailw <= stdl((fpdeep_eb0_fpdeep_line_buffer0_0_jj + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) >= fpdeep_eb0_fpdeep_line_buffer0_0_r_w);
     fpdeep_eb0_fpdeep_line_buffer0_0_first <= stdl(fpdeep_eb0_fpdeep_line_buffer0_0_jj = 0);
     fpdeep_eb0_fpdeep_line_buffer0_0_lastj <= stdl(fpdeep_eb0_fpdeep_line_buffer0_0_jj = fpdeep_eb0_fpdeep_line_buffer0_0_r_wo1);
     fpdeep_eb0_fpdeep_line_buffer0_0_lastr <= stdl(fpdeep_eb0_fpdeep_line_buffer0_0_rr = fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1);
-    if (fpdeep_eb0_fpdeep_line_buffer0_0_jj = 0) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_ur <= fpdeep_eb0_fpdeep_line_buffer0_0_rr;
-    else
-        fpdeep_eb0_fpdeep_line_buffer0_0_ur <= (fpdeep_eb0_fpdeep_line_buffer0_0_rr + 1);
-    end if;
     fpdeep_eb0_fpdeep_line_buffer0_0_uex <= stdl((fpdeep_eb0_fpdeep_line_buffer0_0_jj = 0) or (fpdeep_eb0_fpdeep_line_buffer0_0_rr /= fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1));
-    fpdeep_eb0_fpdeep_line_buffer0_0_lim <= (fpdeep_eb0_fpdeep_line_buffer0_0_lo + fpdeep_eb0_fpdeep_line_buffer0_0_nfull);
-    if ((fpdeep_eb0_fpdeep_line_buffer0_0_rr + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) > fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_need_r <= fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1;
-    else
-        fpdeep_eb0_fpdeep_line_buffer0_0_need_r <= (fpdeep_eb0_fpdeep_line_buffer0_0_rr + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc);
-    end if;
+    fpdeep_eb0_fpdeep_line_buffer0_0_ok0 <= stdl(fpdeep_eb0_fpdeep_line_buffer0_0_nr0 < fpdeep_eb0_fpdeep_line_buffer0_0_lim);
     if (fpdeep_eb0_fpdeep_line_buffer0_0_jj = 0) then
-        if ((fpdeep_eb0_fpdeep_line_buffer0_0_rr + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) > fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1) then
-            fpdeep_eb0_fpdeep_line_buffer0_0_need_u <= fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1;
-        else
-            fpdeep_eb0_fpdeep_line_buffer0_0_need_u <= (fpdeep_eb0_fpdeep_line_buffer0_0_rr + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc);
-        end if;
+        fpdeep_eb0_fpdeep_line_buffer0_0_oku <= stdl(fpdeep_eb0_fpdeep_line_buffer0_0_nr0 < fpdeep_eb0_fpdeep_line_buffer0_0_lim);
     else
-        if (((fpdeep_eb0_fpdeep_line_buffer0_0_rr + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) + 1) > fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1) then
-            fpdeep_eb0_fpdeep_line_buffer0_0_need_u <= fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1;
-        else
-            fpdeep_eb0_fpdeep_line_buffer0_0_need_u <= ((fpdeep_eb0_fpdeep_line_buffer0_0_rr + fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) + 1);
-        end if;
+        fpdeep_eb0_fpdeep_line_buffer0_0_oku <= stdl(fpdeep_eb0_fpdeep_line_buffer0_0_nr1 < fpdeep_eb0_fpdeep_line_buffer0_0_lim);
     end if;
+    fpdeep_eb0_fpdeep_line_buffer0_0_rowin <= stdl(bool(fpdeep_eb0_fpdeep_line_buffer0_0_wfire) and (fpdeep_eb0_fpdeep_line_buffer0_0_wcol = fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1));
 end process fpdeep_eb0_fpdeep_line_buffer0_0_rscan;
 
-fpdeep_eb0_fpdeep_line_buffer0_0_rdec: process (fpdeep_eb0_fpdeep_line_buffer0_0_need_r, fpdeep_eb0_fpdeep_line_buffer0_0_need_u, fpdeep_eb0_fpdeep_line_buffer0_0_lim, fpdeep_eb0_fpdeep_line_buffer0_0_hq, fpdeep_eb0_fpdeep_line_buffer0_0_ract, fpdeep_eb0_fpdeep_line_buffer0_0_r_hc, fpdeep_eb0_fpdeep_line_buffer0_0_jj, fpdeep_eb0_fpdeep_line_buffer0_0_tailw, fpdeep_eb0_fpdeep_line_buffer0_0_uex) is
+fpdeep_eb0_fpdeep_line_buffer0_0_rdec: process (fpdeep_eb0_fpdeep_line_buffer0_0_oku, fpdeep_eb0_fpdeep_line_buffer0_0_hq, fpdeep_eb0_fpdeep_line_buffer0_0_ract, fpdeep_eb0_fpdeep_line_buffer0_0_r_hc, fpdeep_eb0_fpdeep_line_buffer0_0_jj, fpdeep_eb0_fpdeep_line_buffer0_0_tailw, fpdeep_eb0_fpdeep_line_buffer0_0_uex, fpdeep_eb0_fpdeep_line_buffer0_0_ok0) is
     variable cwin: std_logic;
 begin
-    cwin := stdl(bool(fpdeep_eb0_fpdeep_line_buffer0_0_ract) and ((fpdeep_eb0_fpdeep_line_buffer0_0_jj /= 0) or (fpdeep_eb0_fpdeep_line_buffer0_0_hq = fpdeep_eb0_fpdeep_line_buffer0_0_r_hc)) and (bool(fpdeep_eb0_fpdeep_line_buffer0_0_tailw) or (fpdeep_eb0_fpdeep_line_buffer0_0_need_r < fpdeep_eb0_fpdeep_line_buffer0_0_lim)));
+    cwin := stdl(bool(fpdeep_eb0_fpdeep_line_buffer0_0_ract) and ((fpdeep_eb0_fpdeep_line_buffer0_0_jj /= 0) or (fpdeep_eb0_fpdeep_line_buffer0_0_hq = fpdeep_eb0_fpdeep_line_buffer0_0_r_hc)) and (bool(fpdeep_eb0_fpdeep_line_buffer0_0_tailw) or bool(fpdeep_eb0_fpdeep_line_buffer0_0_ok0)));
     fpdeep_eb0_fpdeep_line_buffer0_0_can_win <= cwin;
-    fpdeep_eb0_fpdeep_line_buffer0_0_can_head <= stdl(bool(fpdeep_eb0_fpdeep_line_buffer0_0_ract) and (fpdeep_eb0_fpdeep_line_buffer0_0_hq /= fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_uex) and (fpdeep_eb0_fpdeep_line_buffer0_0_need_u < fpdeep_eb0_fpdeep_line_buffer0_0_lim) and ((not bool(cwin)) or (bool(fpdeep_eb0_fpdeep_line_buffer0_0_tailw) and (fpdeep_eb0_fpdeep_line_buffer0_0_jj /= 0))));
+    fpdeep_eb0_fpdeep_line_buffer0_0_can_head <= stdl(bool(fpdeep_eb0_fpdeep_line_buffer0_0_ract) and (fpdeep_eb0_fpdeep_line_buffer0_0_hq /= fpdeep_eb0_fpdeep_line_buffer0_0_r_hc) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_uex) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_oku) and ((not bool(cwin)) or (bool(fpdeep_eb0_fpdeep_line_buffer0_0_tailw) and (fpdeep_eb0_fpdeep_line_buffer0_0_jj /= 0))));
 end process fpdeep_eb0_fpdeep_line_buffer0_0_rdec;
 
-fpdeep_eb0_fpdeep_line_buffer0_0_rfire: process (fpdeep_eb0_fpdeep_line_buffer0_0_r_p, fpdeep_eb0_fpdeep_line_buffer0_0_q, fpdeep_eb0_fpdeep_line_buffer0_0_can_head, fpdeep_eb0_fpdeep_line_buffer0_0_ur, fpdeep_eb0_fpdeep_line_buffer0_0_lastr, fpdeep_eb0_fpdeep_line_buffer0_0_hq, fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1, fpdeep_eb0_fpdeep_line_buffer0_0_tailw, fpdeep_eb0_fpdeep_line_buffer0_0_en, fpdeep_eb0_fpdeep_line_buffer0_0_lo, fpdeep_eb0_fpdeep_line_buffer0_0_can_win, fpdeep_eb0_fpdeep_line_buffer0_0_rr) is
+fpdeep_eb0_fpdeep_line_buffer0_0_rfire: process (fpdeep_eb0_fpdeep_line_buffer0_0_r_p, fpdeep_eb0_fpdeep_line_buffer0_0_q, fpdeep_eb0_fpdeep_line_buffer0_0_can_head, fpdeep_eb0_fpdeep_line_buffer0_0_r_h, fpdeep_eb0_fpdeep_line_buffer0_0_lastr, fpdeep_eb0_fpdeep_line_buffer0_0_hq, fpdeep_eb0_fpdeep_line_buffer0_0_jj, fpdeep_eb0_fpdeep_line_buffer0_0_tailw, fpdeep_eb0_fpdeep_line_buffer0_0_en, fpdeep_eb0_fpdeep_line_buffer0_0_lo, fpdeep_eb0_fpdeep_line_buffer0_0_can_win, fpdeep_eb0_fpdeep_line_buffer0_0_rr) is
 begin
     fpdeep_eb0_fpdeep_line_buffer0_0_wf <= stdl(bool(fpdeep_eb0_fpdeep_line_buffer0_0_en) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_can_win));
     fpdeep_eb0_fpdeep_line_buffer0_0_hf <= stdl(bool(fpdeep_eb0_fpdeep_line_buffer0_0_en) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_can_head));
     fpdeep_eb0_fpdeep_line_buffer0_0_rden <= stdl((bool(fpdeep_eb0_fpdeep_line_buffer0_0_en) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_can_win) and (not bool(fpdeep_eb0_fpdeep_line_buffer0_0_tailw))) or (bool(fpdeep_eb0_fpdeep_line_buffer0_0_en) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_can_head)));
     if (bool(fpdeep_eb0_fpdeep_line_buffer0_0_can_win) and (not bool(fpdeep_eb0_fpdeep_line_buffer0_0_tailw))) then
         fpdeep_eb0_fpdeep_line_buffer0_0_rdad <= fpdeep_eb0_fpdeep_line_buffer0_0_q(4-1 downto 0);
-        fpdeep_eb0_fpdeep_line_buffer0_0_rrow <= fpdeep_eb0_fpdeep_line_buffer0_0_rr;
+        fpdeep_eb0_fpdeep_line_buffer0_0_nxt <= '0';
     else
         fpdeep_eb0_fpdeep_line_buffer0_0_rdad <= fpdeep_eb0_fpdeep_line_buffer0_0_hq(4-1 downto 0);
-        fpdeep_eb0_fpdeep_line_buffer0_0_rrow <= fpdeep_eb0_fpdeep_line_buffer0_0_ur;
+        fpdeep_eb0_fpdeep_line_buffer0_0_nxt <= stdl(fpdeep_eb0_fpdeep_line_buffer0_0_jj /= 0);
     end if;
     if bool(fpdeep_eb0_fpdeep_line_buffer0_0_lastr) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_dec <= ((fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1 + 1) - fpdeep_eb0_fpdeep_line_buffer0_0_lo);
+        fpdeep_eb0_fpdeep_line_buffer0_0_dec <= (fpdeep_eb0_fpdeep_line_buffer0_0_r_h - fpdeep_eb0_fpdeep_line_buffer0_0_lo);
     elsif (fpdeep_eb0_fpdeep_line_buffer0_0_rr >= fpdeep_eb0_fpdeep_line_buffer0_0_r_p) then
         fpdeep_eb0_fpdeep_line_buffer0_0_dec <= to_unsigned(1, 5);
     else
@@ -6383,43 +6559,204 @@ begin
     end if;
 end process fpdeep_eb0_fpdeep_line_buffer0_0_rfire;
 
-
-fpdeep_eb0_fpdeep_line_buffer0_0_dd <= (fpdeep_eb0_fpdeep_line_buffer0_0_rrow - fpdeep_eb0_fpdeep_line_buffer0_0_lo);
-fpdeep_eb0_fpdeep_line_buffer0_0_sbr <= ((fpdeep_eb0_fpdeep_line_buffer0_0_rsl + fpdeep_eb0_fpdeep_line_buffer0_0_dd) + fpdeep_eb0_fpdeep_line_buffer0_0_r_off);
-
-fpdeep_eb0_fpdeep_line_buffer0_0_rslot2: process (fpdeep_eb0_fpdeep_line_buffer0_0_sbr) is
+fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_mk: process (fpdeep_eb0_fpdeep_line_buffer0_0_nxt, fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_a, fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_b) is
 begin
-    if (signed(resize(fpdeep_eb0_fpdeep_line_buffer0_0_sbr, 6)) >= (2 * 5)) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot0 <= resize(unsigned(signed(resize(fpdeep_eb0_fpdeep_line_buffer0_0_sbr, 6)) - (2 * 5)), 5);
-    elsif (fpdeep_eb0_fpdeep_line_buffer0_0_sbr >= 5) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot0 <= (fpdeep_eb0_fpdeep_line_buffer0_0_sbr - 5);
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_nxt) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_mb <= fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_b;
     else
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot0 <= fpdeep_eb0_fpdeep_line_buffer0_0_sbr;
+        fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_mb <= fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_a;
     end if;
-end process fpdeep_eb0_fpdeep_line_buffer0_0_rslot2;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_mk;
 
+fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_mk: process (fpdeep_eb0_fpdeep_line_buffer0_0_nxt, fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_b, fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_b) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_nxt) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_mb <= fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_b;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_mb <= fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_b;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_mk;
 
-fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_mb <= stdl(((fpdeep_eb0_fpdeep_line_buffer0_0_rrow + 0) >= fpdeep_eb0_fpdeep_line_buffer0_0_r_p) and ((fpdeep_eb0_fpdeep_line_buffer0_0_rrow + 0) < fpdeep_eb0_fpdeep_line_buffer0_0_r_hp));
-
-
-fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_mb <= stdl(((fpdeep_eb0_fpdeep_line_buffer0_0_rrow + 1) >= fpdeep_eb0_fpdeep_line_buffer0_0_r_p) and ((fpdeep_eb0_fpdeep_line_buffer0_0_rrow + 1) < fpdeep_eb0_fpdeep_line_buffer0_0_r_hp));
-
-
-fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_mb <= stdl(((fpdeep_eb0_fpdeep_line_buffer0_0_rrow + 2) >= fpdeep_eb0_fpdeep_line_buffer0_0_r_p) and ((fpdeep_eb0_fpdeep_line_buffer0_0_rrow + 2) < fpdeep_eb0_fpdeep_line_buffer0_0_r_hp));
+fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_mk: process (fpdeep_eb0_fpdeep_line_buffer0_0_nxt, fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_b, fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_b) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_nxt) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_mb <= fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_b;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_mb <= fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_b;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_mk;
 
 
 fpdeep_eb0_fpdeep_line_buffer0_0_mask0 <= fpdeep_eb0_fpdeep_line_buffer0_0_mcat;
+
+
+fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_ts <= ((fpdeep_eb0_fpdeep_line_buffer0_0_rsl + fpdeep_eb0_fpdeep_line_buffer0_0_g_off) + 0);
+
+
+fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_tl <= fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_ts(3-1 downto 0);
+
+fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_md: process (fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_ts, fpdeep_eb0_fpdeep_line_buffer0_0_g_p, fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_tl, fpdeep_eb0_fpdeep_line_buffer0_0_g_hp) is
+begin
+    if (signed(resize(fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_ts, 6)) >= (2 * 5)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_t0 <= (fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_tl + 6);
+    elsif (fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_ts >= 5) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_t0 <= (fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_tl + 3);
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_t0 <= fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_tl;
+    end if;
+    fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_m0 <= stdl((0 >= fpdeep_eb0_fpdeep_line_buffer0_0_g_p) and (0 < fpdeep_eb0_fpdeep_line_buffer0_0_g_hp));
+end process fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_md;
+
+
+fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_ts <= ((fpdeep_eb0_fpdeep_line_buffer0_0_rsl + fpdeep_eb0_fpdeep_line_buffer0_0_g_off) + 1);
+
+
+fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_tl <= fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_ts(3-1 downto 0);
+
+fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_md: process (fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_ts, fpdeep_eb0_fpdeep_line_buffer0_0_g_p, fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_tl, fpdeep_eb0_fpdeep_line_buffer0_0_g_hp) is
+begin
+    if (signed(resize(fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_ts, 6)) >= (2 * 5)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_t0 <= (fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_tl + 6);
+    elsif (fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_ts >= 5) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_t0 <= (fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_tl + 3);
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_t0 <= fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_tl;
+    end if;
+    fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_m0 <= stdl((1 >= fpdeep_eb0_fpdeep_line_buffer0_0_g_p) and (1 < fpdeep_eb0_fpdeep_line_buffer0_0_g_hp));
+end process fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_md;
+
+
+fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_ts <= ((fpdeep_eb0_fpdeep_line_buffer0_0_rsl + fpdeep_eb0_fpdeep_line_buffer0_0_g_off) + 2);
+
+
+fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_tl <= fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_ts(3-1 downto 0);
+
+fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_md: process (fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_ts, fpdeep_eb0_fpdeep_line_buffer0_0_g_p, fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_tl, fpdeep_eb0_fpdeep_line_buffer0_0_g_hp) is
+begin
+    if (signed(resize(fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_ts, 6)) >= (2 * 5)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_t0 <= (fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_tl + 6);
+    elsif (fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_ts >= 5) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_t0 <= (fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_tl + 3);
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_t0 <= fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_tl;
+    end if;
+    fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_m0 <= stdl((2 >= fpdeep_eb0_fpdeep_line_buffer0_0_g_p) and (2 < fpdeep_eb0_fpdeep_line_buffer0_0_g_hp));
+end process fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_md;
+
+
+fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_ts <= ((fpdeep_eb0_fpdeep_line_buffer0_0_rsl + fpdeep_eb0_fpdeep_line_buffer0_0_g_off) + 3);
+
+
+fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_tl <= fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_ts(3-1 downto 0);
+
+fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_md: process (fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_ts, fpdeep_eb0_fpdeep_line_buffer0_0_g_p, fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_tl, fpdeep_eb0_fpdeep_line_buffer0_0_g_hp) is
+begin
+    if (signed(resize(fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_ts, 6)) >= (2 * 5)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_t0 <= (fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_tl + 6);
+    elsif (fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_ts >= 5) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_t0 <= (fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_tl + 3);
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_t0 <= fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_tl;
+    end if;
+    fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_m0 <= stdl((3 >= fpdeep_eb0_fpdeep_line_buffer0_0_g_p) and (3 < fpdeep_eb0_fpdeep_line_buffer0_0_g_hp));
+end process fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_md;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_tabn: process (fpdeep_eb0_fpdeep_line_buffer0_0_r_p, fpdeep_eb0_fpdeep_line_buffer0_0_r_hp, fpdeep_eb0_fpdeep_line_buffer0_0_tsl, fpdeep_eb0_fpdeep_line_buffer0_0_rk) is
+begin
+    if (signed(resize(fpdeep_eb0_fpdeep_line_buffer0_0_tsl(3), 4)) = (5 - 1)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_tkn <= to_unsigned(0, 3);
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_tkn <= (fpdeep_eb0_fpdeep_line_buffer0_0_tsl(3) + 1);
+    end if;
+    fpdeep_eb0_fpdeep_line_buffer0_0_mkn <= stdl((fpdeep_eb0_fpdeep_line_buffer0_0_rk >= fpdeep_eb0_fpdeep_line_buffer0_0_r_p) and (fpdeep_eb0_fpdeep_line_buffer0_0_rk < fpdeep_eb0_fpdeep_line_buffer0_0_r_hp));
+end process fpdeep_eb0_fpdeep_line_buffer0_0_tabn;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_tab_reg0_0_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_a <= '0';
+            fpdeep_eb0_fpdeep_line_buffer0_0_tsl(0) <= to_unsigned(0, 3);
+        else
+            if ((not bool(fpdeep_eb0_fpdeep_line_buffer0_0_ract)) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_rpend)) then
+                fpdeep_eb0_fpdeep_line_buffer0_0_tsl(0) <= fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_t0;
+                fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_a <= fpdeep_eb0_fpdeep_line_buffer0_0_tab00_0_m0;
+            elsif (bool(fpdeep_eb0_fpdeep_line_buffer0_0_wf) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_lastj) and (not bool(fpdeep_eb0_fpdeep_line_buffer0_0_lastr))) then
+                fpdeep_eb0_fpdeep_line_buffer0_0_tsl(0) <= fpdeep_eb0_fpdeep_line_buffer0_0_tsl(1);
+                fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_a <= fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_b;
+            end if;
+        end if;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_tab_reg0_0_st;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_tab_reg1_0_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_b <= '0';
+            fpdeep_eb0_fpdeep_line_buffer0_0_tsl(1) <= to_unsigned(0, 3);
+        else
+            if ((not bool(fpdeep_eb0_fpdeep_line_buffer0_0_ract)) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_rpend)) then
+                fpdeep_eb0_fpdeep_line_buffer0_0_tsl(1) <= fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_t0;
+                fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_b <= fpdeep_eb0_fpdeep_line_buffer0_0_tab01_0_m0;
+            elsif (bool(fpdeep_eb0_fpdeep_line_buffer0_0_wf) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_lastj) and (not bool(fpdeep_eb0_fpdeep_line_buffer0_0_lastr))) then
+                fpdeep_eb0_fpdeep_line_buffer0_0_tsl(1) <= fpdeep_eb0_fpdeep_line_buffer0_0_tsl(2);
+                fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit0_0_b <= fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_b;
+            end if;
+        end if;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_tab_reg1_0_st;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_tab_reg2_0_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_b <= '0';
+            fpdeep_eb0_fpdeep_line_buffer0_0_tsl(2) <= to_unsigned(0, 3);
+        else
+            if ((not bool(fpdeep_eb0_fpdeep_line_buffer0_0_ract)) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_rpend)) then
+                fpdeep_eb0_fpdeep_line_buffer0_0_tsl(2) <= fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_t0;
+                fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_b <= fpdeep_eb0_fpdeep_line_buffer0_0_tab02_0_m0;
+            elsif (bool(fpdeep_eb0_fpdeep_line_buffer0_0_wf) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_lastj) and (not bool(fpdeep_eb0_fpdeep_line_buffer0_0_lastr))) then
+                fpdeep_eb0_fpdeep_line_buffer0_0_tsl(2) <= fpdeep_eb0_fpdeep_line_buffer0_0_tsl(3);
+                fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit1_0_b <= fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_b;
+            end if;
+        end if;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_tab_reg2_0_st;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_tab_reg3_0_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_b <= '0';
+            fpdeep_eb0_fpdeep_line_buffer0_0_tsl(3) <= to_unsigned(0, 3);
+        else
+            if ((not bool(fpdeep_eb0_fpdeep_line_buffer0_0_ract)) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_rpend)) then
+                fpdeep_eb0_fpdeep_line_buffer0_0_tsl(3) <= fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_t0;
+                fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_b <= fpdeep_eb0_fpdeep_line_buffer0_0_tab03_0_m0;
+            elsif (bool(fpdeep_eb0_fpdeep_line_buffer0_0_wf) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_lastj) and (not bool(fpdeep_eb0_fpdeep_line_buffer0_0_lastr))) then
+                fpdeep_eb0_fpdeep_line_buffer0_0_tsl(3) <= fpdeep_eb0_fpdeep_line_buffer0_0_tkn;
+                fpdeep_eb0_fpdeep_line_buffer0_0_mask_bit2_0_b <= fpdeep_eb0_fpdeep_line_buffer0_0_mkn;
+            end if;
+        end if;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_tab_reg3_0_st;
 
 fpdeep_eb0_fpdeep_line_buffer0_0_ctl: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
             fpdeep_eb0_fpdeep_line_buffer0_0_errq <= '0';
+            fpdeep_eb0_fpdeep_line_buffer0_0_r_h <= to_unsigned(0, 5);
+            fpdeep_eb0_fpdeep_line_buffer0_0_lim <= to_unsigned(0, 5);
             fpdeep_eb0_fpdeep_line_buffer0_0_r_w <= to_unsigned(0, 4);
             fpdeep_eb0_lb_done_unused <= '0';
             fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1 <= to_unsigned(0, 5);
+            fpdeep_eb0_fpdeep_line_buffer0_0_g_h <= to_unsigned(0, 5);
             eb_cerr <= '0';
             fpdeep_eb0_fpdeep_line_buffer0_0_rsl <= to_unsigned(0, 5);
+            fpdeep_eb0_fpdeep_line_buffer0_0_r_wm1 <= to_unsigned(0, 4);
             fpdeep_eb0_fpdeep_line_buffer0_0_g_hp <= to_unsigned(0, 5);
             fpdeep_eb0_fpdeep_line_buffer0_0_r_wo1 <= to_unsigned(0, 4);
             fpdeep_eb0_fpdeep_line_buffer0_0_rpend <= '0';
@@ -6428,6 +6765,8 @@ begin
             fpdeep_eb0_fpdeep_line_buffer0_0_g_off <= to_unsigned(0, 5);
             fpdeep_eb0_fpdeep_line_buffer0_0_jj <= to_unsigned(0, 4);
             eb_rerr <= '0';
+            fpdeep_eb0_fpdeep_line_buffer0_0_g_hcr <= to_unsigned(0, 5);
+            fpdeep_eb0_fpdeep_line_buffer0_0_rk <= to_unsigned(0, 5);
             fpdeep_eb0_fpdeep_line_buffer0_0_nfull <= to_unsigned(0, 5);
             fpdeep_eb0_fpdeep_line_buffer0_0_rr <= to_unsigned(0, 5);
             fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1 <= to_unsigned(0, 5);
@@ -6435,16 +6774,20 @@ begin
             fpdeep_eb0_fpdeep_line_buffer0_0_wbusy <= '0';
             fpdeep_eb0_fpdeep_line_buffer0_0_g_p <= to_unsigned(0, 5);
             fpdeep_eb0_fpdeep_line_buffer0_0_wslot <= to_unsigned(0, 3);
-            fpdeep_eb0_fpdeep_line_buffer0_0_r_off <= to_unsigned(0, 5);
             fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1 <= to_unsigned(0, 4);
             fpdeep_eb0_fpdeep_line_buffer0_0_g_wo1 <= to_unsigned(0, 4);
             fpdeep_eb0_fpdeep_line_buffer0_0_g_hc <= to_unsigned(0, 4);
             fpdeep_eb0_fpdeep_line_buffer0_0_g_ho1 <= to_unsigned(0, 5);
             fpdeep_eb0_fpdeep_line_buffer0_0_g_w <= to_unsigned(0, 4);
             fpdeep_eb0_fpdeep_line_buffer0_0_r_p <= to_unsigned(0, 5);
+            fpdeep_eb0_fpdeep_line_buffer0_0_q <= to_unsigned(0, 4);
+            fpdeep_eb0_fpdeep_line_buffer0_0_nr1 <= to_unsigned(0, 5);
             fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1 <= to_unsigned(0, 5);
+            fpdeep_eb0_fpdeep_line_buffer0_0_nr0 <= to_unsigned(0, 5);
             fpdeep_eb0_fpdeep_line_buffer0_0_r_hc <= to_unsigned(0, 4);
             fpdeep_eb0_fpdeep_line_buffer0_0_r_hp <= to_unsigned(0, 5);
+            fpdeep_eb0_fpdeep_line_buffer0_0_tailw <= '0';
+            fpdeep_eb0_fpdeep_line_buffer0_0_r_tw0 <= '0';
             fpdeep_eb0_fpdeep_line_buffer0_0_lo <= to_unsigned(0, 5);
             fpdeep_eb0_fpdeep_line_buffer0_0_wrow <= to_unsigned(0, 5);
         else
@@ -6469,6 +6812,8 @@ begin
                     fpdeep_eb0_fpdeep_line_buffer0_0_g_hc <= resize(unsigned((3 - 1) - signed(resize(fpdeep_eb0_fpdeep_line_buffer0_0_pe_c, 5))), 4);
                     fpdeep_eb0_fpdeep_line_buffer0_0_g_wo1 <= (fpdeep_eb0_fpdeep_line_buffer0_0_wsum - 3);
                     fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1 <= (fpdeep_eb0_fpdeep_line_buffer0_0_he_r - 1);
+                    fpdeep_eb0_fpdeep_line_buffer0_0_g_h <= fpdeep_eb0_fpdeep_line_buffer0_0_he_r;
+                    fpdeep_eb0_fpdeep_line_buffer0_0_g_hcr <= resize(unsigned((3 - 1) - signed(resize(fpdeep_eb0_fpdeep_line_buffer0_0_pe_r, 6))), 5);
                     fpdeep_eb0_fpdeep_line_buffer0_0_g_ho1 <= (fpdeep_eb0_fpdeep_line_buffer0_0_hsum - 3);
                     fpdeep_eb0_fpdeep_line_buffer0_0_g_hp <= (fpdeep_eb0_fpdeep_line_buffer0_0_he_r + fpdeep_eb0_fpdeep_line_buffer0_0_pe_r);
                     fpdeep_eb0_fpdeep_line_buffer0_0_g_p <= fpdeep_eb0_fpdeep_line_buffer0_0_pe_r;
@@ -6516,6 +6861,15 @@ begin
             elsif (bool(fpdeep_eb0_fpdeep_line_buffer0_0_wfire) and (fpdeep_eb0_fpdeep_line_buffer0_0_wcol = fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1)) then
                 fpdeep_eb0_fpdeep_line_buffer0_0_nfull <= (fpdeep_eb0_fpdeep_line_buffer0_0_nfull + 1);
             end if;
+            if (bool(fpdeep_eb0_fpdeep_line_buffer0_0_wf) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_lastj) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_lastr)) then
+                if bool(fpdeep_eb0_fpdeep_line_buffer0_0_rowin) then
+                    fpdeep_eb0_fpdeep_line_buffer0_0_lim <= ((fpdeep_eb0_fpdeep_line_buffer0_0_lim + 1) - fpdeep_eb0_fpdeep_line_buffer0_0_r_h);
+                else
+                    fpdeep_eb0_fpdeep_line_buffer0_0_lim <= (fpdeep_eb0_fpdeep_line_buffer0_0_lim - fpdeep_eb0_fpdeep_line_buffer0_0_r_h);
+                end if;
+            elsif bool(fpdeep_eb0_fpdeep_line_buffer0_0_rowin) then
+                fpdeep_eb0_fpdeep_line_buffer0_0_lim <= (fpdeep_eb0_fpdeep_line_buffer0_0_lim + 1);
+            end if;
             if ((not bool(fpdeep_eb0_fpdeep_line_buffer0_0_ract)) and bool(fpdeep_eb0_fpdeep_line_buffer0_0_rpend)) then
                 fpdeep_eb0_fpdeep_line_buffer0_0_ract <= '1';
                 fpdeep_eb0_fpdeep_line_buffer0_0_rpend <= '0';
@@ -6523,10 +6877,25 @@ begin
                 fpdeep_eb0_fpdeep_line_buffer0_0_r_hc <= fpdeep_eb0_fpdeep_line_buffer0_0_g_hc;
                 fpdeep_eb0_fpdeep_line_buffer0_0_r_wo1 <= fpdeep_eb0_fpdeep_line_buffer0_0_g_wo1;
                 fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1 <= fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1;
+                fpdeep_eb0_fpdeep_line_buffer0_0_r_h <= fpdeep_eb0_fpdeep_line_buffer0_0_g_h;
+                fpdeep_eb0_fpdeep_line_buffer0_0_r_wm1 <= fpdeep_eb0_fpdeep_line_buffer0_0_g_wm1;
+                fpdeep_eb0_fpdeep_line_buffer0_0_r_tw0 <= stdl(fpdeep_eb0_fpdeep_line_buffer0_0_g_hc >= fpdeep_eb0_fpdeep_line_buffer0_0_g_w);
+                fpdeep_eb0_fpdeep_line_buffer0_0_q <= fpdeep_eb0_fpdeep_line_buffer0_0_g_hc;
+                fpdeep_eb0_fpdeep_line_buffer0_0_tailw <= stdl(fpdeep_eb0_fpdeep_line_buffer0_0_g_hc >= fpdeep_eb0_fpdeep_line_buffer0_0_g_w);
+                fpdeep_eb0_fpdeep_line_buffer0_0_rk <= to_unsigned(3 + 1, 5);
+                if (fpdeep_eb0_fpdeep_line_buffer0_0_g_hcr > fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1) then
+                    fpdeep_eb0_fpdeep_line_buffer0_0_nr0 <= fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1;
+                else
+                    fpdeep_eb0_fpdeep_line_buffer0_0_nr0 <= fpdeep_eb0_fpdeep_line_buffer0_0_g_hcr;
+                end if;
+                if ((fpdeep_eb0_fpdeep_line_buffer0_0_g_hcr + 1) > fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1) then
+                    fpdeep_eb0_fpdeep_line_buffer0_0_nr1 <= fpdeep_eb0_fpdeep_line_buffer0_0_g_hm1;
+                else
+                    fpdeep_eb0_fpdeep_line_buffer0_0_nr1 <= (fpdeep_eb0_fpdeep_line_buffer0_0_g_hcr + 1);
+                end if;
                 fpdeep_eb0_fpdeep_line_buffer0_0_r_ho1 <= fpdeep_eb0_fpdeep_line_buffer0_0_g_ho1;
                 fpdeep_eb0_fpdeep_line_buffer0_0_r_hp <= fpdeep_eb0_fpdeep_line_buffer0_0_g_hp;
                 fpdeep_eb0_fpdeep_line_buffer0_0_r_p <= fpdeep_eb0_fpdeep_line_buffer0_0_g_p;
-                fpdeep_eb0_fpdeep_line_buffer0_0_r_off <= fpdeep_eb0_fpdeep_line_buffer0_0_g_off;
                 fpdeep_eb0_fpdeep_line_buffer0_0_rr <= to_unsigned(0, 5);
                 fpdeep_eb0_fpdeep_line_buffer0_0_jj <= to_unsigned(0, 4);
                 fpdeep_eb0_fpdeep_line_buffer0_0_hq <= to_unsigned(0, 4);
@@ -6541,15 +6910,24 @@ begin
                 end if;
                 if bool(fpdeep_eb0_fpdeep_line_buffer0_0_lastj) then
                     fpdeep_eb0_fpdeep_line_buffer0_0_jj <= to_unsigned(0, 4);
+                    fpdeep_eb0_fpdeep_line_buffer0_0_q <= fpdeep_eb0_fpdeep_line_buffer0_0_r_hc;
+                    fpdeep_eb0_fpdeep_line_buffer0_0_tailw <= fpdeep_eb0_fpdeep_line_buffer0_0_r_tw0;
                     if bool(fpdeep_eb0_fpdeep_line_buffer0_0_lastr) then
                         fpdeep_eb0_fpdeep_line_buffer0_0_ract <= '0';
                         fpdeep_eb0_fpdeep_line_buffer0_0_lo <= to_unsigned(0, 5);
                     else
                         fpdeep_eb0_fpdeep_line_buffer0_0_rr <= (fpdeep_eb0_fpdeep_line_buffer0_0_rr + 1);
                         fpdeep_eb0_fpdeep_line_buffer0_0_lo <= (fpdeep_eb0_fpdeep_line_buffer0_0_lo + fpdeep_eb0_fpdeep_line_buffer0_0_dec);
+                        fpdeep_eb0_fpdeep_line_buffer0_0_rk <= (fpdeep_eb0_fpdeep_line_buffer0_0_rk + 1);
+                        fpdeep_eb0_fpdeep_line_buffer0_0_nr0 <= fpdeep_eb0_fpdeep_line_buffer0_0_nr1;
+                        if (fpdeep_eb0_fpdeep_line_buffer0_0_nr1 /= fpdeep_eb0_fpdeep_line_buffer0_0_r_hm1) then
+                            fpdeep_eb0_fpdeep_line_buffer0_0_nr1 <= (fpdeep_eb0_fpdeep_line_buffer0_0_nr1 + 1);
+                        end if;
                     end if;
                 else
                     fpdeep_eb0_fpdeep_line_buffer0_0_jj <= (fpdeep_eb0_fpdeep_line_buffer0_0_jj + 1);
+                    fpdeep_eb0_fpdeep_line_buffer0_0_q <= (fpdeep_eb0_fpdeep_line_buffer0_0_q + 1);
+                    fpdeep_eb0_fpdeep_line_buffer0_0_tailw <= stdl(fpdeep_eb0_fpdeep_line_buffer0_0_q >= fpdeep_eb0_fpdeep_line_buffer0_0_r_wm1);
                 end if;
             end if;
         end if;
@@ -6616,41 +6994,41 @@ begin
     end if;
 end process fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_ram;
 
-fpdeep_eb0_fpdeep_line_buffer0_0_slot_add3_add: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot0) is
+fpdeep_eb0_fpdeep_line_buffer0_0_mux221_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_tsl, fpdeep_eb0_fpdeep_line_buffer0_0_nxt) is
 begin
-    if ((fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 0) >= 5) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_add3_y <= ((fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 0) - 5);
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_nxt) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_mux221_y <= fpdeep_eb0_fpdeep_line_buffer0_0_tsl(1);
     else
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_add3_y <= (fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 0);
+        fpdeep_eb0_fpdeep_line_buffer0_0_mux221_y <= fpdeep_eb0_fpdeep_line_buffer0_0_tsl(0);
     end if;
-end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_add3_add;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_mux221_m;
 
-fpdeep_eb0_fpdeep_line_buffer0_0_slot_add4_add: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot0) is
+fpdeep_eb0_fpdeep_line_buffer0_0_mux222_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_tsl, fpdeep_eb0_fpdeep_line_buffer0_0_nxt) is
 begin
-    if ((fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 1) >= 5) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_add4_y <= ((fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 1) - 5);
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_nxt) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_mux222_y <= fpdeep_eb0_fpdeep_line_buffer0_0_tsl(2);
     else
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_add4_y <= (fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 1);
+        fpdeep_eb0_fpdeep_line_buffer0_0_mux222_y <= fpdeep_eb0_fpdeep_line_buffer0_0_tsl(1);
     end if;
-end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_add4_add;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_mux222_m;
 
-fpdeep_eb0_fpdeep_line_buffer0_0_slot_add5_add: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot0) is
+fpdeep_eb0_fpdeep_line_buffer0_0_mux223_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_tsl, fpdeep_eb0_fpdeep_line_buffer0_0_nxt) is
 begin
-    if ((fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 2) >= 5) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_add5_y <= ((fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 2) - 5);
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_nxt) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_mux223_y <= fpdeep_eb0_fpdeep_line_buffer0_0_tsl(3);
     else
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_add5_y <= (fpdeep_eb0_fpdeep_line_buffer0_0_slot0 + 2);
+        fpdeep_eb0_fpdeep_line_buffer0_0_mux223_y <= fpdeep_eb0_fpdeep_line_buffer0_0_tsl(2);
     end if;
-end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_add5_add;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_mux223_m;
 
 fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y <= to_unsigned(0, 5);
+            fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y <= to_unsigned(0, 3);
         else
             if bool(fpdeep_eb0_fpdeep_line_buffer0_0_en) then
-                fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_add3_y;
+                fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y <= fpdeep_eb0_fpdeep_line_buffer0_0_mux221_y;
             end if;
         end if;
     end if;
@@ -6660,10 +7038,10 @@ fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y <= to_unsigned(0, 5);
+            fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y <= to_unsigned(0, 3);
         else
             if bool(fpdeep_eb0_fpdeep_line_buffer0_0_en) then
-                fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_add4_y;
+                fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y <= fpdeep_eb0_fpdeep_line_buffer0_0_mux222_y;
             end if;
         end if;
     end if;
@@ -6673,10 +7051,10 @@ fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y <= to_unsigned(0, 5);
+            fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y <= to_unsigned(0, 3);
         else
             if bool(fpdeep_eb0_fpdeep_line_buffer0_0_en) then
-                fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_add5_y;
+                fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y <= fpdeep_eb0_fpdeep_line_buffer0_0_mux223_y;
             end if;
         end if;
     end if;
@@ -6757,173 +7135,119 @@ end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux228_m;
 fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux227_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux228_y) is
 begin
     if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y(3-1 downto 2)) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux228_y;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux228_y;
     else
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux227_y;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux227_y;
     end if;
 end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_m;
 
-fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero) is
-begin
-    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y(4-1 downto 3)) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero;
-    else
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux229_y;
-    end if;
-end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_m;
-
-fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux231_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero) is
-begin
-    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg3_y(5-1 downto 4)) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_zero;
-    else
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux230_y;
-    end if;
-end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_mux231_m;
-
-fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux232_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y, fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd) is
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux230_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y, fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd) is
 begin
     if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y(1-1 downto 0)) then
         fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_o <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd;
     else
         fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_o <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd;
     end if;
-end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux232_m;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux230_m;
 
-fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y, fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd) is
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux231_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y, fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd) is
 begin
     if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y(1-1 downto 0)) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux231_y <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd;
     else
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux231_y <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux231_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux232_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y(1-1 downto 0)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux232_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux232_y <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux232_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_o, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux231_y) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y(2-1 downto 1)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux231_y;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_o;
     end if;
 end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_m;
 
-fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero) is
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux232_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero) is
 begin
-    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y(1-1 downto 0)) then
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y(2-1 downto 1)) then
         fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero;
     else
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux232_y;
     end if;
 end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_m;
 
-fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_o, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y) is
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y) is
 begin
-    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y(2-1 downto 1)) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y;
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y(3-1 downto 2)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y;
     else
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_o;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux233_y;
     end if;
 end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_m;
 
-fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero) is
-begin
-    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y(2-1 downto 1)) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero;
-    else
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux234_y;
-    end if;
-end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_m;
-
-fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_y) is
-begin
-    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y(3-1 downto 2)) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux236_y;
-    else
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux235_y;
-    end if;
-end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_m;
-
-fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero) is
-begin
-    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y(4-1 downto 3)) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero;
-    else
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux237_y;
-    end if;
-end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_m;
-
-fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux239_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero) is
-begin
-    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg4_y(5-1 downto 4)) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_zero;
-    else
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux238_y;
-    end if;
-end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux4_mux239_m;
-
-fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux240_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y, fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd) is
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux236_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y, fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd) is
 begin
     if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y(1-1 downto 0)) then
         fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_o <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram1_0_rd;
     else
         fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_o <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram0_0_rd;
     end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux236_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux237_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y, fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y(1-1 downto 0)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux237_y <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux237_y <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux237_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux238_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y(1-1 downto 0)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux238_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux238_y <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux238_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux239_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_o, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux237_y) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y(2-1 downto 1)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux239_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux237_y;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux239_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_o;
+    end if;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux239_m;
+
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux240_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux238_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero) is
+begin
+    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y(2-1 downto 1)) then
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux240_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero;
+    else
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux240_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux238_y;
+    end if;
 end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux240_m;
 
-fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y, fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd) is
-begin
-    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y(1-1 downto 0)) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_y <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram3_0_rd;
-    else
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_y <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram2_0_rd;
-    end if;
-end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_m;
-
-fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero) is
-begin
-    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y(1-1 downto 0)) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero;
-    else
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_y <= fpdeep_eb0_fpdeep_line_buffer0_0_row_ram4_0_rd;
-    end if;
-end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_m;
-
-fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_o, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_y) is
-begin
-    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y(2-1 downto 1)) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_y;
-    else
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_o;
-    end if;
-end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_m;
-
-fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero) is
-begin
-    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y(2-1 downto 1)) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero;
-    else
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux242_y;
-    end if;
-end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_m;
-
-fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_y) is
+fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux239_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux240_y) is
 begin
     if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y(3-1 downto 2)) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux244_y;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux240_y;
     else
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux243_y;
+        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux239_y;
     end if;
-end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_m;
-
-fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero) is
-begin
-    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y(4-1 downto 3)) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero;
-    else
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux245_y;
-    end if;
-end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_m;
-
-fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux247_m: process (fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero) is
-begin
-    if bool(fpdeep_eb0_fpdeep_line_buffer0_0_slot_reg5_y(5-1 downto 4)) then
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_zero;
-    else
-        fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_y <= fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux246_y;
-    end if;
-end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux247_m;
+end process fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux5_mux241_m;
 
 fpdeep_eb0_fpdeep_line_buffer0_0_pix_mask0_0_pm: process (fpdeep_eb0_fpdeep_line_buffer0_0_hz1, fpdeep_eb0_fpdeep_line_buffer0_0_m1, fpdeep_eb0_fpdeep_line_buffer0_0_slot_mux3_y) is
 begin
@@ -8942,62 +9266,43 @@ fpdeep_pg0_fpdeep_line_buffer0_0_1_wadr <= fpdeep_pg0_fpdeep_line_buffer0_0_1_wc
 fpdeep_pg0_fpdeep_line_buffer0_0_1_accept <= stdl(bool(fpdeep_pg0_lb_start) and (not (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wbusy) or bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend) or bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_errq))));
 fpdeep_pg0_lb_busy <= stdl(bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wbusy) or bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend) or bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_errq));
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_rscan: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_r_w, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc, fpdeep_pg0_fpdeep_line_buffer0_0_1_jj, fpdeep_pg0_fpdeep_line_buffer0_0_1_lo, fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull, fpdeep_pg0_fpdeep_line_buffer0_0_1_rr, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wo1) is
+fpdeep_pg0_fpdeep_line_buffer0_0_1_rscan: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_nr1, fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol, fpdeep_pg0_fpdeep_line_buffer0_0_1_lim, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1, fpdeep_pg0_fpdeep_line_buffer0_0_1_nr0, fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1, fpdeep_pg0_fpdeep_line_buffer0_0_1_jj, fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire, fpdeep_pg0_fpdeep_line_buffer0_0_1_rr, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wo1) is
 begin
-    fpdeep_pg0_fpdeep_line_buffer0_0_1_q <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_jj + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc);
-    fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw <= stdl((fpdeep_pg0_fpdeep_line_buffer0_0_1_jj + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_w);
     fpdeep_pg0_fpdeep_line_buffer0_0_1_first <= stdl(fpdeep_pg0_fpdeep_line_buffer0_0_1_jj = 0);
     fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj <= stdl(fpdeep_pg0_fpdeep_line_buffer0_0_1_jj = fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wo1);
     fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr <= stdl(fpdeep_pg0_fpdeep_line_buffer0_0_1_rr = fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1);
-    if (fpdeep_pg0_fpdeep_line_buffer0_0_1_jj = 0) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_ur <= fpdeep_pg0_fpdeep_line_buffer0_0_1_rr;
-    else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_ur <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + 1);
-    end if;
     fpdeep_pg0_fpdeep_line_buffer0_0_1_uex <= stdl((fpdeep_pg0_fpdeep_line_buffer0_0_1_jj = 0) or (fpdeep_pg0_fpdeep_line_buffer0_0_1_rr /= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1));
-    fpdeep_pg0_fpdeep_line_buffer0_0_1_lim <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_lo + fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull);
-    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) > fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_need_r <= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1;
-    else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_need_r <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc);
-    end if;
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_ok0 <= stdl(fpdeep_pg0_fpdeep_line_buffer0_0_1_nr0 < fpdeep_pg0_fpdeep_line_buffer0_0_1_lim);
     if (fpdeep_pg0_fpdeep_line_buffer0_0_1_jj = 0) then
-        if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) > fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1) then
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u <= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1;
-        else
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc);
-        end if;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_oku <= stdl(fpdeep_pg0_fpdeep_line_buffer0_0_1_nr0 < fpdeep_pg0_fpdeep_line_buffer0_0_1_lim);
     else
-        if (((fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) + 1) > fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1) then
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u <= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1;
-        else
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) + 1);
-        end if;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_oku <= stdl(fpdeep_pg0_fpdeep_line_buffer0_0_1_nr1 < fpdeep_pg0_fpdeep_line_buffer0_0_1_lim);
     end if;
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_rowin <= stdl(bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire) and (fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol = fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1));
 end process fpdeep_pg0_fpdeep_line_buffer0_0_1_rscan;
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_rdec: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_need_r, fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u, fpdeep_pg0_fpdeep_line_buffer0_0_1_lim, fpdeep_pg0_fpdeep_line_buffer0_0_1_hq, fpdeep_pg0_fpdeep_line_buffer0_0_1_ract, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc, fpdeep_pg0_fpdeep_line_buffer0_0_1_jj, fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw, fpdeep_pg0_fpdeep_line_buffer0_0_1_uex) is
+fpdeep_pg0_fpdeep_line_buffer0_0_1_rdec: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_oku, fpdeep_pg0_fpdeep_line_buffer0_0_1_hq, fpdeep_pg0_fpdeep_line_buffer0_0_1_ract, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc, fpdeep_pg0_fpdeep_line_buffer0_0_1_jj, fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw, fpdeep_pg0_fpdeep_line_buffer0_0_1_uex, fpdeep_pg0_fpdeep_line_buffer0_0_1_ok0) is
     variable cwin: std_logic;
 begin
-    cwin := stdl(bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_ract) and ((fpdeep_pg0_fpdeep_line_buffer0_0_1_jj /= 0) or (fpdeep_pg0_fpdeep_line_buffer0_0_1_hq = fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc)) and (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw) or (fpdeep_pg0_fpdeep_line_buffer0_0_1_need_r < fpdeep_pg0_fpdeep_line_buffer0_0_1_lim)));
+    cwin := stdl(bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_ract) and ((fpdeep_pg0_fpdeep_line_buffer0_0_1_jj /= 0) or (fpdeep_pg0_fpdeep_line_buffer0_0_1_hq = fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc)) and (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw) or bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_ok0)));
     fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win <= cwin;
-    fpdeep_pg0_fpdeep_line_buffer0_0_1_can_head <= stdl(bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_ract) and (fpdeep_pg0_fpdeep_line_buffer0_0_1_hq /= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_uex) and (fpdeep_pg0_fpdeep_line_buffer0_0_1_need_u < fpdeep_pg0_fpdeep_line_buffer0_0_1_lim) and ((not bool(cwin)) or (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw) and (fpdeep_pg0_fpdeep_line_buffer0_0_1_jj /= 0))));
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_can_head <= stdl(bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_ract) and (fpdeep_pg0_fpdeep_line_buffer0_0_1_hq /= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_uex) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_oku) and ((not bool(cwin)) or (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw) and (fpdeep_pg0_fpdeep_line_buffer0_0_1_jj /= 0))));
 end process fpdeep_pg0_fpdeep_line_buffer0_0_1_rdec;
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_rfire: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p, fpdeep_pg0_fpdeep_line_buffer0_0_1_q, fpdeep_pg0_fpdeep_line_buffer0_0_1_can_head, fpdeep_pg0_fpdeep_line_buffer0_0_1_ur, fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr, fpdeep_pg0_fpdeep_line_buffer0_0_1_hq, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1, fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw, fpdeep_pg0_fpdeep_line_buffer0_0_1_en, fpdeep_pg0_fpdeep_line_buffer0_0_1_lo, fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win, fpdeep_pg0_fpdeep_line_buffer0_0_1_rr) is
+fpdeep_pg0_fpdeep_line_buffer0_0_1_rfire: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p, fpdeep_pg0_fpdeep_line_buffer0_0_1_q, fpdeep_pg0_fpdeep_line_buffer0_0_1_can_head, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_h, fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr, fpdeep_pg0_fpdeep_line_buffer0_0_1_hq, fpdeep_pg0_fpdeep_line_buffer0_0_1_jj, fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw, fpdeep_pg0_fpdeep_line_buffer0_0_1_en, fpdeep_pg0_fpdeep_line_buffer0_0_1_lo, fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win, fpdeep_pg0_fpdeep_line_buffer0_0_1_rr) is
 begin
     fpdeep_pg0_fpdeep_line_buffer0_0_1_wf <= stdl(bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_en) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win));
     fpdeep_pg0_fpdeep_line_buffer0_0_1_hf <= stdl(bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_en) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_can_head));
     fpdeep_pg0_fpdeep_line_buffer0_0_1_rden <= stdl((bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_en) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win) and (not bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw))) or (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_en) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_can_head)));
     if (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_can_win) and (not bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw))) then
         fpdeep_pg0_fpdeep_line_buffer0_0_1_rdad <= fpdeep_pg0_fpdeep_line_buffer0_0_1_q(3-1 downto 0);
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow <= fpdeep_pg0_fpdeep_line_buffer0_0_1_rr;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt <= '0';
     else
         fpdeep_pg0_fpdeep_line_buffer0_0_1_rdad <= fpdeep_pg0_fpdeep_line_buffer0_0_1_hq(3-1 downto 0);
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow <= fpdeep_pg0_fpdeep_line_buffer0_0_1_ur;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt <= stdl(fpdeep_pg0_fpdeep_line_buffer0_0_1_jj /= 0);
     end if;
     if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_dec <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1 + 1) - fpdeep_pg0_fpdeep_line_buffer0_0_1_lo);
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_dec <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_r_h - fpdeep_pg0_fpdeep_line_buffer0_0_1_lo);
     elsif (fpdeep_pg0_fpdeep_line_buffer0_0_1_rr >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p) then
         fpdeep_pg0_fpdeep_line_buffer0_0_1_dec <= to_unsigned(1, 5);
     else
@@ -9005,43 +9310,204 @@ begin
     end if;
 end process fpdeep_pg0_fpdeep_line_buffer0_0_1_rfire;
 
-
-fpdeep_pg0_fpdeep_line_buffer0_0_1_dd <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow - fpdeep_pg0_fpdeep_line_buffer0_0_1_lo);
-fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl + fpdeep_pg0_fpdeep_line_buffer0_0_1_dd) + fpdeep_pg0_fpdeep_line_buffer0_0_1_r_off);
-
-fpdeep_pg0_fpdeep_line_buffer0_0_1_rslot2: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr) is
+fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_mk: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt, fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_a, fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_b) is
 begin
-    if (signed(resize(fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr, 6)) >= (2 * 5)) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 <= resize(unsigned(signed(resize(fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr, 6)) - (2 * 5)), 5);
-    elsif (fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr >= 5) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr - 5);
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_mb <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_b;
     else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_sbr;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_mb <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_a;
     end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_rslot2;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_mk;
 
+fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_mk: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt, fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_b, fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_b) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_mb <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_b;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_mb <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_b;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_mk;
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_mb <= stdl(((fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow + 0) >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p) and ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow + 0) < fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp));
-
-
-fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_mb <= stdl(((fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow + 1) >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p) and ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow + 1) < fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp));
-
-
-fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_mb <= stdl(((fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow + 2) >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p) and ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rrow + 2) < fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp));
+fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_mk: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt, fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_b, fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_b) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_mb <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_b;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_mb <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_b;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_mk;
 
 
 fpdeep_pg0_fpdeep_line_buffer0_0_1_mask0 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mcat;
+
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_ts <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl + fpdeep_pg0_fpdeep_line_buffer0_0_1_g_off) + 0);
+
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_tl <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_ts(3-1 downto 0);
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_md: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_ts, fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p, fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_tl, fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp) is
+begin
+    if (signed(resize(fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_ts, 6)) >= (2 * 5)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_t0 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_tl + 6);
+    elsif (fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_ts >= 5) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_t0 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_tl + 3);
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_t0 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_tl;
+    end if;
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_m0 <= stdl((0 >= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p) and (0 < fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp));
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_md;
+
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_ts <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl + fpdeep_pg0_fpdeep_line_buffer0_0_1_g_off) + 1);
+
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_tl <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_ts(3-1 downto 0);
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_md: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_ts, fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p, fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_tl, fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp) is
+begin
+    if (signed(resize(fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_ts, 6)) >= (2 * 5)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_t0 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_tl + 6);
+    elsif (fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_ts >= 5) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_t0 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_tl + 3);
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_t0 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_tl;
+    end if;
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_m0 <= stdl((1 >= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p) and (1 < fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp));
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_md;
+
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_ts <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl + fpdeep_pg0_fpdeep_line_buffer0_0_1_g_off) + 2);
+
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_tl <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_ts(3-1 downto 0);
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_md: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_ts, fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p, fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_tl, fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp) is
+begin
+    if (signed(resize(fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_ts, 6)) >= (2 * 5)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_t0 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_tl + 6);
+    elsif (fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_ts >= 5) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_t0 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_tl + 3);
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_t0 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_tl;
+    end if;
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_m0 <= stdl((2 >= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p) and (2 < fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp));
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_md;
+
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_ts <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl + fpdeep_pg0_fpdeep_line_buffer0_0_1_g_off) + 3);
+
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_tl <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_ts(3-1 downto 0);
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_md: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_ts, fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p, fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_tl, fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp) is
+begin
+    if (signed(resize(fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_ts, 6)) >= (2 * 5)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_t0 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_tl + 6);
+    elsif (fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_ts >= 5) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_t0 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_tl + 3);
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_t0 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_tl;
+    end if;
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_m0 <= stdl((3 >= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p) and (3 < fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp));
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_md;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_tabn: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p, fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp, fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl, fpdeep_pg0_fpdeep_line_buffer0_0_1_rk) is
+begin
+    if (signed(resize(fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl(3), 4)) = (5 - 1)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tkn <= to_unsigned(0, 3);
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_tkn <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl(3) + 1);
+    end if;
+    fpdeep_pg0_fpdeep_line_buffer0_0_1_mkn <= stdl((fpdeep_pg0_fpdeep_line_buffer0_0_1_rk >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p) and (fpdeep_pg0_fpdeep_line_buffer0_0_1_rk < fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp));
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_tabn;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_tab_reg0_0_1_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_a <= '0';
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl(0) <= to_unsigned(0, 3);
+        else
+            if ((not bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_ract)) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend)) then
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl(0) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_t0;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_a <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tab00_0_1_m0;
+            elsif (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wf) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj) and (not bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr))) then
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl(0) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl(1);
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_a <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_b;
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_tab_reg0_0_1_st;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_tab_reg1_0_1_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_b <= '0';
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl(1) <= to_unsigned(0, 3);
+        else
+            if ((not bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_ract)) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend)) then
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl(1) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_t0;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_b <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tab01_0_1_m0;
+            elsif (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wf) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj) and (not bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr))) then
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl(1) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl(2);
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit0_0_1_b <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_b;
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_tab_reg1_0_1_st;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_tab_reg2_0_1_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_b <= '0';
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl(2) <= to_unsigned(0, 3);
+        else
+            if ((not bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_ract)) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend)) then
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl(2) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_t0;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_b <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tab02_0_1_m0;
+            elsif (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wf) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj) and (not bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr))) then
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl(2) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl(3);
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit1_0_1_b <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_b;
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_tab_reg2_0_1_st;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_tab_reg3_0_1_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_b <= '0';
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl(3) <= to_unsigned(0, 3);
+        else
+            if ((not bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_ract)) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend)) then
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl(3) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_t0;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_b <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tab03_0_1_m0;
+            elsif (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wf) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj) and (not bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr))) then
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl(3) <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tkn;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_mask_bit2_0_1_b <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mkn;
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_tab_reg3_0_1_st;
 
 fpdeep_pg0_fpdeep_line_buffer0_0_1_ctl: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
             fpdeep_pg0_fpdeep_line_buffer0_0_1_errq <= '0';
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_r_h <= to_unsigned(0, 5);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_lim <= to_unsigned(0, 5);
             fpdeep_pg0_fpdeep_line_buffer0_0_1_r_w <= to_unsigned(0, 4);
             fpdeep_pg0_lb_done <= '0';
             fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1 <= to_unsigned(0, 5);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_g_h <= to_unsigned(0, 5);
             fpdeep_pg0_lb_cerr <= '0';
             fpdeep_pg0_fpdeep_line_buffer0_0_1_rsl <= to_unsigned(0, 5);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wm1 <= to_unsigned(0, 4);
             fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp <= to_unsigned(0, 5);
             fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wo1 <= to_unsigned(0, 4);
             fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend <= '0';
@@ -9050,6 +9516,8 @@ begin
             fpdeep_pg0_fpdeep_line_buffer0_0_1_g_off <= to_unsigned(0, 5);
             fpdeep_pg0_fpdeep_line_buffer0_0_1_jj <= to_unsigned(0, 4);
             fpdeep_pg0_lb_rerr <= '0';
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hcr <= to_unsigned(0, 5);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_rk <= to_unsigned(0, 5);
             fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull <= to_unsigned(0, 5);
             fpdeep_pg0_fpdeep_line_buffer0_0_1_rr <= to_unsigned(0, 5);
             fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1 <= to_unsigned(0, 5);
@@ -9057,16 +9525,20 @@ begin
             fpdeep_pg0_fpdeep_line_buffer0_0_1_wbusy <= '0';
             fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p <= to_unsigned(0, 5);
             fpdeep_pg0_fpdeep_line_buffer0_0_1_wslot <= to_unsigned(0, 3);
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_r_off <= to_unsigned(0, 5);
             fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1 <= to_unsigned(0, 4);
             fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wo1 <= to_unsigned(0, 4);
             fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hc <= to_unsigned(0, 4);
             fpdeep_pg0_fpdeep_line_buffer0_0_1_g_ho1 <= to_unsigned(0, 5);
             fpdeep_pg0_fpdeep_line_buffer0_0_1_g_w <= to_unsigned(0, 4);
             fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p <= to_unsigned(0, 5);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_q <= to_unsigned(0, 4);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_nr1 <= to_unsigned(0, 5);
             fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1 <= to_unsigned(0, 5);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_nr0 <= to_unsigned(0, 5);
             fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc <= to_unsigned(0, 4);
             fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp <= to_unsigned(0, 5);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw <= '0';
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_r_tw0 <= '0';
             fpdeep_pg0_fpdeep_line_buffer0_0_1_lo <= to_unsigned(0, 5);
             fpdeep_pg0_fpdeep_line_buffer0_0_1_wrow <= to_unsigned(0, 5);
         else
@@ -9091,6 +9563,8 @@ begin
                     fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hc <= resize(unsigned((3 - 1) - signed(resize(fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_c, 5))), 4);
                     fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wo1 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_wsum - 3);
                     fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_he_r - 1);
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_g_h <= fpdeep_pg0_fpdeep_line_buffer0_0_1_he_r;
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hcr <= resize(unsigned((3 - 1) - signed(resize(fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_r, 6))), 5);
                     fpdeep_pg0_fpdeep_line_buffer0_0_1_g_ho1 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_hsum - 3);
                     fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_he_r + fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_r);
                     fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p <= fpdeep_pg0_fpdeep_line_buffer0_0_1_pe_r;
@@ -9138,6 +9612,15 @@ begin
             elsif (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wfire) and (fpdeep_pg0_fpdeep_line_buffer0_0_1_wcol = fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1)) then
                 fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_nfull + 1);
             end if;
+            if (bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_wf) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr)) then
+                if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_rowin) then
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_lim <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_lim + 1) - fpdeep_pg0_fpdeep_line_buffer0_0_1_r_h);
+                else
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_lim <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_lim - fpdeep_pg0_fpdeep_line_buffer0_0_1_r_h);
+                end if;
+            elsif bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_rowin) then
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_lim <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_lim + 1);
+            end if;
             if ((not bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_ract)) and bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend)) then
                 fpdeep_pg0_fpdeep_line_buffer0_0_1_ract <= '1';
                 fpdeep_pg0_fpdeep_line_buffer0_0_1_rpend <= '0';
@@ -9145,10 +9628,25 @@ begin
                 fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hc;
                 fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wo1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wo1;
                 fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_r_h <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_h;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wm1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_wm1;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_r_tw0 <= stdl(fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hc >= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_w);
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_q <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hc;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw <= stdl(fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hc >= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_w);
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_rk <= to_unsigned(3 + 1, 5);
+                if (fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hcr > fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1) then
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_nr0 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1;
+                else
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_nr0 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hcr;
+                end if;
+                if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hcr + 1) > fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1) then
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_nr1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hm1;
+                else
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_nr1 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hcr + 1);
+                end if;
                 fpdeep_pg0_fpdeep_line_buffer0_0_1_r_ho1 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_ho1;
                 fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hp <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_hp;
                 fpdeep_pg0_fpdeep_line_buffer0_0_1_r_p <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_p;
-                fpdeep_pg0_fpdeep_line_buffer0_0_1_r_off <= fpdeep_pg0_fpdeep_line_buffer0_0_1_g_off;
                 fpdeep_pg0_fpdeep_line_buffer0_0_1_rr <= to_unsigned(0, 5);
                 fpdeep_pg0_fpdeep_line_buffer0_0_1_jj <= to_unsigned(0, 4);
                 fpdeep_pg0_fpdeep_line_buffer0_0_1_hq <= to_unsigned(0, 4);
@@ -9163,15 +9661,24 @@ begin
                 end if;
                 if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_lastj) then
                     fpdeep_pg0_fpdeep_line_buffer0_0_1_jj <= to_unsigned(0, 4);
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_q <= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hc;
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw <= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_tw0;
                     if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_lastr) then
                         fpdeep_pg0_fpdeep_line_buffer0_0_1_ract <= '0';
                         fpdeep_pg0_fpdeep_line_buffer0_0_1_lo <= to_unsigned(0, 5);
                     else
                         fpdeep_pg0_fpdeep_line_buffer0_0_1_rr <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_rr + 1);
                         fpdeep_pg0_fpdeep_line_buffer0_0_1_lo <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_lo + fpdeep_pg0_fpdeep_line_buffer0_0_1_dec);
+                        fpdeep_pg0_fpdeep_line_buffer0_0_1_rk <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_rk + 1);
+                        fpdeep_pg0_fpdeep_line_buffer0_0_1_nr0 <= fpdeep_pg0_fpdeep_line_buffer0_0_1_nr1;
+                        if (fpdeep_pg0_fpdeep_line_buffer0_0_1_nr1 /= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_hm1) then
+                            fpdeep_pg0_fpdeep_line_buffer0_0_1_nr1 <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_nr1 + 1);
+                        end if;
                     end if;
                 else
                     fpdeep_pg0_fpdeep_line_buffer0_0_1_jj <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_jj + 1);
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_q <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_q + 1);
+                    fpdeep_pg0_fpdeep_line_buffer0_0_1_tailw <= stdl(fpdeep_pg0_fpdeep_line_buffer0_0_1_q >= fpdeep_pg0_fpdeep_line_buffer0_0_1_r_wm1);
                 end if;
             end if;
         end if;
@@ -9238,41 +9745,41 @@ begin
     end if;
 end process fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_ram;
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add6_add: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0) is
+fpdeep_pg0_fpdeep_line_buffer0_0_1_mux242_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl, fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt) is
 begin
-    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 0) >= 5) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add6_y <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 0) - 5);
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mux242_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl(1);
     else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add6_y <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 0);
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mux242_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl(0);
     end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add6_add;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_mux242_m;
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add7_add: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0) is
+fpdeep_pg0_fpdeep_line_buffer0_0_1_mux243_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl, fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt) is
 begin
-    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 1) >= 5) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add7_y <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 1) - 5);
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mux243_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl(2);
     else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add7_y <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 1);
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mux243_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl(1);
     end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add7_add;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_mux243_m;
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add8_add: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0) is
+fpdeep_pg0_fpdeep_line_buffer0_0_1_mux244_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl, fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt) is
 begin
-    if ((fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 2) >= 5) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add8_y <= ((fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 2) - 5);
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_nxt) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mux244_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl(3);
     else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add8_y <= (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot0 + 2);
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_mux244_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_tsl(2);
     end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add8_add;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_mux244_m;
 
 fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y <= to_unsigned(0, 5);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y <= to_unsigned(0, 3);
         else
             if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_en) then
-                fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add6_y;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mux242_y;
             end if;
         end if;
     end if;
@@ -9282,10 +9789,10 @@ fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y <= to_unsigned(0, 5);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y <= to_unsigned(0, 3);
         else
             if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_en) then
-                fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add7_y;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mux243_y;
             end if;
         end if;
     end if;
@@ -9295,10 +9802,10 @@ fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y <= to_unsigned(0, 5);
+            fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y <= to_unsigned(0, 3);
         else
             if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_en) then
-                fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_add8_y;
+                fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_mux244_y;
             end if;
         end if;
     end if;
@@ -9331,221 +9838,167 @@ begin
     end if;
 end process fpdeep_pg0_fpdeep_line_buffer0_0_1_st1;
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux248_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd) is
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux245_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd) is
 begin
     if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y(1-1 downto 0)) then
         fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_o <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd;
     else
         fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_o <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd;
     end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux248_m;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux245_m;
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd) is
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux246_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd) is
 begin
     if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y(1-1 downto 0)) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux246_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd;
     else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux246_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux246_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux247_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y(1-1 downto 0)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux247_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux247_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux247_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux248_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_o, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux246_y) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y(2-1 downto 1)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux248_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux246_y;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux248_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_o;
+    end if;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux248_m;
+
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux247_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero) is
+begin
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y(2-1 downto 1)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero;
+    else
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux247_y;
     end if;
 end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_m;
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero) is
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux248_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y) is
 begin
-    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y(1-1 downto 0)) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero;
+    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y(3-1 downto 2)) then
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y;
     else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux248_y;
     end if;
 end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_m;
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_o, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y) is
-begin
-    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y(2-1 downto 1)) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux249_y;
-    else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_o;
-    end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_m;
-
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero) is
-begin
-    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y(2-1 downto 1)) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero;
-    else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux250_y;
-    end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_m;
-
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_y) is
-begin
-    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y(3-1 downto 2)) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux252_y;
-    else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux251_y;
-    end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_m;
-
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero) is
-begin
-    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y(4-1 downto 3)) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero;
-    else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux253_y;
-    end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_m;
-
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux255_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero) is
-begin
-    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg6_y(5-1 downto 4)) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_zero;
-    else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux254_y;
-    end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_mux255_m;
-
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux256_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd) is
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux251_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd) is
 begin
     if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y(1-1 downto 0)) then
         fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_o <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd;
     else
         fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_o <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd;
     end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux256_m;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux251_m;
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd) is
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux252_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd) is
 begin
     if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y(1-1 downto 0)) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux252_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd;
     else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux252_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd;
     end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_m;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux252_m;
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero) is
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux253_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero) is
 begin
     if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y(1-1 downto 0)) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux253_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero;
     else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux253_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd;
     end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_m;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux253_m;
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_o, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_y) is
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux254_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_o, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux252_y) is
 begin
     if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y(2-1 downto 1)) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux257_y;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux254_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux252_y;
     else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_o;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux254_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_o;
     end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_m;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux254_m;
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero) is
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux255_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux253_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero) is
 begin
     if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y(2-1 downto 1)) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux255_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero;
     else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux258_y;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux255_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux253_y;
     end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_m;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux255_m;
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_y) is
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux256_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux254_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux255_y) is
 begin
     if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y(3-1 downto 2)) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux260_y;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux255_y;
     else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux259_y;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux254_y;
     end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_m;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux256_m;
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero) is
-begin
-    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y(4-1 downto 3)) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero;
-    else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux261_y;
-    end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_m;
-
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux263_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero) is
-begin
-    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg7_y(5-1 downto 4)) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_zero;
-    else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux262_y;
-    end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux7_mux263_m;
-
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux264_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd) is
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux257_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd) is
 begin
     if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y(1-1 downto 0)) then
         fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_o <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram1_0_1_rd;
     else
         fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_o <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram0_0_1_rd;
     end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux264_m;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux257_m;
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd) is
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux258_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd) is
 begin
     if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y(1-1 downto 0)) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux258_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram3_0_1_rd;
     else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux258_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram2_0_1_rd;
     end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_m;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux258_m;
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero) is
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux259_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero) is
 begin
     if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y(1-1 downto 0)) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux259_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero;
     else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux259_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_row_ram4_0_1_rd;
     end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_m;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux259_m;
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_o, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_y) is
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux260_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_o, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux258_y) is
 begin
     if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y(2-1 downto 1)) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux265_y;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux260_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux258_y;
     else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_o;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux260_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_o;
     end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_m;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux260_m;
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero) is
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux261_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux259_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero) is
 begin
     if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y(2-1 downto 1)) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux261_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero;
     else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux266_y;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux261_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux259_y;
     end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_m;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux261_m;
 
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_y) is
+fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux262_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux260_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux261_y) is
 begin
     if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y(3-1 downto 2)) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux268_y;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux261_y;
     else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux267_y;
+        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux260_y;
     end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_m;
-
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero) is
-begin
-    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y(4-1 downto 3)) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero;
-    else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux269_y;
-    end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_m;
-
-fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux271_m: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero) is
-begin
-    if bool(fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_reg8_y(5-1 downto 4)) then
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_zero;
-    else
-        fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_y <= fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux270_y;
-    end if;
-end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux271_m;
+end process fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux8_mux262_m;
 
 fpdeep_pg0_fpdeep_line_buffer0_0_1_pix_mask0_0_1_pm: process (fpdeep_pg0_fpdeep_line_buffer0_0_1_hz1, fpdeep_pg0_fpdeep_line_buffer0_0_1_m1, fpdeep_pg0_fpdeep_line_buffer0_0_1_slot_mux6_y) is
 begin

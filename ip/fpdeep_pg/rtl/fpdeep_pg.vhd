@@ -147,55 +147,61 @@ signal fpdeep_line_buffer0_wcol: unsigned(3 downto 0);
 signal fpdeep_line_buffer0_accept: std_logic;
 signal fpdeep_line_buffer0_rpend: std_logic;
 signal fpdeep_line_buffer0_errq: std_logic;
-signal fpdeep_line_buffer0_q: unsigned(3 downto 0);
-signal fpdeep_line_buffer0_jj: unsigned(3 downto 0);
-signal fpdeep_line_buffer0_r_hc: unsigned(3 downto 0);
-signal fpdeep_line_buffer0_tailw: std_logic;
-signal fpdeep_line_buffer0_r_w: unsigned(3 downto 0);
 signal fpdeep_line_buffer0_first: std_logic;
+signal fpdeep_line_buffer0_jj: unsigned(3 downto 0);
 signal fpdeep_line_buffer0_lastj: std_logic;
 signal fpdeep_line_buffer0_r_wo1: unsigned(3 downto 0);
 signal fpdeep_line_buffer0_lastr: std_logic;
 signal fpdeep_line_buffer0_rr: unsigned(4 downto 0);
 signal fpdeep_line_buffer0_r_ho1: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_ur: unsigned(4 downto 0);
 signal fpdeep_line_buffer0_uex: std_logic;
+signal fpdeep_line_buffer0_ok0: std_logic;
+signal fpdeep_line_buffer0_nr0: unsigned(4 downto 0);
 signal fpdeep_line_buffer0_lim: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_lo: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_r_hm1: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_need_r: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_need_u: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_oku: std_logic;
+signal fpdeep_line_buffer0_nr1: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_rowin: std_logic;
+signal fpdeep_line_buffer0_g_wm1: unsigned(3 downto 0);
 signal fpdeep_line_buffer0_ract: std_logic;
 signal fpdeep_line_buffer0_hq: unsigned(3 downto 0);
+signal fpdeep_line_buffer0_r_hc: unsigned(3 downto 0);
+signal fpdeep_line_buffer0_tailw: std_logic;
 signal fpdeep_line_buffer0_can_win: std_logic;
 signal fpdeep_line_buffer0_can_head: std_logic;
 signal fpdeep_line_buffer0_wf: std_logic;
 signal fpdeep_line_buffer0_hf: std_logic;
 signal fpdeep_line_buffer0_rden: std_logic;
 signal fpdeep_line_buffer0_rdad: unsigned(2 downto 0);
-signal fpdeep_line_buffer0_rrow: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_q: unsigned(3 downto 0);
+signal fpdeep_line_buffer0_nxt: std_logic;
 signal fpdeep_line_buffer0_dec: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_r_h: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_lo: unsigned(4 downto 0);
 signal fpdeep_line_buffer0_r_p: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_dd: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_sbr: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_rsl: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_r_off: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_slot0: unsigned(4 downto 0);
 signal fpdeep_line_buffer0_mask0: unsigned(2 downto 0);
 signal fpdeep_line_buffer0_mcat: unsigned(2 downto 0);
+signal fpdeep_line_buffer0_tkn: unsigned(2 downto 0);
+signal fpdeep_line_buffer0_mkn: std_logic;
+signal fpdeep_line_buffer0_rk: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_r_hp: unsigned(4 downto 0);
 signal fpdeep_line_buffer0_fin_pop: std_logic;
 signal fpdeep_line_buffer0_wrow: unsigned(4 downto 0);
 signal fpdeep_line_buffer0_g_w: unsigned(3 downto 0);
-signal fpdeep_line_buffer0_g_wm1: unsigned(3 downto 0);
 signal fpdeep_line_buffer0_g_hc: unsigned(3 downto 0);
 signal fpdeep_line_buffer0_g_wo1: unsigned(3 downto 0);
 signal fpdeep_line_buffer0_g_hm1: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_g_h: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_g_hcr: unsigned(4 downto 0);
 signal fpdeep_line_buffer0_g_ho1: unsigned(4 downto 0);
 signal fpdeep_line_buffer0_g_hp: unsigned(4 downto 0);
 signal fpdeep_line_buffer0_g_p: unsigned(4 downto 0);
 signal fpdeep_line_buffer0_g_off: unsigned(4 downto 0);
 signal fpdeep_line_buffer0_wslot: unsigned(2 downto 0);
-signal fpdeep_line_buffer0_r_hp: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_rsl: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_r_w: unsigned(3 downto 0);
+signal fpdeep_line_buffer0_r_hm1: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_r_wm1: unsigned(3 downto 0);
+signal fpdeep_line_buffer0_r_tw0: std_logic;
 signal fpdeep_line_buffer0_v1w: std_logic;
 signal fpdeep_line_buffer0_v1h: std_logic;
 signal fpdeep_line_buffer0_t1: std_logic;
@@ -215,46 +221,60 @@ signal fpdeep_line_buffer0_push: std_logic;
 signal fpdeep_line_buffer0_fin_u: unsigned(0 downto 0);
 signal fpdeep_line_buffer0_mfin: unsigned(0 downto 0);
 signal fpdeep_line_buffer0_mask_bit0_mb: std_logic;
+signal fpdeep_line_buffer0_mask_bit0_a: std_logic;
+signal fpdeep_line_buffer0_mask_bit0_b: std_logic;
 signal fpdeep_line_buffer0_mask_bit1_mb: std_logic;
+signal fpdeep_line_buffer0_mask_bit1_b: std_logic;
 signal fpdeep_line_buffer0_mask_bit2_mb: std_logic;
+signal fpdeep_line_buffer0_mask_bit2_b: std_logic;
+signal fpdeep_line_buffer0_tab00_ts: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_tab00_t0: unsigned(2 downto 0);
+signal fpdeep_line_buffer0_tab00_m0: std_logic;
+signal fpdeep_line_buffer0_tab00_tl: unsigned(2 downto 0);
+signal fpdeep_line_buffer0_tab01_ts: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_tab01_t0: unsigned(2 downto 0);
+signal fpdeep_line_buffer0_tab01_m0: std_logic;
+signal fpdeep_line_buffer0_tab01_tl: unsigned(2 downto 0);
+signal fpdeep_line_buffer0_tab02_ts: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_tab02_t0: unsigned(2 downto 0);
+signal fpdeep_line_buffer0_tab02_m0: std_logic;
+signal fpdeep_line_buffer0_tab02_tl: unsigned(2 downto 0);
+signal fpdeep_line_buffer0_tab03_ts: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_tab03_t0: unsigned(2 downto 0);
+signal fpdeep_line_buffer0_tab03_m0: std_logic;
+signal fpdeep_line_buffer0_tab03_tl: unsigned(2 downto 0);
 signal fpdeep_line_buffer0_row_ram0_rd: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_row_ram1_rd: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_row_ram2_rd: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_row_ram3_rd: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_row_ram4_rd: unsigned(15 downto 0);
-signal fpdeep_line_buffer0_slot_add0_y: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_slot_add1_y: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_slot_add2_y: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_slot_reg0_y: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_slot_reg1_y: unsigned(4 downto 0);
-signal fpdeep_line_buffer0_slot_reg2_y: unsigned(4 downto 0);
+signal fpdeep_line_buffer0_mux20_y: unsigned(2 downto 0);
+signal fpdeep_line_buffer0_mux21_y: unsigned(2 downto 0);
+signal fpdeep_line_buffer0_mux22_y: unsigned(2 downto 0);
+signal fpdeep_line_buffer0_slot_reg0_y: unsigned(2 downto 0);
+signal fpdeep_line_buffer0_slot_reg1_y: unsigned(2 downto 0);
+signal fpdeep_line_buffer0_slot_reg2_y: unsigned(2 downto 0);
 signal fpdeep_line_buffer0_slot_mux0_y: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_slot_mux0_zero: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_slot_mux0_o: unsigned(15 downto 0);
-signal fpdeep_line_buffer0_slot_mux0_mux21_y: unsigned(15 downto 0);
-signal fpdeep_line_buffer0_slot_mux0_mux22_y: unsigned(15 downto 0);
-signal fpdeep_line_buffer0_slot_mux0_mux23_y: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_slot_mux0_mux24_y: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_slot_mux0_mux25_y: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_slot_mux0_mux26_y: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux0_mux27_y: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_slot_mux1_y: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_slot_mux1_zero: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_slot_mux1_o: unsigned(15 downto 0);
-signal fpdeep_line_buffer0_slot_mux1_mux29_y: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_slot_mux1_mux210_y: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_slot_mux1_mux211_y: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_slot_mux1_mux212_y: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_slot_mux1_mux213_y: unsigned(15 downto 0);
-signal fpdeep_line_buffer0_slot_mux1_mux214_y: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_slot_mux2_y: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_slot_mux2_zero: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_slot_mux2_o: unsigned(15 downto 0);
+signal fpdeep_line_buffer0_slot_mux2_mux216_y: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_slot_mux2_mux217_y: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_slot_mux2_mux218_y: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_slot_mux2_mux219_y: unsigned(15 downto 0);
-signal fpdeep_line_buffer0_slot_mux2_mux220_y: unsigned(15 downto 0);
-signal fpdeep_line_buffer0_slot_mux2_mux221_y: unsigned(15 downto 0);
-signal fpdeep_line_buffer0_slot_mux2_mux222_y: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_pix_mask0_o: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_pix_mask1_o: unsigned(15 downto 0);
 signal fpdeep_line_buffer0_pix_mask2_o: unsigned(15 downto 0);
@@ -866,6 +886,8 @@ signal out_fifo21_l0: std_logic;
 signal out_fifo21_l1: std_logic;
 signal out_fifo21_u0: unsigned(0 downto 0);
 signal out_fifo21_u1: unsigned(0 downto 0);
+type t_array_fpdeep_line_buffer0_tsl is array(0 to 4-1) of unsigned(2 downto 0);
+signal fpdeep_line_buffer0_tsl: t_array_fpdeep_line_buffer0_tsl;
 type t_array_fpdeep_line_buffer0_row_ram0_mem is array(0 to 8-1) of unsigned(15 downto 0);
 signal fpdeep_line_buffer0_row_ram0_mem: t_array_fpdeep_line_buffer0_row_ram0_mem;
 type t_array_fpdeep_line_buffer0_row_ram1_mem is array(0 to 8-1) of unsigned(15 downto 0);
@@ -1617,62 +1639,43 @@ fpdeep_line_buffer0_wadr <= fpdeep_line_buffer0_wcol(3-1 downto 0);
 fpdeep_line_buffer0_accept <= stdl(bool(lb_start) and (not (bool(fpdeep_line_buffer0_wbusy) or bool(fpdeep_line_buffer0_rpend) or bool(fpdeep_line_buffer0_errq))));
 lb_busy <= stdl(bool(fpdeep_line_buffer0_wbusy) or bool(fpdeep_line_buffer0_rpend) or bool(fpdeep_line_buffer0_errq));
 
-fpdeep_line_buffer0_rscan: process (fpdeep_line_buffer0_r_w, fpdeep_line_buffer0_r_ho1, fpdeep_line_buffer0_r_hm1, fpdeep_line_buffer0_r_hc, fpdeep_line_buffer0_jj, fpdeep_line_buffer0_lo, fpdeep_line_buffer0_nfull, fpdeep_line_buffer0_rr, fpdeep_line_buffer0_r_wo1) is
+fpdeep_line_buffer0_rscan: process (fpdeep_line_buffer0_nr1, fpdeep_line_buffer0_wcol, fpdeep_line_buffer0_lim, fpdeep_line_buffer0_r_ho1, fpdeep_line_buffer0_nr0, fpdeep_line_buffer0_g_wm1, fpdeep_line_buffer0_jj, fpdeep_line_buffer0_wfire, fpdeep_line_buffer0_rr, fpdeep_line_buffer0_r_wo1) is
 begin
-    fpdeep_line_buffer0_q <= (fpdeep_line_buffer0_jj + fpdeep_line_buffer0_r_hc);
-    fpdeep_line_buffer0_tailw <= stdl((fpdeep_line_buffer0_jj + fpdeep_line_buffer0_r_hc) >= fpdeep_line_buffer0_r_w);
     fpdeep_line_buffer0_first <= stdl(fpdeep_line_buffer0_jj = 0);
     fpdeep_line_buffer0_lastj <= stdl(fpdeep_line_buffer0_jj = fpdeep_line_buffer0_r_wo1);
     fpdeep_line_buffer0_lastr <= stdl(fpdeep_line_buffer0_rr = fpdeep_line_buffer0_r_ho1);
-    if (fpdeep_line_buffer0_jj = 0) then
-        fpdeep_line_buffer0_ur <= fpdeep_line_buffer0_rr;
-    else
-        fpdeep_line_buffer0_ur <= (fpdeep_line_buffer0_rr + 1);
-    end if;
     fpdeep_line_buffer0_uex <= stdl((fpdeep_line_buffer0_jj = 0) or (fpdeep_line_buffer0_rr /= fpdeep_line_buffer0_r_ho1));
-    fpdeep_line_buffer0_lim <= (fpdeep_line_buffer0_lo + fpdeep_line_buffer0_nfull);
-    if ((fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc) > fpdeep_line_buffer0_r_hm1) then
-        fpdeep_line_buffer0_need_r <= fpdeep_line_buffer0_r_hm1;
-    else
-        fpdeep_line_buffer0_need_r <= (fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc);
-    end if;
+    fpdeep_line_buffer0_ok0 <= stdl(fpdeep_line_buffer0_nr0 < fpdeep_line_buffer0_lim);
     if (fpdeep_line_buffer0_jj = 0) then
-        if ((fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc) > fpdeep_line_buffer0_r_hm1) then
-            fpdeep_line_buffer0_need_u <= fpdeep_line_buffer0_r_hm1;
-        else
-            fpdeep_line_buffer0_need_u <= (fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc);
-        end if;
+        fpdeep_line_buffer0_oku <= stdl(fpdeep_line_buffer0_nr0 < fpdeep_line_buffer0_lim);
     else
-        if (((fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc) + 1) > fpdeep_line_buffer0_r_hm1) then
-            fpdeep_line_buffer0_need_u <= fpdeep_line_buffer0_r_hm1;
-        else
-            fpdeep_line_buffer0_need_u <= ((fpdeep_line_buffer0_rr + fpdeep_line_buffer0_r_hc) + 1);
-        end if;
+        fpdeep_line_buffer0_oku <= stdl(fpdeep_line_buffer0_nr1 < fpdeep_line_buffer0_lim);
     end if;
+    fpdeep_line_buffer0_rowin <= stdl(bool(fpdeep_line_buffer0_wfire) and (fpdeep_line_buffer0_wcol = fpdeep_line_buffer0_g_wm1));
 end process fpdeep_line_buffer0_rscan;
 
-fpdeep_line_buffer0_rdec: process (fpdeep_line_buffer0_need_r, fpdeep_line_buffer0_need_u, fpdeep_line_buffer0_lim, fpdeep_line_buffer0_hq, fpdeep_line_buffer0_ract, fpdeep_line_buffer0_r_hc, fpdeep_line_buffer0_jj, fpdeep_line_buffer0_tailw, fpdeep_line_buffer0_uex) is
+fpdeep_line_buffer0_rdec: process (fpdeep_line_buffer0_oku, fpdeep_line_buffer0_hq, fpdeep_line_buffer0_ract, fpdeep_line_buffer0_r_hc, fpdeep_line_buffer0_jj, fpdeep_line_buffer0_tailw, fpdeep_line_buffer0_uex, fpdeep_line_buffer0_ok0) is
     variable cwin: std_logic;
 begin
-    cwin := stdl(bool(fpdeep_line_buffer0_ract) and ((fpdeep_line_buffer0_jj /= 0) or (fpdeep_line_buffer0_hq = fpdeep_line_buffer0_r_hc)) and (bool(fpdeep_line_buffer0_tailw) or (fpdeep_line_buffer0_need_r < fpdeep_line_buffer0_lim)));
+    cwin := stdl(bool(fpdeep_line_buffer0_ract) and ((fpdeep_line_buffer0_jj /= 0) or (fpdeep_line_buffer0_hq = fpdeep_line_buffer0_r_hc)) and (bool(fpdeep_line_buffer0_tailw) or bool(fpdeep_line_buffer0_ok0)));
     fpdeep_line_buffer0_can_win <= cwin;
-    fpdeep_line_buffer0_can_head <= stdl(bool(fpdeep_line_buffer0_ract) and (fpdeep_line_buffer0_hq /= fpdeep_line_buffer0_r_hc) and bool(fpdeep_line_buffer0_uex) and (fpdeep_line_buffer0_need_u < fpdeep_line_buffer0_lim) and ((not bool(cwin)) or (bool(fpdeep_line_buffer0_tailw) and (fpdeep_line_buffer0_jj /= 0))));
+    fpdeep_line_buffer0_can_head <= stdl(bool(fpdeep_line_buffer0_ract) and (fpdeep_line_buffer0_hq /= fpdeep_line_buffer0_r_hc) and bool(fpdeep_line_buffer0_uex) and bool(fpdeep_line_buffer0_oku) and ((not bool(cwin)) or (bool(fpdeep_line_buffer0_tailw) and (fpdeep_line_buffer0_jj /= 0))));
 end process fpdeep_line_buffer0_rdec;
 
-fpdeep_line_buffer0_rfire: process (fpdeep_line_buffer0_r_p, fpdeep_line_buffer0_q, fpdeep_line_buffer0_can_head, fpdeep_line_buffer0_ur, fpdeep_line_buffer0_lastr, fpdeep_line_buffer0_hq, fpdeep_line_buffer0_r_hm1, fpdeep_line_buffer0_tailw, fpdeep_line_buffer0_en, fpdeep_line_buffer0_lo, fpdeep_line_buffer0_can_win, fpdeep_line_buffer0_rr) is
+fpdeep_line_buffer0_rfire: process (fpdeep_line_buffer0_r_p, fpdeep_line_buffer0_q, fpdeep_line_buffer0_can_head, fpdeep_line_buffer0_r_h, fpdeep_line_buffer0_lastr, fpdeep_line_buffer0_hq, fpdeep_line_buffer0_jj, fpdeep_line_buffer0_tailw, fpdeep_line_buffer0_en, fpdeep_line_buffer0_lo, fpdeep_line_buffer0_can_win, fpdeep_line_buffer0_rr) is
 begin
     fpdeep_line_buffer0_wf <= stdl(bool(fpdeep_line_buffer0_en) and bool(fpdeep_line_buffer0_can_win));
     fpdeep_line_buffer0_hf <= stdl(bool(fpdeep_line_buffer0_en) and bool(fpdeep_line_buffer0_can_head));
     fpdeep_line_buffer0_rden <= stdl((bool(fpdeep_line_buffer0_en) and bool(fpdeep_line_buffer0_can_win) and (not bool(fpdeep_line_buffer0_tailw))) or (bool(fpdeep_line_buffer0_en) and bool(fpdeep_line_buffer0_can_head)));
     if (bool(fpdeep_line_buffer0_can_win) and (not bool(fpdeep_line_buffer0_tailw))) then
         fpdeep_line_buffer0_rdad <= fpdeep_line_buffer0_q(3-1 downto 0);
-        fpdeep_line_buffer0_rrow <= fpdeep_line_buffer0_rr;
+        fpdeep_line_buffer0_nxt <= '0';
     else
         fpdeep_line_buffer0_rdad <= fpdeep_line_buffer0_hq(3-1 downto 0);
-        fpdeep_line_buffer0_rrow <= fpdeep_line_buffer0_ur;
+        fpdeep_line_buffer0_nxt <= stdl(fpdeep_line_buffer0_jj /= 0);
     end if;
     if bool(fpdeep_line_buffer0_lastr) then
-        fpdeep_line_buffer0_dec <= ((fpdeep_line_buffer0_r_hm1 + 1) - fpdeep_line_buffer0_lo);
+        fpdeep_line_buffer0_dec <= (fpdeep_line_buffer0_r_h - fpdeep_line_buffer0_lo);
     elsif (fpdeep_line_buffer0_rr >= fpdeep_line_buffer0_r_p) then
         fpdeep_line_buffer0_dec <= to_unsigned(1, 5);
     else
@@ -1680,43 +1683,204 @@ begin
     end if;
 end process fpdeep_line_buffer0_rfire;
 
-
-fpdeep_line_buffer0_dd <= (fpdeep_line_buffer0_rrow - fpdeep_line_buffer0_lo);
-fpdeep_line_buffer0_sbr <= ((fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_dd) + fpdeep_line_buffer0_r_off);
-
-fpdeep_line_buffer0_rslot2: process (fpdeep_line_buffer0_sbr) is
+fpdeep_line_buffer0_mask_bit0_mk: process (fpdeep_line_buffer0_nxt, fpdeep_line_buffer0_mask_bit0_a, fpdeep_line_buffer0_mask_bit0_b) is
 begin
-    if (signed(resize(fpdeep_line_buffer0_sbr, 6)) >= (2 * 5)) then
-        fpdeep_line_buffer0_slot0 <= resize(unsigned(signed(resize(fpdeep_line_buffer0_sbr, 6)) - (2 * 5)), 5);
-    elsif (fpdeep_line_buffer0_sbr >= 5) then
-        fpdeep_line_buffer0_slot0 <= (fpdeep_line_buffer0_sbr - 5);
+    if bool(fpdeep_line_buffer0_nxt) then
+        fpdeep_line_buffer0_mask_bit0_mb <= fpdeep_line_buffer0_mask_bit0_b;
     else
-        fpdeep_line_buffer0_slot0 <= fpdeep_line_buffer0_sbr;
+        fpdeep_line_buffer0_mask_bit0_mb <= fpdeep_line_buffer0_mask_bit0_a;
     end if;
-end process fpdeep_line_buffer0_rslot2;
+end process fpdeep_line_buffer0_mask_bit0_mk;
 
+fpdeep_line_buffer0_mask_bit1_mk: process (fpdeep_line_buffer0_nxt, fpdeep_line_buffer0_mask_bit0_b, fpdeep_line_buffer0_mask_bit1_b) is
+begin
+    if bool(fpdeep_line_buffer0_nxt) then
+        fpdeep_line_buffer0_mask_bit1_mb <= fpdeep_line_buffer0_mask_bit1_b;
+    else
+        fpdeep_line_buffer0_mask_bit1_mb <= fpdeep_line_buffer0_mask_bit0_b;
+    end if;
+end process fpdeep_line_buffer0_mask_bit1_mk;
 
-fpdeep_line_buffer0_mask_bit0_mb <= stdl(((fpdeep_line_buffer0_rrow + 0) >= fpdeep_line_buffer0_r_p) and ((fpdeep_line_buffer0_rrow + 0) < fpdeep_line_buffer0_r_hp));
-
-
-fpdeep_line_buffer0_mask_bit1_mb <= stdl(((fpdeep_line_buffer0_rrow + 1) >= fpdeep_line_buffer0_r_p) and ((fpdeep_line_buffer0_rrow + 1) < fpdeep_line_buffer0_r_hp));
-
-
-fpdeep_line_buffer0_mask_bit2_mb <= stdl(((fpdeep_line_buffer0_rrow + 2) >= fpdeep_line_buffer0_r_p) and ((fpdeep_line_buffer0_rrow + 2) < fpdeep_line_buffer0_r_hp));
+fpdeep_line_buffer0_mask_bit2_mk: process (fpdeep_line_buffer0_nxt, fpdeep_line_buffer0_mask_bit1_b, fpdeep_line_buffer0_mask_bit2_b) is
+begin
+    if bool(fpdeep_line_buffer0_nxt) then
+        fpdeep_line_buffer0_mask_bit2_mb <= fpdeep_line_buffer0_mask_bit2_b;
+    else
+        fpdeep_line_buffer0_mask_bit2_mb <= fpdeep_line_buffer0_mask_bit1_b;
+    end if;
+end process fpdeep_line_buffer0_mask_bit2_mk;
 
 
 fpdeep_line_buffer0_mask0 <= fpdeep_line_buffer0_mcat;
+
+
+fpdeep_line_buffer0_tab00_ts <= ((fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_g_off) + 0);
+
+
+fpdeep_line_buffer0_tab00_tl <= fpdeep_line_buffer0_tab00_ts(3-1 downto 0);
+
+fpdeep_line_buffer0_tab00_md: process (fpdeep_line_buffer0_tab00_ts, fpdeep_line_buffer0_g_p, fpdeep_line_buffer0_tab00_tl, fpdeep_line_buffer0_g_hp) is
+begin
+    if (signed(resize(fpdeep_line_buffer0_tab00_ts, 6)) >= (2 * 5)) then
+        fpdeep_line_buffer0_tab00_t0 <= (fpdeep_line_buffer0_tab00_tl + 6);
+    elsif (fpdeep_line_buffer0_tab00_ts >= 5) then
+        fpdeep_line_buffer0_tab00_t0 <= (fpdeep_line_buffer0_tab00_tl + 3);
+    else
+        fpdeep_line_buffer0_tab00_t0 <= fpdeep_line_buffer0_tab00_tl;
+    end if;
+    fpdeep_line_buffer0_tab00_m0 <= stdl((0 >= fpdeep_line_buffer0_g_p) and (0 < fpdeep_line_buffer0_g_hp));
+end process fpdeep_line_buffer0_tab00_md;
+
+
+fpdeep_line_buffer0_tab01_ts <= ((fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_g_off) + 1);
+
+
+fpdeep_line_buffer0_tab01_tl <= fpdeep_line_buffer0_tab01_ts(3-1 downto 0);
+
+fpdeep_line_buffer0_tab01_md: process (fpdeep_line_buffer0_tab01_ts, fpdeep_line_buffer0_g_p, fpdeep_line_buffer0_tab01_tl, fpdeep_line_buffer0_g_hp) is
+begin
+    if (signed(resize(fpdeep_line_buffer0_tab01_ts, 6)) >= (2 * 5)) then
+        fpdeep_line_buffer0_tab01_t0 <= (fpdeep_line_buffer0_tab01_tl + 6);
+    elsif (fpdeep_line_buffer0_tab01_ts >= 5) then
+        fpdeep_line_buffer0_tab01_t0 <= (fpdeep_line_buffer0_tab01_tl + 3);
+    else
+        fpdeep_line_buffer0_tab01_t0 <= fpdeep_line_buffer0_tab01_tl;
+    end if;
+    fpdeep_line_buffer0_tab01_m0 <= stdl((1 >= fpdeep_line_buffer0_g_p) and (1 < fpdeep_line_buffer0_g_hp));
+end process fpdeep_line_buffer0_tab01_md;
+
+
+fpdeep_line_buffer0_tab02_ts <= ((fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_g_off) + 2);
+
+
+fpdeep_line_buffer0_tab02_tl <= fpdeep_line_buffer0_tab02_ts(3-1 downto 0);
+
+fpdeep_line_buffer0_tab02_md: process (fpdeep_line_buffer0_tab02_ts, fpdeep_line_buffer0_g_p, fpdeep_line_buffer0_tab02_tl, fpdeep_line_buffer0_g_hp) is
+begin
+    if (signed(resize(fpdeep_line_buffer0_tab02_ts, 6)) >= (2 * 5)) then
+        fpdeep_line_buffer0_tab02_t0 <= (fpdeep_line_buffer0_tab02_tl + 6);
+    elsif (fpdeep_line_buffer0_tab02_ts >= 5) then
+        fpdeep_line_buffer0_tab02_t0 <= (fpdeep_line_buffer0_tab02_tl + 3);
+    else
+        fpdeep_line_buffer0_tab02_t0 <= fpdeep_line_buffer0_tab02_tl;
+    end if;
+    fpdeep_line_buffer0_tab02_m0 <= stdl((2 >= fpdeep_line_buffer0_g_p) and (2 < fpdeep_line_buffer0_g_hp));
+end process fpdeep_line_buffer0_tab02_md;
+
+
+fpdeep_line_buffer0_tab03_ts <= ((fpdeep_line_buffer0_rsl + fpdeep_line_buffer0_g_off) + 3);
+
+
+fpdeep_line_buffer0_tab03_tl <= fpdeep_line_buffer0_tab03_ts(3-1 downto 0);
+
+fpdeep_line_buffer0_tab03_md: process (fpdeep_line_buffer0_tab03_ts, fpdeep_line_buffer0_g_p, fpdeep_line_buffer0_tab03_tl, fpdeep_line_buffer0_g_hp) is
+begin
+    if (signed(resize(fpdeep_line_buffer0_tab03_ts, 6)) >= (2 * 5)) then
+        fpdeep_line_buffer0_tab03_t0 <= (fpdeep_line_buffer0_tab03_tl + 6);
+    elsif (fpdeep_line_buffer0_tab03_ts >= 5) then
+        fpdeep_line_buffer0_tab03_t0 <= (fpdeep_line_buffer0_tab03_tl + 3);
+    else
+        fpdeep_line_buffer0_tab03_t0 <= fpdeep_line_buffer0_tab03_tl;
+    end if;
+    fpdeep_line_buffer0_tab03_m0 <= stdl((3 >= fpdeep_line_buffer0_g_p) and (3 < fpdeep_line_buffer0_g_hp));
+end process fpdeep_line_buffer0_tab03_md;
+
+fpdeep_line_buffer0_tabn: process (fpdeep_line_buffer0_r_p, fpdeep_line_buffer0_r_hp, fpdeep_line_buffer0_tsl, fpdeep_line_buffer0_rk) is
+begin
+    if (signed(resize(fpdeep_line_buffer0_tsl(3), 4)) = (5 - 1)) then
+        fpdeep_line_buffer0_tkn <= to_unsigned(0, 3);
+    else
+        fpdeep_line_buffer0_tkn <= (fpdeep_line_buffer0_tsl(3) + 1);
+    end if;
+    fpdeep_line_buffer0_mkn <= stdl((fpdeep_line_buffer0_rk >= fpdeep_line_buffer0_r_p) and (fpdeep_line_buffer0_rk < fpdeep_line_buffer0_r_hp));
+end process fpdeep_line_buffer0_tabn;
+
+fpdeep_line_buffer0_tab_reg0_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_line_buffer0_mask_bit0_a <= '0';
+            fpdeep_line_buffer0_tsl(0) <= to_unsigned(0, 3);
+        else
+            if ((not bool(fpdeep_line_buffer0_ract)) and bool(fpdeep_line_buffer0_rpend)) then
+                fpdeep_line_buffer0_tsl(0) <= fpdeep_line_buffer0_tab00_t0;
+                fpdeep_line_buffer0_mask_bit0_a <= fpdeep_line_buffer0_tab00_m0;
+            elsif (bool(fpdeep_line_buffer0_wf) and bool(fpdeep_line_buffer0_lastj) and (not bool(fpdeep_line_buffer0_lastr))) then
+                fpdeep_line_buffer0_tsl(0) <= fpdeep_line_buffer0_tsl(1);
+                fpdeep_line_buffer0_mask_bit0_a <= fpdeep_line_buffer0_mask_bit0_b;
+            end if;
+        end if;
+    end if;
+end process fpdeep_line_buffer0_tab_reg0_st;
+
+fpdeep_line_buffer0_tab_reg1_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_line_buffer0_mask_bit0_b <= '0';
+            fpdeep_line_buffer0_tsl(1) <= to_unsigned(0, 3);
+        else
+            if ((not bool(fpdeep_line_buffer0_ract)) and bool(fpdeep_line_buffer0_rpend)) then
+                fpdeep_line_buffer0_tsl(1) <= fpdeep_line_buffer0_tab01_t0;
+                fpdeep_line_buffer0_mask_bit0_b <= fpdeep_line_buffer0_tab01_m0;
+            elsif (bool(fpdeep_line_buffer0_wf) and bool(fpdeep_line_buffer0_lastj) and (not bool(fpdeep_line_buffer0_lastr))) then
+                fpdeep_line_buffer0_tsl(1) <= fpdeep_line_buffer0_tsl(2);
+                fpdeep_line_buffer0_mask_bit0_b <= fpdeep_line_buffer0_mask_bit1_b;
+            end if;
+        end if;
+    end if;
+end process fpdeep_line_buffer0_tab_reg1_st;
+
+fpdeep_line_buffer0_tab_reg2_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_line_buffer0_mask_bit1_b <= '0';
+            fpdeep_line_buffer0_tsl(2) <= to_unsigned(0, 3);
+        else
+            if ((not bool(fpdeep_line_buffer0_ract)) and bool(fpdeep_line_buffer0_rpend)) then
+                fpdeep_line_buffer0_tsl(2) <= fpdeep_line_buffer0_tab02_t0;
+                fpdeep_line_buffer0_mask_bit1_b <= fpdeep_line_buffer0_tab02_m0;
+            elsif (bool(fpdeep_line_buffer0_wf) and bool(fpdeep_line_buffer0_lastj) and (not bool(fpdeep_line_buffer0_lastr))) then
+                fpdeep_line_buffer0_tsl(2) <= fpdeep_line_buffer0_tsl(3);
+                fpdeep_line_buffer0_mask_bit1_b <= fpdeep_line_buffer0_mask_bit2_b;
+            end if;
+        end if;
+    end if;
+end process fpdeep_line_buffer0_tab_reg2_st;
+
+fpdeep_line_buffer0_tab_reg3_st: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_line_buffer0_mask_bit2_b <= '0';
+            fpdeep_line_buffer0_tsl(3) <= to_unsigned(0, 3);
+        else
+            if ((not bool(fpdeep_line_buffer0_ract)) and bool(fpdeep_line_buffer0_rpend)) then
+                fpdeep_line_buffer0_tsl(3) <= fpdeep_line_buffer0_tab03_t0;
+                fpdeep_line_buffer0_mask_bit2_b <= fpdeep_line_buffer0_tab03_m0;
+            elsif (bool(fpdeep_line_buffer0_wf) and bool(fpdeep_line_buffer0_lastj) and (not bool(fpdeep_line_buffer0_lastr))) then
+                fpdeep_line_buffer0_tsl(3) <= fpdeep_line_buffer0_tkn;
+                fpdeep_line_buffer0_mask_bit2_b <= fpdeep_line_buffer0_mkn;
+            end if;
+        end if;
+    end if;
+end process fpdeep_line_buffer0_tab_reg3_st;
 
 fpdeep_line_buffer0_ctl: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
             fpdeep_line_buffer0_errq <= '0';
+            fpdeep_line_buffer0_r_h <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_lim <= to_unsigned(0, 5);
             fpdeep_line_buffer0_r_w <= to_unsigned(0, 4);
             lb_done <= '0';
             fpdeep_line_buffer0_r_hm1 <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_g_h <= to_unsigned(0, 5);
             lb_cerr <= '0';
             fpdeep_line_buffer0_rsl <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_r_wm1 <= to_unsigned(0, 4);
             fpdeep_line_buffer0_g_hp <= to_unsigned(0, 5);
             fpdeep_line_buffer0_r_wo1 <= to_unsigned(0, 4);
             fpdeep_line_buffer0_rpend <= '0';
@@ -1725,6 +1889,8 @@ begin
             fpdeep_line_buffer0_g_off <= to_unsigned(0, 5);
             fpdeep_line_buffer0_jj <= to_unsigned(0, 4);
             lb_rerr <= '0';
+            fpdeep_line_buffer0_g_hcr <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_rk <= to_unsigned(0, 5);
             fpdeep_line_buffer0_nfull <= to_unsigned(0, 5);
             fpdeep_line_buffer0_rr <= to_unsigned(0, 5);
             fpdeep_line_buffer0_g_hm1 <= to_unsigned(0, 5);
@@ -1732,16 +1898,20 @@ begin
             fpdeep_line_buffer0_wbusy <= '0';
             fpdeep_line_buffer0_g_p <= to_unsigned(0, 5);
             fpdeep_line_buffer0_wslot <= to_unsigned(0, 3);
-            fpdeep_line_buffer0_r_off <= to_unsigned(0, 5);
             fpdeep_line_buffer0_g_wm1 <= to_unsigned(0, 4);
             fpdeep_line_buffer0_g_wo1 <= to_unsigned(0, 4);
             fpdeep_line_buffer0_g_hc <= to_unsigned(0, 4);
             fpdeep_line_buffer0_g_ho1 <= to_unsigned(0, 5);
             fpdeep_line_buffer0_g_w <= to_unsigned(0, 4);
             fpdeep_line_buffer0_r_p <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_q <= to_unsigned(0, 4);
+            fpdeep_line_buffer0_nr1 <= to_unsigned(0, 5);
             fpdeep_line_buffer0_r_ho1 <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_nr0 <= to_unsigned(0, 5);
             fpdeep_line_buffer0_r_hc <= to_unsigned(0, 4);
             fpdeep_line_buffer0_r_hp <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_tailw <= '0';
+            fpdeep_line_buffer0_r_tw0 <= '0';
             fpdeep_line_buffer0_lo <= to_unsigned(0, 5);
             fpdeep_line_buffer0_wrow <= to_unsigned(0, 5);
         else
@@ -1766,6 +1936,8 @@ begin
                     fpdeep_line_buffer0_g_hc <= resize(unsigned((3 - 1) - signed(resize(fpdeep_line_buffer0_pe_c, 5))), 4);
                     fpdeep_line_buffer0_g_wo1 <= (fpdeep_line_buffer0_wsum - 3);
                     fpdeep_line_buffer0_g_hm1 <= (fpdeep_line_buffer0_he_r - 1);
+                    fpdeep_line_buffer0_g_h <= fpdeep_line_buffer0_he_r;
+                    fpdeep_line_buffer0_g_hcr <= resize(unsigned((3 - 1) - signed(resize(fpdeep_line_buffer0_pe_r, 6))), 5);
                     fpdeep_line_buffer0_g_ho1 <= (fpdeep_line_buffer0_hsum - 3);
                     fpdeep_line_buffer0_g_hp <= (fpdeep_line_buffer0_he_r + fpdeep_line_buffer0_pe_r);
                     fpdeep_line_buffer0_g_p <= fpdeep_line_buffer0_pe_r;
@@ -1813,6 +1985,15 @@ begin
             elsif (bool(fpdeep_line_buffer0_wfire) and (fpdeep_line_buffer0_wcol = fpdeep_line_buffer0_g_wm1)) then
                 fpdeep_line_buffer0_nfull <= (fpdeep_line_buffer0_nfull + 1);
             end if;
+            if (bool(fpdeep_line_buffer0_wf) and bool(fpdeep_line_buffer0_lastj) and bool(fpdeep_line_buffer0_lastr)) then
+                if bool(fpdeep_line_buffer0_rowin) then
+                    fpdeep_line_buffer0_lim <= ((fpdeep_line_buffer0_lim + 1) - fpdeep_line_buffer0_r_h);
+                else
+                    fpdeep_line_buffer0_lim <= (fpdeep_line_buffer0_lim - fpdeep_line_buffer0_r_h);
+                end if;
+            elsif bool(fpdeep_line_buffer0_rowin) then
+                fpdeep_line_buffer0_lim <= (fpdeep_line_buffer0_lim + 1);
+            end if;
             if ((not bool(fpdeep_line_buffer0_ract)) and bool(fpdeep_line_buffer0_rpend)) then
                 fpdeep_line_buffer0_ract <= '1';
                 fpdeep_line_buffer0_rpend <= '0';
@@ -1820,10 +2001,25 @@ begin
                 fpdeep_line_buffer0_r_hc <= fpdeep_line_buffer0_g_hc;
                 fpdeep_line_buffer0_r_wo1 <= fpdeep_line_buffer0_g_wo1;
                 fpdeep_line_buffer0_r_hm1 <= fpdeep_line_buffer0_g_hm1;
+                fpdeep_line_buffer0_r_h <= fpdeep_line_buffer0_g_h;
+                fpdeep_line_buffer0_r_wm1 <= fpdeep_line_buffer0_g_wm1;
+                fpdeep_line_buffer0_r_tw0 <= stdl(fpdeep_line_buffer0_g_hc >= fpdeep_line_buffer0_g_w);
+                fpdeep_line_buffer0_q <= fpdeep_line_buffer0_g_hc;
+                fpdeep_line_buffer0_tailw <= stdl(fpdeep_line_buffer0_g_hc >= fpdeep_line_buffer0_g_w);
+                fpdeep_line_buffer0_rk <= to_unsigned(3 + 1, 5);
+                if (fpdeep_line_buffer0_g_hcr > fpdeep_line_buffer0_g_hm1) then
+                    fpdeep_line_buffer0_nr0 <= fpdeep_line_buffer0_g_hm1;
+                else
+                    fpdeep_line_buffer0_nr0 <= fpdeep_line_buffer0_g_hcr;
+                end if;
+                if ((fpdeep_line_buffer0_g_hcr + 1) > fpdeep_line_buffer0_g_hm1) then
+                    fpdeep_line_buffer0_nr1 <= fpdeep_line_buffer0_g_hm1;
+                else
+                    fpdeep_line_buffer0_nr1 <= (fpdeep_line_buffer0_g_hcr + 1);
+                end if;
                 fpdeep_line_buffer0_r_ho1 <= fpdeep_line_buffer0_g_ho1;
                 fpdeep_line_buffer0_r_hp <= fpdeep_line_buffer0_g_hp;
                 fpdeep_line_buffer0_r_p <= fpdeep_line_buffer0_g_p;
-                fpdeep_line_buffer0_r_off <= fpdeep_line_buffer0_g_off;
                 fpdeep_line_buffer0_rr <= to_unsigned(0, 5);
                 fpdeep_line_buffer0_jj <= to_unsigned(0, 4);
                 fpdeep_line_buffer0_hq <= to_unsigned(0, 4);
@@ -1838,15 +2034,24 @@ begin
                 end if;
                 if bool(fpdeep_line_buffer0_lastj) then
                     fpdeep_line_buffer0_jj <= to_unsigned(0, 4);
+                    fpdeep_line_buffer0_q <= fpdeep_line_buffer0_r_hc;
+                    fpdeep_line_buffer0_tailw <= fpdeep_line_buffer0_r_tw0;
                     if bool(fpdeep_line_buffer0_lastr) then
                         fpdeep_line_buffer0_ract <= '0';
                         fpdeep_line_buffer0_lo <= to_unsigned(0, 5);
                     else
                         fpdeep_line_buffer0_rr <= (fpdeep_line_buffer0_rr + 1);
                         fpdeep_line_buffer0_lo <= (fpdeep_line_buffer0_lo + fpdeep_line_buffer0_dec);
+                        fpdeep_line_buffer0_rk <= (fpdeep_line_buffer0_rk + 1);
+                        fpdeep_line_buffer0_nr0 <= fpdeep_line_buffer0_nr1;
+                        if (fpdeep_line_buffer0_nr1 /= fpdeep_line_buffer0_r_hm1) then
+                            fpdeep_line_buffer0_nr1 <= (fpdeep_line_buffer0_nr1 + 1);
+                        end if;
                     end if;
                 else
                     fpdeep_line_buffer0_jj <= (fpdeep_line_buffer0_jj + 1);
+                    fpdeep_line_buffer0_q <= (fpdeep_line_buffer0_q + 1);
+                    fpdeep_line_buffer0_tailw <= stdl(fpdeep_line_buffer0_q >= fpdeep_line_buffer0_r_wm1);
                 end if;
             end if;
         end if;
@@ -1913,41 +2118,41 @@ begin
     end if;
 end process fpdeep_line_buffer0_row_ram4_ram;
 
-fpdeep_line_buffer0_slot_add0_add: process (fpdeep_line_buffer0_slot0) is
+fpdeep_line_buffer0_mux20_m: process (fpdeep_line_buffer0_tsl, fpdeep_line_buffer0_nxt) is
 begin
-    if ((fpdeep_line_buffer0_slot0 + 0) >= 5) then
-        fpdeep_line_buffer0_slot_add0_y <= ((fpdeep_line_buffer0_slot0 + 0) - 5);
+    if bool(fpdeep_line_buffer0_nxt) then
+        fpdeep_line_buffer0_mux20_y <= fpdeep_line_buffer0_tsl(1);
     else
-        fpdeep_line_buffer0_slot_add0_y <= (fpdeep_line_buffer0_slot0 + 0);
+        fpdeep_line_buffer0_mux20_y <= fpdeep_line_buffer0_tsl(0);
     end if;
-end process fpdeep_line_buffer0_slot_add0_add;
+end process fpdeep_line_buffer0_mux20_m;
 
-fpdeep_line_buffer0_slot_add1_add: process (fpdeep_line_buffer0_slot0) is
+fpdeep_line_buffer0_mux21_m: process (fpdeep_line_buffer0_tsl, fpdeep_line_buffer0_nxt) is
 begin
-    if ((fpdeep_line_buffer0_slot0 + 1) >= 5) then
-        fpdeep_line_buffer0_slot_add1_y <= ((fpdeep_line_buffer0_slot0 + 1) - 5);
+    if bool(fpdeep_line_buffer0_nxt) then
+        fpdeep_line_buffer0_mux21_y <= fpdeep_line_buffer0_tsl(2);
     else
-        fpdeep_line_buffer0_slot_add1_y <= (fpdeep_line_buffer0_slot0 + 1);
+        fpdeep_line_buffer0_mux21_y <= fpdeep_line_buffer0_tsl(1);
     end if;
-end process fpdeep_line_buffer0_slot_add1_add;
+end process fpdeep_line_buffer0_mux21_m;
 
-fpdeep_line_buffer0_slot_add2_add: process (fpdeep_line_buffer0_slot0) is
+fpdeep_line_buffer0_mux22_m: process (fpdeep_line_buffer0_tsl, fpdeep_line_buffer0_nxt) is
 begin
-    if ((fpdeep_line_buffer0_slot0 + 2) >= 5) then
-        fpdeep_line_buffer0_slot_add2_y <= ((fpdeep_line_buffer0_slot0 + 2) - 5);
+    if bool(fpdeep_line_buffer0_nxt) then
+        fpdeep_line_buffer0_mux22_y <= fpdeep_line_buffer0_tsl(3);
     else
-        fpdeep_line_buffer0_slot_add2_y <= (fpdeep_line_buffer0_slot0 + 2);
+        fpdeep_line_buffer0_mux22_y <= fpdeep_line_buffer0_tsl(2);
     end if;
-end process fpdeep_line_buffer0_slot_add2_add;
+end process fpdeep_line_buffer0_mux22_m;
 
 fpdeep_line_buffer0_slot_reg0_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            fpdeep_line_buffer0_slot_reg0_y <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_slot_reg0_y <= to_unsigned(0, 3);
         else
             if bool(fpdeep_line_buffer0_en) then
-                fpdeep_line_buffer0_slot_reg0_y <= fpdeep_line_buffer0_slot_add0_y;
+                fpdeep_line_buffer0_slot_reg0_y <= fpdeep_line_buffer0_mux20_y;
             end if;
         end if;
     end if;
@@ -1957,10 +2162,10 @@ fpdeep_line_buffer0_slot_reg1_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            fpdeep_line_buffer0_slot_reg1_y <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_slot_reg1_y <= to_unsigned(0, 3);
         else
             if bool(fpdeep_line_buffer0_en) then
-                fpdeep_line_buffer0_slot_reg1_y <= fpdeep_line_buffer0_slot_add1_y;
+                fpdeep_line_buffer0_slot_reg1_y <= fpdeep_line_buffer0_mux21_y;
             end if;
         end if;
     end if;
@@ -1970,10 +2175,10 @@ fpdeep_line_buffer0_slot_reg2_st: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            fpdeep_line_buffer0_slot_reg2_y <= to_unsigned(0, 5);
+            fpdeep_line_buffer0_slot_reg2_y <= to_unsigned(0, 3);
         else
             if bool(fpdeep_line_buffer0_en) then
-                fpdeep_line_buffer0_slot_reg2_y <= fpdeep_line_buffer0_slot_add2_y;
+                fpdeep_line_buffer0_slot_reg2_y <= fpdeep_line_buffer0_mux22_y;
             end if;
         end if;
     end if;
@@ -2006,221 +2211,167 @@ begin
     end if;
 end process fpdeep_line_buffer0_st1;
 
-fpdeep_line_buffer0_slot_mux0_mux20_m: process (fpdeep_line_buffer0_row_ram0_rd, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_row_ram1_rd) is
+fpdeep_line_buffer0_slot_mux0_mux23_m: process (fpdeep_line_buffer0_row_ram0_rd, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_row_ram1_rd) is
 begin
     if bool(fpdeep_line_buffer0_slot_reg0_y(1-1 downto 0)) then
         fpdeep_line_buffer0_slot_mux0_o <= fpdeep_line_buffer0_row_ram1_rd;
     else
         fpdeep_line_buffer0_slot_mux0_o <= fpdeep_line_buffer0_row_ram0_rd;
     end if;
-end process fpdeep_line_buffer0_slot_mux0_mux20_m;
-
-fpdeep_line_buffer0_slot_mux0_mux21_m: process (fpdeep_line_buffer0_row_ram2_rd, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_row_ram3_rd) is
-begin
-    if bool(fpdeep_line_buffer0_slot_reg0_y(1-1 downto 0)) then
-        fpdeep_line_buffer0_slot_mux0_mux21_y <= fpdeep_line_buffer0_row_ram3_rd;
-    else
-        fpdeep_line_buffer0_slot_mux0_mux21_y <= fpdeep_line_buffer0_row_ram2_rd;
-    end if;
-end process fpdeep_line_buffer0_slot_mux0_mux21_m;
-
-fpdeep_line_buffer0_slot_mux0_mux22_m: process (fpdeep_line_buffer0_row_ram4_rd, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_slot_mux0_zero) is
-begin
-    if bool(fpdeep_line_buffer0_slot_reg0_y(1-1 downto 0)) then
-        fpdeep_line_buffer0_slot_mux0_mux22_y <= fpdeep_line_buffer0_slot_mux0_zero;
-    else
-        fpdeep_line_buffer0_slot_mux0_mux22_y <= fpdeep_line_buffer0_row_ram4_rd;
-    end if;
-end process fpdeep_line_buffer0_slot_mux0_mux22_m;
-
-fpdeep_line_buffer0_slot_mux0_mux23_m: process (fpdeep_line_buffer0_slot_mux0_o, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_slot_mux0_mux21_y) is
-begin
-    if bool(fpdeep_line_buffer0_slot_reg0_y(2-1 downto 1)) then
-        fpdeep_line_buffer0_slot_mux0_mux23_y <= fpdeep_line_buffer0_slot_mux0_mux21_y;
-    else
-        fpdeep_line_buffer0_slot_mux0_mux23_y <= fpdeep_line_buffer0_slot_mux0_o;
-    end if;
 end process fpdeep_line_buffer0_slot_mux0_mux23_m;
 
-fpdeep_line_buffer0_slot_mux0_mux24_m: process (fpdeep_line_buffer0_slot_mux0_mux22_y, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_slot_mux0_zero) is
+fpdeep_line_buffer0_slot_mux0_mux24_m: process (fpdeep_line_buffer0_row_ram2_rd, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_row_ram3_rd) is
 begin
-    if bool(fpdeep_line_buffer0_slot_reg0_y(2-1 downto 1)) then
-        fpdeep_line_buffer0_slot_mux0_mux24_y <= fpdeep_line_buffer0_slot_mux0_zero;
+    if bool(fpdeep_line_buffer0_slot_reg0_y(1-1 downto 0)) then
+        fpdeep_line_buffer0_slot_mux0_mux24_y <= fpdeep_line_buffer0_row_ram3_rd;
     else
-        fpdeep_line_buffer0_slot_mux0_mux24_y <= fpdeep_line_buffer0_slot_mux0_mux22_y;
+        fpdeep_line_buffer0_slot_mux0_mux24_y <= fpdeep_line_buffer0_row_ram2_rd;
     end if;
 end process fpdeep_line_buffer0_slot_mux0_mux24_m;
 
-fpdeep_line_buffer0_slot_mux0_mux25_m: process (fpdeep_line_buffer0_slot_mux0_mux23_y, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_slot_mux0_mux24_y) is
+fpdeep_line_buffer0_slot_mux0_mux25_m: process (fpdeep_line_buffer0_row_ram4_rd, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_slot_mux0_zero) is
 begin
-    if bool(fpdeep_line_buffer0_slot_reg0_y(3-1 downto 2)) then
-        fpdeep_line_buffer0_slot_mux0_mux25_y <= fpdeep_line_buffer0_slot_mux0_mux24_y;
+    if bool(fpdeep_line_buffer0_slot_reg0_y(1-1 downto 0)) then
+        fpdeep_line_buffer0_slot_mux0_mux25_y <= fpdeep_line_buffer0_slot_mux0_zero;
     else
-        fpdeep_line_buffer0_slot_mux0_mux25_y <= fpdeep_line_buffer0_slot_mux0_mux23_y;
+        fpdeep_line_buffer0_slot_mux0_mux25_y <= fpdeep_line_buffer0_row_ram4_rd;
     end if;
 end process fpdeep_line_buffer0_slot_mux0_mux25_m;
 
-fpdeep_line_buffer0_slot_mux0_mux26_m: process (fpdeep_line_buffer0_slot_mux0_mux25_y, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_slot_mux0_zero) is
+fpdeep_line_buffer0_slot_mux0_mux26_m: process (fpdeep_line_buffer0_slot_mux0_o, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_slot_mux0_mux24_y) is
 begin
-    if bool(fpdeep_line_buffer0_slot_reg0_y(4-1 downto 3)) then
-        fpdeep_line_buffer0_slot_mux0_mux26_y <= fpdeep_line_buffer0_slot_mux0_zero;
+    if bool(fpdeep_line_buffer0_slot_reg0_y(2-1 downto 1)) then
+        fpdeep_line_buffer0_slot_mux0_mux26_y <= fpdeep_line_buffer0_slot_mux0_mux24_y;
     else
-        fpdeep_line_buffer0_slot_mux0_mux26_y <= fpdeep_line_buffer0_slot_mux0_mux25_y;
+        fpdeep_line_buffer0_slot_mux0_mux26_y <= fpdeep_line_buffer0_slot_mux0_o;
     end if;
 end process fpdeep_line_buffer0_slot_mux0_mux26_m;
 
-fpdeep_line_buffer0_slot_mux0_mux27_m: process (fpdeep_line_buffer0_slot_mux0_mux26_y, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_slot_mux0_zero) is
+fpdeep_line_buffer0_slot_mux0_mux27_m: process (fpdeep_line_buffer0_slot_mux0_mux25_y, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_slot_mux0_zero) is
 begin
-    if bool(fpdeep_line_buffer0_slot_reg0_y(5-1 downto 4)) then
-        fpdeep_line_buffer0_slot_mux0_y <= fpdeep_line_buffer0_slot_mux0_zero;
+    if bool(fpdeep_line_buffer0_slot_reg0_y(2-1 downto 1)) then
+        fpdeep_line_buffer0_slot_mux0_mux27_y <= fpdeep_line_buffer0_slot_mux0_zero;
     else
-        fpdeep_line_buffer0_slot_mux0_y <= fpdeep_line_buffer0_slot_mux0_mux26_y;
+        fpdeep_line_buffer0_slot_mux0_mux27_y <= fpdeep_line_buffer0_slot_mux0_mux25_y;
     end if;
 end process fpdeep_line_buffer0_slot_mux0_mux27_m;
 
-fpdeep_line_buffer0_slot_mux1_mux28_m: process (fpdeep_line_buffer0_row_ram0_rd, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_row_ram1_rd) is
+fpdeep_line_buffer0_slot_mux0_mux28_m: process (fpdeep_line_buffer0_slot_mux0_mux26_y, fpdeep_line_buffer0_slot_reg0_y, fpdeep_line_buffer0_slot_mux0_mux27_y) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg0_y(3-1 downto 2)) then
+        fpdeep_line_buffer0_slot_mux0_y <= fpdeep_line_buffer0_slot_mux0_mux27_y;
+    else
+        fpdeep_line_buffer0_slot_mux0_y <= fpdeep_line_buffer0_slot_mux0_mux26_y;
+    end if;
+end process fpdeep_line_buffer0_slot_mux0_mux28_m;
+
+fpdeep_line_buffer0_slot_mux1_mux29_m: process (fpdeep_line_buffer0_row_ram0_rd, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_row_ram1_rd) is
 begin
     if bool(fpdeep_line_buffer0_slot_reg1_y(1-1 downto 0)) then
         fpdeep_line_buffer0_slot_mux1_o <= fpdeep_line_buffer0_row_ram1_rd;
     else
         fpdeep_line_buffer0_slot_mux1_o <= fpdeep_line_buffer0_row_ram0_rd;
     end if;
-end process fpdeep_line_buffer0_slot_mux1_mux28_m;
-
-fpdeep_line_buffer0_slot_mux1_mux29_m: process (fpdeep_line_buffer0_row_ram2_rd, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_row_ram3_rd) is
-begin
-    if bool(fpdeep_line_buffer0_slot_reg1_y(1-1 downto 0)) then
-        fpdeep_line_buffer0_slot_mux1_mux29_y <= fpdeep_line_buffer0_row_ram3_rd;
-    else
-        fpdeep_line_buffer0_slot_mux1_mux29_y <= fpdeep_line_buffer0_row_ram2_rd;
-    end if;
 end process fpdeep_line_buffer0_slot_mux1_mux29_m;
 
-fpdeep_line_buffer0_slot_mux1_mux210_m: process (fpdeep_line_buffer0_row_ram4_rd, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_slot_mux1_zero) is
+fpdeep_line_buffer0_slot_mux1_mux210_m: process (fpdeep_line_buffer0_row_ram2_rd, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_row_ram3_rd) is
 begin
     if bool(fpdeep_line_buffer0_slot_reg1_y(1-1 downto 0)) then
-        fpdeep_line_buffer0_slot_mux1_mux210_y <= fpdeep_line_buffer0_slot_mux1_zero;
+        fpdeep_line_buffer0_slot_mux1_mux210_y <= fpdeep_line_buffer0_row_ram3_rd;
     else
-        fpdeep_line_buffer0_slot_mux1_mux210_y <= fpdeep_line_buffer0_row_ram4_rd;
+        fpdeep_line_buffer0_slot_mux1_mux210_y <= fpdeep_line_buffer0_row_ram2_rd;
     end if;
 end process fpdeep_line_buffer0_slot_mux1_mux210_m;
 
-fpdeep_line_buffer0_slot_mux1_mux211_m: process (fpdeep_line_buffer0_slot_mux1_o, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_slot_mux1_mux29_y) is
+fpdeep_line_buffer0_slot_mux1_mux211_m: process (fpdeep_line_buffer0_row_ram4_rd, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_slot_mux1_zero) is
 begin
-    if bool(fpdeep_line_buffer0_slot_reg1_y(2-1 downto 1)) then
-        fpdeep_line_buffer0_slot_mux1_mux211_y <= fpdeep_line_buffer0_slot_mux1_mux29_y;
+    if bool(fpdeep_line_buffer0_slot_reg1_y(1-1 downto 0)) then
+        fpdeep_line_buffer0_slot_mux1_mux211_y <= fpdeep_line_buffer0_slot_mux1_zero;
     else
-        fpdeep_line_buffer0_slot_mux1_mux211_y <= fpdeep_line_buffer0_slot_mux1_o;
+        fpdeep_line_buffer0_slot_mux1_mux211_y <= fpdeep_line_buffer0_row_ram4_rd;
     end if;
 end process fpdeep_line_buffer0_slot_mux1_mux211_m;
 
-fpdeep_line_buffer0_slot_mux1_mux212_m: process (fpdeep_line_buffer0_slot_mux1_mux210_y, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_slot_mux1_zero) is
+fpdeep_line_buffer0_slot_mux1_mux212_m: process (fpdeep_line_buffer0_slot_mux1_o, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_slot_mux1_mux210_y) is
 begin
     if bool(fpdeep_line_buffer0_slot_reg1_y(2-1 downto 1)) then
-        fpdeep_line_buffer0_slot_mux1_mux212_y <= fpdeep_line_buffer0_slot_mux1_zero;
-    else
         fpdeep_line_buffer0_slot_mux1_mux212_y <= fpdeep_line_buffer0_slot_mux1_mux210_y;
+    else
+        fpdeep_line_buffer0_slot_mux1_mux212_y <= fpdeep_line_buffer0_slot_mux1_o;
     end if;
 end process fpdeep_line_buffer0_slot_mux1_mux212_m;
 
-fpdeep_line_buffer0_slot_mux1_mux213_m: process (fpdeep_line_buffer0_slot_mux1_mux211_y, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_slot_mux1_mux212_y) is
+fpdeep_line_buffer0_slot_mux1_mux213_m: process (fpdeep_line_buffer0_slot_mux1_mux211_y, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_slot_mux1_zero) is
 begin
-    if bool(fpdeep_line_buffer0_slot_reg1_y(3-1 downto 2)) then
-        fpdeep_line_buffer0_slot_mux1_mux213_y <= fpdeep_line_buffer0_slot_mux1_mux212_y;
+    if bool(fpdeep_line_buffer0_slot_reg1_y(2-1 downto 1)) then
+        fpdeep_line_buffer0_slot_mux1_mux213_y <= fpdeep_line_buffer0_slot_mux1_zero;
     else
         fpdeep_line_buffer0_slot_mux1_mux213_y <= fpdeep_line_buffer0_slot_mux1_mux211_y;
     end if;
 end process fpdeep_line_buffer0_slot_mux1_mux213_m;
 
-fpdeep_line_buffer0_slot_mux1_mux214_m: process (fpdeep_line_buffer0_slot_mux1_mux213_y, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_slot_mux1_zero) is
+fpdeep_line_buffer0_slot_mux1_mux214_m: process (fpdeep_line_buffer0_slot_mux1_mux212_y, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_slot_mux1_mux213_y) is
 begin
-    if bool(fpdeep_line_buffer0_slot_reg1_y(4-1 downto 3)) then
-        fpdeep_line_buffer0_slot_mux1_mux214_y <= fpdeep_line_buffer0_slot_mux1_zero;
+    if bool(fpdeep_line_buffer0_slot_reg1_y(3-1 downto 2)) then
+        fpdeep_line_buffer0_slot_mux1_y <= fpdeep_line_buffer0_slot_mux1_mux213_y;
     else
-        fpdeep_line_buffer0_slot_mux1_mux214_y <= fpdeep_line_buffer0_slot_mux1_mux213_y;
+        fpdeep_line_buffer0_slot_mux1_y <= fpdeep_line_buffer0_slot_mux1_mux212_y;
     end if;
 end process fpdeep_line_buffer0_slot_mux1_mux214_m;
 
-fpdeep_line_buffer0_slot_mux1_mux215_m: process (fpdeep_line_buffer0_slot_mux1_mux214_y, fpdeep_line_buffer0_slot_reg1_y, fpdeep_line_buffer0_slot_mux1_zero) is
-begin
-    if bool(fpdeep_line_buffer0_slot_reg1_y(5-1 downto 4)) then
-        fpdeep_line_buffer0_slot_mux1_y <= fpdeep_line_buffer0_slot_mux1_zero;
-    else
-        fpdeep_line_buffer0_slot_mux1_y <= fpdeep_line_buffer0_slot_mux1_mux214_y;
-    end if;
-end process fpdeep_line_buffer0_slot_mux1_mux215_m;
-
-fpdeep_line_buffer0_slot_mux2_mux216_m: process (fpdeep_line_buffer0_row_ram0_rd, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_row_ram1_rd) is
+fpdeep_line_buffer0_slot_mux2_mux215_m: process (fpdeep_line_buffer0_row_ram0_rd, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_row_ram1_rd) is
 begin
     if bool(fpdeep_line_buffer0_slot_reg2_y(1-1 downto 0)) then
         fpdeep_line_buffer0_slot_mux2_o <= fpdeep_line_buffer0_row_ram1_rd;
     else
         fpdeep_line_buffer0_slot_mux2_o <= fpdeep_line_buffer0_row_ram0_rd;
     end if;
-end process fpdeep_line_buffer0_slot_mux2_mux216_m;
+end process fpdeep_line_buffer0_slot_mux2_mux215_m;
 
-fpdeep_line_buffer0_slot_mux2_mux217_m: process (fpdeep_line_buffer0_row_ram2_rd, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_row_ram3_rd) is
+fpdeep_line_buffer0_slot_mux2_mux216_m: process (fpdeep_line_buffer0_row_ram2_rd, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_row_ram3_rd) is
 begin
     if bool(fpdeep_line_buffer0_slot_reg2_y(1-1 downto 0)) then
-        fpdeep_line_buffer0_slot_mux2_mux217_y <= fpdeep_line_buffer0_row_ram3_rd;
+        fpdeep_line_buffer0_slot_mux2_mux216_y <= fpdeep_line_buffer0_row_ram3_rd;
     else
-        fpdeep_line_buffer0_slot_mux2_mux217_y <= fpdeep_line_buffer0_row_ram2_rd;
+        fpdeep_line_buffer0_slot_mux2_mux216_y <= fpdeep_line_buffer0_row_ram2_rd;
+    end if;
+end process fpdeep_line_buffer0_slot_mux2_mux216_m;
+
+fpdeep_line_buffer0_slot_mux2_mux217_m: process (fpdeep_line_buffer0_row_ram4_rd, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_slot_mux2_zero) is
+begin
+    if bool(fpdeep_line_buffer0_slot_reg2_y(1-1 downto 0)) then
+        fpdeep_line_buffer0_slot_mux2_mux217_y <= fpdeep_line_buffer0_slot_mux2_zero;
+    else
+        fpdeep_line_buffer0_slot_mux2_mux217_y <= fpdeep_line_buffer0_row_ram4_rd;
     end if;
 end process fpdeep_line_buffer0_slot_mux2_mux217_m;
 
-fpdeep_line_buffer0_slot_mux2_mux218_m: process (fpdeep_line_buffer0_row_ram4_rd, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_slot_mux2_zero) is
+fpdeep_line_buffer0_slot_mux2_mux218_m: process (fpdeep_line_buffer0_slot_mux2_o, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_slot_mux2_mux216_y) is
 begin
-    if bool(fpdeep_line_buffer0_slot_reg2_y(1-1 downto 0)) then
-        fpdeep_line_buffer0_slot_mux2_mux218_y <= fpdeep_line_buffer0_slot_mux2_zero;
+    if bool(fpdeep_line_buffer0_slot_reg2_y(2-1 downto 1)) then
+        fpdeep_line_buffer0_slot_mux2_mux218_y <= fpdeep_line_buffer0_slot_mux2_mux216_y;
     else
-        fpdeep_line_buffer0_slot_mux2_mux218_y <= fpdeep_line_buffer0_row_ram4_rd;
+        fpdeep_line_buffer0_slot_mux2_mux218_y <= fpdeep_line_buffer0_slot_mux2_o;
     end if;
 end process fpdeep_line_buffer0_slot_mux2_mux218_m;
 
-fpdeep_line_buffer0_slot_mux2_mux219_m: process (fpdeep_line_buffer0_slot_mux2_o, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_slot_mux2_mux217_y) is
+fpdeep_line_buffer0_slot_mux2_mux219_m: process (fpdeep_line_buffer0_slot_mux2_mux217_y, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_slot_mux2_zero) is
 begin
     if bool(fpdeep_line_buffer0_slot_reg2_y(2-1 downto 1)) then
-        fpdeep_line_buffer0_slot_mux2_mux219_y <= fpdeep_line_buffer0_slot_mux2_mux217_y;
+        fpdeep_line_buffer0_slot_mux2_mux219_y <= fpdeep_line_buffer0_slot_mux2_zero;
     else
-        fpdeep_line_buffer0_slot_mux2_mux219_y <= fpdeep_line_buffer0_slot_mux2_o;
+        fpdeep_line_buffer0_slot_mux2_mux219_y <= fpdeep_line_buffer0_slot_mux2_mux217_y;
     end if;
 end process fpdeep_line_buffer0_slot_mux2_mux219_m;
 
-fpdeep_line_buffer0_slot_mux2_mux220_m: process (fpdeep_line_buffer0_slot_mux2_mux218_y, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_slot_mux2_zero) is
-begin
-    if bool(fpdeep_line_buffer0_slot_reg2_y(2-1 downto 1)) then
-        fpdeep_line_buffer0_slot_mux2_mux220_y <= fpdeep_line_buffer0_slot_mux2_zero;
-    else
-        fpdeep_line_buffer0_slot_mux2_mux220_y <= fpdeep_line_buffer0_slot_mux2_mux218_y;
-    end if;
-end process fpdeep_line_buffer0_slot_mux2_mux220_m;
-
-fpdeep_line_buffer0_slot_mux2_mux221_m: process (fpdeep_line_buffer0_slot_mux2_mux219_y, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_slot_mux2_mux220_y) is
+fpdeep_line_buffer0_slot_mux2_mux220_m: process (fpdeep_line_buffer0_slot_mux2_mux218_y, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_slot_mux2_mux219_y) is
 begin
     if bool(fpdeep_line_buffer0_slot_reg2_y(3-1 downto 2)) then
-        fpdeep_line_buffer0_slot_mux2_mux221_y <= fpdeep_line_buffer0_slot_mux2_mux220_y;
+        fpdeep_line_buffer0_slot_mux2_y <= fpdeep_line_buffer0_slot_mux2_mux219_y;
     else
-        fpdeep_line_buffer0_slot_mux2_mux221_y <= fpdeep_line_buffer0_slot_mux2_mux219_y;
+        fpdeep_line_buffer0_slot_mux2_y <= fpdeep_line_buffer0_slot_mux2_mux218_y;
     end if;
-end process fpdeep_line_buffer0_slot_mux2_mux221_m;
-
-fpdeep_line_buffer0_slot_mux2_mux222_m: process (fpdeep_line_buffer0_slot_mux2_mux221_y, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_slot_mux2_zero) is
-begin
-    if bool(fpdeep_line_buffer0_slot_reg2_y(4-1 downto 3)) then
-        fpdeep_line_buffer0_slot_mux2_mux222_y <= fpdeep_line_buffer0_slot_mux2_zero;
-    else
-        fpdeep_line_buffer0_slot_mux2_mux222_y <= fpdeep_line_buffer0_slot_mux2_mux221_y;
-    end if;
-end process fpdeep_line_buffer0_slot_mux2_mux222_m;
-
-fpdeep_line_buffer0_slot_mux2_mux223_m: process (fpdeep_line_buffer0_slot_mux2_mux222_y, fpdeep_line_buffer0_slot_reg2_y, fpdeep_line_buffer0_slot_mux2_zero) is
-begin
-    if bool(fpdeep_line_buffer0_slot_reg2_y(5-1 downto 4)) then
-        fpdeep_line_buffer0_slot_mux2_y <= fpdeep_line_buffer0_slot_mux2_zero;
-    else
-        fpdeep_line_buffer0_slot_mux2_y <= fpdeep_line_buffer0_slot_mux2_mux222_y;
-    end if;
-end process fpdeep_line_buffer0_slot_mux2_mux223_m;
+end process fpdeep_line_buffer0_slot_mux2_mux220_m;
 
 fpdeep_line_buffer0_pix_mask0_pm: process (fpdeep_line_buffer0_hz1, fpdeep_line_buffer0_m1, fpdeep_line_buffer0_slot_mux0_y) is
 begin
