@@ -158,14 +158,17 @@ def block_of(src: list[str], n: int) -> str:
     return ""
 
 
-def match_texts(src: list[str], n: int) -> tuple[str, str]:
-    """What a waiver regex is searched in for netlist line ``n``: ``<block>: <text>`` and
+def match_texts(src: list[str], n: int) -> tuple[str, str, str]:
+    """What a waiver regex is searched in for netlist line ``n``: ``<block>: <text>``,
     ``<block>: <previous non-blank line> | <text>`` (the second names an arm's first body
-    line together with its ``if``/``case`` condition, for bodies whose text repeats)."""
+    line together with its ``if``/``case`` condition, for bodies whose text repeats) and
+    ``<block>: <text> || <next non-blank line>`` (names an ``else begin`` by its first body
+    line, where every arm of a block is an ``else begin`` after an ``end``)."""
     text = src[n - 1].strip() if 0 < n <= len(src) else "?"
     prev = next((src[i].strip() for i in range(n - 2, -1, -1) if src[i].strip()), "")
+    nxt = next((src[i].strip() for i in range(n, len(src)) if src[i].strip()), "")
     block = block_of(src, n)
-    return f"{block}: {text}", f"{block}: {prev} | {text}"
+    return f"{block}: {text}", f"{block}: {prev} | {text}", f"{block}: {text} || {nxt}"
 
 
 def same_netlists(points: list[dict]) -> list[dict]:

@@ -143,3 +143,125 @@ def test_same_netlists_merges_identical_files_only(tmp_path):
     assert got == [("a.v", 3), ("c.v", 0)], got
     nets = coverage.analyse("none", [pt(a, 0), pt(b, 3)], waivers=[])
     assert len(nets) == 1 and nets[0]["line_pct"] == 100.0, nets
+
+
+# ------------------------------------------- pipearch_engine: the regions' error arms
+# rtl_gen/pipearch/pipearch_engine.py: each region channel's start is route_eq/load_route
+# (go & region nibble / mask bit, normal LOAD only), its access word is the subroutine's
+# accs[c], and go = start & !busy & ok with ok the AND of every channel's chan_ok (LOAD:
+# load_ok) and range_ok(sub_iters, 1, MAX_ITER).  The region refuses an access (`else`
+# arm, err <= 1) only when a_ok is false; err is cleared only by err_clr, tied to zero1.
+# The same engine is flattened into pipearch_pu (its sub_* inputs come from the register
+# machine there).
+ENGINES = {"pipearch_engine": "engine_impl0", "pipearch_pu": "pu_impl0_pipearch_engine0_engine_impl0"}
+
+
+def engine_netlist(core: str) -> str:
+    return (REPO / "ip" / core / "rtl" / f"{core}.v").read_text()
+
+
+def err_clr_conditions(text: str, pre: str) -> set[str]:
+    """The condition nets of every region channel's `err <= 1'b0` arm."""
+    return set(re.findall(rf"if \((\w+)\) begin\s*\n\s*{pre}_region_impl\d+_(?:read|write)_channel\d+_err"
+                          r" <= 1'b0;", text))
+
+
+def constant_zero(text: str, net: str) -> bool:
+    """``net`` has exactly one driver in the netlist and it is the constant 0."""
+    drivers = re.findall(rf"^\s*(?:assign\s+)?{re.escape(net)}\s*(?:<=|=)\s*([^;]+);", text, re.M)
+    return drivers == ["1'd0"] or drivers == ["0"]
+
+
+@pytest.mark.parametrize("core", list(ENGINES))
+def test_engine_region_err_clr_is_constant_zero(core):
+    text, pre = engine_netlist(core), ENGINES[core]
+    conds = err_clr_conditions(text, pre)
+    assert conds == {f"{pre}_zero1"}, conds
+    assert constant_zero(text, f"{pre}_zero1")
+    # negative: the same net driven by a signal is reported
+    bad = text.replace(f"assign {pre}_zero1 = 1'd0;", f"assign {pre}_zero1 = rst;")
+    assert bad != text and not constant_zero(bad, f"{pre}_zero1")
+
+
+_ACC = r"\((?P<a>\w*sub_acc\d)\[31\] != (?P=a)\[30\]\)"
+CHECK_FORMS = {   # the access terms of every chan_ok / load_ok in the netlist, by kind
+    "any": re.compile(rf"^\((?P<n>\w+)_reg_ok && {_ACC} && \((?P=n)_ln != 0\) && \((?P=n)_ln <= (?P<d>\d+)\)\)$"),
+    "vector": re.compile(rf"^\((?P<n>\w+)_reg_ok && {_ACC} && \((?P=n)_ln != 0\) && \((?P=n)_ln <= (?P<d>\d+)\) && "
+                         r"\((?P<w>\w*sub_w6)\[32-1:14\] == 0\) && \((?P=w)\[14-1:0\] == (?P=n)_ln\)\)$"),
+    "scalar": re.compile(rf"^\((?P<n>\w+)_reg_ok && {_ACC} && \((?P=n)_ln == 1\)\)$"),
+    "load": re.compile(rf"^\({_ACC} && \((?P<n>\w+)_ln != 0\) && \((?P=n)_ln <= (?P<d>\d+)\)\)$"),
+}
+
+
+def engine_ok(kind: str, b31: int, b30: int, ln: int, depth: int) -> bool:
+    """The access terms of a check form (reg_ok and the w6 == ln rule only narrow it)."""
+    if kind == "scalar":
+        return b31 != b30 and ln == 1
+    return b31 != b30 and ln != 0 and ln <= depth
+
+
+def region_a_ok(b31: int, b30: int, ln: int, iters: int, depth: int) -> bool:
+    return b31 != b30 and ln != 0 and ln <= depth and iters != 0
+
+
+def implication_counterexample(ok, depth: int, max_iter: int):
+    """(kind, b31, b30, ln, iters) where the engine's checks pass and the region refuses, or
+    None: every 14-bit length, both mode bits, iterations 0, 1, MAX_ITER and 8191 (13 bits)."""
+    for kind in ("any", "vector", "scalar", "load"):
+        for b31 in (0, 1):
+            for b30 in (0, 1):
+                for ln in range(1 << 14):
+                    if not ok(kind, b31, b30, ln, depth):
+                        continue
+                    for iters in (0, 1, max_iter, (1 << 13) - 1):
+                        if 1 <= iters <= max_iter and not region_a_ok(b31, b30, ln, iters, depth):
+                            return kind, b31, b30, ln, iters
+    return None
+
+
+@pytest.mark.parametrize("core", list(ENGINES))
+def test_engine_checks_imply_region_a_ok(core):
+    text, pre = engine_netlist(core), ENGINES[core]
+    depth = int(re.search(r"DEPTH=(\d+)", text).group(1))
+    max_iter = int(re.search(r"MAX_ITER=(\d+)", text).group(1))
+    m = re.search(rf"assign {pre}_iters16 = \{{\d+'h0, (\w+)\}};", text)
+    assert m, "iters16 is no longer the iteration count zero-extended"
+    it_net = m.group(1)
+    # the region's a_ok, for every channel of every region: exactly the four terms
+    a_oks = re.findall(rf"assign ({pre}_region_impl\w+)_a_ok = (.*);", text)
+    assert a_oks
+    for name, expr in a_oks:
+        acc_ = name.rsplit("_access_ctl", 1)[0] + "_access"
+        want = (f"(({acc_}[31] != {acc_}[30]) && ({name}_a_len != 0) && ({name}_a_len <= {depth}) && "
+                f"({pre}_iters16 != 0))")
+        assert expr == want, (name, expr)
+        assert f"assign {name}_a_len = {acc_}[30-1:16];" in text, name
+    # every engine check has one of the known forms, with this DEPTH
+    forms = []
+    for net, expr in re.findall(rf"assign ({pre}_chan_ok\d+)_ok = (.*);", text):
+        kinds = [k for k, rx in CHECK_FORMS.items() if k != "load" and rx.match(expr)]
+        assert len(kinds) == 1, (net, expr)
+        mm = CHECK_FORMS[kinds[0]].match(expr)
+        assert kinds[0] == "scalar" or int(mm.group("d")) == depth, (net, expr)
+        forms.append(kinds[0])
+    loads = re.findall(rf"{pre}_load_ok\d+_ok = (\(\(\w*sub_acc0.*\));", text)
+    assert loads and all(CHECK_FORMS["load"].match(x) and int(CHECK_FORMS["load"].match(x).group("d")) == depth
+                         for x in loads), loads
+    assert {"vector", "scalar"} <= set(forms), forms
+    iters = set(re.findall(rf"assign \w+_ok = \(\({it_net} >= (\d+)\) && \({it_net} <= (\d+)\)\);", text))
+    assert iters == {("1", str(max_iter))}, iters
+    assert implication_counterexample(engine_ok, depth, max_iter) is None
+
+
+def test_engine_implication_check_can_fail():
+    """Negative: a check without the `length <= DEPTH` term admits DEPTH + 1, which the region
+    refuses; a check without the mode-bit term admits both bits set."""
+    def no_depth(kind, b31, b30, ln, depth):
+        return b31 != b30 and ln != 0
+    cx = implication_counterexample(no_depth, 32, 16)
+    assert cx is not None and cx[3] == 33, cx
+
+    def no_mode(kind, b31, b30, ln, depth):
+        return ln == 1
+    cx = implication_counterexample(no_mode, 32, 16)
+    assert cx is not None and cx[1] == cx[2], cx
