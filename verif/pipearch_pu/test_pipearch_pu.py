@@ -335,6 +335,56 @@ async def sgd_logistic_minibatch(dut):
     await run_and_compare(tb, job, mem, gold, "sgd logistic b4")
 
 
+async def run_preempted_everywhere(tb, job, mem, gold, tag):
+    """Run ``job`` with a SWITCH pending at every START, so it suspends at every YIELD;
+    each suspension equals the ISS suspended at the same YIELD and the end equals the
+    uninterrupted golden run.  Returns the number of suspensions."""
+    pu = tb.pu
+    pu.put(mem, 0, job.end)
+    imem = mem.copy()
+    iss = iss_for(tb, imem)
+    for start in range(job.yields_per_epoch * job.epochs + 1):
+        st, err, trace, _ = await pu.run(job, switch_at="before")
+        if st & I.ST_SUSPENDED:
+            r = job.start(iss, switch_at_yield=1)
+            check_run(f"{tag} start {start}", st, err, trace, r, "suspended")
+            compare_mem(f"{tag} start {start}", pu.get(job.end), imem, 0, job.end)
+            continue
+        r = job.start(iss)
+        check_run(f"{tag} start {start}", st, err, trace, r, "finished")
+        break
+    else:
+        raise AssertionError(f"{tag}: not finished after {start + 1} starts")
+    got = pu.get(job.end)
+    compare_mem(tag, got, imem, 0, job.end)
+    assert np.array_equal(model_of(job, got), gold()), f"{tag}: model differs from the golden run"
+    return start
+
+
+@sim_test(timeout_us={"default": 400, "*": 6400})
+async def sgd_minibatch_stream(dut):
+    """The streamed mini-batch SGD program (``sgd_job(batch > 1, stream=True)``) equals the
+    ISS and golden.sgd under random memory stalls: ridge batch 4 and logistic batch 3
+    with a 16-line model (two partitions per epoch), uninterrupted, with a SWITCH at a
+    random time, and suspended at every YIELD."""
+    tb = TB(dut)
+    await tb.reset()
+    if stream_regions_ok(tb.cfg) is not None:
+        raise AssertionError(f"config {tb.cfg}: the streamed program's regions are missing")
+    job, mem, gold = sgd_case(tb.cfg, tb.rng, loss="ridge", m=16, n=6, batch=4, partition=8,
+                              stream=True)
+    assert job.info["stream"] and job.info["batch"] == 4
+    await run_and_compare(tb, job, mem, gold, "mb ridge b4")
+    at = int(tb.rng.integers(50, 800))
+    _, _, starts = await run_and_compare(tb, job, mem, gold, "mb ridge b4 switched", switch_at=at)
+    dut._log.info("switch at %d: %d starts", at, starts)
+    job, mem, gold = sgd_case(tb.cfg, tb.rng, loss="logistic", m=12, n=16 * tb.L, batch=3,
+                              partition=6, stream=True)
+    await run_and_compare(tb, job, mem, gold, "mb logistic b3 D=16")
+    n_susp = await run_preempted_everywhere(tb, job, mem, gold, "mb logistic b3 every yield")
+    assert n_susp == job.yields_per_epoch * job.epochs, n_susp
+
+
 @sim_test(timeout_us={"default": 140, "*": 2240})  # measured 29.1 us on default
 async def scd_lasso(dut):
     """Lasso SCD (two partitions) equals the ISS and golden.scd."""
@@ -684,6 +734,50 @@ async def checkers_can_fail(dut):
     assert not np.array_equal(model_of(job, bad), gold())
 
 
+async def run_directed(tb, name):
+    """A directed program of verif/pipearch_pu/cov_programs.py run to the end on the DUT and
+    on the ISS: whole job memory and PC trace compared (no training model to check)."""
+    from verif.pipearch_pu.cov_programs import BUILDERS
+    job, mem = BUILDERS[name](tb.cfg, tb.rng)
+    pu = tb.pu
+    pu.put(mem, 0, job.end)
+    imem = mem.copy()
+    st, err, trace, _ = await pu.run(job)
+    r = job.start(iss_for(tb, imem))
+    check_run(name, st, err, trace, r, "finished")
+    compare_mem(name, pu.get(job.end), imem, 0, job.end)
+
+
+@sim_test(timeout_us={"default": 60, "*": 960})
+async def sigmoid_every_segment(dut):
+    """SIGDELTA with the sigmoid on, every lane in every segment of the PWL table and beyond
+    both domain ends (cov_programs.sigmoid_sweep), against the ISS."""
+    tb = TB(dut)
+    await tb.reset()
+    await run_directed(tb, "sigmoid_sweep")
+
+
+@sim_test(timeout_us={"default": 200, "*": 3200})
+async def every_channel_amem_and_fifo(dut):
+    """Every (region, global channel) in amem mode (an amem LOAD into each channel's address
+    memory, then every subroutine gathering/scattering through them) and in FIFO mode
+    (every compute subroutine with each channel in a different region's FIFO, each
+    rotation), as PU programs (cov_programs.amem_sweep, fifo_sweep), against the ISS."""
+    tb = TB(dut)
+    await tb.reset()
+    await run_directed(tb, "amem_sweep")
+    await run_directed(tb, "fifo_sweep")
+
+
+@sim_test(timeout_us={"default": 400, "*": 6400})
+async def producers_stall_on_full_fifo(dut):
+    """Every compute subroutine pushes its results into a full FIFO while a non-blocking
+    STORE drains it through slow memory (cov_programs.stall_sweep), against the ISS."""
+    tb = TB(dut, mem_p=0.5)
+    await tb.reset()
+    await run_directed(tb, "stall_sweep")
+
+
 BENCH_P = 4     # samples per partition in the SGD bench (the same for every model size)
 BENCH_M = (2 * BENCH_P, 10 * BENCH_P)
 
@@ -712,6 +806,42 @@ async def sgd_cycles_per_sample(tb, stream):
     big = [d for d in sorted(per) if d >= 16] or sorted(per)
     k, c0 = np.polyfit(np.array(big, dtype=float), np.array([per[d] for d in big]), 1)
     return per, float(k), float(c0)
+
+
+MB_BATCH = 32   # mini-batch of the streamed mini-batch SGD bench (one partition = one batch)
+
+
+def mb_stream_dim(cfg):
+    """The largest model (lines) the streamed mini-batch program fits on ``cfg``: four
+    D+1-line sample blocks and three model vectors per region."""
+    return min(cfg.max_dim, cfg.depth // 4 - 1, cfg.depth // 3)
+
+
+async def minibatch_rates(tb):
+    """Streamed mini-batch SGD (ridge, batch ``MB_BATCH``, one YIELD per batch) at the
+    largest model the program fits, and the blocking mini-batch program (batch 4, the
+    largest partition its regions hold) at the same size: data-stream lines (the D sample
+    lines of every sample) per busy cycle and busy cycles per sample, both the difference
+    of two runs (setup, the final STORE and the pipeline fill cancel).  Every run is
+    checked against the ISS and golden.sgd."""
+    d = mb_stream_dim(tb.cfg)
+    out = {}
+    for tag, stream, batch, ms in (("stream", True, MB_BATCH, (MB_BATCH, 3 * MB_BATCH)),
+                                   ("blocking", False, 4, (8, 24))):
+        cyc = {}
+        for mm in ms:
+            job, mem, gold = sgd_case(tb.cfg, tb.rng, loss="ridge", m=mm, n=d * tb.L, epochs=1,
+                                      batch=batch, partition=batch, stream=stream)
+            assert job.info["stream"] == stream
+            _, cyc[mm], _ = await run_and_compare(tb, job, mem, gold, f"bench mb {tag} D={d} m={mm}")
+        per = (cyc[ms[1]] - cyc[ms[0]]) / (ms[1] - ms[0])
+        out[f"sgd_mb_{tag}_cycles_per_sample"] = round(per, 2)
+        out[f"sgd_mb_{tag}_lines_per_cycle"] = round(d / per, 4)
+        out[f"sgd_mb_{tag}_batch"] = batch
+        tb.dut._log.info("mini-batch SGD %s D=%d batch %d: %.2f cycles/sample, %.4f lines/cycle",
+                         tag, d, batch, per, d / per)
+    out["sgd_mb_dim_lines"] = d
+    return out
 
 
 async def bytes_per_cycle(tb):
@@ -760,7 +890,7 @@ async def bench_throughput(dut):
     """``make bench``: SGD cycles per sample per model line (ideal 1), bytes read per
     cycle for SGD/SCD/LRMF, context-switch cost by model size; memory without stalls.
     Every run is also checked against the ISS and the golden model."""
-    tb = TB(dut, mem_p=1.0)
+    tb = TB(dut, mem_p=1.0, mem_bytes=1 << 20)
     await tb.reset()
     rec = {}
     for stream in ([True] if stream_regions_ok(tb.cfg) is None else []) + [False]:
@@ -772,6 +902,7 @@ async def bench_throughput(dut):
         rec[f"sgd_{tag}_cycles_per_sample"] = {int(d): round(c, 1) for d, c in per.items()}
         rec[f"sgd_{tag}_ratio_at_D{dmax}"] = round(per[dmax] / dmax, 3)
         dut._log.info("SGD %s: cycles/sample %s; slope %.4f per line + %.1f", tag, per, k, c0)
+    rec.update(await minibatch_rates(tb))
     bpc = await bytes_per_cycle(tb)
     ctx = await context_switch_cycles(tb)
     record_bench(CORE, unit="sample", ideal_cycles_per_line=1.0, **rec,
@@ -797,3 +928,47 @@ def test_pipearch_pu(cfg, sim):
 from scoreboards.protocol import guard_tests  # noqa: E402
 
 guard_tests(globals())
+
+
+@sim_test(timeout_us={"default": 5000, "*": 80000})  # TMPDEV (removed before commit)
+async def tmpdev_mb_rates(dut):
+    tb = TB(dut, mem_p=1.0, mem_bytes=1 << 20)
+    await tb.reset()
+    r = await minibatch_rates(tb)
+    import json
+    open(f"/tmp/h_pa/tmpdev_{tb.cfg.depth}.json", "w").write(json.dumps(r))
+
+
+@sim_test(timeout_us={"default": 5000, "*": 80000})  # TMPDEV (removed before commit)
+async def tmpdev_trace(dut):
+    tb = TB(dut, mem_p=1.0)
+    await tb.reset()
+    pre = "pu_impl0_pipearch_engine0_engine_impl0_"
+    names = {"dot_a": "dot_sigmoid0_s_axis_a", "dot_res": "dot_sigmoid0_m_axis_res",
+             "sc_a": "scalar_engine0_s_axis_a", "sc_res": "scalar_engine0_m_axis_res",
+             "ms_s": "multiply_subtract0_s_axis_s", "ms_x": "multiply_subtract0_s_axis_x",
+             "ms_y": "multiply_subtract0_m_axis_y",
+             "l2_x": "l2reg0_s_axis_x", "l2_y": "l2reg0_m_axis_y"}
+    sig = {k: (getattr(dut, pre + v + "_tvalid"), getattr(dut, pre + v + "_tready")) for k, v in names.items()}
+    ev = {k: [] for k in names}
+    busy = []
+    cyc = [0]
+
+    async def mon():
+        while True:
+            await RisingEdge(tb.clk)
+            await ReadOnly()
+            cyc[0] += 1
+            for k, (v, r) in sig.items():
+                if int(v.value) and int(r.value):
+                    ev[k].append(cyc[0])
+            busy.append(int(dut.dbg_sub_busy.value))
+    cocotb.start_soon(mon())
+    import os
+    if os.environ.get("TMPDEV_MB"):
+        job, mem, gold = sgd_case(tb.cfg, tb.rng, loss="ridge", m=16, n=16 * tb.L, epochs=1, batch=8, partition=8, stream=True)
+    else:
+        job, mem, gold = sgd_case(tb.cfg, tb.rng, loss="ridge", m=8, n=16 * tb.L, epochs=1, partition=8, stream=True)
+    await run_and_compare(tb, job, mem, gold, "trace")
+    import json
+    open("/tmp/h_pa/trace.json", "w").write(json.dumps({"ev": ev, "busy": busy}))

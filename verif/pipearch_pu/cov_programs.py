@@ -1,0 +1,185 @@
+"""Directed PipeArch-PU programs written for code coverage (issue 14).
+
+Each builder returns ``(job, mem)``: a :class:`golden.pipearch_programs.Job` around a
+program assembled with :class:`golden.pipearch_asm.Program` and the memory image (program,
+fresh context, data).  ``verif/pipearch_pu/test_pipearch_pu.py`` runs them on the DUT and
+on the ISS and compares the whole job memory and the PC trace; nothing here knows what the
+RTL computes.
+
+* :func:`sigmoid_sweep` -- SIGDELTA with the sigmoid on, every lane in every segment of
+  the PWL table (plus both domain edges and beyond).
+* :func:`amem_sweep` -- for each region: an amem LOAD into each of the 18 global
+  channels' address memories, then every compute subroutine with all its channels in
+  that region in amem mode (reads gather from lines 0..31, writes scatter into 32..63),
+  LOAD and STORE through theirs; every result stored to its own area.
+* :func:`fifo_sweep` -- every compute subroutine with channel k in region
+  (rot + k) mod NREGIONS and every channel in FIFO mode, for each rotation.
+* :func:`stall_sweep` -- every compute subroutine pushes its results (FIFO mode) into a
+  region whose FIFO is full while a non-blocking STORE drains it (the FIFO in region
+  i mod NREGIONS for the i-th subroutine).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from golden import pipearch_isa as I
+from golden.fixedpoint import sigmoid_table
+from golden.pipearch_asm import PUConfig, Program, acc, ch
+from golden.pipearch_iss import Memory
+from golden.pipearch_programs import Job, _Alloc
+
+COMPUTE = (I.DOTSIG, I.SIGDELTA, I.SCALAR, I.MULTSUB, I.L2REG)
+SMALL = 1 << 12     # operand scale keeping products away from saturation
+
+
+def _job(cfg: PUConfig, prog: Program, al: _Alloc, name: str, data: dict) -> tuple[Job, Memory]:
+    asm = prog.assemble()
+    job = Job(name, cfg, asm, 0, al.prog, al.ctx, dict(al.areas), al.end, 0, 1, tuple(al.areas))
+    mem = Memory(job.end, cfg.lanes)
+    for line, arr in data.items():
+        mem.write_lines(line, np.asarray(arr, dtype=np.int64))
+    job.place_program(mem)
+    return job, mem
+
+
+def _words(rng, shape, scale=SMALL):
+    return rng.integers(-scale, scale, size=shape, dtype=np.int64)
+
+
+def _length(kind: str, dim: int) -> int:
+    return dim if kind == "vector" else 1
+
+
+def compute(p: Program, cfg: PUConfig, op: int, chans, *, dim: int, it: int, nb=False, flag=False):
+    """One compute subroutine with the channels ``chans`` (``ch(...)`` in channel order)."""
+    f = cfg.fmt
+    if op == I.DOTSIG:
+        p.dotsig(*chans, dim=dim, iterations=it, sigmoid=flag, nb=nb)
+    elif op == I.SIGDELTA:
+        p.sigdelta(*chans, dim=dim, iterations=it, sigmoid=flag, nb=nb)
+    elif op == I.SCALAR:
+        p.scalar(*chans, alpha=int(f.to_fixed(0.25)), al=int(f.to_fixed(0.01)), mode="scd" if flag else "sgd",
+                 iterations=it, nb=nb)
+    elif op == I.MULTSUB:
+        p.multsub(*chans, dim=dim, iterations=it, s_lane1=flag, nb=nb)
+    else:
+        p.l2reg(*chans, dim=dim, c=int(f.to_fixed(0.125)), iterations=it, nb=nb)
+
+
+def sigmoid_sweep(cfg: PUConfig, rng) -> tuple[Job, Memory]:
+    t = sigmoid_table(cfg.fmt)
+    nseg, r, L = len(t.base), t.r_int, cfg.lanes
+    edges = [-r, r - 1, -r - 1, r, -r + (1 << t.shift) - 1, r - (1 << t.shift)]
+    z = np.array([[-r + (((i + j) % nseg) << t.shift) + int(rng.integers(0, 1 << t.shift)) for j in range(L)]
+                  for i in range(nseg)] + [[edges[(i + j) % len(edges)] for j in range(L)] for i in range(2)],
+                 dtype=np.int64)
+    assert all(len({(int(v) + r) >> t.shift for v in z[:nseg, j]}) == nseg for j in range(L))
+    b = _words(rng, z.shape)
+    al = _Alloc(cfg, 0)
+    za, ba, ya = al.area("z", len(z)), al.area("b", len(z)), al.area("y", len(z))
+    n = min(32, cfg.max_dim, cfg.depth)
+    p = Program(cfg, "sigmoid_sweep")
+    for s in range(0, len(z), n):
+        k = min(n, len(z) - s)
+        p.load(ch(0, k), za + s)
+        p.load(ch(1, k), ba + s)
+        p.sigdelta(ch(0, k), ch(1, k), ch(2, k), dim=k, sigmoid=True)
+        p.store(ch(2, k), ya + s)
+    p.end()
+    return _job(cfg, p, al, "sigmoid_sweep", {za: z, ba: b})
+
+
+def amem_sweep(cfg: PUConfig, rng, regions=None) -> tuple[Job, Memory]:
+    L, half = cfg.lanes, 32
+    dim, it = 4, 2
+    n_ent = dim * it
+    assert n_ent <= cfg.amem_depth and n_ent % L == 0 and 2 * half <= cfg.depth
+    regions = range(cfg.nregions) if regions is None else regions
+    al = _Alloc(cfg, 0)
+    data = {}
+    p = Program(cfg, "amem_sweep")
+    outs = 0
+    for r in regions:
+        for g, (op, k) in enumerate(I.GLOBAL_CHANNELS):
+            write = I.CHANNELS[op][k][1] == "w"
+            idx = (half if write else 0) + rng.permutation(half)[:n_ent]
+            a = al.area(f"amem{r}_{g}", n_ent // L)
+            data[a] = idx.reshape(-1, L)
+            p.load_amem(r, g, 0, a, lines=n_ent // L)
+        a = al.area(f"data{r}", half)
+        data[a] = _words(rng, (half, L))
+        p.load(ch(r, half), a)
+        for op in COMPUTE:
+            chans = [ch(r, _length(kind, dim), 0, keep=True, amem=True) for _, _, kind in I.CHANNELS[op]]
+            compute(p, cfg, op, chans, dim=dim, it=it, flag=bool(op & 1))
+            p.store(ch(r, half, half), al.area(f"out{outs}", half))
+            outs += 1
+        a = al.area(f"scatter{r}", n_ent)
+        data[a] = _words(rng, (n_ent, L))
+        p.load(acc(n_ent, 0, keep=True, amem=True), a, regions=[r])      # LOAD.out through its amem
+        p.store(ch(r, half, half), al.area(f"out{outs}", half))
+        p.store(ch(r, n_ent, 0, keep=True, amem=True), al.area(f"out{outs + 1}", n_ent))   # STORE.in gather
+        outs += 2
+    p.end()
+    return _job(cfg, p, al, "amem_sweep", data)
+
+
+def fifo_sweep(cfg: PUConfig, rng) -> tuple[Job, Memory]:
+    L, NRG = cfg.lanes, cfg.nregions
+    dim, it = 4, 2
+    assert NRG >= 4
+    al = _Alloc(cfg, 0)
+    data = {}
+    p = Program(cfg, "fifo_sweep")
+    for rot in range(NRG):
+        for op in COMPUTE:
+            chans = I.CHANNELS[op]
+            regs = [(rot + k) % NRG for k in range(len(chans))]
+            for k, (_, rw, kind) in enumerate(chans):
+                if rw == "r":
+                    n = _length(kind, dim) * it
+                    a = al.area(f"in{rot}_{op}_{k}", n)
+                    data[a] = _words(rng, (n, L))
+                    p.load(ch(regs[k], n, 0, fifo=True), a)
+            compute(p, cfg, op, [ch(regs[k], _length(kind, dim), 0, fifo=True) for k, (_, _, kind) in enumerate(chans)],
+                    dim=dim, it=it, flag=bool(op & 1))
+            n = _length(chans[-1][2], dim) * it
+            p.store(ch(regs[-1], n, 0, fifo=True), al.area(f"out{rot}_{op}", n))
+    p.end()
+    return _job(cfg, p, al, "fifo_sweep", data)
+
+
+def stall_sweep(cfg: PUConfig, rng) -> tuple[Job, Memory]:
+    """For the ISS the non-blocking STORE pops the DEPTH prefilled lines first, then the
+    producer pushes its results, which the last STORE pops (what the hardware does too:
+    its FIFO holds the prefill ahead of the results)."""
+    L, NRG, D = cfg.lanes, cfg.nregions, cfg.depth
+    dim, it = 4, 4
+    al = _Alloc(cfg, 0)
+    data = {}
+    p = Program(cfg, "stall_sweep")
+    for i, op in enumerate(COMPUTE):           # the FIFO in region i mod NREGIONS
+        rot = i % NRG
+        chans = I.CHANNELS[op]
+        kw = len(chans) - 1
+        regs = [(rot + 1 + k) % NRG for k in range(kw)] + [rot]
+        ins = []
+        for k in range(kw):
+            n = _length(chans[k][2], dim) * it
+            a = al.area(f"in{rot}_{op}_{k}", n)
+            data[a] = _words(rng, (n, L))
+            p.load(ch(regs[k], n, 0), a)
+            ins.append(ch(regs[k], _length(chans[k][2], dim), 0, keep=True))
+        a = al.area(f"fill{rot}_{op}", D)
+        data[a] = _words(rng, (D, L))
+        p.load(ch(rot, D, 0, fifo=True), a)
+        p.store(ch(rot, D, 0, fifo=True), al.area(f"drain{rot}_{op}", D), nb=True)
+        nw = _length(chans[kw][2], dim)
+        compute(p, cfg, op, ins + [ch(rot, nw, 0, fifo=True)], dim=dim, it=it, nb=True, flag=bool(op & 1))
+        p.store(ch(rot, nw * it, 0, fifo=True), al.area(f"out{rot}_{op}", nw * it))
+    p.end()
+    return _job(cfg, p, al, "stall_sweep", data)
+
+
+BUILDERS = {"sigmoid_sweep": sigmoid_sweep, "amem_sweep": amem_sweep, "fifo_sweep": fifo_sweep,
+            "stall_sweep": stall_sweep}
