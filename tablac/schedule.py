@@ -50,6 +50,7 @@ LAT_BUS = 5
 SEARCH = 4096           # slots searched for one operation before giving up
 MAX_ACC_TERMS = 256     # 2**ACC_GUARD with the default ACC_GUARD = 8
 RECOMPUTE_DEPTH = 3     # operations repeated on a consumer's PE instead of a transfer
+DUAL_WINDOW = 4         # slots searched for an instruction reading two remote operands
 
 PE_OP = {"add": "add", "sub": "sub", "mul": "mul", "lt": "lt", "gt": "gt", "min": "min",
          "max": "max", "sigmoid": "sigmoid", "gaussian": "gauss", "log": "log",
@@ -150,6 +151,7 @@ class Scheduler:
         self.pend = {}                      # node -> pending tree-bus expression
         self.fold = True
         self.recompute = recompute          # depth of repeated operations (0: none)
+        self.dual = True                    # instructions may read two remote operands
         self.recomputed = 0
 
     # ------------------------------------------------------------ helpers
@@ -583,17 +585,55 @@ class Scheduler:
         self.recomputed += 1
         return True
 
+    @staticmethod
+    def act_src(act):
+        """Port code a transfer action delivers on (L, R or BUS)."""
+        return {"extend": lambda a: a[3], "addrow": lambda a: "BUS",
+                "expr": lambda a: "BUS", "new": lambda a: a[10]}[act[0]](act)
+
+    @staticmethod
+    def act_emits(act):
+        """(pe, slot) of the relay instructions an action would add."""
+        if act[0] == "new":
+            return {(act[2].pe, act[3])} if act[4] else set()
+        if act[0] == "expr":
+            return {(c.pe, act[2]) for _, c, relay in act[3] if relay}
+        return set()
+
+    def acts_compatible(self, a, b):
+        """Two transfers read by one instruction: different ports (so different
+        registers), no relay slot wanted twice."""
+        return self.act_src(a) != self.act_src(b) and not (self.act_emits(a) & self.act_emits(b))
+
+    def dual_port_slot(self, remote, p, lo, hi):
+        """First slot in ``[lo, hi]`` at which both remote operands can be read off two
+        different ports of ``p`` (nothing is committed); None if there is none."""
+        for s in range(lo, hi + 1):
+            if not self.free_slot(p, s):
+                continue
+            a = self.try_transfer(remote[0], p, s)
+            b = a and self.try_transfer(remote[1], p, s)
+            if a and b and self.acts_compatible(a, b):
+                return s
+        return None
+
     def schedule_binary(self, n, p):
         args = list(n.args)
         unary = n.op in UNARY_OPS
         opnds = args[:1] if unary else args[:2]
         for v in dict.fromkeys(opnds):
             self.maybe_recompute(v, p)
-        # remote operands: all but one are received into buffers first
+        # two remote operands: read both straight off two different ports (a link and
+        # the other link or the bus) in one slot when that is no later than receiving the
+        # earlier one into a buffer first (one slot more on this PE)
         remote = [v for v in opnds if not self.is_const(v) and self.local(v, p) is None]
         if len(remote) == 2 and remote[0] != remote[1]:
-            r0 = min(remote, key=lambda v: self.earliest_arrival(v, p))
-            self.receive(r0, p)
+            ta, tb = (self.earliest_arrival(v, p) for v in remote)
+            dual = self.dual_port_slot(remote, p, max(ta, tb), max(ta, tb) + DUAL_WINDOW) \
+                if self.dual else None
+            if dual is None or dual > max(min(ta, tb) + self.dd, max(ta, tb)):
+                r0 = min(remote, key=lambda v: self.earliest_arrival(v, p))
+                self.receive(r0, p)
         # buffer conflicts between two local operands (one read port per buffer)
         fixed = {}
         if len(opnds) == 2 and opnds[0] != opnds[1] and self.local(opnds[0], p) \
@@ -631,6 +671,8 @@ class Scheduler:
                         break
                     acts.append(act)
                     ops.append(("act", act))
+                if ok and len(acts) == 2 and not self.acts_compatible(*acts):
+                    ok = False
                 if ok:
                     break
             s += 1
