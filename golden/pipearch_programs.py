@@ -29,11 +29,13 @@ k-th coordinate visited sits at region line k; LRMF: the entries of every tile i
 ``golden.lrmf.schedule`` order plus, per entry, the region line addresses of its M and
 U rows).
 
-SCD, LRMF and mini-batch SGD issue every subroutine blocking and access regions in
-BRAM mode, so they are hazard-free by construction (the ISS result is the hardware
-result).  Batch-1 SGD on a PU whose regions allow it (:func:`stream_regions_ok`) is
-the streamed program of :func:`_sgd_stream_job`: every subroutine non-blocking,
-FIFO-coupled, with its hazard freedom argued instruction by instruction there.
+SCD, LRMF and (by default) mini-batch SGD issue every subroutine blocking and access
+regions in BRAM mode, so they are hazard-free by construction (the ISS result is the
+hardware result).  Batch-1 SGD on a PU whose regions allow it (:func:`stream_regions_ok`)
+is the streamed program of :func:`_sgd_stream_job`, and mini-batch SGD with
+``stream=True`` that of :func:`_sgd_minibatch_stream_job`: every subroutine
+non-blocking, FIFO-coupled, with the hazard freedom argued instruction by instruction
+there.
 
 Running: ``r = job.start(machine)`` (one START); :func:`run_to_end` runs, resuming
 after every suspension; :func:`run_epochs` suspends at the last YIELD of every epoch
@@ -340,6 +342,194 @@ def _sgd_stream_job(cfg, m, n, loss, alpha, lam2, epochs, P, reshuffle, base, al
                        base=base, x_addr=x_addr, write_data=write_data)
 
 
+def _minibatch_stream_why(cfg, Dl, batch) -> str | None:
+    """Why the streamed mini-batch SGD program cannot run ``Dl``-line models on ``cfg``
+    (None: it can)."""
+    why = stream_regions_ok(cfg)
+    if why:
+        return why
+    need = max(3 * Dl, 4 * (Dl + 1))       # model ring + scratch, ring of four sample blocks
+    if cfg.depth < need:
+        return f"the PU needs DEPTH >= {need}, the configuration has {cfg.depth}"
+    if cfg.max_dim < Dl:
+        return f"the PU needs MAX_DIM >= {Dl}, the configuration has {cfg.max_dim}"
+    return None
+
+
+def _sgd_minibatch_stream_job(cfg, m, n, loss, alpha, lam2, epochs, batch, P, reshuffle, base,
+                              alpha_q, c_q) -> Job:
+    """Mini-batch SGD as a streamed pipeline (``sgd_job(batch > 1, stream=True)``).
+
+    The golden update of a mini-batch ``t`` of ``B`` samples is
+    ``x^(0) = x_t``, ``x^(k+1) = x^(k) - s_k a_k`` (``s_k = alpha/B (S(<x_t, a_k>) - b_k)``)
+    and ``x_{t+1} = l2reg(x^(B), x_t)``: the ``B`` dot products all use ``x_t``, so they
+    stream back to back; only the multiply-subtract chain is sequential, and it runs one
+    sample behind them.  Regions as in :func:`_sgd_stream_job`: 0 the model ring (``x_t``
+    at ring line R10, ``x_{t+1}`` pushed at R10+Dl by L2REG, the chain's scratch vector
+    at R10+2Dl), 1 and 2 two copies of a ring of four sample blocks (S = Dl+1 lines:
+    the sample, then its label; R7 = ring line of the next sample DOTSIG reads, R6 = of
+    the sample MULTSUB reads), FIFOs 1 (dots), 2 (``x^(B)``), 3 (steps).  Per mini-batch
+    (sample ``j`` = its first, ``j+B-1`` its last)::
+
+        DOTSIG(j)     x <- FIFO 0 (as L2REG(t-1) pushes x_t), a <- region 1 at R7
+        SCALAR(j)     dot <- FIFO 1, b <- region 2 at R7+Dl, s -> FIFO 3
+        BLOCK L2REG   (x_t complete in the ring)
+        for k = 1 .. B-1:
+            DOTSIG(j+k)   x <- region 0 at R10 (BRAM), a <- region 1 at R7
+            MULTSUB(j+k-1) x <- R10 (k = 1) or scratch, a <- region 2 at R6, s <- FIFO 3,
+                           y -> scratch at R10+2Dl
+            SCALAR(j+k)
+            LOAD          block j+k+2 -> regions 1, 2 at R7+2S (non-blocking)
+        MULTSUB(j+B-1)  x <- scratch (R10 if B = 1), y -> FIFO 2
+        L2REG           x^(B) <- FIFO 2, x_t <- region 0 at R10, x_{t+1} -> FIFO 0
+        LOAD          block j+B+2
+
+    Hazard freedom by construction (BRAM-mode reads start at issue, FIFO reads wait):
+
+    * every FIFO has one producer and one consumer channel (FIFO 0: LOAD or L2REG.y /
+      DOTSIG.a -- never both producers live), so its order is program order;
+    * DOTSIG(j+k) and MULTSUB(j) read ``x_t`` in BRAM mode only after BLOCK L2REG, the
+      writer of ``x_t``; MULTSUB(j+k) reads the scratch vector only when issued, i.e.
+      after MULTSUB(j+k-1), its writer, is done; L2REG(t) is issued after MULTSUB(j+B-2)
+      is done (the last reader of ``x_t`` besides itself), and L2REG(t+1), which pushes
+      ``x_{t+2}`` over this batch's scratch at R10+2Dl, after every MULTSUB of batch t;
+      the scratch of batch t+1 (R10+3Dl) is written after L2REG(t), the last reader of
+      ``x_t``, is done, and DEPTH >= 3 Dl keeps it off ``x_{t+1}``;
+    * a LOAD of block ``i+3`` (ring slot of block ``i-1``) is issued after MULTSUB(i),
+      DOTSIG(i+1) and SCALAR(i+1) are issued, so every reader of block ``i-1`` is done;
+      DOTSIG(i) is issued after the LOAD of block ``i+1`` is decoded, which waits until the
+      LOAD of block ``i`` is done.
+
+    Issue order makes the dot products run ahead of the chain by one sample: MULTSUB(i)
+    is issued (and waits for MULTSUB(i-1)) after DOTSIG(i+1) and before SCALAR(i+1), whose
+    issue waits for SCALAR(i): with SCALAR first, MULTSUB(i+1) would also wait for the
+    next dot product and scalar step (measured: 15 idle cycles between MULTSUBs instead
+    of about 3).  A sample costs about Dl cycles plus MULTSUB's drain and re-issue, and a
+    mini-batch adds the latency of the batch-1 recurrence once (L2REG -> DOTSIG ->
+    SCALAR -> MULTSUB).
+
+    A YIELD follows every partition (``P/B`` mini-batches), where only the model and
+    blocks j+1..j+3 are live; a resumed thread refills the model ring from line 0 and
+    reloads those three blocks (LoadContext).  Area ``ab``: the sample blocks in visiting
+    order, one copy per epoch (one in all if ``reshuffle=False``), then three more blocks
+    (zeros, or with a single copy its first three blocks again) for the last prefetches.
+    """
+    L = cfg.lanes
+    B = batch
+    Dl = _cdiv(n, L)
+    nparts = m // P
+    S = Dl + 1
+    why = _minibatch_stream_why(cfg, Dl, B)
+    _require(why is None, f"sgd_job(batch={B}, stream=True): {why}")
+    copies = epochs if reshuffle else 1
+    al = _Alloc(cfg, base)
+    x_addr = al.area("x", Dl)
+    ab_addr = al.area("ab", (copies * m + 3) * S)
+    total = epochs * nparts
+    RX, RA, RB, RS = 0, 1, 2, 3
+    sig = loss == "logistic"
+    p = Program(cfg, f"sgd_{loss}_mb_stream")
+
+    def reduce(r, lab):              # R[r] mod DEPTH (R11 = DEPTH)
+        p.label(lab)
+        p.blt(r, 11, lab + "_ok")
+        p.addi(r, r, -cfg.depth).jmp(lab)
+        p.label(lab + "_ok")
+
+    def dot(x_fifo):                 # DOTSIG of the sample at ring line R7
+        if x_fifo:
+            p.dotsig(ch(RX, Dl, fifo=True), ch(RA, Dl, ra=True), ch(RA, 1, fifo=True),
+                     dim=Dl, sigmoid=sig, ra=7, nb=True)
+        else:
+            p.dotsig(ch(RX, Dl, ra=True), ch(RA, Dl, rb=True), ch(RA, 1, fifo=True),
+                     dim=Dl, sigmoid=sig, ra=10, rb=7, nb=True)
+
+    def scal():                      # SCALAR of the sample at ring line R7
+        p.scalar(ch(RA, 1, fifo=True), ch(RB, 1, Dl, ra=True), ch(RS, 1, fifo=True), alpha=alpha_q,
+                 ra=7, nb=True)
+
+    def advance(lab):                # R6 = R7, R7 = R7 + S mod DEPTH
+        p.addi(6, 7, 0).addi(7, 7, S)
+        reduce(7, lab)
+
+    def prefetch():                  # block (R7's sample + 2) -> ring line R7 + 2S
+        p.load(acc(S, 2 * S, ra=True), 0, regions=[RA, RB], ra=7, rb=14, addr_rb=True, nb=True)
+        p.addi(14, 14, S)
+
+    def ms(x_off, last):             # MULTSUB of the sample at R6
+        y = ch(RB, Dl, fifo=True) if last else ch(RX, Dl, 2 * Dl, ra=True)
+        p.multsub(ch(RX, Dl, x_off, ra=True), ch(RB, Dl, rb=True), ch(RS, 1, fifo=True), y,
+                  dim=Dl, ra=10, rb=6, nb=True)
+
+    p.load(acc(Dl, fifo=True), x_addr, regions=[RX])          # x_0 at ring line 0
+    p.li(11, cfg.depth).li(12, total).li(14, ab_addr).li(13, ab_addr + (m + 3) * S)
+    p.li(9, B - 1).li(3, P // B)
+    p.load(acc(3 * S), 0, regions=[RA, RB], rb=14, addr_rb=True)   # blocks 0, 1, 2
+    p.addi(14, 14, 3 * S)
+    p.label("part")
+    p.addi(12, 12, -1)
+    if not reshuffle:                # end of the single copy: back to its block 3
+        p.blt(14, 13, "copy_ok").addi(14, 14, -m * S)
+        p.label("copy_ok")
+    p.li(4, 0)
+    p.label("batch")
+    dot(True)
+    scal()
+    p.block("l2reg")
+    advance("red_a")
+    if B == 1:
+        ms(0, True)
+    else:
+        dot(False)
+        ms(0, False)
+        scal()
+        prefetch()
+        advance("red_b")
+        if B >= 3:
+            p.li(5, 1)
+            p.label("chain")
+            dot(False)
+            ms(2 * Dl, False)
+            scal()
+            prefetch()
+            advance("red_c")
+            p.addi(5, 5, 1).blt(5, 9, "chain")
+        ms(2 * Dl, True)
+    p.l2reg(ch(RB, Dl, fifo=True), ch(RX, Dl, ra=True), ch(RX, Dl, fifo=True), dim=Dl, c=c_q,
+            ra=10, nb=True)
+    prefetch()
+    p.addi(10, 10, Dl)
+    reduce(10, "red10")
+    p.addi(4, 4, 1).blt(4, 3, "batch")
+    p.yield_()                                                 # Alg. 1 line 15
+    p.bne(12, 0, "part")
+    p.block()
+    p.store(ch(RX, Dl, ra=True), x_addr, ra=10)               # Alg. 1 line 16
+    p.end()
+    p.store_context()
+    p.store(ch(RX, Dl, ra=True), x_addr, ra=10)
+    p.end()
+    p.load_context()
+    p.li(10, 0)
+    p.load(acc(Dl, fifo=True), x_addr, regions=[RX])
+    p.addi(15, 14, -3 * S)
+    p.load(acc(3 * S, ra=True), 0, regions=[RA, RB], ra=7, rb=15, addr_rb=True)   # blocks j+1..j+3
+    p.resume()
+
+    def write_data(mem, Aq, bq, order):
+        seq = list(np.concatenate([order[e] for e in range(copies)]))
+        seq += [order[0][k % m] for k in range(3)] if not reshuffle else []
+        for k, i in enumerate(seq):
+            row = np.zeros(Dl * L, dtype=np.int64)
+            row[:n] = Aq[i]
+            mem.write_lines(ab_addr + k * S, row.reshape(Dl, L))
+            mem.write_lines(ab_addr + k * S + Dl, scalar_lines(bq[i:i + 1], L))
+
+    return _sgd_finish(p, cfg, m=m, n=n, loss=loss, alpha=alpha, lam2=lam2, epochs=epochs, batch=B,
+                       P=P, reshuffle=reshuffle, alpha_q=alpha_q, c_q=c_q, stream=True, al=al,
+                       base=base, x_addr=x_addr, write_data=write_data)
+
+
 def sgd_job(*, m: int, n: int, loss: str, alpha: float, lam2: float, epochs: int,
             batch: int = 1, partition: int | None = None, reshuffle: bool = True,
             cfg: PUConfig | None = None, base: int = 0, context_groups: bool = True,
@@ -362,7 +552,12 @@ def sgd_job(*, m: int, n: int, loss: str, alpha: float, lam2: float, epochs: int
 
     ``stream=True`` (``batch == 1`` and :func:`stream_regions_ok`): the streamed
     pipeline of :func:`_sgd_stream_job` (its own layout), about ``D = ceil(n/LANES)`` cycles per sample
-    plus a constant.  ``stream=None`` (default) streams whenever that is possible.
+    plus a constant.  ``stream=None`` (default) streams whenever that is possible with
+    batch 1.  ``stream=True`` with ``batch > 1``: the streamed mini-batch pipeline of
+    :func:`_sgd_minibatch_stream_job` (its own layout: four sample blocks on chip, any
+    partition that is a multiple of ``batch``), about ``D`` plus MULTSUB's re-issue per
+    sample and the batch-1 recurrence once per mini-batch; only on request, so the
+    default program of a mini-batch job (and the runtime's cost model of it) is unchanged.
     """
     cfg = cfg or PUConfig()
     fmt = cfg.fmt
@@ -379,6 +574,11 @@ def sgd_job(*, m: int, n: int, loss: str, alpha: float, lam2: float, epochs: int
     alpha_q = V.nonzero_word(fmt.to_fixed(alpha / batch, name="alpha/batch"), "alpha/batch", fmt, alpha / batch)
     c_q = V.nonzero_word(fmt.to_fixed(2.0 * alpha * lam2, name="2*alpha*lam2"), "2*alpha*lam2", fmt,
                          2.0 * alpha * lam2)
+    if batch > 1 and stream:         # opt-in: the mini-batch pipeline
+        _require(context_groups, "sgd_job(stream=True): context_groups=False (a resumed stream needs "
+                                 "its model ring refilled)")
+        return _sgd_minibatch_stream_job(cfg, m, n, loss, alpha, lam2, epochs, batch, P, reshuffle,
+                                         base, alpha_q, c_q)
     why = (None if batch == 1 else f"batch = {batch} (streaming is batch 1)") \
         or (None if context_groups else "context_groups=False (a resumed stream needs its model ring refilled)") \
         or _stream_why(cfg, Dl, P)

@@ -10,6 +10,7 @@ from golden import sgd as sgd_mod
 from golden.fixedpoint import QFormat
 from golden.pipearch_asm import PUConfig
 from golden.pipearch_iss import Machine, Memory
+import golden.pipearch_programs as progs
 from golden.pipearch_programs import lrmf_job, lrmf_slots, run_epochs, run_to_end, scd_job, sgd_job
 
 FMT = QFormat(32, 16)
@@ -149,8 +150,14 @@ def test_sgd_stream_choice_and_requirements():
     assert not sgd_job(**kw, cfg=stream_cfg(4), stream=False).info["stream"]
     with pytest.raises(ValueError, match="region 1 must be type_replicated"):
         sgd_job(**kw, cfg=cfg_for(4), stream=True)
-    with pytest.raises(ValueError, match="batch = 2"):
-        sgd_job(**kw, batch=2, cfg=stream_cfg(4), stream=True)
+    # mini-batch: streamed only on request (stream=True), with its own requirements
+    assert sgd_job(**kw, batch=2, cfg=stream_cfg(4), stream=True).info["stream"]
+    with pytest.raises(ValueError, match="region 1 must be type_replicated"):
+        sgd_job(**kw, batch=2, cfg=cfg_for(4), stream=True)
+    with pytest.raises(ValueError, match="DEPTH >= 12"):   # four sample blocks of 2 + 1 lines
+        sgd_job(**kw, batch=2, cfg=stream_cfg(4, depth=8), stream=True)
+    with pytest.raises(ValueError, match="context_groups"):
+        sgd_job(**kw, batch=2, cfg=stream_cfg(4), stream=True, context_groups=False)
     with pytest.raises(ValueError, match="region 0"):
         sgd_job(**kw, cfg=stream_cfg(4, regions=("type_replicated",) * 4), stream=True)
     kw2 = dict(kw, partition=2)
@@ -187,6 +194,80 @@ def test_sgd_stream_region_requirement_is_real(monkeypatch):
     m, mem = machine(job, 4, A, b, order[:1])
     job.start(m)
     gold = sgd_mod.sgd(A, b, loss="ridge", alpha=0.25, lam2=0.02, epochs=1, order=order[:1], fmt=FMT)
+    assert not np.array_equal(job.model(mem), gold.x)
+
+
+@pytest.mark.parametrize("lanes", [1, 4])
+@pytest.mark.parametrize("loss", ["ridge", "logistic"])
+@pytest.mark.parametrize("batch,partition,n", [(2, 6, 7), (3, 12, 40), (6, 6, 9), (1, 3, 7)])
+def test_sgd_minibatch_stream_bit_exact_and_preemptable(lanes, loss, batch, partition, n):
+    """The streamed mini-batch program (``stream=True``, batch > 1; batch 1 through the
+    same generator) equals golden.sgd uninterrupted and suspended at every YIELD; the
+    blocking program gives the same model."""
+    A, b, order = sgd_data(loss, n=n)
+    x0 = np.random.default_rng(SEED + 2).uniform(-0.5, 0.5, n)
+    gold = sgd_mod.sgd(A, b, loss=loss, alpha=0.25, lam2=0.02, epochs=3, order=order, batch=batch,
+                       x0=x0, fmt=FMT)
+    assert not np.array_equal(gold.x, FMT.to_fixed(x0))
+    kw = dict(m=24, n=n, loss=loss, alpha=0.25, lam2=0.02, epochs=3, batch=batch, partition=partition)
+    for switch in (None, 1):
+        if batch == 1:
+            job = progs._sgd_minibatch_stream_job(stream_cfg(lanes), 24, n, loss, 0.25, 0.02, 3, 1,
+                                                  partition, True, 0, FMT.to_fixed(0.25),
+                                                  FMT.to_fixed(2 * 0.25 * 0.02))
+        else:
+            job = sgd_job(**kw, cfg=stream_cfg(lanes), stream=True)
+        assert job.info["stream"] and job.areas["ab"][1] == (3 * 24 + 3) * (-(-n // lanes) + 1)
+        m, mem = machine(job, lanes, A, b, order, x0=x0)
+        rs = run_to_end(job, m) if switch is None else run_to_end(job, m, switch_at_yield=switch)
+        assert len(rs) == (1 if switch is None else 1 + 3 * 24 // partition)
+        assert np.array_equal(job.model(mem), gold.x)
+    if batch > 1:
+        job = sgd_job(**kw, cfg=stream_cfg(lanes), stream=False)
+        m, mem = machine(job, lanes, A, b, order, x0=x0)
+        assert job.start(m).finished and np.array_equal(job.model(mem), gold.x)
+
+
+def test_sgd_minibatch_stream_rings_wrap_single_copy():
+    """DEPTH = 16 and 3-line sample blocks: the sample ring (4 blocks = 12 lines) and the
+    model ring with its scratch vector wrap mid-block; one data copy (reshuffle=False,
+    the prefetch of the last three blocks wraps to the copy's start); two mini-batch
+    jobs preempting each other at every YIELD on one machine."""
+    cfg = stream_cfg(4, depth=16)
+    A, b, order = sgd_data("ridge", m=12, n=7, epochs=3)
+    order[:] = order[0]
+    A2, b2, order2 = sgd_data("logistic", m=12, n=5, epochs=3, seed=SEED + 9)
+    j1 = sgd_job(m=12, n=7, loss="ridge", alpha=0.25, lam2=0.02, epochs=3, batch=3, partition=6,
+                 cfg=cfg, reshuffle=False, stream=True)
+    j2 = sgd_job(m=12, n=5, loss="logistic", alpha=0.25, lam2=0.02, epochs=3, batch=4, partition=12,
+                 cfg=cfg, stream=True, base=-(-j1.end // 32) * 32)
+    assert j1.areas["ab"][1] == (12 + 3) * 3
+    mem = Memory(j2.end, 4)
+    j1.load(mem, A, b, order)
+    j2.load(mem, A2, b2, order2)
+    mach = Machine(cfg, mem)
+    done = [False, False]
+    while not all(done):
+        for k, j in enumerate((j1, j2)):
+            if not done[k]:
+                done[k] = j.start(mach, switch_at_yield=1).finished
+    for j, (a_, b_, o_, loss, bt) in ((j1, (A, b, order, "ridge", 3)), (j2, (A2, b2, order2, "logistic", 4))):
+        g = sgd_mod.sgd(a_, b_, loss=loss, alpha=0.25, lam2=0.02, epochs=3, order=o_, batch=bt, fmt=FMT)
+        assert np.array_equal(j.model(mem), g.x)
+
+
+def test_sgd_minibatch_stream_region_requirement_is_real(monkeypatch):
+    """Negative: with the sample regions regular (their FIFOs share the sample ring's
+    storage) the streamed mini-batch result is wrong, so the region check matters."""
+    monkeypatch.setattr(progs, "stream_regions_ok", lambda cfg: None)
+    A, b, order = sgd_data("ridge")
+    job = sgd_job(m=24, n=7, loss="ridge", alpha=0.25, lam2=0.02, epochs=1, batch=3, partition=6,
+                  cfg=stream_cfg(4, depth=16, regions=("replicated", "regular", "regular", "regular")),
+                  stream=True)
+    m, mem = machine(job, 4, A, b, order[:1])
+    assert job.start(m).finished
+    gold = sgd_mod.sgd(A, b, loss="ridge", alpha=0.25, lam2=0.02, epochs=1, order=order[:1], batch=3,
+                       fmt=FMT)
     assert not np.array_equal(job.model(mem), gold.x)
 
 
