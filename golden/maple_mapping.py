@@ -58,9 +58,11 @@ OPCODES = [
     (SET_SM_REDUCTION, "SET_SM_REDUCTION", "[1:0] op, [2] largest, [23:8] k",
      "smart-memory OP (0 top-k selection, 1 min/max with index, 2 read-modify-write), CMP and "
      "K registers (waits until the smart memory is idle, then three register writes)"),
-    (SM_CTRL, "SM_CTRL", "[0] START, [1] CLEAR, [3] ERRCLR",
+    (SM_CTRL, "SM_CTRL", "[0] START, [1] CLEAR, [2] DUMP, [3] ERRCLR",
      "smart-memory command: START arms it for one array (ended by a MULT_ACC_DUMP with "
-     "last), CLEAR zeroes the RMW RAM (waits until idle first)"),
+     "last), CLEAR zeroes the RMW RAM (in the background), DUMP as DUMP_SM with len = 0, "
+     "DUMP with START dumps and re-arms in one command (min/max: the dump overlaps the next "
+     "array); waits until idle first"),
     (DUMP_SM, "DUMP_SM", "[13:0] len, [27:14] base",
      "dump the smart memory on m_axis_out (len = 0: LIST or min/max; else BASE/LEN are "
      "written first for an RMW range); waits until idle first"),
@@ -86,7 +88,7 @@ OPCODES = [
      "address advance per MULT_ACC_RUN pass (mod ILW / LSD). Reset 0, 0"),
 ]
 MNEMONIC = {c: name for c, name, _, _ in OPCODES}
-SM_START, SM_CLEAR, SM_ERRCLR = 1, 2, 8
+SM_START, SM_CLEAR, SM_DUMP, SM_ERRCLR = 1, 2, 4, 8
 OP_SEL, OP_MINMAX, OP_RMW = 0, 1, 2          # smart-memory OP register values
 BCAST = 255
 
@@ -286,8 +288,13 @@ class ChainModel:
                 if x & SM_CLEAR:
                     self.sm_mem[:] = 0
                     self.sm_arr, self.sm_armed = [], False
-                elif x & SM_START:
-                    self.sm_arr, self.sm_armed = [], True
+                else:
+                    if x & SM_DUMP:
+                        beats = self._sm_dump(0, 0)
+                        self.beats += beats
+                        self.dumps.append(beats)
+                    if x & SM_START:
+                        self.sm_arr, self.sm_armed = [], True
             elif op == DUMP_SM:
                 beats = self._sm_dump((x >> 14) & 0x3FFF, x & 0x3FFF)
                 self.beats += beats
@@ -471,6 +478,7 @@ class Plan:
         prog = self._head()
         a_blocks = [(a, min(a + self.a_num_rows, self.n)) for a in range(0, self.n, self.a_num_rows)]
         a_once = len(a_blocks) == 1
+        armed = False
         if a_once:
             prog += self._write_a_cols(A, *a_blocks[0])
         for b0 in range(0, mloc, self.b_num_cols):
@@ -483,7 +491,8 @@ class Plan:
                     prog += [enc(SET_PE_LS_ADDR, 0), i_write_b(len(img), pe)] + self._w(img)
                     self._st["lsa"] = 0
             for c in range(b0, b1):
-                prog.append(enc(SM_CTRL, SM_START))
+                if not armed:
+                    prog.append(enc(SM_CTRL, SM_START))
                 for ab, (r0, r1) in enumerate(a_blocks):
                     if not a_once:
                         prog += self._write_a_cols(A, r0, r1)
@@ -495,7 +504,9 @@ class Plan:
                         last = ab == len(a_blocks) - 1 and g == groups - 1
                         passes.append((g * bcs * M, (c - b0) * bcs, row0, bcs, 0 if nres == RF else nres, last))
                     prog += self._passes(passes)
-                prog.append(i_dump())
+                # the next column's array: dump and re-arm in one command
+                armed = c < mloc - 1
+                prog.append(enc(SM_CTRL, SM_DUMP | SM_START) if armed else i_dump())
         return prog
 
     # ---- axis = rows / rmw: columns spread over PEs, A rows stream -------------
@@ -505,6 +516,7 @@ class Plan:
         rowlen = bcs * S                      # ILS words per A row
         prog = self._head()
         rmw = self.reduction == "rmw"
+        armed = False
         if rmw and getattr(self, "_clear", True):
             prog.append(enc(SM_CTRL, SM_CLEAR))
         cols_per_block = CPS * self.b_num_cols
@@ -534,7 +546,7 @@ class Plan:
                     prog.append(enc(SM_CTRL, SM_START))
                 passes = []
                 for r in range(r0, r1):
-                    if not rmw:
+                    if not rmw and not armed:
                         prog.append(enc(SM_CTRL, SM_START))
                     for st in range(nsets):
                         c0 = b0 + st * CPS
@@ -543,7 +555,9 @@ class Plan:
                         sma = self.rmw_base + r * self.m + c0 if rmw else c0
                         passes.append(((r - r0) * rowlen, st * bcs, sma, bcs, 0 if nres == CPS else nres, last))
                     if not rmw:
-                        prog += self._passes(passes) + [i_dump()]
+                        # the next row's array: dump and re-arm in one command
+                        armed = not (r == nloc - 1 and b1 == self.m)
+                        prog += self._passes(passes) + [enc(SM_CTRL, SM_DUMP | SM_START) if armed else i_dump()]
                         passes = []
                 prog += self._passes(passes)
         if rmw and getattr(self, "_dump", True):

@@ -290,3 +290,24 @@ def test_programs_use_mult_acc_run(axis, red, n, d, m, folds):
     ops = [w.split()[0] for w in mm.mnemonics(prog)]
     # set-up words whose register already holds the value are dropped as well
     assert ("MULT_ACC_RUN" in ops) == folds and len(prog) < len(flat)
+
+
+@pytest.mark.parametrize("red,axis", [("minmax", "rows"), ("topk", "cols"), ("minmax", "cols")])
+def test_dump_start_equals_dump_then_start(red, axis):
+    """SM_CTRL DUMP|START (the mapping tool's per-array dump and re-arm) gives the same beats
+    as DUMP_SM followed by SM_CTRL START, and the program ends disarmed (its last array
+    dumped by DUMP_SM)."""
+    rng = np.random.default_rng(11)
+    f = CP.fmt
+    n, d, m = (6, 4, 5) if axis == "rows" else (9, 3, 3)
+    A, B = rand(rng, (n, d), f), rand(rng, (d, m), f)
+    plan = mm.plan_matmul(n, d, m, red, axis=axis, k=2 if red == "topk" else 1, cp=CP)
+    prog = plan.programs(A, B)[0]
+    both = mm.enc(mm.SM_CTRL, mm.SM_DUMP | mm.SM_START)
+    assert prog.count(both) == (n if axis == "rows" else m) - 1
+    split = []
+    for w in prog:
+        split += [mm.i_dump(), mm.enc(mm.SM_CTRL, mm.SM_START)] if w == both else [w]
+    a, b = mm.ChainModel(CP), mm.ChainModel(CP)
+    assert a.run(prog) == b.run(split) and len(a.dumps) == (n if axis == "rows" else m)
+    assert not a.sm_armed

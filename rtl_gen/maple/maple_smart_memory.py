@@ -211,6 +211,10 @@ def build(p):
         have = sig_b()
         min_pk = sig_u(WD)
         max_pk = sig_u(WD)
+        smin = sig_u(WD)                 # the extremes as a DUMP found them (dumped from here)
+        smax = sig_u(WD)
+        bg = sig_b()                     # min/max dump of smin/smax while re-armed (DUMP + START)
+        rearm = sig_b()                  # this dump ends armed (DUMP + START, selection / RMW)
         stalls = sig_u(32)
         ins = sig_u(32)
         clr_i = sig_u(AW)
@@ -345,10 +349,11 @@ def build(p):
         @always_comb
         def status_c():
             busy_s.next = (not (state == S_IDLE or state == S_RUN)) or fcnt != 0 or inflight or r1_valid \
-                or r2_valid
+                or r2_valid or bg
             clr_go.next = clearing and not r2_valid
             armed_s.next = state == S_RUN or state == S_SCAN
-            idle_ok.next = state == S_IDLE and fcnt == 0 and not inflight and not r1_valid and not r2_valid
+            idle_ok.next = state == S_IDLE and fcnt == 0 and not inflight and not r1_valid and not r2_valid \
+                and not bg
             blsum.next = base_r + len_r
 
         @always_comb
@@ -457,15 +462,15 @@ def build(p):
         # ---- dump: credit-fed 4-entry FIFO ---------------------------------------------
         @always_comb
         def dump_c():
-            issue.next = state == S_DUMP and dump_i != dump_n and \
+            issue.next = (state == S_DUMP or bg) and dump_i != dump_n and \
                 (fcnt < 3 or (fcnt == 3 and not inflight)) and not (clearing and op_r == OP_RMW)
             pop.next = fcnt != 0 and m_axis_out_tready
             if op_r == OP_SEL:
                 sel_src.next = lst[dump_slot]
             elif dump_i == 0:
-                sel_src.next = min_pk
+                sel_src.next = smin
             else:
-                sel_src.next = max_pk
+                sel_src.next = smax
 
         @always_comb
         def push_c():
@@ -572,8 +577,18 @@ def build(p):
                 p_last.next = dump_i == dump_n - 1
                 p_idx.next = dump_addr_x
                 sel_rd.next = sel_src
-            if state == S_DUMP and dump_i == dump_n and not inflight and fcnt == 0:
-                state.next = S_IDLE
+            if (state == S_DUMP or bg) and dump_i == dump_n and not inflight and fcnt == 0:
+                bg.next = False
+                if state == S_DUMP:
+                    if rearm:
+                        state.next = S_RUN
+                        count.next = 0
+                        have.next = False
+                        last_pend.next = False
+                        stalls.next = 0
+                        ins.next = 0
+                    else:
+                        state.next = S_IDLE
             if inflight:
                 if wp == FIFO_DEPTH - 1:
                     wp.next = 0
@@ -638,7 +653,7 @@ def build(p):
                         else:
                             err.next = True
                             err_code.next = E_BUSY
-                    elif s_axil_wdata[0]:
+                    elif s_axil_wdata[0] and not s_axil_wdata[2]:
                         if idle_ok:
                             state.next = S_RUN
                             count.next = 0
@@ -650,6 +665,8 @@ def build(p):
                             err.next = True
                             err_code.next = E_BUSY
                     elif s_axil_wdata[2]:
+                        # DUMP, or DUMP + START: dump, then armed again (min/max at once: the
+                        # extremes are dumped from their copy while the next array streams in)
                         if not idle_ok:
                             err.next = True
                             err_code.next = E_BUSY
@@ -657,8 +674,20 @@ def build(p):
                             err.next = True
                             err_code.next = E_RANGE
                         else:
-                            state.next = S_DUMP
                             dump_i.next = 0
+                            smin.next = min_pk
+                            smax.next = max_pk
+                            rearm.next = s_axil_wdata[0]
+                            if s_axil_wdata[0] and op_r == OP_MINMAX:
+                                bg.next = True
+                                state.next = S_RUN
+                                count.next = 0
+                                have.next = False
+                                last_pend.next = False
+                                stalls.next = 0
+                                ins.next = 0
+                            else:
+                                state.next = S_DUMP
                             if op_r == OP_SEL:
                                 dump_n.next = count
                             elif op_r == OP_MINMAX:
@@ -756,6 +785,11 @@ def datasheet(p):
             "until the next START.  Configuration writes and START/DUMP are accepted only when "
             "idle (not armed, not busy); CLEAR also aborts an armed store.  A rejected write "
             "keeps the previous configuration and sets the sticky error with its code.",
+            "DUMP + START in one CTRL write: dump, then armed for the next array (as START) -- "
+            "min/max at once (the two extremes are copied and dumped from the copy while the "
+            "next array streams in; BUSY until that dump is out), selection and RMW once the "
+            "dump is out.  Saves a STATUS poll and a write per array, and for min/max the dump "
+            "time (the K-means rows of `maple_pe_chain`).",
             "Memories: the LIST is KMAX registers (read by the scanner through a mux), the RMW "
             f"store a {DEPTH}x{W} RAM with synchronous read (block RAM), neither reset.",
             "AXI4-Lite: AW and W are taken together (awready = wready = awvalid & wvalid & no "

@@ -275,6 +275,68 @@ async def minmax_with_index(dut):
 
 
 @sim_test(timeout_us={"default": 60, "*": 240})
+async def dump_start_rearm(dut):
+    """DUMP + START in one CTRL write: min/max re-arms at once and dumps the extremes of the
+    previous array from its copy while the next array streams in (STATUS armed and busy
+    right after the write; the dump is the previous array's, the next dump the next
+    array's); selection and RMW dump first, then are armed (the next array accumulates
+    on the dumped RAM).  Bubbles on the input, backpressure on the dump."""
+    tb = TB(dut, src_p=0.8, sink_p=0.5)
+    await tb.reset()
+    f = tb.fmt
+    # min/max: three arrays back to back, each dump overlapping the next array
+    await tb.config(MINMAX)
+    vals, idx = tb.rand_vals(12), tb.rng.permutation(12)
+    await tb.stream(vals, idx)
+    for _ in range(2):
+        (imn, vmn), (imx, vmx) = maple.min_max_with_index(vals, idx)
+        tb.expect([imn, imx], [vmn, vmx])
+        await tb.wr(CTRL, START | DUMP)
+        s = await tb.status()
+        assert s["armed"] == 1 and s["err"] == 0, f"STATUS right after DUMP+START: {s}"
+        vals, idx = tb.rand_vals(9), tb.rng.permutation(9) + 40
+        tb.send(vals, idx)
+        await tb.src.drain()
+        await tb.wait_idle()
+    (imn, vmn), (imx, vmx) = maple.min_max_with_index(vals, idx)
+    tb.expect([imn, imx], [vmn, vmx])
+    await tb.dump()
+    # selection: dump, then armed
+    k = min(3, tb.KMAX)
+    await tb.config(SEL, k, True)
+    vals, idx = tb.rand_vals(10), np.arange(10)
+    await tb.stream(vals, idx)
+    t = maple.selection_trace(vals, idx, k, True)
+    tb.expect(t["indices"], t["values"])
+    await tb.wr(CTRL, START | DUMP)
+    vals2 = tb.rand_vals(7)
+    tb.send(vals2, np.arange(7) + 20)
+    await tb.src.drain()
+    await tb.wait_idle()
+    t = maple.selection_trace(vals2, np.arange(7) + 20, k, True)
+    tb.expect(t["indices"], t["values"])
+    await tb.dump()
+    # RMW: the range dumped, then the next array accumulates on it
+    await tb.config(RMW)
+    await tb.wr(CTRL, CLEAR)
+    a1, v1 = np.array([0, 1, 1, 2]), tb.rand_vals(4, -1000, 1000)
+    await tb.stream(v1, a1)
+    mem = maple.rmw_accumulate(np.zeros(tb.DEPTH, dtype=np.int64), a1, v1, f)
+    await tb.wr(BASE, 0)
+    await tb.wr(LEN, 3)
+    tb.expect(np.arange(3), mem[:3])
+    await tb.wr(CTRL, START | DUMP)
+    a2, v2 = np.array([2, 0]), tb.rand_vals(2, -1000, 1000)
+    tb.send(v2, a2)
+    await tb.src.drain()
+    await tb.wait_idle()
+    mem = maple.rmw_accumulate(mem, a2, v2, f)
+    tb.expect(np.arange(3), mem[:3])
+    await tb.dump()
+    await tb.finish()
+
+
+@sim_test(timeout_us={"default": 60, "*": 240})
 async def background_clear(dut):
     """CTRL.CLEAR zeroes the RAM in the background: STATUS shows CLEARING and not BUSY, a
     configuration write meanwhile is accepted; an RMW array started during the clear is

@@ -200,6 +200,7 @@ wire [47:0] maple_smart_memory0_b_pk;
 reg maple_smart_memory0_b_worse;
 wire [31:0] maple_smart_memory0_base32;
 reg [8:0] maple_smart_memory0_base_r;
+reg maple_smart_memory0_bg;
 wire [9:0] maple_smart_memory0_blsum;
 wire maple_smart_memory0_busy_s;
 reg maple_smart_memory0_bvalid_r;
@@ -270,6 +271,7 @@ reg [31:0] maple_smart_memory0_ram_wd;
 reg maple_smart_memory0_ram_we;
 reg signed [31:0] maple_smart_memory0_rd_s;
 reg [31:0] maple_smart_memory0_rdata_r;
+reg maple_smart_memory0_rearm;
 reg [47:0] maple_smart_memory0_res_pk;
 reg [3:0] maple_smart_memory0_res_s;
 wire maple_smart_memory0_rmis;
@@ -280,6 +282,8 @@ reg [8:0] maple_smart_memory0_scan_i;
 wire [3:0] maple_smart_memory0_scan_slot;
 reg [47:0] maple_smart_memory0_sel_rd;
 reg [47:0] maple_smart_memory0_sel_src;
+reg [47:0] maple_smart_memory0_smax;
+reg [47:0] maple_smart_memory0_smin;
 reg [31:0] maple_smart_memory0_stalls;
 reg [2:0] maple_smart_memory0_state;
 wire [31:0] maple_smart_memory0_status32;
@@ -768,10 +772,10 @@ assign rdata = maple_smart_memory0_rdata_r;
 
 
 
-assign maple_smart_memory0_busy_s = ((!((maple_smart_memory0_state == 0) || (maple_smart_memory0_state == 1))) || (maple_smart_memory0_fcnt != 0) || maple_smart_memory0_inflight || maple_smart_memory0_r1_valid || maple_smart_memory0_r2_valid);
+assign maple_smart_memory0_busy_s = ((!((maple_smart_memory0_state == 0) || (maple_smart_memory0_state == 1))) || (maple_smart_memory0_fcnt != 0) || maple_smart_memory0_inflight || maple_smart_memory0_r1_valid || maple_smart_memory0_r2_valid || maple_smart_memory0_bg);
 assign maple_smart_memory0_clr_go = (maple_smart_memory0_clearing && (!maple_smart_memory0_r2_valid));
 assign maple_smart_memory0_armed_s = ((maple_smart_memory0_state == 1) || (maple_smart_memory0_state == 2));
-assign maple_smart_memory0_idle_ok = ((maple_smart_memory0_state == 0) && (maple_smart_memory0_fcnt == 0) && (!maple_smart_memory0_inflight) && (!maple_smart_memory0_r1_valid) && (!maple_smart_memory0_r2_valid));
+assign maple_smart_memory0_idle_ok = ((maple_smart_memory0_state == 0) && (maple_smart_memory0_fcnt == 0) && (!maple_smart_memory0_inflight) && (!maple_smart_memory0_r1_valid) && (!maple_smart_memory0_r2_valid) && (!maple_smart_memory0_bg));
 assign maple_smart_memory0_blsum = (maple_smart_memory0_base_r + maple_smart_memory0_len_r);
 
 
@@ -893,17 +897,17 @@ end
 assign maple_smart_memory0_sum_w = (maple_smart_memory0_old + maple_smart_memory0_r2_val);
 
 
-always @(maple_smart_memory0_fcnt, maple_smart_memory0_dump_n, maple_smart_memory0_max_pk, maple_smart_memory0_dump_slot, maple_smart_memory0_lst[0], maple_smart_memory0_lst[1], maple_smart_memory0_lst[2], maple_smart_memory0_lst[3], maple_smart_memory0_lst[4], maple_smart_memory0_lst[5], maple_smart_memory0_lst[6], maple_smart_memory0_lst[7], maple_smart_memory0_lst[8], maple_smart_memory0_lst[9], maple_smart_memory0_lst[10], maple_smart_memory0_lst[11], maple_smart_memory0_lst[12], maple_smart_memory0_lst[13], maple_smart_memory0_lst[14], maple_smart_memory0_lst[15], m_axis_out_tready, maple_smart_memory0_dump_i, maple_smart_memory0_op_r, maple_smart_memory0_clearing, maple_smart_memory0_min_pk, maple_smart_memory0_state, maple_smart_memory0_inflight) begin: maple_smart_memory0_dump_c
-    maple_smart_memory0_issue = ((maple_smart_memory0_state == 3) && (maple_smart_memory0_dump_i != maple_smart_memory0_dump_n) && ((maple_smart_memory0_fcnt < 3) || ((maple_smart_memory0_fcnt == 3) && (!maple_smart_memory0_inflight))) && (!(maple_smart_memory0_clearing && (maple_smart_memory0_op_r == 2))));
+always @(maple_smart_memory0_bg, maple_smart_memory0_fcnt, maple_smart_memory0_smin, maple_smart_memory0_smax, maple_smart_memory0_dump_n, maple_smart_memory0_dump_slot, maple_smart_memory0_lst[0], maple_smart_memory0_lst[1], maple_smart_memory0_lst[2], maple_smart_memory0_lst[3], maple_smart_memory0_lst[4], maple_smart_memory0_lst[5], maple_smart_memory0_lst[6], maple_smart_memory0_lst[7], maple_smart_memory0_lst[8], maple_smart_memory0_lst[9], maple_smart_memory0_lst[10], maple_smart_memory0_lst[11], maple_smart_memory0_lst[12], maple_smart_memory0_lst[13], maple_smart_memory0_lst[14], maple_smart_memory0_lst[15], m_axis_out_tready, maple_smart_memory0_dump_i, maple_smart_memory0_op_r, maple_smart_memory0_clearing, maple_smart_memory0_state, maple_smart_memory0_inflight) begin: maple_smart_memory0_dump_c
+    maple_smart_memory0_issue = (((maple_smart_memory0_state == 3) || maple_smart_memory0_bg) && (maple_smart_memory0_dump_i != maple_smart_memory0_dump_n) && ((maple_smart_memory0_fcnt < 3) || ((maple_smart_memory0_fcnt == 3) && (!maple_smart_memory0_inflight))) && (!(maple_smart_memory0_clearing && (maple_smart_memory0_op_r == 2))));
     maple_smart_memory0_pop = ((maple_smart_memory0_fcnt != 0) && m_axis_out_tready);
     if ((maple_smart_memory0_op_r == 0)) begin
         maple_smart_memory0_sel_src = maple_smart_memory0_lst[maple_smart_memory0_dump_slot];
     end
     else if ((maple_smart_memory0_dump_i == 0)) begin
-        maple_smart_memory0_sel_src = maple_smart_memory0_min_pk;
+        maple_smart_memory0_sel_src = maple_smart_memory0_smin;
     end
     else begin
-        maple_smart_memory0_sel_src = maple_smart_memory0_max_pk;
+        maple_smart_memory0_sel_src = maple_smart_memory0_smax;
     end
 end
 
@@ -939,6 +943,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
     if (rst == 1) begin
         maple_smart_memory0_r2_valid <= 0;
         maple_smart_memory0_r1_val <= 0;
+        maple_smart_memory0_smin <= 0;
         maple_smart_memory0_p_idx <= 0;
         maple_smart_memory0_dump_addr <= 0;
         maple_smart_memory0_ins <= 0;
@@ -955,13 +960,16 @@ always @(posedge clk) begin: maple_smart_memory0_main
         maple_smart_memory0_len_r <= 256;
         maple_smart_memory0_r2_addr <= 0;
         maple_smart_memory0_fw_addr <= 0;
+        maple_smart_memory0_smax <= 0;
         maple_smart_memory0_count <= 0;
         maple_smart_memory0_dump_n <= 0;
+        maple_smart_memory0_rearm <= 0;
         maple_smart_memory0_fw2_addr <= 0;
         maple_smart_memory0_fw_data <= 0;
         maple_smart_memory0_min_pk <= 0;
         maple_smart_memory0_state <= 0;
         maple_smart_memory0_fw_valid <= 0;
+        maple_smart_memory0_bg <= 0;
         maple_smart_memory0_fw2_data <= 0;
         maple_smart_memory0_last_pend <= 0;
         maple_smart_memory0_ram_q <= 0;
@@ -1091,8 +1099,21 @@ always @(posedge clk) begin: maple_smart_memory0_main
             maple_smart_memory0_p_idx <= maple_smart_memory0_dump_addr_x;
             maple_smart_memory0_sel_rd <= maple_smart_memory0_sel_src;
         end
-        if (((maple_smart_memory0_state == 3) && (maple_smart_memory0_dump_i == maple_smart_memory0_dump_n) && (!maple_smart_memory0_inflight) && (maple_smart_memory0_fcnt == 0))) begin
-            maple_smart_memory0_state <= 0;
+        if ((((maple_smart_memory0_state == 3) || maple_smart_memory0_bg) && (maple_smart_memory0_dump_i == maple_smart_memory0_dump_n) && (!maple_smart_memory0_inflight) && (maple_smart_memory0_fcnt == 0))) begin
+            maple_smart_memory0_bg <= 1'b0;
+            if ((maple_smart_memory0_state == 3)) begin
+                if (maple_smart_memory0_rearm) begin
+                    maple_smart_memory0_state <= 1;
+                    maple_smart_memory0_count <= 0;
+                    maple_smart_memory0_have <= 1'b0;
+                    maple_smart_memory0_last_pend <= 1'b0;
+                    maple_smart_memory0_stalls <= 0;
+                    maple_smart_memory0_ins <= 0;
+                end
+                else begin
+                    maple_smart_memory0_state <= 0;
+                end
+            end
         end
         if (maple_smart_memory0_inflight) begin
             if (($signed({1'b0, maple_smart_memory0_wp}) == (4 - 1))) begin
@@ -1182,7 +1203,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
                         maple_smart_memory0_err_code <= 4;
                     end
                 end
-                else if (wdata[0]) begin
+                else if ((wdata[0] && (!wdata[2]))) begin
                     if (maple_smart_memory0_idle_ok) begin
                         maple_smart_memory0_state <= 1;
                         maple_smart_memory0_count <= 0;
@@ -1206,8 +1227,22 @@ always @(posedge clk) begin: maple_smart_memory0_main
                         maple_smart_memory0_err_code <= 3;
                     end
                     else begin
-                        maple_smart_memory0_state <= 3;
                         maple_smart_memory0_dump_i <= 0;
+                        maple_smart_memory0_smin <= maple_smart_memory0_min_pk;
+                        maple_smart_memory0_smax <= maple_smart_memory0_max_pk;
+                        maple_smart_memory0_rearm <= wdata[0];
+                        if ((wdata[0] && (maple_smart_memory0_op_r == 1))) begin
+                            maple_smart_memory0_bg <= 1'b1;
+                            maple_smart_memory0_state <= 1;
+                            maple_smart_memory0_count <= 0;
+                            maple_smart_memory0_have <= 1'b0;
+                            maple_smart_memory0_last_pend <= 1'b0;
+                            maple_smart_memory0_stalls <= 0;
+                            maple_smart_memory0_ins <= 0;
+                        end
+                        else begin
+                            maple_smart_memory0_state <= 3;
+                        end
                         case (maple_smart_memory0_op_r)
                             'h0: begin
                                 maple_smart_memory0_dump_n <= maple_smart_memory0_count;

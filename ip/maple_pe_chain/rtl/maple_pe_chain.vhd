@@ -197,6 +197,7 @@ signal maple_smart_memory0_b_pk: unsigned(47 downto 0);
 signal maple_smart_memory0_b_worse: std_logic;
 signal maple_smart_memory0_base32: unsigned(31 downto 0);
 signal maple_smart_memory0_base_r: unsigned(8 downto 0);
+signal maple_smart_memory0_bg: std_logic;
 signal maple_smart_memory0_blsum: unsigned(9 downto 0);
 signal maple_smart_memory0_busy_s: std_logic;
 signal maple_smart_memory0_bvalid_r: std_logic;
@@ -267,6 +268,7 @@ signal maple_smart_memory0_ram_wd: unsigned(31 downto 0);
 signal maple_smart_memory0_ram_we: std_logic;
 signal maple_smart_memory0_rd_s: signed (31 downto 0);
 signal maple_smart_memory0_rdata_r: unsigned(31 downto 0);
+signal maple_smart_memory0_rearm: std_logic;
 signal maple_smart_memory0_res_pk: unsigned(47 downto 0);
 signal maple_smart_memory0_res_s: unsigned(3 downto 0);
 signal maple_smart_memory0_rmis: std_logic;
@@ -277,6 +279,8 @@ signal maple_smart_memory0_scan_i: unsigned(8 downto 0);
 signal maple_smart_memory0_scan_slot: unsigned(3 downto 0);
 signal maple_smart_memory0_sel_rd: unsigned(47 downto 0);
 signal maple_smart_memory0_sel_src: unsigned(47 downto 0);
+signal maple_smart_memory0_smax: unsigned(47 downto 0);
+signal maple_smart_memory0_smin: unsigned(47 downto 0);
 signal maple_smart_memory0_stalls: unsigned(31 downto 0);
 signal maple_smart_memory0_state: unsigned(2 downto 0);
 signal maple_smart_memory0_status32: unsigned(31 downto 0);
@@ -756,10 +760,10 @@ rresp <= to_unsigned(0, 2);
 rdata <= maple_smart_memory0_rdata_r;
 
 
-maple_smart_memory0_busy_s <= stdl((not ((maple_smart_memory0_state = 0) or (maple_smart_memory0_state = 1))) or (maple_smart_memory0_fcnt /= 0) or bool(maple_smart_memory0_inflight) or bool(maple_smart_memory0_r1_valid) or bool(maple_smart_memory0_r2_valid));
+maple_smart_memory0_busy_s <= stdl((not ((maple_smart_memory0_state = 0) or (maple_smart_memory0_state = 1))) or (maple_smart_memory0_fcnt /= 0) or bool(maple_smart_memory0_inflight) or bool(maple_smart_memory0_r1_valid) or bool(maple_smart_memory0_r2_valid) or bool(maple_smart_memory0_bg));
 maple_smart_memory0_clr_go <= stdl(bool(maple_smart_memory0_clearing) and (not bool(maple_smart_memory0_r2_valid)));
 maple_smart_memory0_armed_s <= stdl((maple_smart_memory0_state = 1) or (maple_smart_memory0_state = 2));
-maple_smart_memory0_idle_ok <= stdl((maple_smart_memory0_state = 0) and (maple_smart_memory0_fcnt = 0) and (not bool(maple_smart_memory0_inflight)) and (not bool(maple_smart_memory0_r1_valid)) and (not bool(maple_smart_memory0_r2_valid)));
+maple_smart_memory0_idle_ok <= stdl((maple_smart_memory0_state = 0) and (maple_smart_memory0_fcnt = 0) and (not bool(maple_smart_memory0_inflight)) and (not bool(maple_smart_memory0_r1_valid)) and (not bool(maple_smart_memory0_r2_valid)) and (not bool(maple_smart_memory0_bg)));
 maple_smart_memory0_blsum <= (resize(maple_smart_memory0_base_r, 10) + maple_smart_memory0_len_r);
 
 
@@ -870,16 +874,16 @@ end process maple_smart_memory0_rmw_c;
 
 maple_smart_memory0_sum_w <= (resize(maple_smart_memory0_old, 33) + maple_smart_memory0_r2_val);
 
-maple_smart_memory0_dump_c: process (maple_smart_memory0_fcnt, maple_smart_memory0_dump_n, maple_smart_memory0_max_pk, maple_smart_memory0_dump_slot, maple_smart_memory0_lst, m_axis_out_tready, maple_smart_memory0_dump_i, maple_smart_memory0_op_r, maple_smart_memory0_clearing, maple_smart_memory0_min_pk, maple_smart_memory0_state, maple_smart_memory0_inflight) is
+maple_smart_memory0_dump_c: process (maple_smart_memory0_bg, maple_smart_memory0_fcnt, maple_smart_memory0_smin, maple_smart_memory0_smax, maple_smart_memory0_dump_n, maple_smart_memory0_dump_slot, maple_smart_memory0_lst, m_axis_out_tready, maple_smart_memory0_dump_i, maple_smart_memory0_op_r, maple_smart_memory0_clearing, maple_smart_memory0_state, maple_smart_memory0_inflight) is
 begin
-    maple_smart_memory0_issue <= stdl((maple_smart_memory0_state = 3) and (maple_smart_memory0_dump_i /= maple_smart_memory0_dump_n) and ((maple_smart_memory0_fcnt < 3) or ((maple_smart_memory0_fcnt = 3) and (not bool(maple_smart_memory0_inflight)))) and (not (bool(maple_smart_memory0_clearing) and (maple_smart_memory0_op_r = 2))));
+    maple_smart_memory0_issue <= stdl(((maple_smart_memory0_state = 3) or bool(maple_smart_memory0_bg)) and (maple_smart_memory0_dump_i /= maple_smart_memory0_dump_n) and ((maple_smart_memory0_fcnt < 3) or ((maple_smart_memory0_fcnt = 3) and (not bool(maple_smart_memory0_inflight)))) and (not (bool(maple_smart_memory0_clearing) and (maple_smart_memory0_op_r = 2))));
     maple_smart_memory0_pop <= stdl((maple_smart_memory0_fcnt /= 0) and bool(m_axis_out_tready));
     if (maple_smart_memory0_op_r = 0) then
         maple_smart_memory0_sel_src <= maple_smart_memory0_lst(to_integer(maple_smart_memory0_dump_slot));
     elsif (maple_smart_memory0_dump_i = 0) then
-        maple_smart_memory0_sel_src <= maple_smart_memory0_min_pk;
+        maple_smart_memory0_sel_src <= maple_smart_memory0_smin;
     else
-        maple_smart_memory0_sel_src <= maple_smart_memory0_max_pk;
+        maple_smart_memory0_sel_src <= maple_smart_memory0_smax;
     end if;
 end process maple_smart_memory0_dump_c;
 
@@ -915,6 +919,7 @@ begin
         if (rst = '1') then
             maple_smart_memory0_r2_valid <= '0';
             maple_smart_memory0_r1_val <= to_signed(0, 32);
+            maple_smart_memory0_smin <= to_unsigned(0, 48);
             maple_smart_memory0_p_idx <= to_unsigned(0, 16);
             maple_smart_memory0_dump_addr <= to_unsigned(0, 8);
             maple_smart_memory0_ins <= to_unsigned(0, 32);
@@ -931,13 +936,16 @@ begin
             maple_smart_memory0_len_r <= to_unsigned(256, 9);
             maple_smart_memory0_r2_addr <= to_unsigned(0, 8);
             maple_smart_memory0_fw_addr <= to_unsigned(0, 8);
+            maple_smart_memory0_smax <= to_unsigned(0, 48);
             maple_smart_memory0_count <= to_unsigned(0, 9);
             maple_smart_memory0_dump_n <= to_unsigned(0, 9);
+            maple_smart_memory0_rearm <= '0';
             maple_smart_memory0_fw2_addr <= to_unsigned(0, 8);
             maple_smart_memory0_fw_data <= to_signed(0, 32);
             maple_smart_memory0_min_pk <= to_unsigned(0, 48);
             maple_smart_memory0_state <= to_unsigned(0, 3);
             maple_smart_memory0_fw_valid <= '0';
+            maple_smart_memory0_bg <= '0';
             maple_smart_memory0_fw2_data <= to_signed(0, 32);
             maple_smart_memory0_last_pend <= '0';
             maple_smart_memory0_ram_q <= to_signed(0, 32);
@@ -1056,8 +1064,20 @@ begin
                 maple_smart_memory0_p_idx <= maple_smart_memory0_dump_addr_x;
                 maple_smart_memory0_sel_rd <= maple_smart_memory0_sel_src;
             end if;
-            if ((maple_smart_memory0_state = 3) and (maple_smart_memory0_dump_i = maple_smart_memory0_dump_n) and (not bool(maple_smart_memory0_inflight)) and (maple_smart_memory0_fcnt = 0)) then
-                maple_smart_memory0_state <= to_unsigned(0, 3);
+            if (((maple_smart_memory0_state = 3) or bool(maple_smart_memory0_bg)) and (maple_smart_memory0_dump_i = maple_smart_memory0_dump_n) and (not bool(maple_smart_memory0_inflight)) and (maple_smart_memory0_fcnt = 0)) then
+                maple_smart_memory0_bg <= '0';
+                if (maple_smart_memory0_state = 3) then
+                    if bool(maple_smart_memory0_rearm) then
+                        maple_smart_memory0_state <= to_unsigned(1, 3);
+                        maple_smart_memory0_count <= to_unsigned(0, 9);
+                        maple_smart_memory0_have <= '0';
+                        maple_smart_memory0_last_pend <= '0';
+                        maple_smart_memory0_stalls <= to_unsigned(0, 32);
+                        maple_smart_memory0_ins <= to_unsigned(0, 32);
+                    else
+                        maple_smart_memory0_state <= to_unsigned(0, 3);
+                    end if;
+                end if;
             end if;
             if bool(maple_smart_memory0_inflight) then
                 if (signed(resize(maple_smart_memory0_wp, 3)) = (4 - 1)) then
@@ -1130,7 +1150,7 @@ begin
                             maple_smart_memory0_err <= '1';
                             maple_smart_memory0_err_code <= to_unsigned(4, 4);
                         end if;
-                    elsif bool(wdata(0)) then
+                    elsif (bool(wdata(0)) and (not bool(wdata(2)))) then
                         if bool(maple_smart_memory0_idle_ok) then
                             maple_smart_memory0_state <= to_unsigned(1, 3);
                             maple_smart_memory0_count <= to_unsigned(0, 9);
@@ -1150,8 +1170,21 @@ begin
                             maple_smart_memory0_err <= '1';
                             maple_smart_memory0_err_code <= to_unsigned(3, 4);
                         else
-                            maple_smart_memory0_state <= to_unsigned(3, 3);
                             maple_smart_memory0_dump_i <= to_unsigned(0, 9);
+                            maple_smart_memory0_smin <= maple_smart_memory0_min_pk;
+                            maple_smart_memory0_smax <= maple_smart_memory0_max_pk;
+                            maple_smart_memory0_rearm <= wdata(0);
+                            if (bool(wdata(0)) and (maple_smart_memory0_op_r = 1)) then
+                                maple_smart_memory0_bg <= '1';
+                                maple_smart_memory0_state <= to_unsigned(1, 3);
+                                maple_smart_memory0_count <= to_unsigned(0, 9);
+                                maple_smart_memory0_have <= '0';
+                                maple_smart_memory0_last_pend <= '0';
+                                maple_smart_memory0_stalls <= to_unsigned(0, 32);
+                                maple_smart_memory0_ins <= to_unsigned(0, 32);
+                            else
+                                maple_smart_memory0_state <= to_unsigned(3, 3);
+                            end if;
                             case maple_smart_memory0_op_r is
                                 when "00" =>
                                     maple_smart_memory0_dump_n <= maple_smart_memory0_count;

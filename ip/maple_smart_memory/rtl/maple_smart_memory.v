@@ -97,6 +97,7 @@ wire [47:0] b_pk;
 reg b_worse;
 wire [31:0] base32;
 reg [8:0] base_r;
+reg bg;
 wire [9:0] blsum;
 wire busy_s;
 reg bvalid_r;
@@ -167,6 +168,7 @@ reg [31:0] ram_wd;
 reg ram_we;
 reg signed [31:0] rd_s;
 reg [31:0] rdata_r;
+reg rearm;
 reg [47:0] res_pk;
 reg [3:0] res_s;
 wire rmis;
@@ -177,6 +179,8 @@ reg [8:0] scan_i;
 wire [3:0] scan_slot;
 reg [47:0] sel_rd;
 reg [47:0] sel_src;
+reg [47:0] smax;
+reg [47:0] smin;
 reg [31:0] stalls;
 reg [2:0] state;
 wire [31:0] status32;
@@ -387,10 +391,10 @@ assign s_axil_rdata = rdata_r;
 
 
 
-assign busy_s = ((!((state == 0) || (state == 1))) || (fcnt != 0) || inflight || r1_valid || r2_valid);
+assign busy_s = ((!((state == 0) || (state == 1))) || (fcnt != 0) || inflight || r1_valid || r2_valid || bg);
 assign clr_go = (clearing && (!r2_valid));
 assign armed_s = ((state == 1) || (state == 2));
-assign idle_ok = ((state == 0) && (fcnt == 0) && (!inflight) && (!r1_valid) && (!r2_valid));
+assign idle_ok = ((state == 0) && (fcnt == 0) && (!inflight) && (!r1_valid) && (!r2_valid) && (!bg));
 assign blsum = (base_r + len_r);
 
 
@@ -512,17 +516,17 @@ end
 assign sum_w = (old + r2_val);
 
 
-always @(fcnt, dump_n, max_pk, dump_slot, lst[0], lst[1], lst[2], lst[3], lst[4], lst[5], lst[6], lst[7], lst[8], lst[9], lst[10], lst[11], lst[12], lst[13], lst[14], lst[15], m_axis_out_tready, dump_i, op_r, clearing, min_pk, state, inflight) begin: dump_c
-    issue = ((state == 3) && (dump_i != dump_n) && ((fcnt < 3) || ((fcnt == 3) && (!inflight))) && (!(clearing && (op_r == 2))));
+always @(bg, fcnt, smin, smax, dump_n, dump_slot, lst[0], lst[1], lst[2], lst[3], lst[4], lst[5], lst[6], lst[7], lst[8], lst[9], lst[10], lst[11], lst[12], lst[13], lst[14], lst[15], m_axis_out_tready, dump_i, op_r, clearing, state, inflight) begin: dump_c
+    issue = (((state == 3) || bg) && (dump_i != dump_n) && ((fcnt < 3) || ((fcnt == 3) && (!inflight))) && (!(clearing && (op_r == 2))));
     pop = ((fcnt != 0) && m_axis_out_tready);
     if ((op_r == 0)) begin
         sel_src = lst[dump_slot];
     end
     else if ((dump_i == 0)) begin
-        sel_src = min_pk;
+        sel_src = smin;
     end
     else begin
-        sel_src = max_pk;
+        sel_src = smax;
     end
 end
 
@@ -558,6 +562,7 @@ always @(posedge clk) begin: main
     if (rst == 1) begin
         r2_valid <= 0;
         r1_val <= 0;
+        smin <= 0;
         p_idx <= 0;
         dump_addr <= 0;
         ins <= 0;
@@ -574,13 +579,16 @@ always @(posedge clk) begin: main
         len_r <= 256;
         r2_addr <= 0;
         fw_addr <= 0;
+        smax <= 0;
         count <= 0;
         dump_n <= 0;
+        rearm <= 0;
         fw2_addr <= 0;
         fw_data <= 0;
         min_pk <= 0;
         state <= 0;
         fw_valid <= 0;
+        bg <= 0;
         fw2_data <= 0;
         last_pend <= 0;
         ram_q <= 0;
@@ -710,8 +718,21 @@ always @(posedge clk) begin: main
             p_idx <= dump_addr_x;
             sel_rd <= sel_src;
         end
-        if (((state == 3) && (dump_i == dump_n) && (!inflight) && (fcnt == 0))) begin
-            state <= 0;
+        if ((((state == 3) || bg) && (dump_i == dump_n) && (!inflight) && (fcnt == 0))) begin
+            bg <= 1'b0;
+            if ((state == 3)) begin
+                if (rearm) begin
+                    state <= 1;
+                    count <= 0;
+                    have <= 1'b0;
+                    last_pend <= 1'b0;
+                    stalls <= 0;
+                    ins <= 0;
+                end
+                else begin
+                    state <= 0;
+                end
+            end
         end
         if (inflight) begin
             if (($signed({1'b0, wp}) == (4 - 1))) begin
@@ -801,7 +822,7 @@ always @(posedge clk) begin: main
                         err_code <= 4;
                     end
                 end
-                else if (s_axil_wdata[0]) begin
+                else if ((s_axil_wdata[0] && (!s_axil_wdata[2]))) begin
                     if (idle_ok) begin
                         state <= 1;
                         count <= 0;
@@ -825,8 +846,22 @@ always @(posedge clk) begin: main
                         err_code <= 3;
                     end
                     else begin
-                        state <= 3;
                         dump_i <= 0;
+                        smin <= min_pk;
+                        smax <= max_pk;
+                        rearm <= s_axil_wdata[0];
+                        if ((s_axil_wdata[0] && (op_r == 1))) begin
+                            bg <= 1'b1;
+                            state <= 1;
+                            count <= 0;
+                            have <= 1'b0;
+                            last_pend <= 1'b0;
+                            stalls <= 0;
+                            ins <= 0;
+                        end
+                        else begin
+                            state <= 3;
+                        end
                         case (op_r)
                             'h0: begin
                                 dump_n <= count;

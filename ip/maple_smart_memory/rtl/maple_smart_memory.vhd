@@ -77,6 +77,7 @@ signal b_pk: unsigned(47 downto 0);
 signal b_worse: std_logic;
 signal base32: unsigned(31 downto 0);
 signal base_r: unsigned(8 downto 0);
+signal bg: std_logic;
 signal blsum: unsigned(9 downto 0);
 signal busy_s: std_logic;
 signal bvalid_r: std_logic;
@@ -147,6 +148,7 @@ signal ram_wd: unsigned(31 downto 0);
 signal ram_we: std_logic;
 signal rd_s: signed (31 downto 0);
 signal rdata_r: unsigned(31 downto 0);
+signal rearm: std_logic;
 signal res_pk: unsigned(47 downto 0);
 signal res_s: unsigned(3 downto 0);
 signal rmis: std_logic;
@@ -157,6 +159,8 @@ signal scan_i: unsigned(8 downto 0);
 signal scan_slot: unsigned(3 downto 0);
 signal sel_rd: unsigned(47 downto 0);
 signal sel_src: unsigned(47 downto 0);
+signal smax: unsigned(47 downto 0);
+signal smin: unsigned(47 downto 0);
 signal stalls: unsigned(31 downto 0);
 signal state: unsigned(2 downto 0);
 signal status32: unsigned(31 downto 0);
@@ -356,10 +360,10 @@ s_axil_rresp_num <= to_unsigned(0, 2);
 s_axil_rdata_num <= rdata_r;
 
 
-busy_s <= stdl((not ((state = 0) or (state = 1))) or (fcnt /= 0) or bool(inflight) or bool(r1_valid) or bool(r2_valid));
+busy_s <= stdl((not ((state = 0) or (state = 1))) or (fcnt /= 0) or bool(inflight) or bool(r1_valid) or bool(r2_valid) or bool(bg));
 clr_go <= stdl(bool(clearing) and (not bool(r2_valid)));
 armed_s <= stdl((state = 1) or (state = 2));
-idle_ok <= stdl((state = 0) and (fcnt = 0) and (not bool(inflight)) and (not bool(r1_valid)) and (not bool(r2_valid)));
+idle_ok <= stdl((state = 0) and (fcnt = 0) and (not bool(inflight)) and (not bool(r1_valid)) and (not bool(r2_valid)) and (not bool(bg)));
 blsum <= (resize(base_r, 10) + len_r);
 
 
@@ -470,16 +474,16 @@ end process rmw_c;
 
 sum_w <= (resize(old, 33) + r2_val);
 
-dump_c: process (fcnt, dump_n, max_pk, dump_slot, lst, m_axis_out_tready, dump_i, op_r, clearing, min_pk, state, inflight) is
+dump_c: process (bg, fcnt, smin, smax, dump_n, dump_slot, lst, m_axis_out_tready, dump_i, op_r, clearing, state, inflight) is
 begin
-    issue <= stdl((state = 3) and (dump_i /= dump_n) and ((fcnt < 3) or ((fcnt = 3) and (not bool(inflight)))) and (not (bool(clearing) and (op_r = 2))));
+    issue <= stdl(((state = 3) or bool(bg)) and (dump_i /= dump_n) and ((fcnt < 3) or ((fcnt = 3) and (not bool(inflight)))) and (not (bool(clearing) and (op_r = 2))));
     pop <= stdl((fcnt /= 0) and bool(m_axis_out_tready));
     if (op_r = 0) then
         sel_src <= lst(to_integer(dump_slot));
     elsif (dump_i = 0) then
-        sel_src <= min_pk;
+        sel_src <= smin;
     else
-        sel_src <= max_pk;
+        sel_src <= smax;
     end if;
 end process dump_c;
 
@@ -515,6 +519,7 @@ begin
         if (rst = '1') then
             r2_valid <= '0';
             r1_val <= to_signed(0, 32);
+            smin <= to_unsigned(0, 48);
             p_idx <= to_unsigned(0, 16);
             dump_addr <= to_unsigned(0, 8);
             ins <= to_unsigned(0, 32);
@@ -531,13 +536,16 @@ begin
             len_r <= to_unsigned(256, 9);
             r2_addr <= to_unsigned(0, 8);
             fw_addr <= to_unsigned(0, 8);
+            smax <= to_unsigned(0, 48);
             count <= to_unsigned(0, 9);
             dump_n <= to_unsigned(0, 9);
+            rearm <= '0';
             fw2_addr <= to_unsigned(0, 8);
             fw_data <= to_signed(0, 32);
             min_pk <= to_unsigned(0, 48);
             state <= to_unsigned(0, 3);
             fw_valid <= '0';
+            bg <= '0';
             fw2_data <= to_signed(0, 32);
             last_pend <= '0';
             ram_q <= to_signed(0, 32);
@@ -656,8 +664,20 @@ begin
                 p_idx <= dump_addr_x;
                 sel_rd <= sel_src;
             end if;
-            if ((state = 3) and (dump_i = dump_n) and (not bool(inflight)) and (fcnt = 0)) then
-                state <= to_unsigned(0, 3);
+            if (((state = 3) or bool(bg)) and (dump_i = dump_n) and (not bool(inflight)) and (fcnt = 0)) then
+                bg <= '0';
+                if (state = 3) then
+                    if bool(rearm) then
+                        state <= to_unsigned(1, 3);
+                        count <= to_unsigned(0, 9);
+                        have <= '0';
+                        last_pend <= '0';
+                        stalls <= to_unsigned(0, 32);
+                        ins <= to_unsigned(0, 32);
+                    else
+                        state <= to_unsigned(0, 3);
+                    end if;
+                end if;
             end if;
             if bool(inflight) then
                 if (signed(resize(wp, 3)) = (4 - 1)) then
@@ -730,7 +750,7 @@ begin
                             err <= '1';
                             err_code <= to_unsigned(4, 4);
                         end if;
-                    elsif bool(s_axil_wdata_num(0)) then
+                    elsif (bool(s_axil_wdata_num(0)) and (not bool(s_axil_wdata_num(2)))) then
                         if bool(idle_ok) then
                             state <= to_unsigned(1, 3);
                             count <= to_unsigned(0, 9);
@@ -750,8 +770,21 @@ begin
                             err <= '1';
                             err_code <= to_unsigned(3, 4);
                         else
-                            state <= to_unsigned(3, 3);
                             dump_i <= to_unsigned(0, 9);
+                            smin <= min_pk;
+                            smax <= max_pk;
+                            rearm <= s_axil_wdata_num(0);
+                            if (bool(s_axil_wdata_num(0)) and (op_r = 1)) then
+                                bg <= '1';
+                                state <= to_unsigned(1, 3);
+                                count <= to_unsigned(0, 9);
+                                have <= '0';
+                                last_pend <= '0';
+                                stalls <= to_unsigned(0, 32);
+                                ins <= to_unsigned(0, 32);
+                            else
+                                state <= to_unsigned(3, 3);
+                            end if;
                             case op_r is
                                 when "00" =>
                                     dump_n <= count;
