@@ -32,7 +32,8 @@ MAPPERS = ("cosmic", "mlrcs")
 # (data_map align, CosmicPolicy neighbours) candidates; the shortest schedule wins (then
 # the fewest transfers).  The neighbour choice is tried on graphs of at most SMALL_GRAPH
 # nodes only (each variant is a full scheduling pass).
-VARIANTS = ((False, False), (True, False), (False, True), (True, True))
+VARIANTS = ((False, False), (True, False), (False, True), (True, True),
+            (False, True, True), (True, True, True))
 SMALL_GRAPH = 1000
 
 
@@ -91,12 +92,13 @@ def data_map(graph, columns: int, rows: int, align: bool = False):
 class CosmicPolicy:
     name = "cosmic"
 
-    def __init__(self, data_pe, npe, model_with_data=True, neighbours=True):
+    def __init__(self, data_pe, npe, model_with_data=True, neighbours=True, spread=False):
         self.data_pe = data_pe
         self.npe = npe
         self.rr = 0
         self.model_with_data = model_with_data
         self.neighbours = neighbours
+        self.spread = spread
 
     def _pe_of(self, v, S):
         if v in self.data_pe:
@@ -114,7 +116,16 @@ class CosmicPolicy:
             if pes and n.op == "dot" and len(set(pes)) > 1:
                 return min(sorted(set(pes)), key=lambda q: self._dot_cost(n, q, S))
             if pes:
-                return max(set(pes), key=lambda q: (pes.count(q), -pes.index(q)))
+                q0 = max(set(pes), key=lambda q: (pes.count(q), -pes.index(q)))
+                if self.spread and n.op != "dot":
+                    # an operation that brings a model element home gives that PE its
+                    # SGD update later: balance the homes, then start as early as can be
+                    homing = any(g.nodes[a].op == "model" and a not in S.model_home
+                                 for a in args)
+                    return min(self._spread_candidates(n, q0, S),
+                               key=lambda q: (self._homes(q, S) if homing else 0,
+                                              self._start(n, q, S), q != q0, q))
+                return q0
         model = [a for a in args if g.nodes[a].op == "model"]
         if model:
             for a in model:
@@ -149,6 +160,33 @@ class CosmicPolicy:
         p = self.rr
         self.rr = (self.rr + 1) % self.npe
         return p
+
+    def _homes(self, q, S):
+        cnt = getattr(S, "_homes_per_pe", None)
+        if cnt is None or sum(cnt.values()) != len(S.model_home):
+            cnt = {}
+            for pe, _ in S.model_home.values():
+                cnt[pe] = cnt.get(pe, 0) + 1
+            S._homes_per_pe = cnt
+        return cnt.get(q, 0)
+
+    def _spread_candidates(self, n, q0, S):
+        """PEs an operation with a DATA operand on ``q0`` may take besides ``q0`` (the
+        ``spread`` variant, for DFGs with far more model than data words, e.g. a layer's
+        weights): the rest of ``q0``'s row (the data word one link or bus hop away), and
+        the home of a model operand of the operation or of its only consumer (the SGD
+        step goes where its model element lives)."""
+        C = S.C
+        r0 = q0 // C * C
+        cand = list(range(r0, r0 + C))
+        ms = [a for a in n.args if S.g.nodes[a].op == "model"]
+        us = S.users.get(n.id, [])
+        if len(us) == 1:
+            ms += [a for a in S.g.nodes[us[0][0]].args if S.g.nodes[a].op == "model"]
+        for a in ms:
+            if a in S.model_home and S.model_home[a][0] not in cand:
+                cand.append(S.model_home[a][0])
+        return cand
 
     def model_home(self, v, S, p=None, n=None):
         if v in S.model_home:
@@ -259,15 +297,16 @@ def schedule(graph, plan, fmt, mapper: str = "cosmic", *, bypass: int = 1,
     best = None
     tried = []
     small = len(graph.nodes) <= SMALL_GRAPH
-    for align, nb in VARIANTS:
-        if nb and (mapper != "cosmic" or not small):
+    for align, nb, *sp in VARIANTS:
+        sp = bool(sp and sp[0])
+        if (nb or sp) and (mapper != "cosmic" or not small):
             continue
         vec, chunks, where = data_map(graph, C, R, align)
-        if (chunks, nb) in tried:
+        if (chunks, nb, sp) in tried:
             continue
-        tried.append((chunks, nb))
-        policy = CosmicPolicy(where, C * R, neighbours=nb) if mapper == "cosmic" else \
-            MlrcsPolicy(where, C * R)
+        tried.append((chunks, nb, sp))
+        policy = CosmicPolicy(where, C * R, neighbours=nb, spread=sp) if mapper == "cosmic" \
+            else MlrcsPolicy(where, C * R)
         S = Scheduler(graph, C, R, fmt, policy, bypass=bypass, recompute=recompute, file=file)
         S.place_leaves(where)
         S.run(priorities(graph))

@@ -91,3 +91,50 @@ def test_choice_is_never_slower_than_the_plain_even_layout(monkeypatch):
     best = compile_graph(g, plan, recompute=1).length
     _forced(monkeypatch, (False, False))
     assert best <= compile_graph(g, plan, recompute=1).length
+
+
+def test_spread_balances_model_homes_over_the_data_rows(monkeypatch):
+    """backprop: 90 W1 words but 11 data words (one per row): with ``spread`` the
+    weights of a row's input live on all its PEs (each PE later does their SGD updates);
+    data first alone puts them next to the data word."""
+    g = _load("backprop", 1, ni=10, nh=9)
+    plan = plan_pes(64, 1)
+
+    def most_homes(comp):
+        cnt = {}
+        for pe, _ in comp.sched.model_home.values():
+            cnt[pe] = cnt.get(pe, 0) + 1
+        return max(cnt.values())
+    _forced(monkeypatch, (True, True, True))
+    spread = compile_graph(g, plan, recompute=1)
+    _forced(monkeypatch, (True, True))
+    plain = compile_graph(g, plan, recompute=1)
+    assert most_homes(spread) <= 4 < most_homes(plain)
+
+
+def _two_port_reads(comp):
+    ports = ("L", "R", "BUS")
+    return sum(1 for code in comp.sched.code for ins in code.values()
+               if ins.a and ins.b and ins.a[0] in ports and ins.b[0] in ports
+               and ins.a[0] != ins.b[0])
+
+
+def test_two_remote_operands_read_off_two_ports(monkeypatch):
+    """The scheduler's dual-port reads: a reduction level takes one operand off each of
+    two ports in one slot; with them switched off there is none and the schedule is
+    longer (a pass first puts one operand into a buffer)."""
+    import tablac.schedule as sc
+    g = _load("logistic", 1, m=54)
+    plan = plan_pes(32, 1)
+    _forced(monkeypatch, (True, True))
+    dual = compile_graph(g, plan, recompute=4)
+    assert _two_port_reads(dual) > 0
+    init = sc.Scheduler.__init__
+
+    def no_dual(self, *a, **k):
+        init(self, *a, **k)
+        self.dual = False
+    monkeypatch.setattr(sc.Scheduler, "__init__", no_dual)
+    single = compile_graph(g, plan, recompute=4)
+    assert _two_port_reads(single) == 0 and single.length > dual.length
+    check_equal(g, dual, 1, rounds=1, ns_per_thread=2)
