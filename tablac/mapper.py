@@ -299,7 +299,7 @@ def schedule(graph, plan, fmt, mapper: str = "cosmic", *, bypass: int = 1,
     small = len(graph.nodes) <= SMALL_GRAPH
     for align, nb, *sp in VARIANTS:
         sp = bool(sp and sp[0])
-        if (nb or sp) and (mapper != "cosmic" or not small):
+        if (nb or sp) and (mapper != "cosmic" or not small) and best is not None:
             continue
         vec, chunks, where = data_map(graph, C, R, align)
         if (chunks, nb, sp) in tried:

@@ -138,3 +138,12 @@ def test_two_remote_operands_read_off_two_ports(monkeypatch):
     single = compile_graph(g, plan, recompute=4)
     assert _two_port_reads(single) == 0 and single.length > dual.length
     check_equal(g, dual, 1, rounds=1, ns_per_thread=2)
+
+
+def test_a_lone_variant_always_compiles(monkeypatch):
+    """A variant the mapper would skip (placement options on mlrcs) still yields a
+    schedule when it is the only one: never 'no schedule at all'."""
+    g = _load("linear", 2, m=10)
+    _forced(monkeypatch, (True, True, True))
+    comp = compile_graph(g, plan_pes(8, 1), mapper="mlrcs")
+    check_equal(g, comp, 1, rounds=1, ns_per_thread=2)
