@@ -484,6 +484,7 @@ def build(p):
         c_nr = sig_u(7)
         c_np = sig_u(7)
         c_mac = sig_b()
+        c_ds = sig_b()
         c_ls = sig_u(LAW)
         p_one = sig_b()
         e_done = sig_b()
@@ -581,6 +582,10 @@ def build(p):
                 c_lb.next = xw[16]
                 c_nr.next = xw[24:17]
                 c_np.next = 1
+
+        @always_comb
+        def ds_c():
+            c_ds.next = cir[32:28] == ISA.SM_CTRL and cir[0] and cir[2] and not cir[1]
 
         @always_comb
         def run_c():
@@ -890,10 +895,13 @@ def build(p):
                     cs.next = C_R
             elif cs == C_R:
                 if rvalid:
-                    # STATUS [31:2] = {code, CLEARING, error}: only CLEARING alone is no error
-                    if (rdata[32:2] != 0 and rdata[32:2] != 2) or rresp != 0:
+                    # STATUS [31:2] = {PENDING, code, CLEARING, error}: PENDING and CLEARING
+                    # are no error
+                    if (rdata[32:2] & 0x3FFFFFBD) != 0 or rresp != 0:
                         err_r.next = True
-                    if rdata[2:] == 0:
+                    # a DUMP + START (SM_CTRL) needs only that none is queued: the smart memory
+                    # queues it and runs it at the current array's tlast; the rest need idle
+                    if (c_ds and not rdata[8]) or (not c_ds and rdata[2:] == 0):
                         awvalid.next = True
                         cs.next = C_AW
                     else:
@@ -930,7 +938,7 @@ def build(p):
                 cq_v.next = True
                 cq.next = xw
 
-        return (insts, dec, dec2, dec3, run_c, eng_c, eng_c2, eng_c3, ok_c, go_c, tabs, addr_c, axw_c, drain_c,
+        return (insts, dec, dec2, dec3, ds_c, run_c, eng_c, eng_c2, eng_c3, ok_c, go_c, tabs, addr_c, axw_c, drain_c,
                 drain_c2, drain_c3, rs_c, rq_c, rq_ram, rq_rd, sm_c, main)
 
     ports = ports_of(p)
@@ -995,7 +1003,8 @@ def datasheet(p):
             "PE holds the same column, or segment i mod S of it; M/S rows of A in flight, "
             "pm=M/S). All three are implemented and tested.",
             "Smart-memory instructions (SET_SM_REDUCTION, SM_CTRL, DUMP_SM) first poll its STATUS "
-            "until neither busy nor armed, then write its registers through the internal "
+            "until neither busy nor armed (SM_CTRL DUMP|START: until no DUMP + START is queued "
+            "there; the smart memory runs it at the array's tlast), then write its registers through the internal "
             "AXI4-Lite port (register map in `ip/maple_smart_memory/README.md`), in program "
             "order on a command engine (one executing, one queued; a third waits in the "
             "sequencer). Hence a DUMP_SM or a new START waits for the previous array's tlast and "

@@ -215,6 +215,7 @@ def build(p):
         smax = sig_u(WD)
         bg = sig_b()                     # min/max dump of smin/smax while re-armed (DUMP + START)
         rearm = sig_b()                  # this dump ends armed (DUMP + START, selection / RMW)
+        pend = sig_b()                   # a DUMP + START waiting for the store to be idle
         stalls = sig_u(32)
         ins = sig_u(32)
         clr_i = sig_u(AW)
@@ -302,6 +303,7 @@ def build(p):
         wmis = sig_b()
         rmis = sig_b()
         idle_ok = sig_b()
+        pend_go = sig_b()
         rmw_hold = sig_b()          # an RMW element ahead of the clear pointer waits
         clr_go = sig_b()            # the clear writes this cycle (the RMW write has the port first)
         busy_s = sig_b()
@@ -349,16 +351,18 @@ def build(p):
         @always_comb
         def status_c():
             busy_s.next = (not (state == S_IDLE or state == S_RUN)) or fcnt != 0 or inflight or r1_valid \
-                or r2_valid or bg
+                or r2_valid or bg or pend
             clr_go.next = clearing and not r2_valid
             armed_s.next = state == S_RUN or state == S_SCAN
             idle_ok.next = state == S_IDLE and fcnt == 0 and not inflight and not r1_valid and not r2_valid \
-                and not bg
+                and not bg and not pend
+            pend_go.next = pend and state == S_IDLE and fcnt == 0 and not inflight and not r1_valid \
+                and not r2_valid and not bg
             blsum.next = base_r + len_r
 
         @always_comb
         def status_w():
-            status32.next = concat(intbv(0)[24:], err_code, clearing, err, armed_s, busy_s)
+            status32.next = concat(intbv(0)[23:], pend, err_code, clearing, err, armed_s, busy_s)
 
         @always_comb
         def in_c():
@@ -630,6 +634,34 @@ def build(p):
                     rdata_r.next = 0
             elif rvalid_r and s_axil_rready:
                 rvalid_r.next = False
+            # a queued DUMP + START: dump, then armed (min/max at once: the extremes are dumped
+            # from their copy while the next array streams in)
+            if pend_go:
+                pend.next = False
+                dump_i.next = 0
+                smin.next = min_pk
+                smax.next = max_pk
+                rearm.next = True
+                if op_r == OP_MINMAX:
+                    bg.next = True
+                    state.next = S_RUN
+                    count.next = 0
+                    have.next = False
+                    last_pend.next = False
+                    stalls.next = 0
+                    ins.next = 0
+                else:
+                    state.next = S_DUMP
+                if op_r == OP_SEL:
+                    dump_n.next = count
+                elif op_r == OP_MINMAX:
+                    if have:
+                        dump_n.next = 2
+                    else:
+                        dump_n.next = 0
+                else:
+                    dump_n.next = len_r
+                    dump_addr.next = base_r[AW:]
             # AXI4-Lite write (after the stream logic: a command wins)
             if aw_go:
                 bvalid_r.next = True
@@ -643,6 +675,7 @@ def build(p):
                     if s_axil_wdata[1]:
                         if idle_ok or state == S_RUN:
                             state.next = S_IDLE
+                            pend.next = False
                             clearing.next = True
                             clr_i.next = 0
                             count.next = 0
@@ -664,9 +697,17 @@ def build(p):
                         else:
                             err.next = True
                             err_code.next = E_BUSY
+                    elif s_axil_wdata[0] and s_axil_wdata[2]:
+                        # DUMP + START: queued (one), executed once the store is idle
+                        if pend:
+                            err.next = True
+                            err_code.next = E_BUSY
+                        elif op_r == OP_RMW and blsum > DEPTH:
+                            err.next = True
+                            err_code.next = E_RANGE
+                        else:
+                            pend.next = True
                     elif s_axil_wdata[2]:
-                        # DUMP, or DUMP + START: dump, then armed again (min/max at once: the
-                        # extremes are dumped from their copy while the next array streams in)
                         if not idle_ok:
                             err.next = True
                             err_code.next = E_BUSY
@@ -677,17 +718,8 @@ def build(p):
                             dump_i.next = 0
                             smin.next = min_pk
                             smax.next = max_pk
-                            rearm.next = s_axil_wdata[0]
-                            if s_axil_wdata[0] and op_r == OP_MINMAX:
-                                bg.next = True
-                                state.next = S_RUN
-                                count.next = 0
-                                have.next = False
-                                last_pend.next = False
-                                stalls.next = 0
-                                ins.next = 0
-                            else:
-                                state.next = S_DUMP
+                            rearm.next = False
+                            state.next = S_DUMP
                             if op_r == OP_SEL:
                                 dump_n.next = count
                             elif op_r == OP_MINMAX:
@@ -788,8 +820,11 @@ def datasheet(p):
             "DUMP + START in one CTRL write: dump, then armed for the next array (as START) -- "
             "min/max at once (the two extremes are copied and dumped from the copy while the "
             "next array streams in; BUSY until that dump is out), selection and RMW once the "
-            "dump is out.  Saves a STATUS poll and a write per array, and for min/max the dump "
-            "time (the K-means rows of `maple_pe_chain`).",
+            "dump is out.  It may be written while the store is armed or busy: it is queued "
+            "(STATUS.PENDING, BUSY) and runs in the first cycle the store is idle (one cycle "
+            "after the write when it already is); a second one while one is queued is refused "
+            "(code 4), CLEAR drops it.  `maple_pe_chain` writes it for the next row / column "
+            "while the current array still streams in, so the store re-arms at its tlast.",
             "Memories: the LIST is KMAX registers (read by the scanner through a mux), the RMW "
             f"store a {DEPTH}x{W} RAM with synchronous read (block RAM), neither reset.",
             "AXI4-Lite: AW and W are taken together (awready = wready = awvalid & wvalid & no "

@@ -274,6 +274,15 @@ async def minmax_with_index(dut):
     assert tb.sb.compared == 8 * 2
 
 
+async def wait_status(tb, cond, reads=2000):
+    for _ in range(reads):
+        st = tb.rm.STATUS.unpack(await tb.rd(STATUS))
+        if cond(st):
+            return st
+    raise AssertionError(stall_message(f"STATUS: condition not met after {reads} reads ({st})", None,
+                                       "the queued DUMP + START to run"))
+
+
 @sim_test(timeout_us={"default": 60, "*": 240})
 async def dump_start_rearm(dut):
     """DUMP + START in one CTRL write: min/max re-arms at once and dumps the extremes of the
@@ -299,6 +308,30 @@ async def dump_start_rearm(dut):
         await tb.src.drain()
         await tb.wait_idle()
     (imn, vmn), (imx, vmx) = maple.min_max_with_index(vals, idx)
+    tb.expect([imn, imx], [vmn, vmx])
+    # queued: DUMP + START written while the array is still armed (STATUS PENDING and BUSY),
+    # runs at its tlast; a second one while it is queued is refused with code 4
+    await tb.wr(CTRL, START | DUMP)
+    st = tb.rm.STATUS.unpack(await tb.rd(STATUS))
+    assert st["PENDING"] == 0 and st["ARMED"] == 1 and st["ERROR"] == 0, f"STATUS after DUMP+START: {st}"
+    await tb.wr(CTRL, START | DUMP)
+    st = tb.rm.STATUS.unpack(await tb.rd(STATUS))
+    assert st["PENDING"] == 1 and st["BUSY"] == 1 and st["ARMED"] == 1, f"queued DUMP+START: STATUS {st}"
+    await tb.wr(CTRL, START | DUMP)
+    s = await tb.status()
+    assert s["err"] == 1 and s["code"] == 4, f"second queued DUMP+START: STATUS {s}, expected code 4"
+    await tb.wr(CTRL, ERRCLR)
+    vals, idx = tb.rand_vals(6), tb.rng.permutation(6) + 80
+    (imn, vmn), (imx, vmx) = maple.min_max_with_index(vals, idx)
+    tb.expect([imn, imx], [vmn, vmx])                   # dumped by the queued one at the tlast
+    tb.send(vals, idx)                                 # the array the first DUMP + START armed
+    await tb.src.drain()
+    await wait_status(tb, lambda st: st["PENDING"] == 0 and st["ARMED"] == 1)
+    vals2, idx2 = tb.rand_vals(5), tb.rng.permutation(5) + 90
+    tb.send(vals2, idx2)
+    await tb.src.drain()
+    await tb.wait_idle()
+    (imn, vmn), (imx, vmx) = maple.min_max_with_index(vals2, idx2)
     tb.expect([imn, imx], [vmn, vmx])
     await tb.dump()
     # selection: dump, then armed

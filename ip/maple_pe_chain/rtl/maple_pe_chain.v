@@ -75,6 +75,8 @@ reg [15:0] c_n;
 reg c_lb;
 reg [6:0] c_nr;
 reg [6:0] c_np;
+wire c_ds;
+reg [31:0] cir;
 wire p_one;
 reg [6:0] p_left;
 wire e_done;
@@ -131,7 +133,6 @@ wire [1:0] ils_lane;
 reg [7:0] wptr;
 wire [5:0] ils_wl;
 wire [5:0] ils_rl;
-reg [31:0] cir;
 reg [1:0] wstep;
 wire grp_first;
 reg [1:0] pe_i;
@@ -254,6 +255,8 @@ wire [31:0] maple_smart_memory0_op32;
 reg [1:0] maple_smart_memory0_op_r;
 reg [15:0] maple_smart_memory0_p_idx;
 reg maple_smart_memory0_p_last;
+reg maple_smart_memory0_pend;
+wire maple_smart_memory0_pend_go;
 reg maple_smart_memory0_pop;
 reg [48:0] maple_smart_memory0_push_d;
 reg [7:0] maple_smart_memory0_r1_addr;
@@ -772,15 +775,16 @@ assign rdata = maple_smart_memory0_rdata_r;
 
 
 
-assign maple_smart_memory0_busy_s = ((!((maple_smart_memory0_state == 0) || (maple_smart_memory0_state == 1))) || (maple_smart_memory0_fcnt != 0) || maple_smart_memory0_inflight || maple_smart_memory0_r1_valid || maple_smart_memory0_r2_valid || maple_smart_memory0_bg);
+assign maple_smart_memory0_busy_s = ((!((maple_smart_memory0_state == 0) || (maple_smart_memory0_state == 1))) || (maple_smart_memory0_fcnt != 0) || maple_smart_memory0_inflight || maple_smart_memory0_r1_valid || maple_smart_memory0_r2_valid || maple_smart_memory0_bg || maple_smart_memory0_pend);
 assign maple_smart_memory0_clr_go = (maple_smart_memory0_clearing && (!maple_smart_memory0_r2_valid));
 assign maple_smart_memory0_armed_s = ((maple_smart_memory0_state == 1) || (maple_smart_memory0_state == 2));
-assign maple_smart_memory0_idle_ok = ((maple_smart_memory0_state == 0) && (maple_smart_memory0_fcnt == 0) && (!maple_smart_memory0_inflight) && (!maple_smart_memory0_r1_valid) && (!maple_smart_memory0_r2_valid) && (!maple_smart_memory0_bg));
+assign maple_smart_memory0_idle_ok = ((maple_smart_memory0_state == 0) && (maple_smart_memory0_fcnt == 0) && (!maple_smart_memory0_inflight) && (!maple_smart_memory0_r1_valid) && (!maple_smart_memory0_r2_valid) && (!maple_smart_memory0_bg) && (!maple_smart_memory0_pend));
+assign maple_smart_memory0_pend_go = (maple_smart_memory0_pend && (maple_smart_memory0_state == 0) && (maple_smart_memory0_fcnt == 0) && (!maple_smart_memory0_inflight) && (!maple_smart_memory0_r1_valid) && (!maple_smart_memory0_r2_valid) && (!maple_smart_memory0_bg));
 assign maple_smart_memory0_blsum = (maple_smart_memory0_base_r + maple_smart_memory0_len_r);
 
 
 
-assign maple_smart_memory0_status32 = {24'h0, maple_smart_memory0_err_code, maple_smart_memory0_clearing, maple_smart_memory0_err, maple_smart_memory0_armed_s, maple_smart_memory0_busy_s};
+assign maple_smart_memory0_status32 = {23'h0, maple_smart_memory0_pend, maple_smart_memory0_err_code, maple_smart_memory0_clearing, maple_smart_memory0_err, maple_smart_memory0_armed_s, maple_smart_memory0_busy_s};
 
 
 
@@ -980,6 +984,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
         maple_smart_memory0_cmp_r <= 1;
         maple_smart_memory0_op_r <= 0;
         maple_smart_memory0_k_r <= 16;
+        maple_smart_memory0_pend <= 0;
         maple_smart_memory0_rdata_r <= 0;
         maple_smart_memory0_fcnt <= 0;
         maple_smart_memory0_thr_pk <= 0;
@@ -1176,6 +1181,42 @@ always @(posedge clk) begin: maple_smart_memory0_main
         else if ((maple_smart_memory0_rvalid_r && rready)) begin
             maple_smart_memory0_rvalid_r <= 1'b0;
         end
+        if (maple_smart_memory0_pend_go) begin
+            maple_smart_memory0_pend <= 1'b0;
+            maple_smart_memory0_dump_i <= 0;
+            maple_smart_memory0_smin <= maple_smart_memory0_min_pk;
+            maple_smart_memory0_smax <= maple_smart_memory0_max_pk;
+            maple_smart_memory0_rearm <= 1'b1;
+            if ((maple_smart_memory0_op_r == 1)) begin
+                maple_smart_memory0_bg <= 1'b1;
+                maple_smart_memory0_state <= 1;
+                maple_smart_memory0_count <= 0;
+                maple_smart_memory0_have <= 1'b0;
+                maple_smart_memory0_last_pend <= 1'b0;
+                maple_smart_memory0_stalls <= 0;
+                maple_smart_memory0_ins <= 0;
+            end
+            else begin
+                maple_smart_memory0_state <= 3;
+            end
+            case (maple_smart_memory0_op_r)
+                'h0: begin
+                    maple_smart_memory0_dump_n <= maple_smart_memory0_count;
+                end
+                'h1: begin
+                    if (maple_smart_memory0_have) begin
+                        maple_smart_memory0_dump_n <= 2;
+                    end
+                    else begin
+                        maple_smart_memory0_dump_n <= 0;
+                    end
+                end
+                default: begin
+                    maple_smart_memory0_dump_n <= maple_smart_memory0_len_r;
+                    maple_smart_memory0_dump_addr <= maple_smart_memory0_base_r[8-1:0];
+                end
+            endcase
+        end
         if (maple_smart_memory0_aw_go) begin
             maple_smart_memory0_bvalid_r <= 1'b1;
             if (((wstrb != 15) || maple_smart_memory0_wmis)) begin
@@ -1190,6 +1231,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
                 if (wdata[1]) begin
                     if ((maple_smart_memory0_idle_ok || (maple_smart_memory0_state == 1))) begin
                         maple_smart_memory0_state <= 0;
+                        maple_smart_memory0_pend <= 1'b0;
                         maple_smart_memory0_clearing <= 1'b1;
                         maple_smart_memory0_clr_i <= 0;
                         maple_smart_memory0_count <= 0;
@@ -1217,6 +1259,19 @@ always @(posedge clk) begin: maple_smart_memory0_main
                         maple_smart_memory0_err_code <= 4;
                     end
                 end
+                else if ((wdata[0] && wdata[2])) begin
+                    if (maple_smart_memory0_pend) begin
+                        maple_smart_memory0_err <= 1'b1;
+                        maple_smart_memory0_err_code <= 4;
+                    end
+                    else if (((maple_smart_memory0_op_r == 2) && (maple_smart_memory0_blsum > 256))) begin
+                        maple_smart_memory0_err <= 1'b1;
+                        maple_smart_memory0_err_code <= 3;
+                    end
+                    else begin
+                        maple_smart_memory0_pend <= 1'b1;
+                    end
+                end
                 else if (wdata[2]) begin
                     if ((!maple_smart_memory0_idle_ok)) begin
                         maple_smart_memory0_err <= 1'b1;
@@ -1230,19 +1285,8 @@ always @(posedge clk) begin: maple_smart_memory0_main
                         maple_smart_memory0_dump_i <= 0;
                         maple_smart_memory0_smin <= maple_smart_memory0_min_pk;
                         maple_smart_memory0_smax <= maple_smart_memory0_max_pk;
-                        maple_smart_memory0_rearm <= wdata[0];
-                        if ((wdata[0] && (maple_smart_memory0_op_r == 1))) begin
-                            maple_smart_memory0_bg <= 1'b1;
-                            maple_smart_memory0_state <= 1;
-                            maple_smart_memory0_count <= 0;
-                            maple_smart_memory0_have <= 1'b0;
-                            maple_smart_memory0_last_pend <= 1'b0;
-                            maple_smart_memory0_stalls <= 0;
-                            maple_smart_memory0_ins <= 0;
-                        end
-                        else begin
-                            maple_smart_memory0_state <= 3;
-                        end
+                        maple_smart_memory0_rearm <= 1'b0;
+                        maple_smart_memory0_state <= 3;
                         case (maple_smart_memory0_op_r)
                             'h0: begin
                                 maple_smart_memory0_dump_n <= maple_smart_memory0_count;
@@ -2360,6 +2404,10 @@ end
 
 
 
+assign c_ds = ((cir[32-1:28] == 3) && cir[0] && cir[2] && (!cir[1]));
+
+
+
 assign p_one = (p_left == 1);
 assign e_done = (e_fin && (p_left == 1));
 assign pn_ila = (p_ila + e_ist);
@@ -2868,10 +2916,10 @@ always @(posedge clk) begin: main
             end
             'h2: begin
                 if (rvalid) begin
-                    if ((((rdata[32-1:2] != 0) && (rdata[32-1:2] != 2)) || (rresp != 0))) begin
+                    if ((((rdata[32-1:2] & 1073741757) != 0) || (rresp != 0))) begin
                         err_r <= 1'b1;
                     end
-                    if ((rdata[2-1:0] == 0)) begin
+                    if (((c_ds && (!rdata[8])) || ((!c_ds) && (rdata[2-1:0] == 0)))) begin
                         awvalid <= 1'b1;
                         cs <= 3;
                     end

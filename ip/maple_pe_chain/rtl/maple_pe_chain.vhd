@@ -72,6 +72,8 @@ signal c_n: unsigned(15 downto 0);
 signal c_lb: std_logic;
 signal c_nr: unsigned(6 downto 0);
 signal c_np: unsigned(6 downto 0);
+signal c_ds: std_logic;
+signal cir: unsigned(31 downto 0);
 signal p_one: std_logic;
 signal p_left: unsigned(6 downto 0);
 signal e_done: std_logic;
@@ -128,7 +130,6 @@ signal ils_lane: unsigned(1 downto 0);
 signal wptr: unsigned(7 downto 0);
 signal ils_wl: unsigned(5 downto 0);
 signal ils_rl: unsigned(5 downto 0);
-signal cir: unsigned(31 downto 0);
 signal wstep: unsigned(1 downto 0);
 signal grp_first: std_logic;
 signal pe_i: unsigned(1 downto 0);
@@ -251,6 +252,8 @@ signal maple_smart_memory0_op32: unsigned(31 downto 0);
 signal maple_smart_memory0_op_r: unsigned(1 downto 0);
 signal maple_smart_memory0_p_idx: unsigned(15 downto 0);
 signal maple_smart_memory0_p_last: std_logic;
+signal maple_smart_memory0_pend: std_logic;
+signal maple_smart_memory0_pend_go: std_logic;
 signal maple_smart_memory0_pop: std_logic;
 signal maple_smart_memory0_push_d: unsigned(48 downto 0);
 signal maple_smart_memory0_r1_addr: unsigned(7 downto 0);
@@ -760,14 +763,15 @@ rresp <= to_unsigned(0, 2);
 rdata <= maple_smart_memory0_rdata_r;
 
 
-maple_smart_memory0_busy_s <= stdl((not ((maple_smart_memory0_state = 0) or (maple_smart_memory0_state = 1))) or (maple_smart_memory0_fcnt /= 0) or bool(maple_smart_memory0_inflight) or bool(maple_smart_memory0_r1_valid) or bool(maple_smart_memory0_r2_valid) or bool(maple_smart_memory0_bg));
+maple_smart_memory0_busy_s <= stdl((not ((maple_smart_memory0_state = 0) or (maple_smart_memory0_state = 1))) or (maple_smart_memory0_fcnt /= 0) or bool(maple_smart_memory0_inflight) or bool(maple_smart_memory0_r1_valid) or bool(maple_smart_memory0_r2_valid) or bool(maple_smart_memory0_bg) or bool(maple_smart_memory0_pend));
 maple_smart_memory0_clr_go <= stdl(bool(maple_smart_memory0_clearing) and (not bool(maple_smart_memory0_r2_valid)));
 maple_smart_memory0_armed_s <= stdl((maple_smart_memory0_state = 1) or (maple_smart_memory0_state = 2));
-maple_smart_memory0_idle_ok <= stdl((maple_smart_memory0_state = 0) and (maple_smart_memory0_fcnt = 0) and (not bool(maple_smart_memory0_inflight)) and (not bool(maple_smart_memory0_r1_valid)) and (not bool(maple_smart_memory0_r2_valid)) and (not bool(maple_smart_memory0_bg)));
+maple_smart_memory0_idle_ok <= stdl((maple_smart_memory0_state = 0) and (maple_smart_memory0_fcnt = 0) and (not bool(maple_smart_memory0_inflight)) and (not bool(maple_smart_memory0_r1_valid)) and (not bool(maple_smart_memory0_r2_valid)) and (not bool(maple_smart_memory0_bg)) and (not bool(maple_smart_memory0_pend)));
+maple_smart_memory0_pend_go <= stdl(bool(maple_smart_memory0_pend) and (maple_smart_memory0_state = 0) and (maple_smart_memory0_fcnt = 0) and (not bool(maple_smart_memory0_inflight)) and (not bool(maple_smart_memory0_r1_valid)) and (not bool(maple_smart_memory0_r2_valid)) and (not bool(maple_smart_memory0_bg)));
 maple_smart_memory0_blsum <= (resize(maple_smart_memory0_base_r, 10) + maple_smart_memory0_len_r);
 
 
-maple_smart_memory0_status32 <= unsigned'(to_unsigned(0, 24) & maple_smart_memory0_err_code & maple_smart_memory0_clearing & maple_smart_memory0_err & maple_smart_memory0_armed_s & maple_smart_memory0_busy_s);
+maple_smart_memory0_status32 <= unsigned'(to_unsigned(0, 23) & maple_smart_memory0_pend & maple_smart_memory0_err_code & maple_smart_memory0_clearing & maple_smart_memory0_err & maple_smart_memory0_armed_s & maple_smart_memory0_busy_s);
 
 
 sm_tready <= stdl((maple_smart_memory0_state = 1) and (not bool(maple_smart_memory0_rmw_hold)));
@@ -956,6 +960,7 @@ begin
             maple_smart_memory0_cmp_r <= '1';
             maple_smart_memory0_op_r <= to_unsigned(0, 2);
             maple_smart_memory0_k_r <= to_unsigned(16, 9);
+            maple_smart_memory0_pend <= '0';
             maple_smart_memory0_rdata_r <= to_unsigned(0, 32);
             maple_smart_memory0_fcnt <= to_unsigned(0, 3);
             maple_smart_memory0_thr_pk <= to_unsigned(0, 48);
@@ -1126,6 +1131,37 @@ begin
             elsif (bool(maple_smart_memory0_rvalid_r) and bool(rready)) then
                 maple_smart_memory0_rvalid_r <= '0';
             end if;
+            if bool(maple_smart_memory0_pend_go) then
+                maple_smart_memory0_pend <= '0';
+                maple_smart_memory0_dump_i <= to_unsigned(0, 9);
+                maple_smart_memory0_smin <= maple_smart_memory0_min_pk;
+                maple_smart_memory0_smax <= maple_smart_memory0_max_pk;
+                maple_smart_memory0_rearm <= '1';
+                if (maple_smart_memory0_op_r = 1) then
+                    maple_smart_memory0_bg <= '1';
+                    maple_smart_memory0_state <= to_unsigned(1, 3);
+                    maple_smart_memory0_count <= to_unsigned(0, 9);
+                    maple_smart_memory0_have <= '0';
+                    maple_smart_memory0_last_pend <= '0';
+                    maple_smart_memory0_stalls <= to_unsigned(0, 32);
+                    maple_smart_memory0_ins <= to_unsigned(0, 32);
+                else
+                    maple_smart_memory0_state <= to_unsigned(3, 3);
+                end if;
+                case maple_smart_memory0_op_r is
+                    when "00" =>
+                        maple_smart_memory0_dump_n <= maple_smart_memory0_count;
+                    when "01" =>
+                        if bool(maple_smart_memory0_have) then
+                            maple_smart_memory0_dump_n <= to_unsigned(2, 9);
+                        else
+                            maple_smart_memory0_dump_n <= to_unsigned(0, 9);
+                        end if;
+                    when others =>
+                        maple_smart_memory0_dump_n <= maple_smart_memory0_len_r;
+                        maple_smart_memory0_dump_addr <= maple_smart_memory0_base_r(8-1 downto 0);
+                end case;
+            end if;
             if bool(maple_smart_memory0_aw_go) then
                 maple_smart_memory0_bvalid_r <= '1';
                 if ((wstrb /= 15) or bool(maple_smart_memory0_wmis)) then
@@ -1139,6 +1175,7 @@ begin
                     if bool(wdata(1)) then
                         if (bool(maple_smart_memory0_idle_ok) or (maple_smart_memory0_state = 1)) then
                             maple_smart_memory0_state <= to_unsigned(0, 3);
+                            maple_smart_memory0_pend <= '0';
                             maple_smart_memory0_clearing <= '1';
                             maple_smart_memory0_clr_i <= to_unsigned(0, 8);
                             maple_smart_memory0_count <= to_unsigned(0, 9);
@@ -1162,6 +1199,16 @@ begin
                             maple_smart_memory0_err <= '1';
                             maple_smart_memory0_err_code <= to_unsigned(4, 4);
                         end if;
+                    elsif (bool(wdata(0)) and bool(wdata(2))) then
+                        if bool(maple_smart_memory0_pend) then
+                            maple_smart_memory0_err <= '1';
+                            maple_smart_memory0_err_code <= to_unsigned(4, 4);
+                        elsif ((maple_smart_memory0_op_r = 2) and (maple_smart_memory0_blsum > 256)) then
+                            maple_smart_memory0_err <= '1';
+                            maple_smart_memory0_err_code <= to_unsigned(3, 4);
+                        else
+                            maple_smart_memory0_pend <= '1';
+                        end if;
                     elsif bool(wdata(2)) then
                         if (not bool(maple_smart_memory0_idle_ok)) then
                             maple_smart_memory0_err <= '1';
@@ -1173,18 +1220,8 @@ begin
                             maple_smart_memory0_dump_i <= to_unsigned(0, 9);
                             maple_smart_memory0_smin <= maple_smart_memory0_min_pk;
                             maple_smart_memory0_smax <= maple_smart_memory0_max_pk;
-                            maple_smart_memory0_rearm <= wdata(0);
-                            if (bool(wdata(0)) and (maple_smart_memory0_op_r = 1)) then
-                                maple_smart_memory0_bg <= '1';
-                                maple_smart_memory0_state <= to_unsigned(1, 3);
-                                maple_smart_memory0_count <= to_unsigned(0, 9);
-                                maple_smart_memory0_have <= '0';
-                                maple_smart_memory0_last_pend <= '0';
-                                maple_smart_memory0_stalls <= to_unsigned(0, 32);
-                                maple_smart_memory0_ins <= to_unsigned(0, 32);
-                            else
-                                maple_smart_memory0_state <= to_unsigned(3, 3);
-                            end if;
+                            maple_smart_memory0_rearm <= '0';
+                            maple_smart_memory0_state <= to_unsigned(3, 3);
                             case maple_smart_memory0_op_r is
                                 when "00" =>
                                     maple_smart_memory0_dump_n <= maple_smart_memory0_count;
@@ -2227,6 +2264,9 @@ begin
 end process dec3;
 
 
+c_ds <= stdl((cir(32-1 downto 28) = 3) and bool(cir(0)) and bool(cir(2)) and (not bool(cir(1))));
+
+
 p_one <= stdl(p_left = 1);
 e_done <= stdl(bool(e_fin) and (p_left = 1));
 pn_ila <= (p_ila + e_ist);
@@ -2685,10 +2725,10 @@ begin
                 end if;
             elsif (cs = 2) then
                 if bool(rvalid) then
-                    if (((rdata(32-1 downto 2) /= 0) and (rdata(32-1 downto 2) /= 2)) or (rresp /= 0)) then
+                    if (((rdata(32-1 downto 2) and to_unsigned(1073741757, 30)) /= 0) or (rresp /= 0)) then
                         err_r <= '1';
                     end if;
-                    if (rdata(2-1 downto 0) = 0) then
+                    if ((bool(c_ds) and (not bool(rdata(8)))) or ((not bool(c_ds)) and (rdata(2-1 downto 0) = 0))) then
                         awvalid <= '1';
                         cs <= to_unsigned(3, 3);
                     else

@@ -151,6 +151,8 @@ wire [31:0] op32;
 reg [1:0] op_r;
 reg [15:0] p_idx;
 reg p_last;
+reg pend;
+wire pend_go;
 reg pop;
 reg [48:0] push_d;
 reg [7:0] r1_addr;
@@ -391,15 +393,16 @@ assign s_axil_rdata = rdata_r;
 
 
 
-assign busy_s = ((!((state == 0) || (state == 1))) || (fcnt != 0) || inflight || r1_valid || r2_valid || bg);
+assign busy_s = ((!((state == 0) || (state == 1))) || (fcnt != 0) || inflight || r1_valid || r2_valid || bg || pend);
 assign clr_go = (clearing && (!r2_valid));
 assign armed_s = ((state == 1) || (state == 2));
-assign idle_ok = ((state == 0) && (fcnt == 0) && (!inflight) && (!r1_valid) && (!r2_valid) && (!bg));
+assign idle_ok = ((state == 0) && (fcnt == 0) && (!inflight) && (!r1_valid) && (!r2_valid) && (!bg) && (!pend));
+assign pend_go = (pend && (state == 0) && (fcnt == 0) && (!inflight) && (!r1_valid) && (!r2_valid) && (!bg));
 assign blsum = (base_r + len_r);
 
 
 
-assign status32 = {24'h0, err_code, clearing, err, armed_s, busy_s};
+assign status32 = {23'h0, pend, err_code, clearing, err, armed_s, busy_s};
 
 
 
@@ -599,6 +602,7 @@ always @(posedge clk) begin: main
         cmp_r <= 1;
         op_r <= 0;
         k_r <= 16;
+        pend <= 0;
         rdata_r <= 0;
         fcnt <= 0;
         thr_pk <= 0;
@@ -795,6 +799,42 @@ always @(posedge clk) begin: main
         else if ((rvalid_r && s_axil_rready)) begin
             rvalid_r <= 1'b0;
         end
+        if (pend_go) begin
+            pend <= 1'b0;
+            dump_i <= 0;
+            smin <= min_pk;
+            smax <= max_pk;
+            rearm <= 1'b1;
+            if ((op_r == 1)) begin
+                bg <= 1'b1;
+                state <= 1;
+                count <= 0;
+                have <= 1'b0;
+                last_pend <= 1'b0;
+                stalls <= 0;
+                ins <= 0;
+            end
+            else begin
+                state <= 3;
+            end
+            case (op_r)
+                'h0: begin
+                    dump_n <= count;
+                end
+                'h1: begin
+                    if (have) begin
+                        dump_n <= 2;
+                    end
+                    else begin
+                        dump_n <= 0;
+                    end
+                end
+                default: begin
+                    dump_n <= len_r;
+                    dump_addr <= base_r[8-1:0];
+                end
+            endcase
+        end
         if (aw_go) begin
             bvalid_r <= 1'b1;
             if (((s_axil_wstrb != 15) || wmis)) begin
@@ -809,6 +849,7 @@ always @(posedge clk) begin: main
                 if (s_axil_wdata[1]) begin
                     if ((idle_ok || (state == 1))) begin
                         state <= 0;
+                        pend <= 1'b0;
                         clearing <= 1'b1;
                         clr_i <= 0;
                         count <= 0;
@@ -836,6 +877,19 @@ always @(posedge clk) begin: main
                         err_code <= 4;
                     end
                 end
+                else if ((s_axil_wdata[0] && s_axil_wdata[2])) begin
+                    if (pend) begin
+                        err <= 1'b1;
+                        err_code <= 4;
+                    end
+                    else if (((op_r == 2) && (blsum > 256))) begin
+                        err <= 1'b1;
+                        err_code <= 3;
+                    end
+                    else begin
+                        pend <= 1'b1;
+                    end
+                end
                 else if (s_axil_wdata[2]) begin
                     if ((!idle_ok)) begin
                         err <= 1'b1;
@@ -849,19 +903,8 @@ always @(posedge clk) begin: main
                         dump_i <= 0;
                         smin <= min_pk;
                         smax <= max_pk;
-                        rearm <= s_axil_wdata[0];
-                        if ((s_axil_wdata[0] && (op_r == 1))) begin
-                            bg <= 1'b1;
-                            state <= 1;
-                            count <= 0;
-                            have <= 1'b0;
-                            last_pend <= 1'b0;
-                            stalls <= 0;
-                            ins <= 0;
-                        end
-                        else begin
-                            state <= 3;
-                        end
+                        rearm <= 1'b0;
+                        state <= 3;
                         case (op_r)
                             'h0: begin
                                 dump_n <= count;

@@ -131,6 +131,8 @@ signal op32: unsigned(31 downto 0);
 signal op_r: unsigned(1 downto 0);
 signal p_idx: unsigned(15 downto 0);
 signal p_last: std_logic;
+signal pend: std_logic;
+signal pend_go: std_logic;
 signal pop: std_logic;
 signal push_d: unsigned(48 downto 0);
 signal r1_addr: unsigned(7 downto 0);
@@ -360,14 +362,15 @@ s_axil_rresp_num <= to_unsigned(0, 2);
 s_axil_rdata_num <= rdata_r;
 
 
-busy_s <= stdl((not ((state = 0) or (state = 1))) or (fcnt /= 0) or bool(inflight) or bool(r1_valid) or bool(r2_valid) or bool(bg));
+busy_s <= stdl((not ((state = 0) or (state = 1))) or (fcnt /= 0) or bool(inflight) or bool(r1_valid) or bool(r2_valid) or bool(bg) or bool(pend));
 clr_go <= stdl(bool(clearing) and (not bool(r2_valid)));
 armed_s <= stdl((state = 1) or (state = 2));
-idle_ok <= stdl((state = 0) and (fcnt = 0) and (not bool(inflight)) and (not bool(r1_valid)) and (not bool(r2_valid)) and (not bool(bg)));
+idle_ok <= stdl((state = 0) and (fcnt = 0) and (not bool(inflight)) and (not bool(r1_valid)) and (not bool(r2_valid)) and (not bool(bg)) and (not bool(pend)));
+pend_go <= stdl(bool(pend) and (state = 0) and (fcnt = 0) and (not bool(inflight)) and (not bool(r1_valid)) and (not bool(r2_valid)) and (not bool(bg)));
 blsum <= (resize(base_r, 10) + len_r);
 
 
-status32 <= unsigned'(to_unsigned(0, 24) & err_code & clearing & err & armed_s & busy_s);
+status32 <= unsigned'(to_unsigned(0, 23) & pend & err_code & clearing & err & armed_s & busy_s);
 
 
 s_axis_in_tready <= stdl((state = 1) and (not bool(rmw_hold)));
@@ -556,6 +559,7 @@ begin
             cmp_r <= '1';
             op_r <= to_unsigned(0, 2);
             k_r <= to_unsigned(16, 9);
+            pend <= '0';
             rdata_r <= to_unsigned(0, 32);
             fcnt <= to_unsigned(0, 3);
             thr_pk <= to_unsigned(0, 48);
@@ -726,6 +730,37 @@ begin
             elsif (bool(rvalid_r) and bool(s_axil_rready)) then
                 rvalid_r <= '0';
             end if;
+            if bool(pend_go) then
+                pend <= '0';
+                dump_i <= to_unsigned(0, 9);
+                smin <= min_pk;
+                smax <= max_pk;
+                rearm <= '1';
+                if (op_r = 1) then
+                    bg <= '1';
+                    state <= to_unsigned(1, 3);
+                    count <= to_unsigned(0, 9);
+                    have <= '0';
+                    last_pend <= '0';
+                    stalls <= to_unsigned(0, 32);
+                    ins <= to_unsigned(0, 32);
+                else
+                    state <= to_unsigned(3, 3);
+                end if;
+                case op_r is
+                    when "00" =>
+                        dump_n <= count;
+                    when "01" =>
+                        if bool(have) then
+                            dump_n <= to_unsigned(2, 9);
+                        else
+                            dump_n <= to_unsigned(0, 9);
+                        end if;
+                    when others =>
+                        dump_n <= len_r;
+                        dump_addr <= base_r(8-1 downto 0);
+                end case;
+            end if;
             if bool(aw_go) then
                 bvalid_r <= '1';
                 if ((s_axil_wstrb_num /= 15) or bool(wmis)) then
@@ -739,6 +774,7 @@ begin
                     if bool(s_axil_wdata_num(1)) then
                         if (bool(idle_ok) or (state = 1)) then
                             state <= to_unsigned(0, 3);
+                            pend <= '0';
                             clearing <= '1';
                             clr_i <= to_unsigned(0, 8);
                             count <= to_unsigned(0, 9);
@@ -762,6 +798,16 @@ begin
                             err <= '1';
                             err_code <= to_unsigned(4, 4);
                         end if;
+                    elsif (bool(s_axil_wdata_num(0)) and bool(s_axil_wdata_num(2))) then
+                        if bool(pend) then
+                            err <= '1';
+                            err_code <= to_unsigned(4, 4);
+                        elsif ((op_r = 2) and (blsum > 256)) then
+                            err <= '1';
+                            err_code <= to_unsigned(3, 4);
+                        else
+                            pend <= '1';
+                        end if;
                     elsif bool(s_axil_wdata_num(2)) then
                         if (not bool(idle_ok)) then
                             err <= '1';
@@ -773,18 +819,8 @@ begin
                             dump_i <= to_unsigned(0, 9);
                             smin <= min_pk;
                             smax <= max_pk;
-                            rearm <= s_axil_wdata_num(0);
-                            if (bool(s_axil_wdata_num(0)) and (op_r = 1)) then
-                                bg <= '1';
-                                state <= to_unsigned(1, 3);
-                                count <= to_unsigned(0, 9);
-                                have <= '0';
-                                last_pend <= '0';
-                                stalls <= to_unsigned(0, 32);
-                                ins <= to_unsigned(0, 32);
-                            else
-                                state <= to_unsigned(3, 3);
-                            end if;
+                            rearm <= '0';
+                            state <= to_unsigned(3, 3);
                             case op_r is
                                 when "00" =>
                                     dump_n <= count;
