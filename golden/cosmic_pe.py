@@ -48,6 +48,14 @@ three retired write-back registers cover distances 2..4).  With ``BYPASS=0`` an
 instruction sees only the buffer writes of instructions at least 5 slots earlier
 (the pipeline is exposed; :func:`pad_hazards` inserts nops).  The accumulator is inside
 the ALU stage, so mac chains never need a bypass.
+
+Timing (cycles from the edge that accepted ``start``): instruction ``k`` is in stage 1
+in cycle ``k+1`` (:data:`ISSUE_OFFSET`), executes in cycle ``k+4`` and reads the
+``left_in``/``right_in``/``bus_in`` ports directly in that cycle (:data:`IN_OFFSET`;
+the ports feed the execute stage's operand multiplexer like a bypass), and its
+outputs are valid in cycle ``k+5`` (:data:`OUT_OFFSET`).  So a neighbour's output is
+readable one slot after its producer, the same distance as a result on the same PE
+with ``BYPASS=1``.
 """
 from __future__ import annotations
 
@@ -73,7 +81,12 @@ OUT_PORTS = ("left", "right", "bus")
 ERR_ILLEGAL, ERR_NL, ERR_LEN = 1, 2, 4
 HAZARD_DISTANCE = 5    # a write is visible without bypass to instructions >= 5 slots later
 ISSUE_OFFSET = 1       # instruction k is in stage 1 in cycle k+1 after the start edge
+IN_OFFSET = 4          # ... reads its left_in/right_in/bus_in ports in cycle k+4 (stage 4)
 OUT_OFFSET = 5         # ... and its outputs are valid in cycle k+5
+# Slot distances these give between PEs (a consumer in slot s, a producer in slot k):
+# a neighbour output register is valid in cycle k+OUT_OFFSET, so s >= k+1; a register
+# the assembled accelerator loads from a PE output (the row bus) is valid one cycle
+# later, so s >= k+2.
 
 
 def nl_tables(fmt: QFormat, nl: int) -> dict:
@@ -403,7 +416,7 @@ class PEModel:
         """Run ``program`` (microcode words or Instr) from a fresh start.
 
         ``inputs``: (n, 3) ints, the (left_in, right_in, bus_in) values instruction k
-        samples (defaults to zeros)."""
+        reads (present on the ports in cycle k+IN_OFFSET; defaults to zeros)."""
         cfg, fmt = self.cfg, self.fmt
         instrs = [p if isinstance(p, Instr) else Instr.decode(int(p), cfg) for p in program]
         n = len(instrs)

@@ -45,7 +45,7 @@ from golden.fixedpoint import QFormat
 
 from .errors import CompileError
 from .mapper import schedule
-from .schedule import critical_path, op_count, tree_depth
+from .schedule import TREE_CYCLE_SHIFT, critical_path, op_count, tree_depth
 
 MIN_DEPTH = 16
 
@@ -221,7 +221,9 @@ def compile_graph(graph, plan, *, mapper="cosmic", fmt=None, bypass=1, recompute
              "tree_depth": tree_depth(S.rows), "mapper": mapper,
              "dot_group": getattr(graph, "dot_group", None), "recompute": recompute}
     return Compiled(plan=plan, sched=S, fmt=fmt, pe_cfg=cfg, programs=programs, instrs=instrs,
-                    preload=preload, tree=list(S.tree), sample_entries=sample_entries,
+                    preload=preload,
+                    tree=[(c + TREE_CYCLE_SHIFT, op, src, dst) for c, op, src, dst in S.tree],
+                    sample_entries=sample_entries,
                     model_entries=model_entries, model_image=model_image, sample=S.sample,
                     sample_words=len(S.sample), data_addr=data_addr, model_addr=model_addr,
                     aggregation=aggregation, length=S.length, usage=need, stats=stats)

@@ -7,8 +7,11 @@ Structure: ``rows x columns`` ``cosmic_pe`` (``plan.pes``), thread ``t`` owning 
 ``golden.cosmic_pe.Instr.decode``; buffers follow cosmic_pe's rules (``BYPASS=1``: a read
 sees every earlier write; ``BYPASS=0``: only writes 5 or more slots older; addresses use
 the low ``log2(depth)`` bits).  Interconnect, in cycles from the start edge (PE slot ``k``
-samples its link/bus inputs at the end of cycle ``k+1`` and writes its outputs in cycle
-``k+5``):
+reads its link/bus input ports in cycle ``k+4``, its execute stage --
+``golden.cosmic_pe.IN_OFFSET`` -- and its outputs are valid in cycle ``k+5``; so a
+register written at the end of cycle ``x`` is seen by slots ``s >= x+1-4``: a neighbour
+output by ``s >= k+1``, the row bus register by ``s >= k+2``, a tree delivery by
+``s >= c+d-3``):
 
 * links: ``left_out``/``right_out`` registers of each PE, wired to the neighbour's
   ``right_in``/``left_in`` in the same row (0 at the row ends);
@@ -54,7 +57,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from golden.cosmic_msu import plan as msu_plan, run as msu_run
-from golden.cosmic_pe import HAZARD_DISTANCE, Instr, PEModel
+from golden.cosmic_pe import HAZARD_DISTANCE, IN_OFFSET, OUT_OFFSET, Instr, PEModel
 from golden.sgd import average_fx
 
 from .schedule import tree_depth
@@ -207,6 +210,10 @@ class Machine:
         inputs_trace = [[] for _ in range(N)] if self.trace else None
         one = fmt.one
 
+        def seen(x):
+            """First slot that reads a register written at the end of cycle ``x``."""
+            return x + 1 - IN_OFFSET
+
         def put(vis, reg, val):
             slot = pending.setdefault(vis, {})
             if reg in slot:
@@ -258,33 +265,35 @@ class Machine:
                         delayed[g].append((k, ins.wb, a, res))
                 if ins.out:
                     emits.append((g, ins.out, res))
-            for g, out, res in emits:
+            cy = k + OUT_OFFSET    # the cycle slot k's outputs are valid (link registers
+            for g, out, res in emits:   # written at the end of cycle cy-1, the bus at cy)
                 if out & 1:
-                    put(k + 4, ("L", g), res)
+                    put(seen(cy - 1), ("L", g), res)
                     self.stats.link_words += 1
                 if out & 2:
-                    put(k + 4, ("R", g), res)
+                    put(seen(cy - 1), ("R", g), res)
                     self.stats.link_words += 1
                 if out & 4:
                     row = g // C
-                    if (row, k + 5) in buswr:
-                        raise MachineError(f"row {row}: two bus writers in cycle {k + 5}")
-                    buswr[(row, k + 5)] = res
-                    put(k + 5, ("B", row), res)
+                    if (row, cy) in buswr:
+                        raise MachineError(f"row {row}: two bus writers in cycle {cy}")
+                    buswr[(row, cy)] = res
+                    put(seen(cy), ("B", row), res)
                     self.stats.bus_words += 1
-            for (t, op, srcs, dsts) in tree.get(k + 5, []):
+            for (t, op, srcs, dsts) in tree.get(cy, []):
                 def row_val(r):
                     gr = t * self.rpt + r
-                    if (gr, k + 5) not in buswr:
-                        raise MachineError(f"tree entry at cycle {k + 5}: row {gr} wrote nothing")
-                    return buswr[(gr, k + 5)]
+                    if (gr, cy) not in buswr:
+                        raise MachineError(f"tree entry at cycle {cy}: row {gr} wrote nothing")
+                    return buswr[(gr, cy)]
                 v = self._tree_eval(op, srcs, row_val)
                 for r in dsts:
                     gr = t * self.rpt + r
-                    slot = pending.setdefault(k + 5 + self.d, {})
+                    vs = seen(cy + self.d)
+                    slot = pending.setdefault(vs, {})
                     # a tree delivery and a PE bus write of the same row in one cycle clash
                     if ("B", gr) in slot:
-                        raise MachineError(f"row {gr}: tree delivery clashes in slot {k + 5 + self.d}")
+                        raise MachineError(f"row {gr}: tree delivery clashes in slot {vs}")
                     slot[("B", gr)] = v
                 self.stats.tree_ops += 1
         for g in range(N):

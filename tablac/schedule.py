@@ -45,8 +45,10 @@ import numpy as np
 
 from .errors import CompileError
 
-LAT_LINK = 4
-LAT_BUS = 5
+LAT_LINK = 1            # neighbour link: slot s reads slot k's left/right_out from s = k+1
+LAT_BUS = 2             # row bus register: from s = k+2; a tree delivery from c0 + depth
+TREE_CYCLE_SHIFT = 3    # tree transaction at schedule slot c0 (= source slot + LAT_BUS) is
+#                         tree-program cycle c0 + 3 (= source slot + OUT_OFFSET, codegen)
 SEARCH = 4096           # slots searched for one operation before giving up
 MAX_ACC_TERMS = 256     # 2**ACC_GUARD with the default ACC_GUARD = 8
 RECOMPUTE_DEPTH = 3     # operations repeated on a consumer's PE instead of a transfer

@@ -6,11 +6,15 @@ port each, all three read in the same cycle), a schedule memory holding a static
 microcode program, a five-stage pipeline
 
   1 read      the instruction (schedule memory output register) drives the three buffer
-              read addresses; left/right neighbour and bus inputs are sampled
-  2 register  buffer outputs (the RAM output registers) and link samples
-  3 select    operand A and B multiplexers (buffers, links, bus, zero, one)
+              read addresses
+  2 register  buffer outputs (the RAM output registers)
+  3 select    operand A and B multiplexers (buffers, zero, one)
   4 execute   ALU (add sub mul mac lt gt min max pass) and the nonlinear unit;
-              the bypass from stage 5 (and three retired write-backs) feeds this stage
+              the bypass from stage 5 (and three retired write-backs) and the
+              left/right neighbour and bus input ports feed this stage's operand
+              multiplexer directly (a neighbour's stage-5 output register is a bypass
+              source like the PE's own), so a neighbour reads a result one slot after
+              its producer and the row bus register two slots after
   5 write back  buffer write, left/right/bus outputs
 
 and one instruction per cycle without interlocks.  The instruction set, its encoding
@@ -20,7 +24,7 @@ from __future__ import annotations
 
 from myhdl import always, always_comb, always_seq, block, concat, intbv
 
-from golden.cosmic_pe import (HAZARD_DISTANCE, NL_OPS, OPS,
+from golden.cosmic_pe import (HAZARD_DISTANCE, IN_OFFSET, NL_OPS, OPS,
                               OUT_OFFSET, PEConfig, _aw, nl_tables)
 from golden.fixedpoint import pwl_error_bound
 from rtl_gen.common.blocks import round_sat, sat, sext
@@ -92,9 +96,10 @@ def ports_of(p: dict) -> list[Port]:
         Port("rb_sel", "in", 2, "read-back buffer: 1 DATA, 2 MODEL, 3 INTERIM (0 reads as zero)"),
         Port("rb_addr", "in", AW, "read-back address (used while no instruction is in stage 1)"),
         Port("rb_data", "out", W, "read-back word, valid the cycle after rb_sel/rb_addr"),
-        Port("left_in", "in", W, "left neighbour link input (sampled at the end of stage 1)"),
-        Port("right_in", "in", W, "right neighbour link input (sampled at the end of stage 1)"),
-        Port("bus_in", "in", W, "row bus input (sampled at the end of stage 1)"),
+        Port("left_in", "in", W, "left neighbour link input (read by the instruction in stage 4, "
+                                 "cycle k+4, combinationally: drive it from a register)"),
+        Port("right_in", "in", W, "right neighbour link input (read in stage 4, like left_in)"),
+        Port("bus_in", "in", W, "row bus input (read in stage 4, like left_in)"),
         Port("left_out", "out", W, "left neighbour link output (holds the last value written)"),
         Port("left_out_valid", "out", 1, "left_out written by the instruction in stage 5 (one cycle)"),
         Port("right_out", "out", W, "right neighbour link output"),
@@ -359,7 +364,7 @@ def build(p):
 
         # ---------------------------------------------------------- pipeline control word
         # {sa, sb, op, clr, abuf, aaddr, bbuf, baddr, wb, waddr, out}, MSB first; stage 4
-        # keeps all but the operand selects (the top 6 bits)
+        # keeps the operand selects too (codes 3-5 pick the link/bus input ports there)
         # (without BYPASS the operand buffer/address fields are not carried)
         cfields = (("sa", 3), ("sb", 3), ("op", 4), ("clr", 1)) + (
             (("ab", 2), ("aa", AW), ("bb", 2), ("ba", AW)) if BYPASS else ()) + (
@@ -369,9 +374,7 @@ def build(p):
         for n_, w_ in cfields:
             cpos[n_] = (pos, pos - w_)
             pos -= w_
-        CW6 = CW - 6
-        ctl1, c2, c3, c4 = sig_u(CW), sig_u(CW), sig_u(CW), sig_u(CW6)
-        li2, ri2, bi2 = sig_s(W), sig_s(W), sig_s(W)
+        ctl1, c2, c3, c4 = sig_u(CW), sig_u(CW), sig_u(CW), sig_u(CW)
 
         if BYPASS:
             @always_comb
@@ -387,12 +390,9 @@ def build(p):
             v2.next = v1
             l2.next = l1
             c2.next = ctl1
-            li2.next = left_in.signed()
-            ri2.next = right_in.signed()
-            bi2.next = bus_in.signed()
 
         # ---------------------------------------------------------- stage 2: register
-        d3, m3, i3, li3, ri3, bi3 = (sig_s(W) for _ in range(6))
+        d3, m3, i3 = (sig_s(W) for _ in range(3))
 
 
         @always_seq(clk.posedge, reset=rst)
@@ -403,9 +403,6 @@ def build(p):
             d3.next = rd_d.signed()
             m3.next = rd_m.signed()
             i3.next = rd_i.signed()
-            li3.next = li2
-            ri3.next = ri2
-            bi3.next = bi2
 
         # ---------------------------------------------------------- stage 3: select
         opa_c, opb_c, opa4, opb4 = (sig_s(W) for _ in range(4))
@@ -420,16 +417,10 @@ def build(p):
                     o.next = m3
                 elif s == 2:
                     o.next = i3
-                elif s == 3:
-                    o.next = li3
-                elif s == 4:
-                    o.next = ri3
-                elif s == 5:
-                    o.next = bi3
-                elif s == 6:
-                    o.next = 0
-                else:
+                elif s == 7:
                     o.next = ONE
+                else:
+                    o.next = 0      # zero; links and bus (3-5) are selected in stage 4
             return c
 
         sa3, sb3 = sig_u(3), sig_u(3)
@@ -447,12 +438,14 @@ def build(p):
         def st3():
             v4.next = v3
             l4.next = l3
-            c4.next = c3[CW6:]
+            c4.next = c3
             opa4.next = opa_c
             opb4.next = opb_c
 
         # ---------------------------------------------------------- stage 4: execute
         fa, fb = sig_s(W), sig_s(W)
+        fwa, fwb = sig_s(W), sig_s(W)     # operands after the bypass, before the link ports
+        sa4, sb4 = sig_u(3), sig_u(3)
         op4 = sig_u(4)
         clr4 = sig_b()
         ab4, bb4, wb4 = sig_u(2), sig_u(2), sig_u(2)
@@ -460,9 +453,12 @@ def build(p):
         out4 = sig_u(3)
         (P_OPH, P_OPL), (P_CL, P_CLB), (P_WBH, P_WBL), (P_WAH, P_WAL), (P_OUH, P_OUL) = (
             cpos[k] for k in ("op", "clr", "wb", "wa", "out"))
+        (P_SAH, P_SAL), (P_SBH, P_SBL) = cpos["sa"], cpos["sb"]
 
         @always_comb
         def dec4():
+            sa4.next = c4[P_SAH:P_SAL]
+            sb4.next = c4[P_SBH:P_SBL]
             op4.next = c4[P_OPH:P_OPL]
             clr4.next = c4[P_CLB]
             wb4.next = c4[P_WBH:P_WBL]
@@ -519,13 +515,30 @@ def build(p):
                         o.next = raw
                 return c
 
-            insts += [hist, forward(ab4, aa4, opa4, fa), forward(bb4, ba4, opb4, fb)]
+            insts += [hist, forward(ab4, aa4, opa4, fwa), forward(bb4, ba4, opb4, fwb)]
         else:
             @always_comb
             def nofwd():
-                fa.next = opa4
-                fb.next = opb4
+                fwa.next = opa4
+                fwb.next = opb4
             insts.append(nofwd)
+
+        @block
+        def portsel(s, fw, o):
+            """Operand codes 3-5: the link/bus input port, read in this stage."""
+            @always_comb
+            def c():
+                if s == 3:
+                    o.next = left_in.signed()
+                elif s == 4:
+                    o.next = right_in.signed()
+                elif s == 5:
+                    o.next = bus_in.signed()
+                else:
+                    o.next = fw
+            return c
+
+        insts += [portsel(sa4, fwa, fa), portsel(sb4, fwb, fb)]
 
         sum_ab, dif_ab = sig_s(W + 1), sig_s(W + 1)
         add_s, sub_s, mul_s, mac_s = (sig_s(W) for _ in range(4))
@@ -697,7 +710,7 @@ def datasheet(p):
                  "write-back-to-execute bypass, and a wide multiply-accumulator.  Bit-exact with "
                  "`golden.cosmic_pe.PEModel`; assemble programs with `golden.cosmic_pe.Assembler`."),
         latency=(f"instruction k (0-based) is in stage 1 in cycle k+1 after the edge that accepted "
-                 f"`start` (its link/bus inputs are sampled at the end of that cycle), its outputs are "
+                 f"`start`, reads its link/bus input ports in cycle k+{IN_OFFSET} (stage 4), its outputs are "
                  f"valid in cycle k+{OUT_OFFSET} and its buffer write lands at the end of that cycle; "
                  f"`done` is high in cycle cfg_len+{OUT_OFFSET}"),
         throughput="one instruction per cycle, always (no stalls); a dependent instruction may "
@@ -726,9 +739,12 @@ def datasheet(p):
             f"sees only writes of instructions at least {HAZARD_DISTANCE} slots earlier "
             "(golden.cosmic_pe.pad_hazards inserts the nops).  The accumulator never needs a bypass.",
             "Neighbour and bus links use fixed timing (the static schedule guarantees "
-            "producer/consumer alignment): inputs are plain registers sampled at the end of the "
-            "consuming instruction's stage 1, outputs are registers with a one-cycle `*_valid` "
-            "strobe in the producing instruction's stage 5.",
+            "producer/consumer alignment): outputs are registers with a one-cycle `*_valid` "
+            "strobe in the producing instruction's stage 5 (cycle k+5); inputs are read "
+            f"combinationally by the consuming instruction's stage-4 operand multiplexer (cycle "
+            f"s+{IN_OFFSET}), next to the bypass, so a neighbour link costs one slot (s >= k+1, "
+            "like the PE's own bypass) and a bus register loaded from a PE output two "
+            "(s >= k+2).",
             "Loading: while busy is low, `ld_en` writes `ld_data` to the schedule memory (ld_sel 0) "
             "or a buffer (1-3) at `ld_addr`, one word per cycle; ignored while busy.  Read-back: "
             "`rb_data` shows buffer `rb_sel` at the `rb_addr` of the previous cycle while no "

@@ -19,7 +19,7 @@ from cocotb.triggers import ClockCycles, Event, FallingEdge, ReadOnly, RisingEdg
 from cocotb_bus.monitors import Monitor
 
 from golden import sgd as gsgd
-from golden.cosmic_pe import (ERR_ILLEGAL, ERR_LEN, ERR_NL, NL_OPS, OPS, OUT_OFFSET, OUT_PORTS,
+from golden.cosmic_pe import (ERR_ILLEGAL, ERR_LEN, ERR_NL, IN_OFFSET, NL_OPS, OPS, OUT_OFFSET, OUT_PORTS,
                               Assembler, Instr, PEConfig, PEModel, pad_hazards, sgd_buffers,
                               sgd_step_program)
 from golden.fixedpoint import sigmoid_table
@@ -147,11 +147,19 @@ class PETB:
         await RisingEdge(d.clk)
         d.start.value = 0
         if inputs is not None:
-            for k in range(n):
+            # instruction k reads the ports in cycle k+IN_OFFSET (its stage 4): drive
+            # inputs[k] during exactly that cycle (cycle c begins at the c-th edge after
+            # the accepting one)
+            for c in range(1, n + IN_OFFSET):
                 await RisingEdge(d.clk)
-                d.left_in.value = int(inputs[k, 0]) & m
-                d.right_in.value = int(inputs[k, 1]) & m
-                d.bus_in.value = int(inputs[k, 2]) & m
+                k = c - IN_OFFSET
+                if 0 <= k < n:
+                    d.left_in.value = int(inputs[k, 0]) & m
+                    d.right_in.value = int(inputs[k, 1]) & m
+                    d.bus_in.value = int(inputs[k, 2]) & m
+                else:   # not read by any instruction: garbage, to catch a wrong read cycle
+                    for s_ in (d.left_in, d.right_in, d.bus_in):
+                        s_.value = int(self.rng.integers(0, m + 1))
         await wait_until(d.clk, lambda: len(self.done_cycles) > ndone, n + 50, "done: no pulse",
                          expect=f"done within {n + 50} cycles of start ({n} instructions)")
         fcov.sample_err(int(d.err.value))

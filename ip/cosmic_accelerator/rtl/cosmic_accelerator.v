@@ -549,10 +549,12 @@ wire [2:0] cosmic_pe0_sa3;
 reg [43:0] cosmic_pe0_c3;
 wire [2:0] cosmic_pe0_sb3;
 wire [1:0] cosmic_pe0_ab4;
-reg [37:0] cosmic_pe0_c4;
+reg [43:0] cosmic_pe0_c4;
 wire [7:0] cosmic_pe0_aa4;
 wire [1:0] cosmic_pe0_bb4;
 wire [7:0] cosmic_pe0_ba4;
+wire [2:0] cosmic_pe0_sa4;
+wire [2:0] cosmic_pe0_sb4;
 wire [3:0] cosmic_pe0_op4;
 wire cosmic_pe0_clr4;
 wire [1:0] cosmic_pe0_wb4;
@@ -592,15 +594,9 @@ reg [7:0] cosmic_pe0_aad1;
 reg [1:0] cosmic_pe0_bbuf1;
 reg [7:0] cosmic_pe0_bad1;
 reg [43:0] cosmic_pe0_c2;
-reg signed [31:0] cosmic_pe0_li2;
-reg signed [31:0] cosmic_pe0_ri2;
-reg signed [31:0] cosmic_pe0_bi2;
 reg signed [31:0] cosmic_pe0_d3;
 reg signed [31:0] cosmic_pe0_m3;
 reg signed [31:0] cosmic_pe0_i3;
-reg signed [31:0] cosmic_pe0_li3;
-reg signed [31:0] cosmic_pe0_ri3;
-reg signed [31:0] cosmic_pe0_bi3;
 reg signed [31:0] cosmic_pe0_opa4;
 reg signed [31:0] cosmic_pe0_opa_c;
 reg signed [31:0] cosmic_pe0_opb4;
@@ -646,6 +642,8 @@ reg cosmic_pe0_bufmux0_0_we;
 reg [7:0] cosmic_pe0_bufmux0_0_wa;
 reg [31:0] cosmic_pe0_bufmux0_0_wd;
 reg [7:0] cosmic_pe0_bufmux0_0_ra;
+reg signed [31:0] cosmic_pe0_forward0_o;
+reg signed [31:0] cosmic_pe0_forward1_o;
 wire [30:0] cosmic_pe0_sat0_fill;
 wire [1:0] cosmic_pe0_sat0_hi;
 wire [1:0] cosmic_pe0_sat0_hin;
@@ -763,10 +761,12 @@ wire [2:0] cosmic_pe1_sa3;
 reg [43:0] cosmic_pe1_c3;
 wire [2:0] cosmic_pe1_sb3;
 wire [1:0] cosmic_pe1_ab4;
-reg [37:0] cosmic_pe1_c4;
+reg [43:0] cosmic_pe1_c4;
 wire [7:0] cosmic_pe1_aa4;
 wire [1:0] cosmic_pe1_bb4;
 wire [7:0] cosmic_pe1_ba4;
+wire [2:0] cosmic_pe1_sa4;
+wire [2:0] cosmic_pe1_sb4;
 wire [3:0] cosmic_pe1_op4;
 wire cosmic_pe1_clr4;
 wire [1:0] cosmic_pe1_wb4;
@@ -806,15 +806,9 @@ reg [7:0] cosmic_pe1_aad1;
 reg [1:0] cosmic_pe1_bbuf1;
 reg [7:0] cosmic_pe1_bad1;
 reg [43:0] cosmic_pe1_c2;
-reg signed [31:0] cosmic_pe1_li2;
-reg signed [31:0] cosmic_pe1_ri2;
-reg signed [31:0] cosmic_pe1_bi2;
 reg signed [31:0] cosmic_pe1_d3;
 reg signed [31:0] cosmic_pe1_m3;
 reg signed [31:0] cosmic_pe1_i3;
-reg signed [31:0] cosmic_pe1_li3;
-reg signed [31:0] cosmic_pe1_ri3;
-reg signed [31:0] cosmic_pe1_bi3;
 reg signed [31:0] cosmic_pe1_opa4;
 reg signed [31:0] cosmic_pe1_opa_c;
 reg signed [31:0] cosmic_pe1_opb4;
@@ -860,6 +854,8 @@ reg cosmic_pe1_bufmux0_0_1_2_we;
 reg [7:0] cosmic_pe1_bufmux0_0_1_2_wa;
 reg [31:0] cosmic_pe1_bufmux0_0_1_2_wd;
 reg [7:0] cosmic_pe1_bufmux0_0_1_2_ra;
+reg signed [31:0] cosmic_pe1_forward0_0_o;
+reg signed [31:0] cosmic_pe1_forward1_0_o;
 wire [30:0] cosmic_pe1_sat7_fill;
 wire [1:0] cosmic_pe1_sat7_hi;
 wire [1:0] cosmic_pe1_sat7_hin;
@@ -977,10 +973,12 @@ wire [2:0] cosmic_pe2_sa3;
 reg [43:0] cosmic_pe2_c3;
 wire [2:0] cosmic_pe2_sb3;
 wire [1:0] cosmic_pe2_ab4;
-reg [37:0] cosmic_pe2_c4;
+reg [43:0] cosmic_pe2_c4;
 wire [7:0] cosmic_pe2_aa4;
 wire [1:0] cosmic_pe2_bb4;
 wire [7:0] cosmic_pe2_ba4;
+wire [2:0] cosmic_pe2_sa4;
+wire [2:0] cosmic_pe2_sb4;
 wire [3:0] cosmic_pe2_op4;
 wire cosmic_pe2_clr4;
 wire [1:0] cosmic_pe2_wb4;
@@ -1020,15 +1018,9 @@ reg [7:0] cosmic_pe2_aad1;
 reg [1:0] cosmic_pe2_bbuf1;
 reg [7:0] cosmic_pe2_bad1;
 reg [43:0] cosmic_pe2_c2;
-reg signed [31:0] cosmic_pe2_li2;
-reg signed [31:0] cosmic_pe2_ri2;
-reg signed [31:0] cosmic_pe2_bi2;
 reg signed [31:0] cosmic_pe2_d3;
 reg signed [31:0] cosmic_pe2_m3;
 reg signed [31:0] cosmic_pe2_i3;
-reg signed [31:0] cosmic_pe2_li3;
-reg signed [31:0] cosmic_pe2_ri3;
-reg signed [31:0] cosmic_pe2_bi3;
 reg signed [31:0] cosmic_pe2_opa4;
 reg signed [31:0] cosmic_pe2_opa_c;
 reg signed [31:0] cosmic_pe2_opb4;
@@ -1074,6 +1066,8 @@ reg cosmic_pe2_bufmux0_0_1_2_3_4_we;
 reg [7:0] cosmic_pe2_bufmux0_0_1_2_3_4_wa;
 reg [31:0] cosmic_pe2_bufmux0_0_1_2_3_4_wd;
 reg [7:0] cosmic_pe2_bufmux0_0_1_2_3_4_ra;
+reg signed [31:0] cosmic_pe2_forward0_0_1_o;
+reg signed [31:0] cosmic_pe2_forward1_0_1_o;
 wire [30:0] cosmic_pe2_sat14_fill;
 wire [1:0] cosmic_pe2_sat14_hi;
 wire [1:0] cosmic_pe2_sat14_hin;
@@ -1190,10 +1184,12 @@ wire [2:0] cosmic_pe3_sa3;
 reg [43:0] cosmic_pe3_c3;
 wire [2:0] cosmic_pe3_sb3;
 wire [1:0] cosmic_pe3_ab4;
-reg [37:0] cosmic_pe3_c4;
+reg [43:0] cosmic_pe3_c4;
 wire [7:0] cosmic_pe3_aa4;
 wire [1:0] cosmic_pe3_bb4;
 wire [7:0] cosmic_pe3_ba4;
+wire [2:0] cosmic_pe3_sa4;
+wire [2:0] cosmic_pe3_sb4;
 wire [3:0] cosmic_pe3_op4;
 wire cosmic_pe3_clr4;
 wire [1:0] cosmic_pe3_wb4;
@@ -1233,15 +1229,9 @@ reg [7:0] cosmic_pe3_aad1;
 reg [1:0] cosmic_pe3_bbuf1;
 reg [7:0] cosmic_pe3_bad1;
 reg [43:0] cosmic_pe3_c2;
-reg signed [31:0] cosmic_pe3_li2;
-reg signed [31:0] cosmic_pe3_ri2;
-reg signed [31:0] cosmic_pe3_bi2;
 reg signed [31:0] cosmic_pe3_d3;
 reg signed [31:0] cosmic_pe3_m3;
 reg signed [31:0] cosmic_pe3_i3;
-reg signed [31:0] cosmic_pe3_li3;
-reg signed [31:0] cosmic_pe3_ri3;
-reg signed [31:0] cosmic_pe3_bi3;
 reg signed [31:0] cosmic_pe3_opa4;
 reg signed [31:0] cosmic_pe3_opa_c;
 reg signed [31:0] cosmic_pe3_opb4;
@@ -1287,6 +1277,8 @@ reg cosmic_pe3_bufmux0_0_1_2_3_4_5_6_we;
 reg [7:0] cosmic_pe3_bufmux0_0_1_2_3_4_5_6_wa;
 reg [31:0] cosmic_pe3_bufmux0_0_1_2_3_4_5_6_wd;
 reg [7:0] cosmic_pe3_bufmux0_0_1_2_3_4_5_6_ra;
+reg signed [31:0] cosmic_pe3_forward0_0_1_2_o;
+reg signed [31:0] cosmic_pe3_forward1_0_1_2_o;
 wire [30:0] cosmic_pe3_sat21_fill;
 wire [1:0] cosmic_pe3_sat21_hi;
 wire [1:0] cosmic_pe3_sat21_hin;
@@ -1406,10 +1398,12 @@ wire [2:0] cosmic_pe4_sa3;
 reg [43:0] cosmic_pe4_c3;
 wire [2:0] cosmic_pe4_sb3;
 wire [1:0] cosmic_pe4_ab4;
-reg [37:0] cosmic_pe4_c4;
+reg [43:0] cosmic_pe4_c4;
 wire [7:0] cosmic_pe4_aa4;
 wire [1:0] cosmic_pe4_bb4;
 wire [7:0] cosmic_pe4_ba4;
+wire [2:0] cosmic_pe4_sa4;
+wire [2:0] cosmic_pe4_sb4;
 wire [3:0] cosmic_pe4_op4;
 wire cosmic_pe4_clr4;
 wire [1:0] cosmic_pe4_wb4;
@@ -1449,15 +1443,9 @@ reg [7:0] cosmic_pe4_aad1;
 reg [1:0] cosmic_pe4_bbuf1;
 reg [7:0] cosmic_pe4_bad1;
 reg [43:0] cosmic_pe4_c2;
-reg signed [31:0] cosmic_pe4_li2;
-reg signed [31:0] cosmic_pe4_ri2;
-reg signed [31:0] cosmic_pe4_bi2;
 reg signed [31:0] cosmic_pe4_d3;
 reg signed [31:0] cosmic_pe4_m3;
 reg signed [31:0] cosmic_pe4_i3;
-reg signed [31:0] cosmic_pe4_li3;
-reg signed [31:0] cosmic_pe4_ri3;
-reg signed [31:0] cosmic_pe4_bi3;
 reg signed [31:0] cosmic_pe4_opa4;
 reg signed [31:0] cosmic_pe4_opa_c;
 reg signed [31:0] cosmic_pe4_opb4;
@@ -1503,6 +1491,8 @@ reg cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_we;
 reg [7:0] cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_wa;
 reg [31:0] cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_wd;
 reg [7:0] cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_ra;
+reg signed [31:0] cosmic_pe4_forward0_0_1_2_3_o;
+reg signed [31:0] cosmic_pe4_forward1_0_1_2_3_o;
 wire [30:0] cosmic_pe4_sat28_fill;
 wire [1:0] cosmic_pe4_sat28_hi;
 wire [1:0] cosmic_pe4_sat28_hin;
@@ -1620,10 +1610,12 @@ wire [2:0] cosmic_pe5_sa3;
 reg [43:0] cosmic_pe5_c3;
 wire [2:0] cosmic_pe5_sb3;
 wire [1:0] cosmic_pe5_ab4;
-reg [37:0] cosmic_pe5_c4;
+reg [43:0] cosmic_pe5_c4;
 wire [7:0] cosmic_pe5_aa4;
 wire [1:0] cosmic_pe5_bb4;
 wire [7:0] cosmic_pe5_ba4;
+wire [2:0] cosmic_pe5_sa4;
+wire [2:0] cosmic_pe5_sb4;
 wire [3:0] cosmic_pe5_op4;
 wire cosmic_pe5_clr4;
 wire [1:0] cosmic_pe5_wb4;
@@ -1663,15 +1655,9 @@ reg [7:0] cosmic_pe5_aad1;
 reg [1:0] cosmic_pe5_bbuf1;
 reg [7:0] cosmic_pe5_bad1;
 reg [43:0] cosmic_pe5_c2;
-reg signed [31:0] cosmic_pe5_li2;
-reg signed [31:0] cosmic_pe5_ri2;
-reg signed [31:0] cosmic_pe5_bi2;
 reg signed [31:0] cosmic_pe5_d3;
 reg signed [31:0] cosmic_pe5_m3;
 reg signed [31:0] cosmic_pe5_i3;
-reg signed [31:0] cosmic_pe5_li3;
-reg signed [31:0] cosmic_pe5_ri3;
-reg signed [31:0] cosmic_pe5_bi3;
 reg signed [31:0] cosmic_pe5_opa4;
 reg signed [31:0] cosmic_pe5_opa_c;
 reg signed [31:0] cosmic_pe5_opb4;
@@ -1717,6 +1703,8 @@ reg cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_we;
 reg [7:0] cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wa;
 reg [31:0] cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wd;
 reg [7:0] cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_ra;
+reg signed [31:0] cosmic_pe5_forward0_0_1_2_3_4_o;
+reg signed [31:0] cosmic_pe5_forward1_0_1_2_3_4_o;
 wire [30:0] cosmic_pe5_sat35_fill;
 wire [1:0] cosmic_pe5_sat35_hi;
 wire [1:0] cosmic_pe5_sat35_hin;
@@ -1834,10 +1822,12 @@ wire [2:0] cosmic_pe6_sa3;
 reg [43:0] cosmic_pe6_c3;
 wire [2:0] cosmic_pe6_sb3;
 wire [1:0] cosmic_pe6_ab4;
-reg [37:0] cosmic_pe6_c4;
+reg [43:0] cosmic_pe6_c4;
 wire [7:0] cosmic_pe6_aa4;
 wire [1:0] cosmic_pe6_bb4;
 wire [7:0] cosmic_pe6_ba4;
+wire [2:0] cosmic_pe6_sa4;
+wire [2:0] cosmic_pe6_sb4;
 wire [3:0] cosmic_pe6_op4;
 wire cosmic_pe6_clr4;
 wire [1:0] cosmic_pe6_wb4;
@@ -1877,15 +1867,9 @@ reg [7:0] cosmic_pe6_aad1;
 reg [1:0] cosmic_pe6_bbuf1;
 reg [7:0] cosmic_pe6_bad1;
 reg [43:0] cosmic_pe6_c2;
-reg signed [31:0] cosmic_pe6_li2;
-reg signed [31:0] cosmic_pe6_ri2;
-reg signed [31:0] cosmic_pe6_bi2;
 reg signed [31:0] cosmic_pe6_d3;
 reg signed [31:0] cosmic_pe6_m3;
 reg signed [31:0] cosmic_pe6_i3;
-reg signed [31:0] cosmic_pe6_li3;
-reg signed [31:0] cosmic_pe6_ri3;
-reg signed [31:0] cosmic_pe6_bi3;
 reg signed [31:0] cosmic_pe6_opa4;
 reg signed [31:0] cosmic_pe6_opa_c;
 reg signed [31:0] cosmic_pe6_opb4;
@@ -1931,6 +1915,8 @@ reg cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_we;
 reg [7:0] cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wa;
 reg [31:0] cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wd;
 reg [7:0] cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_ra;
+reg signed [31:0] cosmic_pe6_forward0_0_1_2_3_4_5_o;
+reg signed [31:0] cosmic_pe6_forward1_0_1_2_3_4_5_o;
 wire [30:0] cosmic_pe6_sat42_fill;
 wire [1:0] cosmic_pe6_sat42_hi;
 wire [1:0] cosmic_pe6_sat42_hin;
@@ -2047,10 +2033,12 @@ wire [2:0] cosmic_pe7_sa3;
 reg [43:0] cosmic_pe7_c3;
 wire [2:0] cosmic_pe7_sb3;
 wire [1:0] cosmic_pe7_ab4;
-reg [37:0] cosmic_pe7_c4;
+reg [43:0] cosmic_pe7_c4;
 wire [7:0] cosmic_pe7_aa4;
 wire [1:0] cosmic_pe7_bb4;
 wire [7:0] cosmic_pe7_ba4;
+wire [2:0] cosmic_pe7_sa4;
+wire [2:0] cosmic_pe7_sb4;
 wire [3:0] cosmic_pe7_op4;
 wire cosmic_pe7_clr4;
 wire [1:0] cosmic_pe7_wb4;
@@ -2090,15 +2078,9 @@ reg [7:0] cosmic_pe7_aad1;
 reg [1:0] cosmic_pe7_bbuf1;
 reg [7:0] cosmic_pe7_bad1;
 reg [43:0] cosmic_pe7_c2;
-reg signed [31:0] cosmic_pe7_li2;
-reg signed [31:0] cosmic_pe7_ri2;
-reg signed [31:0] cosmic_pe7_bi2;
 reg signed [31:0] cosmic_pe7_d3;
 reg signed [31:0] cosmic_pe7_m3;
 reg signed [31:0] cosmic_pe7_i3;
-reg signed [31:0] cosmic_pe7_li3;
-reg signed [31:0] cosmic_pe7_ri3;
-reg signed [31:0] cosmic_pe7_bi3;
 reg signed [31:0] cosmic_pe7_opa4;
 reg signed [31:0] cosmic_pe7_opa_c;
 reg signed [31:0] cosmic_pe7_opb4;
@@ -2144,6 +2126,8 @@ reg cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_we;
 reg [7:0] cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wa;
 reg [31:0] cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wd;
 reg [7:0] cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_ra;
+reg signed [31:0] cosmic_pe7_forward0_0_1_2_3_4_5_6_o;
+reg signed [31:0] cosmic_pe7_forward1_0_1_2_3_4_5_6_o;
 wire [30:0] cosmic_pe7_sat49_fill;
 wire [1:0] cosmic_pe7_sat49_hi;
 wire [1:0] cosmic_pe7_sat49_hin;
@@ -6188,7 +6172,7 @@ assign cosmic_pe0_sa3 = cosmic_pe0_c3[44-1:41];
 assign cosmic_pe0_sb3 = cosmic_pe0_c3[41-1:38];
 
 
-always @(cosmic_pe0_ri3, cosmic_pe0_sa3, cosmic_pe0_d3, cosmic_pe0_bi3, cosmic_pe0_i3, cosmic_pe0_m3, cosmic_pe0_li3) begin: cosmic_pe0_select0_c
+always @(cosmic_pe0_m3, cosmic_pe0_i3, cosmic_pe0_sa3, cosmic_pe0_d3) begin: cosmic_pe0_select0_c
     case (cosmic_pe0_sa3)
         'h0: begin
             cosmic_pe0_opa_c = cosmic_pe0_d3;
@@ -6199,26 +6183,17 @@ always @(cosmic_pe0_ri3, cosmic_pe0_sa3, cosmic_pe0_d3, cosmic_pe0_bi3, cosmic_p
         'h2: begin
             cosmic_pe0_opa_c = cosmic_pe0_i3;
         end
-        'h3: begin
-            cosmic_pe0_opa_c = cosmic_pe0_li3;
-        end
-        'h4: begin
-            cosmic_pe0_opa_c = cosmic_pe0_ri3;
-        end
-        'h5: begin
-            cosmic_pe0_opa_c = cosmic_pe0_bi3;
-        end
-        'h6: begin
-            cosmic_pe0_opa_c = 0;
+        'h7: begin
+            cosmic_pe0_opa_c = 65536;
         end
         default: begin
-            cosmic_pe0_opa_c = 65536;
+            cosmic_pe0_opa_c = 0;
         end
     endcase
 end
 
 
-always @(cosmic_pe0_ri3, cosmic_pe0_sb3, cosmic_pe0_d3, cosmic_pe0_bi3, cosmic_pe0_i3, cosmic_pe0_m3, cosmic_pe0_li3) begin: cosmic_pe0_select1_c
+always @(cosmic_pe0_m3, cosmic_pe0_i3, cosmic_pe0_sb3, cosmic_pe0_d3) begin: cosmic_pe0_select1_c
     case (cosmic_pe0_sb3)
         'h0: begin
             cosmic_pe0_opb_c = cosmic_pe0_d3;
@@ -6229,20 +6204,11 @@ always @(cosmic_pe0_ri3, cosmic_pe0_sb3, cosmic_pe0_d3, cosmic_pe0_bi3, cosmic_p
         'h2: begin
             cosmic_pe0_opb_c = cosmic_pe0_i3;
         end
-        'h3: begin
-            cosmic_pe0_opb_c = cosmic_pe0_li3;
-        end
-        'h4: begin
-            cosmic_pe0_opb_c = cosmic_pe0_ri3;
-        end
-        'h5: begin
-            cosmic_pe0_opb_c = cosmic_pe0_bi3;
-        end
-        'h6: begin
-            cosmic_pe0_opb_c = 0;
+        'h7: begin
+            cosmic_pe0_opb_c = 65536;
         end
         default: begin
-            cosmic_pe0_opb_c = 65536;
+            cosmic_pe0_opb_c = 0;
         end
     endcase
 end
@@ -6256,6 +6222,8 @@ assign cosmic_pe0_ba4 = cosmic_pe0_c4[21-1:13];
 
 
 
+assign cosmic_pe0_sa4 = cosmic_pe0_c4[44-1:41];
+assign cosmic_pe0_sb4 = cosmic_pe0_c4[41-1:38];
 assign cosmic_pe0_op4 = cosmic_pe0_c4[38-1:34];
 assign cosmic_pe0_clr4 = cosmic_pe0_c4[33];
 assign cosmic_pe0_wb4 = cosmic_pe0_c4[13-1:11];
@@ -6297,39 +6265,75 @@ end
 
 always @(cosmic_pe0_h1b, cosmic_pe0_h2v, cosmic_pe0_wa5, cosmic_pe0_h3v, cosmic_pe0_h1a, cosmic_pe0_h1v, cosmic_pe0_opa4, cosmic_pe0_h2b, cosmic_pe0_h2w, cosmic_pe0_h3w, cosmic_pe0_we5, cosmic_pe0_res5, cosmic_pe0_h3b, cosmic_pe0_h3a, cosmic_pe0_ab4, cosmic_pe0_wb5, cosmic_pe0_aa4, cosmic_pe0_h1w, cosmic_pe0_h2a) begin: cosmic_pe0_forward0_c
     if (((cosmic_pe0_ab4 != 0) && cosmic_pe0_we5 && (cosmic_pe0_wb5 == cosmic_pe0_ab4) && (cosmic_pe0_wa5 == cosmic_pe0_aa4))) begin
-        cosmic_pe0_fa = cosmic_pe0_res5;
+        cosmic_pe0_forward0_o = cosmic_pe0_res5;
     end
     else if (((cosmic_pe0_ab4 != 0) && cosmic_pe0_h1w && (cosmic_pe0_h1b == cosmic_pe0_ab4) && (cosmic_pe0_h1a == cosmic_pe0_aa4))) begin
-        cosmic_pe0_fa = cosmic_pe0_h1v;
+        cosmic_pe0_forward0_o = cosmic_pe0_h1v;
     end
     else if (((cosmic_pe0_ab4 != 0) && cosmic_pe0_h2w && (cosmic_pe0_h2b == cosmic_pe0_ab4) && (cosmic_pe0_h2a == cosmic_pe0_aa4))) begin
-        cosmic_pe0_fa = cosmic_pe0_h2v;
+        cosmic_pe0_forward0_o = cosmic_pe0_h2v;
     end
     else if (((cosmic_pe0_ab4 != 0) && cosmic_pe0_h3w && (cosmic_pe0_h3b == cosmic_pe0_ab4) && (cosmic_pe0_h3a == cosmic_pe0_aa4))) begin
-        cosmic_pe0_fa = cosmic_pe0_h3v;
+        cosmic_pe0_forward0_o = cosmic_pe0_h3v;
     end
     else begin
-        cosmic_pe0_fa = cosmic_pe0_opa4;
+        cosmic_pe0_forward0_o = cosmic_pe0_opa4;
     end
 end
 
 
 always @(cosmic_pe0_h1b, cosmic_pe0_h2v, cosmic_pe0_wa5, cosmic_pe0_h3v, cosmic_pe0_h1a, cosmic_pe0_h1v, cosmic_pe0_opb4, cosmic_pe0_h2b, cosmic_pe0_h2w, cosmic_pe0_h3w, cosmic_pe0_we5, cosmic_pe0_res5, cosmic_pe0_h3b, cosmic_pe0_h3a, cosmic_pe0_bb4, cosmic_pe0_wb5, cosmic_pe0_ba4, cosmic_pe0_h1w, cosmic_pe0_h2a) begin: cosmic_pe0_forward1_c
     if (((cosmic_pe0_bb4 != 0) && cosmic_pe0_we5 && (cosmic_pe0_wb5 == cosmic_pe0_bb4) && (cosmic_pe0_wa5 == cosmic_pe0_ba4))) begin
-        cosmic_pe0_fb = cosmic_pe0_res5;
+        cosmic_pe0_forward1_o = cosmic_pe0_res5;
     end
     else if (((cosmic_pe0_bb4 != 0) && cosmic_pe0_h1w && (cosmic_pe0_h1b == cosmic_pe0_bb4) && (cosmic_pe0_h1a == cosmic_pe0_ba4))) begin
-        cosmic_pe0_fb = cosmic_pe0_h1v;
+        cosmic_pe0_forward1_o = cosmic_pe0_h1v;
     end
     else if (((cosmic_pe0_bb4 != 0) && cosmic_pe0_h2w && (cosmic_pe0_h2b == cosmic_pe0_bb4) && (cosmic_pe0_h2a == cosmic_pe0_ba4))) begin
-        cosmic_pe0_fb = cosmic_pe0_h2v;
+        cosmic_pe0_forward1_o = cosmic_pe0_h2v;
     end
     else if (((cosmic_pe0_bb4 != 0) && cosmic_pe0_h3w && (cosmic_pe0_h3b == cosmic_pe0_bb4) && (cosmic_pe0_h3a == cosmic_pe0_ba4))) begin
-        cosmic_pe0_fb = cosmic_pe0_h3v;
+        cosmic_pe0_forward1_o = cosmic_pe0_h3v;
     end
     else begin
-        cosmic_pe0_fb = cosmic_pe0_opb4;
+        cosmic_pe0_forward1_o = cosmic_pe0_opb4;
     end
+end
+
+
+always @(cosmic_pe0_sa4, cosmic_pe0_left_in, cosmic_pe0_right_in, cosmic_pe0_forward0_o, cosmic_pe0_bus_in) begin: cosmic_pe0_portsel0_c
+    case (cosmic_pe0_sa4)
+        'h3: begin
+            cosmic_pe0_fa = $signed(cosmic_pe0_left_in);
+        end
+        'h4: begin
+            cosmic_pe0_fa = $signed(cosmic_pe0_right_in);
+        end
+        'h5: begin
+            cosmic_pe0_fa = $signed(cosmic_pe0_bus_in);
+        end
+        default: begin
+            cosmic_pe0_fa = cosmic_pe0_forward0_o;
+        end
+    endcase
+end
+
+
+always @(cosmic_pe0_sb4, cosmic_pe0_left_in, cosmic_pe0_right_in, cosmic_pe0_forward1_o, cosmic_pe0_bus_in) begin: cosmic_pe0_portsel1_c
+    case (cosmic_pe0_sb4)
+        'h3: begin
+            cosmic_pe0_fb = $signed(cosmic_pe0_left_in);
+        end
+        'h4: begin
+            cosmic_pe0_fb = $signed(cosmic_pe0_right_in);
+        end
+        'h5: begin
+            cosmic_pe0_fb = $signed(cosmic_pe0_bus_in);
+        end
+        default: begin
+            cosmic_pe0_fb = cosmic_pe0_forward1_o;
+        end
+    endcase
 end
 
 
@@ -6824,34 +6828,25 @@ assign cosmic_pe0_ctl1 = {cosmic_pe0_sa1, cosmic_pe0_sb1, cosmic_pe0_op1, cosmic
 
 always @(posedge clk) begin: cosmic_pe0_st1
     if (rst == 1) begin
-        cosmic_pe0_c2 <= 0;
-        cosmic_pe0_bi2 <= 0;
-        cosmic_pe0_ri2 <= 0;
-        cosmic_pe0_l2 <= 0;
-        cosmic_pe0_li2 <= 0;
         cosmic_pe0_v2 <= 0;
+        cosmic_pe0_c2 <= 0;
+        cosmic_pe0_l2 <= 0;
     end
     else begin
         cosmic_pe0_v2 <= cosmic_pe0_v1;
         cosmic_pe0_l2 <= cosmic_pe0_l1;
         cosmic_pe0_c2 <= cosmic_pe0_ctl1;
-        cosmic_pe0_li2 <= $signed(cosmic_pe0_left_in);
-        cosmic_pe0_ri2 <= $signed(cosmic_pe0_right_in);
-        cosmic_pe0_bi2 <= $signed(cosmic_pe0_bus_in);
     end
 end
 
 
 always @(posedge clk) begin: cosmic_pe0_st2
     if (rst == 1) begin
-        cosmic_pe0_ri3 <= 0;
         cosmic_pe0_d3 <= 0;
-        cosmic_pe0_bi3 <= 0;
         cosmic_pe0_i3 <= 0;
         cosmic_pe0_m3 <= 0;
         cosmic_pe0_v3 <= 0;
         cosmic_pe0_c3 <= 0;
-        cosmic_pe0_li3 <= 0;
         cosmic_pe0_l3 <= 0;
     end
     else begin
@@ -6861,9 +6856,6 @@ always @(posedge clk) begin: cosmic_pe0_st2
         cosmic_pe0_d3 <= $signed(cosmic_pe0_rd_d);
         cosmic_pe0_m3 <= $signed(cosmic_pe0_rd_m);
         cosmic_pe0_i3 <= $signed(cosmic_pe0_rd_i);
-        cosmic_pe0_li3 <= cosmic_pe0_li2;
-        cosmic_pe0_ri3 <= cosmic_pe0_ri2;
-        cosmic_pe0_bi3 <= cosmic_pe0_bi2;
     end
 end
 
@@ -6879,7 +6871,7 @@ always @(posedge clk) begin: cosmic_pe0_st3
     else begin
         cosmic_pe0_v4 <= cosmic_pe0_v3;
         cosmic_pe0_l4 <= cosmic_pe0_l3;
-        cosmic_pe0_c4 <= cosmic_pe0_c3[38-1:0];
+        cosmic_pe0_c4 <= cosmic_pe0_c3;
         cosmic_pe0_opa4 <= cosmic_pe0_opa_c;
         cosmic_pe0_opb4 <= cosmic_pe0_opb_c;
     end
@@ -7420,7 +7412,7 @@ assign cosmic_pe1_sa3 = cosmic_pe1_c3[44-1:41];
 assign cosmic_pe1_sb3 = cosmic_pe1_c3[41-1:38];
 
 
-always @(cosmic_pe1_ri3, cosmic_pe1_sa3, cosmic_pe1_d3, cosmic_pe1_bi3, cosmic_pe1_i3, cosmic_pe1_m3, cosmic_pe1_li3) begin: cosmic_pe1_select0_0_c
+always @(cosmic_pe1_m3, cosmic_pe1_i3, cosmic_pe1_sa3, cosmic_pe1_d3) begin: cosmic_pe1_select0_0_c
     case (cosmic_pe1_sa3)
         'h0: begin
             cosmic_pe1_opa_c = cosmic_pe1_d3;
@@ -7431,26 +7423,17 @@ always @(cosmic_pe1_ri3, cosmic_pe1_sa3, cosmic_pe1_d3, cosmic_pe1_bi3, cosmic_p
         'h2: begin
             cosmic_pe1_opa_c = cosmic_pe1_i3;
         end
-        'h3: begin
-            cosmic_pe1_opa_c = cosmic_pe1_li3;
-        end
-        'h4: begin
-            cosmic_pe1_opa_c = cosmic_pe1_ri3;
-        end
-        'h5: begin
-            cosmic_pe1_opa_c = cosmic_pe1_bi3;
-        end
-        'h6: begin
-            cosmic_pe1_opa_c = 0;
+        'h7: begin
+            cosmic_pe1_opa_c = 65536;
         end
         default: begin
-            cosmic_pe1_opa_c = 65536;
+            cosmic_pe1_opa_c = 0;
         end
     endcase
 end
 
 
-always @(cosmic_pe1_ri3, cosmic_pe1_sb3, cosmic_pe1_d3, cosmic_pe1_bi3, cosmic_pe1_i3, cosmic_pe1_m3, cosmic_pe1_li3) begin: cosmic_pe1_select1_0_c
+always @(cosmic_pe1_m3, cosmic_pe1_i3, cosmic_pe1_sb3, cosmic_pe1_d3) begin: cosmic_pe1_select1_0_c
     case (cosmic_pe1_sb3)
         'h0: begin
             cosmic_pe1_opb_c = cosmic_pe1_d3;
@@ -7461,20 +7444,11 @@ always @(cosmic_pe1_ri3, cosmic_pe1_sb3, cosmic_pe1_d3, cosmic_pe1_bi3, cosmic_p
         'h2: begin
             cosmic_pe1_opb_c = cosmic_pe1_i3;
         end
-        'h3: begin
-            cosmic_pe1_opb_c = cosmic_pe1_li3;
-        end
-        'h4: begin
-            cosmic_pe1_opb_c = cosmic_pe1_ri3;
-        end
-        'h5: begin
-            cosmic_pe1_opb_c = cosmic_pe1_bi3;
-        end
-        'h6: begin
-            cosmic_pe1_opb_c = 0;
+        'h7: begin
+            cosmic_pe1_opb_c = 65536;
         end
         default: begin
-            cosmic_pe1_opb_c = 65536;
+            cosmic_pe1_opb_c = 0;
         end
     endcase
 end
@@ -7488,6 +7462,8 @@ assign cosmic_pe1_ba4 = cosmic_pe1_c4[21-1:13];
 
 
 
+assign cosmic_pe1_sa4 = cosmic_pe1_c4[44-1:41];
+assign cosmic_pe1_sb4 = cosmic_pe1_c4[41-1:38];
 assign cosmic_pe1_op4 = cosmic_pe1_c4[38-1:34];
 assign cosmic_pe1_clr4 = cosmic_pe1_c4[33];
 assign cosmic_pe1_wb4 = cosmic_pe1_c4[13-1:11];
@@ -7529,39 +7505,75 @@ end
 
 always @(cosmic_pe1_h1b, cosmic_pe1_h2v, cosmic_pe1_wa5, cosmic_pe1_h3v, cosmic_pe1_h1a, cosmic_pe1_h1v, cosmic_pe1_opa4, cosmic_pe1_h2b, cosmic_pe1_h2w, cosmic_pe1_h3w, cosmic_pe1_we5, cosmic_pe1_res5, cosmic_pe1_h3b, cosmic_pe1_h3a, cosmic_pe1_ab4, cosmic_pe1_wb5, cosmic_pe1_aa4, cosmic_pe1_h1w, cosmic_pe1_h2a) begin: cosmic_pe1_forward0_0_c
     if (((cosmic_pe1_ab4 != 0) && cosmic_pe1_we5 && (cosmic_pe1_wb5 == cosmic_pe1_ab4) && (cosmic_pe1_wa5 == cosmic_pe1_aa4))) begin
-        cosmic_pe1_fa = cosmic_pe1_res5;
+        cosmic_pe1_forward0_0_o = cosmic_pe1_res5;
     end
     else if (((cosmic_pe1_ab4 != 0) && cosmic_pe1_h1w && (cosmic_pe1_h1b == cosmic_pe1_ab4) && (cosmic_pe1_h1a == cosmic_pe1_aa4))) begin
-        cosmic_pe1_fa = cosmic_pe1_h1v;
+        cosmic_pe1_forward0_0_o = cosmic_pe1_h1v;
     end
     else if (((cosmic_pe1_ab4 != 0) && cosmic_pe1_h2w && (cosmic_pe1_h2b == cosmic_pe1_ab4) && (cosmic_pe1_h2a == cosmic_pe1_aa4))) begin
-        cosmic_pe1_fa = cosmic_pe1_h2v;
+        cosmic_pe1_forward0_0_o = cosmic_pe1_h2v;
     end
     else if (((cosmic_pe1_ab4 != 0) && cosmic_pe1_h3w && (cosmic_pe1_h3b == cosmic_pe1_ab4) && (cosmic_pe1_h3a == cosmic_pe1_aa4))) begin
-        cosmic_pe1_fa = cosmic_pe1_h3v;
+        cosmic_pe1_forward0_0_o = cosmic_pe1_h3v;
     end
     else begin
-        cosmic_pe1_fa = cosmic_pe1_opa4;
+        cosmic_pe1_forward0_0_o = cosmic_pe1_opa4;
     end
 end
 
 
 always @(cosmic_pe1_h1b, cosmic_pe1_h2v, cosmic_pe1_wa5, cosmic_pe1_h3v, cosmic_pe1_h1a, cosmic_pe1_h1v, cosmic_pe1_opb4, cosmic_pe1_h2b, cosmic_pe1_h2w, cosmic_pe1_h3w, cosmic_pe1_we5, cosmic_pe1_res5, cosmic_pe1_h3b, cosmic_pe1_h3a, cosmic_pe1_bb4, cosmic_pe1_wb5, cosmic_pe1_ba4, cosmic_pe1_h1w, cosmic_pe1_h2a) begin: cosmic_pe1_forward1_0_c
     if (((cosmic_pe1_bb4 != 0) && cosmic_pe1_we5 && (cosmic_pe1_wb5 == cosmic_pe1_bb4) && (cosmic_pe1_wa5 == cosmic_pe1_ba4))) begin
-        cosmic_pe1_fb = cosmic_pe1_res5;
+        cosmic_pe1_forward1_0_o = cosmic_pe1_res5;
     end
     else if (((cosmic_pe1_bb4 != 0) && cosmic_pe1_h1w && (cosmic_pe1_h1b == cosmic_pe1_bb4) && (cosmic_pe1_h1a == cosmic_pe1_ba4))) begin
-        cosmic_pe1_fb = cosmic_pe1_h1v;
+        cosmic_pe1_forward1_0_o = cosmic_pe1_h1v;
     end
     else if (((cosmic_pe1_bb4 != 0) && cosmic_pe1_h2w && (cosmic_pe1_h2b == cosmic_pe1_bb4) && (cosmic_pe1_h2a == cosmic_pe1_ba4))) begin
-        cosmic_pe1_fb = cosmic_pe1_h2v;
+        cosmic_pe1_forward1_0_o = cosmic_pe1_h2v;
     end
     else if (((cosmic_pe1_bb4 != 0) && cosmic_pe1_h3w && (cosmic_pe1_h3b == cosmic_pe1_bb4) && (cosmic_pe1_h3a == cosmic_pe1_ba4))) begin
-        cosmic_pe1_fb = cosmic_pe1_h3v;
+        cosmic_pe1_forward1_0_o = cosmic_pe1_h3v;
     end
     else begin
-        cosmic_pe1_fb = cosmic_pe1_opb4;
+        cosmic_pe1_forward1_0_o = cosmic_pe1_opb4;
     end
+end
+
+
+always @(cosmic_pe1_sa4, cosmic_pe0_right_out, cosmic_pe1_right_in, cosmic_pe1_forward0_0_o, cosmic_pe1_bus_in) begin: cosmic_pe1_portsel0_0_c
+    case (cosmic_pe1_sa4)
+        'h3: begin
+            cosmic_pe1_fa = $signed(cosmic_pe0_right_out);
+        end
+        'h4: begin
+            cosmic_pe1_fa = $signed(cosmic_pe1_right_in);
+        end
+        'h5: begin
+            cosmic_pe1_fa = $signed(cosmic_pe1_bus_in);
+        end
+        default: begin
+            cosmic_pe1_fa = cosmic_pe1_forward0_0_o;
+        end
+    endcase
+end
+
+
+always @(cosmic_pe1_sb4, cosmic_pe0_right_out, cosmic_pe1_right_in, cosmic_pe1_forward1_0_o, cosmic_pe1_bus_in) begin: cosmic_pe1_portsel1_0_c
+    case (cosmic_pe1_sb4)
+        'h3: begin
+            cosmic_pe1_fb = $signed(cosmic_pe0_right_out);
+        end
+        'h4: begin
+            cosmic_pe1_fb = $signed(cosmic_pe1_right_in);
+        end
+        'h5: begin
+            cosmic_pe1_fb = $signed(cosmic_pe1_bus_in);
+        end
+        default: begin
+            cosmic_pe1_fb = cosmic_pe1_forward1_0_o;
+        end
+    endcase
 end
 
 
@@ -8056,34 +8068,25 @@ assign cosmic_pe1_ctl1 = {cosmic_pe1_sa1, cosmic_pe1_sb1, cosmic_pe1_op1, cosmic
 
 always @(posedge clk) begin: cosmic_pe1_st1
     if (rst == 1) begin
-        cosmic_pe1_c2 <= 0;
-        cosmic_pe1_bi2 <= 0;
-        cosmic_pe1_ri2 <= 0;
-        cosmic_pe1_l2 <= 0;
-        cosmic_pe1_li2 <= 0;
         cosmic_pe1_v2 <= 0;
+        cosmic_pe1_c2 <= 0;
+        cosmic_pe1_l2 <= 0;
     end
     else begin
         cosmic_pe1_v2 <= cosmic_pe1_v1;
         cosmic_pe1_l2 <= cosmic_pe1_l1;
         cosmic_pe1_c2 <= cosmic_pe1_ctl1;
-        cosmic_pe1_li2 <= $signed(cosmic_pe0_right_out);
-        cosmic_pe1_ri2 <= $signed(cosmic_pe1_right_in);
-        cosmic_pe1_bi2 <= $signed(cosmic_pe1_bus_in);
     end
 end
 
 
 always @(posedge clk) begin: cosmic_pe1_st2
     if (rst == 1) begin
-        cosmic_pe1_ri3 <= 0;
         cosmic_pe1_d3 <= 0;
-        cosmic_pe1_bi3 <= 0;
         cosmic_pe1_i3 <= 0;
         cosmic_pe1_m3 <= 0;
         cosmic_pe1_v3 <= 0;
         cosmic_pe1_c3 <= 0;
-        cosmic_pe1_li3 <= 0;
         cosmic_pe1_l3 <= 0;
     end
     else begin
@@ -8093,9 +8096,6 @@ always @(posedge clk) begin: cosmic_pe1_st2
         cosmic_pe1_d3 <= $signed(cosmic_pe1_rd_d);
         cosmic_pe1_m3 <= $signed(cosmic_pe1_rd_m);
         cosmic_pe1_i3 <= $signed(cosmic_pe1_rd_i);
-        cosmic_pe1_li3 <= cosmic_pe1_li2;
-        cosmic_pe1_ri3 <= cosmic_pe1_ri2;
-        cosmic_pe1_bi3 <= cosmic_pe1_bi2;
     end
 end
 
@@ -8111,7 +8111,7 @@ always @(posedge clk) begin: cosmic_pe1_st3
     else begin
         cosmic_pe1_v4 <= cosmic_pe1_v3;
         cosmic_pe1_l4 <= cosmic_pe1_l3;
-        cosmic_pe1_c4 <= cosmic_pe1_c3[38-1:0];
+        cosmic_pe1_c4 <= cosmic_pe1_c3;
         cosmic_pe1_opa4 <= cosmic_pe1_opa_c;
         cosmic_pe1_opb4 <= cosmic_pe1_opb_c;
     end
@@ -8652,7 +8652,7 @@ assign cosmic_pe2_sa3 = cosmic_pe2_c3[44-1:41];
 assign cosmic_pe2_sb3 = cosmic_pe2_c3[41-1:38];
 
 
-always @(cosmic_pe2_ri3, cosmic_pe2_sa3, cosmic_pe2_d3, cosmic_pe2_bi3, cosmic_pe2_i3, cosmic_pe2_m3, cosmic_pe2_li3) begin: cosmic_pe2_select0_0_1_c
+always @(cosmic_pe2_m3, cosmic_pe2_i3, cosmic_pe2_sa3, cosmic_pe2_d3) begin: cosmic_pe2_select0_0_1_c
     case (cosmic_pe2_sa3)
         'h0: begin
             cosmic_pe2_opa_c = cosmic_pe2_d3;
@@ -8663,26 +8663,17 @@ always @(cosmic_pe2_ri3, cosmic_pe2_sa3, cosmic_pe2_d3, cosmic_pe2_bi3, cosmic_p
         'h2: begin
             cosmic_pe2_opa_c = cosmic_pe2_i3;
         end
-        'h3: begin
-            cosmic_pe2_opa_c = cosmic_pe2_li3;
-        end
-        'h4: begin
-            cosmic_pe2_opa_c = cosmic_pe2_ri3;
-        end
-        'h5: begin
-            cosmic_pe2_opa_c = cosmic_pe2_bi3;
-        end
-        'h6: begin
-            cosmic_pe2_opa_c = 0;
+        'h7: begin
+            cosmic_pe2_opa_c = 65536;
         end
         default: begin
-            cosmic_pe2_opa_c = 65536;
+            cosmic_pe2_opa_c = 0;
         end
     endcase
 end
 
 
-always @(cosmic_pe2_ri3, cosmic_pe2_sb3, cosmic_pe2_d3, cosmic_pe2_bi3, cosmic_pe2_i3, cosmic_pe2_m3, cosmic_pe2_li3) begin: cosmic_pe2_select1_0_1_c
+always @(cosmic_pe2_m3, cosmic_pe2_i3, cosmic_pe2_sb3, cosmic_pe2_d3) begin: cosmic_pe2_select1_0_1_c
     case (cosmic_pe2_sb3)
         'h0: begin
             cosmic_pe2_opb_c = cosmic_pe2_d3;
@@ -8693,20 +8684,11 @@ always @(cosmic_pe2_ri3, cosmic_pe2_sb3, cosmic_pe2_d3, cosmic_pe2_bi3, cosmic_p
         'h2: begin
             cosmic_pe2_opb_c = cosmic_pe2_i3;
         end
-        'h3: begin
-            cosmic_pe2_opb_c = cosmic_pe2_li3;
-        end
-        'h4: begin
-            cosmic_pe2_opb_c = cosmic_pe2_ri3;
-        end
-        'h5: begin
-            cosmic_pe2_opb_c = cosmic_pe2_bi3;
-        end
-        'h6: begin
-            cosmic_pe2_opb_c = 0;
+        'h7: begin
+            cosmic_pe2_opb_c = 65536;
         end
         default: begin
-            cosmic_pe2_opb_c = 65536;
+            cosmic_pe2_opb_c = 0;
         end
     endcase
 end
@@ -8720,6 +8702,8 @@ assign cosmic_pe2_ba4 = cosmic_pe2_c4[21-1:13];
 
 
 
+assign cosmic_pe2_sa4 = cosmic_pe2_c4[44-1:41];
+assign cosmic_pe2_sb4 = cosmic_pe2_c4[41-1:38];
 assign cosmic_pe2_op4 = cosmic_pe2_c4[38-1:34];
 assign cosmic_pe2_clr4 = cosmic_pe2_c4[33];
 assign cosmic_pe2_wb4 = cosmic_pe2_c4[13-1:11];
@@ -8761,39 +8745,75 @@ end
 
 always @(cosmic_pe2_h1b, cosmic_pe2_h2v, cosmic_pe2_wa5, cosmic_pe2_h3v, cosmic_pe2_h1a, cosmic_pe2_h1v, cosmic_pe2_opa4, cosmic_pe2_h2b, cosmic_pe2_h2w, cosmic_pe2_h3w, cosmic_pe2_we5, cosmic_pe2_res5, cosmic_pe2_h3b, cosmic_pe2_h3a, cosmic_pe2_ab4, cosmic_pe2_wb5, cosmic_pe2_aa4, cosmic_pe2_h1w, cosmic_pe2_h2a) begin: cosmic_pe2_forward0_0_1_c
     if (((cosmic_pe2_ab4 != 0) && cosmic_pe2_we5 && (cosmic_pe2_wb5 == cosmic_pe2_ab4) && (cosmic_pe2_wa5 == cosmic_pe2_aa4))) begin
-        cosmic_pe2_fa = cosmic_pe2_res5;
+        cosmic_pe2_forward0_0_1_o = cosmic_pe2_res5;
     end
     else if (((cosmic_pe2_ab4 != 0) && cosmic_pe2_h1w && (cosmic_pe2_h1b == cosmic_pe2_ab4) && (cosmic_pe2_h1a == cosmic_pe2_aa4))) begin
-        cosmic_pe2_fa = cosmic_pe2_h1v;
+        cosmic_pe2_forward0_0_1_o = cosmic_pe2_h1v;
     end
     else if (((cosmic_pe2_ab4 != 0) && cosmic_pe2_h2w && (cosmic_pe2_h2b == cosmic_pe2_ab4) && (cosmic_pe2_h2a == cosmic_pe2_aa4))) begin
-        cosmic_pe2_fa = cosmic_pe2_h2v;
+        cosmic_pe2_forward0_0_1_o = cosmic_pe2_h2v;
     end
     else if (((cosmic_pe2_ab4 != 0) && cosmic_pe2_h3w && (cosmic_pe2_h3b == cosmic_pe2_ab4) && (cosmic_pe2_h3a == cosmic_pe2_aa4))) begin
-        cosmic_pe2_fa = cosmic_pe2_h3v;
+        cosmic_pe2_forward0_0_1_o = cosmic_pe2_h3v;
     end
     else begin
-        cosmic_pe2_fa = cosmic_pe2_opa4;
+        cosmic_pe2_forward0_0_1_o = cosmic_pe2_opa4;
     end
 end
 
 
 always @(cosmic_pe2_h1b, cosmic_pe2_h2v, cosmic_pe2_wa5, cosmic_pe2_h3v, cosmic_pe2_h1a, cosmic_pe2_h1v, cosmic_pe2_opb4, cosmic_pe2_h2b, cosmic_pe2_h2w, cosmic_pe2_h3w, cosmic_pe2_we5, cosmic_pe2_res5, cosmic_pe2_h3b, cosmic_pe2_h3a, cosmic_pe2_bb4, cosmic_pe2_wb5, cosmic_pe2_ba4, cosmic_pe2_h1w, cosmic_pe2_h2a) begin: cosmic_pe2_forward1_0_1_c
     if (((cosmic_pe2_bb4 != 0) && cosmic_pe2_we5 && (cosmic_pe2_wb5 == cosmic_pe2_bb4) && (cosmic_pe2_wa5 == cosmic_pe2_ba4))) begin
-        cosmic_pe2_fb = cosmic_pe2_res5;
+        cosmic_pe2_forward1_0_1_o = cosmic_pe2_res5;
     end
     else if (((cosmic_pe2_bb4 != 0) && cosmic_pe2_h1w && (cosmic_pe2_h1b == cosmic_pe2_bb4) && (cosmic_pe2_h1a == cosmic_pe2_ba4))) begin
-        cosmic_pe2_fb = cosmic_pe2_h1v;
+        cosmic_pe2_forward1_0_1_o = cosmic_pe2_h1v;
     end
     else if (((cosmic_pe2_bb4 != 0) && cosmic_pe2_h2w && (cosmic_pe2_h2b == cosmic_pe2_bb4) && (cosmic_pe2_h2a == cosmic_pe2_ba4))) begin
-        cosmic_pe2_fb = cosmic_pe2_h2v;
+        cosmic_pe2_forward1_0_1_o = cosmic_pe2_h2v;
     end
     else if (((cosmic_pe2_bb4 != 0) && cosmic_pe2_h3w && (cosmic_pe2_h3b == cosmic_pe2_bb4) && (cosmic_pe2_h3a == cosmic_pe2_ba4))) begin
-        cosmic_pe2_fb = cosmic_pe2_h3v;
+        cosmic_pe2_forward1_0_1_o = cosmic_pe2_h3v;
     end
     else begin
-        cosmic_pe2_fb = cosmic_pe2_opb4;
+        cosmic_pe2_forward1_0_1_o = cosmic_pe2_opb4;
     end
+end
+
+
+always @(cosmic_pe2_sa4, cosmic_pe1_right_out, cosmic_pe2_right_in, cosmic_pe2_forward0_0_1_o, cosmic_pe2_bus_in) begin: cosmic_pe2_portsel0_0_1_c
+    case (cosmic_pe2_sa4)
+        'h3: begin
+            cosmic_pe2_fa = $signed(cosmic_pe1_right_out);
+        end
+        'h4: begin
+            cosmic_pe2_fa = $signed(cosmic_pe2_right_in);
+        end
+        'h5: begin
+            cosmic_pe2_fa = $signed(cosmic_pe2_bus_in);
+        end
+        default: begin
+            cosmic_pe2_fa = cosmic_pe2_forward0_0_1_o;
+        end
+    endcase
+end
+
+
+always @(cosmic_pe2_sb4, cosmic_pe1_right_out, cosmic_pe2_right_in, cosmic_pe2_forward1_0_1_o, cosmic_pe2_bus_in) begin: cosmic_pe2_portsel1_0_1_c
+    case (cosmic_pe2_sb4)
+        'h3: begin
+            cosmic_pe2_fb = $signed(cosmic_pe1_right_out);
+        end
+        'h4: begin
+            cosmic_pe2_fb = $signed(cosmic_pe2_right_in);
+        end
+        'h5: begin
+            cosmic_pe2_fb = $signed(cosmic_pe2_bus_in);
+        end
+        default: begin
+            cosmic_pe2_fb = cosmic_pe2_forward1_0_1_o;
+        end
+    endcase
 end
 
 
@@ -9288,34 +9308,25 @@ assign cosmic_pe2_ctl1 = {cosmic_pe2_sa1, cosmic_pe2_sb1, cosmic_pe2_op1, cosmic
 
 always @(posedge clk) begin: cosmic_pe2_st1
     if (rst == 1) begin
-        cosmic_pe2_c2 <= 0;
-        cosmic_pe2_bi2 <= 0;
-        cosmic_pe2_ri2 <= 0;
-        cosmic_pe2_l2 <= 0;
-        cosmic_pe2_li2 <= 0;
         cosmic_pe2_v2 <= 0;
+        cosmic_pe2_c2 <= 0;
+        cosmic_pe2_l2 <= 0;
     end
     else begin
         cosmic_pe2_v2 <= cosmic_pe2_v1;
         cosmic_pe2_l2 <= cosmic_pe2_l1;
         cosmic_pe2_c2 <= cosmic_pe2_ctl1;
-        cosmic_pe2_li2 <= $signed(cosmic_pe1_right_out);
-        cosmic_pe2_ri2 <= $signed(cosmic_pe2_right_in);
-        cosmic_pe2_bi2 <= $signed(cosmic_pe2_bus_in);
     end
 end
 
 
 always @(posedge clk) begin: cosmic_pe2_st2
     if (rst == 1) begin
-        cosmic_pe2_ri3 <= 0;
         cosmic_pe2_d3 <= 0;
-        cosmic_pe2_bi3 <= 0;
         cosmic_pe2_i3 <= 0;
         cosmic_pe2_m3 <= 0;
         cosmic_pe2_v3 <= 0;
         cosmic_pe2_c3 <= 0;
-        cosmic_pe2_li3 <= 0;
         cosmic_pe2_l3 <= 0;
     end
     else begin
@@ -9325,9 +9336,6 @@ always @(posedge clk) begin: cosmic_pe2_st2
         cosmic_pe2_d3 <= $signed(cosmic_pe2_rd_d);
         cosmic_pe2_m3 <= $signed(cosmic_pe2_rd_m);
         cosmic_pe2_i3 <= $signed(cosmic_pe2_rd_i);
-        cosmic_pe2_li3 <= cosmic_pe2_li2;
-        cosmic_pe2_ri3 <= cosmic_pe2_ri2;
-        cosmic_pe2_bi3 <= cosmic_pe2_bi2;
     end
 end
 
@@ -9343,7 +9351,7 @@ always @(posedge clk) begin: cosmic_pe2_st3
     else begin
         cosmic_pe2_v4 <= cosmic_pe2_v3;
         cosmic_pe2_l4 <= cosmic_pe2_l3;
-        cosmic_pe2_c4 <= cosmic_pe2_c3[38-1:0];
+        cosmic_pe2_c4 <= cosmic_pe2_c3;
         cosmic_pe2_opa4 <= cosmic_pe2_opa_c;
         cosmic_pe2_opb4 <= cosmic_pe2_opb_c;
     end
@@ -9884,7 +9892,7 @@ assign cosmic_pe3_sa3 = cosmic_pe3_c3[44-1:41];
 assign cosmic_pe3_sb3 = cosmic_pe3_c3[41-1:38];
 
 
-always @(cosmic_pe3_ri3, cosmic_pe3_sa3, cosmic_pe3_d3, cosmic_pe3_bi3, cosmic_pe3_i3, cosmic_pe3_m3, cosmic_pe3_li3) begin: cosmic_pe3_select0_0_1_2_c
+always @(cosmic_pe3_m3, cosmic_pe3_i3, cosmic_pe3_sa3, cosmic_pe3_d3) begin: cosmic_pe3_select0_0_1_2_c
     case (cosmic_pe3_sa3)
         'h0: begin
             cosmic_pe3_opa_c = cosmic_pe3_d3;
@@ -9895,26 +9903,17 @@ always @(cosmic_pe3_ri3, cosmic_pe3_sa3, cosmic_pe3_d3, cosmic_pe3_bi3, cosmic_p
         'h2: begin
             cosmic_pe3_opa_c = cosmic_pe3_i3;
         end
-        'h3: begin
-            cosmic_pe3_opa_c = cosmic_pe3_li3;
-        end
-        'h4: begin
-            cosmic_pe3_opa_c = cosmic_pe3_ri3;
-        end
-        'h5: begin
-            cosmic_pe3_opa_c = cosmic_pe3_bi3;
-        end
-        'h6: begin
-            cosmic_pe3_opa_c = 0;
+        'h7: begin
+            cosmic_pe3_opa_c = 65536;
         end
         default: begin
-            cosmic_pe3_opa_c = 65536;
+            cosmic_pe3_opa_c = 0;
         end
     endcase
 end
 
 
-always @(cosmic_pe3_ri3, cosmic_pe3_sb3, cosmic_pe3_d3, cosmic_pe3_bi3, cosmic_pe3_i3, cosmic_pe3_m3, cosmic_pe3_li3) begin: cosmic_pe3_select1_0_1_2_c
+always @(cosmic_pe3_m3, cosmic_pe3_i3, cosmic_pe3_sb3, cosmic_pe3_d3) begin: cosmic_pe3_select1_0_1_2_c
     case (cosmic_pe3_sb3)
         'h0: begin
             cosmic_pe3_opb_c = cosmic_pe3_d3;
@@ -9925,20 +9924,11 @@ always @(cosmic_pe3_ri3, cosmic_pe3_sb3, cosmic_pe3_d3, cosmic_pe3_bi3, cosmic_p
         'h2: begin
             cosmic_pe3_opb_c = cosmic_pe3_i3;
         end
-        'h3: begin
-            cosmic_pe3_opb_c = cosmic_pe3_li3;
-        end
-        'h4: begin
-            cosmic_pe3_opb_c = cosmic_pe3_ri3;
-        end
-        'h5: begin
-            cosmic_pe3_opb_c = cosmic_pe3_bi3;
-        end
-        'h6: begin
-            cosmic_pe3_opb_c = 0;
+        'h7: begin
+            cosmic_pe3_opb_c = 65536;
         end
         default: begin
-            cosmic_pe3_opb_c = 65536;
+            cosmic_pe3_opb_c = 0;
         end
     endcase
 end
@@ -9952,6 +9942,8 @@ assign cosmic_pe3_ba4 = cosmic_pe3_c4[21-1:13];
 
 
 
+assign cosmic_pe3_sa4 = cosmic_pe3_c4[44-1:41];
+assign cosmic_pe3_sb4 = cosmic_pe3_c4[41-1:38];
 assign cosmic_pe3_op4 = cosmic_pe3_c4[38-1:34];
 assign cosmic_pe3_clr4 = cosmic_pe3_c4[33];
 assign cosmic_pe3_wb4 = cosmic_pe3_c4[13-1:11];
@@ -9993,39 +9985,75 @@ end
 
 always @(cosmic_pe3_h1b, cosmic_pe3_h2v, cosmic_pe3_wa5, cosmic_pe3_h3v, cosmic_pe3_h1a, cosmic_pe3_h1v, cosmic_pe3_opa4, cosmic_pe3_h2b, cosmic_pe3_h2w, cosmic_pe3_h3w, cosmic_pe3_we5, cosmic_pe3_res5, cosmic_pe3_h3b, cosmic_pe3_h3a, cosmic_pe3_ab4, cosmic_pe3_wb5, cosmic_pe3_aa4, cosmic_pe3_h1w, cosmic_pe3_h2a) begin: cosmic_pe3_forward0_0_1_2_c
     if (((cosmic_pe3_ab4 != 0) && cosmic_pe3_we5 && (cosmic_pe3_wb5 == cosmic_pe3_ab4) && (cosmic_pe3_wa5 == cosmic_pe3_aa4))) begin
-        cosmic_pe3_fa = cosmic_pe3_res5;
+        cosmic_pe3_forward0_0_1_2_o = cosmic_pe3_res5;
     end
     else if (((cosmic_pe3_ab4 != 0) && cosmic_pe3_h1w && (cosmic_pe3_h1b == cosmic_pe3_ab4) && (cosmic_pe3_h1a == cosmic_pe3_aa4))) begin
-        cosmic_pe3_fa = cosmic_pe3_h1v;
+        cosmic_pe3_forward0_0_1_2_o = cosmic_pe3_h1v;
     end
     else if (((cosmic_pe3_ab4 != 0) && cosmic_pe3_h2w && (cosmic_pe3_h2b == cosmic_pe3_ab4) && (cosmic_pe3_h2a == cosmic_pe3_aa4))) begin
-        cosmic_pe3_fa = cosmic_pe3_h2v;
+        cosmic_pe3_forward0_0_1_2_o = cosmic_pe3_h2v;
     end
     else if (((cosmic_pe3_ab4 != 0) && cosmic_pe3_h3w && (cosmic_pe3_h3b == cosmic_pe3_ab4) && (cosmic_pe3_h3a == cosmic_pe3_aa4))) begin
-        cosmic_pe3_fa = cosmic_pe3_h3v;
+        cosmic_pe3_forward0_0_1_2_o = cosmic_pe3_h3v;
     end
     else begin
-        cosmic_pe3_fa = cosmic_pe3_opa4;
+        cosmic_pe3_forward0_0_1_2_o = cosmic_pe3_opa4;
     end
 end
 
 
 always @(cosmic_pe3_h1b, cosmic_pe3_h2v, cosmic_pe3_wa5, cosmic_pe3_h3v, cosmic_pe3_h1a, cosmic_pe3_h1v, cosmic_pe3_opb4, cosmic_pe3_h2b, cosmic_pe3_h2w, cosmic_pe3_h3w, cosmic_pe3_we5, cosmic_pe3_res5, cosmic_pe3_h3b, cosmic_pe3_h3a, cosmic_pe3_bb4, cosmic_pe3_wb5, cosmic_pe3_ba4, cosmic_pe3_h1w, cosmic_pe3_h2a) begin: cosmic_pe3_forward1_0_1_2_c
     if (((cosmic_pe3_bb4 != 0) && cosmic_pe3_we5 && (cosmic_pe3_wb5 == cosmic_pe3_bb4) && (cosmic_pe3_wa5 == cosmic_pe3_ba4))) begin
-        cosmic_pe3_fb = cosmic_pe3_res5;
+        cosmic_pe3_forward1_0_1_2_o = cosmic_pe3_res5;
     end
     else if (((cosmic_pe3_bb4 != 0) && cosmic_pe3_h1w && (cosmic_pe3_h1b == cosmic_pe3_bb4) && (cosmic_pe3_h1a == cosmic_pe3_ba4))) begin
-        cosmic_pe3_fb = cosmic_pe3_h1v;
+        cosmic_pe3_forward1_0_1_2_o = cosmic_pe3_h1v;
     end
     else if (((cosmic_pe3_bb4 != 0) && cosmic_pe3_h2w && (cosmic_pe3_h2b == cosmic_pe3_bb4) && (cosmic_pe3_h2a == cosmic_pe3_ba4))) begin
-        cosmic_pe3_fb = cosmic_pe3_h2v;
+        cosmic_pe3_forward1_0_1_2_o = cosmic_pe3_h2v;
     end
     else if (((cosmic_pe3_bb4 != 0) && cosmic_pe3_h3w && (cosmic_pe3_h3b == cosmic_pe3_bb4) && (cosmic_pe3_h3a == cosmic_pe3_ba4))) begin
-        cosmic_pe3_fb = cosmic_pe3_h3v;
+        cosmic_pe3_forward1_0_1_2_o = cosmic_pe3_h3v;
     end
     else begin
-        cosmic_pe3_fb = cosmic_pe3_opb4;
+        cosmic_pe3_forward1_0_1_2_o = cosmic_pe3_opb4;
     end
+end
+
+
+always @(cosmic_pe3_sa4, cosmic_pe2_right_out, cosmic_pe0_left_in, cosmic_pe3_forward0_0_1_2_o, cosmic_pe3_bus_in) begin: cosmic_pe3_portsel0_0_1_2_c
+    case (cosmic_pe3_sa4)
+        'h3: begin
+            cosmic_pe3_fa = $signed(cosmic_pe2_right_out);
+        end
+        'h4: begin
+            cosmic_pe3_fa = $signed(cosmic_pe0_left_in);
+        end
+        'h5: begin
+            cosmic_pe3_fa = $signed(cosmic_pe3_bus_in);
+        end
+        default: begin
+            cosmic_pe3_fa = cosmic_pe3_forward0_0_1_2_o;
+        end
+    endcase
+end
+
+
+always @(cosmic_pe3_sb4, cosmic_pe2_right_out, cosmic_pe0_left_in, cosmic_pe3_forward1_0_1_2_o, cosmic_pe3_bus_in) begin: cosmic_pe3_portsel1_0_1_2_c
+    case (cosmic_pe3_sb4)
+        'h3: begin
+            cosmic_pe3_fb = $signed(cosmic_pe2_right_out);
+        end
+        'h4: begin
+            cosmic_pe3_fb = $signed(cosmic_pe0_left_in);
+        end
+        'h5: begin
+            cosmic_pe3_fb = $signed(cosmic_pe3_bus_in);
+        end
+        default: begin
+            cosmic_pe3_fb = cosmic_pe3_forward1_0_1_2_o;
+        end
+    endcase
 end
 
 
@@ -10520,34 +10548,25 @@ assign cosmic_pe3_ctl1 = {cosmic_pe3_sa1, cosmic_pe3_sb1, cosmic_pe3_op1, cosmic
 
 always @(posedge clk) begin: cosmic_pe3_st1
     if (rst == 1) begin
-        cosmic_pe3_c2 <= 0;
-        cosmic_pe3_bi2 <= 0;
-        cosmic_pe3_ri2 <= 0;
-        cosmic_pe3_l2 <= 0;
-        cosmic_pe3_li2 <= 0;
         cosmic_pe3_v2 <= 0;
+        cosmic_pe3_c2 <= 0;
+        cosmic_pe3_l2 <= 0;
     end
     else begin
         cosmic_pe3_v2 <= cosmic_pe3_v1;
         cosmic_pe3_l2 <= cosmic_pe3_l1;
         cosmic_pe3_c2 <= cosmic_pe3_ctl1;
-        cosmic_pe3_li2 <= $signed(cosmic_pe2_right_out);
-        cosmic_pe3_ri2 <= $signed(cosmic_pe0_left_in);
-        cosmic_pe3_bi2 <= $signed(cosmic_pe3_bus_in);
     end
 end
 
 
 always @(posedge clk) begin: cosmic_pe3_st2
     if (rst == 1) begin
-        cosmic_pe3_ri3 <= 0;
         cosmic_pe3_d3 <= 0;
-        cosmic_pe3_bi3 <= 0;
         cosmic_pe3_i3 <= 0;
         cosmic_pe3_m3 <= 0;
         cosmic_pe3_v3 <= 0;
         cosmic_pe3_c3 <= 0;
-        cosmic_pe3_li3 <= 0;
         cosmic_pe3_l3 <= 0;
     end
     else begin
@@ -10557,9 +10576,6 @@ always @(posedge clk) begin: cosmic_pe3_st2
         cosmic_pe3_d3 <= $signed(cosmic_pe3_rd_d);
         cosmic_pe3_m3 <= $signed(cosmic_pe3_rd_m);
         cosmic_pe3_i3 <= $signed(cosmic_pe3_rd_i);
-        cosmic_pe3_li3 <= cosmic_pe3_li2;
-        cosmic_pe3_ri3 <= cosmic_pe3_ri2;
-        cosmic_pe3_bi3 <= cosmic_pe3_bi2;
     end
 end
 
@@ -10575,7 +10591,7 @@ always @(posedge clk) begin: cosmic_pe3_st3
     else begin
         cosmic_pe3_v4 <= cosmic_pe3_v3;
         cosmic_pe3_l4 <= cosmic_pe3_l3;
-        cosmic_pe3_c4 <= cosmic_pe3_c3[38-1:0];
+        cosmic_pe3_c4 <= cosmic_pe3_c3;
         cosmic_pe3_opa4 <= cosmic_pe3_opa_c;
         cosmic_pe3_opb4 <= cosmic_pe3_opb_c;
     end
@@ -11116,7 +11132,7 @@ assign cosmic_pe4_sa3 = cosmic_pe4_c3[44-1:41];
 assign cosmic_pe4_sb3 = cosmic_pe4_c3[41-1:38];
 
 
-always @(cosmic_pe4_ri3, cosmic_pe4_sa3, cosmic_pe4_d3, cosmic_pe4_bi3, cosmic_pe4_i3, cosmic_pe4_m3, cosmic_pe4_li3) begin: cosmic_pe4_select0_0_1_2_3_c
+always @(cosmic_pe4_m3, cosmic_pe4_i3, cosmic_pe4_sa3, cosmic_pe4_d3) begin: cosmic_pe4_select0_0_1_2_3_c
     case (cosmic_pe4_sa3)
         'h0: begin
             cosmic_pe4_opa_c = cosmic_pe4_d3;
@@ -11127,26 +11143,17 @@ always @(cosmic_pe4_ri3, cosmic_pe4_sa3, cosmic_pe4_d3, cosmic_pe4_bi3, cosmic_p
         'h2: begin
             cosmic_pe4_opa_c = cosmic_pe4_i3;
         end
-        'h3: begin
-            cosmic_pe4_opa_c = cosmic_pe4_li3;
-        end
-        'h4: begin
-            cosmic_pe4_opa_c = cosmic_pe4_ri3;
-        end
-        'h5: begin
-            cosmic_pe4_opa_c = cosmic_pe4_bi3;
-        end
-        'h6: begin
-            cosmic_pe4_opa_c = 0;
+        'h7: begin
+            cosmic_pe4_opa_c = 65536;
         end
         default: begin
-            cosmic_pe4_opa_c = 65536;
+            cosmic_pe4_opa_c = 0;
         end
     endcase
 end
 
 
-always @(cosmic_pe4_ri3, cosmic_pe4_sb3, cosmic_pe4_d3, cosmic_pe4_bi3, cosmic_pe4_i3, cosmic_pe4_m3, cosmic_pe4_li3) begin: cosmic_pe4_select1_0_1_2_3_c
+always @(cosmic_pe4_m3, cosmic_pe4_i3, cosmic_pe4_sb3, cosmic_pe4_d3) begin: cosmic_pe4_select1_0_1_2_3_c
     case (cosmic_pe4_sb3)
         'h0: begin
             cosmic_pe4_opb_c = cosmic_pe4_d3;
@@ -11157,20 +11164,11 @@ always @(cosmic_pe4_ri3, cosmic_pe4_sb3, cosmic_pe4_d3, cosmic_pe4_bi3, cosmic_p
         'h2: begin
             cosmic_pe4_opb_c = cosmic_pe4_i3;
         end
-        'h3: begin
-            cosmic_pe4_opb_c = cosmic_pe4_li3;
-        end
-        'h4: begin
-            cosmic_pe4_opb_c = cosmic_pe4_ri3;
-        end
-        'h5: begin
-            cosmic_pe4_opb_c = cosmic_pe4_bi3;
-        end
-        'h6: begin
-            cosmic_pe4_opb_c = 0;
+        'h7: begin
+            cosmic_pe4_opb_c = 65536;
         end
         default: begin
-            cosmic_pe4_opb_c = 65536;
+            cosmic_pe4_opb_c = 0;
         end
     endcase
 end
@@ -11184,6 +11182,8 @@ assign cosmic_pe4_ba4 = cosmic_pe4_c4[21-1:13];
 
 
 
+assign cosmic_pe4_sa4 = cosmic_pe4_c4[44-1:41];
+assign cosmic_pe4_sb4 = cosmic_pe4_c4[41-1:38];
 assign cosmic_pe4_op4 = cosmic_pe4_c4[38-1:34];
 assign cosmic_pe4_clr4 = cosmic_pe4_c4[33];
 assign cosmic_pe4_wb4 = cosmic_pe4_c4[13-1:11];
@@ -11225,39 +11225,75 @@ end
 
 always @(cosmic_pe4_h1b, cosmic_pe4_h2v, cosmic_pe4_wa5, cosmic_pe4_h3v, cosmic_pe4_h1a, cosmic_pe4_h1v, cosmic_pe4_opa4, cosmic_pe4_h2b, cosmic_pe4_h2w, cosmic_pe4_h3w, cosmic_pe4_we5, cosmic_pe4_res5, cosmic_pe4_h3b, cosmic_pe4_h3a, cosmic_pe4_ab4, cosmic_pe4_wb5, cosmic_pe4_aa4, cosmic_pe4_h1w, cosmic_pe4_h2a) begin: cosmic_pe4_forward0_0_1_2_3_c
     if (((cosmic_pe4_ab4 != 0) && cosmic_pe4_we5 && (cosmic_pe4_wb5 == cosmic_pe4_ab4) && (cosmic_pe4_wa5 == cosmic_pe4_aa4))) begin
-        cosmic_pe4_fa = cosmic_pe4_res5;
+        cosmic_pe4_forward0_0_1_2_3_o = cosmic_pe4_res5;
     end
     else if (((cosmic_pe4_ab4 != 0) && cosmic_pe4_h1w && (cosmic_pe4_h1b == cosmic_pe4_ab4) && (cosmic_pe4_h1a == cosmic_pe4_aa4))) begin
-        cosmic_pe4_fa = cosmic_pe4_h1v;
+        cosmic_pe4_forward0_0_1_2_3_o = cosmic_pe4_h1v;
     end
     else if (((cosmic_pe4_ab4 != 0) && cosmic_pe4_h2w && (cosmic_pe4_h2b == cosmic_pe4_ab4) && (cosmic_pe4_h2a == cosmic_pe4_aa4))) begin
-        cosmic_pe4_fa = cosmic_pe4_h2v;
+        cosmic_pe4_forward0_0_1_2_3_o = cosmic_pe4_h2v;
     end
     else if (((cosmic_pe4_ab4 != 0) && cosmic_pe4_h3w && (cosmic_pe4_h3b == cosmic_pe4_ab4) && (cosmic_pe4_h3a == cosmic_pe4_aa4))) begin
-        cosmic_pe4_fa = cosmic_pe4_h3v;
+        cosmic_pe4_forward0_0_1_2_3_o = cosmic_pe4_h3v;
     end
     else begin
-        cosmic_pe4_fa = cosmic_pe4_opa4;
+        cosmic_pe4_forward0_0_1_2_3_o = cosmic_pe4_opa4;
     end
 end
 
 
 always @(cosmic_pe4_h1b, cosmic_pe4_h2v, cosmic_pe4_wa5, cosmic_pe4_h3v, cosmic_pe4_h1a, cosmic_pe4_h1v, cosmic_pe4_opb4, cosmic_pe4_h2b, cosmic_pe4_h2w, cosmic_pe4_h3w, cosmic_pe4_we5, cosmic_pe4_res5, cosmic_pe4_h3b, cosmic_pe4_h3a, cosmic_pe4_bb4, cosmic_pe4_wb5, cosmic_pe4_ba4, cosmic_pe4_h1w, cosmic_pe4_h2a) begin: cosmic_pe4_forward1_0_1_2_3_c
     if (((cosmic_pe4_bb4 != 0) && cosmic_pe4_we5 && (cosmic_pe4_wb5 == cosmic_pe4_bb4) && (cosmic_pe4_wa5 == cosmic_pe4_ba4))) begin
-        cosmic_pe4_fb = cosmic_pe4_res5;
+        cosmic_pe4_forward1_0_1_2_3_o = cosmic_pe4_res5;
     end
     else if (((cosmic_pe4_bb4 != 0) && cosmic_pe4_h1w && (cosmic_pe4_h1b == cosmic_pe4_bb4) && (cosmic_pe4_h1a == cosmic_pe4_ba4))) begin
-        cosmic_pe4_fb = cosmic_pe4_h1v;
+        cosmic_pe4_forward1_0_1_2_3_o = cosmic_pe4_h1v;
     end
     else if (((cosmic_pe4_bb4 != 0) && cosmic_pe4_h2w && (cosmic_pe4_h2b == cosmic_pe4_bb4) && (cosmic_pe4_h2a == cosmic_pe4_ba4))) begin
-        cosmic_pe4_fb = cosmic_pe4_h2v;
+        cosmic_pe4_forward1_0_1_2_3_o = cosmic_pe4_h2v;
     end
     else if (((cosmic_pe4_bb4 != 0) && cosmic_pe4_h3w && (cosmic_pe4_h3b == cosmic_pe4_bb4) && (cosmic_pe4_h3a == cosmic_pe4_ba4))) begin
-        cosmic_pe4_fb = cosmic_pe4_h3v;
+        cosmic_pe4_forward1_0_1_2_3_o = cosmic_pe4_h3v;
     end
     else begin
-        cosmic_pe4_fb = cosmic_pe4_opb4;
+        cosmic_pe4_forward1_0_1_2_3_o = cosmic_pe4_opb4;
     end
+end
+
+
+always @(cosmic_pe4_sa4, cosmic_pe0_left_in, cosmic_pe4_right_in, cosmic_pe4_forward0_0_1_2_3_o, cosmic_pe4_bus_in) begin: cosmic_pe4_portsel0_0_1_2_3_c
+    case (cosmic_pe4_sa4)
+        'h3: begin
+            cosmic_pe4_fa = $signed(cosmic_pe0_left_in);
+        end
+        'h4: begin
+            cosmic_pe4_fa = $signed(cosmic_pe4_right_in);
+        end
+        'h5: begin
+            cosmic_pe4_fa = $signed(cosmic_pe4_bus_in);
+        end
+        default: begin
+            cosmic_pe4_fa = cosmic_pe4_forward0_0_1_2_3_o;
+        end
+    endcase
+end
+
+
+always @(cosmic_pe4_sb4, cosmic_pe0_left_in, cosmic_pe4_right_in, cosmic_pe4_forward1_0_1_2_3_o, cosmic_pe4_bus_in) begin: cosmic_pe4_portsel1_0_1_2_3_c
+    case (cosmic_pe4_sb4)
+        'h3: begin
+            cosmic_pe4_fb = $signed(cosmic_pe0_left_in);
+        end
+        'h4: begin
+            cosmic_pe4_fb = $signed(cosmic_pe4_right_in);
+        end
+        'h5: begin
+            cosmic_pe4_fb = $signed(cosmic_pe4_bus_in);
+        end
+        default: begin
+            cosmic_pe4_fb = cosmic_pe4_forward1_0_1_2_3_o;
+        end
+    endcase
 end
 
 
@@ -11752,34 +11788,25 @@ assign cosmic_pe4_ctl1 = {cosmic_pe4_sa1, cosmic_pe4_sb1, cosmic_pe4_op1, cosmic
 
 always @(posedge clk) begin: cosmic_pe4_st1
     if (rst == 1) begin
-        cosmic_pe4_c2 <= 0;
-        cosmic_pe4_bi2 <= 0;
-        cosmic_pe4_ri2 <= 0;
-        cosmic_pe4_l2 <= 0;
-        cosmic_pe4_li2 <= 0;
         cosmic_pe4_v2 <= 0;
+        cosmic_pe4_c2 <= 0;
+        cosmic_pe4_l2 <= 0;
     end
     else begin
         cosmic_pe4_v2 <= cosmic_pe4_v1;
         cosmic_pe4_l2 <= cosmic_pe4_l1;
         cosmic_pe4_c2 <= cosmic_pe4_ctl1;
-        cosmic_pe4_li2 <= $signed(cosmic_pe0_left_in);
-        cosmic_pe4_ri2 <= $signed(cosmic_pe4_right_in);
-        cosmic_pe4_bi2 <= $signed(cosmic_pe4_bus_in);
     end
 end
 
 
 always @(posedge clk) begin: cosmic_pe4_st2
     if (rst == 1) begin
-        cosmic_pe4_ri3 <= 0;
         cosmic_pe4_d3 <= 0;
-        cosmic_pe4_bi3 <= 0;
         cosmic_pe4_i3 <= 0;
         cosmic_pe4_m3 <= 0;
         cosmic_pe4_v3 <= 0;
         cosmic_pe4_c3 <= 0;
-        cosmic_pe4_li3 <= 0;
         cosmic_pe4_l3 <= 0;
     end
     else begin
@@ -11789,9 +11816,6 @@ always @(posedge clk) begin: cosmic_pe4_st2
         cosmic_pe4_d3 <= $signed(cosmic_pe4_rd_d);
         cosmic_pe4_m3 <= $signed(cosmic_pe4_rd_m);
         cosmic_pe4_i3 <= $signed(cosmic_pe4_rd_i);
-        cosmic_pe4_li3 <= cosmic_pe4_li2;
-        cosmic_pe4_ri3 <= cosmic_pe4_ri2;
-        cosmic_pe4_bi3 <= cosmic_pe4_bi2;
     end
 end
 
@@ -11807,7 +11831,7 @@ always @(posedge clk) begin: cosmic_pe4_st3
     else begin
         cosmic_pe4_v4 <= cosmic_pe4_v3;
         cosmic_pe4_l4 <= cosmic_pe4_l3;
-        cosmic_pe4_c4 <= cosmic_pe4_c3[38-1:0];
+        cosmic_pe4_c4 <= cosmic_pe4_c3;
         cosmic_pe4_opa4 <= cosmic_pe4_opa_c;
         cosmic_pe4_opb4 <= cosmic_pe4_opb_c;
     end
@@ -12348,7 +12372,7 @@ assign cosmic_pe5_sa3 = cosmic_pe5_c3[44-1:41];
 assign cosmic_pe5_sb3 = cosmic_pe5_c3[41-1:38];
 
 
-always @(cosmic_pe5_ri3, cosmic_pe5_sa3, cosmic_pe5_d3, cosmic_pe5_bi3, cosmic_pe5_i3, cosmic_pe5_m3, cosmic_pe5_li3) begin: cosmic_pe5_select0_0_1_2_3_4_c
+always @(cosmic_pe5_m3, cosmic_pe5_i3, cosmic_pe5_sa3, cosmic_pe5_d3) begin: cosmic_pe5_select0_0_1_2_3_4_c
     case (cosmic_pe5_sa3)
         'h0: begin
             cosmic_pe5_opa_c = cosmic_pe5_d3;
@@ -12359,26 +12383,17 @@ always @(cosmic_pe5_ri3, cosmic_pe5_sa3, cosmic_pe5_d3, cosmic_pe5_bi3, cosmic_p
         'h2: begin
             cosmic_pe5_opa_c = cosmic_pe5_i3;
         end
-        'h3: begin
-            cosmic_pe5_opa_c = cosmic_pe5_li3;
-        end
-        'h4: begin
-            cosmic_pe5_opa_c = cosmic_pe5_ri3;
-        end
-        'h5: begin
-            cosmic_pe5_opa_c = cosmic_pe5_bi3;
-        end
-        'h6: begin
-            cosmic_pe5_opa_c = 0;
+        'h7: begin
+            cosmic_pe5_opa_c = 65536;
         end
         default: begin
-            cosmic_pe5_opa_c = 65536;
+            cosmic_pe5_opa_c = 0;
         end
     endcase
 end
 
 
-always @(cosmic_pe5_ri3, cosmic_pe5_sb3, cosmic_pe5_d3, cosmic_pe5_bi3, cosmic_pe5_i3, cosmic_pe5_m3, cosmic_pe5_li3) begin: cosmic_pe5_select1_0_1_2_3_4_c
+always @(cosmic_pe5_m3, cosmic_pe5_i3, cosmic_pe5_sb3, cosmic_pe5_d3) begin: cosmic_pe5_select1_0_1_2_3_4_c
     case (cosmic_pe5_sb3)
         'h0: begin
             cosmic_pe5_opb_c = cosmic_pe5_d3;
@@ -12389,20 +12404,11 @@ always @(cosmic_pe5_ri3, cosmic_pe5_sb3, cosmic_pe5_d3, cosmic_pe5_bi3, cosmic_p
         'h2: begin
             cosmic_pe5_opb_c = cosmic_pe5_i3;
         end
-        'h3: begin
-            cosmic_pe5_opb_c = cosmic_pe5_li3;
-        end
-        'h4: begin
-            cosmic_pe5_opb_c = cosmic_pe5_ri3;
-        end
-        'h5: begin
-            cosmic_pe5_opb_c = cosmic_pe5_bi3;
-        end
-        'h6: begin
-            cosmic_pe5_opb_c = 0;
+        'h7: begin
+            cosmic_pe5_opb_c = 65536;
         end
         default: begin
-            cosmic_pe5_opb_c = 65536;
+            cosmic_pe5_opb_c = 0;
         end
     endcase
 end
@@ -12416,6 +12422,8 @@ assign cosmic_pe5_ba4 = cosmic_pe5_c4[21-1:13];
 
 
 
+assign cosmic_pe5_sa4 = cosmic_pe5_c4[44-1:41];
+assign cosmic_pe5_sb4 = cosmic_pe5_c4[41-1:38];
 assign cosmic_pe5_op4 = cosmic_pe5_c4[38-1:34];
 assign cosmic_pe5_clr4 = cosmic_pe5_c4[33];
 assign cosmic_pe5_wb4 = cosmic_pe5_c4[13-1:11];
@@ -12457,39 +12465,75 @@ end
 
 always @(cosmic_pe5_h1b, cosmic_pe5_h2v, cosmic_pe5_wa5, cosmic_pe5_h3v, cosmic_pe5_h1a, cosmic_pe5_h1v, cosmic_pe5_opa4, cosmic_pe5_h2b, cosmic_pe5_h2w, cosmic_pe5_h3w, cosmic_pe5_we5, cosmic_pe5_res5, cosmic_pe5_h3b, cosmic_pe5_h3a, cosmic_pe5_ab4, cosmic_pe5_wb5, cosmic_pe5_aa4, cosmic_pe5_h1w, cosmic_pe5_h2a) begin: cosmic_pe5_forward0_0_1_2_3_4_c
     if (((cosmic_pe5_ab4 != 0) && cosmic_pe5_we5 && (cosmic_pe5_wb5 == cosmic_pe5_ab4) && (cosmic_pe5_wa5 == cosmic_pe5_aa4))) begin
-        cosmic_pe5_fa = cosmic_pe5_res5;
+        cosmic_pe5_forward0_0_1_2_3_4_o = cosmic_pe5_res5;
     end
     else if (((cosmic_pe5_ab4 != 0) && cosmic_pe5_h1w && (cosmic_pe5_h1b == cosmic_pe5_ab4) && (cosmic_pe5_h1a == cosmic_pe5_aa4))) begin
-        cosmic_pe5_fa = cosmic_pe5_h1v;
+        cosmic_pe5_forward0_0_1_2_3_4_o = cosmic_pe5_h1v;
     end
     else if (((cosmic_pe5_ab4 != 0) && cosmic_pe5_h2w && (cosmic_pe5_h2b == cosmic_pe5_ab4) && (cosmic_pe5_h2a == cosmic_pe5_aa4))) begin
-        cosmic_pe5_fa = cosmic_pe5_h2v;
+        cosmic_pe5_forward0_0_1_2_3_4_o = cosmic_pe5_h2v;
     end
     else if (((cosmic_pe5_ab4 != 0) && cosmic_pe5_h3w && (cosmic_pe5_h3b == cosmic_pe5_ab4) && (cosmic_pe5_h3a == cosmic_pe5_aa4))) begin
-        cosmic_pe5_fa = cosmic_pe5_h3v;
+        cosmic_pe5_forward0_0_1_2_3_4_o = cosmic_pe5_h3v;
     end
     else begin
-        cosmic_pe5_fa = cosmic_pe5_opa4;
+        cosmic_pe5_forward0_0_1_2_3_4_o = cosmic_pe5_opa4;
     end
 end
 
 
 always @(cosmic_pe5_h1b, cosmic_pe5_h2v, cosmic_pe5_wa5, cosmic_pe5_h3v, cosmic_pe5_h1a, cosmic_pe5_h1v, cosmic_pe5_opb4, cosmic_pe5_h2b, cosmic_pe5_h2w, cosmic_pe5_h3w, cosmic_pe5_we5, cosmic_pe5_res5, cosmic_pe5_h3b, cosmic_pe5_h3a, cosmic_pe5_bb4, cosmic_pe5_wb5, cosmic_pe5_ba4, cosmic_pe5_h1w, cosmic_pe5_h2a) begin: cosmic_pe5_forward1_0_1_2_3_4_c
     if (((cosmic_pe5_bb4 != 0) && cosmic_pe5_we5 && (cosmic_pe5_wb5 == cosmic_pe5_bb4) && (cosmic_pe5_wa5 == cosmic_pe5_ba4))) begin
-        cosmic_pe5_fb = cosmic_pe5_res5;
+        cosmic_pe5_forward1_0_1_2_3_4_o = cosmic_pe5_res5;
     end
     else if (((cosmic_pe5_bb4 != 0) && cosmic_pe5_h1w && (cosmic_pe5_h1b == cosmic_pe5_bb4) && (cosmic_pe5_h1a == cosmic_pe5_ba4))) begin
-        cosmic_pe5_fb = cosmic_pe5_h1v;
+        cosmic_pe5_forward1_0_1_2_3_4_o = cosmic_pe5_h1v;
     end
     else if (((cosmic_pe5_bb4 != 0) && cosmic_pe5_h2w && (cosmic_pe5_h2b == cosmic_pe5_bb4) && (cosmic_pe5_h2a == cosmic_pe5_ba4))) begin
-        cosmic_pe5_fb = cosmic_pe5_h2v;
+        cosmic_pe5_forward1_0_1_2_3_4_o = cosmic_pe5_h2v;
     end
     else if (((cosmic_pe5_bb4 != 0) && cosmic_pe5_h3w && (cosmic_pe5_h3b == cosmic_pe5_bb4) && (cosmic_pe5_h3a == cosmic_pe5_ba4))) begin
-        cosmic_pe5_fb = cosmic_pe5_h3v;
+        cosmic_pe5_forward1_0_1_2_3_4_o = cosmic_pe5_h3v;
     end
     else begin
-        cosmic_pe5_fb = cosmic_pe5_opb4;
+        cosmic_pe5_forward1_0_1_2_3_4_o = cosmic_pe5_opb4;
     end
+end
+
+
+always @(cosmic_pe5_sa4, cosmic_pe4_right_out, cosmic_pe5_right_in, cosmic_pe5_forward0_0_1_2_3_4_o, cosmic_pe5_bus_in) begin: cosmic_pe5_portsel0_0_1_2_3_4_c
+    case (cosmic_pe5_sa4)
+        'h3: begin
+            cosmic_pe5_fa = $signed(cosmic_pe4_right_out);
+        end
+        'h4: begin
+            cosmic_pe5_fa = $signed(cosmic_pe5_right_in);
+        end
+        'h5: begin
+            cosmic_pe5_fa = $signed(cosmic_pe5_bus_in);
+        end
+        default: begin
+            cosmic_pe5_fa = cosmic_pe5_forward0_0_1_2_3_4_o;
+        end
+    endcase
+end
+
+
+always @(cosmic_pe5_sb4, cosmic_pe4_right_out, cosmic_pe5_right_in, cosmic_pe5_forward1_0_1_2_3_4_o, cosmic_pe5_bus_in) begin: cosmic_pe5_portsel1_0_1_2_3_4_c
+    case (cosmic_pe5_sb4)
+        'h3: begin
+            cosmic_pe5_fb = $signed(cosmic_pe4_right_out);
+        end
+        'h4: begin
+            cosmic_pe5_fb = $signed(cosmic_pe5_right_in);
+        end
+        'h5: begin
+            cosmic_pe5_fb = $signed(cosmic_pe5_bus_in);
+        end
+        default: begin
+            cosmic_pe5_fb = cosmic_pe5_forward1_0_1_2_3_4_o;
+        end
+    endcase
 end
 
 
@@ -12984,34 +13028,25 @@ assign cosmic_pe5_ctl1 = {cosmic_pe5_sa1, cosmic_pe5_sb1, cosmic_pe5_op1, cosmic
 
 always @(posedge clk) begin: cosmic_pe5_st1
     if (rst == 1) begin
-        cosmic_pe5_c2 <= 0;
-        cosmic_pe5_bi2 <= 0;
-        cosmic_pe5_ri2 <= 0;
-        cosmic_pe5_l2 <= 0;
-        cosmic_pe5_li2 <= 0;
         cosmic_pe5_v2 <= 0;
+        cosmic_pe5_c2 <= 0;
+        cosmic_pe5_l2 <= 0;
     end
     else begin
         cosmic_pe5_v2 <= cosmic_pe5_v1;
         cosmic_pe5_l2 <= cosmic_pe5_l1;
         cosmic_pe5_c2 <= cosmic_pe5_ctl1;
-        cosmic_pe5_li2 <= $signed(cosmic_pe4_right_out);
-        cosmic_pe5_ri2 <= $signed(cosmic_pe5_right_in);
-        cosmic_pe5_bi2 <= $signed(cosmic_pe5_bus_in);
     end
 end
 
 
 always @(posedge clk) begin: cosmic_pe5_st2
     if (rst == 1) begin
-        cosmic_pe5_ri3 <= 0;
         cosmic_pe5_d3 <= 0;
-        cosmic_pe5_bi3 <= 0;
         cosmic_pe5_i3 <= 0;
         cosmic_pe5_m3 <= 0;
         cosmic_pe5_v3 <= 0;
         cosmic_pe5_c3 <= 0;
-        cosmic_pe5_li3 <= 0;
         cosmic_pe5_l3 <= 0;
     end
     else begin
@@ -13021,9 +13056,6 @@ always @(posedge clk) begin: cosmic_pe5_st2
         cosmic_pe5_d3 <= $signed(cosmic_pe5_rd_d);
         cosmic_pe5_m3 <= $signed(cosmic_pe5_rd_m);
         cosmic_pe5_i3 <= $signed(cosmic_pe5_rd_i);
-        cosmic_pe5_li3 <= cosmic_pe5_li2;
-        cosmic_pe5_ri3 <= cosmic_pe5_ri2;
-        cosmic_pe5_bi3 <= cosmic_pe5_bi2;
     end
 end
 
@@ -13039,7 +13071,7 @@ always @(posedge clk) begin: cosmic_pe5_st3
     else begin
         cosmic_pe5_v4 <= cosmic_pe5_v3;
         cosmic_pe5_l4 <= cosmic_pe5_l3;
-        cosmic_pe5_c4 <= cosmic_pe5_c3[38-1:0];
+        cosmic_pe5_c4 <= cosmic_pe5_c3;
         cosmic_pe5_opa4 <= cosmic_pe5_opa_c;
         cosmic_pe5_opb4 <= cosmic_pe5_opb_c;
     end
@@ -13580,7 +13612,7 @@ assign cosmic_pe6_sa3 = cosmic_pe6_c3[44-1:41];
 assign cosmic_pe6_sb3 = cosmic_pe6_c3[41-1:38];
 
 
-always @(cosmic_pe6_ri3, cosmic_pe6_sa3, cosmic_pe6_d3, cosmic_pe6_bi3, cosmic_pe6_i3, cosmic_pe6_m3, cosmic_pe6_li3) begin: cosmic_pe6_select0_0_1_2_3_4_5_c
+always @(cosmic_pe6_m3, cosmic_pe6_i3, cosmic_pe6_sa3, cosmic_pe6_d3) begin: cosmic_pe6_select0_0_1_2_3_4_5_c
     case (cosmic_pe6_sa3)
         'h0: begin
             cosmic_pe6_opa_c = cosmic_pe6_d3;
@@ -13591,26 +13623,17 @@ always @(cosmic_pe6_ri3, cosmic_pe6_sa3, cosmic_pe6_d3, cosmic_pe6_bi3, cosmic_p
         'h2: begin
             cosmic_pe6_opa_c = cosmic_pe6_i3;
         end
-        'h3: begin
-            cosmic_pe6_opa_c = cosmic_pe6_li3;
-        end
-        'h4: begin
-            cosmic_pe6_opa_c = cosmic_pe6_ri3;
-        end
-        'h5: begin
-            cosmic_pe6_opa_c = cosmic_pe6_bi3;
-        end
-        'h6: begin
-            cosmic_pe6_opa_c = 0;
+        'h7: begin
+            cosmic_pe6_opa_c = 65536;
         end
         default: begin
-            cosmic_pe6_opa_c = 65536;
+            cosmic_pe6_opa_c = 0;
         end
     endcase
 end
 
 
-always @(cosmic_pe6_ri3, cosmic_pe6_sb3, cosmic_pe6_d3, cosmic_pe6_bi3, cosmic_pe6_i3, cosmic_pe6_m3, cosmic_pe6_li3) begin: cosmic_pe6_select1_0_1_2_3_4_5_c
+always @(cosmic_pe6_m3, cosmic_pe6_i3, cosmic_pe6_sb3, cosmic_pe6_d3) begin: cosmic_pe6_select1_0_1_2_3_4_5_c
     case (cosmic_pe6_sb3)
         'h0: begin
             cosmic_pe6_opb_c = cosmic_pe6_d3;
@@ -13621,20 +13644,11 @@ always @(cosmic_pe6_ri3, cosmic_pe6_sb3, cosmic_pe6_d3, cosmic_pe6_bi3, cosmic_p
         'h2: begin
             cosmic_pe6_opb_c = cosmic_pe6_i3;
         end
-        'h3: begin
-            cosmic_pe6_opb_c = cosmic_pe6_li3;
-        end
-        'h4: begin
-            cosmic_pe6_opb_c = cosmic_pe6_ri3;
-        end
-        'h5: begin
-            cosmic_pe6_opb_c = cosmic_pe6_bi3;
-        end
-        'h6: begin
-            cosmic_pe6_opb_c = 0;
+        'h7: begin
+            cosmic_pe6_opb_c = 65536;
         end
         default: begin
-            cosmic_pe6_opb_c = 65536;
+            cosmic_pe6_opb_c = 0;
         end
     endcase
 end
@@ -13648,6 +13662,8 @@ assign cosmic_pe6_ba4 = cosmic_pe6_c4[21-1:13];
 
 
 
+assign cosmic_pe6_sa4 = cosmic_pe6_c4[44-1:41];
+assign cosmic_pe6_sb4 = cosmic_pe6_c4[41-1:38];
 assign cosmic_pe6_op4 = cosmic_pe6_c4[38-1:34];
 assign cosmic_pe6_clr4 = cosmic_pe6_c4[33];
 assign cosmic_pe6_wb4 = cosmic_pe6_c4[13-1:11];
@@ -13689,39 +13705,75 @@ end
 
 always @(cosmic_pe6_h1b, cosmic_pe6_h2v, cosmic_pe6_wa5, cosmic_pe6_h3v, cosmic_pe6_h1a, cosmic_pe6_h1v, cosmic_pe6_opa4, cosmic_pe6_h2b, cosmic_pe6_h2w, cosmic_pe6_h3w, cosmic_pe6_we5, cosmic_pe6_res5, cosmic_pe6_h3b, cosmic_pe6_h3a, cosmic_pe6_ab4, cosmic_pe6_wb5, cosmic_pe6_aa4, cosmic_pe6_h1w, cosmic_pe6_h2a) begin: cosmic_pe6_forward0_0_1_2_3_4_5_c
     if (((cosmic_pe6_ab4 != 0) && cosmic_pe6_we5 && (cosmic_pe6_wb5 == cosmic_pe6_ab4) && (cosmic_pe6_wa5 == cosmic_pe6_aa4))) begin
-        cosmic_pe6_fa = cosmic_pe6_res5;
+        cosmic_pe6_forward0_0_1_2_3_4_5_o = cosmic_pe6_res5;
     end
     else if (((cosmic_pe6_ab4 != 0) && cosmic_pe6_h1w && (cosmic_pe6_h1b == cosmic_pe6_ab4) && (cosmic_pe6_h1a == cosmic_pe6_aa4))) begin
-        cosmic_pe6_fa = cosmic_pe6_h1v;
+        cosmic_pe6_forward0_0_1_2_3_4_5_o = cosmic_pe6_h1v;
     end
     else if (((cosmic_pe6_ab4 != 0) && cosmic_pe6_h2w && (cosmic_pe6_h2b == cosmic_pe6_ab4) && (cosmic_pe6_h2a == cosmic_pe6_aa4))) begin
-        cosmic_pe6_fa = cosmic_pe6_h2v;
+        cosmic_pe6_forward0_0_1_2_3_4_5_o = cosmic_pe6_h2v;
     end
     else if (((cosmic_pe6_ab4 != 0) && cosmic_pe6_h3w && (cosmic_pe6_h3b == cosmic_pe6_ab4) && (cosmic_pe6_h3a == cosmic_pe6_aa4))) begin
-        cosmic_pe6_fa = cosmic_pe6_h3v;
+        cosmic_pe6_forward0_0_1_2_3_4_5_o = cosmic_pe6_h3v;
     end
     else begin
-        cosmic_pe6_fa = cosmic_pe6_opa4;
+        cosmic_pe6_forward0_0_1_2_3_4_5_o = cosmic_pe6_opa4;
     end
 end
 
 
 always @(cosmic_pe6_h1b, cosmic_pe6_h2v, cosmic_pe6_wa5, cosmic_pe6_h3v, cosmic_pe6_h1a, cosmic_pe6_h1v, cosmic_pe6_opb4, cosmic_pe6_h2b, cosmic_pe6_h2w, cosmic_pe6_h3w, cosmic_pe6_we5, cosmic_pe6_res5, cosmic_pe6_h3b, cosmic_pe6_h3a, cosmic_pe6_bb4, cosmic_pe6_wb5, cosmic_pe6_ba4, cosmic_pe6_h1w, cosmic_pe6_h2a) begin: cosmic_pe6_forward1_0_1_2_3_4_5_c
     if (((cosmic_pe6_bb4 != 0) && cosmic_pe6_we5 && (cosmic_pe6_wb5 == cosmic_pe6_bb4) && (cosmic_pe6_wa5 == cosmic_pe6_ba4))) begin
-        cosmic_pe6_fb = cosmic_pe6_res5;
+        cosmic_pe6_forward1_0_1_2_3_4_5_o = cosmic_pe6_res5;
     end
     else if (((cosmic_pe6_bb4 != 0) && cosmic_pe6_h1w && (cosmic_pe6_h1b == cosmic_pe6_bb4) && (cosmic_pe6_h1a == cosmic_pe6_ba4))) begin
-        cosmic_pe6_fb = cosmic_pe6_h1v;
+        cosmic_pe6_forward1_0_1_2_3_4_5_o = cosmic_pe6_h1v;
     end
     else if (((cosmic_pe6_bb4 != 0) && cosmic_pe6_h2w && (cosmic_pe6_h2b == cosmic_pe6_bb4) && (cosmic_pe6_h2a == cosmic_pe6_ba4))) begin
-        cosmic_pe6_fb = cosmic_pe6_h2v;
+        cosmic_pe6_forward1_0_1_2_3_4_5_o = cosmic_pe6_h2v;
     end
     else if (((cosmic_pe6_bb4 != 0) && cosmic_pe6_h3w && (cosmic_pe6_h3b == cosmic_pe6_bb4) && (cosmic_pe6_h3a == cosmic_pe6_ba4))) begin
-        cosmic_pe6_fb = cosmic_pe6_h3v;
+        cosmic_pe6_forward1_0_1_2_3_4_5_o = cosmic_pe6_h3v;
     end
     else begin
-        cosmic_pe6_fb = cosmic_pe6_opb4;
+        cosmic_pe6_forward1_0_1_2_3_4_5_o = cosmic_pe6_opb4;
     end
+end
+
+
+always @(cosmic_pe6_sa4, cosmic_pe5_right_out, cosmic_pe6_right_in, cosmic_pe6_forward0_0_1_2_3_4_5_o, cosmic_pe6_bus_in) begin: cosmic_pe6_portsel0_0_1_2_3_4_5_c
+    case (cosmic_pe6_sa4)
+        'h3: begin
+            cosmic_pe6_fa = $signed(cosmic_pe5_right_out);
+        end
+        'h4: begin
+            cosmic_pe6_fa = $signed(cosmic_pe6_right_in);
+        end
+        'h5: begin
+            cosmic_pe6_fa = $signed(cosmic_pe6_bus_in);
+        end
+        default: begin
+            cosmic_pe6_fa = cosmic_pe6_forward0_0_1_2_3_4_5_o;
+        end
+    endcase
+end
+
+
+always @(cosmic_pe6_sb4, cosmic_pe5_right_out, cosmic_pe6_right_in, cosmic_pe6_forward1_0_1_2_3_4_5_o, cosmic_pe6_bus_in) begin: cosmic_pe6_portsel1_0_1_2_3_4_5_c
+    case (cosmic_pe6_sb4)
+        'h3: begin
+            cosmic_pe6_fb = $signed(cosmic_pe5_right_out);
+        end
+        'h4: begin
+            cosmic_pe6_fb = $signed(cosmic_pe6_right_in);
+        end
+        'h5: begin
+            cosmic_pe6_fb = $signed(cosmic_pe6_bus_in);
+        end
+        default: begin
+            cosmic_pe6_fb = cosmic_pe6_forward1_0_1_2_3_4_5_o;
+        end
+    endcase
 end
 
 
@@ -14216,34 +14268,25 @@ assign cosmic_pe6_ctl1 = {cosmic_pe6_sa1, cosmic_pe6_sb1, cosmic_pe6_op1, cosmic
 
 always @(posedge clk) begin: cosmic_pe6_st1
     if (rst == 1) begin
-        cosmic_pe6_c2 <= 0;
-        cosmic_pe6_bi2 <= 0;
-        cosmic_pe6_ri2 <= 0;
-        cosmic_pe6_l2 <= 0;
-        cosmic_pe6_li2 <= 0;
         cosmic_pe6_v2 <= 0;
+        cosmic_pe6_c2 <= 0;
+        cosmic_pe6_l2 <= 0;
     end
     else begin
         cosmic_pe6_v2 <= cosmic_pe6_v1;
         cosmic_pe6_l2 <= cosmic_pe6_l1;
         cosmic_pe6_c2 <= cosmic_pe6_ctl1;
-        cosmic_pe6_li2 <= $signed(cosmic_pe5_right_out);
-        cosmic_pe6_ri2 <= $signed(cosmic_pe6_right_in);
-        cosmic_pe6_bi2 <= $signed(cosmic_pe6_bus_in);
     end
 end
 
 
 always @(posedge clk) begin: cosmic_pe6_st2
     if (rst == 1) begin
-        cosmic_pe6_ri3 <= 0;
         cosmic_pe6_d3 <= 0;
-        cosmic_pe6_bi3 <= 0;
         cosmic_pe6_i3 <= 0;
         cosmic_pe6_m3 <= 0;
         cosmic_pe6_v3 <= 0;
         cosmic_pe6_c3 <= 0;
-        cosmic_pe6_li3 <= 0;
         cosmic_pe6_l3 <= 0;
     end
     else begin
@@ -14253,9 +14296,6 @@ always @(posedge clk) begin: cosmic_pe6_st2
         cosmic_pe6_d3 <= $signed(cosmic_pe6_rd_d);
         cosmic_pe6_m3 <= $signed(cosmic_pe6_rd_m);
         cosmic_pe6_i3 <= $signed(cosmic_pe6_rd_i);
-        cosmic_pe6_li3 <= cosmic_pe6_li2;
-        cosmic_pe6_ri3 <= cosmic_pe6_ri2;
-        cosmic_pe6_bi3 <= cosmic_pe6_bi2;
     end
 end
 
@@ -14271,7 +14311,7 @@ always @(posedge clk) begin: cosmic_pe6_st3
     else begin
         cosmic_pe6_v4 <= cosmic_pe6_v3;
         cosmic_pe6_l4 <= cosmic_pe6_l3;
-        cosmic_pe6_c4 <= cosmic_pe6_c3[38-1:0];
+        cosmic_pe6_c4 <= cosmic_pe6_c3;
         cosmic_pe6_opa4 <= cosmic_pe6_opa_c;
         cosmic_pe6_opb4 <= cosmic_pe6_opb_c;
     end
@@ -14812,7 +14852,7 @@ assign cosmic_pe7_sa3 = cosmic_pe7_c3[44-1:41];
 assign cosmic_pe7_sb3 = cosmic_pe7_c3[41-1:38];
 
 
-always @(cosmic_pe7_ri3, cosmic_pe7_sa3, cosmic_pe7_d3, cosmic_pe7_bi3, cosmic_pe7_i3, cosmic_pe7_m3, cosmic_pe7_li3) begin: cosmic_pe7_select0_0_1_2_3_4_5_6_c
+always @(cosmic_pe7_m3, cosmic_pe7_i3, cosmic_pe7_sa3, cosmic_pe7_d3) begin: cosmic_pe7_select0_0_1_2_3_4_5_6_c
     case (cosmic_pe7_sa3)
         'h0: begin
             cosmic_pe7_opa_c = cosmic_pe7_d3;
@@ -14823,26 +14863,17 @@ always @(cosmic_pe7_ri3, cosmic_pe7_sa3, cosmic_pe7_d3, cosmic_pe7_bi3, cosmic_p
         'h2: begin
             cosmic_pe7_opa_c = cosmic_pe7_i3;
         end
-        'h3: begin
-            cosmic_pe7_opa_c = cosmic_pe7_li3;
-        end
-        'h4: begin
-            cosmic_pe7_opa_c = cosmic_pe7_ri3;
-        end
-        'h5: begin
-            cosmic_pe7_opa_c = cosmic_pe7_bi3;
-        end
-        'h6: begin
-            cosmic_pe7_opa_c = 0;
+        'h7: begin
+            cosmic_pe7_opa_c = 65536;
         end
         default: begin
-            cosmic_pe7_opa_c = 65536;
+            cosmic_pe7_opa_c = 0;
         end
     endcase
 end
 
 
-always @(cosmic_pe7_ri3, cosmic_pe7_sb3, cosmic_pe7_d3, cosmic_pe7_bi3, cosmic_pe7_i3, cosmic_pe7_m3, cosmic_pe7_li3) begin: cosmic_pe7_select1_0_1_2_3_4_5_6_c
+always @(cosmic_pe7_m3, cosmic_pe7_i3, cosmic_pe7_sb3, cosmic_pe7_d3) begin: cosmic_pe7_select1_0_1_2_3_4_5_6_c
     case (cosmic_pe7_sb3)
         'h0: begin
             cosmic_pe7_opb_c = cosmic_pe7_d3;
@@ -14853,20 +14884,11 @@ always @(cosmic_pe7_ri3, cosmic_pe7_sb3, cosmic_pe7_d3, cosmic_pe7_bi3, cosmic_p
         'h2: begin
             cosmic_pe7_opb_c = cosmic_pe7_i3;
         end
-        'h3: begin
-            cosmic_pe7_opb_c = cosmic_pe7_li3;
-        end
-        'h4: begin
-            cosmic_pe7_opb_c = cosmic_pe7_ri3;
-        end
-        'h5: begin
-            cosmic_pe7_opb_c = cosmic_pe7_bi3;
-        end
-        'h6: begin
-            cosmic_pe7_opb_c = 0;
+        'h7: begin
+            cosmic_pe7_opb_c = 65536;
         end
         default: begin
-            cosmic_pe7_opb_c = 65536;
+            cosmic_pe7_opb_c = 0;
         end
     endcase
 end
@@ -14880,6 +14902,8 @@ assign cosmic_pe7_ba4 = cosmic_pe7_c4[21-1:13];
 
 
 
+assign cosmic_pe7_sa4 = cosmic_pe7_c4[44-1:41];
+assign cosmic_pe7_sb4 = cosmic_pe7_c4[41-1:38];
 assign cosmic_pe7_op4 = cosmic_pe7_c4[38-1:34];
 assign cosmic_pe7_clr4 = cosmic_pe7_c4[33];
 assign cosmic_pe7_wb4 = cosmic_pe7_c4[13-1:11];
@@ -14921,39 +14945,75 @@ end
 
 always @(cosmic_pe7_h1b, cosmic_pe7_h2v, cosmic_pe7_wa5, cosmic_pe7_h3v, cosmic_pe7_h1a, cosmic_pe7_h1v, cosmic_pe7_opa4, cosmic_pe7_h2b, cosmic_pe7_h2w, cosmic_pe7_h3w, cosmic_pe7_we5, cosmic_pe7_res5, cosmic_pe7_h3b, cosmic_pe7_h3a, cosmic_pe7_ab4, cosmic_pe7_wb5, cosmic_pe7_aa4, cosmic_pe7_h1w, cosmic_pe7_h2a) begin: cosmic_pe7_forward0_0_1_2_3_4_5_6_c
     if (((cosmic_pe7_ab4 != 0) && cosmic_pe7_we5 && (cosmic_pe7_wb5 == cosmic_pe7_ab4) && (cosmic_pe7_wa5 == cosmic_pe7_aa4))) begin
-        cosmic_pe7_fa = cosmic_pe7_res5;
+        cosmic_pe7_forward0_0_1_2_3_4_5_6_o = cosmic_pe7_res5;
     end
     else if (((cosmic_pe7_ab4 != 0) && cosmic_pe7_h1w && (cosmic_pe7_h1b == cosmic_pe7_ab4) && (cosmic_pe7_h1a == cosmic_pe7_aa4))) begin
-        cosmic_pe7_fa = cosmic_pe7_h1v;
+        cosmic_pe7_forward0_0_1_2_3_4_5_6_o = cosmic_pe7_h1v;
     end
     else if (((cosmic_pe7_ab4 != 0) && cosmic_pe7_h2w && (cosmic_pe7_h2b == cosmic_pe7_ab4) && (cosmic_pe7_h2a == cosmic_pe7_aa4))) begin
-        cosmic_pe7_fa = cosmic_pe7_h2v;
+        cosmic_pe7_forward0_0_1_2_3_4_5_6_o = cosmic_pe7_h2v;
     end
     else if (((cosmic_pe7_ab4 != 0) && cosmic_pe7_h3w && (cosmic_pe7_h3b == cosmic_pe7_ab4) && (cosmic_pe7_h3a == cosmic_pe7_aa4))) begin
-        cosmic_pe7_fa = cosmic_pe7_h3v;
+        cosmic_pe7_forward0_0_1_2_3_4_5_6_o = cosmic_pe7_h3v;
     end
     else begin
-        cosmic_pe7_fa = cosmic_pe7_opa4;
+        cosmic_pe7_forward0_0_1_2_3_4_5_6_o = cosmic_pe7_opa4;
     end
 end
 
 
 always @(cosmic_pe7_h1b, cosmic_pe7_h2v, cosmic_pe7_wa5, cosmic_pe7_h3v, cosmic_pe7_h1a, cosmic_pe7_h1v, cosmic_pe7_opb4, cosmic_pe7_h2b, cosmic_pe7_h2w, cosmic_pe7_h3w, cosmic_pe7_we5, cosmic_pe7_res5, cosmic_pe7_h3b, cosmic_pe7_h3a, cosmic_pe7_bb4, cosmic_pe7_wb5, cosmic_pe7_ba4, cosmic_pe7_h1w, cosmic_pe7_h2a) begin: cosmic_pe7_forward1_0_1_2_3_4_5_6_c
     if (((cosmic_pe7_bb4 != 0) && cosmic_pe7_we5 && (cosmic_pe7_wb5 == cosmic_pe7_bb4) && (cosmic_pe7_wa5 == cosmic_pe7_ba4))) begin
-        cosmic_pe7_fb = cosmic_pe7_res5;
+        cosmic_pe7_forward1_0_1_2_3_4_5_6_o = cosmic_pe7_res5;
     end
     else if (((cosmic_pe7_bb4 != 0) && cosmic_pe7_h1w && (cosmic_pe7_h1b == cosmic_pe7_bb4) && (cosmic_pe7_h1a == cosmic_pe7_ba4))) begin
-        cosmic_pe7_fb = cosmic_pe7_h1v;
+        cosmic_pe7_forward1_0_1_2_3_4_5_6_o = cosmic_pe7_h1v;
     end
     else if (((cosmic_pe7_bb4 != 0) && cosmic_pe7_h2w && (cosmic_pe7_h2b == cosmic_pe7_bb4) && (cosmic_pe7_h2a == cosmic_pe7_ba4))) begin
-        cosmic_pe7_fb = cosmic_pe7_h2v;
+        cosmic_pe7_forward1_0_1_2_3_4_5_6_o = cosmic_pe7_h2v;
     end
     else if (((cosmic_pe7_bb4 != 0) && cosmic_pe7_h3w && (cosmic_pe7_h3b == cosmic_pe7_bb4) && (cosmic_pe7_h3a == cosmic_pe7_ba4))) begin
-        cosmic_pe7_fb = cosmic_pe7_h3v;
+        cosmic_pe7_forward1_0_1_2_3_4_5_6_o = cosmic_pe7_h3v;
     end
     else begin
-        cosmic_pe7_fb = cosmic_pe7_opb4;
+        cosmic_pe7_forward1_0_1_2_3_4_5_6_o = cosmic_pe7_opb4;
     end
+end
+
+
+always @(cosmic_pe7_sa4, cosmic_pe6_right_out, cosmic_pe0_left_in, cosmic_pe7_forward0_0_1_2_3_4_5_6_o, cosmic_pe7_bus_in) begin: cosmic_pe7_portsel0_0_1_2_3_4_5_6_c
+    case (cosmic_pe7_sa4)
+        'h3: begin
+            cosmic_pe7_fa = $signed(cosmic_pe6_right_out);
+        end
+        'h4: begin
+            cosmic_pe7_fa = $signed(cosmic_pe0_left_in);
+        end
+        'h5: begin
+            cosmic_pe7_fa = $signed(cosmic_pe7_bus_in);
+        end
+        default: begin
+            cosmic_pe7_fa = cosmic_pe7_forward0_0_1_2_3_4_5_6_o;
+        end
+    endcase
+end
+
+
+always @(cosmic_pe7_sb4, cosmic_pe6_right_out, cosmic_pe0_left_in, cosmic_pe7_forward1_0_1_2_3_4_5_6_o, cosmic_pe7_bus_in) begin: cosmic_pe7_portsel1_0_1_2_3_4_5_6_c
+    case (cosmic_pe7_sb4)
+        'h3: begin
+            cosmic_pe7_fb = $signed(cosmic_pe6_right_out);
+        end
+        'h4: begin
+            cosmic_pe7_fb = $signed(cosmic_pe0_left_in);
+        end
+        'h5: begin
+            cosmic_pe7_fb = $signed(cosmic_pe7_bus_in);
+        end
+        default: begin
+            cosmic_pe7_fb = cosmic_pe7_forward1_0_1_2_3_4_5_6_o;
+        end
+    endcase
 end
 
 
@@ -15448,34 +15508,25 @@ assign cosmic_pe7_ctl1 = {cosmic_pe7_sa1, cosmic_pe7_sb1, cosmic_pe7_op1, cosmic
 
 always @(posedge clk) begin: cosmic_pe7_st1
     if (rst == 1) begin
-        cosmic_pe7_c2 <= 0;
-        cosmic_pe7_bi2 <= 0;
-        cosmic_pe7_ri2 <= 0;
-        cosmic_pe7_l2 <= 0;
-        cosmic_pe7_li2 <= 0;
         cosmic_pe7_v2 <= 0;
+        cosmic_pe7_c2 <= 0;
+        cosmic_pe7_l2 <= 0;
     end
     else begin
         cosmic_pe7_v2 <= cosmic_pe7_v1;
         cosmic_pe7_l2 <= cosmic_pe7_l1;
         cosmic_pe7_c2 <= cosmic_pe7_ctl1;
-        cosmic_pe7_li2 <= $signed(cosmic_pe6_right_out);
-        cosmic_pe7_ri2 <= $signed(cosmic_pe0_left_in);
-        cosmic_pe7_bi2 <= $signed(cosmic_pe7_bus_in);
     end
 end
 
 
 always @(posedge clk) begin: cosmic_pe7_st2
     if (rst == 1) begin
-        cosmic_pe7_ri3 <= 0;
         cosmic_pe7_d3 <= 0;
-        cosmic_pe7_bi3 <= 0;
         cosmic_pe7_i3 <= 0;
         cosmic_pe7_m3 <= 0;
         cosmic_pe7_v3 <= 0;
         cosmic_pe7_c3 <= 0;
-        cosmic_pe7_li3 <= 0;
         cosmic_pe7_l3 <= 0;
     end
     else begin
@@ -15485,9 +15536,6 @@ always @(posedge clk) begin: cosmic_pe7_st2
         cosmic_pe7_d3 <= $signed(cosmic_pe7_rd_d);
         cosmic_pe7_m3 <= $signed(cosmic_pe7_rd_m);
         cosmic_pe7_i3 <= $signed(cosmic_pe7_rd_i);
-        cosmic_pe7_li3 <= cosmic_pe7_li2;
-        cosmic_pe7_ri3 <= cosmic_pe7_ri2;
-        cosmic_pe7_bi3 <= cosmic_pe7_bi2;
     end
 end
 
@@ -15503,7 +15551,7 @@ always @(posedge clk) begin: cosmic_pe7_st3
     else begin
         cosmic_pe7_v4 <= cosmic_pe7_v3;
         cosmic_pe7_l4 <= cosmic_pe7_l3;
-        cosmic_pe7_c4 <= cosmic_pe7_c3[38-1:0];
+        cosmic_pe7_c4 <= cosmic_pe7_c3;
         cosmic_pe7_opa4 <= cosmic_pe7_opa_c;
         cosmic_pe7_opb4 <= cosmic_pe7_opb_c;
     end

@@ -501,10 +501,12 @@ signal cosmic_pe0_sa3: unsigned(2 downto 0);
 signal cosmic_pe0_c3: unsigned(43 downto 0);
 signal cosmic_pe0_sb3: unsigned(2 downto 0);
 signal cosmic_pe0_ab4: unsigned(1 downto 0);
-signal cosmic_pe0_c4: unsigned(37 downto 0);
+signal cosmic_pe0_c4: unsigned(43 downto 0);
 signal cosmic_pe0_aa4: unsigned(7 downto 0);
 signal cosmic_pe0_bb4: unsigned(1 downto 0);
 signal cosmic_pe0_ba4: unsigned(7 downto 0);
+signal cosmic_pe0_sa4: unsigned(2 downto 0);
+signal cosmic_pe0_sb4: unsigned(2 downto 0);
 signal cosmic_pe0_op4: unsigned(3 downto 0);
 signal cosmic_pe0_clr4: std_logic;
 signal cosmic_pe0_wb4: unsigned(1 downto 0);
@@ -544,15 +546,9 @@ signal cosmic_pe0_aad1: unsigned(7 downto 0);
 signal cosmic_pe0_bbuf1: unsigned(1 downto 0);
 signal cosmic_pe0_bad1: unsigned(7 downto 0);
 signal cosmic_pe0_c2: unsigned(43 downto 0);
-signal cosmic_pe0_li2: signed (31 downto 0);
-signal cosmic_pe0_ri2: signed (31 downto 0);
-signal cosmic_pe0_bi2: signed (31 downto 0);
 signal cosmic_pe0_d3: signed (31 downto 0);
 signal cosmic_pe0_m3: signed (31 downto 0);
 signal cosmic_pe0_i3: signed (31 downto 0);
-signal cosmic_pe0_li3: signed (31 downto 0);
-signal cosmic_pe0_ri3: signed (31 downto 0);
-signal cosmic_pe0_bi3: signed (31 downto 0);
 signal cosmic_pe0_opa4: signed (31 downto 0);
 signal cosmic_pe0_opa_c: signed (31 downto 0);
 signal cosmic_pe0_opb4: signed (31 downto 0);
@@ -598,6 +594,8 @@ signal cosmic_pe0_bufmux0_0_we: std_logic;
 signal cosmic_pe0_bufmux0_0_wa: unsigned(7 downto 0);
 signal cosmic_pe0_bufmux0_0_wd: unsigned(31 downto 0);
 signal cosmic_pe0_bufmux0_0_ra: unsigned(7 downto 0);
+signal cosmic_pe0_forward0_o: signed (31 downto 0);
+signal cosmic_pe0_forward1_o: signed (31 downto 0);
 signal cosmic_pe0_sat0_fill: unsigned(30 downto 0);
 signal cosmic_pe0_sat0_hi: unsigned(1 downto 0);
 signal cosmic_pe0_sat0_hin: unsigned(1 downto 0);
@@ -715,10 +713,12 @@ signal cosmic_pe1_sa3: unsigned(2 downto 0);
 signal cosmic_pe1_c3: unsigned(43 downto 0);
 signal cosmic_pe1_sb3: unsigned(2 downto 0);
 signal cosmic_pe1_ab4: unsigned(1 downto 0);
-signal cosmic_pe1_c4: unsigned(37 downto 0);
+signal cosmic_pe1_c4: unsigned(43 downto 0);
 signal cosmic_pe1_aa4: unsigned(7 downto 0);
 signal cosmic_pe1_bb4: unsigned(1 downto 0);
 signal cosmic_pe1_ba4: unsigned(7 downto 0);
+signal cosmic_pe1_sa4: unsigned(2 downto 0);
+signal cosmic_pe1_sb4: unsigned(2 downto 0);
 signal cosmic_pe1_op4: unsigned(3 downto 0);
 signal cosmic_pe1_clr4: std_logic;
 signal cosmic_pe1_wb4: unsigned(1 downto 0);
@@ -758,15 +758,9 @@ signal cosmic_pe1_aad1: unsigned(7 downto 0);
 signal cosmic_pe1_bbuf1: unsigned(1 downto 0);
 signal cosmic_pe1_bad1: unsigned(7 downto 0);
 signal cosmic_pe1_c2: unsigned(43 downto 0);
-signal cosmic_pe1_li2: signed (31 downto 0);
-signal cosmic_pe1_ri2: signed (31 downto 0);
-signal cosmic_pe1_bi2: signed (31 downto 0);
 signal cosmic_pe1_d3: signed (31 downto 0);
 signal cosmic_pe1_m3: signed (31 downto 0);
 signal cosmic_pe1_i3: signed (31 downto 0);
-signal cosmic_pe1_li3: signed (31 downto 0);
-signal cosmic_pe1_ri3: signed (31 downto 0);
-signal cosmic_pe1_bi3: signed (31 downto 0);
 signal cosmic_pe1_opa4: signed (31 downto 0);
 signal cosmic_pe1_opa_c: signed (31 downto 0);
 signal cosmic_pe1_opb4: signed (31 downto 0);
@@ -812,6 +806,8 @@ signal cosmic_pe1_bufmux0_0_1_2_we: std_logic;
 signal cosmic_pe1_bufmux0_0_1_2_wa: unsigned(7 downto 0);
 signal cosmic_pe1_bufmux0_0_1_2_wd: unsigned(31 downto 0);
 signal cosmic_pe1_bufmux0_0_1_2_ra: unsigned(7 downto 0);
+signal cosmic_pe1_forward0_0_o: signed (31 downto 0);
+signal cosmic_pe1_forward1_0_o: signed (31 downto 0);
 signal cosmic_pe1_sat7_fill: unsigned(30 downto 0);
 signal cosmic_pe1_sat7_hi: unsigned(1 downto 0);
 signal cosmic_pe1_sat7_hin: unsigned(1 downto 0);
@@ -929,10 +925,12 @@ signal cosmic_pe2_sa3: unsigned(2 downto 0);
 signal cosmic_pe2_c3: unsigned(43 downto 0);
 signal cosmic_pe2_sb3: unsigned(2 downto 0);
 signal cosmic_pe2_ab4: unsigned(1 downto 0);
-signal cosmic_pe2_c4: unsigned(37 downto 0);
+signal cosmic_pe2_c4: unsigned(43 downto 0);
 signal cosmic_pe2_aa4: unsigned(7 downto 0);
 signal cosmic_pe2_bb4: unsigned(1 downto 0);
 signal cosmic_pe2_ba4: unsigned(7 downto 0);
+signal cosmic_pe2_sa4: unsigned(2 downto 0);
+signal cosmic_pe2_sb4: unsigned(2 downto 0);
 signal cosmic_pe2_op4: unsigned(3 downto 0);
 signal cosmic_pe2_clr4: std_logic;
 signal cosmic_pe2_wb4: unsigned(1 downto 0);
@@ -972,15 +970,9 @@ signal cosmic_pe2_aad1: unsigned(7 downto 0);
 signal cosmic_pe2_bbuf1: unsigned(1 downto 0);
 signal cosmic_pe2_bad1: unsigned(7 downto 0);
 signal cosmic_pe2_c2: unsigned(43 downto 0);
-signal cosmic_pe2_li2: signed (31 downto 0);
-signal cosmic_pe2_ri2: signed (31 downto 0);
-signal cosmic_pe2_bi2: signed (31 downto 0);
 signal cosmic_pe2_d3: signed (31 downto 0);
 signal cosmic_pe2_m3: signed (31 downto 0);
 signal cosmic_pe2_i3: signed (31 downto 0);
-signal cosmic_pe2_li3: signed (31 downto 0);
-signal cosmic_pe2_ri3: signed (31 downto 0);
-signal cosmic_pe2_bi3: signed (31 downto 0);
 signal cosmic_pe2_opa4: signed (31 downto 0);
 signal cosmic_pe2_opa_c: signed (31 downto 0);
 signal cosmic_pe2_opb4: signed (31 downto 0);
@@ -1026,6 +1018,8 @@ signal cosmic_pe2_bufmux0_0_1_2_3_4_we: std_logic;
 signal cosmic_pe2_bufmux0_0_1_2_3_4_wa: unsigned(7 downto 0);
 signal cosmic_pe2_bufmux0_0_1_2_3_4_wd: unsigned(31 downto 0);
 signal cosmic_pe2_bufmux0_0_1_2_3_4_ra: unsigned(7 downto 0);
+signal cosmic_pe2_forward0_0_1_o: signed (31 downto 0);
+signal cosmic_pe2_forward1_0_1_o: signed (31 downto 0);
 signal cosmic_pe2_sat14_fill: unsigned(30 downto 0);
 signal cosmic_pe2_sat14_hi: unsigned(1 downto 0);
 signal cosmic_pe2_sat14_hin: unsigned(1 downto 0);
@@ -1142,10 +1136,12 @@ signal cosmic_pe3_sa3: unsigned(2 downto 0);
 signal cosmic_pe3_c3: unsigned(43 downto 0);
 signal cosmic_pe3_sb3: unsigned(2 downto 0);
 signal cosmic_pe3_ab4: unsigned(1 downto 0);
-signal cosmic_pe3_c4: unsigned(37 downto 0);
+signal cosmic_pe3_c4: unsigned(43 downto 0);
 signal cosmic_pe3_aa4: unsigned(7 downto 0);
 signal cosmic_pe3_bb4: unsigned(1 downto 0);
 signal cosmic_pe3_ba4: unsigned(7 downto 0);
+signal cosmic_pe3_sa4: unsigned(2 downto 0);
+signal cosmic_pe3_sb4: unsigned(2 downto 0);
 signal cosmic_pe3_op4: unsigned(3 downto 0);
 signal cosmic_pe3_clr4: std_logic;
 signal cosmic_pe3_wb4: unsigned(1 downto 0);
@@ -1185,15 +1181,9 @@ signal cosmic_pe3_aad1: unsigned(7 downto 0);
 signal cosmic_pe3_bbuf1: unsigned(1 downto 0);
 signal cosmic_pe3_bad1: unsigned(7 downto 0);
 signal cosmic_pe3_c2: unsigned(43 downto 0);
-signal cosmic_pe3_li2: signed (31 downto 0);
-signal cosmic_pe3_ri2: signed (31 downto 0);
-signal cosmic_pe3_bi2: signed (31 downto 0);
 signal cosmic_pe3_d3: signed (31 downto 0);
 signal cosmic_pe3_m3: signed (31 downto 0);
 signal cosmic_pe3_i3: signed (31 downto 0);
-signal cosmic_pe3_li3: signed (31 downto 0);
-signal cosmic_pe3_ri3: signed (31 downto 0);
-signal cosmic_pe3_bi3: signed (31 downto 0);
 signal cosmic_pe3_opa4: signed (31 downto 0);
 signal cosmic_pe3_opa_c: signed (31 downto 0);
 signal cosmic_pe3_opb4: signed (31 downto 0);
@@ -1239,6 +1229,8 @@ signal cosmic_pe3_bufmux0_0_1_2_3_4_5_6_we: std_logic;
 signal cosmic_pe3_bufmux0_0_1_2_3_4_5_6_wa: unsigned(7 downto 0);
 signal cosmic_pe3_bufmux0_0_1_2_3_4_5_6_wd: unsigned(31 downto 0);
 signal cosmic_pe3_bufmux0_0_1_2_3_4_5_6_ra: unsigned(7 downto 0);
+signal cosmic_pe3_forward0_0_1_2_o: signed (31 downto 0);
+signal cosmic_pe3_forward1_0_1_2_o: signed (31 downto 0);
 signal cosmic_pe3_sat21_fill: unsigned(30 downto 0);
 signal cosmic_pe3_sat21_hi: unsigned(1 downto 0);
 signal cosmic_pe3_sat21_hin: unsigned(1 downto 0);
@@ -1358,10 +1350,12 @@ signal cosmic_pe4_sa3: unsigned(2 downto 0);
 signal cosmic_pe4_c3: unsigned(43 downto 0);
 signal cosmic_pe4_sb3: unsigned(2 downto 0);
 signal cosmic_pe4_ab4: unsigned(1 downto 0);
-signal cosmic_pe4_c4: unsigned(37 downto 0);
+signal cosmic_pe4_c4: unsigned(43 downto 0);
 signal cosmic_pe4_aa4: unsigned(7 downto 0);
 signal cosmic_pe4_bb4: unsigned(1 downto 0);
 signal cosmic_pe4_ba4: unsigned(7 downto 0);
+signal cosmic_pe4_sa4: unsigned(2 downto 0);
+signal cosmic_pe4_sb4: unsigned(2 downto 0);
 signal cosmic_pe4_op4: unsigned(3 downto 0);
 signal cosmic_pe4_clr4: std_logic;
 signal cosmic_pe4_wb4: unsigned(1 downto 0);
@@ -1401,15 +1395,9 @@ signal cosmic_pe4_aad1: unsigned(7 downto 0);
 signal cosmic_pe4_bbuf1: unsigned(1 downto 0);
 signal cosmic_pe4_bad1: unsigned(7 downto 0);
 signal cosmic_pe4_c2: unsigned(43 downto 0);
-signal cosmic_pe4_li2: signed (31 downto 0);
-signal cosmic_pe4_ri2: signed (31 downto 0);
-signal cosmic_pe4_bi2: signed (31 downto 0);
 signal cosmic_pe4_d3: signed (31 downto 0);
 signal cosmic_pe4_m3: signed (31 downto 0);
 signal cosmic_pe4_i3: signed (31 downto 0);
-signal cosmic_pe4_li3: signed (31 downto 0);
-signal cosmic_pe4_ri3: signed (31 downto 0);
-signal cosmic_pe4_bi3: signed (31 downto 0);
 signal cosmic_pe4_opa4: signed (31 downto 0);
 signal cosmic_pe4_opa_c: signed (31 downto 0);
 signal cosmic_pe4_opb4: signed (31 downto 0);
@@ -1455,6 +1443,8 @@ signal cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_we: std_logic;
 signal cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_wa: unsigned(7 downto 0);
 signal cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_wd: unsigned(31 downto 0);
 signal cosmic_pe4_bufmux0_0_1_2_3_4_5_6_7_8_ra: unsigned(7 downto 0);
+signal cosmic_pe4_forward0_0_1_2_3_o: signed (31 downto 0);
+signal cosmic_pe4_forward1_0_1_2_3_o: signed (31 downto 0);
 signal cosmic_pe4_sat28_fill: unsigned(30 downto 0);
 signal cosmic_pe4_sat28_hi: unsigned(1 downto 0);
 signal cosmic_pe4_sat28_hin: unsigned(1 downto 0);
@@ -1572,10 +1562,12 @@ signal cosmic_pe5_sa3: unsigned(2 downto 0);
 signal cosmic_pe5_c3: unsigned(43 downto 0);
 signal cosmic_pe5_sb3: unsigned(2 downto 0);
 signal cosmic_pe5_ab4: unsigned(1 downto 0);
-signal cosmic_pe5_c4: unsigned(37 downto 0);
+signal cosmic_pe5_c4: unsigned(43 downto 0);
 signal cosmic_pe5_aa4: unsigned(7 downto 0);
 signal cosmic_pe5_bb4: unsigned(1 downto 0);
 signal cosmic_pe5_ba4: unsigned(7 downto 0);
+signal cosmic_pe5_sa4: unsigned(2 downto 0);
+signal cosmic_pe5_sb4: unsigned(2 downto 0);
 signal cosmic_pe5_op4: unsigned(3 downto 0);
 signal cosmic_pe5_clr4: std_logic;
 signal cosmic_pe5_wb4: unsigned(1 downto 0);
@@ -1615,15 +1607,9 @@ signal cosmic_pe5_aad1: unsigned(7 downto 0);
 signal cosmic_pe5_bbuf1: unsigned(1 downto 0);
 signal cosmic_pe5_bad1: unsigned(7 downto 0);
 signal cosmic_pe5_c2: unsigned(43 downto 0);
-signal cosmic_pe5_li2: signed (31 downto 0);
-signal cosmic_pe5_ri2: signed (31 downto 0);
-signal cosmic_pe5_bi2: signed (31 downto 0);
 signal cosmic_pe5_d3: signed (31 downto 0);
 signal cosmic_pe5_m3: signed (31 downto 0);
 signal cosmic_pe5_i3: signed (31 downto 0);
-signal cosmic_pe5_li3: signed (31 downto 0);
-signal cosmic_pe5_ri3: signed (31 downto 0);
-signal cosmic_pe5_bi3: signed (31 downto 0);
 signal cosmic_pe5_opa4: signed (31 downto 0);
 signal cosmic_pe5_opa_c: signed (31 downto 0);
 signal cosmic_pe5_opb4: signed (31 downto 0);
@@ -1669,6 +1655,8 @@ signal cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_we: std_logic;
 signal cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wa: unsigned(7 downto 0);
 signal cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_wd: unsigned(31 downto 0);
 signal cosmic_pe5_bufmux0_0_1_2_3_4_5_6_7_8_9_10_ra: unsigned(7 downto 0);
+signal cosmic_pe5_forward0_0_1_2_3_4_o: signed (31 downto 0);
+signal cosmic_pe5_forward1_0_1_2_3_4_o: signed (31 downto 0);
 signal cosmic_pe5_sat35_fill: unsigned(30 downto 0);
 signal cosmic_pe5_sat35_hi: unsigned(1 downto 0);
 signal cosmic_pe5_sat35_hin: unsigned(1 downto 0);
@@ -1786,10 +1774,12 @@ signal cosmic_pe6_sa3: unsigned(2 downto 0);
 signal cosmic_pe6_c3: unsigned(43 downto 0);
 signal cosmic_pe6_sb3: unsigned(2 downto 0);
 signal cosmic_pe6_ab4: unsigned(1 downto 0);
-signal cosmic_pe6_c4: unsigned(37 downto 0);
+signal cosmic_pe6_c4: unsigned(43 downto 0);
 signal cosmic_pe6_aa4: unsigned(7 downto 0);
 signal cosmic_pe6_bb4: unsigned(1 downto 0);
 signal cosmic_pe6_ba4: unsigned(7 downto 0);
+signal cosmic_pe6_sa4: unsigned(2 downto 0);
+signal cosmic_pe6_sb4: unsigned(2 downto 0);
 signal cosmic_pe6_op4: unsigned(3 downto 0);
 signal cosmic_pe6_clr4: std_logic;
 signal cosmic_pe6_wb4: unsigned(1 downto 0);
@@ -1829,15 +1819,9 @@ signal cosmic_pe6_aad1: unsigned(7 downto 0);
 signal cosmic_pe6_bbuf1: unsigned(1 downto 0);
 signal cosmic_pe6_bad1: unsigned(7 downto 0);
 signal cosmic_pe6_c2: unsigned(43 downto 0);
-signal cosmic_pe6_li2: signed (31 downto 0);
-signal cosmic_pe6_ri2: signed (31 downto 0);
-signal cosmic_pe6_bi2: signed (31 downto 0);
 signal cosmic_pe6_d3: signed (31 downto 0);
 signal cosmic_pe6_m3: signed (31 downto 0);
 signal cosmic_pe6_i3: signed (31 downto 0);
-signal cosmic_pe6_li3: signed (31 downto 0);
-signal cosmic_pe6_ri3: signed (31 downto 0);
-signal cosmic_pe6_bi3: signed (31 downto 0);
 signal cosmic_pe6_opa4: signed (31 downto 0);
 signal cosmic_pe6_opa_c: signed (31 downto 0);
 signal cosmic_pe6_opb4: signed (31 downto 0);
@@ -1883,6 +1867,8 @@ signal cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_we: std_logic;
 signal cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wa: unsigned(7 downto 0);
 signal cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_wd: unsigned(31 downto 0);
 signal cosmic_pe6_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_ra: unsigned(7 downto 0);
+signal cosmic_pe6_forward0_0_1_2_3_4_5_o: signed (31 downto 0);
+signal cosmic_pe6_forward1_0_1_2_3_4_5_o: signed (31 downto 0);
 signal cosmic_pe6_sat42_fill: unsigned(30 downto 0);
 signal cosmic_pe6_sat42_hi: unsigned(1 downto 0);
 signal cosmic_pe6_sat42_hin: unsigned(1 downto 0);
@@ -1999,10 +1985,12 @@ signal cosmic_pe7_sa3: unsigned(2 downto 0);
 signal cosmic_pe7_c3: unsigned(43 downto 0);
 signal cosmic_pe7_sb3: unsigned(2 downto 0);
 signal cosmic_pe7_ab4: unsigned(1 downto 0);
-signal cosmic_pe7_c4: unsigned(37 downto 0);
+signal cosmic_pe7_c4: unsigned(43 downto 0);
 signal cosmic_pe7_aa4: unsigned(7 downto 0);
 signal cosmic_pe7_bb4: unsigned(1 downto 0);
 signal cosmic_pe7_ba4: unsigned(7 downto 0);
+signal cosmic_pe7_sa4: unsigned(2 downto 0);
+signal cosmic_pe7_sb4: unsigned(2 downto 0);
 signal cosmic_pe7_op4: unsigned(3 downto 0);
 signal cosmic_pe7_clr4: std_logic;
 signal cosmic_pe7_wb4: unsigned(1 downto 0);
@@ -2042,15 +2030,9 @@ signal cosmic_pe7_aad1: unsigned(7 downto 0);
 signal cosmic_pe7_bbuf1: unsigned(1 downto 0);
 signal cosmic_pe7_bad1: unsigned(7 downto 0);
 signal cosmic_pe7_c2: unsigned(43 downto 0);
-signal cosmic_pe7_li2: signed (31 downto 0);
-signal cosmic_pe7_ri2: signed (31 downto 0);
-signal cosmic_pe7_bi2: signed (31 downto 0);
 signal cosmic_pe7_d3: signed (31 downto 0);
 signal cosmic_pe7_m3: signed (31 downto 0);
 signal cosmic_pe7_i3: signed (31 downto 0);
-signal cosmic_pe7_li3: signed (31 downto 0);
-signal cosmic_pe7_ri3: signed (31 downto 0);
-signal cosmic_pe7_bi3: signed (31 downto 0);
 signal cosmic_pe7_opa4: signed (31 downto 0);
 signal cosmic_pe7_opa_c: signed (31 downto 0);
 signal cosmic_pe7_opb4: signed (31 downto 0);
@@ -2096,6 +2078,8 @@ signal cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_we: std_logic;
 signal cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wa: unsigned(7 downto 0);
 signal cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_wd: unsigned(31 downto 0);
 signal cosmic_pe7_bufmux0_0_1_2_3_4_5_6_7_8_9_10_11_12_13_14_ra: unsigned(7 downto 0);
+signal cosmic_pe7_forward0_0_1_2_3_4_5_6_o: signed (31 downto 0);
+signal cosmic_pe7_forward1_0_1_2_3_4_5_6_o: signed (31 downto 0);
 signal cosmic_pe7_sat49_fill: unsigned(30 downto 0);
 signal cosmic_pe7_sat49_hi: unsigned(1 downto 0);
 signal cosmic_pe7_sat49_hin: unsigned(1 downto 0);
@@ -6097,7 +6081,7 @@ end process cosmic_pe0_ram_1r1w4_ram;
 cosmic_pe0_sa3 <= cosmic_pe0_c3(44-1 downto 41);
 cosmic_pe0_sb3 <= cosmic_pe0_c3(41-1 downto 38);
 
-cosmic_pe0_select0_c: process (cosmic_pe0_ri3, cosmic_pe0_sa3, cosmic_pe0_d3, cosmic_pe0_bi3, cosmic_pe0_i3, cosmic_pe0_m3, cosmic_pe0_li3) is
+cosmic_pe0_select0_c: process (cosmic_pe0_m3, cosmic_pe0_i3, cosmic_pe0_sa3, cosmic_pe0_d3) is
 begin
     case cosmic_pe0_sa3 is
         when "000" =>
@@ -6106,20 +6090,14 @@ begin
             cosmic_pe0_opa_c <= cosmic_pe0_m3;
         when "010" =>
             cosmic_pe0_opa_c <= cosmic_pe0_i3;
-        when "011" =>
-            cosmic_pe0_opa_c <= cosmic_pe0_li3;
-        when "100" =>
-            cosmic_pe0_opa_c <= cosmic_pe0_ri3;
-        when "101" =>
-            cosmic_pe0_opa_c <= cosmic_pe0_bi3;
-        when "110" =>
-            cosmic_pe0_opa_c <= to_signed(0, 32);
-        when others =>
+        when "111" =>
             cosmic_pe0_opa_c <= to_signed(65536, 32);
+        when others =>
+            cosmic_pe0_opa_c <= to_signed(0, 32);
     end case;
 end process cosmic_pe0_select0_c;
 
-cosmic_pe0_select1_c: process (cosmic_pe0_ri3, cosmic_pe0_sb3, cosmic_pe0_d3, cosmic_pe0_bi3, cosmic_pe0_i3, cosmic_pe0_m3, cosmic_pe0_li3) is
+cosmic_pe0_select1_c: process (cosmic_pe0_m3, cosmic_pe0_i3, cosmic_pe0_sb3, cosmic_pe0_d3) is
 begin
     case cosmic_pe0_sb3 is
         when "000" =>
@@ -6128,16 +6106,10 @@ begin
             cosmic_pe0_opb_c <= cosmic_pe0_m3;
         when "010" =>
             cosmic_pe0_opb_c <= cosmic_pe0_i3;
-        when "011" =>
-            cosmic_pe0_opb_c <= cosmic_pe0_li3;
-        when "100" =>
-            cosmic_pe0_opb_c <= cosmic_pe0_ri3;
-        when "101" =>
-            cosmic_pe0_opb_c <= cosmic_pe0_bi3;
-        when "110" =>
-            cosmic_pe0_opb_c <= to_signed(0, 32);
-        when others =>
+        when "111" =>
             cosmic_pe0_opb_c <= to_signed(65536, 32);
+        when others =>
+            cosmic_pe0_opb_c <= to_signed(0, 32);
     end case;
 end process cosmic_pe0_select1_c;
 
@@ -6148,6 +6120,8 @@ cosmic_pe0_bb4 <= cosmic_pe0_c4(23-1 downto 21);
 cosmic_pe0_ba4 <= cosmic_pe0_c4(21-1 downto 13);
 
 
+cosmic_pe0_sa4 <= cosmic_pe0_c4(44-1 downto 41);
+cosmic_pe0_sb4 <= cosmic_pe0_c4(41-1 downto 38);
 cosmic_pe0_op4 <= cosmic_pe0_c4(38-1 downto 34);
 cosmic_pe0_clr4 <= cosmic_pe0_c4(33);
 cosmic_pe0_wb4 <= cosmic_pe0_c4(13-1 downto 11);
@@ -6190,32 +6164,60 @@ end process cosmic_pe0_hist;
 cosmic_pe0_forward0_c: process (cosmic_pe0_h1b, cosmic_pe0_h2v, cosmic_pe0_wa5, cosmic_pe0_h3v, cosmic_pe0_h1a, cosmic_pe0_h1v, cosmic_pe0_opa4, cosmic_pe0_h2b, cosmic_pe0_h2w, cosmic_pe0_h3w, cosmic_pe0_we5, cosmic_pe0_res5, cosmic_pe0_h3b, cosmic_pe0_h3a, cosmic_pe0_ab4, cosmic_pe0_wb5, cosmic_pe0_aa4, cosmic_pe0_h1w, cosmic_pe0_h2a) is
 begin
     if ((cosmic_pe0_ab4 /= 0) and bool(cosmic_pe0_we5) and (cosmic_pe0_wb5 = cosmic_pe0_ab4) and (cosmic_pe0_wa5 = cosmic_pe0_aa4)) then
-        cosmic_pe0_fa <= cosmic_pe0_res5;
+        cosmic_pe0_forward0_o <= cosmic_pe0_res5;
     elsif ((cosmic_pe0_ab4 /= 0) and bool(cosmic_pe0_h1w) and (cosmic_pe0_h1b = cosmic_pe0_ab4) and (cosmic_pe0_h1a = cosmic_pe0_aa4)) then
-        cosmic_pe0_fa <= cosmic_pe0_h1v;
+        cosmic_pe0_forward0_o <= cosmic_pe0_h1v;
     elsif ((cosmic_pe0_ab4 /= 0) and bool(cosmic_pe0_h2w) and (cosmic_pe0_h2b = cosmic_pe0_ab4) and (cosmic_pe0_h2a = cosmic_pe0_aa4)) then
-        cosmic_pe0_fa <= cosmic_pe0_h2v;
+        cosmic_pe0_forward0_o <= cosmic_pe0_h2v;
     elsif ((cosmic_pe0_ab4 /= 0) and bool(cosmic_pe0_h3w) and (cosmic_pe0_h3b = cosmic_pe0_ab4) and (cosmic_pe0_h3a = cosmic_pe0_aa4)) then
-        cosmic_pe0_fa <= cosmic_pe0_h3v;
+        cosmic_pe0_forward0_o <= cosmic_pe0_h3v;
     else
-        cosmic_pe0_fa <= cosmic_pe0_opa4;
+        cosmic_pe0_forward0_o <= cosmic_pe0_opa4;
     end if;
 end process cosmic_pe0_forward0_c;
 
 cosmic_pe0_forward1_c: process (cosmic_pe0_h1b, cosmic_pe0_h2v, cosmic_pe0_wa5, cosmic_pe0_h3v, cosmic_pe0_h1a, cosmic_pe0_h1v, cosmic_pe0_opb4, cosmic_pe0_h2b, cosmic_pe0_h2w, cosmic_pe0_h3w, cosmic_pe0_we5, cosmic_pe0_res5, cosmic_pe0_h3b, cosmic_pe0_h3a, cosmic_pe0_bb4, cosmic_pe0_wb5, cosmic_pe0_ba4, cosmic_pe0_h1w, cosmic_pe0_h2a) is
 begin
     if ((cosmic_pe0_bb4 /= 0) and bool(cosmic_pe0_we5) and (cosmic_pe0_wb5 = cosmic_pe0_bb4) and (cosmic_pe0_wa5 = cosmic_pe0_ba4)) then
-        cosmic_pe0_fb <= cosmic_pe0_res5;
+        cosmic_pe0_forward1_o <= cosmic_pe0_res5;
     elsif ((cosmic_pe0_bb4 /= 0) and bool(cosmic_pe0_h1w) and (cosmic_pe0_h1b = cosmic_pe0_bb4) and (cosmic_pe0_h1a = cosmic_pe0_ba4)) then
-        cosmic_pe0_fb <= cosmic_pe0_h1v;
+        cosmic_pe0_forward1_o <= cosmic_pe0_h1v;
     elsif ((cosmic_pe0_bb4 /= 0) and bool(cosmic_pe0_h2w) and (cosmic_pe0_h2b = cosmic_pe0_bb4) and (cosmic_pe0_h2a = cosmic_pe0_ba4)) then
-        cosmic_pe0_fb <= cosmic_pe0_h2v;
+        cosmic_pe0_forward1_o <= cosmic_pe0_h2v;
     elsif ((cosmic_pe0_bb4 /= 0) and bool(cosmic_pe0_h3w) and (cosmic_pe0_h3b = cosmic_pe0_bb4) and (cosmic_pe0_h3a = cosmic_pe0_ba4)) then
-        cosmic_pe0_fb <= cosmic_pe0_h3v;
+        cosmic_pe0_forward1_o <= cosmic_pe0_h3v;
     else
-        cosmic_pe0_fb <= cosmic_pe0_opb4;
+        cosmic_pe0_forward1_o <= cosmic_pe0_opb4;
     end if;
 end process cosmic_pe0_forward1_c;
+
+cosmic_pe0_portsel0_c: process (cosmic_pe0_sa4, cosmic_pe0_left_in, cosmic_pe0_right_in, cosmic_pe0_forward0_o, cosmic_pe0_bus_in) is
+begin
+    case cosmic_pe0_sa4 is
+        when "011" =>
+            cosmic_pe0_fa <= signed(cosmic_pe0_left_in);
+        when "100" =>
+            cosmic_pe0_fa <= signed(cosmic_pe0_right_in);
+        when "101" =>
+            cosmic_pe0_fa <= signed(cosmic_pe0_bus_in);
+        when others =>
+            cosmic_pe0_fa <= cosmic_pe0_forward0_o;
+    end case;
+end process cosmic_pe0_portsel0_c;
+
+cosmic_pe0_portsel1_c: process (cosmic_pe0_sb4, cosmic_pe0_left_in, cosmic_pe0_right_in, cosmic_pe0_forward1_o, cosmic_pe0_bus_in) is
+begin
+    case cosmic_pe0_sb4 is
+        when "011" =>
+            cosmic_pe0_fb <= signed(cosmic_pe0_left_in);
+        when "100" =>
+            cosmic_pe0_fb <= signed(cosmic_pe0_right_in);
+        when "101" =>
+            cosmic_pe0_fb <= signed(cosmic_pe0_bus_in);
+        when others =>
+            cosmic_pe0_fb <= cosmic_pe0_forward1_o;
+    end case;
+end process cosmic_pe0_portsel1_c;
 
 
 cosmic_pe0_sat0_hi <= unsigned(cosmic_pe0_sum_ab(33-1 downto (32 - 1)));
@@ -6654,19 +6656,13 @@ cosmic_pe0_st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe0_c2 <= to_unsigned(0, 44);
-            cosmic_pe0_bi2 <= to_signed(0, 32);
-            cosmic_pe0_ri2 <= to_signed(0, 32);
-            cosmic_pe0_l2 <= '0';
-            cosmic_pe0_li2 <= to_signed(0, 32);
             cosmic_pe0_v2 <= '0';
+            cosmic_pe0_c2 <= to_unsigned(0, 44);
+            cosmic_pe0_l2 <= '0';
         else
             cosmic_pe0_v2 <= cosmic_pe0_v1;
             cosmic_pe0_l2 <= cosmic_pe0_l1;
             cosmic_pe0_c2 <= cosmic_pe0_ctl1;
-            cosmic_pe0_li2 <= signed(cosmic_pe0_left_in);
-            cosmic_pe0_ri2 <= signed(cosmic_pe0_right_in);
-            cosmic_pe0_bi2 <= signed(cosmic_pe0_bus_in);
         end if;
     end if;
 end process cosmic_pe0_st1;
@@ -6675,14 +6671,11 @@ cosmic_pe0_st2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe0_ri3 <= to_signed(0, 32);
             cosmic_pe0_d3 <= to_signed(0, 32);
-            cosmic_pe0_bi3 <= to_signed(0, 32);
             cosmic_pe0_i3 <= to_signed(0, 32);
             cosmic_pe0_m3 <= to_signed(0, 32);
             cosmic_pe0_v3 <= '0';
             cosmic_pe0_c3 <= to_unsigned(0, 44);
-            cosmic_pe0_li3 <= to_signed(0, 32);
             cosmic_pe0_l3 <= '0';
         else
             cosmic_pe0_v3 <= cosmic_pe0_v2;
@@ -6691,9 +6684,6 @@ begin
             cosmic_pe0_d3 <= signed(cosmic_pe0_rd_d);
             cosmic_pe0_m3 <= signed(cosmic_pe0_rd_m);
             cosmic_pe0_i3 <= signed(cosmic_pe0_rd_i);
-            cosmic_pe0_li3 <= cosmic_pe0_li2;
-            cosmic_pe0_ri3 <= cosmic_pe0_ri2;
-            cosmic_pe0_bi3 <= cosmic_pe0_bi2;
         end if;
     end if;
 end process cosmic_pe0_st2;
@@ -6706,11 +6696,11 @@ begin
             cosmic_pe0_opa4 <= to_signed(0, 32);
             cosmic_pe0_opb4 <= to_signed(0, 32);
             cosmic_pe0_v4 <= '0';
-            cosmic_pe0_c4 <= to_unsigned(0, 38);
+            cosmic_pe0_c4 <= to_unsigned(0, 44);
         else
             cosmic_pe0_v4 <= cosmic_pe0_v3;
             cosmic_pe0_l4 <= cosmic_pe0_l3;
-            cosmic_pe0_c4 <= cosmic_pe0_c3(38-1 downto 0);
+            cosmic_pe0_c4 <= cosmic_pe0_c3;
             cosmic_pe0_opa4 <= cosmic_pe0_opa_c;
             cosmic_pe0_opb4 <= cosmic_pe0_opb_c;
         end if;
@@ -7200,7 +7190,7 @@ end process cosmic_pe1_ram_1r1w9_ram;
 cosmic_pe1_sa3 <= cosmic_pe1_c3(44-1 downto 41);
 cosmic_pe1_sb3 <= cosmic_pe1_c3(41-1 downto 38);
 
-cosmic_pe1_select0_0_c: process (cosmic_pe1_ri3, cosmic_pe1_sa3, cosmic_pe1_d3, cosmic_pe1_bi3, cosmic_pe1_i3, cosmic_pe1_m3, cosmic_pe1_li3) is
+cosmic_pe1_select0_0_c: process (cosmic_pe1_m3, cosmic_pe1_i3, cosmic_pe1_sa3, cosmic_pe1_d3) is
 begin
     case cosmic_pe1_sa3 is
         when "000" =>
@@ -7209,20 +7199,14 @@ begin
             cosmic_pe1_opa_c <= cosmic_pe1_m3;
         when "010" =>
             cosmic_pe1_opa_c <= cosmic_pe1_i3;
-        when "011" =>
-            cosmic_pe1_opa_c <= cosmic_pe1_li3;
-        when "100" =>
-            cosmic_pe1_opa_c <= cosmic_pe1_ri3;
-        when "101" =>
-            cosmic_pe1_opa_c <= cosmic_pe1_bi3;
-        when "110" =>
-            cosmic_pe1_opa_c <= to_signed(0, 32);
-        when others =>
+        when "111" =>
             cosmic_pe1_opa_c <= to_signed(65536, 32);
+        when others =>
+            cosmic_pe1_opa_c <= to_signed(0, 32);
     end case;
 end process cosmic_pe1_select0_0_c;
 
-cosmic_pe1_select1_0_c: process (cosmic_pe1_ri3, cosmic_pe1_sb3, cosmic_pe1_d3, cosmic_pe1_bi3, cosmic_pe1_i3, cosmic_pe1_m3, cosmic_pe1_li3) is
+cosmic_pe1_select1_0_c: process (cosmic_pe1_m3, cosmic_pe1_i3, cosmic_pe1_sb3, cosmic_pe1_d3) is
 begin
     case cosmic_pe1_sb3 is
         when "000" =>
@@ -7231,16 +7215,10 @@ begin
             cosmic_pe1_opb_c <= cosmic_pe1_m3;
         when "010" =>
             cosmic_pe1_opb_c <= cosmic_pe1_i3;
-        when "011" =>
-            cosmic_pe1_opb_c <= cosmic_pe1_li3;
-        when "100" =>
-            cosmic_pe1_opb_c <= cosmic_pe1_ri3;
-        when "101" =>
-            cosmic_pe1_opb_c <= cosmic_pe1_bi3;
-        when "110" =>
-            cosmic_pe1_opb_c <= to_signed(0, 32);
-        when others =>
+        when "111" =>
             cosmic_pe1_opb_c <= to_signed(65536, 32);
+        when others =>
+            cosmic_pe1_opb_c <= to_signed(0, 32);
     end case;
 end process cosmic_pe1_select1_0_c;
 
@@ -7251,6 +7229,8 @@ cosmic_pe1_bb4 <= cosmic_pe1_c4(23-1 downto 21);
 cosmic_pe1_ba4 <= cosmic_pe1_c4(21-1 downto 13);
 
 
+cosmic_pe1_sa4 <= cosmic_pe1_c4(44-1 downto 41);
+cosmic_pe1_sb4 <= cosmic_pe1_c4(41-1 downto 38);
 cosmic_pe1_op4 <= cosmic_pe1_c4(38-1 downto 34);
 cosmic_pe1_clr4 <= cosmic_pe1_c4(33);
 cosmic_pe1_wb4 <= cosmic_pe1_c4(13-1 downto 11);
@@ -7293,32 +7273,60 @@ end process cosmic_pe1_hist;
 cosmic_pe1_forward0_0_c: process (cosmic_pe1_h1b, cosmic_pe1_h2v, cosmic_pe1_wa5, cosmic_pe1_h3v, cosmic_pe1_h1a, cosmic_pe1_h1v, cosmic_pe1_opa4, cosmic_pe1_h2b, cosmic_pe1_h2w, cosmic_pe1_h3w, cosmic_pe1_we5, cosmic_pe1_res5, cosmic_pe1_h3b, cosmic_pe1_h3a, cosmic_pe1_ab4, cosmic_pe1_wb5, cosmic_pe1_aa4, cosmic_pe1_h1w, cosmic_pe1_h2a) is
 begin
     if ((cosmic_pe1_ab4 /= 0) and bool(cosmic_pe1_we5) and (cosmic_pe1_wb5 = cosmic_pe1_ab4) and (cosmic_pe1_wa5 = cosmic_pe1_aa4)) then
-        cosmic_pe1_fa <= cosmic_pe1_res5;
+        cosmic_pe1_forward0_0_o <= cosmic_pe1_res5;
     elsif ((cosmic_pe1_ab4 /= 0) and bool(cosmic_pe1_h1w) and (cosmic_pe1_h1b = cosmic_pe1_ab4) and (cosmic_pe1_h1a = cosmic_pe1_aa4)) then
-        cosmic_pe1_fa <= cosmic_pe1_h1v;
+        cosmic_pe1_forward0_0_o <= cosmic_pe1_h1v;
     elsif ((cosmic_pe1_ab4 /= 0) and bool(cosmic_pe1_h2w) and (cosmic_pe1_h2b = cosmic_pe1_ab4) and (cosmic_pe1_h2a = cosmic_pe1_aa4)) then
-        cosmic_pe1_fa <= cosmic_pe1_h2v;
+        cosmic_pe1_forward0_0_o <= cosmic_pe1_h2v;
     elsif ((cosmic_pe1_ab4 /= 0) and bool(cosmic_pe1_h3w) and (cosmic_pe1_h3b = cosmic_pe1_ab4) and (cosmic_pe1_h3a = cosmic_pe1_aa4)) then
-        cosmic_pe1_fa <= cosmic_pe1_h3v;
+        cosmic_pe1_forward0_0_o <= cosmic_pe1_h3v;
     else
-        cosmic_pe1_fa <= cosmic_pe1_opa4;
+        cosmic_pe1_forward0_0_o <= cosmic_pe1_opa4;
     end if;
 end process cosmic_pe1_forward0_0_c;
 
 cosmic_pe1_forward1_0_c: process (cosmic_pe1_h1b, cosmic_pe1_h2v, cosmic_pe1_wa5, cosmic_pe1_h3v, cosmic_pe1_h1a, cosmic_pe1_h1v, cosmic_pe1_opb4, cosmic_pe1_h2b, cosmic_pe1_h2w, cosmic_pe1_h3w, cosmic_pe1_we5, cosmic_pe1_res5, cosmic_pe1_h3b, cosmic_pe1_h3a, cosmic_pe1_bb4, cosmic_pe1_wb5, cosmic_pe1_ba4, cosmic_pe1_h1w, cosmic_pe1_h2a) is
 begin
     if ((cosmic_pe1_bb4 /= 0) and bool(cosmic_pe1_we5) and (cosmic_pe1_wb5 = cosmic_pe1_bb4) and (cosmic_pe1_wa5 = cosmic_pe1_ba4)) then
-        cosmic_pe1_fb <= cosmic_pe1_res5;
+        cosmic_pe1_forward1_0_o <= cosmic_pe1_res5;
     elsif ((cosmic_pe1_bb4 /= 0) and bool(cosmic_pe1_h1w) and (cosmic_pe1_h1b = cosmic_pe1_bb4) and (cosmic_pe1_h1a = cosmic_pe1_ba4)) then
-        cosmic_pe1_fb <= cosmic_pe1_h1v;
+        cosmic_pe1_forward1_0_o <= cosmic_pe1_h1v;
     elsif ((cosmic_pe1_bb4 /= 0) and bool(cosmic_pe1_h2w) and (cosmic_pe1_h2b = cosmic_pe1_bb4) and (cosmic_pe1_h2a = cosmic_pe1_ba4)) then
-        cosmic_pe1_fb <= cosmic_pe1_h2v;
+        cosmic_pe1_forward1_0_o <= cosmic_pe1_h2v;
     elsif ((cosmic_pe1_bb4 /= 0) and bool(cosmic_pe1_h3w) and (cosmic_pe1_h3b = cosmic_pe1_bb4) and (cosmic_pe1_h3a = cosmic_pe1_ba4)) then
-        cosmic_pe1_fb <= cosmic_pe1_h3v;
+        cosmic_pe1_forward1_0_o <= cosmic_pe1_h3v;
     else
-        cosmic_pe1_fb <= cosmic_pe1_opb4;
+        cosmic_pe1_forward1_0_o <= cosmic_pe1_opb4;
     end if;
 end process cosmic_pe1_forward1_0_c;
+
+cosmic_pe1_portsel0_0_c: process (cosmic_pe1_sa4, cosmic_pe0_right_out, cosmic_pe1_right_in, cosmic_pe1_forward0_0_o, cosmic_pe1_bus_in) is
+begin
+    case cosmic_pe1_sa4 is
+        when "011" =>
+            cosmic_pe1_fa <= signed(cosmic_pe0_right_out);
+        when "100" =>
+            cosmic_pe1_fa <= signed(cosmic_pe1_right_in);
+        when "101" =>
+            cosmic_pe1_fa <= signed(cosmic_pe1_bus_in);
+        when others =>
+            cosmic_pe1_fa <= cosmic_pe1_forward0_0_o;
+    end case;
+end process cosmic_pe1_portsel0_0_c;
+
+cosmic_pe1_portsel1_0_c: process (cosmic_pe1_sb4, cosmic_pe0_right_out, cosmic_pe1_right_in, cosmic_pe1_forward1_0_o, cosmic_pe1_bus_in) is
+begin
+    case cosmic_pe1_sb4 is
+        when "011" =>
+            cosmic_pe1_fb <= signed(cosmic_pe0_right_out);
+        when "100" =>
+            cosmic_pe1_fb <= signed(cosmic_pe1_right_in);
+        when "101" =>
+            cosmic_pe1_fb <= signed(cosmic_pe1_bus_in);
+        when others =>
+            cosmic_pe1_fb <= cosmic_pe1_forward1_0_o;
+    end case;
+end process cosmic_pe1_portsel1_0_c;
 
 
 cosmic_pe1_sat7_hi <= unsigned(cosmic_pe1_sum_ab(33-1 downto (32 - 1)));
@@ -7757,19 +7765,13 @@ cosmic_pe1_st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe1_c2 <= to_unsigned(0, 44);
-            cosmic_pe1_bi2 <= to_signed(0, 32);
-            cosmic_pe1_ri2 <= to_signed(0, 32);
-            cosmic_pe1_l2 <= '0';
-            cosmic_pe1_li2 <= to_signed(0, 32);
             cosmic_pe1_v2 <= '0';
+            cosmic_pe1_c2 <= to_unsigned(0, 44);
+            cosmic_pe1_l2 <= '0';
         else
             cosmic_pe1_v2 <= cosmic_pe1_v1;
             cosmic_pe1_l2 <= cosmic_pe1_l1;
             cosmic_pe1_c2 <= cosmic_pe1_ctl1;
-            cosmic_pe1_li2 <= signed(cosmic_pe0_right_out);
-            cosmic_pe1_ri2 <= signed(cosmic_pe1_right_in);
-            cosmic_pe1_bi2 <= signed(cosmic_pe1_bus_in);
         end if;
     end if;
 end process cosmic_pe1_st1;
@@ -7778,14 +7780,11 @@ cosmic_pe1_st2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe1_ri3 <= to_signed(0, 32);
             cosmic_pe1_d3 <= to_signed(0, 32);
-            cosmic_pe1_bi3 <= to_signed(0, 32);
             cosmic_pe1_i3 <= to_signed(0, 32);
             cosmic_pe1_m3 <= to_signed(0, 32);
             cosmic_pe1_v3 <= '0';
             cosmic_pe1_c3 <= to_unsigned(0, 44);
-            cosmic_pe1_li3 <= to_signed(0, 32);
             cosmic_pe1_l3 <= '0';
         else
             cosmic_pe1_v3 <= cosmic_pe1_v2;
@@ -7794,9 +7793,6 @@ begin
             cosmic_pe1_d3 <= signed(cosmic_pe1_rd_d);
             cosmic_pe1_m3 <= signed(cosmic_pe1_rd_m);
             cosmic_pe1_i3 <= signed(cosmic_pe1_rd_i);
-            cosmic_pe1_li3 <= cosmic_pe1_li2;
-            cosmic_pe1_ri3 <= cosmic_pe1_ri2;
-            cosmic_pe1_bi3 <= cosmic_pe1_bi2;
         end if;
     end if;
 end process cosmic_pe1_st2;
@@ -7809,11 +7805,11 @@ begin
             cosmic_pe1_opa4 <= to_signed(0, 32);
             cosmic_pe1_opb4 <= to_signed(0, 32);
             cosmic_pe1_v4 <= '0';
-            cosmic_pe1_c4 <= to_unsigned(0, 38);
+            cosmic_pe1_c4 <= to_unsigned(0, 44);
         else
             cosmic_pe1_v4 <= cosmic_pe1_v3;
             cosmic_pe1_l4 <= cosmic_pe1_l3;
-            cosmic_pe1_c4 <= cosmic_pe1_c3(38-1 downto 0);
+            cosmic_pe1_c4 <= cosmic_pe1_c3;
             cosmic_pe1_opa4 <= cosmic_pe1_opa_c;
             cosmic_pe1_opb4 <= cosmic_pe1_opb_c;
         end if;
@@ -8303,7 +8299,7 @@ end process cosmic_pe2_ram_1r1w14_ram;
 cosmic_pe2_sa3 <= cosmic_pe2_c3(44-1 downto 41);
 cosmic_pe2_sb3 <= cosmic_pe2_c3(41-1 downto 38);
 
-cosmic_pe2_select0_0_1_c: process (cosmic_pe2_ri3, cosmic_pe2_sa3, cosmic_pe2_d3, cosmic_pe2_bi3, cosmic_pe2_i3, cosmic_pe2_m3, cosmic_pe2_li3) is
+cosmic_pe2_select0_0_1_c: process (cosmic_pe2_m3, cosmic_pe2_i3, cosmic_pe2_sa3, cosmic_pe2_d3) is
 begin
     case cosmic_pe2_sa3 is
         when "000" =>
@@ -8312,20 +8308,14 @@ begin
             cosmic_pe2_opa_c <= cosmic_pe2_m3;
         when "010" =>
             cosmic_pe2_opa_c <= cosmic_pe2_i3;
-        when "011" =>
-            cosmic_pe2_opa_c <= cosmic_pe2_li3;
-        when "100" =>
-            cosmic_pe2_opa_c <= cosmic_pe2_ri3;
-        when "101" =>
-            cosmic_pe2_opa_c <= cosmic_pe2_bi3;
-        when "110" =>
-            cosmic_pe2_opa_c <= to_signed(0, 32);
-        when others =>
+        when "111" =>
             cosmic_pe2_opa_c <= to_signed(65536, 32);
+        when others =>
+            cosmic_pe2_opa_c <= to_signed(0, 32);
     end case;
 end process cosmic_pe2_select0_0_1_c;
 
-cosmic_pe2_select1_0_1_c: process (cosmic_pe2_ri3, cosmic_pe2_sb3, cosmic_pe2_d3, cosmic_pe2_bi3, cosmic_pe2_i3, cosmic_pe2_m3, cosmic_pe2_li3) is
+cosmic_pe2_select1_0_1_c: process (cosmic_pe2_m3, cosmic_pe2_i3, cosmic_pe2_sb3, cosmic_pe2_d3) is
 begin
     case cosmic_pe2_sb3 is
         when "000" =>
@@ -8334,16 +8324,10 @@ begin
             cosmic_pe2_opb_c <= cosmic_pe2_m3;
         when "010" =>
             cosmic_pe2_opb_c <= cosmic_pe2_i3;
-        when "011" =>
-            cosmic_pe2_opb_c <= cosmic_pe2_li3;
-        when "100" =>
-            cosmic_pe2_opb_c <= cosmic_pe2_ri3;
-        when "101" =>
-            cosmic_pe2_opb_c <= cosmic_pe2_bi3;
-        when "110" =>
-            cosmic_pe2_opb_c <= to_signed(0, 32);
-        when others =>
+        when "111" =>
             cosmic_pe2_opb_c <= to_signed(65536, 32);
+        when others =>
+            cosmic_pe2_opb_c <= to_signed(0, 32);
     end case;
 end process cosmic_pe2_select1_0_1_c;
 
@@ -8354,6 +8338,8 @@ cosmic_pe2_bb4 <= cosmic_pe2_c4(23-1 downto 21);
 cosmic_pe2_ba4 <= cosmic_pe2_c4(21-1 downto 13);
 
 
+cosmic_pe2_sa4 <= cosmic_pe2_c4(44-1 downto 41);
+cosmic_pe2_sb4 <= cosmic_pe2_c4(41-1 downto 38);
 cosmic_pe2_op4 <= cosmic_pe2_c4(38-1 downto 34);
 cosmic_pe2_clr4 <= cosmic_pe2_c4(33);
 cosmic_pe2_wb4 <= cosmic_pe2_c4(13-1 downto 11);
@@ -8396,32 +8382,60 @@ end process cosmic_pe2_hist;
 cosmic_pe2_forward0_0_1_c: process (cosmic_pe2_h1b, cosmic_pe2_h2v, cosmic_pe2_wa5, cosmic_pe2_h3v, cosmic_pe2_h1a, cosmic_pe2_h1v, cosmic_pe2_opa4, cosmic_pe2_h2b, cosmic_pe2_h2w, cosmic_pe2_h3w, cosmic_pe2_we5, cosmic_pe2_res5, cosmic_pe2_h3b, cosmic_pe2_h3a, cosmic_pe2_ab4, cosmic_pe2_wb5, cosmic_pe2_aa4, cosmic_pe2_h1w, cosmic_pe2_h2a) is
 begin
     if ((cosmic_pe2_ab4 /= 0) and bool(cosmic_pe2_we5) and (cosmic_pe2_wb5 = cosmic_pe2_ab4) and (cosmic_pe2_wa5 = cosmic_pe2_aa4)) then
-        cosmic_pe2_fa <= cosmic_pe2_res5;
+        cosmic_pe2_forward0_0_1_o <= cosmic_pe2_res5;
     elsif ((cosmic_pe2_ab4 /= 0) and bool(cosmic_pe2_h1w) and (cosmic_pe2_h1b = cosmic_pe2_ab4) and (cosmic_pe2_h1a = cosmic_pe2_aa4)) then
-        cosmic_pe2_fa <= cosmic_pe2_h1v;
+        cosmic_pe2_forward0_0_1_o <= cosmic_pe2_h1v;
     elsif ((cosmic_pe2_ab4 /= 0) and bool(cosmic_pe2_h2w) and (cosmic_pe2_h2b = cosmic_pe2_ab4) and (cosmic_pe2_h2a = cosmic_pe2_aa4)) then
-        cosmic_pe2_fa <= cosmic_pe2_h2v;
+        cosmic_pe2_forward0_0_1_o <= cosmic_pe2_h2v;
     elsif ((cosmic_pe2_ab4 /= 0) and bool(cosmic_pe2_h3w) and (cosmic_pe2_h3b = cosmic_pe2_ab4) and (cosmic_pe2_h3a = cosmic_pe2_aa4)) then
-        cosmic_pe2_fa <= cosmic_pe2_h3v;
+        cosmic_pe2_forward0_0_1_o <= cosmic_pe2_h3v;
     else
-        cosmic_pe2_fa <= cosmic_pe2_opa4;
+        cosmic_pe2_forward0_0_1_o <= cosmic_pe2_opa4;
     end if;
 end process cosmic_pe2_forward0_0_1_c;
 
 cosmic_pe2_forward1_0_1_c: process (cosmic_pe2_h1b, cosmic_pe2_h2v, cosmic_pe2_wa5, cosmic_pe2_h3v, cosmic_pe2_h1a, cosmic_pe2_h1v, cosmic_pe2_opb4, cosmic_pe2_h2b, cosmic_pe2_h2w, cosmic_pe2_h3w, cosmic_pe2_we5, cosmic_pe2_res5, cosmic_pe2_h3b, cosmic_pe2_h3a, cosmic_pe2_bb4, cosmic_pe2_wb5, cosmic_pe2_ba4, cosmic_pe2_h1w, cosmic_pe2_h2a) is
 begin
     if ((cosmic_pe2_bb4 /= 0) and bool(cosmic_pe2_we5) and (cosmic_pe2_wb5 = cosmic_pe2_bb4) and (cosmic_pe2_wa5 = cosmic_pe2_ba4)) then
-        cosmic_pe2_fb <= cosmic_pe2_res5;
+        cosmic_pe2_forward1_0_1_o <= cosmic_pe2_res5;
     elsif ((cosmic_pe2_bb4 /= 0) and bool(cosmic_pe2_h1w) and (cosmic_pe2_h1b = cosmic_pe2_bb4) and (cosmic_pe2_h1a = cosmic_pe2_ba4)) then
-        cosmic_pe2_fb <= cosmic_pe2_h1v;
+        cosmic_pe2_forward1_0_1_o <= cosmic_pe2_h1v;
     elsif ((cosmic_pe2_bb4 /= 0) and bool(cosmic_pe2_h2w) and (cosmic_pe2_h2b = cosmic_pe2_bb4) and (cosmic_pe2_h2a = cosmic_pe2_ba4)) then
-        cosmic_pe2_fb <= cosmic_pe2_h2v;
+        cosmic_pe2_forward1_0_1_o <= cosmic_pe2_h2v;
     elsif ((cosmic_pe2_bb4 /= 0) and bool(cosmic_pe2_h3w) and (cosmic_pe2_h3b = cosmic_pe2_bb4) and (cosmic_pe2_h3a = cosmic_pe2_ba4)) then
-        cosmic_pe2_fb <= cosmic_pe2_h3v;
+        cosmic_pe2_forward1_0_1_o <= cosmic_pe2_h3v;
     else
-        cosmic_pe2_fb <= cosmic_pe2_opb4;
+        cosmic_pe2_forward1_0_1_o <= cosmic_pe2_opb4;
     end if;
 end process cosmic_pe2_forward1_0_1_c;
+
+cosmic_pe2_portsel0_0_1_c: process (cosmic_pe2_sa4, cosmic_pe1_right_out, cosmic_pe2_right_in, cosmic_pe2_forward0_0_1_o, cosmic_pe2_bus_in) is
+begin
+    case cosmic_pe2_sa4 is
+        when "011" =>
+            cosmic_pe2_fa <= signed(cosmic_pe1_right_out);
+        when "100" =>
+            cosmic_pe2_fa <= signed(cosmic_pe2_right_in);
+        when "101" =>
+            cosmic_pe2_fa <= signed(cosmic_pe2_bus_in);
+        when others =>
+            cosmic_pe2_fa <= cosmic_pe2_forward0_0_1_o;
+    end case;
+end process cosmic_pe2_portsel0_0_1_c;
+
+cosmic_pe2_portsel1_0_1_c: process (cosmic_pe2_sb4, cosmic_pe1_right_out, cosmic_pe2_right_in, cosmic_pe2_forward1_0_1_o, cosmic_pe2_bus_in) is
+begin
+    case cosmic_pe2_sb4 is
+        when "011" =>
+            cosmic_pe2_fb <= signed(cosmic_pe1_right_out);
+        when "100" =>
+            cosmic_pe2_fb <= signed(cosmic_pe2_right_in);
+        when "101" =>
+            cosmic_pe2_fb <= signed(cosmic_pe2_bus_in);
+        when others =>
+            cosmic_pe2_fb <= cosmic_pe2_forward1_0_1_o;
+    end case;
+end process cosmic_pe2_portsel1_0_1_c;
 
 
 cosmic_pe2_sat14_hi <= unsigned(cosmic_pe2_sum_ab(33-1 downto (32 - 1)));
@@ -8860,19 +8874,13 @@ cosmic_pe2_st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe2_c2 <= to_unsigned(0, 44);
-            cosmic_pe2_bi2 <= to_signed(0, 32);
-            cosmic_pe2_ri2 <= to_signed(0, 32);
-            cosmic_pe2_l2 <= '0';
-            cosmic_pe2_li2 <= to_signed(0, 32);
             cosmic_pe2_v2 <= '0';
+            cosmic_pe2_c2 <= to_unsigned(0, 44);
+            cosmic_pe2_l2 <= '0';
         else
             cosmic_pe2_v2 <= cosmic_pe2_v1;
             cosmic_pe2_l2 <= cosmic_pe2_l1;
             cosmic_pe2_c2 <= cosmic_pe2_ctl1;
-            cosmic_pe2_li2 <= signed(cosmic_pe1_right_out);
-            cosmic_pe2_ri2 <= signed(cosmic_pe2_right_in);
-            cosmic_pe2_bi2 <= signed(cosmic_pe2_bus_in);
         end if;
     end if;
 end process cosmic_pe2_st1;
@@ -8881,14 +8889,11 @@ cosmic_pe2_st2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe2_ri3 <= to_signed(0, 32);
             cosmic_pe2_d3 <= to_signed(0, 32);
-            cosmic_pe2_bi3 <= to_signed(0, 32);
             cosmic_pe2_i3 <= to_signed(0, 32);
             cosmic_pe2_m3 <= to_signed(0, 32);
             cosmic_pe2_v3 <= '0';
             cosmic_pe2_c3 <= to_unsigned(0, 44);
-            cosmic_pe2_li3 <= to_signed(0, 32);
             cosmic_pe2_l3 <= '0';
         else
             cosmic_pe2_v3 <= cosmic_pe2_v2;
@@ -8897,9 +8902,6 @@ begin
             cosmic_pe2_d3 <= signed(cosmic_pe2_rd_d);
             cosmic_pe2_m3 <= signed(cosmic_pe2_rd_m);
             cosmic_pe2_i3 <= signed(cosmic_pe2_rd_i);
-            cosmic_pe2_li3 <= cosmic_pe2_li2;
-            cosmic_pe2_ri3 <= cosmic_pe2_ri2;
-            cosmic_pe2_bi3 <= cosmic_pe2_bi2;
         end if;
     end if;
 end process cosmic_pe2_st2;
@@ -8912,11 +8914,11 @@ begin
             cosmic_pe2_opa4 <= to_signed(0, 32);
             cosmic_pe2_opb4 <= to_signed(0, 32);
             cosmic_pe2_v4 <= '0';
-            cosmic_pe2_c4 <= to_unsigned(0, 38);
+            cosmic_pe2_c4 <= to_unsigned(0, 44);
         else
             cosmic_pe2_v4 <= cosmic_pe2_v3;
             cosmic_pe2_l4 <= cosmic_pe2_l3;
-            cosmic_pe2_c4 <= cosmic_pe2_c3(38-1 downto 0);
+            cosmic_pe2_c4 <= cosmic_pe2_c3;
             cosmic_pe2_opa4 <= cosmic_pe2_opa_c;
             cosmic_pe2_opb4 <= cosmic_pe2_opb_c;
         end if;
@@ -9406,7 +9408,7 @@ end process cosmic_pe3_ram_1r1w19_ram;
 cosmic_pe3_sa3 <= cosmic_pe3_c3(44-1 downto 41);
 cosmic_pe3_sb3 <= cosmic_pe3_c3(41-1 downto 38);
 
-cosmic_pe3_select0_0_1_2_c: process (cosmic_pe3_ri3, cosmic_pe3_sa3, cosmic_pe3_d3, cosmic_pe3_bi3, cosmic_pe3_i3, cosmic_pe3_m3, cosmic_pe3_li3) is
+cosmic_pe3_select0_0_1_2_c: process (cosmic_pe3_m3, cosmic_pe3_i3, cosmic_pe3_sa3, cosmic_pe3_d3) is
 begin
     case cosmic_pe3_sa3 is
         when "000" =>
@@ -9415,20 +9417,14 @@ begin
             cosmic_pe3_opa_c <= cosmic_pe3_m3;
         when "010" =>
             cosmic_pe3_opa_c <= cosmic_pe3_i3;
-        when "011" =>
-            cosmic_pe3_opa_c <= cosmic_pe3_li3;
-        when "100" =>
-            cosmic_pe3_opa_c <= cosmic_pe3_ri3;
-        when "101" =>
-            cosmic_pe3_opa_c <= cosmic_pe3_bi3;
-        when "110" =>
-            cosmic_pe3_opa_c <= to_signed(0, 32);
-        when others =>
+        when "111" =>
             cosmic_pe3_opa_c <= to_signed(65536, 32);
+        when others =>
+            cosmic_pe3_opa_c <= to_signed(0, 32);
     end case;
 end process cosmic_pe3_select0_0_1_2_c;
 
-cosmic_pe3_select1_0_1_2_c: process (cosmic_pe3_ri3, cosmic_pe3_sb3, cosmic_pe3_d3, cosmic_pe3_bi3, cosmic_pe3_i3, cosmic_pe3_m3, cosmic_pe3_li3) is
+cosmic_pe3_select1_0_1_2_c: process (cosmic_pe3_m3, cosmic_pe3_i3, cosmic_pe3_sb3, cosmic_pe3_d3) is
 begin
     case cosmic_pe3_sb3 is
         when "000" =>
@@ -9437,16 +9433,10 @@ begin
             cosmic_pe3_opb_c <= cosmic_pe3_m3;
         when "010" =>
             cosmic_pe3_opb_c <= cosmic_pe3_i3;
-        when "011" =>
-            cosmic_pe3_opb_c <= cosmic_pe3_li3;
-        when "100" =>
-            cosmic_pe3_opb_c <= cosmic_pe3_ri3;
-        when "101" =>
-            cosmic_pe3_opb_c <= cosmic_pe3_bi3;
-        when "110" =>
-            cosmic_pe3_opb_c <= to_signed(0, 32);
-        when others =>
+        when "111" =>
             cosmic_pe3_opb_c <= to_signed(65536, 32);
+        when others =>
+            cosmic_pe3_opb_c <= to_signed(0, 32);
     end case;
 end process cosmic_pe3_select1_0_1_2_c;
 
@@ -9457,6 +9447,8 @@ cosmic_pe3_bb4 <= cosmic_pe3_c4(23-1 downto 21);
 cosmic_pe3_ba4 <= cosmic_pe3_c4(21-1 downto 13);
 
 
+cosmic_pe3_sa4 <= cosmic_pe3_c4(44-1 downto 41);
+cosmic_pe3_sb4 <= cosmic_pe3_c4(41-1 downto 38);
 cosmic_pe3_op4 <= cosmic_pe3_c4(38-1 downto 34);
 cosmic_pe3_clr4 <= cosmic_pe3_c4(33);
 cosmic_pe3_wb4 <= cosmic_pe3_c4(13-1 downto 11);
@@ -9499,32 +9491,60 @@ end process cosmic_pe3_hist;
 cosmic_pe3_forward0_0_1_2_c: process (cosmic_pe3_h1b, cosmic_pe3_h2v, cosmic_pe3_wa5, cosmic_pe3_h3v, cosmic_pe3_h1a, cosmic_pe3_h1v, cosmic_pe3_opa4, cosmic_pe3_h2b, cosmic_pe3_h2w, cosmic_pe3_h3w, cosmic_pe3_we5, cosmic_pe3_res5, cosmic_pe3_h3b, cosmic_pe3_h3a, cosmic_pe3_ab4, cosmic_pe3_wb5, cosmic_pe3_aa4, cosmic_pe3_h1w, cosmic_pe3_h2a) is
 begin
     if ((cosmic_pe3_ab4 /= 0) and bool(cosmic_pe3_we5) and (cosmic_pe3_wb5 = cosmic_pe3_ab4) and (cosmic_pe3_wa5 = cosmic_pe3_aa4)) then
-        cosmic_pe3_fa <= cosmic_pe3_res5;
+        cosmic_pe3_forward0_0_1_2_o <= cosmic_pe3_res5;
     elsif ((cosmic_pe3_ab4 /= 0) and bool(cosmic_pe3_h1w) and (cosmic_pe3_h1b = cosmic_pe3_ab4) and (cosmic_pe3_h1a = cosmic_pe3_aa4)) then
-        cosmic_pe3_fa <= cosmic_pe3_h1v;
+        cosmic_pe3_forward0_0_1_2_o <= cosmic_pe3_h1v;
     elsif ((cosmic_pe3_ab4 /= 0) and bool(cosmic_pe3_h2w) and (cosmic_pe3_h2b = cosmic_pe3_ab4) and (cosmic_pe3_h2a = cosmic_pe3_aa4)) then
-        cosmic_pe3_fa <= cosmic_pe3_h2v;
+        cosmic_pe3_forward0_0_1_2_o <= cosmic_pe3_h2v;
     elsif ((cosmic_pe3_ab4 /= 0) and bool(cosmic_pe3_h3w) and (cosmic_pe3_h3b = cosmic_pe3_ab4) and (cosmic_pe3_h3a = cosmic_pe3_aa4)) then
-        cosmic_pe3_fa <= cosmic_pe3_h3v;
+        cosmic_pe3_forward0_0_1_2_o <= cosmic_pe3_h3v;
     else
-        cosmic_pe3_fa <= cosmic_pe3_opa4;
+        cosmic_pe3_forward0_0_1_2_o <= cosmic_pe3_opa4;
     end if;
 end process cosmic_pe3_forward0_0_1_2_c;
 
 cosmic_pe3_forward1_0_1_2_c: process (cosmic_pe3_h1b, cosmic_pe3_h2v, cosmic_pe3_wa5, cosmic_pe3_h3v, cosmic_pe3_h1a, cosmic_pe3_h1v, cosmic_pe3_opb4, cosmic_pe3_h2b, cosmic_pe3_h2w, cosmic_pe3_h3w, cosmic_pe3_we5, cosmic_pe3_res5, cosmic_pe3_h3b, cosmic_pe3_h3a, cosmic_pe3_bb4, cosmic_pe3_wb5, cosmic_pe3_ba4, cosmic_pe3_h1w, cosmic_pe3_h2a) is
 begin
     if ((cosmic_pe3_bb4 /= 0) and bool(cosmic_pe3_we5) and (cosmic_pe3_wb5 = cosmic_pe3_bb4) and (cosmic_pe3_wa5 = cosmic_pe3_ba4)) then
-        cosmic_pe3_fb <= cosmic_pe3_res5;
+        cosmic_pe3_forward1_0_1_2_o <= cosmic_pe3_res5;
     elsif ((cosmic_pe3_bb4 /= 0) and bool(cosmic_pe3_h1w) and (cosmic_pe3_h1b = cosmic_pe3_bb4) and (cosmic_pe3_h1a = cosmic_pe3_ba4)) then
-        cosmic_pe3_fb <= cosmic_pe3_h1v;
+        cosmic_pe3_forward1_0_1_2_o <= cosmic_pe3_h1v;
     elsif ((cosmic_pe3_bb4 /= 0) and bool(cosmic_pe3_h2w) and (cosmic_pe3_h2b = cosmic_pe3_bb4) and (cosmic_pe3_h2a = cosmic_pe3_ba4)) then
-        cosmic_pe3_fb <= cosmic_pe3_h2v;
+        cosmic_pe3_forward1_0_1_2_o <= cosmic_pe3_h2v;
     elsif ((cosmic_pe3_bb4 /= 0) and bool(cosmic_pe3_h3w) and (cosmic_pe3_h3b = cosmic_pe3_bb4) and (cosmic_pe3_h3a = cosmic_pe3_ba4)) then
-        cosmic_pe3_fb <= cosmic_pe3_h3v;
+        cosmic_pe3_forward1_0_1_2_o <= cosmic_pe3_h3v;
     else
-        cosmic_pe3_fb <= cosmic_pe3_opb4;
+        cosmic_pe3_forward1_0_1_2_o <= cosmic_pe3_opb4;
     end if;
 end process cosmic_pe3_forward1_0_1_2_c;
+
+cosmic_pe3_portsel0_0_1_2_c: process (cosmic_pe3_sa4, cosmic_pe2_right_out, cosmic_pe0_left_in, cosmic_pe3_forward0_0_1_2_o, cosmic_pe3_bus_in) is
+begin
+    case cosmic_pe3_sa4 is
+        when "011" =>
+            cosmic_pe3_fa <= signed(cosmic_pe2_right_out);
+        when "100" =>
+            cosmic_pe3_fa <= signed(cosmic_pe0_left_in);
+        when "101" =>
+            cosmic_pe3_fa <= signed(cosmic_pe3_bus_in);
+        when others =>
+            cosmic_pe3_fa <= cosmic_pe3_forward0_0_1_2_o;
+    end case;
+end process cosmic_pe3_portsel0_0_1_2_c;
+
+cosmic_pe3_portsel1_0_1_2_c: process (cosmic_pe3_sb4, cosmic_pe2_right_out, cosmic_pe0_left_in, cosmic_pe3_forward1_0_1_2_o, cosmic_pe3_bus_in) is
+begin
+    case cosmic_pe3_sb4 is
+        when "011" =>
+            cosmic_pe3_fb <= signed(cosmic_pe2_right_out);
+        when "100" =>
+            cosmic_pe3_fb <= signed(cosmic_pe0_left_in);
+        when "101" =>
+            cosmic_pe3_fb <= signed(cosmic_pe3_bus_in);
+        when others =>
+            cosmic_pe3_fb <= cosmic_pe3_forward1_0_1_2_o;
+    end case;
+end process cosmic_pe3_portsel1_0_1_2_c;
 
 
 cosmic_pe3_sat21_hi <= unsigned(cosmic_pe3_sum_ab(33-1 downto (32 - 1)));
@@ -9963,19 +9983,13 @@ cosmic_pe3_st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe3_c2 <= to_unsigned(0, 44);
-            cosmic_pe3_bi2 <= to_signed(0, 32);
-            cosmic_pe3_ri2 <= to_signed(0, 32);
-            cosmic_pe3_l2 <= '0';
-            cosmic_pe3_li2 <= to_signed(0, 32);
             cosmic_pe3_v2 <= '0';
+            cosmic_pe3_c2 <= to_unsigned(0, 44);
+            cosmic_pe3_l2 <= '0';
         else
             cosmic_pe3_v2 <= cosmic_pe3_v1;
             cosmic_pe3_l2 <= cosmic_pe3_l1;
             cosmic_pe3_c2 <= cosmic_pe3_ctl1;
-            cosmic_pe3_li2 <= signed(cosmic_pe2_right_out);
-            cosmic_pe3_ri2 <= signed(cosmic_pe0_left_in);
-            cosmic_pe3_bi2 <= signed(cosmic_pe3_bus_in);
         end if;
     end if;
 end process cosmic_pe3_st1;
@@ -9984,14 +9998,11 @@ cosmic_pe3_st2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe3_ri3 <= to_signed(0, 32);
             cosmic_pe3_d3 <= to_signed(0, 32);
-            cosmic_pe3_bi3 <= to_signed(0, 32);
             cosmic_pe3_i3 <= to_signed(0, 32);
             cosmic_pe3_m3 <= to_signed(0, 32);
             cosmic_pe3_v3 <= '0';
             cosmic_pe3_c3 <= to_unsigned(0, 44);
-            cosmic_pe3_li3 <= to_signed(0, 32);
             cosmic_pe3_l3 <= '0';
         else
             cosmic_pe3_v3 <= cosmic_pe3_v2;
@@ -10000,9 +10011,6 @@ begin
             cosmic_pe3_d3 <= signed(cosmic_pe3_rd_d);
             cosmic_pe3_m3 <= signed(cosmic_pe3_rd_m);
             cosmic_pe3_i3 <= signed(cosmic_pe3_rd_i);
-            cosmic_pe3_li3 <= cosmic_pe3_li2;
-            cosmic_pe3_ri3 <= cosmic_pe3_ri2;
-            cosmic_pe3_bi3 <= cosmic_pe3_bi2;
         end if;
     end if;
 end process cosmic_pe3_st2;
@@ -10015,11 +10023,11 @@ begin
             cosmic_pe3_opa4 <= to_signed(0, 32);
             cosmic_pe3_opb4 <= to_signed(0, 32);
             cosmic_pe3_v4 <= '0';
-            cosmic_pe3_c4 <= to_unsigned(0, 38);
+            cosmic_pe3_c4 <= to_unsigned(0, 44);
         else
             cosmic_pe3_v4 <= cosmic_pe3_v3;
             cosmic_pe3_l4 <= cosmic_pe3_l3;
-            cosmic_pe3_c4 <= cosmic_pe3_c3(38-1 downto 0);
+            cosmic_pe3_c4 <= cosmic_pe3_c3;
             cosmic_pe3_opa4 <= cosmic_pe3_opa_c;
             cosmic_pe3_opb4 <= cosmic_pe3_opb_c;
         end if;
@@ -10509,7 +10517,7 @@ end process cosmic_pe4_ram_1r1w24_ram;
 cosmic_pe4_sa3 <= cosmic_pe4_c3(44-1 downto 41);
 cosmic_pe4_sb3 <= cosmic_pe4_c3(41-1 downto 38);
 
-cosmic_pe4_select0_0_1_2_3_c: process (cosmic_pe4_ri3, cosmic_pe4_sa3, cosmic_pe4_d3, cosmic_pe4_bi3, cosmic_pe4_i3, cosmic_pe4_m3, cosmic_pe4_li3) is
+cosmic_pe4_select0_0_1_2_3_c: process (cosmic_pe4_m3, cosmic_pe4_i3, cosmic_pe4_sa3, cosmic_pe4_d3) is
 begin
     case cosmic_pe4_sa3 is
         when "000" =>
@@ -10518,20 +10526,14 @@ begin
             cosmic_pe4_opa_c <= cosmic_pe4_m3;
         when "010" =>
             cosmic_pe4_opa_c <= cosmic_pe4_i3;
-        when "011" =>
-            cosmic_pe4_opa_c <= cosmic_pe4_li3;
-        when "100" =>
-            cosmic_pe4_opa_c <= cosmic_pe4_ri3;
-        when "101" =>
-            cosmic_pe4_opa_c <= cosmic_pe4_bi3;
-        when "110" =>
-            cosmic_pe4_opa_c <= to_signed(0, 32);
-        when others =>
+        when "111" =>
             cosmic_pe4_opa_c <= to_signed(65536, 32);
+        when others =>
+            cosmic_pe4_opa_c <= to_signed(0, 32);
     end case;
 end process cosmic_pe4_select0_0_1_2_3_c;
 
-cosmic_pe4_select1_0_1_2_3_c: process (cosmic_pe4_ri3, cosmic_pe4_sb3, cosmic_pe4_d3, cosmic_pe4_bi3, cosmic_pe4_i3, cosmic_pe4_m3, cosmic_pe4_li3) is
+cosmic_pe4_select1_0_1_2_3_c: process (cosmic_pe4_m3, cosmic_pe4_i3, cosmic_pe4_sb3, cosmic_pe4_d3) is
 begin
     case cosmic_pe4_sb3 is
         when "000" =>
@@ -10540,16 +10542,10 @@ begin
             cosmic_pe4_opb_c <= cosmic_pe4_m3;
         when "010" =>
             cosmic_pe4_opb_c <= cosmic_pe4_i3;
-        when "011" =>
-            cosmic_pe4_opb_c <= cosmic_pe4_li3;
-        when "100" =>
-            cosmic_pe4_opb_c <= cosmic_pe4_ri3;
-        when "101" =>
-            cosmic_pe4_opb_c <= cosmic_pe4_bi3;
-        when "110" =>
-            cosmic_pe4_opb_c <= to_signed(0, 32);
-        when others =>
+        when "111" =>
             cosmic_pe4_opb_c <= to_signed(65536, 32);
+        when others =>
+            cosmic_pe4_opb_c <= to_signed(0, 32);
     end case;
 end process cosmic_pe4_select1_0_1_2_3_c;
 
@@ -10560,6 +10556,8 @@ cosmic_pe4_bb4 <= cosmic_pe4_c4(23-1 downto 21);
 cosmic_pe4_ba4 <= cosmic_pe4_c4(21-1 downto 13);
 
 
+cosmic_pe4_sa4 <= cosmic_pe4_c4(44-1 downto 41);
+cosmic_pe4_sb4 <= cosmic_pe4_c4(41-1 downto 38);
 cosmic_pe4_op4 <= cosmic_pe4_c4(38-1 downto 34);
 cosmic_pe4_clr4 <= cosmic_pe4_c4(33);
 cosmic_pe4_wb4 <= cosmic_pe4_c4(13-1 downto 11);
@@ -10602,32 +10600,60 @@ end process cosmic_pe4_hist;
 cosmic_pe4_forward0_0_1_2_3_c: process (cosmic_pe4_h1b, cosmic_pe4_h2v, cosmic_pe4_wa5, cosmic_pe4_h3v, cosmic_pe4_h1a, cosmic_pe4_h1v, cosmic_pe4_opa4, cosmic_pe4_h2b, cosmic_pe4_h2w, cosmic_pe4_h3w, cosmic_pe4_we5, cosmic_pe4_res5, cosmic_pe4_h3b, cosmic_pe4_h3a, cosmic_pe4_ab4, cosmic_pe4_wb5, cosmic_pe4_aa4, cosmic_pe4_h1w, cosmic_pe4_h2a) is
 begin
     if ((cosmic_pe4_ab4 /= 0) and bool(cosmic_pe4_we5) and (cosmic_pe4_wb5 = cosmic_pe4_ab4) and (cosmic_pe4_wa5 = cosmic_pe4_aa4)) then
-        cosmic_pe4_fa <= cosmic_pe4_res5;
+        cosmic_pe4_forward0_0_1_2_3_o <= cosmic_pe4_res5;
     elsif ((cosmic_pe4_ab4 /= 0) and bool(cosmic_pe4_h1w) and (cosmic_pe4_h1b = cosmic_pe4_ab4) and (cosmic_pe4_h1a = cosmic_pe4_aa4)) then
-        cosmic_pe4_fa <= cosmic_pe4_h1v;
+        cosmic_pe4_forward0_0_1_2_3_o <= cosmic_pe4_h1v;
     elsif ((cosmic_pe4_ab4 /= 0) and bool(cosmic_pe4_h2w) and (cosmic_pe4_h2b = cosmic_pe4_ab4) and (cosmic_pe4_h2a = cosmic_pe4_aa4)) then
-        cosmic_pe4_fa <= cosmic_pe4_h2v;
+        cosmic_pe4_forward0_0_1_2_3_o <= cosmic_pe4_h2v;
     elsif ((cosmic_pe4_ab4 /= 0) and bool(cosmic_pe4_h3w) and (cosmic_pe4_h3b = cosmic_pe4_ab4) and (cosmic_pe4_h3a = cosmic_pe4_aa4)) then
-        cosmic_pe4_fa <= cosmic_pe4_h3v;
+        cosmic_pe4_forward0_0_1_2_3_o <= cosmic_pe4_h3v;
     else
-        cosmic_pe4_fa <= cosmic_pe4_opa4;
+        cosmic_pe4_forward0_0_1_2_3_o <= cosmic_pe4_opa4;
     end if;
 end process cosmic_pe4_forward0_0_1_2_3_c;
 
 cosmic_pe4_forward1_0_1_2_3_c: process (cosmic_pe4_h1b, cosmic_pe4_h2v, cosmic_pe4_wa5, cosmic_pe4_h3v, cosmic_pe4_h1a, cosmic_pe4_h1v, cosmic_pe4_opb4, cosmic_pe4_h2b, cosmic_pe4_h2w, cosmic_pe4_h3w, cosmic_pe4_we5, cosmic_pe4_res5, cosmic_pe4_h3b, cosmic_pe4_h3a, cosmic_pe4_bb4, cosmic_pe4_wb5, cosmic_pe4_ba4, cosmic_pe4_h1w, cosmic_pe4_h2a) is
 begin
     if ((cosmic_pe4_bb4 /= 0) and bool(cosmic_pe4_we5) and (cosmic_pe4_wb5 = cosmic_pe4_bb4) and (cosmic_pe4_wa5 = cosmic_pe4_ba4)) then
-        cosmic_pe4_fb <= cosmic_pe4_res5;
+        cosmic_pe4_forward1_0_1_2_3_o <= cosmic_pe4_res5;
     elsif ((cosmic_pe4_bb4 /= 0) and bool(cosmic_pe4_h1w) and (cosmic_pe4_h1b = cosmic_pe4_bb4) and (cosmic_pe4_h1a = cosmic_pe4_ba4)) then
-        cosmic_pe4_fb <= cosmic_pe4_h1v;
+        cosmic_pe4_forward1_0_1_2_3_o <= cosmic_pe4_h1v;
     elsif ((cosmic_pe4_bb4 /= 0) and bool(cosmic_pe4_h2w) and (cosmic_pe4_h2b = cosmic_pe4_bb4) and (cosmic_pe4_h2a = cosmic_pe4_ba4)) then
-        cosmic_pe4_fb <= cosmic_pe4_h2v;
+        cosmic_pe4_forward1_0_1_2_3_o <= cosmic_pe4_h2v;
     elsif ((cosmic_pe4_bb4 /= 0) and bool(cosmic_pe4_h3w) and (cosmic_pe4_h3b = cosmic_pe4_bb4) and (cosmic_pe4_h3a = cosmic_pe4_ba4)) then
-        cosmic_pe4_fb <= cosmic_pe4_h3v;
+        cosmic_pe4_forward1_0_1_2_3_o <= cosmic_pe4_h3v;
     else
-        cosmic_pe4_fb <= cosmic_pe4_opb4;
+        cosmic_pe4_forward1_0_1_2_3_o <= cosmic_pe4_opb4;
     end if;
 end process cosmic_pe4_forward1_0_1_2_3_c;
+
+cosmic_pe4_portsel0_0_1_2_3_c: process (cosmic_pe4_sa4, cosmic_pe0_left_in, cosmic_pe4_right_in, cosmic_pe4_forward0_0_1_2_3_o, cosmic_pe4_bus_in) is
+begin
+    case cosmic_pe4_sa4 is
+        when "011" =>
+            cosmic_pe4_fa <= signed(cosmic_pe0_left_in);
+        when "100" =>
+            cosmic_pe4_fa <= signed(cosmic_pe4_right_in);
+        when "101" =>
+            cosmic_pe4_fa <= signed(cosmic_pe4_bus_in);
+        when others =>
+            cosmic_pe4_fa <= cosmic_pe4_forward0_0_1_2_3_o;
+    end case;
+end process cosmic_pe4_portsel0_0_1_2_3_c;
+
+cosmic_pe4_portsel1_0_1_2_3_c: process (cosmic_pe4_sb4, cosmic_pe0_left_in, cosmic_pe4_right_in, cosmic_pe4_forward1_0_1_2_3_o, cosmic_pe4_bus_in) is
+begin
+    case cosmic_pe4_sb4 is
+        when "011" =>
+            cosmic_pe4_fb <= signed(cosmic_pe0_left_in);
+        when "100" =>
+            cosmic_pe4_fb <= signed(cosmic_pe4_right_in);
+        when "101" =>
+            cosmic_pe4_fb <= signed(cosmic_pe4_bus_in);
+        when others =>
+            cosmic_pe4_fb <= cosmic_pe4_forward1_0_1_2_3_o;
+    end case;
+end process cosmic_pe4_portsel1_0_1_2_3_c;
 
 
 cosmic_pe4_sat28_hi <= unsigned(cosmic_pe4_sum_ab(33-1 downto (32 - 1)));
@@ -11066,19 +11092,13 @@ cosmic_pe4_st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe4_c2 <= to_unsigned(0, 44);
-            cosmic_pe4_bi2 <= to_signed(0, 32);
-            cosmic_pe4_ri2 <= to_signed(0, 32);
-            cosmic_pe4_l2 <= '0';
-            cosmic_pe4_li2 <= to_signed(0, 32);
             cosmic_pe4_v2 <= '0';
+            cosmic_pe4_c2 <= to_unsigned(0, 44);
+            cosmic_pe4_l2 <= '0';
         else
             cosmic_pe4_v2 <= cosmic_pe4_v1;
             cosmic_pe4_l2 <= cosmic_pe4_l1;
             cosmic_pe4_c2 <= cosmic_pe4_ctl1;
-            cosmic_pe4_li2 <= signed(cosmic_pe0_left_in);
-            cosmic_pe4_ri2 <= signed(cosmic_pe4_right_in);
-            cosmic_pe4_bi2 <= signed(cosmic_pe4_bus_in);
         end if;
     end if;
 end process cosmic_pe4_st1;
@@ -11087,14 +11107,11 @@ cosmic_pe4_st2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe4_ri3 <= to_signed(0, 32);
             cosmic_pe4_d3 <= to_signed(0, 32);
-            cosmic_pe4_bi3 <= to_signed(0, 32);
             cosmic_pe4_i3 <= to_signed(0, 32);
             cosmic_pe4_m3 <= to_signed(0, 32);
             cosmic_pe4_v3 <= '0';
             cosmic_pe4_c3 <= to_unsigned(0, 44);
-            cosmic_pe4_li3 <= to_signed(0, 32);
             cosmic_pe4_l3 <= '0';
         else
             cosmic_pe4_v3 <= cosmic_pe4_v2;
@@ -11103,9 +11120,6 @@ begin
             cosmic_pe4_d3 <= signed(cosmic_pe4_rd_d);
             cosmic_pe4_m3 <= signed(cosmic_pe4_rd_m);
             cosmic_pe4_i3 <= signed(cosmic_pe4_rd_i);
-            cosmic_pe4_li3 <= cosmic_pe4_li2;
-            cosmic_pe4_ri3 <= cosmic_pe4_ri2;
-            cosmic_pe4_bi3 <= cosmic_pe4_bi2;
         end if;
     end if;
 end process cosmic_pe4_st2;
@@ -11118,11 +11132,11 @@ begin
             cosmic_pe4_opa4 <= to_signed(0, 32);
             cosmic_pe4_opb4 <= to_signed(0, 32);
             cosmic_pe4_v4 <= '0';
-            cosmic_pe4_c4 <= to_unsigned(0, 38);
+            cosmic_pe4_c4 <= to_unsigned(0, 44);
         else
             cosmic_pe4_v4 <= cosmic_pe4_v3;
             cosmic_pe4_l4 <= cosmic_pe4_l3;
-            cosmic_pe4_c4 <= cosmic_pe4_c3(38-1 downto 0);
+            cosmic_pe4_c4 <= cosmic_pe4_c3;
             cosmic_pe4_opa4 <= cosmic_pe4_opa_c;
             cosmic_pe4_opb4 <= cosmic_pe4_opb_c;
         end if;
@@ -11612,7 +11626,7 @@ end process cosmic_pe5_ram_1r1w29_ram;
 cosmic_pe5_sa3 <= cosmic_pe5_c3(44-1 downto 41);
 cosmic_pe5_sb3 <= cosmic_pe5_c3(41-1 downto 38);
 
-cosmic_pe5_select0_0_1_2_3_4_c: process (cosmic_pe5_ri3, cosmic_pe5_sa3, cosmic_pe5_d3, cosmic_pe5_bi3, cosmic_pe5_i3, cosmic_pe5_m3, cosmic_pe5_li3) is
+cosmic_pe5_select0_0_1_2_3_4_c: process (cosmic_pe5_m3, cosmic_pe5_i3, cosmic_pe5_sa3, cosmic_pe5_d3) is
 begin
     case cosmic_pe5_sa3 is
         when "000" =>
@@ -11621,20 +11635,14 @@ begin
             cosmic_pe5_opa_c <= cosmic_pe5_m3;
         when "010" =>
             cosmic_pe5_opa_c <= cosmic_pe5_i3;
-        when "011" =>
-            cosmic_pe5_opa_c <= cosmic_pe5_li3;
-        when "100" =>
-            cosmic_pe5_opa_c <= cosmic_pe5_ri3;
-        when "101" =>
-            cosmic_pe5_opa_c <= cosmic_pe5_bi3;
-        when "110" =>
-            cosmic_pe5_opa_c <= to_signed(0, 32);
-        when others =>
+        when "111" =>
             cosmic_pe5_opa_c <= to_signed(65536, 32);
+        when others =>
+            cosmic_pe5_opa_c <= to_signed(0, 32);
     end case;
 end process cosmic_pe5_select0_0_1_2_3_4_c;
 
-cosmic_pe5_select1_0_1_2_3_4_c: process (cosmic_pe5_ri3, cosmic_pe5_sb3, cosmic_pe5_d3, cosmic_pe5_bi3, cosmic_pe5_i3, cosmic_pe5_m3, cosmic_pe5_li3) is
+cosmic_pe5_select1_0_1_2_3_4_c: process (cosmic_pe5_m3, cosmic_pe5_i3, cosmic_pe5_sb3, cosmic_pe5_d3) is
 begin
     case cosmic_pe5_sb3 is
         when "000" =>
@@ -11643,16 +11651,10 @@ begin
             cosmic_pe5_opb_c <= cosmic_pe5_m3;
         when "010" =>
             cosmic_pe5_opb_c <= cosmic_pe5_i3;
-        when "011" =>
-            cosmic_pe5_opb_c <= cosmic_pe5_li3;
-        when "100" =>
-            cosmic_pe5_opb_c <= cosmic_pe5_ri3;
-        when "101" =>
-            cosmic_pe5_opb_c <= cosmic_pe5_bi3;
-        when "110" =>
-            cosmic_pe5_opb_c <= to_signed(0, 32);
-        when others =>
+        when "111" =>
             cosmic_pe5_opb_c <= to_signed(65536, 32);
+        when others =>
+            cosmic_pe5_opb_c <= to_signed(0, 32);
     end case;
 end process cosmic_pe5_select1_0_1_2_3_4_c;
 
@@ -11663,6 +11665,8 @@ cosmic_pe5_bb4 <= cosmic_pe5_c4(23-1 downto 21);
 cosmic_pe5_ba4 <= cosmic_pe5_c4(21-1 downto 13);
 
 
+cosmic_pe5_sa4 <= cosmic_pe5_c4(44-1 downto 41);
+cosmic_pe5_sb4 <= cosmic_pe5_c4(41-1 downto 38);
 cosmic_pe5_op4 <= cosmic_pe5_c4(38-1 downto 34);
 cosmic_pe5_clr4 <= cosmic_pe5_c4(33);
 cosmic_pe5_wb4 <= cosmic_pe5_c4(13-1 downto 11);
@@ -11705,32 +11709,60 @@ end process cosmic_pe5_hist;
 cosmic_pe5_forward0_0_1_2_3_4_c: process (cosmic_pe5_h1b, cosmic_pe5_h2v, cosmic_pe5_wa5, cosmic_pe5_h3v, cosmic_pe5_h1a, cosmic_pe5_h1v, cosmic_pe5_opa4, cosmic_pe5_h2b, cosmic_pe5_h2w, cosmic_pe5_h3w, cosmic_pe5_we5, cosmic_pe5_res5, cosmic_pe5_h3b, cosmic_pe5_h3a, cosmic_pe5_ab4, cosmic_pe5_wb5, cosmic_pe5_aa4, cosmic_pe5_h1w, cosmic_pe5_h2a) is
 begin
     if ((cosmic_pe5_ab4 /= 0) and bool(cosmic_pe5_we5) and (cosmic_pe5_wb5 = cosmic_pe5_ab4) and (cosmic_pe5_wa5 = cosmic_pe5_aa4)) then
-        cosmic_pe5_fa <= cosmic_pe5_res5;
+        cosmic_pe5_forward0_0_1_2_3_4_o <= cosmic_pe5_res5;
     elsif ((cosmic_pe5_ab4 /= 0) and bool(cosmic_pe5_h1w) and (cosmic_pe5_h1b = cosmic_pe5_ab4) and (cosmic_pe5_h1a = cosmic_pe5_aa4)) then
-        cosmic_pe5_fa <= cosmic_pe5_h1v;
+        cosmic_pe5_forward0_0_1_2_3_4_o <= cosmic_pe5_h1v;
     elsif ((cosmic_pe5_ab4 /= 0) and bool(cosmic_pe5_h2w) and (cosmic_pe5_h2b = cosmic_pe5_ab4) and (cosmic_pe5_h2a = cosmic_pe5_aa4)) then
-        cosmic_pe5_fa <= cosmic_pe5_h2v;
+        cosmic_pe5_forward0_0_1_2_3_4_o <= cosmic_pe5_h2v;
     elsif ((cosmic_pe5_ab4 /= 0) and bool(cosmic_pe5_h3w) and (cosmic_pe5_h3b = cosmic_pe5_ab4) and (cosmic_pe5_h3a = cosmic_pe5_aa4)) then
-        cosmic_pe5_fa <= cosmic_pe5_h3v;
+        cosmic_pe5_forward0_0_1_2_3_4_o <= cosmic_pe5_h3v;
     else
-        cosmic_pe5_fa <= cosmic_pe5_opa4;
+        cosmic_pe5_forward0_0_1_2_3_4_o <= cosmic_pe5_opa4;
     end if;
 end process cosmic_pe5_forward0_0_1_2_3_4_c;
 
 cosmic_pe5_forward1_0_1_2_3_4_c: process (cosmic_pe5_h1b, cosmic_pe5_h2v, cosmic_pe5_wa5, cosmic_pe5_h3v, cosmic_pe5_h1a, cosmic_pe5_h1v, cosmic_pe5_opb4, cosmic_pe5_h2b, cosmic_pe5_h2w, cosmic_pe5_h3w, cosmic_pe5_we5, cosmic_pe5_res5, cosmic_pe5_h3b, cosmic_pe5_h3a, cosmic_pe5_bb4, cosmic_pe5_wb5, cosmic_pe5_ba4, cosmic_pe5_h1w, cosmic_pe5_h2a) is
 begin
     if ((cosmic_pe5_bb4 /= 0) and bool(cosmic_pe5_we5) and (cosmic_pe5_wb5 = cosmic_pe5_bb4) and (cosmic_pe5_wa5 = cosmic_pe5_ba4)) then
-        cosmic_pe5_fb <= cosmic_pe5_res5;
+        cosmic_pe5_forward1_0_1_2_3_4_o <= cosmic_pe5_res5;
     elsif ((cosmic_pe5_bb4 /= 0) and bool(cosmic_pe5_h1w) and (cosmic_pe5_h1b = cosmic_pe5_bb4) and (cosmic_pe5_h1a = cosmic_pe5_ba4)) then
-        cosmic_pe5_fb <= cosmic_pe5_h1v;
+        cosmic_pe5_forward1_0_1_2_3_4_o <= cosmic_pe5_h1v;
     elsif ((cosmic_pe5_bb4 /= 0) and bool(cosmic_pe5_h2w) and (cosmic_pe5_h2b = cosmic_pe5_bb4) and (cosmic_pe5_h2a = cosmic_pe5_ba4)) then
-        cosmic_pe5_fb <= cosmic_pe5_h2v;
+        cosmic_pe5_forward1_0_1_2_3_4_o <= cosmic_pe5_h2v;
     elsif ((cosmic_pe5_bb4 /= 0) and bool(cosmic_pe5_h3w) and (cosmic_pe5_h3b = cosmic_pe5_bb4) and (cosmic_pe5_h3a = cosmic_pe5_ba4)) then
-        cosmic_pe5_fb <= cosmic_pe5_h3v;
+        cosmic_pe5_forward1_0_1_2_3_4_o <= cosmic_pe5_h3v;
     else
-        cosmic_pe5_fb <= cosmic_pe5_opb4;
+        cosmic_pe5_forward1_0_1_2_3_4_o <= cosmic_pe5_opb4;
     end if;
 end process cosmic_pe5_forward1_0_1_2_3_4_c;
+
+cosmic_pe5_portsel0_0_1_2_3_4_c: process (cosmic_pe5_sa4, cosmic_pe4_right_out, cosmic_pe5_right_in, cosmic_pe5_forward0_0_1_2_3_4_o, cosmic_pe5_bus_in) is
+begin
+    case cosmic_pe5_sa4 is
+        when "011" =>
+            cosmic_pe5_fa <= signed(cosmic_pe4_right_out);
+        when "100" =>
+            cosmic_pe5_fa <= signed(cosmic_pe5_right_in);
+        when "101" =>
+            cosmic_pe5_fa <= signed(cosmic_pe5_bus_in);
+        when others =>
+            cosmic_pe5_fa <= cosmic_pe5_forward0_0_1_2_3_4_o;
+    end case;
+end process cosmic_pe5_portsel0_0_1_2_3_4_c;
+
+cosmic_pe5_portsel1_0_1_2_3_4_c: process (cosmic_pe5_sb4, cosmic_pe4_right_out, cosmic_pe5_right_in, cosmic_pe5_forward1_0_1_2_3_4_o, cosmic_pe5_bus_in) is
+begin
+    case cosmic_pe5_sb4 is
+        when "011" =>
+            cosmic_pe5_fb <= signed(cosmic_pe4_right_out);
+        when "100" =>
+            cosmic_pe5_fb <= signed(cosmic_pe5_right_in);
+        when "101" =>
+            cosmic_pe5_fb <= signed(cosmic_pe5_bus_in);
+        when others =>
+            cosmic_pe5_fb <= cosmic_pe5_forward1_0_1_2_3_4_o;
+    end case;
+end process cosmic_pe5_portsel1_0_1_2_3_4_c;
 
 
 cosmic_pe5_sat35_hi <= unsigned(cosmic_pe5_sum_ab(33-1 downto (32 - 1)));
@@ -12169,19 +12201,13 @@ cosmic_pe5_st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe5_c2 <= to_unsigned(0, 44);
-            cosmic_pe5_bi2 <= to_signed(0, 32);
-            cosmic_pe5_ri2 <= to_signed(0, 32);
-            cosmic_pe5_l2 <= '0';
-            cosmic_pe5_li2 <= to_signed(0, 32);
             cosmic_pe5_v2 <= '0';
+            cosmic_pe5_c2 <= to_unsigned(0, 44);
+            cosmic_pe5_l2 <= '0';
         else
             cosmic_pe5_v2 <= cosmic_pe5_v1;
             cosmic_pe5_l2 <= cosmic_pe5_l1;
             cosmic_pe5_c2 <= cosmic_pe5_ctl1;
-            cosmic_pe5_li2 <= signed(cosmic_pe4_right_out);
-            cosmic_pe5_ri2 <= signed(cosmic_pe5_right_in);
-            cosmic_pe5_bi2 <= signed(cosmic_pe5_bus_in);
         end if;
     end if;
 end process cosmic_pe5_st1;
@@ -12190,14 +12216,11 @@ cosmic_pe5_st2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe5_ri3 <= to_signed(0, 32);
             cosmic_pe5_d3 <= to_signed(0, 32);
-            cosmic_pe5_bi3 <= to_signed(0, 32);
             cosmic_pe5_i3 <= to_signed(0, 32);
             cosmic_pe5_m3 <= to_signed(0, 32);
             cosmic_pe5_v3 <= '0';
             cosmic_pe5_c3 <= to_unsigned(0, 44);
-            cosmic_pe5_li3 <= to_signed(0, 32);
             cosmic_pe5_l3 <= '0';
         else
             cosmic_pe5_v3 <= cosmic_pe5_v2;
@@ -12206,9 +12229,6 @@ begin
             cosmic_pe5_d3 <= signed(cosmic_pe5_rd_d);
             cosmic_pe5_m3 <= signed(cosmic_pe5_rd_m);
             cosmic_pe5_i3 <= signed(cosmic_pe5_rd_i);
-            cosmic_pe5_li3 <= cosmic_pe5_li2;
-            cosmic_pe5_ri3 <= cosmic_pe5_ri2;
-            cosmic_pe5_bi3 <= cosmic_pe5_bi2;
         end if;
     end if;
 end process cosmic_pe5_st2;
@@ -12221,11 +12241,11 @@ begin
             cosmic_pe5_opa4 <= to_signed(0, 32);
             cosmic_pe5_opb4 <= to_signed(0, 32);
             cosmic_pe5_v4 <= '0';
-            cosmic_pe5_c4 <= to_unsigned(0, 38);
+            cosmic_pe5_c4 <= to_unsigned(0, 44);
         else
             cosmic_pe5_v4 <= cosmic_pe5_v3;
             cosmic_pe5_l4 <= cosmic_pe5_l3;
-            cosmic_pe5_c4 <= cosmic_pe5_c3(38-1 downto 0);
+            cosmic_pe5_c4 <= cosmic_pe5_c3;
             cosmic_pe5_opa4 <= cosmic_pe5_opa_c;
             cosmic_pe5_opb4 <= cosmic_pe5_opb_c;
         end if;
@@ -12715,7 +12735,7 @@ end process cosmic_pe6_ram_1r1w34_ram;
 cosmic_pe6_sa3 <= cosmic_pe6_c3(44-1 downto 41);
 cosmic_pe6_sb3 <= cosmic_pe6_c3(41-1 downto 38);
 
-cosmic_pe6_select0_0_1_2_3_4_5_c: process (cosmic_pe6_ri3, cosmic_pe6_sa3, cosmic_pe6_d3, cosmic_pe6_bi3, cosmic_pe6_i3, cosmic_pe6_m3, cosmic_pe6_li3) is
+cosmic_pe6_select0_0_1_2_3_4_5_c: process (cosmic_pe6_m3, cosmic_pe6_i3, cosmic_pe6_sa3, cosmic_pe6_d3) is
 begin
     case cosmic_pe6_sa3 is
         when "000" =>
@@ -12724,20 +12744,14 @@ begin
             cosmic_pe6_opa_c <= cosmic_pe6_m3;
         when "010" =>
             cosmic_pe6_opa_c <= cosmic_pe6_i3;
-        when "011" =>
-            cosmic_pe6_opa_c <= cosmic_pe6_li3;
-        when "100" =>
-            cosmic_pe6_opa_c <= cosmic_pe6_ri3;
-        when "101" =>
-            cosmic_pe6_opa_c <= cosmic_pe6_bi3;
-        when "110" =>
-            cosmic_pe6_opa_c <= to_signed(0, 32);
-        when others =>
+        when "111" =>
             cosmic_pe6_opa_c <= to_signed(65536, 32);
+        when others =>
+            cosmic_pe6_opa_c <= to_signed(0, 32);
     end case;
 end process cosmic_pe6_select0_0_1_2_3_4_5_c;
 
-cosmic_pe6_select1_0_1_2_3_4_5_c: process (cosmic_pe6_ri3, cosmic_pe6_sb3, cosmic_pe6_d3, cosmic_pe6_bi3, cosmic_pe6_i3, cosmic_pe6_m3, cosmic_pe6_li3) is
+cosmic_pe6_select1_0_1_2_3_4_5_c: process (cosmic_pe6_m3, cosmic_pe6_i3, cosmic_pe6_sb3, cosmic_pe6_d3) is
 begin
     case cosmic_pe6_sb3 is
         when "000" =>
@@ -12746,16 +12760,10 @@ begin
             cosmic_pe6_opb_c <= cosmic_pe6_m3;
         when "010" =>
             cosmic_pe6_opb_c <= cosmic_pe6_i3;
-        when "011" =>
-            cosmic_pe6_opb_c <= cosmic_pe6_li3;
-        when "100" =>
-            cosmic_pe6_opb_c <= cosmic_pe6_ri3;
-        when "101" =>
-            cosmic_pe6_opb_c <= cosmic_pe6_bi3;
-        when "110" =>
-            cosmic_pe6_opb_c <= to_signed(0, 32);
-        when others =>
+        when "111" =>
             cosmic_pe6_opb_c <= to_signed(65536, 32);
+        when others =>
+            cosmic_pe6_opb_c <= to_signed(0, 32);
     end case;
 end process cosmic_pe6_select1_0_1_2_3_4_5_c;
 
@@ -12766,6 +12774,8 @@ cosmic_pe6_bb4 <= cosmic_pe6_c4(23-1 downto 21);
 cosmic_pe6_ba4 <= cosmic_pe6_c4(21-1 downto 13);
 
 
+cosmic_pe6_sa4 <= cosmic_pe6_c4(44-1 downto 41);
+cosmic_pe6_sb4 <= cosmic_pe6_c4(41-1 downto 38);
 cosmic_pe6_op4 <= cosmic_pe6_c4(38-1 downto 34);
 cosmic_pe6_clr4 <= cosmic_pe6_c4(33);
 cosmic_pe6_wb4 <= cosmic_pe6_c4(13-1 downto 11);
@@ -12808,32 +12818,60 @@ end process cosmic_pe6_hist;
 cosmic_pe6_forward0_0_1_2_3_4_5_c: process (cosmic_pe6_h1b, cosmic_pe6_h2v, cosmic_pe6_wa5, cosmic_pe6_h3v, cosmic_pe6_h1a, cosmic_pe6_h1v, cosmic_pe6_opa4, cosmic_pe6_h2b, cosmic_pe6_h2w, cosmic_pe6_h3w, cosmic_pe6_we5, cosmic_pe6_res5, cosmic_pe6_h3b, cosmic_pe6_h3a, cosmic_pe6_ab4, cosmic_pe6_wb5, cosmic_pe6_aa4, cosmic_pe6_h1w, cosmic_pe6_h2a) is
 begin
     if ((cosmic_pe6_ab4 /= 0) and bool(cosmic_pe6_we5) and (cosmic_pe6_wb5 = cosmic_pe6_ab4) and (cosmic_pe6_wa5 = cosmic_pe6_aa4)) then
-        cosmic_pe6_fa <= cosmic_pe6_res5;
+        cosmic_pe6_forward0_0_1_2_3_4_5_o <= cosmic_pe6_res5;
     elsif ((cosmic_pe6_ab4 /= 0) and bool(cosmic_pe6_h1w) and (cosmic_pe6_h1b = cosmic_pe6_ab4) and (cosmic_pe6_h1a = cosmic_pe6_aa4)) then
-        cosmic_pe6_fa <= cosmic_pe6_h1v;
+        cosmic_pe6_forward0_0_1_2_3_4_5_o <= cosmic_pe6_h1v;
     elsif ((cosmic_pe6_ab4 /= 0) and bool(cosmic_pe6_h2w) and (cosmic_pe6_h2b = cosmic_pe6_ab4) and (cosmic_pe6_h2a = cosmic_pe6_aa4)) then
-        cosmic_pe6_fa <= cosmic_pe6_h2v;
+        cosmic_pe6_forward0_0_1_2_3_4_5_o <= cosmic_pe6_h2v;
     elsif ((cosmic_pe6_ab4 /= 0) and bool(cosmic_pe6_h3w) and (cosmic_pe6_h3b = cosmic_pe6_ab4) and (cosmic_pe6_h3a = cosmic_pe6_aa4)) then
-        cosmic_pe6_fa <= cosmic_pe6_h3v;
+        cosmic_pe6_forward0_0_1_2_3_4_5_o <= cosmic_pe6_h3v;
     else
-        cosmic_pe6_fa <= cosmic_pe6_opa4;
+        cosmic_pe6_forward0_0_1_2_3_4_5_o <= cosmic_pe6_opa4;
     end if;
 end process cosmic_pe6_forward0_0_1_2_3_4_5_c;
 
 cosmic_pe6_forward1_0_1_2_3_4_5_c: process (cosmic_pe6_h1b, cosmic_pe6_h2v, cosmic_pe6_wa5, cosmic_pe6_h3v, cosmic_pe6_h1a, cosmic_pe6_h1v, cosmic_pe6_opb4, cosmic_pe6_h2b, cosmic_pe6_h2w, cosmic_pe6_h3w, cosmic_pe6_we5, cosmic_pe6_res5, cosmic_pe6_h3b, cosmic_pe6_h3a, cosmic_pe6_bb4, cosmic_pe6_wb5, cosmic_pe6_ba4, cosmic_pe6_h1w, cosmic_pe6_h2a) is
 begin
     if ((cosmic_pe6_bb4 /= 0) and bool(cosmic_pe6_we5) and (cosmic_pe6_wb5 = cosmic_pe6_bb4) and (cosmic_pe6_wa5 = cosmic_pe6_ba4)) then
-        cosmic_pe6_fb <= cosmic_pe6_res5;
+        cosmic_pe6_forward1_0_1_2_3_4_5_o <= cosmic_pe6_res5;
     elsif ((cosmic_pe6_bb4 /= 0) and bool(cosmic_pe6_h1w) and (cosmic_pe6_h1b = cosmic_pe6_bb4) and (cosmic_pe6_h1a = cosmic_pe6_ba4)) then
-        cosmic_pe6_fb <= cosmic_pe6_h1v;
+        cosmic_pe6_forward1_0_1_2_3_4_5_o <= cosmic_pe6_h1v;
     elsif ((cosmic_pe6_bb4 /= 0) and bool(cosmic_pe6_h2w) and (cosmic_pe6_h2b = cosmic_pe6_bb4) and (cosmic_pe6_h2a = cosmic_pe6_ba4)) then
-        cosmic_pe6_fb <= cosmic_pe6_h2v;
+        cosmic_pe6_forward1_0_1_2_3_4_5_o <= cosmic_pe6_h2v;
     elsif ((cosmic_pe6_bb4 /= 0) and bool(cosmic_pe6_h3w) and (cosmic_pe6_h3b = cosmic_pe6_bb4) and (cosmic_pe6_h3a = cosmic_pe6_ba4)) then
-        cosmic_pe6_fb <= cosmic_pe6_h3v;
+        cosmic_pe6_forward1_0_1_2_3_4_5_o <= cosmic_pe6_h3v;
     else
-        cosmic_pe6_fb <= cosmic_pe6_opb4;
+        cosmic_pe6_forward1_0_1_2_3_4_5_o <= cosmic_pe6_opb4;
     end if;
 end process cosmic_pe6_forward1_0_1_2_3_4_5_c;
+
+cosmic_pe6_portsel0_0_1_2_3_4_5_c: process (cosmic_pe6_sa4, cosmic_pe5_right_out, cosmic_pe6_right_in, cosmic_pe6_forward0_0_1_2_3_4_5_o, cosmic_pe6_bus_in) is
+begin
+    case cosmic_pe6_sa4 is
+        when "011" =>
+            cosmic_pe6_fa <= signed(cosmic_pe5_right_out);
+        when "100" =>
+            cosmic_pe6_fa <= signed(cosmic_pe6_right_in);
+        when "101" =>
+            cosmic_pe6_fa <= signed(cosmic_pe6_bus_in);
+        when others =>
+            cosmic_pe6_fa <= cosmic_pe6_forward0_0_1_2_3_4_5_o;
+    end case;
+end process cosmic_pe6_portsel0_0_1_2_3_4_5_c;
+
+cosmic_pe6_portsel1_0_1_2_3_4_5_c: process (cosmic_pe6_sb4, cosmic_pe5_right_out, cosmic_pe6_right_in, cosmic_pe6_forward1_0_1_2_3_4_5_o, cosmic_pe6_bus_in) is
+begin
+    case cosmic_pe6_sb4 is
+        when "011" =>
+            cosmic_pe6_fb <= signed(cosmic_pe5_right_out);
+        when "100" =>
+            cosmic_pe6_fb <= signed(cosmic_pe6_right_in);
+        when "101" =>
+            cosmic_pe6_fb <= signed(cosmic_pe6_bus_in);
+        when others =>
+            cosmic_pe6_fb <= cosmic_pe6_forward1_0_1_2_3_4_5_o;
+    end case;
+end process cosmic_pe6_portsel1_0_1_2_3_4_5_c;
 
 
 cosmic_pe6_sat42_hi <= unsigned(cosmic_pe6_sum_ab(33-1 downto (32 - 1)));
@@ -13272,19 +13310,13 @@ cosmic_pe6_st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe6_c2 <= to_unsigned(0, 44);
-            cosmic_pe6_bi2 <= to_signed(0, 32);
-            cosmic_pe6_ri2 <= to_signed(0, 32);
-            cosmic_pe6_l2 <= '0';
-            cosmic_pe6_li2 <= to_signed(0, 32);
             cosmic_pe6_v2 <= '0';
+            cosmic_pe6_c2 <= to_unsigned(0, 44);
+            cosmic_pe6_l2 <= '0';
         else
             cosmic_pe6_v2 <= cosmic_pe6_v1;
             cosmic_pe6_l2 <= cosmic_pe6_l1;
             cosmic_pe6_c2 <= cosmic_pe6_ctl1;
-            cosmic_pe6_li2 <= signed(cosmic_pe5_right_out);
-            cosmic_pe6_ri2 <= signed(cosmic_pe6_right_in);
-            cosmic_pe6_bi2 <= signed(cosmic_pe6_bus_in);
         end if;
     end if;
 end process cosmic_pe6_st1;
@@ -13293,14 +13325,11 @@ cosmic_pe6_st2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe6_ri3 <= to_signed(0, 32);
             cosmic_pe6_d3 <= to_signed(0, 32);
-            cosmic_pe6_bi3 <= to_signed(0, 32);
             cosmic_pe6_i3 <= to_signed(0, 32);
             cosmic_pe6_m3 <= to_signed(0, 32);
             cosmic_pe6_v3 <= '0';
             cosmic_pe6_c3 <= to_unsigned(0, 44);
-            cosmic_pe6_li3 <= to_signed(0, 32);
             cosmic_pe6_l3 <= '0';
         else
             cosmic_pe6_v3 <= cosmic_pe6_v2;
@@ -13309,9 +13338,6 @@ begin
             cosmic_pe6_d3 <= signed(cosmic_pe6_rd_d);
             cosmic_pe6_m3 <= signed(cosmic_pe6_rd_m);
             cosmic_pe6_i3 <= signed(cosmic_pe6_rd_i);
-            cosmic_pe6_li3 <= cosmic_pe6_li2;
-            cosmic_pe6_ri3 <= cosmic_pe6_ri2;
-            cosmic_pe6_bi3 <= cosmic_pe6_bi2;
         end if;
     end if;
 end process cosmic_pe6_st2;
@@ -13324,11 +13350,11 @@ begin
             cosmic_pe6_opa4 <= to_signed(0, 32);
             cosmic_pe6_opb4 <= to_signed(0, 32);
             cosmic_pe6_v4 <= '0';
-            cosmic_pe6_c4 <= to_unsigned(0, 38);
+            cosmic_pe6_c4 <= to_unsigned(0, 44);
         else
             cosmic_pe6_v4 <= cosmic_pe6_v3;
             cosmic_pe6_l4 <= cosmic_pe6_l3;
-            cosmic_pe6_c4 <= cosmic_pe6_c3(38-1 downto 0);
+            cosmic_pe6_c4 <= cosmic_pe6_c3;
             cosmic_pe6_opa4 <= cosmic_pe6_opa_c;
             cosmic_pe6_opb4 <= cosmic_pe6_opb_c;
         end if;
@@ -13818,7 +13844,7 @@ end process cosmic_pe7_ram_1r1w39_ram;
 cosmic_pe7_sa3 <= cosmic_pe7_c3(44-1 downto 41);
 cosmic_pe7_sb3 <= cosmic_pe7_c3(41-1 downto 38);
 
-cosmic_pe7_select0_0_1_2_3_4_5_6_c: process (cosmic_pe7_ri3, cosmic_pe7_sa3, cosmic_pe7_d3, cosmic_pe7_bi3, cosmic_pe7_i3, cosmic_pe7_m3, cosmic_pe7_li3) is
+cosmic_pe7_select0_0_1_2_3_4_5_6_c: process (cosmic_pe7_m3, cosmic_pe7_i3, cosmic_pe7_sa3, cosmic_pe7_d3) is
 begin
     case cosmic_pe7_sa3 is
         when "000" =>
@@ -13827,20 +13853,14 @@ begin
             cosmic_pe7_opa_c <= cosmic_pe7_m3;
         when "010" =>
             cosmic_pe7_opa_c <= cosmic_pe7_i3;
-        when "011" =>
-            cosmic_pe7_opa_c <= cosmic_pe7_li3;
-        when "100" =>
-            cosmic_pe7_opa_c <= cosmic_pe7_ri3;
-        when "101" =>
-            cosmic_pe7_opa_c <= cosmic_pe7_bi3;
-        when "110" =>
-            cosmic_pe7_opa_c <= to_signed(0, 32);
-        when others =>
+        when "111" =>
             cosmic_pe7_opa_c <= to_signed(65536, 32);
+        when others =>
+            cosmic_pe7_opa_c <= to_signed(0, 32);
     end case;
 end process cosmic_pe7_select0_0_1_2_3_4_5_6_c;
 
-cosmic_pe7_select1_0_1_2_3_4_5_6_c: process (cosmic_pe7_ri3, cosmic_pe7_sb3, cosmic_pe7_d3, cosmic_pe7_bi3, cosmic_pe7_i3, cosmic_pe7_m3, cosmic_pe7_li3) is
+cosmic_pe7_select1_0_1_2_3_4_5_6_c: process (cosmic_pe7_m3, cosmic_pe7_i3, cosmic_pe7_sb3, cosmic_pe7_d3) is
 begin
     case cosmic_pe7_sb3 is
         when "000" =>
@@ -13849,16 +13869,10 @@ begin
             cosmic_pe7_opb_c <= cosmic_pe7_m3;
         when "010" =>
             cosmic_pe7_opb_c <= cosmic_pe7_i3;
-        when "011" =>
-            cosmic_pe7_opb_c <= cosmic_pe7_li3;
-        when "100" =>
-            cosmic_pe7_opb_c <= cosmic_pe7_ri3;
-        when "101" =>
-            cosmic_pe7_opb_c <= cosmic_pe7_bi3;
-        when "110" =>
-            cosmic_pe7_opb_c <= to_signed(0, 32);
-        when others =>
+        when "111" =>
             cosmic_pe7_opb_c <= to_signed(65536, 32);
+        when others =>
+            cosmic_pe7_opb_c <= to_signed(0, 32);
     end case;
 end process cosmic_pe7_select1_0_1_2_3_4_5_6_c;
 
@@ -13869,6 +13883,8 @@ cosmic_pe7_bb4 <= cosmic_pe7_c4(23-1 downto 21);
 cosmic_pe7_ba4 <= cosmic_pe7_c4(21-1 downto 13);
 
 
+cosmic_pe7_sa4 <= cosmic_pe7_c4(44-1 downto 41);
+cosmic_pe7_sb4 <= cosmic_pe7_c4(41-1 downto 38);
 cosmic_pe7_op4 <= cosmic_pe7_c4(38-1 downto 34);
 cosmic_pe7_clr4 <= cosmic_pe7_c4(33);
 cosmic_pe7_wb4 <= cosmic_pe7_c4(13-1 downto 11);
@@ -13911,32 +13927,60 @@ end process cosmic_pe7_hist;
 cosmic_pe7_forward0_0_1_2_3_4_5_6_c: process (cosmic_pe7_h1b, cosmic_pe7_h2v, cosmic_pe7_wa5, cosmic_pe7_h3v, cosmic_pe7_h1a, cosmic_pe7_h1v, cosmic_pe7_opa4, cosmic_pe7_h2b, cosmic_pe7_h2w, cosmic_pe7_h3w, cosmic_pe7_we5, cosmic_pe7_res5, cosmic_pe7_h3b, cosmic_pe7_h3a, cosmic_pe7_ab4, cosmic_pe7_wb5, cosmic_pe7_aa4, cosmic_pe7_h1w, cosmic_pe7_h2a) is
 begin
     if ((cosmic_pe7_ab4 /= 0) and bool(cosmic_pe7_we5) and (cosmic_pe7_wb5 = cosmic_pe7_ab4) and (cosmic_pe7_wa5 = cosmic_pe7_aa4)) then
-        cosmic_pe7_fa <= cosmic_pe7_res5;
+        cosmic_pe7_forward0_0_1_2_3_4_5_6_o <= cosmic_pe7_res5;
     elsif ((cosmic_pe7_ab4 /= 0) and bool(cosmic_pe7_h1w) and (cosmic_pe7_h1b = cosmic_pe7_ab4) and (cosmic_pe7_h1a = cosmic_pe7_aa4)) then
-        cosmic_pe7_fa <= cosmic_pe7_h1v;
+        cosmic_pe7_forward0_0_1_2_3_4_5_6_o <= cosmic_pe7_h1v;
     elsif ((cosmic_pe7_ab4 /= 0) and bool(cosmic_pe7_h2w) and (cosmic_pe7_h2b = cosmic_pe7_ab4) and (cosmic_pe7_h2a = cosmic_pe7_aa4)) then
-        cosmic_pe7_fa <= cosmic_pe7_h2v;
+        cosmic_pe7_forward0_0_1_2_3_4_5_6_o <= cosmic_pe7_h2v;
     elsif ((cosmic_pe7_ab4 /= 0) and bool(cosmic_pe7_h3w) and (cosmic_pe7_h3b = cosmic_pe7_ab4) and (cosmic_pe7_h3a = cosmic_pe7_aa4)) then
-        cosmic_pe7_fa <= cosmic_pe7_h3v;
+        cosmic_pe7_forward0_0_1_2_3_4_5_6_o <= cosmic_pe7_h3v;
     else
-        cosmic_pe7_fa <= cosmic_pe7_opa4;
+        cosmic_pe7_forward0_0_1_2_3_4_5_6_o <= cosmic_pe7_opa4;
     end if;
 end process cosmic_pe7_forward0_0_1_2_3_4_5_6_c;
 
 cosmic_pe7_forward1_0_1_2_3_4_5_6_c: process (cosmic_pe7_h1b, cosmic_pe7_h2v, cosmic_pe7_wa5, cosmic_pe7_h3v, cosmic_pe7_h1a, cosmic_pe7_h1v, cosmic_pe7_opb4, cosmic_pe7_h2b, cosmic_pe7_h2w, cosmic_pe7_h3w, cosmic_pe7_we5, cosmic_pe7_res5, cosmic_pe7_h3b, cosmic_pe7_h3a, cosmic_pe7_bb4, cosmic_pe7_wb5, cosmic_pe7_ba4, cosmic_pe7_h1w, cosmic_pe7_h2a) is
 begin
     if ((cosmic_pe7_bb4 /= 0) and bool(cosmic_pe7_we5) and (cosmic_pe7_wb5 = cosmic_pe7_bb4) and (cosmic_pe7_wa5 = cosmic_pe7_ba4)) then
-        cosmic_pe7_fb <= cosmic_pe7_res5;
+        cosmic_pe7_forward1_0_1_2_3_4_5_6_o <= cosmic_pe7_res5;
     elsif ((cosmic_pe7_bb4 /= 0) and bool(cosmic_pe7_h1w) and (cosmic_pe7_h1b = cosmic_pe7_bb4) and (cosmic_pe7_h1a = cosmic_pe7_ba4)) then
-        cosmic_pe7_fb <= cosmic_pe7_h1v;
+        cosmic_pe7_forward1_0_1_2_3_4_5_6_o <= cosmic_pe7_h1v;
     elsif ((cosmic_pe7_bb4 /= 0) and bool(cosmic_pe7_h2w) and (cosmic_pe7_h2b = cosmic_pe7_bb4) and (cosmic_pe7_h2a = cosmic_pe7_ba4)) then
-        cosmic_pe7_fb <= cosmic_pe7_h2v;
+        cosmic_pe7_forward1_0_1_2_3_4_5_6_o <= cosmic_pe7_h2v;
     elsif ((cosmic_pe7_bb4 /= 0) and bool(cosmic_pe7_h3w) and (cosmic_pe7_h3b = cosmic_pe7_bb4) and (cosmic_pe7_h3a = cosmic_pe7_ba4)) then
-        cosmic_pe7_fb <= cosmic_pe7_h3v;
+        cosmic_pe7_forward1_0_1_2_3_4_5_6_o <= cosmic_pe7_h3v;
     else
-        cosmic_pe7_fb <= cosmic_pe7_opb4;
+        cosmic_pe7_forward1_0_1_2_3_4_5_6_o <= cosmic_pe7_opb4;
     end if;
 end process cosmic_pe7_forward1_0_1_2_3_4_5_6_c;
+
+cosmic_pe7_portsel0_0_1_2_3_4_5_6_c: process (cosmic_pe7_sa4, cosmic_pe6_right_out, cosmic_pe0_left_in, cosmic_pe7_forward0_0_1_2_3_4_5_6_o, cosmic_pe7_bus_in) is
+begin
+    case cosmic_pe7_sa4 is
+        when "011" =>
+            cosmic_pe7_fa <= signed(cosmic_pe6_right_out);
+        when "100" =>
+            cosmic_pe7_fa <= signed(cosmic_pe0_left_in);
+        when "101" =>
+            cosmic_pe7_fa <= signed(cosmic_pe7_bus_in);
+        when others =>
+            cosmic_pe7_fa <= cosmic_pe7_forward0_0_1_2_3_4_5_6_o;
+    end case;
+end process cosmic_pe7_portsel0_0_1_2_3_4_5_6_c;
+
+cosmic_pe7_portsel1_0_1_2_3_4_5_6_c: process (cosmic_pe7_sb4, cosmic_pe6_right_out, cosmic_pe0_left_in, cosmic_pe7_forward1_0_1_2_3_4_5_6_o, cosmic_pe7_bus_in) is
+begin
+    case cosmic_pe7_sb4 is
+        when "011" =>
+            cosmic_pe7_fb <= signed(cosmic_pe6_right_out);
+        when "100" =>
+            cosmic_pe7_fb <= signed(cosmic_pe0_left_in);
+        when "101" =>
+            cosmic_pe7_fb <= signed(cosmic_pe7_bus_in);
+        when others =>
+            cosmic_pe7_fb <= cosmic_pe7_forward1_0_1_2_3_4_5_6_o;
+    end case;
+end process cosmic_pe7_portsel1_0_1_2_3_4_5_6_c;
 
 
 cosmic_pe7_sat49_hi <= unsigned(cosmic_pe7_sum_ab(33-1 downto (32 - 1)));
@@ -14375,19 +14419,13 @@ cosmic_pe7_st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe7_c2 <= to_unsigned(0, 44);
-            cosmic_pe7_bi2 <= to_signed(0, 32);
-            cosmic_pe7_ri2 <= to_signed(0, 32);
-            cosmic_pe7_l2 <= '0';
-            cosmic_pe7_li2 <= to_signed(0, 32);
             cosmic_pe7_v2 <= '0';
+            cosmic_pe7_c2 <= to_unsigned(0, 44);
+            cosmic_pe7_l2 <= '0';
         else
             cosmic_pe7_v2 <= cosmic_pe7_v1;
             cosmic_pe7_l2 <= cosmic_pe7_l1;
             cosmic_pe7_c2 <= cosmic_pe7_ctl1;
-            cosmic_pe7_li2 <= signed(cosmic_pe6_right_out);
-            cosmic_pe7_ri2 <= signed(cosmic_pe0_left_in);
-            cosmic_pe7_bi2 <= signed(cosmic_pe7_bus_in);
         end if;
     end if;
 end process cosmic_pe7_st1;
@@ -14396,14 +14434,11 @@ cosmic_pe7_st2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            cosmic_pe7_ri3 <= to_signed(0, 32);
             cosmic_pe7_d3 <= to_signed(0, 32);
-            cosmic_pe7_bi3 <= to_signed(0, 32);
             cosmic_pe7_i3 <= to_signed(0, 32);
             cosmic_pe7_m3 <= to_signed(0, 32);
             cosmic_pe7_v3 <= '0';
             cosmic_pe7_c3 <= to_unsigned(0, 44);
-            cosmic_pe7_li3 <= to_signed(0, 32);
             cosmic_pe7_l3 <= '0';
         else
             cosmic_pe7_v3 <= cosmic_pe7_v2;
@@ -14412,9 +14447,6 @@ begin
             cosmic_pe7_d3 <= signed(cosmic_pe7_rd_d);
             cosmic_pe7_m3 <= signed(cosmic_pe7_rd_m);
             cosmic_pe7_i3 <= signed(cosmic_pe7_rd_i);
-            cosmic_pe7_li3 <= cosmic_pe7_li2;
-            cosmic_pe7_ri3 <= cosmic_pe7_ri2;
-            cosmic_pe7_bi3 <= cosmic_pe7_bi2;
         end if;
     end if;
 end process cosmic_pe7_st2;
@@ -14427,11 +14459,11 @@ begin
             cosmic_pe7_opa4 <= to_signed(0, 32);
             cosmic_pe7_opb4 <= to_signed(0, 32);
             cosmic_pe7_v4 <= '0';
-            cosmic_pe7_c4 <= to_unsigned(0, 38);
+            cosmic_pe7_c4 <= to_unsigned(0, 44);
         else
             cosmic_pe7_v4 <= cosmic_pe7_v3;
             cosmic_pe7_l4 <= cosmic_pe7_l3;
-            cosmic_pe7_c4 <= cosmic_pe7_c3(38-1 downto 0);
+            cosmic_pe7_c4 <= cosmic_pe7_c3;
             cosmic_pe7_opa4 <= cosmic_pe7_opa_c;
             cosmic_pe7_opb4 <= cosmic_pe7_opb_c;
         end if;

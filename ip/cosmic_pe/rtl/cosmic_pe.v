@@ -99,10 +99,12 @@ wire [2:0] sa3;
 reg [43:0] c3;
 wire [2:0] sb3;
 wire [1:0] ab4;
-reg [37:0] c4;
+reg [43:0] c4;
 wire [7:0] aa4;
 wire [1:0] bb4;
 wire [7:0] ba4;
+wire [2:0] sa4;
+wire [2:0] sb4;
 wire [3:0] op4;
 wire clr4;
 wire [1:0] wb4;
@@ -143,15 +145,9 @@ reg [7:0] aad1;
 reg [1:0] bbuf1;
 reg [7:0] bad1;
 reg [43:0] c2;
-reg signed [31:0] li2;
-reg signed [31:0] ri2;
-reg signed [31:0] bi2;
 reg signed [31:0] d3;
 reg signed [31:0] m3;
 reg signed [31:0] i3;
-reg signed [31:0] li3;
-reg signed [31:0] ri3;
-reg signed [31:0] bi3;
 reg signed [31:0] opa4;
 reg signed [31:0] opa_c;
 reg signed [31:0] opb4;
@@ -193,6 +189,8 @@ reg bufmux0_0_1_we;
 reg [7:0] bufmux0_0_1_wa;
 reg [31:0] bufmux0_0_1_wd;
 reg [7:0] bufmux0_0_1_ra;
+reg signed [31:0] forward0_o;
+reg signed [31:0] forward1_o;
 wire [30:0] sat0_fill;
 wire [1:0] sat0_hi;
 wire [1:0] sat0_hin;
@@ -934,7 +932,7 @@ assign sa3 = c3[44-1:41];
 assign sb3 = c3[41-1:38];
 
 
-always @(ri3, sa3, d3, bi3, i3, m3, li3) begin: select0_c
+always @(m3, i3, sa3, d3) begin: select0_c
     case (sa3)
         'h0: begin
             opa_c = d3;
@@ -945,26 +943,17 @@ always @(ri3, sa3, d3, bi3, i3, m3, li3) begin: select0_c
         'h2: begin
             opa_c = i3;
         end
-        'h3: begin
-            opa_c = li3;
-        end
-        'h4: begin
-            opa_c = ri3;
-        end
-        'h5: begin
-            opa_c = bi3;
-        end
-        'h6: begin
-            opa_c = 0;
+        'h7: begin
+            opa_c = 65536;
         end
         default: begin
-            opa_c = 65536;
+            opa_c = 0;
         end
     endcase
 end
 
 
-always @(ri3, sb3, d3, bi3, i3, m3, li3) begin: select1_c
+always @(m3, i3, sb3, d3) begin: select1_c
     case (sb3)
         'h0: begin
             opb_c = d3;
@@ -975,20 +964,11 @@ always @(ri3, sb3, d3, bi3, i3, m3, li3) begin: select1_c
         'h2: begin
             opb_c = i3;
         end
-        'h3: begin
-            opb_c = li3;
-        end
-        'h4: begin
-            opb_c = ri3;
-        end
-        'h5: begin
-            opb_c = bi3;
-        end
-        'h6: begin
-            opb_c = 0;
+        'h7: begin
+            opb_c = 65536;
         end
         default: begin
-            opb_c = 65536;
+            opb_c = 0;
         end
     endcase
 end
@@ -1002,6 +982,8 @@ assign ba4 = c4[21-1:13];
 
 
 
+assign sa4 = c4[44-1:41];
+assign sb4 = c4[41-1:38];
 assign op4 = c4[38-1:34];
 assign clr4 = c4[33];
 assign wb4 = c4[13-1:11];
@@ -1043,39 +1025,75 @@ end
 
 always @(h1b, h2v, wa5, h3v, h1a, h1v, opa4, h2b, h2w, h3w, we5, res5, h3b, h3a, ab4, wb5, aa4, h1w, h2a) begin: forward0_c
     if (((ab4 != 0) && we5 && (wb5 == ab4) && (wa5 == aa4))) begin
-        fa = res5;
+        forward0_o = res5;
     end
     else if (((ab4 != 0) && h1w && (h1b == ab4) && (h1a == aa4))) begin
-        fa = h1v;
+        forward0_o = h1v;
     end
     else if (((ab4 != 0) && h2w && (h2b == ab4) && (h2a == aa4))) begin
-        fa = h2v;
+        forward0_o = h2v;
     end
     else if (((ab4 != 0) && h3w && (h3b == ab4) && (h3a == aa4))) begin
-        fa = h3v;
+        forward0_o = h3v;
     end
     else begin
-        fa = opa4;
+        forward0_o = opa4;
     end
 end
 
 
 always @(h1b, h2v, wa5, h3v, h1a, h1v, opb4, h2b, h2w, h3w, we5, res5, h3b, h3a, bb4, wb5, ba4, h1w, h2a) begin: forward1_c
     if (((bb4 != 0) && we5 && (wb5 == bb4) && (wa5 == ba4))) begin
-        fb = res5;
+        forward1_o = res5;
     end
     else if (((bb4 != 0) && h1w && (h1b == bb4) && (h1a == ba4))) begin
-        fb = h1v;
+        forward1_o = h1v;
     end
     else if (((bb4 != 0) && h2w && (h2b == bb4) && (h2a == ba4))) begin
-        fb = h2v;
+        forward1_o = h2v;
     end
     else if (((bb4 != 0) && h3w && (h3b == bb4) && (h3a == ba4))) begin
-        fb = h3v;
+        forward1_o = h3v;
     end
     else begin
-        fb = opb4;
+        forward1_o = opb4;
     end
+end
+
+
+always @(sa4, left_in, right_in, forward0_o, bus_in) begin: portsel0_c
+    case (sa4)
+        'h3: begin
+            fa = $signed(left_in);
+        end
+        'h4: begin
+            fa = $signed(right_in);
+        end
+        'h5: begin
+            fa = $signed(bus_in);
+        end
+        default: begin
+            fa = forward0_o;
+        end
+    endcase
+end
+
+
+always @(sb4, left_in, right_in, forward1_o, bus_in) begin: portsel1_c
+    case (sb4)
+        'h3: begin
+            fb = $signed(left_in);
+        end
+        'h4: begin
+            fb = $signed(right_in);
+        end
+        'h5: begin
+            fb = $signed(bus_in);
+        end
+        default: begin
+            fb = forward1_o;
+        end
+    endcase
 end
 
 
@@ -3153,34 +3171,25 @@ assign ctl1 = {sa1, sb1, op1, clr1, abuf1, aad1, bbuf1, bad1, wb1, wam1, out1};
 
 always @(posedge clk) begin: st1
     if (rst == 1) begin
-        c2 <= 0;
-        bi2 <= 0;
-        ri2 <= 0;
-        l2 <= 0;
-        li2 <= 0;
         v2 <= 0;
+        c2 <= 0;
+        l2 <= 0;
     end
     else begin
         v2 <= v1;
         l2 <= l1;
         c2 <= ctl1;
-        li2 <= $signed(left_in);
-        ri2 <= $signed(right_in);
-        bi2 <= $signed(bus_in);
     end
 end
 
 
 always @(posedge clk) begin: st2
     if (rst == 1) begin
-        ri3 <= 0;
         d3 <= 0;
-        bi3 <= 0;
         i3 <= 0;
         m3 <= 0;
         v3 <= 0;
         c3 <= 0;
-        li3 <= 0;
         l3 <= 0;
     end
     else begin
@@ -3190,9 +3199,6 @@ always @(posedge clk) begin: st2
         d3 <= $signed(rd_d);
         m3 <= $signed(rd_m);
         i3 <= $signed(rd_i);
-        li3 <= li2;
-        ri3 <= ri2;
-        bi3 <= bi2;
     end
 end
 
@@ -3208,7 +3214,7 @@ always @(posedge clk) begin: st3
     else begin
         v4 <= v3;
         l4 <= l3;
-        c4 <= c3[38-1:0];
+        c4 <= c3;
         opa4 <= opa_c;
         opb4 <= opb_c;
     end

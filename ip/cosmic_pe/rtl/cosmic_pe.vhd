@@ -90,10 +90,12 @@ signal sa3: unsigned(2 downto 0);
 signal c3: unsigned(43 downto 0);
 signal sb3: unsigned(2 downto 0);
 signal ab4: unsigned(1 downto 0);
-signal c4: unsigned(37 downto 0);
+signal c4: unsigned(43 downto 0);
 signal aa4: unsigned(7 downto 0);
 signal bb4: unsigned(1 downto 0);
 signal ba4: unsigned(7 downto 0);
+signal sa4: unsigned(2 downto 0);
+signal sb4: unsigned(2 downto 0);
 signal op4: unsigned(3 downto 0);
 signal clr4: std_logic;
 signal wb4: unsigned(1 downto 0);
@@ -134,15 +136,9 @@ signal aad1: unsigned(7 downto 0);
 signal bbuf1: unsigned(1 downto 0);
 signal bad1: unsigned(7 downto 0);
 signal c2: unsigned(43 downto 0);
-signal li2: signed (31 downto 0);
-signal ri2: signed (31 downto 0);
-signal bi2: signed (31 downto 0);
 signal d3: signed (31 downto 0);
 signal m3: signed (31 downto 0);
 signal i3: signed (31 downto 0);
-signal li3: signed (31 downto 0);
-signal ri3: signed (31 downto 0);
-signal bi3: signed (31 downto 0);
 signal opa4: signed (31 downto 0);
 signal opa_c: signed (31 downto 0);
 signal opb4: signed (31 downto 0);
@@ -184,6 +180,8 @@ signal bufmux0_0_1_we: std_logic;
 signal bufmux0_0_1_wa: unsigned(7 downto 0);
 signal bufmux0_0_1_wd: unsigned(31 downto 0);
 signal bufmux0_0_1_ra: unsigned(7 downto 0);
+signal forward0_o: signed (31 downto 0);
+signal forward1_o: signed (31 downto 0);
 signal sat0_fill: unsigned(30 downto 0);
 signal sat0_hi: unsigned(1 downto 0);
 signal sat0_hin: unsigned(1 downto 0);
@@ -930,7 +928,7 @@ end process ram_1r1w3_ram;
 sa3 <= c3(44-1 downto 41);
 sb3 <= c3(41-1 downto 38);
 
-select0_c: process (ri3, sa3, d3, bi3, i3, m3, li3) is
+select0_c: process (m3, i3, sa3, d3) is
 begin
     case sa3 is
         when "000" =>
@@ -939,20 +937,14 @@ begin
             opa_c <= m3;
         when "010" =>
             opa_c <= i3;
-        when "011" =>
-            opa_c <= li3;
-        when "100" =>
-            opa_c <= ri3;
-        when "101" =>
-            opa_c <= bi3;
-        when "110" =>
-            opa_c <= to_signed(0, 32);
-        when others =>
+        when "111" =>
             opa_c <= to_signed(65536, 32);
+        when others =>
+            opa_c <= to_signed(0, 32);
     end case;
 end process select0_c;
 
-select1_c: process (ri3, sb3, d3, bi3, i3, m3, li3) is
+select1_c: process (m3, i3, sb3, d3) is
 begin
     case sb3 is
         when "000" =>
@@ -961,16 +953,10 @@ begin
             opb_c <= m3;
         when "010" =>
             opb_c <= i3;
-        when "011" =>
-            opb_c <= li3;
-        when "100" =>
-            opb_c <= ri3;
-        when "101" =>
-            opb_c <= bi3;
-        when "110" =>
-            opb_c <= to_signed(0, 32);
-        when others =>
+        when "111" =>
             opb_c <= to_signed(65536, 32);
+        when others =>
+            opb_c <= to_signed(0, 32);
     end case;
 end process select1_c;
 
@@ -981,6 +967,8 @@ bb4 <= c4(23-1 downto 21);
 ba4 <= c4(21-1 downto 13);
 
 
+sa4 <= c4(44-1 downto 41);
+sb4 <= c4(41-1 downto 38);
 op4 <= c4(38-1 downto 34);
 clr4 <= c4(33);
 wb4 <= c4(13-1 downto 11);
@@ -1023,32 +1011,60 @@ end process hist;
 forward0_c: process (h1b, h2v, wa5, h3v, h1a, h1v, opa4, h2b, h2w, h3w, we5, res5, h3b, h3a, ab4, wb5, aa4, h1w, h2a) is
 begin
     if ((ab4 /= 0) and bool(we5) and (wb5 = ab4) and (wa5 = aa4)) then
-        fa <= res5;
+        forward0_o <= res5;
     elsif ((ab4 /= 0) and bool(h1w) and (h1b = ab4) and (h1a = aa4)) then
-        fa <= h1v;
+        forward0_o <= h1v;
     elsif ((ab4 /= 0) and bool(h2w) and (h2b = ab4) and (h2a = aa4)) then
-        fa <= h2v;
+        forward0_o <= h2v;
     elsif ((ab4 /= 0) and bool(h3w) and (h3b = ab4) and (h3a = aa4)) then
-        fa <= h3v;
+        forward0_o <= h3v;
     else
-        fa <= opa4;
+        forward0_o <= opa4;
     end if;
 end process forward0_c;
 
 forward1_c: process (h1b, h2v, wa5, h3v, h1a, h1v, opb4, h2b, h2w, h3w, we5, res5, h3b, h3a, bb4, wb5, ba4, h1w, h2a) is
 begin
     if ((bb4 /= 0) and bool(we5) and (wb5 = bb4) and (wa5 = ba4)) then
-        fb <= res5;
+        forward1_o <= res5;
     elsif ((bb4 /= 0) and bool(h1w) and (h1b = bb4) and (h1a = ba4)) then
-        fb <= h1v;
+        forward1_o <= h1v;
     elsif ((bb4 /= 0) and bool(h2w) and (h2b = bb4) and (h2a = ba4)) then
-        fb <= h2v;
+        forward1_o <= h2v;
     elsif ((bb4 /= 0) and bool(h3w) and (h3b = bb4) and (h3a = ba4)) then
-        fb <= h3v;
+        forward1_o <= h3v;
     else
-        fb <= opb4;
+        forward1_o <= opb4;
     end if;
 end process forward1_c;
+
+portsel0_c: process (sa4, left_in_num, right_in_num, forward0_o, bus_in_num) is
+begin
+    case sa4 is
+        when "011" =>
+            fa <= signed(left_in_num);
+        when "100" =>
+            fa <= signed(right_in_num);
+        when "101" =>
+            fa <= signed(bus_in_num);
+        when others =>
+            fa <= forward0_o;
+    end case;
+end process portsel0_c;
+
+portsel1_c: process (sb4, left_in_num, right_in_num, forward1_o, bus_in_num) is
+begin
+    case sb4 is
+        when "011" =>
+            fb <= signed(left_in_num);
+        when "100" =>
+            fb <= signed(right_in_num);
+        when "101" =>
+            fb <= signed(bus_in_num);
+        when others =>
+            fb <= forward1_o;
+    end case;
+end process portsel1_c;
 
 
 sat0_hi <= unsigned(sum_ab(33-1 downto (32 - 1)));
@@ -3017,19 +3033,13 @@ st1: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            c2 <= to_unsigned(0, 44);
-            bi2 <= to_signed(0, 32);
-            ri2 <= to_signed(0, 32);
-            l2 <= '0';
-            li2 <= to_signed(0, 32);
             v2 <= '0';
+            c2 <= to_unsigned(0, 44);
+            l2 <= '0';
         else
             v2 <= v1;
             l2 <= l1;
             c2 <= ctl1;
-            li2 <= signed(left_in_num);
-            ri2 <= signed(right_in_num);
-            bi2 <= signed(bus_in_num);
         end if;
     end if;
 end process st1;
@@ -3038,14 +3048,11 @@ st2: process (clk) is
 begin
     if rising_edge(clk) then
         if (rst = '1') then
-            ri3 <= to_signed(0, 32);
             d3 <= to_signed(0, 32);
-            bi3 <= to_signed(0, 32);
             i3 <= to_signed(0, 32);
             m3 <= to_signed(0, 32);
             v3 <= '0';
             c3 <= to_unsigned(0, 44);
-            li3 <= to_signed(0, 32);
             l3 <= '0';
         else
             v3 <= v2;
@@ -3054,9 +3061,6 @@ begin
             d3 <= signed(rd_d);
             m3 <= signed(rd_m);
             i3 <= signed(rd_i);
-            li3 <= li2;
-            ri3 <= ri2;
-            bi3 <= bi2;
         end if;
     end if;
 end process st2;
@@ -3069,11 +3073,11 @@ begin
             opa4 <= to_signed(0, 32);
             opb4 <= to_signed(0, 32);
             v4 <= '0';
-            c4 <= to_unsigned(0, 38);
+            c4 <= to_unsigned(0, 44);
         else
             v4 <= v3;
             l4 <= l3;
-            c4 <= c3(38-1 downto 0);
+            c4 <= c3;
             opa4 <= opa_c;
             opb4 <= opb_c;
         end if;
