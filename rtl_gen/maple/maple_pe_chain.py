@@ -476,7 +476,10 @@ def build(p):
         all_idle = sig_b()
         res_plus = sig_u(8)
         credit_ok = sig_b()
-        pop = sig_b()
+        pop = sig_b()                      # the smart memory takes the head result
+        load = sig_b()                     # the queue RAM's oldest entry moves into the head register
+        oh_v = sig_b()                     # head register (the smart memory's input, registered)
+        oh_d = sig_u(WD + 1)
         c_op = sig_u(4)
         c_x16 = sig_u(16)
         c_n = sig_u(16)                    # MULT_ACC_DUMP / MULT_ACC_RUN fields
@@ -602,7 +605,8 @@ def build(p):
             eng_free.next = not e_act or e_done
             chain_quiet.next = not e_act and quiet == LAT
             all_idle.next = not e_act and quiet == LAT and reserved == 0
-            pop.next = rq_cnt != 0 and sm_tready
+            pop.next = oh_v and sm_tready
+            load.next = rq_cnt != 0 and (not oh_v or (oh_v and sm_tready))
             cmd_done.next = cs == C_IDLE or (cs == C_B and bvalid and aw_last)
             cmd_free.next = not cq_v or cs == C_IDLE or (cs == C_B and bvalid and aw_last)
             awaddr.next = aw_a
@@ -724,9 +728,9 @@ def build(p):
 
         @always_comb
         def sm_c():
-            sm_tdata.next = rq_head[WD:]
-            sm_tlast.next = rq_head[WD]
-            sm_tvalid.next = rq_cnt != 0
+            sm_tdata.next = oh_d[WD:]
+            sm_tlast.next = oh_d[WD]
+            sm_tvalid.next = oh_v
 
         @always_seq(clk.posedge, reset=rst)
         def main():
@@ -795,14 +799,19 @@ def build(p):
                     rq_wp.next = 0
                 else:
                     rq_wp.next = rq_wp + 1
-            if pop:
+            if load:
+                oh_d.next = rq_head
                 if rq_rp == RQ - 1:
                     rq_rp.next = 0
                 else:
                     rq_rp.next = rq_rp + 1
-            if s2_v and not pop:
+            if load:
+                oh_v.next = True
+            elif pop:
+                oh_v.next = False
+            if s2_v and not load:
                 rq_cnt.next = rq_cnt + 1
-            elif pop and not s2_v:
+            elif load and not s2_v:
                 rq_cnt.next = rq_cnt - 1
             if e_fin and pop:
                 reserved.next = res_plus - 1

@@ -266,6 +266,10 @@ def build(p):
         a_pk = sig_u(WD)
         a_s = sig_u(SW)
         b_pk = sig_u(WD)
+        b_q = sig_u(WD)                  # the scanner's next slot, read a cycle ahead (registered)
+        b_nx = sig_u(WD)
+        nxt_slot = sig_u(SW)
+        lst1_in = sig_u(WD)
         av = sig_s(W)
         ai = sig_u(IDXW)
         bv = sig_s(W)
@@ -407,7 +411,17 @@ def build(p):
 
         @always_comb
         def scan_rd():
-            b_pk.next = lst[scan_slot]
+            b_pk.next = b_q
+            nxt_slot.next = scan_slot + 1
+
+        @always_comb
+        def scan_nx():
+            b_nx.next = lst[nxt_slot]
+            # slot 1 as it is after this cycle's LIST write (the scan starts with it)
+            if lst_we and lst_wa == 1:
+                lst1_in.next = s_axis_in_tdata
+            else:
+                lst1_in.next = lst[1]
 
         @always_comb
         def scan_a():
@@ -524,6 +538,7 @@ def build(p):
                         else:
                             state.next = S_SCAN
                             scan_i.next = 1
+                            b_q.next = lst1_in
                 elif op_r == OP_MINMAX:
                     if not have or nmin:
                         min_pk.next = s_axis_in_tdata
@@ -558,6 +573,7 @@ def build(p):
                         state.next = S_RUN
                 else:
                     scan_i.next = scan_i + 1
+                    b_q.next = b_nx
             # RAM clear, in the background: one word per cycle the RMW write leaves free
             if clr_go:
                 if clr_i == DEPTH - 1:
@@ -767,7 +783,7 @@ def build(p):
                 bvalid_r.next = False
 
         return (insts, axil_c, axil_o, status_c, status_w, in_c, bad_c, hold_c, sel_c, lst_ram, scan_idx,
-                scan_rd, scan_a, scan_res, ram_c, rmw_ram, rmw_c, rmw_add, dump_c, push_c,
+                scan_rd, scan_nx, scan_a, scan_res, ram_c, rmw_ram, rmw_c, rmw_add, dump_c, push_c,
                 fifo_ram, fifo_rd, out_c, main)
 
     ports = ports_of(p)

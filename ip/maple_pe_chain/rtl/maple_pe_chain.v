@@ -102,6 +102,8 @@ wire chain_quiet;
 reg [3:0] quiet;
 wire all_idle;
 wire pop;
+reg oh_v;
+wire load;
 reg [4:0] rq_cnt;
 wire cmd_done;
 reg [2:0] cs;
@@ -151,6 +153,7 @@ reg s2_v;
 reg [3:0] rq_wp;
 wire [48:0] rq_head;
 reg [3:0] rq_rp;
+reg [48:0] oh_d;
 reg v0;
 reg f0;
 reg [1:0] lane0;
@@ -197,7 +200,9 @@ reg [3:0] maple_smart_memory0_a_s;
 wire maple_smart_memory0_ar_go;
 wire maple_smart_memory0_armed_s;
 wire maple_smart_memory0_aw_go;
+reg [47:0] maple_smart_memory0_b_nx;
 wire [47:0] maple_smart_memory0_b_pk;
+reg [47:0] maple_smart_memory0_b_q;
 reg maple_smart_memory0_b_worse;
 wire [31:0] maple_smart_memory0_base32;
 reg [8:0] maple_smart_memory0_base_r;
@@ -241,6 +246,7 @@ reg [8:0] maple_smart_memory0_k_r;
 reg maple_smart_memory0_last_pend;
 wire [31:0] maple_smart_memory0_len32;
 reg [8:0] maple_smart_memory0_len_r;
+reg [47:0] maple_smart_memory0_lst1_in;
 reg [3:0] maple_smart_memory0_lst_wa;
 reg maple_smart_memory0_lst_we;
 reg [47:0] maple_smart_memory0_max_pk;
@@ -250,6 +256,7 @@ reg maple_smart_memory0_nmax;
 reg maple_smart_memory0_nmin;
 wire maple_smart_memory0_not_full;
 reg maple_smart_memory0_nw;
+wire [3:0] maple_smart_memory0_nxt_slot;
 reg signed [31:0] maple_smart_memory0_old;
 wire [31:0] maple_smart_memory0_op32;
 reg [1:0] maple_smart_memory0_op_r;
@@ -828,7 +835,19 @@ assign maple_smart_memory0_dump_slot = maple_smart_memory0_dump_i[4-1:0];
 
 
 
-assign maple_smart_memory0_b_pk = maple_smart_memory0_lst[maple_smart_memory0_scan_slot];
+assign maple_smart_memory0_b_pk = maple_smart_memory0_b_q;
+assign maple_smart_memory0_nxt_slot = (maple_smart_memory0_scan_slot + 1);
+
+
+always @(maple_smart_memory0_nxt_slot, maple_smart_memory0_lst_wa, maple_smart_memory0_lst_we, maple_smart_memory0_lst[0], maple_smart_memory0_lst[1], maple_smart_memory0_lst[2], maple_smart_memory0_lst[3], maple_smart_memory0_lst[4], maple_smart_memory0_lst[5], maple_smart_memory0_lst[6], maple_smart_memory0_lst[7], maple_smart_memory0_lst[8], maple_smart_memory0_lst[9], maple_smart_memory0_lst[10], maple_smart_memory0_lst[11], maple_smart_memory0_lst[12], maple_smart_memory0_lst[13], maple_smart_memory0_lst[14], maple_smart_memory0_lst[15], sm_tdata) begin: maple_smart_memory0_scan_nx
+    maple_smart_memory0_b_nx = maple_smart_memory0_lst[maple_smart_memory0_nxt_slot];
+    if ((maple_smart_memory0_lst_we && (maple_smart_memory0_lst_wa == 1))) begin
+        maple_smart_memory0_lst1_in = sm_tdata;
+    end
+    else begin
+        maple_smart_memory0_lst1_in = maple_smart_memory0_lst[1];
+    end
+end
 
 
 always @(maple_smart_memory0_scan_i, maple_smart_memory0_w_pk, maple_smart_memory0_lst[0], maple_smart_memory0_lst[1], maple_smart_memory0_lst[2], maple_smart_memory0_lst[3], maple_smart_memory0_lst[4], maple_smart_memory0_lst[5], maple_smart_memory0_lst[6], maple_smart_memory0_lst[7], maple_smart_memory0_lst[8], maple_smart_memory0_lst[9], maple_smart_memory0_lst[10], maple_smart_memory0_lst[11], maple_smart_memory0_lst[12], maple_smart_memory0_lst[13], maple_smart_memory0_lst[14], maple_smart_memory0_lst[15], maple_smart_memory0_w_s) begin: maple_smart_memory0_scan_a
@@ -986,6 +1005,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
         maple_smart_memory0_k_r <= 16;
         maple_smart_memory0_pend <= 0;
         maple_smart_memory0_rdata_r <= 0;
+        maple_smart_memory0_b_q <= 0;
         maple_smart_memory0_fcnt <= 0;
         maple_smart_memory0_thr_pk <= 0;
         maple_smart_memory0_bvalid_r <= 0;
@@ -1026,6 +1046,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
                         else begin
                             maple_smart_memory0_state <= 2;
                             maple_smart_memory0_scan_i <= 1;
+                            maple_smart_memory0_b_q <= maple_smart_memory0_lst1_in;
                         end
                     end
                 end
@@ -1077,6 +1098,7 @@ always @(posedge clk) begin: maple_smart_memory0_main
             end
             else begin
                 maple_smart_memory0_scan_i <= (maple_smart_memory0_scan_i + 1);
+                maple_smart_memory0_b_q <= maple_smart_memory0_b_nx;
             end
         end
         if (maple_smart_memory0_clr_go) begin
@@ -2421,7 +2443,8 @@ assign res_plus = (reserved + nres);
 assign eng_free = ((!e_act) || e_done);
 assign chain_quiet = ((!e_act) && (quiet == 10));
 assign all_idle = ((!e_act) && (quiet == 10) && (reserved == 0));
-assign pop = ((rq_cnt != 0) && sm_tready);
+assign pop = (oh_v && sm_tready);
+assign load = ((rq_cnt != 0) && ((!oh_v) || (oh_v && sm_tready)));
 assign cmd_done = ((cs == 0) || ((cs == 4) && bvalid && aw_last));
 assign cmd_free = ((!cq_v) || (cs == 0) || ((cs == 4) && bvalid && aw_last));
 assign awaddr = aw_a;
@@ -2632,9 +2655,9 @@ assign rq_head = rq[rq_rp];
 
 
 
-assign sm_tdata = rq_head[48-1:0];
-assign sm_tlast = rq_head[48];
-assign sm_tvalid = (rq_cnt != 0);
+assign sm_tdata = oh_d[48-1:0];
+assign sm_tlast = oh_d[48];
+assign sm_tvalid = oh_v;
 
 
 always @(posedge clk) begin: main
@@ -2688,7 +2711,9 @@ always @(posedge clk) begin: main
         cq_v <= 0;
         gval <= 1;
         lsa <= 0;
+        oh_v <= 0;
         s2_v <= 0;
+        oh_d <= 0;
         wk_sma <= 0;
         wstep <= 0;
         s2_last <= 0;
@@ -2780,7 +2805,8 @@ always @(posedge clk) begin: main
                 rq_wp <= (rq_wp + 1);
             end
         end
-        if (pop) begin
+        if (load) begin
+            oh_d <= rq_head;
             if (($signed({1'b0, rq_rp}) == (16 - 1))) begin
                 rq_rp <= 0;
             end
@@ -2788,10 +2814,16 @@ always @(posedge clk) begin: main
                 rq_rp <= (rq_rp + 1);
             end
         end
-        if ((s2_v && (!pop))) begin
+        if (load) begin
+            oh_v <= 1'b1;
+        end
+        else if (pop) begin
+            oh_v <= 1'b0;
+        end
+        if ((s2_v && (!load))) begin
             rq_cnt <= (rq_cnt + 1);
         end
-        else if ((pop && (!s2_v))) begin
+        else if ((load && (!s2_v))) begin
             rq_cnt <= (rq_cnt - 1);
         end
         if ((e_fin && pop)) begin

@@ -99,6 +99,8 @@ signal chain_quiet: std_logic;
 signal quiet: unsigned(3 downto 0);
 signal all_idle: std_logic;
 signal pop: std_logic;
+signal oh_v: std_logic;
+signal load: std_logic;
 signal rq_cnt: unsigned(4 downto 0);
 signal cmd_done: std_logic;
 signal cs: unsigned(2 downto 0);
@@ -148,6 +150,7 @@ signal s2_v: std_logic;
 signal rq_wp: unsigned(3 downto 0);
 signal rq_head: unsigned(48 downto 0);
 signal rq_rp: unsigned(3 downto 0);
+signal oh_d: unsigned(48 downto 0);
 signal v0: std_logic;
 signal f0: std_logic;
 signal lane0: unsigned(1 downto 0);
@@ -194,7 +197,9 @@ signal maple_smart_memory0_a_s: unsigned(3 downto 0);
 signal maple_smart_memory0_ar_go: std_logic;
 signal maple_smart_memory0_armed_s: std_logic;
 signal maple_smart_memory0_aw_go: std_logic;
+signal maple_smart_memory0_b_nx: unsigned(47 downto 0);
 signal maple_smart_memory0_b_pk: unsigned(47 downto 0);
+signal maple_smart_memory0_b_q: unsigned(47 downto 0);
 signal maple_smart_memory0_b_worse: std_logic;
 signal maple_smart_memory0_base32: unsigned(31 downto 0);
 signal maple_smart_memory0_base_r: unsigned(8 downto 0);
@@ -238,6 +243,7 @@ signal maple_smart_memory0_k_r: unsigned(8 downto 0);
 signal maple_smart_memory0_last_pend: std_logic;
 signal maple_smart_memory0_len32: unsigned(31 downto 0);
 signal maple_smart_memory0_len_r: unsigned(8 downto 0);
+signal maple_smart_memory0_lst1_in: unsigned(47 downto 0);
 signal maple_smart_memory0_lst_wa: unsigned(3 downto 0);
 signal maple_smart_memory0_lst_we: std_logic;
 signal maple_smart_memory0_max_pk: unsigned(47 downto 0);
@@ -247,6 +253,7 @@ signal maple_smart_memory0_nmax: std_logic;
 signal maple_smart_memory0_nmin: std_logic;
 signal maple_smart_memory0_not_full: std_logic;
 signal maple_smart_memory0_nw: std_logic;
+signal maple_smart_memory0_nxt_slot: unsigned(3 downto 0);
 signal maple_smart_memory0_old: signed (31 downto 0);
 signal maple_smart_memory0_op32: unsigned(31 downto 0);
 signal maple_smart_memory0_op_r: unsigned(1 downto 0);
@@ -811,7 +818,18 @@ maple_smart_memory0_scan_slot <= maple_smart_memory0_scan_i(4-1 downto 0);
 maple_smart_memory0_dump_slot <= maple_smart_memory0_dump_i(4-1 downto 0);
 
 
-maple_smart_memory0_b_pk <= maple_smart_memory0_lst(to_integer(maple_smart_memory0_scan_slot));
+maple_smart_memory0_b_pk <= maple_smart_memory0_b_q;
+maple_smart_memory0_nxt_slot <= (maple_smart_memory0_scan_slot + 1);
+
+maple_smart_memory0_scan_nx: process (maple_smart_memory0_nxt_slot, maple_smart_memory0_lst_wa, maple_smart_memory0_lst_we, maple_smart_memory0_lst, sm_tdata) is
+begin
+    maple_smart_memory0_b_nx <= maple_smart_memory0_lst(to_integer(maple_smart_memory0_nxt_slot));
+    if (bool(maple_smart_memory0_lst_we) and (maple_smart_memory0_lst_wa = 1)) then
+        maple_smart_memory0_lst1_in <= sm_tdata;
+    else
+        maple_smart_memory0_lst1_in <= maple_smart_memory0_lst(1);
+    end if;
+end process maple_smart_memory0_scan_nx;
 
 maple_smart_memory0_scan_a: process (maple_smart_memory0_scan_i, maple_smart_memory0_w_pk, maple_smart_memory0_lst, maple_smart_memory0_w_s) is
 begin
@@ -962,6 +980,7 @@ begin
             maple_smart_memory0_k_r <= to_unsigned(16, 9);
             maple_smart_memory0_pend <= '0';
             maple_smart_memory0_rdata_r <= to_unsigned(0, 32);
+            maple_smart_memory0_b_q <= to_unsigned(0, 48);
             maple_smart_memory0_fcnt <= to_unsigned(0, 3);
             maple_smart_memory0_thr_pk <= to_unsigned(0, 48);
             maple_smart_memory0_bvalid_r <= '0';
@@ -999,6 +1018,7 @@ begin
                             else
                                 maple_smart_memory0_state <= to_unsigned(2, 3);
                                 maple_smart_memory0_scan_i <= to_unsigned(1, 9);
+                                maple_smart_memory0_b_q <= maple_smart_memory0_lst1_in;
                             end if;
                         end if;
                     when "01" =>
@@ -1043,6 +1063,7 @@ begin
                     end if;
                 else
                     maple_smart_memory0_scan_i <= (maple_smart_memory0_scan_i + 1);
+                    maple_smart_memory0_b_q <= maple_smart_memory0_b_nx;
                 end if;
             end if;
             if bool(maple_smart_memory0_clr_go) then
@@ -2279,7 +2300,8 @@ res_plus <= (reserved + nres);
 eng_free <= stdl((not bool(e_act)) or bool(e_done));
 chain_quiet <= stdl((not bool(e_act)) and (quiet = 10));
 all_idle <= stdl((not bool(e_act)) and (quiet = 10) and (reserved = 0));
-pop <= stdl((rq_cnt /= 0) and bool(sm_tready));
+pop <= stdl(bool(oh_v) and bool(sm_tready));
+load <= stdl((rq_cnt /= 0) and ((not bool(oh_v)) or (bool(oh_v) and bool(sm_tready))));
 cmd_done <= stdl((cs = 0) or ((cs = 4) and bool(bvalid) and bool(aw_last)));
 cmd_free <= stdl((not bool(cq_v)) or (cs = 0) or ((cs = 4) and bool(bvalid) and bool(aw_last)));
 awaddr <= aw_a;
@@ -2469,9 +2491,9 @@ end process rq_ram;
 rq_head <= rq(to_integer(rq_rp));
 
 
-sm_tdata <= rq_head(48-1 downto 0);
-sm_tlast <= rq_head(48);
-sm_tvalid <= stdl(rq_cnt /= 0);
+sm_tdata <= oh_d(48-1 downto 0);
+sm_tlast <= oh_d(48);
+sm_tvalid <= oh_v;
 
 main: process (clk) is
 begin
@@ -2526,7 +2548,9 @@ begin
             cq_v <= '0';
             gval <= to_unsigned(1, 8);
             lsa <= to_unsigned(0, 6);
+            oh_v <= '0';
             s2_v <= '0';
+            oh_d <= to_unsigned(0, 49);
             wk_sma <= to_unsigned(0, 16);
             wstep <= to_unsigned(0, 2);
             s2_last <= '0';
@@ -2610,16 +2634,22 @@ begin
                     rq_wp <= (rq_wp + 1);
                 end if;
             end if;
-            if bool(pop) then
+            if bool(load) then
+                oh_d <= rq_head;
                 if (signed(resize(rq_rp, 5)) = (16 - 1)) then
                     rq_rp <= to_unsigned(0, 4);
                 else
                     rq_rp <= (rq_rp + 1);
                 end if;
             end if;
-            if (bool(s2_v) and (not bool(pop))) then
+            if bool(load) then
+                oh_v <= '1';
+            elsif bool(pop) then
+                oh_v <= '0';
+            end if;
+            if (bool(s2_v) and (not bool(load))) then
                 rq_cnt <= (rq_cnt + 1);
-            elsif (bool(pop) and (not bool(s2_v))) then
+            elsif (bool(load) and (not bool(s2_v))) then
                 rq_cnt <= (rq_cnt - 1);
             end if;
             if (bool(e_fin) and bool(pop)) then

@@ -93,7 +93,9 @@ reg [3:0] a_s;
 wire ar_go;
 wire armed_s;
 wire aw_go;
+reg [47:0] b_nx;
 wire [47:0] b_pk;
+reg [47:0] b_q;
 reg b_worse;
 wire [31:0] base32;
 reg [8:0] base_r;
@@ -137,6 +139,7 @@ reg [8:0] k_r;
 reg last_pend;
 wire [31:0] len32;
 reg [8:0] len_r;
+reg [47:0] lst1_in;
 reg [3:0] lst_wa;
 reg lst_we;
 reg [47:0] max_pk;
@@ -146,6 +149,7 @@ reg nmax;
 reg nmin;
 wire not_full;
 reg nw;
+wire [3:0] nxt_slot;
 reg signed [31:0] old;
 wire [31:0] op32;
 reg [1:0] op_r;
@@ -446,7 +450,19 @@ assign dump_slot = dump_i[4-1:0];
 
 
 
-assign b_pk = lst[scan_slot];
+assign b_pk = b_q;
+assign nxt_slot = (scan_slot + 1);
+
+
+always @(nxt_slot, lst_wa, lst_we, lst[0], lst[1], lst[2], lst[3], lst[4], lst[5], lst[6], lst[7], lst[8], lst[9], lst[10], lst[11], lst[12], lst[13], lst[14], lst[15], s_axis_in_tdata) begin: scan_nx
+    b_nx = lst[nxt_slot];
+    if ((lst_we && (lst_wa == 1))) begin
+        lst1_in = s_axis_in_tdata;
+    end
+    else begin
+        lst1_in = lst[1];
+    end
+end
 
 
 always @(scan_i, w_pk, lst[0], lst[1], lst[2], lst[3], lst[4], lst[5], lst[6], lst[7], lst[8], lst[9], lst[10], lst[11], lst[12], lst[13], lst[14], lst[15], w_s) begin: scan_a
@@ -604,6 +620,7 @@ always @(posedge clk) begin: main
         k_r <= 16;
         pend <= 0;
         rdata_r <= 0;
+        b_q <= 0;
         fcnt <= 0;
         thr_pk <= 0;
         bvalid_r <= 0;
@@ -644,6 +661,7 @@ always @(posedge clk) begin: main
                         else begin
                             state <= 2;
                             scan_i <= 1;
+                            b_q <= lst1_in;
                         end
                     end
                 end
@@ -695,6 +713,7 @@ always @(posedge clk) begin: main
             end
             else begin
                 scan_i <= (scan_i + 1);
+                b_q <= b_nx;
             end
         end
         if (clr_go) begin

@@ -73,7 +73,9 @@ signal a_s: unsigned(3 downto 0);
 signal ar_go: std_logic;
 signal armed_s: std_logic;
 signal aw_go: std_logic;
+signal b_nx: unsigned(47 downto 0);
 signal b_pk: unsigned(47 downto 0);
+signal b_q: unsigned(47 downto 0);
 signal b_worse: std_logic;
 signal base32: unsigned(31 downto 0);
 signal base_r: unsigned(8 downto 0);
@@ -117,6 +119,7 @@ signal k_r: unsigned(8 downto 0);
 signal last_pend: std_logic;
 signal len32: unsigned(31 downto 0);
 signal len_r: unsigned(8 downto 0);
+signal lst1_in: unsigned(47 downto 0);
 signal lst_wa: unsigned(3 downto 0);
 signal lst_we: std_logic;
 signal max_pk: unsigned(47 downto 0);
@@ -126,6 +129,7 @@ signal nmax: std_logic;
 signal nmin: std_logic;
 signal not_full: std_logic;
 signal nw: std_logic;
+signal nxt_slot: unsigned(3 downto 0);
 signal old: signed (31 downto 0);
 signal op32: unsigned(31 downto 0);
 signal op_r: unsigned(1 downto 0);
@@ -410,7 +414,18 @@ scan_slot <= scan_i(4-1 downto 0);
 dump_slot <= dump_i(4-1 downto 0);
 
 
-b_pk <= lst(to_integer(scan_slot));
+b_pk <= b_q;
+nxt_slot <= (scan_slot + 1);
+
+scan_nx: process (nxt_slot, lst_wa, lst_we, lst, s_axis_in_tdata_num) is
+begin
+    b_nx <= lst(to_integer(nxt_slot));
+    if (bool(lst_we) and (lst_wa = 1)) then
+        lst1_in <= s_axis_in_tdata_num;
+    else
+        lst1_in <= lst(1);
+    end if;
+end process scan_nx;
 
 scan_a: process (scan_i, w_pk, lst, w_s) is
 begin
@@ -561,6 +576,7 @@ begin
             k_r <= to_unsigned(16, 9);
             pend <= '0';
             rdata_r <= to_unsigned(0, 32);
+            b_q <= to_unsigned(0, 48);
             fcnt <= to_unsigned(0, 3);
             thr_pk <= to_unsigned(0, 48);
             bvalid_r <= '0';
@@ -598,6 +614,7 @@ begin
                             else
                                 state <= to_unsigned(2, 3);
                                 scan_i <= to_unsigned(1, 9);
+                                b_q <= lst1_in;
                             end if;
                         end if;
                     when "01" =>
@@ -642,6 +659,7 @@ begin
                     end if;
                 else
                     scan_i <= (scan_i + 1);
+                    b_q <= b_nx;
                 end if;
             end if;
             if bool(clr_go) then
