@@ -13,7 +13,9 @@ error accumulator per output channel for the bias gradient:
     s_axis_err ------------------------------ join -> input reg -> products -> accumulators
     end of sample: gradient word = sat(round(acc)) (bias: sat(sum err)), added exactly into
                    the batch gradient buffer (W + bits(MAX_BATCH) bits per element)
-    end of batch:  w' = sat(w - sat(round(lr_q * gsum))), one filter per cycle
+    end of batch:  w' = sat(w - sat(round(lr_q * gsum))), one filter per cycle through a
+                   pipeline (gradient register, product register, rounded-step register,
+                   then w - step and its saturation in the write-back cycle)
                    -> m_axis_w (filters), m_axis_b (biases); the store keeps w'.
 
 Reference: ``golden.conv.pg_minibatch`` (= ``param_gradient`` per sample + ``update``),
@@ -211,13 +213,17 @@ def bfold_lane(acc, g_u, bfirst, gnew_u, W):
 
 
 @block
-def upd_lane(w_u, g_u, lr_u, wn_u, F):
-    """``w' = sat(w - sat(round(lr * g)))``."""
+def upd_lane(clk, rst, en, w_u, g_u, lr_u, wn_u, F):
+    """``w' = sat(w - sat(round(lr * g)))`` in a three-register pipeline, every register
+    loaded on ``en``: the gradient ``g`` (A), the product ``lr * g`` (B), the rounded and
+    saturated step (C); the subtraction from the current ``w`` and its saturation follow
+    C combinationally (the write-back cycle)."""
     W, G = len(w_u), len(g_u)
     w = sig_s(W)
-    g = sig_s(G)
+    ga = sig_s(G)
     lr = sig_s(W)
     pr = sig_s(W + G)
+    stepn = sig_s(W)
     step = sig_s(W)
     d = sig_s(W + 1)
     wn = sig_s(W)
@@ -225,14 +231,24 @@ def upd_lane(w_u, g_u, lr_u, wn_u, F):
     @always_comb
     def cast():
         w.next = w_u.signed()
-        g.next = g_u.signed()
         lr.next = lr_u.signed()
 
-    @always_comb
-    def mul():
-        pr.next = g * lr
+    @always_seq(clk.posedge, reset=rst)
+    def sta():
+        if en:
+            ga.next = g_u.signed()
 
-    rs = round_sat(pr, step, F)
+    @always_seq(clk.posedge, reset=rst)
+    def mul():
+        if en:
+            pr.next = ga * lr
+
+    rs = round_sat(pr, stepn, F)
+
+    @always_seq(clk.posedge, reset=rst)
+    def stc():
+        if en:
+            step.next = stepn
 
     @always_comb
     def sub():
@@ -244,7 +260,7 @@ def upd_lane(w_u, g_u, lr_u, wn_u, F):
     def out():
         wn_u.next = wn[W:]
 
-    return cast, mul, rs, sub, st, out
+    return cast, sta, mul, rs, stc, sub, st, out
 
 
 # ---------------------------------------------------------------- top
@@ -309,8 +325,12 @@ def block_fn(p):
         fire, wfire, bfire, sfirst = (sig_b() for _ in range(4))
         scnt, bcnt = sig_u(fb), sig_u(fb)
         en_o = sig_b(True)
-        ufire, ufire_f, ufire_b = sig_b(), sig_b(), sig_b()
+        # update: ufire issues slot ucnt (ucnt == ns: the biases) into the 3-stage update
+        # pipeline (valid/bias/last flags ua/ub/uc, moving on en_o); wb is its write-back
+        ufire, ufire_f = sig_b(), sig_b()
         ucnt = sig_u(bits_for(ns + 1))
+        va_u, vb_u, vc_u, ua, ub, uc, la, lb_, lc = (sig_b() for _ in range(9))
+        wb, wb_f, wb_b = sig_b(), sig_b(), sig_b()
 
         @always_comb
         def hand():
@@ -322,9 +342,24 @@ def block_fn(p):
             s_axis_err_tready.next = phase == RUN and win_v
             fire.next = phase == RUN and win_v and s_axis_err_tvalid
             lb_start.next = phase == RUN and scnt != bcnt and not lb_busy
-            ufire.next = phase == UPD and en_o
-            ufire_f.next = phase == UPD and en_o and ucnt != ns
-            ufire_b.next = phase == UPD and en_o and ucnt == ns
+            ufire.next = phase == UPD and en_o and ucnt <= NS
+            ufire_f.next = phase == UPD and en_o and ucnt < NS
+            wb.next = en_o and vc_u
+            wb_f.next = en_o and vc_u and not uc
+            wb_b.next = en_o and vc_u and uc
+
+        @always_seq(clk.posedge, reset=rst)
+        def upipe():
+            if en_o:
+                va_u.next = ufire
+                ua.next = ucnt == NS
+                la.next = ucnt == NSM1 or ucnt == NS
+                vb_u.next = va_u
+                ub.next = ua
+                lb_.next = la
+                vc_u.next = vb_u
+                uc.next = ub
+                lc.next = lb_
 
         xr = sig_u(n * S_IC * W)
         er = sig_u(S_OC * W)
@@ -423,18 +458,18 @@ def block_fn(p):
         wn_l, bn_l = [], []
         for e in range(n):
             u = sig_u(W)
-            insts.append(upd_lane(wall((e + 1) * W, e * W), gbuf((e + 1) * G, e * G), lr_r, u, F))
+            insts.append(upd_lane(clk, rst, en_o, wall((e + 1) * W, e * W), gbuf((e + 1) * G, e * G), lr_r, u, F))
             wn_l.append(u)
         for o in range(S_OC):
             u = sig_u(W)
-            insts.append(upd_lane(breg((o + 1) * W, o * W), gbb((o + 1) * G, o * G), lr_r, u, F))
+            insts.append(upd_lane(clk, rst, en_o, breg((o + 1) * W, o * W), gbb((o + 1) * G, o * G), lr_r, u, F))
             bn_l.append(u)
         pk1 = pack(wn_l, fdat)
         pk2 = pack(bn_l, bdat)
 
         @always_comb
         def wsel():
-            wsh.next = wfire or ufire_f
+            wsh.next = wfire or wb_f
             if phase == IDLE:
                 wsrc.next = s_axis_w_tdata
             else:
@@ -446,7 +481,7 @@ def block_fn(p):
         def bst():
             if bfire:
                 breg.next = s_axis_b_tdata
-            elif ufire_b:
+            elif wb_b:
                 breg.next = bdat
 
         # ---- output FIFO: filters then the bias beat -------------------------------------
@@ -462,15 +497,15 @@ def block_fn(p):
 
         @always_comb
         def dinc():
-            if ucnt == ns:
+            if uc:
                 din.next = bde
                 duser.next = 1
             else:
                 din.next = fde
                 duser.next = 0
-            dlast.next = ucnt == NSM1 or ucnt == NS
+            dlast.next = lc
 
-        ofifo = out_fifo2(clk, rst, din, dlast, duser, ufire, en_o, o_d, o_v, o_r, o_l, o_user)
+        ofifo = out_fifo2(clk, rst, din, dlast, duser, wb, en_o, o_d, o_v, o_r, o_l, o_user)
 
         @always_comb
         def outs():
@@ -527,8 +562,8 @@ def block_fn(p):
                     phase.next = UPD
             if ufire:
                 ucnt.next = ucnt + 1
-                if ucnt == ns:
-                    phase.next = FLUSH
+            if wb_b:
+                phase.next = FLUSH
             if phase == FLUSH and not o_v:
                 phase.next = IDLE
                 done.next = True
@@ -537,7 +572,7 @@ def block_fn(p):
         def bsy():
             busy.next = phase != IDLE
 
-        return (z1, z2, z3, z4, cfgc, cfgchk, lbi, hand, inreg, preg, ldly, insts, gbuf_st, gbb_st,
+        return (z1, z2, z3, z4, cfgc, cfgchk, lbi, hand, upipe, inreg, preg, ldly, insts, gbuf_st, gbb_st,
                 pk1, pk2, wsel, fs, bst, x1, x2, dinc, ofifo, outs, ctl, bsy)
 
     return fpdeep_pg
@@ -561,8 +596,9 @@ def datasheet(p):
                 "sample's gradient is rounded once and summed exactly over the mini-batch, and the step "
                 "w' = sat(w - sat(round(lr_q * sum g))) updates the stored filters and biases and streams "
                 "them out. Reference: `golden.conv.pg_minibatch` (= `param_gradient` + `update`).",
-        latency="5 cycles from the handshake of the last error beat of the mini-batch to the first updated "
-                f"filter on an always-ready sink (fold into the batch buffer, update, 2-entry FIFO), then "
+        latency="8 cycles from the handshake of the last error beat of the mini-batch to the first updated "
+                f"filter on an always-ready sink (fold into the batch buffer; the update pipeline: gradient, "
+                f"product lr_q * g, rounded step, then w - step into the 2-entry FIFO), then "
                 f"{ns} filter beats and the bias beat one per cycle; done one cycle after the bias beat",
         throughput="one output position (all MACs busy) per cycle; padding costs no cycles (padding-free "
                    "line buffer scan): an output row of Wo positions takes Wo + max(0, K-1-2P) cycles, "

@@ -1235,9 +1235,20 @@ reg [2:0] fpdeep_pg0_bcnt;
 wire fpdeep_pg0_lb_busy;
 wire fpdeep_pg0_ufire;
 reg fpdeep_pg0_en_o;
-wire fpdeep_pg0_ufire_f;
 reg [2:0] fpdeep_pg0_ucnt;
-wire fpdeep_pg0_ufire_b;
+wire fpdeep_pg0_ufire_f;
+wire fpdeep_pg0_wb;
+reg fpdeep_pg0_vc_u;
+wire fpdeep_pg0_wb_f;
+reg fpdeep_pg0_uc;
+wire fpdeep_pg0_wb_b;
+reg fpdeep_pg0_va_u;
+reg fpdeep_pg0_ua;
+reg fpdeep_pg0_la;
+reg fpdeep_pg0_vb_u;
+reg fpdeep_pg0_ub;
+reg fpdeep_pg0_lb_;
+reg fpdeep_pg0_lc;
 reg fpdeep_pg0_va;
 reg fpdeep_pg0_fa;
 reg fpdeep_pg0_sfirst;
@@ -2150,10 +2161,11 @@ reg signed [18:0] fpdeep_pg0_bfold_lane1_fold_lane37_s;
 reg [2:0] fpdeep_pg0_bfold_lane1_fold_lane37_sext107_sgn;
 wire [15:0] fpdeep_pg0_upd_lane0_wn_u;
 wire signed [16:0] fpdeep_pg0_upd_lane0_d;
-wire signed [18:0] fpdeep_pg0_upd_lane0_g;
+reg signed [18:0] fpdeep_pg0_upd_lane0_ga;
 wire signed [15:0] fpdeep_pg0_upd_lane0_lr;
-wire signed [34:0] fpdeep_pg0_upd_lane0_pr;
+reg signed [34:0] fpdeep_pg0_upd_lane0_pr;
 reg signed [15:0] fpdeep_pg0_upd_lane0_step;
+reg signed [15:0] fpdeep_pg0_upd_lane0_stepn;
 wire signed [15:0] fpdeep_pg0_upd_lane0_w;
 reg signed [15:0] fpdeep_pg0_upd_lane0_wn;
 wire signed [34:0] fpdeep_pg0_upd_lane0_round_sat40_r;
@@ -2169,10 +2181,11 @@ wire [1:0] fpdeep_pg0_upd_lane0_sat47_hin;
 wire fpdeep_pg0_upd_lane0_sat47_nsign;
 wire [15:0] fpdeep_pg0_upd_lane1_wn_u;
 wire signed [16:0] fpdeep_pg0_upd_lane1_d;
-wire signed [18:0] fpdeep_pg0_upd_lane1_g;
+reg signed [18:0] fpdeep_pg0_upd_lane1_ga;
 wire signed [15:0] fpdeep_pg0_upd_lane1_lr;
-wire signed [34:0] fpdeep_pg0_upd_lane1_pr;
+reg signed [34:0] fpdeep_pg0_upd_lane1_pr;
 reg signed [15:0] fpdeep_pg0_upd_lane1_step;
+reg signed [15:0] fpdeep_pg0_upd_lane1_stepn;
 wire signed [15:0] fpdeep_pg0_upd_lane1_w;
 reg signed [15:0] fpdeep_pg0_upd_lane1_wn;
 wire signed [34:0] fpdeep_pg0_upd_lane1_round_sat41_r;
@@ -2188,10 +2201,11 @@ wire [1:0] fpdeep_pg0_upd_lane1_sat49_hin;
 wire fpdeep_pg0_upd_lane1_sat49_nsign;
 wire [15:0] fpdeep_pg0_upd_lane2_wn_u;
 wire signed [16:0] fpdeep_pg0_upd_lane2_d;
-wire signed [18:0] fpdeep_pg0_upd_lane2_g;
+reg signed [18:0] fpdeep_pg0_upd_lane2_ga;
 wire signed [15:0] fpdeep_pg0_upd_lane2_lr;
-wire signed [34:0] fpdeep_pg0_upd_lane2_pr;
+reg signed [34:0] fpdeep_pg0_upd_lane2_pr;
 reg signed [15:0] fpdeep_pg0_upd_lane2_step;
+reg signed [15:0] fpdeep_pg0_upd_lane2_stepn;
 wire signed [15:0] fpdeep_pg0_upd_lane2_w;
 reg signed [15:0] fpdeep_pg0_upd_lane2_wn;
 wire signed [34:0] fpdeep_pg0_upd_lane2_round_sat42_r;
@@ -2207,10 +2221,11 @@ wire [1:0] fpdeep_pg0_upd_lane2_sat51_hin;
 wire fpdeep_pg0_upd_lane2_sat51_nsign;
 wire [15:0] fpdeep_pg0_upd_lane3_wn_u;
 wire signed [16:0] fpdeep_pg0_upd_lane3_d;
-wire signed [18:0] fpdeep_pg0_upd_lane3_g;
+reg signed [18:0] fpdeep_pg0_upd_lane3_ga;
 wire signed [15:0] fpdeep_pg0_upd_lane3_lr;
-wire signed [34:0] fpdeep_pg0_upd_lane3_pr;
+reg signed [34:0] fpdeep_pg0_upd_lane3_pr;
 reg signed [15:0] fpdeep_pg0_upd_lane3_step;
+reg signed [15:0] fpdeep_pg0_upd_lane3_stepn;
 wire signed [15:0] fpdeep_pg0_upd_lane3_w;
 reg signed [15:0] fpdeep_pg0_upd_lane3_wn;
 wire signed [34:0] fpdeep_pg0_upd_lane3_round_sat43_r;
@@ -2226,10 +2241,11 @@ wire [1:0] fpdeep_pg0_upd_lane3_sat53_hin;
 wire fpdeep_pg0_upd_lane3_sat53_nsign;
 wire [15:0] fpdeep_pg0_upd_lane4_wn_u;
 wire signed [16:0] fpdeep_pg0_upd_lane4_d;
-wire signed [18:0] fpdeep_pg0_upd_lane4_g;
+reg signed [18:0] fpdeep_pg0_upd_lane4_ga;
 wire signed [15:0] fpdeep_pg0_upd_lane4_lr;
-wire signed [34:0] fpdeep_pg0_upd_lane4_pr;
+reg signed [34:0] fpdeep_pg0_upd_lane4_pr;
 reg signed [15:0] fpdeep_pg0_upd_lane4_step;
+reg signed [15:0] fpdeep_pg0_upd_lane4_stepn;
 wire signed [15:0] fpdeep_pg0_upd_lane4_w;
 reg signed [15:0] fpdeep_pg0_upd_lane4_wn;
 wire signed [34:0] fpdeep_pg0_upd_lane4_round_sat44_r;
@@ -2245,10 +2261,11 @@ wire [1:0] fpdeep_pg0_upd_lane4_sat55_hin;
 wire fpdeep_pg0_upd_lane4_sat55_nsign;
 wire [15:0] fpdeep_pg0_upd_lane5_wn_u;
 wire signed [16:0] fpdeep_pg0_upd_lane5_d;
-wire signed [18:0] fpdeep_pg0_upd_lane5_g;
+reg signed [18:0] fpdeep_pg0_upd_lane5_ga;
 wire signed [15:0] fpdeep_pg0_upd_lane5_lr;
-wire signed [34:0] fpdeep_pg0_upd_lane5_pr;
+reg signed [34:0] fpdeep_pg0_upd_lane5_pr;
 reg signed [15:0] fpdeep_pg0_upd_lane5_step;
+reg signed [15:0] fpdeep_pg0_upd_lane5_stepn;
 wire signed [15:0] fpdeep_pg0_upd_lane5_w;
 reg signed [15:0] fpdeep_pg0_upd_lane5_wn;
 wire signed [34:0] fpdeep_pg0_upd_lane5_round_sat45_r;
@@ -2264,10 +2281,11 @@ wire [1:0] fpdeep_pg0_upd_lane5_sat57_hin;
 wire fpdeep_pg0_upd_lane5_sat57_nsign;
 wire [15:0] fpdeep_pg0_upd_lane6_wn_u;
 wire signed [16:0] fpdeep_pg0_upd_lane6_d;
-wire signed [18:0] fpdeep_pg0_upd_lane6_g;
+reg signed [18:0] fpdeep_pg0_upd_lane6_ga;
 wire signed [15:0] fpdeep_pg0_upd_lane6_lr;
-wire signed [34:0] fpdeep_pg0_upd_lane6_pr;
+reg signed [34:0] fpdeep_pg0_upd_lane6_pr;
 reg signed [15:0] fpdeep_pg0_upd_lane6_step;
+reg signed [15:0] fpdeep_pg0_upd_lane6_stepn;
 wire signed [15:0] fpdeep_pg0_upd_lane6_w;
 reg signed [15:0] fpdeep_pg0_upd_lane6_wn;
 wire signed [34:0] fpdeep_pg0_upd_lane6_round_sat46_r;
@@ -2283,10 +2301,11 @@ wire [1:0] fpdeep_pg0_upd_lane6_sat59_hin;
 wire fpdeep_pg0_upd_lane6_sat59_nsign;
 wire [15:0] fpdeep_pg0_upd_lane7_wn_u;
 wire signed [16:0] fpdeep_pg0_upd_lane7_d;
-wire signed [18:0] fpdeep_pg0_upd_lane7_g;
+reg signed [18:0] fpdeep_pg0_upd_lane7_ga;
 wire signed [15:0] fpdeep_pg0_upd_lane7_lr;
-wire signed [34:0] fpdeep_pg0_upd_lane7_pr;
+reg signed [34:0] fpdeep_pg0_upd_lane7_pr;
 reg signed [15:0] fpdeep_pg0_upd_lane7_step;
+reg signed [15:0] fpdeep_pg0_upd_lane7_stepn;
 wire signed [15:0] fpdeep_pg0_upd_lane7_w;
 reg signed [15:0] fpdeep_pg0_upd_lane7_wn;
 wire signed [34:0] fpdeep_pg0_upd_lane7_round_sat47_r;
@@ -2302,10 +2321,11 @@ wire [1:0] fpdeep_pg0_upd_lane7_sat61_hin;
 wire fpdeep_pg0_upd_lane7_sat61_nsign;
 wire [15:0] fpdeep_pg0_upd_lane8_wn_u;
 wire signed [16:0] fpdeep_pg0_upd_lane8_d;
-wire signed [18:0] fpdeep_pg0_upd_lane8_g;
+reg signed [18:0] fpdeep_pg0_upd_lane8_ga;
 wire signed [15:0] fpdeep_pg0_upd_lane8_lr;
-wire signed [34:0] fpdeep_pg0_upd_lane8_pr;
+reg signed [34:0] fpdeep_pg0_upd_lane8_pr;
 reg signed [15:0] fpdeep_pg0_upd_lane8_step;
+reg signed [15:0] fpdeep_pg0_upd_lane8_stepn;
 wire signed [15:0] fpdeep_pg0_upd_lane8_w;
 reg signed [15:0] fpdeep_pg0_upd_lane8_wn;
 wire signed [34:0] fpdeep_pg0_upd_lane8_round_sat48_r;
@@ -2321,10 +2341,11 @@ wire [1:0] fpdeep_pg0_upd_lane8_sat63_hin;
 wire fpdeep_pg0_upd_lane8_sat63_nsign;
 wire [15:0] fpdeep_pg0_upd_lane9_wn_u;
 wire signed [16:0] fpdeep_pg0_upd_lane9_d;
-wire signed [18:0] fpdeep_pg0_upd_lane9_g;
+reg signed [18:0] fpdeep_pg0_upd_lane9_ga;
 wire signed [15:0] fpdeep_pg0_upd_lane9_lr;
-wire signed [34:0] fpdeep_pg0_upd_lane9_pr;
+reg signed [34:0] fpdeep_pg0_upd_lane9_pr;
 reg signed [15:0] fpdeep_pg0_upd_lane9_step;
+reg signed [15:0] fpdeep_pg0_upd_lane9_stepn;
 wire signed [15:0] fpdeep_pg0_upd_lane9_w;
 reg signed [15:0] fpdeep_pg0_upd_lane9_wn;
 wire signed [34:0] fpdeep_pg0_upd_lane9_round_sat49_r;
@@ -2340,10 +2361,11 @@ wire [1:0] fpdeep_pg0_upd_lane9_sat65_hin;
 wire fpdeep_pg0_upd_lane9_sat65_nsign;
 wire [15:0] fpdeep_pg0_upd_lane10_wn_u;
 wire signed [16:0] fpdeep_pg0_upd_lane10_d;
-wire signed [18:0] fpdeep_pg0_upd_lane10_g;
+reg signed [18:0] fpdeep_pg0_upd_lane10_ga;
 wire signed [15:0] fpdeep_pg0_upd_lane10_lr;
-wire signed [34:0] fpdeep_pg0_upd_lane10_pr;
+reg signed [34:0] fpdeep_pg0_upd_lane10_pr;
 reg signed [15:0] fpdeep_pg0_upd_lane10_step;
+reg signed [15:0] fpdeep_pg0_upd_lane10_stepn;
 wire signed [15:0] fpdeep_pg0_upd_lane10_w;
 reg signed [15:0] fpdeep_pg0_upd_lane10_wn;
 wire signed [34:0] fpdeep_pg0_upd_lane10_round_sat50_r;
@@ -10426,9 +10448,39 @@ assign fpdeep_pg0_win_r = ((fpdeep_pg0_phase == 1) && fpdeep_pg0_s_axis_err_tval
 assign fpdeep_pg0_s_axis_err_tready = ((fpdeep_pg0_phase == 1) && fpdeep_pg0_win_v);
 assign fpdeep_pg0_fire = ((fpdeep_pg0_phase == 1) && fpdeep_pg0_win_v && fpdeep_pg0_s_axis_err_tvalid);
 assign fpdeep_pg0_lb_start = ((fpdeep_pg0_phase == 1) && (fpdeep_pg0_scnt != fpdeep_pg0_bcnt) && (!fpdeep_pg0_lb_busy));
-assign fpdeep_pg0_ufire = ((fpdeep_pg0_phase == 2) && fpdeep_pg0_en_o);
-assign fpdeep_pg0_ufire_f = ((fpdeep_pg0_phase == 2) && fpdeep_pg0_en_o && (fpdeep_pg0_ucnt != 4));
-assign fpdeep_pg0_ufire_b = ((fpdeep_pg0_phase == 2) && fpdeep_pg0_en_o && (fpdeep_pg0_ucnt == 4));
+assign fpdeep_pg0_ufire = ((fpdeep_pg0_phase == 2) && fpdeep_pg0_en_o && (fpdeep_pg0_ucnt <= 4));
+assign fpdeep_pg0_ufire_f = ((fpdeep_pg0_phase == 2) && fpdeep_pg0_en_o && (fpdeep_pg0_ucnt < 4));
+assign fpdeep_pg0_wb = (fpdeep_pg0_en_o && fpdeep_pg0_vc_u);
+assign fpdeep_pg0_wb_f = (fpdeep_pg0_en_o && fpdeep_pg0_vc_u && (!fpdeep_pg0_uc));
+assign fpdeep_pg0_wb_b = (fpdeep_pg0_en_o && fpdeep_pg0_vc_u && fpdeep_pg0_uc);
+
+
+always @(posedge clk) begin: fpdeep_pg0_upipe
+    if (rst == 1) begin
+        fpdeep_pg0_vc_u <= 0;
+        fpdeep_pg0_ub <= 0;
+        fpdeep_pg0_lc <= 0;
+        fpdeep_pg0_uc <= 0;
+        fpdeep_pg0_lb_ <= 0;
+        fpdeep_pg0_vb_u <= 0;
+        fpdeep_pg0_la <= 0;
+        fpdeep_pg0_ua <= 0;
+        fpdeep_pg0_va_u <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_va_u <= fpdeep_pg0_ufire;
+            fpdeep_pg0_ua <= (fpdeep_pg0_ucnt == 4);
+            fpdeep_pg0_la <= ((fpdeep_pg0_ucnt == 3) || (fpdeep_pg0_ucnt == 4));
+            fpdeep_pg0_vb_u <= fpdeep_pg0_va_u;
+            fpdeep_pg0_ub <= fpdeep_pg0_ua;
+            fpdeep_pg0_lb_ <= fpdeep_pg0_la;
+            fpdeep_pg0_vc_u <= fpdeep_pg0_vb_u;
+            fpdeep_pg0_uc <= fpdeep_pg0_ub;
+            fpdeep_pg0_lc <= fpdeep_pg0_lb_;
+        end
+    end
+end
 
 
 always @(posedge clk) begin: fpdeep_pg0_inreg
@@ -14581,12 +14633,31 @@ assign fpdeep_pg0_bfold_lane1_gnew_u = fpdeep_pg0_bfold_lane1_fold_lane37_s[19-1
 
 
 assign fpdeep_pg0_upd_lane0_w = $signed(fpdeep_pg0_filter_shift2_wall[16-1:0]);
-assign fpdeep_pg0_upd_lane0_g = $signed(fpdeep_pg0_gbuf[19-1:0]);
 assign fpdeep_pg0_upd_lane0_lr = $signed(fpdeep_pg0_lr_r);
 
 
+always @(posedge clk) begin: fpdeep_pg0_upd_lane0_sta
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane0_ga <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane0_ga <= $signed(fpdeep_pg0_gbuf[19-1:0]);
+        end
+    end
+end
 
-assign fpdeep_pg0_upd_lane0_pr = (fpdeep_pg0_upd_lane0_g * fpdeep_pg0_upd_lane0_lr);
+
+always @(posedge clk) begin: fpdeep_pg0_upd_lane0_mul
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane0_pr <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane0_pr <= (fpdeep_pg0_upd_lane0_ga * fpdeep_pg0_upd_lane0_lr);
+        end
+    end
+end
 
 
 
@@ -14612,10 +14683,22 @@ assign fpdeep_pg0_upd_lane0_round_sat40_sat46_nsign = (!fpdeep_pg0_upd_lane0_rou
 
 always @(fpdeep_pg0_upd_lane0_round_sat40_sat46_fill, fpdeep_pg0_upd_lane0_round_sat40_sat46_hi, fpdeep_pg0_upd_lane0_round_sat40_r, fpdeep_pg0_upd_lane0_round_sat40_sat46_hin) begin: fpdeep_pg0_upd_lane0_round_sat40_sat46_clamp
     if (((fpdeep_pg0_upd_lane0_round_sat40_sat46_hi == 0) || (fpdeep_pg0_upd_lane0_round_sat40_sat46_hin == 0))) begin
-        fpdeep_pg0_upd_lane0_step = $signed(fpdeep_pg0_upd_lane0_round_sat40_r[16-1:0]);
+        fpdeep_pg0_upd_lane0_stepn = $signed(fpdeep_pg0_upd_lane0_round_sat40_r[16-1:0]);
     end
     else begin
-        fpdeep_pg0_upd_lane0_step = $signed({fpdeep_pg0_upd_lane0_round_sat40_r[(35 - 1)], fpdeep_pg0_upd_lane0_round_sat40_sat46_fill});
+        fpdeep_pg0_upd_lane0_stepn = $signed({fpdeep_pg0_upd_lane0_round_sat40_r[(35 - 1)], fpdeep_pg0_upd_lane0_round_sat40_sat46_fill});
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_pg0_upd_lane0_stc
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane0_step <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane0_step <= fpdeep_pg0_upd_lane0_stepn;
+        end
     end
 end
 
@@ -14652,12 +14735,31 @@ assign fpdeep_pg0_upd_lane0_wn_u = fpdeep_pg0_upd_lane0_wn[16-1:0];
 
 
 assign fpdeep_pg0_upd_lane1_w = $signed(fpdeep_pg0_filter_shift2_wall[32-1:16]);
-assign fpdeep_pg0_upd_lane1_g = $signed(fpdeep_pg0_gbuf[38-1:19]);
 assign fpdeep_pg0_upd_lane1_lr = $signed(fpdeep_pg0_lr_r);
 
 
+always @(posedge clk) begin: fpdeep_pg0_upd_lane1_sta
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane1_ga <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane1_ga <= $signed(fpdeep_pg0_gbuf[38-1:19]);
+        end
+    end
+end
 
-assign fpdeep_pg0_upd_lane1_pr = (fpdeep_pg0_upd_lane1_g * fpdeep_pg0_upd_lane1_lr);
+
+always @(posedge clk) begin: fpdeep_pg0_upd_lane1_mul
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane1_pr <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane1_pr <= (fpdeep_pg0_upd_lane1_ga * fpdeep_pg0_upd_lane1_lr);
+        end
+    end
+end
 
 
 
@@ -14683,10 +14785,22 @@ assign fpdeep_pg0_upd_lane1_round_sat41_sat48_nsign = (!fpdeep_pg0_upd_lane1_rou
 
 always @(fpdeep_pg0_upd_lane1_round_sat41_sat48_fill, fpdeep_pg0_upd_lane1_round_sat41_sat48_hi, fpdeep_pg0_upd_lane1_round_sat41_r, fpdeep_pg0_upd_lane1_round_sat41_sat48_hin) begin: fpdeep_pg0_upd_lane1_round_sat41_sat48_clamp
     if (((fpdeep_pg0_upd_lane1_round_sat41_sat48_hi == 0) || (fpdeep_pg0_upd_lane1_round_sat41_sat48_hin == 0))) begin
-        fpdeep_pg0_upd_lane1_step = $signed(fpdeep_pg0_upd_lane1_round_sat41_r[16-1:0]);
+        fpdeep_pg0_upd_lane1_stepn = $signed(fpdeep_pg0_upd_lane1_round_sat41_r[16-1:0]);
     end
     else begin
-        fpdeep_pg0_upd_lane1_step = $signed({fpdeep_pg0_upd_lane1_round_sat41_r[(35 - 1)], fpdeep_pg0_upd_lane1_round_sat41_sat48_fill});
+        fpdeep_pg0_upd_lane1_stepn = $signed({fpdeep_pg0_upd_lane1_round_sat41_r[(35 - 1)], fpdeep_pg0_upd_lane1_round_sat41_sat48_fill});
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_pg0_upd_lane1_stc
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane1_step <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane1_step <= fpdeep_pg0_upd_lane1_stepn;
+        end
     end
 end
 
@@ -14723,12 +14837,31 @@ assign fpdeep_pg0_upd_lane1_wn_u = fpdeep_pg0_upd_lane1_wn[16-1:0];
 
 
 assign fpdeep_pg0_upd_lane2_w = $signed(fpdeep_pg0_filter_shift2_wall[48-1:32]);
-assign fpdeep_pg0_upd_lane2_g = $signed(fpdeep_pg0_gbuf[57-1:38]);
 assign fpdeep_pg0_upd_lane2_lr = $signed(fpdeep_pg0_lr_r);
 
 
+always @(posedge clk) begin: fpdeep_pg0_upd_lane2_sta
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane2_ga <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane2_ga <= $signed(fpdeep_pg0_gbuf[57-1:38]);
+        end
+    end
+end
 
-assign fpdeep_pg0_upd_lane2_pr = (fpdeep_pg0_upd_lane2_g * fpdeep_pg0_upd_lane2_lr);
+
+always @(posedge clk) begin: fpdeep_pg0_upd_lane2_mul
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane2_pr <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane2_pr <= (fpdeep_pg0_upd_lane2_ga * fpdeep_pg0_upd_lane2_lr);
+        end
+    end
+end
 
 
 
@@ -14754,10 +14887,22 @@ assign fpdeep_pg0_upd_lane2_round_sat42_sat50_nsign = (!fpdeep_pg0_upd_lane2_rou
 
 always @(fpdeep_pg0_upd_lane2_round_sat42_sat50_fill, fpdeep_pg0_upd_lane2_round_sat42_sat50_hi, fpdeep_pg0_upd_lane2_round_sat42_r, fpdeep_pg0_upd_lane2_round_sat42_sat50_hin) begin: fpdeep_pg0_upd_lane2_round_sat42_sat50_clamp
     if (((fpdeep_pg0_upd_lane2_round_sat42_sat50_hi == 0) || (fpdeep_pg0_upd_lane2_round_sat42_sat50_hin == 0))) begin
-        fpdeep_pg0_upd_lane2_step = $signed(fpdeep_pg0_upd_lane2_round_sat42_r[16-1:0]);
+        fpdeep_pg0_upd_lane2_stepn = $signed(fpdeep_pg0_upd_lane2_round_sat42_r[16-1:0]);
     end
     else begin
-        fpdeep_pg0_upd_lane2_step = $signed({fpdeep_pg0_upd_lane2_round_sat42_r[(35 - 1)], fpdeep_pg0_upd_lane2_round_sat42_sat50_fill});
+        fpdeep_pg0_upd_lane2_stepn = $signed({fpdeep_pg0_upd_lane2_round_sat42_r[(35 - 1)], fpdeep_pg0_upd_lane2_round_sat42_sat50_fill});
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_pg0_upd_lane2_stc
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane2_step <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane2_step <= fpdeep_pg0_upd_lane2_stepn;
+        end
     end
 end
 
@@ -14794,12 +14939,31 @@ assign fpdeep_pg0_upd_lane2_wn_u = fpdeep_pg0_upd_lane2_wn[16-1:0];
 
 
 assign fpdeep_pg0_upd_lane3_w = $signed(fpdeep_pg0_filter_shift2_wall[64-1:48]);
-assign fpdeep_pg0_upd_lane3_g = $signed(fpdeep_pg0_gbuf[76-1:57]);
 assign fpdeep_pg0_upd_lane3_lr = $signed(fpdeep_pg0_lr_r);
 
 
+always @(posedge clk) begin: fpdeep_pg0_upd_lane3_sta
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane3_ga <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane3_ga <= $signed(fpdeep_pg0_gbuf[76-1:57]);
+        end
+    end
+end
 
-assign fpdeep_pg0_upd_lane3_pr = (fpdeep_pg0_upd_lane3_g * fpdeep_pg0_upd_lane3_lr);
+
+always @(posedge clk) begin: fpdeep_pg0_upd_lane3_mul
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane3_pr <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane3_pr <= (fpdeep_pg0_upd_lane3_ga * fpdeep_pg0_upd_lane3_lr);
+        end
+    end
+end
 
 
 
@@ -14825,10 +14989,22 @@ assign fpdeep_pg0_upd_lane3_round_sat43_sat52_nsign = (!fpdeep_pg0_upd_lane3_rou
 
 always @(fpdeep_pg0_upd_lane3_round_sat43_sat52_fill, fpdeep_pg0_upd_lane3_round_sat43_sat52_hi, fpdeep_pg0_upd_lane3_round_sat43_r, fpdeep_pg0_upd_lane3_round_sat43_sat52_hin) begin: fpdeep_pg0_upd_lane3_round_sat43_sat52_clamp
     if (((fpdeep_pg0_upd_lane3_round_sat43_sat52_hi == 0) || (fpdeep_pg0_upd_lane3_round_sat43_sat52_hin == 0))) begin
-        fpdeep_pg0_upd_lane3_step = $signed(fpdeep_pg0_upd_lane3_round_sat43_r[16-1:0]);
+        fpdeep_pg0_upd_lane3_stepn = $signed(fpdeep_pg0_upd_lane3_round_sat43_r[16-1:0]);
     end
     else begin
-        fpdeep_pg0_upd_lane3_step = $signed({fpdeep_pg0_upd_lane3_round_sat43_r[(35 - 1)], fpdeep_pg0_upd_lane3_round_sat43_sat52_fill});
+        fpdeep_pg0_upd_lane3_stepn = $signed({fpdeep_pg0_upd_lane3_round_sat43_r[(35 - 1)], fpdeep_pg0_upd_lane3_round_sat43_sat52_fill});
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_pg0_upd_lane3_stc
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane3_step <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane3_step <= fpdeep_pg0_upd_lane3_stepn;
+        end
     end
 end
 
@@ -14865,12 +15041,31 @@ assign fpdeep_pg0_upd_lane3_wn_u = fpdeep_pg0_upd_lane3_wn[16-1:0];
 
 
 assign fpdeep_pg0_upd_lane4_w = $signed(fpdeep_pg0_filter_shift2_wall[80-1:64]);
-assign fpdeep_pg0_upd_lane4_g = $signed(fpdeep_pg0_gbuf[95-1:76]);
 assign fpdeep_pg0_upd_lane4_lr = $signed(fpdeep_pg0_lr_r);
 
 
+always @(posedge clk) begin: fpdeep_pg0_upd_lane4_sta
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane4_ga <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane4_ga <= $signed(fpdeep_pg0_gbuf[95-1:76]);
+        end
+    end
+end
 
-assign fpdeep_pg0_upd_lane4_pr = (fpdeep_pg0_upd_lane4_g * fpdeep_pg0_upd_lane4_lr);
+
+always @(posedge clk) begin: fpdeep_pg0_upd_lane4_mul
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane4_pr <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane4_pr <= (fpdeep_pg0_upd_lane4_ga * fpdeep_pg0_upd_lane4_lr);
+        end
+    end
+end
 
 
 
@@ -14896,10 +15091,22 @@ assign fpdeep_pg0_upd_lane4_round_sat44_sat54_nsign = (!fpdeep_pg0_upd_lane4_rou
 
 always @(fpdeep_pg0_upd_lane4_round_sat44_sat54_fill, fpdeep_pg0_upd_lane4_round_sat44_sat54_hi, fpdeep_pg0_upd_lane4_round_sat44_r, fpdeep_pg0_upd_lane4_round_sat44_sat54_hin) begin: fpdeep_pg0_upd_lane4_round_sat44_sat54_clamp
     if (((fpdeep_pg0_upd_lane4_round_sat44_sat54_hi == 0) || (fpdeep_pg0_upd_lane4_round_sat44_sat54_hin == 0))) begin
-        fpdeep_pg0_upd_lane4_step = $signed(fpdeep_pg0_upd_lane4_round_sat44_r[16-1:0]);
+        fpdeep_pg0_upd_lane4_stepn = $signed(fpdeep_pg0_upd_lane4_round_sat44_r[16-1:0]);
     end
     else begin
-        fpdeep_pg0_upd_lane4_step = $signed({fpdeep_pg0_upd_lane4_round_sat44_r[(35 - 1)], fpdeep_pg0_upd_lane4_round_sat44_sat54_fill});
+        fpdeep_pg0_upd_lane4_stepn = $signed({fpdeep_pg0_upd_lane4_round_sat44_r[(35 - 1)], fpdeep_pg0_upd_lane4_round_sat44_sat54_fill});
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_pg0_upd_lane4_stc
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane4_step <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane4_step <= fpdeep_pg0_upd_lane4_stepn;
+        end
     end
 end
 
@@ -14936,12 +15143,31 @@ assign fpdeep_pg0_upd_lane4_wn_u = fpdeep_pg0_upd_lane4_wn[16-1:0];
 
 
 assign fpdeep_pg0_upd_lane5_w = $signed(fpdeep_pg0_filter_shift2_wall[96-1:80]);
-assign fpdeep_pg0_upd_lane5_g = $signed(fpdeep_pg0_gbuf[114-1:95]);
 assign fpdeep_pg0_upd_lane5_lr = $signed(fpdeep_pg0_lr_r);
 
 
+always @(posedge clk) begin: fpdeep_pg0_upd_lane5_sta
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane5_ga <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane5_ga <= $signed(fpdeep_pg0_gbuf[114-1:95]);
+        end
+    end
+end
 
-assign fpdeep_pg0_upd_lane5_pr = (fpdeep_pg0_upd_lane5_g * fpdeep_pg0_upd_lane5_lr);
+
+always @(posedge clk) begin: fpdeep_pg0_upd_lane5_mul
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane5_pr <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane5_pr <= (fpdeep_pg0_upd_lane5_ga * fpdeep_pg0_upd_lane5_lr);
+        end
+    end
+end
 
 
 
@@ -14967,10 +15193,22 @@ assign fpdeep_pg0_upd_lane5_round_sat45_sat56_nsign = (!fpdeep_pg0_upd_lane5_rou
 
 always @(fpdeep_pg0_upd_lane5_round_sat45_sat56_fill, fpdeep_pg0_upd_lane5_round_sat45_sat56_hi, fpdeep_pg0_upd_lane5_round_sat45_r, fpdeep_pg0_upd_lane5_round_sat45_sat56_hin) begin: fpdeep_pg0_upd_lane5_round_sat45_sat56_clamp
     if (((fpdeep_pg0_upd_lane5_round_sat45_sat56_hi == 0) || (fpdeep_pg0_upd_lane5_round_sat45_sat56_hin == 0))) begin
-        fpdeep_pg0_upd_lane5_step = $signed(fpdeep_pg0_upd_lane5_round_sat45_r[16-1:0]);
+        fpdeep_pg0_upd_lane5_stepn = $signed(fpdeep_pg0_upd_lane5_round_sat45_r[16-1:0]);
     end
     else begin
-        fpdeep_pg0_upd_lane5_step = $signed({fpdeep_pg0_upd_lane5_round_sat45_r[(35 - 1)], fpdeep_pg0_upd_lane5_round_sat45_sat56_fill});
+        fpdeep_pg0_upd_lane5_stepn = $signed({fpdeep_pg0_upd_lane5_round_sat45_r[(35 - 1)], fpdeep_pg0_upd_lane5_round_sat45_sat56_fill});
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_pg0_upd_lane5_stc
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane5_step <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane5_step <= fpdeep_pg0_upd_lane5_stepn;
+        end
     end
 end
 
@@ -15007,12 +15245,31 @@ assign fpdeep_pg0_upd_lane5_wn_u = fpdeep_pg0_upd_lane5_wn[16-1:0];
 
 
 assign fpdeep_pg0_upd_lane6_w = $signed(fpdeep_pg0_filter_shift2_wall[112-1:96]);
-assign fpdeep_pg0_upd_lane6_g = $signed(fpdeep_pg0_gbuf[133-1:114]);
 assign fpdeep_pg0_upd_lane6_lr = $signed(fpdeep_pg0_lr_r);
 
 
+always @(posedge clk) begin: fpdeep_pg0_upd_lane6_sta
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane6_ga <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane6_ga <= $signed(fpdeep_pg0_gbuf[133-1:114]);
+        end
+    end
+end
 
-assign fpdeep_pg0_upd_lane6_pr = (fpdeep_pg0_upd_lane6_g * fpdeep_pg0_upd_lane6_lr);
+
+always @(posedge clk) begin: fpdeep_pg0_upd_lane6_mul
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane6_pr <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane6_pr <= (fpdeep_pg0_upd_lane6_ga * fpdeep_pg0_upd_lane6_lr);
+        end
+    end
+end
 
 
 
@@ -15038,10 +15295,22 @@ assign fpdeep_pg0_upd_lane6_round_sat46_sat58_nsign = (!fpdeep_pg0_upd_lane6_rou
 
 always @(fpdeep_pg0_upd_lane6_round_sat46_sat58_fill, fpdeep_pg0_upd_lane6_round_sat46_sat58_hi, fpdeep_pg0_upd_lane6_round_sat46_r, fpdeep_pg0_upd_lane6_round_sat46_sat58_hin) begin: fpdeep_pg0_upd_lane6_round_sat46_sat58_clamp
     if (((fpdeep_pg0_upd_lane6_round_sat46_sat58_hi == 0) || (fpdeep_pg0_upd_lane6_round_sat46_sat58_hin == 0))) begin
-        fpdeep_pg0_upd_lane6_step = $signed(fpdeep_pg0_upd_lane6_round_sat46_r[16-1:0]);
+        fpdeep_pg0_upd_lane6_stepn = $signed(fpdeep_pg0_upd_lane6_round_sat46_r[16-1:0]);
     end
     else begin
-        fpdeep_pg0_upd_lane6_step = $signed({fpdeep_pg0_upd_lane6_round_sat46_r[(35 - 1)], fpdeep_pg0_upd_lane6_round_sat46_sat58_fill});
+        fpdeep_pg0_upd_lane6_stepn = $signed({fpdeep_pg0_upd_lane6_round_sat46_r[(35 - 1)], fpdeep_pg0_upd_lane6_round_sat46_sat58_fill});
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_pg0_upd_lane6_stc
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane6_step <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane6_step <= fpdeep_pg0_upd_lane6_stepn;
+        end
     end
 end
 
@@ -15078,12 +15347,31 @@ assign fpdeep_pg0_upd_lane6_wn_u = fpdeep_pg0_upd_lane6_wn[16-1:0];
 
 
 assign fpdeep_pg0_upd_lane7_w = $signed(fpdeep_pg0_filter_shift2_wall[128-1:112]);
-assign fpdeep_pg0_upd_lane7_g = $signed(fpdeep_pg0_gbuf[152-1:133]);
 assign fpdeep_pg0_upd_lane7_lr = $signed(fpdeep_pg0_lr_r);
 
 
+always @(posedge clk) begin: fpdeep_pg0_upd_lane7_sta
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane7_ga <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane7_ga <= $signed(fpdeep_pg0_gbuf[152-1:133]);
+        end
+    end
+end
 
-assign fpdeep_pg0_upd_lane7_pr = (fpdeep_pg0_upd_lane7_g * fpdeep_pg0_upd_lane7_lr);
+
+always @(posedge clk) begin: fpdeep_pg0_upd_lane7_mul
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane7_pr <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane7_pr <= (fpdeep_pg0_upd_lane7_ga * fpdeep_pg0_upd_lane7_lr);
+        end
+    end
+end
 
 
 
@@ -15109,10 +15397,22 @@ assign fpdeep_pg0_upd_lane7_round_sat47_sat60_nsign = (!fpdeep_pg0_upd_lane7_rou
 
 always @(fpdeep_pg0_upd_lane7_round_sat47_sat60_fill, fpdeep_pg0_upd_lane7_round_sat47_sat60_hi, fpdeep_pg0_upd_lane7_round_sat47_r, fpdeep_pg0_upd_lane7_round_sat47_sat60_hin) begin: fpdeep_pg0_upd_lane7_round_sat47_sat60_clamp
     if (((fpdeep_pg0_upd_lane7_round_sat47_sat60_hi == 0) || (fpdeep_pg0_upd_lane7_round_sat47_sat60_hin == 0))) begin
-        fpdeep_pg0_upd_lane7_step = $signed(fpdeep_pg0_upd_lane7_round_sat47_r[16-1:0]);
+        fpdeep_pg0_upd_lane7_stepn = $signed(fpdeep_pg0_upd_lane7_round_sat47_r[16-1:0]);
     end
     else begin
-        fpdeep_pg0_upd_lane7_step = $signed({fpdeep_pg0_upd_lane7_round_sat47_r[(35 - 1)], fpdeep_pg0_upd_lane7_round_sat47_sat60_fill});
+        fpdeep_pg0_upd_lane7_stepn = $signed({fpdeep_pg0_upd_lane7_round_sat47_r[(35 - 1)], fpdeep_pg0_upd_lane7_round_sat47_sat60_fill});
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_pg0_upd_lane7_stc
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane7_step <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane7_step <= fpdeep_pg0_upd_lane7_stepn;
+        end
     end
 end
 
@@ -15149,12 +15449,31 @@ assign fpdeep_pg0_upd_lane7_wn_u = fpdeep_pg0_upd_lane7_wn[16-1:0];
 
 
 assign fpdeep_pg0_upd_lane8_w = $signed(fpdeep_pg0_filter_shift2_wall[144-1:128]);
-assign fpdeep_pg0_upd_lane8_g = $signed(fpdeep_pg0_gbuf[171-1:152]);
 assign fpdeep_pg0_upd_lane8_lr = $signed(fpdeep_pg0_lr_r);
 
 
+always @(posedge clk) begin: fpdeep_pg0_upd_lane8_sta
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane8_ga <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane8_ga <= $signed(fpdeep_pg0_gbuf[171-1:152]);
+        end
+    end
+end
 
-assign fpdeep_pg0_upd_lane8_pr = (fpdeep_pg0_upd_lane8_g * fpdeep_pg0_upd_lane8_lr);
+
+always @(posedge clk) begin: fpdeep_pg0_upd_lane8_mul
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane8_pr <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane8_pr <= (fpdeep_pg0_upd_lane8_ga * fpdeep_pg0_upd_lane8_lr);
+        end
+    end
+end
 
 
 
@@ -15180,10 +15499,22 @@ assign fpdeep_pg0_upd_lane8_round_sat48_sat62_nsign = (!fpdeep_pg0_upd_lane8_rou
 
 always @(fpdeep_pg0_upd_lane8_round_sat48_sat62_fill, fpdeep_pg0_upd_lane8_round_sat48_sat62_hi, fpdeep_pg0_upd_lane8_round_sat48_r, fpdeep_pg0_upd_lane8_round_sat48_sat62_hin) begin: fpdeep_pg0_upd_lane8_round_sat48_sat62_clamp
     if (((fpdeep_pg0_upd_lane8_round_sat48_sat62_hi == 0) || (fpdeep_pg0_upd_lane8_round_sat48_sat62_hin == 0))) begin
-        fpdeep_pg0_upd_lane8_step = $signed(fpdeep_pg0_upd_lane8_round_sat48_r[16-1:0]);
+        fpdeep_pg0_upd_lane8_stepn = $signed(fpdeep_pg0_upd_lane8_round_sat48_r[16-1:0]);
     end
     else begin
-        fpdeep_pg0_upd_lane8_step = $signed({fpdeep_pg0_upd_lane8_round_sat48_r[(35 - 1)], fpdeep_pg0_upd_lane8_round_sat48_sat62_fill});
+        fpdeep_pg0_upd_lane8_stepn = $signed({fpdeep_pg0_upd_lane8_round_sat48_r[(35 - 1)], fpdeep_pg0_upd_lane8_round_sat48_sat62_fill});
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_pg0_upd_lane8_stc
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane8_step <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane8_step <= fpdeep_pg0_upd_lane8_stepn;
+        end
     end
 end
 
@@ -15220,12 +15551,31 @@ assign fpdeep_pg0_upd_lane8_wn_u = fpdeep_pg0_upd_lane8_wn[16-1:0];
 
 
 assign fpdeep_pg0_upd_lane9_w = $signed(fpdeep_pg0_breg[16-1:0]);
-assign fpdeep_pg0_upd_lane9_g = $signed(fpdeep_pg0_gbb[19-1:0]);
 assign fpdeep_pg0_upd_lane9_lr = $signed(fpdeep_pg0_lr_r);
 
 
+always @(posedge clk) begin: fpdeep_pg0_upd_lane9_sta
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane9_ga <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane9_ga <= $signed(fpdeep_pg0_gbb[19-1:0]);
+        end
+    end
+end
 
-assign fpdeep_pg0_upd_lane9_pr = (fpdeep_pg0_upd_lane9_g * fpdeep_pg0_upd_lane9_lr);
+
+always @(posedge clk) begin: fpdeep_pg0_upd_lane9_mul
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane9_pr <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane9_pr <= (fpdeep_pg0_upd_lane9_ga * fpdeep_pg0_upd_lane9_lr);
+        end
+    end
+end
 
 
 
@@ -15251,10 +15601,22 @@ assign fpdeep_pg0_upd_lane9_round_sat49_sat64_nsign = (!fpdeep_pg0_upd_lane9_rou
 
 always @(fpdeep_pg0_upd_lane9_round_sat49_sat64_fill, fpdeep_pg0_upd_lane9_round_sat49_sat64_hi, fpdeep_pg0_upd_lane9_round_sat49_r, fpdeep_pg0_upd_lane9_round_sat49_sat64_hin) begin: fpdeep_pg0_upd_lane9_round_sat49_sat64_clamp
     if (((fpdeep_pg0_upd_lane9_round_sat49_sat64_hi == 0) || (fpdeep_pg0_upd_lane9_round_sat49_sat64_hin == 0))) begin
-        fpdeep_pg0_upd_lane9_step = $signed(fpdeep_pg0_upd_lane9_round_sat49_r[16-1:0]);
+        fpdeep_pg0_upd_lane9_stepn = $signed(fpdeep_pg0_upd_lane9_round_sat49_r[16-1:0]);
     end
     else begin
-        fpdeep_pg0_upd_lane9_step = $signed({fpdeep_pg0_upd_lane9_round_sat49_r[(35 - 1)], fpdeep_pg0_upd_lane9_round_sat49_sat64_fill});
+        fpdeep_pg0_upd_lane9_stepn = $signed({fpdeep_pg0_upd_lane9_round_sat49_r[(35 - 1)], fpdeep_pg0_upd_lane9_round_sat49_sat64_fill});
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_pg0_upd_lane9_stc
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane9_step <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane9_step <= fpdeep_pg0_upd_lane9_stepn;
+        end
     end
 end
 
@@ -15291,12 +15653,31 @@ assign fpdeep_pg0_upd_lane9_wn_u = fpdeep_pg0_upd_lane9_wn[16-1:0];
 
 
 assign fpdeep_pg0_upd_lane10_w = $signed(fpdeep_pg0_breg[32-1:16]);
-assign fpdeep_pg0_upd_lane10_g = $signed(fpdeep_pg0_gbb[38-1:19]);
 assign fpdeep_pg0_upd_lane10_lr = $signed(fpdeep_pg0_lr_r);
 
 
+always @(posedge clk) begin: fpdeep_pg0_upd_lane10_sta
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane10_ga <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane10_ga <= $signed(fpdeep_pg0_gbb[38-1:19]);
+        end
+    end
+end
 
-assign fpdeep_pg0_upd_lane10_pr = (fpdeep_pg0_upd_lane10_g * fpdeep_pg0_upd_lane10_lr);
+
+always @(posedge clk) begin: fpdeep_pg0_upd_lane10_mul
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane10_pr <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane10_pr <= (fpdeep_pg0_upd_lane10_ga * fpdeep_pg0_upd_lane10_lr);
+        end
+    end
+end
 
 
 
@@ -15322,10 +15703,22 @@ assign fpdeep_pg0_upd_lane10_round_sat50_sat66_nsign = (!fpdeep_pg0_upd_lane10_r
 
 always @(fpdeep_pg0_upd_lane10_round_sat50_sat66_fill, fpdeep_pg0_upd_lane10_round_sat50_sat66_hi, fpdeep_pg0_upd_lane10_round_sat50_r, fpdeep_pg0_upd_lane10_round_sat50_sat66_hin) begin: fpdeep_pg0_upd_lane10_round_sat50_sat66_clamp
     if (((fpdeep_pg0_upd_lane10_round_sat50_sat66_hi == 0) || (fpdeep_pg0_upd_lane10_round_sat50_sat66_hin == 0))) begin
-        fpdeep_pg0_upd_lane10_step = $signed(fpdeep_pg0_upd_lane10_round_sat50_r[16-1:0]);
+        fpdeep_pg0_upd_lane10_stepn = $signed(fpdeep_pg0_upd_lane10_round_sat50_r[16-1:0]);
     end
     else begin
-        fpdeep_pg0_upd_lane10_step = $signed({fpdeep_pg0_upd_lane10_round_sat50_r[(35 - 1)], fpdeep_pg0_upd_lane10_round_sat50_sat66_fill});
+        fpdeep_pg0_upd_lane10_stepn = $signed({fpdeep_pg0_upd_lane10_round_sat50_r[(35 - 1)], fpdeep_pg0_upd_lane10_round_sat50_sat66_fill});
+    end
+end
+
+
+always @(posedge clk) begin: fpdeep_pg0_upd_lane10_stc
+    if (rst == 1) begin
+        fpdeep_pg0_upd_lane10_step <= 0;
+    end
+    else begin
+        if (fpdeep_pg0_en_o) begin
+            fpdeep_pg0_upd_lane10_step <= fpdeep_pg0_upd_lane10_stepn;
+        end
     end
 end
 
@@ -15439,8 +15832,8 @@ assign fpdeep_pg0_pack5_to_unsigned18_y = fpdeep_pg0_upd_lane10_wn_u[16-1:0];
 assign fpdeep_pg0_bdat = fpdeep_pg0_pack5_cs;
 
 
-always @(fpdeep_pg0_phase, s_axis_w_tdata, fpdeep_pg0_wfire, fpdeep_pg0_fdat, fpdeep_pg0_ufire_f) begin: fpdeep_pg0_wsel
-    fpdeep_pg0_wsh = (fpdeep_pg0_wfire || fpdeep_pg0_ufire_f);
+always @(fpdeep_pg0_phase, fpdeep_pg0_wb_f, s_axis_w_tdata, fpdeep_pg0_wfire, fpdeep_pg0_fdat) begin: fpdeep_pg0_wsel
+    fpdeep_pg0_wsh = (fpdeep_pg0_wfire || fpdeep_pg0_wb_f);
     if ((fpdeep_pg0_phase == 0)) begin
         fpdeep_pg0_wsrc = s_axis_w_tdata;
     end
@@ -15470,7 +15863,7 @@ always @(posedge clk) begin: fpdeep_pg0_bst
         if (fpdeep_pg0_bfire) begin
             fpdeep_pg0_breg <= s_axis_b_tdata;
         end
-        else if (fpdeep_pg0_ufire_b) begin
+        else if (fpdeep_pg0_wb_b) begin
             fpdeep_pg0_breg <= fpdeep_pg0_bdat;
         end
     end
@@ -15485,8 +15878,8 @@ assign fpdeep_pg0_fde = fpdeep_pg0_fdat;
 assign fpdeep_pg0_bde = {112'h0, fpdeep_pg0_bdat};
 
 
-always @(fpdeep_pg0_ucnt, fpdeep_pg0_fde, fpdeep_pg0_bde) begin: fpdeep_pg0_dinc
-    if ((fpdeep_pg0_ucnt == 4)) begin
+always @(fpdeep_pg0_lc, fpdeep_pg0_fde, fpdeep_pg0_uc, fpdeep_pg0_bde) begin: fpdeep_pg0_dinc
+    if (fpdeep_pg0_uc) begin
         fpdeep_pg0_din = fpdeep_pg0_bde;
         fpdeep_pg0_duser = 1;
     end
@@ -15494,7 +15887,7 @@ always @(fpdeep_pg0_ucnt, fpdeep_pg0_fde, fpdeep_pg0_bde) begin: fpdeep_pg0_dinc
         fpdeep_pg0_din = fpdeep_pg0_fde;
         fpdeep_pg0_duser = 0;
     end
-    fpdeep_pg0_dlast = ((fpdeep_pg0_ucnt == 3) || (fpdeep_pg0_ucnt == 4));
+    fpdeep_pg0_dlast = fpdeep_pg0_lc;
 end
 
 
@@ -15517,7 +15910,7 @@ always @(posedge clk) begin: fpdeep_pg0_out_fifo27_seq
             fpdeep_pg0_out_fifo27_l0 <= fpdeep_pg0_out_fifo27_l1;
             fpdeep_pg0_out_fifo27_u0 <= fpdeep_pg0_out_fifo27_u1;
         end
-        if (fpdeep_pg0_ufire) begin
+        if (fpdeep_pg0_wb) begin
             if (((fpdeep_pg0_out_fifo27_cnt == 0) || ((fpdeep_pg0_out_fifo27_cnt == 1) && pop))) begin
                 fpdeep_pg0_out_fifo27_d0 <= fpdeep_pg0_din;
                 fpdeep_pg0_out_fifo27_l0 <= fpdeep_pg0_dlast;
@@ -15529,11 +15922,11 @@ always @(posedge clk) begin: fpdeep_pg0_out_fifo27_seq
                 fpdeep_pg0_out_fifo27_u1 <= fpdeep_pg0_duser;
             end
         end
-        if ((fpdeep_pg0_ufire && (!pop))) begin
+        if ((fpdeep_pg0_wb && (!pop))) begin
             fpdeep_pg0_out_fifo27_cnt <= (fpdeep_pg0_out_fifo27_cnt + 1);
             fpdeep_pg0_en_o <= (fpdeep_pg0_out_fifo27_cnt == 0);
         end
-        else if ((pop && (!fpdeep_pg0_ufire))) begin
+        else if ((pop && (!fpdeep_pg0_wb))) begin
             fpdeep_pg0_out_fifo27_cnt <= (fpdeep_pg0_out_fifo27_cnt - 1);
             fpdeep_pg0_en_o <= 1'b1;
         end
@@ -15633,9 +16026,9 @@ always @(posedge clk) begin: fpdeep_pg0_ctl
         end
         if (fpdeep_pg0_ufire) begin
             fpdeep_pg0_ucnt <= (fpdeep_pg0_ucnt + 1);
-            if ((fpdeep_pg0_ucnt == 4)) begin
-                fpdeep_pg0_phase <= 3;
-            end
+        end
+        if (fpdeep_pg0_wb_b) begin
+            fpdeep_pg0_phase <= 3;
         end
         if (((fpdeep_pg0_phase == 3) && (!fpdeep_pg0_o_v))) begin
             fpdeep_pg0_phase <= 0;

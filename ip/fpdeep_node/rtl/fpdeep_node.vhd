@@ -1168,9 +1168,20 @@ signal fpdeep_pg0_bcnt: unsigned(2 downto 0);
 signal fpdeep_pg0_lb_busy: std_logic;
 signal fpdeep_pg0_ufire: std_logic;
 signal fpdeep_pg0_en_o: std_logic;
-signal fpdeep_pg0_ufire_f: std_logic;
 signal fpdeep_pg0_ucnt: unsigned(2 downto 0);
-signal fpdeep_pg0_ufire_b: std_logic;
+signal fpdeep_pg0_ufire_f: std_logic;
+signal fpdeep_pg0_wb: std_logic;
+signal fpdeep_pg0_vc_u: std_logic;
+signal fpdeep_pg0_wb_f: std_logic;
+signal fpdeep_pg0_uc: std_logic;
+signal fpdeep_pg0_wb_b: std_logic;
+signal fpdeep_pg0_va_u: std_logic;
+signal fpdeep_pg0_ua: std_logic;
+signal fpdeep_pg0_la: std_logic;
+signal fpdeep_pg0_vb_u: std_logic;
+signal fpdeep_pg0_ub: std_logic;
+signal fpdeep_pg0_lb_: std_logic;
+signal fpdeep_pg0_lc: std_logic;
 signal fpdeep_pg0_va: std_logic;
 signal fpdeep_pg0_fa: std_logic;
 signal fpdeep_pg0_sfirst: std_logic;
@@ -2083,10 +2094,11 @@ signal fpdeep_pg0_bfold_lane1_fold_lane37_s: signed (18 downto 0);
 signal fpdeep_pg0_bfold_lane1_fold_lane37_sext107_sgn: unsigned(2 downto 0);
 signal fpdeep_pg0_upd_lane0_wn_u: unsigned(15 downto 0);
 signal fpdeep_pg0_upd_lane0_d: signed (16 downto 0);
-signal fpdeep_pg0_upd_lane0_g: signed (18 downto 0);
+signal fpdeep_pg0_upd_lane0_ga: signed (18 downto 0);
 signal fpdeep_pg0_upd_lane0_lr: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane0_pr: signed (34 downto 0);
 signal fpdeep_pg0_upd_lane0_step: signed (15 downto 0);
+signal fpdeep_pg0_upd_lane0_stepn: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane0_w: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane0_wn: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane0_round_sat40_r: signed (34 downto 0);
@@ -2102,10 +2114,11 @@ signal fpdeep_pg0_upd_lane0_sat47_hin: unsigned(1 downto 0);
 signal fpdeep_pg0_upd_lane0_sat47_nsign: std_logic;
 signal fpdeep_pg0_upd_lane1_wn_u: unsigned(15 downto 0);
 signal fpdeep_pg0_upd_lane1_d: signed (16 downto 0);
-signal fpdeep_pg0_upd_lane1_g: signed (18 downto 0);
+signal fpdeep_pg0_upd_lane1_ga: signed (18 downto 0);
 signal fpdeep_pg0_upd_lane1_lr: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane1_pr: signed (34 downto 0);
 signal fpdeep_pg0_upd_lane1_step: signed (15 downto 0);
+signal fpdeep_pg0_upd_lane1_stepn: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane1_w: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane1_wn: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane1_round_sat41_r: signed (34 downto 0);
@@ -2121,10 +2134,11 @@ signal fpdeep_pg0_upd_lane1_sat49_hin: unsigned(1 downto 0);
 signal fpdeep_pg0_upd_lane1_sat49_nsign: std_logic;
 signal fpdeep_pg0_upd_lane2_wn_u: unsigned(15 downto 0);
 signal fpdeep_pg0_upd_lane2_d: signed (16 downto 0);
-signal fpdeep_pg0_upd_lane2_g: signed (18 downto 0);
+signal fpdeep_pg0_upd_lane2_ga: signed (18 downto 0);
 signal fpdeep_pg0_upd_lane2_lr: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane2_pr: signed (34 downto 0);
 signal fpdeep_pg0_upd_lane2_step: signed (15 downto 0);
+signal fpdeep_pg0_upd_lane2_stepn: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane2_w: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane2_wn: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane2_round_sat42_r: signed (34 downto 0);
@@ -2140,10 +2154,11 @@ signal fpdeep_pg0_upd_lane2_sat51_hin: unsigned(1 downto 0);
 signal fpdeep_pg0_upd_lane2_sat51_nsign: std_logic;
 signal fpdeep_pg0_upd_lane3_wn_u: unsigned(15 downto 0);
 signal fpdeep_pg0_upd_lane3_d: signed (16 downto 0);
-signal fpdeep_pg0_upd_lane3_g: signed (18 downto 0);
+signal fpdeep_pg0_upd_lane3_ga: signed (18 downto 0);
 signal fpdeep_pg0_upd_lane3_lr: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane3_pr: signed (34 downto 0);
 signal fpdeep_pg0_upd_lane3_step: signed (15 downto 0);
+signal fpdeep_pg0_upd_lane3_stepn: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane3_w: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane3_wn: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane3_round_sat43_r: signed (34 downto 0);
@@ -2159,10 +2174,11 @@ signal fpdeep_pg0_upd_lane3_sat53_hin: unsigned(1 downto 0);
 signal fpdeep_pg0_upd_lane3_sat53_nsign: std_logic;
 signal fpdeep_pg0_upd_lane4_wn_u: unsigned(15 downto 0);
 signal fpdeep_pg0_upd_lane4_d: signed (16 downto 0);
-signal fpdeep_pg0_upd_lane4_g: signed (18 downto 0);
+signal fpdeep_pg0_upd_lane4_ga: signed (18 downto 0);
 signal fpdeep_pg0_upd_lane4_lr: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane4_pr: signed (34 downto 0);
 signal fpdeep_pg0_upd_lane4_step: signed (15 downto 0);
+signal fpdeep_pg0_upd_lane4_stepn: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane4_w: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane4_wn: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane4_round_sat44_r: signed (34 downto 0);
@@ -2178,10 +2194,11 @@ signal fpdeep_pg0_upd_lane4_sat55_hin: unsigned(1 downto 0);
 signal fpdeep_pg0_upd_lane4_sat55_nsign: std_logic;
 signal fpdeep_pg0_upd_lane5_wn_u: unsigned(15 downto 0);
 signal fpdeep_pg0_upd_lane5_d: signed (16 downto 0);
-signal fpdeep_pg0_upd_lane5_g: signed (18 downto 0);
+signal fpdeep_pg0_upd_lane5_ga: signed (18 downto 0);
 signal fpdeep_pg0_upd_lane5_lr: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane5_pr: signed (34 downto 0);
 signal fpdeep_pg0_upd_lane5_step: signed (15 downto 0);
+signal fpdeep_pg0_upd_lane5_stepn: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane5_w: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane5_wn: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane5_round_sat45_r: signed (34 downto 0);
@@ -2197,10 +2214,11 @@ signal fpdeep_pg0_upd_lane5_sat57_hin: unsigned(1 downto 0);
 signal fpdeep_pg0_upd_lane5_sat57_nsign: std_logic;
 signal fpdeep_pg0_upd_lane6_wn_u: unsigned(15 downto 0);
 signal fpdeep_pg0_upd_lane6_d: signed (16 downto 0);
-signal fpdeep_pg0_upd_lane6_g: signed (18 downto 0);
+signal fpdeep_pg0_upd_lane6_ga: signed (18 downto 0);
 signal fpdeep_pg0_upd_lane6_lr: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane6_pr: signed (34 downto 0);
 signal fpdeep_pg0_upd_lane6_step: signed (15 downto 0);
+signal fpdeep_pg0_upd_lane6_stepn: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane6_w: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane6_wn: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane6_round_sat46_r: signed (34 downto 0);
@@ -2216,10 +2234,11 @@ signal fpdeep_pg0_upd_lane6_sat59_hin: unsigned(1 downto 0);
 signal fpdeep_pg0_upd_lane6_sat59_nsign: std_logic;
 signal fpdeep_pg0_upd_lane7_wn_u: unsigned(15 downto 0);
 signal fpdeep_pg0_upd_lane7_d: signed (16 downto 0);
-signal fpdeep_pg0_upd_lane7_g: signed (18 downto 0);
+signal fpdeep_pg0_upd_lane7_ga: signed (18 downto 0);
 signal fpdeep_pg0_upd_lane7_lr: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane7_pr: signed (34 downto 0);
 signal fpdeep_pg0_upd_lane7_step: signed (15 downto 0);
+signal fpdeep_pg0_upd_lane7_stepn: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane7_w: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane7_wn: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane7_round_sat47_r: signed (34 downto 0);
@@ -2235,10 +2254,11 @@ signal fpdeep_pg0_upd_lane7_sat61_hin: unsigned(1 downto 0);
 signal fpdeep_pg0_upd_lane7_sat61_nsign: std_logic;
 signal fpdeep_pg0_upd_lane8_wn_u: unsigned(15 downto 0);
 signal fpdeep_pg0_upd_lane8_d: signed (16 downto 0);
-signal fpdeep_pg0_upd_lane8_g: signed (18 downto 0);
+signal fpdeep_pg0_upd_lane8_ga: signed (18 downto 0);
 signal fpdeep_pg0_upd_lane8_lr: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane8_pr: signed (34 downto 0);
 signal fpdeep_pg0_upd_lane8_step: signed (15 downto 0);
+signal fpdeep_pg0_upd_lane8_stepn: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane8_w: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane8_wn: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane8_round_sat48_r: signed (34 downto 0);
@@ -2254,10 +2274,11 @@ signal fpdeep_pg0_upd_lane8_sat63_hin: unsigned(1 downto 0);
 signal fpdeep_pg0_upd_lane8_sat63_nsign: std_logic;
 signal fpdeep_pg0_upd_lane9_wn_u: unsigned(15 downto 0);
 signal fpdeep_pg0_upd_lane9_d: signed (16 downto 0);
-signal fpdeep_pg0_upd_lane9_g: signed (18 downto 0);
+signal fpdeep_pg0_upd_lane9_ga: signed (18 downto 0);
 signal fpdeep_pg0_upd_lane9_lr: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane9_pr: signed (34 downto 0);
 signal fpdeep_pg0_upd_lane9_step: signed (15 downto 0);
+signal fpdeep_pg0_upd_lane9_stepn: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane9_w: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane9_wn: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane9_round_sat49_r: signed (34 downto 0);
@@ -2273,10 +2294,11 @@ signal fpdeep_pg0_upd_lane9_sat65_hin: unsigned(1 downto 0);
 signal fpdeep_pg0_upd_lane9_sat65_nsign: std_logic;
 signal fpdeep_pg0_upd_lane10_wn_u: unsigned(15 downto 0);
 signal fpdeep_pg0_upd_lane10_d: signed (16 downto 0);
-signal fpdeep_pg0_upd_lane10_g: signed (18 downto 0);
+signal fpdeep_pg0_upd_lane10_ga: signed (18 downto 0);
 signal fpdeep_pg0_upd_lane10_lr: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane10_pr: signed (34 downto 0);
 signal fpdeep_pg0_upd_lane10_step: signed (15 downto 0);
+signal fpdeep_pg0_upd_lane10_stepn: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane10_w: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane10_wn: signed (15 downto 0);
 signal fpdeep_pg0_upd_lane10_round_sat50_r: signed (34 downto 0);
@@ -10131,9 +10153,40 @@ fpdeep_pg0_win_r <= stdl((fpdeep_pg0_phase = 1) and bool(fpdeep_pg0_s_axis_err_t
 fpdeep_pg0_s_axis_err_tready <= stdl((fpdeep_pg0_phase = 1) and bool(fpdeep_pg0_win_v));
 fpdeep_pg0_fire <= stdl((fpdeep_pg0_phase = 1) and bool(fpdeep_pg0_win_v) and bool(fpdeep_pg0_s_axis_err_tvalid));
 fpdeep_pg0_lb_start <= stdl((fpdeep_pg0_phase = 1) and (fpdeep_pg0_scnt /= fpdeep_pg0_bcnt) and (not bool(fpdeep_pg0_lb_busy)));
-fpdeep_pg0_ufire <= stdl((fpdeep_pg0_phase = 2) and bool(fpdeep_pg0_en_o));
-fpdeep_pg0_ufire_f <= stdl((fpdeep_pg0_phase = 2) and bool(fpdeep_pg0_en_o) and (fpdeep_pg0_ucnt /= 4));
-fpdeep_pg0_ufire_b <= stdl((fpdeep_pg0_phase = 2) and bool(fpdeep_pg0_en_o) and (fpdeep_pg0_ucnt = 4));
+fpdeep_pg0_ufire <= stdl((fpdeep_pg0_phase = 2) and bool(fpdeep_pg0_en_o) and (fpdeep_pg0_ucnt <= 4));
+fpdeep_pg0_ufire_f <= stdl((fpdeep_pg0_phase = 2) and bool(fpdeep_pg0_en_o) and (fpdeep_pg0_ucnt < 4));
+fpdeep_pg0_wb <= stdl(bool(fpdeep_pg0_en_o) and bool(fpdeep_pg0_vc_u));
+fpdeep_pg0_wb_f <= stdl(bool(fpdeep_pg0_en_o) and bool(fpdeep_pg0_vc_u) and (not bool(fpdeep_pg0_uc)));
+fpdeep_pg0_wb_b <= stdl(bool(fpdeep_pg0_en_o) and bool(fpdeep_pg0_vc_u) and bool(fpdeep_pg0_uc));
+
+fpdeep_pg0_upipe: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_vc_u <= '0';
+            fpdeep_pg0_ub <= '0';
+            fpdeep_pg0_lc <= '0';
+            fpdeep_pg0_uc <= '0';
+            fpdeep_pg0_lb_ <= '0';
+            fpdeep_pg0_vb_u <= '0';
+            fpdeep_pg0_la <= '0';
+            fpdeep_pg0_ua <= '0';
+            fpdeep_pg0_va_u <= '0';
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_va_u <= fpdeep_pg0_ufire;
+                fpdeep_pg0_ua <= stdl(fpdeep_pg0_ucnt = 4);
+                fpdeep_pg0_la <= stdl((fpdeep_pg0_ucnt = 3) or (fpdeep_pg0_ucnt = 4));
+                fpdeep_pg0_vb_u <= fpdeep_pg0_va_u;
+                fpdeep_pg0_ub <= fpdeep_pg0_ua;
+                fpdeep_pg0_lb_ <= fpdeep_pg0_la;
+                fpdeep_pg0_vc_u <= fpdeep_pg0_vb_u;
+                fpdeep_pg0_uc <= fpdeep_pg0_ub;
+                fpdeep_pg0_lc <= fpdeep_pg0_lb_;
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upipe;
 
 fpdeep_pg0_inreg: process (clk) is
 begin
@@ -13796,11 +13849,33 @@ fpdeep_pg0_bfold_lane1_gnew_u <= unsigned(fpdeep_pg0_bfold_lane1_fold_lane37_s(1
 
 
 fpdeep_pg0_upd_lane0_w <= signed(fpdeep_pg0_filter_shift2_wall(16-1 downto 0));
-fpdeep_pg0_upd_lane0_g <= signed(fpdeep_pg0_gbuf(19-1 downto 0));
 fpdeep_pg0_upd_lane0_lr <= signed(fpdeep_pg0_lr_r);
 
+fpdeep_pg0_upd_lane0_sta: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane0_ga <= to_signed(0, 19);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane0_ga <= signed(fpdeep_pg0_gbuf(19-1 downto 0));
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane0_sta;
 
-fpdeep_pg0_upd_lane0_pr <= (fpdeep_pg0_upd_lane0_g * fpdeep_pg0_upd_lane0_lr);
+fpdeep_pg0_upd_lane0_mul: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane0_pr <= to_signed(0, 35);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane0_pr <= (fpdeep_pg0_upd_lane0_ga * fpdeep_pg0_upd_lane0_lr);
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane0_mul;
 
 
 fpdeep_pg0_upd_lane0_round_sat40_t <= shift_right(fpdeep_pg0_upd_lane0_pr, 8);
@@ -13821,11 +13896,24 @@ fpdeep_pg0_upd_lane0_round_sat40_sat46_nsign <= stdl((not bool(fpdeep_pg0_upd_la
 fpdeep_pg0_upd_lane0_round_sat40_sat46_clamp: process (fpdeep_pg0_upd_lane0_round_sat40_sat46_fill, fpdeep_pg0_upd_lane0_round_sat40_sat46_hi, fpdeep_pg0_upd_lane0_round_sat40_r, fpdeep_pg0_upd_lane0_round_sat40_sat46_hin) is
 begin
     if ((fpdeep_pg0_upd_lane0_round_sat40_sat46_hi = 0) or (fpdeep_pg0_upd_lane0_round_sat40_sat46_hin = 0)) then
-        fpdeep_pg0_upd_lane0_step <= signed(unsigned(fpdeep_pg0_upd_lane0_round_sat40_r(16-1 downto 0)));
+        fpdeep_pg0_upd_lane0_stepn <= signed(unsigned(fpdeep_pg0_upd_lane0_round_sat40_r(16-1 downto 0)));
     else
-        fpdeep_pg0_upd_lane0_step <= signed(unsigned'(fpdeep_pg0_upd_lane0_round_sat40_r((35 - 1)) & fpdeep_pg0_upd_lane0_round_sat40_sat46_fill));
+        fpdeep_pg0_upd_lane0_stepn <= signed(unsigned'(fpdeep_pg0_upd_lane0_round_sat40_r((35 - 1)) & fpdeep_pg0_upd_lane0_round_sat40_sat46_fill));
     end if;
 end process fpdeep_pg0_upd_lane0_round_sat40_sat46_clamp;
+
+fpdeep_pg0_upd_lane0_stc: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane0_step <= to_signed(0, 16);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane0_step <= fpdeep_pg0_upd_lane0_stepn;
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane0_stc;
 
 
 fpdeep_pg0_upd_lane0_d <= (resize(fpdeep_pg0_upd_lane0_w, 17) - fpdeep_pg0_upd_lane0_step);
@@ -13853,11 +13941,33 @@ fpdeep_pg0_upd_lane0_wn_u <= unsigned(fpdeep_pg0_upd_lane0_wn(16-1 downto 0));
 
 
 fpdeep_pg0_upd_lane1_w <= signed(fpdeep_pg0_filter_shift2_wall(32-1 downto 16));
-fpdeep_pg0_upd_lane1_g <= signed(fpdeep_pg0_gbuf(38-1 downto 19));
 fpdeep_pg0_upd_lane1_lr <= signed(fpdeep_pg0_lr_r);
 
+fpdeep_pg0_upd_lane1_sta: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane1_ga <= to_signed(0, 19);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane1_ga <= signed(fpdeep_pg0_gbuf(38-1 downto 19));
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane1_sta;
 
-fpdeep_pg0_upd_lane1_pr <= (fpdeep_pg0_upd_lane1_g * fpdeep_pg0_upd_lane1_lr);
+fpdeep_pg0_upd_lane1_mul: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane1_pr <= to_signed(0, 35);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane1_pr <= (fpdeep_pg0_upd_lane1_ga * fpdeep_pg0_upd_lane1_lr);
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane1_mul;
 
 
 fpdeep_pg0_upd_lane1_round_sat41_t <= shift_right(fpdeep_pg0_upd_lane1_pr, 8);
@@ -13878,11 +13988,24 @@ fpdeep_pg0_upd_lane1_round_sat41_sat48_nsign <= stdl((not bool(fpdeep_pg0_upd_la
 fpdeep_pg0_upd_lane1_round_sat41_sat48_clamp: process (fpdeep_pg0_upd_lane1_round_sat41_sat48_fill, fpdeep_pg0_upd_lane1_round_sat41_sat48_hi, fpdeep_pg0_upd_lane1_round_sat41_r, fpdeep_pg0_upd_lane1_round_sat41_sat48_hin) is
 begin
     if ((fpdeep_pg0_upd_lane1_round_sat41_sat48_hi = 0) or (fpdeep_pg0_upd_lane1_round_sat41_sat48_hin = 0)) then
-        fpdeep_pg0_upd_lane1_step <= signed(unsigned(fpdeep_pg0_upd_lane1_round_sat41_r(16-1 downto 0)));
+        fpdeep_pg0_upd_lane1_stepn <= signed(unsigned(fpdeep_pg0_upd_lane1_round_sat41_r(16-1 downto 0)));
     else
-        fpdeep_pg0_upd_lane1_step <= signed(unsigned'(fpdeep_pg0_upd_lane1_round_sat41_r((35 - 1)) & fpdeep_pg0_upd_lane1_round_sat41_sat48_fill));
+        fpdeep_pg0_upd_lane1_stepn <= signed(unsigned'(fpdeep_pg0_upd_lane1_round_sat41_r((35 - 1)) & fpdeep_pg0_upd_lane1_round_sat41_sat48_fill));
     end if;
 end process fpdeep_pg0_upd_lane1_round_sat41_sat48_clamp;
+
+fpdeep_pg0_upd_lane1_stc: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane1_step <= to_signed(0, 16);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane1_step <= fpdeep_pg0_upd_lane1_stepn;
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane1_stc;
 
 
 fpdeep_pg0_upd_lane1_d <= (resize(fpdeep_pg0_upd_lane1_w, 17) - fpdeep_pg0_upd_lane1_step);
@@ -13910,11 +14033,33 @@ fpdeep_pg0_upd_lane1_wn_u <= unsigned(fpdeep_pg0_upd_lane1_wn(16-1 downto 0));
 
 
 fpdeep_pg0_upd_lane2_w <= signed(fpdeep_pg0_filter_shift2_wall(48-1 downto 32));
-fpdeep_pg0_upd_lane2_g <= signed(fpdeep_pg0_gbuf(57-1 downto 38));
 fpdeep_pg0_upd_lane2_lr <= signed(fpdeep_pg0_lr_r);
 
+fpdeep_pg0_upd_lane2_sta: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane2_ga <= to_signed(0, 19);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane2_ga <= signed(fpdeep_pg0_gbuf(57-1 downto 38));
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane2_sta;
 
-fpdeep_pg0_upd_lane2_pr <= (fpdeep_pg0_upd_lane2_g * fpdeep_pg0_upd_lane2_lr);
+fpdeep_pg0_upd_lane2_mul: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane2_pr <= to_signed(0, 35);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane2_pr <= (fpdeep_pg0_upd_lane2_ga * fpdeep_pg0_upd_lane2_lr);
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane2_mul;
 
 
 fpdeep_pg0_upd_lane2_round_sat42_t <= shift_right(fpdeep_pg0_upd_lane2_pr, 8);
@@ -13935,11 +14080,24 @@ fpdeep_pg0_upd_lane2_round_sat42_sat50_nsign <= stdl((not bool(fpdeep_pg0_upd_la
 fpdeep_pg0_upd_lane2_round_sat42_sat50_clamp: process (fpdeep_pg0_upd_lane2_round_sat42_sat50_fill, fpdeep_pg0_upd_lane2_round_sat42_sat50_hi, fpdeep_pg0_upd_lane2_round_sat42_r, fpdeep_pg0_upd_lane2_round_sat42_sat50_hin) is
 begin
     if ((fpdeep_pg0_upd_lane2_round_sat42_sat50_hi = 0) or (fpdeep_pg0_upd_lane2_round_sat42_sat50_hin = 0)) then
-        fpdeep_pg0_upd_lane2_step <= signed(unsigned(fpdeep_pg0_upd_lane2_round_sat42_r(16-1 downto 0)));
+        fpdeep_pg0_upd_lane2_stepn <= signed(unsigned(fpdeep_pg0_upd_lane2_round_sat42_r(16-1 downto 0)));
     else
-        fpdeep_pg0_upd_lane2_step <= signed(unsigned'(fpdeep_pg0_upd_lane2_round_sat42_r((35 - 1)) & fpdeep_pg0_upd_lane2_round_sat42_sat50_fill));
+        fpdeep_pg0_upd_lane2_stepn <= signed(unsigned'(fpdeep_pg0_upd_lane2_round_sat42_r((35 - 1)) & fpdeep_pg0_upd_lane2_round_sat42_sat50_fill));
     end if;
 end process fpdeep_pg0_upd_lane2_round_sat42_sat50_clamp;
+
+fpdeep_pg0_upd_lane2_stc: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane2_step <= to_signed(0, 16);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane2_step <= fpdeep_pg0_upd_lane2_stepn;
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane2_stc;
 
 
 fpdeep_pg0_upd_lane2_d <= (resize(fpdeep_pg0_upd_lane2_w, 17) - fpdeep_pg0_upd_lane2_step);
@@ -13967,11 +14125,33 @@ fpdeep_pg0_upd_lane2_wn_u <= unsigned(fpdeep_pg0_upd_lane2_wn(16-1 downto 0));
 
 
 fpdeep_pg0_upd_lane3_w <= signed(fpdeep_pg0_filter_shift2_wall(64-1 downto 48));
-fpdeep_pg0_upd_lane3_g <= signed(fpdeep_pg0_gbuf(76-1 downto 57));
 fpdeep_pg0_upd_lane3_lr <= signed(fpdeep_pg0_lr_r);
 
+fpdeep_pg0_upd_lane3_sta: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane3_ga <= to_signed(0, 19);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane3_ga <= signed(fpdeep_pg0_gbuf(76-1 downto 57));
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane3_sta;
 
-fpdeep_pg0_upd_lane3_pr <= (fpdeep_pg0_upd_lane3_g * fpdeep_pg0_upd_lane3_lr);
+fpdeep_pg0_upd_lane3_mul: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane3_pr <= to_signed(0, 35);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane3_pr <= (fpdeep_pg0_upd_lane3_ga * fpdeep_pg0_upd_lane3_lr);
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane3_mul;
 
 
 fpdeep_pg0_upd_lane3_round_sat43_t <= shift_right(fpdeep_pg0_upd_lane3_pr, 8);
@@ -13992,11 +14172,24 @@ fpdeep_pg0_upd_lane3_round_sat43_sat52_nsign <= stdl((not bool(fpdeep_pg0_upd_la
 fpdeep_pg0_upd_lane3_round_sat43_sat52_clamp: process (fpdeep_pg0_upd_lane3_round_sat43_sat52_fill, fpdeep_pg0_upd_lane3_round_sat43_sat52_hi, fpdeep_pg0_upd_lane3_round_sat43_r, fpdeep_pg0_upd_lane3_round_sat43_sat52_hin) is
 begin
     if ((fpdeep_pg0_upd_lane3_round_sat43_sat52_hi = 0) or (fpdeep_pg0_upd_lane3_round_sat43_sat52_hin = 0)) then
-        fpdeep_pg0_upd_lane3_step <= signed(unsigned(fpdeep_pg0_upd_lane3_round_sat43_r(16-1 downto 0)));
+        fpdeep_pg0_upd_lane3_stepn <= signed(unsigned(fpdeep_pg0_upd_lane3_round_sat43_r(16-1 downto 0)));
     else
-        fpdeep_pg0_upd_lane3_step <= signed(unsigned'(fpdeep_pg0_upd_lane3_round_sat43_r((35 - 1)) & fpdeep_pg0_upd_lane3_round_sat43_sat52_fill));
+        fpdeep_pg0_upd_lane3_stepn <= signed(unsigned'(fpdeep_pg0_upd_lane3_round_sat43_r((35 - 1)) & fpdeep_pg0_upd_lane3_round_sat43_sat52_fill));
     end if;
 end process fpdeep_pg0_upd_lane3_round_sat43_sat52_clamp;
+
+fpdeep_pg0_upd_lane3_stc: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane3_step <= to_signed(0, 16);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane3_step <= fpdeep_pg0_upd_lane3_stepn;
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane3_stc;
 
 
 fpdeep_pg0_upd_lane3_d <= (resize(fpdeep_pg0_upd_lane3_w, 17) - fpdeep_pg0_upd_lane3_step);
@@ -14024,11 +14217,33 @@ fpdeep_pg0_upd_lane3_wn_u <= unsigned(fpdeep_pg0_upd_lane3_wn(16-1 downto 0));
 
 
 fpdeep_pg0_upd_lane4_w <= signed(fpdeep_pg0_filter_shift2_wall(80-1 downto 64));
-fpdeep_pg0_upd_lane4_g <= signed(fpdeep_pg0_gbuf(95-1 downto 76));
 fpdeep_pg0_upd_lane4_lr <= signed(fpdeep_pg0_lr_r);
 
+fpdeep_pg0_upd_lane4_sta: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane4_ga <= to_signed(0, 19);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane4_ga <= signed(fpdeep_pg0_gbuf(95-1 downto 76));
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane4_sta;
 
-fpdeep_pg0_upd_lane4_pr <= (fpdeep_pg0_upd_lane4_g * fpdeep_pg0_upd_lane4_lr);
+fpdeep_pg0_upd_lane4_mul: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane4_pr <= to_signed(0, 35);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane4_pr <= (fpdeep_pg0_upd_lane4_ga * fpdeep_pg0_upd_lane4_lr);
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane4_mul;
 
 
 fpdeep_pg0_upd_lane4_round_sat44_t <= shift_right(fpdeep_pg0_upd_lane4_pr, 8);
@@ -14049,11 +14264,24 @@ fpdeep_pg0_upd_lane4_round_sat44_sat54_nsign <= stdl((not bool(fpdeep_pg0_upd_la
 fpdeep_pg0_upd_lane4_round_sat44_sat54_clamp: process (fpdeep_pg0_upd_lane4_round_sat44_sat54_fill, fpdeep_pg0_upd_lane4_round_sat44_sat54_hi, fpdeep_pg0_upd_lane4_round_sat44_r, fpdeep_pg0_upd_lane4_round_sat44_sat54_hin) is
 begin
     if ((fpdeep_pg0_upd_lane4_round_sat44_sat54_hi = 0) or (fpdeep_pg0_upd_lane4_round_sat44_sat54_hin = 0)) then
-        fpdeep_pg0_upd_lane4_step <= signed(unsigned(fpdeep_pg0_upd_lane4_round_sat44_r(16-1 downto 0)));
+        fpdeep_pg0_upd_lane4_stepn <= signed(unsigned(fpdeep_pg0_upd_lane4_round_sat44_r(16-1 downto 0)));
     else
-        fpdeep_pg0_upd_lane4_step <= signed(unsigned'(fpdeep_pg0_upd_lane4_round_sat44_r((35 - 1)) & fpdeep_pg0_upd_lane4_round_sat44_sat54_fill));
+        fpdeep_pg0_upd_lane4_stepn <= signed(unsigned'(fpdeep_pg0_upd_lane4_round_sat44_r((35 - 1)) & fpdeep_pg0_upd_lane4_round_sat44_sat54_fill));
     end if;
 end process fpdeep_pg0_upd_lane4_round_sat44_sat54_clamp;
+
+fpdeep_pg0_upd_lane4_stc: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane4_step <= to_signed(0, 16);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane4_step <= fpdeep_pg0_upd_lane4_stepn;
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane4_stc;
 
 
 fpdeep_pg0_upd_lane4_d <= (resize(fpdeep_pg0_upd_lane4_w, 17) - fpdeep_pg0_upd_lane4_step);
@@ -14081,11 +14309,33 @@ fpdeep_pg0_upd_lane4_wn_u <= unsigned(fpdeep_pg0_upd_lane4_wn(16-1 downto 0));
 
 
 fpdeep_pg0_upd_lane5_w <= signed(fpdeep_pg0_filter_shift2_wall(96-1 downto 80));
-fpdeep_pg0_upd_lane5_g <= signed(fpdeep_pg0_gbuf(114-1 downto 95));
 fpdeep_pg0_upd_lane5_lr <= signed(fpdeep_pg0_lr_r);
 
+fpdeep_pg0_upd_lane5_sta: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane5_ga <= to_signed(0, 19);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane5_ga <= signed(fpdeep_pg0_gbuf(114-1 downto 95));
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane5_sta;
 
-fpdeep_pg0_upd_lane5_pr <= (fpdeep_pg0_upd_lane5_g * fpdeep_pg0_upd_lane5_lr);
+fpdeep_pg0_upd_lane5_mul: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane5_pr <= to_signed(0, 35);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane5_pr <= (fpdeep_pg0_upd_lane5_ga * fpdeep_pg0_upd_lane5_lr);
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane5_mul;
 
 
 fpdeep_pg0_upd_lane5_round_sat45_t <= shift_right(fpdeep_pg0_upd_lane5_pr, 8);
@@ -14106,11 +14356,24 @@ fpdeep_pg0_upd_lane5_round_sat45_sat56_nsign <= stdl((not bool(fpdeep_pg0_upd_la
 fpdeep_pg0_upd_lane5_round_sat45_sat56_clamp: process (fpdeep_pg0_upd_lane5_round_sat45_sat56_fill, fpdeep_pg0_upd_lane5_round_sat45_sat56_hi, fpdeep_pg0_upd_lane5_round_sat45_r, fpdeep_pg0_upd_lane5_round_sat45_sat56_hin) is
 begin
     if ((fpdeep_pg0_upd_lane5_round_sat45_sat56_hi = 0) or (fpdeep_pg0_upd_lane5_round_sat45_sat56_hin = 0)) then
-        fpdeep_pg0_upd_lane5_step <= signed(unsigned(fpdeep_pg0_upd_lane5_round_sat45_r(16-1 downto 0)));
+        fpdeep_pg0_upd_lane5_stepn <= signed(unsigned(fpdeep_pg0_upd_lane5_round_sat45_r(16-1 downto 0)));
     else
-        fpdeep_pg0_upd_lane5_step <= signed(unsigned'(fpdeep_pg0_upd_lane5_round_sat45_r((35 - 1)) & fpdeep_pg0_upd_lane5_round_sat45_sat56_fill));
+        fpdeep_pg0_upd_lane5_stepn <= signed(unsigned'(fpdeep_pg0_upd_lane5_round_sat45_r((35 - 1)) & fpdeep_pg0_upd_lane5_round_sat45_sat56_fill));
     end if;
 end process fpdeep_pg0_upd_lane5_round_sat45_sat56_clamp;
+
+fpdeep_pg0_upd_lane5_stc: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane5_step <= to_signed(0, 16);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane5_step <= fpdeep_pg0_upd_lane5_stepn;
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane5_stc;
 
 
 fpdeep_pg0_upd_lane5_d <= (resize(fpdeep_pg0_upd_lane5_w, 17) - fpdeep_pg0_upd_lane5_step);
@@ -14138,11 +14401,33 @@ fpdeep_pg0_upd_lane5_wn_u <= unsigned(fpdeep_pg0_upd_lane5_wn(16-1 downto 0));
 
 
 fpdeep_pg0_upd_lane6_w <= signed(fpdeep_pg0_filter_shift2_wall(112-1 downto 96));
-fpdeep_pg0_upd_lane6_g <= signed(fpdeep_pg0_gbuf(133-1 downto 114));
 fpdeep_pg0_upd_lane6_lr <= signed(fpdeep_pg0_lr_r);
 
+fpdeep_pg0_upd_lane6_sta: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane6_ga <= to_signed(0, 19);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane6_ga <= signed(fpdeep_pg0_gbuf(133-1 downto 114));
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane6_sta;
 
-fpdeep_pg0_upd_lane6_pr <= (fpdeep_pg0_upd_lane6_g * fpdeep_pg0_upd_lane6_lr);
+fpdeep_pg0_upd_lane6_mul: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane6_pr <= to_signed(0, 35);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane6_pr <= (fpdeep_pg0_upd_lane6_ga * fpdeep_pg0_upd_lane6_lr);
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane6_mul;
 
 
 fpdeep_pg0_upd_lane6_round_sat46_t <= shift_right(fpdeep_pg0_upd_lane6_pr, 8);
@@ -14163,11 +14448,24 @@ fpdeep_pg0_upd_lane6_round_sat46_sat58_nsign <= stdl((not bool(fpdeep_pg0_upd_la
 fpdeep_pg0_upd_lane6_round_sat46_sat58_clamp: process (fpdeep_pg0_upd_lane6_round_sat46_sat58_fill, fpdeep_pg0_upd_lane6_round_sat46_sat58_hi, fpdeep_pg0_upd_lane6_round_sat46_r, fpdeep_pg0_upd_lane6_round_sat46_sat58_hin) is
 begin
     if ((fpdeep_pg0_upd_lane6_round_sat46_sat58_hi = 0) or (fpdeep_pg0_upd_lane6_round_sat46_sat58_hin = 0)) then
-        fpdeep_pg0_upd_lane6_step <= signed(unsigned(fpdeep_pg0_upd_lane6_round_sat46_r(16-1 downto 0)));
+        fpdeep_pg0_upd_lane6_stepn <= signed(unsigned(fpdeep_pg0_upd_lane6_round_sat46_r(16-1 downto 0)));
     else
-        fpdeep_pg0_upd_lane6_step <= signed(unsigned'(fpdeep_pg0_upd_lane6_round_sat46_r((35 - 1)) & fpdeep_pg0_upd_lane6_round_sat46_sat58_fill));
+        fpdeep_pg0_upd_lane6_stepn <= signed(unsigned'(fpdeep_pg0_upd_lane6_round_sat46_r((35 - 1)) & fpdeep_pg0_upd_lane6_round_sat46_sat58_fill));
     end if;
 end process fpdeep_pg0_upd_lane6_round_sat46_sat58_clamp;
+
+fpdeep_pg0_upd_lane6_stc: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane6_step <= to_signed(0, 16);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane6_step <= fpdeep_pg0_upd_lane6_stepn;
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane6_stc;
 
 
 fpdeep_pg0_upd_lane6_d <= (resize(fpdeep_pg0_upd_lane6_w, 17) - fpdeep_pg0_upd_lane6_step);
@@ -14195,11 +14493,33 @@ fpdeep_pg0_upd_lane6_wn_u <= unsigned(fpdeep_pg0_upd_lane6_wn(16-1 downto 0));
 
 
 fpdeep_pg0_upd_lane7_w <= signed(fpdeep_pg0_filter_shift2_wall(128-1 downto 112));
-fpdeep_pg0_upd_lane7_g <= signed(fpdeep_pg0_gbuf(152-1 downto 133));
 fpdeep_pg0_upd_lane7_lr <= signed(fpdeep_pg0_lr_r);
 
+fpdeep_pg0_upd_lane7_sta: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane7_ga <= to_signed(0, 19);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane7_ga <= signed(fpdeep_pg0_gbuf(152-1 downto 133));
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane7_sta;
 
-fpdeep_pg0_upd_lane7_pr <= (fpdeep_pg0_upd_lane7_g * fpdeep_pg0_upd_lane7_lr);
+fpdeep_pg0_upd_lane7_mul: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane7_pr <= to_signed(0, 35);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane7_pr <= (fpdeep_pg0_upd_lane7_ga * fpdeep_pg0_upd_lane7_lr);
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane7_mul;
 
 
 fpdeep_pg0_upd_lane7_round_sat47_t <= shift_right(fpdeep_pg0_upd_lane7_pr, 8);
@@ -14220,11 +14540,24 @@ fpdeep_pg0_upd_lane7_round_sat47_sat60_nsign <= stdl((not bool(fpdeep_pg0_upd_la
 fpdeep_pg0_upd_lane7_round_sat47_sat60_clamp: process (fpdeep_pg0_upd_lane7_round_sat47_sat60_fill, fpdeep_pg0_upd_lane7_round_sat47_sat60_hi, fpdeep_pg0_upd_lane7_round_sat47_r, fpdeep_pg0_upd_lane7_round_sat47_sat60_hin) is
 begin
     if ((fpdeep_pg0_upd_lane7_round_sat47_sat60_hi = 0) or (fpdeep_pg0_upd_lane7_round_sat47_sat60_hin = 0)) then
-        fpdeep_pg0_upd_lane7_step <= signed(unsigned(fpdeep_pg0_upd_lane7_round_sat47_r(16-1 downto 0)));
+        fpdeep_pg0_upd_lane7_stepn <= signed(unsigned(fpdeep_pg0_upd_lane7_round_sat47_r(16-1 downto 0)));
     else
-        fpdeep_pg0_upd_lane7_step <= signed(unsigned'(fpdeep_pg0_upd_lane7_round_sat47_r((35 - 1)) & fpdeep_pg0_upd_lane7_round_sat47_sat60_fill));
+        fpdeep_pg0_upd_lane7_stepn <= signed(unsigned'(fpdeep_pg0_upd_lane7_round_sat47_r((35 - 1)) & fpdeep_pg0_upd_lane7_round_sat47_sat60_fill));
     end if;
 end process fpdeep_pg0_upd_lane7_round_sat47_sat60_clamp;
+
+fpdeep_pg0_upd_lane7_stc: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane7_step <= to_signed(0, 16);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane7_step <= fpdeep_pg0_upd_lane7_stepn;
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane7_stc;
 
 
 fpdeep_pg0_upd_lane7_d <= (resize(fpdeep_pg0_upd_lane7_w, 17) - fpdeep_pg0_upd_lane7_step);
@@ -14252,11 +14585,33 @@ fpdeep_pg0_upd_lane7_wn_u <= unsigned(fpdeep_pg0_upd_lane7_wn(16-1 downto 0));
 
 
 fpdeep_pg0_upd_lane8_w <= signed(fpdeep_pg0_filter_shift2_wall(144-1 downto 128));
-fpdeep_pg0_upd_lane8_g <= signed(fpdeep_pg0_gbuf(171-1 downto 152));
 fpdeep_pg0_upd_lane8_lr <= signed(fpdeep_pg0_lr_r);
 
+fpdeep_pg0_upd_lane8_sta: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane8_ga <= to_signed(0, 19);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane8_ga <= signed(fpdeep_pg0_gbuf(171-1 downto 152));
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane8_sta;
 
-fpdeep_pg0_upd_lane8_pr <= (fpdeep_pg0_upd_lane8_g * fpdeep_pg0_upd_lane8_lr);
+fpdeep_pg0_upd_lane8_mul: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane8_pr <= to_signed(0, 35);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane8_pr <= (fpdeep_pg0_upd_lane8_ga * fpdeep_pg0_upd_lane8_lr);
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane8_mul;
 
 
 fpdeep_pg0_upd_lane8_round_sat48_t <= shift_right(fpdeep_pg0_upd_lane8_pr, 8);
@@ -14277,11 +14632,24 @@ fpdeep_pg0_upd_lane8_round_sat48_sat62_nsign <= stdl((not bool(fpdeep_pg0_upd_la
 fpdeep_pg0_upd_lane8_round_sat48_sat62_clamp: process (fpdeep_pg0_upd_lane8_round_sat48_sat62_fill, fpdeep_pg0_upd_lane8_round_sat48_sat62_hi, fpdeep_pg0_upd_lane8_round_sat48_r, fpdeep_pg0_upd_lane8_round_sat48_sat62_hin) is
 begin
     if ((fpdeep_pg0_upd_lane8_round_sat48_sat62_hi = 0) or (fpdeep_pg0_upd_lane8_round_sat48_sat62_hin = 0)) then
-        fpdeep_pg0_upd_lane8_step <= signed(unsigned(fpdeep_pg0_upd_lane8_round_sat48_r(16-1 downto 0)));
+        fpdeep_pg0_upd_lane8_stepn <= signed(unsigned(fpdeep_pg0_upd_lane8_round_sat48_r(16-1 downto 0)));
     else
-        fpdeep_pg0_upd_lane8_step <= signed(unsigned'(fpdeep_pg0_upd_lane8_round_sat48_r((35 - 1)) & fpdeep_pg0_upd_lane8_round_sat48_sat62_fill));
+        fpdeep_pg0_upd_lane8_stepn <= signed(unsigned'(fpdeep_pg0_upd_lane8_round_sat48_r((35 - 1)) & fpdeep_pg0_upd_lane8_round_sat48_sat62_fill));
     end if;
 end process fpdeep_pg0_upd_lane8_round_sat48_sat62_clamp;
+
+fpdeep_pg0_upd_lane8_stc: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane8_step <= to_signed(0, 16);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane8_step <= fpdeep_pg0_upd_lane8_stepn;
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane8_stc;
 
 
 fpdeep_pg0_upd_lane8_d <= (resize(fpdeep_pg0_upd_lane8_w, 17) - fpdeep_pg0_upd_lane8_step);
@@ -14309,11 +14677,33 @@ fpdeep_pg0_upd_lane8_wn_u <= unsigned(fpdeep_pg0_upd_lane8_wn(16-1 downto 0));
 
 
 fpdeep_pg0_upd_lane9_w <= signed(fpdeep_pg0_breg(16-1 downto 0));
-fpdeep_pg0_upd_lane9_g <= signed(fpdeep_pg0_gbb(19-1 downto 0));
 fpdeep_pg0_upd_lane9_lr <= signed(fpdeep_pg0_lr_r);
 
+fpdeep_pg0_upd_lane9_sta: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane9_ga <= to_signed(0, 19);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane9_ga <= signed(fpdeep_pg0_gbb(19-1 downto 0));
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane9_sta;
 
-fpdeep_pg0_upd_lane9_pr <= (fpdeep_pg0_upd_lane9_g * fpdeep_pg0_upd_lane9_lr);
+fpdeep_pg0_upd_lane9_mul: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane9_pr <= to_signed(0, 35);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane9_pr <= (fpdeep_pg0_upd_lane9_ga * fpdeep_pg0_upd_lane9_lr);
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane9_mul;
 
 
 fpdeep_pg0_upd_lane9_round_sat49_t <= shift_right(fpdeep_pg0_upd_lane9_pr, 8);
@@ -14334,11 +14724,24 @@ fpdeep_pg0_upd_lane9_round_sat49_sat64_nsign <= stdl((not bool(fpdeep_pg0_upd_la
 fpdeep_pg0_upd_lane9_round_sat49_sat64_clamp: process (fpdeep_pg0_upd_lane9_round_sat49_sat64_fill, fpdeep_pg0_upd_lane9_round_sat49_sat64_hi, fpdeep_pg0_upd_lane9_round_sat49_r, fpdeep_pg0_upd_lane9_round_sat49_sat64_hin) is
 begin
     if ((fpdeep_pg0_upd_lane9_round_sat49_sat64_hi = 0) or (fpdeep_pg0_upd_lane9_round_sat49_sat64_hin = 0)) then
-        fpdeep_pg0_upd_lane9_step <= signed(unsigned(fpdeep_pg0_upd_lane9_round_sat49_r(16-1 downto 0)));
+        fpdeep_pg0_upd_lane9_stepn <= signed(unsigned(fpdeep_pg0_upd_lane9_round_sat49_r(16-1 downto 0)));
     else
-        fpdeep_pg0_upd_lane9_step <= signed(unsigned'(fpdeep_pg0_upd_lane9_round_sat49_r((35 - 1)) & fpdeep_pg0_upd_lane9_round_sat49_sat64_fill));
+        fpdeep_pg0_upd_lane9_stepn <= signed(unsigned'(fpdeep_pg0_upd_lane9_round_sat49_r((35 - 1)) & fpdeep_pg0_upd_lane9_round_sat49_sat64_fill));
     end if;
 end process fpdeep_pg0_upd_lane9_round_sat49_sat64_clamp;
+
+fpdeep_pg0_upd_lane9_stc: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane9_step <= to_signed(0, 16);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane9_step <= fpdeep_pg0_upd_lane9_stepn;
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane9_stc;
 
 
 fpdeep_pg0_upd_lane9_d <= (resize(fpdeep_pg0_upd_lane9_w, 17) - fpdeep_pg0_upd_lane9_step);
@@ -14366,11 +14769,33 @@ fpdeep_pg0_upd_lane9_wn_u <= unsigned(fpdeep_pg0_upd_lane9_wn(16-1 downto 0));
 
 
 fpdeep_pg0_upd_lane10_w <= signed(fpdeep_pg0_breg(32-1 downto 16));
-fpdeep_pg0_upd_lane10_g <= signed(fpdeep_pg0_gbb(38-1 downto 19));
 fpdeep_pg0_upd_lane10_lr <= signed(fpdeep_pg0_lr_r);
 
+fpdeep_pg0_upd_lane10_sta: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane10_ga <= to_signed(0, 19);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane10_ga <= signed(fpdeep_pg0_gbb(38-1 downto 19));
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane10_sta;
 
-fpdeep_pg0_upd_lane10_pr <= (fpdeep_pg0_upd_lane10_g * fpdeep_pg0_upd_lane10_lr);
+fpdeep_pg0_upd_lane10_mul: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane10_pr <= to_signed(0, 35);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane10_pr <= (fpdeep_pg0_upd_lane10_ga * fpdeep_pg0_upd_lane10_lr);
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane10_mul;
 
 
 fpdeep_pg0_upd_lane10_round_sat50_t <= shift_right(fpdeep_pg0_upd_lane10_pr, 8);
@@ -14391,11 +14816,24 @@ fpdeep_pg0_upd_lane10_round_sat50_sat66_nsign <= stdl((not bool(fpdeep_pg0_upd_l
 fpdeep_pg0_upd_lane10_round_sat50_sat66_clamp: process (fpdeep_pg0_upd_lane10_round_sat50_sat66_fill, fpdeep_pg0_upd_lane10_round_sat50_sat66_hi, fpdeep_pg0_upd_lane10_round_sat50_r, fpdeep_pg0_upd_lane10_round_sat50_sat66_hin) is
 begin
     if ((fpdeep_pg0_upd_lane10_round_sat50_sat66_hi = 0) or (fpdeep_pg0_upd_lane10_round_sat50_sat66_hin = 0)) then
-        fpdeep_pg0_upd_lane10_step <= signed(unsigned(fpdeep_pg0_upd_lane10_round_sat50_r(16-1 downto 0)));
+        fpdeep_pg0_upd_lane10_stepn <= signed(unsigned(fpdeep_pg0_upd_lane10_round_sat50_r(16-1 downto 0)));
     else
-        fpdeep_pg0_upd_lane10_step <= signed(unsigned'(fpdeep_pg0_upd_lane10_round_sat50_r((35 - 1)) & fpdeep_pg0_upd_lane10_round_sat50_sat66_fill));
+        fpdeep_pg0_upd_lane10_stepn <= signed(unsigned'(fpdeep_pg0_upd_lane10_round_sat50_r((35 - 1)) & fpdeep_pg0_upd_lane10_round_sat50_sat66_fill));
     end if;
 end process fpdeep_pg0_upd_lane10_round_sat50_sat66_clamp;
+
+fpdeep_pg0_upd_lane10_stc: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            fpdeep_pg0_upd_lane10_step <= to_signed(0, 16);
+        else
+            if bool(fpdeep_pg0_en_o) then
+                fpdeep_pg0_upd_lane10_step <= fpdeep_pg0_upd_lane10_stepn;
+            end if;
+        end if;
+    end if;
+end process fpdeep_pg0_upd_lane10_stc;
 
 
 fpdeep_pg0_upd_lane10_d <= (resize(fpdeep_pg0_upd_lane10_w, 17) - fpdeep_pg0_upd_lane10_step);
@@ -14488,9 +14926,9 @@ fpdeep_pg0_pack5_to_unsigned18_y <= fpdeep_pg0_upd_lane10_wn_u(16-1 downto 0);
 
 fpdeep_pg0_bdat <= fpdeep_pg0_pack5_cs;
 
-fpdeep_pg0_wsel: process (fpdeep_pg0_phase, s_axis_w_tdata_num, fpdeep_pg0_wfire, fpdeep_pg0_fdat, fpdeep_pg0_ufire_f) is
+fpdeep_pg0_wsel: process (fpdeep_pg0_phase, fpdeep_pg0_wb_f, s_axis_w_tdata_num, fpdeep_pg0_wfire, fpdeep_pg0_fdat) is
 begin
-    fpdeep_pg0_wsh <= stdl(bool(fpdeep_pg0_wfire) or bool(fpdeep_pg0_ufire_f));
+    fpdeep_pg0_wsh <= stdl(bool(fpdeep_pg0_wfire) or bool(fpdeep_pg0_wb_f));
     if (fpdeep_pg0_phase = 0) then
         fpdeep_pg0_wsrc <= s_axis_w_tdata_num;
     else
@@ -14519,7 +14957,7 @@ begin
         else
             if bool(fpdeep_pg0_bfire) then
                 fpdeep_pg0_breg <= s_axis_b_tdata_num;
-            elsif bool(fpdeep_pg0_ufire_b) then
+            elsif bool(fpdeep_pg0_wb_b) then
                 fpdeep_pg0_breg <= fpdeep_pg0_bdat;
             end if;
         end if;
@@ -14532,16 +14970,16 @@ fpdeep_pg0_fde <= fpdeep_pg0_fdat;
 
 fpdeep_pg0_bde <= unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000") & fpdeep_pg0_bdat);
 
-fpdeep_pg0_dinc: process (fpdeep_pg0_ucnt, fpdeep_pg0_fde, fpdeep_pg0_bde) is
+fpdeep_pg0_dinc: process (fpdeep_pg0_lc, fpdeep_pg0_fde, fpdeep_pg0_uc, fpdeep_pg0_bde) is
 begin
-    if (fpdeep_pg0_ucnt = 4) then
+    if bool(fpdeep_pg0_uc) then
         fpdeep_pg0_din <= fpdeep_pg0_bde;
         fpdeep_pg0_duser <= to_unsigned(1, 1);
     else
         fpdeep_pg0_din <= fpdeep_pg0_fde;
         fpdeep_pg0_duser <= to_unsigned(0, 1);
     end if;
-    fpdeep_pg0_dlast <= stdl((fpdeep_pg0_ucnt = 3) or (fpdeep_pg0_ucnt = 4));
+    fpdeep_pg0_dlast <= fpdeep_pg0_lc;
 end process fpdeep_pg0_dinc;
 
 fpdeep_pg0_out_fifo27_seq: process (clk) is
@@ -14564,7 +15002,7 @@ begin
                 fpdeep_pg0_out_fifo27_l0 <= fpdeep_pg0_out_fifo27_l1;
                 fpdeep_pg0_out_fifo27_u0 <= fpdeep_pg0_out_fifo27_u1;
             end if;
-            if bool(fpdeep_pg0_ufire) then
+            if bool(fpdeep_pg0_wb) then
                 if ((fpdeep_pg0_out_fifo27_cnt = 0) or ((fpdeep_pg0_out_fifo27_cnt = 1) and bool(pop))) then
                     fpdeep_pg0_out_fifo27_d0 <= fpdeep_pg0_din;
                     fpdeep_pg0_out_fifo27_l0 <= fpdeep_pg0_dlast;
@@ -14575,10 +15013,10 @@ begin
                     fpdeep_pg0_out_fifo27_u1 <= fpdeep_pg0_duser;
                 end if;
             end if;
-            if (bool(fpdeep_pg0_ufire) and (not bool(pop))) then
+            if (bool(fpdeep_pg0_wb) and (not bool(pop))) then
                 fpdeep_pg0_out_fifo27_cnt <= (fpdeep_pg0_out_fifo27_cnt + 1);
                 fpdeep_pg0_en_o <= stdl(fpdeep_pg0_out_fifo27_cnt = 0);
-            elsif (bool(pop) and (not bool(fpdeep_pg0_ufire))) then
+            elsif (bool(pop) and (not bool(fpdeep_pg0_wb))) then
                 fpdeep_pg0_out_fifo27_cnt <= (fpdeep_pg0_out_fifo27_cnt - 1);
                 fpdeep_pg0_en_o <= '1';
             else
@@ -14675,9 +15113,9 @@ begin
             end if;
             if bool(fpdeep_pg0_ufire) then
                 fpdeep_pg0_ucnt <= (fpdeep_pg0_ucnt + 1);
-                if (fpdeep_pg0_ucnt = 4) then
-                    fpdeep_pg0_phase <= to_unsigned(3, 2);
-                end if;
+            end if;
+            if bool(fpdeep_pg0_wb_b) then
+                fpdeep_pg0_phase <= to_unsigned(3, 2);
             end if;
             if ((fpdeep_pg0_phase = 3) and (not bool(fpdeep_pg0_o_v))) then
                 fpdeep_pg0_phase <= to_unsigned(0, 2);

@@ -112,9 +112,20 @@ reg [2:0] bcnt;
 wire lb_busy;
 wire ufire;
 reg en_o;
-wire ufire_f;
 reg [1:0] ucnt;
-wire ufire_b;
+wire ufire_f;
+wire wb;
+reg vc_u;
+wire wb_f;
+reg uc;
+wire wb_b;
+reg va_u;
+reg ua;
+reg la;
+reg vb_u;
+reg ub;
+reg lb_;
+reg lc;
 reg va;
 reg fa;
 reg sfirst;
@@ -685,10 +696,11 @@ reg signed [18:0] bfold_lane1_fold_lane19_s;
 reg [2:0] bfold_lane1_fold_lane19_sext39_sgn;
 wire [15:0] upd_lane0_wn_u;
 wire signed [16:0] upd_lane0_d;
-wire signed [18:0] upd_lane0_g;
+reg signed [18:0] upd_lane0_ga;
 wire signed [15:0] upd_lane0_lr;
-wire signed [34:0] upd_lane0_pr;
+reg signed [34:0] upd_lane0_pr;
 reg signed [15:0] upd_lane0_step;
+reg signed [15:0] upd_lane0_stepn;
 wire signed [15:0] upd_lane0_w;
 reg signed [15:0] upd_lane0_wn;
 wire signed [34:0] upd_lane0_round_sat18_r;
@@ -704,10 +716,11 @@ wire [1:0] upd_lane0_sat21_hin;
 wire upd_lane0_sat21_nsign;
 wire [15:0] upd_lane1_wn_u;
 wire signed [16:0] upd_lane1_d;
-wire signed [18:0] upd_lane1_g;
+reg signed [18:0] upd_lane1_ga;
 wire signed [15:0] upd_lane1_lr;
-wire signed [34:0] upd_lane1_pr;
+reg signed [34:0] upd_lane1_pr;
 reg signed [15:0] upd_lane1_step;
+reg signed [15:0] upd_lane1_stepn;
 wire signed [15:0] upd_lane1_w;
 reg signed [15:0] upd_lane1_wn;
 wire signed [34:0] upd_lane1_round_sat19_r;
@@ -723,10 +736,11 @@ wire [1:0] upd_lane1_sat23_hin;
 wire upd_lane1_sat23_nsign;
 wire [15:0] upd_lane2_wn_u;
 wire signed [16:0] upd_lane2_d;
-wire signed [18:0] upd_lane2_g;
+reg signed [18:0] upd_lane2_ga;
 wire signed [15:0] upd_lane2_lr;
-wire signed [34:0] upd_lane2_pr;
+reg signed [34:0] upd_lane2_pr;
 reg signed [15:0] upd_lane2_step;
+reg signed [15:0] upd_lane2_stepn;
 wire signed [15:0] upd_lane2_w;
 reg signed [15:0] upd_lane2_wn;
 wire signed [34:0] upd_lane2_round_sat20_r;
@@ -742,10 +756,11 @@ wire [1:0] upd_lane2_sat25_hin;
 wire upd_lane2_sat25_nsign;
 wire [15:0] upd_lane3_wn_u;
 wire signed [16:0] upd_lane3_d;
-wire signed [18:0] upd_lane3_g;
+reg signed [18:0] upd_lane3_ga;
 wire signed [15:0] upd_lane3_lr;
-wire signed [34:0] upd_lane3_pr;
+reg signed [34:0] upd_lane3_pr;
 reg signed [15:0] upd_lane3_step;
+reg signed [15:0] upd_lane3_stepn;
 wire signed [15:0] upd_lane3_w;
 reg signed [15:0] upd_lane3_wn;
 wire signed [34:0] upd_lane3_round_sat21_r;
@@ -761,10 +776,11 @@ wire [1:0] upd_lane3_sat27_hin;
 wire upd_lane3_sat27_nsign;
 wire [15:0] upd_lane4_wn_u;
 wire signed [16:0] upd_lane4_d;
-wire signed [18:0] upd_lane4_g;
+reg signed [18:0] upd_lane4_ga;
 wire signed [15:0] upd_lane4_lr;
-wire signed [34:0] upd_lane4_pr;
+reg signed [34:0] upd_lane4_pr;
 reg signed [15:0] upd_lane4_step;
+reg signed [15:0] upd_lane4_stepn;
 wire signed [15:0] upd_lane4_w;
 reg signed [15:0] upd_lane4_wn;
 wire signed [34:0] upd_lane4_round_sat22_r;
@@ -780,10 +796,11 @@ wire [1:0] upd_lane4_sat29_hin;
 wire upd_lane4_sat29_nsign;
 wire [15:0] upd_lane5_wn_u;
 wire signed [16:0] upd_lane5_d;
-wire signed [18:0] upd_lane5_g;
+reg signed [18:0] upd_lane5_ga;
 wire signed [15:0] upd_lane5_lr;
-wire signed [34:0] upd_lane5_pr;
+reg signed [34:0] upd_lane5_pr;
 reg signed [15:0] upd_lane5_step;
+reg signed [15:0] upd_lane5_stepn;
 wire signed [15:0] upd_lane5_w;
 reg signed [15:0] upd_lane5_wn;
 wire signed [34:0] upd_lane5_round_sat23_r;
@@ -799,10 +816,11 @@ wire [1:0] upd_lane5_sat31_hin;
 wire upd_lane5_sat31_nsign;
 wire [15:0] upd_lane6_wn_u;
 wire signed [16:0] upd_lane6_d;
-wire signed [18:0] upd_lane6_g;
+reg signed [18:0] upd_lane6_ga;
 wire signed [15:0] upd_lane6_lr;
-wire signed [34:0] upd_lane6_pr;
+reg signed [34:0] upd_lane6_pr;
 reg signed [15:0] upd_lane6_step;
+reg signed [15:0] upd_lane6_stepn;
 wire signed [15:0] upd_lane6_w;
 reg signed [15:0] upd_lane6_wn;
 wire signed [34:0] upd_lane6_round_sat24_r;
@@ -818,10 +836,11 @@ wire [1:0] upd_lane6_sat33_hin;
 wire upd_lane6_sat33_nsign;
 wire [15:0] upd_lane7_wn_u;
 wire signed [16:0] upd_lane7_d;
-wire signed [18:0] upd_lane7_g;
+reg signed [18:0] upd_lane7_ga;
 wire signed [15:0] upd_lane7_lr;
-wire signed [34:0] upd_lane7_pr;
+reg signed [34:0] upd_lane7_pr;
 reg signed [15:0] upd_lane7_step;
+reg signed [15:0] upd_lane7_stepn;
 wire signed [15:0] upd_lane7_w;
 reg signed [15:0] upd_lane7_wn;
 wire signed [34:0] upd_lane7_round_sat25_r;
@@ -837,10 +856,11 @@ wire [1:0] upd_lane7_sat35_hin;
 wire upd_lane7_sat35_nsign;
 wire [15:0] upd_lane8_wn_u;
 wire signed [16:0] upd_lane8_d;
-wire signed [18:0] upd_lane8_g;
+reg signed [18:0] upd_lane8_ga;
 wire signed [15:0] upd_lane8_lr;
-wire signed [34:0] upd_lane8_pr;
+reg signed [34:0] upd_lane8_pr;
 reg signed [15:0] upd_lane8_step;
+reg signed [15:0] upd_lane8_stepn;
 wire signed [15:0] upd_lane8_w;
 reg signed [15:0] upd_lane8_wn;
 wire signed [34:0] upd_lane8_round_sat26_r;
@@ -856,10 +876,11 @@ wire [1:0] upd_lane8_sat37_hin;
 wire upd_lane8_sat37_nsign;
 wire [15:0] upd_lane9_wn_u;
 wire signed [16:0] upd_lane9_d;
-wire signed [18:0] upd_lane9_g;
+reg signed [18:0] upd_lane9_ga;
 wire signed [15:0] upd_lane9_lr;
-wire signed [34:0] upd_lane9_pr;
+reg signed [34:0] upd_lane9_pr;
 reg signed [15:0] upd_lane9_step;
+reg signed [15:0] upd_lane9_stepn;
 wire signed [15:0] upd_lane9_w;
 reg signed [15:0] upd_lane9_wn;
 wire signed [34:0] upd_lane9_round_sat27_r;
@@ -875,10 +896,11 @@ wire [1:0] upd_lane9_sat39_hin;
 wire upd_lane9_sat39_nsign;
 wire [15:0] upd_lane10_wn_u;
 wire signed [16:0] upd_lane10_d;
-wire signed [18:0] upd_lane10_g;
+reg signed [18:0] upd_lane10_ga;
 wire signed [15:0] upd_lane10_lr;
-wire signed [34:0] upd_lane10_pr;
+reg signed [34:0] upd_lane10_pr;
 reg signed [15:0] upd_lane10_step;
+reg signed [15:0] upd_lane10_stepn;
 wire signed [15:0] upd_lane10_w;
 reg signed [15:0] upd_lane10_wn;
 wire signed [34:0] upd_lane10_round_sat28_r;
@@ -2580,9 +2602,39 @@ assign win_r = ((phase == 1) && s_axis_err_tvalid);
 assign s_axis_err_tready = ((phase == 1) && win_v);
 assign fire = ((phase == 1) && win_v && s_axis_err_tvalid);
 assign lb_start = ((phase == 1) && (scnt != bcnt) && (!lb_busy));
-assign ufire = ((phase == 2) && en_o);
-assign ufire_f = ((phase == 2) && en_o && (ucnt != 2));
-assign ufire_b = ((phase == 2) && en_o && (ucnt == 2));
+assign ufire = ((phase == 2) && en_o && (ucnt <= 2));
+assign ufire_f = ((phase == 2) && en_o && (ucnt < 2));
+assign wb = (en_o && vc_u);
+assign wb_f = (en_o && vc_u && (!uc));
+assign wb_b = (en_o && vc_u && uc);
+
+
+always @(posedge clk) begin: upipe
+    if (rst == 1) begin
+        vc_u <= 0;
+        ub <= 0;
+        lc <= 0;
+        uc <= 0;
+        lb_ <= 0;
+        vb_u <= 0;
+        la <= 0;
+        ua <= 0;
+        va_u <= 0;
+    end
+    else begin
+        if (en_o) begin
+            va_u <= ufire;
+            ua <= (ucnt == 2);
+            la <= ((ucnt == 1) || (ucnt == 2));
+            vb_u <= va_u;
+            ub <= ua;
+            lb_ <= la;
+            vc_u <= vb_u;
+            uc <= ub;
+            lc <= lb_;
+        end
+    end
+end
 
 
 always @(posedge clk) begin: inreg
@@ -4773,12 +4825,31 @@ assign bfold_lane1_gnew_u = bfold_lane1_fold_lane19_s[19-1:0];
 
 
 assign upd_lane0_w = $signed(filter_shift0_wall[16-1:0]);
-assign upd_lane0_g = $signed(gbuf[19-1:0]);
 assign upd_lane0_lr = $signed(lr_r);
 
 
+always @(posedge clk) begin: upd_lane0_sta
+    if (rst == 1) begin
+        upd_lane0_ga <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane0_ga <= $signed(gbuf[19-1:0]);
+        end
+    end
+end
 
-assign upd_lane0_pr = (upd_lane0_g * upd_lane0_lr);
+
+always @(posedge clk) begin: upd_lane0_mul
+    if (rst == 1) begin
+        upd_lane0_pr <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane0_pr <= (upd_lane0_ga * upd_lane0_lr);
+        end
+    end
+end
 
 
 
@@ -4804,10 +4875,22 @@ assign upd_lane0_round_sat18_sat20_nsign = (!upd_lane0_round_sat18_r[(35 - 1)]);
 
 always @(upd_lane0_round_sat18_sat20_fill, upd_lane0_round_sat18_sat20_hi, upd_lane0_round_sat18_r, upd_lane0_round_sat18_sat20_hin) begin: upd_lane0_round_sat18_sat20_clamp
     if (((upd_lane0_round_sat18_sat20_hi == 0) || (upd_lane0_round_sat18_sat20_hin == 0))) begin
-        upd_lane0_step = $signed(upd_lane0_round_sat18_r[16-1:0]);
+        upd_lane0_stepn = $signed(upd_lane0_round_sat18_r[16-1:0]);
     end
     else begin
-        upd_lane0_step = $signed({upd_lane0_round_sat18_r[(35 - 1)], upd_lane0_round_sat18_sat20_fill});
+        upd_lane0_stepn = $signed({upd_lane0_round_sat18_r[(35 - 1)], upd_lane0_round_sat18_sat20_fill});
+    end
+end
+
+
+always @(posedge clk) begin: upd_lane0_stc
+    if (rst == 1) begin
+        upd_lane0_step <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane0_step <= upd_lane0_stepn;
+        end
     end
 end
 
@@ -4844,12 +4927,31 @@ assign upd_lane0_wn_u = upd_lane0_wn[16-1:0];
 
 
 assign upd_lane1_w = $signed(filter_shift0_wall[32-1:16]);
-assign upd_lane1_g = $signed(gbuf[38-1:19]);
 assign upd_lane1_lr = $signed(lr_r);
 
 
+always @(posedge clk) begin: upd_lane1_sta
+    if (rst == 1) begin
+        upd_lane1_ga <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane1_ga <= $signed(gbuf[38-1:19]);
+        end
+    end
+end
 
-assign upd_lane1_pr = (upd_lane1_g * upd_lane1_lr);
+
+always @(posedge clk) begin: upd_lane1_mul
+    if (rst == 1) begin
+        upd_lane1_pr <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane1_pr <= (upd_lane1_ga * upd_lane1_lr);
+        end
+    end
+end
 
 
 
@@ -4875,10 +4977,22 @@ assign upd_lane1_round_sat19_sat22_nsign = (!upd_lane1_round_sat19_r[(35 - 1)]);
 
 always @(upd_lane1_round_sat19_sat22_fill, upd_lane1_round_sat19_sat22_hi, upd_lane1_round_sat19_r, upd_lane1_round_sat19_sat22_hin) begin: upd_lane1_round_sat19_sat22_clamp
     if (((upd_lane1_round_sat19_sat22_hi == 0) || (upd_lane1_round_sat19_sat22_hin == 0))) begin
-        upd_lane1_step = $signed(upd_lane1_round_sat19_r[16-1:0]);
+        upd_lane1_stepn = $signed(upd_lane1_round_sat19_r[16-1:0]);
     end
     else begin
-        upd_lane1_step = $signed({upd_lane1_round_sat19_r[(35 - 1)], upd_lane1_round_sat19_sat22_fill});
+        upd_lane1_stepn = $signed({upd_lane1_round_sat19_r[(35 - 1)], upd_lane1_round_sat19_sat22_fill});
+    end
+end
+
+
+always @(posedge clk) begin: upd_lane1_stc
+    if (rst == 1) begin
+        upd_lane1_step <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane1_step <= upd_lane1_stepn;
+        end
     end
 end
 
@@ -4915,12 +5029,31 @@ assign upd_lane1_wn_u = upd_lane1_wn[16-1:0];
 
 
 assign upd_lane2_w = $signed(filter_shift0_wall[48-1:32]);
-assign upd_lane2_g = $signed(gbuf[57-1:38]);
 assign upd_lane2_lr = $signed(lr_r);
 
 
+always @(posedge clk) begin: upd_lane2_sta
+    if (rst == 1) begin
+        upd_lane2_ga <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane2_ga <= $signed(gbuf[57-1:38]);
+        end
+    end
+end
 
-assign upd_lane2_pr = (upd_lane2_g * upd_lane2_lr);
+
+always @(posedge clk) begin: upd_lane2_mul
+    if (rst == 1) begin
+        upd_lane2_pr <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane2_pr <= (upd_lane2_ga * upd_lane2_lr);
+        end
+    end
+end
 
 
 
@@ -4946,10 +5079,22 @@ assign upd_lane2_round_sat20_sat24_nsign = (!upd_lane2_round_sat20_r[(35 - 1)]);
 
 always @(upd_lane2_round_sat20_sat24_fill, upd_lane2_round_sat20_sat24_hi, upd_lane2_round_sat20_r, upd_lane2_round_sat20_sat24_hin) begin: upd_lane2_round_sat20_sat24_clamp
     if (((upd_lane2_round_sat20_sat24_hi == 0) || (upd_lane2_round_sat20_sat24_hin == 0))) begin
-        upd_lane2_step = $signed(upd_lane2_round_sat20_r[16-1:0]);
+        upd_lane2_stepn = $signed(upd_lane2_round_sat20_r[16-1:0]);
     end
     else begin
-        upd_lane2_step = $signed({upd_lane2_round_sat20_r[(35 - 1)], upd_lane2_round_sat20_sat24_fill});
+        upd_lane2_stepn = $signed({upd_lane2_round_sat20_r[(35 - 1)], upd_lane2_round_sat20_sat24_fill});
+    end
+end
+
+
+always @(posedge clk) begin: upd_lane2_stc
+    if (rst == 1) begin
+        upd_lane2_step <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane2_step <= upd_lane2_stepn;
+        end
     end
 end
 
@@ -4986,12 +5131,31 @@ assign upd_lane2_wn_u = upd_lane2_wn[16-1:0];
 
 
 assign upd_lane3_w = $signed(filter_shift0_wall[64-1:48]);
-assign upd_lane3_g = $signed(gbuf[76-1:57]);
 assign upd_lane3_lr = $signed(lr_r);
 
 
+always @(posedge clk) begin: upd_lane3_sta
+    if (rst == 1) begin
+        upd_lane3_ga <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane3_ga <= $signed(gbuf[76-1:57]);
+        end
+    end
+end
 
-assign upd_lane3_pr = (upd_lane3_g * upd_lane3_lr);
+
+always @(posedge clk) begin: upd_lane3_mul
+    if (rst == 1) begin
+        upd_lane3_pr <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane3_pr <= (upd_lane3_ga * upd_lane3_lr);
+        end
+    end
+end
 
 
 
@@ -5017,10 +5181,22 @@ assign upd_lane3_round_sat21_sat26_nsign = (!upd_lane3_round_sat21_r[(35 - 1)]);
 
 always @(upd_lane3_round_sat21_sat26_fill, upd_lane3_round_sat21_sat26_hi, upd_lane3_round_sat21_r, upd_lane3_round_sat21_sat26_hin) begin: upd_lane3_round_sat21_sat26_clamp
     if (((upd_lane3_round_sat21_sat26_hi == 0) || (upd_lane3_round_sat21_sat26_hin == 0))) begin
-        upd_lane3_step = $signed(upd_lane3_round_sat21_r[16-1:0]);
+        upd_lane3_stepn = $signed(upd_lane3_round_sat21_r[16-1:0]);
     end
     else begin
-        upd_lane3_step = $signed({upd_lane3_round_sat21_r[(35 - 1)], upd_lane3_round_sat21_sat26_fill});
+        upd_lane3_stepn = $signed({upd_lane3_round_sat21_r[(35 - 1)], upd_lane3_round_sat21_sat26_fill});
+    end
+end
+
+
+always @(posedge clk) begin: upd_lane3_stc
+    if (rst == 1) begin
+        upd_lane3_step <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane3_step <= upd_lane3_stepn;
+        end
     end
 end
 
@@ -5057,12 +5233,31 @@ assign upd_lane3_wn_u = upd_lane3_wn[16-1:0];
 
 
 assign upd_lane4_w = $signed(filter_shift0_wall[80-1:64]);
-assign upd_lane4_g = $signed(gbuf[95-1:76]);
 assign upd_lane4_lr = $signed(lr_r);
 
 
+always @(posedge clk) begin: upd_lane4_sta
+    if (rst == 1) begin
+        upd_lane4_ga <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane4_ga <= $signed(gbuf[95-1:76]);
+        end
+    end
+end
 
-assign upd_lane4_pr = (upd_lane4_g * upd_lane4_lr);
+
+always @(posedge clk) begin: upd_lane4_mul
+    if (rst == 1) begin
+        upd_lane4_pr <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane4_pr <= (upd_lane4_ga * upd_lane4_lr);
+        end
+    end
+end
 
 
 
@@ -5088,10 +5283,22 @@ assign upd_lane4_round_sat22_sat28_nsign = (!upd_lane4_round_sat22_r[(35 - 1)]);
 
 always @(upd_lane4_round_sat22_sat28_fill, upd_lane4_round_sat22_sat28_hi, upd_lane4_round_sat22_r, upd_lane4_round_sat22_sat28_hin) begin: upd_lane4_round_sat22_sat28_clamp
     if (((upd_lane4_round_sat22_sat28_hi == 0) || (upd_lane4_round_sat22_sat28_hin == 0))) begin
-        upd_lane4_step = $signed(upd_lane4_round_sat22_r[16-1:0]);
+        upd_lane4_stepn = $signed(upd_lane4_round_sat22_r[16-1:0]);
     end
     else begin
-        upd_lane4_step = $signed({upd_lane4_round_sat22_r[(35 - 1)], upd_lane4_round_sat22_sat28_fill});
+        upd_lane4_stepn = $signed({upd_lane4_round_sat22_r[(35 - 1)], upd_lane4_round_sat22_sat28_fill});
+    end
+end
+
+
+always @(posedge clk) begin: upd_lane4_stc
+    if (rst == 1) begin
+        upd_lane4_step <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane4_step <= upd_lane4_stepn;
+        end
     end
 end
 
@@ -5128,12 +5335,31 @@ assign upd_lane4_wn_u = upd_lane4_wn[16-1:0];
 
 
 assign upd_lane5_w = $signed(filter_shift0_wall[96-1:80]);
-assign upd_lane5_g = $signed(gbuf[114-1:95]);
 assign upd_lane5_lr = $signed(lr_r);
 
 
+always @(posedge clk) begin: upd_lane5_sta
+    if (rst == 1) begin
+        upd_lane5_ga <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane5_ga <= $signed(gbuf[114-1:95]);
+        end
+    end
+end
 
-assign upd_lane5_pr = (upd_lane5_g * upd_lane5_lr);
+
+always @(posedge clk) begin: upd_lane5_mul
+    if (rst == 1) begin
+        upd_lane5_pr <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane5_pr <= (upd_lane5_ga * upd_lane5_lr);
+        end
+    end
+end
 
 
 
@@ -5159,10 +5385,22 @@ assign upd_lane5_round_sat23_sat30_nsign = (!upd_lane5_round_sat23_r[(35 - 1)]);
 
 always @(upd_lane5_round_sat23_sat30_fill, upd_lane5_round_sat23_sat30_hi, upd_lane5_round_sat23_r, upd_lane5_round_sat23_sat30_hin) begin: upd_lane5_round_sat23_sat30_clamp
     if (((upd_lane5_round_sat23_sat30_hi == 0) || (upd_lane5_round_sat23_sat30_hin == 0))) begin
-        upd_lane5_step = $signed(upd_lane5_round_sat23_r[16-1:0]);
+        upd_lane5_stepn = $signed(upd_lane5_round_sat23_r[16-1:0]);
     end
     else begin
-        upd_lane5_step = $signed({upd_lane5_round_sat23_r[(35 - 1)], upd_lane5_round_sat23_sat30_fill});
+        upd_lane5_stepn = $signed({upd_lane5_round_sat23_r[(35 - 1)], upd_lane5_round_sat23_sat30_fill});
+    end
+end
+
+
+always @(posedge clk) begin: upd_lane5_stc
+    if (rst == 1) begin
+        upd_lane5_step <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane5_step <= upd_lane5_stepn;
+        end
     end
 end
 
@@ -5199,12 +5437,31 @@ assign upd_lane5_wn_u = upd_lane5_wn[16-1:0];
 
 
 assign upd_lane6_w = $signed(filter_shift0_wall[112-1:96]);
-assign upd_lane6_g = $signed(gbuf[133-1:114]);
 assign upd_lane6_lr = $signed(lr_r);
 
 
+always @(posedge clk) begin: upd_lane6_sta
+    if (rst == 1) begin
+        upd_lane6_ga <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane6_ga <= $signed(gbuf[133-1:114]);
+        end
+    end
+end
 
-assign upd_lane6_pr = (upd_lane6_g * upd_lane6_lr);
+
+always @(posedge clk) begin: upd_lane6_mul
+    if (rst == 1) begin
+        upd_lane6_pr <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane6_pr <= (upd_lane6_ga * upd_lane6_lr);
+        end
+    end
+end
 
 
 
@@ -5230,10 +5487,22 @@ assign upd_lane6_round_sat24_sat32_nsign = (!upd_lane6_round_sat24_r[(35 - 1)]);
 
 always @(upd_lane6_round_sat24_sat32_fill, upd_lane6_round_sat24_sat32_hi, upd_lane6_round_sat24_r, upd_lane6_round_sat24_sat32_hin) begin: upd_lane6_round_sat24_sat32_clamp
     if (((upd_lane6_round_sat24_sat32_hi == 0) || (upd_lane6_round_sat24_sat32_hin == 0))) begin
-        upd_lane6_step = $signed(upd_lane6_round_sat24_r[16-1:0]);
+        upd_lane6_stepn = $signed(upd_lane6_round_sat24_r[16-1:0]);
     end
     else begin
-        upd_lane6_step = $signed({upd_lane6_round_sat24_r[(35 - 1)], upd_lane6_round_sat24_sat32_fill});
+        upd_lane6_stepn = $signed({upd_lane6_round_sat24_r[(35 - 1)], upd_lane6_round_sat24_sat32_fill});
+    end
+end
+
+
+always @(posedge clk) begin: upd_lane6_stc
+    if (rst == 1) begin
+        upd_lane6_step <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane6_step <= upd_lane6_stepn;
+        end
     end
 end
 
@@ -5270,12 +5539,31 @@ assign upd_lane6_wn_u = upd_lane6_wn[16-1:0];
 
 
 assign upd_lane7_w = $signed(filter_shift0_wall[128-1:112]);
-assign upd_lane7_g = $signed(gbuf[152-1:133]);
 assign upd_lane7_lr = $signed(lr_r);
 
 
+always @(posedge clk) begin: upd_lane7_sta
+    if (rst == 1) begin
+        upd_lane7_ga <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane7_ga <= $signed(gbuf[152-1:133]);
+        end
+    end
+end
 
-assign upd_lane7_pr = (upd_lane7_g * upd_lane7_lr);
+
+always @(posedge clk) begin: upd_lane7_mul
+    if (rst == 1) begin
+        upd_lane7_pr <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane7_pr <= (upd_lane7_ga * upd_lane7_lr);
+        end
+    end
+end
 
 
 
@@ -5301,10 +5589,22 @@ assign upd_lane7_round_sat25_sat34_nsign = (!upd_lane7_round_sat25_r[(35 - 1)]);
 
 always @(upd_lane7_round_sat25_sat34_fill, upd_lane7_round_sat25_sat34_hi, upd_lane7_round_sat25_r, upd_lane7_round_sat25_sat34_hin) begin: upd_lane7_round_sat25_sat34_clamp
     if (((upd_lane7_round_sat25_sat34_hi == 0) || (upd_lane7_round_sat25_sat34_hin == 0))) begin
-        upd_lane7_step = $signed(upd_lane7_round_sat25_r[16-1:0]);
+        upd_lane7_stepn = $signed(upd_lane7_round_sat25_r[16-1:0]);
     end
     else begin
-        upd_lane7_step = $signed({upd_lane7_round_sat25_r[(35 - 1)], upd_lane7_round_sat25_sat34_fill});
+        upd_lane7_stepn = $signed({upd_lane7_round_sat25_r[(35 - 1)], upd_lane7_round_sat25_sat34_fill});
+    end
+end
+
+
+always @(posedge clk) begin: upd_lane7_stc
+    if (rst == 1) begin
+        upd_lane7_step <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane7_step <= upd_lane7_stepn;
+        end
     end
 end
 
@@ -5341,12 +5641,31 @@ assign upd_lane7_wn_u = upd_lane7_wn[16-1:0];
 
 
 assign upd_lane8_w = $signed(filter_shift0_wall[144-1:128]);
-assign upd_lane8_g = $signed(gbuf[171-1:152]);
 assign upd_lane8_lr = $signed(lr_r);
 
 
+always @(posedge clk) begin: upd_lane8_sta
+    if (rst == 1) begin
+        upd_lane8_ga <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane8_ga <= $signed(gbuf[171-1:152]);
+        end
+    end
+end
 
-assign upd_lane8_pr = (upd_lane8_g * upd_lane8_lr);
+
+always @(posedge clk) begin: upd_lane8_mul
+    if (rst == 1) begin
+        upd_lane8_pr <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane8_pr <= (upd_lane8_ga * upd_lane8_lr);
+        end
+    end
+end
 
 
 
@@ -5372,10 +5691,22 @@ assign upd_lane8_round_sat26_sat36_nsign = (!upd_lane8_round_sat26_r[(35 - 1)]);
 
 always @(upd_lane8_round_sat26_sat36_fill, upd_lane8_round_sat26_sat36_hi, upd_lane8_round_sat26_r, upd_lane8_round_sat26_sat36_hin) begin: upd_lane8_round_sat26_sat36_clamp
     if (((upd_lane8_round_sat26_sat36_hi == 0) || (upd_lane8_round_sat26_sat36_hin == 0))) begin
-        upd_lane8_step = $signed(upd_lane8_round_sat26_r[16-1:0]);
+        upd_lane8_stepn = $signed(upd_lane8_round_sat26_r[16-1:0]);
     end
     else begin
-        upd_lane8_step = $signed({upd_lane8_round_sat26_r[(35 - 1)], upd_lane8_round_sat26_sat36_fill});
+        upd_lane8_stepn = $signed({upd_lane8_round_sat26_r[(35 - 1)], upd_lane8_round_sat26_sat36_fill});
+    end
+end
+
+
+always @(posedge clk) begin: upd_lane8_stc
+    if (rst == 1) begin
+        upd_lane8_step <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane8_step <= upd_lane8_stepn;
+        end
     end
 end
 
@@ -5412,12 +5743,31 @@ assign upd_lane8_wn_u = upd_lane8_wn[16-1:0];
 
 
 assign upd_lane9_w = $signed(breg[16-1:0]);
-assign upd_lane9_g = $signed(gbb[19-1:0]);
 assign upd_lane9_lr = $signed(lr_r);
 
 
+always @(posedge clk) begin: upd_lane9_sta
+    if (rst == 1) begin
+        upd_lane9_ga <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane9_ga <= $signed(gbb[19-1:0]);
+        end
+    end
+end
 
-assign upd_lane9_pr = (upd_lane9_g * upd_lane9_lr);
+
+always @(posedge clk) begin: upd_lane9_mul
+    if (rst == 1) begin
+        upd_lane9_pr <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane9_pr <= (upd_lane9_ga * upd_lane9_lr);
+        end
+    end
+end
 
 
 
@@ -5443,10 +5793,22 @@ assign upd_lane9_round_sat27_sat38_nsign = (!upd_lane9_round_sat27_r[(35 - 1)]);
 
 always @(upd_lane9_round_sat27_sat38_fill, upd_lane9_round_sat27_sat38_hi, upd_lane9_round_sat27_r, upd_lane9_round_sat27_sat38_hin) begin: upd_lane9_round_sat27_sat38_clamp
     if (((upd_lane9_round_sat27_sat38_hi == 0) || (upd_lane9_round_sat27_sat38_hin == 0))) begin
-        upd_lane9_step = $signed(upd_lane9_round_sat27_r[16-1:0]);
+        upd_lane9_stepn = $signed(upd_lane9_round_sat27_r[16-1:0]);
     end
     else begin
-        upd_lane9_step = $signed({upd_lane9_round_sat27_r[(35 - 1)], upd_lane9_round_sat27_sat38_fill});
+        upd_lane9_stepn = $signed({upd_lane9_round_sat27_r[(35 - 1)], upd_lane9_round_sat27_sat38_fill});
+    end
+end
+
+
+always @(posedge clk) begin: upd_lane9_stc
+    if (rst == 1) begin
+        upd_lane9_step <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane9_step <= upd_lane9_stepn;
+        end
     end
 end
 
@@ -5483,12 +5845,31 @@ assign upd_lane9_wn_u = upd_lane9_wn[16-1:0];
 
 
 assign upd_lane10_w = $signed(breg[32-1:16]);
-assign upd_lane10_g = $signed(gbb[38-1:19]);
 assign upd_lane10_lr = $signed(lr_r);
 
 
+always @(posedge clk) begin: upd_lane10_sta
+    if (rst == 1) begin
+        upd_lane10_ga <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane10_ga <= $signed(gbb[38-1:19]);
+        end
+    end
+end
 
-assign upd_lane10_pr = (upd_lane10_g * upd_lane10_lr);
+
+always @(posedge clk) begin: upd_lane10_mul
+    if (rst == 1) begin
+        upd_lane10_pr <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane10_pr <= (upd_lane10_ga * upd_lane10_lr);
+        end
+    end
+end
 
 
 
@@ -5514,10 +5895,22 @@ assign upd_lane10_round_sat28_sat40_nsign = (!upd_lane10_round_sat28_r[(35 - 1)]
 
 always @(upd_lane10_round_sat28_sat40_fill, upd_lane10_round_sat28_sat40_hi, upd_lane10_round_sat28_r, upd_lane10_round_sat28_sat40_hin) begin: upd_lane10_round_sat28_sat40_clamp
     if (((upd_lane10_round_sat28_sat40_hi == 0) || (upd_lane10_round_sat28_sat40_hin == 0))) begin
-        upd_lane10_step = $signed(upd_lane10_round_sat28_r[16-1:0]);
+        upd_lane10_stepn = $signed(upd_lane10_round_sat28_r[16-1:0]);
     end
     else begin
-        upd_lane10_step = $signed({upd_lane10_round_sat28_r[(35 - 1)], upd_lane10_round_sat28_sat40_fill});
+        upd_lane10_stepn = $signed({upd_lane10_round_sat28_r[(35 - 1)], upd_lane10_round_sat28_sat40_fill});
+    end
+end
+
+
+always @(posedge clk) begin: upd_lane10_stc
+    if (rst == 1) begin
+        upd_lane10_step <= 0;
+    end
+    else begin
+        if (en_o) begin
+            upd_lane10_step <= upd_lane10_stepn;
+        end
     end
 end
 
@@ -5631,8 +6024,8 @@ assign pack1_to_unsigned10_y = upd_lane10_wn_u[16-1:0];
 assign bdat = pack1_cs;
 
 
-always @(phase, s_axis_w_tdata, wfire, fdat, ufire_f) begin: wsel
-    wsh = (wfire || ufire_f);
+always @(phase, wb_f, s_axis_w_tdata, wfire, fdat) begin: wsel
+    wsh = (wfire || wb_f);
     if ((phase == 0)) begin
         wsrc = s_axis_w_tdata;
     end
@@ -5662,7 +6055,7 @@ always @(posedge clk) begin: bst
         if (bfire) begin
             breg <= s_axis_b_tdata;
         end
-        else if (ufire_b) begin
+        else if (wb_b) begin
             breg <= bdat;
         end
     end
@@ -5677,8 +6070,8 @@ assign fde = fdat;
 assign bde = {112'h0, bdat};
 
 
-always @(ucnt, fde, bde) begin: dinc
-    if ((ucnt == 2)) begin
+always @(lc, fde, uc, bde) begin: dinc
+    if (uc) begin
         din = bde;
         duser = 1;
     end
@@ -5686,7 +6079,7 @@ always @(ucnt, fde, bde) begin: dinc
         din = fde;
         duser = 0;
     end
-    dlast = ((ucnt == 1) || (ucnt == 2));
+    dlast = lc;
 end
 
 
@@ -5709,7 +6102,7 @@ always @(posedge clk) begin: out_fifo21_seq
             out_fifo21_l0 <= out_fifo21_l1;
             out_fifo21_u0 <= out_fifo21_u1;
         end
-        if (ufire) begin
+        if (wb) begin
             if (((out_fifo21_cnt == 0) || ((out_fifo21_cnt == 1) && pop))) begin
                 out_fifo21_d0 <= din;
                 out_fifo21_l0 <= dlast;
@@ -5721,11 +6114,11 @@ always @(posedge clk) begin: out_fifo21_seq
                 out_fifo21_u1 <= duser;
             end
         end
-        if ((ufire && (!pop))) begin
+        if ((wb && (!pop))) begin
             out_fifo21_cnt <= (out_fifo21_cnt + 1);
             en_o <= (out_fifo21_cnt == 0);
         end
-        else if ((pop && (!ufire))) begin
+        else if ((pop && (!wb))) begin
             out_fifo21_cnt <= (out_fifo21_cnt - 1);
             en_o <= 1'b1;
         end
@@ -5825,9 +6218,9 @@ always @(posedge clk) begin: ctl
         end
         if (ufire) begin
             ucnt <= (ucnt + 1);
-            if ((ucnt == 2)) begin
-                phase <= 3;
-            end
+        end
+        if (wb_b) begin
+            phase <= 3;
         end
         if (((phase == 3) && (!o_v))) begin
             phase <= 0;

@@ -85,9 +85,20 @@ signal bcnt: unsigned(2 downto 0);
 signal lb_busy: std_logic;
 signal ufire: std_logic;
 signal en_o: std_logic;
-signal ufire_f: std_logic;
 signal ucnt: unsigned(1 downto 0);
-signal ufire_b: std_logic;
+signal ufire_f: std_logic;
+signal wb: std_logic;
+signal vc_u: std_logic;
+signal wb_f: std_logic;
+signal uc: std_logic;
+signal wb_b: std_logic;
+signal va_u: std_logic;
+signal ua: std_logic;
+signal la: std_logic;
+signal vb_u: std_logic;
+signal ub: std_logic;
+signal lb_: std_logic;
+signal lc: std_logic;
 signal va: std_logic;
 signal fa: std_logic;
 signal sfirst: std_logic;
@@ -658,10 +669,11 @@ signal bfold_lane1_fold_lane19_s: signed (18 downto 0);
 signal bfold_lane1_fold_lane19_sext39_sgn: unsigned(2 downto 0);
 signal upd_lane0_wn_u: unsigned(15 downto 0);
 signal upd_lane0_d: signed (16 downto 0);
-signal upd_lane0_g: signed (18 downto 0);
+signal upd_lane0_ga: signed (18 downto 0);
 signal upd_lane0_lr: signed (15 downto 0);
 signal upd_lane0_pr: signed (34 downto 0);
 signal upd_lane0_step: signed (15 downto 0);
+signal upd_lane0_stepn: signed (15 downto 0);
 signal upd_lane0_w: signed (15 downto 0);
 signal upd_lane0_wn: signed (15 downto 0);
 signal upd_lane0_round_sat18_r: signed (34 downto 0);
@@ -677,10 +689,11 @@ signal upd_lane0_sat21_hin: unsigned(1 downto 0);
 signal upd_lane0_sat21_nsign: std_logic;
 signal upd_lane1_wn_u: unsigned(15 downto 0);
 signal upd_lane1_d: signed (16 downto 0);
-signal upd_lane1_g: signed (18 downto 0);
+signal upd_lane1_ga: signed (18 downto 0);
 signal upd_lane1_lr: signed (15 downto 0);
 signal upd_lane1_pr: signed (34 downto 0);
 signal upd_lane1_step: signed (15 downto 0);
+signal upd_lane1_stepn: signed (15 downto 0);
 signal upd_lane1_w: signed (15 downto 0);
 signal upd_lane1_wn: signed (15 downto 0);
 signal upd_lane1_round_sat19_r: signed (34 downto 0);
@@ -696,10 +709,11 @@ signal upd_lane1_sat23_hin: unsigned(1 downto 0);
 signal upd_lane1_sat23_nsign: std_logic;
 signal upd_lane2_wn_u: unsigned(15 downto 0);
 signal upd_lane2_d: signed (16 downto 0);
-signal upd_lane2_g: signed (18 downto 0);
+signal upd_lane2_ga: signed (18 downto 0);
 signal upd_lane2_lr: signed (15 downto 0);
 signal upd_lane2_pr: signed (34 downto 0);
 signal upd_lane2_step: signed (15 downto 0);
+signal upd_lane2_stepn: signed (15 downto 0);
 signal upd_lane2_w: signed (15 downto 0);
 signal upd_lane2_wn: signed (15 downto 0);
 signal upd_lane2_round_sat20_r: signed (34 downto 0);
@@ -715,10 +729,11 @@ signal upd_lane2_sat25_hin: unsigned(1 downto 0);
 signal upd_lane2_sat25_nsign: std_logic;
 signal upd_lane3_wn_u: unsigned(15 downto 0);
 signal upd_lane3_d: signed (16 downto 0);
-signal upd_lane3_g: signed (18 downto 0);
+signal upd_lane3_ga: signed (18 downto 0);
 signal upd_lane3_lr: signed (15 downto 0);
 signal upd_lane3_pr: signed (34 downto 0);
 signal upd_lane3_step: signed (15 downto 0);
+signal upd_lane3_stepn: signed (15 downto 0);
 signal upd_lane3_w: signed (15 downto 0);
 signal upd_lane3_wn: signed (15 downto 0);
 signal upd_lane3_round_sat21_r: signed (34 downto 0);
@@ -734,10 +749,11 @@ signal upd_lane3_sat27_hin: unsigned(1 downto 0);
 signal upd_lane3_sat27_nsign: std_logic;
 signal upd_lane4_wn_u: unsigned(15 downto 0);
 signal upd_lane4_d: signed (16 downto 0);
-signal upd_lane4_g: signed (18 downto 0);
+signal upd_lane4_ga: signed (18 downto 0);
 signal upd_lane4_lr: signed (15 downto 0);
 signal upd_lane4_pr: signed (34 downto 0);
 signal upd_lane4_step: signed (15 downto 0);
+signal upd_lane4_stepn: signed (15 downto 0);
 signal upd_lane4_w: signed (15 downto 0);
 signal upd_lane4_wn: signed (15 downto 0);
 signal upd_lane4_round_sat22_r: signed (34 downto 0);
@@ -753,10 +769,11 @@ signal upd_lane4_sat29_hin: unsigned(1 downto 0);
 signal upd_lane4_sat29_nsign: std_logic;
 signal upd_lane5_wn_u: unsigned(15 downto 0);
 signal upd_lane5_d: signed (16 downto 0);
-signal upd_lane5_g: signed (18 downto 0);
+signal upd_lane5_ga: signed (18 downto 0);
 signal upd_lane5_lr: signed (15 downto 0);
 signal upd_lane5_pr: signed (34 downto 0);
 signal upd_lane5_step: signed (15 downto 0);
+signal upd_lane5_stepn: signed (15 downto 0);
 signal upd_lane5_w: signed (15 downto 0);
 signal upd_lane5_wn: signed (15 downto 0);
 signal upd_lane5_round_sat23_r: signed (34 downto 0);
@@ -772,10 +789,11 @@ signal upd_lane5_sat31_hin: unsigned(1 downto 0);
 signal upd_lane5_sat31_nsign: std_logic;
 signal upd_lane6_wn_u: unsigned(15 downto 0);
 signal upd_lane6_d: signed (16 downto 0);
-signal upd_lane6_g: signed (18 downto 0);
+signal upd_lane6_ga: signed (18 downto 0);
 signal upd_lane6_lr: signed (15 downto 0);
 signal upd_lane6_pr: signed (34 downto 0);
 signal upd_lane6_step: signed (15 downto 0);
+signal upd_lane6_stepn: signed (15 downto 0);
 signal upd_lane6_w: signed (15 downto 0);
 signal upd_lane6_wn: signed (15 downto 0);
 signal upd_lane6_round_sat24_r: signed (34 downto 0);
@@ -791,10 +809,11 @@ signal upd_lane6_sat33_hin: unsigned(1 downto 0);
 signal upd_lane6_sat33_nsign: std_logic;
 signal upd_lane7_wn_u: unsigned(15 downto 0);
 signal upd_lane7_d: signed (16 downto 0);
-signal upd_lane7_g: signed (18 downto 0);
+signal upd_lane7_ga: signed (18 downto 0);
 signal upd_lane7_lr: signed (15 downto 0);
 signal upd_lane7_pr: signed (34 downto 0);
 signal upd_lane7_step: signed (15 downto 0);
+signal upd_lane7_stepn: signed (15 downto 0);
 signal upd_lane7_w: signed (15 downto 0);
 signal upd_lane7_wn: signed (15 downto 0);
 signal upd_lane7_round_sat25_r: signed (34 downto 0);
@@ -810,10 +829,11 @@ signal upd_lane7_sat35_hin: unsigned(1 downto 0);
 signal upd_lane7_sat35_nsign: std_logic;
 signal upd_lane8_wn_u: unsigned(15 downto 0);
 signal upd_lane8_d: signed (16 downto 0);
-signal upd_lane8_g: signed (18 downto 0);
+signal upd_lane8_ga: signed (18 downto 0);
 signal upd_lane8_lr: signed (15 downto 0);
 signal upd_lane8_pr: signed (34 downto 0);
 signal upd_lane8_step: signed (15 downto 0);
+signal upd_lane8_stepn: signed (15 downto 0);
 signal upd_lane8_w: signed (15 downto 0);
 signal upd_lane8_wn: signed (15 downto 0);
 signal upd_lane8_round_sat26_r: signed (34 downto 0);
@@ -829,10 +849,11 @@ signal upd_lane8_sat37_hin: unsigned(1 downto 0);
 signal upd_lane8_sat37_nsign: std_logic;
 signal upd_lane9_wn_u: unsigned(15 downto 0);
 signal upd_lane9_d: signed (16 downto 0);
-signal upd_lane9_g: signed (18 downto 0);
+signal upd_lane9_ga: signed (18 downto 0);
 signal upd_lane9_lr: signed (15 downto 0);
 signal upd_lane9_pr: signed (34 downto 0);
 signal upd_lane9_step: signed (15 downto 0);
+signal upd_lane9_stepn: signed (15 downto 0);
 signal upd_lane9_w: signed (15 downto 0);
 signal upd_lane9_wn: signed (15 downto 0);
 signal upd_lane9_round_sat27_r: signed (34 downto 0);
@@ -848,10 +869,11 @@ signal upd_lane9_sat39_hin: unsigned(1 downto 0);
 signal upd_lane9_sat39_nsign: std_logic;
 signal upd_lane10_wn_u: unsigned(15 downto 0);
 signal upd_lane10_d: signed (16 downto 0);
-signal upd_lane10_g: signed (18 downto 0);
+signal upd_lane10_ga: signed (18 downto 0);
 signal upd_lane10_lr: signed (15 downto 0);
 signal upd_lane10_pr: signed (34 downto 0);
 signal upd_lane10_step: signed (15 downto 0);
+signal upd_lane10_stepn: signed (15 downto 0);
 signal upd_lane10_w: signed (15 downto 0);
 signal upd_lane10_wn: signed (15 downto 0);
 signal upd_lane10_round_sat28_r: signed (34 downto 0);
@@ -2504,9 +2526,40 @@ win_r <= stdl((phase = 1) and bool(s_axis_err_tvalid));
 s_axis_err_tready <= stdl((phase = 1) and bool(win_v));
 fire <= stdl((phase = 1) and bool(win_v) and bool(s_axis_err_tvalid));
 lb_start <= stdl((phase = 1) and (scnt /= bcnt) and (not bool(lb_busy)));
-ufire <= stdl((phase = 2) and bool(en_o));
-ufire_f <= stdl((phase = 2) and bool(en_o) and (ucnt /= 2));
-ufire_b <= stdl((phase = 2) and bool(en_o) and (ucnt = 2));
+ufire <= stdl((phase = 2) and bool(en_o) and (ucnt <= 2));
+ufire_f <= stdl((phase = 2) and bool(en_o) and (ucnt < 2));
+wb <= stdl(bool(en_o) and bool(vc_u));
+wb_f <= stdl(bool(en_o) and bool(vc_u) and (not bool(uc)));
+wb_b <= stdl(bool(en_o) and bool(vc_u) and bool(uc));
+
+upipe: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            vc_u <= '0';
+            ub <= '0';
+            lc <= '0';
+            uc <= '0';
+            lb_ <= '0';
+            vb_u <= '0';
+            la <= '0';
+            ua <= '0';
+            va_u <= '0';
+        else
+            if bool(en_o) then
+                va_u <= ufire;
+                ua <= stdl(ucnt = 2);
+                la <= stdl((ucnt = 1) or (ucnt = 2));
+                vb_u <= va_u;
+                ub <= ua;
+                lb_ <= la;
+                vc_u <= vb_u;
+                uc <= ub;
+                lc <= lb_;
+            end if;
+        end if;
+    end if;
+end process upipe;
 
 inreg: process (clk) is
 begin
@@ -4441,11 +4494,33 @@ bfold_lane1_gnew_u <= unsigned(bfold_lane1_fold_lane19_s(19-1 downto 0));
 
 
 upd_lane0_w <= signed(filter_shift0_wall(16-1 downto 0));
-upd_lane0_g <= signed(gbuf(19-1 downto 0));
 upd_lane0_lr <= signed(lr_r);
 
+upd_lane0_sta: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane0_ga <= to_signed(0, 19);
+        else
+            if bool(en_o) then
+                upd_lane0_ga <= signed(gbuf(19-1 downto 0));
+            end if;
+        end if;
+    end if;
+end process upd_lane0_sta;
 
-upd_lane0_pr <= (upd_lane0_g * upd_lane0_lr);
+upd_lane0_mul: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane0_pr <= to_signed(0, 35);
+        else
+            if bool(en_o) then
+                upd_lane0_pr <= (upd_lane0_ga * upd_lane0_lr);
+            end if;
+        end if;
+    end if;
+end process upd_lane0_mul;
 
 
 upd_lane0_round_sat18_t <= shift_right(upd_lane0_pr, 8);
@@ -4466,11 +4541,24 @@ upd_lane0_round_sat18_sat20_nsign <= stdl((not bool(upd_lane0_round_sat18_r((35 
 upd_lane0_round_sat18_sat20_clamp: process (upd_lane0_round_sat18_sat20_fill, upd_lane0_round_sat18_sat20_hi, upd_lane0_round_sat18_r, upd_lane0_round_sat18_sat20_hin) is
 begin
     if ((upd_lane0_round_sat18_sat20_hi = 0) or (upd_lane0_round_sat18_sat20_hin = 0)) then
-        upd_lane0_step <= signed(unsigned(upd_lane0_round_sat18_r(16-1 downto 0)));
+        upd_lane0_stepn <= signed(unsigned(upd_lane0_round_sat18_r(16-1 downto 0)));
     else
-        upd_lane0_step <= signed(unsigned'(upd_lane0_round_sat18_r((35 - 1)) & upd_lane0_round_sat18_sat20_fill));
+        upd_lane0_stepn <= signed(unsigned'(upd_lane0_round_sat18_r((35 - 1)) & upd_lane0_round_sat18_sat20_fill));
     end if;
 end process upd_lane0_round_sat18_sat20_clamp;
+
+upd_lane0_stc: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane0_step <= to_signed(0, 16);
+        else
+            if bool(en_o) then
+                upd_lane0_step <= upd_lane0_stepn;
+            end if;
+        end if;
+    end if;
+end process upd_lane0_stc;
 
 
 upd_lane0_d <= (resize(upd_lane0_w, 17) - upd_lane0_step);
@@ -4498,11 +4586,33 @@ upd_lane0_wn_u <= unsigned(upd_lane0_wn(16-1 downto 0));
 
 
 upd_lane1_w <= signed(filter_shift0_wall(32-1 downto 16));
-upd_lane1_g <= signed(gbuf(38-1 downto 19));
 upd_lane1_lr <= signed(lr_r);
 
+upd_lane1_sta: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane1_ga <= to_signed(0, 19);
+        else
+            if bool(en_o) then
+                upd_lane1_ga <= signed(gbuf(38-1 downto 19));
+            end if;
+        end if;
+    end if;
+end process upd_lane1_sta;
 
-upd_lane1_pr <= (upd_lane1_g * upd_lane1_lr);
+upd_lane1_mul: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane1_pr <= to_signed(0, 35);
+        else
+            if bool(en_o) then
+                upd_lane1_pr <= (upd_lane1_ga * upd_lane1_lr);
+            end if;
+        end if;
+    end if;
+end process upd_lane1_mul;
 
 
 upd_lane1_round_sat19_t <= shift_right(upd_lane1_pr, 8);
@@ -4523,11 +4633,24 @@ upd_lane1_round_sat19_sat22_nsign <= stdl((not bool(upd_lane1_round_sat19_r((35 
 upd_lane1_round_sat19_sat22_clamp: process (upd_lane1_round_sat19_sat22_fill, upd_lane1_round_sat19_sat22_hi, upd_lane1_round_sat19_r, upd_lane1_round_sat19_sat22_hin) is
 begin
     if ((upd_lane1_round_sat19_sat22_hi = 0) or (upd_lane1_round_sat19_sat22_hin = 0)) then
-        upd_lane1_step <= signed(unsigned(upd_lane1_round_sat19_r(16-1 downto 0)));
+        upd_lane1_stepn <= signed(unsigned(upd_lane1_round_sat19_r(16-1 downto 0)));
     else
-        upd_lane1_step <= signed(unsigned'(upd_lane1_round_sat19_r((35 - 1)) & upd_lane1_round_sat19_sat22_fill));
+        upd_lane1_stepn <= signed(unsigned'(upd_lane1_round_sat19_r((35 - 1)) & upd_lane1_round_sat19_sat22_fill));
     end if;
 end process upd_lane1_round_sat19_sat22_clamp;
+
+upd_lane1_stc: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane1_step <= to_signed(0, 16);
+        else
+            if bool(en_o) then
+                upd_lane1_step <= upd_lane1_stepn;
+            end if;
+        end if;
+    end if;
+end process upd_lane1_stc;
 
 
 upd_lane1_d <= (resize(upd_lane1_w, 17) - upd_lane1_step);
@@ -4555,11 +4678,33 @@ upd_lane1_wn_u <= unsigned(upd_lane1_wn(16-1 downto 0));
 
 
 upd_lane2_w <= signed(filter_shift0_wall(48-1 downto 32));
-upd_lane2_g <= signed(gbuf(57-1 downto 38));
 upd_lane2_lr <= signed(lr_r);
 
+upd_lane2_sta: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane2_ga <= to_signed(0, 19);
+        else
+            if bool(en_o) then
+                upd_lane2_ga <= signed(gbuf(57-1 downto 38));
+            end if;
+        end if;
+    end if;
+end process upd_lane2_sta;
 
-upd_lane2_pr <= (upd_lane2_g * upd_lane2_lr);
+upd_lane2_mul: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane2_pr <= to_signed(0, 35);
+        else
+            if bool(en_o) then
+                upd_lane2_pr <= (upd_lane2_ga * upd_lane2_lr);
+            end if;
+        end if;
+    end if;
+end process upd_lane2_mul;
 
 
 upd_lane2_round_sat20_t <= shift_right(upd_lane2_pr, 8);
@@ -4580,11 +4725,24 @@ upd_lane2_round_sat20_sat24_nsign <= stdl((not bool(upd_lane2_round_sat20_r((35 
 upd_lane2_round_sat20_sat24_clamp: process (upd_lane2_round_sat20_sat24_fill, upd_lane2_round_sat20_sat24_hi, upd_lane2_round_sat20_r, upd_lane2_round_sat20_sat24_hin) is
 begin
     if ((upd_lane2_round_sat20_sat24_hi = 0) or (upd_lane2_round_sat20_sat24_hin = 0)) then
-        upd_lane2_step <= signed(unsigned(upd_lane2_round_sat20_r(16-1 downto 0)));
+        upd_lane2_stepn <= signed(unsigned(upd_lane2_round_sat20_r(16-1 downto 0)));
     else
-        upd_lane2_step <= signed(unsigned'(upd_lane2_round_sat20_r((35 - 1)) & upd_lane2_round_sat20_sat24_fill));
+        upd_lane2_stepn <= signed(unsigned'(upd_lane2_round_sat20_r((35 - 1)) & upd_lane2_round_sat20_sat24_fill));
     end if;
 end process upd_lane2_round_sat20_sat24_clamp;
+
+upd_lane2_stc: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane2_step <= to_signed(0, 16);
+        else
+            if bool(en_o) then
+                upd_lane2_step <= upd_lane2_stepn;
+            end if;
+        end if;
+    end if;
+end process upd_lane2_stc;
 
 
 upd_lane2_d <= (resize(upd_lane2_w, 17) - upd_lane2_step);
@@ -4612,11 +4770,33 @@ upd_lane2_wn_u <= unsigned(upd_lane2_wn(16-1 downto 0));
 
 
 upd_lane3_w <= signed(filter_shift0_wall(64-1 downto 48));
-upd_lane3_g <= signed(gbuf(76-1 downto 57));
 upd_lane3_lr <= signed(lr_r);
 
+upd_lane3_sta: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane3_ga <= to_signed(0, 19);
+        else
+            if bool(en_o) then
+                upd_lane3_ga <= signed(gbuf(76-1 downto 57));
+            end if;
+        end if;
+    end if;
+end process upd_lane3_sta;
 
-upd_lane3_pr <= (upd_lane3_g * upd_lane3_lr);
+upd_lane3_mul: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane3_pr <= to_signed(0, 35);
+        else
+            if bool(en_o) then
+                upd_lane3_pr <= (upd_lane3_ga * upd_lane3_lr);
+            end if;
+        end if;
+    end if;
+end process upd_lane3_mul;
 
 
 upd_lane3_round_sat21_t <= shift_right(upd_lane3_pr, 8);
@@ -4637,11 +4817,24 @@ upd_lane3_round_sat21_sat26_nsign <= stdl((not bool(upd_lane3_round_sat21_r((35 
 upd_lane3_round_sat21_sat26_clamp: process (upd_lane3_round_sat21_sat26_fill, upd_lane3_round_sat21_sat26_hi, upd_lane3_round_sat21_r, upd_lane3_round_sat21_sat26_hin) is
 begin
     if ((upd_lane3_round_sat21_sat26_hi = 0) or (upd_lane3_round_sat21_sat26_hin = 0)) then
-        upd_lane3_step <= signed(unsigned(upd_lane3_round_sat21_r(16-1 downto 0)));
+        upd_lane3_stepn <= signed(unsigned(upd_lane3_round_sat21_r(16-1 downto 0)));
     else
-        upd_lane3_step <= signed(unsigned'(upd_lane3_round_sat21_r((35 - 1)) & upd_lane3_round_sat21_sat26_fill));
+        upd_lane3_stepn <= signed(unsigned'(upd_lane3_round_sat21_r((35 - 1)) & upd_lane3_round_sat21_sat26_fill));
     end if;
 end process upd_lane3_round_sat21_sat26_clamp;
+
+upd_lane3_stc: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane3_step <= to_signed(0, 16);
+        else
+            if bool(en_o) then
+                upd_lane3_step <= upd_lane3_stepn;
+            end if;
+        end if;
+    end if;
+end process upd_lane3_stc;
 
 
 upd_lane3_d <= (resize(upd_lane3_w, 17) - upd_lane3_step);
@@ -4669,11 +4862,33 @@ upd_lane3_wn_u <= unsigned(upd_lane3_wn(16-1 downto 0));
 
 
 upd_lane4_w <= signed(filter_shift0_wall(80-1 downto 64));
-upd_lane4_g <= signed(gbuf(95-1 downto 76));
 upd_lane4_lr <= signed(lr_r);
 
+upd_lane4_sta: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane4_ga <= to_signed(0, 19);
+        else
+            if bool(en_o) then
+                upd_lane4_ga <= signed(gbuf(95-1 downto 76));
+            end if;
+        end if;
+    end if;
+end process upd_lane4_sta;
 
-upd_lane4_pr <= (upd_lane4_g * upd_lane4_lr);
+upd_lane4_mul: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane4_pr <= to_signed(0, 35);
+        else
+            if bool(en_o) then
+                upd_lane4_pr <= (upd_lane4_ga * upd_lane4_lr);
+            end if;
+        end if;
+    end if;
+end process upd_lane4_mul;
 
 
 upd_lane4_round_sat22_t <= shift_right(upd_lane4_pr, 8);
@@ -4694,11 +4909,24 @@ upd_lane4_round_sat22_sat28_nsign <= stdl((not bool(upd_lane4_round_sat22_r((35 
 upd_lane4_round_sat22_sat28_clamp: process (upd_lane4_round_sat22_sat28_fill, upd_lane4_round_sat22_sat28_hi, upd_lane4_round_sat22_r, upd_lane4_round_sat22_sat28_hin) is
 begin
     if ((upd_lane4_round_sat22_sat28_hi = 0) or (upd_lane4_round_sat22_sat28_hin = 0)) then
-        upd_lane4_step <= signed(unsigned(upd_lane4_round_sat22_r(16-1 downto 0)));
+        upd_lane4_stepn <= signed(unsigned(upd_lane4_round_sat22_r(16-1 downto 0)));
     else
-        upd_lane4_step <= signed(unsigned'(upd_lane4_round_sat22_r((35 - 1)) & upd_lane4_round_sat22_sat28_fill));
+        upd_lane4_stepn <= signed(unsigned'(upd_lane4_round_sat22_r((35 - 1)) & upd_lane4_round_sat22_sat28_fill));
     end if;
 end process upd_lane4_round_sat22_sat28_clamp;
+
+upd_lane4_stc: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane4_step <= to_signed(0, 16);
+        else
+            if bool(en_o) then
+                upd_lane4_step <= upd_lane4_stepn;
+            end if;
+        end if;
+    end if;
+end process upd_lane4_stc;
 
 
 upd_lane4_d <= (resize(upd_lane4_w, 17) - upd_lane4_step);
@@ -4726,11 +4954,33 @@ upd_lane4_wn_u <= unsigned(upd_lane4_wn(16-1 downto 0));
 
 
 upd_lane5_w <= signed(filter_shift0_wall(96-1 downto 80));
-upd_lane5_g <= signed(gbuf(114-1 downto 95));
 upd_lane5_lr <= signed(lr_r);
 
+upd_lane5_sta: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane5_ga <= to_signed(0, 19);
+        else
+            if bool(en_o) then
+                upd_lane5_ga <= signed(gbuf(114-1 downto 95));
+            end if;
+        end if;
+    end if;
+end process upd_lane5_sta;
 
-upd_lane5_pr <= (upd_lane5_g * upd_lane5_lr);
+upd_lane5_mul: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane5_pr <= to_signed(0, 35);
+        else
+            if bool(en_o) then
+                upd_lane5_pr <= (upd_lane5_ga * upd_lane5_lr);
+            end if;
+        end if;
+    end if;
+end process upd_lane5_mul;
 
 
 upd_lane5_round_sat23_t <= shift_right(upd_lane5_pr, 8);
@@ -4751,11 +5001,24 @@ upd_lane5_round_sat23_sat30_nsign <= stdl((not bool(upd_lane5_round_sat23_r((35 
 upd_lane5_round_sat23_sat30_clamp: process (upd_lane5_round_sat23_sat30_fill, upd_lane5_round_sat23_sat30_hi, upd_lane5_round_sat23_r, upd_lane5_round_sat23_sat30_hin) is
 begin
     if ((upd_lane5_round_sat23_sat30_hi = 0) or (upd_lane5_round_sat23_sat30_hin = 0)) then
-        upd_lane5_step <= signed(unsigned(upd_lane5_round_sat23_r(16-1 downto 0)));
+        upd_lane5_stepn <= signed(unsigned(upd_lane5_round_sat23_r(16-1 downto 0)));
     else
-        upd_lane5_step <= signed(unsigned'(upd_lane5_round_sat23_r((35 - 1)) & upd_lane5_round_sat23_sat30_fill));
+        upd_lane5_stepn <= signed(unsigned'(upd_lane5_round_sat23_r((35 - 1)) & upd_lane5_round_sat23_sat30_fill));
     end if;
 end process upd_lane5_round_sat23_sat30_clamp;
+
+upd_lane5_stc: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane5_step <= to_signed(0, 16);
+        else
+            if bool(en_o) then
+                upd_lane5_step <= upd_lane5_stepn;
+            end if;
+        end if;
+    end if;
+end process upd_lane5_stc;
 
 
 upd_lane5_d <= (resize(upd_lane5_w, 17) - upd_lane5_step);
@@ -4783,11 +5046,33 @@ upd_lane5_wn_u <= unsigned(upd_lane5_wn(16-1 downto 0));
 
 
 upd_lane6_w <= signed(filter_shift0_wall(112-1 downto 96));
-upd_lane6_g <= signed(gbuf(133-1 downto 114));
 upd_lane6_lr <= signed(lr_r);
 
+upd_lane6_sta: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane6_ga <= to_signed(0, 19);
+        else
+            if bool(en_o) then
+                upd_lane6_ga <= signed(gbuf(133-1 downto 114));
+            end if;
+        end if;
+    end if;
+end process upd_lane6_sta;
 
-upd_lane6_pr <= (upd_lane6_g * upd_lane6_lr);
+upd_lane6_mul: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane6_pr <= to_signed(0, 35);
+        else
+            if bool(en_o) then
+                upd_lane6_pr <= (upd_lane6_ga * upd_lane6_lr);
+            end if;
+        end if;
+    end if;
+end process upd_lane6_mul;
 
 
 upd_lane6_round_sat24_t <= shift_right(upd_lane6_pr, 8);
@@ -4808,11 +5093,24 @@ upd_lane6_round_sat24_sat32_nsign <= stdl((not bool(upd_lane6_round_sat24_r((35 
 upd_lane6_round_sat24_sat32_clamp: process (upd_lane6_round_sat24_sat32_fill, upd_lane6_round_sat24_sat32_hi, upd_lane6_round_sat24_r, upd_lane6_round_sat24_sat32_hin) is
 begin
     if ((upd_lane6_round_sat24_sat32_hi = 0) or (upd_lane6_round_sat24_sat32_hin = 0)) then
-        upd_lane6_step <= signed(unsigned(upd_lane6_round_sat24_r(16-1 downto 0)));
+        upd_lane6_stepn <= signed(unsigned(upd_lane6_round_sat24_r(16-1 downto 0)));
     else
-        upd_lane6_step <= signed(unsigned'(upd_lane6_round_sat24_r((35 - 1)) & upd_lane6_round_sat24_sat32_fill));
+        upd_lane6_stepn <= signed(unsigned'(upd_lane6_round_sat24_r((35 - 1)) & upd_lane6_round_sat24_sat32_fill));
     end if;
 end process upd_lane6_round_sat24_sat32_clamp;
+
+upd_lane6_stc: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane6_step <= to_signed(0, 16);
+        else
+            if bool(en_o) then
+                upd_lane6_step <= upd_lane6_stepn;
+            end if;
+        end if;
+    end if;
+end process upd_lane6_stc;
 
 
 upd_lane6_d <= (resize(upd_lane6_w, 17) - upd_lane6_step);
@@ -4840,11 +5138,33 @@ upd_lane6_wn_u <= unsigned(upd_lane6_wn(16-1 downto 0));
 
 
 upd_lane7_w <= signed(filter_shift0_wall(128-1 downto 112));
-upd_lane7_g <= signed(gbuf(152-1 downto 133));
 upd_lane7_lr <= signed(lr_r);
 
+upd_lane7_sta: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane7_ga <= to_signed(0, 19);
+        else
+            if bool(en_o) then
+                upd_lane7_ga <= signed(gbuf(152-1 downto 133));
+            end if;
+        end if;
+    end if;
+end process upd_lane7_sta;
 
-upd_lane7_pr <= (upd_lane7_g * upd_lane7_lr);
+upd_lane7_mul: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane7_pr <= to_signed(0, 35);
+        else
+            if bool(en_o) then
+                upd_lane7_pr <= (upd_lane7_ga * upd_lane7_lr);
+            end if;
+        end if;
+    end if;
+end process upd_lane7_mul;
 
 
 upd_lane7_round_sat25_t <= shift_right(upd_lane7_pr, 8);
@@ -4865,11 +5185,24 @@ upd_lane7_round_sat25_sat34_nsign <= stdl((not bool(upd_lane7_round_sat25_r((35 
 upd_lane7_round_sat25_sat34_clamp: process (upd_lane7_round_sat25_sat34_fill, upd_lane7_round_sat25_sat34_hi, upd_lane7_round_sat25_r, upd_lane7_round_sat25_sat34_hin) is
 begin
     if ((upd_lane7_round_sat25_sat34_hi = 0) or (upd_lane7_round_sat25_sat34_hin = 0)) then
-        upd_lane7_step <= signed(unsigned(upd_lane7_round_sat25_r(16-1 downto 0)));
+        upd_lane7_stepn <= signed(unsigned(upd_lane7_round_sat25_r(16-1 downto 0)));
     else
-        upd_lane7_step <= signed(unsigned'(upd_lane7_round_sat25_r((35 - 1)) & upd_lane7_round_sat25_sat34_fill));
+        upd_lane7_stepn <= signed(unsigned'(upd_lane7_round_sat25_r((35 - 1)) & upd_lane7_round_sat25_sat34_fill));
     end if;
 end process upd_lane7_round_sat25_sat34_clamp;
+
+upd_lane7_stc: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane7_step <= to_signed(0, 16);
+        else
+            if bool(en_o) then
+                upd_lane7_step <= upd_lane7_stepn;
+            end if;
+        end if;
+    end if;
+end process upd_lane7_stc;
 
 
 upd_lane7_d <= (resize(upd_lane7_w, 17) - upd_lane7_step);
@@ -4897,11 +5230,33 @@ upd_lane7_wn_u <= unsigned(upd_lane7_wn(16-1 downto 0));
 
 
 upd_lane8_w <= signed(filter_shift0_wall(144-1 downto 128));
-upd_lane8_g <= signed(gbuf(171-1 downto 152));
 upd_lane8_lr <= signed(lr_r);
 
+upd_lane8_sta: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane8_ga <= to_signed(0, 19);
+        else
+            if bool(en_o) then
+                upd_lane8_ga <= signed(gbuf(171-1 downto 152));
+            end if;
+        end if;
+    end if;
+end process upd_lane8_sta;
 
-upd_lane8_pr <= (upd_lane8_g * upd_lane8_lr);
+upd_lane8_mul: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane8_pr <= to_signed(0, 35);
+        else
+            if bool(en_o) then
+                upd_lane8_pr <= (upd_lane8_ga * upd_lane8_lr);
+            end if;
+        end if;
+    end if;
+end process upd_lane8_mul;
 
 
 upd_lane8_round_sat26_t <= shift_right(upd_lane8_pr, 8);
@@ -4922,11 +5277,24 @@ upd_lane8_round_sat26_sat36_nsign <= stdl((not bool(upd_lane8_round_sat26_r((35 
 upd_lane8_round_sat26_sat36_clamp: process (upd_lane8_round_sat26_sat36_fill, upd_lane8_round_sat26_sat36_hi, upd_lane8_round_sat26_r, upd_lane8_round_sat26_sat36_hin) is
 begin
     if ((upd_lane8_round_sat26_sat36_hi = 0) or (upd_lane8_round_sat26_sat36_hin = 0)) then
-        upd_lane8_step <= signed(unsigned(upd_lane8_round_sat26_r(16-1 downto 0)));
+        upd_lane8_stepn <= signed(unsigned(upd_lane8_round_sat26_r(16-1 downto 0)));
     else
-        upd_lane8_step <= signed(unsigned'(upd_lane8_round_sat26_r((35 - 1)) & upd_lane8_round_sat26_sat36_fill));
+        upd_lane8_stepn <= signed(unsigned'(upd_lane8_round_sat26_r((35 - 1)) & upd_lane8_round_sat26_sat36_fill));
     end if;
 end process upd_lane8_round_sat26_sat36_clamp;
+
+upd_lane8_stc: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane8_step <= to_signed(0, 16);
+        else
+            if bool(en_o) then
+                upd_lane8_step <= upd_lane8_stepn;
+            end if;
+        end if;
+    end if;
+end process upd_lane8_stc;
 
 
 upd_lane8_d <= (resize(upd_lane8_w, 17) - upd_lane8_step);
@@ -4954,11 +5322,33 @@ upd_lane8_wn_u <= unsigned(upd_lane8_wn(16-1 downto 0));
 
 
 upd_lane9_w <= signed(breg(16-1 downto 0));
-upd_lane9_g <= signed(gbb(19-1 downto 0));
 upd_lane9_lr <= signed(lr_r);
 
+upd_lane9_sta: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane9_ga <= to_signed(0, 19);
+        else
+            if bool(en_o) then
+                upd_lane9_ga <= signed(gbb(19-1 downto 0));
+            end if;
+        end if;
+    end if;
+end process upd_lane9_sta;
 
-upd_lane9_pr <= (upd_lane9_g * upd_lane9_lr);
+upd_lane9_mul: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane9_pr <= to_signed(0, 35);
+        else
+            if bool(en_o) then
+                upd_lane9_pr <= (upd_lane9_ga * upd_lane9_lr);
+            end if;
+        end if;
+    end if;
+end process upd_lane9_mul;
 
 
 upd_lane9_round_sat27_t <= shift_right(upd_lane9_pr, 8);
@@ -4979,11 +5369,24 @@ upd_lane9_round_sat27_sat38_nsign <= stdl((not bool(upd_lane9_round_sat27_r((35 
 upd_lane9_round_sat27_sat38_clamp: process (upd_lane9_round_sat27_sat38_fill, upd_lane9_round_sat27_sat38_hi, upd_lane9_round_sat27_r, upd_lane9_round_sat27_sat38_hin) is
 begin
     if ((upd_lane9_round_sat27_sat38_hi = 0) or (upd_lane9_round_sat27_sat38_hin = 0)) then
-        upd_lane9_step <= signed(unsigned(upd_lane9_round_sat27_r(16-1 downto 0)));
+        upd_lane9_stepn <= signed(unsigned(upd_lane9_round_sat27_r(16-1 downto 0)));
     else
-        upd_lane9_step <= signed(unsigned'(upd_lane9_round_sat27_r((35 - 1)) & upd_lane9_round_sat27_sat38_fill));
+        upd_lane9_stepn <= signed(unsigned'(upd_lane9_round_sat27_r((35 - 1)) & upd_lane9_round_sat27_sat38_fill));
     end if;
 end process upd_lane9_round_sat27_sat38_clamp;
+
+upd_lane9_stc: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane9_step <= to_signed(0, 16);
+        else
+            if bool(en_o) then
+                upd_lane9_step <= upd_lane9_stepn;
+            end if;
+        end if;
+    end if;
+end process upd_lane9_stc;
 
 
 upd_lane9_d <= (resize(upd_lane9_w, 17) - upd_lane9_step);
@@ -5011,11 +5414,33 @@ upd_lane9_wn_u <= unsigned(upd_lane9_wn(16-1 downto 0));
 
 
 upd_lane10_w <= signed(breg(32-1 downto 16));
-upd_lane10_g <= signed(gbb(38-1 downto 19));
 upd_lane10_lr <= signed(lr_r);
 
+upd_lane10_sta: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane10_ga <= to_signed(0, 19);
+        else
+            if bool(en_o) then
+                upd_lane10_ga <= signed(gbb(38-1 downto 19));
+            end if;
+        end if;
+    end if;
+end process upd_lane10_sta;
 
-upd_lane10_pr <= (upd_lane10_g * upd_lane10_lr);
+upd_lane10_mul: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane10_pr <= to_signed(0, 35);
+        else
+            if bool(en_o) then
+                upd_lane10_pr <= (upd_lane10_ga * upd_lane10_lr);
+            end if;
+        end if;
+    end if;
+end process upd_lane10_mul;
 
 
 upd_lane10_round_sat28_t <= shift_right(upd_lane10_pr, 8);
@@ -5036,11 +5461,24 @@ upd_lane10_round_sat28_sat40_nsign <= stdl((not bool(upd_lane10_round_sat28_r((3
 upd_lane10_round_sat28_sat40_clamp: process (upd_lane10_round_sat28_sat40_fill, upd_lane10_round_sat28_sat40_hi, upd_lane10_round_sat28_r, upd_lane10_round_sat28_sat40_hin) is
 begin
     if ((upd_lane10_round_sat28_sat40_hi = 0) or (upd_lane10_round_sat28_sat40_hin = 0)) then
-        upd_lane10_step <= signed(unsigned(upd_lane10_round_sat28_r(16-1 downto 0)));
+        upd_lane10_stepn <= signed(unsigned(upd_lane10_round_sat28_r(16-1 downto 0)));
     else
-        upd_lane10_step <= signed(unsigned'(upd_lane10_round_sat28_r((35 - 1)) & upd_lane10_round_sat28_sat40_fill));
+        upd_lane10_stepn <= signed(unsigned'(upd_lane10_round_sat28_r((35 - 1)) & upd_lane10_round_sat28_sat40_fill));
     end if;
 end process upd_lane10_round_sat28_sat40_clamp;
+
+upd_lane10_stc: process (clk) is
+begin
+    if rising_edge(clk) then
+        if (rst = '1') then
+            upd_lane10_step <= to_signed(0, 16);
+        else
+            if bool(en_o) then
+                upd_lane10_step <= upd_lane10_stepn;
+            end if;
+        end if;
+    end if;
+end process upd_lane10_stc;
 
 
 upd_lane10_d <= (resize(upd_lane10_w, 17) - upd_lane10_step);
@@ -5133,9 +5571,9 @@ pack1_to_unsigned10_y <= upd_lane10_wn_u(16-1 downto 0);
 
 bdat <= pack1_cs;
 
-wsel: process (phase, s_axis_w_tdata_num, wfire, fdat, ufire_f) is
+wsel: process (phase, wb_f, s_axis_w_tdata_num, wfire, fdat) is
 begin
-    wsh <= stdl(bool(wfire) or bool(ufire_f));
+    wsh <= stdl(bool(wfire) or bool(wb_f));
     if (phase = 0) then
         wsrc <= s_axis_w_tdata_num;
     else
@@ -5164,7 +5602,7 @@ begin
         else
             if bool(bfire) then
                 breg <= s_axis_b_tdata_num;
-            elsif bool(ufire_b) then
+            elsif bool(wb_b) then
                 breg <= bdat;
             end if;
         end if;
@@ -5177,16 +5615,16 @@ fde <= fdat;
 
 bde <= unsigned'(unsigned'("0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000") & bdat);
 
-dinc: process (ucnt, fde, bde) is
+dinc: process (lc, fde, uc, bde) is
 begin
-    if (ucnt = 2) then
+    if bool(uc) then
         din <= bde;
         duser <= to_unsigned(1, 1);
     else
         din <= fde;
         duser <= to_unsigned(0, 1);
     end if;
-    dlast <= stdl((ucnt = 1) or (ucnt = 2));
+    dlast <= lc;
 end process dinc;
 
 out_fifo21_seq: process (clk) is
@@ -5209,7 +5647,7 @@ begin
                 out_fifo21_l0 <= out_fifo21_l1;
                 out_fifo21_u0 <= out_fifo21_u1;
             end if;
-            if bool(ufire) then
+            if bool(wb) then
                 if ((out_fifo21_cnt = 0) or ((out_fifo21_cnt = 1) and bool(pop))) then
                     out_fifo21_d0 <= din;
                     out_fifo21_l0 <= dlast;
@@ -5220,10 +5658,10 @@ begin
                     out_fifo21_u1 <= duser;
                 end if;
             end if;
-            if (bool(ufire) and (not bool(pop))) then
+            if (bool(wb) and (not bool(pop))) then
                 out_fifo21_cnt <= (out_fifo21_cnt + 1);
                 en_o <= stdl(out_fifo21_cnt = 0);
-            elsif (bool(pop) and (not bool(ufire))) then
+            elsif (bool(pop) and (not bool(wb))) then
                 out_fifo21_cnt <= (out_fifo21_cnt - 1);
                 en_o <= '1';
             else
@@ -5320,9 +5758,9 @@ begin
             end if;
             if bool(ufire) then
                 ucnt <= (ucnt + 1);
-                if (ucnt = 2) then
-                    phase <= to_unsigned(3, 2);
-                end if;
+            end if;
+            if bool(wb_b) then
+                phase <= to_unsigned(3, 2);
             end if;
             if ((phase = 3) and (not bool(o_v))) then
                 phase <= to_unsigned(0, 2);
