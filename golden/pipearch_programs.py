@@ -657,8 +657,106 @@ def sgd_job(*, m: int, n: int, loss: str, alpha: float, lam2: float, epochs: int
 # =====================================================================================
 # SCD (PipeArch Alg. 2)
 # =====================================================================================
+def _scd_stream_program(cfg, p, *, n, Pl, nl, nparts, epochs, loss, alpha_q, al_q, x_addr, z_addr,
+                        b_addr, col_addr, perm_addr):
+    """The streamed SCD program (``scd_job(stream=True)``), assembled into ``p``.
+
+    Regions: 0 the ``z_p`` ring (FIFO pushes by LOAD and MULTSUB.y, popped by SIGDELTA.z
+    and at the partition's end by STORE; read back in BRAM mode by MULTSUB.x), 1 and 2
+    two copies of a ring of columns (LOAD broadcast, prefetched three ahead; column ``k``
+    of a partition at ring line R10 as ``z^(k)`` is in region 0, DEPTH >= 4 Pl), region
+    1's FIFO the residuals ``S(z) - b``, region 2's FIFO the gradients, 3 the model
+    (scattered by the address memories: the k-th coordinate visited at line k, lane 1
+    its ``mu``) and ``b_p`` at lines n..n+Pl-1.  Coordinate 0's SIGDELTA and DOTSIG are
+    issued after the partition's loads; then per coordinate ``k`` (R5 = k, R10 = its ring
+    line, R7 = main-memory line of column k+3)::
+
+        SCALAR    g <- FIFO 2, x <- region 3 line R5, (x - mu, mu) -> the same line
+        BLOCK     SCALAR    (mu in region 3 before MULTSUB's BRAM read of it)
+        MULTSUB   z^(k) <- region 0 at R10, a_k <- region 2 at R10, mu <- lane 1 of
+                  region 3 line R5, z^(k+1) -> FIFO 0 (ring line R10 + Pl)
+        SIGDELTA  z^(k+1) <- FIFO 0, b_p <- region 3, S(z)-b -> FIFO 1   (k < n-1)
+        DOTSIG    S(z)-b <- FIFO 1, a_k+1 <- region 1 at R10 + Pl, g -> FIFO 2
+        LOAD      column k+3 -> regions 1, 2 at R10 + 3 Pl (non-blocking)
+
+    SIGDELTA(k+1) streams ``z^(k+1)`` as MULTSUB(k) pushes it (issued right behind it, not
+    after the loop's bookkeeping), so a coordinate costs Pl cycles plus the latency of
+    SIGDELTA, DOTSIG, SCALAR and MULTSUB and the BLOCK.  Hazard freedom: every FIFO has
+    one producer and one consumer channel at a time (FIFO 0: LOAD, then MULTSUB.y /
+    SIGDELTA.z, then STORE.in); MULTSUB(k) reads ``z^(k)`` in BRAM mode after its writer
+    (LOAD, or MULTSUB(k-1), the same subroutine) is done, and ``mu`` after BLOCK SCALAR;
+    MULTSUB(k+1) pushes ``z^(k+2)`` over ring line R10+2Pl, not over ``z^(k)`` or
+    ``z^(k+1)``; the LOAD of column k+3 (over column k-1) is issued after MULTSUB(k) and
+    DOTSIG(k+1) are issued, so column k-1's readers are done, and DOTSIG(k+1) is issued
+    after the LOAD of column k+2 is decoded, i.e. after the LOAD of column k+1 is done.
+    A partition starts from line R10 of the rings wherever they are (START empties the
+    FIFOs and the LoadContext group sets R10 = 0); it ends by storing ``x`` (address
+    memory) and ``z_p`` (FIFO: it also empties FIFO 0), so a YIELD has no live on-chip
+    state."""
+    RZ, RC1, RC2, RM = 0, 1, 2, 3
+    sig = loss == "logistic"
+
+    def reduce(r, lab):              # R[r] mod DEPTH (R11 = DEPTH)
+        p.label(lab)
+        p.blt(r, 11, lab + "_ok")
+        p.addi(r, r, -cfg.depth).jmp(lab)
+        p.label(lab + "_ok")
+
+    p.li(2, epochs).li(4, nparts).li(6, n).li(11, cfg.depth)
+    p.li(12, col_addr).li(13, perm_addr)
+    p.label("epoch")
+    p.li(3, 0).li(8, z_addr).li(9, b_addr)
+    p.label("part")
+    p.load_amem(RM, "LOAD.out", 0, 0, lines=nl, rb=13, addr_rb=True)
+    p.load_amem(RM, "STORE.in", 0, 0, lines=nl, rb=13, addr_rb=True)
+    p.load(acc(n, amem=True), x_addr, regions=[RM])                  # Load(xAddr, x)
+    p.load(acc(Pl, n), 0, regions=[RM], rb=9, addr_rb=True)         # Load(bAddr, b_p)
+    p.load(acc(Pl, fifo=True), 0, regions=[RZ], rb=8, addr_rb=True)  # z_p at ring line R10
+    p.load(acc(3 * Pl, ra=True), 0, regions=[RC1, RC2], ra=10, rb=12, addr_rb=True)  # columns 0-2
+    p.addi(7, 12, 3 * Pl).li(5, 0).li(15, n - 1)
+
+    def head(off):                   # SIGDELTA, DOTSIG of the coordinate at ring line R10 + off
+        p.sigdelta(ch(RZ, Pl, fifo=True), ch(RM, Pl, n), ch(RC1, Pl, fifo=True), dim=Pl, sigmoid=sig,
+                   nb=True)
+        p.dotsig(ch(RC1, Pl, fifo=True), ch(RC1, Pl, off, ra=True), ch(RC2, 1, fifo=True), dim=Pl,
+                 ra=10, nb=True)
+
+    def tail():                      # SCALAR, BLOCK, MULTSUB of coordinate R5 at ring line R10
+        p.scalar(ch(RC2, 1, fifo=True), ch(RM, 1, ra=True), ch(RM, 1, ra=True), alpha=alpha_q,
+                 al=al_q, mode="scd", ra=5, nb=True)
+        p.block("scalar")
+        p.multsub(ch(RZ, Pl, ra=True), ch(RC2, Pl, ra=True), ch(RM, 1, rb=True), ch(RZ, Pl, fifo=True),
+                  dim=Pl, s_lane1=True, ra=10, rb=5, nb=True)
+
+    head(0)
+    p.bge(5, 15, "last")
+    p.label("coord")
+    tail()
+    head(Pl)                         # the next coordinate streams behind MULTSUB
+    p.load(acc(Pl, 3 * Pl, ra=True), 0, regions=[RC1, RC2], ra=10, rb=7, addr_rb=True, nb=True)
+    p.addi(7, 7, Pl).addi(10, 10, Pl)
+    reduce(10, "red10")
+    p.addi(5, 5, 1).blt(5, 15, "coord")
+    p.label("last")
+    tail()
+    p.addi(10, 10, 2 * Pl)           # past z^(n): where the next partition's z_p lands
+    reduce(10, "red10p")
+    p.store(ch(RM, n, amem=True), x_addr)                            # Store(x, xAddr)
+    p.store(ch(RZ, Pl, fifo=True), 0, rb=8, addr_rb=True)            # Store(z_p, zAddr)
+    p.block()
+    p.addi(8, 8, Pl).addi(9, 9, Pl).addi(12, 12, n * Pl).addi(13, 13, nl).addi(3, 3, 1)
+    p.yield_()
+    p.blt(3, 4, "part")
+    p.addi(1, 1, 1).blt(1, 2, "epoch")
+    p.end()
+    p.load_context()
+    p.li(10, 0)
+    p.resume()
+
+
 def scd_job(*, m: int, n: int, loss: str, alpha: float, lam1: float, epochs: int,
-            partition: int, cfg: PUConfig | None = None, base: int = 0) -> Job:
+            partition: int, cfg: PUConfig | None = None, base: int = 0,
+            stream: bool = False) -> Job:
     """Partitioned SCD for lasso / L1 logistic regression (PipeArch Alg. 2).
 
     Bit-exact with ``golden.scd.scd(A, b, loss, alpha, lam1, epochs, partition,
@@ -694,16 +792,39 @@ def scd_job(*, m: int, n: int, loss: str, alpha: float, lam1: float, epochs: int
                           "alpha*lam1*partition", fmt, alpha * lam1 * P)
     _check_cfg(cfg, {"nregions": 4, "depth": max(n, 2 * Pl), "max_dim": Pl, "max_iter": nl,
                      "amem_depth": nl * L}, "scd_job")
+    if stream:
+        why = stream_regions_ok(cfg)
+        _require(why is None, f"scd_job(stream=True): {why}")
+        _check_cfg(cfg, {"depth": max(n + Pl, 4 * Pl)}, "scd_job(stream=True)")
 
     al = _Alloc(cfg, base)
     x_addr = al.area("x", n)
     z_addr = al.area("z", nparts * Pl)
     b_addr = al.area("b", nparts * Pl)
-    col_addr = al.area("cols", epochs * nparts * n * Pl)
+    # the streamed program prefetches two columns past a partition's last (padding lines)
+    col_addr = al.area("cols", epochs * nparts * n * Pl + (2 * Pl if stream else 0))
     perm_addr = al.area("perm", epochs * nparts * nl)
 
-    RX, RZB, RAD, RG = 0, 1, 2, 3
-    p = Program(cfg, f"scd_{loss}")
+    p = Program(cfg, f"scd_{loss}" + ("_stream" if stream else ""))
+    kw = dict(n=n, Pl=Pl, nl=nl, nparts=nparts, epochs=epochs, loss=loss, alpha_q=alpha_q, al_q=al_q,
+              x_addr=x_addr, z_addr=z_addr, b_addr=b_addr, col_addr=col_addr, perm_addr=perm_addr)
+    if stream:
+        _scd_stream_program(cfg, p, **kw)
+    else:
+        _scd_blocking_program(p, 0, 1, 2, 3, **kw)
+    asm = p.assemble()
+    job = Job(f"scd_{loss}" + ("_stream" if stream else ""), cfg, asm, base, al.prog, al.ctx, al.areas,
+              al.end, nparts, epochs,
+              ("x", "z"), {"m": m, "n": n, "partition": P, "loss": loss, "alpha": alpha,
+                           "lam1": lam1, "alpha_q": alpha_q, "al_q": al_q, "stream": stream})
+    return _scd_finish(job, cfg, fmt, m=m, n=n, P=P, L=L, Pl=Pl, nl=nl, nparts=nparts, epochs=epochs,
+                       loss=loss, lam1=lam1, x_addr=x_addr, z_addr=z_addr, b_addr=b_addr,
+                       col_addr=col_addr, perm_addr=perm_addr)
+
+
+def _scd_blocking_program(p, RX, RZB, RAD, RG, *, n, Pl, nl, nparts, epochs, loss, alpha_q, al_q,
+                          x_addr, z_addr, b_addr, col_addr, perm_addr):
+    """The blocking SCD program (every subroutine blocking, BRAM mode)."""
     p.li(2, epochs).li(4, nparts).li(6, n)
     p.li(7, col_addr).li(10, perm_addr)
     p.label("epoch")
@@ -732,11 +853,11 @@ def scd_job(*, m: int, n: int, loss: str, alpha: float, lam1: float, epochs: int
     p.blt(3, 4, "part")
     p.addi(1, 1, 1).blt(1, 2, "epoch")
     p.end()
-    asm = p.assemble()
-    job = Job(f"scd_{loss}", cfg, asm, base, al.prog, al.ctx, al.areas, al.end, nparts, epochs,
-              ("x", "z"), {"m": m, "n": n, "partition": P, "loss": loss, "alpha": alpha,
-                           "lam1": lam1, "alpha_q": alpha_q, "al_q": al_q})
 
+
+def _scd_finish(job, cfg, fmt, *, m, n, P, L, Pl, nl, nparts, epochs, loss, lam1, x_addr, z_addr,
+                b_addr, col_addr, perm_addr) -> Job:
+    """Attach the host helpers of an SCD job (both programs share the data layout)."""
     def load(mem: Memory, A, b, coord_order, x0=None):
         """Quantise like golden.scd, ``z = A x0`` as golden.scd computes it, and lay out
         the model, z, labels, columns (visiting order) and permutations."""

@@ -202,11 +202,14 @@ LIMITS: dict[str, dict[str, list[Promise]]] = {
     # Streamed mini-batch SGD (batch 32, largest model the program fits: D = 63 on default,
     # 255 on deep): data-stream lines per cycle (issue 16 target on deep: >= 0.9, held at
     # 1 % tolerance so the limit stays above it); the blocking mini-batch program (batch 4)
-    # at the same D, cycles per sample (the "before" figure)
+    # at the same D, cycles per sample (the "before" figure).  Streamed SCD (lasso, one
+    # partition of Pl = 64 / 256 column lines, 16 coordinates): column lines per cycle;
+    # the blocking SCD program's cycles per coordinate at the same size (before)
     "pipearch_pu": {
         "default": [_lo("sgd_stream_cycles_per_line", 0.975, 0.03), _lo("sgd_stream_cycles_per_sample_const", 38.6, 0.03),
                     _lo("sgd_blocking_cycles_per_line", 4.0),
-                    _hi("sgd_mb_stream_lines_per_cycle", 0.7928), _lo("sgd_mb_blocking_cycles_per_sample", 255.75)],
+                    _hi("sgd_mb_stream_lines_per_cycle", 0.7928), _lo("sgd_mb_blocking_cycles_per_sample", 255.75),
+                    _hi("scd_stream_lines_per_cycle", 0.5541), _lo("scd_blocking_cycles_per_coord", 473.5)],
         "deep": [_lo("sgd_stream_cycles_per_line", 1.0, 0.03), _lo("sgd_stream_cycles_per_sample_const", 37.0, 0.03),
                  _lo("sgd_blocking_cycles_per_line", 4.0),
                  _hi("sgd_mb_stream_lines_per_cycle", 0.936, 0.01), _lo("sgd_mb_blocking_cycles_per_sample", 881.25)],

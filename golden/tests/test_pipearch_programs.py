@@ -299,6 +299,51 @@ def test_scd_bit_exact(lanes, loss):
     assert np.array_equal(job.z(mem), gold.z)
 
 
+@pytest.mark.parametrize("lanes", [2, 4])
+@pytest.mark.parametrize("loss", ["lasso", "logistic"])
+@pytest.mark.parametrize("m,n,P,depth", [(24, 6, 8, 512), (24, 9, 24, 64), (12, 5, 4, 32), (16, 1, 16, 512)])
+def test_scd_stream_bit_exact_and_preemptable(lanes, loss, m, n, P, depth):
+    """The streamed SCD program (``stream=True``) equals golden.scd (model and stored z)
+    uninterrupted and suspended at every YIELD (a resume restarts the rings at line 0),
+    also with rings that wrap inside a partition (DEPTH 32/64) and a single coordinate."""
+    A, b, co = scd_data(loss, m=m, n=n, P=P)
+    x0 = np.random.default_rng(SEED + 3).uniform(-0.3, 0.3, n)
+    gold = scd_mod.scd(A, b, loss=loss, alpha=0.3, lam1=0.02, epochs=3, partition=P,
+                       coord_order=co, x0=x0, fmt=FMT)
+    assert not np.array_equal(gold.x, FMT.to_fixed(x0))
+    cfg = stream_cfg(lanes, depth=depth)
+    for switch in (None, 1):
+        job = scd_job(m=m, n=n, loss=loss, alpha=0.3, lam1=0.02, epochs=3, partition=P, cfg=cfg,
+                      stream=True)
+        assert job.info["stream"] and job.name.endswith("_stream")
+        mach, mem = machine(job, lanes, A, b, co, x0=x0)
+        rs = run_to_end(job, mach) if switch is None else run_to_end(job, mach, switch_at_yield=switch)
+        assert len(rs) == (1 if switch is None else 1 + 3 * m // P)
+        assert np.array_equal(job.model(mem), gold.x), job.model(mem) - gold.x
+        assert np.array_equal(job.z(mem), gold.z)
+
+
+def test_scd_stream_requirements_and_region_check_is_real(monkeypatch):
+    """stream=True needs the streaming regions and DEPTH >= max(n + Pl, 4 Pl); with the
+    column regions regular (FIFOs sharing the column ring's storage) the result is wrong,
+    so the region check matters (negative)."""
+    kw = dict(m=24, n=6, loss="lasso", alpha=0.3, lam1=0.02, epochs=1, partition=24)
+    assert not scd_job(**kw, cfg=stream_cfg(4)).info["stream"]            # blocking by default
+    with pytest.raises(ValueError, match="region 1 must be type_replicated"):
+        scd_job(**kw, cfg=cfg_for(4), stream=True)
+    with pytest.raises(ValueError, match="DEPTH >= 24"):                   # 4 x 6 column lines
+        scd_job(**kw, cfg=stream_cfg(4, depth=16), stream=True)
+    monkeypatch.setattr(progs, "stream_regions_ok", lambda cfg: None)
+    A, b, co = scd_data("lasso", P=24, epochs=1)
+    job = scd_job(**kw, cfg=stream_cfg(4, depth=32, regions=("replicated", "regular", "regular", "regular")),
+                  stream=True)
+    mach, mem = machine(job, 4, A, b, co)
+    assert job.start(mach).finished
+    gold = scd_mod.scd(A, b, loss="lasso", alpha=0.3, lam1=0.02, epochs=1, partition=24, coord_order=co,
+                       fmt=FMT)
+    assert not np.array_equal(job.model(mem), gold.x)
+
+
 def test_scd_needs_two_lanes():
     with pytest.raises(ValueError, match="LANES >= 2"):
         scd_job(m=8, n=3, loss="lasso", alpha=0.3, lam1=0.0, epochs=1, partition=8, cfg=cfg_for(1))

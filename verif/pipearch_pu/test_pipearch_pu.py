@@ -205,7 +205,7 @@ def sgd_case(cfg, rng, *, loss, m=16, n=6, epochs=2, batch=1, partition=None, ba
     return job, mem, gold
 
 
-def scd_case(cfg, rng, *, loss, m=16, n=5, epochs=2, partition=8, base=0):
+def scd_case(cfg, rng, *, loss, m=16, n=5, epochs=2, partition=8, base=0, stream=False):
     A = rng.uniform(-1, 1, (m, n))
     w = rng.normal(size=n) * (rng.random(n) < 0.6)
     b = A @ w + 0.05 * rng.normal(size=m) if loss == "lasso" else (A @ w > 0).astype(float)
@@ -213,7 +213,7 @@ def scd_case(cfg, rng, *, loss, m=16, n=5, epochs=2, partition=8, base=0):
                    for _ in range(epochs)])
     x0 = rng.uniform(-0.3, 0.3, n)
     job = scd_job(m=m, n=n, loss=loss, alpha=0.3, lam1=0.02, epochs=epochs, partition=partition,
-                  cfg=cfg, base=base)
+                  cfg=cfg, base=base, stream=stream)
     mem = Memory(job.end, cfg.lanes)
     job.load(mem, A, b, co, x0=x0)
     gold = lambda ep=epochs: scd_mod.scd(A, b, loss=loss, alpha=0.3, lam1=0.02, epochs=ep,
@@ -382,6 +382,23 @@ async def sgd_minibatch_stream(dut):
                               partition=6, stream=True)
     await run_and_compare(tb, job, mem, gold, "mb logistic b3 D=16")
     n_susp = await run_preempted_everywhere(tb, job, mem, gold, "mb logistic b3 every yield")
+    assert n_susp == job.yields_per_epoch * job.epochs, n_susp
+
+
+@sim_test(timeout_us={"default": 400, "*": 6400})
+async def scd_stream(dut):
+    """The streamed SCD program (``scd_job(stream=True)``) equals the ISS and golden.scd
+    (model and stored z) under random memory stalls: lasso with two partitions, L1
+    logistic with a 16-line partition, uninterrupted and suspended at every YIELD."""
+    tb = TB(dut)
+    await tb.reset()
+    job, mem, gold = scd_case(tb.cfg, tb.rng, loss="lasso", stream=True)
+    assert job.info["stream"]
+    await run_and_compare(tb, job, mem, gold, "scd stream lasso")
+    job, mem, gold = scd_case(tb.cfg, tb.rng, loss="logistic", m=16 * tb.L, n=6, partition=8 * tb.L,
+                              stream=True)
+    await run_and_compare(tb, job, mem, gold, "scd stream logistic Pl=8")
+    n_susp = await run_preempted_everywhere(tb, job, mem, gold, "scd stream logistic every yield")
     assert n_susp == job.yields_per_epoch * job.epochs, n_susp
 
 
@@ -866,6 +883,37 @@ async def minibatch_rates(tb):
     return out
 
 
+def scd_stream_size(cfg):
+    """(Pl, n) of the SCD bench: the largest partition column (MAX_DIM lines, within the
+    streamed program's DEPTH >= 4 Pl) and 16 coordinates (or what the address memory and
+    DEPTH >= n + Pl allow)."""
+    pl = min(cfg.max_dim, cfg.depth // 4)
+    n = min(16, cfg.amem_depth, cfg.depth - pl)
+    return pl, n
+
+
+async def scd_rates(tb):
+    """Lasso SCD, one partition of Pl = ``scd_stream_size`` column lines: column lines (the
+    data stream) per busy cycle, streamed and blocking program, from the difference of a
+    run over n and over n/2 coordinates (the per-partition loads and stores cancel).  Every
+    run is checked against the ISS and golden.scd."""
+    pl, n = scd_stream_size(tb.cfg)
+    P = pl * tb.L
+    out = {}
+    for tag, stream in (("stream", True), ("blocking", False)):
+        cyc = {}
+        for nn in (n // 2, n):
+            job, mem, gold = scd_case(tb.cfg, tb.rng, loss="lasso", m=P, n=nn, epochs=1, partition=P,
+                                      stream=stream)
+            _, cyc[nn], _ = await run_and_compare(tb, job, mem, gold, f"bench scd {tag} Pl={pl} n={nn}")
+        per = (cyc[n] - cyc[n // 2]) / (n - n // 2)
+        out[f"scd_{tag}_cycles_per_coord"] = round(per, 2)
+        out[f"scd_{tag}_lines_per_cycle"] = round(pl / per, 4)
+        tb.dut._log.info("SCD %s Pl=%d: %.2f cycles/coordinate, %.4f lines/cycle", tag, pl, per, pl / per)
+    out["scd_col_lines"] = pl
+    return out
+
+
 async def bytes_per_cycle(tb):
     """Main-memory bytes read per busy cycle for SGD, SCD and LRMF."""
     lb = tb.cfg.line_bytes
@@ -925,6 +973,7 @@ async def bench_throughput(dut):
         rec[f"sgd_{tag}_ratio_at_D{dmax}"] = round(per[dmax] / dmax, 3)
         dut._log.info("SGD %s: cycles/sample %s; slope %.4f per line + %.1f", tag, per, k, c0)
     rec.update(await minibatch_rates(tb))
+    rec.update(await scd_rates(tb))
     bpc = await bytes_per_cycle(tb)
     ctx = await context_switch_cycles(tb)
     record_bench(CORE, unit="sample", ideal_cycles_per_line=1.0, **rec,
