@@ -10,10 +10,13 @@ RTL computes.
   the PWL table (plus both domain edges and beyond).
 * :func:`amem_sweep` -- for each region: an amem LOAD into each of the 18 global
   channels' address memories, then every compute subroutine with all its channels in
-  that region in amem mode (reads gather from lines 0..31, writes scatter into 32..63),
+  that region in amem mode (lines 0..63 loaded first; reads gather from lines 0..31,
+  writes scatter into 32..63),
   LOAD and STORE through theirs; every result stored to its own area.
 * :func:`fifo_sweep` -- every compute subroutine with channel k in region
   (rot + k) mod NREGIONS and every channel in FIFO mode, for each rotation.
+* :func:`bad_opcode`, :func:`every_register` -- each undefined opcode, every register on
+  both ALU ports, SUB and BEQ.
 * :func:`stall_sweep` -- every compute subroutine pushes its results (FIFO mode) into a
   region whose FIFO is full while a non-blocking STORE drains it (the FIFO in region
   i mod NREGIONS for the i-th subroutine).
@@ -106,9 +109,11 @@ def amem_sweep(cfg: PUConfig, rng, regions=None) -> tuple[Job, Memory]:
             a = al.area(f"amem{r}_{g}", n_ent // L)
             data[a] = idx.reshape(-1, L)
             p.load_amem(r, g, 0, a, lines=n_ent // L)
-        a = al.area(f"data{r}", half)
-        data[a] = _words(rng, (half, L))
-        p.load(ch(r, half), a)
+        # lines 0..63 of the region from memory: region RAMs keep their contents across
+        # resets and earlier runs, and the stores below read back all of 32..63
+        a = al.area(f"data{r}", 2 * half)
+        data[a] = _words(rng, (2 * half, L))
+        p.load(ch(r, 2 * half), a)
         for op in COMPUTE:
             chans = [ch(r, _length(kind, dim), 0, keep=True, amem=True) for _, _, kind in I.CHANNELS[op]]
             compute(p, cfg, op, chans, dim=dim, it=it, flag=bool(op & 1))
@@ -181,5 +186,44 @@ def stall_sweep(cfg: PUConfig, rng) -> tuple[Job, Memory]:
     return _job(cfg, p, al, "stall_sweep", data)
 
 
+def undefined_opcodes() -> list[int]:
+    legal = set(I.CONTROL_OPS) | set(I.SUB_OPS)
+    return [op for op in range(1 << (32 - I.OP_SHIFT)) if op not in legal]
+
+
+def bad_opcode(cfg: PUConfig, op: int, pc: int) -> tuple[Job, Memory]:
+    """``pc`` NOPs, then an instruction with the undefined opcode ``op`` (the machine stops
+    there with E_OPCODE), then END."""
+    al = _Alloc(cfg, 0)
+    p = Program(cfg, f"opcode_{op}")
+    for _ in range(pc):
+        p.nop()
+    p.raw(op << I.OP_SHIFT, 0, 0, 0, 0, 0, 0, 0)
+    p.end()
+    return _job(cfg, p, al, f"opcode_{op}", {})
+
+
+def every_register(cfg: PUConfig, rng) -> tuple[Job, Memory]:
+    """R1-R15 written (LI) and read on both ALU ports (ADD Rk, Rk, R(16-k)), SUB, and BEQ
+    taken and not taken; END stores the registers in the context."""
+    al = _Alloc(cfg, 0)
+    p = Program(cfg, "every_register")
+    vals = [int(v) for v in rng.integers(-(1 << 31), 1 << 31, size=16)]
+    for k in range(1, 16):
+        p.li(k, vals[k])
+    for k in range(1, 16):
+        p.add(k, k, 16 - k)
+    p.add(1, 0, 15)
+    p.sub(15, 15, 0)
+    p.beq(1, 15, "skip")          # R1 = R15 + 0 - 0: taken only if equal
+    p.addi(2, 2, 1)
+    p.label("skip")
+    p.beq(2, 3, "end")            # not taken (distinct random values)
+    p.addi(3, 3, 5)
+    p.label("end")
+    p.end()
+    return _job(cfg, p, al, "every_register", {})
+
+
 BUILDERS = {"sigmoid_sweep": sigmoid_sweep, "amem_sweep": amem_sweep, "fifo_sweep": fifo_sweep,
-            "stall_sweep": stall_sweep}
+            "stall_sweep": stall_sweep, "every_register": every_register}
