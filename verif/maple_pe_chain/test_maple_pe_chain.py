@@ -453,6 +453,55 @@ async def overlap_hazards(dut):
     await tb.finish()
 
 
+@sim_test(timeout_us={"default": 80, "*": 320})
+async def smart_memory_errors_and_empty_dumps(dut):
+    """The embedded smart memory's refusals seen through the chain (each raises err at the
+    next STATUS poll; reset in between): an RMW result index >= DEPTH (dropped, code 5), an
+    OP above 2 (code 2), a BASE >= DEPTH and a LEN > DEPTH (code 3, no beat), a DUMP and a
+    queued DUMP + START with BASE + LEN > DEPTH (code 3, no beat).  Then, against the model:
+    DUMP + START of an empty min/max store (no beat, re-armed), DUMP_SM of an emptied one,
+    DUMP + START of an RMW range, WRITE_A / WRITE_B of zero words."""
+    tb = TB(dut, src_p=0.9, sink_p=0.7)
+    cp, M, D, W = tb.cp, tb.M, tb.cp.DEPTH, tb.W
+    assert tb.IDXW > D.bit_length() - 1, "an index >= DEPTH must be expressible"
+
+    async def refused(words, what):
+        await tb.reset()
+        for w in words:
+            tb.src.append(w)
+        await tb.src.drain()
+        await wait_until(tb.clk, lambda: int(dut.err.value) == 1, D + 400, f"err: {what} not reported",
+                         expect="err high after the next STATUS poll")
+        assert int(dut.m_axis_out_tvalid.value) == 0, f"{what}: a dump beat was sent"
+
+    rmw = mm.i_reduction(mm.OP_RMW)
+    load = [mm.enc(mm.SET_INPUT_LS_ADDR, 0), mm.enc(mm.WRITE_A, 1), 3, mm.enc(mm.SET_PE_LS_ADDR, 0),
+            mm.i_write_b(1), 5]
+    await refused([mm.i_mode(1, 1), rmw, mm.enc(mm.SM_CTRL, mm.SM_START)] + load +
+                  [mm.enc(mm.SET_SM_ADDR, D), mm.i_macc(1, last=True, nres=1), rmw], "RMW index >= DEPTH")
+    await refused([mm.enc(mm.SET_SM_REDUCTION, (1 << 8) | 3), mm.i_reduction(mm.OP_SEL)], "OP = 3")
+    await refused([rmw, mm.i_dump(D - 2, 4), mm.i_dump(D, D + 1), mm.enc(mm.SM_CTRL, mm.SM_DUMP | mm.SM_START), rmw],
+                  "BASE/LEN out of range")
+    await ClockCycles(tb.clk, 20)
+    assert int(dut.m_axis_out_tvalid.value) == 0, "a refused dump sent a beat"
+    await tb.reset()
+    tb.model = mm.ChainModel(cp)
+    if tb.fcov_on:
+        tb.shadow = fcov.shadow_model(cp)
+    one = tb.fmt.one
+    prog = [mm.i_mode(1, 1), mm.i_reduction(mm.OP_MINMAX), mm.enc(mm.SM_CTRL, mm.SM_DUMP | mm.SM_START),
+            mm.enc(mm.SET_INPUT_LS_ADDR, 0), mm.enc(mm.WRITE_A, 0), mm.enc(mm.WRITE_A, 1), mm.data_word(one, W),
+            mm.enc(mm.SET_PE_LS_ADDR, 0), mm.i_write_b(0), mm.i_write_b(1), mm.data_word(one // 2, W),
+            mm.enc(mm.SET_SM_ADDR, 0), mm.i_macc(1, last=True, nres=1), mm.i_dump(),
+            mm.enc(mm.SM_CTRL, mm.SM_CLEAR), mm.i_dump(),
+            mm.i_reduction(mm.OP_RMW), mm.enc(mm.SM_CTRL, mm.SM_CLEAR), mm.i_dump(0, 3),
+            mm.enc(mm.SM_CTRL, mm.SM_DUMP | mm.SM_START), mm.enc(mm.SET_SM_ADDR, 1), mm.i_macc(1, last=True),
+            mm.i_dump(0, 3)]
+    beats = await tb.run(prog)
+    assert len(beats) == 2 + 3 + 3 + 3 and tb.model.errors == 0
+    await tb.finish()
+
+
 @sim_test(timeout_us={"default": 60, "*": 240})
 async def mult_acc_run_strides(dut):
     """MULT_ACC_RUN (self-advancing MULT_ACC_DUMP, issue 16) against the instruction-level
