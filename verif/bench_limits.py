@@ -212,7 +212,8 @@ LIMITS: dict[str, dict[str, list[Promise]]] = {
                     _hi("scd_stream_lines_per_cycle", 0.5541), _lo("scd_blocking_cycles_per_coord", 473.5)],
         "deep": [_lo("sgd_stream_cycles_per_line", 1.0, 0.03), _lo("sgd_stream_cycles_per_sample_const", 37.0, 0.03),
                  _lo("sgd_blocking_cycles_per_line", 4.0),
-                 _hi("sgd_mb_stream_lines_per_cycle", 0.936, 0.01), _lo("sgd_mb_blocking_cycles_per_sample", 881.25)],
+                 _hi("sgd_mb_stream_lines_per_cycle", 0.936, 0.01), _lo("sgd_mb_blocking_cycles_per_sample", 881.25),
+                 _hi("scd_stream_lines_per_cycle", 0.8325), _lo("scd_blocking_cycles_per_coord", 1625.5)],
         "lanes16": [_lo("sgd_stream_cycles_per_line", 0.90, 0.03),
                     _lo("sgd_stream_cycles_per_sample_const", 42.8, 0.03)]},
     # ip/pipearch_system/README.md: aggregate bytes read per cycle (16-byte lines, no memory
