@@ -99,6 +99,47 @@ def burst_len(ba, nb, blen, P4W, MAXBURST):
     return lo_c, left_c, mn
 
 
+@block
+def burst_len_left(nb, left, blen, sel_left, MAXBURST):
+    """``blen`` = min(nb, MAXBURST, left) with ``left`` (beats to the 4 KiB page end) kept
+    in a register rather than derived from the address: the read issue decision and the
+    prefetch counts hang off this cone (the ECP5 critical path of the core, issue 16).
+    ``sel_left``: the burst ends at the page boundary (``blen == left < nb or MAXBURST``
+    ties resolved as in ``burst_len``)."""
+    @always_comb
+    def mn():
+        sel_left.next = False
+        if nb <= MAXBURST and nb <= left:
+            blen.next = nb
+        elif left <= MAXBURST:
+            blen.next = left
+            sel_left.next = True
+        else:
+            blen.next = MAXBURST
+
+    return mn
+
+
+@block
+def left_cmp(left, gt, k):
+    """``gt = left > k`` (``k`` below 2**(len(left)-1))."""
+    @always_comb
+    def c():
+        gt.next = left > k
+
+    return c
+
+
+@block
+def lo_of(x_addr, x_lo, LL, P4W):
+    """``x_lo`` = the beat address of word address ``x_addr`` within its 4 KiB page."""
+    @always_comb
+    def c():
+        x_lo.next = concat(intbv(0)[1:], x_addr[LL + P4W:LL])
+
+    return c
+
+
 def ports_of(p: dict) -> list[Port]:
     W, L, AW = p["W"], p["LANES"], p["ADDR_W"]
     LW = L * W
@@ -243,7 +284,8 @@ def build(p):
         awvalid_r = sig_b()
         awaddr_r = sig_u(ADDR_W)
         awlen_r = sig_u(8)
-        pf_used = sig_u(PFW + 2)     # reserved + stored beats
+        pf_free = sig_u(PFW + 2, PF)  # PREFETCH - (reserved + stored beats)
+        sp_left = sig_u(P4W + 1)     # beats from sp_ba to its 4 KiB page end, 1..2**P4W
         rd_out = sig_u(PFW + 2)      # beats requested, not yet returned
         pf_wp = sig_u(PFW)
         pf_rp = sig_u(PFW)
@@ -301,9 +343,18 @@ def build(p):
         can_rd = sig_b()
         can_wr = sig_b()
         sp_blen = sig_u(NBW)
+        sp_sel_left = sig_b()
+        sp_left_x = sig_u(NBW)
+        sp_left_next = sig_u(P4W + 1)
+        x_left = sig_u(P4W + 1)
+        x_lo = sig_u(P4W + 1)
+        left_gt_max = sig_b()
+        # (a burst that is neither page-end nor MAXBURST long ends its transfer: sp_left
+        # is then reloaded with the next one, its value after the burst does not matter)
+        MAXB_L = min(MAXB, (1 << P4W) - 1)
         sp_blen8 = sig_u(8)
         sp_blen_m1 = sig_u(8)
-        pf_need = sig_u(PFW + 2)
+        pf_fits = sig_b()
         blen_ba = sig_u(BAW)
         ni_sum = sig_u(NBW)
         x_ni = sig_u(NBW)
@@ -397,7 +448,10 @@ def build(p):
             fit(sp_blen, blen_ba),
             fit(w_s, w_sx), fit(d_s, d_sx), fit(r_maddr, r_maddr32), fit(r_off, r_off32), fit(model_addr, model32),
             fit(qcount, qcount32),
-            burst_len(sp_ba, sp_nb, sp_blen, P4W, MAXB),
+            fit(sp_left, sp_left_x),
+            burst_len_left(sp_nb, sp_left_x, sp_blen, sp_sel_left, MAXB),
+            left_cmp(sp_left, left_gt_max, MAXB_L),
+            lo_of(x_addr, x_lo, LL, P4W),
             burst_len(w_ba, w_nb, w_blen, P4W, MAXB),
             out_fifo2(clk, rst, o_data, o_last, o_user, o_push, o_nf,
                       po_data, po_valid, m_axis_pe_tready, po_last, po_user),
@@ -443,7 +497,7 @@ def build(p):
         @always_comb
         def idle_c():
             walk_more.next = running and e_idx != qcount
-            rd_idle.next = ri_cnt == 0 and not d_act and pf_used == 0 and rd_out == 0 and rb_out == 0
+            rd_idle.next = ri_cnt == 0 and not d_act and pf_free == PF and rd_out == 0 and rb_out == 0
             wr_idle.next = not w_act and wb_out == 0 and not wo_valid
             idle_all.next = not sp_act and not arvalid_r and not awvalid_r and not po_valid
 
@@ -459,7 +513,14 @@ def build(p):
             sp_blen8.next = sp_blen[8:]
             blen_x.next = sp_blen[PFW + 2:]
             sp_blen_m1.next = sp_blen8 - 1
-            pf_need.next = pf_used + blen_x
+            pf_fits.next = blen_x <= pf_free
+            # sp_left after a burst of sp_blen beats that does not end the transfer: a
+            # page-end burst leaves sp_ba page aligned, any other one was MAXBURST long
+            if sp_sel_left or not left_gt_max:
+                sp_left_next.next = 1 << P4W
+            else:
+                sp_left_next.next = sp_left - MAXB_L
+            x_left.next = (1 << P4W) - x_lo
 
         # ---------------- read transfer info FIFO ----------------
         @always_comb
@@ -705,6 +766,7 @@ def build(p):
                     sp_act.next = True
                     sp_wr.next = ent_wr
                     sp_ba.next = x_addr[WAW:LL]
+                    sp_left.next = x_left
                     sp_nb.next = x_nb
                     if ent_bc:
                         model_addr.next = x_next
@@ -734,11 +796,12 @@ def build(p):
                 arvalid_r.next = False
             if awvalid_r and m_axi_awready:
                 awvalid_r.next = False
-            if sp_act and not sp_wr and (not arvalid_r or m_axi_arready) and pf_need <= PF:
+            if sp_act and not sp_wr and (not arvalid_r or m_axi_arready) and pf_fits:
                 arvalid_r.next = True
                 araddr_r.next = concat(sp_ba, intbv(0)[LB:])
                 arlen_r.next = sp_blen_m1
                 sp_ba.next = sp_ba + blen_ba
+                sp_left.next = sp_left_next
                 sp_nb.next = sp_nb - sp_blen
                 if sp_nb == sp_blen:
                     sp_act.next = False
@@ -747,11 +810,12 @@ def build(p):
                 awaddr_r.next = concat(sp_ba, intbv(0)[LB:])
                 awlen_r.next = sp_blen_m1
                 sp_ba.next = sp_ba + blen_ba
+                sp_left.next = sp_left_next
                 sp_nb.next = sp_nb - sp_blen
                 if sp_nb == sp_blen:
                     sp_act.next = False
             # ---- read data into the prefetch buffer
-            issue_rd = sp_act and not sp_wr and (not arvalid_r or m_axi_arready) and pf_need <= PF
+            issue_rd = sp_act and not sp_wr and (not arvalid_r or m_axi_arready) and pf_fits
             rbeat = m_axi_rvalid and rd_out != 0
             if rbeat:
                 pf_wp.next = pf_wp + 1
@@ -830,16 +894,16 @@ def build(p):
                 pf_cnt.next = pf_cnt - 1
             if issue_rd:
                 if pop:
-                    pf_used.next = pf_used + blen_x - 1
+                    pf_free.next = pf_free + 1 - blen_x
                 else:
-                    pf_used.next = pf_used + blen_x
+                    pf_free.next = pf_free - blen_x
                 if rbeat:
                     rd_out.next = rd_out + blen_x - 1
                 else:
                     rd_out.next = rd_out + blen_x
             else:
                 if pop:
-                    pf_used.next = pf_used - 1
+                    pf_free.next = pf_free + 1
                 if rbeat:
                     rd_out.next = rd_out - 1
             # ---- write path

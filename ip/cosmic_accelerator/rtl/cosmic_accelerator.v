@@ -307,6 +307,7 @@ wire [1:0] msu_s_axil_bresp;
 wire [15:0] msu_m_axis_pe_tkeep;
 wire [1505:0] unused_sig;
 wire [1505:0] unused_sink;
+wire [17:0] cosmic_memory_schedule_unit0_sp_left_x;
 wire [15:0] cosmic_memory_schedule_unit0_w_strb;
 wire cosmic_memory_schedule_unit0_ar_go;
 reg [31:0] cosmic_memory_schedule_unit0_araddr_r;
@@ -320,7 +321,7 @@ wire [2:0] cosmic_memory_schedule_unit0_b_off;
 wire [12:0] cosmic_memory_schedule_unit0_b_off_x;
 wire [12:0] cosmic_memory_schedule_unit0_base_x;
 wire [27:0] cosmic_memory_schedule_unit0_blen_ba;
-wire [7:0] cosmic_memory_schedule_unit0_blen_x;
+reg [7:0] cosmic_memory_schedule_unit0_blen_x;
 reg cosmic_memory_schedule_unit0_bvalid_r;
 wire cosmic_memory_schedule_unit0_can_rd;
 wire cosmic_memory_schedule_unit0_can_wr;
@@ -359,6 +360,7 @@ reg [127:0] cosmic_memory_schedule_unit0_head_g;
 reg [7:0] cosmic_memory_schedule_unit0_hshamt;
 wire cosmic_memory_schedule_unit0_idle_all;
 wire [15:0] cosmic_memory_schedule_unit0_kmask;
+wire cosmic_memory_schedule_unit0_left_gt_max;
 reg [3:0] cosmic_memory_schedule_unit0_lmask;
 reg [0:0] cosmic_memory_schedule_unit0_ma_wa;
 reg [29:0] cosmic_memory_schedule_unit0_ma_wd;
@@ -380,10 +382,10 @@ wire [18:0] cosmic_memory_schedule_unit0_o_user;
 reg [0:0] cosmic_memory_schedule_unit0_of_wa;
 reg cosmic_memory_schedule_unit0_of_we;
 reg [6:0] cosmic_memory_schedule_unit0_pf_cnt;
+reg cosmic_memory_schedule_unit0_pf_fits;
+reg [7:0] cosmic_memory_schedule_unit0_pf_free;
 wire cosmic_memory_schedule_unit0_pf_ne;
-wire [7:0] cosmic_memory_schedule_unit0_pf_need;
 reg [5:0] cosmic_memory_schedule_unit0_pf_rp;
-reg [7:0] cosmic_memory_schedule_unit0_pf_used;
 reg [5:0] cosmic_memory_schedule_unit0_pf_wp;
 wire [127:0] cosmic_memory_schedule_unit0_po_data;
 wire cosmic_memory_schedule_unit0_po_last;
@@ -419,9 +421,12 @@ wire [29:0] cosmic_memory_schedule_unit0_size_w;
 reg cosmic_memory_schedule_unit0_sp_act;
 reg [27:0] cosmic_memory_schedule_unit0_sp_ba;
 reg [17:0] cosmic_memory_schedule_unit0_sp_blen;
-wire [7:0] cosmic_memory_schedule_unit0_sp_blen8;
-wire [7:0] cosmic_memory_schedule_unit0_sp_blen_m1;
+reg [7:0] cosmic_memory_schedule_unit0_sp_blen8;
+reg [7:0] cosmic_memory_schedule_unit0_sp_blen_m1;
+reg [8:0] cosmic_memory_schedule_unit0_sp_left;
+reg [8:0] cosmic_memory_schedule_unit0_sp_left_next;
 reg [17:0] cosmic_memory_schedule_unit0_sp_nb;
+reg cosmic_memory_schedule_unit0_sp_sel_left;
 reg cosmic_memory_schedule_unit0_sp_wr;
 wire [31:0] cosmic_memory_schedule_unit0_status32;
 reg [0:0] cosmic_memory_schedule_unit0_t_idx;
@@ -466,6 +471,8 @@ wire cosmic_memory_schedule_unit0_wo_valid;
 wire cosmic_memory_schedule_unit0_wr_idle;
 reg cosmic_memory_schedule_unit0_wrq;
 reg [29:0] cosmic_memory_schedule_unit0_x_addr;
+reg [8:0] cosmic_memory_schedule_unit0_x_left;
+wire [8:0] cosmic_memory_schedule_unit0_x_lo;
 wire [17:0] cosmic_memory_schedule_unit0_x_nb;
 wire [29:0] cosmic_memory_schedule_unit0_x_next;
 wire [17:0] cosmic_memory_schedule_unit0_x_ni;
@@ -473,8 +480,6 @@ wire [1:0] cosmic_memory_schedule_unit0_x_s;
 wire [17:0] cosmic_memory_schedule_unit0_x_s18;
 wire [17:0] cosmic_memory_schedule_unit0_burst_len0_left;
 wire [17:0] cosmic_memory_schedule_unit0_burst_len0_lo;
-wire [17:0] cosmic_memory_schedule_unit0_burst_len1_left;
-wire [17:0] cosmic_memory_schedule_unit0_burst_len1_lo;
 reg [1:0] cosmic_memory_schedule_unit0_out_fifo20_cnt;
 reg [127:0] cosmic_memory_schedule_unit0_out_fifo20_d0;
 reg [127:0] cosmic_memory_schedule_unit0_out_fifo20_d1;
@@ -4983,19 +4988,17 @@ assign cosmic_memory_schedule_unit0_qcount32 = {27'h0, cosmic_memory_schedule_un
 
 
 
-assign cosmic_memory_schedule_unit0_burst_len0_lo = {10'h0, cosmic_memory_schedule_unit0_sp_ba[8-1:0]};
+assign cosmic_memory_schedule_unit0_sp_left_x = {9'h0, cosmic_memory_schedule_unit0_sp_left};
 
 
-
-assign cosmic_memory_schedule_unit0_burst_len0_left = (256 - cosmic_memory_schedule_unit0_burst_len0_lo);
-
-
-always @(cosmic_memory_schedule_unit0_burst_len0_left, cosmic_memory_schedule_unit0_sp_nb) begin: cosmic_memory_schedule_unit0_burst_len0_mn
-    if (((cosmic_memory_schedule_unit0_sp_nb <= 16) && (cosmic_memory_schedule_unit0_sp_nb <= cosmic_memory_schedule_unit0_burst_len0_left))) begin
+always @(cosmic_memory_schedule_unit0_sp_left_x, cosmic_memory_schedule_unit0_sp_nb) begin: cosmic_memory_schedule_unit0_burst_len_left0_mn
+    cosmic_memory_schedule_unit0_sp_sel_left = 1'b0;
+    if (((cosmic_memory_schedule_unit0_sp_nb <= 16) && (cosmic_memory_schedule_unit0_sp_nb <= cosmic_memory_schedule_unit0_sp_left_x))) begin
         cosmic_memory_schedule_unit0_sp_blen = cosmic_memory_schedule_unit0_sp_nb;
     end
-    else if ((cosmic_memory_schedule_unit0_burst_len0_left <= 16)) begin
-        cosmic_memory_schedule_unit0_sp_blen = cosmic_memory_schedule_unit0_burst_len0_left;
+    else if ((cosmic_memory_schedule_unit0_sp_left_x <= 16)) begin
+        cosmic_memory_schedule_unit0_sp_blen = cosmic_memory_schedule_unit0_sp_left_x;
+        cosmic_memory_schedule_unit0_sp_sel_left = 1'b1;
     end
     else begin
         cosmic_memory_schedule_unit0_sp_blen = 16;
@@ -5004,19 +5007,27 @@ end
 
 
 
-assign cosmic_memory_schedule_unit0_burst_len1_lo = {10'h0, cosmic_memory_schedule_unit0_w_ba[8-1:0]};
+assign cosmic_memory_schedule_unit0_left_gt_max = (cosmic_memory_schedule_unit0_sp_left > 16);
 
 
 
-assign cosmic_memory_schedule_unit0_burst_len1_left = (256 - cosmic_memory_schedule_unit0_burst_len1_lo);
+assign cosmic_memory_schedule_unit0_x_lo = {1'h0, cosmic_memory_schedule_unit0_x_addr[2+:8]};
 
 
-always @(cosmic_memory_schedule_unit0_burst_len1_left, cosmic_memory_schedule_unit0_w_nb) begin: cosmic_memory_schedule_unit0_burst_len1_mn
-    if (((cosmic_memory_schedule_unit0_w_nb <= 16) && (cosmic_memory_schedule_unit0_w_nb <= cosmic_memory_schedule_unit0_burst_len1_left))) begin
+
+assign cosmic_memory_schedule_unit0_burst_len0_lo = {10'h0, cosmic_memory_schedule_unit0_w_ba[8-1:0]};
+
+
+
+assign cosmic_memory_schedule_unit0_burst_len0_left = (256 - cosmic_memory_schedule_unit0_burst_len0_lo);
+
+
+always @(cosmic_memory_schedule_unit0_burst_len0_left, cosmic_memory_schedule_unit0_w_nb) begin: cosmic_memory_schedule_unit0_burst_len0_mn
+    if (((cosmic_memory_schedule_unit0_w_nb <= 16) && (cosmic_memory_schedule_unit0_w_nb <= cosmic_memory_schedule_unit0_burst_len0_left))) begin
         cosmic_memory_schedule_unit0_w_blen = cosmic_memory_schedule_unit0_w_nb;
     end
-    else if ((cosmic_memory_schedule_unit0_burst_len1_left <= 16)) begin
-        cosmic_memory_schedule_unit0_w_blen = cosmic_memory_schedule_unit0_burst_len1_left;
+    else if ((cosmic_memory_schedule_unit0_burst_len0_left <= 16)) begin
+        cosmic_memory_schedule_unit0_w_blen = cosmic_memory_schedule_unit0_burst_len0_left;
     end
     else begin
         cosmic_memory_schedule_unit0_w_blen = 16;
@@ -5169,7 +5180,7 @@ assign cosmic_memory_schedule_unit0_x_ni = (cosmic_memory_schedule_unit0_ni_sum 
 
 
 assign cosmic_memory_schedule_unit0_walk_more = (cosmic_memory_schedule_unit0_running && (cosmic_memory_schedule_unit0_e_idx != cosmic_memory_schedule_unit0_qcount));
-assign cosmic_memory_schedule_unit0_rd_idle = ((cosmic_memory_schedule_unit0_ri_cnt == 0) && (!cosmic_memory_schedule_unit0_d_act) && (cosmic_memory_schedule_unit0_pf_used == 0) && (cosmic_memory_schedule_unit0_rd_out == 0) && (cosmic_memory_schedule_unit0_rb_out == 0));
+assign cosmic_memory_schedule_unit0_rd_idle = ((cosmic_memory_schedule_unit0_ri_cnt == 0) && (!cosmic_memory_schedule_unit0_d_act) && (cosmic_memory_schedule_unit0_pf_free == 64) && (cosmic_memory_schedule_unit0_rd_out == 0) && (cosmic_memory_schedule_unit0_rb_out == 0));
 assign cosmic_memory_schedule_unit0_wr_idle = ((!cosmic_memory_schedule_unit0_w_act) && (cosmic_memory_schedule_unit0_wb_out == 0) && (!cosmic_memory_schedule_unit0_wo_valid));
 assign cosmic_memory_schedule_unit0_idle_all = ((!cosmic_memory_schedule_unit0_sp_act) && (!cosmic_memory_schedule_unit0_arvalid_r) && (!cosmic_memory_schedule_unit0_awvalid_r) && (!cosmic_memory_schedule_unit0_po_valid));
 
@@ -5179,11 +5190,19 @@ assign cosmic_memory_schedule_unit0_can_rd = (cosmic_memory_schedule_unit0_walk_
 assign cosmic_memory_schedule_unit0_can_wr = (cosmic_memory_schedule_unit0_walk_more && (!cosmic_memory_schedule_unit0_sp_act) && cosmic_memory_schedule_unit0_rd_idle && cosmic_memory_schedule_unit0_wr_idle && (!cosmic_memory_schedule_unit0_arvalid_r) && (!cosmic_memory_schedule_unit0_awvalid_r));
 
 
-
-assign cosmic_memory_schedule_unit0_sp_blen8 = cosmic_memory_schedule_unit0_sp_blen[8-1:0];
-assign cosmic_memory_schedule_unit0_blen_x = cosmic_memory_schedule_unit0_sp_blen[(6 + 2)-1:0];
-assign cosmic_memory_schedule_unit0_sp_blen_m1 = (cosmic_memory_schedule_unit0_sp_blen8 - 1);
-assign cosmic_memory_schedule_unit0_pf_need = (cosmic_memory_schedule_unit0_pf_used + cosmic_memory_schedule_unit0_blen_x);
+always @(cosmic_memory_schedule_unit0_sp_sel_left, cosmic_memory_schedule_unit0_sp_blen8, cosmic_memory_schedule_unit0_sp_left, cosmic_memory_schedule_unit0_left_gt_max, cosmic_memory_schedule_unit0_x_lo, cosmic_memory_schedule_unit0_pf_free, cosmic_memory_schedule_unit0_blen_x, cosmic_memory_schedule_unit0_sp_blen) begin: cosmic_memory_schedule_unit0_blen_c
+    cosmic_memory_schedule_unit0_sp_blen8 = cosmic_memory_schedule_unit0_sp_blen[8-1:0];
+    cosmic_memory_schedule_unit0_blen_x = cosmic_memory_schedule_unit0_sp_blen[(6 + 2)-1:0];
+    cosmic_memory_schedule_unit0_sp_blen_m1 = (cosmic_memory_schedule_unit0_sp_blen8 - 1);
+    cosmic_memory_schedule_unit0_pf_fits = (cosmic_memory_schedule_unit0_blen_x <= cosmic_memory_schedule_unit0_pf_free);
+    if ((cosmic_memory_schedule_unit0_sp_sel_left || (!cosmic_memory_schedule_unit0_left_gt_max))) begin
+        cosmic_memory_schedule_unit0_sp_left_next = (1 << 8);
+    end
+    else begin
+        cosmic_memory_schedule_unit0_sp_left_next = (cosmic_memory_schedule_unit0_sp_left - 16);
+    end
+    cosmic_memory_schedule_unit0_x_left = ((1 << 8) - cosmic_memory_schedule_unit0_x_lo);
+end
 
 
 always @(cosmic_memory_schedule_unit0_ri_mem[0], cosmic_memory_schedule_unit0_ri_mem[1], cosmic_memory_schedule_unit0_ri_mem[2], cosmic_memory_schedule_unit0_ri_mem[3], cosmic_memory_schedule_unit0_ri_rp, cosmic_memory_schedule_unit0_x_s, cosmic_memory_schedule_unit0_ent_size, cosmic_memory_schedule_unit0_base_x, cosmic_memory_schedule_unit0_tgt, cosmic_memory_schedule_unit0_x_nb, cosmic_memory_schedule_unit0_ent_bc) begin: cosmic_memory_schedule_unit0_ri_c
@@ -5499,6 +5518,7 @@ always @(posedge clk) begin: cosmic_memory_schedule_unit0_main
         cosmic_memory_schedule_unit0_araddr_r <= 0;
         cosmic_memory_schedule_unit0_d_pe <= 0;
         cosmic_memory_schedule_unit0_d_act <= 0;
+        cosmic_memory_schedule_unit0_pf_free <= 64;
         cosmic_memory_schedule_unit0_pf_wp <= 0;
         cosmic_memory_schedule_unit0_err_code <= 0;
         cosmic_memory_schedule_unit0_e_idx <= 0;
@@ -5510,6 +5530,7 @@ always @(posedge clk) begin: cosmic_memory_schedule_unit0_main
         cosmic_memory_schedule_unit0_awaddr_r <= 0;
         cosmic_memory_schedule_unit0_w_pe <= 0;
         cosmic_memory_schedule_unit0_w_nb <= 0;
+        cosmic_memory_schedule_unit0_sp_left <= 0;
         cosmic_memory_schedule_unit0_w_first <= 0;
         cosmic_memory_schedule_unit0_model_addr <= 0;
         cosmic_memory_schedule_unit0_d_rep <= 0;
@@ -5542,7 +5563,6 @@ always @(posedge clk) begin: cosmic_memory_schedule_unit0_main
         cosmic_memory_schedule_unit0_qcount <= 0;
         cosmic_memory_schedule_unit0_t_idx <= 0;
         cosmic_memory_schedule_unit0_rd_out <= 0;
-        cosmic_memory_schedule_unit0_pf_used <= 0;
     end
     else begin
         pop = 1'b0;
@@ -5558,6 +5578,7 @@ always @(posedge clk) begin: cosmic_memory_schedule_unit0_main
                 cosmic_memory_schedule_unit0_sp_act <= 1'b1;
                 cosmic_memory_schedule_unit0_sp_wr <= cosmic_memory_schedule_unit0_ent_wr;
                 cosmic_memory_schedule_unit0_sp_ba <= cosmic_memory_schedule_unit0_x_addr[30-1:2];
+                cosmic_memory_schedule_unit0_sp_left <= cosmic_memory_schedule_unit0_x_left;
                 cosmic_memory_schedule_unit0_sp_nb <= cosmic_memory_schedule_unit0_x_nb;
                 if (cosmic_memory_schedule_unit0_ent_bc) begin
                     cosmic_memory_schedule_unit0_model_addr <= cosmic_memory_schedule_unit0_x_next;
@@ -5596,11 +5617,12 @@ always @(posedge clk) begin: cosmic_memory_schedule_unit0_main
         if ((cosmic_memory_schedule_unit0_awvalid_r && m_axi_awready)) begin
             cosmic_memory_schedule_unit0_awvalid_r <= 1'b0;
         end
-        if ((cosmic_memory_schedule_unit0_sp_act && (!cosmic_memory_schedule_unit0_sp_wr) && ((!cosmic_memory_schedule_unit0_arvalid_r) || m_axi_arready) && (cosmic_memory_schedule_unit0_pf_need <= 64))) begin
+        if ((cosmic_memory_schedule_unit0_sp_act && (!cosmic_memory_schedule_unit0_sp_wr) && ((!cosmic_memory_schedule_unit0_arvalid_r) || m_axi_arready) && cosmic_memory_schedule_unit0_pf_fits)) begin
             cosmic_memory_schedule_unit0_arvalid_r <= 1'b1;
             cosmic_memory_schedule_unit0_araddr_r <= {cosmic_memory_schedule_unit0_sp_ba, 4'h0};
             cosmic_memory_schedule_unit0_arlen_r <= cosmic_memory_schedule_unit0_sp_blen_m1;
             cosmic_memory_schedule_unit0_sp_ba <= (cosmic_memory_schedule_unit0_sp_ba + cosmic_memory_schedule_unit0_blen_ba);
+            cosmic_memory_schedule_unit0_sp_left <= cosmic_memory_schedule_unit0_sp_left_next;
             cosmic_memory_schedule_unit0_sp_nb <= (cosmic_memory_schedule_unit0_sp_nb - cosmic_memory_schedule_unit0_sp_blen);
             if ((cosmic_memory_schedule_unit0_sp_nb == cosmic_memory_schedule_unit0_sp_blen)) begin
                 cosmic_memory_schedule_unit0_sp_act <= 1'b0;
@@ -5611,12 +5633,13 @@ always @(posedge clk) begin: cosmic_memory_schedule_unit0_main
             cosmic_memory_schedule_unit0_awaddr_r <= {cosmic_memory_schedule_unit0_sp_ba, 4'h0};
             cosmic_memory_schedule_unit0_awlen_r <= cosmic_memory_schedule_unit0_sp_blen_m1;
             cosmic_memory_schedule_unit0_sp_ba <= (cosmic_memory_schedule_unit0_sp_ba + cosmic_memory_schedule_unit0_blen_ba);
+            cosmic_memory_schedule_unit0_sp_left <= cosmic_memory_schedule_unit0_sp_left_next;
             cosmic_memory_schedule_unit0_sp_nb <= (cosmic_memory_schedule_unit0_sp_nb - cosmic_memory_schedule_unit0_sp_blen);
             if ((cosmic_memory_schedule_unit0_sp_nb == cosmic_memory_schedule_unit0_sp_blen)) begin
                 cosmic_memory_schedule_unit0_sp_act <= 1'b0;
             end
         end
-        issue_rd = (cosmic_memory_schedule_unit0_sp_act && (!cosmic_memory_schedule_unit0_sp_wr) && ((!cosmic_memory_schedule_unit0_arvalid_r) || m_axi_arready) && (cosmic_memory_schedule_unit0_pf_need <= 64));
+        issue_rd = (cosmic_memory_schedule_unit0_sp_act && (!cosmic_memory_schedule_unit0_sp_wr) && ((!cosmic_memory_schedule_unit0_arvalid_r) || m_axi_arready) && cosmic_memory_schedule_unit0_pf_fits);
         rbeat = (m_axi_rvalid && (cosmic_memory_schedule_unit0_rd_out != 0));
         if (rbeat) begin
             cosmic_memory_schedule_unit0_pf_wp <= (cosmic_memory_schedule_unit0_pf_wp + 1);
@@ -5715,10 +5738,10 @@ always @(posedge clk) begin: cosmic_memory_schedule_unit0_main
         end
         if (issue_rd) begin
             if (pop) begin
-                cosmic_memory_schedule_unit0_pf_used <= ((cosmic_memory_schedule_unit0_pf_used + cosmic_memory_schedule_unit0_blen_x) - 1);
+                cosmic_memory_schedule_unit0_pf_free <= ((cosmic_memory_schedule_unit0_pf_free + 1) - cosmic_memory_schedule_unit0_blen_x);
             end
             else begin
-                cosmic_memory_schedule_unit0_pf_used <= (cosmic_memory_schedule_unit0_pf_used + cosmic_memory_schedule_unit0_blen_x);
+                cosmic_memory_schedule_unit0_pf_free <= (cosmic_memory_schedule_unit0_pf_free - cosmic_memory_schedule_unit0_blen_x);
             end
             if (rbeat) begin
                 cosmic_memory_schedule_unit0_rd_out <= ((cosmic_memory_schedule_unit0_rd_out + cosmic_memory_schedule_unit0_blen_x) - 1);
@@ -5729,7 +5752,7 @@ always @(posedge clk) begin: cosmic_memory_schedule_unit0_main
         end
         else begin
             if (pop) begin
-                cosmic_memory_schedule_unit0_pf_used <= (cosmic_memory_schedule_unit0_pf_used - 1);
+                cosmic_memory_schedule_unit0_pf_free <= (cosmic_memory_schedule_unit0_pf_free + 1);
             end
             if (rbeat) begin
                 cosmic_memory_schedule_unit0_rd_out <= (cosmic_memory_schedule_unit0_rd_out - 1);

@@ -259,6 +259,7 @@ signal msu_s_axil_bresp: unsigned(1 downto 0);
 signal msu_m_axis_pe_tkeep: unsigned(15 downto 0);
 signal unused_sig: unsigned(1505 downto 0);
 signal unused_sink: unsigned(1505 downto 0);
+signal cosmic_memory_schedule_unit0_sp_left_x: unsigned(17 downto 0);
 signal cosmic_memory_schedule_unit0_w_strb: unsigned(15 downto 0);
 signal cosmic_memory_schedule_unit0_ar_go: std_logic;
 signal cosmic_memory_schedule_unit0_araddr_r: unsigned(31 downto 0);
@@ -311,6 +312,7 @@ signal cosmic_memory_schedule_unit0_head_g: unsigned(127 downto 0);
 signal cosmic_memory_schedule_unit0_hshamt: unsigned(7 downto 0);
 signal cosmic_memory_schedule_unit0_idle_all: std_logic;
 signal cosmic_memory_schedule_unit0_kmask: unsigned(15 downto 0);
+signal cosmic_memory_schedule_unit0_left_gt_max: std_logic;
 signal cosmic_memory_schedule_unit0_lmask: unsigned(3 downto 0);
 signal cosmic_memory_schedule_unit0_ma_wa: unsigned(0 downto 0);
 signal cosmic_memory_schedule_unit0_ma_wd: unsigned(29 downto 0);
@@ -332,10 +334,10 @@ signal cosmic_memory_schedule_unit0_o_user: unsigned(18 downto 0);
 signal cosmic_memory_schedule_unit0_of_wa: unsigned(0 downto 0);
 signal cosmic_memory_schedule_unit0_of_we: std_logic;
 signal cosmic_memory_schedule_unit0_pf_cnt: unsigned(6 downto 0);
+signal cosmic_memory_schedule_unit0_pf_fits: std_logic;
+signal cosmic_memory_schedule_unit0_pf_free: unsigned(7 downto 0);
 signal cosmic_memory_schedule_unit0_pf_ne: std_logic;
-signal cosmic_memory_schedule_unit0_pf_need: unsigned(7 downto 0);
 signal cosmic_memory_schedule_unit0_pf_rp: unsigned(5 downto 0);
-signal cosmic_memory_schedule_unit0_pf_used: unsigned(7 downto 0);
 signal cosmic_memory_schedule_unit0_pf_wp: unsigned(5 downto 0);
 signal cosmic_memory_schedule_unit0_po_data: unsigned(127 downto 0);
 signal cosmic_memory_schedule_unit0_po_last: std_logic;
@@ -373,7 +375,10 @@ signal cosmic_memory_schedule_unit0_sp_ba: unsigned(27 downto 0);
 signal cosmic_memory_schedule_unit0_sp_blen: unsigned(17 downto 0);
 signal cosmic_memory_schedule_unit0_sp_blen8: unsigned(7 downto 0);
 signal cosmic_memory_schedule_unit0_sp_blen_m1: unsigned(7 downto 0);
+signal cosmic_memory_schedule_unit0_sp_left: unsigned(8 downto 0);
+signal cosmic_memory_schedule_unit0_sp_left_next: unsigned(8 downto 0);
 signal cosmic_memory_schedule_unit0_sp_nb: unsigned(17 downto 0);
+signal cosmic_memory_schedule_unit0_sp_sel_left: std_logic;
 signal cosmic_memory_schedule_unit0_sp_wr: std_logic;
 signal cosmic_memory_schedule_unit0_status32: unsigned(31 downto 0);
 signal cosmic_memory_schedule_unit0_t_idx: unsigned(0 downto 0);
@@ -418,6 +423,8 @@ signal cosmic_memory_schedule_unit0_wo_valid: std_logic;
 signal cosmic_memory_schedule_unit0_wr_idle: std_logic;
 signal cosmic_memory_schedule_unit0_wrq: std_logic;
 signal cosmic_memory_schedule_unit0_x_addr: unsigned(29 downto 0);
+signal cosmic_memory_schedule_unit0_x_left: unsigned(8 downto 0);
+signal cosmic_memory_schedule_unit0_x_lo: unsigned(8 downto 0);
 signal cosmic_memory_schedule_unit0_x_nb: unsigned(17 downto 0);
 signal cosmic_memory_schedule_unit0_x_next: unsigned(29 downto 0);
 signal cosmic_memory_schedule_unit0_x_ni: unsigned(17 downto 0);
@@ -425,8 +432,6 @@ signal cosmic_memory_schedule_unit0_x_s: unsigned(1 downto 0);
 signal cosmic_memory_schedule_unit0_x_s18: unsigned(17 downto 0);
 signal cosmic_memory_schedule_unit0_burst_len0_left: unsigned(17 downto 0);
 signal cosmic_memory_schedule_unit0_burst_len0_lo: unsigned(17 downto 0);
-signal cosmic_memory_schedule_unit0_burst_len1_left: unsigned(17 downto 0);
-signal cosmic_memory_schedule_unit0_burst_len1_lo: unsigned(17 downto 0);
 signal cosmic_memory_schedule_unit0_out_fifo20_cnt: unsigned(1 downto 0);
 signal cosmic_memory_schedule_unit0_out_fifo20_d0: unsigned(127 downto 0);
 signal cosmic_memory_schedule_unit0_out_fifo20_d1: unsigned(127 downto 0);
@@ -4992,38 +4997,43 @@ cosmic_memory_schedule_unit0_model32 <= unsigned'(to_unsigned(0, 2) & cosmic_mem
 cosmic_memory_schedule_unit0_qcount32 <= unsigned'(to_unsigned(0, 27) & cosmic_memory_schedule_unit0_qcount);
 
 
-cosmic_memory_schedule_unit0_burst_len0_lo <= unsigned'(to_unsigned(0, 10) & cosmic_memory_schedule_unit0_sp_ba(8-1 downto 0));
+cosmic_memory_schedule_unit0_sp_left_x <= unsigned'(to_unsigned(0, 9) & cosmic_memory_schedule_unit0_sp_left);
+
+cosmic_memory_schedule_unit0_burst_len_left0_mn: process (cosmic_memory_schedule_unit0_sp_left_x, cosmic_memory_schedule_unit0_sp_nb) is
+begin
+    cosmic_memory_schedule_unit0_sp_sel_left <= '0';
+    if ((cosmic_memory_schedule_unit0_sp_nb <= 16) and (cosmic_memory_schedule_unit0_sp_nb <= cosmic_memory_schedule_unit0_sp_left_x)) then
+        cosmic_memory_schedule_unit0_sp_blen <= cosmic_memory_schedule_unit0_sp_nb;
+    elsif (cosmic_memory_schedule_unit0_sp_left_x <= 16) then
+        cosmic_memory_schedule_unit0_sp_blen <= cosmic_memory_schedule_unit0_sp_left_x;
+        cosmic_memory_schedule_unit0_sp_sel_left <= '1';
+    else
+        cosmic_memory_schedule_unit0_sp_blen <= to_unsigned(16, 18);
+    end if;
+end process cosmic_memory_schedule_unit0_burst_len_left0_mn;
+
+
+cosmic_memory_schedule_unit0_left_gt_max <= stdl(cosmic_memory_schedule_unit0_sp_left > 16);
+
+
+cosmic_memory_schedule_unit0_x_lo <= unsigned'(to_unsigned(0, 1) & cosmic_memory_schedule_unit0_x_addr((2 + 8)-1 downto 2));
+
+
+cosmic_memory_schedule_unit0_burst_len0_lo <= unsigned'(to_unsigned(0, 10) & cosmic_memory_schedule_unit0_w_ba(8-1 downto 0));
 
 
 cosmic_memory_schedule_unit0_burst_len0_left <= (256 - cosmic_memory_schedule_unit0_burst_len0_lo);
 
-cosmic_memory_schedule_unit0_burst_len0_mn: process (cosmic_memory_schedule_unit0_burst_len0_left, cosmic_memory_schedule_unit0_sp_nb) is
+cosmic_memory_schedule_unit0_burst_len0_mn: process (cosmic_memory_schedule_unit0_burst_len0_left, cosmic_memory_schedule_unit0_w_nb) is
 begin
-    if ((cosmic_memory_schedule_unit0_sp_nb <= 16) and (cosmic_memory_schedule_unit0_sp_nb <= cosmic_memory_schedule_unit0_burst_len0_left)) then
-        cosmic_memory_schedule_unit0_sp_blen <= cosmic_memory_schedule_unit0_sp_nb;
-    elsif (cosmic_memory_schedule_unit0_burst_len0_left <= 16) then
-        cosmic_memory_schedule_unit0_sp_blen <= cosmic_memory_schedule_unit0_burst_len0_left;
-    else
-        cosmic_memory_schedule_unit0_sp_blen <= to_unsigned(16, 18);
-    end if;
-end process cosmic_memory_schedule_unit0_burst_len0_mn;
-
-
-cosmic_memory_schedule_unit0_burst_len1_lo <= unsigned'(to_unsigned(0, 10) & cosmic_memory_schedule_unit0_w_ba(8-1 downto 0));
-
-
-cosmic_memory_schedule_unit0_burst_len1_left <= (256 - cosmic_memory_schedule_unit0_burst_len1_lo);
-
-cosmic_memory_schedule_unit0_burst_len1_mn: process (cosmic_memory_schedule_unit0_burst_len1_left, cosmic_memory_schedule_unit0_w_nb) is
-begin
-    if ((cosmic_memory_schedule_unit0_w_nb <= 16) and (cosmic_memory_schedule_unit0_w_nb <= cosmic_memory_schedule_unit0_burst_len1_left)) then
+    if ((cosmic_memory_schedule_unit0_w_nb <= 16) and (cosmic_memory_schedule_unit0_w_nb <= cosmic_memory_schedule_unit0_burst_len0_left)) then
         cosmic_memory_schedule_unit0_w_blen <= cosmic_memory_schedule_unit0_w_nb;
-    elsif (cosmic_memory_schedule_unit0_burst_len1_left <= 16) then
-        cosmic_memory_schedule_unit0_w_blen <= cosmic_memory_schedule_unit0_burst_len1_left;
+    elsif (cosmic_memory_schedule_unit0_burst_len0_left <= 16) then
+        cosmic_memory_schedule_unit0_w_blen <= cosmic_memory_schedule_unit0_burst_len0_left;
     else
         cosmic_memory_schedule_unit0_w_blen <= to_unsigned(16, 18);
     end if;
-end process cosmic_memory_schedule_unit0_burst_len1_mn;
+end process cosmic_memory_schedule_unit0_burst_len0_mn;
 
 cosmic_memory_schedule_unit0_out_fifo20_seq: process (clk) is
     variable pop: std_logic;
@@ -5159,7 +5169,7 @@ cosmic_memory_schedule_unit0_x_ni <= shift_right(cosmic_memory_schedule_unit0_ni
 
 
 cosmic_memory_schedule_unit0_walk_more <= stdl(bool(cosmic_memory_schedule_unit0_running) and (cosmic_memory_schedule_unit0_e_idx /= cosmic_memory_schedule_unit0_qcount));
-cosmic_memory_schedule_unit0_rd_idle <= stdl((cosmic_memory_schedule_unit0_ri_cnt = 0) and (not bool(cosmic_memory_schedule_unit0_d_act)) and (cosmic_memory_schedule_unit0_pf_used = 0) and (cosmic_memory_schedule_unit0_rd_out = 0) and (cosmic_memory_schedule_unit0_rb_out = 0));
+cosmic_memory_schedule_unit0_rd_idle <= stdl((cosmic_memory_schedule_unit0_ri_cnt = 0) and (not bool(cosmic_memory_schedule_unit0_d_act)) and (cosmic_memory_schedule_unit0_pf_free = 64) and (cosmic_memory_schedule_unit0_rd_out = 0) and (cosmic_memory_schedule_unit0_rb_out = 0));
 cosmic_memory_schedule_unit0_wr_idle <= stdl((not bool(cosmic_memory_schedule_unit0_w_act)) and (cosmic_memory_schedule_unit0_wb_out = 0) and (not bool(cosmic_memory_schedule_unit0_wo_valid)));
 cosmic_memory_schedule_unit0_idle_all <= stdl((not bool(cosmic_memory_schedule_unit0_sp_act)) and (not bool(cosmic_memory_schedule_unit0_arvalid_r)) and (not bool(cosmic_memory_schedule_unit0_awvalid_r)) and (not bool(cosmic_memory_schedule_unit0_po_valid)));
 
@@ -5167,11 +5177,19 @@ cosmic_memory_schedule_unit0_idle_all <= stdl((not bool(cosmic_memory_schedule_u
 cosmic_memory_schedule_unit0_can_rd <= stdl(bool(cosmic_memory_schedule_unit0_walk_more) and (not bool(cosmic_memory_schedule_unit0_sp_act)) and (cosmic_memory_schedule_unit0_ri_cnt < 4) and bool(cosmic_memory_schedule_unit0_wr_idle) and (not bool(cosmic_memory_schedule_unit0_awvalid_r)));
 cosmic_memory_schedule_unit0_can_wr <= stdl(bool(cosmic_memory_schedule_unit0_walk_more) and (not bool(cosmic_memory_schedule_unit0_sp_act)) and bool(cosmic_memory_schedule_unit0_rd_idle) and bool(cosmic_memory_schedule_unit0_wr_idle) and (not bool(cosmic_memory_schedule_unit0_arvalid_r)) and (not bool(cosmic_memory_schedule_unit0_awvalid_r)));
 
-
-cosmic_memory_schedule_unit0_sp_blen8 <= cosmic_memory_schedule_unit0_sp_blen(8-1 downto 0);
-cosmic_memory_schedule_unit0_blen_x <= cosmic_memory_schedule_unit0_sp_blen((6 + 2)-1 downto 0);
-cosmic_memory_schedule_unit0_sp_blen_m1 <= (cosmic_memory_schedule_unit0_sp_blen8 - 1);
-cosmic_memory_schedule_unit0_pf_need <= (cosmic_memory_schedule_unit0_pf_used + cosmic_memory_schedule_unit0_blen_x);
+cosmic_memory_schedule_unit0_blen_c: process (cosmic_memory_schedule_unit0_sp_sel_left, cosmic_memory_schedule_unit0_sp_blen8, cosmic_memory_schedule_unit0_sp_left, cosmic_memory_schedule_unit0_left_gt_max, cosmic_memory_schedule_unit0_x_lo, cosmic_memory_schedule_unit0_pf_free, cosmic_memory_schedule_unit0_blen_x, cosmic_memory_schedule_unit0_sp_blen) is
+begin
+    cosmic_memory_schedule_unit0_sp_blen8 <= cosmic_memory_schedule_unit0_sp_blen(8-1 downto 0);
+    cosmic_memory_schedule_unit0_blen_x <= cosmic_memory_schedule_unit0_sp_blen((6 + 2)-1 downto 0);
+    cosmic_memory_schedule_unit0_sp_blen_m1 <= (cosmic_memory_schedule_unit0_sp_blen8 - 1);
+    cosmic_memory_schedule_unit0_pf_fits <= stdl(cosmic_memory_schedule_unit0_blen_x <= cosmic_memory_schedule_unit0_pf_free);
+    if (bool(cosmic_memory_schedule_unit0_sp_sel_left) or (not bool(cosmic_memory_schedule_unit0_left_gt_max))) then
+        cosmic_memory_schedule_unit0_sp_left_next <= to_unsigned(shift_left(1, 8), 9);
+    else
+        cosmic_memory_schedule_unit0_sp_left_next <= (cosmic_memory_schedule_unit0_sp_left - 16);
+    end if;
+    cosmic_memory_schedule_unit0_x_left <= (shift_left(1, 8) - cosmic_memory_schedule_unit0_x_lo);
+end process cosmic_memory_schedule_unit0_blen_c;
 
 cosmic_memory_schedule_unit0_ri_c: process (cosmic_memory_schedule_unit0_ri_mem, cosmic_memory_schedule_unit0_ri_rp, cosmic_memory_schedule_unit0_x_s, cosmic_memory_schedule_unit0_ent_size, cosmic_memory_schedule_unit0_base_x, cosmic_memory_schedule_unit0_tgt, cosmic_memory_schedule_unit0_x_nb, cosmic_memory_schedule_unit0_ent_bc) is
 begin
@@ -5468,6 +5486,7 @@ begin
             cosmic_memory_schedule_unit0_araddr_r <= to_unsigned(0, 32);
             cosmic_memory_schedule_unit0_d_pe <= to_unsigned(0, 13);
             cosmic_memory_schedule_unit0_d_act <= '0';
+            cosmic_memory_schedule_unit0_pf_free <= to_unsigned(64, 8);
             cosmic_memory_schedule_unit0_pf_wp <= to_unsigned(0, 6);
             cosmic_memory_schedule_unit0_err_code <= to_unsigned(0, 4);
             cosmic_memory_schedule_unit0_e_idx <= to_unsigned(0, 5);
@@ -5479,6 +5498,7 @@ begin
             cosmic_memory_schedule_unit0_awaddr_r <= to_unsigned(0, 32);
             cosmic_memory_schedule_unit0_w_pe <= to_unsigned(0, 3);
             cosmic_memory_schedule_unit0_w_nb <= to_unsigned(0, 18);
+            cosmic_memory_schedule_unit0_sp_left <= to_unsigned(0, 9);
             cosmic_memory_schedule_unit0_w_first <= '0';
             cosmic_memory_schedule_unit0_model_addr <= to_unsigned(0, 30);
             cosmic_memory_schedule_unit0_d_rep <= to_unsigned(0, 1);
@@ -5511,7 +5531,6 @@ begin
             cosmic_memory_schedule_unit0_qcount <= to_unsigned(0, 5);
             cosmic_memory_schedule_unit0_t_idx <= to_unsigned(0, 1);
             cosmic_memory_schedule_unit0_rd_out <= to_unsigned(0, 8);
-            cosmic_memory_schedule_unit0_pf_used <= to_unsigned(0, 8);
         else
             pop := '0';
             if bool(cosmic_memory_schedule_unit0_running) then
@@ -5526,6 +5545,7 @@ begin
                     cosmic_memory_schedule_unit0_sp_act <= '1';
                     cosmic_memory_schedule_unit0_sp_wr <= cosmic_memory_schedule_unit0_ent_wr;
                     cosmic_memory_schedule_unit0_sp_ba <= cosmic_memory_schedule_unit0_x_addr(30-1 downto 2);
+                    cosmic_memory_schedule_unit0_sp_left <= cosmic_memory_schedule_unit0_x_left;
                     cosmic_memory_schedule_unit0_sp_nb <= cosmic_memory_schedule_unit0_x_nb;
                     if bool(cosmic_memory_schedule_unit0_ent_bc) then
                         cosmic_memory_schedule_unit0_model_addr <= cosmic_memory_schedule_unit0_x_next;
@@ -5563,11 +5583,12 @@ begin
             if (bool(cosmic_memory_schedule_unit0_awvalid_r) and bool(m_axi_awready)) then
                 cosmic_memory_schedule_unit0_awvalid_r <= '0';
             end if;
-            if (bool(cosmic_memory_schedule_unit0_sp_act) and (not bool(cosmic_memory_schedule_unit0_sp_wr)) and ((not bool(cosmic_memory_schedule_unit0_arvalid_r)) or bool(m_axi_arready)) and (cosmic_memory_schedule_unit0_pf_need <= 64)) then
+            if (bool(cosmic_memory_schedule_unit0_sp_act) and (not bool(cosmic_memory_schedule_unit0_sp_wr)) and ((not bool(cosmic_memory_schedule_unit0_arvalid_r)) or bool(m_axi_arready)) and bool(cosmic_memory_schedule_unit0_pf_fits)) then
                 cosmic_memory_schedule_unit0_arvalid_r <= '1';
                 cosmic_memory_schedule_unit0_araddr_r <= unsigned'(cosmic_memory_schedule_unit0_sp_ba & to_unsigned(0, 4));
                 cosmic_memory_schedule_unit0_arlen_r <= cosmic_memory_schedule_unit0_sp_blen_m1;
                 cosmic_memory_schedule_unit0_sp_ba <= (cosmic_memory_schedule_unit0_sp_ba + cosmic_memory_schedule_unit0_blen_ba);
+                cosmic_memory_schedule_unit0_sp_left <= cosmic_memory_schedule_unit0_sp_left_next;
                 cosmic_memory_schedule_unit0_sp_nb <= (cosmic_memory_schedule_unit0_sp_nb - cosmic_memory_schedule_unit0_sp_blen);
                 if (cosmic_memory_schedule_unit0_sp_nb = cosmic_memory_schedule_unit0_sp_blen) then
                     cosmic_memory_schedule_unit0_sp_act <= '0';
@@ -5578,12 +5599,13 @@ begin
                 cosmic_memory_schedule_unit0_awaddr_r <= unsigned'(cosmic_memory_schedule_unit0_sp_ba & to_unsigned(0, 4));
                 cosmic_memory_schedule_unit0_awlen_r <= cosmic_memory_schedule_unit0_sp_blen_m1;
                 cosmic_memory_schedule_unit0_sp_ba <= (cosmic_memory_schedule_unit0_sp_ba + cosmic_memory_schedule_unit0_blen_ba);
+                cosmic_memory_schedule_unit0_sp_left <= cosmic_memory_schedule_unit0_sp_left_next;
                 cosmic_memory_schedule_unit0_sp_nb <= (cosmic_memory_schedule_unit0_sp_nb - cosmic_memory_schedule_unit0_sp_blen);
                 if (cosmic_memory_schedule_unit0_sp_nb = cosmic_memory_schedule_unit0_sp_blen) then
                     cosmic_memory_schedule_unit0_sp_act <= '0';
                 end if;
             end if;
-            issue_rd := stdl(bool(cosmic_memory_schedule_unit0_sp_act) and (not bool(cosmic_memory_schedule_unit0_sp_wr)) and ((not bool(cosmic_memory_schedule_unit0_arvalid_r)) or bool(m_axi_arready)) and (cosmic_memory_schedule_unit0_pf_need <= 64));
+            issue_rd := stdl(bool(cosmic_memory_schedule_unit0_sp_act) and (not bool(cosmic_memory_schedule_unit0_sp_wr)) and ((not bool(cosmic_memory_schedule_unit0_arvalid_r)) or bool(m_axi_arready)) and bool(cosmic_memory_schedule_unit0_pf_fits));
             rbeat := stdl(bool(m_axi_rvalid) and (cosmic_memory_schedule_unit0_rd_out /= 0));
             if bool(rbeat) then
                 cosmic_memory_schedule_unit0_pf_wp <= (cosmic_memory_schedule_unit0_pf_wp + 1);
@@ -5672,9 +5694,9 @@ begin
             end if;
             if bool(issue_rd) then
                 if bool(pop) then
-                    cosmic_memory_schedule_unit0_pf_used <= ((cosmic_memory_schedule_unit0_pf_used + cosmic_memory_schedule_unit0_blen_x) - 1);
+                    cosmic_memory_schedule_unit0_pf_free <= ((cosmic_memory_schedule_unit0_pf_free + 1) - cosmic_memory_schedule_unit0_blen_x);
                 else
-                    cosmic_memory_schedule_unit0_pf_used <= (cosmic_memory_schedule_unit0_pf_used + cosmic_memory_schedule_unit0_blen_x);
+                    cosmic_memory_schedule_unit0_pf_free <= (cosmic_memory_schedule_unit0_pf_free - cosmic_memory_schedule_unit0_blen_x);
                 end if;
                 if bool(rbeat) then
                     cosmic_memory_schedule_unit0_rd_out <= ((cosmic_memory_schedule_unit0_rd_out + cosmic_memory_schedule_unit0_blen_x) - 1);
@@ -5683,7 +5705,7 @@ begin
                 end if;
             else
                 if bool(pop) then
-                    cosmic_memory_schedule_unit0_pf_used <= (cosmic_memory_schedule_unit0_pf_used - 1);
+                    cosmic_memory_schedule_unit0_pf_free <= (cosmic_memory_schedule_unit0_pf_free + 1);
                 end if;
                 if bool(rbeat) then
                     cosmic_memory_schedule_unit0_rd_out <= (cosmic_memory_schedule_unit0_rd_out - 1);

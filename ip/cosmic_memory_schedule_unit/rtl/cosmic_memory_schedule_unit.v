@@ -162,6 +162,7 @@ reg s_axis_pe_tready;
 output busy;
 wire busy;
 
+wire [17:0] sp_left_x;
 wire [15:0] w_strb;
 wire ar_go;
 reg [31:0] araddr_r;
@@ -175,7 +176,7 @@ wire [5:0] b_off;
 wire [12:0] b_off_x;
 wire [12:0] base_x;
 wire [27:0] blen_ba;
-wire [7:0] blen_x;
+reg [7:0] blen_x;
 reg bvalid_r;
 wire can_rd;
 wire can_wr;
@@ -214,6 +215,7 @@ reg [127:0] head_g;
 reg [7:0] hshamt;
 wire idle_all;
 wire [15:0] kmask;
+wire left_gt_max;
 reg [3:0] lmask;
 reg [1:0] ma_wa;
 reg [29:0] ma_wd;
@@ -235,10 +237,10 @@ wire [21:0] o_user;
 reg [1:0] of_wa;
 reg of_we;
 reg [6:0] pf_cnt;
+reg pf_fits;
+reg [7:0] pf_free;
 wire pf_ne;
-wire [7:0] pf_need;
 reg [5:0] pf_rp;
-reg [7:0] pf_used;
 reg [5:0] pf_wp;
 wire [127:0] po_data;
 wire po_last;
@@ -274,9 +276,12 @@ wire [29:0] size_w;
 reg sp_act;
 reg [27:0] sp_ba;
 reg [17:0] sp_blen;
-wire [7:0] sp_blen8;
-wire [7:0] sp_blen_m1;
+reg [7:0] sp_blen8;
+reg [7:0] sp_blen_m1;
+reg [8:0] sp_left;
+reg [8:0] sp_left_next;
 reg [17:0] sp_nb;
+reg sp_sel_left;
 reg sp_wr;
 wire [31:0] status32;
 reg [1:0] t_idx;
@@ -321,6 +326,8 @@ wire wo_valid;
 wire wr_idle;
 reg wrq;
 reg [29:0] x_addr;
+reg [8:0] x_left;
+wire [8:0] x_lo;
 wire [17:0] x_nb;
 wire [29:0] x_next;
 wire [17:0] x_ni;
@@ -328,8 +335,6 @@ wire [1:0] x_s;
 wire [17:0] x_s18;
 wire [17:0] burst_len0_left;
 wire [17:0] burst_len0_lo;
-wire [17:0] burst_len1_left;
-wire [17:0] burst_len1_lo;
 reg [1:0] out_fifo20_cnt;
 reg [127:0] out_fifo20_d0;
 reg [127:0] out_fifo20_d1;
@@ -569,19 +574,17 @@ assign qcount32 = {27'h0, qcount};
 
 
 
-assign burst_len0_lo = {10'h0, sp_ba[8-1:0]};
+assign sp_left_x = {9'h0, sp_left};
 
 
-
-assign burst_len0_left = (256 - burst_len0_lo);
-
-
-always @(burst_len0_left, sp_nb) begin: burst_len0_mn
-    if (((sp_nb <= 16) && (sp_nb <= burst_len0_left))) begin
+always @(sp_left_x, sp_nb) begin: burst_len_left0_mn
+    sp_sel_left = 1'b0;
+    if (((sp_nb <= 16) && (sp_nb <= sp_left_x))) begin
         sp_blen = sp_nb;
     end
-    else if ((burst_len0_left <= 16)) begin
-        sp_blen = burst_len0_left;
+    else if ((sp_left_x <= 16)) begin
+        sp_blen = sp_left_x;
+        sp_sel_left = 1'b1;
     end
     else begin
         sp_blen = 16;
@@ -590,19 +593,27 @@ end
 
 
 
-assign burst_len1_lo = {10'h0, w_ba[8-1:0]};
+assign left_gt_max = (sp_left > 16);
 
 
 
-assign burst_len1_left = (256 - burst_len1_lo);
+assign x_lo = {1'h0, x_addr[2+:8]};
 
 
-always @(burst_len1_left, w_nb) begin: burst_len1_mn
-    if (((w_nb <= 16) && (w_nb <= burst_len1_left))) begin
+
+assign burst_len0_lo = {10'h0, w_ba[8-1:0]};
+
+
+
+assign burst_len0_left = (256 - burst_len0_lo);
+
+
+always @(burst_len0_left, w_nb) begin: burst_len0_mn
+    if (((w_nb <= 16) && (w_nb <= burst_len0_left))) begin
         w_blen = w_nb;
     end
-    else if ((burst_len1_left <= 16)) begin
-        w_blen = burst_len1_left;
+    else if ((burst_len0_left <= 16)) begin
+        w_blen = burst_len0_left;
     end
     else begin
         w_blen = 16;
@@ -755,7 +766,7 @@ assign x_ni = (ni_sum >>> 2);
 
 
 assign walk_more = (running && (e_idx != qcount));
-assign rd_idle = ((ri_cnt == 0) && (!d_act) && (pf_used == 0) && (rd_out == 0) && (rb_out == 0));
+assign rd_idle = ((ri_cnt == 0) && (!d_act) && (pf_free == 64) && (rd_out == 0) && (rb_out == 0));
 assign wr_idle = ((!w_act) && (wb_out == 0) && (!wo_valid));
 assign idle_all = ((!sp_act) && (!arvalid_r) && (!awvalid_r) && (!po_valid));
 
@@ -765,11 +776,19 @@ assign can_rd = (walk_more && (!sp_act) && (ri_cnt < 4) && wr_idle && (!awvalid_
 assign can_wr = (walk_more && (!sp_act) && rd_idle && wr_idle && (!arvalid_r) && (!awvalid_r));
 
 
-
-assign sp_blen8 = sp_blen[8-1:0];
-assign blen_x = sp_blen[(6 + 2)-1:0];
-assign sp_blen_m1 = (sp_blen8 - 1);
-assign pf_need = (pf_used + blen_x);
+always @(sp_sel_left, sp_blen8, sp_left, left_gt_max, x_lo, pf_free, blen_x, sp_blen) begin: blen_c
+    sp_blen8 = sp_blen[8-1:0];
+    blen_x = sp_blen[(6 + 2)-1:0];
+    sp_blen_m1 = (sp_blen8 - 1);
+    pf_fits = (blen_x <= pf_free);
+    if ((sp_sel_left || (!left_gt_max))) begin
+        sp_left_next = (1 << 8);
+    end
+    else begin
+        sp_left_next = (sp_left - 16);
+    end
+    x_left = ((1 << 8) - x_lo);
+end
 
 
 always @(ri_mem[0], ri_mem[1], ri_mem[2], ri_mem[3], ri_rp, x_s, ent_size, base_x, tgt, x_nb, ent_bc) begin: ri_c
@@ -1085,6 +1104,7 @@ always @(posedge clk) begin: main
         araddr_r <= 0;
         d_pe <= 0;
         d_act <= 0;
+        pf_free <= 64;
         pf_wp <= 0;
         err_code <= 0;
         e_idx <= 0;
@@ -1096,6 +1116,7 @@ always @(posedge clk) begin: main
         awaddr_r <= 0;
         w_pe <= 0;
         w_nb <= 0;
+        sp_left <= 0;
         w_first <= 0;
         model_addr <= 0;
         d_rep <= 0;
@@ -1128,7 +1149,6 @@ always @(posedge clk) begin: main
         qcount <= 0;
         t_idx <= 0;
         rd_out <= 0;
-        pf_used <= 0;
     end
     else begin
         pop = 1'b0;
@@ -1144,6 +1164,7 @@ always @(posedge clk) begin: main
                 sp_act <= 1'b1;
                 sp_wr <= ent_wr;
                 sp_ba <= x_addr[30-1:2];
+                sp_left <= x_left;
                 sp_nb <= x_nb;
                 if (ent_bc) begin
                     model_addr <= x_next;
@@ -1182,11 +1203,12 @@ always @(posedge clk) begin: main
         if ((awvalid_r && m_axi_awready)) begin
             awvalid_r <= 1'b0;
         end
-        if ((sp_act && (!sp_wr) && ((!arvalid_r) || m_axi_arready) && (pf_need <= 64))) begin
+        if ((sp_act && (!sp_wr) && ((!arvalid_r) || m_axi_arready) && pf_fits)) begin
             arvalid_r <= 1'b1;
             araddr_r <= {sp_ba, 4'h0};
             arlen_r <= sp_blen_m1;
             sp_ba <= (sp_ba + blen_ba);
+            sp_left <= sp_left_next;
             sp_nb <= (sp_nb - sp_blen);
             if ((sp_nb == sp_blen)) begin
                 sp_act <= 1'b0;
@@ -1197,12 +1219,13 @@ always @(posedge clk) begin: main
             awaddr_r <= {sp_ba, 4'h0};
             awlen_r <= sp_blen_m1;
             sp_ba <= (sp_ba + blen_ba);
+            sp_left <= sp_left_next;
             sp_nb <= (sp_nb - sp_blen);
             if ((sp_nb == sp_blen)) begin
                 sp_act <= 1'b0;
             end
         end
-        issue_rd = (sp_act && (!sp_wr) && ((!arvalid_r) || m_axi_arready) && (pf_need <= 64));
+        issue_rd = (sp_act && (!sp_wr) && ((!arvalid_r) || m_axi_arready) && pf_fits);
         rbeat = (m_axi_rvalid && (rd_out != 0));
         if (rbeat) begin
             pf_wp <= (pf_wp + 1);
@@ -1301,10 +1324,10 @@ always @(posedge clk) begin: main
         end
         if (issue_rd) begin
             if (pop) begin
-                pf_used <= ((pf_used + blen_x) - 1);
+                pf_free <= ((pf_free + 1) - blen_x);
             end
             else begin
-                pf_used <= (pf_used + blen_x);
+                pf_free <= (pf_free - blen_x);
             end
             if (rbeat) begin
                 rd_out <= ((rd_out + blen_x) - 1);
@@ -1315,7 +1338,7 @@ always @(posedge clk) begin: main
         end
         else begin
             if (pop) begin
-                pf_used <= (pf_used - 1);
+                pf_free <= (pf_free + 1);
             end
             if (rbeat) begin
                 rd_out <= (rd_out - 1);

@@ -105,6 +105,7 @@ signal m_axis_pe_tkeep_num: unsigned(15 downto 0);
 signal m_axis_pe_tdest_num: unsigned(5 downto 0);
 signal s_axis_pe_tdata_num: unsigned(127 downto 0);
 signal s_axis_pe_tid_num: unsigned(5 downto 0);
+signal sp_left_x: unsigned(17 downto 0);
 signal w_strb: unsigned(15 downto 0);
 signal ar_go: std_logic;
 signal araddr_r: unsigned(31 downto 0);
@@ -157,6 +158,7 @@ signal head_g: unsigned(127 downto 0);
 signal hshamt: unsigned(7 downto 0);
 signal idle_all: std_logic;
 signal kmask: unsigned(15 downto 0);
+signal left_gt_max: std_logic;
 signal lmask: unsigned(3 downto 0);
 signal ma_wa: unsigned(1 downto 0);
 signal ma_wd: unsigned(29 downto 0);
@@ -178,10 +180,10 @@ signal o_user: unsigned(21 downto 0);
 signal of_wa: unsigned(1 downto 0);
 signal of_we: std_logic;
 signal pf_cnt: unsigned(6 downto 0);
+signal pf_fits: std_logic;
+signal pf_free: unsigned(7 downto 0);
 signal pf_ne: std_logic;
-signal pf_need: unsigned(7 downto 0);
 signal pf_rp: unsigned(5 downto 0);
-signal pf_used: unsigned(7 downto 0);
 signal pf_wp: unsigned(5 downto 0);
 signal po_data: unsigned(127 downto 0);
 signal po_last: std_logic;
@@ -219,7 +221,10 @@ signal sp_ba: unsigned(27 downto 0);
 signal sp_blen: unsigned(17 downto 0);
 signal sp_blen8: unsigned(7 downto 0);
 signal sp_blen_m1: unsigned(7 downto 0);
+signal sp_left: unsigned(8 downto 0);
+signal sp_left_next: unsigned(8 downto 0);
 signal sp_nb: unsigned(17 downto 0);
+signal sp_sel_left: std_logic;
 signal sp_wr: std_logic;
 signal status32: unsigned(31 downto 0);
 signal t_idx: unsigned(1 downto 0);
@@ -264,6 +269,8 @@ signal wo_valid: std_logic;
 signal wr_idle: std_logic;
 signal wrq: std_logic;
 signal x_addr: unsigned(29 downto 0);
+signal x_left: unsigned(8 downto 0);
+signal x_lo: unsigned(8 downto 0);
 signal x_nb: unsigned(17 downto 0);
 signal x_next: unsigned(29 downto 0);
 signal x_ni: unsigned(17 downto 0);
@@ -271,8 +278,6 @@ signal x_s: unsigned(1 downto 0);
 signal x_s18: unsigned(17 downto 0);
 signal burst_len0_left: unsigned(17 downto 0);
 signal burst_len0_lo: unsigned(17 downto 0);
-signal burst_len1_left: unsigned(17 downto 0);
-signal burst_len1_lo: unsigned(17 downto 0);
 signal out_fifo20_cnt: unsigned(1 downto 0);
 signal out_fifo20_d0: unsigned(127 downto 0);
 signal out_fifo20_d1: unsigned(127 downto 0);
@@ -531,38 +536,43 @@ model32 <= unsigned'(to_unsigned(0, 2) & model_addr);
 qcount32 <= unsigned'(to_unsigned(0, 27) & qcount);
 
 
-burst_len0_lo <= unsigned'(to_unsigned(0, 10) & sp_ba(8-1 downto 0));
+sp_left_x <= unsigned'(to_unsigned(0, 9) & sp_left);
+
+burst_len_left0_mn: process (sp_left_x, sp_nb) is
+begin
+    sp_sel_left <= '0';
+    if ((sp_nb <= 16) and (sp_nb <= sp_left_x)) then
+        sp_blen <= sp_nb;
+    elsif (sp_left_x <= 16) then
+        sp_blen <= sp_left_x;
+        sp_sel_left <= '1';
+    else
+        sp_blen <= to_unsigned(16, 18);
+    end if;
+end process burst_len_left0_mn;
+
+
+left_gt_max <= stdl(sp_left > 16);
+
+
+x_lo <= unsigned'(to_unsigned(0, 1) & x_addr((2 + 8)-1 downto 2));
+
+
+burst_len0_lo <= unsigned'(to_unsigned(0, 10) & w_ba(8-1 downto 0));
 
 
 burst_len0_left <= (256 - burst_len0_lo);
 
-burst_len0_mn: process (burst_len0_left, sp_nb) is
+burst_len0_mn: process (burst_len0_left, w_nb) is
 begin
-    if ((sp_nb <= 16) and (sp_nb <= burst_len0_left)) then
-        sp_blen <= sp_nb;
-    elsif (burst_len0_left <= 16) then
-        sp_blen <= burst_len0_left;
-    else
-        sp_blen <= to_unsigned(16, 18);
-    end if;
-end process burst_len0_mn;
-
-
-burst_len1_lo <= unsigned'(to_unsigned(0, 10) & w_ba(8-1 downto 0));
-
-
-burst_len1_left <= (256 - burst_len1_lo);
-
-burst_len1_mn: process (burst_len1_left, w_nb) is
-begin
-    if ((w_nb <= 16) and (w_nb <= burst_len1_left)) then
+    if ((w_nb <= 16) and (w_nb <= burst_len0_left)) then
         w_blen <= w_nb;
-    elsif (burst_len1_left <= 16) then
-        w_blen <= burst_len1_left;
+    elsif (burst_len0_left <= 16) then
+        w_blen <= burst_len0_left;
     else
         w_blen <= to_unsigned(16, 18);
     end if;
-end process burst_len1_mn;
+end process burst_len0_mn;
 
 out_fifo20_seq: process (clk) is
     variable pop: std_logic;
@@ -698,7 +708,7 @@ x_ni <= shift_right(ni_sum, 2);
 
 
 walk_more <= stdl(bool(running) and (e_idx /= qcount));
-rd_idle <= stdl((ri_cnt = 0) and (not bool(d_act)) and (pf_used = 0) and (rd_out = 0) and (rb_out = 0));
+rd_idle <= stdl((ri_cnt = 0) and (not bool(d_act)) and (pf_free = 64) and (rd_out = 0) and (rb_out = 0));
 wr_idle <= stdl((not bool(w_act)) and (wb_out = 0) and (not bool(wo_valid)));
 idle_all <= stdl((not bool(sp_act)) and (not bool(arvalid_r)) and (not bool(awvalid_r)) and (not bool(po_valid)));
 
@@ -706,11 +716,19 @@ idle_all <= stdl((not bool(sp_act)) and (not bool(arvalid_r)) and (not bool(awva
 can_rd <= stdl(bool(walk_more) and (not bool(sp_act)) and (ri_cnt < 4) and bool(wr_idle) and (not bool(awvalid_r)));
 can_wr <= stdl(bool(walk_more) and (not bool(sp_act)) and bool(rd_idle) and bool(wr_idle) and (not bool(arvalid_r)) and (not bool(awvalid_r)));
 
-
-sp_blen8 <= sp_blen(8-1 downto 0);
-blen_x <= sp_blen((6 + 2)-1 downto 0);
-sp_blen_m1 <= (sp_blen8 - 1);
-pf_need <= (pf_used + blen_x);
+blen_c: process (sp_sel_left, sp_blen8, sp_left, left_gt_max, x_lo, pf_free, blen_x, sp_blen) is
+begin
+    sp_blen8 <= sp_blen(8-1 downto 0);
+    blen_x <= sp_blen((6 + 2)-1 downto 0);
+    sp_blen_m1 <= (sp_blen8 - 1);
+    pf_fits <= stdl(blen_x <= pf_free);
+    if (bool(sp_sel_left) or (not bool(left_gt_max))) then
+        sp_left_next <= to_unsigned(shift_left(1, 8), 9);
+    else
+        sp_left_next <= (sp_left - 16);
+    end if;
+    x_left <= (shift_left(1, 8) - x_lo);
+end process blen_c;
 
 ri_c: process (ri_mem, ri_rp, x_s, ent_size, base_x, tgt, x_nb, ent_bc) is
 begin
@@ -1007,6 +1025,7 @@ begin
             araddr_r <= to_unsigned(0, 32);
             d_pe <= to_unsigned(0, 13);
             d_act <= '0';
+            pf_free <= to_unsigned(64, 8);
             pf_wp <= to_unsigned(0, 6);
             err_code <= to_unsigned(0, 4);
             e_idx <= to_unsigned(0, 5);
@@ -1018,6 +1037,7 @@ begin
             awaddr_r <= to_unsigned(0, 32);
             w_pe <= to_unsigned(0, 6);
             w_nb <= to_unsigned(0, 18);
+            sp_left <= to_unsigned(0, 9);
             w_first <= '0';
             model_addr <= to_unsigned(0, 30);
             d_rep <= to_unsigned(0, 2);
@@ -1050,7 +1070,6 @@ begin
             qcount <= to_unsigned(0, 5);
             t_idx <= to_unsigned(0, 2);
             rd_out <= to_unsigned(0, 8);
-            pf_used <= to_unsigned(0, 8);
         else
             pop := '0';
             if bool(running) then
@@ -1065,6 +1084,7 @@ begin
                     sp_act <= '1';
                     sp_wr <= ent_wr;
                     sp_ba <= x_addr(30-1 downto 2);
+                    sp_left <= x_left;
                     sp_nb <= x_nb;
                     if bool(ent_bc) then
                         model_addr <= x_next;
@@ -1102,11 +1122,12 @@ begin
             if (bool(awvalid_r) and bool(m_axi_awready)) then
                 awvalid_r <= '0';
             end if;
-            if (bool(sp_act) and (not bool(sp_wr)) and ((not bool(arvalid_r)) or bool(m_axi_arready)) and (pf_need <= 64)) then
+            if (bool(sp_act) and (not bool(sp_wr)) and ((not bool(arvalid_r)) or bool(m_axi_arready)) and bool(pf_fits)) then
                 arvalid_r <= '1';
                 araddr_r <= unsigned'(sp_ba & to_unsigned(0, 4));
                 arlen_r <= sp_blen_m1;
                 sp_ba <= (sp_ba + blen_ba);
+                sp_left <= sp_left_next;
                 sp_nb <= (sp_nb - sp_blen);
                 if (sp_nb = sp_blen) then
                     sp_act <= '0';
@@ -1117,12 +1138,13 @@ begin
                 awaddr_r <= unsigned'(sp_ba & to_unsigned(0, 4));
                 awlen_r <= sp_blen_m1;
                 sp_ba <= (sp_ba + blen_ba);
+                sp_left <= sp_left_next;
                 sp_nb <= (sp_nb - sp_blen);
                 if (sp_nb = sp_blen) then
                     sp_act <= '0';
                 end if;
             end if;
-            issue_rd := stdl(bool(sp_act) and (not bool(sp_wr)) and ((not bool(arvalid_r)) or bool(m_axi_arready)) and (pf_need <= 64));
+            issue_rd := stdl(bool(sp_act) and (not bool(sp_wr)) and ((not bool(arvalid_r)) or bool(m_axi_arready)) and bool(pf_fits));
             rbeat := stdl(bool(m_axi_rvalid) and (rd_out /= 0));
             if bool(rbeat) then
                 pf_wp <= (pf_wp + 1);
@@ -1211,9 +1233,9 @@ begin
             end if;
             if bool(issue_rd) then
                 if bool(pop) then
-                    pf_used <= ((pf_used + blen_x) - 1);
+                    pf_free <= ((pf_free + 1) - blen_x);
                 else
-                    pf_used <= (pf_used + blen_x);
+                    pf_free <= (pf_free - blen_x);
                 end if;
                 if bool(rbeat) then
                     rd_out <= ((rd_out + blen_x) - 1);
@@ -1222,7 +1244,7 @@ begin
                 end if;
             else
                 if bool(pop) then
-                    pf_used <= (pf_used - 1);
+                    pf_free <= (pf_free + 1);
                 end if;
                 if bool(rbeat) then
                     rd_out <= (rd_out - 1);
