@@ -29,11 +29,14 @@ from .schedule import Sched, Scheduler, critical_path, op_count, priorities  # n
 
 LEAF = ("input", "label", "model", "const")
 MAPPERS = ("cosmic", "mlrcs")
-# (data_map align, CosmicPolicy neighbours) candidates; the shortest schedule wins (then
-# the fewest transfers).  The neighbour choice is tried on graphs of at most SMALL_GRAPH
+# (data_map align, CosmicPolicy neighbours[, spread[, Scheduler.dual]]) candidates; the
+# shortest schedule wins (then the fewest transfers).  Without the two-port reads
+# (dual False) some list schedules come out shorter (mlrcs on svm and reco): greedy
+# anomalies, so both are tried.  The neighbour choice is tried on graphs of at most SMALL_GRAPH
 # nodes only (each variant is a full scheduling pass).
 VARIANTS = ((False, False), (True, False), (False, True), (True, True),
-            (False, True, True), (True, True, True))
+            (False, True, True), (True, True, True),
+            (False, False, False, False), (True, False, False, False))
 SMALL_GRAPH = 1000
 
 
@@ -297,17 +300,19 @@ def schedule(graph, plan, fmt, mapper: str = "cosmic", *, bypass: int = 1,
     best = None
     tried = []
     small = len(graph.nodes) <= SMALL_GRAPH
-    for align, nb, *sp in VARIANTS:
-        sp = bool(sp and sp[0])
+    for align, nb, *opt in VARIANTS:
+        sp = bool(opt and opt[0])
+        dual = not (len(opt) > 1 and not opt[1])
         if (nb or sp) and (mapper != "cosmic" or not small) and best is not None:
             continue
         vec, chunks, where = data_map(graph, C, R, align)
-        if (chunks, nb, sp) in tried:
+        if (chunks, nb, sp, dual) in tried:
             continue
-        tried.append((chunks, nb, sp))
+        tried.append((chunks, nb, sp, dual))
         policy = CosmicPolicy(where, C * R, neighbours=nb, spread=sp) if mapper == "cosmic" \
             else MlrcsPolicy(where, C * R)
         S = Scheduler(graph, C, R, fmt, policy, bypass=bypass, recompute=recompute, file=file)
+        S.dual = dual
         S.place_leaves(where)
         S.run(priorities(graph))
         length = max((max(c) + 1 for c in S.code if c), default=1)

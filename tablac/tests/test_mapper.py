@@ -123,18 +123,12 @@ def test_two_remote_operands_read_off_two_ports(monkeypatch):
     """The scheduler's dual-port reads: a reduction level takes one operand off each of
     two ports in one slot; with them switched off there is none and the schedule is
     longer (a pass first puts one operand into a buffer)."""
-    import tablac.schedule as sc
     g = _load("logistic", 1, m=54)
     plan = plan_pes(32, 1)
-    _forced(monkeypatch, (True, True))
+    _forced(monkeypatch, (True, True, False, True))
     dual = compile_graph(g, plan, recompute=4)
     assert _two_port_reads(dual) > 0
-    init = sc.Scheduler.__init__
-
-    def no_dual(self, *a, **k):
-        init(self, *a, **k)
-        self.dual = False
-    monkeypatch.setattr(sc.Scheduler, "__init__", no_dual)
+    _forced(monkeypatch, (True, True, False, False))
     single = compile_graph(g, plan, recompute=4)
     assert _two_port_reads(single) == 0 and single.length > dual.length
     check_equal(g, dual, 1, rounds=1, ns_per_thread=2)
