@@ -329,7 +329,7 @@ def block_fn(p):
         # pipeline (valid/bias/last flags ua/ub/uc, moving on en_o); wb is its write-back
         ufire, ufire_f = sig_b(), sig_b()
         ucnt = sig_u(bits_for(ns + 1))
-        va_u, vb_u, vc_u, ua, ub, uc, la, lb_, lc = (sig_b() for _ in range(9))
+        va_u, vb_u, vc_u, ua, ub, uc, la, lu_b, lc = (sig_b() for _ in range(9))
         wb, wb_f, wb_b = sig_b(), sig_b(), sig_b()
 
         @always_comb
@@ -356,10 +356,10 @@ def block_fn(p):
                 la.next = ucnt == NSM1 or ucnt == NS
                 vb_u.next = va_u
                 ub.next = ua
-                lb_.next = la
+                lu_b.next = la
                 vc_u.next = vb_u
                 uc.next = ub
-                lc.next = lb_
+                lc.next = lu_b
 
         xr = sig_u(n * S_IC * W)
         er = sig_u(S_OC * W)

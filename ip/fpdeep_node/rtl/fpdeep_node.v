@@ -1247,7 +1247,7 @@ reg fpdeep_pg0_ua;
 reg fpdeep_pg0_la;
 reg fpdeep_pg0_vb_u;
 reg fpdeep_pg0_ub;
-reg fpdeep_pg0_lb_;
+reg fpdeep_pg0_lu_b;
 reg fpdeep_pg0_lc;
 reg fpdeep_pg0_va;
 reg fpdeep_pg0_fa;
@@ -10461,8 +10461,8 @@ always @(posedge clk) begin: fpdeep_pg0_upipe
         fpdeep_pg0_ub <= 0;
         fpdeep_pg0_lc <= 0;
         fpdeep_pg0_uc <= 0;
-        fpdeep_pg0_lb_ <= 0;
         fpdeep_pg0_vb_u <= 0;
+        fpdeep_pg0_lu_b <= 0;
         fpdeep_pg0_la <= 0;
         fpdeep_pg0_ua <= 0;
         fpdeep_pg0_va_u <= 0;
@@ -10474,10 +10474,10 @@ always @(posedge clk) begin: fpdeep_pg0_upipe
             fpdeep_pg0_la <= ((fpdeep_pg0_ucnt == 3) || (fpdeep_pg0_ucnt == 4));
             fpdeep_pg0_vb_u <= fpdeep_pg0_va_u;
             fpdeep_pg0_ub <= fpdeep_pg0_ua;
-            fpdeep_pg0_lb_ <= fpdeep_pg0_la;
+            fpdeep_pg0_lu_b <= fpdeep_pg0_la;
             fpdeep_pg0_vc_u <= fpdeep_pg0_vb_u;
             fpdeep_pg0_uc <= fpdeep_pg0_ub;
-            fpdeep_pg0_lc <= fpdeep_pg0_lb_;
+            fpdeep_pg0_lc <= fpdeep_pg0_lu_b;
         end
     end
 end

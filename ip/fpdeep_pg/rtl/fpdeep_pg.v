@@ -124,7 +124,7 @@ reg ua;
 reg la;
 reg vb_u;
 reg ub;
-reg lb_;
+reg lu_b;
 reg lc;
 reg va;
 reg fa;
@@ -2615,8 +2615,8 @@ always @(posedge clk) begin: upipe
         ub <= 0;
         lc <= 0;
         uc <= 0;
-        lb_ <= 0;
         vb_u <= 0;
+        lu_b <= 0;
         la <= 0;
         ua <= 0;
         va_u <= 0;
@@ -2628,10 +2628,10 @@ always @(posedge clk) begin: upipe
             la <= ((ucnt == 1) || (ucnt == 2));
             vb_u <= va_u;
             ub <= ua;
-            lb_ <= la;
+            lu_b <= la;
             vc_u <= vb_u;
             uc <= ub;
-            lc <= lb_;
+            lc <= lu_b;
         end
     end
 end
