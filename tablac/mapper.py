@@ -19,6 +19,12 @@ address ``w // columns``.
   distance to sink; each takes the PE (resource) on which it can start earliest, with
   the real transfer latencies counted; a model element lives on the PE of its first
   operation.  It maps operations first and lets data follow.
+
+:func:`schedule` runs the mapper once per entry of :data:`VARIANTS` and keeps the
+shortest schedule: the tree-aligned data map (``data_map(align=True)``), the PE between
+two operand PEs as a candidate for a reduction node, ``spread`` (an operation with a DATA
+operand may take another PE of that row or its model element's home; homes balanced) and
+the scheduler's two-port reads on or off.
 """
 from __future__ import annotations
 
