@@ -215,7 +215,9 @@ LIMITS: dict[str, dict[str, list[Promise]]] = {
                  _hi("sgd_mb_stream_lines_per_cycle", 0.936, 0.01), _lo("sgd_mb_blocking_cycles_per_sample", 881.25),
                  _hi("scd_stream_lines_per_cycle", 0.8325), _lo("scd_blocking_cycles_per_coord", 1625.5)],
         "lanes16": [_lo("sgd_stream_cycles_per_line", 0.90, 0.03),
-                    _lo("sgd_stream_cycles_per_sample_const", 42.8, 0.03)]},
+                    _lo("sgd_stream_cycles_per_sample_const", 42.8, 0.03),
+                    _hi("sgd_mb_stream_lines_per_cycle", 0.609), _lo("sgd_mb_blocking_cycles_per_sample", 153.75),
+                    _hi("scd_stream_lines_per_cycle", 0.3902), _lo("scd_blocking_cycles_per_coord", 280.0)]},
     # ip/pipearch_system/README.md: aggregate bytes read per cycle (16-byte lines, no memory
     # stalls) with 1, 2 (and 4) units streaming ridge SGD through the round-robin arbiter
     "pipearch_system": {
